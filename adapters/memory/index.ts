@@ -1,0 +1,41 @@
+import { MemoryState } from '../../src/state.js'
+import type { Store } from '../../src/store.js'
+
+/**
+ * A store that keeps everything in this process's memory: the default store, and the fake for tests.
+ * It keeps every promise of the `Store` contract (atomic, serialized batches; copies in and out), so
+ * code tested against it behaves the same on the durable stores. Nothing survives the process.
+ */
+export function memoryStore(): Store {
+  const state = new MemoryState()
+  let closed = false
+  const open = () => {
+    if (closed) throw new Error('memoryStore: the store is closed')
+    return state
+  }
+  return {
+    write: async (batch) => open().write(batch),
+    getTenant: async (id) => open().getTenant(id),
+    findKey: async (hash) => open().findKey(hash),
+    getApplication: async (t, id) => open().getApplication(t, id),
+    listApplications: async (t, range) => open().listApplications(t, range),
+    getToken: async (t, id) => open().getToken(t, id),
+    hasAssociation: async (t, p, c) => open().hasAssociation(t, p, c),
+    listChildren: async (t, p, q) => open().listChildren(t, p, q),
+    getTransaction: async (t, id) => open().getTransaction(t, id),
+    getSessionByNonce: async (t, hash) => open().getSessionByNonce(t, hash),
+    getFormula: async (t, id) => open().getFormula(t, id),
+    listFormulas: async (t, q) => open().listFormulas(t, q),
+    getReactor: async (t, id) => open().getReactor(t, id),
+    listReactors: async (t, range) => open().listReactors(t, range),
+    purgeExpired: async (now) => {
+      const ops = open().expiredOps(now)
+      open().write({ ops })
+      return MemoryState.countExpired(ops)
+    },
+    dump: async () => open().dump(),
+    close: async () => {
+      closed = true
+    },
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Every failure the core reports, as a closed union. The HTTP adapter maps each code to one status.
+ * - `validation_failed` (400): input broke a rule; `issues` maps each field path to its messages.
+ * - `unauthenticated` (401): no key, an unknown key, or an expired session key.
+ * - `forbidden` (403): the key lacks the permission or access rule the operation needs.
+ * - `not_found` (404): no such record in the caller's tenant (another tenant's records look the same).
+ * - `conflict` (409): a duplicate, a used nonce, a locked token or a transaction that is not open.
+ * - `formula_invalid` (422): the formula's code can't be loaded or run.
+ * - `formula_failed`: the formula's code threw or timed out; `status` carries the status it maps to.
+ */
+export type ServiceErrorCode =
+  | 'validation_failed'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'formula_invalid'
+  | 'formula_failed'
+
+/** Field path (dotted, e.g. `containers.0`) to messages. */
+export type ValidationIssues = Record<string, string[]>
+
+/** The one error type the service throws for anything a caller did or asked. */
+export class ServiceError extends Error {
+  override readonly name = 'ServiceError'
+  readonly code: ServiceErrorCode
+  /** Present on `validation_failed`: field path to messages. */
+  readonly issues: ValidationIssues | undefined
+  /** Present on `formula_failed`: the HTTP status (400–599) the failure maps to. */
+  readonly status: number | undefined
+
+  constructor(
+    code: ServiceErrorCode,
+    message: string,
+    options: { issues?: ValidationIssues; status?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.issues = options.issues
+    this.status = options.status
+  }
+}
+
+/** Shorthand for a `validation_failed` error naming one field. */
+export function invalid(field: string, message: string): ServiceError {
+  return new ServiceError('validation_failed', `${field}: ${message}`, { issues: { [field]: [message] } })
+}
+
+/** Shorthand for `not_found`. */
+export function notFound(what: string): ServiceError {
+  return new ServiceError('not_found', `${what} not found`)
+}
+
+/** Shorthand for `conflict`. */
+export function conflict(message: string): ServiceError {
+  return new ServiceError('conflict', message)
+}
+
+/** Shorthand for `forbidden`. */
+export function forbidden(message: string): ServiceError {
+  return new ServiceError('forbidden', message)
+}

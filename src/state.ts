@@ -1,0 +1,386 @@
+import type { KeyOwner, Page, Range, StoreDump, WriteResult } from './store.js'
+import type {
+  Association,
+  Check,
+  Op,
+  Reactor,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+  Tenant,
+} from './types.js'
+
+const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
+const copy = <T>(value: T): T => structuredClone(value)
+const byKey = <T>(key: (t: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
+
+/** Turns a `name` filter into a predicate: `*` is a wildcard, no `*` means "contains"; case-insensitive. */
+export function nameMatcher(filter: string | undefined): (name: string) => boolean {
+  if (filter === undefined || filter === '') return () => true
+  const lower = filter.toLowerCase()
+  if (!lower.includes('*')) return (name) => name.toLowerCase().includes(lower)
+  const source = lower
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*')
+  const pattern = new RegExp(`^${source}$`, 's')
+  return (name) => pattern.test(name.toLowerCase())
+}
+
+/**
+ * The whole store as in-memory maps, applying `Store.write` batches synchronously: a batch's checks
+ * and ops run without yielding, so in one process every batch is atomic and they are serialized.
+ * The memory store is this state behind async methods; the file store replays its journal into it.
+ */
+export class MemoryState {
+  private tenants = new Map<string, Tenant>()
+  private applications = new Map<string, StoredApplication>()
+  private keys = new Map<string, { kind: 'application' | 'session'; key: string }>()
+  private tokens = new Map<string, StoredToken>()
+  /** parent key → child id → association, in the order they were made. */
+  private children = new Map<string, Map<string, Association>>()
+  /** child key → parent ids. */
+  private parents = new Map<string, Set<string>>()
+  private transactions = new Map<string, StoredTransaction>()
+  /** token key → id of the transaction that locks it. */
+  private locks = new Map<string, string>()
+  private sessions = new Map<string, StoredSession>()
+  private nonces = new Map<string, string>()
+  private formulas = new Map<string, StoredFormula>()
+  private formulaUse = new Map<string, number>()
+  private reactors = new Map<string, Reactor>()
+
+  /** The first check that fails, or null when all hold. */
+  failedCheck(checks: readonly Check[]): Check | null {
+    for (const c of checks) if (!this.holds(c)) return c
+    return null
+  }
+
+  /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
+  write(batch: { checks?: Check[]; ops: Op[] }): WriteResult {
+    const failed = this.failedCheck(batch.checks ?? [])
+    if (failed) return { ok: false, failed }
+    for (const op of batch.ops) this.apply(copy(op))
+    return { ok: true }
+  }
+
+  private holds(c: Check): boolean {
+    switch (c.check) {
+      case 'token.absent':
+        return !this.tokens.has(k(c.tenant_id, c.id))
+      case 'token.present':
+        return this.tokens.has(k(c.tenant_id, c.id))
+      case 'token.unlocked': {
+        const txId = this.locks.get(k(c.tenant_id, c.id))
+        if (txId === undefined || txId === c.except) return true
+        const tx = this.transactions.get(k(c.tenant_id, txId))
+        return !(tx && tx.state === 'open' && tx.expires_at > c.now)
+      }
+      case 'association.absent':
+      case 'association.present': {
+        const exists = this.children.get(k(c.tenant_id, c.parent_id))?.has(c.child_id) ?? false
+        return c.check === 'association.present' ? exists : !exists
+      }
+      case 'transaction.open': {
+        const tx = this.transactions.get(k(c.tenant_id, c.id))
+        return tx !== undefined && tx.state === 'open' && tx.expires_at > c.now
+      }
+      case 'session.pending': {
+        const id = this.nonces.get(k(c.tenant_id, c.nonce_hash))
+        const s = id === undefined ? undefined : this.sessions.get(k(c.tenant_id, id))
+        return s !== undefined && s.state === 'created' && s.expires_at > c.now
+      }
+      case 'formula.present':
+        return this.formulas.has(k(c.tenant_id, c.id)) || this.formulas.has(k(null, c.id))
+      case 'formula.unused':
+        return (this.formulaUse.get(c.id) ?? 0) === 0
+      case 'application.present':
+        return this.applications.has(k(c.tenant_id, c.id))
+      case 'reactor.present':
+        return this.reactors.has(k(c.tenant_id, c.id))
+    }
+  }
+
+  /** Applies one op. Ops are total: applying one never fails. */
+  apply(op: Op): void {
+    switch (op.op) {
+      case 'tenant.put':
+        this.tenants.set(op.tenant.id, op.tenant)
+        return
+      case 'application.put': {
+        const key = k(op.application.tenant_id, op.application.id)
+        const old = this.applications.get(key)
+        if (old) this.keys.delete(old.key_hash)
+        this.applications.set(key, op.application)
+        this.keys.set(op.application.key_hash, { kind: 'application', key })
+        return
+      }
+      case 'application.delete': {
+        const key = k(op.tenant_id, op.id)
+        const old = this.applications.get(key)
+        if (old) this.keys.delete(old.key_hash)
+        this.applications.delete(key)
+        return
+      }
+      case 'token.put':
+        this.tokens.set(k(op.token.tenant_id, op.token.id), op.token)
+        return
+      case 'token.delete':
+        this.deleteToken(op.tenant_id, op.id)
+        return
+      case 'association.put': {
+        const a = op.association
+        if (!this.tokens.has(k(a.tenant_id, a.parent_id)) || !this.tokens.has(k(a.tenant_id, a.child_id))) return
+        const parentKey = k(a.tenant_id, a.parent_id)
+        let kids = this.children.get(parentKey)
+        if (!kids) this.children.set(parentKey, (kids = new Map()))
+        if (kids.has(a.child_id)) return
+        kids.set(a.child_id, a)
+        const childKey = k(a.tenant_id, a.child_id)
+        let ps = this.parents.get(childKey)
+        if (!ps) this.parents.set(childKey, (ps = new Set()))
+        ps.add(a.parent_id)
+        return
+      }
+      case 'association.delete':
+        this.unlink(op.tenant_id, op.parent_id, op.child_id)
+        return
+      case 'transaction.put': {
+        const key = k(op.transaction.tenant_id, op.transaction.id)
+        const old = this.transactions.get(key)
+        if (old) this.releaseLocks(old)
+        this.transactions.set(key, op.transaction)
+        if (op.transaction.state === 'open') {
+          for (const id of op.transaction.locks) this.locks.set(k(op.transaction.tenant_id, id), op.transaction.id)
+        }
+        return
+      }
+      case 'transaction.stage': {
+        const tx = this.transactions.get(k(op.tenant_id, op.id))
+        if (!tx || tx.state !== 'open') return
+        tx.writes.push(...op.writes)
+        for (const id of op.locks) {
+          if (!tx.locks.includes(id)) tx.locks.push(id)
+          this.locks.set(k(op.tenant_id, id), op.id)
+        }
+        return
+      }
+      case 'transaction.delete': {
+        const key = k(op.tenant_id, op.id)
+        const old = this.transactions.get(key)
+        if (old) this.releaseLocks(old)
+        this.transactions.delete(key)
+        return
+      }
+      case 'session.put': {
+        const s = op.session
+        const key = k(s.tenant_id, s.id)
+        this.dropSessionIndexes(key)
+        this.sessions.set(key, s)
+        this.keys.set(s.key_hash, { kind: 'session', key })
+        this.nonces.set(k(s.tenant_id, s.nonce_hash), s.id)
+        return
+      }
+      case 'session.delete': {
+        const key = k(op.tenant_id, op.id)
+        this.dropSessionIndexes(key)
+        this.sessions.delete(key)
+        return
+      }
+      case 'formula.put':
+        this.formulas.set(k(op.formula.tenant_id, op.formula.id), op.formula)
+        return
+      case 'formula.delete':
+        this.formulas.delete(k(op.tenant_id, op.id))
+        return
+      case 'reactor.put': {
+        const key = k(op.reactor.tenant_id, op.reactor.id)
+        const old = this.reactors.get(key)
+        if (old) this.useFormula(old.formula_id, -1)
+        this.reactors.set(key, op.reactor)
+        this.useFormula(op.reactor.formula_id, 1)
+        return
+      }
+      case 'reactor.delete': {
+        const key = k(op.tenant_id, op.id)
+        const old = this.reactors.get(key)
+        if (old) this.useFormula(old.formula_id, -1)
+        this.reactors.delete(key)
+        return
+      }
+    }
+  }
+
+  private useFormula(id: string, delta: number) {
+    const n = (this.formulaUse.get(id) ?? 0) + delta
+    if (n <= 0) this.formulaUse.delete(id)
+    else this.formulaUse.set(id, n)
+  }
+
+  private releaseLocks(tx: StoredTransaction) {
+    for (const id of tx.locks) {
+      const key = k(tx.tenant_id, id)
+      if (this.locks.get(key) === tx.id) this.locks.delete(key)
+    }
+  }
+
+  private dropSessionIndexes(key: string) {
+    const old = this.sessions.get(key)
+    if (!old) return
+    this.keys.delete(old.key_hash)
+    this.nonces.delete(k(old.tenant_id, old.nonce_hash))
+  }
+
+  private unlink(tenantId: string, parentId: string, childId: string) {
+    const parentKey = k(tenantId, parentId)
+    const kids = this.children.get(parentKey)
+    if (!kids?.delete(childId)) return
+    if (kids.size === 0) this.children.delete(parentKey)
+    const childKey = k(tenantId, childId)
+    const ps = this.parents.get(childKey)
+    ps?.delete(parentId)
+    if (ps?.size === 0) this.parents.delete(childKey)
+  }
+
+  private deleteToken(tenantId: string, id: string) {
+    const key = k(tenantId, id)
+    this.tokens.delete(key)
+    for (const childId of [...(this.children.get(key)?.keys() ?? [])]) this.unlink(tenantId, id, childId)
+    for (const parentId of [...(this.parents.get(key) ?? [])]) this.unlink(tenantId, parentId, id)
+  }
+
+  // Reads: each returns copies.
+
+  getTenant(id: string): Tenant | null {
+    const t = this.tenants.get(id)
+    return t ? copy(t) : null
+  }
+
+  findKey(keyHash: string): KeyOwner | null {
+    const entry = this.keys.get(keyHash)
+    if (!entry) return null
+    if (entry.kind === 'application') {
+      const application = this.applications.get(entry.key)
+      return application ? { kind: 'application', application: copy(application) } : null
+    }
+    const session = this.sessions.get(entry.key)
+    return session ? { kind: 'session', session: copy(session) } : null
+  }
+
+  getApplication(tenantId: string, id: string): StoredApplication | null {
+    const a = this.applications.get(k(tenantId, id))
+    return a ? copy(a) : null
+  }
+
+  listApplications(tenantId: string, range: Range): Page<StoredApplication> {
+    const all = [...this.applications.values()]
+      .filter((a) => a.tenant_id === tenantId)
+      .sort(byKey((a) => `${a.created_at}\u0000${a.id}`))
+    return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
+  }
+
+  getToken(tenantId: string, id: string): StoredToken | null {
+    const t = this.tokens.get(k(tenantId, id))
+    return t ? copy(t) : null
+  }
+
+  hasAssociation(tenantId: string, parentId: string, childId: string): boolean {
+    return this.children.get(k(tenantId, parentId))?.has(childId) ?? false
+  }
+
+  listChildren(
+    tenantId: string,
+    parentId: string,
+    query: Range & { ids?: string[]; types?: string[]; now: string },
+  ): Page<StoredToken> {
+    const kids = this.children.get(k(tenantId, parentId))
+    if (!kids) return { items: [], total: 0 }
+    const types = query.types?.length ? new Set(query.types) : null
+    const ids = query.ids?.length ? query.ids.filter((id) => kids.has(id)) : null
+    const candidates = ids ? [...kids.keys()].filter((id) => ids.includes(id)) : kids.keys()
+    const items: StoredToken[] = []
+    let total = 0
+    for (const childId of candidates) {
+      const token = this.tokens.get(k(tenantId, childId))
+      if (!token || (token.expires_at !== undefined && token.expires_at <= query.now)) continue
+      if (types && !types.has(token.type)) continue
+      if (total >= query.offset && items.length < query.limit) items.push(copy(token))
+      total++
+    }
+    return { items, total }
+  }
+
+  getTransaction(tenantId: string, id: string): StoredTransaction | null {
+    const t = this.transactions.get(k(tenantId, id))
+    return t ? copy(t) : null
+  }
+
+  getSessionByNonce(tenantId: string, nonceHash: string): StoredSession | null {
+    const id = this.nonces.get(k(tenantId, nonceHash))
+    const s = id === undefined ? undefined : this.sessions.get(k(tenantId, id))
+    return s ? copy(s) : null
+  }
+
+  getFormula(tenantId: string | null, id: string): StoredFormula | null {
+    const f = (tenantId === null ? undefined : this.formulas.get(k(tenantId, id))) ?? this.formulas.get(k(null, id))
+    return f ? copy(f) : null
+  }
+
+  listFormulas(tenantId: string, query: Range & { name?: string }): Page<StoredFormula> {
+    const match = nameMatcher(query.name)
+    const all = [...this.formulas.values()]
+      .filter((f) => (f.tenant_id === null || f.tenant_id === tenantId) && match(f.name))
+      .sort(byKey((f) => `${f.name}\u0000${f.id}`))
+    return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
+  }
+
+  getReactor(tenantId: string, id: string): Reactor | null {
+    const r = this.reactors.get(k(tenantId, id))
+    return r ? copy(r) : null
+  }
+
+  listReactors(tenantId: string, range: Range): Page<Reactor> {
+    const all = [...this.reactors.values()]
+      .filter((r) => r.tenant_id === tenantId)
+      .sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
+    return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
+  }
+
+  /** The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them. */
+  expiredOps(now: string): Op[] {
+    const ops: Op[] = []
+    for (const s of this.sessions.values()) {
+      if (s.expires_at <= now) ops.push({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })
+    }
+    for (const t of this.transactions.values()) {
+      if (t.state === 'open' && t.expires_at <= now) {
+        ops.push({ op: 'transaction.put', transaction: { ...t, state: 'expired', writes: [], locks: [] } })
+      }
+    }
+    return ops
+  }
+
+  /** Counts of what a batch of `expiredOps` touched. */
+  static countExpired(ops: Op[]): { sessions: number; transactions: number } {
+    const sessions = ops.filter((op) => op.op === 'session.delete').length
+    return { sessions, transactions: ops.length - sessions }
+  }
+
+  dump(): StoreDump {
+    const sorted = <T>(values: Iterable<T>, key: (t: T) => string) => [...values].sort(byKey(key)).map(copy)
+    const associations: Association[] = []
+    for (const kids of this.children.values()) associations.push(...kids.values())
+    return {
+      tenants: sorted(this.tenants.values(), (t) => t.id),
+      applications: sorted(this.applications.values(), (a) => k(a.tenant_id, a.id)),
+      tokens: sorted(this.tokens.values(), (t) => k(t.tenant_id, t.id)),
+      associations: sorted(associations, (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`),
+      transactions: sorted(this.transactions.values(), (t) => k(t.tenant_id, t.id)),
+      sessions: sorted(this.sessions.values(), (s) => k(s.tenant_id, s.id)),
+      formulas: sorted(this.formulas.values(), (f) => k(f.tenant_id, f.id)),
+      reactors: sorted(this.reactors.values(), (r) => k(r.tenant_id, r.id)),
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import type {
+  Check,
+  Op,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+  Association,
+  Reactor,
+  Tenant,
+} from './types.js'
+
+/** A slice of a list: `items` from `offset`, and `total`, the count of all matches. */
+export interface Page<T> {
+  items: T[]
+  total: number
+}
+
+/** Where a list starts and how many items it holds at most. */
+export interface Range {
+  offset: number
+  limit: number
+}
+
+/** The outcome of `Store.write`: applied, or refused because `failed` did not hold (nothing written). */
+export type WriteResult = { ok: true } | { ok: false; failed: Check }
+
+/** A principal found by key hash. */
+export type KeyOwner =
+  | { kind: 'application'; application: StoredApplication }
+  | { kind: 'session'; session: StoredSession }
+
+/** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
+export interface StoreDump {
+  tenants: Tenant[]
+  applications: StoredApplication[]
+  tokens: StoredToken[]
+  associations: Association[]
+  transactions: StoredTransaction[]
+  sessions: StoredSession[]
+  formulas: StoredFormula[]
+  reactors: Reactor[]
+}
+
+/**
+ * Where the service keeps its records. Every method is async and every id is scoped by tenant.
+ * Absent records are `null`. Records handed in and out are copies: mutating them never changes the store.
+ *
+ * Concurrency: `write` is atomic and linearizable. Its checks and ops take effect together, as if
+ * every `write` ran alone in some serial order: under any number of concurrent calls (in one process
+ * or, for shared stores, across processes) whose checks conflict — such as `session.pending` on one
+ * nonce or `transaction.open` on one transaction — exactly one succeeds and the others get
+ * `{ ok: false }`. A write that is acknowledged (its promise resolved `{ ok: true }`) is durable to the
+ * degree the adapter promises (the file store: on disk).
+ */
+export interface Store {
+  /** Applies `ops` in order, atomically, if every check in `checks` holds; otherwise writes nothing. */
+  write(batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult>
+
+  getTenant(id: string): Promise<Tenant | null>
+  /** The application or session whose key hashes (SHA-256, hex) to `keyHash`, in any tenant. */
+  findKey(keyHash: string): Promise<KeyOwner | null>
+  getApplication(tenantId: string, id: string): Promise<StoredApplication | null>
+  /** Applications of a tenant ordered by `created_at`, then `id`. */
+  listApplications(tenantId: string, range: Range): Promise<Page<StoredApplication>>
+
+  /** A token by id, expired or not (the service decides what expiry means). */
+  getToken(tenantId: string, id: string): Promise<StoredToken | null>
+  hasAssociation(tenantId: string, parentId: string, childId: string): Promise<boolean>
+  /**
+   * Children of `parentId` in the order their associations were made, skipping tokens whose
+   * `expires_at <= now`, restricted to `ids` and `types` when given (non-empty).
+   */
+  listChildren(
+    tenantId: string,
+    parentId: string,
+    query: Range & { ids?: string[]; types?: string[]; now: string },
+  ): Promise<Page<StoredToken>>
+
+  getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
+
+  getSessionByNonce(tenantId: string, nonceHash: string): Promise<StoredSession | null>
+
+  /** A formula visible to the tenant: its own private one or an official one (`tenantId` null: official only). */
+  getFormula(tenantId: string | null, id: string): Promise<StoredFormula | null>
+  /**
+   * Formulas visible to the tenant ordered by name, then id. `name` filters case-insensitively:
+   * `*` matches any run of characters; without `*` the name must contain the filter.
+   */
+  listFormulas(tenantId: string, query: Range & { name?: string }): Promise<Page<StoredFormula>>
+  getReactor(tenantId: string, id: string): Promise<Reactor | null>
+  /** Reactors of a tenant ordered by `created_at`, then `id`. */
+  listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
+
+  /**
+   * Deletes sessions with `expires_at <= now`, and marks open transactions with `expires_at <= now`
+   * as `expired`, dropping their staged writes and locks. Returns how many of each it touched.
+   */
+  purgeExpired(now: string): Promise<{ sessions: number; transactions: number }>
+
+  /** Every record, for tests and tools. */
+  dump(): Promise<StoreDump>
+
+  /** Flushes and releases what the store holds. Later calls fail. */
+  close(): Promise<void>
+}

@@ -1,0 +1,227 @@
+/**
+ * The records the service keeps. Field names are the JSON (snake_case) names the HTTP bodies use.
+ * Timestamps are ISO 8601 UTC strings as the clock gave them (`2030-01-01T00:00:00.000Z`).
+ */
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+export interface Tenant {
+  id: string
+  name: string
+  created_at: string
+}
+
+export type ApplicationType = 'private' | 'public' | 'management'
+
+export type Permission =
+  | 'token:create'
+  | 'token:read'
+  | 'token:update'
+  | 'token:delete'
+  | 'token:use'
+  | 'reactor:create'
+  | 'reactor:read'
+  | 'reactor:update'
+  | 'reactor:delete'
+  | 'application:create'
+  | 'application:read'
+  | 'application:update'
+  | 'application:delete'
+
+export type Transform = 'redact' | 'mask' | 'reveal'
+
+export interface Condition {
+  attribute: 'id' | 'container'
+  operator: 'equals' | 'starts_with'
+  value: string
+}
+
+/** An access rule: for tokens it matches, it grants `permissions` with `transform` applied on reads. */
+export interface AccessRule {
+  description: string
+  priority: number
+  container?: string
+  conditions?: Condition[]
+  transform: Transform
+  permissions: Permission[]
+}
+
+export interface Application {
+  id: string
+  tenant_id: string
+  name: string
+  type: ApplicationType
+  permissions: Permission[]
+  rules?: AccessRule[]
+  created_at: string
+  created_by?: string
+  modified_at?: string
+  modified_by?: string
+}
+
+/** An application as stored: with the SHA-256 (hex) of its key. */
+export interface StoredApplication extends Application {
+  key_hash: string
+}
+
+export interface Token {
+  id: string
+  tenant_id: string
+  type: string
+  data?: Json
+  containers: string[]
+  metadata: Record<string, string>
+  mask?: Json
+  expires_at?: string
+  created_by: string
+  created_at: string
+  modified_by?: string
+  modified_at?: string
+}
+
+/** A token as stored: `data` is always present. */
+export interface StoredToken extends Token {
+  data: Json
+}
+
+export interface Association {
+  tenant_id: string
+  parent_id: string
+  child_id: string
+  created_at: string
+}
+
+export type TransactionState = 'open' | 'committed' | 'rolled_back' | 'expired'
+
+/** The public shape of a transaction. */
+export interface Transaction {
+  id: string
+  created_at: string
+  created_by: string
+  expires_at: string
+}
+
+/** A transaction as stored: its state, its staged writes and the token ids it locks. */
+export interface StoredTransaction extends Transaction {
+  tenant_id: string
+  state: TransactionState
+  /** Writes staged by enlisted operations, applied in order on commit. */
+  writes: Op[]
+  /** Ids of tokens this transaction created, updated or deleted. */
+  locks: string[]
+}
+
+export type SessionState = 'created' | 'authorized'
+
+/** A session as stored. The key and nonce are kept only as SHA-256 hashes. */
+export interface StoredSession {
+  id: string
+  tenant_id: string
+  /** The public application that created the session. */
+  application_id: string
+  key_hash: string
+  nonce_hash: string
+  state: SessionState
+  permissions: Permission[]
+  rules?: AccessRule[]
+  created_at: string
+  expires_at: string
+  authorized_by?: string
+  authorized_at?: string
+}
+
+export type FormulaType = 'official' | 'private'
+export type FormulaStatus = 'verified' | 'coming_soon'
+export type ElementType = 'string' | 'boolean' | 'number'
+
+export interface ConfigurationElement {
+  name: string
+  description?: string
+  type: ElementType
+}
+
+export interface RequestParameterElement {
+  name: string
+  description?: string
+  type: ElementType
+  optional: boolean
+}
+
+export interface ReactorFormula {
+  id: string
+  name: string
+  description?: string
+  type: FormulaType
+  status: FormulaStatus
+  icon?: string
+  code: string
+  configuration: ConfigurationElement[]
+  request_parameters: RequestParameterElement[]
+  created_at?: string
+  created_by?: string
+  modified_at?: string
+  modified_by?: string
+}
+
+/** A formula as stored: `tenant_id` is null for official formulas, which every tenant sees. */
+export interface StoredFormula extends ReactorFormula {
+  tenant_id: string | null
+}
+
+export interface Reactor {
+  id: string
+  tenant_id: string
+  name: string
+  formula_id: string
+  configuration: Record<string, string | number | boolean>
+  created_at: string
+  created_by: string
+  modified_at?: string
+  modified_by?: string
+}
+
+/**
+ * One record write. A batch of these is applied atomically by `Store.write`.
+ * `token.delete` also deletes every association the token is part of.
+ * `association.put` is skipped when either token is absent when it is applied (no dangling links).
+ * `transaction.stage` appends writes and locks to an open transaction.
+ */
+export type Op =
+  | { op: 'tenant.put'; tenant: Tenant }
+  | { op: 'application.put'; application: StoredApplication }
+  | { op: 'application.delete'; tenant_id: string; id: string }
+  | { op: 'token.put'; token: StoredToken }
+  | { op: 'token.delete'; tenant_id: string; id: string }
+  | { op: 'association.put'; association: Association }
+  | { op: 'association.delete'; tenant_id: string; parent_id: string; child_id: string }
+  | { op: 'transaction.put'; transaction: StoredTransaction }
+  | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
+  | { op: 'transaction.delete'; tenant_id: string; id: string }
+  | { op: 'session.put'; session: StoredSession }
+  | { op: 'session.delete'; tenant_id: string; id: string }
+  | { op: 'formula.put'; formula: StoredFormula }
+  | { op: 'formula.delete'; tenant_id: string | null; id: string }
+  | { op: 'reactor.put'; reactor: Reactor }
+  | { op: 'reactor.delete'; tenant_id: string; id: string }
+
+/**
+ * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.
+ * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
+ * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token.
+ * - `association.absent` / `association.present`.
+ * - `transaction.open`: the transaction exists, is open, and `expires_at > now`.
+ * - `session.pending`: a session with this nonce hash exists, is `created`, and `expires_at > now`.
+ * - `formula.present`: the formula exists and is visible to the tenant (its own or official).
+ * - `formula.unused`: no reactor of any tenant uses the formula.
+ * - `application.present`, `reactor.present`.
+ */
+export type Check =
+  | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
+  | { check: 'token.unlocked'; tenant_id: string; id: string; now: string; except?: string }
+  | { check: 'association.absent' | 'association.present'; tenant_id: string; parent_id: string; child_id: string }
+  | { check: 'transaction.open'; tenant_id: string; id: string; now: string }
+  | { check: 'session.pending'; tenant_id: string; nonce_hash: string; now: string }
+  | { check: 'formula.present'; tenant_id: string; id: string }
+  | { check: 'formula.unused'; id: string }
+  | { check: 'application.present' | 'reactor.present'; tenant_id: string; id: string }
