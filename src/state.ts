@@ -167,6 +167,15 @@ export class MemoryState {
         }
         return
       }
+      case 'transaction.commit': {
+        const tx = this.transactions.get(k(op.tenant_id, op.id))
+        if (!tx || tx.state !== 'open') return
+        const writes = tx.writes
+        this.releaseLocks(tx)
+        this.transactions.set(k(op.tenant_id, op.id), { ...tx, state: 'committed', writes: [], locks: [] })
+        for (const write of writes) this.apply(write)
+        return
+      }
       case 'transaction.delete': {
         const key = k(op.tenant_id, op.id)
         const old = this.transactions.get(key)

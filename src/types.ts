@@ -186,6 +186,9 @@ export interface Reactor {
  * `token.delete` also deletes every association the token is part of.
  * `association.put` is skipped when either token is absent when it is applied (no dangling links).
  * `transaction.stage` appends writes and locks to an open transaction.
+ * `transaction.commit` marks an open transaction `committed`, applies its staged writes in order (as
+ * they stand when the op is applied, so a write staged concurrently is never lost), empties `writes`
+ * and releases its locks; it does nothing to a transaction that is not open.
  */
 export type Op =
   | { op: 'tenant.put'; tenant: Tenant }
@@ -197,6 +200,7 @@ export type Op =
   | { op: 'association.delete'; tenant_id: string; parent_id: string; child_id: string }
   | { op: 'transaction.put'; transaction: StoredTransaction }
   | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
+  | { op: 'transaction.commit'; tenant_id: string; id: string }
   | { op: 'transaction.delete'; tenant_id: string; id: string }
   | { op: 'session.put'; session: StoredSession }
   | { op: 'session.delete'; tenant_id: string; id: string }

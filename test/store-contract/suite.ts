@@ -238,6 +238,34 @@ export function storeContract(harness: StoreHarness): void {
       await store.close()
     })
 
+    it('commits a transaction by applying its staged writes as they stand, and releases its locks', async () => {
+      const store = await fresh()
+      await store.write({ ops: [put(token('p')), { op: 'transaction.put', transaction: tx('t1') }] })
+      const stage = (writes: Op[], locks: string[]) =>
+        store.write({
+          checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
+          ops: [{ op: 'transaction.stage', tenant_id: T, id: 't1', writes, locks }],
+        })
+      await stage([put(token('c'))], ['c'])
+      await stage([link('p', 'c')], [])
+      await stage([put(token('c', { metadata: { v: '2' } }))], ['c'])
+      const commit = () =>
+        store.write({
+          checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
+          ops: [{ op: 'transaction.commit', tenant_id: T, id: 't1' }],
+        })
+      expect((await commit()).ok).toBe(true)
+      expect((await store.getToken(T, 'c'))?.metadata).toEqual({ v: '2' })
+      expect(await store.hasAssociation(T, 'p', 'c')).toBe(true)
+      expect(await store.getTransaction(T, 't1')).toMatchObject({ state: 'committed', writes: [], locks: [] })
+      const unlocked = await store.write({ checks: [{ check: 'token.unlocked', tenant_id: T, id: 'c', now: NOW }], ops: [] })
+      expect(unlocked.ok).toBe(true)
+      expect((await commit()).ok).toBe(false)
+      expect((await stage([put(token('late'))], ['late'])).ok).toBe(false)
+      expect(await store.getToken(T, 'late')).toBeNull()
+      await store.close()
+    })
+
     it('lets exactly one of 100 concurrent commits of one transaction win', async () => {
       const store = await fresh()
       await store.write({
@@ -250,15 +278,14 @@ export function storeContract(harness: StoreHarness): void {
         Array.from({ length: 100 }, (_, i) =>
           store.write({
             checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
-            ops: [
-              { op: 'transaction.put', transaction: tx('t1', { state: 'committed' }) },
-              put(token('x', { metadata: { winner: String(i) } })),
-            ],
+            ops: [{ op: 'transaction.commit', tenant_id: T, id: 't1' }, put(token(`w${i}`))],
           }),
         ),
       )
       expect(results.filter((r) => r.ok)).toHaveLength(1)
       expect((await store.getTransaction(T, 't1'))?.state).toBe('committed')
+      expect(await store.getToken(T, 'x')).not.toBeNull()
+      expect((await store.dump()).tokens.filter((t) => t.id.startsWith('w'))).toHaveLength(1)
       await store.close()
     })
 
