@@ -24,7 +24,11 @@ export interface BenchOptions {
 }
 
 /** Runs `fn` repeatedly for about `ms` milliseconds and returns operations per second. */
-export async function opsPerSec(fn: () => unknown | Promise<unknown>, ms: number, batch = 1): Promise<number> {
+export async function opsPerSec(
+  fn: () => unknown | Promise<unknown>,
+  ms: number,
+  batch = 1,
+): Promise<number> {
   const start = performance.now()
   let n = 0
   let now = start
@@ -60,7 +64,11 @@ export async function compare(
 }
 
 /** Runs `fn` with `concurrency` calls in flight until `total` calls have finished; returns ops/s. */
-export async function inFlight(fn: () => Promise<unknown>, concurrency: number, total: number): Promise<number> {
+export async function inFlight(
+  fn: () => Promise<unknown>,
+  concurrency: number,
+  total: number,
+): Promise<number> {
   let started = 0
   const start = performance.now()
   const worker = async () => {

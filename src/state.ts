@@ -14,7 +14,10 @@ import type {
 
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
 const copy = <T>(value: T): T => structuredClone(value)
-const byKey = <T>(key: (t: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
+const byKey =
+  <T>(key: (t: T) => string) =>
+  (a: T, b: T) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
 
 /** Turns a `name` filter into a predicate: `*` is a wildcard, no `*` means "contains"; case-insensitive. */
 export function nameMatcher(filter: string | undefined): (name: string) => boolean {
@@ -132,7 +135,8 @@ export class MemoryState {
         return
       case 'association.put': {
         const a = op.association
-        if (!this.tokens.has(k(a.tenant_id, a.parent_id)) || !this.tokens.has(k(a.tenant_id, a.child_id))) return
+        if (!this.tokens.has(k(a.tenant_id, a.parent_id)) || !this.tokens.has(k(a.tenant_id, a.child_id)))
+          return
         const parentKey = k(a.tenant_id, a.parent_id)
         let kids = this.children.get(parentKey)
         if (!kids) this.children.set(parentKey, (kids = new Map()))
@@ -153,7 +157,8 @@ export class MemoryState {
         if (old) this.releaseLocks(old)
         this.transactions.set(key, op.transaction)
         if (op.transaction.state === 'open') {
-          for (const id of op.transaction.locks) this.locks.set(k(op.transaction.tenant_id, id), op.transaction.id)
+          for (const id of op.transaction.locks)
+            this.locks.set(k(op.transaction.tenant_id, id), op.transaction.id)
         }
         return
       }
@@ -333,7 +338,8 @@ export class MemoryState {
   }
 
   getFormula(tenantId: string | null, id: string): StoredFormula | null {
-    const f = (tenantId === null ? undefined : this.formulas.get(k(tenantId, id))) ?? this.formulas.get(k(null, id))
+    const f =
+      (tenantId === null ? undefined : this.formulas.get(k(tenantId, id))) ?? this.formulas.get(k(null, id))
     return f ? copy(f) : null
   }
 

@@ -1,13 +1,13 @@
 import type {
+  Association,
   Check,
   Op,
+  Reactor,
   StoredApplication,
   StoredFormula,
   StoredSession,
   StoredToken,
   StoredTransaction,
-  Association,
-  Reactor,
   Tenant,
 } from './types.js'
 

@@ -223,7 +223,12 @@ export type Op =
 export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
   | { check: 'token.unlocked'; tenant_id: string; id: string; now: string; except?: string }
-  | { check: 'association.absent' | 'association.present'; tenant_id: string; parent_id: string; child_id: string }
+  | {
+      check: 'association.absent' | 'association.present'
+      tenant_id: string
+      parent_id: string
+      child_id: string
+    }
   | { check: 'transaction.open'; tenant_id: string; id: string; now: string }
   | { check: 'session.pending'; tenant_id: string; nonce_hash: string; now: string }
   | { check: 'formula.present'; tenant_id: string; id: string }

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store.js'
-import type { Op, StoredApplication, StoredFormula, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
+import type {
+  Op,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+} from '../../src/types.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
@@ -116,9 +123,15 @@ export function storeContract(harness: StoreHarness): void {
         (await store.write({ checks: check ?? [], ops: [] })).ok
       expect(await ok([{ check: 'token.present', tenant_id: T, id: 'p' }])).toBe(true)
       expect(await ok([{ check: 'token.present', tenant_id: U, id: 'p' }])).toBe(false)
-      expect(await ok([{ check: 'association.present', tenant_id: T, parent_id: 'p', child_id: 'c' }])).toBe(true)
-      expect(await ok([{ check: 'association.present', tenant_id: T, parent_id: 'c', child_id: 'p' }])).toBe(false)
-      expect(await ok([{ check: 'association.absent', tenant_id: T, parent_id: 'p', child_id: 'c' }])).toBe(false)
+      expect(await ok([{ check: 'association.present', tenant_id: T, parent_id: 'p', child_id: 'c' }])).toBe(
+        true,
+      )
+      expect(await ok([{ check: 'association.present', tenant_id: T, parent_id: 'c', child_id: 'p' }])).toBe(
+        false,
+      )
+      expect(await ok([{ check: 'association.absent', tenant_id: T, parent_id: 'p', child_id: 'c' }])).toBe(
+        false,
+      )
       expect(await store.hasAssociation(T, 'p', 'c')).toBe(true)
       expect(await store.hasAssociation(U, 'p', 'c')).toBe(false)
       await store.close()
@@ -127,7 +140,14 @@ export function storeContract(harness: StoreHarness): void {
     it('deleting a token removes its associations both ways', async () => {
       const store = await fresh()
       await store.write({
-        ops: [put(token('a')), put(token('b')), put(token('c')), link('a', 'b'), link('b', 'c'), link('a', 'c')],
+        ops: [
+          put(token('a')),
+          put(token('b')),
+          put(token('c')),
+          link('a', 'b'),
+          link('b', 'c'),
+          link('a', 'c'),
+        ],
       })
       await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'b' }] })
       expect(await store.hasAssociation(T, 'a', 'b')).toBe(false)
@@ -169,7 +189,11 @@ export function storeContract(harness: StoreHarness): void {
       expect((await list({ ids: ['c1', 'c2'], types: ['even'] })).items.map((t) => t.id)).toEqual(['c2'])
       expect((await store.listChildren(U, 'p', { offset: 0, limit: 10, now: NOW })).total).toBe(0)
       // Not yet expired one millisecond earlier.
-      const before = await store.listChildren(T, 'p', { offset: 0, limit: 100, now: '2029-12-31T23:59:59.999Z' })
+      const before = await store.listChildren(T, 'p', {
+        offset: 0,
+        limit: 100,
+        now: '2029-12-31T23:59:59.999Z',
+      })
       expect(before.total).toBe(8)
       await store.close()
     })
@@ -182,7 +206,9 @@ export function storeContract(harness: StoreHarness): void {
       expect(await store.findKey('key-s1')).toEqual({ kind: 'session', session: session('s1') })
       expect(await store.findKey('nope')).toBeNull()
       // Re-keying an application drops the old hash.
-      await store.write({ ops: [{ op: 'application.put', application: { ...app('a1'), key_hash: 'hash-new' } }] })
+      await store.write({
+        ops: [{ op: 'application.put', application: { ...app('a1'), key_hash: 'hash-new' } }],
+      })
       expect(await store.findKey('hash-a1')).toBeNull()
       expect((await store.findKey('hash-new'))?.kind).toBe('application')
       await store.write({ ops: [{ op: 'application.delete', tenant_id: T, id: 'a1' }] })
@@ -197,7 +223,10 @@ export function storeContract(harness: StoreHarness): void {
       const store = await fresh()
       const ops: Op[] = []
       for (let i = 0; i < 5; i++) {
-        ops.push({ op: 'application.put', application: { ...app(`a${i}`), created_at: `2030-01-0${i + 1}T00:00:00.000Z` } })
+        ops.push({
+          op: 'application.put',
+          application: { ...app(`a${i}`), created_at: `2030-01-0${i + 1}T00:00:00.000Z` },
+        })
       }
       ops.push({ op: 'application.put', application: app('other', U) })
       await store.write({ ops })
@@ -258,7 +287,10 @@ export function storeContract(harness: StoreHarness): void {
       expect((await store.getToken(T, 'c'))?.metadata).toEqual({ v: '2' })
       expect(await store.hasAssociation(T, 'p', 'c')).toBe(true)
       expect(await store.getTransaction(T, 't1')).toMatchObject({ state: 'committed', writes: [], locks: [] })
-      const unlocked = await store.write({ checks: [{ check: 'token.unlocked', tenant_id: T, id: 'c', now: NOW }], ops: [] })
+      const unlocked = await store.write({
+        checks: [{ check: 'token.unlocked', tenant_id: T, id: 'c', now: NOW }],
+        ops: [],
+      })
       expect(unlocked.ok).toBe(true)
       expect((await commit()).ok).toBe(false)
       expect((await stage([put(token('late'))], ['late'])).ok).toBe(false)
@@ -299,7 +331,11 @@ export function storeContract(harness: StoreHarness): void {
             ops: [
               {
                 op: 'session.put',
-                session: session('s1', { state: 'authorized', permissions: ['token:read'], authorized_by: `a${i}` }),
+                session: session('s1', {
+                  state: 'authorized',
+                  permissions: ['token:read'],
+                  authorized_by: `a${i}`,
+                }),
               },
             ],
           }),
@@ -320,13 +356,19 @@ export function storeContract(harness: StoreHarness): void {
       const store = await fresh()
       await store.write({ ops: [{ op: 'session.put', session: session('s1') }] })
       const result = await store.write({
-        checks: [{ check: 'session.pending', tenant_id: T, nonce_hash: 'nonce-s1', now: '2030-01-01T00:03:00.000Z' }],
+        checks: [
+          { check: 'session.pending', tenant_id: T, nonce_hash: 'nonce-s1', now: '2030-01-01T00:03:00.000Z' },
+        ],
         ops: [],
       })
       expect(result.ok).toBe(false)
       expect(
-        (await store.write({ checks: [{ check: 'session.pending', tenant_id: U, nonce_hash: 'nonce-s1', now: NOW }], ops: [] }))
-          .ok,
+        (
+          await store.write({
+            checks: [{ check: 'session.pending', tenant_id: U, nonce_hash: 'nonce-s1', now: NOW }],
+            ops: [],
+          })
+        ).ok,
       ).toBe(false)
       await store.close()
     })
@@ -364,7 +406,9 @@ export function storeContract(harness: StoreHarness): void {
         ],
       })
       const names = async (name?: string, offset = 0, limit = 10) =>
-        (await store.listFormulas(T, { offset, limit, ...(name === undefined ? {} : { name }) })).items.map((f) => f.name)
+        (await store.listFormulas(T, { offset, limit, ...(name === undefined ? {} : { name }) })).items.map(
+          (f) => f.name,
+        )
       expect(await names()).toEqual(['Bank Verify', 'Card Lookup', 'card enrich'])
       expect(await names('CARD')).toEqual(['Card Lookup', 'card enrich'])
       expect(await names('card*')).toEqual(['Card Lookup', 'card enrich'])
@@ -374,9 +418,9 @@ export function storeContract(harness: StoreHarness): void {
       expect(await names(undefined, 1, 1)).toEqual(['Card Lookup'])
       expect((await store.listFormulas(T, { offset: 0, limit: 1 })).total).toBe(3)
       expect((await store.getFormula(T, 'f1'))?.type).toBe('official')
-      expect((await store.getFormula(T, 'f4'))).toBeNull()
+      expect(await store.getFormula(T, 'f4')).toBeNull()
       expect((await store.getFormula(U, 'f4'))?.name).toBe('Card Secret')
-      expect((await store.getFormula(null, 'f2'))).toBeNull()
+      expect(await store.getFormula(null, 'f2')).toBeNull()
       await store.close()
     })
 
@@ -392,7 +436,8 @@ export function storeContract(harness: StoreHarness): void {
         created_by: 'app-1',
       })
       await store.write({ ops: [{ op: 'formula.put', formula: formula('f1', 'One', null) }] })
-      const unused = async () => (await store.write({ checks: [{ check: 'formula.unused', id: 'f1' }], ops: [] })).ok
+      const unused = async () =>
+        (await store.write({ checks: [{ check: 'formula.unused', id: 'f1' }], ops: [] })).ok
       expect(await unused()).toBe(true)
       await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r1', 'f1') }] })
       await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r2', 'f1', U) }] })
@@ -404,7 +449,9 @@ export function storeContract(harness: StoreHarness): void {
       await store.write({ ops: [{ op: 'reactor.put', reactor: { ...reactor('r2', 'f2', U) } }] })
       expect(await unused()).toBe(true)
       const present = (tenant: string, id: string) =>
-        store.write({ checks: [{ check: 'reactor.present', tenant_id: tenant, id }], ops: [] }).then((r) => r.ok)
+        store
+          .write({ checks: [{ check: 'reactor.present', tenant_id: tenant, id }], ops: [] })
+          .then((r) => r.ok)
       expect(await present(U, 'r2')).toBe(true)
       expect(await present(T, 'r2')).toBe(false)
       await store.close()
@@ -425,7 +472,10 @@ export function storeContract(harness: StoreHarness): void {
         const again = await reopen(store)
         expect(await again.dump()).toEqual(before)
         expect((await again.findKey('key-s1'))?.kind).toBe('session')
-        const locked = await again.write({ checks: [{ check: 'token.unlocked', tenant_id: T, id: 'x', now: NOW }], ops: [] })
+        const locked = await again.write({
+          checks: [{ check: 'token.unlocked', tenant_id: T, id: 'x', now: NOW }],
+          ops: [],
+        })
         expect(locked.ok).toBe(false)
         await again.close()
       })

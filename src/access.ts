@@ -1,0 +1,160 @@
+import { forbidden } from './errors.js'
+import type {
+  AccessRule,
+  ApplicationType,
+  Condition,
+  Permission,
+  StoredToken,
+  Token,
+  Transform,
+} from './types.js'
+
+/** Who is calling: an application, or a session acting with what it was granted. */
+export interface Principal {
+  tenantId: string
+  /** Application id, or session id for a session key. */
+  id: string
+  kind: 'application' | 'session'
+  /** The application type (a session counts as `public`). */
+  type: ApplicationType
+  permissions: readonly Permission[]
+  /** When present and non-empty, these alone decide access to tokens. */
+  rules?: readonly AccessRule[] | undefined
+}
+
+/** Throws `forbidden` unless the principal holds `permission` (outside token rules: reactors, applications). */
+export function requirePermission(principal: Principal, permission: Permission): void {
+  if (!principal.permissions.includes(permission)) throw forbidden(`missing permission ${permission}`)
+}
+
+/** Throws `forbidden` unless the principal is an application of one of `types`. */
+export function requireType(principal: Principal, types: readonly ApplicationType[], what: string): void {
+  if (principal.kind !== 'application' || !types.includes(principal.type)) {
+    throw forbidden(`${what} needs a ${types.join(' or ')} application key`)
+  }
+}
+
+function conditionHolds(c: Condition, token: Pick<Token, 'id' | 'containers'>): boolean {
+  const test = (value: string) => (c.operator === 'equals' ? value === c.value : value.startsWith(c.value))
+  return c.attribute === 'id' ? test(token.id) : token.containers.some(test)
+}
+
+/** Whether a rule's scope (container prefix or ANDed conditions) covers the token. */
+export function ruleMatches(rule: AccessRule, token: Pick<Token, 'id' | 'containers'>): boolean {
+  if (rule.container !== undefined) return token.containers.some((c) => c.startsWith(rule.container!))
+  if (rule.conditions !== undefined) return rule.conditions.every((c) => conditionHolds(c, token))
+  return true
+}
+
+const DEFAULT_TRANSFORM: Partial<Record<Permission, Transform>> = {
+  'token:read': 'mask',
+  'token:use': 'reveal',
+}
+
+/**
+ * The transform under which the principal may perform `permission` on the token, or null when it may not.
+ * With rules: the matching rule granting `permission` with the lowest priority number decides.
+ * Without rules: the permission covers every token, reads masked and `token:use` in plaintext.
+ */
+export function tokenAccess(
+  principal: Principal,
+  permission: Permission,
+  token: Pick<Token, 'id' | 'containers'>,
+): Transform | null {
+  if (principal.rules?.length) {
+    let best: AccessRule | undefined
+    for (const rule of principal.rules) {
+      if (!rule.permissions.includes(permission) || !ruleMatches(rule, token)) continue
+      if (!best || rule.priority < best.priority) best = rule
+    }
+    return best ? best.transform : null
+  }
+  if (!principal.permissions.includes(permission)) return null
+  return DEFAULT_TRANSFORM[permission] ?? 'reveal'
+}
+
+/** Like `tokenAccess`, but throws `forbidden` when access is refused. */
+export function requireTokenAccess(
+  principal: Principal,
+  permission: Permission,
+  token: Pick<Token, 'id' | 'containers'>,
+): Transform {
+  const transform = tokenAccess(principal, permission, token)
+  if (transform === null) throw forbidden(`missing ${permission} access to token ${token.id}`)
+  return transform
+}
+
+/** The token as the transform shows it: `redact` drops `data`, `mask` shows `mask` as `data` (or nothing). */
+export function applyTransform(token: StoredToken, transform: Transform): Token {
+  const { data, mask, ...rest } = token
+  const shown: Token = mask === undefined ? rest : { ...rest, mask }
+  if (transform === 'reveal') return { ...shown, data }
+  if (transform === 'mask' && mask !== undefined) return { ...shown, data: mask }
+  return shown
+}
+
+/** The token without `data` (create and update answers). */
+export function withoutData(token: StoredToken): Token {
+  const { data: _data, ...rest } = token
+  return rest
+}
+
+const STRENGTH: Record<Transform, number> = { redact: 0, mask: 1, reveal: 2 }
+
+function scopeCovers(outer: AccessRule, inner: AccessRule): boolean {
+  if (outer.container === undefined && outer.conditions === undefined) return true
+  if (outer.container !== undefined) {
+    if (inner.container !== undefined) return inner.container.startsWith(outer.container)
+    return (inner.conditions ?? []).some(
+      (c) => c.attribute === 'container' && c.value.startsWith(outer.container!) && c.value.endsWith('/'),
+    )
+  }
+  // Every outer condition must be implied by the inner scope.
+  return outer.conditions!.every((oc) => {
+    if (oc.attribute === 'container' && oc.operator === 'starts_with' && inner.container !== undefined) {
+      return inner.container.startsWith(oc.value)
+    }
+    return (inner.conditions ?? []).some(
+      (ic) =>
+        ic.attribute === oc.attribute &&
+        (oc.operator === 'starts_with'
+          ? ic.value.startsWith(oc.value)
+          : ic.operator === 'equals' && ic.value === oc.value),
+    )
+  })
+}
+
+/**
+ * Throws `forbidden` unless everything in the grant is held by the grantor: each permission, and for
+ * each rule, some rule (or, without rules, the permissions with their default transforms) of the
+ * grantor covering its scope, its permissions and a transform at least as revealing.
+ */
+export function requireGrantWithin(
+  grantor: Principal,
+  grant: { permissions: readonly Permission[]; rules: readonly AccessRule[] },
+): void {
+  const grantorRules = grantor.rules?.length ? grantor.rules : null
+  const holds = (p: Permission) =>
+    grantor.permissions.includes(p) || (grantorRules?.some((r) => r.permissions.includes(p)) ?? false)
+  for (const p of grant.permissions) {
+    if (!holds(p)) throw forbidden(`cannot grant ${p}: the authorizing application does not hold it`)
+  }
+  for (const rule of grant.rules) {
+    for (const p of rule.permissions) {
+      const covered = grantorRules
+        ? grantorRules.some(
+            (r) =>
+              r.permissions.includes(p) &&
+              STRENGTH[r.transform] >= STRENGTH[rule.transform] &&
+              scopeCovers(r, rule),
+          )
+        : grantor.permissions.includes(p) &&
+          STRENGTH[DEFAULT_TRANSFORM[p] ?? 'reveal'] >= STRENGTH[rule.transform]
+      if (!covered) {
+        throw forbidden(
+          `cannot grant ${p} with ${rule.transform}: beyond what the authorizing application holds`,
+        )
+      }
+    }
+  }
+}

@@ -1,0 +1,138 @@
+import { requirePermission } from './access.js'
+import { checkFailure } from './checks.js'
+import { type Paginated, paginated } from './children.js'
+import type { Ctx } from './context.js'
+import { newApiKey, newId, sha256 } from './crypto.js'
+import { notFound, ServiceError } from './errors.js'
+import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
+import { createApplicationInput, listInput, updateApplicationInput } from './schemas/application.js'
+import type { AccessRule, Application, ApplicationType, Permission, StoredApplication } from './types.js'
+import { parse } from './validate.js'
+
+/** An application with its plaintext key: the answer of create, the only time the key is shown. */
+export type ApplicationWithKey = Application & { key: string }
+
+/** Throws `validation_failed` naming each permission (plain or in a rule) the type may not hold. */
+export function requirePermissionsFitType(
+  type: ApplicationType,
+  permissions: Permission[],
+  rules: AccessRule[] = [],
+) {
+  const allowed = PERMISSIONS_BY_TYPE[type]
+  const issues: Record<string, string[]> = {}
+  permissions.forEach((p, i) => {
+    if (!allowed.includes(p)) issues[`permissions.${i}`] = [`${p} is not allowed for ${type} applications`]
+  })
+  rules.forEach((rule, r) =>
+    rule.permissions.forEach((p, i) => {
+      if (!allowed.includes(p))
+        issues[`rules.${r}.permissions.${i}`] = [`${p} is not allowed for ${type} applications`]
+    }),
+  )
+  if (Object.keys(issues).length) {
+    throw new ServiceError(
+      'validation_failed',
+      `Invalid input: permissions not allowed for ${type} applications`,
+      { issues },
+    )
+  }
+}
+
+/** The public shape of a stored application: never its key hash. */
+export function shownApplication(a: StoredApplication): Application {
+  const { key_hash: _hash, ...rest } = a
+  return rest
+}
+
+/** Builds a new application record and its key from a validated create body. */
+export function newApplication(
+  tenantId: string,
+  input: unknown,
+  now: string,
+  createdBy?: string,
+): { application: StoredApplication; key: string } {
+  const body = parse(createApplicationInput, input)
+  requirePermissionsFitType(body.type, body.permissions, body.rules)
+  const key = newApiKey()
+  const application: StoredApplication = {
+    id: newId(),
+    tenant_id: tenantId,
+    name: body.name,
+    type: body.type,
+    permissions: body.permissions,
+    ...(body.rules ? { rules: body.rules } : {}),
+    created_at: now,
+    ...(createdBy ? { created_by: createdBy } : {}),
+    key_hash: sha256(key),
+  }
+  return { application, key }
+}
+
+/** Application management for one caller (`application:*` permissions, management keys). */
+export function applicationOperations(ctx: Ctx) {
+  const tenant = () => ctx.principal.tenantId
+  const mustGet = async (id: string) => {
+    const a = await ctx.store.getApplication(tenant(), id)
+    if (!a) throw notFound('application')
+    return a
+  }
+
+  return {
+    /** Creates an application; the answer carries its plaintext key, which is never shown again. */
+    async create(input: unknown): Promise<ApplicationWithKey> {
+      requirePermission(ctx.principal, 'application:create')
+      const { application, key } = newApplication(tenant(), input, ctx.now(), ctx.principal.id)
+      await ctx.store.write({ ops: [{ op: 'application.put', application }] })
+      return { ...shownApplication(application), key }
+    },
+
+    /** Lists the tenant's applications in creation order. */
+    async list(query: unknown = {}): Promise<Paginated<Application>> {
+      requirePermission(ctx.principal, 'application:read')
+      const q = parse(listInput, query ?? {})
+      const page = await ctx.store.listApplications(tenant(), {
+        offset: (q.page - 1) * q.size,
+        limit: q.size,
+      })
+      return paginated({ items: page.items.map(shownApplication), total: page.total }, q.page, q.size)
+    },
+
+    async get(id: string): Promise<Application> {
+      requirePermission(ctx.principal, 'application:read')
+      return shownApplication(await mustGet(id))
+    },
+
+    /** Replaces name, permissions and rules; the type and key stay. */
+    async update(id: string, input: unknown): Promise<Application> {
+      requirePermission(ctx.principal, 'application:update')
+      const body = parse(updateApplicationInput, input)
+      const current = await mustGet(id)
+      requirePermissionsFitType(current.type, body.permissions, body.rules)
+      const { rules: _rules, ...kept } = current
+      const next: StoredApplication = {
+        ...kept,
+        name: body.name,
+        permissions: body.permissions,
+        ...(body.rules ? { rules: body.rules } : {}),
+        modified_at: ctx.now(),
+        modified_by: ctx.principal.id,
+      }
+      const result = await ctx.store.write({
+        checks: [{ check: 'application.present', tenant_id: tenant(), id }],
+        ops: [{ op: 'application.put', application: next }],
+      })
+      if (!result.ok) throw checkFailure(result.failed)
+      return shownApplication(next)
+    },
+
+    /** Deletes an application; its key stops working at once. */
+    async delete(id: string): Promise<void> {
+      requirePermission(ctx.principal, 'application:delete')
+      const result = await ctx.store.write({
+        checks: [{ check: 'application.present', tenant_id: tenant(), id }],
+        ops: [{ op: 'application.delete', tenant_id: tenant(), id }],
+      })
+      if (!result.ok) throw checkFailure(result.failed)
+    },
+  }
+}

@@ -1,0 +1,38 @@
+import type { Principal } from './access.js'
+import type { Clock } from './clock.js'
+import { sha256 } from './crypto.js'
+import { ServiceError } from './errors.js'
+import type { Store } from './store.js'
+
+/** A principal that has not been authorized yet holds nothing: every operation answers 403. */
+const NOTHING = { permissions: [], rules: undefined } as const
+
+/**
+ * Finds who holds `apiKey`: an application, or a session. An expired session is deleted and
+ * answers `unauthenticated`, like an unknown key; a session not yet authorized holds nothing.
+ */
+export async function authenticate(store: Store, clock: Clock, apiKey: unknown): Promise<Principal> {
+  if (typeof apiKey !== 'string' || apiKey.length === 0 || apiKey.length > 200) {
+    throw new ServiceError('unauthenticated', 'an API key is required')
+  }
+  const owner = await store.findKey(sha256(apiKey))
+  if (!owner) throw new ServiceError('unauthenticated', 'the API key is not valid')
+  if (owner.kind === 'application') {
+    const { application: a } = owner
+    return {
+      tenantId: a.tenant_id,
+      id: a.id,
+      kind: 'application',
+      type: a.type,
+      permissions: a.permissions,
+      rules: a.rules,
+    }
+  }
+  const { session: s } = owner
+  if (s.expires_at <= clock.now().toISOString()) {
+    await store.write({ ops: [{ op: 'session.delete', tenant_id: s.tenant_id, id: s.id }] })
+    throw new ServiceError('unauthenticated', 'the session has expired')
+  }
+  const grant = s.state === 'authorized' ? { permissions: s.permissions, rules: s.rules } : NOTHING
+  return { tenantId: s.tenant_id, id: s.id, kind: 'session', type: 'public', ...grant }
+}

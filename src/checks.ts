@@ -1,0 +1,36 @@
+import { conflict, notFound, type ServiceError } from './errors.js'
+import type { WriteResult } from './store.js'
+import type { Check } from './types.js'
+
+/** The error a refused write answers with, by the check that failed. */
+export function checkFailure(check: Check): ServiceError {
+  switch (check.check) {
+    case 'token.absent':
+      return conflict(`a token with id ${check.id} already exists`)
+    case 'token.present':
+      return notFound('token')
+    case 'token.unlocked':
+      return conflict(`token ${check.id} is locked by an open transaction`)
+    case 'association.absent':
+      return conflict('the association already exists')
+    case 'association.present':
+      return notFound('association')
+    case 'transaction.open':
+      return conflict('the transaction is not open')
+    case 'session.pending':
+      return conflict('the nonce has already been used')
+    case 'formula.present':
+      return notFound('reactor formula')
+    case 'formula.unused':
+      return conflict('the reactor formula is used by a reactor')
+    case 'application.present':
+      return notFound('application')
+    case 'reactor.present':
+      return notFound('reactor')
+  }
+}
+
+/** Throws the matching error when a write was refused. */
+export function expectWritten(result: WriteResult): void {
+  if (!result.ok) throw checkFailure(result.failed)
+}

@@ -1,0 +1,176 @@
+import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './access.js'
+import type { Ctx } from './context.js'
+import { conflict, invalid, notFound } from './errors.js'
+import { listChildrenInput } from './schemas/token.js'
+import type { Page } from './store.js'
+import { creationChecks, newToken } from './tokens.js'
+import {
+  hasAssociation,
+  mustReadToken,
+  openTransaction,
+  readToken,
+  stagedChildren,
+  writeAs,
+} from './txview.js'
+import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
+import { parse } from './validate.js'
+
+/** A page of a list in the HTTP envelope. */
+export interface Paginated<T> {
+  pagination: { total_items: number; page_number: number; page_size: number; total_pages: number }
+  data: T[]
+}
+
+/** Wraps a store page in the list envelope. */
+export function paginated<T>(page: Page<T>, pageNumber: number, pageSize: number): Paginated<T> {
+  return {
+    pagination: {
+      total_items: page.total,
+      page_number: pageNumber,
+      page_size: pageSize,
+      total_pages: Math.ceil(page.total / pageSize),
+    },
+    data: page.items,
+  }
+}
+
+/** Every child the caller sees, before paging: committed ones overlaid with its transaction's writes. */
+async function allChildren(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  parentId: string,
+  filter: { ids: string[]; types: string[] },
+): Promise<StoredToken[]> {
+  const tenant = ctx.principal.tenantId
+  const committed = await ctx.store.listChildren(tenant, parentId, {
+    offset: 0,
+    limit: Number.MAX_SAFE_INTEGER,
+    now: ctx.now(),
+  })
+  const ids = tx
+    ? stagedChildren(
+        tx,
+        parentId,
+        committed.items.map((t) => t.id),
+      )
+    : committed.items.map((t) => t.id)
+  const byId = new Map(committed.items.map((t) => [t.id, t]))
+  const out: StoredToken[] = []
+  for (const id of ids) {
+    if (filter.ids.length && !filter.ids.includes(id)) continue
+    const token = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
+    if (!token || (filter.types.length && !filter.types.includes(token.type))) continue
+    out.push(token)
+  }
+  return out
+}
+
+/** The four association operations of the spec, for one caller. */
+export function childOperations(ctx: Ctx) {
+  const tenant = () => ctx.principal.tenantId
+
+  return {
+    /** Links two existing tokens as parent and child (`token:read` on both). */
+    async link(parentId: string, childId: string): Promise<void> {
+      if (parentId === childId) throw invalid('child_id', 'a token cannot be its own child')
+      const tx = await openTransaction(ctx)
+      const parent = await mustReadToken(ctx, tx, parentId)
+      const child = await mustReadToken(ctx, tx, childId)
+      requireTokenAccess(ctx.principal, 'token:read', parent)
+      requireTokenAccess(ctx.principal, 'token:read', child)
+      if (await hasAssociation(ctx, tx, parentId, childId)) throw conflict('the association already exists')
+      const association: Association = {
+        tenant_id: tenant(),
+        parent_id: parentId,
+        child_id: childId,
+        created_at: ctx.now(),
+      }
+      await writeAs(ctx, tx, {
+        checks: tx
+          ? []
+          : [
+              { check: 'token.present', tenant_id: tenant(), id: parentId },
+              { check: 'token.present', tenant_id: tenant(), id: childId },
+              { check: 'association.absent', tenant_id: tenant(), parent_id: parentId, child_id: childId },
+            ],
+        ops: [{ op: 'association.put', association }],
+        locks: [],
+      })
+    },
+
+    /** Removes an association (`token:delete` on both tokens). */
+    async unlink(parentId: string, childId: string): Promise<void> {
+      const tx = await openTransaction(ctx)
+      const parent = await mustReadToken(ctx, tx, parentId)
+      const child = await mustReadToken(ctx, tx, childId)
+      requireTokenAccess(ctx.principal, 'token:delete', parent)
+      requireTokenAccess(ctx.principal, 'token:delete', child)
+      if (!(await hasAssociation(ctx, tx, parentId, childId))) throw notFound('association')
+      await writeAs(ctx, tx, {
+        checks: tx
+          ? []
+          : [{ check: 'association.present', tenant_id: tenant(), parent_id: parentId, child_id: childId }],
+        ops: [{ op: 'association.delete', tenant_id: tenant(), parent_id: parentId, child_id: childId }],
+        locks: [],
+      })
+    },
+
+    /** Creates a token as a child of `parentId`, token and link in one atomic write. The answer has no `data`. */
+    async create(parentId: string, input: unknown): Promise<Token> {
+      const token = newToken(ctx, input)
+      const tx = await openTransaction(ctx)
+      const parent = await mustReadToken(ctx, tx, parentId)
+      requireTokenAccess(ctx.principal, 'token:read', parent)
+      if (token.id === parentId) throw conflict(`a token with id ${token.id} already exists`)
+      const association: Association = {
+        tenant_id: tenant(),
+        parent_id: parentId,
+        child_id: token.id,
+        created_at: ctx.now(),
+      }
+      await writeAs(ctx, tx, {
+        checks: [
+          ...(tx ? [] : [{ check: 'token.present' as const, tenant_id: tenant(), id: parentId }]),
+          ...creationChecks(ctx, tx, token.id),
+        ],
+        ops: [
+          { op: 'token.put', token },
+          { op: 'association.put', association },
+        ],
+        locks: [token.id],
+      })
+      return withoutData(token)
+    },
+
+    /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */
+    async list(parentId: string, query: unknown = {}): Promise<Paginated<Token>> {
+      const q = parse(listChildrenInput, query ?? {})
+      const tx = await openTransaction(ctx)
+      const parent = await mustReadToken(ctx, tx, parentId)
+      requireTokenAccess(ctx.principal, 'token:read', parent)
+      const offset = (q.page - 1) * q.size
+      const show = (token: StoredToken) => {
+        const transform = tokenAccess(ctx.principal, 'token:read', token)
+        return transform === null ? null : applyTransform(token, transform)
+      }
+      if (!tx && !ctx.principal.rules?.length) {
+        const page = await ctx.store.listChildren(tenant(), parentId, {
+          offset,
+          limit: q.size,
+          now: ctx.now(),
+          ids: q.id,
+          types: q.type,
+        })
+        return paginated({ items: page.items.map((t) => show(t)!), total: page.total }, q.page, q.size)
+      }
+      const visible = (await allChildren(ctx, tx, parentId, { ids: q.id, types: q.type }))
+        .map(show)
+        .filter((t): t is Token => t !== null)
+      return paginated(
+        { items: visible.slice(offset, offset + q.size), total: visible.length },
+        q.page,
+        q.size,
+      )
+    },
+  }
+}

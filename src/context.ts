@@ -1,0 +1,31 @@
+import type { Principal } from './access.js'
+import type { Clock } from './clock.js'
+import type { Store } from './store.js'
+
+/** Options of `createService`. Durations are in milliseconds. */
+export interface ServiceOptions {
+  store: Store
+  clock: Clock
+  /** Lifetime of a created session (default 3 minutes). */
+  sessionTtlMs?: number
+  /** Lifetime of a transaction (default 1 hour). */
+  transactionTtlMs?: number
+}
+
+/** Options with defaults filled in. */
+export interface ResolvedOptions {
+  sessionTtlMs: number
+  transactionTtlMs: number
+}
+
+/** What every operation runs with: the store, the clock, the caller, and its transaction. */
+export interface Ctx {
+  store: Store
+  clock: Clock
+  options: ResolvedOptions
+  principal: Principal
+  /** The transaction the caller enlisted in, if any. */
+  transactionId: string | undefined
+  /** The current time as an ISO string, from the clock. */
+  now(): string
+}

@@ -1,0 +1,22 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { nanoid } from 'nanoid'
+
+/** SHA-256 of `value` as lowercase hex: how keys and nonces are stored and looked up. */
+export function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex')
+}
+
+/** A new API key: `key_` followed by 32 URL-safe random characters (192 bits). */
+export function newApiKey(): string {
+  return `key_${nanoid(32)}`
+}
+
+/** A new single-use nonce (192 bits). */
+export function newNonce(): string {
+  return nanoid(32)
+}
+
+/** A new random UUID (v4). */
+export function newId(): string {
+  return randomUUID()
+}

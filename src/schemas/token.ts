@@ -1,0 +1,75 @@
+import * as v from 'valibot'
+import { containerPath, isoDateTime, json, mapKey, pagination, stringList } from './common.js'
+
+/** A token id: given by the client (letters, digits, `_`, `-`, `.`, `:`, `~`; ≤ 200) or a UUID. */
+export const tokenId = v.pipe(
+  v.string(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(200, 'must be at most 200 characters'),
+  v.regex(/^[A-Za-z0-9_-][A-Za-z0-9._:~-]*$/, 'may hold only letters, digits and . _ : ~ -'),
+)
+
+const tokenType = v.pipe(
+  v.string(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(50, 'must be at most 50 characters'),
+  v.regex(/^[A-Za-z0-9_.:-]+$/, 'may hold only letters, digits and _ . : -'),
+)
+
+const data = v.pipe(
+  json,
+  v.check((d) => d !== null, 'is required'),
+)
+
+const containers = v.pipe(
+  v.array(containerPath),
+  v.minLength(1, 'must hold at least one container'),
+  v.maxLength(20, 'must hold at most 20 containers'),
+  v.transform((list) => [...new Set(list)]),
+)
+
+const metadata = v.pipe(
+  v.record(mapKey(100), v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
+  v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
+)
+
+/** Body of token create and child create. */
+export const createTokenInput = v.strictObject({
+  id: v.optional(tokenId),
+  type: tokenType,
+  data,
+  containers: v.optional(containers),
+  metadata: v.optional(metadata),
+  mask: v.optional(json),
+  expires_at: v.optional(isoDateTime),
+})
+export type CreateTokenInput = v.InferInput<typeof createTokenInput>
+
+/** Body of token update, a JSON merge patch: `null` removes a field (data can't be removed). */
+export const updateTokenInput = v.strictObject({
+  data: v.optional(data),
+  containers: v.optional(v.nullable(containers)),
+  metadata: v.optional(
+    v.nullable(
+      v.record(
+        mapKey(100),
+        v.nullable(v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
+      ),
+    ),
+  ),
+  mask: v.optional(json),
+  expires_at: v.optional(v.nullable(isoDateTime)),
+})
+export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
+
+/** Query of list children: filters `id` and `type`, and paging. */
+export const listChildrenInput = v.strictObject({
+  id: stringList(100),
+  type: stringList(100),
+  ...pagination,
+})
+export type ListChildrenInput = v.InferInput<typeof listChildrenInput>
+
+/** Path id of a token operation. */
+export const tokenIdParam = tokenId
+export { metadata as tokenMetadata }

@@ -1,0 +1,114 @@
+import type { Principal } from './access.js'
+import { type ApplicationWithKey, applicationOperations, newApplication } from './applications.js'
+import { authenticate } from './auth.js'
+import { childOperations } from './children.js'
+import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
+import { newId } from './crypto.js'
+import { notFound } from './errors.js'
+import { createTenantInput } from './schemas/application.js'
+import { sessionOperations } from './sessions.js'
+import { tokenOperations } from './tokens.js'
+import { transactionOperations } from './transactions.js'
+import type { Application, Tenant } from './types.js'
+import { parse } from './validate.js'
+
+// biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
+type Methods = Record<string, (...args: any[]) => Promise<unknown>>
+
+/**
+ * Turns an operations factory into methods that first authenticate the key (on every call), so a
+ * deleted application or an expired session stops working at once.
+ */
+function authenticated<T extends Methods>(factory: (ctx: Ctx) => T, context: () => Promise<Ctx>): T {
+  const names = Object.keys(factory(undefined as unknown as Ctx))
+  const out: Methods = {}
+  for (const name of names) {
+    out[name] = async (...args: unknown[]) => (factory(await context()) as Methods)[name]!(...args)
+  }
+  return out as T
+}
+
+/** The client of one API key: every operation of the HTTP API, as the key may perform it. */
+export interface Client {
+  tokens: ReturnType<typeof tokenOperations> & { children: ReturnType<typeof childOperations> }
+  transactions: ReturnType<typeof transactionOperations>
+  sessions: ReturnType<typeof sessionOperations>
+  applications: ReturnType<typeof applicationOperations>
+}
+
+/** The host's trusted operator API: no key, every tenant. */
+export interface Admin {
+  /** Creates a tenant. */
+  createTenant(input: { name: string }): Promise<Tenant>
+  /** Creates an application in a tenant; `key` is the plaintext key, shown only here. */
+  createApplication(
+    input: { tenantId: string } & Record<string, unknown>,
+  ): Promise<{ application: Application; key: string }>
+  /** Deletes expired sessions and expires open transactions past `expires_at`. */
+  sweep(): Promise<{ sessions: number; transactions: number }>
+}
+
+/** A running service over one store. */
+export interface Service {
+  admin: Admin
+  /** A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every call. */
+  connect(apiKey: string, options?: { transactionId?: string }): Client
+  /** Closes the store. */
+  close(): Promise<void>
+}
+
+/** Creates the service: every domain rule, over `store`, with time from `clock`. */
+export function createService(options: ServiceOptions): Service {
+  const { store, clock } = options
+  const resolved: ResolvedOptions = {
+    sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
+    transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
+  }
+  const now = () => clock.now().toISOString()
+  const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => ({
+    store,
+    clock,
+    options: resolved,
+    principal,
+    transactionId,
+    now,
+  })
+
+  const admin: Admin = {
+    async createTenant(input) {
+      const body = parse(createTenantInput, input)
+      const tenant: Tenant = { id: newId(), name: body.name, created_at: now() }
+      await store.write({ ops: [{ op: 'tenant.put', tenant }] })
+      return tenant
+    },
+    async createApplication(input) {
+      const { tenantId, ...body } = input
+      if (typeof tenantId !== 'string' || !(await store.getTenant(tenantId))) throw notFound('tenant')
+      const { application, key } = newApplication(tenantId, body, now())
+      await store.write({ ops: [{ op: 'application.put', application }] })
+      const { key_hash: _hash, ...shown } = application
+      return { application: shown, key }
+    },
+    sweep: () => store.purgeExpired(now()),
+  }
+
+  return {
+    admin,
+    connect(apiKey, connectOptions = {}) {
+      const context = async () =>
+        contextFor(await authenticate(store, clock, apiKey), connectOptions.transactionId)
+      return {
+        tokens: {
+          ...authenticated(tokenOperations, context),
+          children: authenticated(childOperations, context),
+        },
+        transactions: authenticated(transactionOperations, context),
+        sessions: authenticated(sessionOperations, context),
+        applications: authenticated(applicationOperations, context),
+      }
+    },
+    close: () => store.close(),
+  }
+}
+
+export type { ApplicationWithKey }

@@ -1,0 +1,76 @@
+import { addMilliseconds } from 'date-fns'
+import { requireGrantWithin, requireType } from './access.js'
+import { checkFailure } from './checks.js'
+import type { Ctx } from './context.js'
+import { newApiKey, newId, newNonce, sha256 } from './crypto.js'
+import { conflict, invalid, notFound } from './errors.js'
+import { emptyBody } from './schemas/common.js'
+import { authorizeSessionInput } from './schemas/session.js'
+import type { StoredSession } from './types.js'
+import { parse } from './validate.js'
+
+/** The answer of session create: the key and nonce in plaintext, shown only here. */
+export interface CreatedSession {
+  session_key: string
+  nonce: string
+  expires_at: string
+}
+
+/** Session create (public key) and authorize (private key of the same tenant). */
+export function sessionOperations(ctx: Ctx) {
+  return {
+    /** Creates a session with no access, expiring after `sessionTtlMs` (default 3 minutes). */
+    async create(input?: unknown): Promise<CreatedSession> {
+      requireType(ctx.principal, ['public'], 'creating a session')
+      parse(emptyBody, input)
+      const now = ctx.clock.now()
+      const sessionKey = newApiKey()
+      const nonce = newNonce()
+      const session: StoredSession = {
+        id: newId(),
+        tenant_id: ctx.principal.tenantId,
+        application_id: ctx.principal.id,
+        key_hash: sha256(sessionKey),
+        nonce_hash: sha256(nonce),
+        state: 'created',
+        permissions: [],
+        created_at: now.toISOString(),
+        expires_at: addMilliseconds(now, ctx.options.sessionTtlMs).toISOString(),
+      }
+      await ctx.store.write({ ops: [{ op: 'session.put', session }] })
+      return { session_key: sessionKey, nonce, expires_at: session.expires_at }
+    },
+
+    /**
+     * Grants a session `permissions` and/or `rules`, no more than the caller holds, consuming its
+     * single-use nonce: of any number of concurrent calls with one nonce exactly one succeeds.
+     */
+    async authorize(input: unknown): Promise<void> {
+      requireType(ctx.principal, ['private'], 'authorizing a session')
+      const body = parse(authorizeSessionInput, input)
+      const now = ctx.now()
+      if (body.expires_at !== undefined && body.expires_at <= now)
+        throw invalid('expires_at', 'must be in the future')
+      const session = await ctx.store.getSessionByNonce(ctx.principal.tenantId, sha256(body.nonce))
+      if (!session || session.expires_at <= now) throw notFound('session')
+      if (session.state !== 'created') throw conflict('the nonce has already been used')
+      requireGrantWithin(ctx.principal, { permissions: body.permissions, rules: body.rules })
+      const authorized: StoredSession = {
+        ...session,
+        state: 'authorized',
+        permissions: body.permissions,
+        ...(body.rules.length ? { rules: body.rules } : {}),
+        expires_at: body.expires_at ?? session.expires_at,
+        authorized_by: ctx.principal.id,
+        authorized_at: now,
+      }
+      const result = await ctx.store.write({
+        checks: [
+          { check: 'session.pending', tenant_id: session.tenant_id, nonce_hash: session.nonce_hash, now },
+        ],
+        ops: [{ op: 'session.put', session: authorized }],
+      })
+      if (!result.ok) throw checkFailure(result.failed)
+    },
+  }
+}

@@ -1,0 +1,136 @@
+import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './access.js'
+import type { Ctx } from './context.js'
+import { newId } from './crypto.js'
+import { conflict, invalid } from './errors.js'
+import { createTokenInput, updateTokenInput } from './schemas/token.js'
+import { mustReadToken, openTransaction, stagedToken, writeAs } from './txview.js'
+import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
+import { parse } from './validate.js'
+
+/** Containers a token gets when none are given. */
+export const DEFAULT_CONTAINERS = ['/general/high/']
+
+/** The caller's view of a token it just wrote: under its read transform, or without `data`. */
+export function shownToCaller(ctx: Ctx, token: StoredToken): Token {
+  const transform = tokenAccess(ctx.principal, 'token:read', token)
+  return transform ? applyTransform(token, transform) : withoutData(token)
+}
+
+function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
+  if (expiresAt && expiresAt <= ctx.now()) throw invalid('expires_at', 'must be in the future')
+}
+
+/** Validates a create body into a new token record (not yet written); checks `token:create` access. */
+export function newToken(ctx: Ctx, input: unknown): StoredToken {
+  const body = parse(createTokenInput, input)
+  requireFuture(ctx, body.expires_at)
+  const token: StoredToken = {
+    id: body.id ?? newId(),
+    tenant_id: ctx.principal.tenantId,
+    type: body.type,
+    data: body.data,
+    containers: body.containers ?? DEFAULT_CONTAINERS,
+    metadata: body.metadata ?? {},
+    ...(body.mask === undefined ? {} : { mask: body.mask }),
+    ...(body.expires_at === undefined ? {} : { expires_at: body.expires_at }),
+    created_by: ctx.principal.id,
+    created_at: ctx.now(),
+  }
+  requireTokenAccess(ctx.principal, 'token:create', token)
+  return token
+}
+
+/**
+ * The checks that creating token `id` needs: the id is free, both committed and as the caller's
+ * transaction sees it (a token the transaction deleted may be created again in it).
+ */
+export function creationChecks(ctx: Ctx, tx: StoredTransaction | null, id: string): Check[] {
+  const staged = stagedToken(tx, id)
+  if (staged) throw conflict(`a token with id ${id} already exists`)
+  return staged === null ? [] : [{ check: 'token.absent', tenant_id: ctx.principal.tenantId, id }]
+}
+
+/** RFC 7396 JSON merge patch of `patch` onto `target`. */
+export function mergePatch(target: Json | undefined, patch: Json): Json {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
+  const base: Record<string, Json> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {}
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete base[key]
+    else base[key] = mergePatch(base[key], value)
+  }
+  return base
+}
+
+/** Token create, get, update and delete for one caller. */
+export function tokenOperations(ctx: Ctx) {
+  return {
+    /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
+    async create(input: unknown): Promise<Token> {
+      const token = newToken(ctx, input)
+      const tx = await openTransaction(ctx)
+      await writeAs(ctx, tx, {
+        checks: creationChecks(ctx, tx, token.id),
+        ops: [{ op: 'token.put', token }],
+        locks: [token.id],
+      })
+      return shownToCaller(ctx, token)
+    },
+
+    /** Reads a token under the caller's read transform. Expired or absent → not found. */
+    async get(id: string): Promise<Token> {
+      const tx = await openTransaction(ctx)
+      const token = await mustReadToken(ctx, tx, id)
+      return applyTransform(token, requireTokenAccess(ctx.principal, 'token:read', token))
+    },
+
+    /** Applies a merge patch to `data`, `metadata`, `containers`, `mask` and `expires_at`. */
+    async update(id: string, input: unknown): Promise<Token> {
+      const patch = parse(updateTokenInput, input)
+      requireFuture(ctx, patch.expires_at)
+      const tx = await openTransaction(ctx)
+      const current = await mustReadToken(ctx, tx, id)
+      requireTokenAccess(ctx.principal, 'token:update', current)
+      const { mask: _mask, expires_at: _expiresAt, ...kept } = current
+      const mask = patch.mask === undefined ? current.mask : patch.mask === null ? undefined : patch.mask
+      const expiresAt = patch.expires_at === undefined ? current.expires_at : (patch.expires_at ?? undefined)
+      const next: StoredToken = {
+        ...kept,
+        data: patch.data === undefined ? current.data : mergePatch(current.data, patch.data),
+        containers:
+          patch.containers === undefined ? current.containers : (patch.containers ?? DEFAULT_CONTAINERS),
+        metadata:
+          patch.metadata === undefined
+            ? current.metadata
+            : (mergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>),
+        ...(mask === undefined ? {} : { mask }),
+        ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+        modified_by: ctx.principal.id,
+        modified_at: ctx.now(),
+      }
+      if (patch.metadata === null) next.metadata = {}
+      if (next.data === null) throw invalid('data', 'is required')
+      requireTokenAccess(ctx.principal, 'token:update', next)
+      const present: Check[] = stagedToken(tx, id)
+        ? []
+        : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
+      await writeAs(ctx, tx, { checks: present, ops: [{ op: 'token.put', token: next }], locks: [id] })
+      return shownToCaller(ctx, next)
+    },
+
+    /** Deletes a token and every association it is part of. */
+    async delete(id: string): Promise<void> {
+      const tx = await openTransaction(ctx)
+      const current = await mustReadToken(ctx, tx, id)
+      requireTokenAccess(ctx.principal, 'token:delete', current)
+      const present: Check[] = stagedToken(tx, id)
+        ? []
+        : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
+      await writeAs(ctx, tx, {
+        checks: present,
+        ops: [{ op: 'token.delete', tenant_id: current.tenant_id, id }],
+        locks: [id],
+      })
+    },
+  }
+}

@@ -1,0 +1,83 @@
+import { addMilliseconds } from 'date-fns'
+import { checkFailure } from './checks.js'
+import type { Ctx } from './context.js'
+import { newId } from './crypto.js'
+import { conflict, forbidden, notFound } from './errors.js'
+import { emptyBody } from './schemas/common.js'
+import type { StoredTransaction, Transaction } from './types.js'
+import { parse } from './validate.js'
+
+/** The public shape of a stored transaction. */
+function shown(tx: StoredTransaction): Transaction {
+  return { id: tx.id, created_at: tx.created_at, created_by: tx.created_by, expires_at: tx.expires_at }
+}
+
+/** Transaction create, commit and rollback for one caller. None needs a permission. */
+export function transactionOperations(ctx: Ctx) {
+  const requireHolder = () => {
+    if (
+      ctx.principal.kind === 'session' &&
+      ctx.principal.permissions.length === 0 &&
+      !ctx.principal.rules?.length
+    ) {
+      throw forbidden('the session is not authorized')
+    }
+  }
+
+  /** The caller's own transaction, still open: 404 unknown, 403 another application's, 409 closed or expired. */
+  const ownOpen = async (id: string): Promise<StoredTransaction> => {
+    const tx = await ctx.store.getTransaction(ctx.principal.tenantId, id)
+    if (!tx) throw notFound('transaction')
+    if (tx.created_by !== ctx.principal.id)
+      throw forbidden('only the application that created the transaction may end it')
+    if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
+    if (tx.expires_at <= ctx.now()) {
+      await ctx.store.write({
+        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'expired', writes: [], locks: [] } }],
+      })
+      throw conflict('the transaction has expired')
+    }
+    return tx
+  }
+
+  return {
+    /** Opens a transaction that lives `transactionTtlMs` (default 1 hour). */
+    async create(input?: unknown): Promise<Transaction> {
+      requireHolder()
+      parse(emptyBody, input)
+      const now = ctx.clock.now()
+      const tx: StoredTransaction = {
+        id: newId(),
+        tenant_id: ctx.principal.tenantId,
+        created_at: now.toISOString(),
+        created_by: ctx.principal.id,
+        expires_at: addMilliseconds(now, ctx.options.transactionTtlMs).toISOString(),
+        state: 'open',
+        writes: [],
+        locks: [],
+      }
+      await ctx.store.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
+      return shown(tx)
+    },
+
+    /** Applies every enlisted write in one atomic store write. Of racing commits exactly one succeeds. */
+    async commit(id: string): Promise<void> {
+      const tx = await ownOpen(id)
+      const result = await ctx.store.write({
+        checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
+        ops: [{ op: 'transaction.commit', tenant_id: tx.tenant_id, id }],
+      })
+      if (!result.ok) throw checkFailure(result.failed)
+    },
+
+    /** Discards every enlisted write and releases the transaction's locks. */
+    async rollback(id: string): Promise<void> {
+      const tx = await ownOpen(id)
+      const result = await ctx.store.write({
+        checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
+        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'rolled_back', writes: [], locks: [] } }],
+      })
+      if (!result.ok) throw checkFailure(result.failed)
+    },
+  }
+}

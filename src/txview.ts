@@ -1,0 +1,123 @@
+import { checkFailure, expectWritten } from './checks.js'
+import type { Ctx } from './context.js'
+import { conflict, notFound } from './errors.js'
+import type { Check, Op, StoredToken, StoredTransaction } from './types.js'
+
+/**
+ * Reads and writes as the caller sees them: committed state, plus — when the caller enlisted in a
+ * transaction — that transaction's staged writes (read-committed isolation).
+ */
+
+/** The caller's open transaction, or null when it enlisted in none. Unknown → 404; closed or expired → 409. */
+export async function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
+  if (ctx.transactionId === undefined) return null
+  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, ctx.transactionId)
+  if (!tx) throw notFound('transaction')
+  if (tx.state !== 'open' || tx.expires_at <= ctx.now()) throw conflict('the transaction is not open')
+  return tx
+}
+
+/** The staged state of a token: a record, `null` when staged as deleted, `undefined` when untouched. */
+export function stagedToken(tx: StoredTransaction | null, id: string): StoredToken | null | undefined {
+  let found: StoredToken | null | undefined
+  for (const w of tx?.writes ?? []) {
+    if (w.op === 'token.put' && w.token.id === id) found = w.token
+    else if (w.op === 'token.delete' && w.id === id) found = null
+  }
+  return found
+}
+
+/** A live (unexpired) token as the caller sees it, or null. */
+export async function readToken(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  id: string,
+): Promise<StoredToken | null> {
+  const staged = stagedToken(tx, id)
+  const token = staged === undefined ? await ctx.store.getToken(ctx.principal.tenantId, id) : staged
+  if (!token || (token.expires_at !== undefined && token.expires_at <= ctx.now())) return null
+  return token
+}
+
+/** Like `readToken`, but throws `not_found`. */
+export async function mustReadToken(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  id: string,
+): Promise<StoredToken> {
+  const token = await readToken(ctx, tx, id)
+  if (!token) throw notFound('token')
+  return token
+}
+
+/** Child ids of `parentId` in link order as the transaction sees them, applied over `committed`. */
+export function stagedChildren(tx: StoredTransaction, parentId: string, committed: string[]): string[] {
+  const kids = new Set(committed)
+  for (const w of tx.writes) {
+    if (w.op === 'association.put' && w.association.parent_id === parentId) kids.add(w.association.child_id)
+    else if (w.op === 'association.delete' && w.parent_id === parentId) kids.delete(w.child_id)
+    else if (w.op === 'token.delete') {
+      if (w.id === parentId) kids.clear()
+      else kids.delete(w.id)
+    }
+  }
+  return [...kids]
+}
+
+/** Whether the association exists as the caller sees it. */
+export async function hasAssociation(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  parentId: string,
+  childId: string,
+) {
+  let exists = await ctx.store.hasAssociation(ctx.principal.tenantId, parentId, childId)
+  for (const w of tx?.writes ?? []) {
+    if (
+      w.op === 'association.put' &&
+      w.association.parent_id === parentId &&
+      w.association.child_id === childId
+    )
+      exists = true
+    else if (w.op === 'association.delete' && w.parent_id === parentId && w.child_id === childId)
+      exists = false
+    else if (w.op === 'token.delete' && (w.id === parentId || w.id === childId)) exists = false
+  }
+  return exists
+}
+
+/**
+ * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
+ * open transaction locks a token in `locks`. Inside one they are staged on it and `locks` are
+ * taken for it; committed state is untouched until commit.
+ */
+export async function writeAs(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  write: { checks: Check[]; ops: Op[]; locks: string[] },
+): Promise<void> {
+  const tenant = ctx.principal.tenantId
+  const now = ctx.now()
+  const unlocked = (id: string): Check => ({
+    check: 'token.unlocked',
+    tenant_id: tenant,
+    id,
+    now,
+    ...(tx ? { except: tx.id } : {}),
+  })
+  if (!tx) {
+    expectWritten(
+      await ctx.store.write({ checks: [...write.checks, ...write.locks.map(unlocked)], ops: write.ops }),
+    )
+    return
+  }
+  const result = await ctx.store.write({
+    checks: [
+      { check: 'transaction.open', tenant_id: tenant, id: tx.id, now },
+      ...write.checks,
+      ...write.locks.map(unlocked),
+    ],
+    ops: [{ op: 'transaction.stage', tenant_id: tenant, id: tx.id, writes: write.ops, locks: write.locks }],
+  })
+  if (!result.ok) throw checkFailure(result.failed)
+}
