@@ -138,13 +138,13 @@ export class MemoryState {
         if (!this.tokens.has(k(a.tenant_id, a.parent_id)) || !this.tokens.has(k(a.tenant_id, a.child_id)))
           return
         const parentKey = k(a.tenant_id, a.parent_id)
-        let kids = this.children.get(parentKey)
-        if (!kids) this.children.set(parentKey, (kids = new Map()))
+        const kids = this.children.get(parentKey) ?? new Map<string, Association>()
+        this.children.set(parentKey, kids)
         if (kids.has(a.child_id)) return
         kids.set(a.child_id, a)
         const childKey = k(a.tenant_id, a.child_id)
-        let ps = this.parents.get(childKey)
-        if (!ps) this.parents.set(childKey, (ps = new Set()))
+        const ps = this.parents.get(childKey) ?? new Set<string>()
+        this.parents.set(childKey, ps)
         ps.add(a.parent_id)
         return
       }
