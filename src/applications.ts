@@ -20,15 +20,13 @@ export function requirePermissionsFitType(
 ) {
   const allowed = PERMISSIONS_BY_TYPE[type]
   const issues: Record<string, string[]> = {}
-  permissions.forEach((p, i) => {
-    if (!allowed.includes(p)) issues[`permissions.${i}`] = [`${p} is not allowed for ${type} applications`]
-  })
-  rules.forEach((rule, r) =>
-    rule.permissions.forEach((p, i) => {
-      if (!allowed.includes(p))
-        issues[`rules.${r}.permissions.${i}`] = [`${p} is not allowed for ${type} applications`]
-    }),
-  )
+  const refuse = (path: string, p: Permission) => {
+    if (!allowed.includes(p)) issues[path] = [`${p} is not allowed for ${type} applications`]
+  }
+  for (const [i, p] of permissions.entries()) refuse(`permissions.${i}`, p)
+  for (const [r, rule] of rules.entries()) {
+    for (const [i, p] of rule.permissions.entries()) refuse(`rules.${r}.permissions.${i}`, p)
+  }
   if (Object.keys(issues).length) {
     throw new ServiceError(
       'validation_failed',
