@@ -1,0 +1,71 @@
+import { rename, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { MemoryState } from '../../src/state.js'
+import { journalName, snapshotName, snapshotTempName } from './files.js'
+import { closeFd, fsync, openFd, syncDirectory, writeAll } from './io.js'
+import type { Journal } from './journal.js'
+import type { FileStoreStep } from './options.js'
+import { encodeSnapshot } from './snapshot.js'
+
+/** What compaction reads and advances: the directory's current generation and its sizes. */
+export interface Generation {
+  dir: string
+  durable: boolean
+  state: MemoryState
+  journal: Journal
+  generation: number
+  snapshotBytes: number
+  compactions: number
+  step: (step: FileStoreStep) => void | Promise<void>
+}
+
+/**
+ * Moves the store to generation N+1. Runs inside the journal's flush loop, so no flush overlaps it.
+ *
+ * 1. Synchronously: take the records queued since the last flush out of the journal and serialise
+ *    the state, which already holds their ops (the new snapshot covers them; they must not also be
+ *    replayed on top of it, since `transaction.stage` is not idempotent).
+ * 2. Write `snapshot.N+1.json.tmp`, fsync it, rename it to `snapshot.N+1.json`, fsync the directory.
+ *    From here a reopen picks generation N+1; before, it picks N (and removes the temp file).
+ * 3. Create the empty `journal.N+1.log`, point the journal at it, fsync the directory.
+ * 4. Remove generation N's files; a crash before that leaves them for the next open to remove.
+ *
+ * The writers of the records taken in step 1 are answered when step 4 is done, or rejected.
+ */
+export async function compact(g: Generation): Promise<void> {
+  const next = g.generation + 1
+  const covered = g.journal.detachPending()
+  try {
+    const bytes = encodeSnapshot(g.state, next)
+    await g.step('snapshot.write')
+    const temp = join(g.dir, snapshotTempName(next))
+    const fd = await openFd(temp, 'w')
+    try {
+      await writeAll(fd, bytes, 0)
+      await g.step('snapshot.sync')
+      if (g.durable) await fsync(fd)
+    } finally {
+      await closeFd(fd)
+    }
+    await g.step('snapshot.rename')
+    await rename(temp, join(g.dir, snapshotName(next)))
+    await g.step('directory.sync')
+    if (g.durable) await syncDirectory(g.dir)
+    const previous = g.generation
+    g.generation = next
+    g.snapshotBytes = bytes.length
+    await g.step('journal.create')
+    const old = g.journal.switchTo(await openFd(join(g.dir, journalName(next)), 'w'))
+    await closeFd(old)
+    if (g.durable) await syncDirectory(g.dir)
+    await g.step('cleanup')
+    for (const name of [snapshotName(previous), journalName(previous)]) {
+      await unlink(join(g.dir, name)).catch(() => {})
+    }
+    g.compactions++
+    covered?.resolve()
+  } catch (error) {
+    covered?.reject(error instanceof Error ? error : new Error(String(error)))
+    throw error
+  }
+}

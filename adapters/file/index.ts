@@ -1,0 +1,10 @@
+export type {
+  Durability,
+  FileStore,
+  FileStoreHooks,
+  FileStoreOptions,
+  FileStoreStats,
+  FileStoreStep,
+} from './options.js'
+export { COMPACTION_STEPS } from './options.js'
+export { fileStore } from './store.js'

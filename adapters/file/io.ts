@@ -1,0 +1,63 @@
+import * as fs from 'node:fs'
+import { open } from 'node:fs/promises'
+
+/**
+ * Thin promise wrappers over the callback `node:fs` calls on the hot path (they cost less than
+ * `fs/promises` file handles), plus the directory fsync that makes renames and creations durable.
+ */
+
+/** Writes all of `data` at byte `position` of `fd`, looping over short writes. */
+export async function writeAll(fd: number, data: Uint8Array, position: number): Promise<void> {
+  let done = 0
+  while (done < data.length) {
+    done += await new Promise<number>((resolve, reject) =>
+      fs.write(fd, data, done, data.length - done, position + done, (error, written) =>
+        error ? reject(error) : resolve(written),
+      ),
+    )
+  }
+}
+
+/** `fdatasync(2)`: the file's data (and the size needed to read it back) reach the disk. */
+export function fdatasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())))
+}
+
+/** `fsync(2)`: the file's data and all its metadata reach the disk. */
+export function fsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fsync(fd, (error) => (error ? reject(error) : resolve())))
+}
+
+/** Closes a descriptor. */
+export function closeFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.close(fd, (error) => (error ? reject(error) : resolve())))
+}
+
+/** Fsyncs a directory, so that the names created, renamed or removed in it are durable. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Whether an error is a Node system error with this `code` (`ENOENT`, `EEXIST`, ...). */
+export function isCode(error: unknown, code: string): boolean {
+  return (error as NodeJS.ErrnoException | null)?.code === code
+}
+
+/** Opens a file and returns its raw descriptor (`flags` as `fs.open` takes them: `'r+'`, `'w'`, ...). */
+export function openFd(path: string, flags: string): Promise<number> {
+  return new Promise((resolve, reject) =>
+    fs.open(path, flags, (error, fd) => (error ? reject(error) : resolve(fd))),
+  )
+}
+
+/** Truncates a file to `length` bytes. */
+export function ftruncate(fd: number, length: number): Promise<void> {
+  return new Promise((resolve, reject) =>
+    fs.ftruncate(fd, length, (error) => (error ? reject(error) : resolve())),
+  )
+}

@@ -1,0 +1,70 @@
+import type { Store } from '../../src/store.js'
+
+/** `fsync`: a write is acknowledged once `fdatasync` returns. `none`: never sync (tests, benchmarks). */
+export type Durability = 'fsync' | 'none'
+
+/**
+ * Points at which the store calls `FileStoreHooks.step`, each just before doing it: the journal's
+ * `write` and `fdatasync` of a flush, then the steps of a compaction in order.
+ */
+export type FileStoreStep =
+  | 'journal.write'
+  | 'journal.sync'
+  | 'snapshot.write'
+  | 'snapshot.sync'
+  | 'snapshot.rename'
+  | 'directory.sync'
+  | 'journal.create'
+  | 'cleanup'
+
+/** The compaction steps, in the order they run. */
+export const COMPACTION_STEPS: readonly FileStoreStep[] = [
+  'snapshot.write',
+  'snapshot.sync',
+  'snapshot.rename',
+  'directory.sync',
+  'journal.create',
+  'cleanup',
+]
+
+/** Fault injection for tests: a hook that throws acts as a crash at that step (the store then fails). */
+export interface FileStoreHooks {
+  step?: (step: FileStoreStep) => void | Promise<void>
+}
+
+/** Options of `fileStore`. */
+export interface FileStoreOptions {
+  /** The store's directory; created if missing. One store (one process) may have it open at a time. */
+  path: string
+  /** Default `fsync`. */
+  durability?: Durability
+  /** Compact when the journal exceeds this many times the snapshot's bytes. Default 1. */
+  compactRatio?: number
+  /** ...and exceeds this many bytes. Default 1 MiB. */
+  compactMinBytes?: number
+  hooks?: FileStoreHooks
+}
+
+/** Counters of a file store, for tests, tools and benchmarks. */
+export interface FileStoreStats {
+  /** The current generation: `snapshot.<generation>.json` + `journal.<generation>.log`. */
+  generation: number
+  journalBytes: number
+  snapshotBytes: number
+  /** `fdatasync` calls on the journal since open (one per flush when durable). */
+  syncs: number
+  /** Journal flushes since open, and the records they wrote. */
+  flushes: number
+  records: number
+  compactions: number
+  /** Records replayed from the journal on open, and bytes of torn tail cut off it. */
+  recoveredRecords: number
+  truncatedBytes: number
+}
+
+/** A `Store` kept in one directory, with its counters and an explicit compaction. */
+export interface FileStore extends Store {
+  stats(): FileStoreStats
+  /** Writes a snapshot of the current state and starts a new, empty journal. */
+  compact(): Promise<void>
+}

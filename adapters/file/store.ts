@@ -1,0 +1,169 @@
+import { mkdir } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { MemoryState } from '../../src/state.js'
+import type { WriteResult } from '../../src/store.js'
+import type { Op } from '../../src/types.js'
+import { compact, type Generation } from './compact.js'
+import { closeFd } from './io.js'
+import { Group, Journal } from './journal.js'
+import { lockDirectory } from './lock.js'
+import type { FileStore, FileStoreOptions, FileStoreStep } from './options.js'
+import { encodeRecord } from './record.js'
+import { recover } from './recover.js'
+
+const OK: WriteResult = { ok: true }
+const MiB = 1024 * 1024
+
+const nonNegative = (name: string, value: number) => {
+  if (!Number.isFinite(value) || value < 0)
+    throw new TypeError(`fileStore: ${name} must be a finite number >= 0`)
+  return value
+}
+
+/**
+ * A durable store in one directory: the state lives in memory (a `MemoryState`) and every
+ * acknowledged write is in an append-only journal on disk, compacted now and then into a snapshot.
+ *
+ * - `write` checks and applies a batch synchronously (atomic and serialized in this process), then
+ *   appends one checksummed journal record holding its ops, and resolves once that record is
+ *   durable. Concurrent writes share flushes (group commit). A batch whose check fails writes
+ *   nothing, and is answered once the writes it saw are durable. Reads answer from memory at once.
+ * - Opening replays the newest snapshot and its journal. A torn tail (a crash mid-append) is cut
+ *   off; damage anywhere else fails the open with an Error naming the file and byte offset.
+ * - When a write or sync fails, the pending writes are rejected and so is every later call: memory
+ *   then holds changes the disk may not. Reopen the directory to go on.
+ * - One writer: the directory is locked (its `LOCK` file holds the pid) until `close()`, which
+ *   waits for pending writes. A second open, in this process or another live one, fails at once.
+ *
+ * On disk is only what the core hands the store (keys and nonces are SHA-256 hashes already).
+ */
+export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
+  const dir = resolve(options.path)
+  const durable = (options.durability ?? 'fsync') === 'fsync'
+  if (options.durability !== undefined && options.durability !== 'fsync' && options.durability !== 'none') {
+    throw new TypeError(`fileStore: durability must be 'fsync' or 'none'`)
+  }
+  const ratio = nonNegative('compactRatio', options.compactRatio ?? 1)
+  const minBytes = nonNegative('compactMinBytes', options.compactMinBytes ?? MiB)
+  const hook = options.hooks?.step
+  const step = (name: FileStoreStep) => hook?.(name)
+
+  await mkdir(dir, { recursive: true })
+  const lock = await lockDirectory(dir)
+  let recovered: Awaited<ReturnType<typeof recover>>
+  try {
+    recovered = await recover(dir, durable)
+  } catch (error) {
+    await lock.release()
+    throw error
+  }
+  const state = recovered.state
+
+  let requested: Group | null = null
+  const g: Generation = {
+    dir,
+    durable,
+    state,
+    journal: undefined as unknown as Journal,
+    generation: recovered.generation,
+    snapshotBytes: recovered.snapshotBytes,
+    compactions: 0,
+    step,
+  }
+  const journal: Journal = new Journal(recovered.fd, recovered.journalBytes, {
+    durable,
+    ...(hook ? { beforeWrite: () => step('journal.write'), beforeSync: () => step('journal.sync') } : {}),
+    wantsMaintenance: () => requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes),
+    maintain: async () => {
+      const asked = requested
+      requested = null
+      try {
+        await compact(g)
+        asked?.resolve()
+      } catch (error) {
+        asked?.reject(error instanceof Error ? error : new Error(String(error)))
+        throw error
+      }
+    },
+    onFailure: (error) => {
+      requested?.reject(error)
+      requested = null
+    },
+  })
+  g.journal = journal
+
+  let closing: Promise<void> | null = null
+  const use = (): MemoryState => {
+    if (closing) throw new Error(`fileStore: the store at ${dir} is closed`)
+    if (journal.failure) throw journal.failure
+    return state
+  }
+  /** Applies ops already checked, and resolves once their record is durable. */
+  const commit = (s: MemoryState, ops: Op[]): Promise<void> => {
+    const json = JSON.stringify(ops)
+    const record = encodeRecord(json)
+    // Apply what the journal will replay, so memory and a reopened store agree exactly.
+    for (const op of JSON.parse(json) as Op[]) s.apply(op)
+    return journal.append(record)
+  }
+
+  return {
+    write: async (batch) => {
+      const s = use()
+      const failed = s.failedCheck(batch.checks ?? [])
+      if (failed) {
+        await journal.barrier()
+        return { ok: false, failed }
+      }
+      await (batch.ops.length ? commit(s, batch.ops) : journal.barrier())
+      return OK
+    },
+    getTenant: async (id) => use().getTenant(id),
+    findKey: async (hash) => use().findKey(hash),
+    getApplication: async (t, id) => use().getApplication(t, id),
+    listApplications: async (t, range) => use().listApplications(t, range),
+    getToken: async (t, id) => use().getToken(t, id),
+    hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
+    listChildren: async (t, p, q) => use().listChildren(t, p, q),
+    getTransaction: async (t, id) => use().getTransaction(t, id),
+    getSessionByNonce: async (t, hash) => use().getSessionByNonce(t, hash),
+    getFormula: async (t, id) => use().getFormula(t, id),
+    listFormulas: async (t, q) => use().listFormulas(t, q),
+    getReactor: async (t, id) => use().getReactor(t, id),
+    listReactors: async (t, range) => use().listReactors(t, range),
+    purgeExpired: async (now) => {
+      const s = use()
+      const ops = s.expiredOps(now)
+      await (ops.length ? commit(s, ops) : journal.barrier())
+      return MemoryState.countExpired(ops)
+    },
+    dump: async () => use().dump(),
+    compact: async () => {
+      use()
+      requested ??= new Group()
+      const done = requested.promise
+      journal.kick()
+      await done
+    },
+    stats: () => ({
+      generation: g.generation,
+      journalBytes: journal.size,
+      snapshotBytes: g.snapshotBytes,
+      syncs: journal.syncs,
+      flushes: journal.flushes,
+      records: journal.records,
+      compactions: g.compactions,
+      recoveredRecords: recovered.records,
+      truncatedBytes: recovered.truncatedBytes,
+    }),
+    close: () =>
+      (closing ??= (async () => {
+        await journal.idle()
+        try {
+          await closeFd(journal.descriptor)
+        } finally {
+          await lock.release()
+        }
+      })()),
+  }
+}
