@@ -57,7 +57,13 @@ export function mergePatch(target: Json | undefined, patch: Json): Json {
     target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {}
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete base[key]
-    else base[key] = mergePatch(base[key], value)
+    else
+      Object.defineProperty(base, key, {
+        value: mergePatch(Object.hasOwn(base, key) ? base[key] : undefined, value),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      })
   }
   return base
 }

@@ -3,11 +3,25 @@ import type { Json } from '../types.js'
 
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
 
+/** Whether the calendar date and the time of day exist (no February 30, no 24:61). */
+function isRealDateTime(s: string): boolean {
+  const [y, mo, d, h, mi, sec] = s.split(/[-T:.Z+]/).map(Number) as number[]
+  const day = new Date(Date.UTC(y!, mo! - 1, d!))
+  const validDay = day.getUTCFullYear() === y && day.getUTCMonth() === mo! - 1 && day.getUTCDate() === d
+  return (
+    validDay &&
+    h! < 24 &&
+    mi! < 60 &&
+    (sec === undefined || Number.isNaN(sec) || sec < 60) &&
+    !Number.isNaN(Date.parse(s))
+  )
+}
+
 /** An ISO 8601 date-time with an explicit offset, normalized to UTC (`toISOString`). */
 export const isoDateTime = v.pipe(
   v.string(),
   v.regex(ISO_WITH_OFFSET, 'must be an ISO 8601 date-time with an offset, like 2030-01-01T00:00:00Z'),
-  v.check((s) => !Number.isNaN(Date.parse(s)), 'must be a real date-time'),
+  v.check(isRealDateTime, 'must be a real date-time'),
   v.transform((s) => new Date(s).toISOString()),
   v.check((s) => /^\d{4}-/.test(s), 'must be between years 0000 and 9999'),
 )
@@ -34,6 +48,12 @@ export const json = v.custom<Json>(
 
 /** Keys that would reach an object's prototype: refused wherever a client names object keys. */
 export const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
+
+/** Whether an object has none of the prototype keys as its own (JSON.parse makes `__proto__` an own key). */
+export function hasNoForbiddenKeys(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return true
+  return !Object.keys(value).some((key) => FORBIDDEN_KEYS.has(key))
+}
 
 /** A key of a client-named map: non-empty, at most `max` characters, never a prototype key. */
 export const mapKey = (max: number) =>

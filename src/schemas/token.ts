@@ -1,5 +1,13 @@
 import * as v from 'valibot'
-import { containerPath, isoDateTime, json, mapKey, pagination, stringList } from './common.js'
+import {
+  containerPath,
+  hasNoForbiddenKeys,
+  isoDateTime,
+  json,
+  mapKey,
+  pagination,
+  stringList,
+} from './common.js'
 
 /** A token id: given by the client (letters, digits, `_`, `-`, `.`, `:`, `~`; ≤ 200) or a UUID. */
 export const tokenId = v.pipe(
@@ -29,6 +37,10 @@ const containers = v.pipe(
 )
 
 const metadata = v.pipe(
+  v.custom<Record<string, string>>(
+    hasNoForbiddenKeys,
+    'must not use __proto__, constructor or prototype as a key',
+  ),
   v.record(mapKey(100), v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
   v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
 )
@@ -51,9 +63,15 @@ export const updateTokenInput = v.strictObject({
   containers: v.optional(v.nullable(containers)),
   metadata: v.optional(
     v.nullable(
-      v.record(
-        mapKey(100),
-        v.nullable(v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
+      v.pipe(
+        v.custom<Record<string, string | null>>(
+          hasNoForbiddenKeys,
+          'must not use __proto__, constructor or prototype as a key',
+        ),
+        v.record(
+          mapKey(100),
+          v.nullable(v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
+        ),
       ),
     ),
   ),
