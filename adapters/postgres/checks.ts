@@ -1,0 +1,66 @@
+import type { QueryConfig } from 'pg'
+import type { Check } from '../../src/types.js'
+import { statementName } from './keys.js'
+import type { Tables } from './statements.js'
+
+/** A boolean SQL expression that holds exactly when `MemoryState` finds the check holds. */
+function expression(t: Tables, c: Check, p: (value: unknown) => string): string {
+  switch (c.check) {
+    case 'token.absent':
+    case 'token.present': {
+      const exists = `EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+      return c.check === 'token.present' ? exists : `NOT ${exists}`
+    }
+    case 'token.unlocked':
+      return `NOT EXISTS (SELECT 1 FROM ${t.tokenLocks} l JOIN ${t.transactions} x
+        ON x.tenant_id = l.tenant_id AND x.id = l.transaction_id
+        WHERE l.tenant_id = ${p(c.tenant_id)} AND l.token_id = ${p(c.id)}
+          AND l.transaction_id IS DISTINCT FROM ${p(c.except ?? null)}
+          AND x.state = 'open' AND x.expires_at > ${p(c.now)})`
+    case 'association.absent':
+    case 'association.present': {
+      const exists = `EXISTS (SELECT 1 FROM ${t.associations} WHERE tenant_id = ${p(c.tenant_id)}
+        AND parent_id = ${p(c.parent_id)} AND child_id = ${p(c.child_id)})`
+      return c.check === 'association.present' ? exists : `NOT ${exists}`
+    }
+    case 'transaction.open':
+      return `EXISTS (SELECT 1 FROM ${t.transactions} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND state = 'open' AND expires_at > ${p(c.now)})`
+    case 'session.pending':
+      return `EXISTS (SELECT 1 FROM ${t.nonces} n JOIN ${t.sessions} s ON s.tenant_id = n.tenant_id AND s.id = n.session_id
+        WHERE n.tenant_id = ${p(c.tenant_id)} AND n.nonce_hash = ${p(c.nonce_hash)}
+          AND s.doc ->> 'state' = 'created' AND s.expires_at > ${p(c.now)})`
+    case 'formula.present':
+      return `EXISTS (SELECT 1 FROM ${t.formulas} WHERE tenant_key IN (${p(c.tenant_id)}, '') AND id = ${p(c.id)})`
+    case 'formula.unused':
+      return `NOT EXISTS (SELECT 1 FROM ${t.reactors} WHERE formula_id = ${p(c.id)})`
+    case 'application.present':
+      return `EXISTS (SELECT 1 FROM ${t.applications} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+    case 'reactor.present':
+      return `EXISTS (SELECT 1 FROM ${t.reactors} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+  }
+}
+
+/**
+ * One statement that evaluates every check at once (in one snapshot), as columns `c0`, `c1`, ….
+ * Statements for up to three checks are prepared (their texts come from a small, fixed set).
+ */
+export function checkQuery(t: Tables, checks: readonly Check[]): QueryConfig {
+  const values: unknown[] = []
+  const p = (value: unknown) => {
+    values.push(value)
+    return `$${values.length}::text`
+  }
+  const columns = checks.map((c, i) => `(${expression(t, c, p)}) AS c${i}`)
+  const text = `SELECT ${columns.join(', ')}`
+  return checks.length <= 3 ? { name: statementName(text), text, values } : { text, values }
+}
+
+/** The first check whose column in a `checkQuery` row is false, or null when all hold. */
+export function firstFailed(
+  checks: readonly Check[],
+  row: Record<string, unknown> | undefined,
+): Check | null {
+  for (let i = 0; i < checks.length; i++) if (row?.[`c${i}`] !== true) return checks[i]!
+  return null
+}

@@ -1,0 +1,39 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * A byte string that sorts (as `bytea`, byte by byte) exactly like the JavaScript string
+ * `parts.join('\u0000')` sorts with `<`: the parts joined by U+0000 and encoded as UTF-16BE, so that
+ * comparing bytes compares UTF-16 code units, as JavaScript does. SQL text collations (even "C",
+ * which compares code points) order some characters differently, hence this key for paged lists.
+ */
+export function sortKey(...parts: string[]): Buffer {
+  return Buffer.from(parts.join('\u0000'), 'utf16le').swap16()
+}
+
+/**
+ * The `LIKE` pattern (escape character `\`) that matches a lower-cased name exactly when
+ * `nameMatcher(filter)` from the core matches the name: `*` matches any run of characters, and a
+ * filter without `*` matches names that contain it. `null` when the filter matches every name.
+ */
+export function likePattern(filter: string | undefined): string | null {
+  if (filter === undefined || filter === '') return null
+  const literal = (part: string) => part.replace(/[\\%_]/g, '\\$&')
+  const lower = filter.toLowerCase()
+  if (!lower.includes('*')) return `%${literal(lower)}%`
+  return lower.split('*').map(literal).join('%')
+}
+
+/** `name` quoted as an SQL identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}
+
+/** A signed 64-bit advisory-lock key (as a decimal string) derived from `name`. */
+export function lockKey(name: string): string {
+  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString()
+}
+
+/** A short, stable name for a prepared statement with this text. */
+export function statementName(text: string): string {
+  return `tv_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`
+}

@@ -1,0 +1,170 @@
+import type { Pool } from 'pg'
+import { lockKey, quoteIdent } from './keys.js'
+
+/** One schema change: applied once, in version order, and recorded in `tokenvault_migrations`. */
+export interface Migration {
+  version: number
+  name: string
+  /** The DDL, given the quoted schema name. */
+  sql(schema: string): string
+}
+
+/**
+ * The schema. Every table keeps each record's full JSON in `doc` (returned as is, so records
+ * round-trip exactly) next to the key and index columns the queries need. Text keys use the "C"
+ * collation (byte order, no locale) so that `<` on timestamps compares like JavaScript strings;
+ * paged lists order by `sort_key` (see `sortKey`). The tenant id is part of every primary key.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: (s) => `
+CREATE TABLE ${s}.tenants (
+  id text COLLATE "C" PRIMARY KEY,
+  doc jsonb NOT NULL
+);
+CREATE TABLE ${s}.applications (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  sort_key bytea NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX applications_by_creation ON ${s}.applications (tenant_id, sort_key);
+CREATE TABLE ${s}.api_keys (
+  key_hash text COLLATE "C" PRIMARY KEY,
+  kind text NOT NULL CHECK (kind IN ('application', 'session')),
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL
+);
+CREATE TABLE ${s}.tokens (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  type text COLLATE "C",
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE TABLE ${s}.associations (
+  tenant_id text COLLATE "C" NOT NULL,
+  parent_id text COLLATE "C" NOT NULL,
+  child_id text COLLATE "C" NOT NULL,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, parent_id, child_id)
+);
+CREATE INDEX associations_by_parent ON ${s}.associations (tenant_id, parent_id, seq);
+CREATE INDEX associations_by_child ON ${s}.associations (tenant_id, child_id);
+CREATE TABLE ${s}.transactions (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  state text COLLATE "C",
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX transactions_open_by_expiry ON ${s}.transactions (expires_at) WHERE state = 'open';
+CREATE TABLE ${s}.token_locks (
+  tenant_id text COLLATE "C" NOT NULL,
+  token_id text COLLATE "C" NOT NULL,
+  transaction_id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, token_id)
+);
+CREATE INDEX token_locks_by_transaction ON ${s}.token_locks (tenant_id, transaction_id);
+CREATE TABLE ${s}.sessions (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX sessions_by_expiry ON ${s}.sessions (expires_at);
+CREATE TABLE ${s}.session_nonces (
+  tenant_id text COLLATE "C" NOT NULL,
+  nonce_hash text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, nonce_hash)
+);
+CREATE TABLE ${s}.formulas (
+  tenant_key text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  tenant_id text COLLATE "C",
+  name_lower text COLLATE "C" NOT NULL,
+  sort_key bytea NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_key, id)
+);
+CREATE INDEX formulas_by_name ON ${s}.formulas (tenant_id, sort_key);
+CREATE INDEX formulas_by_lower_name ON ${s}.formulas (tenant_id, name_lower);
+CREATE TABLE ${s}.reactors (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  formula_id text COLLATE "C",
+  sort_key bytea NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX reactors_by_creation ON ${s}.reactors (tenant_id, sort_key);
+CREATE INDEX reactors_by_formula ON ${s}.reactors (formula_id);
+`,
+  },
+]
+
+/**
+ * Creates `schema` if missing and applies the migrations it lacks, each in its own transaction.
+ * Idempotent, and safe when several processes open the same database at once: it holds a
+ * session-level advisory lock (derived from the schema name) while it reads and migrates. Refuses a
+ * schema migrated by a newer version of this library.
+ */
+export async function migrate(pool: Pool, schema: string): Promise<void> {
+  const s = quoteIdent(schema)
+  const key = lockKey(`tokenvault\u0000migrate\u0000${schema}`)
+  const client = await pool.connect()
+  let broken: Error | undefined
+  try {
+    await client.query(`SELECT pg_advisory_lock(${key})`)
+    try {
+      const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])
+      if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${s}`)
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.tokenvault_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`)
+      const { rows } = await client.query<{ version: number }>(
+        `SELECT version FROM ${s}.tokenvault_migrations`,
+      )
+      const applied = new Set(rows.map((r) => r.version))
+      const latest = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
+      const newer = rows.find((r) => r.version > latest)
+      if (newer)
+        throw new Error(
+          `postgresStore: schema ${schema} is at version ${newer.version}, newer than ${latest}`,
+        )
+      for (const m of MIGRATIONS) {
+        if (applied.has(m.version)) continue
+        await client.query('BEGIN')
+        try {
+          await client.query(m.sql(s))
+          await client.query(`INSERT INTO ${s}.tokenvault_migrations (version, name) VALUES ($1, $2)`, [
+            m.version,
+            m.name,
+          ])
+          await client.query('COMMIT')
+        } catch (error) {
+          await client.query('ROLLBACK')
+          throw error
+        }
+      }
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${key})`)
+    }
+  } catch (error) {
+    // A client in an unknown state (and its session lock) is dropped rather than reused.
+    broken = error instanceof Error ? error : new Error(String(error))
+    throw error
+  } finally {
+    client.release(broken)
+  }
+}

@@ -1,0 +1,131 @@
+import type { QueryConfig, QueryResult } from 'pg'
+import type { Op } from '../../src/types.js'
+import { sortKey, statementName } from './keys.js'
+import type { Statements } from './statements.js'
+
+/** What applying ops needs: a client inside the write's SQL transaction, and the tenant locks it holds. */
+export interface OpContext {
+  query(config: QueryConfig): Promise<QueryResult>
+  statements: Statements
+  /** Takes the tenant locks of `tenantIds` that the transaction does not hold yet. */
+  lockTenants(tenantIds: Iterable<string>): Promise<void>
+}
+
+const json = (value: unknown) => JSON.stringify(value)
+const distinct = (ids: readonly string[]) => [...new Set(ids)]
+const run = (ctx: OpContext, text: string, values: unknown[]) =>
+  ctx.query({ name: statementName(text), text, values })
+
+/** The tenant whose lock guards an op's records (`''` for official formulas). */
+export function opTenant(op: Op): string {
+  switch (op.op) {
+    case 'tenant.put':
+      return op.tenant.id
+    case 'application.put':
+      return op.application.tenant_id
+    case 'token.put':
+      return op.token.tenant_id
+    case 'association.put':
+      return op.association.tenant_id
+    case 'transaction.put':
+      return op.transaction.tenant_id
+    case 'session.put':
+      return op.session.tenant_id
+    case 'formula.put':
+      return op.formula.tenant_id ?? ''
+    case 'reactor.put':
+      return op.reactor.tenant_id
+    default:
+      return op.tenant_id ?? ''
+  }
+}
+
+/**
+ * Applies one op inside the write's SQL transaction, exactly as `MemoryState.apply` does. Ops are
+ * total: one never fails on missing records (it does nothing instead).
+ */
+export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
+  const st = ctx.statements
+  switch (op.op) {
+    case 'tenant.put':
+      await run(ctx, st.tenantPut, [op.tenant.id, json(op.tenant)])
+      return
+    case 'application.put': {
+      const a = op.application
+      await run(ctx, st.applicationPut, [a.tenant_id, a.id, sortKey(a.created_at, a.id), json(a), a.key_hash])
+      return
+    }
+    case 'application.delete':
+      await run(ctx, st.applicationDelete, [op.tenant_id, op.id])
+      return
+    case 'token.put': {
+      const t = op.token
+      await run(ctx, st.tokenPut, [t.tenant_id, t.id, t.type, t.expires_at ?? null, json(t)])
+      return
+    }
+    case 'token.delete':
+      await run(ctx, st.tokenDelete, [op.tenant_id, op.id])
+      return
+    case 'association.put': {
+      const a = op.association
+      await run(ctx, st.associationPut, [a.tenant_id, a.parent_id, a.child_id, json(a)])
+      return
+    }
+    case 'association.delete':
+      await run(ctx, st.associationDelete, [op.tenant_id, op.parent_id, op.child_id])
+      return
+    case 'transaction.put': {
+      const t = op.transaction
+      const locks = t.state === 'open' ? distinct(t.locks) : []
+      await run(ctx, st.transactionPut, [t.tenant_id, t.id, t.state, t.expires_at, json(t), locks])
+      return
+    }
+    case 'transaction.stage':
+      await run(ctx, st.transactionStage, [op.tenant_id, op.id, json(op.writes), distinct(op.locks)])
+      return
+    case 'transaction.commit': {
+      const { rows } = await run(ctx, st.transactionCommit, [op.tenant_id, op.id])
+      const row = rows[0] as { writes: string } | undefined
+      if (!row) return
+      const writes = JSON.parse(row.writes) as Op[]
+      await ctx.lockTenants(writes.map(opTenant))
+      for (const write of writes) await applyOp(ctx, write)
+      return
+    }
+    case 'transaction.delete':
+      await run(ctx, st.transactionDelete, [op.tenant_id, op.id])
+      return
+    case 'session.put': {
+      const s = op.session
+      await run(ctx, st.sessionPut, [s.tenant_id, s.id, s.expires_at, json(s), s.key_hash, s.nonce_hash])
+      return
+    }
+    case 'session.delete':
+      await run(ctx, st.sessionDelete, [op.tenant_id, op.id])
+      return
+    case 'formula.put': {
+      const f = op.formula
+      const values = [
+        f.tenant_id ?? '',
+        f.id,
+        f.tenant_id,
+        f.name.toLowerCase(),
+        sortKey(f.name, f.id),
+        json(f),
+      ]
+      await run(ctx, st.formulaPut, values)
+      return
+    }
+    case 'formula.delete':
+      await run(ctx, st.formulaDelete, [op.tenant_id ?? '', op.id])
+      return
+    case 'reactor.put': {
+      const r = op.reactor
+      await run(ctx, st.reactorPut, [r.tenant_id, r.id, r.formula_id, sortKey(r.created_at, r.id), json(r)])
+      return
+    }
+    case 'reactor.delete':
+      await run(ctx, st.reactorDelete, [op.tenant_id, op.id])
+      return
+  }
+}

@@ -1,0 +1,175 @@
+import type { QueryConfig, QueryResult } from 'pg'
+import type { KeyOwner, Page, Range, StoreDump } from '../../src/store.js'
+import type {
+  Association,
+  Reactor,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+  Tenant,
+} from '../../src/types.js'
+import { likePattern, statementName } from './keys.js'
+import type { Tables } from './statements.js'
+
+type Query = (config: QueryConfig) => Promise<QueryResult>
+
+/** How the store reads: one statement per call, so each read sees one consistent snapshot. */
+export interface Reads {
+  getTenant(id: string): Promise<Tenant | null>
+  findKey(keyHash: string): Promise<KeyOwner | null>
+  getApplication(tenantId: string, id: string): Promise<StoredApplication | null>
+  listApplications(tenantId: string, range: Range): Promise<Page<StoredApplication>>
+  getToken(tenantId: string, id: string): Promise<StoredToken | null>
+  hasAssociation(tenantId: string, parentId: string, childId: string): Promise<boolean>
+  listChildren(
+    tenantId: string,
+    parentId: string,
+    query: Range & { ids?: string[]; types?: string[]; now: string },
+  ): Promise<Page<StoredToken>>
+  getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
+  getSessionByNonce(tenantId: string, nonceHash: string): Promise<StoredSession | null>
+  getFormula(tenantId: string | null, id: string): Promise<StoredFormula | null>
+  listFormulas(tenantId: string, query: Range & { name?: string }): Promise<Page<StoredFormula>>
+  getReactor(tenantId: string, id: string): Promise<Reactor | null>
+  listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
+  dump(): Promise<StoreDump>
+}
+
+/** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
+const byKey =
+  <T>(key: (t: T) => string) =>
+  (a: T, b: T) => {
+    const ka = key(a)
+    const kb = key(b)
+    return ka < kb ? -1 : ka > kb ? 1 : 0
+  }
+const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
+
+/**
+ * A page of `source` (a `FROM … WHERE …` yielding `ord` and `doc`): the count of every match and
+ * the docs from `offset` on, in `ord` order, in one statement.
+ */
+function pageSql(source: string, offsetParam: string, limitParam: string): string {
+  return `WITH m AS (${source})
+    SELECT (SELECT count(*) FROM m)::int AS total,
+      (SELECT coalesce(json_agg(p.doc ORDER BY p.ord), '[]')::text
+        FROM (SELECT ord, doc FROM m ORDER BY ord OFFSET ${offsetParam} LIMIT ${limitParam}) p) AS items`
+}
+
+/** The read side of the store over these tables. Every row's `doc` comes back parsed, as a fresh copy. */
+export function reads(t: Tables, query: Query): Reads {
+  const prepared = (text: string, values: unknown[]) => query({ name: statementName(text), text, values })
+  const one = async <T>(text: string, values: unknown[]): Promise<T | null> => {
+    const row = (await prepared(text, values)).rows[0] as { doc: string | null } | undefined
+    return row?.doc == null ? null : (JSON.parse(row.doc) as T)
+  }
+  const page = async <T>(text: string, values: unknown[], range: Range): Promise<Page<T>> => {
+    const offset = Math.max(0, range.offset)
+    const limit = Math.max(0, range.limit)
+    const row = (await prepared(text, [...values, offset, limit])).rows[0] as { total: number; items: string }
+    return { items: JSON.parse(row.items) as T[], total: row.total }
+  }
+  const byTenant = (table: string) =>
+    pageSql(`SELECT sort_key AS ord, doc FROM ${table} WHERE tenant_id = $1`, '$2', '$3')
+  const listApplicationsSql = byTenant(t.applications)
+  const listReactorsSql = byTenant(t.reactors)
+
+  return {
+    getTenant: (id) => one(`SELECT doc::text AS doc FROM ${t.tenants} WHERE id = $1`, [id]),
+    findKey: async (keyHash) => {
+      const { rows } = await prepared(
+        `SELECT k.kind, coalesce(a.doc, s.doc)::text AS doc FROM ${t.apiKeys} k
+         LEFT JOIN ${t.applications} a ON k.kind = 'application' AND a.tenant_id = k.tenant_id AND a.id = k.id
+         LEFT JOIN ${t.sessions} s ON k.kind = 'session' AND s.tenant_id = k.tenant_id AND s.id = k.id
+         WHERE k.key_hash = $1`,
+        [keyHash],
+      )
+      const row = rows[0] as { kind: 'application' | 'session'; doc: string | null } | undefined
+      if (!row || row.doc === null) return null
+      return row.kind === 'application'
+        ? { kind: 'application', application: JSON.parse(row.doc) as StoredApplication }
+        : { kind: 'session', session: JSON.parse(row.doc) as StoredSession }
+    },
+    getApplication: (tenantId, id) =>
+      one(`SELECT doc::text AS doc FROM ${t.applications} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    listApplications: (tenantId, range) => page(listApplicationsSql, [tenantId], range),
+    getToken: (tenantId, id) =>
+      one(`SELECT doc::text AS doc FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    hasAssociation: async (tenantId, parentId, childId) => {
+      const { rowCount } = await prepared(
+        `SELECT 1 FROM ${t.associations} WHERE tenant_id = $1 AND parent_id = $2 AND child_id = $3`,
+        [tenantId, parentId, childId],
+      )
+      return (rowCount ?? 0) > 0
+    },
+    listChildren: (tenantId, parentId, q) => {
+      const values: unknown[] = [tenantId, parentId, q.now]
+      let filters = ''
+      if (q.ids?.length) {
+        values.push(q.ids)
+        filters += ` AND a.child_id = ANY ($${values.length}::text[])`
+      }
+      if (q.types?.length) {
+        values.push(q.types)
+        filters += ` AND c.type = ANY ($${values.length}::text[])`
+      }
+      const source = `SELECT a.seq AS ord, c.doc FROM ${t.associations} a
+        JOIN ${t.tokens} c ON c.tenant_id = a.tenant_id AND c.id = a.child_id
+        WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
+      return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
+    },
+    getTransaction: (tenantId, id) =>
+      one(`SELECT doc::text AS doc FROM ${t.transactions} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    getSessionByNonce: (tenantId, nonceHash) =>
+      one(
+        `SELECT s.doc::text AS doc FROM ${t.nonces} n
+         JOIN ${t.sessions} s ON s.tenant_id = n.tenant_id AND s.id = n.session_id
+         WHERE n.tenant_id = $1 AND n.nonce_hash = $2`,
+        [tenantId, nonceHash],
+      ),
+    getFormula: (tenantId, id) =>
+      one(
+        `SELECT doc::text AS doc FROM ${t.formulas} WHERE tenant_key IN ($1, '') AND id = $2
+         ORDER BY tenant_key = '' LIMIT 1`,
+        [tenantId ?? '', id],
+      ),
+    listFormulas: (tenantId, q) => {
+      const pattern = likePattern(q.name)
+      const values: unknown[] = [tenantId]
+      if (pattern !== null) values.push(pattern)
+      const filter = pattern === null ? '' : ` AND name_lower LIKE $2`
+      const source = `SELECT sort_key AS ord, doc FROM ${t.formulas}
+        WHERE (tenant_id IS NULL OR tenant_id = $1)${filter}`
+      return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
+    },
+    getReactor: (tenantId, id) =>
+      one(`SELECT doc::text AS doc FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    listReactors: (tenantId, range) => page(listReactorsSql, [tenantId], range),
+    dump: async () => {
+      const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`
+      const { rows } = await query({
+        text: `SELECT ${all(t.tenants)} AS tenants, ${all(t.applications)} AS applications,
+          ${all(t.tokens)} AS tokens, ${all(t.associations)} AS associations,
+          ${all(t.transactions)} AS transactions, ${all(t.sessions)} AS sessions,
+          ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors`,
+      })
+      const row = rows[0] as Record<keyof StoreDump, string>
+      const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
+      return {
+        tenants: sorted<Tenant>(row.tenants, (x) => x.id),
+        applications: sorted<StoredApplication>(row.applications, (x) => k(x.tenant_id, x.id)),
+        tokens: sorted<StoredToken>(row.tokens, (x) => k(x.tenant_id, x.id)),
+        associations: sorted<Association>(
+          row.associations,
+          (x) => `${k(x.tenant_id, x.parent_id)}\u0000${x.child_id}`,
+        ),
+        transactions: sorted<StoredTransaction>(row.transactions, (x) => k(x.tenant_id, x.id)),
+        sessions: sorted<StoredSession>(row.sessions, (x) => k(x.tenant_id, x.id)),
+        formulas: sorted<StoredFormula>(row.formulas, (x) => k(x.tenant_id, x.id)),
+        reactors: sorted<Reactor>(row.reactors, (x) => k(x.tenant_id, x.id)),
+      }
+    },
+  }
+}

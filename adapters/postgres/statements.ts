@@ -1,0 +1,191 @@
+import { quoteIdent } from './keys.js'
+
+/** The schema-qualified table names of one store. */
+export type Tables = ReturnType<typeof tables>
+
+/** The qualified names of the store's tables in `schema`. */
+export function tables(schema: string) {
+  const s = quoteIdent(schema)
+  return {
+    tenants: `${s}.tenants`,
+    applications: `${s}.applications`,
+    apiKeys: `${s}.api_keys`,
+    tokens: `${s}.tokens`,
+    associations: `${s}.associations`,
+    transactions: `${s}.transactions`,
+    tokenLocks: `${s}.token_locks`,
+    sessions: `${s}.sessions`,
+    nonces: `${s}.session_nonces`,
+    formulas: `${s}.formulas`,
+    reactors: `${s}.reactors`,
+  }
+}
+
+/** The SQL of every fixed statement the store issues (the op statements; reads build theirs). */
+export type Statements = ReturnType<typeof statements>
+
+/** Builds the op statements for these tables. Placeholders are documented beside each. */
+export function statements(t: Tables) {
+  return {
+    /** $1 id, $2 doc */
+    tenantPut: `INSERT INTO ${t.tenants} (id, doc) VALUES ($1, $2::jsonb)
+      ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`,
+
+    /** $1 tenant, $2 id, $3 sort key, $4 doc, $5 key hash. Drops the old key hash, claims the new one. */
+    applicationPut: `WITH old_key AS (
+        DELETE FROM ${t.apiKeys} WHERE key_hash <> $5::text AND key_hash IN (
+          SELECT doc ->> 'key_hash' FROM ${t.applications} WHERE tenant_id = $1 AND id = $2)
+      ), app AS (
+        INSERT INTO ${t.applications} (tenant_id, id, sort_key, doc) VALUES ($1, $2, $3, $4::jsonb)
+        ON CONFLICT (tenant_id, id) DO UPDATE SET sort_key = EXCLUDED.sort_key, doc = EXCLUDED.doc
+      )
+      INSERT INTO ${t.apiKeys} (key_hash, kind, tenant_id, id) VALUES ($5, 'application', $1, $2)
+      ON CONFLICT (key_hash) DO UPDATE SET kind = EXCLUDED.kind, tenant_id = EXCLUDED.tenant_id, id = EXCLUDED.id`,
+
+    /** $1 tenant, $2 id */
+    applicationDelete: `WITH app AS (
+        DELETE FROM ${t.applications} WHERE tenant_id = $1 AND id = $2 RETURNING doc ->> 'key_hash' AS key_hash
+      )
+      DELETE FROM ${t.apiKeys} WHERE key_hash IN (SELECT key_hash FROM app)`,
+
+    /** $1 tenant, $2 id, $3 type, $4 expires_at, $5 doc */
+    tokenPut: `INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
+      ON CONFLICT (tenant_id, id) DO UPDATE
+      SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc`,
+
+    /** $1 tenant, $2 id. Also removes every association the token is part of, both ways. */
+    tokenDelete: `WITH token AS (DELETE FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2)
+      DELETE FROM ${t.associations} WHERE tenant_id = $1 AND (parent_id = $2 OR child_id = $2)`,
+
+    /** $1 tenant, $2 parent, $3 child, $4 doc. Skipped when a token is absent or the link exists. */
+    associationPut: `INSERT INTO ${t.associations} (tenant_id, parent_id, child_id, doc)
+      SELECT $1, $2, $3, $4::jsonb
+      WHERE EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2)
+        AND EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = $1 AND id = $3)
+      ON CONFLICT (tenant_id, parent_id, child_id) DO NOTHING`,
+
+    /** $1 tenant, $2 parent, $3 child */
+    associationDelete: `DELETE FROM ${t.associations} WHERE tenant_id = $1 AND parent_id = $2 AND child_id = $3`,
+
+    /**
+     * $1 tenant, $2 id, $3 state, $4 expires_at, $5 doc, $6 the token ids it locks (distinct; empty
+     * unless open). Releases the locks it held and takes the new ones.
+     */
+    transactionPut: `WITH released AS (
+        DELETE FROM ${t.tokenLocks}
+        WHERE tenant_id = $1 AND transaction_id = $2 AND NOT (token_id = ANY ($6::text[]))
+      ), tx AS (
+        INSERT INTO ${t.transactions} (tenant_id, id, state, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
+        ON CONFLICT (tenant_id, id) DO UPDATE
+        SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc
+      )
+      INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id)
+      SELECT $1, token_id, $2 FROM unnest($6::text[]) AS token_id
+      ON CONFLICT (tenant_id, token_id) DO UPDATE SET transaction_id = EXCLUDED.transaction_id`,
+
+    /**
+     * $1 tenant, $2 id, $3 writes (a JSON array), $4 the op's lock ids (distinct, in order). Only when
+     * the transaction is open: appends the writes, appends the lock ids it does not hold yet, and
+     * points every one of the op's locks at it.
+     */
+    transactionStage: `WITH tx AS (
+        UPDATE ${t.transactions}
+        SET doc = jsonb_set(jsonb_set(doc, '{writes}', coalesce(doc -> 'writes', '[]') || $3::jsonb),
+          '{locks}', coalesce(doc -> 'locks', '[]') || (
+            SELECT coalesce(jsonb_agg(lock_id ORDER BY n), '[]') FROM unnest($4::text[]) WITH ORDINALITY AS l(lock_id, n)
+            WHERE NOT coalesce(doc -> 'locks', '[]') ? lock_id))
+        WHERE tenant_id = $1 AND id = $2 AND state = 'open'
+        RETURNING id
+      )
+      INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id)
+      SELECT $1, token_id, $2 FROM unnest($4::text[]) AS token_id WHERE EXISTS (SELECT 1 FROM tx)
+      ON CONFLICT (tenant_id, token_id) DO UPDATE SET transaction_id = EXCLUDED.transaction_id`,
+
+    /** $1 tenant, $2 id. Marks an open transaction committed, releases its locks, returns its writes. */
+    transactionCommit: `WITH open_tx AS (
+        SELECT coalesce(doc -> 'writes', '[]')::text AS writes FROM ${t.transactions}
+        WHERE tenant_id = $1 AND id = $2 AND state = 'open'
+      ), tx AS (
+        UPDATE ${t.transactions}
+        SET state = 'committed', doc = doc || '{"state":"committed","writes":[],"locks":[]}'::jsonb
+        WHERE tenant_id = $1 AND id = $2 AND state = 'open'
+      ), released AS (
+        DELETE FROM ${t.tokenLocks}
+        WHERE tenant_id = $1 AND transaction_id = $2 AND EXISTS (SELECT 1 FROM open_tx)
+      )
+      SELECT writes FROM open_tx`,
+
+    /** $1 tenant, $2 id */
+    transactionDelete: `WITH released AS (
+        DELETE FROM ${t.tokenLocks} WHERE tenant_id = $1 AND transaction_id = $2
+      )
+      DELETE FROM ${t.transactions} WHERE tenant_id = $1 AND id = $2`,
+
+    /** $1 tenant, $2 id, $3 expires_at, $4 doc, $5 key hash, $6 nonce hash. Re-points key and nonce. */
+    sessionPut: `WITH old AS (
+        SELECT doc ->> 'key_hash' AS key_hash, doc ->> 'nonce_hash' AS nonce_hash
+        FROM ${t.sessions} WHERE tenant_id = $1 AND id = $2
+      ), old_key AS (
+        DELETE FROM ${t.apiKeys} WHERE key_hash <> $5::text AND key_hash IN (SELECT key_hash FROM old)
+      ), old_nonce AS (
+        DELETE FROM ${t.nonces}
+        WHERE tenant_id = $1 AND nonce_hash <> $6::text AND nonce_hash IN (SELECT nonce_hash FROM old)
+      ), session AS (
+        INSERT INTO ${t.sessions} (tenant_id, id, expires_at, doc) VALUES ($1, $2, $3, $4::jsonb)
+        ON CONFLICT (tenant_id, id) DO UPDATE SET expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc
+      ), new_key AS (
+        INSERT INTO ${t.apiKeys} (key_hash, kind, tenant_id, id) VALUES ($5, 'session', $1, $2)
+        ON CONFLICT (key_hash) DO UPDATE SET kind = EXCLUDED.kind, tenant_id = EXCLUDED.tenant_id, id = EXCLUDED.id
+      )
+      INSERT INTO ${t.nonces} (tenant_id, nonce_hash, session_id) VALUES ($1, $6, $2)
+      ON CONFLICT (tenant_id, nonce_hash) DO UPDATE SET session_id = EXCLUDED.session_id`,
+
+    /** $1 tenant, $2 id */
+    sessionDelete: `WITH session AS (
+        DELETE FROM ${t.sessions} WHERE tenant_id = $1 AND id = $2
+        RETURNING doc ->> 'key_hash' AS key_hash, doc ->> 'nonce_hash' AS nonce_hash
+      ), old_key AS (
+        DELETE FROM ${t.apiKeys} WHERE key_hash IN (SELECT key_hash FROM session)
+      )
+      DELETE FROM ${t.nonces} WHERE tenant_id = $1 AND nonce_hash IN (SELECT nonce_hash FROM session)`,
+
+    /** $1 tenant key ('' for official), $2 id, $3 tenant_id (null for official), $4 lower name, $5 sort key, $6 doc */
+    formulaPut: `INSERT INTO ${t.formulas} (tenant_key, id, tenant_id, name_lower, sort_key, doc)
+      VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+      ON CONFLICT (tenant_key, id) DO UPDATE SET tenant_id = EXCLUDED.tenant_id,
+        name_lower = EXCLUDED.name_lower, sort_key = EXCLUDED.sort_key, doc = EXCLUDED.doc`,
+
+    /** $1 tenant key, $2 id */
+    formulaDelete: `DELETE FROM ${t.formulas} WHERE tenant_key = $1 AND id = $2`,
+
+    /** $1 tenant, $2 id, $3 formula id, $4 sort key, $5 doc */
+    reactorPut: `INSERT INTO ${t.reactors} (tenant_id, id, formula_id, sort_key, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
+      ON CONFLICT (tenant_id, id) DO UPDATE
+      SET formula_id = EXCLUDED.formula_id, sort_key = EXCLUDED.sort_key, doc = EXCLUDED.doc`,
+
+    /** $1 tenant, $2 id */
+    reactorDelete: `DELETE FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`,
+
+    /** $1 now. Deletes expired sessions with their key and nonce entries; returns how many. */
+    purgeSessions: `WITH session AS (
+        DELETE FROM ${t.sessions} WHERE expires_at <= $1
+        RETURNING tenant_id, doc ->> 'key_hash' AS key_hash, doc ->> 'nonce_hash' AS nonce_hash
+      ), old_key AS (
+        DELETE FROM ${t.apiKeys} WHERE key_hash IN (SELECT key_hash FROM session)
+      ), old_nonce AS (
+        DELETE FROM ${t.nonces} n USING session s WHERE n.tenant_id = s.tenant_id AND n.nonce_hash = s.nonce_hash
+      )
+      SELECT count(*)::int AS n FROM session`,
+
+    /** $1 now. Expires open transactions past their expiry, dropping writes and locks; returns how many. */
+    purgeTransactions: `WITH tx AS (
+        UPDATE ${t.transactions}
+        SET state = 'expired', doc = doc || '{"state":"expired","writes":[],"locks":[]}'::jsonb
+        WHERE state = 'open' AND expires_at <= $1
+        RETURNING tenant_id, id
+      ), released AS (
+        DELETE FROM ${t.tokenLocks} l USING tx WHERE l.tenant_id = tx.tenant_id AND l.transaction_id = tx.id
+      )
+      SELECT count(*)::int AS n FROM tx`,
+  }
+}

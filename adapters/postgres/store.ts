@@ -1,0 +1,197 @@
+import type { Pool, PoolClient, QueryConfig } from 'pg'
+import type { Store, WriteResult } from '../../src/store.js'
+import type { Check, Op } from '../../src/types.js'
+import { checkQuery, firstFailed } from './checks.js'
+import { LockKeys, lockPlan } from './locking.js'
+import { migrate } from './migrations.js'
+import { applyOp } from './ops.js'
+import { reads } from './reads.js'
+import { statements, tables } from './statements.js'
+
+/** Options of `postgresStore` with a pool the caller owns (and ends, after `close()`). */
+export interface PostgresPoolOptions {
+  pool: Pool
+  /** The schema that holds the tables (created if missing). Default: the pool's `current_schema()`. */
+  schema?: string
+}
+
+/** Options of `postgresStore` with a pool the store creates from a connection string and ends on `close()`. */
+export interface PostgresUrlOptions {
+  /** A libpq connection URI, e.g. `postgres://user@127.0.0.1:5432/db`. */
+  connectionString: string
+  /** At most this many connections (default 10). */
+  max?: number
+  /** The schema that holds the tables (created if missing). Default: the user's `current_schema()`. */
+  schema?: string
+}
+
+/** How `postgresStore` reaches the database. */
+export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
+
+/** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
+const RETRY = new Set(['40P01', '40001'])
+
+async function createPool(options: PostgresUrlOptions): Promise<Pool> {
+  const pg = await import('pg')
+  return new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10 })
+}
+
+async function currentSchema(pool: Pool): Promise<string> {
+  const { rows } = await pool.query<{ schema: string | null }>('SELECT current_schema() AS schema')
+  const schema = rows[0]?.schema
+  if (!schema)
+    throw new Error('postgresStore: no current schema (create it, fix search_path, or pass `schema`)')
+  return schema
+}
+
+/**
+ * A store in PostgreSQL, shared by any number of processes. Opening it applies the schema
+ * migrations it lacks (see `migrate`). Records are copied in and out as JSON (`jsonb`).
+ *
+ * Linearizability: `write` runs its checks and ops in one SQL transaction (READ COMMITTED) that
+ * first takes transaction-scoped advisory locks: the lock of every tenant the batch touches, in one
+ * global order (so writes never deadlock on them), after a store-wide lock that every write takes
+ * shared. Every check but `formula.unused` reads only its tenant's records (and official formulas,
+ * whose lock it then takes too), so conflicting writes — two authorizations of one nonce, two
+ * commits of one transaction — are serialized by their tenant's lock: the second one runs its
+ * checks only after the first committed, sees its effects and fails. `formula.unused` reads every
+ * tenant's reactors, and `purgeExpired` writes every tenant's records: they take the store-wide lock
+ * exclusively. Writes of different tenants run in parallel; a tenant's writes run one at a time.
+ * A batch with checks and no ops takes no lock: its one statement sees one snapshot.
+ * Reads are single statements, so each sees one consistent snapshot of committed writes.
+ * A write is acknowledged after its COMMIT returns, so it is as durable as the server's settings
+ * (`fsync`, `synchronous_commit`) make commits.
+ *
+ * Limits: PostgreSQL text and `jsonb` can't hold U+0000, so a record containing it fails to write;
+ * `jsonb` keeps object members in its own order (values compare equal, key order may differ).
+ *
+ * `close()` waits for the calls in flight, then ends the pool only when the store created it (from
+ * `connectionString`); a pool passed in stays open for its owner to end.
+ */
+export async function postgresStore(options: PostgresStoreOptions): Promise<Store> {
+  const owned = !('pool' in options)
+  const pool = 'pool' in options ? options.pool : await createPool(options)
+  try {
+    const schema = options.schema ?? (await currentSchema(pool))
+    await migrate(pool, schema)
+    return openStore(pool, schema, owned)
+  } catch (error) {
+    if (owned) await pool.end()
+    throw error
+  }
+}
+
+function openStore(pool: Pool, schema: string, owned: boolean): Store {
+  const t = tables(schema)
+  const st = statements(t)
+  const locks = new LockKeys(schema)
+  const read = reads(t, (config) => pool.query(config))
+  let closed = false
+  let inFlight = 0
+  let idle: (() => void) | undefined
+
+  /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
+  const guard = async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) throw new Error('postgresStore: the store is closed')
+    inFlight++
+    try {
+      return await fn()
+    } finally {
+      if (--inFlight === 0) idle?.()
+    }
+  }
+
+  /** Runs `fn` in one SQL transaction on one client that `begin` opened; retries deadlocks. */
+  const transaction = async <T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      const client = await pool.connect()
+      let broken: Error | undefined
+      try {
+        await client.query(begin)
+        const result = await fn(client)
+        await client.query('COMMIT')
+        return result
+      } catch (error) {
+        await client.query('ROLLBACK').catch((e: Error) => {
+          broken = e
+        })
+        const code = (error as { code?: unknown }).code
+        if (attempt < 5 && typeof code === 'string' && RETRY.has(code)) continue
+        throw error
+      } finally {
+        client.release(broken)
+      }
+    }
+  }
+
+  /** Thrown inside a transaction to roll it back and report a failed check. */
+  class Refused {
+    constructor(readonly failed: Check) {}
+  }
+
+  const write = async (batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> => {
+    const checks = batch.checks ?? []
+    if (batch.ops.length === 0) {
+      if (checks.length === 0) return { ok: true }
+      const failed = firstFailed(checks, (await pool.query(checkQuery(t, checks))).rows[0])
+      return failed ? { ok: false, failed } : { ok: true }
+    }
+    const plan = lockPlan(checks, batch.ops)
+    try {
+      await transaction(locks.begin(plan), async (client) => {
+        if (checks.length > 0) {
+          const failed = firstFailed(checks, (await client.query(checkQuery(t, checks))).rows[0])
+          if (failed) throw new Refused(failed)
+        }
+        const held = new Set(plan.tenants)
+        const ctx = {
+          query: (config: QueryConfig) => client.query(config),
+          statements: st,
+          lockTenants: async (tenantIds: Iterable<string>) => {
+            const missing = [...new Set(tenantIds)].filter((id) => !held.has(id))
+            for (const id of missing) held.add(id)
+            for (const key of locks.sorted(missing))
+              await client.query(`SELECT pg_advisory_xact_lock(${key})`)
+          },
+        }
+        for (const op of batch.ops) await applyOp(ctx, op)
+      })
+    } catch (error) {
+      if (error instanceof Refused) return { ok: false, failed: error.failed }
+      throw error
+    }
+    return { ok: true }
+  }
+
+  const purgeExpired = (now: string) =>
+    transaction(locks.begin({ exclusive: true, tenants: new Set() }), async (client) => {
+      const sessions = await client.query<{ n: number }>({ text: st.purgeSessions, values: [now] })
+      const transactions = await client.query<{ n: number }>({ text: st.purgeTransactions, values: [now] })
+      return { sessions: sessions.rows[0]?.n ?? 0, transactions: transactions.rows[0]?.n ?? 0 }
+    })
+
+  return {
+    write: (batch) => guard(() => write(batch)),
+    getTenant: (id) => guard(() => read.getTenant(id)),
+    findKey: (hash) => guard(() => read.findKey(hash)),
+    getApplication: (tenantId, id) => guard(() => read.getApplication(tenantId, id)),
+    listApplications: (tenantId, range) => guard(() => read.listApplications(tenantId, range)),
+    getToken: (tenantId, id) => guard(() => read.getToken(tenantId, id)),
+    hasAssociation: (tenantId, p, c) => guard(() => read.hasAssociation(tenantId, p, c)),
+    listChildren: (tenantId, p, q) => guard(() => read.listChildren(tenantId, p, q)),
+    getTransaction: (tenantId, id) => guard(() => read.getTransaction(tenantId, id)),
+    getSessionByNonce: (tenantId, hash) => guard(() => read.getSessionByNonce(tenantId, hash)),
+    getFormula: (tenantId, id) => guard(() => read.getFormula(tenantId, id)),
+    listFormulas: (tenantId, q) => guard(() => read.listFormulas(tenantId, q)),
+    getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
+    listReactors: (tenantId, range) => guard(() => read.listReactors(tenantId, range)),
+    purgeExpired: (now) => guard(() => purgeExpired(now)),
+    dump: () => guard(() => read.dump()),
+    close: async () => {
+      if (closed) return
+      closed = true
+      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve))
+      if (owned) await pool.end()
+    },
+  }
+}

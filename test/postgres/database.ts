@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { describe } from 'vitest'
+
+/** The test database's URL (`TOKENVAULT_PG_URL`), or undefined when it is not set. */
+export const PG_URL = process.env['TOKENVAULT_PG_URL'] || undefined
+
+/**
+ * `describe` when a test database is configured. Without one, tests are skipped with a note outside
+ * CI, and fail in CI (`CI` set): there a missing database is a broken pipeline, not a reason to skip.
+ */
+export function describePostgres(name: string, body: (url: string) => void): void {
+  if (PG_URL) {
+    describe(name, () => body(PG_URL))
+    return
+  }
+  if (process.env['CI']) {
+    describe(name, () => {
+      throw new Error(
+        'TOKENVAULT_PG_URL is not set: CI must run the Postgres tests (see scripts/pg-test-server.sh)',
+      )
+    })
+    return
+  }
+  console.warn(
+    `skipping "${name}": TOKENVAULT_PG_URL is not set (start a server with: eval "$(scripts/pg-test-server.sh start)")`,
+  )
+  describe.skip(name, () => body(''))
+}
+
+/** A fresh, unused schema name. */
+export const freshSchema = () => `tv_test_${randomBytes(6).toString('hex')}`
+
+/** A pool for the tests of one file. */
+export const testPool = (url: string, max = 10) => new pg.Pool({ connectionString: url, max })
+
+/** Drops the schemas a test file made. */
+export async function dropSchemas(pool: pg.Pool, schemas: string[]): Promise<void> {
+  for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+}

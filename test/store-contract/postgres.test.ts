@@ -1,0 +1,31 @@
+import type pg from 'pg'
+import { afterAll } from 'vitest'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import type { Store } from '../../src/store.js'
+import { describePostgres, dropSchemas, freshSchema, testPool } from '../postgres/database.js'
+import { storeContract } from './suite.js'
+
+describePostgres('postgres store', (url) => {
+  let pool: pg.Pool | undefined
+  const schemas = new Map<Store, string>()
+  afterAll(async () => {
+    if (!pool) return
+    await dropSchemas(pool, [...new Set(schemas.values())])
+    await pool.end()
+  })
+  const open = async (schema: string) => {
+    pool ??= testPool(url)
+    const store = await postgresStore({ pool, schema })
+    schemas.set(store, schema)
+    return store
+  }
+  storeContract({
+    name: 'postgres',
+    // Each store gets a schema of its own in the test database.
+    open: () => open(freshSchema()),
+    reopen: async (store) => {
+      await store.close()
+      return open(schemas.get(store)!)
+    },
+  })
+})
