@@ -1,0 +1,177 @@
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { COMPACTION_STEPS, type FileStoreStep, fileStore } from '../../adapters/file/index.js'
+import type { StoreDump } from '../../src/store.js'
+import type { Op } from '../../src/types.js'
+import { link, NOW, put, stage, T, tx } from './fixtures.js'
+import { tempDir } from './helpers.js'
+
+const files = async (dir: string) => (await readdir(dir)).sort()
+
+/** Writes a varied state: tokens, links out of id order, an open transaction with staged writes. */
+async function seed(store: Awaited<ReturnType<typeof fileStore>>) {
+  await store.write({ ops: [put('p'), put('c3'), put('c1'), put('c2'), link('p', 'c3'), link('p', 'c1')] })
+  await store.write({ ops: [link('p', 'c2'), { op: 'transaction.put', transaction: tx('t1') }] })
+  await store.write({ ops: [stage('t1', [put('x')], ['x'])] })
+  await store.write({ ops: [stage('t1', [put('y')], ['y'])] })
+}
+
+describe('file store compaction', () => {
+  for (const step of COMPACTION_STEPS) {
+    it(`reopens with every acknowledged write after a crash before "${step}"`, async () => {
+      const dir = await tempDir()
+      let armed = false
+      let during: Promise<unknown> | undefined
+      let acknowledged: Promise<StoreDump> | undefined
+      const hook = (s: FileStoreStep) => {
+        // Issued while a flush is in flight: queued behind it, so the compaction's snapshot holds it.
+        if (armed && s === 'journal.sync' && !during) {
+          acknowledged = store.dump()
+          during = store.write({ ops: [stage('t1', [put('w')], ['w'])] }).catch((e: Error) => e)
+        }
+        if (armed && s === step) throw new Error(`crash before ${s}`)
+      }
+      const store = await fileStore({ path: dir, compactMinBytes: 1e12, hooks: { step: hook } })
+      await seed(store)
+      await store.compact() // generation 1, so the crash below leaves generation 1 files to clean up
+      await store.write({ ops: [stage('t1', [put('z')], ['z']), put('c4'), link('p', 'c4')] })
+      armed = true
+      const trigger = store.write({ ops: [put('c5'), link('p', 'c5')] })
+      const compaction = store.compact().catch((e: Error) => e)
+      await expect(trigger).resolves.toEqual({ ok: true })
+      expect(await compaction).toEqual(new Error(`crash before ${step}`))
+      expect(await during).toEqual(new Error(`crash before ${step}`))
+      await expect(store.getToken(T, 'p')).rejects.toThrow(/journal failed/)
+      await expect(store.write({ ops: [put('no')] })).rejects.toThrow(/journal failed/)
+      await store.close()
+
+      const again = await fileStore({ path: dir })
+      const got = await again.dump()
+      const renamed = COMPACTION_STEPS.indexOf(step) > COMPACTION_STEPS.indexOf('snapshot.rename')
+      const writes = got.transactions[0]!.writes as Extract<Op, { op: 'token.put' }>[]
+      // Each staged write exactly once: the snapshot was never combined with records it holds.
+      expect(writes.map((w) => w.token.id)).toEqual(renamed ? ['x', 'y', 'z', 'w'] : ['x', 'y', 'z'])
+      if (renamed) expect(got.tokens).toEqual((await acknowledged!).tokens)
+      else expect(got).toEqual(await acknowledged!)
+      expect(again.stats().generation).toBe(renamed ? 2 : 1)
+      const generation = again.stats().generation
+      expect(await files(dir)).toEqual(['LOCK', `journal.${generation}.log`, `snapshot.${generation}.json`])
+      expect(
+        (await again.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).items.map((t) => t.id),
+      ).toEqual(['c3', 'c1', 'c2', 'c4', 'c5'])
+      // It goes on working, across another reopen.
+      await again.write({ ops: [stage('t1', [put('v')], ['v'])] })
+      await again.close()
+      const third = await fileStore({ path: dir })
+      expect((await third.getTransaction(T, 't1'))!.writes).toHaveLength(renamed ? 5 : 4)
+      await third.close()
+    })
+  }
+
+  it('compacts on its own past the thresholds, keeping every write', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 4096, compactRatio: 1 })
+    await store.write({ ops: [put('p'), { op: 'transaction.put', transaction: tx('t1') }] })
+    for (let i = 0; i < 200; i++) {
+      await Promise.all([
+        store.write({ ops: [put(`c${i}`), link('p', `c${i}`)] }),
+        store.write({ ops: [stage('t1', [put(`s${i}`)], [`s${i}`])] }),
+      ])
+    }
+    const stats = store.stats()
+    expect(stats.compactions).toBeGreaterThan(1)
+    expect(stats.journalBytes).toBeLessThanOrEqual(Math.max(4096, stats.snapshotBytes) + 1024)
+    const before = await store.dump()
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect(await again.dump()).toEqual(before)
+    expect((await again.getTransaction(T, 't1'))!.writes).toHaveLength(200)
+    const children = await again.listChildren(T, 'p', { offset: 0, limit: 500, now: NOW })
+    expect(children.items.map((t) => t.id)).toEqual(Array.from({ length: 200 }, (_, i) => `c${i}`))
+    expect(await files(dir)).toEqual([
+      'LOCK',
+      `journal.${stats.generation}.log`,
+      `snapshot.${stats.generation}.json`,
+    ])
+    await again.close()
+  })
+
+  it('restores from a snapshot which transaction holds each lock, and none where it was released', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none' })
+    const early = '2030-01-01T00:10:00.000Z'
+    await store.write({
+      ops: [
+        put('x'),
+        put('y'),
+        { op: 'transaction.put', transaction: tx('a', { expires_at: early, locks: ['x', 'y'] }) },
+      ],
+    })
+    // Once `a` has expired, `b` may lock its tokens; `b` then commits, releasing x but not y.
+    await store.write({ ops: [{ op: 'transaction.put', transaction: tx('b') }, stage('b', [], ['x'])] })
+    await store.write({ ops: [{ op: 'transaction.put', transaction: tx('c') }, stage('c', [], ['y'])] })
+    await store.write({ ops: [{ op: 'transaction.commit', tenant_id: T, id: 'b' }] })
+    const probe = async (s: typeof store) => {
+      const out: boolean[] = []
+      for (const id of ['x', 'y']) {
+        for (const except of [undefined, 'a', 'c']) {
+          const check = {
+            check: 'token.unlocked' as const,
+            tenant_id: T,
+            id,
+            now: NOW,
+            ...(except ? { except } : {}),
+          }
+          out.push((await s.write({ checks: [check], ops: [] })).ok)
+        }
+      }
+      return out
+    }
+    const expected = await probe(store)
+    expect(expected).toEqual([true, true, true, false, false, true])
+    await store.compact()
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect(again.stats()).toMatchObject({ generation: 1, recoveredRecords: 0 })
+    expect(await probe(again)).toEqual(expected)
+    await again.close()
+  })
+
+  it('removes a crashed compaction’s temp file, and refuses a damaged snapshot naming it', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none' })
+    await seed(store)
+    await store.compact()
+    await store.write({ ops: [put('after')] })
+    const before = await store.dump()
+    await store.close()
+    await writeFile(join(dir, 'snapshot.2.json.tmp'), '{"format":"tokenvault.sn')
+    let again = await fileStore({ path: dir, durability: 'none' })
+    expect(await again.dump()).toEqual(before)
+    await again.close()
+    expect(await files(dir)).toEqual(['journal.1.log', 'snapshot.1.json'])
+
+    const snapshot = join(dir, 'snapshot.1.json')
+    const good = await readFile(snapshot)
+    const bad = Buffer.from(good)
+    bad[bad.length - 3]! ^= 0x01
+    await writeFile(snapshot, bad)
+    await expect(fileStore({ path: dir })).rejects.toThrow(
+      `snapshot ${snapshot} is damaged: checksum mismatch`,
+    )
+    await writeFile(snapshot, good.subarray(0, good.length - 10))
+    await expect(fileStore({ path: dir })).rejects.toThrow(`snapshot ${snapshot} is damaged`)
+    await writeFile(snapshot, good)
+
+    await writeFile(join(dir, 'journal.2.log'), 'not empty')
+    await expect(fileStore({ path: dir })).rejects.toThrow(
+      /journal\.2\.log is newer than the newest snapshot/,
+    )
+    await writeFile(join(dir, 'journal.2.log'), '')
+    again = await fileStore({ path: dir, durability: 'none' })
+    expect(await again.dump()).toEqual(before)
+    await again.close()
+    expect(await files(dir)).toEqual(['journal.1.log', 'snapshot.1.json'])
+  })
+})

@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto'
+import { readFile, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { crc32 as zlibCrc32 } from 'node:zlib'
+import { describe, expect, it } from 'vitest'
+import { crc32Portable } from '../../adapters/file/crc32.js'
+import { fileStore } from '../../adapters/file/index.js'
+import { link, put, stage, tx } from './fixtures.js'
+import { tempDir } from './helpers.js'
+
+const JOURNAL = 'journal.0.log'
+
+/** A closed store holding five batches; returns where the last record starts, and dumps. */
+async function storeWithRecords(dir: string) {
+  const store = await fileStore({ path: dir, durability: 'none' })
+  await store.write({ ops: [put('p'), put('c1'), link('p', 'c1')] })
+  await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1') }] })
+  await store.write({ ops: [stage('t1', [put('x')], ['x'])] })
+  await store.write({ ops: [put('c2'), link('p', 'c2')] })
+  const lastStart = store.stats().journalBytes
+  const before = await store.dump()
+  await store.write({ ops: [stage('t1', [put('y')], ['y']), put('c3', { data: { text: 'ü€ multi-byte' } })] })
+  const after = await store.dump()
+  await store.close()
+  const bytes = await readFile(join(dir, JOURNAL))
+  return { lastStart, before, after, bytes }
+}
+
+describe('file store journal', () => {
+  it('computes the same CRC-32 as zlib in its portable fallback', () => {
+    for (const size of [0, 1, 7, 100, 4096]) {
+      const data = randomBytes(size)
+      expect(crc32Portable(data)).toBe(zlibCrc32(data) >>> 0)
+    }
+  })
+
+  it('drops a torn last record cut at every byte offset, and truncates the journal to the good length', async () => {
+    const dir = await tempDir()
+    const { lastStart, before, after, bytes } = await storeWithRecords(dir)
+    expect(lastStart).toBeGreaterThan(0)
+    expect(bytes.length).toBeGreaterThan(lastStart + 8)
+    for (let cut = lastStart; cut < bytes.length; cut++) {
+      await writeFile(join(dir, JOURNAL), bytes.subarray(0, cut))
+      const store = await fileStore({ path: dir, durability: 'none' })
+      expect(await store.dump()).toEqual(before)
+      expect(store.stats()).toMatchObject({ recoveredRecords: 4, truncatedBytes: cut - lastStart })
+      await store.close()
+      expect((await stat(join(dir, JOURNAL))).size).toBe(lastStart)
+    }
+    await writeFile(join(dir, JOURNAL), bytes)
+    const whole = await fileStore({ path: dir, durability: 'none' })
+    expect(await whole.dump()).toEqual(after)
+    expect(whole.stats().truncatedBytes).toBe(0)
+    await whole.close()
+  })
+
+  it('drops a last record whose checksum fails, and zeros left after the last record', async () => {
+    const dir = await tempDir()
+    const { lastStart, before, after, bytes } = await storeWithRecords(dir)
+    const flipped = Buffer.from(bytes)
+    flipped[bytes.length - 5]! ^= 0x01
+    await writeFile(join(dir, JOURNAL), flipped)
+    let store = await fileStore({ path: dir, durability: 'none' })
+    expect(await store.dump()).toEqual(before)
+    await store.close()
+    expect((await stat(join(dir, JOURNAL))).size).toBe(lastStart)
+
+    await writeFile(join(dir, JOURNAL), Buffer.concat([bytes, Buffer.alloc(4096)]))
+    store = await fileStore({ path: dir, durability: 'none' })
+    expect(await store.dump()).toEqual(after)
+    expect(store.stats().truncatedBytes).toBe(4096)
+    // Appending after a cut-off tail lands where the good records end.
+    await store.write({ ops: [put('later')] })
+    await store.close()
+    store = await fileStore({ path: dir, durability: 'none' })
+    expect(await store.getToken('tenant-a', 'later')).not.toBeNull()
+    expect(store.stats().recoveredRecords).toBe(6)
+    await store.close()
+  })
+
+  it('refuses to open a journal damaged in the middle, naming the file and byte offset', async () => {
+    const dir = await tempDir()
+    const { bytes } = await storeWithRecords(dir)
+    const secondStart = 8 + bytes.readUInt32LE(0)
+    const file = join(dir, JOURNAL)
+
+    const payloadFlip = Buffer.from(bytes)
+    payloadFlip[secondStart + 12]! ^= 0x20
+    await writeFile(file, payloadFlip)
+    await expect(fileStore({ path: dir })).rejects.toThrow(
+      new RegExp(`${JOURNAL.replaceAll('.', '\\.')}: corrupt record at byte offset ${secondStart} `),
+    )
+
+    const lengthFlip = Buffer.from(bytes)
+    lengthFlip.writeUInt32LE(0x7fffffff, 0)
+    await writeFile(file, lengthFlip)
+    const error = await fileStore({ path: dir }).catch((e: Error) => e)
+    expect(error).toBeInstanceOf(Error)
+    expect((error as Error).message).toContain(file)
+    expect((error as Error).message).toContain('byte offset 0 ')
+
+    // The failed opens left no lock and no changes behind: the intact journal opens.
+    expect((await readFile(file)).length).toBe(bytes.length)
+    await writeFile(file, bytes)
+    const store = await fileStore({ path: dir })
+    expect(store.stats().recoveredRecords).toBe(5)
+    await store.close()
+  })
+})
