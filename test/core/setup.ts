@@ -3,10 +3,18 @@ import { createService, manualClock, ServiceError } from '../../src/index.js'
 import type { Store } from '../../src/store.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
-export const ALL_TOKEN: Permission[] = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use']
+export const ALL_TOKEN: Permission[] = [
+  'token:create',
+  'token:read',
+  'token:update',
+  'token:delete',
+  'token:use',
+]
 
 /** A service on a fresh memory store with a manual clock, one tenant, and helpers to mint keys. */
-export async function setup(options: { store?: Store; sessionTtlMs?: number; transactionTtlMs?: number } = {}) {
+export async function setup(
+  options: { store?: Store; sessionTtlMs?: number; transactionTtlMs?: number } = {},
+) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
   const store = options.store ?? memoryStore()
   const service = createService({ store, clock, ...options })

@@ -37,7 +37,9 @@ describe('tokens', () => {
     const { client } = await setup()
     const t = await client.tokens.create({ id: 'my-id', type: 'token', data: 'x' })
     expect(t).toMatchObject({ id: 'my-id', containers: ['/general/high/'], metadata: {} })
-    expect((await failure(client.tokens.create({ id: 'my-id', type: 'token', data: 'y' }))).code).toBe('conflict')
+    expect((await failure(client.tokens.create({ id: 'my-id', type: 'token', data: 'y' }))).code).toBe(
+      'conflict',
+    )
     expect((await client.tokens.get('my-id')).data).toBe('x')
   })
 

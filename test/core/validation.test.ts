@@ -20,7 +20,11 @@ const tokenCases: [string, Record<string, unknown>, string][] = [
   ['container without trailing slash', { ...valid, containers: ['/general'] }, 'containers.0'],
   ['container with a bad segment', { ...valid, containers: ['/a b/'] }, 'containers.0'],
   ['container with an empty segment', { ...valid, containers: ['/a//b/'] }, 'containers.0'],
-  ['too many containers', { ...valid, containers: Array.from({ length: 21 }, (_, i) => `/c${i}/`) }, 'containers'],
+  [
+    'too many containers',
+    { ...valid, containers: Array.from({ length: 21 }, (_, i) => `/c${i}/`) },
+    'containers',
+  ],
   ['metadata not an object', { ...valid, metadata: 'x' }, 'metadata'],
   ['metadata value not a string', { ...valid, metadata: { a: 1 } }, 'metadata.a'],
   ['metadata value too long', { ...valid, metadata: { a: 'x'.repeat(1001) } }, 'metadata.a'],
@@ -48,18 +52,19 @@ describe('token input validation', () => {
     expect(await store.dump()).toEqual(before)
   })
 
-  it.each(tokenCases.filter(([, , f]) => !['type', 'id', 'data'].includes(f) && f !== 'colour' && f !== 'tenant_id'))(
-    'child create refuses %s too',
-    async (_what, body, field) => {
-      const { client, store } = await setup()
-      const parent = await client.tokens.create(valid)
-      const before = await store.dump()
-      const error = await failure(client.tokens.children.create(parent.id, body))
-      expect(error.code).toBe('validation_failed')
-      expect(Object.keys(error.issues ?? {})).toContain(field)
-      expect(await store.dump()).toEqual(before)
-    },
-  )
+  it.each(
+    tokenCases.filter(
+      ([, , f]) => !['type', 'id', 'data'].includes(f) && f !== 'colour' && f !== 'tenant_id',
+    ),
+  )('child create refuses %s too', async (_what, body, field) => {
+    const { client, store } = await setup()
+    const parent = await client.tokens.create(valid)
+    const before = await store.dump()
+    const error = await failure(client.tokens.children.create(parent.id, body))
+    expect(error.code).toBe('validation_failed')
+    expect(Object.keys(error.issues ?? {})).toContain(field)
+    expect(await store.dump()).toEqual(before)
+  })
 
   const patchCases: [string, Record<string, unknown>, string][] = [
     ['null data', { data: null }, 'data'],
@@ -102,8 +107,16 @@ describe('application and session input validation', () => {
     ['blank name', { name: '  ', type: 'private' }, 'name'],
     ['bad type', { name: 'a', type: 'root' }, 'type'],
     ['unknown permission', { name: 'a', type: 'private', permissions: ['token:fly'] }, 'permissions.0'],
-    ['permission of another type', { name: 'a', type: 'public', permissions: ['token:read'] }, 'permissions.0'],
-    ['private with reactor permission', { name: 'a', type: 'private', permissions: ['reactor:read'] }, 'permissions.0'],
+    [
+      'permission of another type',
+      { name: 'a', type: 'public', permissions: ['token:read'] },
+      'permissions.0',
+    ],
+    [
+      'private with reactor permission',
+      { name: 'a', type: 'private', permissions: ['reactor:read'] },
+      'permissions.0',
+    ],
     [
       'rule with container and conditions',
       {
@@ -124,7 +137,11 @@ describe('application and session input validation', () => {
     ],
     [
       'rule with a bad transform',
-      { name: 'a', type: 'private', rules: [{ priority: 1, transform: 'show', permissions: ['token:read'] }] },
+      {
+        name: 'a',
+        type: 'private',
+        rules: [{ priority: 1, transform: 'show', permissions: ['token:read'] }],
+      },
       'rules.0.transform',
     ],
     [
@@ -134,7 +151,11 @@ describe('application and session input validation', () => {
     ],
     [
       'rule with a non-token permission',
-      { name: 'a', type: 'management', rules: [{ priority: 1, transform: 'mask', permissions: ['reactor:read'] }] },
+      {
+        name: 'a',
+        type: 'management',
+        rules: [{ priority: 1, transform: 'mask', permissions: ['reactor:read'] }],
+      },
       'rules.0.permissions.0',
     ],
     [
@@ -158,7 +179,15 @@ describe('application and session input validation', () => {
       { name: 'a', type: 'public', rules: [{ priority: 1, transform: 'mask', permissions: ['token:read'] }] },
       'rules.0.permissions.0',
     ],
-    ['negative priority', { name: 'a', type: 'private', rules: [{ priority: -1, transform: 'mask', permissions: ['token:read'] }] }, 'rules.0.priority'],
+    [
+      'negative priority',
+      {
+        name: 'a',
+        type: 'private',
+        rules: [{ priority: -1, transform: 'mask', permissions: ['token:read'] }],
+      },
+      'rules.0.priority',
+    ],
   ]
   it.each(appCases)('application create refuses %s', async (_what, body, field) => {
     const { keyFor, store } = await setup()
@@ -175,7 +204,11 @@ describe('application and session input validation', () => {
     ['no permissions and no rules', { nonce: 'n' }, 'permissions'],
     ['empty permissions and rules', { nonce: 'n', permissions: [], rules: [] }, 'permissions'],
     ['bad expires_at', { nonce: 'n', permissions: ['token:read'], expires_at: 'soon' }, 'expires_at'],
-    ['past expires_at', { nonce: 'n', permissions: ['token:read'], expires_at: '2029-12-31T00:00:00Z' }, 'expires_at'],
+    [
+      'past expires_at',
+      { nonce: 'n', permissions: ['token:read'], expires_at: '2029-12-31T00:00:00Z' },
+      'expires_at',
+    ],
     ['unknown permission', { nonce: 'n', permissions: ['token:x'] }, 'permissions.0'],
   ]
   it.each(authorizeCases)('session authorize refuses %s', async (_what, body, field) => {

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { Store } from '../../src/store.js'
+import { failure, setup } from './setup.js'
+
+async function withTx() {
+  const s = await setup()
+  const tx = await s.client.transactions.create()
+  const inTx = s.service.connect(s.full.key, { transactionId: tx.id })
+  return { ...s, tx, inTx }
+}
+
+describe('transactions', () => {
+  it('creates a transaction that expires after an hour', async () => {
+    const { tx, full } = await withTx()
+    expect(tx).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      created_at: '2030-01-01T00:00:00.000Z',
+      created_by: full.application.id,
+      expires_at: '2030-01-01T01:00:00.000Z',
+    })
+  })
+
+  it('token create is invisible outside until commit, visible inside', async () => {
+    const { client, inTx, tx } = await withTx()
+    const t = await inTx.tokens.create({ type: 'x', data: 'new' })
+    expect((await inTx.tokens.get(t.id)).data).toBe('new')
+    expect((await failure(client.tokens.get(t.id))).code).toBe('not_found')
+    await client.transactions.commit(tx.id)
+    expect((await client.tokens.get(t.id)).data).toBe('new')
+  })
+
+  it('token update and delete are invisible outside until commit', async () => {
+    const { client, inTx, tx } = await withTx()
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    const b = await client.tokens.create({ type: 'x', data: 'b' })
+    await inTx.tokens.update(a.id, { data: 'a2' })
+    await inTx.tokens.delete(b.id)
+    expect((await inTx.tokens.get(a.id)).data).toBe('a2')
+    expect((await failure(inTx.tokens.get(b.id))).code).toBe('not_found')
+    expect((await client.tokens.get(a.id)).data).toBe('a')
+    expect((await client.tokens.get(b.id)).data).toBe('b')
+    await client.transactions.commit(tx.id)
+    expect((await client.tokens.get(a.id)).data).toBe('a2')
+    expect((await failure(client.tokens.get(b.id))).code).toBe('not_found')
+  })
+
+  it('link, unlink and child create are invisible outside until commit', async () => {
+    const { client, inTx, tx } = await withTx()
+    const p = await client.tokens.create({ type: 'x', data: 'p' })
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    const b = await client.tokens.create({ type: 'x', data: 'b' })
+    await client.tokens.children.link(p.id, b.id)
+    await inTx.tokens.children.link(p.id, a.id)
+    await inTx.tokens.children.unlink(p.id, b.id)
+    const child = await inTx.tokens.children.create(p.id, { type: 'kid', data: 'k' })
+    const ids = async (c: typeof client) => (await c.tokens.children.list(p.id)).data.map((t) => t.id)
+    expect(await ids(inTx)).toEqual([a.id, child.id])
+    expect(await ids(client)).toEqual([b.id])
+    // Link checks outside the transaction do not see its writes either.
+    expect((await failure(client.tokens.children.link(p.id, child.id))).code).toBe('not_found')
+    expect((await failure(client.tokens.children.unlink(p.id, a.id))).code).toBe('not_found')
+    await client.transactions.commit(tx.id)
+    expect(await ids(client)).toEqual([a.id, child.id])
+  })
+
+  it('locks a written token against other transactions and outside writes until it ends', async () => {
+    const { client, inTx, tx, service, full } = await withTx()
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    await inTx.tokens.update(a.id, { data: 'tx' })
+    const other = await client.transactions.create()
+    const inOther = service.connect(full.key, { transactionId: other.id })
+    expect((await failure(inOther.tokens.update(a.id, { data: 'other' }))).code).toBe('conflict')
+    expect((await failure(inOther.tokens.delete(a.id))).code).toBe('conflict')
+    expect((await failure(client.tokens.update(a.id, { data: 'outside' }))).code).toBe('conflict')
+    expect((await failure(client.tokens.delete(a.id))).code).toBe('conflict')
+    // A token id created inside is locked too.
+    await inTx.tokens.create({ id: 'fresh', type: 'x', data: 1 })
+    expect((await failure(client.tokens.create({ id: 'fresh', type: 'x', data: 2 }))).code).toBe('conflict')
+    // Reads are not blocked.
+    expect((await client.tokens.get(a.id)).data).toBe('a')
+    await client.transactions.rollback(tx.id)
+    await client.tokens.update(a.id, { data: 'outside' })
+    await inOther.tokens.delete(a.id)
+  })
+
+  it('rollback leaves tokens and associations exactly as before', async () => {
+    const { client, inTx, tx, store } = await withTx()
+    const p = await client.tokens.create({ type: 'x', data: 'p' })
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    await client.tokens.children.link(p.id, a.id)
+    const before = await store.dump()
+    await inTx.tokens.update(p.id, { data: 'changed' })
+    await inTx.tokens.delete(a.id)
+    await inTx.tokens.create({ type: 'x', data: 'n' })
+    await inTx.tokens.children.create(p.id, { type: 'x', data: 'c' })
+    await client.transactions.rollback(tx.id)
+    const after = await store.dump()
+    const { transactions: _b, ...restBefore } = before
+    const { transactions: afterTx, ...restAfter } = after
+    expect(JSON.stringify(restAfter)).toBe(JSON.stringify(restBefore))
+    expect(afterTx).toMatchObject([{ id: tx.id, state: 'rolled_back', writes: [], locks: [] }])
+  })
+
+  it('commit and rollback answer 409 when not open, 404 when unknown or foreign, 403 for another application', async () => {
+    const { client, tx, keyFor, service } = await withTx()
+    await client.transactions.commit(tx.id)
+    expect((await failure(client.transactions.commit(tx.id))).code).toBe('conflict')
+    expect((await failure(client.transactions.rollback(tx.id))).code).toBe('conflict')
+    expect((await failure(client.transactions.commit('00000000-0000-4000-8000-000000000000'))).code).toBe(
+      'not_found',
+    )
+    const t2 = await client.transactions.create()
+    const sibling = await keyFor('private', ['token:read'])
+    expect((await failure(sibling.client.transactions.commit(t2.id))).code).toBe('forbidden')
+    const other = await service.admin.createTenant({ name: 'other' })
+    const foreign = await keyFor('private', ['token:read'], undefined, other.id)
+    expect((await failure(foreign.client.transactions.rollback(t2.id))).code).toBe('not_found')
+  })
+
+  it('writes enlisted in an unknown, foreign, closed or expired transaction are refused and write nothing', async () => {
+    const { client, service, full, keyFor, store, clock, tx } = await withTx()
+    const unknown = service.connect(full.key, { transactionId: 'nope' })
+    expect((await failure(unknown.tokens.create({ type: 'x', data: 1 }))).code).toBe('not_found')
+    const other = await service.admin.createTenant({ name: 'other' })
+    const foreign = await keyFor('private', ['token:create'], undefined, other.id)
+    const foreignTx = service.connect(foreign.key, { transactionId: tx.id })
+    expect((await failure(foreignTx.tokens.create({ type: 'x', data: 1 }))).code).toBe('not_found')
+    const closed = await client.transactions.create()
+    await client.transactions.rollback(closed.id)
+    const inClosed = service.connect(full.key, { transactionId: closed.id })
+    expect((await failure(inClosed.tokens.create({ type: 'x', data: 1 }))).code).toBe('conflict')
+    clock.advance(60 * 60_000)
+    const inExpired = service.connect(full.key, { transactionId: tx.id })
+    const before = await store.dump()
+    expect((await failure(inExpired.tokens.create({ type: 'x', data: 1 }))).code).toBe('conflict')
+    expect(await store.dump()).toEqual(before)
+  })
+
+  it('expiry releases locks; the expired transaction answers 409 and applies nothing', async () => {
+    const { client, inTx, tx, clock, service, store } = await withTx()
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    await inTx.tokens.update(a.id, { data: 'tx' })
+    expect((await failure(client.tokens.update(a.id, { data: 'out' }))).code).toBe('conflict')
+    clock.advance(60 * 60_000)
+    await client.tokens.update(a.id, { data: 'out' })
+    expect((await failure(client.transactions.commit(tx.id))).code).toBe('conflict')
+    expect((await client.tokens.get(a.id)).data).toBe('out')
+    expect((await store.dump()).transactions).toMatchObject([{ state: 'expired', writes: [] }])
+    const t2 = await client.transactions.create()
+    clock.advance(60 * 60_000)
+    expect(await service.admin.sweep()).toEqual({ sessions: 0, transactions: 1 })
+    expect((await failure(client.transactions.rollback(t2.id))).code).toBe('conflict')
+  })
+
+  it('of two concurrent commits of one transaction exactly one succeeds, the other 409', async () => {
+    const { client, inTx, tx } = await withTx()
+    await inTx.tokens.create({ type: 'x', data: 1 })
+    const results = await Promise.allSettled([
+      client.transactions.commit(tx.id),
+      client.transactions.commit(tx.id),
+    ])
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected'])
+    const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult
+    expect(rejected.reason.code).toBe('conflict')
+  })
+
+  it('a commit of N writes is all-or-nothing when the store fails in the middle', async () => {
+    let failCommit = true
+    const inner = memoryStore()
+    const failing: Store = {
+      ...inner,
+      async write(batch) {
+        if (failCommit && batch.ops.some((op) => op.op === 'transaction.commit')) {
+          // The store takes the batch partly in hand, then fails: nothing may be applied.
+          await inner.write({ checks: batch.checks ?? [], ops: [] })
+          throw new Error('disk on fire')
+        }
+        return inner.write(batch)
+      },
+    }
+    const { client, service, full, store } = await setup({ store: failing })
+    const tx = await client.transactions.create()
+    const inTx = service.connect(full.key, { transactionId: tx.id })
+    for (let i = 0; i < 10; i++) await inTx.tokens.create({ id: `t${i}`, type: 'x', data: i })
+    const before = await store.dump()
+    await expect(client.transactions.commit(tx.id)).rejects.toThrow('disk on fire')
+    expect((await store.dump()).tokens).toEqual(before.tokens)
+    failCommit = false
+    await client.transactions.commit(tx.id)
+    expect((await store.dump()).tokens.filter((t) => t.id.startsWith('t'))).toHaveLength(10)
+  })
+
+  it('pending sessions cannot open transactions; authorized ones can', async () => {
+    const { keyFor, client, service } = await setup()
+    const pub = await keyFor('public', ['token:create'])
+    const s = await pub.client.sessions.create()
+    const session = service.connect(s.session_key)
+    expect((await failure(session.transactions.create())).code).toBe('forbidden')
+    await client.sessions.authorize({ nonce: s.nonce, permissions: ['token:create'] })
+    const tx = await session.transactions.create()
+    await service.connect(s.session_key, { transactionId: tx.id }).tokens.create({ type: 'x', data: 1 })
+    await session.transactions.commit(tx.id)
+  })
+})
