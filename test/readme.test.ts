@@ -1,0 +1,13 @@
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+
+describe('README', () => {
+  it('shows the embedding example exactly as examples/embed.ts, and it runs as written', () => {
+    const example = readFileSync('examples/embed.ts', 'utf8').trim()
+    expect(readFileSync('README.md', 'utf8')).toContain(example)
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'examples/embed.ts'], { encoding: 'utf8', timeout: 30_000 })
+    expect(run.stderr).toBe('')
+    expect(run.stdout.trim()).toBe("true { number: '4242424242424242' }")
+  })
+})
