@@ -46,6 +46,11 @@ export class MemoryState {
   private children = new Map<string, Map<string, Association>>()
   /** child key → parent ids. */
   private parents = new Map<string, Set<string>>()
+  /** association → its link sequence number, to order id-filtered child lists without a scan. */
+  private linkOrder = new WeakMap<Association, number>()
+  private nextLink = 0
+  /** parent key → how many of its children have an `expires_at` (0: every child counts without a scan). */
+  private expiring = new Map<string, number>()
   private transactions = new Map<string, StoredTransaction>()
   /** token key → id of the transaction that locks it. */
   private locks = new Map<string, string>()
@@ -127,9 +132,18 @@ export class MemoryState {
         this.applications.delete(key)
         return
       }
-      case 'token.put':
-        this.tokens.set(k(op.token.tenant_id, op.token.id), op.token)
+      case 'token.put': {
+        const key = k(op.token.tenant_id, op.token.id)
+        const wasExpiring = this.tokens.get(key)?.expires_at !== undefined
+        this.tokens.set(key, op.token)
+        const isExpiring = op.token.expires_at !== undefined
+        if (wasExpiring !== isExpiring) {
+          for (const parentId of this.parents.get(key) ?? []) {
+            this.countExpiring(k(op.token.tenant_id, parentId), isExpiring ? 1 : -1)
+          }
+        }
         return
+      }
       case 'token.delete':
         this.deleteToken(op.tenant_id, op.id)
         return
@@ -142,7 +156,9 @@ export class MemoryState {
         this.children.set(parentKey, kids)
         if (kids.has(a.child_id)) return
         kids.set(a.child_id, a)
+        this.linkOrder.set(a, this.nextLink++)
         const childKey = k(a.tenant_id, a.child_id)
+        if (this.tokens.get(childKey)?.expires_at !== undefined) this.countExpiring(parentKey, 1)
         const ps = this.parents.get(childKey) ?? new Set<string>()
         this.parents.set(childKey, ps)
         ps.add(a.parent_id)
@@ -247,12 +263,19 @@ export class MemoryState {
     this.nonces.delete(k(old.tenant_id, old.nonce_hash))
   }
 
+  private countExpiring(parentKey: string, delta: number) {
+    const n = (this.expiring.get(parentKey) ?? 0) + delta
+    if (n <= 0) this.expiring.delete(parentKey)
+    else this.expiring.set(parentKey, n)
+  }
+
   private unlink(tenantId: string, parentId: string, childId: string) {
     const parentKey = k(tenantId, parentId)
     const kids = this.children.get(parentKey)
     if (!kids?.delete(childId)) return
     if (kids.size === 0) this.children.delete(parentKey)
     const childKey = k(tenantId, childId)
+    if (this.tokens.get(childKey)?.expires_at !== undefined) this.countExpiring(parentKey, -1)
     const ps = this.parents.get(childKey)
     ps?.delete(parentId)
     if (ps?.size === 0) this.parents.delete(childKey)
@@ -260,9 +283,9 @@ export class MemoryState {
 
   private deleteToken(tenantId: string, id: string) {
     const key = k(tenantId, id)
-    this.tokens.delete(key)
     for (const childId of [...(this.children.get(key)?.keys() ?? [])]) this.unlink(tenantId, id, childId)
     for (const parentId of [...(this.parents.get(key) ?? [])]) this.unlink(tenantId, parentId, id)
+    this.tokens.delete(key)
   }
 
   // Reads: each returns copies.
@@ -309,12 +332,30 @@ export class MemoryState {
     parentId: string,
     query: Range & { ids?: string[]; types?: string[]; now: string },
   ): Page<StoredToken> {
-    const kids = this.children.get(k(tenantId, parentId))
+    const parentKey = k(tenantId, parentId)
+    const kids = this.children.get(parentKey)
     if (!kids) return { items: [], total: 0 }
     const types = query.types?.length ? new Set(query.types) : null
-    const ids = query.ids?.length ? query.ids.filter((id) => kids.has(id)) : null
-    const candidates = ids ? [...kids.keys()].filter((id) => ids.includes(id)) : kids.keys()
     const items: StoredToken[] = []
+    if (!types && !query.ids?.length && !this.expiring.has(parentKey)) {
+      // Every child counts: read only the requested page.
+      let index = 0
+      for (const childId of kids.keys()) {
+        if (index++ < query.offset) continue
+        if (items.length >= query.limit) break
+        items.push(copy(this.tokens.get(k(tenantId, childId))!))
+      }
+      return { items, total: kids.size }
+    }
+    const candidates = query.ids?.length
+      ? [...new Set(query.ids)]
+          .flatMap((id) => {
+            const association = kids.get(id)
+            return association ? [{ id, seq: this.linkOrder.get(association) ?? 0 }] : []
+          })
+          .sort((a, b) => a.seq - b.seq)
+          .map((c) => c.id)
+      : kids.keys()
     let total = 0
     for (const childId of candidates) {
       const token = this.tokens.get(k(tenantId, childId))

@@ -198,6 +198,26 @@ export function storeContract(harness: StoreHarness): void {
       await store.close()
     })
 
+    it('honours an expiry given to a child after it was linked, and one taken away', async () => {
+      const store = await fresh()
+      await store.write({
+        ops: [put(token('p')), put(token('a')), put(token('b')), link('p', 'a'), link('p', 'b')],
+      })
+      const ids = async () =>
+        (await store.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).items.map((t) => t.id)
+      await store.write({ ops: [put(token('a', { expires_at: NOW }))] })
+      expect(await ids()).toEqual(['b'])
+      expect((await store.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).total).toBe(1)
+      await store.write({ ops: [put(token('a'))] })
+      expect(await ids()).toEqual(['a', 'b'])
+      await store.write({
+        ops: [put(token('b', { expires_at: NOW })), { op: 'token.delete', tenant_id: T, id: 'b' }],
+      })
+      expect(await ids()).toEqual(['a'])
+      expect((await store.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).total).toBe(1)
+      await store.close()
+    })
+
     it('finds applications and sessions by key hash; deleting drops the key', async () => {
       const store = await fresh()
       await store.write({ ops: [{ op: 'application.put', application: app('a1') }] })
