@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest'
+import { fileStore } from '../../adapters/file/index.js'
+import type { StoredSession } from '../../src/types.js'
+import { NOW, put, T, tx } from './fixtures.js'
+import { tempDir } from './helpers.js'
+
+const session = (id: string, expires_at: string): StoredSession => ({
+  id,
+  tenant_id: T,
+  application_id: 'pub-1',
+  key_hash: `key-${id}`,
+  nonce_hash: `nonce-${id}`,
+  state: 'created',
+  permissions: [],
+  created_at: NOW,
+  expires_at,
+})
+
+describe('file store durability', () => {
+  it('shares one fdatasync among concurrent writes (group commit)', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir })
+    const n = 200
+    const results = await Promise.all(
+      Array.from({ length: n }, (_, i) => store.write({ ops: [put(`t${i}`)] })),
+    )
+    expect(results.every((r) => r.ok)).toBe(true)
+    const { syncs, flushes, records } = store.stats()
+    expect(records).toBe(n)
+    expect(syncs).toBe(flushes)
+    expect(syncs).toBeLessThan(n / 10)
+    // One writer at a time: one sync per write.
+    for (let i = 0; i < 5; i++) await store.write({ ops: [put(`s${i}`)] })
+    expect(store.stats().syncs).toBe(syncs + 5)
+    await store.close()
+    const again = await fileStore({ path: dir })
+    expect((await again.dump()).tokens).toHaveLength(n + 5)
+    await again.close()
+  })
+
+  it('journals nothing for a failed check or an empty batch', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir })
+    await store.write({ ops: [put('a')] })
+    const { journalBytes, records } = store.stats()
+    const refused = await store.write({
+      checks: [{ check: 'token.absent', tenant_id: T, id: 'a' }],
+      ops: [put('b')],
+    })
+    expect(refused.ok).toBe(false)
+    expect(await store.write({ ops: [] })).toEqual({ ok: true })
+    expect(await store.purgeExpired(NOW)).toEqual({ sessions: 0, transactions: 0 })
+    expect(store.stats()).toMatchObject({ journalBytes, records })
+    await store.close()
+  })
+
+  it('journals purgeExpired like any write', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none' })
+    await store.write({
+      ops: [
+        { op: 'session.put', session: session('s1', '2030-01-01T00:03:00.000Z') },
+        { op: 'session.put', session: session('s2', '2030-01-01T05:00:00.000Z') },
+        { op: 'transaction.put', transaction: tx('t1', { locks: ['x'] }) },
+      ],
+    })
+    expect(await store.purgeExpired('2030-01-01T01:00:00.000Z')).toEqual({ sessions: 1, transactions: 1 })
+    const before = await store.dump()
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect(await again.dump()).toEqual(before)
+    expect(await again.findKey('key-s1')).toBeNull()
+    expect((await again.getTransaction(T, 't1'))?.state).toBe('expired')
+    await again.close()
+  })
+
+  it('rejects pending writes and every later call when a sync fails; what was acknowledged survives', async () => {
+    const dir = await tempDir()
+    let fail = false
+    const store = await fileStore({
+      path: dir,
+      hooks: {
+        step: (step) => {
+          if (fail && step === 'journal.sync') throw new Error('EIO: simulated')
+        },
+      },
+    })
+    await store.write({ ops: [put('kept')] })
+    fail = true
+    const pending = await Promise.allSettled([
+      store.write({ ops: [put('x')] }),
+      store.write({ ops: [put('y')] }),
+    ])
+    expect(pending.map((p) => p.status)).toEqual(['rejected', 'rejected'])
+    expect(String((pending[0] as PromiseRejectedResult).reason)).toMatch(/journal failed.*EIO: simulated/)
+    await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
+    await expect(store.write({ ops: [put('z')] })).rejects.toThrow(/journal failed/)
+    await expect(store.purgeExpired(NOW)).rejects.toThrow(/journal failed/)
+    await expect(store.compact()).rejects.toThrow(/journal failed/)
+    await store.close() // still releases the directory
+    const again = await fileStore({ path: dir })
+    expect(await again.getToken(T, 'kept')).not.toBeNull()
+    expect(await again.getToken(T, 'z')).toBeNull()
+    await again.close()
+  })
+
+  it('close waits for pending writes', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir })
+    const writes = Array.from({ length: 20 }, (_, i) => store.write({ ops: [put(`t${i}`)] }))
+    await store.close()
+    expect(await Promise.all(writes)).toEqual(writes.map(() => ({ ok: true })))
+    const again = await fileStore({ path: dir })
+    expect((await again.dump()).tokens).toHaveLength(20)
+    await again.close()
+  })
+
+  it("never syncs with durability 'none', and checks its options", async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none' })
+    await Promise.all([store.write({ ops: [put('a')] }), store.write({ ops: [put('b')] })])
+    expect(store.stats()).toMatchObject({ syncs: 0, flushes: 1, records: 2 })
+    await store.close()
+    await expect(fileStore({ path: dir, compactRatio: -1 })).rejects.toThrow(/compactRatio/)
+    await expect(fileStore({ path: dir, compactMinBytes: Number.NaN })).rejects.toThrow(/compactMinBytes/)
+    // @ts-expect-error: not a durability
+    await expect(fileStore({ path: dir, durability: 'sometimes' })).rejects.toThrow(/durability/)
+  })
+})
