@@ -1,0 +1,53 @@
+import { type Incoming, TOO_LARGE, UNREADABLE } from './exchange.js'
+import { HttpProblem } from './problem.js'
+
+/** Whether a `Content-Type` names JSON: `application/json` or any `application/*+json`, parameters ignored. */
+export function isJsonMediaType(contentType: string | null): boolean {
+  if (contentType === null) return false
+  const semi = contentType.indexOf(';')
+  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase()
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+function tooLarge(maxBytes: number): HttpProblem {
+  return new HttpProblem(413, `The request body is larger than ${maxBytes} bytes.`, { connection: 'close' })
+}
+
+function notJson(): HttpProblem {
+  return new HttpProblem(
+    415,
+    'The request body must be JSON: Content-Type application/json or application/*+json.',
+  )
+}
+
+/**
+ * Reads and parses a JSON request body of at most `maxBytes` bytes. An absent or empty body is
+ * `undefined`, whatever the content type. Throws `HttpProblem`: 413 when the body is too large
+ * (decided from `Content-Length` before reading, or while reading, which then stops), 415 when a
+ * body is not declared as JSON, 400 when it is not valid UTF-8 JSON.
+ */
+export async function readJsonBody(incoming: Incoming, maxBytes: number): Promise<unknown> {
+  const declared = incoming.header('content-length')
+  const length = declared === null ? Number.NaN : Number(declared)
+  if (length > maxBytes) throw tooLarge(maxBytes)
+  const json = isJsonMediaType(incoming.header('content-type'))
+  if (length > 0 && !json) throw notJson()
+  const bytes = await incoming.readBody(maxBytes)
+  if (bytes === TOO_LARGE) throw tooLarge(maxBytes)
+  if (bytes === UNREADABLE) throw new HttpProblem(400, 'The request body could not be read.')
+  if (bytes === null || bytes.byteLength === 0) return undefined
+  if (!json) throw notJson()
+  let text: string
+  try {
+    text = decoder.decode(bytes)
+  } catch {
+    throw new HttpProblem(400, 'The request body is not valid UTF-8.', {}, { body: ['is not valid UTF-8'] })
+  }
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new HttpProblem(400, 'The request body is not valid JSON.', {}, { body: ['is not valid JSON'] })
+  }
+}

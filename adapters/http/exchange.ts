@@ -1,0 +1,32 @@
+/**
+ * The transport-neutral shape of one HTTP exchange. The handler works on these, so a WHATWG
+ * `Request` and a node:http `IncomingMessage` both reach it without being converted into each other.
+ */
+
+/** Answer of `Incoming.readBody` once the body grew past the limit; reading has stopped by then. */
+export const TOO_LARGE = Symbol('too large')
+
+/** Answer of `Incoming.readBody` when the body could not be received (the client went away, a stream failed). */
+export const UNREADABLE = Symbol('unreadable')
+
+/** What the handler needs of a request. */
+export interface Incoming {
+  /** The method, upper case. */
+  method: string
+  /** The request target: path and query (`/tokens/abc?x=1`), or an absolute URL. */
+  target: string
+  /** A header's value by lower-case name, or `null` when absent. */
+  header(name: string): string | null
+  /**
+   * Reads the whole body, stopping as soon as more than `maxBytes` arrived: the bytes (`null` when
+   * there is no body or it is empty), `TOO_LARGE`, or `UNREADABLE`. Called at most once.
+   */
+  readBody(maxBytes: number): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE>
+}
+
+/** What the handler answers: a status, headers (lower-case names) and an optional UTF-8 body. */
+export interface Outgoing {
+  status: number
+  headers: Record<string, string>
+  body: string | null
+}

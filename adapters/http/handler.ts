@@ -1,0 +1,190 @@
+import type { Service } from '../../src/service.js'
+import { readJsonBody } from './body.js'
+import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
+import { HttpProblem, internalError, problemFor } from './problem.js'
+import { parseQuery, type Query } from './query.js'
+import { apiRouter } from './routes.js'
+
+/** A WHATWG fetch handler, as Hono, Next.js route handlers, Deno and Bun take it. */
+export type FetchHandler = (request: Request) => Promise<Response>
+
+/** What the handler reports: one `request` event per request, and each unexpected failure (`error`). */
+export type HttpLogEvent =
+  | {
+      kind: 'request'
+      method: string
+      /** The request path, without the query string. */
+      path: string
+      status: number
+      /** Time from the request to the answer being ready, in milliseconds. */
+      ms: number
+    }
+  | { kind: 'error'; method: string; path: string; error: unknown }
+
+/** Options of `createHttpHandler`. */
+export interface HttpHandlerOptions {
+  /**
+   * Prefix of the API key and transaction headers: `<prefix>-API-KEY`, `<prefix>-TRANSACTION-ID`
+   * (case-insensitive). Default `SVC`; `BT` lets the Basis Theory SDKs talk to the handler.
+   */
+  headerPrefix?: string
+  /** Largest accepted request body in bytes (default 1 MiB); a larger one answers 413 unread. */
+  maxBodyBytes?: number
+  /** Receives request and error events. Without it, unexpected errors go to `console.error`. */
+  log?: (event: HttpLogEvent) => void
+}
+
+/** The handler over the transport-neutral exchange: what `toNodeListener` calls directly. */
+export type ExchangeHandler = (incoming: Incoming) => Promise<Outgoing>
+
+const exchangeHandlers = new WeakMap<FetchHandler, ExchangeHandler>()
+
+/** The exchange handler behind a handler made by `createHttpHandler`, if it is one. */
+export function exchangeHandlerOf(handler: FetchHandler): ExchangeHandler | undefined {
+  return exchangeHandlers.get(handler)
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+const EMPTY_QUERY: Query = Object.freeze(Object.create(null))
+
+const defaultLog = (event: HttpLogEvent) => {
+  if (event.kind === 'error') console.error(`tokenvault: ${event.method} ${event.path} failed`, event.error)
+}
+
+/** Splits a request target (origin-form or absolute URL) into its path and its query string. */
+function splitTarget(target: string): { path: string; search: string } {
+  let start = 0
+  if (target.charCodeAt(0) !== 47) {
+    const scheme = target.indexOf('://')
+    start = scheme === -1 ? target.length : target.indexOf('/', scheme + 3)
+    if (start === -1) start = target.length
+  }
+  const hash = target.indexOf('#', start)
+  const stop = hash === -1 ? target.length : hash
+  const mark = target.indexOf('?', start)
+  const query = mark !== -1 && mark < stop
+  const path = target.slice(start, query ? mark : stop)
+  const search = query ? target.slice(mark + 1, stop) : ''
+  return { path: path === '' ? '/' : path, search }
+}
+
+/**
+ * The core of the adapter: routes the exchange, reads the body, calls the client of the request's
+ * key, and serializes the answer or the problem. It holds no domain rule.
+ */
+function exchangeHandler(service: Service, options: HttpHandlerOptions): ExchangeHandler {
+  const prefix = (options.headerPrefix ?? 'SVC').toLowerCase()
+  const keyHeader = `${prefix}-api-key`
+  const transactionHeader = `${prefix}-transaction-id`
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
+  const log = options.log ?? defaultLog
+  const router = apiRouter()
+
+  const dispatch = async (incoming: Incoming, method: string, path: string, search: string) => {
+    const match = router.match(method, path)
+    if (match.kind === 'none') throw new HttpProblem(404, `No route matches ${method} ${path}.`)
+    if (match.kind === 'method') {
+      throw new HttpProblem(405, `${method} is not allowed here; allowed: ${match.allow}.`, {
+        allow: match.allow,
+      })
+    }
+    if (match.kind === 'bad-encoding') {
+      throw new HttpProblem(400, 'The path is not valid percent-encoding.', {}, { path: ['is malformed'] })
+    }
+    const { route, params } = match
+    const body = BODY_METHODS.has(method) ? await readJsonBody(incoming, maxBodyBytes) : undefined
+    const query = route.query ? parseQuery(search) : EMPTY_QUERY
+    const transactionId = incoming.header(transactionHeader)
+    const client = service.connect(
+      incoming.header(keyHeader) ?? '',
+      transactionId === null ? {} : { transactionId },
+    )
+    const result = await route.run(client, params, query, body)
+    if (route.status === 204 || result === undefined) {
+      return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
+    }
+    return {
+      status: route.status,
+      headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+      body: JSON.stringify(result),
+    }
+  }
+
+  return async (incoming) => {
+    const started = performance.now()
+    const method = incoming.method
+    const { path, search } = splitTarget(incoming.target)
+    let out: Outgoing
+    try {
+      out = await dispatch(incoming, method, path, search)
+    } catch (error) {
+      const known = problemFor(error)
+      if (known) out = known
+      else {
+        log({ kind: 'error', method, path, error })
+        out = internalError()
+      }
+    }
+    log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
+    return out
+  }
+}
+
+/** Reads a web stream whole, stopping (and cancelling it) once it exceeds `maxBytes`. */
+async function readStream(
+  stream: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE> {
+  if (stream === null) return null
+  const chunks: Uint8Array[] = []
+  let total = 0
+  try {
+    const reader = stream.getReader()
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      total += value.byteLength
+      if (total > maxBytes) {
+        reader.cancel().catch(() => {})
+        return TOO_LARGE
+      }
+      chunks.push(value)
+    }
+  } catch {
+    return UNREADABLE
+  }
+  if (chunks.length <= 1) return chunks[0] ?? null
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const chunk of chunks) {
+    out.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return out
+}
+
+/** The exchange view of a fetch `Request`. */
+function fromRequest(request: Request): Incoming {
+  return {
+    method: request.method,
+    target: request.url,
+    header: (name) => request.headers.get(name),
+    readBody: (maxBytes) => readStream(request.body, maxBytes),
+  }
+}
+
+/**
+ * Creates the HTTP API of `service` as a fetch handler: every route of the HTTP table, keys from
+ * `<prefix>-API-KEY`, transactions from `<prefix>-TRANSACTION-ID`, errors as RFC 7807 problems.
+ * Nothing a client sends makes it answer 5xx; an unexpected failure is logged and answered 500
+ * without details. Mount it anywhere that takes `(Request) => Promise<Response>`.
+ */
+export function createHttpHandler(service: Service, options: HttpHandlerOptions = {}): FetchHandler {
+  const exchange = exchangeHandler(service, options)
+  const handler: FetchHandler = async (request) => {
+    const out = await exchange(fromRequest(request))
+    return new Response(out.body, { status: out.status, headers: out.headers })
+  }
+  exchangeHandlers.set(handler, exchange)
+  return handler
+}

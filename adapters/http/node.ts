@@ -1,0 +1,124 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
+import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
+import { exchangeHandlerOf, type FetchHandler } from './handler.js'
+
+/** A node:http request listener, as `http.createServer` and Express take it. */
+export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void
+
+/** Whether a node request carries a body (chunked, or a non-zero `Content-Length`). */
+const hasBody = (req: IncomingMessage) =>
+  req.headers['transfer-encoding'] !== undefined ||
+  (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
+
+/**
+ * Reads a node request's body, at most `maxBytes`. Past the limit it stops listening and pauses the
+ * request (the connection is then closed after the answer) rather than buffering the rest.
+ */
+function readNodeBody(
+  req: IncomingMessage,
+  maxBytes: number,
+): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE> {
+  if (!hasBody(req) || req.readableEnded) return Promise.resolve(null)
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let total = 0
+    const finish = (result: Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE) => {
+      req.off('data', onData).off('end', onEnd).off('close', onClose).off('error', onClose)
+      resolve(result)
+    }
+    const onData = (chunk: Buffer) => {
+      total += chunk.byteLength
+      if (total > maxBytes) {
+        req.pause()
+        finish(TOO_LARGE)
+      } else chunks.push(chunk)
+    }
+    const onEnd = () =>
+      finish(total === 0 ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
+    const onClose = () => finish(UNREADABLE)
+    req.on('data', onData).on('end', onEnd).on('close', onClose).on('error', onClose)
+  })
+}
+
+/** The exchange view of a node request: no WHATWG objects, no copies of the body. */
+function fromNode(req: IncomingMessage): Incoming {
+  return {
+    method: req.method ?? 'GET',
+    target: req.url ?? '/',
+    header(name) {
+      const value = req.headers[name]
+      return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
+    },
+    readBody: (maxBytes) => readNodeBody(req, maxBytes),
+  }
+}
+
+function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing): void {
+  const headers: Record<string, string | number> = out.headers
+  if (out.body !== null) headers['content-length'] = Buffer.byteLength(out.body)
+  if (!req.complete) headers.connection = 'close'
+  res.writeHead(out.status, headers)
+  res.end(out.body ?? undefined)
+}
+
+/** A fetch `Request` for any node request: headers as sent, the body streamed (pausing, never dropping the socket). */
+function toRequest(req: IncomingMessage): Request {
+  let url: URL
+  try {
+    url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`)
+  } catch {
+    url = new URL(req.url ?? '/', 'http://localhost')
+  }
+  const headers = new Headers()
+  for (let i = 0; i < req.rawHeaders.length; i += 2)
+    headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
+  const method = req.method ?? 'GET'
+  if (method === 'GET' || method === 'HEAD' || !hasBody(req)) return new Request(url, { method, headers })
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on('data', (chunk: Buffer) => {
+        controller.enqueue(chunk)
+        if ((controller.desiredSize ?? 0) <= 0) req.pause()
+      })
+      req.on('end', () => controller.close())
+      req.on('error', (error) => controller.error(error))
+      req.pause()
+    },
+    pull: () => void req.resume(),
+    cancel: () => void req.pause().removeAllListeners('data'),
+  })
+  return new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
+}
+
+async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
+  res.statusCode = response.status
+  for (const [name, value] of response.headers) if (name !== 'set-cookie') res.setHeader(name, value)
+  const cookies = response.headers.getSetCookie()
+  if (cookies.length) res.setHeader('set-cookie', cookies)
+  if (!req.complete) res.setHeader('connection', 'close')
+  if (response.body === null) res.end()
+  else Readable.fromWeb(response.body as import('node:stream/web').ReadableStream).pipe(res)
+}
+
+/**
+ * Serves a fetch handler on node:http: `http.createServer(toNodeListener(handler))`. For a handler
+ * made by `createHttpHandler` it skips the WHATWG `Request`/`Response` objects and serves the same
+ * exchange straight from the node request; any other handler gets a `Request` streaming the body
+ * and its `Response` written back. A request whose body was not read to the end closes its connection.
+ */
+export function toNodeListener(handler: FetchHandler): NodeListener {
+  const exchange = exchangeHandlerOf(handler)
+  return (req, res) => {
+    const done = exchange
+      ? exchange(fromNode(req)).then((out) => writeOutgoing(req, res, out))
+      : Promise.resolve()
+          .then(() => handler(toRequest(req)))
+          .then((response) => writeResponse(req, res, response))
+    done.catch((error: unknown) => {
+      console.error('tokenvault: the node listener failed', error)
+      if (!res.headersSent) res.writeHead(500).end()
+      else res.destroy()
+    })
+  }
+}

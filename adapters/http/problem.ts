@@ -1,0 +1,96 @@
+import { ServiceError, type ServiceErrorCode, type ValidationIssues } from '../../src/errors.js'
+import type { Outgoing } from './exchange.js'
+
+/** The one table from a service error code to its HTTP status (`formula_failed` carries its own). */
+export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
+  validation_failed: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  formula_invalid: 422,
+  formula_failed: 500,
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+}
+
+/** A failure of the HTTP layer itself (no route, wrong method, body too large, not JSON). */
+export class HttpProblem extends Error {
+  override readonly name = 'HttpProblem'
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+    readonly errors?: ValidationIssues,
+  ) {
+    super(message)
+  }
+}
+
+/** The body of an RFC 7807 problem response. */
+export interface ProblemBody {
+  type: string
+  title: string
+  status: number
+  detail: string
+  /** On 400: field path to messages. */
+  errors?: ValidationIssues
+}
+
+function statusOf(error: ServiceError): number {
+  if (error.code === 'formula_failed') {
+    const s = error.status
+    return s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : STATUS_BY_CODE.formula_failed
+  }
+  return STATUS_BY_CODE[error.code]
+}
+
+/** An `application/problem+json` answer. `type` is `about:blank`, so `title` is the status phrase. */
+export function problem(
+  status: number,
+  detail: string,
+  errors?: ValidationIssues,
+  headers: Record<string, string> = {},
+): Outgoing {
+  const body: ProblemBody = { type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail }
+  if (errors) body.errors = errors
+  return {
+    status,
+    headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...headers },
+    body: JSON.stringify(body),
+  }
+}
+
+/**
+ * The problem answer for anything thrown while handling a request, or `null` for an error that is
+ * neither a `ServiceError` nor an `HttpProblem` (the caller logs it and answers 500 without details).
+ */
+export function problemFor(error: unknown): Outgoing | null {
+  if (error instanceof ServiceError) {
+    const status = statusOf(error)
+    return problem(status, error.message, status === 400 ? (error.issues ?? {}) : undefined)
+  }
+  if (error instanceof HttpProblem) return problem(error.status, error.message, error.errors, error.headers)
+  return null
+}
+
+/** The answer to an unexpected failure: a bare 500 that reveals nothing. */
+export function internalError(): Outgoing {
+  return problem(500, 'The server could not handle the request.')
+}

@@ -1,0 +1,49 @@
+import type { Client } from '../../src/service.js'
+import type { Query } from './query.js'
+import { Router } from './router.js'
+
+/** One operation of the HTTP API: a mapping onto one client method, with its success status. */
+export interface Route {
+  /** 201 creates, 200 reads, updates and lists (and the empty 200s), 204 deletes and links. */
+  status: 200 | 201 | 204
+  /** Whether the operation reads the query string (lists). */
+  query: boolean
+  /** Calls the client: path parameters in order, the parsed query, the JSON body (`undefined` when none). */
+  run(client: Client, params: string[], query: Query, body: unknown): Promise<unknown>
+}
+
+type Run = Route['run']
+const op = (status: Route['status'], run: Run): Route => ({ status, query: false, run })
+const list = (run: Run): Route => ({ status: 200, query: true, run })
+
+/** Every route of the HTTP API (the design's HTTP table): method, path pattern, operation. */
+export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
+  ['POST', '/tokens', op(201, (c, _p, _q, b) => c.tokens.create(b))],
+  ['GET', '/tokens/:id', op(200, (c, [id]) => c.tokens.get(id!))],
+  ['PATCH', '/tokens/:id', op(200, (c, [id], _q, b) => c.tokens.update(id!, b))],
+  ['DELETE', '/tokens/:id', op(204, (c, [id]) => c.tokens.delete(id!))],
+  ['POST', '/tokens/:id/children/:child', op(204, (c, [id, ch]) => c.tokens.children.link(id!, ch!))],
+  ['DELETE', '/tokens/:id/children/:child', op(204, (c, [id, ch]) => c.tokens.children.unlink(id!, ch!))],
+  ['POST', '/tokens/:id/children', op(201, (c, [id], _q, b) => c.tokens.children.create(id!, b))],
+  ['GET', '/tokens/:id/children', list((c, [id], q) => c.tokens.children.list(id!, q))],
+
+  ['POST', '/transactions', op(201, (c, _p, _q, b) => c.transactions.create(b))],
+  ['POST', '/transactions/:id/commit', op(200, (c, [id]) => c.transactions.commit(id!))],
+  ['POST', '/transactions/:id/rollback', op(200, (c, [id]) => c.transactions.rollback(id!))],
+
+  ['POST', '/sessions', op(201, (c, _p, _q, b) => c.sessions.create(b))],
+  ['POST', '/sessions/authorize', op(200, (c, _p, _q, b) => c.sessions.authorize(b))],
+
+  ['POST', '/applications', op(201, (c, _p, _q, b) => c.applications.create(b))],
+  ['GET', '/applications', list((c, _p, q) => c.applications.list(q))],
+  ['GET', '/applications/:id', op(200, (c, [id]) => c.applications.get(id!))],
+  ['PUT', '/applications/:id', op(200, (c, [id], _q, b) => c.applications.update(id!, b))],
+  ['DELETE', '/applications/:id', op(204, (c, [id]) => c.applications.delete(id!))],
+]
+
+/** A router over `ROUTES`. */
+export function apiRouter(): Router<Route> {
+  const router = new Router<Route>()
+  for (const [method, pattern, route] of ROUTES) router.add(method, pattern, route)
+  return router
+}
