@@ -69,7 +69,7 @@ export async function setup(options: HttpHandlerOptions = {}) {
     const headers = new Headers(o.headers)
     if (o.key !== undefined) headers.set(`${prefix}-API-KEY`, o.key)
     if (o.transactionId !== undefined) headers.set(`${prefix}-TRANSACTION-ID`, o.transactionId)
-    let body: BodyInit | undefined
+    let body: RequestInit['body'] | undefined
     if (typeof o.body === 'string' || o.body instanceof ReadableStream) body = o.body
     else if (o.body !== undefined) {
       body = JSON.stringify(o.body)
