@@ -38,3 +38,13 @@ export const testPool = (url: string, max = 10) => new pg.Pool({ connectionStrin
 export async function dropSchemas(pool: pg.Pool, schemas: string[]): Promise<void> {
   for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
 }
+
+/** Empties every table of a store's schema. */
+export async function truncateAll(pool: pg.Pool, schema: string): Promise<void> {
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) AS name FROM information_schema.tables
+     WHERE table_schema = $1 AND table_name <> 'tokenvault_migrations'`,
+    [schema],
+  )
+  await pool.query(`TRUNCATE ${rows.map((r) => r.name).join(', ')}`)
+}

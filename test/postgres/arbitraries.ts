@@ -1,0 +1,207 @@
+import fc from 'fast-check'
+import type {
+  Check,
+  Json,
+  Op,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+} from '../../src/types.js'
+import type { Step } from './observe.js'
+
+/**
+ * Random batches over a tiny universe of ids, so that batches collide: the same tokens, links,
+ * transactions, nonces and key hashes come up again and again, across two tenants.
+ */
+export const TENANTS = ['T', 'U'] as const
+export const TIMES = ['2030-01-01T00:00:00.000Z', '2030-01-01T01:00:00.000Z', '2030-01-01T02:00:00.000Z']
+export const KEY_HASHES = ['k1', 'k2', 'k3']
+export const NONCES = ['n1', 'n2']
+export const TOKEN_IDS = ['a', 'b', 'c']
+export const FORMULA_NAMES = [
+  'Card Lookup',
+  'card enrich',
+  '100%_done',
+  'a\\b',
+  'İstanbul',
+  '😀 emoji',
+  '\uff01bang',
+  'x',
+]
+
+const tenant = fc.constantFrom('T', 'T', 'T', 'U')
+const time = fc.constantFrom(...TIMES)
+const tokenId = fc.constantFrom(...TOKEN_IDS)
+const txId = fc.constantFrom('t1', 't2')
+const json = fc
+  .jsonValue({ maxDepth: 2, stringUnit: 'grapheme' })
+  .filter((v) => !JSON.stringify(v).includes('\\u0000')) as fc.Arbitrary<Json>
+
+const token: fc.Arbitrary<StoredToken> = fc.record(
+  {
+    id: tokenId,
+    tenant_id: tenant,
+    type: fc.constantFrom('x', 'y'),
+    data: json,
+    containers: fc.constant(['/general/high/']),
+    metadata: fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), { maxKeys: 2 }),
+    mask: json,
+    expires_at: time,
+    created_by: fc.constant('app'),
+    created_at: time,
+  },
+  { requiredKeys: ['id', 'tenant_id', 'type', 'data', 'containers', 'metadata', 'created_by', 'created_at'] },
+)
+
+const simpleOp: fc.Arbitrary<Op> = fc.oneof(
+  token.map((t): Op => ({ op: 'token.put', token: t })),
+  token.map((t): Op => ({ op: 'token.put', token: t })),
+  fc.record({ tenant_id: tenant, id: tokenId }).map((r): Op => ({ op: 'token.delete', ...r })),
+  ...Array.from({ length: 2 }, () =>
+    fc
+      .record({ tenant_id: tenant, parent_id: tokenId, child_id: tokenId, created_at: time })
+      .map((association): Op => ({ op: 'association.put', association })),
+  ),
+  fc
+    .record({ tenant_id: tenant, parent_id: tokenId, child_id: tokenId })
+    .map((r): Op => ({ op: 'association.delete', ...r })),
+)
+
+const transaction: fc.Arbitrary<StoredTransaction> = fc.record({
+  id: txId,
+  tenant_id: tenant,
+  created_at: time,
+  created_by: fc.constant('app'),
+  expires_at: time,
+  state: fc.constantFrom('open', 'open', 'committed', 'rolled_back', 'expired'),
+  writes: fc.array(simpleOp, { maxLength: 2 }),
+  locks: fc.array(tokenId, { maxLength: 3 }),
+})
+
+const session: fc.Arbitrary<StoredSession> = fc.record({
+  id: fc.constantFrom('s1', 's2'),
+  tenant_id: tenant,
+  application_id: fc.constant('pub'),
+  key_hash: fc.constantFrom(...KEY_HASHES),
+  nonce_hash: fc.constantFrom(...NONCES),
+  state: fc.constantFrom('created', 'authorized'),
+  permissions: fc.constant([]),
+  created_at: time,
+  expires_at: time,
+})
+
+const application: fc.Arbitrary<StoredApplication> = fc.record({
+  id: fc.constantFrom('a1', 'a2', 'a3'),
+  tenant_id: tenant,
+  name: fc.constant('app'),
+  type: fc.constant('private'),
+  permissions: fc.constant(['token:read']),
+  created_at: time,
+  key_hash: fc.constantFrom(...KEY_HASHES),
+})
+
+const formula: fc.Arbitrary<StoredFormula> = fc.record({
+  id: fc.constantFrom('f1', 'f2', 'f3'),
+  tenant_id: fc.constantFrom<string | null>('T', 'U', null),
+  name: fc.constantFrom(...FORMULA_NAMES),
+  type: fc.constant('private'),
+  status: fc.constant('verified'),
+  code: fc.constant(''),
+  configuration: fc.constant([]),
+  request_parameters: fc.constant([]),
+})
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  simpleOp,
+  simpleOp,
+  simpleOp,
+  transaction.map((t): Op => ({ op: 'transaction.put', transaction: t })),
+  fc
+    .record({
+      tenant_id: tenant,
+      id: txId,
+      writes: fc.array(simpleOp, { maxLength: 2 }),
+      locks: fc.array(tokenId),
+    })
+    .map((r): Op => ({ op: 'transaction.stage', ...r })),
+  fc.record({ tenant_id: tenant, id: txId }).map((r): Op => ({ op: 'transaction.commit', ...r })),
+  fc.record({ tenant_id: tenant, id: txId }).map((r): Op => ({ op: 'transaction.delete', ...r })),
+  session.map((s): Op => ({ op: 'session.put', session: s })),
+  fc
+    .record({ tenant_id: tenant, id: fc.constantFrom('s1', 's2') })
+    .map((r): Op => ({ op: 'session.delete', ...r })),
+  application.map((a): Op => ({ op: 'application.put', application: a })),
+  fc
+    .record({ tenant_id: tenant, id: fc.constantFrom('a1', 'a2') })
+    .map((r): Op => ({ op: 'application.delete', ...r })),
+  formula.map((f): Op => ({ op: 'formula.put', formula: f })),
+  formula.map((f): Op => ({ op: 'formula.put', formula: f })),
+  fc
+    .record({ tenant_id: fc.constantFrom<string | null>('T', null), id: fc.constantFrom('f1', 'f2') })
+    .map((r): Op => ({ op: 'formula.delete', ...r })),
+  fc
+    .record({
+      id: fc.constantFrom('r1', 'r2'),
+      tenant_id: tenant,
+      formula_id: fc.constantFrom('f1', 'f2'),
+      created_at: time,
+    })
+    .map(
+      (r): Op => ({
+        op: 'reactor.put',
+        reactor: { ...r, name: r.id, configuration: { a: 1 }, created_by: 'app' },
+      }),
+    ),
+  fc
+    .record({ tenant_id: tenant, id: fc.constantFrom('r1', 'r2') })
+    .map((r): Op => ({ op: 'reactor.delete', ...r })),
+  tenant.map((id): Op => ({ op: 'tenant.put', tenant: { id, name: id, created_at: TIMES[0]! } })),
+)
+
+/** Every kind of check, over the same universe. */
+export const check: fc.Arbitrary<Check> = fc.oneof(
+  fc.record({ check: fc.constantFrom('token.absent', 'token.present'), tenant_id: tenant, id: tokenId }),
+  fc.record(
+    { check: fc.constant('token.unlocked'), tenant_id: tenant, id: tokenId, now: time, except: txId },
+    { requiredKeys: ['check', 'tenant_id', 'id', 'now'] },
+  ),
+  fc.record({
+    check: fc.constantFrom('association.absent', 'association.present'),
+    tenant_id: tenant,
+    parent_id: tokenId,
+    child_id: tokenId,
+  }),
+  fc.record({ check: fc.constant('transaction.open'), tenant_id: tenant, id: txId, now: time }),
+  fc.record({
+    check: fc.constant('session.pending'),
+    tenant_id: tenant,
+    nonce_hash: fc.constantFrom(...NONCES),
+    now: time,
+  }),
+  fc.record({ check: fc.constant('formula.present'), tenant_id: tenant, id: fc.constantFrom('f1', 'f2') }),
+  fc.record({ check: fc.constant('formula.unused'), id: fc.constantFrom('f1', 'f2') }),
+  fc.record({
+    check: fc.constantFrom('application.present', 'reactor.present'),
+    tenant_id: tenant,
+    id: fc.constantFrom('a1', 'r1'),
+  }),
+) as fc.Arbitrary<Check>
+
+/** A write batch; now and then `purgeExpired(now)` instead. */
+export const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 12,
+    arbitrary: fc
+      .record({ checks: fc.array(check, { maxLength: 2 }), ops: fc.array(op, { maxLength: 6 }) })
+      .map((batch) => ({ batch })),
+  },
+  { weight: 1, arbitrary: time.map((purge) => ({ purge })) },
+)
+
+/** A name filter made of characters that matter to `LIKE` and to case folding. */
+export const nameFilter = fc.string({
+  unit: fc.constantFrom('a', 'C', 'i', '*', '%', '_', '\\', 'İ', '😀', '\uff01', '.', ' ', 'x'),
+  maxLength: 4,
+})

@@ -1,0 +1,178 @@
+import type pg from 'pg'
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import type { Store } from '../../src/store.js'
+import type { Op, StoredFormula, StoredToken, StoredTransaction } from '../../src/types.js'
+import { FORMULA_NAMES, TIMES } from './arbitraries.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
+import { expectSameAsMemory, type Step } from './observe.js'
+
+const NOW = TIMES[0]!
+const token = (id: string, extra: Partial<StoredToken> = {}): Op => ({
+  op: 'token.put',
+  token: {
+    id,
+    tenant_id: 'T',
+    type: 'x',
+    data: null,
+    containers: [],
+    metadata: {},
+    created_by: 'a',
+    created_at: NOW,
+    ...extra,
+  },
+})
+const tx = (id: string, extra: Partial<StoredTransaction> = {}): Op => ({
+  op: 'transaction.put',
+  transaction: {
+    id,
+    tenant_id: 'T',
+    created_at: NOW,
+    created_by: 'a',
+    expires_at: TIMES[2]!,
+    state: 'open',
+    writes: [],
+    locks: [],
+    ...extra,
+  },
+})
+const formula = (id: string, name: string, tenant: string | null = 'T'): Op => {
+  const f: StoredFormula = {
+    id,
+    tenant_id: tenant,
+    name,
+    type: 'private',
+    status: 'verified',
+    code: '',
+    configuration: [],
+    request_parameters: [],
+  }
+  return { op: 'formula.put', formula: f }
+}
+const batch = (...ops: Op[]): Step => ({ batch: { checks: [], ops } })
+
+describePostgres('postgres store edge cases, against MemoryState', (url) => {
+  let pool: pg.Pool
+  let store: Store
+  const schema = freshSchema()
+  beforeAll(async () => {
+    pool = testPool(url)
+    store = await postgresStore({ pool, schema })
+  })
+  beforeEach(() => truncateAll(pool, schema))
+  afterAll(async () => {
+    await store?.close()
+    await dropSchemas(pool, [schema])
+    await pool.end()
+  })
+
+  it('stages new locks once each, in order, and lets a later stage take a lock over', async () => {
+    await expectSameAsMemory(store, [
+      batch(tx('t1', { locks: ['a', 'a'] }), tx('t2')),
+      batch({
+        op: 'transaction.stage',
+        tenant_id: 'T',
+        id: 't1',
+        writes: [token('b')],
+        locks: ['c', 'a', 'b', 'c'],
+      }),
+      batch({ op: 'transaction.stage', tenant_id: 'T', id: 't2', writes: [], locks: ['b'] }),
+      batch({ op: 'transaction.stage', tenant_id: 'T', id: 'nope', writes: [token('z')], locks: ['z'] }),
+    ])
+    expect((await store.getTransaction('T', 't1'))?.locks).toEqual(['a', 'a', 'c', 'b'])
+  })
+
+  it('commits staged writes that include transaction ops, and ignores a commit of a closed transaction', async () => {
+    await expectSameAsMemory(store, [
+      batch(token('p'), tx('t1', { locks: ['p'] })),
+      batch({
+        op: 'transaction.stage',
+        tenant_id: 'T',
+        id: 't1',
+        writes: [
+          token('c'),
+          {
+            op: 'association.put',
+            association: { tenant_id: 'T', parent_id: 'p', child_id: 'c', created_at: NOW },
+          },
+          token('p', { metadata: { v: '2' } }),
+        ],
+        locks: ['c'],
+      }),
+      batch(
+        { op: 'transaction.commit', tenant_id: 'T', id: 't1' },
+        { op: 'transaction.commit', tenant_id: 'T', id: 't1' },
+      ),
+      batch(tx('t1', { state: 'rolled_back', writes: [token('never')] }), {
+        op: 'transaction.commit',
+        tenant_id: 'T',
+        id: 't1',
+      }),
+    ])
+  })
+
+  it('orders names by UTF-16 code units and matches them like nameMatcher', async () => {
+    const ops = FORMULA_NAMES.map((name, i) => formula(`f${i}`, name, i % 2 ? 'T' : null))
+    const filters = ['%', '_', '\\', 'i', 'İ', '*😀*', 'c*p', '*', '**', '100%*', '*_d*', 'X', '\uff01*']
+    await expectSameAsMemory(store, [batch(...ops)], filters)
+    const names = (await store.listFormulas('T', { offset: 0, limit: 20 })).items.map((f) => f.name)
+    expect(names.indexOf('😀 emoji')).toBeLessThan(names.indexOf('\uff01bang'))
+  })
+
+  it('keeps key and nonce indexes exactly as MemoryState does when records share them', async () => {
+    const app = (id: string, key_hash: string): Op => ({
+      op: 'application.put',
+      application: {
+        id,
+        tenant_id: 'T',
+        name: id,
+        type: 'private',
+        permissions: [],
+        created_at: NOW,
+        key_hash,
+      },
+    })
+    const session = (id: string, key_hash: string, nonce_hash: string): Op => ({
+      op: 'session.put',
+      session: {
+        id,
+        tenant_id: 'T',
+        application_id: 'p',
+        key_hash,
+        nonce_hash,
+        state: 'created',
+        permissions: [],
+        created_at: NOW,
+        expires_at: TIMES[1]!,
+      },
+    })
+    await expectSameAsMemory(store, [
+      batch(app('a1', 'k1'), session('s1', 'k1', 'n1'), session('s2', 'k2', 'n1')),
+      batch(app('a1', 'k2'), { op: 'session.delete', tenant_id: 'T', id: 's1' }),
+      batch(session('s2', 'k3', 'n2'), app('a2', 'k3')),
+      { purge: TIMES[1]! },
+    ])
+  })
+
+  it('round-trips values exactly, optional fields absent', async () => {
+    const data = {
+      s: 'é😀\n"\\',
+      n: [0, -1.5, 1e21, 2 ** 53 + 2, 1e-7],
+      nested: { z: null, a: [true, false, {}] },
+    }
+    await store.write({ ops: [token('v', { data, mask: 'm' })] })
+    const got = await store.getToken('T', 'v')
+    expect(got).toEqual({
+      id: 'v',
+      tenant_id: 'T',
+      type: 'x',
+      data,
+      mask: 'm',
+      containers: [],
+      metadata: {},
+      created_by: 'a',
+      created_at: NOW,
+    })
+    expect(Object.keys(got!)).not.toContain('expires_at')
+  })
+})

@@ -1,0 +1,37 @@
+import fc from 'fast-check'
+import type pg from 'pg'
+import { afterAll, beforeAll, it } from 'vitest'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import type { Store } from '../../src/store.js'
+import { nameFilter, step } from './arbitraries.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
+import { expectSameAsMemory } from './observe.js'
+
+describePostgres('postgres store behaves exactly like MemoryState', (url) => {
+  let pool: pg.Pool
+  let store: Store
+  const schema = freshSchema()
+  beforeAll(async () => {
+    pool = testPool(url)
+    store = await postgresStore({ pool, schema })
+  })
+  afterAll(async () => {
+    await store?.close()
+    await dropSchemas(pool, [schema])
+    await pool.end()
+  })
+
+  it('on random sequences of batches, purges and reads', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(step, { maxLength: 16 }),
+        fc.array(nameFilter, { maxLength: 3 }),
+        async (steps, filters) => {
+          await truncateAll(pool, schema)
+          await expectSameAsMemory(store, steps, filters)
+        },
+      ),
+      { numRuns: 80 },
+    )
+  }, 60_000)
+})

@@ -1,0 +1,65 @@
+import { expect } from 'vitest'
+import { MemoryState } from '../../src/state.js'
+import type { Store } from '../../src/store.js'
+import type { Check, Op } from '../../src/types.js'
+import { KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
+
+/** A write batch, or `purgeExpired(now)`. */
+export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
+
+/** Every read of a store over the test universe (see `arbitraries.ts`), as one comparable value. */
+export async function observe(store: Store | MemoryState, filters: string[] = []) {
+  const seen: Record<string, unknown> = { dump: await store.dump() }
+  for (const hash of KEY_HASHES) seen[`key ${hash}`] = await store.findKey(hash)
+  for (const t of TENANTS) {
+    for (const nonce of NONCES) seen[`nonce ${t} ${nonce}`] = await store.getSessionByNonce(t, nonce)
+    for (const parent of TOKEN_IDS) {
+      for (const now of TIMES) {
+        seen[`children ${t} ${parent} ${now}`] = await store.listChildren(t, parent, {
+          offset: 0,
+          limit: 10,
+          now,
+        })
+      }
+      seen[`page ${t} ${parent}`] = await store.listChildren(t, parent, {
+        offset: 1,
+        limit: 1,
+        now: TIMES[0]!,
+        ids: ['a', 'c'],
+        types: ['x'],
+      })
+      seen[`unlocked ${t} ${parent}`] = await store.write({
+        checks: [{ check: 'token.unlocked', tenant_id: t, id: parent, now: TIMES[0]! }],
+        ops: [],
+      })
+    }
+    for (const name of [undefined, ...filters]) {
+      const query = { offset: 0, limit: 10, ...(name === undefined ? {} : { name }) }
+      seen[`formulas ${t} ${name}`] = await store.listFormulas(t, query)
+    }
+    seen[`formulas page ${t}`] = await store.listFormulas(t, { offset: 1, limit: 2 })
+    seen[`formula ${t}`] = await store.getFormula(t, 'f1')
+    seen[`apps ${t}`] = await store.listApplications(t, { offset: 0, limit: 10 })
+    seen[`reactors ${t}`] = await store.listReactors(t, { offset: 1, limit: 10 })
+  }
+  seen['official'] = await store.getFormula(null, 'f1')
+  return seen
+}
+
+/**
+ * Applies `steps` to `store` and to a fresh `MemoryState`, expecting the same result from each
+ * step, then the same answer to every read in `observe`.
+ */
+export async function expectSameAsMemory(store: Store, steps: Step[], filters: string[] = []): Promise<void> {
+  const memory = new MemoryState()
+  for (const s of steps) {
+    if ('purge' in s) {
+      const ops = memory.expiredOps(s.purge)
+      memory.write({ ops })
+      expect(await store.purgeExpired(s.purge)).toEqual(MemoryState.countExpired(ops))
+    } else {
+      expect(await store.write(structuredClone(s.batch))).toEqual(memory.write(structuredClone(s.batch)))
+    }
+  }
+  expect(await observe(store, filters)).toEqual(await observe(memory, filters))
+}
