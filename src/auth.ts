@@ -7,15 +7,19 @@ import type { Store } from './store.js'
 /** A principal that has not been authorized yet holds nothing: every operation answers 403. */
 const NOTHING = { permissions: [], rules: undefined } as const
 
+/** The hash under which `apiKey` is stored, or null for something that can't be a key. */
+export function hashApiKey(apiKey: unknown): string | null {
+  if (typeof apiKey !== 'string' || apiKey.length === 0 || apiKey.length > 200) return null
+  return sha256(apiKey)
+}
+
 /**
- * Finds who holds `apiKey`: an application, or a session. An expired session is deleted and
+ * Finds who holds the key hashing to `keyHash` (from `hashApiKey`): an application, or a session. An expired session is deleted and
  * answers `unauthenticated`, like an unknown key; a session not yet authorized holds nothing.
  */
-export async function authenticate(store: Store, clock: Clock, apiKey: unknown): Promise<Principal> {
-  if (typeof apiKey !== 'string' || apiKey.length === 0 || apiKey.length > 200) {
-    throw new ServiceError('unauthenticated', 'an API key is required')
-  }
-  const owner = await store.findKey(sha256(apiKey))
+export async function authenticate(store: Store, clock: Clock, keyHash: string | null): Promise<Principal> {
+  if (keyHash === null) throw new ServiceError('unauthenticated', 'an API key is required')
+  const owner = await store.findKey(keyHash)
   if (!owner) throw new ServiceError('unauthenticated', 'the API key is not valid')
   if (owner.kind === 'application') {
     const { application: a } = owner

@@ -1,5 +1,6 @@
 import type { Principal } from './access.js'
 import type { Clock } from './clock.js'
+import type { FormulaRunner } from './runner.js'
 import type { Store } from './store.js'
 
 /** Options of `createService`. Durations are in milliseconds. */
@@ -10,12 +11,21 @@ export interface ServiceOptions {
   sessionTtlMs?: number
   /** Lifetime of a transaction (default 1 hour). */
   transactionTtlMs?: number
+  /**
+   * Runs reactor formula code in isolation (e.g. `workerRunner()` from `tokenvault/adapters/sandbox`).
+   * Without one, formula code is not compile-checked and `reactors.react` answers `formula_invalid`.
+   * `service.close()` closes it.
+   */
+  runner?: FormulaRunner
+  /** Wall-clock limit of one formula run (default 10 seconds). */
+  reactorTimeoutMs?: number
 }
 
 /** Options with defaults filled in. */
 export interface ResolvedOptions {
   sessionTtlMs: number
   transactionTtlMs: number
+  reactorTimeoutMs: number
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */
@@ -23,6 +33,8 @@ export interface Ctx {
   store: Store
   clock: Clock
   options: ResolvedOptions
+  /** The formula runner, when the service has one. */
+  runner: FormulaRunner | undefined
   principal: Principal
   /** The transaction the caller enlisted in, if any. */
   transactionId: string | undefined

@@ -1,9 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { hash, randomUUID } from 'node:crypto'
 import { nanoid } from 'nanoid'
 
 /** SHA-256 of `value` as lowercase hex: how keys and nonces are stored and looked up. */
 export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex')
+  return hash('sha256', value, 'hex')
 }
 
 /** A new API key: `key_` followed by 32 URL-safe random characters (192 bits). */

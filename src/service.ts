@@ -1,6 +1,6 @@
 import type { Principal } from './access.js'
 import { type ApplicationWithKey, applicationOperations, newApplication } from './applications.js'
-import { authenticate } from './auth.js'
+import { authenticate, hashApiKey } from './auth.js'
 import { childOperations } from './children.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId } from './crypto.js'
@@ -95,8 +95,9 @@ export function createService(options: ServiceOptions): Service {
   return {
     admin,
     connect(apiKey, connectOptions = {}) {
+      const keyHash = hashApiKey(apiKey)
       const context = async () =>
-        contextFor(await authenticate(store, clock, apiKey), connectOptions.transactionId)
+        contextFor(await authenticate(store, clock, keyHash), connectOptions.transactionId)
       return {
         tokens: {
           ...authenticated(tokenOperations, context),

@@ -13,7 +13,23 @@ import type {
 } from './types.js'
 
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
-const copy = <T>(value: T): T => structuredClone(value)
+/**
+ * A deep copy of a JSON-shaped record (plain objects, arrays, primitives): several times faster than
+ * `structuredClone` for the small records a store holds. Own keys are defined, never assigned, so a
+ * key named `__proto__` stays data.
+ */
+export function copy<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value
+  if (Array.isArray(value)) return value.map(copy) as T
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) {
+    const item = copy((value as Record<string, unknown>)[key])
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
+    else out[key] = item
+  }
+  return out as T
+}
 const byKey =
   <T>(key: (t: T) => string) =>
   (a: T, b: T) =>

@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto'
+import * as v from 'valibot'
+import { memoryStore } from '../adapters/memory/index.js'
+import { createService, manualClock } from '../src/index.js'
+import { authorizeSessionInput } from '../src/schemas/session.js'
+import { createTokenInput } from '../src/schemas/token.js'
+import { copy } from '../src/state.js'
+import { type BenchOptions, type BenchRow, compare } from './harness.js'
+
+const GOAL = '≤ 3×'
+
+/** A vault with one tenant, a full-access key, and a parent token with 20 children. */
+export async function coreFixture() {
+  const clock = manualClock()
+  const service = createService({ store: memoryStore(), clock })
+  const tenant = await service.admin.createTenant({ name: 'bench' })
+  const perms = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'] as const
+  const { key } = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'srv',
+    type: 'private',
+    permissions: [...perms],
+  })
+  const pub = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'web',
+    type: 'public',
+    permissions: ['token:create'],
+  })
+  const client = service.connect(key)
+  const body = {
+    type: 'card',
+    data: { number: '4242424242424242', exp: '12/30' },
+    metadata: { owner: 'ann' },
+  }
+  const parent = await client.tokens.create(body)
+  for (let i = 0; i < 20; i++) await client.tokens.children.create(parent.id, body)
+  return { service, client, publicClient: service.connect(pub.key), parent, body }
+}
+
+/** In-process client operations on the memory store against the floor of unavoidable work. */
+export async function run(opts: BenchOptions): Promise<BenchRow[]> {
+  const { client, publicClient, parent, body } = await coreFixture()
+  const map = new Map<string, unknown>()
+  const record = (id: string) => ({
+    ...v.parse(createTokenInput, body),
+    id,
+    tenant_id: 't',
+    containers: ['/general/high/'],
+    created_by: 'a',
+    created_at: '2030-01-01T00:00:00.000Z',
+  })
+  const sample = record(parent.id)
+  for (let i = 0; i < 20; i++) map.set(`c${i}`, copy(sample))
+  map.set(parent.id, copy(sample))
+  const timing = opts.quick ? { rounds: 3, ms: 50 } : { rounds: 7, ms: 250 }
+  const rows: BenchRow[] = []
+  const add = async (
+    operation: string,
+    op: () => Promise<unknown>,
+    baseline: string,
+    floor: () => unknown,
+  ) => {
+    const r = await compare(op, floor, timing)
+    rows.push({
+      group: 'core (memory store)',
+      operation,
+      opsPerSec: r.op,
+      baseline,
+      baselineOpsPerSec: r.baseline,
+      ratio: r.ratio,
+      goal: GOAL,
+    })
+  }
+
+  await add(
+    'tokens.create',
+    () => client.tokens.create(body),
+    'parse + randomUUID + Map.set(copy)',
+    () => {
+      const id = randomUUID()
+      map.set(id, copy(record(id)))
+      map.delete(id)
+    },
+  )
+  await add(
+    'tokens.get',
+    () => client.tokens.get(parent.id),
+    'Map.get + copy',
+    () => copy(map.get(parent.id)),
+  )
+  let n = 0
+  const tokens: string[] = []
+  for (let i = 0; i < 200; i++) tokens.push((await client.tokens.create(body)).id)
+  await add(
+    'tokens.children.link + unlink',
+    async () => {
+      const child = tokens[n++ % tokens.length]!
+      await client.tokens.children.link(parent.id, child)
+      await client.tokens.children.unlink(parent.id, child)
+    },
+    '2 × (2 Map.get(copy) + Map.set/delete)',
+    () => {
+      for (let i = 0; i < 2; i++) {
+        copy(map.get(parent.id))
+        copy(map.get('c1'))
+        map.set('link', copy({ parent: parent.id, child: 'c1', created_at: '2030-01-01T00:00:00.000Z' }))
+        map.delete('link')
+      }
+    },
+  )
+  await add(
+    'tokens.children.list (page of 20)',
+    () => client.tokens.children.list(parent.id),
+    '20 × Map.get + copy',
+    () => {
+      const out = []
+      for (let i = 0; i < 20; i++) out.push(copy(map.get(`c${i}`)))
+      return out
+    },
+  )
+  await add(
+    'sessions.create + authorize',
+    async () => {
+      const s = await publicClient.sessions.create()
+      await client.sessions.authorize({ nonce: s.nonce, permissions: ['token:read'] })
+    },
+    'parse + randomUUID + Map.set/get(copy)',
+    () => {
+      const id = randomUUID()
+      v.parse(authorizeSessionInput, { nonce: id, permissions: ['token:read'] })
+      map.set(
+        id,
+        copy({
+          id,
+          nonce: id,
+          permissions: ['token:read'],
+          expires_at: '2030-01-01T00:03:00.000Z',
+        }),
+      )
+      copy(map.get(id))
+      map.delete(id)
+    },
+  )
+  return rows
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { printRows } = await import('./report.js')
+  printRows(await run({ quick: process.env.BENCH_QUICK === '1' }))
+}

@@ -1,0 +1,174 @@
+import { withoutData } from './access.js'
+import type { Ctx } from './context.js'
+import { conflict, ServiceError, type ValidationIssues } from './errors.js'
+import type { RunOutcome } from './runner.js'
+import { FORBIDDEN_KEYS } from './schemas/common.js'
+import { creationChecks, newToken } from './tokens.js'
+import { writeAs } from './txview.js'
+import type { ElementType, Json, RequestParameterElement, StoredToken, Token } from './types.js'
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: Json }
+
+/** What `react` answers: the formula's `raw` output, and the tokens made from its `tokenize` output. */
+export interface ReactResult {
+  raw?: Json
+  /** The `tokenize` output with each token create body replaced by the token created (without `data`). */
+  tokens: TokenTree
+}
+
+/** Tokens shaped like the `tokenize` output: one token, or objects and arrays of them. */
+export type TokenTree = Token | TokenTree[] | { [key: string]: TokenTree }
+
+const isObject = (value: unknown): value is JsonObject =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+
+const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+/** `value` as `type`: numbers and booleans from their string forms, strings from numbers and booleans. */
+function cast(type: ElementType, value: Json): { ok: true; value: Json } | { ok: false; message: string } {
+  switch (type) {
+    case 'string':
+      if (typeof value === 'string') return { ok: true, value }
+      if (typeof value === 'number' || typeof value === 'boolean') return { ok: true, value: String(value) }
+      return { ok: false, message: 'must be a string' }
+    case 'number': {
+      if (typeof value === 'number') return { ok: true, value }
+      const n = typeof value === 'string' && NUMBER.test(value.trim()) ? Number(value.trim()) : Number.NaN
+      return Number.isFinite(n) ? { ok: true, value: n } : { ok: false, message: 'must be a number' }
+    }
+    case 'boolean': {
+      if (typeof value === 'boolean') return { ok: true, value }
+      const s = typeof value === 'string' ? value.trim().toLowerCase() : ''
+      if (s === 'true' || s === 'false') return { ok: true, value: s === 'true' }
+      return { ok: false, message: 'must be true or false' }
+    }
+  }
+}
+
+/**
+ * Checks `args` against the formula's request parameters and casts each declared value to its type
+ * ("123" → 123, "true" → true, 5 → "5"). A dotted name (`card.number`) reads from and writes back
+ * into nested objects. Arguments no parameter declares are kept unchanged. Throws
+ * `validation_failed` naming `args.<name>` for each missing required value or impossible cast.
+ * `args` is not modified; the answer is a copy.
+ */
+export function castArgs(params: readonly RequestParameterElement[], args: JsonObject): JsonObject {
+  const out = structuredClone(args)
+  const issues: ValidationIssues = {}
+  for (const param of params) {
+    const path = param.name.split('.')
+    let parent: JsonObject | null = null
+    let node: Json | undefined = out
+    for (const key of path) {
+      parent = isObject(node) ? node : null
+      node = parent && Object.hasOwn(parent, key) && !FORBIDDEN_KEYS.has(key) ? parent[key] : undefined
+    }
+    if (node === undefined || node === null) {
+      if (!param.optional) issues[`args.${param.name}`] = ['is required']
+      continue
+    }
+    const result = cast(param.type, node)
+    if (result.ok) parent![path.at(-1)!] = result.value
+    else issues[`args.${param.name}`] = [result.message]
+  }
+  if (Object.keys(issues).length) {
+    const fields = Object.keys(issues).join(', ')
+    throw new ServiceError('validation_failed', `Invalid args: ${fields}`, { issues })
+  }
+  return out
+}
+
+/** The error a failed run answers with. Thrown statuses 400–599 are kept; anything else is 500. */
+export function runFailure(outcome: Extract<RunOutcome, { ok: false }>, timeoutMs: number): ServiceError {
+  switch (outcome.kind) {
+    case 'invalid':
+      return new ServiceError('formula_invalid', `the reactor formula can't be loaded: ${outcome.message}`)
+    case 'thrown': {
+      const s = outcome.status
+      const status = s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : 500
+      return new ServiceError('formula_failed', outcome.message, { status })
+    }
+    case 'timeout':
+      return new ServiceError('formula_failed', `the reactor formula ran longer than ${timeoutMs} ms`, {
+        status: 504,
+      })
+    case 'crashed':
+      return new ServiceError('formula_failed', `the reactor formula crashed: ${outcome.message}`, {
+        status: 500,
+      })
+  }
+}
+
+const MAX_TOKENS = 100
+const MAX_DEPTH = 8
+
+const failed = (message: string) => new ServiceError('formula_failed', message, { status: 500 })
+
+/** A token create body: an object with a string `type` (anything else in it is checked by token create). */
+const isTokenBody = (value: Json): value is JsonObject => isObject(value) && typeof value['type'] === 'string'
+
+/**
+ * Builds the tokens a `tokenize` output asks for (not yet written): a token create body, or objects
+ * and arrays of them, nested at most 8 deep, 100 tokens at most. Each body is checked as token create
+ * checks it (`token:create` access in the caller's tenant); a bad body is `validation_failed` naming
+ * `tokenize.<path>.<field>`.
+ */
+export function plannedTokens(ctx: Ctx, tokenize: Json): { tokens: StoredToken[]; tree: TokenTree } {
+  const tokens: StoredToken[] = []
+  const walk = (node: Json, path: string, depth: number): TokenTree => {
+    if (depth > MAX_DEPTH) throw failed(`tokenize is nested deeper than ${MAX_DEPTH} levels`)
+    if (isTokenBody(node)) {
+      if (tokens.length >= MAX_TOKENS) throw failed(`tokenize holds more than ${MAX_TOKENS} tokens`)
+      const token = newTokenAt(ctx, node, path)
+      if (tokens.some((t) => t.id === token.id)) throw conflict(`a token with id ${token.id} already exists`)
+      tokens.push(token)
+      return withoutData(token)
+    }
+    const at = (key: string | number) => (path ? `${path}.${key}` : String(key))
+    if (Array.isArray(node)) return node.map((item, i) => walk(item, at(i), depth + 1))
+    if (isObject(node)) {
+      const out: { [key: string]: TokenTree } = {}
+      for (const [key, value] of Object.entries(node)) out[key] = walk(value, at(key), depth + 1)
+      return out
+    }
+    throw new ServiceError('validation_failed', `tokenize${path ? `.${path}` : ''}: must be a token create body`, {
+      issues: { [`tokenize${path ? `.${path}` : ''}`]: ['must be a token create body (with a type and data)'] },
+    })
+  }
+  return { tree: walk(tokenize, '', 0), tokens }
+}
+
+function newTokenAt(ctx: Ctx, body: JsonObject, path: string): StoredToken {
+  try {
+    return newToken(ctx, body)
+  } catch (error) {
+    if (!(error instanceof ServiceError) || error.code !== 'validation_failed') throw error
+    const prefix = path ? `tokenize.${path}` : 'tokenize'
+    const issues: ValidationIssues = {}
+    for (const [field, messages] of Object.entries(error.issues ?? {})) {
+      issues[field === 'body' ? prefix : `${prefix}.${field}`] = messages
+    }
+    throw new ServiceError('validation_failed', `Invalid ${prefix}: ${error.message}`, { issues })
+  }
+}
+
+/**
+ * Turns a successful run's answer into the react result, creating every token it asks for in one
+ * atomic write (outside any transaction; an id that exists or is locked → conflict, nothing written).
+ */
+export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult> {
+  if (value === undefined || value === null) return { tokens: {} }
+  if (!isObject(value as Json)) throw failed('the reactor formula must answer an object: { raw?, tokenize? }')
+  const { raw, tokenize } = value as JsonObject
+  if (tokenize === undefined || tokenize === null) return raw === undefined ? { tokens: {} } : { raw, tokens: {} }
+  const { tokens, tree } = plannedTokens(ctx, tokenize)
+  if (tokens.length) {
+    await writeAs(ctx, null, {
+      checks: tokens.flatMap((t) => creationChecks(ctx, null, t.id)),
+      ops: tokens.map((token) => ({ op: 'token.put' as const, token })),
+      locks: tokens.map((t) => t.id),
+    })
+  }
+  return raw === undefined ? { tokens: tree } : { raw, tokens: tree }
+}

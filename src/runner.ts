@@ -1,0 +1,58 @@
+import type { Json } from './types.js'
+
+/**
+ * The contract between the core and whatever runs reactor formula code. The core never runs a
+ * formula itself: it hands the code and a request to a `FormulaRunner`, which must run it outside
+ * the host's realm (no access to the host's globals, modules, environment or filesystem), bound it
+ * in time and memory, and answer with an outcome — never throw for anything the code does.
+ * `tokenvault/adapters/sandbox` provides the default one, `workerRunner()`.
+ */
+
+/** What a formula's exported function is called with. */
+export interface FormulaRequest {
+  /** The invocation's `args`, cast to the formula's request parameters. */
+  args: { [key: string]: Json }
+  /** The reactor's configuration. */
+  configuration: Record<string, string | number | boolean>
+}
+
+/** How one run is bounded and grouped. */
+export interface RunOptions {
+  /** Wall-clock limit of the run in milliseconds, from the moment the code starts running. */
+  timeoutMs: number
+  /**
+   * Runs with the same key and the same code may share a loaded module (and so its module-level
+   * state); runs with different keys never do. The service passes the tenant id.
+   */
+  isolationKey?: string
+}
+
+/** The reasons a run fails. */
+export type RunFailureKind =
+  /** The code can't be loaded: a syntax error, a throw at load time, or no exported function. */
+  | 'invalid'
+  /** The exported function threw or rejected, or its answer is not JSON. */
+  | 'thrown'
+  /** The run went past its time limit and was stopped. */
+  | 'timeout'
+  /** The run took down what ran it (out of memory, a fatal error); the runner has replaced it. */
+  | 'crashed'
+
+/** The result of one run. `value` is the function's answer as JSON (parsed), `logs` what it printed. */
+export type RunOutcome =
+  | { ok: true; value: unknown; logs: string[] }
+  | { ok: false; kind: RunFailureKind; message: string; status?: number }
+
+/** Runs formula code in isolation. Implementations must be safe to call concurrently. */
+export interface FormulaRunner {
+  /** Compiles `code` as a CommonJS module body without running it: null when it compiles, else the error message. */
+  check(code: string): Promise<string | null>
+  /**
+   * Loads `code` as a CommonJS module (`module.exports = async function (req) { ... }`) and calls
+   * its exported function with `request`. Resolves with the outcome; never rejects for anything the
+   * code does, and resolves within about `timeoutMs` of the code starting to run.
+   */
+  run(code: string, request: FormulaRequest, options: RunOptions): Promise<RunOutcome>
+  /** Stops whatever the runner started; runs still in flight resolve as `crashed`. */
+  close(): Promise<void>
+}
