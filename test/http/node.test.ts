@@ -1,0 +1,167 @@
+import { once } from 'node:events'
+import { createServer, type Server } from 'node:http'
+import { connect } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type FetchHandler, toNodeListener } from '../../adapters/http/index.js'
+import { setup } from './setup.js'
+
+const servers: Server[] = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+/** Serves `handler` through `toNodeListener` on 127.0.0.1, on a free port. */
+async function serve(handler: FetchHandler): Promise<string> {
+  const server = createServer(toNodeListener(handler))
+  servers.push(server)
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return `http://127.0.0.1:${address.port}`
+}
+
+/**
+ * Sends `head` on a raw socket, then body chunks of `chunkBytes` until the server answers or
+ * `totalBytes` were sent. Returns the answer's first line and how many body bytes went out.
+ */
+async function rawUpload(base: string, head: string, chunkBytes: number, totalBytes: number) {
+  const { hostname, port } = new URL(base)
+  const socket = connect(Number(port), hostname)
+  await once(socket, 'connect')
+  let answer = ''
+  let closed = false
+  socket.on('data', (d) => {
+    answer += d.toString('latin1')
+  })
+  socket.on('error', () => {})
+  socket.on('close', () => {
+    closed = true
+  })
+  socket.write(head)
+  let sent = 0
+  const chunk = Buffer.alloc(chunkBytes, 0x20)
+  const chunked = head.toLowerCase().includes('transfer-encoding: chunked')
+  while (sent < totalBytes && answer === '' && !closed) {
+    const flushed = socket.write(
+      chunked
+        ? Buffer.concat([Buffer.from(`${chunkBytes.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
+        : chunk,
+    )
+    sent += chunkBytes
+    if (!flushed) await Promise.race([once(socket, 'drain'), once(socket, 'close')])
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  const deadline = Date.now() + 5000
+  while (!closed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  socket.destroy()
+  return { status: answer.split('\r\n')[0], answer, sent, closed }
+}
+
+describe('toNodeListener', () => {
+  it('serves the API on a real socket with Content-Length and keep-alive', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(handler)
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'SVC-API-KEY': keys.full, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'n1', type: 'x', data: { café: '☕' } }),
+    })
+    expect(created.status).toBe(201)
+    const text = await created.text()
+    expect(created.headers.get('content-length')).toBe(String(Buffer.byteLength(text)))
+    expect(created.headers.get('connection')).toBe('keep-alive')
+    const read = await fetch(`${base}/tokens/n1?ignored=1`, { headers: { 'svc-api-key': keys.full } })
+    expect(await read.json()).toMatchObject({ id: 'n1', data: { café: '☕' } })
+    const gone = await fetch(`${base}/tokens/n1`, { method: 'DELETE', headers: { 'svc-api-key': keys.full } })
+    expect(gone.status).toBe(204)
+    const wrong = await fetch(`${base}/tokens/n1`, { method: 'PUT', headers: { 'svc-api-key': keys.full } })
+    expect(wrong.status).toBe(405)
+    expect(wrong.headers.get('allow')).toBe('DELETE, GET, PATCH')
+    expect(wrong.headers.get('content-type')).toBe('application/problem+json')
+  })
+
+  it('answers 413 to a chunked upload past the limit without reading it all, and closes the connection', async () => {
+    const { handler, keys } = await setup({ maxBodyBytes: 1024 })
+    const base = await serve(handler)
+    const head = `POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: ${keys.full}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`
+    const total = 64 * 1024 * 1024
+    const { status, sent, closed } = await rawUpload(base, head, 16 * 1024, total)
+    expect(status).toMatch(/^HTTP\/1\.1 413 /)
+    expect(sent).toBeLessThan(total / 4)
+    expect(closed).toBe(true)
+  })
+
+  it('answers 413 from a large Content-Length before any body byte is sent', async () => {
+    const { handler, keys } = await setup({ maxBodyBytes: 1024 })
+    const base = await serve(handler)
+    const head = `POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: ${keys.full}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`
+    const { hostname, port } = new URL(base)
+    const socket = connect(Number(port), hostname)
+    socket.write(head)
+    const [data] = await once(socket, 'data')
+    expect(String(data)).toMatch(/^HTTP\/1\.1 413 /)
+    expect(String(data).toLowerCase()).toContain('connection: close')
+    socket.destroy()
+  })
+
+  it('bridges any fetch handler: request line, headers, streamed body, status, headers and cookies back', async () => {
+    const echo: FetchHandler = async (request) => {
+      const url = new URL(request.url)
+      const body = request.body ? await request.text() : null
+      const headers = new Headers({ 'content-type': 'application/json', 'x-echo': 'yes' })
+      headers.append('set-cookie', 'a=1')
+      headers.append('set-cookie', 'b=2')
+      return new Response(
+        JSON.stringify({
+          method: request.method,
+          path: url.pathname,
+          search: url.search,
+          body,
+          h: request.headers.get('x-in'),
+        }),
+        { status: 202, headers },
+      )
+    }
+    const base = await serve(echo)
+    const response = await fetch(`${base}/any/path?q=1`, {
+      method: 'POST',
+      headers: { 'x-in': 'hello' },
+      body: 'payload',
+    })
+    expect(response.status).toBe(202)
+    expect(response.headers.get('x-echo')).toBe('yes')
+    expect(response.headers.getSetCookie()).toEqual(['a=1', 'b=2'])
+    expect(await response.json()).toEqual({
+      method: 'POST',
+      path: '/any/path',
+      search: '?q=1',
+      body: 'payload',
+      h: 'hello',
+    })
+    const get = await fetch(`${base}/x`)
+    expect((await get.json()).body).toBeNull()
+  })
+
+  it('serves the API through the generic Request path too, 413 included', async () => {
+    const { handler, keys } = await setup({ maxBodyBytes: 1024 })
+    const wrapped: FetchHandler = (request) => handler(request)
+    const base = await serve(wrapped)
+    const created = await fetch(`${base}/tokens/`, {
+      method: 'POST',
+      headers: { 'SVC-API-KEY': keys.full, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'g1', type: 'x', data: 1 }),
+    })
+    expect(created.status).toBe(201)
+    const read = await fetch(`${base}/tokens/g1`, { headers: { 'svc-api-key': keys.full } })
+    expect((await read.json()).data).toBe(1)
+    const head = `POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: ${keys.full}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`
+    const total = 64 * 1024 * 1024
+    const { status, sent } = await rawUpload(base, head, 16 * 1024, total)
+    expect(status).toMatch(/^HTTP\/1\.1 413 /)
+    expect(sent).toBeLessThan(total / 4)
+  })
+})
