@@ -143,7 +143,7 @@ describe('toNodeListener', () => {
       h: 'hello',
     })
     const get = await fetch(`${base}/x`)
-    expect((await get.json()).body).toBeNull()
+    expect(((await get.json()) as { body: unknown }).body).toBeNull()
   })
 
   it('serves the API through the generic Request path too, 413 included', async () => {
@@ -157,7 +157,7 @@ describe('toNodeListener', () => {
     })
     expect(created.status).toBe(201)
     const read = await fetch(`${base}/tokens/g1`, { headers: { 'svc-api-key': keys.full } })
-    expect((await read.json()).data).toBe(1)
+    expect(((await read.json()) as { data: unknown }).data).toBe(1)
     const head = `POST /tokens HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: ${keys.full}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`
     const total = 64 * 1024 * 1024
     const { status, sent } = await rawUpload(base, head, 16 * 1024, total)
