@@ -6,7 +6,12 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { forbidden, invalid, notFound } from './errors.js'
 import type { FormulaRunner } from './runner.js'
-import { type FormulaInput, formulaInput, listFormulasInput, requireDistinctNames } from './schemas/formula.js'
+import {
+  type FormulaInput,
+  formulaInput,
+  listFormulasInput,
+  requireDistinctNames,
+} from './schemas/formula.js'
 import type { Store } from './store.js'
 import type {
   ConfigurationElement,

@@ -132,9 +132,15 @@ export function plannedTokens(ctx: Ctx, tokenize: Json): { tokens: StoredToken[]
       for (const [key, value] of Object.entries(node)) out[key] = walk(value, at(key), depth + 1)
       return out
     }
-    throw new ServiceError('validation_failed', `tokenize${path ? `.${path}` : ''}: must be a token create body`, {
-      issues: { [`tokenize${path ? `.${path}` : ''}`]: ['must be a token create body (with a type and data)'] },
-    })
+    throw new ServiceError(
+      'validation_failed',
+      `tokenize${path ? `.${path}` : ''}: must be a token create body`,
+      {
+        issues: {
+          [`tokenize${path ? `.${path}` : ''}`]: ['must be a token create body (with a type and data)'],
+        },
+      },
+    )
   }
   return { tree: walk(tokenize, '', 0), tokens }
 }
@@ -161,7 +167,8 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
   if (value === undefined || value === null) return { tokens: {} }
   if (!isObject(value as Json)) throw failed('the reactor formula must answer an object: { raw?, tokenize? }')
   const { raw, tokenize } = value as JsonObject
-  if (tokenize === undefined || tokenize === null) return raw === undefined ? { tokens: {} } : { raw, tokens: {} }
+  if (tokenize === undefined || tokenize === null)
+    return raw === undefined ? { tokens: {} } : { raw, tokens: {} }
   const { tokens, tree } = plannedTokens(ctx, tokenize)
   if (tokens.length) {
     await writeAs(ctx, null, {

@@ -5,12 +5,7 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { forbidden, notFound, ServiceError, type ValidationIssues } from './errors.js'
 import { castArgs, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
-import {
-  createReactorInput,
-  listReactorsInput,
-  reactInput,
-  updateReactorInput,
-} from './schemas/reactor.js'
+import { createReactorInput, listReactorsInput, reactInput, updateReactorInput } from './schemas/reactor.js'
 import type { Reactor, StoredFormula } from './types.js'
 import { parse } from './validate.js'
 

@@ -5,6 +5,8 @@ import { childOperations } from './children.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId } from './crypto.js'
 import { notFound } from './errors.js'
+import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
+import { reactorOperations } from './reactors.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
 import { tokenOperations } from './tokens.js'
@@ -34,10 +36,12 @@ export interface Client {
   transactions: ReturnType<typeof transactionOperations>
   sessions: ReturnType<typeof sessionOperations>
   applications: ReturnType<typeof applicationOperations>
+  reactorFormulas: ReturnType<typeof formulaOperations>
+  reactors: ReturnType<typeof reactorOperations>
 }
 
-/** The host's trusted operator API: no key, every tenant. */
-export interface Admin {
+/** The host's trusted operator API: no key, every tenant. Official formulas: see `OfficialFormulaAdmin`. */
+export interface Admin extends OfficialFormulaAdmin {
   /** Creates a tenant. */
   createTenant(input: { name: string }): Promise<Tenant>
   /** Creates an application in a tenant; `key` is the plaintext key, shown only here. */
@@ -53,7 +57,7 @@ export interface Service {
   admin: Admin
   /** A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every call. */
   connect(apiKey: string, options?: { transactionId?: string }): Client
-  /** Closes the store. */
+  /** Closes the formula runner, if any, then the store. */
   close(): Promise<void>
 }
 
@@ -63,12 +67,15 @@ export function createService(options: ServiceOptions): Service {
   const resolved: ResolvedOptions = {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
+    reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
   }
+  const { runner } = options
   const now = () => clock.now().toISOString()
   const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => ({
     store,
     clock,
     options: resolved,
+    runner,
     principal,
     transactionId,
     now,
@@ -90,6 +97,7 @@ export function createService(options: ServiceOptions): Service {
       return { application: shown, key }
     },
     sweep: () => store.purgeExpired(now()),
+    ...officialFormulaAdmin({ store, runner, now }),
   }
 
   return {
@@ -106,9 +114,14 @@ export function createService(options: ServiceOptions): Service {
         transactions: authenticated(transactionOperations, context),
         sessions: authenticated(sessionOperations, context),
         applications: authenticated(applicationOperations, context),
+        reactorFormulas: authenticated(formulaOperations, context),
+        reactors: authenticated(reactorOperations, context),
       }
     },
-    close: () => store.close(),
+    async close() {
+      await runner?.close()
+      await store.close()
+    },
   }
 }
 

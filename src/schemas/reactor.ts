@@ -51,10 +51,7 @@ export const reactInput = v.optional(
         v.nullable(
           v.pipe(
             json,
-            v.check(
-              (a) => a === null || (typeof a === 'object' && !Array.isArray(a)),
-              'must be an object',
-            ),
+            v.check((a) => a === null || (typeof a === 'object' && !Array.isArray(a)), 'must be an object'),
           ),
         ),
       ),
