@@ -31,6 +31,19 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['POST', '/transactions/:id/commit', op(200, (c, [id]) => c.transactions.commit(id!))],
   ['POST', '/transactions/:id/rollback', op(200, (c, [id]) => c.transactions.rollback(id!))],
 
+  ['POST', '/reactor-formulas', op(201, (c, _p, _q, b) => c.reactorFormulas.create(b))],
+  ['GET', '/reactor-formulas', list((c, _p, q) => c.reactorFormulas.list(q))],
+  ['GET', '/reactor-formulas/:id', op(200, (c, [id]) => c.reactorFormulas.get(id!))],
+  ['PUT', '/reactor-formulas/:id', op(200, (c, [id], _q, b) => c.reactorFormulas.update(id!, b))],
+  ['DELETE', '/reactor-formulas/:id', op(204, (c, [id]) => c.reactorFormulas.delete(id!))],
+
+  ['POST', '/reactors', op(201, (c, _p, _q, b) => c.reactors.create(b))],
+  ['GET', '/reactors', list((c, _p, q) => c.reactors.list(q))],
+  ['GET', '/reactors/:id', op(200, (c, [id]) => c.reactors.get(id!))],
+  ['PUT', '/reactors/:id', op(200, (c, [id], _q, b) => c.reactors.update(id!, b))],
+  ['DELETE', '/reactors/:id', op(204, (c, [id]) => c.reactors.delete(id!))],
+  ['POST', '/reactors/:id/react', op(200, (c, [id], _q, b) => c.reactors.react(id!, b))],
+
   ['POST', '/sessions', op(201, (c, _p, _q, b) => c.sessions.create(b))],
   ['POST', '/sessions/authorize', op(200, (c, _p, _q, b) => c.sessions.authorize(b))],
 
