@@ -12,22 +12,47 @@ export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
   formula_failed: 500,
 }
 
+/** Reason phrases of the 4xx and 5xx statuses (RFC 9110 and the IANA registry). */
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  402: 'Payment Required',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  407: 'Proxy Authentication Required',
   408: 'Request Timeout',
   409: 'Conflict',
+  410: 'Gone',
+  411: 'Length Required',
+  412: 'Precondition Failed',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
+  416: 'Range Not Satisfiable',
+  417: 'Expectation Failed',
+  421: 'Misdirected Request',
   422: 'Unprocessable Content',
+  423: 'Locked',
+  424: 'Failed Dependency',
+  425: 'Too Early',
+  426: 'Upgrade Required',
+  428: 'Precondition Required',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
+  451: 'Unavailable For Legal Reasons',
   500: 'Internal Server Error',
+  501: 'Not Implemented',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
+  505: 'HTTP Version Not Supported',
+  506: 'Variant Also Negotiates',
+  507: 'Insufficient Storage',
+  508: 'Loop Detected',
+  510: 'Not Extended',
+  511: 'Network Authentication Required',
 }
 
 /** A failure of the HTTP layer itself (no route, wrong method, body too large, not JSON). */
@@ -68,7 +93,12 @@ export function problem(
   errors?: ValidationIssues,
   headers: Record<string, string> = {},
 ): Outgoing {
-  const body: ProblemBody = { type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail }
+  const body: ProblemBody = {
+    type: 'about:blank',
+    title: TITLES[status] ?? (status < 500 ? 'Client Error' : 'Server Error'),
+    status,
+    detail,
+  }
   if (errors) body.errors = errors
   return {
     status,

@@ -2,6 +2,7 @@ import { expect } from 'vitest'
 import { createHttpHandler, type HttpHandlerOptions, type HttpLogEvent } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../src/index.js'
+import type { FormulaRunner } from '../../src/runner.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
 export const ALL_TOKEN: Permission[] = [
@@ -38,9 +39,10 @@ export interface CallOptions {
  * A handler over a fresh memory service with a manual clock and one tenant, keys of every type,
  * a `call` helper that builds `new Request()`s, and the events the handler logged.
  */
-export async function setup(options: HttpHandlerOptions = {}) {
+export async function setup(setupOptions: HttpHandlerOptions & { runner?: FormulaRunner } = {}) {
+  const { runner, ...options } = setupOptions
   const clock = manualClock('2030-01-01T00:00:00.000Z')
-  const service = createService({ store: memoryStore(), clock })
+  const service = createService({ store: memoryStore(), clock, ...(runner ? { runner } : {}) })
   const events: HttpLogEvent[] = []
   const handler = createHttpHandler(service, { log: (e) => events.push(e), ...options })
   const tenant = await service.admin.createTenant({ name: 'acme' })
