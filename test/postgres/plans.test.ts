@@ -1,0 +1,145 @@
+import type pg from 'pg'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import type { Store } from '../../src/store.js'
+import type { Op } from '../../src/types.js'
+import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
+
+const NOW = '2030-01-01T00:00:00.000Z'
+const TENANTS = 50
+const PER_TENANT = 60
+
+/** Every kind of record for item `i` of a tenant; tokens `k1`… are children of `k0`. */
+function records(tenant_id: string, i: number): Op[] {
+  const base = { tenant_id, created_at: NOW, created_by: 'a' }
+  const ops: Op[] = [
+    {
+      op: 'token.put',
+      token: { ...base, id: `k${i}`, type: i % 2 ? 'odd' : 'even', data: i, containers: [], metadata: {} },
+    },
+    {
+      op: 'formula.put',
+      formula: {
+        ...base,
+        id: `f${i}`,
+        name: `Formula ${i}`,
+        type: 'private',
+        status: 'verified',
+        code: '',
+        configuration: [],
+        request_parameters: [],
+      },
+    },
+    {
+      op: 'session.put',
+      session: {
+        ...base,
+        id: `s${i}`,
+        application_id: 'p',
+        key_hash: `key-${tenant_id}-${i}`,
+        nonce_hash: `n${i}`,
+        state: 'created',
+        permissions: [],
+        expires_at: NOW,
+      },
+    },
+    {
+      op: 'application.put',
+      application: {
+        ...base,
+        id: `a${i}`,
+        name: 'a',
+        type: 'private',
+        permissions: [],
+        key_hash: `app-${tenant_id}-${i}`,
+      },
+    },
+    {
+      op: 'transaction.put',
+      transaction: { ...base, id: `x${i}`, expires_at: NOW, state: 'open', writes: [], locks: [`k${i}`] },
+    },
+  ]
+  if (i > 0)
+    ops.push({
+      op: 'association.put',
+      association: { tenant_id, parent_id: 'k0', child_id: `k${i}`, created_at: NOW },
+    })
+  return ops
+}
+
+/** The scan nodes of a JSON plan, as `Node Type on relation`. */
+function scans(plan: unknown, out: string[] = []): string[] {
+  if (plan && typeof plan === 'object') {
+    const node = plan as Record<string, unknown>
+    if (typeof node['Node Type'] === 'string' && typeof node['Relation Name'] === 'string') {
+      out.push(`${node['Node Type']} on ${node['Relation Name']}`)
+    }
+    for (const value of Object.values(node)) scans(value, out)
+  }
+  return out
+}
+
+describePostgres('postgres store queries use indexes', (url) => {
+  let pool: pg.Pool
+  let store: Store
+  const issued: pg.QueryConfig[] = []
+  const schema = freshSchema()
+
+  beforeAll(async () => {
+    pool = testPool(url)
+    // The store's reads go through `pool.query`: record what it sends.
+    const recording = Object.create(pool) as pg.Pool
+    recording.query = ((config: pg.QueryConfig) => {
+      issued.push(config)
+      return pool.query(config)
+    }) as pg.Pool['query']
+    store = await postgresStore({ pool: recording, schema })
+    for (let t = 0; t < TENANTS; t++) {
+      await store.write({ ops: Array.from({ length: PER_TENANT }, (_, i) => records(`t${t}`, i)).flat() })
+    }
+    await pool.query(`ANALYZE`)
+  }, 60_000)
+  afterAll(async () => {
+    await store?.close()
+    await dropSchemas(pool, [schema])
+    await pool.end()
+  })
+
+  it('reads by key, lists children and searches names without scanning a table', async () => {
+    issued.length = 0
+    await store.getToken('t7', 'k3')
+    await store.listChildren('t7', 'k0', { offset: 10, limit: 5, now: NOW })
+    await store.listChildren('t7', 'k0', { offset: 0, limit: 5, now: NOW, ids: ['k3', 'k4'], types: ['odd'] })
+    await store.listFormulas('t7', { offset: 0, limit: 5, name: 'formula 1*' })
+    await store.listFormulas('t7', { offset: 0, limit: 5, name: '1' })
+    await store.getFormula('t7', 'f3')
+    await store.findKey('key-t7-3')
+    await store.findKey('app-t7-3')
+    await store.listApplications('t7', { offset: 5, limit: 5 })
+    await store.getSessionByNonce('t7', 'n3')
+    await store.write({
+      checks: [{ check: 'session.pending', tenant_id: 't7', nonce_hash: 'n3', now: NOW }],
+      ops: [],
+    })
+    await store.write({ checks: [{ check: 'token.unlocked', tenant_id: 't7', id: 'k1', now: NOW }], ops: [] })
+    expect(issued.length).toBe(12)
+    const client = await pool.connect()
+    try {
+      // Plans for the values at hand, as the first executions of a prepared statement get.
+      await client.query('SET plan_cache_mode = force_custom_plan')
+      for (const config of issued) {
+        const { rows } = await client.query({
+          text: `EXPLAIN (FORMAT JSON) ${config.text}`,
+          values: config.values ?? [],
+        })
+        const found = scans(rows[0]['QUERY PLAN'])
+        expect(
+          found.filter((s) => s.startsWith('Seq Scan')),
+          config.text,
+        ).toEqual([])
+      }
+    } finally {
+      client.release()
+    }
+  })
+})
