@@ -1,0 +1,83 @@
+import { memoryStore } from '../../adapters/memory/index.js'
+import { workerRunner } from '../../adapters/sandbox/index.js'
+import { createService, manualClock, ServiceError } from '../../src/index.js'
+import type { FormulaRunner } from '../../src/runner.js'
+import type { AccessRule, Permission } from '../../src/types.js'
+
+export const REACTOR: Permission[] = ['reactor:create', 'reactor:read', 'reactor:update', 'reactor:delete']
+export const TOKEN: Permission[] = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use']
+
+/** The default sandbox runner shared by a test file; services get it without `close`, the file closes it. */
+export function sharedRunner(options: Parameters<typeof workerRunner>[0] = {}) {
+  let runner: FormulaRunner | undefined
+  return {
+    get(): FormulaRunner {
+      runner ??= workerRunner({ poolSize: 2, ...options })
+      const shared = runner
+      return { check: (c) => shared.check(c), run: (c, r, o) => shared.run(c, r, o), close: async () => {} }
+    },
+    close: async () => runner?.close(),
+  }
+}
+
+/** A valid private formula body; `overrides` replace fields. */
+export function formulaBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'Card Lookup',
+    description: 'looks a card up',
+    type: 'private',
+    code: 'module.exports = async function (req) { return { raw: { args: req.args, configuration: req.configuration } } }',
+    configuration: [{ name: 'region', type: 'string' }],
+    request_parameters: [{ name: 'card.number', type: 'string' }],
+    ...overrides,
+  }
+}
+
+/**
+ * A service on a memory store with a manual clock and two tenants, `a` and `b`, each with a
+ * management client (`reactor:*`) and a private client (every token permission, no rules).
+ */
+export async function world(options: { runner?: FormulaRunner; reactorTimeoutMs?: number } = {}) {
+  const clock = manualClock('2030-01-01T00:00:00.000Z')
+  const store = memoryStore()
+  const service = createService({
+    store,
+    clock,
+    ...(options.runner ? { runner: options.runner } : {}),
+    ...(options.reactorTimeoutMs ? { reactorTimeoutMs: options.reactorTimeoutMs } : {}),
+  })
+  const tenant = async (name: string) => {
+    const t = await service.admin.createTenant({ name })
+    const app = async (
+      type: 'private' | 'public' | 'management',
+      permissions: Permission[],
+      rules?: AccessRule[],
+    ) => {
+      const made = await service.admin.createApplication({
+        tenantId: t.id,
+        name: `${name} ${type}`,
+        type,
+        permissions,
+        ...(rules ? { rules } : {}),
+      })
+      return { ...made, client: service.connect(made.key) }
+    }
+    const management = await app('management', REACTOR)
+    const priv = await app('private', TOKEN)
+    return { tenant: t, app, management, private: priv, admin: management.client, client: priv.client }
+  }
+  const a = await tenant('a')
+  const b = await tenant('b')
+  return { clock, store, service, a, b }
+}
+
+/** Awaits `promise` and returns the ServiceError it rejects with (fails the test if it resolves). */
+export async function failure(promise: Promise<unknown>): Promise<ServiceError> {
+  try {
+    await promise
+  } catch (error) {
+    if (error instanceof ServiceError) return error
+    throw error
+  }
+  throw new Error('expected a ServiceError, but the call succeeded')
+}
