@@ -1,0 +1,36 @@
+/**
+ * One racer of `race.test.ts`, in a process of its own with its own pool:
+ *   node --import tsx test/postgres/race-worker.ts URL SCHEMA NAME
+ * Prints `ready`, then for every round number read from stdin races to authorize the round's nonce
+ * and to commit the round's transaction, and prints `{ round, nonce, commit }` (who won what).
+ */
+import { createInterface } from 'node:readline'
+import pg from 'pg'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import { raceSession, raceToken, T } from './race-records.js'
+
+const [url, schema, name] = process.argv.slice(2) as [string, string, string]
+const pool = new pg.Pool({ connectionString: url, max: 2 })
+const store = await postgresStore({ pool, schema })
+process.stdout.write('ready\n')
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const round = Number(line)
+  const now = '2030-01-01T00:00:00.000Z'
+  const [nonce, commit] = await Promise.all([
+    store.write({
+      checks: [{ check: 'session.pending', tenant_id: T, nonce_hash: `nonce-${round}`, now }],
+      ops: [{ op: 'session.put', session: raceSession(round, { state: 'authorized', authorized_by: name }) }],
+    }),
+    store.write({
+      checks: [{ check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now }],
+      ops: [
+        { op: 'transaction.commit', tenant_id: T, id: `tx-${round}` },
+        { op: 'token.put', token: raceToken(`won-${round}`, name) },
+      ],
+    }),
+  ])
+  process.stdout.write(`${JSON.stringify({ round, nonce: nonce.ok, commit: commit.ok })}\n`)
+}
+await store.close()
+await pool.end()
