@@ -1,0 +1,136 @@
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
+import { workerRunner } from '../adapters/sandbox/index.js'
+import { createService, type Service, systemClock } from '../src/index.js'
+import type { Permission } from '../src/types.js'
+import { openStore } from './stores.js'
+
+/** Options of `serve`. */
+export interface ServeOptions {
+  port: number
+  host: string
+  /** A `--store` value: `memory`, `file:PATH` or a `postgres://` URL. */
+  store: string
+  headerPrefix: string
+  /** Where the startup lines go (default stdout). */
+  print?: (line: string) => void
+  /** Where request and error lines go (default stderr). */
+  log?: (line: string) => void
+}
+
+/** A running server. */
+export interface Serving {
+  /** `http://HOST:PORT`, with the port actually bound. */
+  url: string
+  /** Stops accepting, lets requests in flight finish (at most `graceMs`), then closes the service and store. */
+  close(graceMs?: number): Promise<void>
+}
+
+const MANAGEMENT_PERMISSIONS: Permission[] = [
+  'application:create',
+  'application:read',
+  'application:update',
+  'application:delete',
+  'reactor:create',
+  'reactor:read',
+  'reactor:update',
+  'reactor:delete',
+]
+
+/** How often expired sessions and transactions are swept, in milliseconds. */
+export const SWEEP_INTERVAL_MS = 30_000
+
+/**
+ * On a store that holds no tenant yet, creates one and a management application, and answers the
+ * application's key (shown this once); otherwise null.
+ */
+async function bootstrap(service: Service, isEmpty: () => Promise<boolean>): Promise<string | null> {
+  if (!(await isEmpty())) return null
+  const tenant = await service.admin.createTenant({ name: 'default' })
+  const { key } = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'management',
+    type: 'management',
+    permissions: MANAGEMENT_PERMISSIONS,
+  })
+  return key
+}
+
+/** One line per request: time, method, path (no query string), status, milliseconds. No keys, no data. */
+function formatEvent(event: HttpLogEvent): string {
+  if (event.kind === 'request') {
+    return `${new Date().toISOString()} ${event.method} ${event.path} ${event.status} ${event.ms.toFixed(1)}ms`
+  }
+  const error =
+    event.error instanceof Error ? (event.error.stack ?? event.error.message) : String(event.error)
+  return `${new Date().toISOString()} ${event.method} ${event.path} failed: ${error}`
+}
+
+const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
+
+/**
+ * Serves the HTTP API on node:http over the store `options.store` names, with formula code run by
+ * the sandbox runner. Prints `listening on http://HOST:PORT`, and on the first start of an empty
+ * store creates a tenant and a management application and prints `management key: key_...`.
+ * Sweeps expired sessions and transactions every 30 s.
+ */
+export async function serve(options: ServeOptions): Promise<Serving> {
+  const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
+  const log = options.log ?? ((line) => process.stderr.write(`${line}\n`))
+  const opened = await openStore(options.store)
+  const runner = workerRunner()
+  const service = createService({ store: opened.store, clock: systemClock, runner })
+  let key: string | null
+  try {
+    key = await bootstrap(service, async () => (await opened.store.dump()).tenants.length === 0)
+  } catch (error) {
+    await service.close()
+    await opened.release()
+    throw error
+  }
+
+  const handler = createHttpHandler(service, {
+    headerPrefix: options.headerPrefix,
+    log: (event) => log(formatEvent(event)),
+  })
+  const server = createServer(toNodeListener(handler))
+  server.listen(options.port, options.host)
+  try {
+    await Promise.race([
+      once(server, 'listening'),
+      once(server, 'error').then(([error]) => Promise.reject(error)),
+    ])
+  } catch (error) {
+    await service.close()
+    await opened.release()
+    throw error
+  }
+  const { port } = server.address() as AddressInfo
+  const url = `http://${urlHost(options.host)}:${port}`
+  print(`listening on ${url}`)
+  if (key) print(`management key: ${key}`)
+
+  const sweep = setInterval(() => {
+    service.admin.sweep().catch((error: unknown) => log(`sweep failed: ${String(error)}`))
+  }, SWEEP_INTERVAL_MS)
+  sweep.unref()
+
+  let closing: Promise<void> | undefined
+  const close = (graceMs = 5_000) => {
+    closing ??= (async () => {
+      clearInterval(sweep)
+      const closed = new Promise((resolve) => server.close(resolve))
+      server.closeIdleConnections()
+      const force = setTimeout(() => server.closeAllConnections(), graceMs)
+      force.unref()
+      await closed
+      clearTimeout(force)
+      await service.close()
+      await opened.release()
+    })()
+    return closing
+  }
+  return { url, close }
+}

@@ -1,0 +1,55 @@
+import type { Store } from '../src/store.js'
+
+/** A store opened from a `--store` value, and how to release what it holds beyond the store. */
+export interface OpenedStore {
+  store: Store
+  /** What the store is, for the startup line (never a password). */
+  description: string
+  /** Ends what the CLI created for the store (a Postgres pool) after `service.close()`. */
+  release(): Promise<void>
+}
+
+/** The default `--store`: a file store in `./.tokenvault`. */
+export const DEFAULT_STORE = 'file:./.tokenvault'
+
+/** A Postgres URL with its password hidden. */
+function redacted(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return 'postgres'
+  }
+}
+
+/**
+ * Opens the store a `--store` value names: `memory`, `file:PATH` (a file store in directory PATH)
+ * or a `postgres://` / `postgresql://` URL (a Postgres store over a pool of its own; `pg` is loaded
+ * only then). Throws an `Error` with a readable message for anything else.
+ */
+export async function openStore(spec: string): Promise<OpenedStore> {
+  const none = async () => {}
+  if (spec === 'memory') {
+    const { memoryStore } = await import('../adapters/memory/index.js')
+    return { store: memoryStore(), description: 'memory (nothing is kept after exit)', release: none }
+  }
+  if (spec.startsWith('file:')) {
+    const path = spec.slice('file:'.length)
+    if (path === '') throw new Error('--store file:PATH needs a directory path')
+    const { fileStore } = await import('../adapters/file/index.js')
+    return { store: await fileStore({ path }), description: `file ${path}`, release: none }
+  }
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
+    const { default: pg } = await import('pg')
+    const { postgresStore } = await import('../adapters/postgres/index.js')
+    const pool = new pg.Pool({ connectionString: spec })
+    try {
+      return { store: await postgresStore({ pool }), description: redacted(spec), release: () => pool.end() }
+    } catch (error) {
+      await pool.end().catch(() => {})
+      throw error
+    }
+  }
+  throw new Error(`--store must be memory, file:PATH or a postgres:// URL, not ${JSON.stringify(spec)}`)
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util'
+import { serve } from './serve.js'
+import { DEFAULT_STORE } from './stores.js'
+
+const USAGE = `Usage: tokenvault serve [options]
+
+Serves the tokenvault HTTP API.
+
+Options:
+  --port <n>             port to listen on; 0 picks a free one (default 3000)
+  --host <host>          address to listen on (default 127.0.0.1)
+  --store <store>        memory | file:PATH | postgres://... (default ${DEFAULT_STORE})
+  --header-prefix <p>    prefix of the API key and transaction headers (default SVC)
+  -h, --help             show this help
+`
+
+function fail(message: string): never {
+  process.stderr.write(`tokenvault: ${message}\n\n${USAGE}`)
+  process.exit(2)
+}
+
+function parsePort(value: string): number {
+  const port = Number(value)
+  if (!/^\d+$/.test(value) || port > 65_535)
+    fail(`--port must be a whole number from 0 to 65535, not ${value}`)
+  return port
+}
+
+async function main(argv: string[]) {
+  let parsed: ReturnType<typeof parse>
+  const parse = (args: string[]) =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        port: { type: 'string', default: '3000' },
+        host: { type: 'string', default: '127.0.0.1' },
+        store: { type: 'string', default: DEFAULT_STORE },
+        'header-prefix': { type: 'string', default: 'SVC' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    })
+  try {
+    parsed = parse(argv)
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error))
+  }
+  const { values, positionals } = parsed
+  if (values.help) {
+    process.stdout.write(USAGE)
+    return
+  }
+  if (positionals.length !== 1 || positionals[0] !== 'serve') fail('the only command is serve')
+  if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
+    fail('--header-prefix may hold only letters, digits and -')
+
+  const server = await serve({
+    port: parsePort(values.port),
+    host: values.host,
+    store: values.store,
+    headerPrefix: values['header-prefix'],
+  })
+  let stopping = false
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`tokenvault: ${signal} again, exiting now\n`)
+      process.exit(1)
+    }
+    stopping = true
+    server.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`tokenvault: shutdown failed: ${String(error)}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`tokenvault: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exit(1)
+})
