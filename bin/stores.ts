@@ -12,6 +12,16 @@ export interface OpenedStore {
 /** The default `--store`: a file store in `./.tokenvault`. */
 export const DEFAULT_STORE = 'file:./.tokenvault'
 
+/** Whether `spec` has the form of a `--store` value (it may still fail to open). */
+export function isStoreSpec(spec: string): boolean {
+  return (
+    spec === 'memory' ||
+    (spec.startsWith('file:') && spec.length > 'file:'.length) ||
+    spec.startsWith('postgres://') ||
+    spec.startsWith('postgresql://')
+  )
+}
+
 /** A Postgres URL with its password hidden. */
 function redacted(url: string): string {
   try {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { serve } from './serve.js'
-import { DEFAULT_STORE } from './stores.js'
+import { DEFAULT_STORE, isStoreSpec } from './stores.js'
 
 const USAGE = `Usage: tokenvault serve [options]
 
@@ -52,6 +52,8 @@ async function main(argv: string[]) {
     return
   }
   if (positionals.length !== 1 || positionals[0] !== 'serve') fail('the only command is serve')
+  if (!isStoreSpec(values.store))
+    fail(`--store must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
   if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
     fail('--header-prefix may hold only letters, digits and -')
 

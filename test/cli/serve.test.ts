@@ -1,0 +1,124 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { afterEach, describe, expect, it } from 'vitest'
+
+const root = new URL('../../', import.meta.url)
+const children: ChildProcess[] = []
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
+})
+
+/** Starts the CLI from source and collects its stdout lines and stderr. */
+function start(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/tokenvault.ts', ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  const lines: string[] = []
+  const waiters: (() => void)[] = []
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line)
+    for (const wake of waiters.splice(0)) wake()
+  })
+  let stderr = ''
+  child.stderr!.on('data', (d) => {
+    stderr += d
+  })
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
+  /** Waits until stdout has `n` lines (or the process exits). */
+  const line = async (n: number) => {
+    while (lines.length < n) {
+      const more = new Promise<void>((resolve) => waiters.push(resolve))
+      const ended = await Promise.race([more.then(() => false), exited.then(() => true)])
+      if (ended && lines.length < n) throw new Error(`the CLI exited early: ${stderr}`)
+    }
+    return lines[n - 1]!
+  }
+  return { child, lines, line, exited, stderr: () => stderr }
+}
+
+describe('tokenvault serve', () => {
+  it('prints where it listens and the management key, serves the API, logs requests, exits 0 on SIGTERM', async () => {
+    const cli = start(['serve', '--port', '0', '--store', 'memory'])
+    const listening = await cli.line(1)
+    expect(listening).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+$/)
+    const url = listening.slice('listening on '.length)
+    expect(url).not.toMatch(/:0$/)
+    const management = (await cli.line(2)).match(/^management key: (key_\S+)$/)?.[1]
+    expect(management).toBeDefined()
+
+    const app = await fetch(`${url}/applications`, {
+      method: 'POST',
+      headers: { 'SVC-API-KEY': management!, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'backend', type: 'private', permissions: ['token:create', 'token:read'] }),
+    })
+    expect(app.status).toBe(201)
+    const { key } = (await app.json()) as { key: string }
+    const token = await fetch(`${url}/tokens`, {
+      method: 'POST',
+      headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'card', data: { number: '4242424242424242' } }),
+    })
+    expect(token.status).toBe(201)
+    const { id } = (await token.json()) as { id: string }
+    const read = await fetch(`${url}/tokens/${id}?x=1`, { headers: { 'svc-api-key': key } })
+    expect(read.status).toBe(200)
+
+    cli.child.kill('SIGTERM')
+    const [code, signal] = await cli.exited
+    expect({ code, signal }).toEqual({ code: 0, signal: null })
+    const log = cli.stderr()
+    expect(log).toMatch(/POST \/applications 201 [\d.]+ms/)
+    expect(log).toMatch(new RegExp(`GET /tokens/${id} 200 [\\d.]+ms`))
+    expect(log).not.toContain('?x=1')
+    expect(log).not.toContain(key)
+    expect(log).not.toContain(management)
+    expect(log).not.toContain('4242')
+    expect(cli.lines).toHaveLength(2)
+  })
+
+  it('prints the management key only on the first start of a file store; SIGINT exits 0', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tokenvault-cli-'))
+    try {
+      const store = `file:${join(dir, 'vault')}`
+      const first = start(['serve', '--port', '0', '--store', store, '--header-prefix', 'BT'])
+      const url = (await first.line(1)).slice('listening on '.length)
+      const management = (await first.line(2)).slice('management key: '.length)
+      const ok = await fetch(`${url}/applications`, { headers: { 'bt-api-key': management } })
+      expect(ok.status).toBe(200)
+      first.child.kill('SIGINT')
+      expect((await first.exited)[0]).toBe(0)
+
+      const second = start(['serve', '--port', '0', '--store', store, '--header-prefix', 'BT'])
+      const again = (await second.line(1)).slice('listening on '.length)
+      // The key from the first start still works; no new one is printed.
+      expect((await fetch(`${again}/applications`, { headers: { 'bt-api-key': management } })).status).toBe(
+        200,
+      )
+      second.child.kill('SIGTERM')
+      expect((await second.exited)[0]).toBe(0)
+      expect(second.lines).toHaveLength(1)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses bad options with exit code 2', async () => {
+    const cases = [
+      ['serve', '--port', 'x'],
+      ['serve', '--port', '70000'],
+      ['serve', '--store', 'mongodb://x'],
+      ['serve', '--header-prefix', 'a b'],
+      ['nope'],
+      ['serve', '--bogus'],
+    ]
+    const codes = await Promise.all(cases.map(async (args) => (await start(args).exited)[0]))
+    expect(codes).toEqual(cases.map(() => 2))
+  })
+})
