@@ -2,7 +2,7 @@ import { rename, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { MemoryState } from '../../src/state.js'
 import { journalName, snapshotName, snapshotTempName } from './files.js'
-import { closeFd, fsync, openFd, syncDirectory, writeAll } from './io.js'
+import { closeFd, fsync, journalFlags, openFd, syncDirectory, writeAll } from './io.js'
 import type { Journal } from './journal.js'
 import type { FileStoreStep } from './options.js'
 import { encodeSnapshot } from './snapshot.js'
@@ -11,6 +11,8 @@ import { encodeSnapshot } from './snapshot.js'
 export interface Generation {
   dir: string
   durable: boolean
+  /** Open journals with `O_DSYNC`. */
+  dsync: boolean
   state: MemoryState
   journal: Journal
   generation: number
@@ -55,7 +57,7 @@ export async function compact(g: Generation): Promise<void> {
     g.generation = next
     g.snapshotBytes = bytes.length
     await g.step('journal.create')
-    const old = g.journal.switchTo(await openFd(join(g.dir, journalName(next)), 'w'))
+    const old = g.journal.switchTo(await openFd(join(g.dir, journalName(next)), journalFlags(g.dsync, true)))
     await closeFd(old)
     if (g.durable) await syncDirectory(g.dir)
     await g.step('cleanup')

@@ -5,6 +5,7 @@ export type {
   FileStoreOptions,
   FileStoreStats,
   FileStoreStep,
+  SyncMethod,
 } from './options.js'
 export { COMPACTION_STEPS } from './options.js'
 export { fileStore } from './store.js'

@@ -48,11 +48,21 @@ export function isCode(error: unknown, code: string): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === code
 }
 
-/** Opens a file and returns its raw descriptor (`flags` as `fs.open` takes them: `'r+'`, `'w'`, ...). */
-export function openFd(path: string, flags: string): Promise<number> {
+/** Opens a file and returns its raw descriptor (`flags` as `fs.open` takes them: `'w'`, `O_RDWR | ...`). */
+export function openFd(path: string, flags: string | number): Promise<number> {
   return new Promise((resolve, reject) =>
     fs.open(path, flags, (error, fd) => (error ? reject(error) : resolve(fd))),
   )
+}
+
+/**
+ * Flags for opening a journal for appending: read-write, created if missing, truncated if `fresh`,
+ * and with `O_DSYNC` when `dsync` (every write returns only once durable, as if followed by
+ * `fdatasync`).
+ */
+export function journalFlags(dsync: boolean, fresh: boolean): number {
+  const { O_RDWR, O_CREAT, O_TRUNC, O_DSYNC } = fs.constants
+  return O_RDWR | O_CREAT | (fresh ? O_TRUNC : 0) | (dsync ? O_DSYNC : 0)
 }
 
 /** Truncates a file to `length` bytes. */

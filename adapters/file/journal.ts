@@ -17,7 +17,11 @@ export class Group {
 
 /** What the journal calls between flushes: the store compacts there. */
 export interface JournalOptions {
-  durable: boolean
+  /**
+   * How a flush becomes durable: `fdatasync` after its write; `dsync`: the file is open with
+   * `O_DSYNC`, so the write itself returns once durable; `none`: it does not.
+   */
+  sync: 'fdatasync' | 'dsync' | 'none'
   /** Awaited before each flush's write and before its sync: test hooks that may throw. */
   beforeWrite?: () => void | Promise<void>
   beforeSync?: () => void | Promise<void>
@@ -47,7 +51,7 @@ export class Journal {
   private idleGroup: Group | null = null
   /** Set once a flush or maintenance failed; the store is unusable from then on. */
   failure: Error | null = null
-  /** Number of `fdatasync` calls (flushes, when durable). */
+  /** Flushes made durable (each one `fdatasync`, or one `O_DSYNC` write). */
   syncs = 0
   flushes = 0
   records = 0
@@ -126,14 +130,16 @@ export class Journal {
         this.bytes = 0
         this.group = null
         try {
-          await this.options.beforeWrite?.()
+          const { sync, beforeWrite, beforeSync } = this.options
+          await beforeWrite?.()
+          if (sync === 'dsync') await beforeSync?.()
           await writeAll(this.fd, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes), this.size)
           this.size += bytes
-          if (this.options.durable) {
-            await this.options.beforeSync?.()
+          if (sync === 'fdatasync') {
+            await beforeSync?.()
             await fdatasync(this.fd)
-            this.syncs++
           }
+          if (sync !== 'none') this.syncs++
         } catch (error) {
           this.fail(error, group)
           break

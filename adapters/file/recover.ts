@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { MemoryState } from '../../src/state.js'
 import type { Op } from '../../src/types.js'
 import { journalName, parseName, snapshotName } from './files.js'
-import { closeFd, fsync, ftruncate, isCode, openFd, syncDirectory } from './io.js'
+import { closeFd, fsync, ftruncate, journalFlags, openFd, syncDirectory } from './io.js'
 import { scanJournal } from './record.js'
 import { restoreSnapshot } from './snapshot.js'
 
@@ -21,12 +21,12 @@ export interface Recovered {
 }
 
 /**
- * Opens the newest generation in `dir`: restores its snapshot (if any), replays its journal,
+ * Opens the newest generation in `dir` (its journal with `O_DSYNC` when `dsync`): restores its snapshot (if any), replays its journal,
  * cuts a torn tail off the journal, and removes files of older generations and of crashed
  * compactions. Throws an Error naming the file (and byte offset) when a file is damaged in a way
  * that a crash cannot explain, rather than open a store that has lost acknowledged writes.
  */
-export async function recover(dir: string, durable: boolean): Promise<Recovered> {
+export async function recover(dir: string, durable: boolean, dsync: boolean): Promise<Recovered> {
   const entries = (await readdir(dir)).map((name) => ({ name, parsed: parseName(name) }))
   const snapshots = entries.filter((e) => e.parsed?.kind === 'snapshot').map((e) => e.parsed!.generation)
   const generation = snapshots.length ? Math.max(...snapshots) : 0
@@ -56,12 +56,8 @@ export async function recover(dir: string, durable: boolean): Promise<Recovered>
   }
 
   const journalFile = join(dir, journalName(generation))
-  let created = false
-  const fd = await openFd(journalFile, 'r+').catch((error) => {
-    if (!isCode(error, 'ENOENT')) throw error
-    created = true
-    return openFd(journalFile, 'w+')
-  })
+  const created = !entries.some((e) => e.name === journalName(generation))
+  const fd = await openFd(journalFile, journalFlags(dsync, false))
   try {
     const data = created ? Buffer.alloc(0) : await readFile(journalFile)
     const scan = scanJournal(data, journalFile, (json) => {

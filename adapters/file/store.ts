@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { MemoryState } from '../../src/state.js'
 import type { WriteResult } from '../../src/store.js'
 import type { Op } from '../../src/types.js'
+import { cloneJson } from './clone.js'
 import { compact, type Generation } from './compact.js'
 import { closeFd } from './io.js'
 import { Group, Journal } from './journal.js'
@@ -32,6 +33,9 @@ const nonNegative = (name: string, value: number) => {
  *   off; damage anywhere else fails the open with an Error naming the file and byte offset.
  * - When a write or sync fails, the pending writes are rejected and so is every later call: memory
  *   then holds changes the disk may not. Reopen the directory to go on.
+ * - Compaction (once the journal outgrows `compactRatio` × the snapshot and `compactMinBytes`)
+ *   serialises the whole state at once, so calls wait for that step (about 1 s per 100k tokens),
+ *   then writes a snapshot and starts a new journal; acknowledged writes survive a crash at any step.
  * - One writer: the directory is locked (its `LOCK` file holds the pid) until `close()`, which
  *   waits for pending writes. A second open, in this process or another live one, fails at once.
  *
@@ -43,8 +47,13 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   if (options.durability !== undefined && options.durability !== 'fsync' && options.durability !== 'none') {
     throw new TypeError(`fileStore: durability must be 'fsync' or 'none'`)
   }
-  const ratio = nonNegative('compactRatio', options.compactRatio ?? 1)
-  const minBytes = nonNegative('compactMinBytes', options.compactMinBytes ?? MiB)
+  if (options.sync !== undefined && options.sync !== 'fdatasync' && options.sync !== 'dsync') {
+    throw new TypeError(`fileStore: sync must be 'fdatasync' or 'dsync'`)
+  }
+  const sync = durable ? (options.sync ?? 'fdatasync') : 'none'
+  const dsync = sync === 'dsync'
+  const ratio = nonNegative('compactRatio', options.compactRatio ?? 2)
+  const minBytes = nonNegative('compactMinBytes', options.compactMinBytes ?? 4 * MiB)
   const hook = options.hooks?.step
   const step = (name: FileStoreStep) => hook?.(name)
 
@@ -52,7 +61,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const lock = await lockDirectory(dir)
   let recovered: Awaited<ReturnType<typeof recover>>
   try {
-    recovered = await recover(dir, durable)
+    recovered = await recover(dir, durable, dsync)
   } catch (error) {
     await lock.release()
     throw error
@@ -63,6 +72,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const g: Generation = {
     dir,
     durable,
+    dsync,
     state,
     journal: undefined as unknown as Journal,
     generation: recovered.generation,
@@ -71,7 +81,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     step,
   }
   const journal: Journal = new Journal(recovered.fd, recovered.journalBytes, {
-    durable,
+    sync,
     ...(hook ? { beforeWrite: () => step('journal.write'), beforeSync: () => step('journal.sync') } : {}),
     wantsMaintenance: () => requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes),
     maintain: async () => {
@@ -100,10 +110,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
   /** Applies ops already checked, and resolves once their record is durable. */
   const commit = (s: MemoryState, ops: Op[]): Promise<void> => {
-    const json = JSON.stringify(ops)
-    const record = encodeRecord(json)
-    // Apply what the journal will replay, so memory and a reopened store agree exactly.
-    for (const op of JSON.parse(json) as Op[]) s.apply(op)
+    const record = encodeRecord(JSON.stringify(ops))
+    // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
+    for (const op of ops) s.apply(cloneJson(op))
     return journal.append(record)
   }
 

@@ -17,26 +17,29 @@ const session = (id: string, expires_at: string): StoredSession => ({
 })
 
 describe('file store durability', () => {
-  it('shares one fdatasync among concurrent writes (group commit)', async () => {
-    const dir = await tempDir()
-    const store = await fileStore({ path: dir })
-    const n = 200
-    const results = await Promise.all(
-      Array.from({ length: n }, (_, i) => store.write({ ops: [put(`t${i}`)] })),
-    )
-    expect(results.every((r) => r.ok)).toBe(true)
-    const { syncs, flushes, records } = store.stats()
-    expect(records).toBe(n)
-    expect(syncs).toBe(flushes)
-    expect(syncs).toBeLessThan(n / 10)
-    // One writer at a time: one sync per write.
-    for (let i = 0; i < 5; i++) await store.write({ ops: [put(`s${i}`)] })
-    expect(store.stats().syncs).toBe(syncs + 5)
-    await store.close()
-    const again = await fileStore({ path: dir })
-    expect((await again.dump()).tokens).toHaveLength(n + 5)
-    await again.close()
-  })
+  it.each(['fdatasync', 'dsync'] as const)(
+    'shares one sync among concurrent writes (group commit, %s)',
+    async (sync) => {
+      const dir = await tempDir()
+      const store = await fileStore({ path: dir, sync })
+      const n = 200
+      const results = await Promise.all(
+        Array.from({ length: n }, (_, i) => store.write({ ops: [put(`t${i}`)] })),
+      )
+      expect(results.every((r) => r.ok)).toBe(true)
+      const { syncs, flushes, records } = store.stats()
+      expect(records).toBe(n)
+      expect(syncs).toBe(flushes)
+      expect(syncs).toBeLessThan(n / 10)
+      // One writer at a time: one sync per write.
+      for (let i = 0; i < 5; i++) await store.write({ ops: [put(`s${i}`)] })
+      expect(store.stats().syncs).toBe(syncs + 5)
+      await store.close()
+      const again = await fileStore({ path: dir })
+      expect((await again.dump()).tokens).toHaveLength(n + 5)
+      await again.close()
+    },
+  )
 
   it('journals nothing for a failed check or an empty batch', async () => {
     const dir = await tempDir()
@@ -74,35 +77,39 @@ describe('file store durability', () => {
     await again.close()
   })
 
-  it('rejects pending writes and every later call when a sync fails; what was acknowledged survives', async () => {
-    const dir = await tempDir()
-    let fail = false
-    const store = await fileStore({
-      path: dir,
-      hooks: {
-        step: (step) => {
-          if (fail && step === 'journal.sync') throw new Error('EIO: simulated')
+  it.each(['fdatasync', 'dsync'] as const)(
+    'rejects pending writes and every later call when a sync fails (%s)',
+    async (sync) => {
+      const dir = await tempDir()
+      let fail = false
+      const store = await fileStore({
+        path: dir,
+        sync,
+        hooks: {
+          step: (step) => {
+            if (fail && step === 'journal.sync') throw new Error('EIO: simulated')
+          },
         },
-      },
-    })
-    await store.write({ ops: [put('kept')] })
-    fail = true
-    const pending = await Promise.allSettled([
-      store.write({ ops: [put('x')] }),
-      store.write({ ops: [put('y')] }),
-    ])
-    expect(pending.map((p) => p.status)).toEqual(['rejected', 'rejected'])
-    expect(String((pending[0] as PromiseRejectedResult).reason)).toMatch(/journal failed.*EIO: simulated/)
-    await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
-    await expect(store.write({ ops: [put('z')] })).rejects.toThrow(/journal failed/)
-    await expect(store.purgeExpired(NOW)).rejects.toThrow(/journal failed/)
-    await expect(store.compact()).rejects.toThrow(/journal failed/)
-    await store.close() // still releases the directory
-    const again = await fileStore({ path: dir })
-    expect(await again.getToken(T, 'kept')).not.toBeNull()
-    expect(await again.getToken(T, 'z')).toBeNull()
-    await again.close()
-  })
+      })
+      await store.write({ ops: [put('kept')] })
+      fail = true
+      const pending = await Promise.allSettled([
+        store.write({ ops: [put('x')] }),
+        store.write({ ops: [put('y')] }),
+      ])
+      expect(pending.map((p) => p.status)).toEqual(['rejected', 'rejected'])
+      expect(String((pending[0] as PromiseRejectedResult).reason)).toMatch(/journal failed.*EIO: simulated/)
+      await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
+      await expect(store.write({ ops: [put('z')] })).rejects.toThrow(/journal failed/)
+      await expect(store.purgeExpired(NOW)).rejects.toThrow(/journal failed/)
+      await expect(store.compact()).rejects.toThrow(/journal failed/)
+      await store.close() // still releases the directory
+      const again = await fileStore({ path: dir })
+      expect(await again.getToken(T, 'kept')).not.toBeNull()
+      expect(await again.getToken(T, 'z')).toBeNull()
+      await again.close()
+    },
+  )
 
   it('close waits for pending writes', async () => {
     const dir = await tempDir()

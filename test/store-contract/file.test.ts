@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll } from 'vitest'
-import { fileStore } from '../../adapters/file/index.js'
 import type { FileStoreOptions } from '../../adapters/file/index.js'
+import { fileStore } from '../../adapters/file/index.js'
 import type { Store } from '../../src/store.js'
 import { storeContract } from './suite.js'
 
@@ -35,5 +35,6 @@ function harness(name: string, options: Omit<FileStoreOptions, 'path'>) {
 }
 
 storeContract(harness('file', {}))
+storeContract(harness('file, O_DSYNC journal', { sync: 'dsync' }))
 // Compacts after every flush, so reopening restores from snapshots (locks and link order included).
 storeContract(harness('file, compacting after every flush', { compactRatio: 0, compactMinBytes: 0 }))
