@@ -90,7 +90,11 @@ export class SandboxPool {
   /** Kills every process; queued and running jobs end as `crashed`. */
   close(): void {
     this.closed = true
-    for (const slot of this.slots) this.kill(slot)
+    for (const slot of this.slots) {
+      const batch = this.detach(slot)
+      if (batch) this.fail(batch.jobs.slice(batch.answered), 'the formula runner is closed')
+      this.kill(slot)
+    }
     this.fail(this.queue.splice(0), 'the formula runner is closed')
   }
 
@@ -129,8 +133,9 @@ export class SandboxPool {
     })
     ;(child.stderr as { unref?: () => void } | null)?.unref?.()
     child.on('message', (reply: Reply) => this.onReply(slot, reply))
-    child.on('error', () => this.kill(slot))
-    child.on('exit', (code, signal) => this.onExit(slot, code, signal))
+    // A failed spawn has no pid and may never emit `close`; any other error ends in `close`.
+    child.on('error', () => (child.pid === undefined ? this.onExit(slot, null, null) : this.kill(slot)))
+    child.on('close', (code, signal) => this.onExit(slot, code, signal))
     return slot
   }
 
@@ -155,36 +160,41 @@ export class SandboxPool {
       if (job) job.done(toOutcome(result))
     }
     if (reply.done) {
-      clearTimeout(batch.timer)
-      slot.batch = null
+      this.detach(slot)
       this.idle(slot)
       this.pump()
     }
   }
 
-  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
-    const index = this.slots.indexOf(slot)
-    if (index === -1) return
+  /** Takes the slot's batch off it (stopping its timer) and returns it. */
+  private detach(slot: Slot): Batch | null {
     const batch = slot.batch
     slot.batch = null
     if (batch) clearTimeout(batch.timer)
+    return batch
+  }
+
+  /**
+   * A process ended (after its stdio closed, so its last words are in `stderr`): the slot is
+   * replaced first, then a batch it still held is settled as `crashed`.
+   */
+  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    const index = this.slots.indexOf(slot)
+    if (index === -1) return
+    const batch = this.detach(slot)
     if (!slot.ready && !slot.killed) this.bootFailures++
+    slot.killed = true
     const outOfMemory = /out of memory|allocation failed/i.test(slot.stderr)
     const why = outOfMemory
       ? 'it ran out of memory'
       : `the sandbox process exited (${signal ?? `code ${code}`})`
-    if (batch && !slot.killed) this.settle(batch, 'crashed', why)
-    if (this.closed) {
-      this.slots.splice(index, 1)
-      return
-    }
-    if (this.bootFailures >= MAX_BOOT_FAILURES) {
+    if (this.closed) this.slots.splice(index, 1)
+    else if (this.bootFailures >= MAX_BOOT_FAILURES) {
       this.broken = `the sandbox process can't start: ${slot.stderr.trim().slice(-500) || why}`
       this.slots.splice(index, 1)
-      this.fail(this.queue.splice(0), this.broken)
-      return
-    }
-    this.slots[index] = this.spawn()
+    } else this.slots[index] = this.spawn()
+    if (batch) this.settle(batch, 'crashed', why)
+    if (this.broken !== null) this.fail(this.queue.splice(0), this.broken)
   }
 
   /**
@@ -201,11 +211,9 @@ export class SandboxPool {
     this.pump()
   }
 
+  /** Kills the process; a batch still on the slot is settled once the process has exited. */
   private kill(slot: Slot): void {
     slot.killed = true
-    if (slot.batch) clearTimeout(slot.batch.timer)
-    if (slot.batch && this.closed)
-      this.fail(slot.batch.jobs.slice(slot.batch.answered), 'the formula runner is closed')
     slot.child.kill('SIGKILL')
   }
 
@@ -216,11 +224,13 @@ export class SandboxPool {
   private pump(): void {
     if (this.closed) return
     const free = this.slots.filter((s) => s.ready && !s.batch && !s.killed)
+    // Spread the queue over every live process, booting or busy ones included, not just the free ones.
+    const live = this.slots.filter((s) => !s.killed).length
     for (const slot of free) {
       if (!this.queue.length) return
       const take = this.queue[0]!.solo
         ? 1
-        : Math.min(this.settings.maxBatch, Math.ceil(this.queue.length / free.length))
+        : Math.min(this.settings.maxBatch, Math.ceil(this.queue.length / live))
       const jobs: Job[] = []
       while (jobs.length < take && this.queue.length && (jobs.length === 0 || !this.queue[0]!.solo)) {
         jobs.push(this.queue.shift()!)
@@ -267,9 +277,9 @@ export class SandboxPool {
       batch.timer = setTimeout(() => this.watch(slot, batch), batch.timeoutMs - quiet)
       return
     }
+    this.detach(slot)
     this.kill(slot)
     this.settle(batch, 'timeout', `no answer within ${batch.timeoutMs} ms`)
-    slot.batch = null
   }
 }
 

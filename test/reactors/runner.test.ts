@@ -1,0 +1,136 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { compileError, workerRunner } from '../../adapters/sandbox/index.js'
+import { createService, manualClock } from '../../src/index.js'
+import type { FormulaRunner } from '../../src/runner.js'
+
+const request = { args: { n: 1 }, configuration: { region: 'eu' } }
+const opened: FormulaRunner[] = []
+const open = (options: Parameters<typeof workerRunner>[0] = {}) => {
+  const runner = workerRunner(options)
+  opened.push(runner)
+  return runner
+}
+afterAll(async () => {
+  await Promise.all(opened.map((r) => r.close()))
+})
+
+describe('workerRunner', () => {
+  it('compile-checks without running, as a CommonJS module body', async () => {
+    const runner = open()
+    expect(await runner.check('module.exports = async (req) => ({ raw: req })')).toBeNull()
+    expect(await runner.check('return 5')).toBeNull()
+    expect(await runner.check('globalThis.ran = true; module.exports = 1')).toBeNull()
+    expect((globalThis as { ran?: boolean }).ran).toBeUndefined()
+    expect(await runner.check('module.exports = async (req) => {')).toMatch(/Unexpected/)
+    expect(compileError('}); (function () {')).toMatch(/Unexpected|Unmatched/)
+  })
+
+  it('answers with the JSON value and the captured console, capped', async () => {
+    const runner = open({ poolSize: 1 })
+    const code = `module.exports = async (req) => {
+      console.log('args', req.args, 1, null)
+      console.error(new Error('oops').message)
+      for (let i = 0; i < 200; i++) console.info('x'.repeat(3000))
+      return { raw: { sum: req.args.n + 1, when: new Date(0).toISOString() } }
+    }`
+    const outcome = await runner.run(code, request, { timeoutMs: 2000 })
+    expect(outcome.ok).toBe(true)
+    if (!outcome.ok) return
+    expect(outcome.value).toEqual({ raw: { sum: 2, when: '1970-01-01T00:00:00.000Z' } })
+    expect(outcome.logs.slice(0, 2)).toEqual(['args {"n":1} 1 null', 'oops'])
+    expect(outcome.logs).toHaveLength(100)
+    expect(outcome.logs[2]).toHaveLength(2000)
+  })
+
+  it('a hung run batched with others fails alone: every other run succeeds', async () => {
+    const runner = open({ poolSize: 1 })
+    await runner.run('module.exports = () => 1', request, { timeoutMs: 2000 })
+    const ok = 'module.exports = async (req) => ({ raw: req.args.n })'
+    const runs = Array.from({ length: 20 }, (_, n) =>
+      runner.run(
+        n === 7 ? 'module.exports = async () => { while (true) {} }' : ok,
+        { ...request, args: { n } },
+        { timeoutMs: 500 },
+      ),
+    )
+    const outcomes = await Promise.all(runs)
+    outcomes.forEach((outcome, n) => {
+      if (n === 7) expect(outcome).toMatchObject({ ok: false, kind: 'timeout' })
+      else expect(outcome).toMatchObject({ ok: true, value: { raw: n } })
+    })
+  })
+
+  it('a run that takes its process down is `crashed`; the pool heals', async () => {
+    const runner = open({ poolSize: 1, memoryMb: 64 })
+    const boom = 'module.exports = async () => { const a = []; for (;;) a.push(new Array(131072).fill(1)) }'
+    const [outcome, other] = await Promise.all([
+      runner.run(boom, request, { timeoutMs: 5000 }),
+      runner.run('module.exports = async () => ({ raw: "fine" })', request, { timeoutMs: 5000 }),
+    ])
+    expect(outcome).toMatchObject({ ok: false, kind: 'crashed', message: 'it ran out of memory' })
+    expect(other).toMatchObject({ ok: true, value: { raw: 'fine' } })
+    expect(
+      await runner.run('module.exports = () => ({ raw: 2 })', request, { timeoutMs: 5000 }),
+    ).toMatchObject({
+      ok: true,
+      value: { raw: 2 },
+    })
+  })
+
+  it('bounds the answer size, and never takes a resolver from an earlier run', async () => {
+    const runner = open({ poolSize: 1, maxResultChars: 1000 })
+    const big = await runner.run('module.exports = () => ({ raw: "x".repeat(2000) })', request, {
+      timeoutMs: 2000,
+    })
+    expect(big).toMatchObject({
+      ok: false,
+      kind: 'thrown',
+      message: expect.stringContaining('1000 characters'),
+    })
+    const sneaky = `let previous
+      module.exports = (req) => {
+        if (previous) previous({ raw: 'stolen' })
+        return new Promise((resolve) => { previous = resolve; if (req.args.n === 2) resolve({ raw: 'mine' }) })
+      }`
+    const first = await runner.run(sneaky, { ...request, args: { n: 1 } }, { timeoutMs: 2000 })
+    expect(first).toMatchObject({
+      ok: false,
+      kind: 'thrown',
+      message: expect.stringContaining('never settled'),
+    })
+    const second = await runner.run(sneaky, { ...request, args: { n: 2 } }, { timeoutMs: 2000 })
+    expect(second).toMatchObject({ ok: true, value: { raw: 'mine' } })
+  })
+
+  it('keeps working past its code cache: 300 distinct formulas, then the first again', async () => {
+    const runner = open({ poolSize: 1, maxContexts: 8 })
+    const code = (i: number) => `module.exports = () => ({ raw: ${i} })`
+    for (let i = 0; i < 300; i += 30) {
+      const batch = await Promise.all(
+        Array.from({ length: 30 }, (_, j) => runner.run(code(i + j), request, { timeoutMs: 5000 })),
+      )
+      batch.forEach((outcome, j) => expect(outcome).toMatchObject({ ok: true, value: { raw: i + j } }))
+    }
+    expect(await runner.run(code(0), request, { timeoutMs: 5000 })).toMatchObject({
+      ok: true,
+      value: { raw: 0 },
+    })
+  })
+
+  it('close ends runs in flight and later ones as crashed; service.close closes its runner', async () => {
+    const runner = workerRunner({ poolSize: 1 })
+    const pending = runner.run('module.exports = async () => { while (true) {} }', request, {
+      timeoutMs: 10_000,
+    })
+    await new Promise((resolve) => setImmediate(resolve))
+    const service = createService({ store: memoryStore(), clock: manualClock(), runner })
+    await service.close()
+    expect(await pending).toMatchObject({ ok: false, kind: 'crashed' })
+    expect(await runner.run('module.exports = () => 1', request, { timeoutMs: 100 })).toMatchObject({
+      ok: false,
+      kind: 'crashed',
+      message: 'the formula runner is closed',
+    })
+  })
+})
