@@ -50,7 +50,10 @@ export interface FormulaRunner {
   /**
    * Loads `code` as a CommonJS module (`module.exports = async function (req) { ... }`) and calls
    * its exported function with `request`. Resolves with the outcome; never rejects for anything the
-   * code does, and resolves within about `timeoutMs` of the code starting to run.
+   * code does, and resolves in bounded time: about `timeoutMs` after the code starts running. A
+   * runner may run the code a second time when the first attempt was stopped through no fault of
+   * its own (the default runner does so, alone, for runs batched with one that hung or crashed),
+   * so code must not count on running exactly once.
    */
   run(code: string, request: FormulaRequest, options: RunOptions): Promise<RunOutcome>
   /** Stops whatever the runner started; runs still in flight resolve as `crashed`. */
