@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import type { RunOutcome } from '../../src/runner.js'
-import { CHILD_SOURCE } from './child.js'
+import { type Reply, spawnSandbox, toOutcome } from './process.js'
 
 /** One formula run waiting for, or held by, a sandbox process. */
 export interface Job {
@@ -22,9 +22,6 @@ export interface PoolSettings {
   maxContexts: number
   maxBatch: number
 }
-
-type Result = [kind: 'O' | 'I' | 'T', text: string, extra: string | number]
-type Reply = { ready?: 1; b?: number; r?: Result[]; done?: 1 }
 
 interface Batch {
   id: number
@@ -49,14 +46,6 @@ interface Slot {
 
 const MAX_CODES = 256
 const MAX_BOOT_FAILURES = 3
-
-/** The flag that turns on Node's permission model (no filesystem, child processes or workers), if any. */
-function permissionFlags(): string[] {
-  const flags = process.allowedNodeEnvironmentFlags
-  if (flags.has('--permission')) return ['--permission']
-  if (flags.has('--experimental-permission')) return ['--experimental-permission']
-  return []
-}
 
 /**
  * A pool of sandbox processes, each running batches of formula runs one after the other. A batch
@@ -109,23 +98,7 @@ export class SandboxPool {
   }
 
   private spawn(): Slot {
-    const config = JSON.stringify({
-      maxResultChars: this.settings.maxResultChars,
-      maxContexts: this.settings.maxContexts,
-    })
-    const child = spawn(
-      process.execPath,
-      [
-        ...permissionFlags(),
-        '--no-warnings',
-        `--max-old-space-size=${this.settings.memoryMb}`,
-        '-e',
-        CHILD_SOURCE,
-        '--',
-        config,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: {}, serialization: 'json' },
-    )
+    const child = spawnSandbox(this.settings)
     const slot: Slot = { child, ready: false, batch: null, codes: new Set(), stderr: '', killed: false }
     child.stderr?.setEncoding('utf8')
     child.stderr?.on('data', (chunk: string) => {
@@ -241,14 +214,12 @@ export class SandboxPool {
 
   private dispatch(slot: Slot, jobs: Job[]): void {
     const code: Record<string, string> = {}
-    let reset = false
+    // The process forgets all code on `reset`, before taking this batch's: then every code is sent.
+    const reset = slot.codes.size + jobs.length > MAX_CODES
+    if (reset) slot.codes.clear()
     const runs = jobs.map((job) => {
       const hash = this.hash(job.code)
       if (!slot.codes.has(hash)) {
-        if (slot.codes.size >= MAX_CODES) {
-          slot.codes.clear()
-          reset = true
-        }
         slot.codes.add(hash)
         code[hash] = job.code
       }
@@ -281,19 +252,4 @@ export class SandboxPool {
     this.kill(slot)
     this.settle(batch, 'timeout', `no answer within ${batch.timeoutMs} ms`)
   }
-}
-
-function toOutcome([kind, text, extra]: Result): RunOutcome {
-  if (kind === 'O') {
-    try {
-      return { ok: true, value: JSON.parse(text), logs: JSON.parse(String(extra)) as string[] }
-    } catch {
-      return { ok: false, kind: 'thrown', message: 'the formula answered something that is not JSON' }
-    }
-  }
-  if (kind === 'I') return { ok: false, kind: 'invalid', message: text }
-  const status = Number(extra)
-  return status
-    ? { ok: false, kind: 'thrown', message: text, status }
-    : { ok: false, kind: 'thrown', message: text }
 }
