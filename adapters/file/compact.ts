@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { MemoryState } from '../../src/state.js'
 import { journalName, snapshotName, snapshotTempName } from './files.js'
 import { closeFd, fsync, journalFlags, openFd, syncDirectory, writeAll } from './io.js'
-import type { Journal } from './journal.js'
+import { DURABLE, type Journal } from './journal.js'
 import type { FileStoreStep } from './options.js'
 import { encodeSnapshot } from './snapshot.js'
 
@@ -65,7 +65,7 @@ export async function compact(g: Generation): Promise<void> {
       await unlink(join(g.dir, name)).catch(() => {})
     }
     g.compactions++
-    covered?.resolve()
+    covered?.resolve(DURABLE)
   } catch (error) {
     covered?.reject(error instanceof Error ? error : new Error(String(error)))
     throw error

@@ -1,12 +1,17 @@
+import { crc32 } from './crc32.js'
 import { fdatasync, writeAll } from './io.js'
+import { RECORD_HEADER_BYTES } from './record.js'
+
+/** What every durable write resolves to: one shared, frozen `{ ok: true }`. */
+export const DURABLE: { readonly ok: true } = Object.freeze({ ok: true as const })
 
 /** A promise with its settle functions: every write of one flush shares one. */
 export class Group {
-  readonly promise: Promise<void>
-  resolve!: () => void
+  readonly promise: Promise<typeof DURABLE>
+  resolve!: (value: typeof DURABLE) => void
   reject!: (error: Error) => void
   constructor() {
-    this.promise = new Promise<void>((resolve, reject) => {
+    this.promise = new Promise<typeof DURABLE>((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
     })
@@ -14,6 +19,8 @@ export class Group {
     this.promise.catch(() => {})
   }
 }
+
+const INITIAL_BUFFER_BYTES = 64 * 1024
 
 /** What the journal calls between flushes: the store compacts there. */
 export interface JournalOptions {
@@ -43,10 +50,13 @@ export interface JournalOptions {
  * already holds changes the disk may not.
  */
 export class Journal {
-  private chunks: Buffer[] = []
-  private bytes = 0
+  /** Records queued for the next flush, framed in place, and the buffer the last flush wrote. */
+  private buffer = Buffer.allocUnsafe(INITIAL_BUFFER_BYTES)
+  private spare = Buffer.allocUnsafe(INITIAL_BUFFER_BYTES)
+  private used = 0
+  private queued = 0
   private group: Group | null = null
-  private last: Promise<void> = Promise.resolve()
+  private last: Promise<typeof DURABLE> = Promise.resolve(DURABLE)
   private running = false
   private idleGroup: Group | null = null
   /** Set once a flush or maintenance failed; the store is unusable from then on. */
@@ -63,21 +73,37 @@ export class Journal {
     private readonly options: JournalOptions,
   ) {}
 
-  /** Queues a record; resolves when it is durable, rejects if the journal fails first. */
-  append(record: Buffer): Promise<void> {
+  /**
+   * Queues a record holding `json` (the text of an array); resolves to `DURABLE` once it is on
+   * disk, rejects if the journal fails first. The record is framed straight into the flush buffer.
+   */
+  append(json: string): Promise<typeof DURABLE> {
     if (this.failure) return Promise.reject(this.failure)
-    this.chunks.push(record)
-    this.bytes += record.length
-    if (!this.group) {
-      this.group = new Group()
-      this.last = this.group.promise
+    const at = this.used
+    const room = at + RECORD_HEADER_BYTES + json.length * 3
+    if (room > this.buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(room, this.buffer.length * 2))
+      this.buffer.copy(grown, 0, 0, at)
+      this.buffer = grown
+    }
+    const buffer = this.buffer
+    const length = buffer.write(json, at + RECORD_HEADER_BYTES, 'utf8')
+    const end = at + RECORD_HEADER_BYTES + length
+    buffer.writeUInt32LE(length, at)
+    buffer.writeUInt32LE(crc32(buffer.subarray(at + RECORD_HEADER_BYTES, end)), at + 4)
+    this.used = end
+    this.queued++
+    let group = this.group
+    if (!group) {
+      group = this.group = new Group()
+      this.last = group.promise
     }
     this.kick()
-    return this.group.promise
+    return group.promise
   }
 
   /** Resolves when everything queued so far is durable (at once if nothing is). */
-  barrier(): Promise<void> {
+  barrier(): Promise<typeof DURABLE> {
     return this.failure ? Promise.reject(this.failure) : this.last
   }
 
@@ -89,7 +115,7 @@ export class Journal {
   }
 
   /** Resolves when the flush loop has stopped: nothing queued, no maintenance running. */
-  idle(): Promise<void> {
+  idle(): Promise<unknown> {
     if (!this.running) return Promise.resolve()
     this.idleGroup ??= new Group()
     return this.idleGroup.promise
@@ -101,8 +127,8 @@ export class Journal {
    */
   detachPending(): Group | null {
     const group = this.group
-    this.chunks = []
-    this.bytes = 0
+    this.used = 0
+    this.queued = 0
     this.group = null
     return group
   }
@@ -124,19 +150,26 @@ export class Journal {
     while (!this.failure) {
       const group = this.group
       if (group) {
-        const chunks = this.chunks
-        const bytes = this.bytes
-        this.chunks = []
-        this.bytes = 0
+        // Swap buffers: appends go on into the spare while this one is written.
+        // (The spare is the buffer the previous flush wrote, which is done with.)
+        const flushing = this.buffer
+        const data = flushing.subarray(0, this.used)
+        const records = this.queued
+        this.buffer = this.spare
+        // After an unusually large flush, let the big buffer go.
+        this.spare =
+          flushing.length > 16 * INITIAL_BUFFER_BYTES ? Buffer.allocUnsafe(INITIAL_BUFFER_BYTES) : flushing
+        this.used = 0
+        this.queued = 0
         this.group = null
         try {
           const { sync, beforeWrite, beforeSync } = this.options
-          await beforeWrite?.()
-          if (sync === 'dsync') await beforeSync?.()
-          await writeAll(this.fd, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes), this.size)
-          this.size += bytes
+          if (beforeWrite) await beforeWrite()
+          if (beforeSync && sync === 'dsync') await beforeSync()
+          await writeAll(this.fd, data, this.size)
+          this.size += data.length
           if (sync === 'fdatasync') {
-            await beforeSync?.()
+            if (beforeSync) await beforeSync()
             await fdatasync(this.fd)
           }
           if (sync !== 'none') this.syncs++
@@ -145,8 +178,8 @@ export class Journal {
           break
         }
         this.flushes++
-        this.records += chunks.length
-        group.resolve()
+        this.records += records
+        group.resolve(DURABLE)
       } else if (!this.options.wantsMaintenance()) {
         break
       }
@@ -160,7 +193,7 @@ export class Journal {
       }
     }
     this.running = false
-    this.idleGroup?.resolve()
+    this.idleGroup?.resolve(DURABLE)
     this.idleGroup = null
   }
 
@@ -175,8 +208,8 @@ export class Journal {
     inFlight?.reject(this.failure)
     this.group?.reject(this.failure)
     this.group = null
-    this.chunks = []
-    this.bytes = 0
+    this.used = 0
+    this.queued = 0
     this.options.onFailure?.(this.failure)
   }
 }

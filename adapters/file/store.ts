@@ -1,18 +1,16 @@
 import { mkdir } from 'node:fs/promises'
-import { resolve } from 'node:path'
+import { dirname, resolve } from 'node:path'
 import { MemoryState } from '../../src/state.js'
 import type { WriteResult } from '../../src/store.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
 import { compact, type Generation } from './compact.js'
-import { closeFd } from './io.js'
-import { Group, Journal } from './journal.js'
+import { closeFd, syncDirectory } from './io.js'
+import { DURABLE, Group, Journal } from './journal.js'
 import { lockDirectory } from './lock.js'
 import type { FileStore, FileStoreOptions, FileStoreStep } from './options.js'
-import { encodeRecord } from './record.js'
 import { recover } from './recover.js'
 
-const OK: WriteResult = { ok: true }
 const MiB = 1024 * 1024
 
 const nonNegative = (name: string, value: number) => {
@@ -57,7 +55,11 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const hook = options.hooks?.step
   const step = (name: FileStoreStep) => hook?.(name)
 
-  await mkdir(dir, { recursive: true })
+  const made = await mkdir(dir, { recursive: true })
+  // A new directory's name lives in its parent: sync each parent of what was created.
+  if (made !== undefined && durable) {
+    for (let d = dir; d !== dirname(made); d = dirname(d)) await syncDirectory(dirname(d))
+  }
   const lock = await lockDirectory(dir)
   let recovered: Awaited<ReturnType<typeof recover>>
   try {
@@ -89,7 +91,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       requested = null
       try {
         await compact(g)
-        asked?.resolve()
+        asked?.resolve(DURABLE)
       } catch (error) {
         asked?.reject(error instanceof Error ? error : new Error(String(error)))
         throw error
@@ -109,23 +111,25 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     return state
   }
   /** Applies ops already checked, and resolves once their record is durable. */
-  const commit = (s: MemoryState, ops: Op[]): Promise<void> => {
-    const record = encodeRecord(JSON.stringify(ops))
+  const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
+    const json = JSON.stringify(ops)
     // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
     for (const op of ops) s.apply(cloneJson(op))
-    return journal.append(record)
+    return journal.append(json)
   }
 
   return {
-    write: async (batch) => {
-      const s = use()
-      const failed = s.failedCheck(batch.checks ?? [])
-      if (failed) {
-        await journal.barrier()
-        return { ok: false, failed }
+    // Not `async`: a durable write returns the promise its whole flush shares.
+    write: (batch) => {
+      let s: MemoryState
+      try {
+        s = use()
+      } catch (error) {
+        return Promise.reject(error)
       }
-      await (batch.ops.length ? commit(s, batch.ops) : journal.barrier())
-      return OK
+      const failed = s.failedCheck(batch.checks ?? [])
+      if (failed) return journal.barrier().then(() => ({ ok: false, failed }))
+      return batch.ops.length ? commit(s, batch.ops) : journal.barrier()
     },
     getTenant: async (id) => use().getTenant(id),
     findKey: async (hash) => use().findKey(hash),
