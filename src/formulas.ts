@@ -81,8 +81,8 @@ function fromBody(body: FormulaInput) {
 }
 
 /** `fromBody` over `current`: id, owner, status and creation fields kept; modification stamped. */
-function replaced(current: StoredFormula, body: FormulaInput, now: string, by: string | undefined) {
-  const next: StoredFormula = {
+function replaced(current: StoredFormula, body: FormulaInput, now: string, by?: string): StoredFormula {
+  return {
     id: current.id,
     ...fromBody(body),
     status: current.status,
@@ -92,7 +92,6 @@ function replaced(current: StoredFormula, body: FormulaInput, now: string, by: s
     ...(by === undefined ? {} : { modified_by: by }),
     tenant_id: current.tenant_id,
   }
-  return next
 }
 
 /**
@@ -233,7 +232,7 @@ export function officialFormulaAdmin(deps: {
       const { status } = parse(statusOption, options)
       const current = await mustGet(id)
       const body = await validFormula(deps.runner, input, 'official')
-      const next = replaced(current, body, deps.now(), undefined)
+      const next = replaced(current, body, deps.now())
       if (status !== undefined) next.status = status
       expectWritten(
         await store.write({
