@@ -3,7 +3,8 @@ import { readJsonBody } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { parseQuery, type Query } from './query.js'
-import { apiRouter } from './routes.js'
+import type { Match } from './router.js'
+import { apiRouter, type Route } from './routes.js'
 
 /** A WHATWG fetch handler, as Hono, Next.js route handlers, Deno and Bun take it. */
 export type FetchHandler = (request: Request) => Promise<Response>
@@ -47,10 +48,6 @@ export function exchangeHandlerOf(handler: FetchHandler): ExchangeHandler | unde
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
 const EMPTY_QUERY: Query = Object.freeze(Object.create(null))
 
-const defaultLog = (event: HttpLogEvent) => {
-  if (event.kind === 'error') console.error(`tokenvault: ${event.method} ${event.path} failed`, event.error)
-}
-
 /** Splits a request target (origin-form or absolute URL) into its path and its query string. */
 function splitTarget(target: string): { path: string; search: string } {
   let start = 0
@@ -68,6 +65,24 @@ function splitTarget(target: string): { path: string; search: string } {
   return { path: path === '' ? '/' : path, search }
 }
 
+/** The problem for a request that matched no route. */
+function unmatched(
+  match: Exclude<Match<Route>, { kind: 'found' }>,
+  method: string,
+  path: string,
+): HttpProblem {
+  switch (match.kind) {
+    case 'none':
+      return new HttpProblem(404, `No route matches ${method} ${path}.`)
+    case 'method':
+      return new HttpProblem(405, `${method} is not allowed here; allowed: ${match.allow}.`, {
+        allow: match.allow,
+      })
+    case 'bad-encoding':
+      return new HttpProblem(400, 'The path is not valid percent-encoding.', {}, { path: ['is malformed'] })
+  }
+}
+
 /**
  * The core of the adapter: routes the exchange, reads the body, calls the client of the request's
  * key, and serializes the answer or the problem. It holds no domain rule.
@@ -77,20 +92,17 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const keyHeader = `${prefix}-api-key`
   const transactionHeader = `${prefix}-transaction-id`
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
-  const log = options.log ?? defaultLog
+  const log = options.log
   const router = apiRouter()
 
-  const dispatch = async (incoming: Incoming, method: string, path: string, search: string) => {
+  const dispatch = async (
+    incoming: Incoming,
+    method: string,
+    path: string,
+    search: string,
+  ): Promise<Outgoing> => {
     const match = router.match(method, path)
-    if (match.kind === 'none') throw new HttpProblem(404, `No route matches ${method} ${path}.`)
-    if (match.kind === 'method') {
-      throw new HttpProblem(405, `${method} is not allowed here; allowed: ${match.allow}.`, {
-        allow: match.allow,
-      })
-    }
-    if (match.kind === 'bad-encoding') {
-      throw new HttpProblem(400, 'The path is not valid percent-encoding.', {}, { path: ['is malformed'] })
-    }
+    if (match.kind !== 'found') throw unmatched(match, method, path)
     const { route, params } = match
     const body = BODY_METHODS.has(method) ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
@@ -110,23 +122,26 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
   }
 
-  return async (incoming) => {
-    const started = performance.now()
+  const failure = (error: unknown, method: string, path: string): Outgoing => {
+    const known = problemFor(error)
+    if (known) return known
+    if (log) log({ kind: 'error', method, path, error })
+    else console.error(`tokenvault: ${method} ${path} failed`, error)
+    return internalError()
+  }
+
+  return (incoming) => {
+    const started = log ? performance.now() : 0
     const method = incoming.method
     const { path, search } = splitTarget(incoming.target)
-    let out: Outgoing
-    try {
-      out = await dispatch(incoming, method, path, search)
-    } catch (error) {
-      const known = problemFor(error)
-      if (known) out = known
-      else {
-        log({ kind: 'error', method, path, error })
-        out = internalError()
-      }
-    }
-    log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
-    return out
+    const settled = dispatch(incoming, method, path, search).catch((error: unknown) =>
+      failure(error, method, path),
+    )
+    if (!log) return settled
+    return settled.then((out) => {
+      log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
+      return out
+    })
   }
 }
 
