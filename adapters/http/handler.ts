@@ -91,6 +91,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const prefix = (options.headerPrefix ?? 'SVC').toLowerCase()
   const keyHeader = `${prefix}-api-key`
   const transactionHeader = `${prefix}-transaction-id`
+  /** A 401 names how to authenticate (RFC 9110 requires a challenge): the API key header. */
+  const challenge = `ApiKey header="${(options.headerPrefix ?? 'SVC').toUpperCase()}-API-KEY"`
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
   const log = options.log
   const router = apiRouter()
@@ -124,7 +126,10 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
 
   const failure = (error: unknown, method: string, path: string): Outgoing => {
     const known = problemFor(error)
-    if (known) return known
+    if (known) {
+      if (known.status === 401) known.headers['www-authenticate'] = challenge
+      return known
+    }
     if (log) log({ kind: 'error', method, path, error })
     else console.error(`tokenvault: ${method} ${path} failed`, error)
     return internalError()

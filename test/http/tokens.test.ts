@@ -51,7 +51,9 @@ describe('tokens over HTTP', () => {
       409,
     )
 
-    await problem(await call('GET', '/tokens/dup'), 401)
+    const anonymous = await call('GET', '/tokens/dup')
+    expect(anonymous.headers.get('www-authenticate')).toBe('ApiKey header="SVC-API-KEY"')
+    await problem(anonymous, 401)
     await problem(await call('GET', '/tokens/dup', { key: 'key_unknown' }), 401)
     await problem(await call('GET', '/tokens/dup', { key: keys.public }), 403)
   })
