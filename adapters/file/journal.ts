@@ -197,7 +197,9 @@ export class Journal {
     this.idleGroup = null
   }
 
-  private fail(error: unknown, inFlight: Group | null) {
+  /** Fails the journal for good: rejects what is queued (and `inFlight`) and every later append. */
+  fail(error: unknown, inFlight: Group | null = null): void {
+    if (this.failure) return
     const cause = error instanceof Error ? error : new Error(String(error))
     this.failure = new Error(
       `fileStore: the journal failed, so the store refuses further calls: ${cause.message}`,

@@ -113,23 +113,28 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   /** Applies ops already checked, and resolves once their record is durable. */
   const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
     const json = JSON.stringify(ops)
-    // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
-    for (const op of ops) s.apply(cloneJson(op))
+    try {
+      // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
+      for (const op of ops) s.apply(cloneJson(op))
+    } catch (error) {
+      // A malformed op threw halfway: memory no longer matches the journal, so stop here.
+      journal.fail(error)
+      throw journal.failure
+    }
     return journal.append(json)
   }
 
   return {
     // Not `async`: a durable write returns the promise its whole flush shares.
     write: (batch) => {
-      let s: MemoryState
       try {
-        s = use()
+        const s = use()
+        const failed = s.failedCheck(batch.checks ?? [])
+        if (failed) return journal.barrier().then(() => ({ ok: false, failed }))
+        return batch.ops.length ? commit(s, batch.ops) : journal.barrier()
       } catch (error) {
         return Promise.reject(error)
       }
-      const failed = s.failedCheck(batch.checks ?? [])
-      if (failed) return journal.barrier().then(() => ({ ok: false, failed }))
-      return batch.ops.length ? commit(s, batch.ops) : journal.barrier()
     },
     getTenant: async (id) => use().getTenant(id),
     findKey: async (hash) => use().findKey(hash),

@@ -7,7 +7,7 @@ const LONG = process.env['TOKENVAULT_LONG'] === '1'
 /** Kill points per lane; two lanes run side by side, each in its own directory. */
 const KILLS = LONG ? 150 : 25
 const LANES = 2
-const MAX_BATCHES = 300
+const MAX_BATCHES = 150
 
 /**
  * Runs one child that writes batches into `dir`, and SIGKILLs it at a random moment: usually

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
-import type { StoredSession } from '../../src/types.js'
+import type { Op, StoredSession } from '../../src/types.js'
 import { NOW, put, T, tx } from './fixtures.js'
 import { tempDir } from './helpers.js'
 
@@ -110,6 +110,22 @@ describe('file store durability', () => {
       await again.close()
     },
   )
+
+  it('refuses a batch JSON cannot hold without applying it; fails the store if an op throws halfway', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none' })
+    await store.write({ ops: [put('kept')] })
+    const bigint = { op: 'token.put', token: { ...put('big'), data: { n: 1n } } } as unknown as Op
+    await expect(store.write({ ops: [put('before-big'), bigint] })).rejects.toThrow(/BigInt/)
+    expect(await store.getToken(T, 'before-big')).toBeNull()
+    const broken = { op: 'token.put', token: null } as unknown as Op
+    await expect(store.write({ ops: [put('half'), broken] })).rejects.toThrow(/journal failed/)
+    await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect((await again.dump()).tokens.map((t) => t.id)).toEqual(['kept'])
+    await again.close()
+  })
 
   it('close waits for pending writes', async () => {
     const dir = await tempDir()
