@@ -42,6 +42,17 @@ const busy = (dir: string, pid: number) =>
       'If that process is not a tokenvault store, remove the LOCK file.',
   )
 
+/** Creates `lockPath` holding what `written` holds, failing with EEXIST if it exists. */
+async function place(written: string, lockPath: string): Promise<void> {
+  try {
+    await link(written, lockPath)
+  } catch (error) {
+    // Filesystems without hard links: create it exclusively instead (briefly empty while written).
+    if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].some((code) => isCode(error, code))) throw error
+    await writeFile(lockPath, await readFile(written), { flag: 'wx' })
+  }
+}
+
 /**
  * Takes the single-writer lock of `dir`, failing at once if another store holds it: one opened by
  * this process, or a live process whose pid is in the `LOCK` file. A lock left by a dead process
@@ -61,7 +72,7 @@ export async function lockDirectory(dir: string): Promise<DirectoryLock> {
     await writeFile(mine, `${process.pid}\n`)
     for (let attempt = 0; ; attempt++) {
       try {
-        await link(mine, lockPath)
+        await place(mine, lockPath)
         break
       } catch (error) {
         if (!isCode(error, 'EEXIST') || attempt >= 5) throw error

@@ -31,6 +31,14 @@ describe('file store directory lock', () => {
     await second.close()
   })
 
+  it('lets exactly one of several concurrent opens in one process win', async () => {
+    const dir = await tempDir()
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => fileStore({ path: dir })))
+    const opened = results.filter((r) => r.status === 'fulfilled')
+    expect(opened).toHaveLength(1)
+    await (opened[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof fileStore>>>).value.close()
+  })
+
   it('refuses to open while another live process holds the store, and takes over once it is killed', async () => {
     const dir = await tempDir()
     const child = startChild(['hold', dir])
