@@ -33,7 +33,18 @@ export function lockKey(name: string): string {
   return createHash('sha256').update(name).digest().readBigInt64BE(0).toString()
 }
 
-/** A short, stable name for a prepared statement with this text. */
+const names = new Map<string, string>()
+
+/**
+ * A short, stable name for a prepared statement with this text (remembered: the store asks for the
+ * names of its few statement texts on every call).
+ */
 export function statementName(text: string): string {
-  return `tv_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`
+  let name = names.get(text)
+  if (name === undefined) {
+    if (names.size >= 10_000) names.clear()
+    name = `tv_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`
+    names.set(text, name)
+  }
+  return name
 }

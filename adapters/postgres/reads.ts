@@ -75,9 +75,17 @@ export function reads(t: Tables, query: Query): Reads {
     pageSql(`SELECT sort_key AS ord, doc FROM ${table} WHERE tenant_id = $1`, '$2', '$3')
   const listApplicationsSql = byTenant(t.applications)
   const listReactorsSql = byTenant(t.reactors)
+  const byId = (table: string) => `SELECT doc::text AS doc FROM ${table} WHERE tenant_id = $1 AND id = $2`
+  const sql = {
+    tenant: `SELECT doc::text AS doc FROM ${t.tenants} WHERE id = $1`,
+    application: byId(t.applications),
+    token: byId(t.tokens),
+    transaction: byId(t.transactions),
+    reactor: byId(t.reactors),
+  }
 
   return {
-    getTenant: (id) => one(`SELECT doc::text AS doc FROM ${t.tenants} WHERE id = $1`, [id]),
+    getTenant: (id) => one(sql.tenant, [id]),
     findKey: async (keyHash) => {
       const { rows } = await prepared(
         `SELECT k.kind, coalesce(a.doc, s.doc)::text AS doc FROM ${t.apiKeys} k
@@ -92,11 +100,9 @@ export function reads(t: Tables, query: Query): Reads {
         ? { kind: 'application', application: JSON.parse(row.doc) as StoredApplication }
         : { kind: 'session', session: JSON.parse(row.doc) as StoredSession }
     },
-    getApplication: (tenantId, id) =>
-      one(`SELECT doc::text AS doc FROM ${t.applications} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    getApplication: (tenantId, id) => one(sql.application, [tenantId, id]),
     listApplications: (tenantId, range) => page(listApplicationsSql, [tenantId], range),
-    getToken: (tenantId, id) =>
-      one(`SELECT doc::text AS doc FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    getToken: (tenantId, id) => one(sql.token, [tenantId, id]),
     hasAssociation: async (tenantId, parentId, childId) => {
       const { rowCount } = await prepared(
         `SELECT 1 FROM ${t.associations} WHERE tenant_id = $1 AND parent_id = $2 AND child_id = $3`,
@@ -120,8 +126,7 @@ export function reads(t: Tables, query: Query): Reads {
         WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
-    getTransaction: (tenantId, id) =>
-      one(`SELECT doc::text AS doc FROM ${t.transactions} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    getTransaction: (tenantId, id) => one(sql.transaction, [tenantId, id]),
     getSessionByNonce: (tenantId, nonceHash) =>
       one(
         `SELECT s.doc::text AS doc FROM ${t.nonces} n
@@ -144,8 +149,7 @@ export function reads(t: Tables, query: Query): Reads {
         WHERE (tenant_id IS NULL OR tenant_id = $1)${filter}`
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
-    getReactor: (tenantId, id) =>
-      one(`SELECT doc::text AS doc FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    getReactor: (tenantId, id) => one(sql.reactor, [tenantId, id]),
     listReactors: (tenantId, range) => page(listReactorsSql, [tenantId], range),
     dump: async () => {
       const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`

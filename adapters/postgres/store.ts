@@ -91,14 +91,20 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   let idle: (() => void) | undefined
 
   /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
-  const guard = async <T>(fn: () => Promise<T>): Promise<T> => {
-    if (closed) throw new Error('postgresStore: the store is closed')
+  const done = () => {
+    if (--inFlight === 0) idle?.()
+  }
+  const guard = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(new Error('postgresStore: the store is closed'))
     inFlight++
+    let result: Promise<T>
     try {
-      return await fn()
-    } finally {
-      if (--inFlight === 0) idle?.()
+      result = fn()
+    } catch (error) {
+      done()
+      return Promise.reject(error)
     }
+    return result.finally(done)
   }
 
   /** Runs `fn` in one SQL transaction on one client that `begin` opened; retries deadlocks. */
