@@ -10,7 +10,9 @@ const { key } = await vault.admin.createApplication({
   name: 'backend',
   type: 'private',
   permissions: ['token:create', 'token:read'],
-  rules: [{ description: 'all', priority: 1, transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+  rules: [
+    { description: 'all', priority: 1, transform: 'reveal', permissions: ['token:create', 'token:read'] },
+  ],
 })
 
 const client = vault.connect(key)

@@ -196,7 +196,7 @@ export class MemoryState {
       }
       case 'transaction.stage': {
         const tx = this.transactions.get(k(op.tenant_id, op.id))
-        if (!tx || tx.state !== 'open') return
+        if (tx?.state !== 'open') return
         tx.writes.push(...op.writes)
         for (const id of op.locks) {
           if (!tx.locks.includes(id)) tx.locks.push(id)
@@ -206,7 +206,7 @@ export class MemoryState {
       }
       case 'transaction.commit': {
         const tx = this.transactions.get(k(op.tenant_id, op.id))
-        if (!tx || tx.state !== 'open') return
+        if (tx?.state !== 'open') return
         const writes = tx.writes
         this.releaseLocks(tx)
         this.transactions.set(k(op.tenant_id, op.id), { ...tx, state: 'committed', writes: [], locks: [] })

@@ -6,7 +6,10 @@ describe('README', () => {
   it('shows the embedding example exactly as examples/embed.ts, and it runs as written', () => {
     const example = readFileSync('examples/embed.ts', 'utf8').trim()
     expect(readFileSync('README.md', 'utf8')).toContain(example)
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'examples/embed.ts'], { encoding: 'utf8', timeout: 30_000 })
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'examples/embed.ts'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
     expect(run.stderr).toBe('')
     expect(run.stdout.trim()).toBe("true { number: '4242424242424242' }")
   })

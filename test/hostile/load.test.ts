@@ -156,9 +156,6 @@ describe('load on the CLI server over the file store', () => {
 
         const warm = await run(2)
         expect(warm.non2xx).toBe(0)
-        const storeBefore = JSON.stringify(
-          await (await fetch(`${server.url}/tokens/${parent.id}`)).text(),
-        ).length
         const heapBefore = heapAfterGc()
         const ackedBefore = acknowledged.length
         const result = await run(SECONDS)
