@@ -254,10 +254,10 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
       configuration: [{ name: 'apiKey', type: 'string' }],
       requestParameters: [{ name: 'amount', type: 'number' }],
     })
-    // The SDK types `formula: { id }`; the vault takes `formula_id`, which the SDK sends for `formulaId`.
+    // The SDK sends `formula: { id }`; the vault takes it as well as `formula_id`.
     const reactor = await admin.reactors.create({
       name: 'echo',
-      formulaId: formula.id,
+      formula: { id: formula.id },
       configuration: { apiKey: 'sk_test' },
     } as never)
     expect(reactor).toMatchObject({ name: 'echo', configuration: { apiKey: 'sk_test' } })
