@@ -13,7 +13,15 @@ export interface Migration {
  * The schema. Every table keeps each record's full JSON in `doc` (returned as is, so records
  * round-trip exactly) next to the key and index columns the queries need. Text keys use the "C"
  * collation (byte order, no locale) so that `<` on timestamps compares like JavaScript strings;
- * paged lists order by `sort_key` (see `sortKey`). The tenant id is part of every primary key.
+ * paged lists order by `sort_key` (see `sortKey`). The tenant id leads every primary key, except
+ * where the contract looks across tenants: `api_keys` (`findKey`: any tenant) and
+ * `reactors_by_formula` (`formula.unused`: any tenant's reactors).
+ *
+ * Indexes: primary keys serve gets by id and every check; `associations_by_parent` lists children in
+ * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
+ * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
+ * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
+ * expiry indexes serve `purgeExpired`; `token_locks_by_transaction` releases a transaction's locks.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {

@@ -33,7 +33,10 @@ const RETRY = new Set(['40P01', '40001'])
 
 async function createPool(options: PostgresUrlOptions): Promise<Pool> {
   const pg = await import('pg')
-  return new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10 })
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10 })
+  // An idle connection that breaks is dropped by the pool; without a listener the error would crash the process.
+  pool.on('error', () => {})
+  return pool
 }
 
 async function currentSchema(pool: Pool): Promise<string> {
@@ -57,6 +60,9 @@ async function currentSchema(pool: Pool): Promise<string> {
  * checks only after the first committed, sees its effects and fails. `formula.unused` reads every
  * tenant's reactors, and `purgeExpired` writes every tenant's records: they take the store-wide lock
  * exclusively. Writes of different tenants run in parallel; a tenant's writes run one at a time.
+ * So a nonce authorization (`session.pending` + `session.put`) and a commit (`transaction.open` +
+ * `transaction.commit`) are conditional updates that exactly one racer wins, in one process or many.
+ * Token locks of open transactions live in a table (`token_locks`), so every process sees them.
  * A batch with checks and no ops takes no lock: its one statement sees one snapshot.
  * Reads are single statements, so each sees one consistent snapshot of committed writes.
  * A write is acknowledged after its COMMIT returns, so it is as durable as the server's settings
@@ -87,13 +93,14 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   const locks = new LockKeys(schema)
   const read = reads(t, (config) => pool.query(config))
   let closed = false
+  let closing: Promise<void> | undefined
   let inFlight = 0
   let idle: (() => void) | undefined
 
-  /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
   const done = () => {
     if (--inFlight === 0) idle?.()
   }
+  /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closed) return Promise.reject(new Error('postgresStore: the store is closed'))
     inFlight++
@@ -193,11 +200,13 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
     listReactors: (tenantId, range) => guard(() => read.listReactors(tenantId, range)),
     purgeExpired: (now) => guard(() => purgeExpired(now)),
     dump: () => guard(() => read.dump()),
-    close: async () => {
-      if (closed) return
+    close: () => {
       closed = true
-      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve))
-      if (owned) await pool.end()
+      closing ??= (async () => {
+        if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve))
+        if (owned) await pool.end()
+      })()
+      return closing
     },
   }
 }

@@ -11,15 +11,20 @@ import type {
 } from '../../src/types.js'
 import type { Step } from './observe.js'
 
-/**
- * Random batches over a tiny universe of ids, so that batches collide: the same tokens, links,
- * transactions, nonces and key hashes come up again and again, across two tenants.
- */
+// Random batches over a tiny universe of ids, so that batches collide: the same tokens, links,
+// transactions, nonces and key hashes come up again and again, across two tenants.
+
+/** The tenants of the universe. */
 export const TENANTS = ['T', 'U'] as const
+/** Every timestamp (creation, expiry, "now") the batches use: equal ones test the `<=` edges. */
 export const TIMES = ['2030-01-01T00:00:00.000Z', '2030-01-01T01:00:00.000Z', '2030-01-01T02:00:00.000Z']
+/** Key hashes shared by applications and sessions of both tenants. */
 export const KEY_HASHES = ['k1', 'k2', 'k3']
+/** Nonce hashes shared by the sessions. */
 export const NONCES = ['n1', 'n2']
+/** Token ids. */
 export const TOKEN_IDS = ['a', 'b', 'c']
+/** Formula names with `LIKE` metacharacters, case folding that changes length, and UTF-16 ordering traps. */
 export const FORMULA_NAMES = [
   'Card Lookup',
   'card enrich',
