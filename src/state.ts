@@ -49,6 +49,27 @@ export function nameMatcher(filter: string | undefined): (name: string) => boole
 }
 
 /**
+ * Every record a `MemoryState` holds, as `records()` hands them out and `fromRecords` takes them:
+ * what a serialiser needs to rebuild a state that answers every read and check as the original.
+ * Beside the `StoreDump` kinds, `locks` says which transaction holds each locked token, which the
+ * transactions alone do not (a lock may have passed to another transaction, or been released by
+ * one while another that lists it is still open).
+ */
+export interface StateRecords {
+  tenants: readonly Tenant[]
+  applications: readonly StoredApplication[]
+  tokens: readonly StoredToken[]
+  /** Each parent's links in the order they were made (the order `listChildren` answers in). */
+  associations: readonly Association[]
+  transactions: readonly StoredTransaction[]
+  /** `[tenant id, token id, id of the transaction holding its lock]`, one per locked token. */
+  locks: readonly (readonly [tenantId: string, tokenId: string, transactionId: string])[]
+  sessions: readonly StoredSession[]
+  formulas: readonly StoredFormula[]
+  reactors: readonly Reactor[]
+}
+
+/**
  * The whole store as in-memory maps, applying `Store.write` batches synchronously: a batch's checks
  * and ops run without yielding, so in one process every batch is atomic and they are serialized.
  * The memory store is this state behind async methods; the file store replays its journal into it.
@@ -440,6 +461,64 @@ export class MemoryState {
     return { sessions, transactions: ops.length - sessions }
   }
 
+  /**
+   * Every record as stored, neither copied nor sorted: for a serialiser that reads them at once
+   * (say, one `JSON.stringify`), before anything else runs. The arrays are fresh, but the records
+   * in them are the state's own, and later ops may change them (staging appends to an open
+   * transaction's `writes` and `locks` in place): never mutate them, and never keep them.
+   *
+   * Associations come parent by parent, each parent's in the order its links were made (a link
+   * made again after an unlink comes last); that per-parent order is what `listChildren` answers
+   * in, and the only order among links that any read shows.
+   */
+  records(): StateRecords {
+    const associations: Association[] = []
+    for (const kids of this.children.values()) for (const a of kids.values()) associations.push(a)
+    const locks: [string, string, string][] = []
+    for (const [key, transactionId] of this.locks) {
+      const at = key.indexOf('\u0000')
+      locks.push([key.slice(0, at), key.slice(at + 1), transactionId])
+    }
+    return {
+      tenants: [...this.tenants.values()],
+      applications: [...this.applications.values()],
+      tokens: [...this.tokens.values()],
+      associations,
+      transactions: [...this.transactions.values()],
+      locks,
+      sessions: [...this.sessions.values()],
+      formulas: [...this.formulas.values()],
+      reactors: [...this.reactors.values()],
+    }
+  }
+
+  /**
+   * Rebuilds the state that `records()` described: every read and check answers as it did on the
+   * original, and ops go on to apply alike. Tokens are put before the associations between them,
+   * and the locks are restored exactly as listed (whatever the open transactions list).
+   *
+   * The new state takes the records as its own and may mutate them later (see `records()`): pass
+   * records nothing else holds, such as freshly parsed ones. Key and nonce hashes are taken to be
+   * unique, as the SHA-256 hashes of random secrets that they are.
+   */
+  static fromRecords(r: StateRecords): MemoryState {
+    const state = new MemoryState()
+    for (const tenant of r.tenants) state.apply({ op: 'tenant.put', tenant })
+    for (const application of r.applications) state.apply({ op: 'application.put', application })
+    for (const token of r.tokens) state.apply({ op: 'token.put', token })
+    for (const association of r.associations) state.apply({ op: 'association.put', association })
+    // An open transaction's put takes the locks it lists; replace them with the recorded holders.
+    for (const transaction of r.transactions) state.apply({ op: 'transaction.put', transaction })
+    state.locks.clear()
+    for (const [tenantId, tokenId, transactionId] of r.locks)
+      state.locks.set(k(tenantId, tokenId), transactionId)
+    for (const session of r.sessions) state.apply({ op: 'session.put', session })
+    for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
+    for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
+    return state
+  }
+
+  /** Every record, deep-copied and sorted by key, for tests and tools (`records()` is the cheap way to serialise). */
   dump(): StoreDump {
     const sorted = <T>(values: Iterable<T>, key: (t: T) => string) => [...values].sort(byKey(key)).map(copy)
     const associations: Association[] = []

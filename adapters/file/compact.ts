@@ -26,7 +26,8 @@ export interface Generation {
  *
  * 1. Synchronously: take the records queued since the last flush out of the journal and serialise
  *    the state, which already holds their ops (the new snapshot covers them; they must not also be
- *    replayed on top of it, since `transaction.stage` is not idempotent).
+ *    replayed on top of it, since `transaction.stage` is not idempotent). This is the one step that
+ *    blocks every call: one `JSON.stringify` of `state.records()`, about 0.15 s per 100k tokens.
  * 2. Write `snapshot.N+1.json.tmp`, fsync it, rename it to `snapshot.N+1.json`, fsync the directory.
  *    From here a reopen picks generation N+1; before, it picks N (and removes the temp file).
  * 3. Create the empty `journal.N+1.log`, point the journal at it, fsync the directory.

@@ -32,7 +32,7 @@ const nonNegative = (name: string, value: number) => {
  * - When a write or sync fails, the pending writes are rejected and so is every later call: memory
  *   then holds changes the disk may not. Reopen the directory to go on.
  * - Compaction (once the journal outgrows `compactRatio` × the snapshot and `compactMinBytes`)
- *   serialises the whole state at once, so calls wait for that step (about 1 s per 100k tokens),
+ *   serialises the whole state at once, so calls wait for that step (about 0.15 s per 100k tokens),
  *   then writes a snapshot and starts a new journal; acknowledged writes survive a crash at any step.
  * - One writer: the directory is locked (its `LOCK` file holds the pid) until `close()`, which
  *   waits for pending writes. A second open, in this process or another live one, fails at once.
