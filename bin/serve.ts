@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
 import { workerRunner } from '../adapters/sandbox/index.js'
 import { createService, type Service, systemClock } from '../src/index.js'
+import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
 import { openStore } from './stores.js'
 
@@ -28,16 +29,7 @@ export interface Serving {
   close(graceMs?: number): Promise<void>
 }
 
-const MANAGEMENT_PERMISSIONS: Permission[] = [
-  'application:create',
-  'application:read',
-  'application:update',
-  'application:delete',
-  'reactor:create',
-  'reactor:read',
-  'reactor:update',
-  'reactor:delete',
-]
+const MANAGEMENT_PERMISSIONS: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 
 /** How often expired sessions and transactions are swept, in milliseconds. */
 export const SWEEP_INTERVAL_MS = 30_000
