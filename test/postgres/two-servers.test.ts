@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
+import pg from 'pg'
+import { afterAll, expect, it } from 'vitest'
+import { describePostgres } from './database.js'
+
+const root = new URL('../../', import.meta.url)
+const children: ChildProcess[] = []
+
+/** Starts `tokenvault serve` on a free port over `store`; resolves with its URL and printed lines. */
+async function serve(store: string) {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bin/tokenvault.ts', 'serve', '--port', '0', '--store', store],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
+  children.push(child)
+  let stderr = ''
+  child.stderr!.on('data', (d) => {
+    stderr += d
+  })
+  const lines: string[] = []
+  const reader = createInterface({ input: child.stdout! })
+  const listening = new Promise<string>((resolve, reject) => {
+    reader.on('line', (line) => {
+      lines.push(line)
+      if (line.startsWith('listening on ')) resolve(line.slice('listening on '.length))
+    })
+    child.on('exit', () => reject(new Error(`the server exited: ${stderr}`)))
+  })
+  const url = await listening
+  // The management key, when there is one, is printed right after the listening line.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  return { child, url, lines }
+}
+
+afterAll(async () => {
+  for (const child of children) {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM')
+      await once(child, 'exit')
+    }
+  }
+})
+
+describePostgres('two CLI servers over one Postgres database', (url) => {
+  it('a token created through one is read through the other; a session created on one is authorized on the other', async () => {
+    const database = `tv_cli_${randomBytes(5).toString('hex')}`
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    await admin.query(`CREATE DATABASE ${database}`)
+    const dbUrl = new URL(url)
+    dbUrl.pathname = `/${database}`
+    try {
+      const one = await serve(dbUrl.toString())
+      const managementKey = one.lines
+        .find((l) => l.startsWith('management key: '))
+        ?.slice('management key: '.length)
+      expect(managementKey).toMatch(/^key_/)
+      const two = await serve(dbUrl.toString())
+      expect(two.lines.some((l) => l.startsWith('management key: '))).toBe(false)
+
+      const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
+        const response = await fetch(`${base}${path}`, {
+          method,
+          headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })
+        const text = await response.text()
+        return { status: response.status, body: text ? JSON.parse(text) : undefined }
+      }
+      const perms = ['token:create', 'token:read']
+      const priv = await call(one.url, 'POST', '/applications', managementKey!, {
+        name: 'srv',
+        type: 'private',
+        permissions: perms,
+        rules: [{ description: 'all', priority: 1, transform: 'reveal', permissions: perms }],
+      })
+      expect(priv.status).toBe(201)
+      const created = await call(one.url, 'POST', '/tokens', priv.body.key, {
+        type: 'card',
+        data: 'through one',
+      })
+      expect(created.status).toBe(201)
+      const read = await call(two.url, 'GET', `/tokens/${created.body.id}`, priv.body.key)
+      expect(read).toMatchObject({ status: 200, body: { data: 'through one' } })
+
+      const pub = await call(two.url, 'POST', '/applications', managementKey!, {
+        name: 'web',
+        type: 'public',
+        permissions: ['token:create'],
+      })
+      const session = await call(one.url, 'POST', '/sessions', pub.body.key)
+      expect(session.status).toBe(201)
+      const authorized = await call(two.url, 'POST', '/sessions/authorize', priv.body.key, {
+        nonce: session.body.nonce,
+        permissions: ['token:read'],
+      })
+      expect(authorized.status).toBe(200)
+      const again = await call(one.url, 'POST', '/sessions/authorize', priv.body.key, {
+        nonce: session.body.nonce,
+        permissions: ['token:read'],
+      })
+      expect(again.status).toBe(409)
+      const viaSession = await call(one.url, 'GET', `/tokens/${created.body.id}`, session.body.session_key)
+      expect(viaSession.status).toBe(200)
+    } finally {
+      for (const child of children.splice(0)) {
+        if (child.exitCode === null) {
+          child.kill('SIGTERM')
+          await once(child, 'exit')
+        }
+      }
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`)
+      await admin.end()
+    }
+  }, 60_000)
+})
