@@ -76,7 +76,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const service = createService({ store: opened.store, clock: systemClock, runner })
   let key: string | null
   try {
-    key = await bootstrap(service, async () => (await opened.store.dump()).tenants.length === 0)
+    key = await bootstrap(service, async () => !(await opened.store.hasTenants()))
   } catch (error) {
     await service.close()
     await opened.release()

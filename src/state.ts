@@ -327,6 +327,10 @@ export class MemoryState {
 
   // Reads: each returns copies.
 
+  hasTenants(): boolean {
+    return this.tenants.size > 0
+  }
+
   getTenant(id: string): Tenant | null {
     const t = this.tenants.get(id)
     return t ? copy(t) : null

@@ -59,6 +59,8 @@ export interface Store {
   write(batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult>
 
   getTenant(id: string): Promise<Tenant | null>
+  /** Whether the store holds any tenant at all (a fresh store holds none). */
+  hasTenants(): Promise<boolean>
   /** The application or session whose key hashes (SHA-256, hex) to `keyHash`, in any tenant. */
   findKey(keyHash: string): Promise<KeyOwner | null>
   getApplication(tenantId: string, id: string): Promise<StoredApplication | null>

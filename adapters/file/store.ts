@@ -137,6 +137,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       }
     },
     getTenant: async (id) => use().getTenant(id),
+    hasTenants: async () => use().hasTenants(),
     findKey: async (hash) => use().findKey(hash),
     getApplication: async (t, id) => use().getApplication(t, id),
     listApplications: async (t, range) => use().listApplications(t, range),

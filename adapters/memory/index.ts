@@ -16,6 +16,7 @@ export function memoryStore(): Store {
   return {
     write: async (batch) => open().write(batch),
     getTenant: async (id) => open().getTenant(id),
+    hasTenants: async () => open().hasTenants(),
     findKey: async (hash) => open().findKey(hash),
     getApplication: async (t, id) => open().getApplication(t, id),
     listApplications: async (t, range) => open().listApplications(t, range),

@@ -18,6 +18,7 @@ type Query = (config: QueryConfig) => Promise<QueryResult>
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
 export interface Reads {
   getTenant(id: string): Promise<Tenant | null>
+  hasTenants(): Promise<boolean>
   findKey(keyHash: string): Promise<KeyOwner | null>
   getApplication(tenantId: string, id: string): Promise<StoredApplication | null>
   listApplications(tenantId: string, range: Range): Promise<Page<StoredApplication>>
@@ -86,6 +87,8 @@ export function reads(t: Tables, query: Query): Reads {
 
   return {
     getTenant: (id) => one(sql.tenant, [id]),
+    hasTenants: async () =>
+      (await prepared(`SELECT EXISTS (SELECT 1 FROM ${t.tenants}) AS any`, [])).rows[0]?.any === true,
     findKey: async (keyHash) => {
       const { rows } = await prepared(
         `SELECT k.kind, coalesce(a.doc, s.doc)::text AS doc FROM ${t.apiKeys} k

@@ -186,6 +186,7 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   return {
     write: (batch) => guard(() => write(batch)),
     getTenant: (id) => guard(() => read.getTenant(id)),
+    hasTenants: () => guard(() => read.hasTenants()),
     findKey: (hash) => guard(() => read.findKey(hash)),
     getApplication: (tenantId, id) => guard(() => read.getApplication(tenantId, id)),
     listApplications: (tenantId, range) => guard(() => read.listApplications(tenantId, range)),

@@ -88,6 +88,16 @@ export function storeContract(harness: StoreHarness): void {
   const fresh = async () => harness.open()
 
   describe(`Store contract: ${harness.name}`, () => {
+    it('tells whether it holds any tenant', async () => {
+      const store = await fresh()
+      expect(await store.hasTenants()).toBe(false)
+      await store.write({ ops: [{ op: 'tenant.put', tenant: { id: T, name: 'a', created_at: NOW } }] })
+      expect(await store.hasTenants()).toBe(true)
+      expect(await store.getTenant(T)).toEqual({ id: T, name: 'a', created_at: NOW })
+      expect(await store.getTenant(U)).toBeNull()
+      await store.close()
+    })
+
     it('writes tokens and reads back copies scoped by tenant', async () => {
       const store = await fresh()
       expect(await store.write({ ops: [put(token('a'))] })).toEqual({ ok: true })
