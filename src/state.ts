@@ -35,6 +35,18 @@ const byKey =
   (a: T, b: T) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
 
+/** Whether two JSON values are equal, object key order aside. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const ka = Object.keys(a)
+  const kb = Object.keys(b)
+  if (ka.length !== kb.length) return false
+  const ob = b as Record<string, unknown>
+  return ka.every((key) => Object.hasOwn(ob, key) && sameJson((a as Record<string, unknown>)[key], ob[key]))
+}
+
 /** Turns a `name` filter into a predicate: `*` is a wildcard, no `*` means "contains"; case-insensitive. */
 export function nameMatcher(filter: string | undefined): (name: string) => boolean {
   if (filter === undefined || filter === '') return () => true
@@ -122,6 +134,10 @@ export class MemoryState {
         if (txId === undefined || txId === c.except) return true
         const tx = this.transactions.get(k(c.tenant_id, txId))
         return !(tx && tx.state === 'open' && tx.expires_at > c.now)
+      }
+      case 'token.unchanged': {
+        const stored = this.tokens.get(k(c.tenant_id, c.id))
+        return stored !== undefined && sameJson(stored, c.token)
       }
       case 'association.absent':
       case 'association.present': {

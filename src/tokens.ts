@@ -1,9 +1,11 @@
+import type * as v from 'valibot'
 import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './access.js'
+import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { conflict, invalid } from './errors.js'
 import { createTokenInput, updateTokenInput } from './schemas/token.js'
-import { mustReadToken, openTransaction, stagedToken, writeAs } from './txview.js'
+import { mustReadToken, openTransaction, stagedToken, tryWriteAs, writeAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
@@ -68,6 +70,32 @@ export function mergePatch(target: Json | undefined, patch: Json): Json {
   return base
 }
 
+/** How often an update merges again after losing a race with a concurrent write, before answering 409. */
+const MAX_UPDATE_ATTEMPTS = 8
+
+/** `current` with a validated merge patch applied (`null` removes; `data` can't be removed). */
+function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenInput>): StoredToken {
+  const { mask: _mask, expires_at: _expiresAt, modified_by: _by, modified_at: _at, ...kept } = current
+  const mask = patch.mask === undefined ? current.mask : patch.mask === null ? undefined : patch.mask
+  const expiresAt = patch.expires_at === undefined ? current.expires_at : (patch.expires_at ?? undefined)
+  const next: StoredToken = {
+    ...kept,
+    data: patch.data === undefined ? current.data : mergePatch(current.data, patch.data),
+    containers:
+      patch.containers === undefined ? current.containers : (patch.containers ?? DEFAULT_CONTAINERS),
+    metadata:
+      patch.metadata === undefined
+        ? current.metadata
+        : patch.metadata === null
+          ? {}
+          : (mergePatch(current.metadata, patch.metadata) as Record<string, string>),
+    ...(mask === undefined ? {} : { mask }),
+    ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+  }
+  if (next.data === null) throw invalid('data', 'is required')
+  return next
+}
+
 /** Token create, get, update and delete for one caller. */
 export function tokenOperations(ctx: Ctx) {
   return {
@@ -94,34 +122,30 @@ export function tokenOperations(ctx: Ctx) {
     async update(id: string, input: unknown): Promise<Token> {
       const patch = parse(updateTokenInput, input)
       requireFuture(ctx, patch.expires_at)
-      const tx = await openTransaction(ctx)
-      const current = await mustReadToken(ctx, tx, id)
-      requireTokenAccess(ctx.principal, 'token:update', current)
-      const { mask: _mask, expires_at: _expiresAt, ...kept } = current
-      const mask = patch.mask === undefined ? current.mask : patch.mask === null ? undefined : patch.mask
-      const expiresAt = patch.expires_at === undefined ? current.expires_at : (patch.expires_at ?? undefined)
-      const next: StoredToken = {
-        ...kept,
-        data: patch.data === undefined ? current.data : mergePatch(current.data, patch.data),
-        containers:
-          patch.containers === undefined ? current.containers : (patch.containers ?? DEFAULT_CONTAINERS),
-        metadata:
-          patch.metadata === undefined
-            ? current.metadata
-            : (mergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>),
-        ...(mask === undefined ? {} : { mask }),
-        ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
-        modified_by: ctx.principal.id,
-        modified_at: ctx.now(),
+      // Read, merge, compare-and-set: a concurrent write in between makes this merge again on top of it.
+      for (let attempt = 1; ; attempt++) {
+        const tx = await openTransaction(ctx)
+        const current = await mustReadToken(ctx, tx, id)
+        requireTokenAccess(ctx.principal, 'token:update', current)
+        const next: StoredToken = {
+          ...patched(current, patch),
+          modified_by: ctx.principal.id,
+          modified_at: ctx.now(),
+        }
+        requireTokenAccess(ctx.principal, 'token:update', next)
+        const unchanged: Check[] =
+          stagedToken(tx, id) === undefined
+            ? [{ check: 'token.unchanged', tenant_id: current.tenant_id, id, token: current }]
+            : []
+        const result = await tryWriteAs(ctx, tx, {
+          checks: unchanged,
+          ops: [{ op: 'token.put', token: next }],
+          locks: [id],
+        })
+        if (result.ok) return shownToCaller(ctx, next)
+        if (result.failed.check !== 'token.unchanged' || attempt >= MAX_UPDATE_ATTEMPTS)
+          throw checkFailure(result.failed)
       }
-      if (patch.metadata === null) next.metadata = {}
-      if (next.data === null) throw invalid('data', 'is required')
-      requireTokenAccess(ctx.principal, 'token:update', next)
-      const present: Check[] = stagedToken(tx, id)
-        ? []
-        : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
-      await writeAs(ctx, tx, { checks: present, ops: [{ op: 'token.put', token: next }], locks: [id] })
-      return shownToCaller(ctx, next)
     },
 
     /** Deletes a token and every association it is part of. */

@@ -1,6 +1,7 @@
-import { checkFailure, expectWritten } from './checks.js'
+import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { conflict, notFound } from './errors.js'
+import type { WriteResult } from './store.js'
 import type { Check, Op, StoredToken, StoredTransaction } from './types.js'
 
 /**
@@ -89,13 +90,13 @@ export async function hasAssociation(
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
  * open transaction locks a token in `locks`. Inside one they are staged on it and `locks` are
- * taken for it; committed state is untouched until commit.
+ * taken for it; committed state is untouched until commit. Answers the store's result.
  */
-export async function writeAs(
+export async function tryWriteAs(
   ctx: Ctx,
   tx: StoredTransaction | null,
   write: { checks: Check[]; ops: Op[]; locks: string[] },
-): Promise<void> {
+): Promise<WriteResult> {
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
   const unlocked = (id: string): Check => ({
@@ -105,13 +106,8 @@ export async function writeAs(
     now,
     ...(tx ? { except: tx.id } : {}),
   })
-  if (!tx) {
-    expectWritten(
-      await ctx.store.write({ checks: [...write.checks, ...write.locks.map(unlocked)], ops: write.ops }),
-    )
-    return
-  }
-  const result = await ctx.store.write({
+  if (!tx) return ctx.store.write({ checks: [...write.checks, ...write.locks.map(unlocked)], ops: write.ops })
+  return ctx.store.write({
     checks: [
       { check: 'transaction.open', tenant_id: tenant, id: tx.id, now },
       ...write.checks,
@@ -119,5 +115,13 @@ export async function writeAs(
     ],
     ops: [{ op: 'transaction.stage', tenant_id: tenant, id: tx.id, writes: write.ops, locks: write.locks }],
   })
-  if (!result.ok) throw checkFailure(result.failed)
+}
+
+/** Like `tryWriteAs`, but throws the matching `ServiceError` when a check fails. */
+export async function writeAs(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  write: { checks: Check[]; ops: Op[]; locks: string[] },
+): Promise<void> {
+  expectWritten(await tryWriteAs(ctx, tx, write))
 }

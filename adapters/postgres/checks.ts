@@ -17,6 +17,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
         WHERE l.tenant_id = ${p(c.tenant_id)} AND l.token_id = ${p(c.id)}
           AND l.transaction_id IS DISTINCT FROM ${p(c.except ?? null)}
           AND x.state = 'open' AND x.expires_at > ${p(c.now)})`
+    case 'token.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND doc = (${p(JSON.stringify(c.token))})::jsonb)`
     case 'association.absent':
     case 'association.present': {
       const exists = `EXISTS (SELECT 1 FROM ${t.associations} WHERE tenant_id = ${p(c.tenant_id)}

@@ -77,4 +77,22 @@ describe('tokens', () => {
     const noMask = await client.tokens.create({ type: 'ssn', data: 'secret' })
     expect((await reader.client.tokens.get(noMask.id)).data).toBeUndefined()
   })
+
+  it('loses no acknowledged patch when patches race: each merges on top of the others', async () => {
+    const { client } = await setup()
+    const t = await client.tokens.create({ type: 'token', data: { base: true }, metadata: {} })
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        client.tokens.update(t.id, { data: { [`k${i}`]: i }, metadata: { [`m${i}`]: String(i) } }),
+      ),
+    )
+    const acknowledged = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []))
+    expect(acknowledged).toHaveLength(6)
+    const final = await client.tokens.get(t.id)
+    for (const i of acknowledged) {
+      expect((final.data as Record<string, unknown>)[`k${i}`]).toBe(i)
+      expect(final.metadata[`m${i}`]).toBe(String(i))
+    }
+    expect((final.data as Record<string, unknown>).base).toBe(true)
+  })
 })

@@ -147,6 +147,29 @@ export function storeContract(harness: StoreHarness): void {
       await store.close()
     })
 
+    it('token.unchanged holds only for the token exactly as stored', async () => {
+      const store = await fresh()
+      const t = token('a', { metadata: { k: 'v' }, data: { x: [1, { y: 'z' }] } })
+      await store.write({ ops: [put(t)] })
+      const holds = async (candidate: StoredToken, tenant = T) =>
+        (
+          await store.write({
+            checks: [{ check: 'token.unchanged', tenant_id: tenant, id: 'a', token: candidate }],
+            ops: [],
+          })
+        ).ok
+      expect(await holds(t)).toBe(true)
+      expect(await holds({ ...t, data: { x: [1, { y: 'z' }] }, metadata: { k: 'v' } })).toBe(true)
+      expect(await holds({ ...t, metadata: { k: 'w' } })).toBe(false)
+      expect(await holds({ ...t, data: { x: [1, { y: 'z' }], extra: 1 } })).toBe(false)
+      expect(await holds(t, U)).toBe(false)
+      await store.write({ ops: [put({ ...t, modified_at: LATER })] })
+      expect(await holds(t)).toBe(false)
+      await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'a' }] })
+      expect(await holds(t)).toBe(false)
+      await store.close()
+    })
+
     it('deleting a token removes its associations both ways', async () => {
       const store = await fresh()
       await store.write({
