@@ -38,6 +38,6 @@ export interface Ctx {
   principal: Principal
   /** The transaction the caller enlisted in, if any. */
   transactionId: string | undefined
-  /** The current time as an ISO string, from the clock. */
+  /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
 }

@@ -71,15 +71,22 @@ export function createService(options: ServiceOptions): Service {
   }
   const { runner } = options
   const now = () => clock.now().toISOString()
-  const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => ({
-    store,
-    clock,
-    options: resolved,
-    runner,
-    principal,
-    transactionId,
-    now,
-  })
+  /** One call's context: it reads the clock once, so the whole call sees one instant. */
+  const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => {
+    let instant: string | undefined
+    return {
+      store,
+      clock,
+      options: resolved,
+      runner,
+      principal,
+      transactionId,
+      now: () => {
+        instant ??= now()
+        return instant
+      },
+    }
+  }
 
   const admin: Admin = {
     async createTenant(input) {

@@ -12,7 +12,49 @@ import type {
   Tenant,
 } from './types.js'
 
+/** A sort key joining a tenant and an id (official formulas have no tenant). */
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
+
+/**
+ * Records by tenant, then id: two lookups with the strings as given, rather than one lookup with a
+ * joined key, which would build and hash a new string on every call. `null` is the no-tenant scope.
+ */
+class Scoped<T> {
+  private readonly byTenant = new Map<string, Map<string, T>>()
+
+  get(tenantId: string | null, id: string): T | undefined {
+    return this.byTenant.get(tenantId ?? '')?.get(id)
+  }
+  has(tenantId: string | null, id: string): boolean {
+    return this.byTenant.get(tenantId ?? '')?.has(id) ?? false
+  }
+  set(tenantId: string | null, id: string, value: T): void {
+    const scope = this.byTenant.get(tenantId ?? '')
+    if (scope) scope.set(id, value)
+    else this.byTenant.set(tenantId ?? '', new Map([[id, value]]))
+  }
+  delete(tenantId: string | null, id: string): boolean {
+    const scope = this.byTenant.get(tenantId ?? '')
+    if (!scope?.delete(id)) return false
+    if (scope.size === 0) this.byTenant.delete(tenantId ?? '')
+    return true
+  }
+  clear(): void {
+    this.byTenant.clear()
+  }
+  /** One tenant's records (empty when it has none). */
+  of(tenantId: string | null): ReadonlyMap<string, T> {
+    return this.byTenant.get(tenantId ?? '') ?? EMPTY
+  }
+  *values(): IterableIterator<T> {
+    for (const scope of this.byTenant.values()) yield* scope.values()
+  }
+  *entries(): IterableIterator<[tenantId: string, id: string, value: T]> {
+    for (const [tenantId, scope] of this.byTenant)
+      for (const [id, value] of scope) yield [tenantId, id, value]
+  }
+}
+const EMPTY: ReadonlyMap<string, never> = new Map<string, never>()
 /**
  * A deep copy of a JSON-shaped record (plain objects, arrays, primitives): several times faster than
  * `structuredClone` for the small records a store holds. Own keys are defined, never assigned, so a
@@ -88,26 +130,29 @@ export interface StateRecords {
  */
 export class MemoryState {
   private tenants = new Map<string, Tenant>()
-  private applications = new Map<string, StoredApplication>()
-  private keys = new Map<string, { kind: 'application' | 'session'; key: string }>()
-  private tokens = new Map<string, StoredToken>()
-  /** parent key → child id → association, in the order they were made. */
-  private children = new Map<string, Map<string, Association>>()
-  /** child key → parent ids. */
-  private parents = new Map<string, Set<string>>()
+  private applications = new Scoped<StoredApplication>()
+  /** key hash → the application or session it belongs to. */
+  private keys = new Map<string, { kind: 'application' | 'session'; tenantId: string; id: string }>()
+  private tokens = new Scoped<StoredToken>()
+  /** parent → child id → association, in the order they were made. */
+  private children = new Scoped<Map<string, Association>>()
+  /** child → parent ids. */
+  private parents = new Scoped<Set<string>>()
   /** association → its link sequence number, to order id-filtered child lists without a scan. */
   private linkOrder = new WeakMap<Association, number>()
   private nextLink = 0
-  /** parent key → how many of its children have an `expires_at` (0: every child counts without a scan). */
-  private expiring = new Map<string, number>()
-  private transactions = new Map<string, StoredTransaction>()
-  /** token key → id of the transaction that locks it. */
-  private locks = new Map<string, string>()
-  private sessions = new Map<string, StoredSession>()
-  private nonces = new Map<string, string>()
-  private formulas = new Map<string, StoredFormula>()
+  /** parent → how many of its children have an `expires_at` (0: every child counts without a scan). */
+  private expiring = new Scoped<number>()
+  private transactions = new Scoped<StoredTransaction>()
+  /** token → id of the transaction that locks it. */
+  private locks = new Scoped<string>()
+  private sessions = new Scoped<StoredSession>()
+  /** nonce hash → session id. */
+  private nonces = new Scoped<string>()
+  /** Official formulas in the `null` scope. */
+  private formulas = new Scoped<StoredFormula>()
   private formulaUse = new Map<string, number>()
-  private reactors = new Map<string, Reactor>()
+  private reactors = new Scoped<Reactor>()
 
   /** The first check that fails, or null when all hold. */
   failedCheck(checks: readonly Check[]): Check | null {
@@ -126,41 +171,41 @@ export class MemoryState {
   private holds(c: Check): boolean {
     switch (c.check) {
       case 'token.absent':
-        return !this.tokens.has(k(c.tenant_id, c.id))
+        return !this.tokens.has(c.tenant_id, c.id)
       case 'token.present':
-        return this.tokens.has(k(c.tenant_id, c.id))
+        return this.tokens.has(c.tenant_id, c.id)
       case 'token.unlocked': {
-        const txId = this.locks.get(k(c.tenant_id, c.id))
+        const txId = this.locks.get(c.tenant_id, c.id)
         if (txId === undefined || txId === c.except) return true
-        const tx = this.transactions.get(k(c.tenant_id, txId))
+        const tx = this.transactions.get(c.tenant_id, txId)
         return !(tx && tx.state === 'open' && tx.expires_at > c.now)
       }
       case 'token.unchanged': {
-        const stored = this.tokens.get(k(c.tenant_id, c.id))
+        const stored = this.tokens.get(c.tenant_id, c.id)
         return stored !== undefined && sameJson(stored, c.token)
       }
       case 'association.absent':
       case 'association.present': {
-        const exists = this.children.get(k(c.tenant_id, c.parent_id))?.has(c.child_id) ?? false
+        const exists = this.children.get(c.tenant_id, c.parent_id)?.has(c.child_id) ?? false
         return c.check === 'association.present' ? exists : !exists
       }
       case 'transaction.open': {
-        const tx = this.transactions.get(k(c.tenant_id, c.id))
+        const tx = this.transactions.get(c.tenant_id, c.id)
         return tx !== undefined && tx.state === 'open' && tx.expires_at > c.now
       }
       case 'session.pending': {
-        const id = this.nonces.get(k(c.tenant_id, c.nonce_hash))
-        const s = id === undefined ? undefined : this.sessions.get(k(c.tenant_id, id))
+        const id = this.nonces.get(c.tenant_id, c.nonce_hash)
+        const s = id === undefined ? undefined : this.sessions.get(c.tenant_id, id)
         return s !== undefined && s.state === 'created' && s.expires_at > c.now
       }
       case 'formula.present':
-        return this.formulas.has(k(c.tenant_id, c.id)) || this.formulas.has(k(null, c.id))
+        return this.formulas.has(c.tenant_id, c.id) || this.formulas.has(null, c.id)
       case 'formula.unused':
         return (this.formulaUse.get(c.id) ?? 0) === 0
       case 'application.present':
-        return this.applications.has(k(c.tenant_id, c.id))
+        return this.applications.has(c.tenant_id, c.id)
       case 'reactor.present':
-        return this.reactors.has(k(c.tenant_id, c.id))
+        return this.reactors.has(c.tenant_id, c.id)
     }
   }
 
@@ -171,28 +216,27 @@ export class MemoryState {
         this.tenants.set(op.tenant.id, op.tenant)
         return
       case 'application.put': {
-        const key = k(op.application.tenant_id, op.application.id)
-        const old = this.applications.get(key)
+        const a = op.application
+        const old = this.applications.get(a.tenant_id, a.id)
         if (old) this.keys.delete(old.key_hash)
-        this.applications.set(key, op.application)
-        this.keys.set(op.application.key_hash, { kind: 'application', key })
+        this.applications.set(a.tenant_id, a.id, a)
+        this.keys.set(a.key_hash, { kind: 'application', tenantId: a.tenant_id, id: a.id })
         return
       }
       case 'application.delete': {
-        const key = k(op.tenant_id, op.id)
-        const old = this.applications.get(key)
+        const old = this.applications.get(op.tenant_id, op.id)
         if (old) this.keys.delete(old.key_hash)
-        this.applications.delete(key)
+        this.applications.delete(op.tenant_id, op.id)
         return
       }
       case 'token.put': {
-        const key = k(op.token.tenant_id, op.token.id)
-        const wasExpiring = this.tokens.get(key)?.expires_at !== undefined
-        this.tokens.set(key, op.token)
-        const isExpiring = op.token.expires_at !== undefined
+        const t = op.token
+        const wasExpiring = this.tokens.get(t.tenant_id, t.id)?.expires_at !== undefined
+        this.tokens.set(t.tenant_id, t.id, t)
+        const isExpiring = t.expires_at !== undefined
         if (wasExpiring !== isExpiring) {
-          for (const parentId of this.parents.get(key) ?? []) {
-            this.countExpiring(k(op.token.tenant_id, parentId), isExpiring ? 1 : -1)
+          for (const parentId of this.parents.get(t.tenant_id, t.id) ?? []) {
+            this.countExpiring(t.tenant_id, parentId, isExpiring ? 1 : -1)
           }
         }
         return
@@ -202,18 +246,23 @@ export class MemoryState {
         return
       case 'association.put': {
         const a = op.association
-        if (!this.tokens.has(k(a.tenant_id, a.parent_id)) || !this.tokens.has(k(a.tenant_id, a.child_id)))
-          return
-        const parentKey = k(a.tenant_id, a.parent_id)
-        const kids = this.children.get(parentKey) ?? new Map<string, Association>()
-        this.children.set(parentKey, kids)
+        const tenant = a.tenant_id
+        if (!this.tokens.has(tenant, a.parent_id) || !this.tokens.has(tenant, a.child_id)) return
+        let kids = this.children.get(tenant, a.parent_id)
+        if (!kids) {
+          kids = new Map<string, Association>()
+          this.children.set(tenant, a.parent_id, kids)
+        }
         if (kids.has(a.child_id)) return
         kids.set(a.child_id, a)
         this.linkOrder.set(a, this.nextLink++)
-        const childKey = k(a.tenant_id, a.child_id)
-        if (this.tokens.get(childKey)?.expires_at !== undefined) this.countExpiring(parentKey, 1)
-        const ps = this.parents.get(childKey) ?? new Set<string>()
-        this.parents.set(childKey, ps)
+        if (this.tokens.get(tenant, a.child_id)?.expires_at !== undefined)
+          this.countExpiring(tenant, a.parent_id, 1)
+        let ps = this.parents.get(tenant, a.child_id)
+        if (!ps) {
+          ps = new Set<string>()
+          this.parents.set(tenant, a.child_id, ps)
+        }
         ps.add(a.parent_id)
         return
       }
@@ -221,76 +270,69 @@ export class MemoryState {
         this.unlink(op.tenant_id, op.parent_id, op.child_id)
         return
       case 'transaction.put': {
-        const key = k(op.transaction.tenant_id, op.transaction.id)
-        const old = this.transactions.get(key)
+        const tx = op.transaction
+        const old = this.transactions.get(tx.tenant_id, tx.id)
         if (old) this.releaseLocks(old)
-        this.transactions.set(key, op.transaction)
-        if (op.transaction.state === 'open') {
-          for (const id of op.transaction.locks)
-            this.locks.set(k(op.transaction.tenant_id, id), op.transaction.id)
-        }
+        this.transactions.set(tx.tenant_id, tx.id, tx)
+        if (tx.state === 'open') for (const id of tx.locks) this.locks.set(tx.tenant_id, id, tx.id)
         return
       }
       case 'transaction.stage': {
-        const tx = this.transactions.get(k(op.tenant_id, op.id))
+        const tx = this.transactions.get(op.tenant_id, op.id)
         if (tx?.state !== 'open') return
         tx.writes.push(...op.writes)
         for (const id of op.locks) {
           if (!tx.locks.includes(id)) tx.locks.push(id)
-          this.locks.set(k(op.tenant_id, id), op.id)
+          this.locks.set(op.tenant_id, id, op.id)
         }
         return
       }
       case 'transaction.commit': {
-        const tx = this.transactions.get(k(op.tenant_id, op.id))
+        const tx = this.transactions.get(op.tenant_id, op.id)
         if (tx?.state !== 'open') return
         const writes = tx.writes
         this.releaseLocks(tx)
-        this.transactions.set(k(op.tenant_id, op.id), { ...tx, state: 'committed', writes: [], locks: [] })
+        this.transactions.set(op.tenant_id, op.id, { ...tx, state: 'committed', writes: [], locks: [] })
         for (const write of writes) this.apply(write)
         return
       }
       case 'transaction.delete': {
-        const key = k(op.tenant_id, op.id)
-        const old = this.transactions.get(key)
+        const old = this.transactions.get(op.tenant_id, op.id)
         if (old) this.releaseLocks(old)
-        this.transactions.delete(key)
+        this.transactions.delete(op.tenant_id, op.id)
         return
       }
       case 'session.put': {
         const s = op.session
-        const key = k(s.tenant_id, s.id)
-        this.dropSessionIndexes(key)
-        this.sessions.set(key, s)
-        this.keys.set(s.key_hash, { kind: 'session', key })
-        this.nonces.set(k(s.tenant_id, s.nonce_hash), s.id)
+        this.dropSessionIndexes(s.tenant_id, s.id)
+        this.sessions.set(s.tenant_id, s.id, s)
+        this.keys.set(s.key_hash, { kind: 'session', tenantId: s.tenant_id, id: s.id })
+        this.nonces.set(s.tenant_id, s.nonce_hash, s.id)
         return
       }
       case 'session.delete': {
-        const key = k(op.tenant_id, op.id)
-        this.dropSessionIndexes(key)
-        this.sessions.delete(key)
+        this.dropSessionIndexes(op.tenant_id, op.id)
+        this.sessions.delete(op.tenant_id, op.id)
         return
       }
       case 'formula.put':
-        this.formulas.set(k(op.formula.tenant_id, op.formula.id), op.formula)
+        this.formulas.set(op.formula.tenant_id, op.formula.id, op.formula)
         return
       case 'formula.delete':
-        this.formulas.delete(k(op.tenant_id, op.id))
+        this.formulas.delete(op.tenant_id, op.id)
         return
       case 'reactor.put': {
-        const key = k(op.reactor.tenant_id, op.reactor.id)
-        const old = this.reactors.get(key)
+        const r = op.reactor
+        const old = this.reactors.get(r.tenant_id, r.id)
         if (old) this.useFormula(old.formula_id, -1)
-        this.reactors.set(key, op.reactor)
-        this.useFormula(op.reactor.formula_id, 1)
+        this.reactors.set(r.tenant_id, r.id, r)
+        this.useFormula(r.formula_id, 1)
         return
       }
       case 'reactor.delete': {
-        const key = k(op.tenant_id, op.id)
-        const old = this.reactors.get(key)
+        const old = this.reactors.get(op.tenant_id, op.id)
         if (old) this.useFormula(old.formula_id, -1)
-        this.reactors.delete(key)
+        this.reactors.delete(op.tenant_id, op.id)
         return
       }
     }
@@ -304,41 +346,39 @@ export class MemoryState {
 
   private releaseLocks(tx: StoredTransaction) {
     for (const id of tx.locks) {
-      const key = k(tx.tenant_id, id)
-      if (this.locks.get(key) === tx.id) this.locks.delete(key)
+      if (this.locks.get(tx.tenant_id, id) === tx.id) this.locks.delete(tx.tenant_id, id)
     }
   }
 
-  private dropSessionIndexes(key: string) {
-    const old = this.sessions.get(key)
+  private dropSessionIndexes(tenantId: string, id: string) {
+    const old = this.sessions.get(tenantId, id)
     if (!old) return
     this.keys.delete(old.key_hash)
-    this.nonces.delete(k(old.tenant_id, old.nonce_hash))
+    this.nonces.delete(old.tenant_id, old.nonce_hash)
   }
 
-  private countExpiring(parentKey: string, delta: number) {
-    const n = (this.expiring.get(parentKey) ?? 0) + delta
-    if (n <= 0) this.expiring.delete(parentKey)
-    else this.expiring.set(parentKey, n)
+  private countExpiring(tenantId: string, parentId: string, delta: number) {
+    const n = (this.expiring.get(tenantId, parentId) ?? 0) + delta
+    if (n <= 0) this.expiring.delete(tenantId, parentId)
+    else this.expiring.set(tenantId, parentId, n)
   }
 
   private unlink(tenantId: string, parentId: string, childId: string) {
-    const parentKey = k(tenantId, parentId)
-    const kids = this.children.get(parentKey)
+    const kids = this.children.get(tenantId, parentId)
     if (!kids?.delete(childId)) return
-    if (kids.size === 0) this.children.delete(parentKey)
-    const childKey = k(tenantId, childId)
-    if (this.tokens.get(childKey)?.expires_at !== undefined) this.countExpiring(parentKey, -1)
-    const ps = this.parents.get(childKey)
+    if (kids.size === 0) this.children.delete(tenantId, parentId)
+    if (this.tokens.get(tenantId, childId)?.expires_at !== undefined)
+      this.countExpiring(tenantId, parentId, -1)
+    const ps = this.parents.get(tenantId, childId)
     ps?.delete(parentId)
-    if (ps?.size === 0) this.parents.delete(childKey)
+    if (ps?.size === 0) this.parents.delete(tenantId, childId)
   }
 
   private deleteToken(tenantId: string, id: string) {
-    const key = k(tenantId, id)
-    for (const childId of [...(this.children.get(key)?.keys() ?? [])]) this.unlink(tenantId, id, childId)
-    for (const parentId of [...(this.parents.get(key) ?? [])]) this.unlink(tenantId, parentId, id)
-    this.tokens.delete(key)
+    for (const childId of [...(this.children.get(tenantId, id)?.keys() ?? [])])
+      this.unlink(tenantId, id, childId)
+    for (const parentId of [...(this.parents.get(tenantId, id) ?? [])]) this.unlink(tenantId, parentId, id)
+    this.tokens.delete(tenantId, id)
   }
 
   // Reads: each returns copies.
@@ -356,32 +396,32 @@ export class MemoryState {
     const entry = this.keys.get(keyHash)
     if (!entry) return null
     if (entry.kind === 'application') {
-      const application = this.applications.get(entry.key)
+      const application = this.applications.get(entry.tenantId, entry.id)
       return application ? { kind: 'application', application: copy(application) } : null
     }
-    const session = this.sessions.get(entry.key)
+    const session = this.sessions.get(entry.tenantId, entry.id)
     return session ? { kind: 'session', session: copy(session) } : null
   }
 
   getApplication(tenantId: string, id: string): StoredApplication | null {
-    const a = this.applications.get(k(tenantId, id))
+    const a = this.applications.get(tenantId, id)
     return a ? copy(a) : null
   }
 
   listApplications(tenantId: string, range: Range): Page<StoredApplication> {
-    const all = [...this.applications.values()]
-      .filter((a) => a.tenant_id === tenantId)
-      .sort(byKey((a) => `${a.created_at}\u0000${a.id}`))
+    const all = [...this.applications.of(tenantId).values()].sort(
+      byKey((a) => `${a.created_at}\u0000${a.id}`),
+    )
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
   }
 
   getToken(tenantId: string, id: string): StoredToken | null {
-    const t = this.tokens.get(k(tenantId, id))
+    const t = this.tokens.get(tenantId, id)
     return t ? copy(t) : null
   }
 
   hasAssociation(tenantId: string, parentId: string, childId: string): boolean {
-    return this.children.get(k(tenantId, parentId))?.has(childId) ?? false
+    return this.children.get(tenantId, parentId)?.has(childId) ?? false
   }
 
   listChildren(
@@ -389,18 +429,17 @@ export class MemoryState {
     parentId: string,
     query: Range & { ids?: string[]; types?: string[]; now: string },
   ): Page<StoredToken> {
-    const parentKey = k(tenantId, parentId)
-    const kids = this.children.get(parentKey)
+    const kids = this.children.get(tenantId, parentId)
     if (!kids) return { items: [], total: 0 }
     const types = query.types?.length ? new Set(query.types) : null
     const items: StoredToken[] = []
-    if (!types && !query.ids?.length && !this.expiring.has(parentKey)) {
+    if (!types && !query.ids?.length && !this.expiring.has(tenantId, parentId)) {
       // Every child counts: read only the requested page.
       let index = 0
       for (const childId of kids.keys()) {
         if (index++ < query.offset) continue
         if (items.length >= query.limit) break
-        items.push(copy(this.tokens.get(k(tenantId, childId))!))
+        items.push(copy(this.tokens.get(tenantId, childId)!))
       }
       return { items, total: kids.size }
     }
@@ -415,7 +454,7 @@ export class MemoryState {
       : kids.keys()
     let total = 0
     for (const childId of candidates) {
-      const token = this.tokens.get(k(tenantId, childId))
+      const token = this.tokens.get(tenantId, childId)
       if (!token || (token.expires_at !== undefined && token.expires_at <= query.now)) continue
       if (types && !types.has(token.type)) continue
       if (total >= query.offset && items.length < query.limit) items.push(copy(token))
@@ -425,39 +464,36 @@ export class MemoryState {
   }
 
   getTransaction(tenantId: string, id: string): StoredTransaction | null {
-    const t = this.transactions.get(k(tenantId, id))
+    const t = this.transactions.get(tenantId, id)
     return t ? copy(t) : null
   }
 
   getSessionByNonce(tenantId: string, nonceHash: string): StoredSession | null {
-    const id = this.nonces.get(k(tenantId, nonceHash))
-    const s = id === undefined ? undefined : this.sessions.get(k(tenantId, id))
+    const id = this.nonces.get(tenantId, nonceHash)
+    const s = id === undefined ? undefined : this.sessions.get(tenantId, id)
     return s ? copy(s) : null
   }
 
   getFormula(tenantId: string | null, id: string): StoredFormula | null {
-    const f =
-      (tenantId === null ? undefined : this.formulas.get(k(tenantId, id))) ?? this.formulas.get(k(null, id))
+    const f = (tenantId === null ? undefined : this.formulas.get(tenantId, id)) ?? this.formulas.get(null, id)
     return f ? copy(f) : null
   }
 
   listFormulas(tenantId: string, query: Range & { name?: string }): Page<StoredFormula> {
     const match = nameMatcher(query.name)
-    const all = [...this.formulas.values()]
-      .filter((f) => (f.tenant_id === null || f.tenant_id === tenantId) && match(f.name))
+    const all = [...this.formulas.of(null).values(), ...this.formulas.of(tenantId).values()]
+      .filter((f) => match(f.name))
       .sort(byKey((f) => `${f.name}\u0000${f.id}`))
     return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
   }
 
   getReactor(tenantId: string, id: string): Reactor | null {
-    const r = this.reactors.get(k(tenantId, id))
+    const r = this.reactors.get(tenantId, id)
     return r ? copy(r) : null
   }
 
   listReactors(tenantId: string, range: Range): Page<Reactor> {
-    const all = [...this.reactors.values()]
-      .filter((r) => r.tenant_id === tenantId)
-      .sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
+    const all = [...this.reactors.of(tenantId).values()].sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
   }
 
@@ -495,10 +531,8 @@ export class MemoryState {
     const associations: Association[] = []
     for (const kids of this.children.values()) for (const a of kids.values()) associations.push(a)
     const locks: [string, string, string][] = []
-    for (const [key, transactionId] of this.locks) {
-      const at = key.indexOf('\u0000')
-      locks.push([key.slice(0, at), key.slice(at + 1), transactionId])
-    }
+    for (const [tenantId, tokenId, transactionId] of this.locks.entries())
+      locks.push([tenantId, tokenId, transactionId])
     return {
       tenants: [...this.tenants.values()],
       applications: [...this.applications.values()],
@@ -531,7 +565,7 @@ export class MemoryState {
     for (const transaction of r.transactions) state.apply({ op: 'transaction.put', transaction })
     state.locks.clear()
     for (const [tenantId, tokenId, transactionId] of r.locks)
-      state.locks.set(k(tenantId, tokenId), transactionId)
+      state.locks.set(tenantId, tokenId, transactionId)
     for (const session of r.sessions) state.apply({ op: 'session.put', session })
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
