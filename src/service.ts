@@ -70,7 +70,18 @@ export function createService(options: ServiceOptions): Service {
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
   }
   const { runner } = options
-  const now = () => clock.now().toISOString()
+  let lastMs = Number.NaN
+  let lastIso = ''
+  /** The clock's time as an ISO string (formatted once per distinct millisecond). */
+  const now = () => {
+    const date = clock.now()
+    const ms = date.getTime()
+    if (ms !== lastMs) {
+      lastMs = ms
+      lastIso = date.toISOString()
+    }
+    return lastIso
+  }
   /** One call's context: it reads the clock once, so the whole call sees one instant. */
   const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => {
     let instant: string | undefined

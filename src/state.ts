@@ -77,6 +77,18 @@ const byKey =
   (a: T, b: T) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
 
+/** A deep copy, deeply frozen: handed out many times without copying again. */
+function frozenCopy<T>(value: T): T {
+  const freeze = (v: unknown): unknown => {
+    if (v !== null && typeof v === 'object') {
+      for (const item of Object.values(v)) freeze(item)
+      Object.freeze(v)
+    }
+    return v
+  }
+  return freeze(copy(value)) as T
+}
+
 /** Whether two JSON values are equal, object key order aside. */
 export function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true
@@ -132,7 +144,10 @@ export class MemoryState {
   private tenants = new Map<string, Tenant>()
   private applications = new Scoped<StoredApplication>()
   /** key hash → the application or session it belongs to. */
-  private keys = new Map<string, { kind: 'application' | 'session'; tenantId: string; id: string }>()
+  private keys = new Map<
+    string,
+    { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
+  >()
   private tokens = new Scoped<StoredToken>()
   /** parent → child id → association, in the order they were made. */
   private children = new Scoped<Map<string, Association>>()
@@ -395,12 +410,18 @@ export class MemoryState {
   findKey(keyHash: string): KeyOwner | null {
     const entry = this.keys.get(keyHash)
     if (!entry) return null
-    if (entry.kind === 'application') {
-      const application = this.applications.get(entry.tenantId, entry.id)
-      return application ? { kind: 'application', application: copy(application) } : null
-    }
-    const session = this.sessions.get(entry.tenantId, entry.id)
-    return session ? { kind: 'session', session: copy(session) } : null
+    // Every call authenticates, so the owner is kept frozen beside its entry; a put makes a new entry.
+    if (entry.owner) return entry.owner
+    const application =
+      entry.kind === 'application' ? this.applications.get(entry.tenantId, entry.id) : undefined
+    const session = entry.kind === 'session' ? this.sessions.get(entry.tenantId, entry.id) : undefined
+    const owner: KeyOwner | null = application
+      ? { kind: 'application', application: frozenCopy(application) }
+      : session
+        ? { kind: 'session', session: frozenCopy(session) }
+        : null
+    if (owner) entry.owner = Object.freeze(owner)
+    return owner
   }
 
   getApplication(tenantId: string, id: string): StoredApplication | null {

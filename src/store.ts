@@ -45,7 +45,8 @@ export interface StoreDump {
 
 /**
  * Where the service keeps its records. Every method is async and every id is scoped by tenant.
- * Absent records are `null`. Records handed in and out are copies: mutating them never changes the store.
+ * Absent records are `null`. Records handed in and out are copies, or (`findKey`, which every call makes) deeply frozen:
+ * mutating them never changes the store.
  *
  * Concurrency: `write` is atomic and linearizable. Its checks and ops take effect together, as if
  * every `write` ran alone in some serial order: under any number of concurrent calls (in one process
