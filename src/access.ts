@@ -84,19 +84,35 @@ export function requireTokenAccess(
   return transform
 }
 
+/** The token's fields but `data`, built field by field (faster than a rest spread on a hot path). */
+function shell(t: StoredToken): Token {
+  const out: Token = {
+    id: t.id,
+    tenant_id: t.tenant_id,
+    type: t.type,
+    containers: t.containers,
+    metadata: t.metadata,
+    created_by: t.created_by,
+    created_at: t.created_at,
+  }
+  if (t.mask !== undefined) out.mask = t.mask
+  if (t.expires_at !== undefined) out.expires_at = t.expires_at
+  if (t.modified_by !== undefined) out.modified_by = t.modified_by
+  if (t.modified_at !== undefined) out.modified_at = t.modified_at
+  return out
+}
+
 /** The token as the transform shows it: `redact` drops `data`, `mask` shows `mask` as `data` (or nothing). */
 export function applyTransform(token: StoredToken, transform: Transform): Token {
-  const { data, mask, ...rest } = token
-  const shown: Token = mask === undefined ? rest : { ...rest, mask }
-  if (transform === 'reveal') return { ...shown, data }
-  if (transform === 'mask' && mask !== undefined) return { ...shown, data: mask }
+  const shown = shell(token)
+  if (transform === 'reveal') shown.data = token.data
+  else if (transform === 'mask' && token.mask !== undefined) shown.data = token.mask
   return shown
 }
 
 /** The token without `data` (create and update answers). */
 export function withoutData(token: StoredToken): Token {
-  const { data: _data, ...rest } = token
-  return rest
+  return shell(token)
 }
 
 const STRENGTH: Record<Transform, number> = { redact: 0, mask: 1, reveal: 2 }
