@@ -21,11 +21,40 @@ export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIss
   return out
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** How deep `badText` looks; deeper input is refused by the schemas themselves (JSON depth ≤ 64). */
+const MAX_SCAN_DEPTH = 100
+
+/**
+ * The path of the first string (value or key) in `input` that holds U+0000 or a lone surrogate —
+ * text no store can keep faithfully (PostgreSQL refuses both in JSON) — or null when there is none.
+ */
+export function badText(input: unknown, path: string[] = [], depth = 0): string[] | null {
+  const bad = (text: string) => text.includes('\u0000') || LONE_SURROGATE.test(text)
+  if (typeof input === 'string') return bad(input) ? path : null
+  if (input === null || typeof input !== 'object' || depth > MAX_SCAN_DEPTH) return null
+  for (const [key, value] of Object.entries(input)) {
+    if (bad(key)) return [...path, key]
+    const found = badText(value, [...path, key], depth + 1)
+    if (found) return found
+  }
+  return null
+}
+
 /**
  * Parses `input` with `schema`, returning the typed output, or throws `validation_failed` naming
  * every offending field. Never throws anything else for bad input.
  */
 export function parse<S extends AnySchema>(schema: S, input: unknown): v.InferOutput<S> {
+  const bad = badText(input)
+  if (bad) {
+    const field = bad.length ? bad.join('.') : 'body'
+    const message = 'must not hold the character U+0000 or a lone surrogate'
+    throw new ServiceError('validation_failed', `Invalid input: ${field}: ${message}`, {
+      issues: { [field]: [message] },
+    })
+  }
   const result = v.safeParse(schema, input)
   if (result.success) return result.output as v.InferOutput<S>
   const issues = toIssues(result.issues)

@@ -220,3 +220,25 @@ describe('application and session input validation', () => {
     expect(await store.dump()).toEqual(before)
   })
 })
+
+describe('text no store can keep', () => {
+  it.each([
+    ['U+0000 in data', { type: 'x', data: { a: 'nul\u0000byte' } }, 'data.a'],
+    ['a lone surrogate in metadata', { type: 'x', data: 1, metadata: { k: 'half \ud800' } }, 'metadata.k'],
+    ['U+0000 in a key of data', { type: 'x', data: { 'k\u0000': 1 } }, 'data.k\u0000'],
+    ['a lone low surrogate in type', { type: '\udc00', data: 1 }, 'type'],
+  ])('refuses %s, naming the field', async (_what, body, field) => {
+    const { client, store } = await setup()
+    const before = await store.dump()
+    const error = await failure(client.tokens.create(body))
+    expect(error.code).toBe('validation_failed')
+    expect(Object.keys(error.issues ?? {})).toEqual([field])
+    expect(await store.dump()).toEqual(before)
+  })
+
+  it('keeps well-formed text beyond the basic plane', async () => {
+    const { client } = await setup()
+    const t = await client.tokens.create({ type: 'x', data: '🦄 ünïcödé 漢字', metadata: { k: '😀' } })
+    expect((await client.tokens.get(t.id)).data).toBe('🦄 ünïcödé 漢字')
+  })
+})

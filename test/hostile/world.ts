@@ -1,6 +1,7 @@
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../src/index.js'
+import type { Store } from '../../src/store.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
 /** Cases per property: 100× more with TOKENVAULT_LONG=1. */
@@ -77,9 +78,8 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
   }
 }
 
-/** A memory-store service with two populated tenants and a handler. */
-export async function hostileWorld() {
-  const store = memoryStore()
+/** A service (on the memory store unless given another) with two populated tenants and a handler. */
+export async function hostileWorld(store: Store = memoryStore()) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
   const service = createService({ store, clock })
   const a = await populatedTenant(service, 'alpha')
