@@ -46,62 +46,71 @@ async function fill(
   }
 }
 
-/** ops/s of `fn` after a warm-up of the same length, so the first size measured is not a cold start. */
-async function warmRate(fn: () => unknown, ms: number): Promise<number> {
-  await opsPerSec(fn, ms)
-  return opsPerSec(fn, ms)
+const gc = () => (globalThis as { gc?: () => void }).gc?.()
+
+/** Median ops/s of each case, measured in alternating rounds so that machine noise hits every case alike. */
+async function interleaved(cases: (() => unknown)[], ms: number, rounds: number): Promise<number[]> {
+  for (const fn of cases) await opsPerSec(fn, ms)
+  const rates: number[][] = cases.map(() => [])
+  for (let r = 0; r < rounds; r++) {
+    for (const [i, fn] of cases.entries()) rates[i]!.push(await opsPerSec(fn, ms))
+  }
+  return rates.map((xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!)
 }
 
-const gc = () => (globalThis as { gc?: () => void }).gc?.()
+const fmt = (n: number) => n.toLocaleString('en-US')
 
 /** Time per op as the store grows, and memory per stored token against its JSON size. */
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const rows: BenchRow[] = []
-  const ms = opts.quick ? 100 : 400
+  const ms = opts.quick ? 50 : 150
+  const rounds = opts.quick ? 3 : 5
   const sizes = opts.quick ? [1_000, 10_000, 50_000] : [1_000, 100_000, 1_000_000]
-  const { store, client, tenantId } = await world()
-  let filled = 0
-  const perSize: Record<string, number[]> = { get: [], link: [], list: [] }
+
+  // One store per size, all alive at once, each with a parent of 20 children.
   let memoryNote = ''
+  const worlds = []
   for (const size of sizes) {
+    const w = await world()
     gc()
     const before = process.memoryUsage().heapUsed
-    await fill(store, tenantId, filled, size)
+    await fill(w.store, w.tenantId, 0, size)
     gc()
-    const perToken = (process.memoryUsage().heapUsed - before) / (size - filled)
-    filled = size
     if (size === sizes.at(-1)) {
-      const json = JSON.stringify(tokenRecord(tenantId, 't123456')).length
+      const perToken = (process.memoryUsage().heapUsed - before) / size
+      const json = JSON.stringify(tokenRecord(w.tenantId, 't123456')).length
       memoryNote = `${Math.round(perToken)} B heap per token vs ${json} B JSON = ${(perToken / json).toFixed(2)}× (goal ≤ 3×)`
     }
-    // A parent with 20 children for list; link + unlink of random pairs.
     const parent = `t${size - 1}`
-    for (let i = 0; i < 20; i++) await client.tokens.children.link(parent, `t${i}`)
-    let n = 0
-    perSize.get!.push(await warmRate(() => client.tokens.get(`t${(n++ * 7919) % size}`), ms))
-    perSize.link!.push(
-      await opsPerSec(async () => {
-        const child = `t${20 + ((n++ * 7919) % (size - 21))}`
-        await client.tokens.children.link(parent, child)
-        await client.tokens.children.unlink(parent, child)
-      }, ms),
-    )
-    perSize.list!.push(await warmRate(() => client.tokens.children.list(parent), ms))
+    for (let i = 0; i < 20; i++) await w.client.tokens.children.link(parent, `t${i}`)
+    worlds.push({ ...w, size, parent })
   }
-  for (const [op, rates] of Object.entries(perSize)) {
-    const small = rates[0]!
-    const large = rates.at(-1)!
+  let n = 0
+  const ops = {
+    // A working set of 1,000 tokens spread over the store: what the lookup costs.
+    'get (1k hot tokens)': worlds.map(
+      (w) => () => w.client.tokens.get(`t${Math.floor(((n++ % 1000) * w.size) / 1000)}`),
+    ),
+    // Uniformly random over the whole store: what the memory hierarchy adds once it no longer fits the caches.
+    'get (uniform)': worlds.map((w) => () => w.client.tokens.get(`t${(n++ * 7919) % w.size}`)),
+    link: worlds.map((w) => async () => {
+      const child = `t${20 + ((n++ * 7919) % (w.size - 21))}`
+      await w.client.tokens.children.link(w.parent, child)
+      await w.client.tokens.children.unlink(w.parent, child)
+    }),
+    list: worlds.map((w) => () => w.client.tokens.children.list(w.parent)),
+  }
+  for (const [op, cases] of Object.entries(ops)) {
+    const rates = await interleaved(cases, ms, rounds)
     rows.push({
       group: 'scaling: tokens in store',
-      operation: `${op} at ${sizes.at(-1)!.toLocaleString('en-US')} tokens`,
-      opsPerSec: large,
-      baseline: `same op at ${sizes[0]!.toLocaleString('en-US')} tokens`,
-      baselineOpsPerSec: small,
-      ratio: small / large,
+      operation: `${op} at ${fmt(sizes.at(-1)!)} tokens`,
+      opsPerSec: rates.at(-1)!,
+      baseline: `same op at ${fmt(sizes[0]!)} tokens`,
+      baselineOpsPerSec: rates[0]!,
+      ratio: rates[0]! / rates.at(-1)!,
       goal: GOAL,
-      note: rates
-        .map((r, i) => `${sizes[i]!.toLocaleString('en-US')}: ${Math.round(r).toLocaleString('en-US')}/s`)
-        .join(', '),
+      note: rates.map((r, i) => `${fmt(sizes[i]!)}: ${fmt(Math.round(r))}/s`).join(', '),
     })
   }
   rows.push({
@@ -114,15 +123,19 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     goal: '≤ 3×',
     note: memoryNote,
   })
+  worlds.length = 0
+  gc()
 
-  // Children per parent: list (page of 20) and link with 10, 10k and 100k children.
+  // Children per parent: list (page of 20) and link with 10, 10k and 100k children, in one store
+  // each of the same size, so that only the number of children differs.
   const childCounts = opts.quick ? [10, 1_000, 10_000] : [10, 10_000, 100_000]
-  const kids: Record<string, number[]> = { list: [], link: [] }
+  const total = childCounts.at(-1)! + 1000
+  const parents = []
   for (const count of childCounts) {
     const w = await world()
     const parentId = 'parent'
     await w.store.write({ ops: [{ op: 'token.put', token: tokenRecord(w.tenantId, parentId) }] })
-    await fill(w.store, w.tenantId, 0, count + 1000, (i) =>
+    await fill(w.store, w.tenantId, 0, total, (i) =>
       i < count
         ? [
             {
@@ -137,32 +150,30 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
           ]
         : [],
     )
-    let n = 0
-    kids.list!.push(await warmRate(() => w.client.tokens.children.list(parentId), ms))
-    kids.link!.push(
-      await opsPerSec(async () => {
-        const child = `t${count + (n++ % 1000)}`
-        await w.client.tokens.children.link(parentId, child)
-        await w.client.tokens.children.unlink(parentId, child)
-      }, ms),
-    )
+    parents.push({ ...w, count, parentId })
   }
-  for (const [op, rates] of Object.entries(kids)) {
+  const kidOps = {
+    list: parents.map((w) => () => w.client.tokens.children.list(w.parentId)),
+    link: parents.map((w) => async () => {
+      const child = `t${total - 1 - (n++ % 1000)}`
+      await w.client.tokens.children.link(w.parentId, child)
+      await w.client.tokens.children.unlink(w.parentId, child)
+    }),
+  }
+  for (const [op, cases] of Object.entries(kidOps)) {
+    const rates = await interleaved(cases, ms, rounds)
     // A page of 20 holds only 10 children of the smallest parent: compare the cost per child listed.
-    const perItem = (i: number) => (op === 'list' ? Math.min(20, childCounts[i]!) : 1)
+    const per = (i: number) => (op === 'list' ? Math.min(20, childCounts[i]!) : 1)
+    const last = childCounts.length - 1
     rows.push({
       group: 'scaling: children per parent',
-      operation: `${op} with ${childCounts.at(-1)!.toLocaleString('en-US')} children${op === 'list' ? ' (per child listed)' : ''}`,
-      opsPerSec: rates.at(-1)! * perItem(childCounts.length - 1),
+      operation: `${op} with ${fmt(childCounts[last]!)} children${op === 'list' ? ' (per child listed)' : ''}`,
+      opsPerSec: rates[last]! * per(last),
       baseline: `same op with ${childCounts[0]} children`,
-      baselineOpsPerSec: rates[0]! * perItem(0),
-      ratio: (rates[0]! * perItem(0)) / (rates.at(-1)! * perItem(childCounts.length - 1)),
+      baselineOpsPerSec: rates[0]! * per(0),
+      ratio: (rates[0]! * per(0)) / (rates[last]! * per(last)),
       goal: GOAL,
-      note: rates
-        .map(
-          (r, i) => `${childCounts[i]!.toLocaleString('en-US')}: ${Math.round(r).toLocaleString('en-US')}/s`,
-        )
-        .join(', '),
+      note: rates.map((r, i) => `${fmt(childCounts[i]!)}: ${fmt(Math.round(r))} ops/s`).join(', '),
     })
   }
   return rows
