@@ -1,3 +1,5 @@
+import { copy, frozenCopy, sameJson } from './json.js'
+import { Scoped } from './scoped.js'
 import type { KeyOwner, Page, Range, StoreDump, WriteResult } from './store.js'
 import type {
   Association,
@@ -15,91 +17,10 @@ import type {
 /** A sort key joining a tenant and an id (official formulas have no tenant). */
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
 
-/**
- * Records by tenant, then id: two lookups with the strings as given, rather than one lookup with a
- * joined key, which would build and hash a new string on every call. `null` is the no-tenant scope.
- */
-class Scoped<T> {
-  private readonly byTenant = new Map<string, Map<string, T>>()
-
-  get(tenantId: string | null, id: string): T | undefined {
-    return this.byTenant.get(tenantId ?? '')?.get(id)
-  }
-  has(tenantId: string | null, id: string): boolean {
-    return this.byTenant.get(tenantId ?? '')?.has(id) ?? false
-  }
-  set(tenantId: string | null, id: string, value: T): void {
-    const scope = this.byTenant.get(tenantId ?? '')
-    if (scope) scope.set(id, value)
-    else this.byTenant.set(tenantId ?? '', new Map([[id, value]]))
-  }
-  delete(tenantId: string | null, id: string): boolean {
-    const scope = this.byTenant.get(tenantId ?? '')
-    if (!scope?.delete(id)) return false
-    if (scope.size === 0) this.byTenant.delete(tenantId ?? '')
-    return true
-  }
-  clear(): void {
-    this.byTenant.clear()
-  }
-  /** One tenant's records (empty when it has none). */
-  of(tenantId: string | null): ReadonlyMap<string, T> {
-    return this.byTenant.get(tenantId ?? '') ?? EMPTY
-  }
-  *values(): IterableIterator<T> {
-    for (const scope of this.byTenant.values()) yield* scope.values()
-  }
-  *entries(): IterableIterator<[tenantId: string, id: string, value: T]> {
-    for (const [tenantId, scope] of this.byTenant)
-      for (const [id, value] of scope) yield [tenantId, id, value]
-  }
-}
-const EMPTY: ReadonlyMap<string, never> = new Map<string, never>()
-/**
- * A deep copy of a JSON-shaped record (plain objects, arrays, primitives): several times faster than
- * `structuredClone` for the small records a store holds. Own keys are defined, never assigned, so a
- * key named `__proto__` stays data.
- */
-export function copy<T>(value: T): T {
-  if (value === null || typeof value !== 'object') return value
-  if (Array.isArray(value)) return value.map(copy) as T
-  const out: Record<string, unknown> = {}
-  for (const key of Object.keys(value)) {
-    const item = copy((value as Record<string, unknown>)[key])
-    if (key === '__proto__')
-      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
-    else out[key] = item
-  }
-  return out as T
-}
 const byKey =
   <T>(key: (t: T) => string) =>
   (a: T, b: T) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
-
-/** A deep copy, deeply frozen: handed out many times without copying again. */
-function frozenCopy<T>(value: T): T {
-  const freeze = (v: unknown): unknown => {
-    if (v !== null && typeof v === 'object') {
-      for (const item of Object.values(v)) freeze(item)
-      Object.freeze(v)
-    }
-    return v
-  }
-  return freeze(copy(value)) as T
-}
-
-/** Whether two JSON values are equal, object key order aside. */
-export function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  const ka = Object.keys(a)
-  const kb = Object.keys(b)
-  if (ka.length !== kb.length) return false
-  const ob = b as Record<string, unknown>
-  return ka.every((key) => Object.hasOwn(ob, key) && sameJson((a as Record<string, unknown>)[key], ob[key]))
-}
 
 /** Turns a `name` filter into a predicate: `*` is a wildcard, no `*` means "contains"; case-insensitive. */
 export function nameMatcher(filter: string | undefined): (name: string) => boolean {
