@@ -1,5 +1,5 @@
 import type { QueryConfig, QueryResult } from 'pg'
-import type { KeyOwner, Page, Range, StoreDump } from '../../src/store.js'
+import type { Page, Range, Store, StoreDump } from '../../src/store.js'
 import type {
   Association,
   Reactor,
@@ -16,27 +16,7 @@ import type { Tables } from './statements.js'
 type Query = (config: QueryConfig) => Promise<QueryResult>
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
-export interface Reads {
-  getTenant(id: string): Promise<Tenant | null>
-  hasTenants(): Promise<boolean>
-  findKey(keyHash: string): Promise<KeyOwner | null>
-  getApplication(tenantId: string, id: string): Promise<StoredApplication | null>
-  listApplications(tenantId: string, range: Range): Promise<Page<StoredApplication>>
-  getToken(tenantId: string, id: string): Promise<StoredToken | null>
-  hasAssociation(tenantId: string, parentId: string, childId: string): Promise<boolean>
-  listChildren(
-    tenantId: string,
-    parentId: string,
-    query: Range & { ids?: string[]; types?: string[]; now: string },
-  ): Promise<Page<StoredToken>>
-  getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
-  getSessionByNonce(tenantId: string, nonceHash: string): Promise<StoredSession | null>
-  getFormula(tenantId: string | null, id: string): Promise<StoredFormula | null>
-  listFormulas(tenantId: string, query: Range & { name?: string }): Promise<Page<StoredFormula>>
-  getReactor(tenantId: string, id: string): Promise<Reactor | null>
-  listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
-  dump(): Promise<StoreDump>
-}
+export type Reads = Omit<Store, 'write' | 'purgeExpired' | 'close'>
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
 const byKey =

@@ -21,18 +21,9 @@ export const PERMISSIONS = [
 
 /** The permissions each application type may hold. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  private: ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'],
+  private: PERMISSIONS.filter((p) => p.startsWith('token:')),
   public: ['token:create', 'token:update'],
-  management: [
-    'reactor:create',
-    'reactor:read',
-    'reactor:update',
-    'reactor:delete',
-    'application:create',
-    'application:read',
-    'application:update',
-    'application:delete',
-  ],
+  management: PERMISSIONS.filter((p) => p.startsWith('reactor:') || p.startsWith('application:')),
 }
 
 export const permission = v.picklist(PERMISSIONS, `must be one of ${PERMISSIONS.join(', ')}`)

@@ -27,7 +27,7 @@ export function describePostgres(name: string, body: (url: string) => void): voi
   console.warn(
     `skipping "${name}": TOKENVAULT_PG_URL is not set (start a server with: eval "$(scripts/pg-test-server.sh start)")`,
   )
-  describe.skip(name, () => body(''))
+  describe.skipIf(true)(name, () => body(''))
 }
 
 /** A fresh, unused schema name. */
