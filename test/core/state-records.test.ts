@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryState, type StateRecords } from '../../src/state.js'
 import type { Check, Op, StoredToken, StoredTransaction } from '../../src/types.js'
+import { LATER, NOW, T, tx as txRecord, U } from '../records.js'
 
-const T = 'tenant-a'
-const U = 'tenant-b'
-const NOW = '2030-01-01T00:00:00.000Z'
 const SOON = '2030-01-01T00:10:00.000Z'
-const LATER = '2030-01-01T02:00:00.000Z'
 
 const put = (id: string, extra: Partial<StoredToken> = {}, tenant = T): Op => ({
   op: 'token.put',
@@ -34,17 +31,7 @@ const unlink = (parent: string, child: string): Op => ({
 })
 const tx = (id: string, extra: Partial<StoredTransaction> = {}): Op => ({
   op: 'transaction.put',
-  transaction: {
-    id,
-    tenant_id: T,
-    created_at: NOW,
-    created_by: 'app-1',
-    expires_at: '2030-01-01T01:00:00.000Z',
-    state: 'open',
-    writes: [],
-    locks: [],
-    ...extra,
-  },
+  transaction: txRecord(id, extra),
 })
 const stage = (id: string, writes: Op[], locks: string[]): Op => ({
   op: 'transaction.stage',

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store.js'
-import type {
-  Op,
-  StoredApplication,
-  StoredFormula,
-  StoredSession,
-  StoredToken,
-  StoredTransaction,
-} from '../../src/types.js'
+import type { Op, StoredApplication, StoredFormula, StoredSession, StoredToken } from '../../src/types.js'
+import { LATER, NOW, T, token, tx, U } from '../records.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
@@ -18,37 +12,10 @@ export interface StoreHarness {
   reopen?(store: Store): Promise<Store>
 }
 
-const T = 'tenant-a'
-const U = 'tenant-b'
-const NOW = '2030-01-01T00:00:00.000Z'
-const LATER = '2030-01-01T02:00:00.000Z'
-
-export const token = (id: string, extra: Partial<StoredToken> = {}): StoredToken => ({
-  id,
-  tenant_id: T,
-  type: 'token',
-  data: { value: id },
-  containers: ['/general/high/'],
-  metadata: {},
-  created_by: 'app-1',
-  created_at: NOW,
-  ...extra,
-})
 const put = (t: StoredToken): Op => ({ op: 'token.put', token: t })
 const link = (parent: string, child: string, tenant = T): Op => ({
   op: 'association.put',
   association: { tenant_id: tenant, parent_id: parent, child_id: child, created_at: NOW },
-})
-const tx = (id: string, extra: Partial<StoredTransaction> = {}): StoredTransaction => ({
-  id,
-  tenant_id: T,
-  created_at: NOW,
-  created_by: 'app-1',
-  expires_at: '2030-01-01T01:00:00.000Z',
-  state: 'open',
-  writes: [],
-  locks: [],
-  ...extra,
 })
 const session = (id: string, extra: Partial<StoredSession> = {}): StoredSession => ({
   id,
@@ -535,3 +502,5 @@ export function storeContract(harness: StoreHarness): void {
     }
   })
 }
+
+export { token }
