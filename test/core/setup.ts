@@ -1,15 +1,10 @@
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, ServiceError } from '../../src/index.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { Store } from '../../src/store.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
-export const ALL_TOKEN: Permission[] = [
-  'token:create',
-  'token:read',
-  'token:update',
-  'token:delete',
-  'token:use',
-]
+export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 
 /** A service on a fresh memory store with a manual clock, one tenant, and helpers to mint keys. */
 export async function setup(

@@ -1,6 +1,7 @@
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../src/index.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { Store } from '../../src/store.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
@@ -9,17 +10,8 @@ export const RUNS = (short: number) => (process.env.TOKENVAULT_LONG === '1' ? sh
 /** The fast-check seed: fixed, or TOKENVAULT_SEED to replay a failure. */
 export const SEED = Number(process.env.TOKENVAULT_SEED ?? 20301121)
 
-const ALL_TOKEN: Permission[] = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use']
-const ALL_MANAGEMENT: Permission[] = [
-  'application:create',
-  'application:read',
-  'application:update',
-  'application:delete',
-  'reactor:create',
-  'reactor:read',
-  'reactor:update',
-  'reactor:delete',
-]
+const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
+const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 const REVEAL: AccessRule[] = [
   { description: 'all', priority: 1, transform: 'reveal', permissions: ALL_TOKEN },
 ]

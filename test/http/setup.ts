@@ -3,25 +3,11 @@ import { createHttpHandler, type HttpHandlerOptions, type HttpLogEvent } from '.
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../src/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
-export const ALL_TOKEN: Permission[] = [
-  'token:create',
-  'token:read',
-  'token:update',
-  'token:delete',
-  'token:use',
-]
-export const ALL_MANAGEMENT: Permission[] = [
-  'application:create',
-  'application:read',
-  'application:update',
-  'application:delete',
-  'reactor:create',
-  'reactor:read',
-  'reactor:update',
-  'reactor:delete',
-]
+export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
+export const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 export const REVEAL_ALL: AccessRule[] = [
   { description: 'all', priority: 1, transform: 'reveal', permissions: ALL_TOKEN },
 ]
