@@ -10,6 +10,8 @@ export interface Tenant {
   id: string
   name: string
   created_at: string
+  /** The tenant's data key, wrapped by the master key (stored; never shown to callers). */
+  data_key?: { key_id: string; wrapped: string }
 }
 
 export type ApplicationType = 'private' | 'public' | 'management'

@@ -125,6 +125,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
 
   return {
+    persistent: true,
     // Not `async`: a durable write returns the promise its whole flush shares.
     write: (batch) => {
       try {
@@ -138,6 +139,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     },
     getTenant: async (id) => use().getTenant(id),
     hasTenants: async () => use().hasTenants(),
+    listTenants: async () => use().listTenants(),
     findKey: async (hash) => use().findKey(hash),
     getApplication: async (t, id) => use().getApplication(t, id),
     listApplications: async (t, range) => use().listApplications(t, range),

@@ -10,6 +10,7 @@ export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
   conflict: 409,
   formula_invalid: 422,
   formula_failed: 500,
+  unreadable: 422,
 }
 
 /** Reason phrases of the 4xx and 5xx statuses (RFC 9110 and the IANA registry). */
