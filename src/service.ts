@@ -13,6 +13,7 @@ import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
+import type { SweepCounts } from './store.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
@@ -81,8 +82,12 @@ export interface Admin extends OfficialFormulaAdmin {
   createApplication(
     input: { tenantId: string } & Record<string, unknown>,
   ): Promise<{ application: Application; key: string }>
-  /** Deletes expired sessions and expires open transactions past `expires_at`. */
-  sweep(): Promise<{ sessions: number; transactions: number }>
+  /**
+   * Forgets what has expired: deletes expired sessions, expires open transactions past
+   * `expires_at`, deletes expired tokens with their associations, and deletes transactions 24 hours
+   * after they ended (until then commit/rollback answer 409, after it 404). The CLI runs it every 30 s.
+   */
+  sweep(): Promise<SweepCounts>
   /**
    * Checks that the service's master keys unwrap every tenant's data key; throws an error naming
    * the key that is missing or wrong (never the key material). The CLI runs it at start.

@@ -1,6 +1,14 @@
 import { copy, frozenCopy, sameJson } from './json.js'
 import { Scoped } from './scoped.js'
-import type { KeyOwner, Page, Range, StoreDump, WriteResult } from './store.js'
+import {
+  ENDED_RETENTION_MS,
+  type KeyOwner,
+  type Page,
+  type Range,
+  type StoreDump,
+  type SweepCounts,
+  type WriteResult,
+} from './store.js'
 import type {
   Association,
   Check,
@@ -228,7 +236,14 @@ export class MemoryState {
         if (tx?.state !== 'open') return
         const writes = tx.writes
         this.releaseLocks(tx)
-        this.transactions.set(op.tenant_id, op.id, { ...tx, state: 'committed', writes: [], locks: [] })
+        const ended = op.ended_at === undefined ? {} : { ended_at: op.ended_at }
+        this.transactions.set(op.tenant_id, op.id, {
+          ...tx,
+          state: 'committed',
+          writes: [],
+          locks: [],
+          ...ended,
+        })
         for (const write of writes) this.apply(write)
         return
       }
@@ -443,24 +458,56 @@ export class MemoryState {
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
   }
 
-  /** The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them. */
-  expiredOps(now: string): Op[] {
+  /**
+   * The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them:
+   * expired sessions deleted; open transactions past `expires_at` expired; tokens past `expires_at`
+   * that no open transaction holds deleted (with their associations); transactions that ended
+   * `ENDED_RETENTION_MS` or more before `now` deleted. At most `limit` ops (the rest next time).
+   */
+  expiredOps(now: string, limit = Number.POSITIVE_INFINITY): Op[] {
     const ops: Op[] = []
+    const full = () => ops.length >= limit
     for (const s of this.sessions.values()) {
+      if (full()) return ops
       if (s.expires_at <= now) ops.push({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })
     }
+    const cutoff = new Date(Date.parse(now) - ENDED_RETENTION_MS).toISOString()
+    /** Transactions this batch expires: the tokens they hold are free to purge in it too. */
+    const expiring = new Set<string>()
     for (const t of this.transactions.values()) {
+      if (full()) return ops
       if (t.state === 'open' && t.expires_at <= now) {
-        ops.push({ op: 'transaction.put', transaction: { ...t, state: 'expired', writes: [], locks: [] } })
+        const transaction = { ...t, state: 'expired' as const, writes: [], locks: [], ended_at: t.expires_at }
+        ops.push({ op: 'transaction.put', transaction })
+        expiring.add(`${t.tenant_id}\u0000${t.id}`)
+      }
+      const endedAt =
+        t.state === 'open' ? (t.expires_at <= now ? t.expires_at : undefined) : (t.ended_at ?? t.expires_at)
+      if (endedAt !== undefined && endedAt <= cutoff) {
+        ops.push({ op: 'transaction.delete', tenant_id: t.tenant_id, id: t.id })
+      }
+    }
+    for (const token of this.tokens.values()) {
+      if (full()) return ops
+      if (token.expires_at === undefined || token.expires_at > now) continue
+      const holder = this.locks.get(token.tenant_id, token.id)
+      if (holder === undefined || expiring.has(`${token.tenant_id}\u0000${holder}`)) {
+        ops.push({ op: 'token.delete', tenant_id: token.tenant_id, id: token.id })
       }
     }
     return ops
   }
 
   /** Counts of what a batch of `expiredOps` touched. */
-  static countExpired(ops: Op[]): { sessions: number; transactions: number } {
-    const sessions = ops.filter((op) => op.op === 'session.delete').length
-    return { sessions, transactions: ops.length - sessions }
+  static countExpired(ops: Op[]): SweepCounts {
+    const counts: SweepCounts = { sessions: 0, transactions: 0, tokens: 0, endedTransactions: 0 }
+    for (const op of ops) {
+      if (op.op === 'session.delete') counts.sessions++
+      else if (op.op === 'transaction.put') counts.transactions++
+      else if (op.op === 'token.delete') counts.tokens++
+      else if (op.op === 'transaction.delete') counts.endedTransactions++
+    }
+    return counts
   }
 
   /**

@@ -11,6 +11,21 @@ import type {
   Tenant,
 } from './types.js'
 
+/** How long an ended (committed, rolled back, expired) transaction is kept: 24 hours, in ms. */
+export const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000
+
+/** What one sweep touched. */
+export interface SweepCounts {
+  /** Expired sessions deleted. */
+  sessions: number
+  /** Open transactions expired. */
+  transactions: number
+  /** Expired tokens deleted (with their associations). */
+  tokens: number
+  /** Ended transactions deleted 24 hours after they ended. */
+  endedTransactions: number
+}
+
 /** A slice of a list: `items` from `offset`, and `total`, the count of all matches. */
 export interface Page<T> {
   items: T[]
@@ -104,10 +119,13 @@ export interface Store {
   listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
 
   /**
-   * Deletes sessions with `expires_at <= now`, and marks open transactions with `expires_at <= now`
-   * as `expired`, dropping their staged writes and locks. Returns how many of each it touched.
+   * Deletes sessions with `expires_at <= now`; marks open transactions with `expires_at <= now` as
+   * `expired` (ended then), dropping their staged writes and locks; deletes tokens with
+   * `expires_at <= now` that no open transaction holds, with every association they are part of;
+   * deletes transactions that ended `ENDED_RETENTION_MS` (24 h) or more before `now`. Works in
+   * bounded batches until nothing is left. Returns how many of each it touched.
    */
-  purgeExpired(now: string): Promise<{ sessions: number; transactions: number }>
+  purgeExpired(now: string): Promise<SweepCounts>
 
   /** Every record, for tests and tools. */
   dump(): Promise<StoreDump>

@@ -33,7 +33,12 @@ export function transactionOperations(ctx: Ctx) {
     if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
     if (tx.expires_at <= ctx.now()) {
       await ctx.store.write({
-        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'expired', writes: [], locks: [] } }],
+        ops: [
+          {
+            op: 'transaction.put',
+            transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: ctx.now() },
+          },
+        ],
       })
       throw conflict('the transaction has expired')
     }
@@ -65,7 +70,7 @@ export function transactionOperations(ctx: Ctx) {
       const tx = await ownOpen(id)
       const result = await ctx.store.write({
         checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
-        ops: [{ op: 'transaction.commit', tenant_id: tx.tenant_id, id }],
+        ops: [{ op: 'transaction.commit', tenant_id: tx.tenant_id, id, ended_at: ctx.now() }],
       })
       if (!result.ok) throw checkFailure(result.failed)
     },
@@ -75,7 +80,12 @@ export function transactionOperations(ctx: Ctx) {
       const tx = await ownOpen(id)
       const result = await ctx.store.write({
         checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
-        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'rolled_back', writes: [], locks: [] } }],
+        ops: [
+          {
+            op: 'transaction.put',
+            transaction: { ...tx, state: 'rolled_back', writes: [], locks: [], ended_at: ctx.now() },
+          },
+        ],
       })
       if (!result.ok) throw checkFailure(result.failed)
     },

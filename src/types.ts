@@ -112,6 +112,8 @@ export interface StoredTransaction extends Transaction {
   writes: Op[]
   /** Ids of tokens this transaction created, updated or deleted. */
   locks: string[]
+  /** When it was committed, rolled back or expired; the sweep deletes it 24 hours later. */
+  ended_at?: string
 }
 
 export type SessionState = 'created' | 'authorized'
@@ -202,7 +204,7 @@ export type Op =
   | { op: 'association.delete'; tenant_id: string; parent_id: string; child_id: string }
   | { op: 'transaction.put'; transaction: StoredTransaction }
   | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
-  | { op: 'transaction.commit'; tenant_id: string; id: string }
+  | { op: 'transaction.commit'; tenant_id: string; id: string; ended_at?: string }
   | { op: 'transaction.delete'; tenant_id: string; id: string }
   | { op: 'session.put'; session: StoredSession }
   | { op: 'session.delete'; tenant_id: string; id: string }

@@ -1,11 +1,11 @@
-import { mkdir } from 'node:fs/promises'
+import { chmod, mkdir } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { MemoryState } from '../../src/state.js'
 import type { WriteResult } from '../../src/store.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
 import { compact, type Generation } from './compact.js'
-import { closeFd, syncDirectory } from './io.js'
+import { closeFd, DIRECTORY_MODE, syncDirectory } from './io.js'
 import { DURABLE, Group, Journal } from './journal.js'
 import { lockDirectory } from './lock.js'
 import type { FileStore, FileStoreOptions, FileStoreStep } from './options.js'
@@ -18,6 +18,9 @@ const nonNegative = (name: string, value: number) => {
     throw new TypeError(`fileStore: ${name} must be a finite number >= 0`)
   return value
 }
+
+/** How many records one purge batch (one journal record) touches at most. */
+const PURGE_BATCH = 1000
 
 /**
  * A durable store in one directory: the state lives in memory (a `MemoryState`) and every
@@ -55,7 +58,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const hook = options.hooks?.step
   const step = (name: FileStoreStep) => hook?.(name)
 
-  const made = await mkdir(dir, { recursive: true })
+  const made = await mkdir(dir, { recursive: true, mode: DIRECTORY_MODE })
+  // The directory holds only this store's files: its owner alone may list or enter it.
+  await chmod(dir, DIRECTORY_MODE)
   // A new directory's name lives in its parent: sync each parent of what was created.
   if (made !== undefined && durable) {
     for (let d = dir; d !== dirname(made); d = dirname(d)) await syncDirectory(dirname(d))
@@ -153,10 +158,15 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     getReactor: async (t, id) => use().getReactor(t, id),
     listReactors: async (t, range) => use().listReactors(t, range),
     purgeExpired: async (now) => {
-      const s = use()
-      const ops = s.expiredOps(now)
-      await (ops.length ? commit(s, ops) : journal.barrier())
-      return MemoryState.countExpired(ops)
+      const total = MemoryState.countExpired([])
+      for (;;) {
+        const s = use()
+        const ops = s.expiredOps(now, PURGE_BATCH)
+        await (ops.length ? commit(s, ops) : journal.barrier())
+        const batch = MemoryState.countExpired(ops)
+        for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += batch[key]
+        if (ops.length < PURGE_BATCH) return total
+      }
     },
     dump: async () => use().dump(),
     compact: async () => {

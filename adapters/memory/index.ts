@@ -1,6 +1,9 @@
 import { MemoryState } from '../../src/state.js'
 import type { Store } from '../../src/store.js'
 
+/** How many records one purge batch touches at most. */
+const PURGE_BATCH = 1000
+
 /**
  * A store that keeps everything in this process's memory: the default store, and the fake for tests.
  * It keeps every promise of the `Store` contract (atomic, serialized batches; copies in and out), so
@@ -31,9 +34,14 @@ export function memoryStore(): Store {
     getReactor: async (t, id) => open().getReactor(t, id),
     listReactors: async (t, range) => open().listReactors(t, range),
     purgeExpired: async (now) => {
-      const ops = open().expiredOps(now)
-      open().write({ ops })
-      return MemoryState.countExpired(ops)
+      const total = MemoryState.countExpired([])
+      for (;;) {
+        const ops = open().expiredOps(now, PURGE_BATCH)
+        open().write({ ops })
+        const batch = MemoryState.countExpired(ops)
+        for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += batch[key]
+        if (ops.length < PURGE_BATCH) return total
+      }
     },
     dump: async () => open().dump(),
     close: async () => {

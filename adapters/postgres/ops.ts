@@ -84,7 +84,7 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
       await run(ctx, st.transactionStage, [op.tenant_id, op.id, json(op.writes), distinct(op.locks)])
       return
     case 'transaction.commit': {
-      const { rows } = await run(ctx, st.transactionCommit, [op.tenant_id, op.id])
+      const { rows } = await run(ctx, st.transactionCommit, [op.tenant_id, op.id, op.ended_at ?? null])
       const row = rows[0] as { writes: string } | undefined
       if (!row) return
       const writes = JSON.parse(row.writes) as Op[]

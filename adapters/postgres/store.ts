@@ -1,5 +1,5 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg'
-import type { Store, WriteResult } from '../../src/store.js'
+import { ENDED_RETENTION_MS, type Store, type SweepCounts, type WriteResult } from '../../src/store.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { LockKeys, lockPlan } from './locking.js'
@@ -27,6 +27,9 @@ export interface PostgresUrlOptions {
 
 /** How `postgresStore` reaches the database. */
 export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
+
+/** How many expired tokens (and ended transactions) one purge statement deletes at most. */
+const PURGE_BATCH = 1000
 
 /** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
 const RETRY = new Set(['40P01', '40001'])
@@ -176,12 +179,27 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
     return { ok: true }
   }
 
-  const purgeExpired = (now: string) =>
+  /** One bounded batch of purges, in one SQL transaction under the store-wide lock. */
+  const purgeBatch = (now: string) =>
     transaction(locks.begin({ exclusive: true, tenants: new Set() }), async (client) => {
-      const sessions = await client.query<{ n: number }>({ text: st.purgeSessions, values: [now] })
-      const transactions = await client.query<{ n: number }>({ text: st.purgeTransactions, values: [now] })
-      return { sessions: sessions.rows[0]?.n ?? 0, transactions: transactions.rows[0]?.n ?? 0 }
+      const count = async (text: string, values: unknown[]) =>
+        (await client.query<{ n: number }>({ text, values })).rows[0]?.n ?? 0
+      const cutoff = new Date(Date.parse(now) - ENDED_RETENTION_MS).toISOString()
+      return {
+        sessions: await count(st.purgeSessions, [now]),
+        transactions: await count(st.purgeTransactions, [now]),
+        tokens: await count(st.purgeTokens, [now, PURGE_BATCH]),
+        endedTransactions: await count(st.purgeEnded, [cutoff, PURGE_BATCH]),
+      }
     })
+  const purgeExpired = async (now: string): Promise<SweepCounts> => {
+    const total: SweepCounts = { sessions: 0, transactions: 0, tokens: 0, endedTransactions: 0 }
+    for (;;) {
+      const batch = await purgeBatch(now)
+      for (const key of Object.keys(total) as (keyof SweepCounts)[]) total[key] += batch[key]
+      if (batch.tokens < PURGE_BATCH && batch.endedTransactions < PURGE_BATCH) return total
+    }
+  }
 
   return {
     write: (batch) => guard(() => write(batch)),
