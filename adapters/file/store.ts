@@ -55,6 +55,13 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const dsync = sync === 'dsync'
   const ratio = nonNegative('compactRatio', options.compactRatio ?? 2)
   const minBytes = nonNegative('compactMinBytes', options.compactMinBytes ?? 4 * MiB)
+  const deleteShare = nonNegative('compactDeleteShare', options.compactDeleteShare ?? 0.25)
+  /** Ops journaled since the last compaction, and how many of them deleted something. */
+  let opsSince = 0
+  let deletesSince = 0
+  /** Deletes amount to `deleteShare` of what the journal holds (and it holds 1 MiB): rewrite them out. */
+  const deletesDue = () =>
+    deletesSince > 0 && journal.size >= Math.min(minBytes, MiB) && deletesSince >= deleteShare * opsSince
   const hook = options.hooks?.step
   const step = (name: FileStoreStep) => hook?.(name)
 
@@ -90,10 +97,13 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const journal: Journal = new Journal(recovered.fd, recovered.journalBytes, {
     sync,
     ...(hook ? { beforeWrite: () => step('journal.write'), beforeSync: () => step('journal.sync') } : {}),
-    wantsMaintenance: () => requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes),
+    wantsMaintenance: () =>
+      requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes) || deletesDue(),
     maintain: async () => {
       const asked = requested
       requested = null
+      opsSince = 0
+      deletesSince = 0
       try {
         await compact(g)
         asked?.resolve(DURABLE)
@@ -118,6 +128,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   /** Applies ops already checked, and resolves once their record is durable. */
   const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
     const json = JSON.stringify(ops)
+    opsSince += ops.length
+    for (const op of ops) if (op.op.endsWith('.delete')) deletesSince++
     try {
       // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
       for (const op of ops) s.apply(cloneJson(op))
