@@ -1,4 +1,5 @@
 import { MemoryState } from '../../src/state.js'
+import { StoreError } from '../../src/store/error.js'
 import type { Store } from '../../src/store.js'
 
 /**
@@ -10,7 +11,7 @@ export function memoryStore(): Store {
   const state = new MemoryState()
   let closed = false
   const open = () => {
-    if (closed) throw new Error('memoryStore: the store is closed')
+    if (closed) throw new StoreError('closed', 'memoryStore: the store is closed')
     return state
   }
   return {
