@@ -1,79 +1,181 @@
+import { existsSync } from 'node:fs'
 import { memoryStore } from '../adapters/memory/index.js'
-import { workerRunner } from '../adapters/sandbox/index.js'
 import { createService, manualClock } from '../src/index.js'
-import type { FormulaRequest } from '../src/runner.js'
+import type { FormulaRequest, FormulaRunner } from '../src/runner.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
-const GOAL = 'overhead < 100 µs at 64 in flight'
 const SOURCE =
   'async function (req) { return { raw: { sum: req.args.a + req.args.b, region: req.configuration.region } } }'
+const BOMBS = [
+  'const a = new Array(1e9); a.fill(0); return { raw: a.length }',
+  'let s = "xx"; for (;;) s += s',
+  'const a = []; for (;;) a.push("x".repeat(1024) + a.length)',
+]
+const MIB = 1024 * 1024
 
-/** A vault whose one reactor runs a trivial formula, a client that may react, and the same function in-process. */
-export async function reactorFixture() {
-  const service = createService({ store: memoryStore(), clock: manualClock(), runner: workerRunner() })
-  const tenant = await service.admin.createTenant({ name: 'bench' })
-  const app = async (type: 'private' | 'management', permissions: string[]) =>
-    (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key
-  const admin = service.connect(await app('management', ['reactor:create']))
-  const client = service.connect(await app('private', ['token:use']))
-  const formula = await admin.reactorFormulas.create({
-    name: 'sum',
-    type: 'private',
-    code: `module.exports = ${SOURCE}`,
-    configuration: [{ name: 'region', type: 'string' }],
-    request_parameters: [],
-  })
-  const reactor = await admin.reactors.create({
-    name: 'sum',
-    formula_id: formula.id,
-    configuration: { region: 'eu' },
-  })
-  const plain = new Function(`return ${SOURCE}`)() as (req: FormulaRequest) => Promise<unknown>
-  const request: FormulaRequest = { args: { a: 1, b: 2 }, configuration: { region: 'eu' } }
-  return {
-    service,
-    react: () => client.reactors.react(reactor.id, { args: { a: 1, b: 2 } }),
-    plain: () => plain(request),
+/**
+ * The sandbox runner as users get it: the compiled one in `dist/` when it has been built (`npm run
+ * build`), else the TypeScript sources (whose workers start slower, through tsx).
+ */
+async function loadRunner(): Promise<{ make: () => FormulaRunner; from: string }> {
+  const built = new URL('../dist/adapters/sandbox/index.js', import.meta.url)
+  if (existsSync(built)) {
+    const mod = (await import(built.href)) as typeof import('../adapters/sandbox/index.js')
+    return { make: () => mod.sandboxRunner(), from: 'dist' }
   }
+  const mod = await import('../adapters/sandbox/index.js')
+  return { make: () => mod.sandboxRunner(), from: 'sources' }
+}
+
+/** A vault with one reactor per tenant (two tenants) running `code`, and clients that may react. */
+export async function reactorFixture(runner: FormulaRunner, code = `module.exports = ${SOURCE}`) {
+  const service = createService({ store: memoryStore(), clock: manualClock(), runner })
+  const tenant = async (name: string) => {
+    const t = await service.admin.createTenant({ name })
+    const app = async (type: 'private' | 'management', permissions: string[]) =>
+      (await service.admin.createApplication({ tenantId: t.id, name: type, type, permissions })).key
+    const admin = service.connect(await app('management', ['reactor:create']))
+    const client = service.connect(await app('private', ['token:use']))
+    const formula = await admin.reactorFormulas.create({
+      name: 'sum',
+      type: 'private',
+      code,
+      configuration: [{ name: 'region', type: 'string' }],
+      request_parameters: [],
+    })
+    const reactor = await admin.reactors.create({
+      name: 'sum',
+      formula_id: formula.id,
+      configuration: { region: 'eu' },
+    })
+    return () => client.reactors.react(reactor.id, { args: { a: 1, b: 2 } })
+  }
+  return { service, reacts: [await tenant('a'), await tenant('b')] }
+}
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!
+
+/** Per-call latencies (µs) of `fn`, one call in flight. */
+async function latencies(fn: () => Promise<unknown>, n: number): Promise<number[]> {
+  const out: number[] = []
+  for (let i = 0; i < n; i++) {
+    const t = performance.now()
+    await fn()
+    out.push((performance.now() - t) * 1000)
+  }
+  return out
 }
 
 /**
- * Invocations per second of a trivial formula through `client.reactors.react` (auth, store reads,
- * args checks, a round trip to a sandbox process) with 1 and 64 calls in flight, against a plain
- * in-process call of the same function, in alternating rounds of the same run. The overhead is the
- * time per invocation beyond the plain call, in µs.
+ * The sandbox runner (QuickJS in WebAssembly, worker threads, a fresh context per run) against a
+ * plain in-process call of the same function, in the same run:
+ * - warm `react` overhead at 1 in flight (p50 latency minus the plain call's);
+ * - throughput at 64 in flight, spread over 2 tenants;
+ * - the first react after the service starts (loads the engine and starts the workers);
+ * - the host's peak RSS over idle while memory bombs run on every worker.
  */
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
-  const { service, react, plain } = await reactorFixture()
-  const rounds = opts.quick ? 3 : 7
+  const { make, from } = await loadRunner()
   const rows: BenchRow[] = []
+  const plain = new Function(`return ${SOURCE}`)() as (req: FormulaRequest) => Promise<unknown>
+  const request: FormulaRequest = { args: { a: 1, b: 2 }, configuration: { region: 'eu' } }
+  const plainCall = () => plain(request)
+
+  // First react after start.
+  const firsts: number[] = []
+  for (let i = 0; i < (opts.quick ? 2 : 5); i++) {
+    const { service, reacts } = await reactorFixture(make())
+    const t = performance.now()
+    await reacts[0]!()
+    firsts.push(performance.now() - t)
+    await service.close()
+  }
+  const first = median(firsts)
+  rows.push({
+    group: 'reactor',
+    operation: `first react after start (${from})`,
+    opsPerSec: 1000 / first,
+    baseline: 'the same function called in-process',
+    baselineOpsPerSec: 1000 / ((await latencies(plainCall, 1))[0]! / 1000),
+    ratio: Number.NaN,
+    goal: '≤ 100 ms',
+    note: `${first.toFixed(0)} ms (median of ${firsts.length})`,
+  })
+
+  const { service, reacts } = await reactorFixture(make())
   try {
-    for (let i = 0; i < 200; i++) await react()
-    for (const concurrency of [1, 64]) {
-      const total = (opts.quick ? 1000 : 4000) * (concurrency === 1 ? 1 : 4)
-      const ops: number[] = []
-      const base: number[] = []
-      for (let r = 0; r < rounds; r++) {
-        ops.push(await inFlight(react, concurrency, total))
-        base.push(await inFlight(plain, concurrency, total * 20))
-      }
-      const med = (xs: number[]) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)]!
-      const opRate = med(ops)
-      const baseRate = med(base)
-      const overheadUs = (1 / opRate - 1 / baseRate) * 1e6
-      rows.push({
-        group: 'reactor',
-        operation: `reactors.react, ${concurrency} in flight`,
-        opsPerSec: opRate,
-        baseline: 'the same function called in-process',
-        baselineOpsPerSec: baseRate,
-        ratio: baseRate / opRate,
-        goal: concurrency === 64 ? GOAL : '',
-        note: `overhead ${overheadUs.toFixed(1)} µs per invocation`,
-      })
+    for (let i = 0; i < 300; i++) await reacts[i % 2]!()
+    const n = opts.quick ? 500 : 3000
+    const ours = await latencies(reacts[0]!, n)
+    const base = await latencies(plainCall, n)
+    const p50 = median(ours) - median(base)
+    const p99 = [...ours].sort((x, y) => x - y)[Math.floor(n * 0.99)]!
+    rows.push({
+      group: 'reactor',
+      operation: 'warm reactors.react, 1 in flight',
+      opsPerSec: 1e6 / median(ours),
+      baseline: 'the same function called in-process',
+      baselineOpsPerSec: 1e6 / median(base),
+      ratio: median(ours) / median(base),
+      goal: 'p50 overhead ≤ 300 µs',
+      note: `p50 overhead ${p50.toFixed(0)} µs, p99 ${p99.toFixed(0)} µs`,
+    })
+
+    const total = opts.quick ? 4000 : 20_000
+    let turn = 0
+    const spread = () => reacts[turn++ % 2]!()
+    const rates: number[] = []
+    const baseRates: number[] = []
+    for (let r = 0; r < (opts.quick ? 2 : 5); r++) {
+      rates.push(await inFlight(spread, 64, total))
+      baseRates.push(await inFlight(plainCall, 64, total * 10))
     }
+    const rate = median(rates)
+    rows.push({
+      group: 'reactor',
+      operation: 'reactors.react, 64 in flight over 2 tenants',
+      opsPerSec: rate,
+      baseline: 'the same function called in-process',
+      baselineOpsPerSec: median(baseRates),
+      ratio: median(baseRates) / rate,
+      goal: '≥ 10 000 reacts/s',
+      note: `${Math.round(rate)} reacts/s`,
+    })
   } finally {
     await service.close()
+  }
+
+  // Memory bombs on every worker at once: the host's RSS over idle.
+  const bombed = await reactorFixture(make())
+  const bombRunner = bombed.service
+  try {
+    await bombed.reacts[0]!()
+    const idle = process.memoryUsage().rss
+    let peak = idle
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss)
+    }, 2)
+    for (const bomb of BOMBS) {
+      const { service: s, reacts: r } = await reactorFixture(
+        make(),
+        `module.exports = async () => { ${bomb} }`,
+      )
+      await Promise.all([0, 1, 0, 1].map((i) => r[i]!().catch(() => undefined)))
+      await s.close()
+    }
+    clearInterval(sampler)
+    rows.push({
+      group: 'reactor',
+      operation: 'host peak RSS while memory bombs run',
+      opsPerSec: Number.NaN,
+      baseline: 'the idle host',
+      baselineOpsPerSec: Number.NaN,
+      ratio: Number.NaN,
+      goal: '≤ 512 MiB over idle',
+      note: `${((peak - idle) / MIB).toFixed(0)} MiB over idle (${BOMBS.length} bombs, 2 workers each)`,
+    })
+  } finally {
+    await bombRunner.close()
   }
   return rows
 }

@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
-import { workerRunner } from '../adapters/sandbox/index.js'
+import { sandboxRunner } from '../adapters/sandbox/index.js'
 import { createService, type Service, systemClock } from '../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
@@ -72,7 +72,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
   const log = options.log ?? ((line) => process.stderr.write(`${line}\n`))
   const opened = await openStore(options.store)
-  const runner = workerRunner()
+  const runner = sandboxRunner()
   const service = createService({ store: opened.store, clock: systemClock, runner })
   let key: string | null
   try {

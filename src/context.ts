@@ -12,11 +12,12 @@ export interface ServiceOptions {
   /** Lifetime of a transaction (default 1 hour). */
   transactionTtlMs?: number
   /**
-   * Runs reactor formula code in isolation (e.g. `workerRunner()` from `tokenvault/adapters/sandbox`).
-   * Without one, formula code is not compile-checked and `reactors.react` answers `formula_invalid`.
-   * `service.close()` closes it.
+   * Runs reactor formula code in isolation. By default `sandboxRunner()` from
+   * `tokenvault/adapters/sandbox` (QuickJS in WebAssembly, in worker threads), loaded and started
+   * on the first formula create or react. `null` turns formulas off: their code is not
+   * compile-checked and `reactors.react` answers `formula_invalid`. `service.close()` closes it.
    */
-  runner?: FormulaRunner
+  runner?: FormulaRunner | null
   /** Wall-clock limit of one formula run (default 10 seconds). */
   reactorTimeoutMs?: number
 }

@@ -28,16 +28,19 @@ export class ServiceError extends Error {
   readonly issues: ValidationIssues | undefined
   /** Present on `formula_failed`: the HTTP status (400–599) the failure maps to. */
   readonly status: number | undefined
+  /** When the same call may succeed if tried again later: after this many seconds. */
+  readonly retryAfterSec: number | undefined
 
   constructor(
     code: ServiceErrorCode,
     message: string,
-    options: { issues?: ValidationIssues; status?: number; cause?: unknown } = {},
+    options: { issues?: ValidationIssues; status?: number; retryAfterSec?: number; cause?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.code = code
     this.issues = options.issues
     this.status = options.status
+    this.retryAfterSec = options.retryAfterSec
   }
 }
 
@@ -59,4 +62,9 @@ export function conflict(message: string): ServiceError {
 /** Shorthand for `forbidden`. */
 export function forbidden(message: string): ServiceError {
   return new ServiceError('forbidden', message)
+}
+
+/** Marks a `switch` as exhaustive: a new member of the union fails to compile where it is unhandled. */
+export function assertNever(value: never): never {
+  throw new Error(`unhandled case: ${String(value)}`)
 }

@@ -1,6 +1,6 @@
 import { withoutData } from './access.js'
 import type { Ctx } from './context.js'
-import { conflict, ServiceError, type ValidationIssues } from './errors.js'
+import { assertNever, conflict, ServiceError, type ValidationIssues } from './errors.js'
 import type { RunOutcome } from './runner.js'
 import { FORBIDDEN_KEYS } from './schemas/common.js'
 import { creationChecks, newToken } from './tokens.js'
@@ -97,6 +97,18 @@ export function runFailure(outcome: Extract<RunOutcome, { ok: false }>, timeoutM
       return new ServiceError('formula_failed', `the reactor formula crashed: ${outcome.message}`, {
         status: 500,
       })
+    case 'busy':
+      return new ServiceError('formula_failed', outcome.message, {
+        status: 429,
+        retryAfterSec: outcome.retryAfterSec ?? 1,
+      })
+    case 'unavailable':
+      return new ServiceError('formula_failed', outcome.message, {
+        status: 503,
+        retryAfterSec: outcome.retryAfterSec ?? 1,
+      })
+    default:
+      return assertNever(outcome.kind)
   }
 }
 

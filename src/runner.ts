@@ -5,7 +5,8 @@ import type { Json } from './types.js'
  * formula itself: it hands the code and a request to a `FormulaRunner`, which must run it outside
  * the host's realm (no access to the host's globals, modules, environment or filesystem), bound it
  * in time and memory, and answer with an outcome — never throw for anything the code does.
- * `tokenvault/adapters/sandbox` provides the default one, `workerRunner()`.
+ * `tokenvault/adapters/sandbox` provides the default one, `sandboxRunner()`, which `createService`
+ * uses unless given another runner (or `runner: null`).
  */
 
 /** What a formula's exported function is called with. */
@@ -21,8 +22,9 @@ export interface RunOptions {
   /** Wall-clock limit of the run in milliseconds, from the moment the code starts running. */
   timeoutMs: number
   /**
-   * Runs with the same key and the same code may share a loaded module (and so its module-level
-   * state); runs with different keys never do. The service passes the tenant id.
+   * Whose run it is (the service passes the tenant id): runners queue runs per key and serve the
+   * keys in turn, so one tenant's runs can't hold back another's. Runs never share state, whatever
+   * their key.
    */
   isolationKey?: string
 }
@@ -37,11 +39,15 @@ export type RunFailureKind =
   | 'timeout'
   /** The run took down what ran it (out of memory, a fatal error); the runner has replaced it. */
   | 'crashed'
+  /** Too many of this key's runs are waiting; try again after `retryAfterSec`. Nothing ran. */
+  | 'busy'
+  /** The runner can't run anything right now (it can't start its sandbox); nothing ran. */
+  | 'unavailable'
 
 /** The result of one run. `value` is the function's answer as JSON (parsed), `logs` what it printed. */
 export type RunOutcome =
   | { ok: true; value: unknown; logs: string[] }
-  | { ok: false; kind: RunFailureKind; message: string; status?: number }
+  | { ok: false; kind: RunFailureKind; message: string; status?: number; retryAfterSec?: number }
 
 /** Runs formula code in isolation. Implementations must be safe to call concurrently. */
 export interface FormulaRunner {
@@ -58,4 +64,45 @@ export interface FormulaRunner {
   run(code: string, request: FormulaRequest, options: RunOptions): Promise<RunOutcome>
   /** Stops whatever the runner started; runs still in flight resolve as `crashed`. */
   close(): Promise<void>
+}
+
+/**
+ * A runner that loads the real one on first use: `createService` uses it for the default sandbox
+ * runner, so a service that never runs a formula never loads the WebAssembly engine or starts a
+ * worker. `load` is called at most once (again only after a failed load).
+ */
+export function lazyRunner(load: () => Promise<FormulaRunner>): FormulaRunner {
+  let loading: Promise<FormulaRunner> | undefined
+  let closed = false
+  const get = () => {
+    loading ??= load().catch((error: unknown) => {
+      loading = undefined
+      throw error
+    })
+    return loading
+  }
+  return {
+    check: async (code) => (await get()).check(code),
+    async run(code, request, options) {
+      if (closed) return { ok: false, kind: 'crashed', message: 'the formula runner is closed' }
+      let runner: FormulaRunner
+      try {
+        runner = await get()
+      } catch {
+        return {
+          ok: false,
+          kind: 'unavailable',
+          message: 'the formula runner could not be loaded',
+          retryAfterSec: 1,
+        }
+      }
+      return runner.run(code, request, options)
+    },
+    async close() {
+      closed = true
+      const runner = loading
+      loading = undefined
+      await (await runner?.catch(() => undefined))?.close()
+    },
+  }
 }

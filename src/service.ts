@@ -7,12 +7,23 @@ import { newId } from './crypto.js'
 import { notFound } from './errors.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
 import { reactorOperations } from './reactors.js'
+import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
 import { parse } from './validate.js'
+
+/**
+ * The default formula runner, `sandboxRunner()` of `tokenvault/adapters/sandbox`, imported on first
+ * use. The one place the core names an adapter: the sandbox is the runtime the core's formula rules
+ * need by default, and importing it lazily keeps the core free of `node:worker_threads` and of the
+ * WebAssembly engine until a formula is created or run (`runner: null` never loads it).
+ */
+function defaultRunner(): FormulaRunner {
+  return lazyRunner(async () => (await import('../adapters/sandbox/index.js')).sandboxRunner())
+}
 
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
 type Methods = Record<string, (...args: any[]) => Promise<unknown>>
@@ -69,7 +80,7 @@ export function createService(options: ServiceOptions): Service {
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
   }
-  const { runner } = options
+  const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   let lastMs = Number.NaN
   let lastIso = ''
   /** The clock's time as an ISO string (formatted once per distinct millisecond). */

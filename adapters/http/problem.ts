@@ -130,7 +130,9 @@ export function problem(
 export function problemFor(error: unknown): Outgoing | null {
   if (error instanceof ServiceError) {
     const status = statusOf(error)
-    return problem(status, error.message, status === 400 ? (error.issues ?? {}) : undefined)
+    const retry = error.retryAfterSec
+    const headers: Record<string, string> = retry === undefined ? {} : { 'retry-after': String(retry) }
+    return problem(status, error.message, status === 400 ? (error.issues ?? {}) : undefined, headers)
   }
   if (error instanceof HttpProblem) return problem(error.status, error.message, error.errors, error.headers)
   if (error instanceof StoreError) return storeProblem(error)

@@ -1,76 +1,163 @@
 import { availableParallelism } from 'node:os'
-import { compileFunction } from 'node:vm'
+import { Worker } from 'node:worker_threads'
+import type { QuickJSWASMModule } from 'quickjs-emscripten-core'
 import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
-import { MODULE_PARAMS } from './child.js'
+import { compileEngine, compileIn, loadCompiler } from './engine.js'
+import type { WorkerConfig } from './messages.js'
 import { SandboxPool } from './pool.js'
 
-/** Options of `workerRunner`. */
-export interface WorkerRunnerOptions {
-  /** How many sandbox processes run formulas side by side (default: CPUs, 1 to 4). */
+/** Options of `sandboxRunner`. */
+export interface SandboxRunnerOptions {
+  /**
+   * How many worker threads run formulas side by side.
+   * @default the number of CPUs, 1 to 4
+   */
   poolSize?: number
-  /** Heap limit of each sandbox process in MiB (default 128). */
+  /**
+   * Memory of one run in MiB: the engine's heap limit; its WebAssembly memory is capped 32 MiB above.
+   * @default 64
+   */
   memoryMb?: number
-  /** Upper bound on any run's time limit in ms, whatever the service asks (default 60 000). */
+  /**
+   * Upper bound on any run's time limit in ms, whatever the service asks.
+   * @default 60000
+   */
   timeoutMs?: number
-  /** Longest answer a formula may give, in JSON characters (default 1 MiB). */
+  /**
+   * Longest answer a formula may give, in JSON characters.
+   * @default 1048576
+   */
   maxResultChars?: number
-  /** Formula contexts each process keeps loaded (default 64). */
-  maxContexts?: number
+  /**
+   * Runs of one tenant that may wait for a worker; beyond it a react answers 429.
+   * @default 64
+   */
+  maxQueuedPerTenant?: number
+  /**
+   * How a worker thread is started. For tests (e.g. to inject a failure to start); the default
+   * starts `adapters/sandbox/worker` with an empty environment and a small JavaScript heap.
+   */
+  startWorker?: (config: WorkerConfig) => Worker
 }
 
 /**
- * Compiles `code` as a CommonJS module body without running it (`vm.compileFunction`, which parses
- * only). Answers null when it compiles, else the syntax error's message.
+ * Starts one sandbox worker thread: the compiled `worker.js`, or in development (running from
+ * TypeScript sources) `worker.ts` through tsx's loader, registered inside the new thread.
  */
-export function compileError(code: string): string | null {
+export function startSandboxWorker(config: WorkerConfig): Worker {
+  const options = {
+    workerData: config,
+    env: {},
+    stdout: true,
+    stderr: true,
+    resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
+  }
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), options)
+  const worker = JSON.stringify(new URL('./worker.ts', import.meta.url).href)
+  const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${worker}) })`
+  return new Worker(boot, { ...options, eval: true })
+}
+
+let compiled: Promise<object> | undefined
+/** The engine's WebAssembly code, compiled once per process (again after a failure). */
+function engineCode(): Promise<object> {
+  const code =
+    compiled ??
+    compileEngine().catch((error: unknown) => {
+      compiled = undefined
+      throw error
+    })
+  compiled = code
+  return code
+}
+
+let compiler: Promise<QuickJSWASMModule> | undefined
+
+/**
+ * Compiles `code` as a formula module body in the WebAssembly engine, without running it. Answers
+ * null when it compiles, else the syntax error's message.
+ */
+export async function compileError(code: string): Promise<string | null> {
+  compiler ??= engineCode().then(loadCompiler)
   try {
-    compileFunction(code, MODULE_PARAMS, { filename: 'formula.js' })
-    return null
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error)
+    return compileIn(await compiler, code)
+  } catch {
+    // The compiler's engine failed (it never runs code; a pathological input could exhaust it): renew it.
+    compiler = undefined
+    return 'the code could not be compiled'
   }
 }
 
 /**
- * The default formula runner: formula code runs in a small pool of separate Node processes
- * ("workers"), started on the first run and reused. Each run happens in a `vm` context of its own
- * realm holding only JavaScript's built-ins and a captured `console` — no `require`, `process`,
- * `Buffer`, timers, environment or filesystem — one context per (tenant, code), reused between runs.
- * The processes themselves run under Node's permission model (no filesystem, child processes or
- * worker threads), with an empty environment and a heap limit of `memoryMb`.
+ * The default formula runner. Formula code runs in QuickJS compiled to WebAssembly
+ * (`quickjs-emscripten`), inside worker threads started on the first run:
  *
- * Separate processes rather than worker threads: a worker's `resourceLimits` can't contain one
- * large allocation (`new Array(1e9).fill(0)`), which makes V8 abort the whole process; a sandbox
- * process that aborts is simply replaced. A run that goes past its time limit (a `while (true) {}`,
- * also inside a promise) has its process killed and replaced; runs batched with it are retried alone.
- * Runs travel in batches (one message per batch each way) and code is sent to each process once,
- * keyed by its SHA-256, which keeps the overhead per run to a few microseconds under load.
+ * - **Wall 1, the engine.** Formula code lives in the engine's linear memory and reaches only what
+ *   the engine makes for it: JavaScript's built-ins, a captured `console`, a `require` that refuses.
+ *   No object of the host's realm — not an error, a promise or a stack frame — is ever handed to
+ *   it, so `constructor.constructor` leads only to the engine's own `Function`.
+ * - **Wall 2, WebAssembly.** If the engine were broken, the code would still be WebAssembly: it
+ *   can call only the functions the host imported into it (none offers network, files, environment
+ *   or processes), and it can't address memory outside its own, capped at `memoryMb` + 32 MiB.
  *
- * `close()` kills the processes; runs in flight end as `crashed`.
+ * Every run gets a fresh runtime and context: nothing a run sets is seen by any later run. A run is
+ * interrupted by the engine at its time limit (measured from its start); a worker silent past it
+ * is terminated. Runs wait in a per-tenant queue served round-robin, bounded per tenant (`busy`,
+ * i.e. 429, beyond it). A worker that dies or can't start is replaced with backoff.
+ *
+ * `close()` terminates the workers; runs in flight end as `crashed`.
  */
-export function workerRunner(options: WorkerRunnerOptions = {}): FormulaRunner {
+export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner {
   const cap = options.timeoutMs ?? 60_000
-  const pool = new SandboxPool({
-    size: Math.max(1, Math.floor(options.poolSize ?? Math.min(4, availableParallelism()))),
-    memoryMb: Math.max(16, Math.floor(options.memoryMb ?? 128)),
-    maxResultChars: options.maxResultChars ?? 1_048_576,
-    maxContexts: options.maxContexts ?? 64,
-    maxBatch: 64,
-  })
+  let pool: Promise<SandboxPool> | undefined
+  let closed = false
+  const start = async () =>
+    new SandboxPool({
+      wasmModule: await engineCode(),
+      size: Math.max(1, Math.floor(options.poolSize ?? Math.min(4, availableParallelism()))),
+      memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
+      maxResultChars: options.maxResultChars ?? 1_048_576,
+      maxQueuedPerTenant: Math.max(1, options.maxQueuedPerTenant ?? 64),
+      graceMs: 1000,
+      startWorker: options.startWorker ?? startSandboxWorker,
+    })
   return {
-    check: async (code) => compileError(code),
-    run(code, request, runOptions) {
+    check: compileError,
+    async run(code, request, runOptions) {
+      if (closed) return { ok: false, kind: 'crashed', message: 'the formula runner is closed' }
+      pool ??= start()
+      let active: SandboxPool
+      try {
+        active = await pool
+      } catch {
+        pool = undefined
+        return {
+          ok: false,
+          kind: 'unavailable',
+          message: 'the formula engine could not be loaded',
+          retryAfterSec: 1,
+        }
+      }
       return new Promise<RunOutcome>((done) => {
-        pool.submit({
-          key: runOptions.isolationKey ?? '',
+        active.submit({
+          tenant: runOptions.isolationKey ?? '',
           code,
           request: JSON.stringify(request),
           timeoutMs: Math.max(1, Math.min(cap, runOptions.timeoutMs)),
-          solo: false,
           done,
         })
       })
     },
-    close: async () => pool.close(),
+    async close() {
+      closed = true
+      const active = pool
+      pool = undefined
+      await (await active?.catch(() => undefined))?.close()
+    },
   }
 }
+
+/** @deprecated Renamed: use `sandboxRunner`. */
+export const workerRunner = sandboxRunner
+/** @deprecated Renamed: use `SandboxRunnerOptions`. */
+export type WorkerRunnerOptions = SandboxRunnerOptions

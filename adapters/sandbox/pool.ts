@@ -1,255 +1,279 @@
-import type { ChildProcess } from 'node:child_process'
-import { createHash } from 'node:crypto'
+import type { Worker } from 'node:worker_threads'
 import type { RunOutcome } from '../../src/runner.js'
-import { type Reply, spawnSandbox, toOutcome } from './process.js'
+import { FairQueue } from './fair-queue.js'
+import { readWorkerMessage, type WorkerConfig, type WorkerMessage } from './messages.js'
 
-/** One formula run waiting for, or held by, a sandbox process. */
+/** One formula run, waiting for or held by a worker. */
 export interface Job {
-  key: string
+  /** Whose run it is: runs are served round-robin between tenants. */
+  tenant: string
   code: string
+  /** The request as JSON text. */
   request: string
   timeoutMs: number
-  /** Set once the job was in a batch that hung or crashed: it then runs alone, and its failure is its own. */
-  solo: boolean
+  /** Called exactly once. */
   done: (outcome: RunOutcome) => void
 }
 
-/** Settings of a pool (all required here; `workerRunner` fills defaults). */
+/** Settings of a pool (all required here; `sandboxRunner` fills the defaults). */
 export interface PoolSettings {
   size: number
   memoryMb: number
   maxResultChars: number
-  maxContexts: number
-  maxBatch: number
-}
-
-interface Batch {
-  id: number
-  jobs: Job[]
-  /** How many of `jobs` have been answered (answers come in order). */
-  answered: number
-  timeoutMs: number
-  /** When the process last reported progress on this batch (ms, `performance.now()`). */
-  progressAt: number
-  timer: NodeJS.Timeout
+  maxQueuedPerTenant: number
+  /** How long past a run's time limit the host waits before it terminates a silent worker (ms). */
+  graceMs: number
+  startWorker: (config: WorkerConfig) => Worker
+  /** The engine's compiled WebAssembly module, handed to every worker. */
+  wasmModule?: object
 }
 
 interface Slot {
-  child: ChildProcess
+  worker: Worker
   ready: boolean
-  batch: Batch | null
-  /** Hashes of the code this process holds. */
-  codes: Set<string>
-  stderr: string
-  killed: boolean
+  job: Job | null
+  jobId: number
+  timer: NodeJS.Timeout | undefined
+  gone: boolean
+  /** When it last finished a run (ms): the longest-idle worker is served first, its next context made. */
+  idleSince: number
 }
 
-const MAX_CODES = 256
-const MAX_BOOT_FAILURES = 3
+const MAX_BACKOFF_MS = 5000
 
 /**
- * A pool of sandbox processes, each running batches of formula runs one after the other. A batch
- * that makes no progress for its time limit is killed with its process: a lone job gets `timeout`,
- * the others of a larger batch are retried alone (so an innocent run never pays for another's
- * loop). A process that dies mid-batch is handled the same way, with `crashed`. Dead processes are
- * replaced; the host is never blocked, since all it does is exchange messages.
+ * Sandbox worker threads and the fair queue in front of them. Each worker runs one run at a time;
+ * runs wait in a per-tenant queue served round-robin, bounded per tenant (beyond it a run is
+ * answered `busy` at once). A worker that sends anything but a well-formed answer to the run it
+ * holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
+ * Workers that fail to start are retried with exponential backoff (up to 5 s) while runs wait;
+ * while no worker can start, waiting runs are answered `unavailable`. Nothing a worker does can
+ * throw in the host.
  */
 export class SandboxPool {
   private readonly slots: Slot[] = []
-  private readonly queue: Job[] = []
-  private readonly hashes = new Map<string, string>()
-  private nextBatch = 1
-  private bootFailures = 0
-  private broken: string | null = null
+  private readonly queue: FairQueue<Job>
+  private nextId = 1
+  private startFailures = 0
+  private retryAt = 0
+  private retryTimer: NodeJS.Timeout | undefined
   private closed = false
 
-  constructor(private readonly settings: PoolSettings) {}
+  constructor(private readonly settings: PoolSettings) {
+    this.queue = new FairQueue(settings.maxQueuedPerTenant)
+  }
 
   /** Queues a run; `job.done` is called exactly once. */
   submit(job: Job): void {
-    if (this.closed || this.broken !== null) {
-      job.done({ ok: false, kind: 'crashed', message: this.broken ?? 'the formula runner is closed' })
+    if (this.closed) {
+      job.done({ ok: false, kind: 'crashed', message: 'the formula runner is closed' })
       return
     }
-    this.queue.push(job)
-    while (this.slots.length < this.settings.size) this.slots.push(this.spawn())
+    if (!this.queue.push(job.tenant, job)) {
+      job.done({
+        ok: false,
+        kind: 'busy',
+        message: `too many reactor runs are waiting for this tenant (at most ${this.settings.maxQueuedPerTenant})`,
+        retryAfterSec: 1,
+      })
+      return
+    }
+    this.fill()
     this.pump()
   }
 
-  /** Kills every process; queued and running jobs end as `crashed`. */
-  close(): void {
+  /** Terminates every worker; waiting and running jobs end as `crashed`. */
+  async close(): Promise<void> {
     this.closed = true
-    for (const slot of this.slots) {
-      const batch = this.detach(slot)
-      if (batch) this.fail(batch.jobs.slice(batch.answered), 'the formula runner is closed')
-      this.kill(slot)
-    }
-    this.fail(this.queue.splice(0), 'the formula runner is closed')
-  }
-
-  private hash(code: string): string {
-    let hash = this.hashes.get(code)
-    if (hash === undefined) {
-      hash = createHash('sha256').update(code).digest('base64url')
-      if (this.hashes.size >= MAX_CODES) this.hashes.delete(this.hashes.keys().next().value!)
-      this.hashes.set(code, hash)
-    }
-    return hash
-  }
-
-  private spawn(): Slot {
-    const child = spawnSandbox(this.settings)
-    const slot: Slot = { child, ready: false, batch: null, codes: new Set(), stderr: '', killed: false }
-    child.stderr?.setEncoding('utf8')
-    child.stderr?.on('data', (chunk: string) => {
-      slot.stderr = (slot.stderr + chunk).slice(-4000)
+    clearTimeout(this.retryTimer)
+    const ending = this.slots.splice(0).map((slot) => {
+      slot.gone = true
+      clearTimeout(slot.timer)
+      if (slot.job)
+        this.finish(slot.job, { ok: false, kind: 'crashed', message: 'the formula runner is closed' })
+      slot.job = null
+      return slot.worker.terminate().catch(() => 0)
     })
-    ;(child.stderr as { unref?: () => void } | null)?.unref?.()
-    child.on('message', (reply: Reply) => this.onReply(slot, reply))
-    // A failed spawn has no pid and may never emit `close`; any other error ends in `close`.
-    child.on('error', () => (child.pid === undefined ? this.onExit(slot, null, null) : this.kill(slot)))
-    child.on('close', (code, signal) => this.onExit(slot, code, signal))
-    return slot
+    for (const job of this.queue.drain()) {
+      job.done({ ok: false, kind: 'crashed', message: 'the formula runner is closed' })
+    }
+    await Promise.all(ending)
   }
 
-  private idle(slot: Slot): void {
-    slot.child.unref()
-    slot.child.channel?.unref()
+  /** Starts workers up to the pool's size, unless starting is backing off. */
+  private fill(): void {
+    if (this.closed || performance.now() < this.retryAt) return
+    while (this.slots.length < this.settings.size) {
+      let worker: Worker
+      try {
+        const config: WorkerConfig = {
+          memoryMb: this.settings.memoryMb,
+          maxResultChars: this.settings.maxResultChars,
+        }
+        if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
+        worker = this.settings.startWorker(config)
+      } catch {
+        this.startFailed()
+        return
+      }
+      this.attach(worker)
+    }
   }
 
-  private onReply(slot: Slot, reply: Reply): void {
-    if (reply.ready) {
+  private attach(worker: Worker): void {
+    const slot: Slot = {
+      worker,
+      ready: false,
+      job: null,
+      jobId: 0,
+      timer: undefined,
+      gone: false,
+      idleSince: 0,
+    }
+    this.slots.push(slot)
+    worker.on('message', (message: unknown) => this.onMessage(slot, message))
+    worker.on('error', () => this.onGone(slot, 'the sandbox worker failed'))
+    worker.on('exit', () => this.onGone(slot, 'the sandbox worker stopped'))
+  }
+
+  /**
+   * Workers keep the process alive only while there is work (a run held or waiting): an idle
+   * runner never stops a host from exiting.
+   */
+  private updateRefs(): void {
+    const waiting = this.queue.size > 0
+    for (const slot of this.slots) {
+      if (slot.job || (waiting && !slot.ready)) slot.worker.ref()
+      else slot.worker.unref()
+    }
+  }
+
+  private startFailed(): void {
+    this.startFailures++
+    const delay = Math.min(MAX_BACKOFF_MS, 50 * 2 ** Math.min(this.startFailures, 10))
+    this.retryAt = performance.now() + delay
+    // Runs can't wait for a worker that can't start: tell them now, and keep trying in the background.
+    if (!this.slots.some((s) => s.ready)) {
+      for (const job of this.queue.drain()) {
+        job.done({
+          ok: false,
+          kind: 'unavailable',
+          message: 'the formula runner cannot start a sandbox right now',
+          retryAfterSec: Math.ceil(delay / 1000),
+        })
+      }
+    }
+    clearTimeout(this.retryTimer)
+    this.retryTimer = setTimeout(() => {
+      this.fill()
+      this.pump()
+    }, delay)
+    this.retryTimer.unref()
+  }
+
+  private onMessage(slot: Slot, raw: unknown): void {
+    if (slot.gone) return
+    const message = readWorkerMessage(raw, this.settings.maxResultChars)
+    if (!message) {
+      this.discard(slot, 'the sandbox worker sent a malformed message')
+      return
+    }
+    if (message.t === 'ready') {
+      if (slot.ready) {
+        this.discard(slot, 'the sandbox worker sent a malformed message')
+        return
+      }
       slot.ready = true
-      this.bootFailures = 0
-      this.idle(slot)
+      this.startFailures = 0
       this.pump()
       return
     }
-    const batch = slot.batch
-    if (!batch || reply.b !== batch.id || !reply.r) return
-    batch.progressAt = performance.now()
-    for (const result of reply.r) {
-      const job = batch.jobs[batch.answered++]
-      if (job) job.done(toOutcome(result))
+    const job = slot.job
+    if (!job || message.id !== slot.jobId) {
+      this.discard(slot, 'the sandbox worker answered out of turn')
+      return
     }
-    if (reply.done) {
-      this.detach(slot)
-      this.idle(slot)
+    clearTimeout(slot.timer)
+    slot.job = null
+    slot.idleSince = performance.now()
+    this.finish(job, outcomeOf(message))
+    this.pump()
+  }
+
+  /** A worker exited or failed: replace it, and answer the run it held. */
+  private onGone(slot: Slot, why: string): void {
+    if (slot.gone) return
+    slot.gone = true
+    clearTimeout(slot.timer)
+    const index = this.slots.indexOf(slot)
+    if (index !== -1) this.slots.splice(index, 1)
+    if (!slot.ready) this.startFailed()
+    const job = slot.job
+    slot.job = null
+    if (job) this.finish(job, { ok: false, kind: 'crashed', message: why })
+    if (!this.closed) {
+      this.fill()
       this.pump()
     }
   }
 
-  /** Takes the slot's batch off it (stopping its timer) and returns it. */
-  private detach(slot: Slot): Batch | null {
-    const batch = slot.batch
-    slot.batch = null
-    if (batch) clearTimeout(batch.timer)
-    return batch
+  /** Terminates a worker that broke the protocol or went silent; its run ends as `crashed`. */
+  private discard(slot: Slot, why: string): void {
+    const worker = slot.worker
+    this.onGone(slot, why)
+    worker.terminate().catch(() => 0)
   }
 
-  /**
-   * A process ended (after its stdio closed, so its last words are in `stderr`): the slot is
-   * replaced first, then a batch it still held is settled as `crashed`.
-   */
-  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
-    const index = this.slots.indexOf(slot)
-    if (index === -1) return
-    const batch = this.detach(slot)
-    if (!slot.ready && !slot.killed) this.bootFailures++
-    slot.killed = true
-    const outOfMemory = /out of memory|allocation failed/i.test(slot.stderr)
-    const why = outOfMemory
-      ? 'it ran out of memory'
-      : `the sandbox process exited (${signal ?? `code ${code}`})`
-    if (this.closed) this.slots.splice(index, 1)
-    else if (this.bootFailures >= MAX_BOOT_FAILURES) {
-      this.broken = `the sandbox process can't start: ${slot.stderr.trim().slice(-500) || why}`
-      this.slots.splice(index, 1)
-    } else this.slots[index] = this.spawn()
-    if (batch) this.settle(batch, 'crashed', why)
-    if (this.broken !== null) this.fail(this.queue.splice(0), this.broken)
-  }
-
-  /**
-   * Ends a hung or crashed batch. Answers come in order, so a lone unanswered job is the one that
-   * hung or crashed: it fails with `kind`. Several unanswered jobs are retried, each alone.
-   */
-  private settle(batch: Batch, kind: 'timeout' | 'crashed', message: string): void {
-    const left = batch.jobs.slice(batch.answered)
-    if (left.length === 1) left[0]!.done({ ok: false, kind, message })
-    else {
-      for (const job of left) job.solo = true
-      this.queue.unshift(...left)
+  private finish(job: Job, outcome: RunOutcome): void {
+    try {
+      job.done(outcome)
+    } catch {
+      // The caller's callback is not ours to fail on.
     }
-    this.pump()
-  }
-
-  /** Kills the process; a batch still on the slot is settled once the process has exited. */
-  private kill(slot: Slot): void {
-    slot.killed = true
-    slot.child.kill('SIGKILL')
-  }
-
-  private fail(jobs: Job[], message: string): void {
-    for (const job of jobs) job.done({ ok: false, kind: 'crashed', message })
   }
 
   private pump(): void {
     if (this.closed) return
-    const free = this.slots.filter((s) => s.ready && !s.batch && !s.killed)
-    // Spread the queue over every live process, booting or busy ones included, not just the free ones.
-    const live = this.slots.filter((s) => !s.killed).length
+    const free = this.slots.filter((s) => s.ready && !s.job && !s.gone)
+    if (free.length > 1) free.sort((x, y) => x.idleSince - y.idleSince)
     for (const slot of free) {
-      if (!this.queue.length) return
-      const take = this.queue[0]!.solo
-        ? 1
-        : Math.min(this.settings.maxBatch, Math.ceil(this.queue.length / live))
-      const jobs: Job[] = []
-      while (jobs.length < take && this.queue.length && (jobs.length === 0 || !this.queue[0]!.solo)) {
-        jobs.push(this.queue.shift()!)
-      }
-      this.dispatch(slot, jobs)
+      const job = this.queue.take()
+      if (!job) break
+      this.dispatch(slot, job)
     }
+    this.updateRefs()
   }
 
-  private dispatch(slot: Slot, jobs: Job[]): void {
-    const code: Record<string, string> = {}
-    // The process forgets all code on `reset`, before taking this batch's: then every code is sent.
-    const reset = slot.codes.size + jobs.length > MAX_CODES
-    if (reset) slot.codes.clear()
-    const runs = jobs.map((job) => {
-      const hash = this.hash(job.code)
-      if (!slot.codes.has(hash)) {
-        slot.codes.add(hash)
-        code[hash] = job.code
-      }
-      return [job.key, hash, job.request]
+  private dispatch(slot: Slot, job: Job): void {
+    slot.job = job
+    slot.jobId = this.nextId++
+    slot.timer = setTimeout(() => {
+      if (slot.job !== job) return
+      slot.job = null
+      this.finish(job, { ok: false, kind: 'timeout', message: `no answer within ${job.timeoutMs} ms` })
+      this.discard(slot, 'the sandbox worker went silent')
+    }, job.timeoutMs + this.settings.graceMs)
+    slot.worker.postMessage({
+      t: 'run',
+      id: slot.jobId,
+      code: job.code,
+      request: job.request,
+      timeoutMs: job.timeoutMs,
     })
-    const timeoutMs = Math.max(...jobs.map((j) => j.timeoutMs))
-    const batch: Batch = {
-      id: this.nextBatch++,
-      jobs,
-      answered: 0,
-      timeoutMs,
-      progressAt: performance.now(),
-      timer: setTimeout(() => this.watch(slot, batch), timeoutMs),
-    }
-    slot.batch = batch
-    slot.child.ref()
-    slot.child.channel?.ref()
-    slot.child.send({ b: batch.id, runs, ...(reset ? { reset: 1 } : {}), code })
   }
+}
 
-  /** The batch's timer: kill the process if the batch made no progress for its time limit. */
-  private watch(slot: Slot, batch: Batch): void {
-    if (slot.batch !== batch) return
-    const quiet = performance.now() - batch.progressAt
-    if (quiet < batch.timeoutMs) {
-      batch.timer = setTimeout(() => this.watch(slot, batch), batch.timeoutMs - quiet)
-      return
+/** The outcome a worker's well-formed answer stands for. */
+function outcomeOf(message: Extract<WorkerMessage, { t: 'done' }>): RunOutcome {
+  if (message.ok) {
+    try {
+      return { ok: true, value: JSON.parse(message.json), logs: message.logs }
+    } catch {
+      return { ok: false, kind: 'thrown', message: 'the formula answered something that is not JSON' }
     }
-    this.detach(slot)
-    this.kill(slot)
-    this.settle(batch, 'timeout', `no answer within ${batch.timeoutMs} ms`)
   }
+  const { kind, message: text, status } = message
+  return status === undefined
+    ? { ok: false, kind, message: text }
+    : { ok: false, kind, message: text, status }
 }

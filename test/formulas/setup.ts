@@ -1,5 +1,5 @@
 import { memoryStore } from '../../adapters/memory/index.js'
-import { workerRunner } from '../../adapters/sandbox/index.js'
+import { sandboxRunner } from '../../adapters/sandbox/index.js'
 import { createService, manualClock, ServiceError } from '../../src/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
 import type { AccessRule, Permission } from '../../src/types.js'
@@ -8,11 +8,11 @@ export const REACTOR: Permission[] = ['reactor:create', 'reactor:read', 'reactor
 export const TOKEN: Permission[] = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use']
 
 /** The default sandbox runner shared by a test file; services get it without `close`, the file closes it. */
-export function sharedRunner(options: Parameters<typeof workerRunner>[0] = {}) {
+export function sharedRunner(options: Parameters<typeof sandboxRunner>[0] = {}) {
   let runner: FormulaRunner | undefined
   return {
     get(): FormulaRunner {
-      runner ??= workerRunner({ poolSize: 2, ...options })
+      runner ??= sandboxRunner({ poolSize: 2, ...options })
       const shared = runner
       return { check: (c) => shared.check(c), run: (c, r, o) => shared.run(c, r, o), close: async () => {} }
     },
@@ -37,13 +37,13 @@ export function formulaBody(overrides: Record<string, unknown> = {}): Record<str
  * A service on a memory store with a manual clock and two tenants, `a` and `b`, each with a
  * management client (`reactor:*`) and a private client (every token permission, no rules).
  */
-export async function world(options: { runner?: FormulaRunner; reactorTimeoutMs?: number } = {}) {
+export async function world(options: { runner?: FormulaRunner | null; reactorTimeoutMs?: number } = {}) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
   const store = memoryStore()
   const service = createService({
     store,
     clock,
-    ...(options.runner ? { runner: options.runner } : {}),
+    ...(options.runner !== undefined ? { runner: options.runner } : {}),
     ...(options.reactorTimeoutMs ? { reactorTimeoutMs: options.reactorTimeoutMs } : {}),
   })
   const tenant = async (name: string) => {

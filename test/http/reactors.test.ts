@@ -213,8 +213,8 @@ describe('reactors over HTTP', () => {
     await problem(await call('POST', `/reactors/${slow.id}/react`, { key: keys.full, body: args }), 504)
   })
 
-  it('answers 422 when the service has no formula runner', async () => {
-    const { call, keys } = await setup()
+  it('answers 422 when the service runs no formulas (`runner: null`)', async () => {
+    const { call, keys } = await setup({ runner: null })
     const f = await json<Formula>(
       await call('POST', '/reactor-formulas', { key: keys.management, body: formula('x') }),
       201,

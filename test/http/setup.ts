@@ -25,10 +25,10 @@ export interface CallOptions {
  * A handler over a fresh memory service with a manual clock and one tenant, keys of every type,
  * a `call` helper that builds `new Request()`s, and the events the handler logged.
  */
-export async function setup(setupOptions: HttpHandlerOptions & { runner?: FormulaRunner } = {}) {
+export async function setup(setupOptions: HttpHandlerOptions & { runner?: FormulaRunner | null } = {}) {
   const { runner, ...options } = setupOptions
   const clock = manualClock('2030-01-01T00:00:00.000Z')
-  const service = createService({ store: memoryStore(), clock, ...(runner ? { runner } : {}) })
+  const service = createService({ store: memoryStore(), clock, ...(runner !== undefined ? { runner } : {}) })
   const events: HttpLogEvent[] = []
   const handler = createHttpHandler(service, { log: (e) => events.push(e), ...options })
   const tenant = await service.admin.createTenant({ name: 'acme' })

@@ -215,7 +215,7 @@ describe('react: failures', () => {
   })
 
   it.each([
-    ['a syntax error', 'module.exports = async () => {', 'Unexpected'],
+    ['a syntax error', 'module.exports = async () => {', 'SyntaxError'],
     ['no exported function', 'exports.handler = async () => ({})', 'must export a function'],
     ['a throw while loading', 'throw new Error("at load")', 'at load'],
   ])('%s → formula_invalid', async (_, code, message) => {
@@ -232,8 +232,8 @@ describe('react: failures', () => {
     expect(error.message).toContain(message)
   })
 
-  it('without a runner, react answers formula_invalid', async () => {
-    const { a } = await world()
+  it('with `runner: null`, react answers formula_invalid', async () => {
+    const { a } = await world({ runner: null })
     const formula = await a.admin.reactorFormulas.create(
       formulaBody({ configuration: [], request_parameters: [] }),
     )

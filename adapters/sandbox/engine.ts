@@ -1,0 +1,435 @@
+import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync'
+import {
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from 'quickjs-emscripten-core'
+import {
+  MAX_LOG_LINE,
+  MAX_LOG_LINES,
+  MAX_MESSAGE,
+  type WorkerFailure,
+  type WorkerMessage,
+} from './messages.js'
+
+const MIB = 1024 * 1024
+const PAGE = 65_536
+/** What the WebAssembly memory holds besides the formula's heap: the engine's data and stack. */
+const HEADROOM_MB = 32
+/** The engine's own C stack limit for a run (deep recursion ends in a `RangeError`-like error). */
+const STACK_BYTES = 512 * 1024
+
+const PARAMS = 'exports, require, module, __filename, __dirname'
+/** The module wrapper around a formula's code, as Node wraps a CommonJS module (line 1 stays line 1). */
+const wrapModule = (code: string): string => `(function (${PARAMS}) {${code}\n})`
+/**
+ * A second wrapper used only by the compile check: code written to close the first wrapper early
+ * (`}); ... (function () {`) does not parse in this one. (Code that still managed to close both runs
+ * only at load time in its own fresh context, which gives it nothing a module body lacks.)
+ */
+const wrapDeclaration = (code: string): string => `function formula(${PARAMS}) {${code}\n}`
+
+type WasmMemory = object
+/** WebAssembly's `Memory` (Node has it; the core's type library does not declare it). */
+const Memory = (
+  globalThis as unknown as {
+    WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory }
+  }
+).WebAssembly.Memory
+const VARIANT = RELEASE_SYNC as unknown as QuickJSSyncVariant
+
+type VariantOptions = Parameters<typeof newVariant>[1]
+
+/**
+ * The engine's WebAssembly code, compiled once: workers get it with their start data and only
+ * instantiate it (each with its own capped memory), which keeps a worker's start short.
+ */
+export async function compileEngine(): Promise<object> {
+  const path = createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm')
+  const bytes = await readFile(path)
+  const wasm = (globalThis as unknown as { WebAssembly: { compile(b: Uint8Array): Promise<object> } })
+    .WebAssembly
+  return wasm.compile(bytes)
+}
+
+/** A new engine module whose WebAssembly memory can never grow past `maximumMb`. */
+function loadModule(maximumMb: number, compiled?: object): Promise<QuickJSWASMModule> {
+  const maximum = Math.ceil((maximumMb * MIB) / PAGE)
+  const wasmMemory = new Memory({ initial: Math.min(256, maximum), maximum })
+  const options: VariantOptions = { wasmMemory: wasmMemory as VariantOptions['wasmMemory'] & object }
+  if (compiled) options.wasmModule = compiled as VariantOptions['wasmModule'] & object
+  return newQuickJSWASMModuleFromVariant(newVariant(VARIANT, options))
+}
+
+/** What one run answers (the worker adds the run's id). */
+export type RunResult =
+  | { ok: true; json: string; logs: string[] }
+  | { ok: false; kind: WorkerFailure; message: string; status?: number }
+
+const NOT_AVAILABLE =
+  'is not available: reactor formulas run without modules, timers, network or I/O (see README, "What a formula can use")'
+
+/** Globals of the engine that formula code is not given. */
+const REMOVED_GLOBALS = ['SharedArrayBuffer', 'Atomics', 'WebAssembly']
+/** Globals Node has that formulas do not: present, so that calling one says clearly why it fails. */
+const REFUSED_GLOBALS = ['setTimeout', 'setInterval', 'setImmediate', 'fetch']
+
+const cut = (text: string, max: number) => (text.length > max ? text.slice(0, max) : text)
+
+/**
+ * A QuickJS engine compiled to WebAssembly, with its linear memory capped: the formula's whole
+ * world. Code inside it can call only the functions handed to it here (`console.*`, a `require`
+ * that refuses), and every object it sees is made by the engine inside that memory, so none of the
+ * host's objects — errors, promises, stack frames — ever reaches it.
+ *
+ * Each run gets a new runtime and context (fresh globals, prototypes and module state), made ahead
+ * of time after the previous run, and disposed after its own. A run is stopped by the engine's
+ * interrupt handler once its deadline passes. If the engine itself fails (its memory exhausted past
+ * the runtime's limit, an internal assertion), `broken` is set: the worker answers the run as
+ * `crashed` and exits, and the host starts a new one.
+ */
+export class Engine {
+  broken = false
+  private next: Prepared | null = null
+  /** The last run's runtime, disposed while idle rather than before its answer is sent. */
+  private spent: Prepared | null = null
+
+  private constructor(
+    private readonly module: QuickJSWASMModule,
+    private readonly memoryMb: number,
+    private readonly maxResultChars: number,
+  ) {}
+
+  /** Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom. */
+  static async load(memoryMb: number, maxResultChars: number, compiled?: object): Promise<Engine> {
+    const module = await loadModule(memoryMb + HEADROOM_MB, compiled)
+    const engine = new Engine(module, memoryMb, maxResultChars)
+    engine.prepare()
+    return engine
+  }
+
+  /** Makes the next run's runtime and context now, so a run does not wait for them. */
+  prepare(): void {
+    if (this.broken) return
+    try {
+      this.release()
+      this.next ??= prepare(this.module, this.memoryMb)
+    } catch {
+      this.broken = true
+    }
+  }
+
+  /** Runs `code` with `request` (JSON text); never throws. */
+  run(code: string, request: string, timeoutMs: number): RunResult {
+    if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
+    this.release()
+    if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
+    let prepared = this.next
+    this.next = null
+    try {
+      prepared ??= prepare(this.module, this.memoryMb)
+    } catch {
+      this.broken = true
+      return { ok: false, kind: 'crashed', message: 'the formula engine failed to start' }
+    }
+    prepared.deadline = performance.now() + timeoutMs
+    let result: RunResult
+    try {
+      result = execute(prepared, code, request, this.maxResultChars)
+    } catch (error) {
+      // A failure of the engine itself, not of the code: its memory can't be trusted any more.
+      this.broken = true
+      const text = error instanceof Error ? error.message : ''
+      const outOfMemory = /out of bounds|out of memory|Aborted|unreachable/i.test(text)
+      return {
+        ok: false,
+        kind: 'crashed',
+        message: outOfMemory ? 'it ran out of memory' : 'the formula engine failed',
+      }
+    }
+    if (performance.now() > prepared.deadline && !result.ok && result.kind !== 'invalid') {
+      result = { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
+    }
+    this.spent = prepared
+    return result
+  }
+
+  /** Disposes the last run's runtime (an engine whose runtime can't be freed is broken). */
+  private release(): void {
+    const spent = this.spent
+    this.spent = null
+    if (!spent) return
+    try {
+      dispose(spent)
+    } catch {
+      this.broken = true
+    }
+  }
+}
+
+/** A runtime and context ready for one run. */
+interface Prepared {
+  runtime: QuickJSRuntime
+  context: QuickJSContext
+  logs: string[]
+  deadline: number
+  stringify: QuickJSHandle
+  parse: QuickJSHandle
+  require: QuickJSHandle
+}
+
+function dispose(prepared: Prepared): void {
+  prepared.stringify.dispose()
+  prepared.parse.dispose()
+  prepared.require.dispose()
+  prepared.context.dispose()
+  prepared.runtime.dispose()
+}
+
+function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
+  const runtime = module.newRuntime()
+  runtime.setMemoryLimit(memoryMb * MIB)
+  runtime.setMaxStackSize(STACK_BYTES)
+  const prepared = { runtime, deadline: Number.POSITIVE_INFINITY, logs: [] as string[] } as Prepared
+  runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
+  const context = runtime.newContext()
+  prepared.context = context
+  for (const name of REMOVED_GLOBALS) context.evalCode(`delete globalThis.${name}`).dispose()
+  // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
+  const json = context.getProp(context.global, 'JSON')
+  prepared.stringify = context.getProp(json, 'stringify')
+  prepared.parse = context.getProp(json, 'parse')
+  json.dispose()
+  installConsole(prepared)
+  prepared.require = context.newFunction('require', (id) => {
+    const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
+    return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
+  })
+  for (const name of REFUSED_GLOBALS) {
+    const refuse = context.newFunction(name, () => ({ error: context.newError(`${name} ${NOT_AVAILABLE}`) }))
+    context.setProp(context.global, name, refuse)
+    refuse.dispose()
+  }
+  return prepared
+}
+
+/** `console.log` and friends, capturing what a run prints (100 lines of 2000 characters at most). */
+function installConsole(prepared: Prepared): void {
+  const { context } = prepared
+  const consoleObject = context.newObject()
+  const log = context.newFunction('log', (...args) => {
+    if (prepared.logs.length >= MAX_LOG_LINES) return
+    const parts = args.map((arg) => {
+      if (context.typeof(arg) === 'string') return cut(context.getString(arg), MAX_LOG_LINE)
+      try {
+        const dumped: unknown = context.dump(arg)
+        return cut(typeof dumped === 'string' ? dumped : String(JSON.stringify(dumped)), MAX_LOG_LINE)
+      } catch {
+        return '[unprintable]'
+      }
+    })
+    prepared.logs.push(cut(parts.join(' '), MAX_LOG_LINE))
+  })
+  for (const level of ['log', 'info', 'warn', 'error', 'debug', 'trace'])
+    context.setProp(consoleObject, level, log)
+  log.dispose()
+  context.setProp(context.global, 'console', consoleObject)
+  consoleObject.dispose()
+}
+
+/** The message and numeric `status` of a thrown value, read without trusting it. */
+function describe(context: QuickJSContext, thrown: QuickJSHandle): { message: string; status?: number } {
+  const type = context.typeof(thrown)
+  if (type === 'string') return { message: cut(context.getString(thrown), MAX_MESSAGE) }
+  if (type !== 'object' && type !== 'function') return { message: `the formula threw a ${type}` }
+  let message = 'the formula threw an error'
+  let status: number | undefined
+  try {
+    const m = context.getProp(thrown, 'message')
+    if (context.typeof(m) === 'string') message = cut(context.getString(m), MAX_MESSAGE)
+    m.dispose()
+    const s = context.getProp(thrown, 'status')
+    if (context.typeof(s) === 'number') status = context.getNumber(s)
+    s.dispose()
+  } catch {
+    // A getter that throws leaves the defaults.
+  }
+  return status !== undefined && Number.isInteger(status) ? { message, status } : { message }
+}
+
+/** A failure of the code, or `crashed` when the engine ran out of memory for it. */
+function failed(kind: WorkerFailure, failure: { message: string; status?: number }): RunResult {
+  if (failure.message === 'out of memory')
+    return { ok: false, kind: 'crashed', message: 'it ran out of memory' }
+  return { ok: false, kind, ...failure }
+}
+
+/** Takes the value out of a call result, or answers the failure it stands for. */
+function unwrap(
+  context: QuickJSContext,
+  result: ReturnType<QuickJSContext['callFunction']>,
+  kind: WorkerFailure,
+): QuickJSHandle | RunResult {
+  if ('error' in result && result.error) {
+    const failure = describe(context, result.error)
+    result.error.dispose()
+    return failed(kind, failure)
+  }
+  return (result as { value: QuickJSHandle }).value
+}
+
+const isResult = (value: QuickJSHandle | RunResult): value is RunResult =>
+  typeof value === 'object' && value !== null && 'ok' in value
+
+function execute(prepared: Prepared, code: string, request: string, maxResultChars: number): RunResult {
+  const { context } = prepared
+  // Load: the module body runs once, in this fresh context.
+  const factory = unwrap(context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
+  if (isResult(factory))
+    return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
+  if (context.typeof(factory) !== 'function') {
+    factory.dispose()
+    return { ok: false, kind: 'invalid', message: 'the formula code must be a module body' }
+  }
+  const module = context.newObject()
+  const exportsObject = context.newObject()
+  context.setProp(module, 'exports', exportsObject)
+  const filename = context.newString('/formula.js')
+  const dirname = context.newString('/')
+  const loaded = unwrap(
+    context,
+    context.callFunction(
+      factory,
+      context.undefined,
+      exportsObject,
+      prepared.require,
+      module,
+      filename,
+      dirname,
+    ),
+    'invalid',
+  )
+  for (const handle of [factory, exportsObject, filename, dirname]) handle.dispose()
+  if (isResult(loaded)) return loaded
+  loaded.dispose()
+  const main = context.getProp(module, 'exports')
+  module.dispose()
+  if (context.typeof(main) !== 'function') {
+    main.dispose()
+    return {
+      ok: false,
+      kind: 'invalid',
+      message: 'the formula must export a function (module.exports = async function (req) { ... })',
+    }
+  }
+  // Call: the request is parsed inside the engine, so it is the engine's own object.
+  const requestText = context.newString(request)
+  const parsed = unwrap(
+    context,
+    context.callFunction(prepared.parse, context.undefined, requestText),
+    'crashed',
+  )
+  requestText.dispose()
+  if (isResult(parsed)) return parsed
+  const called = unwrap(context, context.callFunction(main, context.undefined, parsed), 'thrown')
+  main.dispose()
+  parsed.dispose()
+  if (isResult(called)) return called
+  const settled = settle(prepared, called)
+  if (isResult(settled)) return settled
+  // Answer: JSON text made by the engine's JSON.stringify, bounded in size.
+  const text = unwrap(context, context.callFunction(prepared.stringify, context.undefined, settled), 'thrown')
+  settled.dispose()
+  if (isResult(text)) {
+    if (text.ok || text.kind !== 'thrown') return text
+    return {
+      ok: false,
+      kind: 'thrown',
+      message: `the formula answered something that is not JSON: ${text.message}`,
+    }
+  }
+  const type = context.typeof(text)
+  const json = type === 'string' ? context.getString(text) : 'null'
+  text.dispose()
+  if (json.length > maxResultChars) {
+    return {
+      ok: false,
+      kind: 'thrown',
+      message: `the formula's answer is longer than ${maxResultChars} characters`,
+    }
+  }
+  return { ok: true, json, logs: prepared.logs }
+}
+
+/** Runs the engine's jobs until `value` (a promise, or not) settles; answers its value or the failure. */
+function settle(prepared: Prepared, value: QuickJSHandle): QuickJSHandle | RunResult {
+  const { context, runtime } = prepared
+  for (;;) {
+    const state = context.getPromiseState(value)
+    if (state.type === 'fulfilled') {
+      if (state.notAPromise) return value
+      value.dispose()
+      return state.value
+    }
+    if (state.type === 'rejected') {
+      value.dispose()
+      const failure = describe(context, state.error)
+      state.error.dispose()
+      return failed('thrown', failure)
+    }
+    if (!runtime.hasPendingJob()) {
+      value.dispose()
+      return {
+        ok: false,
+        kind: 'thrown',
+        message: 'the formula did not finish: its promise never settled (formulas have no timers or I/O)',
+      }
+    }
+    const jobs = runtime.executePendingJobs()
+    if (jobs.error) {
+      const failure = describe(context, jobs.error)
+      jobs.error.dispose()
+      value.dispose()
+      return failed('thrown', failure)
+    }
+    jobs.dispose()
+  }
+}
+
+/** Compiles `code` as a formula module without running it: null when it compiles, else the message. */
+export function compileIn(module: QuickJSWASMModule, code: string): string | null {
+  const runtime = module.newRuntime()
+  runtime.setMemoryLimit(16 * MIB)
+  runtime.setMaxStackSize(STACK_BYTES)
+  const deadline = performance.now() + 1000
+  runtime.setInterruptHandler(() => performance.now() > deadline)
+  const context = runtime.newContext()
+  try {
+    for (const source of [wrapModule(code), wrapDeclaration(code)]) {
+      const result = context.evalCode(source, 'formula.js', { compileOnly: true })
+      if (result.error) {
+        const failure = describe(context, result.error)
+        result.error.dispose()
+        return `SyntaxError: ${failure.message}`
+      }
+      result.value.dispose()
+    }
+    return null
+  } finally {
+    context.dispose()
+    runtime.dispose()
+  }
+}
+
+/** A WebAssembly engine for compile checks only (no code is ever run in it), memory capped at 48 MiB. */
+export function loadCompiler(compiled?: object): Promise<QuickJSWASMModule> {
+  return loadModule(48, compiled)
+}
+
+export type { WorkerMessage }

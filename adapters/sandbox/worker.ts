@@ -1,0 +1,27 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import { Engine } from './engine.js'
+import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
+
+/**
+ * A sandbox worker thread: one WebAssembly engine, one run at a time. It takes `run` messages from
+ * the host, answers each with one `done` message, and makes the next run's context while idle.
+ * When the engine fails it answers the run as `crashed` and exits, and the host starts a new worker.
+ */
+const port = parentPort
+if (!port) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
+const config = workerData as WorkerConfig
+const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule)
+
+const send = (message: WorkerMessage) => port.postMessage(message)
+
+port.on('message', (message: RunMessage) => {
+  const result = engine.run(message.code, message.request, message.timeoutMs)
+  send({ t: 'done', id: message.id, ...result })
+  if (engine.broken) process.exit(1)
+  setImmediate(() => {
+    engine.prepare()
+    // A runtime that could not be freed leaves the engine unusable: start afresh.
+    if (engine.broken) process.exit(1)
+  })
+})
+send({ t: 'ready' })
