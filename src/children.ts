@@ -2,7 +2,7 @@ import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './
 import type { Ctx } from './context.js'
 import { conflict, invalid, notFound } from './errors.js'
 import { listChildrenInput } from './schemas/token.js'
-import type { Page } from './store.js'
+import type { Page } from './store/contract.js'
 import { creationChecks, newToken } from './tokens.js'
 import {
   hasAssociation,

@@ -1,7 +1,7 @@
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { conflict, notFound } from './errors.js'
-import type { WriteResult } from './store.js'
+import type { WriteResult } from './store/contract.js'
 import type { Check, Op, StoredToken, StoredTransaction } from './types.js'
 
 /**

@@ -1,6 +1,6 @@
-import { MemoryState } from '../../src/state.js'
+import type { Store } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
-import type { Store } from '../../src/store.js'
+import { MemoryState } from '../../src/store/memory-state.js'
 
 /**
  * A store that keeps everything in this process's memory: the default store, and the fake for tests.

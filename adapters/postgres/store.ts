@@ -1,5 +1,5 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg'
-import type { Store, WriteResult } from '../../src/store.js'
+import type { Store, WriteResult } from '../../src/store/contract.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { LockKeys, lockPlan } from './locking.js'

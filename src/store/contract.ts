@@ -9,7 +9,7 @@ import type {
   StoredToken,
   StoredTransaction,
   Tenant,
-} from './types.js'
+} from '../types.js'
 
 /** A slice of a list: `items` from `offset`, and `total`, the count of all matches. */
 export interface Page<T> {
