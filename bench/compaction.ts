@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileStore } from '../adapters/file/index.js'
 import { encodeSnapshot } from '../adapters/file/snapshot.js'
-import { MemoryState } from '../src/state.js'
+import { MemoryState } from '../src/store/memory-state.js'
 import type { Op } from '../src/types.js'
 
 const TENANT = 'bench-tenant'

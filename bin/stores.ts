@@ -1,4 +1,4 @@
-import type { Store } from '../src/store.js'
+import type { Store } from '../src/store/contract.js'
 
 /** A store opened from a `--store` value, and how to release what it holds beyond the store. */
 export interface OpenedStore {

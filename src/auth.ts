@@ -2,7 +2,7 @@ import type { Principal } from './access.js'
 import type { Clock } from './clock.js'
 import { sha256 } from './crypto.js'
 import { ServiceError } from './errors.js'
-import type { Store } from './store.js'
+import type { Store } from './store/contract.js'
 
 /** A principal that has not been authorized yet holds nothing: every operation answers 403. */
 const NOTHING = { permissions: [], rules: undefined } as const

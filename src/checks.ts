@@ -1,5 +1,5 @@
 import { conflict, notFound, type ServiceError } from './errors.js'
-import type { WriteResult } from './store.js'
+import type { WriteResult } from './store/contract.js'
 import type { Check } from './types.js'
 
 /** The error a refused write answers with, by the check that failed. */

@@ -2,16 +2,9 @@ import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './
 import type { Ctx } from './context.js'
 import { conflict, invalid, notFound } from './errors.js'
 import { listChildrenInput } from './schemas/token.js'
-import type { Page } from './store.js'
+import type { Page } from './store/contract.js'
 import { creationChecks, newToken } from './tokens.js'
-import {
-  hasAssociation,
-  mustReadToken,
-  openTransaction,
-  readToken,
-  stagedChildren,
-  writeAs,
-} from './txview.js'
+import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
 import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
@@ -70,56 +63,58 @@ export function childOperations(ctx: Ctx) {
   const tenant = () => ctx.principal.tenantId
 
   return {
-    /** Links two existing tokens as parent and child (`token:read` on both). */
+    /**
+     * Links two existing tokens as parent and child (`token:read` on both). Applies at once even
+     * when the caller enlisted in a transaction: only token create, update and delete enlist.
+     */
     async link(parentId: string, childId: string): Promise<void> {
       if (parentId === childId) throw invalid('child_id', 'a token cannot be its own child')
-      const tx = await openTransaction(ctx)
-      const parent = await mustReadToken(ctx, tx, parentId)
-      const child = await mustReadToken(ctx, tx, childId)
+      const parent = await mustReadToken(ctx, null, parentId)
+      const child = await mustReadToken(ctx, null, childId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
       requireTokenAccess(ctx.principal, 'token:read', child)
-      if (await hasAssociation(ctx, tx, parentId, childId)) throw conflict('the association already exists')
+      if (await ctx.store.hasAssociation(tenant(), parentId, childId))
+        throw conflict('the association already exists')
       const association: Association = {
         tenant_id: tenant(),
         parent_id: parentId,
         child_id: childId,
         created_at: ctx.now(),
       }
-      await writeAs(ctx, tx, {
-        checks: tx
-          ? []
-          : [
-              { check: 'token.present', tenant_id: tenant(), id: parentId },
-              { check: 'token.present', tenant_id: tenant(), id: childId },
-              { check: 'association.absent', tenant_id: tenant(), parent_id: parentId, child_id: childId },
-            ],
+      await writeAs(ctx, null, {
+        checks: [
+          { check: 'token.present', tenant_id: tenant(), id: parentId },
+          { check: 'token.present', tenant_id: tenant(), id: childId },
+          { check: 'association.absent', tenant_id: tenant(), parent_id: parentId, child_id: childId },
+        ],
         ops: [{ op: 'association.put', association }],
         locks: [],
       })
     },
 
-    /** Removes an association (`token:delete` on both tokens). */
+    /** Removes an association (`token:delete` on both tokens). Applies at once, like `link`. */
     async unlink(parentId: string, childId: string): Promise<void> {
-      const tx = await openTransaction(ctx)
-      const parent = await mustReadToken(ctx, tx, parentId)
-      const child = await mustReadToken(ctx, tx, childId)
+      const parent = await mustReadToken(ctx, null, parentId)
+      const child = await mustReadToken(ctx, null, childId)
       requireTokenAccess(ctx.principal, 'token:delete', parent)
       requireTokenAccess(ctx.principal, 'token:delete', child)
-      if (!(await hasAssociation(ctx, tx, parentId, childId))) throw notFound('association')
-      await writeAs(ctx, tx, {
-        checks: tx
-          ? []
-          : [{ check: 'association.present', tenant_id: tenant(), parent_id: parentId, child_id: childId }],
+      if (!(await ctx.store.hasAssociation(tenant(), parentId, childId))) throw notFound('association')
+      await writeAs(ctx, null, {
+        checks: [
+          { check: 'association.present', tenant_id: tenant(), parent_id: parentId, child_id: childId },
+        ],
         ops: [{ op: 'association.delete', tenant_id: tenant(), parent_id: parentId, child_id: childId }],
         locks: [],
       })
     },
 
-    /** Creates a token as a child of `parentId`, token and link in one atomic write. The answer has no `data`. */
+    /**
+     * Creates a token as a child of `parentId`, token and link in one atomic write. The answer has no
+     * `data`. Applies at once, like `link`: a transaction the caller enlisted in is not used.
+     */
     async create(parentId: string, input: unknown): Promise<Token> {
       const token = newToken(ctx, input)
-      const tx = await openTransaction(ctx)
-      const parent = await mustReadToken(ctx, tx, parentId)
+      const parent = await mustReadToken(ctx, null, parentId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
       if (token.id === parentId) throw conflict(`a token with id ${token.id} already exists`)
       const association: Association = {
@@ -128,10 +123,10 @@ export function childOperations(ctx: Ctx) {
         child_id: token.id,
         created_at: ctx.now(),
       }
-      await writeAs(ctx, tx, {
+      await writeAs(ctx, null, {
         checks: [
-          ...(tx ? [] : [{ check: 'token.present' as const, tenant_id: tenant(), id: parentId }]),
-          ...creationChecks(ctx, tx, token.id),
+          { check: 'token.present', tenant_id: tenant(), id: parentId },
+          ...creationChecks(ctx, null, token.id),
         ],
         ops: [
           { op: 'token.put', token },

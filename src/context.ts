@@ -2,7 +2,7 @@ import type { Principal } from './access.js'
 import type { Clock } from './clock.js'
 import type { MasterKey } from './encryption/keyring.js'
 import type { FormulaRunner } from './runner.js'
-import type { Store } from './store.js'
+import type { Store } from './store/contract.js'
 
 /** Options of `createService`. Durations are in milliseconds. */
 export interface ServiceOptions {

@@ -12,7 +12,7 @@ import {
   listFormulasInput,
   requireDistinctNames,
 } from './schemas/formula.js'
-import type { Store } from './store.js'
+import type { Store } from './store/contract.js'
 import type {
   ConfigurationElement,
   FormulaStatus,

@@ -12,5 +12,7 @@ export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutc
 export type { Admin, ApplicationWithKey, Client, Service } from './service.js'
 export { createService } from './service.js'
 export type { CreatedSession } from './sessions.js'
-export type { KeyOwner, Page, Range, Store, StoreDump, WriteResult } from './store.js'
+export type { KeyOwner, Page, Range, Store, StoreDump, WriteResult } from './store/contract.js'
+export type { StoreErrorCode } from './store/error.js'
+export { isStoreError, StoreError } from './store/error.js'
 export type * from './types.js'

@@ -1,7 +1,7 @@
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { conflict, notFound } from './errors.js'
-import type { WriteResult } from './store.js'
+import type { WriteResult } from './store/contract.js'
 import type { Check, Op, StoredToken, StoredTransaction } from './types.js'
 
 /**
@@ -51,40 +51,18 @@ export async function mustReadToken(
   return token
 }
 
-/** Child ids of `parentId` in link order as the transaction sees them, applied over `committed`. */
+/**
+ * Child ids of `parentId` in link order as the transaction sees them, applied over `committed`:
+ * associations never enlist, so only the tokens the transaction deleted drop out.
+ */
 export function stagedChildren(tx: StoredTransaction, parentId: string, committed: string[]): string[] {
   const kids = new Set(committed)
   for (const w of tx.writes) {
-    if (w.op === 'association.put' && w.association.parent_id === parentId) kids.add(w.association.child_id)
-    else if (w.op === 'association.delete' && w.parent_id === parentId) kids.delete(w.child_id)
-    else if (w.op === 'token.delete') {
-      if (w.id === parentId) kids.clear()
-      else kids.delete(w.id)
-    }
+    if (w.op !== 'token.delete') continue
+    if (w.id === parentId) kids.clear()
+    else kids.delete(w.id)
   }
   return [...kids]
-}
-
-/** Whether the association exists as the caller sees it. */
-export async function hasAssociation(
-  ctx: Ctx,
-  tx: StoredTransaction | null,
-  parentId: string,
-  childId: string,
-) {
-  let exists = await ctx.store.hasAssociation(ctx.principal.tenantId, parentId, childId)
-  for (const w of tx?.writes ?? []) {
-    if (
-      w.op === 'association.put' &&
-      w.association.parent_id === parentId &&
-      w.association.child_id === childId
-    )
-      exists = true
-    else if (w.op === 'association.delete' && w.parent_id === parentId && w.child_id === childId)
-      exists = false
-    else if (w.op === 'token.delete' && (w.id === parentId || w.id === childId)) exists = false
-  }
-  return exists
 }
 
 /**

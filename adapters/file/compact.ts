@@ -1,6 +1,6 @@
 import { rename, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { MemoryState } from '../../src/state.js'
+import type { MemoryState } from '../../src/store/memory-state.js'
 import { journalName, snapshotName, snapshotTempName } from './files.js'
 import { closeFd, fsync, journalFlags, openFd, syncDirectory, writeAll } from './io.js'
 import { DURABLE, type Journal } from './journal.js'

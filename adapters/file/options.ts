@@ -1,4 +1,4 @@
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 
 /** `fsync`: a write is acknowledged once its record is on disk. `none`: never sync (tests, benchmarks). */
 export type Durability = 'fsync' | 'none'

@@ -1,6 +1,6 @@
 import { readdir, readFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { MemoryState } from '../../src/state.js'
+import { MemoryState } from '../../src/store/memory-state.js'
 import type { Op } from '../../src/types.js'
 import { journalName, parseName, snapshotName } from './files.js'
 import { closeFd, fsync, ftruncate, journalFlags, openFd, syncDirectory } from './io.js'

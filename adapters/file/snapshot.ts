@@ -1,4 +1,4 @@
-import { MemoryState, type StateRecords } from '../../src/state.js'
+import { MemoryState, type StateRecords } from '../../src/store/memory-state.js'
 import { crc32 } from './crc32.js'
 
 /**

@@ -1,7 +1,8 @@
 import { chmod, mkdir } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
-import { MemoryState } from '../../src/state.js'
-import type { WriteResult } from '../../src/store.js'
+import type { WriteResult } from '../../src/store/contract.js'
+import { StoreError } from '../../src/store/error.js'
+import { MemoryState } from '../../src/store/memory-state.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
 import { compact, type Generation } from './compact.js'
@@ -121,7 +122,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
 
   let closing: Promise<void> | null = null
   const use = (): MemoryState => {
-    if (closing) throw new Error(`fileStore: the store at ${dir} is closed`)
+    if (closing) throw new StoreError('closed', `fileStore: the store at ${dir} is closed`)
     if (journal.failure) throw journal.failure
     return state
   }

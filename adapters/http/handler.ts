@@ -1,4 +1,5 @@
 import type { Service } from '../../src/service.js'
+import { StoreError } from '../../src/store/error.js'
 import { readJsonBody } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
@@ -128,6 +129,10 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const known = problemFor(error)
     if (known) {
       if (known.status === 401) known.headers['www-authenticate'] = challenge
+      if (error instanceof StoreError) {
+        if (log) log({ kind: 'error', method, path, error })
+        else console.error(`tokenvault: ${method} ${path}: store ${error.code}`, error.message)
+      }
       return known
     }
     if (log) log({ kind: 'error', method, path, error })

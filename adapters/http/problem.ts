@@ -1,4 +1,5 @@
 import { ServiceError, type ServiceErrorCode, type ValidationIssues } from '../../src/errors.js'
+import { StoreError, type StoreErrorCode } from '../../src/store/error.js'
 import type { Outgoing } from './exchange.js'
 
 /** The one table from a service error code to its HTTP status (`formula_failed` carries its own). */
@@ -12,6 +13,21 @@ export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
   formula_failed: 500,
   unreadable: 422,
 }
+
+/**
+ * The one table from a store error code to its answer: the status, the seconds of `Retry-After`
+ * (when a retry can succeed without anyone acting) and the detail. The detail is fixed per code, so
+ * nothing of the store's own message (paths, hosts) reaches a client.
+ */
+export const STORE_ANSWERS: Record<StoreErrorCode, { status: number; retryAfter?: number; detail: string }> =
+  {
+    unavailable: { status: 503, retryAfter: 1, detail: 'The store is unavailable; retry later.' },
+    locked: { status: 503, retryAfter: 5, detail: 'The store is locked by another process; retry later.' },
+    full: { status: 503, retryAfter: 30, detail: 'The store has no space left to write; retry later.' },
+    closed: { status: 503, detail: 'The store is closed.' },
+    schema_newer: { status: 503, detail: 'The store was written by a newer version of the service.' },
+    corrupt: { status: 500, detail: 'The store could not read back what it holds.' },
+  }
 
 /** Reason phrases of the 4xx and 5xx statuses (RFC 9110 and the IANA registry). */
 const TITLES: Record<number, string> = {
@@ -120,7 +136,17 @@ export function problemFor(error: unknown): Outgoing | null {
     return problem(status, error.message, status === 400 ? (error.issues ?? {}) : undefined, headers)
   }
   if (error instanceof HttpProblem) return problem(error.status, error.message, error.errors, error.headers)
+  if (error instanceof StoreError) return storeProblem(error)
   return null
+}
+
+/** The problem answer for a store failure: its status, `Retry-After` when a retry can succeed. */
+export function storeProblem(error: StoreError): Outgoing {
+  const answer = STORE_ANSWERS[error.code]
+  const retryAfter = answer.retryAfter === undefined ? undefined : (error.retryAfter ?? answer.retryAfter)
+  const headers: Record<string, string> =
+    retryAfter === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(retryAfter))) }
+  return problem(answer.status, answer.detail, undefined, headers)
 }
 
 /** The answer to an unexpected failure: a bare 500 that reveals nothing. */

@@ -1,5 +1,6 @@
-import { MemoryState } from '../../src/state.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
+import { StoreError } from '../../src/store/error.js'
+import { MemoryState } from '../../src/store/memory-state.js'
 
 /** How many records one purge batch touches at most. */
 const PURGE_BATCH = 1000
@@ -13,7 +14,7 @@ export function memoryStore(): Store {
   const state = new MemoryState()
   let closed = false
   const open = () => {
-    if (closed) throw new Error('memoryStore: the store is closed')
+    if (closed) throw new StoreError('closed', 'memoryStore: the store is closed')
     return state
   }
   return {

@@ -1,4 +1,5 @@
 import type { QueryConfig } from 'pg'
+import { assertNever } from '../../src/errors.js'
 import type { Check } from '../../src/types.js'
 import { statementName } from './keys.js'
 import type { Tables } from './statements.js'
@@ -41,6 +42,8 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
       return `EXISTS (SELECT 1 FROM ${t.applications} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
     case 'reactor.present':
       return `EXISTS (SELECT 1 FROM ${t.reactors} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+    default:
+      return assertNever(c)
   }
 }
 

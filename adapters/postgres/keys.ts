@@ -10,18 +10,7 @@ export function sortKey(...parts: string[]): Buffer {
   return Buffer.from(parts.join('\u0000'), 'utf16le').swap16()
 }
 
-/**
- * The `LIKE` pattern (escape character `\`) that matches a lower-cased name exactly when
- * `nameMatcher(filter)` from the core matches the name: `*` matches any run of characters, and a
- * filter without `*` matches names that contain it. `null` when the filter matches every name.
- */
-export function likePattern(filter: string | undefined): string | null {
-  if (filter === undefined || filter === '') return null
-  const literal = (part: string) => part.replace(/[\\%_]/g, '\\$&')
-  const lower = filter.toLowerCase()
-  if (!lower.includes('*')) return `%${literal(lower)}%`
-  return lower.split('*').map(literal).join('%')
-}
+export { likePattern } from '../../src/store/order.js'
 
 /** `name` quoted as an SQL identifier. */
 export function quoteIdent(name: string): string {

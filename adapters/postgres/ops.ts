@@ -1,4 +1,5 @@
 import type { QueryConfig, QueryResult } from 'pg'
+import { assertNever } from '../../src/errors.js'
 import type { Op } from '../../src/types.js'
 import { sortKey, statementName } from './keys.js'
 import type { Statements } from './statements.js'
@@ -127,5 +128,7 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
     case 'reactor.delete':
       await run(ctx, st.reactorDelete, [op.tenant_id, op.id])
       return
+    default:
+      assertNever(op)
   }
 }

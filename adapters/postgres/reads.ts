@@ -1,5 +1,5 @@
 import type { QueryConfig, QueryResult } from 'pg'
-import type { Page, Range, Store, StoreDump } from '../../src/store.js'
+import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
 import type {
   Association,
   Reactor,

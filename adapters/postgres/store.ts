@@ -1,5 +1,10 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg'
-import { ENDED_RETENTION_MS, type Store, type SweepCounts, type WriteResult } from '../../src/store.js'
+import {
+  ENDED_RETENTION_MS,
+  type Store,
+  type SweepCounts,
+  type WriteResult,
+} from '../../src/store/contract.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { LockKeys, lockPlan } from './locking.js'

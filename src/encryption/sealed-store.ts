@@ -1,5 +1,5 @@
 import { ServiceError } from '../errors.js'
-import type { Store } from '../store.js'
+import type { Store } from '../store/contract.js'
 import type { Check, Json, Op, StoredToken, StoredTransaction, Tenant } from '../types.js'
 import {
   type KeyProvider,

@@ -1,7 +1,7 @@
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, ServiceError } from '../../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryState, type StateRecords } from '../../src/state.js'
+import { MemoryState, type StateRecords } from '../../src/store/memory-state.js'
 import type { Check, Op, StoredToken, StoredTransaction } from '../../src/types.js'
 import { LATER, NOW, T, tx as txRecord, U } from '../records.js'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 import { failure, setup } from './setup.js'
 
 async function withTx() {
@@ -45,7 +45,11 @@ describe('transactions', () => {
     expect((await failure(client.tokens.get(b.id))).code).toBe('not_found')
   })
 
-  it('link, unlink and child create are invisible outside until commit', async () => {
+  // The reference (docs/concepts/transactions.mdx of Basis-Theory/developers.basistheory.com):
+  // "The following endpoints support transactions: Create Token, Update Token, Delete Token,
+  // Tokenize". Every other endpoint ignores the header, so association create and delete and child
+  // create apply at once and survive a rollback; reads with the header still read through it.
+  it('link, unlink and child create ignore the transaction: they apply at once and survive a rollback (docs/concepts/transactions.mdx)', async () => {
     const { client, inTx, tx } = await withTx()
     const p = await client.tokens.create({ type: 'x', data: 'p' })
     const a = await client.tokens.create({ type: 'x', data: 'a' })
@@ -55,13 +59,48 @@ describe('transactions', () => {
     await inTx.tokens.children.unlink(p.id, b.id)
     const child = await inTx.tokens.children.create(p.id, { type: 'kid', data: 'k' })
     const ids = async (c: typeof client) => (await c.tokens.children.list(p.id)).data.map((t) => t.id)
-    expect(await ids(inTx)).toEqual([a.id, child.id])
-    expect(await ids(client)).toEqual([b.id])
-    // Link checks outside the transaction do not see its writes either.
-    expect((await failure(client.tokens.children.link(p.id, child.id))).code).toBe('not_found')
-    expect((await failure(client.tokens.children.unlink(p.id, a.id))).code).toBe('not_found')
-    await client.transactions.commit(tx.id)
     expect(await ids(client)).toEqual([a.id, child.id])
+    expect(await ids(inTx)).toEqual([a.id, child.id])
+    expect((await client.tokens.get(child.id)).data).toBe('k')
+    // Nothing was staged: the transaction holds no write and no lock.
+    await client.tokens.update(child.id, { data: 'k2' })
+    await client.transactions.rollback(tx.id)
+    expect(await ids(client)).toEqual([a.id, child.id])
+    expect((await client.tokens.get(child.id)).data).toBe('k2')
+  })
+
+  it('association endpoints read committed tokens, not the staged ones; reads with the header see the staged ones (docs/concepts/transactions.mdx)', async () => {
+    const { client, inTx, tx } = await withTx()
+    const p = await client.tokens.create({ type: 'x', data: 'p' })
+    const staged = await inTx.tokens.create({ type: 'x', data: 'staged' })
+    // The staged token does not exist outside the transaction, and linking ignores the transaction.
+    expect((await failure(inTx.tokens.children.link(p.id, staged.id))).code).toBe('not_found')
+    expect((await failure(inTx.tokens.children.create(staged.id, { type: 'x', data: 1 }))).code).toBe(
+      'not_found',
+    )
+    const kid = await client.tokens.create({ type: 'x', data: 'kid' })
+    await client.tokens.children.link(p.id, kid.id)
+    await inTx.tokens.update(kid.id, { data: 'kid in tx' })
+    await inTx.tokens.delete(p.id)
+    // Reads with the header read through the transaction: the parent is deleted there.
+    expect((await failure(inTx.tokens.children.list(p.id))).code).toBe('not_found')
+    expect((await client.tokens.children.list(p.id)).data.map((t) => t.data)).toEqual(['kid'])
+    await client.transactions.commit(tx.id)
+    expect((await failure(client.tokens.children.list(p.id))).code).toBe('not_found')
+  })
+
+  it('a header naming an unknown or closed transaction is ignored by the association endpoints', async () => {
+    const { client, service, full, tx } = await withTx()
+    await client.transactions.rollback(tx.id)
+    const p = await client.tokens.create({ type: 'x', data: 'p' })
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    for (const transactionId of [tx.id, '00000000-0000-4000-8000-000000000000']) {
+      const c = service.connect(full.key, { transactionId })
+      await c.tokens.children.link(p.id, a.id)
+      const kid = await c.tokens.children.create(p.id, { type: 'x', data: 1 })
+      await c.tokens.children.unlink(p.id, a.id)
+      expect((await client.tokens.children.list(p.id)).data.map((t) => t.id)).toContain(kid.id)
+    }
   })
 
   it('locks a written token against other transactions and outside writes until it ends', async () => {
@@ -93,7 +132,6 @@ describe('transactions', () => {
     await inTx.tokens.update(p.id, { data: 'changed' })
     await inTx.tokens.delete(a.id)
     await inTx.tokens.create({ type: 'x', data: 'n' })
-    await inTx.tokens.children.create(p.id, { type: 'x', data: 'c' })
     await client.transactions.rollback(tx.id)
     const after = await store.dump()
     const { transactions: _b, ...restBefore } = before

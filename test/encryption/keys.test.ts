@@ -8,7 +8,7 @@ import { createHttpHandler, type HttpLogEvent } from '../../adapters/http/index.
 import { memoryStore } from '../../adapters/memory/index.js'
 import { Keyring } from '../../src/encryption/sealed-store.js'
 import { createService, localMasterKey, manualClock, ServiceError } from '../../src/index.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 
 const REVEAL = [
   {

@@ -3,7 +3,7 @@ import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
 /** Cases per property: 100× more with TOKENVAULT_LONG=1. */

@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 import type { Op, StoredFormula, StoredToken, StoredTransaction } from '../../src/types.js'
 import { FORMULA_NAMES, TIMES } from './arbitraries.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'

@@ -1,6 +1,6 @@
 import { expect } from 'vitest'
-import { MemoryState } from '../../src/state.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
+import { MemoryState } from '../../src/store/memory-state.js'
 import type { Check, Op } from '../../src/types.js'
 import { KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 

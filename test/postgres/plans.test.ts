@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 import type { Op } from '../../src/types.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 

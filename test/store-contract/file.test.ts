@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { afterAll } from 'vitest'
 import type { FileStoreOptions } from '../../adapters/file/index.js'
 import { fileStore } from '../../adapters/file/index.js'
-import type { Store } from '../../src/store.js'
-import { storeContract } from './suite.js'
+import type { Store } from '../../src/store/contract.js'
+import { storeContract } from '../../testing/store/suite.js'
 
 const dirs: string[] = []
 afterAll(async () => {

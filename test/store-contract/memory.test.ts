@@ -1,4 +1,4 @@
 import { memoryStore } from '../../adapters/memory/index.js'
-import { storeContract } from './suite.js'
+import { storeContract } from '../../testing/store/suite.js'
 
 storeContract({ name: 'memory', open: async () => memoryStore() })

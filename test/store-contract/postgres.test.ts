@@ -1,9 +1,9 @@
 import type pg from 'pg'
 import { afterAll } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
+import { storeContract } from '../../testing/store/suite.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from '../postgres/database.js'
-import { storeContract } from './suite.js'
 
 describePostgres('postgres store', (url) => {
   let pool: pg.Pool | undefined

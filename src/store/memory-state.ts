@@ -1,14 +1,4 @@
-import { copy, frozenCopy, sameJson } from './json.js'
-import { Scoped } from './scoped.js'
-import {
-  ENDED_RETENTION_MS,
-  type KeyOwner,
-  type Page,
-  type Range,
-  type StoreDump,
-  type SweepCounts,
-  type WriteResult,
-} from './store.js'
+import { assertNever } from '../errors.js'
 import type {
   Association,
   Check,
@@ -20,28 +10,22 @@ import type {
   StoredToken,
   StoredTransaction,
   Tenant,
-} from './types.js'
+} from '../types.js'
+import {
+  ENDED_RETENTION_MS,
+  type KeyOwner,
+  type Page,
+  type Range,
+  type StoreDump,
+  type SweepCounts,
+  type WriteResult,
+} from './contract.js'
+import { copy, frozenCopy, sameJson } from './json.js'
+import { byKey, nameMatcher } from './order.js'
+import { Scoped } from './scoped.js'
 
 /** A sort key joining a tenant and an id (official formulas have no tenant). */
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
-
-const byKey =
-  <T>(key: (t: T) => string) =>
-  (a: T, b: T) =>
-    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
-
-/** Turns a `name` filter into a predicate: `*` is a wildcard, no `*` means "contains"; case-insensitive. */
-export function nameMatcher(filter: string | undefined): (name: string) => boolean {
-  if (filter === undefined || filter === '') return () => true
-  const lower = filter.toLowerCase()
-  if (!lower.includes('*')) return (name) => name.toLowerCase().includes(lower)
-  const source = lower
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*')
-  const pattern = new RegExp(`^${source}$`, 's')
-  return (name) => pattern.test(name.toLowerCase())
-}
 
 /**
  * Every record a `MemoryState` holds, as `records()` hands them out and `fromRecords` takes them:
@@ -150,6 +134,8 @@ export class MemoryState {
         return this.applications.has(c.tenant_id, c.id)
       case 'reactor.present':
         return this.reactors.has(c.tenant_id, c.id)
+      default:
+        return assertNever(c)
     }
   }
 
@@ -286,6 +272,8 @@ export class MemoryState {
         this.reactors.delete(op.tenant_id, op.id)
         return
       }
+      default:
+        assertNever(op)
     }
   }
 

@@ -9,7 +9,7 @@ import type {
   StoredToken,
   StoredTransaction,
   Tenant,
-} from './types.js'
+} from '../types.js'
 
 /** How long an ended (committed, rolled back, expired) transaction is kept: 24 hours, in ms. */
 export const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { Store } from '../../src/store.js'
+import type { Store } from '../../src/store/contract.js'
 import type { Op, StoredApplication, StoredFormula, StoredSession, StoredToken } from '../../src/types.js'
-import { LATER, NOW, T, token, tx, U } from '../records.js'
+import { LATER, NOW, T, token, tx, U } from './records.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
