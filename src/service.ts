@@ -10,6 +10,7 @@ import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
+import { sweepExpired } from './sweep.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
@@ -125,7 +126,7 @@ export function createService(options: ServiceOptions): Service {
       const { key_hash: _hash, ...shown } = application
       return { application: shown, key }
     },
-    sweep: () => store.purgeExpired(now()),
+    sweep: () => sweepExpired(store, now()),
     ...officialFormulaAdmin({ store, runner, now }),
   }
 

@@ -151,6 +151,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     listFormulas: async (t, q) => use().listFormulas(t, q),
     getReactor: async (t, id) => use().getReactor(t, id),
     listReactors: async (t, range) => use().listReactors(t, range),
+    listExpired: async (query) => use().listExpired(query),
     purgeExpired: async (now) => {
       const s = use()
       const ops = s.expiredOps(now)

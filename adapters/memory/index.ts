@@ -30,6 +30,7 @@ export function memoryStore(): Store {
     listFormulas: async (t, q) => open().listFormulas(t, q),
     getReactor: async (t, id) => open().getReactor(t, id),
     listReactors: async (t, range) => open().listReactors(t, range),
+    listExpired: async (query) => open().listExpired(query),
     purgeExpired: async (now) => {
       const ops = open().expiredOps(now)
       open().write({ ops })

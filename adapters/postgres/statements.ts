@@ -166,6 +166,17 @@ export function statements(t: Tables) {
     /** $1 tenant, $2 id */
     reactorDelete: `DELETE FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`,
 
+    /** $1 before, $2 limit: keys of tokens that expire at or before $1 (partial index `tokens_by_expiry`). */
+    expiredTokens: `SELECT tenant_id, id FROM ${t.tokens} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of sessions that expire at or before $1 (`sessions_by_expiry`). */
+    expiredSessions: `SELECT tenant_id, id FROM ${t.sessions} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of open transactions past $1 (`transactions_open_by_expiry`). */
+    expiredOpenTransactions: `SELECT tenant_id, id FROM ${t.transactions}
+      WHERE state = 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of ended transactions that expire(d) at or before $1 (`transactions_ended_by_expiry`). */
+    expiredEndedTransactions: `SELECT tenant_id, id FROM ${t.transactions}
+      WHERE state <> 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+
     /** $1 now. Deletes expired sessions with their key and nonce entries; returns how many. */
     purgeSessions: `WITH session AS (
         DELETE FROM ${t.sessions} WHERE expires_at <= $1

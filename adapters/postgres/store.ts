@@ -1,12 +1,15 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg'
-import type { Store, WriteResult } from '../../src/store/contract.js'
+import { assertNever } from '../../src/errors.js'
+import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
+import { StoreError } from '../../src/store/error.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
+import { statementName } from './keys.js'
 import { LockKeys, lockPlan } from './locking.js'
 import { migrate } from './migrations.js'
 import { applyOp } from './ops.js'
 import { reads } from './reads.js'
-import { statements, tables } from './statements.js'
+import { type Statements, statements, tables } from './statements.js'
 
 /** Options of `postgresStore` with a pool the caller owns (and ends, after `close()`). */
 export interface PostgresPoolOptions {
@@ -87,6 +90,22 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   }
 }
 
+/** The statement listing records of `kind` whose time has come. */
+function expiredStatement(st: Statements, kind: ExpiringKind): string {
+  switch (kind) {
+    case 'token':
+      return st.expiredTokens
+    case 'session':
+      return st.expiredSessions
+    case 'transaction.open':
+      return st.expiredOpenTransactions
+    case 'transaction.ended':
+      return st.expiredEndedTransactions
+    default:
+      return assertNever(kind)
+  }
+}
+
 function openStore(pool: Pool, schema: string, owned: boolean): Store {
   const t = tables(schema)
   const st = statements(t)
@@ -102,7 +121,7 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   }
   /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (closed) return Promise.reject(new Error('postgresStore: the store is closed'))
+    if (closed) return Promise.reject(new StoreError('closed', 'postgresStore: the store is closed'))
     inFlight++
     let result: Promise<T>
     try {
@@ -183,8 +202,20 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
       return { sessions: sessions.rows[0]?.n ?? 0, transactions: transactions.rows[0]?.n ?? 0 }
     })
 
+  const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
+    const text = expiredStatement(st, query.kind)
+    const limit = Math.max(0, Math.floor(query.limit))
+    const { rows } = await pool.query<RecordKey>({
+      name: statementName(text),
+      text,
+      values: [query.before, limit],
+    })
+    return rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
+  }
+
   return {
     write: (batch) => guard(() => write(batch)),
+    listExpired: (query) => guard(() => listExpired(query)),
     getTenant: (id) => guard(() => read.getTenant(id)),
     hasTenants: () => guard(() => read.hasTenants()),
     findKey: (hash) => guard(() => read.findKey(hash)),

@@ -31,6 +31,21 @@ export type KeyOwner =
   | { kind: 'application'; application: StoredApplication }
   | { kind: 'session'; session: StoredSession }
 
+/** A tenant's record named by id, as `listExpired` answers. */
+export interface RecordKey {
+  tenant_id: string
+  id: string
+}
+
+/**
+ * What `listExpired` lists, each by a field the store keeps in the clear:
+ * - `token`, `session`: records with `expires_at <= before`;
+ * - `transaction.open`: transactions in state `open` with `expires_at <= before`;
+ * - `transaction.ended`: transactions in any other state with `expires_at <= before` (a transaction
+ *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago).
+ */
+export type ExpiringKind = 'token' | 'session' | 'transaction.open' | 'transaction.ended'
+
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
   tenants: Tenant[]
@@ -95,6 +110,14 @@ export interface Store {
   getReactor(tenantId: string, id: string): Promise<Reactor | null>
   /** Reactors of a tenant ordered by `created_at`, then `id`. */
   listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
+
+  /**
+   * At most `limit` records of `kind` whose time has come (see `ExpiringKind`), in no promised
+   * order: the core reads each, decides, and deletes or changes it with a guarded `write`, batch
+   * after batch, until a batch comes back short. A store serves this from an index on the time field
+   * (SQL: `WHERE expires_at <= $1 LIMIT $2` over a partial index), never by loading every record.
+   */
+  listExpired(query: { kind: ExpiringKind; before: string; limit: number }): Promise<RecordKey[]>
 
   /**
    * Deletes sessions with `expires_at <= now`, and marks open transactions with `expires_at <= now`

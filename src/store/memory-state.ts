@@ -11,7 +11,7 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../types.js'
-import type { KeyOwner, Page, Range, StoreDump, WriteResult } from './contract.js'
+import type { ExpiringKind, KeyOwner, Page, Range, RecordKey, StoreDump, WriteResult } from './contract.js'
 import { copy, frozenCopy, sameJson } from './json.js'
 import { byKey, nameMatcher } from './order.js'
 import { Scoped } from './scoped.js'
@@ -54,6 +54,8 @@ export class MemoryState {
     { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
   >()
   private tokens = new Scoped<StoredToken>()
+  /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
+  private expiringTokens = new Scoped<StoredToken>()
   /** parent → child id → association, in the order they were made. */
   private children = new Scoped<Map<string, Association>>()
   /** child → parent ids. */
@@ -103,6 +105,10 @@ export class MemoryState {
       case 'token.unchanged': {
         const stored = this.tokens.get(c.tenant_id, c.id)
         return stored !== undefined && sameJson(stored, c.token)
+      }
+      case 'transaction.unchanged': {
+        const stored = this.transactions.get(c.tenant_id, c.id)
+        return stored !== undefined && sameJson(stored, c.transaction)
       }
       case 'association.absent':
       case 'association.present': {
@@ -156,6 +162,8 @@ export class MemoryState {
         const wasExpiring = this.tokens.get(t.tenant_id, t.id)?.expires_at !== undefined
         this.tokens.set(t.tenant_id, t.id, t)
         const isExpiring = t.expires_at !== undefined
+        if (isExpiring) this.expiringTokens.set(t.tenant_id, t.id, t)
+        else if (wasExpiring) this.expiringTokens.delete(t.tenant_id, t.id)
         if (wasExpiring !== isExpiring) {
           for (const parentId of this.parents.get(t.tenant_id, t.id) ?? []) {
             this.countExpiring(t.tenant_id, parentId, isExpiring ? 1 : -1)
@@ -303,6 +311,7 @@ export class MemoryState {
       this.unlink(tenantId, id, childId)
     for (const parentId of [...(this.parents.get(tenantId, id) ?? [])]) this.unlink(tenantId, parentId, id)
     this.tokens.delete(tenantId, id)
+    this.expiringTokens.delete(tenantId, id)
   }
 
   // Reads: each returns copies.
@@ -425,6 +434,43 @@ export class MemoryState {
   listReactors(tenantId: string, range: Range): Page<Reactor> {
     const all = [...this.reactors.of(tenantId).values()].sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
+  }
+
+  /** Keys of at most `limit` records of `kind` whose time is at or before `before` (see `Store.listExpired`). */
+  listExpired(query: { kind: ExpiringKind; before: string; limit: number }): RecordKey[] {
+    const { before, limit } = query
+    const out: RecordKey[] = []
+    if (limit <= 0) return out
+    const take = (values: Iterable<{ tenant_id: string; id: string; expires_at?: string }>) => {
+      for (const r of values) {
+        if (r.expires_at !== undefined && r.expires_at <= before) {
+          out.push({ tenant_id: r.tenant_id, id: r.id })
+          if (out.length >= limit) break
+        }
+      }
+    }
+    switch (query.kind) {
+      case 'token':
+        take(this.expiringTokens.values())
+        break
+      case 'session':
+        take(this.sessions.values())
+        break
+      case 'transaction.open':
+      case 'transaction.ended': {
+        const open = query.kind === 'transaction.open'
+        for (const t of this.transactions.values()) {
+          if (t.expires_at <= before && (t.state === 'open') === open) {
+            out.push({ tenant_id: t.tenant_id, id: t.id })
+            if (out.length >= limit) break
+          }
+        }
+        break
+      }
+      default:
+        assertNever(query.kind)
+    }
+    return out
   }
 
   /** The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them. */

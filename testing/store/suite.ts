@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
-import type { Op, StoredApplication, StoredFormula, StoredSession, StoredToken } from '../../src/types.js'
-import { LATER, NOW, T, token, tx, U } from './records.js'
+import type { Op, StoredToken } from '../../src/types.js'
+import { expiryTests } from './expiry.js'
+import { guardTests } from './guards.js'
+import { app, formula, LATER, NOW, session, T, token, tx, U } from './records.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
@@ -17,39 +19,6 @@ const link = (parent: string, child: string, tenant = T): Op => ({
   op: 'association.put',
   association: { tenant_id: tenant, parent_id: parent, child_id: child, created_at: NOW },
 })
-const session = (id: string, extra: Partial<StoredSession> = {}): StoredSession => ({
-  id,
-  tenant_id: T,
-  application_id: 'pub-1',
-  key_hash: `key-${id}`,
-  nonce_hash: `nonce-${id}`,
-  state: 'created',
-  permissions: [],
-  created_at: NOW,
-  expires_at: '2030-01-01T00:03:00.000Z',
-  ...extra,
-})
-const formula = (id: string, name: string, tenant: string | null = T): StoredFormula => ({
-  id,
-  tenant_id: tenant,
-  name,
-  type: tenant === null ? 'official' : 'private',
-  status: 'verified',
-  code: 'module.exports = async () => ({})',
-  configuration: [],
-  request_parameters: [],
-  created_at: NOW,
-})
-const app = (id: string, tenant = T): StoredApplication => ({
-  id,
-  tenant_id: tenant,
-  name: id,
-  type: 'private',
-  permissions: ['token:read'],
-  created_at: NOW,
-  key_hash: `hash-${id}`,
-})
-
 /** The one suite every Store adapter must pass, unchanged. */
 export function storeContract(harness: StoreHarness): void {
   const fresh = async () => harness.open()
@@ -476,6 +445,9 @@ export function storeContract(harness: StoreHarness): void {
       expect(await present(T, 'r2')).toBe(false)
       await store.close()
     })
+
+    guardTests(fresh)
+    expiryTests(fresh)
 
     if (harness.reopen) {
       const reopen = harness.reopen
