@@ -1,4 +1,4 @@
-import { conflict, notFound, type ServiceError } from './errors.js'
+import { assertNever, conflict, notFound, type ServiceError } from './errors.js'
 import type { WriteResult } from './store/contract.js'
 import type { Check } from './types.js'
 
@@ -13,6 +13,8 @@ export function checkFailure(check: Check): ServiceError {
       return conflict(`token ${check.id} is locked by an open transaction`)
     case 'token.unchanged':
       return conflict(`token ${check.id} was changed concurrently; retry`)
+    case 'transaction.unchanged':
+      return conflict('the transaction was changed concurrently; retry')
     case 'association.absent':
       return conflict('the association already exists')
     case 'association.present':
@@ -29,6 +31,8 @@ export function checkFailure(check: Check): ServiceError {
       return notFound('application')
     case 'reactor.present':
       return notFound('reactor')
+    default:
+      return assertNever(check)
   }
 }
 

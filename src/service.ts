@@ -13,7 +13,7 @@ import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
-import type { SweepCounts } from './store/contract.js'
+import { type SweepCounts, sweepExpired } from './sweep.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
@@ -172,7 +172,7 @@ export function createService(options: ServiceOptions): Service {
       const { key_hash: _hash, ...shown } = application
       return { application: shown, key }
     },
-    sweep: () => store.purgeExpired(now()),
+    sweep: () => sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs }),
     async verifyMasterKey() {
       for (const tenant of await store.listTenants()) {
         if (tenant.data_key) await keyring.unwrap(tenant.id, tenant.data_key)

@@ -218,6 +218,7 @@ export type Op =
  * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
  * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token.
  * - `token.unchanged`: the token exists and equals `token` as JSON (compare-and-set for read-modify-write).
+ * - `transaction.unchanged`: the transaction exists and equals `transaction` as JSON (compare-and-set).
  * - `association.absent` / `association.present`.
  * - `transaction.open`: the transaction exists, is open, and `expires_at > now`.
  * - `session.pending`: a session with this nonce hash exists, is `created`, and `expires_at > now`.
@@ -229,6 +230,7 @@ export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
   | { check: 'token.unlocked'; tenant_id: string; id: string; now: string; except?: string }
   | { check: 'token.unchanged'; tenant_id: string; id: string; token: StoredToken }
+  | { check: 'transaction.unchanged'; tenant_id: string; id: string; transaction: StoredTransaction }
   | {
       check: 'association.absent' | 'association.present'
       tenant_id: string

@@ -20,9 +20,6 @@ const nonNegative = (name: string, value: number) => {
   return value
 }
 
-/** How many records one purge batch (one journal record) touches at most. */
-const PURGE_BATCH = 1000
-
 /**
  * A durable store in one directory: the state lives in memory (a `MemoryState`) and every
  * acknowledged write is in an append-only journal on disk, compacted now and then into a snapshot.
@@ -170,16 +167,12 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     listFormulas: async (t, q) => use().listFormulas(t, q),
     getReactor: async (t, id) => use().getReactor(t, id),
     listReactors: async (t, range) => use().listReactors(t, range),
+    listExpired: async (query) => use().listExpired(query),
     purgeExpired: async (now) => {
-      const total = MemoryState.countExpired([])
-      for (;;) {
-        const s = use()
-        const ops = s.expiredOps(now, PURGE_BATCH)
-        await (ops.length ? commit(s, ops) : journal.barrier())
-        const batch = MemoryState.countExpired(ops)
-        for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += batch[key]
-        if (ops.length < PURGE_BATCH) return total
-      }
+      const s = use()
+      const ops = s.expiredOps(now)
+      await (ops.length ? commit(s, ops) : journal.barrier())
+      return MemoryState.countExpired(ops)
     },
     dump: async () => use().dump(),
     compact: async () => {

@@ -2,9 +2,6 @@ import type { Store } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
 import { MemoryState } from '../../src/store/memory-state.js'
 
-/** How many records one purge batch touches at most. */
-const PURGE_BATCH = 1000
-
 /**
  * A store that keeps everything in this process's memory: the default store, and the fake for tests.
  * It keeps every promise of the `Store` contract (atomic, serialized batches; copies in and out), so
@@ -34,15 +31,11 @@ export function memoryStore(): Store {
     listFormulas: async (t, q) => open().listFormulas(t, q),
     getReactor: async (t, id) => open().getReactor(t, id),
     listReactors: async (t, range) => open().listReactors(t, range),
+    listExpired: async (query) => open().listExpired(query),
     purgeExpired: async (now) => {
-      const total = MemoryState.countExpired([])
-      for (;;) {
-        const ops = open().expiredOps(now, PURGE_BATCH)
-        open().write({ ops })
-        const batch = MemoryState.countExpired(ops)
-        for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += batch[key]
-        if (ops.length < PURGE_BATCH) return total
-      }
+      const ops = open().expiredOps(now)
+      open().write({ ops })
+      return MemoryState.countExpired(ops)
     },
     dump: async () => open().dump(),
     close: async () => {

@@ -21,6 +21,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
     case 'token.unchanged':
       return `EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
         AND doc = (${p(JSON.stringify(c.token))})::jsonb)`
+    case 'transaction.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.transactions} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND doc = (${p(JSON.stringify(c.transaction))})::jsonb)`
     case 'association.absent':
     case 'association.present': {
       const exists = `EXISTS (SELECT 1 FROM ${t.associations} WHERE tenant_id = ${p(c.tenant_id)}

@@ -167,6 +167,17 @@ export function statements(t: Tables) {
     /** $1 tenant, $2 id */
     reactorDelete: `DELETE FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`,
 
+    /** $1 before, $2 limit: keys of tokens that expire at or before $1 (partial index `tokens_by_expiry`). */
+    expiredTokens: `SELECT tenant_id, id FROM ${t.tokens} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of sessions that expire at or before $1 (`sessions_by_expiry`). */
+    expiredSessions: `SELECT tenant_id, id FROM ${t.sessions} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of open transactions past $1 (`transactions_open_by_expiry`). */
+    expiredOpenTransactions: `SELECT tenant_id, id FROM ${t.transactions}
+      WHERE state = 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of ended transactions that expire(d) at or before $1 (`transactions_ended_by_expiry`). */
+    expiredEndedTransactions: `SELECT tenant_id, id FROM ${t.transactions}
+      WHERE state <> 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+
     /** $1 now. Deletes expired sessions with their key and nonce entries; returns how many. */
     purgeSessions: `WITH session AS (
         DELETE FROM ${t.sessions} WHERE expires_at <= $1
@@ -182,41 +193,11 @@ export function statements(t: Tables) {
     purgeTransactions: `WITH tx AS (
         UPDATE ${t.transactions}
         SET state = 'expired', doc = doc || '{"state":"expired","writes":[],"locks":[]}'::jsonb
-          || jsonb_build_object('ended_at', expires_at)
         WHERE state = 'open' AND expires_at <= $1
         RETURNING tenant_id, id
       ), released AS (
         DELETE FROM ${t.tokenLocks} l USING tx WHERE l.tenant_id = tx.tenant_id AND l.transaction_id = tx.id
       )
       SELECT count(*)::int AS n FROM tx`,
-
-    /**
-     * $1 now, $2 batch size. Deletes up to $2 tokens past their expiry that no open transaction
-     * holds, with every association they are part of; returns how many.
-     */
-    purgeTokens: `WITH doomed AS (
-        SELECT k.tenant_id, k.id FROM ${t.tokens} k
-        WHERE k.expires_at IS NOT NULL AND k.expires_at <= $1
-          AND NOT EXISTS (SELECT 1 FROM ${t.tokenLocks} l WHERE l.tenant_id = k.tenant_id AND l.token_id = k.id)
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-      ), links AS (
-        DELETE FROM ${t.associations} a USING doomed d
-        WHERE a.tenant_id = d.tenant_id AND (a.parent_id = d.id OR a.child_id = d.id)
-      ), gone AS (
-        DELETE FROM ${t.tokens} k USING doomed d WHERE k.tenant_id = d.tenant_id AND k.id = d.id RETURNING 1
-      )
-      SELECT count(*)::int AS n FROM gone`,
-
-    /** $1 cutoff (now − 24 h), $2 batch size. Deletes up to $2 transactions that ended by the cutoff. */
-    purgeEnded: `WITH doomed AS (
-        SELECT tenant_id, id FROM ${t.transactions}
-        WHERE state <> 'open' AND coalesce(doc ->> 'ended_at', expires_at) <= $1
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-      ), gone AS (
-        DELETE FROM ${t.transactions} x USING doomed d WHERE x.tenant_id = d.tenant_id AND x.id = d.id RETURNING 1
-      )
-      SELECT count(*)::int AS n FROM gone`,
   }
 }

@@ -1,17 +1,15 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg'
-import {
-  ENDED_RETENTION_MS,
-  type Store,
-  type SweepCounts,
-  type WriteResult,
-} from '../../src/store/contract.js'
+import { assertNever } from '../../src/errors.js'
+import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
+import { StoreError } from '../../src/store/error.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
+import { statementName } from './keys.js'
 import { LockKeys, lockPlan } from './locking.js'
 import { migrate } from './migrations.js'
 import { applyOp } from './ops.js'
 import { reads } from './reads.js'
-import { statements, tables } from './statements.js'
+import { type Statements, statements, tables } from './statements.js'
 
 /** Options of `postgresStore` with a pool the caller owns (and ends, after `close()`). */
 export interface PostgresPoolOptions {
@@ -32,9 +30,6 @@ export interface PostgresUrlOptions {
 
 /** How `postgresStore` reaches the database. */
 export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
-
-/** How many expired tokens (and ended transactions) one purge statement deletes at most. */
-const PURGE_BATCH = 1000
 
 /** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
 const RETRY = new Set(['40P01', '40001'])
@@ -95,6 +90,22 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   }
 }
 
+/** The statement listing records of `kind` whose time has come. */
+function expiredStatement(st: Statements, kind: ExpiringKind): string {
+  switch (kind) {
+    case 'token':
+      return st.expiredTokens
+    case 'session':
+      return st.expiredSessions
+    case 'transaction.open':
+      return st.expiredOpenTransactions
+    case 'transaction.ended':
+      return st.expiredEndedTransactions
+    default:
+      return assertNever(kind)
+  }
+}
+
 function openStore(pool: Pool, schema: string, owned: boolean): Store {
   const t = tables(schema)
   const st = statements(t)
@@ -110,7 +121,7 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   }
   /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (closed) return Promise.reject(new Error('postgresStore: the store is closed'))
+    if (closed) return Promise.reject(new StoreError('closed', 'postgresStore: the store is closed'))
     inFlight++
     let result: Promise<T>
     try {
@@ -184,30 +195,27 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
     return { ok: true }
   }
 
-  /** One bounded batch of purges, in one SQL transaction under the store-wide lock. */
-  const purgeBatch = (now: string) =>
+  const purgeExpired = (now: string) =>
     transaction(locks.begin({ exclusive: true, tenants: new Set() }), async (client) => {
-      const count = async (text: string, values: unknown[]) =>
-        (await client.query<{ n: number }>({ text, values })).rows[0]?.n ?? 0
-      const cutoff = new Date(Date.parse(now) - ENDED_RETENTION_MS).toISOString()
-      return {
-        sessions: await count(st.purgeSessions, [now]),
-        transactions: await count(st.purgeTransactions, [now]),
-        tokens: await count(st.purgeTokens, [now, PURGE_BATCH]),
-        endedTransactions: await count(st.purgeEnded, [cutoff, PURGE_BATCH]),
-      }
+      const sessions = await client.query<{ n: number }>({ text: st.purgeSessions, values: [now] })
+      const transactions = await client.query<{ n: number }>({ text: st.purgeTransactions, values: [now] })
+      return { sessions: sessions.rows[0]?.n ?? 0, transactions: transactions.rows[0]?.n ?? 0 }
     })
-  const purgeExpired = async (now: string): Promise<SweepCounts> => {
-    const total: SweepCounts = { sessions: 0, transactions: 0, tokens: 0, endedTransactions: 0 }
-    for (;;) {
-      const batch = await purgeBatch(now)
-      for (const key of Object.keys(total) as (keyof SweepCounts)[]) total[key] += batch[key]
-      if (batch.tokens < PURGE_BATCH && batch.endedTransactions < PURGE_BATCH) return total
-    }
+
+  const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
+    const text = expiredStatement(st, query.kind)
+    const limit = Math.max(0, Math.floor(query.limit))
+    const { rows } = await pool.query<RecordKey>({
+      name: statementName(text),
+      text,
+      values: [query.before, limit],
+    })
+    return rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
   }
 
   return {
     write: (batch) => guard(() => write(batch)),
+    listExpired: (query) => guard(() => listExpired(query)),
     persistent: true,
     getTenant: (id) => guard(() => read.getTenant(id)),
     listTenants: () => guard(() => read.listTenants()),

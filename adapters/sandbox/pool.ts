@@ -171,6 +171,8 @@ export class SandboxPool {
     }
     clearTimeout(this.retryTimer)
     this.retryTimer = setTimeout(() => {
+      // The timer's clock may run a little behind \`performance.now()\`: the backoff is over now.
+      this.retryAt = 0
       this.fill()
       this.pump()
     }, delay)

@@ -22,8 +22,8 @@ const isSealed = (value: unknown): value is Sealed =>
   typeof (value as { $sealed?: unknown }).$sealed === 'string' &&
   Object.keys(value).length === 1
 
-const aadOf = (tenantId: string, tokenId: string, field: 'data' | 'mask') =>
-  `tokenvault:token:${tenantId}:${tokenId}:${field}`
+/** The additional authenticated data of a token's sealed fields: its tenant and id. */
+const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
 
 /** The error every unreadable token answers with: it names the token, never its bytes. */
 const unreadable = (id: string) =>
@@ -37,6 +37,8 @@ const unreadable = (id: string) =>
  */
 export class Keyring {
   private readonly cache = new Map<string, Promise<TenantKey>>()
+  /** The same keys once unwrapped, for the hot path (no promise to await). */
+  private readonly ready = new Map<string, TenantKey>()
 
   constructor(
     private readonly store: Store,
@@ -47,7 +49,9 @@ export class Keyring {
   async newTenantKey(tenantId: string): Promise<WrappedDataKey> {
     const dataKey = newDataKey()
     const wrapped = await this.providers[0]!.wrap(dataKey, tenantId)
-    this.cache.set(tenantId, Promise.resolve(tenantKey(dataKey)))
+    const key = tenantKey(dataKey)
+    this.cache.set(tenantId, Promise.resolve(key))
+    this.ready.set(tenantId, key)
     return { key_id: this.providers[0]!.keyId, wrapped: Buffer.from(wrapped).toString('base64') }
   }
 
@@ -57,9 +61,17 @@ export class Keyring {
     if (!key) {
       key = this.load(tenantId)
       this.cache.set(tenantId, key)
-      key.catch(() => this.cache.delete(tenantId))
+      key.then(
+        (k) => this.ready.set(tenantId, k),
+        () => this.cache.delete(tenantId),
+      )
     }
     return key
+  }
+
+  /** The tenant's key if it is already unwrapped (then no await is needed), else undefined. */
+  loaded(tenantId: string): TenantKey | undefined {
+    return this.ready.get(tenantId)
   }
 
   /** Unwraps `wrapped` for `tenantId` with the provider it names. Throws a clear error on a wrong key. */
@@ -114,34 +126,38 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
   /** The stored (sealed) record each opened token came from, for `token.unchanged` checks. */
   const sealedOf = new WeakMap<StoredToken, StoredToken>()
 
-  const sealToken = async (token: StoredToken): Promise<StoredToken> => {
-    const key = await keyring.key(token.tenant_id)
-    const sealed: StoredToken = {
-      ...token,
-      data: { $sealed: sealValue(key, token.data, aadOf(token.tenant_id, token.id, 'data')) },
-    }
-    if (token.mask !== undefined) {
-      sealed.mask = { $sealed: sealValue(key, token.mask, aadOf(token.tenant_id, token.id, 'mask')) }
-    }
-    return sealed
+  const keyOf = (tenantId: string): TenantKey | Promise<TenantKey> =>
+    keyring.loaded(tenantId) ?? keyring.key(tenantId)
+
+  /** `data` and `mask` sealed together, in one ciphertext kept as `data`; `mask` is not stored apart. */
+  const sealWith = (key: TenantKey, token: StoredToken): StoredToken => {
+    const { mask, ...rest } = token
+    const fields = mask === undefined ? [token.data] : [token.data, mask]
+    return { ...rest, data: { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) } }
+  }
+  const sealToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
+    const key = keyOf(token.tenant_id)
+    return key instanceof Promise ? key.then((k) => sealWith(k, token)) : sealWith(key, token)
   }
 
-  const openToken = async (token: StoredToken): Promise<StoredToken> => {
-    if (!isSealed(token.data) && !isSealed(token.mask)) return token
-    const key = await keyring.key(token.tenant_id)
-    const opened: StoredToken = { ...token }
+  const openWith = (key: TenantKey, token: StoredToken): StoredToken => {
+    let fields: unknown
     try {
-      if (isSealed(token.data)) {
-        opened.data = openValue(key, token.data.$sealed, aadOf(token.tenant_id, token.id, 'data')) as Json
-      }
-      if (isSealed(token.mask)) {
-        opened.mask = openValue(key, token.mask.$sealed, aadOf(token.tenant_id, token.id, 'mask')) as Json
-      }
+      fields = openValue(key, (token.data as Sealed).$sealed, aadOf(token.tenant_id, token.id))
     } catch {
       throw unreadable(token.id)
     }
+    if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
+    const opened: StoredToken = { ...token, data: fields[0] as Json }
+    if (fields.length === 2) opened.mask = fields[1] as Json
     sealedOf.set(opened, token)
     return opened
+  }
+  const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
+    // Legacy plaintext (written before encryption at rest) reads as it is.
+    if (!isSealed(token.data)) return token
+    const key = keyOf(token.tenant_id)
+    return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
   }
 
   const sealOps = (ops: Op[]): Promise<Op[]> => Promise.all(ops.map(sealOp))

@@ -11,21 +11,6 @@ import type {
   Tenant,
 } from '../types.js'
 
-/** How long an ended (committed, rolled back, expired) transaction is kept: 24 hours, in ms. */
-export const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000
-
-/** What one sweep touched. */
-export interface SweepCounts {
-  /** Expired sessions deleted. */
-  sessions: number
-  /** Open transactions expired. */
-  transactions: number
-  /** Expired tokens deleted (with their associations). */
-  tokens: number
-  /** Ended transactions deleted 24 hours after they ended. */
-  endedTransactions: number
-}
-
 /** A slice of a list: `items` from `offset`, and `total`, the count of all matches. */
 export interface Page<T> {
   items: T[]
@@ -45,6 +30,21 @@ export type WriteResult = { ok: true } | { ok: false; failed: Check }
 export type KeyOwner =
   | { kind: 'application'; application: StoredApplication }
   | { kind: 'session'; session: StoredSession }
+
+/** A tenant's record named by id, as `listExpired` answers. */
+export interface RecordKey {
+  tenant_id: string
+  id: string
+}
+
+/**
+ * What `listExpired` lists, each by a field the store keeps in the clear:
+ * - `token`, `session`: records with `expires_at <= before`;
+ * - `transaction.open`: transactions in state `open` with `expires_at <= before`;
+ * - `transaction.ended`: transactions in any other state with `expires_at <= before` (a transaction
+ *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago).
+ */
+export type ExpiringKind = 'token' | 'session' | 'transaction.open' | 'transaction.ended'
 
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
@@ -119,13 +119,18 @@ export interface Store {
   listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
 
   /**
-   * Deletes sessions with `expires_at <= now`; marks open transactions with `expires_at <= now` as
-   * `expired` (ended then), dropping their staged writes and locks; deletes tokens with
-   * `expires_at <= now` that no open transaction holds, with every association they are part of;
-   * deletes transactions that ended `ENDED_RETENTION_MS` (24 h) or more before `now`. Works in
-   * bounded batches until nothing is left. Returns how many of each it touched.
+   * At most `limit` records of `kind` whose time has come (see `ExpiringKind`), in no promised
+   * order: the core reads each, decides, and deletes or changes it with a guarded `write`, batch
+   * after batch, until a batch comes back short. A store serves this from an index on the time field
+   * (SQL: `WHERE expires_at <= $1 LIMIT $2` over a partial index), never by loading every record.
    */
-  purgeExpired(now: string): Promise<SweepCounts>
+  listExpired(query: { kind: ExpiringKind; before: string; limit: number }): Promise<RecordKey[]>
+
+  /**
+   * Deletes sessions with `expires_at <= now`, and marks open transactions with `expires_at <= now`
+   * as `expired`, dropping their staged writes and locks. Returns how many of each it touched.
+   */
+  purgeExpired(now: string): Promise<{ sessions: number; transactions: number }>
 
   /** Every record, for tests and tools. */
   dump(): Promise<StoreDump>

@@ -11,15 +11,7 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../types.js'
-import {
-  ENDED_RETENTION_MS,
-  type KeyOwner,
-  type Page,
-  type Range,
-  type StoreDump,
-  type SweepCounts,
-  type WriteResult,
-} from './contract.js'
+import type { ExpiringKind, KeyOwner, Page, Range, RecordKey, StoreDump, WriteResult } from './contract.js'
 import { copy, frozenCopy, sameJson } from './json.js'
 import { byKey, nameMatcher } from './order.js'
 import { Scoped } from './scoped.js'
@@ -62,6 +54,8 @@ export class MemoryState {
     { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
   >()
   private tokens = new Scoped<StoredToken>()
+  /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
+  private expiringTokens = new Scoped<StoredToken>()
   /** parent → child id → association, in the order they were made. */
   private children = new Scoped<Map<string, Association>>()
   /** child → parent ids. */
@@ -111,6 +105,10 @@ export class MemoryState {
       case 'token.unchanged': {
         const stored = this.tokens.get(c.tenant_id, c.id)
         return stored !== undefined && sameJson(stored, c.token)
+      }
+      case 'transaction.unchanged': {
+        const stored = this.transactions.get(c.tenant_id, c.id)
+        return stored !== undefined && sameJson(stored, c.transaction)
       }
       case 'association.absent':
       case 'association.present': {
@@ -164,6 +162,8 @@ export class MemoryState {
         const wasExpiring = this.tokens.get(t.tenant_id, t.id)?.expires_at !== undefined
         this.tokens.set(t.tenant_id, t.id, t)
         const isExpiring = t.expires_at !== undefined
+        if (isExpiring) this.expiringTokens.set(t.tenant_id, t.id, t)
+        else if (wasExpiring) this.expiringTokens.delete(t.tenant_id, t.id)
         if (wasExpiring !== isExpiring) {
           for (const parentId of this.parents.get(t.tenant_id, t.id) ?? []) {
             this.countExpiring(t.tenant_id, parentId, isExpiring ? 1 : -1)
@@ -318,6 +318,7 @@ export class MemoryState {
       this.unlink(tenantId, id, childId)
     for (const parentId of [...(this.parents.get(tenantId, id) ?? [])]) this.unlink(tenantId, parentId, id)
     this.tokens.delete(tenantId, id)
+    this.expiringTokens.delete(tenantId, id)
   }
 
   // Reads: each returns copies.
@@ -446,56 +447,61 @@ export class MemoryState {
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
   }
 
-  /**
-   * The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them:
-   * expired sessions deleted; open transactions past `expires_at` expired; tokens past `expires_at`
-   * that no open transaction holds deleted (with their associations); transactions that ended
-   * `ENDED_RETENTION_MS` or more before `now` deleted. At most `limit` ops (the rest next time).
-   */
-  expiredOps(now: string, limit = Number.POSITIVE_INFINITY): Op[] {
+  /** Keys of at most `limit` records of `kind` whose time is at or before `before` (see `Store.listExpired`). */
+  listExpired(query: { kind: ExpiringKind; before: string; limit: number }): RecordKey[] {
+    const { before, limit } = query
+    const out: RecordKey[] = []
+    if (limit <= 0) return out
+    const take = (values: Iterable<{ tenant_id: string; id: string; expires_at?: string }>) => {
+      for (const r of values) {
+        if (r.expires_at !== undefined && r.expires_at <= before) {
+          out.push({ tenant_id: r.tenant_id, id: r.id })
+          if (out.length >= limit) break
+        }
+      }
+    }
+    switch (query.kind) {
+      case 'token':
+        take(this.expiringTokens.values())
+        break
+      case 'session':
+        take(this.sessions.values())
+        break
+      case 'transaction.open':
+      case 'transaction.ended': {
+        const open = query.kind === 'transaction.open'
+        for (const t of this.transactions.values()) {
+          if (t.expires_at <= before && (t.state === 'open') === open) {
+            out.push({ tenant_id: t.tenant_id, id: t.id })
+            if (out.length >= limit) break
+          }
+        }
+        break
+      }
+      default:
+        assertNever(query.kind)
+    }
+    return out
+  }
+
+  /** The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them. */
+  expiredOps(now: string): Op[] {
     const ops: Op[] = []
-    const full = () => ops.length >= limit
     for (const s of this.sessions.values()) {
-      if (full()) return ops
       if (s.expires_at <= now) ops.push({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })
     }
-    const cutoff = new Date(Date.parse(now) - ENDED_RETENTION_MS).toISOString()
-    /** Transactions this batch expires: the tokens they hold are free to purge in it too. */
-    const expiring = new Set<string>()
     for (const t of this.transactions.values()) {
-      if (full()) return ops
       if (t.state === 'open' && t.expires_at <= now) {
-        const transaction = { ...t, state: 'expired' as const, writes: [], locks: [], ended_at: t.expires_at }
-        ops.push({ op: 'transaction.put', transaction })
-        expiring.add(`${t.tenant_id}\u0000${t.id}`)
-      }
-      const endedAt =
-        t.state === 'open' ? (t.expires_at <= now ? t.expires_at : undefined) : (t.ended_at ?? t.expires_at)
-      if (endedAt !== undefined && endedAt <= cutoff) {
-        ops.push({ op: 'transaction.delete', tenant_id: t.tenant_id, id: t.id })
-      }
-    }
-    for (const token of this.tokens.values()) {
-      if (full()) return ops
-      if (token.expires_at === undefined || token.expires_at > now) continue
-      const holder = this.locks.get(token.tenant_id, token.id)
-      if (holder === undefined || expiring.has(`${token.tenant_id}\u0000${holder}`)) {
-        ops.push({ op: 'token.delete', tenant_id: token.tenant_id, id: token.id })
+        ops.push({ op: 'transaction.put', transaction: { ...t, state: 'expired', writes: [], locks: [] } })
       }
     }
     return ops
   }
 
   /** Counts of what a batch of `expiredOps` touched. */
-  static countExpired(ops: Op[]): SweepCounts {
-    const counts: SweepCounts = { sessions: 0, transactions: 0, tokens: 0, endedTransactions: 0 }
-    for (const op of ops) {
-      if (op.op === 'session.delete') counts.sessions++
-      else if (op.op === 'transaction.put') counts.transactions++
-      else if (op.op === 'token.delete') counts.tokens++
-      else if (op.op === 'transaction.delete') counts.endedTransactions++
-    }
-    return counts
+  static countExpired(ops: Op[]): { sessions: number; transactions: number } {
+    const sessions = ops.filter((op) => op.op === 'session.delete').length
+    return { sessions, transactions: ops.length - sessions }
   }
 
   /**

@@ -1,4 +1,10 @@
-import type { StoredToken, StoredTransaction } from '../../src/types.js'
+import type {
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+} from '../../src/types.js'
 
 /**
  * Records the store conformance suite builds on (and the state and file store tests). No
@@ -34,4 +40,40 @@ export const tx = (id: string, extra: Partial<StoredTransaction> = {}): StoredTr
   writes: [],
   locks: [],
   ...extra,
+})
+
+/** A created session of tenant `T` whose key and nonce hashes derive from `id`. */
+export const session = (id: string, extra: Partial<StoredSession> = {}): StoredSession => ({
+  id,
+  tenant_id: T,
+  application_id: 'pub-1',
+  key_hash: `key-${id}`,
+  nonce_hash: `nonce-${id}`,
+  state: 'created',
+  permissions: [],
+  created_at: NOW,
+  expires_at: '2030-01-01T00:03:00.000Z',
+  ...extra,
+})
+/** A verified formula: private to `tenant`, or official when `tenant` is null. */
+export const formula = (id: string, name: string, tenant: string | null = T): StoredFormula => ({
+  id,
+  tenant_id: tenant,
+  name,
+  type: tenant === null ? 'official' : 'private',
+  status: 'verified',
+  code: 'module.exports = async () => ({})',
+  configuration: [],
+  request_parameters: [],
+  created_at: NOW,
+})
+/** A private application of `tenant` whose key hash derives from `id`. */
+export const app = (id: string, tenant = T): StoredApplication => ({
+  id,
+  tenant_id: tenant,
+  name: id,
+  type: 'private',
+  permissions: ['token:read'],
+  created_at: NOW,
+  key_hash: `hash-${id}`,
 })

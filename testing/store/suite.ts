@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
-import type { Op, StoredApplication, StoredFormula, StoredSession, StoredToken } from '../../src/types.js'
-import { LATER, NOW, T, token, tx, U } from './records.js'
+import type { Op, StoredToken } from '../../src/types.js'
+import { expiryTests } from './expiry.js'
+import { guardTests } from './guards.js'
+import { app, formula, LATER, NOW, session, T, token, tx, U } from './records.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
@@ -17,39 +19,6 @@ const link = (parent: string, child: string, tenant = T): Op => ({
   op: 'association.put',
   association: { tenant_id: tenant, parent_id: parent, child_id: child, created_at: NOW },
 })
-const session = (id: string, extra: Partial<StoredSession> = {}): StoredSession => ({
-  id,
-  tenant_id: T,
-  application_id: 'pub-1',
-  key_hash: `key-${id}`,
-  nonce_hash: `nonce-${id}`,
-  state: 'created',
-  permissions: [],
-  created_at: NOW,
-  expires_at: '2030-01-01T00:03:00.000Z',
-  ...extra,
-})
-const formula = (id: string, name: string, tenant: string | null = T): StoredFormula => ({
-  id,
-  tenant_id: tenant,
-  name,
-  type: tenant === null ? 'official' : 'private',
-  status: 'verified',
-  code: 'module.exports = async () => ({})',
-  configuration: [],
-  request_parameters: [],
-  created_at: NOW,
-})
-const app = (id: string, tenant = T): StoredApplication => ({
-  id,
-  tenant_id: tenant,
-  name: id,
-  type: 'private',
-  permissions: ['token:read'],
-  created_at: NOW,
-  key_hash: `hash-${id}`,
-})
-
 /** The one suite every Store adapter must pass, unchanged. */
 export function storeContract(harness: StoreHarness): void {
   const fresh = async () => harness.open()
@@ -405,87 +374,13 @@ export function storeContract(harness: StoreHarness): void {
         ],
       })
       const counts = await store.purgeExpired('2030-01-01T01:00:00.000Z')
-      expect(counts).toEqual({ sessions: 1, transactions: 1, tokens: 0, endedTransactions: 0 })
+      expect(counts).toEqual({ sessions: 1, transactions: 1 })
       expect(await store.findKey('key-s1')).toBeNull()
       expect((await store.findKey('key-s2'))?.kind).toBe('session')
       const t1 = await store.getTransaction(T, 't1')
       expect(t1).toMatchObject({ state: 'expired', writes: [], locks: [] })
       expect((await store.getTransaction(T, 't2'))?.state).toBe('open')
       expect((await store.getTransaction(T, 't3'))?.state).toBe('committed')
-      await store.close()
-    })
-
-    it('purges expired tokens with their links, except those an open transaction holds', async () => {
-      const store = await fresh()
-      const soon = '2030-01-01T00:30:00.000Z'
-      await store.write({
-        ops: [
-          { op: 'token.put', token: token('gone', { expires_at: soon }) },
-          { op: 'token.put', token: token('held', { expires_at: soon }) },
-          { op: 'token.put', token: token('kept', { expires_at: LATER }) },
-          { op: 'token.put', token: token('plain') },
-          { op: 'token.put', token: { ...token('gone', { expires_at: soon }), tenant_id: U } },
-          {
-            op: 'association.put',
-            association: { tenant_id: T, parent_id: 'plain', child_id: 'gone', created_at: NOW },
-          },
-          {
-            op: 'association.put',
-            association: { tenant_id: T, parent_id: 'gone', child_id: 'kept', created_at: NOW },
-          },
-          { op: 'transaction.put', transaction: tx('open', { expires_at: LATER, locks: ['held'] }) },
-        ],
-      })
-      const counts = await store.purgeExpired('2030-01-01T01:00:00.000Z')
-      expect(counts).toEqual({ sessions: 0, transactions: 0, tokens: 2, endedTransactions: 0 })
-      expect(await store.getToken(T, 'gone')).toBeNull()
-      expect(await store.getToken(U, 'gone')).toBeNull()
-      expect(await store.getToken(T, 'held')).not.toBeNull()
-      expect(await store.getToken(T, 'kept')).not.toBeNull()
-      expect(await store.hasAssociation(T, 'plain', 'gone')).toBe(false)
-      expect(await store.hasAssociation(T, 'gone', 'kept')).toBe(false)
-      const dump = await store.dump()
-      expect(dump.associations).toEqual([])
-      expect(dump.tokens.map((t) => `${t.tenant_id}/${t.id}`).sort()).toEqual([
-        `${T}/held`,
-        `${T}/kept`,
-        `${T}/plain`,
-      ])
-      await store.close()
-    })
-
-    it('deletes ended transactions 24 hours after they end, not before', async () => {
-      const store = await fresh()
-      await store.write({
-        ops: [
-          {
-            op: 'transaction.put',
-            transaction: tx('done', { state: 'committed', ended_at: '2030-01-01T00:10:00.000Z' }),
-          },
-          {
-            op: 'transaction.put',
-            transaction: tx('undone', { state: 'rolled_back', ended_at: '2030-01-01T00:20:00.000Z' }),
-          },
-          { op: 'transaction.put', transaction: tx('open', { expires_at: '2030-01-05T00:00:00.000Z' }) },
-        ],
-      })
-      const day = (iso: string) => new Date(Date.parse(iso) + 24 * 3600_000).toISOString()
-      expect((await store.purgeExpired(day('2030-01-01T00:09:59.999Z'))).endedTransactions).toBe(0)
-      expect((await store.purgeExpired(day('2030-01-01T00:10:00.000Z'))).endedTransactions).toBe(1)
-      expect(await store.getTransaction(T, 'done')).toBeNull()
-      expect(await store.getTransaction(T, 'undone')).not.toBeNull()
-      expect((await store.purgeExpired(day('2030-01-01T00:20:00.000Z'))).endedTransactions).toBe(1)
-      expect(await store.getTransaction(T, 'open')).not.toBeNull()
-      await store.close()
-    })
-
-    it('purges in bounded batches until nothing is left: 2500 expired tokens', async () => {
-      const store = await fresh()
-      const ops: Op[] = []
-      for (let i = 0; i < 2500; i++) ops.push({ op: 'token.put', token: token(`t${i}`, { expires_at: NOW }) })
-      await store.write({ ops })
-      expect((await store.purgeExpired('2030-01-01T01:00:00.000Z')).tokens).toBe(2500)
-      expect((await store.dump()).tokens).toEqual([])
       await store.close()
     })
 
@@ -550,6 +445,9 @@ export function storeContract(harness: StoreHarness): void {
       expect(await present(T, 'r2')).toBe(false)
       await store.close()
     })
+
+    guardTests(fresh)
+    expiryTests(fresh)
 
     if (harness.reopen) {
       const reopen = harness.reopen
