@@ -5,7 +5,7 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { conflict, invalid } from './errors.js'
 import { createTokenInput, updateTokenInput } from './schemas/token.js'
-import { mustReadToken, openTransaction, stagedToken, tryWriteAs, writeAs } from './txview.js'
+import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
@@ -102,12 +102,11 @@ export function tokenOperations(ctx: Ctx) {
     /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
     async create(input: unknown): Promise<Token> {
       const token = newToken(ctx, input)
-      const tx = await openTransaction(ctx)
-      await writeAs(ctx, tx, {
+      await enlist(ctx, (tx) => ({
         checks: creationChecks(ctx, tx, token.id),
         ops: [{ op: 'token.put', token }],
         locks: [token.id],
-      })
+      }))
       return shownToCaller(ctx, token)
     },
 
@@ -143,23 +142,25 @@ export function tokenOperations(ctx: Ctx) {
           locks: [id],
         })
         if (result.ok) return shownToCaller(ctx, next)
-        if (result.failed.check !== 'token.unchanged' || attempt >= MAX_UPDATE_ATTEMPTS)
-          throw checkFailure(result.failed)
+        const retry =
+          result.failed.check === 'token.unchanged' || result.failed.check === 'transaction.unchanged'
+        if (!retry || attempt >= MAX_UPDATE_ATTEMPTS) throw checkFailure(result.failed)
       }
     },
 
     /** Deletes a token and every association it is part of. */
     async delete(id: string): Promise<void> {
-      const tx = await openTransaction(ctx)
-      const current = await mustReadToken(ctx, tx, id)
-      requireTokenAccess(ctx.principal, 'token:delete', current)
-      const present: Check[] = stagedToken(tx, id)
-        ? []
-        : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
-      await writeAs(ctx, tx, {
-        checks: present,
-        ops: [{ op: 'token.delete', tenant_id: current.tenant_id, id }],
-        locks: [id],
+      await enlist(ctx, async (tx) => {
+        const current = await mustReadToken(ctx, tx, id)
+        requireTokenAccess(ctx.principal, 'token:delete', current)
+        const present: Check[] = stagedToken(tx, id)
+          ? []
+          : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
+        return {
+          checks: present,
+          ops: [{ op: 'token.delete', tenant_id: current.tenant_id, id }],
+          locks: [id],
+        }
       })
     },
   }

@@ -7,6 +7,9 @@ import { emptyBody } from './schemas/common.js'
 import type { StoredTransaction, Transaction } from './types.js'
 import { parse } from './validate.js'
 
+/** How often a commit starts over when a concurrent write changed the transaction. */
+const MAX_COMMIT_ATTEMPTS = 50
+
 /** The public shape of a stored transaction. */
 function shown(tx: StoredTransaction): Transaction {
   return { id: tx.id, created_at: tx.created_at, created_by: tx.created_by, expires_at: tx.expires_at }
@@ -36,7 +39,7 @@ export function transactionOperations(ctx: Ctx) {
         ops: [
           {
             op: 'transaction.put',
-            transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: ctx.now() },
+            transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: tx.expires_at },
           },
         ],
       })
@@ -67,12 +70,28 @@ export function transactionOperations(ctx: Ctx) {
 
     /** Applies every enlisted write in one atomic store write. Of racing commits exactly one succeeds. */
     async commit(id: string): Promise<void> {
-      const tx = await ownOpen(id)
-      const result = await ctx.store.write({
-        checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
-        ops: [{ op: 'transaction.commit', tenant_id: tx.tenant_id, id, ended_at: ctx.now() }],
-      })
-      if (!result.ok) throw checkFailure(result.failed)
+      // Read the transaction, then write its staged writes and its end in one write guarded on it
+      // being unchanged: a write staged meanwhile makes the guard fail, and the commit starts over
+      // with it, so a staged write either lands with the commit or is refused, never lost.
+      for (let attempt = 1; ; attempt++) {
+        const tx = await ownOpen(id)
+        const result = await ctx.store.write({
+          checks: [
+            { check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() },
+            { check: 'transaction.unchanged', tenant_id: tx.tenant_id, id, transaction: tx },
+          ],
+          ops: [
+            ...tx.writes,
+            {
+              op: 'transaction.put',
+              transaction: { ...tx, state: 'committed', writes: [], locks: [], ended_at: ctx.now() },
+            },
+          ],
+        })
+        if (result.ok) return
+        if (result.failed.check !== 'transaction.unchanged' || attempt >= MAX_COMMIT_ATTEMPTS)
+          throw checkFailure(result.failed)
+      }
     },
 
     /** Discards every enlisted write and releases the transaction's locks. */

@@ -1,4 +1,4 @@
-import { expectWritten } from './checks.js'
+import { checkFailure, expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { conflict, notFound } from './errors.js'
 import type { WriteResult } from './store/contract.js'
@@ -65,15 +65,27 @@ export function stagedChildren(tx: StoredTransaction, parentId: string, committe
   return [...kids]
 }
 
+/** A write the caller asks for: record ops, the guards they need, and the tokens they lock. */
+export interface CallerWrite {
+  checks: Check[]
+  ops: Op[]
+  locks: string[]
+}
+
+/** How often a write enlisted in a transaction is rebuilt when a concurrent one changed the transaction. */
+const MAX_ENLIST_ATTEMPTS = 50
+
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
- * open transaction locks a token in `locks`. Inside one they are staged on it and `locks` are
- * taken for it; committed state is untouched until commit. Answers the store's result.
+ * open transaction locks a token in `locks`. Inside one they are staged: the transaction is put
+ * again with the ops appended to its writes and `locks` added to its locks, guarded on the
+ * transaction being open and unchanged since it was read (a concurrent stage or commit makes this
+ * write fail `transaction.unchanged`; see `enlist`). Committed state is untouched until commit.
  */
 export async function tryWriteAs(
   ctx: Ctx,
   tx: StoredTransaction | null,
-  write: { checks: Check[]; ops: Op[]; locks: string[] },
+  write: CallerWrite,
 ): Promise<WriteResult> {
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
@@ -85,21 +97,38 @@ export async function tryWriteAs(
     ...(tx ? { except: tx.id } : {}),
   })
   if (!tx) return ctx.store.write({ checks: [...write.checks, ...write.locks.map(unlocked)], ops: write.ops })
+  const locks = [...tx.locks]
+  for (const id of write.locks) if (!locks.includes(id)) locks.push(id)
   return ctx.store.write({
     checks: [
       { check: 'transaction.open', tenant_id: tenant, id: tx.id, now },
+      { check: 'transaction.unchanged', tenant_id: tenant, id: tx.id, transaction: tx },
       ...write.checks,
       ...write.locks.map(unlocked),
     ],
-    ops: [{ op: 'transaction.stage', tenant_id: tenant, id: tx.id, writes: write.ops, locks: write.locks }],
+    ops: [{ op: 'transaction.put', transaction: { ...tx, writes: [...tx.writes, ...write.ops], locks } }],
   })
 }
 
 /** Like `tryWriteAs`, but throws the matching `ServiceError` when a check fails. */
-export async function writeAs(
-  ctx: Ctx,
-  tx: StoredTransaction | null,
-  write: { checks: Check[]; ops: Op[]; locks: string[] },
-): Promise<void> {
+export async function writeAs(ctx: Ctx, tx: StoredTransaction | null, write: CallerWrite): Promise<void> {
   expectWritten(await tryWriteAs(ctx, tx, write))
+}
+
+/**
+ * Reads the caller's transaction (if it enlisted), builds the write against it, and writes it;
+ * rebuilds from a fresh read when a concurrent write changed the transaction meanwhile, so writes
+ * staged at once all land, in some order. Throws the matching `ServiceError` on any other refusal.
+ */
+export async function enlist(
+  ctx: Ctx,
+  build: (tx: StoredTransaction | null) => Promise<CallerWrite> | CallerWrite,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const tx = await openTransaction(ctx)
+    const result = await tryWriteAs(ctx, tx, await build(tx))
+    if (result.ok) return
+    if (result.failed.check !== 'transaction.unchanged' || attempt >= MAX_ENLIST_ATTEMPTS)
+      throw checkFailure(result.failed)
+  }
 }

@@ -189,10 +189,9 @@ export interface Reactor {
  * One record write. A batch of these is applied atomically by `Store.write`.
  * `token.delete` also deletes every association the token is part of.
  * `association.put` is skipped when either token is absent when it is applied (no dangling links).
- * `transaction.stage` appends writes and locks to an open transaction.
- * `transaction.commit` marks an open transaction `committed`, applies its staged writes in order (as
- * they stand when the op is applied, so a write staged concurrently is never lost), empties `writes`
- * and releases its locks; it does nothing to a transaction that is not open.
+ * `transaction.put` of an open transaction points the locks it lists at it and releases the ones it
+ * no longer lists; of an ended one, releases all. The core stages and commits with `transaction.put`
+ * and plain record ops, guarded by `transaction.unchanged`: no store replays or appends anything.
  */
 export type Op =
   | { op: 'tenant.put'; tenant: Tenant }
@@ -203,8 +202,6 @@ export type Op =
   | { op: 'association.put'; association: Association }
   | { op: 'association.delete'; tenant_id: string; parent_id: string; child_id: string }
   | { op: 'transaction.put'; transaction: StoredTransaction }
-  | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
-  | { op: 'transaction.commit'; tenant_id: string; id: string; ended_at?: string }
   | { op: 'transaction.delete'; tenant_id: string; id: string }
   | { op: 'session.put'; session: StoredSession }
   | { op: 'session.delete'; tenant_id: string; id: string }
@@ -214,17 +211,34 @@ export type Op =
   | { op: 'reactor.delete'; tenant_id: string; id: string }
 
 /**
+ * Ops that earlier versions wrote and file journals may still hold: the memory state applies them on
+ * replay (`transaction.stage` appended writes and locks to an open transaction; `transaction.commit`
+ * applied an open transaction's staged writes and closed it). Nothing writes them any more.
+ */
+export type LegacyOp =
+  | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
+  | { op: 'transaction.commit'; tenant_id: string; id: string }
+
+/**
  * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.
+ * Each names the records it reads, so a store can express it with its engine's own primitive:
  * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
- * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token.
- * - `token.unchanged`: the token exists and equals `token` as JSON (compare-and-set for read-modify-write).
- * - `transaction.unchanged`: the transaction exists and equals `transaction` as JSON (compare-and-set).
- * - `association.absent` / `association.present`.
- * - `transaction.open`: the transaction exists, is open, and `expires_at > now`.
- * - `session.pending`: a session with this nonce hash exists, is `created`, and `expires_at > now`.
- * - `formula.present`: the formula exists and is visible to the tenant (its own or official).
- * - `formula.unused`: no reactor of any tenant uses the formula.
- * - `application.present`, `reactor.present`.
+ *   SQL: `[NOT] EXISTS` on the primary key (taken `FOR UPDATE`, or an `INSERT … ON CONFLICT` for
+ *   absent); DynamoDB: `attribute_[not_]exists(pk)`; Redis: `WATCH` the key.
+ * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. SQL: the
+ *   lock row by token key joined to its transaction row; DynamoDB: a condition on the lock item
+ *   (absent, or naming `except`, or its transaction's expiry ≤ now); Redis: `WATCH` the lock key.
+ * - `token.unchanged` / `transaction.unchanged`: the record exists and equals the given one as JSON
+ *   (compare-and-set for read-modify-write). SQL: `WHERE doc = $1` on the key (or a version
+ *   column); DynamoDB: a condition on a version attribute; Redis: `WATCH` + compare in `MULTI`.
+ * - `association.absent` / `association.present`: the link row by (tenant, parent, child).
+ * - `transaction.open`: the transaction exists, is open, and `expires_at > now` (field guards on
+ *   one row). `session.pending`: the session the nonce names is `created` and `expires_at > now`
+ *   (the nonce row, then the session row).
+ * - `formula.present`: the formula exists and is visible to the tenant (its own or official): two
+ *   keys. `formula.unused`: no reactor of any tenant uses the formula (SQL: `NOT EXISTS` on the
+ *   reactors-by-formula index; a key-value store keeps a use-count item per formula).
+ * - `application.present`, `reactor.present`: the row by key.
  */
 export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }

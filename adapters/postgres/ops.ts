@@ -4,12 +4,10 @@ import type { Op } from '../../src/types.js'
 import { sortKey, statementName } from './keys.js'
 import type { Statements } from './statements.js'
 
-/** What applying ops needs: a client inside the write's SQL transaction, and the tenant locks it holds. */
+/** What applying ops needs: a client inside the write's SQL transaction. */
 export interface OpContext {
   query(config: QueryConfig): Promise<QueryResult>
   statements: Statements
-  /** Takes the tenant locks of `tenantIds` that the transaction does not hold yet. */
-  lockTenants(tenantIds: Iterable<string>): Promise<void>
 }
 
 const json = (value: unknown) => JSON.stringify(value)
@@ -79,18 +77,6 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
       const t = op.transaction
       const locks = t.state === 'open' ? distinct(t.locks) : []
       await run(ctx, st.transactionPut, [t.tenant_id, t.id, t.state, t.expires_at, json(t), locks])
-      return
-    }
-    case 'transaction.stage':
-      await run(ctx, st.transactionStage, [op.tenant_id, op.id, json(op.writes), distinct(op.locks)])
-      return
-    case 'transaction.commit': {
-      const { rows } = await run(ctx, st.transactionCommit, [op.tenant_id, op.id, op.ended_at ?? null])
-      const row = rows[0] as { writes: string } | undefined
-      if (!row) return
-      const writes = JSON.parse(row.writes) as Op[]
-      await ctx.lockTenants(writes.map(opTenant))
-      for (const write of writes) await applyOp(ctx, write)
       return
     }
     case 'transaction.delete':

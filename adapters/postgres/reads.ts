@@ -132,7 +132,10 @@ export function reads(t: Tables, query: Query): Reads {
       const values: unknown[] = [tenantId]
       if (pattern !== null) values.push(pattern)
       const filter = pattern === null ? '' : ` AND name_lower LIKE $2`
-      const source = `SELECT sort_key AS ord, doc FROM ${t.formulas}
+      // An official formula and a tenant's own one may share name and id: the official one comes
+      // first, as in the memory state (its key ends in U+0000 U+0000, the own one's in U+0000 U+0001).
+      const source = `SELECT sort_key || CASE WHEN tenant_id IS NULL THEN '\\x00000000'::bytea
+          ELSE '\\x00000001'::bytea END AS ord, doc FROM ${t.formulas}
         WHERE (tenant_id IS NULL OR tenant_id = $1)${filter}`
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },

@@ -83,39 +83,6 @@ export function statements(t: Tables) {
       SELECT $1, token_id, $2 FROM unnest($6::text[]) AS token_id
       ON CONFLICT (tenant_id, token_id) DO UPDATE SET transaction_id = EXCLUDED.transaction_id`,
 
-    /**
-     * $1 tenant, $2 id, $3 writes (a JSON array), $4 the op's lock ids (distinct, in order). Only when
-     * the transaction is open: appends the writes, appends the lock ids it does not hold yet, and
-     * points every one of the op's locks at it.
-     */
-    transactionStage: `WITH tx AS (
-        UPDATE ${t.transactions}
-        SET doc = jsonb_set(jsonb_set(doc, '{writes}', coalesce(doc -> 'writes', '[]') || $3::jsonb),
-          '{locks}', coalesce(doc -> 'locks', '[]') || (
-            SELECT coalesce(jsonb_agg(lock_id ORDER BY n), '[]') FROM unnest($4::text[]) WITH ORDINALITY AS l(lock_id, n)
-            WHERE NOT coalesce(doc -> 'locks', '[]') ? lock_id))
-        WHERE tenant_id = $1 AND id = $2 AND state = 'open'
-        RETURNING id
-      )
-      INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id)
-      SELECT $1, token_id, $2 FROM unnest($4::text[]) AS token_id WHERE EXISTS (SELECT 1 FROM tx)
-      ON CONFLICT (tenant_id, token_id) DO UPDATE SET transaction_id = EXCLUDED.transaction_id`,
-
-    /** $1 tenant, $2 id. Marks an open transaction committed, releases its locks, returns its writes. */
-    transactionCommit: `WITH open_tx AS (
-        SELECT coalesce(doc -> 'writes', '[]')::text AS writes FROM ${t.transactions}
-        WHERE tenant_id = $1 AND id = $2 AND state = 'open'
-      ), tx AS (
-        UPDATE ${t.transactions}
-        SET state = 'committed', doc = doc || '{"state":"committed","writes":[],"locks":[]}'::jsonb
-          || CASE WHEN $3::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('ended_at', $3::text) END
-        WHERE tenant_id = $1 AND id = $2 AND state = 'open'
-      ), released AS (
-        DELETE FROM ${t.tokenLocks}
-        WHERE tenant_id = $1 AND transaction_id = $2 AND EXISTS (SELECT 1 FROM open_tx)
-      )
-      SELECT writes FROM open_tx`,
-
     /** $1 tenant, $2 id */
     transactionDelete: `WITH released AS (
         DELETE FROM ${t.tokenLocks} WHERE tenant_id = $1 AND transaction_id = $2

@@ -64,7 +64,7 @@ async function currentSchema(pool: Pool): Promise<string> {
  * tenant's reactors, and `purgeExpired` writes every tenant's records: they take the store-wide lock
  * exclusively. Writes of different tenants run in parallel; a tenant's writes run one at a time.
  * So a nonce authorization (`session.pending` + `session.put`) and a commit (`transaction.open` +
- * `transaction.commit`) are conditional updates that exactly one racer wins, in one process or many.
+ * `transaction.unchanged` + the staged writes and `transaction.put`) are conditional updates that exactly one racer wins, in one process or many.
  * Token locks of open transactions live in a table (`token_locks`), so every process sees them.
  * A batch with checks and no ops takes no lock: its one statement sees one snapshot.
  * Reads are single statements, so each sees one consistent snapshot of committed writes.
@@ -175,17 +175,7 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
           const failed = firstFailed(checks, (await client.query(checkQuery(t, checks))).rows[0])
           if (failed) throw new Refused(failed)
         }
-        const held = new Set(plan.tenants)
-        const ctx = {
-          query: (config: QueryConfig) => client.query(config),
-          statements: st,
-          lockTenants: async (tenantIds: Iterable<string>) => {
-            const missing = [...new Set(tenantIds)].filter((id) => !held.has(id))
-            for (const id of missing) held.add(id)
-            for (const key of locks.sorted(missing))
-              await client.query(`SELECT pg_advisory_xact_lock(${key})`)
-          },
-        }
+        const ctx = { query: (config: QueryConfig) => client.query(config), statements: st }
         for (const op of batch.ops) await applyOp(ctx, op)
       })
     } catch (error) {

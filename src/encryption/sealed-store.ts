@@ -165,8 +165,6 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
     switch (op.op) {
       case 'token.put':
         return { ...op, token: await sealToken(op.token) }
-      case 'transaction.stage':
-        return { ...op, writes: await sealOps(op.writes) }
       case 'transaction.put':
         return { ...op, transaction: { ...op.transaction, writes: await sealOps(op.transaction.writes) } }
       default:
@@ -179,6 +177,20 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
     )
 
   const sealCheck = async (check: Check): Promise<Check> => {
+    if (check.check === 'transaction.unchanged') {
+      const known = sealedTx.get(check.transaction)
+      if (known) return { ...check, transaction: known }
+      if (!check.transaction.writes.length) return check
+      // Not one this store answered: compare with the stored one opened, and check against that.
+      const stored = await inner.getTransaction(check.tenant_id, check.id)
+      const opened = await openTransaction(stored)
+      if (stored && JSON.stringify(opened) === JSON.stringify(check.transaction))
+        return { ...check, transaction: stored }
+      return {
+        ...check,
+        transaction: { ...check.transaction, writes: await sealOps(check.transaction.writes) },
+      }
+    }
     if (check.check !== 'token.unchanged') return check
     const known = sealedOf.get(check.token)
     if (known) return { ...check, token: known }
@@ -190,8 +202,14 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
     return { ...check, token: await sealToken(check.token) }
   }
 
-  const openTransaction = async (tx: StoredTransaction | null) =>
-    tx && tx.writes.length ? { ...tx, writes: await openOps(tx.writes) } : tx
+  /** The stored (sealed) record each opened transaction came from, for `transaction.unchanged`. */
+  const sealedTx = new WeakMap<StoredTransaction, StoredTransaction>()
+  const openTransaction = async (tx: StoredTransaction | null) => {
+    if (!tx?.writes.length) return tx
+    const opened = { ...tx, writes: await openOps(tx.writes) }
+    sealedTx.set(opened, tx)
+    return opened
+  }
 
   return {
     ...inner,

@@ -2,6 +2,7 @@ import { assertNever } from '../errors.js'
 import type {
   Association,
   Check,
+  LegacyOp,
   Op,
   Reactor,
   StoredApplication,
@@ -83,7 +84,7 @@ export class MemoryState {
   }
 
   /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
-  write(batch: { checks?: Check[]; ops: Op[] }): WriteResult {
+  write(batch: { checks?: readonly Check[]; ops: readonly (Op | LegacyOp)[] }): WriteResult {
     const failed = this.failedCheck(batch.checks ?? [])
     if (failed) return { ok: false, failed }
     for (const op of batch.ops) this.apply(copy(op))
@@ -137,8 +138,8 @@ export class MemoryState {
     }
   }
 
-  /** Applies one op. Ops are total: applying one never fails. */
-  apply(op: Op): void {
+  /** Applies one op (or, replaying an old journal, a legacy one). Ops are total: applying one never fails. */
+  apply(op: Op | LegacyOp): void {
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
@@ -222,14 +223,7 @@ export class MemoryState {
         if (tx?.state !== 'open') return
         const writes = tx.writes
         this.releaseLocks(tx)
-        const ended = op.ended_at === undefined ? {} : { ended_at: op.ended_at }
-        this.transactions.set(op.tenant_id, op.id, {
-          ...tx,
-          state: 'committed',
-          writes: [],
-          locks: [],
-          ...ended,
-        })
+        this.transactions.set(op.tenant_id, op.id, { ...tx, state: 'committed', writes: [], locks: [] })
         for (const write of writes) this.apply(write)
         return
       }
@@ -433,7 +427,7 @@ export class MemoryState {
     const match = nameMatcher(query.name)
     const all = [...this.formulas.of(null).values(), ...this.formulas.of(tenantId).values()]
       .filter((f) => match(f.name))
-      .sort(byKey((f) => `${f.name}\u0000${f.id}`))
+      .sort(byKey((f) => `${f.name}\u0000${f.id}\u0000${f.tenant_id === null ? '\u0000' : '\u0001'}`))
     return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryState, type StateRecords } from '../../src/store/memory-state.js'
-import type { Check, Op, StoredToken, StoredTransaction } from '../../src/types.js'
+import type { Check, LegacyOp, Op, StoredToken, StoredTransaction } from '../../src/types.js'
 import { LATER, NOW, T, tx as txRecord, U } from '../records.js'
 
 const SOON = '2030-01-01T00:10:00.000Z'
@@ -33,14 +33,14 @@ const tx = (id: string, extra: Partial<StoredTransaction> = {}): Op => ({
   op: 'transaction.put',
   transaction: txRecord(id, extra),
 })
-const stage = (id: string, writes: Op[], locks: string[]): Op => ({
+const stage = (id: string, writes: Op[], locks: string[]): LegacyOp => ({
   op: 'transaction.stage',
   tenant_id: T,
   id,
   writes,
   locks,
 })
-const commit = (id: string): Op => ({ op: 'transaction.commit', tenant_id: T, id })
+const commit = (id: string): LegacyOp => ({ op: 'transaction.commit', tenant_id: T, id })
 const session = (id: string, state: 'created' | 'authorized' = 'created'): Op => ({
   op: 'session.put',
   session: {
@@ -84,7 +84,7 @@ const reactor = (id: string, formulaId: string): Op => ({
 /** A state with every kind of record, links out of id order, and locks that moved between transactions. */
 function seeded(): MemoryState {
   const state = new MemoryState()
-  const write = (...ops: Op[]) => expect(state.write({ ops })).toEqual({ ok: true })
+  const write = (...ops: (Op | LegacyOp)[]) => expect(state.write({ ops })).toEqual({ ok: true })
   write(
     { op: 'tenant.put', tenant: { id: T, name: 'a', created_at: NOW } },
     { op: 'tenant.put', tenant: { id: U, name: 'b', created_at: NOW } },
@@ -239,7 +239,7 @@ describe('MemoryState records', () => {
   it('a rebuilt state goes on to apply ops as the original does', () => {
     const original = seeded()
     const restored = MemoryState.fromRecords(roundTrip(original.records()))
-    const batches: Op[][] = [
+    const batches: (Op | LegacyOp)[][] = [
       [unlink('p', 'c3'), link('p', 'c3'), link('q', 'c4')],
       [stage('d', [put('c2', { type: 'staged' })], ['c2']), stage('c', [], ['x'])],
       [{ op: 'token.delete', tenant_id: T, id: 'c5' }, put('e', { type: 'card' })],

@@ -214,7 +214,10 @@ describe('transactions', () => {
     const failing: Store = {
       ...inner,
       async write(batch) {
-        if (failCommit && batch.ops.some((op) => op.op === 'transaction.commit')) {
+        if (
+          failCommit &&
+          batch.ops.some((op) => op.op === 'transaction.put' && op.transaction.state === 'committed')
+        ) {
           // The store takes the batch partly in hand, then fails: nothing may be applied.
           await inner.write({ checks: batch.checks ?? [], ops: [] })
           throw new Error('disk on fire')

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { COMPACTION_STEPS, type FileStoreStep, fileStore } from '../../adapters/file/index.js'
 import type { StoreDump } from '../../src/store/contract.js'
-import type { Op } from '../../src/types.js'
+import type { LegacyOp, Op } from '../../src/types.js'
 import { link, NOW, put, stage, T, tx } from './fixtures.js'
 import { tempDir } from './helpers.js'
 
@@ -111,7 +111,9 @@ describe('file store compaction', () => {
     // Once `a` has expired, `b` may lock its tokens; `b` then commits, releasing x but not y.
     await store.write({ ops: [{ op: 'transaction.put', transaction: tx('b') }, stage('b', [], ['x'])] })
     await store.write({ ops: [{ op: 'transaction.put', transaction: tx('c') }, stage('c', [], ['y'])] })
-    await store.write({ ops: [{ op: 'transaction.commit', tenant_id: T, id: 'b' }] })
+    // A legacy commit op, as earlier versions journaled it.
+    const commit = { op: 'transaction.commit', tenant_id: T, id: 'b' } satisfies LegacyOp
+    await store.write({ ops: [commit as unknown as Op] })
     const probe = async (s: typeof store) => {
       const out: boolean[] = []
       for (const id of ['x', 'y']) {

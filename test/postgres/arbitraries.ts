@@ -123,15 +123,6 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   simpleOp,
   simpleOp,
   transaction.map((t): Op => ({ op: 'transaction.put', transaction: t })),
-  fc
-    .record({
-      tenant_id: tenant,
-      id: txId,
-      writes: fc.array(simpleOp, { maxLength: 2 }),
-      locks: fc.array(tokenId),
-    })
-    .map((r): Op => ({ op: 'transaction.stage', ...r })),
-  fc.record({ tenant_id: tenant, id: txId }).map((r): Op => ({ op: 'transaction.commit', ...r })),
   fc.record({ tenant_id: tenant, id: txId }).map((r): Op => ({ op: 'transaction.delete', ...r })),
   session.map((s): Op => ({ op: 'session.put', session: s })),
   fc

@@ -66,51 +66,6 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     await pool.end()
   })
 
-  it('stages new locks once each, in order, and lets a later stage take a lock over', async () => {
-    await expectSameAsMemory(store, [
-      batch(tx('t1', { locks: ['a', 'a'] }), tx('t2')),
-      batch({
-        op: 'transaction.stage',
-        tenant_id: 'T',
-        id: 't1',
-        writes: [token('b')],
-        locks: ['c', 'a', 'b', 'c'],
-      }),
-      batch({ op: 'transaction.stage', tenant_id: 'T', id: 't2', writes: [], locks: ['b'] }),
-      batch({ op: 'transaction.stage', tenant_id: 'T', id: 'nope', writes: [token('z')], locks: ['z'] }),
-    ])
-    expect((await store.getTransaction('T', 't1'))?.locks).toEqual(['a', 'a', 'c', 'b'])
-  })
-
-  it('commits staged writes that include transaction ops, and ignores a commit of a closed transaction', async () => {
-    await expectSameAsMemory(store, [
-      batch(token('p'), tx('t1', { locks: ['p'] })),
-      batch({
-        op: 'transaction.stage',
-        tenant_id: 'T',
-        id: 't1',
-        writes: [
-          token('c'),
-          {
-            op: 'association.put',
-            association: { tenant_id: 'T', parent_id: 'p', child_id: 'c', created_at: NOW },
-          },
-          token('p', { metadata: { v: '2' } }),
-        ],
-        locks: ['c'],
-      }),
-      batch(
-        { op: 'transaction.commit', tenant_id: 'T', id: 't1' },
-        { op: 'transaction.commit', tenant_id: 'T', id: 't1' },
-      ),
-      batch(tx('t1', { state: 'rolled_back', writes: [token('never')] }), {
-        op: 'transaction.commit',
-        tenant_id: 'T',
-        id: 't1',
-      }),
-    ])
-  })
-
   it('orders names by UTF-16 code units and matches them like nameMatcher', async () => {
     const ops = FORMULA_NAMES.map((name, i) => formula(`f${i}`, name, i % 2 ? 'T' : null))
     const filters = ['%', '_', '\\', 'i', 'İ', '*😀*', 'c*p', '*', '**', '100%*', '*_d*', 'X', '\uff01*']

@@ -17,15 +17,29 @@ process.stdout.write('ready\n')
 for await (const line of createInterface({ input: process.stdin })) {
   const round = Number(line)
   const now = '2030-01-01T00:00:00.000Z'
+  const open = await store.getTransaction(T, `tx-${round}`)
   const [nonce, commit] = await Promise.all([
     store.write({
       checks: [{ check: 'session.pending', tenant_id: T, nonce_hash: `nonce-${round}`, now }],
       ops: [{ op: 'session.put', session: raceSession(round, { state: 'authorized', authorized_by: name }) }],
     }),
     store.write({
-      checks: [{ check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now }],
+      checks: open
+        ? [
+            { check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now },
+            { check: 'transaction.unchanged', tenant_id: T, id: `tx-${round}`, transaction: open },
+          ]
+        : [{ check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now }],
       ops: [
-        { op: 'transaction.commit', tenant_id: T, id: `tx-${round}` },
+        ...(open?.writes ?? []),
+        ...(open
+          ? [
+              {
+                op: 'transaction.put' as const,
+                transaction: { ...open, state: 'committed' as const, writes: [], locks: [] },
+              },
+            ]
+          : []),
         { op: 'token.put', token: raceToken(`won-${round}`, name) },
       ],
     }),

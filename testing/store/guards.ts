@@ -104,11 +104,8 @@ export function guardTests(fresh: () => Promise<Store>): void {
     await store.write({
       ops: [
         {
-          op: 'transaction.stage',
-          tenant_id: T,
-          id: 't1',
-          writes: [{ op: 'token.put', token: token('y') }],
-          locks: ['y'],
+          op: 'transaction.put',
+          transaction: { ...open, writes: [{ op: 'token.put', token: token('y') }], locks: ['x', 'y'] },
         },
       ],
     })

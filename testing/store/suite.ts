@@ -227,18 +227,22 @@ export function storeContract(harness: StoreHarness): void {
       await store.close()
     })
 
-    it('locks tokens for an open, unexpired transaction only', async () => {
+    it('locks the tokens an open, unexpired transaction lists, and releases them when it ends', async () => {
       const store = await fresh()
-      await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1') }] })
+      const open = tx('t1')
+      await store.write({ ops: [{ op: 'transaction.put', transaction: open }] })
       const staged = await store.write({
-        checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
-        ops: [{ op: 'transaction.stage', tenant_id: T, id: 't1', writes: [put(token('x'))], locks: ['x'] }],
+        checks: [
+          { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
+          { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open },
+        ],
+        ops: [{ op: 'transaction.put', transaction: { ...open, writes: [put(token('x'))], locks: ['x'] } }],
       })
       expect(staged.ok).toBe(true)
-      const unlocked = (now: string, except?: string) =>
+      const unlocked = (now: string, except?: string, id = 'x') =>
         store
           .write({
-            checks: [{ check: 'token.unlocked', tenant_id: T, id: 'x', now, ...(except ? { except } : {}) }],
+            checks: [{ check: 'token.unlocked', tenant_id: T, id, now, ...(except ? { except } : {}) }],
             ops: [],
           })
           .then((r) => r.ok)
@@ -250,28 +254,61 @@ export function storeContract(harness: StoreHarness): void {
       expect(stored?.writes).toEqual([put(token('x'))])
       expect(stored?.locks).toEqual(['x'])
       expect(await store.getTransaction(U, 't1')).toBeNull()
-      // Closing the transaction releases its locks.
-      await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1', { state: 'rolled_back' }) }] })
+      // A put that no longer lists a lock releases it; one that lists another takes it.
+      await store.write({ ops: [{ op: 'transaction.put', transaction: { ...stored!, locks: ['y'] } }] })
       expect(await unlocked(NOW)).toBe(true)
+      expect(await unlocked(NOW, undefined, 'y')).toBe(false)
+      // Ending the transaction releases its locks.
+      await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1', { state: 'rolled_back' }) }] })
+      expect(await unlocked(NOW, undefined, 'y')).toBe(true)
       await store.close()
     })
 
-    it('commits a transaction by applying its staged writes as they stand, and releases its locks', async () => {
+    it('commits as the core does: staged writes and the end in one write guarded on the transaction read', async () => {
       const store = await fresh()
       await store.write({ ops: [put(token('p')), { op: 'transaction.put', transaction: tx('t1') }] })
-      const stage = (writes: Op[], locks: string[]) =>
-        store.write({
-          checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
-          ops: [{ op: 'transaction.stage', tenant_id: T, id: 't1', writes, locks }],
-        })
+      /** Stages like the core: read, append, put guarded on unchanged; start over on a conflict. */
+      const stage = async (writes: Op[], locks: string[]) => {
+        for (;;) {
+          const current = (await store.getTransaction(T, 't1'))!
+          const result = await store.write({
+            checks: [
+              { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
+              { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: current },
+            ],
+            ops: [
+              {
+                op: 'transaction.put',
+                transaction: {
+                  ...current,
+                  writes: [...current.writes, ...writes],
+                  locks: [...new Set([...current.locks, ...locks])],
+                },
+              },
+            ],
+          })
+          if (result.ok || result.failed.check !== 'transaction.unchanged') return result
+        }
+      }
       await stage([put(token('c'))], ['c'])
       await stage([link('p', 'c')], [])
       await stage([put(token('c', { metadata: { v: '2' } }))], ['c'])
-      const commit = () =>
+      const read = (await store.getTransaction(T, 't1'))!
+      const commit = (seen = read) =>
         store.write({
-          checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
-          ops: [{ op: 'transaction.commit', tenant_id: T, id: 't1' }],
+          checks: [
+            { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
+            { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: seen },
+          ],
+          ops: [
+            ...seen.writes,
+            { op: 'transaction.put', transaction: { ...seen, state: 'committed', writes: [], locks: [] } },
+          ],
         })
+      // A commit built on an earlier read fails its guard and writes nothing.
+      const stale = await commit({ ...read, writes: read.writes.slice(0, 1) })
+      expect(stale).toMatchObject({ ok: false, failed: { check: 'transaction.unchanged' } })
+      expect(await store.getToken(T, 'c')).toBeNull()
       expect((await commit()).ok).toBe(true)
       expect((await store.getToken(T, 'c'))?.metadata).toEqual({ v: '2' })
       expect(await store.hasAssociation(T, 'p', 'c')).toBe(true)
@@ -289,17 +326,20 @@ export function storeContract(harness: StoreHarness): void {
 
     it('lets exactly one of 100 concurrent commits of one transaction win', async () => {
       const store = await fresh()
-      await store.write({
-        ops: [
-          { op: 'transaction.put', transaction: tx('t1') },
-          { op: 'transaction.stage', tenant_id: T, id: 't1', writes: [put(token('x'))], locks: ['x'] },
-        ],
-      })
+      const open = tx('t1', { writes: [put(token('x'))], locks: ['x'] })
+      await store.write({ ops: [{ op: 'transaction.put', transaction: open }] })
       const results = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
           store.write({
-            checks: [{ check: 'transaction.open', tenant_id: T, id: 't1', now: NOW }],
-            ops: [{ op: 'transaction.commit', tenant_id: T, id: 't1' }, put(token(`w${i}`))],
+            checks: [
+              { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
+              { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open },
+            ],
+            ops: [
+              ...open.writes,
+              { op: 'transaction.put', transaction: { ...open, state: 'committed', writes: [], locks: [] } },
+              put(token(`w${i}`)),
+            ],
           }),
         ),
       )
@@ -307,6 +347,24 @@ export function storeContract(harness: StoreHarness): void {
       expect((await store.getTransaction(T, 't1'))?.state).toBe('committed')
       expect(await store.getToken(T, 'x')).not.toBeNull()
       expect((await store.dump()).tokens.filter((t) => t.id.startsWith('w'))).toHaveLength(1)
+      await store.close()
+    })
+
+    it('of 100 concurrent compare-and-set puts of one token exactly one wins', async () => {
+      const store = await fresh()
+      const t = token('cas')
+      await store.write({ ops: [put(t)] })
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          store.write({
+            checks: [{ check: 'token.unchanged', tenant_id: T, id: 'cas', token: t }],
+            ops: [put(token('cas', { metadata: { by: String(i) } }))],
+          }),
+        ),
+      )
+      const winners = results.flatMap((r, i) => (r.ok ? [i] : []))
+      expect(winners).toHaveLength(1)
+      expect((await store.getToken(T, 'cas'))?.metadata).toEqual({ by: String(winners[0]) })
       await store.close()
     })
 
@@ -362,7 +420,7 @@ export function storeContract(harness: StoreHarness): void {
       await store.close()
     })
 
-    it('purges expired sessions and expires open transactions', async () => {
+    it('purges expired sessions and expires open transactions (the older sweep primitive)', async () => {
       const store = await fresh()
       await store.write({
         ops: [
@@ -457,7 +515,9 @@ export function storeContract(harness: StoreHarness): void {
         await store.write({ ops: [{ op: 'session.put', session: session('s1') }] })
         await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1') }] })
         await store.write({
-          ops: [{ op: 'transaction.stage', tenant_id: T, id: 't1', writes: [put(token('x'))], locks: ['x'] }],
+          ops: [
+            { op: 'transaction.put', transaction: tx('t1', { writes: [put(token('x'))], locks: ['x'] }) },
+          ],
         })
         await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'c' }] })
         const before = await store.dump()
