@@ -36,7 +36,7 @@ export async function sweepExpired(store: Store, now: string, batch = SWEEP_BATC
     let done = 0
     for (const key of keys) {
       const tx = await store.getTransaction(key.tenant_id, key.id)
-      if (!tx || tx.state !== 'open' || tx.expires_at > now) continue
+      if (tx?.state !== 'open' || tx.expires_at > now) continue
       const result = await store.write({
         checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
         ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'expired', writes: [], locks: [] } }],
