@@ -15,6 +15,8 @@ export interface ServeOptions {
   /** A `--store` value: `memory`, `file:PATH` or a `postgres://` URL. */
   store: string
   headerPrefix: string
+  /** The master key (32 bytes); without it a persistent store is refused, a memory store uses a random one. */
+  masterKey?: Uint8Array
   /** Where the startup lines go (default stdout). */
   print?: (line: string) => void
   /** Where request and error lines go (default stderr). */
@@ -73,7 +75,20 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const log = options.log ?? ((line) => process.stderr.write(`${line}\n`))
   const opened = await openStore(options.store)
   const runner = sandboxRunner()
-  const service = createService({ store: opened.store, clock: systemClock, runner })
+  let service: Service
+  try {
+    service = createService({
+      store: opened.store,
+      clock: systemClock,
+      runner,
+      ...(options.masterKey ? { masterKey: options.masterKey } : {}),
+    })
+    await service.admin.verifyMasterKey()
+  } catch (error) {
+    await runner.close()
+    await opened.release()
+    throw error
+  }
   let key: string | null
   try {
     key = await bootstrap(service, async () => !(await opened.store.hasTenants()))

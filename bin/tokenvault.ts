@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
+import { loadMasterKey } from './master-key.js'
 import { serve } from './serve.js'
 import { DEFAULT_STORE, isStoreSpec } from './stores.js'
 
@@ -12,6 +13,9 @@ Options:
   --host <host>          address to listen on (default 127.0.0.1)
   --store <store>        memory | file:PATH | postgres://... (default ${DEFAULT_STORE})
   --header-prefix <p>    prefix of the API key and transaction headers (default SVC)
+  --master-key-file <f>  file holding the master key (32 bytes, base64); env TOKENVAULT_MASTER_KEY
+                         (base64) instead; default for a file or postgres store: ./.tokenvault.key,
+                         created 0600 on first start
   -h, --help             show this help
 `
 
@@ -38,6 +42,7 @@ async function main(argv: string[]) {
         host: { type: 'string', default: '127.0.0.1' },
         store: { type: 'string', default: DEFAULT_STORE },
         'header-prefix': { type: 'string', default: 'SVC' },
+        'master-key-file': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     })
@@ -57,11 +62,27 @@ async function main(argv: string[]) {
   if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
     fail('--header-prefix may hold only letters, digits and -')
 
+  let masterKey: Uint8Array | undefined
+  if (values.store !== 'memory' || process.env['TOKENVAULT_MASTER_KEY'] || values['master-key-file']) {
+    let loaded: ReturnType<typeof loadMasterKey>
+    try {
+      loaded = loadMasterKey({
+        env: process.env['TOKENVAULT_MASTER_KEY'],
+        file: values['master-key-file'],
+        defaultFile: '.tokenvault.key',
+      })
+    } catch (error) {
+      fail(error instanceof Error ? error.message : String(error))
+    }
+    masterKey = loaded.key
+    if (loaded.note) process.stderr.write(`tokenvault: ${loaded.note}\n`)
+  }
   const server = await serve({
     port: parsePort(values.port),
     host: values.host,
     store: values.store,
     headerPrefix: values['header-prefix'],
+    ...(masterKey ? { masterKey } : {}),
   })
   let stopping = false
   const stop = (signal: NodeJS.Signals) => {

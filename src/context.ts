@@ -1,5 +1,6 @@
 import type { Principal } from './access.js'
 import type { Clock } from './clock.js'
+import type { MasterKey } from './encryption/keyring.js'
 import type { FormulaRunner } from './runner.js'
 import type { Store } from './store/contract.js'
 
@@ -20,6 +21,13 @@ export interface ServiceOptions {
   runner?: FormulaRunner | null
   /** Wall-clock limit of one formula run (default 10 seconds). */
   reactorTimeoutMs?: number
+  /**
+   * The master key that wraps each tenant's data key (token `data` and `mask` are encrypted at rest
+   * under the data keys): 32 bytes of key material, or a `KeyProvider` (a KMS, an HSM). Several:
+   * the first wraps new data keys, every one unwraps (during a rotation). Required for a persistent
+   * store; a memory store without one uses a random key that dies with the process.
+   */
+  masterKey?: MasterKey | readonly MasterKey[]
 }
 
 /** Options with defaults filled in. */

@@ -7,6 +7,8 @@
  * - `conflict` (409): a duplicate, a used nonce, a locked token or a transaction that is not open.
  * - `formula_invalid` (422): the formula's code can't be loaded or run.
  * - `formula_failed`: the formula's code threw or timed out; `status` carries the status it maps to.
+ * - `unreadable` (422): a stored token's ciphertext fails its integrity check (moved or altered at
+ *   rest); the message names the token, never its bytes.
  */
 export type ServiceErrorCode =
   | 'validation_failed'
@@ -16,6 +18,7 @@ export type ServiceErrorCode =
   | 'conflict'
   | 'formula_invalid'
   | 'formula_failed'
+  | 'unreadable'
 
 /** Field path (dotted, e.g. `containers.0`) to messages. */
 export type ValidationIssues = Record<string, string[]>

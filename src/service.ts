@@ -1,20 +1,42 @@
+import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
 import { type ApplicationWithKey, applicationOperations, newApplication } from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
 import { childOperations } from './children.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId } from './crypto.js'
+import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
+import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { notFound } from './errors.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
-import { sweepExpired } from './sweep.js'
+import { type SweepCounts, sweepExpired } from './sweep.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
 import { parse } from './validate.js'
+
+/**
+ * The master keys of the service: those given, or for a memory store a random one (nothing it
+ * encrypts outlives the process anyway). A persistent store without one is refused.
+ */
+function masterKeys(options: ServiceOptions): KeyProvider[] {
+  const given = options.masterKey
+  if (given === undefined) {
+    if (options.store.persistent) {
+      throw new Error(
+        'createService: `masterKey` is required with a persistent store (32 bytes, or a KeyProvider): token data is encrypted at rest under it',
+      )
+    }
+    return [toProvider(randomBytes(32))]
+  }
+  const list = Array.isArray(given) ? [...given] : [given as MasterKey]
+  if (!list.length) throw new Error('createService: `masterKey` is an empty list')
+  return list.map(toProvider)
+}
 
 /**
  * The default formula runner, `sandboxRunner()` of `tokenvault/adapters/sandbox`, imported on first
@@ -60,8 +82,23 @@ export interface Admin extends OfficialFormulaAdmin {
   createApplication(
     input: { tenantId: string } & Record<string, unknown>,
   ): Promise<{ application: Application; key: string }>
-  /** Deletes expired sessions and expires open transactions past `expires_at`. */
-  sweep(): Promise<{ sessions: number; transactions: number }>
+  /**
+   * Forgets what has expired: deletes expired sessions, expires open transactions past
+   * `expires_at`, deletes expired tokens with their associations, and deletes transactions 24 hours
+   * after they ended (until then commit/rollback answer 409, after it 404). The CLI runs it every 30 s.
+   */
+  sweep(): Promise<SweepCounts>
+  /**
+   * Checks that the service's master keys unwrap every tenant's data key; throws an error naming
+   * the key that is missing or wrong (never the key material). The CLI runs it at start.
+   */
+  verifyMasterKey(): Promise<void>
+  /**
+   * Makes `next` the master key: every tenant's data key is unwrapped and wrapped again by `next`
+   * (token ciphertexts are not touched). The service reads with the old and the new key meanwhile;
+   * afterwards a service given only `next` reads everything.
+   */
+  rotateMasterKey(next: MasterKey): Promise<{ tenants: number; keyId: string }>
 }
 
 /** A running service over one store. */
@@ -75,7 +112,10 @@ export interface Service {
 
 /** Creates the service: every domain rule, over `store`, with time from `clock`. */
 export function createService(options: ServiceOptions): Service {
-  const { store, clock } = options
+  const { clock } = options
+  const keys = masterKeys(options)
+  const keyring = new Keyring(options.store, keys)
+  const store = sealedStore(options.store, keyring)
   const resolved: ResolvedOptions = {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
@@ -114,9 +154,15 @@ export function createService(options: ServiceOptions): Service {
   const admin: Admin = {
     async createTenant(input) {
       const body = parse(createTenantInput, input)
-      const tenant: Tenant = { id: newId(), name: body.name, created_at: now() }
+      const id = newId()
+      const tenant: Tenant = {
+        id,
+        name: body.name,
+        created_at: now(),
+        data_key: await keyring.newTenantKey(id),
+      }
       await store.write({ ops: [{ op: 'tenant.put', tenant }] })
-      return tenant
+      return publicTenant(tenant)
     },
     async createApplication(input) {
       const { tenantId, ...body } = input
@@ -126,7 +172,28 @@ export function createService(options: ServiceOptions): Service {
       const { key_hash: _hash, ...shown } = application
       return { application: shown, key }
     },
-    sweep: () => sweepExpired(store, now()),
+    sweep: () => sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs }),
+    async verifyMasterKey() {
+      for (const tenant of await store.listTenants()) {
+        if (tenant.data_key) await keyring.unwrap(tenant.id, tenant.data_key)
+      }
+    },
+    async rotateMasterKey(next) {
+      const provider = toProvider(next)
+      keys.unshift(provider)
+      let rotated = 0
+      for (const tenant of await store.listTenants()) {
+        if (!tenant.data_key || tenant.data_key.key_id === provider.keyId) continue
+        const dataKey = await keyring.unwrap(tenant.id, tenant.data_key)
+        await store.write({
+          ops: [
+            { op: 'tenant.put', tenant: { ...tenant, data_key: await keyring.wrap(tenant.id, dataKey) } },
+          ],
+        })
+        rotated++
+      }
+      return { tenants: rotated, keyId: provider.keyId }
+    },
     ...officialFormulaAdmin({ store, runner, now }),
   }
 

@@ -3,48 +3,106 @@ import type { Store } from './store/contract.js'
 /** How many records the sweep lists (and then writes one by one) per round. */
 export const SWEEP_BATCH = 256
 
+/** How long an ended (committed, rolled back, expired) transaction is kept: 24 hours, in ms. */
+export const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000
+
 /** What one sweep removed or ended. */
 export interface SweepCounts {
   /** Expired sessions deleted. */
   sessions: number
   /** Open transactions past their expiry marked `expired` (their staged writes and locks dropped). */
   transactions: number
+  /** Expired tokens deleted, with every association they were part of. */
+  tokens: number
+  /** Transactions deleted 24 hours after they ended (commit/rollback then answer 404, not 409). */
+  endedTransactions: number
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/**
+ * Lists records of one kind in bounded batches and hands each to `act`, which answers whether it
+ * changed it. Stops once a batch comes back short, or changes nothing (what is left is not due).
+ */
+async function drain(
+  store: Store,
+  kind: Parameters<Store['listExpired']>[0]['kind'],
+  before: string,
+  batch: number,
+  act: (key: { tenant_id: string; id: string }) => Promise<boolean>,
+): Promise<number> {
+  let total = 0
+  for (;;) {
+    const keys = await store.listExpired({ kind, before, limit: batch })
+    let done = 0
+    for (const key of keys) if (await act(key)) done++
+    total += done
+    if (keys.length < batch || done === 0) return total
+  }
 }
 
 /**
- * The expiry policy, applied by the core: lists expired sessions and open transactions from the
- * store in bounded batches and writes each change as its own guarded write. A record that changed
- * between the listing and the write (a transaction committed meanwhile) fails its guard and is left
- * as it is; it is not counted. Stops once a batch comes back short or makes no progress.
+ * The expiry policy, applied by the core: lists what may be due from the store in bounded batches
+ * and writes each change as its own guarded write. A record that changed between the listing and
+ * the write (a transaction committed, a token updated meanwhile) fails its guard and is left as it
+ * is; it is not counted.
+ *
+ * - Sessions past `expires_at` are deleted.
+ * - Open transactions past `expires_at` are marked `expired` (ended then).
+ * - Tokens past `expires_at` are deleted with their associations, unless an open transaction holds
+ *   them (they go once it ends).
+ * - Transactions are deleted `ENDED_RETENTION_MS` after they ended. A transaction ends at the latest
+ *   when it expires, so candidates are listed by `expires_at` up to `now − 24 h + transactionTtlMs`
+ *   and each is checked against its own `ended_at`.
  */
-export async function sweepExpired(store: Store, now: string, batch = SWEEP_BATCH): Promise<SweepCounts> {
-  const counts: SweepCounts = { sessions: 0, transactions: 0 }
-  for (;;) {
-    const keys = await store.listExpired({ kind: 'session', before: now, limit: batch })
-    let done = 0
-    for (const key of keys) {
-      const result = await store.write({
-        ops: [{ op: 'session.delete', tenant_id: key.tenant_id, id: key.id }],
-      })
-      if (result.ok) done++
-    }
-    counts.sessions += done
-    if (keys.length < batch || done === 0) break
-  }
-  for (;;) {
-    const keys = await store.listExpired({ kind: 'transaction.open', before: now, limit: batch })
-    let done = 0
-    for (const key of keys) {
-      const tx = await store.getTransaction(key.tenant_id, key.id)
-      if (tx?.state !== 'open' || tx.expires_at > now) continue
-      const result = await store.write({
-        checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
-        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'expired', writes: [], locks: [] } }],
-      })
-      if (result.ok) done++
-    }
-    counts.transactions += done
-    if (keys.length < batch || done === 0) break
-  }
-  return counts
+export async function sweepExpired(
+  store: Store,
+  now: string,
+  options: { transactionTtlMs: number },
+  batch = SWEEP_BATCH,
+): Promise<SweepCounts> {
+  const sessions = await drain(store, 'session', now, batch, async (key) => {
+    const result = await store.write({
+      ops: [{ op: 'session.delete', tenant_id: key.tenant_id, id: key.id }],
+    })
+    return result.ok
+  })
+  const transactions = await drain(store, 'transaction.open', now, batch, async (key) => {
+    const tx = await store.getTransaction(key.tenant_id, key.id)
+    if (!tx || tx.state !== 'open' || tx.expires_at > now) return false
+    const result = await store.write({
+      checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
+      ops: [
+        {
+          op: 'transaction.put',
+          transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: tx.expires_at },
+        },
+      ],
+    })
+    return result.ok
+  })
+  const tokens = await drain(store, 'token', now, batch, async (key) => {
+    const token = await store.getToken(key.tenant_id, key.id)
+    if (!token || token.expires_at === undefined || token.expires_at > now) return false
+    const result = await store.write({
+      checks: [
+        { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
+        { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
+      ],
+      ops: [{ op: 'token.delete', tenant_id: token.tenant_id, id: token.id }],
+    })
+    return result.ok
+  })
+  const cutoff = iso(Date.parse(now) - ENDED_RETENTION_MS)
+  const listedUpTo = iso(Date.parse(now) - ENDED_RETENTION_MS + options.transactionTtlMs)
+  const endedTransactions = await drain(store, 'transaction.ended', listedUpTo, batch, async (key) => {
+    const tx = await store.getTransaction(key.tenant_id, key.id)
+    if (!tx || tx.state === 'open' || (tx.ended_at ?? tx.expires_at) > cutoff) return false
+    const result = await store.write({
+      checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
+      ops: [{ op: 'transaction.delete', tenant_id: tx.tenant_id, id: tx.id }],
+    })
+    return result.ok
+  })
+  return { sessions, transactions, tokens, endedTransactions }
 }

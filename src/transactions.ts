@@ -36,7 +36,12 @@ export function transactionOperations(ctx: Ctx) {
     if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
     if (tx.expires_at <= ctx.now()) {
       await ctx.store.write({
-        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'expired', writes: [], locks: [] } }],
+        ops: [
+          {
+            op: 'transaction.put',
+            transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: tx.expires_at },
+          },
+        ],
       })
       throw conflict('the transaction has expired')
     }
@@ -77,7 +82,10 @@ export function transactionOperations(ctx: Ctx) {
           ],
           ops: [
             ...tx.writes,
-            { op: 'transaction.put', transaction: { ...tx, state: 'committed', writes: [], locks: [] } },
+            {
+              op: 'transaction.put',
+              transaction: { ...tx, state: 'committed', writes: [], locks: [], ended_at: ctx.now() },
+            },
           ],
         })
         if (result.ok) return
@@ -91,7 +99,12 @@ export function transactionOperations(ctx: Ctx) {
       const tx = await ownOpen(id)
       const result = await ctx.store.write({
         checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
-        ops: [{ op: 'transaction.put', transaction: { ...tx, state: 'rolled_back', writes: [], locks: [] } }],
+        ops: [
+          {
+            op: 'transaction.put',
+            transaction: { ...tx, state: 'rolled_back', writes: [], locks: [], ended_at: ctx.now() },
+          },
+        ],
       })
       if (!result.ok) throw checkFailure(result.failed)
     },

@@ -10,6 +10,8 @@ export interface Tenant {
   id: string
   name: string
   created_at: string
+  /** The tenant's data key, wrapped by the master key (stored; never shown to callers). */
+  data_key?: { key_id: string; wrapped: string }
 }
 
 export type ApplicationType = 'private' | 'public' | 'management'
@@ -110,6 +112,8 @@ export interface StoredTransaction extends Transaction {
   writes: Op[]
   /** Ids of tokens this transaction created, updated or deleted. */
   locks: string[]
+  /** When it was committed, rolled back or expired; the sweep deletes it 24 hours later. */
+  ended_at?: string
 }
 
 export type SessionState = 'created' | 'authorized'

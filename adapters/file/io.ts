@@ -48,10 +48,24 @@ export function isCode(error: unknown, code: string): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === code
 }
 
-/** Opens a file and returns its raw descriptor (`flags` as `fs.open` takes them: `'w'`, `O_RDWR | ...`). */
+/** Files the store creates are readable and writable by their owner only; directories likewise. */
+export const FILE_MODE = 0o600
+export const DIRECTORY_MODE = 0o700
+
+/**
+ * Opens a file and returns its raw descriptor (`flags` as `fs.open` takes them: `'w'`,
+ * `O_RDWR | ...`). A file it creates is 0600, and an existing one is set to 0600 (the umask can
+ * only take permissions away; `fchmod` also tightens a file an older version made 0644).
+ */
 export function openFd(path: string, flags: string | number): Promise<number> {
   return new Promise((resolve, reject) =>
-    fs.open(path, flags, (error, fd) => (error ? reject(error) : resolve(fd))),
+    fs.open(path, flags, FILE_MODE, (error, fd) => {
+      if (error) return reject(error)
+      fs.fchmod(fd, FILE_MODE, (chmodError) => {
+        if (!chmodError) return resolve(fd)
+        fs.close(fd, () => reject(chmodError))
+      })
+    }),
   )
 }
 

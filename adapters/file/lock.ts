@@ -49,7 +49,7 @@ async function place(written: string, lockPath: string): Promise<void> {
   } catch (error) {
     // Filesystems without hard links: create it exclusively instead (briefly empty while written).
     if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].some((code) => isCode(error, code))) throw error
-    await writeFile(lockPath, await readFile(written), { flag: 'wx' })
+    await writeFile(lockPath, await readFile(written), { flag: 'wx', mode: 0o600 })
   }
 }
 
@@ -69,7 +69,7 @@ export async function lockDirectory(dir: string): Promise<DirectoryLock> {
   const lockPath = join(dir, LOCK_FILE)
   const mine = join(dir, `${LOCK_FILE}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   try {
-    await writeFile(mine, `${process.pid}\n`)
+    await writeFile(mine, `${process.pid}\n`, { mode: 0o600 })
     for (let attempt = 0; ; attempt++) {
       try {
         await place(mine, lockPath)

@@ -54,6 +54,13 @@ export interface FileStoreOptions {
   compactRatio?: number
   /** ...and exceeds this many bytes (default 4 MiB). */
   compactMinBytes?: number
+  /**
+   * Compacts also once the deletes journaled since the last compaction (deleted and purged tokens,
+   * transactions, sessions…) amount to this share of the ops journaled since, and the journal holds
+   * at least 1 MiB (or `compactMinBytes`, if smaller): deleted data then leaves the disk.
+   * @default 0.25
+   */
+  compactDeleteShare?: number
   hooks?: FileStoreHooks
 }
 

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises'
+import { chmod, mkdir } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
@@ -6,7 +6,7 @@ import type { MemoryState } from '../../src/store/memory-state.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
 import { compact, type Generation } from './compact.js'
-import { closeFd, syncDirectory } from './io.js'
+import { closeFd, DIRECTORY_MODE, syncDirectory } from './io.js'
 import { DURABLE, Group, Journal } from './journal.js'
 import { lockDirectory } from './lock.js'
 import type { FileStore, FileStoreOptions, FileStoreStep } from './options.js'
@@ -53,10 +53,19 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const dsync = sync === 'dsync'
   const ratio = nonNegative('compactRatio', options.compactRatio ?? 2)
   const minBytes = nonNegative('compactMinBytes', options.compactMinBytes ?? 4 * MiB)
+  const deleteShare = nonNegative('compactDeleteShare', options.compactDeleteShare ?? 0.25)
+  /** Ops journaled since the last compaction, and how many of them deleted something. */
+  let opsSince = 0
+  let deletesSince = 0
+  /** Deletes amount to `deleteShare` of what the journal holds (and it holds 1 MiB): rewrite them out. */
+  const deletesDue = () =>
+    deletesSince > 0 && journal.size >= Math.min(minBytes, MiB) && deletesSince >= deleteShare * opsSince
   const hook = options.hooks?.step
   const step = (name: FileStoreStep) => hook?.(name)
 
-  const made = await mkdir(dir, { recursive: true })
+  const made = await mkdir(dir, { recursive: true, mode: DIRECTORY_MODE })
+  // The directory holds only this store's files: its owner alone may list or enter it.
+  await chmod(dir, DIRECTORY_MODE)
   // A new directory's name lives in its parent: sync each parent of what was created.
   if (made !== undefined && durable) {
     for (let d = dir; d !== dirname(made); d = dirname(d)) await syncDirectory(dirname(d))
@@ -86,10 +95,13 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const journal: Journal = new Journal(recovered.fd, recovered.journalBytes, {
     sync,
     ...(hook ? { beforeWrite: () => step('journal.write'), beforeSync: () => step('journal.sync') } : {}),
-    wantsMaintenance: () => requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes),
+    wantsMaintenance: () =>
+      requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes) || deletesDue(),
     maintain: async () => {
       const asked = requested
       requested = null
+      opsSince = 0
+      deletesSince = 0
       try {
         await compact(g)
         asked?.resolve(DURABLE)
@@ -114,6 +126,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   /** Applies ops already checked, and resolves once their record is durable. */
   const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
     const json = JSON.stringify(ops)
+    opsSince += ops.length
+    for (const op of ops) if (op.op.endsWith('.delete')) deletesSince++
     try {
       // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
       for (const op of ops) s.apply(cloneJson(op))
@@ -126,6 +140,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
 
   return {
+    persistent: true,
     // Not `async`: a durable write returns the promise its whole flush shares.
     write: (batch) => {
       try {
@@ -139,6 +154,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     },
     getTenant: async (id) => use().getTenant(id),
     hasTenants: async () => use().hasTenants(),
+    listTenants: async () => use().listTenants(),
     findKey: async (hash) => use().findKey(hash),
     getApplication: async (t, id) => use().getApplication(t, id),
     listApplications: async (t, range) => use().listApplications(t, range),

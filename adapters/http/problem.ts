@@ -11,6 +11,7 @@ export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
   conflict: 409,
   formula_invalid: 422,
   formula_failed: 500,
+  unreadable: 422,
 }
 
 /**

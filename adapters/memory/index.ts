@@ -18,6 +18,7 @@ export function memoryStore(): Store {
     write: async (batch) => open().write(batch),
     getTenant: async (id) => open().getTenant(id),
     hasTenants: async () => open().hasTenants(),
+    listTenants: async () => open().listTenants(),
     findKey: async (hash) => open().findKey(hash),
     getApplication: async (t, id) => open().getApplication(t, id),
     listApplications: async (t, range) => open().listApplications(t, range),

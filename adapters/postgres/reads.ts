@@ -67,6 +67,10 @@ export function reads(t: Tables, query: Query): Reads {
 
   return {
     getTenant: (id) => one(sql.tenant, [id]),
+    listTenants: async () => {
+      const { rows } = await prepared(`SELECT doc::text AS doc FROM ${t.tenants} ORDER BY id`, [])
+      return rows.map((row) => JSON.parse((row as { doc: string }).doc) as Tenant)
+    },
     hasTenants: async () =>
       (await prepared(`SELECT EXISTS (SELECT 1 FROM ${t.tenants}) AS any`, [])).rows[0]?.any === true,
     findKey: async (keyHash) => {

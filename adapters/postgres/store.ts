@@ -198,7 +198,9 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   return {
     write: (batch) => guard(() => write(batch)),
     listExpired: (query) => guard(() => listExpired(query)),
+    persistent: true,
     getTenant: (id) => guard(() => read.getTenant(id)),
+    listTenants: () => guard(() => read.listTenants()),
     hasTenants: () => guard(() => read.hasTenants()),
     findKey: (hash) => guard(() => read.findKey(hash)),
     getApplication: (tenantId, id) => guard(() => read.getApplication(tenantId, id)),

@@ -119,6 +119,7 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       maxResultChars: options.maxResultChars ?? 1_048_576,
       maxQueuedPerTenant: Math.max(1, options.maxQueuedPerTenant ?? 64),
       graceMs: 1000,
+      startTimeoutMs: 30_000,
       startWorker: options.startWorker ?? startSandboxWorker,
     })
   return {

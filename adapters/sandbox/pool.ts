@@ -23,6 +23,8 @@ export interface PoolSettings {
   maxQueuedPerTenant: number
   /** How long past a run's time limit the host waits before it terminates a silent worker (ms). */
   graceMs: number
+  /** How long a starting worker may take to become ready before it counts as a failed start (ms). */
+  startTimeoutMs: number
   startWorker: (config: WorkerConfig) => Worker
   /** The engine's compiled WebAssembly module, handed to every worker. */
   wasmModule?: object
@@ -134,6 +136,10 @@ export class SandboxPool {
     worker.on('message', (message: unknown) => this.onMessage(slot, message))
     worker.on('error', () => this.onGone(slot, 'the sandbox worker failed'))
     worker.on('exit', () => this.onGone(slot, 'the sandbox worker stopped'))
+    slot.timer = setTimeout(() => {
+      if (!slot.ready) this.discard(slot, 'the sandbox worker did not start in time')
+    }, this.settings.startTimeoutMs)
+    slot.timer.unref()
   }
 
   /**
@@ -165,6 +171,8 @@ export class SandboxPool {
     }
     clearTimeout(this.retryTimer)
     this.retryTimer = setTimeout(() => {
+      // The timer's clock may run a little behind \`performance.now()\`: the backoff is over now.
+      this.retryAt = 0
       this.fill()
       this.pump()
     }, delay)
@@ -184,6 +192,7 @@ export class SandboxPool {
         return
       }
       slot.ready = true
+      clearTimeout(slot.timer)
       this.startFailures = 0
       this.pump()
       return

@@ -71,12 +71,19 @@ export interface StoreDump {
  * degree the adapter promises (the file store: on disk).
  */
 export interface Store {
+  /**
+   * Whether what the store holds outlives the process (file, PostgreSQL). A persistent store needs
+   * the service's `masterKey`: data encrypted under a random key would be unreadable after a restart.
+   */
+  readonly persistent?: boolean
   /** Applies `ops` in order, atomically, if every check in `checks` holds; otherwise writes nothing. */
   write(batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult>
 
   getTenant(id: string): Promise<Tenant | null>
   /** Whether the store holds any tenant at all (a fresh store holds none). */
   hasTenants(): Promise<boolean>
+  /** Every tenant, ordered by id (for key rotation and checks over all tenants). */
+  listTenants(): Promise<Tenant[]>
   /** The application or session whose key hashes (SHA-256, hex) to `keyHash`, in any tenant. */
   findKey(keyHash: string): Promise<KeyOwner | null>
   getApplication(tenantId: string, id: string): Promise<StoredApplication | null>

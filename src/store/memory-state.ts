@@ -321,6 +321,10 @@ export class MemoryState {
     return this.tenants.size > 0
   }
 
+  listTenants(): Tenant[] {
+    return [...this.tenants.values()].sort(byKey((t) => t.id)).map(copy)
+  }
+
   getTenant(id: string): Tenant | null {
     const t = this.tenants.get(id)
     return t ? copy(t) : null

@@ -1,12 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 
-const root = new URL('../../', import.meta.url)
+const root = fileURLToPath(new URL('../../', import.meta.url))
 const children: ChildProcess[] = []
 
 afterEach(() => {
@@ -14,9 +16,10 @@ afterEach(() => {
 })
 
 /** Starts the CLI from source and collects its stdout lines and stderr. */
-function start(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/tokenvault.ts', ...args], {
-    cwd: root,
+function start(args: string[], cwd = root) {
+  const tsx = import.meta.resolve('tsx')
+  const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/tokenvault.ts'), ...args], {
+    cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.push(child)
@@ -87,7 +90,7 @@ describe('tokenvault serve', () => {
     const dir = await mkdtemp(join(tmpdir(), 'tokenvault-cli-'))
     try {
       const store = `file:${join(dir, 'vault')}`
-      const first = start(['serve', '--port', '0', '--store', store, '--header-prefix', 'BT'])
+      const first = start(['serve', '--port', '0', '--store', store, '--header-prefix', 'BT'], dir)
       const url = (await first.line(1)).slice('listening on '.length)
       const management = (await first.line(2)).slice('management key: '.length)
       const ok = await fetch(`${url}/applications`, { headers: { 'bt-api-key': management } })
@@ -95,7 +98,14 @@ describe('tokenvault serve', () => {
       first.child.kill('SIGINT')
       expect((await first.exited)[0]).toBe(0)
 
-      const second = start(['serve', '--port', '0', '--store', store, '--header-prefix', 'BT'])
+      // The master key was created in the working directory, readable by its owner only.
+      expect(first.stderr()).toMatch(/master key: created .*\.tokenvault\.key \(0600\)/)
+      const keyFile = join(dir, '.tokenvault.key')
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+      const keyText = readFileSync(keyFile, 'utf8').trim()
+      expect(first.stderr()).not.toContain(keyText)
+
+      const second = start(['serve', '--port', '0', '--store', store, '--header-prefix', 'BT'], dir)
       const again = (await second.line(1)).slice('listening on '.length)
       // The key from the first start still works; no new one is printed.
       expect((await fetch(`${again}/applications`, { headers: { 'bt-api-key': management } })).status).toBe(
@@ -104,6 +114,34 @@ describe('tokenvault serve', () => {
       second.child.kill('SIGTERM')
       expect((await second.exited)[0]).toBe(0)
       expect(second.lines).toHaveLength(1)
+      expect(second.stderr()).toMatch(/master key: using /)
+      expect(readFileSync(keyFile, 'utf8').trim()).toBe(keyText)
+
+      // Another key does not open the store: the server refuses to start, saying which key failed.
+      const other = spawn(
+        process.execPath,
+        [
+          '--import',
+          import.meta.resolve('tsx'),
+          join(root, 'bin/tokenvault.ts'),
+          'serve',
+          '--port',
+          '0',
+          '--store',
+          store,
+        ],
+        {
+          cwd: dir,
+          env: { ...process.env, TOKENVAULT_MASTER_KEY: Buffer.alloc(32, 7).toString('base64') },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
+      let otherErr = ''
+      other.stderr!.on('data', (d) => (otherErr += d))
+      const [code] = (await once(other, 'exit')) as [number]
+      expect(code).not.toBe(0)
+      expect(otherErr).toMatch(/masterKey: .*(could not unwrap|which this service was not given)/)
+      expect(otherErr).not.toContain(Buffer.alloc(32, 7).toString('base64'))
     } finally {
       await rm(dir, { recursive: true, force: true })
     }

@@ -161,9 +161,19 @@ describe('sessions', () => {
     const pub = await keyFor('public', ['token:create'])
     await pub.client.sessions.create()
     clock.advance(999)
-    expect(await service.admin.sweep()).toEqual({ sessions: 0, transactions: 0 })
+    expect(await service.admin.sweep()).toEqual({
+      sessions: 0,
+      transactions: 0,
+      tokens: 0,
+      endedTransactions: 0,
+    })
     clock.advance(1)
-    expect(await service.admin.sweep()).toEqual({ sessions: 1, transactions: 0 })
+    expect(await service.admin.sweep()).toEqual({
+      sessions: 1,
+      transactions: 0,
+      tokens: 0,
+      endedTransactions: 0,
+    })
     expect((await store.dump()).sessions).toEqual([])
   })
 })

@@ -187,7 +187,12 @@ describe('transactions', () => {
     expect((await store.dump()).transactions).toMatchObject([{ state: 'expired', writes: [] }])
     const t2 = await client.transactions.create()
     clock.advance(60 * 60_000)
-    expect(await service.admin.sweep()).toEqual({ sessions: 0, transactions: 1 })
+    expect(await service.admin.sweep()).toEqual({
+      sessions: 0,
+      transactions: 1,
+      tokens: 0,
+      endedTransactions: 0,
+    })
     expect((await failure(client.transactions.rollback(t2.id))).code).toBe('conflict')
   })
 

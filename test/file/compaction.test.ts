@@ -177,3 +177,37 @@ describe('file store compaction', () => {
     expect(await files(dir)).toEqual(['journal.1.log', 'snapshot.1.json'])
   })
 })
+
+describe('file store compaction after deletes', () => {
+  it('deleted data leaves the disk once deletes amount to the set share of the journal', async () => {
+    const dir = await tempDir()
+    // Size-based compaction never fires here (1e12 bytes); the delete share, past 1 MiB of journal, does.
+    const store = await fileStore({ path: dir, compactMinBytes: 1e12 })
+    const ids = Array.from({ length: 400 }, (_, i) => `doomed-${i}`)
+    for (const id of ids) {
+      await store.write({ ops: [put(id, { data: { secret: `planted-${id}-xyz`, pad: 'p'.repeat(3000) } })] })
+    }
+    expect(store.stats().compactions).toBe(0)
+    const onDisk = async () => {
+      const names = await readdir(dir)
+      return (await Promise.all(names.map((n) => readFile(join(dir, n), 'latin1').catch(() => '')))).join(
+        '\n',
+      )
+    }
+    expect(await onDisk()).toContain('planted-doomed-0-xyz')
+    // 100 deletes of 500 ops journaled: below the 25 % share, nothing is rewritten yet.
+    for (const id of ids.slice(0, 100)) await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id }] })
+    expect(store.stats().compactions).toBe(0)
+    // 134 deletes of 534: past 25 %, the journal is compacted and the deleted data is gone from disk.
+    for (const id of ids.slice(100, 134))
+      await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id }] })
+    // Compaction runs beside the journal; wait (bounded) for it to finish.
+    for (let i = 0; i < 200 && store.stats().compactions === 0; i++)
+      await new Promise((r) => setTimeout(r, 10))
+    expect(store.stats().compactions).toBe(1)
+    const text = await onDisk()
+    for (const id of ids.slice(0, 134)) expect(text.includes(`planted-${id}-xyz`), id).toBe(false)
+    expect(text).toContain('planted-doomed-399-xyz')
+    await store.close()
+  })
+})

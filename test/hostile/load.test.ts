@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -45,6 +46,7 @@ describe('load on the CLI server over the file store', () => {
         host: '127.0.0.1',
         store: `file:${dir}`,
         headerPrefix: 'SVC',
+        masterKey: randomBytes(32),
         print: (line) => printed.push(line),
         log: (line) => logs.push(line),
       })

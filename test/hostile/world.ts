@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../src/index.js'
@@ -73,7 +74,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
 /** A service (on the memory store unless given another) with two populated tenants and a handler. */
 export async function hostileWorld(store: Store = memoryStore()) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
-  const service = createService({ store, clock })
+  const service = createService({ store, clock, masterKey: randomBytes(32) })
   const a = await populatedTenant(service, 'alpha')
   const b = await populatedTenant(service, 'beta')
   const logs: unknown[] = []

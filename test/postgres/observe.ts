@@ -61,7 +61,8 @@ export async function expectSameAsMemory(store: Store, steps: Step[], filters: s
         const query = { kind, before: s.purge, limit: 1000 }
         expect(keys(await store.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
       }
-      expect(await sweepExpired(store, s.purge)).toEqual(await sweepExpired(memory, s.purge))
+      const ttl = { transactionTtlMs: 3_600_000 }
+      expect(await sweepExpired(store, s.purge, ttl)).toEqual(await sweepExpired(memory, s.purge, ttl))
     } else {
       expect(await store.write(structuredClone(s.batch))).toEqual(
         await memory.write(structuredClone(s.batch)),

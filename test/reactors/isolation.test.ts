@@ -134,13 +134,13 @@ describe('fair and available', () => {
     expect(error.retryAfterSec).toBeGreaterThanOrEqual(1)
     failing = false
     let answer: unknown
-    const until = performance.now() + 45_000
+    const until = performance.now() + 30_000
     while (performance.now() < until) {
       answer = await w.a.client.reactors.react(reactor.id, {}).catch((e: unknown) => e)
       if (!(answer instanceof Error)) break
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    expect(answer).toEqual({ raw: 'up', tokens: {} })
+    expect(answer, String((answer as Error)?.message)).toEqual({ raw: 'up', tokens: {} })
     expect(attempts).toBeGreaterThanOrEqual(1)
   }, 60_000)
 })

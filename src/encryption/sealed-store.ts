@@ -1,0 +1,240 @@
+import { ServiceError } from '../errors.js'
+import type { Store } from '../store/contract.js'
+import type { Check, Json, Op, StoredToken, StoredTransaction, Tenant } from '../types.js'
+import {
+  type KeyProvider,
+  keyedHash,
+  newDataKey,
+  openValue,
+  sealValue,
+  type TenantKey,
+  tenantKey,
+  type WrappedDataKey,
+} from './keyring.js'
+
+/** How a sealed token field is stored: the base64 of IV ‖ ciphertext ‖ GCM tag. */
+type Sealed = { $sealed: string }
+
+const isSealed = (value: unknown): value is Sealed =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  typeof (value as { $sealed?: unknown }).$sealed === 'string' &&
+  Object.keys(value).length === 1
+
+/** The additional authenticated data of a token's sealed fields: its tenant and id. */
+const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
+
+/** The error every unreadable token answers with: it names the token, never its bytes. */
+const unreadable = (id: string) =>
+  new ServiceError('unreadable', `the stored data of token ${id} fails its integrity check and can't be read`)
+
+/**
+ * The tenants' data keys: each tenant has one random 32-byte data key, stored beside the tenant
+ * record wrapped by the master key (`data_key`). `providers[0]` wraps new keys; every provider
+ * given can unwrap (so old and new master keys both read during a rotation). Unwrapped keys are
+ * cached for the life of the service.
+ */
+export class Keyring {
+  private readonly cache = new Map<string, Promise<TenantKey>>()
+  /** The same keys once unwrapped, for the hot path (no promise to await). */
+  private readonly ready = new Map<string, TenantKey>()
+
+  constructor(
+    private readonly store: Store,
+    private readonly providers: readonly KeyProvider[],
+  ) {}
+
+  /** A new data key for a tenant about to be created, wrapped for its record. */
+  async newTenantKey(tenantId: string): Promise<WrappedDataKey> {
+    const dataKey = newDataKey()
+    const wrapped = await this.providers[0]!.wrap(dataKey, tenantId)
+    const key = tenantKey(dataKey)
+    this.cache.set(tenantId, Promise.resolve(key))
+    this.ready.set(tenantId, key)
+    return { key_id: this.providers[0]!.keyId, wrapped: Buffer.from(wrapped).toString('base64') }
+  }
+
+  /** The tenant's key, unwrapped (and made, for a tenant from before encryption at rest). */
+  key(tenantId: string): Promise<TenantKey> {
+    let key = this.cache.get(tenantId)
+    if (!key) {
+      key = this.load(tenantId)
+      this.cache.set(tenantId, key)
+      key.then(
+        (k) => this.ready.set(tenantId, k),
+        () => this.cache.delete(tenantId),
+      )
+    }
+    return key
+  }
+
+  /** The tenant's key if it is already unwrapped (then no await is needed), else undefined. */
+  loaded(tenantId: string): TenantKey | undefined {
+    return this.ready.get(tenantId)
+  }
+
+  /** Unwraps `wrapped` for `tenantId` with the provider it names. Throws a clear error on a wrong key. */
+  async unwrap(tenantId: string, wrapped: WrappedDataKey): Promise<Uint8Array> {
+    const provider = this.providers.find((p) => p.keyId === wrapped.key_id)
+    if (!provider) {
+      throw new Error(
+        `masterKey: tenant ${tenantId}'s data key is wrapped by master key ${wrapped.key_id}, which this service was not given (it has ${this.providers.map((p) => p.keyId).join(', ')})`,
+      )
+    }
+    try {
+      return await provider.unwrap(Buffer.from(wrapped.wrapped, 'base64'), tenantId)
+    } catch {
+      throw new Error(
+        `masterKey: master key ${wrapped.key_id} could not unwrap tenant ${tenantId}'s data key`,
+      )
+    }
+  }
+
+  /** Wraps `dataKey` for `tenantId` with the current master key. */
+  async wrap(tenantId: string, dataKey: Uint8Array): Promise<WrappedDataKey> {
+    const wrapped = await this.providers[0]!.wrap(dataKey, tenantId)
+    return { key_id: this.providers[0]!.keyId, wrapped: Buffer.from(wrapped).toString('base64') }
+  }
+
+  private async load(tenantId: string): Promise<TenantKey> {
+    const tenant = await this.store.getTenant(tenantId)
+    if (tenant?.data_key) return tenantKey(await this.unwrap(tenantId, tenant.data_key))
+    if (!tenant) throw new Error(`no tenant ${tenantId}`)
+    // A tenant from before encryption at rest: give it a key now.
+    const dataKey = newDataKey()
+    const data_key = await this.wrap(tenantId, dataKey)
+    await this.store.write({ ops: [{ op: 'tenant.put', tenant: { ...tenant, data_key } }] })
+    return tenantKey(dataKey)
+  }
+
+  /** HMAC-SHA-256 of `value` under the tenant's key for `purpose` (fingerprints, search indexes). */
+  async hmac(tenantId: string, purpose: string, value: string): Promise<string> {
+    return keyedHash(await this.key(tenantId), purpose, value)
+  }
+}
+
+/**
+ * `inner` with token `data` and `mask` encrypted on the way in and decrypted on the way out
+ * (AES-256-GCM under the tenant's data key; tenant id, token id and field name are the additional
+ * authenticated data, so a ciphertext moved to another token, field or tenant does not decrypt).
+ * Everything else — ids, types, containers, metadata, timestamps — passes through in the clear.
+ * Staged writes of transactions are sealed the same way. `dump()` answers records as stored
+ * (sealed). Legacy plaintext values (written before encryption) read as they are.
+ */
+export function sealedStore(inner: Store, keyring: Keyring): Store {
+  /** The stored (sealed) record each opened token came from, for `token.unchanged` checks. */
+  const sealedOf = new WeakMap<StoredToken, StoredToken>()
+
+  const keyOf = (tenantId: string): TenantKey | Promise<TenantKey> =>
+    keyring.loaded(tenantId) ?? keyring.key(tenantId)
+
+  /** `data` and `mask` sealed together, in one ciphertext kept as `data`; `mask` is not stored apart. */
+  const sealWith = (key: TenantKey, token: StoredToken): StoredToken => {
+    const { mask, ...rest } = token
+    const fields = mask === undefined ? [token.data] : [token.data, mask]
+    return { ...rest, data: { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) } }
+  }
+  const sealToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
+    const key = keyOf(token.tenant_id)
+    return key instanceof Promise ? key.then((k) => sealWith(k, token)) : sealWith(key, token)
+  }
+
+  const openWith = (key: TenantKey, token: StoredToken): StoredToken => {
+    let fields: unknown
+    try {
+      fields = openValue(key, (token.data as Sealed).$sealed, aadOf(token.tenant_id, token.id))
+    } catch {
+      throw unreadable(token.id)
+    }
+    if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
+    const opened: StoredToken = { ...token, data: fields[0] as Json }
+    if (fields.length === 2) opened.mask = fields[1] as Json
+    sealedOf.set(opened, token)
+    return opened
+  }
+  const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
+    // Legacy plaintext (written before encryption at rest) reads as it is.
+    if (!isSealed(token.data)) return token
+    const key = keyOf(token.tenant_id)
+    return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
+  }
+
+  const sealOps = (ops: Op[]): Promise<Op[]> => Promise.all(ops.map(sealOp))
+  const sealOp = async (op: Op): Promise<Op> => {
+    switch (op.op) {
+      case 'token.put':
+        return { ...op, token: await sealToken(op.token) }
+      case 'transaction.put':
+        return { ...op, transaction: { ...op.transaction, writes: await sealOps(op.transaction.writes) } }
+      default:
+        return op
+    }
+  }
+  const openOps = (ops: Op[]): Promise<Op[]> =>
+    Promise.all(
+      ops.map(async (op) => (op.op === 'token.put' ? { ...op, token: await openToken(op.token) } : op)),
+    )
+
+  const sealCheck = async (check: Check): Promise<Check> => {
+    if (check.check === 'transaction.unchanged') {
+      const known = sealedTx.get(check.transaction)
+      if (known) return { ...check, transaction: known }
+      if (!check.transaction.writes.length) return check
+      // Not one this store answered: compare with the stored one opened, and check against that.
+      const stored = await inner.getTransaction(check.tenant_id, check.id)
+      const opened = await openTransaction(stored)
+      if (stored && JSON.stringify(opened) === JSON.stringify(check.transaction))
+        return { ...check, transaction: stored }
+      return {
+        ...check,
+        transaction: { ...check.transaction, writes: await sealOps(check.transaction.writes) },
+      }
+    }
+    if (check.check !== 'token.unchanged') return check
+    const known = sealedOf.get(check.token)
+    if (known) return { ...check, token: known }
+    // Not a token this store answered: compare it with the stored one opened, and check against that.
+    const stored = await inner.getToken(check.tenant_id, check.id)
+    if (stored && JSON.stringify(await openToken(stored)) === JSON.stringify(check.token)) {
+      return { ...check, token: stored }
+    }
+    return { ...check, token: await sealToken(check.token) }
+  }
+
+  /** The stored (sealed) record each opened transaction came from, for `transaction.unchanged`. */
+  const sealedTx = new WeakMap<StoredTransaction, StoredTransaction>()
+  const openTransaction = async (tx: StoredTransaction | null) => {
+    if (!tx?.writes.length) return tx
+    const opened = { ...tx, writes: await openOps(tx.writes) }
+    sealedTx.set(opened, tx)
+    return opened
+  }
+
+  return {
+    ...inner,
+    async write(batch) {
+      const ops = await sealOps(batch.ops)
+      const checks = batch.checks ? await Promise.all(batch.checks.map(sealCheck)) : undefined
+      return inner.write(checks ? { checks, ops } : { ops })
+    },
+    async getToken(tenantId, id) {
+      const token = await inner.getToken(tenantId, id)
+      return token && openToken(token)
+    },
+    async listChildren(tenantId, parentId, query) {
+      const page = await inner.listChildren(tenantId, parentId, query)
+      return { ...page, items: await Promise.all(page.items.map(openToken)) }
+    },
+    getTransaction: async (tenantId, id) => openTransaction(await inner.getTransaction(tenantId, id)),
+    async getTenant(id) {
+      return inner.getTenant(id)
+    },
+  }
+}
+
+/** The tenant as shown to callers: without its wrapped data key. */
+export function publicTenant(tenant: Tenant): Tenant {
+  const { data_key: _key, ...shown } = tenant
+  return shown
+}

@@ -1,0 +1,201 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { afterEach, describe, expect, it } from 'vitest'
+import { PG_URL } from '../postgres/database.js'
+
+/**
+ * Encryption at rest, tried from outside: a card number and a recognisable secret go into token
+ * `data` and `mask` through the CLI server; then every file of the data directory, and a `pg_dump`
+ * of the database, are searched for them (and for their base64). A restart reads them back.
+ */
+const root = fileURLToPath(new URL('../../', import.meta.url))
+const CARD = '4111111111111111'
+const SECRET = `s3cr3t-${randomBytes(6).toString('hex')}`
+const MASK_SECRET = `m4sk-${randomBytes(6).toString('hex')}`
+const children: ChildProcess[] = []
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
+})
+
+/** Starts `tokenvault serve` in `cwd`; answers its URL and management key (on a first start). */
+async function serve(store: string, cwd: string, env: Record<string, string> = {}) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      import.meta.resolve('tsx'),
+      join(root, 'bin/tokenvault.ts'),
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      store,
+    ],
+    { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  children.push(child)
+  let stderr = ''
+  child.stderr!.on('data', (d) => (stderr += d))
+  const lines: string[] = []
+  const waiters: (() => void)[] = []
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line)
+    for (const wake of waiters.splice(0)) wake()
+  })
+  const exited = once(child, 'exit')
+  let ended = false
+  void exited.then(() => {
+    ended = true
+    for (const wake of waiters.splice(0)) wake()
+  })
+  /** Waits until stdout has `n` lines. */
+  const first = async (n: number) => {
+    while (lines.length < n) {
+      if (ended) throw new Error(`the CLI exited: ${stderr}`)
+      await new Promise<void>((resolve) => waiters.push(resolve))
+    }
+  }
+  await first(1)
+  const url = lines[0]!.slice('listening on '.length)
+  const stop = async () => {
+    child.kill('SIGTERM')
+    await exited
+    return stderr
+  }
+  return { url, stop, lines, first, stderr: () => stderr }
+}
+
+async function plant(url: string, management: string) {
+  const call = async (path: string, key: string, body?: unknown) => {
+    const response = await fetch(`${url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+  }
+  const app = await call('/applications', management, {
+    name: 'backend',
+    type: 'private',
+    permissions: ['token:create', 'token:read'],
+    rules: [
+      {
+        description: 'all',
+        priority: 1,
+        container: '/general/',
+        transform: 'reveal',
+        permissions: ['token:read', 'token:create'],
+      },
+    ],
+  })
+  expect(app.status).toBe(201)
+  const key = app.body['key'] as string
+  const made = await call('/tokens', key, {
+    type: 'token',
+    containers: ['/general/high/'],
+    data: { number: CARD, note: SECRET },
+    mask: { hint: MASK_SECRET },
+  })
+  expect(made.status).toBe(201)
+  return { key, id: made.body['id'] as string, call }
+}
+
+/** Every form of the planted values an attacker could grep for. */
+const needles = () =>
+  [CARD, SECRET, MASK_SECRET].flatMap((value) => [
+    value,
+    Buffer.from(value).toString('base64').slice(0, 12),
+    Buffer.from(value).toString('hex'),
+  ])
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    return statSync(path).isDirectory() ? [path, ...filesUnder(path)] : [path]
+  })
+}
+
+describe('encryption at rest through the CLI', () => {
+  it('file store: no file holds the data or its mask, files are 0600 in 0700 dirs, a restart reads back', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tokenvault-at-rest-'))
+    try {
+      const store = `file:${join(dir, 'vault')}`
+      const first = await serve(store, dir)
+      await first.first(2)
+      const management = first.lines[1]!.slice('management key: '.length)
+      const { key, id } = await plant(first.url, management)
+      const log = await first.stop()
+      const paths = filesUnder(join(dir, 'vault'))
+      expect(paths.length).toBeGreaterThan(0)
+      for (const path of paths) {
+        const stat = statSync(path)
+        expect((stat.mode & 0o777).toString(8), path).toBe(stat.isDirectory() ? '700' : '600')
+        if (stat.isDirectory()) continue
+        const bytes = readFileSync(path).toString('latin1')
+        for (const needle of needles()) expect(bytes.includes(needle), `${needle} in ${path}`).toBe(false)
+      }
+      expect((statSync(join(dir, 'vault')).mode & 0o777).toString(8)).toBe('700')
+      for (const needle of needles()) expect(log.includes(needle)).toBe(false)
+
+      const second = await serve(store, dir)
+      const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
+      expect(read.status).toBe(200)
+      expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
+      await second.stop()
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+
+  it.skipIf(!PG_URL)(
+    'PostgreSQL: a pg_dump holds neither the data nor its mask; a restart reads back',
+    async () => {
+      const database = `tv_at_rest_${randomBytes(4).toString('hex')}`
+      const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
+      await admin.query(`CREATE DATABASE ${database}`)
+      const url = new URL(PG_URL!)
+      url.pathname = `/${database}`
+      const dir = await mkdtemp(join(tmpdir(), 'tokenvault-at-rest-pg-'))
+      const env = { TOKENVAULT_MASTER_KEY: randomBytes(32).toString('base64') }
+      try {
+        const first = await serve(url.href, dir, env)
+        await first.first(2)
+        const management = first.lines[1]!.slice('management key: '.length)
+        const { key, id } = await plant(first.url, management)
+        await first.stop()
+        const pgDump = ['/usr/lib/postgresql/15/bin/pg_dump', '/usr/bin/pg_dump'].find((p) => {
+          try {
+            return statSync(p).isFile()
+          } catch {
+            return false
+          }
+        })
+        expect(pgDump, 'pg_dump is installed').toBeDefined()
+        const dump = execFileSync(pgDump!, ['--dbname', url.href], {
+          encoding: 'latin1',
+          maxBuffer: 64 << 20,
+        })
+        expect(dump).toContain('$sealed')
+        for (const needle of needles()) expect(dump.includes(needle), needle).toBe(false)
+
+        const second = await serve(url.href, dir, env)
+        const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
+        expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
+        await second.stop()
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+        await admin.end()
+      }
+    },
+    60_000,
+  )
+})
