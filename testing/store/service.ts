@@ -3,10 +3,17 @@ import { manualClock } from '../../src/clock.js'
 import { createService } from '../../src/service.js'
 import type { Store } from '../../src/store/contract.js'
 
+/** A fixed test master key: the service encrypts token data before it reaches the store. */
+const MASTER_KEY = new Uint8Array(32).fill(7)
+
 /** The service over the store under test: its read-modify-write paths under contention. */
 export function serviceTests(fresh: () => Promise<Store>): void {
   it('50 concurrent PATCHes of one token all succeed, each merged on top of the others', async () => {
-    const service = createService({ store: await fresh(), clock: manualClock('2030-01-01T00:00:00.000Z') })
+    const service = createService({
+      store: await fresh(),
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      masterKey: MASTER_KEY,
+    })
     const tenant = await service.admin.createTenant({ name: 'race' })
     const { key } = await service.admin.createApplication({
       tenantId: tenant.id,
@@ -28,7 +35,11 @@ export function serviceTests(fresh: () => Promise<Store>): void {
   })
 
   it('writes staged at once in one transaction all land on commit', async () => {
-    const service = createService({ store: await fresh(), clock: manualClock('2030-01-01T00:00:00.000Z') })
+    const service = createService({
+      store: await fresh(),
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      masterKey: MASTER_KEY,
+    })
     const tenant = await service.admin.createTenant({ name: 'race' })
     const { key } = await service.admin.createApplication({
       tenantId: tenant.id,
