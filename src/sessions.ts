@@ -1,4 +1,3 @@
-import { addMilliseconds } from 'date-fns'
 import { requireGrantWithin, requireType } from './access.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
@@ -35,7 +34,7 @@ export function sessionOperations(ctx: Ctx) {
         state: 'created',
         permissions: [],
         created_at: now.toISOString(),
-        expires_at: addMilliseconds(now, ctx.options.sessionTtlMs).toISOString(),
+        expires_at: new Date(now.getTime() + ctx.options.sessionTtlMs).toISOString(),
       }
       await ctx.store.write({ ops: [{ op: 'session.put', session }] })
       return { session_key: sessionKey, nonce, expires_at: session.expires_at }

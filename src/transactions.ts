@@ -1,4 +1,3 @@
-import { addMilliseconds } from 'date-fns'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
@@ -59,7 +58,7 @@ export function transactionOperations(ctx: Ctx) {
         tenant_id: ctx.principal.tenantId,
         created_at: now.toISOString(),
         created_by: ctx.principal.id,
-        expires_at: addMilliseconds(now, ctx.options.transactionTtlMs).toISOString(),
+        expires_at: new Date(now.getTime() + ctx.options.transactionTtlMs).toISOString(),
         state: 'open',
         writes: [],
         locks: [],
