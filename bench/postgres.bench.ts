@@ -28,7 +28,7 @@ const lockKey = (name: string) => createHash('sha256').update(name).digest().rea
 
 /**
  * The statements the store sends for these two operations, written out by hand: BEGIN and the
- * advisory locks (one simple-protocol string), the prepared check, the prepared upsert, COMMIT; and
+ * record's advisory lock (one simple-protocol string), the prepared check, the prepared upsert, COMMIT; and
  * the prepared point read.
  */
 function rawSql(pool: pg.Pool, schema: string) {
@@ -38,22 +38,14 @@ function rawSql(pool: pg.Pool, schema: string) {
       ON CONFLICT (tenant_id, id) DO UPDATE
       SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc`
   const select = `SELECT doc::text AS doc FROM ${s}.tokens WHERE tenant_id = $1 AND id = $2`
-  const global = lockKey(`tokenvault\u0000store\u0000${schema}`)
-  const begins = new Map<string, string>()
-  const begin = (tenant: string) => {
-    let sql = begins.get(tenant)
-    if (!sql) {
-      const key = lockKey(`tokenvault\u0000tenant\u0000${schema}\u0000${tenant}`)
-      sql = `BEGIN; SELECT pg_advisory_xact_lock_shared(${global}); SELECT pg_advisory_xact_lock(${key})`
-      begins.set(tenant, sql)
-    }
-    return sql
-  }
+  /** BEGIN and the advisory lock of the one record the write names (the token), as the store sends them. */
+  const begin = (tenant: string, id: string) =>
+    `BEGIN; SELECT pg_advisory_xact_lock(${lockKey(`tokenvault\u0000${schema}\u0000token\u0000${tenant}\u0000${id}`)})`
   return {
     async create(t: StoredToken) {
       const client = await pool.connect()
       try {
-        await client.query(begin(t.tenant_id))
+        await client.query(begin(t.tenant_id, t.id))
         const { rows } = await client.query({ name: 'raw_check', text: check, values: [t.tenant_id, t.id] })
         if (rows[0]?.c0 !== true) throw new Error('token exists')
         const values = [t.tenant_id, t.id, t.type, t.expires_at ?? null, JSON.stringify(t)]

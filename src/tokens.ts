@@ -71,7 +71,7 @@ export function mergePatch(target: Json | undefined, patch: Json): Json {
 }
 
 /** How often an update merges again after losing a race with a concurrent write, before answering 409. */
-const MAX_UPDATE_ATTEMPTS = 8
+const MAX_UPDATE_ATTEMPTS = 100
 
 /** `current` with a validated merge patch applied (`null` removes; `data` can't be removed). */
 function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenInput>): StoredToken {

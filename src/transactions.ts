@@ -7,7 +7,7 @@ import type { StoredTransaction, Transaction } from './types.js'
 import { parse } from './validate.js'
 
 /** How often a commit starts over when a concurrent write changed the transaction. */
-const MAX_COMMIT_ATTEMPTS = 50
+const MAX_COMMIT_ATTEMPTS = 100
 
 /** The public shape of a stored transaction. */
 function shown(tx: StoredTransaction): Transaction {

@@ -73,7 +73,7 @@ export interface CallerWrite {
 }
 
 /** How often a write enlisted in a transaction is rebuilt when a concurrent one changed the transaction. */
-const MAX_ENLIST_ATTEMPTS = 50
+const MAX_ENLIST_ATTEMPTS = 100
 
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no

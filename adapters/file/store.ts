@@ -2,7 +2,7 @@ import { chmod, mkdir } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
-import { MemoryState } from '../../src/store/memory-state.js'
+import type { MemoryState } from '../../src/store/memory-state.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
 import { compact, type Generation } from './compact.js'
@@ -168,12 +168,6 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     getReactor: async (t, id) => use().getReactor(t, id),
     listReactors: async (t, range) => use().listReactors(t, range),
     listExpired: async (query) => use().listExpired(query),
-    purgeExpired: async (now) => {
-      const s = use()
-      const ops = s.expiredOps(now)
-      await (ops.length ? commit(s, ops) : journal.barrier())
-      return MemoryState.countExpired(ops)
-    },
     dump: async () => use().dump(),
     compact: async () => {
       use()

@@ -32,11 +32,6 @@ export function memoryStore(): Store {
     getReactor: async (t, id) => open().getReactor(t, id),
     listReactors: async (t, range) => open().listReactors(t, range),
     listExpired: async (query) => open().listExpired(query),
-    purgeExpired: async (now) => {
-      const ops = open().expiredOps(now)
-      open().write({ ops })
-      return MemoryState.countExpired(ops)
-    },
     dump: async () => open().dump(),
     close: async () => {
       closed = true

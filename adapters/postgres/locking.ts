@@ -1,76 +1,150 @@
+import { assertNever } from '../../src/errors.js'
 import type { Check, Op } from '../../src/types.js'
 import { lockKey } from './keys.js'
-import { opTenant } from './ops.js'
 
-/** Which advisory locks a write takes before it reads or writes anything. */
-export interface LockPlan {
-  /** Take the store-wide lock exclusively (not shared): the write reads across tenants. */
-  exclusive: boolean
-  /** Tenants (`''` stands for official formulas) whose lock the write takes. */
-  tenants: Set<string>
-}
+const name = (...parts: string[]) => parts.join('\u0000')
+const token = (tenantId: string, id: string) => name('token', tenantId, id)
+const lock = (tenantId: string, tokenId: string) => name('lock', tenantId, tokenId)
+const link = (tenantId: string, parentId: string, childId: string) =>
+  name('link', tenantId, parentId, childId)
+const transaction = (tenantId: string, id: string) => name('transaction', tenantId, id)
+const formula = (tenantId: string | null, id: string) => name('formula', tenantId ?? '', id)
+const formulaUse = (formulaId: string) => name('formula-use', formulaId)
 
-/**
- * The locks a batch needs: the lock of every tenant its checks read and its ops write (a
- * `formula.present` check also reads official formulas), and the store-wide lock, exclusively when
- * a check reads across tenants (`formula.unused`).
- */
-export function lockPlan(checks: readonly Check[], ops: readonly Op[]): LockPlan {
-  const tenants = new Set<string>()
-  let exclusive = false
-  for (const c of checks) {
-    if (c.check === 'formula.unused') {
-      exclusive = true
-      continue
-    }
-    tenants.add(c.tenant_id)
-    if (c.check === 'formula.present') tenants.add('')
+/** The records a check reads, by name: the guard is a condition on exactly these. */
+function checkNames(c: Check): string[] {
+  switch (c.check) {
+    case 'token.absent':
+    case 'token.present':
+    case 'token.unchanged':
+      return [token(c.tenant_id, c.id)]
+    case 'token.unlocked':
+      return [lock(c.tenant_id, c.id)]
+    case 'association.absent':
+    case 'association.present':
+      return [link(c.tenant_id, c.parent_id, c.child_id)]
+    case 'transaction.open':
+    case 'transaction.unchanged':
+      return [transaction(c.tenant_id, c.id)]
+    case 'session.pending':
+      return [name('nonce', c.tenant_id, c.nonce_hash)]
+    case 'formula.present':
+      return [formula(c.tenant_id, c.id), formula(null, c.id)]
+    case 'formula.unused':
+      return [formulaUse(c.id)]
+    case 'application.present':
+      return [name('application', c.tenant_id, c.id)]
+    case 'reactor.present':
+      return [name('reactor', c.tenant_id, c.id)]
+    default:
+      return assertNever(c)
   }
-  for (const op of ops) tenants.add(opTenant(op))
-  return { exclusive, tenants }
+}
+
+/** The records an op writes, by name, including those a guard reads about it (locks, links, uses). */
+function opNames(op: Op): string[] {
+  switch (op.op) {
+    case 'tenant.put':
+      return [name('tenant', op.tenant.id)]
+    case 'application.put':
+      return [
+        name('application', op.application.tenant_id, op.application.id),
+        name('key', op.application.key_hash),
+      ]
+    case 'application.delete':
+      return [name('application', op.tenant_id, op.id)]
+    case 'token.put':
+      return [token(op.token.tenant_id, op.token.id)]
+    case 'token.delete':
+      return [token(op.tenant_id, op.id)]
+    case 'association.put': {
+      const a = op.association
+      return [
+        link(a.tenant_id, a.parent_id, a.child_id),
+        token(a.tenant_id, a.parent_id),
+        token(a.tenant_id, a.child_id),
+      ]
+    }
+    case 'association.delete':
+      return [link(op.tenant_id, op.parent_id, op.child_id)]
+    case 'transaction.put': {
+      const t = op.transaction
+      const locks = t.state === 'open' ? t.locks.map((id) => lock(t.tenant_id, id)) : []
+      return [transaction(t.tenant_id, t.id), ...locks]
+    }
+    case 'transaction.delete':
+      return [transaction(op.tenant_id, op.id)]
+    case 'session.put': {
+      const s = op.session
+      return [
+        name('session', s.tenant_id, s.id),
+        name('nonce', s.tenant_id, s.nonce_hash),
+        name('key', s.key_hash),
+      ]
+    }
+    case 'session.delete':
+      return [name('session', op.tenant_id, op.id)]
+    case 'formula.put':
+      return [formula(op.formula.tenant_id, op.formula.id)]
+    case 'formula.delete':
+      return [formula(op.tenant_id, op.id)]
+    case 'reactor.put':
+      return [name('reactor', op.reactor.tenant_id, op.reactor.id), formulaUse(op.reactor.formula_id)]
+    case 'reactor.delete':
+      return [name('reactor', op.tenant_id, op.id)]
+    default:
+      return assertNever(op)
+  }
 }
 
 /**
- * Advisory-lock keys of one store. Keys are 64-bit hashes of the schema name and the tenant id, so
- * stores in different schemas of one database do not contend; a hash collision only makes two
- * tenants share a lock (more waiting, never less safety).
+ * The names of the records a batch's checks read and its ops write. Two writes conflict exactly
+ * when they share a name: each guard reads only records it names (a key, a lock, a link, a
+ * formula's use), and each op writes only records it names (a token's links go with the token's
+ * name, which every link put and check of it names too). Releases (an ended transaction's locks, a
+ * reactor's former formula, a deleted session's nonce) are not named: they only make guards hold
+ * more often, so a guard that ran before one and failed is ordered before it.
+ */
+export function recordNames(checks: readonly Check[], ops: readonly Op[]): Set<string> {
+  const names = new Set<string>()
+  for (const c of checks) for (const n of checkNames(c)) names.add(n)
+  for (const op of ops) for (const n of opNames(op)) names.add(n)
+  return names
+}
+
+/**
+ * Advisory-lock keys of one store: 64-bit hashes of the schema and a record name, so stores in
+ * different schemas of one database do not contend; a hash collision only makes two records share
+ * a lock (more waiting, never less safety). There is no tenant-wide or store-wide lock.
  */
 export class LockKeys {
-  readonly global: string
   private readonly cache = new Map<string, string>()
 
-  constructor(private readonly schema: string) {
-    this.global = lockKey(`tokenvault\u0000store\u0000${schema}`)
-  }
+  constructor(private readonly schema: string) {}
 
-  /** The key of a tenant's lock. */
-  tenant(tenantId: string): string {
-    let key = this.cache.get(tenantId)
+  /** The key of one record's lock. */
+  key(recordName: string): string {
+    let key = this.cache.get(recordName)
     if (key === undefined) {
       if (this.cache.size >= 10_000) this.cache.clear()
-      key = lockKey(`tokenvault\u0000tenant\u0000${this.schema}\u0000${tenantId}`)
-      this.cache.set(tenantId, key)
+      key = lockKey(`tokenvault\u0000${this.schema}\u0000${recordName}`)
+      this.cache.set(recordName, key)
     }
     return key
   }
 
-  /** Tenant keys sorted as numbers: every write takes them in this one order, so they never deadlock. */
-  sorted(tenantIds: Iterable<string>): string[] {
-    const keys = [...new Set([...tenantIds].map((id) => this.tenant(id)))]
-    return keys.sort((a, b) => {
+  /**
+   * One simple-protocol string that opens the SQL transaction and takes the transaction-scoped
+   * locks of `names`, in ascending key order: every write takes its locks in this one global
+   * order, so writes never deadlock on them.
+   */
+  begin(names: Iterable<string>): string {
+    const keys = [...new Set([...names].map((n) => this.key(n)))].sort((a, b) => {
       const x = BigInt(a)
       const y = BigInt(b)
       return x < y ? -1 : x > y ? 1 : 0
     })
-  }
-
-  /**
-   * One simple-protocol string that opens the SQL transaction and takes the plan's locks: the
-   * store-wide lock first (shared or exclusive), then the tenant locks in key order.
-   */
-  begin(plan: LockPlan): string {
-    const global = plan.exclusive ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared'
-    const tenants = this.sorted(plan.tenants).map((key) => `; SELECT pg_advisory_xact_lock(${key})`)
-    return `BEGIN; SELECT ${global}(${this.global})${tenants.join('')}`
+    if (keys.length === 0) return 'BEGIN'
+    return `BEGIN; SELECT ${keys.map((k) => `pg_advisory_xact_lock(${k})`).join(', ')}`
   }
 }

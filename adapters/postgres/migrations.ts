@@ -21,7 +21,7 @@ export interface Migration {
  * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
- * expiry indexes serve `purgeExpired` and `listExpired`; `token_locks_by_transaction` releases a transaction's locks.
+ * expiry indexes serve `listExpired`; `token_locks_by_transaction` releases a transaction's locks.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {

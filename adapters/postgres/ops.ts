@@ -15,30 +15,6 @@ const distinct = (ids: readonly string[]) => [...new Set(ids)]
 const run = (ctx: OpContext, text: string, values: unknown[]) =>
   ctx.query({ name: statementName(text), text, values })
 
-/** The tenant whose lock guards an op's records (`''` for official formulas). */
-export function opTenant(op: Op): string {
-  switch (op.op) {
-    case 'tenant.put':
-      return op.tenant.id
-    case 'application.put':
-      return op.application.tenant_id
-    case 'token.put':
-      return op.token.tenant_id
-    case 'association.put':
-      return op.association.tenant_id
-    case 'transaction.put':
-      return op.transaction.tenant_id
-    case 'session.put':
-      return op.session.tenant_id
-    case 'formula.put':
-      return op.formula.tenant_id ?? ''
-    case 'reactor.put':
-      return op.reactor.tenant_id
-    default:
-      return op.tenant_id ?? ''
-  }
-}
-
 /**
  * Applies one op inside the write's SQL transaction, exactly as `MemoryState.apply` does. Ops are
  * total: one never fails on missing records (it does nothing instead).

@@ -16,7 +16,7 @@ import type { Tables } from './statements.js'
 type Query = (config: QueryConfig) => Promise<QueryResult>
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
-export type Reads = Omit<Store, 'write' | 'listExpired' | 'purgeExpired' | 'close'>
+export type Reads = Omit<Store, 'write' | 'listExpired' | 'close'>
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
 const byKey =

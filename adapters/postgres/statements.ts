@@ -144,27 +144,5 @@ export function statements(t: Tables) {
     /** $1 before, $2 limit: keys of ended transactions that expire(d) at or before $1 (`transactions_ended_by_expiry`). */
     expiredEndedTransactions: `SELECT tenant_id, id FROM ${t.transactions}
       WHERE state <> 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
-
-    /** $1 now. Deletes expired sessions with their key and nonce entries; returns how many. */
-    purgeSessions: `WITH session AS (
-        DELETE FROM ${t.sessions} WHERE expires_at <= $1
-        RETURNING tenant_id, doc ->> 'key_hash' AS key_hash, doc ->> 'nonce_hash' AS nonce_hash
-      ), old_key AS (
-        DELETE FROM ${t.apiKeys} WHERE key_hash IN (SELECT key_hash FROM session)
-      ), old_nonce AS (
-        DELETE FROM ${t.nonces} n USING session s WHERE n.tenant_id = s.tenant_id AND n.nonce_hash = s.nonce_hash
-      )
-      SELECT count(*)::int AS n FROM session`,
-
-    /** $1 now. Expires open transactions past their expiry, dropping writes and locks; returns how many. */
-    purgeTransactions: `WITH tx AS (
-        UPDATE ${t.transactions}
-        SET state = 'expired', doc = doc || '{"state":"expired","writes":[],"locks":[]}'::jsonb
-        WHERE state = 'open' AND expires_at <= $1
-        RETURNING tenant_id, id
-      ), released AS (
-        DELETE FROM ${t.tokenLocks} l USING tx WHERE l.tenant_id = tx.tenant_id AND l.transaction_id = tx.id
-      )
-      SELECT count(*)::int AS n FROM tx`,
   }
 }

@@ -6,7 +6,7 @@ import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { statementName } from './keys.js'
-import { LockKeys, lockPlan } from './locking.js'
+import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
 import { applyOp } from './ops.js'
 import { reads } from './reads.js'
@@ -70,16 +70,16 @@ async function currentSchema(pool: Pool): Promise<string> {
  * migrations it lacks (see `migrate`). Records are copied in and out as JSON (`jsonb`).
  *
  * Linearizability: `write` runs its checks and ops in one SQL transaction (READ COMMITTED) that
- * first takes transaction-scoped advisory locks: the lock of every tenant the batch touches, in one
- * global order (so writes never deadlock on them), after a store-wide lock that every write takes
- * shared. Every check but `formula.unused` reads only its tenant's records (and official formulas,
- * whose lock it then takes too), so conflicting writes — two authorizations of one nonce, two
- * commits of one transaction — are serialized by their tenant's lock: the second one runs its
- * checks only after the first committed, sees its effects and fails. `formula.unused` reads every
- * tenant's reactors, and `purgeExpired` writes every tenant's records: they take the store-wide lock
- * exclusively. Writes of different tenants run in parallel; a tenant's writes run one at a time.
- * So a nonce authorization (`session.pending` + `session.put`) and a commit (`transaction.open` +
- * `transaction.unchanged` + the staged writes and `transaction.put`) are conditional updates that exactly one racer wins, in one process or many.
+ * first takes transaction-scoped advisory locks on the records the batch names — each guard's
+ * records (a token, a token's lock, a link, a transaction, a nonce, a formula, a formula's use) and
+ * each op's (see `recordNames`) — in one global key order, so writes never deadlock on them. Two
+ * writes that conflict name a common record, so the second runs its checks only after the first
+ * committed, sees its effects and fails; writes that name no common record run in parallel, even
+ * within one tenant and on one token's neighbours. There is no tenant-wide or store-wide lock.
+ * So a nonce authorization (`session.pending` + `session.put`), a commit (`transaction.open` +
+ * `transaction.unchanged` + the staged writes and `transaction.put`) and a compare-and-set update
+ * (`token.unchanged` + `token.put`) are conditional updates that exactly one racer wins, in one
+ * process or many. A deadlock or serialization failure among row locks is retried from the start.
  * Token locks of open transactions live in a table (`token_locks`), so every process sees them.
  * A batch with checks and no ops takes no lock: its one statement sees one snapshot.
  * Reads are single statements, so each sees one consistent snapshot of committed writes.
@@ -165,7 +165,7 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
           broken = e
         })
         const code = (error as { code?: unknown }).code
-        if (attempt < 5 && typeof code === 'string' && RETRY.has(code)) continue
+        if (attempt < 10 && typeof code === 'string' && RETRY.has(code)) continue
         throw error
       } finally {
         client.release(broken)
@@ -185,9 +185,8 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
       const failed = firstFailed(checks, (await pool.query(checkQuery(t, checks))).rows[0])
       return failed ? { ok: false, failed } : { ok: true }
     }
-    const plan = lockPlan(checks, batch.ops)
     try {
-      await transaction(locks.begin(plan), async (client) => {
+      await transaction(locks.begin(recordNames(checks, batch.ops)), async (client) => {
         if (checks.length > 0) {
           const failed = firstFailed(checks, (await client.query(checkQuery(t, checks))).rows[0])
           if (failed) throw new Refused(failed)
@@ -201,13 +200,6 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
     }
     return { ok: true }
   }
-
-  const purgeExpired = (now: string) =>
-    transaction(locks.begin({ exclusive: true, tenants: new Set() }), async (client) => {
-      const sessions = await client.query<{ n: number }>({ text: st.purgeSessions, values: [now] })
-      const transactions = await client.query<{ n: number }>({ text: st.purgeTransactions, values: [now] })
-      return { sessions: sessions.rows[0]?.n ?? 0, transactions: transactions.rows[0]?.n ?? 0 }
-    })
 
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text = expiredStatement(st, query.kind)
@@ -239,7 +231,6 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
     listFormulas: (tenantId, q) => guard(() => read.listFormulas(tenantId, q)),
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
     listReactors: (tenantId, range) => guard(() => read.listReactors(tenantId, range)),
-    purgeExpired: (now) => guard(() => purgeExpired(now)),
     dump: () => guard(() => read.dump()),
     close: () => {
       closed = true

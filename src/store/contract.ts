@@ -126,12 +126,6 @@ export interface Store {
    */
   listExpired(query: { kind: ExpiringKind; before: string; limit: number }): Promise<RecordKey[]>
 
-  /**
-   * Deletes sessions with `expires_at <= now`, and marks open transactions with `expires_at <= now`
-   * as `expired`, dropping their staged writes and locks. Returns how many of each it touched.
-   */
-  purgeExpired(now: string): Promise<{ sessions: number; transactions: number }>
-
   /** Every record, for tests and tools. */
   dump(): Promise<StoreDump>
 

@@ -478,26 +478,6 @@ export class MemoryState {
     return out
   }
 
-  /** The ops that `purgeExpired(now)` would apply; the caller applies (and, durably, journals) them. */
-  expiredOps(now: string): Op[] {
-    const ops: Op[] = []
-    for (const s of this.sessions.values()) {
-      if (s.expires_at <= now) ops.push({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })
-    }
-    for (const t of this.transactions.values()) {
-      if (t.state === 'open' && t.expires_at <= now) {
-        ops.push({ op: 'transaction.put', transaction: { ...t, state: 'expired', writes: [], locks: [] } })
-      }
-    }
-    return ops
-  }
-
-  /** Counts of what a batch of `expiredOps` touched. */
-  static countExpired(ops: Op[]): { sessions: number; transactions: number } {
-    const sessions = ops.filter((op) => op.op === 'session.delete').length
-    return { sessions, transactions: ops.length - sessions }
-  }
-
   /**
    * Every record as stored, neither copied nor sorted: for a serialiser that reads them at once
    * (say, one `JSON.stringify`), before anything else runs. The arrays are fresh, but the records

@@ -184,7 +184,11 @@ function answers(state: MemoryState) {
     keys: ['key-app-1', 'key-s1', 'key-s2', 'key-s3', 'none'].map((hash) => state.findKey(hash)),
     sessions: ['s1', 's2', 's3'].map((id) => state.getSessionByNonce(T, `nonce-${id}`)),
     formulas: state.listFormulas(T, { offset: 0, limit: 10 }),
-    expired: [NOW, LATER].map((now) => state.expiredOps(now)),
+    expired: [NOW, LATER].map((before) =>
+      (['token', 'session', 'transaction.open', 'transaction.ended'] as const).map((kind) =>
+        state.listExpired({ kind, before, limit: 100 }),
+      ),
+    ),
   }
 }
 

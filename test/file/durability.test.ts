@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import { sweepExpired } from '../../src/sweep.js'
+
+const TTL = { transactionTtlMs: 3_600_000 }
+
 import type { Op, StoredSession } from '../../src/types.js'
 import { NOW, put, T, tx } from './fixtures.js'
 import { tempDir } from './helpers.js'
@@ -52,12 +56,12 @@ describe('file store durability', () => {
     })
     expect(refused.ok).toBe(false)
     expect(await store.write({ ops: [] })).toEqual({ ok: true })
-    expect(await store.purgeExpired(NOW)).toEqual({ sessions: 0, transactions: 0 })
+    expect(await sweepExpired(store, NOW, TTL)).toMatchObject({ sessions: 0, transactions: 0 })
     expect(store.stats()).toMatchObject({ journalBytes, records })
     await store.close()
   })
 
-  it('journals purgeExpired like any write', async () => {
+  it("journals the sweep's writes like any write", async () => {
     const dir = await tempDir()
     const store = await fileStore({ path: dir, durability: 'none' })
     await store.write({
@@ -67,7 +71,10 @@ describe('file store durability', () => {
         { op: 'transaction.put', transaction: tx('t1', { locks: ['x'] }) },
       ],
     })
-    expect(await store.purgeExpired('2030-01-01T01:00:00.000Z')).toEqual({ sessions: 1, transactions: 1 })
+    expect(await sweepExpired(store, '2030-01-01T01:00:00.000Z', TTL)).toMatchObject({
+      sessions: 1,
+      transactions: 1,
+    })
     const before = await store.dump()
     await store.close()
     const again = await fileStore({ path: dir, durability: 'none' })
@@ -101,7 +108,7 @@ describe('file store durability', () => {
       expect(String((pending[0] as PromiseRejectedResult).reason)).toMatch(/journal failed.*EIO: simulated/)
       await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
       await expect(store.write({ ops: [put('z')] })).rejects.toThrow(/journal failed/)
-      await expect(store.purgeExpired(NOW)).rejects.toThrow(/journal failed/)
+      await expect(sweepExpired(store, NOW, TTL)).rejects.toThrow(/journal failed/)
       await expect(store.compact()).rejects.toThrow(/journal failed/)
       await store.close() // still releases the directory
       const again = await fileStore({ path: dir })

@@ -185,7 +185,7 @@ export const check: fc.Arbitrary<Check> = fc.oneof(
   }),
 ) as fc.Arbitrary<Check>
 
-/** A write batch; now and then `purgeExpired(now)` instead. */
+/** A write batch; now and then the expiry listing and the sweep instead. */
 export const step: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 12,

@@ -66,6 +66,16 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     await pool.end()
   })
 
+  it('puts a transaction with its locks once each, releases the dropped ones, and lets another take one over', async () => {
+    await expectSameAsMemory(store, [
+      batch(tx('t1', { locks: ['a', 'a', 'c'] }), tx('t2')),
+      batch(tx('t1', { locks: ['c', 'b'] })),
+      batch(tx('t2', { locks: ['b'] })),
+      batch(tx('t1', { state: 'committed' })),
+    ])
+    expect((await store.getTransaction('T', 't1'))?.state).toBe('committed')
+  })
+
   it('orders names by UTF-16 code units and matches them like nameMatcher', async () => {
     const ops = FORMULA_NAMES.map((name, i) => formula(`f${i}`, name, i % 2 ? 'T' : null))
     const filters = ['%', '_', '\\', 'i', 'İ', '*😀*', 'c*p', '*', '**', '100%*', '*_d*', 'X', '\uff01*']

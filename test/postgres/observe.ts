@@ -1,10 +1,12 @@
 import { expect } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
-import { MemoryState } from '../../src/store/memory-state.js'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { RecordKey, Store } from '../../src/store/contract.js'
+import type { MemoryState } from '../../src/store/memory-state.js'
+import { sweepExpired } from '../../src/sweep.js'
 import type { Check, Op } from '../../src/types.js'
 import { KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 
-/** A write batch, or `purgeExpired(now)`. */
+/** A write batch, or the expiry listing and the core's sweep at `now`. */
 export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
 
 /** Every read of a store over the test universe (see `arbitraries.ts`), as one comparable value. */
@@ -51,14 +53,20 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
  * step, then the same answer to every read in `observe`.
  */
 export async function expectSameAsMemory(store: Store, steps: Step[], filters: string[] = []): Promise<void> {
-  const memory = new MemoryState()
+  const memory = memoryStore()
+  const keys = (list: RecordKey[]) => list.map((k) => `${k.tenant_id}/${k.id}`).sort()
   for (const s of steps) {
     if ('purge' in s) {
-      const ops = memory.expiredOps(s.purge)
-      memory.write({ ops })
-      expect(await store.purgeExpired(s.purge)).toEqual(MemoryState.countExpired(ops))
+      for (const kind of ['token', 'session', 'transaction.open', 'transaction.ended'] as const) {
+        const query = { kind, before: s.purge, limit: 1000 }
+        expect(keys(await store.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
+      }
+      const ttl = { transactionTtlMs: 3_600_000 }
+      expect(await sweepExpired(store, s.purge, ttl)).toEqual(await sweepExpired(memory, s.purge, ttl))
     } else {
-      expect(await store.write(structuredClone(s.batch))).toEqual(memory.write(structuredClone(s.batch)))
+      expect(await store.write(structuredClone(s.batch))).toEqual(
+        await memory.write(structuredClone(s.batch)),
+      )
     }
   }
   expect(await observe(store, filters)).toEqual(await observe(memory, filters))

@@ -4,6 +4,7 @@ import type { Op, StoredToken } from '../../src/types.js'
 import { expiryTests } from './expiry.js'
 import { guardTests } from './guards.js'
 import { app, formula, LATER, NOW, session, T, token, tx, U } from './records.js'
+import { serviceTests } from './service.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
@@ -420,28 +421,6 @@ export function storeContract(harness: StoreHarness): void {
       await store.close()
     })
 
-    it('purges expired sessions and expires open transactions (the older sweep primitive)', async () => {
-      const store = await fresh()
-      await store.write({
-        ops: [
-          { op: 'session.put', session: session('s1') },
-          { op: 'session.put', session: session('s2', { expires_at: LATER }) },
-          { op: 'transaction.put', transaction: tx('t1', { locks: ['x'] }) },
-          { op: 'transaction.put', transaction: tx('t2', { expires_at: LATER }) },
-          { op: 'transaction.put', transaction: tx('t3', { state: 'committed' }) },
-        ],
-      })
-      const counts = await store.purgeExpired('2030-01-01T01:00:00.000Z')
-      expect(counts).toEqual({ sessions: 1, transactions: 1 })
-      expect(await store.findKey('key-s1')).toBeNull()
-      expect((await store.findKey('key-s2'))?.kind).toBe('session')
-      const t1 = await store.getTransaction(T, 't1')
-      expect(t1).toMatchObject({ state: 'expired', writes: [], locks: [] })
-      expect((await store.getTransaction(T, 't2'))?.state).toBe('open')
-      expect((await store.getTransaction(T, 't3'))?.state).toBe('committed')
-      await store.close()
-    })
-
     it('shows tenants official formulas and their own, filtered by name and paged', async () => {
       const store = await fresh()
       await store.write({
@@ -506,6 +485,7 @@ export function storeContract(harness: StoreHarness): void {
 
     guardTests(fresh)
     expiryTests(fresh)
+    serviceTests(fresh)
 
     if (harness.reopen) {
       const reopen = harness.reopen
