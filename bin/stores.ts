@@ -53,7 +53,14 @@ export async function openStore(spec: string): Promise<OpenedStore> {
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const { default: pg } = await import('pg')
     const { postgresStore } = await import('../adapters/postgres/index.js')
-    const pool = new pg.Pool({ connectionString: spec })
+    const { DEFAULT_TIMEOUTS, watchPool } = await import('../adapters/postgres/faults.js')
+    const pool = new pg.Pool({
+      connectionString: spec,
+      statement_timeout: DEFAULT_TIMEOUTS.statementTimeoutMs,
+      connectionTimeoutMillis: DEFAULT_TIMEOUTS.connectTimeoutMs,
+    })
+    // Without these listeners a terminated backend would crash the server.
+    watchPool(pool)
     try {
       return { store: await postgresStore({ pool }), description: redacted(spec), release: () => pool.end() }
     } catch (error) {

@@ -4,6 +4,7 @@ import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/stor
 import { StoreError } from '../../src/store/error.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
+import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
@@ -24,6 +25,16 @@ export interface PostgresUrlOptions {
   connectionString: string
   /** At most this many connections (default 10). */
   max?: number
+  /**
+   * Longest a statement may run before the database cancels it (the call answers 503).
+   * @default 5000
+   */
+  statementTimeoutMs?: number
+  /**
+   * Longest a call waits for a connection from the pool, or for a new one to open (then 503).
+   * @default 5000
+   */
+  connectTimeoutMs?: number
   /** The schema that holds the tables (created if missing). Default: the user's `current_schema()`. */
   schema?: string
 }
@@ -36,9 +47,13 @@ const RETRY = new Set(['40P01', '40001'])
 
 async function createPool(options: PostgresUrlOptions): Promise<Pool> {
   const pg = await import('pg')
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10 })
-  // An idle connection that breaks is dropped by the pool; without a listener the error would crash the process.
-  pool.on('error', () => {})
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    statement_timeout: options.statementTimeoutMs ?? DEFAULT_TIMEOUTS.statementTimeoutMs,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_TIMEOUTS.connectTimeoutMs,
+  })
+  watchPool(pool)
   return pool
 }
 
@@ -80,6 +95,8 @@ async function currentSchema(pool: Pool): Promise<string> {
 export async function postgresStore(options: PostgresStoreOptions): Promise<Store> {
   const owned = !('pool' in options)
   const pool = 'pool' in options ? options.pool : await createPool(options)
+  // A pool passed in gets the same listeners: a broken connection must never crash the host.
+  watchPool(pool)
   try {
     const schema = options.schema ?? (await currentSchema(pool))
     await migrate(pool, schema)
@@ -130,7 +147,7 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
       done()
       return Promise.reject(error)
     }
-    return result.finally(done)
+    return result.catch((error: unknown) => Promise.reject(asStoreError(error))).finally(done)
   }
 
   /** Runs `fn` in one SQL transaction on one client that `begin` opened; retries deadlocks. */
