@@ -3,9 +3,9 @@ import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import type { Store } from '../../src/store/contract.js'
 import type { Op, StoredFormula, StoredToken, StoredTransaction } from '../../src/types.js'
-import { FORMULA_NAMES, TIMES } from './arbitraries.js'
+import { FORMULA_NAMES, TIMES } from '../../testing/store/arbitraries.js'
+import { expectSameAsMemory, type Step } from '../../testing/store/observe.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
-import { expectSameAsMemory, type Step } from './observe.js'
 
 const NOW = TIMES[0]!
 const token = (id: string, extra: Partial<StoredToken> = {}): Op => ({

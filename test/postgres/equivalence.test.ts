@@ -3,9 +3,9 @@ import type pg from 'pg'
 import { afterAll, beforeAll, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import type { Store } from '../../src/store/contract.js'
-import { nameFilter, step } from './arbitraries.js'
+import { nameFilter, step } from '../../testing/store/arbitraries.js'
+import { expectSameAsMemory } from '../../testing/store/observe.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
-import { expectSameAsMemory } from './observe.js'
 
 describePostgres('postgres store behaves exactly like MemoryState', (url) => {
   let pool: pg.Pool

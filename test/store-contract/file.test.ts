@@ -5,6 +5,7 @@ import { afterAll } from 'vitest'
 import type { FileStoreOptions } from '../../adapters/file/index.js'
 import { fileStore } from '../../adapters/file/index.js'
 import type { Store } from '../../src/store/contract.js'
+import { storeEquivalence } from '../../testing/store/equivalence.js'
 import { storeContract } from '../../testing/store/suite.js'
 
 const dirs: string[] = []
@@ -38,3 +39,5 @@ storeContract(harness('file', {}))
 storeContract(harness('file, O_DSYNC journal', { sync: 'dsync' }))
 // Compacts after every flush, so reopening restores from snapshots (locks and link order included).
 storeContract(harness('file, compacting after every flush', { compactRatio: 0, compactMinBytes: 0 }))
+// The model-based equivalence harness, reopening the store every few steps.
+storeEquivalence({ ...harness('file', { durability: 'none' }), runs: 25 })

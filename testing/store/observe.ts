@@ -49,25 +49,36 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
 }
 
 /**
- * Applies `steps` to `store` and to a fresh `MemoryState`, expecting the same result from each
- * step, then the same answer to every read in `observe`.
+ * Applies `steps` to `store` and to a fresh reference model (the memory store), expecting the same
+ * result from each step, then the same answer to every read in `observe`. With `reopen`, the store
+ * is closed and opened again after every `reopenEvery` steps (durable stores: what it acknowledged
+ * must answer the same afterwards). Answers the store it ends with (the caller closes it).
  */
-export async function expectSameAsMemory(store: Store, steps: Step[], filters: string[] = []): Promise<void> {
+export async function expectSameAsMemory(
+  store: Store,
+  steps: Step[],
+  filters: string[] = [],
+  reopen?: (store: Store) => Promise<Store>,
+  reopenEvery = 4,
+): Promise<Store> {
   const memory = memoryStore()
   const keys = (list: RecordKey[]) => list.map((k) => `${k.tenant_id}/${k.id}`).sort()
-  for (const s of steps) {
+  const ttl = { transactionTtlMs: 3_600_000 }
+  let current = store
+  for (const [i, s] of steps.entries()) {
     if ('purge' in s) {
       for (const kind of ['token', 'session', 'transaction.open', 'transaction.ended'] as const) {
         const query = { kind, before: s.purge, limit: 1000 }
-        expect(keys(await store.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
+        expect(keys(await current.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
       }
-      const ttl = { transactionTtlMs: 3_600_000 }
-      expect(await sweepExpired(store, s.purge, ttl)).toEqual(await sweepExpired(memory, s.purge, ttl))
+      expect(await sweepExpired(current, s.purge, ttl)).toEqual(await sweepExpired(memory, s.purge, ttl))
     } else {
-      expect(await store.write(structuredClone(s.batch))).toEqual(
+      expect(await current.write(structuredClone(s.batch))).toEqual(
         await memory.write(structuredClone(s.batch)),
       )
     }
+    if (reopen && (i + 1) % reopenEvery === 0) current = await reopen(current)
   }
-  expect(await observe(store, filters)).toEqual(await observe(memory, filters))
+  expect(await observe(current, filters)).toEqual(await observe(memory, filters))
+  return current
 }

@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs'
+import { expect, it } from 'vitest'
+import { type KeyValue, kvStore } from '../../examples/kv-store.js'
+import type { Store } from '../../src/index.js'
+import { storeContract, storeEquivalence } from '../../testing/index.js'
+
+/** The worked example of README's "Write your own store", over an in-memory key-value map. */
+function harness(name: string) {
+  const storages = new WeakMap<Store, KeyValue>()
+  const open = async (kv: KeyValue) => {
+    const store = await kvStore(kv)
+    storages.set(store, kv)
+    return store
+  }
+  return {
+    name,
+    open: () => {
+      const map = new Map<string, string>()
+      return open({ get: async (k) => map.get(k) ?? null, set: async (k, v) => void map.set(k, v) })
+    },
+    reopen: async (store: Store) => {
+      const kv = storages.get(store)!
+      await store.close()
+      return open(kv)
+    },
+  }
+}
+
+storeContract(harness('README example: key-value store'))
+storeEquivalence({ ...harness('README example: key-value store'), runs: 10 })
+
+it('README shows the key-value store example exactly as examples/kv-store.ts', () => {
+  expect(readFileSync('README.md', 'utf8')).toContain(readFileSync('examples/kv-store.ts', 'utf8').trim())
+})

@@ -1,0 +1,45 @@
+import fc from 'fast-check'
+import { describe, it } from 'vitest'
+import type { Store } from '../../src/store/contract.js'
+import { nameFilter, step } from './arbitraries.js'
+import { expectSameAsMemory } from './observe.js'
+
+/** How the equivalence harness gets stores. */
+export interface EquivalenceHarness {
+  name: string
+  /** A new, empty store for each random sequence. */
+  open(): Promise<Store>
+  /** Closes and reopens the same store (durable stores): the harness reopens between steps. */
+  reopen?(store: Store): Promise<Store>
+  /** How many random sequences to run. @default 40 */
+  runs?: number
+}
+
+/**
+ * The model-based equivalence harness: random sequences of write batches (over a tiny universe of
+ * ids, so that they collide), expiry listings and sweeps, each step answered by the store exactly
+ * as by the reference model (the memory store), then every read compared. Durable stores are
+ * reopened every few steps. Needs vitest and fast-check (optional peer dependencies).
+ */
+export function storeEquivalence(harness: EquivalenceHarness): void {
+  describe(`Store equivalence: ${harness.name}`, () => {
+    it('answers every write and read as the reference model does, on random sequences', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(step, { maxLength: 16 }),
+          fc.array(nameFilter, { maxLength: 3 }),
+          async (steps, filters) => {
+            const store = await harness.open()
+            let last = store
+            try {
+              last = await expectSameAsMemory(store, steps, filters, harness.reopen?.bind(harness))
+            } finally {
+              await last.close().catch(() => {})
+            }
+          },
+        ),
+        { numRuns: harness.runs ?? 40 },
+      )
+    }, 120_000)
+  })
+}
