@@ -17,6 +17,8 @@ export interface ServeOptions {
   headerPrefix: string
   /** The master key (32 bytes); without it a persistent store is refused, a memory store uses a random one. */
   masterKey?: Uint8Array
+  /** Origins whose browser apps may call the API (CORS); `*` for any. */
+  corsOrigins?: readonly string[]
   /** Where the startup lines go (default stdout). */
   print?: (line: string) => void
   /** Where request and error lines go (default stderr). */
@@ -100,6 +102,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
 
   const handler = createHttpHandler(service, {
     headerPrefix: options.headerPrefix,
+    ...(options.corsOrigins ? { cors: { origins: options.corsOrigins } } : {}),
     log: (event) => log(formatEvent(event)),
   })
   const server = createServer(toNodeListener(handler))

@@ -13,6 +13,7 @@ Options:
   --host <host>          address to listen on (default 127.0.0.1)
   --store <store>        memory | file:PATH | postgres://... (default ${DEFAULT_STORE})
   --header-prefix <p>    prefix of the API key and transaction headers (default SVC)
+  --cors-origin <o>      let browser apps on this origin call the API (repeatable; * for any)
   --master-key-file <f>  file holding the master key (32 bytes, base64); env TOKENVAULT_MASTER_KEY
                          (base64) instead; default for a file or postgres store: ./.tokenvault.key,
                          created 0600 on first start
@@ -43,6 +44,7 @@ async function main(argv: string[]) {
         store: { type: 'string', default: DEFAULT_STORE },
         'header-prefix': { type: 'string', default: 'SVC' },
         'master-key-file': { type: 'string' },
+        'cors-origin': { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h', default: false },
       },
     })
@@ -83,6 +85,7 @@ async function main(argv: string[]) {
     store: values.store,
     headerPrefix: values['header-prefix'],
     ...(masterKey ? { masterKey } : {}),
+    ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
   })
   let stopping = false
   const stop = (signal: NodeJS.Signals) => {

@@ -106,6 +106,8 @@ export interface Service {
   admin: Admin
   /** A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every call. */
   connect(apiKey: string, options?: { transactionId?: string }): Client
+  /** Whether the store answers (readiness): false while its disk or database can't be reached. */
+  ready(): Promise<boolean>
   /** Closes the formula runner, if any, then the store. */
   close(): Promise<void>
 }
@@ -213,6 +215,14 @@ export function createService(options: ServiceOptions): Service {
         applications: authenticated(applicationOperations, context),
         reactorFormulas: authenticated(formulaOperations, context),
         reactors: authenticated(reactorOperations, context),
+      }
+    },
+    async ready() {
+      try {
+        await store.hasTenants()
+        return true
+      } catch {
+        return false
       }
     },
     async close() {

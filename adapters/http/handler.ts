@@ -34,6 +34,19 @@ export interface HttpHandlerOptions {
   maxBodyBytes?: number
   /** Receives request and error events. Without it, unexpected errors go to `console.error`. */
   log?: (event: HttpLogEvent) => void
+  /**
+   * Serves every route under this path prefix (e.g. `/vault`: `GET /vault/tokens/{id}`), for
+   * frameworks that mount the handler without stripping the prefix. Paths outside it answer 404.
+   * @default ''
+   */
+  basePath?: string
+  /**
+   * Lets browser apps on these origins call the API (sessions are for public, browser apps):
+   * preflight `OPTIONS` answers 204 with the allowed methods and headers (the API key, transaction
+   * and idempotency headers, `content-type`), and answers to an allowed origin carry
+   * `Access-Control-Allow-Origin`. `'*'` allows any origin. Off by default.
+   */
+  cors?: { origins: readonly string[] }
 }
 
 /** The handler over the transport-neutral exchange: what `toNodeListener` calls directly. */
@@ -97,6 +110,9 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
   const log = options.log
   const router = apiRouter()
+  const basePath = normalizeBase(options.basePath ?? '')
+  const upper = (options.headerPrefix ?? 'SVC').toUpperCase()
+  const cors = options.cors ? corsPolicy(options.cors.origins, upper) : null
 
   const dispatch = async (
     incoming: Incoming,
@@ -140,18 +156,118 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     return internalError()
   }
 
+  /** Health, HEAD, OPTIONS and CORS around `dispatch`; null when the route table should answer. */
+  const serveMeta = async (incoming: Incoming, method: string, path: string, search: string) => {
+    if (method === 'GET' || method === 'HEAD') {
+      if (path === '/healthz') return json(200, { status: 'ok' })
+      if (path === '/readyz') {
+        return (await service.ready())
+          ? json(200, { status: 'ready' })
+          : {
+              ...json(503, { status: 'unavailable' }),
+              headers: {
+                'content-type': 'application/json',
+                'cache-control': 'no-store',
+                'retry-after': '1',
+              },
+            }
+      }
+    }
+    if (method === 'OPTIONS') {
+      const match = router.match('OPTIONS', path)
+      if (match.kind === 'none') throw unmatched(match, method, path)
+      const allow = match.kind === 'method' ? withHead(match.allow) : 'OPTIONS'
+      const origin = incoming.header('origin')
+      const preflight = cors && origin !== null && incoming.header('access-control-request-method') !== null
+      const headers: Record<string, string> = { allow: `${allow}, OPTIONS`, 'cache-control': 'no-store' }
+      if (preflight && cors.allows(origin)) Object.assign(headers, cors.preflight(origin, allow))
+      return { status: 204, headers, body: null }
+    }
+    if (method === 'HEAD') {
+      const out = await dispatch(incoming, 'GET', path, search)
+      return { ...out, body: null }
+    }
+    return null
+  }
+
+  const answer = async (incoming: Incoming, method: string, path: string, search: string) => {
+    const meta = await serveMeta(incoming, method, path, search)
+    return meta ?? dispatch(incoming, method, path, search)
+  }
+
   return (incoming) => {
     const started = log ? performance.now() : 0
     const method = incoming.method
-    const { path, search } = splitTarget(incoming.target)
-    const settled = dispatch(incoming, method, path, search).catch((error: unknown) =>
-      failure(error, method, path),
+    const target = splitTarget(incoming.target)
+    const { search } = target
+    let path = target.path
+    const inside = basePath === '' || path === basePath || path.startsWith(`${basePath}/`)
+    if (inside && basePath !== '') path = path.slice(basePath.length) || '/'
+    const settled = (
+      inside
+        ? answer(incoming, method, path, search)
+        : Promise.reject(new HttpProblem(404, `No route matches ${method} ${target.path}.`))
     )
+      .catch((error: unknown) => failure(error, method, path))
+      .then((out) => {
+        const origin = cors ? incoming.header('origin') : null
+        if (cors && origin !== null && cors.allows(origin)) Object.assign(out.headers, cors.simple(origin))
+        return out
+      })
     if (!log) return settled
     return settled.then((out) => {
       log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
       return out
     })
+  }
+}
+
+/** A JSON answer that carries no secret (health and readiness). */
+function json(status: number, body: unknown): Outgoing {
+  return {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+    body: JSON.stringify(body),
+  }
+}
+
+/** `allow` with HEAD wherever GET is allowed. */
+function withHead(allow: string): string {
+  return allow.split(', ').includes('GET') ? `${allow}, HEAD` : allow
+}
+
+/** `basePath` without a trailing slash, with a leading one (`''` when none). */
+function normalizeBase(basePath: string): string {
+  const trimmed = basePath.replace(/\/+$/, '')
+  if (trimmed === '') return ''
+  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`
+}
+
+/** The CORS answers for a set of allowed origins (`*` for any). */
+function corsPolicy(origins: readonly string[], prefix: string) {
+  const any = origins.includes('*')
+  const allowed = new Set(origins.map((o) => o.replace(/\/+$/, '').toLowerCase()))
+  const headers = [
+    `${prefix}-API-KEY`,
+    `${prefix}-TRANSACTION-ID`,
+    `${prefix}-IDEMPOTENCY-KEY`,
+    'Content-Type',
+  ].join(', ')
+  const allowOrigin = (origin: string) => (any ? '*' : origin)
+  return {
+    allows: (origin: string) => any || allowed.has(origin.toLowerCase()),
+    preflight: (origin: string, methods: string): Record<string, string> => ({
+      'access-control-allow-origin': allowOrigin(origin),
+      'access-control-allow-methods': methods,
+      'access-control-allow-headers': headers,
+      'access-control-max-age': '600',
+      vary: 'Origin',
+    }),
+    simple: (origin: string): Record<string, string> => ({
+      'access-control-allow-origin': allowOrigin(origin),
+      'access-control-expose-headers': 'Retry-After, WWW-Authenticate',
+      vary: 'Origin',
+    }),
   }
 }
 
