@@ -1,9 +1,9 @@
 import { requirePermission } from './access.js'
 import { checkFailure } from './checks.js'
-import { type Paginated, paginated } from './children.js'
 import type { Ctx } from './context.js'
 import { newApiKey, newId, sha256 } from './crypto.js'
 import { notFound, ServiceError } from './errors.js'
+import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createApplicationInput, listInput, updateApplicationInput } from './schemas/application.js'
 import type { AccessRule, Application, ApplicationType, Permission, StoredApplication } from './types.js'
@@ -90,8 +90,7 @@ export function applicationOperations(ctx: Ctx) {
       requirePermission(ctx.principal, 'application:read')
       const q = parse(listInput, query ?? {})
       const page = await ctx.store.listApplications(tenant(), {
-        offset: (q.page - 1) * q.size,
-        limit: q.size,
+        ...rangeOf(q),
       })
       return paginated({ items: page.items.map(shownApplication), total: page.total }, q.page, q.size)
     },

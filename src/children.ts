@@ -1,31 +1,12 @@
 import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './access.js'
 import type { Ctx } from './context.js'
 import { conflict, invalid, notFound } from './errors.js'
+import { type Paginated, paginated } from './pagination.js'
 import { listChildrenInput } from './schemas/token.js'
-import type { Page } from './store/contract.js'
 import { creationChecks, newToken } from './tokens.js'
 import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
 import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
-
-/** A page of a list in the HTTP envelope. */
-export interface Paginated<T> {
-  pagination: { total_items: number; page_number: number; page_size: number; total_pages: number }
-  data: T[]
-}
-
-/** Wraps a store page in the list envelope. */
-export function paginated<T>(page: Page<T>, pageNumber: number, pageSize: number): Paginated<T> {
-  return {
-    pagination: {
-      total_items: page.total,
-      page_number: pageNumber,
-      page_size: pageSize,
-      total_pages: Math.ceil(page.total / pageSize),
-    },
-    data: page.items,
-  }
-}
 
 /** Every child the caller sees, before paging: committed ones overlaid with its transaction's writes. */
 async function allChildren(

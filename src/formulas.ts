@@ -1,10 +1,10 @@
 import * as v from 'valibot'
 import { requirePermission } from './access.js'
 import { expectWritten } from './checks.js'
-import { type Paginated, paginated } from './children.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { forbidden, invalid, notFound } from './errors.js'
+import { type Paginated, paginated, rangeOf } from './pagination.js'
 import type { FormulaRunner } from './runner.js'
 import {
   type FormulaInput,
@@ -134,8 +134,7 @@ export function formulaOperations(ctx: Ctx) {
       requirePermission(ctx.principal, 'reactor:read')
       const q = parse(listFormulasInput, query ?? {})
       const page = await ctx.store.listFormulas(tenant(), {
-        offset: (q.page - 1) * q.size,
-        limit: q.size,
+        ...rangeOf(q),
         ...(q.name === undefined ? {} : { name: q.name }),
       })
       return paginated({ items: page.items.map(shownFormula), total: page.total }, q.page, q.size)

@@ -1,9 +1,9 @@
 import { requirePermission } from './access.js'
 import { expectWritten } from './checks.js'
-import { type Paginated, paginated } from './children.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { forbidden, notFound, ServiceError, type ValidationIssues } from './errors.js'
+import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { castArgs, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
 import { createReactorInput, listReactorsInput, reactInput, updateReactorInput } from './schemas/reactor.js'
 import type { Reactor, StoredFormula } from './types.js'
@@ -93,7 +93,7 @@ export function reactorOperations(ctx: Ctx) {
     async list(query: unknown = {}): Promise<Paginated<Reactor>> {
       requirePermission(ctx.principal, 'reactor:read')
       const q = parse(listReactorsInput, query ?? {})
-      const page = await ctx.store.listReactors(tenant(), { offset: (q.page - 1) * q.size, limit: q.size })
+      const page = await ctx.store.listReactors(tenant(), rangeOf(q))
       return paginated(page, q.page, q.size)
     },
 

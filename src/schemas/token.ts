@@ -87,7 +87,3 @@ export const listChildrenInput = v.strictObject({
   ...pagination,
 })
 export type ListChildrenInput = v.InferInput<typeof listChildrenInput>
-
-/** Path id of a token operation. */
-export const tokenIdParam = tokenId
-export { metadata as tokenMetadata }
