@@ -6,46 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { afterEach, describe, expect, it } from 'vitest'
-
-const root = fileURLToPath(new URL('../../', import.meta.url))
-const children: ChildProcess[] = []
-
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
-})
-
-/** Starts the CLI from source and collects its stdout lines and stderr. */
-function start(args: string[], cwd = root, env: Record<string, string> = {}) {
-  const tsx = import.meta.resolve('tsx')
-  const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/tokenvault.ts'), ...args], {
-    cwd,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  children.push(child)
-  const lines: string[] = []
-  const waiters: (() => void)[] = []
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    lines.push(line)
-    for (const wake of waiters.splice(0)) wake()
-  })
-  let stderr = ''
-  child.stderr!.on('data', (d) => {
-    stderr += d
-  })
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
-  /** Waits until stdout has `n` lines (or the process exits). */
-  const line = async (n: number) => {
-    while (lines.length < n) {
-      const more = new Promise<void>((resolve) => waiters.push(resolve))
-      const ended = await Promise.race([more.then(() => false), exited.then(() => true)])
-      if (ended && lines.length < n) throw new Error(`the CLI exited early: ${stderr}`)
-    }
-    return lines[n - 1]!
-  }
-  return { child, lines, line, exited, stderr: () => stderr }
-}
+import { describe, expect, it } from 'vitest'
+import { root, start } from './spawn.js'
 
 describe('tokenvault serve', () => {
   it('prints where it listens and the management key, serves the API, logs requests, exits 0 on SIGTERM', async () => {

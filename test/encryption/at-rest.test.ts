@@ -1,14 +1,12 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { start } from '../cli/spawn.js'
 import { PG_URL } from '../postgres/database.js'
 
 /**
@@ -16,61 +14,19 @@ import { PG_URL } from '../postgres/database.js'
  * `data` and `mask` through the CLI server; then every file of the data directory, and a `pg_dump`
  * of the database, are searched for them (and for their base64). A restart reads them back.
  */
-const root = fileURLToPath(new URL('../../', import.meta.url))
 const CARD = '4111111111111111'
 const SECRET = `s3cr3t-${randomBytes(6).toString('hex')}`
 const MASK_SECRET = `m4sk-${randomBytes(6).toString('hex')}`
-const children: ChildProcess[] = []
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
-})
-
-/** Starts `tokenvault serve` in `cwd`; answers its URL and management key (on a first start). */
+/** Starts `tokenvault serve` on `store` in `cwd`; answers its URL once it listens. */
 async function serve(store: string, cwd: string, env: Record<string, string> = {}) {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      import.meta.resolve('tsx'),
-      join(root, 'bin/tokenvault.ts'),
-      'serve',
-      '--port',
-      '0',
-      '--store',
-      store,
-    ],
-    { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  children.push(child)
-  let stderr = ''
-  child.stderr!.on('data', (d) => (stderr += d))
-  const lines: string[] = []
-  const waiters: (() => void)[] = []
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    lines.push(line)
-    for (const wake of waiters.splice(0)) wake()
-  })
-  const exited = once(child, 'exit')
-  let ended = false
-  void exited.then(() => {
-    ended = true
-    for (const wake of waiters.splice(0)) wake()
-  })
-  /** Waits until stdout has `n` lines. */
-  const first = async (n: number) => {
-    while (lines.length < n) {
-      if (ended) throw new Error(`the CLI exited: ${stderr}`)
-      await new Promise<void>((resolve) => waiters.push(resolve))
-    }
-  }
-  await first(1)
-  const url = lines[0]!.slice('listening on '.length)
+  const cli = start(['serve', '--port', '0', '--store', store], cwd, env)
+  const url = (await cli.line(1)).slice('listening on '.length)
   const stop = async () => {
-    child.kill('SIGTERM')
-    await exited
-    return stderr
+    cli.child.kill('SIGTERM')
+    await cli.exited
+    return cli.stderr()
   }
-  return { url, stop, lines, first, stderr: () => stderr }
+  return { url, stop, lines: cli.lines, first: cli.line }
 }
 
 async function plant(url: string, management: string) {

@@ -7,6 +7,24 @@ import type { AccessRule, Permission } from '../../src/types.js'
 export const REACTOR: Permission[] = ['reactor:create', 'reactor:read', 'reactor:update', 'reactor:delete']
 export const TOKEN: Permission[] = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use']
 
+/**
+ * Sandbox runners a test file opens with `open(options)`, all closed after the file
+ * (`afterAll(closeAll)`).
+ */
+export function runnersOfFile() {
+  const opened: FormulaRunner[] = []
+  return {
+    open(options: Parameters<typeof sandboxRunner>[0] = {}): FormulaRunner {
+      const runner = sandboxRunner(options)
+      opened.push(runner)
+      return runner
+    },
+    closeAll: async () => {
+      await Promise.all(opened.splice(0).map((r) => r.close()))
+    },
+  }
+}
+
 /** The default sandbox runner shared by a test file; services get it without `close`, the file closes it. */
 export function sharedRunner(options: Parameters<typeof sandboxRunner>[0] = {}) {
   let runner: FormulaRunner | undefined

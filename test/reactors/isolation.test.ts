@@ -2,20 +2,13 @@ import { Worker } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
+import { startSandboxWorker } from '../../adapters/sandbox/index.js'
 import { createService, manualClock } from '../../src/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
-import { failure, formulaBody, world } from '../formulas/setup.js'
+import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
-const opened: FormulaRunner[] = []
-const open = (options: Parameters<typeof sandboxRunner>[0] = {}) => {
-  const runner = sandboxRunner(options)
-  opened.push(runner)
-  return runner
-}
-afterAll(async () => {
-  await Promise.all(opened.map((r) => r.close()))
-})
+const { open, closeAll } = runnersOfFile()
+afterAll(closeAll)
 
 /** A world with reactors made from `code` in both tenants. */
 async function reactorsOf(runner: FormulaRunner | undefined, code: string, reactorTimeoutMs?: number) {

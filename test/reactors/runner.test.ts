@@ -8,18 +8,11 @@ import {
   workerRunner,
 } from '../../adapters/sandbox/index.js'
 import { createService, manualClock } from '../../src/index.js'
-import type { FormulaRunner } from '../../src/runner.js'
+import { runnersOfFile } from '../formulas/setup.js'
 
 const request = { args: { n: 1 }, configuration: { region: 'eu' } }
-const opened: FormulaRunner[] = []
-const open = (options: Parameters<typeof sandboxRunner>[0] = {}) => {
-  const runner = sandboxRunner(options)
-  opened.push(runner)
-  return runner
-}
-afterAll(async () => {
-  await Promise.all(opened.map((r) => r.close()))
-})
+const { open, closeAll } = runnersOfFile()
+afterAll(closeAll)
 
 describe('sandboxRunner', () => {
   it('is also exported under its old name', () => {
