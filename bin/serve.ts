@@ -19,6 +19,10 @@ export interface ServeOptions {
   masterKey?: Uint8Array
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
   corsOrigins?: readonly string[]
+  /** On an empty store, the management application gets this key instead of a random one. */
+  managementKey?: string
+  /** The request and error log: `text` lines, `json` lines, or `none` (default `text`). */
+  logFormat?: 'text' | 'json' | 'none'
   /** Where the startup lines go (default stdout). */
   print?: (line: string) => void
   /** Where request and error lines go (default stderr). */
@@ -42,7 +46,11 @@ export const SWEEP_INTERVAL_MS = 30_000
  * On a store that holds no tenant yet, creates one and a management application, and answers the
  * application's key (shown this once); otherwise null.
  */
-async function bootstrap(service: Service, isEmpty: () => Promise<boolean>): Promise<string | null> {
+async function bootstrap(
+  service: Service,
+  isEmpty: () => Promise<boolean>,
+  managementKey: string | undefined,
+): Promise<string | null> {
   if (!(await isEmpty())) return null
   const tenant = await service.admin.createTenant({ name: 'default' })
   const { key } = await service.admin.createApplication({
@@ -50,8 +58,44 @@ async function bootstrap(service: Service, isEmpty: () => Promise<boolean>): Pro
     name: 'management',
     type: 'management',
     permissions: MANAGEMENT_PERMISSIONS,
+    ...(managementKey ? { key: managementKey } : {}),
   })
   return key
+}
+
+/** A log line as JSON: time, level, and the event's fields (never keys, nonces or token data). */
+function jsonEvent(event: HttpLogEvent): string {
+  const time = new Date().toISOString()
+  if (event.kind === 'request') {
+    const level = event.status >= 500 ? 'error' : event.status >= 400 ? 'warn' : 'info'
+    return JSON.stringify({
+      time,
+      level,
+      method: event.method,
+      path: event.path,
+      status: event.status,
+      ms: Number(event.ms.toFixed(1)),
+    })
+  }
+  const error =
+    event.error instanceof Error ? `${event.error.name}: ${event.error.message}` : String(event.error)
+  return JSON.stringify({ time, level: 'error', method: event.method, path: event.path, error })
+}
+
+/**
+ * A writer that buffers lines and writes them together after the current turn of the event loop,
+ * so logging never sits on a request's path (one write per batch, not per line).
+ */
+function buffered(write: (text: string) => void): (line: string) => void {
+  let pending: string[] = []
+  const flush = () => {
+    const text = pending.join('\n')
+    pending = []
+    write(`${text}\n`)
+  }
+  return (line) => {
+    if (pending.push(line) === 1) setImmediate(flush)
+  }
 }
 
 /** One line per request: time, method, path (no query string), status, milliseconds. No keys, no data. */
@@ -74,7 +118,7 @@ const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
  */
 export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
-  const log = options.log ?? ((line) => process.stderr.write(`${line}\n`))
+  const log = options.log ?? buffered((text) => process.stderr.write(text))
   const opened = await openStore(options.store)
   const runner = sandboxRunner()
   let service: Service
@@ -93,7 +137,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   }
   let key: string | null
   try {
-    key = await bootstrap(service, async () => !(await opened.store.hasTenants()))
+    key = await bootstrap(service, async () => !(await opened.store.hasTenants()), options.managementKey)
   } catch (error) {
     await service.close()
     await opened.release()
@@ -103,7 +147,12 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const handler = createHttpHandler(service, {
     headerPrefix: options.headerPrefix,
     ...(options.corsOrigins ? { cors: { origins: options.corsOrigins } } : {}),
-    log: (event) => log(formatEvent(event)),
+    ...(options.logFormat === 'none'
+      ? { log: () => {} }
+      : {
+          log: (event: HttpLogEvent) =>
+            log(options.logFormat === 'json' ? jsonEvent(event) : formatEvent(event)),
+        }),
   })
   const server = createServer(toNodeListener(handler))
   server.listen(options.port, options.host)

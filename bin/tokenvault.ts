@@ -1,24 +1,28 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadMasterKey } from './master-key.js'
+import { parseArgsOptions, resolveOptions, usage } from './options.js'
 import { serve } from './serve.js'
-import { DEFAULT_STORE, isStoreSpec } from './stores.js'
+import { isStoreSpec } from './stores.js'
 
-const USAGE = `Usage: tokenvault serve [options]
+/** This package's version, from its package.json (one level up from `bin/` and from `dist/bin/`). */
+function version(): string {
+  for (const up of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
+        name?: string
+        version?: string
+      }
+      if (pkg.name === 'tokenvault' && pkg.version) return pkg.version
+    } catch {
+      // Not there: try the next.
+    }
+  }
+  return 'unknown'
+}
 
-Serves the tokenvault HTTP API.
-
-Options:
-  --port <n>             port to listen on; 0 picks a free one (default 3000)
-  --host <host>          address to listen on (default 127.0.0.1)
-  --store <store>        memory | file:PATH | postgres://... (default ${DEFAULT_STORE})
-  --header-prefix <p>    prefix of the API key and transaction headers (default SVC)
-  --cors-origin <o>      let browser apps on this origin call the API (repeatable; * for any)
-  --master-key-file <f>  file holding the master key (32 bytes, base64); env TOKENVAULT_MASTER_KEY
-                         (base64) instead; default for a file or postgres store: ./.tokenvault.key,
-                         created 0600 on first start
-  -h, --help             show this help
-`
+const USAGE = usage()
 
 function fail(message: string): never {
   process.stderr.write(`tokenvault: ${message}\n\n${USAGE}`)
@@ -28,41 +32,54 @@ function fail(message: string): never {
 function parsePort(value: string): number {
   const port = Number(value)
   if (!/^\d+$/.test(value) || port > 65_535)
-    fail(`--port must be a whole number from 0 to 65535, not ${value}`)
+    fail(`--port (PORT) must be a whole number from 0 to 65535, not ${value}`)
   return port
 }
 
+const LOG_FORMATS = ['text', 'json', 'none'] as const
+const MANAGEMENT_KEY = /^key_[A-Za-z0-9_-]{24,}$/
+
 async function main(argv: string[]) {
-  let parsed: ReturnType<typeof parse>
-  const parse = (args: string[]) =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        port: { type: 'string', default: '3000' },
-        host: { type: 'string', default: '127.0.0.1' },
-        store: { type: 'string', default: DEFAULT_STORE },
-        'header-prefix': { type: 'string', default: 'SVC' },
-        'master-key-file': { type: 'string' },
-        'cors-origin': { type: 'string', multiple: true },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    })
+  let flags: ReturnType<typeof parseArgs>
   try {
-    parsed = parse(argv)
+    flags = parseArgs({ args: argv, allowPositionals: true, options: parseArgsOptions() })
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error))
   }
-  const { values, positionals } = parsed
-  if (values.help) {
+  if (flags.values['help']) {
     process.stdout.write(USAGE)
     return
   }
-  if (positionals.length !== 1 || positionals[0] !== 'serve') fail('the only command is serve')
+  if (flags.values['version']) {
+    process.stdout.write(`tokenvault ${version()}\n`)
+    return
+  }
+  const resolved = resolveOptions(flags.values, process.env)
+  const one = (name: string): string => String(resolved[name] ?? '')
+  const values = {
+    port: one('port'),
+    host: one('host'),
+    store: one('store'),
+    'header-prefix': one('header-prefix'),
+    log: one('log'),
+    'master-key-file': resolved['master-key-file'] as string | undefined,
+    'management-key': resolved['management-key'] as string | undefined,
+    'cors-origin': (resolved['cors-origin'] as string[] | undefined) ?? [],
+  }
+  if (flags.positionals.length !== 1 || flags.positionals[0] !== 'serve') fail('the only command is serve')
   if (!isStoreSpec(values.store))
-    fail(`--store must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
+    fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
   if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
-    fail('--header-prefix may hold only letters, digits and -')
+    fail('--header-prefix (TOKENVAULT_HEADER_PREFIX) may hold only letters, digits and -')
+  const logFormat = values['log'] as (typeof LOG_FORMATS)[number]
+  if (!LOG_FORMATS.includes(logFormat))
+    fail(`--log (TOKENVAULT_LOG) must be text, json or none, not ${values['log']}`)
+  const managementKey = values['management-key']
+  if (managementKey !== undefined && !MANAGEMENT_KEY.test(managementKey)) {
+    fail(
+      '--management-key (TOKENVAULT_MANAGEMENT_KEY) must be key_ followed by 24 or more of A-Z a-z 0-9 _ -',
+    )
+  }
 
   let masterKey: Uint8Array | undefined
   if (values.store !== 'memory' || process.env['TOKENVAULT_MASTER_KEY'] || values['master-key-file']) {
@@ -86,6 +103,8 @@ async function main(argv: string[]) {
     headerPrefix: values['header-prefix'],
     ...(masterKey ? { masterKey } : {}),
     ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
+    ...(managementKey ? { managementKey } : {}),
+    logFormat,
   })
   let stopping = false
   const stop = (signal: NodeJS.Signals) => {

@@ -48,10 +48,11 @@ export function newApplication(
   input: unknown,
   now: string,
   createdBy?: string,
+  givenKey?: string,
 ): { application: StoredApplication; key: string } {
   const body = parse(createApplicationInput, input)
   requirePermissionsFitType(body.type, body.permissions, body.rules)
-  const key = newApiKey()
+  const key = givenKey ?? newApiKey()
   const application: StoredApplication = {
     id: newId(),
     tenant_id: tenantId,

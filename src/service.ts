@@ -7,7 +7,7 @@ import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId } from './crypto.js'
 import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
-import { notFound } from './errors.js'
+import { conflict, invalid, notFound } from './errors.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
@@ -18,6 +18,9 @@ import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
 import { parse } from './validate.js'
+
+/** A key the host chooses for an application (`admin.createApplication({ key })`). */
+const GIVEN_KEY = /^key_[A-Za-z0-9_-]{24,}$/
 
 /**
  * The master keys of the service: those given, or for a memory store a random one (nothing it
@@ -78,7 +81,11 @@ export interface Client {
 export interface Admin extends OfficialFormulaAdmin {
   /** Creates a tenant. */
   createTenant(input: { name: string }): Promise<Tenant>
-  /** Creates an application in a tenant; `key` is the plaintext key, shown only here. */
+  /**
+   * Creates an application in a tenant; `key` in the answer is the plaintext key, shown only here.
+   * The input may give the key itself (`key`: `key_` and 24 or more of A-Z a-z 0-9 _ -) so a CI
+   * setup or a fixture can hard-code it; a key already in use is a conflict.
+   */
   createApplication(
     input: { tenantId: string } & Record<string, unknown>,
   ): Promise<{ application: Application; key: string }>
@@ -167,9 +174,16 @@ export function createService(options: ServiceOptions): Service {
       return publicTenant(tenant)
     },
     async createApplication(input) {
-      const { tenantId, ...body } = input
+      const { tenantId, key: given, ...body } = input
       if (typeof tenantId !== 'string' || !(await store.getTenant(tenantId))) throw notFound('tenant')
-      const { application, key } = newApplication(tenantId, body, now())
+      if (given !== undefined && (typeof given !== 'string' || !GIVEN_KEY.test(given))) {
+        throw invalid('key', 'must be key_ followed by 24 or more of A-Z a-z 0-9 _ -')
+      }
+      const { application, key } = newApplication(tenantId, body, now(), undefined, given)
+      // A given key must be new: the key index is unique, so a second application can't take it.
+      if (given !== undefined && (await store.findKey(application.key_hash))) {
+        throw conflict('an application or session already has this key')
+      }
       await store.write({ ops: [{ op: 'application.put', application }] })
       const { key_hash: _hash, ...shown } = application
       return { application: shown, key }

@@ -16,10 +16,11 @@ afterEach(() => {
 })
 
 /** Starts the CLI from source and collects its stdout lines and stderr. */
-function start(args: string[], cwd = root) {
+function start(args: string[], cwd = root, env: Record<string, string> = {}) {
   const tsx = import.meta.resolve('tsx')
   const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/tokenvault.ts'), ...args], {
     cwd,
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.push(child)
@@ -158,5 +159,80 @@ describe('tokenvault serve', () => {
     ]
     const codes = await Promise.all(cases.map(async (args) => (await start(args).exited)[0]))
     expect(codes).toEqual(cases.map(() => 2))
+  })
+
+  it('takes every option from the environment (flags win), and a stable management key', async () => {
+    const key = `key_${'a'.repeat(28)}`
+    const cli = start(['serve', '--port', '0'], root, {
+      PORT: '1',
+      TOKENVAULT_STORE: 'memory',
+      TOKENVAULT_HEADER_PREFIX: 'BT',
+      TOKENVAULT_MANAGEMENT_KEY: key,
+      TOKENVAULT_LOG: 'json',
+    })
+    const url = (await cli.line(1)).slice('listening on '.length)
+    expect(url).not.toMatch(/:1$/)
+    expect(await cli.line(2)).toBe(`management key: ${key}`)
+    const ok = await fetch(`${url}/applications`, { headers: { 'bt-api-key': key } })
+    expect(ok.status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    cli.child.kill('SIGTERM')
+    await cli.exited
+    const lines = cli
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+    expect(lines.length).toBeGreaterThan(0)
+    const event = JSON.parse(lines.at(-1)!) as Record<string, unknown>
+    expect(event).toMatchObject({ level: 'info', method: 'GET', path: '/applications', status: 200 })
+    expect(cli.stderr()).not.toContain(key)
+  })
+
+  it('--log none prints no request line; --version prints the version; --help names every env var', async () => {
+    const quiet = start(['serve', '--port', '0', '--store', 'memory', '--log', 'none'])
+    const url = (await quiet.line(1)).slice('listening on '.length)
+    expect((await fetch(`${url}/healthz`)).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    quiet.child.kill('SIGTERM')
+    await quiet.exited
+    expect(quiet.stderr()).not.toContain('/healthz')
+
+    const version = start(['--version'])
+    await version.exited
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
+    expect(version.lines).toEqual([`tokenvault ${pkg.version}`])
+
+    const help = start(['--help'])
+    await help.exited
+    const text = help.lines.join('\n')
+    for (const env of [
+      'PORT',
+      'HOST',
+      'TOKENVAULT_STORE',
+      'TOKENVAULT_HEADER_PREFIX',
+      'TOKENVAULT_CORS_ORIGINS',
+      'TOKENVAULT_MANAGEMENT_KEY',
+      'TOKENVAULT_LOG',
+      'TOKENVAULT_MASTER_KEY',
+    ]) {
+      expect(text).toContain(env)
+    }
+  })
+
+  it('refuses bad environment values with exit code 2 and a clear line', async () => {
+    const cases: Record<string, string>[] = [
+      { PORT: 'eighty' },
+      { TOKENVAULT_STORE: 'mongodb://x' },
+      { TOKENVAULT_LOG: 'verbose' },
+      { TOKENVAULT_MANAGEMENT_KEY: 'short' },
+    ]
+    for (const env of cases) {
+      // Without --store the environment's store applies; the other cases run on memory.
+      const args = env['TOKENVAULT_STORE'] ? ['serve'] : ['serve', '--store', 'memory']
+      const cli = start(args, root, env)
+      const [code] = await cli.exited
+      expect(code, JSON.stringify(env)).toBe(2)
+      expect(cli.stderr()).toContain(Object.keys(env)[0]!)
+    }
   })
 })

@@ -1,0 +1,125 @@
+import { DEFAULT_STORE } from './stores.js'
+
+/** One option of `tokenvault serve`: its flag, the environment variable that sets it, its default. */
+export interface CliOption {
+  flag: string
+  /** The environment variable read when the flag is absent (flags win). */
+  env: string
+  /** Shown in `--help`; undefined: none. */
+  default?: string
+  value: string
+  description: string
+  multiple?: boolean
+}
+
+/** Every option of `tokenvault serve`: parsing, environment and `--help` all come from this table. */
+export const CLI_OPTIONS: readonly CliOption[] = [
+  {
+    flag: 'port',
+    env: 'PORT',
+    default: '3000',
+    value: 'n',
+    description: 'port to listen on; 0 picks a free one',
+  },
+  { flag: 'host', env: 'HOST', default: '127.0.0.1', value: 'host', description: 'address to listen on' },
+  {
+    flag: 'store',
+    env: 'TOKENVAULT_STORE',
+    default: DEFAULT_STORE,
+    value: 'store',
+    description: 'memory | file:PATH | postgres://...',
+  },
+  {
+    flag: 'header-prefix',
+    env: 'TOKENVAULT_HEADER_PREFIX',
+    default: 'SVC',
+    value: 'p',
+    description: 'prefix of the API key and transaction headers (BT for the Basis Theory SDKs)',
+  },
+  {
+    flag: 'cors-origin',
+    env: 'TOKENVAULT_CORS_ORIGINS',
+    value: 'origin',
+    description: 'let browser apps on this origin call the API; repeatable (env: comma-separated); * for any',
+    multiple: true,
+  },
+  {
+    flag: 'master-key-file',
+    env: 'TOKENVAULT_MASTER_KEY_FILE',
+    value: 'path',
+    description:
+      'file holding the master key (32 bytes, base64); TOKENVAULT_MASTER_KEY (base64) gives the key itself; default for a file or postgres store: ./.tokenvault.key, created 0600',
+  },
+  {
+    flag: 'management-key',
+    env: 'TOKENVAULT_MANAGEMENT_KEY',
+    value: 'key',
+    description:
+      'on an empty store, create the management application with this key (key_ + 24 or more of A-Z a-z 0-9 _ -)',
+  },
+  {
+    flag: 'log',
+    env: 'TOKENVAULT_LOG',
+    default: 'text',
+    value: 'format',
+    description: 'request and error log on stderr: text | json | none (never keys, nonces or token data)',
+  },
+]
+
+/** The values of `CLI_OPTIONS` from flags, else the environment, else the default. */
+export function resolveOptions(
+  flags: Record<string, string | boolean | (string | boolean)[] | undefined>,
+  env: NodeJS.ProcessEnv,
+): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {}
+  for (const option of CLI_OPTIONS) {
+    const given = flags[option.flag]
+    const fromEnv = env[option.env]
+    if (option.multiple) {
+      const list =
+        Array.isArray(given) && given.length
+          ? given.map(String)
+          : fromEnv
+            ? fromEnv.split(',').map((s) => s.trim())
+            : []
+      out[option.flag] = list.filter((s) => s !== '')
+    } else {
+      out[option.flag] =
+        typeof given === 'string' ? given : fromEnv !== undefined && fromEnv !== '' ? fromEnv : option.default
+    }
+  }
+  return out
+}
+
+/** The `parseArgs` option table. */
+export function parseArgsOptions() {
+  const table: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
+  for (const option of CLI_OPTIONS)
+    table[option.flag] = { type: 'string', ...(option.multiple ? { multiple: true } : {}) }
+  table['help'] = { type: 'boolean', short: 'h' }
+  table['version'] = { type: 'boolean', short: 'v' }
+  return table
+}
+
+/** `--help`: every option with its environment variable and default. */
+export function usage(): string {
+  const lines = CLI_OPTIONS.map((o) => {
+    const head = `  --${o.flag} <${o.value}>`
+    const tail = [`env ${o.env}`, o.default !== undefined ? `default ${o.default}` : '']
+      .filter(Boolean)
+      .join('; ')
+    return `${head.padEnd(28)}${o.description} (${tail})`
+  })
+  return [
+    'Usage: tokenvault serve [options]',
+    '       tokenvault --version',
+    '',
+    'Serves the tokenvault HTTP API. Every option can also come from its environment variable; flags win.',
+    '',
+    'Options:',
+    ...lines,
+    `${'  -v, --version'.padEnd(28)}print the version`,
+    `${'  -h, --help'.padEnd(28)}show this help`,
+    '',
+  ].join('\n')
+}
