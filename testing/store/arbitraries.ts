@@ -40,9 +40,11 @@ const tenant = fc.constantFrom('T', 'T', 'T', 'U')
 const time = fc.constantFrom(...TIMES)
 const tokenId = fc.constantFrom(...TOKEN_IDS)
 const txId = fc.constantFrom('t1', 't2')
+// Records are JSON: values pass through JSON text (so -0 becomes 0, as any store's round trip makes it).
 const json = fc
   .jsonValue({ maxDepth: 2, stringUnit: 'grapheme' })
-  .filter((v) => !JSON.stringify(v).includes('\\u0000')) as fc.Arbitrary<Json>
+  .filter((v) => !JSON.stringify(v).includes('\\u0000'))
+  .map((v) => JSON.parse(JSON.stringify(v)) as Json)
 
 const token: fc.Arbitrary<StoredToken> = fc.record(
   {

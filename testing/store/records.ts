@@ -1,4 +1,5 @@
 import type {
+  Op,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -76,4 +77,13 @@ export const app = (id: string, tenant = T): StoredApplication => ({
   permissions: ['token:read'],
   created_at: NOW,
   key_hash: `hash-${id}`,
+})
+
+/** Puts a token. */
+export const put = (t: StoredToken): Op => ({ op: 'token.put', token: t })
+
+/** Links `child` under `parent` in `tenant` (default `T`). */
+export const link = (parent: string, child: string, tenant = T): Op => ({
+  op: 'association.put',
+  association: { tenant_id: tenant, parent_id: parent, child_id: child, created_at: NOW },
 })

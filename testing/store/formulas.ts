@@ -1,0 +1,68 @@
+import { expect, it } from 'vitest'
+import type { Store } from '../../src/store/contract.js'
+import { formula, NOW, T, U } from './records.js'
+
+/** Formulas and reactors: official and own formulas, name filters, formula use across tenants. Registered inside the store suite's `describe`. */
+export function formulasTests(fresh: () => Promise<Store>): void {
+  it('shows tenants official formulas and their own, filtered by name and paged', async () => {
+    const store = await fresh()
+    await store.write({
+      ops: [
+        { op: 'formula.put', formula: formula('f1', 'Card Lookup', null) },
+        { op: 'formula.put', formula: formula('f2', 'card enrich') },
+        { op: 'formula.put', formula: formula('f3', 'Bank Verify') },
+        { op: 'formula.put', formula: formula('f4', 'Card Secret', U) },
+      ],
+    })
+    const names = async (name?: string, offset = 0, limit = 10) =>
+      (await store.listFormulas(T, { offset, limit, ...(name === undefined ? {} : { name }) })).items.map(
+        (f) => f.name,
+      )
+    expect(await names()).toEqual(['Bank Verify', 'Card Lookup', 'card enrich'])
+    expect(await names('CARD')).toEqual(['Card Lookup', 'card enrich'])
+    expect(await names('card*')).toEqual(['Card Lookup', 'card enrich'])
+    expect(await names('*verify')).toEqual(['Bank Verify'])
+    expect(await names('c*k*p')).toEqual(['Card Lookup'])
+    expect(await names('.*')).toEqual([])
+    expect(await names(undefined, 1, 1)).toEqual(['Card Lookup'])
+    expect((await store.listFormulas(T, { offset: 0, limit: 1 })).total).toBe(3)
+    expect((await store.getFormula(T, 'f1'))?.type).toBe('official')
+    expect(await store.getFormula(T, 'f4')).toBeNull()
+    expect((await store.getFormula(U, 'f4'))?.name).toBe('Card Secret')
+    expect(await store.getFormula(null, 'f2')).toBeNull()
+    await store.close()
+  })
+
+  it('tracks whether a formula is in use by reactors of any tenant', async () => {
+    const store = await fresh()
+    const reactor = (id: string, formulaId: string, tenant = T) => ({
+      id,
+      tenant_id: tenant,
+      name: id,
+      formula_id: formulaId,
+      configuration: { a: 1 },
+      created_at: NOW,
+      created_by: 'app-1',
+    })
+    await store.write({ ops: [{ op: 'formula.put', formula: formula('f1', 'One', null) }] })
+    const unused = async () =>
+      (await store.write({ checks: [{ check: 'formula.unused', id: 'f1' }], ops: [] })).ok
+    expect(await unused()).toBe(true)
+    await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r1', 'f1') }] })
+    await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r2', 'f1', U) }] })
+    expect(await unused()).toBe(false)
+    expect((await store.listReactors(T, { offset: 0, limit: 10 })).items.map((r) => r.id)).toEqual(['r1'])
+    expect(await store.getReactor(U, 'r1')).toBeNull()
+    await store.write({ ops: [{ op: 'reactor.delete', tenant_id: T, id: 'r1' }] })
+    expect(await unused()).toBe(false)
+    await store.write({ ops: [{ op: 'reactor.put', reactor: { ...reactor('r2', 'f2', U) } }] })
+    expect(await unused()).toBe(true)
+    const present = (tenant: string, id: string) =>
+      store
+        .write({ checks: [{ check: 'reactor.present', tenant_id: tenant, id }], ops: [] })
+        .then((r) => r.ok)
+    expect(await present(U, 'r2')).toBe(true)
+    expect(await present(T, 'r2')).toBe(false)
+    await store.close()
+  })
+}

@@ -1,0 +1,178 @@
+import { expect, it } from 'vitest'
+import type { Store } from '../../src/store/contract.js'
+import type { Op, StoredToken } from '../../src/types.js'
+import { LATER, link, NOW, put, T, token, U } from './records.js'
+
+/** Tokens and their links: copies, refused batches, token and link guards, cascades, child lists, compare-and-set races. Registered inside the store suite's `describe`. */
+export function tokensTests(fresh: () => Promise<Store>): void {
+  it('writes tokens and reads back copies scoped by tenant', async () => {
+    const store = await fresh()
+    expect(await store.write({ ops: [put(token('a'))] })).toEqual({ ok: true })
+    const got = await store.getToken(T, 'a')
+    expect(got).toEqual(token('a'))
+    ;(got!.data as { value: string }).value = 'mutated'
+    expect((await store.getToken(T, 'a'))!.data).toEqual({ value: 'a' })
+    expect(await store.getToken(U, 'a')).toBeNull()
+    expect(await store.getToken(T, 'missing')).toBeNull()
+    await store.close()
+  })
+
+  it('refuses a whole batch when one check fails, and writes nothing', async () => {
+    const store = await fresh()
+    await store.write({ ops: [put(token('a'))] })
+    const before = await store.dump()
+    const result = await store.write({
+      checks: [
+        { check: 'token.absent', tenant_id: T, id: 'b' },
+        { check: 'token.absent', tenant_id: T, id: 'a' },
+      ],
+      ops: [put(token('b')), put(token('c'))],
+    })
+    expect(result).toEqual({ ok: false, failed: { check: 'token.absent', tenant_id: T, id: 'a' } })
+    expect(await store.dump()).toEqual(before)
+    await store.close()
+  })
+
+  it('evaluates token and association checks', async () => {
+    const store = await fresh()
+    await store.write({ ops: [put(token('p')), put(token('c')), link('p', 'c')] })
+    const ok = async (check: Parameters<Store['write']>[0]['checks']) =>
+      (await store.write({ checks: check ?? [], ops: [] })).ok
+    expect(await ok([{ check: 'token.present', tenant_id: T, id: 'p' }])).toBe(true)
+    expect(await ok([{ check: 'token.present', tenant_id: U, id: 'p' }])).toBe(false)
+    expect(await ok([{ check: 'association.present', tenant_id: T, parent_id: 'p', child_id: 'c' }])).toBe(
+      true,
+    )
+    expect(await ok([{ check: 'association.present', tenant_id: T, parent_id: 'c', child_id: 'p' }])).toBe(
+      false,
+    )
+    expect(await ok([{ check: 'association.absent', tenant_id: T, parent_id: 'p', child_id: 'c' }])).toBe(
+      false,
+    )
+    expect(await store.hasAssociation(T, 'p', 'c')).toBe(true)
+    expect(await store.hasAssociation(U, 'p', 'c')).toBe(false)
+    await store.close()
+  })
+
+  it('token.unchanged holds only for the token exactly as stored', async () => {
+    const store = await fresh()
+    const t = token('a', { metadata: { k: 'v' }, data: { x: [1, { y: 'z' }] } })
+    await store.write({ ops: [put(t)] })
+    const holds = async (candidate: StoredToken, tenant = T) =>
+      (
+        await store.write({
+          checks: [{ check: 'token.unchanged', tenant_id: tenant, id: 'a', token: candidate }],
+          ops: [],
+        })
+      ).ok
+    expect(await holds(t)).toBe(true)
+    expect(await holds({ ...t, data: { x: [1, { y: 'z' }] }, metadata: { k: 'v' } })).toBe(true)
+    expect(await holds({ ...t, metadata: { k: 'w' } })).toBe(false)
+    expect(await holds({ ...t, data: { x: [1, { y: 'z' }], extra: 1 } })).toBe(false)
+    expect(await holds(t, U)).toBe(false)
+    await store.write({ ops: [put({ ...t, modified_at: LATER })] })
+    expect(await holds(t)).toBe(false)
+    await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'a' }] })
+    expect(await holds(t)).toBe(false)
+    await store.close()
+  })
+
+  it('deleting a token removes its associations both ways', async () => {
+    const store = await fresh()
+    await store.write({
+      ops: [
+        put(token('a')),
+        put(token('b')),
+        put(token('c')),
+        link('a', 'b'),
+        link('b', 'c'),
+        link('a', 'c'),
+      ],
+    })
+    await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'b' }] })
+    expect(await store.hasAssociation(T, 'a', 'b')).toBe(false)
+    expect(await store.hasAssociation(T, 'b', 'c')).toBe(false)
+    expect(await store.hasAssociation(T, 'a', 'c')).toBe(true)
+    // A re-created token with the same id has no links.
+    await store.write({ ops: [put(token('b'))] })
+    expect((await store.listChildren(T, 'b', { offset: 0, limit: 10, now: NOW })).total).toBe(0)
+    expect((await store.dump()).associations).toHaveLength(1)
+    await store.close()
+  })
+
+  it('skips an association whose tokens are absent', async () => {
+    const store = await fresh()
+    await store.write({ ops: [put(token('a')), link('a', 'ghost'), link('ghost', 'a')] })
+    expect((await store.dump()).associations).toEqual([])
+    await store.close()
+  })
+
+  it('lists children in link order with id and type filters, paging and expiry', async () => {
+    const store = await fresh()
+    const ops: Op[] = [put(token('p'))]
+    for (let i = 0; i < 7; i++) {
+      ops.push(put(token(`c${i}`, { type: i % 2 ? 'odd' : 'even' })), link('p', `c${i}`))
+    }
+    ops.push(put(token('old', { expires_at: NOW })), link('p', 'old'))
+    await store.write({ ops })
+    const list = (q: { ids?: string[]; types?: string[]; offset?: number; limit?: number }) =>
+      store.listChildren(T, 'p', { offset: 0, limit: 100, now: NOW, ...q })
+    const all = await list({})
+    expect(all.total).toBe(7)
+    expect(all.items.map((t) => t.id)).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6'])
+    const page = await list({ offset: 2, limit: 3 })
+    expect(page).toMatchObject({ total: 7 })
+    expect(page.items.map((t) => t.id)).toEqual(['c2', 'c3', 'c4'])
+    expect((await list({ types: ['odd'] })).items.map((t) => t.id)).toEqual(['c1', 'c3', 'c5'])
+    const byId = await list({ ids: ['c4', 'c1', 'nope', 'old'] })
+    expect(byId.items.map((t) => t.id)).toEqual(['c1', 'c4'])
+    expect((await list({ ids: ['c1', 'c2'], types: ['even'] })).items.map((t) => t.id)).toEqual(['c2'])
+    expect((await store.listChildren(U, 'p', { offset: 0, limit: 10, now: NOW })).total).toBe(0)
+    // Not yet expired one millisecond earlier.
+    const before = await store.listChildren(T, 'p', {
+      offset: 0,
+      limit: 100,
+      now: '2029-12-31T23:59:59.999Z',
+    })
+    expect(before.total).toBe(8)
+    await store.close()
+  })
+
+  it('honours an expiry given to a child after it was linked, and one taken away', async () => {
+    const store = await fresh()
+    await store.write({
+      ops: [put(token('p')), put(token('a')), put(token('b')), link('p', 'a'), link('p', 'b')],
+    })
+    const ids = async () =>
+      (await store.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).items.map((t) => t.id)
+    await store.write({ ops: [put(token('a', { expires_at: NOW }))] })
+    expect(await ids()).toEqual(['b'])
+    expect((await store.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).total).toBe(1)
+    await store.write({ ops: [put(token('a'))] })
+    expect(await ids()).toEqual(['a', 'b'])
+    await store.write({
+      ops: [put(token('b', { expires_at: NOW })), { op: 'token.delete', tenant_id: T, id: 'b' }],
+    })
+    expect(await ids()).toEqual(['a'])
+    expect((await store.listChildren(T, 'p', { offset: 0, limit: 10, now: NOW })).total).toBe(1)
+    await store.close()
+  })
+
+  it('of 100 concurrent compare-and-set puts of one token exactly one wins', async () => {
+    const store = await fresh()
+    const t = token('cas')
+    await store.write({ ops: [put(t)] })
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        store.write({
+          checks: [{ check: 'token.unchanged', tenant_id: T, id: 'cas', token: t }],
+          ops: [put(token('cas', { metadata: { by: String(i) } }))],
+        }),
+      ),
+    )
+    const winners = results.flatMap((r, i) => (r.ok ? [i] : []))
+    expect(winners).toHaveLength(1)
+    expect((await store.getToken(T, 'cas'))?.metadata).toEqual({ by: String(winners[0]) })
+    await store.close()
+  })
+}
