@@ -4,6 +4,7 @@
 #
 #   eval "$(scripts/pg-test-server.sh start)"   # exports TOKENVAULT_PG_URL and TOKENVAULT_PG_DIR
 #   npx vitest run test/store-contract/postgres.test.ts test/postgres
+#   scripts/pg-test-server.sh restart DIR       # pg_ctl restart (fast shutdown), same port and data
 #   scripts/pg-test-server.sh stop              # stops the server and deletes its directory
 #
 # `start` prints only the `export` lines on stdout (progress goes to stderr). Run as root, the
@@ -100,11 +101,26 @@ stop() {
   log "stopped and removed $dir"
 }
 
+restart() {
+  local dir="${1:-${TOKENVAULT_PG_DIR:-}}"
+  if [ -z "$dir" ] || [ ! -d "$dir/data" ]; then
+    log "nothing to restart (pass the directory or set TOKENVAULT_PG_DIR)"
+    exit 1
+  fi
+  local bindir
+  bindir="$(find_bindir)"
+  PG_OWNER="$(stat -c %U "$dir/data")"
+  # Without -o, pg_ctl restarts with the options of the previous start (postmaster.opts): same port.
+  as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 30 restart >&2
+  log "restarted $dir"
+}
+
 case "${1:-}" in
   start) start ;;
+  restart) restart "${2:-}" ;;
   stop) stop "${2:-}" ;;
   *)
-    echo "usage: $0 start | stop [DIR]" >&2
+    echo "usage: $0 start | restart [DIR] | stop [DIR]" >&2
     exit 2
     ;;
 esac

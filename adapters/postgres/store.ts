@@ -5,6 +5,7 @@ import { StoreError } from '../../src/store/error.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
+import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
@@ -15,6 +16,12 @@ import { type Statements, statements, tables } from './statements.js'
 /** Options of `postgresStore` with a pool the caller owns (and ends, after `close()`). */
 export interface PostgresPoolOptions {
   pool: Pool
+  /**
+   * How long (ms) a key lookup is cached in this process; a revocation made by another process takes
+   * effect here within it (this process's own writes clear the cache at once). 0 disables the cache.
+   * @default 500
+   */
+  keyCacheMs?: number
   /** The schema that holds the tables (created if missing). Default: the pool's `current_schema()`. */
   schema?: string
 }
@@ -35,6 +42,12 @@ export interface PostgresUrlOptions {
    * @default 5000
    */
   connectTimeoutMs?: number
+  /**
+   * How long (ms) a key lookup is cached in this process; a revocation made by another process takes
+   * effect here within it (this process's own writes clear the cache at once). 0 disables the cache.
+   * @default 500
+   */
+  keyCacheMs?: number
   /** The schema that holds the tables (created if missing). Default: the user's `current_schema()`. */
   schema?: string
 }
@@ -100,7 +113,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   try {
     const schema = options.schema ?? (await currentSchema(pool))
     await migrate(pool, schema)
-    return openStore(pool, schema, owned)
+    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS)
   } catch (error) {
     if (owned) await pool.end()
     throw error
@@ -123,11 +136,12 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
   }
 }
 
-function openStore(pool: Pool, schema: string, owned: boolean): Store {
+function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: number): Store {
   const t = tables(schema)
   const st = statements(t)
   const locks = new LockKeys(schema)
   const read = reads(t, (config) => pool.query(config))
+  const keys = keyCache(keyCacheMs, (hash) => read.findKey(hash))
   let closed = false
   let closing: Promise<void> | undefined
   let inFlight = 0
@@ -213,13 +227,13 @@ function openStore(pool: Pool, schema: string, owned: boolean): Store {
   }
 
   return {
-    write: (batch) => guard(() => write(batch)),
+    write: (batch) => guard(() => write(batch).finally(() => keys.written(batch.ops))),
     listExpired: (query) => guard(() => listExpired(query)),
     persistent: true,
     getTenant: (id) => guard(() => read.getTenant(id)),
     listTenants: () => guard(() => read.listTenants()),
     hasTenants: () => guard(() => read.hasTenants()),
-    findKey: (hash) => guard(() => read.findKey(hash)),
+    findKey: (hash) => guard(() => keys.find(hash)),
     getApplication: (tenantId, id) => guard(() => read.getApplication(tenantId, id)),
     listApplications: (tenantId, range) => guard(() => read.listApplications(tenantId, range)),
     getToken: (tenantId, id) => guard(() => read.getToken(tenantId, id)),

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
@@ -114,4 +115,90 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
       await server.close()
     }
   }, 60_000)
+
+  it('survives pg_ctl restart under load: 503 meanwhile, every acknowledged create readable after', async () => {
+    // A private server of its own: restarting the shared one would disturb other test files.
+    const script = new URL('../../scripts/pg-test-server.sh', import.meta.url).pathname
+    const env = execFileSync('bash', [script, 'start'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
+    const own = Object.fromEntries([...env.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]))
+    const dir = own['TOKENVAULT_PG_DIR']!
+    const printed: string[] = []
+    const server = await serve({
+      port: 0,
+      host: '127.0.0.1',
+      store: own['TOKENVAULT_PG_URL']!,
+      headerPrefix: 'SVC',
+      masterKey: Buffer.alloc(32, 2),
+      print: (line) => printed.push(line),
+      log: () => {},
+    })
+    try {
+      const management = printed
+        .find((l) => l.startsWith('management key: '))!
+        .slice('management key: '.length)
+      const call = async (method: string, path: string, key: string, body?: unknown) => {
+        const response = await fetch(`${server.url}${path}`, {
+          method,
+          headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })
+        const text = await response.text()
+        return { status: response.status, body: text ? JSON.parse(text) : undefined }
+      }
+      const perms = ['token:create', 'token:read']
+      const app = await call('POST', '/applications', management, {
+        name: 'load',
+        type: 'private',
+        permissions: perms,
+        rules: [
+          {
+            description: 'all',
+            priority: 1,
+            container: '/general/',
+            transform: 'reveal',
+            permissions: perms,
+          },
+        ],
+      })
+      expect(app.status).toBe(201)
+      const key = app.body.key as string
+      const acknowledged: string[] = []
+      const statuses: number[] = []
+      let stop = false
+      const load = Promise.all(
+        Array.from({ length: 8 }, async (_, worker) => {
+          for (let i = 0; !stop; i++) {
+            const created = await call('POST', '/tokens', key, { type: 'token', data: `w${worker}-${i}` })
+            statuses.push(created.status)
+            if (created.status === 201) acknowledged.push(created.body.id)
+          }
+        }),
+      )
+      for (let i = 0; i < 2; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        execFileSync('bash', [script, 'restart', dir], { stdio: 'ignore' })
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      stop = true
+      await load
+      expect(statuses.filter((s) => s !== 201 && s !== 503)).toEqual([])
+      expect(acknowledged.length).toBeGreaterThan(20)
+      let last = 0
+      for (let i = 0; i < 50 && last !== 201; i++) {
+        last = (await call('POST', '/tokens', key, { type: 'token', data: 'after' })).status
+        if (last !== 201) await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      expect(last).toBe(201)
+      const lost: string[] = []
+      for (const id of acknowledged)
+        if ((await call('GET', `/tokens/${id}`, key)).status !== 200) lost.push(id)
+      expect(lost).toEqual([])
+    } finally {
+      await server.close()
+      execFileSync('bash', [script, 'stop', dir], { stdio: 'ignore' })
+    }
+  }, 90_000)
 })

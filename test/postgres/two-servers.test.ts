@@ -49,7 +49,7 @@ afterAll(async () => {
 })
 
 describePostgres('two CLI servers over one Postgres database', (url) => {
-  it('a token created through one is read through the other; a session created on one is authorized on the other', async () => {
+  it('a token created through one is read through the other; a session created on one is authorized on the other; a narrowed or deleted application is refused by the other within 1 s', async () => {
     const database = `tv_cli_${randomBytes(5).toString('hex')}`
     const admin = new pg.Client({ connectionString: url })
     await admin.connect()
@@ -109,6 +109,34 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
       expect(again.status).toBe(409)
       const viaSession = await call(one.url, 'GET', `/tokens/${created.body.id}`, session.body.session_key)
       expect(viaSession.status).toBe(200)
+
+      // Revocation through one server takes effect in the other (which has the key cached) within 1 s.
+      const within = async (ms: number, holds: () => Promise<boolean>) => {
+        const started = performance.now()
+        while (!(await holds())) {
+          if (performance.now() - started > ms) throw new Error(`not within ${ms} ms`)
+          await new Promise((resolve) => setTimeout(resolve, 25))
+        }
+      }
+      expect((await call(two.url, 'GET', `/tokens/${created.body.id}`, priv.body.key)).status).toBe(200)
+      const narrowed = await call(one.url, 'PUT', `/applications/${priv.body.id}`, managementKey!, {
+        name: 'srv',
+        permissions: ['token:create'],
+      })
+      expect(narrowed.status).toBe(200)
+      await within(
+        1000,
+        async () => (await call(two.url, 'GET', `/tokens/${created.body.id}`, priv.body.key)).status === 403,
+      )
+      expect((await call(one.url, 'DELETE', `/applications/${priv.body.id}`, managementKey!)).status).toBe(
+        204,
+      )
+      await within(
+        1000,
+        async () =>
+          (await call(two.url, 'POST', '/tokens', priv.body.key, { type: 'token', data: 'x' })).status ===
+          401,
+      )
     } finally {
       for (const child of children.splice(0)) {
         if (child.exitCode === null) {
