@@ -11,6 +11,7 @@ import { postgresStore } from '../adapters/postgres/index.js'
 import type { Store } from '../src/store/contract.js'
 import type { StoredToken } from '../src/types.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
+import { processRows, serviceRows } from './postgres-service.js'
 import { printRows } from './report.js'
 
 const GOAL = '≤ 1.3×'
@@ -167,7 +168,12 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     )
     return []
   }
-  return [...(await rowsFor(url, 1, opts)), ...(await rowsFor(url, 10, opts))]
+  return [
+    ...(await rowsFor(url, 1, opts)),
+    ...(await rowsFor(url, 10, opts)),
+    ...(await serviceRows(url, opts)),
+    ...(await processRows(url, opts)),
+  ]
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
