@@ -29,6 +29,7 @@ const KINDS = [
   'sessions',
   'formulas',
   'reactors',
+  'idempotency',
 ] as const satisfies readonly (keyof StateRecords)[]
 /** Fails to compile when `StateRecords` gains a kind that `KINDS` does not list. */
 const everyKind: Exclude<keyof StateRecords, (typeof KINDS)[number]> extends never ? true : never = true
@@ -68,6 +69,8 @@ export function restoreSnapshot(data: Buffer, file: string, generation: number):
     throw fail(`body is ${body.length} bytes, header says ${String(header.bytes)}`)
   if (header.crc32 !== crc32(body)) throw fail('checksum mismatch')
   const records = JSON.parse(body.toString('utf8')) as Record<string, unknown>
+  // Idempotency records came later: a snapshot from before them has none.
+  records.idempotency ??= []
   for (const kind of KINDS) if (!Array.isArray(records[kind])) throw fail(`no "${kind}" list`)
   if (header.version === 1) {
     const v1 = records as unknown as SnapshotV1

@@ -22,6 +22,8 @@ export interface Migration {
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
  * expiry indexes serve `listExpired`; `token_locks_by_transaction` releases a transaction's locks.
+ * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
+ * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -123,6 +125,23 @@ CREATE INDEX reactors_by_formula ON ${s}.reactors (formula_id);
     sql: (s) => `
 CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHERE state <> 'open';
+`,
+  },
+  {
+    version: 3,
+    name: 'idempotency records, reactor names',
+    sql: (s) => `
+CREATE TABLE ${s}.idempotency (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  claim text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX idempotency_by_expiry ON ${s}.idempotency (expires_at);
+ALTER TABLE ${s}.reactors ADD COLUMN name_lower text COLLATE "C";
+UPDATE ${s}.reactors SET name_lower = lower(doc ->> 'name');
 `,
   },
 ]
