@@ -95,6 +95,7 @@ const REVEAL = [
   {
     description: 'everything',
     priority: 1,
+    container: '/',
     transform: 'reveal' as const,
     permissions: ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'],
   },
@@ -292,7 +293,15 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect((await apiError(asSession.tokens.retrieve(token.id))).status).toBe(403)
     await bt.sessions.authorize({
       nonce: session.nonce,
-      rules: [{ description: 'read', priority: 1, transform: 'reveal', permissions: ['token:read'] }],
+      rules: [
+        {
+          description: 'read',
+          priority: 1,
+          container: '/',
+          transform: 'reveal',
+          permissions: ['token:read'],
+        },
+      ],
     } as never)
     expect((await asSession.tokens.retrieve(token.id)).data).toBe('shh')
     expect(
