@@ -119,7 +119,7 @@ const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
 export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
   const log = options.log ?? buffered((text) => process.stderr.write(text))
-  const opened = await openStore(options.store)
+  const opened = await openStore(options.store, { log })
   const runner = sandboxRunner()
   let service: Service
   try {

@@ -36,9 +36,13 @@ function redacted(url: string): string {
 /**
  * Opens the store a `--store` value names: `memory`, `file:PATH` (a file store in directory PATH)
  * or a `postgres://` / `postgresql://` URL (a Postgres store over a pool of its own; `pg` is loaded
- * only then). Throws an `Error` with a readable message for anything else.
+ * only then). Throws an `Error` with a readable message for anything else. `log` takes the store's
+ * warnings (a cut journal tail, a full disk, writes resumed).
  */
-export async function openStore(spec: string): Promise<OpenedStore> {
+export async function openStore(
+  spec: string,
+  options: { log?: (line: string) => void } = {},
+): Promise<OpenedStore> {
   const none = async () => {}
   if (spec === 'memory') {
     const { memoryStore } = await import('../adapters/memory/index.js')
@@ -48,7 +52,8 @@ export async function openStore(spec: string): Promise<OpenedStore> {
     const path = spec.slice('file:'.length)
     if (path === '') throw new Error('--store file:PATH needs a directory path')
     const { fileStore } = await import('../adapters/file/index.js')
-    return { store: await fileStore({ path }), description: `file ${path}`, release: none }
+    const store = await fileStore({ path, ...(options.log ? { log: options.log } : {}) })
+    return { store, description: `file ${path}`, release: none }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const { default: pg } = await import('pg')

@@ -19,6 +19,8 @@ export interface Generation {
   snapshotBytes: number
   compactions: number
   step: (step: FileStoreStep) => void | Promise<void>
+  /** The error the writers of pending records get when a compaction fails before its snapshot is durable. */
+  code: (cause: unknown) => Error
 }
 
 /**
@@ -34,14 +36,21 @@ export interface Generation {
  * 4. Remove generation N's files; a crash before that leaves them for the next open to remove.
  *
  * The writers of the records taken in step 1 are answered when step 4 is done, or rejected.
+ *
+ * On failure it removes its temp file and throws a `CompactionError` saying whether the new
+ * snapshot reached the disk (then those writers are answered: the snapshot holds them) and whether
+ * it took records out of the journal (then memory holds writes no file does, and the store must
+ * rebuild it from disk). With neither, the store goes on in generation N as if nothing happened.
  */
 export async function compact(g: Generation): Promise<void> {
   const next = g.generation + 1
   const covered = g.journal.detachPending()
+  const temp = join(g.dir, snapshotTempName(next))
+  let renamed = false
+  let durable = false
   try {
     const bytes = encodeSnapshot(g.state, next)
     await g.step('snapshot.write')
-    const temp = join(g.dir, snapshotTempName(next))
     const fd = await openFd(temp, 'w')
     try {
       await writeAll(fd, bytes, 0)
@@ -52,8 +61,10 @@ export async function compact(g: Generation): Promise<void> {
     }
     await g.step('snapshot.rename')
     await rename(temp, join(g.dir, snapshotName(next)))
+    renamed = true
     await g.step('directory.sync')
     if (g.durable) await syncDirectory(g.dir)
+    durable = true
     const previous = g.generation
     g.generation = next
     g.snapshotBytes = bytes.length
@@ -68,7 +79,29 @@ export async function compact(g: Generation): Promise<void> {
     g.compactions++
     covered?.resolve(DURABLE)
   } catch (error) {
-    covered?.reject(error instanceof Error ? error : new Error(String(error)))
-    throw error
+    if (!renamed) await unlink(temp).catch(() => {})
+    const cause = error instanceof Error ? error : new Error(String(error))
+    if (durable) covered?.resolve(DURABLE)
+    else covered?.reject(g.code(cause))
+    throw new CompactionError(cause, renamed, covered !== null)
+  }
+}
+
+/** A compaction that failed: its cause, whether the new snapshot is in place, whether it held pending records. */
+export class CompactionError extends Error {
+  constructor(
+    override readonly cause: Error,
+    /** `snapshot.N+1.json` was renamed into place: a reopen (or rebuild) starts from it. */
+    readonly renamed: boolean,
+    /** Records were taken out of the journal for the snapshot: memory is ahead of the disk. */
+    readonly tookPending: boolean,
+  ) {
+    super(cause.message, { cause })
+    this.name = 'CompactionError'
+  }
+
+  /** Whether memory may no longer match the newest generation on disk (the store must rebuild). */
+  get diverged(): boolean {
+    return this.renamed || this.tookPending
   }
 }

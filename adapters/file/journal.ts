@@ -35,8 +35,18 @@ export interface JournalOptions {
   /** Whether `maintain` should run after this flush (or now, if nothing is pending). */
   wantsMaintenance: () => boolean
   maintain: () => Promise<void>
-  /** Told once, when the journal fails. */
+  /** Told once, when the journal fails for good. */
   onFailure?: (error: Error) => void
+  /**
+   * Told when a flush or maintenance fails in a way the store can recover from (a full disk, an I/O
+   * error): the journal has rejected what was in flight and queued with `error` (as coded by
+   * `code`), and refuses appends until `resume`.
+   */
+  onFault?: (error: Error, cause: unknown) => void
+  /** The error appends are refused with while suspended (default: the cause itself). */
+  code?: (cause: unknown) => Error
+  /** Whether a failure is for good (default: none is, when `onFault` is given). */
+  fatal?: (cause: unknown) => boolean
 }
 
 /**
@@ -46,8 +56,10 @@ export interface JournalOptions {
  * wait for the next flush, which starts as soon as this one ends. The first flush after an idle
  * spell starts on the next microtask, so writes issued in the same tick share it.
  *
- * On any error the journal fails for good: every queued and later record is rejected, since memory
- * already holds changes the disk may not.
+ * On an error, the records in flight and queued are rejected. Without `onFault`, or when `fatal`
+ * says so, the journal fails for good (every later record is rejected too); otherwise it is
+ * suspended — appends are refused — until the store has rebuilt memory from what the disk holds
+ * and calls `resume`.
  */
 export class Journal {
   /** Records queued for the next flush, framed in place, and the buffer the last flush wrote. */
@@ -59,8 +71,10 @@ export class Journal {
   private last: Promise<typeof DURABLE> = Promise.resolve(DURABLE)
   private running = false
   private idleGroup: Group | null = null
-  /** Set once a flush or maintenance failed; the store is unusable from then on. */
+  /** Set once the journal failed for good; the store is unusable from then on. */
   failure: Error | null = null
+  /** Set while suspended after a recoverable failure: what appends are refused with. */
+  suspended: Error | null = null
   /** Flushes made durable (each one `fdatasync`, or one `O_DSYNC` write). */
   syncs = 0
   flushes = 0
@@ -79,6 +93,7 @@ export class Journal {
    */
   append(json: string): Promise<typeof DURABLE> {
     if (this.failure) return Promise.reject(this.failure)
+    if (this.suspended) return Promise.reject(this.suspended)
     const at = this.used
     const room = at + RECORD_HEADER_BYTES + json.length * 3
     if (room > this.buffer.length) {
@@ -104,12 +119,13 @@ export class Journal {
 
   /** Resolves when everything queued so far is durable (at once if nothing is). */
   barrier(): Promise<typeof DURABLE> {
-    return this.failure ? Promise.reject(this.failure) : this.last
+    const refused = this.failure ?? this.suspended
+    return refused ? Promise.reject(refused) : this.last
   }
 
   /** Starts the flush loop if it is idle (also to run requested maintenance). */
   kick(): void {
-    if (this.running) return
+    if (this.running || this.suspended || this.failure) return
     this.running = true
     queueMicrotask(() => void this.run())
   }
@@ -133,6 +149,20 @@ export class Journal {
     return group
   }
 
+  /**
+   * Ends a suspension: later flushes go to `fd` at byte `size` (the journal the store reopened after
+   * rebuilding its memory from disk).
+   */
+  resume(fd: number, size: number): void {
+    this.fd = fd
+    this.size = size
+    this.used = 0
+    this.queued = 0
+    this.group = null
+    this.last = Promise.resolve(DURABLE)
+    this.suspended = null
+  }
+
   /** Points later flushes at a new, empty journal file; returns the old descriptor to close. */
   switchTo(fd: number): number {
     const old = this.fd
@@ -147,7 +177,7 @@ export class Journal {
   }
 
   private async run(): Promise<void> {
-    while (!this.failure) {
+    while (!this.failure && !this.suspended) {
       const group = this.group
       if (group) {
         // Swap buffers: appends go on into the spare while this one is written.
@@ -167,14 +197,15 @@ export class Journal {
           if (beforeWrite) await beforeWrite()
           if (beforeSync && sync === 'dsync') await beforeSync()
           await writeAll(this.fd, data, this.size)
-          this.size += data.length
           if (sync === 'fdatasync') {
             if (beforeSync) await beforeSync()
             await fdatasync(this.fd)
           }
+          // Only now are these bytes part of the journal: a failed sync leaves them to be cut off.
+          this.size += data.length
           if (sync !== 'none') this.syncs++
         } catch (error) {
-          this.fail(error, group)
+          this.stop(error, group)
           break
         }
         this.flushes++
@@ -187,7 +218,7 @@ export class Journal {
         try {
           await this.options.maintain()
         } catch (error) {
-          this.fail(error, null)
+          this.stop(error, null)
           break
         }
       }
@@ -195,6 +226,24 @@ export class Journal {
     this.running = false
     this.idleGroup?.resolve(DURABLE)
     this.idleGroup = null
+  }
+
+  /** Fails for good or suspends, as `fatal` and `onFault` decide, rejecting `inFlight` and what is queued. */
+  stop(error: unknown, inFlight: Group | null = null): void {
+    const { onFault, fatal, code } = this.options
+    if (!onFault || fatal?.(error)) {
+      this.fail(error, inFlight)
+      return
+    }
+    if (this.failure || this.suspended) return
+    const refused = code ? code(error) : error instanceof Error ? error : new Error(String(error))
+    this.suspended = refused
+    inFlight?.reject(refused)
+    this.group?.reject(refused)
+    this.group = null
+    this.used = 0
+    this.queued = 0
+    onFault(refused, error)
   }
 
   /** Fails the journal for good: rejects what is queued (and `inFlight`) and every later append. */

@@ -12,7 +12,8 @@ export type SyncMethod = 'fdatasync' | 'dsync'
 
 /**
  * Points at which the store calls `FileStoreHooks.step`, each just before doing it: the journal's
- * `write` and `fdatasync` of a flush, then the steps of a compaction in order.
+ * `write` and `fdatasync` of a flush, then the steps of a compaction in order, and the probe write
+ * a store healing from a failed write makes before it takes writes again.
  */
 export type FileStoreStep =
   | 'journal.write'
@@ -23,6 +24,7 @@ export type FileStoreStep =
   | 'directory.sync'
   | 'journal.create'
   | 'cleanup'
+  | 'disk.probe'
 
 /** The compaction steps, in the order they run. */
 export const COMPACTION_STEPS: readonly FileStoreStep[] = [
@@ -34,7 +36,11 @@ export const COMPACTION_STEPS: readonly FileStoreStep[] = [
   'cleanup',
 ]
 
-/** Fault injection for tests: a hook that throws acts as a crash at that step (the store then fails). */
+/**
+ * Fault injection for tests: a hook that throws acts as an I/O error at that step (the store then
+ * refuses writes and heals, as after a full disk); reopening the directory afterwards shows what a
+ * crash at that step would have left.
+ */
 export interface FileStoreHooks {
   step?: (step: FileStoreStep) => void | Promise<void>
 }
@@ -61,6 +67,21 @@ export interface FileStoreOptions {
    * @default 0.25
    */
   compactDeleteShare?: number
+  /**
+   * A lock held by a process this one can't check by pid (another container, PID namespace or
+   * host) counts as stale once its heartbeat is this old.
+   * @default 10000
+   */
+  lockStaleMs?: number
+  /**
+   * A journal whose end is not whole, valid records (a crash during an append, a truncated file, a
+   * damaged last record): `truncate` cuts it off and logs how many records at which offset;
+   * `refuse` does not open the store.
+   * @default 'truncate'
+   */
+  onTornTail?: 'truncate' | 'refuse'
+  /** Where warnings go (a cut tail, a failed write or compaction, writes resumed). Default: stderr. */
+  log?: (line: string) => void
   hooks?: FileStoreHooks
 }
 
@@ -79,6 +100,8 @@ export interface FileStoreStats {
   /** Records replayed from the journal on open, and bytes of torn tail cut off it. */
   recoveredRecords: number
   truncatedBytes: number
+  /** False while writes are refused after a failed write or compaction (the store heals by itself). */
+  healthy: boolean
 }
 
 /** A `Store` kept in one directory, with its counters and an explicit compaction. */

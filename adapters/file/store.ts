@@ -1,14 +1,16 @@
-import { chmod, mkdir } from 'node:fs/promises'
-import { dirname, resolve } from 'node:path'
+import { chmod, mkdir, readdir, truncate, unlink } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
 import type { MemoryState } from '../../src/store/memory-state.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
-import { compact, type Generation } from './compact.js'
-import { closeFd, DIRECTORY_MODE, syncDirectory } from './io.js'
+import { CompactionError, compact, type Generation } from './compact.js'
+import { diskError, PROBE_FILE, probeDisk } from './faults.js'
+import { journalName, parseName } from './files.js'
+import { closeFd, DIRECTORY_MODE, fsync, openFd, syncDirectory } from './io.js'
 import { DURABLE, Group, Journal } from './journal.js'
-import { lockDirectory } from './lock.js'
+import { DEFAULT_LOCK_STALE_MS, LOCK_FILE, lockDirectory, lockedByAnother } from './lock.js'
 import type { FileStore, FileStoreOptions, FileStoreStep } from './options.js'
 import { recover } from './recover.js'
 
@@ -30,13 +32,24 @@ const nonNegative = (name: string, value: number) => {
  *   nothing, and is answered once the writes it saw are durable. Reads answer from memory at once.
  * - Opening replays the newest snapshot and its journal. A torn tail (a crash mid-append) is cut
  *   off; damage anywhere else fails the open with an Error naming the file and byte offset.
- * - When a write or sync fails, the pending writes are rejected and so is every later call: memory
- *   then holds changes the disk may not. Reopen the directory to go on.
+ * - When a write or sync fails (a full disk, an I/O error), the writes of that flush and those queued
+ *   behind it are rejected with a `StoreError` (`full` or `unavailable`: HTTP 503 with
+ *   `Retry-After`), and so are later writes while the store heals: it cuts the journal back to its
+ *   last durable byte, rebuilds memory from the files (so nothing refused stays visible, nothing
+ *   acknowledged goes missing), and resumes writes once a probe write reaches the disk — by itself,
+ *   retrying every second. Reads are served throughout (until the rebuild, they may still see the
+ *   refused writes, as they may see any write whose flush is pending).
  * - Compaction (once the journal outgrows `compactRatio` × the snapshot and `compactMinBytes`)
  *   serialises the whole state at once, so calls wait for that step (about 0.15 s per 100k tokens),
  *   then writes a snapshot and starts a new journal; acknowledged writes survive a crash at any step.
- * - One writer: the directory is locked (its `LOCK` file holds the pid) until `close()`, which
- *   waits for pending writes. A second open, in this process or another live one, fails at once.
+ * - A failed compaction removes its temp file; the store goes on in the old generation (rebuilding
+ *   memory first when the compaction had taken pending records) and tries again after 10 s.
+ * - One writer: the directory is locked until `close()`, which waits for pending writes. The `LOCK`
+ *   file names the holder's pid, boot and PID namespace and carries a heartbeat, so a second open —
+ *   in this process, another live one, or one in another container sharing the directory — fails.
+ * - Leftovers of a crash (a compaction's temp file, a probe file) are removed before anything is
+ *   written, so a start never fails on them; a journal tail that is not whole records is cut off and
+ *   logged (count and offset), or refused with `onTornTail: 'refuse'`.
  *
  * On disk is only what the core hands the store (keys and nonces are SHA-256 hashes already).
  */
@@ -70,58 +83,156 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   if (made !== undefined && durable) {
     for (let d = dir; d !== dirname(made); d = dirname(d)) await syncDirectory(dirname(d))
   }
-  const lock = await lockDirectory(dir)
+  const staleMs = nonNegative('lockStaleMs', options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS)
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
+  if (
+    options.onTornTail !== undefined &&
+    options.onTornTail !== 'truncate' &&
+    options.onTornTail !== 'refuse'
+  ) {
+    throw new TypeError(`fileStore: onTornTail must be 'truncate' or 'refuse'`)
+  }
+  const policy = { onTornTail: options.onTornTail ?? 'truncate', log } as const
+  // A crash's leftovers may fill the disk: remove them before the lock file is written (unless a
+  // live store holds the directory, whose files are its own).
+  if (!(await lockedByAnother(dir, staleMs))) await removeLeftovers(dir)
+  const lock = await lockDirectory(dir, staleMs)
   let recovered: Awaited<ReturnType<typeof recover>>
   try {
-    recovered = await recover(dir, durable, dsync)
+    recovered = await recover(dir, durable, dsync, policy)
   } catch (error) {
     await lock.release()
     throw error
   }
-  const state = recovered.state
 
   let requested: Group | null = null
   const g: Generation = {
     dir,
     durable,
     dsync,
-    state,
+    state: recovered.state,
     journal: undefined as unknown as Journal,
     generation: recovered.generation,
     snapshotBytes: recovered.snapshotBytes,
     compactions: 0,
     step,
+    code: diskError,
   }
+  /** While set, writes are refused with it: the store is healing from a failed flush or compaction. */
+  let fault: Error | null = null
+  let healing = false
+  let retry: NodeJS.Timeout | undefined
+  /** Automatic compaction waits until then after a failed one (ms, `performance.now()`). */
+  let compactAfter = 0
+  let closing: Promise<void> | null = null
+
+  /**
+   * Heals after a fault: cuts the journal back to its last durable byte (a failed flush may have
+   * left part of itself there), rebuilds memory from the files, and, after a disk error, waits for
+   * a probe write to reach the disk; then resumes writes. Retries every second until it succeeds.
+   */
+  const heal = async (probe: boolean) => {
+    if (healing || closing) return
+    healing = true
+    try {
+      await journal.idle()
+      if (!journal.suspended) return
+      const file = join(dir, journalName(journalGeneration))
+      await closeFd(journal.descriptor).catch(() => {})
+      await truncate(file, journal.size).catch((error: unknown) => {
+        if (!(error as NodeJS.ErrnoException).code?.includes('ENOENT')) throw error
+      })
+      if (durable) {
+        const fd = await openFd(file, 'r+')
+        try {
+          await fsync(fd)
+        } finally {
+          await closeFd(fd)
+        }
+      }
+      if (probe) {
+        await step('disk.probe')
+        await probeDisk(dir, durable)
+      }
+      const again = await recover(dir, durable, dsync, policy)
+      g.state = again.state
+      g.generation = journalGeneration = again.generation
+      g.snapshotBytes = again.snapshotBytes
+      journal.resume(again.fd, again.journalBytes)
+      fault = null
+      log(`fileStore: ${dir}: writes resumed`)
+    } catch (error) {
+      log(`fileStore: ${dir}: still failing, retrying in 1 s: ${(error as Error).message}`)
+      retry = setTimeout(() => void heal(probe), 1000)
+      retry.unref()
+    } finally {
+      healing = false
+    }
+  }
+
   const journal: Journal = new Journal(recovered.fd, recovered.journalBytes, {
     sync,
-    ...(hook ? { beforeWrite: () => step('journal.write'), beforeSync: () => step('journal.sync') } : {}),
+    // Before each flush: make sure no other process took the directory over (a stall past the
+    // lock's heartbeat), then the test hook.
+    beforeWrite: () => {
+      lock.check()
+      return step('journal.write')
+    },
+    ...(hook ? { beforeSync: () => step('journal.sync') } : {}),
     wantsMaintenance: () =>
-      requested !== null || journal.size > Math.max(minBytes, ratio * g.snapshotBytes) || deletesDue(),
+      requested !== null ||
+      (performance.now() >= compactAfter &&
+        (journal.size > Math.max(minBytes, ratio * g.snapshotBytes) || deletesDue())),
     maintain: async () => {
       const asked = requested
       requested = null
       opsSince = 0
       deletesSince = 0
+      const before = g.generation
       try {
         await compact(g)
+        journalGeneration = g.generation
         asked?.resolve(DURABLE)
       } catch (error) {
-        asked?.reject(error instanceof Error ? error : new Error(String(error)))
-        throw error
+        const failed =
+          error instanceof CompactionError ? error : new CompactionError(error as Error, false, true)
+        asked?.reject(diskError(failed.cause))
+        compactAfter = performance.now() + 10_000
+        log(`fileStore: ${dir}: compaction failed, going on in generation ${before}: ${failed.cause.message}`)
+        // Memory is ahead of the files, or the files moved on: rebuild it from them.
+        if (failed.diverged) throw failed.cause
       }
     },
     onFailure: (error) => {
       requested?.reject(error)
       requested = null
     },
+    onFault: (error, cause) => {
+      fault = error
+      requested?.reject(error)
+      requested = null
+      log(
+        `fileStore: ${dir}: a write failed, refusing writes until the disk takes them again: ${String((cause as Error)?.message ?? cause)}`,
+      )
+      void heal(true)
+    },
+    code: diskError,
+    fatal: (cause) => cause instanceof StoreError && cause.code === 'locked',
   })
   g.journal = journal
+  /** The generation whose journal file the journal appends to. */
+  let journalGeneration = g.generation
 
-  let closing: Promise<void> | null = null
   const use = (): MemoryState => {
     if (closing) throw new StoreError('closed', `fileStore: the store at ${dir} is closed`)
     if (journal.failure) throw journal.failure
-    return state
+    return g.state
+  }
+  /** The state, for a write: refused while the store heals. */
+  const writable = (): MemoryState => {
+    const s = use()
+    if (fault) throw fault
+    return s
   }
   /** Applies ops already checked, and resolves once their record is durable. */
   const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
@@ -132,9 +243,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
       for (const op of ops) s.apply(cloneJson(op))
     } catch (error) {
-      // A malformed op threw halfway: memory no longer matches the journal, so stop here.
-      journal.fail(error)
-      throw journal.failure
+      // A malformed op threw halfway: memory no longer matches the journal; rebuild it from disk.
+      journal.stop(error)
+      throw error
     }
     return journal.append(json)
   }
@@ -144,7 +255,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     // Not `async`: a durable write returns the promise its whole flush shares.
     write: (batch) => {
       try {
-        const s = use()
+        const s = writable()
         const failed = s.failedCheck(batch.checks ?? [])
         if (failed) return journal.barrier().then(() => ({ ok: false, failed }))
         return batch.ops.length ? commit(s, batch.ops) : journal.barrier()
@@ -171,7 +282,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     listExpired: async (query) => use().listExpired(query),
     dump: async () => use().dump(),
     compact: async () => {
-      use()
+      writable()
       requested ??= new Group()
       const done = requested.promise
       journal.kick()
@@ -187,9 +298,11 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       compactions: g.compactions,
       recoveredRecords: recovered.records,
       truncatedBytes: recovered.truncatedBytes,
+      healthy: fault === null && journal.failure === null,
     }),
     close: () =>
       (closing ??= (async () => {
+        clearTimeout(retry)
         await journal.idle()
         try {
           await closeFd(journal.descriptor)
@@ -198,4 +311,20 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         }
       })()),
   }
+}
+
+/** Removes what a crash can leave in a store directory: compaction temp files, probe files, lock temp files. */
+async function removeLeftovers(dir: string): Promise<void> {
+  let removed = false
+  for (const name of await readdir(dir)) {
+    const leftover =
+      parseName(name)?.kind === 'temp' ||
+      name === PROBE_FILE ||
+      (name.startsWith(`${LOCK_FILE}.`) && name.endsWith('.tmp'))
+    if (leftover) {
+      await unlink(join(dir, name)).catch(() => {})
+      removed = true
+    }
+  }
+  if (removed) await syncDirectory(dir).catch(() => {})
 }

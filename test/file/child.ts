@@ -1,6 +1,6 @@
 /**
- * A child process for the crash and lock tests. `hold DIR`: opens the store, prints `ready`, and
- * waits to be killed. `write DIR PREFIX MAX`: opens the store (compacting often), prints `ready`,
+ * A child process for the crash and lock tests. `hold DIR`: opens the store (its lock's heartbeat
+ * from `LOCK_STALE_MS` when set), prints `ready`, and waits to be killed. `write DIR PREFIX MAX`: opens the store (compacting often), prints `ready`,
  * then writes up to MAX batches from 8 concurrent writers, printing `ack <id>` once each is
  * acknowledged. Each batch puts two tokens, links them, and stages one write into transaction
  * `tx-crash` (not idempotent: a batch replayed twice would show up twice).
@@ -9,7 +9,13 @@ import { fileStore } from '../../adapters/file/index.js'
 import { link, put, stage, T, tx } from './fixtures.js'
 
 const [mode, dir, prefix = 'b', max = '300'] = process.argv.slice(2)
-const store = await fileStore({ path: dir!, compactMinBytes: 32 * 1024, compactRatio: 1 })
+const staleMs = process.env['LOCK_STALE_MS']
+const store = await fileStore({
+  path: dir!,
+  compactMinBytes: 32 * 1024,
+  compactRatio: 1,
+  ...(staleMs ? { lockStaleMs: Number(staleMs) } : {}),
+})
 if (mode === 'hold') {
   process.stdout.write('ready\n')
   setInterval(() => {}, 1 << 30)

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import { StoreError } from '../../src/store/error.js'
 import { sweepExpired } from '../../src/sweep.js'
 
 const TTL = { transactionTtlMs: 3_600_000 }
 
 import type { Op, StoredSession } from '../../src/types.js'
 import { NOW, put, T, tx } from './fixtures.js'
-import { tempDir } from './helpers.js'
+import { healed, tempDir } from './helpers.js'
 
 const session = (id: string, expires_at: string): StoredSession => ({
   id,
@@ -85,16 +86,18 @@ describe('file store durability', () => {
   })
 
   it.each(['fdatasync', 'dsync'] as const)(
-    'rejects pending writes and every later call when a sync fails (%s)',
+    'refuses the writes of a failed sync with a retryable StoreError, serves reads, and resumes writes by itself (%s)',
     async (sync) => {
       const dir = await tempDir()
       let fail = false
+      const logs: string[] = []
       const store = await fileStore({
         path: dir,
         sync,
+        log: (line) => logs.push(line),
         hooks: {
           step: (step) => {
-            if (fail && step === 'journal.sync') throw new Error('EIO: simulated')
+            if (fail && (step === 'journal.sync' || step === 'disk.probe')) throw new Error('EIO: simulated')
           },
         },
       })
@@ -105,29 +108,41 @@ describe('file store durability', () => {
         store.write({ ops: [put('y')] }),
       ])
       expect(pending.map((p) => p.status)).toEqual(['rejected', 'rejected'])
-      expect(String((pending[0] as PromiseRejectedResult).reason)).toMatch(/journal failed.*EIO: simulated/)
-      await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
-      await expect(store.write({ ops: [put('z')] })).rejects.toThrow(/journal failed/)
-      await expect(sweepExpired(store, NOW, TTL)).rejects.toThrow(/journal failed/)
-      await expect(store.compact()).rejects.toThrow(/journal failed/)
-      await store.close() // still releases the directory
+      const reason = (pending[0] as PromiseRejectedResult).reason as StoreError
+      expect(reason).toBeInstanceOf(StoreError)
+      expect([reason.code, reason.retryAfter]).toEqual(['unavailable', 1])
+      expect(store.stats().healthy).toBe(false)
+      // While the disk fails, reads are served and writes are refused with the same coded error.
+      expect(await store.getToken(T, 'kept')).not.toBeNull()
+      await expect(store.write({ ops: [put('z')] })).rejects.toMatchObject({ code: 'unavailable' })
+      await expect(store.compact()).rejects.toMatchObject({ code: 'unavailable' })
+      fail = false
+      await healed(store)
+      // The refused writes are gone from memory too; writes go on.
+      expect(await store.getToken(T, 'x')).toBeNull()
+      expect(await store.getToken(T, 'y')).toBeNull()
+      await store.write({ ops: [put('z')] })
+      expect(logs.some((l) => /a write failed.*EIO: simulated/.test(l))).toBe(true)
+      expect(logs.some((l) => /writes resumed/.test(l))).toBe(true)
+      await store.close()
       const again = await fileStore({ path: dir })
-      expect(await again.getToken(T, 'kept')).not.toBeNull()
-      expect(await again.getToken(T, 'z')).toBeNull()
+      expect((await again.dump()).tokens.map((t) => t.id)).toEqual(['kept', 'z'])
       await again.close()
     },
   )
 
-  it('refuses a batch JSON cannot hold without applying it; fails the store if an op throws halfway', async () => {
+  it('refuses a batch JSON cannot hold without applying it; rebuilds memory if an op throws halfway', async () => {
     const dir = await tempDir()
-    const store = await fileStore({ path: dir, durability: 'none' })
+    const store = await fileStore({ path: dir, durability: 'none', log: () => {} })
     await store.write({ ops: [put('kept')] })
     const bigint = { op: 'token.put', token: { ...put('big'), data: { n: 1n } } } as unknown as Op
     await expect(store.write({ ops: [put('before-big'), bigint] })).rejects.toThrow(/BigInt/)
     expect(await store.getToken(T, 'before-big')).toBeNull()
     const broken = { op: 'token.put', token: null } as unknown as Op
-    await expect(store.write({ ops: [put('half'), broken] })).rejects.toThrow(/journal failed/)
-    await expect(store.getToken(T, 'kept')).rejects.toThrow(/journal failed/)
+    await expect(store.write({ ops: [put('half'), broken] })).rejects.toThrow()
+    expect(await store.getToken(T, 'kept')).not.toBeNull()
+    await healed(store)
+    expect(await store.getToken(T, 'half')).toBeNull()
     await store.close()
     const again = await fileStore({ path: dir, durability: 'none' })
     expect((await again.dump()).tokens.map((t) => t.id)).toEqual(['kept'])

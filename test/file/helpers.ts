@@ -56,3 +56,12 @@ export function lineMatching(child: ChildProcess, match: (line: string) => boole
     child.once('close', (code) => reject(new Error(`child exited (${code}) first: ${stderr}`)))
   })
 }
+
+/** Waits (up to 5 s) until a file store that refused writes after a failure takes them again. */
+export async function healed(store: { stats(): { healthy: boolean } }): Promise<void> {
+  const started = performance.now()
+  while (!store.stats().healthy) {
+    if (performance.now() - started > 5000) throw new Error('the store did not heal within 5 s')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}

@@ -13,13 +13,17 @@ async function deadPid(): Promise<number> {
   return child.pid!
 }
 
+/** The pid the lock file names. */
+const holder = async (dir: string) =>
+  (JSON.parse(await readFile(join(dir, 'LOCK'), 'utf8')) as { pid: number }).pid
+
 describe('file store directory lock', () => {
   it('refuses a second open in the same process at once, until the first is closed', async () => {
     const dir = await tempDir()
     const first = await fileStore({ path: dir, durability: 'none' })
     await expect(fileStore({ path: dir })).rejects.toThrow(/is already open in this process/)
     await expect(fileStore({ path: join(dir, '.', '') })).rejects.toThrow(/is already open in this process/)
-    expect(await readFile(join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`)
+    expect(await holder(dir)).toBe(process.pid)
     await first.write({ ops: [put('a')] })
     await first.close()
     await expect(readFile(join(dir, 'LOCK'))).rejects.toThrow(/ENOENT/)
@@ -50,7 +54,7 @@ describe('file store directory lock', () => {
       await closed(child)
     }
     const store = await fileStore({ path: dir })
-    expect(await readFile(join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`)
+    expect(await holder(dir)).toBe(process.pid)
     await store.close()
   })
 
@@ -59,7 +63,7 @@ describe('file store directory lock', () => {
     for (const stale of [String(await deadPid()), String(process.pid), 'garbage']) {
       await writeFile(join(dir, 'LOCK'), `${stale}\n`)
       const store = await fileStore({ path: dir, durability: 'none' })
-      expect(await readFile(join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`)
+      expect(await holder(dir)).toBe(process.pid)
       await store.close()
     }
   })
