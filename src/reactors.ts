@@ -130,7 +130,14 @@ export function reactorOperations(ctx: Ctx) {
   }
   /** The reactor `body` describes, checked: its formula's configuration contract, or its code compiled. */
   const build = async (body: ReactorBody, base: Pick<Reactor, 'id' | 'created_at' | 'created_by'>) => {
-    const reactor: Reactor = { ...base, tenant_id: tenant(), name: body.name, configuration: {} }
+    const reactor: Reactor = {
+      id: base.id,
+      tenant_id: tenant(),
+      name: body.name,
+      configuration: {},
+      created_at: base.created_at,
+      created_by: base.created_by,
+    }
     if (body.code !== undefined) {
       reactor.code = await compiled(body.code)
       reactor.configuration = body.configuration

@@ -1,7 +1,8 @@
 import * as v from 'valibot'
+import { requirePermission } from './access.js'
 import type { Ctx } from './context.js'
 import { publicTenant } from './encryption/sealed-store.js'
-import { forbidden, notFound } from './errors.js'
+import { notFound } from './errors.js'
 import { PERMISSIONS, PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import type { ApplicationType, Tenant } from './types.js'
 import { parse } from './validate.js'
@@ -13,8 +14,8 @@ export interface PermissionInfo {
   application_types: ApplicationType[]
 }
 
-/** What each permission allows, in the catalogue's words; a permission missing here is described from its name. */
-const DESCRIPTIONS: Record<string, string> = {
+/** What each permission allows, in the catalogue's words. */
+const DESCRIPTIONS: Record<(typeof PERMISSIONS)[number], string> = {
   'token:create': 'Create tokens',
   'token:read': 'Read tokens',
   'token:update': 'Update tokens',
@@ -30,6 +31,21 @@ const DESCRIPTIONS: Record<string, string> = {
   'application:update': 'Update applications',
   'application:delete': 'Delete applications and application keys',
   'tenant:read': 'Read the tenant',
+  'tenant:update': 'Update the tenant',
+  'tenant:delete': 'Delete the tenant',
+  'log:read': 'Read audit logs',
+  'proxy:create': 'Create proxies',
+  'proxy:read': 'Read proxies',
+  'proxy:update': 'Update proxies',
+  'proxy:delete': 'Delete proxies',
+  'tenant:member:read': 'Read tenant members',
+  'tenant:member:update': 'Update tenant members',
+  'tenant:member:delete': 'Remove tenant members',
+  'tenant:invitation:create': 'Invite tenant members',
+  'tenant:invitation:read': 'Read tenant invitations',
+  'tenant:invitation:update': 'Resend tenant invitations',
+  'tenant:invitation:delete': 'Delete tenant invitations',
+  'report:read': 'Read tenant usage reports',
 }
 
 const TYPES = ['private', 'public', 'management'] as const satisfies readonly ApplicationType[]
@@ -43,7 +59,7 @@ const listPermissionsInput = v.strictObject({
 export function permissionCatalogue(): PermissionInfo[] {
   return PERMISSIONS.map((type) => ({
     type,
-    description: DESCRIPTIONS[type] ?? `${type.split(':').slice(1).join(' ')} ${type.split(':')[0]}`,
+    description: DESCRIPTIONS[type],
     application_types: TYPES.filter((t) => (PERMISSIONS_BY_TYPE[t] as readonly string[]).includes(type)),
   }))
 }
@@ -53,10 +69,7 @@ export function tenantOperations(ctx: Ctx) {
   return {
     /** The tenant of the caller's key, without its wrapped data key. Needs `tenant:read`. */
     async self(): Promise<Tenant> {
-      const { permissions } = ctx.principal
-      if (!(permissions as readonly string[]).includes('tenant:read')) {
-        throw forbidden('missing permission tenant:read')
-      }
+      requirePermission(ctx.principal, 'tenant:read')
       const tenant = await ctx.store.getTenant(ctx.principal.tenantId)
       if (!tenant) throw notFound('tenant')
       return publicTenant(tenant)
