@@ -3,6 +3,7 @@ import { shownApplication } from './applications.js'
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
+import { detokenizeArgs } from './detokenize.js'
 import { forbidden, invalid, notFound, ServiceError, type ValidationIssues } from './errors.js'
 import { shownFormula } from './formulas.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
@@ -256,19 +257,20 @@ export function reactorOperations(ctx: Ctx) {
     },
 
     /**
-     * Invokes the reactor: for a formula-based one, checks and casts `args` against the formula's
-     * request parameters (inline code gets `args` as sent), runs the code with
-     * `{ args, configuration }` through the service's runner (isolated, time-limited), and creates
-     * the tokens its `tokenize` output asks for in one atomic write. Needs `token:use` (as a
-     * permission or in an access rule) and, per created token, `token:create`. Does not enlist in
-     * the caller's transaction.
+     * Invokes the reactor: replaces `{{ <token id> }}` expressions in `args` by token data (under
+     * `token:use` on each token; see `detokenizeArgs`); for a formula-based reactor, checks and
+     * casts `args` against the formula's request parameters (inline code gets them as sent); runs
+     * the code with `{ args, configuration }` through the service's runner (isolated, time-limited),
+     * and creates the tokens its `tokenize` output asks for in one atomic write. Needs `token:use`
+     * (as a permission or in an access rule) and, per created token, `token:create`. Does not enlist
+     * in the caller's transaction.
      */
     async react(id: string, input: unknown = {}): Promise<ReactResult> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
       const reactor = await mustGet(id)
       let code: string
-      let args = (body.args ?? {}) as JsonObject
+      let args = await detokenizeArgs(ctx, (body.args ?? {}) as JsonObject)
       if (reactor.code !== undefined) code = reactor.code
       else {
         const formula = await formulaFor(reactor.formula_id ?? '')
