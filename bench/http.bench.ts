@@ -72,7 +72,9 @@ async function startServers(): Promise<void> {
     name: 'bench',
     type: 'private',
     permissions: [...permissions],
-    rules: [{ description: 'all', priority: 1, transform: 'reveal', permissions: [...permissions] }],
+    rules: [
+      { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...permissions] },
+    ],
   })
   const token = await service.connect(key).tokens.create(JSON.parse(TOKEN_BODY))
   const listen = (server: Server) =>

@@ -11,7 +11,13 @@ const { key } = await vault.admin.createApplication({
   type: 'private',
   permissions: ['token:create', 'token:read'],
   rules: [
-    { description: 'all', priority: 1, transform: 'reveal', permissions: ['token:create', 'token:read'] },
+    {
+      description: 'every token',
+      priority: 1,
+      container: '/',
+      transform: 'reveal',
+      permissions: ['token:create', 'token:read'],
+    },
   ],
 })
 

@@ -2,7 +2,7 @@ import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './
 import type { Ctx } from './context.js'
 import { conflict, invalid, notFound } from './errors.js'
 import { type Paginated, paginated } from './pagination.js'
-import { listChildrenInput } from './schemas/token.js'
+import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
 import { creationChecks, newToken } from './tokens.js'
 import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
 import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
@@ -13,8 +13,9 @@ async function allChildren(
   ctx: Ctx,
   tx: StoredTransaction | null,
   parentId: string,
-  filter: { ids: string[]; types: string[] },
+  filter: { ids: string[]; types: string[]; metadata?: Record<string, string> | undefined },
 ): Promise<StoredToken[]> {
+  const wanted = Object.entries(filter.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
   const tenant = ctx.principal.tenantId
   const committed = await ctx.store.listChildren(tenant, parentId, {
     offset: 0,
@@ -34,6 +35,8 @@ async function allChildren(
     if (filter.ids.length && !filter.ids.includes(id)) continue
     const token = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
     if (!token || (filter.types.length && !filter.types.includes(token.type))) continue
+    if (!wanted.every(([k, v]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === v))
+      continue
     out.push(token)
   }
   return out
@@ -120,7 +123,7 @@ export function childOperations(ctx: Ctx) {
 
     /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */
     async list(parentId: string, query: unknown = {}): Promise<Paginated<Token>> {
-      const q = parse(listChildrenInput, query ?? {})
+      const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       const tx = await openTransaction(ctx)
       const parent = await mustReadToken(ctx, tx, parentId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
@@ -129,7 +132,7 @@ export function childOperations(ctx: Ctx) {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
         return transform === null ? null : applyTransform(token, transform)
       }
-      if (!tx && !ctx.principal.rules?.length) {
+      if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
         const page = await ctx.store.listChildren(tenant(), parentId, {
           offset,
           limit: q.size,
@@ -139,7 +142,9 @@ export function childOperations(ctx: Ctx) {
         })
         return paginated({ items: page.items.map((t) => show(t)!), total: page.total }, q.page, q.size)
       }
-      const visible = (await allChildren(ctx, tx, parentId, { ids: q.id, types: q.type }))
+      const visible = (
+        await allChildren(ctx, tx, parentId, { ids: q.id, types: q.type, metadata: q.metadata })
+      )
         .map(show)
         .filter((t): t is Token => t !== null)
       return paginated(

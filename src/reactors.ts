@@ -2,6 +2,7 @@ import { requirePermission } from './access.js'
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
+import { detokenizeArgs } from './detokenize.js'
 import { forbidden, notFound, ServiceError, type ValidationIssues } from './errors.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { castArgs, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
@@ -134,7 +135,8 @@ export function reactorOperations(ctx: Ctx) {
     },
 
     /**
-     * Invokes the reactor: checks and casts `args` against the formula's request parameters, runs
+     * Invokes the reactor: replaces `{{ <token id> }}` expressions in `args` by token data (under
+     * `token:use` on each token; see `detokenizeArgs`), checks and casts `args` against the formula's request parameters, runs
      * the formula's code with `{ args, configuration }` through the service's runner (isolated,
      * time-limited), and creates the tokens its `tokenize` output asks for in one atomic write.
      * Needs `token:use` (as a permission or in an access rule) and, per created token, `token:create`.
@@ -145,7 +147,10 @@ export function reactorOperations(ctx: Ctx) {
       const body = parse(reactInput, input) ?? {}
       const reactor = await mustGet(id)
       const formula = await formulaFor(reactor.formula_id)
-      const args = castArgs(formula.request_parameters, (body.args ?? {}) as JsonObject)
+      const args = castArgs(
+        formula.request_parameters,
+        await detokenizeArgs(ctx, (body.args ?? {}) as JsonObject),
+      )
       if (!ctx.runner) throw new ServiceError('formula_invalid', 'no formula runner is configured')
       const timeoutMs = ctx.options.reactorTimeoutMs
       const outcome = await ctx.runner.run(

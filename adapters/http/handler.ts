@@ -1,6 +1,6 @@
 import type { Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
-import { readJsonBody } from './body.js'
+import { readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { parseQuery, type Query } from './query.js'
@@ -123,6 +123,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const match = router.match(method, path)
     if (match.kind !== 'found') throw unmatched(match, method, path)
     const { route, params } = match
+    if (route.mediaType !== undefined) requireMediaType(incoming.header('content-type'), route.mediaType)
     const body = BODY_METHODS.has(method) ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
     const transactionId = incoming.header(transactionHeader)

@@ -8,6 +8,8 @@ export interface Route {
   status: 200 | 201 | 204
   /** Whether the operation reads the query string (lists). */
   query: boolean
+  /** The one media type the body must be declared as (any other, or none, is 415); default: any JSON type. */
+  mediaType?: string
   /** Calls the client: path parameters in order, the parsed query, the JSON body (`undefined` when none). */
   run(client: Client, params: string[], query: Query, body: unknown): Promise<unknown>
 }
@@ -20,7 +22,11 @@ const list = (run: Run): Route => ({ status: 200, query: true, run })
 export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['POST', '/tokens', op(201, (c, _p, _q, b) => c.tokens.create(b))],
   ['GET', '/tokens/:id', op(200, (c, [id]) => c.tokens.get(id!))],
-  ['PATCH', '/tokens/:id', op(200, (c, [id], _q, b) => c.tokens.update(id!, b))],
+  [
+    'PATCH',
+    '/tokens/:id',
+    { ...op(200, (c, [id], _q, b) => c.tokens.update(id!, b)), mediaType: 'application/merge-patch+json' },
+  ],
   ['DELETE', '/tokens/:id', op(204, (c, [id]) => c.tokens.delete(id!))],
   ['POST', '/tokens/:id/children/:child', op(204, (c, [id, ch]) => c.tokens.children.link(id!, ch!))],
   ['DELETE', '/tokens/:id/children/:child', op(204, (c, [id, ch]) => c.tokens.children.unlink(id!, ch!))],

@@ -9,21 +9,38 @@ const name = v.pipe(
   v.maxLength(200, 'must be at most 200 characters'),
 )
 
+/** The reference: "Either `permissions` or `rules` is required to be non-empty". */
+const grantsSomething = (b: { permissions: unknown[]; rules?: unknown[] | undefined }) =>
+  b.permissions.length > 0 || (b.rules?.length ?? 0) > 0
+const GRANTS_MESSAGE = 'permissions or rules must be non-empty'
+
 /** Body of application create (and of `admin.createApplication`, with `tenantId` beside it). */
-export const createApplicationInput = v.strictObject({
-  name,
-  type: v.picklist(['private', 'public', 'management'], 'must be private, public or management'),
-  permissions: v.optional(permissionList, []),
-  rules: v.optional(ruleList),
-})
+export const createApplicationInput = v.pipe(
+  v.strictObject({
+    name,
+    type: v.picklist(['private', 'public', 'management'], 'must be private, public or management'),
+    permissions: v.optional(permissionList, []),
+    rules: v.optional(ruleList),
+  }),
+  v.forward(
+    v.check((b) => grantsSomething(b), GRANTS_MESSAGE),
+    ['permissions'],
+  ),
+)
 export type CreateApplicationInput = v.InferInput<typeof createApplicationInput>
 
 /** Body of application update: replaces name, permissions and rules; the type can't change. */
-export const updateApplicationInput = v.strictObject({
-  name,
-  permissions: v.optional(permissionList, []),
-  rules: v.optional(ruleList),
-})
+export const updateApplicationInput = v.pipe(
+  v.strictObject({
+    name,
+    permissions: v.optional(permissionList, []),
+    rules: v.optional(ruleList),
+  }),
+  v.forward(
+    v.check((b) => grantsSomething(b), GRANTS_MESSAGE),
+    ['permissions'],
+  ),
+)
 export type UpdateApplicationInput = v.InferInput<typeof updateApplicationInput>
 
 /** Query of application list. */

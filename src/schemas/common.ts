@@ -1,29 +1,26 @@
 import * as v from 'valibot'
 import type { Json } from '../types.js'
+import { parseDateTime } from './date-time.js'
 
-const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
-
-/** Whether the calendar date and the time of day exist (no February 30, no 24:61). */
-function isRealDateTime(s: string): boolean {
-  const [y, mo, d, h, mi, sec] = s.split(/[-T:.Z+]/).map(Number) as number[]
-  const day = new Date(Date.UTC(y!, mo! - 1, d!))
-  const validDay = day.getUTCFullYear() === y && day.getUTCMonth() === mo! - 1 && day.getUTCDate() === d
-  return (
-    validDay &&
-    h! < 24 &&
-    mi! < 60 &&
-    (sec === undefined || Number.isNaN(sec) || sec < 60) &&
-    !Number.isNaN(Date.parse(s))
-  )
-}
-
-/** An ISO 8601 date-time with an explicit offset, normalized to UTC (`toISOString`). */
+/**
+ * A date-time in a format the reference accepts (see `parseDateTime`: ISO 8601 with or without an
+ * offset, `8/26/2030 7:23:57 PM -07:00`, `9/27/2030`; no offset means UTC), normalized to UTC
+ * (`toISOString`).
+ */
 export const isoDateTime = v.pipe(
   v.string(),
-  v.regex(ISO_WITH_OFFSET, 'must be an ISO 8601 date-time with an offset, like 2030-01-01T00:00:00Z'),
-  v.check(isRealDateTime, 'must be a real date-time'),
-  v.transform((s) => new Date(s).toISOString()),
-  v.check((s) => /^\d{4}-/.test(s), 'must be between years 0000 and 9999'),
+  v.maxLength(64, 'must be at most 64 characters'),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const parsed = parseDateTime(dataset.value)
+    if (parsed === null) {
+      addIssue({
+        message:
+          'must be a date-time like 2030-08-26T19:23:57-07:00, 8/26/2030 7:23:57 PM -07:00 or 9/27/2030 (no offset: UTC), between years 0000 and 9999',
+      })
+      return NEVER
+    }
+    return parsed
+  }),
 )
 
 const MAX_JSON_DEPTH = 64
@@ -64,11 +61,11 @@ export const mapKey = (max: number) =>
     v.check((key) => !FORBIDDEN_KEYS.has(key), 'is a reserved name'),
   )
 
-/** A container path: `/segment/.../`, segments of letters, digits, `_` and `-`. */
+/** A container path: the root `/`, or `/segment/.../` with segments of letters, digits, `_` and `-`. */
 export const containerPath = v.pipe(
   v.string(),
   v.maxLength(200, 'must be at most 200 characters'),
-  v.regex(/^(?:\/[A-Za-z0-9_-]+)+\/$/, 'must look like /segment/segment/ (letters, digits, _ and -)'),
+  v.regex(/^\/(?:[A-Za-z0-9_-]+\/)*$/, 'must be / or look like /segment/segment/ (letters, digits, _ and -)'),
 )
 
 /** A positive integer given as a number or a decimal string (query strings). */

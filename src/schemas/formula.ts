@@ -8,7 +8,8 @@ export const MAX_ELEMENTS = 25
 /** Longest formula code, in characters. */
 export const MAX_CODE_LENGTH = 12_000
 
-const ICON = /^data:image\/(?:png|jpg|jpeg);base64,([A-Za-z0-9+/]+={0,2})$/
+/** The reference's icon pattern: whitespace may follow `;` and `base64,` (its own example has a space). */
+const ICON = /^data:image\/(?:png|jpg|jpeg);\s*base64,\s*([A-Za-z0-9+/]+={0,2})$/
 
 /** Whether `b64` is canonical base64: proper alphabet, padding and length, and it survives a round trip. */
 export function isCanonicalBase64(b64: string): boolean {
@@ -81,7 +82,10 @@ export const formulaInput = v.strictObject({
           v.string('must be a string'),
           v.maxLength(1_048_576, 'must be at most 1 MiB'),
           v.regex(ICON, 'must be a data URL: data:image/png|jpg|jpeg;base64,<data>'),
-          v.check((icon) => isCanonicalBase64(icon.slice(icon.indexOf(',') + 1)), 'holds invalid base64'),
+          v.check(
+            (icon) => isCanonicalBase64(icon.slice(icon.indexOf(',') + 1).trim()),
+            'holds invalid base64',
+          ),
         ),
       ),
       v.transform((s) => s ?? undefined),

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { permissionList, ruleList } from './access.js'
+import { permissionList, sessionRuleList } from './access.js'
 import { isoDateTime } from './common.js'
 
 /** Body of session authorize: at least one of `permissions` and `rules` must be non-empty. */
@@ -11,7 +11,7 @@ export const authorizeSessionInput = v.pipe(
       v.maxLength(200, 'must be at most 200 characters'),
     ),
     permissions: v.optional(permissionList, []),
-    rules: v.optional(ruleList, []),
+    rules: v.optional(sessionRuleList, []),
     expires_at: v.optional(isoDateTime),
   }),
   v.forward(

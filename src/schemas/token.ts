@@ -80,10 +80,50 @@ export const updateTokenInput = v.strictObject({
 })
 export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
 
-/** Query of list children: filters `id` and `type`, and paging. */
+/** Query of list children: filters `id`, `type` and `metadata` (key → value), and paging. */
 export const listChildrenInput = v.strictObject({
   id: stringList(100),
   type: stringList(100),
+  metadata: v.optional(
+    v.pipe(
+      v.custom<Record<string, string>>(
+        hasNoForbiddenKeys,
+        'must not use __proto__, constructor or prototype as a key',
+      ),
+      v.record(mapKey(100), v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
+      v.check((m) => Object.keys(m).length <= 20, 'must hold at most 20 entries'),
+    ),
+  ),
   ...pagination,
 })
+
+const METADATA_KEY = /^metadata(?:\.(.+)|\[(.+)\])$/
+
+/**
+ * Gathers the query keys `metadata.<key>=<value>` (what the SDK sends) and `metadata[<key>]=<value>`
+ * (OpenAPI's deepObject) into one `metadata` object; of a repeated key the first value counts, as
+ * the reference ignores repeats. Other keys pass through unchanged.
+ */
+export function gatherMetadataFilter(query: unknown): unknown {
+  if (query === null || typeof query !== 'object' || Array.isArray(query)) return query
+  const out: Record<string, unknown> = {}
+  let metadata: Record<string, unknown> | undefined
+  for (const [key, value] of Object.entries(query)) {
+    const m = METADATA_KEY.exec(key)
+    if (!m) {
+      out[key] = value
+      continue
+    }
+    metadata ??= Object.create(null) as Record<string, unknown>
+    const name = (m[1] ?? m[2])!
+    if (!(name in metadata)) metadata[name] = Array.isArray(value) ? value[0] : value
+  }
+  if (!metadata) return out
+  const given = out.metadata
+  if (given === undefined) out.metadata = { ...metadata }
+  else if (given !== null && typeof given === 'object' && !Array.isArray(given)) {
+    out.metadata = { ...given, ...metadata }
+  }
+  return out
+}
 export type ListChildrenInput = v.InferInput<typeof listChildrenInput>

@@ -7,7 +7,7 @@ const expected = { reveal: 'secret', mask: 'm*sk', redact: undefined }
 
 /** Scopes, and whether each covers the card token (id card-1 in /pci/high/) and the other (id ssn-1 in /general/low/). */
 const scopes: [string, Pick<AccessRule, 'container' | 'conditions'>, boolean, boolean][] = [
-  ['no scope', {}, true, true],
+  ['root container /', { container: '/' }, true, true],
   ['container /pci/', { container: '/pci/' }, true, false],
   ['container /pci/high/', { container: '/pci/high/' }, true, false],
   ['container /pci/low/', { container: '/pci/low/' }, false, false],
@@ -35,6 +35,18 @@ function c(attribute: Condition['attribute'], operator: Condition['operator'], v
   return { attribute, operator, value }
 }
 
+/**
+ * A client holding exactly `rules`: an application for container rules; for rules with conditions
+ * (which apply to sessions only), a session the full-access key authorized.
+ */
+async function holder(s: Awaited<ReturnType<typeof setup>>, rules: AccessRule[]) {
+  if (!rules.some((r) => r.conditions)) return (await s.keyFor('private', [], rules)).client
+  const pub = await s.keyFor('public', ['token:create'])
+  const { session_key, nonce } = await pub.client.sessions.create()
+  await s.client.sessions.authorize({ nonce, rules })
+  return s.service.connect(session_key)
+}
+
 async function world() {
   const s = await setup()
   await s.client.tokens.create({
@@ -59,7 +71,7 @@ describe('access rules: transform × container × condition', () => {
   for (const transform of TRANSFORMS) {
     for (const [name, scope, coversCard, coversOther] of scopes) {
       it(`${transform} with ${name}`, async () => {
-        const { keyFor } = await world()
+        const s = await world()
         const rule: AccessRule = {
           description: name,
           priority: 1,
@@ -67,7 +79,7 @@ describe('access rules: transform × container × condition', () => {
           permissions: ['token:read'],
           ...scope,
         }
-        const { client } = await keyFor('private', [], [rule])
+        const client = await holder(s, [rule])
         for (const [id, covered] of [
           ['card-1', coversCard],
           ['ssn-1', coversOther],
@@ -89,15 +101,21 @@ describe('access rules: transform × container × condition', () => {
     const { client } = await keyFor(
       'private',
       [],
-      [{ description: '', priority: 1, transform: 'mask', permissions: ['token:read'] }],
+      [{ description: '', priority: 1, container: '/', transform: 'mask', permissions: ['token:read'] }],
     )
     expect('data' in (await client.tokens.get('plain-1'))).toBe(false)
   })
 
   it('the matching rule with the lowest priority number wins, whatever the order', async () => {
-    const { keyFor } = await world()
+    const s = await world()
     const rules: AccessRule[] = [
-      { description: 'broad', priority: 20, transform: 'redact', permissions: ['token:read'] },
+      {
+        description: 'broad',
+        priority: 20,
+        container: '/',
+        transform: 'redact',
+        permissions: ['token:read'],
+      },
       {
         description: 'pci',
         priority: 10,
@@ -113,12 +131,12 @@ describe('access rules: transform × container × condition', () => {
         permissions: ['token:read'],
       },
     ]
-    const { client } = await keyFor('private', [], rules)
+    const client = await holder(s, rules)
     expect((await client.tokens.get('card-1')).data).toBe('m*sk')
     expect((await client.tokens.get('plain-1')).data).toBe('secret')
     expect((await client.tokens.get('ssn-1')).data).toBeUndefined()
-    const reversed = await keyFor('private', [], [...rules].reverse())
-    expect((await reversed.client.tokens.get('card-1')).data).toBe('m*sk')
+    const reversed = await holder(s, [...rules].reverse())
+    expect((await reversed.tokens.get('card-1')).data).toBe('m*sk')
   })
 
   it('a rule counts only for the permissions it grants', async () => {
@@ -126,7 +144,7 @@ describe('access rules: transform × container × condition', () => {
     const { client } = await keyFor(
       'private',
       [],
-      [{ description: '', priority: 1, transform: 'reveal', permissions: ['token:create'] }],
+      [{ description: '', priority: 1, container: '/', transform: 'reveal', permissions: ['token:create'] }],
     )
     expect((await failure(client.tokens.get('card-1'))).code).toBe('forbidden')
     await client.tokens.create({ type: 'token', data: 1 })

@@ -95,7 +95,7 @@ describe('sessions', () => {
     await client.sessions.authorize({ nonce, permissions: ['token:read'] })
   })
 
-  it('never grants more than the authorizer holds', async () => {
+  it('never grants a permission the authorizer lacks, nor over a scope it lacks it on (docs/guides/govern/sessions.mdx)', async () => {
     const { keyFor, client } = await setup()
     const pub = await keyFor('public', ['token:create'])
     const reader = await keyFor('private', ['token:read'])
@@ -103,19 +103,27 @@ describe('sessions', () => {
     expect(
       (await failure(reader.client.sessions.authorize({ nonce: n1, permissions: ['token:delete'] }))).code,
     ).toBe('forbidden')
-    // Without rules, token:read is masked: a reveal rule would be more than the reader holds.
     const reveal = {
       description: '',
       priority: 1,
+      container: '/',
       transform: 'reveal' as const,
       permissions: ['token:read' as const],
     }
-    expect((await failure(reader.client.sessions.authorize({ nonce: n1, rules: [reveal] }))).code).toBe(
-      'forbidden',
-    )
-    await reader.client.sessions.authorize({ nonce: n1, rules: [{ ...reveal, transform: 'mask' }] })
-    // A scoped authorizer can grant within its scope only.
-    const scoped = await keyFor('private', [], [{ ...reveal, container: '/pci/' }])
+    expect(
+      (
+        await failure(
+          reader.client.sessions.authorize({
+            nonce: n1,
+            rules: [{ ...reveal, permissions: ['token:read', 'token:delete'] }],
+          }),
+        )
+      ).code,
+    ).toBe('forbidden')
+    // The transform is not capped: the reader's own reads are masked, yet it may grant reveal.
+    await reader.client.sessions.authorize({ nonce: n1, rules: [reveal] })
+    // A scoped authorizer can grant within its scope only, with any transform.
+    const scoped = await keyFor('private', [], [{ ...reveal, container: '/pci/', transform: 'redact' }])
     const n2 = (await pub.client.sessions.create()).nonce
     expect((await failure(scoped.client.sessions.authorize({ nonce: n2, rules: [reveal] }))).code).toBe(
       'forbidden',
@@ -128,9 +136,78 @@ describe('sessions', () => {
       ).code,
     ).toBe('forbidden')
     await scoped.client.sessions.authorize({ nonce: n2, rules: [{ ...reveal, container: '/pci/high/' }] })
-    // The full-access key may grant reveal everywhere.
+    // The full-access key (a rule on '/') may grant reveal everywhere, by id condition too.
     const n3 = (await pub.client.sessions.create()).nonce
-    await client.sessions.authorize({ nonce: n3, rules: [reveal] })
+    await client.sessions.authorize({
+      nonce: n3,
+      rules: [
+        reveal,
+        {
+          description: '',
+          priority: 2,
+          conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }],
+          transform: 'reveal',
+          permissions: ['token:read'],
+        },
+      ],
+    })
+  })
+
+  it('the guide flow: a private app with token:create and token:read grants a reveal rule on one token id (docs/guides/govern/sessions.mdx)', async () => {
+    const { keyFor, service } = await setup()
+    const backend = await keyFor('private', ['token:create', 'token:read'])
+    const token = await backend.client.tokens.create({
+      type: 'token',
+      data: { first_name: 'Luke', social_security_number: '111-22-3333' },
+      containers: ['/'],
+    })
+    await backend.client.tokens.create({ id: 'other', type: 'token', data: 'secret', containers: ['/'] })
+    const pub = await keyFor('public', ['token:create'])
+    const { session_key, nonce } = await pub.client.sessions.create()
+    await backend.client.sessions.authorize({
+      nonce,
+      rules: [
+        {
+          description: 'Allow reading only our token',
+          priority: 1,
+          conditions: [{ attribute: 'id', operator: 'equals', value: token.id }],
+          permissions: ['token:read'],
+          transform: 'reveal',
+        },
+      ],
+    })
+    const session = service.connect(session_key)
+    expect((await session.tokens.get(token.id)).data).toEqual({
+      first_name: 'Luke',
+      social_security_number: '111-22-3333',
+    })
+    expect((await failure(session.tokens.get('other'))).code).toBe('forbidden')
+    // The backend's own read stays masked (no mask: no data).
+    expect((await backend.client.tokens.get(token.id)).data).toBeUndefined()
+  })
+
+  it('session rules need conditions or a container, not both (docs/api/applications/applications.mdx#access-rules)', async () => {
+    const { keyFor, client } = await setup()
+    const pub = await keyFor('public', ['token:create'])
+    const { nonce } = await pub.client.sessions.create()
+    const bare = {
+      description: '',
+      priority: 1,
+      transform: 'reveal' as const,
+      permissions: ['token:read' as const],
+    }
+    const neither = await failure(client.sessions.authorize({ nonce, rules: [bare] }))
+    expect(neither.code).toBe('validation_failed')
+    const both = await failure(
+      client.sessions.authorize({
+        nonce,
+        rules: [
+          { ...bare, container: '/', conditions: [{ attribute: 'id', operator: 'equals', value: 'a' }] },
+        ],
+      }),
+    )
+    expect(both.code).toBe('validation_failed')
+    await client.sessions.authorize({ nonce, rules: [{ ...bare, container: '/' }] })
   })
 
   it('a session granted rules reads exactly what they allow', async () => {

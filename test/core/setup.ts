@@ -30,7 +30,7 @@ export async function setup(
     return { key, application, client: service.connect(key) }
   }
   const full = await keyFor('private', ALL_TOKEN, [
-    { description: 'all', priority: 1, transform: 'reveal', permissions: ALL_TOKEN },
+    { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN },
   ])
   return { clock, store, service, tenant, keyFor, full, client: full.client }
 }

@@ -30,7 +30,8 @@ const tokenCases: [string, Record<string, unknown>, string][] = [
   ['metadata value too long', { ...valid, metadata: { a: 'x'.repeat(1001) } }, 'metadata.a'],
   ['metadata prototype key', { ...valid, metadata: JSON.parse('{"__proto__":"x"}') }, 'metadata'],
   ['expires_at not a date', { ...valid, expires_at: 'tomorrow' }, 'expires_at'],
-  ['expires_at without offset', { ...valid, expires_at: '2031-01-01T00:00:00' }, 'expires_at'],
+  ['expires_at not a date', { ...valid, expires_at: 'next tuesday' }, 'expires_at'],
+  ['expires_at month 13', { ...valid, expires_at: '13/01/2031' }, 'expires_at'],
   ['expires_at impossible date', { ...valid, expires_at: '2031-02-30T00:00:00Z' }, 'expires_at'],
   ['expires_at in the past', { ...valid, expires_at: '2029-01-01T00:00:00Z' }, 'expires_at'],
   ['expires_at now', { ...valid, expires_at: '2030-01-01T00:00:00Z' }, 'expires_at'],
@@ -133,20 +134,54 @@ describe('application and session input validation', () => {
           },
         ],
       },
+      'rules.0.conditions',
+    ],
+    [
+      'rule with conditions (sessions only)',
+      {
+        name: 'a',
+        type: 'private',
+        rules: [
+          {
+            priority: 1,
+            conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }],
+            transform: 'reveal',
+            permissions: ['token:read'],
+          },
+        ],
+      },
+      'rules.0.conditions',
+    ],
+    [
+      'rule without a container',
+      {
+        name: 'a',
+        type: 'private',
+        rules: [{ priority: 1, transform: 'mask', permissions: ['token:read'] }],
+      },
       'rules.0.container',
+    ],
+    [
+      'neither permissions nor rules',
+      { name: 'a', type: 'private', permissions: [], rules: [] },
+      'permissions',
     ],
     [
       'rule with a bad transform',
       {
         name: 'a',
         type: 'private',
-        rules: [{ priority: 1, transform: 'show', permissions: ['token:read'] }],
+        rules: [{ priority: 1, container: '/', transform: 'show', permissions: ['token:read'] }],
       },
       'rules.0.transform',
     ],
     [
       'rule without permissions',
-      { name: 'a', type: 'private', rules: [{ priority: 1, transform: 'mask', permissions: [] }] },
+      {
+        name: 'a',
+        type: 'private',
+        rules: [{ priority: 1, container: '/', transform: 'mask', permissions: [] }],
+      },
       'rules.0.permissions',
     ],
     [
@@ -154,7 +189,7 @@ describe('application and session input validation', () => {
       {
         name: 'a',
         type: 'management',
-        rules: [{ priority: 1, transform: 'mask', permissions: ['reactor:read'] }],
+        rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['reactor:read'] }],
       },
       'rules.0.permissions.0',
     ],
@@ -176,7 +211,11 @@ describe('application and session input validation', () => {
     ],
     [
       'rule permission the type may not hold',
-      { name: 'a', type: 'public', rules: [{ priority: 1, transform: 'mask', permissions: ['token:read'] }] },
+      {
+        name: 'a',
+        type: 'public',
+        rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:read'] }],
+      },
       'rules.0.permissions.0',
     ],
     [
@@ -184,7 +223,7 @@ describe('application and session input validation', () => {
       {
         name: 'a',
         type: 'private',
-        rules: [{ priority: -1, transform: 'mask', permissions: ['token:read'] }],
+        rules: [{ priority: -1, container: '/', transform: 'mask', permissions: ['token:read'] }],
       },
       'rules.0.priority',
     ],

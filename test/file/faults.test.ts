@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdir, readdir, readFile, rm, truncate, unlink, writeFile } from 'node:fs/promises'
+import { mkdir, open, readdir, readFile, truncate, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
@@ -57,11 +57,10 @@ async function smallDisk(size: string): Promise<string> {
   return dir
 }
 
-/** Fills what is left of the disk holding `dir` with a ballast file; returns its path. */
-async function fill(dir: string): Promise<string> {
-  const ballast = join(dir, 'ballast')
+/** Fills what is left of the disk holding `dir` by appending to `name` there (a ballast file); returns its path. */
+async function fill(dir: string, name = 'ballast'): Promise<string> {
+  const ballast = join(dir, name)
   const chunk = Buffer.alloc(4096, 1)
-  const { open } = await import('node:fs/promises')
   const handle = await open(ballast, 'a')
   try {
     for (;;) await handle.write(chunk)
@@ -170,20 +169,7 @@ describe.skipIf(!canMount)('file store on a full disk', () => {
     await store.close()
 
     // A crash mid-compaction left a temp file that fills the disk: the next start removes it first.
-    const leftover = join(path, 'snapshot.1.json.tmp')
-    await writeFile(leftover, '')
-    const big = await fill(disk)
-    await rm(big)
-    await writeFile(leftover, Buffer.alloc(0))
-    const { open } = await import('node:fs/promises')
-    const handle = await open(leftover, 'a')
-    try {
-      for (;;) await handle.write(Buffer.alloc(4096, 2))
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error
-    } finally {
-      await handle.close()
-    }
+    await fill(path, 'snapshot.1.json.tmp')
     const reopened = await fileStore({ path })
     expect((await readdir(path)).filter((n) => n.endsWith('.tmp'))).toEqual([])
     expect((await reopened.dump()).tokens).toHaveLength(41)

@@ -41,8 +41,12 @@ describe('file store journal', () => {
     expect(bytes.length).toBeGreaterThan(lastStart + 8)
     for (let cut = lastStart; cut < bytes.length; cut++) {
       await writeFile(join(dir, JOURNAL), bytes.subarray(0, cut))
-      const store = await fileStore({ path: dir, durability: 'none' })
+      const logs: string[] = []
+      const store = await fileStore({ path: dir, durability: 'none', log: (l) => logs.push(l) })
       expect(await store.dump()).toEqual(before)
+      expect(logs).toHaveLength(cut > lastStart ? 1 : 0)
+      if (cut > lastStart) expect(logs[0]).toMatch(`dropped 1 unreadable record from the end of`)
+      if (cut > lastStart) expect(logs[0]).toMatch(`${cut - lastStart} bytes at byte offset ${lastStart}`)
       expect(store.stats()).toMatchObject({ recoveredRecords: 4, truncatedBytes: cut - lastStart })
       await store.close()
       expect((await stat(join(dir, JOURNAL))).size).toBe(lastStart)
@@ -60,13 +64,17 @@ describe('file store journal', () => {
     const flipped = Buffer.from(bytes)
     flipped[bytes.length - 5]! ^= 0x01
     await writeFile(join(dir, JOURNAL), flipped)
-    let store = await fileStore({ path: dir, durability: 'none' })
+    const logs: string[] = []
+    const log = (l: string) => logs.push(l)
+    let store = await fileStore({ path: dir, durability: 'none', log })
     expect(await store.dump()).toEqual(before)
+    expect(logs.pop()).toMatch(/at byte offset \d+ .*fails its checksum: damage/)
     await store.close()
     expect((await stat(join(dir, JOURNAL))).size).toBe(lastStart)
 
     await writeFile(join(dir, JOURNAL), Buffer.concat([bytes, Buffer.alloc(4096)]))
-    store = await fileStore({ path: dir, durability: 'none' })
+    store = await fileStore({ path: dir, durability: 'none', log })
+    expect(logs.pop()).toMatch(/4096 bytes at byte offset \d+ .*cut short/)
     expect(await store.dump()).toEqual(after)
     expect(store.stats().truncatedBytes).toBe(4096)
     // Appending after a cut-off tail lands where the good records end.

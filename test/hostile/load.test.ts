@@ -69,7 +69,9 @@ describe('load on the CLI server over the file store', () => {
           name: 'load',
           type: 'private',
           permissions: perms,
-          rules: [{ description: 'all', priority: 1, transform: 'reveal', permissions: perms }],
+          rules: [
+            { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: perms },
+          ],
         })
         const pub = await call('POST', '/applications', managementKey, {
           name: 'web',

@@ -14,7 +14,7 @@ export const SEED = Number(process.env.TOKENVAULT_SEED ?? 20301121)
 const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 const REVEAL: AccessRule[] = [
-  { description: 'all', priority: 1, transform: 'reveal', permissions: ALL_TOKEN },
+  { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN },
 ]
 
 export const FORMULA_CODE = 'module.exports = async function (req) { return { raw: req.args } }'

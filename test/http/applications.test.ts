@@ -88,7 +88,15 @@ describe('sessions over HTTP', () => {
         key: keys.full,
         body: {
           nonce: session.nonce,
-          rules: [{ description: 'x', priority: 1, transform: 'reveal', permissions: ['token:read'] }],
+          rules: [
+            {
+              description: 'x',
+              priority: 1,
+              container: '/',
+              transform: 'reveal',
+              permissions: ['token:read'],
+            },
+          ],
         },
       }),
       200,

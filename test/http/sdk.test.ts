@@ -95,6 +95,7 @@ const REVEAL = [
   {
     description: 'everything',
     priority: 1,
+    container: '/',
     transform: 'reveal' as const,
     permissions: ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'],
   },
@@ -201,6 +202,33 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect((await bt.tokens.listChildren(parent.id)).pagination.totalItems).toBe(3)
   })
 
+  it('lists children by metadata as the SDK sends it, metadata.<key>=<value> (basistheory-go api/openapi.yaml, deepObject)', async () => {
+    const parent = await bt.tokens.create({ type: 'customer', data: 'p' } as never)
+    const ids: string[] = []
+    for (const [kind, region] of [
+      ['gold', 'eu'],
+      ['gold', 'us'],
+      ['Gold', 'EU'],
+      ['silver', 'eu'],
+    ] as const) {
+      const child = await bt.tokens.createChild(parent.id, {
+        type: 'token',
+        data: kind,
+        metadata: { kind, region },
+      } as never)
+      ids.push(child.id)
+    }
+    const gold = await bt.tokens.listChildren(parent.id, { metadata: { kind: 'gold' } } as never)
+    expect(gold.data.map((t) => t.id)).toEqual(ids.slice(0, 3))
+    const goldEu = await bt.tokens.listChildren(parent.id, {
+      metadata: { kind: 'gold', region: 'eu' },
+    } as never)
+    expect(goldEu.data.map((t) => t.id)).toEqual([ids[0], ids[2]])
+    expect(goldEu.pagination.totalItems).toBe(2)
+    const none = await bt.tokens.listChildren(parent.id, { metadata: { kind: 'bronze' } } as never)
+    expect(none.data).toEqual([])
+  })
+
   it('creates transactions, enlists with transactionId, commits and rolls back', async () => {
     const tx = await bt.transactions.create()
     expect(tx).toMatchObject({
@@ -292,7 +320,15 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect((await apiError(asSession.tokens.retrieve(token.id))).status).toBe(403)
     await bt.sessions.authorize({
       nonce: session.nonce,
-      rules: [{ description: 'read', priority: 1, transform: 'reveal', permissions: ['token:read'] }],
+      rules: [
+        {
+          description: 'read',
+          priority: 1,
+          container: '/',
+          transform: 'reveal',
+          permissions: ['token:read'],
+        },
+      ],
     } as never)
     expect((await asSession.tokens.retrieve(token.id)).data).toBe('shh')
     expect(

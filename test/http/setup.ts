@@ -9,7 +9,7 @@ import type { AccessRule, Permission } from '../../src/types.js'
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 export const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 export const REVEAL_ALL: AccessRule[] = [
-  { description: 'all', priority: 1, transform: 'reveal', permissions: ALL_TOKEN },
+  { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN },
 ]
 
 /** How `call` sends a request. */

@@ -79,7 +79,7 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
         name: 'srv',
         type: 'private',
         permissions: perms,
-        rules: [{ description: 'all', priority: 1, transform: 'reveal', permissions: perms }],
+        rules: [{ description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: perms }],
       })
       expect(priv.status).toBe(201)
       const created = await call(one.url, 'POST', '/tokens', priv.body.key, {

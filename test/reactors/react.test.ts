@@ -186,7 +186,15 @@ describe('react: tokenize', () => {
     const wide = await a.app(
       'private',
       [],
-      [{ description: 'all', priority: 1, transform: 'reveal', permissions: ['token:use', 'token:create'] }],
+      [
+        {
+          description: 'all',
+          priority: 1,
+          container: '/',
+          transform: 'reveal',
+          permissions: ['token:use', 'token:create'],
+        },
+      ],
     )
     expect((await react({ number: '1' }, wide.client)).raw).toEqual({ ok: true })
   })

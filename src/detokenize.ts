@@ -1,0 +1,102 @@
+import { applyTransform, tokenAccess } from './access.js'
+import type { Ctx } from './context.js'
+import { forbidden, invalid } from './errors.js'
+import { readToken } from './txview.js'
+import type { Json } from './types.js'
+
+/** At most this many distinct tokens are detokenized in one request (the reference's limit). */
+export const MAX_DETOKENIZED = 100
+
+/** Any `{{ ... }}` expression in a string. */
+const EXPRESSION = /\{\{([^{}]*)\}\}/g
+/** A string that is one expression and nothing else. */
+const WHOLE = /^\{\{([^{}]*)\}\}$/
+/** What an expression may hold: a token id (see `tokenId` in `src/schemas/token.ts`), spaces around it. */
+const TOKEN_ID = /^\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+
+/** The token id an expression names, or a 400 naming `path` (filters such as `| json:` are not offered). */
+function idOf(inner: string, path: string): string {
+  const m = TOKEN_ID.exec(inner)
+  if (m) return m[1]!
+  throw invalid(
+    path,
+    inner.includes('|')
+      ? 'detokenization filters are not supported: use {{ <token id> }}'
+      : 'holds a detokenization expression that does not name a token id',
+  )
+}
+
+/** Every string in `value` with its dotted path. */
+function* strings(value: Json, path: string, depth = 0): Generator<[string, string]> {
+  if (depth > 64) return
+  if (typeof value === 'string') yield [path, value]
+  else if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) yield* strings(item, `${path}.${i}`, depth + 1)
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) yield* strings(item, `${path}.${key}`, depth + 1)
+  }
+}
+
+/**
+ * Replaces detokenization expressions in `args` (the reference's `{{ <token id> }}`) with token data,
+ * before `args` are validated and cast. A string that is one expression becomes the token's data as
+ * it is (an object stays an object); an expression inside a longer string is replaced by the data's
+ * text (a string as is, anything else as JSON). Each token must exist in the caller's tenant and not
+ * be expired (else 400 naming `args.<path>`), and the caller needs `token:use` on it (else 403); the
+ * data is what that access's transform shows (`reveal`: plaintext, `mask`: the mask; a transform that
+ * shows nothing is 403). At most 100 distinct tokens per request. `args` is not modified.
+ */
+export async function detokenizeArgs(
+  ctx: Ctx,
+  args: { [key: string]: Json },
+): Promise<{ [key: string]: Json }> {
+  const wanted = new Map<string, string>()
+  for (const [path, text] of strings(args, 'args')) {
+    for (const m of text.matchAll(EXPRESSION)) {
+      const id = idOf(m[1]!, path)
+      if (!wanted.has(id)) wanted.set(id, path)
+    }
+  }
+  if (wanted.size === 0) return args
+  if (wanted.size > MAX_DETOKENIZED) {
+    throw invalid('args', `detokenizes ${wanted.size} tokens; at most ${MAX_DETOKENIZED} per request`)
+  }
+  const data = new Map<string, Json>()
+  for (const [id, path] of wanted) {
+    const token = await readToken(ctx, null, id)
+    if (!token) throw invalid(path, `names token ${id}, which does not exist`)
+    const transform = tokenAccess(ctx.principal, 'token:use', token)
+    if (transform === null) throw forbidden(`missing token:use access to token ${id}`)
+    const shown = applyTransform(token, transform).data
+    if (shown === undefined) throw forbidden(`token:use access to token ${id} shows no data (${transform})`)
+    data.set(id, shown)
+  }
+  const replace = (value: Json, depth: number): Json => {
+    if (depth > 64) return value
+    if (typeof value === 'string') {
+      const whole = WHOLE.exec(value)
+      if (whole) return data.get(idOf(whole[1]!, 'args'))!
+      if (!value.includes('{{')) return value
+      return value.replace(EXPRESSION, (_m, inner: string) => {
+        const d = data.get(idOf(inner, 'args'))!
+        return typeof d === 'string' ? d : JSON.stringify(d)
+      })
+    }
+    if (Array.isArray(value)) return value.map((item) => replace(item, depth + 1))
+    if (value !== null && typeof value === 'object') {
+      const out: { [key: string]: Json } = {}
+      for (const [key, item] of Object.entries(value)) {
+        // defineProperty: an own `__proto__` key (JSON.parse makes them) stays a plain key.
+        Object.defineProperty(out, key, {
+          value: replace(item, depth + 1),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
+      }
+      return out
+    }
+    return value
+  }
+  return replace(args, 0) as { [key: string]: Json }
+}
