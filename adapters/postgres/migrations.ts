@@ -21,7 +21,7 @@ export interface Migration {
  * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
- * expiry indexes serve `listExpired`; `token_locks_by_transaction` releases a transaction's locks.
+ * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc); `token_locks_by_transaction` releases a transaction's locks.
  * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
  * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`.
  */
@@ -129,6 +129,14 @@ CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHER
   },
   {
     version: 3,
+    name: 'application expiry index',
+    sql: (s) => `
+CREATE INDEX applications_by_expiry ON ${s}.applications (((doc ->> 'expires_at') COLLATE "C"))
+  WHERE doc ->> 'expires_at' IS NOT NULL;
+`,
+  },
+  {
+    version: 4,
     name: 'idempotency records, reactor names',
     sql: (s) => `
 CREATE TABLE ${s}.idempotency (
