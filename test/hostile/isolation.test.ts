@@ -47,7 +47,10 @@ async function send(
   body?: unknown,
   transactionId?: string,
 ) {
-  const headers: Record<string, string> = { 'svc-api-key': key, 'content-type': 'application/json' }
+  const headers: Record<string, string> = {
+    'svc-api-key': key,
+    'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+  }
   if (transactionId) headers['svc-transaction-id'] = transactionId
   const response = await w.handler(
     new Request(`http://vault.test${path}`, {
