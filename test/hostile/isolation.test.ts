@@ -47,9 +47,10 @@ async function send(
   body?: unknown,
   transactionId?: string,
 ) {
-  // PATCH bodies are JSON merge patches, declared as such (anything else is a 415).
-  const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'
-  const headers: Record<string, string> = { 'svc-api-key': key, 'content-type': type }
+  const headers: Record<string, string> = {
+    'svc-api-key': key,
+    'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+  }
   if (transactionId) headers['svc-transaction-id'] = transactionId
   const response = await w.handler(
     new Request(`http://vault.test${path}`, {
