@@ -15,6 +15,7 @@ import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyri
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { conflict, invalid, notFound } from './errors.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
+import { idempotent } from './idempotency.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
@@ -61,15 +62,26 @@ function defaultRunner(): FormulaRunner {
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
 type Methods = Record<string, (...args: any[]) => Promise<unknown>>
 
+/** How a client's calls run: each authenticates (`ctx`), then runs through `call`. */
+interface Connection {
+  /** The context of one call: the key is checked on every call. */
+  ctx(): Promise<Ctx>
+  /** Runs one call: `request` names it (operations, method, arguments), for idempotency. */
+  call<T>(ctx: Ctx, request: unknown, run: () => Promise<T>): Promise<T>
+}
+
 /**
  * Turns an operations factory into methods that first authenticate the key (on every call), so a
  * deleted application or an expired session stops working at once.
  */
-function authenticated<T extends Methods>(factory: (ctx: Ctx) => T, context: () => Promise<Ctx>): T {
+function authenticated<T extends Methods>(factory: (ctx: Ctx) => T, connection: Connection): T {
   const names = Object.keys(factory(undefined as unknown as Ctx))
   const out: Methods = {}
   for (const name of names) {
-    out[name] = async (...args: unknown[]) => (factory(await context()) as Methods)[name]!(...args)
+    out[name] = async (...args: unknown[]) => {
+      const ctx = await connection.ctx()
+      return connection.call(ctx, [factory.name, name, args], () => (factory(ctx) as Methods)[name]!(...args))
+    }
   }
   return out as T
 }
@@ -124,8 +136,14 @@ export interface Admin extends OfficialFormulaAdmin {
 /** A running service over one store. */
 export interface Service {
   admin: Admin
-  /** A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every call. */
-  connect(apiKey: string, options?: { transactionId?: string }): Client
+  /**
+   * A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every
+   * call. With `idempotencyKey`, each call is idempotent for 24 hours (see `idempotent`): a repeat
+   * of the same call by the same application answers the first answer without acting again, a
+   * different call with the key answers `validation_failed`, a repeat while the first runs
+   * `conflict`. (The HTTP adapter passes `<prefix>-IDEMPOTENCY-KEY` on POST, PUT and PATCH only.)
+   */
+  connect(apiKey: string, options?: { transactionId?: string; idempotencyKey?: string }): Client
   /** Whether the store answers (readiness): false while its disk or database can't be reached. */
   ready(): Promise<boolean>
   /** Closes the formula runner, if any, then the store. */
@@ -142,6 +160,7 @@ export function createService(options: ServiceOptions): Service {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
+    idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   let lastMs = Number.NaN
@@ -229,8 +248,25 @@ export function createService(options: ServiceOptions): Service {
     admin,
     connect(apiKey, connectOptions = {}) {
       const keyHash = hashApiKey(apiKey)
-      const context = async () =>
-        contextFor(await authenticate(store, clock, keyHash), connectOptions.transactionId)
+      const { transactionId, idempotencyKey } = connectOptions
+      const context: Connection = {
+        ctx: async () => contextFor(await authenticate(store, clock, keyHash), transactionId),
+        call: (ctx, request, run) =>
+          idempotencyKey === undefined
+            ? run()
+            : idempotent(
+                {
+                  store,
+                  now: ctx.now(),
+                  leaseMs: resolved.idempotencyLeaseMs,
+                  hmac: (tenantId, purpose, value) => keyring.hmac(tenantId, purpose, value),
+                },
+                ctx.principal,
+                idempotencyKey,
+                [request, transactionId ?? null],
+                run,
+              ),
+      }
       return {
         tokens: {
           ...authenticated(tokenOperations, context),
