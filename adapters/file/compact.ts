@@ -21,6 +21,9 @@ export interface Generation {
   journalGeneration: number
   snapshotBytes: number
   compactions: number
+  /** The last compaction's write hold and whole duration (ms). */
+  holdMs: number
+  compactionMs: number
   step: (step: FileStoreStep) => void | Promise<void>
 }
 
@@ -35,6 +38,8 @@ export interface SnapshotJob {
   view: RecordSlice[]
   /** Bytes at the start of the new journal whose ops the view already holds. */
   journalBytes: number
+  /** When it began (`performance.now()`). */
+  started: number
 }
 
 /**
@@ -52,6 +57,7 @@ export interface SnapshotJob {
  * them in order. `writeSnapshotJob` then writes the view beside the calls.
  */
 export async function beginCompaction(g: Generation, hold: () => () => void): Promise<SnapshotJob> {
+  const started = performance.now()
   const next = g.journalGeneration + 1
   await g.step('journal.create')
   const file = join(g.dir, journalName(next))
@@ -64,6 +70,7 @@ export async function beginCompaction(g: Generation, hold: () => () => void): Pr
     throw error
   }
   const release = hold()
+  const held = performance.now()
   let old: number
   let view: RecordSlice[]
   let journalBytes: number
@@ -74,9 +81,10 @@ export async function beginCompaction(g: Generation, hold: () => () => void): Pr
     view = await captureView(g.state, slicer(SLICE_BUDGET_MS))
   } finally {
     release()
+    g.holdMs = performance.now() - held
   }
   await closeFd(old).catch(() => {})
-  return { generation: next, view, journalBytes }
+  return { generation: next, view, journalBytes, started }
 }
 
 /**
@@ -156,6 +164,7 @@ export async function writeSnapshotJob(
     }
     if (removed && g.durable) await syncDirectory(g.dir).catch(() => {})
     g.compactions++
+    g.compactionMs = performance.now() - job.started
   } catch (error) {
     job.view = []
     if (!renamed) await unlink(temp).catch(() => {})

@@ -1,6 +1,6 @@
 import { cp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { crc32 } from '../../adapters/file/crc32.js'
 import { type FileStoreStep, fileStore, type RecoveryProgress } from '../../adapters/file/index.js'
 import { encodeRecord } from '../../adapters/file/record.js'
@@ -99,6 +99,43 @@ describe('file store snapshots as a stream of frames', () => {
   })
 })
 
+describe('file store snapshots hold no whole-state string', () => {
+  it('compacts and reopens with no JSON text longer than a slice of records', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 1e12 })
+    await fill(store, 6000)
+    const longest = { stringify: 0, parse: 0 }
+    const stringify = JSON.stringify
+    const parse = JSON.parse
+    const spies = [
+      vi.spyOn(JSON, 'stringify').mockImplementation((...args: Parameters<typeof stringify>) => {
+        const text = stringify(...args)
+        longest.stringify = Math.max(longest.stringify, text?.length ?? 0)
+        return text
+      }),
+      vi.spyOn(JSON, 'parse').mockImplementation((...args: Parameters<typeof parse>) => {
+        longest.parse = Math.max(longest.parse, args[0].length)
+        return parse(...args)
+      }),
+    ]
+    try {
+      await store.compact()
+      await store.close()
+      const again = await fileStore({ path: dir, durability: 'none' })
+      expect((await again.dump()).tokens).toHaveLength(6000)
+      await again.close()
+    } finally {
+      for (const spy of spies) spy.mockRestore()
+    }
+    const snapshot = (await readFile(join(dir, 'snapshot.1.json'))).length
+    expect(snapshot).toBeGreaterThan(1_000_000)
+    // A frame of 128 tokens is about 24 kB of JSON: nothing near the state's 1.1 MB.
+    expect(longest.stringify).toBeGreaterThan(10_000)
+    expect(longest.stringify).toBeLessThan(80_000)
+    expect(longest.parse).toBeLessThan(80_000)
+  })
+})
+
 describe('file store compaction beside the calls', () => {
   it('answers reads and acknowledges writes while the snapshot is written; a crash then loses none of them', async () => {
     const dir = await tempDir()
@@ -142,6 +179,10 @@ describe('file store compaction beside the calls', () => {
     release()
     await compaction
     expect(store.stats()).toMatchObject({ generation: 1, journalGeneration: 1, healthy: true })
+    // Writes waited only while the records were copied, not while the snapshot was written.
+    const { compactionHoldMs, compactionMs } = store.stats()
+    expect(compactionHoldMs).toBeGreaterThan(0)
+    expect(compactionMs).toBeGreaterThan(compactionHoldMs)
     expect((await readdir(dir)).sort()).toEqual(['LOCK', 'journal.1.log', 'snapshot.1.json'])
     await store.close()
     const again = await fileStore({ path: dir })
