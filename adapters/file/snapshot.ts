@@ -174,17 +174,9 @@ export async function readSnapshot(
     if (typeof journalBytes !== 'number' || !Number.isSafeInteger(journalBytes) || journalBytes < 0)
       throw fail('no journalBytes in the header')
 
-    const lists: { [K in keyof StateRecords]: StateRecords[K][number][] } = {
-      tenants: [],
-      applications: [],
-      tokens: [],
-      associations: [],
-      transactions: [],
-      locks: [],
-      sessions: [],
-      formulas: [],
-      reactors: [],
-    }
+    // Records are loaded a frame at a time, as they are read: never all at once.
+    const state = new MemoryState()
+    let kindIndex = 0
     let base = 0 // file offset of buffer[0]
     let at = newline + 1 // offset in buffer of the next frame
     let frames = 0
@@ -236,8 +228,10 @@ export async function readSnapshot(
           throw fail('its end frame does not match what was read')
         ended = true
       } else if (typeof kind === 'string' && KIND_SET.has(kind) && Array.isArray(body)) {
-        const list = lists[kind as keyof StateRecords] as unknown[]
-        for (const record of body) list.push(record)
+        const index = KINDS.indexOf(kind as (typeof KINDS)[number])
+        if (index < kindIndex) throw fail(`"${kind}" frame out of order at byte offset ${base + at}`)
+        kindIndex = index
+        state.loadSlice({ kind, records: body } as RecordSlice)
         frames++
         records += body.length
       } else {
@@ -245,7 +239,8 @@ export async function readSnapshot(
       }
       at = end
     }
-    return { state: MemoryState.fromRecords(lists), journalBytes, bytes: size }
+    state.finishLoad()
+    return { state, journalBytes, bytes: size }
   } finally {
     fs.closeSync(fd)
   }
