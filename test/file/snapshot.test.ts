@@ -64,6 +64,41 @@ describe('file store snapshots as a stream of frames', () => {
     await again.close()
   })
 
+  it('loads a hand-written version 3 snapshot, skipping the journal bytes it holds, and refuses frames out of order', async () => {
+    const dir = await tempDir()
+    const header = Buffer.from(
+      `${JSON.stringify({ format: 'tokenvault.snapshot', version: 3, generation: 1, journalBytes: 0 })}\n`,
+    )
+    const tokens = [put('a'), put('b')].map((op) => (op as Extract<typeof op, { op: 'token.put' }>).token)
+    const held = encodeRecord(JSON.stringify([put('c')]))
+    const frames = [
+      encodeRecord(JSON.stringify(['tokens', tokens])),
+      encodeRecord(JSON.stringify(['end', { frames: 1, records: 2, journalBytes: held.length }])),
+    ]
+    const withSkip = Buffer.from(
+      `${JSON.stringify({ format: 'tokenvault.snapshot', version: 3, generation: 1, journalBytes: held.length })}\n`,
+    )
+    await writeFile(join(dir, 'snapshot.1.json'), Buffer.concat([withSkip, ...frames]))
+    // The journal's first record is held by the snapshot already; the second is replayed.
+    await writeFile(
+      join(dir, 'journal.1.log'),
+      Buffer.concat([held, encodeRecord(JSON.stringify([put('d')]))]),
+    )
+    const store = await fileStore({ path: dir, durability: 'none' })
+    expect((await store.dump()).tokens.map((t) => t.id)).toEqual(['a', 'b', 'd'])
+    expect(store.stats().recoveredRecords).toBe(1)
+    await store.close()
+
+    const file = join(dir, 'snapshot.1.json')
+    const unordered = [
+      encodeRecord(JSON.stringify(['tokens', tokens])),
+      encodeRecord(JSON.stringify(['tenants', []])),
+      encodeRecord(JSON.stringify(['end', { frames: 2, records: 2, journalBytes: 0 }])),
+    ]
+    await writeFile(file, Buffer.concat([header, ...unordered]))
+    await expect(fileStore({ path: dir })).rejects.toThrow(/"tenants" frame out of order/)
+  })
+
   it('still loads a version 2 snapshot (one JSON body) and its journal', async () => {
     const dir = await tempDir()
     const state = new MemoryState()
