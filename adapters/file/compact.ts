@@ -29,6 +29,8 @@ export interface Generation {
 
 /** Records per slice of the view, and per frame of the snapshot file. */
 const SLICE_RECORDS = 128
+/** The snapshot is synced as it is written, every this many bytes (see `writeSnapshot`). */
+const SYNC_EVERY_BYTES = 32 * 1024 * 1024
 /** Longest run of compaction work between two turns of the event loop (ms). */
 const SLICE_BUDGET_MS = 2
 
@@ -134,7 +136,14 @@ export async function writeSnapshotJob(
     const fd = await openFd(temp, 'w')
     let bytes: number
     try {
-      bytes = await writeSnapshot(fd, job.view, next, job.journalBytes, slicer(SLICE_BUDGET_MS, check))
+      bytes = await writeSnapshot(
+        fd,
+        job.view,
+        next,
+        job.journalBytes,
+        slicer(SLICE_BUDGET_MS, check),
+        g.durable ? SYNC_EVERY_BYTES : 0,
+      )
       job.view = []
       await g.step('snapshot.sync')
       if (g.durable) await fsync(fd)

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs'
 import { MemoryState, type RecordSlice, type StateRecords } from '../../src/store/memory-state.js'
 import { crc32 } from './crc32.js'
-import { readAt, writeAll } from './io.js'
+import { fdatasync, readAt, writeAll } from './io.js'
 import { RECORD_HEADER_BYTES, recordEnd } from './record.js'
 import { restoreWholeSnapshot } from './snapshot-v2.js'
 
@@ -86,6 +86,8 @@ export async function writeSnapshot(
   generation: number,
   journalBytes: number,
   slices: Slicer,
+  /** `fdatasync` the file each time this many more bytes are written (0: never). */
+  syncEvery = 0,
 ): Promise<number> {
   // Frames are encoded straight into one reused buffer: no string or buffer per frame beyond the
   // slice's JSON text, which stays small enough to die young (old-space garbage would bring long
@@ -96,10 +98,17 @@ export async function writeSnapshot(
   )
   let position = 0
   let records = 0
+  let synced = 0
   const flush = async () => {
     await writeAll(fd, buffer.subarray(0, used), position)
     position += used
     used = 0
+    // Keep little of it unwritten in the page cache: a file system that commits its metadata in
+    // order (ext4) would make a journal flush wait for all of it to reach the disk first.
+    if (syncEvery > 0 && position - synced >= syncEvery) {
+      synced = position
+      await fdatasync(fd)
+    }
   }
   const frame = async (kind: string, json: string) => {
     const room = RECORD_HEADER_BYTES + kind.length + 4 + json.length * 3
