@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
-import { type ApplicationWithKey, applicationOperations, newApplication } from './applications.js'
+import { applicationKeyOperations } from './application-keys.js'
+import {
+  type ApplicationWithKey,
+  applicationOperations,
+  newApplication,
+  shownApplication,
+} from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
 import { childOperations } from './children.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
-import { newId } from './crypto.js'
+import { newId, sha256 } from './crypto.js'
 import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { conflict, invalid, notFound } from './errors.js'
@@ -14,6 +20,7 @@ import { type FormulaRunner, lazyRunner } from './runner.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
 import { type SweepCounts, sweepExpired } from './sweep.js'
+import { permissionOperations, tenantOperations } from './tenants.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
@@ -75,6 +82,12 @@ export interface Client {
   applications: ReturnType<typeof applicationOperations>
   reactorFormulas: ReturnType<typeof formulaOperations>
   reactors: ReturnType<typeof reactorOperations>
+  /** Keys of an application (`/applications/{id}/keys`). */
+  applicationKeys: ReturnType<typeof applicationKeyOperations>
+  /** The caller's tenant (`/tenants/self`). */
+  tenants: ReturnType<typeof tenantOperations>
+  /** The permission catalogue (`/permissions`). */
+  permissions: ReturnType<typeof permissionOperations>
 }
 
 /** The host's trusted operator API: no key, every tenant. Official formulas: see `OfficialFormulaAdmin`. */
@@ -181,12 +194,11 @@ export function createService(options: ServiceOptions): Service {
       }
       const { application, key } = newApplication(tenantId, body, now(), undefined, given)
       // A given key must be new: the key index is unique, so a second application can't take it.
-      if (given !== undefined && (await store.findKey(application.key_hash))) {
+      if (given !== undefined && (await store.findKey(sha256(given)))) {
         throw conflict('an application or session already has this key')
       }
       await store.write({ ops: [{ op: 'application.put', application }] })
-      const { key_hash: _hash, ...shown } = application
-      return { application: shown, key }
+      return { application: shownApplication(application), key }
     },
     sweep: () => sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs }),
     async verifyMasterKey() {
@@ -229,6 +241,9 @@ export function createService(options: ServiceOptions): Service {
         applications: authenticated(applicationOperations, context),
         reactorFormulas: authenticated(formulaOperations, context),
         reactors: authenticated(reactorOperations, context),
+        applicationKeys: authenticated(applicationKeyOperations, context),
+        tenants: authenticated(tenantOperations, context),
+        permissions: authenticated(permissionOperations, context),
       }
     },
     async ready() {

@@ -40,6 +40,7 @@ const KINDS = [
   'sessions',
   'formulas',
   'reactors',
+  'idempotency',
 ] as const satisfies readonly (keyof StateRecords)[]
 /** Fails to compile when `StateRecords` gains a kind that `KINDS` does not list. */
 const everyKind: Exclude<keyof StateRecords, (typeof KINDS)[number]> extends never ? true : never = true
