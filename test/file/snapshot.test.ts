@@ -23,6 +23,18 @@ describe('file store snapshots as a stream of frames', () => {
     const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 1e12 })
     await fill(store, 5000)
     await store.write({ ops: [link('t1', 't2'), { op: 'transaction.put', transaction: tx('x1') }] })
+    const idempotency = {
+      tenant_id: T,
+      id: 'key-1',
+      state: 'done' as const,
+      claim: 'c1',
+      request: 'r',
+      answer: 'a',
+      created_at: NOW,
+      lease_until: NOW,
+      expires_at: NOW,
+    }
+    await store.write({ ops: [{ op: 'idempotency.put', record: idempotency }] })
     await store.compact()
     const before = await store.dump()
     await store.close()
@@ -38,10 +50,11 @@ describe('file store snapshots as a stream of frames', () => {
     })
     expect(good.includes('["tokens",[')).toBe(true)
     expect(good.toString('latin1').split('["tokens",[').length - 1).toBe(40)
-    expect(good.includes('["end",{"frames":42,"records":5002,"journalBytes":0}]')).toBe(true)
+    expect(good.includes('["end",{"frames":43,"records":5003,"journalBytes":0}]')).toBe(true)
 
     const reopened = await fileStore({ path: dir, durability: 'none' })
     expect(await reopened.dump()).toEqual(before)
+    expect(await reopened.getIdempotency(T, 'key-1')).toEqual(idempotency)
     await reopened.close()
 
     const flipped = Buffer.from(good)
