@@ -1,13 +1,13 @@
-import { rename, unlink } from 'node:fs/promises'
+import { readdir, rename, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { MemoryState } from '../../src/store/memory-state.js'
-import { journalName, snapshotName, snapshotTempName } from './files.js'
-import { closeFd, fsync, journalFlags, openFd, syncDirectory, writeAll } from './io.js'
-import { DURABLE, type Journal } from './journal.js'
+import type { MemoryState, RecordSlice } from '../../src/store/memory-state.js'
+import { journalName, parseName, snapshotName, snapshotTempName } from './files.js'
+import { closeFd, fsync, journalFlags, openFd, syncDirectory } from './io.js'
+import type { Journal } from './journal.js'
 import type { FileStoreStep } from './options.js'
-import { encodeSnapshot } from './snapshot.js'
+import { type Slicer, slicer, writeSnapshot } from './snapshot.js'
 
-/** What compaction reads and advances: the directory's current generation and its sizes. */
+/** What compaction reads and advances: the directory's generations and their sizes. */
 export interface Generation {
   dir: string
   durable: boolean
@@ -15,93 +15,150 @@ export interface Generation {
   dsync: boolean
   state: MemoryState
   journal: Journal
+  /** The newest snapshot's generation (0: none yet). */
   generation: number
+  /** The generation of the journal appended to: `generation`, or more while a compaction runs. */
+  journalGeneration: number
   snapshotBytes: number
   compactions: number
   step: (step: FileStoreStep) => void | Promise<void>
-  /** The error the writers of pending records get when a compaction fails before its snapshot is durable. */
-  code: (cause: unknown) => Error
+}
+
+/** Records per slice of the view, and per frame of the snapshot file. */
+const SLICE_RECORDS = 1024
+/** Longest run of compaction work between two turns of the event loop (ms). */
+const SLICE_BUDGET_MS = 8
+
+/** A compaction under way: the view of the state it writes, and the journal bytes that view holds. */
+export interface SnapshotJob {
+  generation: number
+  view: RecordSlice[]
+  /** Bytes at the start of the new journal whose ops the view already holds. */
+  journalBytes: number
 }
 
 /**
- * Moves the store to generation N+1. Runs inside the journal's flush loop, so no flush overlaps it.
+ * Starts a compaction to generation N+1 (N: the journal generation). Runs inside the journal's
+ * flush loop, between flushes, so no flush overlaps it; it blocks no call for long:
  *
- * 1. Synchronously: take the records queued since the last flush out of the journal and serialise
- *    the state, which already holds their ops (the new snapshot covers them; they must not also be
- *    replayed on top of it, since `transaction.stage` is not idempotent). This is the one step that
- *    blocks every call: one `JSON.stringify` of `state.records()`, about 0.15 s per 100k tokens.
- * 2. Write `snapshot.N+1.json.tmp`, fsync it, rename it to `snapshot.N+1.json`, fsync the directory.
- *    From here a reopen picks generation N+1; before, it picks N (and removes the temp file).
- * 3. Create the empty `journal.N+1.log`, point the journal at it, fsync the directory.
- * 4. Remove generation N's files; a crash before that leaves them for the next open to remove.
+ * 1. Create the empty `journal.N+1.log` and fsync the directory (calls go on meanwhile).
+ * 2. `hold` writes (reads go on), point the journal at the new file — the records queued and not
+ *    yet flushed go there, the first `journalBytes` of it — and copy the state's records into a
+ *    view, a slice at a time with turns of the event loop between slices (records are replaced,
+ *    never changed, by later ops; open transactions, whose `writes` and `locks` staging appends to,
+ *    are copied). Then release the writes: they go on into the new journal.
  *
- * The writers of the records taken in step 1 are answered when step 4 is done, or rejected.
- *
- * On failure it removes its temp file and throws a `CompactionError` saying whether the new
- * snapshot reached the disk (then those writers are answered: the snapshot holds them) and whether
- * it took records out of the journal (then memory holds writes no file does, and the store must
- * rebuild it from disk). With neither, the store goes on in generation N as if nothing happened.
+ * A crash from here on leaves snapshot N, `journal.N.log` and `journal.N+1.log`: a reopen replays
+ * them in order. `writeSnapshotJob` then writes the view beside the calls.
  */
-export async function compact(g: Generation): Promise<void> {
-  const next = g.generation + 1
-  const covered = g.journal.detachPending()
-  const temp = join(g.dir, snapshotTempName(next))
-  let renamed = false
-  let durable = false
+export async function beginCompaction(g: Generation, hold: () => () => void): Promise<SnapshotJob> {
+  const next = g.journalGeneration + 1
+  await g.step('journal.create')
+  const file = join(g.dir, journalName(next))
+  const fd = await openFd(file, journalFlags(g.dsync, true))
   try {
-    const bytes = encodeSnapshot(g.state, next)
+    if (g.durable) await syncDirectory(g.dir)
+  } catch (error) {
+    await closeFd(fd).catch(() => {})
+    await unlink(file).catch(() => {})
+    throw error
+  }
+  const release = hold()
+  let old: number
+  let view: RecordSlice[]
+  let journalBytes: number
+  try {
+    journalBytes = g.journal.pendingBytes
+    old = g.journal.switchTo(fd)
+    g.journalGeneration = next
+    view = await captureView(g.state, slicer(SLICE_BUDGET_MS))
+  } finally {
+    release()
+  }
+  await closeFd(old).catch(() => {})
+  return { generation: next, view, journalBytes }
+}
+
+/**
+ * Copies the records of `state` into slices, pausing between slices. No op may apply until it
+ * resolves. Open transactions are copied (staging appends to their lists in place).
+ */
+export async function captureView(state: MemoryState, slices: Slicer): Promise<RecordSlice[]> {
+  const view: RecordSlice[] = []
+  for (const slice of state.recordSlices(SLICE_RECORDS)) {
+    if (slice.kind === 'transactions') {
+      slice.records = slice.records.map((t) =>
+        t.state === 'open' ? { ...t, writes: [...t.writes], locks: [...t.locks] } : t,
+      )
+    }
+    view.push(slice)
+    await slices.pause()
+  }
+  return view
+}
+
+/**
+ * Finishes a compaction begun by `beginCompaction`, beside the calls:
+ *
+ * 3. Write `snapshot.N+1.json.tmp` from the view, a frame at a time between turns of the event loop,
+ *    and fsync it; wait until the journal bytes it holds are durable in `journal.N+1.log`.
+ * 4. Rename it to `snapshot.N+1.json` and fsync the directory. From here a reopen starts there.
+ * 5. Remove the files of older generations; a crash before that leaves them for the next open.
+ *
+ * `stop` is asked between slices: when it answers an error (the store is closing, or healing from a
+ * failed flush), the compaction stops with it. On any failure the temp file is removed, and the
+ * store goes on as it was (its files still hold every write: snapshot N and the journals since).
+ */
+export async function writeSnapshotJob(
+  g: Generation,
+  job: SnapshotJob,
+  stop: () => Error | null,
+): Promise<void> {
+  const { generation: next } = job
+  const temp = join(g.dir, snapshotTempName(next))
+  const check = () => {
+    const error = stop()
+    if (error) throw error
+  }
+  let renamed = false
+  try {
     await g.step('snapshot.write')
     const fd = await openFd(temp, 'w')
+    let bytes: number
     try {
-      await writeAll(fd, bytes, 0)
+      bytes = await writeSnapshot(fd, job.view, next, job.journalBytes, slicer(SLICE_BUDGET_MS, check))
+      job.view = []
       await g.step('snapshot.sync')
       if (g.durable) await fsync(fd)
     } finally {
       await closeFd(fd)
     }
+    // The snapshot stands for the journal's first bytes: they must be there before it is.
+    if (g.journal.size < job.journalBytes) await g.journal.barrier()
+    check()
+    if (g.journal.size < job.journalBytes)
+      throw new Error('the records queued when compaction began are not durable')
     await g.step('snapshot.rename')
     await rename(temp, join(g.dir, snapshotName(next)))
     renamed = true
+    g.generation = next
+    g.snapshotBytes = bytes
     await g.step('directory.sync')
     if (g.durable) await syncDirectory(g.dir)
-    durable = true
-    const previous = g.generation
-    g.generation = next
-    g.snapshotBytes = bytes.length
-    await g.step('journal.create')
-    const old = g.journal.switchTo(await openFd(join(g.dir, journalName(next)), journalFlags(g.dsync, true)))
-    await closeFd(old)
-    if (g.durable) await syncDirectory(g.dir)
     await g.step('cleanup')
-    for (const name of [snapshotName(previous), journalName(previous)]) {
-      await unlink(join(g.dir, name)).catch(() => {})
+    let removed = false
+    for (const name of await readdir(g.dir)) {
+      const parsed = parseName(name)
+      if (parsed && parsed.kind !== 'temp' && parsed.generation < next) {
+        await unlink(join(g.dir, name)).catch(() => {})
+        removed = true
+      }
     }
+    if (removed && g.durable) await syncDirectory(g.dir).catch(() => {})
     g.compactions++
-    covered?.resolve(DURABLE)
   } catch (error) {
+    job.view = []
     if (!renamed) await unlink(temp).catch(() => {})
-    const cause = error instanceof Error ? error : new Error(String(error))
-    if (durable) covered?.resolve(DURABLE)
-    else covered?.reject(g.code(cause))
-    throw new CompactionError(cause, renamed, covered !== null)
-  }
-}
-
-/** A compaction that failed: its cause, whether the new snapshot is in place, whether it held pending records. */
-export class CompactionError extends Error {
-  constructor(
-    override readonly cause: Error,
-    /** `snapshot.N+1.json` was renamed into place: a reopen (or rebuild) starts from it. */
-    readonly renamed: boolean,
-    /** Records were taken out of the journal for the snapshot: memory is ahead of the disk. */
-    readonly tookPending: boolean,
-  ) {
-    super(cause.message, { cause })
-    this.name = 'CompactionError'
-  }
-
-  /** Whether memory may no longer match the newest generation on disk (the store must rebuild). */
-  get diverged(): boolean {
-    return this.renamed || this.tookPending
+    throw error
   }
 }

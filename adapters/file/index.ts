@@ -5,6 +5,7 @@ export type {
   FileStoreOptions,
   FileStoreStats,
   FileStoreStep,
+  RecoveryProgress,
   SyncMethod,
 } from './options.js'
 export { COMPACTION_STEPS } from './options.js'

@@ -85,3 +85,24 @@ export function ftruncate(fd: number, length: number): Promise<void> {
     fs.ftruncate(fd, length, (error) => (error ? reject(error) : resolve())),
   )
 }
+
+/** Reads up to `length` bytes at byte `position` of `fd` into `buffer` at `offset`; resolves to the bytes read (0 at the end). */
+export async function readAt(
+  fd: number,
+  buffer: Uint8Array,
+  offset: number,
+  length: number,
+  position: number,
+): Promise<number> {
+  let done = 0
+  while (done < length) {
+    const read = await new Promise<number>((resolve, reject) =>
+      fs.read(fd, buffer, offset + done, length - done, position + done, (error, n) =>
+        error ? reject(error) : resolve(n),
+      ),
+    )
+    if (read === 0) break
+    done += read
+  }
+  return done
+}

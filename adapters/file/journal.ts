@@ -137,16 +137,9 @@ export class Journal {
     return this.idleGroup.promise
   }
 
-  /**
-   * Takes the queued records out of the journal without writing them (a snapshot taken now
-   * contains them), with the group their writers wait on: the caller settles it.
-   */
-  detachPending(): Group | null {
-    const group = this.group
-    this.used = 0
-    this.queued = 0
-    this.group = null
-    return group
+  /** Bytes of records queued and not yet flushed: the next flush writes them first. */
+  get pendingBytes(): number {
+    return this.used
   }
 
   /**
@@ -163,7 +156,10 @@ export class Journal {
     this.suspended = null
   }
 
-  /** Points later flushes at a new, empty journal file; returns the old descriptor to close. */
+  /**
+   * Points later flushes at a new, empty journal file (the records queued and not yet flushed go
+   * there first); returns the old descriptor to close. Call it between flushes (in `maintain`).
+   */
   switchTo(fd: number): number {
     const old = this.fd
     this.fd = fd

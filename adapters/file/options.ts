@@ -28,13 +28,19 @@ export type FileStoreStep =
 
 /** The compaction steps, in the order they run. */
 export const COMPACTION_STEPS: readonly FileStoreStep[] = [
+  'journal.create',
   'snapshot.write',
   'snapshot.sync',
   'snapshot.rename',
   'directory.sync',
-  'journal.create',
   'cleanup',
 ]
+
+/** How far opening a store has read: bytes of snapshot and journals read so far, of `totalBytes`. */
+export interface RecoveryProgress {
+  bytesRead: number
+  totalBytes: number
+}
 
 /**
  * Fault injection for tests: a hook that throws acts as an I/O error at that step (the store then
@@ -82,13 +88,26 @@ export interface FileStoreOptions {
   onTornTail?: 'truncate' | 'refuse'
   /** Where warnings go (a cut tail, a failed write or compaction, writes resumed). Default: stderr. */
   log?: (line: string) => void
+  /**
+   * Told now and then while the store opens how far it has read its files (several times a second
+   * at most; the CLI prints it as a `recovering: 40 %` line once opening takes over a second).
+   */
+  onRecoveryProgress?: (progress: RecoveryProgress) => void
   hooks?: FileStoreHooks
 }
 
 /** Counters of a file store, for tests, tools and benchmarks. */
 export interface FileStoreStats {
-  /** The current generation: `snapshot.<generation>.json` + `journal.<generation>.log`. */
+  /**
+   * The newest snapshot's generation: `snapshot.<generation>.json` (none for 0) with
+   * `journal.<generation>.log` and any later journals replayed on top.
+   */
   generation: number
+  /**
+   * The journal appended to, `journal.<journalGeneration>.log`: `generation`, or the next one while
+   * a compaction writes its snapshot (or after one failed or was cut short by a crash).
+   */
+  journalGeneration: number
   journalBytes: number
   snapshotBytes: number
   /** Journal flushes made durable since open (one `fdatasync` or `O_DSYNC` write each). */

@@ -1,4 +1,5 @@
 import { crc32 } from './crc32.js'
+import { readAt } from './io.js'
 
 /**
  * Journal records. Each is framed as
@@ -38,48 +39,94 @@ export function recordEnd(data: Buffer, offset: number): number {
 
 /** What a scan of a journal found: `validBytes` is where the last good record ends. */
 export interface JournalScan {
+  /** Records handed to `onRecord` (those at or past `from`). */
   records: number
   validBytes: number
   /** Bytes after `validBytes`: a torn (partly written) tail to cut off. */
   tornBytes: number
+  /** Those bytes (empty when there are none). */
+  tail: Buffer
 }
 
+/** Bytes of journal read at a time. */
+const READ_BYTES = 8 * 1024 * 1024
+
 /**
- * Walks the records of a journal, handing each payload's text to `onRecord` in order. A bad record
- * with nothing valid after it is a torn tail (a crash mid-append): it is reported, not replayed.
- * A bad record followed by a valid one is damage in the middle: the scan throws, naming `file`
- * and the byte offset, since dropping it would silently lose acknowledged writes.
+ * Walks the records of the journal open at `fd` (`size` bytes), a block at a time, handing the
+ * payload text of each record that starts at or after byte `from` to `onRecord`, in order (the
+ * records before `from` are checked, not replayed); `progress` is told the bytes read so far.
+ *
+ * A bad record with nothing valid after it is a torn tail (a crash mid-append): it is returned,
+ * not replayed. A bad record followed by a valid one is damage in the middle: the scan throws,
+ * naming `file` and the byte offset, since dropping it would silently lose acknowledged writes.
+ * So does a `from` that is not where a record starts.
  */
-export function scanJournal(
-  data: Buffer,
+export async function scanJournal(
+  fd: number,
+  size: number,
   file: string,
+  from: number,
   onRecord: (json: string, offset: number) => void,
-): JournalScan {
-  let offset = 0
+  progress: (bytesRead: number) => void = () => {},
+): Promise<JournalScan> {
+  let buffer = Buffer.allocUnsafe(Math.min(READ_BYTES, Math.max(size, 1)))
+  let base = 0 // file offset of buffer[0]
+  let have = 0
+  let at = 0 // offset in buffer of the next record
   let records = 0
-  while (offset < data.length) {
-    const end = recordEnd(data, offset)
+  for (;;) {
+    const offset = base + at
+    const length = at + RECORD_HEADER_BYTES <= have ? buffer.readUInt32LE(at) : -1
+    const whole = length >= 0 && at + RECORD_HEADER_BYTES + length <= have
+    if (!whole && base + have < size) {
+      // Read on: keep the partial record, grow the buffer if it is larger than the buffer.
+      const need = length >= 0 ? RECORD_HEADER_BYTES + length : RECORD_HEADER_BYTES
+      const rest = have - at
+      if (need > buffer.length && need <= size - offset) {
+        const grown = Buffer.allocUnsafe(need)
+        buffer.copy(grown, 0, at, have)
+        buffer = grown
+      } else buffer.copy(buffer, 0, at, have)
+      base = offset
+      at = 0
+      const read = await readAt(fd, buffer, rest, buffer.length - rest, base + rest)
+      have = rest + read
+      if (read === 0) size = base + have // the file shrank under us: what is there is all there is
+      progress(base + have)
+      continue
+    }
+    const end = whole ? recordEnd(buffer, at) : -1
     if (end < 0) break
-    try {
-      onRecord(data.toString('utf8', offset + RECORD_HEADER_BYTES, end), offset)
-    } catch (error) {
+    if (offset >= from) {
+      try {
+        onRecord(buffer.toString('utf8', at + RECORD_HEADER_BYTES, end), offset)
+      } catch (error) {
+        throw new Error(
+          `fileStore: ${file}: record at byte offset ${offset} cannot be replayed: ${String(error)}`,
+          { cause: error },
+        )
+      }
+      records++
+    } else if (base + end > from) {
       throw new Error(
-        `fileStore: ${file}: record at byte offset ${offset} cannot be replayed: ${String(error)}`,
-        {
-          cause: error,
-        },
+        `fileStore: ${file}: the snapshot holds its first ${from} bytes, but a record spans byte offset ${from}; ` +
+          'the directory is damaged, so the store was not opened',
       )
     }
-    records++
-    offset = end
+    at = end
   }
-  for (let next = offset + 1; next < data.length; next++) {
-    if (recordEnd(data, next) >= 0) {
+  const validBytes = base + at
+  // The rest of the file from the first bad record: a torn tail is small.
+  const tail = Buffer.allocUnsafe(size - validBytes)
+  const copied = buffer.copy(tail, 0, at, have)
+  if (copied < tail.length) await readAt(fd, tail, copied, tail.length - copied, validBytes + copied)
+  for (let next = 1; next < tail.length; next++) {
+    if (recordEnd(tail, next) >= 0) {
       throw new Error(
-        `fileStore: ${file}: corrupt record at byte offset ${offset} (a valid record follows at byte offset ${next}); ` +
+        `fileStore: ${file}: corrupt record at byte offset ${validBytes} (a valid record follows at byte offset ${validBytes + next}); ` +
           'the journal is damaged in the middle, not torn at its end, so the store was not opened',
       )
     }
   }
-  return { records, validBytes: offset, tornBytes: data.length - offset }
+  return { records, validBytes, tornBytes: tail.length, tail }
 }

@@ -1,24 +1,34 @@
-import { MemoryState, type StateRecords } from '../../src/store/memory-state.js'
-import { crc32 } from './crc32.js'
+import * as fs from 'node:fs'
+import { MemoryState, type RecordSlice, type StateRecords } from '../../src/store/memory-state.js'
+import { readAt, writeAll } from './io.js'
+import { encodeRecord, RECORD_HEADER_BYTES, recordEnd } from './record.js'
+import { restoreWholeSnapshot } from './snapshot-v2.js'
 
 /**
- * Snapshots: the whole state as one file. A header line, then the body:
+ * Snapshots: the whole state as one file, written and read as a stream of checksummed frames, so
+ * that no step holds the whole state as one string or buffer (V8 strings end at ~512 MiB).
  *
- *   {"format":"tokenvault.snapshot","version":2,"generation":N,"bytes":B,"crc32":C}\n
- *   {"tenants":[...],...,"associations":[...],"transactions":[...],"locks":[...],...}
+ *   {"format":"tokenvault.snapshot","version":3,"generation":N,"journalBytes":B}\n
+ *   frame frame ... end-frame
  *
- * `bytes` and `crc32` cover the body, which is `MemoryState.records()` as one `JSON.stringify`
- * writes it: records in the order the state keeps them, each parent's associations in link order,
- * and `locks` as `[tenant_id, token id, id of the transaction holding the lock]`. Loading is
- * `MemoryState.fromRecords` of the parsed body, so a restored state answers every read and check
- * as the original did.
+ * Each frame is framed as a journal record (u32 LE length | u32 LE CRC-32 | payload) and its payload
+ * is a JSON array: `["tokens",[record, record, ...]]` holds some records of one kind, in the order
+ * `MemoryState.records()` lists them (kinds in `KINDS` order, each parent's associations in link
+ * order, `locks` as `[tenant_id, token id, id of the transaction holding the lock]`); the last
+ * frame is `["end",{"frames":F,"records":R,"journalBytes":B}]`, which a whole file must end with.
  *
- * Version 1 (written before) still loads: its body has the same kinds, but lists under `locks` each
- * token an open transaction lists, with the id of the transaction holding its lock or null.
+ * `journalBytes` (B): the snapshot of generation N also holds the first B bytes of
+ * `journal.N.log` (records queued when the compaction began, flushed into the new journal); a
+ * reopen replays that journal from byte B.
+ *
+ * Loading is `MemoryState.fromRecords` of the records read, so a restored state answers every read
+ * and check as the original did. Versions 1 and 2 (one JSON body after the header line, with
+ * `bytes` and `crc32` of it) still load; version 1 listed under `locks` each token an open
+ * transaction lists, with the id of the transaction holding its lock or null.
  */
 
 const FORMAT = 'tokenvault.snapshot'
-const VERSION = 2
+const VERSION = 3
 const KINDS = [
   'tenants',
   'applications',
@@ -33,48 +43,200 @@ const KINDS = [
 /** Fails to compile when `StateRecords` gains a kind that `KINDS` does not list. */
 const everyKind: Exclude<keyof StateRecords, (typeof KINDS)[number]> extends never ? true : never = true
 void everyKind
+const KIND_SET: ReadonlySet<string> = new Set(KINDS)
 
-/** A version 1 body: `locks` as `[tenant_id, token id, holder or null]`. */
-interface SnapshotV1 extends Omit<StateRecords, 'locks'> {
-  locks: [string, string, string | null][]
+/** Bytes gathered before one `write` of the snapshot file. */
+const WRITE_BYTES = 4 * 1024 * 1024
+/** Bytes read at a time while loading. */
+const READ_BYTES = 8 * 1024 * 1024
+
+/** How a long-running step shares the event loop: it calls `pause()` between slices of work. */
+export interface Slicer {
+  /** Resolves at once while the slice's time budget lasts, else after other work has run. */
+  pause(): Promise<void> | undefined
+}
+
+/** A `Slicer` that yields to the event loop (`setImmediate`) once `budgetMs` of work has passed. */
+export function slicer(budgetMs: number, check?: () => void): Slicer {
+  let since = performance.now()
+  return {
+    pause() {
+      check?.()
+      if (performance.now() - since < budgetMs) return undefined
+      return new Promise<void>((resolve) =>
+        setImmediate(() => {
+          check?.()
+          since = performance.now()
+          resolve()
+        }),
+      )
+    },
+  }
 }
 
 /**
- * Serialises `state` as the snapshot of `generation`: one `JSON.stringify` of its records, with no
- * copy or sort. Synchronous, so no op changes the records while they are read.
+ * Writes the snapshot of `generation` made of `view` (slices of records, taken at one moment and
+ * never changed after) to `fd` from byte 0, a frame per slice, pausing between slices. Returns the
+ * bytes written.
  */
-export function encodeSnapshot(state: MemoryState, generation: number): Buffer {
-  const body = Buffer.from(JSON.stringify(state.records()))
-  const header = { format: FORMAT, version: VERSION, generation, bytes: body.length, crc32: crc32(body) }
-  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), body])
+export async function writeSnapshot(
+  fd: number,
+  view: readonly RecordSlice[],
+  generation: number,
+  journalBytes: number,
+  slices: Slicer,
+): Promise<number> {
+  const header = Buffer.from(
+    `${JSON.stringify({ format: FORMAT, version: VERSION, generation, journalBytes })}\n`,
+  )
+  let pending: Buffer[] = [header]
+  let pendingBytes = header.length
+  let position = 0
+  let records = 0
+  const flush = async () => {
+    const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes)
+    pending = []
+    pendingBytes = 0
+    await writeAll(fd, data, position)
+    position += data.length
+  }
+  const add = async (frame: Buffer) => {
+    pending.push(frame)
+    pendingBytes += frame.length
+    if (pendingBytes >= WRITE_BYTES) await flush()
+  }
+  for (const slice of view) {
+    await slices.pause()
+    records += slice.records.length
+    await add(encodeRecord(`["${slice.kind}",${JSON.stringify(slice.records)}]`))
+  }
+  await add(encodeRecord(`["end",${JSON.stringify({ frames: view.length, records, journalBytes })}]`))
+  await flush()
+  return position
 }
 
-/** Parses and checks a snapshot file's bytes, and rebuilds the state it holds. Throws naming `file`. */
-export function restoreSnapshot(data: Buffer, file: string, generation: number): MemoryState {
+/** A snapshot file read back: the state, and the bytes of its generation's journal it already holds. */
+export interface LoadedSnapshot {
+  state: MemoryState
+  journalBytes: number
+  bytes: number
+}
+
+/**
+ * Reads, checks and loads the snapshot of `generation` from `file`, a block at a time; `progress`
+ * is told the bytes read so far. Throws an Error naming `file` when it is damaged.
+ */
+export async function readSnapshot(
+  file: string,
+  generation: number,
+  progress: (bytesRead: number) => void = () => {},
+): Promise<LoadedSnapshot> {
   const fail = (why: string) => new Error(`fileStore: snapshot ${file} is damaged: ${why}`)
-  const newline = data.indexOf(0x0a)
-  if (newline < 0) throw fail('no header line')
-  let header: { format?: unknown; version?: unknown; generation?: unknown; bytes?: unknown; crc32?: unknown }
+  const fd = fs.openSync(file, 'r')
   try {
-    header = JSON.parse(data.toString('utf8', 0, newline))
-  } catch {
-    throw fail('unreadable header line')
+    const size = fs.fstatSync(fd).size
+    let buffer = Buffer.allocUnsafe(Math.min(READ_BYTES, Math.max(size, 1)))
+    let have = await readAt(fd, buffer, 0, buffer.length, 0)
+    const newline = buffer.subarray(0, have).indexOf(0x0a)
+    if (newline < 0) throw fail('no header line')
+    let header: {
+      format?: unknown
+      version?: unknown
+      generation?: unknown
+      journalBytes?: unknown
+      bytes?: unknown
+      crc32?: unknown
+    }
+    try {
+      header = JSON.parse(buffer.toString('utf8', 0, newline))
+    } catch {
+      throw fail('unreadable header line')
+    }
+    if (header.format !== FORMAT || ![1, 2, VERSION].includes(header.version as number))
+      throw fail(`not a version 1, 2 or ${VERSION} tokenvault snapshot`)
+    if (header.generation !== generation) throw fail(`header says generation ${String(header.generation)}`)
+    if (header.version !== VERSION) {
+      const data = fs.readFileSync(file)
+      progress(data.length)
+      return { state: restoreWholeSnapshot(data, newline, header, fail), journalBytes: 0, bytes: data.length }
+    }
+    const journalBytes = header.journalBytes
+    if (typeof journalBytes !== 'number' || !Number.isSafeInteger(journalBytes) || journalBytes < 0)
+      throw fail('no journalBytes in the header')
+
+    const lists: { [K in keyof StateRecords]: StateRecords[K][number][] } = {
+      tenants: [],
+      applications: [],
+      tokens: [],
+      associations: [],
+      transactions: [],
+      locks: [],
+      sessions: [],
+      formulas: [],
+      reactors: [],
+    }
+    let base = 0 // file offset of buffer[0]
+    let at = newline + 1 // offset in buffer of the next frame
+    let frames = 0
+    let records = 0
+    let ended = false
+    for (;;) {
+      // A whole frame in the buffer, or read on.
+      const length = at + RECORD_HEADER_BYTES <= have ? buffer.readUInt32LE(at) : -1
+      const whole = length >= 0 && at + RECORD_HEADER_BYTES + length <= have
+      if (!whole) {
+        if (base + have >= size) {
+          if (ended && at === have) break
+          throw fail(
+            ended ? `bytes after the end frame at byte offset ${base + at}` : 'cut short: no end frame',
+          )
+        }
+        const need = length >= 0 ? RECORD_HEADER_BYTES + length : RECORD_HEADER_BYTES
+        const rest = have - at
+        if (need > buffer.length) {
+          const grown = Buffer.allocUnsafe(Math.max(need, READ_BYTES))
+          buffer.copy(grown, 0, at, have)
+          buffer = grown
+        } else buffer.copy(buffer, 0, at, have)
+        base += at
+        at = 0
+        const read = await readAt(fd, buffer, rest, buffer.length - rest, base + rest)
+        if (read === 0) throw fail('cut short: no end frame')
+        have = rest + read
+        progress(base + have)
+        continue
+      }
+      if (ended) throw fail(`bytes after the end frame at byte offset ${base + at}`)
+      const end = recordEnd(buffer, at)
+      if (end < 0) throw fail(`checksum mismatch in the frame at byte offset ${base + at}`)
+      let frame: unknown
+      try {
+        frame = JSON.parse(buffer.toString('utf8', at + RECORD_HEADER_BYTES, end))
+      } catch {
+        throw fail(`unreadable frame at byte offset ${base + at}`)
+      }
+      const [kind, body] = Array.isArray(frame) ? frame : []
+      if (kind === 'end') {
+        const trailer = body as { frames?: unknown; records?: unknown; journalBytes?: unknown } | null
+        if (
+          trailer?.frames !== frames ||
+          trailer.records !== records ||
+          trailer.journalBytes !== journalBytes
+        )
+          throw fail('its end frame does not match what was read')
+        ended = true
+      } else if (typeof kind === 'string' && KIND_SET.has(kind) && Array.isArray(body)) {
+        const list = lists[kind as keyof StateRecords] as unknown[]
+        for (const record of body) list.push(record)
+        frames++
+        records += body.length
+      } else {
+        throw fail(`unknown frame at byte offset ${base + at}`)
+      }
+      at = end
+    }
+    return { state: MemoryState.fromRecords(lists), journalBytes, bytes: size }
+  } finally {
+    fs.closeSync(fd)
   }
-  if (header.format !== FORMAT || (header.version !== 1 && header.version !== VERSION))
-    throw fail(`not a version 1 or ${VERSION} tokenvault snapshot`)
-  if (header.generation !== generation) throw fail(`header says generation ${String(header.generation)}`)
-  const body = data.subarray(newline + 1)
-  if (header.bytes !== body.length)
-    throw fail(`body is ${body.length} bytes, header says ${String(header.bytes)}`)
-  if (header.crc32 !== crc32(body)) throw fail('checksum mismatch')
-  const records = JSON.parse(body.toString('utf8')) as Record<string, unknown>
-  for (const kind of KINDS) if (!Array.isArray(records[kind])) throw fail(`no "${kind}" list`)
-  if (header.version === 1) {
-    const v1 = records as unknown as SnapshotV1
-    const locks = v1.locks.flatMap(([tenant, id, holder]) =>
-      holder === null ? [] : [[tenant, id, holder] as const],
-    )
-    return MemoryState.fromRecords({ ...v1, locks })
-  }
-  return MemoryState.fromRecords(records as unknown as StateRecords)
 }

@@ -5,7 +5,7 @@ import { StoreError } from '../../src/store/error.js'
 import type { MemoryState } from '../../src/store/memory-state.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
-import { CompactionError, compact, type Generation } from './compact.js'
+import { beginCompaction, type Generation, writeSnapshotJob } from './compact.js'
 import { diskError, PROBE_FILE, probeDisk } from './faults.js'
 import { journalName, parseName } from './files.js'
 import { closeFd, DIRECTORY_MODE, fsync, openFd, syncDirectory } from './io.js'
@@ -40,10 +40,14 @@ const nonNegative = (name: string, value: number) => {
  *   retrying every second. Reads are served throughout (until the rebuild, they may still see the
  *   refused writes, as they may see any write whose flush is pending).
  * - Compaction (once the journal outgrows `compactRatio` × the snapshot and `compactMinBytes`)
- *   serialises the whole state at once, so calls wait for that step (about 0.15 s per 100k tokens),
- *   then writes a snapshot and starts a new journal; acknowledged writes survive a crash at any step.
- * - A failed compaction removes its temp file; the store goes on in the old generation (rebuilding
- *   memory first when the compaction had taken pending records) and tries again after 10 s.
+ *   starts a new journal, copies the state's records into a view in slices of about 8 ms (writes
+ *   wait meanwhile, a few ms per million records; reads go on), then writes the snapshot from that
+ *   view as a stream of checksummed frames, again in slices, while calls go on and writes go into
+ *   the new journal. No size ceiling: no step holds the whole state as one string or buffer.
+ *   Acknowledged writes survive a crash at any step (a reopen replays the old snapshot and both
+ *   journals until the new snapshot is in place).
+ * - A failed compaction removes its temp file; the store goes on (its files hold every write) and
+ *   tries again after 10 s.
  * - One writer: the directory is locked until `close()`, which waits for pending writes. The `LOCK`
  *   file names the holder's pid, boot and PID namespace and carries a heartbeat, so a second open —
  *   in this process, another live one, or one in another container sharing the directory — fails.
@@ -97,9 +101,10 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   // live store holds the directory, whose files are its own).
   if (!(await lockedByAnother(dir, staleMs))) await removeLeftovers(dir)
   const lock = await lockDirectory(dir, staleMs)
+  const progress = options.onRecoveryProgress
   let recovered: Awaited<ReturnType<typeof recover>>
   try {
-    recovered = await recover(dir, durable, dsync, policy)
+    recovered = await recover(dir, durable, dsync, policy, progress)
   } catch (error) {
     await lock.release()
     throw error
@@ -113,10 +118,24 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     state: recovered.state,
     journal: undefined as unknown as Journal,
     generation: recovered.generation,
+    journalGeneration: recovered.journalGeneration,
     snapshotBytes: recovered.snapshotBytes,
     compactions: 0,
     step,
-    code: diskError,
+  }
+  /** A compaction writing its snapshot beside the calls, if one is. */
+  let background: Promise<void> | null = null
+  /** While set, writes wait for it: a compaction is copying the state. */
+  let held: Promise<void> | null = null
+  const hold = () => {
+    let release!: () => void
+    held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    return () => {
+      held = null
+      release()
+    }
   }
   /** While set, writes are refused with it: the store is healing from a failed flush or compaction. */
   let fault: Error | null = null
@@ -135,9 +154,10 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     if (healing || closing) return
     healing = true
     try {
+      await background
       await journal.idle()
       if (!journal.suspended) return
-      const file = join(dir, journalName(journalGeneration))
+      const file = join(dir, journalName(g.journalGeneration))
       await closeFd(journal.descriptor).catch(() => {})
       await truncate(file, journal.size).catch((error: unknown) => {
         if (!(error as NodeJS.ErrnoException).code?.includes('ENOENT')) throw error
@@ -156,7 +176,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       }
       const again = await recover(dir, durable, dsync, policy)
       g.state = again.state
-      g.generation = journalGeneration = again.generation
+      g.generation = again.generation
+      g.journalGeneration = again.journalGeneration
       g.snapshotBytes = again.snapshotBytes
       journal.resume(again.fd, again.journalBytes)
       fault = null
@@ -180,28 +201,51 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     },
     ...(hook ? { beforeSync: () => step('journal.sync') } : {}),
     wantsMaintenance: () =>
-      requested !== null ||
-      (performance.now() >= compactAfter &&
-        (journal.size > Math.max(minBytes, ratio * g.snapshotBytes) || deletesDue())),
+      background === null &&
+      closing === null &&
+      (requested !== null ||
+        (performance.now() >= compactAfter &&
+          (journal.size > Math.max(minBytes, ratio * g.snapshotBytes) ||
+            deletesDue() ||
+            // A compaction was cut short (a crash, a failure): finish the job, so reopens read less.
+            g.generation < g.journalGeneration))),
     maintain: async () => {
       const asked = requested
       requested = null
       opsSince = 0
       deletesSince = 0
-      const before = g.generation
-      try {
-        await compact(g)
-        journalGeneration = g.generation
-        asked?.resolve(DURABLE)
-      } catch (error) {
-        const failed =
-          error instanceof CompactionError ? error : new CompactionError(error as Error, false, true)
-        asked?.reject(diskError(failed.cause))
+      const failed = (error: unknown) => {
+        asked?.reject(diskError(error))
         compactAfter = performance.now() + 10_000
-        log(`fileStore: ${dir}: compaction failed, going on in generation ${before}: ${failed.cause.message}`)
-        // Memory is ahead of the files, or the files moved on: rebuild it from them.
-        if (failed.diverged) throw failed.cause
+        log(
+          `fileStore: ${dir}: compaction failed, going on in generation ${g.generation}: ${(error as Error)?.message ?? String(error)}`,
+        )
       }
+      let job: Awaited<ReturnType<typeof beginCompaction>>
+      try {
+        job = await beginCompaction(g, hold)
+      } catch (error) {
+        failed(error)
+        return
+      }
+      // The snapshot is written beside the calls; flushes go on into the new journal meanwhile.
+      const stop = () =>
+        closing
+          ? new StoreError('closed', `fileStore: the store at ${dir} is closed`)
+          : (journal.failure ?? journal.suspended)
+      background = writeSnapshotJob(g, job, stop)
+        .then(
+          () => asked?.resolve(DURABLE),
+          (error: unknown) => {
+            if (error instanceof StoreError && error.code === 'closed') asked?.reject(error)
+            else if (error === journal.suspended || error === journal.failure) asked?.reject(error as Error)
+            else failed(error)
+          },
+        )
+        .finally(() => {
+          background = null
+          if (!closing) journal.kick()
+        })
     },
     onFailure: (error) => {
       requested?.reject(error)
@@ -220,8 +264,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     fatal: (cause) => cause instanceof StoreError && cause.code === 'locked',
   })
   g.journal = journal
-  /** The generation whose journal file the journal appends to. */
-  let journalGeneration = g.generation
+  // A compaction cut short left more than one journal: finish it beside the calls.
+  if (g.generation < g.journalGeneration) journal.kick()
 
   const use = (): MemoryState => {
     if (closing) throw new StoreError('closed', `fileStore: the store at ${dir} is closed`)
@@ -253,7 +297,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   return {
     persistent: true,
     // Not `async`: a durable write returns the promise its whole flush shares.
-    write: (batch) => {
+    write: function write(batch): Promise<WriteResult> {
+      // A compaction is copying the state: wait (a few ms per million records), in call order.
+      if (held) return held.then(() => write(batch))
       try {
         const s = writable()
         const failed = s.failedCheck(batch.checks ?? [])
@@ -289,6 +335,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     },
     stats: () => ({
       generation: g.generation,
+      journalGeneration: g.journalGeneration,
       journalBytes: journal.size,
       snapshotBytes: g.snapshotBytes,
       syncs: journal.syncs,
@@ -303,6 +350,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       (closing ??= (async () => {
         clearTimeout(retry)
         await journal.idle()
+        // A compaction writing its snapshot stops at its next slice (its temp file removed).
+        await background
         try {
           await closeFd(journal.descriptor)
         } finally {

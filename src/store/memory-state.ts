@@ -41,6 +41,11 @@ export interface StateRecords {
   reactors: readonly Reactor[]
 }
 
+/** Some records of one kind, in the order `records()` lists them: what `recordSlices` yields. */
+export type RecordSlice = {
+  [K in keyof StateRecords]: { kind: K; records: StateRecords[K][number][] }
+}[keyof StateRecords]
+
 /**
  * The whole store as in-memory maps, applying `Store.write` batches synchronously: a batch's checks
  * and ops run without yielding, so in one process every batch is atomic and they are serialized.
@@ -507,6 +512,62 @@ export class MemoryState {
       sessions: [...this.sessions.values()],
       formulas: [...this.formulas.values()],
       reactors: [...this.reactors.values()],
+    }
+  }
+
+  /**
+   * The records of `records()`, in the same order, kind by kind in slices of at most `size`: for a
+   * serialiser that copies a slice at a time and lets other work run in between, so that no single
+   * step reads the whole state. The maps are read live: no op may apply until the iteration ends
+   * (what it yields is then what `records()` would have answered at any moment in between). The
+   * records are the state's own, as in `records()`.
+   */
+  *recordSlices(size: number): Generator<RecordSlice, void, undefined> {
+    const n = Math.max(1, Math.floor(size))
+    // One plain loop per map, no generator step per record: millions of those cost more than the copy.
+    let records: unknown[] = []
+    const cut = (kind: RecordSlice['kind']): RecordSlice => {
+      const slice = { kind, records } as RecordSlice
+      records = []
+      return slice
+    }
+    for (const t of this.tenants.values()) {
+      records.push(t)
+      if (records.length >= n) yield cut('tenants')
+    }
+    if (records.length) yield cut('tenants')
+    const scoped = [
+      ['applications', this.applications],
+      ['tokens', this.tokens],
+      ['associations', null],
+      ['transactions', this.transactions],
+      ['locks', null],
+      ['sessions', this.sessions],
+      ['formulas', this.formulas],
+      ['reactors', this.reactors],
+    ] as const
+    for (const [kind, source] of scoped) {
+      if (kind === 'associations') {
+        for (const [, parents] of this.children.scopes())
+          for (const kids of parents.values())
+            for (const a of kids.values()) {
+              records.push(a)
+              if (records.length >= n) yield cut(kind)
+            }
+      } else if (kind === 'locks') {
+        for (const [tenantId, held] of this.locks.scopes())
+          for (const [tokenId, transactionId] of held) {
+            records.push([tenantId, tokenId, transactionId])
+            if (records.length >= n) yield cut(kind)
+          }
+      } else {
+        for (const [, scope] of (source as Scoped<unknown>).scopes())
+          for (const record of scope.values()) {
+            records.push(record)
+            if (records.length >= n) yield cut(kind)
+          }
+      }
+      if (records.length) yield cut(kind)
     }
   }
 

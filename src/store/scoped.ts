@@ -29,6 +29,10 @@ export class Scoped<T> {
   of(tenantId: string | null): ReadonlyMap<string, T> {
     return this.byTenant.get(tenantId ?? '') ?? EMPTY
   }
+  /** Each tenant's records, tenant by tenant (the maps themselves: read them, never change them). */
+  scopes(): IterableIterator<[tenantId: string, records: ReadonlyMap<string, T>]> {
+    return this.byTenant.entries()
+  }
   *values(): IterableIterator<T> {
     for (const scope of this.byTenant.values()) yield* scope.values()
   }
