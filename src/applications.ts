@@ -2,7 +2,7 @@ import { requirePermission } from './access.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newApiKey, newId, sha256 } from './crypto.js'
-import { notFound, ServiceError } from './errors.js'
+import { invalid, notFound, ServiceError } from './errors.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createApplicationInput, listInput, updateApplicationInput } from './schemas/application.js'
@@ -52,6 +52,8 @@ export function newApplication(
 ): { application: StoredApplication; key: string } {
   const body = parse(createApplicationInput, input)
   requirePermissionsFitType(body.type, body.permissions, body.rules)
+  if (body.expires_at !== undefined && body.expires_at <= now)
+    throw invalid('expires_at', 'must be in the future')
   const key = givenKey ?? newApiKey()
   const application: StoredApplication = {
     id: newId(),
@@ -62,6 +64,7 @@ export function newApplication(
     ...(body.rules ? { rules: body.rules } : {}),
     created_at: now,
     ...(createdBy ? { created_by: createdBy } : {}),
+    ...(body.expires_at !== undefined ? { expires_at: body.expires_at } : {}),
     key_hash: sha256(key),
   }
   return { application, key }
@@ -85,13 +88,11 @@ export function applicationOperations(ctx: Ctx) {
       return { ...shownApplication(application), key }
     },
 
-    /** Lists the tenant's applications in creation order. */
+    /** Lists the tenant's applications in creation order, only those of `id` when given. */
     async list(query: unknown = {}): Promise<Paginated<Application>> {
       requirePermission(ctx.principal, 'application:read')
       const q = parse(listInput, query ?? {})
-      const page = await ctx.store.listApplications(tenant(), {
-        ...rangeOf(q),
-      })
+      const page = await ctx.store.listApplications(tenant(), { ...rangeOf(q), ids: q.id })
       return paginated({ items: page.items.map(shownApplication), total: page.total }, q.page, q.size)
     },
 
@@ -100,7 +101,7 @@ export function applicationOperations(ctx: Ctx) {
       return shownApplication(await mustGet(id))
     },
 
-    /** Replaces name, permissions and rules; the type and key stay. */
+    /** Replaces name, permissions and rules; the type, key and `expires_at` stay. */
     async update(id: string, input: unknown): Promise<Application> {
       requirePermission(ctx.principal, 'application:update')
       const body = parse(updateApplicationInput, input)

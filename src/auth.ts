@@ -23,6 +23,10 @@ export async function authenticate(store: Store, clock: Clock, keyHash: string |
   if (!owner) throw new ServiceError('unauthenticated', 'the API key is not valid')
   if (owner.kind === 'application') {
     const { application: a } = owner
+    // Past its expires_at an application is gone, whether or not the sweep has deleted it yet.
+    if (a.expires_at !== undefined && a.expires_at <= clock.now().toISOString()) {
+      throw new ServiceError('unauthenticated', 'the application has expired')
+    }
     return {
       tenantId: a.tenant_id,
       id: a.id,

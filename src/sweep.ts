@@ -10,6 +10,8 @@ export const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000
 export interface SweepCounts {
   /** Expired sessions deleted. */
   sessions: number
+  /** Applications past `expires_at` deleted (their keys stop working). */
+  applications: number
   /** Open transactions past their expiry marked `expired` (their staged writes and locks dropped). */
   transactions: number
   /** Expired tokens deleted, with every association they were part of. */
@@ -48,6 +50,7 @@ async function drain(
  * is; it is not counted.
  *
  * - Sessions past `expires_at` are deleted.
+ * - Applications past `expires_at` are deleted (an update keeps `expires_at`, so nothing races it).
  * - Open transactions past `expires_at` are marked `expired` (ended then).
  * - Tokens past `expires_at` are deleted with their associations, unless an open transaction holds
  *   them (they go once it ends).
@@ -64,6 +67,15 @@ export async function sweepExpired(
   const sessions = await drain(store, 'session', now, batch, async (key) => {
     const result = await store.write({
       ops: [{ op: 'session.delete', tenant_id: key.tenant_id, id: key.id }],
+    })
+    return result.ok
+  })
+  const applications = await drain(store, 'application', now, batch, async (key) => {
+    const app = await store.getApplication(key.tenant_id, key.id)
+    if (!app || app.expires_at === undefined || app.expires_at > now) return false
+    const result = await store.write({
+      checks: [{ check: 'application.present', tenant_id: app.tenant_id, id: app.id }],
+      ops: [{ op: 'application.delete', tenant_id: app.tenant_id, id: app.id }],
     })
     return result.ok
   })
@@ -104,5 +116,5 @@ export async function sweepExpired(
     })
     return result.ok
   })
-  return { sessions, transactions, tokens, endedTransactions }
+  return { sessions, applications, transactions, tokens, endedTransactions }
 }

@@ -77,6 +77,8 @@ export interface Application {
   created_by?: string
   modified_at?: string
   modified_by?: string
+  /** When the application is deleted (by the sweep); its key answers 401 from then on. */
+  expires_at?: string
 }
 
 /** An application as stored: with the SHA-256 (hex) of its key. */

@@ -21,7 +21,7 @@ export interface Migration {
  * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
- * expiry indexes serve `listExpired`; `token_locks_by_transaction` releases a transaction's locks.
+ * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc); `token_locks_by_transaction` releases a transaction's locks.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -123,6 +123,14 @@ CREATE INDEX reactors_by_formula ON ${s}.reactors (formula_id);
     sql: (s) => `
 CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHERE state <> 'open';
+`,
+  },
+  {
+    version: 3,
+    name: 'application expiry index',
+    sql: (s) => `
+CREATE INDEX applications_by_expiry ON ${s}.applications (((doc ->> 'expires_at') COLLATE "C"))
+  WHERE doc ->> 'expires_at' IS NOT NULL;
 `,
   },
 ]

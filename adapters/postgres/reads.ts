@@ -55,6 +55,11 @@ export function reads(t: Tables, query: Query): Reads {
   const byTenant = (table: string) =>
     pageSql(`SELECT sort_key AS ord, doc FROM ${table} WHERE tenant_id = $1`, '$2', '$3')
   const listApplicationsSql = byTenant(t.applications)
+  const listApplicationsByIdSql = pageSql(
+    `SELECT sort_key AS ord, doc FROM ${t.applications} WHERE tenant_id = $1 AND id = ANY ($2::text[])`,
+    '$3',
+    '$4',
+  )
   const listReactorsSql = byTenant(t.reactors)
   const byId = (table: string) => `SELECT doc::text AS doc FROM ${table} WHERE tenant_id = $1 AND id = $2`
   const sql = {
@@ -88,7 +93,10 @@ export function reads(t: Tables, query: Query): Reads {
         : { kind: 'session', session: JSON.parse(row.doc) as StoredSession }
     },
     getApplication: (tenantId, id) => one(sql.application, [tenantId, id]),
-    listApplications: (tenantId, range) => page(listApplicationsSql, [tenantId], range),
+    listApplications: (tenantId, q) =>
+      q.ids?.length
+        ? page(listApplicationsByIdSql, [tenantId, q.ids], q)
+        : page(listApplicationsSql, [tenantId], q),
     getToken: (tenantId, id) => one(sql.token, [tenantId, id]),
     hasAssociation: async (tenantId, parentId, childId) => {
       const { rowCount } = await prepared(

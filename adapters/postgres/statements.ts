@@ -139,6 +139,9 @@ export function statements(t: Tables) {
     expiredTokens: `SELECT tenant_id, id FROM ${t.tokens} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
     /** $1 before, $2 limit: keys of sessions that expire at or before $1 (`sessions_by_expiry`). */
     expiredSessions: `SELECT tenant_id, id FROM ${t.sessions} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of applications that expire at or before $1 (`applications_by_expiry`). */
+    expiredApplications: `SELECT tenant_id, id FROM ${t.applications}
+      WHERE (doc ->> 'expires_at') COLLATE "C" <= $1 ORDER BY (doc ->> 'expires_at') COLLATE "C" LIMIT $2`,
     /** $1 before, $2 limit: keys of open transactions past $1 (`transactions_open_by_expiry`). */
     expiredOpenTransactions: `SELECT tenant_id, id FROM ${t.transactions}
       WHERE state = 'open' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,

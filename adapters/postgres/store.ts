@@ -127,6 +127,8 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
       return st.expiredTokens
     case 'session':
       return st.expiredSessions
+    case 'application':
+      return st.expiredApplications
     case 'transaction.open':
       return st.expiredOpenTransactions
     case 'transaction.ended':

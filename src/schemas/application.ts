@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { permissionList, ruleList } from './access.js'
-import { pagination } from './common.js'
+import { isoDateTime, pagination, stringList } from './common.js'
 
 const name = v.pipe(
   v.string('must be a string'),
@@ -21,6 +21,8 @@ export const createApplicationInput = v.pipe(
     type: v.picklist(['private', 'public', 'management'], 'must be private, public or management'),
     permissions: v.optional(permissionList, []),
     rules: v.optional(ruleList),
+    /** When the application is deleted (any format `isoDateTime` takes); must be in the future. */
+    expires_at: v.optional(isoDateTime),
   }),
   v.forward(
     v.check((b) => grantsSomething(b), GRANTS_MESSAGE),
@@ -43,8 +45,8 @@ export const updateApplicationInput = v.pipe(
 )
 export type UpdateApplicationInput = v.InferInput<typeof updateApplicationInput>
 
-/** Query of application list. */
-export const listInput = v.strictObject({ ...pagination })
+/** Query of application list: filter `id` (one or several), and paging. */
+export const listInput = v.strictObject({ id: stringList(100), ...pagination })
 export type ListInput = v.InferInput<typeof listInput>
 
 /** Input of `admin.createTenant`. */

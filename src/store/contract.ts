@@ -39,12 +39,12 @@ export interface RecordKey {
 
 /**
  * What `listExpired` lists, each by a field the store keeps in the clear:
- * - `token`, `session`: records with `expires_at <= before`;
+ * - `token`, `session`, `application`: records with `expires_at <= before`;
  * - `transaction.open`: transactions in state `open` with `expires_at <= before`;
  * - `transaction.ended`: transactions in any other state with `expires_at <= before` (a transaction
  *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago).
  */
-export type ExpiringKind = 'token' | 'session' | 'transaction.open' | 'transaction.ended'
+export type ExpiringKind = 'token' | 'session' | 'application' | 'transaction.open' | 'transaction.ended'
 
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
@@ -87,8 +87,8 @@ export interface Store {
   /** The application or session whose key hashes (SHA-256, hex) to `keyHash`, in any tenant. */
   findKey(keyHash: string): Promise<KeyOwner | null>
   getApplication(tenantId: string, id: string): Promise<StoredApplication | null>
-  /** Applications of a tenant ordered by `created_at`, then `id`. */
-  listApplications(tenantId: string, range: Range): Promise<Page<StoredApplication>>
+  /** Applications of a tenant ordered by `created_at`, then `id`, restricted to `ids` when given (non-empty). */
+  listApplications(tenantId: string, query: Range & { ids?: string[] }): Promise<Page<StoredApplication>>
 
   /** A token by id, expired or not (the service decides what expiry means). */
   getToken(tenantId: string, id: string): Promise<StoredToken | null>

@@ -360,10 +360,11 @@ export class MemoryState {
     return a ? copy(a) : null
   }
 
-  listApplications(tenantId: string, range: Range): Page<StoredApplication> {
-    const all = [...this.applications.of(tenantId).values()].sort(
-      byKey((a) => `${a.created_at}\u0000${a.id}`),
-    )
+  listApplications(tenantId: string, range: Range & { ids?: string[] }): Page<StoredApplication> {
+    const ids = range.ids?.length ? new Set(range.ids) : null
+    const all = [...this.applications.of(tenantId).values()]
+      .filter((a) => ids === null || ids.has(a.id))
+      .sort(byKey((a) => `${a.created_at}\u0000${a.id}`))
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
   }
 
@@ -468,6 +469,9 @@ export class MemoryState {
         break
       case 'session':
         take(this.sessions.values())
+        break
+      case 'application':
+        take(this.applications.values())
         break
       case 'transaction.open':
       case 'transaction.ended': {

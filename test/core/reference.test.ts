@@ -181,6 +181,71 @@ describe('containers and access rules', () => {
   })
 })
 
+describe('applications', () => {
+  it('expires_at: the key answers 401 from then on and the sweep deletes the application (docs/api/applications/applications.mdx#create-application)', async () => {
+    const { keyFor, clock, service, store } = await setup()
+    const mgmt = await keyFor('management', ['application:create', 'application:read', 'application:update'])
+    const temp = await mgmt.client.applications.create({
+      name: 'temp',
+      type: 'private',
+      permissions: ['token:create'],
+      expires_at: '1/1/2030 12:05:00 AM',
+    })
+    expect(temp.expires_at).toBe('2030-01-01T00:05:00.000Z')
+    const kept = await mgmt.client.applications.create({
+      name: 'kept',
+      type: 'private',
+      permissions: ['token:create'],
+    })
+    expect(kept).not.toHaveProperty('expires_at')
+    // An update keeps expires_at.
+    const updated = await mgmt.client.applications.update(temp.id, {
+      name: 'temp2',
+      permissions: ['token:create'],
+    })
+    expect(updated.expires_at).toBe('2030-01-01T00:05:00.000Z')
+    const client = service.connect(temp.key)
+    await client.tokens.create({ type: 'token', data: 1 })
+    clock.advance(5 * 60_000 - 1)
+    expect((await service.admin.sweep()).applications).toBe(0)
+    await client.tokens.create({ type: 'token', data: 2 })
+    clock.advance(1)
+    expect((await failure(client.tokens.create({ type: 'token', data: 3 }))).code).toBe('unauthenticated')
+    expect((await service.admin.sweep()).applications).toBe(1)
+    expect(await store.getApplication(temp.tenant_id, temp.id)).toBeNull()
+    expect((await failure(mgmt.client.applications.get(temp.id))).code).toBe('not_found')
+    expect((await failure(client.tokens.create({ type: 'token', data: 3 }))).code).toBe('unauthenticated')
+    expect((await mgmt.client.applications.get(kept.id)).name).toBe('kept')
+    for (const past of ['2030-01-01T00:05:00Z', '2029-12-31']) {
+      const error = await failure(
+        mgmt.client.applications.create({
+          name: 'x',
+          type: 'private',
+          permissions: ['token:read'],
+          expires_at: past,
+        }),
+      )
+      expect(Object.keys(error.issues ?? {})).toEqual(['expires_at'])
+    }
+  })
+
+  it('list filters by id, one or several (docs/api/applications/applications.mdx#list-applications)', async () => {
+    const { keyFor } = await setup()
+    const mgmt = await keyFor('management', ['application:create', 'application:read'])
+    const made = []
+    for (const name of ['a', 'b', 'c']) {
+      made.push(await mgmt.client.applications.create({ name, type: 'private', permissions: ['token:read'] }))
+    }
+    const one = await mgmt.client.applications.list({ id: made[1]!.id })
+    expect(one.data.map((a) => a.name)).toEqual(['b'])
+    const two = await mgmt.client.applications.list({ id: [made[2]!.id, made[0]!.id, 'unknown'] })
+    expect(two.data.map((a) => a.name).sort()).toEqual(['a', 'c'])
+    expect(two.pagination.total_items).toBe(2)
+    const all = await mgmt.client.applications.list()
+    expect(all.data.length).toBeGreaterThanOrEqual(4)
+  })
+})
+
 describe('tokens', () => {
   it('expires_at accepts the documented formats (docs/api/tokens/tokens.mdx#expiration-date-formats)', async () => {
     const { client } = await setup()

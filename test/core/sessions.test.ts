@@ -240,6 +240,7 @@ describe('sessions', () => {
     clock.advance(999)
     expect(await service.admin.sweep()).toEqual({
       sessions: 0,
+      applications: 0,
       transactions: 0,
       tokens: 0,
       endedTransactions: 0,
@@ -247,6 +248,7 @@ describe('sessions', () => {
     clock.advance(1)
     expect(await service.admin.sweep()).toEqual({
       sessions: 1,
+      applications: 0,
       transactions: 0,
       tokens: 0,
       endedTransactions: 0,

@@ -189,6 +189,7 @@ describe('transactions', () => {
     clock.advance(60 * 60_000)
     expect(await service.admin.sweep()).toEqual({
       sessions: 0,
+      applications: 0,
       transactions: 1,
       tokens: 0,
       endedTransactions: 0,

@@ -72,3 +72,39 @@ describe('tokens over HTTP', () => {
     expect(Object.keys(bad.errors ?? {})).toEqual(['metadata'])
   })
 })
+
+describe('applications over HTTP', () => {
+  it('create takes expires_at, list filters by id (docs/api/applications/applications.mdx)', async () => {
+    const { call, keys, clock, service } = await setup()
+    const made: { id: string; key: string; expires_at?: string }[] = []
+    for (const expires_at of ['2030-01-01T02:00:00+01:00', undefined, '1/2/2030']) {
+      const body = {
+        name: 'x',
+        type: 'private',
+        permissions: ['token:create'],
+        ...(expires_at ? { expires_at } : {}),
+      }
+      made.push(await json(await call('POST', '/applications', { key: keys.management, body }), 201))
+    }
+    expect(made.map((a) => a.expires_at)).toEqual([
+      '2030-01-01T01:00:00.000Z',
+      undefined,
+      '2030-01-02T00:00:00.000Z',
+    ])
+    const ids = `id=${made[2]!.id}&id=${made[1]!.id}`
+    const listed = await json<{ data: { id: string }[] }>(
+      await call('GET', `/applications?${ids}`, { key: keys.management }),
+      200,
+    )
+    expect(listed.data.map((a) => a.id).sort()).toEqual([made[1]!.id, made[2]!.id].sort())
+    clock.advance(24 * 60 * 60_000)
+    await problem(await call('POST', '/tokens', { key: made[2]!.key, body: { type: 'token', data: 1 } }), 401)
+    expect((await service.admin.sweep()).applications).toBe(2)
+    const all = `${ids}&id=${made[0]!.id}`
+    const after = await json<{ data: { id: string }[] }>(
+      await call('GET', `/applications?${all}`, { key: keys.management }),
+      200,
+    )
+    expect(after.data.map((a) => a.id)).toEqual([made[1]!.id])
+  })
+})

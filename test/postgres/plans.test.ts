@@ -52,6 +52,7 @@ function records(tenant_id: string, i: number): Op[] {
         type: 'private',
         permissions: [],
         key_hash: `app-${tenant_id}-${i}`,
+        ...(i % 20 === 0 ? { expires_at: NOW } : {}),
       },
     },
     {
@@ -116,13 +117,15 @@ describePostgres('postgres store queries use indexes', (url) => {
     await store.findKey('key-t7-3')
     await store.findKey('app-t7-3')
     await store.listApplications('t7', { offset: 5, limit: 5 })
+    await store.listApplications('t7', { offset: 0, limit: 5, ids: ['a3', 'a9'] })
+    await store.listExpired({ kind: 'application', before: NOW, limit: 10 })
     await store.getSessionByNonce('t7', 'n3')
     await store.write({
       checks: [{ check: 'session.pending', tenant_id: 't7', nonce_hash: 'n3', now: NOW }],
       ops: [],
     })
     await store.write({ checks: [{ check: 'token.unlocked', tenant_id: 't7', id: 'k1', now: NOW }], ops: [] })
-    expect(issued.length).toBe(12)
+    expect(issued.length).toBe(14)
     const client = await pool.connect()
     try {
       // Plans for the values at hand, as the first executions of a prepared statement get.

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/contract.js'
 import type { Op } from '../../src/types.js'
-import { NOW, session, T, token, tx, U } from './records.js'
+import { app, NOW, session, T, token, tx, U } from './records.js'
 
 const at = (minutes: number) => new Date(Date.parse(NOW) + minutes * 60_000).toISOString()
 const sorted = (keys: RecordKey[]) => keys.map((k) => `${k.tenant_id}/${k.id}`).sort()
@@ -40,6 +40,27 @@ export function expiryTests(fresh: () => Promise<Store>): void {
       ],
     })
     expect(await list('token', 60)).toEqual([`${T}/later`])
+    await store.close()
+  })
+
+  it('lists applications by expires_at, in every tenant; one without, or deleted, is not listed', async () => {
+    const store = await fresh()
+    await store.write({
+      ops: [
+        { op: 'application.put', application: app('forever') },
+        { op: 'application.put', application: { ...app('soon'), expires_at: at(5) } },
+        { op: 'application.put', application: { ...app('later'), expires_at: at(50) } },
+        { op: 'application.put', application: { ...app('other', U), expires_at: at(1) } },
+      ],
+    })
+    const list = async (minutes: number) =>
+      sorted(await store.listExpired({ kind: 'application', before: at(minutes), limit: 100 }))
+    expect(await list(0)).toEqual([])
+    expect(await list(5)).toEqual([`${T}/soon`, `${U}/other`])
+    expect(await list(60)).toEqual([`${T}/later`, `${T}/soon`, `${U}/other`])
+    expect(await store.listExpired({ kind: 'application', before: at(60), limit: 2 })).toHaveLength(2)
+    await store.write({ ops: [{ op: 'application.delete', tenant_id: U, id: 'other' }] })
+    expect(await list(60)).toEqual([`${T}/later`, `${T}/soon`])
     await store.close()
   })
 
