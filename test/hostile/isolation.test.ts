@@ -47,7 +47,9 @@ async function send(
   body?: unknown,
   transactionId?: string,
 ) {
-  const headers: Record<string, string> = { 'svc-api-key': key, 'content-type': 'application/json' }
+  // A token update is a JSON merge patch (its own content type); every other body is JSON.
+  const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'
+  const headers: Record<string, string> = { 'svc-api-key': key, 'content-type': type }
   if (transactionId) headers['svc-transaction-id'] = transactionId
   const response = await w.handler(
     new Request(`http://vault.test${path}`, {
