@@ -25,9 +25,9 @@ export interface Generation {
 }
 
 /** Records per slice of the view, and per frame of the snapshot file. */
-const SLICE_RECORDS = 1024
+const SLICE_RECORDS = 128
 /** Longest run of compaction work between two turns of the event loop (ms). */
-const SLICE_BUDGET_MS = 8
+const SLICE_BUDGET_MS = 2
 
 /** A compaction under way: the view of the state it writes, and the journal bytes that view holds. */
 export interface SnapshotJob {

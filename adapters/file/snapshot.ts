@@ -1,7 +1,8 @@
 import * as fs from 'node:fs'
 import { MemoryState, type RecordSlice, type StateRecords } from '../../src/store/memory-state.js'
+import { crc32 } from './crc32.js'
 import { readAt, writeAll } from './io.js'
-import { encodeRecord, RECORD_HEADER_BYTES, recordEnd } from './record.js'
+import { RECORD_HEADER_BYTES, recordEnd } from './record.js'
 import { restoreWholeSnapshot } from './snapshot-v2.js'
 
 /**
@@ -86,31 +87,40 @@ export async function writeSnapshot(
   journalBytes: number,
   slices: Slicer,
 ): Promise<number> {
-  const header = Buffer.from(
+  // Frames are encoded straight into one reused buffer: no string or buffer per frame beyond the
+  // slice's JSON text, which stays small enough to die young (old-space garbage would bring long
+  // garbage-collection pauses on a large heap).
+  let buffer = Buffer.allocUnsafe(WRITE_BYTES)
+  let used = buffer.write(
     `${JSON.stringify({ format: FORMAT, version: VERSION, generation, journalBytes })}\n`,
   )
-  let pending: Buffer[] = [header]
-  let pendingBytes = header.length
   let position = 0
   let records = 0
   const flush = async () => {
-    const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes)
-    pending = []
-    pendingBytes = 0
-    await writeAll(fd, data, position)
-    position += data.length
+    await writeAll(fd, buffer.subarray(0, used), position)
+    position += used
+    used = 0
   }
-  const add = async (frame: Buffer) => {
-    pending.push(frame)
-    pendingBytes += frame.length
-    if (pendingBytes >= WRITE_BYTES) await flush()
+  const frame = async (kind: string, json: string) => {
+    const room = RECORD_HEADER_BYTES + kind.length + 4 + json.length * 3
+    if (used + room > buffer.length) {
+      await flush()
+      if (room > buffer.length) buffer = Buffer.allocUnsafe(room)
+    }
+    const start = used + RECORD_HEADER_BYTES
+    let at = start + buffer.write(`["${kind}",`, start, 'latin1')
+    at += buffer.write(json, at, 'utf8')
+    buffer[at++] = 0x5d // ]
+    buffer.writeUInt32LE(at - start, used)
+    buffer.writeUInt32LE(crc32(buffer.subarray(start, at)), used + 4)
+    used = at
   }
   for (const slice of view) {
     await slices.pause()
     records += slice.records.length
-    await add(encodeRecord(`["${slice.kind}",${JSON.stringify(slice.records)}]`))
+    await frame(slice.kind, JSON.stringify(slice.records))
   }
-  await add(encodeRecord(`["end",${JSON.stringify({ frames: view.length, records, journalBytes })}]`))
+  await frame('end', JSON.stringify({ frames: view.length, records, journalBytes }))
   await flush()
   return position
 }

@@ -40,7 +40,7 @@ const nonNegative = (name: string, value: number) => {
  *   retrying every second. Reads are served throughout (until the rebuild, they may still see the
  *   refused writes, as they may see any write whose flush is pending).
  * - Compaction (once the journal outgrows `compactRatio` × the snapshot and `compactMinBytes`)
- *   starts a new journal, copies the state's records into a view in slices of about 8 ms (writes
+ *   starts a new journal, copies the state's records into a view in slices of about 4 ms (writes
  *   wait meanwhile, a few ms per million records; reads go on), then writes the snapshot from that
  *   view as a stream of checksummed frames, again in slices, while calls go on and writes go into
  *   the new journal. No size ceiling: no step holds the whole state as one string or buffer.

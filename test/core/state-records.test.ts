@@ -185,7 +185,7 @@ function answers(state: MemoryState) {
     sessions: ['s1', 's2', 's3'].map((id) => state.getSessionByNonce(T, `nonce-${id}`)),
     formulas: state.listFormulas(T, { offset: 0, limit: 10 }),
     expired: [NOW, LATER].map((before) =>
-      (['token', 'session', 'transaction.open', 'transaction.ended'] as const).map((kind) =>
+      (['token', 'session', 'application', 'transaction.open', 'transaction.ended'] as const).map((kind) =>
         state.listExpired({ kind, before, limit: 100 }),
       ),
     ),

@@ -28,7 +28,7 @@ describe('file store snapshots as a stream of frames', () => {
     await store.close()
     const file = join(dir, 'snapshot.1.json')
     const good = await readFile(file)
-    // Five frames of tokens (slices of 1024), one of associations, one of transactions, the end.
+    // 40 frames of tokens (slices of 128), one of associations, one of transactions, the end.
     const header = good.subarray(0, good.indexOf(0x0a)).toString()
     expect(JSON.parse(header)).toEqual({
       format: 'tokenvault.snapshot',
@@ -37,8 +37,8 @@ describe('file store snapshots as a stream of frames', () => {
       journalBytes: 0,
     })
     expect(good.includes('["tokens",[')).toBe(true)
-    expect(good.toString('latin1').split('["tokens",[').length - 1).toBe(5)
-    expect(good.includes('["end",{"frames":7,"records":5002,"journalBytes":0}]')).toBe(true)
+    expect(good.toString('latin1').split('["tokens",[').length - 1).toBe(40)
+    expect(good.includes('["end",{"frames":42,"records":5002,"journalBytes":0}]')).toBe(true)
 
     const reopened = await fileStore({ path: dir, durability: 'none' })
     expect(await reopened.dump()).toEqual(before)

@@ -47,9 +47,10 @@ async function send(
   body?: unknown,
   transactionId?: string,
 ) {
-  // A token update is a JSON merge patch (its own content type); every other body is JSON.
-  const type = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'
-  const headers: Record<string, string> = { 'svc-api-key': key, 'content-type': type }
+  const headers: Record<string, string> = {
+    'svc-api-key': key,
+    'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+  }
   if (transactionId) headers['svc-transaction-id'] = transactionId
   const response = await w.handler(
     new Request(`http://vault.test${path}`, {

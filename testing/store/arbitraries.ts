@@ -99,15 +99,19 @@ const session: fc.Arbitrary<StoredSession> = fc.record({
   expires_at: time,
 })
 
-const application: fc.Arbitrary<StoredApplication> = fc.record({
-  id: fc.constantFrom('a1', 'a2', 'a3'),
-  tenant_id: tenant,
-  name: fc.constant('app'),
-  type: fc.constant('private'),
-  permissions: fc.constant(['token:read']),
-  created_at: time,
-  key_hash: fc.constantFrom(...KEY_HASHES),
-})
+const application: fc.Arbitrary<StoredApplication> = fc.record(
+  {
+    id: fc.constantFrom('a1', 'a2', 'a3'),
+    tenant_id: tenant,
+    name: fc.constant('app'),
+    type: fc.constant('private'),
+    permissions: fc.constant(['token:read']),
+    created_at: time,
+    key_hash: fc.constantFrom(...KEY_HASHES),
+    expires_at: time,
+  },
+  { requiredKeys: ['id', 'tenant_id', 'name', 'type', 'permissions', 'created_at', 'key_hash'] },
+)
 
 const formula: fc.Arbitrary<StoredFormula> = fc.record({
   id: fc.constantFrom('f1', 'f2', 'f3'),

@@ -67,7 +67,13 @@ export async function expectSameAsMemory(
   let current = store
   for (const [i, s] of steps.entries()) {
     if ('purge' in s) {
-      for (const kind of ['token', 'session', 'transaction.open', 'transaction.ended'] as const) {
+      for (const kind of [
+        'token',
+        'session',
+        'application',
+        'transaction.open',
+        'transaction.ended',
+      ] as const) {
         const query = { kind, before: s.purge, limit: 1000 }
         expect(keys(await current.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
       }
