@@ -43,7 +43,8 @@ export async function kvStore(kv: KeyValue, key = 'tokenvault'): Promise<Store> 
     getFormula: async (t, id) => use().getFormula(t, id),
     listFormulas: async (t, q) => use().listFormulas(t, q),
     getReactor: async (t, id) => use().getReactor(t, id),
-    listReactors: async (t, range) => use().listReactors(t, range),
+    listReactors: async (t, q) => use().listReactors(t, q),
+    getIdempotency: async (t, id) => use().getIdempotency(t, id),
     listExpired: async (q) => use().listExpired(q),
     dump: async () => use().dump(),
     async close() {

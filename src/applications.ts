@@ -6,7 +6,14 @@ import { invalid, notFound, ServiceError } from './errors.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createApplicationInput, listInput, updateApplicationInput } from './schemas/application.js'
-import type { AccessRule, Application, ApplicationType, Permission, StoredApplication } from './types.js'
+import type {
+  AccessRule,
+  Application,
+  ApplicationType,
+  Permission,
+  StoredApplication,
+  StoredApplicationKey,
+} from './types.js'
 import { parse } from './validate.js'
 
 /** An application with its plaintext key: the answer of create, the only time the key is shown. */
@@ -36,9 +43,9 @@ export function requirePermissionsFitType(
   }
 }
 
-/** The public shape of a stored application: never its key hash. */
+/** The public shape of a stored application: never its keys' hashes. */
 export function shownApplication(a: StoredApplication): Application {
-  const { key_hash: _hash, ...rest } = a
+  const { key_hash: _hash, keys: _keys, ...rest } = a
   return rest
 }
 
@@ -55,6 +62,12 @@ export function newApplication(
   if (body.expires_at !== undefined && body.expires_at <= now)
     throw invalid('expires_at', 'must be in the future')
   const key = givenKey ?? newApiKey()
+  const firstKey: StoredApplicationKey = {
+    id: newId(),
+    key_hash: sha256(key),
+    created_at: now,
+    ...(createdBy ? { created_by: createdBy } : {}),
+  }
   const application: StoredApplication = {
     id: newId(),
     tenant_id: tenantId,
@@ -65,7 +78,7 @@ export function newApplication(
     created_at: now,
     ...(createdBy ? { created_by: createdBy } : {}),
     ...(body.expires_at !== undefined ? { expires_at: body.expires_at } : {}),
-    key_hash: sha256(key),
+    keys: [firstKey],
   }
   return { application, key }
 }
@@ -99,6 +112,17 @@ export function applicationOperations(ctx: Ctx) {
     async get(id: string): Promise<Application> {
       requirePermission(ctx.principal, 'application:read')
       return shownApplication(await mustGet(id))
+    },
+
+    /**
+     * The caller's own application (`GET /applications/key`: the application of the API key the
+     * request carries). Needs `application:read`, as the reference documents; a session key has no
+     * application of its own (404).
+     */
+    async getByKey(): Promise<Application> {
+      requirePermission(ctx.principal, 'application:read')
+      if (ctx.principal.kind !== 'application') throw notFound('application')
+      return shownApplication(await mustGet(ctx.principal.id))
     },
 
     /** Replaces name, permissions and rules; the type, key and `expires_at` stay. */

@@ -31,6 +31,11 @@ export function checkFailure(check: Check): ServiceError {
       return notFound('application')
     case 'reactor.present':
       return notFound('reactor')
+    case 'application.unchanged':
+      return conflict('the application was changed meanwhile; try again')
+    case 'idempotency.absent':
+    case 'idempotency.claimed':
+      return conflict('a request with this idempotency key is in progress')
     default:
       return assertNever(check)
   }

@@ -25,8 +25,11 @@ const isObject = (value: unknown): value is JsonObject =>
 
 const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 
-/** `value` as `type`: numbers and booleans from their string forms, strings from numbers and booleans. */
-function cast(type: ElementType, value: Json): { ok: true; value: Json } | { ok: false; message: string } {
+/** `value` as `type`: numbers and booleans from their string forms, strings from numbers and booleans (args and reactor configuration). */
+export function castValue(
+  type: ElementType,
+  value: Json,
+): { ok: true; value: Json } | { ok: false; message: string } {
   switch (type) {
     case 'string':
       if (typeof value === 'string') return { ok: true, value }
@@ -68,7 +71,7 @@ export function castArgs(params: readonly RequestParameterElement[], args: JsonO
       if (!param.optional) issues[`args.${param.name}`] = ['is required']
       continue
     }
-    const result = cast(param.type, node)
+    const result = castValue(param.type, node)
     if (result.ok) parent![path.at(-1)!] = result.value
     else issues[`args.${param.name}`] = [result.message]
   }

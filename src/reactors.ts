@@ -1,27 +1,49 @@
 import { requirePermission } from './access.js'
+import { shownApplication } from './applications.js'
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { detokenizeArgs } from './detokenize.js'
-import { forbidden, notFound, ServiceError, type ValidationIssues } from './errors.js'
+import { forbidden, invalid, notFound, ServiceError, type ValidationIssues } from './errors.js'
+import { shownFormula } from './formulas.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
-import { castArgs, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
-import { createReactorInput, listReactorsInput, reactInput, updateReactorInput } from './schemas/reactor.js'
-import type { Reactor, StoredFormula } from './types.js'
+import { castArgs, castValue, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
+import {
+  createReactorInput,
+  listReactorsInput,
+  patchReactorInput,
+  type ReactorBody,
+  reactInput,
+  updateReactorInput,
+} from './schemas/reactor.js'
+import type { Application, Check, Reactor, ReactorFormula, StoredFormula } from './types.js'
 import { parse } from './validate.js'
 
 type Configuration = Reactor['configuration']
 
 /**
- * Throws `validation_failed` unless `configuration` satisfies the formula's contract: every declared
- * setting present with its declared type, and nothing undeclared. Issues name `configuration.<name>`.
+ * A reactor as callers see it: the stored reactor with its formula (the Reactor Formula object,
+ * for a formula-based reactor) and its application (when it has one that still exists).
  */
-export function requireConfiguration(formula: StoredFormula, configuration: Configuration): void {
+export type ShownReactor = Reactor & { formula?: ReactorFormula; application?: Application }
+
+/**
+ * The configuration cast to the formula's contract: every declared setting present and cast to its
+ * declared type (`"5"` → 5, `"true"` → true, as react args are), nothing undeclared. Throws
+ * `validation_failed` naming `configuration.<name>` for each missing, uncastable or undeclared one.
+ */
+export function castConfiguration(formula: StoredFormula, configuration: Configuration): Configuration {
   const issues: ValidationIssues = {}
+  const out: Configuration = {}
   const declared = new Map(formula.configuration.map((e) => [e.name, e.type]))
   for (const [name, type] of declared) {
-    if (!Object.hasOwn(configuration, name)) issues[`configuration.${name}`] = ['is required']
-    else if (typeof configuration[name] !== type) issues[`configuration.${name}`] = [`must be a ${type}`]
+    if (!Object.hasOwn(configuration, name)) {
+      issues[`configuration.${name}`] = ['is required']
+      continue
+    }
+    const cast = castValue(type, configuration[name]!)
+    if (cast.ok) out[name] = cast.value as string | number | boolean
+    else issues[`configuration.${name}`] = [cast.message]
   }
   for (const name of Object.keys(configuration)) {
     if (!declared.has(name)) issues[`configuration.${name}`] = ['is not declared by the reactor formula']
@@ -30,6 +52,7 @@ export function requireConfiguration(formula: StoredFormula, configuration: Conf
     const fields = Object.keys(issues).join(', ')
     throw new ServiceError('validation_failed', `Invalid configuration: ${fields}`, { issues })
   }
+  return out
 }
 
 /** Whether the principal may invoke reactors: `token:use` as a permission or in any of its access rules. */
@@ -40,9 +63,11 @@ function requireUse(ctx: Ctx): void {
 }
 
 /**
- * Reactor create, list, get, update, delete (`reactor:*`) and react (`token:use`) for one caller.
- * A reactor's writes carry a `formula.present` check, so a formula deleted concurrently can't leave
- * a reactor pointing at nothing (and a used formula can't be deleted).
+ * Reactor create, list, get, update, patch, delete (`reactor:*`) and react (`token:use`) for one
+ * caller. A reactor runs a formula's code (formula-based) or its own inline `code`. A formula-based
+ * reactor's writes carry a `formula.present` check, so a formula deleted concurrently can't leave a
+ * reactor pointing at nothing (and a used formula can't be deleted); a reactor naming an
+ * application carries `application.present`.
  */
 export function reactorOperations(ctx: Ctx) {
   const tenant = () => ctx.principal.tenantId
@@ -56,71 +81,168 @@ export function reactorOperations(ctx: Ctx) {
     if (!formula) throw notFound('reactor formula')
     return formula
   }
-  const write = async (reactor: Reactor, exists: boolean) =>
-    expectWritten(
-      await ctx.store.write({
-        checks: [
-          ...(exists ? [{ check: 'reactor.present' as const, tenant_id: tenant(), id: reactor.id }] : []),
-          { check: 'formula.present', tenant_id: tenant(), id: reactor.formula_id },
-        ],
-        ops: [{ op: 'reactor.put', reactor }],
-      }),
-    )
+  /** The application a reactor may act for: one of the tenant's public or private applications. */
+  const applicationFor = async (id: string) => {
+    const application = await ctx.store.getApplication(tenant(), id)
+    if (!application) throw notFound('application')
+    if (application.type === 'management') {
+      throw invalid('application.id', 'must be a public or private application')
+    }
+    return application
+  }
+  const compiled = async (code: string) => {
+    const error = ctx.runner ? await ctx.runner.check(code) : null
+    if (error !== null) throw invalid('code', `does not compile: ${error}`)
+    return code
+  }
+  const write = async (reactor: Reactor, exists: boolean) => {
+    const checks: Check[] = []
+    if (exists) checks.push({ check: 'reactor.present', tenant_id: tenant(), id: reactor.id })
+    if (reactor.formula_id !== undefined) {
+      checks.push({ check: 'formula.present', tenant_id: tenant(), id: reactor.formula_id })
+    }
+    if (reactor.application_id !== undefined) {
+      checks.push({ check: 'application.present', tenant_id: tenant(), id: reactor.application_id })
+    }
+    expectWritten(await ctx.store.write({ checks, ops: [{ op: 'reactor.put', reactor }] }))
+  }
+  /** The reactor with its formula and application, each read once per call (`cache`). */
+  const show = async (reactor: Reactor, cache = new Map<string, Promise<unknown>>()) => {
+    const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
+      let found = cache.get(key) as Promise<T> | undefined
+      if (!found) {
+        found = load()
+        cache.set(key, found)
+      }
+      return found
+    }
+    const shown: ShownReactor = { ...reactor }
+    if (reactor.formula_id !== undefined) {
+      const id = reactor.formula_id
+      const formula = await once(`f:${id}`, () => ctx.store.getFormula(tenant(), id))
+      if (formula) shown.formula = shownFormula(formula)
+    }
+    if (reactor.application_id !== undefined) {
+      const id = reactor.application_id
+      const application = await once(`a:${id}`, () => ctx.store.getApplication(tenant(), id))
+      if (application) shown.application = shownApplication(application)
+    }
+    return shown
+  }
+  /** The reactor `body` describes, checked: its formula's configuration contract, or its code compiled. */
+  const build = async (body: ReactorBody, base: Pick<Reactor, 'id' | 'created_at' | 'created_by'>) => {
+    const reactor: Reactor = {
+      id: base.id,
+      tenant_id: tenant(),
+      name: body.name,
+      configuration: {},
+      created_at: base.created_at,
+      created_by: base.created_by,
+    }
+    if (body.code !== undefined) {
+      reactor.code = await compiled(body.code)
+      reactor.configuration = body.configuration
+    } else if (body.formula_id !== undefined) {
+      const formula = await formulaFor(body.formula_id)
+      reactor.formula_id = formula.id
+      reactor.configuration = castConfiguration(formula, body.configuration)
+    }
+    if (body.application_id !== undefined) {
+      reactor.application_id = (await applicationFor(body.application_id)).id
+    }
+    // Fields in a fixed order, so equal reactors are equal as JSON.
+    return ordered(reactor)
+  }
 
   return {
-    /** Creates a reactor from a formula visible to the tenant; its configuration must satisfy the formula's. */
-    async create(input: unknown): Promise<Reactor> {
+    /**
+     * Creates a reactor: from a formula visible to the tenant (`formula: { id }`; its configuration
+     * must satisfy the formula's), or with its own `code` (compile-checked). `application: { id }`
+     * names a public or private application of the tenant.
+     */
+    async create(input: unknown): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:create')
       const body = parse(createReactorInput, input)
-      const formula = await formulaFor(body.formula_id)
-      if (formula.status === 'coming_soon') {
-        throw forbidden('the reactor formula is in limited availability (coming soon)')
+      if (body.formula_id !== undefined && body.code === undefined) {
+        const formula = await formulaFor(body.formula_id)
+        if (formula.status === 'coming_soon') {
+          throw forbidden('the reactor formula is in limited availability (coming soon)')
+        }
       }
-      requireConfiguration(formula, body.configuration)
-      const reactor: Reactor = {
-        id: newId(),
-        tenant_id: tenant(),
-        name: body.name,
-        formula_id: formula.id,
-        configuration: body.configuration,
-        created_at: ctx.now(),
-        created_by: ctx.principal.id,
-      }
+      const reactor = await build(body, { id: newId(), created_at: ctx.now(), created_by: ctx.principal.id })
       await write(reactor, false)
-      return reactor
+      return show(reactor)
     },
 
-    /** Lists the tenant's reactors in creation order. */
-    async list(query: unknown = {}): Promise<Paginated<Reactor>> {
+    /** Lists the tenant's reactors in creation order; `name` filters as for formulas, `id` by id. */
+    async list(query: unknown = {}): Promise<Paginated<ShownReactor>> {
       requirePermission(ctx.principal, 'reactor:read')
       const q = parse(listReactorsInput, query ?? {})
-      const page = await ctx.store.listReactors(tenant(), rangeOf(q))
-      return paginated(page, q.page, q.size)
+      const page = await ctx.store.listReactors(tenant(), {
+        ...rangeOf(q),
+        ...(q.name === undefined ? {} : { name: q.name }),
+        ...(q.id.length ? { ids: q.id } : {}),
+      })
+      const cache = new Map<string, Promise<unknown>>()
+      const items = await Promise.all(page.items.map((r) => show(r, cache)))
+      return paginated({ items, total: page.total }, q.page, q.size)
     },
 
-    async get(id: string): Promise<Reactor> {
+    async get(id: string): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:read')
-      return mustGet(id)
+      return show(await mustGet(id))
     },
 
-    /** Replaces name and configuration (PUT); `formula_id`, when given, moves the reactor to that formula. */
-    async update(id: string, input: unknown): Promise<Reactor> {
+    /**
+     * Replaces the reactor (PUT): name, configuration and application; `formula` or `code` when
+     * given (a reactor may move from one to the other), else it keeps the formula or code it has.
+     */
+    async update(id: string, input: unknown): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:update')
       const body = parse(updateReactorInput, input)
       const current = await mustGet(id)
-      const formula = await formulaFor(body.formula_id ?? current.formula_id)
-      requireConfiguration(formula, body.configuration)
-      const { modified_at: _at, modified_by: _by, ...kept } = current
-      const next: Reactor = {
-        ...kept,
-        name: body.name,
-        formula_id: formula.id,
-        configuration: body.configuration,
-        modified_at: ctx.now(),
-        modified_by: ctx.principal.id,
+      if (body.formula_id === undefined && body.code === undefined) {
+        if (current.code !== undefined) body.code = current.code
+        else body.formula_id = current.formula_id
       }
+      const next = await build(body, current)
+      next.modified_at = ctx.now()
+      next.modified_by = ctx.principal.id
       await write(next, true)
-      return next
+      return show(next)
+    },
+
+    /**
+     * Changes the members given (JSON merge patch): `name`, `code` or `formula`, `application`
+     * (`null` removes it), `configuration` (merged setting by setting; `null` removes a setting,
+     * or, for the whole member, every setting).
+     */
+    async patch(id: string, input: unknown): Promise<ShownReactor> {
+      requirePermission(ctx.principal, 'reactor:update')
+      const patch = parse(patchReactorInput, input ?? {})
+      const current = await mustGet(id)
+      let configuration: Configuration = { ...current.configuration }
+      if (patch.configuration === null) configuration = {}
+      else if (patch.configuration) {
+        for (const [key, value] of Object.entries(patch.configuration)) {
+          if (value === null) delete configuration[key]
+          else configuration[key] = value
+        }
+      }
+      const formulaId = patch.formula_id ?? patch.formula?.id
+      const body: ReactorBody = {
+        name: patch.name ?? current.name,
+        code: patch.code ?? (formulaId === undefined ? current.code : undefined),
+        formula_id: formulaId ?? (patch.code === undefined ? current.formula_id : undefined),
+        application_id:
+          patch.application === null ? undefined : (patch.application?.id ?? current.application_id),
+        configuration,
+      }
+      const next = await build(body, current)
+      next.modified_at = ctx.now()
+      next.modified_by = ctx.principal.id
+      await write(next, true)
+      return show(next)
     },
 
     async delete(id: string): Promise<void> {
@@ -136,30 +258,51 @@ export function reactorOperations(ctx: Ctx) {
 
     /**
      * Invokes the reactor: replaces `{{ <token id> }}` expressions in `args` by token data (under
-     * `token:use` on each token; see `detokenizeArgs`), checks and casts `args` against the formula's request parameters, runs
-     * the formula's code with `{ args, configuration }` through the service's runner (isolated,
-     * time-limited), and creates the tokens its `tokenize` output asks for in one atomic write.
-     * Needs `token:use` (as a permission or in an access rule) and, per created token, `token:create`.
-     * Does not enlist in the caller's transaction.
+     * `token:use` on each token; see `detokenizeArgs`); for a formula-based reactor, checks and
+     * casts `args` against the formula's request parameters (inline code gets them as sent); runs
+     * the code with `{ args, configuration }` through the service's runner (isolated, time-limited),
+     * and creates the tokens its `tokenize` output asks for in one atomic write. Needs `token:use`
+     * (as a permission or in an access rule) and, per created token, `token:create`. Does not enlist
+     * in the caller's transaction.
      */
     async react(id: string, input: unknown = {}): Promise<ReactResult> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
       const reactor = await mustGet(id)
-      const formula = await formulaFor(reactor.formula_id)
-      const args = castArgs(
-        formula.request_parameters,
-        await detokenizeArgs(ctx, (body.args ?? {}) as JsonObject),
-      )
+      let code: string
+      let args = await detokenizeArgs(ctx, (body.args ?? {}) as JsonObject)
+      if (reactor.code !== undefined) code = reactor.code
+      else {
+        const formula = await formulaFor(reactor.formula_id ?? '')
+        args = castArgs(formula.request_parameters, args)
+        code = formula.code
+      }
       if (!ctx.runner) throw new ServiceError('formula_invalid', 'no formula runner is configured')
       const timeoutMs = ctx.options.reactorTimeoutMs
       const outcome = await ctx.runner.run(
-        formula.code,
+        code,
         { args, configuration: reactor.configuration },
         { timeoutMs, isolationKey: tenant() },
       )
       if (!outcome.ok) throw runFailure(outcome, timeoutMs)
       return reactResult(ctx, outcome.value)
     },
+  }
+}
+
+/** `reactor` with its fields in one order (optional ones only when set). */
+function ordered(r: Reactor): Reactor {
+  return {
+    id: r.id,
+    tenant_id: r.tenant_id,
+    name: r.name,
+    ...(r.formula_id === undefined ? {} : { formula_id: r.formula_id }),
+    ...(r.code === undefined ? {} : { code: r.code }),
+    ...(r.application_id === undefined ? {} : { application_id: r.application_id }),
+    configuration: r.configuration,
+    created_at: r.created_at,
+    created_by: r.created_by,
+    ...(r.modified_at === undefined ? {} : { modified_at: r.modified_at }),
+    ...(r.modified_by === undefined ? {} : { modified_by: r.modified_by }),
   }
 }

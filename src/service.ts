@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
-import { type ApplicationWithKey, applicationOperations, newApplication } from './applications.js'
+import { applicationKeyOperations } from './application-keys.js'
+import {
+  type ApplicationWithKey,
+  applicationOperations,
+  newApplication,
+  shownApplication,
+} from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
 import { childOperations } from './children.js'
 import type { ManualClock } from './clock.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
-import { newId } from './crypto.js'
+import { newId, sha256 } from './crypto.js'
 import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { conflict, invalid, notFound } from './errors.js'
@@ -25,6 +31,7 @@ import {
   takeSnapshot,
 } from './state-transfer.js'
 import { type SweepCounts, sweepExpired } from './sweep.js'
+import { permissionOperations, tenantOperations } from './tenants.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
@@ -116,6 +123,12 @@ export interface Client {
   applications: ReturnType<typeof applicationOperations>
   reactorFormulas: ReturnType<typeof formulaOperations>
   reactors: ReturnType<typeof reactorOperations>
+  /** Keys of an application (`/applications/{id}/keys`). */
+  applicationKeys: ReturnType<typeof applicationKeyOperations>
+  /** The caller's tenant (`/tenants/self`). */
+  tenants: ReturnType<typeof tenantOperations>
+  /** The permission catalogue (`/permissions`). */
+  permissions: ReturnType<typeof permissionOperations>
 }
 
 /** The host's trusted operator API: no key, every tenant. Official formulas: see `OfficialFormulaAdmin`. */
@@ -292,12 +305,11 @@ export function createService(options: ServiceOptions): Service {
     }
     const { application, key } = newApplication(tenantId, body, now(), undefined, given)
     // A given key must be new: the key index is unique, so a second application can't take it.
-    if (given !== undefined && (await store.findKey(application.key_hash))) {
+    if (given !== undefined && (await store.findKey(sha256(given)))) {
       throw conflict('an application or session already has this key')
     }
     await store.write({ ops: [{ op: 'application.put', application }] })
-    const { key_hash: _hash, ...shown } = application
-    return { application: shown, key }
+    return { application: shownApplication(application), key }
   }
 
   const admin: Admin = {
@@ -396,6 +408,9 @@ export function createService(options: ServiceOptions): Service {
         applications: authenticated(applicationOperations, context, 'application', record),
         reactorFormulas: authenticated(formulaOperations, context, 'reactor_formula', record),
         reactors: authenticated(reactorOperations, context, 'reactor', record),
+        applicationKeys: authenticated(applicationKeyOperations, context, 'application_key', record),
+        tenants: authenticated(tenantOperations, context, 'tenant', record),
+        permissions: authenticated(permissionOperations, context, 'permission', record),
       }
     },
     journal,

@@ -81,9 +81,22 @@ export interface Application {
   expires_at?: string
 }
 
-/** An application as stored: with the SHA-256 (hex) of its key. */
-export interface StoredApplication extends Application {
+/** One API key of an application, as stored: the SHA-256 (hex) of the key, never the key. */
+export interface StoredApplicationKey {
+  id: string
   key_hash: string
+  created_at: string
+  created_by?: string
+}
+
+/**
+ * An application as stored, with its keys' hashes. `keys` lists every key of the application (an
+ * application may hold several, or none); records written before applications had several keys
+ * hold their one key's hash in `key_hash` instead. `applicationKeyHashes` reads both.
+ */
+export interface StoredApplication extends Application {
+  key_hash?: string
+  keys?: StoredApplicationKey[]
 }
 
 export interface Token {
@@ -192,16 +205,42 @@ export interface StoredFormula extends ReactorFormula {
   tenant_id: string | null
 }
 
+/**
+ * A reactor as stored: formula-based (`formula_id`, its configuration checked against the formula's)
+ * or with its own inline `code` (configuration a free map). `application_id`: the application the
+ * reactor acts for, when one was given.
+ */
 export interface Reactor {
   id: string
   tenant_id: string
   name: string
-  formula_id: string
+  formula_id?: string
+  code?: string
+  application_id?: string
   configuration: Record<string, string | number | boolean>
   created_at: string
   created_by: string
   modified_at?: string
   modified_by?: string
+}
+
+/**
+ * The first answer to a request made with an idempotency key, as stored. `id` is a keyed hash of
+ * the caller and the idempotency key (the key itself is not stored); `request` a keyed hash of the
+ * request (operation and arguments). While the first request runs the record is `pending` under a
+ * `claim` (random) that lasts until `lease_until`; once it succeeded it is `done` with its `answer`
+ * (JSON text, sealed at rest: it may hold token data). It is forgotten at `expires_at`.
+ */
+export interface IdempotencyRecord {
+  tenant_id: string
+  id: string
+  state: 'pending' | 'done'
+  claim: string
+  request: string
+  answer?: string
+  created_at: string
+  lease_until: string
+  expires_at: string
 }
 
 /**
@@ -230,6 +269,8 @@ export type Op =
   | { op: 'formula.delete'; tenant_id: string | null; id: string }
   | { op: 'reactor.put'; reactor: Reactor }
   | { op: 'reactor.delete'; tenant_id: string; id: string }
+  | { op: 'idempotency.put'; record: IdempotencyRecord }
+  | { op: 'idempotency.delete'; tenant_id: string; id: string }
 
 /**
  * Ops that earlier versions wrote and file journals may still hold: the memory state applies them on
@@ -260,6 +301,10 @@ export type LegacyOp =
  *   keys. `formula.unused`: no reactor of any tenant uses the formula (SQL: `NOT EXISTS` on the
  *   reactors-by-formula index; a key-value store keeps a use-count item per formula).
  * - `application.present`, `reactor.present`: the row by key.
+ * - `application.unchanged`: the application exists and equals the given one as JSON (as
+ *   `token.unchanged`; adding or deleting one of its keys is a read-modify-write).
+ * - `idempotency.absent`: no idempotency record with this id. `idempotency.claimed`: the record
+ *   exists and its `claim` is the given one (a field guard on one row).
  */
 export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
@@ -277,3 +322,6 @@ export type Check =
   | { check: 'formula.present'; tenant_id: string; id: string }
   | { check: 'formula.unused'; id: string }
   | { check: 'application.present' | 'reactor.present'; tenant_id: string; id: string }
+  | { check: 'application.unchanged'; tenant_id: string; id: string; application: StoredApplication }
+  | { check: 'idempotency.absent'; tenant_id: string; id: string }
+  | { check: 'idempotency.claimed'; tenant_id: string; id: string; claim: string }

@@ -40,6 +40,7 @@ const KINDS = [
   'sessions',
   'formulas',
   'reactors',
+  'idempotency',
 ] as const satisfies readonly (keyof StateRecords)[]
 /** Fails to compile when `StateRecords` gains a kind that `KINDS` does not list. */
 const everyKind: Exclude<keyof StateRecords, (typeof KINDS)[number]> extends never ? true : never = true
@@ -184,6 +185,7 @@ export async function readSnapshot(
       sessions: [],
       formulas: [],
       reactors: [],
+      idempotency: [],
     }
     let base = 0 // file offset of buffer[0]
     let at = newline + 1 // offset in buffer of the next frame

@@ -323,7 +323,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     getFormula: async (t, id) => use().getFormula(t, id),
     listFormulas: async (t, q) => use().listFormulas(t, q),
     getReactor: async (t, id) => use().getReactor(t, id),
-    listReactors: async (t, range) => use().listReactors(t, range),
+    listReactors: async (t, q) => use().listReactors(t, q),
+    getIdempotency: async (t, id) => use().getIdempotency(t, id),
     listExpired: async (query) => use().listExpired(query),
     dump: async () => use().dump(),
     compact: async () => {

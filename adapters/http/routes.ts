@@ -47,6 +47,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/reactors', list((c, _p, q) => c.reactors.list(q))],
   ['GET', '/reactors/:id', op(200, (c, [id]) => c.reactors.get(id!))],
   ['PUT', '/reactors/:id', op(200, (c, [id], _q, b) => c.reactors.update(id!, b))],
+  ['PATCH', '/reactors/:id', op(200, (c, [id], _q, b) => c.reactors.patch(id!, b))],
   ['DELETE', '/reactors/:id', op(204, (c, [id]) => c.reactors.delete(id!))],
   ['POST', '/reactors/:id/react', op(200, (c, [id], _q, b) => c.reactors.react(id!, b))],
 
@@ -55,9 +56,17 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
 
   ['POST', '/applications', op(201, (c, _p, _q, b) => c.applications.create(b))],
   ['GET', '/applications', list((c, _p, q) => c.applications.list(q))],
+  ['GET', '/applications/key', op(200, (c) => c.applications.getByKey())],
   ['GET', '/applications/:id', op(200, (c, [id]) => c.applications.get(id!))],
   ['PUT', '/applications/:id', op(200, (c, [id], _q, b) => c.applications.update(id!, b))],
   ['DELETE', '/applications/:id', op(204, (c, [id]) => c.applications.delete(id!))],
+  ['POST', '/applications/:id/keys', op(201, (c, [id]) => c.applicationKeys.create(id!))],
+  ['GET', '/applications/:id/keys', op(200, (c, [id]) => c.applicationKeys.list(id!))],
+  ['GET', '/applications/:id/keys/:key', op(200, (c, [id, k]) => c.applicationKeys.get(id!, k!))],
+  ['DELETE', '/applications/:id/keys/:key', op(204, (c, [id, k]) => c.applicationKeys.delete(id!, k!))],
+
+  ['GET', '/tenants/self', op(200, (c) => c.tenants.self())],
+  ['GET', '/permissions', list((c, _p, q) => c.permissions.list(q))],
 ]
 
 /** A router over `ROUTES`. */

@@ -30,7 +30,8 @@ export function memoryStore(): Store {
     getFormula: async (t, id) => open().getFormula(t, id),
     listFormulas: async (t, q) => open().listFormulas(t, q),
     getReactor: async (t, id) => open().getReactor(t, id),
-    listReactors: async (t, range) => open().listReactors(t, range),
+    listReactors: async (t, q) => open().listReactors(t, q),
+    getIdempotency: async (t, id) => open().getIdempotency(t, id),
     listExpired: async (query) => open().listExpired(query),
     dump: async () => open().dump(),
     close: async () => {

@@ -45,6 +45,14 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
       return `EXISTS (SELECT 1 FROM ${t.applications} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
     case 'reactor.present':
       return `EXISTS (SELECT 1 FROM ${t.reactors} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+    case 'application.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.applications} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND doc = (${p(JSON.stringify(c.application))})::jsonb)`
+    case 'idempotency.absent':
+      return `NOT EXISTS (SELECT 1 FROM ${t.idempotency} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+    case 'idempotency.claimed':
+      return `EXISTS (SELECT 1 FROM ${t.idempotency} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND claim = ${p(c.claim)})`
     default:
       return assertNever(c)
   }

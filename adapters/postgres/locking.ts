@@ -1,4 +1,5 @@
 import { assertNever } from '../../src/errors.js'
+import { applicationKeyHashes } from '../../src/store/keys.js'
 import type { Check, Op } from '../../src/types.js'
 import { lockKey } from './keys.js'
 
@@ -33,9 +34,13 @@ function checkNames(c: Check): string[] {
     case 'formula.unused':
       return [formulaUse(c.id)]
     case 'application.present':
+    case 'application.unchanged':
       return [name('application', c.tenant_id, c.id)]
     case 'reactor.present':
       return [name('reactor', c.tenant_id, c.id)]
+    case 'idempotency.absent':
+    case 'idempotency.claimed':
+      return [name('idempotency', c.tenant_id, c.id)]
     default:
       return assertNever(c)
   }
@@ -51,7 +56,7 @@ function opNames(op: Op): string[] {
     case 'application.put':
       return [
         name('application', op.application.tenant_id, op.application.id),
-        name('key', op.application.key_hash),
+        ...applicationKeyHashes(op.application).map((hash) => name('key', hash)),
       ]
     case 'application.delete':
       return [name('application', op.tenant_id, op.id)]
@@ -91,9 +96,16 @@ function opNames(op: Op): string[] {
     case 'formula.delete':
       return [formula(op.tenant_id, op.id)]
     case 'reactor.put':
-      return [name('reactor', op.reactor.tenant_id, op.reactor.id), formulaUse(op.reactor.formula_id)]
+      return [
+        name('reactor', op.reactor.tenant_id, op.reactor.id),
+        ...(op.reactor.formula_id === undefined ? [] : [formulaUse(op.reactor.formula_id)]),
+      ]
     case 'reactor.delete':
       return [name('reactor', op.tenant_id, op.id)]
+    case 'idempotency.put':
+      return [name('idempotency', op.record.tenant_id, op.record.id)]
+    case 'idempotency.delete':
+      return [name('idempotency', op.tenant_id, op.id)]
     default:
       return assertNever(op)
   }

@@ -22,6 +22,8 @@ export interface Migration {
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
  * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc); `token_locks_by_transaction` releases a transaction's locks.
+ * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
+ * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -131,6 +133,23 @@ CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHER
     sql: (s) => `
 CREATE INDEX applications_by_expiry ON ${s}.applications (((doc ->> 'expires_at') COLLATE "C"))
   WHERE doc ->> 'expires_at' IS NOT NULL;
+`,
+  },
+  {
+    version: 4,
+    name: 'idempotency records, reactor names',
+    sql: (s) => `
+CREATE TABLE ${s}.idempotency (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  claim text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX idempotency_by_expiry ON ${s}.idempotency (expires_at);
+ALTER TABLE ${s}.reactors ADD COLUMN name_lower text COLLATE "C";
+UPDATE ${s}.reactors SET name_lower = lower(doc ->> 'name');
 `,
   },
 ]

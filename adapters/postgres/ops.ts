@@ -1,5 +1,6 @@
 import type { QueryConfig, QueryResult } from 'pg'
 import { assertNever } from '../../src/errors.js'
+import { applicationKeyHashes } from '../../src/store/keys.js'
 import type { Op } from '../../src/types.js'
 import { sortKey, statementName } from './keys.js'
 import type { Statements } from './statements.js'
@@ -30,7 +31,8 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
       return
     case 'application.put': {
       const a = op.application
-      await run(ctx, st.applicationPut, [a.tenant_id, a.id, sortKey(a.created_at, a.id), json(a), a.key_hash])
+      const hashes = applicationKeyHashes(a)
+      await run(ctx, st.applicationPut, [a.tenant_id, a.id, sortKey(a.created_at, a.id), json(a), hashes])
       return
     }
     case 'application.delete':
@@ -87,11 +89,27 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
       return
     case 'reactor.put': {
       const r = op.reactor
-      await run(ctx, st.reactorPut, [r.tenant_id, r.id, r.formula_id, sortKey(r.created_at, r.id), json(r)])
+      const values = [
+        r.tenant_id,
+        r.id,
+        r.formula_id ?? null,
+        sortKey(r.created_at, r.id),
+        json(r),
+        r.name.toLowerCase(),
+      ]
+      await run(ctx, st.reactorPut, values)
       return
     }
     case 'reactor.delete':
       await run(ctx, st.reactorDelete, [op.tenant_id, op.id])
+      return
+    case 'idempotency.put': {
+      const r = op.record
+      await run(ctx, st.idempotencyPut, [r.tenant_id, r.id, r.claim, r.expires_at, json(r)])
+      return
+    }
+    case 'idempotency.delete':
+      await run(ctx, st.idempotencyDelete, [op.tenant_id, op.id])
       return
     default:
       assertNever(op)

@@ -2,6 +2,7 @@ import type { QueryConfig, QueryResult } from 'pg'
 import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
 import type {
   Association,
+  IdempotencyRecord,
   Reactor,
   StoredApplication,
   StoredFormula,
@@ -60,7 +61,6 @@ export function reads(t: Tables, query: Query): Reads {
     '$3',
     '$4',
   )
-  const listReactorsSql = byTenant(t.reactors)
   const byId = (table: string) => `SELECT doc::text AS doc FROM ${table} WHERE tenant_id = $1 AND id = $2`
   const sql = {
     tenant: `SELECT doc::text AS doc FROM ${t.tenants} WHERE id = $1`,
@@ -68,6 +68,7 @@ export function reads(t: Tables, query: Query): Reads {
     token: byId(t.tokens),
     transaction: byId(t.transactions),
     reactor: byId(t.reactors),
+    idempotency: byId(t.idempotency),
   }
 
   return {
@@ -148,14 +149,30 @@ export function reads(t: Tables, query: Query): Reads {
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
     getReactor: (tenantId, id) => one(sql.reactor, [tenantId, id]),
-    listReactors: (tenantId, range) => page(listReactorsSql, [tenantId], range),
+    listReactors: (tenantId, q) => {
+      const values: unknown[] = [tenantId]
+      let filters = ''
+      const pattern = likePattern(q.name)
+      if (pattern !== null) {
+        values.push(pattern)
+        filters += ` AND name_lower LIKE $${values.length}`
+      }
+      if (q.ids?.length) {
+        values.push(q.ids)
+        filters += ` AND id = ANY ($${values.length}::text[])`
+      }
+      const source = `SELECT sort_key AS ord, doc FROM ${t.reactors} WHERE tenant_id = $1${filters}`
+      return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
+    },
+    getIdempotency: (tenantId, id) => one(sql.idempotency, [tenantId, id]),
     dump: async () => {
       const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`
       const { rows } = await query({
         text: `SELECT ${all(t.tenants)} AS tenants, ${all(t.applications)} AS applications,
           ${all(t.tokens)} AS tokens, ${all(t.associations)} AS associations,
           ${all(t.transactions)} AS transactions, ${all(t.sessions)} AS sessions,
-          ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors`,
+          ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
+          ${all(t.idempotency)} AS idempotency`,
       })
       const row = rows[0] as Record<keyof StoreDump, string>
       const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
@@ -171,6 +188,7 @@ export function reads(t: Tables, query: Query): Reads {
         sessions: sorted<StoredSession>(row.sessions, (x) => k(x.tenant_id, x.id)),
         formulas: sorted<StoredFormula>(row.formulas, (x) => k(x.tenant_id, x.id)),
         reactors: sorted<Reactor>(row.reactors, (x) => k(x.tenant_id, x.id)),
+        idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
       }
     },
   }

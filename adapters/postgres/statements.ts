@@ -18,8 +18,17 @@ export function tables(schema: string) {
     nonces: `${s}.session_nonces`,
     formulas: `${s}.formulas`,
     reactors: `${s}.reactors`,
+    idempotency: `${s}.idempotency`,
   }
 }
+
+/**
+ * The key hashes an application row `alias` holds, as a set-returning SQL expression: those of its
+ * `keys`, or for a record from before applications held several keys, its `key_hash`.
+ */
+const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
+    WHEN ${alias}.doc ? 'keys' THEN jsonb_path_query_array(${alias}.doc, '$.keys[*].key_hash')
+    ELSE jsonb_build_array(${alias}.doc -> 'key_hash') END)`
 
 /** The SQL of every fixed statement the store issues (the op statements; reads build theirs). */
 export type Statements = ReturnType<typeof statements>
@@ -32,22 +41,26 @@ export function statements(t: Tables) {
       ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`,
     tenantDelete: `DELETE FROM ${t.tenants} WHERE id = $1`,
 
-    /** $1 tenant, $2 id, $3 sort key, $4 doc, $5 key hash. Drops the old key hash, claims the new one. */
+    /**
+     * $1 tenant, $2 id, $3 sort key, $4 doc, $5 every key hash (text[]). Drops the key hashes the
+     * application no longer holds, claims the new ones.
+     */
     applicationPut: `WITH old_key AS (
-        DELETE FROM ${t.apiKeys} WHERE key_hash <> $5::text AND key_hash IN (
-          SELECT doc ->> 'key_hash' FROM ${t.applications} WHERE tenant_id = $1 AND id = $2)
+        DELETE FROM ${t.apiKeys} WHERE NOT (key_hash = ANY ($5::text[])) AND key_hash IN (
+          SELECT ${keyHashesOf('a')} FROM ${t.applications} a WHERE a.tenant_id = $1 AND a.id = $2)
       ), app AS (
         INSERT INTO ${t.applications} (tenant_id, id, sort_key, doc) VALUES ($1, $2, $3, $4::jsonb)
         ON CONFLICT (tenant_id, id) DO UPDATE SET sort_key = EXCLUDED.sort_key, doc = EXCLUDED.doc
       )
-      INSERT INTO ${t.apiKeys} (key_hash, kind, tenant_id, id) VALUES ($5, 'application', $1, $2)
+      INSERT INTO ${t.apiKeys} (key_hash, kind, tenant_id, id)
+      SELECT h, 'application', $1, $2 FROM unnest($5::text[]) AS h
       ON CONFLICT (key_hash) DO UPDATE SET kind = EXCLUDED.kind, tenant_id = EXCLUDED.tenant_id, id = EXCLUDED.id`,
 
     /** $1 tenant, $2 id */
     applicationDelete: `WITH app AS (
-        DELETE FROM ${t.applications} WHERE tenant_id = $1 AND id = $2 RETURNING doc ->> 'key_hash' AS key_hash
+        DELETE FROM ${t.applications} a WHERE a.tenant_id = $1 AND a.id = $2 RETURNING a.doc
       )
-      DELETE FROM ${t.apiKeys} WHERE key_hash IN (SELECT key_hash FROM app)`,
+      DELETE FROM ${t.apiKeys} WHERE key_hash IN (SELECT ${keyHashesOf('app')} FROM app)`,
 
     /** $1 tenant, $2 id, $3 type, $4 expires_at, $5 doc */
     tokenPut: `INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
@@ -127,13 +140,26 @@ export function statements(t: Tables) {
     /** $1 tenant key, $2 id */
     formulaDelete: `DELETE FROM ${t.formulas} WHERE tenant_key = $1 AND id = $2`,
 
-    /** $1 tenant, $2 id, $3 formula id, $4 sort key, $5 doc */
-    reactorPut: `INSERT INTO ${t.reactors} (tenant_id, id, formula_id, sort_key, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
-      ON CONFLICT (tenant_id, id) DO UPDATE
-      SET formula_id = EXCLUDED.formula_id, sort_key = EXCLUDED.sort_key, doc = EXCLUDED.doc`,
+    /** $1 tenant, $2 id, $3 formula id (null for inline code), $4 sort key, $5 doc, $6 lower-cased name */
+    reactorPut: `INSERT INTO ${t.reactors} (tenant_id, id, formula_id, sort_key, doc, name_lower)
+      VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+      ON CONFLICT (tenant_id, id) DO UPDATE SET formula_id = EXCLUDED.formula_id,
+        sort_key = EXCLUDED.sort_key, doc = EXCLUDED.doc, name_lower = EXCLUDED.name_lower`,
 
     /** $1 tenant, $2 id */
     reactorDelete: `DELETE FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`,
+
+    /** $1 tenant, $2 id, $3 claim, $4 expires_at, $5 doc */
+    idempotencyPut: `INSERT INTO ${t.idempotency} (tenant_id, id, claim, expires_at, doc)
+      VALUES ($1, $2, $3, $4, $5::jsonb)
+      ON CONFLICT (tenant_id, id) DO UPDATE
+      SET claim = EXCLUDED.claim, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc`,
+
+    /** $1 tenant, $2 id */
+    idempotencyDelete: `DELETE FROM ${t.idempotency} WHERE tenant_id = $1 AND id = $2`,
+
+    /** $1 before, $2 limit: keys of idempotency records past $1 (`idempotency_by_expiry`). */
+    expiredIdempotency: `SELECT tenant_id, id FROM ${t.idempotency} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
 
     /** $1 before, $2 limit: keys of tokens that expire at or before $1 (partial index `tokens_by_expiry`). */
     expiredTokens: `SELECT tenant_id, id FROM ${t.tokens} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,

@@ -133,6 +133,8 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
       return st.expiredOpenTransactions
     case 'transaction.ended':
       return st.expiredEndedTransactions
+    case 'idempotency':
+      return st.expiredIdempotency
     default:
       return assertNever(kind)
   }
@@ -246,7 +248,8 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     getFormula: (tenantId, id) => guard(() => read.getFormula(tenantId, id)),
     listFormulas: (tenantId, q) => guard(() => read.listFormulas(tenantId, q)),
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
-    listReactors: (tenantId, range) => guard(() => read.listReactors(tenantId, range)),
+    listReactors: (tenantId, q) => guard(() => read.listReactors(tenantId, q)),
+    getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
     dump: () => guard(() => read.dump()),
     close: () => {
       closed = true

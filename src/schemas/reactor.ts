@@ -1,5 +1,6 @@
 import * as v from 'valibot'
-import { json, mapKey, pagination } from './common.js'
+import { json, mapKey, pagination, stringList } from './common.js'
+import { MAX_CODE_LENGTH } from './formula.js'
 
 const name = v.pipe(
   v.string('must be a string'),
@@ -8,76 +9,144 @@ const name = v.pipe(
   v.maxLength(200, 'must be at most 200 characters'),
 )
 
-const formulaId = v.pipe(
+const id = v.pipe(
   v.string('must be a string'),
   v.minLength(1, 'must not be empty'),
   v.maxLength(200, 'must be at most 200 characters'),
 )
 
-/** A reactor configuration: setting name → string, number or boolean (checked against the formula after parsing). */
-const configuration = v.pipe(
-  v.record(
-    mapKey(100),
-    v.union(
-      [v.string(), v.pipe(v.number(), v.finite()), v.boolean()],
-      'must be a string, a finite number or a boolean',
-    ),
-  ),
-  v.check((c) => Object.keys(c).length <= 100, 'must hold at most 100 settings'),
+/** Inline reactor code: a CommonJS module body, as a formula's (compile-checked after parsing). */
+const code = v.pipe(
+  v.string('must be a string'),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(MAX_CODE_LENGTH, `must be at most ${MAX_CODE_LENGTH} characters`),
 )
 
-/** `formula: { id }`, as the Basis Theory SDKs send it, beside `formula_id`. */
-const formulaRef = v.optional(v.object({ id: formulaId }))
-
-/** Folds `formula: { id }` into `formula_id`; giving both (differently) is a 400 on `formula`. */
-function oneFormulaId<T extends { formula_id?: string | undefined; formula?: { id: string } | undefined }>(
-  body: T,
-): Omit<T, 'formula'> & { formula_id: string | undefined } {
-  const { formula, ...rest } = body
-  return { ...rest, formula_id: body.formula_id ?? formula?.id }
-}
-
-/** Body of reactor create. `configuration` may be omitted when the formula declares none. */
-export const createReactorInput = v.pipe(
-  v.strictObject({
-    name,
-    formula_id: v.optional(formulaId),
-    formula: formulaRef,
-    configuration: v.optional(configuration, {}),
-  }),
-  v.forward(
-    v.check((b) => (b.formula_id ?? b.formula?.id) !== undefined, 'formula_id (or formula.id) is required'),
-    ['formula_id'],
-  ),
-  v.forward(
-    v.check(
-      (b) => !b.formula_id || !b.formula || b.formula.id === b.formula_id,
-      'names another formula than formula_id',
-    ),
-    ['formula'],
-  ),
-  v.transform((b) => oneFormulaId(b) as Omit<typeof b, 'formula'> & { formula_id: string }),
+const setting = v.union(
+  [v.string(), v.pipe(v.number(), v.finite()), v.boolean()],
+  'must be a string, a finite number or a boolean',
 )
 
 /**
- * Body of reactor update (PUT): replaces `name` and `configuration`. `formula_id` may be given to
- * move the reactor to another formula; omitted, the reactor keeps its formula.
+ * A reactor configuration: setting name → value. The reference documents a map of strings; values
+ * are cast to the formula's declared types after parsing ("5" → 5), and kept as given for inline code.
  */
-export const updateReactorInput = v.pipe(
-  v.strictObject({
-    name,
-    formula_id: v.optional(formulaId),
-    formula: formulaRef,
-    configuration: v.optional(configuration, {}),
-  }),
+const configuration = v.pipe(
+  v.record(mapKey(100), setting),
+  v.check((c) => Object.keys(c).length <= 100, 'must hold at most 100 settings'),
+)
+
+/** `{ id }` of a formula or an application, as the Basis Theory SDKs send it (other members ignored). */
+const ref = v.looseObject({ id })
+
+/** The members every reactor body may carry. */
+const members = {
+  name,
+  formula_id: v.optional(id),
+  formula: v.optional(v.nullable(ref)),
+  code: v.optional(v.nullable(code)),
+  application: v.optional(v.nullable(ref)),
+  configuration: v.optional(v.nullable(configuration)),
+}
+
+/** A reactor body as the core uses it: formula id or code (at most one), application id, configuration. */
+export interface ReactorBody {
+  name: string
+  formula_id: string | undefined
+  code: string | undefined
+  application_id: string | undefined
+  configuration: Record<string, string | number | boolean>
+}
+
+/** Folds `formula: { id }` into `formula_id` and `application: { id }` into `application_id`. */
+function normalized(b: {
+  name: string
+  formula_id?: string | undefined
+  formula?: { id: string } | null | undefined
+  code?: string | null | undefined
+  application?: { id: string } | null | undefined
+  configuration?: Record<string, string | number | boolean> | null | undefined
+}): ReactorBody {
+  return {
+    name: b.name,
+    formula_id: b.formula_id ?? b.formula?.id,
+    code: b.code ?? undefined,
+    application_id: b.application?.id,
+    configuration: b.configuration ?? {},
+  }
+}
+
+type FormulaAndCode = {
+  formula_id?: string | undefined
+  formula?: { id: string } | null | undefined
+  code?: string | null | undefined
+}
+
+/** A check that `formula.id` and `formula_id`, when both given, agree (issue on `formula`). */
+const sameFormula = <T extends FormulaAndCode>() =>
   v.forward(
-    v.check(
+    v.check<T, string>(
       (b) => !b.formula_id || !b.formula || b.formula.id === b.formula_id,
       'names another formula than formula_id',
     ),
-    ['formula'],
+    ['formula'] as never,
+  )
+
+/** A check that a body does not give both a formula and code (issue on `code`). */
+const notBoth = <T extends FormulaAndCode>() =>
+  v.forward(
+    v.check<T, string>(
+      (b) => !((b.formula_id || b.formula) && typeof b.code === 'string'),
+      'a reactor runs either a formula or its own code, not both',
+    ),
+    ['code'] as never,
+  )
+
+/**
+ * Body of reactor create: `{ name, formula: { id }, configuration, application?: { id } }` (a
+ * formula-based reactor, as the 2023 reference documents it; `formula_id` is accepted too) or
+ * `{ name, code, configuration?, application? }` (inline code, as today's SDKs send it).
+ */
+export const createReactorInput = v.pipe(
+  v.strictObject(members),
+  sameFormula(),
+  notBoth(),
+  v.forward(
+    v.check(
+      (b) => (b.formula_id ?? b.formula?.id) !== undefined || typeof b.code === 'string',
+      'formula.id (or formula_id), or code, is required',
+    ),
+    ['formula_id'],
   ),
-  v.transform(oneFormulaId),
+  v.transform(normalized),
+)
+
+/**
+ * Body of reactor update (PUT): replaces name, configuration, application and the code or formula.
+ * Without `formula` or `code`, the reactor keeps the formula or code it has.
+ */
+export const updateReactorInput = v.pipe(
+  v.strictObject(members),
+  sameFormula(),
+  notBoth(),
+  v.transform(normalized),
+)
+
+/**
+ * Body of reactor patch (JSON merge patch): members given replace those of the reactor; `null`
+ * removes (the application; a configuration setting); `configuration` merges setting by setting.
+ */
+export const patchReactorInput = v.pipe(
+  v.strictObject({
+    name: v.optional(name),
+    formula_id: v.optional(id),
+    formula: v.optional(ref),
+    code: v.optional(code),
+    application: v.optional(v.nullable(ref)),
+    configuration: v.optional(v.nullable(v.record(mapKey(100), v.nullable(setting)))),
+  }),
+  sameFormula(),
+  notBoth(),
 )
 
 /** Body of react: `args`, an object (absent or null means none). */
@@ -96,5 +165,9 @@ export const reactInput = v.optional(
   ),
 )
 
-/** Query of reactor list. */
-export const listReactorsInput = v.strictObject({ ...pagination })
+/** Query of reactor list: `name` (as formulas: `*` wildcard, else "contains") and `id` (repeatable). */
+export const listReactorsInput = v.strictObject({
+  ...pagination,
+  name: v.optional(v.pipe(v.string(), v.maxLength(200, 'must be at most 200 characters'))),
+  id: stringList(100),
+})

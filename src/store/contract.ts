@@ -1,6 +1,7 @@
 import type {
   Association,
   Check,
+  IdempotencyRecord,
   Op,
   Reactor,
   StoredApplication,
@@ -42,9 +43,16 @@ export interface RecordKey {
  * - `token`, `session`, `application`: records with `expires_at <= before`;
  * - `transaction.open`: transactions in state `open` with `expires_at <= before`;
  * - `transaction.ended`: transactions in any other state with `expires_at <= before` (a transaction
- *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago).
+ *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago);
+ * - `idempotency`: idempotency records with `expires_at <= before`.
  */
-export type ExpiringKind = 'token' | 'session' | 'application' | 'transaction.open' | 'transaction.ended'
+export type ExpiringKind =
+  | 'token'
+  | 'session'
+  | 'application'
+  | 'transaction.open'
+  | 'transaction.ended'
+  | 'idempotency'
 
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
@@ -56,6 +64,13 @@ export interface StoreDump {
   sessions: StoredSession[]
   formulas: StoredFormula[]
   reactors: Reactor[]
+  idempotency: IdempotencyRecord[]
+}
+
+/** What `listReactors` may filter by: `name` as `listFormulas` does, `ids` (non-empty) by id. */
+export interface ReactorQuery extends Range {
+  name?: string
+  ids?: string[]
 }
 
 /**
@@ -115,8 +130,14 @@ export interface Store {
    */
   listFormulas(tenantId: string, query: Range & { name?: string }): Promise<Page<StoredFormula>>
   getReactor(tenantId: string, id: string): Promise<Reactor | null>
-  /** Reactors of a tenant ordered by `created_at`, then `id`. */
-  listReactors(tenantId: string, range: Range): Promise<Page<Reactor>>
+  /**
+   * Reactors of a tenant ordered by `created_at`, then `id`; `name` filters as in `listFormulas`,
+   * `ids` (when non-empty) keeps only those ids.
+   */
+  listReactors(tenantId: string, query: ReactorQuery): Promise<Page<Reactor>>
+
+  /** An idempotency record by id, expired or not (the service decides what expiry means). */
+  getIdempotency(tenantId: string, id: string): Promise<IdempotencyRecord | null>
 
   /**
    * At most `limit` records of `kind` whose time has come (see `ExpiringKind`), in no promised

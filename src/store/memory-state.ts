@@ -2,6 +2,7 @@ import { assertNever } from '../errors.js'
 import type {
   Association,
   Check,
+  IdempotencyRecord,
   LegacyOp,
   Op,
   Reactor,
@@ -12,8 +13,18 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../types.js'
-import type { ExpiringKind, KeyOwner, Page, Range, RecordKey, StoreDump, WriteResult } from './contract.js'
+import type {
+  ExpiringKind,
+  KeyOwner,
+  Page,
+  Range,
+  ReactorQuery,
+  RecordKey,
+  StoreDump,
+  WriteResult,
+} from './contract.js'
 import { copy, frozenCopy, sameJson } from './json.js'
+import { applicationKeyHashes } from './keys.js'
 import { byKey, nameMatcher } from './order.js'
 import { Scoped } from './scoped.js'
 
@@ -39,6 +50,8 @@ export interface StateRecords {
   sessions: readonly StoredSession[]
   formulas: readonly StoredFormula[]
   reactors: readonly Reactor[]
+  /** Idempotency records (records written before they existed lack the list: read as empty). */
+  idempotency: readonly IdempotencyRecord[]
 }
 
 /** Some records of one kind, in the order `records()` lists them: what `recordSlices` yields. */
@@ -81,6 +94,7 @@ export class MemoryState {
   private formulas = new Scoped<StoredFormula>()
   private formulaUse = new Map<string, number>()
   private reactors = new Scoped<Reactor>()
+  private idempotency = new Scoped<IdempotencyRecord>()
 
   /** The first check that fails, or null when all hold. */
   failedCheck(checks: readonly Check[]): Check | null {
@@ -138,6 +152,14 @@ export class MemoryState {
         return this.applications.has(c.tenant_id, c.id)
       case 'reactor.present':
         return this.reactors.has(c.tenant_id, c.id)
+      case 'application.unchanged': {
+        const stored = this.applications.get(c.tenant_id, c.id)
+        return stored !== undefined && sameJson(stored, c.application)
+      }
+      case 'idempotency.absent':
+        return !this.idempotency.has(c.tenant_id, c.id)
+      case 'idempotency.claimed':
+        return this.idempotency.get(c.tenant_id, c.id)?.claim === c.claim
       default:
         return assertNever(c)
     }
@@ -155,14 +177,16 @@ export class MemoryState {
       case 'application.put': {
         const a = op.application
         const old = this.applications.get(a.tenant_id, a.id)
-        if (old) this.keys.delete(old.key_hash)
+        if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
         this.applications.set(a.tenant_id, a.id, a)
-        this.keys.set(a.key_hash, { kind: 'application', tenantId: a.tenant_id, id: a.id })
+        for (const hash of applicationKeyHashes(a)) {
+          this.keys.set(hash, { kind: 'application', tenantId: a.tenant_id, id: a.id })
+        }
         return
       }
       case 'application.delete': {
         const old = this.applications.get(op.tenant_id, op.id)
-        if (old) this.keys.delete(old.key_hash)
+        if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
         this.applications.delete(op.tenant_id, op.id)
         return
       }
@@ -274,12 +298,19 @@ export class MemoryState {
         this.reactors.delete(op.tenant_id, op.id)
         return
       }
+      case 'idempotency.put':
+        this.idempotency.set(op.record.tenant_id, op.record.id, op.record)
+        return
+      case 'idempotency.delete':
+        this.idempotency.delete(op.tenant_id, op.id)
+        return
       default:
         assertNever(op)
     }
   }
 
-  private useFormula(id: string, delta: number) {
+  private useFormula(id: string | undefined, delta: number) {
+    if (id === undefined) return
     const n = (this.formulaUse.get(id) ?? 0) + delta
     if (n <= 0) this.formulaUse.delete(id)
     else this.formulaUse.set(id, n)
@@ -445,9 +476,18 @@ export class MemoryState {
     return r ? copy(r) : null
   }
 
-  listReactors(tenantId: string, range: Range): Page<Reactor> {
-    const all = [...this.reactors.of(tenantId).values()].sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
-    return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
+  listReactors(tenantId: string, query: ReactorQuery): Page<Reactor> {
+    const match = nameMatcher(query.name)
+    const ids = query.ids?.length ? new Set(query.ids) : null
+    const all = [...this.reactors.of(tenantId).values()]
+      .filter((r) => match(r.name) && (!ids || ids.has(r.id)))
+      .sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
+    return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
+  }
+
+  getIdempotency(tenantId: string, id: string): IdempotencyRecord | null {
+    const r = this.idempotency.get(tenantId, id)
+    return r ? copy(r) : null
   }
 
   /** Keys of at most `limit` records of `kind` whose time is at or before `before` (see `Store.listExpired`). */
@@ -469,6 +509,9 @@ export class MemoryState {
         break
       case 'session':
         take(this.sessions.values())
+        break
+      case 'idempotency':
+        take(this.idempotency.values())
         break
       case 'application':
         take(this.applications.values())
@@ -516,6 +559,7 @@ export class MemoryState {
       sessions: [...this.sessions.values()],
       formulas: [...this.formulas.values()],
       reactors: [...this.reactors.values()],
+      idempotency: [...this.idempotency.values()],
     }
   }
 
@@ -598,6 +642,7 @@ export class MemoryState {
     for (const session of r.sessions) state.apply({ op: 'session.put', session })
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
+    for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
     return state
   }
 
@@ -615,6 +660,7 @@ export class MemoryState {
       sessions: sorted(this.sessions.values(), (s) => k(s.tenant_id, s.id)),
       formulas: sorted(this.formulas.values(), (f) => k(f.tenant_id, f.id)),
       reactors: sorted(this.reactors.values(), (r) => k(r.tenant_id, r.id)),
+      idempotency: sorted(this.idempotency.values(), (r) => k(r.tenant_id, r.id)),
     }
   }
 }

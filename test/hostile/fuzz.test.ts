@@ -62,6 +62,7 @@ function samples(ids: Record<string, string>): Record<string, Record<string, unk
     'PUT /reactor-formulas/:id': formula,
     'POST /reactors': { name: 'r', formula_id: ids.formula!, configuration: { k: 'v' } },
     'PUT /reactors/:id': { name: 'r2', configuration: { k: 'w' } },
+    'PATCH /reactors/:id': { name: 'r3', configuration: { k: null } },
     'POST /reactors/:id/react': { args: { x: '5', extra: true } },
     'POST /sessions/authorize': { nonce: ids.nonce!, permissions: ['token:read'], rules: [rule] },
     'POST /applications': { name: 'app', type: 'private', permissions: ['token:read'], rules: [rule] },
@@ -222,7 +223,7 @@ describe('hostile HTTP input', () => {
           )
           expect(response.status).toBe(400)
         }
-        await mutatedBodies(w, RUNS(150))
+        await mutatedBodies(w, RUNS(400))
       } finally {
         await store.close()
         await dropSchemas(pool, [schema])

@@ -149,9 +149,17 @@ describe('tenant isolation matrix', () => {
       .connect(a.keys.private)
       .sessions.authorize({ nonce: reader.nonce, permissions: ['token:read'] })
     const allowed: Record<string, Set<string>> = {
-      public: new Set(['POST /tokens', 'PATCH /tokens/:id', 'POST /sessions', 'POST /transactions']),
-      pending: new Set(),
+      public: new Set([
+        'POST /tokens',
+        'PATCH /tokens/:id',
+        'POST /sessions',
+        'POST /transactions',
+        'GET /permissions',
+      ]),
+      // The permission catalogue is open to every key (the reference requires no permission).
+      pending: new Set(['GET /permissions']),
       reader: new Set([
+        'GET /permissions',
         'GET /tokens/:id',
         'GET /tokens/:id/children',
         'POST /tokens/:id/children/:child',

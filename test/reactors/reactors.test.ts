@@ -24,6 +24,7 @@ describe('reactors', () => {
       tenant_id: a.tenant.id,
       name: 'Lookup',
       formula_id: formula.id,
+      formula,
       configuration: good,
       created_at: '2030-01-01T00:00:00.000Z',
       created_by: a.management.application.id,
@@ -54,9 +55,9 @@ describe('reactors', () => {
 
   it.each([
     ['a setting missing', { region: 'eu', limit: 1 }, 'configuration.live'],
-    ['a string for a number', { ...good, limit: '10' }, 'configuration.limit'],
+    ['a string that is not a number', { ...good, limit: 'ten' }, 'configuration.limit'],
     ['a number for a boolean', { ...good, live: 1 }, 'configuration.live'],
-    ['a boolean for a string', { ...good, region: true }, 'configuration.region'],
+    ['a string that is not a boolean', { ...good, live: 'yes' }, 'configuration.live'],
     ['an undeclared setting', { ...good, extra: 'x' }, 'configuration.extra'],
     ['an object value', { ...good, region: { a: 1 } }, 'configuration.region'],
   ])('a configuration with %s is refused, naming it', async (_, configuration, field) => {

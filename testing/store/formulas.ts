@@ -65,4 +65,43 @@ export function formulasTests(fresh: () => Promise<Store>): void {
     expect(await present(T, 'r2')).toBe(false)
     await store.close()
   })
+
+  it('lists reactors filtered by name (as formulas) and by ids; inline-code reactors use no formula', async () => {
+    const store = await fresh()
+    const reactor = (id: string, name: string, minute: number) => ({
+      id,
+      tenant_id: T,
+      name,
+      code: 'module.exports = async () => ({})',
+      configuration: {},
+      created_at: `2030-01-01T00:0${minute}:00.000Z`,
+      created_by: 'app-1',
+    })
+    await store.write({ ops: [{ op: 'formula.put', formula: formula('f1', 'One') }] })
+    await store.write({
+      ops: [
+        { op: 'reactor.put', reactor: reactor('r1', 'Card Lookup', 1) },
+        { op: 'reactor.put', reactor: reactor('r2', 'card enrich', 2) },
+        { op: 'reactor.put', reactor: reactor('r3', 'Bank Verify', 3) },
+        { op: 'reactor.put', reactor: { ...reactor('r4', 'Card Other', 4), tenant_id: U } },
+      ],
+    })
+    const ids = async (query: { name?: string; ids?: string[] }, offset = 0, limit = 10) =>
+      (await store.listReactors(T, { offset, limit, ...query })).items.map((r) => r.id)
+    expect(await ids({})).toEqual(['r1', 'r2', 'r3'])
+    expect(await ids({ name: 'CARD' })).toEqual(['r1', 'r2'])
+    expect(await ids({ name: '*verify' })).toEqual(['r3'])
+    expect(await ids({ name: 'c*k*p' })).toEqual(['r1'])
+    expect(await ids({ name: '%' })).toEqual([])
+    expect(await ids({ ids: ['r3', 'r1', 'r4', 'nope'] })).toEqual(['r1', 'r3'])
+    expect(await ids({ name: 'card', ids: ['r2', 'r3'] })).toEqual(['r2'])
+    expect((await store.listReactors(T, { offset: 1, limit: 1, name: 'card' })).total).toBe(2)
+    expect(await ids({ name: 'card' }, 1, 1)).toEqual(['r2'])
+    // Renaming re-indexes the name.
+    await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r3', 'Card Bank', 3) }] })
+    expect(await ids({ name: 'card b' })).toEqual(['r3'])
+    const unused = (await store.write({ checks: [{ check: 'formula.unused', id: 'f1' }], ops: [] })).ok
+    expect(unused).toBe(true)
+    await store.close()
+  })
 }

@@ -36,6 +36,42 @@ export function keysTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
+  it('finds an application by each of its keys; changing its keys drops the ones it no longer holds', async () => {
+    const store = await fresh()
+    const key = (id: string) => ({ id, key_hash: `hash-${id}`, created_at: NOW })
+    const { key_hash: _legacy, ...base } = app('a1')
+    const two = { ...base, keys: [key('k1'), key('k2')] }
+    await store.write({ ops: [{ op: 'application.put', application: two }] })
+    expect(await store.findKey('hash-k1')).toEqual({ kind: 'application', application: two })
+    expect(await store.findKey('hash-k2')).toEqual({ kind: 'application', application: two })
+    expect(await store.findKey('hash-a1')).toBeNull()
+    // A compare-and-set on the whole record: a stale copy is refused.
+    const one = { ...base, keys: [key('k2'), key('k3')] }
+    const stale = await store.write({
+      checks: [{ check: 'application.unchanged', tenant_id: T, id: 'a1', application: base }],
+      ops: [{ op: 'application.put', application: one }],
+    })
+    expect(stale.ok).toBe(false)
+    const fresh1 = await store.write({
+      checks: [{ check: 'application.unchanged', tenant_id: T, id: 'a1', application: two }],
+      ops: [{ op: 'application.put', application: one }],
+    })
+    expect(fresh1.ok).toBe(true)
+    expect(await store.findKey('hash-k1')).toBeNull()
+    expect((await store.findKey('hash-k3'))?.kind).toBe('application')
+    // A record from before several keys (key_hash) moving to keys drops its old hash.
+    await store.write({ ops: [{ op: 'application.put', application: app('a2') }] })
+    const { key_hash: _old, ...a2 } = app('a2')
+    await store.write({ ops: [{ op: 'application.put', application: { ...a2, keys: [key('k9')] } }] })
+    expect(await store.findKey('hash-a2')).toBeNull()
+    const owner = await store.findKey('hash-k9')
+    expect(owner?.kind === 'application' && owner.application.id).toBe('a2')
+    await store.write({ ops: [{ op: 'application.delete', tenant_id: T, id: 'a1' }] })
+    expect(await store.findKey('hash-k2')).toBeNull()
+    expect(await store.findKey('hash-k3')).toBeNull()
+    await store.close()
+  })
+
   it('lists applications of one tenant in creation order, paged', async () => {
     const store = await fresh()
     const ops: Op[] = []

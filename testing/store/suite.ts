@@ -3,6 +3,7 @@ import type { Store } from '../../src/store/contract.js'
 import { expiryTests } from './expiry.js'
 import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
+import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
 import { link, NOW, put, session, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
@@ -32,6 +33,7 @@ export function storeContract(harness: StoreHarness): void {
     guardTests(fresh)
     expiryTests(fresh)
     serviceTests(fresh)
+    idempotencyTests(fresh)
 
     if (harness.reopen) {
       const reopen = harness.reopen

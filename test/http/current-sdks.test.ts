@@ -1,0 +1,153 @@
+/**
+ * Today's Basis Theory SDKs, unmodified — `@basis-theory/node-sdk` 5.x and
+ * `@basis-theory/basis-theory-js` 4.x — against the handler on a real socket with `headerPrefix:
+ * 'BT'`: applications and their keys, tenants, permissions, and reactors with inline code. Each test
+ * names the page of the reference (developers.basistheory.com) whose behaviour it checks.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sharedRunner } from '../formulas/setup.js'
+import { type CurrentSdkVault, failedStatus, startCurrentSdkVault } from './current-sdk-vault.js'
+
+const runner = sharedRunner()
+let vault: CurrentSdkVault
+beforeAll(async () => {
+  vault = await startCurrentSdkVault(runner.get())
+})
+afterAll(async () => {
+  await vault.close()
+  await runner.close()
+})
+
+const ECHO = `module.exports = async function (req) {
+  return { raw: { args: req.args, configuration: req.configuration, sum: req.args.a + req.args.b } }
+}`
+
+describe('@basis-theory/node-sdk 5.x (headerPrefix BT)', () => {
+  it('Application Keys (docs/api/applications/application-keys): create, list, get, delete; each key acts as the application', async () => {
+    const bt = vault.node(vault.management)
+    const app = await bt.applications.create({
+      name: 'backend',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    const created = await bt.applicationKeys.create(app.id!)
+    expect(created.key).toMatch(/^key_/)
+    expect(created.id).toBeTypeOf('string')
+    expect(created.createdAt).toBeInstanceOf(Date)
+    const listed = await bt.applicationKeys.list(app.id!)
+    expect(listed).toHaveLength(2)
+    expect(listed.map((k) => k.key)).toEqual([undefined, undefined])
+    expect((await bt.applicationKeys.get(app.id!, created.id!)).id).toBe(created.id)
+    // The new key and the first both act as the application.
+    const withNew = vault.node(created.key!)
+    expect(await failedStatus(withNew.tokens.get('missing'))).toBe(404)
+    expect(await failedStatus(vault.node(app.key!).tokens.get('missing'))).toBe(404)
+    await bt.applicationKeys.delete(app.id!, created.id!)
+    expect(await failedStatus(withNew.tokens.get('missing'))).toBe(401)
+    expect(await failedStatus(vault.node(app.key!).tokens.get('missing'))).toBe(404)
+    expect(await failedStatus(bt.applicationKeys.get(app.id!, created.id!))).toBe(404)
+    expect(await bt.applicationKeys.list(app.id!)).toHaveLength(1)
+  })
+
+  it('Get an Application by Key (docs/api/applications/applications): the caller’s own application', async () => {
+    const bt = vault.node(vault.management)
+    const own = await bt.applications.getByKey()
+    expect(own.type).toBe('management')
+    expect(own.key).toBeUndefined()
+    const reader = await vault.key('private', ['token:read'])
+    // The reference requires application:read, which a private application can't hold.
+    expect(await failedStatus(vault.node(reader).applications.getByKey())).toBe(403)
+  })
+
+  it('Get a Tenant (docs/api/tenants/tenants): GET /tenants/self needs tenant:read', async () => {
+    const tenant = await vault.node(vault.management).tenants.self.get()
+    expect(tenant).toMatchObject({ id: vault.tenantId, name: 'sdk' })
+    expect(tenant.createdAt).toBeInstanceOf(Date)
+    const reader = await vault.key('private', ['token:read'])
+    expect(await failedStatus(vault.node(reader).tenants.self.get())).toBe(403)
+  })
+
+  it('List Permissions (docs/api/applications/permissions): the catalogue, filtered by application type', async () => {
+    const reader = await vault.key('private', ['token:read'])
+    const all = await vault.node(reader).permissions.list()
+    expect(all.find((p) => p.type === 'token:read')).toMatchObject({ applicationTypes: ['private'] })
+    expect(all.find((p) => p.type === 'token:create')?.applicationTypes).toEqual(['private', 'public'])
+    const pub = await vault.node(reader).permissions.list({ applicationType: 'public' })
+    expect(pub.map((p) => p.type).sort()).toEqual(['token:create', 'token:update'])
+    expect(await failedStatus(vault.node(reader).permissions.list({ applicationType: 'robot' }))).toBe(400)
+  })
+
+  it('Reactors (docs/api/reactors/reactors): inline code — create, get, list by name and id, update, patch, react, delete', async () => {
+    const bt = vault.node(vault.management)
+    const reactor = await bt.reactors.create({ name: 'Adder', code: ECHO, configuration: { REGION: 'eu' } })
+    expect(reactor).toMatchObject({ name: 'Adder', code: ECHO, configuration: { REGION: 'eu' } })
+    expect(reactor.formula).toBeUndefined()
+    expect((await bt.reactors.get(reactor.id!)).code).toBe(ECHO)
+    const other = await bt.reactors.create({ name: 'Other', code: ECHO })
+    const byName = await bt.reactors.list({ name: 'add*' })
+    expect(byName.data.map((r) => r.id)).toEqual([reactor.id])
+    const byId = await bt.reactors.list({ id: [other.id!, 'nope'] })
+    expect(byId.data.map((r) => r.name)).toEqual(['Other'])
+
+    const user = await vault.key('private', ['token:use'])
+    const react = await vault.node(user).reactors.react(reactor.id!, { args: { a: 2, b: 3 } })
+    expect(react.raw).toEqual({ args: { a: 2, b: 3 }, configuration: { REGION: 'eu' }, sum: 5 })
+
+    const updated = await bt.reactors.update(reactor.id!, { name: 'Adder 2', code: ECHO })
+    expect(updated).toMatchObject({ name: 'Adder 2', configuration: {} })
+    await bt.reactors.patch(reactor.id!, { configuration: { REGION: 'us' } })
+    expect(await bt.reactors.get(reactor.id!)).toMatchObject({
+      name: 'Adder 2',
+      configuration: { REGION: 'us' },
+    })
+    expect(await failedStatus(bt.reactors.create({ name: 'Broken', code: 'module.exports = (' }))).toBe(400)
+    await bt.reactors.delete(reactor.id!)
+    expect(await failedStatus(bt.reactors.get(reactor.id!))).toBe(404)
+  })
+})
+
+describe('@basis-theory/basis-theory-js 4.x (headerPrefix BT)', () => {
+  it('Application Keys (docs/api/applications/application-keys): create, get (list), getById, delete', async () => {
+    const bt = await vault.js(vault.management)
+    const app = await bt.applications.create({ name: 'web', type: 'public', permissions: ['token:create'] })
+    const created = await bt.applicationKeys.create(app.id)
+    expect(created.key).toMatch(/^key_/)
+    expect((await bt.applicationKeys.get(app.id)).map((k) => k.id)).toContain(created.id)
+    expect((await bt.applicationKeys.getById(app.id, created.id!)).createdAt).toBeTypeOf('string')
+    await bt.applicationKeys.delete(app.id, created.id!)
+    expect(await bt.applicationKeys.get(app.id)).toHaveLength(1)
+    expect(await failedStatus(bt.applicationKeys.getById(app.id, created.id!))).toBe(404)
+  })
+
+  it('Get an Application by Key and Get a Tenant (docs/api/applications/applications, docs/api/tenants/tenants)', async () => {
+    const bt = await vault.js(vault.management)
+    expect((await bt.applications.retrieveByKey()).type).toBe('management')
+    expect(await bt.tenants.retrieve()).toMatchObject({ id: vault.tenantId, name: 'sdk' })
+  })
+
+  it('List Permissions (docs/api/applications/permissions)', async () => {
+    const bt = await vault.js(vault.management)
+    const list = await bt.permissions.list({ applicationType: 'management' })
+    expect(list.map((p) => p.type)).toContain('reactor:create')
+    expect(list.every((p) => p.applicationTypes.includes('management'))).toBe(true)
+  })
+
+  it('Reactors (docs/api/reactors/reactors): inline code — create, retrieve, list, update, patch, react, delete', async () => {
+    const bt = await vault.js(vault.management)
+    const reactor = await bt.reactors.create({ name: 'Summer', code: ECHO, configuration: { K: 'v' } })
+    expect(reactor).toMatchObject({ name: 'Summer', code: ECHO, configuration: { K: 'v' } })
+    expect((await bt.reactors.retrieve(reactor.id)).name).toBe('Summer')
+    expect((await bt.reactors.list({ name: 'summ' })).data.map((r) => r.id)).toEqual([reactor.id])
+    await bt.reactors.update(reactor.id, { name: 'Summer 2', code: ECHO, configuration: { K: 'w' } })
+    await bt.reactors.patch(reactor.id, { name: 'Summer 3' })
+    expect(await bt.reactors.retrieve(reactor.id)).toMatchObject({
+      name: 'Summer 3',
+      configuration: { K: 'w' },
+    })
+    const user = await vault.js(await vault.key('private', ['token:use']))
+    const react = await user.reactors.react(reactor.id, { args: { a: 1, b: 1 } })
+    expect(react.raw).toMatchObject({ sum: 2, configuration: { K: 'w' } })
+    await bt.reactors.delete(reactor.id)
+    expect(await failedStatus(bt.reactors.retrieve(reactor.id))).toBe(404)
+  })
+})
