@@ -31,7 +31,7 @@ const snapshotSchema = v.strictObject({
   clock: v.pipe(v.string(), v.isoTimestamp()),
   records: v.strictObject({
     tenants: v.array(v.looseObject({ id: v.string(), name: v.string(), created_at: v.string() })),
-    applications: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), key_hash: v.string() })),
+    applications: v.array(v.looseObject({ tenant_id: v.string(), id: v.string() })),
     tokens: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), type: v.string() })),
     associations: v.array(
       v.strictObject({
@@ -47,6 +47,7 @@ const snapshotSchema = v.strictObject({
     sessions: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), key_hash: v.string() })),
     formulas: v.array(record),
     reactors: v.array(v.looseObject({ tenant_id: v.string(), id: v.string() })),
+    idempotency: v.optional(v.array(v.unknown())),
   }),
 })
 
@@ -90,7 +91,15 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     }
     associations.push(...byChild.values())
   }
-  const records = { ...dump, tenants: dump.tenants.map(publicTenant), tokens, transactions, associations }
+  // Idempotency records are a cache of first answers (sealed under keys a restore replaces): left out.
+  const records = {
+    ...dump,
+    tenants: dump.tenants.map(publicTenant),
+    tokens,
+    transactions,
+    associations,
+    idempotency: [],
+  }
   return { format: 'tokenvault.snapshot', version: 1, clock, records: canonical(records) }
 }
 
@@ -123,6 +132,7 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.reactors.map((r): Op => ({ op: 'reactor.delete', tenant_id: r.tenant_id, id: r.id })),
     ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
+    ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
     ...dump.tenants.map((t): Op => ({ op: 'tenant.delete', id: t.id })),
   ]
 }
