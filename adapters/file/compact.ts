@@ -21,11 +21,16 @@ export interface Generation {
   journalGeneration: number
   snapshotBytes: number
   compactions: number
+  /** The last compaction's write hold and whole duration (ms). */
+  holdMs: number
+  compactionMs: number
   step: (step: FileStoreStep) => void | Promise<void>
 }
 
 /** Records per slice of the view, and per frame of the snapshot file. */
 const SLICE_RECORDS = 128
+/** The snapshot is synced as it is written, every this many bytes (see `writeSnapshot`). */
+const SYNC_EVERY_BYTES = 32 * 1024 * 1024
 /** Longest run of compaction work between two turns of the event loop (ms). */
 const SLICE_BUDGET_MS = 2
 
@@ -35,6 +40,8 @@ export interface SnapshotJob {
   view: RecordSlice[]
   /** Bytes at the start of the new journal whose ops the view already holds. */
   journalBytes: number
+  /** When it began (`performance.now()`). */
+  started: number
 }
 
 /**
@@ -52,6 +59,7 @@ export interface SnapshotJob {
  * them in order. `writeSnapshotJob` then writes the view beside the calls.
  */
 export async function beginCompaction(g: Generation, hold: () => () => void): Promise<SnapshotJob> {
+  const started = performance.now()
   const next = g.journalGeneration + 1
   await g.step('journal.create')
   const file = join(g.dir, journalName(next))
@@ -64,6 +72,7 @@ export async function beginCompaction(g: Generation, hold: () => () => void): Pr
     throw error
   }
   const release = hold()
+  const held = performance.now()
   let old: number
   let view: RecordSlice[]
   let journalBytes: number
@@ -74,9 +83,10 @@ export async function beginCompaction(g: Generation, hold: () => () => void): Pr
     view = await captureView(g.state, slicer(SLICE_BUDGET_MS))
   } finally {
     release()
+    g.holdMs = performance.now() - held
   }
   await closeFd(old).catch(() => {})
-  return { generation: next, view, journalBytes }
+  return { generation: next, view, journalBytes, started }
 }
 
 /**
@@ -126,7 +136,14 @@ export async function writeSnapshotJob(
     const fd = await openFd(temp, 'w')
     let bytes: number
     try {
-      bytes = await writeSnapshot(fd, job.view, next, job.journalBytes, slicer(SLICE_BUDGET_MS, check))
+      bytes = await writeSnapshot(
+        fd,
+        job.view,
+        next,
+        job.journalBytes,
+        slicer(SLICE_BUDGET_MS, check),
+        g.durable ? SYNC_EVERY_BYTES : 0,
+      )
       job.view = []
       await g.step('snapshot.sync')
       if (g.durable) await fsync(fd)
@@ -156,6 +173,7 @@ export async function writeSnapshotJob(
     }
     if (removed && g.durable) await syncDirectory(g.dir).catch(() => {})
     g.compactions++
+    g.compactionMs = performance.now() - job.started
   } catch (error) {
     job.view = []
     if (!renamed) await unlink(temp).catch(() => {})

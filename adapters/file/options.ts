@@ -116,6 +116,12 @@ export interface FileStoreStats {
   flushes: number
   records: number
   compactions: number
+  /**
+   * How long the last compaction held writes back while it copied the state's records (ms; reads
+   * went on meanwhile), and how long it took in all, to its snapshot in place (ms). 0 before one.
+   */
+  compactionHoldMs: number
+  compactionMs: number
   /** Records replayed from the journal on open, and bytes of torn tail cut off it. */
   recoveredRecords: number
   truncatedBytes: number

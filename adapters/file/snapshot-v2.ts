@@ -23,6 +23,7 @@ const KINDS = [
   'sessions',
   'formulas',
   'reactors',
+  'idempotency',
 ] as const
 
 /** Checks and loads a version 1 or 2 snapshot whose header line (already parsed) ends at `newline`. */
@@ -37,6 +38,8 @@ export function restoreWholeSnapshot(
     throw fail(`body is ${body.length} bytes, header says ${String(header.bytes)}`)
   if (header.crc32 !== crc32(body)) throw fail('checksum mismatch')
   const records = JSON.parse(body.toString('utf8')) as Record<string, unknown>
+  // Idempotency records came later: a snapshot from before them has none.
+  records.idempotency ??= []
   for (const kind of KINDS) if (!Array.isArray(records[kind])) throw fail(`no "${kind}" list`)
   if (header.version === 1) {
     const v1 = records as unknown as SnapshotV1

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs'
 import { MemoryState, type RecordSlice, type StateRecords } from '../../src/store/memory-state.js'
 import { crc32 } from './crc32.js'
-import { readAt, writeAll } from './io.js'
+import { fdatasync, readAt, writeAll } from './io.js'
 import { RECORD_HEADER_BYTES, recordEnd } from './record.js'
 import { restoreWholeSnapshot } from './snapshot-v2.js'
 
@@ -87,6 +87,8 @@ export async function writeSnapshot(
   generation: number,
   journalBytes: number,
   slices: Slicer,
+  /** `fdatasync` the file each time this many more bytes are written (0: never). */
+  syncEvery = 0,
 ): Promise<number> {
   // Frames are encoded straight into one reused buffer: no string or buffer per frame beyond the
   // slice's JSON text, which stays small enough to die young (old-space garbage would bring long
@@ -97,10 +99,17 @@ export async function writeSnapshot(
   )
   let position = 0
   let records = 0
+  let synced = 0
   const flush = async () => {
     await writeAll(fd, buffer.subarray(0, used), position)
     position += used
     used = 0
+    // Keep little of it unwritten in the page cache: a file system that commits its metadata in
+    // order (ext4) would make a journal flush wait for all of it to reach the disk first.
+    if (syncEvery > 0 && position - synced >= syncEvery) {
+      synced = position
+      await fdatasync(fd)
+    }
   }
   const frame = async (kind: string, json: string) => {
     const room = RECORD_HEADER_BYTES + kind.length + 4 + json.length * 3
@@ -175,18 +184,9 @@ export async function readSnapshot(
     if (typeof journalBytes !== 'number' || !Number.isSafeInteger(journalBytes) || journalBytes < 0)
       throw fail('no journalBytes in the header')
 
-    const lists: { [K in keyof StateRecords]: StateRecords[K][number][] } = {
-      tenants: [],
-      applications: [],
-      tokens: [],
-      associations: [],
-      transactions: [],
-      locks: [],
-      sessions: [],
-      formulas: [],
-      reactors: [],
-      idempotency: [],
-    }
+    // Records are loaded a frame at a time, as they are read: never all at once.
+    const state = new MemoryState()
+    let kindIndex = 0
     let base = 0 // file offset of buffer[0]
     let at = newline + 1 // offset in buffer of the next frame
     let frames = 0
@@ -238,8 +238,10 @@ export async function readSnapshot(
           throw fail('its end frame does not match what was read')
         ended = true
       } else if (typeof kind === 'string' && KIND_SET.has(kind) && Array.isArray(body)) {
-        const list = lists[kind as keyof StateRecords] as unknown[]
-        for (const record of body) list.push(record)
+        const index = KINDS.indexOf(kind as (typeof KINDS)[number])
+        if (index < kindIndex) throw fail(`"${kind}" frame out of order at byte offset ${base + at}`)
+        kindIndex = index
+        state.loadSlice({ kind, records: body } as RecordSlice)
         frames++
         records += body.length
       } else {
@@ -247,7 +249,8 @@ export async function readSnapshot(
       }
       at = end
     }
-    return { state: MemoryState.fromRecords(lists), journalBytes, bytes: size }
+    state.finishLoad()
+    return { state, journalBytes, bytes: size }
   } finally {
     fs.closeSync(fd)
   }

@@ -121,6 +121,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     journalGeneration: recovered.journalGeneration,
     snapshotBytes: recovered.snapshotBytes,
     compactions: 0,
+    holdMs: 0,
+    compactionMs: 0,
     step,
   }
   /** A compaction writing its snapshot beside the calls, if one is. */
@@ -343,6 +345,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       flushes: journal.flushes,
       records: journal.records,
       compactions: g.compactions,
+      compactionHoldMs: g.holdMs,
+      compactionMs: g.compactionMs,
       recoveredRecords: recovered.records,
       truncatedBytes: recovered.truncatedBytes,
       healthy: fault === null && journal.failure === null,

@@ -593,7 +593,13 @@ export class MemoryState {
       ['sessions', this.sessions],
       ['formulas', this.formulas],
       ['reactors', this.reactors],
+      ['idempotency', this.idempotency],
     ] as const
+    /** Fails to compile when `StateRecords` gains a kind that this list (or `tenants`) lacks. */
+    const everyKind: Exclude<keyof StateRecords, 'tenants' | (typeof scoped)[number][0]> extends never
+      ? true
+      : never = true
+    void everyKind
     for (const [kind, source] of scoped) {
       if (kind === 'associations') {
         for (const [, parents] of this.children.scopes())
@@ -645,6 +651,65 @@ export class MemoryState {
     for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
     return state
   }
+
+  /**
+   * Loads one slice of records into a new state, as `fromRecords` would load them: for a loader
+   * that reads a serialised state a slice at a time (never all of it at once). Slices must come in
+   * the kind order of `records()` (as `recordSlices` yields them); the first slice after the
+   * transactions — or `finishLoad()`, which must end the load — replaces the locks the open
+   * transactions' puts took with the recorded ones. The state takes the records as its own.
+   */
+  loadSlice(slice: RecordSlice): void {
+    switch (slice.kind) {
+      case 'tenants':
+        for (const tenant of slice.records) this.apply({ op: 'tenant.put', tenant })
+        return
+      case 'applications':
+        for (const application of slice.records) this.apply({ op: 'application.put', application })
+        return
+      case 'tokens':
+        for (const token of slice.records) this.apply({ op: 'token.put', token })
+        return
+      case 'associations':
+        for (const association of slice.records) this.apply({ op: 'association.put', association })
+        return
+      case 'transactions':
+        for (const transaction of slice.records) this.apply({ op: 'transaction.put', transaction })
+        return
+      case 'locks':
+        this.finishLoad()
+        for (const [tenantId, tokenId, transactionId] of slice.records)
+          this.locks.set(tenantId, tokenId, transactionId)
+        return
+      case 'sessions':
+        this.finishLoad()
+        for (const session of slice.records) this.apply({ op: 'session.put', session })
+        return
+      case 'formulas':
+        this.finishLoad()
+        for (const formula of slice.records) this.apply({ op: 'formula.put', formula })
+        return
+      case 'reactors':
+        this.finishLoad()
+        for (const reactor of slice.records) this.apply({ op: 'reactor.put', reactor })
+        return
+      case 'idempotency':
+        this.finishLoad()
+        for (const record of slice.records) this.apply({ op: 'idempotency.put', record })
+        return
+      default:
+        assertNever(slice)
+    }
+  }
+
+  /** Ends a load by `loadSlice`: the locks are the recorded ones from here (see `loadSlice`). */
+  finishLoad(): void {
+    if (this.loaded) return
+    this.loaded = true
+    this.locks.clear()
+  }
+  /** Whether `finishLoad` has replaced the locks of a load by `loadSlice`. */
+  private loaded = false
 
   /** Every record, deep-copied and sorted by key, for tests and tools (`records()` is the cheap way to serialise). */
   dump(): StoreDump {

@@ -1,6 +1,6 @@
 import { cp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { crc32 } from '../../adapters/file/crc32.js'
 import { type FileStoreStep, fileStore, type RecoveryProgress } from '../../adapters/file/index.js'
 import { encodeRecord } from '../../adapters/file/record.js'
@@ -23,6 +23,18 @@ describe('file store snapshots as a stream of frames', () => {
     const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 1e12 })
     await fill(store, 5000)
     await store.write({ ops: [link('t1', 't2'), { op: 'transaction.put', transaction: tx('x1') }] })
+    const idempotency = {
+      tenant_id: T,
+      id: 'key-1',
+      state: 'done' as const,
+      claim: 'c1',
+      request: 'r',
+      answer: 'a',
+      created_at: NOW,
+      lease_until: NOW,
+      expires_at: NOW,
+    }
+    await store.write({ ops: [{ op: 'idempotency.put', record: idempotency }] })
     await store.compact()
     const before = await store.dump()
     await store.close()
@@ -38,10 +50,11 @@ describe('file store snapshots as a stream of frames', () => {
     })
     expect(good.includes('["tokens",[')).toBe(true)
     expect(good.toString('latin1').split('["tokens",[').length - 1).toBe(40)
-    expect(good.includes('["end",{"frames":42,"records":5002,"journalBytes":0}]')).toBe(true)
+    expect(good.includes('["end",{"frames":43,"records":5003,"journalBytes":0}]')).toBe(true)
 
     const reopened = await fileStore({ path: dir, durability: 'none' })
     expect(await reopened.dump()).toEqual(before)
+    expect(await reopened.getIdempotency(T, 'key-1')).toEqual(idempotency)
     await reopened.close()
 
     const flipped = Buffer.from(good)
@@ -62,6 +75,41 @@ describe('file store snapshots as a stream of frames', () => {
     const again = await fileStore({ path: dir, durability: 'none' })
     expect(await again.dump()).toEqual(before)
     await again.close()
+  })
+
+  it('loads a hand-written version 3 snapshot, skipping the journal bytes it holds, and refuses frames out of order', async () => {
+    const dir = await tempDir()
+    const header = Buffer.from(
+      `${JSON.stringify({ format: 'tokenvault.snapshot', version: 3, generation: 1, journalBytes: 0 })}\n`,
+    )
+    const tokens = [put('a'), put('b')].map((op) => (op as Extract<typeof op, { op: 'token.put' }>).token)
+    const held = encodeRecord(JSON.stringify([put('c')]))
+    const frames = [
+      encodeRecord(JSON.stringify(['tokens', tokens])),
+      encodeRecord(JSON.stringify(['end', { frames: 1, records: 2, journalBytes: held.length }])),
+    ]
+    const withSkip = Buffer.from(
+      `${JSON.stringify({ format: 'tokenvault.snapshot', version: 3, generation: 1, journalBytes: held.length })}\n`,
+    )
+    await writeFile(join(dir, 'snapshot.1.json'), Buffer.concat([withSkip, ...frames]))
+    // The journal's first record is held by the snapshot already; the second is replayed.
+    await writeFile(
+      join(dir, 'journal.1.log'),
+      Buffer.concat([held, encodeRecord(JSON.stringify([put('d')]))]),
+    )
+    const store = await fileStore({ path: dir, durability: 'none' })
+    expect((await store.dump()).tokens.map((t) => t.id)).toEqual(['a', 'b', 'd'])
+    expect(store.stats().recoveredRecords).toBe(1)
+    await store.close()
+
+    const file = join(dir, 'snapshot.1.json')
+    const unordered = [
+      encodeRecord(JSON.stringify(['tokens', tokens])),
+      encodeRecord(JSON.stringify(['tenants', []])),
+      encodeRecord(JSON.stringify(['end', { frames: 2, records: 2, journalBytes: 0 }])),
+    ]
+    await writeFile(file, Buffer.concat([header, ...unordered]))
+    await expect(fileStore({ path: dir })).rejects.toThrow(/"tenants" frame out of order/)
   })
 
   it('still loads a version 2 snapshot (one JSON body) and its journal', async () => {
@@ -96,6 +144,43 @@ describe('file store snapshots as a stream of frames', () => {
     await store.close()
     const text = await readFile(join(dir, 'snapshot.2.json'), 'utf8')
     expect(JSON.parse(text.slice(0, text.indexOf('\n'))).version).toBe(3)
+  })
+})
+
+describe('file store snapshots hold no whole-state string', () => {
+  it('compacts and reopens with no JSON text longer than a slice of records', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 1e12 })
+    await fill(store, 6000)
+    const longest = { stringify: 0, parse: 0 }
+    const stringify = JSON.stringify
+    const parse = JSON.parse
+    const spies = [
+      vi.spyOn(JSON, 'stringify').mockImplementation((...args: Parameters<typeof stringify>) => {
+        const text = stringify(...args)
+        longest.stringify = Math.max(longest.stringify, text?.length ?? 0)
+        return text
+      }),
+      vi.spyOn(JSON, 'parse').mockImplementation((...args: Parameters<typeof parse>) => {
+        longest.parse = Math.max(longest.parse, args[0].length)
+        return parse(...args)
+      }),
+    ]
+    try {
+      await store.compact()
+      await store.close()
+      const again = await fileStore({ path: dir, durability: 'none' })
+      expect((await again.dump()).tokens).toHaveLength(6000)
+      await again.close()
+    } finally {
+      for (const spy of spies) spy.mockRestore()
+    }
+    const snapshot = (await readFile(join(dir, 'snapshot.1.json'))).length
+    expect(snapshot).toBeGreaterThan(1_000_000)
+    // A frame of 128 tokens is about 24 kB of JSON: nothing near the state's 1.1 MB.
+    expect(longest.stringify).toBeGreaterThan(10_000)
+    expect(longest.stringify).toBeLessThan(80_000)
+    expect(longest.parse).toBeLessThan(80_000)
   })
 })
 
@@ -142,6 +227,10 @@ describe('file store compaction beside the calls', () => {
     release()
     await compaction
     expect(store.stats()).toMatchObject({ generation: 1, journalGeneration: 1, healthy: true })
+    // Writes waited only while the records were copied, not while the snapshot was written.
+    const { compactionHoldMs, compactionMs } = store.stats()
+    expect(compactionHoldMs).toBeGreaterThan(0)
+    expect(compactionMs).toBeGreaterThan(compactionHoldMs)
     expect((await readdir(dir)).sort()).toEqual(['LOCK', 'journal.1.log', 'snapshot.1.json'])
     await store.close()
     const again = await fileStore({ path: dir })
