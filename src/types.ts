@@ -253,6 +253,8 @@ export interface IdempotencyRecord {
  */
 export type Op =
   | { op: 'tenant.put'; tenant: Tenant }
+  /** Deletes only the tenant record: the core deletes the tenant's other records first. */
+  | { op: 'tenant.delete'; id: string }
   | { op: 'application.put'; application: StoredApplication }
   | { op: 'application.delete'; tenant_id: string; id: string }
   | { op: 'token.put'; token: StoredToken }

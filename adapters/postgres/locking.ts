@@ -51,6 +51,8 @@ function opNames(op: Op): string[] {
   switch (op.op) {
     case 'tenant.put':
       return [name('tenant', op.tenant.id)]
+    case 'tenant.delete':
+      return [name('tenant', op.id)]
     case 'application.put':
       return [
         name('application', op.application.tenant_id, op.application.id),

@@ -171,6 +171,9 @@ export class MemoryState {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
         return
+      case 'tenant.delete':
+        this.tenants.delete(op.id)
+        return
       case 'application.put': {
         const a = op.application
         const old = this.applications.get(a.tenant_id, a.id)
