@@ -246,8 +246,8 @@ export function createService(options: ServiceOptions): Service {
     return lastIso
   }
   /** One call's context: it reads the clock once, so the whole call sees one instant. */
-  const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => {
-    let instant: string | undefined
+  const contextFor = (principal: Principal, transactionId: string | undefined, at?: string): Ctx => {
+    let instant: string | undefined = at
     return {
       store,
       clock,
@@ -416,7 +416,11 @@ export function createService(options: ServiceOptions): Service {
       const keyHash = hashApiKey(apiKey)
       const { transactionId, idempotencyKey } = connectOptions
       const context: Connection = {
-        ctx: async () => contextFor(await authenticate(store, clock, keyHash), transactionId),
+        // The key is checked at the same instant the call then runs at.
+        ctx: async () => {
+          const at = now()
+          return contextFor(await authenticate(store, at, keyHash), transactionId, at)
+        },
         call: (ctx, request, run) =>
           idempotencyKey === undefined
             ? run()
