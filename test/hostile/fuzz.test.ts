@@ -193,7 +193,26 @@ async function mutatedBodies(w: Awaited<ReturnType<typeof hostileWorld>>, runs: 
         expect(await w.store.dump()).toEqual(before)
       }
     }),
-    { seed: SEED, numRuns: runs, verbose: 1 },
+    {
+      seed: SEED,
+      numRuns: runs,
+      verbose: 1,
+      // A request every route table reaches 201 with, whatever routes the table grows to.
+      examples: [
+        [
+          {
+            route: ROUTES.find(([m, p]) => m === 'POST' && p === '/transactions')!,
+            params: ['', ''],
+            key: w.a.keys.private,
+            mutations: [],
+            contentType: 'application/json',
+            raw: null,
+            query: null,
+            transaction: null,
+          },
+        ],
+      ],
+    },
   )
   expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   // The generator reaches both accepted and every kind of rejected request.
@@ -223,7 +242,7 @@ describe('hostile HTTP input', () => {
           )
           expect(response.status).toBe(400)
         }
-        await mutatedBodies(w, RUNS(400))
+        await mutatedBodies(w, RUNS(150))
       } finally {
         await store.close()
         await dropSchemas(pool, [schema])
