@@ -19,8 +19,6 @@ export function checkFailure(check: Check): ServiceError {
       return conflict('the association already exists')
     case 'association.present':
       return notFound('association')
-    case 'transaction.open':
-      return conflict('the transaction is not open')
     case 'session.pending':
       return conflict('the nonce has already been used')
     case 'formula.present':

@@ -22,7 +22,7 @@ export function sessionOperations(ctx: Ctx) {
     async create(input?: unknown): Promise<CreatedSession> {
       requireType(ctx.principal, ['public'], 'creating a session')
       parse(emptyBody, input)
-      const now = ctx.clock.now()
+      const now = new Date(ctx.now())
       const sessionKey = newApiKey()
       const nonce = newNonce()
       const session: StoredSession = {

@@ -294,8 +294,9 @@ export type LegacyOp =
  *   (compare-and-set for read-modify-write). SQL: `WHERE doc = $1` on the key (or a version
  *   column); DynamoDB: a condition on a version attribute; Redis: `WATCH` + compare in `MULTI`.
  * - `association.absent` / `association.present`: the link row by (tenant, parent, child).
- * - `transaction.open`: the transaction exists, is open, and `expires_at > now` (field guards on
- *   one row). `session.pending`: the session the nonce names is `created` and `expires_at > now`
+ * - Whether a transaction is open and unexpired is decided by the core on the record it read;
+ *   `transaction.unchanged` then holds that decision until the write lands.
+ * - `session.pending`: the session the nonce names is `created` and `expires_at > now`
  *   (the nonce row, then the session row).
  * - `formula.present`: the formula exists and is visible to the tenant (its own or official): two
  *   keys. `formula.unused`: no reactor of any tenant uses the formula (SQL: `NOT EXISTS` on the
@@ -317,7 +318,6 @@ export type Check =
       parent_id: string
       child_id: string
     }
-  | { check: 'transaction.open'; tenant_id: string; id: string; now: string }
   | { check: 'session.pending'; tenant_id: string; nonce_hash: string; now: string }
   | { check: 'formula.present'; tenant_id: string; id: string }
   | { check: 'formula.unused'; id: string }

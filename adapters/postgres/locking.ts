@@ -24,7 +24,6 @@ function checkNames(c: Check): string[] {
     case 'association.absent':
     case 'association.present':
       return [link(c.tenant_id, c.parent_id, c.child_id)]
-    case 'transaction.open':
     case 'transaction.unchanged':
       return [transaction(c.tenant_id, c.id)]
     case 'session.pending':

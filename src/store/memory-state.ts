@@ -135,10 +135,6 @@ export class MemoryState {
         const exists = this.children.get(c.tenant_id, c.parent_id)?.has(c.child_id) ?? false
         return c.check === 'association.present' ? exists : !exists
       }
-      case 'transaction.open': {
-        const tx = this.transactions.get(c.tenant_id, c.id)
-        return tx !== undefined && tx.state === 'open' && tx.expires_at > c.now
-      }
       case 'session.pending': {
         const id = this.nonces.get(c.tenant_id, c.nonce_hash)
         const s = id === undefined ? undefined : this.sessions.get(c.tenant_id, id)

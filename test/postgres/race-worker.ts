@@ -18,31 +18,22 @@ for await (const line of createInterface({ input: process.stdin })) {
   const round = Number(line)
   const now = '2030-01-01T00:00:00.000Z'
   const open = await store.getTransaction(T, `tx-${round}`)
+  // Like the core, commit only a transaction read as open, guarded on it being unchanged.
   const [nonce, commit] = await Promise.all([
     store.write({
       checks: [{ check: 'session.pending', tenant_id: T, nonce_hash: `nonce-${round}`, now }],
       ops: [{ op: 'session.put', session: raceSession(round, { state: 'authorized', authorized_by: name }) }],
     }),
-    store.write({
-      checks: open
-        ? [
-            { check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now },
-            { check: 'transaction.unchanged', tenant_id: T, id: `tx-${round}`, transaction: open },
-          ]
-        : [{ check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now }],
-      ops: [
-        ...(open?.writes ?? []),
-        ...(open
-          ? [
-              {
-                op: 'transaction.put' as const,
-                transaction: { ...open, state: 'committed' as const, writes: [], locks: [] },
-              },
-            ]
-          : []),
-        { op: 'token.put', token: raceToken(`won-${round}`, name) },
-      ],
-    }),
+    open?.state === 'open' && open.expires_at > now
+      ? store.write({
+          checks: [{ check: 'transaction.unchanged', tenant_id: T, id: `tx-${round}`, transaction: open }],
+          ops: [
+            ...open.writes,
+            { op: 'transaction.put', transaction: { ...open, state: 'committed', writes: [], locks: [] } },
+            { op: 'token.put', token: raceToken(`won-${round}`, name) },
+          ],
+        })
+      : { ok: false },
   ])
   process.stdout.write(`${JSON.stringify({ round, nonce: nonce.ok, commit: commit.ok })}\n`)
 }

@@ -175,7 +175,6 @@ export const check: fc.Arbitrary<Check> = fc.oneof(
     parent_id: tokenId,
     child_id: tokenId,
   }),
-  fc.record({ check: fc.constant('transaction.open'), tenant_id: tenant, id: txId, now: time }),
   fc.record({
     check: fc.constant('session.pending'),
     tenant_id: tenant,
