@@ -26,8 +26,8 @@ function checkNames(c: Check): string[] {
       return [link(c.tenant_id, c.parent_id, c.child_id)]
     case 'transaction.unchanged':
       return [transaction(c.tenant_id, c.id)]
-    case 'session.pending':
-      return [name('nonce', c.tenant_id, c.nonce_hash)]
+    case 'session.unchanged':
+      return [name('session', c.tenant_id, c.id)]
     case 'formula.present':
       return [formula(c.tenant_id, c.id), formula(null, c.id)]
     case 'formula.unused':

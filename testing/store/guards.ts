@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import type { Check } from '../../src/types.js'
-import { app, formula, NOW, T, token, tx, U } from './records.js'
+import { app, formula, NOW, session, T, token, tx, U } from './records.js'
 
 const reactor = (id: string, formulaId: string, tenant = T) => ({
   id,
@@ -119,7 +119,7 @@ export function guardTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
-  it('session.pending and formula.unused refuse the write they guard', async () => {
+  it('session.unchanged and formula.unused refuse the write they guard', async () => {
     const store = await fresh()
     await store.write({
       ops: [
@@ -128,8 +128,10 @@ export function guardTests(fresh: () => Promise<Store>): void {
       ],
     })
     expect(await guarded(store, { check: 'formula.unused', id: 'f' }, 'm1')).toBe(false)
+    const s = session('s1')
+    await store.write({ ops: [{ op: 'session.put', session: { ...s, state: 'authorized' } }] })
     expect(
-      await guarded(store, { check: 'session.pending', tenant_id: T, nonce_hash: 'none', now: NOW }, 'm2'),
+      await guarded(store, { check: 'session.unchanged', tenant_id: T, id: 's1', session: s }, 'm2'),
     ).toBe(false)
     await store.close()
   })
