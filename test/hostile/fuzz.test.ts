@@ -197,13 +197,25 @@ async function mutatedBodies(w: Awaited<ReturnType<typeof hostileWorld>>, runs: 
       seed: SEED,
       numRuns: runs,
       verbose: 1,
-      // A request every route table reaches 201 with, whatever routes the table grows to.
+      // Requests that reach 201 and 204 whatever routes the table grows to.
       examples: [
         [
           {
             route: ROUTES.find(([m, p]) => m === 'POST' && p === '/transactions')!,
             params: ['', ''],
             key: w.a.keys.private,
+            mutations: [],
+            contentType: 'application/json',
+            raw: null,
+            query: null,
+            transaction: null,
+          },
+        ],
+        [
+          {
+            route: ROUTES.find(([m, p]) => m === 'DELETE' && p === '/reactors/:id')!,
+            params: [w.a.ids.reactor!, ''],
+            key: w.a.keys.management,
             mutations: [],
             contentType: 'application/json',
             raw: null,
