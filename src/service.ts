@@ -228,8 +228,8 @@ export function createService(options: ServiceOptions): Service {
     return lastIso
   }
   /** One call's context: it reads the clock once, so the whole call sees one instant. */
-  const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => {
-    let instant: string | undefined
+  const contextFor = (principal: Principal, transactionId: string | undefined, at?: string): Ctx => {
+    let instant: string | undefined = at
     return {
       store,
       clock,
@@ -396,8 +396,11 @@ export function createService(options: ServiceOptions): Service {
     admin,
     connect(apiKey, connectOptions = {}) {
       const keyHash = hashApiKey(apiKey)
-      const context = async () =>
-        contextFor(await authenticate(store, clock, keyHash), connectOptions.transactionId)
+      // The key is checked at the same instant the call then runs at.
+      const context = async () => {
+        const at = now()
+        return contextFor(await authenticate(store, at, keyHash), connectOptions.transactionId, at)
+      }
       return {
         tokens: {
           ...authenticated(tokenOperations, context, 'token', record),

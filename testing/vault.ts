@@ -7,7 +7,7 @@ import type { Client, Service } from '../src/service.js'
 import { createService } from '../src/service.js'
 import type { StateSnapshot } from '../src/state-transfer.js'
 import type { Store } from '../src/store/contract.js'
-import type { AccessRule, Permission, Tenant } from '../src/types.js'
+import type { AccessRule, Application, Permission, Tenant } from '../src/types.js'
 
 /** The three applications a test vault starts with. */
 export type TestRole = 'private' | 'public' | 'management'
@@ -42,6 +42,8 @@ export interface TestVault {
   clock: ManualClock
   tenant: Tenant
   keys: Record<TestRole, string>
+  /** The application behind each key. */
+  applications: Record<TestRole, Application>
   /** A client acting with the role's key (optionally enlisted in a transaction). */
   client(role?: TestRole, options?: { transactionId?: string }): Client
   /** The HTTP API as a fetch handler: `await vault.http(new Request('http://vault/tokens', …))`. */
@@ -86,17 +88,15 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     ...(options.journalSize !== undefined ? { journalSize: options.journalSize } : {}),
   })
   const tenant = await service.admin.createTenant({ name: options.tenantName ?? 'test' })
-  const make = async (role: TestRole, permissions: readonly Permission[], rules?: AccessRule[]) =>
-    (
-      await service.admin.createApplication({
-        tenantId: tenant.id,
-        name: `${role} application`,
-        type: role,
-        permissions: [...permissions],
-        ...(rules ? { rules } : {}),
-      })
-    ).key
-  const keys: Record<TestRole, string> = {
+  const make = (role: TestRole, permissions: readonly Permission[], rules?: AccessRule[]) =>
+    service.admin.createApplication({
+      tenantId: tenant.id,
+      name: `${role} application`,
+      type: role,
+      permissions: [...permissions],
+      ...(rules ? { rules } : {}),
+    })
+  const made = {
     private: await make(
       'private',
       options.private?.permissions ?? PERMISSIONS_BY_TYPE.private,
@@ -105,6 +105,16 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     public: await make('public', options.public?.permissions ?? ['token:create']),
     management: await make('management', options.management?.permissions ?? PERMISSIONS_BY_TYPE.management),
   }
+  const keys: Record<TestRole, string> = {
+    private: made.private.key,
+    public: made.public.key,
+    management: made.management.key,
+  }
+  const applications: Record<TestRole, Application> = {
+    private: made.private.application,
+    public: made.public.application,
+    management: made.management.application,
+  }
   const initial = await service.admin.exportState()
   const http = createHttpHandler(service, options.http)
   return {
@@ -112,8 +122,10 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     clock,
     tenant,
     keys,
+    applications,
     client: (role = 'private', connect) => service.connect(keys[role], connect),
-    http: (request) => http(request),
+    // The handler itself (not a wrapper): toNodeListener serves it without WHATWG objects.
+    http,
     snapshot: () => service.admin.exportState(),
     restore: (snapshot) => service.admin.importState(snapshot),
     reset: () => service.admin.importState(initial),

@@ -80,8 +80,8 @@ export interface ReactorQuery extends Range {
  *
  * Concurrency: `write` is atomic and linearizable. Its checks and ops take effect together, as if
  * every `write` ran alone in some serial order: under any number of concurrent calls (in one process
- * or, for shared stores, across processes) whose checks conflict — such as `session.pending` on one
- * nonce or `transaction.unchanged` on one transaction — exactly one succeeds and the others get
+ * or, for shared stores, across processes) whose checks conflict — such as `session.unchanged` on one
+ * session or `transaction.unchanged` on one transaction — exactly one succeeds and the others get
  * `{ ok: false }`. A write that is acknowledged (its promise resolved `{ ok: true }`) is durable to the
  * degree the adapter promises (the file store: on disk).
  */
