@@ -103,7 +103,7 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     whole.set(id, shownToken)
   }
   /** What an expression stands for: the whole token for `token: <id>`, else its data. */
-  const valueOf = (inner: string): Json => {
+  const resolve = (inner: string): Json => {
     const id = idOf(inner, root)
     return FULL_TOKEN.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
   }
@@ -111,10 +111,10 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     if (depth > 64) return value
     if (typeof value === 'string') {
       const one = WHOLE.exec(value)
-      if (one) return valueOf(one[1]!)
+      if (one) return resolve(one[1]!)
       if (!value.includes('{{')) return value
       return value.replace(EXPRESSION, (_m, inner: string) => {
-        const d = valueOf(inner)
+        const d = resolve(inner)
         return typeof d === 'string' ? d : JSON.stringify(d)
       })
     }
