@@ -255,16 +255,17 @@ export function createService(options: ServiceOptions): Service {
       ids: error === null ? touchedIds(args, result) : touchedIds(args, undefined),
     })
   }
-  /** Journals an admin call: actor `admin`, the tenant it acted in. */
+  /** Runs and journals an admin call (actor `admin`, the tenant it acted in) at one instant read once. */
   const adminCall = async <R>(
     operation: string,
     tenantOf: (r: R | undefined) => string | null,
-    run: () => Promise<R>,
+    run: (at: string) => Promise<R>,
   ) => {
+    const at = now()
     try {
-      const result = await run()
+      const result = await run(at)
       journal.record({
-        at: now(),
+        at,
         tenant_id: tenantOf(result),
         actor: { kind: 'admin' },
         operation,
@@ -275,7 +276,7 @@ export function createService(options: ServiceOptions): Service {
     } catch (error) {
       const outcome = failureOutcome(error)
       journal.record({
-        at: now(),
+        at,
         tenant_id: tenantOf(undefined),
         actor: { kind: 'admin' },
         operation,
@@ -286,24 +287,24 @@ export function createService(options: ServiceOptions): Service {
     }
   }
 
-  const createTenant = async (input: { name: string }, id = newId()): Promise<Tenant> => {
+  const createTenant = async (input: { name: string }, at: string, id = newId()): Promise<Tenant> => {
     const body = parse(createTenantInput, input)
     const tenant: Tenant = {
       id,
       name: body.name,
-      created_at: now(),
+      created_at: at,
       data_key: await keyring.newTenantKey(id),
     }
     await store.write({ ops: [{ op: 'tenant.put', tenant }] })
     return publicTenant(tenant)
   }
-  const createApplication: Admin['createApplication'] = async (input) => {
+  const createApplication = async (input: Parameters<Admin['createApplication']>[0], at: string) => {
     const { tenantId, key: given, ...body } = input
     if (typeof tenantId !== 'string' || !(await store.getTenant(tenantId))) throw notFound('tenant')
     if (given !== undefined && (typeof given !== 'string' || !GIVEN_KEY.test(given))) {
       throw invalid('key', 'must be key_ followed by 24 or more of A-Z a-z 0-9 _ -')
     }
-    const { application, key } = newApplication(tenantId, body, now(), undefined, given)
+    const { application, key } = newApplication(tenantId, body, at, undefined, given)
     // A given key must be new: the key index is unique, so a second application can't take it.
     if (given !== undefined && (await store.findKey(sha256(given)))) {
       throw conflict('an application or session already has this key')
@@ -317,13 +318,13 @@ export function createService(options: ServiceOptions): Service {
       adminCall(
         'tenant.create',
         (t) => t?.id ?? null,
-        () => createTenant(input),
+        (at) => createTenant(input, at),
       ),
     createApplication: (input) =>
       adminCall(
         'application.create',
         () => (typeof input.tenantId === 'string' ? input.tenantId : null),
-        () => createApplication(input),
+        (at) => createApplication(input, at),
       ),
     sweep: () => sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs }),
     async verifyMasterKey() {
@@ -362,9 +363,9 @@ export function createService(options: ServiceOptions): Service {
             adminCall(
               'tenant.create',
               (t) => t?.id ?? null,
-              async () => {
+              async (at) => {
                 if (id !== undefined && (await store.getTenant(id))) throw conflict(`tenant ${id} exists`)
-                return createTenant(input, id)
+                return createTenant(input, at, id)
               },
             ),
           createApplication: admin.createApplication,

@@ -111,6 +111,15 @@ export interface Store {
   /**
    * Children of `parentId` in the order their associations were made, skipping tokens whose
    * `expires_at <= now`, restricted to `ids` and `types` when given (non-empty).
+   *
+   * These are plain field filters on the child record, applied before paging so a page is full:
+   * no visibility rule is decided here. Which parent the caller may list, what a transaction
+   * stages over the committed children, and whether the caller may see each child are decided by
+   * the core. SQL: a join of the link index to the token rows with
+   * `WHERE (expires_at IS NULL OR expires_at > $now) AND type = ANY($types)`; DynamoDB: a Query on
+   * the parent's link partition in link order, then a `BatchGetItem` of those children, filtered on
+   * the two fields, continuing until the page is full; Redis: a sorted set of links per parent by
+   * link order, then `MGET` of the children, filtered the same way.
    */
   listChildren(
     tenantId: string,
