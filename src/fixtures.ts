@@ -152,4 +152,3 @@ async function loadTenants(deps: FixtureDeps, fixture: v.InferOutput<typeof fixt
     }
   }
 }
-
