@@ -10,6 +10,8 @@ export interface CliOption {
   value: string
   description: string
   multiple?: boolean
+  /** A switch: `--flag` alone, or the variable set to `1` or `true`. */
+  boolean?: boolean
 }
 
 /** Every option of `tokenvault serve`: parsing, environment and `--help` all come from this table. */
@@ -58,6 +60,26 @@ export const CLI_OPTIONS: readonly CliOption[] = [
       'on an empty store, create the management application with this key (key_ + 24 or more of A-Z a-z 0-9 _ -)',
   },
   {
+    flag: 'test-mode',
+    env: 'TOKENVAULT_TEST_MODE',
+    value: '',
+    description:
+      'for test suites: a manual clock starting now, and the control plane under /_test/ (clock, reset, snapshot, restore, fixture, journal) behind --admin-token',
+    boolean: true,
+  },
+  {
+    flag: 'admin-token',
+    env: 'TOKENVAULT_ADMIN_TOKEN',
+    value: 'token',
+    description: 'bearer token of the /_test/ control plane (test mode; printed at start when generated)',
+  },
+  {
+    flag: 'seed',
+    env: 'TOKENVAULT_SEED',
+    value: 'file',
+    description: 'a fixture (JSON) loaded at start on an empty store, in any mode',
+  },
+  {
     flag: 'log',
     env: 'TOKENVAULT_LOG',
     default: 'text',
@@ -75,7 +97,11 @@ export function resolveOptions(
   for (const option of CLI_OPTIONS) {
     const given = flags[option.flag]
     const fromEnv = env[option.env]
-    if (option.multiple) {
+    if (option.boolean) {
+      const on =
+        given === true || given === 'true' || (given === undefined && (fromEnv === '1' || fromEnv === 'true'))
+      out[option.flag] = on ? 'true' : undefined
+    } else if (option.multiple) {
       const list =
         Array.isArray(given) && given.length
           ? given.map(String)
@@ -95,7 +121,9 @@ export function resolveOptions(
 export function parseArgsOptions() {
   const table: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
   for (const option of CLI_OPTIONS)
-    table[option.flag] = { type: 'string', ...(option.multiple ? { multiple: true } : {}) }
+    table[option.flag] = option.boolean
+      ? { type: 'boolean' }
+      : { type: 'string', ...(option.multiple ? { multiple: true } : {}) }
   table['help'] = { type: 'boolean', short: 'h' }
   table['version'] = { type: 'boolean', short: 'v' }
   return table
@@ -104,7 +132,7 @@ export function parseArgsOptions() {
 /** `--help`: every option with its environment variable and default. */
 export function usage(): string {
   const lines = CLI_OPTIONS.map((o) => {
-    const head = `  --${o.flag} <${o.value}>`
+    const head = o.boolean ? `  --${o.flag}` : `  --${o.flag} <${o.value}>`
     const tail = [`env ${o.env}`, o.default !== undefined ? `default ${o.default}` : '']
       .filter(Boolean)
       .join('; ')

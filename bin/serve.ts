@@ -1,9 +1,18 @@
+import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
+import { isTestControlPath, testControlHandler } from '../adapters/http/test-control.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
-import { createService, type Service, systemClock } from '../src/index.js'
+import {
+  createService,
+  type ManualClock,
+  manualClock,
+  type Service,
+  type StateSnapshot,
+  systemClock,
+} from '../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
 import { openStore } from './stores.js'
@@ -27,6 +36,14 @@ export interface ServeOptions {
   print?: (line: string) => void
   /** Where request and error lines go (default stderr). */
   log?: (line: string) => void
+  /**
+   * Test mode: a manual clock starting at the real time, and the `/_test/` control plane behind
+   * `adminToken` (generated and printed when not given). Off by default: then `/_test/` is 404.
+   */
+  testMode?: boolean
+  adminToken?: string
+  /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
+  seed?: unknown
 }
 
 /** A running server. */
@@ -121,11 +138,12 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const log = options.log ?? buffered((text) => process.stderr.write(text))
   const opened = await openStore(options.store, { log })
   const runner = sandboxRunner()
+  const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
   let service: Service
   try {
     service = createService({
       store: opened.store,
-      clock: systemClock,
+      clock,
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
     })
@@ -136,8 +154,13 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     throw error
   }
   let key: string | null
+  let initial: StateSnapshot | undefined
   try {
-    key = await bootstrap(service, async () => !(await opened.store.hasTenants()), options.managementKey)
+    const empty = !(await opened.store.hasTenants())
+    key = await bootstrap(service, async () => empty, options.managementKey)
+    if (empty && options.seed !== undefined) await service.admin.loadFixture(options.seed)
+    // What the control plane's reset goes back to: the state right after start.
+    if (options.testMode) initial = await service.admin.exportState()
   } catch (error) {
     await service.close()
     await opened.release()
@@ -154,7 +177,21 @@ export async function serve(options: ServeOptions): Promise<Serving> {
             log(options.logFormat === 'json' ? jsonEvent(event) : formatEvent(event)),
         }),
   })
-  const server = createServer(toNodeListener(handler))
+  const api = toNodeListener(handler)
+  let adminToken: string | undefined
+  let listener = api
+  if (options.testMode) {
+    adminToken = options.adminToken ?? `adm_${randomBytes(24).toString('base64url')}`
+    const control = toNodeListener(
+      testControlHandler(service, {
+        clock: clock as ManualClock,
+        adminToken,
+        ...(initial ? { initial } : {}),
+      }),
+    )
+    listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
+  }
+  const server = createServer(listener)
   server.listen(options.port, options.host)
   try {
     await Promise.race([
@@ -170,6 +207,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const url = `http://${urlHost(options.host)}:${port}`
   print(`listening on ${url}`)
   if (key) print(`management key: ${key}`)
+  if (options.testMode && !options.adminToken) print(`admin token: ${adminToken}`)
 
   const sweep = setInterval(() => {
     service.admin.sweep().catch((error: unknown) => log(`sweep failed: ${String(error)}`))

@@ -3,8 +3,6 @@ import type { Store } from '../src/store/contract.js'
 /** A store opened from a `--store` value, and how to release what it holds beyond the store. */
 export interface OpenedStore {
   store: Store
-  /** What the store is, for the startup line (never a password). */
-  description: string
   /** Ends what the CLI created for the store (a Postgres pool) after `service.close()`. */
   release(): Promise<void>
 }
@@ -22,17 +20,6 @@ export function isStoreSpec(spec: string): boolean {
   )
 }
 
-/** A Postgres URL with its password hidden. */
-function redacted(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return 'postgres'
-  }
-}
-
 /**
  * Opens the store a `--store` value names: `memory`, `file:PATH` (a file store in directory PATH)
  * or a `postgres://` / `postgresql://` URL (a Postgres store over a pool of its own; `pg` is loaded
@@ -47,7 +34,7 @@ export async function openStore(
   const none = async () => {}
   if (spec === 'memory') {
     const { memoryStore } = await import('../adapters/memory/index.js')
-    return { store: memoryStore(), description: 'memory (nothing is kept after exit)', release: none }
+    return { store: memoryStore(), release: none }
   }
   if (spec.startsWith('file:')) {
     const path = spec.slice('file:'.length)
@@ -57,7 +44,7 @@ export async function openStore(
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
     // A large store takes a while to read back: say how far it has got once that passes a second.
     const store = await fileStore({ path, log, onRecoveryProgress: recoveryReporter(log) })
-    return { store, description: `file ${path}`, release: none }
+    return { store, release: none }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const { default: pg } = await import('pg')
@@ -71,7 +58,7 @@ export async function openStore(
     // Without these listeners a terminated backend would crash the server.
     watchPool(pool)
     try {
-      return { store: await postgresStore({ pool }), description: redacted(spec), release: () => pool.end() }
+      return { store: await postgresStore({ pool }), release: () => pool.end() }
     } catch (error) {
       await pool.end().catch(() => {})
       throw error

@@ -65,6 +65,9 @@ async function main(argv: string[]) {
     'master-key-file': resolved['master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
     'cors-origin': (resolved['cors-origin'] as string[] | undefined) ?? [],
+    'test-mode': resolved['test-mode'] === 'true',
+    'admin-token': resolved['admin-token'] as string | undefined,
+    seed: resolved['seed'] as string | undefined,
   }
   if (flags.positionals.length !== 1 || flags.positionals[0] !== 'serve') fail('the only command is serve')
   if (!isStoreSpec(values.store))
@@ -79,6 +82,23 @@ async function main(argv: string[]) {
     fail(
       '--management-key (TOKENVAULT_MANAGEMENT_KEY) must be key_ followed by 24 or more of A-Z a-z 0-9 _ -',
     )
+  }
+
+  const adminToken = values['admin-token']
+  if (adminToken !== undefined && !/^[A-Za-z0-9_.~-]{16,200}$/.test(adminToken)) {
+    fail('--admin-token (TOKENVAULT_ADMIN_TOKEN) must be 16 to 200 of A-Z a-z 0-9 _ . ~ -')
+  }
+  if (adminToken !== undefined && !values['test-mode'])
+    fail('--admin-token needs --test-mode (TOKENVAULT_TEST_MODE=1)')
+  let seed: unknown
+  if (values.seed !== undefined) {
+    try {
+      seed = JSON.parse(readFileSync(values.seed, 'utf8'))
+    } catch (error) {
+      fail(
+        `--seed (TOKENVAULT_SEED): ${values.seed} is not a readable JSON file: ${error instanceof Error ? error.message : String(error)}`,
+      )
+    }
   }
 
   let masterKey: Uint8Array | undefined
@@ -104,6 +124,9 @@ async function main(argv: string[]) {
     ...(masterKey ? { masterKey } : {}),
     ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
     ...(managementKey ? { managementKey } : {}),
+    ...(values['test-mode'] ? { testMode: true } : {}),
+    ...(adminToken ? { adminToken } : {}),
+    ...(seed !== undefined ? { seed } : {}),
     logFormat,
   })
   let stopping = false

@@ -1,5 +1,4 @@
 import type { Principal } from './access.js'
-import type { Clock } from './clock.js'
 import { sha256 } from './crypto.js'
 import { ServiceError } from './errors.js'
 import type { Store } from './store/contract.js'
@@ -14,17 +13,18 @@ export function hashApiKey(apiKey: unknown): string | null {
 }
 
 /**
- * Finds who holds the key hashing to `keyHash` (from `hashApiKey`): an application, or a session. An expired session is deleted and
+ * Finds who holds the key hashing to `keyHash` (from `hashApiKey`) at `now` (the call's instant): an
+ * application, or a session. An expired session is deleted and
  * answers `unauthenticated`, like an unknown key; a session not yet authorized holds nothing.
  */
-export async function authenticate(store: Store, clock: Clock, keyHash: string | null): Promise<Principal> {
+export async function authenticate(store: Store, now: string, keyHash: string | null): Promise<Principal> {
   if (keyHash === null) throw new ServiceError('unauthenticated', 'an API key is required')
   const owner = await store.findKey(keyHash)
   if (!owner) throw new ServiceError('unauthenticated', 'the API key is not valid')
   if (owner.kind === 'application') {
     const { application: a } = owner
     // Past its expires_at an application is gone, whether or not the sweep has deleted it yet.
-    if (a.expires_at !== undefined && a.expires_at <= clock.now().toISOString()) {
+    if (a.expires_at !== undefined && a.expires_at <= now) {
       throw new ServiceError('unauthenticated', 'the application has expired')
     }
     return {
@@ -37,7 +37,7 @@ export async function authenticate(store: Store, clock: Clock, keyHash: string |
     }
   }
   const { session: s } = owner
-  if (s.expires_at <= clock.now().toISOString()) {
+  if (s.expires_at <= now) {
     await store.write({ ops: [{ op: 'session.delete', tenant_id: s.tenant_id, id: s.id }] })
     throw new ServiceError('unauthenticated', 'the session has expired')
   }

@@ -19,9 +19,7 @@ export function checkFailure(check: Check): ServiceError {
       return conflict('the association already exists')
     case 'association.present':
       return notFound('association')
-    case 'transaction.open':
-      return conflict('the transaction is not open')
-    case 'session.pending':
+    case 'session.unchanged':
       return conflict('the nonce has already been used')
     case 'formula.present':
       return notFound('reactor formula')

@@ -28,6 +28,8 @@ export interface ServiceOptions {
    * store; a memory store without one uses a random key that dies with the process.
    */
   masterKey?: MasterKey | readonly MasterKey[]
+  /** How many operations `service.journal` keeps (the newest; 0 keeps none, events still fire). Default 1000. */
+  journalSize?: number
 }
 
 /** Options with defaults filled in. */

@@ -1,11 +1,12 @@
 import { withoutData } from './access.js'
 import type { Ctx } from './context.js'
-import { assertNever, conflict, ServiceError, type ValidationIssues } from './errors.js'
+import { assertNever, ServiceError, type ValidationIssues } from './errors.js'
 import type { RunOutcome } from './runner.js'
 import { FORBIDDEN_KEYS } from './schemas/common.js'
-import { creationChecks, newToken } from './tokens.js'
+import { planTokenize, type TokenTree } from './tokenize.js'
+import { creationChecks } from './tokens.js'
 import { writeAs } from './txview.js'
-import type { ElementType, Json, RequestParameterElement, StoredToken, Token } from './types.js'
+import type { ElementType, Json, RequestParameterElement } from './types.js'
 
 /** A JSON object. */
 export type JsonObject = { [key: string]: Json }
@@ -13,12 +14,14 @@ export type JsonObject = { [key: string]: Json }
 /** What `react` answers: the formula's `raw` output, and the tokens made from its `tokenize` output. */
 export interface ReactResult {
   raw?: Json
-  /** The `tokenize` output with each token create body replaced by the token created (without `data`). */
+  /**
+   * The `tokenize` output with each token create body replaced by the token created (without
+   * `data`) and each plain value by the id of the `token`-type token made of it.
+   */
   tokens: TokenTree
 }
 
-/** Tokens shaped like the `tokenize` output: one token, or objects and arrays of them. */
-export type TokenTree = Token | TokenTree[] | { [key: string]: TokenTree }
+export type { TokenTree } from './tokenize.js'
 
 const isObject = (value: unknown): value is JsonObject =>
   value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -115,64 +118,7 @@ export function runFailure(outcome: Extract<RunOutcome, { ok: false }>, timeoutM
   }
 }
 
-const MAX_TOKENS = 100
-const MAX_DEPTH = 8
-
 const failed = (message: string) => new ServiceError('formula_failed', message, { status: 500 })
-
-/** A token create body: an object with a string `type` (anything else in it is checked by token create). */
-const isTokenBody = (value: Json): value is JsonObject => isObject(value) && typeof value['type'] === 'string'
-
-/**
- * Builds the tokens a `tokenize` output asks for (not yet written): a token create body, or objects
- * and arrays of them, nested at most 8 deep, 100 tokens at most. Each body is checked as token create
- * checks it (`token:create` access in the caller's tenant); a bad body is `validation_failed` naming
- * `tokenize.<path>.<field>`.
- */
-export function plannedTokens(ctx: Ctx, tokenize: Json): { tokens: StoredToken[]; tree: TokenTree } {
-  const tokens: StoredToken[] = []
-  const walk = (node: Json, path: string, depth: number): TokenTree => {
-    if (depth > MAX_DEPTH) throw failed(`tokenize is nested deeper than ${MAX_DEPTH} levels`)
-    if (isTokenBody(node)) {
-      if (tokens.length >= MAX_TOKENS) throw failed(`tokenize holds more than ${MAX_TOKENS} tokens`)
-      const token = newTokenAt(ctx, node, path)
-      if (tokens.some((t) => t.id === token.id)) throw conflict(`a token with id ${token.id} already exists`)
-      tokens.push(token)
-      return withoutData(token)
-    }
-    const at = (key: string | number) => (path ? `${path}.${key}` : String(key))
-    if (Array.isArray(node)) return node.map((item, i) => walk(item, at(i), depth + 1))
-    if (isObject(node)) {
-      const out: { [key: string]: TokenTree } = {}
-      for (const [key, value] of Object.entries(node)) out[key] = walk(value, at(key), depth + 1)
-      return out
-    }
-    throw new ServiceError(
-      'validation_failed',
-      `tokenize${path ? `.${path}` : ''}: must be a token create body`,
-      {
-        issues: {
-          [`tokenize${path ? `.${path}` : ''}`]: ['must be a token create body (with a type and data)'],
-        },
-      },
-    )
-  }
-  return { tree: walk(tokenize, '', 0), tokens }
-}
-
-function newTokenAt(ctx: Ctx, body: JsonObject, path: string): StoredToken {
-  try {
-    return newToken(ctx, body)
-  } catch (error) {
-    if (!(error instanceof ServiceError) || error.code !== 'validation_failed') throw error
-    const prefix = path ? `tokenize.${path}` : 'tokenize'
-    const issues: ValidationIssues = {}
-    for (const [field, messages] of Object.entries(error.issues ?? {})) {
-      issues[field === 'body' ? prefix : `${prefix}.${field}`] = messages
-    }
-    throw new ServiceError('validation_failed', `Invalid ${prefix}: ${error.message}`, { issues })
-  }
-}
 
 /**
  * Turns a successful run's answer into the react result, creating every token it asks for in one
@@ -184,7 +130,12 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
   const { raw, tokenize } = value as JsonObject
   if (tokenize === undefined || tokenize === null)
     return raw === undefined ? { tokens: {} } : { raw, tokens: {} }
-  const { tokens, tree } = plannedTokens(ctx, tokenize)
+  // Tokenized as the tokenize endpoint does: bodies become tokens (answered without data), plain values `token`-type tokens (answered by id).
+  const { tokens, answer } = planTokenize(ctx, tokenize, {
+    root: 'tokenize',
+    refuse: (message) => failed(message),
+  })
+  const tree = answer(withoutData)
   if (tokens.length) {
     await writeAs(ctx, null, {
       checks: tokens.flatMap((t) => creationChecks(ctx, null, t.id)),

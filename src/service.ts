@@ -9,16 +9,27 @@ import {
 } from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
 import { childOperations } from './children.js'
+import type { ManualClock } from './clock.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId, sha256 } from './crypto.js'
 import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { conflict, invalid, notFound } from './errors.js'
+import { loadFixture } from './fixtures.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
+import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
+import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
+import {
+  clearState,
+  parseSnapshot,
+  restoreSnapshot,
+  type StateSnapshot,
+  takeSnapshot,
+} from './state-transfer.js'
 import { type SweepCounts, sweepExpired } from './sweep.js'
 import { permissionOperations, tenantOperations } from './tenants.js'
 import { tokenOperations } from './tokens.js'
@@ -61,15 +72,45 @@ function defaultRunner(): FormulaRunner {
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
 type Methods = Record<string, (...args: any[]) => Promise<unknown>>
 
+/** Records one call in the journal: the operation, the caller (when the key authenticated), the outcome. */
+type Recorder = (
+  operation: string,
+  ctx: Ctx | undefined,
+  args: unknown[],
+  result: unknown,
+  error: unknown,
+) => void
+
+/** `createChild` → `create_child`: method names as journal operation names. */
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
 /**
  * Turns an operations factory into methods that first authenticate the key (on every call), so a
- * deleted application or an expired session stops working at once.
+ * deleted application or an expired session stops working at once; each call is journaled as
+ * `<prefix>.<method>` (`token.create`, `session.authorize`).
  */
-function authenticated<T extends Methods>(factory: (ctx: Ctx) => T, context: () => Promise<Ctx>): T {
+function authenticated<T extends Methods>(
+  factory: (ctx: Ctx) => T,
+  context: () => Promise<Ctx>,
+  prefix: string,
+  record: Recorder,
+): T {
   const names = Object.keys(factory(undefined as unknown as Ctx))
   const out: Methods = {}
   for (const name of names) {
-    out[name] = async (...args: unknown[]) => (factory(await context()) as Methods)[name]!(...args)
+    const operation = `${prefix}.${snake(name)}`
+    out[name] = async (...args: unknown[]) => {
+      let ctx: Ctx | undefined
+      try {
+        ctx = await context()
+        const result = await (factory(ctx) as Methods)[name]!(...args)
+        record(operation, ctx, args, result, null)
+        return result
+      } catch (error) {
+        record(operation, ctx, args, undefined, error ?? new Error('thrown'))
+        throw error
+      }
+    }
   }
   return out as T
 }
@@ -119,6 +160,24 @@ export interface Admin extends OfficialFormulaAdmin {
    * afterwards a service given only `next` reads everything.
    */
   rotateMasterKey(next: MasterKey): Promise<{ tenants: number; keyId: string }>
+  /**
+   * The whole state as one JSON value, the clock's time included. Token data is **in the clear**
+   * (so it restores under any master key, into any store): a test artifact, see `StateSnapshot`.
+   */
+  exportState(): Promise<StateSnapshot>
+  /**
+   * Replaces the whole state with `snapshot` (checked first: a bad one is a validation error and
+   * changes nothing). A manual clock is set to the snapshot's time.
+   */
+  importState(snapshot: unknown): Promise<void>
+  /** Deletes every record: tenants, applications, tokens, everything. */
+  clearState(): Promise<void>
+  /**
+   * Loads a fixture (see `Fixture`): tenants with fixed ids, applications with fixed keys, tokens
+   * with fixed ids, associations, formulas and reactors, each through its create operation. A bad
+   * entry fails with a validation error naming its path (`tenants.0.tokens.2.data`).
+   */
+  loadFixture(fixture: unknown): Promise<Tenant[]>
 }
 
 /** A running service over one store. */
@@ -128,6 +187,17 @@ export interface Service {
   connect(apiKey: string, options?: { transactionId?: string }): Client
   /** Whether the store answers (readiness): false while its disk or database can't be reached. */
   ready(): Promise<boolean>
+  /**
+   * The journal of operations, in-process and over HTTP alike: time, tenant, actor, operation,
+   * outcome and the ids touched — never token data, keys or nonces. The newest `journalSize` entries.
+   */
+  journal: OperationJournal
+  /**
+   * Calls `listener` after each successful change, under Basis Theory's event names
+   * (`token.created`, `token.updated`, `token.deleted`, `reactor.created`, `session.authorized`, …).
+   * Returns a function that removes it.
+   */
+  on(event: 'event', listener: (event: VaultEvent) => void): () => void
   /** Closes the formula runner, if any, then the store. */
   close(): Promise<void>
 }
@@ -144,6 +214,7 @@ export function createService(options: ServiceOptions): Service {
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
+  const journal = new Journal(options.journalSize ?? 1000)
   let lastMs = Number.NaN
   let lastIso = ''
   /** The clock's time as an ISO string (formatted once per distinct millisecond). */
@@ -157,8 +228,8 @@ export function createService(options: ServiceOptions): Service {
     return lastIso
   }
   /** One call's context: it reads the clock once, so the whole call sees one instant. */
-  const contextFor = (principal: Principal, transactionId: string | undefined): Ctx => {
-    let instant: string | undefined
+  const contextFor = (principal: Principal, transactionId: string | undefined, at?: string): Ctx => {
+    let instant: string | undefined = at
     return {
       store,
       clock,
@@ -173,33 +244,88 @@ export function createService(options: ServiceOptions): Service {
     }
   }
 
+  const record: Recorder = (operation, ctx, args, result, error) => {
+    const principal = ctx?.principal
+    journal.record({
+      at: ctx ? ctx.now() : now(),
+      tenant_id: principal?.tenantId ?? null,
+      actor: principal ? { kind: principal.kind, id: principal.id } : { kind: 'unknown' },
+      operation,
+      outcome: error === null ? { ok: true } : failureOutcome(error),
+      ids: error === null ? touchedIds(args, result) : touchedIds(args, undefined),
+    })
+  }
+  /** Runs and journals an admin call (actor `admin`, the tenant it acted in) at one instant read once. */
+  const adminCall = async <R>(
+    operation: string,
+    tenantOf: (r: R | undefined) => string | null,
+    run: (at: string) => Promise<R>,
+  ) => {
+    const at = now()
+    try {
+      const result = await run(at)
+      journal.record({
+        at,
+        tenant_id: tenantOf(result),
+        actor: { kind: 'admin' },
+        operation,
+        outcome: { ok: true },
+        ids: touchedIds([], result),
+      })
+      return result
+    } catch (error) {
+      const outcome = failureOutcome(error)
+      journal.record({
+        at,
+        tenant_id: tenantOf(undefined),
+        actor: { kind: 'admin' },
+        operation,
+        outcome,
+        ids: [],
+      })
+      throw error
+    }
+  }
+
+  const createTenant = async (input: { name: string }, at: string, id = newId()): Promise<Tenant> => {
+    const body = parse(createTenantInput, input)
+    const tenant: Tenant = {
+      id,
+      name: body.name,
+      created_at: at,
+      data_key: await keyring.newTenantKey(id),
+    }
+    await store.write({ ops: [{ op: 'tenant.put', tenant }] })
+    return publicTenant(tenant)
+  }
+  const createApplication = async (input: Parameters<Admin['createApplication']>[0], at: string) => {
+    const { tenantId, key: given, ...body } = input
+    if (typeof tenantId !== 'string' || !(await store.getTenant(tenantId))) throw notFound('tenant')
+    if (given !== undefined && (typeof given !== 'string' || !GIVEN_KEY.test(given))) {
+      throw invalid('key', 'must be key_ followed by 24 or more of A-Z a-z 0-9 _ -')
+    }
+    const { application, key } = newApplication(tenantId, body, at, undefined, given)
+    // A given key must be new: the key index is unique, so a second application can't take it.
+    if (given !== undefined && (await store.findKey(sha256(given)))) {
+      throw conflict('an application or session already has this key')
+    }
+    await store.write({ ops: [{ op: 'application.put', application }] })
+    return { application: shownApplication(application), key }
+  }
+
   const admin: Admin = {
-    async createTenant(input) {
-      const body = parse(createTenantInput, input)
-      const id = newId()
-      const tenant: Tenant = {
-        id,
-        name: body.name,
-        created_at: now(),
-        data_key: await keyring.newTenantKey(id),
-      }
-      await store.write({ ops: [{ op: 'tenant.put', tenant }] })
-      return publicTenant(tenant)
-    },
-    async createApplication(input) {
-      const { tenantId, key: given, ...body } = input
-      if (typeof tenantId !== 'string' || !(await store.getTenant(tenantId))) throw notFound('tenant')
-      if (given !== undefined && (typeof given !== 'string' || !GIVEN_KEY.test(given))) {
-        throw invalid('key', 'must be key_ followed by 24 or more of A-Z a-z 0-9 _ -')
-      }
-      const { application, key } = newApplication(tenantId, body, now(), undefined, given)
-      // A given key must be new: the key index is unique, so a second application can't take it.
-      if (given !== undefined && (await store.findKey(sha256(given)))) {
-        throw conflict('an application or session already has this key')
-      }
-      await store.write({ ops: [{ op: 'application.put', application }] })
-      return { application: shownApplication(application), key }
-    },
+    createTenant: (input) =>
+      adminCall(
+        'tenant.create',
+        (t) => t?.id ?? null,
+        (at) => createTenant(input, at),
+      ),
+    createApplication: (input) =>
+      adminCall(
+        'application.create',
+        () => (typeof input.tenantId === 'string' ? input.tenantId : null),
+        (at) => createApplication(input, at),
+      ),
     sweep: () => sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs }),
     async verifyMasterKey() {
       for (const tenant of await store.listTenants()) {
@@ -223,29 +349,76 @@ export function createService(options: ServiceOptions): Service {
       return { tenants: rotated, keyId: provider.keyId }
     },
     ...officialFormulaAdmin({ store, runner, now }),
+    exportState: () => takeSnapshot(store, now()),
+    async importState(value) {
+      const snapshot = parseSnapshot(value)
+      await restoreSnapshot(store, keyring, snapshot)
+      if ('set' in clock && typeof clock.set === 'function') (clock as ManualClock).set(snapshot.clock)
+    },
+    clearState: () => clearState(store),
+    loadFixture: (fixture) =>
+      loadFixture(
+        {
+          createTenant: (input, id) =>
+            adminCall(
+              'tenant.create',
+              (t) => t?.id ?? null,
+              async (at) => {
+                if (id !== undefined && (await store.getTenant(id))) throw conflict(`tenant ${id} exists`)
+                return createTenant(input, at, id)
+              },
+            ),
+          createApplication: admin.createApplication,
+          operate: (tenantId) => {
+            const as = (type: 'private' | 'management') =>
+              contextFor(
+                {
+                  tenantId,
+                  id: 'fixture',
+                  kind: 'application',
+                  type,
+                  permissions: PERMISSIONS_BY_TYPE[type],
+                },
+                undefined,
+              )
+            return {
+              tokens: tokenOperations(as('private')),
+              children: childOperations(as('private')),
+              formulas: formulaOperations(as('management')),
+              reactors: reactorOperations(as('management')),
+            }
+          },
+        },
+        fixture,
+      ),
   }
 
   return {
     admin,
     connect(apiKey, connectOptions = {}) {
       const keyHash = hashApiKey(apiKey)
-      const context = async () =>
-        contextFor(await authenticate(store, clock, keyHash), connectOptions.transactionId)
+      // The key is checked at the same instant the call then runs at.
+      const context = async () => {
+        const at = now()
+        return contextFor(await authenticate(store, at, keyHash), connectOptions.transactionId, at)
+      }
       return {
         tokens: {
-          ...authenticated(tokenOperations, context),
-          children: authenticated(childOperations, context),
+          ...authenticated(tokenOperations, context, 'token', record),
+          children: authenticated(childOperations, context, 'token.child', record),
         },
-        transactions: authenticated(transactionOperations, context),
-        sessions: authenticated(sessionOperations, context),
-        applications: authenticated(applicationOperations, context),
-        reactorFormulas: authenticated(formulaOperations, context),
-        reactors: authenticated(reactorOperations, context),
-        applicationKeys: authenticated(applicationKeyOperations, context),
-        tenants: authenticated(tenantOperations, context),
-        permissions: authenticated(permissionOperations, context),
+        transactions: authenticated(transactionOperations, context, 'transaction', record),
+        sessions: authenticated(sessionOperations, context, 'session', record),
+        applications: authenticated(applicationOperations, context, 'application', record),
+        reactorFormulas: authenticated(formulaOperations, context, 'reactor_formula', record),
+        reactors: authenticated(reactorOperations, context, 'reactor', record),
+        applicationKeys: authenticated(applicationKeyOperations, context, 'application_key', record),
+        tenants: authenticated(tenantOperations, context, 'tenant', record),
+        permissions: authenticated(permissionOperations, context, 'permission', record),
       }
     },
+    journal,
+    on: (_event, listener) => journal.on(listener),
     async ready() {
       try {
         await store.hasTenants()

@@ -22,7 +22,7 @@ export function sessionOperations(ctx: Ctx) {
     async create(input?: unknown): Promise<CreatedSession> {
       requireType(ctx.principal, ['public'], 'creating a session')
       parse(emptyBody, input)
-      const now = ctx.clock.now()
+      const now = new Date(ctx.now())
       const sessionKey = newApiKey()
       const nonce = newNonce()
       const session: StoredSession = {
@@ -64,9 +64,9 @@ export function sessionOperations(ctx: Ctx) {
         authorized_at: now,
       }
       const result = await ctx.store.write({
-        checks: [
-          { check: 'session.pending', tenant_id: session.tenant_id, nonce_hash: session.nonce_hash, now },
-        ],
+        // Read above as created and unexpired; of concurrent authorizations only the first finds it
+        // unchanged.
+        checks: [{ check: 'session.unchanged', tenant_id: session.tenant_id, id: session.id, session }],
         ops: [{ op: 'session.put', session: authorized }],
       })
       if (!result.ok) throw checkFailure(result.failed)

@@ -3,8 +3,9 @@ import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
-import { conflict, invalid } from './errors.js'
+import { conflict, invalid, ServiceError } from './errors.js'
 import { createTokenInput, updateTokenInput } from './schemas/token.js'
+import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
@@ -108,6 +109,29 @@ export function tokenOperations(ctx: Ctx) {
         locks: [token.id],
       }))
       return shownToCaller(ctx, token)
+    },
+
+    /**
+     * Tokenizes a request of any JSON shape, as Basis Theory's Tokenize endpoint does: each token
+     * create body becomes a token (answered under the caller's read transform), each plain value a
+     * `token`-type token (answered by its id), in the request's shape; at most 100 tokens, all in
+     * one atomic write (enlisted in the caller's transaction). A bad body: `validation_failed`
+     * naming its path; nothing is written.
+     */
+    async tokenize(input: unknown): Promise<TokenTree> {
+      if (input === undefined)
+        throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
+      const refuse = (message: string, path: string) =>
+        new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
+      const { tokens, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
+      if (tokens.length) {
+        await enlist(ctx, (tx) => ({
+          checks: tokens.flatMap((t) => creationChecks(ctx, tx, t.id)),
+          ops: tokens.map((token) => ({ op: 'token.put' as const, token })),
+          locks: tokens.map((t) => t.id),
+        }))
+      }
+      return answer((token) => shownToCaller(ctx, token))
     },
 
     /** Reads a token under the caller's read transform. Expired or absent → not found. */

@@ -6,7 +6,7 @@ import { emptyBody } from './schemas/common.js'
 import type { StoredTransaction, Transaction } from './types.js'
 import { parse } from './validate.js'
 
-/** How often a commit starts over when a concurrent write changed the transaction. */
+/** How often a commit or rollback starts over when a concurrent write changed the transaction. */
 const MAX_COMMIT_ATTEMPTS = 100
 
 /** The public shape of a stored transaction. */
@@ -52,7 +52,7 @@ export function transactionOperations(ctx: Ctx) {
     async create(input?: unknown): Promise<Transaction> {
       requireHolder()
       parse(emptyBody, input)
-      const now = ctx.clock.now()
+      const now = new Date(ctx.now())
       const tx: StoredTransaction = {
         id: newId(),
         tenant_id: ctx.principal.tenantId,
@@ -75,10 +75,7 @@ export function transactionOperations(ctx: Ctx) {
       for (let attempt = 1; ; attempt++) {
         const tx = await ownOpen(id)
         const result = await ctx.store.write({
-          checks: [
-            { check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() },
-            { check: 'transaction.unchanged', tenant_id: tx.tenant_id, id, transaction: tx },
-          ],
+          checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id, transaction: tx }],
           ops: [
             ...tx.writes,
             {
@@ -95,17 +92,22 @@ export function transactionOperations(ctx: Ctx) {
 
     /** Discards every enlisted write and releases the transaction's locks. */
     async rollback(id: string): Promise<void> {
-      const tx = await ownOpen(id)
-      const result = await ctx.store.write({
-        checks: [{ check: 'transaction.open', tenant_id: tx.tenant_id, id, now: ctx.now() }],
-        ops: [
-          {
-            op: 'transaction.put',
-            transaction: { ...tx, state: 'rolled_back', writes: [], locks: [], ended_at: ctx.now() },
-          },
-        ],
-      })
-      if (!result.ok) throw checkFailure(result.failed)
+      // Guarded, like a commit, on the transaction read being unchanged (so still open); a write
+      // staged meanwhile makes the rollback start over and discard that write too.
+      for (let attempt = 1; ; attempt++) {
+        const tx = await ownOpen(id)
+        const result = await ctx.store.write({
+          checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id, transaction: tx }],
+          ops: [
+            {
+              op: 'transaction.put',
+              transaction: { ...tx, state: 'rolled_back', writes: [], locks: [], ended_at: ctx.now() },
+            },
+          ],
+        })
+        if (result.ok) return
+        if (attempt >= MAX_COMMIT_ATTEMPTS) throw checkFailure(result.failed)
+      }
     },
   }
 }

@@ -79,8 +79,9 @@ const MAX_ENLIST_ATTEMPTS = 100
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
  * open transaction locks a token in `locks`. Inside one they are staged: the transaction is put
  * again with the ops appended to its writes and `locks` added to its locks, guarded on the
- * transaction being open and unchanged since it was read (a concurrent stage or commit makes this
- * write fail `transaction.unchanged`; see `enlist`). Committed state is untouched until commit.
+ * transaction being unchanged since `openTransaction` read it and found it open and unexpired (a
+ * concurrent stage or commit makes this write fail `transaction.unchanged`; see `enlist`).
+ * Committed state is untouched until commit.
  */
 export async function tryWriteAs(
   ctx: Ctx,
@@ -101,7 +102,6 @@ export async function tryWriteAs(
   for (const id of write.locks) if (!locks.includes(id)) locks.push(id)
   return ctx.store.write({
     checks: [
-      { check: 'transaction.open', tenant_id: tenant, id: tx.id, now },
       { check: 'transaction.unchanged', tenant_id: tenant, id: tx.id, transaction: tx },
       ...write.checks,
       ...write.locks.map(unlocked),

@@ -253,6 +253,8 @@ export interface IdempotencyRecord {
  */
 export type Op =
   | { op: 'tenant.put'; tenant: Tenant }
+  /** Deletes only the tenant record: the core deletes the tenant's other records first. */
+  | { op: 'tenant.delete'; id: string }
   | { op: 'application.put'; application: StoredApplication }
   | { op: 'application.delete'; tenant_id: string; id: string }
   | { op: 'token.put'; token: StoredToken }
@@ -288,13 +290,13 @@ export type LegacyOp =
  * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. SQL: the
  *   lock row by token key joined to its transaction row; DynamoDB: a condition on the lock item
  *   (absent, or naming `except`, or its transaction's expiry ≤ now); Redis: `WATCH` the lock key.
- * - `token.unchanged` / `transaction.unchanged`: the record exists and equals the given one as JSON
+ * - `token.unchanged` / `transaction.unchanged` / `session.unchanged`: the record exists and equals the given one as JSON
  *   (compare-and-set for read-modify-write). SQL: `WHERE doc = $1` on the key (or a version
  *   column); DynamoDB: a condition on a version attribute; Redis: `WATCH` + compare in `MULTI`.
  * - `association.absent` / `association.present`: the link row by (tenant, parent, child).
- * - `transaction.open`: the transaction exists, is open, and `expires_at > now` (field guards on
- *   one row). `session.pending`: the session the nonce names is `created` and `expires_at > now`
- *   (the nonce row, then the session row).
+ * - Whether a transaction is open and unexpired, or a session still pending (its nonce unused), is
+ *   decided by the core on the record it read; `transaction.unchanged` / `session.unchanged` then
+ *   hold that decision until the write lands.
  * - `formula.present`: the formula exists and is visible to the tenant (its own or official): two
  *   keys. `formula.unused`: no reactor of any tenant uses the formula (SQL: `NOT EXISTS` on the
  *   reactors-by-formula index; a key-value store keeps a use-count item per formula).
@@ -315,8 +317,7 @@ export type Check =
       parent_id: string
       child_id: string
     }
-  | { check: 'transaction.open'; tenant_id: string; id: string; now: string }
-  | { check: 'session.pending'; tenant_id: string; nonce_hash: string; now: string }
+  | { check: 'session.unchanged'; tenant_id: string; id: string; session: StoredSession }
   | { check: 'formula.present'; tenant_id: string; id: string }
   | { check: 'formula.unused'; id: string }
   | { check: 'application.present' | 'reactor.present'; tenant_id: string; id: string }

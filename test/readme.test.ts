@@ -13,4 +13,9 @@ describe('README', () => {
     expect(run.stderr).toBe('')
     expect(run.stdout.trim()).toBe("true { number: '4242424242424242' }")
   })
+
+  it('shows the test vault example exactly as examples/testing.test.ts (which runs with the tests)', () => {
+    const example = readFileSync('examples/testing.test.ts', 'utf8').trim()
+    expect(readFileSync('README.md', 'utf8')).toContain(example)
+  })
 })

@@ -30,13 +30,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
         AND parent_id = ${p(c.parent_id)} AND child_id = ${p(c.child_id)})`
       return c.check === 'association.present' ? exists : `NOT ${exists}`
     }
-    case 'transaction.open':
-      return `EXISTS (SELECT 1 FROM ${t.transactions} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
-        AND state = 'open' AND expires_at > ${p(c.now)})`
-    case 'session.pending':
-      return `EXISTS (SELECT 1 FROM ${t.nonces} n JOIN ${t.sessions} s ON s.tenant_id = n.tenant_id AND s.id = n.session_id
-        WHERE n.tenant_id = ${p(c.tenant_id)} AND n.nonce_hash = ${p(c.nonce_hash)}
-          AND s.doc ->> 'state' = 'created' AND s.expires_at > ${p(c.now)})`
+    case 'session.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.sessions} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND doc = (${p(JSON.stringify(c.session))})::jsonb)`
     case 'formula.present':
       return `EXISTS (SELECT 1 FROM ${t.formulas} WHERE tenant_key IN (${p(c.tenant_id)}, '') AND id = ${p(c.id)})`
     case 'formula.unused':

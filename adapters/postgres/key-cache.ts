@@ -22,6 +22,7 @@ function touchesKeys(op: Op): boolean {
     case 'session.put':
     case 'session.delete':
     case 'tenant.put':
+    case 'tenant.delete':
       return true
     default:
       return false

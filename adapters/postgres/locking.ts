@@ -24,11 +24,10 @@ function checkNames(c: Check): string[] {
     case 'association.absent':
     case 'association.present':
       return [link(c.tenant_id, c.parent_id, c.child_id)]
-    case 'transaction.open':
     case 'transaction.unchanged':
       return [transaction(c.tenant_id, c.id)]
-    case 'session.pending':
-      return [name('nonce', c.tenant_id, c.nonce_hash)]
+    case 'session.unchanged':
+      return [name('session', c.tenant_id, c.id)]
     case 'formula.present':
       return [formula(c.tenant_id, c.id), formula(null, c.id)]
     case 'formula.unused':
@@ -51,6 +50,8 @@ function opNames(op: Op): string[] {
   switch (op.op) {
     case 'tenant.put':
       return [name('tenant', op.tenant.id)]
+    case 'tenant.delete':
+      return [name('tenant', op.id)]
     case 'application.put':
       return [
         name('application', op.application.tenant_id, op.application.id),

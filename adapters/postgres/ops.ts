@@ -26,6 +26,9 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
     case 'tenant.put':
       await run(ctx, st.tenantPut, [op.tenant.id, json(op.tenant)])
       return
+    case 'tenant.delete':
+      await run(ctx, st.tenantDelete, [op.id])
+      return
     case 'application.put': {
       const a = op.application
       const hashes = applicationKeyHashes(a)

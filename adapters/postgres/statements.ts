@@ -39,6 +39,7 @@ export function statements(t: Tables) {
     /** $1 id, $2 doc */
     tenantPut: `INSERT INTO ${t.tenants} (id, doc) VALUES ($1, $2::jsonb)
       ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`,
+    tenantDelete: `DELETE FROM ${t.tenants} WHERE id = $1`,
 
     /**
      * $1 tenant, $2 id, $3 sort key, $4 doc, $5 every key hash (text[]). Drops the key hashes the

@@ -89,8 +89,8 @@ async function currentSchema(pool: Pool): Promise<string> {
  * writes that conflict name a common record, so the second runs its checks only after the first
  * committed, sees its effects and fails; writes that name no common record run in parallel, even
  * within one tenant and on one token's neighbours. There is no tenant-wide or store-wide lock.
- * So a nonce authorization (`session.pending` + `session.put`), a commit (`transaction.open` +
- * `transaction.unchanged` + the staged writes and `transaction.put`) and a compare-and-set update
+ * So a nonce authorization (`session.unchanged` + `session.put`), a commit
+ * (`transaction.unchanged` + the staged writes and `transaction.put`) and a compare-and-set update
  * (`token.unchanged` + `token.put`) are conditional updates that exactly one racer wins, in one
  * process or many. A deadlock or serialization failure among row locks is retried from the start.
  * Token locks of open transactions live in a table (`token_locks`), so every process sees them.

@@ -80,8 +80,8 @@ export interface ReactorQuery extends Range {
  *
  * Concurrency: `write` is atomic and linearizable. Its checks and ops take effect together, as if
  * every `write` ran alone in some serial order: under any number of concurrent calls (in one process
- * or, for shared stores, across processes) whose checks conflict — such as `session.pending` on one
- * nonce or `transaction.unchanged` on one transaction — exactly one succeeds and the others get
+ * or, for shared stores, across processes) whose checks conflict — such as `session.unchanged` on one
+ * session or `transaction.unchanged` on one transaction — exactly one succeeds and the others get
  * `{ ok: false }`. A write that is acknowledged (its promise resolved `{ ok: true }`) is durable to the
  * degree the adapter promises (the file store: on disk).
  */
@@ -111,6 +111,15 @@ export interface Store {
   /**
    * Children of `parentId` in the order their associations were made, skipping tokens whose
    * `expires_at <= now`, restricted to `ids` and `types` when given (non-empty).
+   *
+   * These are plain field filters on the child record, applied before paging so a page is full:
+   * no visibility rule is decided here. Which parent the caller may list, what a transaction
+   * stages over the committed children, and whether the caller may see each child are decided by
+   * the core. SQL: a join of the link index to the token rows with
+   * `WHERE (expires_at IS NULL OR expires_at > $now) AND type = ANY($types)`; DynamoDB: a Query on
+   * the parent's link partition in link order, then a `BatchGetItem` of those children, filtered on
+   * the two fields, continuing until the page is full; Redis: a sorted set of links per parent by
+   * link order, then `MGET` of the children, filtered the same way.
    */
   listChildren(
     tenantId: string,

@@ -135,14 +135,9 @@ export class MemoryState {
         const exists = this.children.get(c.tenant_id, c.parent_id)?.has(c.child_id) ?? false
         return c.check === 'association.present' ? exists : !exists
       }
-      case 'transaction.open': {
-        const tx = this.transactions.get(c.tenant_id, c.id)
-        return tx !== undefined && tx.state === 'open' && tx.expires_at > c.now
-      }
-      case 'session.pending': {
-        const id = this.nonces.get(c.tenant_id, c.nonce_hash)
-        const s = id === undefined ? undefined : this.sessions.get(c.tenant_id, id)
-        return s !== undefined && s.state === 'created' && s.expires_at > c.now
+      case 'session.unchanged': {
+        const stored = this.sessions.get(c.tenant_id, c.id)
+        return stored !== undefined && sameJson(stored, c.session)
       }
       case 'formula.present':
         return this.formulas.has(c.tenant_id, c.id) || this.formulas.has(null, c.id)
@@ -170,6 +165,9 @@ export class MemoryState {
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
+        return
+      case 'tenant.delete':
+        this.tenants.delete(op.id)
         return
       case 'application.put': {
         const a = op.application

@@ -1,19 +1,29 @@
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, ServiceError } from '../../src/index.js'
+import { ServiceError } from '../../src/index.js'
+import { lazyRunner } from '../../src/runner.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { Store } from '../../src/store/contract.js'
 import type { AccessRule, Permission } from '../../src/types.js'
+import { createTestVault } from '../../testing/vault.js'
 
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 
-/** A service on a fresh memory store with a manual clock, one tenant, and helpers to mint keys. */
+/**
+ * A test vault (`tokenvault/testing`) on a fresh memory store, or the one given, with the default
+ * formula runner, a tenant `acme`, and a helper to mint more keys. `full` is the vault's private
+ * application, which reveals every token.
+ */
 export async function setup(
   options: { store?: Store; sessionTtlMs?: number; transactionTtlMs?: number } = {},
 ) {
-  const clock = manualClock('2030-01-01T00:00:00.000Z')
   const store = options.store ?? memoryStore()
-  const service = createService({ store, clock, ...options })
-  const tenant = await service.admin.createTenant({ name: 'acme' })
+  const vault = await createTestVault({
+    ...options,
+    store,
+    tenantName: 'acme',
+    runner: lazyRunner(async () => (await import('../../adapters/sandbox/index.js')).sandboxRunner()),
+  })
+  const { clock, service, tenant } = vault
   const keyFor = async (
     type: 'private' | 'public' | 'management',
     permissions: Permission[] = [],
@@ -29,10 +39,8 @@ export async function setup(
     })
     return { key, application, client: service.connect(key) }
   }
-  const full = await keyFor('private', ALL_TOKEN, [
-    { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN },
-  ])
-  return { clock, store, service, tenant, keyFor, full, client: full.client }
+  const full = { key: vault.keys.private, application: vault.applications.private, client: vault.client() }
+  return { vault, clock, store, service, tenant, keyFor, full, client: full.client }
 }
 
 /** Awaits `promise` and returns the ServiceError it rejects with (fails the test if it resolves). */

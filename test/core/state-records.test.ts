@@ -153,10 +153,12 @@ function answers(state: MemoryState) {
     for (const parent of ['p', 'q'])
       checks.push({ check: 'association.present', tenant_id: T, parent_id: parent, child_id: id })
   }
-  for (const id of txs)
-    for (const now of [NOW, SOON, LATER]) checks.push({ check: 'transaction.open', tenant_id: T, id, now })
-  for (const id of ['s1', 's2', 's3'])
-    checks.push({ check: 'session.pending', tenant_id: T, nonce_hash: `nonce-${id}`, now: NOW })
+  for (const id of ['s1', 's2', 's3']) {
+    for (const put of [session(id), session(id, 'authorized')]) {
+      if (put.op === 'session.put')
+        checks.push({ check: 'session.unchanged', tenant_id: T, id, session: put.session })
+    }
+  }
   for (const id of ['f1', 'f2', 'f3', 'f4']) {
     checks.push(
       { check: 'formula.present', tenant_id: T, id },

@@ -28,6 +28,7 @@ function bodyFor(method: string, pattern: string, ids: { formula: string; nonce:
   }
   const bodies: Record<string, unknown> = {
     'PATCH /tokens/:id': { data: 'changed' },
+    'POST /tokenize': { first_name: 'v', card: { type: 'token', data: 1 } },
     'POST /tokens/:id/children': { type: 'x', data: 1 },
     'PUT /reactor-formulas/:id': formula,
     'POST /reactors': { name: 'r', formula_id: ids.formula, configuration: { k: 'v' } },
@@ -151,6 +152,7 @@ describe('tenant isolation matrix', () => {
     const allowed: Record<string, Set<string>> = {
       public: new Set([
         'POST /tokens',
+        'POST /tokenize',
         'PATCH /tokens/:id',
         'POST /sessions',
         'POST /transactions',

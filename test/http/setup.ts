@@ -1,10 +1,9 @@
 import { expect } from 'vitest'
-import { createHttpHandler, type HttpHandlerOptions, type HttpLogEvent } from '../../adapters/http/index.js'
-import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
-import type { FormulaRunner } from '../../src/runner.js'
+import type { HttpHandlerOptions, HttpLogEvent } from '../../adapters/http/index.js'
+import { type FormulaRunner, lazyRunner } from '../../src/runner.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { AccessRule, Permission } from '../../src/types.js'
+import { createTestVault } from '../../testing/vault.js'
 
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 export const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
@@ -22,16 +21,23 @@ export interface CallOptions {
 }
 
 /**
- * A handler over a fresh memory service with a manual clock and one tenant, keys of every type,
- * a `call` helper that builds `new Request()`s, and the events the handler logged.
+ * A test vault (`tokenvault/testing`) with a tenant `acme`, the default formula runner unless one is
+ * given, keys of every type, a `call` helper that builds `new Request()`s for its handler, and the
+ * events the handler logged.
  */
 export async function setup(setupOptions: HttpHandlerOptions & { runner?: FormulaRunner | null } = {}) {
   const { runner, ...options } = setupOptions
-  const clock = manualClock('2030-01-01T00:00:00.000Z')
-  const service = createService({ store: memoryStore(), clock, ...(runner !== undefined ? { runner } : {}) })
   const events: HttpLogEvent[] = []
-  const handler = createHttpHandler(service, { log: (e) => events.push(e), ...options })
-  const tenant = await service.admin.createTenant({ name: 'acme' })
+  const vault = await createTestVault({
+    tenantName: 'acme',
+    runner:
+      runner !== undefined
+        ? runner
+        : lazyRunner(async () => (await import('../../adapters/sandbox/index.js')).sandboxRunner()),
+    http: { log: (e) => events.push(e), ...options },
+  })
+  const { clock, service, tenant } = vault
+  const handler = vault.http
   const keyFor = async (
     type: 'private' | 'public' | 'management',
     permissions: Permission[] = [],
@@ -47,11 +53,7 @@ export async function setup(setupOptions: HttpHandlerOptions & { runner?: Formul
     })
     return made.key
   }
-  const keys = {
-    full: await keyFor('private', ALL_TOKEN, REVEAL_ALL),
-    management: await keyFor('management', ALL_MANAGEMENT),
-    public: await keyFor('public', ['token:create']),
-  }
+  const keys = { full: vault.keys.private, management: vault.keys.management, public: vault.keys.public }
   const prefix = options.headerPrefix ?? 'SVC'
   const call = (method: string, path: string, o: CallOptions = {}) => {
     const headers = new Headers(o.headers)
@@ -68,7 +70,7 @@ export async function setup(setupOptions: HttpHandlerOptions & { runner?: Formul
     if (body instanceof ReadableStream) init.duplex = 'half'
     return handler(new Request(`http://vault.test${path}`, init))
   }
-  return { clock, service, handler, tenant, keyFor, keys, call, events }
+  return { vault, clock, service, handler, tenant, keyFor, keys, call, events }
 }
 
 /** Reads a JSON answer, checking its status and content type. */

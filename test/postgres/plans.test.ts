@@ -119,9 +119,9 @@ describePostgres('postgres store queries use indexes', (url) => {
     await store.listApplications('t7', { offset: 5, limit: 5 })
     await store.listApplications('t7', { offset: 0, limit: 5, ids: ['a3', 'a9'] })
     await store.listExpired({ kind: 'application', before: NOW, limit: 10 })
-    await store.getSessionByNonce('t7', 'n3')
+    const s3 = await store.getSessionByNonce('t7', 'n3')
     await store.write({
-      checks: [{ check: 'session.pending', tenant_id: 't7', nonce_hash: 'n3', now: NOW }],
+      checks: [{ check: 'session.unchanged', tenant_id: 't7', id: 's3', session: s3! }],
       ops: [],
     })
     await store.write({ checks: [{ check: 'token.unlocked', tenant_id: 't7', id: 'k1', now: NOW }], ops: [] })

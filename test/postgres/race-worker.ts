@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline'
 import pg from 'pg'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import { raceSession, raceToken, T } from './race-records.js'
+import { raceToken, T } from './race-records.js'
 
 const [url, schema, name] = process.argv.slice(2) as [string, string, string]
 const pool = new pg.Pool({ connectionString: url, max: 2 })
@@ -18,31 +18,26 @@ for await (const line of createInterface({ input: process.stdin })) {
   const round = Number(line)
   const now = '2030-01-01T00:00:00.000Z'
   const open = await store.getTransaction(T, `tx-${round}`)
+  const pending = await store.getSessionByNonce(T, `nonce-${round}`)
+  // Like the core, authorize only a session read as pending and commit only a transaction read as
+  // open, each guarded on the record being unchanged since.
   const [nonce, commit] = await Promise.all([
-    store.write({
-      checks: [{ check: 'session.pending', tenant_id: T, nonce_hash: `nonce-${round}`, now }],
-      ops: [{ op: 'session.put', session: raceSession(round, { state: 'authorized', authorized_by: name }) }],
-    }),
-    store.write({
-      checks: open
-        ? [
-            { check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now },
-            { check: 'transaction.unchanged', tenant_id: T, id: `tx-${round}`, transaction: open },
-          ]
-        : [{ check: 'transaction.open', tenant_id: T, id: `tx-${round}`, now }],
-      ops: [
-        ...(open?.writes ?? []),
-        ...(open
-          ? [
-              {
-                op: 'transaction.put' as const,
-                transaction: { ...open, state: 'committed' as const, writes: [], locks: [] },
-              },
-            ]
-          : []),
-        { op: 'token.put', token: raceToken(`won-${round}`, name) },
-      ],
-    }),
+    pending?.state === 'created' && pending.expires_at > now
+      ? store.write({
+          checks: [{ check: 'session.unchanged', tenant_id: T, id: pending.id, session: pending }],
+          ops: [{ op: 'session.put', session: { ...pending, state: 'authorized', authorized_by: name } }],
+        })
+      : { ok: false },
+    open?.state === 'open' && open.expires_at > now
+      ? store.write({
+          checks: [{ check: 'transaction.unchanged', tenant_id: T, id: `tx-${round}`, transaction: open }],
+          ops: [
+            ...open.writes,
+            { op: 'transaction.put', transaction: { ...open, state: 'committed', writes: [], locks: [] } },
+            { op: 'token.put', token: raceToken(`won-${round}`, name) },
+          ],
+        })
+      : { ok: false },
   ])
   process.stdout.write(`${JSON.stringify({ round, nonce: nonce.ok, commit: commit.ok })}\n`)
 }

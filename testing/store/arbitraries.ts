@@ -175,13 +175,7 @@ export const check: fc.Arbitrary<Check> = fc.oneof(
     parent_id: tokenId,
     child_id: tokenId,
   }),
-  fc.record({ check: fc.constant('transaction.open'), tenant_id: tenant, id: txId, now: time }),
-  fc.record({
-    check: fc.constant('session.pending'),
-    tenant_id: tenant,
-    nonce_hash: fc.constantFrom(...NONCES),
-    now: time,
-  }),
+  session.map((s): Check => ({ check: 'session.unchanged', tenant_id: s.tenant_id, id: s.id, session: s })),
   fc.record({ check: fc.constant('formula.present'), tenant_id: tenant, id: fc.constantFrom('f1', 'f2') }),
   fc.record({ check: fc.constant('formula.unused'), id: fc.constantFrom('f1', 'f2') }),
   fc.record({

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import type { Check } from '../../src/types.js'
-import { app, formula, NOW, T, token, tx, U } from './records.js'
+import { app, formula, NOW, session, T, token, tx, U } from './records.js'
 
 const reactor = (id: string, formulaId: string, tenant = T) => ({
   id,
@@ -81,16 +81,12 @@ export function guardTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
-  it('transaction.open and transaction.unchanged fail for a deleted, ended, expired or changed transaction', async () => {
+  it('transaction.unchanged fails for a deleted, moved or changed transaction', async () => {
     const store = await fresh()
     const open = tx('t1', { locks: ['x'] })
     await store.write({ ops: [{ op: 'transaction.put', transaction: open }] })
-    const isOpen = (now: string, marker: string) =>
-      guarded(store, { check: 'transaction.open', tenant_id: T, id: 't1', now }, marker)
     const unchanged = (transaction: typeof open, marker: string) =>
       guarded(store, { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction }, marker)
-    expect(await isOpen(NOW, 'm1')).toBe(true)
-    expect(await isOpen(open.expires_at, 'm2')).toBe(false)
     expect(await unchanged(open, 'm3')).toBe(true)
     expect(await unchanged({ ...open, tenant_id: U }, 'm4')).toBe(false)
     expect(
@@ -115,7 +111,6 @@ export function guardTests(fresh: () => Promise<Store>): void {
     expect(await unchanged(staged!, 'm6')).toBe(true)
     await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 't1' }] })
     expect(await store.getTransaction(T, 't1')).toBeNull()
-    expect(await isOpen(NOW, 'm7')).toBe(false)
     expect(await unchanged(staged!, 'm8')).toBe(false)
     // Deleting the transaction released its locks.
     expect(await guarded(store, { check: 'token.unlocked', tenant_id: T, id: 'y', now: NOW }, 'm9')).toBe(
@@ -124,7 +119,7 @@ export function guardTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
-  it('session.pending and formula.unused refuse the write they guard', async () => {
+  it('session.unchanged and formula.unused refuse the write they guard', async () => {
     const store = await fresh()
     await store.write({
       ops: [
@@ -133,8 +128,10 @@ export function guardTests(fresh: () => Promise<Store>): void {
       ],
     })
     expect(await guarded(store, { check: 'formula.unused', id: 'f' }, 'm1')).toBe(false)
+    const s = session('s1')
+    await store.write({ ops: [{ op: 'session.put', session: { ...s, state: 'authorized' } }] })
     expect(
-      await guarded(store, { check: 'session.pending', tenant_id: T, nonce_hash: 'none', now: NOW }, 'm2'),
+      await guarded(store, { check: 'session.unchanged', tenant_id: T, id: 's1', session: s }, 'm2'),
     ).toBe(false)
     await store.close()
   })

@@ -10,10 +10,7 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
     const open = tx('t1')
     await store.write({ ops: [{ op: 'transaction.put', transaction: open }] })
     const staged = await store.write({
-      checks: [
-        { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
-        { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open },
-      ],
+      checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open }],
       ops: [{ op: 'transaction.put', transaction: { ...open, writes: [put(token('x'))], locks: ['x'] } }],
     })
     expect(staged.ok).toBe(true)
@@ -45,15 +42,14 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
   it('commits as the core does: staged writes and the end in one write guarded on the transaction read', async () => {
     const store = await fresh()
     await store.write({ ops: [put(token('p')), { op: 'transaction.put', transaction: tx('t1') }] })
-    /** Stages like the core: read, append, put guarded on unchanged; start over on a conflict. */
+    /** Stages like the core: read, check open, append, put guarded on unchanged; start over on a conflict. */
     const stage = async (writes: Op[], locks: string[]) => {
       for (;;) {
         const current = (await store.getTransaction(T, 't1'))!
+        // The core stages only into a transaction it read as open and unexpired.
+        if (current.state !== 'open' || current.expires_at <= NOW) return { ok: false }
         const result = await store.write({
-          checks: [
-            { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
-            { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: current },
-          ],
+          checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: current }],
           ops: [
             {
               op: 'transaction.put',
@@ -74,10 +70,7 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
     const read = (await store.getTransaction(T, 't1'))!
     const commit = (seen = read) =>
       store.write({
-        checks: [
-          { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
-          { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: seen },
-        ],
+        checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: seen }],
         ops: [
           ...seen.writes,
           { op: 'transaction.put', transaction: { ...seen, state: 'committed', writes: [], locks: [] } },
@@ -109,10 +102,7 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
     const results = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
         store.write({
-          checks: [
-            { check: 'transaction.open', tenant_id: T, id: 't1', now: NOW },
-            { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open },
-          ],
+          checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open }],
           ops: [
             ...open.writes,
             { op: 'transaction.put', transaction: { ...open, state: 'committed', writes: [], locks: [] } },

@@ -1,0 +1,155 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { ManualClock } from '../../src/clock.js'
+import { ServiceError } from '../../src/errors.js'
+import type { JournalQuery } from '../../src/journal.js'
+import type { Service } from '../../src/service.js'
+import type { StateSnapshot } from '../../src/state-transfer.js'
+import type { FetchHandler } from './handler.js'
+import { STATUS_BY_CODE } from './problem.js'
+
+/** Options of `testControlHandler`. */
+export interface TestControlOptions {
+  /** The clock the service runs on: the control plane moves it. */
+  clock: ManualClock
+  /** What `Authorization: Bearer <adminToken>` must carry. */
+  adminToken: string
+  /** The state `POST /_test/reset` goes back to (default: empty). */
+  initial?: StateSnapshot
+  /** Largest request body (a snapshot or fixture) in bytes. Default 64 MiB. */
+  maxBodyBytes?: number
+}
+
+/** Whether `path` is one of the control plane's (`/_test/...`). */
+export const isTestControlPath = (path: string): boolean => path === '/_test' || path.startsWith('/_test/')
+
+const json = (status: number, body: unknown) =>
+  new Response(body === undefined ? null : JSON.stringify(body), {
+    status,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+  })
+const problem = (status: number, title: string, detail: string, extra: Record<string, unknown> = {}) =>
+  new Response(JSON.stringify({ type: 'about:blank', title, status, detail, ...extra }), {
+    status,
+    headers: { 'content-type': 'application/problem+json' },
+  })
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  409: 'Conflict',
+  422: 'Unprocessable Content',
+}
+
+/** A constant-time comparison of the bearer token with the admin token. */
+function authorized(request: Request, token: string): boolean {
+  const given = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? ''
+  const a = Buffer.from(given)
+  const b = Buffer.from(token)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/**
+ * The control plane for test suites in any language, under `/_test/`, behind an admin token:
+ *
+ * - `GET /_test/clock` → `{ now }`; `POST /_test/clock` with `{ "advance_ms": n }` or `{ "set": ISO }`
+ *   moves the manual clock (never backwards past nothing: any ISO time is allowed) and runs the
+ *   sweep, so sessions, transactions and tokens expire exactly as time would → `{ now, swept }`;
+ * - `POST /_test/reset` → 204, back to `initial`; `POST /_test/snapshot` → the whole state
+ *   (a `StateSnapshot`: token data in the clear); `POST /_test/restore` with a snapshot → 204;
+ * - `POST /_test/fixture` with a fixture → 201 `{ tenants }`;
+ * - `GET /_test/journal?operation=&since=&tenant=&limit=` → `{ data: [...] }`.
+ *
+ * Without the token: 401. Bad input: a 400 problem that changes nothing. Any other path: 404.
+ */
+export function testControlHandler(service: Service, options: TestControlOptions): FetchHandler {
+  const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024
+  const body = async (request: Request): Promise<unknown> => {
+    const text = await request.text()
+    if (Buffer.byteLength(text) > maxBody)
+      throw new ServiceError('validation_failed', 'the body is too large')
+    if (text.trim() === '') return {}
+    try {
+      return JSON.parse(text)
+    } catch {
+      throw new ServiceError('validation_failed', 'the body is not JSON', { issues: { body: ['not JSON'] } })
+    }
+  }
+  const moveClock = (input: unknown) => {
+    const b = input as { advance_ms?: unknown; set?: unknown }
+    const keys = Object.keys(b ?? {})
+    if (keys.length === 1 && typeof b.advance_ms === 'number' && Number.isFinite(b.advance_ms)) {
+      options.clock.advance(b.advance_ms)
+      return
+    }
+    if (keys.length === 1 && typeof b.set === 'string' && !Number.isNaN(Date.parse(b.set))) {
+      options.clock.set(new Date(b.set))
+      return
+    }
+    throw new ServiceError(
+      'validation_failed',
+      'give either { "advance_ms": number } or { "set": ISO time }',
+      {
+        issues: { body: ['either advance_ms (a number) or set (an ISO time)'] },
+      },
+    )
+  }
+
+  const route = async (method: string, path: string, request: Request): Promise<Response> => {
+    if (path === '/_test/clock' && method === 'GET')
+      return json(200, { now: options.clock.now().toISOString() })
+    if (path === '/_test/clock' && method === 'POST') {
+      moveClock(await body(request))
+      const swept = await service.admin.sweep()
+      return json(200, { now: options.clock.now().toISOString(), swept })
+    }
+    if (path === '/_test/reset' && method === 'POST') {
+      if (options.initial) await service.admin.importState(options.initial)
+      else await service.admin.clearState()
+      return json(204, undefined)
+    }
+    if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
+    if (path === '/_test/restore' && method === 'POST') {
+      await service.admin.importState(await body(request))
+      return json(204, undefined)
+    }
+    if (path === '/_test/fixture' && method === 'POST') {
+      return json(201, { tenants: await service.admin.loadFixture(await body(request)) })
+    }
+    if (path === '/_test/journal' && method === 'GET') {
+      const q = new URL(request.url).searchParams
+      const filter: JournalQuery = {}
+      for (const name of ['operation', 'since', 'tenant'] as const) {
+        const value = q.get(name)
+        if (value !== null) filter[name] = value
+      }
+      const limit = q.get('limit')
+      if (limit !== null) {
+        if (!/^\d{1,6}$/.test(limit))
+          throw new ServiceError('validation_failed', 'limit: a whole number', {
+            issues: { limit: ['a whole number'] },
+          })
+        filter.limit = Number(limit)
+      }
+      return json(200, { data: service.journal.query(filter) })
+    }
+    return problem(404, 'Not Found', `no control route ${method} ${path}`)
+  }
+
+  return async (request) => {
+    const path = new URL(request.url).pathname
+    if (!isTestControlPath(path)) return problem(404, 'Not Found', 'not a control route')
+    if (!authorized(request, options.adminToken)) {
+      return problem(401, 'Unauthorized', 'the control plane needs Authorization: Bearer <admin token>')
+    }
+    try {
+      return await route(request.method, path, request)
+    } catch (error) {
+      if (error instanceof ServiceError) {
+        const status = STATUS_BY_CODE[error.code] ?? 400
+        const title = TITLES[status] ?? 'Error'
+        return problem(status, title, error.message, error.issues ? { errors: error.issues } : {})
+      }
+      throw error
+    }
+  }
+}

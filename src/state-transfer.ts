@@ -1,0 +1,184 @@
+import * as v from 'valibot'
+import type { Keyring } from './encryption/sealed-store.js'
+import { publicTenant } from './encryption/sealed-store.js'
+import type { Store, StoreDump } from './store/contract.js'
+import type { Association, Op, StoredToken, StoredTransaction } from './types.js'
+import { parse } from './validate.js'
+
+/**
+ * The whole state of a service as one JSON value: every record, tokens with their data **in the
+ * clear** (opened, so that a snapshot restores under any master key and into any store), tenants
+ * without their wrapped data keys, associations in link order, and the clock's time; every
+ * object's members in code-point order, so equal states give equal bytes on every store. A test
+ * artifact: never snapshot a vault that holds real data.
+ */
+export interface StateSnapshot {
+  format: 'tokenvault.snapshot'
+  version: 1
+  /** The service clock's time when it was taken; restoring sets a manual clock back to it. */
+  clock: string
+  records: StoreDump
+}
+
+/** Any time before every expiry: listing children "now" at this instant skips none. */
+const DAWN = '0001-01-01T00:00:00.000Z'
+const PAGE = 1000
+
+const record = v.looseObject({ tenant_id: v.nullable(v.string()), id: v.string() })
+const snapshotSchema = v.strictObject({
+  format: v.literal('tokenvault.snapshot'),
+  version: v.literal(1),
+  clock: v.pipe(v.string(), v.isoTimestamp()),
+  records: v.strictObject({
+    tenants: v.array(v.looseObject({ id: v.string(), name: v.string(), created_at: v.string() })),
+    applications: v.array(v.looseObject({ tenant_id: v.string(), id: v.string() })),
+    tokens: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), type: v.string() })),
+    associations: v.array(
+      v.strictObject({
+        tenant_id: v.string(),
+        parent_id: v.string(),
+        child_id: v.string(),
+        created_at: v.string(),
+      }),
+    ),
+    transactions: v.array(
+      v.looseObject({ tenant_id: v.string(), id: v.string(), writes: v.array(v.unknown()) }),
+    ),
+    sessions: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), key_hash: v.string() })),
+    formulas: v.array(record),
+    reactors: v.array(v.looseObject({ tenant_id: v.string(), id: v.string() })),
+    idempotency: v.optional(v.array(v.unknown())),
+  }),
+})
+
+/** Checks that `value` has the shape of a snapshot (a 400 naming the path of what is wrong). */
+export function parseSnapshot(value: unknown): StateSnapshot {
+  parse(snapshotSchema, value)
+  // The records as given (a parse would reorder their members): a copy the caller can't change.
+  return structuredClone(value) as StateSnapshot
+}
+
+/**
+ * Takes a snapshot of `store` (the service's sealed store: tokens come out opened). Associations
+ * are listed per parent in link order, so a restore links them in the same order.
+ */
+export async function takeSnapshot(store: Store, clock: string): Promise<StateSnapshot> {
+  const dump = await store.dump()
+  const opened = async (t: StoredToken) => (await store.getToken(t.tenant_id, t.id)) ?? t
+  const tokens = await Promise.all(dump.tokens.map(opened))
+  const transactions = await Promise.all(
+    dump.transactions.map(async (t) => (await store.getTransaction(t.tenant_id, t.id)) ?? t),
+  )
+  const parents = new Map<string, Association[]>()
+  for (const a of dump.associations) {
+    const key = `${a.tenant_id}\u0000${a.parent_id}`
+    parents.set(key, [...(parents.get(key) ?? []), a])
+  }
+  const associations: Association[] = []
+  for (const links of parents.values()) {
+    const { tenant_id, parent_id } = links[0]!
+    const byChild = new Map(links.map((a) => [a.child_id, a]))
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await store.listChildren(tenant_id, parent_id, { offset, limit: PAGE, now: DAWN })
+      for (const child of page.items) {
+        const link = byChild.get(child.id)
+        if (link) {
+          associations.push(link)
+          byChild.delete(child.id)
+        }
+      }
+      if (page.items.length < PAGE) break
+    }
+    associations.push(...byChild.values())
+  }
+  // Idempotency records are a cache of first answers (sealed under keys a restore replaces): left out.
+  const records = {
+    ...dump,
+    tenants: dump.tenants.map(publicTenant),
+    tokens,
+    transactions,
+    associations,
+    idempotency: [],
+  }
+  return { format: 'tokenvault.snapshot', version: 1, clock, records: canonical(records) }
+}
+
+/**
+ * `value` with every object's members in code-point order: stores keep members in different
+ * orders (PostgreSQL's `jsonb` has its own), so snapshots of equal states are equal byte for byte.
+ */
+function canonical<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(canonical) as T
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value).sort()) out[key] = canonical((value as Record<string, unknown>)[key])
+  return out as T
+}
+
+/** The deletes that empty `dump` (children before what they hang on, tenants last). */
+function deletesOf(dump: StoreDump): Op[] {
+  return [
+    ...dump.associations.map(
+      (a): Op => ({
+        op: 'association.delete',
+        tenant_id: a.tenant_id,
+        parent_id: a.parent_id,
+        child_id: a.child_id,
+      }),
+    ),
+    ...dump.sessions.map((s): Op => ({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })),
+    ...dump.transactions.map((t): Op => ({ op: 'transaction.delete', tenant_id: t.tenant_id, id: t.id })),
+    ...dump.tokens.map((t): Op => ({ op: 'token.delete', tenant_id: t.tenant_id, id: t.id })),
+    ...dump.reactors.map((r): Op => ({ op: 'reactor.delete', tenant_id: r.tenant_id, id: r.id })),
+    ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
+    ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
+    ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
+    ...dump.tenants.map((t): Op => ({ op: 'tenant.delete', id: t.id })),
+  ]
+}
+
+const BATCH = 500
+
+/** Writes `ops` in batches (a store's write is one transaction; huge ones help nobody). */
+async function writeAll(store: Store, ops: Op[]): Promise<void> {
+  for (let i = 0; i < ops.length; i += BATCH) {
+    const result = await store.write({ ops: ops.slice(i, i + BATCH) })
+    if (!result.ok) throw new Error('restoring a snapshot: a write was refused')
+  }
+}
+
+/** Deletes every record `store` holds. */
+export async function clearState(store: Store): Promise<void> {
+  await writeAll(store, deletesOf(await store.dump()))
+}
+
+/**
+ * Replaces everything `store` (the service's sealed store) holds with `snapshot`: deletes every
+ * record, then puts the snapshot's — tenants with new data keys under this service's master key,
+ * tokens sealed under them, associations in the snapshot's (link) order.
+ */
+export async function restoreSnapshot(
+  store: Store,
+  keyring: Keyring,
+  snapshot: StateSnapshot,
+): Promise<void> {
+  const r = snapshot.records
+  await clearState(store)
+  const tenants: Op[] = []
+  for (const t of r.tenants) {
+    tenants.push({
+      op: 'tenant.put',
+      tenant: { ...publicTenant(t), data_key: await keyring.newTenantKey(t.id) },
+    })
+  }
+  await writeAll(store, [
+    ...tenants,
+    ...r.applications.map((application): Op => ({ op: 'application.put', application })),
+    ...r.formulas.map((formula): Op => ({ op: 'formula.put', formula })),
+    ...r.reactors.map((reactor): Op => ({ op: 'reactor.put', reactor })),
+    ...r.tokens.map((token): Op => ({ op: 'token.put', token })),
+    ...r.associations.map((association): Op => ({ op: 'association.put', association })),
+    ...r.transactions.map((transaction: StoredTransaction): Op => ({ op: 'transaction.put', transaction })),
+    ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
+  ])
+}

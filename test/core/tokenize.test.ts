@@ -1,0 +1,166 @@
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import { BasisTheory } from '@basis-theory/basis-theory-js'
+import { describe, expect, it } from 'vitest'
+import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
+import { ServiceError, type Token } from '../../src/index.js'
+import { createTestVault } from '../../testing/vault.js'
+
+// Each case follows Basis Theory's docs/api/tokens/tokenize.md (POST /tokenize).
+describe('tokenize (docs/api/tokens/tokenize)', () => {
+  it('Create Basic Token: plain values become token-type tokens, answered by their ids in the same shape', async () => {
+    const vault = await createTestVault()
+    const out = (await vault.client().tokens.tokenize({ first_name: 'John', last_name: 'Doe' })) as Record<
+      string,
+      string
+    >
+    expect(Object.keys(out)).toEqual(['first_name', 'last_name'])
+    expect(await vault.client().tokens.get(out['first_name']!)).toMatchObject({ type: 'token', data: 'John' })
+    expect((await vault.client().tokens.get(out['last_name']!)).data).toBe('Doe')
+    await vault.close()
+  })
+
+  it('Create Token: one token body answers the token', async () => {
+    const vault = await createTestVault()
+    const out = (await vault.client().tokens.tokenize({
+      type: 'token',
+      data: 'Sensitive Value',
+      metadata: { nonSensitiveField: 'Non-Sensitive Value' },
+    })) as Token
+    expect(out).toMatchObject({
+      type: 'token',
+      metadata: { nonSensitiveField: 'Non-Sensitive Value' },
+      tenant_id: vault.tenant.id,
+    })
+    expect((await vault.client().tokens.get(out.id)).data).toBe('Sensitive Value')
+    await vault.close()
+  })
+
+  it('Tokenize Array and Composite: arrays and nesting keep their shape; null stays', async () => {
+    const vault = await createTestVault()
+    const out = (await vault.client().tokens.tokenize({
+      first_name: 'John',
+      primary_card: { type: 'token', data: { number: '4242424242424242' }, containers: ['/pci/high/'] },
+      sensitive_tags: ['preferred', { type: 'token', data: 'vip' }, null],
+    })) as { first_name: string; primary_card: Token; sensitive_tags: [string, Token, null] }
+    expect(out.primary_card).toMatchObject({ type: 'token', containers: ['/pci/high/'] })
+    expect(typeof out.sensitive_tags[0]).toBe('string')
+    expect(out.sensitive_tags[1]).toMatchObject({ type: 'token' })
+    expect(out.sensitive_tags[2]).toBeNull()
+    expect((await vault.client().tokens.get(out.sensitive_tags[0])).data).toBe('preferred')
+    const arr = (await vault.client().tokens.tokenize(['John', 'Doe', { type: 'token', data: 'x' }])) as [
+      string,
+      string,
+      Token,
+    ]
+    expect(arr.map((x) => typeof x)).toEqual(['string', 'string', 'object'])
+    await vault.close()
+  })
+
+  it('refuses a bad body naming its path, more than 100 tokens, and a duplicate id; nothing is written', async () => {
+    const vault = await createTestVault()
+    const count = async () => (await vault.service.admin.exportState()).records.tokens.length
+    const before = await count()
+    const bad = await vault
+      .client()
+      .tokens.tokenize({ a: 'fine', card: { type: 'token', data: 'x', containers: ['nope'] } })
+      .catch((e: unknown) => e)
+    expect(bad).toBeInstanceOf(ServiceError)
+    expect((bad as ServiceError).code).toBe('validation_failed')
+    expect(Object.keys((bad as ServiceError).issues ?? {}).some((k) => k.startsWith('card.containers'))).toBe(
+      true,
+    )
+    const many = await vault
+      .client()
+      .tokens.tokenize(Array.from({ length: 101 }, (_, i) => `v${i}`))
+      .catch((e: unknown) => e)
+    expect((many as ServiceError).code).toBe('validation_failed')
+    const dup = await vault
+      .client()
+      .tokens.tokenize([
+        { id: 'same', type: 'token', data: 1 },
+        { id: 'same', type: 'token', data: 2 },
+      ])
+      .catch((e: unknown) => e)
+    expect((dup as ServiceError).code).toBe('conflict')
+    expect(await count()).toBe(before)
+    const pub = await vault
+      .client('public')
+      .tokens.tokenize({ a: 'b' })
+      .catch((e: unknown) => e)
+    expect(pub).not.toBeInstanceOf(Error)
+    const reader = await vault.service.admin.createApplication({
+      tenantId: vault.tenant.id,
+      name: 'r',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    expect(
+      (
+        (await vault.service
+          .connect(reader.key)
+          .tokens.tokenize({ a: 'b' })
+          .catch((e: unknown) => e)) as ServiceError
+      ).code,
+    ).toBe('forbidden')
+    await vault.close()
+  })
+
+  it('enlists in the transaction given: nothing is visible outside before commit, and a rollback drops it', async () => {
+    const vault = await createTestVault()
+    const tx = await vault.client().transactions.create()
+    const inside = vault.client('private', { transactionId: tx.id })
+    const out = (await inside.tokens.tokenize({ a: 'A' })) as { a: string }
+    expect((await inside.tokens.get(out.a)).data).toBe('A')
+    await expect(vault.client().tokens.get(out.a)).rejects.toMatchObject({ code: 'not_found' })
+    await vault.client().transactions.rollback(tx.id)
+    await expect(vault.client().tokens.get(out.a)).rejects.toMatchObject({ code: 'not_found' })
+    await vault.close()
+  })
+
+  it('answers POST /tokenize 201 over HTTP, and basis-theory-js 1.79.3 bt.tokenize works unmodified', async () => {
+    const vault = await createTestVault()
+    const http = await vault.http(
+      new Request('http://vault/tokenize', {
+        method: 'POST',
+        headers: { 'SVC-API-KEY': vault.keys.private, 'content-type': 'application/json' },
+        body: JSON.stringify({ first_name: 'John' }),
+      }),
+    )
+    expect(http.status).toBe(201)
+    expect(typeof ((await http.json()) as { first_name: unknown }).first_name).toBe('string')
+    expect(
+      (
+        await vault.http(
+          new Request('http://vault/tokenize', {
+            method: 'POST',
+            headers: { 'SVC-API-KEY': vault.keys.private, 'content-type': 'application/json' },
+            body: '[',
+          }),
+        )
+      ).status,
+    ).toBe(400)
+
+    const server = createServer(
+      toNodeListener(createHttpHandler(vault.service, { headerPrefix: 'BT', log: () => {} })),
+    )
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const port = (server.address() as { port: number }).port
+    try {
+      // The SDK checks the host: only `localhost` keeps plain http.
+      const options = { apiBaseUrl: `http://localhost:${port}`, disableTelemetry: true }
+      const bt = await new BasisTheory().init(vault.keys.private, options)
+      const out = (await bt.tokenize({ first_name: 'Jane', card: { type: 'token', data: 'x' } })) as {
+        first_name: string
+        card: { id: string }
+      }
+      expect((await vault.client().tokens.get(out.first_name)).data).toBe('Jane')
+      expect((await vault.client().tokens.get(out.card.id)).data).toBe('x')
+    } finally {
+      server.closeAllConnections()
+      server.close()
+      await vault.close()
+    }
+  })
+})

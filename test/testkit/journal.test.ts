@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest'
+import type { VaultEvent } from '../../src/index.js'
+import { createTestVault } from '../../testing/vault.js'
+
+describe('the operation journal', () => {
+  it('records each operation with its actor and outcome, in-process and over HTTP, and fires Basis Theory events', async () => {
+    const vault = await createTestVault()
+    const events: VaultEvent[] = []
+    const off = vault.service.on('event', (e) => events.push(e))
+    const privateApp = (await vault.client('management').applications.list()).data.find(
+      (a) => a.type === 'private',
+    )!
+    const token = await vault.client().tokens.create({ type: 'token', data: 'x' })
+    await vault.client().tokens.update(token.id, { metadata: { a: '1' } })
+    await vault.client().tokens.get(token.id)
+    const session = await vault.client('public').sessions.create()
+    await vault.client().sessions.authorize({ nonce: session.nonce, permissions: ['token:read'] })
+    await vault.service.connect(session.session_key).tokens.get(token.id)
+    await expect(vault.client().tokens.get('missing')).rejects.toThrow()
+    await expect(
+      vault.service.connect('key_not_a_real_key_000000000000').tokens.get(token.id),
+    ).rejects.toThrow()
+    const viaHttp = await vault.http(
+      new Request(`http://vault/tokens/${token.id}`, {
+        method: 'DELETE',
+        headers: { 'SVC-API-KEY': vault.keys.private },
+      }),
+    )
+    expect(viaHttp.status).toBe(204)
+    off()
+    await vault.client().tokens.create({ type: 'token', data: 'after off' })
+
+    const entries = vault.service.journal.query({ since: '2030-01-01T00:00:00.000Z' })
+    const summary = entries.map((e) => [
+      e.operation,
+      e.actor.kind,
+      e.outcome.ok ? 'ok' : (e.outcome as { code: string }).code,
+    ])
+    expect(summary).toEqual(
+      expect.arrayContaining([
+        ['tenant.create', 'admin', 'ok'],
+        ['application.create', 'admin', 'ok'],
+        ['token.create', 'application', 'ok'],
+        ['token.update', 'application', 'ok'],
+        ['token.get', 'application', 'ok'],
+        ['session.create', 'application', 'ok'],
+        ['session.authorize', 'application', 'ok'],
+        ['token.get', 'session', 'ok'],
+        ['token.get', 'application', 'not_found'],
+        ['token.get', 'unknown', 'unauthenticated'],
+        ['token.delete', 'application', 'ok'],
+      ]),
+    )
+    const created = entries.find((e) => e.operation === 'token.create')!
+    expect(created).toMatchObject({
+      tenant_id: vault.tenant.id,
+      actor: { kind: 'application', id: privateApp.id },
+      ids: [token.id],
+    })
+    expect(events.map((e) => e.type)).toEqual([
+      'token.created',
+      'token.updated',
+      'session.created',
+      'session.authorized',
+      'token.deleted',
+    ])
+    expect(events[0]).toMatchObject({
+      tenant_id: vault.tenant.id,
+      ids: [token.id],
+      at: '2030-01-01T00:00:00.000Z',
+    })
+    expect(vault.service.journal.query({ operation: 'token.delete' })).toHaveLength(1)
+    expect(vault.service.journal.query({ tenant: 'another' })).toEqual([])
+    vault.clock.advance(1000)
+    await vault.client().tokens.create({ type: 'token', data: 'later' })
+    expect(
+      vault.service.journal.query({ since: '2030-01-01T00:00:01.000Z' }).map((e) => e.operation),
+    ).toEqual(['token.create'])
+    await vault.close()
+  })
+
+  it('holds no token data, key, nonce or session key', async () => {
+    const vault = await createTestVault()
+    const secret = 'PLANTED-SECRET-4242424242424242'
+    const token = await vault
+      .client()
+      .tokens.create({ type: 'token', data: { number: secret }, metadata: { m: 'fine' } })
+    await vault.client().tokens.update(token.id, { data: { number: `${secret}-2` } })
+    const session = await vault.client('public').sessions.create()
+    await vault.client().sessions.authorize({ nonce: session.nonce, permissions: ['token:read'] })
+    await vault.service.connect(session.session_key).tokens.get(token.id)
+    await vault.http(
+      new Request('http://vault/tokens', {
+        method: 'POST',
+        headers: { 'SVC-API-KEY': vault.keys.private, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'token', data: secret }),
+      }),
+    )
+    const text = JSON.stringify(vault.service.journal.query())
+    for (const value of [
+      secret,
+      session.nonce,
+      session.session_key,
+      vault.keys.private,
+      vault.keys.public,
+      vault.keys.management,
+    ]) {
+      expect(text).not.toContain(value)
+    }
+    expect(text).toContain(token.id)
+    await vault.close()
+  })
+
+  it('keeps only the newest journalSize entries', async () => {
+    const vault = await createTestVault({ journalSize: 5 })
+    for (let i = 0; i < 20; i++) await vault.client().tokens.create({ type: 'token', data: `${i}` })
+    const entries = vault.service.journal.query()
+    expect(entries).toHaveLength(5)
+    // 4 set-up calls (the tenant, 3 applications), then 20 creates: the last 5 of 24.
+    expect(entries.map((e) => e.seq)).toEqual([20, 21, 22, 23, 24])
+    vault.service.journal.clear()
+    expect(vault.service.journal.query()).toEqual([])
+    await vault.close()
+  })
+})
