@@ -2,7 +2,7 @@ import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { forbidden, invalid } from './errors.js'
 import { readToken } from './txview.js'
-import type { Json } from './types.js'
+import type { Json, Permission, StoredTransaction, Token } from './types.js'
 
 /** At most this many distinct tokens are detokenized in one request (the reference's limit). */
 export const MAX_DETOKENIZED = 100
@@ -13,9 +13,13 @@ const EXPRESSION = /\{\{([^{}]*)\}\}/g
 const WHOLE = /^\{\{([^{}]*)\}\}$/
 /** What an expression may hold: a token id (see `tokenId` in `src/schemas/token.ts`), spaces around it. */
 const TOKEN_ID = /^\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+/** A full token expression: `token: <id>` (the whole token, not only its data). */
+const FULL_TOKEN = /^\s*token\s*:\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
 
 /** The token id an expression names, or a 400 naming `path` (filters such as `| json:` are not offered). */
 function idOf(inner: string, path: string): string {
+  const full = FULL_TOKEN.exec(inner)
+  if (full) return full[1]!
   const m = TOKEN_ID.exec(inner)
   if (m) return m[1]!
   throw invalid(
@@ -37,6 +41,16 @@ function* strings(value: Json, path: string, depth = 0): Generator<[string, stri
   }
 }
 
+/** Where and how `detokenize` resolves expressions. */
+export interface DetokenizeOptions {
+  /** The name of the value in error paths (`args`, `body`). */
+  root: string
+  /** The access each token needs: `token:use` (react args) or `token:read` (the detokenize endpoint). */
+  permission: Extract<Permission, 'token:use' | 'token:read'>
+  /** The caller's transaction, whose staged writes reads see (or null). */
+  tx: StoredTransaction | null
+}
+
 /**
  * Replaces detokenization expressions in `args` (the reference's `{{ <token id> }}`) with token data,
  * before `args` are validated and cast. A string that is one expression becomes the token's data as
@@ -50,8 +64,21 @@ export async function detokenizeArgs(
   ctx: Ctx,
   args: { [key: string]: Json },
 ): Promise<{ [key: string]: Json }> {
+  return (await detokenize(ctx, args, { root: 'args', permission: 'token:use', tx: null })) as {
+    [key: string]: Json
+  }
+}
+
+/**
+ * Replaces the detokenization expressions in any JSON value, as `detokenizeArgs` describes, under
+ * `options.permission`; `{{ token: <id> }}` (a full token expression) becomes the whole token as
+ * that access shows it. `value` is not modified.
+ */
+export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptions): Promise<Json> {
+  const { root, permission, tx } = options
+  const args = value
   const wanted = new Map<string, string>()
-  for (const [path, text] of strings(args, 'args')) {
+  for (const [path, text] of strings(args, root)) {
     for (const m of text.matchAll(EXPRESSION)) {
       const id = idOf(m[1]!, path)
       if (!wanted.has(id)) wanted.set(id, path)
@@ -59,26 +86,35 @@ export async function detokenizeArgs(
   }
   if (wanted.size === 0) return args
   if (wanted.size > MAX_DETOKENIZED) {
-    throw invalid('args', `detokenizes ${wanted.size} tokens; at most ${MAX_DETOKENIZED} per request`)
+    throw invalid(root, `detokenizes ${wanted.size} tokens; at most ${MAX_DETOKENIZED} per request`)
   }
   const data = new Map<string, Json>()
+  const whole = new Map<string, Token>()
   for (const [id, path] of wanted) {
-    const token = await readToken(ctx, null, id)
+    const token = await readToken(ctx, tx, id)
     if (!token) throw invalid(path, `names token ${id}, which does not exist`)
-    const transform = tokenAccess(ctx.principal, 'token:use', token)
-    if (transform === null) throw forbidden(`missing token:use access to token ${id}`)
-    const shown = applyTransform(token, transform).data
-    if (shown === undefined) throw forbidden(`token:use access to token ${id} shows no data (${transform})`)
+    const transform = tokenAccess(ctx.principal, permission, token)
+    if (transform === null) throw forbidden(`missing ${permission} access to token ${id}`)
+    const shownToken = applyTransform(token, transform)
+    const shown = shownToken.data
+    if (shown === undefined)
+      throw forbidden(`${permission} access to token ${id} shows no data (${transform})`)
     data.set(id, shown)
+    whole.set(id, shownToken)
+  }
+  /** What an expression stands for: the whole token for `token: <id>`, else its data. */
+  const resolve = (inner: string): Json => {
+    const id = idOf(inner, root)
+    return FULL_TOKEN.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
   }
   const replace = (value: Json, depth: number): Json => {
     if (depth > 64) return value
     if (typeof value === 'string') {
-      const whole = WHOLE.exec(value)
-      if (whole) return data.get(idOf(whole[1]!, 'args'))!
+      const one = WHOLE.exec(value)
+      if (one) return resolve(one[1]!)
       if (!value.includes('{{')) return value
       return value.replace(EXPRESSION, (_m, inner: string) => {
-        const d = data.get(idOf(inner, 'args'))!
+        const d = resolve(inner)
         return typeof d === 'string' ? d : JSON.stringify(d)
       })
     }
@@ -98,5 +134,5 @@ export async function detokenizeArgs(
     }
     return value
   }
-  return replace(args, 0) as { [key: string]: Json }
+  return replace(args, 0)
 }

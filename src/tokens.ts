@@ -3,7 +3,8 @@ import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
-import { conflict, invalid, ServiceError } from './errors.js'
+import { detokenize } from './detokenize.js'
+import { conflict, forbidden, invalid, ServiceError } from './errors.js'
 import { createTokenInput, updateTokenInput } from './schemas/token.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
@@ -132,6 +133,24 @@ export function tokenOperations(ctx: Ctx) {
         }))
       }
       return answer((token) => shownToCaller(ctx, token))
+    },
+
+    /**
+     * Replaces the detokenization expressions in any JSON value, as Basis Theory's Detokenize
+     * endpoint does: `{{ <token id> }}` by the token's data, `{{ token: <token id> }}` by the whole
+     * token, each under the caller's `token:read` transform (403 without it; 400 for a token that
+     * does not exist or a filter expression); at most 100 tokens. Reads see the caller's transaction.
+     */
+    async detokenize(input: unknown): Promise<Json> {
+      if (input === undefined)
+        throw invalid('body', 'is required: any JSON holding {{ <token id> }} expressions')
+      // The endpoint is token:read's, whatever the body holds (each token is checked again below).
+      const { permissions, rules } = ctx.principal
+      if (!permissions.includes('token:read') && !rules?.some((r) => r.permissions.includes('token:read'))) {
+        throw forbidden('missing permission token:read')
+      }
+      const tx = await openTransaction(ctx)
+      return detokenize(ctx, input as Json, { root: 'body', permission: 'token:read', tx })
     },
 
     /** Reads a token under the caller's read transform. Expired or absent → not found. */

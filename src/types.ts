@@ -287,9 +287,12 @@ export type LegacyOp =
  * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
  *   SQL: `[NOT] EXISTS` on the primary key (taken `FOR UPDATE`, or an `INSERT … ON CONFLICT` for
  *   absent); DynamoDB: `attribute_[not_]exists(pk)`; Redis: `WATCH` the key.
- * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. SQL: the
- *   lock row by token key joined to its transaction row; DynamoDB: a condition on the lock item
- *   (absent, or naming `except`, or its transaction's expiry ≤ now); Redis: `WATCH` the lock key.
+ * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. A lock
+ *   record (token → holding transaction, with that transaction's `expires_at`) exists only while
+ *   its transaction is open, so this is a field guard on one record: absent, or naming `except`, or
+ *   `expires_at <= now`. SQL: `NOT EXISTS` on the lock row with those fields in the `WHERE`;
+ *   DynamoDB: a `ConditionCheck` on the lock item with that condition expression; Redis: `WATCH`
+ *   the lock key and compare its fields before `MULTI`.
  * - `token.unchanged` / `transaction.unchanged` / `session.unchanged`: the record exists and equals the given one as JSON
  *   (compare-and-set for read-modify-write). SQL: `WHERE doc = $1` on the key (or a version
  *   column); DynamoDB: a condition on a version attribute; Redis: `WATCH` + compare in `MULTI`.

@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { BasisTheory } from '@basis-theory/basis-theory-js'
+import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { ServiceError, type Token } from '../../src/index.js'
@@ -157,6 +158,114 @@ describe('tokenize (docs/api/tokens/tokenize)', () => {
       }
       expect((await vault.client().tokens.get(out.first_name)).data).toBe('Jane')
       expect((await vault.client().tokens.get(out.card.id)).data).toBe('x')
+    } finally {
+      server.closeAllConnections()
+      server.close()
+      await vault.close()
+    }
+  })
+})
+
+// Each case follows Basis Theory's docs/api/tokens/detokenize.mdx (POST /detokenize).
+describe('detokenize (docs/api/tokens/detokenize)', () => {
+  it('replaces data-only and full token expressions in any shape under token:read', async () => {
+    const vault = await createTestVault()
+    const card = await vault
+      .client()
+      .tokens.create({ type: 'token', data: { number: '4242' }, metadata: { k: 'v' } })
+    const name = await vault.client().tokens.create({ type: 'token', data: 'Ann' })
+    const out = (await vault.client().tokens.detokenize({
+      card: `{{ ${card.id} }}`,
+      greeting: `hello {{${name.id}}}!`,
+      tokens: [`{{ token: ${name.id} }}`],
+      untouched: 42,
+    })) as unknown as { card: unknown; greeting: string; tokens: Token[]; untouched: number }
+    expect(out.card).toEqual({ number: '4242' })
+    expect(out.greeting).toBe('hello Ann!')
+    expect(out.tokens[0]).toMatchObject({ id: name.id, type: 'token', data: 'Ann' })
+    expect(out.untouched).toBe(42)
+    await vault.close()
+  })
+
+  it('shows what the caller may read: a mask under a mask rule, 403 without token:read', async () => {
+    const vault = await createTestVault()
+    const card = await vault
+      .client()
+      .tokens.create({ type: 'token', data: '4242424242424242', mask: '****4242' })
+    const masked = await vault.service.admin.createApplication({
+      tenantId: vault.tenant.id,
+      name: 'masked',
+      type: 'private',
+      rules: [
+        { description: 'mask', priority: 1, container: '/', transform: 'mask', permissions: ['token:read'] },
+      ],
+    })
+    expect(await vault.service.connect(masked.key).tokens.detokenize({ n: `{{ ${card.id} }}` })).toEqual({
+      n: '****4242',
+    })
+    const error = await vault
+      .client('public')
+      .tokens.detokenize({ n: `{{ ${card.id} }}` })
+      .catch((e: unknown) => e)
+    expect((error as ServiceError).code).toBe('forbidden')
+    await vault.close()
+  })
+
+  it('refuses an unknown token naming its path, a filter expression, and more than 100 tokens', async () => {
+    const vault = await createTestVault()
+    const unknown = (await vault
+      .client()
+      .tokens.detokenize({ a: { b: '{{ nope }}' } })
+      .catch((e: unknown) => e)) as ServiceError
+    expect([unknown.code, Object.keys(unknown.issues ?? {})]).toEqual(['validation_failed', ['body.a.b']])
+    const card = await vault.client().tokens.create({ type: 'token', data: { number: '1' } })
+    const filter = (await vault
+      .client()
+      .tokens.detokenize({ n: `{{ ${card.id} | json: '$.number' }}` })
+      .catch((e: unknown) => e)) as ServiceError
+    expect(filter.code).toBe('validation_failed')
+    const many = Array.from({ length: 101 }, (_, i) => `{{ t${i} }}`)
+    expect(
+      (
+        (await vault
+          .client()
+          .tokens.detokenize(many)
+          .catch((e: unknown) => e)) as ServiceError
+      ).code,
+    ).toBe('validation_failed')
+    await vault.close()
+  })
+
+  it("reads through the caller's transaction, and @basis-theory/node-sdk tokenize and detokenize work unmodified", async () => {
+    const vault = await createTestVault()
+    const tx = await vault.client().transactions.create()
+    const inside = vault.client('private', { transactionId: tx.id })
+    const staged = await inside.tokens.create({ type: 'token', data: 'staged' })
+    expect(await inside.tokens.detokenize({ s: `{{ ${staged.id} }}` })).toEqual({ s: 'staged' })
+    expect(
+      (
+        (await vault
+          .client()
+          .tokens.detokenize({ s: `{{ ${staged.id} }}` })
+          .catch((e: unknown) => e)) as ServiceError
+      ).code,
+    ).toBe('validation_failed')
+
+    const server = createServer(
+      toNodeListener(createHttpHandler(vault.service, { headerPrefix: 'BT', log: () => {} })),
+    )
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const port = (server.address() as { port: number }).port
+    try {
+      const client = new BasisTheoryClient({
+        apiKey: vault.keys.private,
+        baseUrl: `http://localhost:${port}`,
+        maxRetries: 0,
+      })
+      const tokenized = (await client.tokens.tokenize({ first_name: 'Nia' })) as { first_name: string }
+      const back = await client.tokens.detokenize({ name: `{{ ${tokenized.first_name} }}` })
+      expect(back).toEqual({ name: 'Nia' })
     } finally {
       server.closeAllConnections()
       server.close()

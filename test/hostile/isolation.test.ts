@@ -29,6 +29,7 @@ function bodyFor(method: string, pattern: string, ids: { formula: string; nonce:
   const bodies: Record<string, unknown> = {
     'PATCH /tokens/:id': { data: 'changed' },
     'POST /tokenize': { first_name: 'v', card: { type: 'token', data: 1 } },
+    'POST /detokenize': { plain: 'no expression' },
     'POST /tokens/:id/children': { type: 'x', data: 1 },
     'PUT /reactor-formulas/:id': formula,
     'POST /reactors': { name: 'r', formula_id: ids.formula, configuration: { k: 'v' } },
@@ -162,6 +163,7 @@ describe('tenant isolation matrix', () => {
       pending: new Set(['GET /permissions']),
       reader: new Set([
         'GET /permissions',
+        'POST /detokenize',
         'GET /tokens/:id',
         'GET /tokens/:id/children',
         'POST /tokens/:id/children/:child',
