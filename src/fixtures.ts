@@ -73,6 +73,8 @@ export interface FixtureDeps {
     formulas: ReturnType<typeof formulaOperations>
     reactors: ReturnType<typeof reactorOperations>
   }
+  /** Deletes the tenants `ids` with everything they hold (undoes a load that failed part way). */
+  deleteTenants(ids: string[]): Promise<void>
 }
 
 /** `error` with every field path under `path`, so a bad entry is named in full (`tenants.0.tokens.2.data`). */
@@ -102,11 +104,23 @@ async function entry<T>(path: string, fn: () => Promise<T>): Promise<T> {
  * Loads `fixture` through `deps`, in order: tenants, then per tenant its applications, formulas,
  * reactors, tokens and associations. The fixture's shape is checked first (nothing is written when
  * it is wrong); an entry a create call refuses fails the load with a validation error naming its
- * path, after the entries before it were written. Answers the tenants made.
+ * path, and the tenants the load made are deleted again, so a failed load changes nothing.
+ * Answers the tenants made.
  */
 export async function loadFixture(deps: FixtureDeps, value: unknown): Promise<Tenant[]> {
   const fixture = parse(fixtureSchema, value)
   const made: Tenant[] = []
+  try {
+    await loadTenants(deps, fixture, made)
+  } catch (error) {
+    await deps.deleteTenants(made.map((t) => t.id))
+    throw error
+  }
+  return made
+}
+
+/** Loads every tenant of `fixture`, pushing each onto `made` as soon as it exists. */
+async function loadTenants(deps: FixtureDeps, fixture: v.InferOutput<typeof fixtureSchema>, made: Tenant[]) {
   for (const [i, t] of fixture.tenants.entries()) {
     const path = `tenants.${i}`
     const tenant = await entry(path, () => deps.createTenant({ name: t.name }, t.id))
@@ -137,5 +151,4 @@ export async function loadFixture(deps: FixtureDeps, value: unknown): Promise<Te
       await entry(`${path}.associations.${j}`, () => ops.children.link(link.parent_id, link.child_id))
     }
   }
-  return made
 }

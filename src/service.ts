@@ -25,6 +25,7 @@ import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
 import {
   clearState,
+  deleteTenants,
   parseSnapshot,
   restoreSnapshot,
   type StateSnapshot,
@@ -369,6 +370,7 @@ export function createService(options: ServiceOptions): Service {
               },
             ),
           createApplication: admin.createApplication,
+          deleteTenants: (ids) => deleteTenants(store, ids),
           operate: (tenantId) => {
             const as = (type: 'private' | 'management') =>
               contextFor(

@@ -152,6 +152,30 @@ export async function clearState(store: Store): Promise<void> {
   await writeAll(store, deletesOf(await store.dump()))
 }
 
+/** Deletes every record of the tenants `ids`, the tenants included; other tenants are untouched. */
+export async function deleteTenants(store: Store, ids: readonly string[]): Promise<void> {
+  if (!ids.length) return
+  const gone = new Set(ids)
+  const dump = await store.dump()
+  const mine = <T extends { tenant_id: string | null }>(list: T[]) =>
+    list.filter((r) => r.tenant_id !== null && gone.has(r.tenant_id))
+  await writeAll(
+    store,
+    deletesOf({
+      ...dump,
+      tenants: dump.tenants.filter((t) => gone.has(t.id)),
+      applications: mine(dump.applications),
+      tokens: mine(dump.tokens),
+      associations: mine(dump.associations),
+      transactions: mine(dump.transactions),
+      sessions: mine(dump.sessions),
+      formulas: mine(dump.formulas),
+      reactors: mine(dump.reactors),
+      idempotency: mine(dump.idempotency),
+    }),
+  )
+}
+
 /**
  * Replaces everything `store` (the service's sealed store) holds with `snapshot`: deletes every
  * record, then puts the snapshot's — tenants with new data keys under this service's master key,

@@ -283,28 +283,41 @@ export type LegacyOp =
 
 /**
  * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.
- * Each names the records it reads, so a store can express it with its engine's own primitive:
+ * Each reads only the records it names, so a store expresses it with its engine's own primitive
+ * (SQL: a boolean expression evaluated in the write's transaction after it locked those records;
+ * DynamoDB: a `ConditionCheck` or condition expression in one `TransactWriteItems`; Redis: `WATCH`
+ * the keys, compare, then `MULTI`/`EXEC`, or one Lua script). Whether a transaction is open and
+ * unexpired, a session's nonce unused, a token visible to the caller: the core decides these on the
+ * records it read, and holds the decision with a compare-and-set guard on those records.
  * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
- *   SQL: `[NOT] EXISTS` on the primary key (taken `FOR UPDATE`, or an `INSERT … ON CONFLICT` for
- *   absent); DynamoDB: `attribute_[not_]exists(pk)`; Redis: `WATCH` the key.
- * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. SQL: the
- *   lock row by token key joined to its transaction row; DynamoDB: a condition on the lock item
- *   (absent, or naming `except`, or its transaction's expiry ≤ now); Redis: `WATCH` the lock key.
- * - `token.unchanged` / `transaction.unchanged` / `session.unchanged`: the record exists and equals the given one as JSON
- *   (compare-and-set for read-modify-write). SQL: `WHERE doc = $1` on the key (or a version
- *   column); DynamoDB: a condition on a version attribute; Redis: `WATCH` + compare in `MULTI`.
- * - `association.absent` / `association.present`: the link row by (tenant, parent, child).
- * - Whether a transaction is open and unexpired, or a session still pending (its nonce unused), is
- *   decided by the core on the record it read; `transaction.unchanged` / `session.unchanged` then
- *   hold that decision until the write lands.
- * - `formula.present`: the formula exists and is visible to the tenant (its own or official): two
- *   keys. `formula.unused`: no reactor of any tenant uses the formula (SQL: `NOT EXISTS` on the
- *   reactors-by-formula index; a key-value store keeps a use-count item per formula).
- * - `application.present`, `reactor.present`: the row by key.
- * - `application.unchanged`: the application exists and equals the given one as JSON (as
- *   `token.unchanged`; adding or deleting one of its keys is a read-modify-write).
- * - `idempotency.absent`: no idempotency record with this id. `idempotency.claimed`: the record
- *   exists and its `claim` is the given one (a field guard on one row).
+ *   SQL: `[NOT] EXISTS` on the primary key; DynamoDB: `attribute_not_exists(pk)` /
+ *   `attribute_exists(pk)`; Redis: `EXISTS` on the watched key.
+ * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. A lock
+ *   record (token → holding transaction, with that transaction's `expires_at`) exists only while
+ *   its transaction is open, so this is a field guard on one record: absent, or naming `except`, or
+ *   `expires_at <= now`. SQL: `NOT EXISTS` on the lock row with those fields in the `WHERE`;
+ *   DynamoDB: `attribute_not_exists(pk) OR transaction_id = :except OR expires_at <= :now` on the
+ *   lock item; Redis: `HGETALL` of the watched lock key, compared before `MULTI`.
+ * - `token.unchanged` / `transaction.unchanged` / `session.unchanged` / `application.unchanged`:
+ *   the record exists and equals the given one as JSON (compare-and-set for read-modify-write; an
+ *   application's keys change this way too). SQL: `WHERE doc = $1` on the primary key (or a version
+ *   column); DynamoDB: `version = :read` on a version attribute the store bumps with every put;
+ *   Redis: `GET` of the watched key compared with the given JSON (or a version field).
+ * - `association.absent` / `association.present`: the link record by (tenant, parent, child).
+ *   SQL: `[NOT] EXISTS` on that primary key; DynamoDB: `attribute_[not_]exists` on the link item;
+ *   Redis: `SISMEMBER`/`HEXISTS` on the watched link key.
+ * - `formula.present`: the tenant's own formula or the official one with this id exists: two keys.
+ *   SQL: `EXISTS … WHERE tenant_key IN ($tenant, '')`; DynamoDB: two `ConditionCheck`s can't be
+ *   OR-ed, so the core's read names which key and the store checks that one (or keeps one item per
+ *   visible id); Redis: `EXISTS` on the two watched keys.
+ * - `formula.unused`: the formula-use index holds no entry for this formula (reactors of any
+ *   tenant). SQL: `NOT EXISTS` on the reactors-by-formula index; DynamoDB: a use-count item per
+ *   formula that reactor puts and deletes `ADD` to, checked `count = 0`; Redis: `SCARD` of the
+ *   watched per-formula set is 0.
+ * - `application.present` / `reactor.present`: the record by key, as `token.present`.
+ * - `idempotency.absent`: no idempotency record with this id (as `token.absent`).
+ *   `idempotency.claimed`: the record exists and its `claim` field is the given one: SQL `WHERE
+ *   claim = $1`; DynamoDB `claim = :claim`; Redis `HGET` of the watched key.
  */
 export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }

@@ -5,7 +5,7 @@ import type { JournalQuery } from '../../src/journal.js'
 import type { Service } from '../../src/service.js'
 import type { StateSnapshot } from '../../src/state-transfer.js'
 import type { FetchHandler } from './handler.js'
-import { STATUS_BY_CODE } from './problem.js'
+import { internalError, problemFor } from './problem.js'
 
 /** Options of `testControlHandler`. */
 export interface TestControlOptions {
@@ -33,13 +33,6 @@ const problem = (status: number, title: string, detail: string, extra: Record<st
     headers: { 'content-type': 'application/problem+json' },
   })
 
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  404: 'Not Found',
-  409: 'Conflict',
-  422: 'Unprocessable Content',
-}
-
 /** A constant-time comparison of the bearer token with the admin token. */
 function authorized(request: Request, token: string): boolean {
   const given = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? ''
@@ -64,9 +57,7 @@ function authorized(request: Request, token: string): boolean {
 export function testControlHandler(service: Service, options: TestControlOptions): FetchHandler {
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024
   const body = async (request: Request): Promise<unknown> => {
-    const text = await request.text()
-    if (Buffer.byteLength(text) > maxBody)
-      throw new ServiceError('validation_failed', 'the body is too large')
+    const text = await boundedText(request, maxBody)
     if (text.trim() === '') return {}
     try {
       return JSON.parse(text)
@@ -144,12 +135,36 @@ export function testControlHandler(service: Service, options: TestControlOptions
     try {
       return await route(request.method, path, request)
     } catch (error) {
-      if (error instanceof ServiceError) {
-        const status = STATUS_BY_CODE[error.code] ?? 400
-        const title = TITLES[status] ?? 'Error'
-        return problem(status, title, error.message, error.issues ? { errors: error.issues } : {})
-      }
-      throw error
+      // The API's own table: a ServiceError by its code, a StoreError as 503 with Retry-After.
+      const answer = problemFor(error)
+      if (answer === null) console.error('tokenvault: the control plane failed', error)
+      const out = answer ?? internalError()
+      return new Response(out.body, { status: out.status, headers: out.headers })
     }
   }
+}
+
+/** The body as text, refused with a 400 once it passes `maxBytes` (never read further). */
+async function boundedText(request: Request, maxBytes: number): Promise<string> {
+  const tooLarge = () =>
+    new ServiceError('validation_failed', `the body is larger than ${maxBytes} bytes`, {
+      issues: { body: ['too large'] },
+    })
+  const declared = Number(request.headers.get('content-length') ?? '0')
+  if (declared > maxBytes) throw tooLarge()
+  if (!request.body) return ''
+  const chunks: Uint8Array[] = []
+  let total = 0
+  const reader = request.body.getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > maxBytes) {
+      await reader.cancel()
+      throw tooLarge()
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks, total).toString('utf8')
 }

@@ -13,11 +13,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
       return c.check === 'token.present' ? exists : `NOT ${exists}`
     }
     case 'token.unlocked':
-      return `NOT EXISTS (SELECT 1 FROM ${t.tokenLocks} l JOIN ${t.transactions} x
-        ON x.tenant_id = l.tenant_id AND x.id = l.transaction_id
-        WHERE l.tenant_id = ${p(c.tenant_id)} AND l.token_id = ${p(c.id)}
-          AND l.transaction_id IS DISTINCT FROM ${p(c.except ?? null)}
-          AND x.state = 'open' AND x.expires_at > ${p(c.now)})`
+      // A field guard on the one lock row: rows exist only for open transactions, with their expiry.
+      return `NOT EXISTS (SELECT 1 FROM ${t.tokenLocks} WHERE tenant_id = ${p(c.tenant_id)} AND token_id = ${p(c.id)}
+          AND transaction_id IS DISTINCT FROM ${p(c.except ?? null)} AND expires_at > ${p(c.now)})`
     case 'token.unchanged':
       return `EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
         AND doc = (${p(JSON.stringify(c.token))})::jsonb)`

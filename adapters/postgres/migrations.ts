@@ -22,6 +22,8 @@ export interface Migration {
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
  * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc); `token_locks_by_transaction` releases a transaction's locks.
+ * A `token_locks` row is a lock record: the token, the transaction holding it and that
+ * transaction's `expires_at` (since version 5), so `token.unlocked` is a field guard on one row.
  * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
  * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`.
  */
@@ -150,6 +152,17 @@ CREATE TABLE ${s}.idempotency (
 CREATE INDEX idempotency_by_expiry ON ${s}.idempotency (expires_at);
 ALTER TABLE ${s}.reactors ADD COLUMN name_lower text COLLATE "C";
 UPDATE ${s}.reactors SET name_lower = lower(doc ->> 'name');
+`,
+  },
+  {
+    version: 5,
+    name: 'token locks carry their expiry',
+    sql: (s) => `
+ALTER TABLE ${s}.token_locks ADD COLUMN expires_at text COLLATE "C";
+UPDATE ${s}.token_locks l SET expires_at = x.expires_at FROM ${s}.transactions x
+  WHERE x.tenant_id = l.tenant_id AND x.id = l.transaction_id AND x.state = 'open';
+DELETE FROM ${s}.token_locks WHERE expires_at IS NULL;
+ALTER TABLE ${s}.token_locks ALTER COLUMN expires_at SET NOT NULL;
 `,
   },
 ]

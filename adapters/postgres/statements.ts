@@ -93,9 +93,10 @@ export function statements(t: Tables) {
         ON CONFLICT (tenant_id, id) DO UPDATE
         SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc
       )
-      INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id)
-      SELECT $1, token_id, $2 FROM unnest($6::text[]) AS token_id
-      ON CONFLICT (tenant_id, token_id) DO UPDATE SET transaction_id = EXCLUDED.transaction_id`,
+      INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id, expires_at)
+      SELECT $1, token_id, $2, $4 FROM unnest($6::text[]) AS token_id
+      ON CONFLICT (tenant_id, token_id)
+      DO UPDATE SET transaction_id = EXCLUDED.transaction_id, expires_at = EXCLUDED.expires_at`,
 
     /** $1 tenant, $2 id */
     transactionDelete: `WITH released AS (

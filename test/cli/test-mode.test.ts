@@ -185,3 +185,24 @@ describe('tokenvault serve --seed', () => {
     expect(refused.stderr()).toMatch(/--admin-token needs --test-mode/)
   }, 30_000)
 })
+
+describe('TOKENVAULT_TEST_MODE=1', () => {
+  it('turns test mode on from the environment and prints the admin token it generated', async () => {
+    const cli = start(['serve', '--port', '0', '--store', 'memory'], undefined, { TOKENVAULT_TEST_MODE: '1' })
+    const listening = (await cli.line(1)).slice('listening on '.length)
+    await cli.line(3)
+    const printed = cli.lines.find((l) => l.startsWith('admin token: '))
+    expect(printed).toMatch(/^admin token: adm_[A-Za-z0-9_-]{32}$/)
+    const token = printed!.slice('admin token: '.length)
+    const clock = (auth?: string) =>
+      fetch(`${listening}/_test/clock`, auth ? { headers: { authorization: `Bearer ${auth}` } } : {})
+    expect((await clock()).status).toBe(401)
+    const answer = await clock(token)
+    expect(answer.status).toBe(200)
+    expect(Math.abs(Date.parse(((await answer.json()) as { now: string }).now) - Date.now())).toBeLessThan(
+      60_000,
+    )
+    cli.child.kill('SIGTERM')
+    await cli.exited
+  }, 30_000)
+})

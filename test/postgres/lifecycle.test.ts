@@ -114,4 +114,67 @@ describePostgres('postgres store lifecycle', (url) => {
       await store.close()
     }
   })
+
+  it("migrates version 4 lock rows forward: each takes its open transaction's expiry, the rest are dropped", async () => {
+    const s = schema()
+    const q = `"${s}"`
+    // A schema as version 4 left it, holding two open transactions' locks and a stale lock row.
+    await pool.query(`CREATE SCHEMA ${q}`)
+    await pool.query(`CREATE TABLE ${q}.tokenvault_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+    for (const m of MIGRATIONS.filter((m) => m.version <= 4)) {
+      await pool.query(m.sql(q))
+      await pool.query(`INSERT INTO ${q}.tokenvault_migrations (version, name) VALUES ($1, $2)`, [
+        m.version,
+        m.name,
+      ])
+    }
+    const tx = (id: string, expires_at: string, state: string) => ({
+      id,
+      tenant_id: T,
+      created_at: NOW,
+      created_by: 'app',
+      expires_at,
+      state,
+      writes: [],
+      locks: [],
+    })
+    const LATER = '2030-01-01T01:00:00.000Z'
+    for (const t of [tx('live', LATER, 'open'), tx('old', NOW, 'open'), tx('done', LATER, 'committed')]) {
+      await pool.query(
+        `INSERT INTO ${q}.transactions (tenant_id, id, state, expires_at, doc) VALUES ($1, $2, $3, $4, $5)`,
+        [T, t.id, t.state, t.expires_at, JSON.stringify({ ...t, locks: t.state === 'open' ? [t.id] : [] })],
+      )
+    }
+    for (const [tokenId, txId] of [
+      ['a', 'live'],
+      ['b', 'old'],
+      ['c', 'done'],
+    ]) {
+      await pool.query(
+        `INSERT INTO ${q}.token_locks (tenant_id, token_id, transaction_id) VALUES ($1, $2, $3)`,
+        [T, tokenId, txId],
+      )
+    }
+    const store = await postgresStore({ pool, schema: s })
+    try {
+      const { rows } = await pool.query(
+        `SELECT token_id, transaction_id, expires_at FROM ${q}.token_locks ORDER BY token_id`,
+      )
+      expect(rows).toEqual([
+        { token_id: 'a', transaction_id: 'live', expires_at: LATER },
+        { token_id: 'b', transaction_id: 'old', expires_at: NOW },
+      ])
+      const unlocked = async (id: string, now: string) =>
+        (await store.write({ checks: [{ check: 'token.unlocked', tenant_id: T, id, now }], ops: [] })).ok
+      const BEFORE = '2029-12-31T23:59:00.000Z'
+      expect(await unlocked('a', NOW)).toBe(false)
+      expect(await unlocked('a', LATER)).toBe(true)
+      expect(await unlocked('b', BEFORE)).toBe(false)
+      expect(await unlocked('b', NOW)).toBe(true)
+      expect(await unlocked('c', BEFORE)).toBe(true)
+    } finally {
+      await store.close()
+    }
+  })
 })

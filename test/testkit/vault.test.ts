@@ -177,6 +177,36 @@ describe('fixtures', () => {
     await vault.close()
   })
 
+  it('a load that fails part way changes nothing: the tenants it made are gone again', async () => {
+    const vault = await createTestVault()
+    await vault.client().tokens.create({ id: 'mine', type: 'token', data: 'kept' })
+    const before = text(await vault.snapshot())
+    const partly = {
+      tenants: [
+        fixture.tenants[0],
+        {
+          id: 'second',
+          name: 'Second',
+          tokens: [
+            { id: 't', type: 'token', data: 1 },
+            { id: 't', type: 'token', data: 2 },
+          ],
+        },
+      ],
+    }
+    const error = await loadFixture(vault.service, partly).catch((e: unknown) => e)
+    expect(Object.keys((error as ServiceError).issues ?? {})).toEqual(['tenants.1.tokens.1'])
+    expect(text(await vault.snapshot())).toBe(before)
+    await expect(
+      vault.service.connect('key_backend_0123456789abcdefghij').tokens.get('card-1'),
+    ).rejects.toMatchObject({
+      code: 'unauthenticated',
+    })
+    // The same fixture loads once fixed: nothing of the failed load was left to collide with.
+    expect((await loadFixture(vault.service, fixture)).map((t) => t.id)).toEqual(['acme'])
+    await vault.close()
+  })
+
   it.each([
     [{ tenants: [{ name: 'x', tokenz: [] }] }, 'tenants.0.tokenz'],
     [
