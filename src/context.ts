@@ -22,6 +22,12 @@ export interface ServiceOptions {
   /** Wall-clock limit of one formula run (default 10 seconds). */
   reactorTimeoutMs?: number
   /**
+   * How long a request made with an idempotency key holds the key while it runs (default 1 minute):
+   * a repeat meanwhile answers 409; after it (the first presumed lost with its process), a repeat
+   * runs anew.
+   */
+  idempotencyLeaseMs?: number
+  /**
    * The master key that wraps each tenant's data key (token `data` and `mask` are encrypted at rest
    * under the data keys): 32 bytes of key material, or a `KeyProvider` (a KMS, an HSM). Several:
    * the first wraps new data keys, every one unwraps (during a rotation). Required for a persistent
@@ -37,6 +43,7 @@ export interface ResolvedOptions {
   sessionTtlMs: number
   transactionTtlMs: number
   reactorTimeoutMs: number
+  idempotencyLeaseMs: number
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */

@@ -17,6 +17,7 @@ import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js
 import { conflict, invalid, notFound } from './errors.js'
 import { loadFixture } from './fixtures.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
+import { idempotent } from './idempotency.js'
 import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
@@ -73,6 +74,14 @@ function defaultRunner(): FormulaRunner {
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
 type Methods = Record<string, (...args: any[]) => Promise<unknown>>
 
+/** How a client's calls run: each authenticates (`ctx`), then runs through `call`. */
+interface Connection {
+  /** The context of one call: the key is checked on every call. */
+  ctx(): Promise<Ctx>
+  /** Runs one call: `request` names it (operations, method, arguments), for idempotency. */
+  call<T>(ctx: Ctx, request: unknown, run: () => Promise<T>): Promise<T>
+}
+
 /** Records one call in the journal: the operation, the caller (when the key authenticated), the outcome. */
 type Recorder = (
   operation: string,
@@ -92,7 +101,7 @@ const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase(
  */
 function authenticated<T extends Methods>(
   factory: (ctx: Ctx) => T,
-  context: () => Promise<Ctx>,
+  connection: Connection,
   prefix: string,
   record: Recorder,
 ): T {
@@ -103,8 +112,10 @@ function authenticated<T extends Methods>(
     out[name] = async (...args: unknown[]) => {
       let ctx: Ctx | undefined
       try {
-        ctx = await context()
-        const result = await (factory(ctx) as Methods)[name]!(...args)
+        const at = await connection.ctx()
+        ctx = at
+        const run = () => (factory(at) as Methods)[name]!(...args)
+        const result = await connection.call(at, [operation, args], run)
         record(operation, ctx, args, result, null)
         return result
       } catch (error) {
@@ -184,8 +195,14 @@ export interface Admin extends OfficialFormulaAdmin {
 /** A running service over one store. */
 export interface Service {
   admin: Admin
-  /** A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every call. */
-  connect(apiKey: string, options?: { transactionId?: string }): Client
+  /**
+   * A client acting as `apiKey`, enlisted in `transactionId` when given. The key is checked on every
+   * call. With `idempotencyKey`, each call is idempotent for 24 hours (see `idempotent`): a repeat
+   * of the same call by the same application answers the first answer without acting again, a
+   * different call with the key answers `validation_failed`, a repeat while the first runs
+   * `conflict`. (The HTTP adapter passes `<prefix>-IDEMPOTENCY-KEY` on POST, PUT and PATCH only.)
+   */
+  connect(apiKey: string, options?: { transactionId?: string; idempotencyKey?: string }): Client
   /** Whether the store answers (readiness): false while its disk or database can't be reached. */
   ready(): Promise<boolean>
   /**
@@ -213,6 +230,7 @@ export function createService(options: ServiceOptions): Service {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
+    idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   const journal = new Journal(options.journalSize ?? 1000)
@@ -399,10 +417,28 @@ export function createService(options: ServiceOptions): Service {
     admin,
     connect(apiKey, connectOptions = {}) {
       const keyHash = hashApiKey(apiKey)
-      // The key is checked at the same instant the call then runs at.
-      const context = async () => {
-        const at = now()
-        return contextFor(await authenticate(store, at, keyHash), connectOptions.transactionId, at)
+      const { transactionId, idempotencyKey } = connectOptions
+      const context: Connection = {
+        // The key is checked at the same instant the call then runs at.
+        ctx: async () => {
+          const at = now()
+          return contextFor(await authenticate(store, at, keyHash), transactionId, at)
+        },
+        call: (ctx, request, run) =>
+          idempotencyKey === undefined
+            ? run()
+            : idempotent(
+                {
+                  store,
+                  now: ctx.now(),
+                  leaseMs: resolved.idempotencyLeaseMs,
+                  hmac: (tenantId, purpose, value) => keyring.hmac(tenantId, purpose, value),
+                },
+                ctx.principal,
+                idempotencyKey,
+                [request, transactionId ?? null],
+                run,
+              ),
       }
       return {
         tokens: {

@@ -18,6 +18,8 @@ export interface SweepCounts {
   tokens: number
   /** Transactions deleted 24 hours after they ended (commit/rollback then answer 404, not 409). */
   endedTransactions: number
+  /** Idempotency records (kept answers) deleted 24 hours after their first request. */
+  idempotency: number
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -54,6 +56,7 @@ async function drain(
  * - Open transactions past `expires_at` are marked `expired` (ended then).
  * - Tokens past `expires_at` are deleted with their associations, unless an open transaction holds
  *   them (they go once it ends).
+ * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
  * - Transactions are deleted `ENDED_RETENTION_MS` after they ended. A transaction ends at the latest
  *   when it expires, so candidates are listed by `expires_at` up to `now − 24 h + transactionTtlMs`
  *   and each is checked against its own `ended_at`.
@@ -116,5 +119,14 @@ export async function sweepExpired(
     })
     return result.ok
   })
-  return { sessions, applications, transactions, tokens, endedTransactions }
+  const idempotency = await drain(store, 'idempotency', now, batch, async (key) => {
+    const record = await store.getIdempotency(key.tenant_id, key.id)
+    if (!record || record.expires_at > now) return false
+    const result = await store.write({
+      checks: [{ check: 'idempotency.claimed', tenant_id: key.tenant_id, id: key.id, claim: record.claim }],
+      ops: [{ op: 'idempotency.delete', tenant_id: key.tenant_id, id: key.id }],
+    })
+    return result.ok
+  })
+  return { sessions, applications, transactions, tokens, endedTransactions, idempotency }
 }

@@ -26,8 +26,8 @@ export type HttpLogEvent =
 /** Options of `createHttpHandler`. */
 export interface HttpHandlerOptions {
   /**
-   * Prefix of the API key and transaction headers: `<prefix>-API-KEY`, `<prefix>-TRANSACTION-ID`
-   * (case-insensitive). Default `SVC`; `BT` lets the Basis Theory SDKs talk to the handler.
+   * Prefix of the API key, transaction and idempotency headers: `<prefix>-API-KEY`,
+   * `<prefix>-TRANSACTION-ID`, `<prefix>-IDEMPOTENCY-KEY` (case-insensitive). Default `SVC`; `BT` lets the Basis Theory SDKs talk to the handler.
    */
   headerPrefix?: string
   /** Largest accepted request body in bytes (default 1 MiB); a larger one answers 413 unread. */
@@ -105,6 +105,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const prefix = (options.headerPrefix ?? 'SVC').toLowerCase()
   const keyHeader = `${prefix}-api-key`
   const transactionHeader = `${prefix}-transaction-id`
+  const idempotencyHeader = `${prefix}-idempotency-key`
   /** A 401 names how to authenticate (RFC 9110 requires a challenge): the API key header. */
   const challenge = `ApiKey header="${(options.headerPrefix ?? 'SVC').toUpperCase()}-API-KEY"`
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
@@ -127,10 +128,12 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const body = BODY_METHODS.has(method) ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
     const transactionId = incoming.header(transactionHeader)
-    const client = service.connect(
-      incoming.header(keyHeader) ?? '',
-      transactionId === null ? {} : { transactionId },
-    )
+    // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
+    const idempotencyKey = BODY_METHODS.has(method) ? incoming.header(idempotencyHeader) : null
+    const client = service.connect(incoming.header(keyHeader) ?? '', {
+      ...(transactionId === null ? {} : { transactionId }),
+      ...(idempotencyKey === null ? {} : { idempotencyKey }),
+    })
     const result = await route.run(client, params, query, body)
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }

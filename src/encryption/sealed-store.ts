@@ -25,6 +25,9 @@ const isSealed = (value: unknown): value is Sealed =>
 /** The additional authenticated data of a token's sealed fields: its tenant and id. */
 const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
 
+/** The additional authenticated data of an idempotency record's sealed answer: its tenant and id. */
+const answerAad = (r: { tenant_id: string; id: string }) => `tokenvault:idempotency:v1:${r.tenant_id}:${r.id}`
+
 /** The error every unreadable token answers with: it names the token, never its bytes. */
 const unreadable = (id: string) =>
   new ServiceError('unreadable', `the stored data of token ${id} fails its integrity check and can't be read`)
@@ -119,7 +122,8 @@ export class Keyring {
  * (AES-256-GCM under the tenant's data key; tenant id, token id and field name are the additional
  * authenticated data, so a ciphertext moved to another token, field or tenant does not decrypt).
  * Everything else — ids, types, containers, metadata, timestamps — passes through in the clear.
- * Staged writes of transactions are sealed the same way. `dump()` answers records as stored
+ * Staged writes of transactions are sealed the same way, and so are the answers kept for
+ * idempotency keys (they may hold token data). `dump()` answers records as stored
  * (sealed). Legacy plaintext values (written before encryption) read as they are.
  */
 export function sealedStore(inner: Store, keyring: Keyring): Store {
@@ -167,6 +171,12 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
         return { ...op, token: await sealToken(op.token) }
       case 'transaction.put':
         return { ...op, transaction: { ...op.transaction, writes: await sealOps(op.transaction.writes) } }
+      case 'idempotency.put': {
+        const { record } = op
+        if (record.answer === undefined) return op
+        const key = await keyOf(record.tenant_id)
+        return { ...op, record: { ...record, answer: sealValue(key, record.answer, answerAad(record)) } }
+      }
       default:
         return op
     }
@@ -227,6 +237,20 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
       return { ...page, items: await Promise.all(page.items.map(openToken)) }
     },
     getTransaction: async (tenantId, id) => openTransaction(await inner.getTransaction(tenantId, id)),
+    async getIdempotency(tenantId, id) {
+      const record = await inner.getIdempotency(tenantId, id)
+      if (record?.answer === undefined) return record
+      let answer: unknown
+      try {
+        answer = openValue(await keyOf(tenantId), record.answer, answerAad(record))
+      } catch {
+        answer = undefined
+      }
+      if (typeof answer !== 'string') {
+        throw new ServiceError('unreadable', 'a stored idempotent answer fails its integrity check')
+      }
+      return { ...record, answer }
+    },
     async getTenant(id) {
       return inner.getTenant(id)
     },

@@ -244,6 +244,7 @@ describe('sessions', () => {
       transactions: 0,
       tokens: 0,
       endedTransactions: 0,
+      idempotency: 0,
     })
     clock.advance(1)
     expect(await service.admin.sweep()).toEqual({
@@ -252,6 +253,7 @@ describe('sessions', () => {
       transactions: 0,
       tokens: 0,
       endedTransactions: 0,
+      idempotency: 0,
     })
     expect((await store.dump()).sessions).toEqual([])
   })

@@ -193,6 +193,7 @@ describe('transactions', () => {
       transactions: 1,
       tokens: 0,
       endedTransactions: 0,
+      idempotency: 0,
     })
     expect((await failure(client.transactions.rollback(t2.id))).code).toBe('conflict')
   })

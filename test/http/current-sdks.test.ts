@@ -151,3 +151,51 @@ describe('@basis-theory/basis-theory-js 4.x (headerPrefix BT)', () => {
     expect(await failedStatus(bt.reactors.retrieve(reactor.id))).toBe(404)
   })
 })
+
+describe('Idempotency (docs/api/idempotency.mdx) through both SDKs and BT-IDEMPOTENCY-KEY', () => {
+  const tokenBody = { type: 'token' as const, data: { n: 'idempotent' } }
+
+  it('node-sdk: tokens.create with an idempotencyKey twice creates one token; another body with it is a 400', async () => {
+    const bt = vault.node(await vault.key('private', ['token:create', 'token:read']))
+    const first = await bt.tokens.create(tokenBody, { idempotencyKey: 'node-1' })
+    const again = await bt.tokens.create(tokenBody, { idempotencyKey: 'node-1' })
+    expect(again.id).toBe(first.id)
+    const other = await bt.tokens.create(tokenBody, { idempotencyKey: 'node-2' })
+    expect(other.id).not.toBe(first.id)
+    expect(
+      await failedStatus(bt.tokens.create({ ...tokenBody, data: 'x' }, { idempotencyKey: 'node-1' })),
+    ).toBe(400)
+  })
+
+  it('basis-theory-js: tokens.create and reactors.create with an idempotencyKey act once', async () => {
+    const bt = await vault.js(await vault.key('private', ['token:create']))
+    const first = await bt.tokens.create(tokenBody, { idempotencyKey: 'js-1' })
+    expect((await bt.tokens.create(tokenBody, { idempotencyKey: 'js-1' })).id).toBe(first.id)
+    const admin = await vault.js(vault.management)
+    const reactor = { name: 'once', code: ECHO }
+    const r1 = await admin.reactors.create(reactor, { idempotencyKey: 'js-r' })
+    const r2 = await admin.reactors.create(reactor, { idempotencyKey: 'js-r' })
+    expect(r2.id).toBe(r1.id)
+    expect((await admin.reactors.list({ name: 'once' })).data).toHaveLength(1)
+  })
+
+  it('the header replays status and body; on GET and DELETE it is ignored', async () => {
+    const key = await vault.key('private', ['token:create', 'token:read', 'token:delete'])
+    const send = (method: string, path: string, body?: unknown) =>
+      fetch(`${vault.url}${path}`, {
+        method,
+        headers: { 'BT-API-KEY': key, 'BT-IDEMPOTENCY-KEY': 'raw-1', 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+    const first = await send('POST', '/tokens', tokenBody)
+    const again = await send('POST', '/tokens', tokenBody)
+    expect(first.status).toBe(201)
+    expect(again.status).toBe(201)
+    const created = (await first.json()) as { id: string }
+    expect(await again.json()).toEqual(created)
+    // GET and DELETE with the same key are processed as usual.
+    expect((await send('GET', `/tokens/${created.id}`)).status).toBe(200)
+    expect((await send('DELETE', `/tokens/${created.id}`)).status).toBe(204)
+    expect((await send('DELETE', `/tokens/${created.id}`)).status).toBe(404)
+  })
+})

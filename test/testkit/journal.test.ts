@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { VaultEvent } from '../../src/index.js'
 import { createTestVault } from '../../testing/vault.js'
+import { fakeRunner } from '../http/fake-runner.js'
 
 describe('the operation journal', () => {
   it('records each operation with its actor and outcome, in-process and over HTTP, and fires Basis Theory events', async () => {
@@ -76,6 +77,88 @@ describe('the operation journal', () => {
     expect(
       vault.service.journal.query({ since: '2030-01-01T00:00:01.000Z' }).map((e) => e.operation),
     ).toEqual(['token.create'])
+    await vault.close()
+  })
+
+  it('records associations, transactions, formulas, reactors and applications, each with its event', async () => {
+    const vault = await createTestVault({ runner: fakeRunner() })
+    const events: string[] = []
+    vault.service.on('event', (e) => events.push(e.type))
+    const since = vault.service.journal.query().at(-1)!.seq
+    const c = vault.client()
+    const m = vault.client('management')
+    const parent = await c.tokens.create({ type: 'token', data: 1 })
+    const child = await c.tokens.children.create(parent.id, { type: 'token', data: 2 })
+    await c.tokens.children.list(parent.id)
+    await c.tokens.children.unlink(parent.id, child.id)
+    await c.tokens.children.link(parent.id, child.id)
+    const tx = await c.transactions.create()
+    await vault.client('private', { transactionId: tx.id }).tokens.create({ type: 'token', data: 3 })
+    await c.transactions.commit(tx.id)
+    const tx2 = await c.transactions.create()
+    await c.transactions.rollback(tx2.id)
+    const formula = await m.reactorFormulas.create({
+      name: 'f',
+      type: 'private',
+      code: 'module.exports = async () => ({})',
+      configuration: [],
+      request_parameters: [],
+    })
+    const reactor = await m.reactors.create({ name: 'r', formula: { id: formula.id }, configuration: {} })
+    await m.reactors.update(reactor.id, { name: 'r2' })
+    await expect(m.reactors.react(reactor.id, { args: {} })).rejects.toMatchObject({ code: 'forbidden' })
+    await m.reactors.delete(reactor.id)
+    await m.reactorFormulas.delete(formula.id)
+    const app = await m.applications.create({ name: 'x', type: 'public', permissions: ['token:create'] })
+    await m.applications.update(app.id, { name: 'y', permissions: ['token:create'] })
+    await m.applications.delete(app.id)
+    const entries = vault.service.journal.query().filter((e) => e.seq > since)
+    expect(entries.every((e) => e.actor.kind === 'application' && e.tenant_id === vault.tenant.id)).toBe(true)
+    expect(
+      entries.map((e) => `${e.operation}:${e.outcome.ok ? 'ok' : (e.outcome as { code: string }).code}`),
+    ).toEqual([
+      'token.create:ok',
+      'token.child.create:ok',
+      'token.child.list:ok',
+      'token.child.unlink:ok',
+      'token.child.link:ok',
+      'transaction.create:ok',
+      'token.create:ok',
+      'transaction.commit:ok',
+      'transaction.create:ok',
+      'transaction.rollback:ok',
+      'reactor_formula.create:ok',
+      'reactor.create:ok',
+      'reactor.update:ok',
+      'reactor.react:forbidden',
+      'reactor.delete:ok',
+      'reactor_formula.delete:ok',
+      'application.create:ok',
+      'application.update:ok',
+      'application.delete:ok',
+    ])
+    expect(entries.find((e) => e.operation === 'token.child.link')!.ids).toEqual([parent.id])
+    expect(entries.find((e) => e.operation === 'reactor.update')!.actor).toEqual({
+      kind: 'application',
+      id: vault.applications.management.id,
+    })
+    expect(events).toEqual([
+      'token.created',
+      'token.child.created',
+      'transaction.created',
+      'token.created',
+      'transaction.committed',
+      'transaction.created',
+      'transaction.rolled_back',
+      'reactor_formula.created',
+      'reactor.created',
+      'reactor.updated',
+      'reactor.deleted',
+      'reactor_formula.deleted',
+      'application.created',
+      'application.updated',
+      'application.deleted',
+    ])
     await vault.close()
   })
 

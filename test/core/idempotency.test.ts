@@ -1,0 +1,159 @@
+/**
+ * Idempotency as the reference documents it (developers.basistheory.com docs/api/idempotency.mdx):
+ * the first successful answer to a key is kept for 24 hours and every repeat of the same request
+ * answers it without acting again; a failed request keeps nothing; a repeat while the first is
+ * still processing answers 409; the same key with another request answers 400. Driven by the manual
+ * clock; the kept answers are sealed at rest.
+ */
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { createService, manualClock } from '../../src/index.js'
+import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
+import { ALL_TOKEN, failure, setup } from './setup.js'
+
+const body = { type: 'token', data: { secret: 'idem-4242-secret' } }
+
+describe('idempotency (docs/api/idempotency.mdx)', () => {
+  it('a repeat of the same request answers the first answer and acts once; another key acts again', async () => {
+    const { service, full, store } = await setup()
+    const once = service.connect(full.key, { idempotencyKey: 'aa5d3379-6385-4ef4-9fdb-ca1341572153' })
+    const first = await once.tokens.create(body)
+    const again = await once.tokens.create(body)
+    expect(again).toEqual(first)
+    expect((await store.dump()).tokens).toHaveLength(1)
+    const other = await service.connect(full.key, { idempotencyKey: 'another' }).tokens.create(body)
+    expect(other.id).not.toBe(first.id)
+    expect((await store.dump()).tokens).toHaveLength(2)
+  })
+
+  it('the same key with a different request answers 400 and changes nothing', async () => {
+    const { service, full, store } = await setup()
+    const client = service.connect(full.key, { idempotencyKey: 'k1' })
+    await client.tokens.create(body)
+    const before = await store.dump()
+    const error = await failure(client.tokens.create({ ...body, data: 'other' }))
+    expect(error.code).toBe('validation_failed')
+    expect(error.issues).toHaveProperty(['idempotency_key'])
+    // Another operation with the key is another request too.
+    expect((await failure(client.tokens.delete('x'))).code).toBe('validation_failed')
+    expect(await store.dump()).toEqual(before)
+  })
+
+  it('keys are per application: another application with the same key acts on its own', async () => {
+    const { service, full, keyFor, store } = await setup()
+    const other = await keyFor('private', ALL_TOKEN)
+    const a = await service.connect(full.key, { idempotencyKey: 'shared' }).tokens.create(body)
+    const b = await service.connect(other.key, { idempotencyKey: 'shared' }).tokens.create(body)
+    expect(b.id).not.toBe(a.id)
+    expect((await store.dump()).tokens).toHaveLength(2)
+  })
+
+  it('a failed request keeps nothing: a repeat is processed as a new request', async () => {
+    const { service, full } = await setup()
+    const client = service.connect(full.key, { idempotencyKey: 'k2' })
+    const id = '6f1a3c6e-0000-4000-8000-000000000001'
+    const patch = { data: 'changed' }
+    expect((await failure(client.tokens.update(id, patch))).code).toBe('not_found')
+    await full.client.tokens.create({ ...body, id })
+    expect((await client.tokens.update(id, patch)).data).toBe('changed')
+  })
+
+  it('after 24 hours the key is forgotten (the sweep deletes the answer) and a repeat acts again', async () => {
+    const { service, full, store, clock } = await setup()
+    const client = service.connect(full.key, { idempotencyKey: 'k3' })
+    const first = await client.tokens.create(body)
+    clock.advance(24 * 60 * 60 * 1000 - 1)
+    expect((await client.tokens.create(body)).id).toBe(first.id)
+    expect((await service.admin.sweep()).idempotency).toBe(0)
+    clock.advance(1)
+    expect((await service.admin.sweep()).idempotency).toBe(1)
+    expect((await store.dump()).idempotency).toEqual([])
+    const later = await client.tokens.create(body)
+    expect(later.id).not.toBe(first.id)
+  })
+
+  it('a repeat while the first is in flight answers 409; the first then completes and is replayed', async () => {
+    let release: () => void = () => {}
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const runner: FormulaRunner = {
+      check: async () => null,
+      async run(_code, request): Promise<RunOutcome> {
+        await gate
+        return { ok: true, value: { raw: request.args }, logs: [] }
+      },
+      close: async () => {},
+    }
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const service = createService({ store: memoryStore(), clock, runner, idempotencyLeaseMs: 60_000 })
+    const tenant = await service.admin.createTenant({ name: 't' })
+    const mk = (type: 'private' | 'management', permissions: string[]) =>
+      service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
+    const admin = await mk('management', ['reactor:create'])
+    const user = await mk('private', ['token:use'])
+    const reactor = await service.connect(admin.key).reactors.create({ name: 'r', code: 'x' })
+    const client = service.connect(user.key, { idempotencyKey: 'slow' })
+    const first = client.reactors.react(reactor.id, { args: { n: 1 } })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect((await failure(client.reactors.react(reactor.id, { args: { n: 1 } }))).code).toBe('conflict')
+    release()
+    expect((await first).raw).toEqual({ n: 1 })
+    expect((await client.reactors.react(reactor.id, { args: { n: 1 } })).raw).toEqual({ n: 1 })
+    await service.close()
+  })
+
+  it('a pending key whose lease ran out (its request presumed lost) is taken over by a repeat', async () => {
+    let calls = 0
+    const release: (() => void)[] = []
+    const runner: FormulaRunner = {
+      check: async () => null,
+      async run(): Promise<RunOutcome> {
+        calls++
+        if (calls === 1) await new Promise<void>((resolve) => release.push(resolve))
+        return { ok: true, value: { raw: { call: calls } }, logs: [] }
+      },
+      close: async () => {},
+    }
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const service = createService({ store: memoryStore(), clock, runner, idempotencyLeaseMs: 60_000 })
+    const tenant = await service.admin.createTenant({ name: 't' })
+    const admin = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'm',
+      type: 'management',
+      permissions: ['reactor:create'],
+    })
+    const user = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'p',
+      type: 'private',
+      permissions: ['token:use'],
+    })
+    const reactor = await service.connect(admin.key).reactors.create({ name: 'r', code: 'x' })
+    const client = service.connect(user.key, { idempotencyKey: 'lost' })
+    const stuck = client.reactors.react(reactor.id, {})
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    clock.advance(60_000)
+    const taken = await client.reactors.react(reactor.id, {})
+    expect(taken.raw).toEqual({ call: 2 })
+    release[0]!()
+    await stuck
+    // The answer kept is the one of the request that held the key last.
+    expect((await client.reactors.react(reactor.id, {})).raw).toEqual({ call: 2 })
+    await service.close()
+  })
+
+  it('stores neither the key nor the answer in the clear; an over-long key is refused', async () => {
+    const { service, full, store } = await setup()
+    const key = 'visible-idempotency-key-123'
+    const token = await full.client.tokens.create(body)
+    // The kept answer holds the token's data in the clear (this key's reads reveal it).
+    const client = service.connect(full.key, { idempotencyKey: key })
+    expect((await client.tokens.get(token.id)).data).toEqual(body.data)
+    const stored = JSON.stringify((await store.dump()).idempotency)
+    expect(stored).toContain('"state":"done"')
+    expect(stored).not.toContain(key)
+    expect(stored).not.toContain('idem-4242-secret')
+    const long = service.connect(full.key, { idempotencyKey: 'x'.repeat(256) })
+    expect((await failure(long.tokens.create(body))).issues).toHaveProperty(['idempotency_key'])
+  })
+})
