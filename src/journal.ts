@@ -38,7 +38,7 @@ export interface VaultEvent {
   ids: string[]
 }
 
-/** Filters of `journal.query`: all optional; `since` is an ISO time (inclusive). */
+/** Filters of `journal.query`: all optional; `since` is an ISO time in any offset (inclusive; anything else is a `validation_failed` error). */
 export interface JournalQuery {
   tenant?: string
   operation?: string
@@ -137,13 +137,20 @@ export class Journal implements OperationJournal {
   }
 
   query(filter: JournalQuery = {}): JournalEntry[] {
+    // Entries hold ISO times in UTC: a `since` in another offset compares by the instant it names.
+    const since = filter.since === undefined ? undefined : Date.parse(filter.since)
+    if (since !== undefined && Number.isNaN(since))
+      throw new ServiceError('validation_failed', 'since: an ISO time', {
+        issues: { since: ['an ISO time'] },
+      })
+    const from = since === undefined ? undefined : new Date(since).toISOString()
     const out: JournalEntry[] = []
     for (let i = 0; i < this.capacity; i++) {
       const e = this.ring[(this.next + i) % this.capacity]
       if (!e) continue
       if (filter.tenant !== undefined && e.tenant_id !== filter.tenant) continue
       if (filter.operation !== undefined && e.operation !== filter.operation) continue
-      if (filter.since !== undefined && e.at < filter.since) continue
+      if (from !== undefined && e.at < from) continue
       out.push(e)
     }
     return filter.limit === undefined ? out : out.slice(-Math.max(0, filter.limit))

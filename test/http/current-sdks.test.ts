@@ -199,3 +199,25 @@ describe('Idempotency (docs/api/idempotency.mdx) through both SDKs and BT-IDEMPO
     expect((await send('DELETE', `/tokens/${created.id}`)).status).toBe(404)
   })
 })
+
+describe('Tokenize and detokenize (docs/api/tokens/tokenize, detokenize) through the SDKs that offer them', () => {
+  it('node-sdk tokens.tokenize and tokens.detokenize; basis-theory-js tokenize', async () => {
+    const all = ['token:create', 'token:read'] as const
+    const { key } = await vault.service.admin.createApplication({
+      tenantId: vault.tenantId,
+      name: 'reader',
+      type: 'private',
+      permissions: [...all],
+      rules: [
+        { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...all] },
+      ],
+    })
+    const node = vault.node(key)
+    const made = (await node.tokens.tokenize({ type: 'token', data: 'plain' })) as { id: string }
+    expect(made.id).toBeTypeOf('string')
+    expect(await node.tokens.detokenize({ a: `{{ ${made.id} }}` })).toEqual({ a: 'plain' })
+    const js = await vault.js(key)
+    const viaJs = (await js.tokenize({ type: 'token', data: 'other' } as never)) as { id: string }
+    expect(await node.tokens.detokenize({ b: `{{ ${viaJs.id} }}` })).toEqual({ b: 'other' })
+  })
+})

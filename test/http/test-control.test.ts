@@ -69,4 +69,19 @@ describe('testControlHandler', () => {
     expect((await call('POST', 'reset')).status).toBe(204)
     expect(JSON.stringify(await vault.snapshot())).toBe(JSON.stringify(snapshot))
   })
+
+  it('filters the journal by operation and since (any ISO offset), and refuses a since that is no time', async () => {
+    const { vault, call } = await control()
+    await vault.client().tokens.create({ id: 'early', type: 'token', data: 'x' })
+    vault.clock.advance(60_000)
+    await vault.client().tokens.create({ id: 'late', type: 'token', data: 'y' })
+    const since = encodeURIComponent('2030-01-01T01:00:30+01:00') // 00:00:30 UTC
+    const answer = await call('GET', `journal?operation=token.create&since=${since}`)
+    expect(answer.status).toBe(200)
+    const { data } = (await answer.json()) as { data: { ids: string[] }[] }
+    expect(data.map((e) => e.ids)).toEqual([['late']])
+    const refused = await call('GET', 'journal?since=yesterday')
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toMatchObject({ errors: { since: ['an ISO time'] } })
+  })
 })
