@@ -38,6 +38,7 @@ export async function kvStore(kv: KeyValue, key = 'tokenvault'): Promise<Store> 
     getToken: async (t, id) => use().getToken(t, id),
     hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
     listChildren: async (t, p, q) => use().listChildren(t, p, q),
+    listTokens: async (t, q) => use().listTokens(t, q),
     getTransaction: async (t, id) => use().getTransaction(t, id),
     getSessionByNonce: async (t, hash) => use().getSessionByNonce(t, hash),
     getFormula: async (t, id) => use().getFormula(t, id),

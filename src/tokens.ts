@@ -5,9 +5,15 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { detokenize } from './detokenize.js'
 import { conflict, forbidden, invalid, ServiceError } from './errors.js'
-import { createTokenInput, updateTokenInput } from './schemas/token.js'
+import { type Paginated, paginated } from './pagination.js'
+import {
+  createTokenInput,
+  gatherMetadataFilter,
+  listChildrenInput,
+  updateTokenInput,
+} from './schemas/token.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
-import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
+import { enlist, mustReadToken, openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
@@ -98,6 +104,14 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
   return next
 }
 
+/** Throws `forbidden` unless the caller may read some token (the permission, or a rule granting it). */
+function requireAnyRead(ctx: Ctx): void {
+  const { permissions, rules } = ctx.principal
+  if (!permissions.includes('token:read') && !rules?.some((r) => r.permissions.includes('token:read'))) {
+    throw forbidden('missing permission token:read')
+  }
+}
+
 /** Token create, get, update and delete for one caller. */
 export function tokenOperations(ctx: Ctx) {
   return {
@@ -145,12 +159,64 @@ export function tokenOperations(ctx: Ctx) {
       if (input === undefined)
         throw invalid('body', 'is required: any JSON holding {{ <token id> }} expressions')
       // The endpoint is token:read's, whatever the body holds (each token is checked again below).
-      const { permissions, rules } = ctx.principal
-      if (!permissions.includes('token:read') && !rules?.some((r) => r.permissions.includes('token:read'))) {
-        throw forbidden('missing permission token:read')
-      }
+      requireAnyRead(ctx)
       const tx = await openTransaction(ctx)
       return detokenize(ctx, input as Json, { root: 'body', permission: 'token:read', tx })
+    },
+
+    /**
+     * Lists the tenant's tokens the caller may read, ordered by id, each under its read transform;
+     * filters `id` and `type` (lists) and `metadata` (`metadata.<key>=<value>`: exact but for
+     * case, ANDed); `page` and `size`. With the transaction header, the transaction's view.
+     */
+    async list(query: unknown = {}): Promise<Paginated<Token>> {
+      const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
+      requireAnyRead(ctx)
+      const tx = await openTransaction(ctx)
+      const tenant = ctx.principal.tenantId
+      const offset = (q.page - 1) * q.size
+      const show = (token: StoredToken) => {
+        const transform = tokenAccess(ctx.principal, 'token:read', token)
+        return transform === null ? null : applyTransform(token, transform)
+      }
+      const filter = { ids: q.id, types: q.type, now: ctx.now() }
+      if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
+        const page = await ctx.store.listTokens(tenant, { offset, limit: q.size, ...filter })
+        const items = page.items.map(show).filter((t): t is Token => t !== null)
+        return paginated({ items, total: page.total }, q.page, q.size)
+      }
+      // Rules, metadata or a transaction decide per token: read every match, then page.
+      const committed = await ctx.store.listTokens(tenant, {
+        offset: 0,
+        limit: Number.MAX_SAFE_INTEGER,
+        ...filter,
+      })
+      const staged = tx ? tx.writes.flatMap((w) => (w.op === 'token.put' ? [w.token.id] : [])) : []
+      const ids = [...new Set([...committed.items.map((t) => t.id), ...staged])].sort((a, b) =>
+        a < b ? -1 : a > b ? 1 : 0,
+      )
+      const byId = new Map(committed.items.map((t) => [t.id, t]))
+      const wanted = Object.entries(q.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
+      const visible: Token[] = []
+      for (const id of ids) {
+        if (q.id.length && !q.id.includes(id)) continue
+        const token = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
+        if (!token || (q.type.length && !q.type.includes(token.type))) continue
+        if (token.expires_at !== undefined && token.expires_at <= filter.now) continue
+        if (
+          !wanted.every(
+            ([k, v]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === v,
+          )
+        )
+          continue
+        const shown = show(token)
+        if (shown) visible.push(shown)
+      }
+      return paginated(
+        { items: visible.slice(offset, offset + q.size), total: visible.length },
+        q.page,
+        q.size,
+      )
     },
 
     /** Reads a token under the caller's read transform. Expired or absent → not found. */

@@ -320,6 +320,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     getToken: async (t, id) => use().getToken(t, id),
     hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
     listChildren: async (t, p, q) => use().listChildren(t, p, q),
+    listTokens: async (t, q) => use().listTokens(t, q),
     getTransaction: async (t, id) => use().getTransaction(t, id),
     getSessionByNonce: async (t, hash) => use().getSessionByNonce(t, hash),
     getFormula: async (t, id) => use().getFormula(t, id),
@@ -357,6 +358,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         await journal.idle()
         // A compaction writing its snapshot stops at its next slice (its temp file removed).
         await background
+        // A compaction asked for and not begun never will be.
+        requested?.reject(new StoreError('closed', `fileStore: the store at ${dir} is closed`))
+        requested = null
         try {
           await closeFd(journal.descriptor)
         } finally {

@@ -23,6 +23,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['POST', '/tokens', op(201, (c, _p, _q, b) => c.tokens.create(b))],
   ['POST', '/tokenize', op(201, (c, _p, _q, b) => c.tokens.tokenize(b))],
   ['POST', '/detokenize', op(200, (c, _p, _q, b) => c.tokens.detokenize(b))],
+  ['GET', '/tokens', list((c, _p, q) => c.tokens.list(q))],
   ['GET', '/tokens/:id', op(200, (c, [id]) => c.tokens.get(id!))],
   [
     'PATCH',

@@ -25,6 +25,7 @@ export function memoryStore(): Store {
     getToken: async (t, id) => open().getToken(t, id),
     hasAssociation: async (t, p, c) => open().hasAssociation(t, p, c),
     listChildren: async (t, p, q) => open().listChildren(t, p, q),
+    listTokens: async (t, q) => open().listTokens(t, q),
     getTransaction: async (t, id) => open().getTransaction(t, id),
     getSessionByNonce: async (t, hash) => open().getSessionByNonce(t, hash),
     getFormula: async (t, id) => open().getFormula(t, id),

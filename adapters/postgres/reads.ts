@@ -106,6 +106,21 @@ export function reads(t: Tables, query: Query): Reads {
       )
       return (rowCount ?? 0) > 0
     },
+    listTokens: (tenantId, q) => {
+      const values: unknown[] = [tenantId, q.now]
+      let filters = ''
+      if (q.ids?.length) {
+        values.push(q.ids)
+        filters += ` AND id = ANY ($${values.length}::text[])`
+      }
+      if (q.types?.length) {
+        values.push(q.types)
+        filters += ` AND type = ANY ($${values.length}::text[])`
+      }
+      const source = `SELECT id COLLATE "C" AS ord, doc FROM ${t.tokens}
+        WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)${filters}`
+      return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
+    },
     listChildren: (tenantId, parentId, q) => {
       const values: unknown[] = [tenantId, parentId, q.now]
       let filters = ''

@@ -243,6 +243,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     getToken: (tenantId, id) => guard(() => read.getToken(tenantId, id)),
     hasAssociation: (tenantId, p, c) => guard(() => read.hasAssociation(tenantId, p, c)),
     listChildren: (tenantId, p, q) => guard(() => read.listChildren(tenantId, p, q)),
+    listTokens: (tenantId, q) => guard(() => read.listTokens(tenantId, q)),
     getTransaction: (tenantId, id) => guard(() => read.getTransaction(tenantId, id)),
     getSessionByNonce: (tenantId, hash) => guard(() => read.getSessionByNonce(tenantId, hash)),
     getFormula: (tenantId, id) => guard(() => read.getFormula(tenantId, id)),

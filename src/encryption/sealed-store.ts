@@ -232,6 +232,10 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
       const token = await inner.getToken(tenantId, id)
       return token && openToken(token)
     },
+    async listTokens(tenantId, query) {
+      const page = await inner.listTokens(tenantId, query)
+      return { ...page, items: await Promise.all(page.items.map(openToken)) }
+    },
     async listChildren(tenantId, parentId, query) {
       const page = await inner.listChildren(tenantId, parentId, query)
       return { ...page, items: await Promise.all(page.items.map(openToken)) }

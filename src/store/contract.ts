@@ -127,6 +127,17 @@ export interface Store {
     query: Range & { ids?: string[]; types?: string[]; now: string },
   ): Promise<Page<StoredToken>>
 
+  /**
+   * Tokens of a tenant ordered by id (code-point order), skipping tokens whose `expires_at <= now`,
+   * restricted to `ids` and `types` when given (non-empty): plain field filters, as `listChildren`.
+   * SQL: `WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $now) ORDER BY id COLLATE "C"`
+   * over the primary key; DynamoDB: a Query on the tenant's partition; Redis: a sorted set of ids.
+   */
+  listTokens(
+    tenantId: string,
+    query: Range & { ids?: string[]; types?: string[]; now: string },
+  ): Promise<Page<StoredToken>>
+
   getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
 
   getSessionByNonce(tenantId: string, nonceHash: string): Promise<StoredSession | null>

@@ -403,6 +403,26 @@ export class MemoryState {
     return this.children.get(tenantId, parentId)?.has(childId) ?? false
   }
 
+  listTokens(
+    tenantId: string,
+    query: Range & { ids?: string[]; types?: string[]; now: string },
+  ): Page<StoredToken> {
+    const all = this.tokens.of(tenantId)
+    const types = query.types?.length ? new Set(query.types) : null
+    const ids = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : [...all.keys()]
+    ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const items: StoredToken[] = []
+    let total = 0
+    for (const id of ids) {
+      const token = all.get(id)!
+      if (token.expires_at !== undefined && token.expires_at <= query.now) continue
+      if (types && !types.has(token.type)) continue
+      if (total >= query.offset && items.length < query.limit) items.push(copy(token))
+      total++
+    }
+    return { items, total }
+  }
+
   listChildren(
     tenantId: string,
     parentId: string,

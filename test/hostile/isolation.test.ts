@@ -164,6 +164,7 @@ describe('tenant isolation matrix', () => {
       reader: new Set([
         'GET /permissions',
         'POST /detokenize',
+        'GET /tokens',
         'GET /tokens/:id',
         'GET /tokens/:id/children',
         'POST /tokens/:id/children/:child',

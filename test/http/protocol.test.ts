@@ -39,7 +39,7 @@ describe('routing', () => {
   it('answers 405 with Allow for a wrong method on a known path', async () => {
     const { call, keys } = await setup()
     const cases: [string, string, string][] = [
-      ['GET', '/tokens', 'POST'],
+      ['PUT', '/tokens', 'GET, POST'],
       ['PUT', '/tokens/x', 'DELETE, GET, PATCH'],
       ['GET', '/tokens/x/children/y', 'DELETE, POST'],
       ['DELETE', '/tokens/x/children', 'GET, POST'],

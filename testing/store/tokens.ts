@@ -107,6 +107,34 @@ export function tokensTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
+  it("lists a tenant's tokens by id with id and type filters, paging and expiry", async () => {
+    const store = await fresh()
+    await store.write({
+      ops: [
+        put(token('m')),
+        put(token('b', { type: 'card' })),
+        put(token('z', { type: 'card' })),
+        put(token('gone', { expires_at: NOW })),
+        put(token('later', { expires_at: LATER })),
+        put({ ...token('other'), tenant_id: U }),
+      ],
+    })
+    const ids = async (q: { ids?: string[]; types?: string[]; offset?: number; limit?: number }) => {
+      const page = await store.listTokens(T, { offset: 0, limit: 100, now: NOW, ...q })
+      return [page.items.map((t) => t.id), page.total]
+    }
+    expect(await ids({})).toEqual([['b', 'later', 'm', 'z'], 4])
+    expect(await ids({ types: ['card'] })).toEqual([['b', 'z'], 2])
+    expect(await ids({ ids: ['z', 'm', 'nope', 'other'] })).toEqual([['m', 'z'], 2])
+    expect(await ids({ offset: 1, limit: 2 })).toEqual([['later', 'm'], 4])
+    expect((await store.listTokens(U, { offset: 0, limit: 10, now: NOW })).items.map((t) => t.id)).toEqual([
+      'other',
+    ])
+    const got = (await store.listTokens(T, { offset: 0, limit: 1, now: NOW })).items[0]!
+    expect(got).toEqual(token('b', { type: 'card' }))
+    await store.close()
+  })
+
   it('lists children in link order with id and type filters, paging and expiry', async () => {
     const store = await fresh()
     const ops: Op[] = [put(token('p'))]
