@@ -358,6 +358,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         await journal.idle()
         // A compaction writing its snapshot stops at its next slice (its temp file removed).
         await background
+        // A compaction asked for and not begun never will be.
+        requested?.reject(new StoreError('closed', `fileStore: the store at ${dir} is closed`))
+        requested = null
         try {
           await closeFd(journal.descriptor)
         } finally {

@@ -238,6 +238,23 @@ describe('file store compaction beside the calls', () => {
     await again.close()
   })
 
+  it('close stops a compaction under way and answers one asked for meanwhile', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 1e12 })
+    await fill(store, 3000)
+    const first = store.compact().catch((e: Error) => e)
+    const second = store.compact().catch((e: Error) => e)
+    await store.close()
+    // Each is either done or refused as closed: none is left hanging.
+    for (const outcome of await Promise.all([first, second])) {
+      if (outcome !== undefined) expect(outcome).toMatchObject({ code: 'closed' })
+    }
+    expect((await readdir(dir)).filter((n) => n.endsWith('.tmp'))).toEqual([])
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect((await again.dump()).tokens).toHaveLength(3000)
+    await again.close()
+  })
+
   it('tells how far recovery has read, ending at the total', async () => {
     const dir = await tempDir()
     const store = await fileStore({ path: dir, durability: 'none', compactMinBytes: 1e12 })
