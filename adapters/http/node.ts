@@ -41,6 +41,19 @@ function readNodeBody(
   })
 }
 
+/**
+ * The body a framework already read and parsed (`req.body` set by Express's `express.json()` or
+ * assigned from Fastify's `request.body`), as bytes again: JSON for a parsed value, the text or
+ * buffer as is. `undefined` when no framework consumed the body (then the stream is read).
+ */
+function parsedBody(req: IncomingMessage): Uint8Array | null | undefined {
+  const body = (req as IncomingMessage & { body?: unknown }).body
+  if (body === undefined || !req.readableEnded) return undefined
+  if (body instanceof Uint8Array) return body.byteLength === 0 ? null : body
+  if (typeof body === 'string') return body === '' ? null : Buffer.from(body)
+  return Buffer.from(JSON.stringify(body))
+}
+
 /** The exchange view of a node request: no WHATWG objects, no copies of the body. */
 function fromNode(req: IncomingMessage): Incoming {
   return {
@@ -50,7 +63,12 @@ function fromNode(req: IncomingMessage): Incoming {
       const value = req.headers[name]
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
     },
-    readBody: (maxBytes) => readNodeBody(req, maxBytes),
+    readBody(maxBytes) {
+      if (!hasBody(req)) return Promise.resolve(null)
+      const parsed = parsedBody(req)
+      if (parsed === undefined) return readNodeBody(req, maxBytes)
+      return Promise.resolve(parsed !== null && parsed.byteLength > maxBytes ? TOO_LARGE : parsed)
+    },
   }
 }
 
@@ -106,6 +124,8 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
  * made by `createHttpHandler` it skips the WHATWG `Request`/`Response` objects and serves the same
  * exchange straight from the node request; any other handler gets a `Request` streaming the body
  * and its `Response` written back. A request whose body was not read to the end closes its connection.
+ * A body a framework already parsed (`req.body` with the stream consumed: Express's
+ * `express.json()`, or Fastify's `request.body` assigned to `request.raw.body`) is used as given.
  */
 export function toNodeListener(handler: FetchHandler): NodeListener {
   const exchange = exchangeHandlerOf(handler)
