@@ -22,7 +22,7 @@ async function createAndRead(base: string, key: string) {
     body: JSON.stringify({ tpye: 'card', data: 1 }),
   })
   expect(bad.status).toBe(400)
-  expect((await bad.json()).errors).toHaveProperty('type')
+  expect(((await bad.json()) as { errors: unknown }).errors).toHaveProperty('type')
 }
 
 describe('mounted in frameworks', () => {
