@@ -13,7 +13,8 @@ export interface CursorPage<T> {
   data: T[]
 }
 
-const listV2Input = v.strictObject({
+/** The query of `GET /v2/tokens`. */
+export const listV2Input = v.strictObject({
   type: stringList(100),
   container: v.optional(containerPath),
   fingerprint: v.optional(v.pipe(v.string(), v.maxLength(200, 'must be at most 200 characters'))),
