@@ -36,7 +36,7 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     env: 'TOKENVAULT_HEADER_PREFIX',
     default: 'SVC',
     value: 'p',
-    description: 'prefix of the API key and transaction headers (BT for the Basis Theory SDKs)',
+    description: 'prefix of the API key, transaction and idempotency headers (BT for the Basis Theory SDKs)',
   },
   {
     flag: 'cors-origin',

@@ -51,7 +51,7 @@ const DESCRIPTIONS: Record<(typeof PERMISSIONS)[number], string> = {
 const TYPES = ['private', 'public', 'management'] as const satisfies readonly ApplicationType[]
 
 /** Query of the permission catalogue: `application_type` filters by the type that may hold them. */
-const listPermissionsInput = v.strictObject({
+export const listPermissionsInput = v.strictObject({
   application_type: v.optional(v.picklist(TYPES, 'must be private, public or management')),
 })
 

@@ -2,6 +2,7 @@ import type { Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
 import { readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
+import { openApiDocument } from './openapi.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { parseQuery, type Query } from './query.js'
 import type { Match } from './router.js'
@@ -114,6 +115,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const basePath = normalizeBase(options.basePath ?? '')
   const upper = (options.headerPrefix ?? 'SVC').toUpperCase()
   const cors = options.cors ? corsPolicy(options.cors.origins, upper) : null
+  /** The OpenAPI document as JSON text, built on the first request for it. */
+  let openApi: string | undefined
 
   const dispatch = async (
     incoming: Incoming,
@@ -164,6 +167,10 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const serveMeta = async (incoming: Incoming, method: string, path: string, search: string) => {
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/healthz') return json(200, { status: 'ok' })
+      if (path === '/openapi.json') {
+        openApi ??= JSON.stringify(openApiDocument({ basePath, headerPrefix: upper }))
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: openApi }
+      }
       if (path === '/readyz') {
         return (await service.ready())
           ? json(200, { status: 'ready' })

@@ -219,5 +219,8 @@ describe('Tokenize and detokenize (docs/api/tokens/tokenize, detokenize) through
     const js = await vault.js(key)
     const viaJs = (await js.tokenize({ type: 'token', data: 'other' } as never)) as { id: string }
     expect(await node.tokens.detokenize({ b: `{{ ${viaJs.id} }}` })).toEqual({ b: 'other' })
+    // basis-theory-js lists tokens (GET /tokens), filtered by id.
+    const listed = await js.tokens.list({ id: [made.id, viaJs.id] })
+    expect(listed.data.map((t) => t.id).sort()).toEqual([made.id, viaJs.id].sort())
   })
 })

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import type {
   Check,
+  IdempotencyRecord,
   Json,
   Op,
   StoredApplication,
@@ -99,7 +100,7 @@ const session: fc.Arbitrary<StoredSession> = fc.record({
   expires_at: time,
 })
 
-const application: fc.Arbitrary<StoredApplication> = fc.record(
+const singleKeyApplication: fc.Arbitrary<StoredApplication> = fc.record(
   {
     id: fc.constantFrom('a1', 'a2', 'a3'),
     tenant_id: tenant,
@@ -111,6 +112,37 @@ const application: fc.Arbitrary<StoredApplication> = fc.record(
     expires_at: time,
   },
   { requiredKeys: ['id', 'tenant_id', 'name', 'type', 'permissions', 'created_at', 'key_hash'] },
+)
+
+/** Applications holding several keys (or none), beside those of one `key_hash`. */
+const application: fc.Arbitrary<StoredApplication> = fc.oneof(
+  singleKeyApplication,
+  fc
+    .tuple(singleKeyApplication, fc.uniqueArray(fc.constantFrom(...KEY_HASHES), { maxLength: 2 }))
+    .map(([{ key_hash: _one, ...a }, hashes]) => ({
+      ...a,
+      keys: hashes.map((key_hash, i) => ({ id: `key-${i}`, key_hash, created_at: a.created_at })),
+    })),
+)
+
+/** Idempotency record ids. */
+export const IDEMPOTENCY_IDS = ['i1', 'i2']
+
+const idempotencyRecord: fc.Arbitrary<IdempotencyRecord> = fc.record(
+  {
+    tenant_id: tenant,
+    id: fc.constantFrom(...IDEMPOTENCY_IDS),
+    state: fc.constantFrom('pending', 'done'),
+    claim: fc.constantFrom('c1', 'c2'),
+    request: fc.constant('r'),
+    answer: fc.constant('{"id":"x"}'),
+    created_at: time,
+    lease_until: time,
+    expires_at: time,
+  },
+  {
+    requiredKeys: ['tenant_id', 'id', 'state', 'claim', 'request', 'created_at', 'lease_until', 'expires_at'],
+  },
 )
 
 const formula: fc.Arbitrary<StoredFormula> = fc.record({
@@ -156,6 +188,24 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         reactor: { ...r, name: r.id, configuration: { a: 1 }, created_by: 'app' },
       }),
     ),
+  // Reactors with inline code: no formula, named like the formulas (for the name filter).
+  fc
+    .record({
+      id: fc.constantFrom('r1', 'r2', 'r3'),
+      tenant_id: tenant,
+      name: fc.constantFrom(...FORMULA_NAMES),
+      created_at: time,
+    })
+    .map(
+      (r): Op => ({
+        op: 'reactor.put',
+        reactor: { ...r, code: 'x', configuration: {}, created_by: 'app' },
+      }),
+    ),
+  idempotencyRecord.map((record): Op => ({ op: 'idempotency.put', record })),
+  fc
+    .record({ tenant_id: tenant, id: fc.constantFrom(...IDEMPOTENCY_IDS) })
+    .map((r): Op => ({ op: 'idempotency.delete', ...r })),
   fc
     .record({ tenant_id: tenant, id: fc.constantFrom('r1', 'r2') })
     .map((r): Op => ({ op: 'reactor.delete', ...r })),
@@ -182,6 +232,20 @@ export const check: fc.Arbitrary<Check> = fc.oneof(
     check: fc.constantFrom('application.present', 'reactor.present'),
     tenant_id: tenant,
     id: fc.constantFrom('a1', 'r1'),
+  }),
+  application.map(
+    (a): Check => ({ check: 'application.unchanged', tenant_id: a.tenant_id, id: a.id, application: a }),
+  ),
+  fc.record({
+    check: fc.constant('idempotency.absent'),
+    tenant_id: tenant,
+    id: fc.constantFrom(...IDEMPOTENCY_IDS),
+  }),
+  fc.record({
+    check: fc.constant('idempotency.claimed'),
+    tenant_id: tenant,
+    id: fc.constantFrom(...IDEMPOTENCY_IDS),
+    claim: fc.constantFrom('c1', 'c2'),
   }),
 ) as fc.Arbitrary<Check>
 

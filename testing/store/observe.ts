@@ -4,7 +4,7 @@ import type { RecordKey, Store } from '../../src/store/contract.js'
 import type { MemoryState } from '../../src/store/memory-state.js'
 import { sweepExpired } from '../../src/sweep.js'
 import type { Check, Op } from '../../src/types.js'
-import { KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
+import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 
 /** A write batch, or the expiry listing and the core's sweep at `now`. */
 export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
@@ -43,6 +43,11 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
     seen[`formula ${t}`] = await store.getFormula(t, 'f1')
     seen[`apps ${t}`] = await store.listApplications(t, { offset: 0, limit: 10 })
     seen[`reactors ${t}`] = await store.listReactors(t, { offset: 1, limit: 10 })
+    for (const name of filters) {
+      seen[`reactors ${t} ${name}`] = await store.listReactors(t, { offset: 0, limit: 10, name })
+    }
+    seen[`reactors ids ${t}`] = await store.listReactors(t, { offset: 0, limit: 10, ids: ['r3', 'r1'] })
+    for (const id of IDEMPOTENCY_IDS) seen[`idempotency ${t} ${id}`] = await store.getIdempotency(t, id)
   }
   seen['official'] = await store.getFormula(null, 'f1')
   return seen

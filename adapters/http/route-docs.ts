@@ -1,0 +1,218 @@
+import type * as v from 'valibot'
+import {
+  createApplicationInput,
+  listInput as listApplicationsInput,
+  updateApplicationInput,
+} from '../../src/schemas/application.js'
+import { emptyBody } from '../../src/schemas/common.js'
+import { formulaInput, listFormulasInput } from '../../src/schemas/formula.js'
+import {
+  createReactorInput,
+  listReactorsInput,
+  patchReactorInput,
+  reactInput,
+  updateReactorInput,
+} from '../../src/schemas/reactor.js'
+import { authorizeSessionInput } from '../../src/schemas/session.js'
+import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/schemas/token.js'
+import { listPermissionsInput } from '../../src/tenants.js'
+import { type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
+
+/** Any valibot schema. */
+type Schema = v.GenericSchema<unknown, unknown>
+
+/** What the OpenAPI document says of one route of `ROUTES`, beyond its method, path and status. */
+export interface RouteDoc {
+  summary: string
+  tag: string
+  /** The valibot schema the core parses the body with (`null`: any JSON value). */
+  body?: Schema | null
+  /** The valibot schema the core parses the query with. */
+  query?: Schema
+  /** The JSON Schema of the success answer's body; none for answers without a body. */
+  response?: JsonSchema
+}
+
+const anyJson: JsonSchema = {}
+const token = schemaRef('Token')
+
+/**
+ * The documentation of every route, keyed `METHOD /pattern` as in `ROUTES`. The OpenAPI document
+ * is built from `ROUTES` and refuses a route missing here, so the two can't drift apart.
+ */
+export const ROUTE_DOCS: Record<string, RouteDoc> = {
+  'POST /tokens': { tag: 'Tokens', summary: 'Create a token', body: createTokenInput, response: token },
+  'POST /tokenize': {
+    tag: 'Tokens',
+    summary: 'Tokenize: every token body in the request (any JSON shape) becomes a token',
+    body: null,
+    response: schemaRef('TokenTree'),
+  },
+  'POST /detokenize': {
+    tag: 'Tokens',
+    summary: 'Detokenize: `{{ id }}` expressions in the request are replaced by token data',
+    body: null,
+    response: anyJson,
+  },
+  'GET /tokens': {
+    tag: 'Tokens',
+    summary: 'List tokens',
+    query: listChildrenInput,
+    response: pageOf('Token'),
+  },
+  'GET /tokens/:id': { tag: 'Tokens', summary: 'Get a token', response: token },
+  'PATCH /tokens/:id': {
+    tag: 'Tokens',
+    summary: 'Update a token (JSON merge patch)',
+    body: updateTokenInput,
+    response: token,
+  },
+  'DELETE /tokens/:id': { tag: 'Tokens', summary: 'Delete a token and its associations' },
+  'POST /tokens/:id/children/:child': { tag: 'Tokens', summary: 'Associate a child token' },
+  'DELETE /tokens/:id/children/:child': { tag: 'Tokens', summary: 'Remove an association' },
+  'POST /tokens/:id/children': {
+    tag: 'Tokens',
+    summary: 'Create a child token',
+    body: createTokenInput,
+    response: token,
+  },
+  'GET /tokens/:id/children': {
+    tag: 'Tokens',
+    summary: 'List child tokens',
+    query: listChildrenInput,
+    response: pageOf('Token'),
+  },
+
+  'POST /transactions': {
+    tag: 'Transactions',
+    summary: 'Open a transaction',
+    body: emptyBody,
+    response: schemaRef('Transaction'),
+  },
+  'POST /transactions/:id/commit': { tag: 'Transactions', summary: 'Commit a transaction' },
+  'POST /transactions/:id/rollback': { tag: 'Transactions', summary: 'Roll back a transaction' },
+
+  'POST /reactor-formulas': {
+    tag: 'Reactor formulas',
+    summary: 'Create a formula',
+    body: formulaInput,
+    response: schemaRef('ReactorFormula'),
+  },
+  'GET /reactor-formulas': {
+    tag: 'Reactor formulas',
+    summary: 'List formulas',
+    query: listFormulasInput,
+    response: pageOf('ReactorFormula'),
+  },
+  'GET /reactor-formulas/:id': {
+    tag: 'Reactor formulas',
+    summary: 'Get a formula',
+    response: schemaRef('ReactorFormula'),
+  },
+  'PUT /reactor-formulas/:id': {
+    tag: 'Reactor formulas',
+    summary: 'Replace a formula',
+    body: formulaInput,
+    response: schemaRef('ReactorFormula'),
+  },
+  'DELETE /reactor-formulas/:id': { tag: 'Reactor formulas', summary: 'Delete a formula' },
+
+  'POST /reactors': {
+    tag: 'Reactors',
+    summary: 'Create a reactor',
+    body: createReactorInput,
+    response: schemaRef('Reactor'),
+  },
+  'GET /reactors': {
+    tag: 'Reactors',
+    summary: 'List reactors',
+    query: listReactorsInput,
+    response: pageOf('Reactor'),
+  },
+  'GET /reactors/:id': { tag: 'Reactors', summary: 'Get a reactor', response: schemaRef('Reactor') },
+  'PUT /reactors/:id': {
+    tag: 'Reactors',
+    summary: 'Replace a reactor',
+    body: updateReactorInput,
+    response: schemaRef('Reactor'),
+  },
+  'PATCH /reactors/:id': {
+    tag: 'Reactors',
+    summary: 'Update a reactor',
+    body: patchReactorInput,
+    response: schemaRef('Reactor'),
+  },
+  'DELETE /reactors/:id': { tag: 'Reactors', summary: 'Delete a reactor' },
+  'POST /reactors/:id/react': {
+    tag: 'Reactors',
+    summary: 'Run a reactor',
+    body: reactInput,
+    response: schemaRef('ReactResult'),
+  },
+
+  'POST /sessions': {
+    tag: 'Sessions',
+    summary: 'Create a session (public key)',
+    body: emptyBody,
+    response: schemaRef('CreatedSession'),
+  },
+  'POST /sessions/authorize': {
+    tag: 'Sessions',
+    summary: 'Authorize a session (private key)',
+    body: authorizeSessionInput,
+  },
+
+  'POST /applications': {
+    tag: 'Applications',
+    summary: 'Create an application (the answer holds its key, shown once)',
+    body: createApplicationInput,
+    response: schemaRef('Application'),
+  },
+  'GET /applications': {
+    tag: 'Applications',
+    summary: 'List applications',
+    query: listApplicationsInput,
+    response: pageOf('Application'),
+  },
+  'GET /applications/key': {
+    tag: 'Applications',
+    summary: 'The application of the calling key',
+    response: schemaRef('Application'),
+  },
+  'GET /applications/:id': {
+    tag: 'Applications',
+    summary: 'Get an application',
+    response: schemaRef('Application'),
+  },
+  'PUT /applications/:id': {
+    tag: 'Applications',
+    summary: 'Replace an application',
+    body: updateApplicationInput,
+    response: schemaRef('Application'),
+  },
+  'DELETE /applications/:id': { tag: 'Applications', summary: 'Delete an application' },
+  'POST /applications/:id/keys': {
+    tag: 'Applications',
+    summary: 'Create a key (the answer holds it, shown once)',
+    response: schemaRef('ApplicationKey'),
+  },
+  'GET /applications/:id/keys': {
+    tag: 'Applications',
+    summary: "List an application's keys",
+    response: listOf('ApplicationKey'),
+  },
+  'GET /applications/:id/keys/:key': {
+    tag: 'Applications',
+    summary: 'Get a key (without the key itself)',
+    response: schemaRef('ApplicationKey'),
+  },
+  'DELETE /applications/:id/keys/:key': { tag: 'Applications', summary: 'Revoke a key' },
+
+  'GET /tenants/self': { tag: 'Tenants', summary: "The caller's tenant", response: schemaRef('Tenant') },
+  'GET /permissions': {
+    tag: 'Tenants',
+    summary: 'The permission catalogue',
+    query: listPermissionsInput,
+    response: listOf('PermissionInfo'),
+  },
+}
