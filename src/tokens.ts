@@ -5,6 +5,7 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { detokenize } from './detokenize.js'
 import { conflict, forbidden, invalid, ServiceError } from './errors.js'
+import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
 import { type Paginated, paginated } from './pagination.js'
 import {
   createTokenInput,
@@ -217,6 +218,15 @@ export function tokenOperations(ctx: Ctx) {
         q.page,
         q.size,
       )
+    },
+
+    /**
+     * Lists the tenant's tokens the caller may read with cursor pagination (`start`, `size`),
+     * filtered by `type`, `container`, `metadata` (JSON) and `fingerprint`: see `listTokensV2`.
+     */
+    async listV2(query: unknown = {}): Promise<CursorPage<Token>> {
+      requireAnyRead(ctx)
+      return listTokensV2(ctx, query)
     },
 
     /** Reads a token under the caller's read transform. Expired or absent → not found. */

@@ -151,6 +151,13 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
 export const pageOf = (name: string): JsonSchema =>
   record({ pagination: ref('Pagination'), data: { type: 'array', items: ref(name) } })
 
+/** A cursor page of `name`: `{ pagination: { page_size, next? }, data: [...] }`. */
+export const cursorPageOf = (name: string): JsonSchema =>
+  record({
+    pagination: record({ page_size: { type: 'integer', minimum: 1 } }, { next: string }),
+    data: { type: 'array', items: ref(name) },
+  })
+
 /** A plain array of `name`. */
 export const listOf = (name: string): JsonSchema => ({ type: 'array', items: ref(name) })
 

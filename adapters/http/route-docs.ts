@@ -1,4 +1,5 @@
 import type * as v from 'valibot'
+import { listV2Input } from '../../src/list-tokens-v2.js'
 import {
   createApplicationInput,
   listInput as listApplicationsInput,
@@ -16,7 +17,7 @@ import {
 import { authorizeSessionInput } from '../../src/schemas/session.js'
 import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/schemas/token.js'
 import { listPermissionsInput } from '../../src/tenants.js'
-import { type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
+import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 
 /** Any valibot schema. */
 type Schema = v.GenericSchema<unknown, unknown>
@@ -59,6 +60,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'List tokens',
     query: listChildrenInput,
     response: pageOf('Token'),
+  },
+  'GET /v2/tokens': {
+    tag: 'Tokens',
+    summary: "List tokens by cursor (`start` is the previous page's `pagination.next`)",
+    query: listV2Input,
+    response: cursorPageOf('Token'),
   },
   'GET /tokens/:id': { tag: 'Tokens', summary: 'Get a token', response: token },
   'PATCH /tokens/:id': {

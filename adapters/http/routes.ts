@@ -24,6 +24,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['POST', '/tokenize', op(201, (c, _p, _q, b) => c.tokens.tokenize(b))],
   ['POST', '/detokenize', op(200, (c, _p, _q, b) => c.tokens.detokenize(b))],
   ['GET', '/tokens', list((c, _p, q) => c.tokens.list(q))],
+  ['GET', '/v2/tokens', list((c, _p, q) => c.tokens.listV2(q))],
   ['GET', '/tokens/:id', op(200, (c, [id]) => c.tokens.get(id!))],
   [
     'PATCH',

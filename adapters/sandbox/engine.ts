@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync'
@@ -17,6 +18,7 @@ import {
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
+import { PRELUDE } from './prelude.js'
 
 const MIB = 1024 * 1024
 const PAGE = 65_536
@@ -73,7 +75,7 @@ export type RunResult =
   | { ok: false; kind: WorkerFailure; message: string; status?: number }
 
 const NOT_AVAILABLE =
-  'is not available: reactor formulas run without modules, timers, network or I/O (see README, "What a formula can use")'
+  'is not available: reactor formulas run without timers, network, I/O and modules other than the reactor formulas SDK, crypto and util (see README, "What a formula can use")'
 
 /** Globals of the engine that formula code is not given. */
 const REMOVED_GLOBALS = ['SharedArrayBuffer', 'Atomics', 'WebAssembly']
@@ -182,12 +184,15 @@ interface Prepared {
   stringify: QuickJSHandle
   parse: QuickJSHandle
   require: QuickJSHandle
+  /** The prelude's modules, once a run has used them. */
+  modules?: QuickJSHandle
 }
 
 function dispose(prepared: Prepared): void {
   prepared.stringify.dispose()
   prepared.parse.dispose()
   prepared.require.dispose()
+  prepared.modules?.dispose()
   prepared.context.dispose()
   prepared.runtime.dispose()
 }
@@ -207,16 +212,64 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
   prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
-  prepared.require = context.newFunction('require', (id) => {
-    const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
-    return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
-  })
+  installPrelude(prepared)
   for (const name of REFUSED_GLOBALS) {
     const refuse = context.newFunction(name, () => ({ error: context.newError(`${name} ${NOT_AVAILABLE}`) }))
     context.setProp(context.global, name, refuse)
     refuse.dispose()
   }
   return prepared
+}
+
+/** Globals the prelude defines, on first use. */
+const PRELUDE_GLOBALS = ['TextEncoder', 'TextDecoder']
+
+/**
+ * Installs `require` and the `TextEncoder`/`TextDecoder` globals, which evaluate the prelude (the
+ * modules `require` answers) in this context on first use. The prelude gets two host functions,
+ * removed from the global object before it returns: one that answers `n` random bytes as hex text
+ * (`n` checked: an integer 0..65536) and one that throws the clear error for a module not offered.
+ */
+function installPrelude(prepared: Prepared): void {
+  const { context } = prepared
+  const load = (): QuickJSHandle => {
+    if (prepared.modules) return prepared.modules
+    const random = context.newFunction('__randomHex', (n) => {
+      const size = context.typeof(n) === 'number' ? context.getNumber(n) : -1
+      if (!Number.isInteger(size) || size < 0 || size > 65_536)
+        return { error: context.newError('size must be an integer from 0 to 65536') }
+      return context.newString(randomBytes(size).toString('hex'))
+    })
+    const refuse = context.newFunction('__refuse', (id) => {
+      const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
+      return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
+    })
+    context.setProp(context.global, '__randomHex', random)
+    context.setProp(context.global, '__refuse', refuse)
+    random.dispose()
+    refuse.dispose()
+    const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
+    prepared.modules = modules
+    return modules
+  }
+  prepared.require = context.newFunction('require', (id) => {
+    const modules = load()
+    const real = context.getProp(modules, 'require')
+    const result = context.callFunction(real, context.undefined, id)
+    real.dispose()
+    return result.error ? { error: result.error } : result.value
+  })
+  for (const name of PRELUDE_GLOBALS) {
+    context.defineProp(context.global, name, {
+      configurable: true,
+      enumerable: false,
+      get: () => context.getProp(load(), name),
+      set: (value) => {
+        load()
+        context.setProp(context.global, name, value)
+      },
+    })
+  }
 }
 
 /** `console.log` and friends, capturing what a run prints (100 lines of 2000 characters at most). */

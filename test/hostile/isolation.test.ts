@@ -165,6 +165,7 @@ describe('tenant isolation matrix', () => {
         'GET /permissions',
         'POST /detokenize',
         'GET /tokens',
+        'GET /v2/tokens',
         'GET /tokens/:id',
         'GET /tokens/:id/children',
         'POST /tokens/:id/children/:child',

@@ -223,4 +223,25 @@ describe('Tokenize and detokenize (docs/api/tokens/tokenize, detokenize) through
     const listed = await js.tokens.list({ id: [made.id, viaJs.id] })
     expect(listed.data.map((t) => t.id).sort()).toEqual([made.id, viaJs.id].sort())
   })
+
+  it('List Tokens V2 (docs/api/tokens/tokens): node-sdk tokens.listV2 walks every page by cursor', async () => {
+    const { key } = await vault.service.admin.createApplication({
+      tenantId: vault.tenantId,
+      name: 'lister',
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+    })
+    const node = vault.node(key)
+    const made: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const t = await node.tokens.create({ type: 'token', data: `v${i}`, metadata: { batch: 'v2' } })
+      made.push(t.id!)
+    }
+    const page = await node.tokens.listV2({ size: 2, metadata: { batch: 'v2' } })
+    expect(page.data).toHaveLength(2)
+    const seen: string[] = []
+    for await (const token of page) seen.push(token.id!)
+    expect(seen).toEqual([...made].sort())
+    expect(await failedStatus(node.tokens.listV2({ start: 'forged' }))).toBe(400)
+  })
 })

@@ -173,6 +173,8 @@ describe('GET /openapi.json', () => {
     })
     await send('POST', '/tokens/:id/children', '/tokens/card/children', P, { type: 'x', data: 2 })
     await send('GET', '/tokens', '/tokens?metadata.a=b', P)
+    const v2 = await send('GET', '/v2/tokens', '/v2/tokens?size=1', P)
+    expect(v2.pagination.next).toBeTypeOf('string')
     await send('GET', '/tokens/:id', '/tokens/card', P)
     await send('PATCH', '/tokens/:id', '/tokens/card', P, { metadata: { c: 'd' } })
     await send('GET', '/tokens/:id/children', '/tokens/card/children', P)
