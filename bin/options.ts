@@ -80,6 +80,12 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     description: 'a fixture (JSON) loaded at start on an empty store, in any mode',
   },
   {
+    flag: 'tenant',
+    env: 'TOKENVAULT_TENANT',
+    value: 'id',
+    description: "keys create: the tenant the new management key is for (default: the store's only tenant)",
+  },
+  {
     flag: 'log',
     env: 'TOKENVAULT_LOG',
     default: 'text',
@@ -140,9 +146,11 @@ export function usage(): string {
   })
   return [
     'Usage: tokenvault serve [options]',
+    '       tokenvault keys create --store <store> [--tenant <id>] [--management-key <key>]',
     '       tokenvault --version',
     '',
-    'Serves the tokenvault HTTP API. Every option can also come from its environment variable; flags win.',
+    'serve: serves the tokenvault HTTP API. keys create: mints a new management key for an existing store',
+    '(prints it once). Every option can also come from its environment variable; flags win.',
     '',
     'Options:',
     ...lines,

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { createManagementKey } from './keys.js'
 import { loadMasterKey } from './master-key.js'
 import { parseArgsOptions, resolveOptions, usage } from './options.js'
 import { serve } from './serve.js'
@@ -68,8 +69,10 @@ async function main(argv: string[]) {
     'test-mode': resolved['test-mode'] === 'true',
     'admin-token': resolved['admin-token'] as string | undefined,
     seed: resolved['seed'] as string | undefined,
+    tenant: resolved['tenant'] as string | undefined,
   }
-  if (flags.positionals.length !== 1 || flags.positionals[0] !== 'serve') fail('the only command is serve')
+  const command = flags.positionals.join(' ')
+  if (command !== 'serve' && command !== 'keys create') fail('the commands are serve and keys create')
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
   if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
@@ -115,6 +118,16 @@ async function main(argv: string[]) {
     }
     masterKey = loaded.key
     if (loaded.note) process.stderr.write(`tokenvault: ${loaded.note}\n`)
+  }
+  if (command === 'keys create') {
+    const made = await createManagementKey({
+      store: values.store,
+      ...(masterKey ? { masterKey } : {}),
+      ...(values.tenant ? { tenant: values.tenant } : {}),
+      ...(managementKey ? { key: managementKey } : {}),
+    })
+    process.stdout.write(`tenant: ${made.tenantId}\nmanagement key: ${made.key}\n`)
+    return
   }
   const server = await serve({
     port: parsePort(values.port),
