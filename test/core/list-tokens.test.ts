@@ -1,10 +1,8 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { BasisTheory } from '@basis-theory/basis-theory-js'
 import { describe, expect, it } from 'vitest'
-import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import type { ServiceError } from '../../src/index.js'
 import { createTestVault } from '../../testing/vault.js'
+import { withBtSocket } from './bt-socket.js'
 
 // Basis Theory's docs/api/tokens/tokens.md, "List Tokens" (GET /tokens with id, type and metadata filters, page and size).
 describe('list tokens (docs/api/tokens/tokens: List Tokens)', () => {
@@ -88,22 +86,15 @@ describe('list tokens (docs/api/tokens/tokens: List Tokens)', () => {
       pagination: { total_items: 2, page_size: 1 },
       data: [{ id: 'b' }],
     })
-    const server = createServer(
-      toNodeListener(createHttpHandler(vault.service, { headerPrefix: 'BT', log: () => {} })),
-    )
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const port = (server.address() as { port: number }).port
     try {
-      // The SDK checks the host: only `localhost` keeps plain http.
-      const options = { apiBaseUrl: `http://localhost:${port}`, disableTelemetry: true }
-      const bt = await new BasisTheory().init(vault.keys.private, options)
-      const listed = await bt.tokens.list({ type: ['card'] })
-      expect(listed.data.map((t) => t.id)).toEqual(['b', 'c'])
-      expect(listed.pagination).toMatchObject({ totalItems: 2 })
+      await withBtSocket(vault.service, async (url) => {
+        const options = { apiBaseUrl: url, disableTelemetry: true }
+        const bt = await new BasisTheory().init(vault.keys.private, options)
+        const listed = await bt.tokens.list({ type: ['card'] })
+        expect(listed.data.map((t) => t.id)).toEqual(['b', 'c'])
+        expect(listed.pagination).toMatchObject({ totalItems: 2 })
+      })
     } finally {
-      server.closeAllConnections()
-      server.close()
       await vault.close()
     }
   })

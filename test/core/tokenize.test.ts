@@ -1,11 +1,9 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
 import { BasisTheory } from '@basis-theory/basis-theory-js'
 import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import { describe, expect, it } from 'vitest'
-import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { ServiceError, type Token } from '../../src/index.js'
 import { createTestVault } from '../../testing/vault.js'
+import { withBtSocket } from './bt-socket.js'
 
 // Each case follows Basis Theory's docs/api/tokens/tokenize.md (POST /tokenize).
 describe('tokenize (docs/api/tokens/tokenize)', () => {
@@ -142,25 +140,18 @@ describe('tokenize (docs/api/tokens/tokenize)', () => {
       ).status,
     ).toBe(400)
 
-    const server = createServer(
-      toNodeListener(createHttpHandler(vault.service, { headerPrefix: 'BT', log: () => {} })),
-    )
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const port = (server.address() as { port: number }).port
     try {
-      // The SDK checks the host: only `localhost` keeps plain http.
-      const options = { apiBaseUrl: `http://localhost:${port}`, disableTelemetry: true }
-      const bt = await new BasisTheory().init(vault.keys.private, options)
-      const out = (await bt.tokenize({ first_name: 'Jane', card: { type: 'token', data: 'x' } })) as {
-        first_name: string
-        card: { id: string }
-      }
-      expect((await vault.client().tokens.get(out.first_name)).data).toBe('Jane')
-      expect((await vault.client().tokens.get(out.card.id)).data).toBe('x')
+      await withBtSocket(vault.service, async (url) => {
+        const options = { apiBaseUrl: url, disableTelemetry: true }
+        const bt = await new BasisTheory().init(vault.keys.private, options)
+        const out = (await bt.tokenize({ first_name: 'Jane', card: { type: 'token', data: 'x' } })) as {
+          first_name: string
+          card: { id: string }
+        }
+        expect((await vault.client().tokens.get(out.first_name)).data).toBe('Jane')
+        expect((await vault.client().tokens.get(out.card.id)).data).toBe('x')
+      })
     } finally {
-      server.closeAllConnections()
-      server.close()
       await vault.close()
     }
   })
@@ -251,24 +242,18 @@ describe('detokenize (docs/api/tokens/detokenize)', () => {
       ).code,
     ).toBe('validation_failed')
 
-    const server = createServer(
-      toNodeListener(createHttpHandler(vault.service, { headerPrefix: 'BT', log: () => {} })),
-    )
-    server.listen(0, '127.0.0.1')
-    await once(server, 'listening')
-    const port = (server.address() as { port: number }).port
     try {
-      const client = new BasisTheoryClient({
-        apiKey: vault.keys.private,
-        baseUrl: `http://localhost:${port}`,
-        maxRetries: 0,
+      await withBtSocket(vault.service, async (url) => {
+        const client = new BasisTheoryClient({
+          apiKey: vault.keys.private,
+          baseUrl: url,
+          maxRetries: 0,
+        })
+        const tokenized = (await client.tokens.tokenize({ first_name: 'Nia' })) as { first_name: string }
+        const back = await client.tokens.detokenize({ name: `{{ ${tokenized.first_name} }}` })
+        expect(back).toEqual({ name: 'Nia' })
       })
-      const tokenized = (await client.tokens.tokenize({ first_name: 'Nia' })) as { first_name: string }
-      const back = await client.tokens.detokenize({ name: `{{ ${tokenized.first_name} }}` })
-      expect(back).toEqual({ name: 'Nia' })
     } finally {
-      server.closeAllConnections()
-      server.close()
       await vault.close()
     }
   })
