@@ -1,5 +1,5 @@
 import type { Store } from 'tokenvault'
-import { ReferenceModel } from 'tokenvault/testing'
+import { modelReads, ReferenceModel } from 'tokenvault/testing'
 
 /** Any string key-value storage: a browser's localStorage, a Redis client, a file. */
 export interface KeyValue {
@@ -29,25 +29,7 @@ export async function kvStore(kv: KeyValue, key = 'tokenvault'): Promise<Store> 
       await queue
       return result
     },
-    getTenant: async (id) => use().getTenant(id),
-    hasTenants: async () => use().hasTenants(),
-    listTenants: async () => use().listTenants(),
-    findKey: async (hash) => use().findKey(hash),
-    getApplication: async (t, id) => use().getApplication(t, id),
-    listApplications: async (t, range) => use().listApplications(t, range),
-    getToken: async (t, id) => use().getToken(t, id),
-    hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
-    listChildren: async (t, p, q) => use().listChildren(t, p, q),
-    listTokens: async (t, q) => use().listTokens(t, q),
-    getTransaction: async (t, id) => use().getTransaction(t, id),
-    getSessionByNonce: async (t, hash) => use().getSessionByNonce(t, hash),
-    getFormula: async (t, id) => use().getFormula(t, id),
-    listFormulas: async (t, q) => use().listFormulas(t, q),
-    getReactor: async (t, id) => use().getReactor(t, id),
-    listReactors: async (t, q) => use().listReactors(t, q),
-    getIdempotency: async (t, id) => use().getIdempotency(t, id),
-    listExpired: async (q) => use().listExpired(q),
-    dump: async () => use().dump(),
+    ...modelReads(use),
     async close() {
       closed = true
       await queue

@@ -7,6 +7,8 @@
 
 export type { StateRecords as ReferenceRecords } from '../src/store/memory-state.js'
 export { MemoryState as ReferenceModel } from '../src/store/memory-state.js'
+export type { StoreReads } from '../src/store/model-reads.js'
+export { modelReads } from '../src/store/model-reads.js'
 export type { EquivalenceHarness } from './store/equivalence.js'
 export { storeEquivalence } from './store/equivalence.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'

@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
 import type { MemoryState } from '../../src/store/memory-state.js'
+import { modelReads } from '../../src/store/model-reads.js'
 import type { Op } from '../../src/types.js'
 import { cloneJson } from './clone.js'
 import { beginCompaction, type Generation, writeSnapshotJob } from './compact.js'
@@ -311,25 +312,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         return Promise.reject(error)
       }
     },
-    getTenant: async (id) => use().getTenant(id),
-    hasTenants: async () => use().hasTenants(),
-    listTenants: async () => use().listTenants(),
-    findKey: async (hash) => use().findKey(hash),
-    getApplication: async (t, id) => use().getApplication(t, id),
-    listApplications: async (t, range) => use().listApplications(t, range),
-    getToken: async (t, id) => use().getToken(t, id),
-    hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
-    listChildren: async (t, p, q) => use().listChildren(t, p, q),
-    listTokens: async (t, q) => use().listTokens(t, q),
-    getTransaction: async (t, id) => use().getTransaction(t, id),
-    getSessionByNonce: async (t, hash) => use().getSessionByNonce(t, hash),
-    getFormula: async (t, id) => use().getFormula(t, id),
-    listFormulas: async (t, q) => use().listFormulas(t, q),
-    getReactor: async (t, id) => use().getReactor(t, id),
-    listReactors: async (t, q) => use().listReactors(t, q),
-    getIdempotency: async (t, id) => use().getIdempotency(t, id),
-    listExpired: async (query) => use().listExpired(query),
-    dump: async () => use().dump(),
+    ...modelReads(use),
     compact: async () => {
       writable()
       requested ??= new Group()

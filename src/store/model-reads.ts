@@ -1,0 +1,34 @@
+import type { Store } from './contract.js'
+import type { MemoryState } from './memory-state.js'
+
+/** The read side of the store contract: every method but `write` and `close`. */
+export type StoreReads = Omit<Store, 'write' | 'close' | 'persistent'>
+
+/**
+ * Every read of the store contract answered by the state `use()` returns (which may throw, say once
+ * the store is closed): what a store keeping a `MemoryState` in memory (memory, file, a key-value
+ * store) answers reads with. Each call reads `use()` anew, so a store may swap its state.
+ */
+export function modelReads(use: () => MemoryState): StoreReads {
+  return {
+    getTenant: async (id) => use().getTenant(id),
+    hasTenants: async () => use().hasTenants(),
+    listTenants: async () => use().listTenants(),
+    findKey: async (hash) => use().findKey(hash),
+    getApplication: async (t, id) => use().getApplication(t, id),
+    listApplications: async (t, range) => use().listApplications(t, range),
+    getToken: async (t, id) => use().getToken(t, id),
+    hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
+    listChildren: async (t, p, q) => use().listChildren(t, p, q),
+    listTokens: async (t, q) => use().listTokens(t, q),
+    getTransaction: async (t, id) => use().getTransaction(t, id),
+    getSessionByNonce: async (t, hash) => use().getSessionByNonce(t, hash),
+    getFormula: async (t, id) => use().getFormula(t, id),
+    listFormulas: async (t, q) => use().listFormulas(t, q),
+    getReactor: async (t, id) => use().getReactor(t, id),
+    listReactors: async (t, q) => use().listReactors(t, q),
+    getIdempotency: async (t, id) => use().getIdempotency(t, id),
+    listExpired: async (query) => use().listExpired(query),
+    dump: async () => use().dump(),
+  }
+}
