@@ -50,3 +50,14 @@ export async function truncateAll(pool: pg.Pool, schema: string): Promise<void> 
   )
   await pool.query(`TRUNCATE ${rows.map((r) => r.name).join(', ')}`)
 }
+
+/** One JSON call to a CLI server at `base` with the `SVC` key header: its status and parsed body. */
+export async function callJson(base: string, method: string, path: string, key: string, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
+  const text = await response.text()
+  return { status: response.status, body: text ? JSON.parse(text) : undefined }
+}

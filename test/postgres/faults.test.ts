@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
 import { serve } from '../../bin/serve.js'
-import { describePostgres } from './database.js'
+import { callJson, describePostgres } from './database.js'
 
 /**
  * The CLI server over PostgreSQL when the database misbehaves: every backend of the vault
@@ -139,15 +139,8 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
       const management = printed
         .find((l) => l.startsWith('management key: '))!
         .slice('management key: '.length)
-      const call = async (method: string, path: string, key: string, body?: unknown) => {
-        const response = await fetch(`${server.url}${path}`, {
-          method,
-          headers: { 'svc-api-key': key, 'content-type': 'application/json' },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        })
-        const text = await response.text()
-        return { status: response.status, body: text ? JSON.parse(text) : undefined }
-      }
+      const call = (method: string, path: string, key: string, body?: unknown) =>
+        callJson(server.url, method, path, key, body)
       const perms = ['token:create', 'token:read']
       const app = await call('POST', '/applications', management, {
         name: 'load',

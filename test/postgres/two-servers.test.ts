@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
-import { describePostgres } from './database.js'
+import { callJson, describePostgres } from './database.js'
 
 const root = new URL('../../', import.meta.url)
 const children: ChildProcess[] = []
@@ -65,15 +65,7 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
       const two = await serve(dbUrl.toString())
       expect(two.lines.some((l) => l.startsWith('management key: '))).toBe(false)
 
-      const call = async (base: string, method: string, path: string, key: string, body?: unknown) => {
-        const response = await fetch(`${base}${path}`, {
-          method,
-          headers: { 'svc-api-key': key, 'content-type': 'application/json' },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        })
-        const text = await response.text()
-        return { status: response.status, body: text ? JSON.parse(text) : undefined }
-      }
+      const call = callJson
       const perms = ['token:create', 'token:read']
       const priv = await call(one.url, 'POST', '/applications', managementKey!, {
         name: 'srv',
