@@ -260,6 +260,7 @@ export function createService(options: ServiceOptions): Service {
         instant ??= now()
         return instant
       },
+      keyedHash: (purpose, value) => keyring.hmac(principal.tenantId, purpose, value),
     }
   }
 
