@@ -1,10 +1,11 @@
 import { invalid } from './errors.js'
+import { compileTemplate } from './expressions.js'
 import type { Json, StoredToken } from './types.js'
 
 /**
- * Search index expressions, a small subset of the Liquid-based expression language: exactly one
- * `{{ data }}` or `{{ data.<path> }}` reference, then filters among `last4`, `slice: start[, length]`,
- * `replace: 'from'[, 'to']`, `remove: 'text'`, `upcase`, `downcase`.
+ * Search indexes: expressions (`{{ data.number | last4 }}`, see src/expressions.ts) evaluated over
+ * a token's `data` on every write; a `data:<value>` search term matches a token one of whose
+ * indexes rendered exactly `<value>`.
  */
 
 /** Most search indexes on one token. */
@@ -12,83 +13,35 @@ export const MAX_SEARCH_INDEXES = 20
 /** Longest search index expression, in characters. */
 export const MAX_INDEX_EXPRESSION = 500
 
-const WHOLE = /^\s*\{\{\s*(.*?)\s*\}\}\s*$/s
-const PATH = /^data(?:\.[A-Za-z0-9_$-]+)*$/
-const STRING = `'((?:[^'\\\\]|\\\\.)*)'`
-const FILTERS: Record<string, RegExp> = {
-  last4: /^last4$/,
-  upcase: /^upcase$/,
-  downcase: /^downcase$/,
-  slice: /^slice:\s*(-?\d{1,6})(?:\s*,\s*(\d{1,6}))?$/,
-  replace: new RegExp(`^replace:\\s*${STRING}(?:\\s*,\\s*${STRING})?$`),
-  remove: new RegExp(`^remove:\\s*${STRING}$`),
-}
+/** An expression that is one bare reference to `data` or a path in it, without filters. */
+const BARE_REFERENCE = /^\s*\{\{-?\s*(data(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)\s*-?\}\}\s*$/
 
-/** One evaluated search index: its value, and the data path when the expression is a bare reference. */
-export interface IndexValue {
-  value: string
-  /** `data` or `data.<path>` when the expression is `{{ <path> }}` without filters. */
-  path?: string
-}
-
-const unquote = (s: string | undefined) => (s ?? '').replace(/\\(.)/g, '$1')
-
-/**
- * Evaluates one search index expression over the token's `data`. Throws a validation error naming
- * `search_indexes.<i>` when it is malformed or results in nothing (null, empty, an object).
- */
-export function evaluateSearchIndex(expression: string, data: Json, i: number): IndexValue {
-  const field = `search_indexes.${i}`
-  const whole = WHOLE.exec(expression)
-  if (!whole) throw invalid(field, 'must be one {{ data... }} expression')
-  const [ref, ...filters] = whole[1]!.split('|').map((s) => s.trim())
-  if (!ref || !PATH.test(ref)) throw invalid(field, 'must reference data or data.<path>')
-  let value: Json | undefined = data
-  for (const key of ref.split('.').slice(1)) {
-    value =
-      value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, key)
-        ? value[key]
-        : undefined
-  }
-  if (value === undefined || value === null || typeof value === 'object')
-    throw invalid(field, 'must result in a single value, not null, empty or an object')
-  let text = String(value)
-  for (const filter of filters) {
-    const name = /^[a-z0-9]+/.exec(filter)?.[0] ?? ''
-    const m = Object.hasOwn(FILTERS, name) ? FILTERS[name]!.exec(filter) : null
-    if (!m) throw invalid(field, 'uses an unknown filter or malformed filter arguments')
-    if (name === 'last4') text = text.slice(-4)
-    else if (name === 'upcase') text = text.toUpperCase()
-    else if (name === 'downcase') text = text.toLowerCase()
-    else if (name === 'slice') {
-      const start = Number(m[1])
-      const from = start < 0 ? Math.max(text.length + start, 0) : start
-      text = text.slice(from, from + (m[2] === undefined ? 1 : Number(m[2])))
-    } else if (name === 'replace') text = text.split(unquote(m[1])).join(unquote(m[2]))
-    else if (name === 'remove') text = text.split(unquote(m[1])).join('')
-  }
-  if (!text) throw invalid(field, 'must result in a single value, not null, empty or an object')
-  return filters.length ? { value: text } : { value: text, path: ref }
+/** What a term `path:value` hashes (and what the indexes are hashed from). */
+export function indexKey(path: string, value: string): string {
+  return `${path}\u0000${value}`
 }
 
 /**
  * The strings a token's search indexes are hashed from: `data\0<value>` for every index (what a
  * `data:<value>` term hashes), and `<path>\0<value>` for a bare `{{ data.<path> }}` index (what a
- * `data.<path>:<value>` term hashes). Duplicates dropped.
+ * `data.<path>:<value>` term hashes). Duplicates dropped. An expression that renders to nothing
+ * (null, empty) is a validation error naming `search_indexes.<i>`.
  */
 export function searchIndexValues(expressions: readonly string[], data: Json): string[] {
   const out = new Set<string>()
   expressions.forEach((expression, i) => {
-    const { value, path } = evaluateSearchIndex(expression, data, i)
+    const field = `search_indexes.${i}`
+    const template = compileTemplate(expression, field)
+    const whole = template.evaluate({ data })
+    if (whole !== null && typeof whole === 'object')
+      throw invalid(field, 'must result in a single value, not an object or an array')
+    const value = template.render({ data })
+    if (value === null || value === '') throw invalid(field, 'must result in a value, not null or empty')
     out.add(indexKey('data', value))
+    const path = BARE_REFERENCE.exec(expression)?.[1]
     if (path && path !== 'data') out.add(indexKey(path, value))
   })
   return [...out]
-}
-
-/** What a term `path:value` hashes (and what the indexes were hashed from). */
-export function indexKey(path: string, value: string): string {
-  return `${path}\u0000${value}`
 }
 
 /**

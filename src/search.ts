@@ -66,7 +66,7 @@ async function compile(ctx: Ctx, node: QueryNode): Promise<Compiled> {
       return node
     case 'term':
       if (node.field.kind === 'data' && node.value.kind === 'exact') {
-        const hash = await ctx.keyedHash(SEARCH_INDEX_PURPOSE, indexKey(node.field.path, node.value.text))
+        const hash = await ctx.hmac(SEARCH_INDEX_PURPOSE, indexKey(node.field.path, node.value.text))
         return { ...node, hash }
       }
       return node
