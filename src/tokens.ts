@@ -13,6 +13,8 @@ import {
   listChildrenInput,
   updateTokenInput,
 } from './schemas/token.js'
+import { searchTokensV1, searchTokensV2 } from './search.js'
+import { withSearchIndexes } from './search-expressions.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
@@ -21,10 +23,13 @@ import { parse } from './validate.js'
 /** Containers a token gets when none are given. */
 export const DEFAULT_CONTAINERS = ['/general/high/']
 
-/** The caller's view of a token it just wrote: under its read transform, or without `data`. */
-export function shownToCaller(ctx: Ctx, token: StoredToken): Token {
-  const transform = tokenAccess(ctx.principal, 'token:read', token)
-  return transform ? applyTransform(token, transform) : withoutData(token)
+/**
+ * The caller's view of a token it just wrote (create, tokenize, update answers): `data` under the
+ * implicit transform of `token:create`, `mask` — the token's mask, or no `data` when it has none —
+ * whatever the caller may read, as Basis Theory answers them.
+ */
+export function shownToCaller(token: StoredToken): Token {
+  return applyTransform(token, 'mask')
 }
 
 function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
@@ -48,7 +53,7 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
     created_at: ctx.now(),
   }
   requireTokenAccess(ctx.principal, 'token:create', token)
-  return token
+  return withSearchIndexes(token, body.search_indexes)
 }
 
 /**
@@ -102,7 +107,19 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
   }
   if (next.data === null) throw invalid('data', 'is required')
-  return next
+  const { search_indexes: indexes, search_index_values: _v, search_index_hashes: hashes, ...rest } = next
+  if (patch.search_indexes === undefined && patch.data === undefined) {
+    // Neither the expressions nor the data changed: the stored hashes still hold.
+    return {
+      ...rest,
+      ...(indexes ? { search_indexes: indexes } : {}),
+      ...(hashes ? { search_index_hashes: hashes } : {}),
+    }
+  }
+  return withSearchIndexes(
+    rest,
+    patch.search_indexes === undefined ? indexes : (patch.search_indexes ?? undefined),
+  )
 }
 
 /** Throws `forbidden` unless the caller may read some token (the permission, or a rule granting it). */
@@ -124,7 +141,7 @@ export function tokenOperations(ctx: Ctx) {
         ops: [{ op: 'token.put', token }],
         locks: [token.id],
       }))
-      return shownToCaller(ctx, token)
+      return shownToCaller(token)
     },
 
     /**
@@ -147,7 +164,7 @@ export function tokenOperations(ctx: Ctx) {
           locks: tokens.map((t) => t.id),
         }))
       }
-      return answer((token) => shownToCaller(ctx, token))
+      return answer((token) => shownToCaller(token))
     },
 
     /**
@@ -229,6 +246,22 @@ export function tokenOperations(ctx: Ctx) {
       return listTokensV2(ctx, query)
     },
 
+    /**
+     * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
+     * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
+     */
+    async search(input: unknown = {}): Promise<Paginated<Token>> {
+      return searchTokensV1(ctx, input)
+    },
+
+    /**
+     * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
+     * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
+     */
+    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+      return searchTokensV2(ctx, input)
+    },
+
     /** Reads a token under the caller's read transform. Expired or absent → not found. */
     async get(id: string): Promise<Token> {
       const tx = await openTransaction(ctx)
@@ -260,7 +293,7 @@ export function tokenOperations(ctx: Ctx) {
           ops: [{ op: 'token.put', token: next }],
           locks: [id],
         })
-        if (result.ok) return shownToCaller(ctx, next)
+        if (result.ok) return shownToCaller(next)
         const retry =
           result.failed.check === 'token.unchanged' || result.failed.check === 'transaction.unchanged'
         if (!retry || attempt >= MAX_UPDATE_ATTEMPTS) throw checkFailure(result.failed)

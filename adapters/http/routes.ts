@@ -25,6 +25,9 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['POST', '/detokenize', op(200, (c, _p, _q, b) => c.tokens.detokenize(b))],
   ['GET', '/tokens', list((c, _p, q) => c.tokens.list(q))],
   ['GET', '/v2/tokens', list((c, _p, q) => c.tokens.listV2(q))],
+  // Literal segments win over parameters: `/tokens/search` is the search, never a token id.
+  ['POST', '/tokens/search', op(200, (c, _p, _q, b) => c.tokens.search(b))],
+  ['POST', '/v2/tokens/search', op(200, (c, _p, _q, b) => c.tokens.searchV2(b))],
   ['GET', '/tokens/:id', op(200, (c, [id]) => c.tokens.get(id!))],
   [
     'PATCH',
@@ -64,6 +67,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/applications/:id', op(200, (c, [id]) => c.applications.get(id!))],
   ['PUT', '/applications/:id', op(200, (c, [id], _q, b) => c.applications.update(id!, b))],
   ['DELETE', '/applications/:id', op(204, (c, [id]) => c.applications.delete(id!))],
+  ['POST', '/applications/:id/regenerate', op(200, (c, [id]) => c.applications.regenerateKey(id!))],
   ['POST', '/applications/:id/keys', op(201, (c, [id]) => c.applicationKeys.create(id!))],
   ['GET', '/applications/:id/keys', op(200, (c, [id]) => c.applicationKeys.list(id!))],
   ['GET', '/applications/:id/keys/:key', op(200, (c, [id, k]) => c.applicationKeys.get(id!, k!))],

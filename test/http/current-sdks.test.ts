@@ -119,6 +119,29 @@ describe('@basis-theory/basis-theory-js 4.x (headerPrefix BT)', () => {
     expect(await failedStatus(bt.applicationKeys.getById(app.id, created.id!))).toBe(404)
   })
 
+  it('Regenerate API Key (docs/api/applications/applications#regenerate-api-key): a new key acts as the application, every old one stops at once', async () => {
+    const bt = await vault.js(vault.management)
+    const app = await bt.applications.create({
+      name: 'rotating',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    const extra = await bt.applicationKeys.create(app.id)
+    const regenerated = await bt.applications.regenerateKey(app.id)
+    expect(regenerated).toMatchObject({ id: app.id, name: 'rotating', permissions: ['token:read'] })
+    expect(regenerated.key).toMatch(/^key_/)
+    expect(regenerated.key).not.toBe(app.key)
+    expect(await failedStatus(vault.node(regenerated.key!).tokens.get('missing'))).toBe(404)
+    expect(await failedStatus(vault.node(app.key!).tokens.get('missing'))).toBe(401)
+    expect(await failedStatus(vault.node(extra.key!).tokens.get('missing'))).toBe(401)
+    expect(await bt.applicationKeys.get(app.id)).toHaveLength(1)
+    const reader = await vault.key('private', ['token:read'])
+    expect(await failedStatus((await vault.js(reader)).applications.regenerateKey(app.id))).toBe(403)
+    expect(await failedStatus(bt.applications.regenerateKey('00000000-0000-4000-8000-000000000000'))).toBe(
+      404,
+    )
+  })
+
   it('Get an Application by Key and Get a Tenant (docs/api/applications/applications, docs/api/tenants/tenants)', async () => {
     const bt = await vault.js(vault.management)
     expect((await bt.applications.retrieveByKey()).type).toBe('management')
@@ -243,5 +266,44 @@ describe('Tokenize and detokenize (docs/api/tokens/tokenize, detokenize) through
     for await (const token of page) seen.push(token.id!)
     expect(seen).toEqual([...made].sort())
     expect(await failedStatus(node.tokens.listV2({ start: 'forged' }))).toBe(400)
+  })
+})
+
+describe('Search Tokens (docs/api/tokens/search, searchV2) through both SDKs', () => {
+  it('node-sdk tokens.searchV2 walks pages by cursor; basis-theory-js tokens.search pages; data matches search_indexes', async () => {
+    const key = await vault.key('private', ['token:create', 'token:read', 'token:search'])
+    const node = vault.node(key)
+    const made: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const t = await node.tokens.create({
+        type: 'token',
+        data: { number: `424242424242${1000 + i}` },
+        metadata: { batch: 'search' },
+        searchIndexes: ['{{ data.number }}', '{{ data.number | last4 }}'],
+      })
+      expect(t.searchIndexes).toEqual(['{{ data.number }}', '{{ data.number | last4 }}'])
+      made.push(t.id!)
+    }
+    const page = await node.tokens.searchV2({ query: 'metadata.batch:SEARCH', size: 2 })
+    expect(page.data).toHaveLength(2)
+    const seen: string[] = []
+    for await (const token of page) seen.push(token.id!)
+    expect(seen).toEqual([...made].sort())
+    const byLast4 = await node.tokens.searchV2({ query: 'data:1003' })
+    expect(byLast4.data.map((t) => t.id)).toEqual([made[3]])
+    expect(await failedStatus(node.tokens.searchV2({ query: 'metadata.batch:search AND' }))).toBe(400)
+    expect(await failedStatus(node.tokens.searchV2({ query: 'secret:1' }))).toBe(400)
+
+    const js = await vault.js(key)
+    const first = await js.tokens.search({ query: 'metadata.batch:search', page: 1, size: 3 })
+    expect(first.pagination).toMatchObject({ totalItems: 5, pageNumber: 1, pageSize: 3, totalPages: 2 })
+    const second = await js.tokens.search({ query: 'metadata.batch:search', page: 2, size: 3 })
+    expect([...first.data, ...second.data].map((t) => t.id)).toEqual([...made].sort())
+    const full = await js.tokens.search({ query: 'data:4242424242421004' })
+    expect(full.data.map((t) => t.id)).toEqual([made[4]])
+
+    const reader = await vault.key('private', ['token:read'])
+    expect(await failedStatus(vault.node(reader).tokens.searchV2({ query: '' }))).toBe(403)
+    expect(await failedStatus((await vault.js(reader)).tokens.search({ query: '' }))).toBe(403)
   })
 })
