@@ -91,30 +91,95 @@ type Recorder = (
   error: unknown,
 ) => void
 
-/** `createChild` → `create_child`: method names as journal operation names. */
-const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+/** How the methods of an area are journaled: method name → operation name. Every method, nothing else. */
+type OperationNames<T> = { readonly [K in keyof T]-?: `${string}.${string}` }
+
+/**
+ * The operation names of the client's methods, area by area (the journal's `operation`). Each
+ * table is checked against its area's methods: a method missing from it, or a name that is no
+ * method, fails to compile.
+ */
+const OPERATIONS = {
+  tokens: {
+    create: 'token.create',
+    tokenize: 'token.tokenize',
+    detokenize: 'token.detokenize',
+    list: 'token.list',
+    listV2: 'token.list_v2',
+    get: 'token.get',
+    update: 'token.update',
+    delete: 'token.delete',
+  } satisfies OperationNames<ReturnType<typeof tokenOperations>>,
+  children: {
+    link: 'token.child.link',
+    unlink: 'token.child.unlink',
+    create: 'token.child.create',
+    list: 'token.child.list',
+  } satisfies OperationNames<ReturnType<typeof childOperations>>,
+  transactions: {
+    create: 'transaction.create',
+    commit: 'transaction.commit',
+    rollback: 'transaction.rollback',
+  } satisfies OperationNames<ReturnType<typeof transactionOperations>>,
+  sessions: {
+    create: 'session.create',
+    authorize: 'session.authorize',
+  } satisfies OperationNames<ReturnType<typeof sessionOperations>>,
+  applications: {
+    create: 'application.create',
+    list: 'application.list',
+    get: 'application.get',
+    getByKey: 'application.get_by_key',
+    update: 'application.update',
+    regenerateKey: 'application.regenerate_key',
+    delete: 'application.delete',
+  } satisfies OperationNames<ReturnType<typeof applicationOperations>>,
+  reactorFormulas: {
+    create: 'reactor_formula.create',
+    list: 'reactor_formula.list',
+    get: 'reactor_formula.get',
+    update: 'reactor_formula.update',
+    delete: 'reactor_formula.delete',
+  } satisfies OperationNames<ReturnType<typeof formulaOperations>>,
+  reactors: {
+    create: 'reactor.create',
+    list: 'reactor.list',
+    get: 'reactor.get',
+    update: 'reactor.update',
+    patch: 'reactor.patch',
+    delete: 'reactor.delete',
+    react: 'reactor.react',
+  } satisfies OperationNames<ReturnType<typeof reactorOperations>>,
+  applicationKeys: {
+    create: 'application_key.create',
+    list: 'application_key.list',
+    get: 'application_key.get',
+    delete: 'application_key.delete',
+  } satisfies OperationNames<ReturnType<typeof applicationKeyOperations>>,
+  tenants: { self: 'tenant.self' } satisfies OperationNames<ReturnType<typeof tenantOperations>>,
+  permissions: { list: 'permission.list' } satisfies OperationNames<ReturnType<typeof permissionOperations>>,
+}
 
 /**
  * Turns an operations factory into methods that first authenticate the key (on every call), so a
- * deleted application or an expired session stops working at once; each call is journaled as
- * `<prefix>.<method>` (`token.create`, `session.authorize`).
+ * deleted application or an expired session stops working at once; each call is journaled under
+ * its name in `operations` (`token.create`, `session.authorize`). The factory runs once per call,
+ * with that call's context.
  */
 function authenticated<T extends Methods>(
   factory: (ctx: Ctx) => T,
+  operations: OperationNames<T>,
   connection: Connection,
-  prefix: string,
   record: Recorder,
 ): T {
-  const names = Object.keys(factory(undefined as unknown as Ctx))
   const out: Methods = {}
-  for (const name of names) {
-    const operation = `${prefix}.${snake(name)}`
+  for (const [name, operation] of Object.entries(operations) as [keyof T & string, string][]) {
     out[name] = async (...args: unknown[]) => {
       let ctx: Ctx | undefined
       try {
         const at = await connection.ctx()
         ctx = at
-        const run = () => (factory(at) as Methods)[name]!(...args)
+        const run = () => factory(at)[name]!(...args)
         const result = await connection.call(at, [operation, args], run)
         record(operation, ctx, args, result, null)
         return result
@@ -442,17 +507,17 @@ export function createService(options: ServiceOptions): Service {
       }
       return {
         tokens: {
-          ...authenticated(tokenOperations, context, 'token', record),
-          children: authenticated(childOperations, context, 'token.child', record),
+          ...authenticated(tokenOperations, OPERATIONS.tokens, context, record),
+          children: authenticated(childOperations, OPERATIONS.children, context, record),
         },
-        transactions: authenticated(transactionOperations, context, 'transaction', record),
-        sessions: authenticated(sessionOperations, context, 'session', record),
-        applications: authenticated(applicationOperations, context, 'application', record),
-        reactorFormulas: authenticated(formulaOperations, context, 'reactor_formula', record),
-        reactors: authenticated(reactorOperations, context, 'reactor', record),
-        applicationKeys: authenticated(applicationKeyOperations, context, 'application_key', record),
-        tenants: authenticated(tenantOperations, context, 'tenant', record),
-        permissions: authenticated(permissionOperations, context, 'permission', record),
+        transactions: authenticated(transactionOperations, OPERATIONS.transactions, context, record),
+        sessions: authenticated(sessionOperations, OPERATIONS.sessions, context, record),
+        applications: authenticated(applicationOperations, OPERATIONS.applications, context, record),
+        reactorFormulas: authenticated(formulaOperations, OPERATIONS.reactorFormulas, context, record),
+        reactors: authenticated(reactorOperations, OPERATIONS.reactors, context, record),
+        applicationKeys: authenticated(applicationKeyOperations, OPERATIONS.applicationKeys, context, record),
+        tenants: authenticated(tenantOperations, OPERATIONS.tenants, context, record),
+        permissions: authenticated(permissionOperations, OPERATIONS.permissions, context, record),
       }
     },
     journal,

@@ -162,6 +162,74 @@ describe('the operation journal', () => {
     await vault.close()
   })
 
+  it('journals every method of the client under its operation name', async () => {
+    const vault = await createTestVault()
+    const since = vault.service.journal.query().at(-1)!.seq
+    const client = vault.service.connect('key_not_a_real_key_000000000000')
+    // Every call fails to authenticate, and each is journaled under its operation's name.
+    const calls: string[] = []
+    const callAll = async (area: object, path: string) => {
+      for (const [name, member] of Object.entries(area)) {
+        if (typeof member !== 'function') {
+          await callAll(member, `${path}${name}.`)
+          continue
+        }
+        calls.push(`${path}${name}`)
+        await expect(member('a', 'b')).rejects.toMatchObject({ code: 'unauthenticated' })
+      }
+    }
+    await callAll(client, '')
+    const operations = vault.service.journal
+      .query()
+      .filter((e) => e.seq > since)
+      .map((e) => e.operation)
+    expect(Object.fromEntries(calls.map((call, i) => [call, operations[i]]))).toEqual({
+      'tokens.create': 'token.create',
+      'tokens.tokenize': 'token.tokenize',
+      'tokens.detokenize': 'token.detokenize',
+      'tokens.list': 'token.list',
+      'tokens.listV2': 'token.list_v2',
+      'tokens.get': 'token.get',
+      'tokens.update': 'token.update',
+      'tokens.delete': 'token.delete',
+      'tokens.children.link': 'token.child.link',
+      'tokens.children.unlink': 'token.child.unlink',
+      'tokens.children.create': 'token.child.create',
+      'tokens.children.list': 'token.child.list',
+      'transactions.create': 'transaction.create',
+      'transactions.commit': 'transaction.commit',
+      'transactions.rollback': 'transaction.rollback',
+      'sessions.create': 'session.create',
+      'sessions.authorize': 'session.authorize',
+      'applications.create': 'application.create',
+      'applications.list': 'application.list',
+      'applications.get': 'application.get',
+      'applications.getByKey': 'application.get_by_key',
+      'applications.update': 'application.update',
+      'applications.delete': 'application.delete',
+      'reactorFormulas.create': 'reactor_formula.create',
+      'reactorFormulas.list': 'reactor_formula.list',
+      'reactorFormulas.get': 'reactor_formula.get',
+      'reactorFormulas.update': 'reactor_formula.update',
+      'reactorFormulas.delete': 'reactor_formula.delete',
+      'reactors.create': 'reactor.create',
+      'reactors.list': 'reactor.list',
+      'reactors.get': 'reactor.get',
+      'reactors.update': 'reactor.update',
+      'reactors.patch': 'reactor.patch',
+      'reactors.delete': 'reactor.delete',
+      'reactors.react': 'reactor.react',
+      'applicationKeys.create': 'application_key.create',
+      'applicationKeys.list': 'application_key.list',
+      'applicationKeys.get': 'application_key.get',
+      'applicationKeys.delete': 'application_key.delete',
+      'tenants.self': 'tenant.self',
+      'permissions.list': 'permission.list',
+    })
+    expect(operations).toHaveLength(calls.length)
+    await vault.close()
+  })
+
   it('holds no token data, key, nonce or session key', async () => {
     const vault = await createTestVault()
     const secret = 'PLANTED-SECRET-4242424242424242'
