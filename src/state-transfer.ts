@@ -232,7 +232,17 @@ export async function restoreSnapshot(
       (token): Op => ({ op: 'token.put', token: withSearchIndexes(token, token.search_indexes) }),
     ),
     ...r.associations.map((association): Op => ({ op: 'association.put', association })),
-    ...r.transactions.map((transaction: StoredTransaction): Op => ({ op: 'transaction.put', transaction })),
+    ...r.transactions.map(
+      (transaction: StoredTransaction): Op => ({
+        op: 'transaction.put',
+        transaction: {
+          ...transaction,
+          writes: transaction.writes.map((w) =>
+            w.op === 'token.put' ? { ...w, token: withSearchIndexes(w.token, w.token.search_indexes) } : w,
+          ),
+        },
+      }),
+    ),
     ...lockPuts(r.transactions),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
   ])
