@@ -55,7 +55,6 @@ export const createTokenInput = v.strictObject({
   mask: v.optional(json),
   expires_at: v.optional(isoDateTime),
 })
-export type CreateTokenInput = v.InferInput<typeof createTokenInput>
 
 /** Body of token update, a JSON merge patch: `null` removes a field (data can't be removed). */
 export const updateTokenInput = v.strictObject({
@@ -78,7 +77,6 @@ export const updateTokenInput = v.strictObject({
   mask: v.optional(json),
   expires_at: v.optional(v.nullable(isoDateTime)),
 })
-export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
 
 /** Query of list children: filters `id`, `type` and `metadata` (key → value), and paging. */
 export const listChildrenInput = v.strictObject({
@@ -126,4 +124,3 @@ export function gatherMetadataFilter(query: unknown): unknown {
   }
   return out
 }
-export type ListChildrenInput = v.InferInput<typeof listChildrenInput>
