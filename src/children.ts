@@ -4,7 +4,7 @@ import { conflict, invalid, notFound } from './errors.js'
 import type { CreateTokenInput, ListChildrenQuery } from './inputs.js'
 import { type Paginated, paginated } from './pagination.js'
 import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
-import { creationChecks, newToken } from './tokens.js'
+import { creationChecks, newToken, shownToCaller } from './tokens.js'
 import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
 import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
@@ -119,7 +119,7 @@ export function childOperations(ctx: Ctx) {
         ],
         locks: [token.id],
       })
-      return withoutData(token)
+      return shownToCaller(token)
     },
 
     /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */

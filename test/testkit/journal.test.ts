@@ -206,6 +206,7 @@ describe('the operation journal', () => {
       'applications.get': 'application.get',
       'applications.getByKey': 'application.get_by_key',
       'applications.update': 'application.update',
+      'applications.regenerateKey': 'application.regenerate_key',
       'applications.delete': 'application.delete',
       'reactorFormulas.create': 'reactor_formula.create',
       'reactorFormulas.list': 'reactor_formula.list',

@@ -1,0 +1,742 @@
+import { createHmac, randomInt } from 'node:crypto'
+import { invalid } from './errors.js'
+import type { Json } from './types.js'
+
+/**
+ * Basis Theory's expression language for `mask`, `fingerprint_expression` and `search_indexes`: a
+ * subset of Liquid. A template is text with objects `{{ <operand> | <filter>: <arg>, … | … }}`;
+ * the operand is a literal (`'text'`, `"text"`, a number, `true`, `false`, `nil`) or a variable
+ * path (`data`, `data.number`, `data.books[0]`, `data['a key']`). Liquid tags (`{% … %}`) are not
+ * offered. A template that is exactly one object evaluates to the value itself (an object stays an
+ * object, a missing property is `null`); otherwise to text, each object rendered as Liquid renders
+ * it (nil as empty, arrays joined, objects as JSON).
+ *
+ * Every failure — a syntax error, an unknown filter, a filter given a value it can't take — is a
+ * `validation_failed` naming the field the template came from. Evaluation is bounded: templates of
+ * at most `MAX_TEMPLATE_LENGTH` characters, strings of at most `MAX_STRING_LENGTH`.
+ */
+
+/** The longest template accepted. */
+export const MAX_TEMPLATE_LENGTH = 4096
+/** The longest string a filter may make (pad_left, append, … on hostile input). */
+export const MAX_STRING_LENGTH = 1_000_000
+
+/** What a template can see: `data`, and `metadata` for fingerprints. */
+export type Variables = Readonly<Record<string, Json | undefined>>
+
+/** A value during evaluation: JSON, bytes (from `hmac`, for `to_base64`/`to_base16`), or nothing. */
+type Value = Json | Uint8Array | undefined
+
+type Operand = { kind: 'literal'; value: Json } | { kind: 'path'; root: string; keys: (string | number)[] }
+interface FilterCall {
+  name: string
+  args: Operand[]
+}
+interface OutputObject {
+  operand: Operand
+  filters: FilterCall[]
+}
+type Part = string | OutputObject
+
+/** A parsed template: `evaluate` binds variables and runs it. */
+export interface Template {
+  /** The template text as given. */
+  readonly source: string
+  /** The value of the template for these variables (see the module comment). */
+  evaluate(vars: Variables): Json
+  /** The template rendered as text: `null` when it renders to nothing (empty or nil). */
+  render(vars: Variables): string | null
+}
+
+class ExpressionFailure extends Error {}
+
+const fail = (message: string): never => {
+  throw new ExpressionFailure(message)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+const IDENT = /[A-Za-z_][A-Za-z0-9_-]*/y
+const NUMBER = /-?\d+(?:\.\d+)?/y
+
+class Scanner {
+  pos = 0
+  constructor(readonly text: string) {}
+  skipSpace() {
+    while (this.pos < this.text.length && /\s/.test(this.text[this.pos]!)) this.pos++
+  }
+  done() {
+    this.skipSpace()
+    return this.pos >= this.text.length
+  }
+  peek() {
+    this.skipSpace()
+    return this.text[this.pos]
+  }
+  eat(ch: string): boolean {
+    if (this.peek() === ch) {
+      this.pos++
+      return true
+    }
+    return false
+  }
+  match(re: RegExp): string | null {
+    this.skipSpace()
+    re.lastIndex = this.pos
+    const m = re.exec(this.text)
+    if (!m) return null
+    this.pos += m[0].length
+    return m[0]
+  }
+  quoted(): string | null {
+    const q = this.peek()
+    if (q !== "'" && q !== '"') return null
+    const end = this.text.indexOf(q, this.pos + 1)
+    if (end < 0) fail('has a string literal without its closing quote')
+    const s = this.text.slice(this.pos + 1, end)
+    this.pos = end + 1
+    return s
+  }
+}
+
+function parseOperand(s: Scanner): Operand {
+  const str = s.quoted()
+  if (str !== null) return { kind: 'literal', value: str }
+  const num = s.match(NUMBER)
+  if (num !== null) return { kind: 'literal', value: Number(num) }
+  const root = s.match(IDENT)
+  if (root === null) return fail(`expected a variable or a literal at "${s.text.slice(s.pos, s.pos + 20)}"`)
+  if (root === 'true' || root === 'false') return { kind: 'literal', value: root === 'true' }
+  if (root === 'nil' || root === 'null' || root === 'empty') return { kind: 'literal', value: null }
+  const keys: (string | number)[] = []
+  for (;;) {
+    // No spaces inside a path: `data.number`, `data[0]`.
+    const at = s.text[s.pos]
+    if (at === '.') {
+      s.pos++
+      const m = /[A-Za-z0-9_-]+/y
+      m.lastIndex = s.pos
+      const key = m.exec(s.text)
+      if (!key) fail('has a "." not followed by a property name')
+      s.pos += key![0].length
+      keys.push(key![0])
+    } else if (at === '[') {
+      s.pos++
+      const q = s.quoted()
+      if (q !== null) keys.push(q)
+      else {
+        const n = s.match(/\d+/y)
+        if (n === null) fail('has a "[" not followed by an index or a quoted name')
+        keys.push(Number(n))
+      }
+      if (!s.eat(']')) fail('has a "[" without its "]"')
+    } else break
+  }
+  return { kind: 'path', root, keys }
+}
+
+function parseObject(inner: string): OutputObject {
+  const s = new Scanner(inner)
+  if (s.done()) fail('has an empty {{ }}')
+  const operand = parseOperand(s)
+  const filters: FilterCall[] = []
+  while (!s.done()) {
+    if (!s.eat('|')) fail(`has unexpected text "${inner.slice(s.pos).trim().slice(0, 20)}"`)
+    const name = s.match(IDENT)
+    if (name === null) fail('has a "|" not followed by a filter name')
+    if (!Object.hasOwn(FILTERS, name!)) fail(`uses the unknown filter "${name}"`)
+    const args: Operand[] = []
+    if (s.eat(':')) {
+      do args.push(parseOperand(s))
+      while (s.eat(','))
+    }
+    if (filters.length >= 50) fail('chains more than 50 filters')
+    filters.push({ name: name!, args })
+  }
+  return { operand, filters }
+}
+
+function parse(source: string): Part[] {
+  if (source.length > MAX_TEMPLATE_LENGTH) fail(`must be at most ${MAX_TEMPLATE_LENGTH} characters`)
+  if (source.includes('{%')) fail('uses a Liquid tag ({% … %}), which is not supported: use {{ … }} objects')
+  const parts: Part[] = []
+  let pos = 0
+  while (pos < source.length) {
+    const open = source.indexOf('{{', pos)
+    if (open < 0) {
+      parts.push(source.slice(pos))
+      break
+    }
+    const close = source.indexOf('}}', open + 2)
+    if (close < 0) fail('has a "{{" without its "}}"')
+    let text = source.slice(pos, open)
+    let inner = source.slice(open + 2, close)
+    // Liquid's whitespace control: `{{-` and `-}}` trim the text beside them.
+    if (inner.startsWith('-')) {
+      inner = inner.slice(1)
+      text = text.trimEnd()
+    }
+    let trimNext = false
+    if (inner.endsWith('-')) {
+      inner = inner.slice(0, -1)
+      trimNext = true
+    }
+    if (text) parts.push(text)
+    parts.push(parseObject(inner))
+    pos = close + 2
+    if (trimNext) while (pos < source.length && /\s/.test(source[pos]!)) pos++
+  }
+  return parts
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+const isBytes = (v: Value): v is Uint8Array => v instanceof Uint8Array
+const isObject = (v: Value): v is { [key: string]: Json } =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) && !isBytes(v)
+
+function capped(s: string): string {
+  if (s.length > MAX_STRING_LENGTH) fail(`makes a string longer than ${MAX_STRING_LENGTH} characters`)
+  return s
+}
+
+/** Liquid's text of a value: nil as empty, arrays joined, objects as JSON. */
+function toText(v: Value): string {
+  if (v === undefined || v === null) return ''
+  if (typeof v === 'string') return v
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v)
+  if (isBytes(v)) return Buffer.from(v).toString('base64')
+  if (Array.isArray(v)) return v.map(toText).join('')
+  return JSON.stringify(v)
+}
+
+function toJson(v: Value): Json {
+  if (v === undefined) return null
+  if (isBytes(v)) return Buffer.from(v).toString('base64')
+  return v
+}
+
+function lookup(vars: Variables, op: Operand): Value {
+  if (op.kind === 'literal') return op.value
+  let v: Value = Object.hasOwn(vars, op.root) ? vars[op.root] : undefined
+  for (const key of op.keys) {
+    if (v === undefined || v === null) return undefined
+    if (Array.isArray(v)) {
+      if (key === 'size') v = v.length
+      else if (key === 'first') v = v[0]
+      else if (key === 'last') v = v[v.length - 1]
+      else v = typeof key === 'number' ? v[key] : undefined
+    } else if (isObject(v)) v = Object.hasOwn(v, String(key)) ? v[String(key)] : undefined
+    else if (typeof v === 'string' && key === 'size') v = v.length
+    else return undefined
+  }
+  return v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters
+
+type Filter = (input: Value, args: Value[]) => Value
+
+const str = (v: Value) => toText(v)
+function int(v: Value, what: string): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN
+  if (!Number.isInteger(n)) fail(`needs an integer ${what}`)
+  return n
+}
+function num(v: Value): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN
+  if (Number.isNaN(n)) fail(`needs a number, not ${JSON.stringify(toJson(v))?.slice(0, 40)}`)
+  return n
+}
+function char(v: Value, fallback: string, what: string): string {
+  if (v === undefined || v === null) return fallback
+  const s = str(v)
+  if ([...s].length !== 1) fail(`needs a single character as ${what}`)
+  return s
+}
+function bool(v: Value, fallback: boolean): boolean {
+  if (v === undefined || v === null) return fallback
+  if (typeof v === 'boolean') return v
+  const s = str(v).toLowerCase()
+  if (s === 'true') return true
+  if (s === 'false') return false
+  return fail('needs true or false')
+}
+const length = (v: Value, what: string) => {
+  const n = int(v, what)
+  if (n < 0 || n > MAX_STRING_LENGTH) fail(`needs ${what} between 0 and ${MAX_STRING_LENGTH}`)
+  return n
+}
+const nullOr =
+  (f: (input: Value, args: Value[]) => Value): Filter =>
+  (input, args) =>
+    input === undefined || input === null ? null : f(input, args)
+
+function arrayOf(v: Value): Json[] {
+  if (Array.isArray(v)) return v
+  if (v === undefined || v === null) return []
+  return [toJson(v)]
+}
+
+const DIGIT = /\d/
+
+/** Masks every character of `chars` for which `masked(i)` holds, but those in `preserve`. */
+function maskChars(chars: string[], masked: (i: number) => boolean, maskChar: string, preserve: string) {
+  return chars.map((c, i) => (masked(i) && !preserve.includes(c) ? maskChar : c)).join('')
+}
+
+/** The 6- or 8-digit BIN length of a card number with `digits` digits. */
+const binLength = (digits: number) => (digits < 16 ? 6 : 8)
+
+const ALPHA = 'abcdefghijklmnopqrstuvwxyz'
+const ALNUM = `${ALPHA}0123456789`
+
+/** A random character of the same kind: a digit for a digit, a letter (same case) for a letter. */
+function sameKind(c: string): string {
+  if (/\d/.test(c)) return String(randomInt(10))
+  if (/[a-z]/.test(c)) return ALPHA[randomInt(26)]!
+  if (/[A-Z]/.test(c)) return ALPHA[randomInt(26)]!.toUpperCase()
+  return c
+}
+
+function revealBounds(args: Value[], len: number): [number, number] {
+  const first = args[0] === undefined || args[0] === null ? 0 : length(args[0], 'reveal_first_length')
+  const last = args[1] === undefined || args[1] === null ? 0 : length(args[1], 'reveal_last_length')
+  if (first + last > len) fail('reveals more characters than the value has')
+  return [first, last]
+}
+
+function aliasCard(input: Value, args: Value[]): Value {
+  const chars = [...str(input)]
+  const digits = chars.filter((c) => DIGIT.test(c)).length
+  const bin = bool(args[0], false) ? binLength(digits) : 0
+  const last = bool(args[1], false) ? 4 : 0
+  if (bin + last > digits) fail('reveals more digits than the card number has')
+  let seen = 0
+  return chars
+    .map((c) => {
+      if (!DIGIT.test(c)) return c
+      const i = seen++
+      return i < bin || i >= digits - last ? c : String(randomInt(10))
+    })
+    .join('')
+}
+
+function cardMask(input: Value, args: Value[]): Value {
+  const chars = [...str(input)]
+  const preserve = args[3] === undefined || args[3] === null ? '' : str(args[3])
+  const maskChar = char(args[2], 'X', 'mask_char')
+  const counted = chars.filter((c) => !preserve.includes(c)).length
+  const bin = bool(args[0], false) ? binLength(counted) : 0
+  const last = bool(args[1], false) ? 4 : 0
+  let seen = 0
+  const out = chars
+    .map((c) => {
+      if (preserve.includes(c)) return c
+      const i = seen++
+      return i < bin || i >= counted - last ? c : maskChar
+    })
+    .join('')
+  return out === chars.join('') ? maskChars(chars, () => true, maskChar, preserve) : out
+}
+
+function cardExp(input: Value, args: Value[]): Value {
+  if (!isObject(input)) return fail('card_exp needs a card object with expiration_month and expiration_year')
+  const month = int(input.expiration_month ?? undefined, 'expiration_month')
+  const year = int(input.expiration_year ?? undefined, 'expiration_year')
+  if (args[0] === undefined || args[0] === null) fail('card_exp needs a date format such as MM/YY')
+  const mm = String(month).padStart(2, '0')
+  const yyyy = String(year).padStart(4, '0')
+  const parts: Record<string, string> = { YYYY: yyyy, YY: yyyy.slice(-2), MM: mm }
+  return str(args[0]).replace(/YYYY|YY|MM/g, (m) => parts[m]!)
+}
+
+// JSON Path: `$`, `.name`, `['name']`, `[n]`, `[*]`, `..name`, `[?(@.path <op> literal)]`.
+function jsonPath(input: Value, path: string): Json[] {
+  if (!path.startsWith('$')) fail('json needs a JSON Path starting with $')
+  let nodes: Json[] = [toJson(input)]
+  let pos = 1
+  const descend = (n: Json): Json[] => {
+    const out: Json[] = [n]
+    const walk = (v: Json, depth: number) => {
+      if (depth > 64 || v === null || typeof v !== 'object') return
+      for (const child of Array.isArray(v) ? v : Object.values(v)) {
+        out.push(child)
+        walk(child, depth + 1)
+      }
+    }
+    walk(n, 0)
+    return out
+  }
+  const member = (n: Json, key: string | number): Json[] => {
+    if (Array.isArray(n)) return typeof key === 'number' && key < n.length ? [n[key]!] : []
+    if (n !== null && typeof n === 'object' && Object.hasOwn(n, String(key))) return [n[String(key)]!]
+    return []
+  }
+  const all = (n: Json): Json[] =>
+    n !== null && typeof n === 'object' ? (Array.isArray(n) ? n : Object.values(n)) : []
+  while (pos < path.length) {
+    let recursive = false
+    if (path.startsWith('..', pos)) {
+      recursive = true
+      pos += 2
+      nodes = nodes.flatMap(descend)
+    } else if (path[pos] === '.') pos++
+    if (path[pos] === '[') {
+      const end = path.indexOf(']', pos)
+      if (end < 0) fail('json has a "[" without its "]"')
+      let inner = path.slice(pos + 1, end)
+      if (inner.startsWith('?(')) {
+        // A filter may hold "]" only inside quotes; keep it simple: up to the matching ")]".
+        const close = path.indexOf(')]', pos)
+        if (close < 0) fail('json has a filter without its ")]"')
+        inner = path.slice(pos + 1, close + 1)
+        nodes = nodes.flatMap(all).filter((n) => filterHolds(n, inner.slice(2, -1)))
+        pos = close + 2
+        continue
+      }
+      pos = end + 1
+      if (inner === '*') nodes = nodes.flatMap(all)
+      else if (/^\d+$/.test(inner)) nodes = nodes.flatMap((n) => member(n, Number(inner)))
+      else if (/^'.*'$|^".*"$/.test(inner)) nodes = nodes.flatMap((n) => member(n, inner.slice(1, -1)))
+      else fail(`json does not support "[${inner}]"`)
+      continue
+    }
+    const m = /^[A-Za-z0-9_-]+|^\*/.exec(path.slice(pos))
+    if (!m) fail(`json can't read the path at "${path.slice(pos, pos + 20)}"`)
+    pos += m![0].length
+    nodes = m![0] === '*' ? nodes.flatMap(all) : nodes.flatMap((n) => member(n, m![0]))
+    if (recursive) nodes = nodes.filter((n) => n !== undefined)
+  }
+  return nodes
+}
+
+function filterHolds(node: Json, expr: string): boolean {
+  const m = /^\s*@((?:\.[A-Za-z0-9_-]+)*)\s*(==|!=|<=|>=|<|>)\s*(.+?)\s*$/.exec(expr)
+  if (!m) return fail(`json filter "${expr}" is not of the form @.name <op> value`)
+  let v: Json | undefined = node
+  for (const key of m[1]!.split('.').slice(1)) {
+    v = v !== null && typeof v === 'object' && !Array.isArray(v) && Object.hasOwn(v, key) ? v[key] : undefined
+  }
+  const raw = m[3]!
+  const right: Json = /^'.*'$|^".*"$/.test(raw) ? raw.slice(1, -1) : raw === 'null' ? null : Number(raw)
+  if (typeof right === 'number' && Number.isNaN(right)) fail(`json filter value "${raw}" is not a literal`)
+  if (v === undefined) return false
+  switch (m[2]) {
+    case '==':
+      return v === right
+    case '!=':
+      return v !== right
+    default: {
+      if (typeof v !== typeof right || (typeof v !== 'number' && typeof v !== 'string')) return false
+      const [a, b] = [v as number | string, right as number | string]
+      return m[2] === '<' ? a < b : m[2] === '<=' ? a <= b : m[2] === '>' ? a > b : a >= b
+    }
+  }
+}
+
+function math(f: (a: number, b: number) => number): Filter {
+  return (input, args) => {
+    const r = f(num(input), num(args[0]))
+    if (!Number.isFinite(r)) fail('makes a number that is not finite')
+    return r
+  }
+}
+
+/** Every filter offered, by name: Liquid's standard string, array and math filters and Basis Theory's. */
+const FILTERS: Record<string, Filter> = {
+  // Liquid: strings
+  upcase: (v) => str(v).toUpperCase(),
+  downcase: (v) => str(v).toLowerCase(),
+  capitalize: (v) => {
+    const s = str(v)
+    return s.charAt(0).toUpperCase() + s.slice(1).toLowerCase()
+  },
+  strip: (v) => str(v).trim(),
+  lstrip: (v) => str(v).trimStart(),
+  rstrip: (v) => str(v).trimEnd(),
+  strip_newlines: (v) => str(v).replace(/[\r\n]/g, ''),
+  append: (v, a) => capped(str(v) + str(a[0])),
+  prepend: (v, a) => capped(str(a[0]) + str(v)),
+  remove: (v, a) => str(v).split(str(a[0])).join(''),
+  remove_first: (v, a) => str(v).replace(str(a[0]), ''),
+  replace: (v, a) => capped(str(v).split(str(a[0])).join(str(a[1]))),
+  replace_first: (v, a) => capped(str(v).replace(str(a[0]), () => str(a[1]))),
+  truncate: (v, a) => {
+    const s = str(v)
+    const n = a[0] === undefined ? 50 : length(a[0], 'length')
+    const ellipsis = a[1] === undefined ? '...' : str(a[1])
+    if (s.length <= n) return s
+    return s.slice(0, Math.max(0, n - ellipsis.length)) + ellipsis
+  },
+  slice: (v, a) => {
+    const start = int(a[0], 'start')
+    const len = a[1] === undefined ? 1 : length(a[1], 'length')
+    if (Array.isArray(v)) {
+      const from = start < 0 ? Math.max(0, v.length + start) : start
+      return v.slice(from, from + len)
+    }
+    const s = str(v)
+    const from = start < 0 ? Math.max(0, s.length + start) : start
+    return s.slice(from, from + len)
+  },
+  split: (v, a) => {
+    if (a[0] === undefined) fail('split needs a separator')
+    const sep = str(a[0])
+    const s = str(v)
+    return s === '' ? [] : s.split(sep)
+  },
+  size: (v) => (Array.isArray(v) ? v.length : isObject(v) ? Object.keys(v).length : str(v).length),
+  url_encode: (v) => encodeURIComponent(str(v)).replace(/%20/g, '+'),
+  escape: (v) =>
+    str(v)
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+      .replace(/'/g, '&#39;'),
+  default: (v, a) => (v === undefined || v === null || v === false || v === '' ? (a[0] ?? null) : v),
+  // Liquid: arrays
+  first: (v) => (Array.isArray(v) ? v[0] : typeof v === 'string' ? v.charAt(0) : undefined),
+  last: (v) => (Array.isArray(v) ? v[v.length - 1] : typeof v === 'string' ? v.slice(-1) : undefined),
+  join: (v, a) =>
+    capped(
+      arrayOf(v)
+        .map(toText)
+        .join(a[0] === undefined ? ' ' : str(a[0])),
+    ),
+  reverse: (v) => (Array.isArray(v) ? [...v].reverse() : [...str(v)].reverse().join('')),
+  uniq: (v) => [...new Map(arrayOf(v).map((x) => [JSON.stringify(x), x])).values()],
+  compact: (v) => arrayOf(v).filter((x) => x !== null),
+  sort: (v) => [...arrayOf(v)].sort((x, y) => (toText(x) < toText(y) ? -1 : toText(x) > toText(y) ? 1 : 0)),
+  map: (v, a) => arrayOf(v).map((x) => (isObject(x) && Object.hasOwn(x, str(a[0])) ? x[str(a[0])]! : null)),
+  concat: (v, a) => [...arrayOf(v), ...arrayOf(a[0])],
+  // Liquid: math
+  plus: math((a, b) => a + b),
+  minus: math((a, b) => a - b),
+  times: math((a, b) => a * b),
+  divided_by: (v, a) => {
+    const [x, y] = [num(v), num(a[0])]
+    if (y === 0) fail('divided_by divides by zero')
+    return Number.isInteger(x) && Number.isInteger(y) ? Math.floor(x / y) : x / y
+  },
+  modulo: (v, a) => {
+    const [x, y] = [num(v), num(a[0])]
+    if (y === 0) fail('modulo divides by zero')
+    return x % y
+  },
+  abs: (v) => Math.abs(num(v)),
+  ceil: (v) => Math.ceil(num(v)),
+  floor: (v) => Math.floor(num(v)),
+  round: (v, a) => {
+    const digits = a[0] === undefined ? 0 : int(a[0], 'digits')
+    if (digits < 0 || digits > 15) fail('round takes 0 to 15 digits')
+    const f = 10 ** digits
+    return Math.round(num(v) * f) / f
+  },
+  at_least: (v, a) => Math.max(num(v), num(a[0])),
+  at_most: (v, a) => Math.min(num(v), num(a[0])),
+  // Basis Theory
+  last4: nullOr((v) => str(v).slice(-4)),
+  reveal_last: nullOr((v, a) => {
+    if (a[0] === undefined) fail('reveal_last needs the number of characters to reveal')
+    const n = length(a[0], 'length')
+    const chars = [...str(v)]
+    if (chars.length <= n) return chars.join('')
+    return maskChars(chars, (i) => i < chars.length - n, char(a[1], 'X', 'mask_char'), '-')
+  }),
+  reveal: nullOr((v, a) => {
+    const chars = [...str(v)]
+    const first = a[0] === undefined ? 0 : length(a[0], 'reveal_first')
+    const last = a[1] === undefined ? 0 : length(a[1], 'reveal_last')
+    const maskChar = char(a[2], 'X', 'mask_char')
+    const preserve = a[3] === undefined || a[3] === null ? '' : str(a[3])
+    const all = () => maskChars(chars, () => true, maskChar, preserve)
+    if (chars.length <= first + last) return all()
+    const out = maskChars(chars, (i) => i >= first && i < chars.length - last, maskChar, preserve)
+    return out === chars.join('') ? all() : out
+  }),
+  pad_left: nullOr((v, a) => str(v).padStart(length(a[0], 'length'), char(a[1], ' ', 'pad_char'))),
+  pad_right: nullOr((v, a) => str(v).padEnd(length(a[0], 'length'), char(a[1], ' ', 'pad_char'))),
+  stringify: nullOr((v) => (typeof v === 'string' ? v : capped(JSON.stringify(toJson(v))))),
+  to_string: nullOr((v) => {
+    if (typeof v === 'object') fail('to_string can cast only a string, number or boolean')
+    return str(v)
+  }),
+  to_number: nullOr((v) => {
+    const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN
+    if (!Number.isFinite(n)) fail(`to_number can't cast ${JSON.stringify(toJson(v))?.slice(0, 40)}`)
+    return n
+  }),
+  to_boolean: nullOr((v) => {
+    if (typeof v === 'boolean') return v
+    const s = typeof v === 'string' ? v.trim().toLowerCase() : ''
+    if (s !== 'true' && s !== 'false') fail('to_boolean can cast only "true" or "false"')
+    return s === 'true'
+  }),
+  json: (v, a) => {
+    if (a[0] === undefined) fail('json needs a JSON Path expression')
+    const found = jsonPath(v, str(a[0]))
+    if (found.length > 1) fail('json: the JSON Path matches more than one value')
+    return found[0] ?? null
+  },
+  card_bin: nullOr((v, a) => {
+    const sep = a[0] === undefined || a[0] === null ? '' : str(a[0])
+    const plain = [...str(v)].filter((c) => sep === '' || !sep.includes(c)).join('')
+    return plain.slice(0, binLength(plain.length))
+  }),
+  card_exp: cardExp,
+  card_mask: nullOr(cardMask),
+  alias_card: nullOr(aliasCard),
+  alias_preserve_format: nullOr((v, a) => {
+    const chars = [...str(v)]
+    const [first, last] = revealBounds(a, chars.length)
+    return chars.map((c, i) => (i < first || i >= chars.length - last ? c : sameKind(c))).join('')
+  }),
+  alias_preserve_length: nullOr((v, a) => {
+    const chars = [...str(v)]
+    const [first, last] = revealBounds(a, chars.length)
+    return chars.map((c, i) => (i < first || i >= chars.length - last ? c : ALNUM[randomInt(36)]!)).join('')
+  }),
+  hmac: (v, a) => {
+    if (v === undefined || v === null) fail('hmac needs a value')
+    const alg = a[0] === undefined || a[0] === null ? 'sha-256' : str(a[0]).toLowerCase()
+    const algorithm = { 'sha-1': 'sha1', 'sha-256': 'sha256', 'sha-512': 'sha512' }[alg]
+    if (!algorithm) fail('hmac takes the algorithm sha-1, sha-256 or sha-512')
+    if (a[1] === undefined || a[1] === null || str(a[1]) === '') fail('hmac needs a key')
+    return new Uint8Array(createHmac(algorithm!, str(a[1])).update(str(v), 'utf8').digest())
+  },
+  to_base64: (v) => {
+    if (!isBytes(v)) fail('to_base64 needs bytes (the output of hmac)')
+    return Buffer.from(v as Uint8Array).toString('base64')
+  },
+  to_base16: (v) => {
+    if (!isBytes(v)) fail('to_base16 needs bytes (the output of hmac)')
+    return Buffer.from(v as Uint8Array)
+      .toString('hex')
+      .toUpperCase()
+  },
+}
+
+/** The names of every filter templates may use. */
+export const FILTER_NAMES: readonly string[] = Object.freeze(Object.keys(FILTERS).sort())
+
+// ---------------------------------------------------------------------------------------------
+// Templates
+
+function run(obj: OutputObject, vars: Variables): Value {
+  let v = lookup(vars, obj.operand)
+  for (const f of obj.filters) {
+    v = FILTERS[f.name]!(
+      v,
+      f.args.map((a) => lookup(vars, a)),
+    )
+  }
+  return v
+}
+
+class Compiled implements Template {
+  constructor(
+    readonly source: string,
+    private readonly parts: Part[],
+    private readonly field: string,
+  ) {}
+
+  private guard<T>(f: () => T): T {
+    try {
+      return f()
+    } catch (error) {
+      if (error instanceof ExpressionFailure) throw invalid(this.field, error.message)
+      if (error instanceof RangeError) throw invalid(this.field, 'is too large to evaluate')
+      throw error
+    }
+  }
+
+  evaluate(vars: Variables): Json {
+    return this.guard(() => {
+      const [only] = this.parts
+      if (this.parts.length === 1 && typeof only === 'object') return toJson(run(only, vars))
+      return capped(this.parts.map((p) => (typeof p === 'string' ? p : toText(run(p, vars)))).join(''))
+    })
+  }
+
+  render(vars: Variables): string | null {
+    return this.guard(() => {
+      const text = capped(this.parts.map((p) => (typeof p === 'string' ? p : toText(run(p, vars)))).join(''))
+      return text === '' ? null : text
+    })
+  }
+}
+
+/** Parsed templates by source, so hot paths (masks on every read) parse each template once. */
+const cache = new Map<string, Part[]>()
+const CACHE_SIZE = 2000
+
+/**
+ * Parses `source` as a template; a syntax error or an unknown filter is a `validation_failed`
+ * naming `field` (`mask`, `fingerprint_expression`, `search_indexes.0`), whose errors at
+ * evaluation time name it too.
+ */
+export function compileTemplate(source: string, field: string): Template {
+  let parts = cache.get(source)
+  if (!parts) {
+    try {
+      parts = parse(source)
+    } catch (error) {
+      if (error instanceof ExpressionFailure) throw invalid(field, error.message)
+      throw error
+    }
+    if (cache.size >= CACHE_SIZE) cache.clear()
+    cache.set(source, parts)
+  }
+  return new Compiled(source, parts, field)
+}
+
+/** Evaluates `source` with `vars` (see `Template.evaluate`); errors name `field`. */
+export function evaluateTemplate(source: string, vars: Variables, field: string): Json {
+  return compileTemplate(source, field).evaluate(vars)
+}
+
+/** Renders `source` with `vars` as text, `null` when empty (see `Template.render`); errors name `field`. */
+export function renderTemplate(source: string, vars: Variables, field: string): string | null {
+  return compileTemplate(source, field).render(vars)
+}
+
+/** `value` with `f` applied to every string in it (at any depth), each with its dotted path. */
+function walk(value: Json, path: string, depth: number, f: (s: string, path: string) => Json): Json {
+  if (depth > 64) throw invalid(path, 'is nested too deeply')
+  if (typeof value === 'string') return f(value, path)
+  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}.${i}`, depth + 1, f))
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, Json> = {}
+    for (const [key, item] of Object.entries(value)) {
+      Object.defineProperty(out, key, {
+        value: walk(item, `${path}.${key}`, depth + 1, f),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      })
+    }
+    return out
+  }
+  return value
+}
+
+/**
+ * A mask applied to token data: every string in `mask` (at any depth) is a template evaluated with
+ * `data` bound; other values stay as they are. Errors name the string's path under `field`.
+ */
+export function applyMask(mask: Json, data: Json, field = 'mask'): Json {
+  return walk(mask, field, 0, (s, path) => (s.includes('{{') ? evaluateTemplate(s, { data }, path) : s))
+}
+
+/** Checks every template in a mask parses (400 naming its path otherwise), without evaluating it. */
+export function checkMask(mask: Json, field = 'mask'): void {
+  walk(mask, field, 0, (s, path) => {
+    if (s.includes('{{')) compileTemplate(s, path)
+    return s
+  })
+}

@@ -1,0 +1,222 @@
+import { describe, expect, it } from 'vitest'
+import { ServiceError } from '../../src/errors.js'
+import {
+  applyMask,
+  checkMask,
+  compileTemplate,
+  evaluateTemplate,
+  MAX_TEMPLATE_LENGTH,
+  renderTemplate,
+} from '../../src/expressions.js'
+import type { Json } from '../../src/types.js'
+
+const card = { number: '3622720627165567', expiration_month: 10, expiration_year: 2028 }
+const ev = (template: string, data: Json) => evaluateTemplate(template, { data }, 'field')
+
+function refusal(f: () => unknown): ServiceError {
+  try {
+    f()
+  } catch (error) {
+    if (error instanceof ServiceError) return error
+    throw error
+  }
+  throw new Error('expected a ServiceError')
+}
+
+describe('expressions: objects and paths', () => {
+  it('a template that is one object answers the value itself; text around it renders text', () => {
+    expect(ev('{{ data }}', card)).toEqual(card)
+    expect(ev('{{ data.number }}', card)).toBe('3622720627165567')
+    expect(ev('{{ data.expiration_month }}', card)).toBe(10)
+    expect(ev('{{ data.nonexistent }}', card)).toBeNull()
+    expect(ev('{{ data.a.b.c }}', card)).toBeNull()
+    expect(ev('{{ data.expiration_month }}/{{ data.expiration_year }}', card)).toBe('10/2028')
+    expect(ev('plain text', card)).toBe('plain text')
+    expect(ev('{{ data.books[1].title }}', { books: [{ title: 'A' }, { title: 'B' }] })).toBe('B')
+    expect(ev("{{ data['a key'] }}", { 'a key': 'v' })).toBe('v')
+    expect(ev('{{ data.list.size }}', { list: [1, 2, 3] })).toBe(3)
+  })
+
+  it('renders nil as nothing and objects as JSON inside text; render answers null for empty', () => {
+    expect(ev('[{{ data.missing }}]', card)).toBe('[]')
+    expect(ev('x{{ data }}', { a: 1 })).toBe('x{"a":1}')
+    expect(renderTemplate('{{ data.missing }}', { data: card }, 'f')).toBeNull()
+    expect(renderTemplate('{{ data.expiration_month }}', { data: card }, 'f')).toBe('10')
+  })
+
+  it('binds metadata beside data when given', () => {
+    expect(evaluateTemplate('{{ metadata.k }}', { data: 'x', metadata: { k: 'v' } }, 'f')).toBe('v')
+  })
+
+  it('supports whitespace control and literal operands', () => {
+    expect(ev('a  {{- data -}}  b', 'X')).toBe('aXb')
+    expect(ev("{{ 'abc' | upcase }}", null)).toBe('ABC')
+    expect(ev('{{ 5 | plus: 2 }}', null)).toBe(7)
+  })
+})
+
+describe('expressions: Basis Theory filters', () => {
+  it('reveal_last masks all but the last n characters, keeping dashes', () => {
+    expect(ev('{{ data | reveal_last: 4 }}', '4242424242424242')).toBe('XXXXXXXXXXXX4242')
+    expect(ev('{{ data | reveal_last: 6 }}', '36227206271667')).toBe('XXXXXXXX271667')
+    expect(ev("{{ data | reveal_last: 3, '#' }}", '36227206271667')).toBe('###########667')
+    expect(ev('{{ data | reveal_last: 4 }}', '123-45-6789')).toBe('XXX-XX-6789')
+    expect(ev('{{ data | reveal_last: 4 }}', '12-3456789')).toBe('XX-XXX6789')
+    expect(ev('{{ data | reveal_last: 4 }}', 'Sensitive Value')).toBe('XXXXXXXXXXXalue')
+    expect(ev('{{ data | reveal_last: 4 }}', '123')).toBe('123')
+  })
+
+  it('reveal reveals first and last characters, preserving the given ones', () => {
+    const d = '3622-7206-2716-5567'
+    expect(ev('{{ data | reveal: 6 }}', d)).toBe('3622-7XXXXXXXXXXXXX')
+    expect(ev('{{ data | reveal: 7, 5 }}', d)).toBe('3622-72XXXXXXX-5567')
+    expect(ev("{{ data | reveal: 7, 5, '#' }}", d)).toBe('3622-72#######-5567')
+    expect(ev(`{{ data | reveal: 7, 4, '#', "-" }}`, d)).toBe('3622-72##-####-5567')
+    expect(ev('{{ data | reveal: 10, 9 }}', d)).toBe('XXXXXXXXXXXXXXXXXXX')
+  })
+
+  it('last4, pad_left, pad_right, remove, slice, split/first/last, upcase', () => {
+    expect(ev('{{ data.number | last4 }}', card)).toBe('5567')
+    expect(ev("{{ data | pad_left: 6, '0' }}", '1234')).toBe('001234')
+    expect(ev("{{ data | pad_left: 2, '0' }}", '1234')).toBe('1234')
+    expect(ev("{{ data | pad_right: 6, 'X' }}", '1234')).toBe('1234XX')
+    expect(ev("{{ data | remove: '-' }}", '111-22-3333')).toBe('111223333')
+    expect(ev('{{ data | slice: 0, 5 }}', '100101234')).toBe('10010')
+    expect(ev('{{ data | slice: -3 }}', 'abcdef')).toBe('d')
+    expect(ev("{{ data | split: '@' | last }}", 'john@example.com')).toBe('example.com')
+    expect(ev("{{ data.name | split: ' ' | last | upcase }}", { name: 'John Doe' })).toBe('DOE')
+    expect(ev('{{ data | last4 }}', null)).toBeNull()
+  })
+
+  it('stringify, to_string, to_number, to_boolean', () => {
+    expect(ev('{{ data | stringify }}', { a: [1, 'x'] })).toBe('{"a":[1,"x"]}')
+    expect(ev('{{ data | stringify }}', 'text')).toBe('text')
+    expect(ev('{{ data.price | stringify }}', { price: 8.99 })).toBe('8.99')
+    expect(ev('{{ data | to_string }}', 2.5)).toBe('2.5')
+    expect(ev('{{ data | to_number }}', '42')).toBe(42)
+    expect(ev('{{ data | to_boolean }}', 'false')).toBe(false)
+    expect(refusal(() => ev('{{ data | to_number }}', 'abc')).issues).toHaveProperty('field')
+  })
+
+  it('json evaluates a JSON Path that resolves to one value, else 400', () => {
+    const data = {
+      books: [
+        { author: 'Herman Melville', title: 'Moby Dick', price: 8.99 },
+        { author: 'J. R. R. Tolkien', title: 'The Lord of the Rings', price: 22.99 },
+      ],
+      bicycle: { color: 'red', price: 19.95 },
+    }
+    expect(ev("{{ data | json: '$.bicycle.color' }}", data)).toBe('red')
+    expect(ev("{{ data | json: '$.books[0].author' }}", data)).toBe('Herman Melville')
+    expect(ev("{{ data | json: '$.books[?(@.price < 10)].title' }}", data)).toBe('Moby Dick')
+    expect(ev("{{ data | json: '$.nothing' }}", data)).toBeNull()
+    expect(refusal(() => ev("{{ data | json: '$..author' }}", data)).message).toMatch(/more than one/)
+  })
+
+  it('card_bin, card_exp and card_mask', () => {
+    expect(ev('{{ data.number | card_bin }}', card)).toBe('36227206')
+    expect(ev('{{ data | card_bin }}', '371449635398431')).toBe('371449')
+    expect(ev("{{ data | card_exp: 'MM/YY' }}", card)).toBe('10/28')
+    expect(ev("{{ data | card_exp: 'YYYY-MM' }}", card)).toBe('2028-10')
+    expect(ev("{{ data | card_exp: 'MMYY' }}", card)).toBe('1028')
+    expect(ev("{{ data.number | card_mask: 'true', 'true', '#', '-' }}", card)).toBe('36227206####5567')
+    expect(ev("{{ data | card_mask: 'false', 'true', 'X', '-' }}", '3622-7206-2716-5567')).toBe(
+      'XXXX-XXXX-XXXX-5567',
+    )
+    expect(ev("{{ data | card_mask: 'true', 'false', 'X', '-' }}", '3622-7206-2716-5567')).toBe(
+      '3622-7206-XXXX-XXXX',
+    )
+  })
+
+  it('aliases keep the format or length and reveal what is asked', () => {
+    const a = ev('{{ data | alias_preserve_format: 3, 5 }}', 'ABC12345DEF67890') as string
+    expect(a).toMatch(/^ABC\d{5}[A-Z]{3}67890$/)
+    const b = ev('{{ data | alias_preserve_length: 0, 4 }}', 'x-y@z.com') as string
+    expect(b).toHaveLength(9)
+    expect(b.endsWith('.com')).toBe(true)
+    const c = ev("{{ data | alias_card: 'true', 'true' }}", '4242424242424242') as string
+    expect(c).toMatch(/^42424242\d{4}4242$/)
+  })
+
+  it('hmac with to_base16 matches the documented value; to_base64 encodes the same bytes', () => {
+    const hex = ev("{{ data | hmac: 'sha-256', 'secretKeyValue' | to_base16 }}", '4242424242424242')
+    expect(hex).toBe('90A0050E90515101DCAD0F68955370CCA81F6DCB9D299E7E0585CC9746716D9B')
+    expect(ev("{{ data | hmac: 'sha-256', 'secretKeyValue' | to_base64 }}", '4242424242424242')).toBe(
+      Buffer.from(hex as string, 'hex').toString('base64'),
+    )
+  })
+
+  it('Liquid standard filters', () => {
+    expect(ev('{{ data | downcase | capitalize }}', 'JOHN')).toBe('John')
+    expect(ev("{{ data | append: '!' | prepend: '¡' }}", 'hola')).toBe('¡hola!')
+    expect(ev("{{ data | replace: 'a', 'o' }}", 'banana')).toBe('bonono')
+    expect(ev("{{ data | join: '-' }}", ['a', 'b'])).toBe('a-b')
+    expect(ev('{{ data | size }}', 'abcd')).toBe(4)
+    expect(ev("{{ data.x | default: 'none' }}", {})).toBe('none')
+    expect(ev('{{ data | divided_by: 4 }}', 10)).toBe(2)
+    expect(ev('{{ data | strip }}', '  x ')).toBe('x')
+    expect(ev('{{ data | truncate: 5 }}', 'abcdefgh')).toBe('ab...')
+  })
+})
+
+describe('expressions: errors', () => {
+  it('an unknown filter is a 400 naming it and the field', () => {
+    const e = refusal(() => compileTemplate('{{ data | rot13 }}', 'mask.number'))
+    expect(e.code).toBe('validation_failed')
+    expect(e.issues).toEqual({ 'mask.number': ['uses the unknown filter "rot13"'] })
+  })
+
+  it('syntax errors, tags and oversize templates are 400s', () => {
+    for (const bad of [
+      '{{ data',
+      '{{ }}',
+      '{{ data | }}',
+      '{% if data %}x{% endif %}',
+      "{{ 'abc }}",
+      '{{ data ] }}',
+    ]) {
+      expect(refusal(() => compileTemplate(bad, 'f')).code, bad).toBe('validation_failed')
+    }
+    expect(refusal(() => compileTemplate('x'.repeat(MAX_TEMPLATE_LENGTH + 1), 'f')).code).toBe(
+      'validation_failed',
+    )
+  })
+
+  it('bad filter arguments are 400s at evaluation, and hostile sizes are refused', () => {
+    expect(refusal(() => ev('{{ data | reveal_last }}', 'abc')).code).toBe('validation_failed')
+    expect(refusal(() => ev("{{ data | pad_left: 'x', '0' }}", 'abc')).code).toBe('validation_failed')
+    expect(refusal(() => ev("{{ data | pad_left: 2000000, '0' }}", 'abc')).code).toBe('validation_failed')
+    expect(refusal(() => ev("{{ data | pad_left: 5, 'ab' }}", 'abc')).code).toBe('validation_failed')
+    expect(refusal(() => ev("{{ data | hmac: 'md5', 'k' }}", 'abc')).code).toBe('validation_failed')
+    expect(refusal(() => ev('{{ data | to_base64 }}', 'abc')).code).toBe('validation_failed')
+    expect(refusal(() => ev('{{ data | divided_by: 0 }}', 4)).code).toBe('validation_failed')
+  })
+
+  it('does not read inherited properties', () => {
+    expect(ev('{{ data.constructor }}', {})).toBeNull()
+    expect(ev('{{ data.__proto__ }}', {})).toBeNull()
+    expect(ev('{{ toString }}', {})).toBeNull()
+  })
+})
+
+describe('masks', () => {
+  it('evaluates every string of a mask object with data bound; omitted fields are dropped', () => {
+    const data = { name: { first: 'John', last: 'Doe' }, ssn: '123-45-6789', cvc: '123' }
+    const mask = {
+      name: { first: '{{ data.name.first }}', last: '{{ data.name.last | slice: 0, 1 }}.' },
+      ssn: "{{ data.ssn | reveal_last: 4, '#' }}",
+      fixed: 7,
+    }
+    expect(applyMask(mask, data)).toEqual({
+      name: { first: 'John', last: 'D.' },
+      ssn: '###-##-6789',
+      fixed: 7,
+    })
+  })
+
+  it('checkMask names the path of a bad template', () => {
+    expect(refusal(() => checkMask({ a: ['ok', '{{ data | nope }}'] })).issues).toEqual({
+      'mask.a.1': ['uses the unknown filter "nope"'],
+    })
+  })
+})
