@@ -58,4 +58,9 @@ export interface Ctx {
   transactionId: string | undefined
   /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
+  /**
+   * HMAC-SHA-256 (base64url) of `value` under the caller's tenant key for `purpose` (a subkey of
+   * the tenant's data key per purpose): search indexes, fingerprints. Never stored in the clear.
+   */
+  hmac(purpose: string, value: string): Promise<string>
 }

@@ -108,6 +108,8 @@ const OPERATIONS = {
     detokenize: 'token.detokenize',
     list: 'token.list',
     listV2: 'token.list_v2',
+    search: 'token.search',
+    searchV2: 'token.search_v2',
     get: 'token.get',
     update: 'token.update',
     delete: 'token.delete',
@@ -325,6 +327,7 @@ export function createService(options: ServiceOptions): Service {
         instant ??= now()
         return instant
       },
+      hmac: (purpose, value) => keyring.hmac(principal.tenantId, purpose, value),
     }
   }
 

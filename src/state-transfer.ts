@@ -1,6 +1,7 @@
 import * as v from 'valibot'
 import type { Keyring } from './encryption/sealed-store.js'
 import { publicTenant } from './encryption/sealed-store.js'
+import { withSearchIndexes } from './search-expressions.js'
 import type { Store, StoreDump } from './store/contract.js'
 import type { Association, Op, StoredToken, StoredTransaction } from './types.js'
 import { parse } from './validate.js'
@@ -200,7 +201,10 @@ export async function restoreSnapshot(
     ...r.applications.map((application): Op => ({ op: 'application.put', application })),
     ...r.formulas.map((formula): Op => ({ op: 'formula.put', formula })),
     ...r.reactors.map((reactor): Op => ({ op: 'reactor.put', reactor })),
-    ...r.tokens.map((token): Op => ({ op: 'token.put', token })),
+    // Search indexes are hashed under the tenant key, new here: hash them again from the data.
+    ...r.tokens.map(
+      (token): Op => ({ op: 'token.put', token: withSearchIndexes(token, token.search_indexes) }),
+    ),
     ...r.associations.map((association): Op => ({ op: 'association.put', association })),
     ...r.transactions.map((transaction: StoredTransaction): Op => ({ op: 'transaction.put', transaction })),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),

@@ -21,6 +21,8 @@ import {
   listChildrenInput,
   updateTokenInput,
 } from './schemas/token.js'
+import { searchTokensV1, searchTokensV2 } from './search.js'
+import { withSearchIndexes } from './search-expressions.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
@@ -59,7 +61,7 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
     created_at: ctx.now(),
   }
   requireTokenAccess(ctx.principal, 'token:create', token)
-  return token
+  return withSearchIndexes(token, body.search_indexes)
 }
 
 /**
@@ -113,7 +115,19 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
   }
   if (next.data === null) throw invalid('data', 'is required')
-  return next
+  const { search_indexes: indexes, search_index_values: _v, search_index_hashes: hashes, ...rest } = next
+  if (patch.search_indexes === undefined && patch.data === undefined) {
+    // Neither the expressions nor the data changed: the stored hashes still hold.
+    return {
+      ...rest,
+      ...(indexes ? { search_indexes: indexes } : {}),
+      ...(hashes ? { search_index_hashes: hashes } : {}),
+    }
+  }
+  return withSearchIndexes(
+    rest,
+    patch.search_indexes === undefined ? indexes : (patch.search_indexes ?? undefined),
+  )
 }
 
 /** Throws `forbidden` unless the caller may read some token (the permission, or a rule granting it). */
@@ -238,6 +252,22 @@ export function tokenOperations(ctx: Ctx) {
     async listV2(query: ListTokensV2Query = {}): Promise<CursorPage<Token>> {
       requireAnyRead(ctx)
       return listTokensV2(ctx, query)
+    },
+
+    /**
+     * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
+     * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
+     */
+    async search(input: unknown = {}): Promise<Paginated<Token>> {
+      return searchTokensV1(ctx, input)
+    },
+
+    /**
+     * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
+     * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
+     */
+    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+      return searchTokensV2(ctx, input)
     },
 
     /** Reads a token under the caller's read transform. Expired or absent → not found. */

@@ -108,6 +108,8 @@ export interface Token {
   metadata: Record<string, string>
   mask?: Json
   expires_at?: string
+  /** Search index expressions (`{{ data.number | last4 }}`): `data` terms of a search match their values. */
+  search_indexes?: string[]
   created_by: string
   created_at: string
   modified_by?: string
@@ -117,6 +119,14 @@ export interface Token {
 /** A token as stored: `data` is always present. */
 export interface StoredToken extends Token {
   data: Json
+  /**
+   * The evaluated `search_indexes` (see `searchIndexValues`), in the clear, set by the core on a
+   * write: the sealed store replaces them by `search_index_hashes` before anything is stored, and
+   * never answers them.
+   */
+  search_index_values?: string[]
+  /** Keyed hashes (HMAC under the tenant's key) of `search_index_values`, as stored. */
+  search_index_hashes?: string[]
 }
 
 export interface Association {

@@ -47,7 +47,14 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
       created_by: string,
       created_at: dateTime,
     },
-    { data: anyJson, mask: anyJson, expires_at: dateTime, modified_by: string, modified_at: dateTime },
+    {
+      data: anyJson,
+      mask: anyJson,
+      expires_at: dateTime,
+      search_indexes: strings,
+      modified_by: string,
+      modified_at: dateTime,
+    },
   ),
   /** Tokenize answers the request's shape with tokens (or token ids) in place of the bodies. */
   TokenTree: anyJson,

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { MAX_INDEX_EXPRESSION, MAX_SEARCH_INDEXES } from '../search-expressions.js'
 import {
   containerPath,
   hasNoForbiddenKeys,
@@ -45,6 +46,19 @@ const metadata = v.pipe(
   v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
 )
 
+/** Search index expressions (`{{ data.number | last4 }}`), evaluated over `data` on every write. */
+const searchIndexes = v.pipe(
+  v.array(
+    v.pipe(
+      v.string(),
+      v.minLength(1, 'must not be empty'),
+      v.maxLength(MAX_INDEX_EXPRESSION, `must be at most ${MAX_INDEX_EXPRESSION} characters`),
+    ),
+  ),
+  v.maxLength(MAX_SEARCH_INDEXES, `must hold at most ${MAX_SEARCH_INDEXES} expressions`),
+  v.transform((list) => [...new Set(list)]),
+)
+
 /** Body of token create and child create. */
 export const createTokenInput = v.strictObject({
   id: v.optional(tokenId),
@@ -53,6 +67,7 @@ export const createTokenInput = v.strictObject({
   containers: v.optional(containers),
   metadata: v.optional(metadata),
   mask: v.optional(json),
+  search_indexes: v.optional(searchIndexes),
   expires_at: v.optional(isoDateTime),
 })
 
@@ -75,6 +90,7 @@ export const updateTokenInput = v.strictObject({
     ),
   ),
   mask: v.optional(json),
+  search_indexes: v.optional(v.nullable(searchIndexes)),
   expires_at: v.optional(v.nullable(isoDateTime)),
 })
 

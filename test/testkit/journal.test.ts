@@ -189,6 +189,8 @@ describe('the operation journal', () => {
       'tokens.detokenize': 'token.detokenize',
       'tokens.list': 'token.list',
       'tokens.listV2': 'token.list_v2',
+      'tokens.search': 'token.search',
+      'tokens.searchV2': 'token.search_v2',
       'tokens.get': 'token.get',
       'tokens.update': 'token.update',
       'tokens.delete': 'token.delete',
