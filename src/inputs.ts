@@ -21,6 +21,7 @@ import type {
 } from './schemas/reactor.js'
 import type { authorizeSessionInput } from './schemas/session.js'
 import type { createTokenInput, listChildrenInput, updateTokenInput } from './schemas/token.js'
+import type { searchInput, searchV2Input } from './search.js'
 import type { listPermissionsInput } from './tenants.js'
 import type { Json } from './types.js'
 
@@ -47,6 +48,10 @@ export type FlatMetadataFilter = { [key: `metadata.${string}` | `metadata[${stri
 export type ListTokensQuery = v.InferInput<typeof listChildrenInput> & FlatMetadataFilter
 /** Query of `tokens.listV2`: filters `type`, `container`, `metadata` (JSON), `fingerprint`; cursor `start`, `size`. */
 export type ListTokensV2Query = v.InferInput<typeof listV2Input>
+/** Body of `tokens.search`: a `query` (Lucene-style), `page` and `size`. */
+export type SearchTokensInput = v.InferInput<typeof searchInput>
+/** Body of `tokens.searchV2`: a `query`, cursor `start` and `size` (or `page: { start, size }`). */
+export type SearchTokensV2Input = v.InferInput<typeof searchV2Input>
 /** Query of `tokens.children.list`: as `tokens.list`'s. */
 export type ListChildrenQuery = ListTokensQuery
 

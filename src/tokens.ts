@@ -10,6 +10,8 @@ import type {
   DetokenizeInput,
   ListTokensQuery,
   ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
   TokenizeInput,
   UpdateTokenInput,
 } from './inputs.js'
@@ -258,7 +260,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
      * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
      */
-    async search(input: unknown = {}): Promise<Paginated<Token>> {
+    async search(input: SearchTokensInput = {}): Promise<Paginated<Token>> {
       return searchTokensV1(ctx, input)
     },
 
@@ -266,7 +268,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
      * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
      */
-    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+    async searchV2(input: SearchTokensV2Input = {}): Promise<CursorPage<Token>> {
       return searchTokensV2(ctx, input)
     },
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { unchecked } from '../../src/index.js'
 import { SEARCH_PAGE } from '../../src/search.js'
 import type { Token } from '../../src/types.js'
 import { failure, setup } from './setup.js'
@@ -129,7 +130,8 @@ describe('token search', () => {
   it('refuses bad search_indexes with 400 and writes nothing', async () => {
     const { client } = await setup()
     const bad = async (search_indexes: unknown, data: unknown = { a: '1' }) =>
-      (await failure(client.tokens.create({ id: 't', type: 'token', data, search_indexes }))).message
+      (await failure(unchecked(client).tokens.create({ id: 't', type: 'token', data, search_indexes })))
+        .message
     expect(await bad(['{{ data.missing }}'])).toContain('search_indexes.0')
     expect(await bad(['{{ data }}'])).toContain('must result in a single value')
     expect(await bad(['{{ data.a | nope }}'])).toContain('unknown filter')
@@ -292,7 +294,9 @@ describe('token search', () => {
       'validation_failed',
     )
     expect((await failure(client.tokens.search({ size: 101 }))).code).toBe('validation_failed')
-    expect((await failure(client.tokens.search({ query: 'x', extra: 1 }))).code).toBe('validation_failed')
+    expect((await failure(unchecked(client).tokens.search({ query: 'x', extra: 1 }))).code).toBe(
+      'validation_failed',
+    )
     expect((await failure(client.tokens.search({ query: 'type:odd AND' }))).message).toContain('character 13')
   }, 60_000)
 
