@@ -19,8 +19,13 @@ import { openTransaction, readToken } from './txview.js'
 import type { StoredToken, Token } from './types.js'
 import { parse } from './validate.js'
 
-/** How many tokens a search reads from the store at a time. */
-export const SEARCH_PAGE = 200
+/**
+ * How many tokens a search reads from the store at first; each further read doubles it, up to
+ * `MAX_SEARCH_PAGE` (a first page of results comes quickly, a long scan takes few store calls).
+ */
+export const SEARCH_PAGE = 100
+/** The most tokens a search holds from one store read. */
+export const MAX_SEARCH_PAGE = 5000
 
 const query = v.optional(
   v.nullable(
@@ -139,6 +144,38 @@ function matches(node: Compiled, token: StoredToken): boolean {
   }
 }
 
+/** Plain field filters the store applies while listing (see `Store.listTokens`). */
+interface StoreFilter {
+  types?: string[]
+  ids?: string[]
+}
+
+/**
+ * The store filters implied by the query: exact `type` or `id` terms, alone, ORed together, or in
+ * one operand of a top-level AND. The store answers a superset of the matches; the query decides.
+ */
+function storeFilter(node: Compiled): StoreFilter {
+  const exact = (n: Compiled, kind: 'type' | 'id'): string[] | null => {
+    if (n.kind === 'term') return n.field.kind === kind && n.value.kind === 'exact' ? [n.value.text] : null
+    if (n.kind !== 'or') return null
+    const all: string[] = []
+    for (const item of n.items) {
+      const some = exact(item, kind)
+      if (!some) return null
+      all.push(...some)
+    }
+    return all
+  }
+  const out: StoreFilter = {}
+  for (const n of node.kind === 'and' ? node.items : [node]) {
+    const types = out.types ? null : exact(n, 'type')
+    if (types) out.types = types
+    const ids = out.ids ? null : exact(n, 'id')
+    if (ids) out.ids = ids
+  }
+  return out
+}
+
 /** Throws `forbidden` unless the caller holds `token:search` (as a permission or through a rule). */
 function requireSearch(ctx: Ctx): void {
   const { permissions, rules } = ctx.principal
@@ -148,10 +185,15 @@ function requireSearch(ctx: Ctx): void {
 
 /**
  * The tenant's unexpired tokens in id order, as the caller's transaction sees them (staged writes
- * over committed ones) when it enlisted in one, read from the store `SEARCH_PAGE` at a time, from
- * the first id after `after`.
+ * over committed ones) when it enlisted in one, read from the store in growing pages, from the
+ * first id after `after`. `filter` narrows the committed tokens the store answers (a superset of
+ * the matches: every token is matched against the whole query after).
  */
-async function* tokensInOrder(ctx: Ctx, after: string | undefined): AsyncGenerator<StoredToken> {
+async function* tokensInOrder(
+  ctx: Ctx,
+  after: string | undefined,
+  filter: StoreFilter,
+): AsyncGenerator<StoredToken> {
   const tx = await openTransaction(ctx)
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
@@ -165,8 +207,8 @@ async function* tokensInOrder(ctx: Ctx, after: string | undefined): AsyncGenerat
   const view = async (token: StoredToken) => (tx ? await readToken(ctx, tx, token.id) : token)
   const live = (t: StoredToken | null): t is StoredToken =>
     t !== null && (t.expires_at === undefined || t.expires_at > now)
-  for (let offset = 0; ; offset += SEARCH_PAGE) {
-    const page = await ctx.store.listTokens(tenant, { offset, limit: SEARCH_PAGE, now })
+  for (let offset = 0, limit = SEARCH_PAGE; ; offset += limit, limit = Math.min(limit * 2, MAX_SEARCH_PAGE)) {
+    const page = await ctx.store.listTokens(tenant, { offset, limit, ...filter, now })
     for (const committed of page.items) {
       // Ids only move forward: a write between two pages may shift the offsets.
       if (last !== undefined && committed.id <= last) continue
@@ -180,7 +222,7 @@ async function* tokensInOrder(ctx: Ctx, after: string | undefined): AsyncGenerat
       const token = await view(committed)
       if (live(token)) yield token
     }
-    if (page.items.length < SEARCH_PAGE) break
+    if (page.items.length < limit) break
   }
   while (nextStaged < staged.length) {
     const token = await readToken(ctx, tx!, staged[nextStaged++]!)
@@ -201,7 +243,7 @@ async function searchTokens(
 ): Promise<void> {
   requireSearch(ctx)
   const compiled = await compile(ctx, parseQuery(text))
-  for await (const token of tokensInOrder(ctx, after)) {
+  for await (const token of tokensInOrder(ctx, after, storeFilter(compiled))) {
     if (!matches(compiled, token)) continue
     if (tokenAccess(ctx.principal, 'token:search', token) === null) continue
     const transform = tokenAccess(ctx.principal, 'token:read', token)

@@ -12,9 +12,11 @@ import {
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core'
 import {
+  type ErrorsBlock,
   MAX_LOG_LINE,
   MAX_LOG_LINES,
   MAX_MESSAGE,
+  readErrors,
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
@@ -72,7 +74,7 @@ function loadModule(maximumMb: number, compiled?: object): Promise<QuickJSWASMMo
 /** What one run answers (the worker adds the run's id). */
 export type RunResult =
   | { ok: true; json: string; logs: string[] }
-  | { ok: false; kind: WorkerFailure; message: string; status?: number }
+  | { ok: false; kind: WorkerFailure; message: string; status?: number; errors?: ErrorsBlock }
 
 const NOT_AVAILABLE =
   'is not available: reactor formulas run without network (unless the host allows origins), files, processes and modules other than the reactor formulas SDK, crypto, util, buffer, url and timers (see README, "What a formula can use")'
@@ -212,6 +214,7 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
   // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
   const json = context.getProp(context.global, 'JSON')
   prepared.stringify = context.getProp(json, 'stringify')
+  STRINGIFY.set(context, prepared.stringify)
   prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
@@ -312,13 +315,42 @@ function installConsole(prepared: Prepared): void {
   consoleObject.dispose()
 }
 
-/** The message and numeric `status` of a thrown value, read without trusting it. */
-function describe(context: QuickJSContext, thrown: QuickJSHandle): { message: string; status?: number } {
+/** Each context's own `JSON.stringify`, taken before any code ran in it. */
+const STRINGIFY = new WeakMap<QuickJSContext, QuickJSHandle>()
+/** The longest JSON text of a thrown error's `errors` block that is read. */
+const MAX_ERRORS_JSON = 64_000
+
+/** A thrown error's `errors` block (the reactor formulas SDK's errors carry one), cut to the limits. */
+function errorsOf(context: QuickJSContext, thrown: QuickJSHandle): ErrorsBlock | undefined {
+  const stringify = STRINGIFY.get(context)
+  const errors = context.getProp(thrown, 'errors')
+  try {
+    if (!stringify || context.typeof(errors) !== 'object') return undefined
+    const result = context.callFunction(stringify, context.undefined, errors)
+    if (result.error) {
+      result.error.dispose()
+      return undefined
+    }
+    const text = context.typeof(result.value) === 'string' ? context.getString(result.value) : ''
+    result.value.dispose()
+    if (!text || text.length > MAX_ERRORS_JSON) return undefined
+    return readErrors(JSON.parse(text), true) ?? undefined
+  } finally {
+    errors.dispose()
+  }
+}
+
+/** The message, numeric `status` and `errors` block of a thrown value, read without trusting it. */
+function describe(
+  context: QuickJSContext,
+  thrown: QuickJSHandle,
+): { message: string; status?: number; errors?: ErrorsBlock } {
   const type = context.typeof(thrown)
   if (type === 'string') return { message: cut(context.getString(thrown), MAX_MESSAGE) }
   if (type !== 'object' && type !== 'function') return { message: `the formula threw a ${type}` }
   let message = 'the formula threw an error'
   let status: number | undefined
+  let errors: ErrorsBlock | undefined
   try {
     const m = context.getProp(thrown, 'message')
     if (context.typeof(m) === 'string') message = cut(context.getString(m), MAX_MESSAGE)
@@ -326,14 +358,21 @@ function describe(context: QuickJSContext, thrown: QuickJSHandle): { message: st
     const s = context.getProp(thrown, 'status')
     if (context.typeof(s) === 'number') status = context.getNumber(s)
     s.dispose()
+    errors = errorsOf(context, thrown)
   } catch {
     // A getter that throws leaves the defaults.
   }
-  return status !== undefined && Number.isInteger(status) ? { message, status } : { message }
+  const described: { message: string; status?: number; errors?: ErrorsBlock } = { message }
+  if (status !== undefined && Number.isInteger(status)) described.status = status
+  if (errors) described.errors = errors
+  return described
 }
 
 /** A failure of the code, or `crashed` when the engine ran out of memory for it. */
-function failed(kind: WorkerFailure, failure: { message: string; status?: number }): RunResult {
+function failed(
+  kind: WorkerFailure,
+  failure: { message: string; status?: number; errors?: ErrorsBlock },
+): RunResult {
   if (failure.message === 'out of memory')
     return { ok: false, kind: 'crashed', message: 'it ran out of memory' }
   return { ok: false, kind, ...failure }

@@ -38,6 +38,10 @@ describe('token search', () => {
     expect(await q('metadata.customer_id:*')).toEqual(['a1', 'a2'])
     expect(await q('NOT metadata.customer_id:*')).toEqual(['b1'])
     expect(await q('type:token AND NOT (id:a1 OR id:zz)')).toEqual(['b1'])
+    expect(await q('(type:token OR type:card_like) AND id:a2')).toEqual(['a2'])
+    expect(await q('type:token OR id:a2')).toEqual(['a1', 'a2', 'b1'])
+    expect(await q('type:token AND (id:a1 OR id:a2)')).toEqual(['a1'])
+    expect(await q('id:nope OR id:b1')).toEqual(['b1'])
     expect(await q('metadata.nope:1')).toEqual([])
     expect(await q('metadata.customer_id:"cus_1"')).toEqual(['a1'])
   })
@@ -256,33 +260,43 @@ describe('token search', () => {
 
   it('pages v1 by page and size, v2 by cursor (top-level or page: {start, size}), across store pages', async () => {
     const { client } = await setup()
-    const count = SEARCH_PAGE + 25
+    const count = SEARCH_PAGE * 3 + 25
     const made: string[] = []
     for (let i = 0; i < count; i++) {
       const id = `t${String(i).padStart(4, '0')}`
       made.push(id)
       await client.tokens.create({ id, type: i % 2 ? 'odd' : 'even', data: i, metadata: { n: String(i) } })
     }
+    const odd = made.filter((_, i) => i % 2)
+    const pages = Math.ceil(odd.length / 10)
     const first = await client.tokens.search({ query: 'type:odd', size: 10 })
-    expect(first.pagination).toEqual({ total_items: 112, page_number: 1, page_size: 10, total_pages: 12 })
-    expect(ids(first)).toEqual(made.filter((_, i) => i % 2).slice(0, 10))
-    const last = await client.tokens.search({ query: 'type:odd', size: 10, page: 12 })
-    expect(ids(last)).toEqual(made.filter((_, i) => i % 2).slice(110))
-    expect((await client.tokens.search({ query: 'type:odd', page: 13, size: 10 })).data).toEqual([])
+    expect(first.pagination).toEqual({
+      total_items: odd.length,
+      page_number: 1,
+      page_size: 10,
+      total_pages: pages,
+    })
+    expect(ids(first)).toEqual(odd.slice(0, 10))
+    const last = await client.tokens.search({ query: 'type:odd', size: 10, page: pages })
+    expect(ids(last)).toEqual(odd.slice((pages - 1) * 10))
+    expect((await client.tokens.search({ query: 'type:odd', page: pages + 1, size: 10 })).data).toEqual([])
+    // Not pushed down to the store: the whole query matches every token read.
+    const notEven = await client.tokens.search({ query: 'NOT type:even', size: 100, page: 2 })
+    expect(ids(notEven)).toEqual(odd.slice(100, 200))
     expect((await client.tokens.search()).pagination.total_items).toBe(count)
 
     const seen: string[] = []
     let start: string | undefined
-    let pages = 0
+    let v2Pages = 0
     do {
       const page = await client.tokens.searchV2({ query: 'type:even', size: 30, ...(start ? { start } : {}) })
       expect(page.pagination.page_size).toBe(30)
       seen.push(...ids(page))
       start = page.pagination.next
-      pages++
+      v2Pages++
     } while (start)
     expect(seen).toEqual(made.filter((_, i) => i % 2 === 0))
-    expect(pages).toBe(4)
+    expect(v2Pages).toBe(Math.ceil((count - odd.length) / 30))
     const nested = await client.tokens.searchV2({ query: 'type:even', page: { size: 2 } })
     const after = await client.tokens.searchV2({
       query: 'type:even',
@@ -327,16 +341,20 @@ describe('token search', () => {
   })
 
   it('search indexes survive an export and an import (hashed again under the new tenant key)', async () => {
-    const { client, service } = await setup()
+    const { client, service, vault } = await setup()
     await client.tokens.create({
       id: 's',
       type: 'token',
       data: { n: '42' },
       search_indexes: ['{{ data.n }}'],
     })
+    const tx = await client.transactions.create()
+    const inTx = service.connect(vault.keys.private, { transactionId: tx.id })
+    await inTx.tokens.create({ id: 't', type: 'token', data: { n: '43' }, search_indexes: ['{{ data.n }}'] })
     const snapshot = await service.admin.exportState()
     await service.admin.clearState()
     await service.admin.importState(snapshot)
-    expect(ids(await client.tokens.search({ query: 'data.n:42' }))).toEqual(['s'])
+    expect(ids(await client.tokens.search({ query: 'data.n:42 OR data.n:43' }))).toEqual(['s'])
+    expect(ids(await inTx.tokens.search({ query: 'data.n:42 OR data.n:43' }))).toEqual(['s', 't'])
   })
 })

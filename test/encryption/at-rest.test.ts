@@ -66,6 +66,16 @@ async function plant(url: string, management: string) {
   return { key, id: made.body['id'] as string, call }
 }
 
+/** The ids a search for the planted search index value answers (it is stored only as a keyed hash). */
+async function searchIndexed(url: string, key: string): Promise<string[]> {
+  const found = await fetch(`${url}/tokens/search`, {
+    method: 'POST',
+    headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: `data:${SECRET.toUpperCase()}` }),
+  })
+  return ((await found.json()) as { data: Array<{ id: string }> }).data.map((t) => t.id)
+}
+
 /** Every form of the planted values an attacker could grep for. */
 const needles = () =>
   [CARD, SECRET, MASK_SECRET, SECRET.toUpperCase()].flatMap((value) => [
@@ -107,12 +117,7 @@ describe('encryption at rest through the CLI', () => {
       const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
       expect(read.status).toBe(200)
       expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
-      const found = await fetch(`${second.url}/tokens/search`, {
-        method: 'POST',
-        headers: { 'svc-api-key': key, 'content-type': 'application/json' },
-        body: JSON.stringify({ query: `data:${SECRET.toUpperCase()}` }),
-      })
-      expect(((await found.json()) as { data: Array<{ id: string }> }).data.map((t) => t.id)).toEqual([id])
+      expect(await searchIndexed(second.url, key)).toEqual([id])
       await second.stop()
     } finally {
       await rm(dir, { recursive: true, force: true })
@@ -153,6 +158,7 @@ describe('encryption at rest through the CLI', () => {
         const second = await serve(url.href, dir, env)
         const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
         expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
+        expect(await searchIndexed(second.url, key)).toEqual([id])
         await second.stop()
       } finally {
         await rm(dir, { recursive: true, force: true })

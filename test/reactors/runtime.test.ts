@@ -21,22 +21,98 @@ async function react(body: string, reactorTimeoutMs?: number): Promise<unknown> 
   return w.a.client.reactors.react(reactor.id, {})
 }
 
-describe('the reactor formulas SDK (docs: reactor formulas, "Errors")', () => {
+describe('the reactor formulas SDK (docs: api/reactors/reactor-errors, "Error Types" and "Error Constructors")', () => {
   it.each([
-    ['BadRequestError', 400],
-    ['AuthenticationError', 401],
-    ['InvalidPaymentMethodError', 402],
-    ['AuthorizationError', 403],
-    ['RateLimitError', 429],
-    ['ReactorRuntimeError', 500],
-  ])('%s answers %i with its message', async (name, status) => {
+    ['BadRequestError', 400, 'Bad Request'],
+    ['AuthenticationError', 401, 'Authentication Failed'],
+    ['InvalidPaymentMethodError', 402, 'Invalid Payment Method'],
+    ['AuthorizationError', 403, 'Forbidden'],
+    ['RateLimitError', 429, 'Rate Limit Exceeded'],
+    ['ReactorRuntimeError', 500, 'Reactor Runtime Error'],
+    ['ServiceUnavailableError', 503, 'Service Unavailable Error'],
+  ])('%s answers %i, detail "%s", its argument as the errors block', async (name, status, detail) => {
     const error = await failure(
       react(`const sdk = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
         const e = new sdk.${name}('card declined')
         if (!(e instanceof Error) || !(e instanceof sdk.${name}) || e.name !== '${name}') throw new Error('bad class')
         throw e`),
     )
-    expect({ status: error.status, message: error.message }).toEqual({ status, message: 'card declined' })
+    expect({ status: error.status, message: error.message, issues: error.issues }).toEqual({
+      status,
+      message: detail,
+      issues: { error: ['card declined'] },
+    })
+  })
+
+  it.each([
+    ['a string', `'My error message'`, { error: ['My error message'] }],
+    ['an array', `['error 1', 'error 2']`, { error: ['error 1', 'error 2'] }],
+    [
+      'an object',
+      `{ error1: 'description 1', error2: ['description 2', 'description 3'], nested: { a: 1 } }`,
+      { error1: ['description 1'], error2: ['description 2', 'description 3'], nested: ['{"a":1}'] },
+    ],
+    ['an Error', `new Error('upstream failed')`, { error: ['upstream failed'] }],
+    ['nothing', '', { error: ['Something went wrong. Please try again.'] }],
+  ])('the constructor takes %s', async (_, argument, errors) => {
+    const error = await failure(
+      react(`const { ReactorRuntimeError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+        throw new ReactorRuntimeError(${argument})`),
+    )
+    expect({ status: error.status, message: error.message, issues: error.issues }).toEqual({
+      status: 500,
+      message: 'Reactor Runtime Error',
+      issues: errors,
+    })
+  })
+
+  it('InvalidReactorConfigurationError names the property; ReactorRuntimeError keeps an error status', async () => {
+    const config = await failure(
+      react(`const { InvalidReactorConfigurationError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+        throw new InvalidReactorConfigurationError('API_KEY', 'is required')`),
+    )
+    expect({ status: config.status, message: config.message, issues: config.issues }).toEqual({
+      status: 400,
+      message: 'Invalid Reactor Configuration',
+      issues: { API_KEY: ['is required'] },
+    })
+    const upstream = await failure(
+      react(`const { ReactorRuntimeError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+        throw new ReactorRuntimeError({ status: 502, message: 'bad gateway' })`),
+    )
+    expect({ status: upstream.status, issues: upstream.issues }).toEqual({
+      status: 502,
+      issues: { status: ['502'], message: ['bad gateway'] },
+    })
+  })
+
+  it('a hostile errors block is cut to its limits or dropped, never reaching the host as anything but strings', async () => {
+    const big = await failure(
+      react(`const e = new Error('x'); e.status = 400
+        e.errors = { a0: Array(25).fill('m') }; for (let i = 0; i < 24; i++) e.errors['k' + i] = ['y'.repeat(1500)]
+        throw e`),
+    )
+    expect(Object.keys(big.issues ?? {})).toHaveLength(20)
+    expect(big.issues?.a0).toHaveLength(20)
+    expect(big.issues?.k0?.[0]).toHaveLength(1000)
+    const huge = await failure(
+      react(`const e = new Error('x'); e.errors = { a: Array(100).fill('y'.repeat(1000)) }; throw e`),
+    )
+    expect({ message: huge.message, issues: huge.issues }).toEqual({ message: 'x', issues: undefined })
+    for (const errors of [
+      `{ a: [1] }`,
+      `{ ['__proto__']: ['x'] }`,
+      `{ get a() { throw new Error('getter') } }`,
+      `'text'`,
+      `{ a: 'not an array' }`,
+    ]) {
+      const error = await failure(react(`const e = new Error('x'); e.errors = ${errors}; throw e`))
+      expect({ errors, message: error.message, issues: error.issues }).toEqual({
+        errors,
+        message: 'x',
+        issues: undefined,
+      })
+    }
   })
 })
 
