@@ -131,6 +131,26 @@ describe('token search', () => {
     expect((await client.tokens.get('card')).search_indexes).toBeUndefined()
   })
 
+  it('indexes tokens made by tokenize and child create the same way', async () => {
+    const { client } = await setup()
+    await client.tokens.create({ id: 'parent', type: 'token', data: 'p' })
+    await client.tokens.tokenize({
+      a: { id: 'tk', type: 'token', data: { n: '555' }, search_indexes: ['{{ data.n }}'] },
+    })
+    await client.tokens.children.create('parent', {
+      id: 'kid',
+      type: 'token',
+      data: { n: '666' },
+      search_indexes: ['{{ data.n }}'],
+    })
+    expect(ids(await client.tokens.search({ query: 'data.n:555 OR data.n:666' }))).toEqual(['kid', 'tk'])
+    const bad = await failure(
+      client.tokens.tokenize({ a: { type: 'token', data: { n: '1' }, search_indexes: ['{{ data.x }}'] } }),
+    )
+    expect(bad.code).toBe('validation_failed')
+    expect(JSON.stringify(bad.issues)).toContain('search_indexes.0')
+  })
+
   it('refuses bad search_indexes with 400 and writes nothing', async () => {
     const { client } = await setup()
     const bad = async (search_indexes: unknown, data: unknown = { a: '1' }) =>
