@@ -5,6 +5,16 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { detokenize } from './detokenize.js'
 import { conflict, forbidden, invalid, ServiceError } from './errors.js'
+import type {
+  CreateTokenInput,
+  DetokenizeInput,
+  ListTokensQuery,
+  ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateTokenInput,
+} from './inputs.js'
 import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
 import { type Paginated, paginated } from './pagination.js'
 import {
@@ -134,7 +144,7 @@ function requireAnyRead(ctx: Ctx): void {
 export function tokenOperations(ctx: Ctx) {
   return {
     /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
-    async create(input: unknown): Promise<Token> {
+    async create(input: CreateTokenInput): Promise<Token> {
       const token = newToken(ctx, input)
       await enlist(ctx, (tx) => ({
         checks: creationChecks(ctx, tx, token.id),
@@ -151,7 +161,7 @@ export function tokenOperations(ctx: Ctx) {
      * one atomic write (enlisted in the caller's transaction). A bad body: `validation_failed`
      * naming its path; nothing is written.
      */
-    async tokenize(input: unknown): Promise<TokenTree> {
+    async tokenize(input: TokenizeInput): Promise<TokenTree> {
       if (input === undefined)
         throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
       const refuse = (message: string, path: string) =>
@@ -173,7 +183,7 @@ export function tokenOperations(ctx: Ctx) {
      * token, each under the caller's `token:read` transform (403 without it; 400 for a token that
      * does not exist or a filter expression); at most 100 tokens. Reads see the caller's transaction.
      */
-    async detokenize(input: unknown): Promise<Json> {
+    async detokenize(input: DetokenizeInput): Promise<Json> {
       if (input === undefined)
         throw invalid('body', 'is required: any JSON holding {{ <token id> }} expressions')
       // The endpoint is token:read's, whatever the body holds (each token is checked again below).
@@ -187,7 +197,7 @@ export function tokenOperations(ctx: Ctx) {
      * filters `id` and `type` (lists) and `metadata` (`metadata.<key>=<value>`: exact but for
      * case, ANDed); `page` and `size`. With the transaction header, the transaction's view.
      */
-    async list(query: unknown = {}): Promise<Paginated<Token>> {
+    async list(query: ListTokensQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       requireAnyRead(ctx)
       const tx = await openTransaction(ctx)
@@ -241,7 +251,7 @@ export function tokenOperations(ctx: Ctx) {
      * Lists the tenant's tokens the caller may read with cursor pagination (`start`, `size`),
      * filtered by `type`, `container`, `metadata` (JSON) and `fingerprint`: see `listTokensV2`.
      */
-    async listV2(query: unknown = {}): Promise<CursorPage<Token>> {
+    async listV2(query: ListTokensV2Query = {}): Promise<CursorPage<Token>> {
       requireAnyRead(ctx)
       return listTokensV2(ctx, query)
     },
@@ -250,7 +260,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
      * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
      */
-    async search(input: unknown = {}): Promise<Paginated<Token>> {
+    async search(input: SearchTokensInput = {}): Promise<Paginated<Token>> {
       return searchTokensV1(ctx, input)
     },
 
@@ -258,7 +268,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
      * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
      */
-    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+    async searchV2(input: SearchTokensV2Input = {}): Promise<CursorPage<Token>> {
       return searchTokensV2(ctx, input)
     },
 
@@ -270,7 +280,7 @@ export function tokenOperations(ctx: Ctx) {
     },
 
     /** Applies a merge patch to `data`, `metadata`, `containers`, `mask` and `expires_at`. */
-    async update(id: string, input: unknown): Promise<Token> {
+    async update(id: string, input: UpdateTokenInput): Promise<Token> {
       const patch = parse(updateTokenInput, input)
       requireFuture(ctx, patch.expires_at)
       // Read, merge, compare-and-set: a concurrent write in between makes this merge again on top of it.

@@ -70,7 +70,6 @@ export const createTokenInput = v.strictObject({
   search_indexes: v.optional(searchIndexes),
   expires_at: v.optional(isoDateTime),
 })
-export type CreateTokenInput = v.InferInput<typeof createTokenInput>
 
 /** Body of token update, a JSON merge patch: `null` removes a field (data can't be removed). */
 export const updateTokenInput = v.strictObject({
@@ -94,7 +93,6 @@ export const updateTokenInput = v.strictObject({
   search_indexes: v.optional(v.nullable(searchIndexes)),
   expires_at: v.optional(v.nullable(isoDateTime)),
 })
-export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
 
 /** Query of list children: filters `id`, `type` and `metadata` (key → value), and paging. */
 export const listChildrenInput = v.strictObject({
@@ -142,4 +140,3 @@ export function gatherMetadataFilter(query: unknown): unknown {
   }
   return out
 }
-export type ListChildrenInput = v.InferInput<typeof listChildrenInput>
