@@ -58,4 +58,9 @@ export interface Ctx {
   transactionId: string | undefined
   /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
+  /**
+   * A keyed hash of `value` under the caller's tenant key for `purpose` (fingerprints, search
+   * indexes): HMAC-SHA-256, base64url. Equal inputs give equal hashes within a tenant only.
+   */
+  hmac(purpose: string, value: string): Promise<string>
 }

@@ -324,6 +324,7 @@ export function createService(options: ServiceOptions): Service {
         instant ??= now()
         return instant
       },
+      hmac: (purpose, value) => keyring.hmac(principal.tenantId, purpose, value),
     }
   }
 
