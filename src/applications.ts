@@ -16,6 +16,9 @@ import type {
 } from './types.js'
 import { parse } from './validate.js'
 
+/** How often a change of an application is tried again after a concurrent one. */
+const MAX_ATTEMPTS = 16
+
 /** An application with its plaintext key: the answer of create, the only time the key is shown. */
 export type ApplicationWithKey = Application & { key: string }
 
@@ -91,6 +94,22 @@ export function applicationOperations(ctx: Ctx) {
     if (!a) throw notFound('application')
     return a
   }
+  /** Writes `change(current)` guarded on the record read (`application.unchanged`), retrying on a race. */
+  const changeApplication = async (
+    id: string,
+    change: (current: StoredApplication) => StoredApplication,
+  ): Promise<StoredApplication> => {
+    for (let attempt = 0; ; attempt++) {
+      const current = await mustGet(id)
+      const next = change(current)
+      const result = await ctx.store.write({
+        checks: [{ check: 'application.unchanged', tenant_id: tenant(), id, application: current }],
+        ops: [{ op: 'application.put', application: next }],
+      })
+      if (result.ok) return next
+      if (attempt >= MAX_ATTEMPTS) throw checkFailure(result.failed)
+    }
+  }
 
   return {
     /** Creates an application; the answer carries its plaintext key, which is never shown again. */
@@ -125,27 +144,50 @@ export function applicationOperations(ctx: Ctx) {
       return shownApplication(await mustGet(ctx.principal.id))
     },
 
-    /** Replaces name, permissions and rules; the type, key and `expires_at` stay. */
+    /**
+     * Replaces name, permissions and rules; the type, keys and `expires_at` stay. A compare-and-set
+     * on the application record, retried on a concurrent change, so a key added or deleted meanwhile
+     * is never undone.
+     */
     async update(id: string, input: unknown): Promise<Application> {
       requirePermission(ctx.principal, 'application:update')
       const body = parse(updateApplicationInput, input)
-      const current = await mustGet(id)
-      requirePermissionsFitType(current.type, body.permissions, body.rules)
-      const { rules: _rules, ...kept } = current
-      const next: StoredApplication = {
-        ...kept,
-        name: body.name,
-        permissions: body.permissions,
-        ...(body.rules ? { rules: body.rules } : {}),
-        modified_at: ctx.now(),
-        modified_by: ctx.principal.id,
-      }
-      const result = await ctx.store.write({
-        checks: [{ check: 'application.present', tenant_id: tenant(), id }],
-        ops: [{ op: 'application.put', application: next }],
+      const now = ctx.now()
+      const next = await changeApplication(id, (current) => {
+        requirePermissionsFitType(current.type, body.permissions, body.rules)
+        const { rules: _rules, ...kept } = current
+        return {
+          ...kept,
+          name: body.name,
+          permissions: body.permissions,
+          ...(body.rules ? { rules: body.rules } : {}),
+          modified_at: now,
+          modified_by: ctx.principal.id,
+        }
       })
-      if (!result.ok) throw checkFailure(result.failed)
       return shownApplication(next)
+    },
+
+    /**
+     * Regenerates the application's API key (`POST /applications/{id}/regenerate`,
+     * `application:update`): every key it held stops working at once and one new key takes their
+     * place; the answer carries it, never shown again.
+     */
+    async regenerateKey(id: string): Promise<ApplicationWithKey> {
+      requirePermission(ctx.principal, 'application:update')
+      const key = newApiKey()
+      const now = ctx.now()
+      const next = await changeApplication(id, (current) => {
+        const { key_hash: _legacy, keys: _keys, ...kept } = current
+        const fresh: StoredApplicationKey = {
+          id: newId(),
+          key_hash: sha256(key),
+          created_at: now,
+          created_by: ctx.principal.id,
+        }
+        return { ...kept, keys: [fresh], modified_at: now, modified_by: ctx.principal.id }
+      })
+      return { ...shownApplication(next), key }
     },
 
     /** Deletes an application; its key stops working at once. */

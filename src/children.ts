@@ -3,7 +3,7 @@ import type { Ctx } from './context.js'
 import { conflict, invalid, notFound } from './errors.js'
 import { type Paginated, paginated } from './pagination.js'
 import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
-import { creationChecks, newToken } from './tokens.js'
+import { creationChecks, newToken, shownToCaller } from './tokens.js'
 import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
 import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
@@ -118,7 +118,7 @@ export function childOperations(ctx: Ctx) {
         ],
         locks: [token.id],
       })
-      return withoutData(token)
+      return shownToCaller(token)
     },
 
     /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */

@@ -131,6 +131,7 @@ const OPERATIONS = {
     get: 'application.get',
     getByKey: 'application.get_by_key',
     update: 'application.update',
+    regenerateKey: 'application.regenerate_key',
     delete: 'application.delete',
   } satisfies OperationNames<ReturnType<typeof applicationOperations>>,
   reactorFormulas: {

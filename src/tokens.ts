@@ -21,10 +21,13 @@ import { parse } from './validate.js'
 /** Containers a token gets when none are given. */
 export const DEFAULT_CONTAINERS = ['/general/high/']
 
-/** The caller's view of a token it just wrote: under its read transform, or without `data`. */
-export function shownToCaller(ctx: Ctx, token: StoredToken): Token {
-  const transform = tokenAccess(ctx.principal, 'token:read', token)
-  return transform ? applyTransform(token, transform) : withoutData(token)
+/**
+ * The caller's view of a token it just wrote (create, tokenize, update answers): `data` under the
+ * implicit transform of `token:create`, `mask` — the token's mask, or no `data` when it has none —
+ * whatever the caller may read, as Basis Theory answers them.
+ */
+export function shownToCaller(token: StoredToken): Token {
+  return applyTransform(token, 'mask')
 }
 
 function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
@@ -124,7 +127,7 @@ export function tokenOperations(ctx: Ctx) {
         ops: [{ op: 'token.put', token }],
         locks: [token.id],
       }))
-      return shownToCaller(ctx, token)
+      return shownToCaller(token)
     },
 
     /**
@@ -147,7 +150,7 @@ export function tokenOperations(ctx: Ctx) {
           locks: tokens.map((t) => t.id),
         }))
       }
-      return answer((token) => shownToCaller(ctx, token))
+      return answer((token) => shownToCaller(token))
     },
 
     /**
@@ -260,7 +263,7 @@ export function tokenOperations(ctx: Ctx) {
           ops: [{ op: 'token.put', token: next }],
           locks: [id],
         })
-        if (result.ok) return shownToCaller(ctx, next)
+        if (result.ok) return shownToCaller(next)
         const retry =
           result.failed.check === 'token.unchanged' || result.failed.check === 'transaction.unchanged'
         if (!retry || attempt >= MAX_UPDATE_ATTEMPTS) throw checkFailure(result.failed)

@@ -198,6 +198,11 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: schemaRef('Application'),
   },
   'DELETE /applications/:id': { tag: 'Applications', summary: 'Delete an application' },
+  'POST /applications/:id/regenerate': {
+    tag: 'Applications',
+    summary: 'Replace every key of an application by one new key (the answer holds it, shown once)',
+    response: schemaRef('Application'),
+  },
   'POST /applications/:id/keys': {
     tag: 'Applications',
     summary: 'Create a key (the answer holds it, shown once)',

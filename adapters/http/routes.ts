@@ -64,6 +64,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/applications/:id', op(200, (c, [id]) => c.applications.get(id!))],
   ['PUT', '/applications/:id', op(200, (c, [id], _q, b) => c.applications.update(id!, b))],
   ['DELETE', '/applications/:id', op(204, (c, [id]) => c.applications.delete(id!))],
+  ['POST', '/applications/:id/regenerate', op(200, (c, [id]) => c.applications.regenerateKey(id!))],
   ['POST', '/applications/:id/keys', op(201, (c, [id]) => c.applicationKeys.create(id!))],
   ['GET', '/applications/:id/keys', op(200, (c, [id]) => c.applicationKeys.list(id!))],
   ['GET', '/applications/:id/keys/:key', op(200, (c, [id, k]) => c.applicationKeys.get(id!, k!))],

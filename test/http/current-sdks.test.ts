@@ -119,6 +119,29 @@ describe('@basis-theory/basis-theory-js 4.x (headerPrefix BT)', () => {
     expect(await failedStatus(bt.applicationKeys.getById(app.id, created.id!))).toBe(404)
   })
 
+  it('Regenerate API Key (docs/api/applications/applications#regenerate-api-key): a new key acts as the application, every old one stops at once', async () => {
+    const bt = await vault.js(vault.management)
+    const app = await bt.applications.create({
+      name: 'rotating',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    const extra = await bt.applicationKeys.create(app.id)
+    const regenerated = await bt.applications.regenerateKey(app.id)
+    expect(regenerated).toMatchObject({ id: app.id, name: 'rotating', permissions: ['token:read'] })
+    expect(regenerated.key).toMatch(/^key_/)
+    expect(regenerated.key).not.toBe(app.key)
+    expect(await failedStatus(vault.node(regenerated.key!).tokens.get('missing'))).toBe(404)
+    expect(await failedStatus(vault.node(app.key!).tokens.get('missing'))).toBe(401)
+    expect(await failedStatus(vault.node(extra.key!).tokens.get('missing'))).toBe(401)
+    expect(await bt.applicationKeys.get(app.id)).toHaveLength(1)
+    const reader = await vault.key('private', ['token:read'])
+    expect(await failedStatus((await vault.js(reader)).applications.regenerateKey(app.id))).toBe(403)
+    expect(await failedStatus(bt.applications.regenerateKey('00000000-0000-4000-8000-000000000000'))).toBe(
+      404,
+    )
+  })
+
   it('Get an Application by Key and Get a Tenant (docs/api/applications/applications, docs/api/tenants/tenants)', async () => {
     const bt = await vault.js(vault.management)
     expect((await bt.applications.retrieveByKey()).type).toBe('management')

@@ -27,7 +27,41 @@ describe('tokens over HTTP', () => {
       body: JSON.stringify({ data: 'c' }),
       headers: { 'content-type': 'Application/Merge-Patch+JSON; charset=utf-8' },
     })
-    expect((await json(patched, 200)).data).toBe('c')
+    await json(patched, 200)
+    expect((await json(await call('GET', '/tokens/t', { key: keys.full }), 200)).data).toBe('c')
+  })
+
+  it('create, tokenize and update answer data under the implicit mask transform of token:create, whatever the caller may read (docs/api/tokens/tokens.mdx#create-token, #update-token; docs/api/tokens/tokenize.mdx)', async () => {
+    const { call, keys } = await setup()
+    const body = { id: 'm', type: 'token', data: 'Sensitive Value', mask: 'XXXXXXXXXXXalue' }
+    const created = await json(await call('POST', '/tokens', { key: keys.full, body }), 201)
+    expect(created.data).toBe('XXXXXXXXXXXalue')
+    expect(JSON.stringify(created)).not.toContain('Sensitive Value')
+    const plain = await json(
+      await call('POST', '/tokens', { key: keys.full, body: { id: 'p', type: 'token', data: 'no mask' } }),
+      201,
+    )
+    expect(plain).not.toHaveProperty('data')
+    const patched = await json(
+      await call('PATCH', '/tokens/m', {
+        key: keys.full,
+        body: { data: 'Other Value', mask: 'XXXXXXXXXXXalue' },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      }),
+      200,
+    )
+    expect(patched.data).toBe('XXXXXXXXXXXalue')
+    const tokenized = await json<{ card: { data: unknown }; plain: unknown }>(
+      await call('POST', '/tokenize', {
+        key: keys.full,
+        body: { card: { type: 'token', data: 'secret', mask: 'XXXret' }, plain: 'x' },
+      }),
+      201,
+    )
+    expect(tokenized.card.data).toBe('XXXret')
+    expect(typeof tokenized.plain).toBe('string')
+    // A reader with `reveal` still sees the data in the clear on a read.
+    expect((await json(await call('GET', '/tokens/m', { key: keys.full }), 200)).data).toBe('Other Value')
   })
 
   it('list children filters by metadata.<key>=<value> and metadata[<key>]=<value>, case-insensitive exact values, ANDed (docs/api/tokens/tokens.mdx list tokens, basistheory-go api/openapi.yaml)', async () => {

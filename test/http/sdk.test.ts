@@ -169,7 +169,11 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
       data: { expMonth: 1 },
       metadata: { note: 'x' },
     } as never)
-    expect(updated.data).toEqual({ number: '4242424242424242', expMonth: 1 })
+    expect(updated.data).toBeUndefined()
+    expect((await bt.tokens.retrieve('sdk-token-1')).data).toEqual({
+      number: '4242424242424242',
+      expMonth: 1,
+    })
     expect(updated.metadata).toEqual({ customerId: 'c1', note: 'x' })
     await bt.tokens.delete('sdk-token-1')
     expect((await apiError(bt.tokens.retrieve('sdk-token-1'))).status).toBe(404)

@@ -25,7 +25,11 @@ describe('tokens over HTTP', () => {
       }),
       200,
     )
-    expect(patched).toMatchObject({ data: { number: '4242' }, metadata: { a: '1', b: '2' } })
+    expect(patched).toMatchObject({ metadata: { a: '1', b: '2' } })
+    expect(patched).not.toHaveProperty('data')
+    expect((await json(await call('GET', '/tokens/tok-1', { key: keys.full }), 200)).data).toEqual({
+      number: '4242',
+    })
 
     await empty(await call('DELETE', '/tokens/tok-1', { key: keys.full }), 204)
     await problem(await call('GET', '/tokens/tok-1', { key: keys.full }), 404)
