@@ -20,7 +20,10 @@ import { createService, manualClock, type Service, ServiceError } from '../src/i
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const SERVER_FLAG = '--http-bench-servers'
-const TOKEN_BODY = JSON.stringify({ type: 'card', data: { number: '4242424242424242', exp: '12/30' } })
+const TOKEN_BODY = JSON.stringify({
+  type: 'card',
+  data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
+})
 
 /** What the server process reports once both servers listen. */
 interface Ready {

@@ -121,6 +121,8 @@ export interface Token {
   created_at: string
   modified_by?: string
   modified_at?: string
+  /** Answers to a create asking for deduplication only (never stored): whether a duplicate answered. */
+  _extras?: { deduplicated: boolean }
 }
 
 /** A token as stored: `data` is always present. */

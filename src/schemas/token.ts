@@ -45,7 +45,16 @@ const metadata = v.pipe(
   v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
 )
 
-/** Body of token create and child create. */
+/** An expression (see `src/expressions.ts`): checked further when the token is made. */
+const expression = v.pipe(v.string(), v.maxLength(4096, 'must be at most 4096 characters'))
+
+/** Search index expressions: at most 20. */
+const searchIndexes = v.pipe(v.array(expression), v.maxLength(20, 'must hold at most 20 expressions'))
+
+/**
+ * Body of token create and child create: Basis Theory's Create Token fields. `token_intent_id` is
+ * recognized, and refused: token intents are not offered.
+ */
 export const createTokenInput = v.strictObject({
   id: v.optional(tokenId),
   type: tokenType,
@@ -53,7 +62,16 @@ export const createTokenInput = v.strictObject({
   containers: v.optional(containers),
   metadata: v.optional(metadata),
   mask: v.optional(json),
-  expires_at: v.optional(isoDateTime),
+  fingerprint_expression: v.optional(v.nullable(expression)),
+  search_indexes: v.optional(v.nullable(searchIndexes)),
+  deduplicate_token: v.optional(v.nullable(v.boolean())),
+  expires_at: v.optional(v.nullable(isoDateTime)),
+  token_intent_id: v.optional(
+    v.pipe(
+      v.unknown(),
+      v.check(() => false, 'token intents are not supported: create the token from type and data'),
+    ),
+  ),
 })
 export type CreateTokenInput = v.InferInput<typeof createTokenInput>
 
@@ -76,6 +94,9 @@ export const updateTokenInput = v.strictObject({
     ),
   ),
   mask: v.optional(json),
+  fingerprint_expression: v.optional(v.nullable(expression)),
+  search_indexes: v.optional(v.nullable(searchIndexes)),
+  deduplicate_token: v.optional(v.nullable(v.boolean())),
   expires_at: v.optional(v.nullable(isoDateTime)),
 })
 export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
