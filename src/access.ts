@@ -100,8 +100,8 @@ function shell(t: StoredToken): Token {
   if (t.mask !== undefined) out.mask = t.mask
   if (t.fingerprint !== undefined) out.fingerprint = t.fingerprint
   if (t.fingerprint_expression !== undefined) out.fingerprint_expression = t.fingerprint_expression
-  if (t.search_indexes !== undefined) out.search_indexes = t.search_indexes
   if (t.expires_at !== undefined) out.expires_at = t.expires_at
+  if (t.search_indexes !== undefined) out.search_indexes = t.search_indexes
   if (t.modified_by !== undefined) out.modified_by = t.modified_by
   if (t.modified_at !== undefined) out.modified_at = t.modified_at
   return out

@@ -11,6 +11,8 @@ export function checkFailure(check: Check): ServiceError {
       return notFound('token')
     case 'token.unlocked':
       return conflict(`token ${check.id} is locked by an open transaction`)
+    case 'lock.held':
+      return conflict('the transaction was changed concurrently; retry')
     case 'token.unchanged':
       return conflict(`token ${check.id} was changed concurrently; retry`)
     case 'transaction.unchanged':

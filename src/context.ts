@@ -59,8 +59,8 @@ export interface Ctx {
   /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
   /**
-   * A keyed hash of `value` under the caller's tenant key for `purpose` (fingerprints, search
-   * indexes): HMAC-SHA-256, base64url. Equal inputs give equal hashes within a tenant only.
+   * HMAC-SHA-256 (base64url) of `value` under the caller's tenant key for `purpose` (a subkey of
+   * the tenant's data key per purpose): search indexes, fingerprints. Never stored in the clear.
    */
   hmac(purpose: string, value: string): Promise<string>
 }

@@ -27,7 +27,10 @@ export type ValidationIssues = Record<string, string[]>
 export class ServiceError extends Error {
   override readonly name = 'ServiceError'
   readonly code: ServiceErrorCode
-  /** Present on `validation_failed`: field path to messages. */
+  /**
+   * Present on `validation_failed`: field path to messages; and on `formula_failed` when the formula
+   * threw an error with an `errors` block (the reactor formulas SDK's errors), that block.
+   */
   readonly issues: ValidationIssues | undefined
   /** Present on `formula_failed`: the HTTP status (400–599) the failure maps to. */
   readonly status: number | undefined

@@ -28,10 +28,11 @@ export function cursorAfter(id: string): string {
   return Buffer.from(`after:${id}`, 'utf8').toString('base64url')
 }
 
-function idAfterCursor(cursor: string): string {
+/** The token id a cursor of `cursorAfter` names; a validation error on `field` for anything else. */
+export function idAfterCursor(cursor: string, field = 'start'): string {
   const text = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
   if (!text.startsWith('after:') || cursorAfter(text.slice(6)) !== cursor)
-    throw invalid('start', 'is not a cursor this API answered')
+    throw invalid(field, 'is not a cursor this API answered')
   return text.slice(6)
 }
 

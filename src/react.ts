@@ -86,7 +86,11 @@ export function castArgs(params: readonly RequestParameterElement[], args: JsonO
   return out
 }
 
-/** The error a failed run answers with. Thrown statuses 400–599 are kept; anything else is 500. */
+/**
+ * The error a failed run answers with. Thrown statuses 400–599 are kept; anything else is 500. A
+ * thrown error's `errors` block (the reactor formulas SDK's errors: `new BadRequestError('declined')`
+ * answers 400, detail `Bad Request`, `errors: { error: ['declined'] }`) is kept as the error's `issues`.
+ */
 export function runFailure(outcome: Extract<RunOutcome, { ok: false }>, timeoutMs: number): ServiceError {
   switch (outcome.kind) {
     case 'invalid':
@@ -94,7 +98,10 @@ export function runFailure(outcome: Extract<RunOutcome, { ok: false }>, timeoutM
     case 'thrown': {
       const s = outcome.status
       const status = s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : 500
-      return new ServiceError('formula_failed', outcome.message, { status })
+      return new ServiceError('formula_failed', outcome.message, {
+        status,
+        ...(outcome.errors ? { issues: outcome.errors } : {}),
+      })
     }
     case 'timeout':
       return new ServiceError('formula_failed', `the reactor formula ran longer than ${timeoutMs} ms`, {

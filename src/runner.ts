@@ -47,7 +47,15 @@ export type RunFailureKind =
 /** The result of one run. `value` is the function's answer as JSON (parsed), `logs` what it printed. */
 export type RunOutcome =
   | { ok: true; value: unknown; logs: string[] }
-  | { ok: false; kind: RunFailureKind; message: string; status?: number; retryAfterSec?: number }
+  | {
+      ok: false
+      kind: RunFailureKind
+      message: string
+      status?: number
+      /** A thrown error's `errors` block (field, or `error`, to messages), as the formulas SDK's errors carry. */
+      errors?: Record<string, string[]>
+      retryAfterSec?: number
+    }
 
 /** Runs formula code in isolation. Implementations must be safe to call concurrently. */
 export interface FormulaRunner {

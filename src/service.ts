@@ -106,6 +106,8 @@ const OPERATIONS = {
     detokenize: 'token.detokenize',
     list: 'token.list',
     listV2: 'token.list_v2',
+    search: 'token.search',
+    searchV2: 'token.search_v2',
     get: 'token.get',
     update: 'token.update',
     delete: 'token.delete',

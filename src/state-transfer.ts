@@ -1,6 +1,8 @@
 import * as v from 'valibot'
 import type { Keyring } from './encryption/sealed-store.js'
 import { publicTenant } from './encryption/sealed-store.js'
+import { lockOps } from './locks.js'
+import { withSearchIndexes } from './search-expressions.js'
 import type { Store, StoreDump } from './store/contract.js'
 import type { Association, Op, StoredToken, StoredTransaction } from './types.js'
 import { parse } from './validate.js'
@@ -115,6 +117,29 @@ function canonical<T>(value: T): T {
   return out as T
 }
 
+/** Deletes of the lock records of every token the transactions list. */
+function lockDeletes(transactions: readonly StoredTransaction[]): Op[] {
+  const seen = new Set<string>()
+  const ops: Op[] = []
+  for (const t of transactions) {
+    for (const id of t.locks) {
+      const key = `${t.tenant_id}\u0000${id}`
+      if (seen.has(key)) continue
+      seen.add(key)
+      ops.push({ op: 'lock.delete', tenant_id: t.tenant_id, token_id: id })
+    }
+  }
+  return ops
+}
+
+/** The lock records the open transactions of a snapshot hold: each token's last one listing it. */
+function lockPuts(transactions: readonly StoredTransaction[]): Op[] {
+  const holders = new Map<string, { t: StoredTransaction; id: string }>()
+  for (const t of transactions)
+    if (t.state === 'open') for (const id of t.locks) holders.set(`${t.tenant_id}\u0000${id}`, { t, id })
+  return [...holders.values()].flatMap(({ t, id }) => lockOps(t, [id]))
+}
+
 /** The deletes that empty `dump` (children before what they hang on, tenants last). */
 function deletesOf(dump: StoreDump): Op[] {
   return [
@@ -127,6 +152,8 @@ function deletesOf(dump: StoreDump): Op[] {
       }),
     ),
     ...dump.sessions.map((s): Op => ({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })),
+    // A lock record names a transaction that lists its token: these are all there are.
+    ...lockDeletes(dump.transactions),
     ...dump.transactions.map((t): Op => ({ op: 'transaction.delete', tenant_id: t.tenant_id, id: t.id })),
     ...dump.tokens.map((t): Op => ({ op: 'token.delete', tenant_id: t.tenant_id, id: t.id })),
     ...dump.reactors.map((r): Op => ({ op: 'reactor.delete', tenant_id: r.tenant_id, id: r.id })),
@@ -200,9 +227,23 @@ export async function restoreSnapshot(
     ...r.applications.map((application): Op => ({ op: 'application.put', application })),
     ...r.formulas.map((formula): Op => ({ op: 'formula.put', formula })),
     ...r.reactors.map((reactor): Op => ({ op: 'reactor.put', reactor })),
-    ...r.tokens.map((token): Op => ({ op: 'token.put', token })),
+    // Search indexes are hashed under the tenant key, new here: hash them again from the data.
+    ...r.tokens.map(
+      (token): Op => ({ op: 'token.put', token: withSearchIndexes(token, token.search_indexes) }),
+    ),
     ...r.associations.map((association): Op => ({ op: 'association.put', association })),
-    ...r.transactions.map((transaction: StoredTransaction): Op => ({ op: 'transaction.put', transaction })),
+    ...r.transactions.map(
+      (transaction: StoredTransaction): Op => ({
+        op: 'transaction.put',
+        transaction: {
+          ...transaction,
+          writes: transaction.writes.map((w) =>
+            w.op === 'token.put' ? { ...w, token: withSearchIndexes(w.token, w.token.search_indexes) } : w,
+          ),
+        },
+      }),
+    ),
+    ...lockPuts(r.transactions),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
   ])
 }

@@ -1,3 +1,4 @@
+import { writeEnd } from './locks.js'
 import type { Store } from './store/contract.js'
 
 /** How many records the sweep lists (and then writes one by one) per round. */
@@ -53,7 +54,8 @@ async function drain(
  *
  * - Sessions past `expires_at` are deleted.
  * - Applications past `expires_at` are deleted (an update keeps `expires_at`, so nothing races it).
- * - Open transactions past `expires_at` are marked `expired` (ended then).
+ * - Open transactions past `expires_at` are marked `expired` (ended then), and the lock records
+ *   they still hold deleted.
  * - Tokens past `expires_at` are deleted with their associations, unless an open transaction holds
  *   them (they go once it ends).
  * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
@@ -85,16 +87,8 @@ export async function sweepExpired(
   const transactions = await drain(store, 'transaction.open', now, batch, async (key) => {
     const tx = await store.getTransaction(key.tenant_id, key.id)
     if (!tx || tx.state !== 'open' || tx.expires_at > now) return false
-    const result = await store.write({
-      checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
-      ops: [
-        {
-          op: 'transaction.put',
-          transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: tx.expires_at },
-        },
-      ],
-    })
-    return result.ok
+    const ended = { ...tx, state: 'expired' as const, writes: [], locks: [], ended_at: tx.expires_at }
+    return (await writeEnd(store, tx, ended)).ok
   })
   const tokens = await drain(store, 'token', now, batch, async (key) => {
     const token = await store.getToken(key.tenant_id, key.id)

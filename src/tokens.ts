@@ -15,6 +15,8 @@ import {
   listChildrenInput,
   updateTokenInput,
 } from './schemas/token.js'
+import { searchTokensV1, searchTokensV2 } from './search.js'
+import { withSearchIndexes } from './search-expressions.js'
 import { fingerprinted, typeRules } from './token-types.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
@@ -39,7 +41,7 @@ function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
 
 /**
  * Checks what a token's expressions and data make together: its data against its type, its mask
- * and search indexes evaluate on its data, its fingerprint expression renders (400 naming the field
+ * evaluates on its data, its fingerprint expression renders (400 naming the field
  * otherwise). The fingerprint itself is made by `fingerprinted`, which needs the tenant key.
  */
 function checkTokenContents(token: StoredToken): void {
@@ -54,9 +56,6 @@ function checkTokenContents(token: StoredToken): void {
       { data: token.data, metadata: token.metadata },
       'fingerprint_expression',
     )
-  }
-  for (const [i, index] of (token.search_indexes ?? []).entries()) {
-    renderTemplate(index, { data: token.data }, `search_indexes.${i}`)
   }
 }
 
@@ -80,15 +79,15 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
     metadata: body.metadata ?? {},
     ...(mask === undefined ? {} : { mask }),
     ...(body.fingerprint_expression == null ? {} : { fingerprint_expression: body.fingerprint_expression }),
-    ...(body.search_indexes == null ? {} : { search_indexes: body.search_indexes }),
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
     created_by: ctx.principal.id,
     created_at: ctx.now(),
   }
   checkTokenContents(token)
   requireTokenAccess(ctx.principal, 'token:create', token)
-  if (body.deduplicate_token === true) markDeduplicating(token)
-  return token
+  const indexed = withSearchIndexes(token, body.search_indexes)
+  if (body.deduplicate_token === true) markDeduplicating(indexed)
+  return indexed
 }
 
 /** The answer to a create: the new token as its creator sees it, or the duplicate that answered instead. */
@@ -138,7 +137,6 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
     modified_by: _by,
     modified_at: _at,
     fingerprint_expression: _fpe,
-    search_indexes: _si,
     ...kept
   } = current
   const rules = typeRules(current.type)
@@ -148,8 +146,6 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
     patch.fingerprint_expression === undefined
       ? current.fingerprint_expression
       : (patch.fingerprint_expression ?? undefined)
-  const indexes =
-    patch.search_indexes === undefined ? current.search_indexes : (patch.search_indexes ?? undefined)
   const expiresAt = patch.expires_at === undefined ? current.expires_at : (patch.expires_at ?? undefined)
   const next: StoredToken = {
     ...kept,
@@ -164,12 +160,23 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
           : (mergePatch(current.metadata, patch.metadata) as Record<string, string>),
     ...(mask === undefined ? {} : { mask }),
     ...(fpe === undefined ? {} : { fingerprint_expression: fpe }),
-    ...(indexes === undefined ? {} : { search_indexes: indexes }),
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
   }
   if (next.data === null) throw invalid('data', 'is required')
   checkTokenContents(next)
-  return next
+  const { search_indexes: indexes, search_index_values: _v, search_index_hashes: hashes, ...rest } = next
+  if (patch.search_indexes === undefined && patch.data === undefined) {
+    // Neither the expressions nor the data changed: the stored hashes still hold.
+    return {
+      ...rest,
+      ...(indexes ? { search_indexes: indexes } : {}),
+      ...(hashes ? { search_index_hashes: hashes } : {}),
+    }
+  }
+  return withSearchIndexes(
+    rest,
+    patch.search_indexes === undefined ? indexes : (patch.search_indexes ?? undefined),
+  )
 }
 
 /** Throws `forbidden` unless the caller may read some token (the permission, or a rule granting it). */
@@ -296,6 +303,22 @@ export function tokenOperations(ctx: Ctx) {
     async listV2(query: unknown = {}): Promise<CursorPage<Token>> {
       requireAnyRead(ctx)
       return listTokensV2(ctx, query)
+    },
+
+    /**
+     * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
+     * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
+     */
+    async search(input: unknown = {}): Promise<Paginated<Token>> {
+      return searchTokensV1(ctx, input)
+    },
+
+    /**
+     * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
+     * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
+     */
+    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+      return searchTokensV2(ctx, input)
     },
 
     /** Reads a token under the caller's read transform. Expired or absent → not found. */

@@ -2,6 +2,7 @@ import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { conflict, forbidden, notFound } from './errors.js'
+import { writeEnd } from './locks.js'
 import { emptyBody } from './schemas/common.js'
 import type { StoredTransaction, Transaction } from './types.js'
 import { parse } from './validate.js'
@@ -34,13 +35,13 @@ export function transactionOperations(ctx: Ctx) {
       throw forbidden('only the application that created the transaction may end it')
     if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
     if (tx.expires_at <= ctx.now()) {
-      await ctx.store.write({
-        ops: [
-          {
-            op: 'transaction.put',
-            transaction: { ...tx, state: 'expired', writes: [], locks: [], ended_at: tx.expires_at },
-          },
-        ],
+      // Ended as the sweep would end it; a concurrent change to it leaves that to the sweep.
+      await writeEnd(ctx.store, tx, {
+        ...tx,
+        state: 'expired',
+        writes: [],
+        locks: [],
+        ended_at: tx.expires_at,
       })
       throw conflict('the transaction has expired')
     }
@@ -69,21 +70,20 @@ export function transactionOperations(ctx: Ctx) {
 
     /** Applies every enlisted write in one atomic store write. Of racing commits exactly one succeeds. */
     async commit(id: string): Promise<void> {
-      // Read the transaction, then write its staged writes and its end in one write guarded on it
-      // being unchanged: a write staged meanwhile makes the guard fail, and the commit starts over
-      // with it, so a staged write either lands with the commit or is refused, never lost.
+      // Read the transaction, then write its staged writes, its end and the release of its locks
+      // in one write guarded on it being unchanged: a write staged meanwhile makes the guard fail,
+      // and the commit starts over with it, so a staged write either lands with the commit or is
+      // refused, never lost.
       for (let attempt = 1; ; attempt++) {
         const tx = await ownOpen(id)
-        const result = await ctx.store.write({
-          checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id, transaction: tx }],
-          ops: [
-            ...tx.writes,
-            {
-              op: 'transaction.put',
-              transaction: { ...tx, state: 'committed', writes: [], locks: [], ended_at: ctx.now() },
-            },
-          ],
-        })
+        const ended: StoredTransaction = {
+          ...tx,
+          state: 'committed',
+          writes: [],
+          locks: [],
+          ended_at: ctx.now(),
+        }
+        const result = await writeEnd(ctx.store, tx, ended, tx.writes)
         if (result.ok) return
         if (result.failed.check !== 'transaction.unchanged' || attempt >= MAX_COMMIT_ATTEMPTS)
           throw checkFailure(result.failed)
@@ -96,15 +96,14 @@ export function transactionOperations(ctx: Ctx) {
       // staged meanwhile makes the rollback start over and discard that write too.
       for (let attempt = 1; ; attempt++) {
         const tx = await ownOpen(id)
-        const result = await ctx.store.write({
-          checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id, transaction: tx }],
-          ops: [
-            {
-              op: 'transaction.put',
-              transaction: { ...tx, state: 'rolled_back', writes: [], locks: [], ended_at: ctx.now() },
-            },
-          ],
-        })
+        const ended: StoredTransaction = {
+          ...tx,
+          state: 'rolled_back',
+          writes: [],
+          locks: [],
+          ended_at: ctx.now(),
+        }
+        const result = await writeEnd(ctx.store, tx, ended)
         if (result.ok) return
         if (attempt >= MAX_COMMIT_ATTEMPTS) throw checkFailure(result.failed)
       }

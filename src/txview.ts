@@ -1,6 +1,7 @@
 import { checkFailure, expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { conflict, notFound } from './errors.js'
+import { lockOps } from './locks.js'
 import type { WriteResult } from './store/contract.js'
 import type { Check, Op, StoredToken, StoredTransaction } from './types.js'
 
@@ -78,7 +79,8 @@ const MAX_ENLIST_ATTEMPTS = 100
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
  * open transaction locks a token in `locks`. Inside one they are staged: the transaction is put
- * again with the ops appended to its writes and `locks` added to its locks, guarded on the
+ * again with the ops appended to its writes and `locks` added to its locks, the lock records of
+ * `locks` are put (each guarded by `token.unlocked`), all guarded on the
  * transaction being unchanged since `openTransaction` read it and found it open and unexpired (a
  * concurrent stage or commit makes this write fail `transaction.unchanged`; see `enlist`).
  * Committed state is untouched until commit.
@@ -106,7 +108,10 @@ export async function tryWriteAs(
       ...write.checks,
       ...write.locks.map(unlocked),
     ],
-    ops: [{ op: 'transaction.put', transaction: { ...tx, writes: [...tx.writes, ...write.ops], locks } }],
+    ops: [
+      { op: 'transaction.put', transaction: { ...tx, writes: [...tx.writes, ...write.ops], locks } },
+      ...lockOps(tx, write.locks),
+    ],
   })
 }
 

@@ -114,9 +114,9 @@ export interface Token {
   fingerprint?: string
   /** The expression the fingerprint was made from, when the caller gave one. */
   fingerprint_expression?: string
-  /** Search index expressions given at create (see `src/expressions.ts`). */
-  search_indexes?: string[]
   expires_at?: string
+  /** Search index expressions (`{{ data.number | last4 }}`): `data` terms of a search match their values. */
+  search_indexes?: string[]
   created_by: string
   created_at: string
   modified_by?: string
@@ -128,6 +128,14 @@ export interface Token {
 /** A token as stored: `data` is always present. */
 export interface StoredToken extends Token {
   data: Json
+  /**
+   * The evaluated `search_indexes` (see `searchIndexValues`), in the clear, set by the core on a
+   * write: the sealed store replaces them by `search_index_hashes` before anything is stored, and
+   * never answers them.
+   */
+  search_index_values?: string[]
+  /** Keyed hashes (HMAC under the tenant's key) of `search_index_values`, as stored. */
+  search_index_hashes?: string[]
 }
 
 export interface Association {
@@ -147,16 +155,31 @@ export interface Transaction {
   expires_at: string
 }
 
-/** A transaction as stored: its state, its staged writes and the token ids it locks. */
+/** A transaction as stored: its state, its staged writes and the token ids it locked. */
 export interface StoredTransaction extends Transaction {
   tenant_id: string
   state: TransactionState
   /** Writes staged by enlisted operations, applied in order on commit. */
   writes: Op[]
-  /** Ids of tokens this transaction created, updated or deleted. */
+  /**
+   * Ids of tokens this transaction created, updated or deleted: the core wrote a `TokenLock` for
+   * each while staging, and deletes those it still holds when the transaction ends.
+   */
   locks: string[]
   /** When it was committed, rolled back or expired; the sweep deletes it 24 hours later. */
   ended_at?: string
+}
+
+/**
+ * A lock record: while it exists, the open transaction `transaction_id` holds the token, until it
+ * ends (the core deletes the record in the same write) or until `expires_at` (the transaction's
+ * expiry) has passed, when another transaction may take the lock over by putting its own record.
+ */
+export interface TokenLock {
+  tenant_id: string
+  token_id: string
+  transaction_id: string
+  expires_at: string
 }
 
 export type SessionState = 'created' | 'authorized'
@@ -255,12 +278,13 @@ export interface IdempotencyRecord {
 }
 
 /**
- * One record write. A batch of these is applied atomically by `Store.write`.
+ * One record write. A batch of these is applied atomically by `Store.write`. Each op writes only
+ * the record it names (and the indexes of that record a store keeps beside it): the core writes
+ * every other consequence as ops of its own, such as the lock records of a transaction.
  * `token.delete` also deletes every association the token is part of.
  * `association.put` is skipped when either token is absent when it is applied (no dangling links).
- * `transaction.put` of an open transaction points the locks it lists at it and releases the ones it
- * no longer lists; of an ended one, releases all. The core stages and commits with `transaction.put`
- * and plain record ops, guarded by `transaction.unchanged`: no store replays or appends anything.
+ * The core stages and commits with `transaction.put`, `lock.put`/`lock.delete` and plain record
+ * ops, guarded by `transaction.unchanged`: no store replays, appends or derives anything.
  */
 export type Op =
   | { op: 'tenant.put'; tenant: Tenant }
@@ -274,6 +298,14 @@ export type Op =
   | { op: 'association.delete'; tenant_id: string; parent_id: string; child_id: string }
   | { op: 'transaction.put'; transaction: StoredTransaction }
   | { op: 'transaction.delete'; tenant_id: string; id: string }
+  /**
+   * Puts the lock record of `lock.token_id` (one per token: it replaces the one there). SQL: an
+   * upsert on `(tenant_id, token_id)`; DynamoDB: a `Put` of the lock item; Redis: `HSET` of the
+   * token's lock key.
+   */
+  | { op: 'lock.put'; lock: TokenLock }
+  /** Deletes the lock record of a token (whichever transaction it names): `DELETE`, `Delete`, `DEL`. */
+  | { op: 'lock.delete'; tenant_id: string; token_id: string }
   | { op: 'session.put'; session: StoredSession }
   | { op: 'session.delete'; tenant_id: string; id: string }
   | { op: 'formula.put'; formula: StoredFormula }
@@ -286,7 +318,8 @@ export type Op =
 /**
  * Ops that earlier versions wrote and file journals may still hold: the memory state applies them on
  * replay (`transaction.stage` appended writes and locks to an open transaction; `transaction.commit`
- * applied an open transaction's staged writes and closed it). Nothing writes them any more.
+ * applied an open transaction's staged writes and closed it), deriving the lock records they
+ * implied. Nothing writes them any more.
  */
 export type LegacyOp =
   | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
@@ -303,12 +336,18 @@ export type LegacyOp =
  * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
  *   SQL: `[NOT] EXISTS` on the primary key; DynamoDB: `attribute_not_exists(pk)` /
  *   `attribute_exists(pk)`; Redis: `EXISTS` on the watched key.
- * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. A lock
- *   record (token → holding transaction, with that transaction's `expires_at`) exists only while
- *   its transaction is open, so this is a field guard on one record: absent, or naming `except`, or
- *   `expires_at <= now`. SQL: `NOT EXISTS` on the lock row with those fields in the `WHERE`;
- *   DynamoDB: `attribute_not_exists(pk) OR transaction_id = :except OR expires_at <= :now` on the
- *   lock item; Redis: `HGETALL` of the watched lock key, compared before `MULTI`.
+ * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. The core
+ *   writes a lock record (`lock.put`: token → holding transaction, with that transaction's
+ *   `expires_at`) as it stages and deletes it as the transaction ends, so this is a field guard on
+ *   one record: absent, or naming `except`, or `expires_at <= now`. SQL: `NOT EXISTS` on the lock
+ *   row with those fields in the `WHERE`; DynamoDB: `attribute_not_exists(pk) OR transaction_id =
+ *   :except OR expires_at <= :now` on the lock item; Redis: `HGETALL` of the watched lock key,
+ *   compared before `MULTI`.
+ * - `lock.held`: the token's lock record exists and names `transaction_id` (the core deletes the
+ *   records its ending transaction still holds under this guard: one taken over by another
+ *   transaction after it expired is not its own to delete). SQL: `EXISTS … WHERE transaction_id =
+ *   $3` on the lock row's primary key; DynamoDB: `transaction_id = :tx` on the lock item; Redis:
+ *   `HGET` of the watched lock key.
  * - `token.unchanged` / `transaction.unchanged` / `session.unchanged` / `application.unchanged`:
  *   the record exists and equals the given one as JSON (compare-and-set for read-modify-write; an
  *   application's keys change this way too). SQL: `WHERE doc = $1` on the primary key (or a version
@@ -338,6 +377,7 @@ export type LegacyOp =
 export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
   | { check: 'token.unlocked'; tenant_id: string; id: string; now: string; except?: string }
+  | { check: 'lock.held'; tenant_id: string; token_id: string; transaction_id: string }
   | { check: 'token.unchanged'; tenant_id: string; id: string; token: StoredToken }
   | { check: 'transaction.unchanged'; tenant_id: string; id: string; transaction: StoredTransaction }
   | {

@@ -6,9 +6,28 @@ import { readAt } from './io.js'
  *
  *   u32 LE payload length | u32 LE CRC-32 of the payload | payload
  *
- * where the payload is the UTF-8 JSON array of the ops one `write` applied. A record is valid when
- * it fits in the file, its payload is bracketed by `[` and `]`, and its checksum matches.
+ * where the payload is the UTF-8 JSON array of the ops one `write` applied, after the number
+ * `RECORD_FORMAT` (`[2,{"op":…},…]`). A record is valid when it fits in the file, its payload is
+ * bracketed by `[` and `]`, and its checksum matches.
+ *
+ * Records that earlier versions wrote hold the ops alone (`[{"op":…},…]`): they wrote no lock
+ * records, and replaying them derives the locks from the transactions (`MemoryState.applyLegacy`).
  */
+
+/** The first element of every record this version writes: its ops are replayed as they are. */
+export const RECORD_FORMAT = 2
+
+/** The payload of the record of one write's ops. */
+export function recordPayload(ops: readonly unknown[]): string {
+  return ops.length ? `[${RECORD_FORMAT},${JSON.stringify(ops).slice(1)}` : `[${RECORD_FORMAT}]`
+}
+
+/** The ops of a record's payload, and whether an earlier version wrote it (see `RECORD_FORMAT`). */
+export function recordOps<T>(json: string): { ops: T[]; legacy: boolean } {
+  const items = JSON.parse(json) as unknown[]
+  if (items[0] === RECORD_FORMAT) return { ops: items.slice(1) as T[], legacy: false }
+  return { ops: items as T[], legacy: true }
+}
 
 /** Bytes of framing before each payload. */
 export const RECORD_HEADER_BYTES = 8

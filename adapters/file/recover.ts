@@ -1,11 +1,11 @@
 import { readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { MemoryState } from '../../src/store/memory-state.js'
-import type { Op } from '../../src/types.js'
+import type { LegacyOp, Op } from '../../src/types.js'
 import { journalName, parseName, snapshotName } from './files.js'
 import { closeFd, fsync, ftruncate, journalFlags, openFd, syncDirectory } from './io.js'
 import type { RecoveryProgress } from './options.js'
-import { RECORD_HEADER_BYTES, scanJournal } from './record.js'
+import { RECORD_HEADER_BYTES, recordOps, scanJournal } from './record.js'
 import { readSnapshot } from './snapshot.js'
 
 /** A store directory read back: the state, and the open journal to append to. */
@@ -128,7 +128,9 @@ export async function recover(
   }
 
   const replay = (json: string) => {
-    for (const op of JSON.parse(json) as Op[]) state.apply(op)
+    const { ops, legacy } = recordOps<Op | LegacyOp>(json)
+    if (legacy) for (const op of ops) state.applyLegacy(op)
+    else for (const op of ops) state.apply(op)
   }
   let records = 0
   // Journals before the last one were complete when the next began: read them whole.

@@ -15,7 +15,8 @@ import { restoreWholeSnapshot } from './snapshot-v2.js'
  * Each frame is framed as a journal record (u32 LE length | u32 LE CRC-32 | payload) and its payload
  * is a JSON array: `["tokens",[record, record, ...]]` holds some records of one kind, in the order
  * `MemoryState.records()` lists them (kinds in `KINDS` order, each parent's associations in link
- * order, `locks` as `[tenant_id, token id, id of the transaction holding the lock]`); the last
+ * order, `locks` as `[tenant_id, token id, id of the transaction holding the lock]`, with the
+ * lock's `expires_at` fourth when it is not the holder's); the last
  * frame is `["end",{"frames":F,"records":R,"journalBytes":B}]`, which a whole file must end with.
  *
  * `journalBytes` (B): the snapshot of generation N also holds the first B bytes of
@@ -249,7 +250,6 @@ export async function readSnapshot(
       }
       at = end
     }
-    state.finishLoad()
     return { state, journalBytes, bytes: size }
   } finally {
     fs.closeSync(fd)

@@ -13,6 +13,7 @@ import { closeFd, DIRECTORY_MODE, fsync, openFd, syncDirectory } from './io.js'
 import { DURABLE, Group, Journal } from './journal.js'
 import { DEFAULT_LOCK_STALE_MS, LOCK_FILE, lockDirectory, lockedByAnother } from './lock.js'
 import type { FileStore, FileStoreOptions, FileStoreStep } from './options.js'
+import { recordPayload } from './record.js'
 import { recover } from './recover.js'
 
 const MiB = 1024 * 1024
@@ -283,7 +284,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
   /** Applies ops already checked, and resolves once their record is durable. */
   const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
-    const json = JSON.stringify(ops)
+    const json = recordPayload(ops)
     opsSince += ops.length
     for (const op of ops) if (op.op.endsWith('.delete')) deletesSince++
     try {

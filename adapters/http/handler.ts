@@ -315,12 +315,15 @@ async function readStream(
   return out
 }
 
+const encoder = new TextEncoder()
+
 /** The exchange view of a fetch `Request`. */
 function fromRequest(request: Request): Incoming {
+  const headers = request.headers
   return {
     method: request.method,
     target: request.url,
-    header: (name) => request.headers.get(name),
+    header: (name) => headers.get(name),
     readBody: (maxBytes) => readStream(request.body, maxBytes),
   }
 }
@@ -335,7 +338,11 @@ export function createHttpHandler(service: Service, options: HttpHandlerOptions 
   const exchange = exchangeHandler(service, options)
   const handler: FetchHandler = async (request) => {
     const out = await exchange(fromRequest(request))
-    return new Response(out.body, { status: out.status, headers: out.headers })
+    if (out.body === null) return new Response(null, { status: out.status, headers: out.headers })
+    // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
+    const body = encoder.encode(out.body)
+    out.headers['content-length'] = String(body.byteLength)
+    return new Response(body, { status: out.status, headers: out.headers })
   }
   exchangeHandlers.set(handler, exchange)
   return handler

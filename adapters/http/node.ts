@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable } from 'node:stream'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { exchangeHandlerOf, type FetchHandler } from './handler.js'
 
@@ -80,18 +79,30 @@ function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing)
   res.end(out.body ?? undefined)
 }
 
+/** A `Host` header that can only name a host and port (anything else is replaced by `localhost`). */
+const PLAIN_HOST = /^[A-Za-z0-9.:[\]-]+$/
+
+/** The absolute URL of a node request: its target against `http://` and its `Host`. */
+function requestUrl(req: IncomingMessage): string {
+  const target = req.url ?? '/'
+  const host = req.headers.host
+  const origin = `http://${host !== undefined && PLAIN_HOST.test(host) ? host : 'localhost'}`
+  // An origin-form target (the usual case) is appended as is; any other is resolved as a URL.
+  if (target.charCodeAt(0) === 47 && target.charCodeAt(1) !== 47) return `${origin}${target}`
+  try {
+    return new URL(target, origin).href
+  } catch {
+    return `${origin}/`
+  }
+}
+
 /** A fetch `Request` for any node request: headers as sent, the body streamed (pausing, never dropping the socket). */
 function toRequest(req: IncomingMessage): Request {
-  let url: URL
-  try {
-    url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`)
-  } catch {
-    url = new URL(req.url ?? '/', 'http://localhost')
-  }
-  const headers = new Headers()
-  for (let i = 0; i < req.rawHeaders.length; i += 2)
-    headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!)
+  const headers: [string, string][] = []
+  const raw = req.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!])
   const method = req.method ?? 'GET'
+  const url = requestUrl(req)
   if (method === 'GET' || method === 'HEAD' || !hasBody(req)) return new Request(url, { method, headers })
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -109,14 +120,55 @@ function toRequest(req: IncomingMessage): Request {
   return new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
 }
 
+/** Resolves once `res` can take more data, or has closed. */
+const drained = (res: ServerResponse) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done)
+      resolve()
+    }
+    res.on('drain', done).on('close', done)
+  })
+
+/**
+ * Writes a fetch `Response` to node: status, headers (cookies one by one), then the body. A body
+ * of one chunk (what most handlers answer) goes out with the head in one write, with its
+ * `Content-Length`; a longer one is streamed, waiting for the socket to drain.
+ */
 async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
-  res.statusCode = response.status
-  for (const [name, value] of response.headers) if (name !== 'set-cookie') res.setHeader(name, value)
-  const cookies = response.headers.getSetCookie()
-  if (cookies.length) res.setHeader('set-cookie', cookies)
-  if (!req.complete) res.setHeader('connection', 'close')
-  if (response.body === null) res.end()
-  else Readable.fromWeb(response.body as import('node:stream/web').ReadableStream).pipe(res)
+  const headers: string[] = []
+  let sized = false
+  for (const [name, value] of response.headers) {
+    if (name === 'set-cookie') continue
+    if (name === 'content-length' || name === 'transfer-encoding') sized = true
+    headers.push(name, value)
+  }
+  for (const cookie of response.headers.getSetCookie()) headers.push('set-cookie', cookie)
+  if (!req.complete) headers.push('connection', 'close')
+  if (response.body === null) {
+    res.writeHead(response.status, headers).end()
+    return
+  }
+  const reader = response.body.getReader()
+  const first = await reader.read()
+  const next = first.done ? first : await reader.read()
+  if (next.done) {
+    const body = first.done ? undefined : first.value
+    const status = response.status
+    if (!sized && status !== 204 && status !== 304)
+      headers.push('content-length', String(body?.byteLength ?? 0))
+    res.writeHead(status, headers).end(body)
+    return
+  }
+  res.writeHead(response.status, headers)
+  let chunk: Awaited<ReturnType<typeof reader.read>> = next
+  if (!res.write(first.value!)) await drained(res)
+  while (!chunk.done && !res.destroyed) {
+    if (!res.write(chunk.value)) await drained(res)
+    chunk = await reader.read()
+  }
+  if (res.destroyed) await reader.cancel().catch(() => {})
+  else res.end()
 }
 
 /**

@@ -91,7 +91,7 @@ export interface ProblemBody {
   title: string
   status: number
   detail: string
-  /** On 400: field path to messages. */
+  /** On 400: field path to messages; on a formula's error that carries them, its `errors` block. */
   errors?: ValidationIssues
 }
 
@@ -133,7 +133,8 @@ export function problemFor(error: unknown): Outgoing | null {
     const status = statusOf(error)
     const retry = error.retryAfterSec
     const headers: Record<string, string> = retry === undefined ? {} : { 'retry-after': String(retry) }
-    return problem(status, error.message, status === 400 ? (error.issues ?? {}) : undefined, headers)
+    const errors = error.issues ?? (status === 400 ? {} : undefined)
+    return problem(status, error.message, errors, headers)
   }
   if (error instanceof HttpProblem) return problem(error.status, error.message, error.errors, error.headers)
   if (error instanceof StoreError) return storeProblem(error)

@@ -16,6 +16,7 @@ import {
 } from '../../src/schemas/reactor.js'
 import { authorizeSessionInput } from '../../src/schemas/session.js'
 import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/schemas/token.js'
+import { searchInput, searchV2Input } from '../../src/search.js'
 import { listPermissionsInput } from '../../src/tenants.js'
 import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 
@@ -72,6 +73,19 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary:
       "List tokens by cursor (`start` is the previous page's `pagination.next`), filtered by type, container, metadata or fingerprint",
     query: listV2Input,
+    response: cursorPageOf('Token'),
+  },
+  'POST /tokens/search': {
+    tag: 'Tokens',
+    summary:
+      'Search tokens with the query language (`field:value`, phrases, AND/OR/NOT, parentheses, wildcards, timestamp ranges; `data` through search indexes)',
+    body: searchInput,
+    response: pageOf('Token'),
+  },
+  'POST /v2/tokens/search': {
+    tag: 'Tokens',
+    summary: "Search tokens by cursor (`start` is the previous page's `pagination.next`)",
+    body: searchV2Input,
     response: cursorPageOf('Token'),
   },
   'GET /tokens/:id': { tag: 'Tokens', summary: 'Get a token', response: token },

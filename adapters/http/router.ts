@@ -55,10 +55,10 @@ export class Router<R> {
     const segments = path.split('/')
     if (segments[0] !== '') return { kind: 'none' }
     const params: string[] = []
-    const found = walk(this.root, segments, 1, params)
-    if (found === null) return { kind: 'none' }
-    const route = found.methods!.get(method)
-    if (route === undefined) return { kind: 'method', allow: found.allow }
+    const other: { node?: Node<R> } = {}
+    const found = walk(this.root, segments, 1, params, method, other)
+    if (found === null) return other.node ? { kind: 'method', allow: other.node.allow } : { kind: 'none' }
+    const route = found.methods!.get(method)!
     for (let i = 0; i < params.length; i++) {
       const raw = params[i]!
       if (raw.includes('%')) {
@@ -73,17 +73,35 @@ export class Router<R> {
   }
 }
 
-function walk<R>(at: Node<R>, segments: string[], i: number, params: string[]): Node<R> | null {
-  if (i === segments.length) return at.methods ? at : null
+/**
+ * The node of `segments` from `i` whose methods hold `method`, literal segments first; a parameter
+ * takes a segment a literal has too when the literal's routes lack the method (`POST /tokens/search`
+ * beside `GET /tokens/:id`). With no node holding the method, the first node found with any route
+ * (for 405 and its `Allow`), its params left as they were.
+ */
+function walk<R>(
+  at: Node<R>,
+  segments: string[],
+  i: number,
+  params: string[],
+  method: string,
+  other: { node?: Node<R> },
+): Node<R> | null {
+  if (i === segments.length) {
+    if (!at.methods) return null
+    if (at.methods.has(method)) return at
+    other.node ??= at
+    return null
+  }
   const segment = segments[i]!
   const literal = at.literal.get(segment)
   if (literal) {
-    const found = walk(literal, segments, i + 1, params)
+    const found = walk(literal, segments, i + 1, params, method, other)
     if (found) return found
   }
   if (at.param && segment !== '') {
     params.push(segment)
-    const found = walk(at.param, segments, i + 1, params)
+    const found = walk(at.param, segments, i + 1, params, method, other)
     if (found) return found
     params.pop()
   }

@@ -25,6 +25,9 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['POST', '/detokenize', op(200, (c, _p, _q, b) => c.tokens.detokenize(b))],
   ['GET', '/tokens', list((c, _p, q) => c.tokens.list(q))],
   ['GET', '/v2/tokens', list((c, _p, q) => c.tokens.listV2(q))],
+  // Literal segments win over parameters: `/tokens/search` is the search, never a token id.
+  ['POST', '/tokens/search', op(200, (c, _p, _q, b) => c.tokens.search(b))],
+  ['POST', '/v2/tokens/search', op(200, (c, _p, _q, b) => c.tokens.searchV2(b))],
   ['GET', '/tokens/:id', op(200, (c, [id]) => c.tokens.get(id!))],
   [
     'PATCH',

@@ -16,6 +16,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
       // A field guard on the one lock row: rows exist only for open transactions, with their expiry.
       return `NOT EXISTS (SELECT 1 FROM ${t.tokenLocks} WHERE tenant_id = ${p(c.tenant_id)} AND token_id = ${p(c.id)}
           AND transaction_id IS DISTINCT FROM ${p(c.except ?? null)} AND expires_at > ${p(c.now)})`
+    case 'lock.held':
+      return `EXISTS (SELECT 1 FROM ${t.tokenLocks} WHERE tenant_id = ${p(c.tenant_id)}
+        AND token_id = ${p(c.token_id)} AND transaction_id = ${p(c.transaction_id)})`
     case 'token.unchanged':
       return `EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
         AND doc = (${p(JSON.stringify(c.token))})::jsonb)`

@@ -22,6 +22,8 @@ function checkNames(c: Check): string[] {
       return [token(c.tenant_id, c.id)]
     case 'token.unlocked':
       return [lock(c.tenant_id, c.id)]
+    case 'lock.held':
+      return [lock(c.tenant_id, c.token_id)]
     case 'association.absent':
     case 'association.present':
       return [link(c.tenant_id, c.parent_id, c.child_id)]
@@ -79,13 +81,14 @@ function opNames(op: Op): string[] {
     }
     case 'association.delete':
       return [link(op.tenant_id, op.parent_id, op.child_id)]
-    case 'transaction.put': {
-      const t = op.transaction
-      const locks = t.state === 'open' ? t.locks.map((id) => lock(t.tenant_id, id)) : []
-      return [transaction(t.tenant_id, t.id), ...locks]
-    }
+    case 'transaction.put':
+      return [transaction(op.transaction.tenant_id, op.transaction.id)]
     case 'transaction.delete':
       return [transaction(op.tenant_id, op.id)]
+    case 'lock.put':
+      return [lock(op.lock.tenant_id, op.lock.token_id)]
+    case 'lock.delete':
+      return [lock(op.tenant_id, op.token_id)]
     case 'session.put': {
       const s = op.session
       return [
@@ -120,8 +123,8 @@ function opNames(op: Op): string[] {
  * The names of the records a batch's checks read and its ops write. Two writes conflict exactly
  * when they share a name: each guard reads only records it names (a key, a lock, a link, a
  * formula's use), and each op writes only records it names (a token's links go with the token's
- * name, which every link put and check of it names too). Releases (an ended transaction's locks, a
- * reactor's former formula, a deleted session's nonce) are not named: they only make guards hold
+ * name, which every link put and check of it names too). Releases (a reactor's former formula, a
+ * deleted session's nonce) are not named: they only make guards hold
  * more often, so a guard that ran before one and failed is ordered before it.
  */
 export function recordNames(checks: readonly Check[], ops: readonly Op[]): Set<string> {

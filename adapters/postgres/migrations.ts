@@ -21,9 +21,11 @@ export interface Migration {
  * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
- * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc); `token_locks_by_transaction` releases a transaction's locks.
+ * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc).
  * A `token_locks` row is a lock record: the token, the transaction holding it and that
  * transaction's `expires_at` (since version 5), so `token.unlocked` is a field guard on one row.
+ * Only the `lock.put` and `lock.delete` ops write them (the core writes those as it stages and
+ * ends a transaction); `token_locks_by_transaction` is from when the store released them itself.
  * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
  * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`;
  * `tokens_by_fingerprint` serves the fingerprint filter and `token.fingerprint_absent`.

@@ -12,7 +12,6 @@ export interface OpContext {
 }
 
 const json = (value: unknown) => JSON.stringify(value)
-const distinct = (ids: readonly string[]) => [...new Set(ids)]
 const run = (ctx: OpContext, text: string, values: unknown[]) =>
   ctx.query({ name: statementName(text), text, values })
 
@@ -56,12 +55,19 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
       return
     case 'transaction.put': {
       const t = op.transaction
-      const locks = t.state === 'open' ? distinct(t.locks) : []
-      await run(ctx, st.transactionPut, [t.tenant_id, t.id, t.state, t.expires_at, json(t), locks])
+      await run(ctx, st.transactionPut, [t.tenant_id, t.id, t.state, t.expires_at, json(t)])
       return
     }
     case 'transaction.delete':
       await run(ctx, st.transactionDelete, [op.tenant_id, op.id])
+      return
+    case 'lock.put': {
+      const l = op.lock
+      await run(ctx, st.lockPut, [l.tenant_id, l.token_id, l.transaction_id, l.expires_at])
+      return
+    }
+    case 'lock.delete':
+      await run(ctx, st.lockDelete, [op.tenant_id, op.token_id])
       return
     case 'session.put': {
       const s = op.session

@@ -81,28 +81,23 @@ export function statements(t: Tables) {
     /** $1 tenant, $2 parent, $3 child */
     associationDelete: `DELETE FROM ${t.associations} WHERE tenant_id = $1 AND parent_id = $2 AND child_id = $3`,
 
-    /**
-     * $1 tenant, $2 id, $3 state, $4 expires_at, $5 doc, $6 the token ids it locks (distinct; empty
-     * unless open). Releases the locks it held and takes the new ones.
-     */
-    transactionPut: `WITH released AS (
-        DELETE FROM ${t.tokenLocks}
-        WHERE tenant_id = $1 AND transaction_id = $2 AND NOT (token_id = ANY ($6::text[]))
-      ), tx AS (
-        INSERT INTO ${t.transactions} (tenant_id, id, state, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
-        ON CONFLICT (tenant_id, id) DO UPDATE
-        SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc
-      )
-      INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id, expires_at)
-      SELECT $1, token_id, $2, $4 FROM unnest($6::text[]) AS token_id
+    /** $1 tenant, $2 id, $3 state, $4 expires_at, $5 doc */
+    transactionPut: `INSERT INTO ${t.transactions} (tenant_id, id, state, expires_at, doc)
+      VALUES ($1, $2, $3, $4, $5::jsonb)
+      ON CONFLICT (tenant_id, id) DO UPDATE
+      SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc`,
+
+    /** $1 tenant, $2 id */
+    transactionDelete: `DELETE FROM ${t.transactions} WHERE tenant_id = $1 AND id = $2`,
+
+    /** $1 tenant, $2 token id, $3 transaction id, $4 expires_at: a lock record, one per token. */
+    lockPut: `INSERT INTO ${t.tokenLocks} (tenant_id, token_id, transaction_id, expires_at)
+      VALUES ($1, $2, $3, $4)
       ON CONFLICT (tenant_id, token_id)
       DO UPDATE SET transaction_id = EXCLUDED.transaction_id, expires_at = EXCLUDED.expires_at`,
 
-    /** $1 tenant, $2 id */
-    transactionDelete: `WITH released AS (
-        DELETE FROM ${t.tokenLocks} WHERE tenant_id = $1 AND transaction_id = $2
-      )
-      DELETE FROM ${t.transactions} WHERE tenant_id = $1 AND id = $2`,
+    /** $1 tenant, $2 token id */
+    lockDelete: `DELETE FROM ${t.tokenLocks} WHERE tenant_id = $1 AND token_id = $2`,
 
     /** $1 tenant, $2 id, $3 expires_at, $4 doc, $5 key hash, $6 nonce hash. Re-points key and nonce. */
     sessionPut: `WITH old AS (

@@ -12,9 +12,11 @@ import {
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core'
 import {
+  type ErrorsBlock,
   MAX_LOG_LINE,
   MAX_LOG_LINES,
   MAX_MESSAGE,
+  readErrors,
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
@@ -72,15 +74,15 @@ function loadModule(maximumMb: number, compiled?: object): Promise<QuickJSWASMMo
 /** What one run answers (the worker adds the run's id). */
 export type RunResult =
   | { ok: true; json: string; logs: string[] }
-  | { ok: false; kind: WorkerFailure; message: string; status?: number }
+  | { ok: false; kind: WorkerFailure; message: string; status?: number; errors?: ErrorsBlock }
 
 const NOT_AVAILABLE =
-  'is not available: reactor formulas run without timers, network, I/O and modules other than the reactor formulas SDK, crypto and util (see README, "What a formula can use")'
+  'is not available: reactor formulas run without network (unless the host allows origins), files, processes and modules other than the reactor formulas SDK, crypto, util, buffer, url and timers (see README, "What a formula can use")'
 
 /** Globals of the engine that formula code is not given. */
 const REMOVED_GLOBALS = ['SharedArrayBuffer', 'Atomics', 'WebAssembly']
 /** Globals Node has that formulas do not: present, so that calling one says clearly why it fails. */
-const REFUSED_GLOBALS = ['setTimeout', 'setInterval', 'setImmediate', 'fetch']
+const REFUSED_GLOBALS = ['fetch']
 
 const cut = (text: string, max: number) => (text.length > max ? text.slice(0, max) : text)
 
@@ -127,8 +129,8 @@ export class Engine {
     }
   }
 
-  /** Runs `code` with `request` (JSON text); never throws. */
-  run(code: string, request: string, timeoutMs: number): RunResult {
+  /** Runs `code` with `request` (JSON text); never rejects. */
+  async run(code: string, request: string, timeoutMs: number): Promise<RunResult> {
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
     this.release()
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
@@ -143,7 +145,7 @@ export class Engine {
     prepared.deadline = performance.now() + timeoutMs
     let result: RunResult
     try {
-      result = execute(prepared, code, request, this.maxResultChars)
+      result = await execute(prepared, code, request, this.maxResultChars, timeoutMs)
     } catch (error) {
       // A failure of the engine itself, not of the code: its memory can't be trusted any more.
       this.broken = true
@@ -186,12 +188,15 @@ interface Prepared {
   require: QuickJSHandle
   /** The prelude's modules, once a run has used them. */
   modules?: QuickJSHandle
+  /** The prelude's timer hook (`pumpTimers(fire)`), once the prelude is loaded. */
+  pumpTimers?: QuickJSHandle
 }
 
 function dispose(prepared: Prepared): void {
   prepared.stringify.dispose()
   prepared.parse.dispose()
   prepared.require.dispose()
+  prepared.pumpTimers?.dispose()
   prepared.modules?.dispose()
   prepared.context.dispose()
   prepared.runtime.dispose()
@@ -209,6 +214,7 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
   // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
   const json = context.getProp(context.global, 'JSON')
   prepared.stringify = context.getProp(json, 'stringify')
+  STRINGIFY.set(context, prepared.stringify)
   prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
@@ -222,11 +228,23 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
 }
 
 /** Globals the prelude defines, on first use. */
-const PRELUDE_GLOBALS = ['TextEncoder', 'TextDecoder']
+const PRELUDE_GLOBALS = [
+  'TextEncoder',
+  'TextDecoder',
+  'Buffer',
+  'URL',
+  'URLSearchParams',
+  'setTimeout',
+  'clearTimeout',
+  'setInterval',
+  'clearInterval',
+  'setImmediate',
+  'clearImmediate',
+]
 
 /**
- * Installs `require` and the `TextEncoder`/`TextDecoder` globals, which evaluate the prelude (the
- * modules `require` answers) in this context on first use. The prelude gets two host functions,
+ * Installs `require` and the globals of `PRELUDE_GLOBALS`, which evaluate the prelude (the modules
+ * `require` answers) in this context on first use. The prelude gets two host functions,
  * removed from the global object before it returns: one that answers `n` random bytes as hex text
  * (`n` checked: an integer 0..65536) and one that throws the clear error for a module not offered.
  */
@@ -250,6 +268,7 @@ function installPrelude(prepared: Prepared): void {
     refuse.dispose()
     const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
     prepared.modules = modules
+    prepared.pumpTimers = context.getProp(modules, 'pumpTimers')
     return modules
   }
   prepared.require = context.newFunction('require', (id) => {
@@ -296,13 +315,42 @@ function installConsole(prepared: Prepared): void {
   consoleObject.dispose()
 }
 
-/** The message and numeric `status` of a thrown value, read without trusting it. */
-function describe(context: QuickJSContext, thrown: QuickJSHandle): { message: string; status?: number } {
+/** Each context's own `JSON.stringify`, taken before any code ran in it. */
+const STRINGIFY = new WeakMap<QuickJSContext, QuickJSHandle>()
+/** The longest JSON text of a thrown error's `errors` block that is read. */
+const MAX_ERRORS_JSON = 64_000
+
+/** A thrown error's `errors` block (the reactor formulas SDK's errors carry one), cut to the limits. */
+function errorsOf(context: QuickJSContext, thrown: QuickJSHandle): ErrorsBlock | undefined {
+  const stringify = STRINGIFY.get(context)
+  const errors = context.getProp(thrown, 'errors')
+  try {
+    if (!stringify || context.typeof(errors) !== 'object') return undefined
+    const result = context.callFunction(stringify, context.undefined, errors)
+    if (result.error) {
+      result.error.dispose()
+      return undefined
+    }
+    const text = context.typeof(result.value) === 'string' ? context.getString(result.value) : ''
+    result.value.dispose()
+    if (!text || text.length > MAX_ERRORS_JSON) return undefined
+    return readErrors(JSON.parse(text), true) ?? undefined
+  } finally {
+    errors.dispose()
+  }
+}
+
+/** The message, numeric `status` and `errors` block of a thrown value, read without trusting it. */
+function describe(
+  context: QuickJSContext,
+  thrown: QuickJSHandle,
+): { message: string; status?: number; errors?: ErrorsBlock } {
   const type = context.typeof(thrown)
   if (type === 'string') return { message: cut(context.getString(thrown), MAX_MESSAGE) }
   if (type !== 'object' && type !== 'function') return { message: `the formula threw a ${type}` }
   let message = 'the formula threw an error'
   let status: number | undefined
+  let errors: ErrorsBlock | undefined
   try {
     const m = context.getProp(thrown, 'message')
     if (context.typeof(m) === 'string') message = cut(context.getString(m), MAX_MESSAGE)
@@ -310,14 +358,21 @@ function describe(context: QuickJSContext, thrown: QuickJSHandle): { message: st
     const s = context.getProp(thrown, 'status')
     if (context.typeof(s) === 'number') status = context.getNumber(s)
     s.dispose()
+    errors = errorsOf(context, thrown)
   } catch {
     // A getter that throws leaves the defaults.
   }
-  return status !== undefined && Number.isInteger(status) ? { message, status } : { message }
+  const described: { message: string; status?: number; errors?: ErrorsBlock } = { message }
+  if (status !== undefined && Number.isInteger(status)) described.status = status
+  if (errors) described.errors = errors
+  return described
 }
 
 /** A failure of the code, or `crashed` when the engine ran out of memory for it. */
-function failed(kind: WorkerFailure, failure: { message: string; status?: number }): RunResult {
+function failed(
+  kind: WorkerFailure,
+  failure: { message: string; status?: number; errors?: ErrorsBlock },
+): RunResult {
   if (failure.message === 'out of memory')
     return { ok: false, kind: 'crashed', message: 'it ran out of memory' }
   return { ok: false, kind, ...failure }
@@ -340,7 +395,13 @@ function unwrap(
 const isResult = (value: QuickJSHandle | RunResult): value is RunResult =>
   typeof value === 'object' && value !== null && 'ok' in value
 
-function execute(prepared: Prepared, code: string, request: string, maxResultChars: number): RunResult {
+async function execute(
+  prepared: Prepared,
+  code: string,
+  request: string,
+  maxResultChars: number,
+  timeoutMs: number,
+): Promise<RunResult> {
   const { context } = prepared
   // Load: the module body runs once, in this fresh context.
   const factory = unwrap(context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
@@ -394,7 +455,7 @@ function execute(prepared: Prepared, code: string, request: string, maxResultCha
   main.dispose()
   parsed.dispose()
   if (isResult(called)) return called
-  const settled = settle(prepared, called)
+  const settled = await settle(prepared, called, timeoutMs)
   if (isResult(settled)) return settled
   // Answer: JSON text made by the engine's JSON.stringify, bounded in size.
   const text = unwrap(context, context.callFunction(prepared.stringify, context.undefined, settled), 'thrown')
@@ -420,8 +481,20 @@ function execute(prepared: Prepared, code: string, request: string, maxResultCha
   return { ok: true, json, logs: prepared.logs }
 }
 
-/** Runs the engine's jobs until `value` (a promise, or not) settles; answers its value or the failure. */
-function settle(prepared: Prepared, value: QuickJSHandle): QuickJSHandle | RunResult {
+/** Waits `ms` milliseconds (at least 0). */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)))
+
+/**
+ * Runs the engine's jobs until `value` (a promise, or not) settles; answers its value or the failure.
+ * While no job is pending, the prelude's timers are run when due (the worker waits for the next one),
+ * within the run's time limit: a run left waiting only on timers due past its deadline fails at once
+ * as a timeout, and one left with nothing to wait for fails as never settled.
+ */
+async function settle(
+  prepared: Prepared,
+  value: QuickJSHandle,
+  timeoutMs: number,
+): Promise<QuickJSHandle | RunResult> {
   const { context, runtime } = prepared
   for (;;) {
     const state = context.getPromiseState(value)
@@ -436,23 +509,57 @@ function settle(prepared: Prepared, value: QuickJSHandle): QuickJSHandle | RunRe
       state.error.dispose()
       return failed('thrown', failure)
     }
-    if (!runtime.hasPendingJob()) {
+    if (runtime.hasPendingJob()) {
+      const jobs = runtime.executePendingJobs()
+      if (jobs.error) {
+        const failure = describe(context, jobs.error)
+        jobs.error.dispose()
+        value.dispose()
+        return failed('thrown', failure)
+      }
+      jobs.dispose()
+      continue
+    }
+    const next = prepared.pumpTimers ? pumpTimers(prepared, false) : -1
+    if (typeof next !== 'number') {
+      value.dispose()
+      return next
+    }
+    if (next < 0) {
       value.dispose()
       return {
         ok: false,
         kind: 'thrown',
-        message: 'the formula did not finish: its promise never settled (formulas have no timers or I/O)',
+        message: 'the formula did not finish: its promise never settled (nothing it waits for is pending)',
       }
     }
-    const jobs = runtime.executePendingJobs()
-    if (jobs.error) {
-      const failure = describe(context, jobs.error)
-      jobs.error.dispose()
+    const left = prepared.deadline - performance.now()
+    const wait = next - Date.now()
+    if (wait > left) {
       value.dispose()
-      return failed('thrown', failure)
+      return { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
     }
-    jobs.dispose()
+    if (wait > 0) await sleep(wait)
+    const fired = pumpTimers(prepared, true)
+    if (typeof fired !== 'number') {
+      value.dispose()
+      return fired
+    }
   }
+}
+
+/** Calls the prelude's timer hook: the next timer's due time (-1: none), or the failure of the timer it ran. */
+function pumpTimers(prepared: Prepared, fire: boolean): number | RunResult {
+  const { context } = prepared
+  const result = unwrap(
+    context,
+    context.callFunction(prepared.pumpTimers!, context.undefined, fire ? context.true : context.false),
+    'thrown',
+  )
+  if (isResult(result)) return result
+  const next = context.typeof(result) === 'number' ? context.getNumber(result) : -1
+  result.dispose()
+  return next
 }
 
 /** Compiles `code` as a formula module without running it: null when it compiles, else the message. */

@@ -9,6 +9,13 @@
 export const MAX_LOG_LINES = 100
 export const MAX_LOG_LINE = 2000
 export const MAX_MESSAGE = 2000
+/** Limits on a thrown error's `errors` block: keys, messages per key, characters per key and message. */
+export const MAX_ERROR_KEYS = 20
+export const MAX_ERROR_MESSAGES = 20
+export const MAX_ERROR_TEXT = 1000
+
+/** A thrown error's `errors` block: field (or `error`) to messages. */
+export type ErrorsBlock = Record<string, string[]>
 
 /** Host → worker: run `code` with the request (JSON text) within `timeoutMs` of starting it. */
 export interface RunMessage {
@@ -26,7 +33,15 @@ export type WorkerFailure = 'invalid' | 'thrown' | 'timeout' | 'crashed'
 export type WorkerMessage =
   | { t: 'ready' }
   | { t: 'done'; id: number; ok: true; json: string; logs: string[] }
-  | { t: 'done'; id: number; ok: false; kind: WorkerFailure; message: string; status?: number }
+  | {
+      t: 'done'
+      id: number
+      ok: false
+      kind: WorkerFailure
+      message: string
+      status?: number
+      errors?: ErrorsBlock
+    }
 
 /** Configuration a worker is started with (`workerData`). */
 export interface WorkerConfig {
@@ -79,9 +94,53 @@ export function readWorkerMessage(message: unknown, maxResultChars: number): Wor
     if (typeof kind !== 'string' || !FAILURES.has(kind)) return null
     if (typeof text !== 'string' || text.length > MAX_MESSAGE) return null
     if (status !== undefined && (typeof status !== 'number' || !Number.isInteger(status))) return null
-    const failure = { t: 'done' as const, id, ok: false as const, kind: kind as WorkerFailure, message: text }
-    return status === undefined ? failure : { ...failure, status }
+    const rawErrors = own('errors')
+    const errors = rawErrors === undefined ? undefined : readErrors(rawErrors)
+    if (errors === null) return null
+    const failure: Extract<WorkerMessage, { ok: false }> = {
+      t: 'done',
+      id,
+      ok: false,
+      kind: kind as WorkerFailure,
+      message: text,
+    }
+    if (status !== undefined) failure.status = status
+    if (errors) failure.errors = errors
+    return failure
   } catch {
     return null
   }
+}
+
+const UNSAFE_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
+
+/**
+ * `value` as an `errors` block when it is one within the limits (an object of arrays of strings;
+ * keys and messages no longer than `MAX_ERROR_TEXT`), else null. Only own data properties are read;
+ * keys that could reach a prototype are refused. With `cut`, a value over the limits is cut down to
+ * them instead (how the worker reads what formula code threw).
+ */
+export function readErrors(value: unknown, cut = false): ErrorsBlock | null {
+  if (!isRecord(value)) return null
+  const keys = Object.keys(value)
+  if (keys.length > MAX_ERROR_KEYS && !cut) return null
+  const out: ErrorsBlock = {}
+  for (const key of keys.slice(0, MAX_ERROR_KEYS)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key)
+    const list = descriptor && 'value' in descriptor ? descriptor.value : undefined
+    if (UNSAFE_KEYS.has(key) || !Array.isArray(list)) return null
+    if ((key.length > MAX_ERROR_TEXT || list.length > MAX_ERROR_MESSAGES) && !cut) return null
+    const messages: string[] = []
+    for (const message of list.slice(0, MAX_ERROR_MESSAGES)) {
+      if (typeof message !== 'string' || (message.length > MAX_ERROR_TEXT && !cut)) return null
+      messages.push(message.slice(0, MAX_ERROR_TEXT))
+    }
+    Object.defineProperty(out, key.slice(0, MAX_ERROR_TEXT), {
+      value: messages,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    })
+  }
+  return out
 }

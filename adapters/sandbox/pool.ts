@@ -281,8 +281,9 @@ function outcomeOf(message: Extract<WorkerMessage, { t: 'done' }>): RunOutcome {
       return { ok: false, kind: 'thrown', message: 'the formula answered something that is not JSON' }
     }
   }
-  const { kind, message: text, status } = message
-  return status === undefined
-    ? { ok: false, kind, message: text }
-    : { ok: false, kind, message: text, status }
+  const { kind, message: text, status, errors } = message
+  const outcome: RunOutcome = { ok: false, kind, message: text }
+  if (status !== undefined) outcome.status = status
+  if (errors) outcome.errors = errors
+  return outcome
 }

@@ -14,8 +14,8 @@ const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.
 
 const send = (message: WorkerMessage) => port.postMessage(message)
 
-port.on('message', (message: RunMessage) => {
-  const result = engine.run(message.code, message.request, message.timeoutMs)
+port.on('message', async (message: RunMessage) => {
+  const result = await engine.run(message.code, message.request, message.timeoutMs)
   send({ t: 'done', id: message.id, ...result })
   if (engine.broken) process.exit(1)
   setImmediate(() => {

@@ -28,6 +28,9 @@ const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tena
 /** The additional authenticated data of an idempotency record's sealed answer: its tenant and id. */
 const answerAad = (r: { tenant_id: string; id: string }) => `tokenvault:idempotency:v1:${r.tenant_id}:${r.id}`
 
+/** The keyed-hash purpose of search indexes (a term's value is hashed the same way to match). */
+export const SEARCH_INDEX_PURPOSE = 'search-index'
+
 /** The error every unreadable token answers with: it names the token, never its bytes. */
 const unreadable = (id: string) =>
   new ServiceError('unreadable', `the stored data of token ${id} fails its integrity check and can't be read`)
@@ -133,11 +136,21 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
   const keyOf = (tenantId: string): TenantKey | Promise<TenantKey> =>
     keyring.loaded(tenantId) ?? keyring.key(tenantId)
 
-  /** `data` and `mask` sealed together, in one ciphertext kept as `data`; `mask` is not stored apart. */
+  /**
+   * `data` and `mask` sealed together, in one ciphertext kept as `data`; `mask` is not stored apart.
+   * Evaluated search indexes (`search_index_values`) are stored only as their keyed hashes.
+   */
   const sealWith = (key: TenantKey, token: StoredToken): StoredToken => {
-    const { mask, ...rest } = token
+    const { mask, search_index_values: values, ...rest } = token
     const fields = mask === undefined ? [token.data] : [token.data, mask]
-    return { ...rest, data: { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) } }
+    const sealed: StoredToken = {
+      ...rest,
+      data: { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) },
+    }
+    if (values !== undefined) {
+      sealed.search_index_hashes = values.map((value) => keyedHash(key, SEARCH_INDEX_PURPOSE, value))
+    }
+    return sealed
   }
   const sealToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
     const key = keyOf(token.tenant_id)

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { MAX_INDEX_EXPRESSION, MAX_SEARCH_INDEXES } from '../search-expressions.js'
 import {
   containerPath,
   hasNoForbiddenKeys,
@@ -45,11 +46,21 @@ const metadata = v.pipe(
   v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
 )
 
+/** Search index expressions (`{{ data.number | last4 }}`), evaluated over `data` on every write. */
+const searchIndexes = v.pipe(
+  v.array(
+    v.pipe(
+      v.string(),
+      v.minLength(1, 'must not be empty'),
+      v.maxLength(MAX_INDEX_EXPRESSION, `must be at most ${MAX_INDEX_EXPRESSION} characters`),
+    ),
+  ),
+  v.maxLength(MAX_SEARCH_INDEXES, `must hold at most ${MAX_SEARCH_INDEXES} expressions`),
+  v.transform((list) => [...new Set(list)]),
+)
+
 /** An expression (see `src/expressions.ts`): checked further when the token is made. */
 const expression = v.pipe(v.string(), v.maxLength(4096, 'must be at most 4096 characters'))
-
-/** Search index expressions: at most 20. */
-const searchIndexes = v.pipe(v.array(expression), v.maxLength(20, 'must hold at most 20 expressions'))
 
 /**
  * Body of token create and child create: Basis Theory's Create Token fields. `token_intent_id` is
@@ -63,7 +74,7 @@ export const createTokenInput = v.strictObject({
   metadata: v.optional(metadata),
   mask: v.optional(json),
   fingerprint_expression: v.optional(v.nullable(expression)),
-  search_indexes: v.optional(v.nullable(searchIndexes)),
+  search_indexes: v.optional(searchIndexes),
   deduplicate_token: v.optional(v.nullable(v.boolean())),
   expires_at: v.optional(v.nullable(isoDateTime)),
   token_intent_id: v.optional(

@@ -12,6 +12,7 @@ import type {
   StoredToken,
   StoredTransaction,
   Tenant,
+  TokenLock,
 } from '../types.js'
 import type {
   ExpiringKind,
@@ -34,9 +35,9 @@ const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}
 /**
  * Every record a `MemoryState` holds, as `records()` hands them out and `fromRecords` takes them:
  * what a serialiser needs to rebuild a state that answers every read and check as the original.
- * Beside the `StoreDump` kinds, `locks` says which transaction holds each locked token, which the
- * transactions alone do not (a lock may have passed to another transaction, or been released by
- * one while another that lists it is still open).
+ * Beside the `StoreDump` kinds, `locks` holds the lock records, which the transactions alone do not
+ * tell (a lock may have passed to another transaction, or been released by one while another that
+ * lists it is still open).
  */
 export interface StateRecords {
   tenants: readonly Tenant[]
@@ -45,14 +46,26 @@ export interface StateRecords {
   /** Each parent's links in the order they were made (the order `listChildren` answers in). */
   associations: readonly Association[]
   transactions: readonly StoredTransaction[]
-  /** `[tenant id, token id, id of the transaction holding its lock]`, one per locked token. */
-  locks: readonly (readonly [tenantId: string, tokenId: string, transactionId: string])[]
+  /**
+   * `[tenant id, token id, id of the transaction holding its lock, expires_at]`, one per lock
+   * record; `expires_at` is left out when it is that of the holding transaction (as the core writes
+   * it, and as every lock of states saved before lock records existed was).
+   */
+  locks: readonly LockTuple[]
   sessions: readonly StoredSession[]
   formulas: readonly StoredFormula[]
   reactors: readonly Reactor[]
   /** Idempotency records (records written before they existed lack the list: read as empty). */
   idempotency: readonly IdempotencyRecord[]
 }
+
+/** A lock record as `StateRecords` lists it. */
+export type LockTuple = readonly [
+  tenantId: string,
+  tokenId: string,
+  transactionId: string,
+  expiresAt?: string,
+]
 
 /** Some records of one kind, in the order `records()` lists them: what `recordSlices` yields. */
 export type RecordSlice = {
@@ -87,8 +100,8 @@ export class MemoryState {
   /** parent → how many of its children have an `expires_at` (0: every child counts without a scan). */
   private expiring = new Scoped<number>()
   private transactions = new Scoped<StoredTransaction>()
-  /** token → id of the transaction that locks it. */
-  private locks = new Scoped<string>()
+  /** token → its lock record. */
+  private locks = new Scoped<TokenLock>()
   private sessions = new Scoped<StoredSession>()
   /** nonce hash → session id. */
   private nonces = new Scoped<string>()
@@ -119,11 +132,11 @@ export class MemoryState {
       case 'token.present':
         return this.tokens.has(c.tenant_id, c.id)
       case 'token.unlocked': {
-        const txId = this.locks.get(c.tenant_id, c.id)
-        if (txId === undefined || txId === c.except) return true
-        const tx = this.transactions.get(c.tenant_id, txId)
-        return !(tx && tx.state === 'open' && tx.expires_at > c.now)
+        const lock = this.locks.get(c.tenant_id, c.id)
+        return lock === undefined || lock.transaction_id === c.except || lock.expires_at <= c.now
       }
+      case 'lock.held':
+        return this.locks.get(c.tenant_id, c.token_id)?.transaction_id === c.transaction_id
       case 'token.unchanged': {
         const stored = this.tokens.get(c.tenant_id, c.id)
         return stored !== undefined && sameJson(stored, c.token)
@@ -166,6 +179,20 @@ export class MemoryState {
 
   /** Applies one op (or, replaying an old journal, a legacy one). Ops are total: applying one never fails. */
   apply(op: Op | LegacyOp): void {
+    this.applyOp(op, false)
+  }
+
+  /**
+   * Applies an op as versions before lock records did, for a journal record they wrote: besides
+   * what `apply` does, `transaction.put` of an open transaction points the locks of the tokens it
+   * lists at it (with its `expires_at`) and releases those it held and no longer lists; of an ended
+   * one, releases all it held; `transaction.delete` releases them too.
+   */
+  applyLegacy(op: Op | LegacyOp): void {
+    this.applyOp(op, true)
+  }
+
+  private applyOp(op: Op | LegacyOp, legacy: boolean): void {
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
@@ -238,10 +265,12 @@ export class MemoryState {
         return
       case 'transaction.put': {
         const tx = op.transaction
-        const old = this.transactions.get(tx.tenant_id, tx.id)
-        if (old) this.releaseLocks(old)
+        if (legacy) {
+          const old = this.transactions.get(tx.tenant_id, tx.id)
+          if (old) this.releaseLocks(old)
+          if (tx.state === 'open') for (const id of tx.locks) this.lockFor(tx, id)
+        }
         this.transactions.set(tx.tenant_id, tx.id, tx)
-        if (tx.state === 'open') for (const id of tx.locks) this.locks.set(tx.tenant_id, id, tx.id)
         return
       }
       case 'transaction.stage': {
@@ -250,7 +279,7 @@ export class MemoryState {
         tx.writes.push(...op.writes)
         for (const id of op.locks) {
           if (!tx.locks.includes(id)) tx.locks.push(id)
-          this.locks.set(op.tenant_id, id, op.id)
+          this.lockFor(tx, id)
         }
         return
       }
@@ -260,15 +289,21 @@ export class MemoryState {
         const writes = tx.writes
         this.releaseLocks(tx)
         this.transactions.set(op.tenant_id, op.id, { ...tx, state: 'committed', writes: [], locks: [] })
-        for (const write of writes) this.apply(write)
+        for (const write of writes) this.applyOp(write, true)
         return
       }
       case 'transaction.delete': {
         const old = this.transactions.get(op.tenant_id, op.id)
-        if (old) this.releaseLocks(old)
+        if (old && legacy) this.releaseLocks(old)
         this.transactions.delete(op.tenant_id, op.id)
         return
       }
+      case 'lock.put':
+        this.locks.set(op.lock.tenant_id, op.lock.token_id, op.lock)
+        return
+      case 'lock.delete':
+        this.locks.delete(op.tenant_id, op.token_id)
+        return
       case 'session.put': {
         const s = op.session
         this.dropSessionIndexes(s.tenant_id, s.id)
@@ -320,9 +355,21 @@ export class MemoryState {
     else this.formulaUse.set(id, n)
   }
 
+  /** Legacy ops only: the lock record an open transaction's listing of `tokenId` implied. */
+  private lockFor(tx: StoredTransaction, tokenId: string) {
+    const lock = {
+      tenant_id: tx.tenant_id,
+      token_id: tokenId,
+      transaction_id: tx.id,
+      expires_at: tx.expires_at,
+    }
+    this.locks.set(tx.tenant_id, tokenId, lock)
+  }
+
+  /** Legacy ops only: releases the locks `tx` lists and still holds. */
   private releaseLocks(tx: StoredTransaction) {
     for (const id of tx.locks) {
-      if (this.locks.get(tx.tenant_id, id) === tx.id) this.locks.delete(tx.tenant_id, id)
+      if (this.locks.get(tx.tenant_id, id)?.transaction_id === tx.id) this.locks.delete(tx.tenant_id, id)
     }
   }
 
@@ -599,9 +646,8 @@ export class MemoryState {
   records(): StateRecords {
     const associations: Association[] = []
     for (const kids of this.children.values()) for (const a of kids.values()) associations.push(a)
-    const locks: [string, string, string][] = []
-    for (const [tenantId, tokenId, transactionId] of this.locks.entries())
-      locks.push([tenantId, tokenId, transactionId])
+    const locks: LockTuple[] = []
+    for (const lock of this.locks.values()) locks.push(this.lockTuple(lock))
     return {
       tenants: [...this.tenants.values()],
       applications: [...this.applications.values()],
@@ -662,9 +708,9 @@ export class MemoryState {
               if (records.length >= n) yield cut(kind)
             }
       } else if (kind === 'locks') {
-        for (const [tenantId, held] of this.locks.scopes())
-          for (const [tokenId, transactionId] of held) {
-            records.push([tenantId, tokenId, transactionId])
+        for (const [, held] of this.locks.scopes())
+          for (const lock of held.values()) {
+            records.push(this.lockTuple(lock))
             if (records.length >= n) yield cut(kind)
           }
       } else {
@@ -678,10 +724,32 @@ export class MemoryState {
     }
   }
 
+  /** A lock record as `StateRecords` lists it: `expires_at` left out when it is the holder's. */
+  private lockTuple(lock: TokenLock): LockTuple {
+    const holder = this.transactions.get(lock.tenant_id, lock.transaction_id)
+    return holder?.expires_at === lock.expires_at
+      ? [lock.tenant_id, lock.token_id, lock.transaction_id]
+      : [lock.tenant_id, lock.token_id, lock.transaction_id, lock.expires_at]
+  }
+
+  /**
+   * Puts the lock record a `StateRecords` tuple lists (after the transactions: one without
+   * `expires_at` takes its holder's; without a holder to take it from, it locks nothing and is
+   * dropped).
+   */
+  private loadLock([tenantId, tokenId, transactionId, expiresAt]: LockTuple) {
+    const expires = expiresAt ?? this.transactions.get(tenantId, transactionId)?.expires_at
+    if (expires === undefined) return
+    this.apply({
+      op: 'lock.put',
+      lock: { tenant_id: tenantId, token_id: tokenId, transaction_id: transactionId, expires_at: expires },
+    })
+  }
+
   /**
    * Rebuilds the state that `records()` described: every read and check answers as it did on the
    * original, and ops go on to apply alike. Tokens are put before the associations between them,
-   * and the locks are restored exactly as listed (whatever the open transactions list).
+   * and the lock records are put exactly as listed (whatever the open transactions list).
    *
    * The new state takes the records as its own and may mutate them later (see `records()`): pass
    * records nothing else holds, such as freshly parsed ones. Key and nonce hashes are taken to be
@@ -693,11 +761,8 @@ export class MemoryState {
     for (const application of r.applications) state.apply({ op: 'application.put', application })
     for (const token of r.tokens) state.apply({ op: 'token.put', token })
     for (const association of r.associations) state.apply({ op: 'association.put', association })
-    // An open transaction's put takes the locks it lists; replace them with the recorded holders.
     for (const transaction of r.transactions) state.apply({ op: 'transaction.put', transaction })
-    state.locks.clear()
-    for (const [tenantId, tokenId, transactionId] of r.locks)
-      state.locks.set(tenantId, tokenId, transactionId)
+    for (const lock of r.locks) state.loadLock(lock)
     for (const session of r.sessions) state.apply({ op: 'session.put', session })
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
@@ -708,9 +773,8 @@ export class MemoryState {
   /**
    * Loads one slice of records into a new state, as `fromRecords` would load them: for a loader
    * that reads a serialised state a slice at a time (never all of it at once). Slices must come in
-   * the kind order of `records()` (as `recordSlices` yields them); the first slice after the
-   * transactions — or `finishLoad()`, which must end the load — replaces the locks the open
-   * transactions' puts took with the recorded ones. The state takes the records as its own.
+   * the kind order of `records()` (as `recordSlices` yields them). The state takes the records as
+   * its own.
    */
   loadSlice(slice: RecordSlice): void {
     switch (slice.kind) {
@@ -730,39 +794,24 @@ export class MemoryState {
         for (const transaction of slice.records) this.apply({ op: 'transaction.put', transaction })
         return
       case 'locks':
-        this.finishLoad()
-        for (const [tenantId, tokenId, transactionId] of slice.records)
-          this.locks.set(tenantId, tokenId, transactionId)
+        for (const lock of slice.records) this.loadLock(lock)
         return
       case 'sessions':
-        this.finishLoad()
         for (const session of slice.records) this.apply({ op: 'session.put', session })
         return
       case 'formulas':
-        this.finishLoad()
         for (const formula of slice.records) this.apply({ op: 'formula.put', formula })
         return
       case 'reactors':
-        this.finishLoad()
         for (const reactor of slice.records) this.apply({ op: 'reactor.put', reactor })
         return
       case 'idempotency':
-        this.finishLoad()
         for (const record of slice.records) this.apply({ op: 'idempotency.put', record })
         return
       default:
         assertNever(slice)
     }
   }
-
-  /** Ends a load by `loadSlice`: the locks are the recorded ones from here (see `loadSlice`). */
-  finishLoad(): void {
-    if (this.loaded) return
-    this.loaded = true
-    this.locks.clear()
-  }
-  /** Whether `finishLoad` has replaced the locks of a load by `loadSlice`. */
-  private loaded = false
 
   /** Every record, deep-copied and sorted by key, for tests and tools (`records()` is the cheap way to serialise). */
   dump(): StoreDump {

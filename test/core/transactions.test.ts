@@ -198,6 +198,31 @@ describe('transactions', () => {
     expect((await failure(client.transactions.rollback(t2.id))).code).toBe('conflict')
   })
 
+  it('a lock taken over from an expired transaction stays with its new holder when the old one is ended', async () => {
+    const { client, inTx, tx, clock, service, full } = await withTx()
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    const b = await client.tokens.create({ type: 'x', data: 'b' })
+    const swept = await client.transactions.create()
+    const inSwept = service.connect(full.key, { transactionId: swept.id })
+    await inTx.tokens.update(a.id, { data: 'old' })
+    await inSwept.tokens.update(b.id, { data: 'old' })
+    clock.advance(60 * 60_000)
+    const taker = await client.transactions.create()
+    const inTaker = service.connect(full.key, { transactionId: taker.id })
+    await inTaker.tokens.update(a.id, { data: 'new' })
+    await inTaker.tokens.update(b.id, { data: 'new' })
+    // Ending the expired ones (a commit that finds it expired, and the sweep) leaves the taker's locks.
+    expect((await failure(client.transactions.commit(tx.id))).code).toBe('conflict')
+    expect((await service.admin.sweep()).transactions).toBe(1)
+    expect((await failure(client.tokens.update(a.id, { data: 'outside' }))).code).toBe('conflict')
+    expect((await failure(client.tokens.update(b.id, { data: 'outside' }))).code).toBe('conflict')
+    await client.transactions.commit(taker.id)
+    expect((await client.tokens.get(a.id)).data).toBe('new')
+    expect((await client.tokens.get(b.id)).data).toBe('new')
+    await client.tokens.update(a.id, { data: 'outside' })
+    await client.tokens.update(b.id, { data: 'outside' })
+  })
+
   it('of two concurrent commits of one transaction exactly one succeeds, the other 409', async () => {
     const { client, inTx, tx } = await withTx()
     await inTx.tokens.create({ type: 'x', data: 1 })

@@ -41,14 +41,14 @@ async function plant(url: string, management: string) {
   const app = await call('/applications', management, {
     name: 'backend',
     type: 'private',
-    permissions: ['token:create', 'token:read'],
+    permissions: ['token:create', 'token:read', 'token:search'],
     rules: [
       {
         description: 'all',
         priority: 1,
         container: '/general/',
         transform: 'reveal',
-        permissions: ['token:read', 'token:create'],
+        permissions: ['token:read', 'token:create', 'token:search'],
       },
     ],
   })
@@ -59,14 +59,26 @@ async function plant(url: string, management: string) {
     containers: ['/general/high/'],
     data: { number: CARD, note: SECRET },
     mask: { hint: MASK_SECRET },
+    // Search indexes are kept as keyed hashes only: their values must not be found either.
+    search_indexes: ['{{ data.note | upcase }}'],
   })
   expect(made.status).toBe(201)
   return { key, id: made.body['id'] as string, call }
 }
 
+/** The ids a search for the planted search index value answers (it is stored only as a keyed hash). */
+async function searchIndexed(url: string, key: string): Promise<string[]> {
+  const found = await fetch(`${url}/tokens/search`, {
+    method: 'POST',
+    headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: `data:${SECRET.toUpperCase()}` }),
+  })
+  return ((await found.json()) as { data: Array<{ id: string }> }).data.map((t) => t.id)
+}
+
 /** Every form of the planted values an attacker could grep for. */
 const needles = () =>
-  [CARD, SECRET, MASK_SECRET].flatMap((value) => [
+  [CARD, SECRET, MASK_SECRET, SECRET.toUpperCase()].flatMap((value) => [
     value,
     Buffer.from(value).toString('base64').slice(0, 12),
     Buffer.from(value).toString('hex'),
@@ -105,6 +117,7 @@ describe('encryption at rest through the CLI', () => {
       const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
       expect(read.status).toBe(200)
       expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
+      expect(await searchIndexed(second.url, key)).toEqual([id])
       await second.stop()
     } finally {
       await rm(dir, { recursive: true, force: true })
@@ -145,6 +158,7 @@ describe('encryption at rest through the CLI', () => {
         const second = await serve(url.href, dir, env)
         const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
         expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
+        expect(await searchIndexed(second.url, key)).toEqual([id])
         await second.stop()
       } finally {
         await rm(dir, { recursive: true, force: true })

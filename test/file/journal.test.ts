@@ -5,7 +5,9 @@ import { crc32 as zlibCrc32 } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { crc32Portable } from '../../adapters/file/crc32.js'
 import { fileStore } from '../../adapters/file/index.js'
-import { link, put, stage, tx } from './fixtures.js'
+import { encodeRecord } from '../../adapters/file/record.js'
+import type { Op } from '../../src/types.js'
+import { link, NOW, put, stage, T, tx } from './fixtures.js'
 import { tempDir } from './helpers.js'
 
 const JOURNAL = 'journal.0.log'
@@ -84,6 +86,52 @@ describe('file store journal', () => {
     expect(await store.getToken('tenant-a', 'later')).not.toBeNull()
     expect(store.stats().recoveredRecords).toBe(6)
     await store.close()
+  })
+
+  it('replays records of earlier versions deriving the locks their transactions implied, and its own as written', async () => {
+    const dir = await tempDir()
+    const lockOf = (id: string, txId: string): Op => ({
+      op: 'lock.put',
+      lock: { tenant_id: T, token_id: id, transaction_id: txId, expires_at: tx(txId).expires_at },
+    })
+    // Earlier versions: a transaction put took the locks it lists, and its end released them.
+    const legacy = [
+      [put('a'), put('b'), put('c'), { op: 'transaction.put', transaction: tx('t1', { locks: ['a', 'b'] }) }],
+      [{ op: 'transaction.put', transaction: tx('t2', { locks: ['c'] }) }],
+      [{ op: 'transaction.put', transaction: tx('t2', { state: 'committed', locks: [] }) }],
+    ]
+    await writeFile(join(dir, JOURNAL), Buffer.concat(legacy.map((ops) => encodeRecord(JSON.stringify(ops)))))
+    const store = await fileStore({ path: dir, durability: 'none' })
+    // This version's records: a put that lists a token takes no lock; only a lock record does.
+    await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t3', { locks: ['c'] }) }] })
+    await store.write({ ops: [lockOf('b', 't3')] })
+    const probe = async (s: typeof store) => {
+      const out: string[] = []
+      for (const id of ['a', 'b', 'c']) {
+        for (const transaction_id of ['t1', 't2', 't3']) {
+          const held = await s.write({
+            checks: [{ check: 'lock.held', tenant_id: T, token_id: id, transaction_id }],
+            ops: [],
+          })
+          if (held.ok) out.push(`${id}:${transaction_id}`)
+        }
+        const free = await s.write({
+          checks: [{ check: 'token.unlocked', tenant_id: T, id, now: NOW }],
+          ops: [],
+        })
+        if (free.ok) out.push(`${id}:free`)
+      }
+      return out
+    }
+    expect(await probe(store)).toEqual(['a:t1', 'b:t3', 'c:free'])
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect(await probe(again)).toEqual(['a:t1', 'b:t3', 'c:free'])
+    await again.compact()
+    await again.close()
+    const compacted = await fileStore({ path: dir, durability: 'none' })
+    expect(await probe(compacted)).toEqual(['a:t1', 'b:t3', 'c:free'])
+    await compacted.close()
   })
 
   it('refuses to open a journal damaged in the middle, naming the file and byte offset', async () => {

@@ -268,3 +268,42 @@ describe('Tokenize and detokenize (docs/api/tokens/tokenize, detokenize) through
     expect(await failedStatus(node.tokens.listV2({ start: 'forged' }))).toBe(400)
   })
 })
+
+describe('Search Tokens (docs/api/tokens/search, searchV2) through both SDKs', () => {
+  it('node-sdk tokens.searchV2 walks pages by cursor; basis-theory-js tokens.search pages; data matches search_indexes', async () => {
+    const key = await vault.key('private', ['token:create', 'token:read', 'token:search'])
+    const node = vault.node(key)
+    const made: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const t = await node.tokens.create({
+        type: 'token',
+        data: { number: `424242424242${1000 + i}` },
+        metadata: { batch: 'search' },
+        searchIndexes: ['{{ data.number }}', '{{ data.number | last4 }}'],
+      })
+      expect(t.searchIndexes).toEqual(['{{ data.number }}', '{{ data.number | last4 }}'])
+      made.push(t.id!)
+    }
+    const page = await node.tokens.searchV2({ query: 'metadata.batch:SEARCH', size: 2 })
+    expect(page.data).toHaveLength(2)
+    const seen: string[] = []
+    for await (const token of page) seen.push(token.id!)
+    expect(seen).toEqual([...made].sort())
+    const byLast4 = await node.tokens.searchV2({ query: 'data:1003' })
+    expect(byLast4.data.map((t) => t.id)).toEqual([made[3]])
+    expect(await failedStatus(node.tokens.searchV2({ query: 'metadata.batch:search AND' }))).toBe(400)
+    expect(await failedStatus(node.tokens.searchV2({ query: 'secret:1' }))).toBe(400)
+
+    const js = await vault.js(key)
+    const first = await js.tokens.search({ query: 'metadata.batch:search', page: 1, size: 3 })
+    expect(first.pagination).toMatchObject({ totalItems: 5, pageNumber: 1, pageSize: 3, totalPages: 2 })
+    const second = await js.tokens.search({ query: 'metadata.batch:search', page: 2, size: 3 })
+    expect([...first.data, ...second.data].map((t) => t.id)).toEqual([...made].sort())
+    const full = await js.tokens.search({ query: 'data:4242424242421004' })
+    expect(full.data.map((t) => t.id)).toEqual([made[4]])
+
+    const reader = await vault.key('private', ['token:read'])
+    expect(await failedStatus(vault.node(reader).tokens.searchV2({ query: '' }))).toBe(403)
+    expect(await failedStatus((await vault.js(reader)).tokens.search({ query: '' }))).toBe(403)
+  })
+})

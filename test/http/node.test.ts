@@ -146,6 +146,42 @@ describe('toNodeListener', () => {
     expect(((await get.json()) as { body: unknown }).body).toBeNull()
   })
 
+  it('bridges answers of one chunk with their length and longer ones streamed, and keeps the path whatever the Host', async () => {
+    const chunks = ['a'.repeat(70_000), 'b'.repeat(70_000), 'c']
+    const handler: FetchHandler = async (request) => {
+      const url = new URL(request.url)
+      if (url.pathname === '/stream') {
+        let i = 0
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (i < chunks.length) controller.enqueue(new TextEncoder().encode(chunks[i++]!))
+            else controller.close()
+          },
+        })
+        return new Response(body, { headers: { 'content-type': 'text/plain' } })
+      }
+      if (url.pathname === '/empty') return new Response(null, { status: 204 })
+      return new Response(JSON.stringify({ url: request.url }), { status: 200 })
+    }
+    const base = await serve(handler)
+    const one = await rawUpload(
+      base,
+      'GET /one?x=1 HTTP/1.1\r\nHost: evil.example/other?\r\nConnection: close\r\n\r\n',
+      1,
+      0,
+    )
+    expect(one.status).toBe('HTTP/1.1 200 OK')
+    expect(one.answer.toLowerCase()).toContain('content-length: ')
+    expect(one.answer.toLowerCase()).not.toContain('transfer-encoding')
+    expect(one.answer).toContain('"url":"http://localhost/one?x=1"')
+    const streamed = await fetch(`${base}/stream`)
+    expect(streamed.headers.get('transfer-encoding')).toBe('chunked')
+    expect(await streamed.text()).toBe(chunks.join(''))
+    const empty = await fetch(`${base}/empty`)
+    expect(empty.status).toBe(204)
+    expect(empty.headers.get('content-length')).toBeNull()
+  })
+
   it('serves the API through the generic Request path too, 413 included', async () => {
     const { handler, keys } = await setup({ maxBodyBytes: 1024 })
     const wrapped: FetchHandler = (request) => handler(request)

@@ -245,3 +245,55 @@ describe('transactions over HTTP', () => {
     await problem(await call('POST', '/transactions', { key: keys.full, body: { unexpected: true } }), 400)
   })
 })
+
+describe('token search over HTTP', () => {
+  it('POST /tokens/search wins over /tokens/{id}; v1 and v2 answer pages; 400 names the position; logs hold no query', async () => {
+    const { call, keys, events, service, tenant } = await setup()
+    await json(
+      await call('POST', '/tokens', {
+        key: keys.full,
+        body: { id: 'search', type: 'token', data: '123-45-6789', search_indexes: ['{{ data | last4 }}'] },
+      }),
+      201,
+    )
+    // A token may be called "search": GET reads it, POST searches.
+    expect((await json(await call('GET', '/tokens/search', { key: keys.full }), 200)).id).toBe('search')
+    const v1 = await json(
+      await call('POST', '/tokens/search', { key: keys.full, body: { query: 'data:6789' } }),
+      200,
+    )
+    expect(v1).toMatchObject({
+      pagination: { total_items: 1, page_number: 1, page_size: 20, total_pages: 1 },
+      data: [{ id: 'search', search_indexes: ['{{ data | last4 }}'] }],
+    })
+    const all = await json(await call('POST', '/tokens/search', { key: keys.full }), 200)
+    expect(all.pagination).toMatchObject({ total_items: 1 })
+    const v2 = await json(
+      await call('POST', '/v2/tokens/search', { key: keys.full, body: { query: 'id:search', size: 1 } }),
+      200,
+    )
+    expect(v2).toEqual({ pagination: { page_size: 1 }, data: [expect.objectContaining({ id: 'search' })] })
+    const bad = await problem(
+      await call('POST', '/tokens/search', { key: keys.full, body: { query: 'data:6789 AND (' } }),
+      400,
+    )
+    expect(bad.errors).toEqual({ query: ['expected a term, NOT or ( but the query ended at character 16'] })
+    const unknown = await problem(
+      await call('POST', '/v2/tokens/search', { key: keys.full, body: { query: 'ssn:6789' } }),
+      400,
+    )
+    expect(unknown.detail).toContain('unknown field "ssn"')
+    expect(unknown.detail).not.toContain('6789')
+    const reader = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'r',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    await problem(await call('POST', '/tokens/search', { key: reader.key, body: { query: '' } }), 403)
+    expect(JSON.stringify(events)).not.toContain('6789')
+    const journal = service.journal.query()
+    expect(journal.map((e) => e.operation)).toContain('token.search_v2')
+    expect(JSON.stringify(journal)).not.toContain('6789')
+  })
+})

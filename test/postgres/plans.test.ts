@@ -59,6 +59,10 @@ function records(tenant_id: string, i: number): Op[] {
       op: 'transaction.put',
       transaction: { ...base, id: `x${i}`, expires_at: NOW, state: 'open', writes: [], locks: [`k${i}`] },
     },
+    {
+      op: 'lock.put',
+      lock: { tenant_id, token_id: `k${i}`, transaction_id: `x${i}`, expires_at: NOW },
+    },
   ]
   if (i > 0)
     ops.push({

@@ -91,11 +91,17 @@ const PROBES: [string, string][] = [
      return caught && caught.constructor.constructor('return process')()`,
   ],
   [
-    'globalThis.process / require / Buffer / fetch / WebAssembly / SharedArrayBuffer',
-    `for (const n of ['process', 'require', 'Buffer', 'WebAssembly', 'SharedArrayBuffer']) if (typeof globalThis[n] !== 'undefined' && n !== 'require') return globalThis[n]
+    'globalThis.process / require / fetch / WebAssembly / SharedArrayBuffer',
+    `for (const n of ['process', 'require', 'WebAssembly', 'SharedArrayBuffer']) if (typeof globalThis[n] !== 'undefined' && n !== 'require') return globalThis[n]
      try { return await globalThis.fetch('http://127.0.0.1:${port}/') } catch (e) { return undefined }`,
   ],
   ['globalThis.constructor', "return globalThis.constructor.constructor('return process')()"],
+  ["Buffer's constructor", "return Buffer.from('x').constructor.constructor('return process')()"],
+  ["URL's constructor", "return new URL('https://h.example').constructor.constructor('return process')()"],
+  [
+    "a timer callback's this and arguments",
+    `return await new Promise((resolve) => setTimeout(function () { resolve((this && this.process) || arguments.length || setTimeout.constructor('return process')()) }, 1))`,
+  ],
   ['eval("process")', "return eval('process')"],
   ['an async function constructor', "return (async () => {}).constructor('return process')()"],
 ]
@@ -139,7 +145,7 @@ describe('formula code reaches no object of the host and opens no socket', () =>
 
   it('none of the host globals exists for formula code', async () => {
     const w = await world({ runner: runner.get() })
-    const code = `module.exports = async () => ({ raw: ['process', 'Buffer', 'WebAssembly', 'SharedArrayBuffer', 'Atomics', 'global', '__vitest_worker__', 'hostSecret'].filter((n) => typeof globalThis[n] !== 'undefined') })`
+    const code = `module.exports = async () => ({ raw: ['process', 'WebAssembly', 'SharedArrayBuffer', 'Atomics', 'global', '__vitest_worker__', 'hostSecret'].filter((n) => typeof globalThis[n] !== 'undefined') })`
     ;(globalThis as { hostSecret?: string }).hostSecret = 'the host secret'
     const formula = await w.a.admin.reactorFormulas.create(
       formulaBody({ code, configuration: [], request_parameters: [] }),
@@ -151,7 +157,6 @@ describe('formula code reaches no object of the host and opens no socket', () =>
 
   it.each([
     ['require', 'require("fs")', 'require("fs") is not available'],
-    ['setTimeout', 'setTimeout(() => {}, 1)', 'setTimeout is not available'],
     ['fetch', 'await fetch("https://example.com")', 'fetch is not available'],
   ])('%s answers a clear error', async (_, body, message) => {
     const w = await world({ runner: runner.get() })

@@ -11,8 +11,8 @@ import { failure, formulaBody, sharedRunner, world } from '../formulas/setup.js'
 const runner = sharedRunner()
 afterAll(() => runner.close())
 
-async function react(body: string): Promise<unknown> {
-  const w = await world({ runner: runner.get() })
+async function react(body: string, reactorTimeoutMs?: number): Promise<unknown> {
+  const w = await world({ runner: runner.get(), ...(reactorTimeoutMs ? { reactorTimeoutMs } : {}) })
   const code = `module.exports = async function (req) { ${body} }`
   const formula = await w.a.admin.reactorFormulas.create(
     formulaBody({ code, configuration: [], request_parameters: [] }),
@@ -21,22 +21,98 @@ async function react(body: string): Promise<unknown> {
   return w.a.client.reactors.react(reactor.id, {})
 }
 
-describe('the reactor formulas SDK (docs: reactor formulas, "Errors")', () => {
+describe('the reactor formulas SDK (docs: api/reactors/reactor-errors, "Error Types" and "Error Constructors")', () => {
   it.each([
-    ['BadRequestError', 400],
-    ['AuthenticationError', 401],
-    ['InvalidPaymentMethodError', 402],
-    ['AuthorizationError', 403],
-    ['RateLimitError', 429],
-    ['ReactorRuntimeError', 500],
-  ])('%s answers %i with its message', async (name, status) => {
+    ['BadRequestError', 400, 'Bad Request'],
+    ['AuthenticationError', 401, 'Authentication Failed'],
+    ['InvalidPaymentMethodError', 402, 'Invalid Payment Method'],
+    ['AuthorizationError', 403, 'Forbidden'],
+    ['RateLimitError', 429, 'Rate Limit Exceeded'],
+    ['ReactorRuntimeError', 500, 'Reactor Runtime Error'],
+    ['ServiceUnavailableError', 503, 'Service Unavailable Error'],
+  ])('%s answers %i, detail "%s", its argument as the errors block', async (name, status, detail) => {
     const error = await failure(
       react(`const sdk = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
         const e = new sdk.${name}('card declined')
         if (!(e instanceof Error) || !(e instanceof sdk.${name}) || e.name !== '${name}') throw new Error('bad class')
         throw e`),
     )
-    expect({ status: error.status, message: error.message }).toEqual({ status, message: 'card declined' })
+    expect({ status: error.status, message: error.message, issues: error.issues }).toEqual({
+      status,
+      message: detail,
+      issues: { error: ['card declined'] },
+    })
+  })
+
+  it.each([
+    ['a string', `'My error message'`, { error: ['My error message'] }],
+    ['an array', `['error 1', 'error 2']`, { error: ['error 1', 'error 2'] }],
+    [
+      'an object',
+      `{ error1: 'description 1', error2: ['description 2', 'description 3'], nested: { a: 1 } }`,
+      { error1: ['description 1'], error2: ['description 2', 'description 3'], nested: ['{"a":1}'] },
+    ],
+    ['an Error', `new Error('upstream failed')`, { error: ['upstream failed'] }],
+    ['nothing', '', { error: ['Something went wrong. Please try again.'] }],
+  ])('the constructor takes %s', async (_, argument, errors) => {
+    const error = await failure(
+      react(`const { ReactorRuntimeError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+        throw new ReactorRuntimeError(${argument})`),
+    )
+    expect({ status: error.status, message: error.message, issues: error.issues }).toEqual({
+      status: 500,
+      message: 'Reactor Runtime Error',
+      issues: errors,
+    })
+  })
+
+  it('InvalidReactorConfigurationError names the property; ReactorRuntimeError keeps an error status', async () => {
+    const config = await failure(
+      react(`const { InvalidReactorConfigurationError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+        throw new InvalidReactorConfigurationError('API_KEY', 'is required')`),
+    )
+    expect({ status: config.status, message: config.message, issues: config.issues }).toEqual({
+      status: 400,
+      message: 'Invalid Reactor Configuration',
+      issues: { API_KEY: ['is required'] },
+    })
+    const upstream = await failure(
+      react(`const { ReactorRuntimeError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+        throw new ReactorRuntimeError({ status: 502, message: 'bad gateway' })`),
+    )
+    expect({ status: upstream.status, issues: upstream.issues }).toEqual({
+      status: 502,
+      issues: { status: ['502'], message: ['bad gateway'] },
+    })
+  })
+
+  it('a hostile errors block is cut to its limits or dropped, never reaching the host as anything but strings', async () => {
+    const big = await failure(
+      react(`const e = new Error('x'); e.status = 400
+        e.errors = { a0: Array(25).fill('m') }; for (let i = 0; i < 24; i++) e.errors['k' + i] = ['y'.repeat(1500)]
+        throw e`),
+    )
+    expect(Object.keys(big.issues ?? {})).toHaveLength(20)
+    expect(big.issues?.a0).toHaveLength(20)
+    expect(big.issues?.k0?.[0]).toHaveLength(1000)
+    const huge = await failure(
+      react(`const e = new Error('x'); e.errors = { a: Array(100).fill('y'.repeat(1000)) }; throw e`),
+    )
+    expect({ message: huge.message, issues: huge.issues }).toEqual({ message: 'x', issues: undefined })
+    for (const errors of [
+      `{ a: [1] }`,
+      `{ ['__proto__']: ['x'] }`,
+      `{ get a() { throw new Error('getter') } }`,
+      `'text'`,
+      `{ a: 'not an array' }`,
+    ]) {
+      const error = await failure(react(`const e = new Error('x'); e.errors = ${errors}; throw e`))
+      expect({ errors, message: error.message, issues: error.issues }).toEqual({
+        errors,
+        message: 'x',
+        issues: undefined,
+      })
+    }
   })
 })
 
@@ -100,16 +176,197 @@ describe('crypto, util, TextEncoder/TextDecoder', () => {
   })
 })
 
+describe('Buffer and require("buffer") (Node\'s basics, engine code)', () => {
+  it('encodes and decodes as Node does', async () => {
+    const text = 'héllo wörld €😀'
+    const answer = (await react(`const { Buffer: B } = require('buffer')
+      const b = Buffer.from(${JSON.stringify(text)})
+      return { raw: [
+        B === Buffer, Buffer.isBuffer(b), Buffer.isBuffer(new Uint8Array(1)), b instanceof Uint8Array,
+        b.toString(), b.toString('hex'), b.toString('base64'), b.toString('base64url'), b.toString('utf-8', 1, 5),
+        Buffer.from(b.toString('hex'), 'hex').toString(), Buffer.from(b.toString('base64'), 'base64').toString(),
+        Buffer.from(b.toString('base64url'), 'base64url').toString(), Buffer.from('user:pässword', 'binary').toString('base64'),
+        Buffer.byteLength(${JSON.stringify(text)}), Buffer.byteLength('00ff', 'hex'),
+        Buffer.alloc(3).toString('hex'), Buffer.alloc(5, 'ab').toString(), Buffer.alloc(2, 7).toString('hex'),
+        Buffer.concat([Buffer.from('ab'), new Uint8Array([99]), Buffer.from('d')]).toString(), Buffer.concat([Buffer.from('abc')], 2).toString(),
+        b.slice(0, 5).toString(), b.subarray(6).toString(), Buffer.isBuffer(b.slice(1)),
+        Buffer.from('abc').equals(Buffer.from([97, 98, 99])), Buffer.from('abc').equals(Buffer.from('abd')),
+        Buffer.compare(Buffer.from('a'), Buffer.from('b')), JSON.stringify(Buffer.from('hi')),
+        require('crypto').createHash('sha256').update(Buffer.from('x')).digest().toString('hex'),
+      ] }`)) as { raw: unknown[] }
+    const b = Buffer.from(text)
+    expect(answer.raw).toEqual([
+      true,
+      true,
+      false,
+      true,
+      text,
+      b.toString('hex'),
+      b.toString('base64'),
+      b.toString('base64url'),
+      b.toString('utf-8', 1, 5),
+      text,
+      text,
+      text,
+      Buffer.from('user:pässword', 'binary').toString('base64'),
+      Buffer.byteLength(text),
+      2,
+      '000000',
+      'ababa',
+      '0707',
+      'abcd',
+      'ab',
+      b.subarray(0, 5).toString(),
+      b.subarray(6).toString(),
+      true,
+      true,
+      false,
+      -1,
+      JSON.stringify(Buffer.from('hi')),
+      createHash('sha256').update('x').digest('hex'),
+    ])
+  })
+
+  it("slices share memory, as Node's do; a hostile size is refused", async () => {
+    const answer = (await react(`const b = Buffer.from('abc'); b.slice(1)[0] = 120
+      const errors = []
+      for (const size of [-1, 1.5, '3', 2 ** 40]) { try { Buffer.alloc(size); errors.push('none') } catch (e) { errors.push(e.name) } }
+      try { Buffer.from('x').toString('utf16le') } catch (e) { errors.push(e.message) }
+      return { raw: [b.toString(), errors] }`)) as { raw: unknown[] }
+    expect(answer.raw).toEqual([
+      'axc',
+      ['RangeError', 'RangeError', 'RangeError', 'RangeError', expect.stringContaining('Unknown encoding')],
+    ])
+  })
+})
+
+describe('URL and URLSearchParams (WHATWG, engine code)', () => {
+  it('parse, resolve and serialize as Node does', async () => {
+    const cases = [
+      ['HTTPS://Api.Example.COM:443/a/./b/../c?x=1 2&y=%20#frag', undefined],
+      ['../d?q=1', 'http://h.example/a/b/c'],
+      ['/root', 'https://h.example:8443/a/b'],
+      ['?only', 'https://h.example/a/b?old'],
+      ['//other.example/p', 'https://h.example/'],
+      ['http://u:p@[::1]:8080/x', undefined],
+      ['http://127.0.0.1:80/', undefined],
+      ['mailto:someone@example.com', undefined],
+    ] as const
+    const answer = (await react(`const cases = ${JSON.stringify(cases)}
+      return { raw: cases.map(([input, base]) => { const u = base === null ? new URL(input) : new URL(input, base)
+        return [u.href, u.origin, u.protocol, u.username, u.password, u.host, u.hostname, u.port, u.pathname, u.search, u.hash] }) }`)) as {
+      raw: unknown[]
+    }
+    expect(answer.raw).toEqual(
+      cases.map(([input, base]) => {
+        const u = new URL(input, base)
+        return [
+          u.href,
+          u.origin,
+          u.protocol,
+          u.username,
+          u.password,
+          u.host,
+          u.hostname,
+          u.port,
+          u.pathname,
+          u.search,
+          u.hash,
+        ]
+      }),
+    )
+  })
+
+  it('searchParams read and write the URL; URLSearchParams serializes as Node does', async () => {
+    const answer = (await react(`const u = new URL('https://h.example/p?a=1&b=x%20y&a=2')
+      u.searchParams.append('c', 'd&e=f'); u.searchParams.set('a', '3'); u.searchParams.delete('b')
+      const p = new URLSearchParams({ q: 'a b+c', e: 'é' }); p.sort()
+      const errors = []
+      for (const bad of ['nope', 'http://exa mple.com/', 'http://[::1/', 'http://h:99999/']) { try { new URL(bad); errors.push(bad) } catch (e) { errors.push(e instanceof TypeError) } }
+      return { raw: [u.href, u.searchParams.getAll('a'), u.searchParams.has('b'), p.toString(), [...new URLSearchParams('x=1&y=2').keys()], new URLSearchParams([['k', 'v']]).get('k'), URL.canParse('/x', 'https://h.example'), errors] }`)) as {
+      raw: unknown[]
+    }
+    const u = new URL('https://h.example/p?a=1&b=x%20y&a=2')
+    u.searchParams.append('c', 'd&e=f')
+    u.searchParams.set('a', '3')
+    u.searchParams.delete('b')
+    const p = new URLSearchParams({ q: 'a b+c', e: 'é' })
+    p.sort()
+    expect(answer.raw).toEqual([
+      u.href,
+      ['3'],
+      false,
+      p.toString(),
+      ['x', 'y'],
+      'v',
+      true,
+      [true, true, true, true],
+    ])
+  })
+})
+
+describe("timers, bounded by the run's time limit", () => {
+  it('setTimeout, setInterval and their clears run in order within the run', async () => {
+    const answer = (await react(`const t0 = Date.now(); const order = []
+      setTimeout(() => order.push('b'), 40); setTimeout((x) => order.push(x), 10, 'a')
+      const cancelled = setTimeout(() => order.push('never'), 20); clearTimeout(cancelled)
+      await new Promise((resolve) => setTimeout(resolve, 60))
+      let n = 0
+      await new Promise((resolve) => { const i = setInterval(() => { if (++n === 3) { clearInterval(i); resolve() } }, 5) })
+      const { setTimeout: st } = require('timers')
+      await new Promise((resolve) => st(resolve, 1))
+      return { raw: [order, Date.now() - t0 >= 60, n] }`)) as { raw: unknown[] }
+    expect(answer.raw).toEqual([['a', 'b'], true, 3])
+  })
+
+  it('a run waiting on a timer due past its limit fails as a timeout at once, and the worker serves the next run', async () => {
+    const started = performance.now()
+    const error = await failure(
+      react(`await new Promise((resolve) => setTimeout(resolve, 60000)); return { raw: 1 }`, 1000),
+    )
+    expect({ status: error.status, message: error.message }).toEqual({
+      status: 504,
+      message: 'the reactor formula ran longer than 1000 ms',
+    })
+    expect(performance.now() - started).toBeLessThan(900)
+    expect(await react(`return { raw: 'next' }`)).toEqual({ raw: 'next', tokens: {} })
+  })
+
+  it('an interval that never stops ends at the time limit', async () => {
+    const started = performance.now()
+    const error = await failure(react(`setInterval(() => {}, 1); await new Promise(() => {})`, 300))
+    expect(error.status).toBe(504)
+    expect(performance.now() - started).toBeLessThan(3000)
+  })
+
+  it('a timer callback that throws fails the run with its error; a promise nothing can settle is reported', async () => {
+    const thrown = await failure(
+      react(
+        `setTimeout(() => { throw new Error('from a timer') }, 1); await new Promise((r) => setTimeout(r, 50))`,
+      ),
+    )
+    expect(thrown.message).toBe('from a timer')
+    const stuck = await failure(react(`await new Promise(() => {})`))
+    expect(stuck.message).toContain('never settled')
+  })
+})
+
 describe('hostile probes through the new helpers', () => {
   it('the host functions behind the helpers are gone, and their constructors are the engine’s', async () => {
     const answer = (await react(`const c = require('crypto')
       const reached = []
-      for (const n of ['__randomHex', '__refuse', 'process', 'Buffer']) if (typeof globalThis[n] !== 'undefined') reached.push(n)
-      for (const f of [require, c.randomBytes, c.createHash, require('util').format, TextEncoder]) {
+      for (const n of ['__randomHex', '__refuse', 'process', 'global']) if (typeof globalThis[n] !== 'undefined') reached.push(n)
+      for (const f of [require, c.randomBytes, c.createHash, require('util').format, TextEncoder, Buffer, Buffer.from, URL, URLSearchParams, setTimeout, clearTimeout, setInterval]) {
         try { const p = f.constructor('return typeof process')(); if (p !== 'undefined') reached.push(p) } catch (e) { reached.push('threw') }
       }
       try { require('fs') } catch (e) { const p = e.constructor.constructor('return typeof process')(); if (p !== 'undefined') reached.push('error') }
       try { c.randomBytes(1e9) } catch (e) { const p = e.constructor.constructor('return typeof process')(); if (p !== 'undefined') reached.push('error2') }
+      try { new URL('nope') } catch (e) { const p = e.constructor.constructor('return typeof process')(); if (p !== 'undefined') reached.push('error3') }
+      const t = setTimeout(() => {}, 1)
+      if (typeof t !== 'number') reached.push('timer handle ' + typeof t)
+      const b = Buffer.from('x')
+      if (Object.getPrototypeOf(Object.getPrototypeOf(b)) !== Uint8Array.prototype) reached.push('buffer prototype')
+      if (b.buffer.constructor.constructor('return typeof process')() !== 'undefined') reached.push('buffer')
       return { raw: reached }`)) as { raw: string[] }
     expect(answer.raw).toEqual([])
   })

@@ -162,6 +162,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   simpleOp,
   transaction.map((t): Op => ({ op: 'transaction.put', transaction: t })),
   fc.record({ tenant_id: tenant, id: txId }).map((r): Op => ({ op: 'transaction.delete', ...r })),
+  fc
+    .record({ tenant_id: tenant, token_id: tokenId, transaction_id: txId, expires_at: time })
+    .map((lock): Op => ({ op: 'lock.put', lock })),
+  fc.record({ tenant_id: tenant, token_id: tokenId }).map((r): Op => ({ op: 'lock.delete', ...r })),
   session.map((s): Op => ({ op: 'session.put', session: s })),
   fc
     .record({ tenant_id: tenant, id: fc.constantFrom('s1', 's2') })
@@ -219,6 +223,7 @@ export const check: fc.Arbitrary<Check> = fc.oneof(
     { check: fc.constant('token.unlocked'), tenant_id: tenant, id: tokenId, now: time, except: txId },
     { requiredKeys: ['check', 'tenant_id', 'id', 'now'] },
   ),
+  fc.record({ check: fc.constant('lock.held'), tenant_id: tenant, token_id: tokenId, transaction_id: txId }),
   fc.record({
     check: fc.constantFrom('association.absent', 'association.present'),
     tenant_id: tenant,

@@ -112,7 +112,6 @@ export function guardTests(fresh: () => Promise<Store>): void {
     await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 't1' }] })
     expect(await store.getTransaction(T, 't1')).toBeNull()
     expect(await unchanged(staged!, 'm8')).toBe(false)
-    // Deleting the transaction released its locks.
     expect(await guarded(store, { check: 'token.unlocked', tenant_id: T, id: 'y', now: NOW }, 'm9')).toBe(
       true,
     )

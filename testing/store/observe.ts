@@ -34,6 +34,12 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
         checks: [{ check: 'token.unlocked', tenant_id: t, id: parent, now: TIMES[0]! }],
         ops: [],
       })
+      for (const transaction_id of ['t1', 't2']) {
+        seen[`held ${t} ${parent} ${transaction_id}`] = await store.write({
+          checks: [{ check: 'lock.held', tenant_id: t, token_id: parent, transaction_id }],
+          ops: [],
+        })
+      }
     }
     for (const name of [undefined, ...filters]) {
       const query = { offset: 0, limit: 10, ...(name === undefined ? {} : { name }) }

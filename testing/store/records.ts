@@ -79,6 +79,15 @@ export const app = (id: string, tenant = T): StoredApplication => ({
   key_hash: `hash-${id}`,
 })
 
+/** Puts the lock record that makes transaction `txId` (of `tenant`, default `T`) hold token `id`. */
+export const lock = (id: string, txId: string, expires_at = '2030-01-01T01:00:00.000Z', tenant = T): Op => ({
+  op: 'lock.put',
+  lock: { tenant_id: tenant, token_id: id, transaction_id: txId, expires_at },
+})
+
+/** Deletes the lock record of token `id` (of `tenant`, default `T`). */
+export const unlock = (id: string, tenant = T): Op => ({ op: 'lock.delete', tenant_id: tenant, token_id: id })
+
 /** Puts a token. */
 export const put = (t: StoredToken): Op => ({ op: 'token.put', token: t })
 

@@ -5,7 +5,7 @@ import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
 import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
-import { link, NOW, put, session, T, token, tx } from './records.js'
+import { link, lock, NOW, put, session, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
 import { sessionsTests } from './sessions.js'
 import { tokensTests } from './tokens.js'
@@ -45,6 +45,7 @@ export function storeContract(harness: StoreHarness): void {
         await store.write({
           ops: [
             { op: 'transaction.put', transaction: tx('t1', { writes: [put(token('x'))], locks: ['x'] }) },
+            lock('x', 't1'),
           ],
         })
         await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'c' }] })

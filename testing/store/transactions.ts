@@ -1,19 +1,17 @@
 import { expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
-import type { Op } from '../../src/types.js'
-import { LATER, link, NOW, put, T, token, tx, U } from './records.js'
+import type { Check, Op } from '../../src/types.js'
+import { LATER, link, lock, NOW, put, T, token, tx, U, unlock } from './records.js'
 
-/** Transactions as the core runs them: locks, staging and commit as guarded puts, 100-way commit races. Registered inside the store suite's `describe`. */
+/**
+ * Transactions as the core runs them: lock records, staging and commit as guarded puts, 100-way
+ * commit races. Registered inside the store suite's `describe`.
+ */
 export function transactionsTests(fresh: () => Promise<Store>): void {
-  it('locks the tokens an open, unexpired transaction lists, and releases them when it ends', async () => {
+  it('locks a token by its lock record: held until deleted or expired, by no one else', async () => {
     const store = await fresh()
     const open = tx('t1')
     await store.write({ ops: [{ op: 'transaction.put', transaction: open }] })
-    const staged = await store.write({
-      checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: open }],
-      ops: [{ op: 'transaction.put', transaction: { ...open, writes: [put(token('x'))], locks: ['x'] } }],
-    })
-    expect(staged.ok).toBe(true)
     const unlocked = (now: string, except?: string, id = 'x') =>
       store
         .write({
@@ -21,35 +19,119 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
           ops: [],
         })
         .then((r) => r.ok)
+    const held = (id: string, transactionId: string) =>
+      store
+        .write({
+          checks: [{ check: 'lock.held', tenant_id: T, token_id: id, transaction_id: transactionId }],
+          ops: [],
+        })
+        .then((r) => r.ok)
+    // A transaction that lists a token holds no lock on it: only a lock record does.
+    await store.write({ ops: [{ op: 'transaction.put', transaction: { ...open, locks: ['x'] } }] })
+    expect(await unlocked(NOW)).toBe(true)
+    expect(await held('x', 't1')).toBe(false)
+    const staged = await store.write({
+      checks: [
+        { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: { ...open, locks: ['x'] } },
+        { check: 'token.unlocked', tenant_id: T, id: 'x', now: NOW, except: 't1' },
+      ],
+      ops: [
+        { op: 'transaction.put', transaction: { ...open, writes: [put(token('x'))], locks: ['x'] } },
+        lock('x', 't1'),
+      ],
+    })
+    expect(staged.ok).toBe(true)
     expect(await unlocked(NOW)).toBe(false)
     expect(await unlocked(NOW, 't1')).toBe(true)
-    expect(await unlocked(LATER)).toBe(true) // expired transactions hold no lock
+    expect(await unlocked(NOW, 't2')).toBe(false)
+    expect(await unlocked('2030-01-01T01:00:00.000Z')).toBe(true) // at expires_at it is over
+    expect(await unlocked(LATER)).toBe(true)
+    expect(await unlocked(NOW, undefined, 'y')).toBe(true)
+    expect(await held('x', 't1')).toBe(true)
+    expect(await held('x', 't2')).toBe(false)
+    expect(await held('y', 't1')).toBe(false)
+    // Another tenant's token of the same id is not locked.
+    const other = await store.write({
+      checks: [{ check: 'token.unlocked', tenant_id: U, id: 'x', now: NOW }],
+      ops: [],
+    })
+    expect(other.ok).toBe(true)
     expect(await store.getToken(T, 'x')).toBeNull() // staged, not applied
     const stored = await store.getTransaction(T, 't1')
     expect(stored?.writes).toEqual([put(token('x'))])
     expect(stored?.locks).toEqual(['x'])
     expect(await store.getTransaction(U, 't1')).toBeNull()
-    // A put that no longer lists a lock releases it; one that lists another takes it.
-    await store.write({ ops: [{ op: 'transaction.put', transaction: { ...stored!, locks: ['y'] } }] })
+    // A put of the record naming another transaction passes the lock on.
+    await store.write({ ops: [lock('x', 't2', LATER)] })
+    expect(await held('x', 't1')).toBe(false)
+    expect(await held('x', 't2')).toBe(true)
+    expect(await unlocked(LATER)).toBe(true)
+    expect(await unlocked('2030-01-01T01:30:00.000Z')).toBe(false)
+    // Ending or deleting a transaction releases nothing by itself: the lock record goes by its delete.
+    await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t2', { state: 'rolled_back' }) }] })
+    await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 't1' }] })
+    expect(await unlocked(NOW)).toBe(false)
+    await store.write({ ops: [unlock('x'), unlock('never-locked')] })
     expect(await unlocked(NOW)).toBe(true)
-    expect(await unlocked(NOW, undefined, 'y')).toBe(false)
-    // Ending the transaction releases its locks.
-    await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1', { state: 'rolled_back' }) }] })
-    expect(await unlocked(NOW, undefined, 'y')).toBe(true)
+    expect(await held('x', 't2')).toBe(false)
+    await store.close()
+  })
+
+  it('lock.held refuses the write that would release a lock another transaction took over', async () => {
+    const store = await fresh()
+    const a = tx('a', { expires_at: NOW, locks: ['x', 'y'] })
+    await store.write({
+      ops: [{ op: 'transaction.put', transaction: a }, lock('x', 'a', NOW), lock('y', 'a', NOW)],
+    })
+    // `a` expired at NOW; `b` takes x over, guarded on x being unlocked for it.
+    const taken = await store.write({
+      checks: [{ check: 'token.unlocked', tenant_id: T, id: 'x', now: NOW, except: 'b' }],
+      ops: [{ op: 'transaction.put', transaction: tx('b', { locks: ['x'] }) }, lock('x', 'b')],
+    })
+    expect(taken.ok).toBe(true)
+    const end = (tokens: string[]) =>
+      store.write({
+        checks: [
+          { check: 'transaction.unchanged', tenant_id: T, id: 'a', transaction: a },
+          ...tokens.map(
+            (id): Check => ({ check: 'lock.held', tenant_id: T, token_id: id, transaction_id: 'a' }),
+          ),
+        ],
+        ops: [
+          { op: 'transaction.put', transaction: { ...a, state: 'expired', locks: [] } },
+          ...tokens.map((id) => unlock(id)),
+        ],
+      })
+    const refused = await end(['x', 'y'])
+    expect(refused).toEqual({
+      ok: false,
+      failed: { check: 'lock.held', tenant_id: T, token_id: 'x', transaction_id: 'a' },
+    })
+    expect((await store.getTransaction(T, 'a'))?.state).toBe('open')
+    expect((await end(['y'])).ok).toBe(true)
+    const unlocked = async (id: string) =>
+      (await store.write({ checks: [{ check: 'token.unlocked', tenant_id: T, id, now: NOW }], ops: [] })).ok
+    expect(await unlocked('x')).toBe(false) // still b's
+    expect(await unlocked('y')).toBe(true)
     await store.close()
   })
 
   it('commits as the core does: staged writes and the end in one write guarded on the transaction read', async () => {
     const store = await fresh()
     await store.write({ ops: [put(token('p')), { op: 'transaction.put', transaction: tx('t1') }] })
-    /** Stages like the core: read, check open, append, put guarded on unchanged; start over on a conflict. */
+    /** Stages like the core: read, check open, append, lock, put guarded on unchanged; start over on a conflict. */
     const stage = async (writes: Op[], locks: string[]) => {
       for (;;) {
         const current = (await store.getTransaction(T, 't1'))!
         // The core stages only into a transaction it read as open and unexpired.
         if (current.state !== 'open' || current.expires_at <= NOW) return { ok: false }
         const result = await store.write({
-          checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: current }],
+          checks: [
+            { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: current },
+            ...locks.map(
+              (id): Check => ({ check: 'token.unlocked', tenant_id: T, id, now: NOW, except: 't1' }),
+            ),
+          ],
           ops: [
             {
               op: 'transaction.put',
@@ -59,6 +141,7 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
                 locks: [...new Set([...current.locks, ...locks])],
               },
             },
+            ...locks.map((id) => lock(id, 't1')),
           ],
         })
         if (result.ok || result.failed.check !== 'transaction.unchanged') return result
@@ -70,10 +153,16 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
     const read = (await store.getTransaction(T, 't1'))!
     const commit = (seen = read) =>
       store.write({
-        checks: [{ check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: seen }],
+        checks: [
+          { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction: seen },
+          ...seen.locks.map(
+            (id): Check => ({ check: 'lock.held', tenant_id: T, token_id: id, transaction_id: 't1' }),
+          ),
+        ],
         ops: [
           ...seen.writes,
           { op: 'transaction.put', transaction: { ...seen, state: 'committed', writes: [], locks: [] } },
+          ...seen.locks.map((id) => unlock(id)),
         ],
       })
     // A commit built on an earlier read fails its guard and writes nothing.
