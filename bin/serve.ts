@@ -15,6 +15,7 @@ import {
 } from '../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
+import { unchecked } from '../src/unchecked.js'
 import { openStore } from './stores.js'
 
 /** Options of `serve`. */
@@ -203,7 +204,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   try {
     const empty = !(await opened.store.hasTenants())
     key = await bootstrap(service, async () => empty, options.managementKey)
-    if (empty && options.seed !== undefined) await service.admin.loadFixture(options.seed)
+    if (empty && options.seed !== undefined) await unchecked(service.admin).loadFixture(options.seed)
     // What the control plane's reset goes back to: the state right after start.
     if (options.testMode) initial = await service.admin.exportState()
   } catch (error) {

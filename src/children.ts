@@ -2,6 +2,7 @@ import { applyTransform, requireTokenAccess, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { writeTokens } from './dedup.js'
 import { conflict, invalid, notFound } from './errors.js'
+import type { CreateTokenInput, ListChildrenQuery } from './inputs.js'
 import { type Paginated, paginated } from './pagination.js'
 import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
 import { fingerprinted } from './token-types.js'
@@ -98,7 +99,7 @@ export function childOperations(ctx: Ctx) {
      * Creates a token as a child of `parentId`, token and link in one atomic write. The answer has no
      * `data`. Applies at once, like `link`: a transaction the caller enlisted in is not used.
      */
-    async create(parentId: string, input: unknown): Promise<Token> {
+    async create(parentId: string, input: CreateTokenInput): Promise<Token> {
       const token = await fingerprinted(ctx, newToken(ctx, input))
       const parent = await mustReadToken(ctx, null, parentId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
@@ -133,7 +134,7 @@ export function childOperations(ctx: Ctx) {
     },
 
     /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */
-    async list(parentId: string, query: unknown = {}): Promise<Paginated<Token>> {
+    async list(parentId: string, query: ListChildrenQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       const tx = await openTransaction(ctx)
       const parent = await mustReadToken(ctx, tx, parentId)

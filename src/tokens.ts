@@ -7,6 +7,16 @@ import { type Created, markDeduplicating, shownDuplicate, wantsDeduplication, wr
 import { detokenize } from './detokenize.js'
 import { conflict, forbidden, invalid, ServiceError } from './errors.js'
 import { applyMask, checkMask, renderTemplate } from './expressions.js'
+import type {
+  CreateTokenInput,
+  DetokenizeInput,
+  ListTokensQuery,
+  ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateTokenInput,
+} from './inputs.js'
 import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
 import { type Paginated, paginated } from './pagination.js'
 import {
@@ -191,7 +201,7 @@ function requireAnyRead(ctx: Ctx): void {
 export function tokenOperations(ctx: Ctx) {
   return {
     /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
-    async create(input: unknown): Promise<Token> {
+    async create(input: CreateTokenInput): Promise<Token> {
       const token = await fingerprinted(ctx, newToken(ctx, input))
       const [created] = await writeTokens(
         ctx,
@@ -209,7 +219,7 @@ export function tokenOperations(ctx: Ctx) {
      * one atomic write (enlisted in the caller's transaction). A bad body: `validation_failed`
      * naming its path; nothing is written.
      */
-    async tokenize(input: unknown): Promise<TokenTree> {
+    async tokenize(input: TokenizeInput): Promise<TokenTree> {
       if (input === undefined)
         throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
       const refuse = (message: string, path: string) =>
@@ -232,7 +242,7 @@ export function tokenOperations(ctx: Ctx) {
      * token, each under the caller's `token:read` transform (403 without it; 400 for a token that
      * does not exist or a filter expression); at most 100 tokens. Reads see the caller's transaction.
      */
-    async detokenize(input: unknown): Promise<Json> {
+    async detokenize(input: DetokenizeInput): Promise<Json> {
       if (input === undefined)
         throw invalid('body', 'is required: any JSON holding {{ <token id> }} expressions')
       // The endpoint is token:read's, whatever the body holds (each token is checked again below).
@@ -246,7 +256,7 @@ export function tokenOperations(ctx: Ctx) {
      * filters `id` and `type` (lists) and `metadata` (`metadata.<key>=<value>`: exact but for
      * case, ANDed); `page` and `size`. With the transaction header, the transaction's view.
      */
-    async list(query: unknown = {}): Promise<Paginated<Token>> {
+    async list(query: ListTokensQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       requireAnyRead(ctx)
       const tx = await openTransaction(ctx)
@@ -300,7 +310,7 @@ export function tokenOperations(ctx: Ctx) {
      * Lists the tenant's tokens the caller may read with cursor pagination (`start`, `size`),
      * filtered by `type`, `container`, `metadata` (JSON) and `fingerprint`: see `listTokensV2`.
      */
-    async listV2(query: unknown = {}): Promise<CursorPage<Token>> {
+    async listV2(query: ListTokensV2Query = {}): Promise<CursorPage<Token>> {
       requireAnyRead(ctx)
       return listTokensV2(ctx, query)
     },
@@ -309,7 +319,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
      * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
      */
-    async search(input: unknown = {}): Promise<Paginated<Token>> {
+    async search(input: SearchTokensInput = {}): Promise<Paginated<Token>> {
       return searchTokensV1(ctx, input)
     },
 
@@ -317,7 +327,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
      * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
      */
-    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+    async searchV2(input: SearchTokensV2Input = {}): Promise<CursorPage<Token>> {
       return searchTokensV2(ctx, input)
     },
 
@@ -329,7 +339,7 @@ export function tokenOperations(ctx: Ctx) {
     },
 
     /** Applies a merge patch to `data`, `metadata`, `containers`, `mask` and `expires_at`. */
-    async update(id: string, input: unknown): Promise<Token> {
+    async update(id: string, input: UpdateTokenInput): Promise<Token> {
       const patch = parse(updateTokenInput, input)
       requireFuture(ctx, patch.expires_at)
       // Read, merge, compare-and-set: a concurrent write in between makes this merge again on top of it.

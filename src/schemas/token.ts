@@ -84,7 +84,6 @@ export const createTokenInput = v.strictObject({
     ),
   ),
 })
-export type CreateTokenInput = v.InferInput<typeof createTokenInput>
 
 /** Body of token update, a JSON merge patch: `null` removes a field (data can't be removed). */
 export const updateTokenInput = v.strictObject({
@@ -110,7 +109,6 @@ export const updateTokenInput = v.strictObject({
   deduplicate_token: v.optional(v.nullable(v.boolean())),
   expires_at: v.optional(v.nullable(isoDateTime)),
 })
-export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
 
 /** Query of list children: filters `id`, `type` and `metadata` (key → value), and paging. */
 export const listChildrenInput = v.strictObject({
@@ -158,4 +156,3 @@ export function gatherMetadataFilter(query: unknown): unknown {
   }
   return out
 }
-export type ListChildrenInput = v.InferInput<typeof listChildrenInput>

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest'
+import type { ReactorFormulaInput } from '../../src/index.js'
 import { fakeRunner } from './fake-runner.js'
 import { empty, json, problem, setup } from './setup.js'
 
-const formula = (name: string, code = 'module.exports = async (req) => ({ raw: req.args })') => ({
+const formula = (
+  name: string,
+  code = 'module.exports = async (req) => ({ raw: req.args })',
+): ReactorFormulaInput => ({
   name,
   description: 'test formula',
   type: 'private',

@@ -179,6 +179,37 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect((await apiError(bt.tokens.retrieve('sdk-token-1'))).status).toBe(404)
   })
 
+  it('searches tokens (docs/api/tokens/search): query, page and size; data only through searchIndexes', async () => {
+    const rules = [{ ...REVEAL[0]!, permissions: [...REVEAL[0]!.permissions, 'token:search'] }]
+    const app = await admin.applications.create({
+      name: 'searcher',
+      type: 'private',
+      permissions: ['token:create', 'token:read', 'token:search'],
+      rules,
+    } as never)
+    const searcher = await vault.sdk(app.key!)
+    for (const n of ['1111', '2222', '3333']) {
+      await searcher.tokens.create({
+        id: `legacy-search-${n}`,
+        type: 'token',
+        data: { ssn: `123-45-${n}` },
+        metadata: { legacySearch: 'yes' },
+        searchIndexes: ['{{ data.ssn }}', '{{ data.ssn | last4 }}'],
+      } as never)
+    }
+    const found = await searcher.tokens.search({ query: 'data:2222' })
+    expect(found.data.map((t) => t.id)).toEqual(['legacy-search-2222'])
+    expect((found.data[0] as { searchIndexes?: string[] }).searchIndexes).toEqual([
+      '{{ data.ssn }}',
+      '{{ data.ssn | last4 }}',
+    ])
+    const paged = await searcher.tokens.search({ query: 'metadata.legacySearch:YES', page: 2, size: 2 })
+    expect(paged.pagination).toMatchObject({ totalItems: 3, pageNumber: 2, pageSize: 2, totalPages: 2 })
+    expect(paged.data.map((t) => t.id)).toEqual(['legacy-search-3333'])
+    expect((await apiError(searcher.tokens.search({ query: 'data:' }))).status).toBe(400)
+    expect((await apiError(bt.tokens.search({ query: '' }))).status).toBe(403)
+  })
+
   it('links, unlinks, creates children and lists them with filters and paging', async () => {
     const parent = await bt.tokens.create({ type: 'customer', data: { name: 'Ada' } } as never)
     const bank = await bt.tokens.create({ type: 'account', data: { account: '1' } } as never)
