@@ -29,6 +29,8 @@ export interface ServeOptions {
   masterKey?: Uint8Array
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
   corsOrigins?: readonly string[]
+  /** The egress allow-list (`reactorEgress` of `createService`): origins formulas and callbacks may reach. */
+  reactorEgress?: readonly string[]
   /** On an empty store, the management application gets this key instead of a random one. */
   managementKey?: string
   /** The request and error log: `text` lines, `json` lines, or `none` (default `text`). */
@@ -192,6 +194,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       clock,
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
+      ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
     })
     await service.admin.verifyMasterKey()
   } catch (error) {

@@ -289,7 +289,7 @@ export function reactorOperations(ctx: Ctx) {
       const outcome = await ctx.runner.run(
         code,
         { args, configuration: reactor.configuration },
-        { timeoutMs, isolationKey: tenant() },
+        { timeoutMs, isolationKey: tenant(), egress: ctx.options.reactorEgress },
       )
       if (!outcome.ok) throw runFailure(outcome, timeoutMs)
       return reactResult(ctx, outcome.value)

@@ -12,6 +12,7 @@ import { childOperations } from './children.js'
 import type { ManualClock } from './clock.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId, sha256 } from './crypto.js'
+import { parseEgressOrigins } from './egress.js'
 import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { conflict, invalid, notFound } from './errors.js'
@@ -298,6 +299,7 @@ export function createService(options: ServiceOptions): Service {
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
     idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
+    reactorEgress: parseEgressOrigins(options.reactorEgress),
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   const journal = new Journal(options.journalSize ?? 1000)
