@@ -54,7 +54,7 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     ])
     await a.client.tokens.create({
       id: 'card-1',
-      type: 'card',
+      type: 'token',
       data: { number: 4242, expiration_month: '07' },
     })
     await a.client.tokens.create({ id: 'amt', type: 'amount', data: '12.5' })
