@@ -15,6 +15,7 @@ import {
 } from '../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
+import { unchecked } from '../src/unchecked.js'
 import { openStore } from './stores.js'
 
 /** Options of `serve`. */
@@ -28,6 +29,8 @@ export interface ServeOptions {
   masterKey?: Uint8Array
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
   corsOrigins?: readonly string[]
+  /** The egress allow-list (`reactorEgress` of `createService`): origins formulas and callbacks may reach. */
+  reactorEgress?: readonly string[]
   /** On an empty store, the management application gets this key instead of a random one. */
   managementKey?: string
   /** The request and error log: `text` lines, `json` lines, or `none` (default `text`). */
@@ -191,6 +194,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       clock,
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
+      ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
     })
     await service.admin.verifyMasterKey()
   } catch (error) {
@@ -203,7 +207,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   try {
     const empty = !(await opened.store.hasTenants())
     key = await bootstrap(service, async () => empty, options.managementKey)
-    if (empty && options.seed !== undefined) await service.admin.loadFixture(options.seed)
+    if (empty && options.seed !== undefined) await unchecked(service.admin).loadFixture(options.seed)
     // What the control plane's reset goes back to: the state right after start.
     if (options.testMode) initial = await service.admin.exportState()
   } catch (error) {

@@ -1,5 +1,6 @@
 import type { Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
+import { unchecked } from '../../src/unchecked.js'
 import { readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { openApiDocument } from './openapi.js'
@@ -142,7 +143,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
             ...(transactionId === null ? {} : { transactionId }),
             ...(idempotencyKey === null ? {} : { idempotencyKey }),
           })
-    const result = await route.run(client, params, query, body)
+    const result = await route.run(unchecked(client), params, query, body)
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
     }

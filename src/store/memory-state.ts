@@ -86,6 +86,8 @@ export class MemoryState {
     { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
   >()
   private tokens = new Scoped<StoredToken>()
+  /** fingerprint → ids of the tokens that carry it: what `token.fingerprint_absent` and the fingerprint filter read. */
+  private fingerprints = new Scoped<Set<string>>()
   /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
   private expiringTokens = new Scoped<StoredToken>()
   /** parent → child id → association, in the order they were made. */
@@ -168,6 +170,8 @@ export class MemoryState {
         return !this.idempotency.has(c.tenant_id, c.id)
       case 'idempotency.claimed':
         return this.idempotency.get(c.tenant_id, c.id)?.claim === c.claim
+      case 'token.fingerprint_absent':
+        return this.withFingerprint(c.tenant_id, c.fingerprint, c.now).length === 0
       default:
         return assertNever(c)
     }
@@ -214,7 +218,12 @@ export class MemoryState {
       }
       case 'token.put': {
         const t = op.token
-        const wasExpiring = this.tokens.get(t.tenant_id, t.id)?.expires_at !== undefined
+        const old = this.tokens.get(t.tenant_id, t.id)
+        const wasExpiring = old?.expires_at !== undefined
+        if (old?.fingerprint !== t.fingerprint) {
+          this.unindexFingerprint(old)
+          this.indexFingerprint(t)
+        }
         this.tokens.set(t.tenant_id, t.id, t)
         const isExpiring = t.expires_at !== undefined
         if (isExpiring) this.expiringTokens.set(t.tenant_id, t.id, t)
@@ -392,8 +401,32 @@ export class MemoryState {
     for (const childId of [...(this.children.get(tenantId, id)?.keys() ?? [])])
       this.unlink(tenantId, id, childId)
     for (const parentId of [...(this.parents.get(tenantId, id) ?? [])]) this.unlink(tenantId, parentId, id)
+    this.unindexFingerprint(this.tokens.get(tenantId, id))
     this.tokens.delete(tenantId, id)
     this.expiringTokens.delete(tenantId, id)
+  }
+
+  private indexFingerprint(t: StoredToken) {
+    if (t.fingerprint === undefined) return
+    const ids = this.fingerprints.get(t.tenant_id, t.fingerprint)
+    if (ids) ids.add(t.id)
+    else this.fingerprints.set(t.tenant_id, t.fingerprint, new Set([t.id]))
+  }
+
+  private unindexFingerprint(t: StoredToken | undefined) {
+    if (t?.fingerprint === undefined) return
+    const ids = this.fingerprints.get(t.tenant_id, t.fingerprint)
+    ids?.delete(t.id)
+    if (ids?.size === 0) this.fingerprints.delete(t.tenant_id, t.fingerprint)
+  }
+
+  /** Ids of the tenant's unexpired tokens with this fingerprint. */
+  private withFingerprint(tenantId: string, fingerprint: string, now: string): string[] {
+    const ids = [...(this.fingerprints.get(tenantId, fingerprint) ?? [])]
+    return ids.filter((id) => {
+      const t = this.tokens.get(tenantId, id)
+      return t !== undefined && (t.expires_at === undefined || t.expires_at > now)
+    })
   }
 
   // Reads: each returns copies.
@@ -452,11 +485,16 @@ export class MemoryState {
 
   listTokens(
     tenantId: string,
-    query: Range & { ids?: string[]; types?: string[]; now: string },
+    query: Range & { ids?: string[]; types?: string[]; fingerprint?: string; now: string },
   ): Page<StoredToken> {
     const all = this.tokens.of(tenantId)
     const types = query.types?.length ? new Set(query.types) : null
-    const ids = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : [...all.keys()]
+    let ids = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : null
+    if (query.fingerprint !== undefined) {
+      const marked = this.fingerprints.get(tenantId, query.fingerprint) ?? new Set<string>()
+      ids = ids ? ids.filter((id) => marked.has(id)) : [...marked]
+    }
+    ids ??= [...all.keys()]
     ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     const items: StoredToken[] = []
     let total = 0
