@@ -30,7 +30,7 @@ export async function coreFixture() {
   const client = service.connect(key)
   const body = {
     type: 'card',
-    data: { number: '4242424242424242', exp: '12/30' },
+    data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
     metadata: { owner: 'ann' },
   }
   const parent = await client.tokens.create(body)

@@ -18,7 +18,7 @@ const tokenOp = (id: string): Op => ({
     id,
     tenant_id: 'bench-tenant',
     type: 'card',
-    data: { number: '4242424242424242', exp: '12/30' },
+    data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
     containers: ['/general/high/'],
     metadata: { owner: 'ann' },
     created_by: 'bench-app',

@@ -34,7 +34,10 @@ import type { BenchOptions, BenchRow } from './harness.js'
 
 const SERVER_FLAG = '--http-bench-servers'
 const MAP_FLAG = '--http-bench-map'
-const TOKEN_BODY = JSON.stringify({ type: 'card', data: { number: '4242424242424242', exp: '12/30' } })
+const TOKEN_BODY = JSON.stringify({
+  type: 'card',
+  data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
+})
 const PERMISSIONS = ['token:create', 'token:read']
 const APPLICATION = {
   name: 'bench',

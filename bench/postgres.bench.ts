@@ -19,7 +19,7 @@ const token = (tenant_id: string, id: string): StoredToken => ({
   id,
   tenant_id,
   type: 'card',
-  data: { number: '4242424242424242', exp: '12/30' },
+  data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
   containers: ['/general/high/'],
   metadata: { owner: 'ann' },
   created_by: 'bench-app',

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../src/index.js'
+import { createService, manualClock, type Permission } from '../src/index.js'
 import type { FormulaRequest, FormulaRunner } from '../src/runner.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
@@ -32,7 +32,7 @@ export async function reactorFixture(runner: FormulaRunner, code = `module.expor
   const service = createService({ store: memoryStore(), clock: manualClock(), runner })
   const tenant = async (name: string) => {
     const t = await service.admin.createTenant({ name })
-    const app = async (type: 'private' | 'management', permissions: string[]) =>
+    const app = async (type: 'private' | 'management', permissions: Permission[]) =>
       (await service.admin.createApplication({ tenantId: t.id, name: type, type, permissions })).key
     const admin = service.connect(await app('management', ['reactor:create']))
     const client = service.connect(await app('private', ['token:use']))

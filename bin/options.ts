@@ -46,6 +46,14 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     multiple: true,
   },
   {
+    flag: 'reactor-egress',
+    env: 'TOKENVAULT_REACTOR_EGRESS',
+    value: 'origin',
+    description:
+      'let formula code fetch, and async reacts call back, this origin (https://api.example.com); repeatable (env: comma-separated); off by default',
+    multiple: true,
+  },
+  {
     flag: 'master-key-file',
     env: 'TOKENVAULT_MASTER_KEY_FILE',
     value: 'path',

@@ -15,6 +15,7 @@ import {
 } from '../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
+import { unchecked } from '../src/unchecked.js'
 import { openStore } from './stores.js'
 
 /** Options of `serve`. */
@@ -28,6 +29,8 @@ export interface ServeOptions {
   masterKey?: Uint8Array
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
   corsOrigins?: readonly string[]
+  /** The egress allow-list (`reactorEgress` of `createService`): origins formulas and callbacks may reach. */
+  reactorEgress?: readonly string[]
   /** On an empty store, the management application gets this key instead of a random one. */
   managementKey?: string
   /** The request and error log: `text` lines, `json` lines, or `none` (default `text`). */
@@ -82,7 +85,7 @@ async function bootstrap(
 
 /** A log line as JSON: time, level, and the event's fields (never keys, nonces or token data). */
 function jsonEvent(event: HttpLogEvent): string {
-  const time = new Date().toISOString()
+  const time = isoNow()
   if (event.kind === 'request') {
     const level = event.status >= 500 ? 'error' : event.status >= 400 ? 'warn' : 'info'
     return JSON.stringify({
@@ -99,30 +102,74 @@ function jsonEvent(event: HttpLogEvent): string {
   return JSON.stringify({ time, level: 'error', method: event.method, path: event.path, error })
 }
 
+/** The flushes of every buffered log of this process, run once more as it exits. */
+const pendingLogs = new Set<() => void>()
+let flushOnExit = false
+
 /**
- * A writer that buffers lines and writes them together after the current turn of the event loop,
- * so logging never sits on a request's path (one write per batch, not per line).
+ * A writer that buffers lines and writes them together, off the request path: at most every
+ * `delayMs` (default 20 ms), at once past `maxChars` (default 32 Ki characters), and when the
+ * process exits (then synchronously: stderr on a file or pipe is written synchronously). Under load
+ * one write carries hundreds of lines instead of one write per line or per turn of the event loop.
+ * Answers the line writer, `flush`, and `close` (flushes and stops watching for the exit).
  */
-function buffered(write: (text: string) => void): (line: string) => void {
-  let pending: string[] = []
+export function bufferedLog(
+  write: (text: string) => void,
+  { delayMs = 20, maxChars = 32 * 1024 }: { delayMs?: number; maxChars?: number } = {},
+): { log: (line: string) => void; flush: () => void; close: () => void } {
+  let pending = ''
+  let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
-    const text = pending.join('\n')
-    pending = []
-    write(`${text}\n`)
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    if (pending === '') return
+    const text = pending
+    pending = ''
+    write(text)
   }
-  return (line) => {
-    if (pending.push(line) === 1) setImmediate(flush)
+  pendingLogs.add(flush)
+  if (!flushOnExit) {
+    flushOnExit = true
+    process.once('exit', () => {
+      for (const pendingFlush of pendingLogs) pendingFlush()
+    })
   }
+  const log = (line: string) => {
+    pending += `${line}\n`
+    if (pending.length >= maxChars) flush()
+    else if (timer === undefined) {
+      timer = setTimeout(flush, delayMs)
+      timer.unref()
+    }
+  }
+  const close = () => {
+    flush()
+    pendingLogs.delete(flush)
+  }
+  return { log, flush, close }
+}
+
+let stampMs = Number.NaN
+let stamp = ''
+
+/** The current time as ISO 8601, formatted once per millisecond. */
+function isoNow(): string {
+  const ms = Date.now()
+  if (ms !== stampMs) {
+    stampMs = ms
+    stamp = new Date(ms).toISOString()
+  }
+  return stamp
 }
 
 /** One line per request: time, method, path (no query string), status, milliseconds. No keys, no data. */
 function formatEvent(event: HttpLogEvent): string {
   if (event.kind === 'request') {
-    return `${new Date().toISOString()} ${event.method} ${event.path} ${event.status} ${event.ms.toFixed(1)}ms`
+    return `${isoNow()} ${event.method} ${event.path} ${event.status} ${event.ms.toFixed(1)}ms`
   }
   const error =
     event.error instanceof Error ? (event.error.stack ?? event.error.message) : String(event.error)
-  return `${new Date().toISOString()} ${event.method} ${event.path} failed: ${error}`
+  return `${isoNow()} ${event.method} ${event.path} failed: ${error}`
 }
 
 const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
@@ -135,7 +182,8 @@ const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
  */
 export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
-  const log = options.log ?? buffered((text) => process.stderr.write(text))
+  const stderr = options.log ? undefined : bufferedLog((text) => process.stderr.write(text))
+  const log = options.log ?? stderr!.log
   const opened = await openStore(options.store, { log })
   const runner = sandboxRunner()
   const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
@@ -146,6 +194,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       clock,
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
+      ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
     })
     await service.admin.verifyMasterKey()
   } catch (error) {
@@ -158,7 +207,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   try {
     const empty = !(await opened.store.hasTenants())
     key = await bootstrap(service, async () => empty, options.managementKey)
-    if (empty && options.seed !== undefined) await service.admin.loadFixture(options.seed)
+    if (empty && options.seed !== undefined) await unchecked(service.admin).loadFixture(options.seed)
     // What the control plane's reset goes back to: the state right after start.
     if (options.testMode) initial = await service.admin.exportState()
   } catch (error) {
@@ -226,6 +275,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       clearTimeout(force)
       await service.close()
       await opened.release()
+      stderr?.close()
     })()
     return closing
   }

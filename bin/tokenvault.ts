@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { parseEgressOrigins } from '../src/egress.js'
 import { createManagementKey } from './keys.js'
 import { loadMasterKey } from './master-key.js'
 import { parseArgsOptions, resolveOptions, usage } from './options.js'
@@ -66,6 +67,7 @@ async function main(argv: string[]) {
     'master-key-file': resolved['master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
     'cors-origin': (resolved['cors-origin'] as string[] | undefined) ?? [],
+    'reactor-egress': (resolved['reactor-egress'] as string[] | undefined) ?? [],
     'test-mode': resolved['test-mode'] === 'true',
     'admin-token': resolved['admin-token'] as string | undefined,
     seed: resolved['seed'] as string | undefined,
@@ -80,6 +82,13 @@ async function main(argv: string[]) {
   const logFormat = values['log'] as (typeof LOG_FORMATS)[number]
   if (!LOG_FORMATS.includes(logFormat))
     fail(`--log (TOKENVAULT_LOG) must be text, json or none, not ${values['log']}`)
+  try {
+    parseEgressOrigins(values['reactor-egress'])
+  } catch (error) {
+    fail(
+      `--reactor-egress (TOKENVAULT_REACTOR_EGRESS): ${error instanceof Error ? error.message : String(error)}`,
+    )
+  }
   const managementKey = values['management-key']
   if (managementKey !== undefined && !MANAGEMENT_KEY.test(managementKey)) {
     fail(
@@ -136,6 +145,7 @@ async function main(argv: string[]) {
     headerPrefix: values['header-prefix'],
     ...(masterKey ? { masterKey } : {}),
     ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
+    ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),
     ...(managementKey ? { managementKey } : {}),
     ...(values['test-mode'] ? { testMode: true } : {}),
     ...(adminToken ? { adminToken } : {}),

@@ -1,8 +1,10 @@
 import { forbidden } from './errors.js'
+import { applyMask } from './expressions.js'
 import type {
   AccessRule,
   ApplicationType,
   Condition,
+  Json,
   Permission,
   StoredToken,
   Token,
@@ -96,6 +98,8 @@ function shell(t: StoredToken): Token {
     created_at: t.created_at,
   }
   if (t.mask !== undefined) out.mask = t.mask
+  if (t.fingerprint !== undefined) out.fingerprint = t.fingerprint
+  if (t.fingerprint_expression !== undefined) out.fingerprint_expression = t.fingerprint_expression
   if (t.expires_at !== undefined) out.expires_at = t.expires_at
   if (t.search_indexes !== undefined) out.search_indexes = t.search_indexes
   if (t.modified_by !== undefined) out.modified_by = t.modified_by
@@ -103,12 +107,28 @@ function shell(t: StoredToken): Token {
   return out
 }
 
-/** The token as the transform shows it: `redact` drops `data`, `mask` shows `mask` as `data` (or nothing). */
+/**
+ * The token as the transform shows it: `redact` drops `data`; `mask` shows the token's mask
+ * evaluated on its data as `data` (each `{{ … }}` expression in it; nothing without a mask, or when
+ * the mask can't be evaluated on the data).
+ */
 export function applyTransform(token: StoredToken, transform: Transform): Token {
   const shown = shell(token)
   if (transform === 'reveal') shown.data = token.data
-  else if (transform === 'mask' && token.mask !== undefined) shown.data = token.mask
+  else if (transform === 'mask' && token.mask !== undefined) {
+    const masked = maskedData(token)
+    if (masked !== undefined) shown.data = masked
+  }
   return shown
+}
+
+/** The token's mask evaluated on its data, or undefined when that fails (the data then stays hidden). */
+function maskedData(token: StoredToken): Json | undefined {
+  try {
+    return applyMask(token.mask!, token.data)
+  } catch {
+    return undefined
+  }
 }
 
 /** The token without `data` (create and update answers). */

@@ -3,6 +3,7 @@ import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newApiKey, newId, sha256 } from './crypto.js'
 import { invalid, notFound, ServiceError } from './errors.js'
+import type { CreateApplicationInput, ListApplicationsQuery, UpdateApplicationInput } from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createApplicationInput, listInput, updateApplicationInput } from './schemas/application.js'
@@ -113,7 +114,7 @@ export function applicationOperations(ctx: Ctx) {
 
   return {
     /** Creates an application; the answer carries its plaintext key, which is never shown again. */
-    async create(input: unknown): Promise<ApplicationWithKey> {
+    async create(input: CreateApplicationInput): Promise<ApplicationWithKey> {
       requirePermission(ctx.principal, 'application:create')
       const { application, key } = newApplication(tenant(), input, ctx.now(), ctx.principal.id)
       await ctx.store.write({ ops: [{ op: 'application.put', application }] })
@@ -121,7 +122,7 @@ export function applicationOperations(ctx: Ctx) {
     },
 
     /** Lists the tenant's applications in creation order, only those of `id` when given. */
-    async list(query: unknown = {}): Promise<Paginated<Application>> {
+    async list(query: ListApplicationsQuery = {}): Promise<Paginated<Application>> {
       requirePermission(ctx.principal, 'application:read')
       const q = parse(listInput, query ?? {})
       const page = await ctx.store.listApplications(tenant(), { ...rangeOf(q), ids: q.id })
@@ -149,7 +150,7 @@ export function applicationOperations(ctx: Ctx) {
      * on the application record, retried on a concurrent change, so a key added or deleted meanwhile
      * is never undone.
      */
-    async update(id: string, input: unknown): Promise<Application> {
+    async update(id: string, input: UpdateApplicationInput): Promise<Application> {
       requirePermission(ctx.principal, 'application:update')
       const body = parse(updateApplicationInput, input)
       const now = ctx.now()

@@ -38,6 +38,8 @@ export function checkFailure(check: Check): ServiceError {
     case 'idempotency.absent':
     case 'idempotency.claimed':
       return conflict('a request with this idempotency key is in progress')
+    case 'token.fingerprint_absent':
+      return conflict('a token with the same fingerprint was created concurrently; retry')
     default:
       return assertNever(check)
   }

@@ -1,9 +1,12 @@
-import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './access.js'
+import { applyTransform, requireTokenAccess, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
+import { writeTokens } from './dedup.js'
 import { conflict, invalid, notFound } from './errors.js'
+import type { CreateTokenInput, ListChildrenQuery } from './inputs.js'
 import { type Paginated, paginated } from './pagination.js'
 import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
-import { creationChecks, newToken, shownToCaller } from './tokens.js'
+import { fingerprinted } from './token-types.js'
+import { createdAnswer, creationChecks, newToken } from './tokens.js'
 import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
 import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
@@ -96,33 +99,42 @@ export function childOperations(ctx: Ctx) {
      * Creates a token as a child of `parentId`, token and link in one atomic write. The answer has no
      * `data`. Applies at once, like `link`: a transaction the caller enlisted in is not used.
      */
-    async create(parentId: string, input: unknown): Promise<Token> {
-      const token = newToken(ctx, input)
+    async create(parentId: string, input: CreateTokenInput): Promise<Token> {
+      const token = await fingerprinted(ctx, newToken(ctx, input))
       const parent = await mustReadToken(ctx, null, parentId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
       if (token.id === parentId) throw conflict(`a token with id ${token.id} already exists`)
-      const association: Association = {
-        tenant_id: tenant(),
-        parent_id: parentId,
-        child_id: token.id,
-        created_at: ctx.now(),
-      }
-      await writeAs(ctx, null, {
-        checks: [
-          { check: 'token.present', tenant_id: tenant(), id: parentId },
-          ...creationChecks(ctx, null, token.id),
-        ],
-        ops: [
-          { op: 'token.put', token },
-          { op: 'association.put', association },
-        ],
-        locks: [token.id],
-      })
-      return shownToCaller(token)
+      // The child, or the token that answers for it when it asked for deduplication, is linked.
+      const [created] = await writeTokens(
+        ctx,
+        [token],
+        (_tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, null, t.id)) }),
+        {
+          enlist: false,
+          extra: ([c]) => {
+            const association: Association = {
+              tenant_id: tenant(),
+              parent_id: parentId,
+              child_id: c!.token.id,
+              created_at: ctx.now(),
+            }
+            return {
+              checks: [
+                { check: 'token.present', tenant_id: tenant(), id: parentId },
+                ...(c!.deduplicated
+                  ? [{ check: 'token.present' as const, tenant_id: tenant(), id: c!.token.id }]
+                  : []),
+              ],
+              ops: [{ op: 'association.put', association }],
+            }
+          },
+        },
+      )
+      return createdAnswer(ctx, created!)
     },
 
     /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */
-    async list(parentId: string, query: unknown = {}): Promise<Paginated<Token>> {
+    async list(parentId: string, query: ListChildrenQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       const tx = await openTransaction(ctx)
       const parent = await mustReadToken(ctx, tx, parentId)

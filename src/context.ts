@@ -22,6 +22,13 @@ export interface ServiceOptions {
   /** Wall-clock limit of one formula run (default 10 seconds). */
   reactorTimeoutMs?: number
   /**
+   * The egress allow-list: origins (`https://api.example.com`) formula code may reach with `fetch`
+   * and asynchronous reacts may deliver their `callback_url` to. The host makes every request
+   * (`src/egress.ts`: loopback and private addresses refused unless listed by address, redirects only
+   * to listed origins, time and size bounded). Empty by default: no network at all.
+   */
+  reactorEgress?: readonly string[]
+  /**
    * How long a request made with an idempotency key holds the key while it runs (default 1 minute):
    * a repeat meanwhile answers 409; after it (the first presumed lost with its process), a repeat
    * runs anew.
@@ -44,6 +51,8 @@ export interface ResolvedOptions {
   transactionTtlMs: number
   reactorTimeoutMs: number
   idempotencyLeaseMs: number
+  /** The egress allow-list, as origins (`URL.origin`). */
+  reactorEgress: readonly string[]
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */

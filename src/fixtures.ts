@@ -2,9 +2,17 @@ import * as v from 'valibot'
 import type { childOperations } from './children.js'
 import { ServiceError } from './errors.js'
 import type { formulaOperations } from './formulas.js'
+import type {
+  CreateApplicationInput,
+  CreateReactorInput,
+  CreateTenantInput,
+  CreateTokenInput,
+  ReactorFormulaInput,
+} from './inputs.js'
 import type { reactorOperations } from './reactors.js'
 import type { tokenOperations } from './tokens.js'
 import type { Tenant } from './types.js'
+import type { Unchecked } from './unchecked.js'
 import { parse } from './validate.js'
 
 const entries = v.optional(v.array(v.looseObject({})))
@@ -35,15 +43,15 @@ export interface FixtureTenant {
   id?: string
   name: string
   /** `admin.createApplication` inputs (without `tenantId`), `key` included when fixed. */
-  applications?: Record<string, unknown>[]
+  applications?: (CreateApplicationInput & { key?: string })[]
   /** Token create bodies (`id` fixes the token id). */
-  tokens?: Record<string, unknown>[]
+  tokens?: CreateTokenInput[]
   /** Links made in order: `{ parent_id, child_id }`. */
   associations?: { parent_id: string; child_id: string }[]
   /** Reactor formula create bodies, each with an optional `id` that reactor entries may name. */
-  formulas?: Record<string, unknown>[]
+  formulas?: (ReactorFormulaInput & { id?: string })[]
   /** Reactor create bodies. */
-  reactors?: Record<string, unknown>[]
+  reactors?: CreateReactorInput[]
 }
 
 const fixtureSchema = v.strictObject({
@@ -64,15 +72,19 @@ const fixtureSchema = v.strictObject({
 
 /** What loading needs from the service: tenant and application creation, and operations in a tenant. */
 export interface FixtureDeps {
-  createTenant(input: { name: string }, id?: string): Promise<Tenant>
-  createApplication(input: { tenantId: string } & Record<string, unknown>): Promise<unknown>
-  /** Operations acting in `tenantId` with every permission of a private application. */
-  operate(tenantId: string): {
+  createTenant(input: CreateTenantInput, id?: string): Promise<Tenant>
+  /** `admin.createApplication`, taking an entry unchecked (it validates it). */
+  createApplication(input: unknown): Promise<unknown>
+  /**
+   * Operations acting in `tenantId` with every permission of a private application, taking the
+   * entries unchecked (each operation validates its input).
+   */
+  operate(tenantId: string): Unchecked<{
     tokens: ReturnType<typeof tokenOperations>
     children: ReturnType<typeof childOperations>
     formulas: ReturnType<typeof formulaOperations>
     reactors: ReturnType<typeof reactorOperations>
-  }
+  }>
   /** Deletes the tenants `ids` with everything they hold (undoes a load that failed part way). */
   deleteTenants(ids: string[]): Promise<void>
 }

@@ -4,6 +4,7 @@ import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { forbidden, invalid, notFound } from './errors.js'
+import type { ListReactorFormulasQuery, OfficialFormulaInput, ReactorFormulaInput } from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import type { FormulaRunner } from './runner.js'
 import {
@@ -114,7 +115,7 @@ export function formulaOperations(ctx: Ctx) {
 
   return {
     /** Creates a private formula (status `verified`). Code that doesn't compile is a validation error. */
-    async create(input: unknown): Promise<ReactorFormula> {
+    async create(input: ReactorFormulaInput): Promise<ReactorFormula> {
       requirePermission(ctx.principal, 'reactor:create')
       const body = await validFormula(ctx.runner, input, 'private')
       const formula: StoredFormula = {
@@ -130,7 +131,7 @@ export function formulaOperations(ctx: Ctx) {
     },
 
     /** Lists official and own formulas by name; `name` filters (case-insensitive, `*` wildcard, else "contains"). */
-    async list(query: unknown = {}): Promise<Paginated<ReactorFormula>> {
+    async list(query: ListReactorFormulasQuery = {}): Promise<Paginated<ReactorFormula>> {
       requirePermission(ctx.principal, 'reactor:read')
       const q = parse(listFormulasInput, query ?? {})
       const page = await ctx.store.listFormulas(tenant(), {
@@ -147,7 +148,7 @@ export function formulaOperations(ctx: Ctx) {
     },
 
     /** Replaces a private formula (PUT): omitted optional fields are cleared. Official ones → forbidden. */
-    async update(id: string, input: unknown): Promise<ReactorFormula> {
+    async update(id: string, input: ReactorFormulaInput): Promise<ReactorFormula> {
       requirePermission(ctx.principal, 'reactor:update')
       const current = await mustOwn(id, 'updated')
       const body = await validFormula(ctx.runner, input, 'private')
@@ -187,9 +188,16 @@ export interface OfficialFormulaOptions {
 /** The operator's management of official formulas (part of `service.admin`). */
 export interface OfficialFormulaAdmin {
   /** Publishes an official formula to every tenant; the body is that of `POST /reactor-formulas` with type `official`. */
-  createOfficialFormula(input: unknown, options?: OfficialFormulaOptions): Promise<ReactorFormula>
+  createOfficialFormula(
+    input: OfficialFormulaInput,
+    options?: OfficialFormulaOptions,
+  ): Promise<ReactorFormula>
   /** Replaces an official formula (PUT semantics); its status stays unless `options.status` is given. */
-  updateOfficialFormula(id: string, input: unknown, options?: OfficialFormulaOptions): Promise<ReactorFormula>
+  updateOfficialFormula(
+    id: string,
+    input: OfficialFormulaInput,
+    options?: OfficialFormulaOptions,
+  ): Promise<ReactorFormula>
   /** Deletes an official formula; one that any tenant's reactor uses → conflict. */
   deleteOfficialFormula(id: string): Promise<void>
 }

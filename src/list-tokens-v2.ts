@@ -58,8 +58,8 @@ function metadataFilter(json: string | undefined): Array<readonly [string, strin
  * Lists the tenant's tokens the caller may read (`GET /v2/tokens`), ordered by id, each under its
  * read transform, with cursor pagination: `start` is the `pagination.next` of the previous page.
  * Filters: `type` (one or several), `container` (the token is in it or below it), `metadata` (a
- * JSON object; each entry equal but for case), `fingerprint` (tokens carry no fingerprint yet, so
- * a fingerprint filter matches none). With the transaction header, the transaction's view.
+ * JSON object; each entry equal but for case), `fingerprint` (tokens whose fingerprint is this one:
+ * the value a token answers in `fingerprint`). With the transaction header, the transaction's view.
  */
 export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage<Token>> {
   const q = parse(listV2Input, query ?? {})
@@ -72,6 +72,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     offset: 0,
     limit: Number.MAX_SAFE_INTEGER,
     types: q.type,
+    ...(q.fingerprint === undefined ? {} : { fingerprint: q.fingerprint }),
     now,
   })
   const staged = tx ? tx.writes.flatMap((w) => (w.op === 'token.put' ? [w.token.id] : [])) : []
@@ -85,7 +86,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     const token: StoredToken | null = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
     if (!token || (q.type.length && !q.type.includes(token.type))) continue
     if (token.expires_at !== undefined && token.expires_at <= now) continue
-    if (q.fingerprint !== undefined) continue
+    if (q.fingerprint !== undefined && token.fingerprint !== q.fingerprint) continue
     if (q.container !== undefined && !token.containers.some((c) => c.startsWith(q.container!))) continue
     const ok = wanted.every(
       ([k, value]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === value,

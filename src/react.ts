@@ -1,11 +1,12 @@
 import { withoutData } from './access.js'
 import type { Ctx } from './context.js'
+import { writeTokens } from './dedup.js'
 import { assertNever, ServiceError, type ValidationIssues } from './errors.js'
 import type { RunOutcome } from './runner.js'
 import { FORBIDDEN_KEYS } from './schemas/common.js'
+import { fingerprinted } from './token-types.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
 import { creationChecks } from './tokens.js'
-import { writeAs } from './txview.js'
 import type { ElementType, Json, RequestParameterElement } from './types.js'
 
 /** A JSON object. */
@@ -142,13 +143,14 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
     root: 'tokenize',
     refuse: (message) => failed(message),
   })
-  const tree = answer(withoutData)
-  if (tokens.length) {
-    await writeAs(ctx, null, {
-      checks: tokens.flatMap((t) => creationChecks(ctx, null, t.id)),
-      ops: tokens.map((token) => ({ op: 'token.put' as const, token })),
-      locks: tokens.map((t) => t.id),
-    })
-  }
+  const ready = await Promise.all(tokens.map((t) => fingerprinted(ctx, t)))
+  const created = await writeTokens(
+    ctx,
+    ready,
+    (_tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, null, t.id)) }),
+    { enlist: false },
+  )
+  const byId = new Map(tokens.map((t, i) => [t.id, created[i]!.token]))
+  const tree = answer((token) => withoutData(byId.get(token.id)!))
   return raw === undefined ? { tokens: tree } : { raw, tokens: tree }
 }

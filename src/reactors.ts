@@ -6,6 +6,13 @@ import { newId } from './crypto.js'
 import { detokenizeArgs } from './detokenize.js'
 import { forbidden, invalid, notFound, ServiceError, type ValidationIssues } from './errors.js'
 import { shownFormula } from './formulas.js'
+import type {
+  CreateReactorInput,
+  ListReactorsQuery,
+  PatchReactorInput,
+  ReactInput,
+  UpdateReactorInput,
+} from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { castArgs, castValue, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
 import {
@@ -160,7 +167,7 @@ export function reactorOperations(ctx: Ctx) {
      * must satisfy the formula's), or with its own `code` (compile-checked). `application: { id }`
      * names a public or private application of the tenant.
      */
-    async create(input: unknown): Promise<ShownReactor> {
+    async create(input: CreateReactorInput): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:create')
       const body = parse(createReactorInput, input)
       if (body.formula_id !== undefined && body.code === undefined) {
@@ -175,7 +182,7 @@ export function reactorOperations(ctx: Ctx) {
     },
 
     /** Lists the tenant's reactors in creation order; `name` filters as for formulas, `id` by id. */
-    async list(query: unknown = {}): Promise<Paginated<ShownReactor>> {
+    async list(query: ListReactorsQuery = {}): Promise<Paginated<ShownReactor>> {
       requirePermission(ctx.principal, 'reactor:read')
       const q = parse(listReactorsInput, query ?? {})
       const page = await ctx.store.listReactors(tenant(), {
@@ -197,7 +204,7 @@ export function reactorOperations(ctx: Ctx) {
      * Replaces the reactor (PUT): name, configuration and application; `formula` or `code` when
      * given (a reactor may move from one to the other), else it keeps the formula or code it has.
      */
-    async update(id: string, input: unknown): Promise<ShownReactor> {
+    async update(id: string, input: UpdateReactorInput): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:update')
       const body = parse(updateReactorInput, input)
       const current = await mustGet(id)
@@ -217,7 +224,7 @@ export function reactorOperations(ctx: Ctx) {
      * (`null` removes it), `configuration` (merged setting by setting; `null` removes a setting,
      * or, for the whole member, every setting).
      */
-    async patch(id: string, input: unknown): Promise<ShownReactor> {
+    async patch(id: string, input: PatchReactorInput): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:update')
       const patch = parse(patchReactorInput, input ?? {})
       const current = await mustGet(id)
@@ -265,7 +272,7 @@ export function reactorOperations(ctx: Ctx) {
      * (as a permission or in an access rule) and, per created token, `token:create`. Does not enlist
      * in the caller's transaction.
      */
-    async react(id: string, input: unknown = {}): Promise<ReactResult> {
+    async react(id: string, input: ReactInput = {}): Promise<ReactResult> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
       const reactor = await mustGet(id)
@@ -282,7 +289,7 @@ export function reactorOperations(ctx: Ctx) {
       const outcome = await ctx.runner.run(
         code,
         { args, configuration: reactor.configuration },
-        { timeoutMs, isolationKey: tenant() },
+        { timeoutMs, isolationKey: tenant(), egress: ctx.options.reactorEgress },
       )
       if (!outcome.ok) throw runFailure(outcome, timeoutMs)
       return reactResult(ctx, outcome.value)

@@ -27,6 +27,11 @@ export interface RunOptions {
    * their key.
    */
   isolationKey?: string
+  /**
+   * Origins (`https://api.example.com`) the code may reach with `fetch`, the requests made by the
+   * runner's host side under the checks of `src/egress.ts`. Empty or absent: no network.
+   */
+  egress?: readonly string[]
 }
 
 /** The reasons a run fails. */

@@ -12,12 +12,14 @@ import { childOperations } from './children.js'
 import type { ManualClock } from './clock.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
 import { newId, sha256 } from './crypto.js'
+import { parseEgressOrigins } from './egress.js'
 import { type KeyProvider, type MasterKey, toProvider } from './encryption/keyring.js'
 import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js'
 import { conflict, invalid, notFound } from './errors.js'
-import { loadFixture } from './fixtures.js'
+import { type Fixture, loadFixture } from './fixtures.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
 import { idempotent } from './idempotency.js'
+import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js'
 import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
@@ -37,6 +39,7 @@ import { permissionOperations, tenantOperations } from './tenants.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
+import { unchecked } from './unchecked.js'
 import { parse } from './validate.js'
 
 /** A key the host chooses for an application (`admin.createApplication({ key })`). */
@@ -213,15 +216,13 @@ export interface Client {
 /** The host's trusted operator API: no key, every tenant. Official formulas: see `OfficialFormulaAdmin`. */
 export interface Admin extends OfficialFormulaAdmin {
   /** Creates a tenant. */
-  createTenant(input: { name: string }): Promise<Tenant>
+  createTenant(input: CreateTenantInput): Promise<Tenant>
   /**
    * Creates an application in a tenant; `key` in the answer is the plaintext key, shown only here.
    * The input may give the key itself (`key`: `key_` and 24 or more of A-Z a-z 0-9 _ -) so a CI
    * setup or a fixture can hard-code it; a key already in use is a conflict.
    */
-  createApplication(
-    input: { tenantId: string } & Record<string, unknown>,
-  ): Promise<{ application: Application; key: string }>
+  createApplication(input: AdminCreateApplicationInput): Promise<{ application: Application; key: string }>
   /**
    * Forgets what has expired: deletes expired sessions, expires open transactions past
    * `expires_at`, deletes expired tokens with their associations, and deletes transactions 24 hours
@@ -248,7 +249,7 @@ export interface Admin extends OfficialFormulaAdmin {
    * Replaces the whole state with `snapshot` (checked first: a bad one is a validation error and
    * changes nothing). A manual clock is set to the snapshot's time.
    */
-  importState(snapshot: unknown): Promise<void>
+  importState(snapshot: StateSnapshot): Promise<void>
   /** Deletes every record: tenants, applications, tokens, everything. */
   clearState(): Promise<void>
   /**
@@ -256,7 +257,7 @@ export interface Admin extends OfficialFormulaAdmin {
    * with fixed ids, associations, formulas and reactors, each through its create operation. A bad
    * entry fails with a validation error naming its path (`tenants.0.tokens.2.data`).
    */
-  loadFixture(fixture: unknown): Promise<Tenant[]>
+  loadFixture(fixture: Fixture): Promise<Tenant[]>
 }
 
 /** A running service over one store. */
@@ -298,6 +299,7 @@ export function createService(options: ServiceOptions): Service {
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
     idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
+    reactorEgress: parseEgressOrigins(options.reactorEgress),
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   const journal = new Journal(options.journalSize ?? 1000)
@@ -374,7 +376,7 @@ export function createService(options: ServiceOptions): Service {
     }
   }
 
-  const createTenant = async (input: { name: string }, at: string, id = newId()): Promise<Tenant> => {
+  const createTenant = async (input: CreateTenantInput, at: string, id = newId()): Promise<Tenant> => {
     const body = parse(createTenantInput, input)
     const tenant: Tenant = {
       id,
@@ -455,7 +457,7 @@ export function createService(options: ServiceOptions): Service {
                 return createTenant(input, at, id)
               },
             ),
-          createApplication: admin.createApplication,
+          createApplication: (input) => unchecked(admin).createApplication(input),
           deleteTenants: (ids) => deleteTenants(store, ids),
           operate: (tenantId) => {
             const as = (type: 'private' | 'management') =>
@@ -469,12 +471,12 @@ export function createService(options: ServiceOptions): Service {
                 },
                 undefined,
               )
-            return {
+            return unchecked({
               tokens: tokenOperations(as('private')),
               children: childOperations(as('private')),
               formulas: formulaOperations(as('management')),
               reactors: reactorOperations(as('management')),
-            }
+            })
           },
         },
         fixture,

@@ -3,6 +3,7 @@ import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newApiKey, newId, newNonce, sha256 } from './crypto.js'
 import { conflict, invalid, notFound } from './errors.js'
+import type { AuthorizeSessionInput, EmptyInput } from './inputs.js'
 import { emptyBody } from './schemas/common.js'
 import { authorizeSessionInput } from './schemas/session.js'
 import type { StoredSession } from './types.js'
@@ -19,7 +20,7 @@ export interface CreatedSession {
 export function sessionOperations(ctx: Ctx) {
   return {
     /** Creates a session with no access, expiring after `sessionTtlMs` (default 3 minutes). */
-    async create(input?: unknown): Promise<CreatedSession> {
+    async create(input?: EmptyInput): Promise<CreatedSession> {
       requireType(ctx.principal, ['public'], 'creating a session')
       parse(emptyBody, input)
       const now = new Date(ctx.now())
@@ -44,7 +45,7 @@ export function sessionOperations(ctx: Ctx) {
      * Grants a session `permissions` and/or `rules`, no more than the caller holds, consuming its
      * single-use nonce: of any number of concurrent calls with one nonce exactly one succeeds.
      */
-    async authorize(input: unknown): Promise<void> {
+    async authorize(input: AuthorizeSessionInput): Promise<void> {
       requireType(ctx.principal, ['private'], 'authorizing a session')
       const body = parse(authorizeSessionInput, input)
       const now = ctx.now()

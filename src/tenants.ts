@@ -3,6 +3,7 @@ import { requirePermission } from './access.js'
 import type { Ctx } from './context.js'
 import { publicTenant } from './encryption/sealed-store.js'
 import { notFound } from './errors.js'
+import type { ListPermissionsQuery } from './inputs.js'
 import { PERMISSIONS, PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import type { ApplicationType, Tenant } from './types.js'
 import { parse } from './validate.js'
@@ -80,7 +81,7 @@ export function tenantOperations(ctx: Ctx) {
 /** The permission catalogue for any authenticated caller, filtered by `application_type`. */
 export function permissionOperations(_ctx: Ctx) {
   return {
-    async list(query: unknown = {}): Promise<PermissionInfo[]> {
+    async list(query: ListPermissionsQuery = {}): Promise<PermissionInfo[]> {
       const q = parse(listPermissionsInput, query ?? {})
       const all = permissionCatalogue()
       return q.application_type === undefined

@@ -1,10 +1,22 @@
 import type * as v from 'valibot'
-import { applyTransform, requireTokenAccess, tokenAccess, withoutData } from './access.js'
+import { applyTransform, requireTokenAccess, tokenAccess } from './access.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
+import { type Created, markDeduplicating, shownDuplicate, wantsDeduplication, writeTokens } from './dedup.js'
 import { detokenize } from './detokenize.js'
 import { conflict, forbidden, invalid, ServiceError } from './errors.js'
+import { applyMask, checkMask, renderTemplate } from './expressions.js'
+import type {
+  CreateTokenInput,
+  DetokenizeInput,
+  ListTokensQuery,
+  ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateTokenInput,
+} from './inputs.js'
 import { deletionsWithLinks } from './links.js'
 import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
 import { type Paginated, paginated } from './pagination.js'
@@ -16,12 +28,13 @@ import {
 } from './schemas/token.js'
 import { searchTokensV1, searchTokensV2 } from './search.js'
 import { withSearchIndexes } from './search-expressions.js'
+import { fingerprinted, typeRules } from './token-types.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
-/** Containers a token gets when none are given. */
+/** Containers a `token` (or free-form) token gets when none are given; see `TOKEN_TYPES` for the others. */
 export const DEFAULT_CONTAINERS = ['/general/high/']
 
 /**
@@ -37,24 +50,63 @@ function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
   if (expiresAt && expiresAt <= ctx.now()) throw invalid('expires_at', 'must be in the future')
 }
 
-/** Validates a create body into a new token record (not yet written); checks `token:create` access. */
+/**
+ * Checks what a token's expressions and data make together: its data against its type, its mask
+ * evaluates on its data, its fingerprint expression renders (400 naming the field
+ * otherwise). The fingerprint itself is made by `fingerprinted`, which needs the tenant key.
+ */
+function checkTokenContents(token: StoredToken): void {
+  typeRules(token.type).validate(token.data)
+  if (token.mask !== undefined && token.mask !== null) {
+    checkMask(token.mask)
+    applyMask(token.mask, token.data)
+  }
+  if (token.fingerprint_expression !== undefined) {
+    renderTemplate(
+      token.fingerprint_expression,
+      { data: token.data, metadata: token.metadata },
+      'fingerprint_expression',
+    )
+  }
+}
+
+/**
+ * Validates a create body into a new token record (not yet written, not yet fingerprinted: see
+ * `fingerprinted`); checks `token:create` access. The type's rules give the data validation and
+ * the containers and mask when none are given (`TOKEN_TYPES`).
+ */
 export function newToken(ctx: Ctx, input: unknown): StoredToken {
   const body = parse(createTokenInput, input)
-  requireFuture(ctx, body.expires_at)
+  const expiresAt = body.expires_at ?? undefined
+  requireFuture(ctx, expiresAt)
+  const rules = typeRules(body.type)
+  const mask = body.mask === undefined ? rules.mask : body.mask
   const token: StoredToken = {
     id: body.id ?? newId(),
     tenant_id: ctx.principal.tenantId,
     type: body.type,
     data: body.data,
-    containers: body.containers ?? DEFAULT_CONTAINERS,
+    containers: body.containers ?? [...rules.containers],
     metadata: body.metadata ?? {},
-    ...(body.mask === undefined ? {} : { mask: body.mask }),
-    ...(body.expires_at === undefined ? {} : { expires_at: body.expires_at }),
+    ...(mask === undefined ? {} : { mask }),
+    ...(body.fingerprint_expression == null ? {} : { fingerprint_expression: body.fingerprint_expression }),
+    ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
     created_by: ctx.principal.id,
     created_at: ctx.now(),
   }
+  checkTokenContents(token)
   requireTokenAccess(ctx.principal, 'token:create', token)
-  return withSearchIndexes(token, body.search_indexes)
+  const indexed = withSearchIndexes(token, body.search_indexes)
+  if (body.deduplicate_token === true) markDeduplicating(indexed)
+  return indexed
+}
+
+/** The answer to a create: the new token as its creator sees it, or the duplicate that answered instead. */
+export function createdAnswer(ctx: Ctx, created: Created): Token {
+  const shown = created.deduplicated ? shownDuplicate(ctx, created.token) : shownToCaller(created.token)
+  return wantsDeduplication(created.token) || created.deduplicated
+    ? { ...shown, _extras: { deduplicated: created.deduplicated } }
+    : shown
 }
 
 /**
@@ -90,14 +142,27 @@ const MAX_UPDATE_ATTEMPTS = 100
 
 /** `current` with a validated merge patch applied (`null` removes; `data` can't be removed). */
 function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenInput>): StoredToken {
-  const { mask: _mask, expires_at: _expiresAt, modified_by: _by, modified_at: _at, ...kept } = current
-  const mask = patch.mask === undefined ? current.mask : patch.mask === null ? undefined : patch.mask
+  const {
+    mask: _mask,
+    expires_at: _expiresAt,
+    modified_by: _by,
+    modified_at: _at,
+    fingerprint_expression: _fpe,
+    ...kept
+  } = current
+  const rules = typeRules(current.type)
+  // `null` puts back the type's default (for masks of `token`: none).
+  const mask = patch.mask === undefined ? current.mask : patch.mask === null ? rules.mask : patch.mask
+  const fpe =
+    patch.fingerprint_expression === undefined
+      ? current.fingerprint_expression
+      : (patch.fingerprint_expression ?? undefined)
   const expiresAt = patch.expires_at === undefined ? current.expires_at : (patch.expires_at ?? undefined)
   const next: StoredToken = {
     ...kept,
     data: patch.data === undefined ? current.data : mergePatch(current.data, patch.data),
     containers:
-      patch.containers === undefined ? current.containers : (patch.containers ?? DEFAULT_CONTAINERS),
+      patch.containers === undefined ? current.containers : (patch.containers ?? [...rules.containers]),
     metadata:
       patch.metadata === undefined
         ? current.metadata
@@ -105,9 +170,11 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
           ? {}
           : (mergePatch(current.metadata, patch.metadata) as Record<string, string>),
     ...(mask === undefined ? {} : { mask }),
+    ...(fpe === undefined ? {} : { fingerprint_expression: fpe }),
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
   }
   if (next.data === null) throw invalid('data', 'is required')
+  checkTokenContents(next)
   const { search_indexes: indexes, search_index_values: _v, search_index_hashes: hashes, ...rest } = next
   if (patch.search_indexes === undefined && patch.data === undefined) {
     // Neither the expressions nor the data changed: the stored hashes still hold.
@@ -135,14 +202,15 @@ function requireAnyRead(ctx: Ctx): void {
 export function tokenOperations(ctx: Ctx) {
   return {
     /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
-    async create(input: unknown): Promise<Token> {
-      const token = newToken(ctx, input)
-      await enlist(ctx, (tx) => ({
-        checks: creationChecks(ctx, tx, token.id),
-        ops: [{ op: 'token.put', token }],
-        locks: [token.id],
-      }))
-      return shownToCaller(token)
+    async create(input: CreateTokenInput): Promise<Token> {
+      const token = await fingerprinted(ctx, newToken(ctx, input))
+      const [created] = await writeTokens(
+        ctx,
+        [token],
+        (tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, tx, t.id)) }),
+        { enlist: true },
+      )
+      return createdAnswer(ctx, created!)
     },
 
     /**
@@ -152,20 +220,21 @@ export function tokenOperations(ctx: Ctx) {
      * one atomic write (enlisted in the caller's transaction). A bad body: `validation_failed`
      * naming its path; nothing is written.
      */
-    async tokenize(input: unknown): Promise<TokenTree> {
+    async tokenize(input: TokenizeInput): Promise<TokenTree> {
       if (input === undefined)
         throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
       const refuse = (message: string, path: string) =>
         new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
       const { tokens, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
-      if (tokens.length) {
-        await enlist(ctx, (tx) => ({
-          checks: tokens.flatMap((t) => creationChecks(ctx, tx, t.id)),
-          ops: tokens.map((token) => ({ op: 'token.put' as const, token })),
-          locks: tokens.map((t) => t.id),
-        }))
-      }
-      return answer((token) => shownToCaller(token))
+      const ready = await Promise.all(tokens.map((t) => fingerprinted(ctx, t)))
+      const created = await writeTokens(
+        ctx,
+        ready,
+        (tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, tx, t.id)) }),
+        { enlist: true },
+      )
+      const byId = new Map(tokens.map((t, i) => [t.id, created[i]!]))
+      return answer((token) => createdAnswer(ctx, byId.get(token.id)!))
     },
 
     /**
@@ -174,7 +243,7 @@ export function tokenOperations(ctx: Ctx) {
      * token, each under the caller's `token:read` transform (403 without it; 400 for a token that
      * does not exist or a filter expression); at most 100 tokens. Reads see the caller's transaction.
      */
-    async detokenize(input: unknown): Promise<Json> {
+    async detokenize(input: DetokenizeInput): Promise<Json> {
       if (input === undefined)
         throw invalid('body', 'is required: any JSON holding {{ <token id> }} expressions')
       // The endpoint is token:read's, whatever the body holds (each token is checked again below).
@@ -188,7 +257,7 @@ export function tokenOperations(ctx: Ctx) {
      * filters `id` and `type` (lists) and `metadata` (`metadata.<key>=<value>`: exact but for
      * case, ANDed); `page` and `size`. With the transaction header, the transaction's view.
      */
-    async list(query: unknown = {}): Promise<Paginated<Token>> {
+    async list(query: ListTokensQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       requireAnyRead(ctx)
       const tx = await openTransaction(ctx)
@@ -242,7 +311,7 @@ export function tokenOperations(ctx: Ctx) {
      * Lists the tenant's tokens the caller may read with cursor pagination (`start`, `size`),
      * filtered by `type`, `container`, `metadata` (JSON) and `fingerprint`: see `listTokensV2`.
      */
-    async listV2(query: unknown = {}): Promise<CursorPage<Token>> {
+    async listV2(query: ListTokensV2Query = {}): Promise<CursorPage<Token>> {
       requireAnyRead(ctx)
       return listTokensV2(ctx, query)
     },
@@ -251,7 +320,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens (`POST /tokens/search`): `{ query, page, size }`, answered as a
      * page like `list`. Needs `token:search`; see `parseQuery` for the query language.
      */
-    async search(input: unknown = {}): Promise<Paginated<Token>> {
+    async search(input: SearchTokensInput = {}): Promise<Paginated<Token>> {
       return searchTokensV1(ctx, input)
     },
 
@@ -259,7 +328,7 @@ export function tokenOperations(ctx: Ctx) {
      * Searches the tenant's tokens with cursor pagination (`POST /v2/tokens/search`):
      * `{ query, start, size }` (or `page: { start, size }`), answered like `listV2`.
      */
-    async searchV2(input: unknown = {}): Promise<CursorPage<Token>> {
+    async searchV2(input: SearchTokensV2Input = {}): Promise<CursorPage<Token>> {
       return searchTokensV2(ctx, input)
     },
 
@@ -271,7 +340,7 @@ export function tokenOperations(ctx: Ctx) {
     },
 
     /** Applies a merge patch to `data`, `metadata`, `containers`, `mask` and `expires_at`. */
-    async update(id: string, input: unknown): Promise<Token> {
+    async update(id: string, input: UpdateTokenInput): Promise<Token> {
       const patch = parse(updateTokenInput, input)
       requireFuture(ctx, patch.expires_at)
       // Read, merge, compare-and-set: a concurrent write in between makes this merge again on top of it.
@@ -279,11 +348,11 @@ export function tokenOperations(ctx: Ctx) {
         const tx = await openTransaction(ctx)
         const current = await mustReadToken(ctx, tx, id)
         requireTokenAccess(ctx.principal, 'token:update', current)
-        const next: StoredToken = {
+        const next: StoredToken = await fingerprinted(ctx, {
           ...patched(current, patch),
           modified_by: ctx.principal.id,
           modified_at: ctx.now(),
-        }
+        })
         requireTokenAccess(ctx.principal, 'token:update', next)
         const unchanged: Check[] =
           stagedToken(tx, id) === undefined

@@ -2,6 +2,7 @@ import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { conflict, forbidden, notFound } from './errors.js'
+import type { EmptyInput } from './inputs.js'
 import { withLinkDeletes } from './links.js'
 import { writeEnd } from './locks.js'
 import { emptyBody } from './schemas/common.js'
@@ -51,7 +52,7 @@ export function transactionOperations(ctx: Ctx) {
 
   return {
     /** Opens a transaction that lives `transactionTtlMs` (default 1 hour). */
-    async create(input?: unknown): Promise<Transaction> {
+    async create(input?: EmptyInput): Promise<Transaction> {
       requireHolder()
       parse(emptyBody, input)
       const now = new Date(ctx.now())

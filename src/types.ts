@@ -107,6 +107,13 @@ export interface Token {
   containers: string[]
   metadata: Record<string, string>
   mask?: Json
+  /**
+   * Identifies the token's contents within its tenant and type: a keyed hash (HMAC under the
+   * tenant's key) of what `fingerprint_expression` (or the type's default) renders, never the text.
+   */
+  fingerprint?: string
+  /** The expression the fingerprint was made from, when the caller gave one. */
+  fingerprint_expression?: string
   expires_at?: string
   /** Search index expressions (`{{ data.number | last4 }}`): `data` terms of a search match their values. */
   search_indexes?: string[]
@@ -114,6 +121,8 @@ export interface Token {
   created_at: string
   modified_by?: string
   modified_at?: string
+  /** Answers to a create asking for deduplication only (never stored): whether a duplicate answered. */
+  _extras?: { deduplicated: boolean }
 }
 
 /** A token as stored: `data` is always present. */
@@ -373,6 +382,11 @@ export type LegacyOp =
  *   formula that reactor puts and deletes `ADD` to, checked `count = 0`; Redis: `SCARD` of the
  *   watched per-formula set is 0.
  * - `application.present` / `reactor.present`: the record by key, as `token.present`.
+ * - `token.fingerprint_absent`: no token of the tenant with this `fingerprint` and `expires_at`
+ *   absent or after `now` (what deduplication guards on). SQL: `NOT EXISTS` over an index on
+ *   (tenant, fingerprint), every token put naming the fingerprint it writes in its row locks;
+ *   DynamoDB: a fingerprint item per (tenant, fingerprint) naming the token, put with the token;
+ *   Redis: `SMEMBERS` of the watched per-fingerprint set, then the members' expiries.
  * - `idempotency.absent`: no idempotency record with this id (as `token.absent`).
  *   `idempotency.claimed`: the record exists and its `claim` field is the given one: SQL `WHERE
  *   claim = $1`; DynamoDB `claim = :claim`; Redis `HGET` of the watched key.
@@ -397,3 +411,4 @@ export type Check =
   | { check: 'application.unchanged'; tenant_id: string; id: string; application: StoredApplication }
   | { check: 'idempotency.absent'; tenant_id: string; id: string }
   | { check: 'idempotency.claimed'; tenant_id: string; id: string; claim: string }
+  | { check: 'token.fingerprint_absent'; tenant_id: string; fingerprint: string; now: string }

@@ -1,6 +1,7 @@
 import { createHttpHandler, type HttpHandlerOptions } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { type ManualClock, manualClock } from '../src/clock.js'
+import type { Fixture } from '../src/fixtures.js'
 import type { FormulaRunner } from '../src/runner.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Client, Service } from '../src/service.js'
@@ -138,6 +139,6 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
  * applications with fixed keys, tokens with fixed ids, associations, formulas and reactors. A bad
  * entry fails with a validation error (`ServiceError`, `validation_failed`) naming its path.
  */
-export function loadFixture(service: Service, fixture: unknown): Promise<Tenant[]> {
+export function loadFixture(service: Service, fixture: Fixture): Promise<Tenant[]> {
   return service.admin.loadFixture(fixture)
 }

@@ -1,5 +1,6 @@
 import type { Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
+import { unchecked } from '../../src/unchecked.js'
 import { readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { openApiDocument } from './openapi.js'
@@ -128,16 +129,21 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (match.kind !== 'found') throw unmatched(match, method, path)
     const { route, params } = match
     if (route.mediaType !== undefined) requireMediaType(incoming.header('content-type'), route.mediaType)
-    const body = BODY_METHODS.has(method) ? await readJsonBody(incoming, maxBodyBytes) : undefined
+    const withBody = BODY_METHODS.has(method)
+    const body = withBody ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
     const transactionId = incoming.header(transactionHeader)
     // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
-    const idempotencyKey = BODY_METHODS.has(method) ? incoming.header(idempotencyHeader) : null
-    const client = service.connect(incoming.header(keyHeader) ?? '', {
-      ...(transactionId === null ? {} : { transactionId }),
-      ...(idempotencyKey === null ? {} : { idempotencyKey }),
-    })
-    const result = await route.run(client, params, query, body)
+    const idempotencyKey = withBody ? incoming.header(idempotencyHeader) : null
+    const apiKey = incoming.header(keyHeader) ?? ''
+    const client =
+      transactionId === null && idempotencyKey === null
+        ? service.connect(apiKey)
+        : service.connect(apiKey, {
+            ...(transactionId === null ? {} : { transactionId }),
+            ...(idempotencyKey === null ? {} : { idempotencyKey }),
+          })
+    const result = await route.run(unchecked(client), params, query, body)
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
     }
@@ -201,36 +207,38 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     return null
   }
 
-  const answer = async (incoming: Incoming, method: string, path: string, search: string) => {
-    const meta = await serveMeta(incoming, method, path, search)
-    return meta ?? dispatch(incoming, method, path, search)
-  }
+  /** Whether `serveMeta` answers: health, the OpenAPI document, HEAD and OPTIONS. */
+  const isMeta = (method: string, path: string) =>
+    method === 'OPTIONS' ||
+    method === 'HEAD' ||
+    (method === 'GET' && (path === '/healthz' || path === '/openapi.json' || path === '/readyz'))
 
-  return (incoming) => {
+  /** One request, start to answer: a single async step, so a plain call costs few promise turns. */
+  const respond = async (incoming: Incoming): Promise<Outgoing> => {
     const started = log ? performance.now() : 0
     const method = incoming.method
     const target = splitTarget(incoming.target)
-    const { search } = target
     let path = target.path
-    const inside = basePath === '' || path === basePath || path.startsWith(`${basePath}/`)
-    if (inside && basePath !== '') path = path.slice(basePath.length) || '/'
-    const settled = (
-      inside
-        ? answer(incoming, method, path, search)
-        : Promise.reject(new HttpProblem(404, `No route matches ${method} ${target.path}.`))
-    )
-      .catch((error: unknown) => failure(error, method, path))
-      .then((out) => {
-        const origin = cors ? incoming.header('origin') : null
-        if (cors && origin !== null && cors.allows(origin)) Object.assign(out.headers, cors.simple(origin))
-        return out
-      })
-    if (!log) return settled
-    return settled.then((out) => {
-      log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
-      return out
-    })
+    let out: Outgoing
+    try {
+      const inside = basePath === '' || path === basePath || path.startsWith(`${basePath}/`)
+      if (!inside) throw new HttpProblem(404, `No route matches ${method} ${path}.`)
+      if (basePath !== '') path = path.slice(basePath.length) || '/'
+      out = isMeta(method, path)
+        ? ((await serveMeta(incoming, method, path, target.search)) ??
+          (await dispatch(incoming, method, path, target.search)))
+        : await dispatch(incoming, method, path, target.search)
+    } catch (error) {
+      out = failure(error, method, path)
+    }
+    if (cors) {
+      const origin = incoming.header('origin')
+      if (origin !== null && cors.allows(origin)) Object.assign(out.headers, cors.simple(origin))
+    }
+    if (log) log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
+    return out
   }
+  return respond
 }
 
 /** A JSON answer that carries no secret (health and readiness). */

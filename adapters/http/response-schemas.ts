@@ -50,10 +50,16 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
     {
       data: anyJson,
       mask: anyJson,
-      expires_at: dateTime,
+      fingerprint: { ...string, description: 'Keyed hash of the contents (per tenant and type)' },
+      fingerprint_expression: string,
       search_indexes: strings,
+      expires_at: dateTime,
       modified_by: string,
       modified_at: dateTime,
+      _extras: {
+        ...record({ deduplicated: { type: 'boolean' } }),
+        description: 'On answers to a create with deduplicate_token only',
+      },
     },
   ),
   /** Tokenize answers the request's shape with tokens (or token ids) in place of the bodies. */

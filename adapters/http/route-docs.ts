@@ -43,7 +43,13 @@ const token = schemaRef('Token')
  * is built from `ROUTES` and refuses a route missing here, so the two can't drift apart.
  */
 export const ROUTE_DOCS: Record<string, RouteDoc> = {
-  'POST /tokens': { tag: 'Tokens', summary: 'Create a token', body: createTokenInput, response: token },
+  'POST /tokens': {
+    tag: 'Tokens',
+    summary:
+      'Create a token: its type validates `data` and gives default containers, mask and fingerprint expression; with `deduplicate_token`, a token of the same fingerprint answers instead (`_extras.deduplicated`)',
+    body: createTokenInput,
+    response: token,
+  },
   'POST /tokenize': {
     tag: 'Tokens',
     summary: 'Tokenize: every token body in the request (any JSON shape) becomes a token',
@@ -64,7 +70,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'GET /v2/tokens': {
     tag: 'Tokens',
-    summary: "List tokens by cursor (`start` is the previous page's `pagination.next`)",
+    summary:
+      "List tokens by cursor (`start` is the previous page's `pagination.next`), filtered by type, container, metadata or fingerprint",
     query: listV2Input,
     response: cursorPageOf('Token'),
   },

@@ -1,4 +1,5 @@
 import type { Client } from '../../src/service.js'
+import type { Unchecked } from '../../src/unchecked.js'
 import type { Query } from './query.js'
 import { Router } from './router.js'
 
@@ -10,8 +11,11 @@ export interface Route {
   query: boolean
   /** The one media type the body must be declared as (any other, or none, is 415); default: any JSON type. */
   mediaType?: string
-  /** Calls the client: path parameters in order, the parsed query, the JSON body (`undefined` when none). */
-  run(client: Client, params: string[], query: Query, body: unknown): Promise<unknown>
+  /**
+   * Calls the client: path parameters in order, the parsed query, the JSON body (`undefined` when
+   * none). The client takes them unchecked: each method validates its input.
+   */
+  run(client: Unchecked<Client>, params: string[], query: Query, body: unknown): Promise<unknown>
 }
 
 type Run = Route['run']

@@ -4,6 +4,7 @@ import { ServiceError } from '../../src/errors.js'
 import type { JournalQuery } from '../../src/journal.js'
 import type { Service } from '../../src/service.js'
 import type { StateSnapshot } from '../../src/state-transfer.js'
+import { unchecked } from '../../src/unchecked.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
 
@@ -100,11 +101,11 @@ export function testControlHandler(service: Service, options: TestControlOptions
     }
     if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
     if (path === '/_test/restore' && method === 'POST') {
-      await service.admin.importState(await body(request))
+      await unchecked(service.admin).importState(await body(request))
       return json(204, undefined)
     }
     if (path === '/_test/fixture' && method === 'POST') {
-      return json(201, { tenants: await service.admin.loadFixture(await body(request)) })
+      return json(201, { tenants: await unchecked(service.admin).loadFixture(await body(request)) })
     }
     if (path === '/_test/journal' && method === 'GET') {
       const q = new URL(request.url).searchParams

@@ -57,6 +57,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
     case 'idempotency.claimed':
       return `EXISTS (SELECT 1 FROM ${t.idempotency} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
         AND claim = ${p(c.claim)})`
+    case 'token.fingerprint_absent':
+      return `NOT EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)}
+        AND (doc ->> 'fingerprint') COLLATE "C" = ${p(c.fingerprint)} AND (expires_at IS NULL OR expires_at > ${p(c.now)}))`
     default:
       return assertNever(c)
   }

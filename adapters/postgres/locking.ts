@@ -11,6 +11,7 @@ const link = (tenantId: string, parentId: string, childId: string) =>
 const transaction = (tenantId: string, id: string) => name('transaction', tenantId, id)
 const formula = (tenantId: string | null, id: string) => name('formula', tenantId ?? '', id)
 const formulaUse = (formulaId: string) => name('formula-use', formulaId)
+const fingerprint = (tenantId: string, value: string) => name('fingerprint', tenantId, value)
 
 /** The records a check reads, by name: the guard is a condition on exactly these. */
 function checkNames(c: Check): string[] {
@@ -45,6 +46,8 @@ function checkNames(c: Check): string[] {
     case 'idempotency.absent':
     case 'idempotency.claimed':
       return [name('idempotency', c.tenant_id, c.id)]
+    case 'token.fingerprint_absent':
+      return [fingerprint(c.tenant_id, c.fingerprint)]
     default:
       return assertNever(c)
   }
@@ -64,8 +67,11 @@ function opNames(op: Op): string[] {
       ]
     case 'application.delete':
       return [name('application', op.tenant_id, op.id)]
-    case 'token.put':
-      return [token(op.token.tenant_id, op.token.id)]
+    case 'token.put': {
+      const t = op.token
+      const fp = t.fingerprint === undefined ? [] : [fingerprint(t.tenant_id, t.fingerprint)]
+      return [token(t.tenant_id, t.id), ...fp]
+    }
     case 'token.delete':
       return [token(op.tenant_id, op.id)]
     case 'association.put': {

@@ -27,7 +27,8 @@ export interface Migration {
  * Only the `lock.put` and `lock.delete` ops write them (the core writes those as it stages and
  * ends a transaction); `token_locks_by_transaction` is from when the store released them itself.
  * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
- * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`.
+ * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`;
+ * `tokens_by_fingerprint` serves the fingerprint filter and `token.fingerprint_absent`.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -165,6 +166,13 @@ UPDATE ${s}.token_locks l SET expires_at = x.expires_at FROM ${s}.transactions x
   WHERE x.tenant_id = l.tenant_id AND x.id = l.transaction_id AND x.state = 'open';
 DELETE FROM ${s}.token_locks WHERE expires_at IS NULL;
 ALTER TABLE ${s}.token_locks ALTER COLUMN expires_at SET NOT NULL;
+`,
+  },
+  {
+    version: 6,
+    name: 'token fingerprint index',
+    sql: (s) => `
+CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"));
 `,
   },
 ]

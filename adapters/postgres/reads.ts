@@ -126,6 +126,10 @@ export function reads(t: Tables, query: Query): Reads {
         values.push(q.types)
         filters += ` AND type = ANY ($${values.length}::text[])`
       }
+      if (q.fingerprint !== undefined) {
+        values.push(q.fingerprint)
+        filters += ` AND (doc ->> 'fingerprint') COLLATE "C" = $${values.length}`
+      }
       const source = `SELECT id COLLATE "C" AS ord, doc FROM ${t.tokens}
         WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)${filters}`
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)

@@ -11,6 +11,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core'
+import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/egress.js'
 import {
   type ErrorsBlock,
   MAX_LOG_LINE,
@@ -129,8 +130,8 @@ export class Engine {
     }
   }
 
-  /** Runs `code` with `request` (JSON text); never rejects. */
-  async run(code: string, request: string, timeoutMs: number): Promise<RunResult> {
+  /** Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects. */
+  async run(code: string, request: string, timeoutMs: number, egress?: string[]): Promise<RunResult> {
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
     this.release()
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
@@ -145,10 +146,12 @@ export class Engine {
     prepared.deadline = performance.now() + timeoutMs
     let result: RunResult
     try {
+      if (egress?.length) allowFetch(prepared, egress)
       result = await execute(prepared, code, request, this.maxResultChars, timeoutMs)
     } catch (error) {
       // A failure of the engine itself, not of the code: its memory can't be trusted any more.
       this.broken = true
+      endIo(prepared)
       const text = error instanceof Error ? error.message : ''
       const outOfMemory = /out of bounds|out of memory|Aborted|unreachable/i.test(text)
       return {
@@ -160,6 +163,7 @@ export class Engine {
     if (performance.now() > prepared.deadline && !result.ok && result.kind !== 'invalid') {
       result = { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
     }
+    endIo(prepared)
     this.spent = prepared
     return result
   }
@@ -190,6 +194,98 @@ interface Prepared {
   modules?: QuickJSHandle
   /** The prelude's timer hook (`pumpTimers(fire)`), once the prelude is loaded. */
   pumpTimers?: QuickJSHandle
+  /** The prelude's hook settling a `fetch` (`deliverFetch(id, ok, payload)`), once the prelude is loaded. */
+  deliverFetch?: QuickJSHandle
+  /** The run's requests, when `fetch` is allowed. */
+  io?: Io
+}
+
+/** Requests a run made through `fetch`: at most `MAX_FETCHES` per run, the host making each. */
+interface Io {
+  origins: string[]
+  started: number
+  inflight: Map<number, AbortController>
+  completed: { id: number; ok: boolean; payload: string }[]
+  /** Wakes the run's loop when a request completes. */
+  wake: (() => void) | undefined
+  ended: boolean
+}
+
+/** Requests one run may make. */
+const MAX_FETCHES = 50
+/** Longest request (its JSON text) formula code may hand the host. */
+const MAX_FETCH_REQUEST_CHARS = 2 * EGRESS_MAX_BODY_BYTES + 64 * 1024
+
+/** Lets this run's code use `fetch` towards `origins` (the global is the prelude's, made on first use). */
+function allowFetch(prepared: Prepared, origins: string[]): void {
+  const { context } = prepared
+  prepared.io = { origins, started: 0, inflight: new Map(), completed: [], wake: undefined, ended: false }
+  context.defineProp(context.global, 'fetch', {
+    configurable: true,
+    enumerable: false,
+    get: () => context.getProp(loadPrelude(prepared), 'fetch'),
+    set: (value) => {
+      context.defineProp(context.global, 'fetch', { configurable: true, enumerable: false, value })
+    },
+  })
+}
+
+/** Aborts the run's requests still under way; their answers are dropped. */
+function endIo(prepared: Prepared): void {
+  const io = prepared.io
+  if (!io) return
+  io.ended = true
+  for (const controller of io.inflight.values()) controller.abort(new EgressError('the run ended'))
+  io.inflight.clear()
+  io.completed.length = 0
+}
+
+/**
+ * The host side of `fetch`: `text` is the request as JSON text, made by the prelude. Checks it,
+ * starts the request (bounded by the run's remaining time and the body limits) and answers its id.
+ */
+function startFetch(prepared: Prepared, text: string): number {
+  const io = prepared.io
+  if (!io) throw new Error(`fetch ${NOT_AVAILABLE}`)
+  if (io.started >= MAX_FETCHES) throw new Error(`a run makes at most ${MAX_FETCHES} requests`)
+  if (text.length > MAX_FETCH_REQUEST_CHARS)
+    throw new Error(`request body is larger than ${EGRESS_MAX_BODY_BYTES} bytes`)
+  const raw = JSON.parse(text) as unknown
+  if (typeof raw !== 'object' || raw === null) throw new Error('invalid request')
+  const { url, method, headers, body } = raw as Record<string, unknown>
+  if (typeof url !== 'string' || typeof method !== 'string') throw new Error('invalid request')
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers))
+    throw new Error('invalid request')
+  const flat: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value !== 'string') throw new Error('invalid request')
+    flat[name] = value
+  }
+  if (body !== undefined && typeof body !== 'string') throw new Error('invalid request')
+  const id = ++io.started
+  const controller = new AbortController()
+  io.inflight.set(id, controller)
+  const settleWith = (ok: boolean, payload: string) => {
+    if (io.ended) return
+    io.inflight.delete(id)
+    io.completed.push({ id, ok, payload })
+    io.wake?.()
+  }
+  egressFetch(
+    io.origins,
+    body === undefined ? { url, method, headers: flat } : { url, method, headers: flat, body },
+    {
+      timeoutMs: prepared.deadline - performance.now(),
+      maxRequestBytes: EGRESS_MAX_BODY_BYTES,
+      maxResponseBytes: EGRESS_MAX_BODY_BYTES,
+      signal: controller.signal,
+    },
+  ).then(
+    (response) => settleWith(true, JSON.stringify(response)),
+    (error: unknown) =>
+      settleWith(false, error instanceof EgressError ? error.message : 'the request could not be made'),
+  )
+  return id
 }
 
 function dispose(prepared: Prepared): void {
@@ -197,6 +293,7 @@ function dispose(prepared: Prepared): void {
   prepared.parse.dispose()
   prepared.require.dispose()
   prepared.pumpTimers?.dispose()
+  prepared.deliverFetch?.dispose()
   prepared.modules?.dispose()
   prepared.context.dispose()
   prepared.runtime.dispose()
@@ -250,27 +347,7 @@ const PRELUDE_GLOBALS = [
  */
 function installPrelude(prepared: Prepared): void {
   const { context } = prepared
-  const load = (): QuickJSHandle => {
-    if (prepared.modules) return prepared.modules
-    const random = context.newFunction('__randomHex', (n) => {
-      const size = context.typeof(n) === 'number' ? context.getNumber(n) : -1
-      if (!Number.isInteger(size) || size < 0 || size > 65_536)
-        return { error: context.newError('size must be an integer from 0 to 65536') }
-      return context.newString(randomBytes(size).toString('hex'))
-    })
-    const refuse = context.newFunction('__refuse', (id) => {
-      const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
-      return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
-    })
-    context.setProp(context.global, '__randomHex', random)
-    context.setProp(context.global, '__refuse', refuse)
-    random.dispose()
-    refuse.dispose()
-    const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
-    prepared.modules = modules
-    prepared.pumpTimers = context.getProp(modules, 'pumpTimers')
-    return modules
-  }
+  const load = () => loadPrelude(prepared)
   prepared.require = context.newFunction('require', (id) => {
     const modules = load()
     const real = context.getProp(modules, 'require')
@@ -289,6 +366,41 @@ function installPrelude(prepared: Prepared): void {
       },
     })
   }
+}
+
+/** Evaluates the prelude in this run's context (once) and answers its exports. */
+function loadPrelude(prepared: Prepared): QuickJSHandle {
+  if (prepared.modules) return prepared.modules
+  const { context } = prepared
+  const random = context.newFunction('__randomHex', (n) => {
+    const size = context.typeof(n) === 'number' ? context.getNumber(n) : -1
+    if (!Number.isInteger(size) || size < 0 || size > 65_536)
+      return { error: context.newError('size must be an integer from 0 to 65536') }
+    return context.newString(randomBytes(size).toString('hex'))
+  })
+  const refuse = context.newFunction('__refuse', (id) => {
+    const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
+    return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
+  })
+  const hostFetch = context.newFunction('__fetch', (request) => {
+    try {
+      if (context.typeof(request) !== 'string') throw new Error('invalid request')
+      return context.newNumber(startFetch(prepared, context.getString(request)))
+    } catch (error) {
+      return { error: context.newError(error instanceof Error ? error.message : 'invalid request') }
+    }
+  })
+  context.setProp(context.global, '__randomHex', random)
+  context.setProp(context.global, '__refuse', refuse)
+  context.setProp(context.global, '__fetch', hostFetch)
+  random.dispose()
+  refuse.dispose()
+  hostFetch.dispose()
+  const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
+  prepared.modules = modules
+  prepared.pumpTimers = context.getProp(modules, 'pumpTimers')
+  prepared.deliverFetch = context.getProp(modules, 'deliverFetch')
+  return modules
 }
 
 /** `console.log` and friends, capturing what a run prints (100 lines of 2000 characters at most). */
@@ -520,12 +632,22 @@ async function settle(
       jobs.dispose()
       continue
     }
+    const io = prepared.io
+    if (io?.completed.length) {
+      const delivered = deliverCompleted(prepared, io)
+      if (delivered) {
+        value.dispose()
+        return delivered
+      }
+      continue
+    }
     const next = prepared.pumpTimers ? pumpTimers(prepared, false) : -1
     if (typeof next !== 'number') {
       value.dispose()
       return next
     }
-    if (next < 0) {
+    const waiting = io ? io.inflight.size : 0
+    if (next < 0 && !waiting) {
       value.dispose()
       return {
         ok: false,
@@ -534,18 +656,60 @@ async function settle(
       }
     }
     const left = prepared.deadline - performance.now()
-    const wait = next - Date.now()
-    if (wait > left) {
+    const wait = next < 0 ? Number.POSITIVE_INFINITY : next - Date.now()
+    if (left <= 0 || (wait > left && !waiting)) {
       value.dispose()
       return { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
     }
-    if (wait > 0) await sleep(wait)
-    const fired = pumpTimers(prepared, true)
-    if (typeof fired !== 'number') {
-      value.dispose()
-      return fired
+    if (wait > 0) await idle(io, Math.min(wait, left))
+    if (performance.now() > prepared.deadline) continue
+    if (next >= 0 && Date.now() >= next) {
+      const fired = pumpTimers(prepared, true)
+      if (typeof fired !== 'number') {
+        value.dispose()
+        return fired
+      }
     }
   }
+}
+
+/** Waits `ms`, or less when one of the run's requests completes. */
+function idle(io: Io | undefined, ms: number): Promise<void> {
+  if (!io?.inflight.size) return sleep(ms)
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(done, Math.max(0, ms))
+    function done() {
+      clearTimeout(timer)
+      io!.wake = undefined
+      resolve()
+    }
+    io.wake = done
+  })
+}
+
+/** Settles the completed requests' promises in the engine; answers a failure of the engine's hook, if any. */
+function deliverCompleted(prepared: Prepared, io: Io): RunResult | undefined {
+  const { context } = prepared
+  for (const { id, ok, payload } of io.completed.splice(0)) {
+    const idHandle = context.newNumber(id)
+    const payloadHandle = context.newString(payload)
+    const result = unwrap(
+      context,
+      context.callFunction(
+        prepared.deliverFetch!,
+        context.undefined,
+        idHandle,
+        ok ? context.true : context.false,
+        payloadHandle,
+      ),
+      'thrown',
+    )
+    idHandle.dispose()
+    payloadHandle.dispose()
+    if (isResult(result)) return result
+    result.dispose()
+  }
+  return undefined
 }
 
 /** Calls the prelude's timer hook: the next timer's due time (-1: none), or the failure of the timer it ran. */

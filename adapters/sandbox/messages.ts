@@ -24,6 +24,8 @@ export interface RunMessage {
   code: string
   request: string
   timeoutMs: number
+  /** Origins `fetch` may reach (absent: no network). */
+  egress?: string[]
 }
 
 /** The ways a run fails inside the worker. */

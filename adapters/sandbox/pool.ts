@@ -11,6 +11,8 @@ export interface Job {
   /** The request as JSON text. */
   request: string
   timeoutMs: number
+  /** Origins `fetch` may reach (absent: no network). */
+  egress?: string[]
   /** Called exactly once. */
   done: (outcome: RunOutcome) => void
 }
@@ -268,6 +270,7 @@ export class SandboxPool {
       code: job.code,
       request: job.request,
       timeoutMs: job.timeoutMs,
+      ...(job.egress?.length ? { egress: job.egress } : {}),
     })
   }
 }

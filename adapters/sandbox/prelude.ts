@@ -589,6 +589,75 @@ export const PRELUDE = String.raw`(function () {
     return t ? t.at : -1;
   }
 
+  // --- fetch: the request is made by the host, only to the host's egress allow-list ---
+  var hostFetch = globalThis.__fetch;
+  delete globalThis.__fetch;
+  class Headers {
+    constructor(init) {
+      this._map = {};
+      if (init === undefined || init === null) return;
+      if (init instanceof Headers) init = init._map;
+      if (Array.isArray(init)) for (var pair of init) this.append(pair[0], pair[1]);
+      else if (typeof init === 'object') for (var k of Object.keys(init)) this.append(k, init[k]);
+    }
+    append(name, value) { var n = String(name).toLowerCase(), v = String(value); this._map[n] = Object.prototype.hasOwnProperty.call(this._map, n) ? this._map[n] + ', ' + v : v; }
+    set(name, value) { this._map[String(name).toLowerCase()] = String(value); }
+    get(name) { var n = String(name).toLowerCase(); return Object.prototype.hasOwnProperty.call(this._map, n) ? this._map[n] : null; }
+    has(name) { return Object.prototype.hasOwnProperty.call(this._map, String(name).toLowerCase()); }
+    delete(name) { delete this._map[String(name).toLowerCase()]; }
+    forEach(fn, self) { for (var k of Object.keys(this._map).sort()) fn.call(self, this._map[k], k, this); }
+    entries() { var m = this._map; return Object.keys(m).sort().map(function (k) { return [k, m[k]]; })[Symbol.iterator](); }
+    keys() { return Object.keys(this._map).sort()[Symbol.iterator](); }
+    values() { var m = this._map; return Object.keys(m).sort().map(function (k) { return m[k]; })[Symbol.iterator](); }
+    [Symbol.iterator]() { return this.entries(); }
+  }
+  class Response {
+    constructor(body, init) {
+      init = init || {};
+      this._body = body === undefined || body === null ? '' : String(body);
+      this.status = init.status === undefined ? 200 : init.status;
+      this.statusText = init.statusText || '';
+      this.headers = new Headers(init.headers);
+      this.url = init.url || '';
+      this.redirected = !!init.redirected;
+      this.bodyUsed = false;
+    }
+    get ok() { return this.status >= 200 && this.status < 300; }
+    _take() { if (this.bodyUsed) throw new TypeError('Body has already been read'); this.bodyUsed = true; return this._body; }
+    text() { try { return Promise.resolve(this._take()); } catch (e) { return Promise.reject(e); } }
+    json() { try { return Promise.resolve(JSON.parse(this._take())); } catch (e) { return Promise.reject(e); } }
+    arrayBuffer() { try { var b = utf8Encode(this._take()); return Promise.resolve(b.buffer); } catch (e) { return Promise.reject(e); } }
+    clone() { if (this.bodyUsed) throw new TypeError('Body has already been read'); return new Response(this._body, { status: this.status, statusText: this.statusText, headers: this.headers, url: this.url, redirected: this.redirected }); }
+  }
+  var pendingFetches = new Map();
+  function fetch(input, init) {
+    return new Promise(function (resolve, reject) {
+      init = init || {};
+      var url = input instanceof URL ? input.href : input && typeof input === 'object' && typeof input.url === 'string' ? input.url : String(input);
+      var headers = new Headers(init.headers), body = init.body;
+      if (body instanceof URLSearchParams) { if (!headers.has('content-type')) headers.set('content-type', 'application/x-www-form-urlencoded;charset=UTF-8'); body = body.toString(); }
+      else if (body instanceof Uint8Array) body = utf8Decode(body);
+      else if (body !== undefined && body !== null && typeof body !== 'string') throw new TypeError('fetch in a formula takes a string body (JSON.stringify it)');
+      if (typeof body === 'string' && !headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
+      var request = { url: url, method: init.method === undefined ? 'GET' : String(init.method), headers: headers._map };
+      if (typeof body === 'string') request.body = body;
+      var id = hostFetch(JSON.stringify(request));
+      pendingFetches.set(id, { resolve: resolve, reject: reject });
+    });
+  }
+  /** The host's hook: settles fetch number id with the response (JSON text), or rejects it with a TypeError. */
+  function deliverFetch(id, ok, payload) {
+    var pending = pendingFetches.get(id);
+    if (!pending) return;
+    pendingFetches.delete(id);
+    if (!ok) { var e = new TypeError('fetch failed: ' + payload); pending.reject(e); return; }
+    var r = JSON.parse(payload);
+    pending.resolve(new Response(r.body, { status: r.status, statusText: r.statusText, headers: r.headers, url: r.url, redirected: r.redirected }));
+  }
+  function nodeFetch(input, init) { return fetch(input, init); }
+  nodeFetch.default = nodeFetch; nodeFetch.Headers = Headers; nodeFetch.Response = Response;
+  Object.freeze(nodeFetch);
+
   // --- the reactor formulas SDK's errors ---
   // Each error's message is the documented detail; its constructor argument becomes the "errors"
   // block of the answer: a string or an Error as { error: [message] }, an array as { error: [...] },
@@ -650,7 +719,7 @@ export const PRELUDE = String.raw`(function () {
   var GLOBALS = {
     TextEncoder: TextEncoder, TextDecoder: TextDecoder, Buffer: Buffer, URL: URL, URLSearchParams: URLSearchParams,
     setTimeout: setTimeout, clearTimeout: clearTimer, setInterval: setInterval, clearInterval: clearTimer,
-    setImmediate: setImmediate, clearImmediate: clearTimer,
+    setImmediate: setImmediate, clearImmediate: clearTimer, Headers: Headers, Response: Response,
   };
   for (var g in GLOBALS) Object.defineProperty(globalThis, g, { value: GLOBALS[g], writable: true, configurable: true });
   var timersModule = Object.freeze({ setTimeout: setTimeout, clearTimeout: clearTimer, setInterval: setInterval, clearInterval: clearTimer, setImmediate: setImmediate, clearImmediate: clearTimer });
@@ -663,6 +732,7 @@ export const PRELUDE = String.raw`(function () {
     buffer: bufferModule, 'node:buffer': bufferModule,
     url: urlModule, 'node:url': urlModule,
     timers: timersModule, 'node:timers': timersModule,
+    'node-fetch': nodeFetch,
   };
   var exported = {
     require: function require(id) {
@@ -670,6 +740,8 @@ export const PRELUDE = String.raw`(function () {
       return refuse(typeof id === 'string' ? id : 'that');
     },
     pumpTimers: pumpTimers,
+    deliverFetch: deliverFetch,
+    fetch: fetch,
   };
   for (var e in GLOBALS) exported[e] = GLOBALS[e];
   return exported;

@@ -15,7 +15,7 @@ const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.
 const send = (message: WorkerMessage) => port.postMessage(message)
 
 port.on('message', async (message: RunMessage) => {
-  const result = await engine.run(message.code, message.request, message.timeoutMs)
+  const result = await engine.run(message.code, message.request, message.timeoutMs, message.egress)
   send({ t: 'done', id: message.id, ...result })
   if (engine.broken) process.exit(1)
   setImmediate(() => {

@@ -29,7 +29,6 @@ export const createApplicationInput = v.pipe(
     ['permissions'],
   ),
 )
-export type CreateApplicationInput = v.InferInput<typeof createApplicationInput>
 
 /** Body of application update: replaces name, permissions and rules; the type can't change. */
 export const updateApplicationInput = v.pipe(
@@ -43,11 +42,9 @@ export const updateApplicationInput = v.pipe(
     ['permissions'],
   ),
 )
-export type UpdateApplicationInput = v.InferInput<typeof updateApplicationInput>
 
 /** Query of application list: filter `id` (one or several), and paging. */
 export const listInput = v.strictObject({ id: stringList(100), ...pagination })
-export type ListInput = v.InferInput<typeof listInput>
 
 /** Input of `admin.createTenant`. */
 export const createTenantInput = v.strictObject({ name })

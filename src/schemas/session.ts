@@ -19,4 +19,3 @@ export const authorizeSessionInput = v.pipe(
     ['permissions'],
   ),
 )
-export type AuthorizeSessionInput = v.InferInput<typeof authorizeSessionInput>

@@ -59,7 +59,13 @@ const searchIndexes = v.pipe(
   v.transform((list) => [...new Set(list)]),
 )
 
-/** Body of token create and child create. */
+/** An expression (see `src/expressions.ts`): checked further when the token is made. */
+const expression = v.pipe(v.string(), v.maxLength(4096, 'must be at most 4096 characters'))
+
+/**
+ * Body of token create and child create: Basis Theory's Create Token fields. `token_intent_id` is
+ * recognized, and refused: token intents are not offered.
+ */
 export const createTokenInput = v.strictObject({
   id: v.optional(tokenId),
   type: tokenType,
@@ -67,10 +73,17 @@ export const createTokenInput = v.strictObject({
   containers: v.optional(containers),
   metadata: v.optional(metadata),
   mask: v.optional(json),
+  fingerprint_expression: v.optional(v.nullable(expression)),
   search_indexes: v.optional(searchIndexes),
-  expires_at: v.optional(isoDateTime),
+  deduplicate_token: v.optional(v.nullable(v.boolean())),
+  expires_at: v.optional(v.nullable(isoDateTime)),
+  token_intent_id: v.optional(
+    v.pipe(
+      v.unknown(),
+      v.check(() => false, 'token intents are not supported: create the token from type and data'),
+    ),
+  ),
 })
-export type CreateTokenInput = v.InferInput<typeof createTokenInput>
 
 /** Body of token update, a JSON merge patch: `null` removes a field (data can't be removed). */
 export const updateTokenInput = v.strictObject({
@@ -91,10 +104,11 @@ export const updateTokenInput = v.strictObject({
     ),
   ),
   mask: v.optional(json),
+  fingerprint_expression: v.optional(v.nullable(expression)),
   search_indexes: v.optional(v.nullable(searchIndexes)),
+  deduplicate_token: v.optional(v.nullable(v.boolean())),
   expires_at: v.optional(v.nullable(isoDateTime)),
 })
-export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
 
 /** Query of list children: filters `id`, `type` and `metadata` (key → value), and paging. */
 export const listChildrenInput = v.strictObject({
@@ -142,4 +156,3 @@ export function gatherMetadataFilter(query: unknown): unknown {
   }
   return out
 }
-export type ListChildrenInput = v.InferInput<typeof listChildrenInput>

@@ -136,13 +136,14 @@ export interface Store {
 
   /**
    * Tokens of a tenant ordered by id (code-point order), skipping tokens whose `expires_at <= now`,
-   * restricted to `ids` and `types` when given (non-empty): plain field filters, as `listChildren`.
+   * restricted to `ids` and `types` when given (non-empty) and to `fingerprint` when given: plain
+   * field filters, as `listChildren` (SQL: an index on tenant and fingerprint serves the last).
    * SQL: `WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $now) ORDER BY id COLLATE "C"`
    * over the primary key; DynamoDB: a Query on the tenant's partition; Redis: a sorted set of ids.
    */
   listTokens(
     tenantId: string,
-    query: Range & { ids?: string[]; types?: string[]; now: string },
+    query: Range & { ids?: string[]; types?: string[]; fingerprint?: string; now: string },
   ): Promise<Page<StoredToken>>
 
   getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>

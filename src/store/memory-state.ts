@@ -89,6 +89,8 @@ export class MemoryState {
     { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
   >()
   private tokens = new Scoped<StoredToken>()
+  /** fingerprint → ids of the tokens that carry it: what `token.fingerprint_absent` and the fingerprint filter read. */
+  private fingerprints = new Scoped<Set<string>>()
   /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
   private expiringTokens = new Scoped<StoredToken>()
   /** parent → child id → association, in the order they were made. */
@@ -182,6 +184,8 @@ export class MemoryState {
         return !this.idempotency.has(c.tenant_id, c.id)
       case 'idempotency.claimed':
         return this.idempotency.get(c.tenant_id, c.id)?.claim === c.claim
+      case 'token.fingerprint_absent':
+        return this.withFingerprint(c.tenant_id, c.fingerprint, c.now).length === 0
       default:
         return assertNever(c)
     }
@@ -229,6 +233,10 @@ export class MemoryState {
       case 'token.put': {
         const t = op.token
         const old = this.tokens.get(t.tenant_id, t.id)
+        if (old?.fingerprint !== t.fingerprint) {
+          this.unindexFingerprint(old)
+          this.indexFingerprint(t)
+        }
         this.tokens.set(t.tenant_id, t.id, t)
         if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
         else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
@@ -244,6 +252,7 @@ export class MemoryState {
             this.unlink(op.tenant_id, parentId, op.id)
         }
         this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
+        this.unindexFingerprint(this.tokens.get(op.tenant_id, op.id))
         this.tokens.delete(op.tenant_id, op.id)
         this.expiringTokens.delete(op.tenant_id, op.id)
         return
@@ -414,6 +423,29 @@ export class MemoryState {
       this.countExpiring(tenantId, parentId, is ? 1 : -1)
   }
 
+  private indexFingerprint(t: StoredToken) {
+    if (t.fingerprint === undefined) return
+    const ids = this.fingerprints.get(t.tenant_id, t.fingerprint)
+    if (ids) ids.add(t.id)
+    else this.fingerprints.set(t.tenant_id, t.fingerprint, new Set([t.id]))
+  }
+
+  private unindexFingerprint(t: StoredToken | undefined) {
+    if (t?.fingerprint === undefined) return
+    const ids = this.fingerprints.get(t.tenant_id, t.fingerprint)
+    ids?.delete(t.id)
+    if (ids?.size === 0) this.fingerprints.delete(t.tenant_id, t.fingerprint)
+  }
+
+  /** Ids of the tenant's unexpired tokens with this fingerprint. */
+  private withFingerprint(tenantId: string, fingerprint: string, now: string): string[] {
+    const ids = [...(this.fingerprints.get(tenantId, fingerprint) ?? [])]
+    return ids.filter((id) => {
+      const t = this.tokens.get(tenantId, id)
+      return t !== undefined && (t.expires_at === undefined || t.expires_at > now)
+    })
+  }
+
   // Reads: each returns copies.
 
   hasTenants(): boolean {
@@ -480,11 +512,16 @@ export class MemoryState {
 
   listTokens(
     tenantId: string,
-    query: Range & { ids?: string[]; types?: string[]; now: string },
+    query: Range & { ids?: string[]; types?: string[]; fingerprint?: string; now: string },
   ): Page<StoredToken> {
     const all = this.tokens.of(tenantId)
     const types = query.types?.length ? new Set(query.types) : null
-    const ids = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : [...all.keys()]
+    let ids = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : null
+    if (query.fingerprint !== undefined) {
+      const marked = this.fingerprints.get(tenantId, query.fingerprint) ?? new Set<string>()
+      ids = ids ? ids.filter((id) => marked.has(id)) : [...marked]
+    }
+    ids ??= [...all.keys()]
     ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     const items: StoredToken[] = []
     let total = 0

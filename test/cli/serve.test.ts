@@ -173,6 +173,7 @@ describe('tokenvault serve', () => {
       'TOKENVAULT_STORE',
       'TOKENVAULT_HEADER_PREFIX',
       'TOKENVAULT_CORS_ORIGINS',
+      'TOKENVAULT_REACTOR_EGRESS',
       'TOKENVAULT_MANAGEMENT_KEY',
       'TOKENVAULT_LOG',
       'TOKENVAULT_MASTER_KEY',
@@ -187,6 +188,7 @@ describe('tokenvault serve', () => {
       { TOKENVAULT_STORE: 'mongodb://x' },
       { TOKENVAULT_LOG: 'verbose' },
       { TOKENVAULT_MANAGEMENT_KEY: 'short' },
+      { TOKENVAULT_REACTOR_EGRESS: 'https://api.example.com,ftp://files.example.com' },
     ]
     for (const env of cases) {
       // Without --store the environment's store applies; the other cases run on memory.

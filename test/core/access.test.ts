@@ -51,7 +51,7 @@ async function world() {
   const s = await setup()
   await s.client.tokens.create({
     id: 'card-1',
-    type: 'card',
+    type: 'token',
     data: 'secret',
     mask: 'm*sk',
     containers: ['/pci/high/'],

@@ -28,12 +28,12 @@ describe('token associations', () => {
     const { client, store } = await setup()
     const p = await client.tokens.create({ type: 'parent', data: 'p' })
     const child = await client.tokens.children.create(p.id, {
-      type: 'card',
+      type: 'note',
       data: { n: 1 },
       metadata: { k: 'v' },
     })
     expect('data' in child).toBe(false)
-    expect(child).toMatchObject({ type: 'card', metadata: { k: 'v' } })
+    expect(child).toMatchObject({ type: 'note', metadata: { k: 'v' } })
     expect((await client.tokens.get(child.id)).data).toEqual({ n: 1 })
     expect((await store.dump()).associations).toMatchObject([{ parent_id: p.id, child_id: child.id }])
     const before = await store.dump()
@@ -71,7 +71,7 @@ describe('token associations', () => {
     const p = await client.tokens.create({ type: 'parent', data: 'p', containers: ['/pub/'] })
     await client.tokens.children.create(p.id, {
       id: 'c-pci',
-      type: 'card',
+      type: 'note',
       data: 'pan',
       mask: '****',
       containers: ['/pci/'],

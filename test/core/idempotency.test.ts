@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock, type Permission } from '../../src/index.js'
 import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
 import { ALL_TOKEN, failure, setup } from './setup.js'
 
@@ -87,7 +87,7 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     const clock = manualClock('2030-01-01T00:00:00.000Z')
     const service = createService({ store: memoryStore(), clock, runner, idempotencyLeaseMs: 60_000 })
     const tenant = await service.admin.createTenant({ name: 't' })
-    const mk = (type: 'private' | 'management', permissions: string[]) =>
+    const mk = (type: 'private' | 'management', permissions: Permission[]) =>
       service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
     const admin = await mk('management', ['reactor:create'])
     const user = await mk('private', ['token:use'])

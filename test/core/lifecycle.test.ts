@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, ServiceError } from '../../src/index.js'
+import { createService, manualClock, type Permission, ServiceError } from '../../src/index.js'
 
 const ALL = ['token:create', 'token:read', 'token:update', 'token:delete'] as const
 
@@ -11,7 +11,7 @@ async function vault() {
   const store = memoryStore()
   const service = createService({ store, clock, runner: null })
   const tenant = await service.admin.createTenant({ name: 't' })
-  const app = async (type: 'private' | 'public', permissions: string[]) =>
+  const app = async (type: 'private' | 'public', permissions: Permission[]) =>
     (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key
   const key = await app('private', [...ALL])
   return { clock, store, service, tenant, key, client: service.connect(key), app }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { ServiceError } from '../../src/index.js'
+import { type ServiceError, unchecked } from '../../src/index.js'
 import { createTestVault } from '../../testing/vault.js'
 
 // Basis Theory's docs/api/tokens/tokens.md, "List Tokens V2" (GET /v2/tokens: type, container,
@@ -8,9 +8,9 @@ describe('list tokens v2 (docs/api/tokens/tokens: List Tokens V2)', () => {
   it('pages by cursor in id order and filters by type, container and metadata', async () => {
     const vault = await createTestVault()
     const c = vault.client()
-    await c.tokens.create({ id: 'b', type: 'card', data: 'b', metadata: { owner: 'Ann' } })
+    await c.tokens.create({ id: 'b', type: 'note', data: 'b', metadata: { owner: 'Ann' } })
     await c.tokens.create({ id: 'a', type: 'token', data: 'a', metadata: { owner: 'bob' } })
-    await c.tokens.create({ id: 'c', type: 'card', data: 'c', containers: ['/pci/high/'] })
+    await c.tokens.create({ id: 'c', type: 'note', data: 'c', containers: ['/pci/high/'] })
     await c.tokens.create({ id: 'd', type: 'token', data: 'd' })
     await c.tokens.create({ id: 'soon', type: 'token', data: 'x', expires_at: '2030-01-01T00:01:00.000Z' })
     const first = await c.tokens.listV2({ size: '2' })
@@ -21,7 +21,7 @@ describe('list tokens v2 (docs/api/tokens/tokens: List Tokens V2)', () => {
     expect(second.data.map((t) => t.id)).toEqual(['c', 'd'])
     const third = await c.tokens.listV2({ size: 2, start: second.pagination.next })
     expect([third.data.map((t) => t.id), third.pagination]).toEqual([['soon'], { page_size: 2 }])
-    expect((await c.tokens.listV2({ type: 'card' })).data.map((t) => t.id)).toEqual(['b', 'c'])
+    expect((await c.tokens.listV2({ type: 'note' })).data.map((t) => t.id)).toEqual(['b', 'c'])
     expect((await c.tokens.listV2({ container: '/pci/' })).data.map((t) => t.id)).toEqual(['c'])
     const byMeta = await c.tokens.listV2({ metadata: JSON.stringify({ owner: 'ANN' }) })
     expect(byMeta.data.map((t) => t.id)).toEqual(['b'])
@@ -43,7 +43,7 @@ describe('list tokens v2 (docs/api/tokens/tokens: List Tokens V2)', () => {
     expect(await code(c.tokens.listV2({ start: 'Zm9yZ2Vk' }))).toBe('validation_failed')
     expect(await code(c.tokens.listV2({ metadata: '[1]' }))).toBe('validation_failed')
     expect(await code(c.tokens.listV2({ metadata: '{"k":1}' }))).toBe('validation_failed')
-    expect(await code(c.tokens.listV2({ page: 2 }))).toBe('validation_failed')
+    expect(await code(unchecked(c).tokens.listV2({ page: 2 }))).toBe('validation_failed')
     expect(await code(c.tokens.listV2({ size: 101 }))).toBe('validation_failed')
     const writer = await vault.service.admin.createApplication({
       tenantId: vault.tenant.id,

@@ -9,9 +9,9 @@ describe('list tokens (docs/api/tokens/tokens: List Tokens)', () => {
   async function seeded() {
     const vault = await createTestVault()
     const c = vault.client()
-    await c.tokens.create({ id: 'b', type: 'card', data: 'b', metadata: { owner: 'Ann' } })
+    await c.tokens.create({ id: 'b', type: 'note', data: 'b', metadata: { owner: 'Ann' } })
     await c.tokens.create({ id: 'a', type: 'token', data: 'a', metadata: { owner: 'bob' } })
-    await c.tokens.create({ id: 'c', type: 'card', data: 'c', containers: ['/pci/high/'] })
+    await c.tokens.create({ id: 'c', type: 'note', data: 'c', containers: ['/pci/high/'] })
     await c.tokens.create({ id: 'soon', type: 'token', data: 'x', expires_at: '2030-01-01T00:01:00.000Z' })
     return vault
   }
@@ -22,7 +22,7 @@ describe('list tokens (docs/api/tokens/tokens: List Tokens)', () => {
     const all = await c.tokens.list()
     expect(all.data.map((t) => t.id)).toEqual(['a', 'b', 'c', 'soon'])
     expect(all.data[0]).toMatchObject({ id: 'a', data: 'a' })
-    expect((await c.tokens.list({ type: 'card' })).data.map((t) => t.id)).toEqual(['b', 'c'])
+    expect((await c.tokens.list({ type: 'note' })).data.map((t) => t.id)).toEqual(['b', 'c'])
     expect((await c.tokens.list({ id: ['c', 'a', 'nope'] })).data.map((t) => t.id)).toEqual(['a', 'c'])
     expect((await c.tokens.list({ 'metadata.owner': 'ann' })).data.map((t) => t.id)).toEqual(['b'])
     const second = await c.tokens.list({ page: 2, size: 2 })
@@ -79,7 +79,7 @@ describe('list tokens (docs/api/tokens/tokens: List Tokens)', () => {
   it('answers GET /tokens over HTTP, and basis-theory-js 1.79.3 bt.tokens.list works unmodified', async () => {
     const vault = await seeded()
     const answer = await vault.http(
-      new Request('http://vault/tokens?type=card&size=1', { headers: { 'SVC-API-KEY': vault.keys.private } }),
+      new Request('http://vault/tokens?type=note&size=1', { headers: { 'SVC-API-KEY': vault.keys.private } }),
     )
     expect(answer.status).toBe(200)
     expect(await answer.json()).toMatchObject({
@@ -90,7 +90,7 @@ describe('list tokens (docs/api/tokens/tokens: List Tokens)', () => {
       await withBtSocket(vault.service, async (url) => {
         const options = { apiBaseUrl: url, disableTelemetry: true }
         const bt = await new BasisTheory().init(vault.keys.private, options)
-        const listed = await bt.tokens.list({ type: ['card'] })
+        const listed = await bt.tokens.list({ type: ['note'] as never })
         expect(listed.data.map((t) => t.id)).toEqual(['b', 'c'])
         expect(listed.pagination).toMatchObject({ totalItems: 2 })
       })

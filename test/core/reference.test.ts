@@ -3,6 +3,7 @@
  * basistheory-go api/openapi.yaml): each test names the page it follows.
  */
 import { describe, expect, it } from 'vitest'
+import { unchecked } from '../../src/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { Permission } from '../../src/types.js'
 import { failure, setup } from './setup.js'
@@ -292,7 +293,7 @@ describe('reactor formulas', () => {
       'iVBORw0KGgoAAAANSUhEUgAAAAUAAAAFCAYAAACNbyblAAAAHElEQVQI12P4//8/w38GIAXDIBKE0DHxgljNBAAO9TXL0Y4OHwAAAABJRU5ErkJggg=='
     const body = {
       name: 'f',
-      type: 'private',
+      type: 'private' as const,
       code: 'module.exports = async function (req) { return { raw: req.args } }',
       configuration: [],
       request_parameters: [],
@@ -306,7 +307,7 @@ describe('reactor formulas', () => {
       'data:image/png;base64, !!!!',
       `data:image/png;base64, ${png} x`,
     ]) {
-      const error = await failure(mgmt.client.reactorFormulas.create({ ...body, icon }))
+      const error = await failure(unchecked(mgmt.client).reactorFormulas.create({ ...body, icon }))
       expect(Object.keys(error.issues ?? {})).toEqual(['icon'])
     }
   })

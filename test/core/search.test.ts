@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { unchecked } from '../../src/index.js'
 import { SEARCH_PAGE } from '../../src/search.js'
 import type { Token } from '../../src/types.js'
 import { failure, setup } from './setup.js'
@@ -130,10 +131,31 @@ describe('token search', () => {
     expect((await client.tokens.get('card')).search_indexes).toBeUndefined()
   })
 
+  it('indexes tokens made by tokenize and child create the same way', async () => {
+    const { client } = await setup()
+    await client.tokens.create({ id: 'parent', type: 'token', data: 'p' })
+    await client.tokens.tokenize({
+      a: { id: 'tk', type: 'token', data: { n: '555' }, search_indexes: ['{{ data.n }}'] },
+    })
+    await client.tokens.children.create('parent', {
+      id: 'kid',
+      type: 'token',
+      data: { n: '666' },
+      search_indexes: ['{{ data.n }}'],
+    })
+    expect(ids(await client.tokens.search({ query: 'data.n:555 OR data.n:666' }))).toEqual(['kid', 'tk'])
+    const bad = await failure(
+      client.tokens.tokenize({ a: { type: 'token', data: { n: '1' }, search_indexes: ['{{ data.x }}'] } }),
+    )
+    expect(bad.code).toBe('validation_failed')
+    expect(JSON.stringify(bad.issues)).toContain('search_indexes.0')
+  })
+
   it('refuses bad search_indexes with 400 and writes nothing', async () => {
     const { client } = await setup()
     const bad = async (search_indexes: unknown, data: unknown = { a: '1' }) =>
-      (await failure(client.tokens.create({ id: 't', type: 'token', data, search_indexes }))).message
+      (await failure(unchecked(client).tokens.create({ id: 't', type: 'token', data, search_indexes })))
+        .message
     expect(await bad(['{{ data.missing }}'])).toContain('search_indexes.0')
     expect(await bad(['{{ data }}'])).toContain('must result in a single value')
     expect(await bad(['{{ data.a | nope }}'])).toContain('unknown filter')
@@ -306,7 +328,9 @@ describe('token search', () => {
       'validation_failed',
     )
     expect((await failure(client.tokens.search({ size: 101 }))).code).toBe('validation_failed')
-    expect((await failure(client.tokens.search({ query: 'x', extra: 1 }))).code).toBe('validation_failed')
+    expect((await failure(unchecked(client).tokens.search({ query: 'x', extra: 1 }))).code).toBe(
+      'validation_failed',
+    )
     expect((await failure(client.tokens.search({ query: 'type:odd AND' }))).message).toContain('character 13')
   }, 60_000)
 

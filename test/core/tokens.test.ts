@@ -5,13 +5,13 @@ describe('tokens', () => {
   it('creates, reads, patches and deletes a token', async () => {
     const { client, clock, full } = await setup()
     const created = await client.tokens.create({
-      type: 'card',
+      type: 'token',
       data: { number: '4242', exp: '12/30' },
       metadata: { owner: 'ann' },
       containers: ['/pci/high/'],
     })
     expect(created).toMatchObject({
-      type: 'card',
+      type: 'token',
       containers: ['/pci/high/'],
       metadata: { owner: 'ann' },
       created_by: full.application.id,

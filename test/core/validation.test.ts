@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { unchecked } from '../../src/index.js'
 import { failure, setup } from './setup.js'
 
 const valid = { type: 'token', data: { a: 1 } }
@@ -47,7 +48,7 @@ describe('token input validation', () => {
   it.each(tokenCases)('create refuses %s, naming the field, storing nothing', async (_what, body, field) => {
     const { client, store } = await setup()
     const before = await store.dump()
-    const error = await failure(client.tokens.create(body))
+    const error = await failure(unchecked(client).tokens.create(body))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toContain(field)
     expect(await store.dump()).toEqual(before)
@@ -61,7 +62,7 @@ describe('token input validation', () => {
     const { client, store } = await setup()
     const parent = await client.tokens.create(valid)
     const before = await store.dump()
-    const error = await failure(client.tokens.children.create(parent.id, body))
+    const error = await failure(unchecked(client).tokens.children.create(parent.id, body))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toContain(field)
     expect(await store.dump()).toEqual(before)
@@ -96,7 +97,7 @@ describe('token input validation', () => {
   it.each(listCases)('list children refuses %s', async (_what, query, field) => {
     const { client } = await setup()
     const t = await client.tokens.create(valid)
-    const error = await failure(client.tokens.children.list(t.id, query))
+    const error = await failure(unchecked(client).tokens.children.list(t.id, query))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toContain(field)
   })
@@ -232,7 +233,7 @@ describe('application and session input validation', () => {
     const { keyFor, store } = await setup()
     const mgmt = await keyFor('management', ['application:create'])
     const before = await store.dump()
-    const error = await failure(mgmt.client.applications.create(body))
+    const error = await failure(unchecked(mgmt.client).applications.create(body))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toContain(field)
     expect(await store.dump()).toEqual(before)
@@ -253,7 +254,7 @@ describe('application and session input validation', () => {
   it.each(authorizeCases)('session authorize refuses %s', async (_what, body, field) => {
     const { full, store } = await setup()
     const before = await store.dump()
-    const error = await failure(full.client.sessions.authorize(body))
+    const error = await failure(unchecked(full.client).sessions.authorize(body))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toContain(field)
     expect(await store.dump()).toEqual(before)
@@ -269,7 +270,7 @@ describe('text no store can keep', () => {
   ])('refuses %s, naming the field', async (_what, body, field) => {
     const { client, store } = await setup()
     const before = await store.dump()
-    const error = await failure(client.tokens.create(body))
+    const error = await failure(unchecked(client).tokens.create(body))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toEqual([field])
     expect(await store.dump()).toEqual(before)

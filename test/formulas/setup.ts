@@ -1,6 +1,6 @@
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import { createService, manualClock, ServiceError } from '../../src/index.js'
+import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../src/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 
@@ -38,12 +38,23 @@ export function sharedRunner(options: Parameters<typeof sandboxRunner>[0] = {}) 
   }
 }
 
-/** A valid private formula body; `overrides` replace fields. */
-export function formulaBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+/** A request parameter of a formula body. */
+export type RequestParameter = ReactorFormulaInput['request_parameters'][number]
+
+/** The fields of a formula body but its type. */
+type FormulaFields = Omit<ReactorFormulaInput, 'type'>
+
+/**
+ * A valid formula body, private unless `overrides` gives `type: 'official'` (a body for
+ * `admin.createOfficialFormula`); `overrides` replace fields.
+ */
+export function formulaBody<T extends 'private' | 'official' = 'private'>(
+  overrides: Partial<FormulaFields> & { type?: T } = {},
+): FormulaFields & { type: NoInfer<T> } {
   return {
     name: 'Card Lookup',
     description: 'looks a card up',
-    type: 'private',
+    type: 'private' as T,
     code: 'module.exports = async function (req) { return { raw: { args: req.args, configuration: req.configuration } } }',
     configuration: [{ name: 'region', type: 'string' }],
     request_parameters: [{ name: 'card.number', type: 'string' }],

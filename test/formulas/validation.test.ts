@@ -1,13 +1,15 @@
 import { afterAll, describe, expect, it } from 'vitest'
+import { type ReactorFormulaInput, unchecked } from '../../src/index.js'
 import { failure, formulaBody, sharedRunner, world } from './setup.js'
 
 const runner = sharedRunner()
 afterAll(() => runner.close())
 const PNG =
   'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
-const elements = (n: number, make: (i: number) => object) => Array.from({ length: n }, (_, i) => make(i))
-const config = (name: string, extra: object = {}) => ({ name, type: 'string', ...extra })
-const param = (name: string, extra: object = {}) => ({ name, type: 'string', ...extra })
+type Element = ReactorFormulaInput['request_parameters'][number]
+const elements = <T>(n: number, make: (i: number) => T) => Array.from({ length: n }, (_, i) => make(i))
+const config = (name: string, extra: Partial<Element> = {}) => ({ name, type: 'string' as const, ...extra })
+const param = (name: string, extra: Partial<Element> = {}) => ({ name, type: 'string' as const, ...extra })
 
 /** Each case: a change to a valid body, and the field the answer must name. */
 const invalid: [string, Record<string, unknown>, string][] = [
@@ -37,11 +39,7 @@ const invalid: [string, Record<string, unknown>, string][] = [
   ['configuration name with a dot', { configuration: [config('a.b')] }, 'configuration.0.name'],
   ['configuration name with a space', { configuration: [config('a b')] }, 'configuration.0.name'],
   ['configuration name reserved', { configuration: [config('constructor')] }, 'configuration.0.name'],
-  [
-    'configuration type unknown',
-    { configuration: [config('a', { type: 'object' })] },
-    'configuration.0.type',
-  ],
+  ['configuration type unknown', { configuration: [{ name: 'a', type: 'object' }] }, 'configuration.0.type'],
   [
     'configuration element extra key',
     { configuration: [config('a', { optional: true })] },
@@ -68,12 +66,12 @@ const invalid: [string, Record<string, unknown>, string][] = [
   ],
   [
     'parameter optional not a boolean',
-    { request_parameters: [param('a', { optional: 'yes' })] },
+    { request_parameters: [{ name: 'a', type: 'string', optional: 'yes' }] },
     'request_parameters.0.optional',
   ],
   [
     'parameter type unknown',
-    { request_parameters: [param('a', { type: 'date' })] },
+    { request_parameters: [{ name: 'a', type: 'date' }] },
     'request_parameters.0.type',
   ],
   [
@@ -92,9 +90,9 @@ describe('reactor formula validation', () => {
   it.each(invalid)('%s → validation_failed naming the field, nothing stored', async (_, change, field) => {
     const { a, store } = await world({ runner: runner.get() })
     const body = Object.fromEntries(
-      Object.entries(formulaBody(change)).filter(([, value]) => value !== undefined),
+      Object.entries({ ...formulaBody(), ...change }).filter(([, value]) => value !== undefined),
     )
-    const error = await failure(a.admin.reactorFormulas.create(body))
+    const error = await failure(unchecked(a.admin).reactorFormulas.create(body))
     expect(error.code).toBe('validation_failed')
     expect(Object.keys(error.issues ?? {})).toContain(field)
     expect((await store.dump()).formulas).toEqual([])
@@ -155,7 +153,7 @@ describe('reactor formula validation', () => {
 describe('official formulas from the operator', () => {
   it('are validated the same way and must be official', async () => {
     const { service, store } = await world({ runner: runner.get() })
-    const error = await failure(service.admin.createOfficialFormula(formulaBody()))
+    const error = await failure(unchecked(service.admin).createOfficialFormula(formulaBody()))
     expect(error.issues).toHaveProperty(['type'])
     const broken = await failure(
       service.admin.createOfficialFormula(formulaBody({ type: 'official', code: 'if (' })),

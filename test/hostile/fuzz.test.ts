@@ -50,14 +50,14 @@ function samples(ids: Record<string, string>): Record<string, Record<string, unk
   }
   return {
     'POST /tokens': {
-      type: 'card',
+      type: 'token',
       data: { n: 1 },
       containers: ['/general/high/'],
       metadata: { a: 'b' },
       mask: 'm',
     },
     'PATCH /tokens/:id': { data: { n: 2 }, metadata: { a: null }, expires_at: '2031-01-01T00:00:00Z' },
-    'POST /tokens/:id/children': { type: 'card', data: 1 },
+    'POST /tokens/:id/children': { type: 'note', data: 1 },
     'POST /reactor-formulas': formula,
     'PUT /reactor-formulas/:id': formula,
     'POST /reactors': { name: 'r', formula_id: ids.formula!, configuration: { k: 'v' } },

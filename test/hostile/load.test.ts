@@ -107,7 +107,7 @@ describe('load on the CLI server over the file store', () => {
                 method: 'POST',
                 path: '/tokens',
                 headers: headers(priv.key),
-                body: JSON.stringify({ type: 'card', data: { v: secretData }, metadata: { k: 'v' } }),
+                body: JSON.stringify({ type: 'token', data: { v: secretData }, metadata: { k: 'v' } }),
                 onResponse: (status: number, body: string, context: Ctx) => {
                   if (status === 201) {
                     context.tokenId = JSON.parse(body).id

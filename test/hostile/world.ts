@@ -39,7 +39,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
   const mgmt = await mk('management', ALL_MANAGEMENT)
   const client = service.connect(priv.key)
   const admin = service.connect(mgmt.key)
-  const token = await client.tokens.create({ type: 'card', data: { n: `${name}-secret` }, mask: 'm' })
+  const token = await client.tokens.create({ type: 'token', data: { n: `${name}-secret` }, mask: 'm' })
   const child = await client.tokens.children.create(token.id, { type: 'cvc', data: `${name}-child` })
   const formula = await admin.reactorFormulas.create({
     name: `${name} formula`,

@@ -10,12 +10,12 @@ async function createAndRead(base: string, key: string) {
   const created = await fetch(`${base}/tokens`, {
     method: 'POST',
     headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
-    body: JSON.stringify({ id: 'fw', type: 'card', data: { number: '4242' } }),
+    body: JSON.stringify({ id: 'fw', type: 'card', data: { number: '4242424242424242' } }),
   })
   expect(created.status, await created.clone().text()).toBe(201)
   const read = await fetch(`${base}/tokens/fw`, { headers: { 'SVC-API-KEY': key } })
   expect(read.status).toBe(200)
-  expect(await read.json()).toMatchObject({ id: 'fw', type: 'card', data: { number: '4242' } })
+  expect(await read.json()).toMatchObject({ id: 'fw', type: 'card', data: { number: '4242424242424242' } })
   const bad = await fetch(`${base}/tokens`, {
     method: 'POST',
     headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
@@ -75,7 +75,7 @@ describe('mounted in frameworks', () => {
       new Request('http://app.test/api/vault/tokens', {
         method: 'POST',
         headers: { 'SVC-API-KEY': keys.full, 'content-type': 'application/json' },
-        body: JSON.stringify({ id: 'nx', type: 'card', data: 'x' }),
+        body: JSON.stringify({ id: 'nx', type: 'token', data: 'x' }),
       }),
     )
     expect(created.status).toBe(201)

@@ -166,7 +166,7 @@ describe('GET /openapi.json', () => {
     const M = keys.management
     await send('POST', '/tokens', '/tokens', P, {
       id: 'card',
-      type: 'card',
+      type: 'token',
       data: { n: '4242' },
       metadata: { a: 'b' },
       expires_at: '2040-01-01',

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest'
+import type { ReactorFormulaInput } from '../../src/index.js'
 import { fakeRunner } from './fake-runner.js'
 import { empty, json, problem, setup } from './setup.js'
 
-const formula = (name: string, code = 'module.exports = async (req) => ({ raw: req.args })') => ({
+const formula = (
+  name: string,
+  code = 'module.exports = async (req) => ({ raw: req.args })',
+): ReactorFormulaInput => ({
   name,
   description: 'test formula',
   type: 'private',
@@ -129,7 +133,7 @@ describe('reactors over HTTP', () => {
             card: { number: 4242 },
             amount: '12.5',
             extra: true,
-            tokenize: { card: { type: 'card', data: { number: '4242' } } },
+            tokenize: { card: { type: 'card', data: { number: '4242424242424242' } } },
           },
         },
       }),
@@ -142,7 +146,7 @@ describe('reactors over HTTP', () => {
     expect(result.tokens.card).toMatchObject({ type: 'card' })
     expect(
       (await json(await call('GET', `/tokens/${result.tokens.card!.id}`, { key: keys.full }), 200)).data,
-    ).toEqual({ number: '4242' })
+    ).toEqual({ number: '4242424242424242' })
 
     await empty(await call('DELETE', `/reactors/${reactor.id}`, { key: keys.management }), 204)
     await problem(await call('GET', `/reactors/${reactor.id}`, { key: keys.management }), 404)

@@ -154,13 +154,13 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
   it('creates, retrieves, updates (merge patch) and deletes tokens', async () => {
     const token = await bt.tokens.create({
       id: 'sdk-token-1',
-      type: 'card',
+      type: 'token',
       data: { number: '4242424242424242', expMonth: 12 },
       metadata: { customerId: 'c1' },
       containers: ['/pci/high/'],
       expiresAt: '2031-01-01T00:00:00Z',
     } as never)
-    expect(token).toMatchObject({ id: 'sdk-token-1', type: 'card', metadata: { customerId: 'c1' } })
+    expect(token).toMatchObject({ id: 'sdk-token-1', type: 'token', metadata: { customerId: 'c1' } })
     expect(token.expiresAt).toBe('2031-01-01T00:00:00.000Z')
     const read = await bt.tokens.retrieve('sdk-token-1')
     // `data` and `metadata` keep their keys as sent: the SDK does not case-convert them.
@@ -179,13 +179,44 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect((await apiError(bt.tokens.retrieve('sdk-token-1'))).status).toBe(404)
   })
 
+  it('searches tokens (docs/api/tokens/search): query, page and size; data only through searchIndexes', async () => {
+    const rules = [{ ...REVEAL[0]!, permissions: [...REVEAL[0]!.permissions, 'token:search'] }]
+    const app = await admin.applications.create({
+      name: 'searcher',
+      type: 'private',
+      permissions: ['token:create', 'token:read', 'token:search'],
+      rules,
+    } as never)
+    const searcher = await vault.sdk(app.key!)
+    for (const n of ['1111', '2222', '3333']) {
+      await searcher.tokens.create({
+        id: `legacy-search-${n}`,
+        type: 'token',
+        data: { ssn: `123-45-${n}` },
+        metadata: { legacySearch: 'yes' },
+        searchIndexes: ['{{ data.ssn }}', '{{ data.ssn | last4 }}'],
+      } as never)
+    }
+    const found = await searcher.tokens.search({ query: 'data:2222' })
+    expect(found.data.map((t) => t.id)).toEqual(['legacy-search-2222'])
+    expect((found.data[0] as { searchIndexes?: string[] }).searchIndexes).toEqual([
+      '{{ data.ssn }}',
+      '{{ data.ssn | last4 }}',
+    ])
+    const paged = await searcher.tokens.search({ query: 'metadata.legacySearch:YES', page: 2, size: 2 })
+    expect(paged.pagination).toMatchObject({ totalItems: 3, pageNumber: 2, pageSize: 2, totalPages: 2 })
+    expect(paged.data.map((t) => t.id)).toEqual(['legacy-search-3333'])
+    expect((await apiError(searcher.tokens.search({ query: 'data:' }))).status).toBe(400)
+    expect((await apiError(bt.tokens.search({ query: '' }))).status).toBe(403)
+  })
+
   it('links, unlinks, creates children and lists them with filters and paging', async () => {
     const parent = await bt.tokens.create({ type: 'customer', data: { name: 'Ada' } } as never)
-    const bank = await bt.tokens.create({ type: 'bank', data: { account: '1' } } as never)
+    const bank = await bt.tokens.create({ type: 'account', data: { account: '1' } } as never)
     await bt.tokens.createAssociation(parent.id, bank.id)
     const cards = []
     for (const n of ['1', '2', '3']) {
-      const card = await bt.tokens.createChild(parent.id, { type: 'card', data: { number: n } } as never)
+      const card = await bt.tokens.createChild(parent.id, { type: 'payment', data: { number: n } } as never)
       expect(card).not.toHaveProperty('data')
       cards.push(card)
     }
@@ -194,9 +225,13 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect(all.data.map((t) => t.id)).toEqual([bank.id, ...cards.map((c) => c.id)])
     expect(all.data[0]!.data).toEqual({ account: '1' })
 
-    const onlyCards = await bt.tokens.listChildren(parent.id, { type: 'card' })
-    expect(onlyCards.data.map((t) => t.type)).toEqual(['card', 'card', 'card'])
-    const both = await bt.tokens.listChildren(parent.id, { type: ['bank', 'card'], size: 2, page: 2 })
+    const onlyCards = await bt.tokens.listChildren(parent.id, { type: 'payment' as never })
+    expect(onlyCards.data.map((t) => t.type)).toEqual(['payment', 'payment', 'payment'])
+    const both = await bt.tokens.listChildren(parent.id, {
+      type: ['account', 'payment'] as never,
+      size: 2,
+      page: 2,
+    })
     expect(both.pagination).toEqual({ totalItems: 4, pageNumber: 2, pageSize: 2, totalPages: 2 })
     expect(both.data.map((t) => t.id)).toEqual([cards[1]!.id, cards[2]!.id])
     const byId = await bt.tokens.listChildren(parent.id, { id: [cards[2]!.id, bank.id] })
@@ -298,12 +333,12 @@ describe('basis-theory-js 1.79.3 against the handler (headerPrefix BT)', () => {
     expect((await admin.reactors.retrieve(reactor.id)).name).toBe('echo')
 
     const result = (await bt.reactors.react(reactor.id, {
-      args: { amount: '10', tokenize: { card: { type: 'card', data: { number: '4111' } } } },
+      args: { amount: '10', tokenize: { card: { type: 'card', data: { number: '4111111111111111' } } } },
     })) as { raw: unknown; tokens: { card: { id: string; tenant_id: string } } }
     expect(result.raw).toEqual({ args: { amount: 10 }, configuration: { apiKey: 'sk_test' } })
     // The react answer is passed through raw: snake_case as the vault sent it.
     expect(result.tokens.card.tenant_id).toBeTypeOf('string')
-    expect((await bt.tokens.retrieve(result.tokens.card.id)).data).toEqual({ number: '4111' })
+    expect((await bt.tokens.retrieve(result.tokens.card.id)).data).toEqual({ number: '4111111111111111' })
 
     expect((await apiError(bt.reactors.react(reactor.id, { args: {} }))).status).toBe(400)
     await admin.reactors.delete(reactor.id)
@@ -387,10 +422,10 @@ describe('basis-theory-js 1.79.3 with the default SVC prefix (headers renamed by
     const admin = await vault.sdk(vault.management)
     const bt = await vault.sdk((await privateApp(admin)).key!)
     const parent = await bt.tokens.create({ type: 'p', data: 'p' } as never)
-    const child = await bt.tokens.createChild(parent.id, { type: 'card', data: 'c' } as never)
-    expect((await bt.tokens.listChildren(parent.id, { type: ['card'] })).data.map((t) => t.id)).toEqual([
-      child.id,
-    ])
+    const child = await bt.tokens.createChild(parent.id, { type: 'payment', data: 'c' } as never)
+    expect(
+      (await bt.tokens.listChildren(parent.id, { type: ['payment'] as never })).data.map((t) => t.id),
+    ).toEqual([child.id])
 
     const tx = await bt.transactions.create()
     await bt.tokens.create({ id: 'svc-tx', type: 'x', data: 1 } as never, { transactionId: tx.id })

@@ -7,15 +7,20 @@ describe('tokens over HTTP', () => {
     const created = await json(
       await call('POST', '/tokens', {
         key: keys.full,
-        body: { id: 'tok-1', type: 'card', data: { number: '4242', cvc: '123' }, metadata: { a: '1' } },
+        body: {
+          id: 'tok-1',
+          type: 'token',
+          data: { number: '4242424242424242', cvc: '123' },
+          metadata: { a: '1' },
+        },
       }),
       201,
     )
-    expect(created).toMatchObject({ id: 'tok-1', type: 'card', metadata: { a: '1' } })
+    expect(created).toMatchObject({ id: 'tok-1', type: 'token', metadata: { a: '1' } })
     expect(created.created_at).toBe('2030-01-01T00:00:00.000Z')
 
     const read = await json(await call('GET', '/tokens/tok-1', { key: keys.full }), 200)
-    expect(read.data).toEqual({ number: '4242', cvc: '123' })
+    expect(read.data).toEqual({ number: '4242424242424242', cvc: '123' })
 
     const patched = await json(
       await call('PATCH', '/tokens/tok-1', {
@@ -28,7 +33,7 @@ describe('tokens over HTTP', () => {
     expect(patched).toMatchObject({ metadata: { a: '1', b: '2' } })
     expect(patched).not.toHaveProperty('data')
     expect((await json(await call('GET', '/tokens/tok-1', { key: keys.full }), 200)).data).toEqual({
-      number: '4242',
+      number: '4242424242424242',
     })
 
     await empty(await call('DELETE', '/tokens/tok-1', { key: keys.full }), 204)
@@ -110,14 +115,14 @@ describe('associations and children over HTTP', () => {
       201,
     )
     const child = await json(
-      await call('POST', '/tokens/p/children', { key: keys.full, body: { id: 'c1', type: 'card', data: 1 } }),
+      await call('POST', '/tokens/p/children', { key: keys.full, body: { id: 'c1', type: 'note', data: 1 } }),
       201,
     )
-    expect(child).toMatchObject({ id: 'c1', type: 'card' })
+    expect(child).toMatchObject({ id: 'c1', type: 'note' })
     expect(child).not.toHaveProperty('data')
     for (const [id, type] of [
-      ['c2', 'bank'],
-      ['c3', 'card'],
+      ['c2', 'memo'],
+      ['c3', 'note'],
       ['c4', 'other'],
     ] as const) {
       await json(
@@ -141,12 +146,12 @@ describe('associations and children over HTTP', () => {
           200,
         )
       ).data.map((t) => t.id)
-    expect(await ids('?type=card')).toEqual(['c1', 'c3'])
-    expect(await ids('?type=card&type=bank')).toEqual(['c1', 'c2', 'c3'])
-    expect(await ids('?type[]=bank&type[]=other')).toEqual(['c2', 'c4'])
-    expect(await ids('?type%5B%5D=bank')).toEqual(['c2'])
+    expect(await ids('?type=note')).toEqual(['c1', 'c3'])
+    expect(await ids('?type=note&type=memo')).toEqual(['c1', 'c2', 'c3'])
+    expect(await ids('?type[]=memo&type[]=other')).toEqual(['c2', 'c4'])
+    expect(await ids('?type%5B%5D=memo')).toEqual(['c2'])
     expect(await ids('?id=c4&id=c1')).toEqual(['c1', 'c4'])
-    expect(await ids('?id=c1&type=bank')).toEqual([])
+    expect(await ids('?id=c1&type=memo')).toEqual([])
     expect(await ids('?page=2&size=3')).toEqual(['c4'])
     const paged = await json(await call('GET', '/tokens/p/children/?page=2&size=3', { key: keys.full }), 200)
     expect(paged.pagination).toEqual({ total_items: 4, page_number: 2, page_size: 3, total_pages: 2 })

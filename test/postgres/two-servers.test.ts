@@ -75,7 +75,7 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
       })
       expect(priv.status).toBe(201)
       const created = await call(one.url, 'POST', '/tokens', priv.body.key, {
-        type: 'card',
+        type: 'token',
         data: 'through one',
       })
       expect(created.status).toBe(201)

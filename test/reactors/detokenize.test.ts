@@ -3,20 +3,21 @@
  * "Detokenization", docs/expressions/detokenization.mdx at cd98157).
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import { failure, formulaBody, sharedRunner, world } from '../formulas/setup.js'
+import { unchecked } from '../../src/index.js'
+import { failure, formulaBody, type RequestParameter, sharedRunner, world } from '../formulas/setup.js'
 
 const runner = sharedRunner()
 afterAll(() => runner.close())
 
 const ECHO = 'module.exports = async function (req) { return { raw: req.args } }'
 
-async function reactorWith(params: object[] = []) {
+async function reactorWith(params: RequestParameter[] = []) {
   const w = await world({ runner: runner.get() })
   const formula = await w.a.admin.reactorFormulas.create(
     formulaBody({ code: ECHO, configuration: [], request_parameters: params }),
   )
   const reactor = await w.a.admin.reactors.create({ name: 'r', formula_id: formula.id, configuration: {} })
-  const react = (args: unknown, client = w.a.client) => client.reactors.react(reactor.id, { args })
+  const react = (args: unknown, client = w.a.client) => unchecked(client).reactors.react(reactor.id, { args })
   return { ...w, reactor, react }
 }
 
@@ -53,7 +54,7 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     ])
     await a.client.tokens.create({
       id: 'card-1',
-      type: 'card',
+      type: 'token',
       data: { number: 4242, expiration_month: '07' },
     })
     await a.client.tokens.create({ id: 'amt', type: 'amount', data: '12.5' })

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { startSandboxWorker } from '../../adapters/sandbox/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock, type Permission } from '../../src/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
 import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
@@ -143,7 +143,7 @@ describe('on by default', () => {
     const service = createService({ store: memoryStore(), clock: manualClock() })
     try {
       const tenant = await service.admin.createTenant({ name: 't' })
-      const app = async (type: 'management' | 'private', permissions: string[]) =>
+      const app = async (type: 'management' | 'private', permissions: Permission[]) =>
         (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key
       const management = service.connect(await app('management', ['reactor:create', 'reactor:read']))
       const key = await app('private', ['token:use'])

@@ -15,7 +15,7 @@ describe('reactor formula reference', () => {
     const client = service.connect(key)
     const body = {
       name: 'f',
-      type: 'private',
+      type: 'private' as const,
       code: 'module.exports = async () => ({})',
       configuration: [],
       request_parameters: [],

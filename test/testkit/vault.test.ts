@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import { ServiceError, type Store } from '../../src/index.js'
+import { type Fixture, ServiceError, type Store, unchecked } from '../../src/index.js'
 import { createTestVault, loadFixture } from '../../testing/vault.js'
 import { PG_URL, testPool } from '../postgres/database.js'
 
@@ -125,7 +125,7 @@ describe('createTestVault', () => {
 })
 
 describe('fixtures', () => {
-  const fixture = {
+  const fixture: Fixture = {
     tenants: [
       {
         id: 'acme',
@@ -181,9 +181,9 @@ describe('fixtures', () => {
     const vault = await createTestVault()
     await vault.client().tokens.create({ id: 'mine', type: 'token', data: 'kept' })
     const before = text(await vault.snapshot())
-    const partly = {
+    const partly: Fixture = {
       tenants: [
-        fixture.tenants[0],
+        fixture.tenants[0]!,
         {
           id: 'second',
           name: 'Second',
@@ -223,7 +223,9 @@ describe('fixtures', () => {
     ],
   ])('answers a bad entry with a validation error naming its path (%j)', async (bad, path) => {
     const vault = await createTestVault()
-    const error = await loadFixture(vault.service, bad).catch((e: unknown) => e)
+    const error = await unchecked(vault.service.admin)
+      .loadFixture(bad)
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ServiceError)
     expect((error as ServiceError).code).toBe('validation_failed')
     expect(Object.keys((error as ServiceError).issues ?? {}).some((k) => k.startsWith(path))).toBe(true)

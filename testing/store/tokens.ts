@@ -223,6 +223,47 @@ export function tokensTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
+  it('filters tokens by fingerprint and guards on token.fingerprint_absent, live tokens only', async () => {
+    const store = await fresh()
+    const absent = (fingerprint: string, tenant = T): Check => ({
+      check: 'token.fingerprint_absent',
+      tenant_id: tenant,
+      fingerprint,
+      now: NOW,
+    })
+    await store.write({
+      ops: [
+        put(token('a', { fingerprint: 'f1' })),
+        put(token('b', { fingerprint: 'f1' })),
+        put(token('c', { fingerprint: 'f2' })),
+        put(token('gone', { fingerprint: 'f3', expires_at: NOW })),
+        put({ ...token('other', { fingerprint: 'f4' }), tenant_id: U }),
+      ],
+    })
+    const byFp = async (fingerprint: string, tenant = T) =>
+      (await store.listTokens(tenant, { offset: 0, limit: 10, now: NOW, fingerprint })).items.map((t) => t.id)
+    expect(await byFp('f1')).toEqual(['a', 'b'])
+    expect(await byFp('f3')).toEqual([])
+    expect(await byFp('f4')).toEqual([])
+    expect(await byFp('f4', U)).toEqual(['other'])
+    expect(await store.write({ checks: [absent('f1')], ops: [] })).toEqual({
+      ok: false,
+      failed: absent('f1'),
+    })
+    expect((await store.write({ checks: [absent('f3'), absent('f4'), absent('new')], ops: [] })).ok).toBe(
+      true,
+    )
+    // A token's fingerprint follows its puts and deletes.
+    await store.write({
+      ops: [put(token('c', { fingerprint: 'f5' })), { op: 'token.delete', tenant_id: T, id: 'a' }],
+    })
+    expect(await byFp('f2')).toEqual([])
+    expect(await byFp('f5')).toEqual(['c'])
+    expect(await byFp('f1')).toEqual(['b'])
+    expect((await store.write({ checks: [absent('f2')], ops: [] })).ok).toBe(true)
+    await store.close()
+  })
+
   it('lists children in link order with id and type filters, paging and expiry', async () => {
     const store = await fresh()
     const ops: Op[] = [put(token('p'))]
