@@ -4,6 +4,7 @@ import { publicTenant } from './encryption/sealed-store.js'
 import { lockOps } from './locks.js'
 import { withSearchIndexes } from './search-expressions.js'
 import type { Store, StoreDump } from './store/contract.js'
+import { refingerprinted } from './token-types.js'
 import type { Association, Op, StoredToken, StoredTransaction } from './types.js'
 import { parse } from './validate.js'
 
@@ -222,27 +223,32 @@ export async function restoreSnapshot(
       tenant: { ...publicTenant(t), data_key: await keyring.newTenantKey(t.id) },
     })
   }
+  // Fingerprints, like search indexes, are keyed hashes under the tenant key, new here: make them again.
+  const rehash = (token: StoredToken) =>
+    refingerprinted(withSearchIndexes(token, token.search_indexes), (purpose, value) =>
+      keyring.hmac(token.tenant_id, purpose, value),
+    )
+  const tokens = await Promise.all(r.tokens.map(rehash))
+  const transactions = await Promise.all(
+    r.transactions.map(
+      async (transaction: StoredTransaction): Promise<StoredTransaction> => ({
+        ...transaction,
+        writes: await Promise.all(
+          transaction.writes.map(async (w) =>
+            w.op === 'token.put' ? { ...w, token: await rehash(w.token) } : w,
+          ),
+        ),
+      }),
+    ),
+  )
   await writeAll(store, [
     ...tenants,
     ...r.applications.map((application): Op => ({ op: 'application.put', application })),
     ...r.formulas.map((formula): Op => ({ op: 'formula.put', formula })),
     ...r.reactors.map((reactor): Op => ({ op: 'reactor.put', reactor })),
-    // Search indexes are hashed under the tenant key, new here: hash them again from the data.
-    ...r.tokens.map(
-      (token): Op => ({ op: 'token.put', token: withSearchIndexes(token, token.search_indexes) }),
-    ),
+    ...tokens.map((token): Op => ({ op: 'token.put', token })),
     ...r.associations.map((association): Op => ({ op: 'association.put', association })),
-    ...r.transactions.map(
-      (transaction: StoredTransaction): Op => ({
-        op: 'transaction.put',
-        transaction: {
-          ...transaction,
-          writes: transaction.writes.map((w) =>
-            w.op === 'token.put' ? { ...w, token: withSearchIndexes(w.token, w.token.search_indexes) } : w,
-          ),
-        },
-      }),
-    ),
+    ...transactions.map((transaction): Op => ({ op: 'transaction.put', transaction })),
     ...lockPuts(r.transactions),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
   ])

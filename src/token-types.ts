@@ -192,24 +192,50 @@ export function typeRules(type: string): TokenTypeRules {
 }
 
 /** The purpose of fingerprint keyed hashes (see `Ctx.hmac`). */
-const FINGERPRINT_PURPOSE = 'fingerprint'
+export const FINGERPRINT_PURPOSE = 'fingerprint'
 
 /**
- * The token's fingerprint: the keyed hash (under the tenant's key) of its type and of what its
- * `fingerprint_expression` (or the type's default) renders with `data` and `metadata` bound, so
- * equal contents of one type give equal fingerprints within a tenant and differ across tenants
- * and types. `undefined` when the expression renders nothing. A bad expression answers 400
- * naming `fingerprint_expression`.
+ * What a token's fingerprint hashes: its type and what its `fingerprint_expression` (or the type's
+ * default) renders with `data` and `metadata` bound; `undefined` when that renders nothing. A bad
+ * expression answers 400 naming `fingerprint_expression`.
  */
-export async function fingerprintOf(ctx: Ctx, token: StoredToken): Promise<string | undefined> {
+export function fingerprintSource(token: StoredToken): string | undefined {
   const expression = token.fingerprint_expression ?? typeRules(token.type).fingerprint
   const text = renderTemplate(
     expression,
     { data: token.data, metadata: token.metadata },
     'fingerprint_expression',
   )
-  if (text === null) return undefined
-  return ctx.hmac(FINGERPRINT_PURPOSE, `${token.type}\u0000${text}`)
+  return text === null ? undefined : `${token.type}\u0000${text}`
+}
+
+/**
+ * The token's fingerprint: the keyed hash (under the tenant's key) of `fingerprintSource`, so
+ * equal contents of one type give equal fingerprints within a tenant and differ across tenants
+ * and types. `undefined` when the expression renders nothing.
+ */
+export async function fingerprintOf(ctx: Ctx, token: StoredToken): Promise<string | undefined> {
+  const source = fingerprintSource(token)
+  return source === undefined ? undefined : ctx.hmac(FINGERPRINT_PURPOSE, source)
+}
+
+/**
+ * `token` with its fingerprint made again with `hmac` (a tenant key other than the one it was made
+ * under: a restored snapshot's tenants get new keys); without one when its expression renders
+ * nothing or fails on data from before token types.
+ */
+export async function refingerprinted(
+  token: StoredToken,
+  hmac: (purpose: string, value: string) => Promise<string>,
+): Promise<StoredToken> {
+  const { fingerprint: _old, ...rest } = token
+  let source: string | undefined
+  try {
+    source = fingerprintSource(token)
+  } catch {
+    source = undefined
+  }
+  return source === undefined ? rest : { ...rest, fingerprint: await hmac(FINGERPRINT_PURPOSE, source) }
 }
 
 /** `token` with its `fingerprint` (re)computed (see `fingerprintOf`); a request to deduplicate carries over. */

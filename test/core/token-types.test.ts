@@ -344,3 +344,28 @@ describe('child create', () => {
     expect(Object.keys(intent.issues ?? {})).toEqual(['token_intent_id'])
   })
 })
+
+describe('fingerprints across a snapshot', () => {
+  it('are made again under the restored tenant keys: duplicates still match after an import', async () => {
+    const s = await setup()
+    const before = await s.client.tokens.create({
+      id: 'kept',
+      type: 'card_number',
+      data: VISA,
+      fingerprint_expression: '{{ data | last4 }}',
+    })
+    const snapshot = await s.service.admin.exportState()
+    await s.service.admin.importState(JSON.parse(JSON.stringify(snapshot)))
+    const restored = await s.client.tokens.get('kept')
+    expect(restored.fingerprint_expression).toBe('{{ data | last4 }}')
+    const twin = await s.client.tokens.create({
+      type: 'card_number',
+      data: '4000000000024242',
+      fingerprint_expression: '{{ data | last4 }}',
+      deduplicate_token: true,
+    })
+    expect(twin.id).toBe('kept')
+    expect(restored.fingerprint).toBe(twin.fingerprint)
+    expect(restored.fingerprint).not.toBe(before.fingerprint)
+  })
+})

@@ -307,3 +307,31 @@ describe('Search Tokens (docs/api/tokens/search, searchV2) through both SDKs', (
     expect(await failedStatus((await vault.js(reader)).tokens.search({ query: '' }))).toBe(403)
   })
 })
+
+describe('Token types (docs/api/tokens/token-types) through both SDKs', () => {
+  it('node-sdk and basis-theory-js create card tokens: validated, /pci/high/, masked, fingerprinted, deduplicated', async () => {
+    const key = await vault.key('private', ['token:create', 'token:read'])
+    const node = vault.node(key)
+    const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031, cvc: '123' }
+    const created = await node.tokens.create({ type: 'card', data: card, deduplicateToken: true })
+    expect(created.containers).toEqual(['/pci/high/'])
+    expect(created.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    // A private key without rules reads masked: the card type's default mask.
+    expect((await node.tokens.get(created.id!)).data).toEqual({
+      number: 'XXXXXXXXXXXX4242',
+      expiration_month: 12,
+      expiration_year: 2031,
+    })
+    expect(
+      await failedStatus(node.tokens.create({ type: 'card', data: { number: '4242424242424241' } })),
+    ).toBe(400)
+    const js = await vault.js(key)
+    const again = await js.tokens.create({ type: 'card', data: card, deduplicateToken: true })
+    expect(again.id).toBe(created.id)
+    expect(again.fingerprint).toBe(created.fingerprint)
+    const ssn = await js.tokens.create({ type: 'social_security_number', data: '123-45-6789' })
+    expect(ssn.containers).toEqual(['/pii/high/'])
+    const byFingerprint = await node.tokens.listV2({ fingerprint: created.fingerprint! })
+    expect(byFingerprint.data.map((t) => t.id)).toEqual([created.id])
+  })
+})
