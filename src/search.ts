@@ -112,7 +112,7 @@ function termMatches(term: Extract<Compiled, { kind: 'term' }>, token: StoredTok
     case 'container':
       return token.containers.some((c) => textMatches(value, c, false))
     case 'fingerprint':
-      return textMatches(value, (token as { fingerprint?: string }).fingerprint, false)
+      return textMatches(value, token.fingerprint, false)
     case 'metadata':
       return textMatches(
         value,
@@ -148,14 +148,15 @@ function matches(node: Compiled, token: StoredToken): boolean {
 interface StoreFilter {
   types?: string[]
   ids?: string[]
+  fingerprint?: string
 }
 
 /**
  * The store filters implied by the query: exact `type` or `id` terms, alone, ORed together, or in
- * one operand of a top-level AND. The store answers a superset of the matches; the query decides.
+ * one operand of a top-level AND; one exact `fingerprint` term the same way. The store answers a superset of the matches; the query decides.
  */
 function storeFilter(node: Compiled): StoreFilter {
-  const exact = (n: Compiled, kind: 'type' | 'id'): string[] | null => {
+  const exact = (n: Compiled, kind: 'type' | 'id' | 'fingerprint'): string[] | null => {
     if (n.kind === 'term') return n.field.kind === kind && n.value.kind === 'exact' ? [n.value.text] : null
     if (n.kind !== 'or') return null
     const all: string[] = []
@@ -172,6 +173,8 @@ function storeFilter(node: Compiled): StoreFilter {
     if (types) out.types = types
     const ids = out.ids ? null : exact(n, 'id')
     if (ids) out.ids = ids
+    const fingerprint = out.fingerprint !== undefined ? null : exact(n, 'fingerprint')
+    if (fingerprint?.length === 1) out.fingerprint = fingerprint[0]!
   }
   return out
 }

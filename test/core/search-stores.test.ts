@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import { postgresStore } from '../../adapters/postgres/index.js'
 import { kvStore } from '../../examples/kv-store.js'
 import type { Store } from '../../src/index.js'
+import { describePostgres, dropSchemas, freshSchema, testPool } from '../postgres/database.js'
 import { setup } from './setup.js'
 
 function filesUnder(dir: string): string[] {
@@ -17,7 +19,7 @@ function filesUnder(dir: string): string[] {
 
 const SECRET = 'Kp7-search-index-plaintext'
 
-/** The same searches over every store kind the repository ships (PostgreSQL: test/encryption/at-rest). */
+/** The same searches over every store kind the repository ships. */
 async function searchesOver(store: Store) {
   const { client, clock } = await setup({ store })
   for (let i = 0; i < 130; i++) {
@@ -45,6 +47,8 @@ async function searchesOver(store: Store) {
     all.filter((i) => i % 3).length,
   )
   expect(await q('id:t001 OR id:t128')).toEqual(['t001', 't128'])
+  const { fingerprint } = await client.tokens.get('t042')
+  expect(await q(`fingerprint:${fingerprint} AND type:card_like`)).toEqual(['t042'])
   return client
 }
 
@@ -77,4 +81,22 @@ describe('search over each store', () => {
     )
     expect([...map.values()].join('\n')).not.toContain(SECRET)
   })
+})
+
+describePostgres('search over the PostgreSQL store', (url) => {
+  it('answers the same, and no row holds a search index value', async () => {
+    const pool = testPool(url, 4)
+    const schema = freshSchema()
+    try {
+      const store = await postgresStore({ pool, schema })
+      await searchesOver(store)
+      const rows = await pool.query(`SELECT doc::text AS doc FROM "${schema}".tokens`)
+      expect(rows.rows.length).toBeGreaterThan(100)
+      for (const row of rows.rows as Array<{ doc: string }>) expect(row.doc).not.toContain(SECRET)
+      await store.close()
+    } finally {
+      await dropSchemas(pool, [schema])
+      await pool.end()
+    }
+  }, 60_000)
 })

@@ -46,6 +46,20 @@ describe('token search', () => {
     expect(await q('metadata.customer_id:"cus_1"')).toEqual(['a1'])
   })
 
+  it('matches fingerprints exactly (alone, the store filters by it)', async () => {
+    const { client } = await setup()
+    const a = await client.tokens.create({ id: 'a', type: 'token', data: 'same' })
+    await client.tokens.create({ id: 'b', type: 'token', data: 'same' })
+    await client.tokens.create({ id: 'c', type: 'token', data: 'other' })
+    expect(a.fingerprint).toBeTypeOf('string')
+    const q = async (query: string) => ids(await client.tokens.search({ query }))
+    expect(await q(`fingerprint:${a.fingerprint}`)).toEqual(['a', 'b'])
+    expect(await q(`fingerprint:"${a.fingerprint}" AND NOT id:a`)).toEqual(['b'])
+    expect(await q(`fingerprint:${a.fingerprint} OR id:c`)).toEqual(['a', 'b', 'c'])
+    expect(await q('fingerprint:nope')).toEqual([])
+    expect(await q('fingerprint:*')).toEqual(['a', 'b', 'c'])
+  })
+
   it('matches timestamps by range, comparison and day; expired tokens never match', async () => {
     const { client, clock } = await setup()
     // The clock starts at 2030-01-01T00:00:00.000Z.
