@@ -67,10 +67,22 @@ export function parseSnapshot(value: unknown): StateSnapshot {
  */
 export async function takeSnapshot(store: Store, clock: string): Promise<StateSnapshot> {
   const dump = await store.dump()
-  const opened = async (t: StoredToken) => (await store.getToken(t.tenant_id, t.id)) ?? t
+  // Fingerprints are keyed hashes under tenant keys that a restore replaces: left out, and made
+  // again on restore, so that snapshot → restore → snapshot gives the same bytes.
+  const unkeyed = (t: StoredToken): StoredToken => {
+    const { fingerprint: _fingerprint, ...rest } = t
+    return rest
+  }
+  const opened = async (t: StoredToken) => unkeyed((await store.getToken(t.tenant_id, t.id)) ?? t)
   const tokens = await Promise.all(dump.tokens.map(opened))
   const transactions = await Promise.all(
-    dump.transactions.map(async (t) => (await store.getTransaction(t.tenant_id, t.id)) ?? t),
+    dump.transactions.map(async (t) => {
+      const tx = (await store.getTransaction(t.tenant_id, t.id)) ?? t
+      return {
+        ...tx,
+        writes: tx.writes.map((w) => (w.op === 'token.put' ? { ...w, token: unkeyed(w.token) } : w)),
+      }
+    }),
   )
   const parents = new Map<string, Association[]>()
   for (const a of dump.associations) {
