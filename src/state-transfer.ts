@@ -62,11 +62,12 @@ export function parseSnapshot(value: unknown): StateSnapshot {
 }
 
 /**
- * The token without its search index hashes: keyed under the tenant's data key, which a restore
- * replaces, they are made again from `search_indexes` and the data then (see `restoreSnapshot`).
+ * The token without its keyed hashes (search index hashes, fingerprint): keyed under the tenant's
+ * data key, which a restore replaces, they are made again from the data then (see
+ * `restoreSnapshot`), so a snapshot restored and taken again is the same.
  */
 function unhashed(token: StoredToken): StoredToken {
-  const { search_index_hashes: _hashes, ...rest } = token
+  const { search_index_hashes: _hashes, fingerprint: _fingerprint, ...rest } = token
   return rest
 }
 
