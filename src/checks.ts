@@ -13,6 +13,8 @@ export function checkFailure(check: Check): ServiceError {
       return conflict(`token ${check.id} is locked by an open transaction`)
     case 'lock.held':
       return conflict('the transaction was changed concurrently; retry')
+    case 'links.within':
+      return conflict(`token ${check.token_id} was linked concurrently; retry`)
     case 'token.unchanged':
       return conflict(`token ${check.id} was changed concurrently; retry`)
     case 'transaction.unchanged':

@@ -20,6 +20,27 @@ export type ServiceErrorCode =
   | 'formula_failed'
   | 'unreadable'
 
+/** The HTTP status of each error code (`formula_failed` carries its own in `status`). */
+export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
+  validation_failed: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  formula_invalid: 422,
+  formula_failed: 500,
+  unreadable: 422,
+}
+
+/** The HTTP status an error answers: its code's, or for `formula_failed` its own (400–599, else 500). */
+export function statusOfError(error: ServiceError): number {
+  if (error.code === 'formula_failed') {
+    const s = error.status
+    return s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : STATUS_BY_CODE.formula_failed
+  }
+  return STATUS_BY_CODE[error.code]
+}
+
 /** Field path (dotted, e.g. `containers.0`) to messages. */
 export type ValidationIssues = Record<string, string[]>
 

@@ -19,7 +19,7 @@ export function lockOps(tx: StoredTransaction, tokenIds: readonly string[]): Op[
 
 /**
  * Writes `ended` (the transaction `tx` as read, now committed, rolled back or expired) after `ops`,
- * guarded on `tx` being unchanged, and deletes the lock records of the tokens `tx` lists, each
+ * guarded on `tx` being unchanged (and on `checks`), and deletes the lock records of the tokens `tx` lists, each
  * guarded on still naming `tx` (`lock.held`): a lock taken over by another transaction once `tx`
  * had expired is that transaction's. When such a guard fails, the write is made again without that
  * token (so at most once per token). Answers the first result that is not a failed `lock.held`.
@@ -29,17 +29,19 @@ export async function writeEnd(
   tx: StoredTransaction,
   ended: StoredTransaction,
   ops: readonly Op[] = [],
+  checks: readonly Check[] = [],
 ): Promise<WriteResult> {
   let held = [...new Set(tx.locks)]
   for (;;) {
-    const checks: Check[] = [
+    const guards: Check[] = [
       { check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx },
+      ...checks,
       ...held.map(
         (id): Check => ({ check: 'lock.held', tenant_id: tx.tenant_id, token_id: id, transaction_id: tx.id }),
       ),
     ]
     const result = await store.write({
-      checks,
+      checks: guards,
       ops: [
         ...ops,
         { op: 'transaction.put', transaction: ended },

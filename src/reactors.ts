@@ -1,9 +1,11 @@
 import { requirePermission } from './access.js'
 import { shownApplication } from './applications.js'
+import { type CallbackBody, callbackError, deliverCallback } from './callback.js'
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { detokenizeArgs } from './detokenize.js'
+import { allowedUrl } from './egress.js'
 import { forbidden, invalid, notFound, ServiceError, type ValidationIssues } from './errors.js'
 import { shownFormula } from './formulas.js'
 import type {
@@ -270,32 +272,94 @@ export function reactorOperations(ctx: Ctx) {
      * the code with `{ args, configuration }` through the service's runner (isolated, time-limited),
      * and creates the tokens its `tokenize` output asks for in one atomic write. Needs `token:use`
      * (as a permission or in an access rule) and, per created token, `token:create`. Does not enlist
-     * in the caller's transaction.
+     * in the caller's transaction. A `callback_url` belongs to `reactAsync` (HTTP: the same route
+     * answers 202); `timeout_ms` applies to asynchronous reacts only.
      */
     async react(id: string, input: ReactInput = {}): Promise<ReactResult> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
-      const reactor = await mustGet(id)
-      let code: string
-      let args = await detokenizeArgs(ctx, (body.args ?? {}) as JsonObject)
-      if (reactor.code !== undefined) code = reactor.code
-      else {
-        const formula = await formulaFor(reactor.formula_id ?? '')
-        args = castArgs(formula.request_parameters, args)
-        code = formula.code
+      if (body.callback_url !== undefined && body.callback_url !== null) {
+        throw invalid('callback_url', 'makes the react asynchronous: use reactors.reactAsync')
       }
-      if (!ctx.runner) throw new ServiceError('formula_invalid', 'no formula runner is configured')
+      const run = await prepareRun(id, body.args)
       const timeoutMs = ctx.options.reactorTimeoutMs
-      const outcome = await ctx.runner.run(
-        code,
-        { args, configuration: reactor.configuration },
-        { timeoutMs, isolationKey: tenant(), egress: ctx.options.reactorEgress },
-      )
+      const outcome = await run.start(timeoutMs)
       if (!outcome.ok) throw runFailure(outcome, timeoutMs)
       return reactResult(ctx, outcome.value)
     },
+
+    /**
+     * Invokes the reactor asynchronously (the documented `callback_url`): checks everything a react
+     * checks up front — the key, the reactor, `args` with their detokenization and casts, and that
+     * `callback_url`'s origin is on the service's egress allow-list (`reactorEgress`; none listed:
+     * every callback is refused) — then resolves at once and runs the code within `timeout_ms`
+     * (10000–210000, default 10000; the runner may cap it). When done, the result (as `react`
+     * answers it) or the error response (`{ status, detail, errors? }`; a timeout is a Reactor
+     * Runtime Error, 500) is POSTed to `callback_url` by the host, under the egress checks.
+     * Delivery is tried once; a failed delivery or run never throws anywhere.
+     */
+    async reactAsync(id: string, input: ReactInput): Promise<void> {
+      requireUse(ctx)
+      const body = parse(reactInput, input) ?? {}
+      const url = body.callback_url
+      if (url === undefined || url === null) throw invalid('callback_url', 'is required')
+      const origins = ctx.options.reactorEgress
+      if (!allowedUrl(origins, url)) {
+        throw invalid(
+          'callback_url',
+          origins.length
+            ? 'must be a URL on an origin of the egress allow-list (reactorEgress)'
+            : 'is refused: no egress allow-list (reactorEgress) is configured, so nothing may be called back',
+        )
+      }
+      const run = await prepareRun(id, body.args)
+      const timeoutMs = body.timeout_ms ?? ASYNC_TIMEOUT_MS
+      void (async () => {
+        let result: CallbackBody
+        try {
+          const outcome = await run.start(timeoutMs)
+          if (!outcome.ok && outcome.kind === 'timeout') {
+            result = {
+              status: 500,
+              detail: 'Reactor Runtime Error',
+              errors: { error: [`the reactor formula ran longer than ${timeoutMs} ms`] },
+            }
+          } else if (!outcome.ok) result = callbackError(runFailure(outcome, timeoutMs))
+          else result = await reactResult(ctx, outcome.value)
+        } catch (error) {
+          result = callbackError(error)
+        }
+        await deliverCallback(origins, url, result)
+      })().catch(() => {})
+    },
+  }
+
+  /** Everything a react checks before running: the reactor, `args` detokenized and cast, the code. */
+  async function prepareRun(id: string, rawArgs: unknown) {
+    const reactor = await mustGet(id)
+    let code: string
+    let args = await detokenizeArgs(ctx, (rawArgs ?? {}) as JsonObject)
+    if (reactor.code !== undefined) code = reactor.code
+    else {
+      const formula = await formulaFor(reactor.formula_id ?? '')
+      args = castArgs(formula.request_parameters, args)
+      code = formula.code
+    }
+    const runner = ctx.runner
+    if (!runner) throw new ServiceError('formula_invalid', 'no formula runner is configured')
+    return {
+      start: (timeoutMs: number) =>
+        runner.run(
+          code,
+          { args, configuration: reactor.configuration },
+          { timeoutMs, isolationKey: tenant(), egress: ctx.options.reactorEgress },
+        ),
+    }
   }
 }
+
+/** The documented default limit of an asynchronous react. */
+const ASYNC_TIMEOUT_MS = 10_000
 
 /** `reactor` with its fields in one order (optional ones only when set). */
 function ordered(r: Reactor): Reactor {

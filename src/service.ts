@@ -154,6 +154,7 @@ const OPERATIONS = {
     patch: 'reactor.patch',
     delete: 'reactor.delete',
     react: 'reactor.react',
+    reactAsync: 'reactor.react_async',
   } satisfies OperationNames<ReturnType<typeof reactorOperations>>,
   applicationKeys: {
     create: 'application_key.create',

@@ -1,3 +1,4 @@
+import { deletionsWithLinks } from './links.js'
 import { writeEnd } from './locks.js'
 import type { Store } from './store/contract.js'
 
@@ -56,8 +57,9 @@ async function drain(
  * - Applications past `expires_at` are deleted (an update keeps `expires_at`, so nothing races it).
  * - Open transactions past `expires_at` are marked `expired` (ended then), and the lock records
  *   they still hold deleted.
- * - Tokens past `expires_at` are deleted with their associations, unless an open transaction holds
- *   them (they go once it ends).
+ * - Tokens past `expires_at` are deleted with their associations (guarded on those being all, so a
+ *   token linked meanwhile is left to the next sweep), unless an open transaction holds them (they
+ *   go once it ends).
  * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
  * - Transactions are deleted `ENDED_RETENTION_MS` after they ended. A transaction ends at the latest
  *   when it expires, so candidates are listed by `expires_at` up to `now − 24 h + transactionTtlMs`
@@ -93,12 +95,14 @@ export async function sweepExpired(
   const tokens = await drain(store, 'token', now, batch, async (key) => {
     const token = await store.getToken(key.tenant_id, key.id)
     if (!token || token.expires_at === undefined || token.expires_at > now) return false
+    const deletion = await deletionsWithLinks(store, token.tenant_id, [token.id])
     const result = await store.write({
       checks: [
         { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
         { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
+        ...deletion.checks,
       ],
-      ops: [{ op: 'token.delete', tenant_id: token.tenant_id, id: token.id }],
+      ops: deletion.ops,
     })
     return result.ok
   })

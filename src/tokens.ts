@@ -17,6 +17,7 @@ import type {
   TokenizeInput,
   UpdateTokenInput,
 } from './inputs.js'
+import { deletionsWithLinks } from './links.js'
 import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
 import { type Paginated, paginated } from './pagination.js'
 import {
@@ -377,11 +378,11 @@ export function tokenOperations(ctx: Ctx) {
         const present: Check[] = stagedToken(tx, id)
           ? []
           : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
-        return {
-          checks: present,
-          ops: [{ op: 'token.delete', tenant_id: current.tenant_id, id }],
-          locks: [id],
-        }
+        // Staged, the delete takes the token's links with it at commit; at once, it does now.
+        const deletion = tx
+          ? { checks: [], ops: [{ op: 'token.delete' as const, tenant_id: current.tenant_id, id }] }
+          : await deletionsWithLinks(ctx.store, current.tenant_id, [id])
+        return { checks: [...present, ...deletion.checks], ops: deletion.ops, locks: [id] }
       })
     },
   }

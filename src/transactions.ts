@@ -3,6 +3,7 @@ import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { conflict, forbidden, notFound } from './errors.js'
 import type { EmptyInput } from './inputs.js'
+import { withLinkDeletes } from './links.js'
 import { writeEnd } from './locks.js'
 import { emptyBody } from './schemas/common.js'
 import type { StoredTransaction, Transaction } from './types.js'
@@ -84,10 +85,13 @@ export function transactionOperations(ctx: Ctx) {
           locks: [],
           ended_at: ctx.now(),
         }
-        const result = await writeEnd(ctx.store, tx, ended, tx.writes)
+        // A staged token delete takes the token's links as they are now (guarded on them).
+        const staged = await withLinkDeletes(ctx.store, tx.tenant_id, tx.writes)
+        const result = await writeEnd(ctx.store, tx, ended, staged.ops, staged.checks)
         if (result.ok) return
-        if (result.failed.check !== 'transaction.unchanged' || attempt >= MAX_COMMIT_ATTEMPTS)
-          throw checkFailure(result.failed)
+        const again =
+          result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
+        if (!again || attempt >= MAX_COMMIT_ATTEMPTS) throw checkFailure(result.failed)
       }
     },
 

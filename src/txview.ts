@@ -122,8 +122,8 @@ export async function writeAs(ctx: Ctx, tx: StoredTransaction | null, write: Cal
 
 /**
  * Reads the caller's transaction (if it enlisted), builds the write against it, and writes it;
- * rebuilds from a fresh read when a concurrent write changed the transaction meanwhile, so writes
- * staged at once all land, in some order. Throws the matching `ServiceError` on any other refusal.
+ * rebuilds from a fresh read when a concurrent write changed the transaction (or linked a token the
+ * write deletes) meanwhile, so writes staged at once all land, in some order. Throws the matching `ServiceError` on any other refusal.
  */
 export async function enlist(
   ctx: Ctx,
@@ -133,7 +133,7 @@ export async function enlist(
     const tx = await openTransaction(ctx)
     const result = await tryWriteAs(ctx, tx, await build(tx))
     if (result.ok) return
-    if (result.failed.check !== 'transaction.unchanged' || attempt >= MAX_ENLIST_ATTEMPTS)
-      throw checkFailure(result.failed)
+    const rebuild = result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
+    if (!rebuild || attempt >= MAX_ENLIST_ATTEMPTS) throw checkFailure(result.failed)
   }
 }

@@ -145,6 +145,12 @@ export interface Association {
   created_at: string
 }
 
+/** A link named by its two ends (within one tenant). */
+export interface LinkKey {
+  parent_id: string
+  child_id: string
+}
+
 export type TransactionState = 'open' | 'committed' | 'rolled_back' | 'expired'
 
 /** The public shape of a transaction. */
@@ -280,9 +286,10 @@ export interface IdempotencyRecord {
 /**
  * One record write. A batch of these is applied atomically by `Store.write`. Each op writes only
  * the record it names (and the indexes of that record a store keeps beside it): the core writes
- * every other consequence as ops of its own, such as the lock records of a transaction.
- * `token.delete` also deletes every association the token is part of.
- * `association.put` is skipped when either token is absent when it is applied (no dangling links).
+ * every other consequence as ops of its own, such as the lock records of a transaction and the
+ * links of a deleted token (`token.delete` deletes the token alone; `association.put` puts the link
+ * whether or not its tokens exist: the core guards it with `token.present`). A put of a link that
+ * exists leaves it as it is, in its place in link order.
  * The core stages and commits with `transaction.put`, `lock.put`/`lock.delete` and plain record
  * ops, guarded by `transaction.unchanged`: no store replays, appends or derives anything.
  */
@@ -353,6 +360,16 @@ export type LegacyOp =
  *   application's keys change this way too). SQL: `WHERE doc = $1` on the primary key (or a version
  *   column); DynamoDB: `version = :read` on a version attribute the store bumps with every put;
  *   Redis: `GET` of the watched key compared with the given JSON (or a version field).
+ * - `links.within`: the token is part of no link (as parent or child) beyond `links`: what the
+ *   core read with `listLinks` before deleting the token with each of those links, so that a link
+ *   made meanwhile makes the delete fail and start over instead of surviving as an orphan (a link
+ *   made after the delete fails its own `token.present`). SQL: `NOT EXISTS (SELECT 1 FROM links
+ *   WHERE tenant = $1 AND (parent = $2 OR child = $2) AND (parent, child) NOT IN (…))` over the two
+ *   link indexes, serialized with link puts by the lock both take on the token (a link put names
+ *   both its tokens); DynamoDB: the token's links kept as a string set on one item per token, which
+ *   every link put and delete updates (`ADD`/`DELETE`) in its `TransactWriteItems`, and a
+ *   `ConditionCheck` that the set equals the one read; Redis: `WATCH` the token's link set keys
+ *   and compare their `SMEMBERS` before `MULTI`.
  * - `association.absent` / `association.present`: the link record by (tenant, parent, child).
  *   SQL: `[NOT] EXISTS` on that primary key; DynamoDB: `attribute_[not_]exists` on the link item;
  *   Redis: `SISMEMBER`/`HEXISTS` on the watched link key.
@@ -378,6 +395,7 @@ export type Check =
   | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
   | { check: 'token.unlocked'; tenant_id: string; id: string; now: string; except?: string }
   | { check: 'lock.held'; tenant_id: string; token_id: string; transaction_id: string }
+  | { check: 'links.within'; tenant_id: string; token_id: string; links: LinkKey[] }
   | { check: 'token.unchanged'; tenant_id: string; id: string; token: StoredToken }
   | { check: 'transaction.unchanged'; tenant_id: string; id: string; transaction: StoredTransaction }
   | {

@@ -7,7 +7,7 @@ import { openApiDocument } from './openapi.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { parseQuery, type Query } from './query.js'
 import type { Match } from './router.js'
-import { apiRouter, type Route } from './routes.js'
+import { ACCEPTED, apiRouter, type Route } from './routes.js'
 
 /** A WHATWG fetch handler, as Hono, Next.js route handlers, Deno and Bun take it. */
 export type FetchHandler = (request: Request) => Promise<Response>
@@ -144,6 +144,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
             ...(idempotencyKey === null ? {} : { idempotencyKey }),
           })
     const result = await route.run(unchecked(client), params, query, body)
+    if (result === ACCEPTED) return { status: 202, headers: { 'cache-control': 'no-store' }, body: null }
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
     }

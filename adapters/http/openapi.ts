@@ -101,6 +101,7 @@ function operation(
       [status]: doc.response
         ? { description: 'Success', content: { 'application/json': { schema: doc.response } } }
         : { description: 'Success, no body' },
+      ...(doc.accepted ? { 202: { description: doc.accepted } } : {}),
       '4XX': problemResponse('A problem (RFC 7807): bad input, no key, no permission, not found, conflict'),
       '503': problemResponse('The store is unavailable; retry after `Retry-After` seconds'),
     },

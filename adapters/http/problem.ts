@@ -1,18 +1,9 @@
-import { ServiceError, type ServiceErrorCode, type ValidationIssues } from '../../src/errors.js'
+import { ServiceError, STATUS_BY_CODE, statusOfError, type ValidationIssues } from '../../src/errors.js'
 import { StoreError, type StoreErrorCode } from '../../src/store/error.js'
 import type { Outgoing } from './exchange.js'
 
 /** The one table from a service error code to its HTTP status (`formula_failed` carries its own). */
-export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
-  validation_failed: 400,
-  unauthenticated: 401,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  formula_invalid: 422,
-  formula_failed: 500,
-  unreadable: 422,
-}
+export { STATUS_BY_CODE }
 
 /**
  * The one table from a store error code to its answer: the status, the seconds of `Retry-After`
@@ -95,13 +86,7 @@ export interface ProblemBody {
   errors?: ValidationIssues
 }
 
-function statusOf(error: ServiceError): number {
-  if (error.code === 'formula_failed') {
-    const s = error.status
-    return s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : STATUS_BY_CODE.formula_failed
-  }
-  return STATUS_BY_CODE[error.code]
-}
+const statusOf = statusOfError
 
 /** An `application/problem+json` answer. `type` is `about:blank`, so `title` is the status phrase. */
 export function problem(

@@ -33,6 +33,8 @@ export interface RouteDoc {
   query?: Schema
   /** The JSON Schema of the success answer's body; none for answers without a body. */
   response?: JsonSchema
+  /** When the route may also answer 202 (accepted, no body): what that answer means. */
+  accepted?: string
 }
 
 const anyJson: JsonSchema = {}
@@ -173,9 +175,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'DELETE /reactors/:id': { tag: 'Reactors', summary: 'Delete a reactor' },
   'POST /reactors/:id/react': {
     tag: 'Reactors',
-    summary: 'Run a reactor',
+    summary:
+      'Run a reactor. With `callback_url` (an origin of the egress allow-list, else 400) the run is asynchronous: 202 with no body, the result or error POSTed to `callback_url` when done, within `timeout_ms`',
     body: reactInput,
     response: schemaRef('ReactResult'),
+    accepted:
+      'Accepted (`callback_url` given): the run goes on after the answer; its result (as the 200 body) or its error (`{ status, detail, errors? }`) is POSTed to `callback_url`',
   },
 
   'POST /sessions': {

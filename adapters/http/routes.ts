@@ -18,6 +18,19 @@ export interface Route {
   run(client: Unchecked<Client>, params: string[], query: Query, body: unknown): Promise<unknown>
 }
 
+/**
+ * What a route's `run` answers when the operation was accepted to run later: the handler answers
+ * 202 with no body (an asynchronous react).
+ */
+export const ACCEPTED: unique symbol = Symbol('accepted')
+
+/** Whether a react body asks for an asynchronous react (a `callback_url`). */
+const isAsyncReact = (body: unknown): boolean =>
+  typeof body === 'object' &&
+  body !== null &&
+  Object.hasOwn(body, 'callback_url') &&
+  (body as { callback_url?: unknown }).callback_url !== null
+
 type Run = Route['run']
 const op = (status: Route['status'], run: Run): Route => ({ status, query: false, run })
 const list = (run: Run): Route => ({ status: 200, query: true, run })
@@ -60,7 +73,13 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['PUT', '/reactors/:id', op(200, (c, [id], _q, b) => c.reactors.update(id!, b))],
   ['PATCH', '/reactors/:id', op(200, (c, [id], _q, b) => c.reactors.patch(id!, b))],
   ['DELETE', '/reactors/:id', op(204, (c, [id]) => c.reactors.delete(id!))],
-  ['POST', '/reactors/:id/react', op(200, (c, [id], _q, b) => c.reactors.react(id!, b))],
+  [
+    'POST',
+    '/reactors/:id/react',
+    op(200, (c, [id], _q, b) =>
+      isAsyncReact(b) ? c.reactors.reactAsync(id!, b).then(() => ACCEPTED) : c.reactors.react(id!, b),
+    ),
+  ],
 
   ['POST', '/sessions', op(201, (c, _p, _q, b) => c.sessions.create(b))],
   ['POST', '/sessions/authorize', op(200, (c, _p, _q, b) => c.sessions.authorize(b))],

@@ -19,6 +19,13 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
     case 'lock.held':
       return `EXISTS (SELECT 1 FROM ${t.tokenLocks} WHERE tenant_id = ${p(c.tenant_id)}
         AND token_id = ${p(c.token_id)} AND transaction_id = ${p(c.transaction_id)})`
+    case 'links.within': {
+      // Each link as an object: `@>` on arrays ignores order, so `[p, c]` would match `[c, p]`.
+      const known = JSON.stringify(c.links.map((l) => ({ p: l.parent_id, c: l.child_id })))
+      return `NOT EXISTS (SELECT 1 FROM ${t.associations} a WHERE a.tenant_id = ${p(c.tenant_id)}
+          AND (a.parent_id = ${p(c.token_id)} OR a.child_id = ${p(c.token_id)})
+          AND NOT (${p(known)})::jsonb @> jsonb_build_array(jsonb_build_object('p', a.parent_id, 'c', a.child_id)))`
+    }
     case 'token.unchanged':
       return `EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
         AND doc = (${p(JSON.stringify(c.token))})::jsonb)`

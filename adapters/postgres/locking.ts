@@ -24,6 +24,9 @@ function checkNames(c: Check): string[] {
       return [lock(c.tenant_id, c.id)]
     case 'lock.held':
       return [lock(c.tenant_id, c.token_id)]
+    case 'links.within':
+      // Every link put names both its tokens: this orders the guard with them.
+      return [token(c.tenant_id, c.token_id)]
     case 'association.absent':
     case 'association.present':
       return [link(c.tenant_id, c.parent_id, c.child_id)]

@@ -106,6 +106,15 @@ export function reads(t: Tables, query: Query): Reads {
       )
       return (rowCount ?? 0) > 0
     },
+    listLinks: async (tenantId, tokenId) => {
+      const { rows } = await prepared(
+        `SELECT doc::text AS doc FROM ${t.associations} WHERE tenant_id = $1 AND parent_id = $2
+         UNION ALL
+         SELECT doc::text AS doc FROM ${t.associations} WHERE tenant_id = $1 AND child_id = $2 AND parent_id <> $2`,
+        [tenantId, tokenId],
+      )
+      return rows.map((row) => JSON.parse((row as { doc: string }).doc) as Association)
+    },
     listTokens: (tenantId, q) => {
       const values: unknown[] = [tenantId, q.now]
       let filters = ''

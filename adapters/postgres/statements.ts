@@ -67,15 +67,12 @@ export function statements(t: Tables) {
       ON CONFLICT (tenant_id, id) DO UPDATE
       SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc`,
 
-    /** $1 tenant, $2 id. Also removes every association the token is part of, both ways. */
-    tokenDelete: `WITH token AS (DELETE FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2)
-      DELETE FROM ${t.associations} WHERE tenant_id = $1 AND (parent_id = $2 OR child_id = $2)`,
+    /** $1 tenant, $2 id (the token alone: the core deletes its links with their own ops). */
+    tokenDelete: `DELETE FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2`,
 
-    /** $1 tenant, $2 parent, $3 child, $4 doc. Skipped when a token is absent or the link exists. */
+    /** $1 tenant, $2 parent, $3 child, $4 doc. Skipped when the link exists (it keeps its place). */
     associationPut: `INSERT INTO ${t.associations} (tenant_id, parent_id, child_id, doc)
-      SELECT $1, $2, $3, $4::jsonb
-      WHERE EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = $1 AND id = $2)
-        AND EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = $1 AND id = $3)
+      VALUES ($1, $2, $3, $4::jsonb)
       ON CONFLICT (tenant_id, parent_id, child_id) DO NOTHING`,
 
     /** $1 tenant, $2 parent, $3 child */

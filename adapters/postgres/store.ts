@@ -242,6 +242,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     listApplications: (tenantId, range) => guard(() => read.listApplications(tenantId, range)),
     getToken: (tenantId, id) => guard(() => read.getToken(tenantId, id)),
     hasAssociation: (tenantId, p, c) => guard(() => read.hasAssociation(tenantId, p, c)),
+    listLinks: (tenantId, id) => guard(() => read.listLinks(tenantId, id)),
     listChildren: (tenantId, p, q) => guard(() => read.listChildren(tenantId, p, q)),
     listTokens: (tenantId, q) => guard(() => read.listTokens(tenantId, q)),
     getTransaction: (tenantId, id) => guard(() => read.getTransaction(tenantId, id)),

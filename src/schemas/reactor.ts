@@ -149,7 +149,11 @@ export const patchReactorInput = v.pipe(
   notBoth(),
 )
 
-/** Body of react: `args`, an object (absent or null means none). */
+/**
+ * Body of react: `args`, an object (absent or null means none); `callback_url` makes the react
+ * asynchronous (its result is POSTed there), `timeout_ms` (10000–210000, default 10000) bounds an
+ * asynchronous run.
+ */
 export const reactInput = v.optional(
   v.nullable(
     v.strictObject({
@@ -158,6 +162,21 @@ export const reactInput = v.optional(
           v.pipe(
             json,
             v.check((a) => a === null || (typeof a === 'object' && !Array.isArray(a)), 'must be an object'),
+          ),
+        ),
+      ),
+      callback_url: v.optional(
+        v.nullable(
+          v.pipe(v.string('must be a string'), v.maxLength(2000, 'must be at most 2000 characters')),
+        ),
+      ),
+      timeout_ms: v.optional(
+        v.nullable(
+          v.pipe(
+            v.number('must be a number'),
+            v.integer('must be an integer'),
+            v.minValue(10_000, 'must be from 10000 to 210000'),
+            v.maxValue(210_000, 'must be from 10000 to 210000'),
           ),
         ),
       ),

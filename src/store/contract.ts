@@ -109,8 +109,15 @@ export interface Store {
   getToken(tenantId: string, id: string): Promise<StoredToken | null>
   hasAssociation(tenantId: string, parentId: string, childId: string): Promise<boolean>
   /**
-   * Children of `parentId` in the order their associations were made, skipping tokens whose
-   * `expires_at <= now`, restricted to `ids` and `types` when given (non-empty).
+   * Every link `tokenId` is part of, as parent or as child, whether or not the tokens exist, in no
+   * promised order: what the core deletes with the token (guarded by `links.within`). SQL: two
+   * index reads (`parent_id = $2`, `child_id = $2`); DynamoDB: a Query of the token's link items;
+   * Redis: `SMEMBERS` of the token's two link sets.
+   */
+  listLinks(tenantId: string, tokenId: string): Promise<Association[]>
+  /**
+   * Children of `parentId` in the order their associations were made, skipping absent tokens and
+   * tokens whose `expires_at <= now`, restricted to `ids` and `types` when given (non-empty).
    *
    * These are plain field filters on the child record, applied before paging so a page is full:
    * no visibility rule is decided here. Which parent the caller may list, what a transaction

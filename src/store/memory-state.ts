@@ -29,6 +29,9 @@ import { applicationKeyHashes } from './keys.js'
 import { byKey, nameMatcher } from './order.js'
 import { Scoped } from './scoped.js'
 
+/** Whether a parent's child list must look at this child: absent, or with an expiry. */
+const needsCheck = (child: StoredToken | undefined) => child === undefined || child.expires_at !== undefined
+
 /** A sort key joining a tenant and an id (official formulas have no tenant). */
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
 
@@ -97,7 +100,10 @@ export class MemoryState {
   /** association → its link sequence number, to order id-filtered child lists without a scan. */
   private linkOrder = new WeakMap<Association, number>()
   private nextLink = 0
-  /** parent → how many of its children have an `expires_at` (0: every child counts without a scan). */
+  /**
+   * parent → how many of its children are absent or have an `expires_at` (0: every child counts
+   * without a scan).
+   */
   private expiring = new Scoped<number>()
   private transactions = new Scoped<StoredTransaction>()
   /** token → its lock record. */
@@ -137,6 +143,14 @@ export class MemoryState {
       }
       case 'lock.held':
         return this.locks.get(c.tenant_id, c.token_id)?.transaction_id === c.transaction_id
+      case 'links.within': {
+        const known = new Set(c.links.map((l) => `${l.parent_id}\u0000${l.child_id}`))
+        for (const childId of this.children.get(c.tenant_id, c.token_id)?.keys() ?? [])
+          if (!known.has(`${c.token_id}\u0000${childId}`)) return false
+        for (const parentId of this.parents.get(c.tenant_id, c.token_id) ?? [])
+          if (!known.has(`${parentId}\u0000${c.token_id}`)) return false
+        return true
+      }
       case 'token.unchanged': {
         const stored = this.tokens.get(c.tenant_id, c.id)
         return stored !== undefined && sameJson(stored, c.token)
@@ -219,29 +233,34 @@ export class MemoryState {
       case 'token.put': {
         const t = op.token
         const old = this.tokens.get(t.tenant_id, t.id)
-        const wasExpiring = old?.expires_at !== undefined
         if (old?.fingerprint !== t.fingerprint) {
           this.unindexFingerprint(old)
           this.indexFingerprint(t)
         }
         this.tokens.set(t.tenant_id, t.id, t)
-        const isExpiring = t.expires_at !== undefined
-        if (isExpiring) this.expiringTokens.set(t.tenant_id, t.id, t)
-        else if (wasExpiring) this.expiringTokens.delete(t.tenant_id, t.id)
-        if (wasExpiring !== isExpiring) {
-          for (const parentId of this.parents.get(t.tenant_id, t.id) ?? []) {
-            this.countExpiring(t.tenant_id, parentId, isExpiring ? 1 : -1)
-          }
-        }
+        if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
+        else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
+        this.recount(t.tenant_id, t.id, old, t)
         return
       }
       case 'token.delete':
-        this.deleteToken(op.tenant_id, op.id)
+        if (legacy) {
+          // Earlier versions deleted a token's links with it.
+          for (const childId of [...(this.children.get(op.tenant_id, op.id)?.keys() ?? [])])
+            this.unlink(op.tenant_id, op.id, childId)
+          for (const parentId of [...(this.parents.get(op.tenant_id, op.id) ?? [])])
+            this.unlink(op.tenant_id, parentId, op.id)
+        }
+        this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
+        this.unindexFingerprint(this.tokens.get(op.tenant_id, op.id))
+        this.tokens.delete(op.tenant_id, op.id)
+        this.expiringTokens.delete(op.tenant_id, op.id)
         return
       case 'association.put': {
         const a = op.association
         const tenant = a.tenant_id
-        if (!this.tokens.has(tenant, a.parent_id) || !this.tokens.has(tenant, a.child_id)) return
+        // Earlier versions skipped a link to an absent token.
+        if (legacy && (!this.tokens.has(tenant, a.parent_id) || !this.tokens.has(tenant, a.child_id))) return
         let kids = this.children.get(tenant, a.parent_id)
         if (!kids) {
           kids = new Map<string, Association>()
@@ -250,8 +269,7 @@ export class MemoryState {
         if (kids.has(a.child_id)) return
         kids.set(a.child_id, a)
         this.linkOrder.set(a, this.nextLink++)
-        if (this.tokens.get(tenant, a.child_id)?.expires_at !== undefined)
-          this.countExpiring(tenant, a.parent_id, 1)
+        if (needsCheck(this.tokens.get(tenant, a.child_id))) this.countExpiring(tenant, a.parent_id, 1)
         let ps = this.parents.get(tenant, a.child_id)
         if (!ps) {
           ps = new Set<string>()
@@ -390,20 +408,19 @@ export class MemoryState {
     const kids = this.children.get(tenantId, parentId)
     if (!kids?.delete(childId)) return
     if (kids.size === 0) this.children.delete(tenantId, parentId)
-    if (this.tokens.get(tenantId, childId)?.expires_at !== undefined)
-      this.countExpiring(tenantId, parentId, -1)
+    if (needsCheck(this.tokens.get(tenantId, childId))) this.countExpiring(tenantId, parentId, -1)
     const ps = this.parents.get(tenantId, childId)
     ps?.delete(parentId)
     if (ps?.size === 0) this.parents.delete(tenantId, childId)
   }
 
-  private deleteToken(tenantId: string, id: string) {
-    for (const childId of [...(this.children.get(tenantId, id)?.keys() ?? [])])
-      this.unlink(tenantId, id, childId)
-    for (const parentId of [...(this.parents.get(tenantId, id) ?? [])]) this.unlink(tenantId, parentId, id)
-    this.unindexFingerprint(this.tokens.get(tenantId, id))
-    this.tokens.delete(tenantId, id)
-    this.expiringTokens.delete(tenantId, id)
+  /** Keeps the parents' counts of children to check (see `expiring`) as a child goes from `old` to `next`. */
+  private recount(tenantId: string, id: string, old: StoredToken | undefined, next: StoredToken | undefined) {
+    const was = needsCheck(old)
+    const is = needsCheck(next)
+    if (was === is) return
+    for (const parentId of this.parents.get(tenantId, id) ?? [])
+      this.countExpiring(tenantId, parentId, is ? 1 : -1)
   }
 
   private indexFingerprint(t: StoredToken) {
@@ -481,6 +498,16 @@ export class MemoryState {
 
   hasAssociation(tenantId: string, parentId: string, childId: string): boolean {
     return this.children.get(tenantId, parentId)?.has(childId) ?? false
+  }
+
+  listLinks(tenantId: string, tokenId: string): Association[] {
+    const links = [...(this.children.get(tenantId, tokenId)?.values() ?? [])]
+    for (const parentId of this.parents.get(tenantId, tokenId) ?? []) {
+      if (parentId === tokenId) continue // already listed as its own child
+      const link = this.children.get(tenantId, parentId)?.get(tokenId)
+      if (link) links.push(link)
+    }
+    return links.map(copy)
   }
 
   listTokens(

@@ -19,6 +19,7 @@ export function modelReads(use: () => MemoryState): StoreReads {
     listApplications: async (t, range) => use().listApplications(t, range),
     getToken: async (t, id) => use().getToken(t, id),
     hasAssociation: async (t, p, c) => use().hasAssociation(t, p, c),
+    listLinks: async (t, id) => use().listLinks(t, id),
     listChildren: async (t, p, q) => use().listChildren(t, p, q),
     listTokens: async (t, q) => use().listTokens(t, q),
     getTransaction: async (t, id) => use().getTransaction(t, id),

@@ -113,7 +113,7 @@ function seeded(): MemoryState {
   )
   // A re-link after an unlink goes to the end; a deleted token leaves its parents' lists.
   write(link('p', 'c6'), unlink('p', 'c1'), link('p', 'c4'), link('p', 'c1'), link('p', 'c2'))
-  write({ op: 'token.delete', tenant_id: T, id: 'c6' }, link('q', 'c5'), link('q', 'c3'))
+  write({ op: 'token.delete', tenant_id: T, id: 'c6' }, unlink('p', 'c6'), link('q', 'c5'), link('q', 'c3'))
   // `a` locks x and y, then expires; `b` and `c` take them over; `b` commits, releasing x only.
   write(tx('a', { expires_at: SOON, locks: ['x', 'y'] }))
   write(tx('b'), stage('b', [], ['x']), tx('c'), stage('c', [], ['y']), commit('b'))

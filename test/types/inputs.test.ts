@@ -194,6 +194,12 @@ describe('typed inputs', () => {
     await vault.service.connect(user.key).reactors.react(reactor.id, { args: { card: { number: '1' } } })
     // @ts-expect-error `arg` is misspelled
     await refused(vault.service.connect(user.key).reactors.react(reactor.id, { arg: {} }))
+    // No egress allow-list: every callback is refused.
+    const hook = { args: {}, callback_url: 'https://api.example.com/hook' }
+    const reactors = vault.service.connect(user.key).reactors
+    await refused(reactors.reactAsync(reactor.id, hook))
+    // @ts-expect-error `timeout_ms` is a number
+    await refused(reactors.reactAsync(reactor.id, { ...hook, timeout_ms: '1' }))
     await m.reactors.delete(reactor.id)
     await m.reactorFormulas.delete(formula.id)
 

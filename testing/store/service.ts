@@ -57,4 +57,65 @@ export function serviceTests(fresh: () => Promise<Store>): void {
     for (let i = 0; i < 30; i++) expect((await client.tokens.get(`s${i}`)).id).toBe(`s${i}`)
     await service.close()
   })
+
+  it('no link outlives its token when 99 links race one delete, at once or committed', async () => {
+    const store = await fresh()
+    const service = createService({
+      store,
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      masterKey: MASTER_KEY,
+    })
+    const tenant = await service.admin.createTenant({ name: 'race' })
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'linker',
+      type: 'private',
+      permissions: ['token:create', 'token:read', 'token:delete'],
+    })
+    const client = service.connect(key)
+    for (const round of ['now', 'committed', 'child'] as const) {
+      const parent = await client.tokens.create({ id: `p-${round}`, type: 'x', data: 1 })
+      const kids = await Promise.all(
+        Array.from({ length: 99 }, (_, i) =>
+          client.tokens.create({ id: `c-${round}-${i}`, type: 'x', data: i }),
+        ),
+      )
+      // Links of the parent (or, in round `child`, of one child) race its delete.
+      const doomed = round === 'child' ? kids[0]!.id : parent.id
+      const remove = async () => {
+        if (round !== 'committed') return client.tokens.delete(doomed)
+        const tx = await client.transactions.create()
+        await service.connect(key, { transactionId: tx.id }).tokens.delete(doomed)
+        await client.transactions.commit(tx.id)
+      }
+      // Links start a few turns apart, so that some land between the delete's read and its write.
+      const after = async <T>(turns: number, f: () => Promise<T>) => {
+        for (let t = 0; t < turns; t++) await Promise.resolve()
+        return f()
+      }
+      const links = kids.map((kid, i) =>
+        after(i % 33, () =>
+          round === 'child'
+            ? client.tokens.children.link(i === 0 ? parent.id : kid.id, kids[0]!.id)
+            : client.tokens.children.link(parent.id, kid.id),
+        ),
+      )
+      links.splice(49, 0, remove())
+      const results = await Promise.allSettled(links)
+      expect(results[49]!.status, `round ${round}: the delete`).toBe('fulfilled')
+      // A link refused is refused as a missing token (404) or its lock (409), never a 5xx.
+      for (const r of results) {
+        if (r.status === 'rejected')
+          expect(['not_found', 'conflict']).toContain((r.reason as { code?: string }).code)
+      }
+      expect(await store.listLinks(tenant.id, doomed), `round ${round}`).toEqual([])
+      const dump = await store.dump()
+      const present = new Set(dump.tokens.map((t) => `${t.tenant_id}/${t.id}`))
+      const orphans = dump.associations.filter(
+        (a) => !present.has(`${a.tenant_id}/${a.parent_id}`) || !present.has(`${a.tenant_id}/${a.child_id}`),
+      )
+      expect(orphans, `round ${round}: links to a deleted token`).toEqual([])
+    }
+    await service.close()
+  })
 }

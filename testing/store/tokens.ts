@@ -3,7 +3,7 @@ import type { Store } from '../../src/store/contract.js'
 import type { Check, Op, StoredToken } from '../../src/types.js'
 import { LATER, link, NOW, put, T, token, U } from './records.js'
 
-/** Tokens and their links: copies, refused batches, token and link guards, cascades, child lists, compare-and-set races. Registered inside the store suite's `describe`. */
+/** Tokens and their links: copies, refused batches, token and link guards, links of a token, child lists, compare-and-set races. Registered inside the store suite's `describe`. */
 export function tokensTests(fresh: () => Promise<Store>): void {
   it('writes tokens and reads back copies scoped by tenant', async () => {
     const store = await fresh()
@@ -77,7 +77,7 @@ export function tokensTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
-  it('deleting a token removes its associations both ways', async () => {
+  it('lists the links a token is part of both ways; token.delete deletes the token alone', async () => {
     const store = await fresh()
     await store.write({
       ops: [
@@ -87,23 +87,111 @@ export function tokensTests(fresh: () => Promise<Store>): void {
         link('a', 'b'),
         link('b', 'c'),
         link('a', 'c'),
+        link('b', 'b'),
+        link('a', 'b', U),
       ],
     })
+    const keys = async (id: string, tenant = T) =>
+      (await store.listLinks(tenant, id)).map((l) => `${l.parent_id}>${l.child_id}`).sort()
+    expect(await keys('b')).toEqual(['a>b', 'b>b', 'b>c'])
+    expect(await keys('a')).toEqual(['a>b', 'a>c'])
+    expect(await keys('b', U)).toEqual(['a>b'])
+    expect(await keys('none')).toEqual([])
+    expect((await store.listLinks(T, 'c')).find((l) => l.parent_id === 'b')).toEqual({
+      tenant_id: T,
+      parent_id: 'b',
+      child_id: 'c',
+      created_at: NOW,
+    })
+    // The core deletes a token with its links, each by its own op.
     await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'b' }] })
-    expect(await store.hasAssociation(T, 'a', 'b')).toBe(false)
-    expect(await store.hasAssociation(T, 'b', 'c')).toBe(false)
+    expect(await keys('b')).toEqual(['a>b', 'b>b', 'b>c'])
+    // A link to an absent token is no child: skipped by lists, counted nowhere.
+    const children = await store.listChildren(T, 'a', { offset: 0, limit: 10, now: NOW })
+    expect(children).toMatchObject({ total: 1, items: [{ id: 'c' }] })
+    // Lists are plain reads: the core decides that a deleted token's children are not asked for.
+    expect(await store.listChildren(T, 'b', { offset: 0, limit: 10, now: NOW })).toMatchObject({
+      total: 1,
+      items: [{ id: 'c' }],
+    })
+    await store.write({
+      ops: [
+        { op: 'association.delete', tenant_id: T, parent_id: 'a', child_id: 'b' },
+        { op: 'association.delete', tenant_id: T, parent_id: 'b', child_id: 'b' },
+        { op: 'association.delete', tenant_id: T, parent_id: 'b', child_id: 'c' },
+      ],
+    })
+    expect(await keys('b')).toEqual([])
     expect(await store.hasAssociation(T, 'a', 'c')).toBe(true)
     // A re-created token with the same id has no links.
     await store.write({ ops: [put(token('b'))] })
     expect((await store.listChildren(T, 'b', { offset: 0, limit: 10, now: NOW })).total).toBe(0)
-    expect((await store.dump()).associations).toHaveLength(1)
+    expect((await store.dump()).associations).toHaveLength(2)
     await store.close()
   })
 
-  it('skips an association whose tokens are absent', async () => {
+  it('puts a link whatever its tokens, keeps a link put again in its place, and lists it once the child exists', async () => {
     const store = await fresh()
-    await store.write({ ops: [put(token('a')), link('a', 'ghost'), link('ghost', 'a')] })
-    expect((await store.dump()).associations).toEqual([])
+    await store.write({ ops: [put(token('a')), link('a', 'ghost'), link('ghost', 'a'), put(token('b'))] })
+    await store.write({ ops: [link('a', 'b')] })
+    expect(await store.hasAssociation(T, 'a', 'ghost')).toBe(true)
+    expect(await store.hasAssociation(T, 'ghost', 'a')).toBe(true)
+    expect(
+      (await store.listChildren(T, 'a', { offset: 0, limit: 10, now: NOW })).items.map((t) => t.id),
+    ).toEqual(['b'])
+    await store.write({ ops: [put(token('ghost')), link('a', 'ghost')] })
+    const page = await store.listChildren(T, 'a', { offset: 0, limit: 10, now: NOW })
+    expect(page.items.map((t) => t.id)).toEqual(['ghost', 'b'])
+    expect(page.total).toBe(2)
+    expect(
+      (await store.listChildren(T, 'a', { offset: 1, limit: 1, now: NOW })).items.map((t) => t.id),
+    ).toEqual(['b'])
+    await store.close()
+  })
+
+  it('links.within fails once the token is part of a link beyond those read', async () => {
+    const store = await fresh()
+    await store.write({ ops: [put(token('a')), put(token('b')), put(token('c')), link('a', 'b')] })
+    const read = await store.listLinks(T, 'b')
+    const within = (links: { parent_id: string; child_id: string }[]): Check => ({
+      check: 'links.within',
+      tenant_id: T,
+      token_id: 'b',
+      links,
+    })
+    const known = read.map((l) => ({ parent_id: l.parent_id, child_id: l.child_id }))
+    const deleteB = (links: { parent_id: string; child_id: string }[]) =>
+      store.write({
+        checks: [within(links)],
+        ops: [
+          { op: 'token.delete', tenant_id: T, id: 'b' },
+          ...links.map(
+            (l): Op => ({
+              op: 'association.delete',
+              tenant_id: T,
+              parent_id: l.parent_id,
+              child_id: l.child_id,
+            }),
+          ),
+        ],
+      })
+    // Linked after the read, as parent: the delete built on the read is refused and writes nothing.
+    await store.write({ ops: [link('b', 'c')] })
+    expect(await deleteB(known)).toEqual({ ok: false, failed: within(known) })
+    expect(await store.getToken(T, 'b')).not.toBeNull()
+    // The other way round (b → a, not a → b) is another link.
+    await store.write({
+      ops: [{ op: 'association.delete', tenant_id: T, parent_id: 'b', child_id: 'c' }, link('c', 'b')],
+    })
+    expect((await deleteB([...known, { parent_id: 'b', child_id: 'c' }])).ok).toBe(false)
+    // A link deleted meanwhile does not matter; a foreign tenant's link is not this token's.
+    await store.write({
+      ops: [{ op: 'association.delete', tenant_id: T, parent_id: 'a', child_id: 'b' }, link('c', 'b', U)],
+    })
+    expect((await deleteB([...known, { parent_id: 'c', child_id: 'b' }])).ok).toBe(true)
+    expect(await store.getToken(T, 'b')).toBeNull()
+    expect(await store.listLinks(T, 'b')).toEqual([])
+    expect(await store.hasAssociation(U, 'c', 'b')).toBe(true)
     await store.close()
   })
 

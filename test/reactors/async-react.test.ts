@@ -1,0 +1,202 @@
+/**
+ * Asynchronous react (developers.basistheory.com, docs/concepts/what-are-reactors, "Asynchronous
+ * Reactors", and docs/api/reactors, "Invoke a Reactor": `callback_url`, `timeout_ms` 10000–210000):
+ * checked up front, answered 202 with an empty body, the result or the error POSTed to the callback
+ * by the host, only to an origin of the egress allow-list.
+ */
+import { once } from 'node:events'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createHttpHandler } from '../../adapters/http/index.js'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { sandboxRunner } from '../../adapters/sandbox/index.js'
+import { createService, manualClock } from '../../src/index.js'
+import { failure, formulaBody, REACTOR, TOKEN } from '../formulas/setup.js'
+
+// Runs are capped at 400 ms by the runner, whatever `timeout_ms` asks (the documented minimum is 10 s).
+const runner = sandboxRunner({ poolSize: 1, timeoutMs: 400 })
+let receiver: Server
+let other: Server
+let origin = ''
+let otherOrigin = ''
+/** What the receiver got: path and JSON body of each POST. */
+const received: { path: string; body: unknown; type: string | undefined }[] = []
+let answerStatus = 200
+let otherHits = 0
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => resolve(Buffer.concat(chunks).toString()))
+  })
+}
+
+beforeAll(async () => {
+  receiver = createServer(async (req, res) => {
+    const text = await readBody(req)
+    received.push({ path: req.url ?? '', body: JSON.parse(text), type: req.headers['content-type'] })
+    res.writeHead(answerStatus).end()
+  })
+  other = createServer((_req, res) => {
+    otherHits++
+    res.end()
+  })
+  for (const server of [receiver, other]) {
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+  }
+  origin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
+  otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`
+})
+afterAll(async () => {
+  receiver.close()
+  other.close()
+  await runner.close()
+})
+
+/** Waits (bounded) until the receiver has `count` deliveries. */
+async function deliveries(count: number) {
+  for (let i = 0; i < 300 && received.length < count; i++) await new Promise((r) => setTimeout(r, 10))
+  return received
+}
+
+async function vault(egress: string[] | undefined, code: string) {
+  const service = createService({
+    store: memoryStore(),
+    clock: manualClock(),
+    runner: { check: (c) => runner.check(c), run: (c, r, o) => runner.run(c, r, o), close: async () => {} },
+    ...(egress ? { reactorEgress: egress } : {}),
+  })
+  const tenant = await service.admin.createTenant({ name: 't' })
+  const key = async (type: 'management' | 'private', permissions: typeof REACTOR) =>
+    (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key
+  const admin = service.connect(await key('management', REACTOR))
+  const privateKey = await key('private', TOKEN)
+  const formula = await admin.reactorFormulas.create(
+    formulaBody({ code, configuration: [], request_parameters: [{ name: 'n', type: 'number' }] }),
+  )
+  const reactor = await admin.reactors.create({ name: 'r', formula_id: formula.id })
+  const http = createHttpHandler(service, { log: () => {} })
+  const react = (body: unknown) =>
+    http(
+      new Request(`http://vault.test/reactors/${reactor.id}/react`, {
+        method: 'POST',
+        headers: { 'SVC-API-KEY': privateKey, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
+    )
+  return { service, client: service.connect(privateKey), reactor, react }
+}
+
+const ECHO = `module.exports = async function (req) {
+  if (req.args.mode === 'sdk') { const { BadRequestError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js'); throw new BadRequestError('declined') }
+  if (req.args.mode === 'hang') await new Promise(() => setInterval(() => {}, 5))
+  return { raw: { doubled: req.args.n * 2 }, tokenize: { t: { type: 'token', data: 'secret' } } }
+}`
+
+describe('asynchronous react', () => {
+  it('answers 202 with no body, then POSTs the result to the callback', async () => {
+    received.length = 0
+    const { react } = await vault([origin], ECHO)
+    const response = await react({
+      args: { n: '21' },
+      callback_url: `${origin}/hooks/1?x=y`,
+      timeout_ms: 60000,
+    })
+    expect(response.status).toBe(202)
+    expect(await response.text()).toBe('')
+    const [delivery] = await deliveries(1)
+    expect(delivery).toEqual({
+      path: '/hooks/1?x=y',
+      type: 'application/json',
+      body: {
+        raw: { doubled: 42 },
+        tokens: { t: expect.objectContaining({ type: 'token', id: expect.any(String) }) },
+      },
+    })
+    expect(JSON.stringify(delivery?.body)).not.toContain('secret')
+  })
+
+  it('a callback outside the allow-list, or with no allow-list, is 400 at request time and nothing runs', async () => {
+    received.length = 0
+    for (const [egress, url] of [
+      [[origin], `${otherOrigin}/hook`],
+      [[origin], `http://localhost:${origin.split(':')[2]}/hook`],
+      [[origin], 'http://169.254.169.254/latest'],
+      [[origin], 'not a url'],
+      [undefined, `${origin}/hook`],
+    ] as const) {
+      const { react } = await vault(egress ? [...egress] : undefined, ECHO)
+      const response = await react({ args: { n: 1 }, callback_url: url })
+      expect(response.status, url).toBe(400)
+      expect(((await response.json()) as { errors: Record<string, string[]> }).errors).toHaveProperty(
+        'callback_url',
+      )
+    }
+    await new Promise((r) => setTimeout(r, 100))
+    expect(received).toEqual([])
+    expect(otherHits).toBe(0)
+  })
+
+  it('checks args and timeout_ms up front (400), as a react does', async () => {
+    const { react } = await vault([origin], ECHO)
+    for (const body of [
+      { args: { n: 'not a number' }, callback_url: `${origin}/h` },
+      { args: { n: 1 }, callback_url: `${origin}/h`, timeout_ms: 9999 },
+      { args: { n: 1 }, callback_url: `${origin}/h`, timeout_ms: 210001 },
+      { args: { n: 1 }, callback_url: 5 },
+    ]) {
+      expect((await react(body)).status, JSON.stringify(body)).toBe(400)
+    }
+  })
+
+  it('an error, and a run past its time limit, are delivered as the documented error response', async () => {
+    received.length = 0
+    const { react } = await vault([origin], ECHO)
+    expect((await react({ args: { n: 1, mode: 'sdk' }, callback_url: `${origin}/sdk` })).status).toBe(202)
+    expect((await react({ args: { n: 1, mode: 'hang' }, callback_url: `${origin}/hang` })).status).toBe(202)
+    const got = await deliveries(2)
+    const byPath = Object.fromEntries(got.map((d) => [d.path, d.body]))
+    expect(byPath).toEqual({
+      '/sdk': { status: 400, detail: 'Bad Request', errors: { error: ['declined'] } },
+      '/hang': {
+        status: 500,
+        detail: 'Reactor Runtime Error',
+        errors: { error: ['the reactor formula ran longer than 10000 ms'] },
+      },
+    })
+  })
+
+  it('a failed delivery crashes nothing, and the service goes on', async () => {
+    received.length = 0
+    answerStatus = 500
+    const { react } = await vault([origin, otherOrigin.replace(/:\d+$/, ':1')], ECHO)
+    expect((await react({ args: { n: 1 }, callback_url: `${origin}/fails` })).status).toBe(202)
+    // Port 1 on loopback: nothing listens; the connection is refused.
+    expect(
+      (await react({ args: { n: 1 }, callback_url: `${otherOrigin.replace(/:\d+$/, ':1')}/x` })).status,
+    ).toBe(202)
+    await deliveries(1)
+    answerStatus = 200
+    const ok = await react({ args: { n: 2 } })
+    expect(ok.status).toBe(200)
+    expect(((await ok.json()) as { raw: unknown }).raw).toEqual({ doubled: 4 })
+  })
+
+  it('in process: reactAsync resolves at once; react refuses a callback_url', async () => {
+    received.length = 0
+    const { client, reactor } = await vault([origin], ECHO)
+    await client.reactors.reactAsync(reactor.id, { args: { n: 5 }, callback_url: `${origin}/in-process` })
+    expect((await deliveries(1))[0]?.body).toMatchObject({ raw: { doubled: 10 } })
+    const error = await failure(
+      client.reactors.react(reactor.id, { args: { n: 5 }, callback_url: `${origin}/x` }),
+    )
+    expect(error.issues).toHaveProperty('callback_url')
+    const refused = await failure(
+      client.reactors.reactAsync(reactor.id, { args: { n: 5 }, callback_url: `${otherOrigin}/x` }),
+    )
+    expect(refused.issues).toHaveProperty('callback_url')
+  })
+})
