@@ -27,6 +27,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { exchangeHandlerOf } from '../adapters/http/handler.js'
 import { createHttpHandler, type FetchHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { createService, manualClock, type Service, ServiceError } from '../src/index.js'
@@ -345,9 +346,122 @@ async function compareServers(c: Comparison, opts: BenchOptions): Promise<BenchR
   return rows
 }
 
-/** The comparisons `BENCH_HTTP` names (default all): fetch, cli, raw. */
+/**
+ * What a request costs in process, without sockets, to explain the floors: the fetch handler with
+ * a real `Request` and `Response` against the same handler's exchange path (what the native node
+ * path calls), and the client's own work (key check, access rule, decryption, copy, JSON) against
+ * the Map lookup the Map server does instead.
+ */
+/**
+ * The CPU time per call of `op` and of `baseline`, in µs, in alternating rounds of `n` calls after
+ * a warm-up: the median of each. CPU time, not wall time, so that other work on the machine
+ * inflates neither.
+ */
+async function cpuPerCall(
+  op: () => unknown,
+  baseline: () => unknown,
+  n: number,
+  rounds: number,
+): Promise<{ op: number; baseline: number }> {
+  const measure = async (fn: () => unknown) => {
+    const before = process.cpuUsage()
+    for (let i = 0; i < n; i++) await fn()
+    const spent = process.cpuUsage(before)
+    return (spent.user + spent.system) / n
+  }
+  await measure(op)
+  await measure(baseline)
+  const a: number[] = []
+  const b: number[] = []
+  for (let i = 0; i < rounds; i++) {
+    a.push(await measure(op))
+    b.push(await measure(baseline))
+  }
+  return { op: median(a), baseline: median(b) }
+}
+
+async function costs(opts: BenchOptions): Promise<BenchRow[]> {
+  const service = createService({ store: memoryStore(), clock: manualClock() })
+  const tenant = await service.admin.createTenant({ name: 'bench' })
+  const { key } = await service.admin.createApplication({ tenantId: tenant.id, ...APPLICATION } as never)
+  const token = await service.connect(key).tokens.create(JSON.parse(TOKEN_BODY))
+  const handler = createHttpHandler(service)
+  const exchange = exchangeHandlerOf(handler)!
+  const [n, rounds] = opts.quick ? [500, 1] : [5000, 5]
+  const sent = (post: boolean): [string, string][] => [
+    ['host', '127.0.0.1:3000'],
+    ['svc-api-key', key],
+    ...(post
+      ? ([
+          ['content-type', 'application/json'],
+          ['content-length', String(TOKEN_BODY.length)],
+        ] as [string, string][])
+      : []),
+  ]
+  const bytes = new TextEncoder().encode(TOKEN_BODY)
+  const viaFetch = (post: boolean) => async () => {
+    const init: RequestInit = post
+      ? { method: 'POST', headers: sent(true), body: bytes }
+      : { headers: sent(false) }
+    const response = await handler(
+      new Request(`http://127.0.0.1:3000/tokens${post ? '' : `/${token.id}`}`, init),
+    )
+    for (const _ of response.headers);
+    await response.arrayBuffer()
+  }
+  const viaExchange = (post: boolean) => () => {
+    const headers = new Map(sent(post))
+    return exchange({
+      method: post ? 'POST' : 'GET',
+      target: post ? '/tokens' : `/tokens/${token.id}`,
+      header: (name) => headers.get(name) ?? null,
+      readBody: async () => (post ? bytes : null),
+    })
+  }
+  const answers = new Map([[token.id, JSON.stringify(token)]])
+  const rows: BenchRow[] = []
+  for (const post of [false, true]) {
+    const r = await cpuPerCall(viaFetch(post), viaExchange(post), n, rounds)
+    rows.push({
+      group: 'http costs (in process)',
+      operation: `${post ? 'POST /tokens' : 'GET /tokens/{id}'} through the fetch handler: Request built, Response read`,
+      opsPerSec: 1e6 / r.op,
+      baseline: "the same handler's exchange (the native node path without sockets)",
+      baselineOpsPerSec: 1e6 / r.baseline,
+      ratio: r.op / r.baseline,
+      note: `CPU per request ${r.op.toFixed(1)} µs vs ${r.baseline.toFixed(1)} µs: the WHATWG objects cost ${(r.op - r.baseline).toFixed(1)} µs`,
+    })
+  }
+  const client = service.connect(key)
+  const cases = [
+    [
+      'client get + JSON (key checked, rule, decrypted, copied)',
+      () => client.tokens.get(token.id).then(JSON.stringify),
+    ],
+    [
+      'client create + JSON (key checked, validated, encrypted, stored)',
+      () => client.tokens.create(JSON.parse(TOKEN_BODY)).then(JSON.stringify),
+    ],
+  ] as const
+  for (const [name, op] of cases) {
+    const r = await cpuPerCall(op, () => answers.get(token.id), n, rounds)
+    rows.push({
+      group: 'http costs (in process)',
+      operation: name,
+      opsPerSec: 1e6 / r.op,
+      baseline: "the Map server's lookup of the answer",
+      baselineOpsPerSec: 1e6 / r.baseline,
+      ratio: r.op / r.baseline,
+      note: `CPU per call ${r.op.toFixed(1)} µs vs ${r.baseline.toFixed(2)} µs`,
+    })
+  }
+  await service.close()
+  return rows
+}
+
+/** The comparisons `BENCH_HTTP` names (default all): fetch, cli, raw, costs. */
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
-  const pick = process.env.BENCH_HTTP?.split(',') ?? ['fetch', 'cli', 'raw']
+  const pick = process.env.BENCH_HTTP?.split(',') ?? ['fetch', 'cli', 'raw', 'costs']
   const children: ChildProcess[] = []
   const rows: BenchRow[] = []
   try {
@@ -421,6 +535,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   } finally {
     for (const child of children) child.kill()
   }
+  if (pick.includes('costs')) rows.push(...(await costs(opts)))
   return rows
 }
 

@@ -511,19 +511,58 @@ export function createService(options: ServiceOptions): Service {
                 run,
               ),
       }
+      // Each group's methods are bound on first use: a request touches one group, not nine.
+      const bind = <T extends Methods>(factory: (ctx: Ctx) => T, operations: OperationNames<T>) =>
+        authenticated(factory, operations, context, record)
+      let tokens: Client['tokens'] | undefined
+      let transactions: Client['transactions'] | undefined
+      let sessions: Client['sessions'] | undefined
+      let applications: Client['applications'] | undefined
+      let reactorFormulas: Client['reactorFormulas'] | undefined
+      let reactors: Client['reactors'] | undefined
+      let applicationKeys: Client['applicationKeys'] | undefined
+      let tenants: Client['tenants'] | undefined
+      let permissions: Client['permissions'] | undefined
       return {
-        tokens: {
-          ...authenticated(tokenOperations, OPERATIONS.tokens, context, record),
-          children: authenticated(childOperations, OPERATIONS.children, context, record),
+        get tokens() {
+          tokens ??= {
+            ...bind(tokenOperations, OPERATIONS.tokens),
+            children: bind(childOperations, OPERATIONS.children),
+          }
+          return tokens
         },
-        transactions: authenticated(transactionOperations, OPERATIONS.transactions, context, record),
-        sessions: authenticated(sessionOperations, OPERATIONS.sessions, context, record),
-        applications: authenticated(applicationOperations, OPERATIONS.applications, context, record),
-        reactorFormulas: authenticated(formulaOperations, OPERATIONS.reactorFormulas, context, record),
-        reactors: authenticated(reactorOperations, OPERATIONS.reactors, context, record),
-        applicationKeys: authenticated(applicationKeyOperations, OPERATIONS.applicationKeys, context, record),
-        tenants: authenticated(tenantOperations, OPERATIONS.tenants, context, record),
-        permissions: authenticated(permissionOperations, OPERATIONS.permissions, context, record),
+        get transactions() {
+          transactions ??= bind(transactionOperations, OPERATIONS.transactions)
+          return transactions
+        },
+        get sessions() {
+          sessions ??= bind(sessionOperations, OPERATIONS.sessions)
+          return sessions
+        },
+        get applications() {
+          applications ??= bind(applicationOperations, OPERATIONS.applications)
+          return applications
+        },
+        get reactorFormulas() {
+          reactorFormulas ??= bind(formulaOperations, OPERATIONS.reactorFormulas)
+          return reactorFormulas
+        },
+        get reactors() {
+          reactors ??= bind(reactorOperations, OPERATIONS.reactors)
+          return reactors
+        },
+        get applicationKeys() {
+          applicationKeys ??= bind(applicationKeyOperations, OPERATIONS.applicationKeys)
+          return applicationKeys
+        },
+        get tenants() {
+          tenants ??= bind(tenantOperations, OPERATIONS.tenants)
+          return tenants
+        },
+        get permissions() {
+          permissions ??= bind(permissionOperations, OPERATIONS.permissions)
+          return permissions
+        },
       }
     },
     journal,
