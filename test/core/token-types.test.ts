@@ -369,3 +369,13 @@ describe('fingerprints across a snapshot', () => {
     expect(restored.fingerprint).not.toBe(before.fingerprint)
   })
 })
+
+describe('large free-form tokens', () => {
+  it('a token too large for its default fingerprint expression is made without a fingerprint', async () => {
+    const { client } = await setup()
+    const big = await client.tokens.create({ type: 'token', data: { blob: 'x'.repeat(1_100_000) } })
+    expect(big).not.toHaveProperty('fingerprint')
+    const small = await client.tokens.create({ type: 'token', data: { blob: 'x' } })
+    expect(small.fingerprint).toBeTypeOf('string')
+  })
+})
