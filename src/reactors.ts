@@ -278,7 +278,7 @@ export function reactorOperations(ctx: Ctx) {
     async react(id: string, input: ReactInput = {}): Promise<ReactResult> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
-      if (body.callback_url !== undefined && body.callback_url !== null) {
+      if ((body.callback_url ?? body.callbackUrl ?? null) !== null) {
         throw invalid('callback_url', 'makes the react asynchronous: use reactors.reactAsync')
       }
       const run = await prepareRun(id, body.args)
@@ -303,7 +303,7 @@ export function reactorOperations(ctx: Ctx) {
     async reactAsync(id: string, input: ReactInput): Promise<void> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
-      const url = body.callback_url
+      const url = body.callback_url ?? body.callbackUrl
       if (url === undefined || url === null) throw invalid('callback_url', 'is required')
       const origins = ctx.options.reactorEgress
       if (!allowedUrl(origins, url)) {
@@ -315,7 +315,7 @@ export function reactorOperations(ctx: Ctx) {
         )
       }
       const run = await prepareRun(id, body.args)
-      const timeoutMs = body.timeout_ms ?? ASYNC_TIMEOUT_MS
+      const timeoutMs = body.timeout_ms ?? body.timeoutMs ?? ASYNC_TIMEOUT_MS
       void (async () => {
         let result: CallbackBody
         try {

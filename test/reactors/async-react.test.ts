@@ -7,8 +7,9 @@
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { BasisTheory } from '@basis-theory/basis-theory-js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHttpHandler } from '../../adapters/http/index.js'
+import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
 import { createService, manualClock } from '../../src/index.js'
@@ -97,7 +98,7 @@ async function vault(egress: string[] | undefined, code: string) {
         body: JSON.stringify(body),
       }),
     )
-  return { service, clock, client: service.connect(privateKey), reactor, react }
+  return { service, clock, client: service.connect(privateKey), privateKey, reactor, react }
 }
 
 const ECHO = `module.exports = async function (req) {
@@ -247,6 +248,32 @@ describe('asynchronous react', () => {
     await service.admin.sweep()
     await new Promise((r) => setTimeout(r, 50))
     expect(received).toHaveLength(2)
+  })
+
+  it('the legacy SDK (basis-theory-js 1.79.3) sends callbackUrl and timeoutMs and gets the 202', async () => {
+    received.length = 0
+    const { service, privateKey, reactor } = await vault([origin], ECHO)
+    const server = createServer(
+      toNodeListener(createHttpHandler(service, { headerPrefix: 'BT', log: () => {} })),
+    )
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const options = {
+        apiBaseUrl: `http://localhost:${(server.address() as AddressInfo).port}`,
+        disableTelemetry: true,
+      }
+      const bt = await new BasisTheory().init(privateKey, options)
+      const answer = await bt.reactors.react(reactor.id, {
+        args: { n: 4 },
+        callbackUrl: `${origin}/sdk-hook`,
+        timeoutMs: 60_000,
+      })
+      expect(answer).toBeFalsy()
+      expect((await deliveries(1))[0]).toMatchObject({ path: '/sdk-hook', body: { raw: { doubled: 8 } } })
+    } finally {
+      server.close()
+    }
   })
 
   it('in process: reactAsync resolves at once; react refuses a callback_url', async () => {
