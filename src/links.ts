@@ -54,8 +54,10 @@ export async function withLinkDeletes(
   const linksOf = new Map<string, Op[]>()
   let current: Op[] = []
   for (const op of deletions) {
-    if (op.op === 'token.delete') linksOf.set(op.id, (current = []))
-    else current.push(op)
+    if (op.op === 'token.delete') {
+      current = []
+      linksOf.set(op.id, current)
+    } else current.push(op)
   }
   const ops: Op[] = []
   for (const w of writes) {

@@ -197,15 +197,22 @@ export const FINGERPRINT_PURPOSE = 'fingerprint'
 /**
  * What a token's fingerprint hashes: its type and what its `fingerprint_expression` (or the type's
  * default) renders with `data` and `metadata` bound; `undefined` when that renders nothing. A bad
- * expression answers 400 naming `fingerprint_expression`.
+ * given expression answers 400 naming `fingerprint_expression`.
  */
 export function fingerprintSource(token: StoredToken): string | undefined {
-  const expression = token.fingerprint_expression ?? typeRules(token.type).fingerprint
-  const text = renderTemplate(
-    expression,
-    { data: token.data, metadata: token.metadata },
-    'fingerprint_expression',
-  )
+  const given = token.fingerprint_expression
+  const vars = { data: token.data, metadata: token.metadata }
+  let text: string | null
+  if (given !== undefined) text = renderTemplate(given, vars, 'fingerprint_expression')
+  else {
+    // A type's default fails only on data too large to render (`stringify` of a huge `token`):
+    // such a token gets no fingerprint rather than a refusal.
+    try {
+      text = renderTemplate(typeRules(token.type).fingerprint, vars, 'fingerprint_expression')
+    } catch {
+      text = null
+    }
+  }
   return text === null ? undefined : `${token.type}\u0000${text}`
 }
 

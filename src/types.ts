@@ -4,7 +4,13 @@
  */
 
 /** Any JSON value. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+export type Json = null | boolean | number | string | JsonArray | JsonObject
+/** A JSON array. (An interface, as `JsonObject`: recursion through interfaces stays shallow for the type checker.) */
+export interface JsonArray extends Array<Json> {}
+/** A JSON object. */
+export interface JsonObject {
+  [key: string]: Json
+}
 
 export interface Tenant {
   id: string

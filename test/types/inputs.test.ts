@@ -66,7 +66,11 @@ describe('typed inputs', () => {
     const m = vault.client('management')
 
     // tokens
-    const body: CreateTokenInput = { type: 'card', data: { number: '4242' }, metadata: { a: '1' } }
+    const body: CreateTokenInput = {
+      type: 'card',
+      data: { number: '4242424242424242' },
+      metadata: { a: '1' },
+    }
     const token = await c.tokens.create(body)
     await c.tokens.create({
       id: 'fixed',
@@ -88,7 +92,7 @@ describe('typed inputs', () => {
     await refused(c.tokens.update(token.id, { metdata: { a: '2' } }))
     // @ts-expect-error `type` can't change
     await refused(c.tokens.update(token.id, { type: 'other' }))
-    expect((await c.tokens.get(token.id)).data).toEqual({ number: '4242', cvc: '123' })
+    expect((await c.tokens.get(token.id)).data).toEqual({ number: '4242424242424242', cvc: '123' })
     await c.tokens.list({ type: ['card'], metadata: { a: '1' }, page: 1, size: 10 })
     await c.tokens.list({ 'metadata.a': '1', id: 'fixed' })
     // @ts-expect-error `tpye` is no filter
@@ -102,7 +106,7 @@ describe('typed inputs', () => {
     await refused(c.tokens.search({ qeury: 'type:card' }))
     // @ts-expect-error `page` of the cursor search is an object
     await refused(c.tokens.searchV2({ query: 'type:card', page: 2 }))
-    await c.tokens.tokenize({ card: { type: 'card', data: '4242' }, plain: 'value' })
+    await c.tokens.tokenize({ card: { type: 'card_number', data: '4242424242424242' }, plain: 'value' })
     await c.tokens.detokenize({ number: `{{ ${token.id} }}` })
 
     // associations
@@ -263,7 +267,13 @@ describe('typed inputs', () => {
     await refused(admin.importState({ version: 1 }))
     await admin.importState(snapshot)
     const fixture: Fixture = {
-      tenants: [{ id: 't-fixture', name: 'Fixture', tokens: [{ id: 'card', type: 'card', data: '4242' }] }],
+      tenants: [
+        {
+          id: 't-fixture',
+          name: 'Fixture',
+          tokens: [{ id: 'card', type: 'card_number', data: '4242424242424242' }],
+        },
+      ],
     }
     // @ts-expect-error `tokns` is misspelled
     await refused(admin.loadFixture({ tenants: [{ name: 'Fixture', tokns: [] }] }))
