@@ -1,6 +1,6 @@
 import { requirePermission } from './access.js'
 import { shownApplication } from './applications.js'
-import { type CallbackBody, callbackError, deliverCallback } from './callback.js'
+import { type CallbackBody, callbackError } from './callback.js'
 import { expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
@@ -296,7 +296,9 @@ export function reactorOperations(ctx: Ctx) {
      * (10000–210000, default 10000; the runner may cap it). When done, the result (as `react`
      * answers it) or the error response (`{ status, detail, errors? }`; a timeout is a Reactor
      * Runtime Error, 500) is POSTed to `callback_url` by the host, under the egress checks.
-     * Delivery is tried once; a failed delivery or run never throws anywhere.
+     * A delivery the receiver does not take (no 2xx) is retried up to 10 times with exponential
+     * backoff on the service's clock, from `service.admin.sweep()`; a failed delivery or run never
+     * throws anywhere.
      */
     async reactAsync(id: string, input: ReactInput): Promise<void> {
       requireUse(ctx)
@@ -329,7 +331,7 @@ export function reactorOperations(ctx: Ctx) {
         } catch (error) {
           result = callbackError(error)
         }
-        await deliverCallback(origins, url, result)
+        await ctx.callbacks.send(origins, url, result)
       })().catch(() => {})
     },
   }
