@@ -189,9 +189,9 @@ function answers(state: MemoryState) {
     sessions: ['s1', 's2', 's3'].map((id) => state.getSessionByNonce(T, `nonce-${id}`)),
     formulas: state.listFormulas(T, { offset: 0, limit: 10 }),
     expired: [NOW, LATER].map((before) =>
-      (['token', 'token.cvc', 'session', 'application', 'transaction.open', 'transaction.ended'] as const).map(
-        (kind) => state.listExpired({ kind, before, limit: 100 }),
-      ),
+      (
+        ['token', 'token.cvc', 'session', 'application', 'transaction.open', 'transaction.ended'] as const
+      ).map((kind) => state.listExpired({ kind, before, limit: 100 })),
     ),
   }
 }
