@@ -2,6 +2,7 @@ import { deletionsWithLinks } from './links.js'
 import { writeEnd } from './locks.js'
 import { reindexed } from './search-expressions.js'
 import type { Store } from './store/contract.js'
+import type { StoredToken } from './types.js'
 
 /** How many records the sweep lists (and then writes one by one) per round. */
 export const SWEEP_BATCH = 256
@@ -65,7 +66,8 @@ async function drain(
  *   go once it ends).
  * - Card tokens past `cvc_expires_at` are rewritten without `data.cvc` (read through the service's
  *   sealed store, a due cvc already reads as gone: the rewrite stores that, sealed afresh, with
- *   search indexes evaluated again, see `reindexed`), unless an open transaction holds them.
+ *   search indexes evaluated again, see `reindexed`, and its fingerprint made again when
+ *   `refingerprint` is given), unless an open transaction holds them.
  * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
  * - Transactions are deleted `ENDED_RETENTION_MS` after they ended. A transaction ends at the latest
  *   when it expires, so candidates are listed by `expires_at` up to `now − 24 h + transactionTtlMs`
@@ -74,7 +76,11 @@ async function drain(
 export async function sweepExpired(
   store: Store,
   now: string,
-  options: { transactionTtlMs: number },
+  options: {
+    transactionTtlMs: number
+    /** The token with its fingerprint made again (the service's, under the tenant's key); none: kept. */
+    refingerprint?: (token: StoredToken) => Promise<StoredToken>
+  },
   batch = SWEEP_BATCH,
 ): Promise<SweepCounts> {
   const sessions = await drain(store, 'session', now, batch, async (key) => {
@@ -115,12 +121,13 @@ export async function sweepExpired(
   const cvcs = await drain(store, 'token.cvc', now, batch, async (key) => {
     const token = await store.getToken(key.tenant_id, key.id)
     if (!token || (token.cvc_expires_at !== undefined && token.cvc_expires_at > now)) return false
+    const next = reindexed(token)
     const result = await store.write({
       checks: [
         { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
         { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
       ],
-      ops: [{ op: 'token.put', token: reindexed(token) }],
+      ops: [{ op: 'token.put', token: options.refingerprint ? await options.refingerprint(next) : next }],
     })
     return result.ok
   })

@@ -107,6 +107,18 @@ describe('card cvc retention: deleted one hour after it is given', () => {
     expect((await service.admin.sweep()).cvcs).toBe(0)
   })
 
+  it('the sweep makes the fingerprint again: one that hashed the cvc no longer does', async () => {
+    const { client, clock, service } = await setup()
+    const fingerprint_expression = '{{ data.number }}/{{ data.cvc }}'
+    const made = await client.tokens.create({ id: 'c1', type: 'card', data: card, fingerprint_expression })
+    clock.advance(HOUR)
+    await service.admin.sweep()
+    const swept = await client.tokens.get('c1')
+    expect(swept.fingerprint).not.toBe(made.fingerprint)
+    const fresh = await client.tokens.create({ id: 'c2', type: 'card', data: noCvc, fingerprint_expression })
+    expect(swept.fingerprint).toBe(fresh.fingerprint)
+  })
+
   it('the sweep works in batches of at most 256 listed keys until none is due', async () => {
     const store = memoryStore()
     const listed: number[] = []
