@@ -226,6 +226,9 @@ async function* tokensInOrder(
       if (live(token)) yield token
     }
     if (page.items.length < limit) break
+    // A long scan lets other work run between store pages (a store answering from memory never
+    // leaves the microtask queue on its own).
+    await new Promise<void>((resolve) => setImmediate(resolve))
   }
   while (nextStaged < staged.length) {
     const token = await readToken(ctx, tx!, staged[nextStaged++]!)
