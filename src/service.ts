@@ -296,7 +296,7 @@ export function createService(options: ServiceOptions): Service {
   const { clock } = options
   const keys = masterKeys(options)
   const keyring = new Keyring(options.store, keys)
-  const store = sealedStore(options.store, keyring)
+  const store = sealedStore(options.store, keyring, () => now())
   const resolved: ResolvedOptions = {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
