@@ -1,3 +1,4 @@
+import { ServiceError } from './errors.js'
 import { deletionsWithLinks } from './links.js'
 import { writeEnd } from './locks.js'
 import { reindexed } from './search-expressions.js'
@@ -119,7 +120,14 @@ export async function sweepExpired(
     return result.ok
   })
   const cvcs = await drain(store, 'token.cvc', now, batch, async (key) => {
-    const token = await store.getToken(key.tenant_id, key.id)
+    let token: StoredToken | null
+    try {
+      token = await store.getToken(key.tenant_id, key.id)
+    } catch (error) {
+      // A card whose ciphertext fails its integrity check can't be rewritten: left as it is.
+      if (error instanceof ServiceError && error.code === 'unreadable') return false
+      throw error
+    }
     if (!token || (token.cvc_expires_at !== undefined && token.cvc_expires_at > now)) return false
     const next = reindexed(token)
     const result = await store.write({

@@ -211,7 +211,7 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
         `SELECT version FROM ${s}.tokenvault_migrations`,
       )
       const applied = new Set(rows.map((r) => r.version))
-      const latest = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
+      const latest = Math.max(0, ...MIGRATIONS.map((m) => m.version))
       const newer = rows.find((r) => r.version > latest)
       if (newer)
         throw new Error(

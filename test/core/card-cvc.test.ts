@@ -119,6 +119,19 @@ describe('card cvc retention: deleted one hour after it is given', () => {
     expect(swept.fingerprint).toBe(fresh.fingerprint)
   })
 
+  it('a card whose ciphertext fails its integrity check is left as it is; the sweep goes on', async () => {
+    const { client, clock, service, store, tenant } = await setup()
+    await client.tokens.create({ id: 'c1', type: 'card', data: card })
+    await client.tokens.create({ id: 'c2', type: 'card', data: card })
+    const raw1 = (await store.getToken(tenant.id, 'c1'))!
+    const raw2 = (await store.getToken(tenant.id, 'c2'))!
+    await store.write({ ops: [{ op: 'token.put', token: { ...raw1, data: raw2.data } }] })
+    clock.advance(HOUR)
+    expect((await service.admin.sweep()).cvcs).toBe(1)
+    expect((await stored(store, tenant.id, 'c2'))?.data).toEqual(noCvc)
+    expect((await store.getToken(tenant.id, 'c1'))?.data).toEqual(raw2.data)
+  })
+
   it('the sweep works in batches of at most 256 listed keys until none is due', async () => {
     const store = memoryStore()
     const listed: number[] = []
