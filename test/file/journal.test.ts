@@ -134,6 +134,46 @@ describe('file store journal', () => {
     await compacted.close()
   })
 
+  it('replays reactors of earlier versions as using their formulas, and its own as written', async () => {
+    const dir = await tempDir()
+    const reactor = (id: string, formula_id: string): Op => ({
+      op: 'reactor.put',
+      reactor: {
+        id,
+        tenant_id: T,
+        name: id,
+        formula_id,
+        configuration: {},
+        created_at: NOW,
+        created_by: 'app',
+      },
+    })
+    // Earlier versions: a reactor counted as a use of its formula.
+    await writeFile(
+      join(dir, JOURNAL),
+      encodeRecord(JSON.stringify([reactor('r1', 'f1'), reactor('r2', 'f3')])),
+    )
+    const store = await fileStore({ path: dir, durability: 'none' })
+    await store.write({ ops: [reactor('r3', 'f2'), { op: 'reactor.delete', tenant_id: T, id: 'r2' }] })
+    const unused = async (s: typeof store) => {
+      const out: string[] = []
+      for (const id of ['f1', 'f2', 'f3']) {
+        if ((await s.write({ checks: [{ check: 'formula.unused', id }], ops: [] })).ok) out.push(id)
+      }
+      return out
+    }
+    // r2's use of f3 is a record of its own now: deleting the reactor alone leaves it.
+    expect(await unused(store)).toEqual(['f2'])
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect(await unused(again)).toEqual(['f2'])
+    await again.compact()
+    await again.close()
+    const compacted = await fileStore({ path: dir, durability: 'none' })
+    expect(await unused(compacted)).toEqual(['f2'])
+    await compacted.close()
+  })
+
   it('refuses to open a journal damaged in the middle, naming the file and byte offset', async () => {
     const dir = await tempDir()
     const { bytes } = await storeWithRecords(dir)
