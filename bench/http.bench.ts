@@ -6,23 +6,25 @@
  *   from node's request, a real `Response` written back, as a fetch host does (the generic path of
  *   `toNodeListener`, taken for any handler it does not know) — against the native node path,
  *   `toNodeListener(handler)`. Goal: ≥ 80 % of the native path.
- * - **cli**: the server `tokenvault serve` runs (memory store, its default text log on stderr, a
- *   pipe read by this process) against a raw node:http server answering the same bytes from a
- *   `Map`: no authentication, no decryption, no JSON. Goal: ≥ 80 % of the Map server.
+ * - **cli**: the server `tokenvault serve` runs (`dist/bin/tokenvault.js` when built, else the
+ *   sources through tsx; memory store; its default text log on stderr, a pipe read by this
+ *   process) against a raw node:http server answering the same bytes from a `Map`: no
+ *   authentication, no decryption, no JSON. Goal: ≥ 80 % of the Map server.
  * - **raw**: the native node path against a raw node:http server calling the same client (the
  *   adapter's own cost). Goal: ≥ 90 %.
  *
  * Every server runs in a child process of its own kind (the in-process servers, the CLI, the Map
  * server), so autocannon (here) and the server under load don't share one event loop. Runs
- * alternate operation / baseline, each bounded in time (2 s, three rounds; quick: 1 s, one round);
+ * alternate operation / baseline, each bounded in time (1.5 s, five rounds; quick: 1 s, one round);
  * the ratio is the median over rounds of each pair measured back to back. Notes add p99 and the
- * server process's CPU time per request (from /proc).
- * Run alone: `npx tsx bench/http.bench.ts` (`BENCH_QUICK=1` for a short smoke run;
- * `BENCH_HTTP=fetch,cli` picks comparisons).
+ * server process's CPU time per request (from /proc). **costs** adds what a request costs in
+ * process, as CPU time: the WHATWG objects, the client's get and create.
+ * Run alone: `npm run build && npx tsx bench/http.bench.ts` (`BENCH_QUICK=1` for a short smoke
+ * run; `BENCH_HTTP=fetch,cli` picks comparisons).
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -159,10 +161,14 @@ async function forkSelf<T>(flag: string, message?: unknown): Promise<{ child: Ch
 
 /** The CLI server as `tokenvault serve` runs it, its stderr (the request log) counted, not kept. */
 async function startCli(): Promise<{ child: ChildProcess; url: string; logBytes: () => number }> {
-  const bin = fileURLToPath(new URL('../bin/tokenvault.ts', import.meta.url))
+  // The built CLI, as `tokenvault serve` runs (`npm run build` first); the sources through tsx without a build.
+  const built = fileURLToPath(new URL('../dist/bin/tokenvault.js', import.meta.url))
+  const entry = existsSync(built)
+    ? [built]
+    : ['--import', 'tsx', fileURLToPath(new URL('../bin/tokenvault.ts', import.meta.url))]
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', bin, 'serve', '--port', '0', '--host', '127.0.0.1', '--store', 'memory'],
+    [...entry, 'serve', '--port', '0', '--host', '127.0.0.1', '--store', 'memory'],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TOKENVAULT_MANAGEMENT_KEY: MANAGEMENT_KEY } },
   )
   let logBytes = 0
@@ -294,8 +300,8 @@ interface Comparison {
 }
 
 async function compareServers(c: Comparison, opts: BenchOptions): Promise<BenchRow[]> {
-  const seconds = opts.quick ? 1 : 2
-  const rounds = opts.quick ? 1 : 3
+  const seconds = opts.quick ? 1 : 1.5
+  const rounds = opts.quick ? 1 : 5
   const rows: BenchRow[] = []
   const routes = [
     { name: 'GET /tokens/{id}', path: `/tokens/${c.tokenId}`, post: false },
@@ -336,7 +342,7 @@ async function compareServers(c: Comparison, opts: BenchOptions): Promise<BenchR
         note:
           `${share.toFixed(0)} % of the floor${share < c.floor * 100 ? ' (below the goal)' : ''}; ` +
           `p99 ${a.p99.toFixed(1)} ms vs ${b.p99.toFixed(1)} ms; ` +
-          `server CPU ${a.cpuUs.toFixed(0)} µs vs ${b.cpuUs.toFixed(0)} µs per request` +
+          `server CPU ${a.cpuUs.toFixed(0)} µs vs ${b.cpuUs.toFixed(0)} µs per request (${((100 * b.cpuUs) / a.cpuUs).toFixed(0)} % by CPU)` +
           (c.extra ? `; ${c.extra(op.reduce((n, l) => n + l.requests, 0))}` : '') +
           (errors ? `; ${errors} failed requests` : ''),
       })

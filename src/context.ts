@@ -1,4 +1,5 @@
 import type { Principal } from './access.js'
+import type { CallbackQueue } from './callback.js'
 import type { Clock } from './clock.js'
 import type { MasterKey } from './encryption/keyring.js'
 import type { FormulaRunner } from './runner.js'
@@ -62,6 +63,8 @@ export interface Ctx {
   options: ResolvedOptions
   /** The formula runner, when the service has one. */
   runner: FormulaRunner | undefined
+  /** Where asynchronous reacts deliver their results (with retries). */
+  callbacks: CallbackQueue
   principal: Principal
   /** The transaction the caller enlisted in, if any. */
   transactionId: string | undefined

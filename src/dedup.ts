@@ -24,33 +24,37 @@ export function wantsDeduplication(token: StoredToken): boolean {
   return deduplicating.has(token)
 }
 
-/** A live token of the caller's tenant (as its transaction sees it) with `token`'s fingerprint, other than itself. */
+/**
+ * A live token of the caller's tenant (as its transaction sees it) with `token`'s fingerprint, other
+ * than itself; `shadowed` when there is none only because the transaction deleted or changed the
+ * committed ones (the committed guard `token.fingerprint_absent` would then fail for good).
+ */
 export async function findDuplicate(
   ctx: Ctx,
   tx: StoredTransaction | null,
   token: StoredToken,
-): Promise<StoredToken | null> {
+): Promise<{ existing: StoredToken | null; shadowed: boolean }> {
   const fingerprint = token.fingerprint
-  if (fingerprint === undefined) return null
+  if (fingerprint === undefined) return { existing: null, shadowed: false }
   const same = (t: StoredToken | null): t is StoredToken =>
     t !== null && t.id !== token.id && t.fingerprint === fingerprint
   for (const w of tx?.writes ?? []) {
     if (w.op !== 'token.put' || w.token.fingerprint !== fingerprint) continue
     const staged = await readToken(ctx, tx, w.token.id)
-    if (same(staged)) return staged
+    if (same(staged)) return { existing: staged, shadowed: false }
   }
   const page = await ctx.store.listTokens(ctx.principal.tenantId, {
     offset: 0,
-    limit: 10,
+    limit: 100,
     fingerprint,
     now: ctx.now(),
   })
   for (const candidate of page.items) {
     const seen =
       tx && stagedToken(tx, candidate.id) !== undefined ? await readToken(ctx, tx, candidate.id) : candidate
-    if (same(seen)) return seen
+    if (same(seen)) return { existing: seen, shadowed: false }
   }
-  return null
+  return { existing: null, shadowed: page.total > 0 }
 }
 
 /** The outcome for one requested token: the token that answers, and whether it already existed. */
@@ -82,17 +86,19 @@ export async function writeTokens(
     for (const token of tokens) {
       if (wantsDeduplication(token) && token.fingerprint !== undefined) {
         const earlier = written.find((t) => t.fingerprint === token.fingerprint)
-        const existing = earlier ?? (await findDuplicate(ctx, tx, token))
-        if (existing) {
-          created.push({ token: existing, deduplicated: true })
+        const found = earlier ? { existing: earlier, shadowed: false } : await findDuplicate(ctx, tx, token)
+        if (found.existing) {
+          created.push({ token: found.existing, deduplicated: true })
           continue
         }
-        guards.push({
-          check: 'token.fingerprint_absent',
-          tenant_id: ctx.principal.tenantId,
-          fingerprint: token.fingerprint,
-          now: ctx.now(),
-        })
+        // Committed duplicates the transaction deleted or changed are locked by it: no guard then.
+        if (!found.shadowed)
+          guards.push({
+            check: 'token.fingerprint_absent',
+            tenant_id: ctx.principal.tenantId,
+            fingerprint: token.fingerprint,
+            now: ctx.now(),
+          })
       }
       written.push(token)
       created.push({ token, deduplicated: false })

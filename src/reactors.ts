@@ -1,6 +1,6 @@
 import { requirePermission } from './access.js'
 import { shownApplication } from './applications.js'
-import { type CallbackBody, callbackError, deliverCallback } from './callback.js'
+import { type CallbackBody, callbackError } from './callback.js'
 import { checkFailure, expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
@@ -329,7 +329,7 @@ export function reactorOperations(ctx: Ctx) {
     async react(id: string, input: ReactInput = {}): Promise<ReactResult> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
-      if (body.callback_url !== undefined && body.callback_url !== null) {
+      if ((body.callback_url ?? body.callbackUrl ?? null) !== null) {
         throw invalid('callback_url', 'makes the react asynchronous: use reactors.reactAsync')
       }
       const run = await prepareRun(id, body.args)
@@ -347,12 +347,14 @@ export function reactorOperations(ctx: Ctx) {
      * (10000–210000, default 10000; the runner may cap it). When done, the result (as `react`
      * answers it) or the error response (`{ status, detail, errors? }`; a timeout is a Reactor
      * Runtime Error, 500) is POSTed to `callback_url` by the host, under the egress checks.
-     * Delivery is tried once; a failed delivery or run never throws anywhere.
+     * A delivery the receiver does not take (no 2xx) is retried up to 10 times with exponential
+     * backoff on the service's clock, from `service.admin.sweep()`; a failed delivery or run never
+     * throws anywhere.
      */
     async reactAsync(id: string, input: ReactInput): Promise<void> {
       requireUse(ctx)
       const body = parse(reactInput, input) ?? {}
-      const url = body.callback_url
+      const url = body.callback_url ?? body.callbackUrl
       if (url === undefined || url === null) throw invalid('callback_url', 'is required')
       const origins = ctx.options.reactorEgress
       if (!allowedUrl(origins, url)) {
@@ -364,7 +366,7 @@ export function reactorOperations(ctx: Ctx) {
         )
       }
       const run = await prepareRun(id, body.args)
-      const timeoutMs = body.timeout_ms ?? ASYNC_TIMEOUT_MS
+      const timeoutMs = body.timeout_ms ?? body.timeoutMs ?? ASYNC_TIMEOUT_MS
       void (async () => {
         let result: CallbackBody
         try {
@@ -380,7 +382,7 @@ export function reactorOperations(ctx: Ctx) {
         } catch (error) {
           result = callbackError(error)
         }
-        await deliverCallback(origins, url, result)
+        await ctx.callbacks.send(origins, url, result)
       })().catch(() => {})
     },
   }

@@ -8,6 +8,7 @@ import {
   shownApplication,
 } from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
+import { CallbackQueue } from './callback.js'
 import { childOperations } from './children.js'
 import type { ManualClock } from './clock.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
@@ -227,7 +228,8 @@ export interface Admin extends OfficialFormulaAdmin {
   /**
    * Forgets what has expired: deletes expired sessions, expires open transactions past
    * `expires_at`, deletes expired tokens with their associations, and deletes transactions 24 hours
-   * after they ended (until then commit/rollback answer 409, after it 404). The CLI runs it every 30 s.
+   * after they ended (until then commit/rollback answer 409, after it 404). Also sends, in the
+   * background, the asynchronous react callbacks whose retry is due. The CLI runs it every 30 s.
    */
   sweep(): Promise<SweepCounts>
   /**
@@ -304,6 +306,7 @@ export function createService(options: ServiceOptions): Service {
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   const journal = new Journal(options.journalSize ?? 1000)
+  const callbacks = new CallbackQueue(clock)
   let lastMs = Number.NaN
   let lastIso = ''
   /** The clock's time as an ISO string (formatted once per distinct millisecond). */
@@ -324,6 +327,7 @@ export function createService(options: ServiceOptions): Service {
       clock,
       options: resolved,
       runner,
+      callbacks,
       principal,
       transactionId,
       now: () => {
@@ -416,7 +420,11 @@ export function createService(options: ServiceOptions): Service {
         () => (typeof input.tenantId === 'string' ? input.tenantId : null),
         (at) => createApplication(input, at),
       ),
-    sweep: () => sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs }),
+    sweep: () => {
+      // Callback retries that are due go out in the background.
+      void callbacks.retryDue()
+      return sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs })
+    },
     async verifyMasterKey() {
       for (const tenant of await store.listTenants()) {
         if (tenant.data_key) await keyring.unwrap(tenant.id, tenant.data_key)

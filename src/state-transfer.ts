@@ -62,28 +62,31 @@ export function parseSnapshot(value: unknown): StateSnapshot {
 }
 
 /**
+ * The token without its keyed hashes (search index hashes, fingerprint): keyed under the tenant's
+ * data key, which a restore replaces, they are made again from the data then (see
+ * `restoreSnapshot`), so a snapshot restored and taken again is the same.
+ */
+function unhashed(token: StoredToken): StoredToken {
+  const { search_index_hashes: _hashes, fingerprint: _fingerprint, ...rest } = token
+  return rest
+}
+
+/**
  * Takes a snapshot of `store` (the service's sealed store: tokens come out opened). Associations
  * are listed per parent in link order, so a restore links them in the same order.
  */
 export async function takeSnapshot(store: Store, clock: string): Promise<StateSnapshot> {
   const dump = await store.dump()
-  // Fingerprints are keyed hashes under tenant keys that a restore replaces: left out, and made
-  // again on restore, so that snapshot → restore → snapshot gives the same bytes.
-  const unkeyed = (t: StoredToken): StoredToken => {
-    const { fingerprint: _fingerprint, ...rest } = t
-    return rest
-  }
-  const opened = async (t: StoredToken) => unkeyed((await store.getToken(t.tenant_id, t.id)) ?? t)
+  const opened = async (t: StoredToken) => unhashed((await store.getToken(t.tenant_id, t.id)) ?? t)
   const tokens = await Promise.all(dump.tokens.map(opened))
-  const transactions = await Promise.all(
-    dump.transactions.map(async (t) => {
-      const tx = (await store.getTransaction(t.tenant_id, t.id)) ?? t
-      return {
-        ...tx,
-        writes: tx.writes.map((w) => (w.op === 'token.put' ? { ...w, token: unkeyed(w.token) } : w)),
-      }
-    }),
-  )
+  const transactions = (
+    await Promise.all(
+      dump.transactions.map(async (t) => (await store.getTransaction(t.tenant_id, t.id)) ?? t),
+    )
+  ).map((t) => ({
+    ...t,
+    writes: t.writes.map((w) => (w.op === 'token.put' ? { ...w, token: unhashed(w.token) } : w)),
+  }))
   const parents = new Map<string, Association[]>()
   for (const a of dump.associations) {
     const key = `${a.tenant_id}\u0000${a.parent_id}`

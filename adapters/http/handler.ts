@@ -1,4 +1,5 @@
-import type { Service } from '../../src/service.js'
+import { sha256 } from '../../src/crypto.js'
+import type { Client, Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
 import { unchecked } from '../../src/unchecked.js'
 import { readJsonBody, requireMediaType } from './body.js'
@@ -62,6 +63,10 @@ export function exchangeHandlerOf(handler: FetchHandler): ExchangeHandler | unde
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+/** How many recent keys' clients a handler keeps (oldest out first). */
+const CLIENTS_KEPT = 1024
+/** Longer keys are never valid (`hashApiKey`): their clients are not kept. */
+const MAX_KEY_LENGTH = 200
 const EMPTY_QUERY: Query = Object.freeze(Object.create(null))
 
 /** Splits a request target (origin-form or absolute URL) into its path and its query string. */
@@ -116,6 +121,23 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const basePath = normalizeBase(options.basePath ?? '')
   const upper = (options.headerPrefix ?? 'SVC').toUpperCase()
   const cors = options.cors ? corsPolicy(options.cors.origins, upper) : null
+  /**
+   * Clients of recent keys, by the keys' hashes, for requests without a transaction or idempotency
+   * key. A client holds no answer and no authority: it checks its key on every call (a deleted key
+   * or an expired session fails at once), so reusing one only saves building its method tables.
+   */
+  const clients = new Map<string, Client>()
+  const clientFor = (apiKey: string): Client => {
+    if (apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH) return service.connect(apiKey)
+    const id = sha256(apiKey)
+    let client = clients.get(id)
+    if (client === undefined) {
+      client = service.connect(apiKey)
+      if (clients.size >= CLIENTS_KEPT) clients.delete(clients.keys().next().value!)
+      clients.set(id, client)
+    }
+    return client
+  }
   /** The OpenAPI document as JSON text, built on the first request for it. */
   let openApi: string | undefined
 
@@ -138,7 +160,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const apiKey = incoming.header(keyHeader) ?? ''
     const client =
       transactionId === null && idempotencyKey === null
-        ? service.connect(apiKey)
+        ? clientFor(apiKey)
         : service.connect(apiKey, {
             ...(transactionId === null ? {} : { transactionId }),
             ...(idempotencyKey === null ? {} : { idempotencyKey }),

@@ -28,8 +28,8 @@ export const ACCEPTED: unique symbol = Symbol('accepted')
 const isAsyncReact = (body: unknown): boolean =>
   typeof body === 'object' &&
   body !== null &&
-  Object.hasOwn(body, 'callback_url') &&
-  (body as { callback_url?: unknown }).callback_url !== null
+  (((body as { callback_url?: unknown }).callback_url ?? null) !== null ||
+    ((body as { callbackUrl?: unknown }).callbackUrl ?? null) !== null)
 
 type Run = Route['run']
 const op = (status: Route['status'], run: Run): Route => ({ status, query: false, run })

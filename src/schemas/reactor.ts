@@ -149,10 +149,24 @@ export const patchReactorInput = v.pipe(
   notBoth(),
 )
 
+const callbackUrl = v.optional(
+  v.nullable(v.pipe(v.string('must be a string'), v.maxLength(2000, 'must be at most 2000 characters'))),
+)
+const timeoutMs = v.optional(
+  v.nullable(
+    v.pipe(
+      v.number('must be a number'),
+      v.integer('must be an integer'),
+      v.minValue(10_000, 'must be from 10000 to 210000'),
+      v.maxValue(210_000, 'must be from 10000 to 210000'),
+    ),
+  ),
+)
+
 /**
  * Body of react: `args`, an object (absent or null means none); `callback_url` makes the react
  * asynchronous (its result is POSTed there), `timeout_ms` (10000–210000, default 10000) bounds an
- * asynchronous run.
+ * asynchronous run; `callbackUrl` and `timeoutMs` are the same, as the legacy SDK sends them.
  */
 export const reactInput = v.optional(
   v.nullable(
@@ -165,21 +179,11 @@ export const reactInput = v.optional(
           ),
         ),
       ),
-      callback_url: v.optional(
-        v.nullable(
-          v.pipe(v.string('must be a string'), v.maxLength(2000, 'must be at most 2000 characters')),
-        ),
-      ),
-      timeout_ms: v.optional(
-        v.nullable(
-          v.pipe(
-            v.number('must be a number'),
-            v.integer('must be an integer'),
-            v.minValue(10_000, 'must be from 10000 to 210000'),
-            v.maxValue(210_000, 'must be from 10000 to 210000'),
-          ),
-        ),
-      ),
+      callback_url: callbackUrl,
+      timeout_ms: timeoutMs,
+      /** As the legacy JavaScript SDK (1.79.3) sends them: its react body goes out unconverted. */
+      callbackUrl,
+      timeoutMs,
     }),
   ),
 )

@@ -386,6 +386,8 @@ describe('token search', () => {
     const inTx = service.connect(vault.keys.private, { transactionId: tx.id })
     await inTx.tokens.create({ id: 't', type: 'token', data: { n: '43' }, search_indexes: ['{{ data.n }}'] })
     const snapshot = await service.admin.exportState()
+    // Hashes under the tenant key are not part of a snapshot: a restore makes them again.
+    expect(JSON.stringify(snapshot)).not.toContain('search_index_hashes')
     await service.admin.clearState()
     await service.admin.importState(snapshot)
     expect(ids(await client.tokens.search({ query: 'data.n:42 OR data.n:43' }))).toEqual(['s'])

@@ -379,3 +379,34 @@ describe('large free-form tokens', () => {
     expect(small.fingerprint).toBeTypeOf('string')
   })
 })
+
+describe('deduplicate_token in a transaction', () => {
+  it('matches committed tokens and the transaction staged ones; a token it deleted is not matched', async () => {
+    const s = await setup()
+    const committed = await s.client.tokens.create({ id: 'c', type: 'card_number', data: VISA })
+    const tx = await s.client.transactions.create()
+    const inside = s.service.connect(s.full.key, { transactionId: tx.id })
+    const dup = await inside.tokens.create({ type: 'card_number', data: VISA, deduplicate_token: true })
+    expect(dup.id).toBe(committed.id)
+    const staged = await inside.tokens.create({
+      id: 's',
+      type: 'card_number',
+      data: '5555555555554444',
+      deduplicate_token: true,
+    })
+    expect(staged._extras).toEqual({ deduplicated: false })
+    const again = await inside.tokens.create({
+      type: 'card_number',
+      data: '5555555555554444',
+      deduplicate_token: true,
+    })
+    expect(again.id).toBe('s')
+    await inside.tokens.delete('c')
+    const fresh = await inside.tokens.create({ type: 'card_number', data: VISA, deduplicate_token: true })
+    expect(fresh.id).not.toBe('c')
+    await s.client.transactions.commit(tx.id)
+    expect(
+      (await s.client.tokens.listV2({ fingerprint: committed.fingerprint })).data.map((t) => t.id),
+    ).toEqual([fresh.id])
+  })
+})

@@ -252,14 +252,14 @@ describe('token search over HTTP', () => {
     await json(
       await call('POST', '/tokens', {
         key: keys.full,
-        body: { id: 'search', type: 'token', data: '123-45-6789', search_indexes: ['{{ data | last4 }}'] },
+        body: { id: 'search', type: 'token', data: 'ssn-QWXZ', search_indexes: ['{{ data | last4 }}'] },
       }),
       201,
     )
     // A token may be called "search": GET reads it, POST searches.
     expect((await json(await call('GET', '/tokens/search', { key: keys.full }), 200)).id).toBe('search')
     const v1 = await json(
-      await call('POST', '/tokens/search', { key: keys.full, body: { query: 'data:6789' } }),
+      await call('POST', '/tokens/search', { key: keys.full, body: { query: 'data:QWXZ' } }),
       200,
     )
     expect(v1).toMatchObject({
@@ -274,16 +274,16 @@ describe('token search over HTTP', () => {
     )
     expect(v2).toEqual({ pagination: { page_size: 1 }, data: [expect.objectContaining({ id: 'search' })] })
     const bad = await problem(
-      await call('POST', '/tokens/search', { key: keys.full, body: { query: 'data:6789 AND (' } }),
+      await call('POST', '/tokens/search', { key: keys.full, body: { query: 'data:QWXZ AND (' } }),
       400,
     )
     expect(bad.errors).toEqual({ query: ['expected a term, NOT or ( but the query ended at character 16'] })
     const unknown = await problem(
-      await call('POST', '/v2/tokens/search', { key: keys.full, body: { query: 'ssn:6789' } }),
+      await call('POST', '/v2/tokens/search', { key: keys.full, body: { query: 'ssn:QWXZ' } }),
       400,
     )
     expect(unknown.detail).toContain('unknown field "ssn"')
-    expect(unknown.detail).not.toContain('6789')
+    expect(unknown.detail).not.toContain('QWXZ')
     const reader = await service.admin.createApplication({
       tenantId: tenant.id,
       name: 'r',
@@ -291,9 +291,9 @@ describe('token search over HTTP', () => {
       permissions: ['token:read'],
     })
     await problem(await call('POST', '/tokens/search', { key: reader.key, body: { query: '' } }), 403)
-    expect(JSON.stringify(events)).not.toContain('6789')
+    expect(JSON.stringify(events)).not.toContain('QWXZ')
     const journal = service.journal.query()
     expect(journal.map((e) => e.operation)).toContain('token.search_v2')
-    expect(JSON.stringify(journal)).not.toContain('6789')
+    expect(JSON.stringify(journal)).not.toContain('QWXZ')
   })
 })

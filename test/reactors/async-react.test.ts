@@ -7,8 +7,9 @@
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { BasisTheory } from '@basis-theory/basis-theory-js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHttpHandler } from '../../adapters/http/index.js'
+import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
 import { createService, manualClock } from '../../src/index.js'
@@ -24,6 +25,7 @@ let otherOrigin = ''
 const received: { path: string; body: unknown; type: string | undefined }[] = []
 let answerStatus = 200
 let otherHits = 0
+let openSockets = 0
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve) => {
@@ -38,6 +40,10 @@ beforeAll(async () => {
     const text = await readBody(req)
     received.push({ path: req.url ?? '', body: JSON.parse(text), type: req.headers['content-type'] })
     res.writeHead(answerStatus).end()
+  })
+  receiver.on('connection', (socket) => {
+    openSockets++
+    socket.on('close', () => openSockets--)
   })
   other = createServer((_req, res) => {
     otherHits++
@@ -56,16 +62,21 @@ afterAll(async () => {
   await runner.close()
 })
 
-/** Waits (bounded) until the receiver has `count` deliveries. */
+/**
+ * Waits (bounded) until the receiver has `count` deliveries and every connection to it is closed
+ * (the sender has read each answer, so a failed delivery is queued for its retry by then).
+ */
 async function deliveries(count: number) {
-  for (let i = 0; i < 300 && received.length < count; i++) await new Promise((r) => setTimeout(r, 10))
+  for (let i = 0; i < 1000 && (received.length < count || openSockets > 0); i++)
+    await new Promise((r) => setTimeout(r, 10))
   return received
 }
 
 async function vault(egress: string[] | undefined, code: string) {
+  const clock = manualClock()
   const service = createService({
     store: memoryStore(),
-    clock: manualClock(),
+    clock,
     runner: { check: (c) => runner.check(c), run: (c, r, o) => runner.run(c, r, o), close: async () => {} },
     ...(egress ? { reactorEgress: egress } : {}),
   })
@@ -87,7 +98,7 @@ async function vault(egress: string[] | undefined, code: string) {
         body: JSON.stringify(body),
       }),
     )
-  return { service, client: service.connect(privateKey), reactor, react }
+  return { service, clock, client: service.connect(privateKey), privateKey, reactor, react }
 }
 
 const ECHO = `module.exports = async function (req) {
@@ -183,6 +194,86 @@ describe('asynchronous react', () => {
     const ok = await react({ args: { n: 2 } })
     expect(ok.status).toBe(200)
     expect(((await ok.json()) as { raw: unknown }).raw).toEqual({ doubled: 4 })
+  })
+
+  it('a delivery not taken is retried with backoff on the service clock, from sweep, up to 10 times', async () => {
+    received.length = 0
+    answerStatus = 503
+    const { react, service, clock } = await vault([origin], ECHO)
+    expect((await react({ args: { n: 3 }, callback_url: `${origin}/retry` })).status).toBe(202)
+    await deliveries(1)
+    // Not due yet: nothing is sent again.
+    clock.advance(9_000)
+    await service.admin.sweep()
+    await new Promise((r) => setTimeout(r, 50))
+    expect(received).toHaveLength(1)
+    // Due after 10 s, then 20 s, 40 s, … (doubling): each step advances the clock by its delay
+    // (again, if the failed attempt was queued only after the clock moved) until it goes out.
+    let wait = 10_000
+    for (let attempt = 2; attempt <= 11; attempt++) {
+      for (let i = 0; i < 50 && received.length < attempt; i++) {
+        clock.advance(wait)
+        await service.admin.sweep()
+        for (let k = 0; k < 20 && (received.length < attempt || openSockets > 0); k++)
+          await new Promise((r) => setTimeout(r, 10))
+      }
+      expect(received).toHaveLength(attempt)
+      wait *= 2
+    }
+    for (let i = 0; i < 3; i++) {
+      clock.advance(wait * 4)
+      await service.admin.sweep()
+      await new Promise((r) => setTimeout(r, 30))
+    }
+    expect(received).toHaveLength(11)
+    expect(received[0]?.body).toMatchObject({ raw: { doubled: 6 } })
+    expect(received.every((d) => JSON.stringify(d.body) === JSON.stringify(received[0]?.body))).toBe(true)
+    answerStatus = 200
+  })
+
+  it('a retry that is taken ends the retries', async () => {
+    received.length = 0
+    answerStatus = 500
+    const { react, service, clock } = await vault([origin], ECHO)
+    expect((await react({ args: { n: 3 }, callback_url: `${origin}/once` })).status).toBe(202)
+    await deliveries(1)
+    answerStatus = 200
+    for (let i = 0; i < 50 && received.length < 2; i++) {
+      clock.advance(10_000)
+      await service.admin.sweep()
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    await deliveries(2)
+    clock.advance(1_000_000)
+    await service.admin.sweep()
+    await new Promise((r) => setTimeout(r, 50))
+    expect(received).toHaveLength(2)
+  })
+
+  it('the legacy SDK (basis-theory-js 1.79.3) sends callbackUrl and timeoutMs and gets the 202', async () => {
+    received.length = 0
+    const { service, privateKey, reactor } = await vault([origin], ECHO)
+    const server = createServer(
+      toNodeListener(createHttpHandler(service, { headerPrefix: 'BT', log: () => {} })),
+    )
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const options = {
+        apiBaseUrl: `http://localhost:${(server.address() as AddressInfo).port}`,
+        disableTelemetry: true,
+      }
+      const bt = await new BasisTheory().init(privateKey, options)
+      const answer = await bt.reactors.react(reactor.id, {
+        args: { n: 4 },
+        callbackUrl: `${origin}/sdk-hook`,
+        timeoutMs: 60_000,
+      })
+      expect(answer).toBeFalsy()
+      expect((await deliveries(1))[0]).toMatchObject({ path: '/sdk-hook', body: { raw: { doubled: 8 } } })
+    } finally {
+      server.close()
+    }
   })
 
   it('in process: reactAsync resolves at once; react refuses a callback_url', async () => {

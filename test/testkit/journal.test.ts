@@ -222,6 +222,7 @@ describe('the operation journal', () => {
       'reactors.patch': 'reactor.patch',
       'reactors.delete': 'reactor.delete',
       'reactors.react': 'reactor.react',
+      'reactors.reactAsync': 'reactor.react_async',
       'applicationKeys.create': 'application_key.create',
       'applicationKeys.list': 'application_key.list',
       'applicationKeys.get': 'application_key.get',
