@@ -32,7 +32,7 @@ async function sealed(store: Store): Promise<Store> {
   await store.write({
     ops: [{ op: 'tenant.put', tenant: { ...tenant, data_key: await keyring.newTenantKey(TENANT) } }],
   })
-  return sealedStore(store, keyring)
+  return sealedStore(store, keyring, () => new Date().toISOString())
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!

@@ -61,3 +61,21 @@ export function withSearchIndexes(
     search_index_values: searchIndexValues(expressions, token.data),
   }
 }
+
+/**
+ * `token` with its search indexes evaluated again over its data, leniently: an index that renders
+ * nothing any more (its field was deleted, as an expired card cvc is) indexes nothing, instead of
+ * refusing the write as `searchIndexValues` does for a caller's.
+ */
+export function reindexed(token: StoredToken): StoredToken {
+  const { search_index_values: _v, search_index_hashes: _h, ...rest } = token
+  if (!token.search_indexes?.length) return rest
+  const values = token.search_indexes.flatMap((expression) => {
+    try {
+      return searchIndexValues([expression], token.data)
+    } catch {
+      return []
+    }
+  })
+  return { ...rest, search_index_values: [...new Set(values)] }
+}

@@ -26,6 +26,8 @@ import { parseDateTime } from './schemas/date-time.js'
 export const MAX_QUERY_LENGTH = 4000
 /** Most terms in one query. */
 export const MAX_TERMS = 64
+/** Most wildcard patterns in one query (each costs a pass over the text it is matched with). */
+export const MAX_PATTERNS = 8
 /** Deepest nesting of parentheses and `NOT`s. */
 export const MAX_DEPTH = 32
 
@@ -327,6 +329,8 @@ function termValue(field: Field, raw: RawValue, at: number): Value {
   if (raw.pieces.length === 1 && raw.pieces[0] === '*') return { kind: 'exists' }
   if (field.kind === 'data')
     throw fail(at, 'data terms match whole search index values (no wildcards: indexes are hashed)')
+  const size = raw.pieces.reduce((n, p) => n + (typeof p === 'string' ? 1 : [...p.lit].length), 0)
+  if (size > MAX_PATTERN) throw fail(at, `a wildcard pattern is at most ${MAX_PATTERN} characters`)
   return { kind: 'pattern', glob: raw.pieces }
 }
 
@@ -341,6 +345,11 @@ export function parseQuery(text: string): QueryNode {
   if (!toks.length) return { kind: 'all' }
   if (toks.filter((t) => t.t === 'term').length > MAX_TERMS)
     throw invalid('query', `must hold at most ${MAX_TERMS} terms`)
+  const patterns = toks.filter(
+    (t) => t.t === 'term' && t.raw.kind === 'word' && t.raw.wild && !(t.raw.pieces.length === 1),
+  )
+  if (patterns.length > MAX_PATTERNS)
+    throw invalid('query', `must hold at most ${MAX_PATTERNS} wildcard patterns`)
   let p = 0
   const end = text.length
   const peek = () => toks[p]
@@ -395,41 +404,103 @@ export function parseQuery(text: string): QueryNode {
   return root
 }
 
-/**
- * Whether `text` matches the glob `parts` (`*` any run, `?` one character), in time linear in
- * the product of the two lengths at worst (greedy with one backtrack point, no regular expression).
- */
-export function globMatches(parts: readonly GlobPart[], text: string, fold = false): boolean {
-  // Flatten to a character pattern: each char literal, or a wildcard marker.
-  const pat: Array<string | '*' | '?'> = []
-  const lit: boolean[] = []
+/** The most characters and wildcards one pattern may hold (its matcher keeps one bit per element). */
+export const MAX_PATTERN = 128
+
+/** A glob compiled for bit-parallel matching: bit `i` of the state is "the first `i` elements matched". */
+interface CompiledGlob {
+  /** Elements after collapsing runs of `*` (a run matches what one `*` matches). */
+  size: number
+  words: number
+  star: Uint32Array
+  /** Per literal character: the elements it matches (itself and every `?`). */
+  byChar: Map<string, Uint32Array>
+  /** What any other character matches: the `?` elements. */
+  any: Uint32Array
+}
+
+const compiledGlobs = new WeakMap<readonly GlobPart[], [CompiledGlob | undefined, CompiledGlob | undefined]>()
+
+function compileGlob(parts: readonly GlobPart[], fold: boolean): CompiledGlob {
+  const elements: Array<string | '*' | '?'> = []
+  const literal: boolean[] = []
   for (const part of parts) {
     if (typeof part === 'string') {
-      pat.push(part)
-      lit.push(false)
+      if (part === '*' && elements.at(-1) === '*' && !literal.at(-1)) continue
+      elements.push(part)
+      literal.push(false)
     } else
       for (const ch of fold ? part.lit.toLowerCase() : part.lit) {
-        pat.push(ch)
-        lit.push(true)
+        elements.push(ch)
+        literal.push(true)
       }
   }
-  const chars = [...(fold ? text.toLowerCase() : text)]
-  let i = 0
-  let j = 0
-  let star = -1
-  let mark = 0
-  while (i < chars.length) {
-    if (j < pat.length && (lit[j] ? pat[j] === chars[i] : pat[j] === '?')) {
-      i++
-      j++
-    } else if (j < pat.length && !lit[j] && pat[j] === '*') {
-      star = j++
-      mark = i
-    } else if (star >= 0) {
-      j = star + 1
-      i = ++mark
-    } else return false
+  const size = elements.length
+  const words = (size >>> 5) + 1
+  const star = new Uint32Array(words)
+  const any = new Uint32Array(words)
+  const byChar = new Map<string, Uint32Array>()
+  elements.forEach((e, i) => {
+    const bit = 1 << (i & 31)
+    if (!literal[i]) {
+      if (e === '*') star[i >>> 5]! |= bit
+      else any[i >>> 5]! |= bit
+    }
+  })
+  elements.forEach((e, i) => {
+    if (!literal[i]) return
+    let mask = byChar.get(e)
+    if (!mask) {
+      mask = Uint32Array.from(any)
+      byChar.set(e, mask)
+    }
+    mask[i >>> 5]! |= 1 << (i & 31)
+  })
+  return { size, words, star, byChar, any }
+}
+
+/** `state` with every `*` element's successor set (one step: runs of `*` are collapsed). */
+function closeStars(g: CompiledGlob, state: Uint32Array): void {
+  let carry = 0
+  for (let k = 0; k < g.words; k++) {
+    const stars = state[k]! & g.star[k]!
+    const next = ((stars << 1) | carry) >>> 0
+    carry = stars >>> 31
+    state[k] = (state[k]! | next) >>> 0
   }
-  while (j < pat.length && !lit[j] && pat[j] === '*') j++
-  return j === pat.length
+}
+
+/**
+ * Whether `text` matches the glob `parts` (`*` any run, `?` one character), in time linear in the
+ * length of `text` (a bit-parallel automaton: a few word operations per character, whatever the
+ * pattern), so no pattern can make a search slow. `fold`: equal but for case.
+ */
+export function globMatches(parts: readonly GlobPart[], text: string, fold = false): boolean {
+  let cached = compiledGlobs.get(parts)
+  if (!cached) {
+    cached = [undefined, undefined]
+    compiledGlobs.set(parts, cached)
+  }
+  const slot = fold ? 1 : 0
+  const g = cached[slot] ?? compileGlob(parts, fold)
+  cached[slot] = g
+  let state = new Uint32Array(g.words)
+  let next = new Uint32Array(g.words)
+  state[0] = 1
+  closeStars(g, state)
+  for (const ch of fold ? text.toLowerCase() : text) {
+    const match = g.byChar.get(ch) ?? g.any
+    let carry = 0
+    let alive = 0
+    for (let k = 0; k < g.words; k++) {
+      const stepped = state[k]! & match[k]!
+      next[k] = ((state[k]! & g.star[k]!) | (stepped << 1) | carry) >>> 0
+      carry = stepped >>> 31
+      alive |= next[k]!
+    }
+    if (!alive) return false
+    closeStars(g, next)
+    ;[state, next] = [next, state]
+  }
+  return (state[g.size >>> 5]! & (1 << (g.size & 31))) !== 0
 }

@@ -35,23 +35,29 @@ const query = v.optional(
 const cursor = v.optional(v.nullable(v.pipe(v.string(), v.maxLength(400, 'must be at most 400 characters'))))
 const size = v.optional(v.nullable(pagination.size))
 
-/** Body of `POST /tokens/search`. */
-export const searchInput = v.strictObject({
-  query,
-  page: v.optional(v.nullable(pagination.page)),
-  size,
-})
+/** Body of `POST /tokens/search` (none: every token, first page). */
+export const searchInput = v.optional(
+  v.strictObject({
+    query,
+    page: v.optional(v.nullable(pagination.page)),
+    size,
+  }),
+  {},
+)
 
 /**
  * Body of `POST /v2/tokens/search`: `query`, and `start` (the previous page's `pagination.next`)
  * and `size`, given at the top level (as the SDKs send them) or as `page: { start, size }`.
  */
-export const searchV2Input = v.strictObject({
-  query,
-  start: cursor,
-  size,
-  page: v.optional(v.nullable(v.strictObject({ start: cursor, size }))),
-})
+export const searchV2Input = v.optional(
+  v.strictObject({
+    query,
+    start: cursor,
+    size,
+    page: v.optional(v.nullable(v.strictObject({ start: cursor, size }))),
+  }),
+  {},
+)
 
 /** A term with what it needs at match time: a data term's keyed hash (computed once per search). */
 type Compiled =
@@ -226,6 +232,9 @@ async function* tokensInOrder(
       if (live(token)) yield token
     }
     if (page.items.length < limit) break
+    // A long scan lets other work run between store pages (a store answering from memory never
+    // leaves the microtask queue on its own).
+    await new Promise<void>((resolve) => setImmediate(resolve))
   }
   while (nextStaged < staged.length) {
     const token = await readToken(ctx, tx!, staged[nextStaged++]!)

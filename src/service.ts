@@ -37,6 +37,7 @@ import {
 } from './state-transfer.js'
 import { type SweepCounts, sweepExpired } from './sweep.js'
 import { permissionOperations, tenantOperations } from './tenants.js'
+import { refingerprinted } from './token-types.js'
 import { tokenOperations } from './tokens.js'
 import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
@@ -296,7 +297,7 @@ export function createService(options: ServiceOptions): Service {
   const { clock } = options
   const keys = masterKeys(options)
   const keyring = new Keyring(options.store, keys)
-  const store = sealedStore(options.store, keyring)
+  const store = sealedStore(options.store, keyring, () => now())
   const resolved: ResolvedOptions = {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
@@ -423,7 +424,11 @@ export function createService(options: ServiceOptions): Service {
     sweep: () => {
       // Callback retries that are due go out in the background.
       void callbacks.retryDue()
-      return sweepExpired(store, now(), { transactionTtlMs: resolved.transactionTtlMs })
+      return sweepExpired(store, now(), {
+        transactionTtlMs: resolved.transactionTtlMs,
+        refingerprint: (token) =>
+          refingerprinted(token, (purpose, value) => keyring.hmac(token.tenant_id, purpose, value)),
+      })
     },
     async verifyMasterKey() {
       for (const tenant of await store.listTenants()) {

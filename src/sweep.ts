@@ -1,6 +1,9 @@
+import { ServiceError } from './errors.js'
 import { deletionsWithLinks } from './links.js'
 import { writeEnd } from './locks.js'
+import { reindexed } from './search-expressions.js'
 import type { Store } from './store/contract.js'
+import type { StoredToken } from './types.js'
 
 /** How many records the sweep lists (and then writes one by one) per round. */
 export const SWEEP_BATCH = 256
@@ -18,6 +21,8 @@ export interface SweepCounts {
   transactions: number
   /** Expired tokens deleted, with every association they were part of. */
   tokens: number
+  /** Card tokens rewritten without their `cvc`, an hour after it was given (`cvc_expires_at`). */
+  cvcs: number
   /** Transactions deleted 24 hours after they ended (commit/rollback then answer 404, not 409). */
   endedTransactions: number
   /** Idempotency records (kept answers) deleted 24 hours after their first request. */
@@ -60,6 +65,10 @@ async function drain(
  * - Tokens past `expires_at` are deleted with their associations (guarded on those being all, so a
  *   token linked meanwhile is left to the next sweep), unless an open transaction holds them (they
  *   go once it ends).
+ * - Card tokens past `cvc_expires_at` are rewritten without `data.cvc` (read through the service's
+ *   sealed store, a due cvc already reads as gone: the rewrite stores that, sealed afresh, with
+ *   search indexes evaluated again, see `reindexed`, and its fingerprint made again when
+ *   `refingerprint` is given), unless an open transaction holds them.
  * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
  * - Transactions are deleted `ENDED_RETENTION_MS` after they ended. A transaction ends at the latest
  *   when it expires, so candidates are listed by `expires_at` up to `now − 24 h + transactionTtlMs`
@@ -68,7 +77,11 @@ async function drain(
 export async function sweepExpired(
   store: Store,
   now: string,
-  options: { transactionTtlMs: number },
+  options: {
+    transactionTtlMs: number
+    /** The token with its fingerprint made again (the service's, under the tenant's key); none: kept. */
+    refingerprint?: (token: StoredToken) => Promise<StoredToken>
+  },
   batch = SWEEP_BATCH,
 ): Promise<SweepCounts> {
   const sessions = await drain(store, 'session', now, batch, async (key) => {
@@ -106,6 +119,26 @@ export async function sweepExpired(
     })
     return result.ok
   })
+  const cvcs = await drain(store, 'token.cvc', now, batch, async (key) => {
+    let token: StoredToken | null
+    try {
+      token = await store.getToken(key.tenant_id, key.id)
+    } catch (error) {
+      // A card whose ciphertext fails its integrity check can't be rewritten: left as it is.
+      if (error instanceof ServiceError && error.code === 'unreadable') return false
+      throw error
+    }
+    if (!token || (token.cvc_expires_at !== undefined && token.cvc_expires_at > now)) return false
+    const next = reindexed(token)
+    const result = await store.write({
+      checks: [
+        { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
+        { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
+      ],
+      ops: [{ op: 'token.put', token: options.refingerprint ? await options.refingerprint(next) : next }],
+    })
+    return result.ok
+  })
   const cutoff = iso(Date.parse(now) - ENDED_RETENTION_MS)
   const listedUpTo = iso(Date.parse(now) - ENDED_RETENTION_MS + options.transactionTtlMs)
   const endedTransactions = await drain(store, 'transaction.ended', listedUpTo, batch, async (key) => {
@@ -126,5 +159,5 @@ export async function sweepExpired(
     })
     return result.ok
   })
-  return { sessions, applications, transactions, tokens, endedTransactions, idempotency }
+  return { sessions, applications, transactions, tokens, cvcs, endedTransactions, idempotency }
 }

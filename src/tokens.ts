@@ -1,5 +1,6 @@
 import type * as v from 'valibot'
 import { applyTransform, requireTokenAccess, tokenAccess } from './access.js'
+import { patchGivesCvc, withCvcDeadline } from './card-cvc.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
@@ -81,7 +82,7 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
   requireFuture(ctx, expiresAt)
   const rules = typeRules(body.type)
   const mask = body.mask === undefined ? rules.mask : body.mask
-  const token: StoredToken = {
+  const given: StoredToken = {
     id: body.id ?? newId(),
     tenant_id: ctx.principal.tenantId,
     type: body.type,
@@ -94,6 +95,7 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
     created_by: ctx.principal.id,
     created_at: ctx.now(),
   }
+  const token = withCvcDeadline(given, ctx.now(), true)
   checkTokenContents(token)
   requireTokenAccess(ctx.principal, 'token:create', token)
   const indexed = withSearchIndexes(token, body.search_indexes)
@@ -349,7 +351,7 @@ export function tokenOperations(ctx: Ctx) {
         const current = await mustReadToken(ctx, tx, id)
         requireTokenAccess(ctx.principal, 'token:update', current)
         const next: StoredToken = await fingerprinted(ctx, {
-          ...patched(current, patch),
+          ...withCvcDeadline(patched(current, patch), ctx.now(), patchGivesCvc(patch.data)),
           modified_by: ctx.principal.id,
           modified_at: ctx.now(),
         })

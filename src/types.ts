@@ -142,6 +142,8 @@ export interface StoredToken extends Token {
   search_index_values?: string[]
   /** Keyed hashes (HMAC under the tenant's key) of `search_index_values`, as stored. */
   search_index_hashes?: string[]
+  /** When a `card`'s `data.cvc` is deleted (see `withoutExpiredCvc`); in the clear, never shown. */
+  cvc_expires_at?: string
 }
 
 export interface Association {

@@ -23,7 +23,8 @@ export interface Migration {
  * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
  * parents; `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name`
  * (on the JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; the
- * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc).
+ * expiry indexes serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc,
+ * `tokens_by_cvc_expiry` on a card token's `cvc_expires_at`, since version 8).
  * A `token_locks` row is a lock record: the token, the transaction holding it and that
  * transaction's `expires_at` (since version 5), so `token.unlocked` is a field guard on one row.
  * Only the `lock.put` and `lock.delete` ops write them (the core writes those as it stages and
@@ -192,6 +193,14 @@ INSERT INTO ${s}.formula_uses (formula_id, tenant_id, reactor_id)
 DROP INDEX ${s}.reactors_by_formula;
 `,
   },
+  {
+    version: 8,
+    name: 'token cvc expiry index',
+    sql: (s) => `
+CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
+  WHERE doc ->> 'cvc_expires_at' IS NOT NULL;
+`,
+  },
 ]
 
 /**
@@ -219,7 +228,7 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
         `SELECT version FROM ${s}.tokenvault_migrations`,
       )
       const applied = new Set(rows.map((r) => r.version))
-      const latest = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
+      const latest = Math.max(0, ...MIGRATIONS.map((m) => m.version))
       const newer = rows.find((r) => r.version > latest)
       if (newer)
         throw new Error(

@@ -164,6 +164,9 @@ export function statements(t: Tables) {
 
     /** $1 before, $2 limit: keys of tokens that expire at or before $1 (partial index `tokens_by_expiry`). */
     expiredTokens: `SELECT tenant_id, id FROM ${t.tokens} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+    /** $1 before, $2 limit: keys of tokens whose cvc is due at or before $1 (`tokens_by_cvc_expiry`). */
+    expiredCvcs: `SELECT tenant_id, id FROM ${t.tokens}
+      WHERE (doc ->> 'cvc_expires_at') COLLATE "C" <= $1 ORDER BY (doc ->> 'cvc_expires_at') COLLATE "C" LIMIT $2`,
     /** $1 before, $2 limit: keys of sessions that expire at or before $1 (`sessions_by_expiry`). */
     expiredSessions: `SELECT tenant_id, id FROM ${t.sessions} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
     /** $1 before, $2 limit: keys of applications that expire at or before $1 (`applications_by_expiry`). */

@@ -125,6 +125,8 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
   switch (kind) {
     case 'token':
       return st.expiredTokens
+    case 'token.cvc':
+      return st.expiredCvcs
     case 'session':
       return st.expiredSessions
     case 'application':

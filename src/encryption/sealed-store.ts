@@ -1,3 +1,4 @@
+import { withoutExpiredCvc } from '../card-cvc.js'
 import { ServiceError } from '../errors.js'
 import type { Store } from '../store/contract.js'
 import type { Check, Json, Op, StoredToken, StoredTransaction, Tenant } from '../types.js'
@@ -128,8 +129,11 @@ export class Keyring {
  * Staged writes of transactions are sealed the same way, and so are the answers kept for
  * idempotency keys (they may hold token data). `dump()` answers records as stored
  * (sealed). Legacy plaintext values (written before encryption) read as they are.
+ *
+ * Every token read (gets, lists, staged writes of transactions) opens here, so this is where the
+ * card cvc rule applies (`withoutExpiredCvc`, at `now()`): past its deadline a cvc reads as gone.
  */
-export function sealedStore(inner: Store, keyring: Keyring): Store {
+export function sealedStore(inner: Store, keyring: Keyring, now: () => string): Store {
   /** The stored (sealed) record each opened token came from, for `token.unchanged` checks. */
   const sealedOf = new WeakMap<StoredToken, StoredToken>()
 
@@ -165,14 +169,15 @@ export function sealedStore(inner: Store, keyring: Keyring): Store {
       throw unreadable(token.id)
     }
     if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
-    const opened: StoredToken = { ...token, data: fields[0] as Json }
-    if (fields.length === 2) opened.mask = fields[1] as Json
+    const full: StoredToken = { ...token, data: fields[0] as Json }
+    if (fields.length === 2) full.mask = fields[1] as Json
+    const opened = withoutExpiredCvc(full, now())
     sealedOf.set(opened, token)
     return opened
   }
   const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
     // Legacy plaintext (written before encryption at rest) reads as it is.
-    if (!isSealed(token.data)) return token
+    if (!isSealed(token.data)) return withoutExpiredCvc(token, now())
     const key = keyOf(token.tenant_id)
     return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
   }

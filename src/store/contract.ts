@@ -44,10 +44,12 @@ export interface RecordKey {
  * - `transaction.open`: transactions in state `open` with `expires_at <= before`;
  * - `transaction.ended`: transactions in any other state with `expires_at <= before` (a transaction
  *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago);
- * - `idempotency`: idempotency records with `expires_at <= before`.
+ * - `idempotency`: idempotency records with `expires_at <= before`;
+ * - `token.cvc`: tokens with `cvc_expires_at <= before` (cards whose cvc is due for deletion).
  */
 export type ExpiringKind =
   | 'token'
+  | 'token.cvc'
   | 'session'
   | 'application'
   | 'transaction.open'

@@ -99,6 +99,8 @@ export class MemoryState {
   private fingerprints = new Scoped<Set<string>>()
   /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
   private expiringTokens = new Scoped<StoredToken>()
+  /** The tokens that have a `cvc_expires_at`: what `listExpired` scans for `token.cvc`. */
+  private cvcTokens = new Scoped<StoredToken>()
   /** parent → child id → association, in the order they were made. */
   private children = new Scoped<Map<string, Association>>()
   /** child → parent ids. */
@@ -251,6 +253,8 @@ export class MemoryState {
         this.tokens.set(t.tenant_id, t.id, t)
         if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
         else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
+        if (t.cvc_expires_at !== undefined) this.cvcTokens.set(t.tenant_id, t.id, t)
+        else if (old?.cvc_expires_at !== undefined) this.cvcTokens.delete(t.tenant_id, t.id)
         this.recount(t.tenant_id, t.id, old, t)
         return
       }
@@ -266,6 +270,7 @@ export class MemoryState {
         this.unindexFingerprint(this.tokens.get(op.tenant_id, op.id))
         this.tokens.delete(op.tenant_id, op.id)
         this.expiringTokens.delete(op.tenant_id, op.id)
+        this.cvcTokens.delete(op.tenant_id, op.id)
         return
       case 'association.put': {
         const a = op.association
@@ -685,6 +690,14 @@ export class MemoryState {
     switch (query.kind) {
       case 'token':
         take(this.expiringTokens.values())
+        break
+      case 'token.cvc':
+        for (const t of this.cvcTokens.values()) {
+          if (t.cvc_expires_at! <= before) {
+            out.push({ tenant_id: t.tenant_id, id: t.id })
+            if (out.length >= limit) break
+          }
+        }
         break
       case 'session':
         take(this.sessions.values())

@@ -348,6 +348,22 @@ describe('token search', () => {
     expect((await failure(client.tokens.search({ query: 'type:odd AND' }))).message).toContain('character 13')
   }, 60_000)
 
+  it('lets other work run between store pages of a long scan', async () => {
+    const { client } = await setup()
+    for (let i = 0; i < SEARCH_PAGE * 3; i += 100) {
+      await client.tokens.tokenize(Array.from({ length: 100 }, (_, j) => ({ type: 'token', data: i + j })))
+    }
+    let ranBefore = false
+    let done = false
+    setImmediate(() => {
+      ranBefore = !done
+    })
+    const page = await client.tokens.search({ query: 'NOT type:none' })
+    done = true
+    expect(page.pagination.total_items).toBe(SEARCH_PAGE * 3)
+    expect(ranBefore).toBe(true)
+  })
+
   it('sees the caller transaction: staged creates, updates and deletes', async () => {
     const { service, client, vault } = await setup()
     await client.tokens.create({ id: 'b', type: 'token', data: 'b', search_indexes: ['{{ data }}'] })

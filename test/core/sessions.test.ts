@@ -243,6 +243,7 @@ describe('sessions', () => {
       applications: 0,
       transactions: 0,
       tokens: 0,
+      cvcs: 0,
       endedTransactions: 0,
       idempotency: 0,
     })
@@ -252,6 +253,7 @@ describe('sessions', () => {
       applications: 0,
       transactions: 0,
       tokens: 0,
+      cvcs: 0,
       endedTransactions: 0,
       idempotency: 0,
     })

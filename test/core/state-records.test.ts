@@ -103,6 +103,8 @@ function seeded(): MemoryState {
   )
   write(...['p', 'q', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'x', 'y', 'z'].map((id) => put(id)))
   write(put('e', { expires_at: SOON, type: 'card' }), put('p', {}, U), put('c1', {}, U))
+  write(put('v', { type: 'card', cvc_expires_at: SOON }), put('w2', { type: 'card', cvc_expires_at: SOON }))
+  write(put('w2', { type: 'card' }))
   write(
     link('p', 'c3'),
     link('p', 'c1'),
@@ -187,9 +189,9 @@ function answers(state: MemoryState) {
     sessions: ['s1', 's2', 's3'].map((id) => state.getSessionByNonce(T, `nonce-${id}`)),
     formulas: state.listFormulas(T, { offset: 0, limit: 10 }),
     expired: [NOW, LATER].map((before) =>
-      (['token', 'session', 'application', 'transaction.open', 'transaction.ended'] as const).map((kind) =>
-        state.listExpired({ kind, before, limit: 100 }),
-      ),
+      (
+        ['token', 'token.cvc', 'session', 'application', 'transaction.open', 'transaction.ended'] as const
+      ).map((kind) => state.listExpired({ kind, before, limit: 100 })),
     ),
   }
 }

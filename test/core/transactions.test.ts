@@ -192,6 +192,7 @@ describe('transactions', () => {
       applications: 0,
       transactions: 1,
       tokens: 0,
+      cvcs: 0,
       endedTransactions: 0,
       idempotency: 0,
     })

@@ -266,6 +266,13 @@ describe('token search over HTTP', () => {
       pagination: { total_items: 1, page_number: 1, page_size: 20, total_pages: 1 },
       data: [{ id: 'search', search_indexes: ['{{ data | last4 }}'] }],
     })
+    // The body is optional (no body: every token), as the OpenAPI document says.
+    const openapi = await json<{ paths: Record<string, { post: { requestBody: { required: boolean } } }> }>(
+      await call('GET', '/openapi.json'),
+      200,
+    )
+    expect(openapi.paths['/tokens/search']!.post.requestBody.required).toBe(false)
+    expect(openapi.paths['/v2/tokens/search']!.post.requestBody.required).toBe(false)
     const all = await json(await call('POST', '/tokens/search', { key: keys.full }), 200)
     expect(all.pagination).toMatchObject({ total_items: 1 })
     const v2 = await json(

@@ -123,13 +123,14 @@ describePostgres('postgres store queries use indexes', (url) => {
     await store.listApplications('t7', { offset: 5, limit: 5 })
     await store.listApplications('t7', { offset: 0, limit: 5, ids: ['a3', 'a9'] })
     await store.listExpired({ kind: 'application', before: NOW, limit: 10 })
+    await store.listExpired({ kind: 'token.cvc', before: NOW, limit: 10 })
     const s3 = await store.getSessionByNonce('t7', 'n3')
     await store.write({
       checks: [{ check: 'session.unchanged', tenant_id: 't7', id: 's3', session: s3! }],
       ops: [],
     })
     await store.write({ checks: [{ check: 'token.unlocked', tenant_id: 't7', id: 'k1', now: NOW }], ops: [] })
-    expect(issued.length).toBe(14)
+    expect(issued.length).toBe(15)
     const client = await pool.connect()
     try {
       // Plans for the values at hand, as the first executions of a prepared statement get.

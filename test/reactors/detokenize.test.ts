@@ -81,6 +81,17 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     expect(Object.keys((await failure(react({ v: '{{soon}}' }))).issues ?? {})).toEqual(['args.v'])
   })
 
+  it("a card's cvc reaches the formula for an hour after it was given, then no more", async () => {
+    const { a, clock, react } = await reactorWith()
+    const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031, cvc: '123' }
+    await a.client.tokens.create({ id: 'card-1', type: 'card', data: card })
+    clock.advance(60 * 60_000 - 1)
+    expect((await react({ card: '{{ card-1 }}' })).raw).toEqual({ card })
+    clock.advance(1)
+    const { cvc: _cvc, ...noCvc } = card
+    expect((await react({ card: '{{ card-1 }}' })).raw).toEqual({ card: noCvc })
+  })
+
   it('needs token:use on each token: a rule on another container is 403, a mask transform gives the mask', async () => {
     const { a, react } = await reactorWith()
     await a.client.tokens.create({ id: 'pci', type: 'x', data: 'card', mask: '****', containers: ['/pci/'] })

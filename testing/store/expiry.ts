@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/contract.js'
-import type { Op } from '../../src/types.js'
+import type { Op, StoredToken } from '../../src/types.js'
 import { app, NOW, session, T, token, tx, U } from './records.js'
 
 const at = (minutes: number) => new Date(Date.parse(NOW) + minutes * 60_000).toISOString()
@@ -40,6 +40,40 @@ export function expiryTests(fresh: () => Promise<Store>): void {
       ],
     })
     expect(await list('token', 60)).toEqual([`${T}/later`])
+    await store.close()
+  })
+
+  it('lists card tokens by cvc_expires_at (token.cvc), in every tenant; one rewritten without it, or deleted, is not', async () => {
+    const store = await fresh()
+    const card = (id: string, extra: Partial<StoredToken>) => token(id, { type: 'card', ...extra })
+    await store.write({
+      ops: [
+        { op: 'token.put', token: card('no-cvc', {}) },
+        { op: 'token.put', token: card('soon', { cvc_expires_at: at(5) }) },
+        { op: 'token.put', token: card('later', { cvc_expires_at: at(50), expires_at: at(200) }) },
+        { op: 'token.put', token: card('other', { tenant_id: U, cvc_expires_at: at(1) }) },
+        { op: 'token.put', token: card('expiring', { expires_at: at(1) }) },
+      ],
+    })
+    const list = async (minutes: number) =>
+      sorted(await store.listExpired({ kind: 'token.cvc', before: at(minutes), limit: 100 }))
+    expect(await list(0)).toEqual([])
+    expect(await list(5)).toEqual([`${T}/soon`, `${U}/other`])
+    expect(await list(60)).toEqual([`${T}/later`, `${T}/soon`, `${U}/other`])
+    expect(await store.listExpired({ kind: 'token.cvc', before: at(60), limit: 2 })).toHaveLength(2)
+    // `token` lists by `expires_at` alone.
+    expect(sorted(await store.listExpired({ kind: 'token', before: at(5), limit: 100 }))).toEqual([
+      `${T}/expiring`,
+    ])
+    await store.write({
+      ops: [
+        { op: 'token.put', token: card('soon', {}) },
+        { op: 'token.put', token: card('later', { cvc_expires_at: at(90) }) },
+        { op: 'token.delete', tenant_id: U, id: 'other' },
+      ],
+    })
+    expect(await list(60)).toEqual([])
+    expect(await list(90)).toEqual([`${T}/later`])
     await store.close()
   })
 

@@ -80,6 +80,7 @@ export async function expectSameAsMemory(
     if ('purge' in s) {
       for (const kind of [
         'token',
+        'token.cvc',
         'session',
         'application',
         'transaction.open',
