@@ -68,7 +68,7 @@ export interface FileStoreOptions {
   compactMinBytes?: number
   /**
    * Compacts also once the deletes journaled since the last compaction (deleted and purged tokens,
-   * transactions, sessions…) amount to this share of the ops journaled since, and the journal holds
+   * transactions, sessions…, and cards rewritten without their cvc) amount to this share of the ops journaled since, and the journal holds
    * at least 1 MiB (or `compactMinBytes`, if smaller): deleted data then leaves the disk.
    * @default 0.25
    */

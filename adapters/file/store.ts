@@ -59,6 +59,20 @@ const nonNegative = (name: string, value: number) => {
  *
  * On disk is only what the core hands the store (keys and nonces are SHA-256 hashes already).
  */
+/**
+ * Whether `op` takes data out of the state as a delete does (what the delete share of compaction
+ * counts): a delete, or a token put without the `cvc_expires_at` the stored token has (a card
+ * rewritten without its cvc), judged before `op` applies.
+ */
+function removesData(s: MemoryState, op: Op): boolean {
+  if (op.op.endsWith('.delete')) return true
+  return (
+    op.op === 'token.put' &&
+    op.token.cvc_expires_at === undefined &&
+    s.hasCvcDeadline(op.token.tenant_id, op.token.id)
+  )
+}
+
 export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const dir = resolve(options.path)
   const durable = (options.durability ?? 'fsync') === 'fsync'
@@ -286,7 +300,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const commit = (s: MemoryState, ops: Op[]): Promise<WriteResult> => {
     const json = recordPayload(ops)
     opsSince += ops.length
-    for (const op of ops) if (op.op.endsWith('.delete')) deletesSince++
+    for (const op of ops) if (removesData(s, op)) deletesSince++
     try {
       // Apply a copy equal to what the journal will replay, so memory and a reopened store agree.
       for (const op of ops) s.apply(cloneJson(op))

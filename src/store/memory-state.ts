@@ -548,6 +548,11 @@ export class MemoryState {
     return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
   }
 
+  /** Whether the token has a `cvc_expires_at` (a put without one then deletes its cvc). */
+  hasCvcDeadline(tenantId: string, id: string): boolean {
+    return this.cvcTokens.has(tenantId, id)
+  }
+
   getToken(tenantId: string, id: string): StoredToken | null {
     const t = this.tokens.get(tenantId, id)
     return t ? copy(t) : null

@@ -228,4 +228,34 @@ describe('file store compaction after deletes', () => {
     expect(text).toContain('planted-doomed-399-xyz')
     await store.close()
   })
+
+  it('a card rewritten without its cvc counts as a delete: the cvc leaves the disk with the same share', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir, compactMinBytes: 1e12 })
+    const ids = Array.from({ length: 400 }, (_, i) => `card-${i}`)
+    const card = (id: string, cvc: boolean) =>
+      put(id, {
+        type: 'card',
+        data: { pad: 'p'.repeat(3000), ...(cvc ? { cvc: `planted-${id}-cvc` } : {}) },
+        ...(cvc ? { cvc_expires_at: '2030-01-01T01:00:00.000Z' } : {}),
+      })
+    for (const id of ids) await store.write({ ops: [card(id, true)] })
+    const onDisk = async () => {
+      const names = await readdir(dir)
+      return (await Promise.all(names.map((n) => readFile(join(dir, n), 'latin1').catch(() => '')))).join(
+        '\n',
+      )
+    }
+    // Rewrites of tokens that keep (or never had) a deadline are not deletes.
+    for (const id of ids.slice(300, 400)) await store.write({ ops: [card(id, true)] })
+    expect(store.stats().compactions).toBe(0)
+    for (const id of ids.slice(0, 200)) await store.write({ ops: [card(id, false)] })
+    for (let i = 0; i < 200 && store.stats().compactions === 0; i++)
+      await new Promise((r) => setTimeout(r, 10))
+    expect(store.stats().compactions).toBe(1)
+    const text = await onDisk()
+    for (const id of ids.slice(0, 150)) expect(text.includes(`planted-${id}-cvc`), id).toBe(false)
+    expect(text).toContain('planted-card-399-cvc')
+    await store.close()
+  })
 })
