@@ -5,10 +5,9 @@ import { crc32 as zlibCrc32 } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { crc32Portable } from '../../adapters/file/crc32.js'
 import { fileStore } from '../../adapters/file/index.js'
-import { encodeRecord } from '../../adapters/file/record.js'
 import type { Op } from '../../src/types.js'
 import { link, NOW, put, stage, T, tx } from './fixtures.js'
-import { tempDir } from './helpers.js'
+import { encodeRecord, tempDir } from './helpers.js'
 
 const JOURNAL = 'journal.0.log'
 
