@@ -15,6 +15,8 @@ export function checkFailure(check: Check): ServiceError {
       return conflict('the transaction was changed concurrently; retry')
     case 'links.within':
       return conflict(`token ${check.token_id} was linked concurrently; retry`)
+    case 'reactor.unchanged':
+      return conflict('the reactor was changed concurrently; retry')
     case 'token.unchanged':
       return conflict(`token ${check.id} was changed concurrently; retry`)
     case 'transaction.unchanged':

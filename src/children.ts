@@ -3,7 +3,7 @@ import type { Ctx } from './context.js'
 import { writeTokens } from './dedup.js'
 import { conflict, invalid, notFound } from './errors.js'
 import type { CreateTokenInput, ListChildrenQuery } from './inputs.js'
-import { type Paginated, paginated } from './pagination.js'
+import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
 import { fingerprinted } from './token-types.js'
 import { createdAnswer, creationChecks, newToken } from './tokens.js'
@@ -139,7 +139,7 @@ export function childOperations(ctx: Ctx) {
       const tx = await openTransaction(ctx)
       const parent = await mustReadToken(ctx, tx, parentId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
-      const offset = (q.page - 1) * q.size
+      const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
         return transform === null ? null : applyTransform(token, transform)

@@ -1,7 +1,7 @@
 import { requirePermission } from './access.js'
 import { shownApplication } from './applications.js'
 import { type CallbackBody, callbackError } from './callback.js'
-import { expectWritten } from './checks.js'
+import { checkFailure, expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { detokenizeArgs } from './detokenize.js'
@@ -25,7 +25,8 @@ import {
   reactInput,
   updateReactorInput,
 } from './schemas/reactor.js'
-import type { Application, Check, Reactor, ReactorFormula, StoredFormula } from './types.js'
+import type { WriteResult } from './store/contract.js'
+import type { Application, Check, Op, Reactor, ReactorFormula, StoredFormula } from './types.js'
 import { parse } from './validate.js'
 
 type Configuration = Reactor['configuration']
@@ -74,10 +75,23 @@ function requireUse(ctx: Ctx): void {
 /**
  * Reactor create, list, get, update, patch, delete (`reactor:*`) and react (`token:use`) for one
  * caller. A reactor runs a formula's code (formula-based) or its own inline `code`. A formula-based
- * reactor's writes carry a `formula.present` check, so a formula deleted concurrently can't leave a
- * reactor pointing at nothing (and a used formula can't be deleted); a reactor naming an
+ * reactor's writes carry a `formula.present` check and put the reactor's formula-use record, so a
+ * formula deleted concurrently can't leave a reactor pointing at nothing, and a used formula can't
+ * be deleted (`formula.unused`); updates and deletes are guarded on the reactor read
+ * (`reactor.unchanged`), so the use record they delete is the reactor's; a reactor naming an
  * application carries `application.present`.
  */
+/** How often a reactor write is made again when a concurrent write changed the reactor. */
+const MAX_WRITE_ATTEMPTS = 100
+
+/** The op that deletes the formula-use record of `reactor` (which runs a formula). */
+const useDelete = (reactor: Reactor): Op => ({
+  op: 'formula_use.delete',
+  formula_id: reactor.formula_id!,
+  tenant_id: reactor.tenant_id,
+  reactor_id: reactor.id,
+})
+
 export function reactorOperations(ctx: Ctx) {
   const tenant = () => ctx.principal.tenantId
   const mustGet = async (id: unknown) => {
@@ -104,16 +118,44 @@ export function reactorOperations(ctx: Ctx) {
     if (error !== null) throw invalid('code', `does not compile: ${error}`)
     return code
   }
-  const write = async (reactor: Reactor, exists: boolean) => {
+  /**
+   * Puts `reactor` (over `previous`, guarded on it being unchanged) with its formula-use record,
+   * and deletes the record of the formula `previous` ran when that changes.
+   */
+  const write = async (reactor: Reactor, previous: Reactor | null): Promise<WriteResult> => {
     const checks: Check[] = []
-    if (exists) checks.push({ check: 'reactor.present', tenant_id: tenant(), id: reactor.id })
+    if (previous)
+      checks.push({ check: 'reactor.unchanged', tenant_id: tenant(), id: reactor.id, reactor: previous })
     if (reactor.formula_id !== undefined) {
       checks.push({ check: 'formula.present', tenant_id: tenant(), id: reactor.formula_id })
     }
     if (reactor.application_id !== undefined) {
       checks.push({ check: 'application.present', tenant_id: tenant(), id: reactor.application_id })
     }
-    expectWritten(await ctx.store.write({ checks, ops: [{ op: 'reactor.put', reactor }] }))
+    const ops: Op[] = [{ op: 'reactor.put', reactor }]
+    if (previous?.formula_id !== undefined && previous.formula_id !== reactor.formula_id)
+      ops.push(useDelete(previous))
+    if (reactor.formula_id !== undefined) {
+      ops.push({
+        op: 'formula_use.put',
+        use: { formula_id: reactor.formula_id, tenant_id: reactor.tenant_id, reactor_id: reactor.id },
+      })
+    }
+    return ctx.store.write({ checks, ops })
+  }
+  /**
+   * Reads the reactor, makes its next version from it and writes that guarded on the read; reads
+   * and makes it again when a concurrent write changed the reactor meanwhile.
+   */
+  const replace = async (id: string, make: (current: Reactor) => Promise<Reactor>): Promise<Reactor> => {
+    for (let attempt = 1; ; attempt++) {
+      const current = await mustGet(id)
+      const next = await make(current)
+      const result = await write(next, current)
+      if (result.ok) return next
+      if (result.failed.check !== 'reactor.unchanged' || attempt >= MAX_WRITE_ATTEMPTS)
+        throw checkFailure(result.failed)
+    }
   }
   /** The reactor with its formula and application, each read once per call (`cache`). */
   const show = async (reactor: Reactor, cache = new Map<string, Promise<unknown>>()) => {
@@ -179,7 +221,7 @@ export function reactorOperations(ctx: Ctx) {
         }
       }
       const reactor = await build(body, { id: newId(), created_at: ctx.now(), created_by: ctx.principal.id })
-      await write(reactor, false)
+      expectWritten(await write(reactor, null))
       return show(reactor)
     },
 
@@ -208,16 +250,18 @@ export function reactorOperations(ctx: Ctx) {
      */
     async update(id: string, input: UpdateReactorInput): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:update')
-      const body = parse(updateReactorInput, input)
-      const current = await mustGet(id)
-      if (body.formula_id === undefined && body.code === undefined) {
-        if (current.code !== undefined) body.code = current.code
-        else body.formula_id = current.formula_id
-      }
-      const next = await build(body, current)
-      next.modified_at = ctx.now()
-      next.modified_by = ctx.principal.id
-      await write(next, true)
+      const body_in = parse(updateReactorInput, input)
+      const next = await replace(id, async (current) => {
+        const body = { ...body_in }
+        if (body.formula_id === undefined && body.code === undefined) {
+          if (current.code !== undefined) body.code = current.code
+          else body.formula_id = current.formula_id
+        }
+        const next = await build(body, current)
+        next.modified_at = ctx.now()
+        next.modified_by = ctx.principal.id
+        return next
+      })
       return show(next)
     },
 
@@ -229,40 +273,47 @@ export function reactorOperations(ctx: Ctx) {
     async patch(id: string, input: PatchReactorInput): Promise<ShownReactor> {
       requirePermission(ctx.principal, 'reactor:update')
       const patch = parse(patchReactorInput, input ?? {})
-      const current = await mustGet(id)
-      let configuration: Configuration = { ...current.configuration }
-      if (patch.configuration === null) configuration = {}
-      else if (patch.configuration) {
-        for (const [key, value] of Object.entries(patch.configuration)) {
-          if (value === null) delete configuration[key]
-          else configuration[key] = value
+      const next = await replace(id, async (current) => {
+        let configuration: Configuration = { ...current.configuration }
+        if (patch.configuration === null) configuration = {}
+        else if (patch.configuration) {
+          for (const [key, value] of Object.entries(patch.configuration)) {
+            if (value === null) delete configuration[key]
+            else configuration[key] = value
+          }
         }
-      }
-      const formulaId = patch.formula_id ?? patch.formula?.id
-      const body: ReactorBody = {
-        name: patch.name ?? current.name,
-        code: patch.code ?? (formulaId === undefined ? current.code : undefined),
-        formula_id: formulaId ?? (patch.code === undefined ? current.formula_id : undefined),
-        application_id:
-          patch.application === null ? undefined : (patch.application?.id ?? current.application_id),
-        configuration,
-      }
-      const next = await build(body, current)
-      next.modified_at = ctx.now()
-      next.modified_by = ctx.principal.id
-      await write(next, true)
+        const formulaId = patch.formula_id ?? patch.formula?.id
+        const body: ReactorBody = {
+          name: patch.name ?? current.name,
+          code: patch.code ?? (formulaId === undefined ? current.code : undefined),
+          formula_id: formulaId ?? (patch.code === undefined ? current.formula_id : undefined),
+          application_id:
+            patch.application === null ? undefined : (patch.application?.id ?? current.application_id),
+          configuration,
+        }
+        const next = await build(body, current)
+        next.modified_at = ctx.now()
+        next.modified_by = ctx.principal.id
+        return next
+      })
       return show(next)
     },
 
     async delete(id: string): Promise<void> {
       requirePermission(ctx.principal, 'reactor:delete')
-      const current = await mustGet(id)
-      expectWritten(
-        await ctx.store.write({
-          checks: [{ check: 'reactor.present', tenant_id: tenant(), id: current.id }],
-          ops: [{ op: 'reactor.delete', tenant_id: tenant(), id: current.id }],
-        }),
-      )
+      // Guarded on the reactor read, so that the formula-use record deleted is the one it has.
+      for (let attempt = 1; ; attempt++) {
+        const current = await mustGet(id)
+        const ops: Op[] = [{ op: 'reactor.delete', tenant_id: tenant(), id: current.id }]
+        if (current.formula_id !== undefined) ops.push(useDelete(current))
+        const result = await ctx.store.write({
+          checks: [{ check: 'reactor.unchanged', tenant_id: tenant(), id: current.id, reactor: current }],
+          ops,
+        })
+        if (result.ok) return
+        if (result.failed.check !== 'reactor.unchanged' || attempt >= MAX_WRITE_ATTEMPTS)
+          throw checkFailure(result.failed)
+      }
     },
 
     /**

@@ -173,6 +173,12 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.transactions.map((t): Op => ({ op: 'transaction.delete', tenant_id: t.tenant_id, id: t.id })),
     ...dump.tokens.map((t): Op => ({ op: 'token.delete', tenant_id: t.tenant_id, id: t.id })),
     ...dump.reactors.map((r): Op => ({ op: 'reactor.delete', tenant_id: r.tenant_id, id: r.id })),
+    // A formula-use record names a reactor that runs its formula: these are all there are.
+    ...dump.reactors.flatMap((r): Op[] =>
+      r.formula_id === undefined
+        ? []
+        : [{ op: 'formula_use.delete', formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id }],
+    ),
     ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
     ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
@@ -260,7 +266,17 @@ export async function restoreSnapshot(
     ...tenants,
     ...r.applications.map((application): Op => ({ op: 'application.put', application })),
     ...r.formulas.map((formula): Op => ({ op: 'formula.put', formula })),
-    ...r.reactors.map((reactor): Op => ({ op: 'reactor.put', reactor })),
+    ...r.reactors.flatMap((reactor): Op[] => [
+      { op: 'reactor.put', reactor },
+      ...(reactor.formula_id === undefined
+        ? []
+        : [
+            {
+              op: 'formula_use.put' as const,
+              use: { formula_id: reactor.formula_id, tenant_id: reactor.tenant_id, reactor_id: reactor.id },
+            },
+          ]),
+    ]),
     ...tokens.map((token): Op => ({ op: 'token.put', token })),
     ...r.associations.map((association): Op => ({ op: 'association.put', association })),
     ...transactions.map((transaction): Op => ({ op: 'transaction.put', transaction })),

@@ -20,7 +20,7 @@ import type {
 } from './inputs.js'
 import { deletionsWithLinks } from './links.js'
 import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
-import { type Paginated, paginated } from './pagination.js'
+import { type Paginated, paginated, rangeOf } from './pagination.js'
 import {
   createTokenInput,
   gatherMetadataFilter,
@@ -264,7 +264,7 @@ export function tokenOperations(ctx: Ctx) {
       requireAnyRead(ctx)
       const tx = await openTransaction(ctx)
       const tenant = ctx.principal.tenantId
-      const offset = (q.page - 1) * q.size
+      const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
         return transform === null ? null : applyTransform(token, transform)

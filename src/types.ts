@@ -273,6 +273,18 @@ export interface Reactor {
 }
 
 /**
+ * A formula-use record: reactor `reactor_id` of tenant `tenant_id` runs formula `formula_id` (of
+ * that tenant, or official). The core writes it with the reactor and deletes it with the reactor
+ * or when the reactor changes formula; `formula.unused` guards a formula's delete on there being
+ * none.
+ */
+export interface FormulaUse {
+  formula_id: string
+  tenant_id: string
+  reactor_id: string
+}
+
+/**
  * The first answer to a request made with an idempotency key, as stored. `id` is a keyed hash of
  * the caller and the idempotency key (the key itself is not stored); `request` a keyed hash of the
  * request (operation and arguments). While the first request runs the record is `pending` under a
@@ -327,6 +339,14 @@ export type Op =
   | { op: 'formula.delete'; tenant_id: string | null; id: string }
   | { op: 'reactor.put'; reactor: Reactor }
   | { op: 'reactor.delete'; tenant_id: string; id: string }
+  /**
+   * Puts a formula-use record (leaves one that exists as it is). SQL: an insert on the primary key
+   * `(formula_id, tenant_id, reactor_id)` with `ON CONFLICT DO NOTHING`; DynamoDB: `ADD` to the
+   * formula's use set; Redis: `SADD`.
+   */
+  | { op: 'formula_use.put'; use: FormulaUse }
+  /** Deletes a formula-use record: `DELETE` on the key; DynamoDB `DELETE` from the set; Redis `SREM`. */
+  | { op: 'formula_use.delete'; formula_id: string; tenant_id: string; reactor_id: string }
   | { op: 'idempotency.put'; record: IdempotencyRecord }
   | { op: 'idempotency.delete'; tenant_id: string; id: string }
 
@@ -385,10 +405,13 @@ export type LegacyOp =
  *   SQL: `EXISTS … WHERE tenant_key IN ($tenant, '')`; DynamoDB: two `ConditionCheck`s can't be
  *   OR-ed, so the core's read names which key and the store checks that one (or keeps one item per
  *   visible id); Redis: `EXISTS` on the two watched keys.
- * - `formula.unused`: the formula-use index holds no entry for this formula (reactors of any
- *   tenant). SQL: `NOT EXISTS` on the reactors-by-formula index; DynamoDB: a use-count item per
- *   formula that reactor puts and deletes `ADD` to, checked `count = 0`; Redis: `SCARD` of the
- *   watched per-formula set is 0.
+ * - `formula.unused`: no formula-use record names this formula (the core writes one per reactor
+ *   of any tenant that runs it, with the reactor). SQL: `NOT EXISTS` on the use table's primary
+ *   key prefix `(formula_id)`; DynamoDB: the uses kept as a string set on one item per formula
+ *   (`ADD`/`DELETE` of `tenant#reactor` by the use ops), checked `attribute_not_exists(uses)`
+ *   (DynamoDB removes an emptied set); Redis: `EXISTS` of the watched per-formula use set is 0.
+ * - `reactor.unchanged`: as `token.unchanged`, for a reactor (the core updates and deletes a
+ *   reactor under it, so that the formula-use records it writes follow the formula it read).
  * - `application.present` / `reactor.present`: the record by key, as `token.present`.
  * - `token.fingerprint_absent`: no token of the tenant with this `fingerprint` and `expires_at`
  *   absent or after `now` (what deduplication guards on). SQL: `NOT EXISTS` over an index on
@@ -415,6 +438,7 @@ export type Check =
   | { check: 'session.unchanged'; tenant_id: string; id: string; session: StoredSession }
   | { check: 'formula.present'; tenant_id: string; id: string }
   | { check: 'formula.unused'; id: string }
+  | { check: 'reactor.unchanged'; tenant_id: string; id: string; reactor: Reactor }
   | { check: 'application.present' | 'reactor.present'; tenant_id: string; id: string }
   | { check: 'application.unchanged'; tenant_id: string; id: string; application: StoredApplication }
   | { check: 'idempotency.absent'; tenant_id: string; id: string }

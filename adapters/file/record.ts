@@ -35,16 +35,6 @@ export const RECORD_HEADER_BYTES = 8
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d
 
-/** Frames a JSON payload (the text of an array) as one journal record. */
-export function encodeRecord(json: string): Buffer {
-  const length = Buffer.byteLength(json)
-  const record = Buffer.allocUnsafe(RECORD_HEADER_BYTES + length)
-  record.write(json, RECORD_HEADER_BYTES, 'utf8')
-  record.writeUInt32LE(length, 0)
-  record.writeUInt32LE(crc32(record.subarray(RECORD_HEADER_BYTES)), 4)
-  return record
-}
-
 /** The end offset of the valid record starting at `offset` in `data`, or -1 if none starts there. */
 export function recordEnd(data: Buffer, offset: number): number {
   if (offset + RECORD_HEADER_BYTES > data.length) return -1

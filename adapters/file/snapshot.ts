@@ -42,6 +42,7 @@ const KINDS = [
   'formulas',
   'reactors',
   'idempotency',
+  'formulaUses',
 ] as const satisfies readonly (keyof StateRecords)[]
 /** Fails to compile when `StateRecords` gains a kind that `KINDS` does not list. */
 const everyKind: Exclude<keyof StateRecords, (typeof KINDS)[number]> extends never ? true : never = true
@@ -250,6 +251,7 @@ export async function readSnapshot(
       }
       at = end
     }
+    state.finishLoad()
     return { state, journalBytes, bytes: size }
   } finally {
     fs.closeSync(fd)

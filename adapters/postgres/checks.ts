@@ -44,7 +44,10 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
     case 'formula.present':
       return `EXISTS (SELECT 1 FROM ${t.formulas} WHERE tenant_key IN (${p(c.tenant_id)}, '') AND id = ${p(c.id)})`
     case 'formula.unused':
-      return `NOT EXISTS (SELECT 1 FROM ${t.reactors} WHERE formula_id = ${p(c.id)})`
+      return `NOT EXISTS (SELECT 1 FROM ${t.formulaUses} WHERE formula_id = ${p(c.id)})`
+    case 'reactor.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.reactors} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND doc = (${p(JSON.stringify(c.reactor))})::jsonb)`
     case 'application.present':
       return `EXISTS (SELECT 1 FROM ${t.applications} WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
     case 'reactor.present':

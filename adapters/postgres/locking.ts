@@ -42,6 +42,7 @@ function checkNames(c: Check): string[] {
     case 'application.unchanged':
       return [name('application', c.tenant_id, c.id)]
     case 'reactor.present':
+    case 'reactor.unchanged':
       return [name('reactor', c.tenant_id, c.id)]
     case 'idempotency.absent':
     case 'idempotency.claimed':
@@ -107,10 +108,11 @@ function opNames(op: Op): string[] {
     case 'formula.delete':
       return [formula(op.tenant_id, op.id)]
     case 'reactor.put':
-      return [
-        name('reactor', op.reactor.tenant_id, op.reactor.id),
-        ...(op.reactor.formula_id === undefined ? [] : [formulaUse(op.reactor.formula_id)]),
-      ]
+      return [name('reactor', op.reactor.tenant_id, op.reactor.id)]
+    case 'formula_use.put':
+      return [formulaUse(op.use.formula_id)]
+    case 'formula_use.delete':
+      return [formulaUse(op.formula_id)]
     case 'reactor.delete':
       return [name('reactor', op.tenant_id, op.id)]
     case 'idempotency.put':
@@ -126,8 +128,8 @@ function opNames(op: Op): string[] {
  * The names of the records a batch's checks read and its ops write. Two writes conflict exactly
  * when they share a name: each guard reads only records it names (a key, a lock, a link, a
  * formula's use), and each op writes only records it names (a token's links go with the token's
- * name, which every link put and check of it names too). Releases (a reactor's former formula, a
- * deleted session's nonce) are not named: they only make guards hold
+ * name, which every link put and check of it names too). Releases (a deleted session's nonce) are
+ * not named: they only make guards hold
  * more often, so a guard that ran before one and failed is ordered before it.
  */
 export function recordNames(checks: readonly Check[], ops: readonly Op[]): Set<string> {

@@ -14,8 +14,10 @@ export interface Migration {
  * round-trip exactly) next to the key and index columns the queries need. Text keys use the "C"
  * collation (byte order, no locale) so that `<` on timestamps compares like JavaScript strings;
  * paged lists order by `sort_key` (see `sortKey`). The tenant id leads every primary key, except
- * where the contract looks across tenants: `api_keys` (`findKey`: any tenant) and
- * `reactors_by_formula` (`formula.unused`: any tenant's reactors).
+ * where the contract looks across tenants: `api_keys` (`findKey`: any tenant) and `formula_uses`
+ * (formula-use records, which the core writes with reactors; `formula.unused` reads any tenant's,
+ * by the leading `formula_id` of the primary key; since version 7, when they replaced
+ * `reactors_by_formula`).
  *
  * Indexes: primary keys serve gets by id and every check; `associations_by_parent` lists children in
  * link order (`seq`, an identity column) and `associations_by_child` unlinks a deleted token's
@@ -174,6 +176,21 @@ ALTER TABLE ${s}.token_locks ALTER COLUMN expires_at SET NOT NULL;
     name: 'token fingerprint index',
     sql: (s) => `
 CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"));
+`,
+  },
+  {
+    version: 7,
+    name: 'formula-use records',
+    sql: (s) => `
+CREATE TABLE ${s}.formula_uses (
+  formula_id text COLLATE "C" NOT NULL,
+  tenant_id text COLLATE "C" NOT NULL,
+  reactor_id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (formula_id, tenant_id, reactor_id)
+);
+INSERT INTO ${s}.formula_uses (formula_id, tenant_id, reactor_id)
+  SELECT formula_id, tenant_id, id FROM ${s}.reactors WHERE formula_id IS NOT NULL;
+DROP INDEX ${s}.reactors_by_formula;
 `,
   },
   {

@@ -109,6 +109,12 @@ export async function applyOp(ctx: OpContext, op: Op): Promise<void> {
     case 'reactor.delete':
       await run(ctx, st.reactorDelete, [op.tenant_id, op.id])
       return
+    case 'formula_use.put':
+      await run(ctx, st.formulaUsePut, [op.use.formula_id, op.use.tenant_id, op.use.reactor_id])
+      return
+    case 'formula_use.delete':
+      await run(ctx, st.formulaUseDelete, [op.formula_id, op.tenant_id, op.reactor_id])
+      return
     case 'idempotency.put': {
       const r = op.record
       await run(ctx, st.idempotencyPut, [r.tenant_id, r.id, r.claim, r.expires_at, json(r)])

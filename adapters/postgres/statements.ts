@@ -18,6 +18,7 @@ export function tables(schema: string) {
     nonces: `${s}.session_nonces`,
     formulas: `${s}.formulas`,
     reactors: `${s}.reactors`,
+    formulaUses: `${s}.formula_uses`,
     idempotency: `${s}.idempotency`,
   }
 }
@@ -141,6 +142,13 @@ export function statements(t: Tables) {
 
     /** $1 tenant, $2 id */
     reactorDelete: `DELETE FROM ${t.reactors} WHERE tenant_id = $1 AND id = $2`,
+
+    /** $1 formula id, $2 tenant, $3 reactor id: a formula-use record (kept as it is when there). */
+    formulaUsePut: `INSERT INTO ${t.formulaUses} (formula_id, tenant_id, reactor_id) VALUES ($1, $2, $3)
+      ON CONFLICT (formula_id, tenant_id, reactor_id) DO NOTHING`,
+
+    /** $1 formula id, $2 tenant, $3 reactor id */
+    formulaUseDelete: `DELETE FROM ${t.formulaUses} WHERE formula_id = $1 AND tenant_id = $2 AND reactor_id = $3`,
 
     /** $1 tenant, $2 id, $3 claim, $4 expires_at, $5 doc */
     idempotencyPut: `INSERT INTO ${t.idempotency} (tenant_id, id, claim, expires_at, doc)

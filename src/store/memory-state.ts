@@ -2,6 +2,7 @@ import { assertNever } from '../errors.js'
 import type {
   Association,
   Check,
+  FormulaUse,
   IdempotencyRecord,
   LegacyOp,
   Op,
@@ -60,6 +61,11 @@ export interface StateRecords {
   reactors: readonly Reactor[]
   /** Idempotency records (records written before they existed lack the list: read as empty). */
   idempotency: readonly IdempotencyRecord[]
+  /**
+   * Formula-use records. States saved before they existed lack the list: then every reactor that
+   * names a formula uses it, as the stores of then counted.
+   */
+  formulaUses: readonly FormulaUse[]
 }
 
 /** A lock record as `StateRecords` lists it. */
@@ -115,7 +121,8 @@ export class MemoryState {
   private nonces = new Scoped<string>()
   /** Official formulas in the `null` scope. */
   private formulas = new Scoped<StoredFormula>()
-  private formulaUse = new Map<string, number>()
+  /** formula id → `tenant\u0000reactor` → its use record. */
+  private formulaUses = new Map<string, Map<string, FormulaUse>>()
   private reactors = new Scoped<Reactor>()
   private idempotency = new Scoped<IdempotencyRecord>()
 
@@ -173,7 +180,11 @@ export class MemoryState {
       case 'formula.present':
         return this.formulas.has(c.tenant_id, c.id) || this.formulas.has(null, c.id)
       case 'formula.unused':
-        return (this.formulaUse.get(c.id) ?? 0) === 0
+        return !this.formulaUses.has(c.id)
+      case 'reactor.unchanged': {
+        const stored = this.reactors.get(c.tenant_id, c.id)
+        return stored !== undefined && sameJson(stored, c.reactor)
+      }
       case 'application.present':
         return this.applications.has(c.tenant_id, c.id)
       case 'reactor.present':
@@ -348,16 +359,36 @@ export class MemoryState {
         return
       case 'reactor.put': {
         const r = op.reactor
-        const old = this.reactors.get(r.tenant_id, r.id)
-        if (old) this.useFormula(old.formula_id, -1)
+        if (legacy) {
+          // Earlier versions counted a reactor's formula use with the reactor.
+          const old = this.reactors.get(r.tenant_id, r.id)
+          if (old) this.dropUse(old)
+          this.useOf(r)
+        }
         this.reactors.set(r.tenant_id, r.id, r)
-        this.useFormula(r.formula_id, 1)
         return
       }
       case 'reactor.delete': {
         const old = this.reactors.get(op.tenant_id, op.id)
-        if (old) this.useFormula(old.formula_id, -1)
+        if (old && legacy) this.dropUse(old)
         this.reactors.delete(op.tenant_id, op.id)
+        return
+      }
+      case 'formula_use.put': {
+        const u = op.use
+        let uses = this.formulaUses.get(u.formula_id)
+        if (!uses) {
+          uses = new Map()
+          this.formulaUses.set(u.formula_id, uses)
+        }
+        const key = `${u.tenant_id}\u0000${u.reactor_id}`
+        if (!uses.has(key)) uses.set(key, u)
+        return
+      }
+      case 'formula_use.delete': {
+        const uses = this.formulaUses.get(op.formula_id)
+        uses?.delete(`${op.tenant_id}\u0000${op.reactor_id}`)
+        if (uses?.size === 0) this.formulaUses.delete(op.formula_id)
         return
       }
       case 'idempotency.put':
@@ -371,11 +402,32 @@ export class MemoryState {
     }
   }
 
-  private useFormula(id: string | undefined, delta: number) {
-    if (id === undefined) return
-    const n = (this.formulaUse.get(id) ?? 0) + delta
-    if (n <= 0) this.formulaUse.delete(id)
-    else this.formulaUse.set(id, n)
+  /** Legacy records only: the formula-use record a reactor implied. */
+  private useOf(r: Reactor) {
+    if (r.formula_id === undefined) return
+    this.apply({
+      op: 'formula_use.put',
+      use: { formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id },
+    })
+  }
+
+  /** Legacy records only: drops the formula-use record a reactor implied. */
+  private dropUse(r: Reactor) {
+    if (r.formula_id === undefined) return
+    this.apply({
+      op: 'formula_use.delete',
+      formula_id: r.formula_id,
+      tenant_id: r.tenant_id,
+      reactor_id: r.id,
+    })
+  }
+
+  /**
+   * For a state saved before formula-use records existed (see `StateRecords.formulaUses`): the use
+   * record of every reactor that names a formula.
+   */
+  private deriveUses() {
+    for (const r of this.reactors.values()) this.useOf(r)
   }
 
   /** Legacy ops only: the lock record an open transaction's listing of `tokenId` implied. */
@@ -704,6 +756,7 @@ export class MemoryState {
       formulas: [...this.formulas.values()],
       reactors: [...this.reactors.values()],
       idempotency: [...this.idempotency.values()],
+      formulaUses: [...this.formulaUses.values()].flatMap((uses) => [...uses.values()]),
     }
   }
 
@@ -738,6 +791,7 @@ export class MemoryState {
       ['formulas', this.formulas],
       ['reactors', this.reactors],
       ['idempotency', this.idempotency],
+      ['formulaUses', null],
     ] as const
     /** Fails to compile when `StateRecords` gains a kind that this list (or `tenants`) lacks. */
     const everyKind: Exclude<keyof StateRecords, 'tenants' | (typeof scoped)[number][0]> extends never
@@ -752,6 +806,15 @@ export class MemoryState {
               records.push(a)
               if (records.length >= n) yield cut(kind)
             }
+      } else if (kind === 'formulaUses') {
+        for (const uses of this.formulaUses.values())
+          for (const use of uses.values()) {
+            records.push(use)
+            if (records.length >= n) yield cut(kind)
+          }
+        // A state with reactors has the slice even when empty: a loader tells it from a state saved
+        // before use records existed by it (and a state without reactors has nothing to derive).
+        if (!records.length && !this.reactors.values().next().done) yield cut(kind)
       } else if (kind === 'locks') {
         for (const [, held] of this.locks.scopes())
           for (const lock of held.values()) {
@@ -812,6 +875,10 @@ export class MemoryState {
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
     for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
+    // Records saved before formula-use records existed lack the list.
+    if (r.formulaUses !== undefined)
+      for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
+    else state.deriveUses()
     return state
   }
 
@@ -853,10 +920,25 @@ export class MemoryState {
       case 'idempotency':
         for (const record of slice.records) this.apply({ op: 'idempotency.put', record })
         return
+      case 'formulaUses':
+        this.usesLoaded = true
+        for (const use of slice.records) this.apply({ op: 'formula_use.put', use })
+        return
       default:
         assertNever(slice)
     }
   }
+
+  /**
+   * Ends a load by `loadSlice`: a state saved before formula-use records existed (it had no
+   * `formulaUses` slice) gets the use records of its reactors.
+   */
+  finishLoad(): void {
+    if (!this.usesLoaded) this.deriveUses()
+    this.usesLoaded = true
+  }
+  /** Whether a load by `loadSlice` met the formula-use records. */
+  private usesLoaded = false
 
   /** Every record, deep-copied and sorted by key, for tests and tools (`records()` is the cheap way to serialise). */
   dump(): StoreDump {

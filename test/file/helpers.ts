@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { onTestFinished } from 'vitest'
+import { crc32 } from '../../adapters/file/crc32.js'
+import { RECORD_HEADER_BYTES } from '../../adapters/file/record.js'
 
 /** A fresh temp directory, removed when the current test finishes. */
 export async function tempDir(): Promise<string> {
@@ -64,4 +66,17 @@ export async function healed(store: { stats(): { healthy: boolean } }): Promise<
     if (performance.now() - started > 5000) throw new Error('the store did not heal within 5 s')
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
+}
+
+/**
+ * Frames a JSON payload (the text of an array) as one journal record or snapshot frame, as the
+ * journal does: for tests that write files by hand (records of earlier versions, damaged frames).
+ */
+export function encodeRecord(json: string): Buffer {
+  const length = Buffer.byteLength(json)
+  const record = Buffer.allocUnsafe(RECORD_HEADER_BYTES + length)
+  record.write(json, RECORD_HEADER_BYTES, 'utf8')
+  record.writeUInt32LE(length, 0)
+  record.writeUInt32LE(crc32(record.subarray(RECORD_HEADER_BYTES)), 4)
+  return record
 }

@@ -5,10 +5,9 @@ import { crc32 as zlibCrc32 } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { crc32Portable } from '../../adapters/file/crc32.js'
 import { fileStore } from '../../adapters/file/index.js'
-import { encodeRecord } from '../../adapters/file/record.js'
 import type { Op } from '../../src/types.js'
 import { link, NOW, put, stage, T, tx } from './fixtures.js'
-import { tempDir } from './helpers.js'
+import { encodeRecord, tempDir } from './helpers.js'
 
 const JOURNAL = 'journal.0.log'
 
@@ -131,6 +130,46 @@ describe('file store journal', () => {
     await again.close()
     const compacted = await fileStore({ path: dir, durability: 'none' })
     expect(await probe(compacted)).toEqual(['a:t1', 'b:t3', 'c:free'])
+    await compacted.close()
+  })
+
+  it('replays reactors of earlier versions as using their formulas, and its own as written', async () => {
+    const dir = await tempDir()
+    const reactor = (id: string, formula_id: string): Op => ({
+      op: 'reactor.put',
+      reactor: {
+        id,
+        tenant_id: T,
+        name: id,
+        formula_id,
+        configuration: {},
+        created_at: NOW,
+        created_by: 'app',
+      },
+    })
+    // Earlier versions: a reactor counted as a use of its formula.
+    await writeFile(
+      join(dir, JOURNAL),
+      encodeRecord(JSON.stringify([reactor('r1', 'f1'), reactor('r2', 'f3')])),
+    )
+    const store = await fileStore({ path: dir, durability: 'none' })
+    await store.write({ ops: [reactor('r3', 'f2'), { op: 'reactor.delete', tenant_id: T, id: 'r2' }] })
+    const unused = async (s: typeof store) => {
+      const out: string[] = []
+      for (const id of ['f1', 'f2', 'f3']) {
+        if ((await s.write({ checks: [{ check: 'formula.unused', id }], ops: [] })).ok) out.push(id)
+      }
+      return out
+    }
+    // r2's use of f3 is a record of its own now: deleting the reactor alone leaves it.
+    expect(await unused(store)).toEqual(['f2'])
+    await store.close()
+    const again = await fileStore({ path: dir, durability: 'none' })
+    expect(await unused(again)).toEqual(['f2'])
+    await again.compact()
+    await again.close()
+    const compacted = await fileStore({ path: dir, durability: 'none' })
+    expect(await unused(compacted)).toEqual(['f2'])
     await compacted.close()
   })
 

@@ -3,10 +3,9 @@ import { join } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
 import { crc32 } from '../../adapters/file/crc32.js'
 import { type FileStoreStep, fileStore, type RecoveryProgress } from '../../adapters/file/index.js'
-import { encodeRecord } from '../../adapters/file/record.js'
 import { MemoryState } from '../../src/store/memory-state.js'
 import { link, NOW, put, stage, T, tx } from './fixtures.js'
-import { tempDir } from './helpers.js'
+import { encodeRecord, tempDir } from './helpers.js'
 
 /** Writes `n` tokens in batches of 100 (each token about 300 bytes of JSON). */
 async function fill(store: Awaited<ReturnType<typeof fileStore>>, n: number, prefix = 't') {

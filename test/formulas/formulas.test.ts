@@ -110,6 +110,45 @@ describe('reactor formulas', () => {
     expect((await failure(service.admin.deleteOfficialFormula(pub.id))).code).toBe('conflict')
   })
 
+  it('a reactor moved to another formula, or to inline code, no longer holds the one it left', async () => {
+    const { a } = await world()
+    const one = await a.admin.reactorFormulas.create(formulaBody({ name: 'One' }))
+    const two = await a.admin.reactorFormulas.create(formulaBody({ name: 'Two' }))
+    const reactor = await a.admin.reactors.create({
+      name: 'r',
+      formula_id: one.id,
+      configuration: { region: 'eu' },
+    })
+    const other = await a.admin.reactors.create({
+      name: 's',
+      formula_id: two.id,
+      configuration: { region: 'eu' },
+    })
+    await a.admin.reactors.update(reactor.id, {
+      name: 'r',
+      formula_id: two.id,
+      configuration: { region: 'eu' },
+    })
+    await a.admin.reactorFormulas.delete(one.id)
+    // Two reactors run `two`: moving one away leaves it in use.
+    await a.admin.reactors.patch(other.id, { code: 'module.exports = async () => ({})', configuration: null })
+    expect((await failure(a.admin.reactorFormulas.delete(two.id))).code).toBe('conflict')
+    // Concurrent PATCHes of one reactor all land; the formula it ends with is the one it holds.
+    const three = await a.admin.reactorFormulas.create(formulaBody({ name: 'Three' }))
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        a.admin.reactors.patch(reactor.id, { formula_id: i % 2 ? three.id : two.id, name: `r${i}` }),
+      ),
+    )
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([])
+    const held = (await a.admin.reactors.get(reactor.id)).formula!.id
+    const free = held === two.id ? three.id : two.id
+    await a.admin.reactorFormulas.delete(free)
+    expect((await failure(a.admin.reactorFormulas.delete(held))).code).toBe('conflict')
+    await a.admin.reactors.delete(reactor.id)
+    await a.admin.reactorFormulas.delete(held)
+  })
+
   it('a delete racing a reactor create: exactly one wins, never a dangling reactor', async () => {
     for (let round = 0; round < 20; round++) {
       const { a, store } = await world()

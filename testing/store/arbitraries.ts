@@ -213,6 +213,22 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc
     .record({ tenant_id: tenant, id: fc.constantFrom('r1', 'r2') })
     .map((r): Op => ({ op: 'reactor.delete', ...r })),
+  ...Array.from({ length: 2 }, () =>
+    fc
+      .record({
+        formula_id: fc.constantFrom('f1', 'f2'),
+        tenant_id: tenant,
+        reactor_id: fc.constantFrom('r1', 'r2'),
+      })
+      .map((use): Op => ({ op: 'formula_use.put', use })),
+  ),
+  fc
+    .record({
+      formula_id: fc.constantFrom('f1', 'f2'),
+      tenant_id: tenant,
+      reactor_id: fc.constantFrom('r1', 'r2'),
+    })
+    .map((r): Op => ({ op: 'formula_use.delete', ...r })),
   tenant.map((id): Op => ({ op: 'tenant.put', tenant: { id, name: id, created_at: TIMES[0]! } })),
 )
 
@@ -233,6 +249,21 @@ export const check: fc.Arbitrary<Check> = fc.oneof(
   session.map((s): Check => ({ check: 'session.unchanged', tenant_id: s.tenant_id, id: s.id, session: s })),
   fc.record({ check: fc.constant('formula.present'), tenant_id: tenant, id: fc.constantFrom('f1', 'f2') }),
   fc.record({ check: fc.constant('formula.unused'), id: fc.constantFrom('f1', 'f2') }),
+  fc
+    .record({
+      id: fc.constantFrom('r1', 'r2'),
+      tenant_id: tenant,
+      formula_id: fc.constantFrom('f1', 'f2'),
+      created_at: time,
+    })
+    .map(
+      (r): Check => ({
+        check: 'reactor.unchanged',
+        tenant_id: r.tenant_id,
+        id: r.id,
+        reactor: { ...r, name: r.id, configuration: { a: 1 }, created_by: 'app' },
+      }),
+    ),
   fc.record({
     check: fc.constantFrom('application.present', 'reactor.present'),
     tenant_id: tenant,

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/types.js'
 import { formula, NOW, T, U } from './records.js'
 
 /** Formulas and reactors: official and own formulas, name filters, formula use across tenants. Registered inside the store suite's `describe`. */
@@ -33,7 +34,7 @@ export function formulasTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
-  it('tracks whether a formula is in use by reactors of any tenant', async () => {
+  it('formula.unused holds while no formula-use record names the formula, of any tenant', async () => {
     const store = await fresh()
     const reactor = (id: string, formulaId: string, tenant = T) => ({
       id,
@@ -44,25 +45,76 @@ export function formulasTests(fresh: () => Promise<Store>): void {
       created_at: NOW,
       created_by: 'app-1',
     })
+    const use = (formula_id: string, reactor_id: string, tenant_id = T): Op => ({
+      op: 'formula_use.put',
+      use: { formula_id, tenant_id, reactor_id },
+    })
+    const unuse = (formula_id: string, reactor_id: string, tenant_id = T): Op => ({
+      op: 'formula_use.delete',
+      formula_id,
+      tenant_id,
+      reactor_id,
+    })
     await store.write({ ops: [{ op: 'formula.put', formula: formula('f1', 'One', null) }] })
-    const unused = async () =>
-      (await store.write({ checks: [{ check: 'formula.unused', id: 'f1' }], ops: [] })).ok
+    const unused = async (id = 'f1') =>
+      (await store.write({ checks: [{ check: 'formula.unused', id }], ops: [] })).ok
     expect(await unused()).toBe(true)
+    // A reactor alone uses nothing: its use record, which the core writes beside it, does.
     await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r1', 'f1') }] })
-    await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r2', 'f1', U) }] })
+    expect(await unused()).toBe(true)
+    await store.write({ ops: [use('f1', 'r1')] })
+    await store.write({ ops: [{ op: 'reactor.put', reactor: reactor('r2', 'f1', U) }, use('f1', 'r2', U)] })
     expect(await unused()).toBe(false)
+    expect(await unused('f2')).toBe(true)
     expect((await store.listReactors(T, { offset: 0, limit: 10 })).items.map((r) => r.id)).toEqual(['r1'])
     expect(await store.getReactor(U, 'r1')).toBeNull()
-    await store.write({ ops: [{ op: 'reactor.delete', tenant_id: T, id: 'r1' }] })
+    // Putting a use again keeps one record: one delete ends it.
+    await store.write({ ops: [use('f1', 'r1')] })
+    await store.write({ ops: [{ op: 'reactor.delete', tenant_id: T, id: 'r1' }, unuse('f1', 'r1')] })
+    expect(await unused()).toBe(false) // U's reactor still runs it
+    // Deleting a record that is not there (another tenant's key, another reactor) changes nothing.
+    await store.write({ ops: [unuse('f1', 'r2'), unuse('f1', 'r1', U), unuse('f2', 'r2', U)] })
     expect(await unused()).toBe(false)
-    await store.write({ ops: [{ op: 'reactor.put', reactor: { ...reactor('r2', 'f2', U) } }] })
+    await store.write({
+      ops: [{ op: 'reactor.put', reactor: reactor('r2', 'f2', U) }, unuse('f1', 'r2', U), use('f2', 'r2', U)],
+    })
     expect(await unused()).toBe(true)
+    expect(await unused('f2')).toBe(false)
     const present = (tenant: string, id: string) =>
       store
         .write({ checks: [{ check: 'reactor.present', tenant_id: tenant, id }], ops: [] })
         .then((r) => r.ok)
     expect(await present(U, 'r2')).toBe(true)
     expect(await present(T, 'r2')).toBe(false)
+    await store.close()
+  })
+
+  it('reactor.unchanged holds for the reactor as read only', async () => {
+    const store = await fresh()
+    const r = {
+      id: 'r1',
+      tenant_id: T,
+      name: 'one',
+      formula_id: 'f1',
+      configuration: { a: 1 },
+      created_at: NOW,
+      created_by: 'app-1',
+    }
+    await store.write({ ops: [{ op: 'reactor.put', reactor: r }] })
+    const unchanged = async (reactor: typeof r, tenant = T) =>
+      (
+        await store.write({
+          checks: [{ check: 'reactor.unchanged', tenant_id: tenant, id: 'r1', reactor }],
+          ops: [],
+        })
+      ).ok
+    expect(await unchanged(r)).toBe(true)
+    expect(await unchanged(r, U)).toBe(false)
+    expect(await unchanged({ ...r, name: 'two' })).toBe(false)
+    await store.write({ ops: [{ op: 'reactor.put', reactor: { ...r, configuration: { a: 2 } } }] })
+    expect(await unchanged(r)).toBe(false)
+    await store.write({ ops: [{ op: 'reactor.delete', tenant_id: T, id: 'r1' }] })
+    expect(await unchanged({ ...r, configuration: { a: 2 } })).toBe(false)
     await store.close()
   })
 

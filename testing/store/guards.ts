@@ -124,6 +124,7 @@ export function guardTests(fresh: () => Promise<Store>): void {
       ops: [
         { op: 'formula.put', formula: formula('f', 'F', null) },
         { op: 'reactor.put', reactor: reactor('r', 'f', U) },
+        { op: 'formula_use.put', use: { formula_id: 'f', tenant_id: U, reactor_id: 'r' } },
       ],
     })
     expect(await guarded(store, { check: 'formula.unused', id: 'f' }, 'm1')).toBe(false)
