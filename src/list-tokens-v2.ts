@@ -2,16 +2,11 @@ import * as v from 'valibot'
 import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
+import { type CursorPage, cursorAfter, idAfterCursor } from './pagination.js'
 import { containerPath, pagination, stringList } from './schemas/common.js'
 import { openTransaction, readToken } from './txview.js'
 import type { StoredToken, Token } from './types.js'
 import { parse } from './validate.js'
-
-/** A page of the cursor-paginated token list: `next` is the cursor of the following page, if any. */
-export interface CursorPage<T> {
-  pagination: { page_size: number; next?: string }
-  data: T[]
-}
 
 /** The query of `GET /v2/tokens`. */
 export const listV2Input = v.strictObject({
@@ -22,19 +17,6 @@ export const listV2Input = v.strictObject({
   start: v.optional(v.pipe(v.string(), v.maxLength(400, 'must be at most 400 characters'))),
   size: pagination.size,
 })
-
-/** The cursor of the page after the token `id`: opaque to callers (base64url of the id). */
-export function cursorAfter(id: string): string {
-  return Buffer.from(`after:${id}`, 'utf8').toString('base64url')
-}
-
-/** The token id a cursor of `cursorAfter` names; a validation error on `field` for anything else. */
-export function idAfterCursor(cursor: string, field = 'start'): string {
-  const text = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
-  if (!text.startsWith('after:') || cursorAfter(text.slice(6)) !== cursor)
-    throw invalid(field, 'is not a cursor this API answered')
-  return text.slice(6)
-}
 
 function metadataFilter(json: string | undefined): Array<readonly [string, string]> {
   if (json === undefined) return []

@@ -3,8 +3,14 @@ import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { SEARCH_INDEX_PURPOSE } from './encryption/sealed-store.js'
 import { forbidden, invalid } from './errors.js'
-import { type CursorPage, cursorAfter, idAfterCursor } from './list-tokens-v2.js'
-import { type Paginated, paginated } from './pagination.js'
+import {
+  type CursorPage,
+  cursorAfter,
+  idAfterCursor,
+  type Paginated,
+  paginated,
+  rangeOf,
+} from './pagination.js'
 import { pagination } from './schemas/common.js'
 import { indexKey } from './search-expressions.js'
 import {
@@ -272,7 +278,7 @@ export async function searchTokensV1(ctx: Ctx, input: unknown): Promise<Paginate
   const body = parse(searchInput, input ?? {})
   const page = body.page ?? 1
   const pageSize = body.size ?? 20
-  const offset = (page - 1) * pageSize
+  const { offset } = rangeOf({ page, size: pageSize })
   const items: Token[] = []
   let total = 0
   await searchTokens(ctx, body.query ?? '', undefined, (token) => {

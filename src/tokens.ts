@@ -19,8 +19,8 @@ import type {
   UpdateTokenInput,
 } from './inputs.js'
 import { deletionsWithLinks } from './links.js'
-import { type CursorPage, listTokensV2 } from './list-tokens-v2.js'
-import { type Paginated, paginated, rangeOf } from './pagination.js'
+import { listTokensV2 } from './list-tokens-v2.js'
+import { type CursorPage, type Paginated, paginated, rangeOf } from './pagination.js'
 import {
   createTokenInput,
   gatherMetadataFilter,
