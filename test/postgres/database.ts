@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { describe, it } from 'vitest'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import { createService, manualClock } from '../../src/index.js'
 
 /** The test database's URL (`TOKENVAULT_PG_URL`), or undefined when it is not set. */
 export const PG_URL = process.env['TOKENVAULT_PG_URL'] || undefined
@@ -60,4 +62,35 @@ export async function callJson(base: string, method: string, path: string, key: 
   })
   const text = await response.text()
   return { status: response.status, body: text ? JSON.parse(text) : undefined }
+}
+
+/**
+ * Two services on one schema, each over its own pool, as two server processes would be, sharing a
+ * master key and a manual clock, with a tenant and a private application that creates and reads
+ * tokens (`key`). `close` closes both services (the pools stay the caller's).
+ */
+export async function twoServices(pools: pg.Pool[], schema: string) {
+  const masterKey = randomBytes(32)
+  const clock = manualClock('2030-01-01T00:00:00.000Z')
+  const [a, b] = await Promise.all(
+    pools
+      .slice(0, 2)
+      .map(async (pool) =>
+        createService({ store: await postgresStore({ pool, schema }), clock, masterKey, runner: null }),
+      ),
+  )
+  const close = () => Promise.all([a!.close(), b!.close()])
+  try {
+    const tenant = await a!.admin.createTenant({ name: 't' })
+    const { key } = await a!.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'p',
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+    })
+    return { a: a!, b: b!, key, close }
+  } catch (error) {
+    await close()
+    throw error
+  }
 }

@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { postgresStore } from '../../adapters/postgres/index.js'
-import { createService, manualClock, type ServiceError } from '../../src/index.js'
-import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
+import type { ServiceError } from '../../src/index.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, twoServices } from './database.js'
 
 /**
  * Idempotency across processes (docs/api/idempotency.mdx): two services, each with its own pool, on
@@ -21,22 +19,8 @@ describePostgres('idempotency on PostgreSQL, across services', (url) => {
   })
 
   it('concurrent repeats of one request on two services create one token; every success answers it', async () => {
-    const masterKey = randomBytes(32)
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const services = await Promise.all(
-      pools.map(async (pool) =>
-        createService({ store: await postgresStore({ pool, schema }), clock, masterKey, runner: null }),
-      ),
-    )
+    const { a, b, key, close } = await twoServices(pools, schema)
     try {
-      const [a, b] = services as [(typeof services)[0], (typeof services)[0]]
-      const tenant = await a.admin.createTenant({ name: 't' })
-      const { key } = await a.admin.createApplication({
-        tenantId: tenant.id,
-        name: 'p',
-        type: 'private',
-        permissions: ['token:create', 'token:read'],
-      })
       const body = { type: 'token', data: { n: 1 } }
       for (let round = 0; round < 5; round++) {
         const idempotencyKey = `round-${round}`
@@ -63,7 +47,7 @@ describePostgres('idempotency on PostgreSQL, across services', (url) => {
       expect(kept.rows).toHaveLength(5)
       for (const row of kept.rows) expect(row.doc).not.toContain('round-')
     } finally {
-      await Promise.all(services.map((s) => s.close()))
+      await close()
     }
   })
 })
