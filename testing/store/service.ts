@@ -2,26 +2,36 @@ import { expect, it } from 'vitest'
 import { manualClock } from '../../src/clock.js'
 import { createService } from '../../src/service.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Permission } from '../../src/types.js'
 
 /** A fixed test master key: the service encrypts token data before it reaches the store. */
 const MASTER_KEY = new Uint8Array(32).fill(7)
 
+/** A service over `store` with a tenant and one private application holding `permissions`. */
+async function serviceOn(store: Store, name: string, permissions: Permission[]) {
+  const service = createService({
+    store,
+    clock: manualClock('2030-01-01T00:00:00.000Z'),
+    masterKey: MASTER_KEY,
+  })
+  const tenant = await service.admin.createTenant({ name: 'race' })
+  const { key } = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name,
+    type: 'private',
+    permissions,
+  })
+  return { service, tenant, key, client: service.connect(key) }
+}
+
 /** The service over the store under test: its read-modify-write paths under contention. */
 export function serviceTests(fresh: () => Promise<Store>): void {
   it('50 concurrent PATCHes of one token all succeed, each merged on top of the others', async () => {
-    const service = createService({
-      store: await fresh(),
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
-      masterKey: MASTER_KEY,
-    })
-    const tenant = await service.admin.createTenant({ name: 'race' })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'writer',
-      type: 'private',
-      permissions: ['token:create', 'token:read', 'token:update'],
-    })
-    const client = service.connect(key)
+    const { service, client } = await serviceOn(await fresh(), 'writer', [
+      'token:create',
+      'token:read',
+      'token:update',
+    ])
     const t = await client.tokens.create({ type: 'x', data: { n: 0 } })
     const results = await Promise.allSettled(
       Array.from({ length: 50 }, (_, i) =>
@@ -35,19 +45,7 @@ export function serviceTests(fresh: () => Promise<Store>): void {
   })
 
   it('writes staged at once in one transaction all land on commit', async () => {
-    const service = createService({
-      store: await fresh(),
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
-      masterKey: MASTER_KEY,
-    })
-    const tenant = await service.admin.createTenant({ name: 'race' })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'writer',
-      type: 'private',
-      permissions: ['token:create', 'token:read'],
-    })
-    const client = service.connect(key)
+    const { service, key, client } = await serviceOn(await fresh(), 'writer', ['token:create', 'token:read'])
     const tx = await client.transactions.create()
     const inTx = service.connect(key, { transactionId: tx.id })
     await Promise.all(
@@ -60,19 +58,11 @@ export function serviceTests(fresh: () => Promise<Store>): void {
 
   it('no link outlives its token when 99 links race one delete, at once or committed', async () => {
     const store = await fresh()
-    const service = createService({
-      store,
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
-      masterKey: MASTER_KEY,
-    })
-    const tenant = await service.admin.createTenant({ name: 'race' })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'linker',
-      type: 'private',
-      permissions: ['token:create', 'token:read', 'token:delete'],
-    })
-    const client = service.connect(key)
+    const { service, tenant, key, client } = await serviceOn(store, 'linker', [
+      'token:create',
+      'token:read',
+      'token:delete',
+    ])
     for (const round of ['now', 'committed', 'child'] as const) {
       const parent = await client.tokens.create({ id: `p-${round}`, type: 'x', data: 1 })
       const kids = await Promise.all(
