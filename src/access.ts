@@ -131,7 +131,7 @@ function maskedData(token: StoredToken): Json | undefined {
   }
 }
 
-/** The token without `data` (create and update answers). */
+/** The token without `data`: how a react answer shows the tokens its formula's `tokenize` output made. */
 export function withoutData(token: StoredToken): Token {
   return shell(token)
 }
