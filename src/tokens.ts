@@ -217,7 +217,7 @@ export function tokenOperations(ctx: Ctx) {
 
     /**
      * Tokenizes a request of any JSON shape, as Basis Theory's Tokenize endpoint does: each token
-     * create body becomes a token (answered under the caller's read transform), each plain value a
+     * create body becomes a token (answered with `data` under its mask), each plain value a
      * `token`-type token (answered by its id), in the request's shape; at most 100 tokens, all in
      * one atomic write (enlisted in the caller's transaction). A bad body: `validation_failed`
      * naming its path; nothing is written.
