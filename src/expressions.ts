@@ -197,9 +197,25 @@ const isBytes = (v: Value): v is Uint8Array => v instanceof Uint8Array
 const isObject = (v: Value): v is { [key: string]: Json } =>
   v !== null && typeof v === 'object' && !Array.isArray(v) && !isBytes(v)
 
+/** Characters one evaluation may make in all, across its filters (a chain of appends is bounded too). */
+export const MAX_WORK = 8 * MAX_STRING_LENGTH
+
+/** Characters made so far by the evaluation running now (evaluation is synchronous: one at a time). */
+let work = 0
+
 function capped(s: string): string {
   if (s.length > MAX_STRING_LENGTH) fail(`makes a string longer than ${MAX_STRING_LENGTH} characters`)
+  work += s.length
+  if (work > MAX_WORK) fail(`makes more than ${MAX_WORK} characters in all`)
   return s
+}
+
+/** `parts.join(glue)`, refused before it is built when it would be longer than `MAX_STRING_LENGTH`. */
+function joined(parts: readonly string[], glue: string): string {
+  let total = glue.length * Math.max(0, parts.length - 1)
+  for (const part of parts) total += part.length
+  if (total > MAX_STRING_LENGTH) fail(`makes a string longer than ${MAX_STRING_LENGTH} characters`)
+  return capped(parts.join(glue))
 }
 
 /** Liquid's text of a value: nil as empty, arrays joined, objects as JSON. */
@@ -463,7 +479,7 @@ const FILTERS: Record<string, Filter> = {
   prepend: (v, a) => capped(str(a[0]) + str(v)),
   remove: (v, a) => str(v).split(str(a[0])).join(''),
   remove_first: (v, a) => str(v).replace(str(a[0]), ''),
-  replace: (v, a) => capped(str(v).split(str(a[0])).join(str(a[1]))),
+  replace: (v, a) => joined(str(v).split(str(a[0])), str(a[1])),
   replace_first: (v, a) => capped(str(v).replace(str(a[0]), () => str(a[1]))),
   truncate: (v, a) => {
     const s = str(v)
@@ -502,12 +518,7 @@ const FILTERS: Record<string, Filter> = {
   // Liquid: arrays
   first: (v) => (Array.isArray(v) ? v[0] : typeof v === 'string' ? v.charAt(0) : undefined),
   last: (v) => (Array.isArray(v) ? v[v.length - 1] : typeof v === 'string' ? v.slice(-1) : undefined),
-  join: (v, a) =>
-    capped(
-      arrayOf(v)
-        .map(toText)
-        .join(a[0] === undefined ? ' ' : str(a[0])),
-    ),
+  join: (v, a) => joined(arrayOf(v).map(toText), a[0] === undefined ? ' ' : str(a[0])),
   reverse: (v) => (Array.isArray(v) ? [...v].reverse() : [...str(v)].reverse().join('')),
   uniq: (v) => [...new Map(arrayOf(v).map((x) => [JSON.stringify(x), x])).values()],
   compact: (v) => arrayOf(v).filter((x) => x !== null),
@@ -646,6 +657,7 @@ class Compiled implements Template {
   ) {}
 
   private guard<T>(f: () => T): T {
+    work = 0
     try {
       return f()
     } catch (error) {

@@ -5,7 +5,9 @@ import {
   checkMask,
   compileTemplate,
   evaluateTemplate,
+  MAX_STRING_LENGTH,
   MAX_TEMPLATE_LENGTH,
+  MAX_WORK,
   renderTemplate,
 } from '../../src/expressions.js'
 import type { Json } from '../../src/types.js'
@@ -190,6 +192,26 @@ describe('expressions: errors', () => {
     expect(refusal(() => ev("{{ data | hmac: 'md5', 'k' }}", 'abc')).code).toBe('validation_failed')
     expect(refusal(() => ev('{{ data | to_base64 }}', 'abc')).code).toBe('validation_failed')
     expect(refusal(() => ev('{{ data | divided_by: 0 }}', 4)).code).toBe('validation_failed')
+  })
+
+  it('a replace or join that would outgrow the string limit is refused before it is built; so is a chain past the work limit', () => {
+    const big = 'x'.repeat(200_000)
+    // 200k pieces joined by 3000 characters would be 600M characters: past what V8 can even hold.
+    const glue = 'y'.repeat(3000)
+    const started = performance.now()
+    const replaced = refusal(() => ev(`{{ data | replace: '', '${glue}' }}`, big))
+    expect(replaced.message).toContain(`longer than ${MAX_STRING_LENGTH} characters`)
+    const joinedUp = refusal(() => ev(`{{ data | split: '' | join: '${glue}' }}`, big))
+    expect(joinedUp.message).toContain(`longer than ${MAX_STRING_LENGTH} characters`)
+    // Each append stays under the string limit; together they pass the work limit.
+    const half = 'z'.repeat(MAX_STRING_LENGTH / 2)
+    const chain = `{{ data${' | append: data | slice: 0, 500000'.repeat(20)} }}`
+    expect(refusal(() => ev(chain, half)).message).toContain(`more than ${MAX_WORK} characters in all`)
+    expect(performance.now() - started).toBeLessThan(2000)
+    // Within the limits both still work, and the work count starts again with each evaluation.
+    expect(ev("{{ data | replace: 'a', 'bb' }}", 'aXa')).toBe('bbXbb')
+    expect(ev("{{ data | split: '-' | join: '+' }}", 'a-b')).toBe('a+b')
+    for (let i = 0; i < 3; i++) expect(ev('{{ data | append: data }}', half)).toHaveLength(MAX_STRING_LENGTH)
   })
 
   it('does not read inherited properties', () => {
