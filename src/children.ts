@@ -6,44 +6,11 @@ import type { CreateTokenInput, ListChildrenQuery } from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { gatherMetadataFilter, listChildrenInput } from './schemas/token.js'
 import { fingerprinted } from './token-types.js'
+import { readWhole, type Seen, tooBroad, walkChildren } from './token-view.js'
 import { createdAnswer, creationChecks, newToken } from './tokens.js'
-import { mustReadToken, openTransaction, readToken, stagedChildren, writeAs } from './txview.js'
-import type { Association, StoredToken, StoredTransaction, Token } from './types.js'
+import { mustReadToken, openTransaction, writeAs } from './txview.js'
+import type { Association, StoredToken, Token } from './types.js'
 import { parse } from './validate.js'
-
-/** Every child the caller sees, before paging: committed ones overlaid with its transaction's writes. */
-async function allChildren(
-  ctx: Ctx,
-  tx: StoredTransaction | null,
-  parentId: string,
-  filter: { ids: string[]; types: string[]; metadata?: Record<string, string> | undefined },
-): Promise<StoredToken[]> {
-  const wanted = Object.entries(filter.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
-  const tenant = ctx.principal.tenantId
-  const committed = await ctx.store.listChildren(tenant, parentId, {
-    offset: 0,
-    limit: Number.MAX_SAFE_INTEGER,
-    now: ctx.now(),
-  })
-  const ids = tx
-    ? stagedChildren(
-        tx,
-        parentId,
-        committed.items.map((t) => t.id),
-      )
-    : committed.items.map((t) => t.id)
-  const byId = new Map(committed.items.map((t) => [t.id, t]))
-  const out: StoredToken[] = []
-  for (const id of ids) {
-    if (filter.ids.length && !filter.ids.includes(id)) continue
-    const token = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
-    if (!token || (filter.types.length && !filter.types.includes(token.type))) continue
-    if (!wanted.every(([k, v]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === v))
-      continue
-    out.push(token)
-  }
-  return out
-}
 
 /** The four association operations of the spec, for one caller. */
 export function childOperations(ctx: Ctx) {
@@ -154,16 +121,28 @@ export function childOperations(ctx: Ctx) {
         })
         return paginated({ items: page.items.map((t) => show(t)!), total: page.total }, q.page, q.size)
       }
-      const visible = (
-        await allChildren(ctx, tx, parentId, { ids: q.id, types: q.type, metadata: q.metadata })
-      )
-        .map(show)
-        .filter((t): t is Token => t !== null)
-      return paginated(
-        { items: visible.slice(offset, offset + q.size), total: visible.length },
-        q.page,
-        q.size,
-      )
+      // Rules, metadata or a transaction decide per child: walk the links (heads only), count, page.
+      const wanted = Object.entries(q.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
+      const page: Seen[] = []
+      let total = 0
+      const end = await walkChildren(ctx, tx, parentId, ({ head, staged }) => {
+        if (q.id.length && !q.id.includes(head.id)) return true
+        if (q.type.length && !q.type.includes(head.type)) return true
+        if (
+          !wanted.every(([k, v]) => Object.hasOwn(head.metadata, k) && head.metadata[k]!.toLowerCase() === v)
+        )
+          return true
+        if (tokenAccess(ctx.principal, 'token:read', head) === null) return true
+        if (total >= offset && page.length < q.size) page.push(staged ? { head, staged } : { head })
+        total++
+        return true
+      })
+      if (end.exhausted) throw tooBroad('page')
+      const items = (await readWhole(ctx, page)).flatMap((token) => {
+        const shownToken = show(token)
+        return shownToken ? [shownToken] : []
+      })
+      return paginated({ items, total }, q.page, q.size)
     },
   }
 }

@@ -2,10 +2,19 @@ import * as v from 'valibot'
 import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
-import { type CursorPage, cursorAfter, idAfterCursor } from './pagination.js'
+import {
+  type CursorPage,
+  cursorAfter,
+  idAfterCursor,
+  type Paginated,
+  paginated,
+  rangeOf,
+} from './pagination.js'
 import { containerPath, pagination, stringList } from './schemas/common.js'
-import { openTransaction, readToken } from './txview.js'
-import type { StoredToken, Token } from './types.js'
+import { type PlanNode, planSource } from './search-plan.js'
+import { readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
+import { openTransaction } from './txview.js'
+import type { StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
 /** The query of `GET /v2/tokens`. */
@@ -48,39 +57,104 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
   const after = q.start === undefined ? undefined : idAfterCursor(q.start)
   const wanted = metadataFilter(q.metadata)
   const tx = await openTransaction(ctx)
-  const tenant = ctx.principal.tenantId
-  const now = ctx.now()
-  const committed = await ctx.store.listTokens(tenant, {
-    offset: 0,
-    limit: Number.MAX_SAFE_INTEGER,
-    types: q.type,
-    ...(q.fingerprint === undefined ? {} : { fingerprint: q.fingerprint }),
-    now,
-  })
-  const staged = tx ? tx.writes.flatMap((w) => (w.op === 'token.put' ? [w.token.id] : [])) : []
-  const ids = [...new Set([...committed.items.map((t) => t.id), ...staged])]
-    .filter((id) => after === undefined || id > after)
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-  const byId = new Map(committed.items.map((t) => [t.id, t]))
-  const data: Token[] = []
-  let next: string | undefined
-  for (const id of ids) {
-    const token: StoredToken | null = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
-    if (!token || (q.type.length && !q.type.includes(token.type))) continue
-    if (token.expires_at !== undefined && token.expires_at <= now) continue
-    if (q.fingerprint !== undefined && token.fingerprint !== q.fingerprint) continue
-    if (q.container !== undefined && !token.containers.some((c) => c.startsWith(q.container!))) continue
-    const ok = wanted.every(
-      ([k, value]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === value,
-    )
-    if (!ok) continue
+  // Exact filters read the store's indexes (ANDed); the container prefix is checked on heads.
+  const terms: PlanNode[] = [
+    ...(q.type.length
+      ? [
+          {
+            kind: 'or' as const,
+            items: q.type.map((value) => ({ kind: 'term' as const, term: { kind: 'type' as const, value } })),
+          },
+        ]
+      : []),
+    ...(q.fingerprint === undefined
+      ? []
+      : [{ kind: 'term' as const, term: { kind: 'fingerprint' as const, value: q.fingerprint } }]),
+    ...wanted.map(([key, value]) => ({
+      kind: 'term' as const,
+      term: { kind: 'metadata' as const, key, value },
+    })),
+  ]
+  const source = planSource(ctx.store, ctx.principal.tenantId, { kind: 'and', items: terms }, q.size + 1)
+  const page: Seen[] = []
+  let more = false
+  const end = await walkTokens(
+    ctx,
+    tx,
+    { ...(after === undefined ? {} : { after }), source, first: q.size + 1 },
+    (seen) => {
+      const token = seen.head
+      if (q.type.length && !q.type.includes(token.type)) return true
+      if (q.fingerprint !== undefined && token.fingerprint !== q.fingerprint) return true
+      if (q.container !== undefined && !token.containers.some((c) => c.startsWith(q.container!))) return true
+      const ok = wanted.every(
+        ([k, value]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === value,
+      )
+      if (!ok || tokenAccess(ctx.principal, 'token:read', token) === null) return true
+      if (page.length === q.size) {
+        more = true
+        return false
+      }
+      page.push(seen)
+      return true
+    },
+  )
+  const data = (await readWhole(ctx, page)).flatMap((token) => {
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    if (transform === null) continue
-    if (data.length === q.size) {
-      next = cursorAfter(data[data.length - 1]!.id)
-      break
-    }
-    data.push(applyTransform(token, transform))
-  }
+    return transform === null ? [] : [applyTransform(token, transform)]
+  })
+  const last = more ? page[page.length - 1]?.head.id : end.exhausted ? end.last : undefined
+  const next = last === undefined ? undefined : cursorAfter(last)
   return { pagination: { page_size: q.size, ...(next ? { next } : {}) }, data }
+}
+
+/**
+ * The v1 token list (`tokens.list`) when access rules, a metadata filter or a transaction decide
+ * per token: the view walked in id order (candidates from the `id`, `type` and `metadata` indexes),
+ * each matched on its head, counted for `total_items`; only the page is read whole. A list whose
+ * count would examine more than `MAX_EXAMINED` tokens answers 400.
+ */
+export async function listTokensV1(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  q: {
+    id: string[]
+    type: string[]
+    metadata?: Record<string, string> | undefined
+    page: number
+    size: number
+  },
+): Promise<Paginated<Token>> {
+  const wanted = Object.entries(q.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
+  const anyOf = (kind: 'id' | 'type', values: string[]): PlanNode[] =>
+    values.length
+      ? [{ kind: 'or', items: values.map((value) => ({ kind: 'term', term: { kind, value } })) }]
+      : []
+  const terms: PlanNode[] = [
+    ...anyOf('id', q.id),
+    ...anyOf('type', q.type),
+    ...wanted.map(([key, value]): PlanNode => ({ kind: 'term', term: { kind: 'metadata', key, value } })),
+  ]
+  const source = planSource(ctx.store, ctx.principal.tenantId, { kind: 'and', items: terms }, 100)
+  const { offset } = rangeOf(q)
+  const page: Seen[] = []
+  let total = 0
+  const end = await walkTokens(ctx, tx, { source, first: 100 }, (seen) => {
+    const token = seen.head
+    if (q.id.length && !q.id.includes(token.id)) return true
+    if (q.type.length && !q.type.includes(token.type)) return true
+    const ok = wanted.every(
+      ([k, v]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === v,
+    )
+    if (!ok || tokenAccess(ctx.principal, 'token:read', token) === null) return true
+    if (total >= offset && page.length < q.size) page.push(seen)
+    total++
+    return true
+  })
+  if (end.exhausted) throw tooBroad('page')
+  const items = (await readWhole(ctx, page)).flatMap((token) => {
+    const transform = tokenAccess(ctx.principal, 'token:read', token)
+    return transform === null ? [] : [applyTransform(token, transform)]
+  })
+  return paginated({ items, total }, q.page, q.size)
 }

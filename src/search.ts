@@ -13,6 +13,7 @@ import {
 } from './pagination.js'
 import { pagination } from './schemas/common.js'
 import { indexKey } from './search-expressions.js'
+import { type PlanNode, planSource } from './search-plan.js'
 import {
   type Field,
   globMatches,
@@ -21,17 +22,17 @@ import {
   type QueryNode,
   type Value,
 } from './search-query.js'
-import { openTransaction, readToken } from './txview.js'
-import type { StoredToken, Token } from './types.js'
+import type { TokenHead, TokenTerm } from './store/contract.js'
+import { readWhole, type Seen, tooBroad, type WalkEnd, walkTokens } from './token-view.js'
+import { openTransaction } from './txview.js'
+import type { Token } from './types.js'
 import { parse } from './validate.js'
 
 /**
- * How many tokens a search reads from the store at first; each further read doubles it, up to
- * `MAX_SEARCH_PAGE` (a first page of results comes quickly, a long scan takes few store calls).
+ * How many candidates a search reads from the store at first; each further read doubles it, up to
+ * 1024 (a first page of results comes quickly, a long scan takes few store calls).
  */
 export const SEARCH_PAGE = 100
-/** The most tokens a search holds from one store read. */
-export const MAX_SEARCH_PAGE = 5000
 
 const query = v.optional(
   v.nullable(
@@ -114,7 +115,7 @@ function timeMatches(value: Value, at: string | undefined): boolean {
   return true
 }
 
-function termMatches(term: Extract<Compiled, { kind: 'term' }>, token: StoredToken): boolean {
+function termMatches(term: Extract<Compiled, { kind: 'term' }>, token: TokenHead): boolean {
   const { field, value } = term
   switch (field.kind) {
     case 'id':
@@ -141,7 +142,7 @@ function termMatches(term: Extract<Compiled, { kind: 'term' }>, token: StoredTok
   }
 }
 
-function matches(node: Compiled, token: StoredToken): boolean {
+function matches(node: Compiled, token: TokenHead): boolean {
   switch (node.kind) {
     case 'all':
       return true
@@ -156,39 +157,38 @@ function matches(node: Compiled, token: StoredToken): boolean {
   }
 }
 
-/** Plain field filters the store applies while listing (see `Store.listTokens`). */
-interface StoreFilter {
-  types?: string[]
-  ids?: string[]
-  fingerprint?: string
+/** The exact index term a compiled term reads, or null when it is checked record by record. */
+function indexTerm(node: Extract<Compiled, { kind: 'term' }>): TokenTerm | null {
+  const { field, value } = node
+  if (value.kind !== 'exact') return null
+  switch (field.kind) {
+    case 'id':
+    case 'type':
+    case 'container':
+    case 'fingerprint':
+      return { kind: field.kind, value: value.text }
+    case 'metadata':
+      return { kind: 'metadata', key: field.key, value: value.text.toLowerCase() }
+    case 'data':
+      return node.hash === undefined ? null : { kind: 'search_index', value: node.hash }
+    case 'time':
+      return null
+  }
 }
 
-/**
- * The store filters implied by the query: exact `type` or `id` terms, alone, ORed together, or in
- * one operand of a top-level AND; one exact `fingerprint` term the same way. The store answers a superset of the matches; the query decides.
- */
-function storeFilter(node: Compiled): StoreFilter {
-  const exact = (n: Compiled, kind: 'type' | 'id' | 'fingerprint'): string[] | null => {
-    if (n.kind === 'term') return n.field.kind === kind && n.value.kind === 'exact' ? [n.value.text] : null
-    if (n.kind !== 'or') return null
-    const all: string[] = []
-    for (const item of n.items) {
-      const some = exact(item, kind)
-      if (!some) return null
-      all.push(...some)
-    }
-    return all
+/** The query as the planner reads it (see `planSource`). */
+function planOf(node: Compiled): PlanNode {
+  switch (node.kind) {
+    case 'and':
+    case 'or':
+      return { kind: node.kind, items: node.items.map(planOf) }
+    case 'not':
+      return { kind: 'not' }
+    case 'all':
+      return node
+    case 'term':
+      return { kind: 'term', term: indexTerm(node) }
   }
-  const out: StoreFilter = {}
-  for (const n of node.kind === 'and' ? node.items : [node]) {
-    const types = out.types ? null : exact(n, 'type')
-    if (types) out.types = types
-    const ids = out.ids ? null : exact(n, 'id')
-    if (ids) out.ids = ids
-    const fingerprint = out.fingerprint !== undefined ? null : exact(n, 'fingerprint')
-    if (fingerprint?.length === 1) out.fingerprint = fingerprint[0]!
-  }
-  return out
 }
 
 /** Throws `forbidden` unless the caller holds `token:search` (as a permission or through a rule). */
@@ -199,75 +199,38 @@ function requireSearch(ctx: Ctx): void {
 }
 
 /**
- * The tenant's unexpired tokens in id order, as the caller's transaction sees them (staged writes
- * over committed ones) when it enlisted in one, read from the store in growing pages, from the
- * first id after `after`. `filter` narrows the committed tokens the store answers (a superset of
- * the matches: every token is matched against the whole query after).
- */
-async function* tokensInOrder(
-  ctx: Ctx,
-  after: string | undefined,
-  filter: StoreFilter,
-): AsyncGenerator<StoredToken> {
-  const tx = await openTransaction(ctx)
-  const tenant = ctx.principal.tenantId
-  const now = ctx.now()
-  const staged = tx
-    ? [...new Set(tx.writes.flatMap((w) => (w.op === 'token.put' ? [w.token.id] : [])))]
-        .filter((id) => after === undefined || id > after)
-        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-    : []
-  let nextStaged = 0
-  let last = after
-  const view = async (token: StoredToken) => (tx ? await readToken(ctx, tx, token.id) : token)
-  const live = (t: StoredToken | null): t is StoredToken =>
-    t !== null && (t.expires_at === undefined || t.expires_at > now)
-  for (let offset = 0, limit = SEARCH_PAGE; ; offset += limit, limit = Math.min(limit * 2, MAX_SEARCH_PAGE)) {
-    const page = await ctx.store.listTokens(tenant, { offset, limit, ...filter, now })
-    for (const committed of page.items) {
-      // Ids only move forward: a write between two pages may shift the offsets.
-      if (last !== undefined && committed.id <= last) continue
-      while (nextStaged < staged.length && staged[nextStaged]! <= committed.id) {
-        const id = staged[nextStaged++]!
-        if (id === committed.id) continue
-        const token = await readToken(ctx, tx!, id)
-        if (live(token)) yield token
-      }
-      last = committed.id
-      const token = await view(committed)
-      if (live(token)) yield token
-    }
-    if (page.items.length < limit) break
-    // A long scan lets other work run between store pages (a store answering from memory never
-    // leaves the microtask queue on its own).
-    await new Promise<void>((resolve) => setImmediate(resolve))
-  }
-  while (nextStaged < staged.length) {
-    const token = await readToken(ctx, tx!, staged[nextStaged++]!)
-    if (live(token)) yield token
-  }
-}
-
-/**
- * The tokens matching `text` that the caller may see, in id order after `after`, each under its
- * read transform: the caller needs `token:search` and `token:read` on the token (permissions, or
- * rules granting both). Stops when `visit` answers false.
+ * Walks the tokens matching `text` that the caller may see (it needs `token:search`, and
+ * `token:search` and `token:read` on each token: permissions, or rules granting both), in id
+ * order after `after`, as its transaction sees them: candidates from the store's indexes when the
+ * query has exact terms (a scan otherwise), each matched on its head before anything is decrypted.
+ * `visit` answers whether to go on.
  */
 async function searchTokens(
   ctx: Ctx,
   text: string,
   after: string | undefined,
-  visit: (token: Token) => boolean,
-): Promise<void> {
+  first: number,
+  visit: (seen: Seen) => boolean,
+): Promise<WalkEnd> {
   requireSearch(ctx)
   const compiled = await compile(ctx, parseQuery(text))
-  for await (const token of tokensInOrder(ctx, after, storeFilter(compiled))) {
-    if (!matches(compiled, token)) continue
-    if (tokenAccess(ctx.principal, 'token:search', token) === null) continue
+  const tx = await openTransaction(ctx)
+  const source = planSource(ctx.store, ctx.principal.tenantId, planOf(compiled), first)
+  return walkTokens(ctx, tx, { ...(after === undefined ? {} : { after }), source, first }, (seen) => {
+    const { head } = seen
+    if (!matches(compiled, head)) return true
+    if (tokenAccess(ctx.principal, 'token:search', head) === null) return true
+    if (tokenAccess(ctx.principal, 'token:read', head) === null) return true
+    return visit(seen)
+  })
+}
+
+/** The answers of `seen`, read whole (only now decrypted), each under the caller's read transform. */
+async function shown(ctx: Ctx, seen: readonly Seen[]): Promise<Token[]> {
+  return (await readWhole(ctx, seen)).flatMap((token) => {
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    if (transform === null) continue
-    if (!visit(applyTransform(token, transform))) return
-  }
+    return transform === null ? [] : [applyTransform(token, transform)]
+  })
 }
 
 /**
@@ -279,14 +242,15 @@ export async function searchTokensV1(ctx: Ctx, input: unknown): Promise<Paginate
   const page = body.page ?? 1
   const pageSize = body.size ?? 20
   const { offset } = rangeOf({ page, size: pageSize })
-  const items: Token[] = []
+  const items: Seen[] = []
   let total = 0
-  await searchTokens(ctx, body.query ?? '', undefined, (token) => {
-    if (total >= offset && items.length < pageSize) items.push(token)
+  const end = await searchTokens(ctx, body.query ?? '', undefined, SEARCH_PAGE, (seen) => {
+    if (total >= offset && items.length < pageSize) items.push(seen)
     total++
     return true
   })
-  return paginated({ items, total }, page, pageSize)
+  if (end.exhausted) throw tooBroad('query')
+  return paginated({ items: await shown(ctx, items), total }, page, pageSize)
 }
 
 /**
@@ -300,16 +264,17 @@ export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPa
   const start = body.page ? body.page.start : body.start
   const pageSize = (body.page ? body.page.size : body.size) ?? 20
   const after = start == null ? undefined : idAfterCursor(start, 'start')
-  const data: Token[] = []
+  const data: Seen[] = []
   let more = false
-  await searchTokens(ctx, body.query ?? '', after, (token) => {
+  const end = await searchTokens(ctx, body.query ?? '', after, pageSize + 1, (seen) => {
     if (data.length === pageSize) {
       more = true
       return false
     }
-    data.push(token)
+    data.push(seen)
     return true
   })
-  const next = more ? cursorAfter(data[data.length - 1]!.id) : undefined
-  return { pagination: { page_size: pageSize, ...(next ? { next } : {}) }, data }
+  const last = more ? data[data.length - 1]?.head.id : end.exhausted ? end.last : undefined
+  const next = last === undefined ? undefined : cursorAfter(last)
+  return { pagination: { page_size: pageSize, ...(next ? { next } : {}) }, data: await shown(ctx, data) }
 }

@@ -19,7 +19,7 @@ import type {
   UpdateTokenInput,
 } from './inputs.js'
 import { deletionsWithLinks } from './links.js'
-import { listTokensV2 } from './list-tokens-v2.js'
+import { listTokensV1, listTokensV2 } from './list-tokens-v2.js'
 import { type CursorPage, type Paginated, paginated, rangeOf } from './pagination.js'
 import {
   createTokenInput,
@@ -31,7 +31,7 @@ import { searchTokensV1, searchTokensV2 } from './search.js'
 import { withSearchIndexes } from './search-expressions.js'
 import { fingerprinted, typeRules } from './token-types.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
-import { enlist, mustReadToken, openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
+import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 
@@ -275,38 +275,8 @@ export function tokenOperations(ctx: Ctx) {
         const items = page.items.map(show).filter((t): t is Token => t !== null)
         return paginated({ items, total: page.total }, q.page, q.size)
       }
-      // Rules, metadata or a transaction decide per token: read every match, then page.
-      const committed = await ctx.store.listTokens(tenant, {
-        offset: 0,
-        limit: Number.MAX_SAFE_INTEGER,
-        ...filter,
-      })
-      const staged = tx ? tx.writes.flatMap((w) => (w.op === 'token.put' ? [w.token.id] : [])) : []
-      const ids = [...new Set([...committed.items.map((t) => t.id), ...staged])].sort((a, b) =>
-        a < b ? -1 : a > b ? 1 : 0,
-      )
-      const byId = new Map(committed.items.map((t) => [t.id, t]))
-      const wanted = Object.entries(q.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
-      const visible: Token[] = []
-      for (const id of ids) {
-        if (q.id.length && !q.id.includes(id)) continue
-        const token = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
-        if (!token || (q.type.length && !q.type.includes(token.type))) continue
-        if (token.expires_at !== undefined && token.expires_at <= filter.now) continue
-        if (
-          !wanted.every(
-            ([k, v]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === v,
-          )
-        )
-          continue
-        const shown = show(token)
-        if (shown) visible.push(shown)
-      }
-      return paginated(
-        { items: visible.slice(offset, offset + q.size), total: visible.length },
-        q.page,
-        q.size,
-      )
+      // Rules, metadata or a transaction decide per token: walk the view (heads only), count, page.
+      return listTokensV1(ctx, tx, q)
     },
 
     /**

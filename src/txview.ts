@@ -52,20 +52,6 @@ export async function mustReadToken(
   return token
 }
 
-/**
- * Child ids of `parentId` in link order as the transaction sees them, applied over `committed`:
- * associations never enlist, so only the tokens the transaction deleted drop out.
- */
-export function stagedChildren(tx: StoredTransaction, parentId: string, committed: string[]): string[] {
-  const kids = new Set(committed)
-  for (const w of tx.writes) {
-    if (w.op !== 'token.delete') continue
-    if (w.id === parentId) kids.clear()
-    else kids.delete(w.id)
-  }
-  return [...kids]
-}
-
 /** A write the caller asks for: record ops, the guards they need, and the tokens they lock. */
 export interface CallerWrite {
   checks: Check[]

@@ -32,6 +32,10 @@ export interface Migration {
  * `idempotency` holds idempotency records (`claim` is what `idempotency.claimed` compares);
  * reactors keep their lower-cased name (`name_lower`) for the `name` filter of `listReactors`;
  * `tokens_by_fingerprint` serves the fingerprint filter and `token.fingerprint_absent`.
+ * `token_terms` (since version 9) is the exact-term index of `findTokenIds`: one row per term a
+ * token carries (see `TokenTerm`: type, fingerprint, each container, each metadata entry with its
+ * value lower-cased, each search-index hash), kept by a trigger on `tokens` in the token write's
+ * own transaction, so a keyset page of one term is a range scan of its primary key.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -199,6 +203,53 @@ DROP INDEX ${s}.reactors_by_formula;
     sql: (s) => `
 CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
   WHERE doc ->> 'cvc_expires_at' IS NOT NULL;
+`,
+  },
+  {
+    version: 9,
+    name: 'token term index',
+    sql: (s) => `
+CREATE TABLE ${s}.token_terms (
+  tenant_id text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  value text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, kind, name, value, id)
+);
+CREATE INDEX token_terms_by_token ON ${s}.token_terms (tenant_id, id);
+CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'type', '', doc ->> 'type' WHERE doc ->> 'type' IS NOT NULL
+  UNION SELECT 'fingerprint', '', doc ->> 'fingerprint' WHERE doc ->> 'fingerprint' IS NOT NULL
+  UNION SELECT 'container', '', c FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
+  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
+    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
+    WHERE m.value IS NOT NULL
+  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
+    ELSE '[]' END) h
+$$;
+CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
+INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+  SELECT k.tenant_id, t.kind, t.name, t.value, k.id FROM ${s}.tokens k, ${s}.token_terms_of(k.doc) t
+  ON CONFLICT DO NOTHING;
 `,
   },
 ]

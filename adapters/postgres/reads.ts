@@ -53,6 +53,26 @@ export function reads(t: Tables, query: Query): Reads {
     const row = (await prepared(text, [...values, offset, limit])).rows[0] as { total: number; items: string }
     return { items: JSON.parse(row.items) as T[], total: row.total }
   }
+  /** The exact-term index beside the tokens (migration 9), in the tokens' schema. */
+  const tokenTerms = `${t.tokens.slice(0, -'tokens'.length)}token_terms`
+  /** The tokens among `ids`, each as `select` shapes its doc, in the order of `ids`, once each. */
+  const some = async <T extends { id: string }>(
+    select: string,
+    tenantId: string,
+    ids: readonly string[],
+  ): Promise<T[]> => {
+    const unique = [...new Set(ids)]
+    if (!unique.length) return []
+    const { rows } = await prepared(
+      `${select}, id FROM ${t.tokens} WHERE tenant_id = $1 AND id = ANY ($2::text[])`,
+      [tenantId, unique],
+    )
+    const byId = new Map(rows.map((row) => [(row as { id: string }).id, (row as { doc: string }).doc]))
+    return unique.flatMap((id) => {
+      const doc = byId.get(id)
+      return doc === undefined ? [] : [JSON.parse(doc) as T]
+    })
+  }
   const byTenant = (table: string) =>
     pageSql(`SELECT sort_key AS ord, doc FROM ${table} WHERE tenant_id = $1`, '$2', '$3')
   const listApplicationsSql = byTenant(t.applications)
@@ -150,6 +170,45 @@ export function reads(t: Tables, query: Query): Reads {
         WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
+    findTokenIds: async (tenantId, q) => {
+      const limit = Math.max(0, Math.floor(q.limit))
+      if (limit === 0) return []
+      const after = q.after ?? null
+      const term = q.term
+      let text: string
+      let values: unknown[]
+      if (term === undefined || term.kind === 'id') {
+        values = [tenantId, after, limit]
+        const exact = term === undefined ? '' : ` AND id = $4`
+        if (term !== undefined) values.push(term.value)
+        text = `SELECT id FROM ${t.tokens} WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2)${exact}
+          ORDER BY id LIMIT $3`
+      } else {
+        values = [tenantId, term.kind, term.kind === 'metadata' ? term.key : '', term.value, after, limit]
+        text = `SELECT id FROM ${tokenTerms} WHERE tenant_id = $1 AND kind = $2 AND name = $3
+          AND value = $4 AND ($5::text IS NULL OR id > $5) ORDER BY id LIMIT $6`
+      }
+      const { rows } = await prepared(text, values)
+      return rows.map((row) => (row as { id: string }).id)
+    },
+    findChildIds: async (tenantId, parentId, q) => {
+      const limit = Math.max(0, Math.floor(q.limit))
+      if (limit === 0) return []
+      const after = q.after === undefined || !/^\d{1,19}$/.test(q.after) ? null : q.after
+      if (q.after !== undefined && after === null) return []
+      const { rows } = await prepared(
+        `SELECT child_id, seq::text AS seq FROM ${t.associations}
+         WHERE tenant_id = $1 AND parent_id = $2 AND ($3::bigint IS NULL OR seq > $3::bigint)
+         ORDER BY seq LIMIT $4`,
+        [tenantId, parentId, after, limit],
+      )
+      return rows.map((row) => {
+        const r = row as { child_id: string; seq: string }
+        return { id: r.child_id, key: r.seq.padStart(19, '0') }
+      })
+    },
+    getTokenHeads: (tenantId, ids) => some(`SELECT (doc - 'data' - 'mask')::text AS doc`, tenantId, ids),
+    getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
     getTransaction: (tenantId, id) => one(sql.transaction, [tenantId, id]),
     getSessionByNonce: (tenantId, nonceHash) =>
       one(

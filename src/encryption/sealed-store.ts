@@ -254,6 +254,10 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       const page = await inner.listTokens(tenantId, query)
       return { ...page, items: await Promise.all(page.items.map(openToken)) }
     },
+    // Heads hold nothing sealed (`getTokenHeads` passes through); only what is answered opens.
+    async getTokens(tenantId, ids) {
+      return Promise.all((await inner.getTokens(tenantId, ids)).map(openToken))
+    },
     async listChildren(tenantId, parentId, query) {
       const page = await inner.listChildren(tenantId, parentId, query)
       return { ...page, items: await Promise.all(page.items.map(openToken)) }

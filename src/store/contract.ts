@@ -12,6 +12,32 @@ import type {
   Tenant,
 } from '../types.js'
 
+/**
+ * An exact term a token carries, as stores index it beside the token (kept in the same atomic
+ * write as the token): what `findTokenIds` answers from.
+ * - `id`: the token's id; `type`: its type; `fingerprint`: its fingerprint;
+ * - `container`: one of its containers, exactly as stored (`/a/b/`);
+ * - `metadata`: a metadata entry `key` whose value, lower-cased (`toLowerCase`), is `value` (the
+ *   core lower-cases `value` before it asks);
+ * - `search_index`: one of its `search_index_hashes`.
+ */
+export type TokenTerm =
+  | { kind: 'id' | 'type' | 'fingerprint' | 'container' | 'search_index'; value: string }
+  | { kind: 'metadata'; key: string; value: string }
+
+/**
+ * A token's plain fields: every field but `data` and `mask` (which the service seals). What the
+ * core matches filters, queries and access rules on before it reads (and decrypts) a whole token.
+ */
+export type TokenHead = Omit<StoredToken, 'data' | 'mask'>
+
+/** One child in a parent's link order: its id and the link's opaque place in that order. */
+export interface ChildKey {
+  id: string
+  /** Increases with link order within one parent; a later `after` resumes past it. */
+  key: string
+}
+
 /** A slice of a list: `items` from `offset`, and `total`, the count of all matches. */
 export interface Page<T> {
   items: T[]
@@ -147,6 +173,51 @@ export interface Store {
     tenantId: string,
     query: Range & { ids?: string[]; types?: string[]; fingerprint?: string; now: string },
   ): Promise<Page<StoredToken>>
+
+  /**
+   * Keyset read of an index: at most `limit` ids of the tenant's tokens, in id order (code-unit
+   * order, as `listTokens`), strictly after `after` when given, that carry `term` (every token
+   * when `term` is absent). Expired tokens are not skipped: the core reads their heads and decides.
+   * Costs what it answers: a store never reads the tokens or the whole index to answer.
+   * SQL: `SELECT id FROM token_terms WHERE tenant_id = $1 AND kind = $2 AND name = $3 AND value = $4
+   * AND id > $5 ORDER BY id LIMIT $6` over its primary key (a side table kept with each token
+   * write), or the tokens' primary key for `id` and for no term; LMDB: a range read of an ordered
+   * database keyed `tenant ‖ term ‖ id` from `tenant ‖ term ‖ after`; DynamoDB: a Query of a
+   * term item collection (partition `tenant#term`, sort key the id) with
+   * `ExclusiveStartKey`; Redis: `ZRANGE term-key (after + BYLEX LIMIT 0 limit`.
+   */
+  findTokenIds(
+    tenantId: string,
+    query: { term?: TokenTerm; after?: string; limit: number },
+  ): Promise<string[]>
+
+  /**
+   * Keyset read of a parent's links: at most `limit` children of `parentId` in link order (as
+   * `listChildren`), strictly after the link whose `key` is `after` when given. Absent and expired
+   * children are not skipped. SQL: `SELECT child_id, seq FROM associations WHERE tenant_id = $1
+   * AND parent_id = $2 AND seq > $3 ORDER BY seq LIMIT $4` over the parent index; LMDB: a range
+   * read of `tenant ‖ parent ‖ seq`; DynamoDB: a Query of the parent's link partition by sort key.
+   */
+  findChildIds(
+    tenantId: string,
+    parentId: string,
+    query: { after?: string; limit: number },
+  ): Promise<ChildKey[]>
+
+  /**
+   * The heads (plain fields, no `data` or `mask`) of the tenant's tokens among `ids` that exist,
+   * expired or not, in the order of `ids` (duplicates answered once). Never decrypts anything.
+   * SQL: `SELECT doc - 'data' - 'mask' … WHERE tenant_id = $1 AND id = ANY ($2)`; DynamoDB:
+   * `BatchGetItem` with a projection; LMDB: one `get` per id.
+   */
+  getTokenHeads(tenantId: string, ids: readonly string[]): Promise<TokenHead[]>
+
+  /**
+   * The whole records of the tenant's tokens among `ids` that exist, expired or not, in the order
+   * of `ids` (duplicates answered once): what the core reads once it knows it answers them (the
+   * sealed store decrypts exactly these). SQL: `… WHERE tenant_id = $1 AND id = ANY ($2)`.
+   */
+  getTokens(tenantId: string, ids: readonly string[]): Promise<StoredToken[]>
 
   getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
 

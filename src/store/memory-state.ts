@@ -16,6 +16,7 @@ import type {
   TokenLock,
 } from '../types.js'
 import type {
+  ChildKey,
   ExpiringKind,
   KeyOwner,
   Page,
@@ -23,15 +24,28 @@ import type {
   ReactorQuery,
   RecordKey,
   StoreDump,
+  TokenHead,
+  TokenTerm,
   WriteResult,
 } from './contract.js'
 import { copy, frozenCopy, sameJson } from './json.js'
 import { applicationKeyHashes } from './keys.js'
 import { byKey, nameMatcher } from './order.js'
 import { Scoped } from './scoped.js'
+import { SortedIds } from './sorted-ids.js'
+import { TokenIndex } from './token-index.js'
 
 /** Whether a parent's child list must look at this child: absent, or with an expiry. */
 const needsCheck = (child: StoredToken | undefined) => child === undefined || child.expires_at !== undefined
+
+/** A link's place in its parent's order (`ChildKey.key`): its sequence number, zero-padded to sort as text. */
+const placeKey = (seq: number) => String(seq).padStart(16, '0')
+
+/** A token's head: every field but `data` and `mask`, copied. */
+function headOf(token: StoredToken): TokenHead {
+  const { data: _data, mask: _mask, ...head } = token
+  return copy(head)
+}
 
 /** A sort key joining a tenant and an id (official formulas have no tenant). */
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
@@ -95,6 +109,10 @@ export class MemoryState {
     { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
   >()
   private tokens = new Scoped<StoredToken>()
+  /** Every token id in order, and the ids carrying each exact term: what `findTokenIds` reads. */
+  private tokenIndex = new TokenIndex()
+  /** parent → its links' places (`ChildKey.key`) in order, and place → child id: `findChildIds`. */
+  private childOrder = new Scoped<{ keys: SortedIds; ids: Map<string, string> }>()
   /** fingerprint → ids of the tokens that carry it: what `token.fingerprint_absent` and the fingerprint filter read. */
   private fingerprints = new Scoped<Set<string>>()
   /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
@@ -250,6 +268,7 @@ export class MemoryState {
           this.unindexFingerprint(old)
           this.indexFingerprint(t)
         }
+        this.tokenIndex.update(t.tenant_id, t.id, old, t)
         this.tokens.set(t.tenant_id, t.id, t)
         if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
         else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
@@ -268,6 +287,7 @@ export class MemoryState {
         }
         this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.unindexFingerprint(this.tokens.get(op.tenant_id, op.id))
+        this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokens.delete(op.tenant_id, op.id)
         this.expiringTokens.delete(op.tenant_id, op.id)
         this.cvcTokens.delete(op.tenant_id, op.id)
@@ -284,7 +304,15 @@ export class MemoryState {
         }
         if (kids.has(a.child_id)) return
         kids.set(a.child_id, a)
-        this.linkOrder.set(a, this.nextLink++)
+        const seq = this.nextLink++
+        this.linkOrder.set(a, seq)
+        let order = this.childOrder.get(tenant, a.parent_id)
+        if (!order) {
+          order = { keys: new SortedIds(), ids: new Map() }
+          this.childOrder.set(tenant, a.parent_id, order)
+        }
+        order.keys.add(placeKey(seq))
+        order.ids.set(placeKey(seq), a.child_id)
         if (needsCheck(this.tokens.get(tenant, a.child_id))) this.countExpiring(tenant, a.parent_id, 1)
         let ps = this.parents.get(tenant, a.child_id)
         if (!ps) {
@@ -463,7 +491,13 @@ export class MemoryState {
 
   private unlink(tenantId: string, parentId: string, childId: string) {
     const kids = this.children.get(tenantId, parentId)
-    if (!kids?.delete(childId)) return
+    const link = kids?.get(childId)
+    if (!link || !kids?.delete(childId)) return
+    const order = this.childOrder.get(tenantId, parentId)
+    const place = placeKey(this.linkOrder.get(link) ?? -1)
+    order?.keys.delete(place)
+    order?.ids.delete(place)
+    if (order?.keys.size === 0) this.childOrder.delete(tenantId, parentId)
     if (kids.size === 0) this.children.delete(tenantId, parentId)
     if (needsCheck(this.tokens.get(tenantId, childId))) this.countExpiring(tenantId, parentId, -1)
     const ps = this.parents.get(tenantId, childId)
@@ -578,23 +612,77 @@ export class MemoryState {
   ): Page<StoredToken> {
     const all = this.tokens.of(tenantId)
     const types = query.types?.length ? new Set(query.types) : null
-    let ids = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : null
-    if (query.fingerprint !== undefined) {
-      const marked = this.fingerprints.get(tenantId, query.fingerprint) ?? new Set<string>()
-      ids = ids ? ids.filter((id) => marked.has(id)) : [...marked]
+    let ids: Iterable<string>
+    let filtered = true
+    if (query.ids?.length || query.fingerprint !== undefined) {
+      let some = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : null
+      if (query.fingerprint !== undefined) {
+        const marked = this.fingerprints.get(tenantId, query.fingerprint) ?? new Set<string>()
+        some = some ? some.filter((id) => marked.has(id)) : [...marked]
+      }
+      ids = (some ?? []).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    } else if (types?.size === 1) {
+      ids = this.tokenIndex.withTerm(tenantId, { kind: 'type', value: [...types][0]! }).from(undefined)
+    } else if (!types && this.expiringTokens.of(tenantId).size === 0) {
+      // Every token counts: read only the requested page.
+      const index = this.tokenIndex.ids(tenantId)
+      const items: StoredToken[] = []
+      for (const id of index.fromOffset(query.offset)) {
+        if (items.length >= query.limit) break
+        items.push(copy(all.get(id)!))
+      }
+      return { items, total: index.size }
+    } else {
+      ids = this.tokenIndex.ids(tenantId).from(undefined)
+      filtered = types !== null
     }
-    ids ??= [...all.keys()]
-    ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     const items: StoredToken[] = []
     let total = 0
     for (const id of ids) {
       const token = all.get(id)!
       if (token.expires_at !== undefined && token.expires_at <= query.now) continue
-      if (types && !types.has(token.type)) continue
+      if (filtered && types && !types.has(token.type)) continue
       if (total >= query.offset && items.length < query.limit) items.push(copy(token))
       total++
     }
     return { items, total }
+  }
+
+  /** Keyset read of a token index (see `Store.findTokenIds`). */
+  findTokenIds(tenantId: string, query: { term?: TokenTerm; after?: string; limit: number }): string[] {
+    const { term, after, limit } = query
+    if (term?.kind === 'id') {
+      const found = this.tokens.has(tenantId, term.value) && (after === undefined || term.value > after)
+      return found && limit > 0 ? [term.value] : []
+    }
+    return this.tokenIndex.withTerm(tenantId, term).after(after, limit)
+  }
+
+  /** Keyset read of a parent's links (see `Store.findChildIds`). */
+  findChildIds(tenantId: string, parentId: string, query: { after?: string; limit: number }): ChildKey[] {
+    const order = this.childOrder.get(tenantId, parentId)
+    if (!order) return []
+    return order.keys.after(query.after, query.limit).map((key) => ({ id: order.ids.get(key)!, key }))
+  }
+
+  /** Heads of the tokens among `ids` that exist, in the order of `ids` (see `Store.getTokenHeads`). */
+  getTokenHeads(tenantId: string, ids: readonly string[]): TokenHead[] {
+    const out: TokenHead[] = []
+    for (const id of new Set(ids)) {
+      const token = this.tokens.get(tenantId, id)
+      if (token) out.push(headOf(token))
+    }
+    return out
+  }
+
+  /** The tokens among `ids` that exist, in the order of `ids` (see `Store.getTokens`). */
+  getTokens(tenantId: string, ids: readonly string[]): StoredToken[] {
+    const out: StoredToken[] = []
+    for (const id of new Set(ids)) {
+      const token = this.tokens.get(tenantId, id)
+      if (token) out.push(copy(token))
+    }
+    return out
   }
 
   listChildren(

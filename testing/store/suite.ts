@@ -5,6 +5,7 @@ import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
 import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
+import { readsTests } from './reads.js'
 import { link, lock, NOW, put, session, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
 import { sessionsTests } from './sessions.js'
@@ -27,6 +28,7 @@ export function storeContract(harness: StoreHarness): void {
   describe(`Store contract: ${harness.name}`, () => {
     keysTests(fresh)
     tokensTests(fresh)
+    readsTests(fresh)
     transactionsTests(fresh)
     sessionsTests(fresh)
     formulasTests(fresh)
