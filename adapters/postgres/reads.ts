@@ -173,38 +173,45 @@ export function reads(t: Tables, query: Query): Reads {
     findTokenIds: async (tenantId, q) => {
       const limit = Math.max(0, Math.floor(q.limit))
       if (limit === 0) return []
-      const after = q.after ?? null
       const term = q.term
-      let text: string
-      let values: unknown[]
-      if (term === undefined || term.kind === 'id') {
-        values = [tenantId, after, limit]
-        const exact = term === undefined ? '' : ` AND id = $4`
-        if (term !== undefined) values.push(term.value)
-        text = `SELECT id FROM ${t.tokens} WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2)${exact}
-          ORDER BY id LIMIT $3`
-      } else {
-        values = [tenantId, term.kind, term.kind === 'metadata' ? term.key : '', term.value, after, limit]
-        text = `SELECT id FROM ${tokenTerms} WHERE tenant_id = $1 AND kind = $2 AND name = $3
-          AND value = $4 AND ($5::text IS NULL OR id > $5) ORDER BY id LIMIT $6`
+      // Each shape its own statement, so that the plan is a range of one index in id order.
+      const values: unknown[] = [tenantId]
+      let where = 'tenant_id = $1'
+      let table = t.tokens
+      if (term?.kind === 'id') {
+        values.push(term.value)
+        where += ' AND id = $2'
+      } else if (term !== undefined) {
+        table = tokenTerms
+        values.push(term.kind, term.kind === 'metadata' ? term.key : '', term.value)
+        where += ' AND kind = $2 AND name = $3 AND value = $4'
       }
-      const { rows } = await prepared(text, values)
+      if (q.after !== undefined) {
+        values.push(q.after)
+        where += ` AND id > $${values.length}`
+      }
+      values.push(limit)
+      const { rows } = await prepared(
+        `SELECT id FROM ${table} WHERE ${where} ORDER BY id LIMIT $${values.length}`,
+        values,
+      )
       return rows.map((row) => (row as { id: string }).id)
     },
     findChildIds: async (tenantId, parentId, q) => {
       const limit = Math.max(0, Math.floor(q.limit))
       if (limit === 0) return []
-      const after = q.after === undefined || !/^\d{1,19}$/.test(q.after) ? null : q.after
-      if (q.after !== undefined && after === null) return []
+      if (q.after !== undefined && !/^\d{1,19}$/.test(q.after)) return []
+      const values: unknown[] = [tenantId, parentId, limit]
+      if (q.after !== undefined) values.push(q.after)
       const { rows } = await prepared(
-        `SELECT child_id, seq::text AS seq FROM ${t.associations}
-         WHERE tenant_id = $1 AND parent_id = $2 AND ($3::bigint IS NULL OR seq > $3::bigint)
-         ORDER BY seq LIMIT $4`,
-        [tenantId, parentId, after, limit],
+        `SELECT child_id, seq::text AS place FROM ${t.associations}
+         WHERE tenant_id = $1 AND parent_id = $2${q.after === undefined ? '' : ' AND seq > $4::bigint'}
+         ORDER BY seq LIMIT $3`,
+        values,
       )
       return rows.map((row) => {
-        const r = row as { child_id: string; seq: string }
-        return { id: r.child_id, key: r.seq.padStart(19, '0') }
+        const r = row as { child_id: string; place: string }
+        return { id: r.child_id, key: r.place.padStart(19, '0') }
       })
     },
     getTokenHeads: (tenantId, ids) => some(`SELECT (doc - 'data' - 'mask')::text AS doc`, tenantId, ids),

@@ -42,6 +42,8 @@ export function readsTests(fresh: () => Promise<Store>): void {
     const ids = (term: TokenTerm | undefined, after?: string, limit = 10) =>
       store.findTokenIds(T, { limit, ...(term ? { term } : {}), ...(after ? { after } : {}) })
     expect(await ids(undefined)).toEqual(['a', 'b', 'c', 'd'])
+    expect(await walk(store, T, undefined, 3)).toEqual(['a', 'b', 'c', 'd'])
+    expect(await walk(store, T, { kind: 'search_index', value: 'h2' }, 1)).toEqual(['a', 'd'])
     expect(await ids(undefined, 'b')).toEqual(['c', 'd'])
     expect(await ids(undefined, 'a', 2)).toEqual(['b', 'c'])
     expect(await ids(undefined, undefined, 0)).toEqual([])
