@@ -2,14 +2,7 @@ import * as v from 'valibot'
 import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
-import {
-  type CursorPage,
-  cursorAfter,
-  idAfterCursor,
-  type Paginated,
-  paginated,
-  rangeOf,
-} from './pagination.js'
+import { type CursorPage, cursorFor, idFromCursor, type Paginated, paginated, rangeOf } from './pagination.js'
 import { containerPath, pagination, stringList } from './schemas/common.js'
 import { type PlanNode, planSource } from './search-plan.js'
 import { readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
@@ -54,8 +47,9 @@ function metadataFilter(json: string | undefined): Array<readonly [string, strin
  */
 export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage<Token>> {
   const q = parse(listV2Input, query ?? {})
-  const after = q.start === undefined ? undefined : idAfterCursor(q.start)
   const wanted = metadataFilter(q.metadata)
+  const scope = JSON.stringify(['list', q.type, q.container ?? null, q.fingerprint ?? null, wanted])
+  const after = q.start === undefined ? undefined : await idFromCursor(ctx, scope, q.start)
   const tx = await openTransaction(ctx)
   // Exact filters read the store's indexes (ANDed); the container prefix is checked on heads.
   const terms: PlanNode[] = [
@@ -104,7 +98,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     return transform === null ? [] : [applyTransform(token, transform)]
   })
   const last = more ? page[page.length - 1]?.head.id : end.exhausted ? end.last : undefined
-  const next = last === undefined ? undefined : cursorAfter(last)
+  const next = last === undefined ? undefined : await cursorFor(ctx, scope, last)
   return { pagination: { page_size: q.size, ...(next ? { next } : {}) }, data }
 }
 

@@ -1,7 +1,8 @@
 /**
  * Pagination, once for every list: the page/size envelope (`rangeOf`, `paginated`) and the
- * cursor pages of the v2 token list and search (`CursorPage`, `cursorAfter`, `idAfterCursor`).
+ * cursor pages of the v2 token list and search (`CursorPage`, `cursorFor`, `idFromCursor`).
  */
+import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
 import type { Page, Range } from './store/contract.js'
 
@@ -35,15 +36,35 @@ export interface CursorPage<T> {
   data: T[]
 }
 
-/** The cursor of the page after the token `id`: opaque to callers (base64url of the id). */
-export function cursorAfter(id: string): string {
-  return Buffer.from(`after:${id}`, 'utf8').toString('base64url')
+/** The keyed-hash purpose of cursor tags. */
+const CURSOR_PURPOSE = 'cursor'
+
+/**
+ * The cursor of the page after token `id` of the list or search `scope` (its route and its
+ * filters or query, as a string): opaque to callers, the base64url of the id, a dot, and a tag
+ * (a keyed hash under the tenant's key of scope and id). A cursor is thus tamper-evident, and good
+ * only for the query and tenant that answered it.
+ */
+export async function cursorFor(ctx: Ctx, scope: string, id: string): Promise<string> {
+  const tag = (await ctx.hmac(CURSOR_PURPOSE, `${scope}\u0000${id}`)).slice(0, 32)
+  return `${Buffer.from(id, 'utf8').toString('base64url')}.${tag}`
 }
 
-/** The token id a cursor of `cursorAfter` names; a validation error on `field` for anything else. */
-export function idAfterCursor(cursor: string, field = 'start'): string {
-  const text = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : ''
-  if (!text.startsWith('after:') || cursorAfter(text.slice(6)) !== cursor)
-    throw invalid(field, 'is not a cursor this API answered')
-  return text.slice(6)
+/**
+ * The token id a cursor of `cursorFor` names for this `scope`; a validation error on `field` for a
+ * forged cursor, one of another query or another tenant, or anything else.
+ */
+export async function idFromCursor(
+  ctx: Ctx,
+  scope: string,
+  cursor: string,
+  field = 'start',
+): Promise<string> {
+  const refused = () => invalid(field, 'is not a cursor this API answered for this query')
+  const match = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{32})$/.exec(cursor)
+  if (!match) throw refused()
+  const id = Buffer.from(match[1]!, 'base64url').toString('utf8')
+  if (Buffer.from(id, 'utf8').toString('base64url') !== match[1]) throw refused()
+  if ((await cursorFor(ctx, scope, id)) !== cursor) throw refused()
+  return id
 }

@@ -3,14 +3,7 @@ import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { SEARCH_INDEX_PURPOSE } from './encryption/sealed-store.js'
 import { forbidden, invalid } from './errors.js'
-import {
-  type CursorPage,
-  cursorAfter,
-  idAfterCursor,
-  type Paginated,
-  paginated,
-  rangeOf,
-} from './pagination.js'
+import { type CursorPage, cursorFor, idFromCursor, type Paginated, paginated, rangeOf } from './pagination.js'
 import { pagination } from './schemas/common.js'
 import { indexKey } from './search-expressions.js'
 import { type PlanNode, planSource } from './search-plan.js'
@@ -263,7 +256,8 @@ export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPa
     throw invalid('page', 'give start and size either at the top level or in page, not both')
   const start = body.page ? body.page.start : body.start
   const pageSize = (body.page ? body.page.size : body.size) ?? 20
-  const after = start == null ? undefined : idAfterCursor(start, 'start')
+  const scope = `search\u0000${body.query ?? ''}`
+  const after = start == null ? undefined : await idFromCursor(ctx, scope, start, 'start')
   const data: Seen[] = []
   let more = false
   const end = await searchTokens(ctx, body.query ?? '', after, pageSize + 1, (seen) => {
@@ -275,6 +269,6 @@ export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPa
     return true
   })
   const last = more ? data[data.length - 1]?.head.id : end.exhausted ? end.last : undefined
-  const next = last === undefined ? undefined : cursorAfter(last)
+  const next = last === undefined ? undefined : await cursorFor(ctx, scope, last)
   return { pagination: { page_size: pageSize, ...(next ? { next } : {}) }, data: await shown(ctx, data) }
 }

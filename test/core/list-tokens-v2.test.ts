@@ -62,4 +62,53 @@ describe('list tokens v2 (docs/api/tokens/tokens: List Tokens V2)', () => {
     expect((await vault.service.connect(key).tokens.listV2()).data).toEqual([])
     await vault.close()
   })
+
+  it('answers 400 for a cursor of another query, another route or another tenant, a tampered one, and a size past 100', async () => {
+    const vault = await createTestVault()
+    const c = vault.client()
+    for (const id of ['a', 'b', 'c']) await c.tokens.create({ id, type: 'note', data: id })
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: ServiceError) => e.code,
+      )
+    const page = await c.tokens.listV2({ size: 1 })
+    const next = page.pagination.next!
+    expect((await c.tokens.listV2({ size: 1, start: next })).data.map((t) => t.id)).toEqual(['b'])
+    // The same position, asked for with other filters or by search: refused.
+    expect(await code(c.tokens.listV2({ size: 1, start: next, type: 'note' }))).toBe('validation_failed')
+    expect(await code(c.tokens.searchV2({ size: 1, start: next }))).toBe('validation_failed')
+    const searched = await c.tokens.searchV2({ query: 'type:note', size: 1 })
+    expect(await code(c.tokens.searchV2({ query: 'type:other', start: searched.pagination.next! }))).toBe(
+      'validation_failed',
+    )
+    expect(
+      (await c.tokens.searchV2({ query: 'type:note', start: searched.pagination.next! })).data.length,
+    ).toBe(2)
+    // Another id under the same tag, or the tag of another id: refused.
+    const [encoded, tag] = next.split('.')
+    const other = Buffer.from('c').toString('base64url')
+    expect(encoded).not.toBe(other)
+    expect(await code(c.tokens.listV2({ start: `${other}.${tag}` }))).toBe('validation_failed')
+    expect(await code(c.tokens.listV2({ start: `${encoded}.${'A'.repeat(32)}` }))).toBe('validation_failed')
+    expect(await code(c.tokens.listV2({ start: `${encoded}.${tag}x` }))).toBe('validation_failed')
+    // Another tenant's cursor: refused, never its records.
+    const tenant = await vault.service.admin.createTenant({ name: 'other' })
+    const { key } = await vault.service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'o',
+      type: 'private',
+      permissions: ['token:read', 'token:create', 'token:search'],
+    })
+    const foreign = vault.service.connect(key)
+    for (const id of ['a', 'b', 'c']) await foreign.tokens.create({ id, type: 'note', data: `other-${id}` })
+    expect(await code(foreign.tokens.listV2({ start: next }))).toBe('validation_failed')
+    expect(
+      await code(c.tokens.listV2({ start: (await foreign.tokens.listV2({ size: 1 })).pagination.next! })),
+    ).toBe('validation_failed')
+    expect((await c.tokens.listV2({ size: 100 })).data.length).toBe(3)
+    expect(await code(c.tokens.listV2({ size: 101 }))).toBe('validation_failed')
+    expect(await code(c.tokens.searchV2({ size: 101 }))).toBe('validation_failed')
+    await vault.close()
+  })
 })

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/types.js'
+import { failure, setup } from './setup.js'
+
+/** `count` plaintext tokens of `tenant` written straight to the store (as a store holding them would). */
+async function fill(store: Store, tenant: string, count: number, from = 0) {
+  for (let start = from; start < from + count; start += 1000) {
+    const ops: Op[] = []
+    for (let i = start; i < Math.min(from + count, start + 1000); i++) {
+      const id = `t${String(i).padStart(6, '0')}`
+      ops.push({
+        op: 'token.put',
+        token: {
+          id,
+          tenant_id: tenant,
+          type: 'token',
+          data: `secret-${i}`,
+          containers: ['/general/high/'],
+          metadata: { order: `ord-${i}` },
+          created_by: 'app',
+          created_at: '2030-01-01T00:00:00.000Z',
+        },
+      })
+    }
+    await store.write({ ops })
+  }
+}
+
+describe('searches and lists examine at most 10 000 tokens per call', () => {
+  it('v1 counts up to 10 000 examined tokens and answers 400 past them; v2 answers a page with a cursor to go on', async () => {
+    const { store, tenant, client } = await setup()
+    await fill(store, tenant.id, 10_000)
+    expect((await client.tokens.search({ query: 'NOT type:other', size: 1 })).pagination.total_items).toBe(
+      10_000,
+    )
+    expect((await client.tokens.search({ query: 'type:token', size: 1 })).pagination.total_items).toBe(10_000)
+    expect((await client.tokens.list({ metadata: {}, size: 1 })).pagination.total_items).toBe(10_000)
+    await fill(store, tenant.id, 1, 10_000)
+    const broad = await failure(client.tokens.search({ query: 'NOT type:other', size: 1 }))
+    expect([broad.code, broad.message]).toEqual(['validation_failed', expect.stringContaining('too broad')])
+    expect((await failure(client.tokens.search({ query: 'type:token' }))).message).toContain('query')
+    // An exact term narrows the count to what it matches.
+    expect((await client.tokens.search({ query: 'metadata.order:ORD-10000' })).data.map((t) => t.id)).toEqual(
+      ['t010000'],
+    )
+    // v2: a query that matches nothing examines 10 000 tokens, then answers an empty page and a cursor.
+    const first = await client.tokens.searchV2({ query: 'id:none*', size: 5 })
+    expect(first.data).toEqual([])
+    expect(first.pagination.next).toBeTypeOf('string')
+    const second = await client.tokens.searchV2({ query: 'id:none*', size: 5, start: first.pagination.next! })
+    expect([second.data, second.pagination]).toEqual([[], { page_size: 5 }])
+    const tail = await client.tokens.searchV2({ query: 'id:t01000*', size: 5 })
+    expect(tail.data).toEqual([])
+    const more = await client.tokens.searchV2({ query: 'id:t01000*', size: 5, start: tail.pagination.next! })
+    expect(more.data.map((t) => t.id)).toEqual(['t010000'])
+  }, 60_000)
+
+  it("one tenant's heavy searches and pages never stall another tenant's reads (p99 under 50 ms)", async () => {
+    const store = memoryStore()
+    const { tenant, client, keyFor, service } = await setup({ store })
+    await fill(store, tenant.id, 30_000)
+    const other = await service.admin.createTenant({ name: 'quiet' })
+    const quiet = await keyFor('private', ['token:create', 'token:read'], undefined, other.id)
+    const mine = await quiet.client.tokens.create({ type: 'token', data: 'mine' })
+    let busy = true
+    const heavy = async () => {
+      while (busy) {
+        await client.tokens.searchV2({ query: 'id:*x* OR id:*y* OR id:*z* OR id:*w*', size: 100 })
+        await client.tokens.search({ query: 'NOT type:token', size: 100 }).catch(() => undefined)
+        let start: string | undefined
+        for (let i = 0; i < 20 && busy; i++) {
+          const page = await client.tokens.listV2({ size: 100, ...(start ? { start } : {}) })
+          start = page.pagination.next
+        }
+      }
+    }
+    const loops = [heavy(), heavy(), heavy(), heavy()]
+    const waits: number[] = []
+    const until = performance.now() + 1500
+    while (performance.now() < until) {
+      const t0 = performance.now()
+      await quiet.client.tokens.get(mine.id)
+      waits.push(performance.now() - t0)
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    busy = false
+    await Promise.all(loops)
+    waits.sort((a, b) => a - b)
+    const p99 = waits[Math.floor(waits.length * 0.99)]!
+    expect(waits.length).toBeGreaterThan(20)
+    expect(p99).toBeLessThan(50)
+  }, 60_000)
+})
