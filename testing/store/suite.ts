@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
+import { costTests } from './cost.js'
 import { expiryTests } from './expiry.js'
 import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
@@ -35,6 +36,7 @@ export function storeContract(harness: StoreHarness): void {
     guardTests(fresh)
     expiryTests(fresh)
     serviceTests(fresh)
+    costTests(fresh)
     idempotencyTests(fresh)
 
     if (harness.reopen) {
