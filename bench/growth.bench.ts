@@ -1,0 +1,166 @@
+/**
+ * What each token call costs as the tenant grows: the same calls on a tenant of 1 000 tokens and
+ * on one of N (1 000 000 by default; `BENCH_TOKENS=n`), each on its own memory store in this
+ * process, every token created through the service (sealed, with metadata, a fingerprint and a
+ * search index). Reports each call's median (and p90) latency at both sizes and the growth ratio
+ * (cost at N over cost at 1 000), beside a floor measured in the same run: what handing back one
+ * token costs without us (one AES-256-GCM open and one JSON parse of its record).
+ *
+ *   npm run bench:growth                       # N = 1 000 000 (a few minutes: the fill dominates)
+ *   BENCH_TOKENS=100000 npm run bench:growth
+ *
+ * Not part of `npm test` or `npm run bench`. Goals: every ratio <= 1.5x; search by one exact
+ * term at 1M <= 2 ms; a list page of 10 <= 1 ms; the 2 000th staged create within 1.5x of the first.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { memoryStore } from '../adapters/memory/index.js'
+import { createService, manualClock } from '../src/index.js'
+
+const N = Number(process.env.BENCH_TOKENS ?? 1_000_000)
+const SMALL = 1_000
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60)
+const MASTER_KEY = new Uint8Array(32).fill(3)
+
+/** A service on a fresh memory store holding one tenant with `count` tokens; its client. */
+async function vault(count: number) {
+  const service = createService({
+    store: memoryStore(),
+    clock: manualClock('2030-01-01T00:00:00.000Z'),
+    masterKey: MASTER_KEY,
+    runner: null,
+  })
+  const tenant = await service.admin.createTenant({ name: `growth-${count}` })
+  const { key } = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'bench',
+    type: 'private',
+    permissions: ['token:create', 'token:read', 'token:search', 'token:update'],
+  })
+  const client = service.connect(key)
+  const started = performance.now()
+  for (let i = 0; i < count; i += 100) {
+    await client.tokens.tokenize(
+      Array.from({ length: Math.min(100, count - i) }, (_, j) => ({
+        type: 'token',
+        data: { number: `n-${i + j}` },
+        metadata: { order: `ord-${i + j}`, shard: String((i + j) % 10) },
+        search_indexes: ['{{ data.number }}'],
+      })),
+    )
+    if (i % 100_000 === 0 && i > 0) console.error(`  filled ${i} of ${count}`)
+  }
+  console.error(`filled ${count} tokens in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  return { service, key, client, count }
+}
+
+type Vault = Awaited<ReturnType<typeof vault>>
+
+/** Median and p90 of `ROUNDS` runs of `call(round)`, in ms. */
+async function time(call: (round: number) => Promise<unknown>, rounds = ROUNDS) {
+  const ms: number[] = []
+  for (let r = 0; r < rounds; r++) {
+    const t0 = performance.now()
+    await call(r)
+    ms.push(performance.now() - t0)
+  }
+  ms.sort((a, b) => a - b)
+  return { p50: ms[Math.floor(ms.length / 2)]!, p90: ms[Math.floor(ms.length * 0.9)]! }
+}
+
+/** A cursor of the plain v2 list from about the middle of the tenant (paging there by 100). */
+async function middleCursor(v: Vault): Promise<string> {
+  let start: string | undefined
+  for (let seen = 0; seen < v.count / 2; seen += 100) {
+    const page = await v.client.tokens.listV2({ size: 100, ...(start ? { start } : {}) })
+    start = page.pagination.next
+  }
+  return start!
+}
+
+/** The calls measured, each at round `r` asking for a different token. */
+async function calls(v: Vault) {
+  const pick = (r: number) => Math.floor(((r * 7919) % 1000) * (v.count / 1000))
+  const middle = await middleCursor(v)
+  return {
+    'POST /v2/tokens/search metadata.order:ord-k (1 match)': (r: number) =>
+      v.client.tokens.searchV2({ query: `metadata.order:ord-${pick(r)}` }),
+    'POST /v2/tokens/search data.number:n-k (search index, 1 match)': (r: number) =>
+      v.client.tokens.searchV2({ query: `data.number:n-${pick(r)}` }),
+    'POST /tokens/search (v1) metadata.order:ord-k': (r: number) =>
+      v.client.tokens.search({ query: `metadata.order:ord-${pick(r)}` }),
+    'GET /v2/tokens?size=10 (first page)': () => v.client.tokens.listV2({ size: 10 }),
+    'GET /v2/tokens?size=10&start=… (a page from the middle)': () =>
+      v.client.tokens.listV2({ size: 10, start: middle }),
+    'GET /v2/tokens?size=10&metadata={"shard":"3"}': () =>
+      v.client.tokens.listV2({ size: 10, metadata: JSON.stringify({ shard: '3' }) }),
+    'GET /tokens?size=10 (v1, first page)': () => v.client.tokens.list({ size: 10 }),
+  }
+}
+
+/** The floor: open one sealed token record (AES-256-GCM) and parse its JSON, as a store hands one back. */
+function floor(): { p50: number } {
+  const key = randomBytes(32)
+  const iv = randomBytes(12)
+  const record = JSON.stringify({ id: 'x', data: { number: 'n-1' }, metadata: { order: 'ord-1' } })
+  const cipher = createCipheriv('aes-256-gcm', key, iv)
+  const sealed = Buffer.concat([cipher.update(record), cipher.final()])
+  const tag = cipher.getAuthTag()
+  const ms: number[] = []
+  for (let r = 0; r < 2000; r++) {
+    const t0 = performance.now()
+    const d = createDecipheriv('aes-256-gcm', key, iv)
+    d.setAuthTag(tag)
+    JSON.parse(Buffer.concat([d.update(sealed), d.final()]).toString('utf8'))
+    ms.push(performance.now() - t0)
+  }
+  ms.sort((a, b) => a - b)
+  return { p50: ms[1000]! }
+}
+
+/** Median ms of staging creates number `from`…`from + 99` in one transaction holding `from` writes. */
+async function staging(v: Vault) {
+  const tx = await v.client.transactions.create()
+  const inTx = v.service.connect(v.key, { transactionId: tx.id })
+  const out: Record<number, number> = {}
+  for (let n = 0; n < 2000; n++) {
+    const t0 = performance.now()
+    await inTx.tokens.create({ type: 'token', data: `staged-${n}` })
+    const ms = performance.now() - t0
+    const bucket = n < 100 ? 0 : n >= 1900 ? 1900 : -1
+    if (bucket >= 0) out[bucket] = (out[bucket] ?? 0) + ms / 100
+  }
+  await v.client.transactions.rollback(tx.id)
+  return { first: out[0]!, last: out[1900]! }
+}
+
+const fmt = (ms: number) => (ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)} ms`)
+
+const small = await vault(SMALL)
+const large = await vault(N)
+const smallCalls = await calls(small)
+const largeCalls = await calls(large)
+const base = floor()
+console.log(`\nfloor (one sealed record opened and parsed): ${fmt(base.p50)}\n`)
+console.log(
+  `| Call | ${SMALL.toLocaleString('en')} tokens p50 (p90) | ${N.toLocaleString('en')} tokens p50 (p90) | growth |`,
+)
+console.log('|---|---|---|---|')
+for (const name of Object.keys(smallCalls) as (keyof typeof smallCalls)[]) {
+  // Interleaved, so that machine noise hits both sizes alike.
+  const a = await time(smallCalls[name])
+  const b = await time(largeCalls[name])
+  const a2 = await time(smallCalls[name])
+  const b2 = await time(largeCalls[name])
+  const s = Math.min(a.p50, a2.p50)
+  const l = Math.min(b.p50, b2.p50)
+  console.log(
+    `| ${name} | ${fmt(s)} (${fmt(Math.min(a.p90, a2.p90))}) | ${fmt(l)} (${fmt(Math.min(b.p90, b2.p90))}) | ${(l / s).toFixed(2)}× |`,
+  )
+}
+const stagedSmall = await staging(small)
+const stagedLarge = await staging(large)
+console.log(
+  `| one transaction: the 1 901st–2 000th staged create vs the 1st–100th (mean) | ${fmt(stagedSmall.first)} → ${fmt(stagedSmall.last)} (${(stagedSmall.last / stagedSmall.first).toFixed(2)}×) | ${fmt(stagedLarge.first)} → ${fmt(stagedLarge.last)} (${(stagedLarge.last / stagedLarge.first).toFixed(2)}×) | ${(stagedLarge.first / stagedSmall.first).toFixed(2)}× (first 100) |`,
+)
+await small.service.close()
+await large.service.close()
