@@ -172,6 +172,15 @@ export class LockKeys {
       return x < y ? -1 : x > y ? 1 : 0
     })
     if (keys.length === 0) return 'BEGIN'
-    return `BEGIN; SELECT ${keys.map((k) => `pg_advisory_xact_lock(${k})`).join(', ')}`
+    // A SELECT holds at most 1 664 columns: a commit of thousands of staged writes takes more locks.
+    const selects: string[] = []
+    for (let at = 0; at < keys.length; at += 1000)
+      selects.push(
+        `SELECT ${keys
+          .slice(at, at + 1000)
+          .map((k) => `pg_advisory_xact_lock(${k})`)
+          .join(', ')}`,
+      )
+    return `BEGIN; ${selects.join('; ')}`
   }
 }

@@ -105,6 +105,9 @@ async function currentSchema(pool: Pool): Promise<string> {
  * `close()` waits for the calls in flight, then ends the pool only when the store created it (from
  * `connectionString`); a pool passed in stays open for its owner to end.
  */
+/** The most checks one SELECT evaluates (one column each; PostgreSQL allows 1 664). */
+const CHECKS_PER_SELECT = 1000
+
 export async function postgresStore(options: PostgresStoreOptions): Promise<Store> {
   const owned = !('pool' in options)
   const pool = 'pool' in options ? options.pool : await createPool(options)
@@ -198,9 +201,25 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     constructor(readonly failed: Check) {}
   }
 
+  /**
+   * The first of `checks` that fails, evaluated by `query` in SELECTs of at most 1 000 columns (a
+   * SELECT holds at most 1 664): a commit of thousands of staged writes guards each of their locks.
+   */
+  const firstFailedOf = async (
+    query: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
+    checks: Check[],
+  ): Promise<Check | null> => {
+    for (let at = 0; at < checks.length; at += CHECKS_PER_SELECT) {
+      const some = checks.slice(at, at + CHECKS_PER_SELECT)
+      const failed = firstFailed(some, (await query(checkQuery(t, some))).rows[0])
+      if (failed) return failed
+    }
+    return null
+  }
+
   const write = async (batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> => {
     const checks = batch.checks ?? []
-    if (batch.ops.length === 0) {
+    if (batch.ops.length === 0 && checks.length <= CHECKS_PER_SELECT) {
       if (checks.length === 0) return { ok: true }
       const failed = firstFailed(checks, (await pool.query(checkQuery(t, checks))).rows[0])
       return failed ? { ok: false, failed } : { ok: true }
@@ -208,7 +227,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     try {
       await transaction(locks.begin(recordNames(checks, batch.ops)), async (client) => {
         if (checks.length > 0) {
-          const failed = firstFailed(checks, (await client.query(checkQuery(t, checks))).rows[0])
+          const failed = await firstFailedOf((config) => client.query(config), checks)
           if (failed) throw new Refused(failed)
         }
         const ctx = { query: (config: QueryConfig) => client.query(config), statements: st }

@@ -206,4 +206,50 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
     expect((await store.dump()).tokens.filter((t) => t.id.startsWith('w'))).toHaveLength(1)
     await store.close()
   })
+
+  it('a transaction of 2 000 staged writes commits all in one write, rolls back all, or expires with none applied', async () => {
+    const ids = Array.from({ length: 2000 }, (_, i) => `big-${String(i).padStart(4, '0')}`)
+    const writes = ids.map((id) => put(token(id, { type: 'bulk', metadata: { n: id } })))
+    for (const end of ['committed', 'rolled_back', 'expired'] as const) {
+      const store = await fresh()
+      const open = tx('t-big', { writes, locks: ids })
+      const staged = await store.write({
+        ops: [{ op: 'transaction.put', transaction: open }, ...ids.map((id) => lock(id, 't-big'))],
+      })
+      expect(staged.ok).toBe(true)
+      expect(await store.findTokenIds(T, { limit: 10 })).toEqual([])
+      const ended = { ...open, state: end, writes: [], locks: [], ended_at: NOW }
+      const result = await store.write({
+        checks: [
+          { check: 'transaction.unchanged', tenant_id: T, id: 't-big', transaction: open },
+          ...ids.map(
+            (id): Check => ({ check: 'lock.held', tenant_id: T, token_id: id, transaction_id: 't-big' }),
+          ),
+        ],
+        ops: [
+          ...(end === 'committed' ? writes : []),
+          { op: 'transaction.put', transaction: ended },
+          ...ids.map((id) => unlock(id)),
+        ],
+      })
+      expect(result.ok, end).toBe(true)
+      const applied = end === 'committed' ? ids : []
+      expect(
+        (await store.findTokenIds(T, { limit: 5000, term: { kind: 'type', value: 'bulk' } })).length,
+        end,
+      ).toBe(applied.length)
+      expect(
+        (await store.getTokens(T, [ids[0]!, ids[1999]!])).map((t) => t.id),
+        end,
+      ).toEqual(end === 'committed' ? [ids[0], ids[1999]] : [])
+      expect((await store.getTransaction(T, 't-big'))?.state).toBe(end)
+      // Every lock is released: another transaction may write each token.
+      const free = await store.write({
+        checks: ids.map((id): Check => ({ check: 'token.unlocked', tenant_id: T, id, now: NOW })),
+        ops: [],
+      })
+      expect(free.ok, end).toBe(true)
+      await store.close()
+    }
+  }, 60_000)
 }
