@@ -113,8 +113,6 @@ export class MemoryState {
   private tokenIndex = new TokenIndex()
   /** parent → its links' places (`ChildKey.key`) in order, and place → child id: `findChildIds`. */
   private childOrder = new Scoped<{ keys: SortedIds; ids: Map<string, string> }>()
-  /** fingerprint → ids of the tokens that carry it: what `token.fingerprint_absent` and the fingerprint filter read. */
-  private fingerprints = new Scoped<Set<string>>()
   /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
   private expiringTokens = new Scoped<StoredToken>()
   /** The tokens that have a `cvc_expires_at`: what `listExpired` scans for `token.cvc`. */
@@ -264,10 +262,6 @@ export class MemoryState {
       case 'token.put': {
         const t = op.token
         const old = this.tokens.get(t.tenant_id, t.id)
-        if (old?.fingerprint !== t.fingerprint) {
-          this.unindexFingerprint(old)
-          this.indexFingerprint(t)
-        }
         this.tokenIndex.update(t.tenant_id, t.id, old, t)
         this.tokens.set(t.tenant_id, t.id, t)
         if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
@@ -286,7 +280,6 @@ export class MemoryState {
             this.unlink(op.tenant_id, parentId, op.id)
         }
         this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
-        this.unindexFingerprint(this.tokens.get(op.tenant_id, op.id))
         this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokens.delete(op.tenant_id, op.id)
         this.expiringTokens.delete(op.tenant_id, op.id)
@@ -514,23 +507,11 @@ export class MemoryState {
       this.countExpiring(tenantId, parentId, is ? 1 : -1)
   }
 
-  private indexFingerprint(t: StoredToken) {
-    if (t.fingerprint === undefined) return
-    const ids = this.fingerprints.get(t.tenant_id, t.fingerprint)
-    if (ids) ids.add(t.id)
-    else this.fingerprints.set(t.tenant_id, t.fingerprint, new Set([t.id]))
-  }
-
-  private unindexFingerprint(t: StoredToken | undefined) {
-    if (t?.fingerprint === undefined) return
-    const ids = this.fingerprints.get(t.tenant_id, t.fingerprint)
-    ids?.delete(t.id)
-    if (ids?.size === 0) this.fingerprints.delete(t.tenant_id, t.fingerprint)
-  }
-
   /** Ids of the tenant's unexpired tokens with this fingerprint. */
   private withFingerprint(tenantId: string, fingerprint: string, now: string): string[] {
-    const ids = [...(this.fingerprints.get(tenantId, fingerprint) ?? [])]
+    const ids = [
+      ...this.tokenIndex.withTerm(tenantId, { kind: 'fingerprint', value: fingerprint }).from(undefined),
+    ]
     return ids.filter((id) => {
       const t = this.tokens.get(tenantId, id)
       return t !== undefined && (t.expires_at === undefined || t.expires_at > now)
@@ -617,8 +598,8 @@ export class MemoryState {
     if (query.ids?.length || query.fingerprint !== undefined) {
       let some = query.ids?.length ? [...new Set(query.ids)].filter((id) => all.has(id)) : null
       if (query.fingerprint !== undefined) {
-        const marked = this.fingerprints.get(tenantId, query.fingerprint) ?? new Set<string>()
-        some = some ? some.filter((id) => marked.has(id)) : [...marked]
+        const marked = this.tokenIndex.withTerm(tenantId, { kind: 'fingerprint', value: query.fingerprint })
+        some = some ? some.filter((id) => marked.has(id)) : [...marked.from(undefined)]
       }
       ids = (some ?? []).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     } else if (types?.size === 1) {
