@@ -204,23 +204,37 @@ async function searchTokens(
   after: string | undefined,
   first: number,
   visit: (seen: Seen) => boolean,
-): Promise<WalkEnd> {
+): Promise<WalkEnd & { still: (token: TokenHead) => boolean }> {
   requireSearch(ctx)
   const compiled = await compile(ctx, parseQuery(text))
   const tx = await openTransaction(ctx)
   const source = planSource(ctx.store, ctx.principal.tenantId, planOf(compiled), first)
-  return walkTokens(ctx, tx, { ...(after === undefined ? {} : { after }), source, first }, (seen) => {
-    const { head } = seen
-    if (!matches(compiled, head)) return true
-    if (tokenAccess(ctx.principal, 'token:search', head) === null) return true
-    if (tokenAccess(ctx.principal, 'token:read', head) === null) return true
-    return visit(seen)
-  })
+  const end = await walkTokens(
+    ctx,
+    tx,
+    { ...(after === undefined ? {} : { after }), source, first },
+    (seen) => {
+      const { head } = seen
+      if (!matches(compiled, head)) return true
+      if (tokenAccess(ctx.principal, 'token:search', head) === null) return true
+      if (tokenAccess(ctx.principal, 'token:read', head) === null) return true
+      return visit(seen)
+    },
+  )
+  // A token changed between its head and its whole read is answered only if it still matches.
+  const still = (token: TokenHead) =>
+    matches(compiled, token) && tokenAccess(ctx.principal, 'token:search', token) !== null
+  return { ...end, still }
 }
 
 /** The answers of `seen`, read whole (only now decrypted), each under the caller's read transform. */
-async function shown(ctx: Ctx, seen: readonly Seen[]): Promise<Token[]> {
+async function shown(
+  ctx: Ctx,
+  seen: readonly Seen[],
+  still: (token: TokenHead) => boolean,
+): Promise<Token[]> {
   return (await readWhole(ctx, seen)).flatMap((token) => {
+    if (!still(token)) return []
     const transform = tokenAccess(ctx.principal, 'token:read', token)
     return transform === null ? [] : [applyTransform(token, transform)]
   })
@@ -243,7 +257,7 @@ export async function searchTokensV1(ctx: Ctx, input: unknown): Promise<Paginate
     return true
   })
   if (end.exhausted) throw tooBroad('query')
-  return paginated({ items: await shown(ctx, items), total }, page, pageSize)
+  return paginated({ items: await shown(ctx, items, end.still), total }, page, pageSize)
 }
 
 /**
@@ -270,5 +284,8 @@ export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPa
   })
   const last = more ? data[data.length - 1]?.head.id : end.exhausted ? end.last : undefined
   const next = last === undefined ? undefined : await cursorFor(ctx, scope, last)
-  return { pagination: { page_size: pageSize, ...(next ? { next } : {}) }, data: await shown(ctx, data) }
+  return {
+    pagination: { page_size: pageSize, ...(next ? { next } : {}) },
+    data: await shown(ctx, data, end.still),
+  }
 }
