@@ -5,6 +5,7 @@ import { invalid } from './errors.js'
 import { type CursorPage, cursorFor, idFromCursor, type Paginated, paginated, rangeOf } from './pagination.js'
 import { containerPath, pagination, stringList } from './schemas/common.js'
 import { type PlanNode, planSource } from './search-plan.js'
+import type { TokenHead } from './store/contract.js'
 import { readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
 import { openTransaction } from './txview.js'
 import type { StoredTransaction, Token } from './types.js'
@@ -70,6 +71,14 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     })),
   ]
   const source = planSource(ctx.store, ctx.principal.tenantId, { kind: 'and', items: terms }, q.size + 1)
+  const keep = (token: TokenHead) =>
+    (!q.type.length || q.type.includes(token.type)) &&
+    (q.fingerprint === undefined || token.fingerprint === q.fingerprint) &&
+    (q.container === undefined || token.containers.some((c) => c.startsWith(q.container!))) &&
+    wanted.every(
+      ([k, value]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === value,
+    ) &&
+    tokenAccess(ctx.principal, 'token:read', token) !== null
   const page: Seen[] = []
   let more = false
   const end = await walkTokens(
@@ -77,14 +86,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     tx,
     { ...(after === undefined ? {} : { after }), source, first: q.size + 1 },
     (seen) => {
-      const token = seen.head
-      if (q.type.length && !q.type.includes(token.type)) return true
-      if (q.fingerprint !== undefined && token.fingerprint !== q.fingerprint) return true
-      if (q.container !== undefined && !token.containers.some((c) => c.startsWith(q.container!))) return true
-      const ok = wanted.every(
-        ([k, value]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === value,
-      )
-      if (!ok || tokenAccess(ctx.principal, 'token:read', token) === null) return true
+      if (!keep(seen.head)) return true
       if (page.length === q.size) {
         more = true
         return false
@@ -93,7 +95,9 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
       return true
     },
   )
+  // A token changed between its head and its whole read is answered only if it still matches.
   const data = (await readWhole(ctx, page)).flatMap((token) => {
+    if (!keep(token)) return []
     const transform = tokenAccess(ctx.principal, 'token:read', token)
     return transform === null ? [] : [applyTransform(token, transform)]
   })
