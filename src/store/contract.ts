@@ -168,6 +168,8 @@ export interface Store {
    * field filters, as `listChildren` (SQL: an index on tenant and fingerprint serves the last).
    * SQL: `WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $now) ORDER BY id COLLATE "C"`
    * over the primary key; DynamoDB: a Query on the tenant's partition; Redis: a sorted set of ids.
+   * The offset page of v1 lists, whose `total` may cost a count but never a decryption: it hands
+   * back only the page's records. Keyset walks (v2 lists, searches) read `findTokenIds` instead.
    */
   listTokens(
     tenantId: string,
