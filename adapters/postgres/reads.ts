@@ -150,9 +150,12 @@ export function reads(t: Tables, query: Query): Reads {
         values.push(q.fingerprint)
         filters += ` AND (doc ->> 'fingerprint') COLLATE "C" = $${values.length}`
       }
-      const source = `SELECT id COLLATE "C" AS ord, doc FROM ${t.tokens}
-        WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)${filters}`
-      return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
+      // The count reads no doc (the v1 total costs a count, never the records); the page reads its own.
+      const where = `tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)${filters}`
+      const text = `SELECT (SELECT count(*) FROM ${t.tokens} WHERE ${where})::int AS total,
+        (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc FROM ${t.tokens}
+          WHERE ${where} ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) p) AS items`
+      return page(text, values, q)
     },
     listChildren: (tenantId, parentId, q) => {
       const values: unknown[] = [tenantId, parentId, q.now]
