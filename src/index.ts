@@ -16,7 +16,17 @@ export type { Admin, ApplicationWithKey, Client, Service } from './service.js'
 export { createService } from './service.js'
 export type { CreatedSession } from './sessions.js'
 export type { StateSnapshot } from './state-transfer.js'
-export type { KeyOwner, Page, Range, Store, StoreDump, WriteResult } from './store/contract.js'
+export type {
+  ChildKey,
+  KeyOwner,
+  Page,
+  Range,
+  Store,
+  StoreDump,
+  TokenHead,
+  TokenTerm,
+  WriteResult,
+} from './store/contract.js'
 export type { StoreErrorCode } from './store/error.js'
 export { isStoreError, StoreError } from './store/error.js'
 export type * from './types.js'
