@@ -1,3 +1,4 @@
+import type { ExpressionBudget } from './budget.js'
 import { forbidden } from './errors.js'
 import { applyMask } from './expressions.js'
 import type {
@@ -110,23 +111,26 @@ function shell(t: StoredToken): Token {
 /**
  * The token as the transform shows it: `redact` drops `data`; `mask` shows the token's mask
  * evaluated on its data as `data` (each `{{ … }}` expression in it; nothing without a mask, or when
- * the mask can't be evaluated on the data).
+ * the mask can't be evaluated on the data). The mask's work is charged to `budget` (the call's,
+ * `ctx.budget`; default: a fresh one for this token): past it, the call fails with a 400 naming
+ * the limit instead of hiding the data.
  */
-export function applyTransform(token: StoredToken, transform: Transform): Token {
+export function applyTransform(token: StoredToken, transform: Transform, budget?: ExpressionBudget): Token {
   const shown = shell(token)
   if (transform === 'reveal') shown.data = token.data
   else if (transform === 'mask' && token.mask !== undefined) {
-    const masked = maskedData(token)
+    const masked = maskedData(token, budget)
     if (masked !== undefined) shown.data = masked
   }
   return shown
 }
 
 /** The token's mask evaluated on its data, or undefined when that fails (the data then stays hidden). */
-function maskedData(token: StoredToken): Json | undefined {
+function maskedData(token: StoredToken, budget: ExpressionBudget | undefined): Json | undefined {
   try {
-    return applyMask(token.mask!, token.data)
-  } catch {
+    return applyMask(token.mask!, token.data, 'mask', budget)
+  } catch (error) {
+    if (budget?.exhausted) throw error
     return undefined
   }
 }

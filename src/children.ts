@@ -142,7 +142,7 @@ export function childOperations(ctx: Ctx) {
       const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
-        return transform === null ? null : applyTransform(token, transform)
+        return transform === null ? null : applyTransform(token, transform, ctx.budget)
       }
       if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
         const page = await ctx.store.listChildren(tenant(), parentId, {
@@ -154,13 +154,12 @@ export function childOperations(ctx: Ctx) {
         })
         return paginated({ items: page.items.map((t) => show(t)!), total: page.total }, q.page, q.size)
       }
+      // Access decides what is listed; masks are evaluated only for the page answered.
       const visible = (
         await allChildren(ctx, tx, parentId, { ids: q.id, types: q.type, metadata: q.metadata })
-      )
-        .map(show)
-        .filter((t): t is Token => t !== null)
+      ).filter((t) => tokenAccess(ctx.principal, 'token:read', t) !== null)
       return paginated(
-        { items: visible.slice(offset, offset + q.size), total: visible.length },
+        { items: visible.slice(offset, offset + q.size).map((t) => show(t)!), total: visible.length },
         q.page,
         q.size,
       )

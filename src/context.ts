@@ -1,4 +1,5 @@
 import type { Principal } from './access.js'
+import type { ExpressionBudget } from './budget.js'
 import type { CallbackQueue } from './callback.js'
 import type { Clock } from './clock.js'
 import type { MasterKey } from './encryption/keyring.js'
@@ -68,6 +69,11 @@ export interface Ctx {
   principal: Principal
   /** The transaction the caller enlisted in, if any. */
   transactionId: string | undefined
+  /**
+   * What this call's expressions may still do (masks shown, masks, fingerprints and search indexes
+   * of the tokens it writes): one budget per call, see src/budget.ts.
+   */
+  budget: ExpressionBudget
   /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
   /**

@@ -80,7 +80,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
       next = cursorAfter(data[data.length - 1]!.id)
       break
     }
-    data.push(applyTransform(token, transform))
+    data.push(applyTransform(token, transform, ctx.budget))
   }
   return { pagination: { page_size: q.size, ...(next ? { next } : {}) }, data }
 }

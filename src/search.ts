@@ -251,13 +251,14 @@ async function* tokensInOrder(
 /**
  * The tokens matching `text` that the caller may see, in id order after `after`, each under its
  * read transform: the caller needs `token:search` and `token:read` on the token (permissions, or
- * rules granting both). Stops when `visit` answers false.
+ * rules granting both). `visit` gets a function that shows the token (its mask evaluated then, under
+ * the call's budget); the search stops when `visit` answers false.
  */
 async function searchTokens(
   ctx: Ctx,
   text: string,
   after: string | undefined,
-  visit: (token: Token) => boolean,
+  visit: (show: () => Token) => boolean,
 ): Promise<void> {
   requireSearch(ctx)
   const compiled = await compile(ctx, parseQuery(text))
@@ -266,7 +267,8 @@ async function searchTokens(
     if (tokenAccess(ctx.principal, 'token:search', token) === null) continue
     const transform = tokenAccess(ctx.principal, 'token:read', token)
     if (transform === null) continue
-    if (!visit(applyTransform(token, transform))) return
+    // Shown only when answered: a v1 page counts every match but evaluates masks for its page alone.
+    if (!visit(() => applyTransform(token, transform, ctx.budget))) return
   }
 }
 
@@ -281,8 +283,8 @@ export async function searchTokensV1(ctx: Ctx, input: unknown): Promise<Paginate
   const { offset } = rangeOf({ page, size: pageSize })
   const items: Token[] = []
   let total = 0
-  await searchTokens(ctx, body.query ?? '', undefined, (token) => {
-    if (total >= offset && items.length < pageSize) items.push(token)
+  await searchTokens(ctx, body.query ?? '', undefined, (show) => {
+    if (total >= offset && items.length < pageSize) items.push(show())
     total++
     return true
   })
@@ -302,12 +304,12 @@ export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPa
   const after = start == null ? undefined : idAfterCursor(start, 'start')
   const data: Token[] = []
   let more = false
-  await searchTokens(ctx, body.query ?? '', after, (token) => {
+  await searchTokens(ctx, body.query ?? '', after, (show) => {
     if (data.length === pageSize) {
       more = true
       return false
     }
-    data.push(token)
+    data.push(show())
     return true
   })
   const next = more ? cursorAfter(data[data.length - 1]!.id) : undefined

@@ -8,6 +8,7 @@ import {
   shownApplication,
 } from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
+import { expressionBudget } from './budget.js'
 import { CallbackQueue } from './callback.js'
 import { childOperations } from './children.js'
 import type { ManualClock } from './clock.js'
@@ -331,6 +332,7 @@ export function createService(options: ServiceOptions): Service {
       callbacks,
       principal,
       transactionId,
+      budget: expressionBudget(),
       now: () => {
         instant ??= now()
         return instant

@@ -1,5 +1,6 @@
 import type * as v from 'valibot'
 import { applyTransform, requireTokenAccess, tokenAccess } from './access.js'
+import { expressionBudget } from './budget.js'
 import { patchGivesCvc, withCvcDeadline } from './card-cvc.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
@@ -54,19 +55,21 @@ function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
 /**
  * Checks what a token's expressions and data make together: its data against its type, its mask
  * evaluates on its data, its fingerprint expression renders (400 naming the field
- * otherwise). The fingerprint itself is made by `fingerprinted`, which needs the tenant key.
+ * otherwise), all within `budget` (the call's, shared by every token it writes; default one for
+ * this token). The fingerprint itself is made by `fingerprinted`, which needs the tenant key.
  */
-function checkTokenContents(token: StoredToken): void {
+function checkTokenContents(token: StoredToken, budget = expressionBudget()): void {
   typeRules(token.type).validate(token.data)
   if (token.mask !== undefined && token.mask !== null) {
     checkMask(token.mask)
-    applyMask(token.mask, token.data)
+    applyMask(token.mask, token.data, 'mask', budget)
   }
   if (token.fingerprint_expression !== undefined) {
     renderTemplate(
       token.fingerprint_expression,
       { data: token.data, metadata: token.metadata },
       'fingerprint_expression',
+      budget,
     )
   }
 }
@@ -96,9 +99,9 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
     created_at: ctx.now(),
   }
   const token = withCvcDeadline(given, ctx.now(), true)
-  checkTokenContents(token)
+  checkTokenContents(token, ctx.budget)
   requireTokenAccess(ctx.principal, 'token:create', token)
-  const indexed = withSearchIndexes(token, body.search_indexes)
+  const indexed = withSearchIndexes(token, body.search_indexes, ctx.budget)
   if (body.deduplicate_token === true) markDeduplicating(indexed)
   return indexed
 }
@@ -267,7 +270,7 @@ export function tokenOperations(ctx: Ctx) {
       const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
-        return transform === null ? null : applyTransform(token, transform)
+        return transform === null ? null : applyTransform(token, transform, ctx.budget)
       }
       const filter = { ids: q.id, types: q.type, now: ctx.now() }
       if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
@@ -287,7 +290,8 @@ export function tokenOperations(ctx: Ctx) {
       )
       const byId = new Map(committed.items.map((t) => [t.id, t]))
       const wanted = Object.entries(q.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
-      const visible: Token[] = []
+      // Access decides what is listed; masks are evaluated only for the page answered.
+      const visible: StoredToken[] = []
       for (const id of ids) {
         if (q.id.length && !q.id.includes(id)) continue
         const token = tx ? await readToken(ctx, tx, id) : (byId.get(id) ?? null)
@@ -299,11 +303,10 @@ export function tokenOperations(ctx: Ctx) {
           )
         )
           continue
-        const shown = show(token)
-        if (shown) visible.push(shown)
+        if (tokenAccess(ctx.principal, 'token:read', token) !== null) visible.push(token)
       }
       return paginated(
-        { items: visible.slice(offset, offset + q.size), total: visible.length },
+        { items: visible.slice(offset, offset + q.size).map((t) => show(t)!), total: visible.length },
         q.page,
         q.size,
       )
@@ -338,7 +341,7 @@ export function tokenOperations(ctx: Ctx) {
     async get(id: string): Promise<Token> {
       const tx = await openTransaction(ctx)
       const token = await mustReadToken(ctx, tx, id)
-      return applyTransform(token, requireTokenAccess(ctx.principal, 'token:read', token))
+      return applyTransform(token, requireTokenAccess(ctx.principal, 'token:read', token), ctx.budget)
     },
 
     /** Applies a merge patch to `data`, `metadata`, `containers`, `mask` and `expires_at`. */
