@@ -10,6 +10,22 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000
 /** The longest idempotency key accepted, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
+/**
+ * The longest answer kept for replay, in characters of JSON: 64 KiB. A longer answer is not kept
+ * (the record remembers only that the request succeeded), so records stay small whatever a caller
+ * asks for, and a store that holds them all in memory still opens.
+ */
+export const MAX_KEPT_ANSWER_CHARS = 64 * 1024
+
+/**
+ * Whether an answer (its JSON text, `undefined` for none) is kept for replay: at most
+ * `MAX_KEPT_ANSWER_CHARS`. The HTTP adapter marks a first answer that is not with
+ * `Idempotency-Replayable: false`.
+ */
+export function keepsAnswer(answer: string | undefined): boolean {
+  return answer === undefined || answer.length <= MAX_KEPT_ANSWER_CHARS
+}
+
 /** What the idempotency protocol needs from the service. */
 export interface IdempotencyDeps {
   store: Store
@@ -36,7 +52,9 @@ export function requireIdempotencyKey(key: string): void {
  * request answers it without acting again; a repeat while the first is still running answers 409; the
  * same key with a different request answers 400; a request that failed keeps nothing (a repeat runs
  * anew). `request` identifies the request (operation and arguments); only keyed hashes of it and of
- * the key are stored, and the answer is stored as JSON text, which the sealed store encrypts.
+ * the key are stored, and the answer is stored as JSON text, which the sealed store encrypts. An
+ * answer longer than `MAX_KEPT_ANSWER_CHARS` is not kept: a repeat of that request answers 409 (it
+ * acted once already and can't be replayed) instead of the answer.
  *
  * The key is claimed with a guarded write (`idempotency.absent`, or `idempotency.claimed` to take
  * over an expired record or a pending one whose lease ran out — its request presumed dead), so of
@@ -74,6 +92,11 @@ export async function idempotent<T>(
         throw invalid('idempotency_key', 'was used with a different request within the last 24 hours')
       }
       if (held.state === 'pending') throw conflict('a request with this idempotency key is in progress')
+      if (held.answer_not_kept) {
+        throw conflict(
+          `the request with this idempotency key succeeded, but its answer was longer than the ${MAX_KEPT_ANSWER_CHARS} characters kept for replay`,
+        )
+      }
       return (held.answer === undefined ? undefined : JSON.parse(held.answer)) as T
     }
     const claimed = await store.write({
@@ -104,7 +127,7 @@ export async function idempotent<T>(
   const done: IdempotencyRecord = {
     ...pending,
     state: 'done',
-    ...(answer === undefined ? {} : { answer }),
+    ...(answer === undefined ? {} : keepsAnswer(answer) ? { answer } : { answer_not_kept: true }),
   }
   // The request acted: its answer stands even if keeping it fails (a repeat then waits out the lease).
   await store.write({ checks: [mine], ops: [{ op: 'idempotency.put', record: done }] }).catch(() => {})

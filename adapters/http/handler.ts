@@ -1,4 +1,5 @@
 import { sha256 } from '../../src/crypto.js'
+import { keepsAnswer } from '../../src/idempotency.js'
 import type { Client, Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
 import { unchecked } from '../../src/unchecked.js'
@@ -170,11 +171,14 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
     }
-    return {
-      status: route.status,
-      headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
-      body: JSON.stringify(result),
+    const text = JSON.stringify(result)
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
     }
+    // An answer too long to keep for replay says so: a repeat of the request will be refused.
+    if (idempotencyKey !== null && !keepsAnswer(text)) headers['idempotency-replayable'] = 'false'
+    return { status: route.status, headers, body: text }
   }
 
   const failure = (error: unknown, method: string, path: string): Outgoing => {
