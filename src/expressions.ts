@@ -615,14 +615,16 @@ export const FILTER_NAMES: readonly string[] = Object.freeze(Object.keys(FILTERS
 // ---------------------------------------------------------------------------------------------
 // Templates
 
+/** Work units each evaluation of a template costs before its filters: a mask of 80 000 `{{ data }}` pays for each. */
+const TEMPLATE_COST = 256
 /** Work units per element of an array a filter handles (each is a step in script). */
 const ELEMENT_COST = 16
 /** Work units per element for `sort` and `uniq`, which make each element's text to compare it. */
-const COMPARE_COST = 64
+const COMPARE_COST = 128
 /** Work units per comparison a `sort` makes. */
 const SORT_COMPARISON_COST = 8
 /** Work units per character for filters that handle their input character by character in script. */
-const CHAR_COST = 16
+const CHAR_COST = 32
 /** The filters that walk a string character by character in script (the others use the engine's string code). */
 const CHAR_FILTERS = new Set(['reveal_last', 'reveal', 'card_mask', 'card_bin', 'reverse'])
 /** The filters that draw a random number per character: twice as dear. */
@@ -674,6 +676,7 @@ class Compiled implements Template {
     const outer = budget
     budget = given ?? expressionBudget()
     try {
+      charge(TEMPLATE_COST)
       return f()
     } catch (error) {
       if (error instanceof ExpressionFailure || error instanceof BudgetExceeded) {
@@ -763,24 +766,43 @@ export function renderTemplate(
   return compileTemplate(source, field).render(vars, budget)
 }
 
-/** `value` with `f` applied to every string in it (at any depth), each with its dotted path. */
-function walk(value: Json, path: string, depth: number, f: (s: string, path: string) => Json): Json {
-  if (depth > MAX_INPUT_DEPTH) throw invalid(path, `is nested deeper than ${MAX_INPUT_DEPTH} levels`)
-  if (typeof value === 'string') return f(value, path)
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}.${i}`, depth + 1, f))
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, Json> = {}
-    for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(out, key, {
-        value: walk(item, `${path}.${key}`, depth + 1, f),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      })
+/**
+ * `value` with `f` applied to every string in it (at any depth), each with a function that makes
+ * its dotted path under `field` (made only when asked: a mask of 80 000 plain strings builds no path).
+ */
+function walk(value: Json, field: string, f: (s: string, path: () => string) => Json): Json {
+  const keys: (string | number)[] = []
+  const path = () => [field, ...keys].join('.')
+  const go = (v: Json): Json => {
+    if (keys.length > MAX_INPUT_DEPTH)
+      throw invalid(path(), `is nested deeper than ${MAX_INPUT_DEPTH} levels`)
+    if (typeof v === 'string') return f(v, path)
+    if (Array.isArray(v)) {
+      const out: Json[] = new Array(v.length)
+      for (let i = 0; i < v.length; i++) {
+        keys.push(i)
+        out[i] = go(v[i]!)
+        keys.pop()
+      }
+      return out
     }
-    return out
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, Json> = {}
+      for (const key of Object.keys(v)) {
+        keys.push(key)
+        Object.defineProperty(out, key, {
+          value: go(v[key]!),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
+        keys.pop()
+      }
+      return out
+    }
+    return v
   }
-  return value
+  return go(value)
 }
 
 /**
@@ -790,16 +812,16 @@ function walk(value: Json, path: string, depth: number, f: (s: string, path: str
  * templates costs what its 5000 evaluations make, not one template's share.
  */
 export function applyMask(mask: Json, data: Json, field = 'mask', budget = expressionBudget()): Json {
-  return walk(mask, field, 0, (s, path) => {
+  return walk(mask, field, (s, path) => {
     if (!s.includes('{{')) return s
-    return compileTemplate(s, path).evaluate({ data }, budget)
+    return compileTemplate(s, path()).evaluate({ data }, budget)
   })
 }
 
 /** Checks every template in a mask parses (400 naming its path otherwise), without evaluating it. */
 export function checkMask(mask: Json, field = 'mask'): void {
-  walk(mask, field, 0, (s, path) => {
-    if (s.includes('{{')) compileTemplate(s, path)
+  walk(mask, field, (s, path) => {
+    if (s.includes('{{')) compileTemplate(s, path())
     return s
   })
 }

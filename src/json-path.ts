@@ -99,7 +99,11 @@ export function jsonPath(input: Json, path: string, ctx: PathContext): Json[] {
         if (close < 0) ctx.fail('json has a filter without its ")]"')
         inner = path.slice(pos + 1, close + 1)
         const holds = compileFilter(inner.slice(2, -1), ctx)
-        step((n) => children(n).filter(holds))
+        step((n) => {
+          const kids = children(n)
+          ctx.charge(NODE_COST * kids.length)
+          return kids.filter(holds)
+        })
         pos = close + 2
         continue
       }

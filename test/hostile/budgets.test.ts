@@ -98,16 +98,16 @@ describe('expression budget: 4 000 000 units of work per request', () => {
     expect(await tokenCount(call, keys.full)).toBe(1)
   })
 
-  it('pins the limit: five templates making 4 000 000 characters pass, one character more fails', async () => {
+  it('pins the limit: five templates spending 4 000 000 units pass, one character more fails', async () => {
     const { call, keys } = await setup({ runner: null })
-    // Each `{{ data }}y` renders text: its characters are what it costs (799 999 + 1).
-    const data = 'd'.repeat(799_999)
+    // Each `{{ data }}y` renders text: it costs 256 (a template) and its characters (799 743 + 1).
+    const data = 'd'.repeat(799_743)
     const at = Array.from({ length: 5 }, () => '{{ data }}y')
     const created = await json<{ data: string[] }>(
       await call('POST', '/tokens', { key: keys.full, body: { type: 'token', data, mask: at } }),
       201,
     )
-    expect(created.data.map((s) => s.length)).toEqual([800_000, 800_000, 800_000, 800_000, 800_000])
+    expect(created.data.map((s) => s.length)).toEqual([799_744, 799_744, 799_744, 799_744, 799_744])
     const past = [...at.slice(0, 4), '{{ data }}yy']
     const refused = await problem(
       await call('POST', '/tokens', { key: keys.full, body: { type: 'token', data, mask: past } }),
