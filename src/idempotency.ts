@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
+import { depthOf } from './budget.js'
 import { conflict, invalid } from './errors.js'
 import type { Store } from './store/contract.js'
 import type { IdempotencyRecord } from './types.js'
@@ -39,6 +40,17 @@ export interface IdempotencyDeps {
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/** How deep a request made idempotent may nest: its body's 128 levels, and the call around it. */
+const MAX_REQUEST_DEPTH = 136
+
+/** The request as JSON text (what is fingerprinted); 400 for one nested past `MAX_REQUEST_DEPTH`. */
+function requestText(request: unknown): string {
+  if (depthOf(request, MAX_REQUEST_DEPTH) > MAX_REQUEST_DEPTH) {
+    throw invalid('body', 'is nested deeper than 128 levels')
+  }
+  return JSON.stringify(request) ?? 'undefined'
+}
+
 /** Throws `validation_failed` unless `key` is a usable idempotency key (1–255 characters). */
 export function requireIdempotencyKey(key: string): void {
   if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -71,7 +83,7 @@ export async function idempotent<T>(
   const { store, now } = deps
   const tenant = principal.tenantId
   const id = await deps.hmac(tenant, 'idempotency-key', `${principal.kind}\u0000${principal.id}\u0000${key}`)
-  const fingerprint = await deps.hmac(tenant, 'idempotency-request', JSON.stringify(request) ?? 'undefined')
+  const fingerprint = await deps.hmac(tenant, 'idempotency-request', requestText(request))
   const claim = randomBytes(16).toString('base64url')
   const pending: IdempotencyRecord = {
     tenant_id: tenant,

@@ -180,4 +180,15 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     expect((await failure(once.tokens.create(big))).code).toBe('conflict')
     expect((await store.dump()).tokens.filter((t) => t.type === 'token')).toHaveLength(1)
   })
+
+  it('a request nested far too deep is a 400 before it is fingerprinted, not a stack overflow', async () => {
+    const { service, full, store } = await setup()
+    let deep: unknown = 'leaf'
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    const client = service.connect(full.key, { idempotencyKey: 'deep' })
+    const error = await failure(client.tokens.detokenize(deep as never))
+    expect(error.code).toBe('validation_failed')
+    expect(error.issues).toEqual({ body: ['is nested deeper than 128 levels'] })
+    expect((await store.dump()).idempotency).toEqual([])
+  })
 })
