@@ -13,8 +13,8 @@
 /**
  * Units of work the expressions of one request may do in all: each character a filter reads or
  * makes is one unit (a filter that handles its input character by character in script — `reveal`,
- * `card_mask`, … — counts 32 per character, `alias_*` 64; one that handles each element of an
- * array 16 per element, `uniq` 128, `sort` 128 plus 8 per comparison); each template evaluated
+ * `card_mask`, … — counts 32 per character, `alias_*` 64; each element of an array (or member
+ * of an object) a filter gets 16, `uniq` 128, `sort` 128 plus 8 per comparison); each template evaluated
  * costs 256; a template's value counts its JSON size and 8 per value in it (so a mask that repeats
  * `{{ data }}` pays for each copy the answer would hold); a JSON Path counts 32 per node it visits
  * (and per node a filter `[?(…)]` tests). About 30 ms of work at the worst

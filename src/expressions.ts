@@ -645,6 +645,8 @@ function inputCost(name: string, input: Value): number {
     if (name === 'sort') return 1 + n * (COMPARE_COST + SORT_COMPARISON_COST * Math.ceil(Math.log2(n + 1)))
     return 1 + n * (name === 'uniq' ? COMPARE_COST : ELEMENT_COST)
   }
+  // An object's members may all be enumerated (`size`, `stringify`, …): each is an element.
+  if (isObject(input)) return 1 + ELEMENT_COST * Object.keys(input).length
   return 1
 }
 
