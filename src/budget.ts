@@ -17,7 +17,7 @@
  * of an object) a filter gets 16, `uniq` 128, `sort` 128 plus 8 per comparison); each template evaluated
  * costs 256; a template's value counts its JSON size and 8 per value in it (so a mask that repeats
  * `{{ data }}` pays for each copy the answer would hold); a JSON Path counts 32 per node it visits
- * (and per node a filter `[?(…)]` tests). About 30 ms of work at the worst
+ * (and per node a filter `[?(…)]` tests). About 10 ms of CPU at the worst
  * (`npx tsx bench/budgets.bench.ts`).
  */
 export const MAX_EXPRESSION_WORK = 4_000_000
