@@ -34,6 +34,11 @@ export interface SandboxRunnerOptions {
    */
   maxQueuedPerTenant?: number
   /**
+   * Runs that may wait for a worker in all, every tenant together; beyond it a react answers 429.
+   * @default 1024
+   */
+  maxQueued?: number
+  /**
    * How long a tenant's runs wait after one of its runs killed a worker (ms): the wait doubles with
    * each further kill, up to 5 s, and is forgotten a minute after the last kill. Meanwhile the
    * tenant has at most one run in a worker; its other runs wait in its own backlog (429 once full).
@@ -127,6 +132,7 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
       maxResultChars: options.maxResultChars ?? 1_048_576,
       maxQueuedPerTenant: Math.max(1, options.maxQueuedPerTenant ?? 64),
+      maxQueued: Math.max(1, options.maxQueued ?? 1024),
       graceMs: 1000,
       startTimeoutMs: 30_000,
       crashPenaltyMs: Math.max(0, options.crashPenaltyMs ?? 250),

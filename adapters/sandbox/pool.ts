@@ -23,6 +23,8 @@ export interface PoolSettings {
   memoryMb: number
   maxResultChars: number
   maxQueuedPerTenant: number
+  /** Runs that may wait in all, every tenant together. */
+  maxQueued: number
   /** How long past a run's time limit the host waits before it terminates a silent worker (ms). */
   graceMs: number
   /** How long a starting worker may take to become ready before it counts as a failed start (ms). */
@@ -76,8 +78,8 @@ const STRIKE_MEMORY_MS = 60_000
 
 /**
  * Sandbox worker threads and the fair queue in front of them. Each worker runs one run at a time;
- * runs wait in a per-tenant queue served round-robin, bounded per tenant (beyond it a run is
- * answered `busy` at once). A worker that sends anything but a well-formed message about the run it
+ * runs wait in a per-tenant queue served round-robin, bounded per tenant and in all (beyond either
+ * a run is answered `busy` at once). A worker that sends anything but a well-formed message about the run it
  * holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
  * Workers that fail to start are retried with exponential backoff (up to 5 s) while runs wait;
  * while no worker can start, waiting runs are answered `unavailable`. Nothing a worker does can
@@ -106,7 +108,7 @@ export class SandboxPool {
   private closed = false
 
   constructor(private readonly settings: PoolSettings) {
-    this.queue = new FairQueue(settings.maxQueuedPerTenant)
+    this.queue = new FairQueue(settings.maxQueuedPerTenant, settings.maxQueued)
   }
 
   /** Queues a run; `job.done` is called exactly once. */
@@ -116,10 +118,13 @@ export class SandboxPool {
       return
     }
     if (!this.queue.push(job.tenant, { job, retried: false })) {
+      const own = this.queue.sizeOf(job.tenant) >= this.settings.maxQueuedPerTenant
       job.done({
         ok: false,
         kind: 'busy',
-        message: `too many reactor runs are waiting for this tenant (at most ${this.settings.maxQueuedPerTenant})`,
+        message: own
+          ? `too many reactor runs are waiting for this tenant (at most ${this.settings.maxQueuedPerTenant})`
+          : `too many reactor runs are waiting (at most ${this.settings.maxQueued} in all)`,
         retryAfterSec: this.retryAfterOf(job.tenant),
       })
       return

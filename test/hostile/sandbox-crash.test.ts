@@ -103,6 +103,7 @@ function fakePool(size: number, crashPenaltyMs = 60_000, maxQueuedPerTenant = 4)
     memoryMb: 32,
     maxResultChars: 1000,
     maxQueuedPerTenant,
+    maxQueued: 100,
     graceMs: 1000,
     startTimeoutMs: 60_000,
     crashPenaltyMs,
