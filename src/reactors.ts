@@ -333,8 +333,6 @@ export function reactorOperations(ctx: Ctx) {
         throw invalid('callback_url', 'makes the react asynchronous: use reactors.reactAsync')
       }
       const run = await prepareRun(id, body.args)
-      // A place among the outstanding asynchronous reacts: 429 past the tenant's or the service's bound.
-      const outstanding = ctx.callbacks.reserve(tenant())
       const timeoutMs = ctx.options.reactorTimeoutMs
       const outcome = await run.start(timeoutMs)
       if (!outcome.ok) throw runFailure(outcome, timeoutMs)

@@ -236,6 +236,22 @@ describe('outstanding asynchronous reacts: 100 per tenant, 1000 in all (createSe
   })
 })
 
+describe('synchronous reacts', () => {
+  it('hold no place among the asynchronous ones', async () => {
+    const { service, tenant } = await asyncVault(heldRunner(new Set()), { perTenant: 1, total: 1 })
+    try {
+      const a = await tenant('a')
+      const client = service.connect(a.key)
+      for (let n = 0; n < 3; n++)
+        expect(await client.reactors.react(a.reactor, { args: { n } })).toMatchObject({ raw: { n } })
+      await a.react('/sync/a')
+      await hitsOf('/sync/a', 1)
+    } finally {
+      await service.close()
+    }
+  })
+})
+
 describe('the formula backlog: 64 waiting runs per tenant, 1024 in all (sandboxRunner options)', () => {
   const request = { args: {}, configuration: {} }
 
