@@ -7,7 +7,7 @@ import { EventEmitter, once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Worker } from 'node:worker_threads'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { keyCache } from '../../adapters/postgres/key-cache.js'
@@ -134,9 +134,10 @@ function heldRunner(held: Set<string>): FormulaRunner {
 
 /** A service over `runner` whose egress allow-list is the receiver, with a reactor per tenant made by `tenant()`. */
 async function asyncVault(runner: FormulaRunner, options: { perTenant?: number; total?: number } = {}) {
+  const clock = manualClock('2030-01-01T00:00:00.000Z')
   const service = createService({
     store: memoryStore(),
-    clock: manualClock('2030-01-01T00:00:00.000Z'),
+    clock,
     runner,
     reactorEgress: [origin],
     ...(options.perTenant ? { maxAsyncReactsPerTenant: options.perTenant } : {}),
@@ -162,7 +163,7 @@ async function asyncVault(runner: FormulaRunner, options: { perTenant?: number; 
       client.reactors.reactAsync(reactor.id, { args: {}, callback_url: `${origin}${path}` })
     return { id: t.id, key, reactor: reactor.id, react }
   }
-  return { service, tenant }
+  return { service, tenant, clock }
 }
 
 describe('outstanding asynchronous reacts: 100 per tenant, 1000 in all (createService options)', () => {
@@ -191,6 +192,39 @@ describe('outstanding asynchronous reacts: 100 per tenant, 1000 in all (createSe
       await b.react('/svc/b')
       await hitsOf('/svc/b', 1)
       expect(hits.get('/svc/a')).toBeUndefined()
+    } finally {
+      await service.close()
+    }
+  })
+
+  it('the attack in full: B’s callback fails once, A makes 1100 async reacts whose callbacks fail; B’s retry is delivered', async () => {
+    const { service, tenant, clock } = await asyncVault(heldRunner(new Set()))
+    try {
+      const a = await tenant('a')
+      const b = await tenant('b')
+      statuses.set('/attack/b', [503])
+      statuses.set(
+        '/attack/a',
+        Array.from({ length: 1000 }, () => 503),
+      )
+      await b.react('/attack/b')
+      await hitsOf('/attack/b', 1)
+      const tries = await Promise.allSettled(Array.from({ length: 1100 }, () => a.react('/attack/a')))
+      const refused = tries.filter((t) => t.status === 'rejected')
+      expect(refused).toHaveLength(1000)
+      expect(refused.every((t) => (t.reason as ServiceError).status === 429)).toBe(true)
+      await hitsOf('/attack/a', 100)
+      // Sweeps on the manual clock until B's retry is out (the first one is due 10 s after its failure).
+      await vi.waitFor(
+        async () => {
+          clock.advance(10_000)
+          await service.admin.sweep()
+          // The retry goes out in the background: a later round sees it.
+          expect(hits.get('/attack/b')).toBe(2)
+        },
+        { timeout: 10_000, interval: 50 },
+      )
+      expect(hits.get('/attack/b')).toBe(2)
     } finally {
       await service.close()
     }
