@@ -36,6 +36,8 @@ export interface PoolSettings {
   crashPenaltyMs: number
   maxCrashPenaltyMs: number
   startWorker: (config: WorkerConfig) => Worker
+  /** The clock of the crash penalties (ms; `performance.now` unless a test gives its own). */
+  now?: () => number
   /** The engine's compiled WebAssembly module, handed to every worker. */
   wasmModule?: object
 }
@@ -68,7 +70,7 @@ interface Slot {
 interface Strikes {
   count: number
   lastAt: number
-  /** Its runs wait until then (ms, `performance.now()`). */
+  /** Its runs wait until then (ms, the pool's `now`). */
   heldUntil: number
 }
 
@@ -107,8 +109,11 @@ export class SandboxPool {
   private wakeTimer: NodeJS.Timeout | undefined
   private closed = false
 
+  private readonly now: () => number
+
   constructor(private readonly settings: PoolSettings) {
     this.queue = new FairQueue(settings.maxQueuedPerTenant, settings.maxQueued)
+    this.now = settings.now ?? (() => performance.now())
   }
 
   /** Queues a run; `job.done` is called exactly once. */
@@ -334,7 +339,7 @@ export class SandboxPool {
 
   /** Charges a killed worker to `tenant`: its runs wait, longer with each kill. */
   private strike(tenant: string): void {
-    const now = performance.now()
+    const now = this.now()
     const previous = this.struck(tenant, now)
     const count = (previous?.count ?? 0) + 1
     const { crashPenaltyMs, maxCrashPenaltyMs } = this.settings
@@ -361,8 +366,8 @@ export class SandboxPool {
 
   /** What a refused run of `tenant` is told to wait (s): longer while its runs are held back. */
   private retryAfterOf(tenant: string): number {
-    const strikes = this.struck(tenant, performance.now())
-    return strikes ? Math.max(1, Math.ceil((strikes.heldUntil - performance.now()) / 1000)) : 1
+    const strikes = this.struck(tenant, this.now())
+    return strikes ? Math.max(1, Math.ceil((strikes.heldUntil - this.now()) / 1000)) : 1
   }
 
   /** Pumps again when the first held-back tenant may run. */
@@ -370,7 +375,7 @@ export class SandboxPool {
     clearTimeout(this.wakeTimer)
     this.wakeTimer = undefined
     if (this.closed) return
-    const now = performance.now()
+    const now = this.now()
     let first = Number.POSITIVE_INFINITY
     for (const [tenant, strikes] of this.strikes) {
       if (now - strikes.lastAt > STRIKE_MEMORY_MS) this.strikes.delete(tenant)
@@ -392,7 +397,7 @@ export class SandboxPool {
     if (this.closed) return
     const free = this.slots.filter((s) => s.ready && !s.entry && !s.gone)
     if (free.length > 1) free.sort((x, y) => x.idleSince - y.idleSince)
-    const now = performance.now()
+    const now = this.now()
     for (const slot of free) {
       const entry = this.queue.take((tenant) => this.eligible(tenant, now))
       if (!entry) break

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compileEngine, Engine } from '../../adapters/sandbox/engine.js'
 import { startSandboxWorker } from '../../adapters/sandbox/index.js'
 import type { RunMessage, WorkerConfig } from '../../adapters/sandbox/messages.js'
-import { type Job, SandboxPool } from '../../adapters/sandbox/pool.js'
+import { type Job, type PoolSettings, SandboxPool } from '../../adapters/sandbox/pool.js'
 import type { RunOutcome } from '../../src/runner.js'
 import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
@@ -95,7 +95,12 @@ class FakeWorker extends EventEmitter {
 }
 
 /** A pool over fake workers; `outcomes` holds each job's outcome by name once it has one. */
-function fakePool(size: number, crashPenaltyMs = 60_000, maxQueuedPerTenant = 4) {
+function fakePool(
+  size: number,
+  crashPenaltyMs = 60_000,
+  maxQueuedPerTenant = 4,
+  extra: Partial<PoolSettings> = {},
+) {
   const workers: FakeWorker[] = []
   const outcomes: Record<string, RunOutcome> = {}
   const pool = new SandboxPool({
@@ -113,6 +118,7 @@ function fakePool(size: number, crashPenaltyMs = 60_000, maxQueuedPerTenant = 4)
       workers.push(worker)
       return worker as unknown as Worker
     },
+    ...extra,
   })
   const submit = (name: string, tenant: string) => {
     const job: Job = {
@@ -242,6 +248,37 @@ describe('the tenant whose runs kill workers is the one that waits', () => {
         undefined,
         undefined,
       ])
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('the wait is 250 ms after a first kill, doubling with each kill up to 5 s, forgotten a minute after the last', async () => {
+    let t = 0
+    const { pool, workers, submit } = fakePool(1, 250, 64, { maxCrashPenaltyMs: 5000, now: () => t })
+    try {
+      submit('a0', 'A')
+      workers[0]!.ready()
+      /** Kills the worker holding A's run at `t`; answers whether A's next run waited exactly `wait`. */
+      const killThenWait = (wait: number) => {
+        const live = workers.at(-1)!
+        expect(live.runs).toHaveLength(1)
+        live.started()
+        live.exit()
+        const fresh = workers.at(-1)!
+        fresh.ready()
+        t += wait - 1
+        submit(`early ${t}`, 'A')
+        const early = fresh.runs.length
+        t += 1
+        submit(`due ${t}`, 'A')
+        return { early, due: fresh.runs.length }
+      }
+      for (const wait of [250, 500, 1000, 2000, 4000, 5000, 5000])
+        expect(killThenWait(wait), `${wait} ms`).toEqual({ early: 0, due: 1 })
+      // A minute without a kill and they are forgotten: the next kill costs 250 ms again.
+      t += 60_001
+      expect(killThenWait(250)).toEqual({ early: 0, due: 1 })
     } finally {
       await pool.close()
     }
