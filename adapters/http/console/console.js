@@ -222,6 +222,7 @@ async function tick() {
   if (!polling) return
   await guarded(async () => {
     const changed = await pollJournal()
+    showNow((await control('GET', 'clock')).now)
     if (changed && current === 'tenants') await loadTenant()
   })
   if (polling) pollTimer = setTimeout(tick, POLL_MS)
@@ -261,33 +262,51 @@ function metadataCell(metadata) {
   return td
 }
 
+/** The fingerprint's first characters (the whole of it in the tooltip). */
+function fingerprintCell(fingerprint) {
+  if (fingerprint === undefined) return cell(undefined)
+  return el('td', { class: 'id', title: fingerprint, text: `${fingerprint.slice(0, 10)}…` })
+}
+
 function tokenRow(t) {
   const links = [...t.links.parents.map((id) => `↑ ${id}`), ...t.links.children.map((id) => `↓ ${id}`)]
   return el(
     'tr',
     { 'data-token': t.id },
     cell(t.id, 'id'),
-    cell(t.type),
+    cell(t.type, 'nowrap'),
     cell(t.masked === undefined ? '•••• (no mask)' : t.masked, 'masked'),
     list(t.containers),
     metadataCell(t.metadata),
-    cell(t.fingerprint, 'id'),
+    fingerprintCell(t.fingerprint),
     cell(t.expires_at),
     list(links),
     cell(t.locked_by, 'id'),
   )
 }
 
-async function loadTokens(tenant) {
+/** Counts the loads of the tenant view: an answer to an older one than the last is dropped. */
+let loads = 0
+
+async function fetchTokens(tenant) {
   const start = cursors[cursors.length - 1]
   const query =
     start === undefined ? `size=${TOKEN_PAGE}` : `size=${TOKEN_PAGE}&start=${encodeURIComponent(start)}`
-  const page = await api('GET', `tenants/${encodeURIComponent(tenant)}/tokens?${query}`)
+  return api('GET', `tenants/${encodeURIComponent(tenant)}/tokens?${query}`)
+}
+
+function showTokens(page) {
   replaceRows($('token-rows'), page.data.map(tokenRow), 9, 'No live token.')
   $('tokens-next').disabled = page.next === undefined
   $('tokens-next').dataset.next = page.next ?? ''
   $('tokens-first').disabled = cursors.length === 1
   $('tokens-page').textContent = `page ${cursors.length}`
+}
+
+async function loadTokens(tenant) {
+  const load = ++loads
+  const page = await fetchTokens(tenant)
+  if (load === loads) showTokens(page)
 }
 
 async function loadTenant() {
@@ -298,12 +317,15 @@ async function loadTenant() {
     return
   }
   const path = `tenants/${encodeURIComponent(tenant)}`
-  const [, transactions, reactors, applications] = await Promise.all([
-    loadTokens(tenant),
+  const load = ++loads
+  const [tokens, transactions, reactors, applications] = await Promise.all([
+    fetchTokens(tenant),
     api('GET', `${path}/transactions`),
     api('GET', `${path}/reactors`),
     api('GET', `${path}/applications`),
   ])
+  if (load !== loads) return
+  showTokens(tokens)
   replaceRows(
     $('transaction-rows'),
     transactions.data.map((t) =>
@@ -352,7 +374,7 @@ async function loadTenant() {
         {},
         cell(a.id, 'id'),
         cell(a.name),
-        cell(a.type),
+        cell(a.type, 'nowrap'),
         list(a.permissions),
         rules,
         cell(a.expires_at),
