@@ -158,11 +158,30 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
       const tokens = page.locator('#token-rows')
       await expect.poll(() => tokens.locator('tr[data-token]').count()).toBe(4)
       const card = tokens.locator('tr[data-token="card-1"]')
-      expect(await card.locator('td.masked').textContent()).toContain('XXXXXXXXXXXX4242')
+      expect(await card.locator('td.masked').textContent()).toBe(
+        'numberXXXXXXXXXXXX4242expiration_month12expiration_year2031',
+      )
       expect(await tokens.locator('tr[data-token="short-lived"] td.masked').textContent()).toMatch(
         /^[X-]+ived$/,
       )
       expect(await tokens.locator('tr[data-token="hostile"] td.masked').textContent()).toBe('•••• (no mask)')
+      // A link and an open transaction's lock show once made (the view follows the journal).
+      expect(
+        (await fetch(`${url}/tokens/card-1/children/live-one`, { method: 'POST', headers: backend })).status,
+      ).toBe(204)
+      const tx = (await post('/transactions', {}, backend)).id as string
+      const locked = await fetch(`${url}/tokens/hostile`, {
+        method: 'PATCH',
+        headers: { ...backend, 'content-type': 'application/merge-patch+json', 'SVC-TRANSACTION-ID': tx },
+        body: JSON.stringify({ metadata: { note: HOSTILE, step: 'staged' } }),
+      })
+      expect(locked.status).toBe(200)
+      await expect.poll(() => tokens.locator('tr[data-token="hostile"] td').last().textContent()).toBe(tx)
+      expect(await card.locator('td').nth(7).textContent()).toBe('↓ live-one')
+      expect(await tokens.locator('tr[data-token="live-one"] td').nth(7).textContent()).toBe('↑ card-1')
+      const open = page.locator('#transaction-rows tr', { hasText: tx })
+      expect(await open.locator('td').last().textContent()).toBe('hostile')
+
       const body = (await page.textContent('body')) ?? ''
       expect(body).not.toMatch(/secret-|4242424242424242/)
       expect(body).toContain('alice')

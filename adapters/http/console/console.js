@@ -34,7 +34,22 @@ function cell(value, className) {
 
 function list(items) {
   const td = el('td')
-  for (const item of items) td.append(el('span', { class: 'chip', text: show(item) }))
+  for (const item of items) td.append(el('span', { class: 'chip', title: show(item), text: show(item) }))
+  return td
+}
+
+/** Name and value pairs, one a line (metadata, a masked object). */
+function pairs(entries, className) {
+  const td = el('td', className ? { class: className } : {})
+  for (const [key, value] of entries)
+    td.append(
+      el(
+        'div',
+        { class: 'pair' },
+        el('span', { class: 'key', text: key }),
+        el('span', { text: show(value) }),
+      ),
+    )
   return td
 }
 
@@ -253,13 +268,12 @@ async function loadTenants() {
   await loadTenant()
 }
 
-function metadataCell(metadata) {
-  const td = el('td')
-  for (const [key, value] of Object.entries(metadata))
-    td.append(
-      el('div', { class: 'pair' }, el('span', { class: 'key', text: key }), el('span', { text: value })),
-    )
-  return td
+/** The masked data: a string as it is, an object as its members, nothing without a mask. */
+function maskedCell(masked) {
+  if (masked === undefined) return cell('•••• (no mask)', 'masked')
+  if (masked !== null && typeof masked === 'object' && !Array.isArray(masked))
+    return pairs(Object.entries(masked), 'masked')
+  return cell(masked, 'masked')
 }
 
 /** The fingerprint's first characters (the whole of it in the tooltip). */
@@ -275,9 +289,9 @@ function tokenRow(t) {
     { 'data-token': t.id },
     cell(t.id, 'id'),
     cell(t.type, 'nowrap'),
-    cell(t.masked === undefined ? '•••• (no mask)' : t.masked, 'masked'),
+    maskedCell(t.masked),
     list(t.containers),
-    metadataCell(t.metadata),
+    pairs(Object.entries(t.metadata)),
     fingerprintCell(t.fingerprint),
     cell(t.expires_at),
     list(links),
