@@ -161,6 +161,16 @@ describe('the console API', () => {
     expect(three.body.next).toBeUndefined()
   })
 
+  it('answers 20 tokens a page by default', async () => {
+    const { vault, get, tenant } = await console_()
+    for (let i = 0; i < 21; i++) await vault.client().tokens.create({ id: `d${i}`, type: 'token', data: 'x' })
+    const first = await get(`tenants/${tenant}/tokens`)
+    expect(first.body.data).toHaveLength(20)
+    const second = await get(`tenants/${tenant}/tokens?start=${first.body.next}`)
+    expect(second.body.data).toHaveLength(1)
+    expect(second.body.next).toBeUndefined()
+  })
+
   it('takes 1 to 100 tokens a page and refuses a cursor it did not answer, with 400', async () => {
     const { get, tenant } = await console_()
     expect((await get(`tenants/${tenant}/tokens?size=100`)).status).toBe(200)
@@ -213,6 +223,14 @@ describe('the console API', () => {
       { id: reactor.id, name: '<b>hostile</b>', formula: null, configuration_keys: ['API_SECRET'] },
     ])
     expect(reactors.body.data[0].runs).toMatchObject([{ outcome: 'ok' }])
+    for (let i = 0; i < 4; i++) await vault.client().reactors.react(reactor.id, { args: {} })
+    expect((await get(`tenants/${tenant}/reactors`)).body.data[0].runs).toHaveLength(5)
+    await expect(vault.client('public').reactors.react(reactor.id, { args: {} })).rejects.toMatchObject({
+      code: 'forbidden',
+    })
+    const runs = (await get(`tenants/${tenant}/reactors`)).body.data[0].runs
+    expect(runs).toHaveLength(5)
+    expect(runs[0].outcome).toBe('forbidden') // the newest first
   })
 
   it('answers journal entries after a sequence number, with the status of each outcome and no token data', async () => {
@@ -229,6 +247,23 @@ describe('the console API', () => {
     expect(after.body.last).toBe(before + 2)
     expect((await get(`journal?after=${before + 2}`)).body).toEqual({ data: [], last: before + 2 })
     expect((await get('journal?after=x')).status).toBe(400)
+  })
+
+  it('answers at most the newest 500 journal entries after the sequence number given', async () => {
+    const { vault, get } = await console_()
+    const before = (await get('journal')).body.last as number
+    for (let i = 0; i < 501; i++)
+      await vault
+        .client()
+        .tokens.get('missing')
+        .catch(() => {})
+    const all = await get(`journal?after=${before}`)
+    expect(all.body.data).toHaveLength(500)
+    expect(all.body.data[0].seq).toBe(before + 2)
+    expect(all.body.last).toBe(before + 501)
+    const exactly = await get(`journal?after=${before + 1}`)
+    expect(exactly.body.data).toHaveLength(500)
+    expect(exactly.body.data[0].seq).toBe(before + 2)
   })
 
   it('takes snapshots it keeps (never sending their data), restores one, and keeps the newest 20', async () => {
