@@ -216,12 +216,18 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
     }
   })
 
-  it('sends back to the login form when the token is wrong', async () => {
+  it('refuses a wrong token; sets the clock; takes, restores and resets snapshots', async () => {
     const cli = start(
       ['serve', '--port', '0', '--store', 'memory', '--log', 'none', '--test-mode', '--admin-token', ADMIN],
       dir,
     )
     const url = (await cli.line(1)).slice('listening on '.length)
+    const fixture = (id: string) =>
+      fetch(`${url}/_test/fixture`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ tenants: [{ id, name: id }] }),
+      })
     const page = await browser.newPage()
     try {
       await page.goto(`${url}/_console/`)
@@ -234,6 +240,40 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
           () => (globalThis as unknown as { sessionStorage: Storage }).sessionStorage.length,
         ),
       ).toBe(0)
+
+      await page.getByLabel('Admin token').fill(ADMIN)
+      await page.getByRole('button', { name: 'Open' }).click()
+      await page.getByRole('button', { name: 'Time' }).click()
+      await page.getByLabel('Set the clock to').fill('2031-02-03T04:05:06Z')
+      await page.getByRole('button', { name: 'Set', exact: true }).click()
+      await expect.poll(() => page.locator('#clock-badge').textContent()).toBe('2031-02-03T04:05:06.000Z')
+
+      expect((await fixture('before')).status).toBe(201)
+      await page.getByRole('button', { name: 'Snapshots' }).click()
+      await page.getByLabel('Snapshot label').fill('with before')
+      await page.getByRole('button', { name: 'Take a snapshot' }).click()
+      const row = page.locator('#snapshot-rows tr', { hasText: 'with before' })
+      await expect.poll(() => row.count()).toBe(1)
+      expect(await row.locator('td').nth(3).textContent()).toBe('2') // the default tenant and `before`
+      expect((await fixture('after')).status).toBe(201)
+      const tenants = () =>
+        page.evaluate(async () => {
+          const storage = (globalThis as unknown as { sessionStorage: { getItem(k: string): string } })
+            .sessionStorage
+          const answer = await fetch('api/tenants', {
+            headers: { authorization: `Bearer ${storage.getItem('tokenvault.admin-token')}` },
+          })
+          return ((await answer.json()) as { data: { id: string }[] }).data.map((t) => t.id)
+        })
+      expect(await tenants()).toContain('after')
+      await row.getByRole('button', { name: 'Restore' }).click()
+      await expect.poll(() => page.locator('#status').textContent()).toMatch(/restored/)
+      expect(await tenants()).toContain('before')
+      expect(await tenants()).not.toContain('after')
+      await page.getByRole('button', { name: 'Reset to the start' }).click()
+      await expect.poll(() => page.locator('#status').textContent()).toMatch(/right after start/)
+      expect(await tenants()).not.toContain('before')
+      expect(await tenants()).toHaveLength(1)
     } finally {
       await page.close()
     }
