@@ -110,7 +110,6 @@ function whole(q: URLSearchParams, name: string): number | undefined {
 interface HeldSnapshot {
   id: string
   label: string
-  taken_at: string
   clock: string
   counts: Record<string, number>
   snapshot: StateSnapshot
@@ -166,7 +165,6 @@ export function consoleHandler(service: Service, options: ConsoleOptions): Fetch
       const held: HeldSnapshot = {
         id: `snap_${++taken}`,
         label,
-        taken_at: new Date().toISOString(),
         clock: snapshot.clock,
         counts,
         snapshot,
