@@ -133,7 +133,7 @@ async function login(given) {
   $('app').hidden = false
   $('logout').hidden = false
   startPolling()
-  await openTab(location.hash.slice(1) || 'journal')
+  await guarded(() => openTab(location.hash.slice(1) || 'journal'))
 }
 
 // ---- tabs -----------------------------------------------------------------------------------
