@@ -200,6 +200,19 @@ describe('the console API', () => {
     expect((await get(`tenants/${tenant}/transactions`)).body.data).toEqual([])
   })
 
+  it('reads at most 1000 open transactions: 999 are all there, 1000 may not be', async () => {
+    const { vault, get, tenant } = await console_()
+    const client = vault.client()
+    for (let i = 0; i < 999; i++) await client.transactions.create()
+    const under = await get(`tenants/${tenant}/transactions`)
+    expect(under.body.data).toHaveLength(999)
+    expect(under.body.truncated).toBe(false)
+    await client.transactions.create()
+    const at = await get(`tenants/${tenant}/transactions`)
+    expect(at.body.data).toHaveLength(1000)
+    expect(at.body.truncated).toBe(true)
+  })
+
   it('shows applications with permissions and rules but no key, and reactors without configuration values', async () => {
     const { vault, get, tenant } = await console_()
     const apps = await get(`tenants/${tenant}/applications`)
