@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { statusOfOutcome } from '../../adapters/http/console.js'
 import { testControlHandler } from '../../adapters/http/test-control.js'
 import { serve } from '../../bin/serve.js'
 import type { FormulaRunner } from '../../src/runner.js'
@@ -299,5 +300,18 @@ describe('the console API', () => {
     expect(list.body.data).toHaveLength(20)
     expect(list.body.data[0].id).not.toBe(held.id)
     expect(list.text).not.toContain('secret-snapshot')
+  })
+})
+
+describe('statusOfOutcome', () => {
+  it('answers the status the HTTP API gives each outcome', () => {
+    expect(statusOfOutcome({ ok: true })).toBeNull()
+    expect(statusOfOutcome({ ok: false, code: 'validation_failed' })).toBe(400)
+    expect(statusOfOutcome({ ok: false, code: 'conflict' })).toBe(409)
+    expect(statusOfOutcome({ ok: false, code: 'store_unavailable' })).toBe(503)
+    expect(statusOfOutcome({ ok: false, code: 'store_corrupt' })).toBe(500)
+    expect(statusOfOutcome({ ok: false, code: 'internal' })).toBe(500)
+    expect(statusOfOutcome({ ok: false, code: 'store_toString' })).toBe(500)
+    expect(statusOfOutcome({ ok: false, code: 'constructor' })).toBe(500)
   })
 })
