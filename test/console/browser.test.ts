@@ -206,6 +206,17 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
       await expect.poll(() => tokens.locator('tr[data-token]').count()).toBe(3)
       expect(await tokens.locator('tr[data-token="short-lived"]').count()).toBe(0)
 
+      // Time moved by a test suite (not the page) shows too: the view is read again, no click.
+      const later = Date.parse((await post('/_test/clock', { advance_ms: 0 }, admin)).now as string)
+      await post(
+        '/tokens',
+        { id: 'brief', type: 'token', data: 'x', expires_at: new Date(later + 60_000).toISOString() },
+        backend,
+      )
+      await expect.poll(() => tokens.locator('tr[data-token="brief"]').count()).toBe(1)
+      await post('/_test/clock', { advance_ms: 120_000 }, admin)
+      await expect.poll(() => tokens.locator('tr[data-token="brief"]').count(), { timeout: 10_000 }).toBe(0)
+
       // The token never went into a URL, and the page broke no rule of its policy.
       expect(requested.length).toBeGreaterThan(5)
       for (const r of requested) expect(r).not.toContain(ADMIN)

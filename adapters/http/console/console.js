@@ -236,9 +236,12 @@ async function pollJournal() {
 async function tick() {
   if (!polling) return
   await guarded(async () => {
-    const changed = await pollJournal()
-    showNow((await control('GET', 'clock')).now)
-    if (changed && current === 'tenants') await loadTenant()
+    const logged = await pollJournal()
+    const { now } = await control('GET', 'clock')
+    // A new operation, or time moved (tokens expire with it): the tenant view is read again.
+    const moved = now !== $('clock-badge').textContent
+    showNow(now)
+    if ((logged || moved) && current === 'tenants') await loadTenant()
   })
   if (polling) pollTimer = setTimeout(tick, POLL_MS)
 }
