@@ -387,7 +387,7 @@ export function tokenOperations(ctx: Ctx) {
         // Before anything is evaluated on the stored data: a refusal tells nothing of it.
         const fields = patchedVisibility(current, patch)
         requireTokenAccess(ctx.principal, 'token:update', { id, containers: [...fields.containers] })
-        requireVisibilityKept(ctx.principal, current, fields, patch.data)
+        requireVisibilityKept(ctx.principal, current, fields, patch)
         const merged = withCvcDeadline(patched(current, patch), ctx.now(), patchGivesCvc(patch.data))
         const next: StoredToken = await overStoredDataAsync(() =>
           fingerprinted(ctx, { ...merged, modified_by: ctx.principal.id, modified_at: ctx.now() }),

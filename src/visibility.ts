@@ -34,15 +34,18 @@ const isObject = (value: Json | undefined): value is { [key: string]: Json } =>
  *   where its caller reads it revealed would reveal it);
  * - a merge patch of `data` that keeps stored data beside the caller's needs it too when the token
  *   has an expression that could combine them (a mask other than its type's, a fingerprint
- *   expression, search indexes): `{{ data.a | default: data.b }}` shows `b` once `a` is removed.
+ *   expression, search indexes): `{{ data.a | default: data.b }}` shows `b` once `a` is removed;
+ * - so does a change of `metadata` when the fingerprint expression reads it
+ *   (`{{ data.number | slice: metadata.at, 1 }}` would fingerprint one digit at a time).
  * Unchanged values (the same JSON) need nothing.
  */
 export function requireVisibilityKept(
   principal: Principal,
   current: StoredToken,
   next: VisibilityFields,
-  data: Json | undefined,
+  patch: { data?: Json | undefined; metadata?: unknown },
 ): void {
+  const { data } = patch
   const changed: string[] = []
   if (!same(next.mask, current.mask)) changed.push('mask')
   if (!same(next.fingerprint_expression, current.fingerprint_expression))
@@ -64,9 +67,19 @@ export function requireVisibilityKept(
       throw forbidden(
         `merging data into token ${current.id}, whose mask, fingerprint expression or search indexes ` +
           'could combine it with the stored data, needs token:read access with the reveal transform ' +
-          '(or give data that replaces it whole)',
+          '(data that is not an object replaces the stored data whole, and needs none)',
       )
     }
+  }
+  if (
+    patch.metadata !== undefined &&
+    next.fingerprint_expression?.includes('metadata') &&
+    tokenAccess(principal, 'token:read', current) !== 'reveal'
+  ) {
+    throw forbidden(
+      `changing the metadata of token ${current.id}, whose fingerprint expression reads it, needs ` +
+        'token:read access with the reveal transform',
+    )
   }
 }
 

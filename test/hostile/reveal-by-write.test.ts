@@ -97,6 +97,14 @@ async function world() {
     mask: '{{ data.shown | default: data.secret }}',
     containers: ['/pci/high/'],
   })
+  const digit = await full.tokens.create({
+    id: 'fp-1',
+    type: 'token',
+    data: { number: CARD },
+    metadata: { at: '15' },
+    containers: ['/pci/high/'],
+    fingerprint_expression: '{{ data.number | slice: metadata.at, 1 }}',
+  })
   const masked = await s.keyFor('private', [], [rule(1, { container: '/' }, 'mask', ['token:read'])])
   const generalRevealer = await s.keyFor(
     'private',
@@ -104,7 +112,7 @@ async function world() {
     [rule(1, { container: '/general/' }, 'reveal', ['token:read'])],
   )
   const handler = createHttpHandler(s.service, { log: () => {} })
-  return { s, ids: [card.id, ssn.id, fallback.id], masked, generalRevealer, handler }
+  return { s, ids: [card.id, ssn.id, fallback.id, digit.id], masked, generalRevealer, handler }
 }
 
 /** The attacking keys: one of each kind that may update the tokens but not read them revealed. */
@@ -215,6 +223,25 @@ for (const transport of ['in-process', 'http'] as const) {
         expect(answer.status).toBe(403)
         hidesCard(answer.body)
         expect((await w.masked.client.tokens.get('fb-1')).data).toBe('public part')
+      })
+
+      it('refuses moving the digit a metadata-reading fingerprint expression hashes', async () => {
+        const { w, caller } = await attacker()
+        const before = (await w.s.client.tokens.get('fp-1')).fingerprint
+        const answer = await caller.update('fp-1', { metadata: { at: '0' } })
+        expect(answer.status).toBe(403)
+        const after = await w.s.client.tokens.get('fp-1')
+        expect(after.metadata).toEqual({ at: '15' })
+        expect(after.fingerprint).toBe(before)
+      })
+
+      it('may still replace data whole and change metadata; readers see the mask of the new data', async () => {
+        const { w, caller } = await attacker()
+        const answer = await caller.update('ssn-1', { data: '123-45-6789', metadata: { k: 'v' } })
+        expect(answer.status).toBe(200)
+        expect(JSON.stringify(answer.body)).not.toContain('123-45')
+        expect((await w.masked.client.tokens.get('ssn-1')).data).toBe('XXX-XX-6789')
+        expect((await caller.update('card-1', { metadata: { k: 'v' } })).status).toBe(200)
       })
 
       it('refuses the same changes staged in a transaction; nothing is committed', async () => {
