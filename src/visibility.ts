@@ -87,7 +87,9 @@ export function requireVisibilityKept(
 export const FAILS_ON_STORED_DATA = "can't be evaluated on the token's data"
 
 /** A message that names a limit and quotes nothing, kept as it is (a budget's answer). */
-const NAMES_A_LIMIT = /\b(too large|too deep|too deeply|limit|at most|budget)\b/i
+const NAMES_A_LIMIT = /\b(too large|too deep|too deeply|limit|at most|longer than|more than|budget)\b/i
+/** What a quoted value brings into a message: quotes, brackets, braces. */
+const QUOTES = /["'`[\]{}]/
 
 /**
  * A `validation_failed` raised while evaluating expressions over a token's stored data, with
@@ -96,7 +98,7 @@ const NAMES_A_LIMIT = /\b(too large|too deep|too deeply|limit|at most|budget)\b/
  */
 export function withoutStoredValues(error: unknown): unknown {
   if (!(error instanceof ServiceError) || error.code !== 'validation_failed') return error
-  const safe = (m: string) => (NAMES_A_LIMIT.test(m) && !/["'`]/.test(m) ? m : FAILS_ON_STORED_DATA)
+  const safe = (m: string) => (NAMES_A_LIMIT.test(m) && !QUOTES.test(m) ? m : FAILS_ON_STORED_DATA)
   const issues: Record<string, string[]> = {}
   for (const [field, messages] of Object.entries(error.issues ?? {})) {
     Object.defineProperty(issues, field, {

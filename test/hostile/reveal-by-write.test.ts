@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { ServiceError } from '../../src/index.js'
 import type { AccessRule, Json, Permission } from '../../src/types.js'
+import { FAILS_ON_STORED_DATA, withoutStoredValues } from '../../src/visibility.js'
 import { setup } from '../core/setup.js'
 
 // No write may let anyone see more of a token than they could before it: every attack below is a
@@ -309,6 +310,17 @@ for (const transport of ['in-process', 'http'] as const) {
       expect((await w.s.client.tokens.get('ssn-1')).mask).toBe('{{ data | reveal_last: 4 }}')
     })
 
+    it('keeps a limit named in the answer when an expression over stored data passes it', async () => {
+      const w = await world()
+      const caller = callerFor(w, w.s.vault.keys.private, transport)
+      const answer = await caller.update('ssn-1', {
+        mask: '{{ data | pad_left: 999990 | append: data | append: data }}',
+      })
+      expect(answer.status).toBe(400)
+      expect(String(answer.body.detail)).toMatch(/longer than \d+ characters/)
+      expect(JSON.stringify(answer.body)).not.toContain('8413')
+    })
+
     it('still gets the reason when the failing expression is its own input, at create', async () => {
       const w = await world()
       const created = await inProcess(() =>
@@ -319,3 +331,26 @@ for (const transport of ['in-process', 'http'] as const) {
     })
   })
 }
+
+describe('withoutStoredValues: what a failure over stored data may say', () => {
+  const said = (message: string) => {
+    const error = new ServiceError('validation_failed', `mask: ${message}`, { issues: { mask: [message] } })
+    return (withoutStoredValues(error) as ServiceError).issues!['mask']![0]
+  }
+
+  it('drops a reason that quotes a value, keeps one that only names a limit', () => {
+    expect(said(`needs a number, not "${SSN}"`)).toBe(FAILS_ON_STORED_DATA)
+    expect(said('needs a number, not [5,3,6]')).toBe(FAILS_ON_STORED_DATA)
+    expect(said('needs an integer length')).toBe(FAILS_ON_STORED_DATA)
+    expect(said('at most 3 items, not {"a":"536"}')).toBe(FAILS_ON_STORED_DATA)
+    expect(said('makes more than 8000000 characters in all')).toBe(
+      'makes more than 8000000 characters in all',
+    )
+    expect(said('is too large to evaluate')).toBe('is too large to evaluate')
+  })
+
+  it('leaves other errors as they are', () => {
+    const forbidden = new ServiceError('forbidden', 'missing token:update access to token x')
+    expect(withoutStoredValues(forbidden)).toBe(forbidden)
+  })
+})
