@@ -197,6 +197,43 @@ describe('expression budget: 4 000 000 units of work per request', () => {
   })
 })
 
+describe('a hostile mask already stored (written before budgets)', () => {
+  it('costs each read at most the budget: a masked read answers 400 at once, a revealing read its data', async () => {
+    const { call, keys, handler, vault } = await setup({ runner: null })
+    const token = await json<{ id: string }>(
+      await call('POST', '/tokens', { key: keys.full, body: { type: 'token', data: 'x' } }),
+      201,
+    )
+    // Put the mask in as a restore would, past every write-time check.
+    const state = await vault.service.admin.exportState()
+    for (const t of state.records.tokens) {
+      if (t.id === token.id) t.mask = Array.from({ length: 5000 }, () => '{{ data | pad_left: 999999 }}')
+    }
+    await vault.service.admin.importState(state)
+    const reader = await vault.service.admin.createApplication({
+      tenantId: vault.tenant.id,
+      name: 'masked reader',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    for (const path of [`/tokens/${token.id}`, '/tokens']) {
+      const result = await whileProbing(
+        handler,
+        () => call('GET', path, { key: reader.key }),
+        () => call('GET', '/tokens/nope', { key: reader.key }),
+      )
+      expect(result.status, result.text).toBe(400)
+      expect(result.text).toContain('4000000 units of work')
+      expect(result.slowestProbeMs).toBeLessThan(100)
+    }
+    const revealed = await json<{ data: string }>(
+      await call('GET', `/tokens/${token.id}`, { key: keys.full }),
+      200,
+    )
+    expect(revealed.data).toBe('x')
+  })
+})
+
 describe('detokenize and react arguments: at most 4 MiB (4 194 304 characters) of token data', () => {
   it('a token named hundreds of times is refused before the answer is built', async () => {
     const { call, keys, handler } = await setup({ runner: null })
