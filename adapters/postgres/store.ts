@@ -189,8 +189,13 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
       return failed ? { ok: false, failed } : { ok: true }
     }
     const { keys, shared } = locks.order(recordNames(checks, batch.ops))
-    const argument = JSON.stringify({ c: checks, o: batch.ops.map(opArgument) })
-    const config: QueryConfig = { name: writeName, text: st.write, values: [argument, keys, shared] }
+    const values = [
+      checks.map((c) => JSON.stringify(c)),
+      batch.ops.map((op) => JSON.stringify(opArgument(op))),
+      keys,
+      shared,
+    ]
+    const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {
         const { rows } = await pool.query<{ failed: number }>(config)
