@@ -33,10 +33,14 @@ const DATA = { number: '4242424242424242', expiration_month: 12, expiration_year
 const POOL = 16
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
-/** Calls `fn` with `callers` in flight for about `ms`; answers calls per second. */
-async function forMs(fn: () => Promise<unknown>, callers: number, ms: number): Promise<number> {
+/**
+ * Calls `fn` with `callers` in flight for about `ms`; answers calls per second and this process's
+ * CPU time per call (µs: what the caller's side costs, apart from the database).
+ */
+async function forMs(fn: () => Promise<unknown>, callers: number, ms: number) {
   let done = 0
   const start = performance.now()
+  const cpu = process.cpuUsage()
   const end = start + ms
   const worker = async () => {
     while (performance.now() < end) {
@@ -45,7 +49,8 @@ async function forMs(fn: () => Promise<unknown>, callers: number, ms: number): P
     }
   }
   await Promise.all(Array.from({ length: callers }, worker))
-  return (done * 1000) / (performance.now() - start)
+  const used = process.cpuUsage(cpu)
+  return { rate: (done * 1000) / (performance.now() - start), cpu: (used.user + used.system) / done }
 }
 
 /** Alternating rounds of `ours` and `floor`, `ms` each after a short warm-up; medians of each. */
@@ -56,21 +61,22 @@ async function rounds(
   ms: number,
   n: number,
 ) {
-  const a: number[] = []
-  const b: number[] = []
+  const a: Array<{ rate: number; cpu: number }> = []
+  const b: Array<{ rate: number; cpu: number }> = []
   await forMs(ours, callers, ms / 4)
   await forMs(floor, callers, ms / 4)
   for (let i = 0; i < n; i++) {
     a.push(await forMs(ours, callers, ms))
     b.push(await forMs(floor, callers, ms))
   }
-  return { op: median(a), baseline: median(b) }
+  const cpu = `process CPU per call ${median(a.map((x) => x.cpu)).toFixed(0)} µs (the floor's ${median(b.map((x) => x.cpu)).toFixed(0)} µs)`
+  return { op: median(a.map((x) => x.rate)), baseline: median(b.map((x) => x.rate)), cpu }
 }
 
 const row = (
   operation: string,
   baseline: string,
-  r: { op: number; baseline: number },
+  r: { op: number; baseline: number; cpu?: string },
   goal: string,
   note: string,
 ): BenchRow => ({
@@ -81,7 +87,7 @@ const row = (
   baselineOpsPerSec: r.baseline,
   ratio: r.baseline / r.op,
   goal,
-  note,
+  note: r.cpu ? `${note}; ${r.cpu}` : note,
 })
 
 const pct = (x: number) => `${(x * 100).toFixed(0)} %`
