@@ -14,7 +14,8 @@ export interface Migration {
 /**
  * The schema, one step: nothing has been released, so no database needs the steps that led here.
  * Version 1 is the tables and indexes (`tablesSql`) and the write function (`writeFunctionSql`).
- * A later change adds a step with the next version; `migrate` applies the steps a schema lacks.
+ * A later change adds a step with the next version (a change to `tv_write` too: `CREATE OR REPLACE
+ * FUNCTION` in that step); `migrate` applies the steps a schema lacks.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
