@@ -24,7 +24,8 @@ export interface ServeOptions {
   host: string
   /** A `--store` value: `memory`, `file:PATH` or a `postgres://` URL. */
   store: string
-  headerPrefix: string
+  /** Accept only this header prefix (`SVC`, `BT`); default: both. */
+  headerPrefix?: string
   /** The master key (32 bytes); without it a persistent store is refused, a memory store uses a random one. */
   masterKey?: Uint8Array
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
@@ -217,7 +218,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   }
 
   const handler = createHttpHandler(service, {
-    headerPrefix: options.headerPrefix,
+    ...(options.headerPrefix ? { headerPrefix: options.headerPrefix } : {}),
     ...(options.corsOrigins ? { cors: { origins: options.corsOrigins } } : {}),
     ...(options.logFormat === 'none'
       ? { log: () => {} }

@@ -62,7 +62,7 @@ async function main(argv: string[]) {
     port: one('port'),
     host: one('host'),
     store: one('store'),
-    'header-prefix': one('header-prefix'),
+    'header-prefix': resolved['header-prefix'] as string | undefined,
     log: one('log'),
     'master-key-file': resolved['master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
@@ -77,7 +77,8 @@ async function main(argv: string[]) {
   if (command !== 'serve' && command !== 'keys create') fail('the commands are serve and keys create')
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
-  if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
+  const headerPrefix = values['header-prefix']
+  if (headerPrefix !== undefined && !/^[A-Za-z0-9-]{1,32}$/.test(headerPrefix))
     fail('--header-prefix (TOKENVAULT_HEADER_PREFIX) may hold only letters, digits and -')
   const logFormat = values['log'] as (typeof LOG_FORMATS)[number]
   if (!LOG_FORMATS.includes(logFormat))
@@ -142,7 +143,7 @@ async function main(argv: string[]) {
     port: parsePort(values.port),
     host: values.host,
     store: values.store,
-    headerPrefix: values['header-prefix'],
+    ...(headerPrefix ? { headerPrefix } : {}),
     ...(masterKey ? { masterKey } : {}),
     ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
     ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),

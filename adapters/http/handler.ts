@@ -30,7 +30,10 @@ export type HttpLogEvent =
 export interface HttpHandlerOptions {
   /**
    * Prefix of the API key, transaction and idempotency headers: `<prefix>-API-KEY`,
-   * `<prefix>-TRANSACTION-ID`, `<prefix>-IDEMPOTENCY-KEY` (case-insensitive). Default `SVC`; `BT` lets the Basis Theory SDKs talk to the handler.
+   * `<prefix>-TRANSACTION-ID`, `<prefix>-IDEMPOTENCY-KEY` (case-insensitive). Without it both
+   * `SVC-` and `BT-` headers are accepted (the Basis Theory SDKs send `BT-`); when a request carries
+   * both, the `SVC-` one is used. Give `SVC` or `BT` to accept that prefix alone.
+   * @default both `SVC` and `BT`
    */
   headerPrefix?: string
   /** Largest accepted request body in bytes (default 1 MiB); a larger one answers 413 unread. */
@@ -109,18 +112,29 @@ function unmatched(
  * key, and serializes the answer or the problem. It holds no domain rule.
  */
 function exchangeHandler(service: Service, options: HttpHandlerOptions): ExchangeHandler {
-  const prefix = (options.headerPrefix ?? 'SVC').toLowerCase()
-  const keyHeader = `${prefix}-api-key`
-  const transactionHeader = `${prefix}-transaction-id`
-  const idempotencyHeader = `${prefix}-idempotency-key`
+  const prefixes = headerPrefixes(options.headerPrefix)
+  const keyHeader = headerNames(prefixes, 'api-key')
+  const transactionHeader = headerNames(prefixes, 'transaction-id')
+  const idempotencyHeader = headerNames(prefixes, 'idempotency-key')
+  const first = (incoming: Incoming, names: readonly string[]): string | null => {
+    for (const name of names) {
+      const value = incoming.header(name)
+      if (value !== null) return value
+    }
+    return null
+  }
   /** A 401 names how to authenticate (RFC 9110 requires a challenge): the API key header. */
-  const challenge = `ApiKey header="${(options.headerPrefix ?? 'SVC').toUpperCase()}-API-KEY"`
+  const keyHeaders = prefixes.map((p) => `${p}-API-KEY`)
+  const challenge = keyHeaders.map((name) => `ApiKey header="${name}"`).join(', ')
+  const keyHint =
+    keyHeaders.length === 1
+      ? `Send the API key in the ${keyHeaders[0]} header.`
+      : `Send the API key in the ${keyHeaders.join(' or ')} header.`
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
   const log = options.log
   const router = apiRouter()
   const basePath = normalizeBase(options.basePath ?? '')
-  const upper = (options.headerPrefix ?? 'SVC').toUpperCase()
-  const cors = options.cors ? corsPolicy(options.cors.origins, upper) : null
+  const cors = options.cors ? corsPolicy(options.cors.origins, prefixes) : null
   /**
    * Clients of recent keys, by the keys' hashes, for requests without a transaction or idempotency
    * key. A client holds no answer and no authority: it checks its key on every call (a deleted key
@@ -154,10 +168,10 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const withBody = BODY_METHODS.has(method)
     const body = withBody ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
-    const transactionId = incoming.header(transactionHeader)
+    const transactionId = first(incoming, transactionHeader)
     // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
-    const idempotencyKey = withBody ? incoming.header(idempotencyHeader) : null
-    const apiKey = incoming.header(keyHeader) ?? ''
+    const idempotencyKey = withBody ? first(incoming, idempotencyHeader) : null
+    const apiKey = first(incoming, keyHeader) ?? ''
     const client =
       transactionId === null && idempotencyKey === null
         ? clientFor(apiKey)
@@ -180,7 +194,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const failure = (error: unknown, method: string, path: string): Outgoing => {
     const known = problemFor(error)
     if (known) {
-      if (known.status === 401) known.headers['www-authenticate'] = challenge
+      if (known.status === 401) return unauthorized(known, challenge, keyHint)
       if (error instanceof StoreError) {
         if (log) log({ kind: 'error', method, path, error })
         else console.error(`tokenvault: ${method} ${path}: store ${error.code}`, error.message)
@@ -197,7 +211,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/healthz') return json(200, { status: 'ok' })
       if (path === '/openapi.json') {
-        openApi ??= JSON.stringify(openApiDocument({ basePath, headerPrefix: upper }))
+        openApi ??= JSON.stringify(openApiDocument({ basePath, headerPrefixes: prefixes }))
         return { status: 200, headers: { 'content-type': 'application/json' }, body: openApi }
       }
       if (path === '/readyz') {
@@ -264,6 +278,25 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   return respond
 }
 
+/** The header prefixes a handler accepts, upper-case: the one given, or `SVC` and `BT`. */
+export function headerPrefixes(given: string | undefined): readonly string[] {
+  return given === undefined || given === '' ? ['SVC', 'BT'] : [given.toUpperCase()]
+}
+
+const headerNames = (prefixes: readonly string[], suffix: string) =>
+  prefixes.map((p) => `${p}-${suffix}`.toLowerCase())
+
+/** A 401 with its challenge, its detail ending with which header carries the key. */
+function unauthorized(known: Outgoing, challenge: string, hint: string): Outgoing {
+  const body = JSON.parse(known.body ?? '{}') as { detail?: string }
+  body.detail = body.detail ? `${body.detail.replace(/\.?$/, '.')} ${hint}` : hint
+  return {
+    ...known,
+    headers: { ...known.headers, 'www-authenticate': challenge },
+    body: JSON.stringify(body),
+  }
+}
+
 /** A JSON answer that carries no secret (health and readiness). */
 function json(status: number, body: unknown): Outgoing {
   return {
@@ -286,13 +319,11 @@ function normalizeBase(basePath: string): string {
 }
 
 /** The CORS answers for a set of allowed origins (`*` for any). */
-function corsPolicy(origins: readonly string[], prefix: string) {
+function corsPolicy(origins: readonly string[], prefixes: readonly string[]) {
   const any = origins.includes('*')
   const allowed = new Set(origins.map((o) => o.replace(/\/+$/, '').toLowerCase()))
   const headers = [
-    `${prefix}-API-KEY`,
-    `${prefix}-TRANSACTION-ID`,
-    `${prefix}-IDEMPOTENCY-KEY`,
+    ...prefixes.flatMap((p) => [`${p}-API-KEY`, `${p}-TRANSACTION-ID`, `${p}-IDEMPOTENCY-KEY`]),
     'Content-Type',
   ].join(', ')
   const allowOrigin = (origin: string) => (any ? '*' : origin)

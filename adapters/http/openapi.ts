@@ -8,8 +8,11 @@ import { ROUTES } from './routes.js'
 export interface OpenApiOptions {
   /** The path prefix the handler serves under (`''` for none); the document's server URL. */
   basePath: string
-  /** Prefix of the API key, transaction and idempotency headers (`SVC`, `BT`, …). */
-  headerPrefix: string
+  /**
+   * Prefixes of the API key, transaction and idempotency headers (`SVC`, `BT`, …): the first names
+   * the documented headers; each has its API key security scheme (any one of them authenticates).
+   */
+  headerPrefixes: readonly string[]
 }
 
 type Schema = v.GenericSchema<unknown, unknown>
@@ -127,13 +130,16 @@ const plain = (summary: string, schema: JsonSchema) => ({
   },
 })
 
+/** The first API key scheme is `ApiKey`; the others `ApiKey2`, … */
+const schemeName = (i: number) => (i === 0 ? 'ApiKey' : `ApiKey${i + 1}`)
+
 /**
  * The OpenAPI 3.1 document of the HTTP API: every route of `ROUTES`, request bodies and query
  * parameters from the valibot schemas the core parses them with, answers from
  * `RESPONSE_SCHEMAS`, the API key header as the security scheme. Throws if a route is undocumented.
  */
 export function openApiDocument(options: OpenApiOptions): JsonSchema {
-  const prefix = options.headerPrefix.toUpperCase()
+  const prefix = (options.headerPrefixes[0] ?? 'SVC').toUpperCase()
   const headers = { transaction: `${prefix}-TRANSACTION-ID`, idempotency: `${prefix}-IDEMPOTENCY-KEY` }
   const paths: Record<string, Record<string, JsonSchema>> = {}
   for (const [method, pattern, route] of ROUTES) {
@@ -168,10 +174,15 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
       description: 'The HTTP API of an embeddable tokenization vault.',
     },
     servers: [{ url: options.basePath === '' ? '/' : options.basePath }],
-    security: [{ ApiKey: [] }],
+    security: options.headerPrefixes.map((_, i) => ({ [schemeName(i)]: [] })),
     paths,
     components: {
-      securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: `${prefix}-API-KEY` } },
+      securitySchemes: Object.fromEntries(
+        options.headerPrefixes.map((p, i) => [
+          schemeName(i),
+          { type: 'apiKey', in: 'header', name: `${p.toUpperCase()}-API-KEY` },
+        ]),
+      ),
       schemas: RESPONSE_SCHEMAS,
     },
   }
