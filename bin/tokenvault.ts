@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { parseEgressOrigins } from '../src/egress.js'
+import { explainStartError, isCorsOrigin } from './checks.js'
 import { createManagementKey } from './keys.js'
 import { loadMasterKey } from './master-key.js'
 import { parseArgsOptions, resolveOptions, usage } from './options.js'
@@ -90,6 +91,14 @@ async function main(argv: string[]) {
       `--reactor-egress (TOKENVAULT_REACTOR_EGRESS): ${error instanceof Error ? error.message : String(error)}`,
     )
   }
+  // Every value is checked before anything is written (the master key file included).
+  const port = command === 'serve' ? parsePort(values.port) : 0
+  for (const origin of values['cors-origin']) {
+    if (!isCorsOrigin(origin))
+      fail(
+        `--cors-origin (TOKENVAULT_CORS_ORIGINS) must be * or an origin like https://app.example.com (scheme, host, optional port; no path), not ${origin}`,
+      )
+  }
   const managementKey = values['management-key']
   if (managementKey !== undefined && !MANAGEMENT_KEY.test(managementKey)) {
     fail(
@@ -140,7 +149,7 @@ async function main(argv: string[]) {
     return
   }
   const server = await serve({
-    port: parsePort(values.port),
+    port,
     host: values.host,
     store: values.store,
     ...(headerPrefix ? { headerPrefix } : {}),
@@ -173,6 +182,6 @@ async function main(argv: string[]) {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`tokenvault: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.stderr.write(`tokenvault: ${explainStartError(error)}\n`)
   process.exit(1)
 })

@@ -23,8 +23,18 @@ export type HttpLogEvent =
       status: number
       /** Time from the request to the answer being ready, in milliseconds. */
       ms: number
+      /** The request's id: its `X-Request-Id` when it sent a plain one, else a random UUID; answered as `X-Request-Id`. */
+      requestId: string
     }
-  | { kind: 'error'; method: string; path: string; error: unknown }
+  | {
+      kind: 'error'
+      method: string
+      path: string
+      error: unknown
+      requestId: string
+      /** A failure the service expects and answers itself (a store unavailable: 503): worth one line, not a stack. */
+      expected?: boolean
+    }
 
 /** Options of `createHttpHandler`. */
 export interface HttpHandlerOptions {
@@ -53,6 +63,8 @@ export interface HttpHandlerOptions {
    * `Access-Control-Allow-Origin`. `'*'` allows any origin. Off by default.
    */
   cors?: { origins: readonly string[] }
+  /** Describes the `/_test/` control plane in `/openapi.json` (the server's test mode serves it). @default false */
+  documentTestControl?: boolean
 }
 
 /** The handler over the transport-neutral exchange: what `toNodeListener` calls directly. */
@@ -71,6 +83,10 @@ const CLIENTS_KEPT = 1024
 /** Longer keys are never valid (`hashApiKey`): their clients are not kept. */
 const MAX_KEY_LENGTH = 200
 const EMPTY_QUERY: Query = Object.freeze(Object.create(null))
+/** How many mount prefixes' OpenAPI documents a handler keeps. */
+const MOUNTS_KEPT = 8
+/** A request id taken as sent: short, and nothing a log line could be forged with. */
+const PLAIN_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** Splits a request target (origin-form or absolute URL) into its path and its query string. */
 function splitTarget(target: string): { path: string; search: string } {
@@ -152,8 +168,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
     return client
   }
-  /** The OpenAPI document as JSON text, built on the first request for it. */
-  let openApi: string | undefined
+  /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
+  const openApi = new Map<string, string>()
 
   const dispatch = async (
     incoming: Incoming,
@@ -191,17 +207,17 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
   }
 
-  const failure = (error: unknown, method: string, path: string): Outgoing => {
+  const failure = (error: unknown, method: string, path: string, requestId: string): Outgoing => {
     const known = problemFor(error)
     if (known) {
       if (known.status === 401) return unauthorized(known, challenge, keyHint)
       if (error instanceof StoreError) {
-        if (log) log({ kind: 'error', method, path, error })
-        else console.error(`tokenvault: ${method} ${path}: store ${error.code}`, error.message)
+        if (log) log({ kind: 'error', method, path, error, requestId, expected: true })
+        else console.error(`tokenvault: ${method} ${path}: store ${error.code}: ${error.message}`)
       }
       return known
     }
-    if (log) log({ kind: 'error', method, path, error })
+    if (log) log({ kind: 'error', method, path, error, requestId })
     else console.error(`tokenvault: ${method} ${path} failed`, error)
     return internalError()
   }
@@ -211,8 +227,19 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/healthz') return json(200, { status: 'ok' })
       if (path === '/openapi.json') {
-        openApi ??= JSON.stringify(openApiDocument({ basePath, headerPrefixes: prefixes }))
-        return { status: 200, headers: { 'content-type': 'application/json' }, body: openApi }
+        const mount = incoming.mount?.() ?? ''
+        let doc = openApi.get(mount)
+        if (doc === undefined) {
+          doc = JSON.stringify(
+            openApiDocument({
+              basePath: `${mount}${basePath}`,
+              headerPrefixes: prefixes,
+              ...(options.documentTestControl ? { testControl: true } : {}),
+            }),
+          )
+          if (openApi.size < MOUNTS_KEPT) openApi.set(mount, doc)
+        }
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: doc }
       }
       if (path === '/readyz') {
         return (await service.ready())
@@ -253,6 +280,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   /** One request, start to answer: a single async step, so a plain call costs few promise turns. */
   const respond = async (incoming: Incoming): Promise<Outgoing> => {
     const started = log ? performance.now() : 0
+    const given = incoming.header('x-request-id')
+    const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : crypto.randomUUID()
     const method = incoming.method
     const target = splitTarget(incoming.target)
     let path = target.path
@@ -266,13 +295,16 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
           (await dispatch(incoming, method, path, target.search)))
         : await dispatch(incoming, method, path, target.search)
     } catch (error) {
-      out = failure(error, method, path)
+      out = failure(error, method, path, requestId)
     }
+    out.headers['x-request-id'] = requestId
     if (cors) {
       const origin = incoming.header('origin')
       if (origin !== null && cors.allows(origin)) Object.assign(out.headers, cors.simple(origin))
     }
-    if (log) log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
+    if (log) {
+      log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started, requestId })
+    }
     return out
   }
   return respond
@@ -338,7 +370,7 @@ function corsPolicy(origins: readonly string[], prefixes: readonly string[]) {
     }),
     simple: (origin: string): Record<string, string> => ({
       'access-control-allow-origin': allowOrigin(origin),
-      'access-control-expose-headers': 'Retry-After, WWW-Authenticate',
+      'access-control-expose-headers': 'Retry-After, WWW-Authenticate, X-Request-Id',
       vary: 'Origin',
     }),
   }

@@ -53,6 +53,20 @@ function parsedBody(req: IncomingMessage): Uint8Array | null | undefined {
   return Buffer.from(JSON.stringify(body))
 }
 
+/**
+ * The prefix a framework stripped from `req.url` (Express keeps the whole target in
+ * `req.originalUrl`): what precedes the path of `req.url` in the original path; `''` when none.
+ */
+function mountOf(req: IncomingMessage): string {
+  const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl
+  if (typeof original !== 'string') return ''
+  const path = (req.url ?? '/').split('?')[0]!
+  const full = original.split('?')[0]!
+  if (full === path || !full.endsWith(path)) return ''
+  const mount = full.slice(0, full.length - path.length).replace(/\/+$/, '')
+  return /^(\/[A-Za-z0-9._~%!$&'()*+,;=:@-]+)+$/.test(mount) ? mount : ''
+}
+
 /** The exchange view of a node request: no WHATWG objects, no copies of the body. */
 function fromNode(req: IncomingMessage): Incoming {
   return {
@@ -62,6 +76,7 @@ function fromNode(req: IncomingMessage): Incoming {
       const value = req.headers[name]
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
     },
+    mount: () => mountOf(req),
     readBody(maxBytes) {
       if (!hasBody(req)) return Promise.resolve(null)
       const parsed = parsedBody(req)

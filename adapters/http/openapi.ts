@@ -3,6 +3,7 @@ import * as v from 'valibot'
 import { type JsonSchema, RESPONSE_SCHEMAS } from './response-schemas.js'
 import { ROUTE_DOCS, type RouteDoc } from './route-docs.js'
 import { ROUTES } from './routes.js'
+import { TEST_CONTROL_PATHS } from './test-control-docs.js'
 
 /** What the document depends on: where the API is mounted and its header names. */
 export interface OpenApiOptions {
@@ -13,6 +14,8 @@ export interface OpenApiOptions {
    * the documented headers; each has its API key security scheme (any one of them authenticates).
    */
   headerPrefixes: readonly string[]
+  /** Documents the `/_test/` control plane too (test mode), with its bearer token scheme. */
+  testControl?: boolean
 }
 
 type Schema = v.GenericSchema<unknown, unknown>
@@ -166,6 +169,7 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
     '/readyz': plain('Readyz: the store is reachable (503 when not)', status(['ready'])),
     '/openapi.json': plain('Openapi: this document', { type: 'object' }),
   })
+  if (options.testControl) Object.assign(paths, TEST_CONTROL_PATHS)
   return {
     openapi: '3.1.0',
     info: {
@@ -183,6 +187,9 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
           { type: 'apiKey', in: 'header', name: `${p.toUpperCase()}-API-KEY` },
         ]),
       ),
+      ...(options.testControl
+        ? { AdminToken: { type: 'http', scheme: 'bearer', description: 'the --admin-token of test mode' } }
+        : {}),
       schemas: RESPONSE_SCHEMAS,
     },
   }
