@@ -181,15 +181,17 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
     security: options.headerPrefixes.map((_, i) => ({ [schemeName(i)]: [] })),
     paths,
     components: {
-      securitySchemes: Object.fromEntries(
-        options.headerPrefixes.map((p, i) => [
-          schemeName(i),
-          { type: 'apiKey', in: 'header', name: `${p.toUpperCase()}-API-KEY` },
-        ]),
-      ),
-      ...(options.testControl
-        ? { AdminToken: { type: 'http', scheme: 'bearer', description: 'the --admin-token of test mode' } }
-        : {}),
+      securitySchemes: {
+        ...Object.fromEntries(
+          options.headerPrefixes.map((p, i) => [
+            schemeName(i),
+            { type: 'apiKey', in: 'header', name: `${p.toUpperCase()}-API-KEY` },
+          ]),
+        ),
+        ...(options.testControl
+          ? { AdminToken: { type: 'http', scheme: 'bearer', description: 'the --admin-token of test mode' } }
+          : {}),
+      },
       schemas: RESPONSE_SCHEMAS,
     },
   }
