@@ -86,7 +86,7 @@ async function bootstrap(
 }
 
 /** A log line as JSON: time, level, and the event's fields (never keys, nonces or token data). */
-function jsonEvent(event: HttpLogEvent): string {
+export function jsonEvent(event: HttpLogEvent): string {
   const time = isoNow()
   if (event.kind === 'request') {
     const level = event.status >= 500 ? 'error' : event.status >= 400 ? 'warn' : 'info'
@@ -173,7 +173,7 @@ function isoNow(): string {
 }
 
 /** One line per request: time, method, path (no query string), status, milliseconds. No keys, no data. */
-function formatEvent(event: HttpLogEvent): string {
+export function formatEvent(event: HttpLogEvent): string {
   if (event.kind === 'request') {
     return `${isoNow()} ${event.method} ${event.path} ${event.status} ${event.ms.toFixed(1)}ms id=${event.requestId}`
   }
@@ -300,21 +300,26 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   }
   /** Set once shutdown starts: /readyz answers 503 and every answer closes its connection. */
   let draining = false
-  /** Answers not yet sent: when shutdown starts they get Connection: close too. */
+  /** Answers not yet sent: shutdown waits for them, and they get Connection: close once it starts. */
   const unanswered = new Set<ServerResponse>()
+  /** Called when the last unanswered request is answered during shutdown. */
+  let drained: (() => void) | undefined
+  const answered = (res: ServerResponse) => {
+    unanswered.delete(res)
+    if (draining && unanswered.size === 0) drained?.()
+  }
   const served = listener
   const server = createServer((req, res) => {
-    if (!draining) {
-      unanswered.add(res)
-      res.once('finish', () => unanswered.delete(res)).once('close', () => unanswered.delete(res))
-      return served(req, res)
-    }
+    unanswered.add(res)
+    res.once('finish', () => answered(res)).once('close', () => answered(res))
+    if (!draining) return served(req, res)
     res.setHeader('connection', 'close')
     if ((req.method === 'GET' || req.method === 'HEAD') && (req.url ?? '').split('?')[0] === '/readyz') {
       const body = '{"status":"shutting down"}'
       res.writeHead(503, {
         'content-type': 'application/json',
         'cache-control': 'no-store',
+        'retry-after': '1',
         'content-length': Buffer.byteLength(body),
       })
       res.end(req.method === 'HEAD' ? undefined : body)
@@ -350,19 +355,26 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   sweep.unref()
 
   let closing: Promise<void> | undefined
+  /**
+   * Shuts down without resetting a request: /readyz answers 503 at once, idle keep-alive
+   * connections close, answers carry Connection: close, and once the requests in flight are
+   * answered (or `graceMs` passed) the listener and every connection close, then the service.
+   */
   const close = (graceMs = 5_000) => {
     closing ??= (async () => {
       draining = true
       for (const res of unanswered) if (!res.headersSent) res.setHeader('connection', 'close')
       clearInterval(sweep)
-      // Stops accepting; resolves once every connection has ended. Idle keep-alive connections
-      // close now; busy ones close after their answer (it carries Connection: close).
-      const closed = new Promise((resolve) => server.close(resolve))
       server.closeIdleConnections()
-      const force = setTimeout(() => server.closeAllConnections(), graceMs)
-      force.unref()
+      if (unanswered.size > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve
+          setTimeout(resolve, graceMs).unref()
+        })
+      }
+      const closed = new Promise((resolve) => server.close(resolve))
+      server.closeAllConnections()
       await closed
-      clearTimeout(force)
       await service.close()
       await opened.release()
       stderr?.close()
