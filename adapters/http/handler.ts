@@ -1,4 +1,5 @@
 import { sha256 } from '../../src/crypto.js'
+import { ServiceError } from '../../src/errors.js'
 import type { Client, Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
 import { unchecked } from '../../src/unchecked.js'
@@ -210,7 +211,11 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const failure = (error: unknown, method: string, path: string, requestId: string): Outgoing => {
     const known = problemFor(error)
     if (known) {
-      if (known.status === 401) return unauthorized(known, challenge, keyHint)
+      if (known.status === 401) {
+        // The key's own 401 says where the key goes; a formula's 401 is answered as it threw it.
+        const hint = error instanceof ServiceError && error.code === 'unauthenticated' ? keyHint : null
+        return unauthorized(known, challenge, hint)
+      }
       if (error instanceof StoreError) {
         if (log) log({ kind: 'error', method, path, error, requestId, expected: true })
         else console.error(`tokenvault: ${method} ${path}: store ${error.code}: ${error.message}`)
@@ -319,7 +324,8 @@ const headerNames = (prefixes: readonly string[], suffix: string) =>
   prefixes.map((p) => `${p}-${suffix}`.toLowerCase())
 
 /** A 401 with its challenge, its detail ending with which header carries the key. */
-function unauthorized(known: Outgoing, challenge: string, hint: string): Outgoing {
+function unauthorized(known: Outgoing, challenge: string, hint: string | null): Outgoing {
+  if (hint === null) return { ...known, headers: { ...known.headers, 'www-authenticate': challenge } }
   const body = JSON.parse(known.body ?? '{}') as { detail?: string }
   body.detail = body.detail ? `${body.detail.replace(/\.?$/, '.')} ${hint}` : hint
   return {
