@@ -238,7 +238,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
   const stderr = options.log ? undefined : bufferedLog((text) => process.stderr.write(text))
   const log = options.log ?? stderr!.log
-  const opened = await openStore(options.store, { log })
+  /** A line of the server's own (not a request's): a JSON object in JSON mode. */
+  const note = (line: string, level = 'info') =>
+    log(options.logFormat === 'json' ? JSON.stringify({ time: isoNow(), level, msg: line }) : line)
+  const opened = await openStore(options.store, { log: note })
   const runner = sandboxRunner()
   const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
   let service: Service
@@ -350,7 +353,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     print(line)
 
   const sweep = setInterval(() => {
-    service.admin.sweep().catch((error: unknown) => log(`sweep failed: ${String(error)}`))
+    service.admin.sweep().catch((error: unknown) => note(`sweep failed: ${String(error)}`, 'error'))
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
 

@@ -136,7 +136,13 @@ async function main(argv: string[]) {
       fail(error instanceof Error ? error.message : String(error))
     }
     masterKey = loaded.key
-    if (loaded.note) process.stderr.write(`tokenvault: ${loaded.note}\n`)
+    if (loaded.note) {
+      const line =
+        logFormat === 'json'
+          ? JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: loaded.note })
+          : `tokenvault: ${loaded.note}`
+      process.stderr.write(`${line}\n`)
+    }
   }
   if (command === 'keys create') {
     const made = await createManagementKey({

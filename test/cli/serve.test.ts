@@ -157,6 +157,13 @@ describe('tokenvault serve', () => {
       .split('\n')
       .filter((l) => l.startsWith('{'))
     expect(lines.length).toBeGreaterThan(0)
+    // Nothing but JSON on stderr in JSON mode.
+    expect(
+      cli
+        .stderr()
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('{')),
+    ).toEqual([])
     const event = JSON.parse(lines.at(-1)!) as Record<string, unknown>
     expect(event).toMatchObject({ level: 'info', method: 'GET', path: '/applications', status: 200 })
     expect(event['request_id']).toBe(ok.headers.get('x-request-id'))
