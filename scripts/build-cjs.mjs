@@ -2,7 +2,7 @@
 // src/, adapters/ and testing/ transpiled one by one into dist/cjs/ (no bundling, so each module
 // exists once per build), with the declarations copied beside them so `require` gets CommonJS types.
 // Runs after `tsc -p tsconfig.build.json` (npm run build).
-import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { transform } from 'esbuild'
@@ -47,5 +47,11 @@ for (const top of ['src', 'adapters', 'testing']) {
     count++
   }
 }
+// Files the modules read beside themselves (the test console's page, script and styles).
+await cp(join(root, 'adapters/http/console'), join(out, 'adapters/http/console'), { recursive: true }).catch(
+  (error) => {
+    if (error.code !== 'ENOENT') throw error
+  },
+)
 await writeFile(join(out, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`)
 process.stdout.write(`dist/cjs: ${count} modules\n`)
