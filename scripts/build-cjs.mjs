@@ -5,7 +5,7 @@
 import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { transform } from 'esbuild'
+import { build, transform } from 'esbuild'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const out = join(root, 'dist/cjs')
@@ -19,6 +19,32 @@ async function* sources(dir) {
     else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.test.ts'))
       yield path
   }
+}
+
+/**
+ * Dependencies published as ESM only, which Jest's CommonJS runtime can't `require`: bundled once
+ * into dist/cjs/vendor/ and required from there.
+ */
+const ESM_ONLY = ['nanoid']
+for (const name of ESM_ONLY) {
+  await build({
+    entryPoints: [name],
+    absWorkingDir: root,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    outfile: join(out, 'vendor', `${name}.js`),
+    logLevel: 'warning',
+  })
+}
+/** `code` with each ESM-only dependency required from its bundled copy, relative to `file`. */
+function vendored(code, file) {
+  return code.replace(/require\("([^"]+)"\)/g, (whole, name) => {
+    if (!ESM_ONLY.includes(name)) return whole
+    const path = relative(dirname(file), join(out, 'vendor', `${name}.js`)).replaceAll('\\', '/')
+    return `require(${JSON.stringify(path.startsWith('.') ? path : `./${path}`)})`
+  })
 }
 
 let count = 0
@@ -41,7 +67,7 @@ for (const top of ['src', 'adapters', 'testing']) {
         banner: code.includes('import.meta.url') ? banner : '',
         define: { 'import.meta.url': '__importMetaUrl' },
       })
-      await writeFile(target, result.code)
+      await writeFile(target, vendored(result.code, target))
     }
     await copyFile(join(root, 'dist', `${rel}.d.ts`), join(out, `${rel}.d.ts`)).catch(() => {})
     count++
