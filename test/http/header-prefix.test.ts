@@ -1,4 +1,6 @@
+import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import { describe, expect, it } from 'vitest'
+import { createTestVault } from '../../testing/vault.js'
 import { setup } from './setup.js'
 
 const get = (key: Record<string, string>) => new Request('http://vault.test/tokens/t1', { headers: key })
@@ -68,5 +70,17 @@ describe('header prefixes', () => {
       'SVC-API-KEY',
       'BT-API-KEY',
     ])
+  })
+
+  it('the official node SDK works against a handler made without options (as npm start serves it)', async () => {
+    const vault = await createTestVault()
+    const { url } = await vault.listen()
+    try {
+      const bt = new BasisTheoryClient({ apiKey: vault.keys.private, baseUrl: url })
+      const token = await bt.tokens.create({ type: 'token', data: 'from the SDK' })
+      expect((await bt.tokens.get(token.id!)).data).toBe('from the SDK')
+    } finally {
+      await vault.close()
+    }
   })
 })
