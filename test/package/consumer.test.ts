@@ -101,7 +101,7 @@ describe('the packed tarball in an empty project', () => {
     expect(result.out).toMatch(/Tests\s+\d+ passed/)
   })
 
-  it('Jest in its default CommonJS mode loads the test kit with require', async () => {
+  it("Jest in its default CommonJS mode loads the test kit with require (README's example too)", async () => {
     await writeFile(
       join(project, 'vault.test.js'),
       `const { createTestVault } = require('tokenvault/testing')
@@ -118,9 +118,16 @@ test('a token over HTTP, a listening vault', async () => {
 })
 `,
     )
+    // README's Jest example, as written.
+    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const example = /```js\n(const \{ createTestVault \} = require\('tokenvault\/testing'\)[\s\S]*?)```/.exec(
+      readme,
+    )?.[1]
+    expect(example).toBeDefined()
+    await writeFile(join(project, 'readme.test.js'), example!)
     const jest = join(root, 'node_modules/jest/bin/jest.js')
-    const result = await node([jest, '--rootDir', project, '--ci', 'vault.test.js'], 60_000)
+    const result = await node([jest, '--rootDir', project, '--ci', 'vault.test.js', 'readme.test.js'], 60_000)
     expect(result.code, result.out).toBe(0)
-    expect(result.out).toMatch(/Tests:\s+1 passed/)
+    expect(result.out).toMatch(/Tests:\s+3 passed/)
   })
 })
