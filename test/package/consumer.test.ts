@@ -75,7 +75,10 @@ describe('the packed tarball in an empty project', () => {
       const cjs = require('tokenvault/testing')
       const other = await cjs.createTestVault()
       const again = await other.client().tokens.create({ type: 'token', data: 'y' })
-      for (const e of ['tokenvault', 'tokenvault/adapters/memory', 'tokenvault/adapters/http', 'tokenvault/testing/vault']) {
+      const entries = ['tokenvault', 'tokenvault/testing/vault'].concat(
+        ['memory', 'file', 'postgres', 'http', 'sandbox'].map((a) => 'tokenvault/adapters/' + a),
+      )
+      for (const e of entries) {
         require(e); await import(e)
       }
       const missing = await import('tokenvault/testing/equivalence').then(() => 'loaded', (e) => e.code)
