@@ -143,10 +143,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   /** A 401 names how to authenticate (RFC 9110 requires a challenge): the API key header. */
   const keyHeaders = prefixes.map((p) => `${p}-API-KEY`)
   const challenge = keyHeaders.map((name) => `ApiKey header="${name}"`).join(', ')
-  const keyHint =
-    keyHeaders.length === 1
-      ? `Send the API key in the ${keyHeaders[0]} header.`
-      : `Send the API key in the ${keyHeaders.join(' or ')} header.`
+  const keyHint = `Send the API key in the ${keyHeaders.join(' or ')} header.`
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
   const log = options.log
   const router = apiRouter()
@@ -316,7 +313,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
 }
 
 /** The header prefixes a handler accepts, upper-case: the one given, or `SVC` and `BT`. */
-export function headerPrefixes(given: string | undefined): readonly string[] {
+function headerPrefixes(given: string | undefined): readonly string[] {
   return given === undefined || given === '' ? ['SVC', 'BT'] : [given.toUpperCase()]
 }
 
