@@ -501,11 +501,24 @@ export function createService(options: ServiceOptions): Service {
                 },
                 undefined,
               )
+            // Each write of a fixture is journaled as the host's (actor admin), as any admin call is.
+            const journaled = <T extends Methods>(methods: T, names: OperationNames<T>): T => {
+              const out: Methods = {}
+              for (const [name, operation] of Object.entries(names) as [keyof T & string, string][]) {
+                out[name] = (...args: unknown[]) =>
+                  adminCall(
+                    operation,
+                    () => tenantId,
+                    async () => methods[name]!(...args),
+                  )
+              }
+              return out as T
+            }
             return unchecked({
-              tokens: tokenOperations(as('private')),
-              children: childOperations(as('private')),
-              formulas: formulaOperations(as('management')),
-              reactors: reactorOperations(as('management')),
+              tokens: journaled(tokenOperations(as('private')), OPERATIONS.tokens),
+              children: journaled(childOperations(as('private')), OPERATIONS.children),
+              formulas: journaled(formulaOperations(as('management')), OPERATIONS.reactorFormulas),
+              reactors: journaled(reactorOperations(as('management')), OPERATIONS.reactors),
             })
           },
         },
