@@ -55,13 +55,14 @@ try {
   const writer = async () => {
     while (next < TOTAL) {
       const from = next
-      next = Math.min(TOTAL, next + BATCH)
+      const to = Math.min(TOTAL, from + BATCH)
+      next = to
       const ops = []
-      for (let j = from; j < next; j++) ops.push({ op: 'token.put' as const, token: token(j) })
+      for (let j = from; j < to; j++) ops.push({ op: 'token.put' as const, token: token(j) })
       await store.write({ ops })
       loaded = Math.max(loaded, from)
-      if (next % 250_000 === 0)
-        console.log(`loaded ${next} in ${((performance.now() - started) / 1000).toFixed(0)} s`)
+      if (to % 250_000 === 0)
+        console.log(`loaded ${to} in ${((performance.now() - started) / 1000).toFixed(0)} s`)
     }
   }
   await Promise.all(Array.from({ length: WRITERS }, writer))
