@@ -15,7 +15,7 @@ import type {
 import type { Expiring, StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { prefix } from './keys.js'
+import { key, prefix } from './keys.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -40,6 +40,9 @@ const live = (t: StoredToken | undefined, now: string): t is StoredToken =>
 /** Every value of a database, for `dump`. */
 const all = <T>(db: Database): T[] => [...db.getRange({})].map((e) => e.value as T)
 
+/** How many decoded key owners `findKey` keeps. */
+const OWNER_CACHE = 10_000
+
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
 
 /**
@@ -48,6 +51,8 @@ const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}
  * of ordered keys: a token by key, children by the parent's link order, tokens of a tenant by id.
  */
 export function lmdbReads(use: () => Databases): StoreReads {
+  /** Owners by key hash, with the record bytes they were decoded from (a stale entry never matches). */
+  const owners = new Map<string, { bytes: Buffer; owner: KeyOwner }>()
   const fresh = () => {
     const dbs = use()
     dbs.env.resetReadTxn()
@@ -61,12 +66,21 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const dbs = fresh()
       const entry = read<{ kind: 'application' | 'session'; tenant_id: string; id: string }>(dbs.keys, hash)
       if (!entry) return null
-      if (entry.kind === 'application') {
-        const application = read<StoredApplication>(dbs.applications, entry.tenant_id, entry.id)
-        return application ? (frozenCopy({ kind: 'application', application }) as KeyOwner) : null
-      }
-      const session = read<StoredSession>(dbs.sessions, entry.tenant_id, entry.id)
-      return session ? (frozenCopy({ kind: 'session', session }) as KeyOwner) : null
+      const db = entry.kind === 'application' ? dbs.applications : dbs.sessions
+      const bytes = db.getBinary(key(entry.tenant_id, entry.id))
+      if (!bytes) return null
+      // Every call authenticates: the owner decoded from the same bytes is handed out again, frozen.
+      const cached = owners.get(hash)
+      if (cached?.bytes.equals(bytes)) return cached.owner
+      const record = JSON.parse(bytes.toString('utf8')) as StoredApplication & StoredSession
+      const owner = frozenCopy(
+        entry.kind === 'application'
+          ? { kind: 'application', application: record }
+          : { kind: 'session', session: record },
+      ) as KeyOwner
+      if (owners.size >= OWNER_CACHE) owners.clear()
+      owners.set(hash, { bytes: Buffer.from(bytes), owner })
+      return owner
     },
     getApplication: async (t, id) => read(fresh().applications, t, id) ?? null,
     listApplications: async (t, query) => {
