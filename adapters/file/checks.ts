@@ -1,3 +1,4 @@
+import type { Database } from 'lmdb'
 import { assertNever } from '../../src/errors.js'
 import type { Check, IdempotencyRecord, StoredToken, TokenLock } from '../../src/types.js'
 import type { Databases } from './env.js'
@@ -24,13 +25,13 @@ export function sameStored(a: unknown, b: unknown): boolean {
 }
 
 /** The value under `parts`, or undefined (a key too long to store is absent). */
-export function read<T>(db: Databases[keyof Databases], ...parts: string[]): T | undefined {
+export function read<T>(db: Database, ...parts: string[]): T | undefined {
   const k = key(...parts)
   return fits(k) ? (db.get(k) as T | undefined) : undefined
 }
 
 /** Whether any key starts with `parts`. */
-export function anyUnder(db: Databases[keyof Databases], ...parts: string[]): boolean {
+export function anyUnder(db: Database, ...parts: string[]): boolean {
   for (const _ of db.getKeys({ ...prefix(...parts), limit: 1 })) return true
   return false
 }

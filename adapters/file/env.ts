@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, openSync, readSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
 import { StoreError } from '../../src/store/error.js'
@@ -11,6 +11,13 @@ export const FORMAT = 1
 /** The ordered databases of one store, each keyed as `keys.ts` builds keys (its parts in brackets). */
 export interface Databases {
   env: RootDatabase
+  /**
+   * The id of the newest transaction any process committed, as LMDB's shared lock file holds it
+   * (null if it can't be read: then every read takes a fresh snapshot).
+   */
+  head(): bigint | null
+  /** Releases what `head` holds open. */
+  release(): void
   /** `[version]`: `format`; `linkSeq`, the last link sequence number. */
   meta: Database
   /** `[id]` → tenant. */
@@ -49,6 +56,30 @@ export interface Databases {
   reactors: Database
   /** `[tenant, id]` → idempotency record. */
   idempotency: Database
+}
+
+/** LMDB's lock file: its magic, and where it keeps the last committed transaction id (64-bit builds). */
+const LOCK_MAGIC = 0xbeefc0de
+const LOCK_TXNID_AT = 8
+
+/** Reads the last committed transaction id from the lock file LMDB maps shared between processes. */
+function lockHead(dir: string): { head(): bigint | null; release(): void } {
+  let fd: number | null = null
+  try {
+    fd = openSync(join(dir, LOCK_FILE), 'r')
+    const probe = Buffer.alloc(4)
+    if (readSync(fd, probe, 0, 4, 0) !== 4 || probe.readUInt32LE(0) !== LOCK_MAGIC)
+      throw new Error('no magic')
+  } catch {
+    if (fd !== null) closeSync(fd)
+    return { head: () => null, release: () => {} }
+  }
+  const open = fd
+  const buffer = Buffer.alloc(8)
+  return {
+    head: () => (readSync(open, buffer, 0, 8, LOCK_TXNID_AT) === 8 ? buffer.readBigUInt64LE(0) : null),
+    release: () => closeSync(open),
+  }
 }
 
 const NAMES = [
@@ -112,8 +143,9 @@ export function openDatabases(dir: string, durable: boolean): Databases {
   } catch (error) {
     throw openError(error, dir)
   }
+  const lock = lockHead(dir)
   try {
-    const dbs = { env } as Databases
+    const dbs = { env, ...lock } as Databases
     for (const name of NAMES)
       (dbs as unknown as Record<string, Database>)[name] = env.openDB({
         name,
@@ -123,6 +155,7 @@ export function openDatabases(dir: string, durable: boolean): Databases {
     checkFormat(dbs, dir)
     return dbs
   } catch (error) {
+    lock.release()
     void env.close()
     throw openError(error, dir)
   }

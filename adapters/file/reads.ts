@@ -47,15 +47,23 @@ const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}
 
 /**
  * The read side of the store contract on the LMDB databases `use()` returns. Each call first moves
- * to the newest committed snapshot (another process may have committed since), then reads ranges
+ * to the newest committed snapshot if any process committed since the last move, then reads ranges
  * of ordered keys: a token by key, children by the parent's link order, tokens of a tenant by id.
  */
 export function lmdbReads(use: () => Databases): StoreReads {
   /** Owners by key hash, with the record bytes they were decoded from (a stale entry never matches). */
   const owners = new Map<string, { bytes: Buffer; owner: KeyOwner }>()
+  /** The newest committed transaction id when this process last moved to a new snapshot. */
+  let seen: bigint | null = null
   const fresh = () => {
     const dbs = use()
-    dbs.env.resetReadTxn()
+    // Another process committed since: move to the newest snapshot (this process's own commits
+    // move it already). Reading the shared lock file costs a read of 8 bytes, not a new snapshot.
+    const head = dbs.head()
+    if (head === null || head !== seen) {
+      dbs.env.resetReadTxn()
+      seen = head
+    }
     return dbs
   }
   return {

@@ -59,6 +59,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     reopening ??= (async () => {
       const old = dbs
       await old.env.close().catch(() => {})
+      old.release()
       for (;;) {
         try {
           dbs = openDatabases(dir, durable)
@@ -141,6 +142,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       closed = true
       await reopening
       await dbs.env.close()
+      dbs.release()
     },
   }
 }

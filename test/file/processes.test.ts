@@ -1,7 +1,9 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { fileStore } from '../../adapters/file/index.js'
 import { start } from '../cli/spawn.js'
-import { tempDir } from './helpers.js'
+import { T } from './fixtures.js'
+import { closed, startChild, tempDir } from './helpers.js'
 
 /** Two `tokenvault serve` processes on one file store directory. */
 describe('file store shared by two processes', () => {
@@ -96,4 +98,36 @@ describe('file store shared by two processes', () => {
     expect((await a.exited)[0]).toBe(0)
     expect((await b.exited)[0]).toBe(0)
   }, 60_000)
+
+  it('reads what another process acknowledged as soon as it is acknowledged', async () => {
+    const dir = await tempDir()
+    const store = await fileStore({ path: dir })
+    // A child writes 50 batches one at a time; each acknowledgement is checked here at once.
+    const child = startChild(['write', dir, 'x', '50', '1'])
+    const missing: string[] = []
+    let checked = 0
+    let buffered = ''
+    const pending: Promise<void>[] = []
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString()
+      const lines = buffered.split('\n')
+      buffered = lines.pop() ?? ''
+      for (const line of lines) {
+        if (line === 'done') child.kill('SIGKILL')
+        if (!line.startsWith('ack ')) continue
+        const id = line.slice(4)
+        pending.push(
+          store.getToken(T, `${id}-b`).then((t) => {
+            checked++
+            if (t === null) missing.push(id)
+          }),
+        )
+      }
+    })
+    await closed(child)
+    await Promise.all(pending)
+    expect(checked).toBe(50)
+    expect(missing).toEqual([])
+    await store.close()
+  }, 30_000)
 })
