@@ -2,7 +2,7 @@ import { statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
-import type { Check } from '../../src/types.js'
+import type { Check, Op } from '../../src/types.js'
 import { applyOp } from './apply.js'
 import { holds } from './checks.js'
 import { DATA_FILE, type Databases, openDatabases } from './env.js'
@@ -16,7 +16,7 @@ import { lmdbReads } from './reads.js'
  * fingerprints, types, link order, expiry times) as more ordered databases beside them.
  *
  * - `write` runs its checks and ops inside one LMDB write transaction (a child transaction of the
- *   batch that writes queued in the same event turn share): the checks read what the transaction
+ *   one that the writes queued since the last commit share): the checks read what the transaction
  *   sees, and either every op applies with its index entries or nothing does. LMDB lets one writer
  *   at a time hold the environment, across every process that opened it, so writes are atomic and
  *   linearizable across processes too.
@@ -76,44 +76,80 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     })
   }
 
-  /** Runs the batch in a child transaction of the next commit; resolves once that commit is durable. */
-  const commit = async (
-    current: Databases,
-    checks: readonly Check[],
-    ops: Parameters<FileStore['write']>[0]['ops'],
-  ) => {
-    let failed: Check | null = null
-    try {
-      await current.env.childTransaction(() => {
-        for (const c of checks) {
-          if (!holds(current, c)) {
-            failed = c
-            return
+  /** A write waiting for its commit. */
+  interface Pending {
+    checks: readonly Check[]
+    ops: readonly Op[]
+    resolve: (result: WriteResult) => void
+    reject: (error: unknown) => void
+  }
+  /** Writes queued for the next commit, and the commit under way (one at a time per process). */
+  let queue: Pending[] = []
+  let committing = false
+
+  /** One write's checks and ops, inside its own child transaction (it applies whole or not at all). */
+  const apply = (current: Databases, p: Pending): WriteResult => {
+    for (const c of p.checks) if (!holds(current, c)) return { ok: false, failed: c }
+    for (const op of p.ops) applyOp(current, op)
+    return { ok: true }
+  }
+
+  /**
+   * Group commit: every write queued since the last commit goes into one LMDB write transaction,
+   * each in a child transaction of its own, and is answered once that transaction's commit is on
+   * disk. Writes that arrive meanwhile wait for the next one.
+   */
+  const flush = () => {
+    if (committing || queue.length === 0) return
+    committing = true
+    const group = queue
+    queue = []
+    const current = dbs
+    const results: (WriteResult | { error: unknown })[] = []
+    current.env
+      .transaction(() => {
+        for (const p of group) {
+          try {
+            results.push(current.env.transactionSync(() => apply(current, p)))
+          } catch (error) {
+            results.push({ error })
           }
         }
-        for (const op of ops) applyOp(current, op)
       })
-    } catch (error) {
-      const commitError = (error as { commitError?: Promise<unknown> }).commitError
-      if (commitError === undefined) throw error
-      const cause = await commitError.then(
-        () => error,
-        (e: unknown) => e,
+      .then(
+        () => {
+          writes += group.length
+          if (!healthy) {
+            healthy = true
+            log(`fileStore: ${dir}: writes resumed`)
+          }
+          group.forEach((p, i) => {
+            const r = results[i]!
+            if ('error' in r) p.reject(r.error)
+            else p.resolve(r)
+          })
+        },
+        async (error: unknown) => {
+          const commitError = (error as { commitError?: Promise<unknown> }).commitError
+          const cause = commitError
+            ? await commitError.then(
+                () => error,
+                (e: unknown) => e,
+              )
+            : error
+          healthy = false
+          log(
+            `fileStore: ${dir}: a commit failed; writes resume once the disk takes them: ${(cause as Error)?.message}`,
+          )
+          if (needsReopen(cause)) reopen()
+          const answer = diskError(cause, dir)
+          for (const p of group) p.reject(answer)
+        },
       )
-      healthy = false
-      log(
-        `fileStore: ${dir}: a commit failed; writes resume once the disk takes them: ${(cause as Error)?.message}`,
-      )
-      if (needsReopen(cause)) reopen()
-      throw diskError(cause, dir)
-    }
-    writes++
-    if (!healthy) {
-      healthy = true
-      log(`fileStore: ${dir}: writes resumed`)
-    }
-    const refused: Check | null = failed
-    return refused ? ({ ok: false, failed: refused } as const) : ({ ok: true } as const)
+      .finally(() => {
+        committing = false
+        if (queue.length) setImmediate(flush)
+      })
   }
 
   return {
@@ -127,7 +163,10 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         const failed = checks.find((c) => !holds(current, c))
         return failed ? { ok: false, failed } : { ok: true }
       }
-      return commit(current, checks, batch.ops)
+      return new Promise<WriteResult>((resolve, reject) => {
+        if (queue.length === 0 && !committing) setImmediate(flush)
+        queue.push({ checks, ops: batch.ops, resolve, reject })
+      })
     },
     ...lmdbReads(use),
     stats: () => {
@@ -140,6 +179,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     close: async () => {
       if (closed) return
       closed = true
+      // Writes already queued are committed and answered first.
+      while (committing || queue.length) await new Promise((r) => setTimeout(r, 2))
       await reopening
       await dbs.env.close()
       dbs.release()
