@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
+import { type AdminView, adminView } from './admin-view.js'
 import { applicationKeyOperations } from './application-keys.js'
 import {
   type ApplicationWithKey,
@@ -262,6 +263,11 @@ export interface Admin extends OfficialFormulaAdmin {
    * entry fails with a validation error naming its path (`tenants.0.tokens.2.data`).
    */
   loadFixture(fixture: Fixture): Promise<Tenant[]>
+  /**
+   * The operator's read-only view, page by page: tenants, tokens under their masks (never their
+   * data), open transactions and their locks, reactors and their runs, applications without keys.
+   */
+  view: AdminView
 }
 
 /** A running service over one store. */
@@ -459,6 +465,7 @@ export function createService(options: ServiceOptions): Service {
       if ('set' in clock && typeof clock.set === 'function') (clock as ManualClock).set(snapshot.clock)
     },
     clearState: () => clearState(store),
+    view: adminView(store, now, journal),
     loadFixture: (fixture) =>
       loadFixture(
         {

@@ -5,6 +5,7 @@ import type { JournalQuery } from '../../src/journal.js'
 import type { Service } from '../../src/service.js'
 import type { StateSnapshot } from '../../src/state-transfer.js'
 import { unchecked } from '../../src/unchecked.js'
+import { consoleHandler, isConsolePath } from './console.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
 
@@ -20,8 +21,9 @@ export interface TestControlOptions {
   maxBodyBytes?: number
 }
 
-/** Whether `path` is one of the control plane's (`/_test/...`). */
-export const isTestControlPath = (path: string): boolean => path === '/_test' || path.startsWith('/_test/')
+/** Whether `path` is one of the control plane's (`/_test/...`, and the console's `/_console/...`). */
+export const isTestControlPath = (path: string): boolean =>
+  path === '/_test' || path.startsWith('/_test/') || isConsolePath(path)
 
 const json = (status: number, body: unknown) =>
   new Response(body === undefined ? null : JSON.stringify(body), {
@@ -54,6 +56,7 @@ function authorized(request: Request, token: string): boolean {
  * - `GET /_test/journal?operation=&since=&tenant=&limit=` → `{ data: [...] }`.
  *
  * Without the token: 401. Bad input: a 400 problem that changes nothing. Any other path: 404.
+ * It also serves the test console under `/_console/` (see `consoleHandler`).
  */
 export function testControlHandler(service: Service, options: TestControlOptions): FetchHandler {
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024
@@ -127,8 +130,13 @@ export function testControlHandler(service: Service, options: TestControlOptions
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
   }
 
+  const consolePages = consoleHandler(service, {
+    authorized: (request) => authorized(request, options.adminToken),
+  })
+
   return async (request) => {
     const path = new URL(request.url).pathname
+    if (isConsolePath(path)) return consolePages(request)
     if (!isTestControlPath(path)) return problem(404, 'Not Found', 'not a control route')
     if (!authorized(request, options.adminToken)) {
       return problem(401, 'Unauthorized', 'the control plane needs Authorization: Bearer <admin token>')
