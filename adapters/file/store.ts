@@ -36,6 +36,9 @@ import { lmdbReads } from './reads.js'
  * On disk is only what the core hands the store (keys and nonces are SHA-256 hashes already; the
  * sealed store encrypts token data before it gets here).
  */
+/** How many ops one commit carries at most (more wait for the next): bounds the main thread's share. */
+const GROUP_OPS = 1000
+
 export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const dir = resolve(options.path)
   if (options.durability !== undefined && options.durability !== 'fsync' && options.durability !== 'none')
@@ -102,8 +105,16 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const flush = () => {
     if (committing || queue.length === 0) return
     committing = true
-    const group = queue
-    queue = []
+    // At most about GROUP_OPS ops a commit: the main thread applies them while the commit waits.
+    let take = 0
+    for (
+      let ops = 0;
+      take < queue.length && (take === 0 || ops + queue[take]!.ops.length <= GROUP_OPS);
+      take++
+    )
+      ops += queue[take]!.ops.length
+    const group = queue.slice(0, take)
+    queue = queue.slice(take)
     const current = dbs
     const results: (WriteResult | { error: unknown })[] = []
     current.env
