@@ -56,6 +56,10 @@ function putToken(dbs: Databases, t: StoredToken) {
     term(dbs.types, false, t.tenant_id, old?.type, t.id)
     term(dbs.types, true, t.tenant_id, t.type, t.id)
   }
+  if (old?.expires_at !== t.expires_at) {
+    term(dbs.tokenExpiry, false, t.tenant_id, old?.expires_at, t.id)
+    term(dbs.tokenExpiry, true, t.tenant_id, t.expires_at, t.id)
+  }
   reindexTime(dbs, 'token', t.tenant_id, t.id, old?.expires_at, t.expires_at)
   reindexTime(dbs, 'token.cvc', t.tenant_id, t.id, old?.cvc_expires_at, t.cvc_expires_at)
   dbs.tokens.put(k, t)
@@ -67,6 +71,7 @@ function deleteToken(dbs: Databases, tenantId: string, id: string) {
   if (!old) return
   term(dbs.fingerprints, false, tenantId, old.fingerprint, id)
   term(dbs.types, false, tenantId, old.type, id)
+  term(dbs.tokenExpiry, false, tenantId, old.expires_at, id)
   reindexTime(dbs, 'token', tenantId, id, old.expires_at, undefined)
   reindexTime(dbs, 'token.cvc', tenantId, id, old.cvc_expires_at, undefined)
   dbs.tokens.remove(k)

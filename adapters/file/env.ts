@@ -32,6 +32,8 @@ export interface Databases {
   fingerprints: Database
   /** `[tenant, type, id]` → 1: the tokens of a type, by id. */
   types: Database
+  /** `[tenant, expires_at, id]` → 1: a tenant's tokens that expire, by time (counts skip the expired). */
+  tokenExpiry: Database
   /** `[kind, time, tenant, id]` → `{ tenant_id, id, at }`: what `listExpired` reads, by time. */
   expiring: Database
   /** `[tenant, parent, child]` → `{ association, seq }`. */
@@ -90,6 +92,7 @@ const NAMES = [
   'tokens',
   'fingerprints',
   'types',
+  'tokenExpiry',
   'expiring',
   'links',
   'children',

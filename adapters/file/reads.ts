@@ -151,8 +151,18 @@ export function lmdbReads(use: () => Databases): StoreReads {
       if (ids) {
         ids.sort(byKey((id) => id))
         for (const id of ids) take(read<StoredToken>(dbs.tokens, t, id))
-      } else for (const token of under<StoredToken>(dbs.tokens, t)) take(token)
-      return { items, total }
+        return { items, total }
+      }
+      // No filter but expiry: count keys (nothing decoded), less the tenant's expired tokens, and
+      // read only up to the end of the page.
+      const range = prefix(t)
+      const expired = dbs.tokenExpiry.getKeysCount({ start: range.start, end: prefix(t, query.now).end })
+      for (const token of under<StoredToken>(dbs.tokens, t)) {
+        if (items.length >= query.limit) break
+        if (!live(token, query.now)) continue
+        if (total++ >= query.offset) items.push(token)
+      }
+      return { items, total: dbs.tokens.getKeysCount(range) - expired }
     },
     getTransaction: async (t, id) => read(fresh().transactions, t, id) ?? null,
     getSessionByNonce: async (t, hash) => {
