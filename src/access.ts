@@ -86,6 +86,31 @@ export function requireTokenAccess(
   return transform
 }
 
+/**
+ * Throws `forbidden` unless the principal may read the token in plaintext (`token:read` under a
+ * `reveal` transform): what changing what decides a token's visibility needs, since such a change
+ * could show its caller, or any later reader, more than it could read. `what` names the change.
+ */
+export function requireReveal(
+  principal: Principal,
+  token: Pick<Token, 'id' | 'containers'>,
+  what: string,
+): void {
+  if (tokenAccess(principal, 'token:read', token) !== 'reveal') {
+    throw forbidden(`${what} needs token:read access with the reveal transform to token ${token.id}`)
+  }
+}
+
+/**
+ * How a write's answer shows the token as stored: under its mask, as Basis Theory answers writes,
+ * but never more than the principal's own `token:read` access shows (no read access: no `data`;
+ * masked: the stored mask evaluated). So a write never shows its caller more than a read would.
+ */
+export function shownUnderRead(principal: Principal, token: StoredToken): Token {
+  const read = tokenAccess(principal, 'token:read', token)
+  return applyTransform(token, read === null || read === 'redact' ? 'redact' : 'mask')
+}
+
 /** The token's fields but `data`, built field by field (faster than a rest spread on a hot path). */
 function shell(t: StoredToken): Token {
   const out: Token = {
