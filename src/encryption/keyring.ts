@@ -71,7 +71,9 @@ export function sealBytes(key: KeyObject, plaintext: Uint8Array, aad: Uint8Array
 
 /** Opens what `sealBytes` made; throws when the key, the AAD or the bytes don't match. */
 export function openBytes(key: KeyObject, sealed: Uint8Array, aad: Uint8Array): Buffer {
-  const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength)
+  const bytes = Buffer.isBuffer(sealed)
+    ? sealed
+    : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength)
   if (bytes.length < IV_BYTES + TAG_BYTES) throw new Error('sealed value too short')
   const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES))
   decipher.setAAD(aad)
