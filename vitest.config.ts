@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { defineConfig, type Plugin } from 'vitest/config'
 
-type Exports = Record<string, string | Record<string, string>>
+type Target = string | { [condition: string]: Target }
+type Exports = Record<string, Target>
 const exportsMap = (
   JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { exports: Exports }
 ).exports
@@ -12,14 +13,19 @@ const exportsMap = (
  * entry point is read from package.json's `exports`, and `./dist/<path>.js` maps to `./<path>.ts`,
  * so a test never runs a stale build.
  */
+/** The file an `import` resolves an export entry to (through nested `import` / `default` conditions). */
+function importTarget(entry: Target | undefined): string | undefined {
+  if (entry === undefined || typeof entry === 'string') return entry
+  return importTarget(entry['import'] ?? entry['default'])
+}
+
 function packageFromSource(): Plugin {
   return {
     name: 'tokenvault-from-source',
     enforce: 'pre',
     resolveId(id) {
       if (id !== 'tokenvault' && !id.startsWith('tokenvault/')) return null
-      const entry = exportsMap[`.${id.slice('tokenvault'.length)}`]
-      const target = typeof entry === 'string' ? entry : (entry?.['import'] ?? entry?.['default'])
+      const target = importTarget(exportsMap[`.${id.slice('tokenvault'.length)}`])
       if (!target?.startsWith('./dist/')) return null
       return fileURLToPath(
         new URL(`./${target.slice('./dist/'.length).replace(/\.js$/, '.ts')}`, import.meta.url),

@@ -44,6 +44,18 @@ export interface ServiceOptions {
   masterKey?: MasterKey | readonly MasterKey[]
   /** How many operations `service.journal` keeps (the newest; 0 keeps none, events still fire). Default 1000. */
   journalSize?: number
+  /**
+   * Asynchronous reacts one tenant may have outstanding — running, delivering their callback, or
+   * waiting for a retry of it (up to about 2.8 hours). Past it, `reactAsync` answers 429 with
+   * `Retry-After`; nothing accepted is ever dropped.
+   * @default 100
+   */
+  maxAsyncReactsPerTenant?: number
+  /**
+   * Asynchronous reacts outstanding for all tenants together; past it, 429 with `Retry-After`.
+   * @default 1000
+   */
+  maxAsyncReacts?: number
 }
 
 /** Options with defaults filled in. */
