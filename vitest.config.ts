@@ -1,8 +1,44 @@
-import { defineConfig } from 'vitest/config'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { defineConfig, type Plugin } from 'vitest/config'
+
+type Target = string | { [condition: string]: Target }
+type Exports = Record<string, Target>
+const exportsMap = (
+  JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { exports: Exports }
+).exports
+
+/**
+ * Tests that import the package by name (`tokenvault/testing`, …) get its source, not `dist/`: the
+ * entry point is read from package.json's `exports`, and `./dist/<path>.js` maps to `./<path>.ts`,
+ * so a test never runs a stale build.
+ */
+/** The file an `import` resolves an export entry to (through nested `import` / `default` conditions). */
+function importTarget(entry: Target | undefined): string | undefined {
+  if (entry === undefined || typeof entry === 'string') return entry
+  return importTarget(entry['import'] ?? entry['default'])
+}
+
+function packageFromSource(): Plugin {
+  return {
+    name: 'tokenvault-from-source',
+    enforce: 'pre',
+    resolveId(id) {
+      if (id !== 'tokenvault' && !id.startsWith('tokenvault/')) return null
+      const target = importTarget(exportsMap[`.${id.slice('tokenvault'.length)}`])
+      if (!target?.startsWith('./dist/')) return null
+      return fileURLToPath(
+        new URL(`./${target.slice('./dist/'.length).replace(/\.js$/, '.ts')}`, import.meta.url),
+      )
+    },
+  }
+}
 
 export default defineConfig({
+  plugins: [packageFromSource()],
   test: {
     include: ['test/**/*.test.ts', 'examples/**/*.test.ts', 'adapters/**/*.test.ts', 'src/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },

@@ -1,10 +1,13 @@
 /**
- * The Postgres store against the same SQL sent straight through `pg`: token create (a `write` of one
- * `token.put` with a `token.absent` check) and `getToken`, with 1 and 10 connections, in one run.
+ * The Postgres store against PostgreSQL through raw `pg`, on pools of the same size, in one run:
+ * token create (a `write` of one `token.put` under `token.absent` and `token.unlocked`, what the
+ * service sends) against a plain INSERT of the same row, and `getToken` against the same point
+ * SELECT, with 1 and 16 connections; then the service rows (`bench/postgres-service.ts`).
  * Needs `TOKENVAULT_PG_URL` (see scripts/pg-test-server.sh); without it, returns no rows.
- *   npx tsx bench/postgres.bench.ts     (BENCH_QUICK=1 for a smoke run)
+ *   npx tsx bench/postgres.bench.ts     (BENCH_QUICK=1 for a smoke run; BENCH_PG_PROCESSES=1 adds
+ *   two CLI server processes against one)
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { postgresStore } from '../adapters/postgres/index.js'
@@ -22,42 +25,23 @@ const token = (tenant_id: string, id: string): StoredToken => ({
   data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2030 },
   containers: ['/general/high/'],
   metadata: { owner: 'ann' },
+  fingerprint: 'same-card',
   created_by: 'bench-app',
   created_at: '2030-01-01T00:00:00.000Z',
 })
-const lockKey = (name: string) => createHash('sha256').update(name).digest().readBigInt64BE(0).toString()
 
-/**
- * The statements the store sends for these two operations, written out by hand: BEGIN and the
- * record's advisory lock (one simple-protocol string), the prepared check, the prepared upsert, COMMIT; and
- * the prepared point read.
- */
+/** The floor: one plain INSERT of the same row into a table like the store's, and the same point read. */
 function rawSql(pool: pg.Pool, schema: string) {
   const s = `"${schema}"`
-  const check = `SELECT (NOT EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = $1::text AND id = $2::text)) AS c0`
-  const insert = `INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)
-      ON CONFLICT (tenant_id, id) DO UPDATE
-      SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc`
-  const select = `SELECT doc::text AS doc FROM ${s}.tokens WHERE tenant_id = $1 AND id = $2`
-  /** BEGIN and the advisory lock of the one record the write names (the token), as the store sends them. */
-  const begin = (tenant: string, id: string) =>
-    `BEGIN; SELECT pg_advisory_xact_lock(${lockKey(`tokenvault\u0000${schema}\u0000token\u0000${tenant}\u0000${id}`)})`
+  const insert = `INSERT INTO ${s}.raw_tokens (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)`
+  const select = `SELECT doc::text AS doc FROM ${s}.raw_tokens WHERE tenant_id = $1 AND id = $2`
   return {
+    setup: () =>
+      pool.query(`CREATE TABLE ${s}.raw_tokens (tenant_id text COLLATE "C", id text COLLATE "C",
+        type text COLLATE "C", expires_at text COLLATE "C", doc jsonb NOT NULL, PRIMARY KEY (tenant_id, id))`),
     async create(t: StoredToken) {
-      const client = await pool.connect()
-      try {
-        await client.query(begin(t.tenant_id, t.id))
-        const { rows } = await client.query({ name: 'raw_check', text: check, values: [t.tenant_id, t.id] })
-        if (rows[0]?.c0 !== true) throw new Error('token exists')
-        const values = [t.tenant_id, t.id, t.type, t.expires_at ?? null, JSON.stringify(t)]
-        await client.query({ name: 'raw_insert', text: insert, values })
-        await client.query('COMMIT')
-      } catch (error) {
-        await client.query('ROLLBACK')
-        throw error
-      } finally {
-        client.release()
-      }
+      const values = [t.tenant_id, t.id, t.type, t.expires_at ?? null, JSON.stringify(t)]
+      await pool.query({ name: 'raw_insert', text: insert, values })
     },
     async get(tenant: string, id: string) {
       const { rows } = await pool.query({ name: 'raw_select', text: select, values: [tenant, id] })
@@ -105,34 +89,37 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     store = await postgresStore({ pool: storePool, schema })
     const s = store
     const raw = rawSql(rawPool, schema)
-    // With 10 connections the calls spread over 10 tenants: a tenant's writes run one at a time.
-    const tenants = Array.from({ length: connections }, (_, i) => `bench-${i}`)
+    await raw.setup()
+    // One tenant; every token carries one fingerprint (puts of equal values must not wait on each other).
+    const tenants = ['bench'] as const
     let n = 0
-    const next = () => token(tenants[n % tenants.length]!, `t${n++}`)
+    let m = 0
+    const next = () => token(tenants[0]!, `t${n++}`)
+    const nextRaw = () => token(tenants[0]!, `r${m++}`)
     const create = () => {
       const t = next()
       return s.write({
-        checks: [{ check: 'token.absent', tenant_id: t.tenant_id, id: t.id }],
+        checks: [
+          { check: 'token.absent', tenant_id: t.tenant_id, id: t.id },
+          { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
+        ],
         ops: [{ op: 'token.put', token: t }],
       })
     }
     const ms = opts.quick ? 300 : 4000
     const block = 10 * connections
-    const writes = await measure(create, () => raw.create(next()), connections, block, ms)
+    const writes = await measure(create, () => raw.create(nextRaw()), connections, block, ms)
     let r = 0
-    const stored = Math.min(n, 1000)
-    const pick = () => {
-      const i = r++ % stored
-      return [tenants[i % tenants.length]!, `t${i}`] as const
-    }
+    const stored = Math.min(n, m, 1000)
+    const pick = (prefix: string) => [tenants[0]!, `${prefix}${r++ % stored}`] as const
     const reads = await measure(
-      () => s.getToken(...pick()),
-      () => raw.get(...pick()),
+      () => s.getToken(...pick('t')),
+      () => raw.get(...pick('r')),
       connections,
       block * 4,
       ms / 2,
     )
-    const note = `${connections} connection${connections > 1 ? 's' : ''}, ${tenants.length} tenant${connections > 1 ? 's' : ''}`
+    const note = 'one tenant, one fingerprint'
     const row = (operation: string, baseline: string, m: { op: number; baseline: number }): BenchRow => ({
       group: 'postgres store',
       operation: `${operation}, ${connections} connection${connections > 1 ? 's' : ''}`,
@@ -145,11 +132,11 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     })
     return [
       row(
-        'token create (write: token.absent + token.put)',
-        'same SQL through pg (locks, check, upsert, commit)',
+        'token create (write: token.absent, token.unlocked, token.put)',
+        'a plain INSERT of the same row through pg',
         writes,
       ),
-      row('getToken', 'same SELECT through pg, JSON.parse', reads),
+      row('getToken', 'the same point SELECT through pg, JSON.parse', reads),
     ]
   } finally {
     await store?.close()
@@ -170,9 +157,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
   return [
     ...(await rowsFor(url, 1, opts)),
-    ...(await rowsFor(url, 10, opts)),
+    ...(await rowsFor(url, 16, opts)),
     ...(await serviceRows(url, opts)),
-    ...(await processRows(url, opts)),
+    ...(process.env['BENCH_PG_PROCESSES'] === '1' ? await processRows(url, opts) : []),
   ]
 }
 

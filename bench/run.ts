@@ -8,7 +8,17 @@ import { cpus, totalmem } from 'node:os'
 import type { BenchOptions, BenchRow } from './harness.js'
 import { table } from './report.js'
 
-const BENCHES = ['core', 'scaling', 'reactor', 'http', 'file', 'postgres', 'encryption'] as const
+const BENCHES = [
+  'core',
+  'scaling',
+  'reactor',
+  'http',
+  'file',
+  'postgres',
+  'encryption',
+  'keyring',
+  'budgets',
+] as const
 
 const opts: BenchOptions = { quick: process.env.BENCH_QUICK === '1' }
 const only = process.env.BENCH_ONLY?.split(',')

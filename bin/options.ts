@@ -34,9 +34,9 @@ export const CLI_OPTIONS: readonly CliOption[] = [
   {
     flag: 'header-prefix',
     env: 'TOKENVAULT_HEADER_PREFIX',
-    default: 'SVC',
     value: 'p',
-    description: 'prefix of the API key, transaction and idempotency headers (BT for the Basis Theory SDKs)',
+    description:
+      'accept only this prefix of the API key, transaction and idempotency headers (SVC or BT); by default both SVC- and BT- (the Basis Theory SDKs) are accepted',
   },
   {
     flag: 'cors-origin',

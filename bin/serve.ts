@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { faultRegistry, withFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
 import { isTestControlPath, testControlHandler } from '../adapters/http/test-control.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
@@ -24,7 +25,8 @@ export interface ServeOptions {
   host: string
   /** A `--store` value: `memory`, `file:PATH` or a `postgres://` URL. */
   store: string
-  headerPrefix: string
+  /** Accept only this header prefix (`SVC`, `BT`); default: both. */
+  headerPrefix?: string
   /** The master key (32 bytes); without it a persistent store is refused, a memory store uses a random one. */
   masterKey?: Uint8Array
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
@@ -84,7 +86,7 @@ async function bootstrap(
 }
 
 /** A log line as JSON: time, level, and the event's fields (never keys, nonces or token data). */
-function jsonEvent(event: HttpLogEvent): string {
+export function jsonEvent(event: HttpLogEvent): string {
   const time = isoNow()
   if (event.kind === 'request') {
     const level = event.status >= 500 ? 'error' : event.status >= 400 ? 'warn' : 'info'
@@ -95,11 +97,19 @@ function jsonEvent(event: HttpLogEvent): string {
       path: event.path,
       status: event.status,
       ms: Number(event.ms.toFixed(1)),
+      request_id: event.requestId,
     })
   }
   const error =
     event.error instanceof Error ? `${event.error.name}: ${event.error.message}` : String(event.error)
-  return JSON.stringify({ time, level: 'error', method: event.method, path: event.path, error })
+  return JSON.stringify({
+    time,
+    level: event.expected ? 'warn' : 'error',
+    method: event.method,
+    path: event.path,
+    error,
+    request_id: event.requestId,
+  })
 }
 
 /** The flushes of every buffered log of this process, run once more as it exits. */
@@ -163,13 +173,57 @@ function isoNow(): string {
 }
 
 /** One line per request: time, method, path (no query string), status, milliseconds. No keys, no data. */
-function formatEvent(event: HttpLogEvent): string {
+export function formatEvent(event: HttpLogEvent): string {
   if (event.kind === 'request') {
-    return `${isoNow()} ${event.method} ${event.path} ${event.status} ${event.ms.toFixed(1)}ms`
+    return `${isoNow()} ${event.method} ${event.path} ${event.status} ${event.ms.toFixed(1)}ms id=${event.requestId}`
   }
+  // An expected failure (a store unavailable, answered 503) is one line; an unexpected one has its stack.
   const error =
-    event.error instanceof Error ? (event.error.stack ?? event.error.message) : String(event.error)
-  return `${isoNow()} ${event.method} ${event.path} failed: ${error}`
+    event.error instanceof Error
+      ? event.expected
+        ? `${event.error.name}: ${event.error.message}`
+        : (event.error.stack ?? event.error.message)
+      : String(event.error)
+  // One line each, the request id on it: a stack's frames are joined with ' | '.
+  return `${isoNow()} ${event.method} ${event.path} id=${event.requestId} failed: ${error.replace(/\s*\n\s*/g, ' | ')}`
+}
+
+/**
+ * What `serve` prints once listening: the URL, the management key (first start only), the admin
+ * token (test mode), which header carries the key, a first request, and where the docs are. JSON
+ * objects, one a line, when the log is JSON.
+ */
+export function startLines(o: {
+  url: string
+  key: string | null
+  adminToken: string | undefined
+  headerPrefix: string | undefined
+  json: boolean
+}): string[] {
+  const header = o.headerPrefix ? `${o.headerPrefix.toUpperCase()}-API-KEY` : 'SVC-API-KEY'
+  const headers = o.headerPrefix ? header : 'SVC-API-KEY (or BT-API-KEY, as the Basis Theory SDKs send)'
+  const curl = `curl -H '${header}: ${o.key ?? '<management key>'}' ${o.url}/applications`
+  const docs = `${o.url}/openapi.json (OpenAPI 3.1); options: tokenvault --help; guide: README.md`
+  if (o.json) {
+    const time = isoNow()
+    const line = (fields: Record<string, unknown>) => JSON.stringify({ time, level: 'info', ...fields })
+    return [
+      line({ msg: 'listening', url: o.url }),
+      ...(o.key ? [line({ msg: 'management key', key: o.key })] : []),
+      ...(o.adminToken ? [line({ msg: 'admin token', token: o.adminToken })] : []),
+      line({ msg: 'api key header', header: headers }),
+      line({ msg: 'try', command: curl }),
+      line({ msg: 'docs', openapi: `${o.url}/openapi.json`, help: 'tokenvault --help', guide: 'README.md' }),
+    ]
+  }
+  return [
+    `listening on ${o.url}`,
+    ...(o.key ? [`management key: ${o.key}`] : []),
+    ...(o.adminToken ? [`admin token: ${o.adminToken}`] : []),
+    `api key header: ${headers}`,
+    `try: ${curl}`,
+    `docs: ${docs}`,
+  ]
 }
 
 const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
@@ -184,7 +238,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
   const stderr = options.log ? undefined : bufferedLog((text) => process.stderr.write(text))
   const log = options.log ?? stderr!.log
-  const opened = await openStore(options.store, { log })
+  /** A line of the server's own (not a request's): a JSON object in JSON mode. */
+  const note = (line: string, level = 'info') =>
+    log(options.logFormat === 'json' ? JSON.stringify({ time: isoNow(), level, msg: line }) : line)
+  const opened = await openStore(options.store, { log: note })
   const runner = sandboxRunner()
   const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
   let service: Service
@@ -217,8 +274,9 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   }
 
   const handler = createHttpHandler(service, {
-    headerPrefix: options.headerPrefix,
+    ...(options.headerPrefix ? { headerPrefix: options.headerPrefix } : {}),
     ...(options.corsOrigins ? { cors: { origins: options.corsOrigins } } : {}),
+    ...(options.testMode ? { documentTestControl: true } : {}),
     ...(options.logFormat === 'none'
       ? { log: () => {} }
       : {
@@ -226,21 +284,52 @@ export async function serve(options: ServeOptions): Promise<Serving> {
             log(options.logFormat === 'json' ? jsonEvent(event) : formatEvent(event)),
         }),
   })
-  const api = toNodeListener(handler)
+  let api = toNodeListener(handler)
   let adminToken: string | undefined
   let listener = api
   if (options.testMode) {
     adminToken = options.adminToken ?? `adm_${randomBytes(24).toString('base64url')}`
+    const faults = faultRegistry()
+    api = withFaults(api, faults)
     const control = toNodeListener(
       testControlHandler(service, {
         clock: clock as ManualClock,
         adminToken,
+        faults,
         ...(initial ? { initial } : {}),
       }),
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
   }
-  const server = createServer(listener)
+  /** Set once shutdown starts: /readyz answers 503 and every answer closes its connection. */
+  let draining = false
+  /** Answers not yet sent: shutdown waits for them, and they get Connection: close once it starts. */
+  const unanswered = new Set<ServerResponse>()
+  /** Called when the last unanswered request is answered during shutdown. */
+  let drained: (() => void) | undefined
+  const answered = (res: ServerResponse) => {
+    unanswered.delete(res)
+    if (draining && unanswered.size === 0) drained?.()
+  }
+  const served = listener
+  const server = createServer((req, res) => {
+    unanswered.add(res)
+    res.once('finish', () => answered(res)).once('close', () => answered(res))
+    if (!draining) return served(req, res)
+    res.setHeader('connection', 'close')
+    if ((req.method === 'GET' || req.method === 'HEAD') && (req.url ?? '').split('?')[0] === '/readyz') {
+      const body = '{"status":"shutting down"}'
+      res.writeHead(503, {
+        'content-type': 'application/json',
+        'cache-control': 'no-store',
+        'retry-after': '1',
+        'content-length': Buffer.byteLength(body),
+      })
+      res.end(req.method === 'HEAD' ? undefined : body)
+      return
+    }
+    served(req, res)
+  })
   server.listen(options.port, options.host)
   try {
     await Promise.race([
@@ -254,25 +343,41 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   }
   const { port } = server.address() as AddressInfo
   const url = `http://${urlHost(options.host)}:${port}`
-  print(`listening on ${url}`)
-  if (key) print(`management key: ${key}`)
-  if (options.testMode && !options.adminToken) print(`admin token: ${adminToken}`)
+  for (const line of startLines({
+    url,
+    key,
+    adminToken: options.testMode && !options.adminToken ? adminToken : undefined,
+    headerPrefix: options.headerPrefix,
+    json: options.logFormat === 'json',
+  }))
+    print(line)
 
   const sweep = setInterval(() => {
-    service.admin.sweep().catch((error: unknown) => log(`sweep failed: ${String(error)}`))
+    service.admin.sweep().catch((error: unknown) => note(`sweep failed: ${String(error)}`, 'error'))
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
 
   let closing: Promise<void> | undefined
+  /**
+   * Shuts down without resetting a request: /readyz answers 503 at once, idle keep-alive
+   * connections close, answers carry Connection: close, and once the requests in flight are
+   * answered (or `graceMs` passed) the listener and every connection close, then the service.
+   */
   const close = (graceMs = 5_000) => {
     closing ??= (async () => {
+      draining = true
+      for (const res of unanswered) if (!res.headersSent) res.setHeader('connection', 'close')
       clearInterval(sweep)
-      const closed = new Promise((resolve) => server.close(resolve))
       server.closeIdleConnections()
-      const force = setTimeout(() => server.closeAllConnections(), graceMs)
-      force.unref()
+      if (unanswered.size > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve
+          setTimeout(resolve, graceMs).unref()
+        })
+      }
+      const closed = new Promise((resolve) => server.close(resolve))
+      server.closeAllConnections()
       await closed
-      clearTimeout(force)
       await service.close()
       await opened.release()
       stderr?.close()

@@ -24,8 +24,7 @@ export function isStoreSpec(spec: string): boolean {
  * Opens the store a `--store` value names: `memory`, `file:PATH` (a file store in directory PATH)
  * or a `postgres://` / `postgresql://` URL (a Postgres store over a pool of its own; `pg` is loaded
  * only then). Throws an `Error` with a readable message for anything else. `log` takes the store's
- * warnings (a cut journal tail, a full disk, writes resumed) and, when opening a file store takes
- * over a second, `recovering: 40 % …` lines.
+ * warnings (a failed commit, writes resumed).
  */
 export async function openStore(
   spec: string,
@@ -40,11 +39,9 @@ export async function openStore(
     const path = spec.slice('file:'.length)
     if (path === '') throw new Error('--store file:PATH needs a directory path')
     const { fileStore } = await import('../adapters/file/index.js')
-    const { recoveryReporter } = await import('./progress.js')
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
-    // A large store takes a while to read back: say how far it has got once that passes a second.
-    const store = await fileStore({ path, log, onRecoveryProgress: recoveryReporter(log) })
-    return { store, release: none }
+    // LMDB: nothing to read back at open; other processes may serve the same directory.
+    return { store: await fileStore({ path, log }), release: none }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const { default: pg } = await import('pg')

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { parseEgressOrigins } from '../src/egress.js'
+import { explainStartError, isCorsOrigin } from './checks.js'
 import { createManagementKey } from './keys.js'
 import { loadMasterKey } from './master-key.js'
 import { parseArgsOptions, resolveOptions, usage } from './options.js'
@@ -62,7 +63,7 @@ async function main(argv: string[]) {
     port: one('port'),
     host: one('host'),
     store: one('store'),
-    'header-prefix': one('header-prefix'),
+    'header-prefix': resolved['header-prefix'] as string | undefined,
     log: one('log'),
     'master-key-file': resolved['master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
@@ -77,7 +78,8 @@ async function main(argv: string[]) {
   if (command !== 'serve' && command !== 'keys create') fail('the commands are serve and keys create')
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
-  if (!/^[A-Za-z0-9-]+$/.test(values['header-prefix']))
+  const headerPrefix = values['header-prefix']
+  if (headerPrefix !== undefined && !/^[A-Za-z0-9-]{1,32}$/.test(headerPrefix))
     fail('--header-prefix (TOKENVAULT_HEADER_PREFIX) may hold only letters, digits and -')
   const logFormat = values['log'] as (typeof LOG_FORMATS)[number]
   if (!LOG_FORMATS.includes(logFormat))
@@ -88,6 +90,14 @@ async function main(argv: string[]) {
     fail(
       `--reactor-egress (TOKENVAULT_REACTOR_EGRESS): ${error instanceof Error ? error.message : String(error)}`,
     )
+  }
+  // Every value is checked before anything is written (the master key file included).
+  const port = command === 'serve' ? parsePort(values.port) : 0
+  for (const origin of values['cors-origin']) {
+    if (!isCorsOrigin(origin))
+      fail(
+        `--cors-origin (TOKENVAULT_CORS_ORIGINS) must be * or an origin like https://app.example.com (scheme, host, optional port; no path), not ${origin}`,
+      )
   }
   const managementKey = values['management-key']
   if (managementKey !== undefined && !MANAGEMENT_KEY.test(managementKey)) {
@@ -126,7 +136,13 @@ async function main(argv: string[]) {
       fail(error instanceof Error ? error.message : String(error))
     }
     masterKey = loaded.key
-    if (loaded.note) process.stderr.write(`tokenvault: ${loaded.note}\n`)
+    if (loaded.note) {
+      const line =
+        logFormat === 'json'
+          ? JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: loaded.note })
+          : `tokenvault: ${loaded.note}`
+      process.stderr.write(`${line}\n`)
+    }
   }
   if (command === 'keys create') {
     const made = await createManagementKey({
@@ -139,10 +155,10 @@ async function main(argv: string[]) {
     return
   }
   const server = await serve({
-    port: parsePort(values.port),
+    port,
     host: values.host,
     store: values.store,
-    headerPrefix: values['header-prefix'],
+    ...(headerPrefix ? { headerPrefix } : {}),
     ...(masterKey ? { masterKey } : {}),
     ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
     ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),
@@ -172,6 +188,6 @@ async function main(argv: string[]) {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`tokenvault: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.stderr.write(`tokenvault: ${explainStartError(error)}\n`)
   process.exit(1)
 })

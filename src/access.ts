@@ -1,3 +1,4 @@
+import type { ExpressionBudget } from './budget.js'
 import { forbidden } from './errors.js'
 import { applyMask } from './expressions.js'
 import type {
@@ -86,6 +87,31 @@ export function requireTokenAccess(
   return transform
 }
 
+/**
+ * Throws `forbidden` unless the principal may read the token in plaintext (`token:read` under a
+ * `reveal` transform): what changing what decides a token's visibility needs, since such a change
+ * could show its caller, or any later reader, more than it could read. `what` names the change.
+ */
+export function requireReveal(
+  principal: Principal,
+  token: Pick<Token, 'id' | 'containers'>,
+  what: string,
+): void {
+  if (tokenAccess(principal, 'token:read', token) !== 'reveal') {
+    throw forbidden(`${what} needs token:read access with the reveal transform to token ${token.id}`)
+  }
+}
+
+/**
+ * How a write's answer shows the token as stored: under its mask, as Basis Theory answers writes,
+ * but never more than the principal's own `token:read` access shows (no read access: no `data`;
+ * masked: the stored mask evaluated). So a write never shows its caller more than a read would.
+ */
+export function shownUnderRead(principal: Principal, token: StoredToken): Token {
+  const read = tokenAccess(principal, 'token:read', token)
+  return applyTransform(token, read === null || read === 'redact' ? 'redact' : 'mask')
+}
+
 /** The token's fields but `data`, built field by field (faster than a rest spread on a hot path). */
 function shell(t: StoredToken): Token {
   const out: Token = {
@@ -110,23 +136,26 @@ function shell(t: StoredToken): Token {
 /**
  * The token as the transform shows it: `redact` drops `data`; `mask` shows the token's mask
  * evaluated on its data as `data` (each `{{ … }}` expression in it; nothing without a mask, or when
- * the mask can't be evaluated on the data).
+ * the mask can't be evaluated on the data). The mask's work is charged to `budget` (the call's,
+ * `ctx.budget`; default: a fresh one for this token): past it, the call fails with a 400 naming
+ * the limit instead of hiding the data.
  */
-export function applyTransform(token: StoredToken, transform: Transform): Token {
+export function applyTransform(token: StoredToken, transform: Transform, budget?: ExpressionBudget): Token {
   const shown = shell(token)
   if (transform === 'reveal') shown.data = token.data
   else if (transform === 'mask' && token.mask !== undefined) {
-    const masked = maskedData(token)
+    const masked = maskedData(token, budget)
     if (masked !== undefined) shown.data = masked
   }
   return shown
 }
 
 /** The token's mask evaluated on its data, or undefined when that fails (the data then stays hidden). */
-function maskedData(token: StoredToken): Json | undefined {
+function maskedData(token: StoredToken, budget: ExpressionBudget | undefined): Json | undefined {
   try {
-    return applyMask(token.mask!, token.data)
-  } catch {
+    return applyMask(token.mask!, token.data, 'mask', budget)
+  } catch (error) {
+    if (budget?.exhausted) throw error
     return undefined
   }
 }

@@ -57,6 +57,8 @@ export async function deliverCallback(
 
 /** A delivery that failed and waits for its next attempt. */
 interface Pending {
+  /** Whose asynchronous react it answers. */
+  tenantId: string
   origins: readonly EgressOrigin[]
   url: string
   body: CallbackBody
@@ -70,28 +72,88 @@ interface Pending {
 export const CALLBACK_ATTEMPTS = 11
 /** Delay before the first retry; each further one waits twice as long (10 s … about 2.8 hours in all). */
 export const CALLBACK_FIRST_RETRY_MS = 10_000
-/** Failed deliveries kept for retry at most (the oldest are dropped beyond it). */
-const MAX_PENDING = 1000
+
+/** How many asynchronous reacts may be outstanding at once: per tenant, and in all. */
+export interface AsyncReactLimits {
+  /** Outstanding asynchronous reacts of one tenant. */
+  perTenant: number
+  /** Outstanding asynchronous reacts of every tenant together. */
+  total: number
+}
+
+/** The default `maxAsyncReactsPerTenant` of `createService`. */
+export const DEFAULT_ASYNC_REACTS_PER_TENANT = 100
+/** The default `maxAsyncReacts` of `createService`. */
+export const DEFAULT_ASYNC_REACTS = 1000
+
+/** One accepted asynchronous react's place, held until its callback is delivered or given up. */
+export interface Outstanding {
+  /** Delivers `body` to `url` now; on failure, schedules its retries (the first call only). */
+  send(origins: readonly EgressOrigin[], url: string, body: CallbackBody): Promise<void>
+}
 
 /**
  * The callbacks of asynchronous reacts: each is POSTed at once; one the receiver did not take (no
  * 2xx, no connection) is tried again with exponential backoff on the service's clock, up to 10
  * times, when `retryDue()` runs (`service.admin.sweep()`, every 30 s under the CLI). Pending
- * retries live in this process's memory only. Nothing here throws.
+ * retries live in this process's memory only. Nothing here throws but `reserve`.
+ *
+ * An asynchronous react holds a place from its acceptance (`reserve`) until its callback is
+ * delivered or its last retry fails: running, delivering, or waiting for a retry. The places are
+ * bounded per tenant and in all, and a react past either bound is refused before it is accepted
+ * (429 with `Retry-After`), so a retry once scheduled is never dropped for anyone else's work.
  */
 export class CallbackQueue {
   private pending: Pending[] = []
+  /** Places held, by tenant. */
+  private readonly held = new Map<string, number>()
+  private total = 0
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly limits: AsyncReactLimits = {
+      perTenant: DEFAULT_ASYNC_REACTS_PER_TENANT,
+      total: DEFAULT_ASYNC_REACTS,
+    },
+  ) {}
 
   /** How many deliveries wait for a retry. */
   get size(): number {
     return this.pending.length
   }
 
-  /** Delivers `body` to `url` now; on failure, schedules its retries. */
-  async send(origins: readonly EgressOrigin[], url: string, body: CallbackBody): Promise<void> {
-    await this.attempt({ origins, url, body, attempts: 0, dueAt: 0 })
+  /** How many asynchronous reacts are outstanding: `tenantId`'s, or everyone's. */
+  outstanding(tenantId?: string): number {
+    return tenantId === undefined ? this.total : (this.held.get(tenantId) ?? 0)
+  }
+
+  /**
+   * Takes a place for one asynchronous react of `tenantId`. Throws a 429 `ServiceError` (with
+   * `retryAfterSec`) when the tenant already holds `perTenant` places or all tenants `total`.
+   */
+  reserve(tenantId: string): Outstanding {
+    const mine = this.held.get(tenantId) ?? 0
+    const { perTenant, total } = this.limits
+    if (mine >= perTenant || this.total >= total) {
+      const own = mine >= perTenant
+      throw new ServiceError(
+        'formula_failed',
+        own
+          ? `this tenant has ${perTenant} asynchronous reacts outstanding (running or waiting to deliver their callback), the most it may`
+          : `the service has ${total} asynchronous reacts outstanding, the most it takes`,
+        { status: 429, retryAfterSec: this.retryAfterSec(own ? tenantId : undefined) },
+      )
+    }
+    this.held.set(tenantId, mine + 1)
+    this.total++
+    let sent = false
+    return {
+      send: async (origins, url, body) => {
+        if (sent) return
+        sent = true
+        await this.attempt({ tenantId, origins, url, body, attempts: 0, dueAt: 0 })
+      },
+    }
   }
 
   /** Attempts every delivery whose retry is due (concurrently); answers how many were attempted. */
@@ -107,9 +169,30 @@ export class CallbackQueue {
   private async attempt(delivery: Pending): Promise<void> {
     const ok = await deliverCallback(delivery.origins, delivery.url, delivery.body)
     delivery.attempts++
-    if (ok || delivery.attempts >= CALLBACK_ATTEMPTS) return
+    if (ok || delivery.attempts >= CALLBACK_ATTEMPTS) {
+      this.release(delivery.tenantId)
+      return
+    }
     delivery.dueAt = this.clock.now().getTime() + CALLBACK_FIRST_RETRY_MS * 2 ** (delivery.attempts - 1)
     this.pending.push(delivery)
-    if (this.pending.length > MAX_PENDING) this.pending.shift()
+  }
+
+  private release(tenantId: string): void {
+    const left = (this.held.get(tenantId) ?? 1) - 1
+    if (left > 0) this.held.set(tenantId, left)
+    else this.held.delete(tenantId)
+    this.total = Math.max(0, this.total - 1)
+  }
+
+  /**
+   * When a place may free (s, at least 1): the first retry due of `tenantId` (of anyone without
+   * one); without a retry waiting, the places are held by runs or deliveries under way: 10 s.
+   */
+  private retryAfterSec(tenantId: string | undefined): number {
+    let first = Number.POSITIVE_INFINITY
+    for (const p of this.pending)
+      if (tenantId === undefined || p.tenantId === tenantId) first = Math.min(first, p.dueAt)
+    if (first === Number.POSITIVE_INFINITY) return DELIVERY_TIMEOUT_MS / 1000
+    return Math.max(1, Math.ceil((first - this.clock.now().getTime()) / 1000))
   }
 }

@@ -1,3 +1,4 @@
+import { isoAfter } from './clock.js'
 import type { Json, StoredToken } from './types.js'
 
 /**
@@ -23,8 +24,7 @@ const hasCvc = (data: Json | undefined): boolean => isObject(data) && Object.has
 export function withCvcDeadline(token: StoredToken, now: string, givesCvc: boolean): StoredToken {
   const { cvc_expires_at: previous, ...rest } = token
   if (token.type !== 'card' || !hasCvc(token.data)) return rest
-  const deadline =
-    givesCvc || previous === undefined ? new Date(Date.parse(now) + CVC_RETENTION_MS).toISOString() : previous
+  const deadline = givesCvc || previous === undefined ? isoAfter(now, CVC_RETENTION_MS) : previous
   return { ...rest, cvc_expires_at: deadline }
 }
 

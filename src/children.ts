@@ -109,7 +109,7 @@ export function childOperations(ctx: Ctx) {
       const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
-        return transform === null ? null : applyTransform(token, transform)
+        return transform === null ? null : applyTransform(token, transform, ctx.budget)
       }
       if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
         const page = await ctx.store.listChildren(tenant(), parentId, {

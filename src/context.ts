@@ -1,4 +1,5 @@
 import type { Principal } from './access.js'
+import type { ExpressionBudget } from './budget.js'
 import type { CallbackQueue } from './callback.js'
 import type { Clock } from './clock.js'
 import type { MasterKey } from './encryption/keyring.js'
@@ -44,6 +45,18 @@ export interface ServiceOptions {
   masterKey?: MasterKey | readonly MasterKey[]
   /** How many operations `service.journal` keeps (the newest; 0 keeps none, events still fire). Default 1000. */
   journalSize?: number
+  /**
+   * Asynchronous reacts one tenant may have outstanding — running, delivering their callback, or
+   * waiting for a retry of it (up to about 2.8 hours). Past it, `reactAsync` answers 429 with
+   * `Retry-After`; nothing accepted is ever dropped.
+   * @default 100
+   */
+  maxAsyncReactsPerTenant?: number
+  /**
+   * Asynchronous reacts outstanding for all tenants together; past it, 429 with `Retry-After`.
+   * @default 1000
+   */
+  maxAsyncReacts?: number
 }
 
 /** Options with defaults filled in. */
@@ -68,6 +81,11 @@ export interface Ctx {
   principal: Principal
   /** The transaction the caller enlisted in, if any. */
   transactionId: string | undefined
+  /**
+   * What this call's expressions may still do (masks shown, masks, fingerprints and search indexes
+   * of the tokens it writes): one budget per call, see src/budget.ts.
+   */
+  budget: ExpressionBudget
   /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
   /**

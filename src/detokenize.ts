@@ -1,4 +1,5 @@
 import { applyTransform, tokenAccess } from './access.js'
+import { depthOf, jsonSize, MAX_DETOKENIZED_CHARS, MAX_INPUT_DEPTH } from './budget.js'
 import type { Ctx } from './context.js'
 import { forbidden, invalid } from './errors.js'
 import { readToken } from './txview.js'
@@ -30,14 +31,13 @@ function idOf(inner: string, path: string): string {
   )
 }
 
-/** Every string in `value` with its dotted path. */
-function* strings(value: Json, path: string, depth = 0): Generator<[string, string]> {
-  if (depth > 64) return
+/** Every string in `value` with its dotted path (`value` nests at most `MAX_INPUT_DEPTH` levels). */
+function* strings(value: Json, path: string): Generator<[string, string]> {
   if (typeof value === 'string') yield [path, value]
   else if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) yield* strings(item, `${path}.${i}`, depth + 1)
+    for (const [i, item] of value.entries()) yield* strings(item, `${path}.${i}`)
   } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) yield* strings(item, `${path}.${key}`, depth + 1)
+    for (const [key, item] of Object.entries(value)) yield* strings(item, `${path}.${key}`)
   }
 }
 
@@ -58,7 +58,10 @@ export interface DetokenizeOptions {
  * text (a string as is, anything else as JSON). Each token must exist in the caller's tenant and not
  * be expired (else 400 naming `args.<path>`), and the caller needs `token:use` on it (else 403); the
  * data is what that access's transform shows (`reveal`: plaintext, `mask`: the mask; a transform that
- * shows nothing is 403). At most 100 distinct tokens per request. `args` is not modified.
+ * shows nothing is 403). At most 100 distinct tokens per request, at most `MAX_DETOKENIZED_CHARS`
+ * characters of token data in all (each reference counted: a token named 300 times counts 300
+ * times; refused before the arguments are built), `args` at most `MAX_INPUT_DEPTH` levels deep.
+ * `args` is not modified.
  */
 export async function detokenizeArgs(
   ctx: Ctx,
@@ -77,11 +80,22 @@ export async function detokenizeArgs(
 export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptions): Promise<Json> {
   const { root, permission, tx } = options
   const args = value
-  const wanted = new Map<string, string>()
+  if (depthOf(args, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH) {
+    throw invalid(root, `is nested deeper than ${MAX_INPUT_DEPTH} levels`)
+  }
+  /** Each token named: where first, and how often as its data and as the whole token. */
+  const wanted = new Map<string, { path: string; data: number; whole: number }>()
   for (const [path, text] of strings(args, root)) {
     for (const m of text.matchAll(EXPRESSION)) {
-      const id = idOf(m[1]!, path)
-      if (!wanted.has(id)) wanted.set(id, path)
+      const inner = m[1]!
+      const id = idOf(inner, path)
+      let named = wanted.get(id)
+      if (!named) {
+        named = { path, data: 0, whole: 0 }
+        wanted.set(id, named)
+      }
+      if (FULL_TOKEN.test(inner)) named.whole++
+      else named.data++
     }
   }
   if (wanted.size === 0) return args
@@ -90,15 +104,30 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
   }
   const data = new Map<string, Json>()
   const whole = new Map<string, Token>()
-  for (const [id, path] of wanted) {
+  /** Characters of token data the answer will hold so far: checked after each token, before the next is read. */
+  let total = 0
+  const weigh = (value: unknown, times: number) => {
+    if (times === 0) return
+    total += times * jsonSize(value, MAX_DETOKENIZED_CHARS - total)
+    if (total > MAX_DETOKENIZED_CHARS) {
+      throw invalid(
+        root,
+        `would hold more than ${MAX_DETOKENIZED_CHARS} characters of token data (each reference counts, repeats too)`,
+      )
+    }
+  }
+  for (const [id, named] of wanted) {
+    const { path } = named
     const token = await readToken(ctx, tx, id)
     if (!token) throw invalid(path, `names token ${id}, which does not exist`)
     const transform = tokenAccess(ctx.principal, permission, token)
     if (transform === null) throw forbidden(`missing ${permission} access to token ${id}`)
-    const shownToken = applyTransform(token, transform)
+    const shownToken = applyTransform(token, transform, ctx.budget)
     const shown = shownToken.data
     if (shown === undefined)
       throw forbidden(`${permission} access to token ${id} shows no data (${transform})`)
+    weigh(shown, named.data)
+    weigh(shownToken, named.whole)
     data.set(id, shown)
     whole.set(id, shownToken)
   }
@@ -107,8 +136,7 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     const id = idOf(inner, root)
     return FULL_TOKEN.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
   }
-  const replace = (value: Json, depth: number): Json => {
-    if (depth > 64) return value
+  const replace = (value: Json): Json => {
     if (typeof value === 'string') {
       const one = WHOLE.exec(value)
       if (one) return resolve(one[1]!)
@@ -118,13 +146,13 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
         return typeof d === 'string' ? d : JSON.stringify(d)
       })
     }
-    if (Array.isArray(value)) return value.map((item) => replace(item, depth + 1))
+    if (Array.isArray(value)) return value.map(replace)
     if (value !== null && typeof value === 'object') {
       const out: { [key: string]: Json } = {}
       for (const [key, item] of Object.entries(value)) {
         // defineProperty: an own `__proto__` key (JSON.parse makes them) stays a plain key.
         Object.defineProperty(out, key, {
-          value: replace(item, depth + 1),
+          value: replace(item),
           enumerable: true,
           writable: true,
           configurable: true,
@@ -134,5 +162,5 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     }
     return value
   }
-  return replace(args, 0)
+  return replace(args)
 }

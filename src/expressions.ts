@@ -1,5 +1,13 @@
 import { createHmac, randomInt } from 'node:crypto'
+import {
+  BudgetExceeded,
+  type ExpressionBudget,
+  expressionBudget,
+  jsonSize,
+  MAX_INPUT_DEPTH,
+} from './budget.js'
 import { invalid } from './errors.js'
+import { jsonPath, type PathContext } from './json-path.js'
 import type { Json } from './types.js'
 
 /**
@@ -13,7 +21,9 @@ import type { Json } from './types.js'
  *
  * Every failure — a syntax error, an unknown filter, a filter given a value it can't take — is a
  * `validation_failed` naming the field the template came from. Evaluation is bounded: templates of
- * at most `MAX_TEMPLATE_LENGTH` characters, strings of at most `MAX_STRING_LENGTH`.
+ * at most `MAX_TEMPLATE_LENGTH` characters, strings of at most `MAX_STRING_LENGTH`, and all the
+ * work of the templates evaluated under one `ExpressionBudget` (one request's, or one token
+ * value's: see src/budget.ts) at most its limit, counted before each step is taken.
  */
 
 /** The longest template accepted. */
@@ -42,10 +52,13 @@ type Part = string | OutputObject
 export interface Template {
   /** The template text as given. */
   readonly source: string
-  /** The value of the template for these variables (see the module comment). */
-  evaluate(vars: Variables): Json
-  /** The template rendered as text: `null` when it renders to nothing (empty or nil). */
-  render(vars: Variables): string | null
+  /**
+   * The value of the template for these variables (see the module comment), its work charged to
+   * `budget` (default: a fresh `MAX_EXPRESSION_WORK`).
+   */
+  evaluate(vars: Variables, budget?: ExpressionBudget): Json
+  /** The template rendered as text: `null` when it renders to nothing (empty or nil). Charged as `evaluate`. */
+  render(vars: Variables, budget?: ExpressionBudget): string | null
 }
 
 class ExpressionFailure extends Error {}
@@ -197,35 +210,67 @@ const isBytes = (v: Value): v is Uint8Array => v instanceof Uint8Array
 const isObject = (v: Value): v is { [key: string]: Json } =>
   v !== null && typeof v === 'object' && !Array.isArray(v) && !isBytes(v)
 
-/** Characters one evaluation may make in all, across its filters (a chain of appends is bounded too). */
-export const MAX_WORK = 8 * MAX_STRING_LENGTH
+/** The budget the evaluation running now charges (evaluation is synchronous: one at a time). */
+let budget: ExpressionBudget = expressionBudget()
 
-/** Characters made so far by the evaluation running now (evaluation is synchronous: one at a time). */
-let work = 0
+/** Spends `units` of the running evaluation's budget. */
+const charge = (units: number) => budget.charge(units)
 
+/** What the `json` filter's JSON Path charges and fails with. */
+const pathContext: PathContext = { charge, fail }
+
+/** `s`, unless it is longer than `MAX_STRING_LENGTH`. */
 function capped(s: string): string {
   if (s.length > MAX_STRING_LENGTH) fail(`makes a string longer than ${MAX_STRING_LENGTH} characters`)
-  work += s.length
-  if (work > MAX_WORK) fail(`makes more than ${MAX_WORK} characters in all`)
   return s
+}
+
+/** Refuses a string of `length` characters before it is built: past the string limit, or the budget. */
+function willMake(length: number): void {
+  if (length > MAX_STRING_LENGTH) fail(`makes a string longer than ${MAX_STRING_LENGTH} characters`)
+  budget.ensure(length)
 }
 
 /** `parts.join(glue)`, refused before it is built when it would be longer than `MAX_STRING_LENGTH`. */
 function joined(parts: readonly string[], glue: string): string {
   let total = glue.length * Math.max(0, parts.length - 1)
   for (const part of parts) total += part.length
-  if (total > MAX_STRING_LENGTH) fail(`makes a string longer than ${MAX_STRING_LENGTH} characters`)
-  return capped(parts.join(glue))
+  willMake(total)
+  return parts.join(glue)
 }
 
-/** Liquid's text of a value: nil as empty, arrays joined, objects as JSON. */
+/** `s.split(separator)`, each piece charged as an element a filter then handles. */
+function pieces(s: string, separator: string): string[] {
+  const out = s.split(separator)
+  charge(ELEMENT_COST * out.length)
+  return out
+}
+
+/** `a + b`, refused before it is built when too long. */
+function concatenated(a: string, b: string): string {
+  willMake(a.length + b.length)
+  return a + b
+}
+
+/** `v` as JSON text, its size checked against the budget before it is built, and charged. */
+function jsonText(v: Json): string {
+  const size = jsonSize(v, budget.remaining, NODE_COST)
+  budget.ensure(size)
+  charge(size)
+  return capped(JSON.stringify(v))
+}
+
+/** Liquid's text of a value: nil as empty, arrays joined, objects as JSON. What it builds is charged. */
 function toText(v: Value): string {
   if (v === undefined || v === null) return ''
   if (typeof v === 'string') return v
   if (typeof v === 'number' || typeof v === 'boolean') return String(v)
   if (isBytes(v)) return Buffer.from(v).toString('base64')
-  if (Array.isArray(v)) return v.map(toText).join('')
-  return JSON.stringify(v)
+  if (Array.isArray(v)) {
+    charge(ELEMENT_COST * v.length)
+    return joined(v.map(toText), '')
+  }
+  return jsonText(v)
 }
 
 function toJson(v: Value): Json {
@@ -370,90 +415,6 @@ function cardExp(input: Value, args: Value[]): Value {
   return str(args[0]).replace(/YYYY|YY|MM/g, (m) => parts[m]!)
 }
 
-// JSON Path: `$`, `.name`, `['name']`, `[n]`, `[*]`, `..name`, `[?(@.path <op> literal)]`.
-function jsonPath(input: Value, path: string): Json[] {
-  if (!path.startsWith('$')) fail('json needs a JSON Path starting with $')
-  let nodes: Json[] = [toJson(input)]
-  let pos = 1
-  const descend = (n: Json): Json[] => {
-    const out: Json[] = [n]
-    const walk = (v: Json, depth: number) => {
-      if (depth > 64 || v === null || typeof v !== 'object') return
-      for (const child of Array.isArray(v) ? v : Object.values(v)) {
-        out.push(child)
-        walk(child, depth + 1)
-      }
-    }
-    walk(n, 0)
-    return out
-  }
-  const member = (n: Json, key: string | number): Json[] => {
-    if (Array.isArray(n)) return typeof key === 'number' && key < n.length ? [n[key]!] : []
-    if (n !== null && typeof n === 'object' && Object.hasOwn(n, String(key))) return [n[String(key)]!]
-    return []
-  }
-  const all = (n: Json): Json[] =>
-    n !== null && typeof n === 'object' ? (Array.isArray(n) ? n : Object.values(n)) : []
-  while (pos < path.length) {
-    let recursive = false
-    if (path.startsWith('..', pos)) {
-      recursive = true
-      pos += 2
-      nodes = nodes.flatMap(descend)
-    } else if (path[pos] === '.') pos++
-    if (path[pos] === '[') {
-      const end = path.indexOf(']', pos)
-      if (end < 0) fail('json has a "[" without its "]"')
-      let inner = path.slice(pos + 1, end)
-      if (inner.startsWith('?(')) {
-        // A filter may hold "]" only inside quotes; keep it simple: up to the matching ")]".
-        const close = path.indexOf(')]', pos)
-        if (close < 0) fail('json has a filter without its ")]"')
-        inner = path.slice(pos + 1, close + 1)
-        nodes = nodes.flatMap(all).filter((n) => filterHolds(n, inner.slice(2, -1)))
-        pos = close + 2
-        continue
-      }
-      pos = end + 1
-      if (inner === '*') nodes = nodes.flatMap(all)
-      else if (/^\d+$/.test(inner)) nodes = nodes.flatMap((n) => member(n, Number(inner)))
-      else if (/^'.*'$|^".*"$/.test(inner)) nodes = nodes.flatMap((n) => member(n, inner.slice(1, -1)))
-      else fail(`json does not support "[${inner}]"`)
-      continue
-    }
-    const m = /^[A-Za-z0-9_-]+|^\*/.exec(path.slice(pos))
-    if (!m) fail(`json can't read the path at "${path.slice(pos, pos + 20)}"`)
-    pos += m![0].length
-    nodes = m![0] === '*' ? nodes.flatMap(all) : nodes.flatMap((n) => member(n, m![0]))
-    if (recursive) nodes = nodes.filter((n) => n !== undefined)
-  }
-  return nodes
-}
-
-function filterHolds(node: Json, expr: string): boolean {
-  const m = /^\s*@((?:\.[A-Za-z0-9_-]+)*)\s*(==|!=|<=|>=|<|>)\s*(.+?)\s*$/.exec(expr)
-  if (!m) return fail(`json filter "${expr}" is not of the form @.name <op> value`)
-  let v: Json | undefined = node
-  for (const key of m[1]!.split('.').slice(1)) {
-    v = v !== null && typeof v === 'object' && !Array.isArray(v) && Object.hasOwn(v, key) ? v[key] : undefined
-  }
-  const raw = m[3]!
-  const right: Json = /^'.*'$|^".*"$/.test(raw) ? raw.slice(1, -1) : raw === 'null' ? null : Number(raw)
-  if (typeof right === 'number' && Number.isNaN(right)) fail(`json filter value "${raw}" is not a literal`)
-  if (v === undefined) return false
-  switch (m[2]) {
-    case '==':
-      return v === right
-    case '!=':
-      return v !== right
-    default: {
-      if (typeof v !== typeof right || (typeof v !== 'number' && typeof v !== 'string')) return false
-      const [a, b] = [v as number | string, right as number | string]
-      return m[2] === '<' ? a < b : m[2] === '<=' ? a <= b : m[2] === '>' ? a > b : a >= b
-    }
-  }
-}
-
 function math(f: (a: number, b: number) => number): Filter {
   return (input, args) => {
     const r = f(num(input), num(args[0]))
@@ -475,12 +436,16 @@ const FILTERS: Record<string, Filter> = {
   lstrip: (v) => str(v).trimStart(),
   rstrip: (v) => str(v).trimEnd(),
   strip_newlines: (v) => str(v).replace(/[\r\n]/g, ''),
-  append: (v, a) => capped(str(v) + str(a[0])),
-  prepend: (v, a) => capped(str(a[0]) + str(v)),
-  remove: (v, a) => str(v).split(str(a[0])).join(''),
+  append: (v, a) => concatenated(str(v), str(a[0])),
+  prepend: (v, a) => concatenated(str(a[0]), str(v)),
+  remove: (v, a) => joined(pieces(str(v), str(a[0])), ''),
   remove_first: (v, a) => str(v).replace(str(a[0]), ''),
-  replace: (v, a) => joined(str(v).split(str(a[0])), str(a[1])),
-  replace_first: (v, a) => capped(str(v).replace(str(a[0]), () => str(a[1]))),
+  replace: (v, a) => joined(pieces(str(v), str(a[0])), str(a[1])),
+  replace_first: (v, a) => {
+    const [s, find, by] = [str(v), str(a[0]), str(a[1])]
+    if (s.includes(find)) willMake(s.length - find.length + by.length)
+    return s.replace(find, () => by)
+  },
   truncate: (v, a) => {
     const s = str(v)
     const n = a[0] === undefined ? 50 : length(a[0], 'length')
@@ -520,9 +485,13 @@ const FILTERS: Record<string, Filter> = {
   last: (v) => (Array.isArray(v) ? v[v.length - 1] : typeof v === 'string' ? v.slice(-1) : undefined),
   join: (v, a) => joined(arrayOf(v).map(toText), a[0] === undefined ? ' ' : str(a[0])),
   reverse: (v) => (Array.isArray(v) ? [...v].reverse() : [...str(v)].reverse().join('')),
-  uniq: (v) => [...new Map(arrayOf(v).map((x) => [JSON.stringify(x), x])).values()],
+  uniq: (v) => [...new Map(arrayOf(v).map((x) => [jsonText(x), x])).values()],
   compact: (v) => arrayOf(v).filter((x) => x !== null),
-  sort: (v) => [...arrayOf(v)].sort((x, y) => (toText(x) < toText(y) ? -1 : toText(x) > toText(y) ? 1 : 0)),
+  sort: (v) =>
+    arrayOf(v)
+      .map((x) => [toText(x), x] as const)
+      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+      .map(([, x]) => x),
   map: (v, a) => arrayOf(v).map((x) => (isObject(x) && Object.hasOwn(x, str(a[0])) ? x[str(a[0])]! : null)),
   concat: (v, a) => [...arrayOf(v), ...arrayOf(a[0])],
   // Liquid: math
@@ -570,9 +539,17 @@ const FILTERS: Record<string, Filter> = {
     const out = maskChars(chars, (i) => i >= first && i < chars.length - last, maskChar, preserve)
     return out === chars.join('') ? all() : out
   }),
-  pad_left: nullOr((v, a) => str(v).padStart(length(a[0], 'length'), char(a[1], ' ', 'pad_char'))),
-  pad_right: nullOr((v, a) => str(v).padEnd(length(a[0], 'length'), char(a[1], ' ', 'pad_char'))),
-  stringify: nullOr((v) => (typeof v === 'string' ? v : capped(JSON.stringify(toJson(v))))),
+  pad_left: nullOr((v, a) => {
+    const [s, n] = [str(v), length(a[0], 'length')]
+    willMake(n)
+    return s.padStart(n, char(a[1], ' ', 'pad_char'))
+  }),
+  pad_right: nullOr((v, a) => {
+    const [s, n] = [str(v), length(a[0], 'length')]
+    willMake(n)
+    return s.padEnd(n, char(a[1], ' ', 'pad_char'))
+  }),
+  stringify: nullOr((v) => (typeof v === 'string' ? v : jsonText(toJson(v)))),
   to_string: nullOr((v) => {
     if (typeof v === 'object') fail('to_string can cast only a string, number or boolean')
     return str(v)
@@ -590,7 +567,7 @@ const FILTERS: Record<string, Filter> = {
   }),
   json: (v, a) => {
     if (a[0] === undefined) fail('json needs a JSON Path expression')
-    const found = jsonPath(v, str(a[0]))
+    const found = jsonPath(toJson(v), str(a[0]), pathContext)
     if (found.length > 1) fail('json: the JSON Path matches more than one value')
     return found[0] ?? null
   },
@@ -638,13 +615,54 @@ export const FILTER_NAMES: readonly string[] = Object.freeze(Object.keys(FILTERS
 // ---------------------------------------------------------------------------------------------
 // Templates
 
+/** Work units each evaluation of a template costs before its filters: a mask of 80 000 `{{ data }}` pays for each. */
+const TEMPLATE_COST = 256
+/** Work units per element of an array a filter handles (each is a step in script). */
+const ELEMENT_COST = 16
+/** Work units per element for `sort` and `uniq`, which make each element's text to compare it. */
+const COMPARE_COST = 128
+/** Work units per comparison a `sort` makes. */
+const SORT_COMPARISON_COST = 8
+/** Work units per character for filters that handle their input character by character in script. */
+const CHAR_COST = 32
+/** The filters that walk a string character by character in script (the others use the engine's string code). */
+const CHAR_FILTERS = new Set(['reveal_last', 'reveal', 'card_mask', 'card_bin', 'reverse'])
+/** The filters that draw a random number per character: twice as dear. */
+const RANDOM_FILTERS = new Set(['alias_card', 'alias_preserve_format', 'alias_preserve_length'])
+/** Work units per value inside a JSON value that is walked or copied into an answer. */
+const NODE_COST = 8
+
+/** The work units filter `name` costs on `input`, charged before it runs. */
+function inputCost(name: string, input: Value): number {
+  if (typeof input === 'string') {
+    const perChar = RANDOM_FILTERS.has(name) ? 2 * CHAR_COST : CHAR_FILTERS.has(name) ? CHAR_COST : 1
+    return 1 + input.length * perChar
+  }
+  if (isBytes(input)) return 1 + input.length
+  if (Array.isArray(input)) {
+    const n = input.length
+    // A sort compares about n·log2(n) times.
+    if (name === 'sort') return 1 + n * (COMPARE_COST + SORT_COMPARISON_COST * Math.ceil(Math.log2(n + 1)))
+    return 1 + n * (name === 'uniq' ? COMPARE_COST : ELEMENT_COST)
+  }
+  // An object's members may all be enumerated (`size`, `stringify`, …): each is an element.
+  if (isObject(input)) return 1 + ELEMENT_COST * Object.keys(input).length
+  return 1
+}
+
+/** The work units a filter's `output` costs: its characters, or its elements. */
+function outputCost(output: Value): number {
+  if (typeof output === 'string' || isBytes(output) || Array.isArray(output)) return output.length
+  return 1
+}
+
 function run(obj: OutputObject, vars: Variables): Value {
   let v = lookup(vars, obj.operand)
   for (const f of obj.filters) {
-    v = FILTERS[f.name]!(
-      v,
-      f.args.map((a) => lookup(vars, a)),
-    )
+    const args = f.args.map((a) => lookup(vars, a))
+    charge(inputCost(f.name, v))
+    v = FILTERS[f.name]!(v, args)
+    charge(outputCost(v))
   }
   return v
 }
@@ -656,28 +674,51 @@ class Compiled implements Template {
     private readonly field: string,
   ) {}
 
-  private guard<T>(f: () => T): T {
-    work = 0
+  private guard<T>(given: ExpressionBudget | undefined, f: () => T): T {
+    const outer = budget
+    budget = given ?? expressionBudget()
     try {
+      charge(TEMPLATE_COST)
       return f()
     } catch (error) {
-      if (error instanceof ExpressionFailure) throw invalid(this.field, error.message)
+      if (error instanceof ExpressionFailure || error instanceof BudgetExceeded) {
+        throw invalid(this.field, error.message)
+      }
       if (error instanceof RangeError) throw invalid(this.field, 'is too large to evaluate')
       throw error
+    } finally {
+      budget = outer
     }
   }
 
-  evaluate(vars: Variables): Json {
-    return this.guard(() => {
+  /** The template's parts rendered as one text, charged as it is made. */
+  private text(vars: Variables): string {
+    const text = joined(
+      this.parts.map((p) => (typeof p === 'string' ? p : toText(run(p, vars)))),
+      '',
+    )
+    charge(text.length)
+    return text
+  }
+
+  evaluate(vars: Variables, given?: ExpressionBudget): Json {
+    return this.guard(given, () => {
       const [only] = this.parts
-      if (this.parts.length === 1 && typeof only === 'object') return toJson(run(only, vars))
-      return capped(this.parts.map((p) => (typeof p === 'string' ? p : toText(run(p, vars)))).join(''))
+      if (this.parts.length === 1 && typeof only === 'object') {
+        const value = toJson(run(only, vars))
+        // The value goes into an answer as JSON as often as templates name it: each copy is paid for.
+        const size = jsonSize(value, budget.remaining, NODE_COST)
+        budget.ensure(size)
+        charge(size)
+        return value
+      }
+      return this.text(vars)
     })
   }
 
-  render(vars: Variables): string | null {
-    return this.guard(() => {
-      const text = capped(this.parts.map((p) => (typeof p === 'string' ? p : toText(run(p, vars)))).join(''))
+  render(vars: Variables, given?: ExpressionBudget): string | null {
+    return this.guard(given, () => {
+      const text = this.text(vars)
       return text === '' ? null : text
     })
   }
@@ -708,47 +749,81 @@ export function compileTemplate(source: string, field: string): Template {
 }
 
 /** Evaluates `source` with `vars` (see `Template.evaluate`); errors name `field`. */
-export function evaluateTemplate(source: string, vars: Variables, field: string): Json {
-  return compileTemplate(source, field).evaluate(vars)
+export function evaluateTemplate(
+  source: string,
+  vars: Variables,
+  field: string,
+  budget?: ExpressionBudget,
+): Json {
+  return compileTemplate(source, field).evaluate(vars, budget)
 }
 
 /** Renders `source` with `vars` as text, `null` when empty (see `Template.render`); errors name `field`. */
-export function renderTemplate(source: string, vars: Variables, field: string): string | null {
-  return compileTemplate(source, field).render(vars)
+export function renderTemplate(
+  source: string,
+  vars: Variables,
+  field: string,
+  budget?: ExpressionBudget,
+): string | null {
+  return compileTemplate(source, field).render(vars, budget)
 }
 
-/** `value` with `f` applied to every string in it (at any depth), each with its dotted path. */
-function walk(value: Json, path: string, depth: number, f: (s: string, path: string) => Json): Json {
-  if (depth > 64) throw invalid(path, 'is nested too deeply')
-  if (typeof value === 'string') return f(value, path)
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${path}.${i}`, depth + 1, f))
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, Json> = {}
-    for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(out, key, {
-        value: walk(item, `${path}.${key}`, depth + 1, f),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      })
+/**
+ * `value` with `f` applied to every string in it (at any depth), each with a function that makes
+ * its dotted path under `field` (made only when asked: a mask of 80 000 plain strings builds no path).
+ */
+function walk(value: Json, field: string, f: (s: string, path: () => string) => Json): Json {
+  const keys: (string | number)[] = []
+  const path = () => [field, ...keys].join('.')
+  const go = (v: Json): Json => {
+    if (keys.length > MAX_INPUT_DEPTH)
+      throw invalid(path(), `is nested deeper than ${MAX_INPUT_DEPTH} levels`)
+    if (typeof v === 'string') return f(v, path)
+    if (Array.isArray(v)) {
+      const out: Json[] = new Array(v.length)
+      for (let i = 0; i < v.length; i++) {
+        keys.push(i)
+        out[i] = go(v[i]!)
+        keys.pop()
+      }
+      return out
     }
-    return out
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, Json> = {}
+      for (const key of Object.keys(v)) {
+        keys.push(key)
+        Object.defineProperty(out, key, {
+          value: go(v[key]!),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
+        keys.pop()
+      }
+      return out
+    }
+    return v
   }
-  return value
+  return go(value)
 }
 
 /**
  * A mask applied to token data: every string in `mask` (at any depth) is a template evaluated with
- * `data` bound; other values stay as they are. Errors name the string's path under `field`.
+ * `data` bound; other values stay as they are. Errors name the string's path under `field`. Every
+ * template of the mask charges one `budget` (default: a fresh one for this mask): a mask of 5000
+ * templates costs what its 5000 evaluations make, not one template's share.
  */
-export function applyMask(mask: Json, data: Json, field = 'mask'): Json {
-  return walk(mask, field, 0, (s, path) => (s.includes('{{') ? evaluateTemplate(s, { data }, path) : s))
+export function applyMask(mask: Json, data: Json, field = 'mask', budget = expressionBudget()): Json {
+  return walk(mask, field, (s, path) => {
+    if (!s.includes('{{')) return s
+    return compileTemplate(s, path()).evaluate({ data }, budget)
+  })
 }
 
 /** Checks every template in a mask parses (400 naming its path otherwise), without evaluating it. */
 export function checkMask(mask: Json, field = 'mask'): void {
-  walk(mask, field, 0, (s, path) => {
-    if (s.includes('{{')) compileTemplate(s, path)
+  walk(mask, field, (s, path) => {
+    if (s.includes('{{')) compileTemplate(s, path())
     return s
   })
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
+import { depthOf } from './budget.js'
 import { conflict, invalid } from './errors.js'
 import type { Store } from './store/contract.js'
 import type { IdempotencyRecord } from './types.js'
@@ -9,6 +10,22 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000
 
 /** The longest idempotency key accepted, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+/**
+ * The longest answer kept for replay, in characters of JSON: 64 KiB. A longer answer is not kept
+ * (the record remembers only that the request succeeded), so records stay small whatever a caller
+ * asks for, and a store that holds them all in memory still opens.
+ */
+export const MAX_KEPT_ANSWER_CHARS = 64 * 1024
+
+/**
+ * Whether an answer (its JSON text, `undefined` for none) is kept for replay: at most
+ * `MAX_KEPT_ANSWER_CHARS`. The HTTP adapter marks a first answer that is not with
+ * `Idempotency-Replayable: false`.
+ */
+export function keepsAnswer(answer: string | undefined): boolean {
+  return answer === undefined || answer.length <= MAX_KEPT_ANSWER_CHARS
+}
 
 /** What the idempotency protocol needs from the service. */
 export interface IdempotencyDeps {
@@ -23,6 +40,17 @@ export interface IdempotencyDeps {
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/** How deep a request made idempotent may nest: its body's 128 levels, and the call around it. */
+const MAX_REQUEST_DEPTH = 136
+
+/** The request as JSON text (what is fingerprinted); 400 for one nested past `MAX_REQUEST_DEPTH`. */
+function requestText(request: unknown): string {
+  if (depthOf(request, MAX_REQUEST_DEPTH) > MAX_REQUEST_DEPTH) {
+    throw invalid('body', 'is nested deeper than 128 levels')
+  }
+  return JSON.stringify(request) ?? 'undefined'
+}
+
 /** Throws `validation_failed` unless `key` is a usable idempotency key (1–255 characters). */
 export function requireIdempotencyKey(key: string): void {
   if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
@@ -36,7 +64,9 @@ export function requireIdempotencyKey(key: string): void {
  * request answers it without acting again; a repeat while the first is still running answers 409; the
  * same key with a different request answers 400; a request that failed keeps nothing (a repeat runs
  * anew). `request` identifies the request (operation and arguments); only keyed hashes of it and of
- * the key are stored, and the answer is stored as JSON text, which the sealed store encrypts.
+ * the key are stored, and the answer is stored as JSON text, which the sealed store encrypts. An
+ * answer longer than `MAX_KEPT_ANSWER_CHARS` is not kept: a repeat of that request answers 409 (it
+ * acted once already and can't be replayed) instead of the answer.
  *
  * The key is claimed with a guarded write (`idempotency.absent`, or `idempotency.claimed` to take
  * over an expired record or a pending one whose lease ran out — its request presumed dead), so of
@@ -53,7 +83,7 @@ export async function idempotent<T>(
   const { store, now } = deps
   const tenant = principal.tenantId
   const id = await deps.hmac(tenant, 'idempotency-key', `${principal.kind}\u0000${principal.id}\u0000${key}`)
-  const fingerprint = await deps.hmac(tenant, 'idempotency-request', JSON.stringify(request) ?? 'undefined')
+  const fingerprint = await deps.hmac(tenant, 'idempotency-request', requestText(request))
   const claim = randomBytes(16).toString('base64url')
   const pending: IdempotencyRecord = {
     tenant_id: tenant,
@@ -74,6 +104,11 @@ export async function idempotent<T>(
         throw invalid('idempotency_key', 'was used with a different request within the last 24 hours')
       }
       if (held.state === 'pending') throw conflict('a request with this idempotency key is in progress')
+      if (held.answer_not_kept) {
+        throw conflict(
+          `the request with this idempotency key succeeded, but its answer was longer than the ${MAX_KEPT_ANSWER_CHARS} characters kept for replay`,
+        )
+      }
       return (held.answer === undefined ? undefined : JSON.parse(held.answer)) as T
     }
     const claimed = await store.write({
@@ -104,7 +139,7 @@ export async function idempotent<T>(
   const done: IdempotencyRecord = {
     ...pending,
     state: 'done',
-    ...(answer === undefined ? {} : { answer }),
+    ...(answer === undefined ? {} : keepsAnswer(answer) ? { answer } : { answer_not_kept: true }),
   }
   // The request acted: its answer stands even if keeping it fails (a repeat then waits out the lease).
   await store.write({ checks: [mine], ops: [{ op: 'idempotency.put', record: done }] }).catch(() => {})

@@ -1,3 +1,12 @@
+export type {
+  AdminView,
+  CountedPage,
+  ReactorView,
+  TenantView,
+  TokenView,
+  TransactionView,
+  ViewPage,
+} from './admin-view.js'
 export type { Clock, ManualClock } from './clock.js'
 export { manualClock, systemClock } from './clock.js'
 export type { ServiceOptions } from './context.js'

@@ -99,7 +99,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
   const data = (await readWhole(ctx, page)).flatMap((token) => {
     if (!keep(token)) return []
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    return transform === null ? [] : [applyTransform(token, transform)]
+    return transform === null ? [] : [applyTransform(token, transform, ctx.budget)]
   })
   const last = more ? page[page.length - 1]?.head.id : end.exhausted ? end.last : undefined
   const next = last === undefined ? undefined : await cursorFor(ctx, scope, last)
@@ -152,7 +152,7 @@ export async function listTokensV1(
   if (end.exhausted) throw tooBroad('page')
   const items = (await readWhole(ctx, page)).flatMap((token) => {
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    return transform === null ? [] : [applyTransform(token, transform)]
+    return transform === null ? [] : [applyTransform(token, transform, ctx.budget)]
   })
   return paginated({ items, total }, q.page, q.size)
 }

@@ -349,7 +349,8 @@ export function reactorOperations(ctx: Ctx) {
      * Runtime Error, 500) is POSTed to `callback_url` by the host, under the egress checks.
      * A delivery the receiver does not take (no 2xx) is retried up to 10 times with exponential
      * backoff on the service's clock, from `service.admin.sweep()`; a failed delivery or run never
-     * throws anywhere.
+     * throws anywhere. A react holds a place until its callback is delivered or given up: past
+     * `maxAsyncReactsPerTenant` of the tenant's or `maxAsyncReacts` in all, it is refused (429).
      */
     async reactAsync(id: string, input: ReactInput): Promise<void> {
       requireUse(ctx)
@@ -366,6 +367,8 @@ export function reactorOperations(ctx: Ctx) {
         )
       }
       const run = await prepareRun(id, body.args)
+      // A place among the outstanding asynchronous reacts: 429 past the tenant's or the service's bound.
+      const outstanding = ctx.callbacks.reserve(tenant())
       const timeoutMs = body.timeout_ms ?? body.timeoutMs ?? ASYNC_TIMEOUT_MS
       void (async () => {
         let result: CallbackBody
@@ -382,7 +385,7 @@ export function reactorOperations(ctx: Ctx) {
         } catch (error) {
           result = callbackError(error)
         }
-        await ctx.callbacks.send(origins, url, result)
+        await outstanding.send(origins, url, result)
       })().catch(() => {})
     },
   }

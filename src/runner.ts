@@ -71,7 +71,7 @@ export interface FormulaRunner {
    * its exported function with `request`. Resolves with the outcome; never rejects for anything the
    * code does, and resolves in bounded time: about `timeoutMs` after the code starts running. A
    * runner may run the code a second time when the first attempt was stopped through no fault of
-   * its own (the default runner does so, alone, for runs batched with one that hung or crashed),
+   * its own (the default runner does so once for a run whose worker died before starting it),
    * so code must not count on running exactly once.
    */
   run(code: string, request: FormulaRequest, options: RunOptions): Promise<RunOutcome>

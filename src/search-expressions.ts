@@ -1,3 +1,4 @@
+import { type ExpressionBudget, expressionBudget } from './budget.js'
 import { invalid } from './errors.js'
 import { compileTemplate } from './expressions.js'
 import type { Json, StoredToken } from './types.js'
@@ -27,15 +28,19 @@ export function indexKey(path: string, value: string): string {
  * `data.<path>:<value>` term hashes). Duplicates dropped. An expression that renders to nothing
  * (null, empty) is a validation error naming `search_indexes.<i>`.
  */
-export function searchIndexValues(expressions: readonly string[], data: Json): string[] {
+export function searchIndexValues(
+  expressions: readonly string[],
+  data: Json,
+  budget = expressionBudget(),
+): string[] {
   const out = new Set<string>()
   expressions.forEach((expression, i) => {
     const field = `search_indexes.${i}`
     const template = compileTemplate(expression, field)
-    const whole = template.evaluate({ data })
+    const whole = template.evaluate({ data }, budget)
     if (whole !== null && typeof whole === 'object')
       throw invalid(field, 'must result in a single value, not an object or an array')
-    const value = template.render({ data })
+    const value = template.render({ data }, budget)
     if (value === null || value === '') throw invalid(field, 'must result in a value, not null or empty')
     out.add(indexKey('data', value))
     const path = BARE_REFERENCE.exec(expression)?.[1]
@@ -46,19 +51,20 @@ export function searchIndexValues(expressions: readonly string[], data: Json): s
 
 /**
  * `token` (without search index fields) with `expressions` as its `search_indexes` and their
- * values evaluated over its data (`search_index_values`, hashed by the sealed store on the way in);
- * without expressions, the token has neither.
+ * values evaluated over its data (`search_index_values`, hashed by the sealed store on the way in)
+ * within `budget` (the call's; default one for this token); without expressions, the token has neither.
  */
 export function withSearchIndexes(
   token: StoredToken,
   expressions: readonly string[] | undefined,
+  budget?: ExpressionBudget,
 ): StoredToken {
   const { search_indexes: _e, search_index_values: _v, search_index_hashes: _h, ...rest } = token
   if (!expressions?.length) return rest
   return {
     ...rest,
     search_indexes: [...expressions],
-    search_index_values: searchIndexValues(expressions, token.data),
+    search_index_values: searchIndexValues(expressions, token.data, budget),
   }
 }
 

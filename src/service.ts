@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from './access.js'
+import { type AdminView, adminView } from './admin-view.js'
 import { applicationKeyOperations } from './application-keys.js'
 import {
   type ApplicationWithKey,
@@ -8,7 +9,8 @@ import {
   shownApplication,
 } from './applications.js'
 import { authenticate, hashApiKey } from './auth.js'
-import { CallbackQueue } from './callback.js'
+import { expressionBudget } from './budget.js'
+import { CallbackQueue, DEFAULT_ASYNC_REACTS, DEFAULT_ASYNC_REACTS_PER_TENANT } from './callback.js'
 import { childOperations } from './children.js'
 import type { ManualClock } from './clock.js'
 import type { Ctx, ResolvedOptions, ServiceOptions } from './context.js'
@@ -43,6 +45,10 @@ import { transactionOperations } from './transactions.js'
 import type { Application, Tenant } from './types.js'
 import { unchecked } from './unchecked.js'
 import { parse } from './validate.js'
+
+/** A bound given as an option: a whole number of at least 1, or `fallback` when absent. */
+const atLeastOne = (given: number | undefined, fallback: number) =>
+  given === undefined ? fallback : Math.max(1, Math.floor(given))
 
 /** A key the host chooses for an application (`admin.createApplication({ key })`). */
 const GIVEN_KEY = /^key_[A-Za-z0-9_-]{24,}$/
@@ -262,6 +268,11 @@ export interface Admin extends OfficialFormulaAdmin {
    * entry fails with a validation error naming its path (`tenants.0.tokens.2.data`).
    */
   loadFixture(fixture: Fixture): Promise<Tenant[]>
+  /**
+   * The operator's read-only view, page by page: tenants, tokens under their masks (never their
+   * data), open transactions and their locks, reactors and their runs, applications without keys.
+   */
+  view: AdminView
 }
 
 /** A running service over one store. */
@@ -307,7 +318,10 @@ export function createService(options: ServiceOptions): Service {
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   const journal = new Journal(options.journalSize ?? 1000)
-  const callbacks = new CallbackQueue(clock)
+  const callbacks = new CallbackQueue(clock, {
+    perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
+    total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
+  })
   let lastMs = Number.NaN
   let lastIso = ''
   /** The clock's time as an ISO string (formatted once per distinct millisecond). */
@@ -331,6 +345,7 @@ export function createService(options: ServiceOptions): Service {
       callbacks,
       principal,
       transactionId,
+      budget: expressionBudget(),
       now: () => {
         instant ??= now()
         return instant
@@ -459,6 +474,7 @@ export function createService(options: ServiceOptions): Service {
       if ('set' in clock && typeof clock.set === 'function') (clock as ManualClock).set(snapshot.clock)
     },
     clearState: () => clearState(store),
+    view: adminView(store, now, journal),
     loadFixture: (fixture) =>
       loadFixture(
         {
@@ -485,11 +501,24 @@ export function createService(options: ServiceOptions): Service {
                 },
                 undefined,
               )
+            // Each write of a fixture is journaled as the host's (actor admin), as any admin call is.
+            const journaled = <T extends Methods>(methods: T, names: OperationNames<T>): T => {
+              const out: Methods = {}
+              for (const [name, operation] of Object.entries(names) as [keyof T & string, string][]) {
+                out[name] = (...args: unknown[]) =>
+                  adminCall(
+                    operation,
+                    () => tenantId,
+                    async () => methods[name]!(...args),
+                  )
+              }
+              return out as T
+            }
             return unchecked({
-              tokens: tokenOperations(as('private')),
-              children: childOperations(as('private')),
-              formulas: formulaOperations(as('management')),
-              reactors: reactorOperations(as('management')),
+              tokens: journaled(tokenOperations(as('private')), OPERATIONS.tokens),
+              children: journaled(childOperations(as('private')), OPERATIONS.children),
+              formulas: journaled(formulaOperations(as('management')), OPERATIONS.reactorFormulas),
+              reactors: journaled(reactorOperations(as('management')), OPERATIONS.reactors),
             })
           },
         },

@@ -1,5 +1,6 @@
 import { requireGrantWithin, requireType } from './access.js'
 import { checkFailure } from './checks.js'
+import { isoAfter } from './clock.js'
 import type { Ctx } from './context.js'
 import { newApiKey, newId, newNonce, sha256 } from './crypto.js'
 import { conflict, invalid, notFound } from './errors.js'
@@ -35,7 +36,7 @@ export function sessionOperations(ctx: Ctx) {
         state: 'created',
         permissions: [],
         created_at: now.toISOString(),
-        expires_at: new Date(now.getTime() + ctx.options.sessionTtlMs).toISOString(),
+        expires_at: isoAfter(now, ctx.options.sessionTtlMs),
       }
       await ctx.store.write({ ops: [{ op: 'session.put', session }] })
       return { session_key: sessionKey, nonce, expires_at: session.expires_at }

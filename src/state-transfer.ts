@@ -72,13 +72,18 @@ function unhashed(token: StoredToken): StoredToken {
 }
 
 /**
- * Takes a snapshot of `store` (the service's sealed store: tokens come out opened). Associations
+ * Takes a snapshot of `store` (the service's sealed store: tokens and reactor configurations come
+ * out opened). Associations
  * are listed per parent in link order, so a restore links them in the same order.
  */
 export async function takeSnapshot(store: Store, clock: string): Promise<StateSnapshot> {
   const dump = await store.dump()
   const opened = async (t: StoredToken) => unhashed((await store.getToken(t.tenant_id, t.id)) ?? t)
   const tokens = await Promise.all(dump.tokens.map(opened))
+  // Reactor configurations are sealed at rest too: opened, as tokens are.
+  const reactors = await Promise.all(
+    dump.reactors.map(async (r) => (await store.getReactor(r.tenant_id, r.id)) ?? r),
+  )
   const transactions = (
     await Promise.all(
       dump.transactions.map(async (t) => (await store.getTransaction(t.tenant_id, t.id)) ?? t),
@@ -114,6 +119,7 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     ...dump,
     tenants: dump.tenants.map(publicTenant),
     tokens,
+    reactors,
     transactions,
     associations,
     idempotency: [],

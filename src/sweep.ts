@@ -1,3 +1,4 @@
+import { isoAfter } from './clock.js'
 import { ServiceError } from './errors.js'
 import { deletionsWithLinks } from './links.js'
 import { writeEnd } from './locks.js'
@@ -28,8 +29,6 @@ export interface SweepCounts {
   /** Idempotency records (kept answers) deleted 24 hours after their first request. */
   idempotency: number
 }
-
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /**
  * Lists records of one kind in bounded batches and hands each to `act`, which answers whether it
@@ -139,8 +138,8 @@ export async function sweepExpired(
     })
     return result.ok
   })
-  const cutoff = iso(Date.parse(now) - ENDED_RETENTION_MS)
-  const listedUpTo = iso(Date.parse(now) - ENDED_RETENTION_MS + options.transactionTtlMs)
+  const cutoff = isoAfter(now, -ENDED_RETENTION_MS)
+  const listedUpTo = isoAfter(cutoff, options.transactionTtlMs)
   const endedTransactions = await drain(store, 'transaction.ended', listedUpTo, batch, async (key) => {
     const tx = await store.getTransaction(key.tenant_id, key.id)
     if (!tx || tx.state === 'open' || (tx.ended_at ?? tx.expires_at) > cutoff) return false

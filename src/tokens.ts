@@ -1,5 +1,6 @@
 import type * as v from 'valibot'
-import { applyTransform, requireTokenAccess, tokenAccess } from './access.js'
+import { applyTransform, requireTokenAccess, shownUnderRead, tokenAccess } from './access.js'
+import { expressionBudget } from './budget.js'
 import { patchGivesCvc, withCvcDeadline } from './card-cvc.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
@@ -7,7 +8,7 @@ import { newId } from './crypto.js'
 import { type Created, markDeduplicating, shownDuplicate, wantsDeduplication, writeTokens } from './dedup.js'
 import { detokenize } from './detokenize.js'
 import { conflict, forbidden, invalid, ServiceError } from './errors.js'
-import { applyMask, checkMask, renderTemplate } from './expressions.js'
+import { applyMask, checkMask, compileTemplate, renderTemplate } from './expressions.js'
 import type {
   CreateTokenInput,
   DetokenizeInput,
@@ -34,14 +35,22 @@ import { planTokenize, type TokenTree } from './tokenize.js'
 import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
+import {
+  overStoredData,
+  overStoredDataAsync,
+  requireVisibilityKept,
+  type VisibilityFields,
+} from './visibility.js'
 
 /** Containers a `token` (or free-form) token gets when none are given; see `TOKEN_TYPES` for the others. */
 export const DEFAULT_CONTAINERS = ['/general/high/']
 
 /**
- * The caller's view of a token it just wrote (create, tokenize, update answers): `data` under the
+ * The caller's view of a token it just created (create and tokenize answers): `data` under the
  * implicit transform of `token:create`, `mask` — the token's mask, or no `data` when it has none —
- * whatever the caller may read, as Basis Theory answers them.
+ * whatever the caller may read, as Basis Theory answers them. The data is the caller's own input,
+ * so this shows it nothing it did not give. An update's answer is the token under the caller's
+ * own read access instead (`shownUnderRead`): there the data is stored, not given.
  */
 export function shownToCaller(token: StoredToken): Token {
   return applyTransform(token, 'mask')
@@ -54,19 +63,24 @@ function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
 /**
  * Checks what a token's expressions and data make together: its data against its type, its mask
  * evaluates on its data, its fingerprint expression renders (400 naming the field
- * otherwise). The fingerprint itself is made by `fingerprinted`, which needs the tenant key.
+ * otherwise), all within `budget` (the call's, shared by every token it writes; default one for
+ * this token). The fingerprint itself is made by `fingerprinted`, which needs the tenant key. With
+ * `stored`, the data is (partly) stored rather than the caller's: an evaluation's failure then
+ * names the field but not its reason, which could quote the data (`overStoredData`).
  */
-function checkTokenContents(token: StoredToken): void {
+function checkTokenContents(token: StoredToken, stored = false, budget = expressionBudget()): void {
   typeRules(token.type).validate(token.data)
+  const evaluate = stored ? overStoredData : (f: () => unknown) => f()
   if (token.mask !== undefined && token.mask !== null) {
-    checkMask(token.mask)
-    applyMask(token.mask, token.data)
+    const mask = token.mask
+    checkMask(mask)
+    evaluate(() => applyMask(mask, token.data, 'mask', budget))
   }
-  if (token.fingerprint_expression !== undefined) {
-    renderTemplate(
-      token.fingerprint_expression,
-      { data: token.data, metadata: token.metadata },
-      'fingerprint_expression',
+  const fpe = token.fingerprint_expression
+  if (fpe !== undefined) {
+    compileTemplate(fpe, 'fingerprint_expression')
+    evaluate(() =>
+      renderTemplate(fpe, { data: token.data, metadata: token.metadata }, 'fingerprint_expression', budget),
     )
   }
 }
@@ -96,9 +110,9 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
     created_at: ctx.now(),
   }
   const token = withCvcDeadline(given, ctx.now(), true)
-  checkTokenContents(token)
+  checkTokenContents(token, false, ctx.budget)
   requireTokenAccess(ctx.principal, 'token:create', token)
-  const indexed = withSearchIndexes(token, body.search_indexes)
+  const indexed = withSearchIndexes(token, body.search_indexes, ctx.budget)
   if (body.deduplicate_token === true) markDeduplicating(indexed)
   return indexed
 }
@@ -142,8 +156,32 @@ export function mergePatch(target: Json | undefined, patch: Json): Json {
 /** How often an update merges again after losing a race with a concurrent write, before answering 409. */
 const MAX_UPDATE_ATTEMPTS = 100
 
-/** `current` with a validated merge patch applied (`null` removes; `data` can't be removed). */
-function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenInput>): StoredToken {
+type UpdatePatch = v.InferOutput<typeof updateTokenInput>
+
+/**
+ * What a patch leaves of the fields that decide what readers see of `current` (`null` puts back the
+ * type's default: for masks of `token`, none), computed without evaluating anything.
+ */
+function patchedVisibility(current: StoredToken, patch: UpdatePatch): VisibilityFields {
+  const rules = typeRules(current.type)
+  return {
+    mask: patch.mask === undefined ? current.mask : patch.mask === null ? rules.mask : patch.mask,
+    containers:
+      patch.containers === undefined ? current.containers : (patch.containers ?? [...rules.containers]),
+    fingerprint_expression:
+      patch.fingerprint_expression === undefined
+        ? current.fingerprint_expression
+        : (patch.fingerprint_expression ?? undefined),
+    search_indexes:
+      patch.search_indexes === undefined ? current.search_indexes : (patch.search_indexes ?? undefined),
+  }
+}
+
+/**
+ * `current` with a validated merge patch applied (`null` removes; `data` can't be removed). The
+ * data is stored: an expression that fails on it answers without quoting it (`overStoredData`).
+ */
+function patched(current: StoredToken, patch: UpdatePatch): StoredToken {
   const {
     mask: _mask,
     expires_at: _expiresAt,
@@ -152,19 +190,14 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
     fingerprint_expression: _fpe,
     ...kept
   } = current
-  const rules = typeRules(current.type)
-  // `null` puts back the type's default (for masks of `token`: none).
-  const mask = patch.mask === undefined ? current.mask : patch.mask === null ? rules.mask : patch.mask
-  const fpe =
-    patch.fingerprint_expression === undefined
-      ? current.fingerprint_expression
-      : (patch.fingerprint_expression ?? undefined)
+  const fields = patchedVisibility(current, patch)
+  const mask = fields.mask
+  const fpe = fields.fingerprint_expression
   const expiresAt = patch.expires_at === undefined ? current.expires_at : (patch.expires_at ?? undefined)
   const next: StoredToken = {
     ...kept,
     data: patch.data === undefined ? current.data : mergePatch(current.data, patch.data),
-    containers:
-      patch.containers === undefined ? current.containers : (patch.containers ?? [...rules.containers]),
+    containers: [...fields.containers],
     metadata:
       patch.metadata === undefined
         ? current.metadata
@@ -176,7 +209,7 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
     ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
   }
   if (next.data === null) throw invalid('data', 'is required')
-  checkTokenContents(next)
+  checkTokenContents(next, true)
   const { search_indexes: indexes, search_index_values: _v, search_index_hashes: hashes, ...rest } = next
   if (patch.search_indexes === undefined && patch.data === undefined) {
     // Neither the expressions nor the data changed: the stored hashes still hold.
@@ -186,10 +219,9 @@ function patched(current: StoredToken, patch: v.InferOutput<typeof updateTokenIn
       ...(hashes ? { search_index_hashes: hashes } : {}),
     }
   }
-  return withSearchIndexes(
-    rest,
-    patch.search_indexes === undefined ? indexes : (patch.search_indexes ?? undefined),
-  )
+  // A caller's new expressions are parsed first, so a syntax error still quotes (only) them.
+  for (const [i, e] of (fields.search_indexes ?? []).entries()) compileTemplate(e, `search_indexes.${i}`)
+  return overStoredData(() => withSearchIndexes(rest, fields.search_indexes))
 }
 
 /** Throws `forbidden` unless the caller may read some token (the permission, or a rule granting it). */
@@ -267,7 +299,7 @@ export function tokenOperations(ctx: Ctx) {
       const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
-        return transform === null ? null : applyTransform(token, transform)
+        return transform === null ? null : applyTransform(token, transform, ctx.budget)
       }
       const filter = { ids: q.id, types: q.type, now: ctx.now() }
       if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
@@ -308,10 +340,14 @@ export function tokenOperations(ctx: Ctx) {
     async get(id: string): Promise<Token> {
       const tx = await openTransaction(ctx)
       const token = await mustReadToken(ctx, tx, id)
-      return applyTransform(token, requireTokenAccess(ctx.principal, 'token:read', token))
+      return applyTransform(token, requireTokenAccess(ctx.principal, 'token:read', token), ctx.budget)
     },
 
-    /** Applies a merge patch to `data`, `metadata`, `containers`, `mask` and `expires_at`. */
+    /**
+     * Applies a merge patch to `data`, `metadata`, `containers`, `mask`, `fingerprint_expression`,
+     * `search_indexes` and `expires_at`. Changing what decides visibility needs reveal access
+     * (`requireVisibilityKept`); the answer is the token under the caller's own read access.
+     */
     async update(id: string, input: UpdateTokenInput): Promise<Token> {
       const patch = parse(updateTokenInput, input)
       requireFuture(ctx, patch.expires_at)
@@ -320,12 +356,14 @@ export function tokenOperations(ctx: Ctx) {
         const tx = await openTransaction(ctx)
         const current = await mustReadToken(ctx, tx, id)
         requireTokenAccess(ctx.principal, 'token:update', current)
-        const next: StoredToken = await fingerprinted(ctx, {
-          ...withCvcDeadline(patched(current, patch), ctx.now(), patchGivesCvc(patch.data)),
-          modified_by: ctx.principal.id,
-          modified_at: ctx.now(),
-        })
-        requireTokenAccess(ctx.principal, 'token:update', next)
+        // Before anything is evaluated on the stored data: a refusal tells nothing of it.
+        const fields = patchedVisibility(current, patch)
+        requireTokenAccess(ctx.principal, 'token:update', { id, containers: [...fields.containers] })
+        requireVisibilityKept(ctx.principal, current, fields, patch)
+        const merged = withCvcDeadline(patched(current, patch), ctx.now(), patchGivesCvc(patch.data))
+        const next: StoredToken = await overStoredDataAsync(() =>
+          fingerprinted(ctx, { ...merged, modified_by: ctx.principal.id, modified_at: ctx.now() }),
+        )
         const unchanged: Check[] =
           stagedToken(tx, id) === undefined
             ? [{ check: 'token.unchanged', tenant_id: current.tenant_id, id, token: current }]
@@ -335,7 +373,8 @@ export function tokenOperations(ctx: Ctx) {
           ops: [{ op: 'token.put', token: next }],
           locks: [id],
         })
-        if (result.ok) return shownToCaller(next)
+        // Shown as the caller's own read shows the token stored: never more than a read would.
+        if (result.ok) return shownUnderRead(ctx.principal, next)
         const retry =
           result.failed.check === 'token.unchanged' || result.failed.check === 'transaction.unchanged'
         if (!retry || attempt >= MAX_UPDATE_ATTEMPTS) throw checkFailure(result.failed)

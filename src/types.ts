@@ -289,7 +289,8 @@ export interface FormulaUse {
  * the caller and the idempotency key (the key itself is not stored); `request` a keyed hash of the
  * request (operation and arguments). While the first request runs the record is `pending` under a
  * `claim` (random) that lasts until `lease_until`; once it succeeded it is `done` with its `answer`
- * (JSON text, sealed at rest: it may hold token data). It is forgotten at `expires_at`.
+ * (JSON text, sealed at rest: it may hold token data), or with `answer_not_kept` when the answer
+ * was longer than an idempotency record keeps. It is forgotten at `expires_at`.
  */
 export interface IdempotencyRecord {
   tenant_id: string
@@ -298,6 +299,8 @@ export interface IdempotencyRecord {
   claim: string
   request: string
   answer?: string
+  /** The request succeeded but its answer was too long to keep: a repeat is refused, not replayed. */
+  answer_not_kept?: true
   created_at: string
   lease_until: string
   expires_at: string

@@ -1,18 +1,15 @@
 /**
- * `tokenvault/testing`: what a test suite needs to prove a store correct and to test against the
- * vault. Vitest (and, for the equivalence harness, fast-check) are optional peer dependencies: the
- * suites register their tests with vitest. `tokenvault/testing/vault` holds the test vault alone,
- * without vitest (for Jest and other runners).
+ * `tokenvault/testing`: what a test suite needs to test against the vault — the test vault,
+ * fixtures, the reference model and record builders. It imports no peer dependency, so it loads in
+ * any runner (vitest, Jest in ESM or CommonJS mode, node:test). The store conformance suite lives
+ * in `tokenvault/testing/store` (needs vitest) and the equivalence harness in
+ * `tokenvault/testing/equivalence` (needs vitest and fast-check).
  */
 
 export type { StateRecords as ReferenceRecords } from '../src/store/memory-state.js'
 export { MemoryState as ReferenceModel } from '../src/store/memory-state.js'
 export type { StoreReads } from '../src/store/model-reads.js'
 export { modelReads } from '../src/store/model-reads.js'
-export type { EquivalenceHarness } from './store/equivalence.js'
-export { storeEquivalence } from './store/equivalence.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'
-export type { StoreHarness } from './store/suite.js'
-export { storeContract } from './store/suite.js'
-export type { TestRole, TestVault, TestVaultOptions } from './vault.js'
+export type { ListeningVault, TestRole, TestVault, TestVaultOptions } from './vault.js'
 export { createTestVault, loadFixture } from './vault.js'

@@ -1,4 +1,6 @@
-import { createHttpHandler, type HttpHandlerOptions } from '../adapters/http/index.js'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { type ManualClock, manualClock } from '../src/clock.js'
 import type { Fixture } from '../src/fixtures.js'
@@ -37,6 +39,14 @@ export interface TestVaultOptions {
   journalSize?: number
 }
 
+/** The test vault served on a real port (`vault.listen()`). */
+export interface ListeningVault {
+  /** `http://127.0.0.1:PORT`, with the port actually bound; the API is at its root. */
+  url: string
+  /** Stops listening and closes its connections (the vault stays open). */
+  close(): Promise<void>
+}
+
 /** A vault for one test: service, manual clock, one tenant, a key per role, and state snapshots. */
 export interface TestVault {
   service: Service
@@ -55,6 +65,12 @@ export interface TestVault {
   restore(snapshot: StateSnapshot): Promise<void>
   /** Back to the state right after `createTestVault` (same tenant, same keys, same time). */
   reset(): Promise<void>
+  /**
+   * Serves `http` on a real socket, for clients that need a URL (the official SDKs, HTTP clients
+   * of other languages): on `127.0.0.1` and a free port unless given. `close()` of the vault stops it too.
+   */
+  listen(options?: { port?: number; host?: string }): Promise<ListeningVault>
+  /** Closes the service and every server `listen` started. */
   close(): Promise<void>
 }
 
@@ -118,6 +134,29 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
   }
   const initial = await service.admin.exportState()
   const http = createHttpHandler(service, options.http)
+  const servers = new Set<ListeningVault>()
+  const listen = async ({ port = 0, host = '127.0.0.1' }: { port?: number; host?: string } = {}) => {
+    const server = createServer(toNodeListener(http))
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+    const bound = (server.address() as AddressInfo).port
+    const listening: ListeningVault = {
+      url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          servers.delete(listening)
+          server.close(() => resolve())
+          server.closeAllConnections()
+        }),
+    }
+    servers.add(listening)
+    return listening
+  }
   return {
     service,
     clock,
@@ -130,7 +169,11 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     snapshot: () => service.admin.exportState(),
     restore: (snapshot) => service.admin.importState(snapshot),
     reset: () => service.admin.importState(initial),
-    close: () => service.close(),
+    listen,
+    close: async () => {
+      await Promise.all([...servers].map((s) => s.close()))
+      await service.close()
+    },
   }
 }
 

@@ -1,22 +1,34 @@
-import { unlink } from 'node:fs/promises'
-import { join } from 'node:path'
+import { statfsSync } from 'node:fs'
 import { StoreError } from '../../src/store/error.js'
-import { closeFd, fdatasync, openFd, writeAll } from './io.js'
 
-/** The file a probe writes to learn whether the disk takes writes again; a leftover is removed on open. */
-export const PROBE_FILE = 'probe.tmp'
+/** Below this many free bytes on the store's filesystem, a failed commit counts as a full disk. */
+const LOW_SPACE_BYTES = 8 * 1024 * 1024
 
-const PROBE_BYTES = 64 * 1024
-const FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
+const FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 28, 122, 27])
+
+/** LMDB's error numbers for a full map or a damaged environment. */
+const MDB_MAP_FULL = -30792
+const CORRUPTED = new Set([-30796, -30794, -30793, -30795]) // CORRUPTED, VERSION_MISMATCH, INVALID, PANIC
+
+/** Free bytes on the filesystem holding `dir`, or Infinity when that can't be read. */
+function freeBytes(dir: string): number {
+  try {
+    const s = statfsSync(dir)
+    return s.bavail * s.bsize
+  } catch {
+    return Number.POSITIVE_INFINITY
+  }
+}
 
 /**
- * The `StoreError` a failed disk operation is answered with: `full` (no space or quota left) or
- * `unavailable` (an I/O error or anything else), both retryable. Its message names no path.
+ * The `StoreError` a failed commit is answered with: `full` (no space or quota left, or LMDB's map
+ * full: LMDB reports a short write as EIO, so a filesystem nearly out of space counts as full) or
+ * `unavailable` (any other I/O error), both retryable. Its message names no path and no value.
  */
-export function diskError(cause: unknown): StoreError {
+export function diskError(cause: unknown, dir: string): StoreError {
   if (cause instanceof StoreError) return cause
-  const code = (cause as NodeJS.ErrnoException | null)?.code
-  if (code !== undefined && FULL.has(code)) {
+  const code = (cause as { code?: string | number } | null)?.code
+  if ((code !== undefined && FULL.has(code)) || code === MDB_MAP_FULL || freeBytes(dir) < LOW_SPACE_BYTES) {
     return new StoreError('full', 'fileStore: the disk is full; writes resume once it has room', {
       retryAfter: 5,
       cause,
@@ -24,23 +36,39 @@ export function diskError(cause: unknown): StoreError {
   }
   return new StoreError(
     'unavailable',
-    `fileStore: a disk write failed${code ? ` (${code})` : ''}; writes resume once the disk takes them`,
-    {
-      retryAfter: 1,
-      cause,
-    },
+    `fileStore: a disk write failed${code !== undefined ? ` (${code})` : ''}; writes resume once the disk takes them`,
+    { retryAfter: 1, cause },
   )
 }
 
-/** Writes and syncs `PROBE_BYTES` to the probe file, then removes it: throws while the disk can't take them. */
-export async function probeDisk(dir: string, durable: boolean): Promise<void> {
-  const path = join(dir, PROBE_FILE)
-  const fd = await openFd(path, 'w')
-  try {
-    await writeAll(fd, Buffer.alloc(PROBE_BYTES), 0)
-    if (durable) await fdatasync(fd)
-  } finally {
-    await closeFd(fd).catch(() => {})
-    await unlink(path).catch(() => {})
-  }
+/** Whether `cause` says the environment must be opened again before it takes writes (LMDB's panic). */
+export function needsReopen(cause: unknown): boolean {
+  const code = (cause as { code?: unknown } | null)?.code
+  return code === -30795 || /MDB_PANIC|fatal error/i.test(String((cause as Error | null)?.message))
+}
+
+/** The `StoreError` a failed open is answered with: never a raw error, never a crash. */
+export function openError(cause: unknown, dir: string): StoreError {
+  if (cause instanceof StoreError) return cause
+  const code = (cause as { code?: string | number } | null)?.code
+  const message = String((cause as Error | null)?.message ?? cause)
+  if (
+    (typeof code === 'number' && CORRUPTED.has(code)) ||
+    /MDB_INVALID|not an LMDB|version mismatch|MDB_CORRUPTED|Invalid argument/i.test(message)
+  )
+    return new StoreError(
+      'corrupt',
+      `fileStore: ${dir} holds files that are not a readable tokenvault store`,
+      { cause },
+    )
+  if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EROFS')
+    return new StoreError('unavailable', `fileStore: ${dir} can't be opened (${code})`, {
+      retryAfter: 5,
+      cause,
+    })
+  if (code !== undefined && FULL.has(code)) return diskError(cause, dir)
+  return new StoreError('unavailable', `fileStore: ${dir} can't be opened: ${message}`, {
+    retryAfter: 5,
+    cause,
+  })
 }

@@ -1,12 +1,2 @@
-export type {
-  Durability,
-  FileStore,
-  FileStoreHooks,
-  FileStoreOptions,
-  FileStoreStats,
-  FileStoreStep,
-  RecoveryProgress,
-  SyncMethod,
-} from './options.js'
-export { COMPACTION_STEPS } from './options.js'
+export type { Durability, FileStore, FileStoreOptions, FileStoreStats } from './options.js'
 export { fileStore } from './store.js'

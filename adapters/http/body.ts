@@ -25,6 +25,31 @@ export function requireMediaType(contentType: string | null, required: string): 
 
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
+/** How deep a JSON request body may nest (arrays and objects): deeper is a 400 before anything walks it. */
+export const MAX_BODY_DEPTH = 128
+
+/**
+ * Whether JSON `text` nests arrays and objects deeper than `max`, found by one pass over its
+ * characters (strings skipped), without recursion: a 100 000-deep array costs a scan, not a stack.
+ */
+function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 0x22) {
+      // A string: skip to its closing quote, past escapes.
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i)
+        if (d === 0x5c) i++
+        else if (d === 0x22) break
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
+
 function tooLarge(maxBytes: number): HttpProblem {
   return new HttpProblem(413, `The request body is larger than ${maxBytes} bytes.`, { connection: 'close' })
 }
@@ -40,7 +65,8 @@ function notJson(): HttpProblem {
  * Reads and parses a JSON request body of at most `maxBytes` bytes. An absent or empty body is
  * `undefined`, whatever the content type. Throws `HttpProblem`: 413 when the body is too large
  * (decided from `Content-Length` before reading, or while reading, which then stops), 415 when a
- * body is not declared as JSON, 400 when it is not valid UTF-8 JSON.
+ * body is not declared as JSON, 400 when it is not valid UTF-8 JSON or nests deeper than
+ * `MAX_BODY_DEPTH` levels.
  */
 export async function readJsonBody(incoming: Incoming, maxBytes: number): Promise<unknown> {
   const declared = incoming.header('content-length')
@@ -59,9 +85,15 @@ export async function readJsonBody(incoming: Incoming, maxBytes: number): Promis
   } catch {
     throw new HttpProblem(400, 'The request body is not valid UTF-8.', {}, { body: ['is not valid UTF-8'] })
   }
+  let parsed: unknown
   try {
-    return JSON.parse(text)
+    parsed = JSON.parse(text)
   } catch {
     throw new HttpProblem(400, 'The request body is not valid JSON.', {}, { body: ['is not valid JSON'] })
   }
+  if (nestedDeeperThan(text, MAX_BODY_DEPTH)) {
+    const message = `is nested deeper than ${MAX_BODY_DEPTH} levels`
+    throw new HttpProblem(400, `The request body ${message}.`, {}, { body: [message] })
+  }
+  return parsed
 }

@@ -22,6 +22,11 @@ export interface Incoming {
    * there is no body or it is empty), `TOO_LARGE`, or `UNREADABLE`. Called at most once.
    */
   readBody(maxBytes: number): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE>
+  /**
+   * The path prefix a framework stripped before handing the request over (Express's
+   * `app.use('/vault', …)`: `/vault`), `''` when none; the OpenAPI document names it as its server.
+   */
+  mount?(): string
 }
 
 /** What the handler answers: a status, headers (lower-case names) and an optional UTF-8 body. */

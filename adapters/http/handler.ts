@@ -1,4 +1,6 @@
 import { sha256 } from '../../src/crypto.js'
+import { ServiceError } from '../../src/errors.js'
+import { keepsAnswer } from '../../src/idempotency.js'
 import type { Client, Service } from '../../src/service.js'
 import { StoreError } from '../../src/store/error.js'
 import { unchecked } from '../../src/unchecked.js'
@@ -23,14 +25,27 @@ export type HttpLogEvent =
       status: number
       /** Time from the request to the answer being ready, in milliseconds. */
       ms: number
+      /** The request's id: its `X-Request-Id` when it sent a plain one, else a random UUID; answered as `X-Request-Id`. */
+      requestId: string
     }
-  | { kind: 'error'; method: string; path: string; error: unknown }
+  | {
+      kind: 'error'
+      method: string
+      path: string
+      error: unknown
+      requestId: string
+      /** A failure the service expects and answers itself (a store unavailable: 503): worth one line, not a stack. */
+      expected?: boolean
+    }
 
 /** Options of `createHttpHandler`. */
 export interface HttpHandlerOptions {
   /**
    * Prefix of the API key, transaction and idempotency headers: `<prefix>-API-KEY`,
-   * `<prefix>-TRANSACTION-ID`, `<prefix>-IDEMPOTENCY-KEY` (case-insensitive). Default `SVC`; `BT` lets the Basis Theory SDKs talk to the handler.
+   * `<prefix>-TRANSACTION-ID`, `<prefix>-IDEMPOTENCY-KEY` (case-insensitive). Without it both
+   * `SVC-` and `BT-` headers are accepted (the Basis Theory SDKs send `BT-`); when a request carries
+   * both, the `SVC-` one is used. Give `SVC` or `BT` to accept that prefix alone.
+   * @default both `SVC` and `BT`
    */
   headerPrefix?: string
   /** Largest accepted request body in bytes (default 1 MiB); a larger one answers 413 unread. */
@@ -50,6 +65,8 @@ export interface HttpHandlerOptions {
    * `Access-Control-Allow-Origin`. `'*'` allows any origin. Off by default.
    */
   cors?: { origins: readonly string[] }
+  /** Describes the `/_test/` control plane in `/openapi.json` (the server's test mode serves it). @default false */
+  documentTestControl?: boolean
 }
 
 /** The handler over the transport-neutral exchange: what `toNodeListener` calls directly. */
@@ -68,6 +85,10 @@ const CLIENTS_KEPT = 1024
 /** Longer keys are never valid (`hashApiKey`): their clients are not kept. */
 const MAX_KEY_LENGTH = 200
 const EMPTY_QUERY: Query = Object.freeze(Object.create(null))
+/** How many mount prefixes' OpenAPI documents a handler keeps. */
+const MOUNTS_KEPT = 8
+/** A request id taken as sent: short, and nothing a log line could be forged with. */
+const PLAIN_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** Splits a request target (origin-form or absolute URL) into its path and its query string. */
 function splitTarget(target: string): { path: string; search: string } {
@@ -109,18 +130,26 @@ function unmatched(
  * key, and serializes the answer or the problem. It holds no domain rule.
  */
 function exchangeHandler(service: Service, options: HttpHandlerOptions): ExchangeHandler {
-  const prefix = (options.headerPrefix ?? 'SVC').toLowerCase()
-  const keyHeader = `${prefix}-api-key`
-  const transactionHeader = `${prefix}-transaction-id`
-  const idempotencyHeader = `${prefix}-idempotency-key`
+  const prefixes = headerPrefixes(options.headerPrefix)
+  const keyHeader = headerNames(prefixes, 'api-key')
+  const transactionHeader = headerNames(prefixes, 'transaction-id')
+  const idempotencyHeader = headerNames(prefixes, 'idempotency-key')
+  const first = (incoming: Incoming, names: readonly string[]): string | null => {
+    for (const name of names) {
+      const value = incoming.header(name)
+      if (value !== null) return value
+    }
+    return null
+  }
   /** A 401 names how to authenticate (RFC 9110 requires a challenge): the API key header. */
-  const challenge = `ApiKey header="${(options.headerPrefix ?? 'SVC').toUpperCase()}-API-KEY"`
+  const keyHeaders = prefixes.map((p) => `${p}-API-KEY`)
+  const challenge = keyHeaders.map((name) => `ApiKey header="${name}"`).join(', ')
+  const keyHint = `Send the API key in the ${keyHeaders.join(' or ')} header.`
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
   const log = options.log
   const router = apiRouter()
   const basePath = normalizeBase(options.basePath ?? '')
-  const upper = (options.headerPrefix ?? 'SVC').toUpperCase()
-  const cors = options.cors ? corsPolicy(options.cors.origins, upper) : null
+  const cors = options.cors ? corsPolicy(options.cors.origins, prefixes) : null
   /**
    * Clients of recent keys, by the keys' hashes, for requests without a transaction or idempotency
    * key. A client holds no answer and no authority: it checks its key on every call (a deleted key
@@ -138,8 +167,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
     return client
   }
-  /** The OpenAPI document as JSON text, built on the first request for it. */
-  let openApi: string | undefined
+  /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
+  const openApi = new Map<string, string>()
 
   const dispatch = async (
     incoming: Incoming,
@@ -154,10 +183,10 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const withBody = BODY_METHODS.has(method)
     const body = withBody ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
-    const transactionId = incoming.header(transactionHeader)
+    const transactionId = first(incoming, transactionHeader)
     // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
-    const idempotencyKey = withBody ? incoming.header(idempotencyHeader) : null
-    const apiKey = incoming.header(keyHeader) ?? ''
+    const idempotencyKey = withBody ? first(incoming, idempotencyHeader) : null
+    const apiKey = first(incoming, keyHeader) ?? ''
     const client =
       transactionId === null && idempotencyKey === null
         ? clientFor(apiKey)
@@ -170,24 +199,31 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
     }
-    return {
-      status: route.status,
-      headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
-      body: JSON.stringify(result),
+    const text = JSON.stringify(result)
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
     }
+    // An answer too long to keep for replay says so: a repeat of the request will be refused.
+    if (idempotencyKey !== null && !keepsAnswer(text)) headers['idempotency-replayable'] = 'false'
+    return { status: route.status, headers, body: text }
   }
 
-  const failure = (error: unknown, method: string, path: string): Outgoing => {
+  const failure = (error: unknown, method: string, path: string, requestId: string): Outgoing => {
     const known = problemFor(error)
     if (known) {
-      if (known.status === 401) known.headers['www-authenticate'] = challenge
+      if (known.status === 401) {
+        // The key's own 401 says where the key goes; a formula's 401 is answered as it threw it.
+        const hint = error instanceof ServiceError && error.code === 'unauthenticated' ? keyHint : null
+        return unauthorized(known, challenge, hint)
+      }
       if (error instanceof StoreError) {
-        if (log) log({ kind: 'error', method, path, error })
-        else console.error(`tokenvault: ${method} ${path}: store ${error.code}`, error.message)
+        if (log) log({ kind: 'error', method, path, error, requestId, expected: true })
+        else console.error(`tokenvault: ${method} ${path}: store ${error.code}: ${error.message}`)
       }
       return known
     }
-    if (log) log({ kind: 'error', method, path, error })
+    if (log) log({ kind: 'error', method, path, error, requestId })
     else console.error(`tokenvault: ${method} ${path} failed`, error)
     return internalError()
   }
@@ -197,8 +233,19 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/healthz') return json(200, { status: 'ok' })
       if (path === '/openapi.json') {
-        openApi ??= JSON.stringify(openApiDocument({ basePath, headerPrefix: upper }))
-        return { status: 200, headers: { 'content-type': 'application/json' }, body: openApi }
+        const mount = incoming.mount?.() ?? ''
+        let doc = openApi.get(mount)
+        if (doc === undefined) {
+          doc = JSON.stringify(
+            openApiDocument({
+              basePath: `${mount}${basePath}`,
+              headerPrefixes: prefixes,
+              ...(options.documentTestControl ? { testControl: true } : {}),
+            }),
+          )
+          if (openApi.size < MOUNTS_KEPT) openApi.set(mount, doc)
+        }
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: doc }
       }
       if (path === '/readyz') {
         return (await service.ready())
@@ -239,6 +286,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   /** One request, start to answer: a single async step, so a plain call costs few promise turns. */
   const respond = async (incoming: Incoming): Promise<Outgoing> => {
     const started = log ? performance.now() : 0
+    const given = incoming.header('x-request-id')
+    const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : crypto.randomUUID()
     const method = incoming.method
     const target = splitTarget(incoming.target)
     let path = target.path
@@ -252,16 +301,39 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
           (await dispatch(incoming, method, path, target.search)))
         : await dispatch(incoming, method, path, target.search)
     } catch (error) {
-      out = failure(error, method, path)
+      out = failure(error, method, path, requestId)
     }
+    out.headers['x-request-id'] = requestId
     if (cors) {
       const origin = incoming.header('origin')
       if (origin !== null && cors.allows(origin)) Object.assign(out.headers, cors.simple(origin))
     }
-    if (log) log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started })
+    if (log) {
+      log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started, requestId })
+    }
     return out
   }
   return respond
+}
+
+/** The header prefixes a handler accepts, upper-case: the one given, or `SVC` and `BT`. */
+function headerPrefixes(given: string | undefined): readonly string[] {
+  return given === undefined || given === '' ? ['SVC', 'BT'] : [given.toUpperCase()]
+}
+
+const headerNames = (prefixes: readonly string[], suffix: string) =>
+  prefixes.map((p) => `${p}-${suffix}`.toLowerCase())
+
+/** A 401 with its challenge, its detail ending with which header carries the key. */
+function unauthorized(known: Outgoing, challenge: string, hint: string | null): Outgoing {
+  if (hint === null) return { ...known, headers: { ...known.headers, 'www-authenticate': challenge } }
+  const body = JSON.parse(known.body ?? '{}') as { detail?: string }
+  body.detail = body.detail ? `${body.detail.replace(/\.?$/, '.')} ${hint}` : hint
+  return {
+    ...known,
+    headers: { ...known.headers, 'www-authenticate': challenge },
+    body: JSON.stringify(body),
+  }
 }
 
 /** A JSON answer that carries no secret (health and readiness). */
@@ -286,13 +358,11 @@ function normalizeBase(basePath: string): string {
 }
 
 /** The CORS answers for a set of allowed origins (`*` for any). */
-function corsPolicy(origins: readonly string[], prefix: string) {
+function corsPolicy(origins: readonly string[], prefixes: readonly string[]) {
   const any = origins.includes('*')
   const allowed = new Set(origins.map((o) => o.replace(/\/+$/, '').toLowerCase()))
   const headers = [
-    `${prefix}-API-KEY`,
-    `${prefix}-TRANSACTION-ID`,
-    `${prefix}-IDEMPOTENCY-KEY`,
+    ...prefixes.flatMap((p) => [`${p}-API-KEY`, `${p}-TRANSACTION-ID`, `${p}-IDEMPOTENCY-KEY`]),
     'Content-Type',
   ].join(', ')
   const allowOrigin = (origin: string) => (any ? '*' : origin)
@@ -307,7 +377,7 @@ function corsPolicy(origins: readonly string[], prefix: string) {
     }),
     simple: (origin: string): Record<string, string> => ({
       'access-control-allow-origin': allowOrigin(origin),
-      'access-control-expose-headers': 'Retry-After, WWW-Authenticate',
+      'access-control-expose-headers': 'Retry-After, WWW-Authenticate, X-Request-Id',
       vary: 'Origin',
     }),
   }

@@ -1,6 +1,6 @@
 export type { FetchHandler, HttpHandlerOptions, HttpLogEvent } from './handler.js'
 export { createHttpHandler } from './handler.js'
-export type { NodeListener } from './node.js'
-export { toNodeListener } from './node.js'
+export type { NodeErrorListener, NodeListener } from './node.js'
+export { toNodeErrorListener, toNodeListener } from './node.js'
 export type { ProblemBody } from './problem.js'
 export { STATUS_BY_CODE } from './problem.js'

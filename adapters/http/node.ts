@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { exchangeHandlerOf, type FetchHandler } from './handler.js'
+import { problem } from './problem.js'
 
 /** A node:http request listener, as `http.createServer` and Express take it. */
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void
@@ -53,6 +54,20 @@ function parsedBody(req: IncomingMessage): Uint8Array | null | undefined {
   return Buffer.from(JSON.stringify(body))
 }
 
+/**
+ * The prefix a framework stripped from `req.url` (Express keeps the whole target in
+ * `req.originalUrl`): what precedes the path of `req.url` in the original path; `''` when none.
+ */
+function mountOf(req: IncomingMessage): string {
+  const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl
+  if (typeof original !== 'string') return ''
+  const path = (req.url ?? '/').split('?')[0]!
+  const full = original.split('?')[0]!
+  if (full === path || !full.endsWith(path)) return ''
+  const mount = full.slice(0, full.length - path.length).replace(/\/+$/, '')
+  return /^(\/[A-Za-z0-9._~%!$&'()*+,;=:@-]+)+$/.test(mount) ? mount : ''
+}
+
 /** The exchange view of a node request: no WHATWG objects, no copies of the body. */
 function fromNode(req: IncomingMessage): Incoming {
   return {
@@ -62,6 +77,7 @@ function fromNode(req: IncomingMessage): Incoming {
       const value = req.headers[name]
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
     },
+    mount: () => mountOf(req),
     readBody(maxBytes) {
       if (!hasBody(req)) return Promise.resolve(null)
       const parsed = parsedBody(req)
@@ -192,5 +208,57 @@ export function toNodeListener(handler: FetchHandler): NodeListener {
       if (!res.headersSent) res.writeHead(500).end()
       else res.destroy()
     })
+  }
+}
+
+/** An Express-style error middleware: `(error, req, res, next)`. */
+export type NodeErrorListener = (
+  error: unknown,
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (error?: unknown) => void,
+) => void
+
+/**
+ * For a vault mounted after `express.json()` (body-parser): an Express error middleware that lets
+ * the vault answer the bodies the parser refused, as problems rather than the framework's HTML
+ * page. Mount it beside the listener: `app.use('/vault', toNodeListener(h), toNodeErrorListener(h))`.
+ *
+ * - Bad JSON (`entity.parse.failed`): the parser kept the text on the error; the vault reads it and
+ *   answers as it answers any bad body (400 problem).
+ * - Too large for the parser (`entity.too.large`): the body was not kept, so the answer is a 413
+ *   problem naming the parser's limit (mount the vault before `express.json()`, or raise `limit`).
+ * - An unsupported charset or encoding: a 415 problem.
+ *
+ * Any other error goes on to `next`.
+ */
+export function toNodeErrorListener(handler: FetchHandler): NodeErrorListener {
+  const listener = toNodeListener(handler)
+  return (error, req, res, next) => {
+    const e = (typeof error === 'object' && error !== null ? error : {}) as {
+      type?: unknown
+      body?: unknown
+      limit?: unknown
+    }
+    if (e.type === 'entity.parse.failed' && typeof e.body === 'string') {
+      ;(req as IncomingMessage & { body?: unknown }).body = e.body
+      listener(req, res)
+      return
+    }
+    if (e.type === 'entity.too.large') {
+      const limit = typeof e.limit === 'number' ? `${e.limit} bytes` : 'its limit'
+      const detail = `The request body is larger than the body parser's limit (${limit}) in front of the vault; mount the vault before express.json() or raise its limit.`
+      writeOutgoing(req, res, problem(413, detail, undefined, { connection: 'close' }))
+      return
+    }
+    if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') {
+      writeOutgoing(
+        req,
+        res,
+        problem(415, 'The request body has a charset or encoding the vault does not read.'),
+      )
+      return
+    }
+    next(error)
   }
 }

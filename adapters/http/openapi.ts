@@ -3,13 +3,19 @@ import * as v from 'valibot'
 import { type JsonSchema, RESPONSE_SCHEMAS } from './response-schemas.js'
 import { ROUTE_DOCS, type RouteDoc } from './route-docs.js'
 import { ROUTES } from './routes.js'
+import { TEST_CONTROL_PATHS } from './test-control-docs.js'
 
 /** What the document depends on: where the API is mounted and its header names. */
 export interface OpenApiOptions {
   /** The path prefix the handler serves under (`''` for none); the document's server URL. */
   basePath: string
-  /** Prefix of the API key, transaction and idempotency headers (`SVC`, `BT`, …). */
-  headerPrefix: string
+  /**
+   * Prefixes of the API key, transaction and idempotency headers (`SVC`, `BT`, …): the first names
+   * the documented headers; each has its API key security scheme (any one of them authenticates).
+   */
+  headerPrefixes: readonly string[]
+  /** Documents the `/_test/` control plane too (test mode), with its bearer token scheme. */
+  testControl?: boolean
 }
 
 type Schema = v.GenericSchema<unknown, unknown>
@@ -127,13 +133,16 @@ const plain = (summary: string, schema: JsonSchema) => ({
   },
 })
 
+/** The first API key scheme is `ApiKey`; the others `ApiKey2`, … */
+const schemeName = (i: number) => (i === 0 ? 'ApiKey' : `ApiKey${i + 1}`)
+
 /**
  * The OpenAPI 3.1 document of the HTTP API: every route of `ROUTES`, request bodies and query
  * parameters from the valibot schemas the core parses them with, answers from
  * `RESPONSE_SCHEMAS`, the API key header as the security scheme. Throws if a route is undocumented.
  */
 export function openApiDocument(options: OpenApiOptions): JsonSchema {
-  const prefix = options.headerPrefix.toUpperCase()
+  const prefix = (options.headerPrefixes[0] ?? 'SVC').toUpperCase()
   const headers = { transaction: `${prefix}-TRANSACTION-ID`, idempotency: `${prefix}-IDEMPOTENCY-KEY` }
   const paths: Record<string, Record<string, JsonSchema>> = {}
   for (const [method, pattern, route] of ROUTES) {
@@ -160,6 +169,7 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
     '/readyz': plain('Readyz: the store is reachable (503 when not)', status(['ready'])),
     '/openapi.json': plain('Openapi: this document', { type: 'object' }),
   })
+  if (options.testControl) Object.assign(paths, TEST_CONTROL_PATHS)
   return {
     openapi: '3.1.0',
     info: {
@@ -168,10 +178,20 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
       description: 'The HTTP API of an embeddable tokenization vault.',
     },
     servers: [{ url: options.basePath === '' ? '/' : options.basePath }],
-    security: [{ ApiKey: [] }],
+    security: options.headerPrefixes.map((_, i) => ({ [schemeName(i)]: [] })),
     paths,
     components: {
-      securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: `${prefix}-API-KEY` } },
+      securitySchemes: {
+        ...Object.fromEntries(
+          options.headerPrefixes.map((p, i) => [
+            schemeName(i),
+            { type: 'apiKey', in: 'header', name: `${p.toUpperCase()}-API-KEY` },
+          ]),
+        ),
+        ...(options.testControl
+          ? { AdminToken: { type: 'http', scheme: 'bearer', description: 'the --admin-token of test mode' } }
+          : {}),
+      },
       schemas: RESPONSE_SCHEMAS,
     },
   }

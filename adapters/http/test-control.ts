@@ -5,6 +5,8 @@ import type { JournalQuery } from '../../src/journal.js'
 import type { Service } from '../../src/service.js'
 import type { StateSnapshot } from '../../src/state-transfer.js'
 import { unchecked } from '../../src/unchecked.js'
+import { consoleHandler, isConsolePath } from './console.js'
+import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
 
@@ -18,10 +20,13 @@ export interface TestControlOptions {
   initial?: StateSnapshot
   /** Largest request body (a snapshot or fixture) in bytes. Default 64 MiB. */
   maxBodyBytes?: number
+  /** The faults `/_test/faults` manages (apply them to the API with `withFaults`); without it that path is 404. */
+  faults?: FaultRegistry
 }
 
-/** Whether `path` is one of the control plane's (`/_test/...`). */
-export const isTestControlPath = (path: string): boolean => path === '/_test' || path.startsWith('/_test/')
+/** Whether `path` is one of the control plane's (`/_test/...`, and the console's `/_console/...`). */
+export const isTestControlPath = (path: string): boolean =>
+  path === '/_test' || path.startsWith('/_test/') || isConsolePath(path)
 
 const json = (status: number, body: unknown) =>
   new Response(body === undefined ? null : JSON.stringify(body), {
@@ -48,12 +53,17 @@ function authorized(request: Request, token: string): boolean {
  * - `GET /_test/clock` → `{ now }`; `POST /_test/clock` with `{ "advance_ms": n }` or `{ "set": ISO }`
  *   moves the manual clock (never backwards past nothing: any ISO time is allowed) and runs the
  *   sweep, so sessions, transactions and tokens expire exactly as time would → `{ now, swept }`;
- * - `POST /_test/reset` → 204, back to `initial`; `POST /_test/snapshot` → the whole state
+ * - `POST /_test/reset` → 204, back to `initial`, with the journal and the faults cleared
+ *   (`?journal=keep` keeps the journal); `POST /_test/snapshot` → the whole state
  *   (a `StateSnapshot`: token data in the clear); `POST /_test/restore` with a snapshot → 204;
  * - `POST /_test/fixture` with a fixture → 201 `{ tenants }`;
- * - `GET /_test/journal?operation=&since=&tenant=&limit=` → `{ data: [...] }`.
+ * - `GET /_test/journal?operation=&since=&tenant=&limit=` → `{ data: [...] }`;
+ * - `POST /_test/faults` with `{ method?, path, status?, times?, delay_ms? }` → 201 the fault: the
+ *   next `times` (default 1) requests matching it wait `delay_ms` and answer `status`;
+ *   `GET /_test/faults` → `{ data: [...] }`; `DELETE /_test/faults` → 204, all cleared.
  *
  * Without the token: 401. Bad input: a 400 problem that changes nothing. Any other path: 404.
+ * It also serves the test console under `/_console/` (see `consoleHandler`).
  */
 export function testControlHandler(service: Service, options: TestControlOptions): FetchHandler {
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024
@@ -95,9 +105,24 @@ export function testControlHandler(service: Service, options: TestControlOptions
       return json(200, { now: options.clock.now().toISOString(), swept })
     }
     if (path === '/_test/reset' && method === 'POST') {
+      const journal = new URL(request.url).searchParams.get('journal')
+      if (journal !== null && journal !== 'keep' && journal !== 'clear')
+        throw new ServiceError('validation_failed', 'journal: keep or clear', {
+          issues: { journal: ['keep or clear'] },
+        })
       if (options.initial) await service.admin.importState(options.initial)
       else await service.admin.clearState()
+      if (journal !== 'keep') service.journal.clear()
+      options.faults?.clear()
       return json(204, undefined)
+    }
+    if (path === '/_test/faults' && options.faults) {
+      if (method === 'POST') return json(201, options.faults.add(await body(request)))
+      if (method === 'GET') return json(200, { data: options.faults.list() })
+      if (method === 'DELETE') {
+        options.faults.clear()
+        return json(204, undefined)
+      }
     }
     if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
     if (path === '/_test/restore' && method === 'POST') {
@@ -127,8 +152,13 @@ export function testControlHandler(service: Service, options: TestControlOptions
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
   }
 
+  const consolePages = consoleHandler(service, {
+    authorized: (request) => authorized(request, options.adminToken),
+  })
+
   return async (request) => {
     const path = new URL(request.url).pathname
+    if (isConsolePath(path)) return consolePages(request)
     if (!isTestControlPath(path)) return problem(404, 'Not Found', 'not a control route')
     if (!authorized(request, options.adminToken)) {
       return problem(401, 'Unauthorized', 'the control plane needs Authorization: Bearer <admin token>')

@@ -68,11 +68,9 @@ function opNames(op: Op): string[] {
       ]
     case 'application.delete':
       return [name('application', op.tenant_id, op.id)]
-    case 'token.put': {
-      const t = op.token
-      const fp = t.fingerprint === undefined ? [] : [fingerprint(t.tenant_id, t.fingerprint)]
-      return [token(t.tenant_id, t.id), ...fp]
-    }
+    case 'token.put':
+      // Its fingerprint is named shared, apart (see `recordNames`).
+      return [token(op.token.tenant_id, op.token.id)]
     case 'token.delete':
       return [token(op.tenant_id, op.id)]
     case 'association.put': {
@@ -124,18 +122,37 @@ function opNames(op: Op): string[] {
   }
 }
 
+/** How a write holds a record's lock: `shared` with other shared holders, or `exclusive`. */
+export type LockMode = 'shared' | 'exclusive'
+
 /**
- * The names of the records a batch's checks read and its ops write. Two writes conflict exactly
- * when they share a name: each guard reads only records it names (a key, a lock, a link, a
- * formula's use), and each op writes only records it names (a token's links go with the token's
- * name, which every link put and check of it names too). Releases (a deleted session's nonce) are
- * not named: they only make guards hold
- * more often, so a guard that ran before one and failed is ordered before it.
+ * The names of the records a batch's checks read and its ops write, each with the mode of its lock.
+ * Two writes conflict exactly when they share a name that one of them holds exclusive: each guard
+ * reads only records it names (a key, a lock, a link, a formula's use), and each op writes only
+ * records it names (a token's links go with the token's name, which every link put and check of it
+ * names too). Releases (a deleted session's nonce, a token's old fingerprint) are not named: they
+ * only make guards hold more often, so a guard that ran before one and failed is ordered before it.
+ *
+ * Fingerprints: a shared/exclusive pair of advisory locks. `token.fingerprint_absent` (a
+ * deduplicating create) holds the fingerprint exclusive; a `token.put` holds its fingerprint
+ * shared. So a deduplicating create waits for the puts of that fingerprint in flight and they wait
+ * for it — its guard reads every token of the fingerprint committed before it commits, and two
+ * deduplicating creates of one value run one at a time — while plain puts of one value (many
+ * customers tokenizing the same test card, a retried batch) never wait on each other. Not a unique
+ * index: tokens may share a fingerprint (creates without deduplication, expired tokens), and
+ * `fingerprint_absent` also reads `expires_at` against `now`, which no index constraint can express.
  */
-export function recordNames(checks: readonly Check[], ops: readonly Op[]): Set<string> {
-  const names = new Set<string>()
-  for (const c of checks) for (const n of checkNames(c)) names.add(n)
-  for (const op of ops) for (const n of opNames(op)) names.add(n)
+export function recordNames(checks: readonly Check[], ops: readonly Op[]): Map<string, LockMode> {
+  const names = new Map<string, LockMode>()
+  const add = (n: string, mode: LockMode) => {
+    if (mode === 'exclusive' || !names.has(n)) names.set(n, mode)
+  }
+  for (const c of checks) for (const n of checkNames(c)) add(n, 'exclusive')
+  for (const op of ops) {
+    for (const n of opNames(op)) add(n, 'exclusive')
+    if (op.op === 'token.put' && op.token.fingerprint !== undefined)
+      add(fingerprint(op.token.tenant_id, op.token.fingerprint), 'shared')
+  }
   return names
 }
 
@@ -161,26 +178,21 @@ export class LockKeys {
   }
 
   /**
-   * One simple-protocol string that opens the SQL transaction and takes the transaction-scoped
-   * locks of `names`, in ascending key order: every write takes its locks in this one global
-   * order, so writes never deadlock on them.
+   * The advisory locks of `names` as `tv_write` takes them: keys in ascending order (every write
+   * takes its locks in this one global order, so writes never deadlock on them) and whether each is
+   * shared. Two names whose keys collide share one lock, exclusive if either is.
    */
-  begin(names: Iterable<string>): string {
-    const keys = [...new Set([...names].map((n) => this.key(n)))].sort((a, b) => {
+  order(names: ReadonlyMap<string, LockMode>): { keys: string[]; shared: boolean[] } {
+    const modes = new Map<string, LockMode>()
+    for (const [n, mode] of names) {
+      const key = this.key(n)
+      if (mode === 'exclusive' || !modes.has(key)) modes.set(key, mode)
+    }
+    const keys = [...modes.keys()].sort((a, b) => {
       const x = BigInt(a)
       const y = BigInt(b)
       return x < y ? -1 : x > y ? 1 : 0
     })
-    if (keys.length === 0) return 'BEGIN'
-    // A SELECT holds at most 1 664 columns: a commit of thousands of staged writes takes more locks.
-    const selects: string[] = []
-    for (let at = 0; at < keys.length; at += 1000)
-      selects.push(
-        `SELECT ${keys
-          .slice(at, at + 1000)
-          .map((k) => `pg_advisory_xact_lock(${k})`)
-          .join(', ')}`,
-      )
-    return `BEGIN; ${selects.join('; ')}`
+    return { keys, shared: keys.map((k) => modes.get(k) === 'shared') }
   }
 }

@@ -1,4 +1,4 @@
-import type { Pool, PoolClient, QueryConfig } from 'pg'
+import type { Pool, QueryConfig } from 'pg'
 import { assertNever } from '../../src/errors.js'
 import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
@@ -9,7 +9,7 @@ import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
-import { applyOp } from './ops.js'
+import { opArgument } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 
@@ -82,21 +82,25 @@ async function currentSchema(pool: Pool): Promise<string> {
  * A store in PostgreSQL, shared by any number of processes. Opening it applies the schema
  * migrations it lacks (see `migrate`). Records are copied in and out as JSON (`jsonb`).
  *
- * Linearizability: `write` runs its checks and ops in one SQL transaction (READ COMMITTED) that
- * first takes transaction-scoped advisory locks on the records the batch names — each guard's
- * records (a token, a token's lock, a link, a transaction, a nonce, a formula, a formula's use) and
- * each op's (see `recordNames`) — in one global key order, so writes never deadlock on them. Two
- * writes that conflict name a common record, so the second runs its checks only after the first
- * committed, sees its effects and fails; writes that name no common record run in parallel, even
- * within one tenant and on one token's neighbours. There is no tenant-wide or store-wide lock.
+ * Linearizability: `write` is one call of the schema's `tv_write` function (one round trip, in its
+ * own implicit transaction, READ COMMITTED). It first takes transaction-scoped advisory locks on
+ * the records the batch names — each guard's records (a token, a token's lock, a link, a
+ * transaction, a nonce, a formula, a formula's use, a fingerprint) and each op's (see
+ * `recordNames`) — in one global key order, so writes never deadlock on them; then runs its guards,
+ * each on a snapshot taken after the locks were granted; then applies its ops. Two writes that
+ * conflict name a common record, so the second runs its guards only after the first committed,
+ * sees its effects and fails; writes that name no common record run in parallel, even within one
+ * tenant and on one token's neighbours. There is no tenant-wide or store-wide lock, and a plain
+ * token put holds its fingerprint's lock shared: puts of equal values never wait on each other,
+ * only on a deduplicating create of that value (`token.fingerprint_absent` holds it exclusive).
  * So a nonce authorization (`session.unchanged` + `session.put`), a commit
  * (`transaction.unchanged` + the staged writes and `transaction.put`) and a compare-and-set update
  * (`token.unchanged` + `token.put`) are conditional updates that exactly one racer wins, in one
- * process or many. A deadlock or serialization failure among row locks is retried from the start.
+ * process or many. A deadlock among row locks is retried from the start.
  * Token locks of open transactions live in a table (`token_locks`), so every process sees them.
  * A batch with checks and no ops takes no lock: its one statement sees one snapshot.
  * Reads are single statements, so each sees one consistent snapshot of committed writes.
- * A write is acknowledged after its COMMIT returns, so it is as durable as the server's settings
+ * A write is acknowledged after its implicit transaction commits, so it is as durable as the server's settings
  * (`fsync`, `synchronous_commit`) make commits.
  *
  * Limits: PostgreSQL text and `jsonb` can't hold U+0000, so a record containing it fails to write;
@@ -105,9 +109,6 @@ async function currentSchema(pool: Pool): Promise<string> {
  * `close()` waits for the calls in flight, then ends the pool only when the store created it (from
  * `connectionString`); a pool passed in stays open for its owner to end.
  */
-/** The most checks one SELECT evaluates (one column each; PostgreSQL allows 1 664). */
-const CHECKS_PER_SELECT = 1000
-
 export async function postgresStore(options: PostgresStoreOptions): Promise<Store> {
   const owned = !('pool' in options)
   const pool = 'pool' in options ? options.pool : await createPool(options)
@@ -148,6 +149,7 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
 function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: number): Store {
   const t = tables(schema)
   const st = statements(t)
+  const writeName = statementName(st.write)
   const locks = new LockKeys(schema)
   const read = reads(t, (config) => pool.query(config))
   const keys = keyCache(keyCacheMs, (hash) => read.findKey(hash))
@@ -173,71 +175,40 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     return result.catch((error: unknown) => Promise.reject(asStoreError(error))).finally(done)
   }
 
-  /** Runs `fn` in one SQL transaction on one client that `begin` opened; retries deadlocks. */
-  const transaction = async <T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> => {
-    for (let attempt = 1; ; attempt++) {
-      const client = await pool.connect()
-      let broken: Error | undefined
-      try {
-        await client.query(begin)
-        const result = await fn(client)
-        await client.query('COMMIT')
-        return result
-      } catch (error) {
-        await client.query('ROLLBACK').catch((e: Error) => {
-          broken = e
-        })
-        const code = (error as { code?: unknown }).code
-        if (attempt < 10 && typeof code === 'string' && RETRY.has(code)) continue
-        throw error
-      } finally {
-        client.release(broken)
-      }
-    }
-  }
-
-  /** Thrown inside a transaction to roll it back and report a failed check. */
-  class Refused {
-    constructor(readonly failed: Check) {}
-  }
-
   /**
-   * The first of `checks` that fails, evaluated by `query` in SELECTs of at most 1 000 columns (a
-   * SELECT holds at most 1 664): a commit of thousands of staged writes guards each of their locks.
+   * One write, one round trip: `tv_write` takes the locks, runs the guards and applies the ops in
+   * the call's own implicit transaction, which commits before the answer comes back. A deadlock
+   * among row locks (advisory locks are taken in one order and never deadlock) is retried.
    */
-  const firstFailedOf = async (
-    query: (config: QueryConfig) => Promise<{ rows: Record<string, unknown>[] }>,
-    checks: Check[],
-  ): Promise<Check | null> => {
-    for (let at = 0; at < checks.length; at += CHECKS_PER_SELECT) {
-      const some = checks.slice(at, at + CHECKS_PER_SELECT)
-      const failed = firstFailed(some, (await query(checkQuery(t, some))).rows[0])
-      if (failed) return failed
-    }
-    return null
-  }
-
   const write = async (batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> => {
     const checks = batch.checks ?? []
-    if (batch.ops.length === 0 && checks.length <= CHECKS_PER_SELECT) {
+    // Guards alone in one SELECT (at most 1 664 columns: more go through tv_write, a statement each).
+    if (batch.ops.length === 0 && checks.length <= 1000) {
       if (checks.length === 0) return { ok: true }
+      // Guards alone: one statement reads one snapshot, so they hold together; no lock is needed.
       const failed = firstFailed(checks, (await pool.query(checkQuery(t, checks))).rows[0])
       return failed ? { ok: false, failed } : { ok: true }
     }
-    try {
-      await transaction(locks.begin(recordNames(checks, batch.ops)), async (client) => {
-        if (checks.length > 0) {
-          const failed = await firstFailedOf((config) => client.query(config), checks)
-          if (failed) throw new Refused(failed)
-        }
-        const ctx = { query: (config: QueryConfig) => client.query(config), statements: st }
-        for (const op of batch.ops) await applyOp(ctx, op)
-      })
-    } catch (error) {
-      if (error instanceof Refused) return { ok: false, failed: error.failed }
-      throw error
+    const { keys, shared } = locks.order(recordNames(checks, batch.ops))
+    const values = [
+      checks.map((c) => JSON.stringify(c)),
+      batch.ops.map((op) => JSON.stringify(opArgument(op))),
+      keys,
+      shared,
+    ]
+    const config: QueryConfig = { name: writeName, text: st.write, values }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { rows } = await pool.query<{ failed: number }>(config)
+        const index = rows[0]?.failed ?? -1
+        const failed = index < 0 ? undefined : checks[index]
+        return failed ? { ok: false, failed } : { ok: true }
+      } catch (error) {
+        const code = (error as { code?: unknown }).code
+        if (attempt < 10 && typeof code === 'string' && RETRY.has(code)) continue
+        throw error
+      }
     }
-    return { ok: true }
   }
 
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {

@@ -10,6 +10,7 @@ import {
   type QuickJSRuntime,
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
+  Scope,
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/egress.js'
 import {
@@ -435,21 +436,19 @@ const MAX_ERRORS_JSON = 64_000
 /** A thrown error's `errors` block (the reactor formulas SDK's errors carry one), cut to the limits. */
 function errorsOf(context: QuickJSContext, thrown: QuickJSHandle): ErrorsBlock | undefined {
   const stringify = STRINGIFY.get(context)
-  const errors = context.getProp(thrown, 'errors')
-  try {
+  return Scope.withScope((scope) => {
+    const errors = scope.manage(context.getProp(thrown, 'errors'))
     if (!stringify || context.typeof(errors) !== 'object') return undefined
     const result = context.callFunction(stringify, context.undefined, errors)
     if (result.error) {
-      result.error.dispose()
+      scope.manage(result.error)
       return undefined
     }
-    const text = context.typeof(result.value) === 'string' ? context.getString(result.value) : ''
-    result.value.dispose()
+    const value = scope.manage(result.value)
+    const text = context.typeof(value) === 'string' ? context.getString(value) : ''
     if (!text || text.length > MAX_ERRORS_JSON) return undefined
     return readErrors(JSON.parse(text), true) ?? undefined
-  } finally {
-    errors.dispose()
-  }
+  })
 }
 
 /** The message, numeric `status` and `errors` block of a thrown value, read without trusting it. */
@@ -464,12 +463,12 @@ function describe(
   let status: number | undefined
   let errors: ErrorsBlock | undefined
   try {
-    const m = context.getProp(thrown, 'message')
-    if (context.typeof(m) === 'string') message = cut(context.getString(m), MAX_MESSAGE)
-    m.dispose()
-    const s = context.getProp(thrown, 'status')
-    if (context.typeof(s) === 'number') status = context.getNumber(s)
-    s.dispose()
+    Scope.withScope((scope) => {
+      const m = scope.manage(context.getProp(thrown, 'message'))
+      if (context.typeof(m) === 'string') message = cut(context.getString(m), MAX_MESSAGE)
+      const s = scope.manage(context.getProp(thrown, 'status'))
+      if (context.typeof(s) === 'number') status = context.getNumber(s)
+    })
     errors = errorsOf(context, thrown)
   } catch {
     // A getter that throws leaves the defaults.
@@ -490,24 +489,50 @@ function failed(
   return { ok: false, kind, ...failure }
 }
 
-/** Takes the value out of a call result, or answers the failure it stands for. */
+/**
+ * Takes the value out of a call result (handed to `scope`, which disposes it), or answers the
+ * failure it stands for (the error's handle disposed, whatever reading it does).
+ */
 function unwrap(
+  scope: Scope,
   context: QuickJSContext,
   result: ReturnType<QuickJSContext['callFunction']>,
   kind: WorkerFailure,
 ): QuickJSHandle | RunResult {
-  if ('error' in result && result.error) {
-    const failure = describe(context, result.error)
-    result.error.dispose()
-    return failed(kind, failure)
-  }
-  return (result as { value: QuickJSHandle }).value
+  if ('error' in result && result.error) return failure(context, scope.manage(result.error), kind)
+  return scope.manage((result as { value: QuickJSHandle }).value)
+}
+
+/** The failure a thrown value stands for (its handle is the caller's scope's). */
+function failure(context: QuickJSContext, thrown: QuickJSHandle, kind: WorkerFailure): RunResult {
+  return failed(kind, describe(context, thrown))
 }
 
 const isResult = (value: QuickJSHandle | RunResult): value is RunResult =>
   typeof value === 'object' && value !== null && 'ok' in value
 
+/**
+ * Loads and calls the formula. Every handle it makes belongs to one scope disposed when it ends,
+ * on every path (a throw at load time, a refused `require`, an interrupted loop, a rejection, an
+ * engine failure): a handle left alive would make freeing the runtime abort, and the worker with it.
+ */
 async function execute(
+  prepared: Prepared,
+  code: string,
+  request: string,
+  maxResultChars: number,
+  timeoutMs: number,
+): Promise<RunResult> {
+  const scope = new Scope()
+  try {
+    return await executeIn(scope, prepared, code, request, maxResultChars, timeoutMs)
+  } finally {
+    scope.dispose()
+  }
+}
+
+async function executeIn(
+  scope: Scope,
   prepared: Prepared,
   code: string,
   request: string,
@@ -516,19 +541,18 @@ async function execute(
 ): Promise<RunResult> {
   const { context } = prepared
   // Load: the module body runs once, in this fresh context.
-  const factory = unwrap(context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
+  const factory = unwrap(scope, context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
   if (isResult(factory))
     return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
-  if (context.typeof(factory) !== 'function') {
-    factory.dispose()
+  if (context.typeof(factory) !== 'function')
     return { ok: false, kind: 'invalid', message: 'the formula code must be a module body' }
-  }
-  const module = context.newObject()
-  const exportsObject = context.newObject()
+  const module = scope.manage(context.newObject())
+  const exportsObject = scope.manage(context.newObject())
   context.setProp(module, 'exports', exportsObject)
-  const filename = context.newString('/formula.js')
-  const dirname = context.newString('/')
+  const filename = scope.manage(context.newString('/formula.js'))
+  const dirname = scope.manage(context.newString('/'))
   const loaded = unwrap(
+    scope,
     context,
     context.callFunction(
       factory,
@@ -541,13 +565,14 @@ async function execute(
     ),
     'invalid',
   )
-  for (const handle of [factory, exportsObject, filename, dirname]) handle.dispose()
-  if (isResult(loaded)) return loaded
-  loaded.dispose()
-  const main = context.getProp(module, 'exports')
-  module.dispose()
+  if (isResult(loaded)) {
+    // A module body stopped at the deadline (a top-level loop) ran out of time; it is not invalid.
+    if (performance.now() > prepared.deadline && !loaded.ok)
+      return { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
+    return loaded
+  }
+  const main = scope.manage(context.getProp(module, 'exports'))
   if (context.typeof(main) !== 'function') {
-    main.dispose()
     return {
       ok: false,
       kind: 'invalid',
@@ -555,23 +580,25 @@ async function execute(
     }
   }
   // Call: the request is parsed inside the engine, so it is the engine's own object.
-  const requestText = context.newString(request)
+  const requestText = scope.manage(context.newString(request))
   const parsed = unwrap(
+    scope,
     context,
     context.callFunction(prepared.parse, context.undefined, requestText),
     'crashed',
   )
-  requestText.dispose()
   if (isResult(parsed)) return parsed
-  const called = unwrap(context, context.callFunction(main, context.undefined, parsed), 'thrown')
-  main.dispose()
-  parsed.dispose()
+  const called = unwrap(scope, context, context.callFunction(main, context.undefined, parsed), 'thrown')
   if (isResult(called)) return called
-  const settled = await settle(prepared, called, timeoutMs)
+  const settled = await settle(scope, prepared, called, timeoutMs)
   if (isResult(settled)) return settled
   // Answer: JSON text made by the engine's JSON.stringify, bounded in size.
-  const text = unwrap(context, context.callFunction(prepared.stringify, context.undefined, settled), 'thrown')
-  settled.dispose()
+  const text = unwrap(
+    scope,
+    context,
+    context.callFunction(prepared.stringify, context.undefined, settled),
+    'thrown',
+  )
   if (isResult(text)) {
     if (text.ok || text.kind !== 'thrown') return text
     return {
@@ -580,9 +607,7 @@ async function execute(
       message: `the formula answered something that is not JSON: ${text.message}`,
     }
   }
-  const type = context.typeof(text)
-  const json = type === 'string' ? context.getString(text) : 'null'
-  text.dispose()
+  const json = context.typeof(text) === 'string' ? context.getString(text) : 'null'
   if (json.length > maxResultChars) {
     return {
       ok: false,
@@ -600,9 +625,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * Runs the engine's jobs until `value` (a promise, or not) settles; answers its value or the failure.
  * While no job is pending, the prelude's timers are run when due (the worker waits for the next one),
  * within the run's time limit: a run left waiting only on timers due past its deadline fails at once
- * as a timeout, and one left with nothing to wait for fails as never settled.
+ * as a timeout, and one left with nothing to wait for fails as never settled. Every handle it makes
+ * is `scope`'s.
  */
 async function settle(
+  scope: Scope,
   prepared: Prepared,
   value: QuickJSHandle,
   timeoutMs: number,
@@ -610,45 +637,24 @@ async function settle(
   const { context, runtime } = prepared
   for (;;) {
     const state = context.getPromiseState(value)
-    if (state.type === 'fulfilled') {
-      if (state.notAPromise) return value
-      value.dispose()
-      return state.value
-    }
-    if (state.type === 'rejected') {
-      value.dispose()
-      const failure = describe(context, state.error)
-      state.error.dispose()
-      return failed('thrown', failure)
-    }
+    if (state.type === 'fulfilled') return state.notAPromise ? value : scope.manage(state.value)
+    if (state.type === 'rejected') return failure(context, scope.manage(state.error), 'thrown')
     if (runtime.hasPendingJob()) {
       const jobs = runtime.executePendingJobs()
-      if (jobs.error) {
-        const failure = describe(context, jobs.error)
-        jobs.error.dispose()
-        value.dispose()
-        return failed('thrown', failure)
-      }
+      if (jobs.error) return failure(context, scope.manage(jobs.error), 'thrown')
       jobs.dispose()
       continue
     }
     const io = prepared.io
     if (io?.completed.length) {
       const delivered = deliverCompleted(prepared, io)
-      if (delivered) {
-        value.dispose()
-        return delivered
-      }
+      if (delivered) return delivered
       continue
     }
     const next = prepared.pumpTimers ? pumpTimers(prepared, false) : -1
-    if (typeof next !== 'number') {
-      value.dispose()
-      return next
-    }
+    if (typeof next !== 'number') return next
     const waiting = io ? io.inflight.size : 0
     if (next < 0 && !waiting) {
-      value.dispose()
       return {
         ok: false,
         kind: 'thrown',
@@ -657,18 +663,13 @@ async function settle(
     }
     const left = prepared.deadline - performance.now()
     const wait = next < 0 ? Number.POSITIVE_INFINITY : next - Date.now()
-    if (left <= 0 || (wait > left && !waiting)) {
-      value.dispose()
+    if (left <= 0 || (wait > left && !waiting))
       return { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
-    }
     if (wait > 0) await idle(io, Math.min(wait, left))
     if (performance.now() > prepared.deadline) continue
     if (next >= 0 && Date.now() >= next) {
       const fired = pumpTimers(prepared, true)
-      if (typeof fired !== 'number') {
-        value.dispose()
-        return fired
-      }
+      if (typeof fired !== 'number') return fired
     }
   }
 }
@@ -691,23 +692,23 @@ function idle(io: Io | undefined, ms: number): Promise<void> {
 function deliverCompleted(prepared: Prepared, io: Io): RunResult | undefined {
   const { context } = prepared
   for (const { id, ok, payload } of io.completed.splice(0)) {
-    const idHandle = context.newNumber(id)
-    const payloadHandle = context.newString(payload)
-    const result = unwrap(
-      context,
-      context.callFunction(
-        prepared.deliverFetch!,
-        context.undefined,
-        idHandle,
-        ok ? context.true : context.false,
-        payloadHandle,
-      ),
-      'thrown',
-    )
-    idHandle.dispose()
-    payloadHandle.dispose()
-    if (isResult(result)) return result
-    result.dispose()
+    // Each call's handles are freed when it returns, not only when the run ends.
+    const failed = Scope.withScope((scope) => {
+      const result = unwrap(
+        scope,
+        context,
+        context.callFunction(
+          prepared.deliverFetch!,
+          context.undefined,
+          scope.manage(context.newNumber(id)),
+          ok ? context.true : context.false,
+          scope.manage(context.newString(payload)),
+        ),
+        'thrown',
+      )
+      return isResult(result) ? result : undefined
+    })
+    if (failed) return failed
   }
   return undefined
 }
@@ -715,15 +716,16 @@ function deliverCompleted(prepared: Prepared, io: Io): RunResult | undefined {
 /** Calls the prelude's timer hook: the next timer's due time (-1: none), or the failure of the timer it ran. */
 function pumpTimers(prepared: Prepared, fire: boolean): number | RunResult {
   const { context } = prepared
-  const result = unwrap(
-    context,
-    context.callFunction(prepared.pumpTimers!, context.undefined, fire ? context.true : context.false),
-    'thrown',
-  )
-  if (isResult(result)) return result
-  const next = context.typeof(result) === 'number' ? context.getNumber(result) : -1
-  result.dispose()
-  return next
+  return Scope.withScope((scope) => {
+    const result = unwrap(
+      scope,
+      context,
+      context.callFunction(prepared.pumpTimers!, context.undefined, fire ? context.true : context.false),
+      'thrown',
+    )
+    if (isResult(result)) return result
+    return context.typeof(result) === 'number' ? context.getNumber(result) : -1
+  })
 }
 
 /** Compiles `code` as a formula module without running it: null when it compiles, else the message. */

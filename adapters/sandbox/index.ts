@@ -34,6 +34,18 @@ export interface SandboxRunnerOptions {
    */
   maxQueuedPerTenant?: number
   /**
+   * Runs that may wait for a worker in all, every tenant together; beyond it a react answers 429.
+   * @default 1024
+   */
+  maxQueued?: number
+  /**
+   * How long a tenant's runs wait after one of its runs killed a worker (ms): the wait doubles with
+   * each further kill, up to 5 s, and is forgotten a minute after the last kill. Meanwhile the
+   * tenant has at most one run in a worker; its other runs wait in its own backlog (429 once full).
+   * @default 250
+   */
+  crashPenaltyMs?: number
+  /**
    * How a worker thread is started. For tests (e.g. to inject a failure to start); the default
    * starts `adapters/sandbox/worker` with an empty environment and a small JavaScript heap.
    */
@@ -103,7 +115,9 @@ export async function compileError(code: string): Promise<string | null> {
  * Every run gets a fresh runtime and context: nothing a run sets is seen by any later run. A run is
  * interrupted by the engine at its time limit (measured from its start); a worker silent past it
  * is terminated. Runs wait in a per-tenant queue served round-robin, bounded per tenant (`busy`,
- * i.e. 429, beyond it). A worker that dies or can't start is replaced with backoff.
+ * i.e. 429, beyond it). A worker that dies or can't start is replaced with backoff. A worker's death
+ * fails only the run that caused it (a run it held but had not started yet is run again on another
+ * worker), and that run's tenant waits (`crashPenaltyMs`), not the others.
  *
  * `close()` terminates the workers; runs in flight end as `crashed`.
  */
@@ -118,8 +132,11 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
       maxResultChars: options.maxResultChars ?? 1_048_576,
       maxQueuedPerTenant: Math.max(1, options.maxQueuedPerTenant ?? 64),
+      maxQueued: Math.max(1, options.maxQueued ?? 1024),
       graceMs: 1000,
       startTimeoutMs: 30_000,
+      crashPenaltyMs: Math.max(0, options.crashPenaltyMs ?? 250),
+      maxCrashPenaltyMs: Math.max(5000, options.crashPenaltyMs ?? 0),
       startWorker: options.startWorker ?? startSandboxWorker,
     })
   return {

@@ -31,9 +31,14 @@ export interface RunMessage {
 /** The ways a run fails inside the worker. */
 export type WorkerFailure = 'invalid' | 'thrown' | 'timeout' | 'crashed'
 
-/** Worker → host. `ready` once the engine is loaded, then one `done` per run, in order. */
+/**
+ * Worker → host. `ready` once the engine is loaded; then for each run `started` when its code is
+ * about to run (the previous run's runtime freed, so a worker that dies before it never ran this
+ * run), and one `done`, in order.
+ */
 export type WorkerMessage =
   | { t: 'ready' }
+  | { t: 'started'; id: number }
   | { t: 'done'; id: number; ok: true; json: string; logs: string[] }
   | {
       t: 'done'
@@ -79,9 +84,10 @@ export function readWorkerMessage(message: unknown, maxResultChars: number): Wor
     }
     const t = own('t')
     if (t === 'ready') return { t }
-    if (t !== 'done') return null
+    if (t !== 'done' && t !== 'started') return null
     const id = own('id')
     if (typeof id !== 'number' || !Number.isSafeInteger(id)) return null
+    if (t === 'started') return { t, id }
     const ok = own('ok')
     if (ok === true) {
       const json = own('json')

@@ -23,48 +23,97 @@ export interface PoolSettings {
   memoryMb: number
   maxResultChars: number
   maxQueuedPerTenant: number
+  /** Runs that may wait in all, every tenant together. */
+  maxQueued: number
   /** How long past a run's time limit the host waits before it terminates a silent worker (ms). */
   graceMs: number
   /** How long a starting worker may take to become ready before it counts as a failed start (ms). */
   startTimeoutMs: number
+  /**
+   * How long a tenant's runs wait after one of them killed a worker (ms), doubling with each
+   * further kill up to `maxCrashPenaltyMs`; forgotten after a minute without one.
+   */
+  crashPenaltyMs: number
+  maxCrashPenaltyMs: number
   startWorker: (config: WorkerConfig) => Worker
+  /** The clock of the crash penalties (ms; `performance.now` unless a test gives its own). */
+  now?: () => number
   /** The engine's compiled WebAssembly module, handed to every worker. */
   wasmModule?: object
+}
+
+/** A run accepted by the pool. */
+interface Entry {
+  job: Job
+  /** Whether it was already sent again after a worker died before starting it. */
+  retried: boolean
 }
 
 interface Slot {
   worker: Worker
   ready: boolean
-  job: Job | null
+  entry: Entry | null
   jobId: number
+  /** Whether the worker said it started the run it holds (its code is running, or has run). */
+  started: boolean
+  /** The tenant of the last run it answered: the one whose spent runtime it frees between runs. */
+  lastTenant: string | undefined
   timer: NodeJS.Timeout | undefined
   gone: boolean
+  /** Why it failed, when it emitted an error before exiting. */
+  failed: string | undefined
   /** When it last finished a run (ms): the longest-idle worker is served first, its next context made. */
   idleSince: number
 }
 
+/** A tenant whose runs killed workers lately. */
+interface Strikes {
+  count: number
+  lastAt: number
+  /** Its runs wait until then (ms, the pool's `now`). */
+  heldUntil: number
+}
+
 const MAX_BACKOFF_MS = 5000
+/** How long a tenant's kills are remembered (ms). */
+const STRIKE_MEMORY_MS = 60_000
 
 /**
  * Sandbox worker threads and the fair queue in front of them. Each worker runs one run at a time;
- * runs wait in a per-tenant queue served round-robin, bounded per tenant (beyond it a run is
- * answered `busy` at once). A worker that sends anything but a well-formed answer to the run it
+ * runs wait in a per-tenant queue served round-robin, bounded per tenant and in all (beyond either
+ * a run is answered `busy` at once). A worker that sends anything but a well-formed message about the run it
  * holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
  * Workers that fail to start are retried with exponential backoff (up to 5 s) while runs wait;
  * while no worker can start, waiting runs are answered `unavailable`. Nothing a worker does can
  * throw in the host.
+ *
+ * A crash is charged to the run that caused it. A worker says `started` before it runs a run's code,
+ * once the previous run's runtime is freed: a worker that dies after that fails the run it holds
+ * (`crashed`); one that dies before it (freeing the previous run's runtime failed) or between runs
+ * is the previous run's doing, and the run it held, never started, is sent once more to another
+ * worker, first in its tenant's queue. The tenant whose run killed a worker is the one that waits:
+ * one run at a time in a worker, the next only after `crashPenaltyMs` (doubling per kill, up to
+ * `maxCrashPenaltyMs`), so its runs pile up in its own backlog (`busy` once full) while the other
+ * tenants' runs go on.
  */
 export class SandboxPool {
   private readonly slots: Slot[] = []
-  private readonly queue: FairQueue<Job>
+  private readonly queue: FairQueue<Entry>
+  /** Runs of each tenant held by a worker. */
+  private readonly running = new Map<string, number>()
+  private readonly strikes = new Map<string, Strikes>()
   private nextId = 1
   private startFailures = 0
   private retryAt = 0
   private retryTimer: NodeJS.Timeout | undefined
+  private wakeTimer: NodeJS.Timeout | undefined
   private closed = false
 
+  private readonly now: () => number
+
   constructor(private readonly settings: PoolSettings) {
-    this.queue = new FairQueue(settings.maxQueuedPerTenant)
+    this.queue = new FairQueue(settings.maxQueuedPerTenant, settings.maxQueued)
+    this.now = settings.now ?? (() => performance.now())
   }
 
   /** Queues a run; `job.done` is called exactly once. */
@@ -73,12 +122,15 @@ export class SandboxPool {
       job.done({ ok: false, kind: 'crashed', message: 'the formula runner is closed' })
       return
     }
-    if (!this.queue.push(job.tenant, job)) {
+    if (!this.queue.push(job.tenant, { job, retried: false })) {
+      const own = this.queue.sizeOf(job.tenant) >= this.settings.maxQueuedPerTenant
       job.done({
         ok: false,
         kind: 'busy',
-        message: `too many reactor runs are waiting for this tenant (at most ${this.settings.maxQueuedPerTenant})`,
-        retryAfterSec: 1,
+        message: own
+          ? `too many reactor runs are waiting for this tenant (at most ${this.settings.maxQueuedPerTenant})`
+          : `too many reactor runs are waiting (at most ${this.settings.maxQueued} in all)`,
+        retryAfterSec: this.retryAfterOf(job.tenant),
       })
       return
     }
@@ -90,15 +142,16 @@ export class SandboxPool {
   async close(): Promise<void> {
     this.closed = true
     clearTimeout(this.retryTimer)
+    clearTimeout(this.wakeTimer)
     const ending = this.slots.splice(0).map((slot) => {
       slot.gone = true
       clearTimeout(slot.timer)
-      if (slot.job)
-        this.finish(slot.job, { ok: false, kind: 'crashed', message: 'the formula runner is closed' })
-      slot.job = null
+      const entry = this.release(slot)
+      if (entry)
+        this.finish(entry.job, { ok: false, kind: 'crashed', message: 'the formula runner is closed' })
       return slot.worker.terminate().catch(() => 0)
     })
-    for (const job of this.queue.drain()) {
+    for (const { job } of this.queue.drain()) {
       job.done({ ok: false, kind: 'crashed', message: 'the formula runner is closed' })
     }
     await Promise.all(ending)
@@ -128,16 +181,23 @@ export class SandboxPool {
     const slot: Slot = {
       worker,
       ready: false,
-      job: null,
+      entry: null,
       jobId: 0,
+      started: false,
+      lastTenant: undefined,
       timer: undefined,
       gone: false,
+      failed: undefined,
       idleSince: 0,
     }
     this.slots.push(slot)
     worker.on('message', (message: unknown) => this.onMessage(slot, message))
-    worker.on('error', () => this.onGone(slot, 'the sandbox worker failed'))
-    worker.on('exit', () => this.onGone(slot, 'the sandbox worker stopped'))
+    // A failed worker exits next; what it sent before is delivered before its exit, so the exit decides.
+    worker.on('error', () => {
+      slot.failed ??= 'the sandbox worker failed'
+      worker.terminate().catch(() => 0)
+    })
+    worker.on('exit', () => this.onGone(slot, slot.failed ?? 'the sandbox worker stopped'))
     slot.timer = setTimeout(() => {
       if (!slot.ready) this.discard(slot, 'the sandbox worker did not start in time')
     }, this.settings.startTimeoutMs)
@@ -151,9 +211,12 @@ export class SandboxPool {
   private updateRefs(): void {
     const waiting = this.queue.size > 0
     for (const slot of this.slots) {
-      if (slot.job || (waiting && !slot.ready)) slot.worker.ref()
+      if (slot.entry || (waiting && !slot.ready)) slot.worker.ref()
       else slot.worker.unref()
     }
+    // Runs held back keep the process alive like any other waiting run; an idle pool does not.
+    if (waiting) this.wakeTimer?.ref()
+    else this.wakeTimer?.unref()
   }
 
   private startFailed(): void {
@@ -162,7 +225,7 @@ export class SandboxPool {
     this.retryAt = performance.now() + delay
     // Runs can't wait for a worker that can't start: tell them now, and keep trying in the background.
     if (!this.slots.some((s) => s.ready)) {
-      for (const job of this.queue.drain()) {
+      for (const { job } of this.queue.drain()) {
         job.done({
           ok: false,
           kind: 'unavailable',
@@ -199,19 +262,28 @@ export class SandboxPool {
       this.pump()
       return
     }
-    const job = slot.job
-    if (!job || message.id !== slot.jobId) {
+    const entry = slot.entry
+    if (!entry || message.id !== slot.jobId || (message.t === 'started') === slot.started) {
       this.discard(slot, 'the sandbox worker answered out of turn')
       return
     }
+    if (message.t === 'started') {
+      slot.started = true
+      return
+    }
     clearTimeout(slot.timer)
-    slot.job = null
+    slot.lastTenant = entry.job.tenant
+    this.release(slot)
     slot.idleSince = performance.now()
-    this.finish(job, outcomeOf(message))
+    this.finish(entry.job, outcomeOf(message))
     this.pump()
   }
 
-  /** A worker exited or failed: replace it, and answer the run it held. */
+  /**
+   * A worker exited: replace it, and settle the run it held. A run it had started is the one that
+   * killed it and fails; otherwise the run it last answered did (its runtime could not be freed),
+   * and the run it held, which never ran, is queued again once.
+   */
   private onGone(slot: Slot, why: string): void {
     if (slot.gone) return
     slot.gone = true
@@ -219,20 +291,42 @@ export class SandboxPool {
     const index = this.slots.indexOf(slot)
     if (index !== -1) this.slots.splice(index, 1)
     if (!slot.ready) this.startFailed()
-    const job = slot.job
-    slot.job = null
-    if (job) this.finish(job, { ok: false, kind: 'crashed', message: why })
+    const started = slot.started
+    const entry = this.release(slot)
+    if (entry && started) {
+      this.strike(entry.job.tenant)
+      this.finish(entry.job, { ok: false, kind: 'crashed', message: why })
+    } else {
+      if (slot.lastTenant !== undefined) this.strike(slot.lastTenant)
+      if (entry && (entry.retried || this.closed))
+        this.finish(entry.job, { ok: false, kind: 'crashed', message: why })
+      else if (entry) this.queue.unshift(entry.job.tenant, { job: entry.job, retried: true })
+    }
     if (!this.closed) {
       this.fill()
       this.pump()
     }
   }
 
-  /** Terminates a worker that broke the protocol or went silent; its run ends as `crashed`. */
+  /** Terminates a worker that broke the protocol or went silent; its run is settled as by `onGone`. */
   private discard(slot: Slot, why: string): void {
     const worker = slot.worker
     this.onGone(slot, why)
     worker.terminate().catch(() => 0)
+  }
+
+  /** Takes the run a worker holds off it. */
+  private release(slot: Slot): Entry | null {
+    const entry = slot.entry
+    slot.entry = null
+    slot.started = false
+    if (entry) {
+      const tenant = entry.job.tenant
+      const left = (this.running.get(tenant) ?? 1) - 1
+      if (left > 0) this.running.set(tenant, left)
+      else this.running.delete(tenant)
+    }
+    return entry
   }
 
   private finish(job: Job, outcome: RunOutcome): void {
@@ -243,25 +337,89 @@ export class SandboxPool {
     }
   }
 
+  /** Charges a killed worker to `tenant`: its runs wait, longer with each kill. */
+  private strike(tenant: string): void {
+    const now = this.now()
+    const previous = this.struck(tenant, now)
+    const count = (previous?.count ?? 0) + 1
+    const { crashPenaltyMs, maxCrashPenaltyMs } = this.settings
+    const penalty = Math.min(maxCrashPenaltyMs, crashPenaltyMs * 2 ** Math.min(count - 1, 20))
+    this.strikes.set(tenant, { count, lastAt: now, heldUntil: now + penalty })
+    this.scheduleWake()
+  }
+
+  /** `tenant`'s recent kills, if any (forgotten a minute after the last one). */
+  private struck(tenant: string, now: number): Strikes | undefined {
+    const strikes = this.strikes.get(tenant)
+    if (strikes && now - strikes.lastAt > STRIKE_MEMORY_MS) {
+      this.strikes.delete(tenant)
+      return undefined
+    }
+    return strikes
+  }
+
+  /** Whether a run of `tenant` may go to a worker now. */
+  private eligible(tenant: string, now: number): boolean {
+    const strikes = this.struck(tenant, now)
+    return !strikes || (now >= strikes.heldUntil && !this.running.has(tenant))
+  }
+
+  /** What a refused run of `tenant` is told to wait (s): longer while its runs are held back. */
+  private retryAfterOf(tenant: string): number {
+    const strikes = this.struck(tenant, this.now())
+    return strikes ? Math.max(1, Math.ceil((strikes.heldUntil - this.now()) / 1000)) : 1
+  }
+
+  /** Pumps again when the first held-back tenant may run. */
+  private scheduleWake(): void {
+    clearTimeout(this.wakeTimer)
+    this.wakeTimer = undefined
+    if (this.closed) return
+    const now = this.now()
+    let first = Number.POSITIVE_INFINITY
+    for (const [tenant, strikes] of this.strikes) {
+      if (now - strikes.lastAt > STRIKE_MEMORY_MS) this.strikes.delete(tenant)
+      else if (strikes.heldUntil > now) first = Math.min(first, strikes.heldUntil)
+    }
+    if (first === Number.POSITIVE_INFINITY) return
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeTimer = undefined
+        this.pump()
+        this.scheduleWake()
+      },
+      Math.ceil(first - now) + 1,
+    )
+    if (!this.queue.size) this.wakeTimer.unref()
+  }
+
   private pump(): void {
     if (this.closed) return
-    const free = this.slots.filter((s) => s.ready && !s.job && !s.gone)
+    const free = this.slots.filter((s) => s.ready && !s.entry && !s.gone)
     if (free.length > 1) free.sort((x, y) => x.idleSince - y.idleSince)
+    const now = this.now()
     for (const slot of free) {
-      const job = this.queue.take()
-      if (!job) break
-      this.dispatch(slot, job)
+      const entry = this.queue.take((tenant) => this.eligible(tenant, now))
+      if (!entry) break
+      this.dispatch(slot, entry)
     }
     this.updateRefs()
   }
 
-  private dispatch(slot: Slot, job: Job): void {
-    slot.job = job
+  private dispatch(slot: Slot, entry: Entry): void {
+    const { job } = entry
+    slot.entry = entry
+    slot.started = false
     slot.jobId = this.nextId++
+    this.running.set(job.tenant, (this.running.get(job.tenant) ?? 0) + 1)
     slot.timer = setTimeout(() => {
-      if (slot.job !== job) return
-      slot.job = null
-      this.finish(job, { ok: false, kind: 'timeout', message: `no answer within ${job.timeoutMs} ms` })
+      if (slot.entry !== entry) return
+      if (slot.started) {
+        // The run held its worker past its limit: it fails as a timeout, and the worker it hung is its doing.
+        slot.lastTenant = job.tenant
+        this.release(slot)
+        this.finish(job, { ok: false, kind: 'timeout', message: `no answer within ${job.timeoutMs} ms` })
+      }
       this.discard(slot, 'the sandbox worker went silent')
     }, job.timeoutMs + this.settings.graceMs)
     slot.worker.postMessage({

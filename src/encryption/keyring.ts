@@ -1,4 +1,14 @@
-import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes } from 'node:crypto'
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  hash,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+  randomFillSync,
+} from 'node:crypto'
 
 /**
  * Wraps and unwraps data keys with a master key the host holds (a KMS, an HSM, or key material in
@@ -25,24 +35,52 @@ export interface WrappedDataKey {
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
-function seal(key: Uint8Array, plaintext: Uint8Array, aad: string): Buffer {
-  const iv = randomBytes(IV_BYTES)
-  const cipher = createCipheriv('aes-256-gcm', key, iv)
-  cipher.setAAD(Buffer.from(aad, 'utf8'))
-  const body = Buffer.concat([cipher.update(plaintext), cipher.final()])
-  return Buffer.concat([iv, body, cipher.getAuthTag()])
+/** Random IVs drawn from a pool refilled in one call (`randomFillSync`), 12 bytes at a time. */
+const IV_POOL_BYTES = IV_BYTES * 256
+let ivPool = Buffer.allocUnsafeSlow(IV_POOL_BYTES)
+let ivAt = IV_POOL_BYTES
+
+/**
+ * Writes a fresh random IV at `out[0..12)`. Each 12 bytes of the pool go out once and the pool is
+ * refilled from the CSPRNG when spent, so IVs are as random as `randomBytes(12)` at a 256th of the
+ * calls into it (IVs are not secret: each is stored beside its ciphertext).
+ */
+function writeIv(out: Buffer): void {
+  if (ivAt === IV_POOL_BYTES) {
+    ivPool = randomFillSync(ivPool)
+    ivAt = 0
+  }
+  ivPool.copy(out, 0, ivAt, ivAt + IV_BYTES)
+  ivAt += IV_BYTES
 }
 
-function open(key: Uint8Array, sealed: Uint8Array, aad: string): Buffer {
-  const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength)
+/**
+ * AES-256-GCM of `plaintext` under `key` with `aad`: IV ‖ ciphertext ‖ tag in one buffer, written
+ * in place (no intermediate buffers to concatenate). `key` is a `KeyObject`, made once per key.
+ */
+export function sealBytes(key: KeyObject, plaintext: Uint8Array, aad: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(IV_BYTES + plaintext.byteLength + TAG_BYTES)
+  writeIv(out)
+  const cipher = createCipheriv('aes-256-gcm', key, out.subarray(0, IV_BYTES))
+  cipher.setAAD(aad)
+  let at = IV_BYTES + cipher.update(plaintext).copy(out, IV_BYTES)
+  at += cipher.final().copy(out, at)
+  cipher.getAuthTag().copy(out, at)
+  return out
+}
+
+/** Opens what `sealBytes` made; throws when the key, the AAD or the bytes don't match. */
+export function openBytes(key: KeyObject, sealed: Uint8Array, aad: Uint8Array): Buffer {
+  const bytes = Buffer.isBuffer(sealed)
+    ? sealed
+    : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength)
   if (bytes.length < IV_BYTES + TAG_BYTES) throw new Error('sealed value too short')
   const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES))
-  decipher.setAAD(Buffer.from(aad, 'utf8'))
+  decipher.setAAD(aad)
   decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES))
-  return Buffer.concat([
-    decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)),
-    decipher.final(),
-  ])
+  const body = decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES))
+  const rest = decipher.final()
+  return rest.length === 0 ? body : Buffer.concat([body, rest])
 }
 
 /**
@@ -51,12 +89,15 @@ function open(key: Uint8Array, sealed: Uint8Array, aad: string): Buffer {
  */
 export function localMasterKey(material: Uint8Array): KeyProvider {
   if (material.byteLength !== 32) throw new TypeError('masterKey: a master key is exactly 32 bytes')
-  const key = Buffer.from(material)
-  const keyId = `local:${hash('sha256', Buffer.concat([Buffer.from('tokenvault key id\u0000'), key]), 'hex').slice(0, 16)}`
+  const raw = Buffer.from(material)
+  const keyId = `local:${hash('sha256', Buffer.concat([Buffer.from('tokenvault key id\u0000'), raw]), 'hex').slice(0, 16)}`
+  const key = createSecretKey(raw)
+  raw.fill(0)
+  const aad = (context: string) => Buffer.from(`tokenvault:data-key:${context}`, 'utf8')
   return {
     keyId,
-    wrap: (dataKey, context) => seal(key, dataKey, `tokenvault:data-key:${context}`),
-    unwrap: (wrapped, context) => open(key, wrapped, `tokenvault:data-key:${context}`),
+    wrap: (dataKey, context) => sealBytes(key, dataKey, aad(context)),
+    unwrap: (wrapped, context) => openBytes(key, wrapped, aad(context)),
   }
 }
 
@@ -67,21 +108,24 @@ export function toProvider(key: MasterKey): KeyProvider {
 
 /** A tenant's unwrapped data key, with the subkeys made from it. */
 export interface TenantKey {
-  /** Encrypts token fields (AES-256-GCM). */
-  readonly encryption: Buffer
-  /** Keys for keyed hashes (fingerprints, search indexes), one per purpose. */
-  hmacKey(purpose: string): Buffer
+  /** Encrypts token fields (AES-256-GCM); made once, reused by every seal and open. */
+  readonly encryption: KeyObject
+  /** Keys for keyed hashes (fingerprints, search indexes), one per purpose, each made once. */
+  hmacKey(purpose: string): KeyObject
 }
 
+/** The subkeys of a tenant's data key (HKDF-SHA-256), as `KeyObject`s derived once and kept. */
 export function tenantKey(dataKey: Uint8Array): TenantKey {
-  const encryption = Buffer.from(hkdfSync('sha256', dataKey, Buffer.alloc(0), 'tokenvault:token-fields', 32))
-  const hmacKeys = new Map<string, Buffer>()
+  const derive = (info: string) =>
+    createSecretKey(Buffer.from(hkdfSync('sha256', dataKey, Buffer.alloc(0), info, 32)))
+  const encryption = derive('tokenvault:token-fields')
+  const hmacKeys = new Map<string, KeyObject>()
   return {
     encryption,
     hmacKey(purpose) {
       let key = hmacKeys.get(purpose)
       if (!key) {
-        key = Buffer.from(hkdfSync('sha256', dataKey, Buffer.alloc(0), `tokenvault:hmac:${purpose}`, 32))
+        key = derive(`tokenvault:hmac:${purpose}`)
         hmacKeys.set(purpose, key)
       }
       return key
@@ -91,12 +135,18 @@ export function tenantKey(dataKey: Uint8Array): TenantKey {
 
 /** Encrypts one JSON value of a token field; `aad` binds tenant, token and field. */
 export function sealValue(key: TenantKey, value: unknown, aad: string): string {
-  return seal(key.encryption, Buffer.from(JSON.stringify(value), 'utf8'), aad).toString('base64')
+  return sealBytes(
+    key.encryption,
+    Buffer.from(JSON.stringify(value), 'utf8'),
+    Buffer.from(aad, 'utf8'),
+  ).toString('base64')
 }
 
 /** Decrypts what `sealValue` made; throws when the key, the AAD or the bytes don't match. */
 export function openValue(key: TenantKey, sealed: string, aad: string): unknown {
-  return JSON.parse(open(key.encryption, Buffer.from(sealed, 'base64'), aad).toString('utf8'))
+  return JSON.parse(
+    openBytes(key.encryption, Buffer.from(sealed, 'base64'), Buffer.from(aad, 'utf8')).toString('utf8'),
+  )
 }
 
 /** HMAC-SHA-256 of `value` under the tenant's key for `purpose`, as base64url. */

@@ -1,7 +1,7 @@
 import { withoutExpiredCvc } from '../card-cvc.js'
 import { ServiceError } from '../errors.js'
 import type { Store } from '../store/contract.js'
-import type { Check, Json, Op, StoredToken, StoredTransaction, Tenant } from '../types.js'
+import type { Check, Json, Op, Reactor, StoredToken, StoredTransaction, Tenant } from '../types.js'
 import {
   type KeyProvider,
   keyedHash,
@@ -28,6 +28,16 @@ const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tena
 
 /** The additional authenticated data of an idempotency record's sealed answer: its tenant and id. */
 const answerAad = (r: { tenant_id: string; id: string }) => `tokenvault:idempotency:v1:${r.tenant_id}:${r.id}`
+
+/** The additional authenticated data of a reactor's sealed configuration: its tenant and id. */
+const reactorAad = (r: { tenant_id: string; id: string }) => `tokenvault:reactor:v1:${r.tenant_id}:${r.id}`
+
+/** The error an unreadable reactor configuration answers with: it names the reactor, never its bytes. */
+const unreadableReactor = (id: string) =>
+  new ServiceError(
+    'unreadable',
+    `the stored configuration of reactor ${id} fails its integrity check and can't be read`,
+  )
 
 /** The keyed-hash purpose of search indexes (a term's value is hashed the same way to match). */
 export const SEARCH_INDEX_PURPOSE = 'search-index'
@@ -127,7 +137,8 @@ export class Keyring {
  * authenticated data, so a ciphertext moved to another token, field or tenant does not decrypt).
  * Everything else — ids, types, containers, metadata, timestamps — passes through in the clear.
  * Staged writes of transactions are sealed the same way, and so are the answers kept for
- * idempotency keys (they may hold token data). `dump()` answers records as stored
+ * idempotency keys (they may hold token data) and reactors' `configuration` (third parties' API
+ * keys: names and values in one ciphertext, bound to the reactor's tenant and id). `dump()` answers records as stored
  * (sealed). Legacy plaintext values (written before encryption) read as they are.
  *
  * Every token read (gets, lists, staged writes of transactions) opens here, so this is where the
@@ -171,7 +182,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
     const full: StoredToken = { ...token, data: fields[0] as Json }
     if (fields.length === 2) full.mask = fields[1] as Json
-    const opened = withoutExpiredCvc(full, now())
+    // The clock is read only for a token with a cvc deadline (the rest have nothing due).
+    const opened = full.cvc_expires_at === undefined ? full : withoutExpiredCvc(full, now())
     sealedOf.set(opened, token)
     return opened
   }
@@ -182,6 +194,34 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
   }
 
+  /** The stored (sealed) record each opened reactor came from, for `reactor.unchanged` checks. */
+  const sealedReactor = new WeakMap<Reactor, Reactor>()
+  const sealReactor = async (reactor: Reactor): Promise<Reactor> => {
+    const key = await keyOf(reactor.tenant_id)
+    const sealed: Sealed = { $sealed: sealValue(key, reactor.configuration, reactorAad(reactor)) }
+    return { ...reactor, configuration: sealed }
+  }
+  const openReactor = async (reactor: Reactor): Promise<Reactor> => {
+    // Legacy plaintext (written before configurations were sealed) reads as it is.
+    if (!isSealed(reactor.configuration)) return reactor
+    let configuration: unknown
+    try {
+      configuration = openValue(
+        await keyOf(reactor.tenant_id),
+        reactor.configuration.$sealed,
+        reactorAad(reactor),
+      )
+    } catch {
+      throw unreadableReactor(reactor.id)
+    }
+    if (configuration === null || typeof configuration !== 'object' || Array.isArray(configuration)) {
+      throw unreadableReactor(reactor.id)
+    }
+    const opened = { ...reactor, configuration: configuration as Reactor['configuration'] }
+    sealedReactor.set(opened, reactor)
+    return opened
+  }
+
   const sealOps = (ops: Op[]): Promise<Op[]> => Promise.all(ops.map(sealOp))
   const sealOp = async (op: Op): Promise<Op> => {
     switch (op.op) {
@@ -189,6 +229,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
         return { ...op, token: await sealToken(op.token) }
       case 'transaction.put':
         return { ...op, transaction: { ...op.transaction, writes: await sealOps(op.transaction.writes) } }
+      case 'reactor.put':
+        return { ...op, reactor: await sealReactor(op.reactor) }
       case 'idempotency.put': {
         const { record } = op
         if (record.answer === undefined) return op
@@ -218,6 +260,16 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
         ...check,
         transaction: { ...check.transaction, writes: await sealOps(check.transaction.writes) },
       }
+    }
+    if (check.check === 'reactor.unchanged') {
+      const known = sealedReactor.get(check.reactor)
+      if (known) return { ...check, reactor: known }
+      // Not one this store answered: compare with the stored one opened, and check against that.
+      const stored = await inner.getReactor(check.tenant_id, check.id)
+      if (stored && JSON.stringify(await openReactor(stored)) === JSON.stringify(check.reactor)) {
+        return { ...check, reactor: stored }
+      }
+      return { ...check, reactor: await sealReactor(check.reactor) }
     }
     if (check.check !== 'token.unchanged') return check
     const known = sealedOf.get(check.token)
@@ -263,6 +315,14 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       return { ...page, items: await Promise.all(page.items.map(openToken)) }
     },
     getTransaction: async (tenantId, id) => openTransaction(await inner.getTransaction(tenantId, id)),
+    async getReactor(tenantId, id) {
+      const reactor = await inner.getReactor(tenantId, id)
+      return reactor && openReactor(reactor)
+    },
+    async listReactors(tenantId, query) {
+      const page = await inner.listReactors(tenantId, query)
+      return { ...page, items: await Promise.all(page.items.map(openReactor)) }
+    },
     async getIdempotency(tenantId, id) {
       const record = await inner.getIdempotency(tenantId, id)
       if (record?.answer === undefined) return record

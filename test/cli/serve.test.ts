@@ -46,7 +46,16 @@ describe('tokenvault serve', () => {
     expect(log).not.toContain(key)
     expect(log).not.toContain(management)
     expect(log).not.toContain('4242')
-    expect(cli.lines).toHaveLength(2)
+    // Then the next steps: which header, a first request, where the docs are.
+    expect(cli.lines.slice(2)).toEqual([
+      'api key header: SVC-API-KEY (or BT-API-KEY, as the Basis Theory SDKs send)',
+      `try: curl -H 'SVC-API-KEY: ${management}' ${url}/applications`,
+      `docs: ${url}/openapi.json (OpenAPI 3.1); options: tokenvault --help; guide: README.md`,
+    ])
+    // Every request line carries its request id, the one answered as X-Request-Id.
+    expect(read.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    expect(log).toContain(`GET /tokens/${id} 200`)
+    expect(log).toMatch(new RegExp(`GET /tokens/${id} 200 [\\d.]+ms id=${read.headers.get('x-request-id')}`))
   })
 
   it('prints the management key only on the first start of a file store; SIGINT exits 0', async () => {
@@ -76,7 +85,8 @@ describe('tokenvault serve', () => {
       )
       second.child.kill('SIGTERM')
       expect((await second.exited)[0]).toBe(0)
-      expect(second.lines).toHaveLength(1)
+      expect(second.lines[1]).toMatch(/^api key header: /)
+      expect(second.lines.join('\n')).not.toContain('management key: ')
       expect(second.stderr()).toMatch(/master key: using /)
       expect(readFileSync(keyFile, 'utf8').trim()).toBe(keyText)
 
@@ -132,9 +142,11 @@ describe('tokenvault serve', () => {
       TOKENVAULT_MANAGEMENT_KEY: key,
       TOKENVAULT_LOG: 'json',
     })
-    const url = (await cli.line(1)).slice('listening on '.length)
+    // In JSON mode the start lines are JSON too.
+    const { url } = JSON.parse(await cli.line(1)) as { url: string }
     expect(url).not.toMatch(/:1$/)
-    expect(await cli.line(2)).toBe(`management key: ${key}`)
+    expect(JSON.parse(await cli.line(2))).toMatchObject({ level: 'info', msg: 'management key', key })
+    expect(JSON.parse(await cli.line(3))).toMatchObject({ msg: 'api key header', header: 'BT-API-KEY' })
     const ok = await fetch(`${url}/applications`, { headers: { 'bt-api-key': key } })
     expect(ok.status).toBe(200)
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -145,8 +157,16 @@ describe('tokenvault serve', () => {
       .split('\n')
       .filter((l) => l.startsWith('{'))
     expect(lines.length).toBeGreaterThan(0)
+    // Nothing but JSON on stderr in JSON mode.
+    expect(
+      cli
+        .stderr()
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('{')),
+    ).toEqual([])
     const event = JSON.parse(lines.at(-1)!) as Record<string, unknown>
     expect(event).toMatchObject({ level: 'info', method: 'GET', path: '/applications', status: 200 })
+    expect(event['request_id']).toBe(ok.headers.get('x-request-id'))
     expect(cli.stderr()).not.toContain(key)
   })
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { ExpressionBudget } from '../../src/budget.js'
 import { ServiceError } from '../../src/errors.js'
 import {
   applyMask,
@@ -7,7 +8,6 @@ import {
   evaluateTemplate,
   MAX_STRING_LENGTH,
   MAX_TEMPLATE_LENGTH,
-  MAX_WORK,
   renderTemplate,
 } from '../../src/expressions.js'
 import type { Json } from '../../src/types.js'
@@ -206,7 +206,7 @@ describe('expressions: errors', () => {
     // Each append stays under the string limit; together they pass the work limit.
     const half = 'z'.repeat(MAX_STRING_LENGTH / 2)
     const chain = `{{ data${' | append: data | slice: 0, 500000'.repeat(20)} }}`
-    expect(refusal(() => ev(chain, half)).message).toContain(`more than ${MAX_WORK} characters in all`)
+    expect(refusal(() => ev(chain, half)).message).toContain('at most 4000000 units of work')
     expect(performance.now() - started).toBeLessThan(2000)
     // Within the limits both still work, and the work count starts again with each evaluation.
     expect(ev("{{ data | replace: 'a', 'bb' }}", 'aXa')).toBe('bbXbb')
@@ -240,5 +240,65 @@ describe('masks', () => {
     expect(refusal(() => checkMask({ a: ['ok', '{{ data | nope }}'] })).issues).toEqual({
       'mask.a.1': ['uses the unknown filter "nope"'],
     })
+  })
+})
+
+describe('the expression budget', () => {
+  it('counts a template 256, each character a filter reads or makes 1, a per-character filter 32 per character', () => {
+    const budget = new ExpressionBudget()
+    expect(renderTemplate('x{{ data }}', { data: 'abc' }, 'f', budget)).toBe('xabc')
+    // 256 for the template, 4 for the text it made.
+    expect(budget.used).toBe(260)
+    const reveal = new ExpressionBudget()
+    expect(evaluateTemplate('{{ data | reveal_last: 2 }}', { data: 'abcd' }, 'f', reveal)).toBe('XXcd')
+    // 256, then 1 + 4 × 32 read, 4 made, and the value answered: 6 characters of JSON + 8.
+    expect(reveal.used).toBe(256 + 129 + 4 + 14)
+  })
+
+  it('every template of a mask shares one budget: the limit passes, one unit past fails', () => {
+    // 16 templates of 'x' + 249 744 characters: 16 × (256 + 249 744) = 4 000 000.
+    const data = 'd'.repeat(249_743)
+    const mask = Array.from({ length: 16 }, () => 'x{{ data }}')
+    expect((applyMask(mask, data) as string[]).every((s) => s.length === 249_744)).toBe(true)
+    const past = refusal(() => applyMask([...mask.slice(1), 'xy{{ data }}'], data))
+    expect(past.issues).toEqual({
+      'mask.15': [
+        'is past the expression budget: the expressions of one request may do at most 4000000 units of work (characters read and made) in all',
+      ],
+    })
+  })
+
+  it('a JSON Path counts the nodes it visits: recursive descent over deep data stops at the budget', () => {
+    let data: Json = 'leaf'
+    for (let i = 0; i < 60; i++) data = { a: data, b: [i, { c: i }] }
+    const budget = new ExpressionBudget()
+    const started = performance.now()
+    const error = refusal(() =>
+      evaluateTemplate('{{ data | json: "$..*..*..*..*..*" }}', { data }, 'f', budget),
+    )
+    expect(error.message).toContain('at most 4000000 units of work')
+    expect(budget.exhausted).toBe(true)
+    expect(performance.now() - started).toBeLessThan(1000)
+    // One descent over the same data is well within it.
+    const one = new ExpressionBudget()
+    expect(
+      evaluateTemplate('{{ data | json: "$..c" | size }}', { data: { x: { c: [1, 2] } } }, 'f', one),
+    ).toBe(2)
+    expect(one.used).toBeLessThan(1000)
+  })
+
+  it('a value named again and again pays for each copy; a sort pays for its comparisons', () => {
+    const mask = Array.from({ length: 1000 }, () => '{{ data }}')
+    expect(refusal(() => applyMask(mask, 'z'.repeat(5000))).message).toContain('4000000 units of work')
+    const items = Array.from({ length: 20_000 }, (_, i) => String(i))
+    // 20 000 × (128 + 8 × 15) = 4 960 000: refused before it sorts.
+    expect(refusal(() => ev('{{ data | sort | size }}', items)).message).toContain('4000000 units of work')
+    expect(ev('{{ data | sort | size }}', items.slice(0, 10_000))).toBe(10_000)
+    // An object's members count as elements: 3000 × `size` of 100 000 keys is refused at the 3rd.
+    const wide = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i]))
+    const sizes = Array.from({ length: 3000 }, () => '{{ data | size }}')
+    const started = performance.now()
+    expect(refusal(() => applyMask(sizes, wide)).issues).toHaveProperty(['mask.2'])
+    expect(performance.now() - started).toBeLessThan(1000)
   })
 })

@@ -157,4 +157,38 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     const long = service.connect(full.key, { idempotencyKey: 'x'.repeat(256) })
     expect((await failure(long.tokens.create(body))).issues).toHaveProperty(['idempotency_key'])
   })
+
+  it('keeps an answer of up to 65536 characters; a longer one is not kept, and its repeat answers 409 without acting again', async () => {
+    const { service, full, store } = await setup()
+    const at = (key: string) => service.connect(full.key, { idempotencyKey: key })
+    // With no expressions, detokenize answers its input: a string of n characters is n + 2 of JSON.
+    const fits = 'f'.repeat(65_534)
+    expect(await at('fits').tokens.detokenize(fits)).toBe(fits)
+    expect(await at('fits').tokens.detokenize(fits)).toBe(fits)
+    const over = 'o'.repeat(65_535)
+    expect(await at('over').tokens.detokenize(over)).toBe(over)
+    const refused = await failure(at('over').tokens.detokenize(over))
+    expect(refused.code).toBe('conflict')
+    expect(refused.message).toContain('longer than the 65536 characters kept for replay')
+    const records = (await store.dump()).idempotency
+    expect(records.filter((r) => r.answer_not_kept === true)).toHaveLength(1)
+    expect(records.filter((r) => r.answer !== undefined)).toHaveLength(1)
+    // A write whose answer is too long still acts once: its repeat neither replays nor writes again.
+    const big = { type: 'token', data: 'd'.repeat(70_000), mask: '{{ data }}' }
+    const once = at('big-create')
+    expect((await once.tokens.create(big)).data).toBe(big.data)
+    expect((await failure(once.tokens.create(big))).code).toBe('conflict')
+    expect((await store.dump()).tokens.filter((t) => t.type === 'token')).toHaveLength(1)
+  })
+
+  it('a request nested far too deep is a 400 before it is fingerprinted, not a stack overflow', async () => {
+    const { service, full, store } = await setup()
+    let deep: unknown = 'leaf'
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    const client = service.connect(full.key, { idempotencyKey: 'deep' })
+    const error = await failure(client.tokens.detokenize(deep as never))
+    expect(error.code).toBe('validation_failed')
+    expect(error.issues).toEqual({ body: ['is nested deeper than 128 levels'] })
+    expect((await store.dump()).idempotency).toEqual([])
+  })
 })

@@ -1,24 +1,29 @@
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { start } from '../cli/spawn.js'
+import { root, start } from '../cli/spawn.js'
 import { PG_URL } from '../postgres/database.js'
 
 /**
  * Encryption at rest, tried from outside: a card number and a recognisable secret go into token
- * `data` and `mask` through the CLI server; then every file of the data directory, and a `pg_dump`
+ * `data` and `mask`, and an API key into a reactor's configuration, through the CLI server; then every file of the data directory, and a `pg_dump`
  * of the database, are searched for them (and for their base64). A restart reads them back.
  */
 const CARD = '4111111111111111'
 const SECRET = `s3cr3t-${randomBytes(6).toString('hex')}`
 const MASK_SECRET = `m4sk-${randomBytes(6).toString('hex')}`
+/** A third party's API key in a reactor's configuration: sealed at rest like token data. */
+const CONFIG_SECRET = `sk_live_${randomBytes(6).toString('hex')}`
 /** Starts `tokenvault serve` on `store` in `cwd`; answers its URL once it listens. */
 async function serve(store: string, cwd: string, env: Record<string, string> = {}) {
+  // Run from sources, the sandbox worker loads tsx from the working directory's node_modules.
+  if (!existsSync(join(cwd, 'node_modules')))
+    symlinkSync(join(root, 'node_modules'), join(cwd, 'node_modules'))
   const cli = start(['serve', '--port', '0', '--store', store], cwd, env)
   const url = (await cli.line(1)).slice('listening on '.length)
   const stop = async () => {
@@ -41,7 +46,7 @@ async function plant(url: string, management: string) {
   const app = await call('/applications', management, {
     name: 'backend',
     type: 'private',
-    permissions: ['token:create', 'token:read', 'token:search'],
+    permissions: ['token:create', 'token:read', 'token:search', 'token:use'],
     rules: [
       {
         description: 'all',
@@ -63,7 +68,33 @@ async function plant(url: string, management: string) {
     search_indexes: ['{{ data.note | upcase }}'],
   })
   expect(made.status).toBe(201)
-  return { key, id: made.body['id'] as string, call }
+  const formula = await call('/reactor-formulas', management, {
+    name: 'vendor',
+    type: 'private',
+    code: 'module.exports = async function (req) { return { raw: { key: req.configuration.vendor_key } } }',
+    configuration: [{ name: 'vendor_key', type: 'string' }],
+    request_parameters: [],
+  })
+  expect(formula.status).toBe(201)
+  const reactor = await call('/reactors', management, {
+    name: 'vendor',
+    formula: { id: formula.body['id'] },
+    configuration: { vendor_key: CONFIG_SECRET },
+  })
+  expect(reactor.status).toBe(201)
+  return { key, id: made.body['id'] as string, reactor: reactor.body['id'] as string, call }
+}
+
+/** What a react of the planted reactor answers: its formula echoes the configuration's API key. */
+async function reactWith(url: string, key: string, reactor: string): Promise<unknown> {
+  const response = await fetch(`${url}/reactors/${reactor}/react`, {
+    method: 'POST',
+    headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ args: {} }),
+  })
+  const body = (await response.json()) as { raw: unknown }
+  expect(response.status, JSON.stringify(body)).toBe(200)
+  return body.raw
 }
 
 /** The ids a search for the planted search index value answers (it is stored only as a keyed hash). */
@@ -78,7 +109,7 @@ async function searchIndexed(url: string, key: string): Promise<string[]> {
 
 /** Every form of the planted values an attacker could grep for. */
 const needles = () =>
-  [CARD, SECRET, MASK_SECRET, SECRET.toUpperCase()].flatMap((value) => [
+  [CARD, SECRET, MASK_SECRET, SECRET.toUpperCase(), CONFIG_SECRET].flatMap((value) => [
     value,
     Buffer.from(value).toString('base64').slice(0, 12),
     Buffer.from(value).toString('hex'),
@@ -92,14 +123,14 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('encryption at rest through the CLI', () => {
-  it('file store: no file holds the data or its mask, files are 0600 in 0700 dirs, a restart reads back', async () => {
+  it('file store: no file holds the data, its mask or a reactor configuration, files are 0600 in 0700 dirs, a restart reads back', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tokenvault-at-rest-'))
     try {
       const store = `file:${join(dir, 'vault')}`
       const first = await serve(store, dir)
       await first.first(2)
       const management = first.lines[1]!.slice('management key: '.length)
-      const { key, id } = await plant(first.url, management)
+      const { key, id, reactor } = await plant(first.url, management)
       const log = await first.stop()
       const paths = filesUnder(join(dir, 'vault'))
       expect(paths.length).toBeGreaterThan(0)
@@ -118,6 +149,7 @@ describe('encryption at rest through the CLI', () => {
       expect(read.status).toBe(200)
       expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
       expect(await searchIndexed(second.url, key)).toEqual([id])
+      expect(await reactWith(second.url, key, reactor)).toEqual({ key: CONFIG_SECRET })
       await second.stop()
     } finally {
       await rm(dir, { recursive: true, force: true })
@@ -125,7 +157,7 @@ describe('encryption at rest through the CLI', () => {
   }, 60_000)
 
   it.skipIf(!PG_URL)(
-    'PostgreSQL: a pg_dump holds neither the data nor its mask; a restart reads back',
+    'PostgreSQL: a pg_dump holds neither the data, its mask nor a reactor configuration; a restart reads back',
     async () => {
       const database = `tv_at_rest_${randomBytes(4).toString('hex')}`
       const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
@@ -138,7 +170,7 @@ describe('encryption at rest through the CLI', () => {
         const first = await serve(url.href, dir, env)
         await first.first(2)
         const management = first.lines[1]!.slice('management key: '.length)
-        const { key, id } = await plant(first.url, management)
+        const { key, id, reactor } = await plant(first.url, management)
         await first.stop()
         const pgDump = ['/usr/lib/postgresql/15/bin/pg_dump', '/usr/bin/pg_dump'].find((p) => {
           try {
@@ -159,6 +191,7 @@ describe('encryption at rest through the CLI', () => {
         const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
         expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
         expect(await searchIndexed(second.url, key)).toEqual([id])
+        expect(await reactWith(second.url, key, reactor)).toEqual({ key: CONFIG_SECRET })
         await second.stop()
       } finally {
         await rm(dir, { recursive: true, force: true })

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { createHttpHandler, type HttpLogEvent } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { openValue, sealValue, tenantKey } from '../../src/encryption/keyring.js'
 import { Keyring } from '../../src/encryption/sealed-store.js'
 import { createService, localMasterKey, manualClock, ServiceError } from '../../src/index.js'
 import type { Store } from '../../src/store/contract.js'
@@ -181,5 +182,19 @@ describe('data keys and the master key', () => {
     expect(h).not.toBe(await keyring.hmac(b, 'fingerprint', '4111111111111111'))
     expect(h).not.toBe(await keyring.hmac(a, 'search', '4111111111111111'))
     expect(h).not.toContain('4111')
+  })
+
+  it('every seal draws a fresh IV, past the IV pool refills, and each opens only with its own AAD', () => {
+    const key = tenantKey(randomBytes(32))
+    const ivs = new Set<string>()
+    for (let i = 0; i < 1000; i++) {
+      const sealed = sealValue(key, { n: i }, `aad-${i}`)
+      ivs.add(Buffer.from(sealed, 'base64').subarray(0, 12).toString('hex'))
+      expect(openValue(key, sealed, `aad-${i}`)).toEqual({ n: i })
+      expect(() => openValue(key, sealed, `aad-${i + 1}`)).toThrow()
+    }
+    expect(ivs.size).toBe(1000)
+    const other = tenantKey(randomBytes(32))
+    expect(() => openValue(other, sealValue(key, 'x', 'a'), 'a')).toThrow()
   })
 })

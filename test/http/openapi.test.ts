@@ -90,7 +90,7 @@ describe('GET /openapi.json', () => {
       in: 'header',
       name: 'SVC-API-KEY',
     })
-    expect(doc.security).toEqual([{ ApiKey: [] }])
+    expect(doc.security).toEqual([{ ApiKey: [] }, { ApiKey2: [] }])
     for (const [method, pattern, route] of ROUTES) {
       const op = doc.paths[pathOf(pattern)]?.[method.toLowerCase()]
       expect(op, `${method} ${pattern}`).toBeDefined()

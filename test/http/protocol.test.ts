@@ -80,7 +80,8 @@ describe('routing', () => {
     for (const name of ['svc-api-key', 'SVC-API-KEY', 'Svc-Api-Key']) {
       await json(await call('GET', '/tokens/k', { headers: { [name]: keys.full } }), 200)
     }
-    await problem(await call('GET', '/tokens/k', { headers: { 'BT-API-KEY': keys.full } }), 401)
+    await json(await call('GET', '/tokens/k', { headers: { 'bt-api-key': keys.full } }), 200)
+    await problem(await call('GET', '/tokens/k', { headers: { 'XY-API-KEY': keys.full } }), 401)
 
     const bt = await setup({ headerPrefix: 'BT' })
     await json(

@@ -61,7 +61,9 @@ describe('tokens over HTTP', () => {
     )
 
     const anonymous = await call('GET', '/tokens/dup')
-    expect(anonymous.headers.get('www-authenticate')).toBe('ApiKey header="SVC-API-KEY"')
+    expect(anonymous.headers.get('www-authenticate')).toBe(
+      'ApiKey header="SVC-API-KEY", ApiKey header="BT-API-KEY"',
+    )
     await problem(anonymous, 401)
     await problem(await call('GET', '/tokens/dup', { key: 'key_unknown' }), 401)
     await problem(await call('GET', '/tokens/dup', { key: keys.public }), 403)

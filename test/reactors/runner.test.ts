@@ -103,26 +103,35 @@ describe('sandboxRunner', () => {
   })
 
   it('a worker that sends a malformed message is discarded; the host neither throws nor stops', async () => {
+    const started = 'parentPort.postMessage({ t: "started", id: m.id });'
     const liars = [
-      'parentPort.postMessage({ t: "ready" }); parentPort.on("message", (m) => parentPort.postMessage({ t: "done", id: m.id, ok: true, json: 5, logs: "x" }))',
-      'parentPort.postMessage({ t: "ready" }); parentPort.on("message", (m) => parentPort.postMessage({ t: "done", id: m.id + 1, ok: true, json: "1", logs: [] }))',
-      'parentPort.postMessage({ t: "ready" }); parentPort.on("message", () => parentPort.postMessage(null))',
-      'parentPort.postMessage({ t: "ready" }); parentPort.on("message", (m) => parentPort.postMessage({ t: "done", id: m.id, ok: false, kind: "pwned", message: "x" }))',
+      `(m) => { ${started} parentPort.postMessage({ t: "done", id: m.id, ok: true, json: 5, logs: "x" }) }`,
+      `(m) => { ${started} parentPort.postMessage({ t: "done", id: m.id + 1, ok: true, json: "1", logs: [] }) }`,
+      `(m) => { ${started} parentPort.postMessage(null) }`,
+      `(m) => { ${started} parentPort.postMessage({ t: "done", id: m.id, ok: false, kind: "pwned", message: "x" }) }`,
+      `(m) => { ${started} ${started} }`,
     ]
-    for (const liar of liars) {
-      let started = 0
+    // A worker that lies before it says it started the run never ran it: the run goes to a fresh worker.
+    const early = '(m) => parentPort.postMessage({ t: "done", id: m.id, ok: true, json: "666", logs: [] })'
+    for (const liar of [...liars, early]) {
+      let starts = 0
       const runner = open({
         poolSize: 1,
         startWorker: (config) =>
-          started++ === 0
-            ? new Worker(`const { parentPort } = require('node:worker_threads'); ${liar}`, { eval: true })
+          starts++ === 0
+            ? new Worker(
+                `const { parentPort } = require('node:worker_threads'); parentPort.postMessage({ t: "ready" }); parentPort.on("message", ${liar})`,
+                { eval: true },
+              )
             : startSandboxWorker(config),
       })
       const outcome = await runner.run('module.exports = () => ({ raw: 1 })', request, { timeoutMs: 2000 })
-      expect(outcome).toMatchObject({ ok: false, kind: 'crashed' })
+      if (liar === early) expect(outcome).toMatchObject({ ok: true, value: { raw: 1 } })
+      else expect(outcome, liar).toMatchObject({ ok: false, kind: 'crashed' })
       expect(
         await runner.run('module.exports = () => ({ raw: 1 })', request, { timeoutMs: 5000 }),
       ).toMatchObject({ ok: true, value: { raw: 1 } })
+      expect(starts).toBe(2)
     }
   })
 

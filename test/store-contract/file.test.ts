@@ -36,8 +36,5 @@ function harness(name: string, options: Omit<FileStoreOptions, 'path'>) {
 }
 
 storeContract(harness('file', {}))
-storeContract(harness('file, O_DSYNC journal', { sync: 'dsync' }))
-// Compacts after every flush, so reopening restores from snapshots (locks and link order included).
-storeContract(harness('file, compacting after every flush', { compactRatio: 0, compactMinBytes: 0 }))
 // The model-based equivalence harness, reopening the store every few steps.
 storeEquivalence({ ...harness('file', { durability: 'none' }), runs: 25 })

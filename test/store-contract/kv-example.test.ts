@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { expect, it } from 'vitest'
 import { type KeyValue, kvStore } from '../../examples/kv-store.js'
 import type { Store } from '../../src/index.js'
-import { storeContract, storeEquivalence } from '../../testing/index.js'
+import { storeEquivalence } from '../../testing/equivalence.js'
+import { storeContract } from '../../testing/store-contract.js'
 
 /** The worked example of README's "Write your own store", over an in-memory key-value map. */
 function harness(name: string) {

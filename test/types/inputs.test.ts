@@ -49,6 +49,8 @@ function recording(admin: Admin, called: Set<string>): Admin {
   return new Proxy(admin, {
     get(target, name, receiver) {
       const member = Reflect.get(target, name, receiver)
+      // A group of methods (`view`) counts as called when it is used.
+      if (typeof name === 'string' && typeof member === 'object' && member !== null) called.add(name)
       if (typeof name !== 'string' || typeof member !== 'function') return member
       return (...args: unknown[]) => {
         called.add(name)
@@ -280,6 +282,12 @@ describe('typed inputs', () => {
     // @ts-expect-error a fixture token is a token create body
     await refused(admin.loadFixture({ tenants: [{ name: 'Fixture', tokens: [{ type: 'card', dta: 1 }] }] }))
     await admin.loadFixture(fixture)
+    const page = await admin.view.tokens('t-fixture', { size: 1 })
+    expect(page.data.map((t) => t.id)).toEqual(['card'])
+    // @ts-expect-error the cursor is `start`
+    await admin.view.tokens('t-fixture', { after: 'card' })
+    // @ts-expect-error a page size is a number
+    await refused(admin.view.tokens('t-fixture', { size: '5' }))
     await admin.clearState()
 
     // Every method of the admin was called.

@@ -1,0 +1,221 @@
+import type { Database } from 'lmdb'
+import { assertNever } from '../../src/errors.js'
+import { applicationKeyHashes } from '../../src/store/keys.js'
+import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
+import type { Databases } from './env.js'
+import { key, seq } from './keys.js'
+
+/** What an `expiring` entry names. */
+export interface Expiring {
+  tenant_id: string
+  id: string
+  at: string
+}
+
+const LINK_SEQ = Buffer.from('linkSeq')
+
+/** A link as the `links` database keeps it: the association and its place in link order. */
+export interface StoredLink {
+  association: Association
+  seq: number
+}
+
+/** Keeps one `expiring` entry of `kind` in step as a record's time goes from `old` to `next`. */
+function reindexTime(
+  dbs: Databases,
+  kind: string,
+  tenantId: string,
+  id: string,
+  old?: string,
+  next?: string,
+) {
+  if (old === next) return
+  if (old !== undefined) dbs.expiring.remove(key(kind, old, tenantId, id))
+  if (next !== undefined)
+    dbs.expiring.put(key(kind, next, tenantId, id), { tenant_id: tenantId, id, at: next })
+}
+
+/** Adds (`on`) or removes a `[tenant, term, id]` index entry. */
+function term(db: Database, on: boolean, tenantId: string, value: string | undefined, id: string) {
+  if (value === undefined) return
+  if (on) db.put(key(tenantId, value, id), 1)
+  else db.remove(key(tenantId, value, id))
+}
+
+const txKind = (t: StoredTransaction | undefined) =>
+  t === undefined ? undefined : t.state === 'open' ? 'transaction.open' : 'transaction.ended'
+
+function putToken(dbs: Databases, t: StoredToken) {
+  const k = key(t.tenant_id, t.id)
+  const old = dbs.tokens.get(k) as StoredToken | undefined
+  if (old?.fingerprint !== t.fingerprint) {
+    term(dbs.fingerprints, false, t.tenant_id, old?.fingerprint, t.id)
+    term(dbs.fingerprints, true, t.tenant_id, t.fingerprint, t.id)
+  }
+  if (old?.type !== t.type) {
+    term(dbs.types, false, t.tenant_id, old?.type, t.id)
+    term(dbs.types, true, t.tenant_id, t.type, t.id)
+  }
+  if (old?.expires_at !== t.expires_at) {
+    term(dbs.tokenExpiry, false, t.tenant_id, old?.expires_at, t.id)
+    term(dbs.tokenExpiry, true, t.tenant_id, t.expires_at, t.id)
+  }
+  reindexTime(dbs, 'token', t.tenant_id, t.id, old?.expires_at, t.expires_at)
+  reindexTime(dbs, 'token.cvc', t.tenant_id, t.id, old?.cvc_expires_at, t.cvc_expires_at)
+  dbs.tokens.put(k, t)
+}
+
+function deleteToken(dbs: Databases, tenantId: string, id: string) {
+  const k = key(tenantId, id)
+  const old = dbs.tokens.get(k) as StoredToken | undefined
+  if (!old) return
+  term(dbs.fingerprints, false, tenantId, old.fingerprint, id)
+  term(dbs.types, false, tenantId, old.type, id)
+  term(dbs.tokenExpiry, false, tenantId, old.expires_at, id)
+  reindexTime(dbs, 'token', tenantId, id, old.expires_at, undefined)
+  reindexTime(dbs, 'token.cvc', tenantId, id, old.cvc_expires_at, undefined)
+  dbs.tokens.remove(k)
+}
+
+function putLink(dbs: Databases, a: Association) {
+  const k = key(a.tenant_id, a.parent_id, a.child_id)
+  if (dbs.links.get(k) !== undefined) return
+  const n = ((dbs.meta.get(LINK_SEQ) as number | undefined) ?? 0) + 1
+  dbs.meta.put(LINK_SEQ, n)
+  dbs.links.put(k, { association: a, seq: n } satisfies StoredLink)
+  dbs.children.put(key(a.tenant_id, a.parent_id, seq(n)), a.child_id)
+  dbs.parents.put(key(a.tenant_id, a.child_id, a.parent_id), 1)
+}
+
+function deleteLink(dbs: Databases, tenantId: string, parentId: string, childId: string) {
+  const k = key(tenantId, parentId, childId)
+  const link = dbs.links.get(k) as StoredLink | undefined
+  if (!link) return
+  dbs.links.remove(k)
+  dbs.children.remove(key(tenantId, parentId, seq(link.seq)))
+  dbs.parents.remove(key(tenantId, childId, parentId))
+}
+
+function dropSession(dbs: Databases, tenantId: string, id: string) {
+  const k = key(tenantId, id)
+  const old = dbs.sessions.get(k) as StoredSession | undefined
+  if (!old) return
+  dbs.keys.remove(key(old.key_hash))
+  dbs.nonces.remove(key(tenantId, old.nonce_hash))
+  reindexTime(dbs, 'session', tenantId, id, old.expires_at, undefined)
+  dbs.sessions.remove(k)
+}
+
+/** A record with an optional expiry, as `expiring` indexes applications and idempotency records. */
+type Timed = { expires_at?: string } | undefined
+
+/**
+ * Applies one op inside the current write transaction, keeping every index of the record it names
+ * in the same transaction. Total, as the memory state's: applying an op never fails on its content.
+ */
+export function applyOp(dbs: Databases, op: Op): void {
+  switch (op.op) {
+    case 'tenant.put':
+      dbs.tenants.put(key(op.tenant.id), op.tenant)
+      return
+    case 'tenant.delete':
+      dbs.tenants.remove(key(op.id))
+      return
+    case 'application.put':
+    case 'application.delete': {
+      const [tenantId, id] =
+        op.op === 'application.put' ? [op.application.tenant_id, op.application.id] : [op.tenant_id, op.id]
+      const k = key(tenantId, id)
+      const old = dbs.applications.get(k) as Parameters<typeof applicationKeyHashes>[0] | undefined
+      if (old) for (const hash of applicationKeyHashes(old)) dbs.keys.remove(key(hash))
+      const next = op.op === 'application.put' ? op.application : undefined
+      reindexTime(dbs, 'application', tenantId, id, (old as Timed)?.expires_at, (next as Timed)?.expires_at)
+      if (!next) {
+        dbs.applications.remove(k)
+        return
+      }
+      dbs.applications.put(k, next)
+      for (const hash of applicationKeyHashes(next))
+        dbs.keys.put(key(hash), { kind: 'application', tenant_id: tenantId, id })
+      return
+    }
+    case 'token.put':
+      putToken(dbs, op.token)
+      return
+    case 'token.delete':
+      deleteToken(dbs, op.tenant_id, op.id)
+      return
+    case 'association.put':
+      putLink(dbs, op.association)
+      return
+    case 'association.delete':
+      deleteLink(dbs, op.tenant_id, op.parent_id, op.child_id)
+      return
+    case 'transaction.put': {
+      const t = op.transaction
+      const k = key(t.tenant_id, t.id)
+      const old = dbs.transactions.get(k) as StoredTransaction | undefined
+      if (old) reindexTime(dbs, txKind(old)!, t.tenant_id, t.id, old.expires_at, undefined)
+      reindexTime(dbs, txKind(t)!, t.tenant_id, t.id, undefined, t.expires_at)
+      dbs.transactions.put(k, t)
+      return
+    }
+    case 'transaction.delete': {
+      const k = key(op.tenant_id, op.id)
+      const old = dbs.transactions.get(k) as StoredTransaction | undefined
+      if (old) reindexTime(dbs, txKind(old)!, op.tenant_id, op.id, old.expires_at, undefined)
+      dbs.transactions.remove(k)
+      return
+    }
+    case 'lock.put':
+      dbs.locks.put(key(op.lock.tenant_id, op.lock.token_id), op.lock)
+      return
+    case 'lock.delete':
+      dbs.locks.remove(key(op.tenant_id, op.token_id))
+      return
+    case 'session.put': {
+      const s = op.session
+      dropSession(dbs, s.tenant_id, s.id)
+      dbs.sessions.put(key(s.tenant_id, s.id), s)
+      dbs.keys.put(key(s.key_hash), { kind: 'session', tenant_id: s.tenant_id, id: s.id })
+      dbs.nonces.put(key(s.tenant_id, s.nonce_hash), s.id)
+      reindexTime(dbs, 'session', s.tenant_id, s.id, undefined, s.expires_at)
+      return
+    }
+    case 'session.delete':
+      dropSession(dbs, op.tenant_id, op.id)
+      return
+    case 'formula.put':
+      dbs.formulas.put(key(op.formula.tenant_id ?? '', op.formula.id), op.formula)
+      return
+    case 'formula.delete':
+      dbs.formulas.remove(key(op.tenant_id ?? '', op.id))
+      return
+    case 'reactor.put':
+      dbs.reactors.put(key(op.reactor.tenant_id, op.reactor.id), op.reactor)
+      return
+    case 'reactor.delete':
+      dbs.reactors.remove(key(op.tenant_id, op.id))
+      return
+    case 'formula_use.put':
+      dbs.uses.put(key(op.use.formula_id, op.use.tenant_id, op.use.reactor_id), op.use)
+      return
+    case 'formula_use.delete':
+      dbs.uses.remove(key(op.formula_id, op.tenant_id, op.reactor_id))
+      return
+    case 'idempotency.put':
+    case 'idempotency.delete': {
+      const [tenantId, id] =
+        op.op === 'idempotency.put' ? [op.record.tenant_id, op.record.id] : [op.tenant_id, op.id]
+      const k = key(tenantId, id)
+      const old = dbs.idempotency.get(k) as Timed
+      const next = op.op === 'idempotency.put' ? op.record : undefined
+      reindexTime(dbs, 'idempotency', tenantId, id, old?.expires_at, next?.expires_at)
+      if (next) dbs.idempotency.put(k, next)
+      else dbs.idempotency.remove(k)
+      return
+    }
+    default:
+      assertNever(op)
+  }
+}

@@ -1,0 +1,124 @@
+import type { Database } from 'lmdb'
+import { assertNever } from '../../src/errors.js'
+import type { Check, IdempotencyRecord, StoredToken, TokenLock } from '../../src/types.js'
+import type { Databases } from './env.js'
+import { fits, key, prefix } from './keys.js'
+
+/**
+ * Whether two JSON values are equal as stored: object key order aside, and a key whose value is
+ * `undefined` counts as absent (the stored side went through JSON, which drops it).
+ */
+export function sameStored(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  if (Array.isArray(a)) {
+    const bb = b as unknown[]
+    return a.length === bb.length && a.every((item, i) => sameStored(item, bb[i]))
+  }
+  const oa = a as Record<string, unknown>
+  const ob = b as Record<string, unknown>
+  const ka = Object.keys(oa).filter((k) => oa[k] !== undefined)
+  const kb = Object.keys(ob).filter((k) => ob[k] !== undefined)
+  if (ka.length !== kb.length) return false
+  return ka.every((k) => Object.hasOwn(ob, k) && sameStored(oa[k], ob[k]))
+}
+
+/** The value under `parts`, or undefined (a key too long to store is absent). */
+export function read<T>(db: Database, ...parts: string[]): T | undefined {
+  const k = key(...parts)
+  return fits(k) ? (db.get(k) as T | undefined) : undefined
+}
+
+/** Whether any key starts with `parts`. */
+export function anyUnder(db: Database, ...parts: string[]): boolean {
+  for (const _ of db.getKeys({ ...prefix(...parts), limit: 1 })) return true
+  return false
+}
+
+/** Ids of the tenant's unexpired tokens with this fingerprint, read from the fingerprint index. */
+export function withFingerprint(
+  dbs: Databases,
+  tenantId: string,
+  fingerprint: string,
+  now: string,
+): string[] {
+  const out: string[] = []
+  const start = prefix(tenantId, fingerprint)
+  for (const k of dbs.fingerprints.getKeys(start)) {
+    const id = (k as Buffer).subarray(start.start.length).toString('utf8')
+    const t = read<StoredToken>(dbs.tokens, tenantId, id)
+    if (t !== undefined && (t.expires_at === undefined || t.expires_at > now)) out.push(id)
+  }
+  return out
+}
+
+/** Whether `c` holds on what the databases hold now (inside the write transaction, or a fresh read). */
+export function holds(dbs: Databases, c: Check): boolean {
+  switch (c.check) {
+    case 'token.absent':
+      return read(dbs.tokens, c.tenant_id, c.id) === undefined
+    case 'token.present':
+      return read(dbs.tokens, c.tenant_id, c.id) !== undefined
+    case 'token.unlocked': {
+      const lock = read<TokenLock>(dbs.locks, c.tenant_id, c.id)
+      return lock === undefined || lock.transaction_id === c.except || lock.expires_at <= c.now
+    }
+    case 'lock.held':
+      return read<TokenLock>(dbs.locks, c.tenant_id, c.token_id)?.transaction_id === c.transaction_id
+    case 'links.within': {
+      const known = new Set(c.links.map((l) => `${l.parent_id}\u0000${l.child_id}`))
+      const children = prefix(c.tenant_id, c.token_id)
+      for (const k of dbs.links.getKeys(children)) {
+        const child = (k as Buffer).subarray(children.start.length).toString('utf8')
+        if (!known.has(`${c.token_id}\u0000${child}`)) return false
+      }
+      for (const k of dbs.parents.getKeys(children)) {
+        const parent = (k as Buffer).subarray(children.start.length).toString('utf8')
+        if (!known.has(`${parent}\u0000${c.token_id}`)) return false
+      }
+      return true
+    }
+    case 'token.unchanged': {
+      const stored = read(dbs.tokens, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.token)
+    }
+    case 'transaction.unchanged': {
+      const stored = read(dbs.transactions, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.transaction)
+    }
+    case 'association.absent':
+    case 'association.present': {
+      const exists = read(dbs.links, c.tenant_id, c.parent_id, c.child_id) !== undefined
+      return c.check === 'association.present' ? exists : !exists
+    }
+    case 'session.unchanged': {
+      const stored = read(dbs.sessions, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.session)
+    }
+    case 'formula.present':
+      return read(dbs.formulas, c.tenant_id, c.id) !== undefined || read(dbs.formulas, '', c.id) !== undefined
+    case 'formula.unused':
+      return !anyUnder(dbs.uses, c.id)
+    case 'reactor.unchanged': {
+      const stored = read(dbs.reactors, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.reactor)
+    }
+    case 'application.present':
+      return read(dbs.applications, c.tenant_id, c.id) !== undefined
+    case 'reactor.present':
+      return read(dbs.reactors, c.tenant_id, c.id) !== undefined
+    case 'application.unchanged': {
+      const stored = read(dbs.applications, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.application)
+    }
+    case 'idempotency.absent':
+      return read(dbs.idempotency, c.tenant_id, c.id) === undefined
+    case 'idempotency.claimed':
+      return read<IdempotencyRecord>(dbs.idempotency, c.tenant_id, c.id)?.claim === c.claim
+    case 'token.fingerprint_absent':
+      return withFingerprint(dbs, c.tenant_id, c.fingerprint, c.now).length === 0
+    default:
+      return assertNever(c)
+  }
+}

@@ -1,0 +1,195 @@
+import { chmodSync, closeSync, mkdirSync, openSync, readSync } from 'node:fs'
+import { join } from 'node:path'
+import { type Database, open, type RootDatabase } from 'lmdb'
+import { StoreError } from '../../src/store/error.js'
+import { openError } from './faults.js'
+import { checkDataFile } from './header.js'
+
+/** The format this version writes, kept under `format` in the `meta` database. */
+export const FORMAT = 1
+
+/** The ordered databases of one store, each keyed as `keys.ts` builds keys (its parts in brackets). */
+export interface Databases {
+  env: RootDatabase
+  /**
+   * The id of the newest transaction any process committed, as LMDB's shared lock file holds it
+   * (null if it can't be read: then every read takes a fresh snapshot).
+   */
+  head(): bigint | null
+  /** Releases what `head` holds open. */
+  release(): void
+  /** `[version]`: `format`; `linkSeq`, the last link sequence number. */
+  meta: Database
+  /** `[id]` → tenant. */
+  tenants: Database
+  /** `[tenant, id]` → application. */
+  applications: Database
+  /** `[key hash]` → `{ kind, tenant_id, id }` of the application or session holding that key. */
+  keys: Database
+  /** `[tenant, id]` → token. */
+  tokens: Database
+  /** `[tenant, fingerprint, id]` → 1: the tokens carrying a fingerprint, by id. */
+  fingerprints: Database
+  /** `[tenant, type, id]` → 1: the tokens of a type, by id. */
+  types: Database
+  /** `[tenant, expires_at, id]` → 1: a tenant's tokens that expire, by time (counts skip the expired). */
+  tokenExpiry: Database
+  /** `[kind, time, tenant, id]` → `{ tenant_id, id, at }`: what `listExpired` reads, by time. */
+  expiring: Database
+  /** `[tenant, parent, child]` → `{ association, seq }`. */
+  links: Database
+  /** `[tenant, parent, seq]` → child id: a parent's children in link order. */
+  children: Database
+  /** `[tenant, child, parent]` → 1. */
+  parents: Database
+  /** `[tenant, id]` → transaction. */
+  transactions: Database
+  /** `[tenant, token id]` → lock. */
+  locks: Database
+  /** `[tenant, id]` → session. */
+  sessions: Database
+  /** `[tenant, nonce hash]` → session id. */
+  nonces: Database
+  /** `[tenant or '' for official, id]` → formula. */
+  formulas: Database
+  /** `[formula id, tenant, reactor id]` → 1. */
+  uses: Database
+  /** `[tenant, id]` → reactor. */
+  reactors: Database
+  /** `[tenant, id]` → idempotency record. */
+  idempotency: Database
+}
+
+/** LMDB's lock file: its magic, and where it keeps the last committed transaction id (64-bit builds). */
+const LOCK_MAGIC = 0xbeefc0de
+const LOCK_TXNID_AT = 8
+
+/** Reads the last committed transaction id from the lock file LMDB maps shared between processes. */
+function lockHead(dir: string): { head(): bigint | null; release(): void } {
+  let fd: number | null = null
+  try {
+    fd = openSync(join(dir, LOCK_FILE), 'r')
+    const probe = Buffer.alloc(4)
+    if (readSync(fd, probe, 0, 4, 0) !== 4 || probe.readUInt32LE(0) !== LOCK_MAGIC)
+      throw new Error('no magic')
+  } catch {
+    if (fd !== null) closeSync(fd)
+    return { head: () => null, release: () => {} }
+  }
+  const open = fd
+  const buffer = Buffer.alloc(8)
+  return {
+    head: () => (readSync(open, buffer, 0, 8, LOCK_TXNID_AT) === 8 ? buffer.readBigUInt64LE(0) : null),
+    release: () => closeSync(open),
+  }
+}
+
+const NAMES = [
+  'meta',
+  'tenants',
+  'applications',
+  'keys',
+  'tokens',
+  'fingerprints',
+  'types',
+  'tokenExpiry',
+  'expiring',
+  'links',
+  'children',
+  'parents',
+  'transactions',
+  'locks',
+  'sessions',
+  'nonces',
+  'formulas',
+  'uses',
+  'reactors',
+  'idempotency',
+] as const satisfies readonly Exclude<keyof Databases, 'env'>[]
+
+/** Files of the environment: LMDB's data file and its lock file (shared by every process). */
+export const DATA_FILE = 'data.mdb'
+export const LOCK_FILE = 'lock.mdb'
+
+/**
+ * Opens (creating if needed) the LMDB environment in `dir`: the directory 0700, both files 0600
+ * (created so before LMDB opens them, so they are never readable by others), every database, and
+ * the format marker checked (after the data file's header: see `checkDataFile`). Commits are synchronous (`overlappingSync: false`: a commit resolves
+ * once it is on disk) unless `durable` is false. Throws a `StoreError` for a directory or file it
+ * can't use: `corrupt` for a file that is not this store's, `schema_newer` for a newer format.
+ */
+export function openDatabases(dir: string, durable: boolean): Databases {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    chmodSync(dir, 0o700)
+    checkDataFile(join(dir, DATA_FILE), dir)
+    for (const name of [DATA_FILE, LOCK_FILE]) {
+      closeSync(openSync(join(dir, name), 'a', 0o600))
+      chmodSync(join(dir, name), 0o600)
+    }
+  } catch (error) {
+    throw openError(error, dir)
+  }
+  let env: RootDatabase
+  try {
+    env = open({
+      path: dir,
+      maxDbs: NAMES.length + 2,
+      overlappingSync: false,
+      // Commits start when writes are queued, not at the end of an event turn: with event-turn
+      // batching, lmdb leaves a promise of its own rejected and unhandled when a commit fails.
+      eventTurnBatching: false,
+      noSync: !durable,
+      keyEncoding: 'binary',
+      encoding: 'json',
+    })
+  } catch (error) {
+    throw openError(error, dir)
+  }
+  const lock = lockHead(dir)
+  try {
+    const dbs = { env, ...lock } as Databases
+    for (const name of NAMES)
+      (dbs as unknown as Record<string, Database>)[name] = env.openDB({
+        name,
+        keyEncoding: 'binary',
+        encoding: 'json',
+      })
+    checkFormat(dbs, dir)
+    return dbs
+  } catch (error) {
+    lock.release()
+    void env.close()
+    throw openError(error, dir)
+  }
+}
+
+const FORMAT_KEY = Buffer.from('format')
+
+/** Refuses an environment that is not this store's (databases but no marker) or of a newer format. */
+function checkFormat(dbs: Databases, dir: string): void {
+  const format = dbs.meta.get(FORMAT_KEY) as unknown
+  if (format === undefined) {
+    const empty = NAMES.every((name) => dbs[name].getKeysCount({ limit: 1 }) === 0)
+    const foreign = [...dbs.env.getKeys({ limit: 64 })].some((k) => {
+      // LMDB names its databases with C strings: a trailing NUL.
+      const bytes = Buffer.from(k as Buffer)
+      const name = bytes.subarray(0, bytes.at(-1) === 0 ? -1 : undefined).toString('utf8')
+      return !(NAMES as readonly string[]).includes(name)
+    })
+    if (!empty || foreign)
+      throw new StoreError(
+        'corrupt',
+        `fileStore: ${dir} holds an LMDB environment that is not a tokenvault store`,
+      )
+    dbs.meta.putSync(FORMAT_KEY, FORMAT)
+    return
+  }
+  if (typeof format !== 'number')
+    throw new StoreError('corrupt', `fileStore: ${dir} has an unreadable format marker`)
+  if (format > FORMAT)
+    throw new StoreError(
+      'schema_newer',
+      `fileStore: ${dir} was written in format ${format}; this version reads format ${FORMAT}`,
+    )
+}

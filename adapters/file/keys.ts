@@ -1,0 +1,56 @@
+/**
+ * Binary keys that sort as tuples of strings: each part but the last is its UTF-8 bytes with 0x00
+ * and 0x01 escaped (0x01 0x01, 0x01 0x02) and a 0x00 terminator; the last part is its UTF-8 bytes
+ * as they are. Byte order is then the order of the tuples, part by part, each part in code-point
+ * order (tenant, then id): what LMDB's ordered databases keep, and what `getRange` pages through.
+ */
+
+/** LMDB's largest key (bytes, at the default page size). */
+export const MAX_KEY_BYTES = 1978
+
+const escaped = (part: string): Buffer => {
+  const bytes = Buffer.from(part, 'utf8')
+  let low = 0
+  for (const b of bytes) if (b < 2) low++
+  if (low === 0) return bytes
+  const out = Buffer.allocUnsafe(bytes.length + low)
+  let i = 0
+  for (const b of bytes) {
+    if (b < 2) {
+      out[i++] = 1
+      out[i++] = b + 1
+    } else out[i++] = b
+  }
+  return out
+}
+
+const TERMINATOR = Buffer.from([0])
+
+/** The key of a tuple of strings. */
+export function key(...parts: string[]): Buffer {
+  const chunks: Buffer[] = []
+  for (let i = 0; i < parts.length - 1; i++) chunks.push(escaped(parts[i]!), TERMINATOR)
+  chunks.push(Buffer.from(parts[parts.length - 1] ?? '', 'utf8'))
+  return Buffer.concat(chunks)
+}
+
+/** Whether `k` fits in an LMDB key: a longer one can't have been stored. */
+export const fits = (k: Buffer): boolean => k.length > 0 && k.length <= MAX_KEY_BYTES
+
+/**
+ * The range `{ start, end }` (end exclusive) of every key whose leading parts are `parts`: the
+ * escaped parts, each terminated, up to the next byte after the last terminator.
+ */
+export function prefix(...parts: string[]): { start: Buffer; end: Buffer } {
+  const chunks: Buffer[] = []
+  for (const part of parts) chunks.push(escaped(part), TERMINATOR)
+  const start = Buffer.concat(chunks)
+  const end = Buffer.from(start)
+  end[end.length - 1] = 1
+  return { start, end }
+}
+
+/** A sequence number as 12 hex digits: keys that sort in the order they were made. */
+export function seq(n: number): string {
+  return n.toString(16).padStart(12, '0')
+}

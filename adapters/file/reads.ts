@@ -1,0 +1,240 @@
+import type { Database } from 'lmdb'
+import { assertNever } from '../../src/errors.js'
+import type { ExpiringKind, KeyOwner, Page, RecordKey, StoreDump } from '../../src/store/contract.js'
+import { frozenCopy } from '../../src/store/json.js'
+import type { StoreReads } from '../../src/store/model-reads.js'
+import { byKey, nameMatcher } from '../../src/store/order.js'
+import type {
+  Association,
+  Reactor,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+} from '../../src/types.js'
+import type { Expiring, StoredLink } from './apply.js'
+import { read } from './checks.js'
+import type { Databases } from './env.js'
+import { key, prefix } from './keys.js'
+
+/** Every value under `parts`, in key order. */
+function* under<T>(db: Database, ...parts: string[]): Generator<T> {
+  for (const { value } of db.getRange(prefix(...parts))) yield value as T
+}
+
+/** The last key part of every key under `parts`, in key order. */
+function* idsUnder(db: Database, ...parts: string[]): Generator<string> {
+  const range = prefix(...parts)
+  for (const k of db.getKeys(range)) yield (k as Buffer).subarray(range.start.length).toString('utf8')
+}
+
+/** A page of `all` (already filtered and ordered). */
+const slice = <T>(all: T[], offset: number, limit: number): Page<T> => ({
+  items: all.slice(offset, offset + limit),
+  total: all.length,
+})
+
+const live = (t: StoredToken | undefined, now: string): t is StoredToken =>
+  t !== undefined && (t.expires_at === undefined || t.expires_at > now)
+
+/** Every value of a database, for `dump`. */
+const all = <T>(db: Database): T[] => [...db.getRange({})].map((e) => e.value as T)
+
+/** How many decoded key owners `findKey` keeps. */
+const OWNER_CACHE = 10_000
+
+const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
+
+/**
+ * The read side of the store contract on the LMDB databases `use()` returns. Each call first moves
+ * to the newest committed snapshot if any process committed since the last move, then reads ranges
+ * of ordered keys: a token by key, children by the parent's link order, tokens of a tenant by id.
+ */
+export function lmdbReads(use: () => Databases): StoreReads {
+  /** Owners by key hash, with the record bytes they were decoded from (a stale entry never matches). */
+  const owners = new Map<string, { bytes: Buffer; owner: KeyOwner }>()
+  /** The newest committed transaction id when this process last moved to a new snapshot. */
+  let seen: bigint | null = null
+  const fresh = () => {
+    const dbs = use()
+    // Another process committed since: move to the newest snapshot (this process's own commits
+    // move it already). Reading the shared lock file costs a read of 8 bytes, not a new snapshot.
+    const head = dbs.head()
+    if (head === null || head !== seen) {
+      dbs.env.resetReadTxn()
+      seen = head
+    }
+    return dbs
+  }
+  return {
+    getTenant: async (id) => read(fresh().tenants, id) ?? null,
+    hasTenants: async () => fresh().tenants.getKeysCount({ limit: 1 }) > 0,
+    listTenants: async () => all(fresh().tenants),
+    findKey: async (hash) => {
+      const dbs = fresh()
+      const entry = read<{ kind: 'application' | 'session'; tenant_id: string; id: string }>(dbs.keys, hash)
+      if (!entry) return null
+      const db = entry.kind === 'application' ? dbs.applications : dbs.sessions
+      const bytes = db.getBinary(key(entry.tenant_id, entry.id))
+      if (!bytes) return null
+      // Every call authenticates: the owner decoded from the same bytes is handed out again, frozen.
+      const cached = owners.get(hash)
+      if (cached?.bytes.equals(bytes)) return cached.owner
+      const record = JSON.parse(bytes.toString('utf8')) as StoredApplication & StoredSession
+      const owner = frozenCopy(
+        entry.kind === 'application'
+          ? { kind: 'application', application: record }
+          : { kind: 'session', session: record },
+      ) as KeyOwner
+      if (owners.size >= OWNER_CACHE) owners.clear()
+      owners.set(hash, { bytes: Buffer.from(bytes), owner })
+      return owner
+    },
+    getApplication: async (t, id) => read(fresh().applications, t, id) ?? null,
+    listApplications: async (t, query) => {
+      const ids = query.ids?.length ? new Set(query.ids) : null
+      const found = [...under<StoredApplication>(fresh().applications, t)]
+        .filter((a) => ids === null || ids.has(a.id))
+        .sort(byKey((a) => `${a.created_at}\u0000${a.id}`))
+      return slice(found, query.offset, query.limit)
+    },
+    getToken: async (t, id) => read(fresh().tokens, t, id) ?? null,
+    hasAssociation: async (t, p, c) => read(fresh().links, t, p, c) !== undefined,
+    listLinks: async (t, id) => {
+      const dbs = fresh()
+      const links = [...under<StoredLink>(dbs.links, t, id)].map((l) => l.association)
+      for (const parent of idsUnder(dbs.parents, t, id)) {
+        if (parent === id) continue // already listed as its own child
+        const link = read<StoredLink>(dbs.links, t, parent, id)
+        if (link) links.push(link.association)
+      }
+      return links
+    },
+    listChildren: async (t, parentId, query) => {
+      const dbs = fresh()
+      const types = query.types?.length ? new Set(query.types) : null
+      let ids: Iterable<string>
+      if (query.ids?.length) {
+        ids = [...new Set(query.ids)]
+          .flatMap((id) => {
+            const link = read<StoredLink>(dbs.links, t, parentId, id)
+            return link ? [{ id, seq: link.seq }] : []
+          })
+          .sort((a, b) => a.seq - b.seq)
+          .map((c) => c.id)
+      } else ids = under<string>(dbs.children, t, parentId)
+      const items: StoredToken[] = []
+      let total = 0
+      for (const id of ids) {
+        const token = read<StoredToken>(dbs.tokens, t, id)
+        if (!live(token, query.now) || (types && !types.has(token.type))) continue
+        if (total >= query.offset && items.length < query.limit) items.push(token)
+        total++
+      }
+      return { items, total }
+    },
+    listTokens: async (t, query) => {
+      const dbs = fresh()
+      const types = query.types?.length ? new Set(query.types) : null
+      let ids: string[] | null = query.ids?.length ? [...new Set(query.ids)] : null
+      if (query.fingerprint !== undefined) {
+        const marked = new Set(idsUnder(dbs.fingerprints, t, query.fingerprint))
+        ids = ids ? ids.filter((id) => marked.has(id)) : [...marked]
+      } else if (!ids && types) ids = [...types].flatMap((type) => [...idsUnder(dbs.types, t, type)])
+      const items: StoredToken[] = []
+      let total = 0
+      const take = (token: StoredToken | undefined) => {
+        if (!live(token, query.now) || (types && !types.has(token.type))) return
+        if (total >= query.offset && items.length < query.limit) items.push(token)
+        total++
+      }
+      if (ids) {
+        ids.sort(byKey((id) => id))
+        for (const id of ids) take(read<StoredToken>(dbs.tokens, t, id))
+        return { items, total }
+      }
+      // No filter but expiry: count keys (nothing decoded), less the tenant's expired tokens, and
+      // read only up to the end of the page.
+      const range = prefix(t)
+      const expired = dbs.tokenExpiry.getKeysCount({ start: range.start, end: prefix(t, query.now).end })
+      for (const token of under<StoredToken>(dbs.tokens, t)) {
+        if (items.length >= query.limit) break
+        if (!live(token, query.now)) continue
+        if (total++ >= query.offset) items.push(token)
+      }
+      return { items, total: dbs.tokens.getKeysCount(range) - expired }
+    },
+    getTransaction: async (t, id) => read(fresh().transactions, t, id) ?? null,
+    getSessionByNonce: async (t, hash) => {
+      const dbs = fresh()
+      const id = read<string>(dbs.nonces, t, hash)
+      return (id === undefined ? undefined : read<StoredSession>(dbs.sessions, t, id)) ?? null
+    },
+    getFormula: async (t, id) => {
+      const dbs = fresh()
+      return (
+        (t === null ? undefined : read<StoredFormula>(dbs.formulas, t, id)) ??
+        read(dbs.formulas, '', id) ??
+        null
+      )
+    },
+    listFormulas: async (t, query) => {
+      const dbs = fresh()
+      const match = nameMatcher(query.name)
+      const found = [...under<StoredFormula>(dbs.formulas, ''), ...under<StoredFormula>(dbs.formulas, t)]
+        .filter((f) => match(f.name))
+        .sort(byKey((f) => `${f.name}\u0000${f.id}\u0000${f.tenant_id === null ? '\u0000' : '\u0001'}`))
+      return slice(found, query.offset, query.limit)
+    },
+    getReactor: async (t, id) => read(fresh().reactors, t, id) ?? null,
+    listReactors: async (t, query) => {
+      const match = nameMatcher(query.name)
+      const ids = query.ids?.length ? new Set(query.ids) : null
+      const found = [...under<Reactor>(fresh().reactors, t)]
+        .filter((r) => match(r.name) && (!ids || ids.has(r.id)))
+        .sort(byKey((r) => `${r.created_at}\u0000${r.id}`))
+      return slice(found, query.offset, query.limit)
+    },
+    getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
+    listExpired: async (query) => {
+      const out: RecordKey[] = []
+      if (query.limit <= 0) return out
+      const kind: ExpiringKind = query.kind
+      switch (kind) {
+        case 'token':
+        case 'token.cvc':
+        case 'session':
+        case 'application':
+        case 'transaction.open':
+        case 'transaction.ended':
+        case 'idempotency':
+          break
+        default:
+          assertNever(kind)
+      }
+      for (const e of under<Expiring>(fresh().expiring, kind)) {
+        if (e.at > query.before || out.length >= query.limit) break
+        out.push({ tenant_id: e.tenant_id, id: e.id })
+      }
+      return out
+    },
+    dump: async (): Promise<StoreDump> => {
+      const dbs = fresh()
+      const sorted = <T>(values: T[], by: (t: T) => string) => values.sort(byKey(by))
+      return {
+        tenants: sorted(all(dbs.tenants), (t) => t.id),
+        applications: sorted(all<StoredApplication>(dbs.applications), (a) => k(a.tenant_id, a.id)),
+        tokens: sorted(all<StoredToken>(dbs.tokens), (t) => k(t.tenant_id, t.id)),
+        associations: sorted(
+          all<StoredLink>(dbs.links).map((l): Association => l.association),
+          (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,
+        ),
+        transactions: sorted(all(dbs.transactions), (t) => k(t.tenant_id, t.id)),
+        sessions: sorted(all<StoredSession>(dbs.sessions), (s) => k(s.tenant_id, s.id)),
+        formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
+        reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
+        idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
+      }
+    },
+  }
+}

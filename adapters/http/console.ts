@@ -1,0 +1,282 @@
+import { readFile } from 'node:fs/promises'
+import { ServiceError, STATUS_BY_CODE } from '../../src/errors.js'
+import type { JournalEntry } from '../../src/journal.js'
+import type { Service } from '../../src/service.js'
+import type { StateSnapshot } from '../../src/state-transfer.js'
+import type { StoreErrorCode } from '../../src/store/error.js'
+import type { FetchHandler } from './handler.js'
+import { internalError, problemFor, STORE_ANSWERS } from './problem.js'
+
+/** Options of `consoleHandler`. */
+export interface ConsoleOptions {
+  /** Whether the request carries the admin token (`Authorization: Bearer <token>`). */
+  authorized: (request: Request) => boolean
+}
+
+/** Whether `path` is the console's (`/_console/...`). */
+export const isConsolePath = (path: string): boolean => path === '/_console' || path.startsWith('/_console/')
+
+/** The console's files: served as they are, without the token (they hold no data). */
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/_console/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/_console/console.js': { file: 'console.js', type: 'text/javascript; charset=utf-8' },
+  '/_console/console.css': { file: 'console.css', type: 'text/css; charset=utf-8' },
+}
+const ASSET_DIR = new URL('./console/', import.meta.url)
+
+/**
+ * Scripts and styles from the console's own files only (no inline script or style, no other
+ * origin), calls to this origin only, no frames, no forms sent, and no string reaching an HTML
+ * sink (Trusted Types): a value that slipped into markup could run nothing.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ')
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': CONSOLE_CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'cache-control': 'no-store',
+}
+
+/** How many snapshots the console keeps (the oldest goes first). */
+export const SNAPSHOTS_KEPT = 20
+/** How many journal entries one poll answers at most (the newest). */
+const JOURNAL_PAGE = 500
+
+const answer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(body === undefined ? null : JSON.stringify(body), {
+    status,
+    headers: {
+      ...SECURITY_HEADERS,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+  })
+const problem = (status: number, title: string, detail: string, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify({ type: 'about:blank', title, status, detail }), {
+    status,
+    headers: { ...SECURITY_HEADERS, 'content-type': 'application/problem+json', ...headers },
+  })
+
+/** The HTTP status the API answers for a journal entry's outcome (`null` for a success: 200, 201 or 204). */
+export function statusOfOutcome(outcome: JournalEntry['outcome']): number | null {
+  if (outcome.ok) return null
+  const code = outcome.code
+  if (Object.hasOwn(STATUS_BY_CODE, code)) return STATUS_BY_CODE[code as keyof typeof STATUS_BY_CODE]
+  if (code.startsWith('store_') && Object.hasOwn(STORE_ANSWERS, code.slice(6)))
+    return STORE_ANSWERS[code.slice(6) as StoreErrorCode].status
+  return 500
+}
+
+/** A journal entry as the console lists it: ids and outcomes only, as the journal holds them. */
+function entryView(e: JournalEntry) {
+  return {
+    seq: e.seq,
+    at: e.at,
+    tenant_id: e.tenant_id,
+    actor: e.actor,
+    operation: e.operation,
+    outcome: e.outcome.ok ? 'ok' : e.outcome.code,
+    status: statusOfOutcome(e.outcome),
+    ids: e.ids,
+  }
+}
+
+/** A whole number from the query (at most 15 digits), or undefined when absent. */
+function whole(q: URLSearchParams, name: string): number | undefined {
+  const value = q.get(name)
+  if (value === null) return undefined
+  if (!/^\d{1,15}$/.test(value))
+    throw new ServiceError('validation_failed', `${name}: a whole number`, {
+      issues: { [name]: ['a whole number'] },
+    })
+  return Number(value)
+}
+
+interface HeldSnapshot {
+  id: string
+  label: string
+  clock: string
+  counts: Record<string, number>
+  snapshot: StateSnapshot
+}
+
+/**
+ * The test console under `/_console/`: the page (`/_console/`, its script and its style, served
+ * without the token: they hold no data) and its read API under `/_console/api/`, behind the admin
+ * token (401 without it):
+ *
+ * - `GET api/journal?after=<seq>` → `{ data, last }`: entries after `seq` (the newest 500), each
+ *   with the status its outcome answers over HTTP; never token data (the journal holds none);
+ * - `GET api/tenants`; `GET api/tenants/{id}/tokens?start=&size=` (keyset pages, tokens masked),
+ *   `…/transactions`, `…/reactors?offset=`, `…/applications?offset=` (see `AdminView`);
+ * - `GET api/snapshots`, `POST api/snapshots` `{ label? }` (takes one and keeps it here: its token
+ *   data never goes to the browser), `POST api/snapshots/{id}/restore`.
+ *
+ * The clock and reset are the control plane's own routes (`/_test/clock`, `/_test/reset`).
+ */
+export function consoleHandler(service: Service, options: ConsoleOptions): FetchHandler {
+  const assets = new Map<string, string>()
+  const snapshots: HeldSnapshot[] = []
+  let taken = 0
+
+  const asset = async (path: string): Promise<Response> => {
+    const entry = ASSETS[path]!
+    let text = assets.get(entry.file)
+    if (text === undefined) {
+      text = await readFile(new URL(entry.file, ASSET_DIR), 'utf8')
+      assets.set(entry.file, text)
+    }
+    return new Response(text, { status: 200, headers: { ...SECURITY_HEADERS, 'content-type': entry.type } })
+  }
+
+  const snapshotView = ({ snapshot: _snapshot, ...rest }: HeldSnapshot) => rest
+
+  const api = async (method: string, path: string, q: URLSearchParams, request: Request) => {
+    const view = service.admin.view
+    if (method === 'GET' && path === 'journal') {
+      const after = whole(q, 'after') ?? 0
+      const entries = service.journal.query().filter((e) => e.seq > after)
+      const last = entries.length ? entries[entries.length - 1]!.seq : after
+      return answer(200, { data: entries.slice(-JOURNAL_PAGE).map(entryView), last })
+    }
+    if (method === 'GET' && path === 'tenants') return answer(200, { data: await view.tenants() })
+    if (path === 'snapshots' && method === 'GET') return answer(200, { data: snapshots.map(snapshotView) })
+    if (path === 'snapshots' && method === 'POST') {
+      const label = await labelOf(request)
+      const snapshot = await service.admin.exportState()
+      const counts = Object.fromEntries(
+        Object.entries(snapshot.records).map(([kind, list]) => [kind, (list as unknown[]).length]),
+      )
+      const held: HeldSnapshot = {
+        id: `snap_${++taken}`,
+        label,
+        clock: snapshot.clock,
+        counts,
+        snapshot,
+      }
+      snapshots.push(held)
+      if (snapshots.length > SNAPSHOTS_KEPT) snapshots.shift()
+      return answer(201, snapshotView(held))
+    }
+    const restore = /^snapshots\/([^/]+)\/restore$/.exec(path)
+    if (restore && method === 'POST') {
+      const held = snapshots.find((s) => s.id === restore[1])
+      if (!held) return problem(404, 'Not Found', 'no such snapshot')
+      await service.admin.importState(held.snapshot)
+      return answer(204, undefined)
+    }
+    const tenantRoute = /^tenants\/([^/]+)\/(tokens|transactions|reactors|applications)$/.exec(path)
+    if (tenantRoute && method === 'GET') {
+      const tenant = decodePart(tenantRoute[1]!)
+      switch (tenantRoute[2]) {
+        case 'tokens': {
+          const start = q.get('start')
+          const size = whole(q, 'size')
+          return answer(
+            200,
+            await view.tokens(tenant, {
+              ...(start === null ? {} : { start }),
+              ...(size === undefined ? {} : { size }),
+            }),
+          )
+        }
+        case 'transactions':
+          return answer(200, await view.transactions(tenant))
+        case 'reactors':
+          return answer(200, await view.reactors(tenant, pageOf(q)))
+        default:
+          return answer(200, await view.applications(tenant, pageOf(q)))
+      }
+    }
+    return problem(404, 'Not Found', `no console route ${method} /_console/api/${path}`)
+  }
+
+  return async (request) => {
+    const url = new URL(request.url)
+    const path = url.pathname
+    if (!isConsolePath(path)) return problem(404, 'Not Found', 'not a console route')
+    if (path === '/_console') return new Response(null, { status: 308, headers: { location: '/_console/' } })
+    if (Object.hasOwn(ASSETS, path)) {
+      if (request.method !== 'GET' && request.method !== 'HEAD')
+        return problem(405, 'Method Not Allowed', 'the console page is read with GET', { allow: 'GET, HEAD' })
+      return asset(path)
+    }
+    if (!path.startsWith('/_console/api/')) return problem(404, 'Not Found', `no console route ${path}`)
+    if (!options.authorized(request)) {
+      return problem(401, 'Unauthorized', 'the console needs Authorization: Bearer <admin token>', {
+        'www-authenticate': 'Bearer',
+      })
+    }
+    try {
+      return await api(request.method, path.slice('/_console/api/'.length), url.searchParams, request)
+    } catch (error) {
+      const known = problemFor(error)
+      if (known === null) console.error('tokenvault: the console failed', error)
+      const out = known ?? internalError()
+      return new Response(out.body, { status: out.status, headers: { ...SECURITY_HEADERS, ...out.headers } })
+    }
+  }
+}
+
+function pageOf(q: URLSearchParams): { offset?: number; limit?: number } {
+  const offset = whole(q, 'offset')
+  const limit = whole(q, 'limit')
+  return { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }) }
+}
+
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part)
+  } catch {
+    throw new ServiceError('validation_failed', 'the path is not valid percent-encoding', {
+      issues: { path: ['is malformed'] },
+    })
+  }
+}
+
+/** The snapshot's label from a small JSON body `{ "label": "..." }` (at most 200 characters). */
+async function labelOf(request: Request): Promise<string> {
+  const bad = () =>
+    new ServiceError('validation_failed', 'give { "label": a string of at most 200 characters }', {
+      issues: { label: ['a string of at most 200 characters'] },
+    })
+  const chunks: Uint8Array[] = []
+  let total = 0
+  const reader = request.body?.getReader()
+  for (;;) {
+    const read = reader ? await reader.read() : { done: true as const, value: undefined }
+    if (read.done) break
+    total += read.value.byteLength
+    if (total > 4096) {
+      await reader!.cancel()
+      throw bad()
+    }
+    chunks.push(read.value)
+  }
+  const text = Buffer.concat(chunks, total).toString('utf8')
+  if (text.trim() === '') return ''
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw bad()
+  }
+  const label = (body as { label?: unknown } | null)?.label ?? ''
+  if (typeof label !== 'string' || label.length > 200) throw bad()
+  return label
+}

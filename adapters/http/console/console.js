@@ -1,0 +1,539 @@
+// The test console: plain DOM, no framework, no build. Every value from the server is put in the
+// page as text (textContent, text nodes): never as markup. The admin token lives in this tab's
+// session storage and goes out only in the Authorization header of same-origin calls.
+
+const TOKEN_KEY = 'tokenvault.admin-token'
+const POLL_MS = 1000
+const JOURNAL_KEPT = 1000
+const TOKEN_PAGE = 20
+
+const $ = (id) => document.getElementById(id)
+
+/** An element with attributes and children (strings become text nodes, never markup). */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag)
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (name === 'class') node.className = value
+    else if (name === 'text') node.textContent = value
+    else if (name.startsWith('data-')) node.setAttribute(name, value)
+    else node[name] = value
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child)
+  return node
+}
+
+/** `value` as display text: strings as they are, anything else as JSON. */
+function show(value) {
+  if (value === undefined || value === null) return '—'
+  return typeof value === 'string' ? value : JSON.stringify(value)
+}
+
+function cell(value, className) {
+  return el('td', className ? { class: className, text: show(value) } : { text: show(value) })
+}
+
+function list(items) {
+  const td = el('td')
+  for (const item of items) td.append(el('span', { class: 'chip', title: show(item), text: show(item) }))
+  return td
+}
+
+/** Name and value pairs, one a line (metadata, a masked object). */
+function pairs(entries, className) {
+  const td = el('td', className ? { class: className } : {})
+  for (const [key, value] of entries)
+    td.append(
+      el(
+        'div',
+        { class: 'pair' },
+        el('span', { class: 'key', text: key }),
+        el('span', { text: show(value) }),
+      ),
+    )
+  return td
+}
+
+function replaceRows(tbody, rows, columns, empty) {
+  tbody.replaceChildren(...rows)
+  if (rows.length === 0)
+    tbody.append(el('tr', {}, el('td', { colSpan: columns, class: 'muted', text: empty })))
+}
+
+// ---- the token and calls --------------------------------------------------------------------
+
+class Unauthorized extends Error {}
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY)
+}
+
+/** A same-origin call with the admin token in its header; the parsed answer, or an Error. */
+async function call(method, path, body) {
+  const headers = { authorization: `Bearer ${token() ?? ''}` }
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'omit',
+    cache: 'no-store',
+  })
+  if (response.status === 401) throw new Unauthorized('the admin token was refused')
+  const text = await response.text()
+  const parsed = text ? JSON.parse(text) : undefined
+  if (!response.ok) throw new Error(parsed?.detail ?? `${response.status}`)
+  return parsed
+}
+
+const api = (method, path, body) => call(method, `api/${path}`, body)
+const control = (method, path, body) => call(method, `../_test/${path}`, body)
+
+function report(message, isError) {
+  const status = $('status')
+  status.textContent = message
+  status.className = isError ? 'error' : 'muted'
+}
+
+/** Runs an action; a refused token sends back to the login form, any other failure is reported. */
+async function guarded(action) {
+  try {
+    await action()
+  } catch (error) {
+    if (error instanceof Unauthorized) logout('The admin token was refused.')
+    else report(error.message, true)
+  }
+}
+
+// ---- login ----------------------------------------------------------------------------------
+
+function showLogin(message) {
+  $('app').hidden = true
+  $('logout').hidden = true
+  $('login').hidden = false
+  $('login-error').textContent = message ?? ''
+  $('token-input').focus()
+}
+
+function logout(message) {
+  sessionStorage.removeItem(TOKEN_KEY)
+  stopPolling()
+  showLogin(message)
+}
+
+async function login(given) {
+  sessionStorage.setItem(TOKEN_KEY, given)
+  try {
+    await api('GET', 'tenants')
+  } catch (error) {
+    sessionStorage.removeItem(TOKEN_KEY)
+    showLogin(error instanceof Unauthorized ? 'That is not the admin token.' : error.message)
+    return
+  }
+  $('login').hidden = true
+  $('app').hidden = false
+  $('logout').hidden = false
+  startPolling()
+  await guarded(() => openTab(location.hash.slice(1) || 'journal'))
+}
+
+// ---- tabs -----------------------------------------------------------------------------------
+
+const TABS = ['journal', 'tenants', 'time', 'snapshots']
+let current = 'journal'
+
+async function openTab(name) {
+  current = TABS.includes(name) ? name : 'journal'
+  for (const tab of TABS) $(tab).hidden = tab !== current
+  for (const button of document.querySelectorAll('.tab'))
+    button.classList.toggle('active', button.dataset.tab === current)
+  if (location.hash !== `#${current}`) history.replaceState(null, '', `#${current}`)
+  if (current === 'tenants') await loadTenants()
+  if (current === 'time') await loadClock()
+  if (current === 'snapshots') await loadSnapshots()
+}
+
+// ---- journal --------------------------------------------------------------------------------
+
+const journal = []
+let lastSeq = 0
+let pollTimer
+let polling = false
+
+function actorText(actor) {
+  if (actor.kind === 'admin' || actor.kind === 'unknown') return actor.kind
+  return actor.kind === 'session' ? `session ${actor.id}` : actor.id
+}
+
+function matches(entry) {
+  const tenant = $('filter-tenant').value
+  const operation = $('filter-operation').value
+  const outcome = $('filter-outcome').value
+  if (tenant && entry.tenant_id !== tenant) return false
+  if (operation && entry.operation !== operation) return false
+  if (outcome === 'ok' && entry.outcome !== 'ok') return false
+  if (outcome === 'failed' && entry.outcome === 'ok') return false
+  if (outcome && outcome !== 'ok' && outcome !== 'failed' && entry.outcome !== outcome) return false
+  return true
+}
+
+function journalRow(entry) {
+  return el(
+    'tr',
+    { class: entry.outcome === 'ok' ? 'ok' : 'failed', 'data-seq': String(entry.seq) },
+    cell(String(entry.seq), 'num'),
+    cell(entry.at),
+    cell(entry.tenant_id),
+    cell(actorText(entry.actor)),
+    cell(entry.operation),
+    cell(entry.outcome),
+    cell(entry.status === null ? '2xx' : String(entry.status), 'num'),
+    cell(entry.ids.join(' ')),
+  )
+}
+
+/** Adds the values seen to a filter's choices, keeping the one chosen. */
+function addChoices(select, values) {
+  const have = new Set([...select.options].map((o) => o.value))
+  for (const value of [...values].sort()) {
+    if (value === null || value === undefined || have.has(value)) continue
+    select.append(el('option', { value, text: value }))
+    have.add(value)
+  }
+}
+
+function renderJournal() {
+  const shown = journal.filter(matches).reverse()
+  replaceRows($('journal-rows'), shown.map(journalRow), 8, 'No operation yet.')
+  $('journal-count').textContent = `${shown.length} of ${journal.length}`
+}
+
+async function pollJournal() {
+  const answer = await api('GET', `journal?after=${lastSeq}`)
+  if (answer.data.length === 0) return false
+  lastSeq = answer.last
+  journal.push(...answer.data)
+  if (journal.length > JOURNAL_KEPT) journal.splice(0, journal.length - JOURNAL_KEPT)
+  addChoices(
+    $('filter-tenant'),
+    answer.data.map((e) => e.tenant_id),
+  )
+  addChoices(
+    $('filter-operation'),
+    answer.data.map((e) => e.operation),
+  )
+  addChoices(
+    $('filter-outcome'),
+    answer.data.map((e) => e.outcome).filter((o) => o !== 'ok'),
+  )
+  const tbody = $('journal-rows')
+  if (tbody.querySelector('td[colspan]')) tbody.replaceChildren()
+  for (const entry of answer.data) if (matches(entry)) tbody.prepend(journalRow(entry))
+  while (tbody.rows.length > JOURNAL_KEPT) tbody.lastElementChild.remove()
+  $('journal-count').textContent = `${tbody.querySelectorAll('tr[data-seq]').length} of ${journal.length}`
+  return true
+}
+
+async function tick() {
+  if (!polling) return
+  await guarded(async () => {
+    const logged = await pollJournal()
+    const { now } = await control('GET', 'clock')
+    // A new operation, or time moved (tokens expire with it): the tenant view is read again.
+    const moved = now !== $('clock-badge').textContent
+    showNow(now)
+    if ((logged || moved) && current === 'tenants') await loadTenant()
+  })
+  if (polling) pollTimer = setTimeout(tick, POLL_MS)
+}
+
+function startPolling() {
+  if (polling) return
+  polling = true
+  tick()
+}
+
+function stopPolling() {
+  polling = false
+  clearTimeout(pollTimer)
+}
+
+// ---- tenants --------------------------------------------------------------------------------
+
+/** The cursors of the token pages shown so far: the last one is the current page's. */
+let cursors = [undefined]
+
+async function loadTenants() {
+  const select = $('tenant-select')
+  const chosen = select.value
+  const { data } = await api('GET', 'tenants')
+  select.replaceChildren(...data.map((t) => el('option', { value: t.id, text: `${t.name} (${t.id})` })))
+  if (data.some((t) => t.id === chosen)) select.value = chosen
+  await loadTenant()
+}
+
+/** The masked data: a string as it is, an object as its members, nothing without a mask. */
+function maskedCell(masked) {
+  if (masked === undefined) return cell('•••• (no mask)', 'masked')
+  if (masked !== null && typeof masked === 'object' && !Array.isArray(masked))
+    return pairs(Object.entries(masked), 'masked')
+  return cell(masked, 'masked')
+}
+
+/** The fingerprint's first characters (the whole of it in the tooltip). */
+function fingerprintCell(fingerprint) {
+  if (fingerprint === undefined) return cell(undefined)
+  return el('td', { class: 'id', title: fingerprint, text: `${fingerprint.slice(0, 10)}…` })
+}
+
+function tokenRow(t) {
+  const links = [...t.links.parents.map((id) => `↑ ${id}`), ...t.links.children.map((id) => `↓ ${id}`)]
+  return el(
+    'tr',
+    { 'data-token': t.id },
+    cell(t.id, 'id'),
+    cell(t.type, 'nowrap'),
+    maskedCell(t.masked),
+    list(t.containers),
+    pairs(Object.entries(t.metadata)),
+    fingerprintCell(t.fingerprint),
+    cell(t.expires_at),
+    list(links),
+    cell(t.locked_by, 'id'),
+  )
+}
+
+/** Counts the loads of the tenant view: an answer to an older one than the last is dropped. */
+let loads = 0
+
+async function fetchTokens(tenant) {
+  const start = cursors[cursors.length - 1]
+  const query =
+    start === undefined ? `size=${TOKEN_PAGE}` : `size=${TOKEN_PAGE}&start=${encodeURIComponent(start)}`
+  return api('GET', `tenants/${encodeURIComponent(tenant)}/tokens?${query}`)
+}
+
+function showTokens(page) {
+  replaceRows($('token-rows'), page.data.map(tokenRow), 9, 'No live token.')
+  $('tokens-next').disabled = page.next === undefined
+  $('tokens-next').dataset.next = page.next ?? ''
+  $('tokens-first').disabled = cursors.length === 1
+  $('tokens-page').textContent = `page ${cursors.length}`
+}
+
+async function loadTokens(tenant) {
+  const load = ++loads
+  const page = await fetchTokens(tenant)
+  if (load === loads) showTokens(page)
+}
+
+async function loadTenant() {
+  const tenant = $('tenant-select').value
+  if (!tenant) {
+    for (const id of ['token-rows', 'transaction-rows', 'reactor-rows', 'application-rows'])
+      replaceRows($(id), [], 9, 'No tenant.')
+    return
+  }
+  const path = `tenants/${encodeURIComponent(tenant)}`
+  const load = ++loads
+  const [tokens, transactions, reactors, applications] = await Promise.all([
+    fetchTokens(tenant),
+    api('GET', `${path}/transactions`),
+    api('GET', `${path}/reactors`),
+    api('GET', `${path}/applications`),
+  ])
+  if (load !== loads) return
+  showTokens(tokens)
+  replaceRows(
+    $('transaction-rows'),
+    transactions.data.map((t) =>
+      el(
+        'tr',
+        {},
+        cell(t.id, 'id'),
+        cell(t.created_by, 'id'),
+        cell(t.created_at),
+        cell(t.expires_at),
+        cell(String(t.staged), 'num'),
+        list(t.locks),
+      ),
+    ),
+    6,
+    transactions.truncated ? 'None among the first open transactions read.' : 'No open transaction.',
+  )
+  replaceRows(
+    $('reactor-rows'),
+    reactors.data.map((r) => {
+      const formula = el('td', {
+        text: r.formula ? `${r.formula.name ?? '(missing)'} (${r.formula.id})` : 'its own code',
+      })
+      if (r.code !== undefined)
+        formula.append(el('details', {}, el('summary', { text: 'code' }), el('pre', { text: r.code })))
+      const runs = r.runs.map((run) => `${run.at} ${run.outcome}`)
+      return el('tr', {}, cell(r.id, 'id'), cell(r.name), formula, list(r.configuration_keys), list(runs))
+    }),
+    5,
+    'No reactor.',
+  )
+  replaceRows(
+    $('application-rows'),
+    applications.data.map((a) => {
+      const rules = el('td')
+      for (const rule of a.rules ?? [])
+        rules.append(
+          el(
+            'div',
+            { class: 'rule' },
+            `${rule.priority}. ${rule.transform} ${rule.container ?? JSON.stringify(rule.conditions ?? [])}: ${rule.permissions.join(', ')}`,
+          ),
+        )
+      return el(
+        'tr',
+        {},
+        cell(a.id, 'id'),
+        cell(a.name),
+        cell(a.type, 'nowrap'),
+        list(a.permissions),
+        rules,
+        cell(a.expires_at),
+      )
+    }),
+    6,
+    'No application.',
+  )
+}
+
+// ---- time -----------------------------------------------------------------------------------
+
+function showNow(now) {
+  $('clock-now').textContent = now
+  $('clock-badge').textContent = now
+}
+
+async function loadClock() {
+  showNow((await control('GET', 'clock')).now)
+}
+
+async function moveClock(body) {
+  const moved = await control('POST', 'clock', body)
+  showNow(moved.now)
+  const s = moved.swept
+  $('sweep-rows').prepend(
+    el(
+      'tr',
+      {},
+      cell(moved.now),
+      ...[
+        s.sessions,
+        s.applications,
+        s.transactions,
+        s.tokens,
+        s.cvcs,
+        s.endedTransactions,
+        s.idempotency,
+      ].map((n) => cell(String(n ?? 0), 'num')),
+    ),
+  )
+  report(`Clock moved to ${moved.now}; the sweep removed ${s.tokens} token(s).`)
+}
+
+// ---- snapshots ------------------------------------------------------------------------------
+
+async function loadSnapshots() {
+  const { data } = await api('GET', 'snapshots')
+  replaceRows(
+    $('snapshot-rows'),
+    data
+      .slice()
+      .reverse()
+      .map((s) =>
+        el(
+          'tr',
+          {},
+          cell(s.id, 'id'),
+          cell(s.label || '—'),
+          cell(s.clock),
+          cell(String(s.counts.tenants ?? 0), 'num'),
+          cell(String(s.counts.tokens ?? 0), 'num'),
+          el(
+            'td',
+            {},
+            el('button', { type: 'button', class: 'restore', 'data-snapshot': s.id, text: 'Restore' }),
+          ),
+        ),
+      ),
+    6,
+    'No snapshot yet.',
+  )
+}
+
+async function afterStateChange(message) {
+  await loadClock()
+  await loadSnapshots()
+  report(message)
+}
+
+// ---- wiring ---------------------------------------------------------------------------------
+
+function wire() {
+  $('login-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    const given = $('token-input').value.trim()
+    $('token-input').value = ''
+    if (given) login(given)
+  })
+  $('logout').addEventListener('click', () => logout('The token is forgotten.'))
+  for (const button of document.querySelectorAll('.tab'))
+    button.addEventListener('click', () => guarded(() => openTab(button.dataset.tab)))
+  for (const id of ['filter-tenant', 'filter-operation', 'filter-outcome'])
+    $(id).addEventListener('change', renderJournal)
+  $('tenant-select').addEventListener('change', () => {
+    cursors = [undefined]
+    guarded(loadTenant)
+  })
+  $('tenant-refresh').addEventListener('click', () => guarded(loadTenants))
+  $('tokens-next').addEventListener('click', () => {
+    cursors.push($('tokens-next').dataset.next)
+    guarded(() => loadTokens($('tenant-select').value))
+  })
+  $('tokens-first').addEventListener('click', () => {
+    cursors = [undefined]
+    guarded(() => loadTokens($('tenant-select').value))
+  })
+  for (const button of document.querySelectorAll('[data-advance]'))
+    button.addEventListener('click', () =>
+      guarded(() => moveClock({ advance_ms: Number(button.dataset.advance) })),
+    )
+  $('clock-set-button').addEventListener('click', () =>
+    guarded(async () => {
+      const given = $('clock-set').value.trim()
+      if (Number.isNaN(Date.parse(given))) throw new Error('Give an ISO time, like 2030-01-01T00:00:00Z.')
+      await moveClock({ set: new Date(given).toISOString() })
+    }),
+  )
+  $('snapshot-take').addEventListener('click', () =>
+    guarded(async () => {
+      const taken = await api('POST', 'snapshots', { label: $('snapshot-label').value })
+      $('snapshot-label').value = ''
+      await afterStateChange(`Snapshot ${taken.id} taken.`)
+    }),
+  )
+  $('snapshot-rows').addEventListener('click', (event) => {
+    const button = event.target.closest('button.restore')
+    if (!button) return
+    const id = button.dataset.snapshot
+    guarded(async () => {
+      await api('POST', `snapshots/${encodeURIComponent(id)}/restore`)
+      await afterStateChange(`Snapshot ${id} restored.`)
+    })
+  })
+  $('reset').addEventListener('click', () =>
+    guarded(async () => {
+      await control('POST', 'reset')
+      await afterStateChange('Back to the state right after start.')
+    }),
+  )
+}
+
+wire()
+if (token()) login(token())
+else showLogin()

@@ -1,0 +1,125 @@
+import type { JsonSchema } from './response-schemas.js'
+
+/** The `/_test/` control plane in the OpenAPI document (test mode): its paths and its bearer scheme. */
+
+const problem = { $ref: '#/components/schemas/Problem' }
+const problems = {
+  '400': {
+    description: 'Bad input; nothing changed',
+    content: { 'application/problem+json': { schema: problem } },
+  },
+  '401': {
+    description: 'No or wrong admin token',
+    content: { 'application/problem+json': { schema: problem } },
+  },
+}
+const object = { type: 'object' }
+const ok = (description: string, schema?: JsonSchema) =>
+  schema ? { description, content: { 'application/json': { schema } } } : { description }
+const op = (
+  operationId: string,
+  summary: string,
+  responses: Record<string, JsonSchema>,
+  body?: JsonSchema,
+  parameters?: JsonSchema[],
+) => ({
+  operationId,
+  summary,
+  tags: ['Test control'],
+  security: [{ AdminToken: [] }],
+  ...(parameters ? { parameters } : {}),
+  ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body } } } } : {}),
+  responses: { ...responses, ...problems },
+})
+
+const fault: JsonSchema = {
+  type: 'object',
+  properties: {
+    method: { type: 'string', description: 'GET, POST, … or * (default *)' },
+    path: { type: 'string', description: 'A route pattern (/tokens/{id}) or an exact path' },
+    status: { type: 'integer', minimum: 400, maximum: 599 },
+    times: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 1 },
+    delay_ms: { type: 'integer', minimum: 0, maximum: 60_000, default: 0 },
+  },
+  required: ['path'],
+  additionalProperties: false,
+}
+const shownFault: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    method: { type: 'string' },
+    path: { type: 'string' },
+    status: { type: ['integer', 'null'] },
+    times_left: { type: 'integer' },
+    delay_ms: { type: 'integer' },
+  },
+  required: ['id', 'method', 'path', 'status', 'times_left', 'delay_ms'],
+}
+const query = (name: string, schema: JsonSchema, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  schema,
+  description,
+})
+
+/** The control plane's paths, for `openApiDocument({ testControl: true })`. */
+export const TEST_CONTROL_PATHS: Record<string, Record<string, JsonSchema>> = {
+  '/_test/clock': {
+    get: op('testClockGet', 'The manual clock', { '200': ok('The time', object) }),
+    post: op(
+      'testClockMove',
+      'Moves the manual clock ({ advance_ms } or { set }) and runs the sweep',
+      { '200': ok('The new time and what the sweep removed', object) },
+      {
+        oneOf: [
+          { type: 'object', properties: { advance_ms: { type: 'number' } }, required: ['advance_ms'] },
+          { type: 'object', properties: { set: { type: 'string', format: 'date-time' } }, required: ['set'] },
+        ],
+      },
+    ),
+  },
+  '/_test/reset': {
+    post: op(
+      'testReset',
+      'Back to the state at start; clears the journal (unless journal=keep) and the faults',
+      { '204': ok('Reset') },
+      undefined,
+      [query('journal', { enum: ['keep', 'clear'] }, 'keep the journal (default: clear it)')],
+    ),
+  },
+  '/_test/snapshot': {
+    post: op('testSnapshot', 'The whole state (token data in the clear)', {
+      '200': ok('A snapshot', object),
+    }),
+  },
+  '/_test/restore': {
+    post: op('testRestore', 'Puts back a snapshot', { '204': ok('Restored') }, object),
+  },
+  '/_test/fixture': {
+    post: op('testFixture', 'Loads a fixture', { '201': ok('The tenants made', object) }, object),
+  },
+  '/_test/journal': {
+    get: op('testJournal', 'The journal of operations', { '200': ok('Entries', object) }, undefined, [
+      query('operation', { type: 'string' }, 'token.create, …'),
+      query('since', { type: 'string', format: 'date-time' }, 'inclusive'),
+      query('tenant', { type: 'string' }, 'a tenant id'),
+      query('limit', { type: 'integer', minimum: 0 }, 'newest entries kept'),
+    ]),
+  },
+  '/_test/faults': {
+    post: op(
+      'testFaultAdd',
+      'Injects a fault: the next matching requests wait and/or answer a status',
+      {
+        '201': ok('The fault', shownFault),
+      },
+      fault,
+    ),
+    get: op('testFaultList', 'The faults still to apply', {
+      '200': ok('Faults', { type: 'object', properties: { data: { type: 'array', items: shownFault } } }),
+    }),
+    delete: op('testFaultClear', 'Clears every fault', { '204': ok('Cleared') }),
+  },
+}

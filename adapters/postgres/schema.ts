@@ -1,0 +1,176 @@
+/**
+ * The tables and indexes of the store, given the quoted schema name.
+ *
+ * Every table keeps each record's full JSON in `doc` (returned as is, so records round-trip exactly)
+ * next to the key and index columns the queries need. Text keys use the "C" collation (byte order,
+ * no locale) so that `<` on timestamps compares like JavaScript strings; paged lists order by
+ * `sort_key` (see `sortKey`). The tenant id leads every primary key, except where the contract looks
+ * across tenants: `api_keys` (`findKey`: any tenant) and `formula_uses` (formula-use records, which
+ * the core writes with reactors; `formula.unused` reads any tenant's, by the leading `formula_id` of
+ * the primary key).
+ *
+ * Indexes: primary keys serve gets by id and every guard; `associations_by_parent` lists children in
+ * link order (`seq`, an identity column) and `associations_by_child` finds a token's parents;
+ * `*_by_creation` and `formulas_by_name` page lists in order; `formulas_by_lower_name` (on the
+ * JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; reactors keep
+ * their lower-cased name (`name_lower`) for the `name` filter of `listReactors`; the expiry indexes
+ * serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc,
+ * `tokens_by_cvc_expiry` on a card token's `cvc_expires_at`); `tokens_by_fingerprint` serves the
+ * fingerprint filter and `token.fingerprint_absent`. A `token_locks` row is a lock record: the
+ * token, the transaction holding it and that transaction's `expires_at`, so `token.unlocked` is a
+ * field guard on one row; only the `lock.put` and `lock.delete` ops write them. `idempotency` holds
+ * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
+ * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
+ * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
+ * hash), kept by a trigger on `tokens` in the token write's own transaction, so a keyset page of one
+ * term is a range scan of its primary key.
+ */
+export const tablesSql = (s: string) => `
+CREATE TABLE ${s}.tenants (
+  id text COLLATE "C" PRIMARY KEY,
+  doc jsonb NOT NULL
+);
+CREATE TABLE ${s}.applications (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  sort_key bytea NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX applications_by_creation ON ${s}.applications (tenant_id, sort_key);
+CREATE INDEX applications_by_expiry ON ${s}.applications (((doc ->> 'expires_at') COLLATE "C"))
+  WHERE doc ->> 'expires_at' IS NOT NULL;
+CREATE TABLE ${s}.api_keys (
+  key_hash text COLLATE "C" PRIMARY KEY,
+  kind text NOT NULL CHECK (kind IN ('application', 'session')),
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL
+);
+CREATE TABLE ${s}.tokens (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  type text COLLATE "C",
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"));
+CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
+  WHERE doc ->> 'cvc_expires_at' IS NOT NULL;
+CREATE TABLE ${s}.associations (
+  tenant_id text COLLATE "C" NOT NULL,
+  parent_id text COLLATE "C" NOT NULL,
+  child_id text COLLATE "C" NOT NULL,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, parent_id, child_id)
+);
+CREATE INDEX associations_by_parent ON ${s}.associations (tenant_id, parent_id, seq);
+CREATE INDEX associations_by_child ON ${s}.associations (tenant_id, child_id);
+CREATE TABLE ${s}.transactions (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  state text COLLATE "C",
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX transactions_open_by_expiry ON ${s}.transactions (expires_at) WHERE state = 'open';
+CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHERE state <> 'open';
+CREATE TABLE ${s}.token_locks (
+  tenant_id text COLLATE "C" NOT NULL,
+  token_id text COLLATE "C" NOT NULL,
+  transaction_id text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, token_id)
+);
+CREATE TABLE ${s}.sessions (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX sessions_by_expiry ON ${s}.sessions (expires_at);
+CREATE TABLE ${s}.session_nonces (
+  tenant_id text COLLATE "C" NOT NULL,
+  nonce_hash text COLLATE "C" NOT NULL,
+  session_id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, nonce_hash)
+);
+CREATE TABLE ${s}.formulas (
+  tenant_key text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  tenant_id text COLLATE "C",
+  name_lower text COLLATE "C" NOT NULL,
+  sort_key bytea NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_key, id)
+);
+CREATE INDEX formulas_by_name ON ${s}.formulas (tenant_id, sort_key);
+CREATE INDEX formulas_by_lower_name ON ${s}.formulas (tenant_id, name_lower);
+CREATE TABLE ${s}.reactors (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  formula_id text COLLATE "C",
+  sort_key bytea NOT NULL,
+  name_lower text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX reactors_by_creation ON ${s}.reactors (tenant_id, sort_key);
+CREATE TABLE ${s}.formula_uses (
+  formula_id text COLLATE "C" NOT NULL,
+  tenant_id text COLLATE "C" NOT NULL,
+  reactor_id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (formula_id, tenant_id, reactor_id)
+);
+CREATE TABLE ${s}.idempotency (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  claim text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX idempotency_by_expiry ON ${s}.idempotency (expires_at);
+CREATE TABLE ${s}.token_terms (
+  tenant_id text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  value text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, kind, name, value, id)
+);
+CREATE INDEX token_terms_by_token ON ${s}.token_terms (tenant_id, id);
+CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'type', '', doc ->> 'type' WHERE doc ->> 'type' IS NOT NULL
+  UNION SELECT 'fingerprint', '', doc ->> 'fingerprint' WHERE doc ->> 'fingerprint' IS NOT NULL
+  UNION SELECT 'container', '', c FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
+  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
+    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
+    WHERE m.value IS NOT NULL
+  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
+    ELSE '[]' END) h
+$$;
+CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
+`

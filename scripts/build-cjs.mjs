@@ -1,0 +1,83 @@
+// The CommonJS build for `require` (Jest in its default mode, ts-jest, babel-jest): every module of
+// src/, adapters/ and testing/ transpiled one by one into dist/cjs/ (no bundling, so each module
+// exists once per build), with the declarations copied beside them so `require` gets CommonJS types.
+// Runs after `tsc -p tsconfig.build.json` (npm run build).
+import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build, transform } from 'esbuild'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const out = join(root, 'dist/cjs')
+/** `import.meta.url` of a CommonJS module: its own file URL. */
+const banner = "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;"
+
+async function* sources(dir) {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) yield* sources(path)
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.test.ts'))
+      yield path
+  }
+}
+
+/**
+ * Dependencies published as ESM only, which Jest's CommonJS runtime can't `require`: bundled once
+ * into dist/cjs/vendor/ and required from there.
+ */
+const ESM_ONLY = ['nanoid']
+for (const name of ESM_ONLY) {
+  await build({
+    entryPoints: [name],
+    absWorkingDir: root,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    outfile: join(out, 'vendor', `${name}.js`),
+    logLevel: 'warning',
+  })
+}
+/** `code` with each ESM-only dependency required from its bundled copy, relative to `file`. */
+function vendored(code, file) {
+  return code.replace(/require\("([^"]+)"\)/g, (whole, name) => {
+    if (!ESM_ONLY.includes(name)) return whole
+    const path = relative(dirname(file), join(out, 'vendor', `${name}.js`)).replaceAll('\\', '/')
+    return `require(${JSON.stringify(path.startsWith('.') ? path : `./${path}`)})`
+  })
+}
+
+let count = 0
+for (const top of ['src', 'adapters', 'testing']) {
+  for await (const file of sources(join(root, top))) {
+    const rel = relative(root, file).replace(/\.ts$/, '')
+    const target = join(out, `${rel}.js`)
+    await mkdir(dirname(target), { recursive: true })
+    if (rel === 'adapters/sandbox/worker') {
+      // The worker awaits at its top level (ESM only): the CommonJS worker loads the ESM one.
+      await writeFile(target, "'use strict'\nimport('../../../adapters/sandbox/worker.js')\n")
+    } else {
+      const code = await readFile(file, 'utf8')
+      const result = await transform(code, {
+        loader: 'ts',
+        format: 'cjs',
+        platform: 'node',
+        target: 'node20',
+        sourcefile: file,
+        banner: code.includes('import.meta.url') ? banner : '',
+        define: { 'import.meta.url': '__importMetaUrl' },
+      })
+      await writeFile(target, vendored(result.code, target))
+    }
+    await copyFile(join(root, 'dist', `${rel}.d.ts`), join(out, `${rel}.d.ts`)).catch(() => {})
+    count++
+  }
+}
+// Files the modules read beside themselves (the test console's page, script and styles).
+await cp(join(root, 'adapters/http/console'), join(out, 'adapters/http/console'), { recursive: true }).catch(
+  (error) => {
+    if (error.code !== 'ENOENT') throw error
+  },
+)
+await writeFile(join(out, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`)
+process.stdout.write(`dist/cjs: ${count} modules\n`)

@@ -1,0 +1,74 @@
+/**
+ * SIGTERM drains: /readyz answers 503 at once, an idle keep-alive connection closes, the request in
+ * flight is answered (with Connection: close), and the process exits as soon as it is — well before
+ * the 5 s grace. A request is kept in flight by a fault with a delay (test mode).
+ */
+import { Agent, request } from 'node:http'
+import { expect, it } from 'vitest'
+import { start } from './spawn.js'
+
+const ADMIN = 'admin-token-for-shutdown-0123'
+
+/** A GET through `agent`, answering its status, headers and body. */
+function get(url: string, agent?: Agent) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>(
+    (resolve, reject) => {
+      const req = request(url, { agent: agent ?? false }, (res) => {
+        let body = ''
+        res.on('data', (d) => {
+          body += d
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+      })
+      req.on('error', reject)
+      req.end()
+    },
+  )
+}
+
+it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flight answered, exit right after', async () => {
+  const cli = start([
+    'serve',
+    '--port',
+    '0',
+    '--store',
+    'memory',
+    '--log',
+    'none',
+    '--test-mode',
+    '--admin-token',
+    ADMIN,
+  ])
+  const url = (await cli.line(1)).slice('listening on '.length)
+  const added = await fetch(`${url}/_test/faults`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ method: 'GET', path: '/tokens/{id}', delay_ms: 1500 }),
+  })
+  expect(added.status).toBe(201)
+
+  const idleAgent = new Agent({ keepAlive: true, maxSockets: 1 })
+  expect((await get(`${url}/healthz`, idleAgent)).status).toBe(200)
+  const idleSocket = Object.values(idleAgent.freeSockets)[0]![0]!
+  const idleClosed = new Promise((resolve) => idleSocket.once('close', resolve))
+
+  const busyAgent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const inFlight = get(`${url}/tokens/slow`, busyAgent)
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const signalled = performance.now()
+  cli.child.kill('SIGTERM')
+  await idleClosed
+  const ready = await get(`${url}/readyz`)
+  expect(ready.status).toBe(503)
+  expect(ready.headers['connection']).toBe('close')
+
+  const answer = await inFlight
+  expect(answer.status).toBe(401) // answered by the vault (no key), not reset
+  expect(answer.headers['connection']).toBe('close')
+  const [code] = await cli.exited
+  expect(code).toBe(0)
+  // It waited for the request (about 1.3 s left), not the 5 s grace.
+  expect(performance.now() - signalled).toBeLessThan(3500)
+  idleAgent.destroy()
+  busyAgent.destroy()
+})
