@@ -1,9 +1,10 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/errors.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
+import { termKeysOf } from '../../src/store/token-index.js'
 import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
 import type { Databases } from './env.js'
-import { key, seq } from './keys.js'
+import { key, seq, termPart } from './keys.js'
 
 /** What an `expiring` entry names. */
 export interface Expiring {
@@ -42,6 +43,20 @@ function term(db: Database, on: boolean, tenantId: string, value: string | undef
   else db.remove(key(tenantId, value, id))
 }
 
+/** Keeps a token's entries in the `terms` index in step as it goes from `old` to `next`. */
+function reindexTerms(
+  dbs: Databases,
+  tenantId: string,
+  id: string,
+  old: StoredToken | undefined,
+  next: StoredToken | undefined,
+) {
+  const before = old ? termKeysOf(old) : new Set<string>()
+  const after = next ? termKeysOf(next) : new Set<string>()
+  for (const t of before) if (!after.has(t)) dbs.terms.remove(key(tenantId, termPart(t), id))
+  for (const t of after) if (!before.has(t)) dbs.terms.put(key(tenantId, termPart(t), id), 1)
+}
+
 const txKind = (t: StoredTransaction | undefined) =>
   t === undefined ? undefined : t.state === 'open' ? 'transaction.open' : 'transaction.ended'
 
@@ -60,6 +75,7 @@ function putToken(dbs: Databases, t: StoredToken) {
     term(dbs.tokenExpiry, false, t.tenant_id, old?.expires_at, t.id)
     term(dbs.tokenExpiry, true, t.tenant_id, t.expires_at, t.id)
   }
+  reindexTerms(dbs, t.tenant_id, t.id, old, t)
   reindexTime(dbs, 'token', t.tenant_id, t.id, old?.expires_at, t.expires_at)
   reindexTime(dbs, 'token.cvc', t.tenant_id, t.id, old?.cvc_expires_at, t.cvc_expires_at)
   dbs.tokens.put(k, t)
@@ -72,6 +88,7 @@ function deleteToken(dbs: Databases, tenantId: string, id: string) {
   term(dbs.fingerprints, false, tenantId, old.fingerprint, id)
   term(dbs.types, false, tenantId, old.type, id)
   term(dbs.tokenExpiry, false, tenantId, old.expires_at, id)
+  reindexTerms(dbs, tenantId, id, old, undefined)
   reindexTime(dbs, 'token', tenantId, id, old.expires_at, undefined)
   reindexTime(dbs, 'token.cvc', tenantId, id, old.cvc_expires_at, undefined)
   dbs.tokens.remove(k)

@@ -32,6 +32,12 @@ export interface Databases {
   fingerprints: Database
   /** `[tenant, type, id]` → 1: the tokens of a type, by id. */
   types: Database
+  /**
+   * `[tenant, term key, id]` → 1: the tokens carrying each exact term (`termKeysOf`: type,
+   * fingerprint, each container, each metadata entry lower-cased, each search-index hash), by id:
+   * what `findTokenIds` pages through.
+   */
+  terms: Database
   /** `[tenant, expires_at, id]` → 1: a tenant's tokens that expire, by time (counts skip the expired). */
   tokenExpiry: Database
   /** `[kind, time, tenant, id]` → `{ tenant_id, id, at }`: what `listExpired` reads, by time. */
@@ -92,6 +98,7 @@ const NAMES = [
   'tokens',
   'fingerprints',
   'types',
+  'terms',
   'tokenExpiry',
   'expiring',
   'links',

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+
 /**
  * Binary keys that sort as tuples of strings: each part but the last is its UTF-8 bytes with 0x00
  * and 0x01 escaped (0x01 0x01, 0x01 0x02) and a 0x00 terminator; the last part is its UTF-8 bytes
@@ -53,4 +55,17 @@ export function prefix(...parts: string[]): { start: Buffer; end: Buffer } {
 /** A sequence number as 12 hex digits: keys that sort in the order they were made. */
 export function seq(n: number): string {
   return n.toString(16).padStart(12, '0')
+}
+
+/** Longest term key kept as it is in an index key; a longer one (a long metadata value) is hashed. */
+const MAX_TERM_BYTES = 1024
+
+/**
+ * A term key as a part of an index key: itself, or past 1 024 bytes its SHA-256 (prefixed so no
+ * term key can equal it), so every index key fits LMDB's limit whatever a token's metadata holds.
+ */
+export function termPart(termKey: string): string {
+  return Buffer.byteLength(termKey, 'utf8') <= MAX_TERM_BYTES
+    ? termKey
+    : `\u0001sha256\u0000${createHash('sha256').update(termKey).digest('hex')}`
 }

@@ -1,9 +1,18 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/errors.js'
-import type { ExpiringKind, KeyOwner, Page, RecordKey, StoreDump } from '../../src/store/contract.js'
+import type {
+  ChildKey,
+  ExpiringKind,
+  KeyOwner,
+  Page,
+  RecordKey,
+  StoreDump,
+  TokenHead,
+} from '../../src/store/contract.js'
 import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
+import { termKey } from '../../src/store/token-index.js'
 import type {
   Association,
   Reactor,
@@ -15,7 +24,7 @@ import type {
 import type { Expiring, StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix } from './keys.js'
+import { key, prefix, termPart } from './keys.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -26,6 +35,26 @@ function* under<T>(db: Database, ...parts: string[]): Generator<T> {
 function* idsUnder(db: Database, ...parts: string[]): Generator<string> {
   const range = prefix(...parts)
   for (const k of db.getKeys(range)) yield (k as Buffer).subarray(range.start.length).toString('utf8')
+}
+
+/**
+ * At most `limit` last key parts under `parts`, strictly after `after` when given: a keyset page of
+ * an ordered database (the next key after `after` is `after` followed by a 0x00 byte).
+ */
+function keysetUnder(db: Database, parts: string[], after: string | undefined, limit: number): string[] {
+  if (limit <= 0) return []
+  const range = prefix(...parts)
+  const start = after === undefined ? range.start : Buffer.concat([key(...parts, after), Buffer.from([0])])
+  const out: string[] = []
+  for (const k of db.getKeys({ start, end: range.end, limit }))
+    out.push((k as Buffer).subarray(range.start.length).toString('utf8'))
+  return out
+}
+
+/** A token without `data` and `mask`: what the core matches before it decrypts anything. */
+function headOf(token: StoredToken): TokenHead {
+  const { data: _data, mask: _mask, ...head } = token
+  return head
 }
 
 /** A page of `all` (already filtered and ordered). */
@@ -163,6 +192,45 @@ export function lmdbReads(use: () => Databases): StoreReads {
         if (total++ >= query.offset) items.push(token)
       }
       return { items, total: dbs.tokens.getKeysCount(range) - expired }
+    },
+    findTokenIds: async (t, { term, after, limit }) => {
+      const dbs = fresh()
+      if (term?.kind === 'id') {
+        const found =
+          (after === undefined || term.value > after) && read(dbs.tokens, t, term.value) !== undefined
+        return found && limit > 0 ? [term.value] : []
+      }
+      if (term === undefined) return keysetUnder(dbs.tokens, [t], after, limit)
+      return keysetUnder(dbs.terms, [t, termPart(termKey(term))], after, limit)
+    },
+    findChildIds: async (t, parentId, { after, limit }) => {
+      const dbs = fresh()
+      if (limit <= 0) return []
+      const range = prefix(t, parentId)
+      const start =
+        after === undefined ? range.start : Buffer.concat([key(t, parentId, after), Buffer.from([0])])
+      const out: ChildKey[] = []
+      for (const { key: k, value } of dbs.children.getRange({ start, end: range.end, limit }))
+        out.push({ id: value as string, key: (k as Buffer).subarray(range.start.length).toString('utf8') })
+      return out
+    },
+    getTokenHeads: async (t, ids) => {
+      const dbs = fresh()
+      const out: TokenHead[] = []
+      for (const id of new Set(ids)) {
+        const token = read<StoredToken>(dbs.tokens, t, id)
+        if (token) out.push(headOf(token))
+      }
+      return out
+    },
+    getTokens: async (t, ids) => {
+      const dbs = fresh()
+      const out: StoredToken[] = []
+      for (const id of new Set(ids)) {
+        const token = read<StoredToken>(dbs.tokens, t, id)
+        if (token) out.push(token)
+      }
+      return out
     },
     getTransaction: async (t, id) => read(fresh().transactions, t, id) ?? null,
     getSessionByNonce: async (t, hash) => {
