@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { createService, manualClock } from '../../src/index.js'
+import { inCi } from '../environment.js'
 import { NOW, put, T } from './fixtures.js'
 import { CHILD, closed, healed, lineMatching, ROOT, tempDir } from './helpers.js'
 
@@ -38,6 +39,14 @@ if (!canUnshare)
   console.warn(
     'skipping the PID-namespace lock test: `unshare --pid --fork --mount-proc` is not allowed here',
   )
+// In CI a missing environment fails instead: `.ci/run` runs as root, where both are possible.
+if (inCi() && !(canMount && canUnshare)) {
+  it('has a mountable tmpfs and a PID namespace for the fault tests', () => {
+    throw new Error(
+      `missing in CI: ${[canMount ? '' : 'mount -t tmpfs (root)', canUnshare ? '' : 'unshare --pid'].filter(Boolean).join(', ')}`,
+    )
+  })
+}
 
 const mounts: string[] = []
 afterAll(() => {
