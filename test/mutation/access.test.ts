@@ -192,6 +192,11 @@ describe('requireGrantWithin', () => {
     expect(refusal(() => requireGrantWithin(grantor, grant(['token:use'])))).toMatch(
       /^cannot grant token:use:/,
     )
+    const mixed = app(
+      [],
+      [rule({ container: '/a/' }, ['token:read']), rule({ container: '/b/' }, ['token:create'])],
+    )
+    expect(refusal(() => requireGrantWithin(mixed, grant(['token:read', 'token:create'])))).toBeUndefined()
     expect(ok(rule({ container: '/a/x/' }, ['token:read']))).toBeUndefined()
     expect(ok(rule({ container: '/c/' }, ['token:read']))).toMatch(/over this scope/)
     expect(ok(rule({ conditions: [starts('container', '/a/x/')] }, ['token:read']))).toBeUndefined()
@@ -239,5 +244,14 @@ describe('requireGrantWithin', () => {
     expect(ok(byIdPrefix, { conditions: [equals('id', 'tok-1')] })).toBe(true)
     expect(ok(byIdPrefix, { conditions: [starts('id', 'tok-')] })).toBe(true)
     expect(ok(byIdPrefix, { conditions: [starts('id', 'x-tok')] })).toBe(false)
+    // A container scope implies only a container starts_with condition, never an id or equals one.
+    expect(
+      ok(app([], [rule({ conditions: [starts('id', '/a')] }, ['token:read'])]), { container: '/a/' }),
+    ).toBe(false)
+    expect(
+      ok(app([], [rule({ conditions: [equals('container', '/a/')] }, ['token:read'])]), {
+        container: '/a/b/',
+      }),
+    ).toBe(false)
   })
 })
