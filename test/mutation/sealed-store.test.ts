@@ -207,3 +207,71 @@ describe('the keyring', () => {
     )
   })
 })
+
+describe('guarded writes through the sealed store', () => {
+  it('token.unchanged holds for the token as read, or an equal copy, and fails once it changed', async () => {
+    const { sealed, token } = await world()
+    await sealed.write({ ops: [{ op: 'token.put', token: token('g', { search_index_values: ['v'] }) }] })
+    const read = (await sealed.getToken('ten', 'g'))!
+    const guarded = (check: StoredToken, data: string) =>
+      sealed.write({
+        checks: [{ check: 'token.unchanged', tenant_id: 'ten', id: 'g', token: check }],
+        ops: [{ op: 'token.put', token: { ...read, data } }],
+      })
+    expect(await guarded(structuredClone(read), 'copy')).toEqual({ ok: true })
+    expect((await guarded(read, 'stale')).ok).toBe(false)
+    const fresh = (await sealed.getToken('ten', 'g'))!
+    expect(fresh.data).toBe('copy')
+    expect((await guarded({ ...fresh, data: 'not what is stored' }, 'x')).ok).toBe(false)
+    expect(
+      (
+        await sealed.write({
+          checks: [{ check: 'token.unchanged', tenant_id: 'ten', id: 'g', token: fresh }],
+          ops: [{ op: 'token.put', token: { ...fresh, data: 'known' } }],
+        })
+      ).ok,
+    ).toBe(true)
+    expect((await sealed.getToken('ten', 'g'))?.data).toBe('known')
+  })
+
+  it('search index values are stored only as keyed hashes, one per value', async () => {
+    const { raw, sealed, token } = await world()
+    await sealed.write({
+      ops: [{ op: 'token.put', token: token('h', { search_index_values: ['v1', 'v2'] }) }],
+    })
+    const stored = (await raw.getToken('ten', 'h'))!
+    expect(stored).not.toHaveProperty('search_index_values')
+    expect(stored.search_index_hashes).toHaveLength(2)
+    for (const hash of stored.search_index_hashes!) expect(hash).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(stored.search_index_hashes![0]).not.toBe(stored.search_index_hashes![1])
+    await sealed.write({ ops: [{ op: 'token.put', token: token('none') }] })
+    expect(await raw.getToken('ten', 'none')).not.toHaveProperty('search_index_hashes')
+  })
+
+  it('reactor.unchanged holds for the reactor as read, or an equal copy, and fails once it changed; lists open', async () => {
+    const { sealed } = await world()
+    const reactor: Reactor = {
+      id: 'r',
+      tenant_id: 'ten',
+      name: 'r',
+      code: 'x',
+      configuration: { k: 'v' },
+      created_at: NOW,
+      created_by: 'a',
+    }
+    await sealed.write({ ops: [{ op: 'reactor.put', reactor }] })
+    const read = (await sealed.getReactor('ten', 'r'))!
+    const guarded = (check: Reactor, name: string) =>
+      sealed.write({
+        checks: [{ check: 'reactor.unchanged', tenant_id: 'ten', id: 'r', reactor: check }],
+        ops: [{ op: 'reactor.put', reactor: { ...read, name } }],
+      })
+    expect(await guarded(structuredClone(read), 'copy')).toEqual({ ok: true })
+    expect((await guarded(read, 'stale')).ok).toBe(false)
+    const fresh = (await sealed.getReactor('ten', 'r'))!
+    expect((await guarded({ ...fresh, configuration: { k: 'other' } }, 'x')).ok).toBe(false)
+    expect((await guarded(fresh, 'known')).ok).toBe(true)
+    const listed = await sealed.listReactors('ten', { offset: 0, limit: 10 } as never)
+    expect(listed.items.map((r) => [r.name, r.configuration])).toEqual([['known', { k: 'v' }]])
+  })
+})
