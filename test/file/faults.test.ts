@@ -39,7 +39,7 @@ if (!canUnshare)
   console.warn(
     'skipping the PID-namespace lock test: `unshare --pid --fork --mount-proc` is not allowed here',
   )
-// In CI a missing environment fails instead: `.ci/run` runs as root, where both are possible.
+// In CI a missing environment fails instead: CI must run these as root, where both are possible.
 if (inCi() && !(canMount && canUnshare)) {
   it('has a mountable tmpfs and a PID namespace for the fault tests', () => {
     throw new Error(

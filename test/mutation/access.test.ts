@@ -244,6 +244,13 @@ describe('requireGrantWithin', () => {
     expect(ok(byIdPrefix, { conditions: [equals('id', 'tok-1')] })).toBe(true)
     expect(ok(byIdPrefix, { conditions: [starts('id', 'tok-')] })).toBe(true)
     expect(ok(byIdPrefix, { conditions: [starts('id', 'x-tok')] })).toBe(false)
+    // Every grantor condition must be implied, not just one.
+    const both = app(
+      [],
+      [rule({ conditions: [starts('container', '/a/'), equals('id', 'tok')] }, ['token:read'])],
+    )
+    expect(ok(both, { container: '/a/' })).toBe(false)
+    expect(ok(both, { conditions: [starts('container', '/a/b/'), equals('id', 'tok')] })).toBe(true)
     // A container scope implies only a container starts_with condition, never an id or equals one.
     expect(
       ok(app([], [rule({ conditions: [starts('id', '/a')] }, ['token:read'])]), { container: '/a/' }),
