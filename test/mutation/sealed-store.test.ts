@@ -275,3 +275,32 @@ describe('guarded writes through the sealed store', () => {
     expect(listed.items.map((r) => [r.name, r.configuration])).toEqual([['known', { k: 'v' }]])
   })
 })
+
+describe('transactions through the sealed store', () => {
+  it('staged token writes are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
+    const { raw, sealed, token } = await world()
+    const tx = {
+      id: 'tx',
+      tenant_id: 'ten',
+      state: 'open' as const,
+      created_at: NOW,
+      created_by: 'a',
+      expires_at: '2030-01-02T00:00:00.000Z',
+      writes: [{ op: 'token.put' as const, token: token('staged', { data: 'staged-secret', mask: 'mm' }) }],
+      locks: ['staged'],
+    }
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
+    const stored = JSON.stringify(await raw.getTransaction('ten', 'tx'))
+    expect(stored).not.toContain('staged-secret')
+    expect(stored).toContain('$sealed')
+    const read = (await sealed.getTransaction('ten', 'tx'))!
+    expect(read.writes).toEqual(tx.writes)
+    const guarded = (check: typeof read, state: 'committed' | 'rolled_back') =>
+      sealed.write({
+        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction: check }],
+        ops: [{ op: 'transaction.put', transaction: { ...read, state } }],
+      })
+    expect(await guarded(structuredClone(read), 'rolled_back')).toEqual({ ok: true })
+    expect((await guarded(read, 'committed')).ok).toBe(false)
+  })
+})
