@@ -133,8 +133,10 @@ export class Keyring {
 
 /**
  * `inner` with token `data` and `mask` encrypted on the way in and decrypted on the way out
- * (AES-256-GCM under the tenant's data key; tenant id, token id and field name are the additional
- * authenticated data, so a ciphertext moved to another token, field or tenant does not decrypt).
+ * (AES-256-GCM under the tenant's data key; `data` and `mask` are sealed together as one
+ * ciphertext kept in `data`, whose additional authenticated data is the record kind, tenant id and
+ * token id, so a ciphertext moved to another token, tenant or kind of record does not decrypt, and
+ * a token record holding a `mask` beside sealed data is refused).
  * Everything else — ids, types, containers, metadata, timestamps — passes through in the clear.
  * Staged writes of transactions are sealed the same way, and so are the answers kept for
  * idempotency keys (they may hold token data) and reactors' `configuration` (third parties' API
@@ -173,6 +175,9 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
   }
 
   const openWith = (key: TenantKey, token: StoredToken): StoredToken => {
+    // `mask` is sealed inside `data` and never stored apart: one beside sealed data was put there
+    // by hand (a ciphertext moved into the mask, say) and is refused, not answered.
+    if (token.mask !== undefined) throw unreadable(token.id)
     let fields: unknown
     try {
       fields = openValue(key, (token.data as Sealed).$sealed, aadOf(token.tenant_id, token.id))

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { unchecked } from '../../src/index.js'
-import { SEARCH_PAGE } from '../../src/search.js'
 import type { Token } from '../../src/types.js'
 import { failure, setup } from './setup.js'
 
@@ -293,8 +292,9 @@ describe('token search', () => {
   })
 
   it('pages v1 by page and size, v2 by cursor (top-level or page: {start, size}), across store pages', async () => {
+    // 325 tokens: more than three of the search's first store pages (100 each).
     const { client } = await setup()
-    const count = SEARCH_PAGE * 3 + 25
+    const count = 325
     const made: string[] = []
     for (let i = 0; i < count; i++) {
       const id = `t${String(i).padStart(4, '0')}`
@@ -350,7 +350,7 @@ describe('token search', () => {
 
   it('lets other work run between store pages of a long scan', async () => {
     const { client } = await setup()
-    for (let i = 0; i < SEARCH_PAGE * 3; i += 100) {
+    for (let i = 0; i < 300; i += 100) {
       await client.tokens.tokenize(Array.from({ length: 100 }, (_, j) => ({ type: 'token', data: i + j })))
     }
     let ranBefore = false
@@ -360,7 +360,7 @@ describe('token search', () => {
     })
     const page = await client.tokens.search({ query: 'NOT type:none' })
     done = true
-    expect(page.pagination.total_items).toBe(SEARCH_PAGE * 3)
+    expect(page.pagination.total_items).toBe(300)
     expect(ranBefore).toBe(true)
   })
 

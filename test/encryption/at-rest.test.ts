@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { root, start } from '../cli/spawn.js'
+import { itNeeds } from '../environment.js'
 import { PG_URL } from '../postgres/database.js'
 
 /**
@@ -156,7 +157,11 @@ describe('encryption at rest through the CLI', () => {
     }
   }, 60_000)
 
-  it.skipIf(!PG_URL)(
+  itNeeds(
+    PG_URL !== undefined,
+    'a PostgreSQL database (TOKENVAULT_PG_URL)',
+    'eval "$(scripts/pg-test-server.sh start)"',
+  )(
     'PostgreSQL: a pg_dump holds neither the data, its mask nor a reactor configuration; a restart reads back',
     async () => {
       const database = `tv_at_rest_${randomBytes(4).toString('hex')}`

@@ -78,6 +78,8 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
       await load
       expect(statuses.length).toBeGreaterThan(10)
       expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([])
+      // The faults were felt (queries killed mid-flight answer 503), not missed by a quiet pool.
+      expect(statuses).toContain(503)
       // Recovered by itself.
       let last = 0
       for (let i = 0; i < 50 && last !== 200; i++) {
@@ -178,6 +180,8 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
       stop = true
       await load
       expect(statuses.filter((s) => s !== 201 && s !== 503)).toEqual([])
+      // The restarts were felt: some creates met the database down and answered 503.
+      expect(statuses).toContain(503)
       expect(acknowledged.length).toBeGreaterThan(20)
       let last = 0
       for (let i = 0; i < 50 && last !== 201; i++) {

@@ -44,7 +44,13 @@ const probe = (reach: string) => `module.exports = async function (req) {
   if (reached !== undefined && reached !== null) connect(reached)
   try { await fetch('http://127.0.0.1:${port}/') } catch (e) {}
   try { require('net').connect(${port}, '127.0.0.1') } catch (e) {}
-  return { raw: reached === undefined || reached === null ? 'nothing' : typeof reached }
+  // What was reached: its type, and whether it is Node's process (a pid, versions.node, binding).
+  const nodeProcess = (x) => {
+    try {
+      return typeof x.pid === 'number' || typeof (x.versions && x.versions.node) === 'string' || typeof x.binding === 'function'
+    } catch (e) { return true }
+  }
+  return { raw: reached === undefined || reached === null ? 'nothing' : { type: typeof reached, nodeProcess: nodeProcess(reached) } }
 }`
 
 const PROBES: [string, string][] = [
@@ -115,7 +121,8 @@ describe('formula code reaches no object of the host and opens no socket', () =>
       () => ({}),
       async () => {},
     )
-    await module.exports({ args: {} })
+    // The probe tells the host's process when it holds it.
+    expect(await module.exports({ args: {} })).toEqual({ raw: { type: 'object', nodeProcess: true } })
     for (let i = 0; i < 50 && connections === before; i++) await new Promise((r) => setTimeout(r, 10))
     expect(connections).toBeGreaterThan(before)
     connections = before
@@ -132,8 +139,11 @@ describe('formula code reaches no object of the host and opens no socket', () =>
     const bad = await make(probe(reach))
     const answer = await w.a.client.reactors.react(bad.id, {}).catch((e: unknown) => e)
     // Whatever the probe answers, it reached nothing of the host and connected nowhere.
-    if (!(answer instanceof Error))
-      expect(['nothing', 'object', 'function', 'string']).toContain((answer as { raw: unknown }).raw)
+    if (!(answer instanceof Error)) {
+      const raw = (answer as { raw: unknown }).raw
+      if (raw !== 'nothing')
+        expect(raw).toEqual({ type: expect.stringMatching(/^(object|function|string)$/), nodeProcess: false })
+    }
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(connections).toBe(0)
     const good = await make('module.exports = async (req) => ({ raw: req.args })')

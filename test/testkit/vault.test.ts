@@ -6,6 +6,7 @@ import { fileStore } from '../../adapters/file/index.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { type Fixture, ServiceError, type Store, unchecked } from '../../src/index.js'
 import { createTestVault, loadFixture } from '../../testing/vault.js'
+import { needs } from '../environment.js'
 import { PG_URL, testPool } from '../postgres/database.js'
 
 /** A vault with a parent and three children linked out of id order, an open transaction, a session. */
@@ -81,7 +82,12 @@ describe('createTestVault', () => {
     const targets: { name: string; open: () => Promise<Store> }[] = [
       { name: 'file', open: () => fileStore({ path: dir }) },
     ]
-    const pool = PG_URL ? testPool(PG_URL, 4) : undefined
+    const database = needs(
+      PG_URL !== undefined,
+      'a PostgreSQL database (TOKENVAULT_PG_URL)',
+      'eval "$(scripts/pg-test-server.sh start)"',
+    )
+    const pool = database && PG_URL ? testPool(PG_URL, 4) : undefined
     const schema = `tv_kit_${process.pid}_${Date.now()}`
     if (pool) targets.push({ name: 'postgres', open: () => postgresStore({ pool, schema }) })
     try {
