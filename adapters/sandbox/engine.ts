@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync'
@@ -13,6 +12,7 @@ import {
   Scope,
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/egress.js'
+import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
 import {
   type ErrorsBlock,
   MAX_LOG_LINE,
@@ -145,6 +145,7 @@ export class Engine {
       return { ok: false, kind: 'crashed', message: 'the formula engine failed to start' }
     }
     prepared.deadline = performance.now() + timeoutMs
+    prepared.bridge.deadline = prepared.deadline
     let result: RunResult
     try {
       if (egress?.length) allowFetch(prepared, egress)
@@ -199,6 +200,8 @@ interface Prepared {
   deliverFetch?: QuickJSHandle
   /** The run's requests, when `fetch` is allowed. */
   io?: Io
+  /** The run's digests and random bytes, made by the host. */
+  bridge: BridgeRun
 }
 
 /** Requests a run made through `fetch`: at most `MAX_FETCHES` per run, the host making each. */
@@ -233,6 +236,7 @@ function allowFetch(prepared: Prepared, origins: string[]): void {
 
 /** Aborts the run's requests still under way; their answers are dropped. */
 function endIo(prepared: Prepared): void {
+  endBridge(prepared.bridge)
   const io = prepared.io
   if (!io) return
   io.ended = true
@@ -304,7 +308,12 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
   const runtime = module.newRuntime()
   runtime.setMemoryLimit(memoryMb * MIB)
   runtime.setMaxStackSize(STACK_BYTES)
-  const prepared = { runtime, deadline: Number.POSITIVE_INFINITY, logs: [] as string[] } as Prepared
+  const prepared = {
+    runtime,
+    deadline: Number.POSITIVE_INFINITY,
+    logs: [] as string[],
+    bridge: bridgeRun(Number.POSITIVE_INFINITY, memoryMb * MIB),
+  } as Prepared
   runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
   const context = runtime.newContext()
   prepared.context = context
@@ -342,9 +351,10 @@ const PRELUDE_GLOBALS = [
 
 /**
  * Installs `require` and the globals of `PRELUDE_GLOBALS`, which evaluate the prelude (the modules
- * `require` answers) in this context on first use. The prelude gets two host functions,
- * removed from the global object before it returns: one that answers `n` random bytes as hex text
- * (`n` checked: an integer 0..65536) and one that throws the clear error for a module not offered.
+ * `require` answers) in this context on first use. The prelude gets the host's functions on a
+ * `__host` object it removes from the global object before any formula code runs: `refuse` (throws
+ * the clear error for a module not offered), `fetch` (starts a request to an allowed origin) and the
+ * crypto bridge (`adapters/sandbox/crypto-bridge.ts`: digests, HMACs and random bytes).
  */
 function installPrelude(prepared: Prepared): void {
   const { context } = prepared
@@ -373,17 +383,12 @@ function installPrelude(prepared: Prepared): void {
 function loadPrelude(prepared: Prepared): QuickJSHandle {
   if (prepared.modules) return prepared.modules
   const { context } = prepared
-  const random = context.newFunction('__randomHex', (n) => {
-    const size = context.typeof(n) === 'number' ? context.getNumber(n) : -1
-    if (!Number.isInteger(size) || size < 0 || size > 65_536)
-      return { error: context.newError('size must be an integer from 0 to 65536') }
-    return context.newString(randomBytes(size).toString('hex'))
-  })
-  const refuse = context.newFunction('__refuse', (id) => {
+  const host = context.newObject()
+  const refuse = context.newFunction('refuse', (id) => {
     const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
     return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
   })
-  const hostFetch = context.newFunction('__fetch', (request) => {
+  const hostFetch = context.newFunction('fetch', (request) => {
     try {
       if (context.typeof(request) !== 'string') throw new Error('invalid request')
       return context.newNumber(startFetch(prepared, context.getString(request)))
@@ -391,12 +396,13 @@ function loadPrelude(prepared: Prepared): QuickJSHandle {
       return { error: context.newError(error instanceof Error ? error.message : 'invalid request') }
     }
   })
-  context.setProp(context.global, '__randomHex', random)
-  context.setProp(context.global, '__refuse', refuse)
-  context.setProp(context.global, '__fetch', hostFetch)
-  random.dispose()
+  context.setProp(host, 'refuse', refuse)
+  context.setProp(host, 'fetch', hostFetch)
   refuse.dispose()
   hostFetch.dispose()
+  installCryptoBridge(context, host, prepared.bridge)
+  context.setProp(context.global, '__host', host)
+  host.dispose()
   const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
   prepared.modules = modules
   prepared.pumpTimers = context.getProp(modules, 'pumpTimers')
