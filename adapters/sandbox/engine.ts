@@ -22,7 +22,7 @@ import {
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
-import { PRELUDE } from './prelude.js'
+import { preludeSource } from './prelude-source.js'
 
 const MIB = 1024 * 1024
 const PAGE = 65_536
@@ -110,12 +110,21 @@ export class Engine {
     private readonly module: QuickJSWASMModule,
     private readonly memoryMb: number,
     private readonly maxResultChars: number,
+    private readonly prelude: string,
   ) {}
 
-  /** Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom. */
-  static async load(memoryMb: number, maxResultChars: number, compiled?: object): Promise<Engine> {
+  /**
+   * Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom, with the
+   * prelude's program text (`preludeSource()` unless given).
+   */
+  static async load(
+    memoryMb: number,
+    maxResultChars: number,
+    compiled?: object,
+    prelude?: string,
+  ): Promise<Engine> {
     const module = await loadModule(memoryMb + HEADROOM_MB, compiled)
-    const engine = new Engine(module, memoryMb, maxResultChars)
+    const engine = new Engine(module, memoryMb, maxResultChars, prelude ?? (await preludeSource()))
     engine.prepare()
     return engine
   }
@@ -125,7 +134,7 @@ export class Engine {
     if (this.broken) return
     try {
       this.release()
-      this.next ??= prepare(this.module, this.memoryMb)
+      this.next ??= prepare(this.module, this.memoryMb, this.prelude)
     } catch {
       this.broken = true
     }
@@ -139,7 +148,7 @@ export class Engine {
     let prepared = this.next
     this.next = null
     try {
-      prepared ??= prepare(this.module, this.memoryMb)
+      prepared ??= prepare(this.module, this.memoryMb, this.prelude)
     } catch {
       this.broken = true
       return { ok: false, kind: 'crashed', message: 'the formula engine failed to start' }
@@ -202,6 +211,8 @@ interface Prepared {
   io?: Io
   /** The run's digests and random bytes, made by the host. */
   bridge: BridgeRun
+  /** The prelude's program text (adapters/sandbox/prelude-source.ts). */
+  prelude: string
 }
 
 /** Requests a run made through `fetch`: at most `MAX_FETCHES` per run, the host making each. */
@@ -304,7 +315,7 @@ function dispose(prepared: Prepared): void {
   prepared.runtime.dispose()
 }
 
-function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
+function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): Prepared {
   const runtime = module.newRuntime()
   runtime.setMemoryLimit(memoryMb * MIB)
   runtime.setMaxStackSize(STACK_BYTES)
@@ -312,6 +323,7 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
     runtime,
     deadline: Number.POSITIVE_INFINITY,
     logs: [] as string[],
+    prelude,
     bridge: bridgeRun(Number.POSITIVE_INFINITY, memoryMb * MIB),
   } as Prepared
   runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
@@ -403,7 +415,7 @@ function loadPrelude(prepared: Prepared): QuickJSHandle {
   installCryptoBridge(context, host, prepared.bridge)
   context.setProp(context.global, '__host', host)
   host.dispose()
-  const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
+  const modules = context.unwrapResult(context.evalCode(prepared.prelude, 'prelude.js'))
   prepared.modules = modules
   prepared.pumpTimers = context.getProp(modules, 'pumpTimers')
   prepared.deliverFetch = context.getProp(modules, 'deliverFetch')

@@ -40,6 +40,8 @@ export interface PoolSettings {
   now?: () => number
   /** The engine's compiled WebAssembly module, handed to every worker. */
   wasmModule?: object
+  /** The prelude's program text, handed to every worker. */
+  prelude?: string
 }
 
 /** A run accepted by the pool. */
@@ -168,6 +170,7 @@ export class SandboxPool {
           maxResultChars: this.settings.maxResultChars,
         }
         if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
+        if (this.settings.prelude) config.prelude = this.settings.prelude
         worker = this.settings.startWorker(config)
       } catch {
         this.startFailed()
