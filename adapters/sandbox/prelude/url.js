@@ -1,5 +1,7 @@
 /** `URL` and `URLSearchParams` (WHATWG URL, for hierarchical URLs). */
 
+import { parseHost } from './url-host.js'
+
 // --- URLSearchParams and URL (WHATWG URL, for hierarchical URLs) ---
 function formEncode(s) {
   return encodeURIComponent(s)
@@ -145,22 +147,7 @@ function parseAuthorityUrl(input, scheme, rest) {
   if (!m) throw invalidUrl(input)
   let host = m[1],
     port = m[2] || ''
-  if (special) {
-    try {
-      host = decodeURIComponent(host)
-    } catch (_e) {
-      throw invalidUrl(input)
-    }
-    host = host.toLowerCase()
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the WHATWG forbidden host code points include them
-    if (!host || /[\x00-\x20#%/:<>?@[\\\]^|]/.test(host.replace(/^\[.*\]$/, 'x'))) throw invalidUrl(input)
-    if (/^\d+$/.test(host.split('.').pop())) {
-      const parts = host.split('.')
-      if (parts.length !== 4 || parts.some((p) => !/^\d+$/.test(p) || Number(p) > 255))
-        throw invalidUrl(input)
-      host = parts.map(Number).join('.')
-    }
-  }
+  host = parseHost(host, special, input)
   if (port) {
     if (Number(port) > 65535) throw invalidUrl(input)
     port = String(Number(port))
