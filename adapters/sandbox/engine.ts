@@ -329,7 +329,6 @@ function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): 
   runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
   const context = runtime.newContext()
   prepared.context = context
-  for (const name of REMOVED_GLOBALS) context.evalCode(`delete globalThis.${name}`).dispose()
   // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
   const json = context.getProp(context.global, 'JSON')
   prepared.stringify = context.getProp(json, 'stringify')
@@ -337,12 +336,7 @@ function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): 
   prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
-  installPrelude(prepared)
-  for (const name of REFUSED_GLOBALS) {
-    const refuse = context.newFunction(name, () => ({ error: context.newError(`${name} ${NOT_AVAILABLE}`) }))
-    context.setProp(context.global, name, refuse)
-    refuse.dispose()
-  }
+  installGlobals(prepared)
   return prepared
 }
 
@@ -362,33 +356,44 @@ const PRELUDE_GLOBALS = [
 ]
 
 /**
- * Installs `require` and the globals of `PRELUDE_GLOBALS`, which evaluate the prelude (the modules
- * `require` answers) in this context on first use. The prelude gets the host's functions on a
- * `__host` object it removes from the global object before any formula code runs: `refuse` (throws
- * the clear error for a module not offered), `fetch` (starts a request to an allowed origin) and the
- * crypto bridge (`adapters/sandbox/crypto-bridge.ts`: digests, HMACs and random bytes).
+ * The script that sets a fresh context up, in one evaluation (cheaper than one host call per
+ * global): it removes `REMOVED_GLOBALS`, makes each of `REFUSED_GLOBALS` throw the clear error, and
+ * defines `require` and the globals of `PRELUDE_GLOBALS` so that they evaluate the prelude (the
+ * modules `require` answers) in this context on first use, through the host function `__load`,
+ * which it takes off the global object first. It answers `require`.
  */
-function installPrelude(prepared: Prepared): void {
-  const { context } = prepared
-  const load = () => loadPrelude(prepared)
-  prepared.require = context.newFunction('require', (id) => {
-    const modules = load()
-    const real = context.getProp(modules, 'require')
-    const result = context.callFunction(real, context.undefined, id)
-    real.dispose()
-    return result.error ? { error: result.error } : result.value
-  })
-  for (const name of PRELUDE_GLOBALS) {
-    context.defineProp(context.global, name, {
+const SETUP = `(function () {
+  'use strict';
+  var load = globalThis.__load;
+  delete globalThis.__load;
+  ${REMOVED_GLOBALS.map((name) => `delete globalThis.${name};`).join(' ')}
+  ${REFUSED_GLOBALS.map(
+    (name) =>
+      `globalThis.${name} = function ${name}() { throw new Error(${JSON.stringify(`${name} ${NOT_AVAILABLE}`)}); };`,
+  ).join('\n')}
+  ${JSON.stringify(PRELUDE_GLOBALS)}.forEach(function (name) {
+    Object.defineProperty(globalThis, name, {
       configurable: true,
       enumerable: false,
-      get: () => context.getProp(load(), name),
-      set: (value) => {
-        load()
-        context.setProp(context.global, name, value)
-      },
-    })
-  }
+      get: function () { return load()[name]; },
+      set: function (value) { load(); globalThis[name] = value; },
+    });
+  });
+  return function require(id) { var real = load().require; return real(id); };
+})()`
+
+/**
+ * Sets the context up with `SETUP`. The prelude gets the host's functions on a `__host` object it
+ * removes from the global object before any formula code runs: `refuse` (throws the clear error for
+ * a module not offered), `fetch` (starts a request to an allowed origin) and the crypto bridge
+ * (`adapters/sandbox/crypto-bridge.ts`: digests, HMACs and random bytes).
+ */
+function installGlobals(prepared: Prepared): void {
+  const { context } = prepared
+  const load = context.newFunction('load', () => loadPrelude(prepared).dup())
+  context.setProp(context.global, '__load', load)
+  load.dispose()
+  prepared.require = context.unwrapResult(context.evalCode(SETUP, 'setup.js'))
 }
 
 /** Evaluates the prelude in this run's context (once) and answers its exports. */
