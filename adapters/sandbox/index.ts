@@ -157,7 +157,20 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       startWorker: options.startWorker ?? startSandboxWorker,
     })
   return {
-    check: compileError,
+    check(code) {
+      // A formula being made or changed is about to run: start the workers now, alongside the check.
+      if (!closed && !pool) {
+        const starting = start()
+        pool = starting
+        starting.then(
+          (started) => started.warm(),
+          () => {
+            if (pool === starting) pool = undefined
+          },
+        )
+      }
+      return compileError(code)
+    },
     async run(code, request, runOptions) {
       if (closed) return { ok: false, kind: 'crashed', message: 'the formula runner is closed' }
       pool ??= start()

@@ -140,6 +140,13 @@ export class SandboxPool {
     this.pump()
   }
 
+  /** Starts the workers now, before any run (an idle pool never keeps the process alive). */
+  warm(): void {
+    if (this.closed) return
+    this.fill()
+    this.pump()
+  }
+
   /** Terminates every worker; waiting and running jobs end as `crashed`. */
   async close(): Promise<void> {
     this.closed = true
