@@ -118,7 +118,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       baseline: 'the same function called in-process',
       baselineOpsPerSec: 1e6 / median(base),
       ratio: median(ours) / median(base),
-      goal: 'p50 overhead ≤ 300 µs',
+      goal: 'p50 overhead ≤ 150 µs',
       note: `p50 overhead ${p50.toFixed(0)} µs, p99 ${p99.toFixed(0)} µs`,
     })
 
