@@ -32,7 +32,7 @@ function sanitizeErrors(errors) {
 function errorClass(name, status, detail, build) {
   // biome-ignore lint/complexity/useArrowFunction: a constructor (formula code calls `new` on it)
   const C = function (...args) {
-    const e = new Error(detail)
+    const e = /** @type {Error & { status?: number, errors?: object }} */ (new Error(detail))
     Object.setPrototypeOf(e, C.prototype)
     e.status = status
     const made = build ? build.apply(undefined, args) : { errors: args[0] }
