@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync'
@@ -13,6 +12,7 @@ import {
   Scope,
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/egress.js'
+import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
 import {
   type ErrorsBlock,
   MAX_LOG_LINE,
@@ -22,7 +22,7 @@ import {
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
-import { PRELUDE } from './prelude.js'
+import { preludeSource } from './prelude-source.js'
 
 const MIB = 1024 * 1024
 const PAGE = 65_536
@@ -110,12 +110,21 @@ export class Engine {
     private readonly module: QuickJSWASMModule,
     private readonly memoryMb: number,
     private readonly maxResultChars: number,
+    private readonly prelude: string,
   ) {}
 
-  /** Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom. */
-  static async load(memoryMb: number, maxResultChars: number, compiled?: object): Promise<Engine> {
+  /**
+   * Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom, with the
+   * prelude's program text (`preludeSource()` unless given).
+   */
+  static async load(
+    memoryMb: number,
+    maxResultChars: number,
+    compiled?: object,
+    prelude?: string,
+  ): Promise<Engine> {
     const module = await loadModule(memoryMb + HEADROOM_MB, compiled)
-    const engine = new Engine(module, memoryMb, maxResultChars)
+    const engine = new Engine(module, memoryMb, maxResultChars, prelude ?? (await preludeSource()))
     engine.prepare()
     return engine
   }
@@ -125,7 +134,7 @@ export class Engine {
     if (this.broken) return
     try {
       this.release()
-      this.next ??= prepare(this.module, this.memoryMb)
+      this.next ??= prepare(this.module, this.memoryMb, this.prelude)
     } catch {
       this.broken = true
     }
@@ -139,12 +148,13 @@ export class Engine {
     let prepared = this.next
     this.next = null
     try {
-      prepared ??= prepare(this.module, this.memoryMb)
+      prepared ??= prepare(this.module, this.memoryMb, this.prelude)
     } catch {
       this.broken = true
       return { ok: false, kind: 'crashed', message: 'the formula engine failed to start' }
     }
     prepared.deadline = performance.now() + timeoutMs
+    prepared.bridge.deadline = prepared.deadline
     let result: RunResult
     try {
       if (egress?.length) allowFetch(prepared, egress)
@@ -199,6 +209,10 @@ interface Prepared {
   deliverFetch?: QuickJSHandle
   /** The run's requests, when `fetch` is allowed. */
   io?: Io
+  /** The run's digests and random bytes, made by the host. */
+  bridge: BridgeRun
+  /** The prelude's program text (adapters/sandbox/prelude-source.ts). */
+  prelude: string
 }
 
 /** Requests a run made through `fetch`: at most `MAX_FETCHES` per run, the host making each. */
@@ -233,6 +247,7 @@ function allowFetch(prepared: Prepared, origins: string[]): void {
 
 /** Aborts the run's requests still under way; their answers are dropped. */
 function endIo(prepared: Prepared): void {
+  endBridge(prepared.bridge)
   const io = prepared.io
   if (!io) return
   io.ended = true
@@ -300,15 +315,20 @@ function dispose(prepared: Prepared): void {
   prepared.runtime.dispose()
 }
 
-function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
+function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): Prepared {
   const runtime = module.newRuntime()
   runtime.setMemoryLimit(memoryMb * MIB)
   runtime.setMaxStackSize(STACK_BYTES)
-  const prepared = { runtime, deadline: Number.POSITIVE_INFINITY, logs: [] as string[] } as Prepared
+  const prepared = {
+    runtime,
+    deadline: Number.POSITIVE_INFINITY,
+    logs: [] as string[],
+    prelude,
+    bridge: bridgeRun(Number.POSITIVE_INFINITY, memoryMb * MIB),
+  } as Prepared
   runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
   const context = runtime.newContext()
   prepared.context = context
-  for (const name of REMOVED_GLOBALS) context.evalCode(`delete globalThis.${name}`).dispose()
   // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
   const json = context.getProp(context.global, 'JSON')
   prepared.stringify = context.getProp(json, 'stringify')
@@ -316,12 +336,7 @@ function prepare(module: QuickJSWASMModule, memoryMb: number): Prepared {
   prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
-  installPrelude(prepared)
-  for (const name of REFUSED_GLOBALS) {
-    const refuse = context.newFunction(name, () => ({ error: context.newError(`${name} ${NOT_AVAILABLE}`) }))
-    context.setProp(context.global, name, refuse)
-    refuse.dispose()
-  }
+  installGlobals(prepared)
   return prepared
 }
 
@@ -341,49 +356,56 @@ const PRELUDE_GLOBALS = [
 ]
 
 /**
- * Installs `require` and the globals of `PRELUDE_GLOBALS`, which evaluate the prelude (the modules
- * `require` answers) in this context on first use. The prelude gets two host functions,
- * removed from the global object before it returns: one that answers `n` random bytes as hex text
- * (`n` checked: an integer 0..65536) and one that throws the clear error for a module not offered.
+ * The script that sets a fresh context up, in one evaluation (cheaper than one host call per
+ * global): it removes `REMOVED_GLOBALS`, makes each of `REFUSED_GLOBALS` throw the clear error, and
+ * defines `require` and the globals of `PRELUDE_GLOBALS` so that they evaluate the prelude (the
+ * modules `require` answers) in this context on first use, through the host function `__load`,
+ * which it takes off the global object first. It answers `require`.
  */
-function installPrelude(prepared: Prepared): void {
-  const { context } = prepared
-  const load = () => loadPrelude(prepared)
-  prepared.require = context.newFunction('require', (id) => {
-    const modules = load()
-    const real = context.getProp(modules, 'require')
-    const result = context.callFunction(real, context.undefined, id)
-    real.dispose()
-    return result.error ? { error: result.error } : result.value
-  })
-  for (const name of PRELUDE_GLOBALS) {
-    context.defineProp(context.global, name, {
+const SETUP = `(function () {
+  'use strict';
+  var load = globalThis.__load;
+  delete globalThis.__load;
+  ${REMOVED_GLOBALS.map((name) => `delete globalThis.${name};`).join(' ')}
+  ${REFUSED_GLOBALS.map(
+    (name) =>
+      `globalThis.${name} = function ${name}() { throw new Error(${JSON.stringify(`${name} ${NOT_AVAILABLE}`)}); };`,
+  ).join('\n')}
+  ${JSON.stringify(PRELUDE_GLOBALS)}.forEach(function (name) {
+    Object.defineProperty(globalThis, name, {
       configurable: true,
       enumerable: false,
-      get: () => context.getProp(load(), name),
-      set: (value) => {
-        load()
-        context.setProp(context.global, name, value)
-      },
-    })
-  }
+      get: function () { return load()[name]; },
+      set: function (value) { load(); globalThis[name] = value; },
+    });
+  });
+  return function require(id) { var real = load().require; return real(id); };
+})()`
+
+/**
+ * Sets the context up with `SETUP`. The prelude gets the host's functions on a `__host` object it
+ * removes from the global object before any formula code runs: `refuse` (throws the clear error for
+ * a module not offered), `fetch` (starts a request to an allowed origin) and the crypto bridge
+ * (`adapters/sandbox/crypto-bridge.ts`: digests, HMACs and random bytes).
+ */
+function installGlobals(prepared: Prepared): void {
+  const { context } = prepared
+  const load = context.newFunction('load', () => loadPrelude(prepared).dup())
+  context.setProp(context.global, '__load', load)
+  load.dispose()
+  prepared.require = context.unwrapResult(context.evalCode(SETUP, 'setup.js'))
 }
 
 /** Evaluates the prelude in this run's context (once) and answers its exports. */
 function loadPrelude(prepared: Prepared): QuickJSHandle {
   if (prepared.modules) return prepared.modules
   const { context } = prepared
-  const random = context.newFunction('__randomHex', (n) => {
-    const size = context.typeof(n) === 'number' ? context.getNumber(n) : -1
-    if (!Number.isInteger(size) || size < 0 || size > 65_536)
-      return { error: context.newError('size must be an integer from 0 to 65536') }
-    return context.newString(randomBytes(size).toString('hex'))
-  })
-  const refuse = context.newFunction('__refuse', (id) => {
+  const host = context.newObject()
+  const refuse = context.newFunction('refuse', (id) => {
     const name = context.typeof(id) === 'string' ? context.getString(id) : 'that'
     return { error: context.newError(`require(${JSON.stringify(cut(name, 100))}) ${NOT_AVAILABLE}`) }
   })
-  const hostFetch = context.newFunction('__fetch', (request) => {
+  const hostFetch = context.newFunction('fetch', (request) => {
     try {
       if (context.typeof(request) !== 'string') throw new Error('invalid request')
       return context.newNumber(startFetch(prepared, context.getString(request)))
@@ -391,13 +413,14 @@ function loadPrelude(prepared: Prepared): QuickJSHandle {
       return { error: context.newError(error instanceof Error ? error.message : 'invalid request') }
     }
   })
-  context.setProp(context.global, '__randomHex', random)
-  context.setProp(context.global, '__refuse', refuse)
-  context.setProp(context.global, '__fetch', hostFetch)
-  random.dispose()
+  context.setProp(host, 'refuse', refuse)
+  context.setProp(host, 'fetch', hostFetch)
   refuse.dispose()
   hostFetch.dispose()
-  const modules = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'))
+  installCryptoBridge(context, host, prepared.bridge)
+  context.setProp(context.global, '__host', host)
+  host.dispose()
+  const modules = context.unwrapResult(context.evalCode(prepared.prelude, 'prelude.js'))
   prepared.modules = modules
   prepared.pumpTimers = context.getProp(modules, 'pumpTimers')
   prepared.deliverFetch = context.getProp(modules, 'deliverFetch')

@@ -5,6 +5,7 @@ import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
 import { compileEngine, compileIn, loadCompiler } from './engine.js'
 import type { WorkerConfig } from './messages.js'
 import { SandboxPool } from './pool.js'
+import { preludeSource } from './prelude-source.js'
 
 /** Options of `sandboxRunner`. */
 export interface SandboxRunnerOptions {
@@ -66,7 +67,9 @@ export function startSandboxWorker(config: WorkerConfig): Worker {
   }
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), options)
   const worker = JSON.stringify(new URL('./worker.ts', import.meta.url).href)
-  const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${worker}) })`
+  // tsx as this package resolves it, not as the working directory would (it may have no node_modules).
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'))
+  const boot = `import(${tsx}).then((tsx) => { tsx.register(); return import(${worker}) })`
   return new Worker(boot, { ...options, eval: true })
 }
 
@@ -80,6 +83,19 @@ function engineCode(): Promise<object> {
       throw error
     })
   compiled = code
+  return code
+}
+
+let prelude: Promise<string> | undefined
+/** The prelude's program text, loaded (or bundled) once per process (again after a failure). */
+function preludeCode(): Promise<string> {
+  const code =
+    prelude ??
+    preludeSource().catch((error: unknown) => {
+      prelude = undefined
+      throw error
+    })
+  prelude = code
   return code
 }
 
@@ -128,6 +144,7 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
   const start = async () =>
     new SandboxPool({
       wasmModule: await engineCode(),
+      prelude: await preludeCode(),
       size: Math.max(1, Math.floor(options.poolSize ?? Math.min(4, availableParallelism()))),
       memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
       maxResultChars: options.maxResultChars ?? 1_048_576,
@@ -140,7 +157,20 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       startWorker: options.startWorker ?? startSandboxWorker,
     })
   return {
-    check: compileError,
+    check(code) {
+      // A formula being made or changed is about to run: start the workers now, alongside the check.
+      if (!closed && !pool) {
+        const starting = start()
+        pool = starting
+        starting.then(
+          (started) => started.warm(),
+          () => {
+            if (pool === starting) pool = undefined
+          },
+        )
+      }
+      return compileError(code)
+    },
     async run(code, request, runOptions) {
       if (closed) return { ok: false, kind: 'crashed', message: 'the formula runner is closed' }
       pool ??= start()

@@ -58,6 +58,8 @@ export interface WorkerConfig {
   maxResultChars: number
   /** The engine's compiled WebAssembly module (a `WebAssembly.Module`), when the host compiled it. */
   wasmModule?: object
+  /** The prelude's program text, when the host loaded it (else the worker loads it). */
+  prelude?: string
 }
 
 const FAILURES = new Set<string>(['invalid', 'thrown', 'timeout', 'crashed'])

@@ -40,6 +40,8 @@ export interface PoolSettings {
   now?: () => number
   /** The engine's compiled WebAssembly module, handed to every worker. */
   wasmModule?: object
+  /** The prelude's program text, handed to every worker. */
+  prelude?: string
 }
 
 /** A run accepted by the pool. */
@@ -138,6 +140,13 @@ export class SandboxPool {
     this.pump()
   }
 
+  /** Starts the workers now, before any run (an idle pool never keeps the process alive). */
+  warm(): void {
+    if (this.closed) return
+    this.fill()
+    this.pump()
+  }
+
   /** Terminates every worker; waiting and running jobs end as `crashed`. */
   async close(): Promise<void> {
     this.closed = true
@@ -168,6 +177,7 @@ export class SandboxPool {
           maxResultChars: this.settings.maxResultChars,
         }
         if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
+        if (this.settings.prelude) config.prelude = this.settings.prelude
         worker = this.settings.startWorker(config)
       } catch {
         this.startFailed()

@@ -13,7 +13,7 @@ import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
 const port = parentPort
 if (!port) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const config = workerData as WorkerConfig
-const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule)
+const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, config.prelude)
 
 const send = (message: WorkerMessage) => port.postMessage(message)
 
