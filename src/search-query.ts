@@ -1,3 +1,4 @@
+import { isoAfter } from './clock.js'
 import { invalid } from './errors.js'
 import { parseDateTime } from './schemas/date-time.js'
 
@@ -173,6 +174,8 @@ function lex(text: string): Tok[] {
       continue
     }
     if (c === '"') throw fail(i, 'a quoted phrase needs a field (field:"phrase")')
+    if (c === '+' || c === '-')
+      throw fail(i, `Lucene's ${c} prefix is not supported (join terms with AND, OR and NOT)`)
     // A keyword or a term: read the field name up to `:`.
     const at = i
     let field = ''
@@ -228,7 +231,12 @@ function lex(text: string): Tok[] {
       i = w.end
       raw = { kind: 'compare', op, text: w.pieces.map((p) => (p as { lit: string }).lit).join('') }
     } else {
+      // Container values are paths (`/pci/`); elsewhere a leading `/` opens a Lucene regular expression.
+      if (v === '/' && field !== 'container' && field !== 'containers')
+        throw fail(i, 'regular expressions (/…/) are not supported: use * and ? wildcards')
+      const valueAt = i
       const w = word(ENDS_WORD)
+      refuseLuceneSuffixes(text, valueAt, w.end)
       i = w.end
       raw = { kind: 'word', pieces: w.pieces, wild: w.wild }
     }
@@ -237,6 +245,19 @@ function lex(text: string): Tok[] {
     out.push({ t: 'term', at, field, raw })
   }
   return out
+}
+
+/**
+ * Refuses Lucene's fuzzy (`~`) and boost (`^`) operators in the value `text[from, to)`, unless
+ * escaped with a backslash (then they are literal characters).
+ */
+function refuseLuceneSuffixes(text: string, from: number, to: number): void {
+  for (let j = from; j < to; j++) {
+    const c = text[j]
+    if (c === '\\') j++
+    else if (c === '~') throw fail(j, 'fuzzy matching (~) is not supported (escape it as \\~ to match it)')
+    else if (c === '^') throw fail(j, 'boosts (^) are not supported (escape it as \\^ to match it)')
+  }
 }
 
 const SIMPLE_FIELDS: Record<string, Field> = {
@@ -275,8 +296,8 @@ function instant(text: string, at: number): { start: string; end: string } {
   const start = parseDateTime(day ? `${text}T00:00:00Z` : text)
   if (start === null) throw fail(at, 'expected a date-time (2023-01-01 or 2023-01-01T10:00:00Z) or *')
   if (!day) return { start, end: start }
-  const next = new Date(Date.parse(start) + 86_400_000).toISOString()
-  return { start, end: next }
+  // A UTC day is always 24 hours long.
+  return { start, end: isoAfter(start, 86_400_000) }
 }
 
 /** The value of term `tok` for `field`, checked against what the field supports. */

@@ -170,3 +170,28 @@ describe('search query parser', () => {
     expect(long / short).toBeLessThan(5)
   })
 })
+
+describe('Lucene syntax the search does not support is refused, naming the character', () => {
+  it.each([
+    ['type:car~', 'fuzzy matching (~) is not supported (escape it as \\~ to match it) at character 9'],
+    ['type:card^2', 'boosts (^) are not supported (escape it as \\^ to match it) at character 10'],
+    ['type:/ca.d/', 'regular expressions (/…/) are not supported: use * and ? wildcards at character 6'],
+    ['+type:card', "Lucene's + prefix is not supported (join terms with AND, OR and NOT) at character 1"],
+    [
+      'type:a AND -type:card',
+      "Lucene's - prefix is not supported (join terms with AND, OR and NOT) at character 12",
+    ],
+  ])('%s answers 400', (query, message) => {
+    expect(problem(query)).toBe(`query: ${message}`)
+  })
+
+  it('escaped, inside a phrase or inside a value, the same characters are literal', () => {
+    for (const query of ['type:ca\\~r', 'type:"car~ ^2"', 'id:abc-def', 'metadata.k:a+b', 'type:a\\^b'])
+      expect(() => parseQuery(query), query).not.toThrow()
+  })
+})
+
+it('a container value is a path, not a regular expression', () => {
+  expect(() => parseQuery('container:/pci/ OR containers:/general/high/')).not.toThrow()
+  expect(problem('metadata.k:/x/')).toContain('regular expressions')
+})
