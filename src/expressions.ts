@@ -515,7 +515,9 @@ const FILTERS: Record<string, Filter> = {
     const digits = a[0] === undefined ? 0 : int(a[0], 'digits')
     if (digits < 0 || digits > 15) fail('round takes 0 to 15 digits')
     const f = 10 ** digits
-    return Math.round(num(v) * f) / f
+    // Liquid (Ruby) rounds half away from zero: -2.5 → -3, where Math.round gives -2.
+    const x = num(v)
+    return (Math.sign(x) * Math.round(Math.abs(x) * f)) / f
   },
   at_least: (v, a) => Math.max(num(v), num(a[0])),
   at_most: (v, a) => Math.min(num(v), num(a[0])),
@@ -724,9 +726,17 @@ class Compiled implements Template {
   }
 }
 
-/** Parsed templates by source, so hot paths (masks on every read) parse each template once. */
+/**
+ * Parsed templates by source, so hot paths (masks on every read) parse each template once: the
+ * 2 000 used most recently (a hit moves a template to the back; the front one goes when full).
+ */
 const cache = new Map<string, Part[]>()
 const CACHE_SIZE = 2000
+
+/** Whether `source` is among the parsed templates kept (for tests of the cache's eviction order). */
+export function isTemplateCached(source: string): boolean {
+  return cache.has(source)
+}
 
 /**
  * Parses `source` as a template; a syntax error or an unknown filter is a `validation_failed`
@@ -735,14 +745,17 @@ const CACHE_SIZE = 2000
  */
 export function compileTemplate(source: string, field: string): Template {
   let parts = cache.get(source)
-  if (!parts) {
+  if (parts) {
+    cache.delete(source)
+    cache.set(source, parts)
+  } else {
     try {
       parts = parse(source)
     } catch (error) {
       if (error instanceof ExpressionFailure) throw invalid(field, error.message)
       throw error
     }
-    if (cache.size >= CACHE_SIZE) cache.clear()
+    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
     cache.set(source, parts)
   }
   return new Compiled(source, parts, field)

@@ -6,6 +6,7 @@ import {
   checkMask,
   compileTemplate,
   evaluateTemplate,
+  isTemplateCached,
   MAX_STRING_LENGTH,
   MAX_TEMPLATE_LENGTH,
   renderTemplate,
@@ -300,5 +301,32 @@ describe('the expression budget', () => {
     const started = performance.now()
     expect(refusal(() => applyMask(sizes, wide)).issues).toHaveProperty(['mask.2'])
     expect(performance.now() - started).toBeLessThan(1000)
+  })
+})
+
+describe('Liquid rounding', () => {
+  it('round goes half away from zero, as Liquid (Ruby) does', () => {
+    expect(ev('{{ data | round }}', -2.5)).toBe(-3)
+    expect(ev('{{ data | round }}', 2.5)).toBe(3)
+    expect(ev('{{ data | round }}', -2.4)).toBe(-2)
+    expect(ev('{{ data | round: 1 }}', -1.25)).toBe(-1.3)
+    expect(ev('{{ data | round }}', 0)).toBe(0)
+  })
+})
+
+describe('the template cache', () => {
+  it('keeps the 2 000 templates used most recently: a template in use is never evicted by new ones', () => {
+    const hot = '{{ data | prepend: "hot-" }}'
+    compileTemplate(hot, 'mask')
+    for (let i = 0; i < 5000; i++) {
+      compileTemplate(`{{ data | append: "${i}" }}`, 'mask')
+      if (i % 1000 === 0) compileTemplate(hot, 'mask')
+    }
+    expect(isTemplateCached(hot)).toBe(true)
+    // The 2 000 most recent are kept, with the hot one among them: the oldest of the rest are gone.
+    expect(isTemplateCached('{{ data | append: "4999" }}')).toBe(true)
+    expect(isTemplateCached('{{ data | append: "3001" }}')).toBe(true)
+    expect(isTemplateCached('{{ data | append: "3000" }}')).toBe(false)
+    expect(isTemplateCached('{{ data | append: "0" }}')).toBe(false)
   })
 })
