@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { nanoid } from 'nanoid'
 import { faultRegistry, withFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
 import { isTestControlPath, testControlHandler } from '../adapters/http/test-control.js'
@@ -288,7 +288,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   let adminToken: string | undefined
   let listener = api
   if (options.testMode) {
-    adminToken = options.adminToken ?? `adm_${randomBytes(24).toString('base64url')}`
+    adminToken = options.adminToken ?? `adm_${nanoid(32)}`
     const faults = faultRegistry()
     api = withFaults(api, faults)
     const control = toNodeListener(

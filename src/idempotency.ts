@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto'
+import { nanoid } from 'nanoid'
 import type { Principal } from './access.js'
 import { depthOf } from './budget.js'
+import { isoAfter } from './clock.js'
 import { conflict, invalid } from './errors.js'
 import type { Store } from './store/contract.js'
 import type { IdempotencyRecord } from './types.js'
@@ -37,8 +38,6 @@ export interface IdempotencyDeps {
   /** A keyed hash (HMAC under the tenant's key) of `value` for `purpose`. */
   hmac(tenantId: string, purpose: string, value: string): Promise<string>
 }
-
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /** How deep a request made idempotent may nest: its body's 128 levels, and the call around it. */
 const MAX_REQUEST_DEPTH = 136
@@ -84,7 +83,7 @@ export async function idempotent<T>(
   const tenant = principal.tenantId
   const id = await deps.hmac(tenant, 'idempotency-key', `${principal.kind}\u0000${principal.id}\u0000${key}`)
   const fingerprint = await deps.hmac(tenant, 'idempotency-request', requestText(request))
-  const claim = randomBytes(16).toString('base64url')
+  const claim = nanoid()
   const pending: IdempotencyRecord = {
     tenant_id: tenant,
     id,
@@ -92,8 +91,8 @@ export async function idempotent<T>(
     claim,
     request: fingerprint,
     created_at: now,
-    lease_until: iso(Date.parse(now) + deps.leaseMs),
-    expires_at: iso(Date.parse(now) + IDEMPOTENCY_RETENTION_MS),
+    lease_until: isoAfter(now, deps.leaseMs),
+    expires_at: isoAfter(now, IDEMPOTENCY_RETENTION_MS),
   }
 
   for (let attempt = 0; ; attempt++) {

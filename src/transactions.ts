@@ -1,4 +1,5 @@
 import { checkFailure } from './checks.js'
+import { isoAfter } from './clock.js'
 import type { Ctx } from './context.js'
 import { newId } from './crypto.js'
 import { conflict, forbidden, notFound } from './errors.js'
@@ -61,7 +62,7 @@ export function transactionOperations(ctx: Ctx) {
         tenant_id: ctx.principal.tenantId,
         created_at: now.toISOString(),
         created_by: ctx.principal.id,
-        expires_at: new Date(now.getTime() + ctx.options.transactionTtlMs).toISOString(),
+        expires_at: isoAfter(now, ctx.options.transactionTtlMs),
         state: 'open',
         writes: [],
         locks: [],

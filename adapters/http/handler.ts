@@ -1,3 +1,4 @@
+import { nanoid } from 'nanoid'
 import { sha256 } from '../../src/crypto.js'
 import { ServiceError } from '../../src/errors.js'
 import { keepsAnswer } from '../../src/idempotency.js'
@@ -287,7 +288,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const respond = async (incoming: Incoming): Promise<Outgoing> => {
     const started = log ? performance.now() : 0
     const given = incoming.header('x-request-id')
-    const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : crypto.randomUUID()
+    const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : nanoid()
     const method = incoming.method
     const target = splitTarget(incoming.target)
     let path = target.path
