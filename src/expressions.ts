@@ -8,6 +8,7 @@ import {
 } from './budget.js'
 import { invalid } from './errors.js'
 import { jsonPath, type PathContext } from './json-path.js'
+import { liquidDate, stripHtml } from './liquid-text.js'
 import type { Json } from './types.js'
 
 /**
@@ -479,6 +480,34 @@ const FILTERS: Record<string, Filter> = {
       .replace(/>/g, '&gt;')
       .replace(/"/g, '&quot;')
       .replace(/'/g, '&#39;'),
+  escape_once: (v) =>
+    str(v)
+      .replace(/&(?!(?:[a-zA-Z][a-zA-Z0-9]*|#\d+|#[xX][0-9a-fA-F]+);)/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+      .replace(/'/g, '&#39;'),
+  strip_html: (v) => stripHtml(str(v)),
+  newline_to_br: (v) => {
+    const s = str(v)
+    const lines = pieces(s, '\n')
+    willMake(s.length + 6 * (lines.length - 1))
+    return lines.map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line)).join('<br />\n')
+  },
+  truncatewords: (v, a) => {
+    const n = Math.max(1, a[0] === undefined ? 15 : length(a[0], 'words'))
+    const ellipsis = a[1] === undefined ? '...' : str(a[1])
+    const words = str(v)
+      .split(/\s+/)
+      .filter((w) => w !== '')
+    if (words.length <= n) return str(v)
+    return joined(words.slice(0, n), ' ') + ellipsis
+  },
+  date: (v, a) => {
+    if (a[0] === undefined) fail('date needs a format (%Y-%m-%d)')
+    if (typeof v !== 'string' && typeof v !== 'number') return v
+    return liquidDate(v, str(a[0])) ?? v
+  },
   default: (v, a) => (v === undefined || v === null || v === false || v === '' ? (a[0] ?? null) : v),
   // Liquid: arrays
   first: (v) => (Array.isArray(v) ? v[0] : typeof v === 'string' ? v.charAt(0) : undefined),

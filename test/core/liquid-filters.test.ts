@@ -1,0 +1,66 @@
+/**
+ * Liquid's standard filters, against the outputs Liquid's documentation shows
+ * (shopify.github.io/liquid/filters/…), and the `date` filter's directives in UTC whatever the host
+ * time zone.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { evaluateTemplate } from '../../src/expressions.js'
+import type { Json } from '../../src/types.js'
+
+const ev = (template: string, data: Json) => evaluateTemplate(template, { data }, 'field')
+
+describe('Liquid text filters', () => {
+  it.each([
+    ['{{ data | truncatewords: 3 }}', 'Ground control to Major Tom.', 'Ground control to...'],
+    ['{{ data | truncatewords: 3, "--" }}', 'Ground control to Major Tom.', 'Ground control to--'],
+    ['{{ data | truncatewords: 3, "" }}', 'Ground control to Major Tom.', 'Ground control to'],
+    ['{{ data | truncatewords: 5 }}', 'Ground control to Major Tom.', 'Ground control to Major Tom.'],
+    ['{{ data | strip_html }}', 'Have <em>you</em> read <strong>Ulysses</strong>?', 'Have you read Ulysses?'],
+    ['{{ data | strip_html }}', 'a<script>alert(1)</script>b<!-- c -->d<style>p{}</style>e', 'abde'],
+    ['{{ data | escape_once }}', '1 < 2 & 3', '1 &lt; 2 &amp; 3'],
+    ['{{ data | escape_once }}', '1 &lt; 2 &amp; 3', '1 &lt; 2 &amp; 3'],
+    ['{{ data | newline_to_br }}', '\nHello\nthere\n', '<br />\nHello<br />\nthere<br />\n'],
+    ['{{ data | newline_to_br }}', 'a\r\nb', 'a<br />\nb'],
+  ])('%s of %j is %j', (template, data, expected) => {
+    expect(ev(template, data)).toBe(expected)
+  })
+
+  it('strip_html takes time linear in its text, even with tags that never close', () => {
+    const hostile = '<script'.repeat(100_000)
+    const started = performance.now()
+    expect(ev('{{ data | strip_html }}', hostile)).toBe('')
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
+})
+
+describe('Liquid date', () => {
+  const zone = process.env.TZ
+  afterEach(() => {
+    if (zone === undefined) delete process.env.TZ
+    else process.env.TZ = zone
+  })
+
+  it.each([
+    ['%a, %b %d, %y', 'Fri, Jul 17, 15'],
+    ['%Y', '2015'],
+    ['%Y-%m-%d %H:%M:%S.%L', '2015-07-17 15:04:05.123'],
+    ['%A %B %-d, %-m/%e', 'Friday July 17, 7/17'],
+    ['%I:%M %p / %P', '03:04 PM / pm'],
+    ['%j %u %w', '198 5 5'],
+    ['%F %T %z %Z', '2015-07-17 15:04:05 +0000 UTC'],
+    ['%s', '1437145445'],
+    ['100%% %q', '100% %q'],
+  ])('%s → %s', (pattern, expected) => {
+    for (const tz of ['UTC', 'America/Los_Angeles', 'Asia/Kolkata']) {
+      process.env.TZ = tz
+      expect(ev(`{{ data | date: "${pattern}" }}`, '2015-07-17T15:04:05.123Z'), tz).toBe(expected)
+    }
+  })
+
+  it('takes seconds since the epoch, and answers anything that is not a date unchanged', () => {
+    expect(ev('{{ data | date: "%Y-%m-%d" }}', 1437145445)).toBe('2015-07-17')
+    expect(ev('{{ data | date: "%Y-%m-%d" }}', '1437145445')).toBe('2015-07-17')
+    expect(ev('{{ data | date: "%Y" }}', 'not a date')).toBe('not a date')
+    expect(ev('{{ data | date: "%-d %e" }}', '2015-07-05')).toBe('5  5')
+  })
+})
