@@ -1,4 +1,5 @@
 import { ServiceError } from './errors.js'
+import { parseDateTime } from './schemas/date-time.js'
 import { StoreError } from './store/error.js'
 
 /** Who made a call: an application's key, a session's key, or the host's operator API. */
@@ -138,12 +139,11 @@ export class Journal implements OperationJournal {
 
   query(filter: JournalQuery = {}): JournalEntry[] {
     // Entries hold ISO times in UTC: a `since` in another offset compares by the instant it names.
-    const since = filter.since === undefined ? undefined : Date.parse(filter.since)
-    if (since !== undefined && Number.isNaN(since))
+    const from = filter.since === undefined ? undefined : parseDateTime(filter.since)
+    if (from === null)
       throw new ServiceError('validation_failed', 'since: an ISO time', {
         issues: { since: ['an ISO time'] },
       })
-    const from = since === undefined ? undefined : new Date(since).toISOString()
     const out: JournalEntry[] = []
     for (let i = 0; i < this.capacity; i++) {
       const e = this.ring[(this.next + i) % this.capacity]
