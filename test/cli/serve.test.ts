@@ -53,7 +53,7 @@ describe('tokenvault serve', () => {
       `docs: ${url}/openapi.json (OpenAPI 3.1); options: tokenvault --help; guide: README.md`,
     ])
     // Every request line carries its request id, the one answered as X-Request-Id.
-    expect(read.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    expect(read.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9_-]{21}$/)
     expect(log).toContain(`GET /tokens/${id} 200`)
     expect(log).toMatch(new RegExp(`GET /tokens/${id} 200 [\\d.]+ms id=${read.headers.get('x-request-id')}`))
   })
