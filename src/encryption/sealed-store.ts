@@ -267,24 +267,35 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       }
     }
     if (check.check === 'reactor.unchanged') {
-      const known = sealedReactor.get(check.reactor)
-      if (known) return { ...check, reactor: known }
-      // Not one this store answered: compare with the stored one opened, and check against that.
-      const stored = await inner.getReactor(check.tenant_id, check.id)
-      if (stored && JSON.stringify(await openReactor(stored)) === JSON.stringify(check.reactor)) {
-        return { ...check, reactor: stored }
-      }
-      return { ...check, reactor: await sealReactor(check.reactor) }
+      const reactor = await sealedForGuard(check.reactor, sealedReactor, openReactor, sealReactor, () =>
+        inner.getReactor(check.tenant_id, check.id),
+      )
+      return { ...check, reactor }
     }
     if (check.check !== 'token.unchanged') return check
-    const known = sealedOf.get(check.token)
-    if (known) return { ...check, token: known }
-    // Not a token this store answered: compare it with the stored one opened, and check against that.
-    const stored = await inner.getToken(check.tenant_id, check.id)
-    if (stored && JSON.stringify(await openToken(stored)) === JSON.stringify(check.token)) {
-      return { ...check, token: stored }
-    }
-    return { ...check, token: await sealToken(check.token) }
+    const token = await sealedForGuard(check.token, sealedOf, openToken, sealToken, () =>
+      inner.getToken(check.tenant_id, check.id),
+    )
+    return { ...check, token }
+  }
+
+  /**
+   * The sealed record an `*.unchanged` guard compares with for the opened record `given`: the one
+   * this store answered it from; else the stored one, when it opens to `given` (the caller read it
+   * elsewhere); else `given` sealed anew, which no stored ciphertext equals, so the guard fails.
+   */
+  async function sealedForGuard<T extends object>(
+    given: T,
+    answered: WeakMap<T, T>,
+    open: (sealed: T) => T | Promise<T>,
+    seal: (opened: T) => T | Promise<T>,
+    readStored: () => Promise<T | null>,
+  ): Promise<T> {
+    const known = answered.get(given)
+    if (known) return known
+    const stored = await readStored()
+    if (stored && JSON.stringify(await open(stored)) === JSON.stringify(given)) return stored
+    return seal(given)
   }
 
   /** The stored (sealed) record each opened transaction came from, for `transaction.unchanged`. */
