@@ -43,8 +43,18 @@ export interface ServiceOptions {
    * store; a memory store without one uses a random key that dies with the process.
    */
   masterKey?: MasterKey | readonly MasterKey[]
-  /** How many operations `service.journal` keeps (the newest; 0 keeps none, events still fire). Default 1000. */
+  /**
+   * How many operations `service.journal` keeps in all (the newest; 0 keeps none, events still
+   * fire). Full, a new entry evicts the oldest of the tenant that holds the most.
+   * @default 1000
+   */
   journalSize?: number
+  /**
+   * How many operations of one tenant the journal keeps (calls whose key did not authenticate count
+   * as one tenant): its next entry evicts its own oldest, never another tenant's.
+   * @default 500 (at most `journalSize`)
+   */
+  journalSizePerTenant?: number
   /**
    * Asynchronous reacts one tenant may have outstanding — running, delivering their callback, or
    * waiting for a retry of it (up to about 2.8 hours). Past it, `reactAsync` answers 429 with

@@ -23,7 +23,15 @@ import { type Fixture, loadFixture } from './fixtures.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
 import { idempotent } from './idempotency.js'
 import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js'
-import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
+import {
+  DEFAULT_JOURNAL_SIZE,
+  DEFAULT_JOURNAL_SIZE_PER_TENANT,
+  failureOutcome,
+  Journal,
+  type OperationJournal,
+  touchedIds,
+  type VaultEvent,
+} from './journal.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
@@ -317,7 +325,11 @@ export function createService(options: ServiceOptions): Service {
     reactorEgress: parseEgressOrigins(options.reactorEgress),
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
-  const journal = new Journal(options.journalSize ?? 1000)
+  const journal = new Journal(
+    options.journalSize ?? DEFAULT_JOURNAL_SIZE,
+    options.journalSizePerTenant ??
+      Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, options.journalSize ?? DEFAULT_JOURNAL_SIZE),
+  )
   const callbacks = new CallbackQueue(clock, {
     perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
     total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),

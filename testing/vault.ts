@@ -35,7 +35,7 @@ export interface TestVaultOptions {
   http?: HttpHandlerOptions
   sessionTtlMs?: number
   transactionTtlMs?: number
-  /** How many operations the journal keeps. Default 1000. */
+  /** How many operations the journal keeps (all of the one tenant's, up to this). Default 1000. */
   journalSize?: number
 }
 
@@ -102,7 +102,9 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     masterKey: Buffer.alloc(32, 0x54),
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}),
     ...(options.transactionTtlMs !== undefined ? { transactionTtlMs: options.transactionTtlMs } : {}),
-    ...(options.journalSize !== undefined ? { journalSize: options.journalSize } : {}),
+    // One tenant: it may fill the whole journal.
+    journalSize: options.journalSize ?? 1000,
+    journalSizePerTenant: options.journalSize ?? 1000,
   })
   const tenant = await service.admin.createTenant({ name: options.tenantName ?? 'test' })
   const make = (role: TestRole, permissions: readonly Permission[], rules?: AccessRule[]) =>
