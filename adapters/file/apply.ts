@@ -1,5 +1,6 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/errors.js'
+import type { CountedKind } from '../../src/store/contract.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
 import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
@@ -14,6 +15,37 @@ export interface Expiring {
 }
 
 const LINK_SEQ = Buffer.from('linkSeq')
+
+/** The `meta` key of a tenant's count of `kind` (`countRecords`). */
+export const countKey = (kind: CountedKind, tenantId: string): Buffer => key('count', kind, tenantId)
+
+/** Moves a tenant's count of `kind` by `delta`, in the current write transaction. */
+function count(dbs: Databases, kind: CountedKind, tenantId: string, delta: number) {
+  const k = countKey(kind, tenantId)
+  const n = ((dbs.meta.get(k) as number | undefined) ?? 0) + delta
+  if (n > 0) dbs.meta.put(k, n)
+  else dbs.meta.remove(k)
+}
+
+const COUNTED = Buffer.from('counted')
+
+/**
+ * Counts the idempotency records and created sessions of a store written before it kept counts
+ * (once, when it opens: one pass over those two databases), so `countRecords` is exact from then on.
+ */
+export function countOnce(dbs: Databases): void {
+  if (dbs.meta.get(COUNTED) !== undefined) return
+  dbs.env.transactionSync(() => {
+    if (dbs.meta.get(COUNTED) !== undefined) return
+    for (const { value } of dbs.idempotency.getRange({}))
+      count(dbs, 'idempotency', (value as { tenant_id: string }).tenant_id, 1)
+    for (const { value } of dbs.sessions.getRange({})) {
+      const s = value as StoredSession
+      if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
+    }
+    dbs.meta.put(COUNTED, 1)
+  })
+}
 
 /** A link as the `links` database keeps it: the association and its place in link order. */
 export interface StoredLink {
@@ -117,6 +149,7 @@ function dropSession(dbs: Databases, tenantId: string, id: string) {
   const k = key(tenantId, id)
   const old = dbs.sessions.get(k) as StoredSession | undefined
   if (!old) return
+  if (old.state === 'created') count(dbs, 'session.created', tenantId, -1)
   dbs.keys.remove(key(old.key_hash))
   dbs.nonces.remove(key(tenantId, old.nonce_hash))
   reindexTime(dbs, 'session', tenantId, id, old.expires_at, undefined)
@@ -193,6 +226,7 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'session.put': {
       const s = op.session
       dropSession(dbs, s.tenant_id, s.id)
+      if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
       dbs.sessions.put(key(s.tenant_id, s.id), s)
       dbs.keys.put(key(s.key_hash), { kind: 'session', tenant_id: s.tenant_id, id: s.id })
       dbs.nonces.put(key(s.tenant_id, s.nonce_hash), s.id)
@@ -228,6 +262,8 @@ export function applyOp(dbs: Databases, op: Op): void {
       const old = dbs.idempotency.get(k) as Timed
       const next = op.op === 'idempotency.put' ? op.record : undefined
       reindexTime(dbs, 'idempotency', tenantId, id, old?.expires_at, next?.expires_at)
+      if ((old === undefined) !== (next === undefined))
+        count(dbs, 'idempotency', tenantId, next === undefined ? -1 : 1)
       if (next) dbs.idempotency.put(k, next)
       else dbs.idempotency.remove(k)
       return

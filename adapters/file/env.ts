@@ -2,6 +2,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, readSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
 import { StoreError } from '../../src/store/error.js'
+import { countOnce } from './apply.js'
 import { openError } from './faults.js'
 import { checkDataFile } from './header.js'
 
@@ -163,6 +164,7 @@ export function openDatabases(dir: string, durable: boolean): Databases {
         encoding: 'json',
       })
     checkFormat(dbs, dir)
+    countOnce(dbs)
     return dbs
   } catch (error) {
     lock.release()

@@ -21,7 +21,7 @@ import type {
   StoredSession,
   StoredToken,
 } from '../../src/types.js'
-import type { Expiring, StoredLink } from './apply.js'
+import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix, termPart } from './keys.js'
@@ -264,6 +264,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
       return slice(found, query.offset, query.limit)
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
+    countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     listExpired: async (query) => {
       const out: RecordKey[] = []
       if (query.limit <= 0) return out

@@ -262,6 +262,13 @@ export function reads(t: Tables, query: Query): Reads {
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
     getIdempotency: (tenantId, id) => one(sql.idempotency, [tenantId, id]),
+    countRecords: async (tenantId, kind) => {
+      const { rows } = await prepared(
+        `SELECT coalesce(sum(n), 0)::integer AS n FROM ${t.schema}.record_counts WHERE tenant_id = $1 AND kind = $2`,
+        [tenantId, kind],
+      )
+      return (rows[0] as { n: number } | undefined)?.n ?? 0
+    },
     dump: async () => {
       const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`
       const { rows } = await query({

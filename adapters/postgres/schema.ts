@@ -23,7 +23,12 @@
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
  * hash), kept by a trigger on `tokens` in the token write's own transaction, so a keyset page of one
- * term is a range scan of its primary key.
+ * term is a range scan of its primary key. `record_counts` holds what `countRecords` answers: per
+ * tenant and kind (`idempotency`; `session.created`, sessions whose doc is in state `created`), up to
+ * 16 rows whose `n` add up to the count, kept by triggers on `idempotency` and `sessions` in the
+ * record write's own transaction; a write moves the row of its connection's shard (its backend
+ * pid modulo 16), so concurrent writes of one tenant rarely wait on one counter row, and a count is
+ * one index range of at most 16 rows, never a scan of the tenant's records.
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
@@ -144,6 +149,42 @@ CREATE TABLE ${s}.token_terms (
   PRIMARY KEY (tenant_id, kind, name, value, id)
 );
 CREATE INDEX token_terms_by_token ON ${s}.token_terms (tenant_id, id);
+CREATE TABLE ${s}.record_counts (
+  tenant_id text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL,
+  shard smallint NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant_id, kind, shard)
+);
+CREATE FUNCTION ${s}.record_count(_tenant text, _kind text, _delta integer) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  VALUES (_tenant, _kind, (pg_backend_pid() % 16)::smallint, _delta)
+  ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = ${s}.record_counts.n + EXCLUDED.n
+$$;
+CREATE FUNCTION ${s}.idempotency_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN PERFORM ${s}.record_count(NEW.tenant_id, 'idempotency', 1);
+  ELSE PERFORM ${s}.record_count(OLD.tenant_id, 'idempotency', -1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER idempotency_count AFTER INSERT OR DELETE ON ${s}.idempotency
+  FOR EACH ROW EXECUTE FUNCTION ${s}.idempotency_count();
+CREATE FUNCTION ${s}.session_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  _was boolean := TG_OP <> 'INSERT' AND OLD.doc ->> 'state' = 'created';
+  _is boolean := TG_OP <> 'DELETE' AND NEW.doc ->> 'state' = 'created';
+BEGIN
+  IF _was AND NOT _is THEN PERFORM ${s}.record_count(OLD.tenant_id, 'session.created', -1);
+  ELSIF _is AND NOT _was THEN PERFORM ${s}.record_count(NEW.tenant_id, 'session.created', 1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER session_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.sessions
+  FOR EACH ROW EXECUTE FUNCTION ${s}.session_count();
 CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
 LANGUAGE sql IMMUTABLE AS $$
   SELECT 'type', '', doc ->> 'type' WHERE doc ->> 'type' IS NOT NULL

@@ -248,6 +248,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
     listReactors: (tenantId, q) => guard(() => read.listReactors(tenantId, q)),
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
+    countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
     close: () => {
       closed = true

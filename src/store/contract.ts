@@ -82,6 +82,13 @@ export type ExpiringKind =
   | 'transaction.ended'
   | 'idempotency'
 
+/**
+ * What `countRecords` counts of one tenant, expired or not (the sweep deletes expired records):
+ * - `idempotency`: its idempotency records, in any state;
+ * - `session.created`: its sessions in state `created` (made by a public key, not yet authorized).
+ */
+export type CountedKind = 'idempotency' | 'session.created'
+
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
   tenants: Tenant[]
@@ -241,6 +248,17 @@ export interface Store {
 
   /** An idempotency record by id, expired or not (the service decides what expiry means). */
   getIdempotency(tenantId: string, id: string): Promise<IdempotencyRecord | null>
+
+  /**
+   * How many records of `kind` the tenant holds (see `CountedKind`), exactly as of some moment
+   * between the call and its answer: what the core bounds each tenant's records by. Costs O(1) or
+   * one index lookup, never a scan of the tenant's records: a store keeps the count beside the
+   * records, in the same atomic write that puts or deletes one (memory: the size of the tenant's map
+   * and a counter; LMDB: a counter record per tenant and kind written in the record's transaction;
+   * SQL: a row per tenant and kind kept by a trigger, or a counter updated in the write's own
+   * transaction; DynamoDB: an `ADD` on a counter item in the same `TransactWriteItems`).
+   */
+  countRecords(tenantId: string, kind: CountedKind): Promise<number>
 
   /**
    * At most `limit` records of `kind` whose time has come (see `ExpiringKind`), in no promised

@@ -17,6 +17,7 @@ import type {
 } from '../types.js'
 import type {
   ChildKey,
+  CountedKind,
   ExpiringKind,
   KeyOwner,
   Page,
@@ -141,6 +142,8 @@ export class MemoryState {
   private formulaUses = new Map<string, Map<string, FormulaUse>>()
   private reactors = new Scoped<Reactor>()
   private idempotency = new Scoped<IdempotencyRecord>()
+  /** tenant → how many of its sessions are in state `created` (`countRecords`). */
+  private createdSessions = new Map<string, number>()
 
   /** The first check that fails, or null when all hold. */
   failedCheck(checks: readonly Check[]): Check | null {
@@ -362,6 +365,7 @@ export class MemoryState {
       case 'session.put': {
         const s = op.session
         this.dropSessionIndexes(s.tenant_id, s.id)
+        if (s.state === 'created') this.countCreated(s.tenant_id, 1)
         this.sessions.set(s.tenant_id, s.id, s)
         this.keys.set(s.key_hash, { kind: 'session', tenantId: s.tenant_id, id: s.id })
         this.nonces.set(s.tenant_id, s.nonce_hash, s.id)
@@ -472,8 +476,15 @@ export class MemoryState {
   private dropSessionIndexes(tenantId: string, id: string) {
     const old = this.sessions.get(tenantId, id)
     if (!old) return
+    if (old.state === 'created') this.countCreated(tenantId, -1)
     this.keys.delete(old.key_hash)
     this.nonces.delete(old.tenant_id, old.nonce_hash)
+  }
+
+  private countCreated(tenantId: string, delta: number) {
+    const n = (this.createdSessions.get(tenantId) ?? 0) + delta
+    if (n > 0) this.createdSessions.set(tenantId, n)
+    else this.createdSessions.delete(tenantId)
   }
 
   private countExpiring(tenantId: string, parentId: string, delta: number) {
@@ -746,6 +757,18 @@ export class MemoryState {
   getIdempotency(tenantId: string, id: string): IdempotencyRecord | null {
     const r = this.idempotency.get(tenantId, id)
     return r ? copy(r) : null
+  }
+
+  /** How many records of `kind` the tenant holds (see `Store.countRecords`): O(1). */
+  countRecords(tenantId: string, kind: CountedKind): number {
+    switch (kind) {
+      case 'idempotency':
+        return this.idempotency.of(tenantId).size
+      case 'session.created':
+        return this.createdSessions.get(tenantId) ?? 0
+      default:
+        return assertNever(kind)
+    }
   }
 
   /** Keys of at most `limit` records of `kind` whose time is at or before `before` (see `Store.listExpired`). */

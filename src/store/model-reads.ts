@@ -33,6 +33,7 @@ export function modelReads(use: () => MemoryState): StoreReads {
     getReactor: async (t, id) => use().getReactor(t, id),
     listReactors: async (t, q) => use().listReactors(t, q),
     getIdempotency: async (t, id) => use().getIdempotency(t, id),
+    countRecords: async (t, kind) => use().countRecords(t, kind),
     listExpired: async (query) => use().listExpired(query),
     dump: async () => use().dump(),
   }

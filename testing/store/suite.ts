@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import { costTests } from './cost.js'
+import { countsTests } from './counts.js'
 import { expiryTests } from './expiry.js'
 import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
@@ -38,6 +39,7 @@ export function storeContract(harness: StoreHarness): void {
     serviceTests(fresh)
     costTests(fresh)
     idempotencyTests(fresh)
+    countsTests(fresh, harness.reopen)
 
     if (harness.reopen) {
       const reopen = harness.reopen
