@@ -67,6 +67,20 @@ export interface ServiceOptions {
    * @default 1000
    */
   maxAsyncReacts?: number
+  /**
+   * Idempotency records one tenant may hold (each kept 24 hours after its first request, until the
+   * sweep deletes it). At the bound a request with a new idempotency key answers 429 with
+   * `Retry-After`, before it acts; repeats of kept keys are still answered.
+   * @default 10000
+   */
+  maxIdempotencyRecordsPerTenant?: number
+  /**
+   * Sessions one tenant's public keys may have made and not yet had authorized (each lives
+   * `sessionTtlMs` until authorized or swept). At the bound session create answers 429 with
+   * `Retry-After`; authorizing one frees its place at once.
+   * @default 1000
+   */
+  maxUnauthorizedSessionsPerTenant?: number
 }
 
 /** Options with defaults filled in. */
@@ -77,6 +91,8 @@ export interface ResolvedOptions {
   idempotencyLeaseMs: number
   /** The egress allow-list, as origins (`URL.origin`). */
   reactorEgress: readonly string[]
+  maxIdempotencyRecordsPerTenant: number
+  maxUnauthorizedSessionsPerTenant: number
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */

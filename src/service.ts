@@ -21,7 +21,7 @@ import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js
 import { conflict, invalid, notFound } from './errors.js'
 import { type Fixture, loadFixture } from './fixtures.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
-import { idempotent } from './idempotency.js'
+import { DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT, idempotent } from './idempotency.js'
 import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js'
 import {
   DEFAULT_JOURNAL_SIZE,
@@ -36,7 +36,7 @@ import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createTenantInput } from './schemas/application.js'
-import { sessionOperations } from './sessions.js'
+import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT, sessionOperations } from './sessions.js'
 import {
   clearState,
   deleteTenants,
@@ -323,6 +323,14 @@ export function createService(options: ServiceOptions): Service {
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
     idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
     reactorEgress: parseEgressOrigins(options.reactorEgress),
+    maxIdempotencyRecordsPerTenant: atLeastOne(
+      options.maxIdempotencyRecordsPerTenant,
+      DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT,
+    ),
+    maxUnauthorizedSessionsPerTenant: atLeastOne(
+      options.maxUnauthorizedSessionsPerTenant,
+      DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT,
+    ),
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
   const journal = new Journal(
@@ -557,6 +565,7 @@ export function createService(options: ServiceOptions): Service {
                   store,
                   now: ctx.now(),
                   leaseMs: resolved.idempotencyLeaseMs,
+                  maxRecords: resolved.maxIdempotencyRecordsPerTenant,
                   hmac: (tenantId, purpose, value) => keyring.hmac(tenantId, purpose, value),
                 },
                 ctx.principal,

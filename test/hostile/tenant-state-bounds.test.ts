@@ -5,10 +5,13 @@
  * ("Bounds per tenant"), written out here.
  */
 import { describe, expect, it } from 'vitest'
+import { createHttpHandler } from '../../adapters/http/index.js'
 import { testControlHandler } from '../../adapters/http/test-control.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock, type ServiceOptions } from '../../src/index.js'
 import { Journal } from '../../src/journal.js'
+import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/types.js'
 
 const at = '2030-01-01T00:00:00.000Z'
 const entry = (tenant: string | null, n = 0) => ({
@@ -109,6 +112,196 @@ describe('the operation journal: 500 entries per tenant, 1000 in all', () => {
       for (const name of ['a', 'b', 'c', 'd']) await service.admin.createTenant({ name })
       expect(service.journal.query().map((e) => e.operation)).toHaveLength(3)
       expect(service.journal).toMatchObject({ capacity: 3, perTenant: 2 })
+    } finally {
+      await service.close()
+    }
+  })
+})
+
+/**
+ * A service over a memory store, with tenants made by `tenant(name)`: each with a private key
+ * (tokens and sessions authorize) and a public one (sessions), and `raw(ops)` writing straight to
+ * the store under the service, to fill a tenant up to just below a bound quickly.
+ */
+async function boundedVault(options: Partial<ServiceOptions> = {}) {
+  const clock = manualClock(at)
+  const store: Store = memoryStore()
+  const service = createService({ store, clock, runner: null, ...options })
+  const http = createHttpHandler(service)
+  const tenant = async (name: string) => {
+    const t = await service.admin.createTenant({ name })
+    const app = async (type: 'private' | 'public') =>
+      (
+        await service.admin.createApplication({
+          tenantId: t.id,
+          name: type,
+          type,
+          permissions: type === 'private' ? ['token:create', 'token:read'] : ['token:create'],
+        })
+      ).key
+    return { id: t.id, private: await app('private'), public: await app('public') }
+  }
+  const raw = async (ops: Op[]) => {
+    expect(await store.write({ ops })).toEqual({ ok: true })
+  }
+  return { service, http, clock, store, tenant, raw }
+}
+
+const idempotencyRecord = (tenant: string, n: number) => ({
+  op: 'idempotency.put' as const,
+  record: {
+    tenant_id: tenant,
+    id: `filler-${n}`,
+    state: 'done' as const,
+    claim: 'c',
+    request: 'r',
+    created_at: at,
+    lease_until: at,
+    expires_at: '2030-01-02T00:00:00.000Z',
+  },
+})
+
+describe('idempotency records: 10 000 per tenant (maxIdempotencyRecordsPerTenant)', () => {
+  it('A’s 10 000th record is made and its 10 001st key answers 429 with Retry-After 60; repeats and B go on', async () => {
+    const { service, http, tenant, raw } = await boundedVault()
+    try {
+      const a = await tenant('a')
+      const b = await tenant('b')
+      const bFirst = await service
+        .connect(b.private, { idempotencyKey: 'b-1' })
+        .tokens.create({ type: 'token', data: 'b' })
+      await raw(Array.from({ length: 9998 }, (_, n) => idempotencyRecord(a.id, n)))
+      const create = (key: string, data = 'a') =>
+        service.connect(a.private, { idempotencyKey: key }).tokens.create({ type: 'token', data })
+      const kept = await create('a-9999')
+      await create('a-10000')
+      const refused = await create('a-10001').catch((e: unknown) => e)
+      expect(refused).toMatchObject({ code: 'too_many_requests', retryAfterSec: 60 })
+      expect((refused as Error).message).toContain('10000')
+      const viaHttp = await http(
+        new Request('http://vault/tokens', {
+          method: 'POST',
+          headers: {
+            'svc-api-key': a.private,
+            'content-type': 'application/json',
+            'svc-idempotency-key': 'a-10001',
+          },
+          body: JSON.stringify({ type: 'token', data: 'a' }),
+        }),
+      )
+      expect({ status: viaHttp.status, retryAfter: viaHttp.headers.get('retry-after') }).toEqual({
+        status: 429,
+        retryAfter: '60',
+      })
+      // Nothing acted for the refused key; a kept key is still answered; requests without a key go on.
+      expect(await create('a-9999')).toEqual(kept)
+      await service.connect(a.private).tokens.create({ type: 'token', data: 'no key' })
+      // B's kept answer and B's new keys are untouched by A's bound.
+      expect(
+        await service
+          .connect(b.private, { idempotencyKey: 'b-1' })
+          .tokens.create({ type: 'token', data: 'b' }),
+      ).toEqual(bFirst)
+      await service.connect(b.private, { idempotencyKey: 'b-2' }).tokens.create({ type: 'token', data: 'b' })
+    } finally {
+      await service.close()
+    }
+  })
+
+  it('a place frees when the sweep deletes a record 24 hours on; the bound is an option', async () => {
+    const { service, clock, tenant } = await boundedVault({ maxIdempotencyRecordsPerTenant: 2 })
+    try {
+      const a = await tenant('a')
+      const create = (key: string) =>
+        service.connect(a.private, { idempotencyKey: key }).tokens.create({ type: 'token', data: key })
+      await create('k1')
+      clock.advance(1000)
+      await create('k2')
+      expect(await create('k3').catch((e: unknown) => e)).toMatchObject({
+        status: undefined,
+        retryAfterSec: 60,
+      })
+      // A failed request keeps nothing, so it holds no place either.
+      clock.advance(24 * 60 * 60 * 1000 - 1000)
+      await service.admin.sweep()
+      await create('k3')
+      expect(await create('k4').catch((e: unknown) => e)).toMatchObject({ code: 'too_many_requests' })
+    } finally {
+      await service.close()
+    }
+  })
+})
+
+const createdSession = (tenant: string, n: number) => ({
+  op: 'session.put' as const,
+  session: {
+    id: `filler-${n}`,
+    tenant_id: tenant,
+    application_id: 'filler',
+    key_hash: `filler-key-${tenant}-${n}`,
+    nonce_hash: `filler-nonce-${n}`,
+    state: 'created' as const,
+    permissions: [],
+    created_at: at,
+    expires_at: '2030-01-01T00:03:00.000Z',
+  },
+})
+
+describe('sessions not yet authorized: 1000 per tenant (maxUnauthorizedSessionsPerTenant)', () => {
+  it('A’s 1000th session is made and its 1001st answers 429 with Retry-After 180; B’s session is authorized meanwhile', async () => {
+    const { service, http, tenant, raw } = await boundedVault()
+    try {
+      const a = await tenant('a')
+      const b = await tenant('b')
+      const bSession = await service.connect(b.public).sessions.create()
+      await raw(Array.from({ length: 998 }, (_, n) => createdSession(a.id, n)))
+      const aPublic = service.connect(a.public)
+      const kept = await aPublic.sessions.create()
+      await aPublic.sessions.create()
+      const refused = await aPublic.sessions.create().catch((e: unknown) => e)
+      expect(refused).toMatchObject({ code: 'too_many_requests', retryAfterSec: 180 })
+      expect((refused as Error).message).toContain('1000')
+      const viaHttp = await http(
+        new Request('http://vault/sessions', { method: 'POST', headers: { 'svc-api-key': a.public } }),
+      )
+      expect({ status: viaHttp.status, retryAfter: viaHttp.headers.get('retry-after') }).toEqual({
+        status: 429,
+        retryAfter: '180',
+      })
+      // B's session, made before A's flood, is authorized and used; B makes more.
+      await service
+        .connect(b.private)
+        .sessions.authorize({ nonce: bSession.nonce, permissions: ['token:create'] })
+      await service.connect(bSession.session_key).tokens.create({ type: 'token', data: 'b' })
+      await service.connect(b.public).sessions.create()
+      // Authorizing one of A's frees its place at once.
+      await service
+        .connect(a.private)
+        .sessions.authorize({ nonce: kept.nonce, permissions: ['token:create'] })
+      await aPublic.sessions.create()
+      expect(await aPublic.sessions.create().catch((e: unknown) => e)).toMatchObject({
+        code: 'too_many_requests',
+      })
+    } finally {
+      await service.close()
+    }
+  })
+
+  it('expired sessions free their places once swept; the bound is an option', async () => {
+    const { service, clock, tenant } = await boundedVault({ maxUnauthorizedSessionsPerTenant: 2 })
+    try {
+      const a = await tenant('a')
+      const client = service.connect(a.public)
+      await client.sessions.create()
+      await client.sessions.create()
+      expect(await client.sessions.create().catch((e: unknown) => e)).toMatchObject({
+        code: 'too_many_requests',
+        retryAfterSec: 180,
+      })
+      clock.advance(3 * 60 * 1000)
+      await service.admin.sweep()
+      await client.sessions.create()
+      await client.sessions.create()
     } finally {
       await service.close()
     }
