@@ -9,6 +9,7 @@ import {
 import { invalid } from './errors.js'
 import { jsonPath, type PathContext } from './json-path.js'
 import { liquidDate, stripHtml } from './liquid-text.js'
+import { TenantLru } from './template-cache.js'
 import type { Json } from './types.js'
 
 /**
@@ -755,37 +756,43 @@ class Compiled implements Template {
   }
 }
 
-/**
- * Parsed templates by source, so hot paths (masks on every read) parse each template once: the
- * 2 000 used most recently (a hit moves a template to the back; the front one goes when full).
- */
-const cache = new Map<string, Part[]>()
-const CACHE_SIZE = 2000
+/** How many parsed templates the cache keeps of one tenant, and in all. */
+export const TEMPLATE_CACHE_PER_TENANT = 500
+export const TEMPLATE_CACHE_ENTRIES = 4000
 
-/** Whether `source` is among the parsed templates kept (for tests of the cache's eviction order). */
-export function isTemplateCached(source: string): boolean {
-  return cache.has(source)
+/**
+ * Parsed templates by tenant and source, so hot paths (masks on every read) parse each template
+ * once: per tenant the 500 it used most recently, 4000 in all (see `TenantLru`: a tenant's flood of
+ * distinct templates evicts only its own).
+ */
+const cache = new TenantLru<Part[]>(TEMPLATE_CACHE_PER_TENANT, TEMPLATE_CACHE_ENTRIES)
+
+/** Whether `tenant` (default none) has `source` among its parsed templates kept (for tests of eviction). */
+export function isTemplateCached(source: string, tenant = ''): boolean {
+  return cache.has(tenant, source)
+}
+
+/** How many parsed templates are kept: `tenant`'s, or in all (for tests of the bounds). */
+export function templatesCached(tenant?: string): number {
+  return cache.size(tenant)
 }
 
 /**
- * Parses `source` as a template; a syntax error or an unknown filter is a `validation_failed`
- * naming `field` (`mask`, `fingerprint_expression`, `search_indexes.0`), whose errors at
- * evaluation time name it too.
+ * Parses `source` as a template, kept in `tenant`'s part of the cache (`''`: no tenant's, for
+ * callers outside a tenant); a syntax error or an unknown filter is a `validation_failed` naming
+ * `field` (`mask`, `fingerprint_expression`, `search_indexes.0`), whose errors at evaluation time
+ * name it too.
  */
-export function compileTemplate(source: string, field: string): Template {
-  let parts = cache.get(source)
-  if (parts) {
-    cache.delete(source)
-    cache.set(source, parts)
-  } else {
+export function compileTemplate(source: string, field: string, tenant = ''): Template {
+  let parts = cache.get(tenant, source)
+  if (!parts) {
     try {
       parts = parse(source)
     } catch (error) {
       if (error instanceof ExpressionFailure) throw invalid(field, error.message)
       throw error
     }
-    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
-    cache.set(source, parts)
+    cache.set(tenant, source, parts)
   }
   return new Compiled(source, parts, field)
 }
@@ -796,8 +803,9 @@ export function evaluateTemplate(
   vars: Variables,
   field: string,
   budget?: ExpressionBudget,
+  tenant = '',
 ): Json {
-  return compileTemplate(source, field).evaluate(vars, budget)
+  return compileTemplate(source, field, tenant).evaluate(vars, budget)
 }
 
 /** Renders `source` with `vars` as text, `null` when empty (see `Template.render`); errors name `field`. */
@@ -806,8 +814,9 @@ export function renderTemplate(
   vars: Variables,
   field: string,
   budget?: ExpressionBudget,
+  tenant = '',
 ): string | null {
-  return compileTemplate(source, field).render(vars, budget)
+  return compileTemplate(source, field, tenant).render(vars, budget)
 }
 
 /**
@@ -855,17 +864,23 @@ function walk(value: Json, field: string, f: (s: string, path: () => string) => 
  * template of the mask charges one `budget` (default: a fresh one for this mask): a mask of 5000
  * templates costs what its 5000 evaluations make, not one template's share.
  */
-export function applyMask(mask: Json, data: Json, field = 'mask', budget = expressionBudget()): Json {
+export function applyMask(
+  mask: Json,
+  data: Json,
+  field = 'mask',
+  budget = expressionBudget(),
+  tenant = '',
+): Json {
   return walk(mask, field, (s, path) => {
     if (!s.includes('{{')) return s
-    return compileTemplate(s, path()).evaluate({ data }, budget)
+    return compileTemplate(s, path(), tenant).evaluate({ data }, budget)
   })
 }
 
 /** Checks every template in a mask parses (400 naming its path otherwise), without evaluating it. */
-export function checkMask(mask: Json, field = 'mask'): void {
+export function checkMask(mask: Json, field = 'mask', tenant = ''): void {
   walk(mask, field, (s, path) => {
-    if (s.includes('{{')) compileTemplate(s, path())
+    if (s.includes('{{')) compileTemplate(s, path(), tenant)
     return s
   })
 }

@@ -73,14 +73,20 @@ function checkTokenContents(token: StoredToken, stored = false, budget = express
   const evaluate = stored ? overStoredData : (f: () => unknown) => f()
   if (token.mask !== undefined && token.mask !== null) {
     const mask = token.mask
-    checkMask(mask)
-    evaluate(() => applyMask(mask, token.data, 'mask', budget))
+    checkMask(mask, 'mask', token.tenant_id)
+    evaluate(() => applyMask(mask, token.data, 'mask', budget, token.tenant_id))
   }
   const fpe = token.fingerprint_expression
   if (fpe !== undefined) {
-    compileTemplate(fpe, 'fingerprint_expression')
+    compileTemplate(fpe, 'fingerprint_expression', token.tenant_id)
     evaluate(() =>
-      renderTemplate(fpe, { data: token.data, metadata: token.metadata }, 'fingerprint_expression', budget),
+      renderTemplate(
+        fpe,
+        { data: token.data, metadata: token.metadata },
+        'fingerprint_expression',
+        budget,
+        token.tenant_id,
+      ),
     )
   }
 }
@@ -220,7 +226,8 @@ function patched(current: StoredToken, patch: UpdatePatch): StoredToken {
     }
   }
   // A caller's new expressions are parsed first, so a syntax error still quotes (only) them.
-  for (const [i, e] of (fields.search_indexes ?? []).entries()) compileTemplate(e, `search_indexes.${i}`)
+  for (const [i, e] of (fields.search_indexes ?? []).entries())
+    compileTemplate(e, `search_indexes.${i}`, next.tenant_id)
   return overStoredData(() => withSearchIndexes(rest, fields.search_indexes))
 }
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { testControlHandler } from '../../adapters/http/test-control.js'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { compileTemplate, isTemplateCached, templatesCached } from '../../src/expressions.js'
 import { createService, manualClock, type ServiceOptions } from '../../src/index.js'
 import { Journal } from '../../src/journal.js'
 import type { Store } from '../../src/store/contract.js'
@@ -302,6 +303,68 @@ describe('sessions not yet authorized: 1000 per tenant (maxUnauthorizedSessionsP
       await service.admin.sweep()
       await client.sessions.create()
       await client.sessions.create()
+    } finally {
+      await service.close()
+    }
+  })
+})
+
+describe('parsed templates: 500 per tenant, 4000 in all', () => {
+  const template = (tag: string, n: number) => `{{ data | append: "${tag}-${n}" }}`
+
+  it('A’s 500 templates are all kept; its 501st evicts its own least recently used, never B’s', () => {
+    compileTemplate(template('b', 0), 'mask', 'tpl-B')
+    for (let n = 1; n <= 500; n++) compileTemplate(template('a', n), 'mask', 'tpl-A')
+    expect(isTemplateCached(template('a', 1), 'tpl-A')).toBe(true)
+    expect(templatesCached('tpl-A')).toBe(500)
+    compileTemplate(template('a', 501), 'mask', 'tpl-A')
+    expect(templatesCached('tpl-A')).toBe(500)
+    expect(isTemplateCached(template('a', 1), 'tpl-A')).toBe(false)
+    expect(isTemplateCached(template('a', 2), 'tpl-A')).toBe(true)
+    expect(isTemplateCached(template('b', 0), 'tpl-B')).toBe(true)
+    // The same source is kept apart per tenant: B never reads what A parsed.
+    expect(isTemplateCached(template('a', 2), 'tpl-B')).toBe(false)
+  })
+
+  it('4000 in all: with 8 tenants at 500, a 9th tenant’s template evicts the oldest of one holding the most', () => {
+    compileTemplate(template('quiet', 0), 'mask', 'tpl-quiet')
+    for (let t = 0; t < 8; t++)
+      for (let n = 0; n < 500; n++) compileTemplate(template(`t${t}`, n), 'mask', `tpl-full-${t}`)
+    // The 4000 places are taken by now (and were before the last tenant's 500: the oldest of the
+    // tenants holding the most went, never the quiet tenant's one template).
+    expect(isTemplateCached(template('quiet', 0), 'tpl-quiet')).toBe(true)
+    const before = Array.from({ length: 8 }, (_, t) =>
+      isTemplateCached(template(`t${t}`, 499), `tpl-full-${t}`),
+    )
+    expect(before.every(Boolean)).toBe(true)
+    expect(templatesCached()).toBe(4000)
+    compileTemplate(template('late', 0), 'mask', 'tpl-late')
+    expect(templatesCached()).toBe(4000)
+    expect(templatesCached('tpl-late')).toBe(1)
+    expect(isTemplateCached(template('late', 0), 'tpl-late')).toBe(true)
+    expect(isTemplateCached(template('quiet', 0), 'tpl-quiet')).toBe(true)
+  })
+
+  it('A’s tokens with 2000 distinct masks leave B’s mask parsed, and B’s reads stay quick', async () => {
+    const { service, tenant } = await boundedVault()
+    try {
+      const a = await tenant('a')
+      const b = await tenant('b')
+      const mask = '{{ data | slice: 0, 2 }}-b-mask'
+      const bClient = service.connect(b.private)
+      const bToken = await bClient.tokens.create({ type: 'token', data: 'secret-b', mask })
+      expect(isTemplateCached(mask, b.id)).toBe(true)
+      const aClient = service.connect(a.private)
+      for (let n = 0; n < 2000; n += 100)
+        await Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            aClient.tokens.create({ type: 'token', data: 'a', mask: `{{ data }}-${n + i}` }),
+          ),
+        )
+      expect(isTemplateCached(mask, b.id)).toBe(true)
+      const started = performance.now()
+      expect((await bClient.tokens.get(bToken.id)).data).toBe('se-b-mask')
+      expect(performance.now() - started).toBeLessThan(1000)
     } finally {
       await service.close()
     }
