@@ -9,7 +9,7 @@ import {
 import { invalid } from './errors.js'
 import { jsonPath, type PathContext } from './json-path.js'
 import { liquidDate, stripHtml } from './liquid-text.js'
-import { TenantLru } from './template-cache.js'
+import { TenantLru } from './tenant-lru.js'
 import type { Json } from './types.js'
 
 /**

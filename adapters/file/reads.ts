@@ -13,6 +13,7 @@ import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
 import { termKey } from '../../src/store/token-index.js'
+import { TenantLru } from '../../src/tenant-lru.js'
 import type {
   Association,
   Reactor,
@@ -69,7 +70,11 @@ const live = (t: StoredToken | undefined, now: string): t is StoredToken =>
 /** Every value of a database, for `dump`. */
 const all = <T>(db: Database): T[] => [...db.getRange({})].map((e) => e.value as T)
 
-/** How many decoded key owners `findKey` keeps. */
+/**
+ * How many decoded key owners `findKey` keeps of one tenant, and in all: a tenant authenticating
+ * with many keys (sessions are keys) evicts only its own least recently used (see `TenantLru`).
+ */
+const OWNERS_PER_TENANT = 1000
 const OWNER_CACHE = 10_000
 
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
@@ -81,7 +86,7 @@ const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}
  */
 export function lmdbReads(use: () => Databases): StoreReads {
   /** Owners by key hash, with the record bytes they were decoded from (a stale entry never matches). */
-  const owners = new Map<string, { bytes: Buffer; owner: KeyOwner }>()
+  const owners = new TenantLru<{ bytes: Buffer; owner: KeyOwner }>(OWNERS_PER_TENANT, OWNER_CACHE)
   /** The newest committed transaction id when this process last moved to a new snapshot. */
   let seen: bigint | null = null
   const fresh = () => {
@@ -107,7 +112,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const bytes = db.getBinary(key(entry.tenant_id, entry.id))
       if (!bytes) return null
       // Every call authenticates: the owner decoded from the same bytes is handed out again, frozen.
-      const cached = owners.get(hash)
+      const cached = owners.get(entry.tenant_id, hash)
       if (cached?.bytes.equals(bytes)) return cached.owner
       const record = JSON.parse(bytes.toString('utf8')) as StoredApplication & StoredSession
       const owner = frozenCopy(
@@ -115,8 +120,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
           ? { kind: 'application', application: record }
           : { kind: 'session', session: record },
       ) as KeyOwner
-      if (owners.size >= OWNER_CACHE) owners.clear()
-      owners.set(hash, { bytes: Buffer.from(bytes), owner })
+      owners.set(entry.tenant_id, hash, { bytes: Buffer.from(bytes), owner })
       return owner
     },
     getApplication: async (t, id) => read(fresh().applications, t, id) ?? null,

@@ -4,7 +4,11 @@
  * tenant that saturates one never pushes out or refuses another tenant's: the numbers are README's
  * ("Bounds per tenant"), written out here.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { fileStore } from '../../adapters/file/index.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { testControlHandler } from '../../adapters/http/test-control.js'
 import { memoryStore } from '../../adapters/memory/index.js'
@@ -367,6 +371,34 @@ describe('parsed templates: 500 per tenant, 4000 in all', () => {
       expect(performance.now() - started).toBeLessThan(1000)
     } finally {
       await service.close()
+    }
+  })
+})
+
+describe('the file store’s decoded key owners: 1000 per tenant, 10 000 in all', () => {
+  it('A authenticating with 1100 session keys evicts only its own: B’s owner is still the one decoded before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tv-owners-'))
+    const store = await fileStore({ path: dir, durability: 'none' })
+    try {
+      const sessions = (tenant: string, count: number) =>
+        Array.from({ length: count }, (_, n) => ({
+          ...createdSession(tenant, n),
+          session: { ...createdSession(tenant, n).session, key_hash: `${tenant}-key-${n}` },
+        }))
+      expect(await store.write({ ops: [...sessions('B', 1), ...sessions('A', 1100)] })).toEqual({ ok: true })
+      const b = await store.findKey('B-key-0')
+      const a0 = await store.findKey('A-key-0')
+      expect(b?.kind).toBe('session')
+      for (let n = 1; n < 1001; n++) await store.findKey(`A-key-${n}`)
+      // A's 1001st key evicted A's least recently used (its first), never B's.
+      expect(await store.findKey('B-key-0')).toBe(b)
+      expect(await store.findKey('A-key-1000')).toBe(await store.findKey('A-key-1000'))
+      const again = await store.findKey('A-key-0')
+      expect(again).toEqual(a0)
+      expect(again).not.toBe(a0)
+    } finally {
+      await store.close()
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 })
