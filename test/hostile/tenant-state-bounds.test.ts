@@ -401,4 +401,47 @@ describe('the file store’s decoded key owners: 1000 per tenant, 10 000 in all'
       rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it('10 000 in all: a new tenant’s key evicts the oldest of the tenant holding the most, never B’s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tv-owners-'))
+    const store = await fileStore({ path: dir, durability: 'none' })
+    try {
+      const keys = (tenant: string, count: number) =>
+        Array.from({ length: count }, (_, n) => ({
+          ...createdSession(tenant, n),
+          session: { ...createdSession(tenant, n).session, key_hash: `${tenant}-key-${n}` },
+        }))
+      const tenants = ['T0', 'T1', 'T2', 'T3', 'T4', 'T5', 'T6', 'T7', 'T8']
+      expect(
+        await store.write({
+          ops: [
+            ...keys('B', 1),
+            ...tenants.flatMap((t) => keys(t, 1000)),
+            ...keys('A', 999),
+            ...keys('C', 1),
+          ],
+        }),
+      ).toEqual({ ok: true })
+      const b = await store.findKey('B-key-0')
+      const t0 = await store.findKey('T0-key-0')
+      const t0k1 = await store.findKey('T0-key-1')
+      for (const t of tenants)
+        for (let n = t === 'T0' ? 2 : 0; n < 1000; n++) await store.findKey(`${t}-key-${n}`)
+      for (let n = 0; n < 999; n++) await store.findKey(`A-key-${n}`)
+      // 1 + 9 × 1000 + 999 = 10 000 owners kept: all still the ones decoded first.
+      expect(await store.findKey('T0-key-0')).toBe(t0)
+      expect(await store.findKey('B-key-0')).toBe(b)
+      await store.findKey('C-key-0')
+      // The 10 001st: T0 holds the most (1000, as T1–T8) and comes first, so it lost its least
+      // recently used (key 1, since key 0 was read again above); B's one owner stayed.
+      expect(await store.findKey('B-key-0')).toBe(b)
+      expect(await store.findKey('T0-key-0')).toBe(t0)
+      const decodedAgain = await store.findKey('T0-key-1')
+      expect(decodedAgain).toEqual(t0k1)
+      expect(decodedAgain).not.toBe(t0k1)
+    } finally {
+      await store.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
