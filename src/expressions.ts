@@ -121,7 +121,10 @@ function parseOperand(s: Scanner): Operand {
   const str = s.quoted()
   if (str !== null) return { kind: 'literal', value: str }
   const num = s.match(NUMBER)
-  if (num !== null) return num.includes('.') ? { kind: 'literal', value: Number(num), float: true } : { kind: 'literal', value: Number(num) }
+  if (num !== null)
+    return num.includes('.')
+      ? { kind: 'literal', value: Number(num), float: true }
+      : { kind: 'literal', value: Number(num) }
   const root = s.match(IDENT)
   if (root === null) return fail(`expected a variable or a literal at "${s.text.slice(s.pos, s.pos + 20)}"`)
   if (root === 'true' || root === 'false') return { kind: 'literal', value: root === 'true' }
