@@ -23,12 +23,7 @@
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
  * hash), kept by a trigger on `tokens` in the token write's own transaction, so a keyset page of one
- * term is a range scan of its primary key. `record_counts` holds what `countRecords` answers: per
- * tenant and kind (`idempotency`; `session.created`, sessions whose doc is in state `created`), up to
- * 16 rows whose `n` add up to the count, kept by triggers on `idempotency` and `sessions` in the
- * record write's own transaction; a write moves the row of its connection's shard (its backend
- * pid modulo 16), so concurrent writes of one tenant rarely wait on one counter row, and a count is
- * one index range of at most 16 rows, never a scan of the tenant's records.
+ * term is a range scan of its primary key.
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
@@ -149,6 +144,47 @@ CREATE TABLE ${s}.token_terms (
   PRIMARY KEY (tenant_id, kind, name, value, id)
 );
 CREATE INDEX token_terms_by_token ON ${s}.token_terms (tenant_id, id);
+CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'type', '', doc ->> 'type' WHERE doc ->> 'type' IS NOT NULL
+  UNION SELECT 'fingerprint', '', doc ->> 'fingerprint' WHERE doc ->> 'fingerprint' IS NOT NULL
+  UNION SELECT 'container', '', c FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
+  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
+    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
+    WHERE m.value IS NOT NULL
+  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
+    ELSE '[]' END) h
+$$;
+CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
+`
+
+/**
+ * The per-tenant counts `countRecords` answers (step 2), given the quoted schema name:
+ * `record_counts` holds, per tenant and kind (`idempotency`; `session.created`, sessions whose doc
+ * is in state `created`), up to 16 rows whose `n` add up to the count, kept by triggers on
+ * `idempotency` and `sessions` in the record write's own transaction. A write moves the row of its
+ * connection's shard (its backend pid modulo 16), so concurrent writes of one tenant rarely wait on
+ * one counter row, and a count is one index range of at most 16 rows, never a scan of the tenant's
+ * records. The records a schema already holds are counted once, as the step is applied.
+ */
+export const countsSql = (s: string) => `
 CREATE TABLE ${s}.record_counts (
   tenant_id text COLLATE "C" NOT NULL,
   kind text COLLATE "C" NOT NULL,
@@ -185,33 +221,9 @@ END
 $$;
 CREATE TRIGGER session_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.sessions
   FOR EACH ROW EXECUTE FUNCTION ${s}.session_count();
-CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT 'type', '', doc ->> 'type' WHERE doc ->> 'type' IS NOT NULL
-  UNION SELECT 'fingerprint', '', doc ->> 'fingerprint' WHERE doc ->> 'fingerprint' IS NOT NULL
-  UNION SELECT 'container', '', c FROM jsonb_array_elements_text(
-    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
-  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
-    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
-    WHERE m.value IS NOT NULL
-  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
-    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
-    ELSE '[]' END) h
-$$;
-CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN
-    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
-    ON CONFLICT DO NOTHING;
-  END IF;
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
-  FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
+INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'idempotency', 0, count(*) FROM ${s}.idempotency GROUP BY tenant_id;
+INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'session.created', 0, count(*) FROM ${s}.sessions
+  WHERE doc ->> 'state' = 'created' GROUP BY tenant_id;
 `
