@@ -54,6 +54,10 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
     }
     seen[`reactors ids ${t}`] = await store.listReactors(t, { offset: 0, limit: 10, ids: ['r3', 'r1'] })
     for (const id of IDEMPOTENCY_IDS) seen[`idempotency ${t} ${id}`] = await store.getIdempotency(t, id)
+    seen[`counts ${t}`] = [
+      await store.countRecords(t, 'idempotency'),
+      await store.countRecords(t, 'session.created'),
+    ]
   }
   seen['official'] = await store.getFormula(null, 'f1')
   return seen
