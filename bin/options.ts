@@ -187,7 +187,7 @@ export function usage(): string {
     const tail = [`env ${o.env}`, o.default !== undefined ? `default ${o.default}` : '']
       .filter(Boolean)
       .join('; ')
-    return `${head.padEnd(28)}${o.description} (${tail})`
+    return `${`${head}  `.padEnd(28)}${o.description} (${tail})`
   })
   return [
     'Usage: tokenvault serve [options]',
