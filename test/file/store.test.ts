@@ -36,4 +36,22 @@ describe('file store writes', () => {
       code: 'closed',
     })
   })
+
+  it('a tenant with 3000 writes queued holds another tenant’s write back by at most one commit', async () => {
+    const store = await fileStore({ path: await tempDir(), durability: 'none' })
+    const order: string[] = []
+    const writes = Array.from({ length: 3000 }, (_, n) =>
+      store.write({ ops: [put(`a-${n}`)] }).then(() => order.push(`a-${n}`)),
+    )
+    writes.push(store.write({ ops: [put('b-0', { tenant_id: 'tenant-b' })] }).then(() => order.push('b-0')))
+    await Promise.all(writes)
+    // Commits carry about 1000 ops: B's write goes in the first one taken after it queued, not after
+    // all of A's (FIFO would answer it last, at 3001).
+    expect(order.indexOf('b-0')).toBeLessThan(2000)
+    // A's own writes are answered in the order they came.
+    const a = order.filter((id) => id.startsWith('a-'))
+    expect(a).toEqual(Array.from({ length: 3000 }, (_, n) => `a-${n}`))
+    expect(await store.getToken('tenant-b', 'b-0')).not.toBeNull()
+    await store.close()
+  })
 })
