@@ -5,6 +5,7 @@ import { StoreError } from '../../src/store/error.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
+import { TenantGate } from './gate.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
@@ -124,6 +125,18 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   }
 }
 
+/** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */
+function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
+  const first = (batch.ops[0] ?? batch.checks?.[0]) as unknown as Record<string, unknown> | undefined
+  if (!first) return ''
+  if (typeof first['tenant_id'] === 'string') return first['tenant_id']
+  for (const value of Object.values(first)) {
+    const nested = value as { tenant_id?: unknown } | null
+    if (nested && typeof nested === 'object' && typeof nested.tenant_id === 'string') return nested.tenant_id
+  }
+  return ''
+}
+
 /** The statement listing records of `kind` whose time has come. */
 function expiredStatement(st: Statements, kind: ExpiringKind): string {
   switch (kind) {
@@ -151,7 +164,18 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
   const st = statements(t)
   const writeName = statementName(st.write)
   const locks = new LockKeys(schema)
-  const read = reads(t, (config) => pool.query(config))
+  // Calls wait for a connection in their tenant's own line, served in turn (see `TenantGate`).
+  const poolOptions = (pool as { options?: { max?: number; connectionTimeoutMillis?: number } }).options
+  const gate = new TenantGate(
+    poolOptions?.max || 10,
+    poolOptions?.connectionTimeoutMillis || DEFAULT_TIMEOUTS.connectTimeoutMs,
+  )
+  /** A read's tenant: its first value (each read names its tenant first; `findKey`, its key hash). */
+  const readTenant = (config: QueryConfig) => {
+    const first = config.values?.[0]
+    return typeof first === 'string' ? first : ''
+  }
+  const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const keys = keyCache(keyCacheMs, (hash) => read.findKey(hash))
   let closed = false
   let closing: Promise<void> | undefined
@@ -186,7 +210,10 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     if (batch.ops.length === 0 && checks.length <= 1000) {
       if (checks.length === 0) return { ok: true }
       // Guards alone: one statement reads one snapshot, so they hold together; no lock is needed.
-      const failed = firstFailed(checks, (await pool.query(checkQuery(t, checks))).rows[0])
+      const failed = firstFailed(
+        checks,
+        (await gate.run(batchTenant(batch), () => pool.query(checkQuery(t, checks)))).rows[0],
+      )
       return failed ? { ok: false, failed } : { ok: true }
     }
     const { keys, shared } = locks.order(recordNames(checks, batch.ops))
@@ -199,7 +226,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {
-        const { rows } = await pool.query<{ failed: number }>(config)
+        const { rows } = await gate.run(batchTenant(batch), () => pool.query<{ failed: number }>(config))
         const index = rows[0]?.failed ?? -1
         const failed = index < 0 ? undefined : checks[index]
         return failed ? { ok: false, failed } : { ok: true }
@@ -214,11 +241,9 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text = expiredStatement(st, query.kind)
     const limit = Math.max(0, Math.floor(query.limit))
-    const { rows } = await pool.query<RecordKey>({
-      name: statementName(text),
-      text,
-      values: [query.before, limit],
-    })
+    const { rows } = await gate.run('', () =>
+      pool.query<RecordKey>({ name: statementName(text), text, values: [query.before, limit] }),
+    )
     return rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
   }
 
