@@ -4,6 +4,7 @@ import { depthOf } from './budget.js'
 import { isoAfter } from './clock.js'
 import { conflict, invalid, tooMany } from './errors.js'
 import type { Store } from './store/contract.js'
+import { sweepExpiredOf } from './sweep.js'
 import type { IdempotencyRecord } from './types.js'
 
 /** How long the first answer to an idempotency key is kept (and replayed): 24 hours, in ms. */
@@ -121,7 +122,13 @@ export async function idempotent<T>(
     // A new key adds a record: refused at the tenant's bound, before anything acts. (Replacing an
     // expired or abandoned record adds none.) Concurrent first requests may pass the bound by at
     // most their number.
-    if (!held && (await store.countRecords(tenant, 'idempotency')) >= deps.maxRecords) {
+    // At the bound, expired records are swept first (the host may never sweep), then counted again.
+    const full = async () => (await store.countRecords(tenant, 'idempotency')) >= deps.maxRecords
+    if (
+      !held &&
+      (await full()) &&
+      ((await sweepExpiredOf(store, 'idempotency', now)) === 0 || (await full()))
+    ) {
       throw tooMany(
         `this tenant holds ${deps.maxRecords} idempotency records, the most it may; each is kept 24 hours after its first request`,
         IDEMPOTENCY_FULL_RETRY_SEC,

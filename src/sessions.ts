@@ -7,6 +7,7 @@ import { conflict, invalid, notFound, tooMany } from './errors.js'
 import type { AuthorizeSessionInput, EmptyInput } from './inputs.js'
 import { emptyBody } from './schemas/common.js'
 import { authorizeSessionInput } from './schemas/session.js'
+import { sweepExpiredOf } from './sweep.js'
 import type { StoredSession } from './types.js'
 import { parse } from './validate.js'
 
@@ -29,8 +30,13 @@ export function sessionOperations(ctx: Ctx) {
       parse(emptyBody, input)
       const tenantId = ctx.principal.tenantId
       const bound = ctx.options.maxUnauthorizedSessionsPerTenant
-      if ((await ctx.store.countRecords(tenantId, 'session.created')) >= bound) {
-        // A place frees when one is authorized, or once one expires and the sweep deletes it.
+      const held = () => ctx.store.countRecords(tenantId, 'session.created')
+      // At the bound, expired sessions are swept first (the host may never sweep), then counted again.
+      if (
+        (await held()) >= bound &&
+        ((await sweepExpiredOf(ctx.store, 'session', ctx.now())) === 0 || (await held()) >= bound)
+      ) {
+        // A place frees when one is authorized, or once one expires.
         throw tooMany(
           `this tenant has ${bound} sessions not yet authorized, the most it may; each lives until authorized or expired`,
           Math.max(1, Math.ceil(ctx.options.sessionTtlMs / 1000)),

@@ -213,6 +213,24 @@ describe('idempotency records: 10 000 per tenant (maxIdempotencyRecordsPerTenant
     }
   })
 
+  it('where the host never sweeps, a tenant at its bound sweeps its expired records first', async () => {
+    const { service, clock, tenant } = await boundedVault({ maxIdempotencyRecordsPerTenant: 2 })
+    try {
+      const a = await tenant('a')
+      const create = (key: string) =>
+        service.connect(a.private, { idempotencyKey: key }).tokens.create({ type: 'token', data: key })
+      await create('k1')
+      clock.advance(60_000)
+      await create('k2')
+      clock.advance(24 * 60 * 60 * 1000 - 60_000)
+      // k1 is 24 hours old (expired), k2 not yet: one place frees, no more.
+      await create('k3')
+      expect(await create('k4').catch((e: unknown) => e)).toMatchObject({ code: 'too_many_requests' })
+    } finally {
+      await service.close()
+    }
+  })
+
   it('a place frees when the sweep deletes a record 24 hours on; the bound is an option', async () => {
     const { service, clock, tenant } = await boundedVault({ maxIdempotencyRecordsPerTenant: 2 })
     try {
@@ -287,6 +305,26 @@ describe('sessions not yet authorized: 1000 per tenant (maxUnauthorizedSessionsP
       expect(await aPublic.sessions.create().catch((e: unknown) => e)).toMatchObject({
         code: 'too_many_requests',
       })
+    } finally {
+      await service.close()
+    }
+  })
+
+  it('where the host never sweeps, a tenant at its bound sweeps the expired sessions first', async () => {
+    const { service, clock, tenant, store } = await boundedVault({ maxUnauthorizedSessionsPerTenant: 2 })
+    try {
+      const a = await tenant('a')
+      const client = service.connect(a.public)
+      await client.sessions.create()
+      clock.advance(60_000)
+      await client.sessions.create()
+      clock.advance(2 * 60_000)
+      // The first expired (3 minutes), the second has a minute left: one place frees, no more.
+      await client.sessions.create()
+      expect(await client.sessions.create().catch((e: unknown) => e)).toMatchObject({
+        code: 'too_many_requests',
+      })
+      expect(await store.countRecords(a.id, 'session.created')).toBe(2)
     } finally {
       await service.close()
     }
