@@ -303,4 +303,47 @@ describe('transactions through the sealed store', () => {
     expect(await guarded(structuredClone(read), 'rolled_back')).toEqual({ ok: true })
     expect((await guarded(read, 'committed')).ok).toBe(false)
   })
+
+  it('transaction.unchanged: a copy that differs from the stored one fails, with or without staged writes', async () => {
+    const { sealed, token } = await world()
+    const base = {
+      id: 'tx',
+      tenant_id: 'ten',
+      state: 'open' as const,
+      created_at: NOW,
+      created_by: 'a',
+      expires_at: '2030-01-02T00:00:00.000Z',
+      locks: [] as string[],
+    }
+    const staged = { op: 'token.put' as const, token: token('staged', { data: 'staged-secret' }) }
+    const guard = (transaction: typeof read) =>
+      sealed.write({
+        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction }],
+        ops: [],
+      })
+    // No staged writes: an equal copy holds, a copy that differs in any field fails.
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: { ...base, writes: [] } }] })
+    const read = (await sealed.getTransaction('ten', 'tx'))!
+    expect(await guard(structuredClone(read))).toEqual({ ok: true })
+    expect((await guard({ ...structuredClone(read), state: 'committed' })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(read), writes: [staged] })).ok).toBe(false)
+    // Staged writes: a copy whose staged write differs, or that staged one more, fails.
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: { ...base, writes: [staged] } }] })
+    const withWrites = (await sealed.getTransaction('ten', 'tx'))!
+    expect(await guard(structuredClone(withWrites))).toEqual({ ok: true })
+    const other = { ...staged, token: token('staged', { data: 'other-secret' }) }
+    expect((await guard({ ...structuredClone(withWrites), writes: [other] })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(withWrites), writes: [staged, staged] })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(withWrites), expires_at: NOW })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(read) })).ok).toBe(false)
+    // A transaction that is not stored: no copy of one holds, with or without staged writes.
+    for (const writes of [[], [staged]]) {
+      const gone = { ...structuredClone(withWrites), id: 'gone', writes }
+      const result = await sealed.write({
+        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'gone', transaction: gone }],
+        ops: [],
+      })
+      expect(result.ok).toBe(false)
+    }
+  })
 })
