@@ -72,6 +72,45 @@ describe('sealed tokens', () => {
     expect((await sealed.getToken('ten', 'b'))?.mask).toBe('m')
   })
 
+  it('a sealed card reads without its cvc once the cvc deadline has come, and with it before', async () => {
+    const { sealed, token } = await world()
+    const card = { number: '4242424242424242', cvc: '123' }
+    await sealed.write({
+      ops: [
+        { op: 'token.put', token: token('due', { data: card, cvc_expires_at: NOW }) },
+        {
+          op: 'token.put',
+          token: token('later', { data: card, cvc_expires_at: '2030-01-01T00:00:00.001Z' }),
+        },
+        { op: 'token.put', token: token('none', { data: card }) },
+      ],
+    })
+    const due = (await sealed.getToken('ten', 'due'))!
+    expect(due.data).toEqual({ number: '4242424242424242' })
+    expect('cvc_expires_at' in due).toBe(false)
+    expect((await sealed.getToken('ten', 'later'))!.data).toEqual(card)
+    expect((await sealed.getToken('ten', 'none'))!.data).toEqual(card)
+  })
+
+  it('children listed through the sealed store open', async () => {
+    const { sealed, token } = await world()
+    await sealed.write({
+      ops: [
+        { op: 'token.put', token: token('parent') },
+        { op: 'token.put', token: token('child', { data: { secret: 'child-secret' }, mask: 'm' }) },
+        {
+          op: 'association.put',
+          association: { tenant_id: 'ten', parent_id: 'parent', child_id: 'child', created_at: NOW },
+        },
+      ],
+    })
+    const page = await sealed.listChildren('ten', 'parent', { offset: 0, limit: 10, now: NOW })
+    expect(page.total).toBe(1)
+    expect(page.items.map((t) => [t.id, t.data, t.mask])).toEqual([
+      ['child', { secret: 'child-secret' }, 'm'],
+    ])
+  })
+
   it('a ciphertext that opens to anything but [data] or [data, mask] is refused with the exact error', async () => {
     const { sealed, plant } = await world()
     for (const [id, value] of [
