@@ -184,6 +184,14 @@ export function applyOp(dbs: Databases, op: Op): void {
       dbs.transactions.remove(k)
       return
     }
+    case 'staged.put': {
+      const w = op.staged
+      dbs.staged.put(key(w.tenant_id, w.transaction_id, w.token_id), w)
+      return
+    }
+    case 'staged.delete':
+      dbs.staged.remove(key(op.tenant_id, op.transaction_id, op.token_id))
+      return
     case 'lock.put':
       dbs.locks.put(key(op.lock.tenant_id, op.lock.token_id), op.lock)
       return

@@ -50,6 +50,8 @@ export interface Databases {
   parents: Database
   /** `[tenant, id]` → transaction. */
   transactions: Database
+  /** `[tenant, transaction, token id]` → staged write: a transaction's staged records, by token id. */
+  staged: Database
   /** `[tenant, token id]` → lock. */
   locks: Database
   /** `[tenant, id]` → session. */
@@ -105,6 +107,7 @@ const NAMES = [
   'children',
   'parents',
   'transactions',
+  'staged',
   'locks',
   'sessions',
   'nonces',

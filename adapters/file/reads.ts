@@ -16,6 +16,7 @@ import { termKey } from '../../src/store/token-index.js'
 import type {
   Association,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -214,6 +215,25 @@ export function lmdbReads(use: () => Databases): StoreReads {
         out.push({ id: value as string, key: (k as Buffer).subarray(range.start.length).toString('utf8') })
       return out
     },
+    getStaged: async (t, tx, ids) => {
+      const dbs = fresh()
+      const out: StagedWrite[] = []
+      for (const id of new Set(ids)) {
+        const w = read<StagedWrite>(dbs.staged, t, tx, id)
+        if (w) out.push(w)
+      }
+      return out
+    },
+    listStaged: async (t, tx, { after, limit }) => {
+      const dbs = fresh()
+      if (limit <= 0) return []
+      const range = prefix(t, tx)
+      const start = after === undefined ? range.start : Buffer.concat([key(t, tx, after), Buffer.from([0])])
+      const out: StagedWrite[] = []
+      for (const { value } of dbs.staged.getRange({ start, end: range.end, limit }))
+        out.push(value as StagedWrite)
+      return out
+    },
     getTokenHeads: async (t, ids) => {
       const dbs = fresh()
       const out: TokenHead[] = []
@@ -298,6 +318,10 @@ export function lmdbReads(use: () => Databases): StoreReads {
           (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,
         ),
         transactions: sorted(all(dbs.transactions), (t) => k(t.tenant_id, t.id)),
+        staged: sorted(
+          all<StagedWrite>(dbs.staged),
+          (w) => `${k(w.tenant_id, w.transaction_id)}\u0000${w.token_id}`,
+        ),
         sessions: sorted(all<StoredSession>(dbs.sessions), (s) => k(s.tenant_id, s.id)),
         formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
         reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),

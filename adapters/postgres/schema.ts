@@ -18,7 +18,11 @@
  * `tokens_by_cvc_expiry` on a card token's `cvc_expires_at`); `tokens_by_fingerprint` serves the
  * fingerprint filter and `token.fingerprint_absent`. A `token_locks` row is a lock record: the
  * token, the transaction holding it and that transaction's `expires_at`, so `token.unlocked` is a
- * field guard on one row; only the `lock.put` and `lock.delete` ops write them. `idempotency` holds
+ * field guard on one row; only the `lock.put` and `lock.delete` ops write them. A `staged_writes`
+ * row is a transaction's staged write over one token (`StagedWrite`): its primary key, led by
+ * `(tenant_id, transaction_id)`, serves `getStaged` by key and `listStaged` as a range scan in
+ * token id order. `tokens_by_tenant_expiry` makes the count of a tenant's unexpired tokens (the v1
+ * `total_items`) an index-only scan of `(tenant_id, expires_at)`, reading no doc. `idempotency` holds
  * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
@@ -55,6 +59,7 @@ CREATE TABLE ${s}.tokens (
   PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX tokens_by_tenant_expiry ON ${s}.tokens (tenant_id, expires_at);
 CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"));
 CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
   WHERE doc ->> 'cvc_expires_at' IS NOT NULL;
@@ -78,6 +83,13 @@ CREATE TABLE ${s}.transactions (
 );
 CREATE INDEX transactions_open_by_expiry ON ${s}.transactions (expires_at) WHERE state = 'open';
 CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHERE state <> 'open';
+CREATE TABLE ${s}.staged_writes (
+  tenant_id text COLLATE "C" NOT NULL,
+  transaction_id text COLLATE "C" NOT NULL,
+  token_id text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, transaction_id, token_id)
+);
 CREATE TABLE ${s}.token_locks (
   tenant_id text COLLATE "C" NOT NULL,
   token_id text COLLATE "C" NOT NULL,

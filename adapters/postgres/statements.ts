@@ -14,6 +14,7 @@ export function tables(schema: string) {
     tokens: `${s}.tokens`,
     associations: `${s}.associations`,
     transactions: `${s}.transactions`,
+    stagedWrites: `${s}.staged_writes`,
     tokenLocks: `${s}.token_locks`,
     sessions: `${s}.sessions`,
     nonces: `${s}.session_nonces`,

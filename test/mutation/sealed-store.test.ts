@@ -277,7 +277,7 @@ describe('guarded writes through the sealed store', () => {
 })
 
 describe('transactions through the sealed store', () => {
-  it('staged token writes are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
+  it('staged records are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
     const { raw, sealed, token } = await world()
     const tx = {
       id: 'tx',
@@ -286,15 +286,31 @@ describe('transactions through the sealed store', () => {
       created_at: NOW,
       created_by: 'a',
       expires_at: '2030-01-02T00:00:00.000Z',
-      writes: [{ op: 'token.put' as const, token: token('staged', { data: 'staged-secret', mask: 'mm' }) }],
-      locks: ['staged'],
+      version: 1,
     }
-    await sealed.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
-    const stored = JSON.stringify(await raw.getTransaction('ten', 'tx'))
+    const staged = {
+      tenant_id: 'ten',
+      transaction_id: 'tx',
+      token_id: 'staged',
+      seq: 1,
+      token: token('staged', { data: 'staged-secret', mask: 'mask-secret' }),
+    }
+    const deleted = { ...staged, token_id: 'gone', token: null }
+    await sealed.write({
+      ops: [
+        { op: 'transaction.put', transaction: tx },
+        { op: 'staged.put', staged },
+        { op: 'staged.put', staged: deleted },
+      ],
+    })
+    const stored = JSON.stringify(await raw.listStaged('ten', 'tx', { limit: 10 }))
     expect(stored).not.toContain('staged-secret')
+    expect(stored).not.toContain('mask-secret')
     expect(stored).toContain('$sealed')
+    expect(await sealed.getStaged('ten', 'tx', ['staged', 'gone'])).toEqual([staged, deleted])
+    expect(await sealed.listStaged('ten', 'tx', { limit: 10 })).toEqual([deleted, staged])
     const read = (await sealed.getTransaction('ten', 'tx'))!
-    expect(read.writes).toEqual(tx.writes)
+    expect(read).toEqual(tx)
     const guarded = (check: typeof read, state: 'committed' | 'rolled_back') =>
       sealed.write({
         checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction: check }],

@@ -65,7 +65,11 @@ function records(tenant_id: string, i: number): Op[] {
     },
     {
       op: 'transaction.put',
-      transaction: { ...base, id: `x${i}`, expires_at: NOW, state: 'open', writes: [], locks: [`k${i}`] },
+      transaction: { ...base, id: `x${i}`, expires_at: NOW, state: 'open', version: 1 },
+    },
+    {
+      op: 'staged.put',
+      staged: { tenant_id, transaction_id: `x${i}`, token_id: `k${i}`, seq: 1, token: null },
     },
     {
       op: 'lock.put',
@@ -256,7 +260,8 @@ describePostgres('postgres store queries use indexes', (url) => {
             ],
             ops: [
               { op: 'lock.delete', tenant_id: T, token_id: `k${round}` },
-              { op: 'transaction.put', transaction: { ...tx, state: 'committed', locks: [] } },
+              { op: 'transaction.put', transaction: { ...tx, state: 'committed' } },
+              { op: 'staged.delete', tenant_id: T, transaction_id: tx.id, token_id: `k${round}` },
             ],
           }),
         )
