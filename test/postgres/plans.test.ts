@@ -96,6 +96,16 @@ function scans(plan: unknown, out: string[] = []): string[] {
   return out
 }
 
+/** The index names of a JSON plan's scan nodes ('' for a scan that names none). */
+function indexes(plan: unknown, out: string[] = []): string[] {
+  if (plan && typeof plan === 'object') {
+    const node = plan as Record<string, unknown>
+    if (typeof node['Relation Name'] === 'string') out.push(String(node['Index Name'] ?? ''))
+    for (const value of Object.values(node)) indexes(value, out)
+  }
+  return out
+}
+
 describePostgres('postgres store queries use indexes', (url) => {
   let pool: pg.Pool
   let store: Store
@@ -162,6 +172,39 @@ describePostgres('postgres store queries use indexes', (url) => {
           config.text,
         ).toEqual([])
       }
+    } finally {
+      client.release()
+    }
+  })
+
+  it("counts a tenant's unexpired tokens from the (tenant_id, expires_at) index, and reads staged records by key", async () => {
+    await pool.query(`VACUUM ANALYZE ${schema}.tokens`)
+    issued.length = 0
+    expect((await store.listTokens('t7', { offset: 0, limit: 0, now: NOW })).total).toBe(PER_TENANT)
+    expect((await store.listStaged('t7', 'x3', { limit: 10 })).map((w) => w.token_id)).toEqual(['k3'])
+    expect((await store.listStaged('t7', 'x3', { after: 'k3', limit: 10 })).length).toBe(0)
+    expect((await store.getStaged('t7', 'x3', ['k3', 'k4'])).map((w) => w.token_id)).toEqual(['k3'])
+    expect(issued.length).toBe(4)
+    const client = await pool.connect()
+    try {
+      await client.query('SET plan_cache_mode = force_custom_plan')
+      const plans: string[][] = []
+      for (const config of issued) {
+        const { rows } = await client.query({
+          text: `EXPLAIN (FORMAT JSON) ${config.text}`,
+          values: config.values ?? [],
+        })
+        plans.push(scans(rows[0]['QUERY PLAN']))
+        expect(indexes(rows[0]['QUERY PLAN']), config.text).not.toContain('')
+      }
+      // The count reads the index alone (no doc, no heap row for a visible page).
+      expect(plans[0]).toContain('Index Only Scan on tokens')
+      const { rows } = await client.query({
+        text: `EXPLAIN (FORMAT JSON) ${issued[0]!.text}`,
+        values: issued[0]!.values ?? [],
+      })
+      expect(indexes(rows[0]['QUERY PLAN'])).toContain('tokens_by_tenant_expiry')
+      for (const plan of plans.slice(1)) expect(plan).toEqual(['Index Scan on staged_writes'])
     } finally {
       client.release()
     }
