@@ -279,4 +279,45 @@ describe('transactions', () => {
     await service.connect(s.session_key, { transactionId: tx.id }).tokens.create({ type: 'x', data: 1 })
     await session.transactions.commit(tx.id)
   })
+
+  it('staging, reads and writes in a transaction of 300 staged writes read the staged records of the tokens they touch, not the rest; commit applies all 300', async () => {
+    const inner = memoryStore()
+    let handed = 0
+    let listed = 0
+    const counting: Store = {
+      ...inner,
+      async getStaged(tenantId, transactionId, ids) {
+        const found = await inner.getStaged(tenantId, transactionId, ids)
+        handed += found.length
+        return found
+      },
+      async listStaged(tenantId, transactionId, query) {
+        const found = await inner.listStaged(tenantId, transactionId, query)
+        listed += found.length
+        return found
+      },
+    }
+    const { client, service, full, store } = await setup({ store: counting })
+    const tx = await client.transactions.create()
+    const inTx = service.connect(full.key, { transactionId: tx.id })
+    const created: string[] = []
+    for (let i = 0; i < 300; i++) created.push((await inTx.tokens.create({ type: 'x', data: `d${i}` })).id)
+    expect(listed).toBe(0)
+    handed = 0
+    const last = await inTx.tokens.create({ type: 'x', data: 'last' })
+    expect((await inTx.tokens.get(created[150]!)).data).toBe('d150')
+    await inTx.tokens.update(created[7]!, { data: 'seven' })
+    await inTx.tokens.delete(created[8]!)
+    // Each call read the staged record of its own token (update and delete: twice), none other.
+    expect(handed).toBeLessThanOrEqual(6)
+    expect(listed).toBe(0)
+    expect((await store.dump()).staged).toHaveLength(301)
+    await client.transactions.commit(tx.id)
+    expect((await store.dump()).staged).toEqual([])
+    const tokens = (await store.dump()).tokens.filter((t) => t.type === 'x')
+    expect(tokens).toHaveLength(300)
+    expect((await client.tokens.get(last.id)).data).toBe('last')
+    expect((await client.tokens.get(created[7]!)).data).toBe('seven')
+    expect((await failure(client.tokens.get(created[8]!))).code).toBe('not_found')
+  })
 })
