@@ -25,7 +25,7 @@ import type {
 import type { Expiring, StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix, termPart } from './keys.js'
+import { key, prefix, termPart, tokenCountKey } from './keys.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -183,16 +183,17 @@ export function lmdbReads(use: () => Databases): StoreReads {
         for (const id of ids) take(read<StoredToken>(dbs.tokens, t, id))
         return { items, total }
       }
-      // No filter but expiry: count keys (nothing decoded), less the tenant's expired tokens, and
-      // read only up to the end of the page.
+      // No filter but expiry: the tenant's token count (kept in `meta` with every token write), less
+      // its expired tokens (keys of the expiry index, nothing decoded); read only up to the page's end.
       const range = prefix(t)
       const expired = dbs.tokenExpiry.getKeysCount({ start: range.start, end: prefix(t, query.now).end })
+      const stored = (dbs.meta.get(tokenCountKey(t)) as number | undefined) ?? 0
       for (const token of under<StoredToken>(dbs.tokens, t)) {
         if (items.length >= query.limit) break
         if (!live(token, query.now)) continue
         if (total++ >= query.offset) items.push(token)
       }
-      return { items, total: dbs.tokens.getKeysCount(range) - expired }
+      return { items, total: stored - expired }
     },
     findTokenIds: async (t, { term, after, limit }) => {
       const dbs = fresh()
