@@ -95,6 +95,8 @@ export async function walkTokens(
   const now = ctx.now()
   const { after } = options
   const staged = new StagedStream(ctx, tx, after)
+  /** Whether the walk merges staged records at all (the caller's transaction staged something). */
+  const hasStaged = tx !== null && tx.version > 0
   const source = options.source ?? everyId(ctx.store, tenant, options.first)
   let min = after === undefined ? undefined : successor(after)
   let batch = Math.max(1, options.first)
@@ -124,9 +126,10 @@ export async function walkTokens(
     const heads = new Map((await ctx.store.getTokenHeads(tenant, ids)).map((h) => [h.id, h]))
     for (const id of ids) {
       examined++
-      if (!(await emitStaged(id))) return { exhausted: false, ...(last === undefined ? {} : { last }) }
+      if (hasStaged && !(await emitStaged(id)))
+        return { exhausted: false, ...(last === undefined ? {} : { last }) }
       last = id
-      const next = await staged.peek()
+      const next = hasStaged ? await staged.peek() : undefined
       if (next?.token_id === id) {
         staged.take()
         const token = next.token
@@ -145,7 +148,7 @@ export async function walkTokens(
       await yieldToOthers()
     }
   }
-  await emitStaged(undefined)
+  if (hasStaged) await emitStaged(undefined)
   return { exhausted: false, ...(last === undefined ? {} : { last }) }
 }
 

@@ -320,4 +320,34 @@ describe('transactions', () => {
     expect((await client.tokens.get(created[7]!)).data).toBe('seven')
     expect((await failure(client.tokens.get(created[8]!))).code).toBe('not_found')
   })
+
+  it("a transaction's view pages through 300 committed and 300 staged tokens in id order, staged updates and deletes applied, each token once", async () => {
+    const { client, inTx, tx } = await withTx()
+    const pad = (n: number) => String(n).padStart(3, '0')
+    for (let i = 0; i < 300; i += 100)
+      await client.tokens.tokenize(
+        Array.from({ length: 100 }, (_, j) => ({ id: `t-${pad(i + j)}-a`, type: 'x', data: 'committed' })),
+      )
+    for (let i = 0; i < 300; i++) await inTx.tokens.create({ id: `t-${pad(i)}-b`, type: 'x', data: 'staged' })
+    await inTx.tokens.update('t-007-a', { data: 'updated' })
+    await inTx.tokens.delete('t-008-a')
+    await inTx.tokens.delete('t-009-b')
+    const seen: { id: string; data: unknown }[] = []
+    let start: string | undefined
+    do {
+      const page = await inTx.tokens.listV2({ size: 100, ...(start ? { start } : {}) })
+      seen.push(...page.data.map((t) => ({ id: t.id, data: t.data })))
+      start = page.pagination.next
+    } while (start)
+    const expected = Array.from({ length: 300 }, (_, i) => [`t-${pad(i)}-a`, `t-${pad(i)}-b`])
+      .flat()
+      .filter((id) => id !== 't-008-a' && id !== 't-009-b')
+    expect(seen.map((t) => t.id)).toEqual(expected)
+    expect(seen.find((t) => t.id === 't-007-a')?.data).toBe('updated')
+    expect(seen.find((t) => t.id === 't-150-b')?.data).toBe('staged')
+    // Outside the transaction: the committed tokens only, as they were.
+    const outside = await client.tokens.list({ size: 100, page: 1 })
+    expect(outside.pagination.total_items).toBe(300)
+    await client.transactions.rollback(tx.id)
+  })
 })
