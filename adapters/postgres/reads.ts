@@ -152,8 +152,13 @@ export function reads(t: Tables, query: Query): Reads {
         filters += ` AND (doc ->> 'fingerprint') COLLATE "C" = $${values.length}`
       }
       // The count reads no doc (the v1 total costs a count, never the records); the page reads its own.
+      // Unfiltered, it is the tenant's kept token count less its expired tokens (an index range).
       const where = `tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)${filters}`
-      const text = `SELECT (SELECT count(*) FROM ${t.tokens} WHERE ${where})::int AS total,
+      const count = filters
+        ? `(SELECT count(*) FROM ${t.tokens} WHERE ${where})`
+        : `(coalesce((SELECT sum(n) FROM ${t.tokenCounts} WHERE tenant_id = $1), 0)
+            - (SELECT count(*) FROM ${t.tokens} WHERE tenant_id = $1 AND expires_at <= $2))`
+      const text = `SELECT ${count}::int AS total,
         (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc FROM ${t.tokens}
           WHERE ${where} ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) p) AS items`
       return page(text, values, q)

@@ -21,8 +21,12 @@
  * field guard on one row; only the `lock.put` and `lock.delete` ops write them. A `staged_writes`
  * row is a transaction's staged write over one token (`StagedWrite`): its primary key, led by
  * `(tenant_id, transaction_id)`, serves `getStaged` by key and `listStaged` as a range scan in
- * token id order. `tokens_by_tenant_expiry` makes the count of a tenant's unexpired tokens (the v1
- * `total_items`) an index-only scan of `(tenant_id, expires_at)`, reading no doc. `idempotency` holds
+ * token id order. `token_counts` holds each tenant's token count, kept by a trigger on `tokens` in
+ * the token write's own transaction, split over up to 16 rows per tenant (the row of the writing
+ * connection, `pg_backend_pid() % 16`: a write adds to one row only, so concurrent creates of one
+ * tenant rarely wait on each other and never deadlock on them); an unfiltered v1 `total_items` is
+ * their sum less the tenant's expired tokens, read from `tokens_by_tenant_expiry`
+ * `(tenant_id, expires_at)` as an index range (a filtered count reads that index too). `idempotency` holds
  * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
@@ -185,4 +189,24 @@ END
 $$;
 CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
+CREATE TABLE ${s}.token_counts (
+  tenant_id text COLLATE "C" NOT NULL,
+  shard integer NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant_id, shard)
+);
+CREATE FUNCTION ${s}.token_counts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
+  ELSE
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (OLD.tenant_id, pg_backend_pid() % 16, -1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n - 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_counts_sync();
 `

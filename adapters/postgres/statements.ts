@@ -12,6 +12,7 @@ export function tables(schema: string) {
     applications: `${s}.applications`,
     apiKeys: `${s}.api_keys`,
     tokens: `${s}.tokens`,
+    tokenCounts: `${s}.token_counts`,
     associations: `${s}.associations`,
     transactions: `${s}.transactions`,
     stagedWrites: `${s}.staged_writes`,

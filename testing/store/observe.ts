@@ -54,6 +54,8 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
     }
     seen[`reactors ids ${t}`] = await store.listReactors(t, { offset: 0, limit: 10, ids: ['r3', 'r1'] })
     for (const id of IDEMPOTENCY_IDS) seen[`idempotency ${t} ${id}`] = await store.getIdempotency(t, id)
+    for (const now of TIMES)
+      seen[`tokens ${t} ${now}`] = await store.listTokens(t, { offset: 0, limit: 3, now })
     for (const transactionId of ['t1', 't2']) {
       seen[`staged ${t} ${transactionId}`] = await store.listStaged(t, transactionId, { limit: 10 })
       seen[`staged page ${t} ${transactionId}`] = await store.listStaged(t, transactionId, {
