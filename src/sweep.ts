@@ -1,7 +1,7 @@
 import { isoAfter } from './clock.js'
 import { ServiceError } from './errors.js'
 import { deletionsWithLinks } from './links.js'
-import { writeEnd } from './locks.js'
+import { writeDiscard } from './locks.js'
 import { reindexed } from './search-expressions.js'
 import type { RecordKey, Store } from './store/contract.js'
 import type { StoredToken } from './types.js'
@@ -130,8 +130,7 @@ export async function sweepExpired(
   const transactions = await drain(store, 'transaction.open', now, batch, async (key) => {
     const tx = await store.getTransaction(key.tenant_id, key.id)
     if (!tx || tx.state !== 'open' || tx.expires_at > now) return false
-    const ended = { ...tx, state: 'expired' as const, writes: [], locks: [], ended_at: tx.expires_at }
-    return (await writeEnd(store, tx, ended)).ok
+    return (await writeDiscard(store, tx, 'expired', tx.expires_at)).ok
   })
   const tokens = await drain(store, 'token', now, batch, async (key) => {
     const token = await store.getToken(key.tenant_id, key.id)

@@ -5,7 +5,7 @@ import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
 import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
 import type { Databases } from './env.js'
-import { key, seq, termPart } from './keys.js'
+import { key, seq, termPart, tokenCountKey } from './keys.js'
 
 /** What an `expiring` entry names. */
 export interface Expiring {
@@ -92,9 +92,18 @@ function reindexTerms(
 const txKind = (t: StoredTransaction | undefined) =>
   t === undefined ? undefined : t.state === 'open' ? 'transaction.open' : 'transaction.ended'
 
+/** Adds `delta` to the tenant's token count in `meta` (what an unfiltered v1 list's total starts from). */
+function recount(dbs: Databases, tenantId: string, delta: number) {
+  const k = tokenCountKey(tenantId)
+  const n = ((dbs.meta.get(k) as number | undefined) ?? 0) + delta
+  if (n > 0) dbs.meta.put(k, n)
+  else dbs.meta.remove(k)
+}
+
 function putToken(dbs: Databases, t: StoredToken) {
   const k = key(t.tenant_id, t.id)
   const old = dbs.tokens.get(k) as StoredToken | undefined
+  if (!old) recount(dbs, t.tenant_id, 1)
   if (old?.fingerprint !== t.fingerprint) {
     term(dbs.fingerprints, false, t.tenant_id, old?.fingerprint, t.id)
     term(dbs.fingerprints, true, t.tenant_id, t.fingerprint, t.id)
@@ -117,6 +126,7 @@ function deleteToken(dbs: Databases, tenantId: string, id: string) {
   const k = key(tenantId, id)
   const old = dbs.tokens.get(k) as StoredToken | undefined
   if (!old) return
+  recount(dbs, tenantId, -1)
   term(dbs.fingerprints, false, tenantId, old.fingerprint, id)
   term(dbs.types, false, tenantId, old.type, id)
   term(dbs.tokenExpiry, false, tenantId, old.expires_at, id)
@@ -217,6 +227,14 @@ export function applyOp(dbs: Databases, op: Op): void {
       dbs.transactions.remove(k)
       return
     }
+    case 'staged.put': {
+      const w = op.staged
+      dbs.staged.put(key(w.tenant_id, w.transaction_id, w.token_id), w)
+      return
+    }
+    case 'staged.delete':
+      dbs.staged.remove(key(op.tenant_id, op.transaction_id, op.token_id))
+      return
     case 'lock.put':
       dbs.locks.put(key(op.lock.tenant_id, op.lock.token_id), op.lock)
       return

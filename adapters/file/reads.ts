@@ -17,6 +17,7 @@ import { TenantLru } from '../../src/tenant-lru.js'
 import type {
   Association,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -25,7 +26,7 @@ import type {
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix, termPart } from './keys.js'
+import { key, prefix, termPart, tokenCountKey } from './keys.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -186,16 +187,17 @@ export function lmdbReads(use: () => Databases): StoreReads {
         for (const id of ids) take(read<StoredToken>(dbs.tokens, t, id))
         return { items, total }
       }
-      // No filter but expiry: count keys (nothing decoded), less the tenant's expired tokens, and
-      // read only up to the end of the page.
+      // No filter but expiry: the tenant's token count (kept in `meta` with every token write), less
+      // its expired tokens (keys of the expiry index, nothing decoded); read only up to the page's end.
       const range = prefix(t)
       const expired = dbs.tokenExpiry.getKeysCount({ start: range.start, end: prefix(t, query.now).end })
+      const stored = (dbs.meta.get(tokenCountKey(t)) as number | undefined) ?? 0
       for (const token of under<StoredToken>(dbs.tokens, t)) {
         if (items.length >= query.limit) break
         if (!live(token, query.now)) continue
         if (total++ >= query.offset) items.push(token)
       }
-      return { items, total: dbs.tokens.getKeysCount(range) - expired }
+      return { items, total: stored - expired }
     },
     findTokenIds: async (t, { term, after, limit }) => {
       const dbs = fresh()
@@ -216,6 +218,25 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const out: ChildKey[] = []
       for (const { key: k, value } of dbs.children.getRange({ start, end: range.end, limit }))
         out.push({ id: value as string, key: (k as Buffer).subarray(range.start.length).toString('utf8') })
+      return out
+    },
+    getStaged: async (t, tx, ids) => {
+      const dbs = fresh()
+      const out: StagedWrite[] = []
+      for (const id of new Set(ids)) {
+        const w = read<StagedWrite>(dbs.staged, t, tx, id)
+        if (w) out.push(w)
+      }
+      return out
+    },
+    listStaged: async (t, tx, { after, limit }) => {
+      const dbs = fresh()
+      if (limit <= 0) return []
+      const range = prefix(t, tx)
+      const start = after === undefined ? range.start : Buffer.concat([key(t, tx, after), Buffer.from([0])])
+      const out: StagedWrite[] = []
+      for (const { value } of dbs.staged.getRange({ start, end: range.end, limit }))
+        out.push(value as StagedWrite)
       return out
     },
     getTokenHeads: async (t, ids) => {
@@ -303,6 +324,10 @@ export function lmdbReads(use: () => Databases): StoreReads {
           (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,
         ),
         transactions: sorted(all(dbs.transactions), (t) => k(t.tenant_id, t.id)),
+        staged: sorted(
+          all<StagedWrite>(dbs.staged),
+          (w) => `${k(w.tenant_id, w.transaction_id)}\u0000${w.token_id}`,
+        ),
         sessions: sorted(all<StoredSession>(dbs.sessions), (s) => k(s.tenant_id, s.id)),
         formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
         reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),

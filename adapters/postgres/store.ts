@@ -289,6 +289,8 @@ function openStore(
     getTokenHeads: (tenantId, ids) => guard(() => read.getTokenHeads(tenantId, ids)),
     getTokens: (tenantId, ids) => guard(() => read.getTokens(tenantId, ids)),
     getTransaction: (tenantId, id) => guard(() => read.getTransaction(tenantId, id)),
+    getStaged: (tenantId, tx, ids) => guard(() => read.getStaged(tenantId, tx, ids)),
+    listStaged: (tenantId, tx, q) => guard(() => read.listStaged(tenantId, tx, q)),
     getSessionByNonce: (tenantId, hash) => guard(() => read.getSessionByNonce(tenantId, hash)),
     getFormula: (tenantId, id) => guard(() => read.getFormula(tenantId, id)),
     listFormulas: (tenantId, q) => guard(() => read.listFormulas(tenantId, q)),

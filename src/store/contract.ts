@@ -4,6 +4,7 @@ import type {
   IdempotencyRecord,
   Op,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -96,6 +97,8 @@ export interface StoreDump {
   tokens: StoredToken[]
   associations: Association[]
   transactions: StoredTransaction[]
+  /** Staged records, by tenant, transaction, then token id. */
+  staged: StagedWrite[]
   sessions: StoredSession[]
   formulas: StoredFormula[]
   reactors: Reactor[]
@@ -229,6 +232,26 @@ export interface Store {
   getTokens(tenantId: string, ids: readonly string[]): Promise<StoredToken[]>
 
   getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
+
+  /**
+   * The staged records of transaction `transactionId` over the tokens among `tokenIds` that it
+   * staged, in the order of `tokenIds` (duplicates answered once). SQL: `… WHERE tenant_id = $1 AND
+   * transaction_id = $2 AND token_id = ANY ($3)` over the primary key; LMDB: one `get` per id.
+   */
+  getStaged(tenantId: string, transactionId: string, tokenIds: readonly string[]): Promise<StagedWrite[]>
+
+  /**
+   * Keyset read of a transaction's staged records: at most `limit`, in token id order (code-unit
+   * order), strictly after token id `after` when given. What a commit, rollback or expiry reads
+   * (page after page) and what the core's view merges into a walk in id order. SQL: `… WHERE
+   * tenant_id = $1 AND transaction_id = $2 AND token_id > $3 ORDER BY token_id LIMIT $4` over the
+   * primary key; LMDB: a range read of `tenant ‖ transaction ‖ token`.
+   */
+  listStaged(
+    tenantId: string,
+    transactionId: string,
+    query: { after?: string; limit: number },
+  ): Promise<StagedWrite[]>
 
   getSessionByNonce(tenantId: string, nonceHash: string): Promise<StoredSession | null>
 

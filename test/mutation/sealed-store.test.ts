@@ -316,7 +316,7 @@ describe('guarded writes through the sealed store', () => {
 })
 
 describe('transactions through the sealed store', () => {
-  it('staged token writes are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
+  it('staged records are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
     const { raw, sealed, token } = await world()
     const tx = {
       id: 'tx',
@@ -325,15 +325,31 @@ describe('transactions through the sealed store', () => {
       created_at: NOW,
       created_by: 'a',
       expires_at: '2030-01-02T00:00:00.000Z',
-      writes: [{ op: 'token.put' as const, token: token('staged', { data: 'staged-secret', mask: 'mm' }) }],
-      locks: ['staged'],
+      version: 1,
     }
-    await sealed.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
-    const stored = JSON.stringify(await raw.getTransaction('ten', 'tx'))
+    const staged = {
+      tenant_id: 'ten',
+      transaction_id: 'tx',
+      token_id: 'staged',
+      seq: 1,
+      token: token('staged', { data: 'staged-secret', mask: 'mask-secret' }),
+    }
+    const deleted = { ...staged, token_id: 'gone', token: null }
+    await sealed.write({
+      ops: [
+        { op: 'transaction.put', transaction: tx },
+        { op: 'staged.put', staged },
+        { op: 'staged.put', staged: deleted },
+      ],
+    })
+    const stored = JSON.stringify(await raw.listStaged('ten', 'tx', { limit: 10 }))
     expect(stored).not.toContain('staged-secret')
+    expect(stored).not.toContain('mask-secret')
     expect(stored).toContain('$sealed')
+    expect(await sealed.getStaged('ten', 'tx', ['staged', 'gone'])).toEqual([staged, deleted])
+    expect(await sealed.listStaged('ten', 'tx', { limit: 10 })).toEqual([deleted, staged])
     const read = (await sealed.getTransaction('ten', 'tx'))!
-    expect(read.writes).toEqual(tx.writes)
+    expect(read).toEqual(tx)
     const guarded = (check: typeof read, state: 'committed' | 'rolled_back') =>
       sealed.write({
         checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction: check }],
@@ -343,7 +359,7 @@ describe('transactions through the sealed store', () => {
     expect((await guarded(read, 'committed')).ok).toBe(false)
   })
 
-  it('transaction.unchanged: a copy that differs from the stored one fails, with or without staged writes', async () => {
+  it('transaction.unchanged: a copy that differs from the stored one fails, whatever was staged beside it', async () => {
     const { sealed, token } = await world()
     const base = {
       id: 'tx',
@@ -352,37 +368,37 @@ describe('transactions through the sealed store', () => {
       created_at: NOW,
       created_by: 'a',
       expires_at: '2030-01-02T00:00:00.000Z',
-      locks: [] as string[],
+      version: 0,
     }
-    const staged = { op: 'token.put' as const, token: token('staged', { data: 'staged-secret' }) }
     const guard = (transaction: typeof read) =>
       sealed.write({
         checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction }],
         ops: [],
       })
-    // No staged writes: an equal copy holds, a copy that differs in any field fails.
-    await sealed.write({ ops: [{ op: 'transaction.put', transaction: { ...base, writes: [] } }] })
+    // Nothing staged: an equal copy holds, a copy that differs in any field fails.
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: base }] })
     const read = (await sealed.getTransaction('ten', 'tx'))!
     expect(await guard(structuredClone(read))).toEqual({ ok: true })
     expect((await guard({ ...structuredClone(read), state: 'committed' })).ok).toBe(false)
-    expect((await guard({ ...structuredClone(read), writes: [staged] })).ok).toBe(false)
-    // Staged writes: a copy whose staged write differs, or that staged one more, fails.
-    await sealed.write({ ops: [{ op: 'transaction.put', transaction: { ...base, writes: [staged] } }] })
+    expect((await guard({ ...structuredClone(read), version: 1 })).ok).toBe(false)
+    // A staged write (sealed in its own record) bumps the version: the copy read before it fails.
+    const staged = { tenant_id: 'ten', transaction_id: 'tx', token_id: 'staged', seq: 1 }
+    await sealed.write({
+      ops: [
+        { op: 'transaction.put', transaction: { ...base, version: 1 } },
+        { op: 'staged.put', staged: { ...staged, token: token('staged', { data: 'staged-secret' }) } },
+      ],
+    })
     const withWrites = (await sealed.getTransaction('ten', 'tx'))!
     expect(await guard(structuredClone(withWrites))).toEqual({ ok: true })
-    const other = { ...staged, token: token('staged', { data: 'other-secret' }) }
-    expect((await guard({ ...structuredClone(withWrites), writes: [other] })).ok).toBe(false)
-    expect((await guard({ ...structuredClone(withWrites), writes: [staged, staged] })).ok).toBe(false)
     expect((await guard({ ...structuredClone(withWrites), expires_at: NOW })).ok).toBe(false)
-    expect((await guard({ ...structuredClone(read) })).ok).toBe(false)
-    // A transaction that is not stored: no copy of one holds, with or without staged writes.
-    for (const writes of [[], [staged]]) {
-      const gone = { ...structuredClone(withWrites), id: 'gone', writes }
-      const result = await sealed.write({
-        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'gone', transaction: gone }],
-        ops: [],
-      })
-      expect(result.ok).toBe(false)
-    }
+    expect((await guard(structuredClone(read))).ok).toBe(false)
+    // A transaction that is not stored: no copy of one holds.
+    const gone = { ...structuredClone(withWrites), id: 'gone' }
+    const result = await sealed.write({
+      checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'gone', transaction: gone }],
+      ops: [],
+    })
+    expect(result.ok).toBe(false)
   })
 })

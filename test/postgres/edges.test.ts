@@ -32,8 +32,7 @@ const tx = (id: string, extra: Partial<StoredTransaction> = {}): Op => ({
     created_by: 'a',
     expires_at: TIMES[2]!,
     state: 'open',
-    writes: [],
-    locks: [],
+    version: 0,
     ...extra,
   },
 })
@@ -67,14 +66,31 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     await pool.end()
   })
 
-  it('puts a transaction with its locks once each, releases the dropped ones, and lets another take one over', async () => {
+  it('puts staged records once each (a put again replaces), deletes them, and keeps each transaction apart', async () => {
+    const staged = (txId: string, id: string, seq: number): Op => ({
+      op: 'staged.put',
+      staged: { tenant_id: 'T', transaction_id: txId, token_id: id, seq, token: null },
+    })
+    const unstaged = (txId: string, id: string): Op => ({
+      op: 'staged.delete',
+      tenant_id: 'T',
+      transaction_id: txId,
+      token_id: id,
+    })
     await expectSameAsModel(store, [
-      batch(tx('t1', { locks: ['a', 'a', 'c'] }), tx('t2')),
-      batch(tx('t1', { locks: ['c', 'b'] })),
-      batch(tx('t2', { locks: ['b'] })),
-      batch(tx('t1', { state: 'committed' })),
+      batch(
+        tx('t1', { version: 1 }),
+        staged('t1', 'a', 1),
+        staged('t1', 'a', 1),
+        staged('t1', 'c', 1),
+        tx('t2'),
+      ),
+      batch(tx('t1', { version: 2 }), staged('t1', 'b', 2), unstaged('t1', 'a'), staged('t1', 'c', 2)),
+      batch(tx('t2', { version: 1 }), staged('t2', 'b', 1)),
+      batch(tx('t1', { state: 'committed', version: 2 }), unstaged('t1', 'b'), unstaged('t1', 'c')),
     ])
     expect((await store.getTransaction('T', 't1'))?.state).toBe('committed')
+    expect((await store.listStaged('T', 't2', { limit: 10 })).map((w) => w.token_id)).toEqual(['b'])
   })
 
   it('orders names by UTF-16 code units and matches them like nameMatcher', async () => {

@@ -94,8 +94,15 @@ const transaction: fc.Arbitrary<StoredTransaction> = fc.record({
   created_by: fc.constant('app'),
   expires_at: time,
   state: fc.constantFrom('open', 'open', 'committed', 'rolled_back', 'expired'),
-  writes: fc.array(simpleOp, { maxLength: 2 }),
-  locks: fc.array(tokenId, { maxLength: 3 }),
+  version: fc.integer({ min: 0, max: 3 }),
+})
+
+const stagedWrite = fc.record({
+  tenant_id: tenant,
+  transaction_id: txId,
+  token_id: tokenId,
+  seq: fc.integer({ min: 1, max: 3 }),
+  token: fc.option(token, { nil: null }),
 })
 
 const session: fc.Arbitrary<StoredSession> = fc
@@ -197,6 +204,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     .record({ tenant_id: tenant, token_id: tokenId, transaction_id: txId, expires_at: time })
     .map((lock): Op => ({ op: 'lock.put', lock })),
   fc.record({ tenant_id: tenant, token_id: tokenId }).map((r): Op => ({ op: 'lock.delete', ...r })),
+  stagedWrite.map((staged): Op => ({ op: 'staged.put', staged })),
+  fc
+    .record({ tenant_id: tenant, transaction_id: txId, token_id: tokenId })
+    .map((r): Op => ({ op: 'staged.delete', ...r })),
   session.map((s): Op => ({ op: 'session.put', session: s })),
   fc
     .record({ tenant_id: tenant, id: fc.constantFrom('s1', 's2') })

@@ -21,6 +21,7 @@ import type {
   IdempotencyRecord,
   Op,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -49,6 +50,7 @@ export class ContractModel implements Store {
   private nextSeq = 0
   private transactions: StoredTransaction[] = []
   private locks: TokenLock[] = []
+  private staged: StagedWrite[] = []
   private sessions: StoredSession[] = []
   private formulas: StoredFormula[] = []
   private reactors: Reactor[] = []
@@ -195,6 +197,17 @@ export class ContractModel implements Store {
         return
       case 'lock.delete':
         this.locks = this.locks.filter((l) => !(l.tenant_id === op.tenant_id && l.token_id === op.token_id))
+        return
+      case 'staged.put': {
+        const w = op.staged
+        this.staged = [
+          ...this.staged.filter((x) => !sameStaged(x, w.tenant_id, w.transaction_id, w.token_id)),
+          w,
+        ]
+        return
+      }
+      case 'staged.delete':
+        this.staged = this.staged.filter((x) => !sameStaged(x, op.tenant_id, op.transaction_id, op.token_id))
         return
       case 'session.put':
         this.sessions = [...this.sessions.filter(other(op.session.tenant_id, op.session.id)), op.session]
@@ -364,6 +377,21 @@ export class ContractModel implements Store {
   async getTransaction(tenantId: string, id: string) {
     return json(this.transactions.find((t) => t.tenant_id === tenantId && t.id === id) ?? null)
   }
+  async getStaged(tenantId: string, transactionId: string, tokenIds: readonly string[]) {
+    const found = [...new Set(tokenIds)].map((id) =>
+      this.staged.find((w) => sameStaged(w, tenantId, transactionId, id)),
+    )
+    return json(found.filter((w): w is StagedWrite => w !== undefined))
+  }
+  async listStaged(tenantId: string, transactionId: string, query: { after?: string; limit: number }) {
+    const mine = this.staged.filter(
+      (w) =>
+        w.tenant_id === tenantId &&
+        w.transaction_id === transactionId &&
+        (query.after === undefined || compare(w.token_id, query.after) > 0),
+    )
+    return json(sortBy(mine, (w) => [w.token_id]).slice(0, Math.max(0, query.limit)))
+  }
   async getSessionByNonce(tenantId: string, nonceHash: string) {
     const found = this.sessions.filter((s) => s.tenant_id === tenantId && s.nonce_hash === nonceHash)
     if (found.length > 1) throw new Error(`ContractModel: two sessions hold the nonce hash ${nonceHash}`)
@@ -436,6 +464,7 @@ export class ContractModel implements Store {
         ),
       ),
       transactions: byTenantAndId(this.transactions),
+      staged: json(sortBy(this.staged, (w) => [w.tenant_id, w.transaction_id, w.token_id])),
       sessions: byTenantAndId(this.sessions),
       formulas: byTenantAndId(this.formulas),
       reactors: byTenantAndId(this.reactors),
@@ -446,6 +475,11 @@ export class ContractModel implements Store {
 }
 
 /** A deep copy through JSON text: records are JSON. */
+/** Whether `w` is the staged record of `(tenant, transaction, token)`. */
+function sameStaged(w: StagedWrite, tenantId: string, transactionId: string, tokenId: string): boolean {
+  return w.tenant_id === tenantId && w.transaction_id === transactionId && w.token_id === tokenId
+}
+
 function json<T>(value: T): T {
   return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T)
 }

@@ -57,6 +57,20 @@ export async function observe(store: Store, filters: string[] = []) {
       await store.countRecords(t, 'idempotency'),
       await store.countRecords(t, 'session.created'),
     ]
+    for (const now of TIMES)
+      seen[`tokens ${t} ${now}`] = await store.listTokens(t, { offset: 0, limit: 3, now })
+    for (const transactionId of ['t1', 't2']) {
+      seen[`staged ${t} ${transactionId}`] = await store.listStaged(t, transactionId, { limit: 10 })
+      seen[`staged page ${t} ${transactionId}`] = await store.listStaged(t, transactionId, {
+        after: TOKEN_IDS[0]!,
+        limit: 1,
+      })
+      seen[`staged get ${t} ${transactionId}`] = await store.getStaged(
+        t,
+        transactionId,
+        [...TOKEN_IDS].reverse(),
+      )
+    }
   }
   seen['official'] = await store.getFormula(null, 'f1')
   return seen

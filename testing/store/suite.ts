@@ -8,7 +8,7 @@ import { guardTests } from './guards.js'
 import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
 import { readsTests } from './reads.js'
-import { link, lock, NOW, put, session, T, token, tx } from './records.js'
+import { link, lock, NOW, put, session, stage, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
 import { sessionsTests } from './sessions.js'
 import { tokensTests } from './tokens.js'
@@ -50,8 +50,9 @@ export function storeContract(harness: StoreHarness): void {
         await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1') }] })
         await store.write({
           ops: [
-            { op: 'transaction.put', transaction: tx('t1', { writes: [put(token('x'))], locks: ['x'] }) },
+            { op: 'transaction.put', transaction: tx('t1', { version: 1 }) },
             lock('x', 't1'),
+            stage('t1', 'x', token('x')),
           ],
         })
         await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'c' }] })
