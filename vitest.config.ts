@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { defineConfig, type Plugin } from 'vitest/config'
+import { configDefaults, defineConfig, type Plugin } from 'vitest/config'
 
 type Target = string | { [condition: string]: Target }
 type Exports = Record<string, Target>
@@ -34,12 +34,32 @@ function packageFromSource(): Plugin {
   }
 }
 
+/** Where tests live: every `*.test.ts` under these folders. */
+const tests = ['test/**/*.test.ts', 'examples/**/*.test.ts', 'adapters/**/*.test.ts', 'src/**/*.test.ts']
+
+/**
+ * The slow suite is every file named `*.slow.test.ts`, beside the fast tests of its topic: crash,
+ * load, fault, heap, browser and packaging tests, which spawn processes, kill them, fill disks or
+ * run for seconds each. `npm test` runs the `fast` project, `npm run test:slow` the `slow` one,
+ * `npm run test:all` (and `.ci/run`) both, the slow files after the fast ones.
+ */
+const slow = tests.map((glob) => glob.replace(/\*\.test\.ts$/, '*.slow.test.ts'))
+
 export default defineConfig({
   plugins: [packageFromSource()],
   test: {
-    include: ['test/**/*.test.ts', 'examples/**/*.test.ts', 'adapters/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'fast', include: tests, exclude: [...configDefaults.exclude, ...slow] },
+      },
+      {
+        extends: true,
+        test: { name: 'slow', include: slow, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 })
