@@ -57,19 +57,24 @@ export default defineConfig({
         extends: true,
         // One worker per core (vitest's default leaves one core to its main process, which is
         // idle once the files are transformed): many fast files wait on sockets, child processes
-        // and PostgreSQL, so a second file overlaps them.
+        // and PostgreSQL, so a second file overlaps them. Worker threads start faster than forked
+        // processes; no fast test touches process-wide state (RSS, signals, cwd, umask), and each
+        // file still gets fresh modules (`isolate`, which `vi.mock` in test/core/egress.test.ts
+        // needs).
         test: {
           name: 'fast',
           include: tests,
           exclude: [...configDefaults.exclude, ...slow],
+          pool: 'threads',
           maxWorkers: availableParallelism(),
         },
       },
       {
         extends: true,
-        // One file at a time, after the fast ones: load, crash and fault tests measure latency and
-        // survival and must not compete with each other for the cores.
-        test: { name: 'slow', include: slow, maxWorkers: 1, sequence: { groupOrder: 1 } },
+        // One file at a time, each in its own process, after the fast ones: load, crash and fault
+        // tests measure latency, RSS and survival and must not compete with each other for the
+        // cores.
+        test: { name: 'slow', include: slow, pool: 'forks', maxWorkers: 1, sequence: { groupOrder: 1 } },
       },
     ],
   },
