@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { defineConfig, type Plugin } from 'vitest/config'
+import { configDefaults, defineConfig, type Plugin } from 'vitest/config'
 
 type Target = string | { [condition: string]: Target }
 type Exports = Record<string, Target>
@@ -34,12 +35,47 @@ function packageFromSource(): Plugin {
   }
 }
 
+/** Where tests live: every `*.test.ts` under these folders. */
+const tests = ['test/**/*.test.ts', 'examples/**/*.test.ts', 'adapters/**/*.test.ts', 'src/**/*.test.ts']
+
+/**
+ * The slow suite is every file named `*.slow.test.ts`, beside the fast tests of its topic: crash,
+ * load, fault, heap, browser and packaging tests, which spawn processes, kill them, fill disks or
+ * run for seconds each. `npm test` runs the `fast` project, `npm run test:slow` the `slow` one,
+ * `npm run test:all` (and `.ci/run`) both, the slow files after the fast ones.
+ */
+const slow = tests.map((glob) => glob.replace(/\*\.test\.ts$/, '*.slow.test.ts'))
+
 export default defineConfig({
   plugins: [packageFromSource()],
   test: {
-    include: ['test/**/*.test.ts', 'examples/**/*.test.ts', 'adapters/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    projects: [
+      {
+        extends: true,
+        // One worker per core (vitest's default leaves one core to its main process, which is
+        // idle once the files are transformed): many fast files wait on sockets, child processes
+        // and PostgreSQL, so a second file overlaps them. Worker threads start faster than forked
+        // processes; no fast test touches process-wide state (RSS, signals, cwd, umask), and each
+        // file still gets fresh modules (`isolate`, which `vi.mock` in test/core/egress.test.ts
+        // needs).
+        test: {
+          name: 'fast',
+          include: tests,
+          exclude: [...configDefaults.exclude, ...slow],
+          pool: 'threads',
+          maxWorkers: availableParallelism(),
+        },
+      },
+      {
+        extends: true,
+        // One file at a time, each in its own process, after the fast ones: load, crash and fault
+        // tests measure latency, RSS and survival and must not compete with each other for the
+        // cores.
+        test: { name: 'slow', include: slow, pool: 'forks', maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 })

@@ -16,7 +16,9 @@ const config = mergeConfig(
     test: {},
   }),
 )
-// No throwaway PostgreSQL: the suites mutants run need none.
+// One project of its own (not the base's fast and slow ones), and no throwaway PostgreSQL: the
+// suites mutants run need none.
+delete config.test!.projects
 config.test!.globalSetup = []
 config.test!.include = only
   ? only.split(',').map((glob) => glob.trim())

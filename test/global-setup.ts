@@ -1,8 +1,11 @@
 /**
- * Gives `npm test` the environments its suites need, so none is skipped silently: without
- * `TOKENVAULT_PG_URL`, a throwaway PostgreSQL is started with `scripts/pg-test-server.sh` (when the
- * server binaries are installed) and stopped after the run. When it can't start, a loud line says
- * so; the PostgreSQL suites then fail in CI (`CI` set) and are skipped with a note elsewhere.
+ * Gives `npm test`, `npm run test:slow` and `npm run test:all` the environments their suites need,
+ * so none is skipped silently: without `TOKENVAULT_PG_URL`, a throwaway PostgreSQL is started with
+ * `scripts/pg-test-server.sh` (when the server binaries are installed) and stopped after the run.
+ * Every vitest project (fast, slow) runs this setup; the first call starts the server and sets
+ * `TOKENVAULT_PG_URL`, so the later ones find it and a run has one server. When it can't start, a
+ * loud line says so; the PostgreSQL suites then fail in CI (`CI` set) and are skipped with a note
+ * elsewhere.
  */
 import { execFileSync } from 'node:child_process'
 
