@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js'
 import { EGRESS_MAX_BODY_BYTES, type EgressOrigin, egressFetch } from './egress.js'
 import { ServiceError, statusOfError, type ValidationIssues } from './errors.js'
-import type { ReactResult } from './react.js'
+import type { ReactResult } from './types.js'
 
 /**
  * The body an asynchronous react POSTs to its `callback_url`: the react result as the synchronous

@@ -19,7 +19,6 @@ export type { OfficialFormulaAdmin, OfficialFormulaOptions } from './formulas.js
 export type * from './inputs.js'
 export type { Actor, JournalEntry, JournalQuery, OperationJournal, VaultEvent } from './journal.js'
 export type { Paginated } from './pagination.js'
-export type { ReactResult, TokenTree } from './react.js'
 export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from './runner.js'
 export type { Admin, ApplicationWithKey, Client, Service } from './service.js'
 export { createService } from './service.js'

@@ -4,11 +4,11 @@
  * check every input at run time: JavaScript callers and HTTP requests may send anything.
  */
 import type * as v from 'valibot'
-import type { listV2Input } from './list-tokens-v2.js'
 import type {
   createApplicationInput,
   createTenantInput,
   listInput,
+  listPermissionsInput,
   updateApplicationInput,
 } from './schemas/application.js'
 import type { formulaInput, listFormulasInput } from './schemas/formula.js'
@@ -19,10 +19,9 @@ import type {
   reactInput,
   updateReactorInput,
 } from './schemas/reactor.js'
+import type { searchInput, searchV2Input } from './schemas/search.js'
 import type { authorizeSessionInput } from './schemas/session.js'
-import type { createTokenInput, listChildrenInput, updateTokenInput } from './schemas/token.js'
-import type { searchInput, searchV2Input } from './search.js'
-import type { listPermissionsInput } from './tenants.js'
+import type { createTokenInput, listChildrenInput, listV2Input, updateTokenInput } from './schemas/token.js'
 import type { Json } from './types.js'
 
 /** Body of `tokens.create` and `tokens.children.create`. */

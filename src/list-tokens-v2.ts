@@ -1,25 +1,14 @@
-import * as v from 'valibot'
 import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
 import { type CursorPage, cursorFor, idFromCursor, type Paginated, paginated, rangeOf } from './pagination.js'
-import { containerPath, pagination, stringList } from './schemas/common.js'
+import { listV2Input } from './schemas/token.js'
 import { type PlanNode, planSource } from './search-plan.js'
 import type { TokenHead } from './store/contract.js'
 import { readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
 import { openTransaction } from './txview.js'
 import type { StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
-
-/** The query of `GET /v2/tokens`. */
-export const listV2Input = v.strictObject({
-  type: stringList(100),
-  container: v.optional(containerPath),
-  fingerprint: v.optional(v.pipe(v.string(), v.maxLength(200, 'must be at most 200 characters'))),
-  metadata: v.optional(v.pipe(v.string(), v.maxLength(25_000, 'must be at most 25000 characters'))),
-  start: v.optional(v.pipe(v.string(), v.maxLength(400, 'must be at most 400 characters'))),
-  size: pagination.size,
-})
 
 function metadataFilter(json: string | undefined): Array<readonly [string, string]> {
   if (json === undefined) return []

@@ -4,25 +4,13 @@ import { writeTokens } from './dedup.js'
 import { assertNever, ServiceError, type ValidationIssues } from './errors.js'
 import type { RunOutcome } from './runner.js'
 import { FORBIDDEN_KEYS } from './schemas/common.js'
+import { creationChecks } from './token-create.js'
 import { fingerprinted } from './token-types.js'
-import { planTokenize, type TokenTree } from './tokenize.js'
-import { creationChecks } from './tokens.js'
-import type { ElementType, Json, RequestParameterElement } from './types.js'
+import { planTokenize } from './tokenize.js'
+import type { ElementType, Json, ReactResult, RequestParameterElement } from './types.js'
 
 /** A JSON object. */
 export type JsonObject = { [key: string]: Json }
-
-/** What `react` answers: the formula's `raw` output, and the tokens made from its `tokenize` output. */
-export interface ReactResult {
-  raw?: Json
-  /**
-   * The `tokenize` output with each token create body replaced by the token created (without
-   * `data`) and each plain value by the id of the `token`-type token made of it.
-   */
-  tokens: TokenTree
-}
-
-export type { TokenTree } from './tokenize.js'
 
 const isObject = (value: unknown): value is JsonObject =>
   value !== null && typeof value === 'object' && !Array.isArray(value)

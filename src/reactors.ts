@@ -16,7 +16,7 @@ import type {
   UpdateReactorInput,
 } from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
-import { castArgs, castValue, type JsonObject, type ReactResult, reactResult, runFailure } from './react.js'
+import { castArgs, castValue, type JsonObject, reactResult, runFailure } from './react.js'
 import {
   createReactorInput,
   listReactorsInput,
@@ -26,7 +26,7 @@ import {
   updateReactorInput,
 } from './schemas/reactor.js'
 import type { WriteResult } from './store/contract.js'
-import type { Application, Check, Op, Reactor, ReactorFormula, StoredFormula } from './types.js'
+import type { Application, Check, Op, Reactor, ReactorFormula, ReactResult, StoredFormula } from './types.js'
 import { parse } from './validate.js'
 
 type Configuration = Reactor['configuration']

@@ -1,20 +1,12 @@
-import * as v from 'valibot'
 import { applyTransform, tokenAccess } from './access.js'
 import type { Ctx } from './context.js'
 import { SEARCH_INDEX_PURPOSE } from './encryption/sealed-store.js'
 import { forbidden, invalid } from './errors.js'
 import { type CursorPage, cursorFor, idFromCursor, type Paginated, paginated, rangeOf } from './pagination.js'
-import { pagination } from './schemas/common.js'
+import { searchInput, searchV2Input } from './schemas/search.js'
 import { indexKey } from './search-expressions.js'
 import { type PlanNode, planSource } from './search-plan.js'
-import {
-  type Field,
-  globMatches,
-  MAX_QUERY_LENGTH,
-  parseQuery,
-  type QueryNode,
-  type Value,
-} from './search-query.js'
+import { type Field, globMatches, parseQuery, type QueryNode, type Value } from './search-query.js'
 import type { TokenHead, TokenTerm } from './store/contract.js'
 import { readWhole, type Seen, tooBroad, type WalkEnd, walkTokens } from './token-view.js'
 import { openTransaction } from './txview.js'
@@ -26,38 +18,6 @@ import { parse } from './validate.js'
  * 1024 (a first page of results comes quickly, a long scan takes few store calls).
  */
 export const SEARCH_PAGE = 100
-
-const query = v.optional(
-  v.nullable(
-    v.pipe(v.string(), v.maxLength(MAX_QUERY_LENGTH, `must be at most ${MAX_QUERY_LENGTH} characters`)),
-  ),
-)
-const cursor = v.optional(v.nullable(v.pipe(v.string(), v.maxLength(400, 'must be at most 400 characters'))))
-const size = v.optional(v.nullable(pagination.size))
-
-/** Body of `POST /tokens/search` (none: every token, first page). */
-export const searchInput = v.optional(
-  v.strictObject({
-    query,
-    page: v.optional(v.nullable(pagination.page)),
-    size,
-  }),
-  {},
-)
-
-/**
- * Body of `POST /v2/tokens/search`: `query`, and `start` (the previous page's `pagination.next`)
- * and `size`, given at the top level (as the SDKs send them) or as `page: { start, size }`.
- */
-export const searchV2Input = v.optional(
-  v.strictObject({
-    query,
-    start: cursor,
-    size,
-    page: v.optional(v.nullable(v.strictObject({ start: cursor, size }))),
-  }),
-  {},
-)
 
 /** A term with what it needs at match time: a data term's keyed hash (computed once per search). */
 type Compiled =

@@ -1,10 +1,10 @@
-import * as v from 'valibot'
 import { requirePermission } from './access.js'
 import type { Ctx } from './context.js'
 import { publicTenant } from './encryption/sealed-store.js'
 import { notFound } from './errors.js'
 import type { ListPermissionsQuery } from './inputs.js'
 import { PERMISSIONS, PERMISSIONS_BY_TYPE } from './schemas/access.js'
+import { APPLICATION_TYPES, listPermissionsInput } from './schemas/application.js'
 import type { ApplicationType, Tenant } from './types.js'
 import { parse } from './validate.js'
 
@@ -49,19 +49,14 @@ const DESCRIPTIONS: Record<(typeof PERMISSIONS)[number], string> = {
   'report:read': 'Read tenant usage reports',
 }
 
-const TYPES = ['private', 'public', 'management'] as const satisfies readonly ApplicationType[]
-
-/** Query of the permission catalogue: `application_type` filters by the type that may hold them. */
-export const listPermissionsInput = v.strictObject({
-  application_type: v.optional(v.picklist(TYPES, 'must be private, public or management')),
-})
-
 /** The permission catalogue: every permission, the application types that may hold it, what it allows. */
 export function permissionCatalogue(): PermissionInfo[] {
   return PERMISSIONS.map((type) => ({
     type,
     description: DESCRIPTIONS[type],
-    application_types: TYPES.filter((t) => (PERMISSIONS_BY_TYPE[t] as readonly string[]).includes(type)),
+    application_types: APPLICATION_TYPES.filter((t) =>
+      (PERMISSIONS_BY_TYPE[t] as readonly string[]).includes(type),
+    ),
   }))
 }
 

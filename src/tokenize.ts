@@ -1,16 +1,10 @@
 import type { Ctx } from './context.js'
 import { conflict, ServiceError, type ValidationIssues } from './errors.js'
-import { newToken } from './tokens.js'
-import type { Json, StoredToken, Token } from './types.js'
+import { newToken } from './token-create.js'
+import type { Json, StoredToken, Token, TokenTree } from './types.js'
 
 /** A JSON object. */
 type JsonObject = { [key: string]: Json }
-
-/**
- * A tokenize answer: the request's shape with each token create body replaced by the token made,
- * and each plain value (string, number, boolean) by the id of the `token`-type token made of it.
- */
-export type TokenTree = Token | string | null | TokenTree[] | { [key: string]: TokenTree }
 
 /** At most this many tokens per tokenize request (or formula `tokenize` output). */
 export const MAX_TOKENIZE = 100

@@ -447,3 +447,19 @@ export type Check =
   | { check: 'idempotency.absent'; tenant_id: string; id: string }
   | { check: 'idempotency.claimed'; tenant_id: string; id: string; claim: string }
   | { check: 'token.fingerprint_absent'; tenant_id: string; fingerprint: string; now: string }
+
+/**
+ * A tokenize answer: the request's shape with each token create body replaced by the token made,
+ * and each plain value (string, number, boolean) by the id of the `token`-type token made of it.
+ */
+export type TokenTree = Token | string | null | TokenTree[] | { [key: string]: TokenTree }
+
+/** What `react` answers: the formula's `raw` output, and the tokens made from its `tokenize` output. */
+export interface ReactResult {
+  raw?: Json
+  /**
+   * The `tokenize` output with each token create body replaced by the token created (without
+   * `data`) and each plain value by the id of the `token`-type token made of it.
+   */
+  tokens: TokenTree
+}

@@ -1,8 +1,8 @@
 import type * as v from 'valibot'
-import { listV2Input } from '../../src/list-tokens-v2.js'
 import {
   createApplicationInput,
   listInput as listApplicationsInput,
+  listPermissionsInput,
   updateApplicationInput,
 } from '../../src/schemas/application.js'
 import { emptyBody } from '../../src/schemas/common.js'
@@ -14,10 +14,14 @@ import {
   reactInput,
   updateReactorInput,
 } from '../../src/schemas/reactor.js'
+import { searchInput, searchV2Input } from '../../src/schemas/search.js'
 import { authorizeSessionInput } from '../../src/schemas/session.js'
-import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/schemas/token.js'
-import { searchInput, searchV2Input } from '../../src/search.js'
-import { listPermissionsInput } from '../../src/tenants.js'
+import {
+  createTokenInput,
+  listChildrenInput,
+  listV2Input,
+  updateTokenInput,
+} from '../../src/schemas/token.js'
 import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 
 /** Any valibot schema. */

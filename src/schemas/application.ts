@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import type { ApplicationType } from '../types.js'
 import { permissionList, ruleList } from './access.js'
 import { isoDateTime, pagination, stringList } from './common.js'
 
@@ -48,3 +49,15 @@ export const listInput = v.strictObject({ id: stringList(100), ...pagination })
 
 /** Input of `admin.createTenant`. */
 export const createTenantInput = v.strictObject({ name })
+
+/** The application types, in the catalogue's order. */
+export const APPLICATION_TYPES = [
+  'private',
+  'public',
+  'management',
+] as const satisfies readonly ApplicationType[]
+
+/** Query of the permission catalogue: `application_type` filters by the type that may hold them. */
+export const listPermissionsInput = v.strictObject({
+  application_type: v.optional(v.picklist(APPLICATION_TYPES, 'must be private, public or management')),
+})

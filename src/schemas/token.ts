@@ -156,3 +156,13 @@ export function gatherMetadataFilter(query: unknown): unknown {
   }
   return out
 }
+
+/** The query of `GET /v2/tokens`. */
+export const listV2Input = v.strictObject({
+  type: stringList(100),
+  container: v.optional(containerPath),
+  fingerprint: v.optional(v.pipe(v.string(), v.maxLength(200, 'must be at most 200 characters'))),
+  metadata: v.optional(v.pipe(v.string(), v.maxLength(25_000, 'must be at most 25000 characters'))),
+  start: v.optional(v.pipe(v.string(), v.maxLength(400, 'must be at most 400 characters'))),
+  size: pagination.size,
+})

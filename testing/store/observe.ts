@@ -3,11 +3,9 @@ import { memoryStore } from '../../adapters/memory/index.js'
 import type { RecordKey, Store } from '../../src/store/contract.js'
 import type { MemoryState } from '../../src/store/memory-state.js'
 import { sweepExpired } from '../../src/sweep.js'
-import type { Check, Op } from '../../src/types.js'
-import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
+import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, type Step, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 
-/** A write batch, or the expiry listing and the core's sweep at `now`. */
-export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
+export type { Step }
 
 /** Every read of a store over the test universe (see `arbitraries.ts`), as one comparable value. */
 export async function observe(store: Store | MemoryState, filters: string[] = []) {
