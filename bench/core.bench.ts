@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createSecretKey, hash, randomBytes, randomUUID } from 'node:crypto'
 import * as v from 'valibot'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../src/index.js'
+import { createService, manualClock } from '../main/index.js'
 import { authorizeSessionInput } from '../src/schemas/session.js'
 import { createTokenInput } from '../src/schemas/token.js'
 import { copy } from '../src/store/json.js'

@@ -1,5 +1,5 @@
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../src/index.js'
+import { createService, manualClock } from '../main/index.js'
 import type { Op, StoredToken } from '../src/types.js'
 import { type BenchOptions, type BenchRow, opsPerSec } from './harness.js'
 

@@ -1,4 +1,4 @@
-import { createService, systemClock } from '../src/index.js'
+import { createService, systemClock } from '../main/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import { openStore } from './stores.js'
 

@@ -13,7 +13,7 @@ import {
   type Service,
   type StateSnapshot,
   systemClock,
-} from '../src/index.js'
+} from '../main/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
 import { unchecked } from '../src/unchecked.js'

@@ -25,7 +25,7 @@ import { idempotent } from './idempotency.js'
 import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js'
 import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
 import { reactorOperations } from './reactors.js'
-import { type FormulaRunner, lazyRunner } from './runner.js'
+import type { FormulaRunner } from './runner.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createTenantInput } from './schemas/application.js'
 import { sessionOperations } from './sessions.js'
@@ -73,13 +73,12 @@ function masterKeys(options: ServiceOptions): KeyProvider[] {
 }
 
 /**
- * The default formula runner, `sandboxRunner()` of `tokenvault/adapters/sandbox`, imported on first
- * use. The one place the core names an adapter: the sandbox is the runtime the core's formula rules
- * need by default, and importing it lazily keeps the core free of `node:worker_threads` and of the
- * WebAssembly engine until a formula is created or run (`runner: null` never loads it).
+ * What the composition root wires in where the options leave a part out: the package's main entry
+ * (`main/index.ts`) gives the sandbox runner of `adapters/sandbox`, so the core names no adapter.
  */
-function defaultRunner(): FormulaRunner {
-  return lazyRunner(async () => (await import('../adapters/sandbox/index.js')).sandboxRunner())
+export interface ServiceDefaults {
+  /** The formula runner when `options.runner` is absent (`null` turns formulas off instead). */
+  runner(): FormulaRunner
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
@@ -303,8 +302,12 @@ export interface Service {
   close(): Promise<void>
 }
 
-/** Creates the service: every domain rule, over `store`, with time from `clock`. */
-export function createService(options: ServiceOptions): Service {
+/**
+ * Creates the service: every domain rule, over `store`, with time from `clock`, and `defaults` for
+ * what `options` leave out. Users call `createService` of the package's main entry, which passes
+ * the default formula runner.
+ */
+export function createCoreService(options: ServiceOptions, defaults: ServiceDefaults): Service {
   const { clock } = options
   const keys = masterKeys(options)
   const keyring = new Keyring(options.store, keys)
@@ -316,7 +319,7 @@ export function createService(options: ServiceOptions): Service {
     idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
     reactorEgress: parseEgressOrigins(options.reactorEgress),
   }
-  const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
+  const runner = options.runner === null ? undefined : (options.runner ?? defaults.runner())
   const journal = new Journal(options.journalSize ?? 1000)
   const callbacks = new CallbackQueue(clock, {
     perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),

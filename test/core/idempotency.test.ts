@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Permission } from '../../src/index.js'
+import { createService, manualClock, type Permission } from '../../main/index.js'
 import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
 import { ALL_TOKEN, failure, setup } from './setup.js'
 

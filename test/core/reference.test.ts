@@ -3,7 +3,7 @@
  * basistheory-go api/openapi.yaml): each test names the page it follows.
  */
 import { describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../main/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { Permission } from '../../src/types.js'
 import { failure, setup } from './setup.js'

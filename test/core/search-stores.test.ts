@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { kvStore } from '../../examples/kv-store.js'
-import type { Store } from '../../src/index.js'
+import type { Store } from '../../main/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from '../postgres/database.js'
 import { setup } from './setup.js'
 

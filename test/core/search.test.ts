@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../main/index.js'
 import type { Token } from '../../src/types.js'
 import { failure, setup } from './setup.js'
 

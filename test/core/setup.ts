@@ -1,5 +1,5 @@
 import { memoryStore } from '../../adapters/memory/index.js'
-import { ServiceError } from '../../src/index.js'
+import { ServiceError } from '../../main/index.js'
 import { lazyRunner } from '../../src/runner.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
 import type { Store } from '../../src/store/contract.js'

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { ServiceError } from '../../main/index.js'
 import { localMasterKey } from '../../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
-import { ServiceError } from '../../src/index.js'
 import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/types.js'
 
 /**

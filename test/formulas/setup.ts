@@ -1,6 +1,6 @@
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../src/index.js'
+import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../main/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
 import type { AccessRule, Permission } from '../../src/types.js'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
-import { ServiceError } from '../../src/index.js'
+import { ServiceError } from '../../main/index.js'
 import type { AccessRule, Json, Permission } from '../../src/types.js'
 import { FAILS_ON_STORED_DATA, withoutStoredValues } from '../../src/visibility.js'
 import { setup } from '../core/setup.js'
