@@ -5,6 +5,7 @@ import { newApiKey, newId, sha256 } from './crypto.js'
 import { invalid, notFound, ServiceError } from './errors.js'
 import type { CreateApplicationInput, ListApplicationsQuery, UpdateApplicationInput } from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
+import { retryCas } from './retry.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createApplicationInput, listInput, updateApplicationInput } from './schemas/application.js'
 import type {
@@ -16,9 +17,6 @@ import type {
   StoredApplicationKey,
 } from './types.js'
 import { parse } from './validate.js'
-
-/** How often a change of an application is tried again after a concurrent one. */
-const MAX_ATTEMPTS = 16
 
 /** An application with its plaintext key: the answer of create, the only time the key is shown. */
 export type ApplicationWithKey = Application & { key: string }
@@ -100,16 +98,15 @@ export function applicationOperations(ctx: Ctx) {
     id: string,
     change: (current: StoredApplication) => StoredApplication,
   ): Promise<StoredApplication> => {
-    for (let attempt = 0; ; attempt++) {
+    return retryCas(async () => {
       const current = await mustGet(id)
       const next = change(current)
       const result = await ctx.store.write({
         checks: [{ check: 'application.unchanged', tenant_id: tenant(), id, application: current }],
         ops: [{ op: 'application.put', application: next }],
       })
-      if (result.ok) return next
-      if (attempt >= MAX_ATTEMPTS) throw checkFailure(result.failed)
-    }
+      return result.ok ? { done: next } : { lost: result.failed }
+    })
   }
 
   return {

@@ -1,6 +1,7 @@
 import { applyTransform, tokenAccess } from './access.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
+import { type CasTry, retryCas } from './retry.js'
 import { openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Op, StoredToken, StoredTransaction, Token } from './types.js'
 
@@ -63,9 +64,6 @@ export interface Created {
   deduplicated: boolean
 }
 
-/** How often a write is tried again after losing a race (a concurrent duplicate, or a concurrent stage in its transaction). */
-const MAX_ATTEMPTS = 100
-
 /**
  * Writes `tokens` for the caller (enlisted in its transaction unless `options.tx` is null), each
  * asking for deduplication answered by its duplicate when there is one (an earlier token of the
@@ -78,7 +76,8 @@ export async function writeTokens(
   build: (tx: StoredTransaction | null, written: StoredToken[]) => { checks: Check[] },
   options: { enlist: boolean; extra?: (created: Created[]) => { checks: Check[]; ops: Op[] } },
 ): Promise<Created[]> {
-  for (let attempt = 1; ; attempt++) {
+  // Tried again after losing a race: a concurrent duplicate, or a concurrent stage in its transaction.
+  return retryCas(async (): Promise<CasTry<Created[]>> => {
     const tx = options.enlist ? await openTransaction(ctx) : null
     const created: Created[] = []
     const written: StoredToken[] = []
@@ -105,17 +104,18 @@ export async function writeTokens(
     }
     const extra = options.extra?.(created) ?? { checks: [], ops: [] }
     const { checks } = build(tx, written)
-    if (!written.length && !extra.ops.length) return created
+    if (!written.length && !extra.ops.length) return { done: created }
     const result = await tryWriteAs(ctx, tx, {
       checks: [...checks, ...guards, ...extra.checks],
       ops: [...written.map((token): Op => ({ op: 'token.put', token })), ...extra.ops],
       locks: written.map((t) => t.id),
     })
-    if (result.ok) return created
+    if (result.ok) return { done: created }
     const retry =
       result.failed.check === 'token.fingerprint_absent' || result.failed.check === 'transaction.unchanged'
-    if (!retry || attempt >= MAX_ATTEMPTS) throw checkFailure(result.failed)
-  }
+    if (!retry) throw checkFailure(result.failed)
+    return { lost: result.failed }
+  })
 }
 
 /**

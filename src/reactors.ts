@@ -17,6 +17,7 @@ import type {
 } from './inputs.js'
 import { type Paginated, paginated, rangeOf } from './pagination.js'
 import { castArgs, castValue, type JsonObject, reactResult, runFailure } from './react.js'
+import { retryCas } from './retry.js'
 import {
   createReactorInput,
   listReactorsInput,
@@ -81,8 +82,6 @@ function requireUse(ctx: Ctx): void {
  * (`reactor.unchanged`), so the use record they delete is the reactor's; a reactor naming an
  * application carries `application.present`.
  */
-/** How often a reactor write is made again when a concurrent write changed the reactor. */
-const MAX_WRITE_ATTEMPTS = 100
 
 /** The op that deletes the formula-use record of `reactor` (which runs a formula). */
 const useDelete = (reactor: Reactor): Op => ({
@@ -148,14 +147,14 @@ export function reactorOperations(ctx: Ctx) {
    * and makes it again when a concurrent write changed the reactor meanwhile.
    */
   const replace = async (id: string, make: (current: Reactor) => Promise<Reactor>): Promise<Reactor> => {
-    for (let attempt = 1; ; attempt++) {
+    return retryCas(async () => {
       const current = await mustGet(id)
       const next = await make(current)
       const result = await write(next, current)
-      if (result.ok) return next
-      if (result.failed.check !== 'reactor.unchanged' || attempt >= MAX_WRITE_ATTEMPTS)
-        throw checkFailure(result.failed)
-    }
+      if (result.ok) return { done: next }
+      if (result.failed.check !== 'reactor.unchanged') throw checkFailure(result.failed)
+      return { lost: result.failed }
+    })
   }
   /** The reactor with its formula and application, each read once per call (`cache`). */
   const show = async (reactor: Reactor, cache = new Map<string, Promise<unknown>>()) => {
@@ -302,7 +301,7 @@ export function reactorOperations(ctx: Ctx) {
     async delete(id: string): Promise<void> {
       requirePermission(ctx.principal, 'reactor:delete')
       // Guarded on the reactor read, so that the formula-use record deleted is the one it has.
-      for (let attempt = 1; ; attempt++) {
+      await retryCas(async () => {
         const current = await mustGet(id)
         const ops: Op[] = [{ op: 'reactor.delete', tenant_id: tenant(), id: current.id }]
         if (current.formula_id !== undefined) ops.push(useDelete(current))
@@ -310,10 +309,10 @@ export function reactorOperations(ctx: Ctx) {
           checks: [{ check: 'reactor.unchanged', tenant_id: tenant(), id: current.id, reactor: current }],
           ops,
         })
-        if (result.ok) return
-        if (result.failed.check !== 'reactor.unchanged' || attempt >= MAX_WRITE_ATTEMPTS)
-          throw checkFailure(result.failed)
-      }
+        if (result.ok) return { done: undefined }
+        if (result.failed.check !== 'reactor.unchanged') throw checkFailure(result.failed)
+        return { lost: result.failed }
+      })
     },
 
     /**

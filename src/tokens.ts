@@ -20,6 +20,7 @@ import type {
 import { deletionsWithLinks } from './links.js'
 import { listTokensV1, listTokensV2 } from './list-tokens-v2.js'
 import { type CursorPage, type Paginated, paginated, rangeOf } from './pagination.js'
+import { retryCas } from './retry.js'
 import { gatherMetadataFilter, listChildrenInput, updateTokenInput } from './schemas/token.js'
 import { searchTokensV1, searchTokensV2 } from './search.js'
 import { withSearchIndexes } from './search-expressions.js'
@@ -53,9 +54,6 @@ export function mergePatch(target: Json | undefined, patch: Json): Json {
   }
   return base
 }
-
-/** How often an update merges again after losing a race with a concurrent write, before answering 409. */
-const MAX_UPDATE_ATTEMPTS = 100
 
 type UpdatePatch = v.InferOutput<typeof updateTokenInput>
 
@@ -253,7 +251,7 @@ export function tokenOperations(ctx: Ctx) {
       const patch = parse(updateTokenInput, input)
       requireFuture(ctx, patch.expires_at)
       // Read, merge, compare-and-set: a concurrent write in between makes this merge again on top of it.
-      for (let attempt = 1; ; attempt++) {
+      return retryCas(async () => {
         const tx = await openTransaction(ctx)
         const current = await mustReadToken(ctx, tx, id)
         requireTokenAccess(ctx.principal, 'token:update', current)
@@ -275,11 +273,12 @@ export function tokenOperations(ctx: Ctx) {
           locks: [id],
         })
         // Shown as the caller's own read shows the token stored: never more than a read would.
-        if (result.ok) return shownUnderRead(ctx.principal, next)
+        if (result.ok) return { done: shownUnderRead(ctx.principal, next) }
         const retry =
           result.failed.check === 'token.unchanged' || result.failed.check === 'transaction.unchanged'
-        if (!retry || attempt >= MAX_UPDATE_ATTEMPTS) throw checkFailure(result.failed)
-      }
+        if (!retry) throw checkFailure(result.failed)
+        return { lost: result.failed }
+      })
     },
 
     /** Deletes a token and every association it is part of. */

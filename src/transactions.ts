@@ -6,12 +6,10 @@ import { conflict, forbidden, notFound } from './errors.js'
 import type { EmptyInput } from './inputs.js'
 import { withLinkDeletes } from './links.js'
 import { writeEnd } from './locks.js'
+import { retryCas } from './retry.js'
 import { emptyBody } from './schemas/common.js'
 import type { StoredTransaction, Transaction } from './types.js'
 import { parse } from './validate.js'
-
-/** How often a commit or rollback starts over when a concurrent write changed the transaction. */
-const MAX_COMMIT_ATTEMPTS = 100
 
 /** The public shape of a stored transaction. */
 function shown(tx: StoredTransaction): Transaction {
@@ -77,7 +75,7 @@ export function transactionOperations(ctx: Ctx) {
       // in one write guarded on it being unchanged: a write staged meanwhile makes the guard fail,
       // and the commit starts over with it, so a staged write either lands with the commit or is
       // refused, never lost.
-      for (let attempt = 1; ; attempt++) {
+      await retryCas(async () => {
         const tx = await ownOpen(id)
         const ended: StoredTransaction = {
           ...tx,
@@ -89,18 +87,19 @@ export function transactionOperations(ctx: Ctx) {
         // A staged token delete takes the token's links as they are now (guarded on them).
         const staged = await withLinkDeletes(ctx.store, tx.tenant_id, tx.writes)
         const result = await writeEnd(ctx.store, tx, ended, staged.ops, staged.checks)
-        if (result.ok) return
+        if (result.ok) return { done: undefined }
         const again =
           result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
-        if (!again || attempt >= MAX_COMMIT_ATTEMPTS) throw checkFailure(result.failed)
-      }
+        if (!again) throw checkFailure(result.failed)
+        return { lost: result.failed }
+      })
     },
 
     /** Discards every enlisted write and releases the transaction's locks. */
     async rollback(id: string): Promise<void> {
       // Guarded, like a commit, on the transaction read being unchanged (so still open); a write
       // staged meanwhile makes the rollback start over and discard that write too.
-      for (let attempt = 1; ; attempt++) {
+      await retryCas(async () => {
         const tx = await ownOpen(id)
         const ended: StoredTransaction = {
           ...tx,
@@ -110,9 +109,8 @@ export function transactionOperations(ctx: Ctx) {
           ended_at: ctx.now(),
         }
         const result = await writeEnd(ctx.store, tx, ended)
-        if (result.ok) return
-        if (attempt >= MAX_COMMIT_ATTEMPTS) throw checkFailure(result.failed)
-      }
+        return result.ok ? { done: undefined } : { lost: result.failed }
+      })
     },
   }
 }

@@ -2,6 +2,7 @@ import { checkFailure, expectWritten } from './checks.js'
 import type { Ctx } from './context.js'
 import { conflict, notFound } from './errors.js'
 import { lockOps } from './locks.js'
+import { retryCas } from './retry.js'
 import type { WriteResult } from './store/contract.js'
 import type { Check, Op, StoredToken, StoredTransaction } from './types.js'
 
@@ -59,9 +60,6 @@ export interface CallerWrite {
   locks: string[]
 }
 
-/** How often a write enlisted in a transaction is rebuilt when a concurrent one changed the transaction. */
-const MAX_ENLIST_ATTEMPTS = 100
-
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
  * open transaction locks a token in `locks`. Inside one they are staged: the transaction is put
@@ -115,11 +113,12 @@ export async function enlist(
   ctx: Ctx,
   build: (tx: StoredTransaction | null) => Promise<CallerWrite> | CallerWrite,
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
+  await retryCas(async () => {
     const tx = await openTransaction(ctx)
     const result = await tryWriteAs(ctx, tx, await build(tx))
-    if (result.ok) return
+    if (result.ok) return { done: undefined }
     const rebuild = result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
-    if (!rebuild || attempt >= MAX_ENLIST_ATTEMPTS) throw checkFailure(result.failed)
-  }
+    if (!rebuild) throw checkFailure(result.failed)
+    return { lost: result.failed }
+  })
 }

@@ -57,6 +57,8 @@ export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
 
 /** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
 const RETRY = new Set(['40P01', '40001'])
+/** How many times one write is tried when the database answers one of `RETRY`; again at once, no back-off. */
+const SERIALIZATION_ATTEMPTS = 10
 
 async function createPool(options: PostgresUrlOptions): Promise<Pool> {
   const pg = await import('pg')
@@ -205,7 +207,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
         return failed ? { ok: false, failed } : { ok: true }
       } catch (error) {
         const code = (error as { code?: unknown }).code
-        if (attempt < 10 && typeof code === 'string' && RETRY.has(code)) continue
+        if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
         throw error
       }
     }
