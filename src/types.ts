@@ -354,16 +354,6 @@ export type Op =
   | { op: 'idempotency.delete'; tenant_id: string; id: string }
 
 /**
- * Ops that earlier versions wrote and file journals may still hold: the memory state applies them on
- * replay (`transaction.stage` appended writes and locks to an open transaction; `transaction.commit`
- * applied an open transaction's staged writes and closed it), deriving the lock records they
- * implied. Nothing writes them any more.
- */
-export type LegacyOp =
-  | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
-  | { op: 'transaction.commit'; tenant_id: string; id: string }
-
-/**
  * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.
  * Each reads only the records it names, so a store expresses it with its engine's own primitive
  * (SQL: a boolean expression evaluated in the write's transaction after it locked those records;

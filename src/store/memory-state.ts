@@ -4,7 +4,6 @@ import type {
   Check,
   FormulaUse,
   IdempotencyRecord,
-  LegacyOp,
   Op,
   Reactor,
   StoredApplication,
@@ -67,18 +66,15 @@ export interface StateRecords {
   /**
    * `[tenant id, token id, id of the transaction holding its lock, expires_at]`, one per lock
    * record; `expires_at` is left out when it is that of the holding transaction (as the core writes
-   * it, and as every lock of states saved before lock records existed was).
+   * it).
    */
   locks: readonly LockTuple[]
   sessions: readonly StoredSession[]
   formulas: readonly StoredFormula[]
   reactors: readonly Reactor[]
-  /** Idempotency records (records written before they existed lack the list: read as empty). */
+  /** Idempotency records. */
   idempotency: readonly IdempotencyRecord[]
-  /**
-   * Formula-use records. States saved before they existed lack the list: then every reactor that
-   * names a formula uses it, as the stores of then counted.
-   */
+  /** Formula-use records: which reactors use which formula. */
   formulaUses: readonly FormulaUse[]
 }
 
@@ -90,15 +86,10 @@ export type LockTuple = readonly [
   expiresAt?: string,
 ]
 
-/** Some records of one kind, in the order `records()` lists them: what `recordSlices` yields. */
-export type RecordSlice = {
-  [K in keyof StateRecords]: { kind: K; records: StateRecords[K][number][] }
-}[keyof StateRecords]
-
 /**
  * The whole store as in-memory maps, applying `Store.write` batches synchronously: a batch's checks
  * and ops run without yielding, so in one process every batch is atomic and they are serialized.
- * The memory store is this state behind async methods; the file store replays its journal into it.
+ * The memory store is this state behind async methods; `tokenvault/testing` exports it as the reference model.
  */
 export class MemoryState {
   private tenants = new Map<string, Tenant>()
@@ -149,7 +140,7 @@ export class MemoryState {
   }
 
   /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
-  write(batch: { checks?: readonly Check[]; ops: readonly (Op | LegacyOp)[] }): WriteResult {
+  write(batch: { checks?: readonly Check[]; ops: readonly Op[] }): WriteResult {
     const failed = this.failedCheck(batch.checks ?? [])
     if (failed) return { ok: false, failed }
     for (const op of batch.ops) this.apply(copy(op))
@@ -220,22 +211,8 @@ export class MemoryState {
     }
   }
 
-  /** Applies one op (or, replaying an old journal, a legacy one). Ops are total: applying one never fails. */
-  apply(op: Op | LegacyOp): void {
-    this.applyOp(op, false)
-  }
-
-  /**
-   * Applies an op as versions before lock records did, for a journal record they wrote: besides
-   * what `apply` does, `transaction.put` of an open transaction points the locks of the tokens it
-   * lists at it (with its `expires_at`) and releases those it held and no longer lists; of an ended
-   * one, releases all it held; `transaction.delete` releases them too.
-   */
-  applyLegacy(op: Op | LegacyOp): void {
-    this.applyOp(op, true)
-  }
-
-  private applyOp(op: Op | LegacyOp, legacy: boolean): void {
+  /** Applies one op. Ops are total: applying one never fails. */
+  apply(op: Op): void {
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
@@ -272,13 +249,6 @@ export class MemoryState {
         return
       }
       case 'token.delete':
-        if (legacy) {
-          // Earlier versions deleted a token's links with it.
-          for (const childId of [...(this.children.get(op.tenant_id, op.id)?.keys() ?? [])])
-            this.unlink(op.tenant_id, op.id, childId)
-          for (const parentId of [...(this.parents.get(op.tenant_id, op.id) ?? [])])
-            this.unlink(op.tenant_id, parentId, op.id)
-        }
         this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokens.delete(op.tenant_id, op.id)
@@ -288,8 +258,6 @@ export class MemoryState {
       case 'association.put': {
         const a = op.association
         const tenant = a.tenant_id
-        // Earlier versions skipped a link to an absent token.
-        if (legacy && (!this.tokens.has(tenant, a.parent_id) || !this.tokens.has(tenant, a.child_id))) return
         let kids = this.children.get(tenant, a.parent_id)
         if (!kids) {
           kids = new Map<string, Association>()
@@ -320,36 +288,10 @@ export class MemoryState {
         return
       case 'transaction.put': {
         const tx = op.transaction
-        if (legacy) {
-          const old = this.transactions.get(tx.tenant_id, tx.id)
-          if (old) this.releaseLocks(old)
-          if (tx.state === 'open') for (const id of tx.locks) this.lockFor(tx, id)
-        }
         this.transactions.set(tx.tenant_id, tx.id, tx)
         return
       }
-      case 'transaction.stage': {
-        const tx = this.transactions.get(op.tenant_id, op.id)
-        if (tx?.state !== 'open') return
-        tx.writes.push(...op.writes)
-        for (const id of op.locks) {
-          if (!tx.locks.includes(id)) tx.locks.push(id)
-          this.lockFor(tx, id)
-        }
-        return
-      }
-      case 'transaction.commit': {
-        const tx = this.transactions.get(op.tenant_id, op.id)
-        if (tx?.state !== 'open') return
-        const writes = tx.writes
-        this.releaseLocks(tx)
-        this.transactions.set(op.tenant_id, op.id, { ...tx, state: 'committed', writes: [], locks: [] })
-        for (const write of writes) this.applyOp(write, true)
-        return
-      }
       case 'transaction.delete': {
-        const old = this.transactions.get(op.tenant_id, op.id)
-        if (old && legacy) this.releaseLocks(old)
         this.transactions.delete(op.tenant_id, op.id)
         return
       }
@@ -380,18 +322,10 @@ export class MemoryState {
         return
       case 'reactor.put': {
         const r = op.reactor
-        if (legacy) {
-          // Earlier versions counted a reactor's formula use with the reactor.
-          const old = this.reactors.get(r.tenant_id, r.id)
-          if (old) this.dropUse(old)
-          this.useOf(r)
-        }
         this.reactors.set(r.tenant_id, r.id, r)
         return
       }
       case 'reactor.delete': {
-        const old = this.reactors.get(op.tenant_id, op.id)
-        if (old && legacy) this.dropUse(old)
         this.reactors.delete(op.tenant_id, op.id)
         return
       }
@@ -420,52 +354,6 @@ export class MemoryState {
         return
       default:
         assertNever(op)
-    }
-  }
-
-  /** Legacy records only: the formula-use record a reactor implied. */
-  private useOf(r: Reactor) {
-    if (r.formula_id === undefined) return
-    this.apply({
-      op: 'formula_use.put',
-      use: { formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id },
-    })
-  }
-
-  /** Legacy records only: drops the formula-use record a reactor implied. */
-  private dropUse(r: Reactor) {
-    if (r.formula_id === undefined) return
-    this.apply({
-      op: 'formula_use.delete',
-      formula_id: r.formula_id,
-      tenant_id: r.tenant_id,
-      reactor_id: r.id,
-    })
-  }
-
-  /**
-   * For a state saved before formula-use records existed (see `StateRecords.formulaUses`): the use
-   * record of every reactor that names a formula.
-   */
-  private deriveUses() {
-    for (const r of this.reactors.values()) this.useOf(r)
-  }
-
-  /** Legacy ops only: the lock record an open transaction's listing of `tokenId` implied. */
-  private lockFor(tx: StoredTransaction, tokenId: string) {
-    const lock = {
-      tenant_id: tx.tenant_id,
-      token_id: tokenId,
-      transaction_id: tx.id,
-      expires_at: tx.expires_at,
-    }
-    this.locks.set(tx.tenant_id, tokenId, lock)
-  }
-
-  /** Legacy ops only: releases the locks `tx` lists and still holds. */
-  private releaseLocks(tx: StoredTransaction) {
-    for (const id of tx.locks) {
-      if (this.locks.get(tx.tenant_id, id)?.transaction_id === tx.id) this.locks.delete(tx.tenant_id, id)
     }
   }
 
@@ -829,78 +717,6 @@ export class MemoryState {
     }
   }
 
-  /**
-   * The records of `records()`, in the same order, kind by kind in slices of at most `size`: for a
-   * serialiser that copies a slice at a time and lets other work run in between, so that no single
-   * step reads the whole state. The maps are read live: no op may apply until the iteration ends
-   * (what it yields is then what `records()` would have answered at any moment in between). The
-   * records are the state's own, as in `records()`.
-   */
-  *recordSlices(size: number): Generator<RecordSlice, void, undefined> {
-    const n = Math.max(1, Math.floor(size))
-    // One plain loop per map, no generator step per record: millions of those cost more than the copy.
-    let records: unknown[] = []
-    const cut = (kind: RecordSlice['kind']): RecordSlice => {
-      const slice = { kind, records } as RecordSlice
-      records = []
-      return slice
-    }
-    for (const t of this.tenants.values()) {
-      records.push(t)
-      if (records.length >= n) yield cut('tenants')
-    }
-    if (records.length) yield cut('tenants')
-    const scoped = [
-      ['applications', this.applications],
-      ['tokens', this.tokens],
-      ['associations', null],
-      ['transactions', this.transactions],
-      ['locks', null],
-      ['sessions', this.sessions],
-      ['formulas', this.formulas],
-      ['reactors', this.reactors],
-      ['idempotency', this.idempotency],
-      ['formulaUses', null],
-    ] as const
-    /** Fails to compile when `StateRecords` gains a kind that this list (or `tenants`) lacks. */
-    const everyKind: Exclude<keyof StateRecords, 'tenants' | (typeof scoped)[number][0]> extends never
-      ? true
-      : never = true
-    void everyKind
-    for (const [kind, source] of scoped) {
-      if (kind === 'associations') {
-        for (const [, parents] of this.children.scopes())
-          for (const kids of parents.values())
-            for (const a of kids.values()) {
-              records.push(a)
-              if (records.length >= n) yield cut(kind)
-            }
-      } else if (kind === 'formulaUses') {
-        for (const uses of this.formulaUses.values())
-          for (const use of uses.values()) {
-            records.push(use)
-            if (records.length >= n) yield cut(kind)
-          }
-        // A state with reactors has the slice even when empty: a loader tells it from a state saved
-        // before use records existed by it (and a state without reactors has nothing to derive).
-        if (!records.length && !this.reactors.values().next().done) yield cut(kind)
-      } else if (kind === 'locks') {
-        for (const [, held] of this.locks.scopes())
-          for (const lock of held.values()) {
-            records.push(this.lockTuple(lock))
-            if (records.length >= n) yield cut(kind)
-          }
-      } else {
-        for (const [, scope] of (source as Scoped<unknown>).scopes())
-          for (const record of scope.values()) {
-            records.push(record)
-            if (records.length >= n) yield cut(kind)
-          }
-      }
-      if (records.length) yield cut(kind)
-    }
-  }
-
   /** A lock record as `StateRecords` lists it: `expires_at` left out when it is the holder's. */
   private lockTuple(lock: TokenLock): LockTuple {
     const holder = this.transactions.get(lock.tenant_id, lock.transaction_id)
@@ -943,71 +759,10 @@ export class MemoryState {
     for (const session of r.sessions) state.apply({ op: 'session.put', session })
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
-    for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
-    // Records saved before formula-use records existed lack the list.
-    if (r.formulaUses !== undefined)
-      for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
-    else state.deriveUses()
+    for (const record of r.idempotency) state.apply({ op: 'idempotency.put', record })
+    for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
     return state
   }
-
-  /**
-   * Loads one slice of records into a new state, as `fromRecords` would load them: for a loader
-   * that reads a serialised state a slice at a time (never all of it at once). Slices must come in
-   * the kind order of `records()` (as `recordSlices` yields them). The state takes the records as
-   * its own.
-   */
-  loadSlice(slice: RecordSlice): void {
-    switch (slice.kind) {
-      case 'tenants':
-        for (const tenant of slice.records) this.apply({ op: 'tenant.put', tenant })
-        return
-      case 'applications':
-        for (const application of slice.records) this.apply({ op: 'application.put', application })
-        return
-      case 'tokens':
-        for (const token of slice.records) this.apply({ op: 'token.put', token })
-        return
-      case 'associations':
-        for (const association of slice.records) this.apply({ op: 'association.put', association })
-        return
-      case 'transactions':
-        for (const transaction of slice.records) this.apply({ op: 'transaction.put', transaction })
-        return
-      case 'locks':
-        for (const lock of slice.records) this.loadLock(lock)
-        return
-      case 'sessions':
-        for (const session of slice.records) this.apply({ op: 'session.put', session })
-        return
-      case 'formulas':
-        for (const formula of slice.records) this.apply({ op: 'formula.put', formula })
-        return
-      case 'reactors':
-        for (const reactor of slice.records) this.apply({ op: 'reactor.put', reactor })
-        return
-      case 'idempotency':
-        for (const record of slice.records) this.apply({ op: 'idempotency.put', record })
-        return
-      case 'formulaUses':
-        this.usesLoaded = true
-        for (const use of slice.records) this.apply({ op: 'formula_use.put', use })
-        return
-      default:
-        assertNever(slice)
-    }
-  }
-
-  /**
-   * Ends a load by `loadSlice`: a state saved before formula-use records existed (it had no
-   * `formulaUses` slice) gets the use records of its reactors.
-   */
-  finishLoad(): void {
-    if (!this.usesLoaded) this.deriveUses()
-    this.usesLoaded = true
-  }
-  /** Whether a load by `loadSlice` met the formula-use records. */
-  private usesLoaded = false
 
   /** Every record, deep-copied and sorted by key, for tests and tools (`records()` is the cheap way to serialise). */
   dump(): StoreDump {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryState, type StateRecords } from '../../src/store/memory-state.js'
-import type { Check, LegacyOp, Op, StoredToken, StoredTransaction } from '../../src/types.js'
+import type { Check, Op, StoredToken, StoredTransaction } from '../../src/types.js'
 import { LATER, NOW, T, tx as txRecord, U } from '../records.js'
 
 const SOON = '2030-01-01T00:10:00.000Z'
@@ -33,14 +33,30 @@ const tx = (id: string, extra: Partial<StoredTransaction> = {}): Op => ({
   op: 'transaction.put',
   transaction: txRecord(id, extra),
 })
-const stage = (id: string, writes: Op[], locks: string[]): LegacyOp => ({
-  op: 'transaction.stage',
-  tenant_id: T,
-  id,
-  writes,
-  locks,
-})
-const commit = (id: string): LegacyOp => ({ op: 'transaction.commit', tenant_id: T, id })
+/** The ops the core writes to stage `writes` in open transaction `id` of `state`, locking `locks` for it. */
+const stage = (state: MemoryState, id: string, writes: Op[], locks: string[]): Op[] => {
+  const t = state.getTransaction(T, id)!
+  const listed = [...t.locks, ...locks.filter((token) => !t.locks.includes(token))]
+  return [
+    { op: 'transaction.put', transaction: { ...t, writes: [...t.writes, ...writes], locks: listed } },
+    ...locks.map(
+      (token): Op => ({
+        op: 'lock.put',
+        lock: { tenant_id: T, token_id: token, transaction_id: id, expires_at: t.expires_at },
+      }),
+    ),
+  ]
+}
+/** The ops the core writes to commit open transaction `id` of `state`: its writes, its end, its locks released. */
+const commit = (state: MemoryState, id: string): Op[] => {
+  const t = state.getTransaction(T, id)!
+  const held = state.records().locks.filter(([tenant, , holder]) => tenant === T && holder === id)
+  return [
+    ...held.map(([, token]): Op => ({ op: 'lock.delete', tenant_id: T, token_id: token })),
+    { op: 'transaction.put', transaction: { ...t, state: 'committed', writes: [], locks: [] } },
+    ...t.writes,
+  ]
+}
 const session = (id: string, state: 'created' | 'authorized' = 'created'): Op => ({
   op: 'session.put',
   session: {
@@ -84,7 +100,7 @@ const reactor = (id: string, formulaId: string): Op => ({
 /** A state with every kind of record, links out of id order, and locks that moved between transactions. */
 function seeded(): MemoryState {
   const state = new MemoryState()
-  const write = (...ops: (Op | LegacyOp)[]) => expect(state.write({ ops })).toEqual({ ok: true })
+  const write = (...ops: Op[]) => expect(state.write({ ops })).toEqual({ ok: true })
   write(
     { op: 'tenant.put', tenant: { id: T, name: 'a', created_at: NOW } },
     { op: 'tenant.put', tenant: { id: U, name: 'b', created_at: NOW } },
@@ -118,9 +134,15 @@ function seeded(): MemoryState {
   write({ op: 'token.delete', tenant_id: T, id: 'c6' }, unlink('p', 'c6'), link('q', 'c5'), link('q', 'c3'))
   // `a` locks x and y, then expires; `b` and `c` take them over; `b` commits, releasing x only.
   write(tx('a', { expires_at: SOON, locks: ['x', 'y'] }))
-  write(tx('b'), stage('b', [], ['x']), tx('c'), stage('c', [], ['y']), commit('b'))
+  write(tx('b'))
+  write(...stage(state, 'b', [], ['x']))
+  write(tx('c'))
+  write(...stage(state, 'c', [], ['y']))
+  write(...commit(state, 'b'))
   // `d` is open with staged writes and locks; `done` committed long ago.
-  write(tx('d'), stage('d', [put('w'), link('p', 'w')], ['w']), stage('d', [put('z', { type: 'z2' })], ['z']))
+  write(tx('d'))
+  write(...stage(state, 'd', [put('w'), link('p', 'w')], ['w']))
+  write(...stage(state, 'd', [put('z', { type: 'z2' })], ['z']))
   write(tx('done', { state: 'committed' }))
   write(session('s1'), session('s2', 'authorized'), session('s3'), {
     op: 'session.delete',
@@ -247,18 +269,20 @@ describe('MemoryState records', () => {
   it('a rebuilt state goes on to apply ops as the original does', () => {
     const original = seeded()
     const restored = MemoryState.fromRecords(roundTrip(original.records()))
-    const batches: (Op | LegacyOp)[][] = [
-      [unlink('p', 'c3'), link('p', 'c3'), link('q', 'c4')],
-      [stage('d', [put('c2', { type: 'staged' })], ['c2']), stage('c', [], ['x'])],
-      [{ op: 'token.delete', tenant_id: T, id: 'c5' }, put('e', { type: 'card' })],
-      [commit('d')],
-      [tx('a', { state: 'rolled_back' }), { op: 'transaction.delete', tenant_id: T, id: 'c' }],
-      [
+    const batches: ((state: MemoryState) => Op[])[] = [
+      () => [unlink('p', 'c3'), link('p', 'c3'), link('q', 'c4')],
+      (state) => stage(state, 'd', [put('c2', { type: 'staged' })], ['c2']),
+      (state) => stage(state, 'c', [], ['x']),
+      () => [{ op: 'token.delete', tenant_id: T, id: 'c5' }, put('e', { type: 'card' })],
+      (state) => commit(state, 'd'),
+      () => [tx('a', { state: 'rolled_back' }), { op: 'transaction.delete', tenant_id: T, id: 'c' }],
+      () => [
         { op: 'reactor.delete', tenant_id: T, id: 'r2' },
         { op: 'session.delete', tenant_id: T, id: 's1' },
       ],
     ]
-    for (const ops of batches) {
+    for (const batch of batches) {
+      const ops = batch(original)
       original.write({ ops })
       restored.write({ ops })
       expect(answers(restored)).toEqual(answers(original))
