@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
- * Checks the direction of the imports between `src/`, `adapters/`, `bin/` and `testing/`:
- * static imports, re-exports and dynamic `import()` with a literal path, type-only ones included.
+ * Checks the direction of the imports between `src/`, `main/`, `adapters/`, `bin/` and `testing/`:
+ * static imports, re-exports and dynamic `import()` with a literal path.
  *
  * It fails (exit code 1, one line per problem) on
- * - any import circle;
+ * - any import circle at run time (a type-only import, `import type` or every name `type`, is
+ *   erased by TypeScript and makes none: it is how a folder names a type of a folder above it);
  * - any import from `src/` into `adapters/`, `bin/` or `testing/` (the core knows no adapter);
  * - any import from one folder of `src/` into another folder's file other than its `index.ts`, once
  *   that folder has one (a folder's `index.ts` is its only door; files directly in `src/` may
@@ -22,22 +23,44 @@ import { fileURLToPath } from 'node:url'
 export const ROOTS = ['src', 'main', 'adapters', 'bin', 'testing']
 
 const SOURCE = /\.(?:ts|mts|js|mjs)$/
-const SPECIFIER =
-  /(?:^|[^\w$.])(?:import|export)\s*(?:type\s+)?(?:[\w$*{}\s,]+?\s+from\s*)?['"]([^'"]+)['"]|(?:^|[^\w$.])import\s*\(\s*['"]([^'"]+)['"]\s*\)/g
+const STATIC =
+  /(?:^|[;}\n])\s*(import|export)\s+(type\s+)?((?:[\w$*]+\s*,?\s*)?(?:\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)?)\s*from\s*['"]([^'"]+)['"]/g
+const BARE = /(?:^|[;}\n])\s*import\s*['"]([^'"]+)['"]/g
+const DYNAMIC = /(?:^|[^\w$.])import\s*\(\s*['"]([^'"]+)['"]\s*\)/g
 
 /** Removes comments so an import written inside one is not counted. */
 function stripComments(text) {
   return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1')
 }
 
+/** Whether an import or export clause brings in types only (`import type`, or every name `type`). */
+function typeOnly(keyword, clause) {
+  if (keyword) return true
+  const names = /^\{([^}]*)\}$/
+    .exec(clause.trim())?.[1]
+    ?.split(',')
+    .map((name) => name.trim())
+    .filter(Boolean)
+  return names !== undefined && names.length > 0 && names.every((name) => name.startsWith('type '))
+}
+
+/**
+ * The relative module paths a source text imports, each with whether only types come through it
+ * (TypeScript erases those imports: they make no circle at run time).
+ */
+export function importsOf(text) {
+  const found = []
+  const code = stripComments(text)
+  for (const match of code.matchAll(STATIC))
+    found.push({ specifier: match[4], typeOnly: typeOnly(match[2], match[3]) })
+  for (const match of code.matchAll(BARE)) found.push({ specifier: match[1], typeOnly: false })
+  for (const match of code.matchAll(DYNAMIC)) found.push({ specifier: match[1], typeOnly: false })
+  return found.filter(({ specifier }) => specifier.startsWith('.'))
+}
+
 /** The relative module specifiers a source text imports (static, re-export and literal dynamic). */
 export function importSpecifiers(text) {
-  const found = []
-  for (const match of stripComments(text).matchAll(SPECIFIER)) {
-    const specifier = match[1] ?? match[2]
-    if (specifier?.startsWith('.')) found.push(specifier)
-  }
-  return found
+  return [...new Set(importsOf(text).map(({ specifier }) => specifier))]
 }
 
 function listFiles(root, folder) {
@@ -70,15 +93,26 @@ function resolve(from, specifier, files) {
   return candidates.find((candidate) => files.has(candidate)) ?? base
 }
 
-/** The import graph of the repository at `root`: repository-relative file → files it imports. */
-export function buildGraph(root, roots = ROOTS) {
+/**
+ * The import graphs of the repository at `root` (repository-relative file → files it imports):
+ * `all` with every import, `runtime` without the type-only ones.
+ */
+export function buildGraphs(root, roots = ROOTS) {
   const files = new Set(roots.flatMap((folder) => listFiles(root, folder)))
-  const graph = new Map()
+  const all = new Map()
+  const runtime = new Map()
   for (const file of files) {
-    const text = readFileSync(join(root, file), 'utf8')
-    graph.set(file, [...new Set(importSpecifiers(text).map((specifier) => resolve(file, specifier, files)))])
+    const found = importsOf(readFileSync(join(root, file), 'utf8'))
+    const targets = (list) => [...new Set(list.map(({ specifier }) => resolve(file, specifier, files)))]
+    all.set(file, targets(found))
+    runtime.set(file, targets(found.filter(({ typeOnly }) => !typeOnly)))
   }
-  return graph
+  return { all, runtime }
+}
+
+/** The import graph of the repository at `root`, every import included. */
+export function buildGraph(root, roots = ROOTS) {
+  return buildGraphs(root, roots).all
 }
 
 /** The top folder of a file (`src`, `adapters`, …) and, for `src/`, its feature folder or `null`. */
@@ -141,11 +175,14 @@ export function findCircles(graph) {
   return circles
 }
 
-/** Every problem in `graph` as one readable line each; empty when the graph is fine. */
-export function findProblems(graph) {
+/**
+ * Every problem as one readable line each; empty when the graph is fine. Circles are looked for in
+ * `graph`, the direction of every import in `all` (give the runtime graph and the full one).
+ */
+export function findProblems(graph, all = graph) {
   const problems = []
   for (const circle of findCircles(graph)) problems.push(`import circle: ${circle.join(', ')}`)
-  for (const [from, targets] of graph) {
+  for (const [from, targets] of all) {
     const source = place(from)
     for (const target of targets) {
       const destination = place(target)
@@ -169,8 +206,9 @@ export function findProblems(graph) {
 const self = fileURLToPath(import.meta.url)
 if (process.argv[1] && relative(process.argv[1], self) === '') {
   const root = process.argv[2] ?? join(dirname(self), '..')
-  const graph = buildGraph(root)
-  const problems = findProblems(graph)
+  const { runtime, all } = buildGraphs(root)
+  const graph = all
+  const problems = findProblems(runtime, all)
   for (const problem of problems) console.error(problem)
   if (problems.length > 0) {
     console.error(`check-imports: ${problems.length} problem(s) in ${graph.size} files`)

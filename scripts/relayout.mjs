@@ -16,8 +16,11 @@
  * - repository-relative mentions of a moved file (`src/x.ts`, `./src/x.ts`, `dist/src/x.js`,
  *   `dist/cjs/src/x.d.ts`, …) in any text file: configs, package.json exports, comments, Markdown.
  *
- * A path is left alone when it already names an existing file. Old and new both present (a merge
- * that re-added an old file) is reported and left for a person to merge.
+ * - an import from one folder of `src/` into a file of another goes through that folder's
+ *   `index.ts` (its public face), which this script writes: every export of the folder's files.
+ *
+ * A path is otherwise left alone when it already names an existing file. Old and new both present
+ * (a merge that re-added an old file) is reported and left for a person to merge.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -25,7 +28,71 @@ import { dirname, join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** Old path → new path, repository-relative. */
-export const MOVES = [['src/index.ts', 'main/index.ts']]
+export const MOVES = [
+  ['src/index.ts', 'main/index.ts'],
+  ['src/access.ts', 'src/applications/access.ts'],
+  ['src/admin-view.ts', 'src/service/admin-view.ts'],
+  ['src/application-keys.ts', 'src/applications/keys.ts'],
+  ['src/applications.ts', 'src/applications/applications.ts'],
+  ['src/auth.ts', 'src/applications/auth.ts'],
+  ['src/budget.ts', 'src/kernel/budget.ts'],
+  ['src/callback.ts', 'src/reactors/callback.ts'],
+  ['src/card-cvc.ts', 'src/tokens/card-cvc.ts'],
+  ['src/checks.ts', 'src/kernel/checks.ts'],
+  ['src/children.ts', 'src/associations/children.ts'],
+  ['src/clock.ts', 'src/kernel/clock.ts'],
+  ['src/context.ts', 'src/kernel/context.ts'],
+  ['src/crypto.ts', 'src/kernel/ids.ts'],
+  ['src/dedup.ts', 'src/tokens/dedup.ts'],
+  ['src/detokenize.ts', 'src/tokens/detokenize.ts'],
+  ['src/egress.ts', 'src/reactors/egress.ts'],
+  ['src/errors.ts', 'src/kernel/errors.ts'],
+  ['src/expressions.ts', 'src/expressions/expressions.ts'],
+  ['src/fixtures.ts', 'src/service/fixtures.ts'],
+  ['src/formulas.ts', 'src/reactors/formulas.ts'],
+  ['src/idempotency.ts', 'src/service/idempotency.ts'],
+  ['src/inputs.ts', 'src/service/inputs.ts'],
+  ['src/journal.ts', 'src/service/journal.ts'],
+  ['src/json-path.ts', 'src/expressions/json-path.ts'],
+  ['src/links.ts', 'src/transactions/links.ts'],
+  ['src/liquid-text.ts', 'src/expressions/liquid-text.ts'],
+  ['src/list-tokens-v2.ts', 'src/search/list.ts'],
+  ['src/locks.ts', 'src/transactions/locks.ts'],
+  ['src/pagination.ts', 'src/kernel/pagination.ts'],
+  ['src/react.ts', 'src/reactors/react.ts'],
+  ['src/reactors.ts', 'src/reactors/reactors.ts'],
+  ['src/retry.ts', 'src/kernel/retry.ts'],
+  ['src/runner.ts', 'src/kernel/runner.ts'],
+  ['src/search-expressions.ts', 'src/search/indexes.ts'],
+  ['src/search-plan.ts', 'src/search/planner.ts'],
+  ['src/search-query.ts', 'src/search/query.ts'],
+  ['src/search.ts', 'src/search/search.ts'],
+  ['src/service.ts', 'src/service/service.ts'],
+  ['src/sessions.ts', 'src/sessions/sessions.ts'],
+  ['src/state-transfer.ts', 'src/lifecycle/state-transfer.ts'],
+  ['src/sweep.ts', 'src/lifecycle/sweep.ts'],
+  ['src/tenants.ts', 'src/service/tenants.ts'],
+  ['src/token-create.ts', 'src/tokens/create.ts'],
+  ['src/token-types.ts', 'src/tokens/token-types.ts'],
+  ['src/token-view.ts', 'src/search/token-view.ts'],
+  ['src/tokenize.ts', 'src/tokens/tokenize.ts'],
+  ['src/tokens.ts', 'src/tokens/operations.ts'],
+  ['src/transactions.ts', 'src/transactions/operations.ts'],
+  ['src/txview.ts', 'src/transactions/view.ts'],
+  ['src/types.ts', 'src/kernel/types.ts'],
+  ['src/unchecked.ts', 'src/service/unchecked.ts'],
+  ['src/validate.ts', 'src/kernel/validate.ts'],
+  ['src/visibility.ts', 'src/tokens/visibility.ts'],
+  ['src/schemas/access.ts', 'src/applications/permissions.ts'],
+  ['src/schemas/application.ts', 'src/applications/schemas.ts'],
+  ['src/schemas/common.ts', 'src/kernel/schemas.ts'],
+  ['src/schemas/date-time.ts', 'src/kernel/date-time.ts'],
+  ['src/schemas/formula.ts', 'src/reactors/formula-schemas.ts'],
+  ['src/schemas/reactor.ts', 'src/reactors/reactor-schemas.ts'],
+  ['src/schemas/search.ts', 'src/search/schemas.ts'],
+  ['src/schemas/session.ts', 'src/sessions/schemas.ts'],
+  ['src/schemas/token.ts', 'src/tokens/schemas.ts'],
+]
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const FOLDERS = [
@@ -102,7 +169,8 @@ function movedSource(path) {
 function rewriteSpecifier(file, specifier) {
   const [bare, suffix = ''] = specifier.split(/(?=[?#])/)
   const here = posix.normalize(posix.join(posix.dirname(file), bare))
-  if (sourceOf(here)) return null
+  const found = sourceOf(here)
+  if (found && !faceFor(file, found)) return null
   const bases = [posix.dirname(file)]
   const old = byNew.get(file)
   if (old) bases.push(posix.dirname(old))
@@ -117,11 +185,29 @@ function rewriteSpecifier(file, specifier) {
       written = target.endsWith('.js') && moved.endsWith('.ts') ? source.replace(/\.ts$/, '.js') : source
     }
     if (!source) continue
+    const face = faceFor(file, source)
+    if (face) written = face.replace(/\.ts$/, '.js')
+    else if (written === here) return null
     let relative = posix.relative(posix.dirname(file), written)
     if (!relative.startsWith('.')) relative = `./${relative}`
     return relative + suffix
   }
   return null
+}
+
+/** The folder of `src/` a file is in (`src/tokens/create.ts` → `tokens`), or null. */
+const folderOf = (path) => /^src\/([^/]+)\/[^/]+$/.exec(path)?.[1] ?? null
+
+/**
+ * The face (`index.ts`) that `file` must import `target` through: the target's folder's, when both
+ * are in different folders of `src/` and the target is not that face itself; else null.
+ */
+function faceFor(file, target) {
+  const from = folderOf(file)
+  const to = folderOf(target)
+  if (!from || !to || from === to || target.endsWith('/index.ts')) return null
+  const face = `src/${to}/index.ts`
+  return exists(face) ? face : null
 }
 
 const STRING = /(['"`])(\.\.?\/[^'"`\s]*)\1/g
@@ -173,6 +259,88 @@ export function rewriteAll({ dryRun = false } = {}) {
   return changed
 }
 
+const FACE_HEADER = [
+  '// The public face of this folder: what other folders of src/ import (they import nothing else',
+  '// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run',
+  '// it again after adding or removing an export.',
+]
+
+/** The names a TypeScript source exports, each with whether it is a type only. */
+function exportsOf(text) {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1')
+  const names = []
+  const declared = [
+    [/^export\s+(?:declare\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)/gm, false],
+    [/^export\s+(?:declare\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)/gm, false],
+    [/^export\s+(?:declare\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)/gm, false],
+    [/^export\s+(?:declare\s+)?(?:const\s+)?enum\s+([A-Za-z_$][\w$]*)/gm, false],
+    [/^export\s+(?:declare\s+)?interface\s+([A-Za-z_$][\w$]*)/gm, true],
+    [/^export\s+(?:declare\s+)?type\s+([A-Za-z_$][\w$]*)\s*[=<]/gm, true],
+  ]
+  for (const [pattern, type] of declared)
+    for (const match of code.matchAll(pattern)) names.push({ name: match[1], type })
+  for (const match of code.matchAll(/^export\s+(type\s+)?\{([^}]*)\}/gm)) {
+    for (const spec of match[2]
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean)) {
+      const type = Boolean(match[1]) || spec.startsWith('type ')
+      const name = spec
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)
+        .pop()
+        .trim()
+      if (name !== 'default') names.push({ name, type })
+    }
+  }
+  return names
+}
+
+/** Writes each folder's `index.ts` of `src/`: every export of the files in it, by name. */
+function writeFaces({ dryRun = false } = {}) {
+  const changed = []
+  let folders
+  try {
+    folders = readdirSync(join(root, 'src'), { withFileTypes: true }).filter((entry) => entry.isDirectory())
+  } catch {
+    return changed
+  }
+  for (const folder of folders) {
+    const dir = `src/${folder.name}`
+    const files = readdirSync(join(root, dir))
+      .filter((name) => /\.ts$/.test(name) && !/\.(?:test|d)\.ts$/.test(name) && name !== 'index.ts')
+      .sort()
+    const seen = new Set()
+    const lines = [...FACE_HEADER]
+    for (const name of files) {
+      const found = exportsOf(readFileSync(join(root, dir, name), 'utf8')).filter((entry) => {
+        if (seen.has(entry.name)) {
+          console.error(
+            `relayout: ${dir}/${name} exports ${entry.name} again; ${dir}/index.ts keeps the first`,
+          )
+          return false
+        }
+        seen.add(entry.name)
+        return true
+      })
+      const module = `./${name.replace(/\.ts$/, '.js')}`
+      const values = found.filter((entry) => !entry.type).map((entry) => entry.name)
+      const types = found.filter((entry) => entry.type).map((entry) => entry.name)
+      if (values.length) lines.push(`export { ${values.join(', ')} } from '${module}'`)
+      if (types.length) lines.push(`export type { ${types.join(', ')} } from '${module}'`)
+    }
+    const path = `${dir}/index.ts`
+    const text = `${lines.join('\n')}\n`
+    const before = exists(path) ? readFileSync(join(root, path), 'utf8') : null
+    // Compared without formatting: biome wraps the long lines after the first write.
+    const flat = (value) => value?.replace(/\s+/g, ' ').replace(/,\s*}/g, ' }')
+    if (flat(before) === flat(text)) continue
+    changed.push(path)
+    if (!dryRun) writeFileSync(join(root, path), text)
+  }
+  return changed
+}
+
 /** `git mv` of each old path still present whose new path is free; reports old and new both present. */
 function moveAll() {
   let moved = 0
@@ -198,10 +366,10 @@ if (!['', '--rewrite-only', '--check'].includes(mode)) {
   process.exit(2)
 }
 if (mode === '--check') {
-  const changed = rewriteAll({ dryRun: true })
+  const changed = [...writeFaces({ dryRun: true }), ...rewriteAll({ dryRun: true })]
   const left = MOVES.filter(([from]) => exists(from)).map(([from]) => from)
   for (const file of left) console.error(`relayout: ${file} is still at its old place`)
-  for (const file of changed) console.error(`relayout: ${file} still points at an old place`)
+  for (const file of changed) console.error(`relayout: ${file} is not as the layout writes it`)
   process.exit(changed.length + left.length > 0 ? 1 : 0)
 }
 if (mode === '--rewrite-only') {
@@ -215,7 +383,8 @@ if (mode === '--rewrite-only') {
   }
 }
 const moved = mode === '' ? moveAll() : 0
-const changed = rewriteAll()
+const faces = writeFaces()
+const changed = [...faces, ...rewriteAll()]
 // Rewritten paths sort differently: put the imports of each changed source file back in order.
 const sources = changed.filter((file) => CODE.test(file))
 if (sources.length > 0) {
