@@ -42,7 +42,7 @@ import * as v from 'valibot'
 import { createHttpHandler, type FetchHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { createService, manualClock } from '../main/index.js'
-import { createTokenInput } from '../src/schemas/token.js'
+import { createTokenInput } from '../src/tokens/schemas.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const ROLE_FLAG = '--floor-bench-role'

@@ -1,5 +1,5 @@
 import { createService, systemClock } from '../main/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import { openStore } from './stores.js'
 
 /** Options of `createManagementKey` (`tokenvault keys create`). */

@@ -14,9 +14,9 @@ import {
   type StateSnapshot,
   systemClock,
 } from '../main/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
-import type { Permission } from '../src/types.js'
-import { unchecked } from '../src/unchecked.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import type { Permission } from '../src/kernel/types.js'
+import { unchecked } from '../src/service/unchecked.js'
 import { openStore } from './stores.js'
 
 /** Options of `serve`. */

@@ -3,10 +3,28 @@
  * `createService` wired to the default parts that live outside the core (the sandbox formula runner
  * of `adapters/sandbox`). Nothing in `src/` imports an adapter; this file is where they meet.
  */
-import type { ServiceOptions } from '../src/context.js'
-import { lazyRunner } from '../src/runner.js'
-import { createCoreService, type Service } from '../src/service.js'
+import type { ServiceOptions } from '../src/kernel/context.js'
+import { lazyRunner } from '../src/kernel/runner.js'
+import { createCoreService, type Service } from '../src/service/service.js'
 
+export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
+export { localMasterKey } from '../src/encryption/keyring.js'
+export type { Clock, ManualClock } from '../src/kernel/clock.js'
+export { manualClock, systemClock } from '../src/kernel/clock.js'
+export type { ServiceOptions } from '../src/kernel/context.js'
+export type { ServiceErrorCode, ValidationIssues } from '../src/kernel/errors.js'
+export { ServiceError } from '../src/kernel/errors.js'
+export type { Paginated } from '../src/kernel/pagination.js'
+export type {
+  FormulaRequest,
+  FormulaRunner,
+  RunFailureKind,
+  RunOptions,
+  RunOutcome,
+} from '../src/kernel/runner.js'
+export type * from '../src/kernel/types.js'
+export type { StateSnapshot } from '../src/lifecycle/state-transfer.js'
+export type { OfficialFormulaAdmin, OfficialFormulaOptions } from '../src/reactors/formulas.js'
 export type {
   AdminView,
   CountedPage,
@@ -15,23 +33,20 @@ export type {
   TokenView,
   TransactionView,
   ViewPage,
-} from '../src/admin-view.js'
-export type { Clock, ManualClock } from '../src/clock.js'
-export { manualClock, systemClock } from '../src/clock.js'
-export type { ServiceOptions } from '../src/context.js'
-export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
-export { localMasterKey } from '../src/encryption/keyring.js'
-export type { ServiceErrorCode, ValidationIssues } from '../src/errors.js'
-export { ServiceError } from '../src/errors.js'
-export type { Fixture, FixtureTenant } from '../src/fixtures.js'
-export type { OfficialFormulaAdmin, OfficialFormulaOptions } from '../src/formulas.js'
-export type * from '../src/inputs.js'
-export type { Actor, JournalEntry, JournalQuery, OperationJournal, VaultEvent } from '../src/journal.js'
-export type { Paginated } from '../src/pagination.js'
-export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from '../src/runner.js'
-export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from '../src/service.js'
-export type { CreatedSession } from '../src/sessions.js'
-export type { StateSnapshot } from '../src/state-transfer.js'
+} from '../src/service/admin-view.js'
+export type { Fixture, FixtureTenant } from '../src/service/fixtures.js'
+export type * from '../src/service/inputs.js'
+export type {
+  Actor,
+  JournalEntry,
+  JournalQuery,
+  OperationJournal,
+  VaultEvent,
+} from '../src/service/journal.js'
+export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from '../src/service/service.js'
+export type { Unchecked } from '../src/service/unchecked.js'
+export { unchecked } from '../src/service/unchecked.js'
+export type { CreatedSession } from '../src/sessions/sessions.js'
 export type {
   ChildKey,
   KeyOwner,
@@ -45,9 +60,6 @@ export type {
 } from '../src/store/contract.js'
 export type { StoreErrorCode } from '../src/store/error.js'
 export { isStoreError, StoreError } from '../src/store/error.js'
-export type * from '../src/types.js'
-export type { Unchecked } from '../src/unchecked.js'
-export { unchecked } from '../src/unchecked.js'
 
 /**
  * The default formula runner, `sandboxRunner()` of `tokenvault/adapters/sandbox`, imported on first

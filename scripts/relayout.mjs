@@ -113,6 +113,8 @@ const TEXT = /\.(?:ts|mts|cts|js|mjs|cjs|json|md|yml|yaml|sh)$/
 const SKIP = new Set(['node_modules', 'dist', '.git', 'reports', '.stryker-tmp', 'coverage'])
 
 const byOld = new Map(MOVES)
+/** The files this run moved (their text still written for their old place). */
+const justMoved = new Set()
 const byNew = new Map(MOVES.map(([from, to]) => [to, from]))
 
 const exists = (path) => existsSync(join(root, path)) && statSync(join(root, path)).isFile()
@@ -169,11 +171,13 @@ function movedSource(path) {
 function rewriteSpecifier(file, specifier) {
   const [bare, suffix = ''] = specifier.split(/(?=[?#])/)
   const here = posix.normalize(posix.join(posix.dirname(file), bare))
-  const found = sourceOf(here)
-  if (found && !faceFor(file, found)) return null
-  const bases = [posix.dirname(file)]
   const old = byNew.get(file)
-  if (old) bases.push(posix.dirname(old))
+  // A file this run moved was written for its old place; any other, for where it is (a line merged
+  // in from a branch written against the old layout is read from the old place when that names a file).
+  const bases = justMoved.has(file) ? [posix.dirname(old)] : [posix.dirname(file)]
+  if (old && !justMoved.has(file)) bases.push(posix.dirname(old))
+  const found = justMoved.has(file) ? null : sourceOf(here)
+  if (found && !faceFor(file, found)) return null
   for (const base of bases) {
     const target = posix.normalize(posix.join(base, bare))
     let source = sourceOf(target)
@@ -296,6 +300,21 @@ function exportsOf(text) {
   return names
 }
 
+/** What a face exports, whatever its formatting: sorted `module type name` lines. */
+function signature(text) {
+  const lines = []
+  for (const match of text.matchAll(/export\s+(type\s+)?\{([^}]*)\}\s*from\s*'([^']+)'/g)) {
+    for (const spec of match[2]
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean)) {
+      const type = Boolean(match[1]) || spec.startsWith('type ')
+      lines.push(`${match[3]} ${type} ${spec.replace(/^type\s+/, '')}`)
+    }
+  }
+  return lines.sort().join('\n')
+}
+
 /** Writes each folder's `index.ts` of `src/`: every export of the files in it, by name. */
 function writeFaces({ dryRun = false } = {}) {
   const changed = []
@@ -310,6 +329,7 @@ function writeFaces({ dryRun = false } = {}) {
     const files = readdirSync(join(root, dir))
       .filter((name) => /\.ts$/.test(name) && !/\.(?:test|d)\.ts$/.test(name) && name !== 'index.ts')
       .sort()
+    if (files.length === 0) continue
     const seen = new Set()
     const lines = [...FACE_HEADER]
     for (const name of files) {
@@ -332,9 +352,8 @@ function writeFaces({ dryRun = false } = {}) {
     const path = `${dir}/index.ts`
     const text = `${lines.join('\n')}\n`
     const before = exists(path) ? readFileSync(join(root, path), 'utf8') : null
-    // Compared without formatting: biome wraps the long lines after the first write.
-    const flat = (value) => value?.replace(/\s+/g, ' ').replace(/,\s*}/g, ' }')
-    if (flat(before) === flat(text)) continue
+    // Compared by what they export: biome sorts and wraps the lines after the first write.
+    if (before !== null && signature(before) === signature(text)) continue
     changed.push(path)
     if (!dryRun) writeFileSync(join(root, path), text)
   }
@@ -355,6 +374,7 @@ function moveAll() {
     }
     mkdirSync(dirname(join(root, to)), { recursive: true })
     execFileSync('git', ['mv', from, to], { cwd: root })
+    justMoved.add(to)
     moved++
   }
   return moved

@@ -1,8 +1,14 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/errors.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import type {
+  Association,
+  Op,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+} from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
-import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart } from './keys.js'
 

@@ -1,5 +1,13 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/errors.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import type {
+  Association,
+  Reactor,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+} from '../../src/kernel/types.js'
 import type {
   ChildKey,
   ExpiringKind,
@@ -13,14 +21,6 @@ import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
 import { termKey } from '../../src/store/token-index.js'
-import type {
-  Association,
-  Reactor,
-  StoredApplication,
-  StoredFormula,
-  StoredSession,
-  StoredToken,
-} from '../../src/types.js'
 import type { Expiring, StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'

@@ -1,4 +1,3 @@
-import { assertNever } from '../errors.js'
 import type {
   Association,
   Check,
@@ -13,7 +12,8 @@ import type {
   StoredTransaction,
   Tenant,
   TokenLock,
-} from '../types.js'
+} from '../kernel/index.js'
+import { assertNever } from '../kernel/index.js'
 import type {
   ChildKey,
   ExpiringKind,

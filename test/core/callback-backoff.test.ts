@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { manualClock } from '../../main/index.js'
-import { CallbackQueue } from '../../src/callback.js'
+import { CallbackQueue } from '../../src/reactors/callback.js'
 
 let receiver: Server
 let origin = ''

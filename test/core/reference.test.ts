@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { unchecked } from '../../main/index.js'
-import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
-import type { Permission } from '../../src/types.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
+import type { Permission } from '../../src/kernel/types.js'
 import { failure, setup } from './setup.js'
 
 describe('containers and access rules', () => {

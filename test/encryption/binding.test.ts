@@ -3,7 +3,7 @@ import { memoryStore } from '../../adapters/memory/index.js'
 import { ServiceError } from '../../main/index.js'
 import { localMasterKey } from '../../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
-import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/types.js'
+import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/types.js'
 
 /**
  * What each ciphertext is bound to (README, "Data at rest and the lifecycle"): a token's `data`

@@ -3,7 +3,7 @@ import { memoryStore } from '../../adapters/memory/index.js'
 import { ServiceError } from '../../main/index.js'
 import { localMasterKey, sealValue } from '../../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
-import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/types.js'
+import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/types.js'
 
 /**
  * `src/encryption/sealed-store.ts` on its own, over a raw memory store: what a tampered or

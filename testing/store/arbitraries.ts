@@ -9,7 +9,7 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
-} from '../../src/types.js'
+} from '../../src/kernel/types.js'
 
 /** A write batch, or the expiry listing and the core's sweep at `now`. */
 export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }

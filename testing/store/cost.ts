@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
 import { createService } from '../../main/index.js'
-import { manualClock } from '../../src/clock.js'
+import { manualClock } from '../../src/kernel/clock.js'
 import type { Store } from '../../src/store/contract.js'
 
 /** A fixed test master key: the service encrypts token data before it reaches the store. */

@@ -1,8 +1,8 @@
 import { expect } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { sweepExpired } from '../../src/lifecycle/sweep.js'
 import type { RecordKey, Store } from '../../src/store/contract.js'
 import type { MemoryState } from '../../src/store/memory-state.js'
-import { sweepExpired } from '../../src/sweep.js'
 import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, type Step, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 
 export type { Step }

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
+import type { Check, Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
-import type { Check, Op } from '../../src/types.js'
 import { LATER, link, lock, NOW, put, T, token, tx, U, unlock } from './records.js'
 
 /**

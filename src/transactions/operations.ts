@@ -1,0 +1,119 @@
+import type { Ctx, StoredTransaction, Transaction } from '../kernel/index.js'
+import {
+  checkFailure,
+  conflict,
+  emptyBody,
+  forbidden,
+  isoAfter,
+  newId,
+  notFound,
+  parse,
+  retryCas,
+} from '../kernel/index.js'
+import type { EmptyInput } from '../service/index.js'
+import { withLinkDeletes } from './links.js'
+import { writeEnd } from './locks.js'
+
+/** The public shape of a stored transaction. */
+function shown(tx: StoredTransaction): Transaction {
+  return { id: tx.id, created_at: tx.created_at, created_by: tx.created_by, expires_at: tx.expires_at }
+}
+
+/** Transaction create, commit and rollback for one caller. None needs a permission. */
+export function transactionOperations(ctx: Ctx) {
+  const requireHolder = () => {
+    if (
+      ctx.principal.kind === 'session' &&
+      ctx.principal.permissions.length === 0 &&
+      !ctx.principal.rules?.length
+    ) {
+      throw forbidden('the session is not authorized')
+    }
+  }
+
+  /** The caller's own transaction, still open: 404 unknown, 403 another application's, 409 closed or expired. */
+  const ownOpen = async (id: string): Promise<StoredTransaction> => {
+    const tx = await ctx.store.getTransaction(ctx.principal.tenantId, id)
+    if (!tx) throw notFound('transaction')
+    if (tx.created_by !== ctx.principal.id)
+      throw forbidden('only the application that created the transaction may end it')
+    if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
+    if (tx.expires_at <= ctx.now()) {
+      // Ended as the sweep would end it; a concurrent change to it leaves that to the sweep.
+      await writeEnd(ctx.store, tx, {
+        ...tx,
+        state: 'expired',
+        writes: [],
+        locks: [],
+        ended_at: tx.expires_at,
+      })
+      throw conflict('the transaction has expired')
+    }
+    return tx
+  }
+
+  return {
+    /** Opens a transaction that lives `transactionTtlMs` (default 1 hour). */
+    async create(input?: EmptyInput): Promise<Transaction> {
+      requireHolder()
+      parse(emptyBody, input)
+      const now = new Date(ctx.now())
+      const tx: StoredTransaction = {
+        id: newId(),
+        tenant_id: ctx.principal.tenantId,
+        created_at: now.toISOString(),
+        created_by: ctx.principal.id,
+        expires_at: isoAfter(now, ctx.options.transactionTtlMs),
+        state: 'open',
+        writes: [],
+        locks: [],
+      }
+      await ctx.store.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
+      return shown(tx)
+    },
+
+    /** Applies every enlisted write in one atomic store write. Of racing commits exactly one succeeds. */
+    async commit(id: string): Promise<void> {
+      // Read the transaction, then write its staged writes, its end and the release of its locks
+      // in one write guarded on it being unchanged: a write staged meanwhile makes the guard fail,
+      // and the commit starts over with it, so a staged write either lands with the commit or is
+      // refused, never lost.
+      await retryCas(async () => {
+        const tx = await ownOpen(id)
+        const ended: StoredTransaction = {
+          ...tx,
+          state: 'committed',
+          writes: [],
+          locks: [],
+          ended_at: ctx.now(),
+        }
+        // A staged token delete takes the token's links as they are now (guarded on them).
+        const staged = await withLinkDeletes(ctx.store, tx.tenant_id, tx.writes)
+        const result = await writeEnd(ctx.store, tx, ended, staged.ops, staged.checks)
+        if (result.ok) return { done: undefined }
+        const again =
+          result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
+        if (!again) throw checkFailure(result.failed)
+        return { lost: result.failed }
+      })
+    },
+
+    /** Discards every enlisted write and releases the transaction's locks. */
+    async rollback(id: string): Promise<void> {
+      // Guarded, like a commit, on the transaction read being unchanged (so still open); a write
+      // staged meanwhile makes the rollback start over and discard that write too.
+      await retryCas(async () => {
+        const tx = await ownOpen(id)
+        const ended: StoredTransaction = {
+          ...tx,
+          state: 'rolled_back',
+          writes: [],
+          locks: [],
+          ended_at: ctx.now(),
+        }
+        const result = await writeEnd(ctx.store, tx, ended)
+        return result.ok ? { done: undefined } : { lost: result.failed }
+      })
+    },
+  }
+}
