@@ -8,6 +8,8 @@
  *                                             # against the old layout)
  *   node scripts/relayout.mjs --check         # rewrite nothing; list what would change, exit 1 if any
  *
+ * A folder given after the mode is worked on instead of this repository (the tests do so).
+ *
  * What is rewritten:
  * - every relative module path in a `.ts`/`.mts`/`.js`/`.mjs` file (static and dynamic imports,
  *   re-exports, `vi.mock`, `new URL(…, import.meta.url)`): when it names a file that moved, or when
@@ -24,7 +26,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { dirname, join, posix } from 'node:path'
+import { dirname, join, posix, resolve as resolvePath } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** Old path → new path, repository-relative. */
@@ -94,7 +96,9 @@ export const MOVES = [
   ['src/schemas/token.ts', 'src/tokens/schemas.ts'],
 ]
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+/** The repository: this script's, or the folder given after the mode (for tests on a small tree). */
+const root = args[1] ? resolvePath(args[1]) : join(dirname(fileURLToPath(import.meta.url)), '..')
 const FOLDERS = [
   'src',
   'main',
@@ -230,7 +234,7 @@ const MENTIONS = MOVES.map(([from, to]) => {
   const stem = from.replace(/\.ts$/, '')
   return {
     pattern: new RegExp(
-      `(^|[\\s"'\`(\\[,=])(\\./)?((?:dist/(?:cjs/)?)?)${escapeRegExp(stem)}(\\.d\\.ts|\\.ts|\\.js)(?=$|[\\s"'\`)\\],:;#?])`,
+      `(^|[\\s"'\`(\\[,=])(\\./)?((?:dist/(?:cjs/)?)?)${escapeRegExp(stem)}(\\.d\\.ts|\\.ts|\\.js)(?=$|[\\s"'\`)\\],:;#?]|\\.(?:\\s|$))`,
       'gm',
     ),
     stem: to.replace(/\.ts$/, ''),
@@ -251,7 +255,8 @@ function rewriteMentions(text) {
 export function rewriteAll({ dryRun = false } = {}) {
   const changed = []
   for (const file of textFiles()) {
-    if (file === 'scripts/relayout.mjs') continue
+    // This script and its test hold old paths on purpose.
+    if (file === 'scripts/relayout.mjs' || file === 'test/layout/relayout.test.ts') continue
     const text = readFileSync(join(root, file), 'utf8')
     let next = CODE.test(file) ? rewriteCode(file, text) : text
     next = rewriteMentions(next)
@@ -380,9 +385,9 @@ function moveAll() {
   return moved
 }
 
-const mode = process.argv[2] ?? ''
+const mode = args[0] ?? ''
 if (!['', '--rewrite-only', '--check'].includes(mode)) {
-  console.error('usage: node scripts/relayout.mjs [--rewrite-only | --check]')
+  console.error('usage: node scripts/relayout.mjs [--rewrite-only | --check] [root]')
   process.exit(2)
 }
 if (mode === '--check') {

@@ -83,7 +83,7 @@ export interface Ctx {
   transactionId: string | undefined
   /**
    * What this call's expressions may still do (masks shown, masks, fingerprints and search indexes
-   * of the tokens it writes): one budget per call, see src/budget.ts.
+   * of the tokens it writes): one budget per call, see src/kernel/budget.ts.
    */
   budget: ExpressionBudget
   /** The time of this call as an ISO string: read from the clock once per call. */
