@@ -139,7 +139,8 @@ export class Keyring {
  * Staged writes of transactions are sealed the same way, and so are the answers kept for
  * idempotency keys (they may hold token data) and reactors' `configuration` (third parties' API
  * keys: names and values in one ciphertext, bound to the reactor's tenant and id). `dump()` answers records as stored
- * (sealed). Legacy plaintext values (written before encryption) read as they are.
+ * (sealed). A token or configuration found in the clear is refused as unreadable, as a tampered
+ * ciphertext is.
  *
  * Every token read (gets, lists, staged writes of transactions) opens here, so this is where the
  * card cvc rule applies (`withoutExpiredCvc`, at `now()`): past its deadline a cvc reads as gone.
@@ -191,8 +192,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return opened
   }
   const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
-    // Legacy plaintext (written before encryption at rest) reads as it is.
-    if (!isSealed(token.data)) return withoutExpiredCvc(token, now())
+    // Every token is stored sealed: data in the clear was put there by hand, and is refused.
+    if (!isSealed(token.data)) throw unreadable(token.id)
     const key = keyOf(token.tenant_id)
     return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
   }
@@ -205,8 +206,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return { ...reactor, configuration: sealed }
   }
   const openReactor = async (reactor: Reactor): Promise<Reactor> => {
-    // Legacy plaintext (written before configurations were sealed) reads as it is.
-    if (!isSealed(reactor.configuration)) return reactor
+    // Every configuration is stored sealed: one in the clear was put there by hand, and is refused.
+    if (!isSealed(reactor.configuration)) throw unreadableReactor(reactor.id)
     let configuration: unknown
     try {
       configuration = openValue(
