@@ -3,15 +3,15 @@
  * `createService` wired to the default parts that live outside the core (the sandbox formula runner
  * of `adapters/sandbox`). Nothing in `src/` imports an adapter; this file is where they meet.
  */
-import type { ServiceOptions } from '../src/kernel/context.js'
+
 import { lazyRunner } from '../src/kernel/runner.js'
+import type { ServiceOptions } from '../src/service/options.js'
 import { createCoreService, type Service } from '../src/service/service.js'
 
 export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
 export { localMasterKey } from '../src/encryption/keyring.js'
 export type { Clock, ManualClock } from '../src/kernel/clock.js'
 export { manualClock, systemClock } from '../src/kernel/clock.js'
-export type { ServiceOptions } from '../src/kernel/context.js'
 export type { ServiceErrorCode, ValidationIssues } from '../src/kernel/errors.js'
 export { ServiceError } from '../src/kernel/errors.js'
 export type { Paginated } from '../src/kernel/pagination.js'
@@ -43,6 +43,7 @@ export type {
   OperationJournal,
   VaultEvent,
 } from '../src/service/journal.js'
+export type { ServiceOptions } from '../src/service/options.js'
 export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from '../src/service/service.js'
 export type { Unchecked } from '../src/service/unchecked.js'
 export { unchecked } from '../src/service/unchecked.js'

@@ -53,6 +53,7 @@ export type {
 } from './inputs.js'
 export type { Actor, JournalEntry, JournalQuery, OperationJournal, VaultEvent } from './journal.js'
 export { eventType, failureOutcome, Journal, touchedIds } from './journal.js'
+export type { ServiceOptions } from './options.js'
 export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from './service.js'
 export { createCoreService } from './service.js'
 export type { PermissionInfo } from './tenants.js'

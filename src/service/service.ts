@@ -26,7 +26,6 @@ import type {
   FormulaRunner,
   ManualClock,
   ResolvedOptions,
-  ServiceOptions,
   Tenant,
 } from '../kernel/index.js'
 import { conflict, expressionBudget, invalid, newId, notFound, parse, sha256 } from '../kernel/index.js'
@@ -58,6 +57,7 @@ import { type Fixture, loadFixture } from './fixtures.js'
 import { idempotent } from './idempotency.js'
 import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js'
 import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
+import type { ServiceOptions } from './options.js'
 import { permissionOperations, tenantOperations } from './tenants.js'
 import { unchecked } from './unchecked.js'
 
