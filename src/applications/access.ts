@@ -6,24 +6,14 @@ import type {
   ExpressionBudget,
   Json,
   Permission,
+  Principal,
   StoredToken,
   Token,
   Transform,
 } from '../kernel/index.js'
 import { forbidden } from '../kernel/index.js'
 
-/** Who is calling: an application, or a session acting with what it was granted. */
-export interface Principal {
-  tenantId: string
-  /** Application id, or session id for a session key. */
-  id: string
-  kind: 'application' | 'session'
-  /** The application type (a session counts as `public`). */
-  type: ApplicationType
-  permissions: readonly Permission[]
-  /** When present and non-empty, these alone decide access to tokens. */
-  rules?: readonly AccessRule[] | undefined
-}
+export type { Principal }
 
 /** Throws `forbidden` unless the principal holds `permission` (outside token rules: reactors, applications). */
 export function requirePermission(principal: Principal, permission: Permission): void {

@@ -1,9 +1,22 @@
-import type { Principal } from '../applications/index.js'
 import type { CallbackQueue } from '../reactors/index.js'
 import type { Store } from '../store/index.js'
 import type { ExpressionBudget } from './budget.js'
 import type { Clock } from './clock.js'
 import type { FormulaRunner } from './runner.js'
+import type { AccessRule, ApplicationType, Permission } from './types.js'
+
+/** Who is calling: an application, or a session acting with what it was granted. */
+export interface Principal {
+  tenantId: string
+  /** Application id, or session id for a session key. */
+  id: string
+  kind: 'application' | 'session'
+  /** The application type (a session counts as `public`). */
+  type: ApplicationType
+  permissions: readonly Permission[]
+  /** When present and non-empty, these alone decide access to tokens. */
+  rules?: readonly AccessRule[] | undefined
+}
 
 /** Options with defaults filled in. */
 export interface ResolvedOptions {

@@ -14,7 +14,7 @@ export {
 export { checkFailure, expectWritten } from './checks.js'
 export type { Clock, ManualClock } from './clock.js'
 export { isoAfter, manualClock, systemClock } from './clock.js'
-export type { Ctx, ResolvedOptions } from './context.js'
+export type { Ctx, Principal, ResolvedOptions } from './context.js'
 export { parseDateTime } from './date-time.js'
 export type { ServiceErrorCode, ValidationIssues } from './errors.js'
 export {
