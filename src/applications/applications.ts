@@ -21,12 +21,8 @@ import {
   ServiceError,
   sha256,
 } from '../kernel/index.js'
-import type {
-  CreateApplicationInput,
-  ListApplicationsQuery,
-  UpdateApplicationInput,
-} from '../service/index.js'
 import { requirePermission } from './access.js'
+import type { CreateApplicationInput, ListApplicationsQuery, UpdateApplicationInput } from './inputs.js'
 import { PERMISSIONS_BY_TYPE } from './permissions.js'
 import { createApplicationInput, listInput, updateApplicationInput } from './schemas.js'
 

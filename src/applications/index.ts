@@ -23,6 +23,14 @@ export {
   shownApplication,
 } from './applications.js'
 export { authenticate, hashApiKey } from './auth.js'
+export type {
+  AdminCreateApplicationInput,
+  CreateApplicationInput,
+  CreateTenantInput,
+  ListApplicationsQuery,
+  ListPermissionsQuery,
+  UpdateApplicationInput,
+} from './inputs.js'
 export type { ApplicationKey } from './keys.js'
 export { applicationKeyOperations, MAX_APPLICATION_KEYS } from './keys.js'
 export {

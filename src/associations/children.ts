@@ -2,7 +2,7 @@ import { applyTransform, requireTokenAccess, tokenAccess } from '../applications
 import type { Association, Ctx, StoredToken, Token } from '../kernel/index.js'
 import { conflict, invalid, notFound, type Paginated, paginated, parse, rangeOf } from '../kernel/index.js'
 import { readWhole, type Seen, tooBroad, walkChildren } from '../search/index.js'
-import type { CreateTokenInput, ListChildrenQuery } from '../service/index.js'
+import type { CreateTokenInput, ListChildrenQuery } from '../tokens/index.js'
 import {
   createdAnswer,
   creationChecks,

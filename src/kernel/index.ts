@@ -55,6 +55,7 @@ export type {
   Condition,
   ConfigurationElement,
   ElementType,
+  EmptyInput,
   FormulaStatus,
   FormulaType,
   FormulaUse,

@@ -453,3 +453,6 @@ export interface ReactResult {
    */
   tokens: TokenTree
 }
+
+/** A body that must be empty when given: absent, `null` or `{}` (`transactions.create`, `sessions.create`). */
+export type EmptyInput = Record<string, never> | null | undefined

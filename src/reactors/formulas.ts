@@ -21,7 +21,6 @@ import {
   parse,
   rangeOf,
 } from '../kernel/index.js'
-import type { ListReactorFormulasQuery, OfficialFormulaInput, ReactorFormulaInput } from '../service/index.js'
 import type { Store } from '../store/index.js'
 import {
   type FormulaInput,
@@ -29,6 +28,7 @@ import {
   listFormulasInput,
   requireDistinctNames,
 } from './formula-schemas.js'
+import type { ListReactorFormulasQuery, OfficialFormulaInput, ReactorFormulaInput } from './inputs.js'
 
 /**
  * The tenant id a `formula.present` check carries for an official formula: no tenant has it, and

@@ -32,6 +32,16 @@ export {
 } from './formula-schemas.js'
 export type { OfficialFormulaAdmin, OfficialFormulaOptions } from './formulas.js'
 export { formulaOperations, officialFormulaAdmin, shownFormula, validFormula } from './formulas.js'
+export type {
+  CreateReactorInput,
+  ListReactorFormulasQuery,
+  ListReactorsQuery,
+  OfficialFormulaInput,
+  PatchReactorInput,
+  ReactInput,
+  ReactorFormulaInput,
+  UpdateReactorInput,
+} from './inputs.js'
 export type { JsonObject } from './react.js'
 export { castArgs, castValue, reactResult, runFailure } from './react.js'
 export type { ReactorBody } from './reactor-schemas.js'

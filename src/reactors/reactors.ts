@@ -24,18 +24,18 @@ import {
   ServiceError,
   type ValidationIssues,
 } from '../kernel/index.js'
+import type { WriteResult } from '../store/index.js'
+import { detokenizeArgs } from '../tokens/index.js'
+import { type CallbackBody, callbackError } from './callback.js'
+import { allowedUrl } from './egress.js'
+import { shownFormula } from './formulas.js'
 import type {
   CreateReactorInput,
   ListReactorsQuery,
   PatchReactorInput,
   ReactInput,
   UpdateReactorInput,
-} from '../service/index.js'
-import type { WriteResult } from '../store/index.js'
-import { detokenizeArgs } from '../tokens/index.js'
-import { type CallbackBody, callbackError } from './callback.js'
-import { allowedUrl } from './egress.js'
-import { shownFormula } from './formulas.js'
+} from './inputs.js'
 import { castArgs, castValue, type JsonObject, reactResult, runFailure } from './react.js'
 import {
   createReactorInput,

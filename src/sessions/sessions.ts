@@ -1,5 +1,5 @@
 import { requireGrantWithin, requireType } from '../applications/index.js'
-import type { Ctx, StoredSession } from '../kernel/index.js'
+import type { Ctx, EmptyInput, StoredSession } from '../kernel/index.js'
 import {
   checkFailure,
   conflict,
@@ -13,7 +13,7 @@ import {
   parse,
   sha256,
 } from '../kernel/index.js'
-import type { AuthorizeSessionInput, EmptyInput } from '../service/index.js'
+import type { AuthorizeSessionInput } from './inputs.js'
 import { authorizeSessionInput } from './schemas.js'
 
 /** The answer of session create: the key and nonce in plaintext, shown only here. */

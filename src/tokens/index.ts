@@ -15,6 +15,18 @@ export type { Created } from './dedup.js'
 export { findDuplicate, markDeduplicating, shownDuplicate, wantsDeduplication, writeTokens } from './dedup.js'
 export type { DetokenizeOptions } from './detokenize.js'
 export { detokenize, detokenizeArgs, MAX_DETOKENIZED } from './detokenize.js'
+export type {
+  CreateTokenInput,
+  DetokenizeInput,
+  FlatMetadataFilter,
+  ListChildrenQuery,
+  ListTokensQuery,
+  ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateTokenInput,
+} from './inputs.js'
 export { mergePatch, tokenOperations } from './operations.js'
 export {
   createTokenInput,

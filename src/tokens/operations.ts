@@ -21,16 +21,6 @@ import {
   searchTokensV2,
   withSearchIndexes,
 } from '../search/index.js'
-import type {
-  CreateTokenInput,
-  DetokenizeInput,
-  ListTokensQuery,
-  ListTokensV2Query,
-  SearchTokensInput,
-  SearchTokensV2Input,
-  TokenizeInput,
-  UpdateTokenInput,
-} from '../service/index.js'
 import {
   deletionsWithLinks,
   enlist,
@@ -43,6 +33,16 @@ import { patchGivesCvc, withCvcDeadline } from './card-cvc.js'
 import { checkTokenContents, createdAnswer, creationChecks, newToken, requireFuture } from './create.js'
 import { writeTokens } from './dedup.js'
 import { detokenize } from './detokenize.js'
+import type {
+  CreateTokenInput,
+  DetokenizeInput,
+  ListTokensQuery,
+  ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateTokenInput,
+} from './inputs.js'
 import { gatherMetadataFilter, listChildrenInput, updateTokenInput } from './schemas.js'
 import { fingerprinted, typeRules } from './token-types.js'
 import { planTokenize } from './tokenize.js'

@@ -1,4 +1,4 @@
-import type { Ctx, StoredTransaction, Transaction } from '../kernel/index.js'
+import type { Ctx, EmptyInput, StoredTransaction, Transaction } from '../kernel/index.js'
 import {
   checkFailure,
   conflict,
@@ -10,7 +10,6 @@ import {
   parse,
   retryCas,
 } from '../kernel/index.js'
-import type { EmptyInput } from '../service/index.js'
 import { withLinkDeletes } from './links.js'
 import { writeEnd } from './locks.js'
 
