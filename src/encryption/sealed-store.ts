@@ -139,8 +139,7 @@ export class Keyring {
  * Staged writes of transactions are sealed the same way, and so are the answers kept for
  * idempotency keys (they may hold token data) and reactors' `configuration` (third parties' API
  * keys: names and values in one ciphertext, bound to the reactor's tenant and id). `dump()` answers records as stored
- * (sealed). A token or configuration found in the clear is refused as unreadable, as a tampered
- * ciphertext is.
+ * (sealed). Legacy plaintext values (written before encryption) read as they are.
  *
  * Every token read (gets, lists, staged writes of transactions) opens here, so this is where the
  * card cvc rule applies (`withoutExpiredCvc`, at `now()`): past its deadline a cvc reads as gone.
@@ -192,8 +191,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return opened
   }
   const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
-    // Every token is stored sealed: data in the clear was put there by hand, and is refused.
-    if (!isSealed(token.data)) throw unreadable(token.id)
+    // Legacy plaintext (written before encryption at rest) reads as it is.
+    if (!isSealed(token.data)) return withoutExpiredCvc(token, now())
     const key = keyOf(token.tenant_id)
     return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
   }
@@ -206,8 +205,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return { ...reactor, configuration: sealed }
   }
   const openReactor = async (reactor: Reactor): Promise<Reactor> => {
-    // Every configuration is stored sealed: one in the clear was put there by hand, and is refused.
-    if (!isSealed(reactor.configuration)) throw unreadableReactor(reactor.id)
+    // Legacy plaintext (written before configurations were sealed) reads as it is.
+    if (!isSealed(reactor.configuration)) return reactor
     let configuration: unknown
     try {
       configuration = openValue(

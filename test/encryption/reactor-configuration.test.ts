@@ -92,15 +92,17 @@ describe('reactor configuration is sealed at rest', () => {
     expect((await failure(b.admin.reactors.get(reactor.id))).code).toBe('not_found')
   })
 
-  it('a configuration stored in the clear is refused as unreadable, without quoting it', async () => {
-    const { a, store, reactor } = await withReactor()
+  it('a configuration stored in the clear by an earlier version reads as it is, and is sealed at its next write', async () => {
+    const { a, store, reactor, dumped } = await withReactor()
     const stored = (await store.getReactor(reactor.tenant_id, reactor.id))!
     await store.write({
       ops: [{ op: 'reactor.put', reactor: { ...stored, configuration: { [SETTING]: OTHER_KEY } } }],
     })
-    const error = await failure(a.admin.reactors.get(reactor.id))
-    expect(error.code).toBe('unreadable')
-    expect(error.message).not.toContain(OTHER_KEY)
+    expect(await dumped()).toContain(OTHER_KEY)
+    expect((await a.admin.reactors.get(reactor.id)).configuration).toEqual({ [SETTING]: OTHER_KEY })
+    await unchecked(a.admin).reactors.patch(reactor.id, { name: 'renamed' })
+    expect(await dumped()).not.toContain(OTHER_KEY)
+    expect((await a.admin.reactors.get(reactor.id)).configuration).toEqual({ [SETTING]: OTHER_KEY })
   })
 
   it('a snapshot carries the configuration opened, and restores it into another vault (its tenants get new data keys)', async () => {
