@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createSecretKey, hash, randomBytes, randomUUID } from 'node:crypto'
 import * as v from 'valibot'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../main/index.js'
+import { createService, manualClock } from '../entry/index.js'
 import { authorizeSessionInput } from '../src/sessions/schemas.js'
 import { copy } from '../src/store/json.js'
 import { createTokenInput } from '../src/tokens/schemas.js'

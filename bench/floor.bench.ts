@@ -41,7 +41,7 @@ import autocannon from 'autocannon'
 import * as v from 'valibot'
 import { createHttpHandler, type FetchHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../main/index.js'
+import { createService, manualClock } from '../entry/index.js'
 import { createTokenInput } from '../src/tokens/schemas.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 

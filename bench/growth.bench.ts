@@ -16,7 +16,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import { memoryStore } from '../adapters/memory/index.js'
 import { postgresStore } from '../adapters/postgres/index.js'
-import { createService, manualClock } from '../main/index.js'
+import { createService, manualClock } from '../entry/index.js'
 import type { Store } from '../src/store/contract.js'
 
 const N = Number(process.env.BENCH_TOKENS ?? 1_000_000)

@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { postgresStore } from '../adapters/postgres/index.js'
-import { createService, systemClock } from '../main/index.js'
+import { createService, systemClock } from '../entry/index.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 import { inFlight } from './harness.js'
 

@@ -1,5 +1,5 @@
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../main/index.js'
+import { createService, manualClock } from '../entry/index.js'
 import type { Op, StoredToken } from '../src/kernel/types.js'
 import { type BenchOptions, type BenchRow, opsPerSec } from './harness.js'
 

@@ -1,4 +1,4 @@
-import { createService, systemClock } from '../main/index.js'
+import { createService, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import { openStore } from './stores.js'
 

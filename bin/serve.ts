@@ -13,7 +13,7 @@ import {
   type Service,
   type StateSnapshot,
   systemClock,
-} from '../main/index.js'
+} from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import type { Permission } from '../src/kernel/types.js'
 import { unchecked } from '../src/service/unchecked.js'

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Checks the direction of the imports between `src/`, `main/`, `adapters/`, `bin/` and `testing/`:
+ * Checks the direction of the imports between `src/`, `entry/`, `adapters/`, `bin/` and `testing/`:
  * static imports, re-exports and dynamic `import()` with a literal path.
  *
  * It fails (exit code 1, one line per problem) on
@@ -20,7 +20,7 @@ import { dirname, join, posix, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** The folders whose files make up the graph. */
-export const ROOTS = ['src', 'main', 'adapters', 'bin', 'testing']
+export const ROOTS = ['src', 'entry', 'adapters', 'bin', 'testing']
 
 const SOURCE = /\.(?:ts|mts|js|mjs)$/
 const STATIC =

@@ -31,7 +31,8 @@ import { fileURLToPath } from 'node:url'
 
 /** Old path → new path, repository-relative. */
 export const MOVES = [
-  ['src/index.ts', 'main/index.ts'],
+  ['src/index.ts', 'entry/index.ts'],
+  ['main/index.ts', 'entry/index.ts'],
   ['src/access.ts', 'src/applications/access.ts'],
   ['src/admin-view.ts', 'src/service/admin-view.ts'],
   ['src/application-keys.ts', 'src/applications/keys.ts'],
@@ -101,7 +102,7 @@ const args = process.argv.slice(2)
 const root = args[1] ? resolvePath(args[1]) : join(dirname(fileURLToPath(import.meta.url)), '..')
 const FOLDERS = [
   'src',
-  'main',
+  'entry',
   'adapters',
   'bin',
   'testing',

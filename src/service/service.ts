@@ -89,7 +89,7 @@ function masterKeys(options: ServiceOptions): KeyProvider[] {
 
 /**
  * What the composition root wires in where the options leave a part out: the package's main entry
- * (`main/index.ts`) gives the sandbox runner of `adapters/sandbox`, so the core names no adapter.
+ * (`entry/index.ts`) gives the sandbox runner of `adapters/sandbox`, so the core names no adapter.
  */
 export interface ServiceDefaults {
   /** The formula runner when `options.runner` is absent (`null` turns formulas off instead). */

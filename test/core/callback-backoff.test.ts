@@ -7,7 +7,7 @@ import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { manualClock } from '../../main/index.js'
+import { manualClock } from '../../entry/index.js'
 import { CallbackQueue } from '../../src/reactors/callback.js'
 
 let receiver: Server

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Permission } from '../../main/index.js'
+import { createService, manualClock, type Permission } from '../../entry/index.js'
 import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 import { ALL_TOKEN, failure, setup } from './setup.js'
 

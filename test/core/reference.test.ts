@@ -3,7 +3,7 @@
  * basistheory-go api/openapi.yaml): each test names the page it follows.
  */
 import { describe, expect, it } from 'vitest'
-import { unchecked } from '../../main/index.js'
+import { unchecked } from '../../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
 import type { Permission } from '../../src/kernel/types.js'
 import { failure, setup } from './setup.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ServiceError } from '../../main/index.js'
+import { ServiceError } from '../../entry/index.js'
 import { type GlobPart, globMatches, parseQuery } from '../../src/search/query.js'
 
 /** The validation message `parseQuery` throws for `text`. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { unchecked } from '../../main/index.js'
+import { unchecked } from '../../entry/index.js'
 import type { Token } from '../../src/kernel/types.js'
 import { failure, setup } from './setup.js'
 

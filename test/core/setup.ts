@@ -1,5 +1,5 @@
 import { memoryStore } from '../../adapters/memory/index.js'
-import { ServiceError } from '../../main/index.js'
+import { ServiceError } from '../../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
 import { lazyRunner } from '../../src/kernel/runner.js'
 import type { AccessRule, Permission } from '../../src/kernel/types.js'

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { ServiceError } from '../../main/index.js'
+import { ServiceError } from '../../entry/index.js'
 import { localMasterKey } from '../../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
 import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/types.js'

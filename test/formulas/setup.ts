@@ -1,6 +1,6 @@
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../main/index.js'
+import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../entry/index.js'
 import type { FormulaRunner } from '../../src/kernel/runner.js'
 import type { AccessRule, Permission } from '../../src/kernel/types.js'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
-import { ServiceError } from '../../main/index.js'
+import { ServiceError } from '../../entry/index.js'
 import type { AccessRule, Json, Permission } from '../../src/kernel/types.js'
 import { FAILS_ON_STORED_DATA, withoutStoredValues } from '../../src/tokens/visibility.js'
 import { setup } from '../core/setup.js'

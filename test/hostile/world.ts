@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../main/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
 import type { AccessRule, Permission } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'

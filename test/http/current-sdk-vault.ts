@@ -5,7 +5,7 @@ import type { BasisTheory as BtJs } from '@basis-theory/basis-theory-js4/types/s
 import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Service } from '../../main/index.js'
+import { createService, manualClock, type Service } from '../../entry/index.js'
 import type { FormulaRunner } from '../../src/kernel/runner.js'
 import type { Permission } from '../../src/kernel/types.js'
 import { ALL_MANAGEMENT } from './setup.js'

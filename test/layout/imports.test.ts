@@ -29,16 +29,16 @@ describe('scripts/check-imports.mjs', () => {
     ])
   })
 
-  it('refuses an import from src/ into adapters/, bin/, testing/ or main/, not the other way', () => {
+  it('refuses an import from src/ into adapters/, bin/, testing/ or entry/, not the other way', () => {
     const problems: string[] = findProblems(
       graph({
-        'src/a.ts': ['adapters/sandbox/index.ts', 'bin/serve.ts', 'testing/index.ts', 'main/index.ts'],
+        'src/a.ts': ['adapters/sandbox/index.ts', 'bin/serve.ts', 'testing/index.ts', 'entry/index.ts'],
         'adapters/sandbox/index.ts': [],
         'bin/serve.ts': [],
         'testing/index.ts': [],
-        'main/index.ts': [],
+        'entry/index.ts': [],
         'src/b.ts': [],
-        'adapters/x/index.ts': ['src/b.ts', 'main/index.ts'],
+        'adapters/x/index.ts': ['src/b.ts', 'entry/index.ts'],
         'bin/x.ts': ['src/b.ts', 'adapters/x/index.ts'],
       }),
     )
@@ -46,7 +46,7 @@ describe('scripts/check-imports.mjs', () => {
       'core imports outside src/: src/a.ts → adapters/sandbox/index.ts',
       'core imports outside src/: src/a.ts → bin/serve.ts',
       'core imports outside src/: src/a.ts → testing/index.ts',
-      'core imports outside src/: src/a.ts → main/index.ts',
+      'core imports outside src/: src/a.ts → entry/index.ts',
     ])
   })
 

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../main/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { failure, formulaBody, REACTOR, sharedRunner, TOKEN } from '../formulas/setup.js'
 
 const runner = sharedRunner()

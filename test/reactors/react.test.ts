@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { unchecked } from '../../main/index.js'
+import { unchecked } from '../../entry/index.js'
 import type { Token } from '../../src/kernel/types.js'
 import { failure, formulaBody, type RequestParameter, sharedRunner, world } from '../formulas/setup.js'
 

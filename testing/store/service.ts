@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest'
-import { createService } from '../../main/index.js'
+import { createService } from '../../entry/index.js'
 import { manualClock } from '../../src/kernel/clock.js'
 import type { Permission } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
