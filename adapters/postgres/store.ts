@@ -1,4 +1,5 @@
 import type { Pool, QueryConfig } from 'pg'
+import type { Clock } from '../../src/kernel/clock.js'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { Check, Op } from '../../src/kernel/types.js'
 import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
@@ -22,6 +23,11 @@ export interface PostgresPoolOptions {
    * @default 500
    */
   keyCacheMs?: number
+  /**
+   * The clock the key cache ages its entries by (`keyCacheMs`). Tests pass the service's manual
+   * clock to step past the cache's lifetime without waiting. Default: the monotonic `performance.now()`.
+   */
+  clock?: Clock
   /** The schema that holds the tables (created if missing). Default: the pool's `current_schema()`. */
   schema?: string
 }
@@ -48,6 +54,11 @@ export interface PostgresUrlOptions {
    * @default 500
    */
   keyCacheMs?: number
+  /**
+   * The clock the key cache ages its entries by (`keyCacheMs`). Tests pass the service's manual
+   * clock to step past the cache's lifetime without waiting. Default: the monotonic `performance.now()`.
+   */
+  clock?: Clock
   /** The schema that holds the tables (created if missing). Default: the user's `current_schema()`. */
   schema?: string
 }
@@ -119,7 +130,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   try {
     const schema = options.schema ?? (await currentSchema(pool))
     await migrate(pool, schema)
-    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS)
+    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, options.clock)
   } catch (error) {
     if (owned) await pool.end()
     throw error
@@ -148,13 +159,24 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
   }
 }
 
-function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: number): Store {
+function openStore(
+  pool: Pool,
+  schema: string,
+  owned: boolean,
+  keyCacheMs: number,
+  clock: Clock | undefined,
+): Store {
   const t = tables(schema)
   const st = statements(t)
   const writeName = statementName(st.write)
   const locks = new LockKeys(schema)
   const read = reads(t, (config) => pool.query(config))
-  const keys = keyCache(keyCacheMs, (hash) => read.findKey(hash))
+  const keys = keyCache(
+    keyCacheMs,
+    (hash) => read.findKey(hash),
+    undefined,
+    clock ? () => clock.now().getTime() : undefined,
+  )
   let closed = false
   let closing: Promise<void> | undefined
   let inFlight = 0

@@ -38,7 +38,10 @@ export type Variables = Readonly<Record<string, Json | undefined>>
 /** A value during evaluation: JSON, bytes (from `hmac`, for `to_base64`/`to_base16`), or nothing. */
 type Value = Json | Uint8Array | undefined
 
-type Operand = { kind: 'literal'; value: Json } | { kind: 'path'; root: string; keys: (string | number)[] }
+/** A literal written with a decimal point (`2.0`) is a float in Liquid, though its value is whole. */
+type Operand =
+  | { kind: 'literal'; value: Json; float?: true }
+  | { kind: 'path'; root: string; keys: (string | number)[] }
 interface FilterCall {
   name: string
   args: Operand[]
@@ -118,7 +121,10 @@ function parseOperand(s: Scanner): Operand {
   const str = s.quoted()
   if (str !== null) return { kind: 'literal', value: str }
   const num = s.match(NUMBER)
-  if (num !== null) return { kind: 'literal', value: Number(num) }
+  if (num !== null)
+    return num.includes('.')
+      ? { kind: 'literal', value: Number(num), float: true }
+      : { kind: 'literal', value: Number(num) }
   const root = s.match(IDENT)
   if (root === null) return fail(`expected a variable or a literal at "${s.text.slice(s.pos, s.pos + 20)}"`)
   if (root === 'true' || root === 'false') return { kind: 'literal', value: root === 'true' }
@@ -300,7 +306,7 @@ function lookup(vars: Variables, op: Operand): Value {
 // ---------------------------------------------------------------------------------------------
 // Filters
 
-type Filter = (input: Value, args: Value[]) => Value
+type Filter = (input: Value, args: Value[], written: readonly Operand[]) => Value
 
 const str = (v: Value) => toText(v)
 function int(v: Value, what: string): number {
@@ -527,10 +533,12 @@ const FILTERS: Record<string, Filter> = {
   plus: math((a, b) => a + b),
   minus: math((a, b) => a - b),
   times: math((a, b) => a * b),
-  divided_by: (v, a) => {
+  divided_by: (v, a, written) => {
     const [x, y] = [num(v), num(a[0])]
     if (y === 0) fail('divided_by divides by zero')
-    return Number.isInteger(x) && Number.isInteger(y) ? Math.floor(x / y) : x / y
+    // Liquid divides whole numbers as integers (7 / 2 = 3) unless either is a float: `2.0` is.
+    const floatDivisor = written[0]?.kind === 'literal' && written[0].float === true
+    return Number.isInteger(x) && Number.isInteger(y) && !floatDivisor ? Math.floor(x / y) : x / y
   },
   modulo: (v, a) => {
     const [x, y] = [num(v), num(a[0])]
@@ -692,7 +700,7 @@ function run(obj: OutputObject, vars: Variables): Value {
   for (const f of obj.filters) {
     const args = f.args.map((a) => lookup(vars, a))
     charge(inputCost(f.name, v))
-    v = FILTERS[f.name]!(v, args)
+    v = FILTERS[f.name]!(v, args, f.args)
     charge(outputCost(v))
   }
   return v

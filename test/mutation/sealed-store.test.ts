@@ -72,6 +72,45 @@ describe('sealed tokens', () => {
     expect((await sealed.getToken('ten', 'b'))?.mask).toBe('m')
   })
 
+  it('a sealed card reads without its cvc once the cvc deadline has come, and with it before', async () => {
+    const { sealed, token } = await world()
+    const card = { number: '4242424242424242', cvc: '123' }
+    await sealed.write({
+      ops: [
+        { op: 'token.put', token: token('due', { data: card, cvc_expires_at: NOW }) },
+        {
+          op: 'token.put',
+          token: token('later', { data: card, cvc_expires_at: '2030-01-01T00:00:00.001Z' }),
+        },
+        { op: 'token.put', token: token('none', { data: card }) },
+      ],
+    })
+    const due = (await sealed.getToken('ten', 'due'))!
+    expect(due.data).toEqual({ number: '4242424242424242' })
+    expect('cvc_expires_at' in due).toBe(false)
+    expect((await sealed.getToken('ten', 'later'))!.data).toEqual(card)
+    expect((await sealed.getToken('ten', 'none'))!.data).toEqual(card)
+  })
+
+  it('children listed through the sealed store open', async () => {
+    const { sealed, token } = await world()
+    await sealed.write({
+      ops: [
+        { op: 'token.put', token: token('parent') },
+        { op: 'token.put', token: token('child', { data: { secret: 'child-secret' }, mask: 'm' }) },
+        {
+          op: 'association.put',
+          association: { tenant_id: 'ten', parent_id: 'parent', child_id: 'child', created_at: NOW },
+        },
+      ],
+    })
+    const page = await sealed.listChildren('ten', 'parent', { offset: 0, limit: 10, now: NOW })
+    expect(page.total).toBe(1)
+    expect(page.items.map((t) => [t.id, t.data, t.mask])).toEqual([
+      ['child', { secret: 'child-secret' }, 'm'],
+    ])
+  })
+
   it('a ciphertext that opens to anything but [data] or [data, mask] is refused with the exact error', async () => {
     const { sealed, plant } = await world()
     for (const [id, value] of [
@@ -302,5 +341,48 @@ describe('transactions through the sealed store', () => {
       })
     expect(await guarded(structuredClone(read), 'rolled_back')).toEqual({ ok: true })
     expect((await guarded(read, 'committed')).ok).toBe(false)
+  })
+
+  it('transaction.unchanged: a copy that differs from the stored one fails, with or without staged writes', async () => {
+    const { sealed, token } = await world()
+    const base = {
+      id: 'tx',
+      tenant_id: 'ten',
+      state: 'open' as const,
+      created_at: NOW,
+      created_by: 'a',
+      expires_at: '2030-01-02T00:00:00.000Z',
+      locks: [] as string[],
+    }
+    const staged = { op: 'token.put' as const, token: token('staged', { data: 'staged-secret' }) }
+    const guard = (transaction: typeof read) =>
+      sealed.write({
+        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction }],
+        ops: [],
+      })
+    // No staged writes: an equal copy holds, a copy that differs in any field fails.
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: { ...base, writes: [] } }] })
+    const read = (await sealed.getTransaction('ten', 'tx'))!
+    expect(await guard(structuredClone(read))).toEqual({ ok: true })
+    expect((await guard({ ...structuredClone(read), state: 'committed' })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(read), writes: [staged] })).ok).toBe(false)
+    // Staged writes: a copy whose staged write differs, or that staged one more, fails.
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: { ...base, writes: [staged] } }] })
+    const withWrites = (await sealed.getTransaction('ten', 'tx'))!
+    expect(await guard(structuredClone(withWrites))).toEqual({ ok: true })
+    const other = { ...staged, token: token('staged', { data: 'other-secret' }) }
+    expect((await guard({ ...structuredClone(withWrites), writes: [other] })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(withWrites), writes: [staged, staged] })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(withWrites), expires_at: NOW })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(read) })).ok).toBe(false)
+    // A transaction that is not stored: no copy of one holds, with or without staged writes.
+    for (const writes of [[], [staged]]) {
+      const gone = { ...structuredClone(withWrites), id: 'gone', writes }
+      const result = await sealed.write({
+        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'gone', transaction: gone }],
+        ops: [],
+      })
+      expect(result.ok).toBe(false)
+    }
   })
 })

@@ -2,7 +2,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { MIGRATIONS } from '../../adapters/postgres/migrations.js'
-import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, waitingForLock } from './database.js'
 
 const T = 'tenant-a'
 const NOW = '2030-01-01T00:00:00.000Z'
@@ -97,7 +97,8 @@ describePostgres('postgres store lifecycle', (url) => {
     const holder = await pool.connect()
     try {
       await holder.query('BEGIN')
-      await holder.query(`SELECT pg_advisory_xact_lock(${new LockKeys(s).key(`token\u0000${T}\u0000a`)})`)
+      const lockOfA = new LockKeys(s).key(`token\u0000${T}\u0000a`)
+      await holder.query(`SELECT pg_advisory_xact_lock(${lockOfA})`)
       let aDone = false
       const a = store.write({ ops: [{ op: 'token.put', token: token('a') }] }).then((r) => {
         aDone = true
@@ -105,7 +106,8 @@ describePostgres('postgres store lifecycle', (url) => {
       })
       const b = await store.write({ ops: [{ op: 'token.put', token: token('b') }] })
       expect(b).toEqual({ ok: true })
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      // The write of a waits for a's lock in the database.
+      await waitingForLock(pool, lockOfA)
       expect(aDone).toBe(false)
       await holder.query('COMMIT')
       await expect(a).resolves.toEqual({ ok: true })

@@ -1,14 +1,13 @@
 import { expect } from 'vitest'
-import { memoryStore } from '../../adapters/memory/index.js'
 import { sweepExpired } from '../../src/lifecycle/sweep.js'
 import type { RecordKey, Store } from '../../src/store/contract.js'
-import type { MemoryState } from '../../src/store/memory-state.js'
 import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, type Step, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
+import { ContractModel } from './model.js'
 
 export type { Step }
 
 /** Every read of a store over the test universe (see `arbitraries.ts`), as one comparable value. */
-export async function observe(store: Store | MemoryState, filters: string[] = []) {
+export async function observe(store: Store, filters: string[] = []) {
   const seen: Record<string, unknown> = { dump: await store.dump() }
   for (const hash of KEY_HASHES) seen[`key ${hash}`] = await store.findKey(hash)
   for (const t of TENANTS) {
@@ -58,19 +57,20 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
 }
 
 /**
- * Applies `steps` to `store` and to a fresh reference model (the memory store), expecting the same
- * result from each step, then the same answer to every read in `observe`. With `reopen`, the store
- * is closed and opened again after every `reopenEvery` steps (durable stores: what it acknowledged
- * must answer the same afterwards). Answers the store it ends with (the caller closes it).
+ * Applies `steps` to `store` and to `reference` (by default a fresh `ContractModel`, the plain model
+ * of the store contract), expecting the same result from each step, then the same answer to every
+ * read in `observe`. With `reopen`, the store is closed and opened again after every `reopenEvery`
+ * steps (durable stores: what it acknowledged must answer the same afterwards). Answers the store
+ * it ends with (the caller closes it).
  */
-export async function expectSameAsMemory(
+export async function expectSameAsModel(
   store: Store,
   steps: Step[],
   filters: string[] = [],
   reopen?: (store: Store) => Promise<Store>,
   reopenEvery = 4,
+  reference: Store = new ContractModel(),
 ): Promise<Store> {
-  const memory = memoryStore()
   const keys = (list: RecordKey[]) => list.map((k) => `${k.tenant_id}/${k.id}`).sort()
   const ttl = { transactionTtlMs: 3_600_000 }
   let current = store
@@ -83,18 +83,19 @@ export async function expectSameAsMemory(
         'application',
         'transaction.open',
         'transaction.ended',
+        'idempotency',
       ] as const) {
         const query = { kind, before: s.purge, limit: 1000 }
-        expect(keys(await current.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
+        expect(keys(await current.listExpired(query))).toEqual(keys(await reference.listExpired(query)))
       }
-      expect(await sweepExpired(current, s.purge, ttl)).toEqual(await sweepExpired(memory, s.purge, ttl))
+      expect(await sweepExpired(current, s.purge, ttl)).toEqual(await sweepExpired(reference, s.purge, ttl))
     } else {
       expect(await current.write(structuredClone(s.batch))).toEqual(
-        await memory.write(structuredClone(s.batch)),
+        await reference.write(structuredClone(s.batch)),
       )
     }
     if (reopen && (i + 1) % reopenEvery === 0) current = await reopen(current)
   }
-  expect(await observe(current, filters)).toEqual(await observe(memory, filters))
+  expect(await observe(current, filters)).toEqual(await observe(reference, filters))
   return current
 }
