@@ -18,6 +18,8 @@
  * - repository-relative mentions of a moved file (`src/x.ts`, `./src/x.ts`, `dist/src/x.js`,
  *   `dist/cjs/src/x.d.ts`, …) in any text file: configs, package.json exports, comments, Markdown.
  *
+ * - `src/store/memory-state.ts`, when a merge brought the whole class back, is split again into
+ *   `src/store/memory/` (`scripts/split-memory-state.mjs`);
  * - an import from one folder of `src/` into a file of another goes through that folder's
  *   `index.ts` (its public face), which this script writes: every export of the folder's files.
  *
@@ -28,6 +30,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, posix, resolve as resolvePath } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { splitMemoryState } from './split-memory-state.mjs'
 
 /** Old path → new path, repository-relative. */
 export const MOVES = [
@@ -394,9 +397,16 @@ if (!['', '--rewrite-only', '--check'].includes(mode)) {
 if (mode === '--check') {
   const changed = [...writeFaces({ dryRun: true }), ...rewriteAll({ dryRun: true })]
   const left = MOVES.filter(([from]) => exists(from)).map(([from]) => from)
+  const whole =
+    exists('src/store/memory-state.ts') &&
+    /^export class MemoryState \{/m.test(readFileSync(join(root, 'src/store/memory-state.ts'), 'utf8'))
+  if (whole)
+    console.error(
+      'relayout: src/store/memory-state.ts holds the whole class: not split into src/store/memory/',
+    )
   for (const file of left) console.error(`relayout: ${file} is still at its old place`)
   for (const file of changed) console.error(`relayout: ${file} is not as the layout writes it`)
-  process.exit(changed.length + left.length > 0 ? 1 : 0)
+  process.exit(changed.length + left.length > 0 || whole ? 1 : 0)
 }
 if (mode === '--rewrite-only') {
   for (const [from, to] of MOVES) {
@@ -409,7 +419,9 @@ if (mode === '--rewrite-only') {
   }
 }
 const moved = mode === '' ? moveAll() : 0
-const faces = writeFaces()
+// A branch written before the reference model was split brings it back whole: split it again.
+const split = exists('src/store/memory-state.ts') ? splitMemoryState(root) : []
+const faces = [...split, ...writeFaces()]
 const changed = [...faces, ...rewriteAll()]
 // Rewritten paths sort differently: put the imports of each changed source file back in order.
 const sources = changed.filter((file) => CODE.test(file))
