@@ -5,9 +5,10 @@
  * answer may hold (what the vault does anyway for its largest allowed answer).
  * `npx tsx bench/budgets.bench.ts`.
  */
-import { expressionBudget } from '../src/budget.js'
-import { applyMask } from '../src/expressions.js'
-import type { Json } from '../src/types.js'
+
+import { applyMask } from '../src/expressions/expressions.js'
+import { expressionBudget } from '../src/kernel/budget.js'
+import type { Json } from '../src/kernel/types.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const text = 'a1'.repeat(25_000)

@@ -1,10 +1,10 @@
 import { createCipheriv, createDecipheriv, createSecretKey, hash, randomBytes, randomUUID } from 'node:crypto'
 import * as v from 'valibot'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../src/index.js'
-import { authorizeSessionInput } from '../src/schemas/session.js'
-import { createTokenInput } from '../src/schemas/token.js'
+import { createService, manualClock } from '../entry/index.js'
+import { authorizeSessionInput } from '../src/sessions/schemas.js'
 import { copy } from '../src/store/json.js'
+import { createTokenInput } from '../src/tokens/schemas.js'
 import { type BenchOptions, type BenchRow, compare } from './harness.js'
 
 const GOAL = '≤ 3×'

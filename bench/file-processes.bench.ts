@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { fileStore } from '../adapters/file/index.js'
-import type { StoredToken } from '../src/types.js'
+import type { StoredToken } from '../src/kernel/types.js'
 
 const SECONDS = 3
 const TENANT = 'bench-tenant'

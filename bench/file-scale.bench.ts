@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type FileStore, fileStore } from '../adapters/file/index.js'
-import type { StoredToken } from '../src/types.js'
+import type { StoredToken } from '../src/kernel/types.js'
 
 const TOTAL = Number(process.env['BENCH_TOKENS'] ?? 1_000_000)
 const BATCH = 100

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from 'lmdb'
 import { fileStore } from '../adapters/file/index.js'
-import { createService, systemClock } from '../src/index.js'
+import { createService, systemClock } from '../entry/index.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
 /**

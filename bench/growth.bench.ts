@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import { fileStore } from '../adapters/file/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { postgresStore } from '../adapters/postgres/index.js'
-import { createService, manualClock } from '../src/index.js'
+import { createService, manualClock } from '../entry/index.js'
 import type { Store } from '../src/store/contract.js'
 
 const N = Number(process.env.BENCH_TOKENS ?? 1_000_000)

@@ -32,7 +32,7 @@ import autocannon from 'autocannon'
 import { exchangeHandlerOf } from '../adapters/http/handler.js'
 import { createHttpHandler, type FetchHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock, type Service, ServiceError } from '../src/index.js'
+import { createService, manualClock, type Service, ServiceError } from '../entry/index.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const SERVER_FLAG = '--http-bench-servers'

@@ -14,9 +14,8 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { postgresStore } from '../adapters/postgres/index.js'
-import { createService, systemClock } from '../src/index.js'
+import { createService, systemClock } from '../entry/index.js'
 import type { BenchOptions, BenchRow } from './harness.js'
-import { inFlight } from './harness.js'
 
 const PERMS = ['token:create', 'token:read'] as const
 const RULES = [

@@ -1,8 +1,8 @@
 import { createHash, createHmac } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock, type Permission } from '../src/index.js'
-import type { FormulaRequest, FormulaRunner } from '../src/runner.js'
+import { createService, manualClock, type Permission } from '../entry/index.js'
+import type { FormulaRequest, FormulaRunner } from '../src/kernel/runner.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
 const SOURCE =

@@ -4,7 +4,7 @@
  * `POST /tokens/search` (page of 10) and one `/v2/tokens/search` first page per query.
  */
 import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../src/index.js'
+import { createService, manualClock } from '../entry/index.js'
 
 const count = Number(process.argv[2] ?? 20_000)
 const service = createService({ store: memoryStore(), clock: manualClock(), runner: null })

@@ -1,5 +1,5 @@
-import { createService, systemClock } from '../src/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
+import { createService, systemClock } from '../entry/index.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import { openStore } from './stores.js'
 
 /** Options of `createManagementKey` (`tokenvault keys create`). */

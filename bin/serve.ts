@@ -13,10 +13,10 @@ import {
   type Service,
   type StateSnapshot,
   systemClock,
-} from '../src/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
-import type { Permission } from '../src/types.js'
-import { unchecked } from '../src/unchecked.js'
+} from '../entry/index.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import type { Permission } from '../src/kernel/types.js'
+import { unchecked } from '../src/service/unchecked.js'
 import type { BoundOption } from './options.js'
 import { openStore } from './stores.js'
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { parseEgressOrigins } from '../src/egress.js'
+import { parseEgressOrigins } from '../src/reactors/egress.js'
 import { explainStartError, isCorsOrigin } from './checks.js'
 import { createManagementKey } from './keys.js'
 import { loadMasterKey } from './master-key.js'

@@ -1,5 +1,5 @@
 // The CommonJS build for `require` (Jest in its default mode, ts-jest, babel-jest): every module of
-// src/, adapters/ and testing/ transpiled one by one into dist/cjs/ (no bundling, so each module
+// src/, entry/, adapters/ and testing/ transpiled one by one into dist/cjs/ (no bundling, so each module
 // exists once per build), with the declarations copied beside them so `require` gets CommonJS types.
 // Runs after `tsc -p tsconfig.build.json` (npm run build).
 import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
@@ -48,7 +48,7 @@ function vendored(code, file) {
 }
 
 let count = 0
-for (const top of ['src', 'adapters', 'testing']) {
+for (const top of ['src', 'entry', 'adapters', 'testing']) {
   for await (const file of sources(join(root, top))) {
     const rel = relative(root, file).replace(/\.ts$/, '')
     const target = join(out, `${rel}.js`)

@@ -1,9 +1,9 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/errors.js'
+import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../entry/index.js'
+import { assertNever } from '../../src/kernel/errors.js'
 import type { CountedKind } from '../../src/store/contract.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
-import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart, tokenCountKey } from './keys.js'
 

@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/errors.js'
-import type { Check, IdempotencyRecord, StoredToken, TokenLock } from '../../src/types.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import type { Check, IdempotencyRecord, StoredToken, TokenLock } from '../../src/kernel/types.js'
 import type { Databases } from './env.js'
 import { fits, key, prefix } from './keys.js'
 

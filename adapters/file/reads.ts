@@ -1,5 +1,15 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/errors.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import { TenantLru } from '../../src/kernel/tenant-lru.js'
+import type {
+  Association,
+  Reactor,
+  StagedWrite,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+} from '../../src/kernel/types.js'
 import type {
   ChildKey,
   ExpiringKind,
@@ -13,16 +23,6 @@ import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
 import { termKey } from '../../src/store/token-index.js'
-import { TenantLru } from '../../src/tenant-lru.js'
-import type {
-  Association,
-  Reactor,
-  StagedWrite,
-  StoredApplication,
-  StoredFormula,
-  StoredSession,
-  StoredToken,
-} from '../../src/types.js'
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'

@@ -1,4 +1,9 @@
-import { ServiceError, STATUS_BY_CODE, statusOfError, type ValidationIssues } from '../../src/errors.js'
+import {
+  ServiceError,
+  STATUS_BY_CODE,
+  statusOfError,
+  type ValidationIssues,
+} from '../../src/kernel/errors.js'
 import { StoreError, type StoreErrorCode } from '../../src/store/error.js'
 import type { Outgoing } from './exchange.js'
 

@@ -1,6 +1,6 @@
 /**
  * JSON Schemas (2020-12, as OpenAPI 3.1 takes them) of the HTTP API's answers. The records are
- * TypeScript types in `src/types.ts`, not valibot schemas, so their answer shapes are written here
+ * TypeScript types in `src/kernel/types.ts`, not valibot schemas, so their answer shapes are written here
  * beside the route table; the OpenAPI test validates real answers against them.
  */
 

@@ -1,23 +1,22 @@
 import type * as v from 'valibot'
-import { listV2Input } from '../../src/list-tokens-v2.js'
 import {
   createApplicationInput,
   listInput as listApplicationsInput,
+  listPermissionsInput,
   updateApplicationInput,
-} from '../../src/schemas/application.js'
-import { emptyBody } from '../../src/schemas/common.js'
-import { formulaInput, listFormulasInput } from '../../src/schemas/formula.js'
+} from '../../src/applications/schemas.js'
+import { emptyBody } from '../../src/kernel/schemas.js'
+import { formulaInput, listFormulasInput } from '../../src/reactors/formula-schemas.js'
 import {
   createReactorInput,
   listReactorsInput,
   patchReactorInput,
   reactInput,
   updateReactorInput,
-} from '../../src/schemas/reactor.js'
-import { authorizeSessionInput } from '../../src/schemas/session.js'
-import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/schemas/token.js'
-import { searchInput, searchV2Input } from '../../src/search.js'
-import { listPermissionsInput } from '../../src/tenants.js'
+} from '../../src/reactors/reactor-schemas.js'
+import { listV2Input, searchInput, searchV2Input } from '../../src/search/schemas.js'
+import { authorizeSessionInput } from '../../src/sessions/schemas.js'
+import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/schemas.js'
 import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 
 /** Any valibot schema. */

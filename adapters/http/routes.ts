@@ -1,5 +1,5 @@
-import type { Client } from '../../src/service.js'
-import type { Unchecked } from '../../src/unchecked.js'
+import type { Client } from '../../src/service/service.js'
+import type { Unchecked } from '../../src/service/unchecked.js'
 import type { Query } from './query.js'
 import { Router } from './router.js'
 

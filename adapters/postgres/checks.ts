@@ -1,6 +1,6 @@
 import type { QueryConfig } from 'pg'
-import { assertNever } from '../../src/errors.js'
-import type { Check } from '../../src/types.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import type { Check } from '../../src/kernel/types.js'
 import { statementName } from './keys.js'
 import type { Tables } from './statements.js'
 

@@ -1,6 +1,6 @@
-import { assertNever } from '../../src/errors.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import type { Check, Op } from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
-import type { Check, Op } from '../../src/types.js'
 import { lockKey } from './keys.js'
 
 const name = (...parts: string[]) => parts.join('\u0000')

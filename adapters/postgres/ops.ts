@@ -1,5 +1,5 @@
+import type { Op } from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
-import type { Op } from '../../src/types.js'
 import { sortKey } from './keys.js'
 
 /**

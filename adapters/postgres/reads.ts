@@ -1,5 +1,4 @@
 import type { QueryConfig, QueryResult } from 'pg'
-import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
 import type {
   Association,
   IdempotencyRecord,
@@ -11,7 +10,8 @@ import type {
   StoredToken,
   StoredTransaction,
   Tenant,
-} from '../../src/types.js'
+} from '../../src/kernel/types.js'
+import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
 import { likePattern, statementName } from './keys.js'
 import type { Tables } from './statements.js'
 

@@ -1,9 +1,9 @@
 import type { Pool, QueryConfig } from 'pg'
-import type { Clock } from '../../src/clock.js'
-import { assertNever } from '../../src/errors.js'
+import type { Clock } from '../../src/kernel/clock.js'
+import { assertNever } from '../../src/kernel/errors.js'
+import type { Check, Op } from '../../src/kernel/types.js'
 import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
-import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
@@ -69,6 +69,8 @@ export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
 
 /** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
 const RETRY = new Set(['40P01', '40001'])
+/** How many times one write is tried when the database answers one of `RETRY`; again at once, no back-off. */
+const SERIALIZATION_ATTEMPTS = 10
 
 async function createPool(options: PostgresUrlOptions): Promise<Pool> {
   const pg = await import('pg')
@@ -254,7 +256,7 @@ function openStore(
         return failed ? { ok: false, failed } : { ok: true }
       } catch (error) {
         const code = (error as { code?: unknown }).code
-        if (attempt < 10 && typeof code === 'string' && RETRY.has(code)) continue
+        if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
         throw error
       }
     }

@@ -11,7 +11,7 @@ import {
   type QuickJSWASMModule,
   Scope,
 } from 'quickjs-emscripten-core'
-import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/egress.js'
+import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/reactors/egress.js'
 import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
 import {
   type ErrorsBlock,

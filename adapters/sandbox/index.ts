@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import type { QuickJSWASMModule } from 'quickjs-emscripten-core'
-import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
+import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 import { compileEngine, compileIn, loadCompiler } from './engine.js'
 import type { WorkerConfig } from './messages.js'
 import { SandboxPool } from './pool.js'

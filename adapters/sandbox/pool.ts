@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads'
-import type { RunOutcome } from '../../src/runner.js'
+import type { RunOutcome } from '../../src/kernel/runner.js'
 import { FairQueue } from './fair-queue.js'
 import { readWorkerMessage, type WorkerConfig, type WorkerMessage } from './messages.js'
 

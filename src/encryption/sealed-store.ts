@@ -1,7 +1,8 @@
-import { withoutExpiredCvc } from '../card-cvc.js'
-import { ServiceError } from '../errors.js'
-import type { Store } from '../store/contract.js'
-import type { Check, Json, Op, Reactor, StagedWrite, StoredToken, Tenant } from '../types.js'
+import type { Check, Json, Op, Reactor, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
+import { ServiceError } from '../kernel/index.js'
+import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
+import type { Store } from '../store/index.js'
+import { withoutExpiredCvc } from '../tokens/index.js'
 import {
   type KeyProvider,
   keyedHash,
@@ -38,9 +39,6 @@ const unreadableReactor = (id: string) =>
     'unreadable',
     `the stored configuration of reactor ${id} fails its integrity check and can't be read`,
   )
-
-/** The keyed-hash purpose of search indexes (a term's value is hashed the same way to match). */
-export const SEARCH_INDEX_PURPOSE = 'search-index'
 
 /** The error every unreadable token answers with: it names the token, never its bytes. */
 const unreadable = (id: string) =>

@@ -11,7 +11,7 @@ import type {
   StoredToken,
   StoredTransaction,
   Tenant,
-} from '../types.js'
+} from '../kernel/index.js'
 
 /**
  * An exact term a token carries, as stores index it beside the token (kept in the same atomic

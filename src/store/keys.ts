@@ -1,4 +1,4 @@
-import type { StoredApplication } from '../types.js'
+import type { StoredApplication } from '../kernel/index.js'
 
 /**
  * Every key hash of an application: those of its `keys`, or for a record written before

@@ -1,4 +1,4 @@
-import type { StoredToken } from '../types.js'
+import type { StoredToken } from '../kernel/index.js'
 import type { TokenTerm } from './contract.js'
 import { SortedIds } from './sorted-ids.js'
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { statusOfOutcome } from '../../adapters/http/console.js'
 import { testControlHandler } from '../../adapters/http/test-control.js'
 import { serve } from '../../bin/serve.js'
-import type { FormulaRunner } from '../../src/runner.js'
+import type { FormulaRunner } from '../../src/kernel/runner.js'
 import { createTestVault } from '../../testing/vault.js'
 
 const ADMIN = 'admin-token-for-console-0123456789'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { AccessRule, Condition, Transform } from '../../src/types.js'
+import type { AccessRule, Condition, Transform } from '../../src/kernel/types.js'
 import { failure, setup } from './setup.js'
 
 const TRANSFORMS: Transform[] = ['redact', 'mask', 'reveal']

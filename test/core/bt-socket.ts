@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
-import type { Service } from '../../src/index.js'
+import type { Service } from '../../entry/index.js'
 
 /**
  * Serves `service` on a loopback socket with `headerPrefix: 'BT'`, runs `fn` with the base URL the

@@ -7,8 +7,8 @@ import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { CallbackQueue } from '../../src/callback.js'
-import { manualClock } from '../../src/index.js'
+import { manualClock } from '../../entry/index.js'
+import { CallbackQueue } from '../../src/reactors/callback.js'
 
 let receiver: Server
 let origin = ''

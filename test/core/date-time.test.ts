@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { parseDateTime } from '../../src/schemas/date-time.js'
+import { parseDateTime } from '../../src/kernel/date-time.js'
 
 // Every form the reference documents for `expires_at`, with the instant it names.
 const accepted: [string, string][] = [

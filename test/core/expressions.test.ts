@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { ExpressionBudget } from '../../src/budget.js'
-import { ServiceError } from '../../src/errors.js'
 import {
   applyMask,
   checkMask,
@@ -10,8 +8,10 @@ import {
   MAX_STRING_LENGTH,
   MAX_TEMPLATE_LENGTH,
   renderTemplate,
-} from '../../src/expressions.js'
-import type { Json } from '../../src/types.js'
+} from '../../src/expressions/expressions.js'
+import { ExpressionBudget } from '../../src/kernel/budget.js'
+import { ServiceError } from '../../src/kernel/errors.js'
+import type { Json } from '../../src/kernel/types.js'
 
 const card = { number: '3622720627165567', expiration_month: 10, expiration_year: 2028 }
 const ev = (template: string, data: Json) => evaluateTemplate(template, { data }, 'field')

@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Permission } from '../../src/index.js'
-import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
+import { createService, manualClock, type Permission } from '../../entry/index.js'
+import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 import { ALL_TOKEN, failure, setup } from './setup.js'
 
 const body = { type: 'token', data: { secret: 'idem-4242-secret' } }

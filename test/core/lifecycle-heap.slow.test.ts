@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Permission } from '../../src/index.js'
+import { createService, manualClock, type Permission } from '../../entry/index.js'
 
 const ALL = ['token:create', 'token:read', 'token:update', 'token:delete'] as const
 

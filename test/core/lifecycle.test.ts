@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Permission, ServiceError } from '../../src/index.js'
+import { createService, manualClock, type Permission, ServiceError } from '../../entry/index.js'
 
 const ALL = ['token:create', 'token:read', 'token:update', 'token:delete'] as const
 

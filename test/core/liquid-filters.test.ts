@@ -4,8 +4,8 @@
  * time zone.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { evaluateTemplate } from '../../src/expressions.js'
-import type { Json } from '../../src/types.js'
+import { evaluateTemplate } from '../../src/expressions/expressions.js'
+import type { Json } from '../../src/kernel/types.js'
 
 const ev = (template: string, data: Json) => evaluateTemplate(template, { data }, 'field')
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { type ServiceError, unchecked } from '../../src/index.js'
+import { type ServiceError, unchecked } from '../../entry/index.js'
 import { createTestVault } from '../../testing/vault.js'
 
 // Basis Theory's docs/api/tokens/tokens.md, "List Tokens V2" (GET /v2/tokens: type, container,

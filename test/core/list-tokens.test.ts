@@ -1,6 +1,6 @@
 import { BasisTheory } from '@basis-theory/basis-theory-js'
 import { describe, expect, it } from 'vitest'
-import type { ServiceError } from '../../src/index.js'
+import type { ServiceError } from '../../entry/index.js'
 import { createTestVault } from '../../testing/vault.js'
 import { withBtSocket } from './bt-socket.js'
 

@@ -3,9 +3,9 @@
  * basistheory-go api/openapi.yaml): each test names the page it follows.
  */
 import { describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
-import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
-import type { Permission } from '../../src/types.js'
+import { unchecked } from '../../entry/index.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
+import type { Permission } from '../../src/kernel/types.js'
 import { failure, setup } from './setup.js'
 
 describe('containers and access rules', () => {

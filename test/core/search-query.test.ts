@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ServiceError } from '../../src/index.js'
-import { type GlobPart, globMatches, parseQuery } from '../../src/search-query.js'
+import { ServiceError } from '../../entry/index.js'
+import { type GlobPart, globMatches, parseQuery } from '../../src/search/query.js'
 
 /** The validation message `parseQuery` throws for `text`. */
 function problem(text: string): string {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
-import type { Op } from '../../src/types.js'
 import { failure, setup } from './setup.js'
 
 /** `count` plaintext tokens of `tenant` written straight to the store (as a store holding them would). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { unchecked } from '../../src/index.js'
-import type { Token } from '../../src/types.js'
+import { unchecked } from '../../entry/index.js'
+import type { Token } from '../../src/kernel/types.js'
 import { failure, setup } from './setup.js'
 
 const ids = (page: { data: Token[] }) => page.data.map((t) => t.id)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { sha256 } from '../../src/crypto.js'
+import { sha256 } from '../../src/kernel/ids.js'
 import { failure, setup } from './setup.js'
 
 describe('sessions', () => {

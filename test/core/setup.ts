@@ -1,9 +1,9 @@
 import { memoryStore } from '../../adapters/memory/index.js'
-import { ServiceError } from '../../src/index.js'
-import { lazyRunner } from '../../src/runner.js'
-import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
+import { ServiceError } from '../../entry/index.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
+import { lazyRunner } from '../../src/kernel/runner.js'
+import type { AccessRule, Permission } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
-import type { AccessRule, Permission } from '../../src/types.js'
 import { createTestVault } from '../../testing/vault.js'
 
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]

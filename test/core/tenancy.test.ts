@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { sha256 } from '../../src/crypto.js'
+import { sha256 } from '../../src/kernel/ids.js'
 import { ALL_TOKEN, failure, setup } from './setup.js'
 
 describe('tenancy and applications', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { abaValid, luhnValid } from '../../src/token-types.js'
-import type { Json } from '../../src/types.js'
+import type { Json } from '../../src/kernel/types.js'
+import { abaValid, luhnValid } from '../../src/tokens/token-types.js'
 import { failure, setup } from './setup.js'
 
 const VISA = '4242424242424242'

@@ -1,7 +1,7 @@
 import { BasisTheory } from '@basis-theory/basis-theory-js'
 import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import { describe, expect, it } from 'vitest'
-import { ServiceError, type Token } from '../../src/index.js'
+import { ServiceError, type Token } from '../../entry/index.js'
 import { createTestVault } from '../../testing/vault.js'
 import { withBtSocket } from './bt-socket.js'
 

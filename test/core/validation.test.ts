@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../entry/index.js'
 import { failure, setup } from './setup.js'
 
 const valid = { type: 'token', data: { a: 1 } }

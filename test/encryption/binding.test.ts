@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { ServiceError } from '../../entry/index.js'
 import { localMasterKey } from '../../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
-import { ServiceError } from '../../src/index.js'
-import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/types.js'
+import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/types.js'
 
 /**
  * What each ciphertext is bound to (README, "Data at rest and the lifecycle"): a token's `data`

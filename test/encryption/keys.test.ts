@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { createHttpHandler, type HttpLogEvent } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { createService, localMasterKey, manualClock, ServiceError } from '../../entry/index.js'
 import { openValue, sealValue, tenantKey } from '../../src/encryption/keyring.js'
 import { Keyring } from '../../src/encryption/sealed-store.js'
-import { createService, localMasterKey, manualClock, ServiceError } from '../../src/index.js'
 import type { Store } from '../../src/store/contract.js'
 
 const REVEAL = [

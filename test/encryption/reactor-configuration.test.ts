@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../entry/index.js'
 import { createTestVault } from '../../testing/vault.js'
 import { failure, formulaBody, sharedRunner, world } from '../formulas/setup.js'
 

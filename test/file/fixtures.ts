@@ -1,4 +1,4 @@
-import type { Op, StoredToken } from '../../src/types.js'
+import type { Op, StoredToken } from '../../src/kernel/types.js'
 import { NOW, T, token } from '../records.js'
 
 export { NOW, T, token, tx } from '../records.js'

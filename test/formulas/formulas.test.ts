@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../entry/index.js'
 import { failure, formulaBody, world } from './setup.js'
 
 const official = (name: string) => formulaBody({ name, type: 'official' })

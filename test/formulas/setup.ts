@@ -1,8 +1,8 @@
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../src/index.js'
-import type { FormulaRunner } from '../../src/runner.js'
-import type { AccessRule, Permission } from '../../src/types.js'
+import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../entry/index.js'
+import type { FormulaRunner } from '../../src/kernel/runner.js'
+import type { AccessRule, Permission } from '../../src/kernel/types.js'
 
 export const REACTOR: Permission[] = ['reactor:create', 'reactor:read', 'reactor:update', 'reactor:delete']
 export const TOKEN: Permission[] = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use']

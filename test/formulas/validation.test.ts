@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { type ReactorFormulaInput, unchecked } from '../../src/index.js'
+import { type ReactorFormulaInput, unchecked } from '../../entry/index.js'
 import { failure, formulaBody, sharedRunner, world } from './setup.js'
 
 const runner = sharedRunner()

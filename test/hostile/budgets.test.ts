@@ -12,8 +12,8 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
-import { createService, manualClock } from '../../src/index.js'
-import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
+import { createService, manualClock } from '../../entry/index.js'
+import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 import { json, problem, setup } from '../http/setup.js'
 
 type Handler = (request: Request) => Promise<Response>

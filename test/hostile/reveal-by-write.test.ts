@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
-import { ServiceError } from '../../src/index.js'
-import type { AccessRule, Json, Permission } from '../../src/types.js'
-import { FAILS_ON_STORED_DATA, withoutStoredValues } from '../../src/visibility.js'
+import { ServiceError } from '../../entry/index.js'
+import type { AccessRule, Json, Permission } from '../../src/kernel/types.js'
+import { FAILS_ON_STORED_DATA, withoutStoredValues } from '../../src/tokens/visibility.js'
 import { setup } from '../core/setup.js'
 
 // No write may let anyone see more of a token than they could before it: every attack below is a

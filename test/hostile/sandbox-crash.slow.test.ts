@@ -5,7 +5,7 @@ import { compileEngine, Engine } from '../../adapters/sandbox/engine.js'
 import { startSandboxWorker } from '../../adapters/sandbox/index.js'
 import type { RunMessage, WorkerConfig } from '../../adapters/sandbox/messages.js'
 import { type Job, type PoolSettings, SandboxPool } from '../../adapters/sandbox/pool.js'
-import type { RunOutcome } from '../../src/runner.js'
+import type { RunOutcome } from '../../src/kernel/runner.js'
 import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
 const REQUEST = JSON.stringify({ args: {}, configuration: {} })

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
-import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
+import { createService, manualClock } from '../../entry/index.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
+import type { AccessRule, Permission } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
-import type { AccessRule, Permission } from '../../src/types.js'
 
 /** Cases per property: 100× more with TOKENVAULT_LONG=1. */
 export const RUNS = (short: number) => (process.env.TOKENVAULT_LONG === '1' ? short * 100 : short)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import type { Store } from '../../src/store/contract.js'
 import { setup } from './setup.js'
 

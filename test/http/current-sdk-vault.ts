@@ -5,9 +5,9 @@ import type { BasisTheory as BtJs } from '@basis-theory/basis-theory-js4/types/s
 import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Service } from '../../src/index.js'
-import type { FormulaRunner } from '../../src/runner.js'
-import type { Permission } from '../../src/types.js'
+import { createService, manualClock, type Service } from '../../entry/index.js'
+import type { FormulaRunner } from '../../src/kernel/runner.js'
+import type { Permission } from '../../src/kernel/types.js'
 import { ALL_MANAGEMENT } from './setup.js'
 
 /** A vault served on a real socket with `headerPrefix: 'BT'`, and clients of today's SDKs for it. */

@@ -1,4 +1,4 @@
-import type { FormulaRunner, RunOutcome } from '../../src/runner.js'
+import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 
 /**
  * A stand-in formula runner for adapter tests: it does not run code, it answers by markers in it.

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler, type HttpLogEvent } from '../../adapters/http/index.js'
-import type { Service } from '../../src/index.js'
+import type { Service } from '../../entry/index.js'
 import { empty, json, problem, setup } from './setup.js'
 
 /** A stream of `chunks` chunks of `size` bytes that counts how many times it was pulled. */

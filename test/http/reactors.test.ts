@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { ReactorFormulaInput } from '../../src/index.js'
+import type { ReactorFormulaInput } from '../../entry/index.js'
 import { fakeRunner } from './fake-runner.js'
 import { empty, json, problem, setup } from './setup.js'
 

@@ -9,7 +9,7 @@ import type { BasisTheory as Sdk } from '@basis-theory/basis-theory-js/types/sdk
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Service } from '../../src/index.js'
+import { createService, manualClock, type Service } from '../../entry/index.js'
 import { fakeRunner } from './fake-runner.js'
 import { ALL_MANAGEMENT } from './setup.js'
 

@@ -1,8 +1,8 @@
 import { expect } from 'vitest'
 import type { HttpHandlerOptions, HttpLogEvent } from '../../adapters/http/index.js'
-import { type FormulaRunner, lazyRunner } from '../../src/runner.js'
-import { PERMISSIONS_BY_TYPE } from '../../src/schemas/access.js'
-import type { AccessRule, Permission } from '../../src/types.js'
+import { PERMISSIONS_BY_TYPE } from '../../src/applications/permissions.js'
+import { type FormulaRunner, lazyRunner } from '../../src/kernel/runner.js'
+import type { AccessRule, Permission } from '../../src/kernel/types.js'
 import { createTestVault } from '../../testing/vault.js'
 
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { createHttpHandler, type HttpLogEvent } from '../../adapters/http/index.js'
 import { STORE_ANSWERS } from '../../adapters/http/problem.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, type Store, StoreError, type StoreErrorCode } from '../../src/index.js'
+import { createService, manualClock, type Store, StoreError, type StoreErrorCode } from '../../entry/index.js'
 import { ALL_TOKEN, REVEAL_ALL } from './setup.js'
 
 const CODES = Object.keys(STORE_ANSWERS) as StoreErrorCode[]

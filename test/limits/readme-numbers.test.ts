@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { failure, setup } from '../core/setup.js'
 import { formulaBody, REACTOR, sharedRunner, TOKEN } from '../formulas/setup.js'
 

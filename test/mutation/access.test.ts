@@ -11,12 +11,12 @@ import {
   shownUnderRead,
   tokenAccess,
   withoutData,
-} from '../../src/access.js'
-import { ExpressionBudget } from '../../src/budget.js'
-import { ServiceError } from '../../src/errors.js'
-import type { AccessRule, Condition, Permission, StoredToken, Transform } from '../../src/types.js'
+} from '../../src/applications/access.js'
+import { ExpressionBudget } from '../../src/kernel/budget.js'
+import { ServiceError } from '../../src/kernel/errors.js'
+import type { AccessRule, Condition, Permission, StoredToken, Transform } from '../../src/kernel/types.js'
 
-/** `src/access.ts` on its own: which rule decides, what each transform shows, what may be granted. */
+/** `src/applications/access.ts` on its own: which rule decides, what each transform shows, what may be granted. */
 const rule = (
   scope: { container?: string; conditions?: Condition[] },
   permissions: Permission[],

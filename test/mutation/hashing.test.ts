@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { sha256 } from '../../src/crypto.js'
+import { sha256 } from '../../src/kernel/ids.js'
 import { createTestVault, loadFixture } from '../../testing/vault.js'
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { ServiceError } from '../../entry/index.js'
 import { localMasterKey, sealValue } from '../../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
-import { ServiceError } from '../../src/index.js'
-import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/types.js'
+import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/types.js'
 
 /**
  * `src/encryption/sealed-store.ts` on its own, over a raw memory store: what a tampered or

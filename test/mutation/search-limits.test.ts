@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ServiceError } from '../../src/errors.js'
-import { parseQuery } from '../../src/search-query.js'
+import { ServiceError } from '../../src/kernel/errors.js'
+import { parseQuery } from '../../src/search/query.js'
 
 /**
  * The search query limits README states ("Token search"), each at its boundary with the number

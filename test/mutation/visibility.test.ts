@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { Principal } from '../../src/access.js'
-import { ServiceError } from '../../src/errors.js'
-import type { Json, StoredToken } from '../../src/types.js'
+import type { Principal } from '../../src/applications/access.js'
+import { ServiceError } from '../../src/kernel/errors.js'
+import type { Json, StoredToken } from '../../src/kernel/types.js'
 import {
   FAILS_ON_STORED_DATA,
   overStoredData,
@@ -9,10 +9,10 @@ import {
   requireVisibilityKept,
   type VisibilityFields,
   withoutStoredValues,
-} from '../../src/visibility.js'
+} from '../../src/tokens/visibility.js'
 
 /**
- * `src/visibility.ts` on its own: which writes need `token:read` with `reveal`, what a refusal
+ * `src/tokens/visibility.ts` on its own: which writes need `token:read` with `reveal`, what a refusal
  * says, and what a failure over stored data keeps of its reason.
  */
 const rule = (container: string, transform: 'reveal' | 'mask') => ({

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { describe, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 
 /** The test database's URL (`TOKENVAULT_PG_URL`), or undefined when it is not set. */
 export const PG_URL = process.env['TOKENVAULT_PG_URL'] || undefined

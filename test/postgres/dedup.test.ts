@@ -2,7 +2,7 @@ import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { LockKeys } from '../../adapters/postgres/locking.js'
-import type { StoredToken } from '../../src/types.js'
+import type { StoredToken } from '../../src/kernel/types.js'
 import {
   describePostgres,
   dropSchemas,

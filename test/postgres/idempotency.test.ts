@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import type { ServiceError } from '../../src/index.js'
+import type { ServiceError } from '../../entry/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, twoServices } from './database.js'
 
 /**

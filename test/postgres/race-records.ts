@@ -1,4 +1,4 @@
-import type { StagedWrite, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
+import type { StagedWrite, StoredSession, StoredToken, StoredTransaction } from '../../src/kernel/types.js'
 
 /** The tenant of the cross-process race. */
 export const T = 'race-tenant'

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 /**

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { failure, formulaBody, REACTOR, TOKEN } from '../formulas/setup.js'
 
 // Runs are capped at 400 ms by the runner, whatever `timeout_ms` asks (the documented minimum is 10 s).

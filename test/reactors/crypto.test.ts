@@ -8,7 +8,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bridgeRun, endBridge, installCryptoBridge } from '../../adapters/sandbox/crypto-bridge.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import type { FormulaRequest } from '../../src/runner.js'
+import type { FormulaRequest } from '../../src/kernel/runner.js'
 
 /**
  * Digests, HMACs and random bytes in formulas come from the host's `node:crypto` through a narrow

@@ -3,7 +3,7 @@
  * "Detokenization", docs/expressions/detokenization.mdx at cd98157).
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../entry/index.js'
 import { failure, formulaBody, type RequestParameter, sharedRunner, world } from '../formulas/setup.js'
 
 const runner = sharedRunner()

@@ -1,6 +1,6 @@
 /**
  * Network for formula code only through the host's egress allow-list (`reactorEgress`), the
- * requests made by the host (src/egress.ts): the reference's runtime gives formulas the network
+ * requests made by the host (src/reactors/egress.ts): the reference's runtime gives formulas the network
  * (developers.basistheory.com, docs/concepts/what-are-reactors, "Call a 3rd party"); here it is off
  * unless the host lists origins, and loopback is reachable only when listed by address.
  */
@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { failure, formulaBody, REACTOR, sharedRunner, TOKEN } from '../formulas/setup.js'
 
 const runner = sharedRunner()

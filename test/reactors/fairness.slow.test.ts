@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { startSandboxWorker } from '../../adapters/sandbox/index.js'
-import type { FormulaRunner } from '../../src/runner.js'
+import type { FormulaRunner } from '../../src/kernel/runner.js'
 import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
 const { open, closeAll } = runnersOfFile()

@@ -3,8 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { startSandboxWorker } from '../../adapters/sandbox/index.js'
-import { createService, manualClock, type Permission } from '../../src/index.js'
-import type { FormulaRunner } from '../../src/runner.js'
+import { createService, manualClock, type Permission } from '../../entry/index.js'
+import type { FormulaRunner } from '../../src/kernel/runner.js'
 import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
 const { open, closeAll } = runnersOfFile()

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
-import type { Token } from '../../src/types.js'
+import { unchecked } from '../../entry/index.js'
+import type { Token } from '../../src/kernel/types.js'
 import { failure, formulaBody, type RequestParameter, sharedRunner, world } from '../formulas/setup.js'
 
 const runner = sharedRunner()

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, ServiceError } from '../../src/index.js'
+import { createService, manualClock, ServiceError } from '../../entry/index.js'
 
 describe('reactor formula reference', () => {
   it('takes formula: { id } as well as formula_id, and refuses two different ones or none', async () => {

@@ -6,7 +6,7 @@
  * reactors (`{ name, code, configuration }`) beside them.
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import { unchecked } from '../../src/index.js'
+import { unchecked } from '../../entry/index.js'
 import { failure, formulaBody, world } from '../formulas/setup.js'
 import { fakeRunner } from '../http/fake-runner.js'
 

@@ -7,7 +7,7 @@ import {
   startSandboxWorker,
   workerRunner,
 } from '../../adapters/sandbox/index.js'
-import { createService, manualClock } from '../../src/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import { runnersOfFile } from '../formulas/setup.js'
 
 const request = { args: { n: 1 }, configuration: { region: 'eu' } }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { expect, it } from 'vitest'
+import type { Store } from '../../entry/index.js'
 import { type KeyValue, kvStore } from '../../examples/kv-store.js'
-import type { Store } from '../../src/index.js'
 import { storeEquivalence } from '../../testing/equivalence.js'
 import { storeContract } from '../../testing/store-contract.js'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { VaultEvent } from '../../src/index.js'
+import type { VaultEvent } from '../../entry/index.js'
 import { createTestVault } from '../../testing/vault.js'
 import { fakeRunner } from '../http/fake-runner.js'
 

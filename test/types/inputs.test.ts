@@ -20,7 +20,7 @@ import type {
   UpdateApplicationInput,
   UpdateReactorInput,
   UpdateTokenInput,
-} from '../../src/index.js'
+} from '../../entry/index.js'
 import { createTestVault } from '../../testing/vault.js'
 import { fakeRunner } from '../http/fake-runner.js'
 

@@ -9,8 +9,10 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
-} from '../../src/types.js'
-import type { Step } from './observe.js'
+} from '../../src/kernel/types.js'
+
+/** A write batch, or the expiry listing and the core's sweep at `now`. */
+export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
 
 // Random batches over a tiny universe of ids, so that batches collide: the same tokens, links,
 // transactions, nonces and key hashes come up again and again, across two tenants.

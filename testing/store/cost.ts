@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import { manualClock } from '../../src/clock.js'
-import { createService } from '../../src/service.js'
+import { createService } from '../../entry/index.js'
+import { manualClock } from '../../src/kernel/clock.js'
 import type { Store } from '../../src/store/contract.js'
 
 /** A fixed test master key: the service encrypts token data before it reaches the store. */

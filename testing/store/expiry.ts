@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
+import type { Op, StoredToken } from '../../src/kernel/types.js'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/contract.js'
-import type { Op, StoredToken } from '../../src/types.js'
 import { app, NOW, session, T, token, tx, U } from './records.js'
 
 const at = (minutes: number) => new Date(Date.parse(NOW) + minutes * 60_000).toISOString()

@@ -1,19 +1,4 @@
-import { assertNever } from '../../src/errors.js'
-import type {
-  ChildKey,
-  CountedKind,
-  ExpiringKind,
-  KeyOwner,
-  Page,
-  Range,
-  ReactorQuery,
-  RecordKey,
-  Store,
-  StoreDump,
-  TokenHead,
-  TokenTerm,
-  WriteResult,
-} from '../../src/store/contract.js'
+import { assertNever } from '../../src/kernel/errors.js'
 import type {
   Association,
   Check,
@@ -29,14 +14,29 @@ import type {
   StoredTransaction,
   Tenant,
   TokenLock,
-} from '../../src/types.js'
+} from '../../src/kernel/types.js'
+import type {
+  ChildKey,
+  CountedKind,
+  ExpiringKind,
+  KeyOwner,
+  Page,
+  Range,
+  ReactorQuery,
+  RecordKey,
+  Store,
+  StoreDump,
+  TokenHead,
+  TokenTerm,
+  WriteResult,
+} from '../../src/store/contract.js'
 
 /**
  * The store contract written out as plainly as it can be: one array per record kind, every read a
  * linear scan, every order a sort by the fields `Store`'s documentation names. It shares no code
  * with the stores it checks (only their types), keeps no index, and is not fast: it is the
  * reference the equivalence harness compares every store with, so each rule here is meant to be
- * read against `src/store/contract.ts` and `src/types.ts` (`Check`, `Op`) and seen to be right.
+ * read against `src/store/contract.ts` and `src/kernel/types.ts` (`Check`, `Op`) and seen to be right.
  *
  * Key and nonce hashes are SHA-256 hashes of random secrets, so no two records share one; the model
  * refuses to answer for a hash two records hold instead of picking one.

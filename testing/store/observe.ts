@@ -1,12 +1,10 @@
 import { expect } from 'vitest'
+import { sweepExpired } from '../../src/lifecycle/sweep.js'
 import type { RecordKey, Store } from '../../src/store/contract.js'
-import { sweepExpired } from '../../src/sweep.js'
-import type { Check, Op } from '../../src/types.js'
-import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
+import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, type Step, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 import { ContractModel } from './model.js'
 
-/** A write batch, or the expiry listing and the core's sweep at `now`. */
-export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
+export type { Step }
 
 /** Every read of a store over the test universe (see `arbitraries.ts`), as one comparable value. */
 export async function observe(store: Store, filters: string[] = []) {

@@ -5,7 +5,7 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
-} from '../../src/types.js'
+} from '../../src/kernel/types.js'
 
 /**
  * Records the store conformance suite builds on (and the state and file store tests). No

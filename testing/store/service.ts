@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest'
-import { manualClock } from '../../src/clock.js'
-import { createService } from '../../src/service.js'
+import { createService } from '../../entry/index.js'
+import { manualClock } from '../../src/kernel/clock.js'
+import type { Permission } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
-import type { Permission } from '../../src/types.js'
 
 /** A fixed test master key: the service encrypts token data before it reaches the store. */
 const MASTER_KEY = new Uint8Array(32).fill(7)

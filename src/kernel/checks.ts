@@ -1,0 +1,53 @@
+import type { WriteResult } from '../store/index.js'
+import { assertNever, conflict, notFound, type ServiceError } from './errors.js'
+import type { Check } from './types.js'
+
+/** The error a refused write answers with, by the check that failed. */
+export function checkFailure(check: Check): ServiceError {
+  switch (check.check) {
+    case 'token.absent':
+      return conflict(`a token with id ${check.id} already exists`)
+    case 'token.present':
+      return notFound('token')
+    case 'token.unlocked':
+      return conflict(`token ${check.id} is locked by an open transaction`)
+    case 'lock.held':
+      return conflict('the transaction was changed concurrently; retry')
+    case 'links.within':
+      return conflict(`token ${check.token_id} was linked concurrently; retry`)
+    case 'reactor.unchanged':
+      return conflict('the reactor was changed concurrently; retry')
+    case 'token.unchanged':
+      return conflict(`token ${check.id} was changed concurrently; retry`)
+    case 'transaction.unchanged':
+      return conflict('the transaction was changed concurrently; retry')
+    case 'association.absent':
+      return conflict('the association already exists')
+    case 'association.present':
+      return notFound('association')
+    case 'session.unchanged':
+      return conflict('the nonce has already been used')
+    case 'formula.present':
+      return notFound('reactor formula')
+    case 'formula.unused':
+      return conflict('the reactor formula is used by a reactor')
+    case 'application.present':
+      return notFound('application')
+    case 'reactor.present':
+      return notFound('reactor')
+    case 'application.unchanged':
+      return conflict('the application was changed meanwhile; try again')
+    case 'idempotency.absent':
+    case 'idempotency.claimed':
+      return conflict('a request with this idempotency key is in progress')
+    case 'token.fingerprint_absent':
+      return conflict('a token with the same fingerprint was created concurrently; retry')
+    default:
+      return assertNever(check)
+  }
+}
+
+/** Throws the matching error when a write was refused. */
+export function expectWritten(result: WriteResult): void {
+  if (!result.ok) throw checkFailure(result.failed)
+}

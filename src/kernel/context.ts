@@ -1,0 +1,57 @@
+import type { CallbackQueue } from '../reactors/index.js'
+import type { Store } from '../store/index.js'
+import type { ExpressionBudget } from './budget.js'
+import type { Clock } from './clock.js'
+import type { FormulaRunner } from './runner.js'
+import type { AccessRule, ApplicationType, Permission } from './types.js'
+
+/** Who is calling: an application, or a session acting with what it was granted. */
+export interface Principal {
+  tenantId: string
+  /** Application id, or session id for a session key. */
+  id: string
+  kind: 'application' | 'session'
+  /** The application type (a session counts as `public`). */
+  type: ApplicationType
+  permissions: readonly Permission[]
+  /** When present and non-empty, these alone decide access to tokens. */
+  rules?: readonly AccessRule[] | undefined
+}
+
+/** Options with defaults filled in. */
+export interface ResolvedOptions {
+  sessionTtlMs: number
+  transactionTtlMs: number
+  reactorTimeoutMs: number
+  idempotencyLeaseMs: number
+  /** The egress allow-list, as origins (`URL.origin`). */
+  reactorEgress: readonly string[]
+  maxIdempotencyRecordsPerTenant: number
+  maxUnauthorizedSessionsPerTenant: number
+}
+
+/** What every operation runs with: the store, the clock, the caller, and its transaction. */
+export interface Ctx {
+  store: Store
+  clock: Clock
+  options: ResolvedOptions
+  /** The formula runner, when the service has one. */
+  runner: FormulaRunner | undefined
+  /** Where asynchronous reacts deliver their results (with retries). */
+  callbacks: CallbackQueue
+  principal: Principal
+  /** The transaction the caller enlisted in, if any. */
+  transactionId: string | undefined
+  /**
+   * What this call's expressions may still do (masks shown, masks, fingerprints and search indexes
+   * of the tokens it writes): one budget per call, see src/kernel/budget.ts.
+   */
+  budget: ExpressionBudget
+  /** The time of this call as an ISO string: read from the clock once per call. */
+  now(): string
+  /**
+   * HMAC-SHA-256 (base64url) of `value` under the caller's tenant key for `purpose` (a subkey of
+   * the tenant's data key per purpose): search indexes, fingerprints. Never stored in the clear.
+   */
+  hmac(purpose: string, value: string): Promise<string>
+}

@@ -1,0 +1,92 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+export {
+  BudgetExceeded,
+  depthOf,
+  ExpressionBudget,
+  expressionBudget,
+  jsonSize,
+  MAX_DETOKENIZED_CHARS,
+  MAX_EXPRESSION_WORK,
+  MAX_INPUT_DEPTH,
+} from './budget.js'
+export { checkFailure, expectWritten } from './checks.js'
+export type { Clock, ManualClock } from './clock.js'
+export { isoAfter, manualClock, systemClock } from './clock.js'
+export type { Ctx, Principal, ResolvedOptions } from './context.js'
+export { parseDateTime } from './date-time.js'
+export type { ServiceErrorCode, ValidationIssues } from './errors.js'
+export {
+  assertNever,
+  conflict,
+  forbidden,
+  invalid,
+  notFound,
+  ServiceError,
+  STATUS_BY_CODE,
+  statusOfError,
+  tooMany,
+} from './errors.js'
+export { newApiKey, newId, newNonce, sha256 } from './ids.js'
+export type { CursorPage, Paginated } from './pagination.js'
+export { cursorFor, idFromCursor, paginated, rangeOf } from './pagination.js'
+export type { CasTry } from './retry.js'
+export { CAS_ATTEMPTS, retryCas } from './retry.js'
+export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from './runner.js'
+export { lazyRunner } from './runner.js'
+export {
+  containerPath,
+  emptyBody,
+  FORBIDDEN_KEYS,
+  hasNoForbiddenKeys,
+  isJson,
+  isoDateTime,
+  json,
+  mapKey,
+  pagination,
+  stringList,
+} from './schemas.js'
+export { TenantLru } from './tenant-lru.js'
+export type {
+  AccessRule,
+  Application,
+  ApplicationType,
+  Association,
+  Check,
+  Condition,
+  ConfigurationElement,
+  ElementType,
+  EmptyInput,
+  FormulaStatus,
+  FormulaType,
+  FormulaUse,
+  IdempotencyRecord,
+  Json,
+  JsonArray,
+  JsonObject,
+  LinkKey,
+  Op,
+  Permission,
+  Reactor,
+  ReactorFormula,
+  ReactResult,
+  RequestParameterElement,
+  SessionState,
+  StagedWrite,
+  StoredApplication,
+  StoredApplicationKey,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+  Tenant,
+  Token,
+  TokenLock,
+  TokenTree,
+  Transaction,
+  TransactionState,
+  Transform,
+} from './types.js'
+export type { AnySchema } from './validate.js'
+export { badText, parse, toIssues } from './validate.js'

@@ -1,0 +1,484 @@
+/**
+ * The records the service keeps. Field names are the JSON (snake_case) names the HTTP bodies use.
+ * Timestamps are ISO 8601 UTC strings as the clock gave them (`2030-01-01T00:00:00.000Z`).
+ */
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | JsonArray | JsonObject
+/** A JSON array. (An interface, as `JsonObject`: recursion through interfaces stays shallow for the type checker.) */
+export interface JsonArray extends Array<Json> {}
+/** A JSON object. */
+export interface JsonObject {
+  [key: string]: Json
+}
+
+export interface Tenant {
+  id: string
+  name: string
+  created_at: string
+  /** The tenant's data key, wrapped by the master key (stored; never shown to callers). */
+  data_key?: { key_id: string; wrapped: string }
+}
+
+export type ApplicationType = 'private' | 'public' | 'management'
+
+export type Permission =
+  | 'token:create'
+  | 'token:read'
+  | 'token:update'
+  | 'token:delete'
+  | 'token:use'
+  | 'token:search'
+  | 'reactor:create'
+  | 'reactor:read'
+  | 'reactor:update'
+  | 'reactor:delete'
+  | 'application:create'
+  | 'application:read'
+  | 'application:update'
+  | 'application:delete'
+  | 'tenant:read'
+  | 'tenant:update'
+  | 'tenant:delete'
+  | 'log:read'
+  | 'proxy:read'
+  | 'proxy:create'
+  | 'proxy:update'
+  | 'proxy:delete'
+  | 'tenant:member:read'
+  | 'tenant:member:update'
+  | 'tenant:member:delete'
+  | 'tenant:invitation:create'
+  | 'tenant:invitation:read'
+  | 'tenant:invitation:update'
+  | 'tenant:invitation:delete'
+  | 'report:read'
+
+export type Transform = 'redact' | 'mask' | 'reveal'
+
+export interface Condition {
+  attribute: 'id' | 'container'
+  operator: 'equals' | 'starts_with'
+  value: string
+}
+
+/** An access rule: for tokens it matches, it grants `permissions` with `transform` applied on reads. */
+export interface AccessRule {
+  description: string
+  priority: number
+  container?: string
+  conditions?: Condition[]
+  transform: Transform
+  permissions: Permission[]
+}
+
+export interface Application {
+  id: string
+  tenant_id: string
+  name: string
+  type: ApplicationType
+  permissions: Permission[]
+  rules?: AccessRule[]
+  created_at: string
+  created_by?: string
+  modified_at?: string
+  modified_by?: string
+  /** When the application is deleted (by the sweep); its key answers 401 from then on. */
+  expires_at?: string
+}
+
+/** One API key of an application, as stored: the SHA-256 (hex) of the key, never the key. */
+export interface StoredApplicationKey {
+  id: string
+  key_hash: string
+  created_at: string
+  created_by?: string
+}
+
+/**
+ * An application as stored, with its keys' hashes. `keys` lists every key of the application (an
+ * application may hold several, or none); records written before applications had several keys
+ * hold their one key's hash in `key_hash` instead. `applicationKeyHashes` reads both.
+ */
+export interface StoredApplication extends Application {
+  key_hash?: string
+  keys?: StoredApplicationKey[]
+}
+
+export interface Token {
+  id: string
+  tenant_id: string
+  type: string
+  data?: Json
+  containers: string[]
+  metadata: Record<string, string>
+  mask?: Json
+  /**
+   * Identifies the token's contents within its tenant and type: a keyed hash (HMAC under the
+   * tenant's key) of what `fingerprint_expression` (or the type's default) renders, never the text.
+   */
+  fingerprint?: string
+  /** The expression the fingerprint was made from, when the caller gave one. */
+  fingerprint_expression?: string
+  expires_at?: string
+  /** Search index expressions (`{{ data.number | last4 }}`): `data` terms of a search match their values. */
+  search_indexes?: string[]
+  created_by: string
+  created_at: string
+  modified_by?: string
+  modified_at?: string
+  /** Answers to a create asking for deduplication only (never stored): whether a duplicate answered. */
+  _extras?: { deduplicated: boolean }
+}
+
+/** A token as stored: `data` is always present. */
+export interface StoredToken extends Token {
+  data: Json
+  /**
+   * The evaluated `search_indexes` (see `searchIndexValues`), in the clear, set by the core on a
+   * write: the sealed store replaces them by `search_index_hashes` before anything is stored, and
+   * never answers them.
+   */
+  search_index_values?: string[]
+  /** Keyed hashes (HMAC under the tenant's key) of `search_index_values`, as stored. */
+  search_index_hashes?: string[]
+  /** When a `card`'s `data.cvc` is deleted (see `withoutExpiredCvc`); in the clear, never shown. */
+  cvc_expires_at?: string
+}
+
+export interface Association {
+  tenant_id: string
+  parent_id: string
+  child_id: string
+  created_at: string
+}
+
+/** A link named by its two ends (within one tenant). */
+export interface LinkKey {
+  parent_id: string
+  child_id: string
+}
+
+export type TransactionState = 'open' | 'committed' | 'rolled_back' | 'expired'
+
+/** The public shape of a transaction. */
+export interface Transaction {
+  id: string
+  created_at: string
+  created_by: string
+  expires_at: string
+}
+
+/**
+ * A transaction as stored: its state and a version. Its staged writes are records of their own
+ * (`StagedWrite`), so the transaction record keeps one size however much it stages.
+ */
+export interface StoredTransaction extends Transaction {
+  tenant_id: string
+  state: TransactionState
+  /**
+   * How many staging writes it has taken (each puts it again with this one more): a commit,
+   * rollback or expiry guarded on the transaction as read (`transaction.unchanged`) fails when a
+   * write was staged after it listed the staged records, and starts over with it.
+   */
+  version: number
+  /** When it was committed, rolled back or expired; the sweep deletes it 24 hours later. */
+  ended_at?: string
+}
+
+/**
+ * What an open transaction staged over one token, kept as its own record (keyed by tenant,
+ * transaction and token) beside the token's lock record until the transaction ends: the commit
+ * applies it, a rollback or expiry deletes it.
+ */
+export interface StagedWrite {
+  tenant_id: string
+  transaction_id: string
+  token_id: string
+  /** The transaction's `version` when it was staged: a commit applies its staged writes in this order. */
+  seq: number
+  /** The token as staged, or null: staged deleted (with its links, at commit). */
+  token: StoredToken | null
+}
+
+/**
+ * A lock record: while it exists, the open transaction `transaction_id` holds the token, until it
+ * ends (the core deletes the record in the same write) or until `expires_at` (the transaction's
+ * expiry) has passed, when another transaction may take the lock over by putting its own record.
+ */
+export interface TokenLock {
+  tenant_id: string
+  token_id: string
+  transaction_id: string
+  expires_at: string
+}
+
+export type SessionState = 'created' | 'authorized'
+
+/** A session as stored. The key and nonce are kept only as SHA-256 hashes. */
+export interface StoredSession {
+  id: string
+  tenant_id: string
+  /** The public application that created the session. */
+  application_id: string
+  key_hash: string
+  nonce_hash: string
+  state: SessionState
+  permissions: Permission[]
+  rules?: AccessRule[]
+  created_at: string
+  expires_at: string
+  authorized_by?: string
+  authorized_at?: string
+}
+
+export type FormulaType = 'official' | 'private'
+export type FormulaStatus = 'verified' | 'coming_soon'
+export type ElementType = 'string' | 'boolean' | 'number'
+
+export interface ConfigurationElement {
+  name: string
+  description?: string
+  type: ElementType
+}
+
+export interface RequestParameterElement {
+  name: string
+  description?: string
+  type: ElementType
+  optional: boolean
+}
+
+export interface ReactorFormula {
+  id: string
+  name: string
+  description?: string
+  type: FormulaType
+  status: FormulaStatus
+  icon?: string
+  code: string
+  configuration: ConfigurationElement[]
+  request_parameters: RequestParameterElement[]
+  created_at?: string
+  created_by?: string
+  modified_at?: string
+  modified_by?: string
+}
+
+/** A formula as stored: `tenant_id` is null for official formulas, which every tenant sees. */
+export interface StoredFormula extends ReactorFormula {
+  tenant_id: string | null
+}
+
+/**
+ * A reactor as stored: formula-based (`formula_id`, its configuration checked against the formula's)
+ * or with its own inline `code` (configuration a free map). `application_id`: the application the
+ * reactor acts for, when one was given.
+ */
+export interface Reactor {
+  id: string
+  tenant_id: string
+  name: string
+  formula_id?: string
+  code?: string
+  application_id?: string
+  configuration: Record<string, string | number | boolean>
+  created_at: string
+  created_by: string
+  modified_at?: string
+  modified_by?: string
+}
+
+/**
+ * A formula-use record: reactor `reactor_id` of tenant `tenant_id` runs formula `formula_id` (of
+ * that tenant, or official). The core writes it with the reactor and deletes it with the reactor
+ * or when the reactor changes formula; `formula.unused` guards a formula's delete on there being
+ * none.
+ */
+export interface FormulaUse {
+  formula_id: string
+  tenant_id: string
+  reactor_id: string
+}
+
+/**
+ * The first answer to a request made with an idempotency key, as stored. `id` is a keyed hash of
+ * the caller and the idempotency key (the key itself is not stored); `request` a keyed hash of the
+ * request (operation and arguments). While the first request runs the record is `pending` under a
+ * `claim` (random) that lasts until `lease_until`; once it succeeded it is `done` with its `answer`
+ * (JSON text, sealed at rest: it may hold token data), or with `answer_not_kept` when the answer
+ * was longer than an idempotency record keeps. It is forgotten at `expires_at`.
+ */
+export interface IdempotencyRecord {
+  tenant_id: string
+  id: string
+  state: 'pending' | 'done'
+  claim: string
+  request: string
+  answer?: string
+  /** The request succeeded but its answer was too long to keep: a repeat is refused, not replayed. */
+  answer_not_kept?: true
+  created_at: string
+  lease_until: string
+  expires_at: string
+}
+
+/**
+ * One record write. A batch of these is applied atomically by `Store.write`. Each op writes only
+ * the record it names (and the indexes of that record a store keeps beside it): the core writes
+ * every other consequence as ops of its own, such as the lock records of a transaction and the
+ * links of a deleted token (`token.delete` deletes the token alone; `association.put` puts the link
+ * whether or not its tokens exist: the core guards it with `token.present`). A put of a link that
+ * exists leaves it as it is, in its place in link order.
+ * The core stages with `transaction.put` (the version bumped), `lock.put` and `staged.put`, and
+ * commits with the staged tokens' own ops, `staged.delete` and `lock.delete`, guarded by
+ * `transaction.unchanged`: no store replays, appends or derives anything.
+ */
+export type Op =
+  | { op: 'tenant.put'; tenant: Tenant }
+  /** Deletes only the tenant record: the core deletes the tenant's other records first. */
+  | { op: 'tenant.delete'; id: string }
+  | { op: 'application.put'; application: StoredApplication }
+  | { op: 'application.delete'; tenant_id: string; id: string }
+  | { op: 'token.put'; token: StoredToken }
+  | { op: 'token.delete'; tenant_id: string; id: string }
+  | { op: 'association.put'; association: Association }
+  | { op: 'association.delete'; tenant_id: string; parent_id: string; child_id: string }
+  | { op: 'transaction.put'; transaction: StoredTransaction }
+  | { op: 'transaction.delete'; tenant_id: string; id: string }
+  /**
+   * Puts the lock record of `lock.token_id` (one per token: it replaces the one there). SQL: an
+   * upsert on `(tenant_id, token_id)`; DynamoDB: a `Put` of the lock item; Redis: `HSET` of the
+   * token's lock key.
+   */
+  | { op: 'lock.put'; lock: TokenLock }
+  /** Deletes the lock record of a token (whichever transaction it names): `DELETE`, `Delete`, `DEL`. */
+  | { op: 'lock.delete'; tenant_id: string; token_id: string }
+  /**
+   * Puts the staged record of `(tenant, transaction, token)`, replacing the one there. SQL: an upsert
+   * on `(tenant_id, transaction_id, token_id)`; DynamoDB: a `Put` in the transaction's item
+   * collection; Redis: `HSET` of the transaction's staged hash.
+   */
+  | { op: 'staged.put'; staged: StagedWrite }
+  /** Deletes a staged record (absent: nothing): `DELETE` on the key, `Delete`, `HDEL`. */
+  | { op: 'staged.delete'; tenant_id: string; transaction_id: string; token_id: string }
+  | { op: 'session.put'; session: StoredSession }
+  | { op: 'session.delete'; tenant_id: string; id: string }
+  | { op: 'formula.put'; formula: StoredFormula }
+  | { op: 'formula.delete'; tenant_id: string | null; id: string }
+  | { op: 'reactor.put'; reactor: Reactor }
+  | { op: 'reactor.delete'; tenant_id: string; id: string }
+  /**
+   * Puts a formula-use record (leaves one that exists as it is). SQL: an insert on the primary key
+   * `(formula_id, tenant_id, reactor_id)` with `ON CONFLICT DO NOTHING`; DynamoDB: `ADD` to the
+   * formula's use set; Redis: `SADD`.
+   */
+  | { op: 'formula_use.put'; use: FormulaUse }
+  /** Deletes a formula-use record: `DELETE` on the key; DynamoDB `DELETE` from the set; Redis `SREM`. */
+  | { op: 'formula_use.delete'; formula_id: string; tenant_id: string; reactor_id: string }
+  | { op: 'idempotency.put'; record: IdempotencyRecord }
+  | { op: 'idempotency.delete'; tenant_id: string; id: string }
+
+/**
+ * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.
+ * Each reads only the records it names, so a store expresses it with its engine's own primitive
+ * (SQL: a boolean expression evaluated in the write's transaction after it locked those records;
+ * DynamoDB: a `ConditionCheck` or condition expression in one `TransactWriteItems`; Redis: `WATCH`
+ * the keys, compare, then `MULTI`/`EXEC`, or one Lua script). Whether a transaction is open and
+ * unexpired, a session's nonce unused, a token visible to the caller: the core decides these on the
+ * records it read, and holds the decision with a compare-and-set guard on those records.
+ * - `token.absent` / `token.present`: a token with this id does (not) exist, expired or not.
+ *   SQL: `[NOT] EXISTS` on the primary key; DynamoDB: `attribute_not_exists(pk)` /
+ *   `attribute_exists(pk)`; Redis: `EXISTS` on the watched key.
+ * - `token.unlocked`: no open, unexpired transaction other than `except` locks the token. The core
+ *   writes a lock record (`lock.put`: token → holding transaction, with that transaction's
+ *   `expires_at`) as it stages and deletes it as the transaction ends, so this is a field guard on
+ *   one record: absent, or naming `except`, or `expires_at <= now`. SQL: `NOT EXISTS` on the lock
+ *   row with those fields in the `WHERE`; DynamoDB: `attribute_not_exists(pk) OR transaction_id =
+ *   :except OR expires_at <= :now` on the lock item; Redis: `HGETALL` of the watched lock key,
+ *   compared before `MULTI`.
+ * - `lock.held`: the token's lock record exists and names `transaction_id` (the core deletes the
+ *   records its ending transaction still holds under this guard: one taken over by another
+ *   transaction after it expired is not its own to delete). SQL: `EXISTS … WHERE transaction_id =
+ *   $3` on the lock row's primary key; DynamoDB: `transaction_id = :tx` on the lock item; Redis:
+ *   `HGET` of the watched lock key.
+ * - `token.unchanged` / `transaction.unchanged` / `session.unchanged` / `application.unchanged`:
+ *   the record exists and equals the given one as JSON (compare-and-set for read-modify-write; an
+ *   application's keys change this way too). SQL: `WHERE doc = $1` on the primary key (or a version
+ *   column); DynamoDB: `version = :read` on a version attribute the store bumps with every put;
+ *   Redis: `GET` of the watched key compared with the given JSON (or a version field).
+ * - `links.within`: the token is part of no link (as parent or child) beyond `links`: what the
+ *   core read with `listLinks` before deleting the token with each of those links, so that a link
+ *   made meanwhile makes the delete fail and start over instead of surviving as an orphan (a link
+ *   made after the delete fails its own `token.present`). SQL: `NOT EXISTS (SELECT 1 FROM links
+ *   WHERE tenant = $1 AND (parent = $2 OR child = $2) AND (parent, child) NOT IN (…))` over the two
+ *   link indexes, serialized with link puts by the lock both take on the token (a link put names
+ *   both its tokens); DynamoDB: the token's links kept as a string set on one item per token, which
+ *   every link put and delete updates (`ADD`/`DELETE`) in its `TransactWriteItems`, and a
+ *   `ConditionCheck` that the set equals the one read; Redis: `WATCH` the token's link set keys
+ *   and compare their `SMEMBERS` before `MULTI`.
+ * - `association.absent` / `association.present`: the link record by (tenant, parent, child).
+ *   SQL: `[NOT] EXISTS` on that primary key; DynamoDB: `attribute_[not_]exists` on the link item;
+ *   Redis: `SISMEMBER`/`HEXISTS` on the watched link key.
+ * - `formula.present`: the tenant's own formula or the official one with this id exists: two keys.
+ *   SQL: `EXISTS … WHERE tenant_key IN ($tenant, '')`; DynamoDB: two `ConditionCheck`s can't be
+ *   OR-ed, so the core's read names which key and the store checks that one (or keeps one item per
+ *   visible id); Redis: `EXISTS` on the two watched keys.
+ * - `formula.unused`: no formula-use record names this formula (the core writes one per reactor
+ *   of any tenant that runs it, with the reactor). SQL: `NOT EXISTS` on the use table's primary
+ *   key prefix `(formula_id)`; DynamoDB: the uses kept as a string set on one item per formula
+ *   (`ADD`/`DELETE` of `tenant#reactor` by the use ops), checked `attribute_not_exists(uses)`
+ *   (DynamoDB removes an emptied set); Redis: `EXISTS` of the watched per-formula use set is 0.
+ * - `reactor.unchanged`: as `token.unchanged`, for a reactor (the core updates and deletes a
+ *   reactor under it, so that the formula-use records it writes follow the formula it read).
+ * - `application.present` / `reactor.present`: the record by key, as `token.present`.
+ * - `token.fingerprint_absent`: no token of the tenant with this `fingerprint` and `expires_at`
+ *   absent or after `now` (what deduplication guards on). SQL: `NOT EXISTS` over an index on
+ *   (tenant, fingerprint), every token put naming the fingerprint it writes in its row locks;
+ *   DynamoDB: a fingerprint item per (tenant, fingerprint) naming the token, put with the token;
+ *   Redis: `SMEMBERS` of the watched per-fingerprint set, then the members' expiries.
+ * - `idempotency.absent`: no idempotency record with this id (as `token.absent`).
+ *   `idempotency.claimed`: the record exists and its `claim` field is the given one: SQL `WHERE
+ *   claim = $1`; DynamoDB `claim = :claim`; Redis `HGET` of the watched key.
+ */
+export type Check =
+  | { check: 'token.absent' | 'token.present'; tenant_id: string; id: string }
+  | { check: 'token.unlocked'; tenant_id: string; id: string; now: string; except?: string }
+  | { check: 'lock.held'; tenant_id: string; token_id: string; transaction_id: string }
+  | { check: 'links.within'; tenant_id: string; token_id: string; links: LinkKey[] }
+  | { check: 'token.unchanged'; tenant_id: string; id: string; token: StoredToken }
+  | { check: 'transaction.unchanged'; tenant_id: string; id: string; transaction: StoredTransaction }
+  | {
+      check: 'association.absent' | 'association.present'
+      tenant_id: string
+      parent_id: string
+      child_id: string
+    }
+  | { check: 'session.unchanged'; tenant_id: string; id: string; session: StoredSession }
+  | { check: 'formula.present'; tenant_id: string; id: string }
+  | { check: 'formula.unused'; id: string }
+  | { check: 'reactor.unchanged'; tenant_id: string; id: string; reactor: Reactor }
+  | { check: 'application.present' | 'reactor.present'; tenant_id: string; id: string }
+  | { check: 'application.unchanged'; tenant_id: string; id: string; application: StoredApplication }
+  | { check: 'idempotency.absent'; tenant_id: string; id: string }
+  | { check: 'idempotency.claimed'; tenant_id: string; id: string; claim: string }
+  | { check: 'token.fingerprint_absent'; tenant_id: string; fingerprint: string; now: string }
+
+/**
+ * A tokenize answer: the request's shape with each token create body replaced by the token made,
+ * and each plain value (string, number, boolean) by the id of the `token`-type token made of it.
+ */
+export type TokenTree = Token | string | null | TokenTree[] | { [key: string]: TokenTree }
+
+/** What `react` answers: the formula's `raw` output, and the tokens made from its `tokenize` output. */
+export interface ReactResult {
+  raw?: Json
+  /**
+   * The `tokenize` output with each token create body replaced by the token created (without
+   * `data`) and each plain value by the id of the `token`-type token made of it.
+   */
+  tokens: TokenTree
+}
+
+/** A body that must be empty when given: absent, `null` or `{}` (`transactions.create`, `sessions.create`). */
+export type EmptyInput = Record<string, never> | null | undefined

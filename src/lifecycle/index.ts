@@ -1,0 +1,8 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+
+export type { StateSnapshot } from './state-transfer.js'
+export { clearState, deleteTenants, parseSnapshot, restoreSnapshot, takeSnapshot } from './state-transfer.js'
+export type { SweepCounts } from './sweep.js'
+export { ENDED_RETENTION_MS, SWEEP_BATCH, sweepExpired, sweepExpiredOf } from './sweep.js'

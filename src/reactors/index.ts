@@ -1,0 +1,56 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+
+export type { AsyncReactLimits, CallbackBody, Outstanding } from './callback.js'
+export {
+  CALLBACK_ATTEMPTS,
+  CALLBACK_FIRST_RETRY_MS,
+  CallbackQueue,
+  callbackError,
+  DEFAULT_ASYNC_REACTS,
+  DEFAULT_ASYNC_REACTS_PER_TENANT,
+  deliverCallback,
+} from './callback.js'
+export type { EgressLimits, EgressOrigin, EgressRequest, EgressResponse } from './egress.js'
+export {
+  allowedUrl,
+  EGRESS_MAX_BODY_BYTES,
+  EgressError,
+  egressFetch,
+  isSpecialAddress,
+  parseEgressOrigins,
+} from './egress.js'
+export type { FormulaInput } from './formula-schemas.js'
+export {
+  formulaInput,
+  isCanonicalBase64,
+  listFormulasInput,
+  MAX_CODE_LENGTH,
+  MAX_ELEMENTS,
+  requireDistinctNames,
+} from './formula-schemas.js'
+export type { OfficialFormulaAdmin, OfficialFormulaOptions } from './formulas.js'
+export { formulaOperations, officialFormulaAdmin, shownFormula, validFormula } from './formulas.js'
+export type {
+  CreateReactorInput,
+  ListReactorFormulasQuery,
+  ListReactorsQuery,
+  OfficialFormulaInput,
+  PatchReactorInput,
+  ReactInput,
+  ReactorFormulaInput,
+  UpdateReactorInput,
+} from './inputs.js'
+export type { JsonObject } from './react.js'
+export { castArgs, castValue, reactResult, runFailure } from './react.js'
+export type { ReactorBody } from './reactor-schemas.js'
+export {
+  createReactorInput,
+  listReactorsInput,
+  patchReactorInput,
+  reactInput,
+  updateReactorInput,
+} from './reactor-schemas.js'
+export type { ShownReactor } from './reactors.js'
+export { castConfiguration, reactorOperations } from './reactors.js'

@@ -1,0 +1,29 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+export {
+  indexKey,
+  MAX_INDEX_EXPRESSION,
+  MAX_SEARCH_INDEXES,
+  reindexed,
+  SEARCH_INDEX_PURPOSE,
+  searchIndexValues,
+  withSearchIndexes,
+} from './indexes.js'
+export { listTokensV1, listTokensV2 } from './list.js'
+export type { IdSource, PlanNode } from './planner.js'
+export { everyId, planSource, successor } from './planner.js'
+export type { Bound, Field, GlobPart, QueryNode, TimeField, Value } from './query.js'
+export {
+  globMatches,
+  MAX_DEPTH,
+  MAX_PATTERN,
+  MAX_PATTERNS,
+  MAX_QUERY_LENGTH,
+  MAX_TERMS,
+  parseQuery,
+} from './query.js'
+export { listV2Input, searchInput, searchV2Input } from './schemas.js'
+export { SEARCH_PAGE, searchTokensV1, searchTokensV2 } from './search.js'
+export type { Seen, WalkEnd } from './token-view.js'
+export { MAX_EXAMINED, readWhole, tooBroad, walkChildren, walkTokens, yieldToOthers } from './token-view.js'

@@ -1,0 +1,71 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+
+export type {
+  AdminView,
+  CountedPage,
+  ReactorView,
+  TenantView,
+  TokenView,
+  TransactionView,
+  ViewPage,
+} from './admin-view.js'
+export { adminView, OPEN_READ, RUNS_SHOWN } from './admin-view.js'
+export type { Fixture, FixtureDeps, FixtureTenant } from './fixtures.js'
+export { loadFixture } from './fixtures.js'
+export type { IdempotencyDeps } from './idempotency.js'
+export {
+  DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT,
+  IDEMPOTENCY_FULL_RETRY_SEC,
+  IDEMPOTENCY_RETENTION_MS,
+  idempotent,
+  keepsAnswer,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_KEPT_ANSWER_CHARS,
+  requireIdempotencyKey,
+} from './idempotency.js'
+export type {
+  AdminCreateApplicationInput,
+  AuthorizeSessionInput,
+  CreateApplicationInput,
+  CreateReactorInput,
+  CreateTenantInput,
+  CreateTokenInput,
+  DetokenizeInput,
+  EmptyInput,
+  FlatMetadataFilter,
+  ListApplicationsQuery,
+  ListChildrenQuery,
+  ListPermissionsQuery,
+  ListReactorFormulasQuery,
+  ListReactorsQuery,
+  ListTokensQuery,
+  ListTokensV2Query,
+  OfficialFormulaInput,
+  PatchReactorInput,
+  ReactInput,
+  ReactorFormulaInput,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateApplicationInput,
+  UpdateReactorInput,
+  UpdateTokenInput,
+} from './inputs.js'
+export type { Actor, JournalEntry, JournalQuery, OperationJournal, VaultEvent } from './journal.js'
+export {
+  DEFAULT_JOURNAL_SIZE,
+  DEFAULT_JOURNAL_SIZE_PER_TENANT,
+  eventType,
+  failureOutcome,
+  Journal,
+  touchedIds,
+} from './journal.js'
+export type { ServiceOptions } from './options.js'
+export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from './service.js'
+export { createCoreService } from './service.js'
+export type { PermissionInfo } from './tenants.js'
+export { permissionCatalogue, permissionOperations, tenantOperations } from './tenants.js'
+export type { Unchecked } from './unchecked.js'
+export { unchecked } from './unchecked.js'

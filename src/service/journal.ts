@@ -1,0 +1,221 @@
+import { parseDateTime, ServiceError } from '../kernel/index.js'
+import { StoreError } from '../store/index.js'
+
+/** Who made a call: an application's key, a session's key, or the host's operator API. */
+export type Actor =
+  | { kind: 'application'; id: string }
+  | { kind: 'session'; id: string }
+  | { kind: 'admin' }
+  | { kind: 'unknown' }
+
+/**
+ * One recorded operation. It holds ids and outcomes only — never token data, masks, keys, nonces,
+ * configuration or arguments.
+ */
+export interface JournalEntry {
+  /** Position in the journal (increasing from 1). */
+  seq: number
+  /** The service clock's time of the call. */
+  at: string
+  /** The tenant the call acted in, when known (null for a key that did not authenticate). */
+  tenant_id: string | null
+  actor: Actor
+  /** `token.create`, `token.child.list`, `session.authorize`, `reactor.react`, `admin.create_tenant`, … */
+  operation: string
+  /** `ok`, or the error's code (a `ServiceError` code, or `store_<code>` for a `StoreError`). */
+  outcome: { ok: true } | { ok: false; code: string }
+  /** Ids of the records the call named or made (the id argument, the answer's id). */
+  ids: string[]
+}
+
+/** What `service.on('event', fn)` hands `fn`: a successful change, under Basis Theory's event name. */
+export interface VaultEvent {
+  /** `token.created`, `token.updated`, `token.deleted`, `reactor.created`, `session.authorized`, … */
+  type: string
+  at: string
+  tenant_id: string | null
+  actor: Actor
+  ids: string[]
+}
+
+/** Filters of `journal.query`: all optional; `since` is an ISO time in any offset (inclusive; anything else is a `validation_failed` error). */
+export interface JournalQuery {
+  tenant?: string
+  operation?: string
+  since?: string
+  limit?: number
+}
+
+/**
+ * The journal of operations, queryable, with change events: the newest `capacity` entries in all
+ * and `perTenant` of one tenant (a tenant's flood evicts only its own oldest entries).
+ */
+export interface OperationJournal {
+  query(filter?: JournalQuery): JournalEntry[]
+  /** Forgets every entry (the sequence goes on). */
+  clear(): void
+  readonly capacity: number
+  readonly perTenant: number
+}
+
+/** Past tenses of the verbs whose success is an event; other operations make none. */
+const EVENT_VERBS: Record<string, string> = {
+  create: 'created',
+  update: 'updated',
+  delete: 'deleted',
+  authorize: 'authorized',
+  commit: 'committed',
+  rollback: 'rolled_back',
+  react: 'reacted',
+}
+
+/** The event a successful `operation` makes, if any: `token.create` → `token.created`. */
+export function eventType(operation: string): string | null {
+  const dot = operation.lastIndexOf('.')
+  const verb = EVENT_VERBS[operation.slice(dot + 1)]
+  return verb === undefined ? null : `${operation.slice(0, dot)}.${verb}`
+}
+
+/** Ids a call names or makes: a string first argument and the answer's `id` (or `application.id`). */
+export function touchedIds(args: readonly unknown[], result: unknown): string[] {
+  const ids: string[] = []
+  if (typeof args[0] === 'string') ids.push(args[0])
+  const r = result as { id?: unknown; application?: { id?: unknown } } | null | undefined
+  if (r && typeof r === 'object') {
+    if (typeof r.id === 'string' && !ids.includes(r.id)) ids.push(r.id)
+    if (typeof r.application?.id === 'string') ids.push(r.application.id)
+  }
+  return ids
+}
+
+/** The outcome of a call that threw: its `ServiceError` code, `store_<code>`, or `internal`. */
+export function failureOutcome(error: unknown): JournalEntry['outcome'] {
+  if (error instanceof ServiceError) return { ok: false, code: error.code }
+  if (error instanceof StoreError) return { ok: false, code: `store_${error.code}` }
+  return { ok: false, code: 'internal' }
+}
+
+/** The journal's default bounds: entries kept in all, and of one tenant. */
+export const DEFAULT_JOURNAL_SIZE = 1000
+export const DEFAULT_JOURNAL_SIZE_PER_TENANT = 500
+
+/** One tenant's entries, oldest first: a queue whose front is dropped in O(1) (amortized). */
+class Entries {
+  private items: JournalEntry[] = []
+  private head = 0
+  get size(): number {
+    return this.items.length - this.head
+  }
+  push(entry: JournalEntry): void {
+    this.items.push(entry)
+  }
+  shift(): void {
+    this.head++
+    if (this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+  }
+  *[Symbol.iterator](): IterableIterator<JournalEntry> {
+    for (let i = this.head; i < this.items.length; i++) yield this.items[i]!
+  }
+}
+
+/**
+ * A bounded, in-memory journal that also tells listeners of each successful change. Entries are
+ * kept per tenant (calls whose key did not authenticate together as one more): at most
+ * `perTenant` of one tenant, whose next entry evicts its own oldest, and `capacity` in all, where
+ * the next entry evicts the oldest entry of the tenant holding the most. So a tenant that floods the
+ * journal evicts only its own entries, and a quiet tenant's survive. A listener that throws is
+ * ignored (it never fails the call it observes).
+ */
+export class Journal implements OperationJournal {
+  private readonly byTenant = new Map<string | null, Entries>()
+  private total = 0
+  private seq = 0
+  private readonly listeners = new Set<(event: VaultEvent) => void>()
+  readonly perTenant: number
+
+  constructor(
+    readonly capacity: number,
+    perTenant = Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, capacity),
+  ) {
+    if (!Number.isSafeInteger(capacity) || capacity < 0) {
+      throw new TypeError('createService: journalSize must be a whole number >= 0')
+    }
+    if (!Number.isSafeInteger(perTenant) || perTenant < 0) {
+      throw new TypeError('createService: journalSizePerTenant must be a whole number >= 0')
+    }
+    this.perTenant = Math.min(perTenant, capacity)
+  }
+
+  /** Keeps `entry` in its tenant's entries, evicting as the class says. */
+  private keep(entry: JournalEntry): void {
+    if (this.perTenant === 0) return
+    let own = this.byTenant.get(entry.tenant_id)
+    if (!own) {
+      own = new Entries()
+      this.byTenant.set(entry.tenant_id, own)
+    }
+    if (own.size >= this.perTenant) {
+      own.shift()
+      this.total--
+    } else if (this.total >= this.capacity) {
+      let largest: [string | null, Entries] = [entry.tenant_id, own]
+      for (const pair of this.byTenant) if (pair[1].size > largest[1].size) largest = pair
+      largest[1].shift()
+      this.total--
+      if (largest[1].size === 0 && largest[1] !== own) this.byTenant.delete(largest[0])
+    }
+    own.push(entry)
+    this.total++
+  }
+
+  record(entry: Omit<JournalEntry, 'seq'>): void {
+    this.keep({ seq: ++this.seq, ...entry })
+    if (!entry.outcome.ok || this.listeners.size === 0) return
+    const type = eventType(entry.operation)
+    if (type === null) return
+    const event: VaultEvent = {
+      type,
+      at: entry.at,
+      tenant_id: entry.tenant_id,
+      actor: entry.actor,
+      ids: entry.ids,
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener(event)
+      } catch {}
+    }
+  }
+
+  on(listener: (event: VaultEvent) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  query(filter: JournalQuery = {}): JournalEntry[] {
+    // Entries hold ISO times in UTC: a `since` in another offset compares by the instant it names.
+    const from = filter.since === undefined ? undefined : parseDateTime(filter.since)
+    if (from === null)
+      throw new ServiceError('validation_failed', 'since: an ISO time', {
+        issues: { since: ['an ISO time'] },
+      })
+    const out: JournalEntry[] = []
+    const partitions =
+      filter.tenant === undefined ? [...this.byTenant.values()] : [this.byTenant.get(filter.tenant)]
+    for (const e of partitions.flatMap((entries) => (entries ? [...entries] : []))) {
+      if (filter.operation !== undefined && e.operation !== filter.operation) continue
+      if (from !== undefined && e.at < from) continue
+      out.push(e)
+    }
+    if (partitions.length > 1) out.sort((a, b) => a.seq - b.seq)
+    return filter.limit === undefined ? out : out.slice(-Math.max(0, filter.limit))
+  }
+
+  clear(): void {
+    this.byTenant.clear()
+    this.total = 0
+  }
+}

@@ -1,0 +1,80 @@
+import type { MasterKey } from '../encryption/index.js'
+import type { Clock, FormulaRunner } from '../kernel/index.js'
+import type { Store } from '../store/index.js'
+
+/** Options of `createService`. Durations are in milliseconds. */
+export interface ServiceOptions {
+  store: Store
+  clock: Clock
+  /** Lifetime of a created session (default 3 minutes). */
+  sessionTtlMs?: number
+  /** Lifetime of a transaction (default 1 hour). */
+  transactionTtlMs?: number
+  /**
+   * Runs reactor formula code in isolation. By default `sandboxRunner()` from
+   * `tokenvault/adapters/sandbox` (QuickJS in WebAssembly, in worker threads), loaded and started
+   * on the first formula create or react. `null` turns formulas off: their code is not
+   * compile-checked and `reactors.react` answers `formula_invalid`. `service.close()` closes it.
+   */
+  runner?: FormulaRunner | null
+  /** Wall-clock limit of one formula run (default 10 seconds). */
+  reactorTimeoutMs?: number
+  /**
+   * The egress allow-list: origins (`https://api.example.com`) formula code may reach with `fetch`
+   * and asynchronous reacts may deliver their `callback_url` to. The host makes every request
+   * (`src/reactors/egress.ts`: loopback and private addresses refused unless listed by address, redirects only
+   * to listed origins, time and size bounded). Empty by default: no network at all.
+   */
+  reactorEgress?: readonly string[]
+  /**
+   * How long a request made with an idempotency key holds the key while it runs (default 1 minute):
+   * a repeat meanwhile answers 409; after it (the first presumed lost with its process), a repeat
+   * runs anew.
+   */
+  idempotencyLeaseMs?: number
+  /**
+   * The master key that wraps each tenant's data key (token `data` and `mask` are encrypted at rest
+   * under the data keys): 32 bytes of key material, or a `KeyProvider` (a KMS, an HSM). Several:
+   * the first wraps new data keys, every one unwraps (during a rotation). Required for a persistent
+   * store; a memory store without one uses a random key that dies with the process.
+   */
+  masterKey?: MasterKey | readonly MasterKey[]
+  /**
+   * How many operations `service.journal` keeps in all (the newest; 0 keeps none, events still
+   * fire). Full, a new entry evicts the oldest of the tenant that holds the most.
+   * @default 1000
+   */
+  journalSize?: number
+  /**
+   * How many operations of one tenant the journal keeps (calls whose key did not authenticate count
+   * as one tenant): its next entry evicts its own oldest, never another tenant's.
+   * @default 500 (at most `journalSize`)
+   */
+  journalSizePerTenant?: number
+  /**
+   * Asynchronous reacts one tenant may have outstanding — running, delivering their callback, or
+   * waiting for a retry of it (up to about 2.8 hours). Past it, `reactAsync` answers 429 with
+   * `Retry-After`; nothing accepted is ever dropped.
+   * @default 100
+   */
+  maxAsyncReactsPerTenant?: number
+  /**
+   * Asynchronous reacts outstanding for all tenants together; past it, 429 with `Retry-After`.
+   * @default 1000
+   */
+  maxAsyncReacts?: number
+  /**
+   * Idempotency records one tenant may hold (each kept 24 hours after its first request, until the
+   * sweep deletes it). At the bound a request with a new idempotency key answers 429 with
+   * `Retry-After`, before it acts; repeats of kept keys are still answered.
+   * @default 10000
+   */
+  maxIdempotencyRecordsPerTenant?: number
+  /**
+   * Sessions one tenant's public keys may have made and not yet had authorized (each lives
+   * `sessionTtlMs` until authorized or swept). At the bound session create answers 429 with
+   * `Retry-After`; authorizing one frees its place at once.
+   * @default 1000
+   */
+  maxUnauthorizedSessionsPerTenant?: number
+}

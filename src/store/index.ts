@@ -1,0 +1,30 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+export type {
+  ChildKey,
+  CountedKind,
+  ExpiringKind,
+  KeyOwner,
+  Page,
+  Range,
+  ReactorQuery,
+  RecordKey,
+  Store,
+  StoreDump,
+  TokenHead,
+  TokenTerm,
+  WriteResult,
+} from './contract.js'
+export type { StoreErrorCode } from './error.js'
+export { isStoreError, StoreError } from './error.js'
+export { copy, frozenCopy, sameJson } from './json.js'
+export { applicationKeyHashes } from './keys.js'
+export type { LockTuple, StateRecords } from './memory-state.js'
+export { MemoryState } from './memory-state.js'
+export type { StoreReads } from './model-reads.js'
+export { modelReads } from './model-reads.js'
+export { byKey, likePattern, nameMatcher } from './order.js'
+export { Scoped } from './scoped.js'
+export { SortedIds } from './sorted-ids.js'
+export { TokenIndex, termKey, termKeysOf } from './token-index.js'

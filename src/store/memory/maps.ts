@@ -1,0 +1,357 @@
+import type {
+  Association,
+  FormulaUse,
+  IdempotencyRecord,
+  Op,
+  Reactor,
+  StagedWrite,
+  StoredApplication,
+  StoredFormula,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+  Tenant,
+  TokenLock,
+} from '../../kernel/index.js'
+import { assertNever } from '../../kernel/index.js'
+import type { KeyOwner, TokenHead } from '../contract.js'
+import { copy } from '../json.js'
+import { applicationKeyHashes } from '../keys.js'
+import type { StateRecords } from '../memory-state.js'
+import { Scoped } from '../scoped.js'
+import { SortedIds } from '../sorted-ids.js'
+import { TokenIndex } from '../token-index.js'
+
+/** Whether a parent's child list must look at this child: absent, or with an expiry. */
+export const needsCheck = (child: StoredToken | undefined) =>
+  child === undefined || child.expires_at !== undefined
+
+/** A link's place in its parent's order (`ChildKey.key`): its sequence number, zero-padded to sort as text. */
+export const placeKey = (seq: number) => String(seq).padStart(16, '0')
+
+/** A token's head: every field but `data` and `mask`, copied. */
+export function headOf(token: StoredToken): TokenHead {
+  const { data: _data, mask: _mask, ...head } = token
+  return copy(head)
+}
+
+/** A sort key joining a tenant and an id (official formulas have no tenant). */
+export const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
+
+/** Some records of one kind, in the order `records()` lists them: what `recordSlices` yields. */
+export type RecordSlice = {
+  [K in keyof StateRecords]: { kind: K; records: StateRecords[K][number][] }
+}[keyof StateRecords]
+
+/** The maps a memory state keeps its records and indexes in, and the bookkeeping ops share. */
+export class MemoryMaps {
+  protected tenants = new Map<string, Tenant>()
+  protected applications = new Scoped<StoredApplication>()
+  /** key hash → the application or session it belongs to. */
+  protected keys = new Map<
+    string,
+    { kind: 'application' | 'session'; tenantId: string; id: string; owner?: KeyOwner }
+  >()
+  protected tokens = new Scoped<StoredToken>()
+  /** Every token id in order, and the ids carrying each exact term: what `findTokenIds` reads. */
+  protected tokenIndex = new TokenIndex()
+  /** parent → its links' places (`ChildKey.key`) in order, and place → child id: `findChildIds`. */
+  protected childOrder = new Scoped<{ keys: SortedIds; ids: Map<string, string> }>()
+  /** The tokens that have an `expires_at`: what `listExpired` scans for tokens. */
+  protected expiringTokens = new Scoped<StoredToken>()
+  /** The tokens that have a `cvc_expires_at`: what `listExpired` scans for `token.cvc`. */
+  protected cvcTokens = new Scoped<StoredToken>()
+  /** parent → child id → association, in the order they were made. */
+  protected children = new Scoped<Map<string, Association>>()
+  /** child → parent ids. */
+  protected parents = new Scoped<Set<string>>()
+  /** association → its link sequence number, to order id-filtered child lists without a scan. */
+  protected linkOrder = new WeakMap<Association, number>()
+  protected nextLink = 0
+  /**
+   * parent → how many of its children are absent or have an `expires_at` (0: every child counts
+   * without a scan).
+   */
+  protected expiring = new Scoped<number>()
+  protected transactions = new Scoped<StoredTransaction>()
+  /** transaction → its staged records, by token id (in id order for `listStaged`). */
+  protected staged = new Scoped<{ ids: SortedIds; records: Map<string, StagedWrite> }>()
+  /** token → its lock record. */
+  protected locks = new Scoped<TokenLock>()
+  protected sessions = new Scoped<StoredSession>()
+  /** nonce hash → session id. */
+  protected nonces = new Scoped<string>()
+  /** Official formulas in the `null` scope. */
+  protected formulas = new Scoped<StoredFormula>()
+  /** formula id → `tenant\u0000reactor` → its use record. */
+  protected formulaUses = new Map<string, Map<string, FormulaUse>>()
+  protected reactors = new Scoped<Reactor>()
+  protected idempotency = new Scoped<IdempotencyRecord>()
+  /** tenant → how many of its sessions are in state `created` (`countRecords`). */
+  protected createdSessions = new Map<string, number>()
+
+  protected applyOp(op: Op, legacy: boolean): void {
+    switch (op.op) {
+      case 'tenant.put':
+        this.tenants.set(op.tenant.id, op.tenant)
+        return
+      case 'tenant.delete':
+        this.tenants.delete(op.id)
+        return
+      case 'application.put': {
+        const a = op.application
+        const old = this.applications.get(a.tenant_id, a.id)
+        if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
+        this.applications.set(a.tenant_id, a.id, a)
+        for (const hash of applicationKeyHashes(a)) {
+          this.keys.set(hash, { kind: 'application', tenantId: a.tenant_id, id: a.id })
+        }
+        return
+      }
+      case 'application.delete': {
+        const old = this.applications.get(op.tenant_id, op.id)
+        if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
+        this.applications.delete(op.tenant_id, op.id)
+        return
+      }
+      case 'token.put': {
+        const t = op.token
+        const old = this.tokens.get(t.tenant_id, t.id)
+        this.tokenIndex.update(t.tenant_id, t.id, old, t)
+        this.tokens.set(t.tenant_id, t.id, t)
+        if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
+        else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
+        if (t.cvc_expires_at !== undefined) this.cvcTokens.set(t.tenant_id, t.id, t)
+        else if (old?.cvc_expires_at !== undefined) this.cvcTokens.delete(t.tenant_id, t.id)
+        this.recount(t.tenant_id, t.id, old, t)
+        return
+      }
+      case 'token.delete':
+        if (legacy) {
+          // Earlier versions deleted a token's links with it.
+          for (const childId of [...(this.children.get(op.tenant_id, op.id)?.keys() ?? [])])
+            this.unlink(op.tenant_id, op.id, childId)
+          for (const parentId of [...(this.parents.get(op.tenant_id, op.id) ?? [])])
+            this.unlink(op.tenant_id, parentId, op.id)
+        }
+        this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
+        this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
+        this.tokens.delete(op.tenant_id, op.id)
+        this.expiringTokens.delete(op.tenant_id, op.id)
+        this.cvcTokens.delete(op.tenant_id, op.id)
+        return
+      case 'association.put': {
+        const a = op.association
+        const tenant = a.tenant_id
+        // Earlier versions skipped a link to an absent token.
+        if (legacy && (!this.tokens.has(tenant, a.parent_id) || !this.tokens.has(tenant, a.child_id))) return
+        let kids = this.children.get(tenant, a.parent_id)
+        if (!kids) {
+          kids = new Map<string, Association>()
+          this.children.set(tenant, a.parent_id, kids)
+        }
+        if (kids.has(a.child_id)) return
+        kids.set(a.child_id, a)
+        const seq = this.nextLink++
+        this.linkOrder.set(a, seq)
+        let order = this.childOrder.get(tenant, a.parent_id)
+        if (!order) {
+          order = { keys: new SortedIds(), ids: new Map() }
+          this.childOrder.set(tenant, a.parent_id, order)
+        }
+        order.keys.add(placeKey(seq))
+        order.ids.set(placeKey(seq), a.child_id)
+        if (needsCheck(this.tokens.get(tenant, a.child_id))) this.countExpiring(tenant, a.parent_id, 1)
+        let ps = this.parents.get(tenant, a.child_id)
+        if (!ps) {
+          ps = new Set<string>()
+          this.parents.set(tenant, a.child_id, ps)
+        }
+        ps.add(a.parent_id)
+        return
+      }
+      case 'association.delete':
+        this.unlink(op.tenant_id, op.parent_id, op.child_id)
+        return
+      case 'transaction.put':
+        this.transactions.set(op.transaction.tenant_id, op.transaction.id, op.transaction)
+        return
+      case 'transaction.delete':
+        this.transactions.delete(op.tenant_id, op.id)
+        return
+      case 'staged.put': {
+        const w = op.staged
+        let held = this.staged.get(w.tenant_id, w.transaction_id)
+        if (!held) {
+          held = { ids: new SortedIds(), records: new Map() }
+          this.staged.set(w.tenant_id, w.transaction_id, held)
+        }
+        held.ids.add(w.token_id)
+        held.records.set(w.token_id, w)
+        return
+      }
+      case 'staged.delete': {
+        const held = this.staged.get(op.tenant_id, op.transaction_id)
+        if (!held?.records.delete(op.token_id)) return
+        held.ids.delete(op.token_id)
+        if (!held.records.size) this.staged.delete(op.tenant_id, op.transaction_id)
+        return
+      }
+      case 'lock.put':
+        this.locks.set(op.lock.tenant_id, op.lock.token_id, op.lock)
+        return
+      case 'lock.delete':
+        this.locks.delete(op.tenant_id, op.token_id)
+        return
+      case 'session.put': {
+        const s = op.session
+        this.dropSessionIndexes(s.tenant_id, s.id)
+        if (s.state === 'created') this.countCreated(s.tenant_id, 1)
+        this.sessions.set(s.tenant_id, s.id, s)
+        this.keys.set(s.key_hash, { kind: 'session', tenantId: s.tenant_id, id: s.id })
+        this.nonces.set(s.tenant_id, s.nonce_hash, s.id)
+        return
+      }
+      case 'session.delete': {
+        this.dropSessionIndexes(op.tenant_id, op.id)
+        this.sessions.delete(op.tenant_id, op.id)
+        return
+      }
+      case 'formula.put':
+        this.formulas.set(op.formula.tenant_id, op.formula.id, op.formula)
+        return
+      case 'formula.delete':
+        this.formulas.delete(op.tenant_id, op.id)
+        return
+      case 'reactor.put': {
+        const r = op.reactor
+        if (legacy) {
+          // Earlier versions counted a reactor's formula use with the reactor.
+          const old = this.reactors.get(r.tenant_id, r.id)
+          if (old) this.dropUse(old)
+          this.useOf(r)
+        }
+        this.reactors.set(r.tenant_id, r.id, r)
+        return
+      }
+      case 'reactor.delete': {
+        const old = this.reactors.get(op.tenant_id, op.id)
+        if (old && legacy) this.dropUse(old)
+        this.reactors.delete(op.tenant_id, op.id)
+        return
+      }
+      case 'formula_use.put': {
+        const u = op.use
+        let uses = this.formulaUses.get(u.formula_id)
+        if (!uses) {
+          uses = new Map()
+          this.formulaUses.set(u.formula_id, uses)
+        }
+        const key = `${u.tenant_id}\u0000${u.reactor_id}`
+        if (!uses.has(key)) uses.set(key, u)
+        return
+      }
+      case 'formula_use.delete': {
+        const uses = this.formulaUses.get(op.formula_id)
+        uses?.delete(`${op.tenant_id}\u0000${op.reactor_id}`)
+        if (uses?.size === 0) this.formulaUses.delete(op.formula_id)
+        return
+      }
+      case 'idempotency.put':
+        this.idempotency.set(op.record.tenant_id, op.record.id, op.record)
+        return
+      case 'idempotency.delete':
+        this.idempotency.delete(op.tenant_id, op.id)
+        return
+      default:
+        assertNever(op)
+    }
+  }
+
+  /** Legacy records only: the formula-use record a reactor implied. */
+  protected useOf(r: Reactor) {
+    if (r.formula_id === undefined) return
+    this.applyOp(
+      { op: 'formula_use.put', use: { formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id } },
+      false,
+    )
+  }
+
+  /** Legacy records only: drops the formula-use record a reactor implied. */
+  protected dropUse(r: Reactor) {
+    if (r.formula_id === undefined) return
+    this.applyOp(
+      { op: 'formula_use.delete', formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id },
+      false,
+    )
+  }
+
+  /**
+   * For a state saved before formula-use records existed (see `StateRecords.formulaUses`): the use
+   * record of every reactor that names a formula.
+   */
+  protected deriveUses() {
+    for (const r of this.reactors.values()) this.useOf(r)
+  }
+
+  protected dropSessionIndexes(tenantId: string, id: string) {
+    const old = this.sessions.get(tenantId, id)
+    if (!old) return
+    if (old.state === 'created') this.countCreated(tenantId, -1)
+    this.keys.delete(old.key_hash)
+    this.nonces.delete(old.tenant_id, old.nonce_hash)
+  }
+
+  protected countCreated(tenantId: string, delta: number) {
+    const n = (this.createdSessions.get(tenantId) ?? 0) + delta
+    if (n > 0) this.createdSessions.set(tenantId, n)
+    else this.createdSessions.delete(tenantId)
+  }
+
+  protected countExpiring(tenantId: string, parentId: string, delta: number) {
+    const n = (this.expiring.get(tenantId, parentId) ?? 0) + delta
+    if (n <= 0) this.expiring.delete(tenantId, parentId)
+    else this.expiring.set(tenantId, parentId, n)
+  }
+
+  protected unlink(tenantId: string, parentId: string, childId: string) {
+    const kids = this.children.get(tenantId, parentId)
+    const link = kids?.get(childId)
+    if (!link || !kids?.delete(childId)) return
+    const order = this.childOrder.get(tenantId, parentId)
+    const place = placeKey(this.linkOrder.get(link) ?? -1)
+    order?.keys.delete(place)
+    order?.ids.delete(place)
+    if (order?.keys.size === 0) this.childOrder.delete(tenantId, parentId)
+    if (kids.size === 0) this.children.delete(tenantId, parentId)
+    if (needsCheck(this.tokens.get(tenantId, childId))) this.countExpiring(tenantId, parentId, -1)
+    const ps = this.parents.get(tenantId, childId)
+    ps?.delete(parentId)
+    if (ps?.size === 0) this.parents.delete(tenantId, childId)
+  }
+
+  /** Keeps the parents' counts of children to check (see `expiring`) as a child goes from `old` to `next`. */
+  protected recount(
+    tenantId: string,
+    id: string,
+    old: StoredToken | undefined,
+    next: StoredToken | undefined,
+  ) {
+    const was = needsCheck(old)
+    const is = needsCheck(next)
+    if (was === is) return
+    for (const parentId of this.parents.get(tenantId, id) ?? [])
+      this.countExpiring(tenantId, parentId, is ? 1 : -1)
+  }
+
+  /** Ids of the tenant's unexpired tokens with this fingerprint. */
+  protected withFingerprint(tenantId: string, fingerprint: string, now: string): string[] {
+    const ids = [
+      ...this.tokenIndex.withTerm(tenantId, { kind: 'fingerprint', value: fingerprint }).from(undefined),
+    ]
+    return ids.filter((id) => {
+      const t = this.tokens.get(tenantId, id)
+      return t !== undefined && (t.expires_at === undefined || t.expires_at > now)
+    })
+  }
+}

@@ -1,0 +1,20 @@
+import type { Check, Op } from '../../kernel/index.js'
+import type { WriteResult } from '../contract.js'
+import { copy } from '../json.js'
+import { MemoryChecks } from './checks.js'
+
+/** A memory state's writes: a batch applied atomically when its checks hold, one op at a time. */
+export class MemoryOps extends MemoryChecks {
+  /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
+  write(batch: { checks?: readonly Check[]; ops: readonly Op[] }): WriteResult {
+    const failed = this.failedCheck(batch.checks ?? [])
+    if (failed) return { ok: false, failed }
+    for (const op of batch.ops) this.apply(copy(op))
+    return { ok: true }
+  }
+
+  /** Applies one op. Ops are total: applying one never fails. */
+  apply(op: Op): void {
+    this.applyOp(op, false)
+  }
+}

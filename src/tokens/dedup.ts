@@ -1,0 +1,153 @@
+import { applyTransform, tokenAccess } from '../applications/index.js'
+import type { CasTry, Check, Ctx, Op, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
+import { checkFailure, retryCas } from '../kernel/index.js'
+import { openTransaction, readToken, stagedOf, tryWriteAs } from '../transactions/index.js'
+
+/**
+ * Token deduplication (`deduplicate_token`): a token asking for it whose fingerprint a live token
+ * of the tenant already carries is not created; the existing token answers instead. Race-safe: the
+ * write of a new token asking for it is guarded by `token.fingerprint_absent`, so of concurrent
+ * creates of one duplicate exactly one writes and the others, refused, find and answer it.
+ */
+
+/** How many staged records one read takes while looking for a duplicate among them. */
+const STAGED_PAGE = 500
+
+/** Tokens made from bodies that asked for deduplication (set by `newToken`, read here). */
+const deduplicating = new WeakSet<StoredToken>()
+
+/** Marks `token` as made from a body with `deduplicate_token: true`. */
+export function markDeduplicating(token: StoredToken): void {
+  deduplicating.add(token)
+}
+
+/** Whether `token` was made from a body with `deduplicate_token: true` (kept across `fingerprinted`). */
+export function wantsDeduplication(token: StoredToken): boolean {
+  return deduplicating.has(token)
+}
+
+/**
+ * A live token of the caller's tenant (as its transaction sees it) with `token`'s fingerprint, other
+ * than itself; `shadowed` when there is none only because the transaction deleted or changed the
+ * committed ones (the committed guard `token.fingerprint_absent` would then fail for good).
+ */
+export async function findDuplicate(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  token: StoredToken,
+): Promise<{ existing: StoredToken | null; shadowed: boolean }> {
+  const fingerprint = token.fingerprint
+  if (fingerprint === undefined) return { existing: null, shadowed: false }
+  const same = (t: StoredToken | null): t is StoredToken =>
+    t !== null && t.id !== token.id && t.fingerprint === fingerprint
+  // The transaction's own staged tokens, read page by page (only for a create that deduplicates).
+  if (tx && tx.version > 0) {
+    for (let after: string | undefined; ; ) {
+      const page = await ctx.store.listStaged(ctx.principal.tenantId, tx.id, {
+        limit: STAGED_PAGE,
+        ...(after === undefined ? {} : { after }),
+      })
+      for (const s of page) {
+        const live = s.token && (s.token.expires_at === undefined || s.token.expires_at > ctx.now())
+        if (live && same(s.token)) return { existing: s.token, shadowed: false }
+      }
+      if (page.length < STAGED_PAGE) break
+      after = page[page.length - 1]!.token_id
+    }
+  }
+  const page = await ctx.store.listTokens(ctx.principal.tenantId, {
+    offset: 0,
+    limit: 100,
+    fingerprint,
+    now: ctx.now(),
+  })
+  const staged = await stagedOf(
+    ctx,
+    tx,
+    page.items.map((t) => t.id),
+  )
+  for (const candidate of page.items) {
+    const seen = staged.has(candidate.id) ? await readToken(ctx, tx, candidate.id) : candidate
+    if (same(seen)) return { existing: seen, shadowed: false }
+  }
+  return { existing: null, shadowed: page.total > 0 }
+}
+
+/** The outcome for one requested token: the token that answers, and whether it already existed. */
+export interface Created {
+  token: StoredToken
+  deduplicated: boolean
+}
+
+/**
+ * Writes `tokens` for the caller (enlisted in its transaction unless `options.tx` is null), each
+ * asking for deduplication answered by its duplicate when there is one (an earlier token of the
+ * same request included). `extra(created)` adds ops and checks that depend on the outcome (a link
+ * to the created child). Answers each token's outcome, in order.
+ */
+export async function writeTokens(
+  ctx: Ctx,
+  tokens: readonly StoredToken[],
+  build: (tx: StoredTransaction | null, written: StoredToken[]) => Promise<{ checks: Check[] }>,
+  options: { enlist: boolean; extra?: (created: Created[]) => { checks: Check[]; ops: Op[] } },
+): Promise<Created[]> {
+  // Tried again after losing a race: a concurrent duplicate, or a concurrent stage in its transaction.
+  return retryCas(async (): Promise<CasTry<Created[]>> => {
+    const tx = options.enlist ? await openTransaction(ctx) : null
+    const created: Created[] = []
+    const written: StoredToken[] = []
+    const guards: Check[] = []
+    for (const token of tokens) {
+      if (wantsDeduplication(token) && token.fingerprint !== undefined) {
+        const earlier = written.find((t) => t.fingerprint === token.fingerprint)
+        const found = earlier ? { existing: earlier, shadowed: false } : await findDuplicate(ctx, tx, token)
+        if (found.existing) {
+          created.push({ token: found.existing, deduplicated: true })
+          continue
+        }
+        // Committed duplicates the transaction deleted or changed are locked by it: no guard then.
+        if (!found.shadowed)
+          guards.push({
+            check: 'token.fingerprint_absent',
+            tenant_id: ctx.principal.tenantId,
+            fingerprint: token.fingerprint,
+            now: ctx.now(),
+          })
+      }
+      written.push(token)
+      created.push({ token, deduplicated: false })
+    }
+    const extra = options.extra?.(created) ?? { checks: [], ops: [] }
+    const { checks } = await build(tx, written)
+    if (!written.length && !extra.ops.length) return { done: created }
+    const result = await tryWriteAs(ctx, tx, {
+      checks: [...checks, ...guards, ...extra.checks],
+      ops: [...written.map((token): Op => ({ op: 'token.put', token })), ...extra.ops],
+      locks: written.map((t) => t.id),
+    })
+    if (result.ok) return { done: created }
+    const retry =
+      result.failed.check === 'token.fingerprint_absent' || result.failed.check === 'transaction.unchanged'
+    if (!retry) throw checkFailure(result.failed)
+    return { lost: result.failed }
+  })
+}
+
+/**
+ * How a deduplicated token answers its creator: under the caller's `token:read` transform when it
+ * may read it; otherwise only `id`, `type`, `tenant_id`, `fingerprint` and `containers`, so a
+ * duplicate does not leak what the caller could not read.
+ */
+export function shownDuplicate(ctx: Ctx, token: StoredToken): Token {
+  const transform = tokenAccess(ctx.principal, 'token:read', token)
+  if (transform) return applyTransform(token, transform)
+  const redacted = {
+    id: token.id,
+    type: token.type,
+    tenant_id: token.tenant_id,
+    containers: token.containers,
+    ...(token.fingerprint === undefined ? {} : { fingerprint: token.fingerprint }),
+  }
+  // The reference's redacted answer lacks fields every token has; callers get exactly these.
+  return redacted as Token
+}

@@ -1,0 +1,171 @@
+import { applyTransform, tokenAccess } from '../applications/index.js'
+import type { Ctx, Json, Permission, StoredTransaction, Token } from '../kernel/index.js'
+import {
+  depthOf,
+  forbidden,
+  invalid,
+  jsonSize,
+  MAX_DETOKENIZED_CHARS,
+  MAX_INPUT_DEPTH,
+} from '../kernel/index.js'
+import { readToken } from '../transactions/index.js'
+
+/** At most this many distinct tokens are detokenized in one request (the reference's limit). */
+export const MAX_DETOKENIZED = 100
+
+/** Any `{{ ... }}` expression in a string. */
+const EXPRESSION = /\{\{([^{}]*)\}\}/g
+/** A string that is one expression and nothing else. */
+const WHOLE = /^\{\{([^{}]*)\}\}$/
+/** What an expression may hold: a token id (see `tokenId` in `src/tokens/schemas.ts`), spaces around it. */
+const TOKEN_ID = /^\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+/** A full token expression: `token: <id>` (the whole token, not only its data). */
+const FULL_TOKEN = /^\s*token\s*:\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+
+/** The token id an expression names, or a 400 naming `path` (filters such as `| json:` are not offered). */
+function idOf(inner: string, path: string): string {
+  const full = FULL_TOKEN.exec(inner)
+  if (full) return full[1]!
+  const m = TOKEN_ID.exec(inner)
+  if (m) return m[1]!
+  throw invalid(
+    path,
+    inner.includes('|')
+      ? 'detokenization filters are not supported: use {{ <token id> }}'
+      : 'holds a detokenization expression that does not name a token id',
+  )
+}
+
+/** Every string in `value` with its dotted path (`value` nests at most `MAX_INPUT_DEPTH` levels). */
+function* strings(value: Json, path: string): Generator<[string, string]> {
+  if (typeof value === 'string') yield [path, value]
+  else if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) yield* strings(item, `${path}.${i}`)
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) yield* strings(item, `${path}.${key}`)
+  }
+}
+
+/** Where and how `detokenize` resolves expressions. */
+export interface DetokenizeOptions {
+  /** The name of the value in error paths (`args`, `body`). */
+  root: string
+  /** The access each token needs: `token:use` (react args) or `token:read` (the detokenize endpoint). */
+  permission: Extract<Permission, 'token:use' | 'token:read'>
+  /** The caller's transaction, whose staged writes reads see (or null). */
+  tx: StoredTransaction | null
+}
+
+/**
+ * Replaces detokenization expressions in `args` (the reference's `{{ <token id> }}`) with token data,
+ * before `args` are validated and cast. A string that is one expression becomes the token's data as
+ * it is (an object stays an object); an expression inside a longer string is replaced by the data's
+ * text (a string as is, anything else as JSON). Each token must exist in the caller's tenant and not
+ * be expired (else 400 naming `args.<path>`), and the caller needs `token:use` on it (else 403); the
+ * data is what that access's transform shows (`reveal`: plaintext, `mask`: the mask; a transform that
+ * shows nothing is 403). At most 100 distinct tokens per request, at most `MAX_DETOKENIZED_CHARS`
+ * characters of token data in all (each reference counted: a token named 300 times counts 300
+ * times; refused before the arguments are built), `args` at most `MAX_INPUT_DEPTH` levels deep.
+ * `args` is not modified.
+ */
+export async function detokenizeArgs(
+  ctx: Ctx,
+  args: { [key: string]: Json },
+): Promise<{ [key: string]: Json }> {
+  return (await detokenize(ctx, args, { root: 'args', permission: 'token:use', tx: null })) as {
+    [key: string]: Json
+  }
+}
+
+/**
+ * Replaces the detokenization expressions in any JSON value, as `detokenizeArgs` describes, under
+ * `options.permission`; `{{ token: <id> }}` (a full token expression) becomes the whole token as
+ * that access shows it. `value` is not modified.
+ */
+export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptions): Promise<Json> {
+  const { root, permission, tx } = options
+  const args = value
+  if (depthOf(args, MAX_INPUT_DEPTH) > MAX_INPUT_DEPTH) {
+    throw invalid(root, `is nested deeper than ${MAX_INPUT_DEPTH} levels`)
+  }
+  /** Each token named: where first, and how often as its data and as the whole token. */
+  const wanted = new Map<string, { path: string; data: number; whole: number }>()
+  for (const [path, text] of strings(args, root)) {
+    for (const m of text.matchAll(EXPRESSION)) {
+      const inner = m[1]!
+      const id = idOf(inner, path)
+      let named = wanted.get(id)
+      if (!named) {
+        named = { path, data: 0, whole: 0 }
+        wanted.set(id, named)
+      }
+      if (FULL_TOKEN.test(inner)) named.whole++
+      else named.data++
+    }
+  }
+  if (wanted.size === 0) return args
+  if (wanted.size > MAX_DETOKENIZED) {
+    throw invalid(root, `detokenizes ${wanted.size} tokens; at most ${MAX_DETOKENIZED} per request`)
+  }
+  const data = new Map<string, Json>()
+  const whole = new Map<string, Token>()
+  /** Characters of token data the answer will hold so far: checked after each token, before the next is read. */
+  let total = 0
+  const weigh = (value: unknown, times: number) => {
+    if (times === 0) return
+    total += times * jsonSize(value, MAX_DETOKENIZED_CHARS - total)
+    if (total > MAX_DETOKENIZED_CHARS) {
+      throw invalid(
+        root,
+        `would hold more than ${MAX_DETOKENIZED_CHARS} characters of token data (each reference counts, repeats too)`,
+      )
+    }
+  }
+  for (const [id, named] of wanted) {
+    const { path } = named
+    const token = await readToken(ctx, tx, id)
+    if (!token) throw invalid(path, `names token ${id}, which does not exist`)
+    const transform = tokenAccess(ctx.principal, permission, token)
+    if (transform === null) throw forbidden(`missing ${permission} access to token ${id}`)
+    const shownToken = applyTransform(token, transform, ctx.budget)
+    const shown = shownToken.data
+    if (shown === undefined)
+      throw forbidden(`${permission} access to token ${id} shows no data (${transform})`)
+    weigh(shown, named.data)
+    weigh(shownToken, named.whole)
+    data.set(id, shown)
+    whole.set(id, shownToken)
+  }
+  /** What an expression stands for: the whole token for `token: <id>`, else its data. */
+  const resolve = (inner: string): Json => {
+    const id = idOf(inner, root)
+    return FULL_TOKEN.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
+  }
+  const replace = (value: Json): Json => {
+    if (typeof value === 'string') {
+      const one = WHOLE.exec(value)
+      if (one) return resolve(one[1]!)
+      if (!value.includes('{{')) return value
+      return value.replace(EXPRESSION, (_m, inner: string) => {
+        const d = resolve(inner)
+        return typeof d === 'string' ? d : JSON.stringify(d)
+      })
+    }
+    if (Array.isArray(value)) return value.map(replace)
+    if (value !== null && typeof value === 'object') {
+      const out: { [key: string]: Json } = {}
+      for (const [key, item] of Object.entries(value)) {
+        // defineProperty: an own `__proto__` key (JSON.parse makes them) stays a plain key.
+        Object.defineProperty(out, key, {
+          value: replace(item),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
+      }
+      return out
+    }
+    return value
+  }
+  return replace(args)
+}

@@ -1,0 +1,59 @@
+// The public face of this folder: what other folders of src/ import (they import nothing else
+// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
+// it again after adding or removing an export.
+export { CVC_RETENTION_MS, patchGivesCvc, withCvcDeadline, withoutExpiredCvc } from './card-cvc.js'
+export {
+  checkTokenContents,
+  createdAnswer,
+  creationChecks,
+  DEFAULT_CONTAINERS,
+  newToken,
+  requireFuture,
+  shownToCaller,
+} from './create.js'
+export type { Created } from './dedup.js'
+export { findDuplicate, markDeduplicating, shownDuplicate, wantsDeduplication, writeTokens } from './dedup.js'
+export type { DetokenizeOptions } from './detokenize.js'
+export { detokenize, detokenizeArgs, MAX_DETOKENIZED } from './detokenize.js'
+export type {
+  CreateTokenInput,
+  DetokenizeInput,
+  FlatMetadataFilter,
+  ListChildrenQuery,
+  ListTokensQuery,
+  ListTokensV2Query,
+  SearchTokensInput,
+  SearchTokensV2Input,
+  TokenizeInput,
+  UpdateTokenInput,
+} from './inputs.js'
+export { mergePatch, tokenOperations } from './operations.js'
+export {
+  createTokenInput,
+  gatherMetadataFilter,
+  listChildrenInput,
+  tokenId,
+  updateTokenInput,
+} from './schemas.js'
+export type { TokenTypeRules } from './token-types.js'
+export {
+  abaValid,
+  FINGERPRINT_PURPOSE,
+  fingerprinted,
+  fingerprintOf,
+  fingerprintSource,
+  luhnValid,
+  refingerprinted,
+  TOKEN_TYPES,
+  typeRules,
+} from './token-types.js'
+export type { Refuse } from './tokenize.js'
+export { isTokenBody, MAX_TOKENIZE, MAX_TOKENIZE_DEPTH, planTokenize } from './tokenize.js'
+export type { VisibilityFields } from './visibility.js'
+export {
+  FAILS_ON_STORED_DATA,
+  overStoredData,
+  overStoredDataAsync,
+  requireVisibilityKept,
+  withoutStoredValues,
+} from './visibility.js'

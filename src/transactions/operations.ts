@@ -1,0 +1,107 @@
+import type { Ctx, EmptyInput, Op, StoredTransaction, Transaction } from '../kernel/index.js'
+import {
+  checkFailure,
+  conflict,
+  emptyBody,
+  forbidden,
+  isoAfter,
+  newId,
+  notFound,
+  parse,
+  retryCas,
+} from '../kernel/index.js'
+import { withLinkDeletes } from './links.js'
+import { allStaged, writeDiscard, writeEnd } from './locks.js'
+
+/** The public shape of a stored transaction. */
+function shown(tx: StoredTransaction): Transaction {
+  return { id: tx.id, created_at: tx.created_at, created_by: tx.created_by, expires_at: tx.expires_at }
+}
+
+/** Transaction create, commit and rollback for one caller. None needs a permission. */
+export function transactionOperations(ctx: Ctx) {
+  const requireHolder = () => {
+    if (
+      ctx.principal.kind === 'session' &&
+      ctx.principal.permissions.length === 0 &&
+      !ctx.principal.rules?.length
+    ) {
+      throw forbidden('the session is not authorized')
+    }
+  }
+
+  /** The caller's own transaction, still open: 404 unknown, 403 another application's, 409 closed or expired. */
+  const ownOpen = async (id: string): Promise<StoredTransaction> => {
+    const tx = await ctx.store.getTransaction(ctx.principal.tenantId, id)
+    if (!tx) throw notFound('transaction')
+    if (tx.created_by !== ctx.principal.id)
+      throw forbidden('only the application that created the transaction may end it')
+    if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
+    if (tx.expires_at <= ctx.now()) {
+      // Ended as the sweep would end it; a concurrent change to it leaves that to the sweep.
+      await writeDiscard(ctx.store, tx, 'expired', tx.expires_at)
+      throw conflict('the transaction has expired')
+    }
+    return tx
+  }
+
+  return {
+    /** Opens a transaction that lives `transactionTtlMs` (default 1 hour). */
+    async create(input?: EmptyInput): Promise<Transaction> {
+      requireHolder()
+      parse(emptyBody, input)
+      const now = new Date(ctx.now())
+      const tx: StoredTransaction = {
+        id: newId(),
+        tenant_id: ctx.principal.tenantId,
+        created_at: now.toISOString(),
+        created_by: ctx.principal.id,
+        expires_at: isoAfter(now, ctx.options.transactionTtlMs),
+        state: 'open',
+        version: 0,
+      }
+      await ctx.store.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
+      return shown(tx)
+    },
+
+    /** Applies every enlisted write in one atomic store write. Of racing commits exactly one succeeds. */
+    async commit(id: string): Promise<void> {
+      // Read the transaction, then write its staged writes, its end and the release of its locks
+      // in one write guarded on it being unchanged: a write staged meanwhile makes the guard fail,
+      // and the commit starts over with it, so a staged write either lands with the commit or is
+      // refused, never lost.
+      await retryCas(async () => {
+        const tx = await ownOpen(id)
+        const ended: StoredTransaction = { ...tx, state: 'committed', ended_at: ctx.now() }
+        const staged = (await allStaged(ctx.store, tx)).sort((a, b) =>
+          a.seq !== b.seq ? a.seq - b.seq : a.token_id < b.token_id ? -1 : 1,
+        )
+        const writes = staged.map(
+          (s): Op =>
+            s.token
+              ? { op: 'token.put', token: s.token }
+              : { op: 'token.delete', tenant_id: tx.tenant_id, id: s.token_id },
+        )
+        // A staged token delete takes the token's links as they are now (guarded on them).
+        const applied = await withLinkDeletes(ctx.store, tx.tenant_id, writes)
+        const result = await writeEnd(ctx.store, tx, ended, staged, applied.ops, applied.checks)
+        if (result.ok) return { done: undefined }
+        const again =
+          result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
+        if (!again) throw checkFailure(result.failed)
+        return { lost: result.failed }
+      })
+    },
+
+    /** Discards every enlisted write and releases the transaction's locks. */
+    async rollback(id: string): Promise<void> {
+      // Guarded, like a commit, on the transaction read being unchanged (so still open); a write
+      // staged meanwhile makes the rollback start over and discard that write too.
+      await retryCas(async () => {
+        const tx = await ownOpen(id)
+        const result = await writeDiscard(ctx.store, tx, 'rolled_back', ctx.now())
+        return result.ok ? { done: undefined } : { lost: result.failed }
+      })
+    },
+  }
+}

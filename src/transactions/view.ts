@@ -1,0 +1,143 @@
+import type { Check, Ctx, Op, StoredToken, StoredTransaction } from '../kernel/index.js'
+import { checkFailure, conflict, expectWritten, notFound, retryCas } from '../kernel/index.js'
+import type { WriteResult } from '../store/index.js'
+import { lockOps } from './locks.js'
+
+/**
+ * Reads and writes as the caller sees them: committed state, plus — when the caller enlisted in a
+ * transaction — that transaction's staged writes (read-committed isolation).
+ */
+
+/** The caller's open transaction, or null when it enlisted in none. Unknown → 404; closed or expired → 409. */
+export async function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
+  if (ctx.transactionId === undefined) return null
+  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, ctx.transactionId)
+  if (!tx) throw notFound('transaction')
+  if (tx.state !== 'open' || tx.expires_at <= ctx.now()) throw conflict('the transaction is not open')
+  return tx
+}
+
+/**
+ * The staged state of the tokens among `ids` in `tx`: id → the staged record, or null when staged
+ * deleted; ids the transaction left untouched are absent. One store read (none without `tx`, or
+ * when it staged nothing yet).
+ */
+export async function stagedOf(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  ids: readonly string[],
+): Promise<Map<string, StoredToken | null>> {
+  const out = new Map<string, StoredToken | null>()
+  if (!tx || tx.version === 0 || !ids.length) return out
+  for (const s of await ctx.store.getStaged(ctx.principal.tenantId, tx.id, ids)) out.set(s.token_id, s.token)
+  return out
+}
+
+/** The staged state of a token: a record, `null` when staged as deleted, `undefined` when untouched. */
+export async function stagedToken(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  id: string,
+): Promise<StoredToken | null | undefined> {
+  const staged = await stagedOf(ctx, tx, [id])
+  return staged.has(id) ? staged.get(id) : undefined
+}
+
+/** A live (unexpired) token as the caller sees it, or null. */
+export async function readToken(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  id: string,
+): Promise<StoredToken | null> {
+  const staged = await stagedToken(ctx, tx, id)
+  const token = staged === undefined ? await ctx.store.getToken(ctx.principal.tenantId, id) : staged
+  if (!token || (token.expires_at !== undefined && token.expires_at <= ctx.now())) return null
+  return token
+}
+
+/** Like `readToken`, but throws `not_found`. */
+export async function mustReadToken(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  id: string,
+): Promise<StoredToken> {
+  const token = await readToken(ctx, tx, id)
+  if (!token) throw notFound('token')
+  return token
+}
+
+/** A write the caller asks for: record ops, the guards they need, and the tokens they lock. */
+export interface CallerWrite {
+  checks: Check[]
+  ops: Op[]
+  locks: string[]
+}
+
+/**
+ * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
+ * open transaction locks a token in `locks`. Inside one they are staged: each op (a `token.put` or
+ * `token.delete`: nothing else enlists) becomes the staged record of its token (`staged.put`),
+ * written with the lock records of `locks` (each guarded by `token.unlocked`) and the transaction
+ * put again with its `version` one more, all guarded on the transaction being unchanged since
+ * `openTransaction` read it and found it open and unexpired (a concurrent stage or commit makes
+ * this write fail `transaction.unchanged`; see `enlist`). The write's size does not depend on how
+ * much the transaction staged before. Committed state is untouched until commit.
+ */
+export async function tryWriteAs(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  write: CallerWrite,
+): Promise<WriteResult> {
+  const tenant = ctx.principal.tenantId
+  const now = ctx.now()
+  const unlocked = (id: string): Check => ({
+    check: 'token.unlocked',
+    tenant_id: tenant,
+    id,
+    now,
+    ...(tx ? { except: tx.id } : {}),
+  })
+  if (!tx) return ctx.store.write({ checks: [...write.checks, ...write.locks.map(unlocked)], ops: write.ops })
+  const version = tx.version + 1
+  const staged = (tokenId: string, token: StoredToken | null): Op => ({
+    op: 'staged.put',
+    staged: { tenant_id: tenant, transaction_id: tx.id, token_id: tokenId, seq: version, token },
+  })
+  const ops = write.ops.map((op): Op => {
+    if (op.op === 'token.put') return staged(op.token.id, op.token)
+    if (op.op === 'token.delete') return staged(op.id, null)
+    throw new Error(`a transaction stages token writes only, not ${op.op}`)
+  })
+  return ctx.store.write({
+    checks: [
+      { check: 'transaction.unchanged', tenant_id: tenant, id: tx.id, transaction: tx },
+      ...write.checks,
+      ...write.locks.map(unlocked),
+    ],
+    ops: [{ op: 'transaction.put', transaction: { ...tx, version } }, ...lockOps(tx, write.locks), ...ops],
+  })
+}
+
+/** Like `tryWriteAs`, but throws the matching `ServiceError` when a check fails. */
+export async function writeAs(ctx: Ctx, tx: StoredTransaction | null, write: CallerWrite): Promise<void> {
+  expectWritten(await tryWriteAs(ctx, tx, write))
+}
+
+/**
+ * Reads the caller's transaction (if it enlisted), builds the write against it, and writes it;
+ * rebuilds from a fresh read when a concurrent write changed the transaction (or linked a token the
+ * write deletes) meanwhile, so writes staged at once all land, in some order. Throws the matching `ServiceError` on any other refusal.
+ */
+export async function enlist(
+  ctx: Ctx,
+  build: (tx: StoredTransaction | null) => Promise<CallerWrite> | CallerWrite,
+): Promise<void> {
+  await retryCas(async () => {
+    const tx = await openTransaction(ctx)
+    const result = await tryWriteAs(ctx, tx, await build(tx))
+    if (result.ok) return { done: undefined }
+    const rebuild = result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
+    if (!rebuild) throw checkFailure(result.failed)
+    return { lost: result.failed }
+  })
+}
