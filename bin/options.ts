@@ -14,6 +14,34 @@ export interface CliOption {
   boolean?: boolean
 }
 
+/** The per-tenant bounds `serve` passes to `createService`: flag, option, default, what it bounds. */
+export const BOUND_FLAGS = [
+  [
+    'max-async-reacts-per-tenant',
+    'maxAsyncReactsPerTenant',
+    '100',
+    'asynchronous reacts one tenant may have outstanding',
+  ],
+  ['max-async-reacts', 'maxAsyncReacts', '1000', 'asynchronous reacts outstanding in all'],
+  [
+    'max-idempotency-records-per-tenant',
+    'maxIdempotencyRecordsPerTenant',
+    '10000',
+    'idempotency records one tenant may hold',
+  ],
+  [
+    'max-unauthorized-sessions-per-tenant',
+    'maxUnauthorizedSessionsPerTenant',
+    '1000',
+    'sessions not yet authorized one tenant may have',
+  ],
+  ['journal-size-per-tenant', 'journalSizePerTenant', '500', 'journal entries kept of one tenant'],
+  ['journal-size', 'journalSize', '1000', 'journal entries kept in all'],
+] as const
+
+/** A `createService` option `serve` takes from `BOUND_FLAGS`. */
+export type BoundOption = (typeof BOUND_FLAGS)[number][1]
+
 /** Every option of `tokenvault serve`: parsing, environment and `--help` all come from this table. */
 export const CLI_OPTIONS: readonly CliOption[] = [
   {
@@ -93,6 +121,15 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     value: 'id',
     description: "keys create: the tenant the new management key is for (default: the store's only tenant)",
   },
+  ...BOUND_FLAGS.map(
+    ([flag, , fallback, what]): CliOption => ({
+      flag,
+      env: `TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}`,
+      default: fallback,
+      value: 'n',
+      description: `${what} (a whole number >= 1; see README "Bounds per tenant")`,
+    }),
+  ),
   {
     flag: 'log',
     env: 'TOKENVAULT_LOG',
@@ -150,7 +187,7 @@ export function usage(): string {
     const tail = [`env ${o.env}`, o.default !== undefined ? `default ${o.default}` : '']
       .filter(Boolean)
       .join('; ')
-    return `${head.padEnd(28)}${o.description} (${tail})`
+    return `${`${head}  `.padEnd(28)}${o.description} (${tail})`
   })
   return [
     'Usage: tokenvault serve [options]',

@@ -17,6 +17,7 @@ import {
 import { PERMISSIONS_BY_TYPE } from '../src/schemas/access.js'
 import type { Permission } from '../src/types.js'
 import { unchecked } from '../src/unchecked.js'
+import type { BoundOption } from './options.js'
 import { openStore } from './stores.js'
 
 /** Options of `serve`. */
@@ -49,6 +50,8 @@ export interface ServeOptions {
   adminToken?: string
   /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
   seed?: unknown
+  /** The per-tenant bounds of `createService` (see `BOUND_FLAGS`); each absent one keeps its default. */
+  bounds?: Partial<Record<BoundOption, number>>
 }
 
 /** A running server. */
@@ -252,6 +255,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
       ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
+      ...options.bounds,
     })
     await service.admin.verifyMasterKey()
   } catch (error) {

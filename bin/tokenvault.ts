@@ -5,7 +5,7 @@ import { parseEgressOrigins } from '../src/egress.js'
 import { explainStartError, isCorsOrigin } from './checks.js'
 import { createManagementKey } from './keys.js'
 import { loadMasterKey } from './master-key.js'
-import { parseArgsOptions, resolveOptions, usage } from './options.js'
+import { BOUND_FLAGS, type BoundOption, parseArgsOptions, resolveOptions, usage } from './options.js'
 import { serve } from './serve.js'
 import { isStoreSpec } from './stores.js'
 
@@ -73,6 +73,15 @@ async function main(argv: string[]) {
     'admin-token': resolved['admin-token'] as string | undefined,
     seed: resolved['seed'] as string | undefined,
     tenant: resolved['tenant'] as string | undefined,
+  }
+  const bounds: Partial<Record<BoundOption, number>> = {}
+  for (const [flag, option] of BOUND_FLAGS) {
+    const given = one(flag)
+    if (!/^[1-9][0-9]{0,8}$/.test(given))
+      fail(
+        `--${flag} (TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}) must be a whole number from 1 to 999999999, not ${given}`,
+      )
+    bounds[option] = Number(given)
   }
   const command = flags.positionals.join(' ')
   if (command !== 'serve' && command !== 'keys create') fail('the commands are serve and keys create')
@@ -166,6 +175,7 @@ async function main(argv: string[]) {
     ...(values['test-mode'] ? { testMode: true } : {}),
     ...(adminToken ? { adminToken } : {}),
     ...(seed !== undefined ? { seed } : {}),
+    bounds,
     logFormat,
   })
   let stopping = false

@@ -153,7 +153,7 @@ export function applyTransform(token: StoredToken, transform: Transform, budget?
 /** The token's mask evaluated on its data, or undefined when that fails (the data then stays hidden). */
 function maskedData(token: StoredToken, budget: ExpressionBudget | undefined): Json | undefined {
   try {
-    return applyMask(token.mask!, token.data, 'mask', budget)
+    return applyMask(token.mask!, token.data, 'mask', budget, token.tenant_id)
   } catch (error) {
     if (budget?.exhausted) throw error
     return undefined

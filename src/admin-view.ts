@@ -7,6 +7,7 @@ import { applyTransform } from './access.js'
 import { shownApplication } from './applications.js'
 import { invalid, notFound } from './errors.js'
 import type { OperationJournal } from './journal.js'
+import { allStaged } from './locks.js'
 import type { Store } from './store/contract.js'
 import type { Application, Json, Tenant } from './types.js'
 
@@ -43,7 +44,7 @@ export interface TransactionView {
   expires_at: string
   /** Ids of the tokens it holds until it ends or expires. */
   locks: string[]
-  /** How many writes it has staged. */
+  /** How many tokens it has staged a write over. */
   staged: number
 }
 
@@ -166,13 +167,14 @@ export function adminView(store: Store, now: () => string, journal: OperationJou
       if (key.tenant_id !== tenantId) continue
       const t = await store.getTransaction(tenantId, key.id)
       if (t?.state !== 'open') continue
+      const staged = await allStaged(store, t)
       data.push({
         id: t.id,
         created_at: t.created_at,
         created_by: t.created_by,
         expires_at: t.expires_at,
-        locks: [...new Set(t.locks)],
-        staged: t.writes.length,
+        locks: staged.map((w) => w.token_id),
+        staged: staged.length,
       })
     }
     data.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))

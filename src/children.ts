@@ -75,7 +75,12 @@ export function childOperations(ctx: Ctx) {
       const [created] = await writeTokens(
         ctx,
         [token],
-        (_tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, null, t.id)) }),
+        (_tx, written) =>
+          creationChecks(
+            ctx,
+            null,
+            written.map((t) => t.id),
+          ),
         {
           enlist: false,
           extra: ([c]) => {

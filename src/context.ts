@@ -43,8 +43,18 @@ export interface ServiceOptions {
    * store; a memory store without one uses a random key that dies with the process.
    */
   masterKey?: MasterKey | readonly MasterKey[]
-  /** How many operations `service.journal` keeps (the newest; 0 keeps none, events still fire). Default 1000. */
+  /**
+   * How many operations `service.journal` keeps in all (the newest; 0 keeps none, events still
+   * fire). Full, a new entry evicts the oldest of the tenant that holds the most.
+   * @default 1000
+   */
   journalSize?: number
+  /**
+   * How many operations of one tenant the journal keeps (calls whose key did not authenticate count
+   * as one tenant): its next entry evicts its own oldest, never another tenant's.
+   * @default 500 (at most `journalSize`)
+   */
+  journalSizePerTenant?: number
   /**
    * Asynchronous reacts one tenant may have outstanding — running, delivering their callback, or
    * waiting for a retry of it (up to about 2.8 hours). Past it, `reactAsync` answers 429 with
@@ -57,6 +67,20 @@ export interface ServiceOptions {
    * @default 1000
    */
   maxAsyncReacts?: number
+  /**
+   * Idempotency records one tenant may hold (each kept 24 hours after its first request, until the
+   * sweep deletes it). At the bound a request with a new idempotency key answers 429 with
+   * `Retry-After`, before it acts; repeats of kept keys are still answered.
+   * @default 10000
+   */
+  maxIdempotencyRecordsPerTenant?: number
+  /**
+   * Sessions one tenant's public keys may have made and not yet had authorized (each lives
+   * `sessionTtlMs` until authorized or swept). At the bound session create answers 429 with
+   * `Retry-After`; authorizing one frees its place at once.
+   * @default 1000
+   */
+  maxUnauthorizedSessionsPerTenant?: number
 }
 
 /** Options with defaults filled in. */
@@ -67,6 +91,8 @@ export interface ResolvedOptions {
   idempotencyLeaseMs: number
   /** The egress allow-list, as origins (`URL.origin`). */
   reactorEgress: readonly string[]
+  maxIdempotencyRecordsPerTenant: number
+  maxUnauthorizedSessionsPerTenant: number
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */

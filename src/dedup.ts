@@ -1,7 +1,7 @@
 import { applyTransform, tokenAccess } from './access.js'
 import { checkFailure } from './checks.js'
 import type { Ctx } from './context.js'
-import { openTransaction, readToken, stagedToken, tryWriteAs } from './txview.js'
+import { openTransaction, readToken, stagedOf, tryWriteAs } from './txview.js'
 import type { Check, Op, StoredToken, StoredTransaction, Token } from './types.js'
 
 /**
@@ -10,6 +10,9 @@ import type { Check, Op, StoredToken, StoredTransaction, Token } from './types.j
  * write of a new token asking for it is guarded by `token.fingerprint_absent`, so of concurrent
  * creates of one duplicate exactly one writes and the others, refused, find and answer it.
  */
+
+/** How many staged records one read takes while looking for a duplicate among them. */
+const STAGED_PAGE = 500
 
 /** Tokens made from bodies that asked for deduplication (set by `newToken`, read here). */
 const deduplicating = new WeakSet<StoredToken>()
@@ -38,10 +41,20 @@ export async function findDuplicate(
   if (fingerprint === undefined) return { existing: null, shadowed: false }
   const same = (t: StoredToken | null): t is StoredToken =>
     t !== null && t.id !== token.id && t.fingerprint === fingerprint
-  for (const w of tx?.writes ?? []) {
-    if (w.op !== 'token.put' || w.token.fingerprint !== fingerprint) continue
-    const staged = await readToken(ctx, tx, w.token.id)
-    if (same(staged)) return { existing: staged, shadowed: false }
+  // The transaction's own staged tokens, read page by page (only for a create that deduplicates).
+  if (tx && tx.version > 0) {
+    for (let after: string | undefined; ; ) {
+      const page = await ctx.store.listStaged(ctx.principal.tenantId, tx.id, {
+        limit: STAGED_PAGE,
+        ...(after === undefined ? {} : { after }),
+      })
+      for (const s of page) {
+        const live = s.token && (s.token.expires_at === undefined || s.token.expires_at > ctx.now())
+        if (live && same(s.token)) return { existing: s.token, shadowed: false }
+      }
+      if (page.length < STAGED_PAGE) break
+      after = page[page.length - 1]!.token_id
+    }
   }
   const page = await ctx.store.listTokens(ctx.principal.tenantId, {
     offset: 0,
@@ -49,9 +62,13 @@ export async function findDuplicate(
     fingerprint,
     now: ctx.now(),
   })
+  const staged = await stagedOf(
+    ctx,
+    tx,
+    page.items.map((t) => t.id),
+  )
   for (const candidate of page.items) {
-    const seen =
-      tx && stagedToken(tx, candidate.id) !== undefined ? await readToken(ctx, tx, candidate.id) : candidate
+    const seen = staged.has(candidate.id) ? await readToken(ctx, tx, candidate.id) : candidate
     if (same(seen)) return { existing: seen, shadowed: false }
   }
   return { existing: null, shadowed: page.total > 0 }
@@ -75,7 +92,7 @@ const MAX_ATTEMPTS = 100
 export async function writeTokens(
   ctx: Ctx,
   tokens: readonly StoredToken[],
-  build: (tx: StoredTransaction | null, written: StoredToken[]) => { checks: Check[] },
+  build: (tx: StoredTransaction | null, written: StoredToken[]) => Promise<{ checks: Check[] }>,
   options: { enlist: boolean; extra?: (created: Created[]) => { checks: Check[]; ops: Op[] } },
 ): Promise<Created[]> {
   for (let attempt = 1; ; attempt++) {
@@ -104,7 +121,7 @@ export async function writeTokens(
       created.push({ token, deduplicated: false })
     }
     const extra = options.extra?.(created) ?? { checks: [], ops: [] }
-    const { checks } = build(tx, written)
+    const { checks } = await build(tx, written)
     if (!written.length && !extra.ops.length) return created
     const result = await tryWriteAs(ctx, tx, {
       checks: [...checks, ...guards, ...extra.checks],

@@ -9,6 +9,8 @@
  * - `formula_failed`: the formula's code threw or timed out; `status` carries the status it maps to.
  * - `unreadable` (422): a stored token's ciphertext fails its integrity check (moved or altered at
  *   rest); the message names the token, never its bytes.
+ * - `too_many_requests` (429): the caller's tenant holds as many records of a kind as it may (see
+ *   README "Bounds per tenant"); `retryAfterSec` says when to try again.
  */
 export type ServiceErrorCode =
   | 'validation_failed'
@@ -19,6 +21,7 @@ export type ServiceErrorCode =
   | 'formula_invalid'
   | 'formula_failed'
   | 'unreadable'
+  | 'too_many_requests'
 
 /** The HTTP status of each error code (`formula_failed` carries its own in `status`). */
 export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
@@ -30,6 +33,7 @@ export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
   formula_invalid: 422,
   formula_failed: 500,
   unreadable: 422,
+  too_many_requests: 429,
 }
 
 /** The HTTP status an error answers: its code's, or for `formula_failed` its own (400–599, else 500). */
@@ -84,6 +88,11 @@ export function notFound(what: string): ServiceError {
 /** Shorthand for `conflict`. */
 export function conflict(message: string): ServiceError {
   return new ServiceError('conflict', message)
+}
+
+/** Shorthand for `too_many_requests`: a tenant at one of its bounds, to try again in `retryAfterSec`. */
+export function tooMany(message: string, retryAfterSec: number): ServiceError {
+  return new ServiceError('too_many_requests', message, { retryAfterSec })
 }
 
 /** Shorthand for `forbidden`. */

@@ -9,6 +9,7 @@ import {
 import { invalid } from './errors.js'
 import { jsonPath, type PathContext } from './json-path.js'
 import { liquidDate, stripHtml } from './liquid-text.js'
+import { TenantLru } from './tenant-lru.js'
 import type { Json } from './types.js'
 
 /**
@@ -38,7 +39,10 @@ export type Variables = Readonly<Record<string, Json | undefined>>
 /** A value during evaluation: JSON, bytes (from `hmac`, for `to_base64`/`to_base16`), or nothing. */
 type Value = Json | Uint8Array | undefined
 
-type Operand = { kind: 'literal'; value: Json } | { kind: 'path'; root: string; keys: (string | number)[] }
+/** A literal written with a decimal point (`2.0`) is a float in Liquid, though its value is whole. */
+type Operand =
+  | { kind: 'literal'; value: Json; float?: true }
+  | { kind: 'path'; root: string; keys: (string | number)[] }
 interface FilterCall {
   name: string
   args: Operand[]
@@ -118,7 +122,10 @@ function parseOperand(s: Scanner): Operand {
   const str = s.quoted()
   if (str !== null) return { kind: 'literal', value: str }
   const num = s.match(NUMBER)
-  if (num !== null) return { kind: 'literal', value: Number(num) }
+  if (num !== null)
+    return num.includes('.')
+      ? { kind: 'literal', value: Number(num), float: true }
+      : { kind: 'literal', value: Number(num) }
   const root = s.match(IDENT)
   if (root === null) return fail(`expected a variable or a literal at "${s.text.slice(s.pos, s.pos + 20)}"`)
   if (root === 'true' || root === 'false') return { kind: 'literal', value: root === 'true' }
@@ -300,7 +307,7 @@ function lookup(vars: Variables, op: Operand): Value {
 // ---------------------------------------------------------------------------------------------
 // Filters
 
-type Filter = (input: Value, args: Value[]) => Value
+type Filter = (input: Value, args: Value[], written: readonly Operand[]) => Value
 
 const str = (v: Value) => toText(v)
 function int(v: Value, what: string): number {
@@ -527,10 +534,12 @@ const FILTERS: Record<string, Filter> = {
   plus: math((a, b) => a + b),
   minus: math((a, b) => a - b),
   times: math((a, b) => a * b),
-  divided_by: (v, a) => {
+  divided_by: (v, a, written) => {
     const [x, y] = [num(v), num(a[0])]
     if (y === 0) fail('divided_by divides by zero')
-    return Number.isInteger(x) && Number.isInteger(y) ? Math.floor(x / y) : x / y
+    // Liquid divides whole numbers as integers (7 / 2 = 3) unless either is a float: `2.0` is.
+    const floatDivisor = written[0]?.kind === 'literal' && written[0].float === true
+    return Number.isInteger(x) && Number.isInteger(y) && !floatDivisor ? Math.floor(x / y) : x / y
   },
   modulo: (v, a) => {
     const [x, y] = [num(v), num(a[0])]
@@ -692,7 +701,7 @@ function run(obj: OutputObject, vars: Variables): Value {
   for (const f of obj.filters) {
     const args = f.args.map((a) => lookup(vars, a))
     charge(inputCost(f.name, v))
-    v = FILTERS[f.name]!(v, args)
+    v = FILTERS[f.name]!(v, args, f.args)
     charge(outputCost(v))
   }
   return v
@@ -755,37 +764,43 @@ class Compiled implements Template {
   }
 }
 
-/**
- * Parsed templates by source, so hot paths (masks on every read) parse each template once: the
- * 2 000 used most recently (a hit moves a template to the back; the front one goes when full).
- */
-const cache = new Map<string, Part[]>()
-const CACHE_SIZE = 2000
+/** How many parsed templates the cache keeps of one tenant, and in all. */
+export const TEMPLATE_CACHE_PER_TENANT = 500
+export const TEMPLATE_CACHE_ENTRIES = 4000
 
-/** Whether `source` is among the parsed templates kept (for tests of the cache's eviction order). */
-export function isTemplateCached(source: string): boolean {
-  return cache.has(source)
+/**
+ * Parsed templates by tenant and source, so hot paths (masks on every read) parse each template
+ * once: per tenant the 500 it used most recently, 4000 in all (see `TenantLru`: a tenant's flood of
+ * distinct templates evicts only its own).
+ */
+const cache = new TenantLru<Part[]>(TEMPLATE_CACHE_PER_TENANT, TEMPLATE_CACHE_ENTRIES)
+
+/** Whether `tenant` (default none) has `source` among its parsed templates kept (for tests of eviction). */
+export function isTemplateCached(source: string, tenant = ''): boolean {
+  return cache.has(tenant, source)
+}
+
+/** How many parsed templates are kept: `tenant`'s, or in all (for tests of the bounds). */
+export function templatesCached(tenant?: string): number {
+  return cache.size(tenant)
 }
 
 /**
- * Parses `source` as a template; a syntax error or an unknown filter is a `validation_failed`
- * naming `field` (`mask`, `fingerprint_expression`, `search_indexes.0`), whose errors at
- * evaluation time name it too.
+ * Parses `source` as a template, kept in `tenant`'s part of the cache (`''`: no tenant's, for
+ * callers outside a tenant); a syntax error or an unknown filter is a `validation_failed` naming
+ * `field` (`mask`, `fingerprint_expression`, `search_indexes.0`), whose errors at evaluation time
+ * name it too.
  */
-export function compileTemplate(source: string, field: string): Template {
-  let parts = cache.get(source)
-  if (parts) {
-    cache.delete(source)
-    cache.set(source, parts)
-  } else {
+export function compileTemplate(source: string, field: string, tenant = ''): Template {
+  let parts = cache.get(tenant, source)
+  if (!parts) {
     try {
       parts = parse(source)
     } catch (error) {
       if (error instanceof ExpressionFailure) throw invalid(field, error.message)
       throw error
     }
-    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!)
-    cache.set(source, parts)
+    cache.set(tenant, source, parts)
   }
   return new Compiled(source, parts, field)
 }
@@ -796,8 +811,9 @@ export function evaluateTemplate(
   vars: Variables,
   field: string,
   budget?: ExpressionBudget,
+  tenant = '',
 ): Json {
-  return compileTemplate(source, field).evaluate(vars, budget)
+  return compileTemplate(source, field, tenant).evaluate(vars, budget)
 }
 
 /** Renders `source` with `vars` as text, `null` when empty (see `Template.render`); errors name `field`. */
@@ -806,8 +822,9 @@ export function renderTemplate(
   vars: Variables,
   field: string,
   budget?: ExpressionBudget,
+  tenant = '',
 ): string | null {
-  return compileTemplate(source, field).render(vars, budget)
+  return compileTemplate(source, field, tenant).render(vars, budget)
 }
 
 /**
@@ -855,17 +872,23 @@ function walk(value: Json, field: string, f: (s: string, path: () => string) => 
  * template of the mask charges one `budget` (default: a fresh one for this mask): a mask of 5000
  * templates costs what its 5000 evaluations make, not one template's share.
  */
-export function applyMask(mask: Json, data: Json, field = 'mask', budget = expressionBudget()): Json {
+export function applyMask(
+  mask: Json,
+  data: Json,
+  field = 'mask',
+  budget = expressionBudget(),
+  tenant = '',
+): Json {
   return walk(mask, field, (s, path) => {
     if (!s.includes('{{')) return s
-    return compileTemplate(s, path()).evaluate({ data }, budget)
+    return compileTemplate(s, path(), tenant).evaluate({ data }, budget)
   })
 }
 
 /** Checks every template in a mask parses (400 naming its path otherwise), without evaluating it. */
-export function checkMask(mask: Json, field = 'mask'): void {
+export function checkMask(mask: Json, field = 'mask', tenant = ''): void {
   walk(mask, field, (s, path) => {
-    if (s.includes('{{')) compileTemplate(s, path())
+    if (s.includes('{{')) compileTemplate(s, path(), tenant)
     return s
   })
 }

@@ -2,12 +2,19 @@ import { nanoid } from 'nanoid'
 import type { Principal } from './access.js'
 import { depthOf } from './budget.js'
 import { isoAfter } from './clock.js'
-import { conflict, invalid } from './errors.js'
+import { conflict, invalid, tooMany } from './errors.js'
 import type { Store } from './store/contract.js'
+import { sweepExpiredOf } from './sweep.js'
 import type { IdempotencyRecord } from './types.js'
 
 /** How long the first answer to an idempotency key is kept (and replayed): 24 hours, in ms. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000
+
+/** The default `maxIdempotencyRecordsPerTenant` of `createService`. */
+export const DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT = 10_000
+
+/** What a request refused at that bound is told: try again in a minute (records expire one by one). */
+export const IDEMPOTENCY_FULL_RETRY_SEC = 60
 
 /** The longest idempotency key accepted, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255
@@ -35,6 +42,8 @@ export interface IdempotencyDeps {
   now: string
   /** How long a pending first request holds its key before a repeat may take over (ms). */
   leaseMs: number
+  /** How many idempotency records the caller's tenant may hold: a new key past it answers 429. */
+  maxRecords: number
   /** A keyed hash (HMAC under the tenant's key) of `value` for `purpose`. */
   hmac(tenantId: string, purpose: string, value: string): Promise<string>
 }
@@ -109,6 +118,21 @@ export async function idempotent<T>(
         )
       }
       return (held.answer === undefined ? undefined : JSON.parse(held.answer)) as T
+    }
+    // A new key adds a record: refused at the tenant's bound, before anything acts. (Replacing an
+    // expired or abandoned record adds none.) Concurrent first requests may pass the bound by at
+    // most their number.
+    // At the bound, expired records are swept first (the host may never sweep), then counted again.
+    const full = async () => (await store.countRecords(tenant, 'idempotency')) >= deps.maxRecords
+    if (
+      !held &&
+      (await full()) &&
+      ((await sweepExpiredOf(store, 'idempotency', now)) === 0 || (await full()))
+    ) {
+      throw tooMany(
+        `this tenant holds ${deps.maxRecords} idempotency records, the most it may; each is kept 24 hours after its first request`,
+        IDEMPOTENCY_FULL_RETRY_SEC,
+      )
     }
     const claimed = await store.write({
       checks: [

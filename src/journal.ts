@@ -47,12 +47,16 @@ export interface JournalQuery {
   limit?: number
 }
 
-/** The journal of operations: the newest `capacity` entries, queryable, with change events. */
+/**
+ * The journal of operations, queryable, with change events: the newest `capacity` entries in all
+ * and `perTenant` of one tenant (a tenant's flood evicts only its own oldest entries).
+ */
 export interface OperationJournal {
   query(filter?: JournalQuery): JournalEntry[]
   /** Forgets every entry (the sequence goes on). */
   clear(): void
   readonly capacity: number
+  readonly perTenant: number
 }
 
 /** Past tenses of the verbs whose success is an event; other operations make none. */
@@ -92,29 +96,84 @@ export function failureOutcome(error: unknown): JournalEntry['outcome'] {
   return { ok: false, code: 'internal' }
 }
 
+/** The journal's default bounds: entries kept in all, and of one tenant. */
+export const DEFAULT_JOURNAL_SIZE = 1000
+export const DEFAULT_JOURNAL_SIZE_PER_TENANT = 500
+
+/** One tenant's entries, oldest first: a queue whose front is dropped in O(1) (amortized). */
+class Entries {
+  private items: JournalEntry[] = []
+  private head = 0
+  get size(): number {
+    return this.items.length - this.head
+  }
+  push(entry: JournalEntry): void {
+    this.items.push(entry)
+  }
+  shift(): void {
+    this.head++
+    if (this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+  }
+  *[Symbol.iterator](): IterableIterator<JournalEntry> {
+    for (let i = this.head; i < this.items.length; i++) yield this.items[i]!
+  }
+}
+
 /**
- * A bounded, in-memory journal (a ring of `capacity` entries) that also tells listeners of each
- * successful change. A listener that throws is ignored (it never fails the call it observes).
+ * A bounded, in-memory journal that also tells listeners of each successful change. Entries are
+ * kept per tenant (calls whose key did not authenticate together as one more): at most
+ * `perTenant` of one tenant, whose next entry evicts its own oldest, and `capacity` in all, where
+ * the next entry evicts the oldest entry of the tenant holding the most. So a tenant that floods the
+ * journal evicts only its own entries, and a quiet tenant's survive. A listener that throws is
+ * ignored (it never fails the call it observes).
  */
 export class Journal implements OperationJournal {
-  private readonly ring: (JournalEntry | undefined)[]
-  private next = 0
+  private readonly byTenant = new Map<string | null, Entries>()
+  private total = 0
   private seq = 0
   private readonly listeners = new Set<(event: VaultEvent) => void>()
+  readonly perTenant: number
 
-  constructor(readonly capacity: number) {
+  constructor(
+    readonly capacity: number,
+    perTenant = Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, capacity),
+  ) {
     if (!Number.isSafeInteger(capacity) || capacity < 0) {
       throw new TypeError('createService: journalSize must be a whole number >= 0')
     }
-    this.ring = new Array(capacity)
+    if (!Number.isSafeInteger(perTenant) || perTenant < 0) {
+      throw new TypeError('createService: journalSizePerTenant must be a whole number >= 0')
+    }
+    this.perTenant = Math.min(perTenant, capacity)
+  }
+
+  /** Keeps `entry` in its tenant's entries, evicting as the class says. */
+  private keep(entry: JournalEntry): void {
+    if (this.perTenant === 0) return
+    let own = this.byTenant.get(entry.tenant_id)
+    if (!own) {
+      own = new Entries()
+      this.byTenant.set(entry.tenant_id, own)
+    }
+    if (own.size >= this.perTenant) {
+      own.shift()
+      this.total--
+    } else if (this.total >= this.capacity) {
+      let largest: [string | null, Entries] = [entry.tenant_id, own]
+      for (const pair of this.byTenant) if (pair[1].size > largest[1].size) largest = pair
+      largest[1].shift()
+      this.total--
+      if (largest[1].size === 0 && largest[1] !== own) this.byTenant.delete(largest[0])
+    }
+    own.push(entry)
+    this.total++
   }
 
   record(entry: Omit<JournalEntry, 'seq'>): void {
-    const full: JournalEntry = { seq: ++this.seq, ...entry }
-    if (this.capacity > 0) {
-      this.ring[this.next] = full
-      this.next = (this.next + 1) % this.capacity
-    }
+    this.keep({ seq: ++this.seq, ...entry })
     if (!entry.outcome.ok || this.listeners.size === 0) return
     const type = eventType(entry.operation)
     if (type === null) return
@@ -145,19 +204,19 @@ export class Journal implements OperationJournal {
         issues: { since: ['an ISO time'] },
       })
     const out: JournalEntry[] = []
-    for (let i = 0; i < this.capacity; i++) {
-      const e = this.ring[(this.next + i) % this.capacity]
-      if (!e) continue
-      if (filter.tenant !== undefined && e.tenant_id !== filter.tenant) continue
+    const partitions =
+      filter.tenant === undefined ? [...this.byTenant.values()] : [this.byTenant.get(filter.tenant)]
+    for (const e of partitions.flatMap((entries) => (entries ? [...entries] : []))) {
       if (filter.operation !== undefined && e.operation !== filter.operation) continue
       if (from !== undefined && e.at < from) continue
       out.push(e)
     }
+    if (partitions.length > 1) out.sort((a, b) => a.seq - b.seq)
     return filter.limit === undefined ? out : out.slice(-Math.max(0, filter.limit))
   }
 
   clear(): void {
-    this.ring.fill(undefined)
-    this.next = 0
+    this.byTenant.clear()
+    this.total = 0
   }
 }

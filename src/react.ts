@@ -147,7 +147,12 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
   const created = await writeTokens(
     ctx,
     ready,
-    (_tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, null, t.id)) }),
+    (_tx, written) =>
+      creationChecks(
+        ctx,
+        null,
+        written.map((t) => t.id),
+      ),
     { enlist: false },
   )
   const byId = new Map(tokens.map((t, i) => [t.id, created[i]!.token]))

@@ -32,11 +32,12 @@ export function searchIndexValues(
   expressions: readonly string[],
   data: Json,
   budget = expressionBudget(),
+  tenant = '',
 ): string[] {
   const out = new Set<string>()
   expressions.forEach((expression, i) => {
     const field = `search_indexes.${i}`
-    const template = compileTemplate(expression, field)
+    const template = compileTemplate(expression, field, tenant)
     const whole = template.evaluate({ data }, budget)
     if (whole !== null && typeof whole === 'object')
       throw invalid(field, 'must result in a single value, not an object or an array')
@@ -64,7 +65,7 @@ export function withSearchIndexes(
   return {
     ...rest,
     search_indexes: [...expressions],
-    search_index_values: searchIndexValues(expressions, token.data, budget),
+    search_index_values: searchIndexValues(expressions, token.data, budget, token.tenant_id),
   }
 }
 
@@ -78,7 +79,7 @@ export function reindexed(token: StoredToken): StoredToken {
   if (!token.search_indexes?.length) return rest
   const values = token.search_indexes.flatMap((expression) => {
     try {
-      return searchIndexValues([expression], token.data)
+      return searchIndexValues([expression], token.data, undefined, token.tenant_id)
     } catch {
       return []
     }

@@ -40,6 +40,8 @@ export type Field =
   | { kind: 'id' | 'type' | 'container' | 'fingerprint' }
   | { kind: 'metadata'; key: string }
   | { kind: 'time'; name: TimeField }
+  /** The application that created or last changed the token. */
+  | { kind: 'actor'; name: 'created_by' | 'modified_by' }
   /** `data` (any search index) or `data.<path>` (an index that is exactly `{{ data.<path> }}`). */
   | { kind: 'data'; path: string }
 
@@ -169,13 +171,13 @@ function lex(text: string): Tok[] {
       i += 2
       continue
     }
-    if (c === '!' && text[i + 1] !== '=') {
+    // Basis Theory documents `!` and `-` as NOT.
+    if ((c === '!' && text[i + 1] !== '=') || c === '-') {
       out.push({ t: 'NOT', at: i++ })
       continue
     }
     if (c === '"') throw fail(i, 'a quoted phrase needs a field (field:"phrase")')
-    if (c === '+' || c === '-')
-      throw fail(i, `Lucene's ${c} prefix is not supported (join terms with AND, OR and NOT)`)
+    if (c === '+') throw fail(i, "Lucene's + prefix is not supported (join terms with AND, OR and NOT)")
     // A keyword or a term: read the field name up to `:`.
     const at = i
     let field = ''
@@ -196,8 +198,9 @@ function lex(text: string): Tok[] {
     if (!field) throw fail(at, 'expected a field name before :')
     i++ // the colon
     const v = text[i]
-    if (v === undefined || isSpace(v) || v === ')' || v === '(')
-      throw fail(i, 'expected a value after the colon')
+    if (v === '(')
+      throw fail(i, 'field grouping (field:(a OR b)) is not supported: write (field:a OR field:b)')
+    if (v === undefined || isSpace(v) || v === ')') throw fail(i, 'expected a value after the colon')
     let raw: RawValue
     if (v === '"') {
       const p = phrase()
@@ -270,6 +273,9 @@ const SIMPLE_FIELDS: Record<string, Field> = {
   updated_at: { kind: 'time', name: 'modified_at' },
   modified_at: { kind: 'time', name: 'modified_at' },
   expires_at: { kind: 'time', name: 'expires_at' },
+  created_by: { kind: 'actor', name: 'created_by' },
+  modified_by: { kind: 'actor', name: 'modified_by' },
+  updated_by: { kind: 'actor', name: 'modified_by' },
   data: { kind: 'data', path: 'data' },
 }
 
@@ -286,7 +292,7 @@ function fieldOf(name: string, at: number): Field {
   if (DATA_PATH.test(name)) return { kind: 'data', path: name }
   throw fail(
     at,
-    `unknown field ${JSON.stringify(name.slice(0, 100))} (fields: id, type, container, fingerprint, metadata.<key>, created_at, updated_at, expires_at, data, data.<path>)`,
+    `unknown field ${JSON.stringify(name.slice(0, 100))} (fields: id, type, container, fingerprint, metadata.<key>, created_at, updated_at, expires_at, created_by, modified_by, data, data.<path>)`,
   )
 }
 

@@ -127,6 +127,8 @@ function termMatches(term: Extract<Compiled, { kind: 'term' }>, token: TokenHead
       )
     case 'time':
       return timeMatches(value, token[field.name])
+    case 'actor':
+      return textMatches(value, token[field.name], false)
     case 'data': {
       const hashes = token.search_index_hashes ?? []
       if (value.kind === 'exists') return hashes.length > 0
@@ -165,6 +167,7 @@ function indexTerm(node: Extract<Compiled, { kind: 'term' }>): TokenTerm | null 
     case 'data':
       return node.hash === undefined ? null : { kind: 'search_index', value: node.hash }
     case 'time':
+    case 'actor':
       return null
   }
 }

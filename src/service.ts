@@ -21,14 +21,22 @@ import { Keyring, publicTenant, sealedStore } from './encryption/sealed-store.js
 import { conflict, invalid, notFound } from './errors.js'
 import { type Fixture, loadFixture } from './fixtures.js'
 import { formulaOperations, type OfficialFormulaAdmin, officialFormulaAdmin } from './formulas.js'
-import { idempotent } from './idempotency.js'
+import { DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT, idempotent } from './idempotency.js'
 import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js'
-import { failureOutcome, Journal, type OperationJournal, touchedIds, type VaultEvent } from './journal.js'
+import {
+  DEFAULT_JOURNAL_SIZE,
+  DEFAULT_JOURNAL_SIZE_PER_TENANT,
+  failureOutcome,
+  Journal,
+  type OperationJournal,
+  touchedIds,
+  type VaultEvent,
+} from './journal.js'
 import { reactorOperations } from './reactors.js'
 import { type FormulaRunner, lazyRunner } from './runner.js'
 import { PERMISSIONS_BY_TYPE } from './schemas/access.js'
 import { createTenantInput } from './schemas/application.js'
-import { sessionOperations } from './sessions.js'
+import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT, sessionOperations } from './sessions.js'
 import {
   clearState,
   deleteTenants,
@@ -315,9 +323,21 @@ export function createService(options: ServiceOptions): Service {
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
     idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
     reactorEgress: parseEgressOrigins(options.reactorEgress),
+    maxIdempotencyRecordsPerTenant: atLeastOne(
+      options.maxIdempotencyRecordsPerTenant,
+      DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT,
+    ),
+    maxUnauthorizedSessionsPerTenant: atLeastOne(
+      options.maxUnauthorizedSessionsPerTenant,
+      DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT,
+    ),
   }
   const runner = options.runner === null ? undefined : (options.runner ?? defaultRunner())
-  const journal = new Journal(options.journalSize ?? 1000)
+  const journal = new Journal(
+    options.journalSize ?? DEFAULT_JOURNAL_SIZE,
+    options.journalSizePerTenant ??
+      Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, options.journalSize ?? DEFAULT_JOURNAL_SIZE),
+  )
   const callbacks = new CallbackQueue(clock, {
     perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
     total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
@@ -545,6 +565,7 @@ export function createService(options: ServiceOptions): Service {
                   store,
                   now: ctx.now(),
                   leaseMs: resolved.idempotencyLeaseMs,
+                  maxRecords: resolved.maxIdempotencyRecordsPerTenant,
                   hmac: (tenantId, purpose, value) => keyring.hmac(tenantId, purpose, value),
                 },
                 ctx.principal,

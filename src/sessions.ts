@@ -3,12 +3,16 @@ import { checkFailure } from './checks.js'
 import { isoAfter } from './clock.js'
 import type { Ctx } from './context.js'
 import { newApiKey, newId, newNonce, sha256 } from './crypto.js'
-import { conflict, invalid, notFound } from './errors.js'
+import { conflict, invalid, notFound, tooMany } from './errors.js'
 import type { AuthorizeSessionInput, EmptyInput } from './inputs.js'
 import { emptyBody } from './schemas/common.js'
 import { authorizeSessionInput } from './schemas/session.js'
+import { sweepExpiredOf } from './sweep.js'
 import type { StoredSession } from './types.js'
 import { parse } from './validate.js'
+
+/** The default `maxUnauthorizedSessionsPerTenant` of `createService`. */
+export const DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT = 1000
 
 /** The answer of session create: the key and nonce in plaintext, shown only here. */
 export interface CreatedSession {
@@ -24,6 +28,20 @@ export function sessionOperations(ctx: Ctx) {
     async create(input?: EmptyInput): Promise<CreatedSession> {
       requireType(ctx.principal, ['public'], 'creating a session')
       parse(emptyBody, input)
+      const tenantId = ctx.principal.tenantId
+      const bound = ctx.options.maxUnauthorizedSessionsPerTenant
+      const held = () => ctx.store.countRecords(tenantId, 'session.created')
+      // At the bound, expired sessions are swept first (the host may never sweep), then counted again.
+      if (
+        (await held()) >= bound &&
+        ((await sweepExpiredOf(ctx.store, 'session', ctx.now())) === 0 || (await held()) >= bound)
+      ) {
+        // A place frees when one is authorized, or once one expires.
+        throw tooMany(
+          `this tenant has ${bound} sessions not yet authorized, the most it may; each lives until authorized or expired`,
+          Math.max(1, Math.ceil(ctx.options.sessionTtlMs / 1000)),
+        )
+      }
       const now = new Date(ctx.now())
       const sessionKey = newApiKey()
       const nonce = newNonce()

@@ -1,11 +1,11 @@
 import * as v from 'valibot'
 import type { Keyring } from './encryption/sealed-store.js'
 import { publicTenant } from './encryption/sealed-store.js'
-import { lockOps } from './locks.js'
+import { allStaged, lockOps } from './locks.js'
 import { withSearchIndexes } from './search-expressions.js'
 import type { Store, StoreDump } from './store/contract.js'
 import { refingerprinted } from './token-types.js'
-import type { Association, Op, StoredToken, StoredTransaction } from './types.js'
+import type { Association, Op, StagedWrite, StoredToken, StoredTransaction } from './types.js'
 import { parse } from './validate.js'
 
 /**
@@ -44,8 +44,15 @@ const snapshotSchema = v.strictObject({
         created_at: v.string(),
       }),
     ),
-    transactions: v.array(
-      v.looseObject({ tenant_id: v.string(), id: v.string(), writes: v.array(v.unknown()) }),
+    transactions: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), version: v.number() })),
+    staged: v.array(
+      v.looseObject({
+        tenant_id: v.string(),
+        transaction_id: v.string(),
+        token_id: v.string(),
+        seq: v.number(),
+        token: v.nullable(v.looseObject({ tenant_id: v.string(), id: v.string(), type: v.string() })),
+      }),
     ),
     sessions: v.array(v.looseObject({ tenant_id: v.string(), id: v.string(), key_hash: v.string() })),
     formulas: v.array(record),
@@ -84,14 +91,10 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
   const reactors = await Promise.all(
     dump.reactors.map(async (r) => (await store.getReactor(r.tenant_id, r.id)) ?? r),
   )
-  const transactions = (
-    await Promise.all(
-      dump.transactions.map(async (t) => (await store.getTransaction(t.tenant_id, t.id)) ?? t),
-    )
-  ).map((t) => ({
-    ...t,
-    writes: t.writes.map((w) => (w.op === 'token.put' ? { ...w, token: unhashed(w.token) } : w)),
-  }))
+  // Staged tokens are sealed at rest too: read opened, a transaction at a time.
+  const staged: StagedWrite[] = []
+  for (const t of dump.transactions)
+    for (const w of await allStaged(store, t)) staged.push({ ...w, token: w.token && unhashed(w.token) })
   const parents = new Map<string, Association[]>()
   for (const a of dump.associations) {
     const key = `${a.tenant_id}\u0000${a.parent_id}`
@@ -120,7 +123,7 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     tenants: dump.tenants.map(publicTenant),
     tokens,
     reactors,
-    transactions,
+    staged,
     associations,
     idempotency: [],
   }
@@ -139,26 +142,29 @@ function canonical<T>(value: T): T {
   return out as T
 }
 
-/** Deletes of the lock records of every token the transactions list. */
-function lockDeletes(transactions: readonly StoredTransaction[]): Op[] {
+/** Deletes of the lock records of every token the transactions staged. */
+function lockDeletes(staged: readonly StagedWrite[]): Op[] {
   const seen = new Set<string>()
   const ops: Op[] = []
-  for (const t of transactions) {
-    for (const id of t.locks) {
-      const key = `${t.tenant_id}\u0000${id}`
-      if (seen.has(key)) continue
-      seen.add(key)
-      ops.push({ op: 'lock.delete', tenant_id: t.tenant_id, token_id: id })
-    }
+  for (const w of staged) {
+    const key = `${w.tenant_id}\u0000${w.token_id}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    ops.push({ op: 'lock.delete', tenant_id: w.tenant_id, token_id: w.token_id })
   }
   return ops
 }
 
-/** The lock records the open transactions of a snapshot hold: each token's last one listing it. */
-function lockPuts(transactions: readonly StoredTransaction[]): Op[] {
+/** The lock records the open transactions of a snapshot hold: each staged token's last open one. */
+function lockPuts(transactions: readonly StoredTransaction[], staged: readonly StagedWrite[]): Op[] {
+  const open = new Map(
+    transactions.filter((t) => t.state === 'open').map((t) => [`${t.tenant_id}\u0000${t.id}`, t]),
+  )
   const holders = new Map<string, { t: StoredTransaction; id: string }>()
-  for (const t of transactions)
-    if (t.state === 'open') for (const id of t.locks) holders.set(`${t.tenant_id}\u0000${id}`, { t, id })
+  for (const w of staged) {
+    const t = open.get(`${w.tenant_id}\u0000${w.transaction_id}`)
+    if (t) holders.set(`${w.tenant_id}\u0000${w.token_id}`, { t, id: w.token_id })
+  }
   return [...holders.values()].flatMap(({ t, id }) => lockOps(t, [id]))
 }
 
@@ -174,8 +180,16 @@ function deletesOf(dump: StoreDump): Op[] {
       }),
     ),
     ...dump.sessions.map((s): Op => ({ op: 'session.delete', tenant_id: s.tenant_id, id: s.id })),
-    // A lock record names a transaction that lists its token: these are all there are.
-    ...lockDeletes(dump.transactions),
+    // A lock record names a transaction that staged its token: these are all there are.
+    ...lockDeletes(dump.staged),
+    ...dump.staged.map(
+      (w): Op => ({
+        op: 'staged.delete',
+        tenant_id: w.tenant_id,
+        transaction_id: w.transaction_id,
+        token_id: w.token_id,
+      }),
+    ),
     ...dump.transactions.map((t): Op => ({ op: 'transaction.delete', tenant_id: t.tenant_id, id: t.id })),
     ...dump.tokens.map((t): Op => ({ op: 'token.delete', tenant_id: t.tenant_id, id: t.id })),
     ...dump.reactors.map((r): Op => ({ op: 'reactor.delete', tenant_id: r.tenant_id, id: r.id })),
@@ -223,6 +237,7 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
       tokens: mine(dump.tokens),
       associations: mine(dump.associations),
       transactions: mine(dump.transactions),
+      staged: mine(dump.staged),
       sessions: mine(dump.sessions),
       formulas: mine(dump.formulas),
       reactors: mine(dump.reactors),
@@ -256,17 +271,8 @@ export async function restoreSnapshot(
       keyring.hmac(token.tenant_id, purpose, value),
     )
   const tokens = await Promise.all(r.tokens.map(rehash))
-  const transactions = await Promise.all(
-    r.transactions.map(
-      async (transaction: StoredTransaction): Promise<StoredTransaction> => ({
-        ...transaction,
-        writes: await Promise.all(
-          transaction.writes.map(async (w) =>
-            w.op === 'token.put' ? { ...w, token: await rehash(w.token) } : w,
-          ),
-        ),
-      }),
-    ),
+  const staged = await Promise.all(
+    r.staged.map(async (w): Promise<StagedWrite> => ({ ...w, token: w.token && (await rehash(w.token)) })),
   )
   await writeAll(store, [
     ...tenants,
@@ -285,8 +291,9 @@ export async function restoreSnapshot(
     ]),
     ...tokens.map((token): Op => ({ op: 'token.put', token })),
     ...r.associations.map((association): Op => ({ op: 'association.put', association })),
-    ...transactions.map((transaction): Op => ({ op: 'transaction.put', transaction })),
-    ...lockPuts(r.transactions),
+    ...r.transactions.map((transaction): Op => ({ op: 'transaction.put', transaction })),
+    ...staged.map((w): Op => ({ op: 'staged.put', staged: w })),
+    ...lockPuts(r.transactions, r.staged),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
   ])
 }

@@ -1,9 +1,9 @@
 import { isoAfter } from './clock.js'
 import { ServiceError } from './errors.js'
 import { deletionsWithLinks } from './links.js'
-import { writeEnd } from './locks.js'
+import { writeDiscard } from './locks.js'
 import { reindexed } from './search-expressions.js'
-import type { Store } from './store/contract.js'
+import type { RecordKey, Store } from './store/contract.js'
 import type { StoredToken } from './types.js'
 
 /** How many records the sweep lists (and then writes one by one) per round. */
@@ -51,6 +51,40 @@ async function drain(
   }
 }
 
+/** Deletes a session `listExpired` listed as past its `expires_at`. */
+async function deleteSession(store: Store, key: RecordKey): Promise<boolean> {
+  const result = await store.write({ ops: [{ op: 'session.delete', tenant_id: key.tenant_id, id: key.id }] })
+  return result.ok
+}
+
+/** Deletes an idempotency record past its `expires_at`, unless it was claimed anew meanwhile. */
+async function deleteIdempotency(store: Store, now: string, key: RecordKey): Promise<boolean> {
+  const record = await store.getIdempotency(key.tenant_id, key.id)
+  if (!record || record.expires_at > now) return false
+  const result = await store.write({
+    checks: [{ check: 'idempotency.claimed', tenant_id: key.tenant_id, id: key.id, claim: record.claim }],
+    ops: [{ op: 'idempotency.delete', tenant_id: key.tenant_id, id: key.id }],
+  })
+  return result.ok
+}
+
+/**
+ * One bounded round of the sweep for sessions or idempotency records alone (any tenant's, at most
+ * `SWEEP_BATCH`): what a tenant at its bound of either runs before it is refused, so expired records
+ * free their places even where the host never sweeps. Answers how many it deleted.
+ */
+export async function sweepExpiredOf(
+  store: Store,
+  kind: 'session' | 'idempotency',
+  now: string,
+): Promise<number> {
+  let deleted = 0
+  for (const key of await store.listExpired({ kind, before: now, limit: SWEEP_BATCH })) {
+    if (await (kind === 'session' ? deleteSession(store, key) : deleteIdempotency(store, now, key))) deleted++
+  }
+  return deleted
+}
+
 /**
  * The expiry policy, applied by the core: lists what may be due from the store in bounded batches
  * and writes each change as its own guarded write. A record that changed between the listing and
@@ -83,12 +117,7 @@ export async function sweepExpired(
   },
   batch = SWEEP_BATCH,
 ): Promise<SweepCounts> {
-  const sessions = await drain(store, 'session', now, batch, async (key) => {
-    const result = await store.write({
-      ops: [{ op: 'session.delete', tenant_id: key.tenant_id, id: key.id }],
-    })
-    return result.ok
-  })
+  const sessions = await drain(store, 'session', now, batch, (key) => deleteSession(store, key))
   const applications = await drain(store, 'application', now, batch, async (key) => {
     const app = await store.getApplication(key.tenant_id, key.id)
     if (!app || app.expires_at === undefined || app.expires_at > now) return false
@@ -101,8 +130,7 @@ export async function sweepExpired(
   const transactions = await drain(store, 'transaction.open', now, batch, async (key) => {
     const tx = await store.getTransaction(key.tenant_id, key.id)
     if (!tx || tx.state !== 'open' || tx.expires_at > now) return false
-    const ended = { ...tx, state: 'expired' as const, writes: [], locks: [], ended_at: tx.expires_at }
-    return (await writeEnd(store, tx, ended)).ok
+    return (await writeDiscard(store, tx, 'expired', tx.expires_at)).ok
   })
   const tokens = await drain(store, 'token', now, batch, async (key) => {
     const token = await store.getToken(key.tenant_id, key.id)
@@ -149,14 +177,8 @@ export async function sweepExpired(
     })
     return result.ok
   })
-  const idempotency = await drain(store, 'idempotency', now, batch, async (key) => {
-    const record = await store.getIdempotency(key.tenant_id, key.id)
-    if (!record || record.expires_at > now) return false
-    const result = await store.write({
-      checks: [{ check: 'idempotency.claimed', tenant_id: key.tenant_id, id: key.id, claim: record.claim }],
-      ops: [{ op: 'idempotency.delete', tenant_id: key.tenant_id, id: key.id }],
-    })
-    return result.ok
-  })
+  const idempotency = await drain(store, 'idempotency', now, batch, (key) =>
+    deleteIdempotency(store, now, key),
+  )
   return { sessions, applications, transactions, tokens, cvcs, endedTransactions, idempotency }
 }

@@ -203,12 +203,19 @@ export function fingerprintSource(token: StoredToken): string | undefined {
   const given = token.fingerprint_expression
   const vars = { data: token.data, metadata: token.metadata }
   let text: string | null
-  if (given !== undefined) text = renderTemplate(given, vars, 'fingerprint_expression')
+  if (given !== undefined)
+    text = renderTemplate(given, vars, 'fingerprint_expression', undefined, token.tenant_id)
   else {
     // A type's default fails only on data too large to render (`stringify` of a huge `token`):
     // such a token gets no fingerprint rather than a refusal.
     try {
-      text = renderTemplate(typeRules(token.type).fingerprint, vars, 'fingerprint_expression')
+      text = renderTemplate(
+        typeRules(token.type).fingerprint,
+        vars,
+        'fingerprint_expression',
+        undefined,
+        token.tenant_id,
+      )
     } catch {
       text = null
     }

@@ -2,7 +2,8 @@ import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
 import { everyId, type IdSource, successor } from './search-plan.js'
 import type { TokenHead } from './store/contract.js'
-import type { StoredToken, StoredTransaction } from './types.js'
+import { stagedOf } from './txview.js'
+import type { StagedWrite, StoredToken, StoredTransaction } from './types.js'
 
 /**
  * The one view every token list and search reads through: the tenant's committed tokens as the
@@ -38,14 +39,41 @@ export interface WalkEnd {
   last?: string
 }
 
-/** A token's staged state per id in the transaction: the record, or null when staged deleted. */
-export function stagedTokens(tx: StoredTransaction | null): Map<string, StoredToken | null> {
-  const out = new Map<string, StoredToken | null>()
-  for (const w of tx?.writes ?? []) {
-    if (w.op === 'token.put') out.set(w.token.id, w.token)
-    else if (w.op === 'token.delete') out.set(w.id, null)
+/** How many staged records a walk reads at once, as it merges them in id order. */
+const STAGED_PAGE = 256
+
+/**
+ * The caller's transaction's staged records in token id order after `after`, read a page at a
+ * time as a walk reaches them (none without a transaction, or before it staged anything).
+ */
+class StagedStream {
+  private buffer: StagedWrite[] = []
+  private at = 0
+  private done: boolean
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly tx: StoredTransaction | null,
+    private after: string | undefined,
+  ) {
+    this.done = !tx || tx.version === 0
   }
-  return out
+  /** The next staged record, without taking it. */
+  async peek(): Promise<StagedWrite | undefined> {
+    if (this.at < this.buffer.length) return this.buffer[this.at]
+    if (this.done || !this.tx) return undefined
+    this.buffer = await this.ctx.store.listStaged(this.ctx.principal.tenantId, this.tx.id, {
+      limit: STAGED_PAGE,
+      ...(this.after === undefined ? {} : { after: this.after }),
+    })
+    this.at = 0
+    if (this.buffer.length < STAGED_PAGE) this.done = true
+    const last = this.buffer[this.buffer.length - 1]
+    if (last) this.after = last.token_id
+    return this.buffer[0]
+  }
+  take(): void {
+    this.at++
+  }
 }
 
 const live = (t: { expires_at?: string }, now: string) => t.expires_at === undefined || t.expires_at > now
@@ -53,9 +81,9 @@ const live = (t: { expires_at?: string }, now: string) => t.expires_at === undef
 /**
  * Walks the live tokens the caller sees, in id order after `after`: committed candidates from
  * `source` (every id when null: a scan), read as heads in batches (the first of `first`, doubling),
- * replaced or dropped by the transaction's staged writes, the transaction's staged creations merged
- * in. `visit` answers whether to go on. Examines at most `MAX_EXAMINED` records, yielding to other
- * work as it goes.
+ * replaced or dropped by the transaction's staged records, which are read in id order as the walk
+ * reaches them, and its staged creations merged in. `visit` answers whether to go on. Examines at
+ * most `MAX_EXAMINED` records, yielding to other work as it goes.
  */
 export async function walkTokens(
   ctx: Ctx,
@@ -65,24 +93,25 @@ export async function walkTokens(
 ): Promise<WalkEnd> {
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
-  const staged = stagedTokens(tx)
   const { after } = options
-  const stagedIds = [...staged]
-    .flatMap(([id, t]) => (t !== null && (after === undefined || id > after) ? [id] : []))
-    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-  let nextStaged = 0
+  const staged = new StagedStream(ctx, tx, after)
+  /** Whether the walk merges staged records at all (the caller's transaction staged something). */
+  const hasStaged = tx !== null && tx.version > 0
   const source = options.source ?? everyId(ctx.store, tenant, options.first)
   let min = after === undefined ? undefined : successor(after)
   let batch = Math.max(1, options.first)
   let examined = 0
   let last = after
   let sinceYield = 0
-  const emitStaged = (upTo: string | undefined): boolean => {
-    while (nextStaged < stagedIds.length && (upTo === undefined || stagedIds[nextStaged]! < upTo)) {
-      const token = staged.get(stagedIds[nextStaged++]!)!
-      if (live(token, now) && !visit({ head: token, staged: token })) return false
+  /** Visits the staged tokens before `upTo` (all when undefined); false once `visit` says stop. */
+  const emitStaged = async (upTo: string | undefined): Promise<boolean> => {
+    for (;;) {
+      const next = await staged.peek()
+      if (!next || (upTo !== undefined && next.token_id >= upTo)) return true
+      staged.take()
+      const token = next.token
+      if (token && live(token, now) && !visit({ head: token, staged: token })) return false
     }
-    return true
   }
   for (;;) {
     const ids: string[] = []
@@ -97,11 +126,13 @@ export async function walkTokens(
     const heads = new Map((await ctx.store.getTokenHeads(tenant, ids)).map((h) => [h.id, h]))
     for (const id of ids) {
       examined++
-      if (!emitStaged(id)) return { exhausted: false, ...(last === undefined ? {} : { last }) }
+      if (hasStaged && !(await emitStaged(id)))
+        return { exhausted: false, ...(last === undefined ? {} : { last }) }
       last = id
-      if (staged.has(id)) {
-        const token = staged.get(id)
-        if (nextStaged < stagedIds.length && stagedIds[nextStaged] === id) nextStaged++
+      const next = hasStaged ? await staged.peek() : undefined
+      if (next?.token_id === id) {
+        staged.take()
+        const token = next.token
         if (token && live(token, now) && !visit({ head: token, staged: token }))
           return { exhausted: false, last: id }
         continue
@@ -117,16 +148,16 @@ export async function walkTokens(
       await yieldToOthers()
     }
   }
-  emitStaged(undefined)
+  if (hasStaged) await emitStaged(undefined)
   return { exhausted: false, ...(last === undefined ? {} : { last }) }
 }
 
 /**
  * Walks the live children of `parentId` the caller sees, in link order: links read from the store
  * in batches (the first of 100, doubling), each child read as a head, replaced or dropped by the
- * transaction's staged writes (links never enlist: only staged deletes drop children, and a staged
- * delete of the parent drops them all). `visit` answers whether to go on. Examines at most
- * `MAX_EXAMINED` children, yielding to other work as it goes.
+ * transaction's staged records of those children (links never enlist: only staged deletes drop
+ * children, and a staged delete of the parent drops them all). `visit` answers whether to go on.
+ * Examines at most `MAX_EXAMINED` children, yielding to other work as it goes.
  */
 export async function walkChildren(
   ctx: Ctx,
@@ -136,8 +167,7 @@ export async function walkChildren(
 ): Promise<WalkEnd> {
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
-  const staged = stagedTokens(tx)
-  if (staged.get(parentId) === null) return { exhausted: false }
+  if ((await stagedOf(ctx, tx, [parentId])).get(parentId) === null) return { exhausted: false }
   let after: string | undefined
   let batch = 100
   let examined = 0
@@ -157,6 +187,11 @@ export async function walkChildren(
     batch = Math.min(batch * 2, 1024)
     if (!links.length) return { exhausted: false }
     after = links[links.length - 1]!.key
+    const staged = await stagedOf(
+      ctx,
+      tx,
+      links.map((l) => l.id),
+    )
     const committed = links.filter((l) => !staged.has(l.id)).map((l) => l.id)
     const heads = new Map((await ctx.store.getTokenHeads(tenant, committed)).map((h) => [h.id, h]))
     for (const { id } of links) {

@@ -32,7 +32,7 @@ import { searchTokensV1, searchTokensV2 } from './search.js'
 import { withSearchIndexes } from './search-expressions.js'
 import { fingerprinted, typeRules } from './token-types.js'
 import { planTokenize, type TokenTree } from './tokenize.js'
-import { enlist, mustReadToken, openTransaction, stagedToken, tryWriteAs } from './txview.js'
+import { enlist, mustReadToken, openTransaction, stagedOf, stagedToken, tryWriteAs } from './txview.js'
 import type { Check, Json, StoredToken, StoredTransaction, Token } from './types.js'
 import { parse } from './validate.js'
 import {
@@ -73,14 +73,20 @@ function checkTokenContents(token: StoredToken, stored = false, budget = express
   const evaluate = stored ? overStoredData : (f: () => unknown) => f()
   if (token.mask !== undefined && token.mask !== null) {
     const mask = token.mask
-    checkMask(mask)
-    evaluate(() => applyMask(mask, token.data, 'mask', budget))
+    checkMask(mask, 'mask', token.tenant_id)
+    evaluate(() => applyMask(mask, token.data, 'mask', budget, token.tenant_id))
   }
   const fpe = token.fingerprint_expression
   if (fpe !== undefined) {
-    compileTemplate(fpe, 'fingerprint_expression')
+    compileTemplate(fpe, 'fingerprint_expression', token.tenant_id)
     evaluate(() =>
-      renderTemplate(fpe, { data: token.data, metadata: token.metadata }, 'fingerprint_expression', budget),
+      renderTemplate(
+        fpe,
+        { data: token.data, metadata: token.metadata },
+        'fingerprint_expression',
+        budget,
+        token.tenant_id,
+      ),
     )
   }
 }
@@ -126,13 +132,21 @@ export function createdAnswer(ctx: Ctx, created: Created): Token {
 }
 
 /**
- * The checks that creating token `id` needs: the id is free, both committed and as the caller's
- * transaction sees it (a token the transaction deleted may be created again in it).
+ * The checks that creating the tokens `ids` needs: each id is free, both committed and as the
+ * caller's transaction sees it (a token the transaction deleted may be created again in it).
  */
-export function creationChecks(ctx: Ctx, tx: StoredTransaction | null, id: string): Check[] {
-  const staged = stagedToken(tx, id)
-  if (staged) throw conflict(`a token with id ${id} already exists`)
-  return staged === null ? [] : [{ check: 'token.absent', tenant_id: ctx.principal.tenantId, id }]
+export async function creationChecks(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  ids: readonly string[],
+): Promise<{ checks: Check[] }> {
+  const staged = await stagedOf(ctx, tx, ids)
+  const checks: Check[] = []
+  for (const id of ids) {
+    if (staged.get(id)) throw conflict(`a token with id ${id} already exists`)
+    if (!staged.has(id)) checks.push({ check: 'token.absent', tenant_id: ctx.principal.tenantId, id })
+  }
+  return { checks }
 }
 
 /** RFC 7396 JSON merge patch of `patch` onto `target`. */
@@ -220,7 +234,8 @@ function patched(current: StoredToken, patch: UpdatePatch): StoredToken {
     }
   }
   // A caller's new expressions are parsed first, so a syntax error still quotes (only) them.
-  for (const [i, e] of (fields.search_indexes ?? []).entries()) compileTemplate(e, `search_indexes.${i}`)
+  for (const [i, e] of (fields.search_indexes ?? []).entries())
+    compileTemplate(e, `search_indexes.${i}`, next.tenant_id)
   return overStoredData(() => withSearchIndexes(rest, fields.search_indexes))
 }
 
@@ -241,7 +256,12 @@ export function tokenOperations(ctx: Ctx) {
       const [created] = await writeTokens(
         ctx,
         [token],
-        (tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, tx, t.id)) }),
+        (tx, written) =>
+          creationChecks(
+            ctx,
+            tx,
+            written.map((t) => t.id),
+          ),
         { enlist: true },
       )
       return createdAnswer(ctx, created!)
@@ -264,7 +284,12 @@ export function tokenOperations(ctx: Ctx) {
       const created = await writeTokens(
         ctx,
         ready,
-        (tx, written) => ({ checks: written.flatMap((t) => creationChecks(ctx, tx, t.id)) }),
+        (tx, written) =>
+          creationChecks(
+            ctx,
+            tx,
+            written.map((t) => t.id),
+          ),
         { enlist: true },
       )
       const byId = new Map(tokens.map((t, i) => [t.id, created[i]!]))
@@ -365,7 +390,7 @@ export function tokenOperations(ctx: Ctx) {
           fingerprinted(ctx, { ...merged, modified_by: ctx.principal.id, modified_at: ctx.now() }),
         )
         const unchanged: Check[] =
-          stagedToken(tx, id) === undefined
+          (await stagedToken(ctx, tx, id)) === undefined
             ? [{ check: 'token.unchanged', tenant_id: current.tenant_id, id, token: current }]
             : []
         const result = await tryWriteAs(ctx, tx, {
@@ -386,7 +411,7 @@ export function tokenOperations(ctx: Ctx) {
       await enlist(ctx, async (tx) => {
         const current = await mustReadToken(ctx, tx, id)
         requireTokenAccess(ctx.principal, 'token:delete', current)
-        const present: Check[] = stagedToken(tx, id)
+        const present: Check[] = (await stagedToken(ctx, tx, id))
           ? []
           : [{ check: 'token.present', tenant_id: current.tenant_id, id }]
         // Staged, the delete takes the token's links with it at commit; at once, it does now.

@@ -5,9 +5,9 @@ import { newId } from './crypto.js'
 import { conflict, forbidden, notFound } from './errors.js'
 import type { EmptyInput } from './inputs.js'
 import { withLinkDeletes } from './links.js'
-import { writeEnd } from './locks.js'
+import { allStaged, writeDiscard, writeEnd } from './locks.js'
 import { emptyBody } from './schemas/common.js'
-import type { StoredTransaction, Transaction } from './types.js'
+import type { Op, StoredTransaction, Transaction } from './types.js'
 import { parse } from './validate.js'
 
 /** How often a commit or rollback starts over when a concurrent write changed the transaction. */
@@ -39,13 +39,7 @@ export function transactionOperations(ctx: Ctx) {
     if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
     if (tx.expires_at <= ctx.now()) {
       // Ended as the sweep would end it; a concurrent change to it leaves that to the sweep.
-      await writeEnd(ctx.store, tx, {
-        ...tx,
-        state: 'expired',
-        writes: [],
-        locks: [],
-        ended_at: tx.expires_at,
-      })
+      await writeDiscard(ctx.store, tx, 'expired', tx.expires_at)
       throw conflict('the transaction has expired')
     }
     return tx
@@ -64,8 +58,7 @@ export function transactionOperations(ctx: Ctx) {
         created_by: ctx.principal.id,
         expires_at: isoAfter(now, ctx.options.transactionTtlMs),
         state: 'open',
-        writes: [],
-        locks: [],
+        version: 0,
       }
       await ctx.store.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
       return shown(tx)
@@ -79,16 +72,19 @@ export function transactionOperations(ctx: Ctx) {
       // refused, never lost.
       for (let attempt = 1; ; attempt++) {
         const tx = await ownOpen(id)
-        const ended: StoredTransaction = {
-          ...tx,
-          state: 'committed',
-          writes: [],
-          locks: [],
-          ended_at: ctx.now(),
-        }
+        const ended: StoredTransaction = { ...tx, state: 'committed', ended_at: ctx.now() }
+        const staged = (await allStaged(ctx.store, tx)).sort((a, b) =>
+          a.seq !== b.seq ? a.seq - b.seq : a.token_id < b.token_id ? -1 : 1,
+        )
+        const writes = staged.map(
+          (s): Op =>
+            s.token
+              ? { op: 'token.put', token: s.token }
+              : { op: 'token.delete', tenant_id: tx.tenant_id, id: s.token_id },
+        )
         // A staged token delete takes the token's links as they are now (guarded on them).
-        const staged = await withLinkDeletes(ctx.store, tx.tenant_id, tx.writes)
-        const result = await writeEnd(ctx.store, tx, ended, staged.ops, staged.checks)
+        const applied = await withLinkDeletes(ctx.store, tx.tenant_id, writes)
+        const result = await writeEnd(ctx.store, tx, ended, staged, applied.ops, applied.checks)
         if (result.ok) return
         const again =
           result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
@@ -102,14 +98,7 @@ export function transactionOperations(ctx: Ctx) {
       // staged meanwhile makes the rollback start over and discard that write too.
       for (let attempt = 1; ; attempt++) {
         const tx = await ownOpen(id)
-        const ended: StoredTransaction = {
-          ...tx,
-          state: 'rolled_back',
-          writes: [],
-          locks: [],
-          ended_at: ctx.now(),
-        }
-        const result = await writeEnd(ctx.store, tx, ended)
+        const result = await writeDiscard(ctx.store, tx, 'rolled_back', ctx.now())
         if (result.ok) return
         if (attempt >= MAX_COMMIT_ATTEMPTS) throw checkFailure(result.failed)
       }

@@ -19,14 +19,30 @@ export async function openTransaction(ctx: Ctx): Promise<StoredTransaction | nul
   return tx
 }
 
+/**
+ * The staged state of the tokens among `ids` in `tx`: id → the staged record, or null when staged
+ * deleted; ids the transaction left untouched are absent. One store read (none without `tx`, or
+ * when it staged nothing yet).
+ */
+export async function stagedOf(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  ids: readonly string[],
+): Promise<Map<string, StoredToken | null>> {
+  const out = new Map<string, StoredToken | null>()
+  if (!tx || tx.version === 0 || !ids.length) return out
+  for (const s of await ctx.store.getStaged(ctx.principal.tenantId, tx.id, ids)) out.set(s.token_id, s.token)
+  return out
+}
+
 /** The staged state of a token: a record, `null` when staged as deleted, `undefined` when untouched. */
-export function stagedToken(tx: StoredTransaction | null, id: string): StoredToken | null | undefined {
-  let found: StoredToken | null | undefined
-  for (const w of tx?.writes ?? []) {
-    if (w.op === 'token.put' && w.token.id === id) found = w.token
-    else if (w.op === 'token.delete' && w.id === id) found = null
-  }
-  return found
+export async function stagedToken(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  id: string,
+): Promise<StoredToken | null | undefined> {
+  const staged = await stagedOf(ctx, tx, [id])
+  return staged.has(id) ? staged.get(id) : undefined
 }
 
 /** A live (unexpired) token as the caller sees it, or null. */
@@ -35,7 +51,7 @@ export async function readToken(
   tx: StoredTransaction | null,
   id: string,
 ): Promise<StoredToken | null> {
-  const staged = stagedToken(tx, id)
+  const staged = await stagedToken(ctx, tx, id)
   const token = staged === undefined ? await ctx.store.getToken(ctx.principal.tenantId, id) : staged
   if (!token || (token.expires_at !== undefined && token.expires_at <= ctx.now())) return null
   return token
@@ -64,12 +80,13 @@ const MAX_ENLIST_ATTEMPTS = 100
 
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
- * open transaction locks a token in `locks`. Inside one they are staged: the transaction is put
- * again with the ops appended to its writes and `locks` added to its locks, the lock records of
- * `locks` are put (each guarded by `token.unlocked`), all guarded on the
- * transaction being unchanged since `openTransaction` read it and found it open and unexpired (a
- * concurrent stage or commit makes this write fail `transaction.unchanged`; see `enlist`).
- * Committed state is untouched until commit.
+ * open transaction locks a token in `locks`. Inside one they are staged: each op (a `token.put` or
+ * `token.delete`: nothing else enlists) becomes the staged record of its token (`staged.put`),
+ * written with the lock records of `locks` (each guarded by `token.unlocked`) and the transaction
+ * put again with its `version` one more, all guarded on the transaction being unchanged since
+ * `openTransaction` read it and found it open and unexpired (a concurrent stage or commit makes
+ * this write fail `transaction.unchanged`; see `enlist`). The write's size does not depend on how
+ * much the transaction staged before. Committed state is untouched until commit.
  */
 export async function tryWriteAs(
   ctx: Ctx,
@@ -86,18 +103,23 @@ export async function tryWriteAs(
     ...(tx ? { except: tx.id } : {}),
   })
   if (!tx) return ctx.store.write({ checks: [...write.checks, ...write.locks.map(unlocked)], ops: write.ops })
-  const locks = [...tx.locks]
-  for (const id of write.locks) if (!locks.includes(id)) locks.push(id)
+  const version = tx.version + 1
+  const staged = (tokenId: string, token: StoredToken | null): Op => ({
+    op: 'staged.put',
+    staged: { tenant_id: tenant, transaction_id: tx.id, token_id: tokenId, seq: version, token },
+  })
+  const ops = write.ops.map((op): Op => {
+    if (op.op === 'token.put') return staged(op.token.id, op.token)
+    if (op.op === 'token.delete') return staged(op.id, null)
+    throw new Error(`a transaction stages token writes only, not ${op.op}`)
+  })
   return ctx.store.write({
     checks: [
       { check: 'transaction.unchanged', tenant_id: tenant, id: tx.id, transaction: tx },
       ...write.checks,
       ...write.locks.map(unlocked),
     ],
-    ops: [
-      { op: 'transaction.put', transaction: { ...tx, writes: [...tx.writes, ...write.ops], locks } },
-      ...lockOps(tx, write.locks),
-    ],
+    ops: [{ op: 'transaction.put', transaction: { ...tx, version } }, ...lockOps(tx, write.locks), ...ops],
   })
 }
 

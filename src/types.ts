@@ -169,19 +169,36 @@ export interface Transaction {
   expires_at: string
 }
 
-/** A transaction as stored: its state, its staged writes and the token ids it locked. */
+/**
+ * A transaction as stored: its state and a version. Its staged writes are records of their own
+ * (`StagedWrite`), so the transaction record keeps one size however much it stages.
+ */
 export interface StoredTransaction extends Transaction {
   tenant_id: string
   state: TransactionState
-  /** Writes staged by enlisted operations, applied in order on commit. */
-  writes: Op[]
   /**
-   * Ids of tokens this transaction created, updated or deleted: the core wrote a `TokenLock` for
-   * each while staging, and deletes those it still holds when the transaction ends.
+   * How many staging writes it has taken (each puts it again with this one more): a commit,
+   * rollback or expiry guarded on the transaction as read (`transaction.unchanged`) fails when a
+   * write was staged after it listed the staged records, and starts over with it.
    */
-  locks: string[]
+  version: number
   /** When it was committed, rolled back or expired; the sweep deletes it 24 hours later. */
   ended_at?: string
+}
+
+/**
+ * What an open transaction staged over one token, kept as its own record (keyed by tenant,
+ * transaction and token) beside the token's lock record until the transaction ends: the commit
+ * applies it, a rollback or expiry deletes it.
+ */
+export interface StagedWrite {
+  tenant_id: string
+  transaction_id: string
+  token_id: string
+  /** The transaction's `version` when it was staged: a commit applies its staged writes in this order. */
+  seq: number
+  /** The token as staged, or null: staged deleted (with its links, at commit). */
+  token: StoredToken | null
 }
 
 /**
@@ -313,8 +330,9 @@ export interface IdempotencyRecord {
  * links of a deleted token (`token.delete` deletes the token alone; `association.put` puts the link
  * whether or not its tokens exist: the core guards it with `token.present`). A put of a link that
  * exists leaves it as it is, in its place in link order.
- * The core stages and commits with `transaction.put`, `lock.put`/`lock.delete` and plain record
- * ops, guarded by `transaction.unchanged`: no store replays, appends or derives anything.
+ * The core stages with `transaction.put` (the version bumped), `lock.put` and `staged.put`, and
+ * commits with the staged tokens' own ops, `staged.delete` and `lock.delete`, guarded by
+ * `transaction.unchanged`: no store replays, appends or derives anything.
  */
 export type Op =
   | { op: 'tenant.put'; tenant: Tenant }
@@ -336,6 +354,14 @@ export type Op =
   | { op: 'lock.put'; lock: TokenLock }
   /** Deletes the lock record of a token (whichever transaction it names): `DELETE`, `Delete`, `DEL`. */
   | { op: 'lock.delete'; tenant_id: string; token_id: string }
+  /**
+   * Puts the staged record of `(tenant, transaction, token)`, replacing the one there. SQL: an upsert
+   * on `(tenant_id, transaction_id, token_id)`; DynamoDB: a `Put` in the transaction's item
+   * collection; Redis: `HSET` of the transaction's staged hash.
+   */
+  | { op: 'staged.put'; staged: StagedWrite }
+  /** Deletes a staged record (absent: nothing): `DELETE` on the key, `Delete`, `HDEL`. */
+  | { op: 'staged.delete'; tenant_id: string; transaction_id: string; token_id: string }
   | { op: 'session.put'; session: StoredSession }
   | { op: 'session.delete'; tenant_id: string; id: string }
   | { op: 'formula.put'; formula: StoredFormula }
@@ -352,16 +378,6 @@ export type Op =
   | { op: 'formula_use.delete'; formula_id: string; tenant_id: string; reactor_id: string }
   | { op: 'idempotency.put'; record: IdempotencyRecord }
   | { op: 'idempotency.delete'; tenant_id: string; id: string }
-
-/**
- * Ops that earlier versions wrote and file journals may still hold: the memory state applies them on
- * replay (`transaction.stage` appended writes and locks to an open transaction; `transaction.commit`
- * applied an open transaction's staged writes and closed it), deriving the lock records they
- * implied. Nothing writes them any more.
- */
-export type LegacyOp =
-  | { op: 'transaction.stage'; tenant_id: string; id: string; writes: Op[]; locks: string[] }
-  | { op: 'transaction.commit'; tenant_id: string; id: string }
 
 /**
  * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.

@@ -10,6 +10,7 @@ export type { StateRecords as ReferenceRecords } from '../src/store/memory-state
 export { MemoryState as ReferenceModel } from '../src/store/memory-state.js'
 export type { StoreReads } from '../src/store/model-reads.js'
 export { modelReads } from '../src/store/model-reads.js'
+export { ContractModel } from './store/model.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'
 export type { ListeningVault, TestRole, TestVault, TestVaultOptions } from './vault.js'
 export { createTestVault, loadFixture } from './vault.js'

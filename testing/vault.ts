@@ -1,5 +1,6 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { type FaultRegistry, faultRegistry, withFaults, withFetchFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { type ManualClock, manualClock } from '../src/clock.js'
@@ -35,7 +36,7 @@ export interface TestVaultOptions {
   http?: HttpHandlerOptions
   sessionTtlMs?: number
   transactionTtlMs?: number
-  /** How many operations the journal keeps. Default 1000. */
+  /** How many operations the journal keeps (all of the one tenant's, up to this). Default 1000. */
   journalSize?: number
 }
 
@@ -63,8 +64,16 @@ export interface TestVault {
   snapshot(): Promise<StateSnapshot>
   /** Puts back a snapshot from any test vault or store, clock included. */
   restore(snapshot: StateSnapshot): Promise<void>
-  /** Back to the state right after `createTestVault` (same tenant, same keys, same time). */
+  /** Back to the state right after `createTestVault` (same tenant, same keys, same time); clears `faults`. */
   reset(): Promise<void>
+  /**
+   * Failures and latency on demand for `http` and `listen()` (not for `client()`, which is not
+   * HTTP): `vault.faults.add({ method: 'POST', path: '/tokens', status: 503, times: 1 })` makes
+   * the next matching request answer that status (a problem document, `Retry-After` for 429 and
+   * 503), after `delay_ms` of real time when given; `list()`, `clear()`. The same fields as
+   * `POST /_test/faults`; bad input throws a `validation_failed` `ServiceError`.
+   */
+  faults: Pick<FaultRegistry, 'add' | 'list' | 'clear'>
   /**
    * Serves `http` on a real socket, for clients that need a URL (the official SDKs, HTTP clients
    * of other languages): on `127.0.0.1` and a free port unless given. `close()` of the vault stops it too.
@@ -102,7 +111,9 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     masterKey: Buffer.alloc(32, 0x54),
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}),
     ...(options.transactionTtlMs !== undefined ? { transactionTtlMs: options.transactionTtlMs } : {}),
-    ...(options.journalSize !== undefined ? { journalSize: options.journalSize } : {}),
+    // One tenant: it may fill the whole journal.
+    journalSize: options.journalSize ?? 1000,
+    journalSizePerTenant: options.journalSize ?? 1000,
   })
   const tenant = await service.admin.createTenant({ name: options.tenantName ?? 'test' })
   const make = (role: TestRole, permissions: readonly Permission[], rules?: AccessRule[]) =>
@@ -133,10 +144,13 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     management: made.management.application,
   }
   const initial = await service.admin.exportState()
-  const http = createHttpHandler(service, options.http)
+  const faults = faultRegistry()
+  const handler = createHttpHandler(service, options.http)
+  const http = withFetchFaults(handler, faults)
   const servers = new Set<ListeningVault>()
   const listen = async ({ port = 0, host = '127.0.0.1' }: { port?: number; host?: string } = {}) => {
-    const server = createServer(toNodeListener(http))
+    // The handler itself: toNodeListener serves it without WHATWG objects.
+    const server = createServer(withFaults(toNodeListener(handler), faults))
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
       server.listen(port, host, () => {
@@ -164,11 +178,14 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     keys,
     applications,
     client: (role = 'private', connect) => service.connect(keys[role], connect),
-    // The handler itself (not a wrapper): toNodeListener serves it without WHATWG objects.
     http,
     snapshot: () => service.admin.exportState(),
     restore: (snapshot) => service.admin.importState(snapshot),
-    reset: () => service.admin.importState(initial),
+    reset: () => {
+      faults.clear()
+      return service.admin.importState(initial)
+    },
+    faults: { add: (fault) => faults.add(fault), list: () => faults.list(), clear: () => faults.clear() },
     listen,
     close: async () => {
       await Promise.all([...servers].map((s) => s.close()))

@@ -1,10 +1,11 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/errors.js'
+import type { CountedKind } from '../../src/store/contract.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
 import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
 import type { Databases } from './env.js'
-import { key, seq, termPart } from './keys.js'
+import { key, seq, termPart, tokenCountKey } from './keys.js'
 
 /** What an `expiring` entry names. */
 export interface Expiring {
@@ -14,6 +15,37 @@ export interface Expiring {
 }
 
 const LINK_SEQ = Buffer.from('linkSeq')
+
+/** The `meta` key of a tenant's count of `kind` (`countRecords`). */
+export const countKey = (kind: CountedKind, tenantId: string): Buffer => key('count', kind, tenantId)
+
+/** Moves a tenant's count of `kind` by `delta`, in the current write transaction. */
+function count(dbs: Databases, kind: CountedKind, tenantId: string, delta: number) {
+  const k = countKey(kind, tenantId)
+  const n = ((dbs.meta.get(k) as number | undefined) ?? 0) + delta
+  if (n > 0) dbs.meta.put(k, n)
+  else dbs.meta.remove(k)
+}
+
+const COUNTED = Buffer.from('counted')
+
+/**
+ * Counts the idempotency records and created sessions of a store written before it kept counts
+ * (once, when it opens: one pass over those two databases), so `countRecords` is exact from then on.
+ */
+export function countOnce(dbs: Databases): void {
+  if (dbs.meta.get(COUNTED) !== undefined) return
+  dbs.env.transactionSync(() => {
+    if (dbs.meta.get(COUNTED) !== undefined) return
+    for (const { value } of dbs.idempotency.getRange({}))
+      count(dbs, 'idempotency', (value as { tenant_id: string }).tenant_id, 1)
+    for (const { value } of dbs.sessions.getRange({})) {
+      const s = value as StoredSession
+      if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
+    }
+    dbs.meta.put(COUNTED, 1)
+  })
+}
 
 /** A link as the `links` database keeps it: the association and its place in link order. */
 export interface StoredLink {
@@ -60,9 +92,18 @@ function reindexTerms(
 const txKind = (t: StoredTransaction | undefined) =>
   t === undefined ? undefined : t.state === 'open' ? 'transaction.open' : 'transaction.ended'
 
+/** Adds `delta` to the tenant's token count in `meta` (what an unfiltered v1 list's total starts from). */
+function recount(dbs: Databases, tenantId: string, delta: number) {
+  const k = tokenCountKey(tenantId)
+  const n = ((dbs.meta.get(k) as number | undefined) ?? 0) + delta
+  if (n > 0) dbs.meta.put(k, n)
+  else dbs.meta.remove(k)
+}
+
 function putToken(dbs: Databases, t: StoredToken) {
   const k = key(t.tenant_id, t.id)
   const old = dbs.tokens.get(k) as StoredToken | undefined
+  if (!old) recount(dbs, t.tenant_id, 1)
   if (old?.fingerprint !== t.fingerprint) {
     term(dbs.fingerprints, false, t.tenant_id, old?.fingerprint, t.id)
     term(dbs.fingerprints, true, t.tenant_id, t.fingerprint, t.id)
@@ -85,6 +126,7 @@ function deleteToken(dbs: Databases, tenantId: string, id: string) {
   const k = key(tenantId, id)
   const old = dbs.tokens.get(k) as StoredToken | undefined
   if (!old) return
+  recount(dbs, tenantId, -1)
   term(dbs.fingerprints, false, tenantId, old.fingerprint, id)
   term(dbs.types, false, tenantId, old.type, id)
   term(dbs.tokenExpiry, false, tenantId, old.expires_at, id)
@@ -117,6 +159,7 @@ function dropSession(dbs: Databases, tenantId: string, id: string) {
   const k = key(tenantId, id)
   const old = dbs.sessions.get(k) as StoredSession | undefined
   if (!old) return
+  if (old.state === 'created') count(dbs, 'session.created', tenantId, -1)
   dbs.keys.remove(key(old.key_hash))
   dbs.nonces.remove(key(tenantId, old.nonce_hash))
   reindexTime(dbs, 'session', tenantId, id, old.expires_at, undefined)
@@ -184,6 +227,14 @@ export function applyOp(dbs: Databases, op: Op): void {
       dbs.transactions.remove(k)
       return
     }
+    case 'staged.put': {
+      const w = op.staged
+      dbs.staged.put(key(w.tenant_id, w.transaction_id, w.token_id), w)
+      return
+    }
+    case 'staged.delete':
+      dbs.staged.remove(key(op.tenant_id, op.transaction_id, op.token_id))
+      return
     case 'lock.put':
       dbs.locks.put(key(op.lock.tenant_id, op.lock.token_id), op.lock)
       return
@@ -193,6 +244,7 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'session.put': {
       const s = op.session
       dropSession(dbs, s.tenant_id, s.id)
+      if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
       dbs.sessions.put(key(s.tenant_id, s.id), s)
       dbs.keys.put(key(s.key_hash), { kind: 'session', tenant_id: s.tenant_id, id: s.id })
       dbs.nonces.put(key(s.tenant_id, s.nonce_hash), s.id)
@@ -228,6 +280,8 @@ export function applyOp(dbs: Databases, op: Op): void {
       const old = dbs.idempotency.get(k) as Timed
       const next = op.op === 'idempotency.put' ? op.record : undefined
       reindexTime(dbs, 'idempotency', tenantId, id, old?.expires_at, next?.expires_at)
+      if ((old === undefined) !== (next === undefined))
+        count(dbs, 'idempotency', tenantId, next === undefined ? -1 : 1)
       if (next) dbs.idempotency.put(k, next)
       else dbs.idempotency.remove(k)
       return

@@ -2,11 +2,16 @@ import { chmodSync, closeSync, mkdirSync, openSync, readSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
 import { StoreError } from '../../src/store/error.js'
+import { countOnce } from './apply.js'
 import { openError } from './faults.js'
 import { checkDataFile } from './header.js'
+import { tokenCountKey } from './keys.js'
 
-/** The format this version writes, kept under `format` in the `meta` database. */
-export const FORMAT = 1
+/**
+ * The format this version writes, kept under `format` in the `meta` database. Format 2 adds each
+ * tenant's token count to `meta` (opening a format 1 store counts its tokens once, then marks it 2).
+ */
+export const FORMAT = 2
 
 /** The ordered databases of one store, each keyed as `keys.ts` builds keys (its parts in brackets). */
 export interface Databases {
@@ -50,6 +55,8 @@ export interface Databases {
   parents: Database
   /** `[tenant, id]` → transaction. */
   transactions: Database
+  /** `[tenant, transaction, token id]` → staged write: a transaction's staged records, by token id. */
+  staged: Database
   /** `[tenant, token id]` → lock. */
   locks: Database
   /** `[tenant, id]` → session. */
@@ -105,6 +112,7 @@ const NAMES = [
   'children',
   'parents',
   'transactions',
+  'staged',
   'locks',
   'sessions',
   'nonces',
@@ -163,6 +171,7 @@ export function openDatabases(dir: string, durable: boolean): Databases {
         encoding: 'json',
       })
     checkFormat(dbs, dir)
+    countOnce(dbs)
     return dbs
   } catch (error) {
     lock.release()
@@ -199,4 +208,16 @@ function checkFormat(dbs: Databases, dir: string): void {
       'schema_newer',
       `fileStore: ${dir} was written in format ${format}; this version reads format ${FORMAT}`,
     )
+  if (format < 2) {
+    dbs.env.transactionSync(() => {
+      if ((dbs.meta.get(FORMAT_KEY) as number) >= 2) return // another process did it meanwhile
+      const counts = new Map<string, number>()
+      for (const { value } of dbs.tokens.getRange()) {
+        const tenant = (value as { tenant_id: string }).tenant_id
+        counts.set(tenant, (counts.get(tenant) ?? 0) + 1)
+      }
+      for (const [tenant, n] of counts) dbs.meta.put(tokenCountKey(tenant), n)
+      dbs.meta.put(FORMAT_KEY, 2)
+    })
+  }
 }

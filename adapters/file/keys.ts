@@ -69,3 +69,6 @@ export function termPart(termKey: string): string {
     ? termKey
     : `\u0001sha256\u0000${createHash('sha256').update(termKey).digest('hex')}`
 }
+
+/** The `meta` key of a tenant's token count (every token stored, expired or not). */
+export const tokenCountKey = (tenantId: string): Buffer => key('tokenCount', tenantId)

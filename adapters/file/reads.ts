@@ -13,18 +13,20 @@ import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
 import { termKey } from '../../src/store/token-index.js'
+import { TenantLru } from '../../src/tenant-lru.js'
 import type {
   Association,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
   StoredToken,
 } from '../../src/types.js'
-import type { Expiring, StoredLink } from './apply.js'
+import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix, termPart } from './keys.js'
+import { key, prefix, termPart, tokenCountKey } from './keys.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -69,7 +71,11 @@ const live = (t: StoredToken | undefined, now: string): t is StoredToken =>
 /** Every value of a database, for `dump`. */
 const all = <T>(db: Database): T[] => [...db.getRange({})].map((e) => e.value as T)
 
-/** How many decoded key owners `findKey` keeps. */
+/**
+ * How many decoded key owners `findKey` keeps of one tenant, and in all: a tenant authenticating
+ * with many keys (sessions are keys) evicts only its own least recently used (see `TenantLru`).
+ */
+const OWNERS_PER_TENANT = 1000
 const OWNER_CACHE = 10_000
 
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
@@ -81,7 +87,7 @@ const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}
  */
 export function lmdbReads(use: () => Databases): StoreReads {
   /** Owners by key hash, with the record bytes they were decoded from (a stale entry never matches). */
-  const owners = new Map<string, { bytes: Buffer; owner: KeyOwner }>()
+  const owners = new TenantLru<{ bytes: Buffer; owner: KeyOwner }>(OWNERS_PER_TENANT, OWNER_CACHE)
   /** The newest committed transaction id when this process last moved to a new snapshot. */
   let seen: bigint | null = null
   const fresh = () => {
@@ -107,7 +113,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const bytes = db.getBinary(key(entry.tenant_id, entry.id))
       if (!bytes) return null
       // Every call authenticates: the owner decoded from the same bytes is handed out again, frozen.
-      const cached = owners.get(hash)
+      const cached = owners.get(entry.tenant_id, hash)
       if (cached?.bytes.equals(bytes)) return cached.owner
       const record = JSON.parse(bytes.toString('utf8')) as StoredApplication & StoredSession
       const owner = frozenCopy(
@@ -115,8 +121,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
           ? { kind: 'application', application: record }
           : { kind: 'session', session: record },
       ) as KeyOwner
-      if (owners.size >= OWNER_CACHE) owners.clear()
-      owners.set(hash, { bytes: Buffer.from(bytes), owner })
+      owners.set(entry.tenant_id, hash, { bytes: Buffer.from(bytes), owner })
       return owner
     },
     getApplication: async (t, id) => read(fresh().applications, t, id) ?? null,
@@ -182,16 +187,17 @@ export function lmdbReads(use: () => Databases): StoreReads {
         for (const id of ids) take(read<StoredToken>(dbs.tokens, t, id))
         return { items, total }
       }
-      // No filter but expiry: count keys (nothing decoded), less the tenant's expired tokens, and
-      // read only up to the end of the page.
+      // No filter but expiry: the tenant's token count (kept in `meta` with every token write), less
+      // its expired tokens (keys of the expiry index, nothing decoded); read only up to the page's end.
       const range = prefix(t)
       const expired = dbs.tokenExpiry.getKeysCount({ start: range.start, end: prefix(t, query.now).end })
+      const stored = (dbs.meta.get(tokenCountKey(t)) as number | undefined) ?? 0
       for (const token of under<StoredToken>(dbs.tokens, t)) {
         if (items.length >= query.limit) break
         if (!live(token, query.now)) continue
         if (total++ >= query.offset) items.push(token)
       }
-      return { items, total: dbs.tokens.getKeysCount(range) - expired }
+      return { items, total: stored - expired }
     },
     findTokenIds: async (t, { term, after, limit }) => {
       const dbs = fresh()
@@ -212,6 +218,25 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const out: ChildKey[] = []
       for (const { key: k, value } of dbs.children.getRange({ start, end: range.end, limit }))
         out.push({ id: value as string, key: (k as Buffer).subarray(range.start.length).toString('utf8') })
+      return out
+    },
+    getStaged: async (t, tx, ids) => {
+      const dbs = fresh()
+      const out: StagedWrite[] = []
+      for (const id of new Set(ids)) {
+        const w = read<StagedWrite>(dbs.staged, t, tx, id)
+        if (w) out.push(w)
+      }
+      return out
+    },
+    listStaged: async (t, tx, { after, limit }) => {
+      const dbs = fresh()
+      if (limit <= 0) return []
+      const range = prefix(t, tx)
+      const start = after === undefined ? range.start : Buffer.concat([key(t, tx, after), Buffer.from([0])])
+      const out: StagedWrite[] = []
+      for (const { value } of dbs.staged.getRange({ start, end: range.end, limit }))
+        out.push(value as StagedWrite)
       return out
     },
     getTokenHeads: async (t, ids) => {
@@ -264,6 +289,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
       return slice(found, query.offset, query.limit)
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
+    countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     listExpired: async (query) => {
       const out: RecordKey[] = []
       if (query.limit <= 0) return out
@@ -298,6 +324,10 @@ export function lmdbReads(use: () => Databases): StoreReads {
           (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,
         ),
         transactions: sorted(all(dbs.transactions), (t) => k(t.tenant_id, t.id)),
+        staged: sorted(
+          all<StagedWrite>(dbs.staged),
+          (w) => `${k(w.tenant_id, w.transaction_id)}\u0000${w.token_id}`,
+        ),
         sessions: sorted(all<StoredSession>(dbs.sessions), (s) => k(s.tenant_id, s.id)),
         formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
         reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),

@@ -119,21 +119,55 @@ const TITLES: Record<number, string> = {
   504: 'Gateway Timeout',
 }
 
-/** Writes the answer of an injected fault: a problem document, `Retry-After` for 429 and 503. */
-function answerFault(res: ServerResponse, fault: Fault & { status: number }): void {
+/** The answer of an injected fault: a problem document, `Retry-After` for 429 and 503. */
+function faultAnswer(fault: Fault & { status: number }): { body: string; headers: Record<string, string> } {
   const body = JSON.stringify({
     type: 'about:blank',
     title: TITLES[fault.status] ?? (fault.status < 500 ? 'Client Error' : 'Server Error'),
     status: fault.status,
     detail: `An injected fault (POST /_test/faults, id ${fault.id}).`,
   })
-  const headers: Record<string, string | number> = {
+  const headers: Record<string, string> = {
     'content-type': 'application/problem+json',
     'cache-control': 'no-store',
-    'content-length': Buffer.byteLength(body),
+    'content-length': String(Buffer.byteLength(body)),
   }
   if (fault.status === 429 || fault.status === 503) headers['retry-after'] = '1'
-  res.writeHead(fault.status, headers).end(body)
+  return { body, headers }
+}
+
+/** Waits a fault's `delay_ms` (real time), then answers its status, or `next()` for a delay alone. */
+function applyFault<T>(
+  fault: Fault,
+  answer: (fault: Fault & { status: number }) => T,
+  next: () => T,
+): Promise<T> | T {
+  const go = () => (fault.status === null ? next() : answer({ ...fault, status: fault.status }))
+  if (fault.delay_ms === 0) return go()
+  return new Promise<T>((resolve) => setTimeout(() => resolve(go()), fault.delay_ms))
+}
+
+/**
+ * `handler` (a fetch handler) with the registry's faults applied first, as `withFaults` does for
+ * a node listener: what the test kit's `vault.http` and `vault.listen()` answer.
+ */
+export function withFetchFaults(
+  handler: (request: Request) => Promise<Response>,
+  registry: FaultRegistry,
+): (request: Request) => Promise<Response> {
+  return async (request) => {
+    if (registry.size === 0) return handler(request)
+    const fault = registry.take(request.method, new URL(request.url).pathname)
+    if (fault === undefined) return handler(request)
+    return applyFault(
+      fault,
+      (f) => {
+        const { body, headers } = faultAnswer(f)
+        return Promise.resolve(new Response(body, { status: f.status, headers }))
+      },
+      () => handler(request),
+    )
+  }
 }
 
 /**
@@ -146,13 +180,17 @@ export function withFaults(listener: NodeListener, registry: FaultRegistry): Nod
     if (registry.size === 0) return listener(req, res)
     const fault = registry.take(req.method ?? 'GET', (req.url ?? '/').split('?')[0]!)
     if (fault === undefined) return listener(req, res)
-    const go = () => {
-      if (res.destroyed) return
-      if (fault.status === null) return listener(req, res)
-      if (!req.complete) res.setHeader('connection', 'close')
-      answerFault(res, { ...fault, status: fault.status })
-    }
-    if (fault.delay_ms > 0) setTimeout(go, fault.delay_ms)
-    else go()
+    void applyFault(
+      fault,
+      (f) => {
+        if (res.destroyed) return
+        if (!req.complete) res.setHeader('connection', 'close')
+        const { body, headers } = faultAnswer(f)
+        res.writeHead(f.status, headers).end(body)
+      },
+      () => {
+        if (!res.destroyed) listener(req, res)
+      },
+    )
   }
 }

@@ -108,7 +108,9 @@ function operation(
         ? { description: 'Success', content: { 'application/json': { schema: doc.response } } }
         : { description: 'Success, no body' },
       ...(doc.accepted ? { 202: { description: doc.accepted } } : {}),
-      '4XX': problemResponse('A problem (RFC 7807): bad input, no key, no permission, not found, conflict'),
+      '4XX': problemResponse(
+        'A problem (RFC 7807): bad input, no key, no permission, not found, conflict, or a bound of the tenant reached (429, retry after `Retry-After` seconds)',
+      ),
       '503': problemResponse('The store is unavailable; retry after `Retry-After` seconds'),
     },
   }

@@ -43,8 +43,8 @@ const tenantOf = (owner: KeyOwner): string =>
   owner.kind === 'application' ? owner.application.tenant_id : owner.session.tenant_id
 
 /**
- * A per-process cache of key hash → owner. An entry lives `ttlMs` (wall-clock freshness, not domain
- * time), so a deletion or permission change made by another process takes effect here within that
+ * A per-process cache of key hash → owner. An entry lives `ttlMs` as `now` counts (by default the
+ * monotonic `performance.now()`; the store's `clock` when it has one), so a deletion or permission change made by another process takes effect here within that
  * time; a write in this process that touches applications, sessions or tenants clears the cache at
  * once. Unknown keys are never cached (a key created elsewhere works at once). A lookup that started
  * before a clear does not fill the cache. `ttlMs` 0 disables the cache.
@@ -58,6 +58,8 @@ export function keyCache(
   ttlMs: number,
   lookup: (keyHash: string) => Promise<KeyOwner | null>,
   limits: KeyCacheLimits = { perTenant: DEFAULT_KEY_CACHE_PER_TENANT, total: DEFAULT_KEY_CACHE_ENTRIES },
+  /** The time in ms that entries age by. @default performance.now */
+  now: () => number = () => performance.now(),
 ) {
   const entries = new Map<string, { owner: KeyOwner; tenant: string; until: number }>()
   /** Each tenant's cached key hashes, oldest first. */
@@ -91,7 +93,7 @@ export function keyCache(
     const tenant = tenantOf(owner)
     if ((byTenant.get(tenant)?.size ?? 0) >= limits.perTenant) evictOldestOf(tenant)
     if (entries.size >= limits.total) evictOldestOf(largest() ?? tenant)
-    entries.set(keyHash, { owner, tenant, until: performance.now() + ttlMs })
+    entries.set(keyHash, { owner, tenant, until: now() + ttlMs })
     let own = byTenant.get(tenant)
     if (!own) {
       own = new Set()
@@ -103,7 +105,7 @@ export function keyCache(
     find: async (keyHash: string): Promise<KeyOwner | null> => {
       if (ttlMs <= 0) return lookup(keyHash)
       const hit = entries.get(keyHash)
-      if (hit && hit.until > performance.now()) return hit.owner
+      if (hit && hit.until > now()) return hit.owner
       const started = generation
       const owner = await lookup(keyHash)
       if (owner === null) {

@@ -87,6 +87,11 @@ function opNames(op: Op): string[] {
       return [transaction(op.transaction.tenant_id, op.transaction.id)]
     case 'transaction.delete':
       return [transaction(op.tenant_id, op.id)]
+    // A staged record is written only with its transaction, under its guard: named by it (one lock).
+    case 'staged.put':
+      return [transaction(op.staged.tenant_id, op.staged.transaction_id)]
+    case 'staged.delete':
+      return [transaction(op.tenant_id, op.transaction_id)]
     case 'lock.put':
       return [lock(op.lock.tenant_id, op.lock.token_id)]
     case 'lock.delete':

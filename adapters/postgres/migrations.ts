@@ -1,6 +1,6 @@
 import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
-import { tablesSql } from './schema.js'
+import { countsSql, tablesSql } from './schema.js'
 import { writeFunctionSql } from './write-function.js'
 
 /** One schema change: applied once, in version order, and recorded in `tokenvault_migrations`. */
@@ -12,8 +12,9 @@ export interface Migration {
 }
 
 /**
- * The schema, one step: nothing has been released, so no database needs the steps that led here.
- * Version 1 is the tables and indexes (`tablesSql`) and the write function (`writeFunctionSql`).
+ * The schema's steps. Version 1 is the tables and indexes (`tablesSql`) and the write function
+ * (`writeFunctionSql`); version 2 the per-tenant counts of idempotency records and unauthorized
+ * sessions (`countsSql`), counting what a schema at version 1 already holds.
  * A later change adds a step with the next version (a change to `tv_write` too: `CREATE OR REPLACE
  * FUNCTION` in that step); `migrate` applies the steps a schema lacks.
  */
@@ -23,6 +24,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'initial schema',
     sql: (s) => tablesSql(s) + writeFunctionSql(s),
   },
+  { version: 2, name: 'per-tenant record counts', sql: countsSql },
 ]
 
 /**

@@ -4,6 +4,7 @@ import type {
   Association,
   IdempotencyRecord,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -151,8 +152,13 @@ export function reads(t: Tables, query: Query): Reads {
         filters += ` AND (doc ->> 'fingerprint') COLLATE "C" = $${values.length}`
       }
       // The count reads no doc (the v1 total costs a count, never the records); the page reads its own.
+      // Unfiltered, it is the tenant's kept token count less its expired tokens (an index range).
       const where = `tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2)${filters}`
-      const text = `SELECT (SELECT count(*) FROM ${t.tokens} WHERE ${where})::int AS total,
+      const count = filters
+        ? `(SELECT count(*) FROM ${t.tokens} WHERE ${where})`
+        : `(coalesce((SELECT sum(n) FROM ${t.tokenCounts} WHERE tenant_id = $1), 0)
+            - (SELECT count(*) FROM ${t.tokens} WHERE tenant_id = $1 AND expires_at <= $2))`
+      const text = `SELECT ${count}::int AS total,
         (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc FROM ${t.tokens}
           WHERE ${where} ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) p) AS items`
       return page(text, values, q)
@@ -220,6 +226,35 @@ export function reads(t: Tables, query: Query): Reads {
     getTokenHeads: (tenantId, ids) => some(`SELECT (doc - 'data' - 'mask')::text AS doc`, tenantId, ids),
     getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
     getTransaction: (tenantId, id) => one(sql.transaction, [tenantId, id]),
+    getStaged: async (tenantId, transactionId, tokenIds) => {
+      const unique = [...new Set(tokenIds)]
+      if (!unique.length) return []
+      const { rows } = await prepared(
+        `SELECT token_id, doc::text AS doc FROM ${t.stagedWrites}
+         WHERE tenant_id = $1 AND transaction_id = $2 AND token_id = ANY ($3::text[])`,
+        [tenantId, transactionId, unique],
+      )
+      const byId = new Map(
+        rows.map((row) => [(row as { token_id: string }).token_id, (row as { doc: string }).doc]),
+      )
+      return unique.flatMap((id) => {
+        const doc = byId.get(id)
+        return doc === undefined ? [] : [JSON.parse(doc) as StagedWrite]
+      })
+    },
+    listStaged: async (tenantId, transactionId, q) => {
+      const limit = Math.max(0, Math.floor(q.limit))
+      if (limit === 0) return []
+      const values: unknown[] = [tenantId, transactionId, limit]
+      if (q.after !== undefined) values.push(q.after)
+      const { rows } = await prepared(
+        `SELECT doc::text AS doc FROM ${t.stagedWrites} WHERE tenant_id = $1 AND transaction_id = $2${
+          q.after === undefined ? '' : ' AND token_id > $4'
+        } ORDER BY token_id LIMIT $3`,
+        values,
+      )
+      return rows.map((row) => JSON.parse((row as { doc: string }).doc) as StagedWrite)
+    },
     getSessionByNonce: (tenantId, nonceHash) =>
       one(
         `SELECT s.doc::text AS doc FROM ${t.nonces} n
@@ -262,12 +297,20 @@ export function reads(t: Tables, query: Query): Reads {
       return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
     getIdempotency: (tenantId, id) => one(sql.idempotency, [tenantId, id]),
+    countRecords: async (tenantId, kind) => {
+      const { rows } = await prepared(
+        `SELECT coalesce(sum(n), 0)::integer AS n FROM ${t.schema}.record_counts WHERE tenant_id = $1 AND kind = $2`,
+        [tenantId, kind],
+      )
+      return (rows[0] as { n: number } | undefined)?.n ?? 0
+    },
     dump: async () => {
       const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`
       const { rows } = await query({
         text: `SELECT ${all(t.tenants)} AS tenants, ${all(t.applications)} AS applications,
           ${all(t.tokens)} AS tokens, ${all(t.associations)} AS associations,
-          ${all(t.transactions)} AS transactions, ${all(t.sessions)} AS sessions,
+          ${all(t.transactions)} AS transactions, ${all(t.stagedWrites)} AS staged,
+          ${all(t.sessions)} AS sessions,
           ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
           ${all(t.idempotency)} AS idempotency`,
       })
@@ -282,6 +325,10 @@ export function reads(t: Tables, query: Query): Reads {
           (x) => `${k(x.tenant_id, x.parent_id)}\u0000${x.child_id}`,
         ),
         transactions: sorted<StoredTransaction>(row.transactions, (x) => k(x.tenant_id, x.id)),
+        staged: sorted<StagedWrite>(
+          row.staged,
+          (x) => `${k(x.tenant_id, x.transaction_id)}\u0000${x.token_id}`,
+        ),
         sessions: sorted<StoredSession>(row.sessions, (x) => k(x.tenant_id, x.id)),
         formulas: sorted<StoredFormula>(row.formulas, (x) => k(x.tenant_id, x.id)),
         reactors: sorted<Reactor>(row.reactors, (x) => k(x.tenant_id, x.id)),

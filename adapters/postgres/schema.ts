@@ -18,7 +18,15 @@
  * `tokens_by_cvc_expiry` on a card token's `cvc_expires_at`); `tokens_by_fingerprint` serves the
  * fingerprint filter and `token.fingerprint_absent`. A `token_locks` row is a lock record: the
  * token, the transaction holding it and that transaction's `expires_at`, so `token.unlocked` is a
- * field guard on one row; only the `lock.put` and `lock.delete` ops write them. `idempotency` holds
+ * field guard on one row; only the `lock.put` and `lock.delete` ops write them. A `staged_writes`
+ * row is a transaction's staged write over one token (`StagedWrite`): its primary key, led by
+ * `(tenant_id, transaction_id)`, serves `getStaged` by key and `listStaged` as a range scan in
+ * token id order. `token_counts` holds each tenant's token count, kept by a trigger on `tokens` in
+ * the token write's own transaction, split over up to 16 rows per tenant (the row of the writing
+ * connection, `pg_backend_pid() % 16`: a write adds to one row only, so concurrent creates of one
+ * tenant rarely wait on each other and never deadlock on them); an unfiltered v1 `total_items` is
+ * their sum less the tenant's expired tokens, read from `tokens_by_tenant_expiry`
+ * `(tenant_id, expires_at)` as an index range (a filtered count reads that index too). `idempotency` holds
  * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
@@ -55,6 +63,7 @@ CREATE TABLE ${s}.tokens (
   PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX tokens_by_tenant_expiry ON ${s}.tokens (tenant_id, expires_at);
 CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"));
 CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
   WHERE doc ->> 'cvc_expires_at' IS NOT NULL;
@@ -78,6 +87,13 @@ CREATE TABLE ${s}.transactions (
 );
 CREATE INDEX transactions_open_by_expiry ON ${s}.transactions (expires_at) WHERE state = 'open';
 CREATE INDEX transactions_ended_by_expiry ON ${s}.transactions (expires_at) WHERE state <> 'open';
+CREATE TABLE ${s}.staged_writes (
+  tenant_id text COLLATE "C" NOT NULL,
+  transaction_id text COLLATE "C" NOT NULL,
+  token_id text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, transaction_id, token_id)
+);
 CREATE TABLE ${s}.token_locks (
   tenant_id text COLLATE "C" NOT NULL,
   token_id text COLLATE "C" NOT NULL,
@@ -173,4 +189,77 @@ END
 $$;
 CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
+CREATE TABLE ${s}.token_counts (
+  tenant_id text COLLATE "C" NOT NULL,
+  shard integer NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant_id, shard)
+);
+CREATE FUNCTION ${s}.token_counts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
+  ELSE
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (OLD.tenant_id, pg_backend_pid() % 16, -1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n - 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_counts_sync();
+`
+
+/**
+ * The per-tenant counts `countRecords` answers (step 2), given the quoted schema name:
+ * `record_counts` holds, per tenant and kind (`idempotency`; `session.created`, sessions whose doc
+ * is in state `created`), up to 16 rows whose `n` add up to the count, kept by triggers on
+ * `idempotency` and `sessions` in the record write's own transaction. A write moves the row of its
+ * connection's shard (its backend pid modulo 16), so concurrent writes of one tenant rarely wait on
+ * one counter row, and a count is one index range of at most 16 rows, never a scan of the tenant's
+ * records. The records a schema already holds are counted once, as the step is applied.
+ */
+export const countsSql = (s: string) => `
+CREATE TABLE ${s}.record_counts (
+  tenant_id text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL,
+  shard smallint NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant_id, kind, shard)
+);
+CREATE FUNCTION ${s}.record_count(_tenant text, _kind text, _delta integer) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  VALUES (_tenant, _kind, (pg_backend_pid() % 16)::smallint, _delta)
+  ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = ${s}.record_counts.n + EXCLUDED.n
+$$;
+CREATE FUNCTION ${s}.idempotency_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN PERFORM ${s}.record_count(NEW.tenant_id, 'idempotency', 1);
+  ELSE PERFORM ${s}.record_count(OLD.tenant_id, 'idempotency', -1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER idempotency_count AFTER INSERT OR DELETE ON ${s}.idempotency
+  FOR EACH ROW EXECUTE FUNCTION ${s}.idempotency_count();
+CREATE FUNCTION ${s}.session_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  _was boolean := TG_OP <> 'INSERT' AND OLD.doc ->> 'state' = 'created';
+  _is boolean := TG_OP <> 'DELETE' AND NEW.doc ->> 'state' = 'created';
+BEGIN
+  IF _was AND NOT _is THEN PERFORM ${s}.record_count(OLD.tenant_id, 'session.created', -1);
+  ELSIF _is AND NOT _was THEN PERFORM ${s}.record_count(NEW.tenant_id, 'session.created', 1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER session_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.sessions
+  FOR EACH ROW EXECUTE FUNCTION ${s}.session_count();
+INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'idempotency', 0, count(*) FROM ${s}.idempotency GROUP BY tenant_id;
+INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'session.created', 0, count(*) FROM ${s}.sessions
+  WHERE doc ->> 'state' = 'created' GROUP BY tenant_id;
 `

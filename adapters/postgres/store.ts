@@ -1,10 +1,12 @@
 import type { Pool, QueryConfig } from 'pg'
+import type { Clock } from '../../src/clock.js'
 import { assertNever } from '../../src/errors.js'
 import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
 import type { Check, Op } from '../../src/types.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
+import { TenantGate } from './gate.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
@@ -22,6 +24,11 @@ export interface PostgresPoolOptions {
    * @default 500
    */
   keyCacheMs?: number
+  /**
+   * The clock the key cache ages its entries by (`keyCacheMs`). Tests pass the service's manual
+   * clock to step past the cache's lifetime without waiting. Default: the monotonic `performance.now()`.
+   */
+  clock?: Clock
   /** The schema that holds the tables (created if missing). Default: the pool's `current_schema()`. */
   schema?: string
 }
@@ -48,6 +55,11 @@ export interface PostgresUrlOptions {
    * @default 500
    */
   keyCacheMs?: number
+  /**
+   * The clock the key cache ages its entries by (`keyCacheMs`). Tests pass the service's manual
+   * clock to step past the cache's lifetime without waiting. Default: the monotonic `performance.now()`.
+   */
+  clock?: Clock
   /** The schema that holds the tables (created if missing). Default: the user's `current_schema()`. */
   schema?: string
 }
@@ -117,11 +129,23 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   try {
     const schema = options.schema ?? (await currentSchema(pool))
     await migrate(pool, schema)
-    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS)
+    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, options.clock)
   } catch (error) {
     if (owned) await pool.end()
     throw error
   }
+}
+
+/** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */
+function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
+  const first = (batch.ops[0] ?? batch.checks?.[0]) as unknown as Record<string, unknown> | undefined
+  if (!first) return ''
+  if (typeof first['tenant_id'] === 'string') return first['tenant_id']
+  for (const value of Object.values(first)) {
+    const nested = value as { tenant_id?: unknown } | null
+    if (nested && typeof nested === 'object' && typeof nested.tenant_id === 'string') return nested.tenant_id
+  }
+  return ''
 }
 
 /** The statement listing records of `kind` whose time has come. */
@@ -146,13 +170,35 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
   }
 }
 
-function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: number): Store {
+function openStore(
+  pool: Pool,
+  schema: string,
+  owned: boolean,
+  keyCacheMs: number,
+  clock: Clock | undefined,
+): Store {
   const t = tables(schema)
   const st = statements(t)
   const writeName = statementName(st.write)
   const locks = new LockKeys(schema)
-  const read = reads(t, (config) => pool.query(config))
-  const keys = keyCache(keyCacheMs, (hash) => read.findKey(hash))
+  // Calls wait for a connection in their tenant's own line, served in turn (see `TenantGate`).
+  const poolOptions = (pool as { options?: { max?: number; connectionTimeoutMillis?: number } }).options
+  const gate = new TenantGate(
+    poolOptions?.max || 10,
+    poolOptions?.connectionTimeoutMillis || DEFAULT_TIMEOUTS.connectTimeoutMs,
+  )
+  /** A read's tenant: its first value (each read names its tenant first; `findKey`, its key hash). */
+  const readTenant = (config: QueryConfig) => {
+    const first = config.values?.[0]
+    return typeof first === 'string' ? first : ''
+  }
+  const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const keys = keyCache(
+    keyCacheMs,
+    (hash) => read.findKey(hash),
+    undefined,
+    clock ? () => clock.now().getTime() : undefined,
+  )
   let closed = false
   let closing: Promise<void> | undefined
   let inFlight = 0
@@ -186,7 +232,10 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     if (batch.ops.length === 0 && checks.length <= 1000) {
       if (checks.length === 0) return { ok: true }
       // Guards alone: one statement reads one snapshot, so they hold together; no lock is needed.
-      const failed = firstFailed(checks, (await pool.query(checkQuery(t, checks))).rows[0])
+      const failed = firstFailed(
+        checks,
+        (await gate.run(batchTenant(batch), () => pool.query(checkQuery(t, checks)))).rows[0],
+      )
       return failed ? { ok: false, failed } : { ok: true }
     }
     const { keys, shared } = locks.order(recordNames(checks, batch.ops))
@@ -199,7 +248,7 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {
-        const { rows } = await pool.query<{ failed: number }>(config)
+        const { rows } = await gate.run(batchTenant(batch), () => pool.query<{ failed: number }>(config))
         const index = rows[0]?.failed ?? -1
         const failed = index < 0 ? undefined : checks[index]
         return failed ? { ok: false, failed } : { ok: true }
@@ -214,11 +263,9 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text = expiredStatement(st, query.kind)
     const limit = Math.max(0, Math.floor(query.limit))
-    const { rows } = await pool.query<RecordKey>({
-      name: statementName(text),
-      text,
-      values: [query.before, limit],
-    })
+    const { rows } = await gate.run('', () =>
+      pool.query<RecordKey>({ name: statementName(text), text, values: [query.before, limit] }),
+    )
     return rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
   }
 
@@ -242,12 +289,15 @@ function openStore(pool: Pool, schema: string, owned: boolean, keyCacheMs: numbe
     getTokenHeads: (tenantId, ids) => guard(() => read.getTokenHeads(tenantId, ids)),
     getTokens: (tenantId, ids) => guard(() => read.getTokens(tenantId, ids)),
     getTransaction: (tenantId, id) => guard(() => read.getTransaction(tenantId, id)),
+    getStaged: (tenantId, tx, ids) => guard(() => read.getStaged(tenantId, tx, ids)),
+    listStaged: (tenantId, tx, q) => guard(() => read.listStaged(tenantId, tx, q)),
     getSessionByNonce: (tenantId, hash) => guard(() => read.getSessionByNonce(tenantId, hash)),
     getFormula: (tenantId, id) => guard(() => read.getFormula(tenantId, id)),
     listFormulas: (tenantId, q) => guard(() => read.listFormulas(tenantId, q)),
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
     listReactors: (tenantId, q) => guard(() => read.listReactors(tenantId, q)),
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
+    countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
     close: () => {
       closed = true

@@ -142,6 +142,14 @@ BEGIN
         SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
       WHEN 'transaction.delete' THEN
         DELETE FROM ${s}.transactions WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
+      WHEN 'staged.put' THEN
+        _d := _o -> 'staged';
+        INSERT INTO ${s}.staged_writes (tenant_id, transaction_id, token_id, doc)
+        VALUES (_d ->> 'tenant_id', _d ->> 'transaction_id', _d ->> 'token_id', _d)
+        ON CONFLICT (tenant_id, transaction_id, token_id) DO UPDATE SET doc = EXCLUDED.doc;
+      WHEN 'staged.delete' THEN
+        DELETE FROM ${s}.staged_writes WHERE tenant_id = _o ->> 'tenant_id'
+          AND transaction_id = _o ->> 'transaction_id' AND token_id = _o ->> 'token_id';
       WHEN 'lock.put' THEN
         _d := _o -> 'lock';
         INSERT INTO ${s}.token_locks (tenant_id, token_id, transaction_id, expires_at)

@@ -92,8 +92,9 @@ const STRIKE_MEMORY_MS = 60_000
  * A crash is charged to the run that caused it. A worker says `started` before it runs a run's code,
  * once the previous run's runtime is freed: a worker that dies after that fails the run it holds
  * (`crashed`); one that dies before it (freeing the previous run's runtime failed) or between runs
- * is the previous run's doing, and the run it held, never started, is sent once more to another
- * worker, first in its tenant's queue. The tenant whose run killed a worker is the one that waits:
+ * is the previous run's doing, and the run it held, never started, is sent again to another worker,
+ * first in its tenant's queue: any number of times while those deaths are another tenant's doing
+ * (that tenant is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant whose run killed a worker is the one that waits:
  * one run at a time in a worker, the next only after `crashPenaltyMs` (doubling per kill, up to
  * `maxCrashPenaltyMs`), so its runs pile up in its own backlog (`busy` once full) while the other
  * tenants' runs go on.
@@ -292,7 +293,7 @@ export class SandboxPool {
   /**
    * A worker exited: replace it, and settle the run it held. A run it had started is the one that
    * killed it and fails; otherwise the run it last answered did (its runtime could not be freed),
-   * and the run it held, which never ran, is queued again once.
+   * and the run it held, which never ran, is queued again (see the class comment for how often).
    */
   private onGone(slot: Slot, why: string): void {
     if (slot.gone) return
@@ -308,9 +309,12 @@ export class SandboxPool {
       this.finish(entry.job, { ok: false, kind: 'crashed', message: why })
     } else {
       if (slot.lastTenant !== undefined) this.strike(slot.lastTenant)
-      if (entry && (entry.retried || this.closed))
+      // Another tenant's run killed the worker: this run is not charged for it.
+      const innocent = slot.lastTenant !== undefined && entry !== null && slot.lastTenant !== entry.job.tenant
+      if (entry && ((entry.retried && !innocent) || this.closed))
         this.finish(entry.job, { ok: false, kind: 'crashed', message: why })
-      else if (entry) this.queue.unshift(entry.job.tenant, { job: entry.job, retried: true })
+      else if (entry)
+        this.queue.unshift(entry.job.tenant, { job: entry.job, retried: entry.retried || !innocent })
     }
     if (!this.closed) {
       this.fill()

@@ -1,7 +1,7 @@
 import { withoutExpiredCvc } from '../card-cvc.js'
 import { ServiceError } from '../errors.js'
 import type { Store } from '../store/contract.js'
-import type { Check, Json, Op, Reactor, StoredToken, StoredTransaction, Tenant } from '../types.js'
+import type { Check, Json, Op, Reactor, StagedWrite, StoredToken, Tenant } from '../types.js'
 import {
   type KeyProvider,
   keyedHash,
@@ -232,8 +232,10 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     switch (op.op) {
       case 'token.put':
         return { ...op, token: await sealToken(op.token) }
-      case 'transaction.put':
-        return { ...op, transaction: { ...op.transaction, writes: await sealOps(op.transaction.writes) } }
+      case 'staged.put': {
+        const { token } = op.staged
+        return token ? { ...op, staged: { ...op.staged, token: await sealToken(token) } } : op
+      }
       case 'reactor.put':
         return { ...op, reactor: await sealReactor(op.reactor) }
       case 'idempotency.put': {
@@ -246,26 +248,12 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
         return op
     }
   }
-  const openOps = (ops: Op[]): Promise<Op[]> =>
-    Promise.all(
-      ops.map(async (op) => (op.op === 'token.put' ? { ...op, token: await openToken(op.token) } : op)),
-    )
+  /** A staged record with its token opened (the record as stored when it stages a delete). */
+  const openStaged = async (staged: StagedWrite): Promise<StagedWrite> =>
+    staged.token ? { ...staged, token: await openToken(staged.token) } : staged
 
+  // A transaction record holds nothing sealed: `transaction.unchanged` passes through.
   const sealCheck = async (check: Check): Promise<Check> => {
-    if (check.check === 'transaction.unchanged') {
-      const known = sealedTx.get(check.transaction)
-      if (known) return { ...check, transaction: known }
-      if (!check.transaction.writes.length) return check
-      // Not one this store answered: compare with the stored one opened, and check against that.
-      const stored = await inner.getTransaction(check.tenant_id, check.id)
-      const opened = await openTransaction(stored)
-      if (stored && JSON.stringify(opened) === JSON.stringify(check.transaction))
-        return { ...check, transaction: stored }
-      return {
-        ...check,
-        transaction: { ...check.transaction, writes: await sealOps(check.transaction.writes) },
-      }
-    }
     if (check.check === 'reactor.unchanged') {
       const reactor = await sealedForGuard(check.reactor, sealedReactor, openReactor, sealReactor, () =>
         inner.getReactor(check.tenant_id, check.id),
@@ -298,15 +286,6 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return seal(given)
   }
 
-  /** The stored (sealed) record each opened transaction came from, for `transaction.unchanged`. */
-  const sealedTx = new WeakMap<StoredTransaction, StoredTransaction>()
-  const openTransaction = async (tx: StoredTransaction | null) => {
-    if (!tx?.writes.length) return tx
-    const opened = { ...tx, writes: await openOps(tx.writes) }
-    sealedTx.set(opened, tx)
-    return opened
-  }
-
   return {
     ...inner,
     async write(batch) {
@@ -330,7 +309,12 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       const page = await inner.listChildren(tenantId, parentId, query)
       return { ...page, items: await Promise.all(page.items.map(openToken)) }
     },
-    getTransaction: async (tenantId, id) => openTransaction(await inner.getTransaction(tenantId, id)),
+    async getStaged(tenantId, transactionId, tokenIds) {
+      return Promise.all((await inner.getStaged(tenantId, transactionId, tokenIds)).map(openStaged))
+    },
+    async listStaged(tenantId, transactionId, query) {
+      return Promise.all((await inner.listStaged(tenantId, transactionId, query)).map(openStaged))
+    },
     async getReactor(tenantId, id) {
       const reactor = await inner.getReactor(tenantId, id)
       return reactor && openReactor(reactor)

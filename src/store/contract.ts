@@ -4,6 +4,7 @@ import type {
   IdempotencyRecord,
   Op,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -82,6 +83,13 @@ export type ExpiringKind =
   | 'transaction.ended'
   | 'idempotency'
 
+/**
+ * What `countRecords` counts of one tenant, expired or not (the sweep deletes expired records):
+ * - `idempotency`: its idempotency records, in any state;
+ * - `session.created`: its sessions in state `created` (made by a public key, not yet authorized).
+ */
+export type CountedKind = 'idempotency' | 'session.created'
+
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
   tenants: Tenant[]
@@ -89,6 +97,8 @@ export interface StoreDump {
   tokens: StoredToken[]
   associations: Association[]
   transactions: StoredTransaction[]
+  /** Staged records, by tenant, transaction, then token id. */
+  staged: StagedWrite[]
   sessions: StoredSession[]
   formulas: StoredFormula[]
   reactors: Reactor[]
@@ -223,6 +233,26 @@ export interface Store {
 
   getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
 
+  /**
+   * The staged records of transaction `transactionId` over the tokens among `tokenIds` that it
+   * staged, in the order of `tokenIds` (duplicates answered once). SQL: `… WHERE tenant_id = $1 AND
+   * transaction_id = $2 AND token_id = ANY ($3)` over the primary key; LMDB: one `get` per id.
+   */
+  getStaged(tenantId: string, transactionId: string, tokenIds: readonly string[]): Promise<StagedWrite[]>
+
+  /**
+   * Keyset read of a transaction's staged records: at most `limit`, in token id order (code-unit
+   * order), strictly after token id `after` when given. What a commit, rollback or expiry reads
+   * (page after page) and what the core's view merges into a walk in id order. SQL: `… WHERE
+   * tenant_id = $1 AND transaction_id = $2 AND token_id > $3 ORDER BY token_id LIMIT $4` over the
+   * primary key; LMDB: a range read of `tenant ‖ transaction ‖ token`.
+   */
+  listStaged(
+    tenantId: string,
+    transactionId: string,
+    query: { after?: string; limit: number },
+  ): Promise<StagedWrite[]>
+
   getSessionByNonce(tenantId: string, nonceHash: string): Promise<StoredSession | null>
 
   /** A formula visible to the tenant: its own private one or an official one (`tenantId` null: official only). */
@@ -241,6 +271,17 @@ export interface Store {
 
   /** An idempotency record by id, expired or not (the service decides what expiry means). */
   getIdempotency(tenantId: string, id: string): Promise<IdempotencyRecord | null>
+
+  /**
+   * How many records of `kind` the tenant holds (see `CountedKind`), exactly as of some moment
+   * between the call and its answer: what the core bounds each tenant's records by. Costs O(1) or
+   * one index lookup, never a scan of the tenant's records: a store keeps the count beside the
+   * records, in the same atomic write that puts or deletes one (memory: the size of the tenant's map
+   * and a counter; LMDB: a counter record per tenant and kind written in the record's transaction;
+   * SQL: a row per tenant and kind kept by a trigger, or a counter updated in the write's own
+   * transaction; DynamoDB: an `ADD` on a counter item in the same `TransactWriteItems`).
+   */
+  countRecords(tenantId: string, kind: CountedKind): Promise<number>
 
   /**
    * At most `limit` records of `kind` whose time has come (see `ExpiringKind`), in no promised

@@ -4,9 +4,9 @@ import type {
   Check,
   FormulaUse,
   IdempotencyRecord,
-  LegacyOp,
   Op,
   Reactor,
+  StagedWrite,
   StoredApplication,
   StoredFormula,
   StoredSession,
@@ -17,6 +17,7 @@ import type {
 } from '../types.js'
 import type {
   ChildKey,
+  CountedKind,
   ExpiringKind,
   KeyOwner,
   Page,
@@ -64,6 +65,8 @@ export interface StateRecords {
   /** Each parent's links in the order they were made (the order `listChildren` answers in). */
   associations: readonly Association[]
   transactions: readonly StoredTransaction[]
+  /** Staged records (what open transactions staged), transaction by transaction in token id order. */
+  staged: readonly StagedWrite[]
   /**
    * `[tenant id, token id, id of the transaction holding its lock, expires_at]`, one per lock
    * record; `expires_at` is left out when it is that of the holding transaction (as the core writes
@@ -130,6 +133,8 @@ export class MemoryState {
    */
   private expiring = new Scoped<number>()
   private transactions = new Scoped<StoredTransaction>()
+  /** transaction → its staged records, by token id (in id order for `listStaged`). */
+  private staged = new Scoped<{ ids: SortedIds; records: Map<string, StagedWrite> }>()
   /** token → its lock record. */
   private locks = new Scoped<TokenLock>()
   private sessions = new Scoped<StoredSession>()
@@ -141,6 +146,8 @@ export class MemoryState {
   private formulaUses = new Map<string, Map<string, FormulaUse>>()
   private reactors = new Scoped<Reactor>()
   private idempotency = new Scoped<IdempotencyRecord>()
+  /** tenant → how many of its sessions are in state `created` (`countRecords`). */
+  private createdSessions = new Map<string, number>()
 
   /** The first check that fails, or null when all hold. */
   failedCheck(checks: readonly Check[]): Check | null {
@@ -149,7 +156,7 @@ export class MemoryState {
   }
 
   /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
-  write(batch: { checks?: readonly Check[]; ops: readonly (Op | LegacyOp)[] }): WriteResult {
+  write(batch: { checks?: readonly Check[]; ops: readonly Op[] }): WriteResult {
     const failed = this.failedCheck(batch.checks ?? [])
     if (failed) return { ok: false, failed }
     for (const op of batch.ops) this.apply(copy(op))
@@ -220,22 +227,21 @@ export class MemoryState {
     }
   }
 
-  /** Applies one op (or, replaying an old journal, a legacy one). Ops are total: applying one never fails. */
-  apply(op: Op | LegacyOp): void {
+  /** Applies one op. Ops are total: applying one never fails. */
+  apply(op: Op): void {
     this.applyOp(op, false)
   }
 
   /**
-   * Applies an op as versions before lock records did, for a journal record they wrote: besides
-   * what `apply` does, `transaction.put` of an open transaction points the locks of the tokens it
-   * lists at it (with its `expires_at`) and releases those it held and no longer lists; of an ended
-   * one, releases all it held; `transaction.delete` releases them too.
+   * Applies an op as versions before links and formula uses were records of their own did, for a
+   * record they wrote: a `token.delete` deletes the token's links too, an `association.put` of an
+   * absent token is skipped, and a reactor's put or delete counts its formula use.
    */
-  applyLegacy(op: Op | LegacyOp): void {
+  applyLegacy(op: Op): void {
     this.applyOp(op, true)
   }
 
-  private applyOp(op: Op | LegacyOp, legacy: boolean): void {
+  private applyOp(op: Op, legacy: boolean): void {
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
@@ -318,39 +324,28 @@ export class MemoryState {
       case 'association.delete':
         this.unlink(op.tenant_id, op.parent_id, op.child_id)
         return
-      case 'transaction.put': {
-        const tx = op.transaction
-        if (legacy) {
-          const old = this.transactions.get(tx.tenant_id, tx.id)
-          if (old) this.releaseLocks(old)
-          if (tx.state === 'open') for (const id of tx.locks) this.lockFor(tx, id)
-        }
-        this.transactions.set(tx.tenant_id, tx.id, tx)
+      case 'transaction.put':
+        this.transactions.set(op.transaction.tenant_id, op.transaction.id, op.transaction)
         return
-      }
-      case 'transaction.stage': {
-        const tx = this.transactions.get(op.tenant_id, op.id)
-        if (tx?.state !== 'open') return
-        tx.writes.push(...op.writes)
-        for (const id of op.locks) {
-          if (!tx.locks.includes(id)) tx.locks.push(id)
-          this.lockFor(tx, id)
-        }
-        return
-      }
-      case 'transaction.commit': {
-        const tx = this.transactions.get(op.tenant_id, op.id)
-        if (tx?.state !== 'open') return
-        const writes = tx.writes
-        this.releaseLocks(tx)
-        this.transactions.set(op.tenant_id, op.id, { ...tx, state: 'committed', writes: [], locks: [] })
-        for (const write of writes) this.applyOp(write, true)
-        return
-      }
-      case 'transaction.delete': {
-        const old = this.transactions.get(op.tenant_id, op.id)
-        if (old && legacy) this.releaseLocks(old)
+      case 'transaction.delete':
         this.transactions.delete(op.tenant_id, op.id)
+        return
+      case 'staged.put': {
+        const w = op.staged
+        let held = this.staged.get(w.tenant_id, w.transaction_id)
+        if (!held) {
+          held = { ids: new SortedIds(), records: new Map() }
+          this.staged.set(w.tenant_id, w.transaction_id, held)
+        }
+        held.ids.add(w.token_id)
+        held.records.set(w.token_id, w)
+        return
+      }
+      case 'staged.delete': {
+        const held = this.staged.get(op.tenant_id, op.transaction_id)
+        if (!held?.records.delete(op.token_id)) return
+        held.ids.delete(op.token_id)
+        if (!held.records.size) this.staged.delete(op.tenant_id, op.transaction_id)
         return
       }
       case 'lock.put':
@@ -362,6 +357,7 @@ export class MemoryState {
       case 'session.put': {
         const s = op.session
         this.dropSessionIndexes(s.tenant_id, s.id)
+        if (s.state === 'created') this.countCreated(s.tenant_id, 1)
         this.sessions.set(s.tenant_id, s.id, s)
         this.keys.set(s.key_hash, { kind: 'session', tenantId: s.tenant_id, id: s.id })
         this.nonces.set(s.tenant_id, s.nonce_hash, s.id)
@@ -451,29 +447,18 @@ export class MemoryState {
     for (const r of this.reactors.values()) this.useOf(r)
   }
 
-  /** Legacy ops only: the lock record an open transaction's listing of `tokenId` implied. */
-  private lockFor(tx: StoredTransaction, tokenId: string) {
-    const lock = {
-      tenant_id: tx.tenant_id,
-      token_id: tokenId,
-      transaction_id: tx.id,
-      expires_at: tx.expires_at,
-    }
-    this.locks.set(tx.tenant_id, tokenId, lock)
-  }
-
-  /** Legacy ops only: releases the locks `tx` lists and still holds. */
-  private releaseLocks(tx: StoredTransaction) {
-    for (const id of tx.locks) {
-      if (this.locks.get(tx.tenant_id, id)?.transaction_id === tx.id) this.locks.delete(tx.tenant_id, id)
-    }
-  }
-
   private dropSessionIndexes(tenantId: string, id: string) {
     const old = this.sessions.get(tenantId, id)
     if (!old) return
+    if (old.state === 'created') this.countCreated(tenantId, -1)
     this.keys.delete(old.key_hash)
     this.nonces.delete(old.tenant_id, old.nonce_hash)
+  }
+
+  private countCreated(tenantId: string, delta: number) {
+    const n = (this.createdSessions.get(tenantId) ?? 0) + delta
+    if (n > 0) this.createdSessions.set(tenantId, n)
+    else this.createdSessions.delete(tenantId)
   }
 
   private countExpiring(tenantId: string, parentId: string, delta: number) {
@@ -710,6 +695,27 @@ export class MemoryState {
     return t ? copy(t) : null
   }
 
+  getStaged(tenantId: string, transactionId: string, tokenIds: readonly string[]): StagedWrite[] {
+    const held = this.staged.get(tenantId, transactionId)
+    if (!held) return []
+    const out: StagedWrite[] = []
+    for (const id of new Set(tokenIds)) {
+      const w = held.records.get(id)
+      if (w) out.push(copy(w))
+    }
+    return out
+  }
+
+  listStaged(
+    tenantId: string,
+    transactionId: string,
+    query: { after?: string; limit: number },
+  ): StagedWrite[] {
+    const held = this.staged.get(tenantId, transactionId)
+    if (!held || query.limit <= 0) return []
+    return held.ids.after(query.after, query.limit).map((id) => copy(held.records.get(id)!))
+  }
+
   getSessionByNonce(tenantId: string, nonceHash: string): StoredSession | null {
     const id = this.nonces.get(tenantId, nonceHash)
     const s = id === undefined ? undefined : this.sessions.get(tenantId, id)
@@ -746,6 +752,18 @@ export class MemoryState {
   getIdempotency(tenantId: string, id: string): IdempotencyRecord | null {
     const r = this.idempotency.get(tenantId, id)
     return r ? copy(r) : null
+  }
+
+  /** How many records of `kind` the tenant holds (see `Store.countRecords`): O(1). */
+  countRecords(tenantId: string, kind: CountedKind): number {
+    switch (kind) {
+      case 'idempotency':
+        return this.idempotency.of(tenantId).size
+      case 'session.created':
+        return this.createdSessions.get(tenantId) ?? 0
+      default:
+        return assertNever(kind)
+    }
   }
 
   /** Keys of at most `limit` records of `kind` whose time is at or before `before` (see `Store.listExpired`). */
@@ -802,8 +820,7 @@ export class MemoryState {
   /**
    * Every record as stored, neither copied nor sorted: for a serialiser that reads them at once
    * (say, one `JSON.stringify`), before anything else runs. The arrays are fresh, but the records
-   * in them are the state's own, and later ops may change them (staging appends to an open
-   * transaction's `writes` and `locks` in place): never mutate them, and never keep them.
+   * in them are the state's own: never mutate them, and never keep them.
    *
    * Associations come parent by parent, each parent's in the order its links were made (a link
    * made again after an unlink comes last); that per-parent order is what `listChildren` answers
@@ -820,6 +837,9 @@ export class MemoryState {
       tokens: [...this.tokens.values()],
       associations,
       transactions: [...this.transactions.values()],
+      staged: [...this.staged.values()].flatMap((held) =>
+        held.ids.after(undefined, held.ids.size).map((id) => held.records.get(id)!),
+      ),
       locks,
       sessions: [...this.sessions.values()],
       formulas: [...this.formulas.values()],
@@ -855,6 +875,7 @@ export class MemoryState {
       ['tokens', this.tokens],
       ['associations', null],
       ['transactions', this.transactions],
+      ['staged', null],
       ['locks', null],
       ['sessions', this.sessions],
       ['formulas', this.formulas],
@@ -884,6 +905,12 @@ export class MemoryState {
         // A state with reactors has the slice even when empty: a loader tells it from a state saved
         // before use records existed by it (and a state without reactors has nothing to derive).
         if (!records.length && !this.reactors.values().next().done) yield cut(kind)
+      } else if (kind === 'staged') {
+        for (const held of this.staged.values())
+          for (const id of held.ids.after(undefined, held.ids.size)) {
+            records.push(held.records.get(id)!)
+            if (records.length >= n) yield cut(kind)
+          }
       } else if (kind === 'locks') {
         for (const [, held] of this.locks.scopes())
           for (const lock of held.values()) {
@@ -939,6 +966,7 @@ export class MemoryState {
     for (const token of r.tokens) state.apply({ op: 'token.put', token })
     for (const association of r.associations) state.apply({ op: 'association.put', association })
     for (const transaction of r.transactions) state.apply({ op: 'transaction.put', transaction })
+    for (const staged of r.staged) state.apply({ op: 'staged.put', staged })
     for (const lock of r.locks) state.loadLock(lock)
     for (const session of r.sessions) state.apply({ op: 'session.put', session })
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
@@ -973,6 +1001,9 @@ export class MemoryState {
         return
       case 'transactions':
         for (const transaction of slice.records) this.apply({ op: 'transaction.put', transaction })
+        return
+      case 'staged':
+        for (const staged of slice.records) this.apply({ op: 'staged.put', staged })
         return
       case 'locks':
         for (const lock of slice.records) this.loadLock(lock)
@@ -1020,6 +1051,10 @@ export class MemoryState {
       tokens: sorted(this.tokens.values(), (t) => k(t.tenant_id, t.id)),
       associations: sorted(associations, (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`),
       transactions: sorted(this.transactions.values(), (t) => k(t.tenant_id, t.id)),
+      staged: sorted(
+        [...this.staged.values()].flatMap((held) => [...held.records.values()]),
+        (w) => `${k(w.tenant_id, w.transaction_id)}\u0000${w.token_id}`,
+      ),
       sessions: sorted(this.sessions.values(), (s) => k(s.tenant_id, s.id)),
       formulas: sorted(this.formulas.values(), (f) => k(f.tenant_id, f.id)),
       reactors: sorted(this.reactors.values(), (r) => k(r.tenant_id, r.id)),

@@ -54,7 +54,15 @@ it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flig
 
   const busyAgent = new Agent({ keepAlive: true, maxSockets: 1 })
   const inFlight = get(`${url}/tokens/slow`, busyAgent)
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // The request is in flight once it has taken the one-time delay fault (the list is then empty).
+  const faults = async () =>
+    (
+      (await (
+        await fetch(`${url}/_test/faults`, { headers: { authorization: `Bearer ${ADMIN}` } })
+      ).json()) as { data: unknown[] }
+    ).data.length
+  for (let i = 0; i < 500 && (await faults()) > 0; i++) await new Promise((resolve) => setImmediate(resolve))
+  expect(await faults()).toBe(0)
   const signalled = performance.now()
   cli.child.kill('SIGTERM')
   await idleClosed

@@ -315,18 +315,18 @@ describe('Liquid rounding', () => {
 })
 
 describe('the template cache', () => {
-  it('keeps the 2 000 templates used most recently: a template in use is never evicted by new ones', () => {
+  it('keeps the 500 templates of a tenant used most recently: a template in use is never evicted by new ones', () => {
     const hot = '{{ data | prepend: "hot-" }}'
-    compileTemplate(hot, 'mask')
-    for (let i = 0; i < 5000; i++) {
-      compileTemplate(`{{ data | append: "${i}" }}`, 'mask')
-      if (i % 1000 === 0) compileTemplate(hot, 'mask')
+    compileTemplate(hot, 'mask', 'lru-tenant')
+    for (let i = 0; i < 2000; i++) {
+      compileTemplate(`{{ data | append: "${i}" }}`, 'mask', 'lru-tenant')
+      if (i % 400 === 0) compileTemplate(hot, 'mask', 'lru-tenant')
     }
-    expect(isTemplateCached(hot)).toBe(true)
-    // The 2 000 most recent are kept, with the hot one among them: the oldest of the rest are gone.
-    expect(isTemplateCached('{{ data | append: "4999" }}')).toBe(true)
-    expect(isTemplateCached('{{ data | append: "3001" }}')).toBe(true)
-    expect(isTemplateCached('{{ data | append: "3000" }}')).toBe(false)
-    expect(isTemplateCached('{{ data | append: "0" }}')).toBe(false)
+    expect(isTemplateCached(hot, 'lru-tenant')).toBe(true)
+    // The 500 most recent are kept, with the hot one among them: the oldest of the rest are gone.
+    expect(isTemplateCached('{{ data | append: "1999" }}', 'lru-tenant')).toBe(true)
+    expect(isTemplateCached('{{ data | append: "1501" }}', 'lru-tenant')).toBe(true)
+    expect(isTemplateCached('{{ data | append: "1500" }}', 'lru-tenant')).toBe(false)
+    expect(isTemplateCached('{{ data | append: "0" }}', 'lru-tenant')).toBe(false)
   })
 })

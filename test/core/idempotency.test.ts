@@ -76,9 +76,12 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
   it('a repeat while the first is in flight answers 409; the first then completes and is replayed', async () => {
     let release: () => void = () => {}
     const gate = new Promise<void>((resolve) => (release = resolve))
+    let entered: () => void = () => {}
+    const running = new Promise<void>((resolve) => (entered = resolve))
     const runner: FormulaRunner = {
       check: async () => null,
       async run(_code, request): Promise<RunOutcome> {
+        entered()
         await gate
         return { ok: true, value: { raw: request.args }, logs: [] }
       },
@@ -94,7 +97,8 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     const reactor = await service.connect(admin.key).reactors.create({ name: 'r', code: 'x' })
     const client = service.connect(user.key, { idempotencyKey: 'slow' })
     const first = client.reactors.react(reactor.id, { args: { n: 1 } })
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // The first holds the key (it claims it before it runs) and is running.
+    await running
     expect((await failure(client.reactors.react(reactor.id, { args: { n: 1 } }))).code).toBe('conflict')
     release()
     expect((await first).raw).toEqual({ n: 1 })
@@ -105,11 +109,16 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
   it('a pending key whose lease ran out (its request presumed lost) is taken over by a repeat', async () => {
     let calls = 0
     const release: (() => void)[] = []
+    let entered: () => void = () => {}
+    const running = new Promise<void>((resolve) => (entered = resolve))
     const runner: FormulaRunner = {
       check: async () => null,
       async run(): Promise<RunOutcome> {
         calls++
-        if (calls === 1) await new Promise<void>((resolve) => release.push(resolve))
+        if (calls === 1) {
+          entered()
+          await new Promise<void>((resolve) => release.push(resolve))
+        }
         return { ok: true, value: { raw: { call: calls } }, logs: [] }
       },
       close: async () => {},
@@ -132,7 +141,8 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     const reactor = await service.connect(admin.key).reactors.create({ name: 'r', code: 'x' })
     const client = service.connect(user.key, { idempotencyKey: 'lost' })
     const stuck = client.reactors.react(reactor.id, {})
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // The first holds the key (claimed before it runs) and is stuck running.
+    await running
     clock.advance(60_000)
     const taken = await client.reactors.react(reactor.id, {})
     expect(taken.raw).toEqual({ call: 2 })

@@ -14,7 +14,8 @@ const ALL = ['token:create', 'token:read', 'token:update', 'token:delete'] as co
 async function vault() {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
   const store = memoryStore()
-  const service = createService({ store, clock, runner: null })
+  // A round makes 5000 sessions before the sweep: above the 1000 a tenant may have unauthorized.
+  const service = createService({ store, clock, runner: null, maxUnauthorizedSessionsPerTenant: 10_000 })
   const tenant = await service.admin.createTenant({ name: 't' })
   const app = async (type: 'private' | 'public', permissions: Permission[]) =>
     (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key

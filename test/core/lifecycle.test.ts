@@ -4,10 +4,10 @@ import { createService, manualClock, type Permission, ServiceError } from '../..
 
 const ALL = ['token:create', 'token:read', 'token:update', 'token:delete'] as const
 
-async function vault() {
+async function vault(options: { maxUnauthorizedSessionsPerTenant?: number } = {}) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
   const store = memoryStore()
-  const service = createService({ store, clock, runner: null })
+  const service = createService({ store, clock, runner: null, ...options })
   const tenant = await service.admin.createTenant({ name: 't' })
   const app = async (type: 'private' | 'public', permissions: Permission[]) =>
     (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key

@@ -64,3 +64,23 @@ describe('Liquid date', () => {
     expect(ev('{{ data | date: "%-d %e" }}', '2015-07-05')).toBe('5  5')
   })
 })
+
+describe('Liquid division', () => {
+  // shopify.github.io/liquid/filters/divided_by: an integer divisor rounds down, a float one doesn't.
+  it.each([
+    ['{{ 16 | divided_by: 4 }}', 4],
+    ['{{ 5 | divided_by: 3 }}', 1],
+    ['{{ 20 | divided_by: 7 }}', 2],
+    ['{{ 20 | divided_by: 7.0 }}', 20 / 7],
+    ['{{ 7 | divided_by: 2.0 }}', 3.5],
+    ['{{ -7 | divided_by: 2 }}', -4],
+    ['{{ 7.5 | divided_by: 2 }}', 3.75],
+  ])('%s is %d', (template, expected) => {
+    expect(ev(template, null)).toBe(expected)
+  })
+
+  it('a divisor read from data divides as the number it holds', () => {
+    expect(ev('{{ data.a | divided_by: data.b }}', { a: 7, b: 2 })).toBe(3)
+    expect(ev('{{ data.a | divided_by: data.b }}', { a: 7, b: 2.5 })).toBe(2.8)
+  })
+})

@@ -178,11 +178,19 @@ describe('Lucene syntax the search does not support is refused, naming the chara
     ['type:/ca.d/', 'regular expressions (/…/) are not supported: use * and ? wildcards at character 6'],
     ['+type:card', "Lucene's + prefix is not supported (join terms with AND, OR and NOT) at character 1"],
     [
-      'type:a AND -type:card',
-      "Lucene's - prefix is not supported (join terms with AND, OR and NOT) at character 12",
+      'type:(card OR bank)',
+      'field grouping (field:(a OR b)) is not supported: write (field:a OR field:b) at character 6',
     ],
   ])('%s answers 400', (query, message) => {
     expect(problem(query)).toBe(`query: ${message}`)
+  })
+
+  it('- before a term is NOT, as Basis Theory documents (like !), and still needs an operator', () => {
+    expect(parseQuery('type:a AND -type:card')).toEqual(parseQuery('type:a AND NOT type:card'))
+    expect(parseQuery('-metadata.k:v')).toEqual(parseQuery('!metadata.k:v'))
+    expect(problem('type:a -type:card')).toBe(
+      'query: expected AND, OR, ) or the end of the query at character 8',
+    )
   })
 
   it('escaped, inside a phrase or inside a value, the same characters are literal', () => {

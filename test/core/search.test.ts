@@ -45,6 +45,23 @@ describe('token search', () => {
     expect(await q('metadata.customer_id:"cus_1"')).toEqual(['a1'])
   })
 
+  it('matches created_by and modified_by, the applications that wrote the token', async () => {
+    const { client, full, keyFor } = await setup()
+    const other = await keyFor('private', ['token:create', 'token:update', 'token:read'])
+    await client.tokens.create({ id: 'mine', type: 'token', data: 'x' })
+    await other.client.tokens.create({ id: 'theirs', type: 'token', data: 'x' })
+    await other.client.tokens.update('mine', { metadata: { by: 'other' } })
+    const q = async (query: string) => ids(await client.tokens.search({ query }))
+    expect(await q(`created_by:${full.application.id}`)).toEqual(['mine'])
+    expect(await q(`created_by:${other.application.id}`)).toEqual(['theirs'])
+    expect(await q(`modified_by:${other.application.id}`)).toEqual(['mine'])
+    expect(await q(`updated_by:${other.application.id} AND created_by:${full.application.id}`)).toEqual([
+      'mine',
+    ])
+    expect(await q(`NOT modified_by:*`)).toEqual(['theirs'])
+    expect(await q('created_by:nobody')).toEqual([])
+  })
+
   it('matches fingerprints exactly (alone, the store filters by it)', async () => {
     const { client } = await setup()
     const a = await client.tokens.create({ id: 'a', type: 'token', data: 'same' })

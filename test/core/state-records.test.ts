@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryState, type StateRecords } from '../../src/store/memory-state.js'
-import type { Check, LegacyOp, Op, StoredToken, StoredTransaction } from '../../src/types.js'
+import type { Check, Op, StoredToken, StoredTransaction } from '../../src/types.js'
 import { LATER, NOW, T, tx as txRecord, U } from '../records.js'
 
 const SOON = '2030-01-01T00:10:00.000Z'
@@ -33,14 +33,28 @@ const tx = (id: string, extra: Partial<StoredTransaction> = {}): Op => ({
   op: 'transaction.put',
   transaction: txRecord(id, extra),
 })
-const stage = (id: string, writes: Op[], locks: string[]): LegacyOp => ({
-  op: 'transaction.stage',
-  tenant_id: T,
-  id,
-  writes,
-  locks,
-})
-const commit = (id: string): LegacyOp => ({ op: 'transaction.commit', tenant_id: T, id })
+/** Stages `token` (null: a delete) over token `id` in transaction `txId`, with its lock (expiring at `expires`). */
+const stage = (
+  txId: string,
+  id: string,
+  token: StoredToken | null,
+  expires = txRecord(txId).expires_at,
+): Op[] => [
+  {
+    op: 'staged.put',
+    staged: { tenant_id: T, transaction_id: txId, token_id: id, seq: 1, token },
+  },
+  { op: 'lock.put', lock: { tenant_id: T, token_id: id, transaction_id: txId, expires_at: expires } },
+]
+/** Ends transaction `txId` (read as `tx(txId)`) as `state`, clearing the staged records and locks of `ids`. */
+const end = (txId: string, state: StoredTransaction['state'], ids: string[]): Op[] => [
+  tx(txId, { state }),
+  ...ids.flatMap((id): Op[] => [
+    { op: 'staged.delete', tenant_id: T, transaction_id: txId, token_id: id },
+    { op: 'lock.delete', tenant_id: T, token_id: id },
+  ]),
+]
+const tokenOf = (op: Op): StoredToken => (op.op === 'token.put' ? op.token : (undefined as never))
 const session = (id: string, state: 'created' | 'authorized' = 'created'): Op => ({
   op: 'session.put',
   session: {
@@ -84,7 +98,7 @@ const reactor = (id: string, formulaId: string): Op => ({
 /** A state with every kind of record, links out of id order, and locks that moved between transactions. */
 function seeded(): MemoryState {
   const state = new MemoryState()
-  const write = (...ops: (Op | LegacyOp)[]) => expect(state.write({ ops })).toEqual({ ok: true })
+  const write = (...ops: Op[]) => expect(state.write({ ops })).toEqual({ ok: true })
   write(
     { op: 'tenant.put', tenant: { id: T, name: 'a', created_at: NOW } },
     { op: 'tenant.put', tenant: { id: U, name: 'b', created_at: NOW } },
@@ -116,11 +130,15 @@ function seeded(): MemoryState {
   // A re-link after an unlink goes to the end; a deleted token leaves its parents' lists.
   write(link('p', 'c6'), unlink('p', 'c1'), link('p', 'c4'), link('p', 'c1'), link('p', 'c2'))
   write({ op: 'token.delete', tenant_id: T, id: 'c6' }, unlink('p', 'c6'), link('q', 'c5'), link('q', 'c3'))
-  // `a` locks x and y, then expires; `b` and `c` take them over; `b` commits, releasing x only.
-  write(tx('a', { expires_at: SOON, locks: ['x', 'y'] }))
-  write(tx('b'), stage('b', [], ['x']), tx('c'), stage('c', [], ['y']), commit('b'))
+  // `a` stages x and y, then expires; `b` and `c` take them over; `b` commits, releasing x only.
+  write(tx('a', { expires_at: SOON }), ...stage('a', 'x', null, SOON), ...stage('a', 'y', null, SOON))
+  write(tx('b'), ...stage('b', 'x', null), tx('c'), ...stage('c', 'y', null), ...end('b', 'committed', ['x']))
   // `d` is open with staged writes and locks; `done` committed long ago.
-  write(tx('d'), stage('d', [put('w'), link('p', 'w')], ['w']), stage('d', [put('z', { type: 'z2' })], ['z']))
+  write(
+    tx('d', { version: 2 }),
+    ...stage('d', 'w', tokenOf(put('w'))),
+    ...stage('d', 'z', tokenOf(put('z', { type: 'z2' }))),
+  )
   write(tx('done', { state: 'committed' }))
   write(session('s1'), session('s2', 'authorized'), session('s3'), {
     op: 'session.delete',
@@ -216,8 +234,8 @@ describe('MemoryState records', () => {
       [T, 'y', 'c'],
       [T, 'z', 'd'],
     ])
-    // `a` still lists x and y, though it holds neither.
-    expect(records.transactions.find((t) => t.id === 'a')?.locks).toEqual(['x', 'y'])
+    // `a` still has its staged records of x and y, though it holds neither lock.
+    expect(records.staged.filter((w) => w.transaction_id === 'a').map((w) => w.token_id)).toEqual(['x', 'y'])
     // Not copies: a state rebuilt from them hands out the very same objects.
     const again = MemoryState.fromRecords(records).records()
     for (const kind of Object.keys(records) as (keyof StateRecords)[]) {
@@ -247,11 +265,16 @@ describe('MemoryState records', () => {
   it('a rebuilt state goes on to apply ops as the original does', () => {
     const original = seeded()
     const restored = MemoryState.fromRecords(roundTrip(original.records()))
-    const batches: (Op | LegacyOp)[][] = [
+    const batches: Op[][] = [
       [unlink('p', 'c3'), link('p', 'c3'), link('q', 'c4')],
-      [stage('d', [put('c2', { type: 'staged' })], ['c2']), stage('c', [], ['x'])],
+      [...stage('d', 'c2', tokenOf(put('c2', { type: 'staged' }))), ...stage('c', 'x', null)],
       [{ op: 'token.delete', tenant_id: T, id: 'c5' }, put('e', { type: 'card' })],
-      [commit('d')],
+      [
+        put('w'),
+        put('z', { type: 'z2' }),
+        put('c2', { type: 'staged' }),
+        ...end('d', 'committed', ['w', 'z', 'c2']),
+      ],
       [tx('a', { state: 'rolled_back' }), { op: 'transaction.delete', tenant_id: T, id: 'c' }],
       [
         { op: 'reactor.delete', tenant_id: T, id: 'r2' },

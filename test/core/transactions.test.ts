@@ -137,7 +137,9 @@ describe('transactions', () => {
     const { transactions: _b, ...restBefore } = before
     const { transactions: afterTx, ...restAfter } = after
     expect(JSON.stringify(restAfter)).toBe(JSON.stringify(restBefore))
-    expect(afterTx).toMatchObject([{ id: tx.id, state: 'rolled_back', writes: [], locks: [] }])
+    // The staged records went with the rollback (restAfter.staged equals the empty restBefore.staged).
+    expect(afterTx).toMatchObject([{ id: tx.id, state: 'rolled_back' }])
+    expect(after.staged).toEqual([])
   })
 
   it('commit and rollback answer 409 when not open, 404 when unknown or foreign, 403 for another application', async () => {
@@ -184,7 +186,8 @@ describe('transactions', () => {
     await client.tokens.update(a.id, { data: 'out' })
     expect((await failure(client.transactions.commit(tx.id))).code).toBe('conflict')
     expect((await client.tokens.get(a.id)).data).toBe('out')
-    expect((await store.dump()).transactions).toMatchObject([{ state: 'expired', writes: [] }])
+    expect((await store.dump()).transactions).toMatchObject([{ state: 'expired' }])
+    expect((await store.dump()).staged).toEqual([])
     const t2 = await client.transactions.create()
     clock.advance(60 * 60_000)
     expect(await service.admin.sweep()).toEqual({
@@ -275,5 +278,76 @@ describe('transactions', () => {
     const tx = await session.transactions.create()
     await service.connect(s.session_key, { transactionId: tx.id }).tokens.create({ type: 'x', data: 1 })
     await session.transactions.commit(tx.id)
+  })
+
+  it('staging, reads and writes in a transaction of 300 staged writes read the staged records of the tokens they touch, not the rest; commit applies all 300', async () => {
+    const inner = memoryStore()
+    let handed = 0
+    let listed = 0
+    const counting: Store = {
+      ...inner,
+      async getStaged(tenantId, transactionId, ids) {
+        const found = await inner.getStaged(tenantId, transactionId, ids)
+        handed += found.length
+        return found
+      },
+      async listStaged(tenantId, transactionId, query) {
+        const found = await inner.listStaged(tenantId, transactionId, query)
+        listed += found.length
+        return found
+      },
+    }
+    const { client, service, full, store } = await setup({ store: counting })
+    const tx = await client.transactions.create()
+    const inTx = service.connect(full.key, { transactionId: tx.id })
+    const created: string[] = []
+    for (let i = 0; i < 300; i++) created.push((await inTx.tokens.create({ type: 'x', data: `d${i}` })).id)
+    expect(listed).toBe(0)
+    handed = 0
+    const last = await inTx.tokens.create({ type: 'x', data: 'last' })
+    expect((await inTx.tokens.get(created[150]!)).data).toBe('d150')
+    await inTx.tokens.update(created[7]!, { data: 'seven' })
+    await inTx.tokens.delete(created[8]!)
+    // Each call read the staged record of its own token (update and delete: twice), none other.
+    expect(handed).toBeLessThanOrEqual(6)
+    expect(listed).toBe(0)
+    expect((await store.dump()).staged).toHaveLength(301)
+    await client.transactions.commit(tx.id)
+    expect((await store.dump()).staged).toEqual([])
+    const tokens = (await store.dump()).tokens.filter((t) => t.type === 'x')
+    expect(tokens).toHaveLength(300)
+    expect((await client.tokens.get(last.id)).data).toBe('last')
+    expect((await client.tokens.get(created[7]!)).data).toBe('seven')
+    expect((await failure(client.tokens.get(created[8]!))).code).toBe('not_found')
+  })
+
+  it("a transaction's view pages through 300 committed and 300 staged tokens in id order, staged updates and deletes applied, each token once", async () => {
+    const { client, inTx, tx } = await withTx()
+    const pad = (n: number) => String(n).padStart(3, '0')
+    for (let i = 0; i < 300; i += 100)
+      await client.tokens.tokenize(
+        Array.from({ length: 100 }, (_, j) => ({ id: `t-${pad(i + j)}-a`, type: 'x', data: 'committed' })),
+      )
+    for (let i = 0; i < 300; i++) await inTx.tokens.create({ id: `t-${pad(i)}-b`, type: 'x', data: 'staged' })
+    await inTx.tokens.update('t-007-a', { data: 'updated' })
+    await inTx.tokens.delete('t-008-a')
+    await inTx.tokens.delete('t-009-b')
+    const seen: { id: string; data: unknown }[] = []
+    let start: string | undefined
+    do {
+      const page = await inTx.tokens.listV2({ size: 100, ...(start ? { start } : {}) })
+      seen.push(...page.data.map((t) => ({ id: t.id, data: t.data })))
+      start = page.pagination.next
+    } while (start)
+    const expected = Array.from({ length: 300 }, (_, i) => [`t-${pad(i)}-a`, `t-${pad(i)}-b`])
+      .flat()
+      .filter((id) => id !== 't-008-a' && id !== 't-009-b')
+    expect(seen.map((t) => t.id)).toEqual(expected)
+    expect(seen.find((t) => t.id === 't-007-a')?.data).toBe('updated')
+    expect(seen.find((t) => t.id === 't-150-b')?.data).toBe('staged')
+    // Outside the transaction: the committed tokens only, as they were.
+    const outside = await client.tokens.list({ size: 100, page: 1 })
+    expect(outside.pagination.total_items).toBe(300)
+    await client.transactions.rollback(tx.id)
   })
 })

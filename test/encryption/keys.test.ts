@@ -128,24 +128,29 @@ describe('data keys and the master key', () => {
     const client = service.connect(key)
     const ids: string[] = []
     let stop = false
+    /** Resolves once the load has written `n` tokens in all. */
+    const waits: { n: number; resolve: () => void }[] = []
+    const written = (n: number) => new Promise<void>((resolve) => waits.push({ n, resolve }))
     const load = (async () => {
       let n = 0
       while (!stop) {
         const made = await client.tokens.create({ type: 'token', data: { n } })
         ids.push(made.id)
+        for (const w of waits.filter((w) => ids.length >= w.n)) w.resolve()
         expect((await client.tokens.get(made.id)).data).toEqual({ n })
         n++
         // The memory store answers in microtasks: let timers (and the rotation) run between calls.
         await new Promise((resolve) => setImmediate(resolve))
       }
     })()
-    await new Promise((resolve) => setTimeout(resolve, 30))
+    // Tokens written before, during and after the rotation.
+    await written(10)
     const rotated = await service.admin.rotateMasterKey(newKey)
     expect(rotated).toEqual({ tenants: 2, keyId: localMasterKey(newKey).keyId })
-    await new Promise((resolve) => setTimeout(resolve, 30))
+    await written(ids.length + 10)
     stop = true
     await load
-    expect(ids.length).toBeGreaterThan(10)
+    expect(ids.length).toBeGreaterThanOrEqual(20)
     // A service with only the new key reads every token; one with only the old key can't.
     const fresh = createService({ store, clock: manualClock(), runner: null, masterKey: newKey })
     await fresh.admin.verifyMasterKey()

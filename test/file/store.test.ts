@@ -1,6 +1,8 @@
+import { open as openLmdb } from 'lmdb'
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
-import { link, NOW, put, T } from './fixtures.js'
+import { key } from '../../adapters/file/keys.js'
+import { link, NOW, put, T, token } from './fixtures.js'
 import { tempDir } from './helpers.js'
 
 describe('file store writes', () => {
@@ -35,5 +37,63 @@ describe('file store writes', () => {
     await expect(store.write({ ops: [put('b', { created_at: NOW })] })).rejects.toMatchObject({
       code: 'closed',
     })
+  })
+
+  it('a tenant with 3000 writes queued holds another tenant’s write back by at most one commit', async () => {
+    const store = await fileStore({ path: await tempDir(), durability: 'none' })
+    const order: string[] = []
+    const writes = Array.from({ length: 3000 }, (_, n) =>
+      store.write({ ops: [put(`a-${n}`)] }).then(() => order.push(`a-${n}`)),
+    )
+    writes.push(store.write({ ops: [put('b-0', { tenant_id: 'tenant-b' })] }).then(() => order.push('b-0')))
+    await Promise.all(writes)
+    // Commits carry about 1000 ops: B's write goes in the first one taken after it queued, not after
+    // all of A's (FIFO would answer it last, at 3001).
+    expect(order.indexOf('b-0')).toBeLessThan(2000)
+    // A's own writes are answered in the order they came.
+    const a = order.filter((id) => id.startsWith('a-'))
+    expect(a).toEqual(Array.from({ length: 3000 }, (_, n) => `a-${n}`))
+    expect(await store.getToken('tenant-b', 'b-0')).not.toBeNull()
+    await store.close()
+  })
+
+  it("counts a tenant's tokens with its writes (puts again, deletes, other tenants), and counts them once when opening a format 1 store", async () => {
+    const path = await tempDir()
+    let store = await fileStore({ path })
+    const total = async (tenant: string, now = NOW) =>
+      (await store.listTokens(tenant, { offset: 0, limit: 1, now })).total
+    await store.write({
+      ops: [put('a'), put('b'), put('c'), put('e', { expires_at: '2030-01-01T00:30:00.000Z' })],
+    })
+    await store.write({ ops: [put('a'), { op: 'token.put', token: token('a', { tenant_id: 'other' }) }] })
+    await store.write({
+      ops: [
+        { op: 'token.delete', tenant_id: T, id: 'b' },
+        { op: 'token.delete', tenant_id: T, id: 'never' },
+      ],
+    })
+    expect(await total(T)).toBe(3)
+    expect(await total(T, '2030-01-01T00:30:00.000Z')).toBe(2) // e has expired
+    expect(await total('other')).toBe(1)
+    expect(await total('nobody')).toBe(0)
+    await store.close()
+    // A store of format 1 kept no counts: opening it counts the tokens once and marks it format 2.
+    const raw = openLmdb({ path, keyEncoding: 'binary', encoding: 'json', maxDbs: 30 })
+    const meta = raw.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' })
+    await meta.put(Buffer.from('format'), 1)
+    await meta.remove(key('tokenCount', T))
+    await meta.remove(key('tokenCount', 'other'))
+    await raw.close()
+    store = await fileStore({ path })
+    expect(await total(T)).toBe(3)
+    expect(await total('other')).toBe(1)
+    await store.write({ ops: [put('d')] })
+    expect(await total(T)).toBe(4)
+    await store.close()
+    const check = openLmdb({ path, keyEncoding: 'binary', encoding: 'json', maxDbs: 30 })
+    expect(
+      check.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' }).get(Buffer.from('format')),
+    ).toBe(2)
+    await check.close()
   })
 })

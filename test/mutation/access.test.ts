@@ -12,6 +12,7 @@ import {
   tokenAccess,
   withoutData,
 } from '../../src/access.js'
+import { ExpressionBudget } from '../../src/budget.js'
 import { ServiceError } from '../../src/errors.js'
 import type { AccessRule, Condition, Permission, StoredToken, Transform } from '../../src/types.js'
 
@@ -152,6 +153,24 @@ describe('what a transform shows', () => {
     expect(applyTransform(full, 'mask').data).toBe('1111')
     expect(applyTransform(full, 'reveal').data).toEqual({ number: '4111111111111111' })
     expect('data' in applyTransform(bare, 'mask')).toBe(false)
+  })
+
+  it('a mask that fails on its data hides the data (no data key); past the request budget the read fails', () => {
+    const broken = token({ mask: '{{ data.number' })
+    for (const budget of [undefined, new ExpressionBudget()]) {
+      const shown = applyTransform(broken, 'mask', budget)
+      expect(Object.hasOwn(shown, 'data')).toBe(false)
+      expect(shown.mask).toBe('{{ data.number')
+    }
+    expect(applyTransform(broken, 'reveal').data).toEqual({ number: '4111111111111111' })
+    // A mask that works, evaluated under a budget too small for it: the read fails, naming the limit.
+    const spent = new ExpressionBudget(10)
+    expect(() => applyTransform(token({ mask: '{{ data.number | last4 }}' }), 'mask', spent)).toThrow(
+      /mask: is past the expression budget: .* at most 10 units/,
+    )
+    expect(spent.exhausted).toBe(true)
+    // Once the budget is spent, a mask that fails fails the read (with its own error) rather than hiding.
+    expect(() => applyTransform(broken, 'mask', spent)).toThrow('mask: has a "{{" without its "}}"')
   })
 
   it('a write answer shows no more than a read: redacted without read or under redact, masked otherwise', () => {

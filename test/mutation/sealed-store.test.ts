@@ -72,6 +72,45 @@ describe('sealed tokens', () => {
     expect((await sealed.getToken('ten', 'b'))?.mask).toBe('m')
   })
 
+  it('a sealed card reads without its cvc once the cvc deadline has come, and with it before', async () => {
+    const { sealed, token } = await world()
+    const card = { number: '4242424242424242', cvc: '123' }
+    await sealed.write({
+      ops: [
+        { op: 'token.put', token: token('due', { data: card, cvc_expires_at: NOW }) },
+        {
+          op: 'token.put',
+          token: token('later', { data: card, cvc_expires_at: '2030-01-01T00:00:00.001Z' }),
+        },
+        { op: 'token.put', token: token('none', { data: card }) },
+      ],
+    })
+    const due = (await sealed.getToken('ten', 'due'))!
+    expect(due.data).toEqual({ number: '4242424242424242' })
+    expect('cvc_expires_at' in due).toBe(false)
+    expect((await sealed.getToken('ten', 'later'))!.data).toEqual(card)
+    expect((await sealed.getToken('ten', 'none'))!.data).toEqual(card)
+  })
+
+  it('children listed through the sealed store open', async () => {
+    const { sealed, token } = await world()
+    await sealed.write({
+      ops: [
+        { op: 'token.put', token: token('parent') },
+        { op: 'token.put', token: token('child', { data: { secret: 'child-secret' }, mask: 'm' }) },
+        {
+          op: 'association.put',
+          association: { tenant_id: 'ten', parent_id: 'parent', child_id: 'child', created_at: NOW },
+        },
+      ],
+    })
+    const page = await sealed.listChildren('ten', 'parent', { offset: 0, limit: 10, now: NOW })
+    expect(page.total).toBe(1)
+    expect(page.items.map((t) => [t.id, t.data, t.mask])).toEqual([
+      ['child', { secret: 'child-secret' }, 'm'],
+    ])
+  })
+
   it('a ciphertext that opens to anything but [data] or [data, mask] is refused with the exact error', async () => {
     const { sealed, plant } = await world()
     for (const [id, value] of [
@@ -277,7 +316,7 @@ describe('guarded writes through the sealed store', () => {
 })
 
 describe('transactions through the sealed store', () => {
-  it('staged token writes are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
+  it('staged records are sealed in the raw store and open when read; transaction.unchanged holds for an equal copy', async () => {
     const { raw, sealed, token } = await world()
     const tx = {
       id: 'tx',
@@ -286,15 +325,31 @@ describe('transactions through the sealed store', () => {
       created_at: NOW,
       created_by: 'a',
       expires_at: '2030-01-02T00:00:00.000Z',
-      writes: [{ op: 'token.put' as const, token: token('staged', { data: 'staged-secret', mask: 'mm' }) }],
-      locks: ['staged'],
+      version: 1,
     }
-    await sealed.write({ ops: [{ op: 'transaction.put', transaction: tx }] })
-    const stored = JSON.stringify(await raw.getTransaction('ten', 'tx'))
+    const staged = {
+      tenant_id: 'ten',
+      transaction_id: 'tx',
+      token_id: 'staged',
+      seq: 1,
+      token: token('staged', { data: 'staged-secret', mask: 'mask-secret' }),
+    }
+    const deleted = { ...staged, token_id: 'gone', token: null }
+    await sealed.write({
+      ops: [
+        { op: 'transaction.put', transaction: tx },
+        { op: 'staged.put', staged },
+        { op: 'staged.put', staged: deleted },
+      ],
+    })
+    const stored = JSON.stringify(await raw.listStaged('ten', 'tx', { limit: 10 }))
     expect(stored).not.toContain('staged-secret')
+    expect(stored).not.toContain('mask-secret')
     expect(stored).toContain('$sealed')
+    expect(await sealed.getStaged('ten', 'tx', ['staged', 'gone'])).toEqual([staged, deleted])
+    expect(await sealed.listStaged('ten', 'tx', { limit: 10 })).toEqual([deleted, staged])
     const read = (await sealed.getTransaction('ten', 'tx'))!
-    expect(read.writes).toEqual(tx.writes)
+    expect(read).toEqual(tx)
     const guarded = (check: typeof read, state: 'committed' | 'rolled_back') =>
       sealed.write({
         checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction: check }],
@@ -302,5 +357,48 @@ describe('transactions through the sealed store', () => {
       })
     expect(await guarded(structuredClone(read), 'rolled_back')).toEqual({ ok: true })
     expect((await guarded(read, 'committed')).ok).toBe(false)
+  })
+
+  it('transaction.unchanged: a copy that differs from the stored one fails, whatever was staged beside it', async () => {
+    const { sealed, token } = await world()
+    const base = {
+      id: 'tx',
+      tenant_id: 'ten',
+      state: 'open' as const,
+      created_at: NOW,
+      created_by: 'a',
+      expires_at: '2030-01-02T00:00:00.000Z',
+      version: 0,
+    }
+    const guard = (transaction: typeof read) =>
+      sealed.write({
+        checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'tx', transaction }],
+        ops: [],
+      })
+    // Nothing staged: an equal copy holds, a copy that differs in any field fails.
+    await sealed.write({ ops: [{ op: 'transaction.put', transaction: base }] })
+    const read = (await sealed.getTransaction('ten', 'tx'))!
+    expect(await guard(structuredClone(read))).toEqual({ ok: true })
+    expect((await guard({ ...structuredClone(read), state: 'committed' })).ok).toBe(false)
+    expect((await guard({ ...structuredClone(read), version: 1 })).ok).toBe(false)
+    // A staged write (sealed in its own record) bumps the version: the copy read before it fails.
+    const staged = { tenant_id: 'ten', transaction_id: 'tx', token_id: 'staged', seq: 1 }
+    await sealed.write({
+      ops: [
+        { op: 'transaction.put', transaction: { ...base, version: 1 } },
+        { op: 'staged.put', staged: { ...staged, token: token('staged', { data: 'staged-secret' }) } },
+      ],
+    })
+    const withWrites = (await sealed.getTransaction('ten', 'tx'))!
+    expect(await guard(structuredClone(withWrites))).toEqual({ ok: true })
+    expect((await guard({ ...structuredClone(withWrites), expires_at: NOW })).ok).toBe(false)
+    expect((await guard(structuredClone(read))).ok).toBe(false)
+    // A transaction that is not stored: no copy of one holds.
+    const gone = { ...structuredClone(withWrites), id: 'gone' }
+    const result = await sealed.write({
+      checks: [{ check: 'transaction.unchanged', tenant_id: 'ten', id: 'gone', transaction: gone }],
+      ops: [],
+    })
+    expect(result.ok).toBe(false)
   })
 })

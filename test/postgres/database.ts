@@ -43,6 +43,24 @@ export async function dropSchemas(pool: pg.Pool, schemas: string[]): Promise<voi
   for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
 }
 
+/**
+ * Resolves once some session waits for the advisory lock `key` (a `LockKeys` key): the database's
+ * own `pg_locks` says so, rather than a sleep. Fails after 10 s (a guard against hanging).
+ */
+export async function waitingForLock(pool: pg.Pool | pg.PoolClient, key: string): Promise<void> {
+  const deadline = performance.now() + 10_000
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+         AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint`,
+      [key],
+    )
+    if (rows[0]!.n > 0) return
+    if (performance.now() > deadline) throw new Error(`no session waits for the advisory lock ${key}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /** Empties every table of a store's schema. */
 export async function truncateAll(pool: pg.Pool, schema: string): Promise<void> {
   const { rows } = await pool.query<{ name: string }>(

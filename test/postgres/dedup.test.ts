@@ -3,7 +3,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { LockKeys } from '../../adapters/postgres/locking.js'
 import type { StoredToken } from '../../src/types.js'
-import { describePostgres, dropSchemas, freshSchema, testPool, twoServices } from './database.js'
+import {
+  describePostgres,
+  dropSchemas,
+  freshSchema,
+  testPool,
+  twoServices,
+  waitingForLock,
+} from './database.js'
 
 const T = 'tenant-a'
 const NOW = '2030-01-01T00:00:00.000Z'
@@ -116,7 +123,8 @@ describePostgres('deduplicate_token on PostgreSQL', (url) => {
           done = true
           return result
         })
-      await new Promise((resolve) => setTimeout(resolve, 200))
+      // It waits for the fingerprint's lock, held shared by the put in flight.
+      await waitingForLock(pools[0]!, key)
       expect(done).toBe(false)
       await holder.query('COMMIT')
       const result = await dedup

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import type { Store } from '../../src/store/contract.js'
 import { nameFilter, step } from '../../testing/store/arbitraries.js'
-import { expectSameAsMemory } from '../../testing/store/observe.js'
+import { expectSameAsModel } from '../../testing/store/observe.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
 
-describePostgres('postgres store behaves exactly like MemoryState', (url) => {
+describePostgres('postgres store behaves exactly like the contract model', (url) => {
   let pool: pg.Pool
   let store: Store
   const schema = freshSchema()
@@ -30,7 +30,7 @@ describePostgres('postgres store behaves exactly like MemoryState', (url) => {
         fc.array(nameFilter, { maxLength: 3 }),
         async (steps, filters) => {
           await truncateAll(pool, schema)
-          await expectSameAsMemory(store, steps, filters)
+          await expectSameAsModel(store, steps, filters)
         },
       ),
       { numRuns: 80 },

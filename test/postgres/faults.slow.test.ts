@@ -163,20 +163,25 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
       const acknowledged: string[] = []
       const statuses: number[] = []
       let stop = false
+      /** Resolves once `n` creates in all have been acknowledged. */
+      const waits: { n: number; resolve: () => void }[] = []
+      const acked = (n: number) => new Promise<void>((resolve) => waits.push({ n, resolve }))
       const load = Promise.all(
         Array.from({ length: 8 }, async (_, worker) => {
           for (let i = 0; !stop; i++) {
             const created = await call('POST', '/tokens', key, { type: 'token', data: `w${worker}-${i}` })
             statuses.push(created.status)
             if (created.status === 201) acknowledged.push(created.body.id)
+            for (const w of waits.filter((w) => acknowledged.length >= w.n)) w.resolve()
           }
         }),
       )
+      // Each restart comes after 10 more creates were acknowledged, and the load stops 10 after the last.
       for (let i = 0; i < 2; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 300))
+        await acked(acknowledged.length + 10)
         execFileSync('bash', [script, 'restart', dir], { stdio: 'ignore' })
       }
-      await new Promise((resolve) => setTimeout(resolve, 300))
+      await acked(acknowledged.length + 10)
       stop = true
       await load
       expect(statuses.filter((s) => s !== 201 && s !== 503)).toEqual([])

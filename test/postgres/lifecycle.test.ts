@@ -2,7 +2,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { MIGRATIONS } from '../../adapters/postgres/migrations.js'
-import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, waitingForLock } from './database.js'
 
 const T = 'tenant-a'
 const NOW = '2030-01-01T00:00:00.000Z'
@@ -45,6 +45,55 @@ describePostgres('postgres store lifecycle', (url) => {
       expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version))
     } finally {
       await Promise.all(pools.map((p) => p.end()))
+    }
+  })
+
+  it('a schema at version 1 gains its per-tenant counts in step 2, counting what it holds', async () => {
+    const s = schema()
+    const store = await postgresStore({ pool, schema: s })
+    const idem = (id: string) => ({
+      tenant_id: T,
+      id,
+      state: 'done' as const,
+      claim: 'c',
+      request: 'r',
+      created_at: NOW,
+      lease_until: NOW,
+      expires_at: '2030-01-02T00:00:00.000Z',
+    })
+    const session = (id: string, state: 'created' | 'authorized') => ({
+      id,
+      tenant_id: T,
+      application_id: 'pub',
+      key_hash: `key-${id}`,
+      nonce_hash: `nonce-${id}`,
+      state,
+      permissions: [],
+      created_at: NOW,
+      expires_at: '2030-01-01T00:03:00.000Z',
+    })
+    await store.write({
+      ops: [
+        { op: 'idempotency.put', record: idem('a') },
+        { op: 'idempotency.put', record: idem('b') },
+        { op: 'session.put', session: session('s1', 'created') },
+        { op: 'session.put', session: session('s2', 'authorized') },
+      ],
+    })
+    await store.close()
+    // Back to version 1: no counts, no triggers keeping them.
+    await pool.query(`DROP TABLE "${s}".record_counts CASCADE;
+      DROP TRIGGER idempotency_count ON "${s}".idempotency; DROP TRIGGER session_count ON "${s}".sessions;
+      DROP FUNCTION "${s}".idempotency_count(), "${s}".session_count(), "${s}".record_count(text, text, integer);
+      DELETE FROM "${s}".tokenvault_migrations WHERE version = 2`)
+    const again = await postgresStore({ pool, schema: s })
+    try {
+      expect(await again.countRecords(T, 'idempotency')).toBe(2)
+      expect(await again.countRecords(T, 'session.created')).toBe(1)
+      await again.write({ ops: [{ op: 'session.put', session: session('s1', 'authorized') }] })
+      expect(await again.countRecords(T, 'session.created')).toBe(0)
+    } finally {
+      await again.close()
     }
   })
 
@@ -97,7 +146,8 @@ describePostgres('postgres store lifecycle', (url) => {
     const holder = await pool.connect()
     try {
       await holder.query('BEGIN')
-      await holder.query(`SELECT pg_advisory_xact_lock(${new LockKeys(s).key(`token\u0000${T}\u0000a`)})`)
+      const lockOfA = new LockKeys(s).key(`token\u0000${T}\u0000a`)
+      await holder.query(`SELECT pg_advisory_xact_lock(${lockOfA})`)
       let aDone = false
       const a = store.write({ ops: [{ op: 'token.put', token: token('a') }] }).then((r) => {
         aDone = true
@@ -105,7 +155,8 @@ describePostgres('postgres store lifecycle', (url) => {
       })
       const b = await store.write({ ops: [{ op: 'token.put', token: token('b') }] })
       expect(b).toEqual({ ok: true })
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      // The write of a waits for a's lock in the database.
+      await waitingForLock(pool, lockOfA)
       expect(aDone).toBe(false)
       await holder.query('COMMIT')
       await expect(a).resolves.toEqual({ ok: true })

@@ -1,4 +1,4 @@
-import type { StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
+import type { StagedWrite, StoredSession, StoredToken, StoredTransaction } from '../../src/types.js'
 
 /** The tenant of the cross-process race. */
 export const T = 'race-tenant'
@@ -38,6 +38,14 @@ export const raceTransaction = (round: number): StoredTransaction => ({
   created_by: 'app',
   expires_at: '2030-01-01T01:00:00.000Z',
   state: 'open',
-  writes: [{ op: 'token.put', token: raceToken(`staged-${round}`, 'app') }],
-  locks: [`staged-${round}`],
+  version: 1,
+})
+
+/** The one staged record of round `round`'s transaction: a token it creates. */
+export const raceStaged = (round: number): StagedWrite => ({
+  tenant_id: T,
+  transaction_id: `tx-${round}`,
+  token_id: `staged-${round}`,
+  seq: 1,
+  token: raceToken(`staged-${round}`, 'app'),
 })

@@ -7,6 +7,7 @@
 import { createInterface } from 'node:readline'
 import pg from 'pg'
 import { postgresStore } from '../../adapters/postgres/index.js'
+import type { Op } from '../../src/types.js'
 import { raceToken, T } from './race-records.js'
 
 const [url, schema, name] = process.argv.slice(2) as [string, string, string]
@@ -18,6 +19,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   const round = Number(line)
   const now = '2030-01-01T00:00:00.000Z'
   const open = await store.getTransaction(T, `tx-${round}`)
+  const staged = await store.listStaged(T, `tx-${round}`, { limit: 10 })
   const pending = await store.getSessionByNonce(T, `nonce-${round}`)
   // Like the core, authorize only a session read as pending and commit only a transaction read as
   // open, each guarded on the record being unchanged since.
@@ -32,8 +34,16 @@ for await (const line of createInterface({ input: process.stdin })) {
       ? store.write({
           checks: [{ check: 'transaction.unchanged', tenant_id: T, id: `tx-${round}`, transaction: open }],
           ops: [
-            ...open.writes,
-            { op: 'transaction.put', transaction: { ...open, state: 'committed', writes: [], locks: [] } },
+            ...staged.flatMap((w): Op[] => (w.token ? [{ op: 'token.put', token: w.token }] : [])),
+            { op: 'transaction.put', transaction: { ...open, state: 'committed' } },
+            ...staged.map(
+              (w): Op => ({
+                op: 'staged.delete',
+                tenant_id: T,
+                transaction_id: w.transaction_id,
+                token_id: w.token_id,
+              }),
+            ),
             { op: 'token.put', token: raceToken(`won-${round}`, name) },
           ],
         })

@@ -26,16 +26,16 @@ async function serve(store: string) {
   })
   const lines: string[] = []
   const reader = createInterface({ input: child.stdout! })
-  const listening = new Promise<string>((resolve, reject) => {
+  // The start lines end with `docs: …`, after the management key when there is one.
+  const started = new Promise<void>((resolve, reject) => {
     reader.on('line', (line) => {
       lines.push(line)
-      if (line.startsWith('listening on ')) resolve(line.slice('listening on '.length))
+      if (line.startsWith('docs: ')) resolve()
     })
     child.on('exit', () => reject(new Error(`the server exited: ${stderr}`)))
   })
-  const url = await listening
-  // The management key, when there is one, is printed right after the listening line.
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  await started
+  const url = lines.find((l) => l.startsWith('listening on '))!.slice('listening on '.length)
   return { child, url, lines }
 }
 

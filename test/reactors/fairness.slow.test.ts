@@ -5,11 +5,37 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
+import { startSandboxWorker } from '../../adapters/sandbox/index.js'
 import type { FormulaRunner } from '../../src/runner.js'
 import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
 const { open, closeAll } = runnersOfFile()
 afterAll(closeAll)
+
+/**
+ * A sandbox runner whose workers report each run they start (the `started` message a worker sends
+ * its pool before it runs a run's code): `started(n)` resolves once `n` runs have started in all.
+ * Tests wait on it, not on a sleep, for a run to hold a worker.
+ */
+function runnerCountingStarts(options: Parameters<typeof open>[0]) {
+  let count = 0
+  const waiting: { n: number; resolve: () => void }[] = []
+  const runner = open({
+    ...options,
+    startWorker: (config) => {
+      const worker = startSandboxWorker(config)
+      worker.on('message', (message: unknown) => {
+        if ((message as { t?: unknown } | null)?.t !== 'started') return
+        count++
+        for (const w of waiting.filter((w) => count >= w.n)) w.resolve()
+      })
+      return worker
+    },
+  })
+  const started = (n: number) =>
+    count >= n ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ n, resolve }))
+  return { runner, started, count: () => count }
+}
 
 /** A world with reactors made from `code` in both tenants. */
 async function reactorsOf(runner: FormulaRunner | undefined, code: string, reactorTimeoutMs?: number) {
@@ -25,7 +51,7 @@ async function reactorsOf(runner: FormulaRunner | undefined, code: string, react
 
 describe('fair', () => {
   it("one tenant's 8 hanging reacts delay another tenant's react by about one timeout at most", async () => {
-    const runner = open({ poolSize: 2 })
+    const { runner, started: runsStarted } = runnerCountingStarts({ poolSize: 2 })
     const w = await world({ runner, reactorTimeoutMs: 1000 })
     const make = async (t: typeof w.a, code: string) => {
       const f = await t.admin.reactorFormulas.create(
@@ -36,7 +62,8 @@ describe('fair', () => {
     const hang = await make(w.a, 'module.exports = async () => { for (;;) {} }')
     const quick = await make(w.b, 'module.exports = async () => ({ raw: "b" })')
     const hanging = Array.from({ length: 8 }, () => failure(w.a.client.reactors.react(hang.id, {})))
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // Both workers hold one of a's hanging runs (the other six wait) before b asks.
+    await runsStarted(2)
     const started = performance.now()
     expect((await w.b.client.reactors.react(quick.id, {})).raw).toBe('b')
     expect(performance.now() - started).toBeLessThanOrEqual(2500)
@@ -44,7 +71,7 @@ describe('fair', () => {
   })
 
   it('past the per-tenant backlog a react answers 429 with Retry-After, and other tenants still run', async () => {
-    const runner = open({ poolSize: 1, maxQueuedPerTenant: 2 })
+    const { runner, started, count } = runnerCountingStarts({ poolSize: 1, maxQueuedPerTenant: 2 })
     const w = await world({ runner, reactorTimeoutMs: 1000 })
     const make = async (t: typeof w.a, code: string) => {
       const f = await t.admin.reactorFormulas.create(
@@ -56,7 +83,8 @@ describe('fair', () => {
     const quick = await make(w.b, 'module.exports = async () => ({ raw: "b" })')
     await w.b.client.reactors.react(quick.id, {})
     const first = failure(w.a.client.reactors.react(hang.id, {}))
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // The first hanging run holds the one worker before the next two fill a's backlog.
+    await started(count() + 1)
     const queued = [
       failure(w.a.client.reactors.react(hang.id, {})),
       failure(w.a.client.reactors.react(hang.id, {})),
@@ -67,8 +95,9 @@ describe('fair', () => {
     for (const error of await Promise.all([first, ...queued])) expect(error.status).toBe(504)
 
     const handler = createHttpHandler(w.service)
+    const before = count()
     const again = [failure(w.a.client.reactors.react(hang.id, {}))]
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await started(before + 1)
     again.push(
       failure(w.a.client.reactors.react(hang.id, {})),
       failure(w.a.client.reactors.react(hang.id, {})),

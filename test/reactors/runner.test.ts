@@ -136,11 +136,23 @@ describe('sandboxRunner', () => {
   })
 
   it('close ends runs in flight and later ones as crashed; service.close closes its runner', async () => {
-    const runner = sandboxRunner({ poolSize: 1 })
+    // The worker's `started` message says the run holds it: close comes while the run is in flight.
+    let inFlight: () => void = () => {}
+    const started = new Promise<void>((resolve) => (inFlight = resolve))
+    const runner = sandboxRunner({
+      poolSize: 1,
+      startWorker: (config) => {
+        const worker = startSandboxWorker(config)
+        worker.on('message', (message: unknown) => {
+          if ((message as { t?: unknown } | null)?.t === 'started') inFlight()
+        })
+        return worker
+      },
+    })
     const pending = runner.run('module.exports = async () => { while (true) {} }', request, {
       timeoutMs: 10_000,
     })
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await started
     const service = createService({ store: memoryStore(), clock: manualClock(), runner })
     await service.close()
     expect(await pending).toMatchObject({ ok: false, kind: 'crashed' })

@@ -46,7 +46,7 @@ describe('createTestVault', () => {
 
   it('snapshot → change → restore gives the same state again, byte for byte, link order and clock included', async () => {
     const vault = await createTestVault()
-    await populated(vault)
+    const { tx } = await populated(vault)
     const before = await vault.snapshot()
     vault.clock.advance(60_000)
     await vault.client().tokens.delete('c1')
@@ -59,6 +59,10 @@ describe('createTestVault', () => {
     const children = await vault.client().tokens.children.list('parent')
     expect(children.data.map((t) => t.id)).toEqual(['c3', 'c1', 'c2'])
     expect((await vault.client().tokens.get('c1')).data).toBe('c1')
+    // The open transaction's staged create came back with it (sealed again) and commits.
+    await expect(vault.client().tokens.get('staged')).rejects.toMatchObject({ code: 'not_found' })
+    await vault.client().transactions.commit(tx.id)
+    expect((await vault.client().tokens.get('staged')).data).toBe('in tx')
     await vault.close()
   })
 

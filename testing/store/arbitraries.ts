@@ -19,10 +19,20 @@ import type { Step } from './observe.js'
 export const TENANTS = ['T', 'U'] as const
 /** Every timestamp (creation, expiry, "now") the batches use: equal ones test the `<=` edges. */
 export const TIMES = ['2030-01-01T00:00:00.000Z', '2030-01-01T01:00:00.000Z', '2030-01-01T02:00:00.000Z']
-/** Key hashes shared by applications and sessions of both tenants. */
-export const KEY_HASHES = ['k1', 'k2', 'k3']
-/** Nonce hashes shared by the sessions. */
-export const NONCES = ['n1', 'n2']
+/** Application ids. */
+const APPLICATION_IDS = ['a1', 'a2', 'a3']
+/** Session ids. */
+const SESSION_IDS = ['s1', 's2']
+/**
+ * Every key hash: each application and session (by tenant and id) has two of its own to choose
+ * from, as SHA-256 hashes of random keys are never shared by two records; a record's hash changes
+ * as it is put again, and an application may hold several.
+ */
+export const KEY_HASHES = TENANTS.flatMap((t) =>
+  [...APPLICATION_IDS, ...SESSION_IDS].flatMap((id) => [`${t}.${id}.k1`, `${t}.${id}.k2`]),
+)
+/** Every nonce hash: two per session id (nonces are looked up within a tenant). */
+export const NONCES = SESSION_IDS.flatMap((id) => [`${id}.n1`, `${id}.n2`])
 /** Token ids. */
 export const TOKEN_IDS = ['a', 'b', 'c']
 /** Formula names with `LIKE` metacharacters, case folding that changes length, and UTF-16 ordering traps. */
@@ -84,44 +94,72 @@ const transaction: fc.Arbitrary<StoredTransaction> = fc.record({
   created_by: fc.constant('app'),
   expires_at: time,
   state: fc.constantFrom('open', 'open', 'committed', 'rolled_back', 'expired'),
-  writes: fc.array(simpleOp, { maxLength: 2 }),
-  locks: fc.array(tokenId, { maxLength: 3 }),
+  version: fc.integer({ min: 0, max: 3 }),
 })
 
-const session: fc.Arbitrary<StoredSession> = fc.record({
-  id: fc.constantFrom('s1', 's2'),
+const stagedWrite = fc.record({
   tenant_id: tenant,
-  application_id: fc.constant('pub'),
-  key_hash: fc.constantFrom(...KEY_HASHES),
-  nonce_hash: fc.constantFrom(...NONCES),
-  state: fc.constantFrom('created', 'authorized'),
-  permissions: fc.constant([]),
-  created_at: time,
-  expires_at: time,
+  transaction_id: txId,
+  token_id: tokenId,
+  seq: fc.integer({ min: 1, max: 3 }),
+  token: fc.option(token, { nil: null }),
 })
 
-const singleKeyApplication: fc.Arbitrary<StoredApplication> = fc.record(
-  {
-    id: fc.constantFrom('a1', 'a2', 'a3'),
+const session: fc.Arbitrary<StoredSession> = fc
+  .record({
+    id: fc.constantFrom(...SESSION_IDS),
     tenant_id: tenant,
-    name: fc.constant('app'),
-    type: fc.constant('private'),
-    permissions: fc.constant(['token:read']),
+    application_id: fc.constant('pub'),
+    key_hash: fc.constantFrom('k1', 'k2'),
+    nonce_hash: fc.constantFrom('n1', 'n2'),
+    state: fc.constantFrom('created', 'authorized'),
+    permissions: fc.constant([]),
     created_at: time,
-    key_hash: fc.constantFrom(...KEY_HASHES),
     expires_at: time,
-  },
-  { requiredKeys: ['id', 'tenant_id', 'name', 'type', 'permissions', 'created_at', 'key_hash'] },
-)
+  })
+  .map(
+    (s): StoredSession => ({
+      ...s,
+      permissions: [],
+      key_hash: `${s.tenant_id}.${s.id}.${s.key_hash}`,
+      nonce_hash: `${s.id}.${s.nonce_hash}`,
+    }),
+  )
+
+const singleKeyApplication: fc.Arbitrary<StoredApplication> = fc
+  .record(
+    {
+      id: fc.constantFrom(...APPLICATION_IDS),
+      tenant_id: tenant,
+      name: fc.constant('app'),
+      type: fc.constant('private'),
+      permissions: fc.constant(['token:read']),
+      created_at: time,
+      key_hash: fc.constantFrom('k1', 'k2'),
+      expires_at: time,
+    },
+    { requiredKeys: ['id', 'tenant_id', 'name', 'type', 'permissions', 'created_at', 'key_hash'] },
+  )
+  .map(
+    (a): StoredApplication => ({
+      ...a,
+      permissions: ['token:read'],
+      key_hash: `${a.tenant_id}.${a.id}.${a.key_hash}`,
+    }),
+  )
 
 /** Applications holding several keys (or none), beside those of one `key_hash`. */
 const application: fc.Arbitrary<StoredApplication> = fc.oneof(
   singleKeyApplication,
   fc
-    .tuple(singleKeyApplication, fc.uniqueArray(fc.constantFrom(...KEY_HASHES), { maxLength: 2 }))
+    .tuple(singleKeyApplication, fc.uniqueArray(fc.constantFrom('k1', 'k2'), { maxLength: 2 }))
     .map(([{ key_hash: _one, ...a }, hashes]) => ({
       ...a,
-      keys: hashes.map((key_hash, i) => ({ id: `key-${i}`, key_hash, created_at: a.created_at })),
+      keys: hashes.map((key, i) => ({
+        id: `key-${i}`,
+        key_hash: `${a.tenant_id}.${a.id}.${key}`,
+        created_at: a.created_at,
+      })),
     })),
 )
 
@@ -166,6 +204,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     .record({ tenant_id: tenant, token_id: tokenId, transaction_id: txId, expires_at: time })
     .map((lock): Op => ({ op: 'lock.put', lock })),
   fc.record({ tenant_id: tenant, token_id: tokenId }).map((r): Op => ({ op: 'lock.delete', ...r })),
+  stagedWrite.map((staged): Op => ({ op: 'staged.put', staged })),
+  fc
+    .record({ tenant_id: tenant, transaction_id: txId, token_id: tokenId })
+    .map((r): Op => ({ op: 'staged.delete', ...r })),
   session.map((s): Op => ({ op: 'session.put', session: s })),
   fc
     .record({ tenant_id: tenant, id: fc.constantFrom('s1', 's2') })

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import { nameFilter, step } from './arbitraries.js'
-import { expectSameAsMemory } from './observe.js'
+import { expectSameAsModel } from './observe.js'
 
 /** How the equivalence harness gets stores. */
 export interface EquivalenceHarness {
@@ -18,8 +18,9 @@ export interface EquivalenceHarness {
 /**
  * The model-based equivalence harness: random sequences of write batches (over a tiny universe of
  * ids, so that they collide), expiry listings and sweeps, each step answered by the store exactly
- * as by the reference model (the memory store), then every read compared. Durable stores are
- * reopened every few steps. Needs vitest and fast-check (optional peer dependencies).
+ * as by the contract model (`testing/store/model.ts`: plain arrays and linear scans, sharing no
+ * code with any store), then every read compared. Durable stores are reopened every few steps.
+ * Needs vitest and fast-check (optional peer dependencies).
  */
 export function storeEquivalence(harness: EquivalenceHarness): void {
   describe(`Store equivalence: ${harness.name}`, () => {
@@ -32,7 +33,7 @@ export function storeEquivalence(harness: EquivalenceHarness): void {
             const store = await harness.open()
             let last = store
             try {
-              last = await expectSameAsMemory(store, steps, filters, harness.reopen?.bind(harness))
+              last = await expectSameAsModel(store, steps, filters, harness.reopen?.bind(harness))
             } finally {
               await last.close().catch(() => {})
             }

@@ -83,7 +83,7 @@ export function guardTests(fresh: () => Promise<Store>): void {
 
   it('transaction.unchanged fails for a deleted, moved or changed transaction', async () => {
     const store = await fresh()
-    const open = tx('t1', { locks: ['x'] })
+    const open = tx('t1')
     await store.write({ ops: [{ op: 'transaction.put', transaction: open }] })
     const unchanged = (transaction: typeof open, marker: string) =>
       guarded(store, { check: 'transaction.unchanged', tenant_id: T, id: 't1', transaction }, marker)
@@ -99,15 +99,16 @@ export function guardTests(fresh: () => Promise<Store>): void {
     ).toBe(false)
     await store.write({
       ops: [
+        { op: 'transaction.put', transaction: { ...open, version: 1 } },
         {
-          op: 'transaction.put',
-          transaction: { ...open, writes: [{ op: 'token.put', token: token('y') }], locks: ['x', 'y'] },
+          op: 'staged.put',
+          staged: { tenant_id: T, transaction_id: 't1', token_id: 'y', seq: 1, token: token('y') },
         },
       ],
     })
     expect(await unchanged(open, 'm5')).toBe(false)
     const staged = await store.getTransaction(T, 't1')
-    expect(staged?.locks).toEqual(['x', 'y'])
+    expect(staged?.version).toBe(1)
     expect(await unchanged(staged!, 'm6')).toBe(true)
     await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 't1' }] })
     expect(await store.getTransaction(T, 't1')).toBeNull()

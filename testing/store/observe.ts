@@ -1,16 +1,15 @@
 import { expect } from 'vitest'
-import { memoryStore } from '../../adapters/memory/index.js'
 import type { RecordKey, Store } from '../../src/store/contract.js'
-import type { MemoryState } from '../../src/store/memory-state.js'
 import { sweepExpired } from '../../src/sweep.js'
 import type { Check, Op } from '../../src/types.js'
 import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
+import { ContractModel } from './model.js'
 
 /** A write batch, or the expiry listing and the core's sweep at `now`. */
 export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }
 
 /** Every read of a store over the test universe (see `arbitraries.ts`), as one comparable value. */
-export async function observe(store: Store | MemoryState, filters: string[] = []) {
+export async function observe(store: Store, filters: string[] = []) {
   const seen: Record<string, unknown> = { dump: await store.dump() }
   for (const hash of KEY_HASHES) seen[`key ${hash}`] = await store.findKey(hash)
   for (const t of TENANTS) {
@@ -54,25 +53,44 @@ export async function observe(store: Store | MemoryState, filters: string[] = []
     }
     seen[`reactors ids ${t}`] = await store.listReactors(t, { offset: 0, limit: 10, ids: ['r3', 'r1'] })
     for (const id of IDEMPOTENCY_IDS) seen[`idempotency ${t} ${id}`] = await store.getIdempotency(t, id)
+    seen[`counts ${t}`] = [
+      await store.countRecords(t, 'idempotency'),
+      await store.countRecords(t, 'session.created'),
+    ]
+    for (const now of TIMES)
+      seen[`tokens ${t} ${now}`] = await store.listTokens(t, { offset: 0, limit: 3, now })
+    for (const transactionId of ['t1', 't2']) {
+      seen[`staged ${t} ${transactionId}`] = await store.listStaged(t, transactionId, { limit: 10 })
+      seen[`staged page ${t} ${transactionId}`] = await store.listStaged(t, transactionId, {
+        after: TOKEN_IDS[0]!,
+        limit: 1,
+      })
+      seen[`staged get ${t} ${transactionId}`] = await store.getStaged(
+        t,
+        transactionId,
+        [...TOKEN_IDS].reverse(),
+      )
+    }
   }
   seen['official'] = await store.getFormula(null, 'f1')
   return seen
 }
 
 /**
- * Applies `steps` to `store` and to a fresh reference model (the memory store), expecting the same
- * result from each step, then the same answer to every read in `observe`. With `reopen`, the store
- * is closed and opened again after every `reopenEvery` steps (durable stores: what it acknowledged
- * must answer the same afterwards). Answers the store it ends with (the caller closes it).
+ * Applies `steps` to `store` and to `reference` (by default a fresh `ContractModel`, the plain model
+ * of the store contract), expecting the same result from each step, then the same answer to every
+ * read in `observe`. With `reopen`, the store is closed and opened again after every `reopenEvery`
+ * steps (durable stores: what it acknowledged must answer the same afterwards). Answers the store
+ * it ends with (the caller closes it).
  */
-export async function expectSameAsMemory(
+export async function expectSameAsModel(
   store: Store,
   steps: Step[],
   filters: string[] = [],
   reopen?: (store: Store) => Promise<Store>,
   reopenEvery = 4,
+  reference: Store = new ContractModel(),
 ): Promise<Store> {
-  const memory = memoryStore()
   const keys = (list: RecordKey[]) => list.map((k) => `${k.tenant_id}/${k.id}`).sort()
   const ttl = { transactionTtlMs: 3_600_000 }
   let current = store
@@ -85,18 +103,19 @@ export async function expectSameAsMemory(
         'application',
         'transaction.open',
         'transaction.ended',
+        'idempotency',
       ] as const) {
         const query = { kind, before: s.purge, limit: 1000 }
-        expect(keys(await current.listExpired(query))).toEqual(keys(await memory.listExpired(query)))
+        expect(keys(await current.listExpired(query))).toEqual(keys(await reference.listExpired(query)))
       }
-      expect(await sweepExpired(current, s.purge, ttl)).toEqual(await sweepExpired(memory, s.purge, ttl))
+      expect(await sweepExpired(current, s.purge, ttl)).toEqual(await sweepExpired(reference, s.purge, ttl))
     } else {
       expect(await current.write(structuredClone(s.batch))).toEqual(
-        await memory.write(structuredClone(s.batch)),
+        await reference.write(structuredClone(s.batch)),
       )
     }
     if (reopen && (i + 1) % reopenEvery === 0) current = await reopen(current)
   }
-  expect(await observe(current, filters)).toEqual(await observe(memory, filters))
+  expect(await observe(current, filters)).toEqual(await observe(reference, filters))
   return current
 }

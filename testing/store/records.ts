@@ -38,8 +38,7 @@ export const tx = (id: string, extra: Partial<StoredTransaction> = {}): StoredTr
   created_by: 'app-1',
   expires_at: '2030-01-01T01:00:00.000Z',
   state: 'open',
-  writes: [],
-  locks: [],
+  version: 0,
   ...extra,
 })
 
@@ -87,6 +86,23 @@ export const lock = (id: string, txId: string, expires_at = '2030-01-01T01:00:00
 
 /** Deletes the lock record of token `id` (of `tenant`, default `T`). */
 export const unlock = (id: string, tenant = T): Op => ({ op: 'lock.delete', tenant_id: tenant, token_id: id })
+
+/**
+ * Puts the staged record of token `id` in transaction `txId` (of `tenant`, default `T`): `token` as
+ * staged, or null (staged deleted), at `seq` (default 1).
+ */
+export const stage = (txId: string, id: string, token: StoredToken | null, seq = 1, tenant = T): Op => ({
+  op: 'staged.put',
+  staged: { tenant_id: tenant, transaction_id: txId, token_id: id, seq, token },
+})
+
+/** Deletes the staged record of token `id` in transaction `txId` (of `tenant`, default `T`). */
+export const unstage = (txId: string, id: string, tenant = T): Op => ({
+  op: 'staged.delete',
+  tenant_id: tenant,
+  transaction_id: txId,
+  token_id: id,
+})
 
 /** Puts a token. */
 export const put = (t: StoredToken): Op => ({ op: 'token.put', token: t })

@@ -9,11 +9,8 @@ const MASTER_KEY = new Uint8Array(32).fill(7)
 
 /** A service over `store` with a tenant and one private application holding `permissions`. */
 async function serviceOn(store: Store, name: string, permissions: Permission[]) {
-  const service = createService({
-    store,
-    clock: manualClock('2030-01-01T00:00:00.000Z'),
-    masterKey: MASTER_KEY,
-  })
+  const clock = manualClock('2030-01-01T00:00:00.000Z')
+  const service = createService({ store, clock, masterKey: MASTER_KEY })
   const tenant = await service.admin.createTenant({ name: 'race' })
   const { key } = await service.admin.createApplication({
     tenantId: tenant.id,
@@ -21,7 +18,7 @@ async function serviceOn(store: Store, name: string, permissions: Permission[]) 
     type: 'private',
     permissions,
   })
-  return { service, tenant, key, client: service.connect(key) }
+  return { service, tenant, key, clock, client: service.connect(key) }
 }
 
 /** The service over the store under test: its read-modify-write paths under contention. */
@@ -55,6 +52,44 @@ export function serviceTests(fresh: () => Promise<Store>): void {
     for (let i = 0; i < 30; i++) expect((await client.tokens.get(`s${i}`)).id).toBe(`s${i}`)
     await service.close()
   })
+
+  it('a transaction of 2 000 staged creates through the service commits all, rolls back all, or expires with none applied', async () => {
+    for (const end of ['commit', 'rollback', 'expiry'] as const) {
+      const store = await fresh()
+      const { service, tenant, key, clock, client } = await serviceOn(store, 'bulk', [
+        'token:create',
+        'token:read',
+        'token:search',
+      ])
+      const tx = await client.transactions.create()
+      const inTx = service.connect(key, { transactionId: tx.id })
+      for (let from = 0; from < 2000; from += 100) {
+        await inTx.tokens.tokenize(
+          Array.from({ length: 100 }, (_, i) => ({ type: 'token', data: `bulk-${from + i}` })),
+        )
+      }
+      expect((await store.dump()).staged, end).toHaveLength(2000)
+      expect((await client.tokens.listV2({ size: 10 })).data, end).toEqual([])
+      expect((await inTx.tokens.listV2({ size: 100 })).data, end).toHaveLength(100)
+      if (end === 'commit') await client.transactions.commit(tx.id)
+      else if (end === 'rollback') await client.transactions.rollback(tx.id)
+      else {
+        clock.advance(60 * 60_000)
+        await service.admin.sweep()
+      }
+      const dump = await store.dump()
+      expect(dump.staged, end).toEqual([])
+      expect(
+        dump.tokens.filter((t) => t.tenant_id === tenant.id),
+        end,
+      ).toHaveLength(end === 'commit' ? 2000 : 0)
+      expect(
+        dump.transactions.map((t) => t.state),
+        end,
+      ).toEqual([end === 'commit' ? 'committed' : end === 'rollback' ? 'rolled_back' : 'expired'])
+      await service.close()
+    }
+  }, 60_000)
 
   it('no link outlives its token when 99 links race one delete, at once or committed', async () => {
     const store = await fresh()

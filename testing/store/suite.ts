@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/contract.js'
 import { costTests } from './cost.js'
+import { countsTests } from './counts.js'
 import { expiryTests } from './expiry.js'
 import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
 import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
 import { readsTests } from './reads.js'
-import { link, lock, NOW, put, session, T, token, tx } from './records.js'
+import { link, lock, NOW, put, session, stage, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
 import { sessionsTests } from './sessions.js'
 import { tokensTests } from './tokens.js'
@@ -38,6 +39,7 @@ export function storeContract(harness: StoreHarness): void {
     serviceTests(fresh)
     costTests(fresh)
     idempotencyTests(fresh)
+    countsTests(fresh, harness.reopen)
 
     if (harness.reopen) {
       const reopen = harness.reopen
@@ -48,8 +50,9 @@ export function storeContract(harness: StoreHarness): void {
         await store.write({ ops: [{ op: 'transaction.put', transaction: tx('t1') }] })
         await store.write({
           ops: [
-            { op: 'transaction.put', transaction: tx('t1', { writes: [put(token('x'))], locks: ['x'] }) },
+            { op: 'transaction.put', transaction: tx('t1', { version: 1 }) },
             lock('x', 't1'),
+            stage('t1', 'x', token('x')),
           ],
         })
         await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'c' }] })
