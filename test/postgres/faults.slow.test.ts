@@ -1,5 +1,6 @@
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
 import { serve } from '../../bin/serve.js'
@@ -179,7 +180,8 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
       // Each restart comes after 10 more creates were acknowledged, and the load stops 10 after the last.
       for (let i = 0; i < 2; i++) {
         await acked(acknowledged.length + 10)
-        execFileSync('bash', [script, 'restart', dir], { stdio: 'ignore' })
+        // Asynchronously, so the load goes on (and meets the database down) while it restarts.
+        await promisify(execFile)('bash', [script, 'restart', dir])
       }
       await acked(acknowledged.length + 10)
       stop = true
