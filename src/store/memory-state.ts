@@ -83,10 +83,7 @@ export class MemoryState extends MemoryReads {
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
     for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
-    // Records saved before formula-use records existed lack the list.
-    if (r.formulaUses !== undefined)
-      for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
-    else state.deriveUses()
+    for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
     return state
   }
 

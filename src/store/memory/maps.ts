@@ -38,11 +38,6 @@ export function headOf(token: StoredToken): TokenHead {
 /** A sort key joining a tenant and an id (official formulas have no tenant). */
 export const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
 
-/** Some records of one kind, in the order `records()` lists them: what `recordSlices` yields. */
-export type RecordSlice = {
-  [K in keyof StateRecords]: { kind: K; records: StateRecords[K][number][] }
-}[keyof StateRecords]
-
 /** The maps a memory state keeps its records and indexes in, and the bookkeeping ops share. */
 export class MemoryMaps {
   protected tenants = new Map<string, Tenant>()
@@ -90,7 +85,7 @@ export class MemoryMaps {
   /** tenant → how many of its sessions are in state `created` (`countRecords`). */
   protected createdSessions = new Map<string, number>()
 
-  protected applyOp(op: Op, legacy: boolean): void {
+  protected applyOp(op: Op): void {
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
@@ -127,13 +122,6 @@ export class MemoryMaps {
         return
       }
       case 'token.delete':
-        if (legacy) {
-          // Earlier versions deleted a token's links with it.
-          for (const childId of [...(this.children.get(op.tenant_id, op.id)?.keys() ?? [])])
-            this.unlink(op.tenant_id, op.id, childId)
-          for (const parentId of [...(this.parents.get(op.tenant_id, op.id) ?? [])])
-            this.unlink(op.tenant_id, parentId, op.id)
-        }
         this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokens.delete(op.tenant_id, op.id)
@@ -143,8 +131,6 @@ export class MemoryMaps {
       case 'association.put': {
         const a = op.association
         const tenant = a.tenant_id
-        // Earlier versions skipped a link to an absent token.
-        if (legacy && (!this.tokens.has(tenant, a.parent_id) || !this.tokens.has(tenant, a.child_id))) return
         let kids = this.children.get(tenant, a.parent_id)
         if (!kids) {
           kids = new Map<string, Association>()
@@ -225,18 +211,10 @@ export class MemoryMaps {
         return
       case 'reactor.put': {
         const r = op.reactor
-        if (legacy) {
-          // Earlier versions counted a reactor's formula use with the reactor.
-          const old = this.reactors.get(r.tenant_id, r.id)
-          if (old) this.dropUse(old)
-          this.useOf(r)
-        }
         this.reactors.set(r.tenant_id, r.id, r)
         return
       }
       case 'reactor.delete': {
-        const old = this.reactors.get(op.tenant_id, op.id)
-        if (old && legacy) this.dropUse(old)
         this.reactors.delete(op.tenant_id, op.id)
         return
       }
@@ -266,32 +244,6 @@ export class MemoryMaps {
       default:
         assertNever(op)
     }
-  }
-
-  /** Legacy records only: the formula-use record a reactor implied. */
-  protected useOf(r: Reactor) {
-    if (r.formula_id === undefined) return
-    this.applyOp(
-      { op: 'formula_use.put', use: { formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id } },
-      false,
-    )
-  }
-
-  /** Legacy records only: drops the formula-use record a reactor implied. */
-  protected dropUse(r: Reactor) {
-    if (r.formula_id === undefined) return
-    this.applyOp(
-      { op: 'formula_use.delete', formula_id: r.formula_id, tenant_id: r.tenant_id, reactor_id: r.id },
-      false,
-    )
-  }
-
-  /**
-   * For a state saved before formula-use records existed (see `StateRecords.formulaUses`): the use
-   * record of every reactor that names a formula.
-   */
-  protected deriveUses() {
-    for (const r of this.reactors.values()) this.useOf(r)
   }
 
   protected dropSessionIndexes(tenantId: string, id: string) {

@@ -15,6 +15,6 @@ export class MemoryOps extends MemoryChecks {
 
   /** Applies one op. Ops are total: applying one never fails. */
   apply(op: Op): void {
-    this.applyOp(op, false)
+    this.applyOp(op)
   }
 }

@@ -30,20 +30,11 @@ import { copy, frozenCopy } from '../json.js'
 import type { LockTuple, StateRecords } from '../memory-state.js'
 import { byKey, nameMatcher } from '../order.js'
 import type { Scoped } from '../scoped.js'
-import { headOf, k, type RecordSlice } from './maps.js'
+import { headOf, k } from './maps.js'
 import { MemoryOps } from './ops.js'
 
 /** A memory state's reads: each answers copies. */
 export class MemoryReads extends MemoryOps {
-  /**
-   * Applies an op as versions before links and formula uses were records of their own did, for a
-   * record they wrote: a `token.delete` deletes the token's links too, an `association.put` of an
-   * absent token is skipped, and a reactor's put or delete counts its formula use.
-   */
-  applyLegacy(op: Op): void {
-    this.applyOp(op, true)
-  }
-
   // Reads: each returns copies.
 
   hasTenants(): boolean {
@@ -358,85 +349,6 @@ export class MemoryReads extends MemoryOps {
     return out
   }
 
-  /**
-   * The records of `records()`, in the same order, kind by kind in slices of at most `size`: for a
-   * serialiser that copies a slice at a time and lets other work run in between, so that no single
-   * step reads the whole state. The maps are read live: no op may apply until the iteration ends
-   * (what it yields is then what `records()` would have answered at any moment in between). The
-   * records are the state's own, as in `records()`.
-   */
-  *recordSlices(size: number): Generator<RecordSlice, void, undefined> {
-    const n = Math.max(1, Math.floor(size))
-    // One plain loop per map, no generator step per record: millions of those cost more than the copy.
-    let records: unknown[] = []
-    const cut = (kind: RecordSlice['kind']): RecordSlice => {
-      const slice = { kind, records } as RecordSlice
-      records = []
-      return slice
-    }
-    for (const t of this.tenants.values()) {
-      records.push(t)
-      if (records.length >= n) yield cut('tenants')
-    }
-    if (records.length) yield cut('tenants')
-    const scoped = [
-      ['applications', this.applications],
-      ['tokens', this.tokens],
-      ['associations', null],
-      ['transactions', this.transactions],
-      ['staged', null],
-      ['locks', null],
-      ['sessions', this.sessions],
-      ['formulas', this.formulas],
-      ['reactors', this.reactors],
-      ['idempotency', this.idempotency],
-      ['formulaUses', null],
-    ] as const
-    /** Fails to compile when `StateRecords` gains a kind that this list (or `tenants`) lacks. */
-    const everyKind: Exclude<keyof StateRecords, 'tenants' | (typeof scoped)[number][0]> extends never
-      ? true
-      : never = true
-    void everyKind
-    for (const [kind, source] of scoped) {
-      if (kind === 'associations') {
-        for (const [, parents] of this.children.scopes())
-          for (const kids of parents.values())
-            for (const a of kids.values()) {
-              records.push(a)
-              if (records.length >= n) yield cut(kind)
-            }
-      } else if (kind === 'formulaUses') {
-        for (const uses of this.formulaUses.values())
-          for (const use of uses.values()) {
-            records.push(use)
-            if (records.length >= n) yield cut(kind)
-          }
-        // A state with reactors has the slice even when empty: a loader tells it from a state saved
-        // before use records existed by it (and a state without reactors has nothing to derive).
-        if (!records.length && !this.reactors.values().next().done) yield cut(kind)
-      } else if (kind === 'staged') {
-        for (const held of this.staged.values())
-          for (const id of held.ids.after(undefined, held.ids.size)) {
-            records.push(held.records.get(id)!)
-            if (records.length >= n) yield cut(kind)
-          }
-      } else if (kind === 'locks') {
-        for (const [, held] of this.locks.scopes())
-          for (const lock of held.values()) {
-            records.push(this.lockTuple(lock))
-            if (records.length >= n) yield cut(kind)
-          }
-      } else {
-        for (const [, scope] of (source as Scoped<unknown>).scopes())
-          for (const record of scope.values()) {
-            records.push(record)
-            if (records.length >= n) yield cut(kind)
-          }
-      }
-      if (records.length) yield cut(kind)
-    }
-  }
-
   /** A lock record as `StateRecords` lists it: `expires_at` left out when it is the holder's. */
   protected lockTuple(lock: TokenLock): LockTuple {
     const holder = this.transactions.get(lock.tenant_id, lock.transaction_id)
@@ -458,67 +370,6 @@ export class MemoryReads extends MemoryOps {
       lock: { tenant_id: tenantId, token_id: tokenId, transaction_id: transactionId, expires_at: expires },
     })
   }
-
-  /**
-   * Loads one slice of records into a new state, as `fromRecords` would load them: for a loader
-   * that reads a serialised state a slice at a time (never all of it at once). Slices must come in
-   * the kind order of `records()` (as `recordSlices` yields them). The state takes the records as
-   * its own.
-   */
-  loadSlice(slice: RecordSlice): void {
-    switch (slice.kind) {
-      case 'tenants':
-        for (const tenant of slice.records) this.apply({ op: 'tenant.put', tenant })
-        return
-      case 'applications':
-        for (const application of slice.records) this.apply({ op: 'application.put', application })
-        return
-      case 'tokens':
-        for (const token of slice.records) this.apply({ op: 'token.put', token })
-        return
-      case 'associations':
-        for (const association of slice.records) this.apply({ op: 'association.put', association })
-        return
-      case 'transactions':
-        for (const transaction of slice.records) this.apply({ op: 'transaction.put', transaction })
-        return
-      case 'staged':
-        for (const staged of slice.records) this.apply({ op: 'staged.put', staged })
-        return
-      case 'locks':
-        for (const lock of slice.records) this.loadLock(lock)
-        return
-      case 'sessions':
-        for (const session of slice.records) this.apply({ op: 'session.put', session })
-        return
-      case 'formulas':
-        for (const formula of slice.records) this.apply({ op: 'formula.put', formula })
-        return
-      case 'reactors':
-        for (const reactor of slice.records) this.apply({ op: 'reactor.put', reactor })
-        return
-      case 'idempotency':
-        for (const record of slice.records) this.apply({ op: 'idempotency.put', record })
-        return
-      case 'formulaUses':
-        this.usesLoaded = true
-        for (const use of slice.records) this.apply({ op: 'formula_use.put', use })
-        return
-      default:
-        assertNever(slice)
-    }
-  }
-
-  /**
-   * Ends a load by `loadSlice`: a state saved before formula-use records existed (it had no
-   * `formulaUses` slice) gets the use records of its reactors.
-   */
-  finishLoad(): void {
-    if (!this.usesLoaded) this.deriveUses()
-    this.usesLoaded = true
-  }
-  /** Whether a load by `loadSlice` met the formula-use records. */
-  private usesLoaded = false
 
   /** Every record, deep-copied and sorted by key, for tests and tools (`records()` is the cheap way to serialise). */
   dump(): StoreDump {
