@@ -27,26 +27,6 @@ function count(dbs: Databases, kind: CountedKind, tenantId: string, delta: numbe
   else dbs.meta.remove(k)
 }
 
-const COUNTED = Buffer.from('counted')
-
-/**
- * Counts the idempotency records and created sessions of a store written before it kept counts
- * (once, when it opens: one pass over those two databases), so `countRecords` is exact from then on.
- */
-export function countOnce(dbs: Databases): void {
-  if (dbs.meta.get(COUNTED) !== undefined) return
-  dbs.env.transactionSync(() => {
-    if (dbs.meta.get(COUNTED) !== undefined) return
-    for (const { value } of dbs.idempotency.getRange({}))
-      count(dbs, 'idempotency', (value as { tenant_id: string }).tenant_id, 1)
-    for (const { value } of dbs.sessions.getRange({})) {
-      const s = value as StoredSession
-      if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
-    }
-    dbs.meta.put(COUNTED, 1)
-  })
-}
-
 /** A link as the `links` database keeps it: the association and its place in link order. */
 export interface StoredLink {
   association: Association

@@ -2,14 +2,12 @@ import { chmodSync, closeSync, mkdirSync, openSync, readSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
 import { StoreError } from '../../src/store/error.js'
-import { countOnce } from './apply.js'
 import { openError } from './faults.js'
 import { checkDataFile } from './header.js'
-import { tokenCountKey } from './keys.js'
 
 /**
- * The format this version writes, kept under `format` in the `meta` database. Format 2 adds each
- * tenant's token count to `meta` (opening a format 1 store counts its tokens once, then marks it 2).
+ * The format this version writes, kept under `format` in the `meta` database (the first released
+ * one is 2: format 1 was a development build's, without the counts `meta` keeps, and is refused).
  */
 export const FORMAT = 2
 
@@ -171,7 +169,6 @@ export function openDatabases(dir: string, durable: boolean): Databases {
         encoding: 'json',
       })
     checkFormat(dbs, dir)
-    countOnce(dbs)
     return dbs
   } catch (error) {
     lock.release()
@@ -208,16 +205,9 @@ function checkFormat(dbs: Databases, dir: string): void {
       'schema_newer',
       `fileStore: ${dir} was written in format ${format}; this version reads format ${FORMAT}`,
     )
-  if (format < 2) {
-    dbs.env.transactionSync(() => {
-      if ((dbs.meta.get(FORMAT_KEY) as number) >= 2) return // another process did it meanwhile
-      const counts = new Map<string, number>()
-      for (const { value } of dbs.tokens.getRange()) {
-        const tenant = (value as { tenant_id: string }).tenant_id
-        counts.set(tenant, (counts.get(tenant) ?? 0) + 1)
-      }
-      for (const [tenant, n] of counts) dbs.meta.put(tokenCountKey(tenant), n)
-      dbs.meta.put(FORMAT_KEY, 2)
-    })
-  }
+  if (format < FORMAT)
+    throw new StoreError(
+      'corrupt',
+      `fileStore: ${dir} was written in format ${format} by a development build; this version reads format ${FORMAT}`,
+    )
 }

@@ -1,7 +1,6 @@
 import type {
   Association,
   IdempotencyRecord,
-  Op,
   Reactor,
   StagedWrite,
   StoredApplication,
@@ -27,9 +26,8 @@ import type {
   TokenTerm,
 } from '../contract.js'
 import { copy, frozenCopy } from '../json.js'
-import type { LockTuple, StateRecords } from '../memory-state.js'
+import type { LockTuple } from '../memory-state.js'
 import { byKey, nameMatcher } from '../order.js'
-import type { Scoped } from '../scoped.js'
 import { headOf, k } from './maps.js'
 import { MemoryOps } from './ops.js'
 
