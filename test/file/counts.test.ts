@@ -1,3 +1,4 @@
+import { open as openLmdb } from 'lmdb'
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { idem } from '../../testing/store/idempotency.js'
@@ -23,5 +24,17 @@ describe('file store counts', () => {
     await again.write({ ops: [{ op: 'idempotency.delete', tenant_id: T, id: 'a' }] })
     expect(await again.countRecords(T, 'idempotency')).toBe(1)
     await again.close()
+  })
+
+  it("refuses a development build's format 1 store, which kept no counts, naming its format", async () => {
+    const path = await tempDir()
+    await (await fileStore({ path, durability: 'none' })).close()
+    const raw = openLmdb({ path, keyEncoding: 'binary', encoding: 'json', maxDbs: 30 })
+    await raw.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' }).put(Buffer.from('format'), 1)
+    await raw.close()
+    await expect(fileStore({ path, durability: 'none' })).rejects.toMatchObject({
+      code: 'corrupt',
+      message: expect.stringContaining('format 1 by a development build'),
+    })
   })
 })
