@@ -9,9 +9,15 @@ import { lockOps } from './locks.js'
  */
 
 /** The caller's open transaction, or null when it enlisted in none. Unknown → 404; closed or expired → 409. */
-export async function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
-  if (ctx.transactionId === undefined) return null
-  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, ctx.transactionId)
+export function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
+  // Most calls enlist in none: answered without another async step.
+  return ctx.transactionId === undefined ? NO_TRANSACTION : readOpenTransaction(ctx, ctx.transactionId)
+}
+
+const NO_TRANSACTION: Promise<null> = Promise.resolve(null)
+
+async function readOpenTransaction(ctx: Ctx, transactionId: string): Promise<StoredTransaction> {
+  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, transactionId)
   if (!tx) throw notFound('transaction')
   if (tx.state !== 'open' || tx.expires_at <= ctx.now()) throw conflict('the transaction is not open')
   return tx
@@ -49,7 +55,8 @@ export async function readToken(
   tx: StoredTransaction | null,
   id: string,
 ): Promise<StoredToken | null> {
-  const staged = await stagedToken(ctx, tx, id)
+  // Outside a transaction (or before it staged anything) the committed record is the caller's view.
+  const staged = tx === null || tx.version === 0 ? undefined : await stagedToken(ctx, tx, id)
   const token = staged === undefined ? await ctx.store.getToken(ctx.principal.tenantId, id) : staged
   if (!token || (token.expires_at !== undefined && token.expires_at <= ctx.now())) return null
   return token
