@@ -1,7 +1,7 @@
 import { applyTransform, requireTokenAccess, withMaskedData } from '../applications/index.js'
 import { applyMask, checkMask, compileTemplate, renderTemplate } from '../expressions/index.js'
 import type { Check, Ctx, Json, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
-import { conflict, expressionBudget, invalid, newId, parse } from '../kernel/index.js'
+import { conflict, expressionBudget, invalid, newId, parse, withTokenFields } from '../kernel/index.js'
 import { withSearchIndexes } from '../search/index.js'
 import { stagedOf } from '../transactions/index.js'
 import { withCvcDeadline } from './card-cvc.js'
@@ -93,25 +93,37 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
   requireFuture(ctx, expiresAt)
   const rules = typeRules(body.type)
   const mask = body.mask === undefined ? rules.mask : body.mask
-  const given: StoredToken = {
+  const given = withTokenFields(EMPTY_TOKEN, {
     id: body.id ?? newId(),
     tenant_id: ctx.principal.tenantId,
     type: body.type,
     data: body.data,
     containers: body.containers ?? [...rules.containers],
     metadata: body.metadata ?? {},
-    ...(mask === undefined ? {} : { mask }),
-    ...(body.fingerprint_expression == null ? {} : { fingerprint_expression: body.fingerprint_expression }),
-    ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+    mask,
+    fingerprint_expression: body.fingerprint_expression ?? undefined,
+    expires_at: expiresAt,
     created_by: ctx.principal.id,
     created_at: ctx.now(),
-  }
+  })
   const token = withCvcDeadline(given, ctx.now(), true)
   checkTokenContents(token, false, ctx.budget)
   requireTokenAccess(ctx.principal, 'token:create', token)
   const indexed = withSearchIndexes(token, body.search_indexes, ctx.budget)
   if (body.deduplicate_token === true) markDeduplicating(indexed)
   return indexed
+}
+
+/** What `newToken` builds on: every field is given. */
+const EMPTY_TOKEN: StoredToken = {
+  id: '',
+  tenant_id: '',
+  type: '',
+  data: null,
+  containers: [],
+  metadata: {},
+  created_by: '',
+  created_at: '',
 }
 
 /** The answer to a create: the new token as its creator sees it, or the duplicate that answered instead. */
