@@ -1,16 +1,19 @@
 import { createCipheriv, createDecipheriv, createSecretKey, hash, randomBytes, randomUUID } from 'node:crypto'
 import * as v from 'valibot'
-import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../entry/index.js'
 import { authorizeSessionInput } from '../src/sessions/schemas.js'
 import { copy } from '../src/store/json.js'
 import { createTokenInput } from '../src/tokens/schemas.js'
+import { built } from './built.js'
 import { type BenchOptions, type BenchRow, compare } from './harness.js'
 
 const GOAL = '≤ 3×'
 
 /** A vault with one tenant, a full-access key, and a parent token with 20 children. */
 export async function coreFixture() {
+  const {
+    entry: { createService, manualClock },
+    memory: { memoryStore },
+  } = await built()
   const clock = manualClock()
   const service = createService({ store: memoryStore(), clock })
   const tenant = await service.admin.createTenant({ name: 'bench' })
@@ -27,6 +30,15 @@ export async function coreFixture() {
     type: 'public',
     permissions: ['token:create'],
   })
+  // A key that reads tokens whole (the floor answers the data as stored), and the same permissions
+  // reading them masked (`token:read` without a reveal rule).
+  const revealing = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'reader',
+    type: 'private',
+    permissions: [...perms],
+    rules: [{ description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...perms] }],
+  })
   const client = service.connect(key)
   const body = {
     type: 'card',
@@ -35,12 +47,19 @@ export async function coreFixture() {
   }
   const parent = await client.tokens.create(body)
   for (let i = 0; i < 20; i++) await client.tokens.children.create(parent.id, body)
-  return { service, client, publicClient: service.connect(pub.key), parent, body }
+  return {
+    service,
+    client,
+    reader: service.connect(revealing.key),
+    publicClient: service.connect(pub.key),
+    parent,
+    body,
+  }
 }
 
 /** In-process client operations on the memory store against the floor of unavoidable work. */
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
-  const { client, publicClient, parent, body } = await coreFixture()
+  const { client, reader, publicClient, parent, body } = await coreFixture()
   const map = new Map<string, unknown>()
   const record = (id: string) => ({
     ...v.parse(createTokenInput, body),
@@ -95,20 +114,27 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     return { iv, body, tag: cipher.getAuthTag() }
   })()
   map.set('sealed', { ...sample, data: sealedFields })
+  const getFloor = () => {
+    const { data: s, ...rest } = map.get('sealed') as { data: typeof sealedFields }
+    const decipher = createDecipheriv('aes-256-gcm', aesKey, s.iv)
+    decipher.setAAD(Buffer.from(`t:${parent.id}`))
+    decipher.setAuthTag(s.tag)
+    const plain = decipher.update(s.body)
+    decipher.final()
+    const [data, mask] = JSON.parse(plain.toString('utf8')) as [unknown, unknown]
+    return copy({ ...rest, data, mask })
+  }
   await add(
-    'tokens.get',
+    'tokens.get (data revealed)',
+    () => reader.tokens.get(parent.id),
+    'Map.get + AES-256-GCM decrypt + copy',
+    getFloor,
+  )
+  await add(
+    'tokens.get (masked: the card mask evaluated)',
     () => client.tokens.get(parent.id),
     'Map.get + AES-256-GCM decrypt + copy',
-    () => {
-      const { data: s, ...rest } = map.get('sealed') as { data: typeof sealedFields }
-      const decipher = createDecipheriv('aes-256-gcm', aesKey, s.iv)
-      decipher.setAAD(Buffer.from(`t:${parent.id}`))
-      decipher.setAuthTag(s.tag)
-      const plain = decipher.update(s.body)
-      decipher.final()
-      const [data, mask] = JSON.parse(plain.toString('utf8')) as [unknown, unknown]
-      return copy({ ...rest, data, mask })
-    },
+    getFloor,
   )
   let n = 0
   const tokens: string[] = []

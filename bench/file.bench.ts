@@ -3,8 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from 'lmdb'
-import { fileStore } from '../adapters/file/index.js'
-import { createService, systemClock } from '../entry/index.js'
+import { built } from './built.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
 /**
@@ -28,6 +27,10 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const dir = await mkdtemp(join(tmpdir(), 'tokenvault-bench-file-'))
   const rows: BenchRow[] = []
   try {
+    const {
+      entry: { createService, systemClock },
+      file: { fileStore },
+    } = await built()
     const store = await fileStore({ path: join(dir, 'store') })
     const service = createService({ store, clock: systemClock, masterKey: randomBytes(32), runner: null })
     const tenant = await service.admin.createTenant({ name: 'bench' })

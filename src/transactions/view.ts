@@ -1,6 +1,6 @@
 import type { Check, Ctx, Op, StoredToken, StoredTransaction } from '../kernel/index.js'
 import { checkFailure, conflict, expectWritten, notFound, retryCas } from '../kernel/index.js'
-import type { WriteResult } from '../store/index.js'
+import type { TokenHead, WriteResult } from '../store/index.js'
 import { lockOps } from './locks.js'
 
 /**
@@ -71,6 +71,20 @@ export async function mustReadToken(
   const token = await readToken(ctx, tx, id)
   if (!token) throw notFound('token')
   return token
+}
+
+/**
+ * The live committed heads of the tokens `ids` (their records without `data` and `mask`: nothing
+ * is decrypted), in the order of `ids`; throws `not_found` for the first that is absent or expired.
+ * What a call that checks tokens' existence and access but answers nothing of them reads (links).
+ */
+export async function mustReadHeads(ctx: Ctx, ids: readonly string[]): Promise<TokenHead[]> {
+  const heads = await ctx.store.getTokenHeads(ctx.principal.tenantId, ids)
+  return ids.map((id) => {
+    const head = heads.find((h) => h.id === id)
+    if (!head || (head.expires_at !== undefined && head.expires_at <= ctx.now())) throw notFound('token')
+    return head
+  })
 }
 
 /** A write the caller asks for: record ops, the guards they need, and the tokens they lock. */
