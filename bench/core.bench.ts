@@ -1,4 +1,12 @@
-import { createCipheriv, createDecipheriv, createSecretKey, hash, randomBytes, randomUUID } from 'node:crypto'
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  hash,
+  randomBytes,
+  randomUUID,
+} from 'node:crypto'
 import * as v from 'valibot'
 import { authorizeSessionInput } from '../src/sessions/schemas.js'
 import { copy } from '../src/store/json.js'
@@ -37,7 +45,9 @@ export async function coreFixture() {
     name: 'reader',
     type: 'private',
     permissions: [...perms],
-    rules: [{ description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...perms] }],
+    rules: [
+      { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...perms] },
+    ],
   })
   const client = service.connect(key)
   const body = {
@@ -79,6 +89,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     op: () => Promise<unknown>,
     baseline: string,
     floor: () => unknown,
+    goal = GOAL,
   ) => {
     const r = await compare(op, floor, timing)
     rows.push({
@@ -88,18 +99,32 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       baseline,
       baselineOpsPerSec: r.baseline,
       ratio: r.ratio,
-      goal: GOAL,
+      goal,
     })
   }
 
+  // What a vault with encryption at rest does at least per create: the body parsed and validated,
+  // a random id, the data and its mask encrypted (one AES-256-GCM call, reused KeyObject), a keyed
+  // fingerprint (HMAC-SHA-256), the record kept, a copy answered.
+  const floorKey = createSecretKey(randomBytes(32))
+  const hmacKey = createSecretKey(randomBytes(32))
   await add(
     'tokens.create',
     () => client.tokens.create(body),
-    'parse + randomUUID + Map.set(copy)',
+    'parse + randomUUID + AES-256-GCM encrypt + HMAC fingerprint + Map.set(copy)',
     () => {
       const id = randomUUID()
-      map.set(id, copy(record(id)))
+      const input = v.parse(createTokenInput, body)
+      const iv = randomBytes(12)
+      const cipher = createCipheriv('aes-256-gcm', floorKey, iv)
+      cipher.setAAD(Buffer.from(`t:${id}`))
+      const sealed = Buffer.concat([cipher.update(JSON.stringify([input.data, null])), cipher.final()])
+      const fingerprint = createHmac('sha256', hmacKey).update(JSON.stringify(input.data)).digest('base64url')
+      const { data: _data, ...rest } = record(id)
+      map.set(id, { ...rest, fingerprint, data: { iv, sealed, tag: cipher.getAuthTag() } })
+      const answer = copy({ ...rest, fingerprint, data: input.data })
       map.delete(id)
+      return answer
     },
   )
   // The floor of a get with encryption at rest: the stored record, its fields decrypted (one
@@ -129,12 +154,14 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     () => reader.tokens.get(parent.id),
     'Map.get + AES-256-GCM decrypt + copy',
     getFloor,
+    '≤ 2×',
   )
   await add(
     'tokens.get (masked: the card mask evaluated)',
     () => client.tokens.get(parent.id),
-    'Map.get + AES-256-GCM decrypt + copy',
+    'Map.get + AES-256-GCM decrypt + copy (no mask)',
     getFloor,
+    '—',
   )
   let n = 0
   const tokens: string[] = []
@@ -159,10 +186,10 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   await add(
     'tokens.children.list (page of 20)',
     () => client.tokens.children.list(parent.id),
-    '20 × Map.get + copy',
+    '20 × (Map.get + AES-256-GCM decrypt + copy)',
     () => {
       const out = []
-      for (let i = 0; i < 20; i++) out.push(copy(map.get(`c${i}`)))
+      for (let i = 0; i < 20; i++) out.push(getFloor())
       return out
     },
   )
@@ -188,6 +215,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       map.set(String(found['id']), copy({ ...found, permissions: input.permissions }))
       map.delete(String(found['id']))
     },
+    '≤ 4×',
   )
   return rows
 }

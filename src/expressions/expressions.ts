@@ -851,12 +851,11 @@ function walk(value: Json, field: string, f: (s: string, path: () => string) => 
       const out: Record<string, Json> = {}
       for (const key of Object.keys(v)) {
         keys.push(key)
-        Object.defineProperty(out, key, {
-          value: go(v[key]!),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        })
+        const item = go(v[key]!)
+        // Defined, not assigned, only where assigning would set the prototype instead.
+        if (key === '__proto__')
+          Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
+        else out[key] = item
         keys.pop()
       }
       return out
