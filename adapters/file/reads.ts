@@ -1,6 +1,7 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/kernel/errors.js'
 import { TenantLru } from '../../src/kernel/tenant-lru.js'
+import { tokenHead } from '../../src/kernel/token-record.js'
 import type {
   Association,
   Reactor,
@@ -55,8 +56,7 @@ function keysetUnder(db: Database, parts: string[], after: string | undefined, l
 
 /** A token without `data` and `mask`: what the core matches before it decrypts anything. */
 function headOf(token: StoredToken): TokenHead {
-  const { data: _data, mask: _mask, ...head } = token
-  return head
+  return tokenHead(token)
 }
 
 /** A page of `all` (already filtered and ordered). */

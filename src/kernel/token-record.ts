@@ -42,20 +42,47 @@ export type TokenFields = { [K in keyof StoredToken]?: StoredToken[K] | undefine
  * dropped), as a new record (a shallow copy: nested values are shared).
  */
 export function withTokenFields(token: StoredToken, changes: TokenFields): StoredToken {
+  return build(token, changes, true) as StoredToken
+}
+
+/** A token's head: every field but `data` and `mask` (a shallow copy). */
+export function tokenHead(token: StoredToken): Omit<StoredToken, 'data' | 'mask'> {
+  return build(token, NO_CHANGES, false)
+}
+
+const NO_CHANGES: TokenFields = {}
+
+function build(
+  token: StoredToken,
+  changes: TokenFields,
+  whole: boolean,
+): Omit<StoredToken, 'data' | 'mask'> & Partial<Pick<StoredToken, 'data' | 'mask'>> {
   const pick = <K extends keyof StoredToken>(key: K): StoredToken[K] | undefined =>
     key in changes ? (changes[key] as StoredToken[K] | undefined) : token[key]
-  const out: StoredToken = {
-    id: pick('id')!,
-    tenant_id: pick('tenant_id')!,
-    type: pick('type')!,
-    data: pick('data') as Json,
-    containers: pick('containers')!,
-    metadata: pick('metadata')!,
-    created_by: pick('created_by')!,
-    created_at: pick('created_at')!,
+  const out: Omit<StoredToken, 'data' | 'mask'> & Partial<Pick<StoredToken, 'data' | 'mask'>> = whole
+    ? {
+        id: pick('id')!,
+        tenant_id: pick('tenant_id')!,
+        type: pick('type')!,
+        data: pick('data') as Json,
+        containers: pick('containers')!,
+        metadata: pick('metadata')!,
+        created_by: pick('created_by')!,
+        created_at: pick('created_at')!,
+      }
+    : {
+        id: pick('id')!,
+        tenant_id: pick('tenant_id')!,
+        type: pick('type')!,
+        containers: pick('containers')!,
+        metadata: pick('metadata')!,
+        created_by: pick('created_by')!,
+        created_at: pick('created_at')!,
+      }
+  if (whole) {
+    const mask = pick('mask')
+    if (mask !== undefined) out.mask = mask
   }
-  const mask = pick('mask')
-  if (mask !== undefined) out.mask = mask
   const fingerprint = pick('fingerprint')
   if (fingerprint !== undefined) out.fingerprint = fingerprint
   const fingerprintExpression = pick('fingerprint_expression')

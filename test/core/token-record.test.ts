@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { StoredToken } from '../../src/kernel/index.js'
-import { withTokenFields } from '../../src/kernel/index.js'
+import { tokenHead, withTokenFields } from '../../src/kernel/index.js'
 
 /** A stored token with every field set, each to a value of its own. */
 const full: Required<StoredToken> = {
@@ -39,5 +39,10 @@ describe('withTokenFields', () => {
     expect(changed).toStrictEqual({ ...unmasked, data: 'x', fingerprint: 'fp-2' })
     expect(Object.keys(changed)).not.toContain('mask')
     expect(full).toStrictEqual(before)
+  })
+
+  it('a head is every field but data and mask', () => {
+    const { data: _data, mask: _mask, ...head } = full
+    expect(tokenHead(full)).toStrictEqual(head)
   })
 })
