@@ -854,7 +854,12 @@ function walk(value: Json, field: string, f: (s: string, path: () => string) => 
         const item = go(v[key]!)
         // Defined, not assigned, only where assigning would set the prototype instead.
         if (key === '__proto__')
-          Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true })
+          Object.defineProperty(out, key, {
+            value: item,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          })
         else out[key] = item
         keys.pop()
       }
