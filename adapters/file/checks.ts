@@ -1,8 +1,9 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { Check, IdempotencyRecord, StoredToken, TokenLock } from '../../src/kernel/types.js'
+import { termKey } from '../../src/store/token-index.js'
 import type { Databases } from './env.js'
-import { fits, key, prefix } from './keys.js'
+import { fits, key, prefix, termPart } from './keys.js'
 
 /**
  * Whether two JSON values are equal as stored: object key order aside, and a key whose value is
@@ -36,7 +37,7 @@ export function anyUnder(db: Database, ...parts: string[]): boolean {
   return false
 }
 
-/** Ids of the tenant's unexpired tokens with this fingerprint, read from the fingerprint index. */
+/** Ids of the tenant's unexpired tokens with this fingerprint, read from the terms index. */
 export function withFingerprint(
   dbs: Databases,
   tenantId: string,
@@ -44,8 +45,8 @@ export function withFingerprint(
   now: string,
 ): string[] {
   const out: string[] = []
-  const start = prefix(tenantId, fingerprint)
-  for (const k of dbs.fingerprints.getKeys(start)) {
+  const start = prefix(tenantId, termPart(termKey({ kind: 'fingerprint', value: fingerprint })))
+  for (const k of dbs.terms.getKeys(start)) {
     const id = (k as Buffer).subarray(start.start.length).toString('utf8')
     const t = read<StoredToken>(dbs.tokens, tenantId, id)
     if (t !== undefined && (t.expires_at === undefined || t.expires_at > now)) out.push(id)

@@ -172,9 +172,14 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const types = query.types?.length ? new Set(query.types) : null
       let ids: string[] | null = query.ids?.length ? [...new Set(query.ids)] : null
       if (query.fingerprint !== undefined) {
-        const marked = new Set(idsUnder(dbs.fingerprints, t, query.fingerprint))
+        const term = termPart(termKey({ kind: 'fingerprint', value: query.fingerprint }))
+        const marked = new Set(idsUnder(dbs.terms, t, term))
         ids = ids ? ids.filter((id) => marked.has(id)) : [...marked]
-      } else if (!ids && types) ids = [...types].flatMap((type) => [...idsUnder(dbs.types, t, type)])
+      } else if (!ids && types) {
+        ids = [...types].flatMap((type) => [
+          ...idsUnder(dbs.terms, t, termPart(termKey({ kind: 'type', value: type }))),
+        ])
+      }
       const items: StoredToken[] = []
       let total = 0
       const take = (token: StoredToken | undefined) => {

@@ -13,7 +13,7 @@ import { lmdbReads } from './reads.js'
 /**
  * A durable store in one directory, on LMDB (the `lmdb` package): every record kind in its own
  * ordered database keyed by tenant, then id, and the indexes the reads need (key hashes, nonces,
- * fingerprints, types, link order, expiry times) as more ordered databases beside them.
+ * exact terms, link order, expiry times) as more ordered databases beside them.
  *
  * - `write` runs its checks and ops inside one LMDB write transaction (a child transaction of the
  *   one that the writes queued since the last commit share): the checks read what the transaction
