@@ -31,6 +31,12 @@ export function read<T>(db: Database, ...parts: string[]): T | undefined {
   return fits(k) ? (db.get(k) as T | undefined) : undefined
 }
 
+/** Whether a value is stored under `parts` (nothing decoded). */
+export function exists(db: Database, ...parts: string[]): boolean {
+  const k = key(...parts)
+  return fits(k) && db.doesExist(k)
+}
+
 /** Whether any key starts with `parts`. */
 export function anyUnder(db: Database, ...parts: string[]): boolean {
   for (const _ of db.getKeys({ ...prefix(...parts), limit: 1 })) return true
@@ -58,9 +64,9 @@ export function withFingerprint(
 export function holds(dbs: Databases, c: Check): boolean {
   switch (c.check) {
     case 'token.absent':
-      return read(dbs.tokens, c.tenant_id, c.id) === undefined
+      return !exists(dbs.tokens, c.tenant_id, c.id)
     case 'token.present':
-      return read(dbs.tokens, c.tenant_id, c.id) !== undefined
+      return exists(dbs.tokens, c.tenant_id, c.id)
     case 'token.unlocked': {
       const lock = read<TokenLock>(dbs.locks, c.tenant_id, c.id)
       return lock === undefined || lock.transaction_id === c.except || lock.expires_at <= c.now
