@@ -90,8 +90,21 @@ export function lmdbReads(use: () => Databases): StoreReads {
   const owners = new TenantLru<{ bytes: Buffer; owner: KeyOwner }>(OWNERS_PER_TENANT, OWNER_CACHE)
   /** The newest committed transaction id when this process last moved to a new snapshot. */
   let seen: bigint | null = null
+  /**
+   * Whether the snapshot was checked in the current run of callbacks: reads continued from one
+   * event (a request's, a timer's: its code and the promise jobs it queued) share one check, since
+   * every write acknowledged before that event arrived is already in the snapshot checked after
+   * it. Cleared on the next tick, before the next event's callbacks run.
+   */
+  let checked = false
+  const uncheck = () => {
+    checked = false
+  }
   const fresh = () => {
     const dbs = use()
+    if (checked) return dbs
+    checked = true
+    process.nextTick(uncheck)
     // Another process committed since: move to the newest snapshot (this process's own commits
     // move it already). Reading the shared lock file costs a read of 8 bytes, not a new snapshot.
     const head = dbs.head()
