@@ -14,7 +14,9 @@ export interface Migration {
 /**
  * The schema's steps. Version 1 is the tables and indexes (`tablesSql`) and the write function
  * (`writeFunctionSql`); version 2 the per-tenant counts of idempotency records and unauthorized
- * sessions (`countsSql`), counting what a schema at version 1 already holds.
+ * sessions (`countsSql`), counting what a schema at version 1 already holds; version 3 the write
+ * function taking its checks and ops as two JSON arrays (a schema from before it keeps the
+ * `jsonb[]` one beside it, for processes of the previous version still running against it).
  * A later change adds a step with the next version (a change to `tv_write` too: `CREATE OR REPLACE
  * FUNCTION` in that step); `migrate` applies the steps a schema lacks.
  */
@@ -25,6 +27,7 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => tablesSql(s) + writeFunctionSql(s),
   },
   { version: 2, name: 'per-tenant record counts', sql: countsSql },
+  { version: 3, name: 'tv_write takes its checks and ops as JSON arrays', sql: writeFunctionSql },
 ]
 
 /**

@@ -11,7 +11,7 @@ import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
-import { opArgument } from './ops.js'
+import { opArguments } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 
@@ -241,12 +241,7 @@ function openStore(
       return failed ? { ok: false, failed } : { ok: true }
     }
     const { keys, shared } = locks.order(recordNames(checks, batch.ops))
-    const values = [
-      checks.map((c) => JSON.stringify(c)),
-      batch.ops.map((op) => JSON.stringify(opArgument(op))),
-      keys,
-      shared,
-    ]
+    const values = [JSON.stringify(checks), JSON.stringify(opArguments(checks, batch.ops)), keys, shared]
     const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {

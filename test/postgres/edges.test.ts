@@ -93,6 +93,25 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     expect((await store.listStaged('T', 't2', { limit: 10 })).map((w) => w.token_id)).toEqual(['b'])
   })
 
+  it('a create guarded token.absent inserts once; a second put of it in the batch replaces it; the guard failing writes nothing', async () => {
+    const absent = (id: string, tenant = 'T') => ({ check: 'token.absent' as const, tenant_id: tenant, id })
+    await expectSameAsModel(store, [
+      // The first put of a is a plain insert under its guard; the second put of a replaces it.
+      {
+        batch: {
+          checks: [absent('a'), absent('b')],
+          ops: [token('a', { type: 'first' }), token('b'), token('a', { type: 'second' })],
+        },
+      },
+      // The guard names a token of another tenant: the put of T's a is an upsert (a is there).
+      { batch: { checks: [absent('a', 'U')], ops: [token('a', { type: 'third' })] } },
+      // a exists: the guard fails and nothing is written.
+      { batch: { checks: [absent('c'), absent('a')], ops: [token('c'), token('a', { type: 'lost' })] } },
+    ])
+    expect((await store.getToken('T', 'a'))?.type).toBe('third')
+    expect(await store.getToken('T', 'c')).toBeNull()
+  })
+
   it('orders names by UTF-16 code units and matches them like nameMatcher', async () => {
     const ops = FORMULA_NAMES.map((name, i) => formula(`f${i}`, name, i % 2 ? 'T' : null))
     const filters = ['%', '_', '\\', 'i', 'İ', '*😀*', 'c*p', '*', '**', '100%*', '*_d*', 'X', '\uff01*']

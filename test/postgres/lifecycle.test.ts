@@ -97,6 +97,29 @@ describePostgres('postgres store lifecycle', (url) => {
     }
   })
 
+  it('a schema at version 2 gains the write function taking JSON arrays in step 3', async () => {
+    const s = schema()
+    const store = await postgresStore({ pool, schema: s })
+    await store.close()
+    // Back to version 2: no write function of step 3.
+    await pool.query(`DROP FUNCTION "${s}".tv_write(jsonb, jsonb, bigint[], boolean[]);
+      DELETE FROM "${s}".tokenvault_migrations WHERE version = 3`)
+    const again = await postgresStore({ pool, schema: s })
+    try {
+      const create = (id: string) => ({
+        checks: [{ check: 'token.absent' as const, tenant_id: T, id }],
+        ops: [{ op: 'token.put' as const, token: token(id) }],
+      })
+      expect(await again.write(create('a'))).toEqual({ ok: true })
+      expect(await again.write(create('a'))).toEqual({ ok: false, failed: create('a').checks[0] })
+      expect((await again.getToken(T, 'a'))?.data).toBe('a')
+      const { rows } = await pool.query(`SELECT version FROM "${s}".tokenvault_migrations ORDER BY version`)
+      expect(rows.map((r) => r.version)).toEqual([1, 2, 3])
+    } finally {
+      await again.close()
+    }
+  })
+
   it('refuses a schema migrated by a newer version', async () => {
     const s = schema()
     await (await postgresStore({ pool, schema: s })).close()
