@@ -173,21 +173,7 @@ LANGUAGE sql IMMUTABLE AS $$
     CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
     ELSE '[]' END) h
 $$;
-CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN
-    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
-    ON CONFLICT DO NOTHING;
-  END IF;
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+${termsSyncSql(s)}CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
 CREATE TABLE ${s}.token_counts (
   tenant_id text COLLATE "C" NOT NULL,
@@ -209,6 +195,29 @@ END
 $$;
 CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_counts_sync();
+`
+
+/**
+ * The trigger function keeping `token_terms` (see `tablesSql`), given the quoted schema name: a
+ * token's terms are deleted and inserted again when its doc changes. `token_terms_of` yields each
+ * term once (`UNION`), and the token's old terms are gone before its new ones go in (the token's
+ * writes run one at a time, under its lock), so the insert is a plain one: no conflict check per row
+ * (version 3; version 1 inserted with `ON CONFLICT DO NOTHING`).
+ */
+export const termsSyncSql = (s: string) => `
+CREATE OR REPLACE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t;
+  END IF;
+  RETURN NULL;
+END
+$$;
 `
 
 /**
