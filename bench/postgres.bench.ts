@@ -2,7 +2,9 @@
  * The Postgres store against PostgreSQL through raw `pg`, on pools of the same size, in one run:
  * token create (a `write` of one `token.put` under `token.absent` and `token.unlocked`, what the
  * service sends) against a plain INSERT of the same row, and `getToken` against the same point
- * SELECT, with 1 and 16 connections; then the service rows (`bench/postgres-service.ts`).
+ * SELECT, with 1 and 16 connections, and the store's create against the same `tv_write` call
+ * through raw `pg` (the driver's floor for that query shape: what the adapter adds on the client);
+ * then the service rows (`bench/postgres-service.ts`).
  * Needs `TOKENVAULT_PG_URL` (see scripts/pg-test-server.sh); without it, returns no rows.
  *   npx tsx bench/postgres.bench.ts     (BENCH_QUICK=1 for a smoke run; BENCH_PG_PROCESSES=1 adds
  *   two CLI server processes against one)
@@ -109,6 +111,28 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     const ms = opts.quick ? 300 : 4000
     const block = 10 * connections
     const writes = await measure(create, () => raw.create(nextRaw()), connections, block, ms)
+    // The driver's floor for the store's own query shape: the same `tv_write` call through pg, its
+    // arguments built inline (lock keys: distinct numbers; the put marked `fresh`, as the store marks
+    // a guarded create), without the adapter.
+    const write = `SELECT "${schema}".tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`
+    let w = 0
+    const rawWrite = () => {
+      const t = token(tenants[0]!, `w${w}`)
+      const checks = [
+        { check: 'token.absent', tenant_id: t.tenant_id, id: t.id },
+        { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
+      ]
+      const keys = [String(-1 - w), String(w), '9000000000000000000']
+      w++
+      const values = [
+        JSON.stringify(checks),
+        JSON.stringify([{ op: 'token.put', token: t, fresh: true }]),
+        keys,
+        [false, false, true],
+      ]
+      return rawPool.query({ name: 'raw_write', text: write, values })
+    }
+    const shape = await measure(create, rawWrite, connections, block, ms / 2)
     let r = 0
     const stored = Math.min(n, m, 1000)
     const pick = (prefix: string) => [tenants[0]!, `${prefix}${r++ % stored}`] as const
@@ -135,6 +159,11 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
         'token create (write: token.absent, token.unlocked, token.put)',
         'a plain INSERT of the same row through pg',
         writes,
+      ),
+      row(
+        'token create, the same write',
+        'the same tv_write call through pg, its arguments built inline (no adapter)',
+        shape,
       ),
       row('getToken', 'the same point SELECT through pg, JSON.parse', reads),
     ]

@@ -220,7 +220,17 @@ function openStore(
       done()
       return Promise.reject(error)
     }
-    return result.catch((error: unknown) => Promise.reject(asStoreError(error))).finally(done)
+    // One promise layer: counts the call done, and names a failure as a store error.
+    return result.then(
+      (value) => {
+        done()
+        return value
+      },
+      (error: unknown) => {
+        done()
+        throw asStoreError(error)
+      },
+    )
   }
 
   /**
