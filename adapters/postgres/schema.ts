@@ -173,7 +173,21 @@ LANGUAGE sql IMMUTABLE AS $$
     CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
     ELSE '[]' END) h
 $$;
-${termsSyncSql(s)}CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
 CREATE TABLE ${s}.token_counts (
   tenant_id text COLLATE "C" NOT NULL,
@@ -198,14 +212,19 @@ CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
 `
 
 /**
- * The trigger function keeping `token_terms` (see `tablesSql`), given the quoted schema name: a
- * token's terms are deleted and inserted again when its doc changes. `token_terms_of` yields each
- * term once (`UNION`), and the token's old terms are gone before its new ones go in (the token's
- * writes run one at a time, under its lock), so the insert is a plain one: no conflict check per row
- * (version 3; version 1 inserted with `ON CONFLICT DO NOTHING`).
+ * Version 3 of what keeps `token_terms` and `token_counts` (see `tablesSql`), given the quoted
+ * schema name: one row trigger on `tokens` instead of two (each trigger fired costs its own call
+ * per written row). A token's terms are deleted and inserted again when its doc changes;
+ * `token_terms_of` yields each term once (`UNION`) and the token's old terms are gone before its
+ * new ones go in (a token's writes run one at a time, under its lock), so the insert is a plain one,
+ * with no conflict check per row. An inserted token adds one to its tenant's count, a deleted one
+ * takes one away (in the row of the writing connection's shard, as before).
  */
-export const termsSyncSql = (s: string) => `
-CREATE OR REPLACE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+export const tokenSyncSql = (s: string) => `
+DROP TRIGGER token_terms_sync ON ${s}.tokens;
+DROP TRIGGER token_counts_sync ON ${s}.tokens;
+DROP FUNCTION ${s}.token_terms_sync(), ${s}.token_counts_sync();
+CREATE FUNCTION ${s}.token_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
   IF TG_OP <> 'INSERT' THEN
@@ -215,9 +234,18 @@ BEGIN
     INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
     SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t;
   END IF;
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (OLD.tenant_id, pg_backend_pid() % 16, -1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n - 1;
+  END IF;
   RETURN NULL;
 END
 $$;
+CREATE TRIGGER token_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_sync();
 `
 
 /**
