@@ -4,7 +4,8 @@
  * service sends) against a plain INSERT of the same row, and `getToken` against the same point
  * SELECT, with 1 and 16 connections, and the store's create against the same `tv_write` call
  * through raw `pg` (the driver's floor for that query shape: what the adapter adds on the client);
- * then the service rows (`bench/postgres-service.ts`).
+ * then the database's own CPU per create against a plain INSERT's (`bench/postgres-server.ts`) and
+ * the service rows (`bench/postgres-service.ts`).
  * Needs `TOKENVAULT_PG_URL` (see scripts/pg-test-server.sh); without it, returns no rows.
  *   npx tsx bench/postgres.bench.ts     (BENCH_QUICK=1 for a smoke run; BENCH_PG_PROCESSES=1 adds
  *   two CLI server processes against one)
@@ -16,6 +17,7 @@ import { postgresStore } from '../adapters/postgres/index.js'
 import type { StoredToken } from '../src/kernel/types.js'
 import type { Store } from '../src/store/contract.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
+import { serverRows } from './postgres-server.js'
 import { processRows, serviceRows } from './postgres-service.js'
 import { printRows } from './report.js'
 
@@ -187,6 +189,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   return [
     ...(await rowsFor(url, 1, opts)),
     ...(await rowsFor(url, 16, opts)),
+    ...(await serverRows(url, opts)),
     ...(await serviceRows(url, opts)),
     ...(process.env['BENCH_PG_PROCESSES'] === '1' ? await processRows(url, opts) : []),
   ]

@@ -1,0 +1,112 @@
+/**
+ * The database's own processor time per token create: the store's write for a create (one
+ * `tv_write` call: its locks, the guards `token.absent` and `token.unlocked`, the token row and what
+ * its trigger keeps — terms and count) against a plain INSERT of the same row into a table with only
+ * a primary key, each call its own transaction on one connection, in alternating rounds. The time is
+ * the server process's own, read from `/proc/self/schedstat` with `pg_read_file` (a superuser on
+ * Linux, as `scripts/pg-test-server.sh` gives; otherwise no rows), so it leaves out the network,
+ * the commit's flush (`synchronous_commit` off here) and the client. Run through
+ * `bench/postgres.bench.ts`.
+ */
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { postgresStore } from '../adapters/postgres/index.js'
+import { LockKeys, recordNames } from '../adapters/postgres/locking.js'
+import { opArguments } from '../adapters/postgres/ops.js'
+import type { Check, Op, StoredToken } from '../src/kernel/types.js'
+import type { BenchOptions, BenchRow } from './harness.js'
+
+const token = (id: string): StoredToken => ({
+  id,
+  tenant_id: 'bench',
+  type: 'card',
+  data: { $sealed: randomBytes(90).toString('base64') },
+  containers: ['/general/high/'],
+  metadata: {},
+  fingerprint: 'same-card',
+  created_by: 'bench-app',
+  created_at: '2030-01-01T00:00:00.000Z',
+})
+
+/** Rows comparing the server's CPU per create with a plain INSERT's; none where it can't be read. */
+export async function serverRows(url: string, opts: BenchOptions): Promise<BenchRow[]> {
+  const schema = `tv_bench_${randomBytes(6).toString('hex')}`
+  const s = `"${schema}"`
+  const pool = new pg.Pool({ connectionString: url, max: 1 })
+  const store = await postgresStore({ pool, schema })
+  const client = await pool.connect()
+  try {
+    const cpu = async () => {
+      const { rows } = await client.query<{ ns: string }>(
+        `SELECT split_part(pg_read_file('/proc/self/schedstat'), ' ', 1) AS ns`,
+      )
+      return Number(rows[0]!.ns)
+    }
+    try {
+      await cpu()
+    } catch (error) {
+      console.error(`postgres server bench: no rows (${(error as Error).message})`)
+      return []
+    }
+    await client.query('SET synchronous_commit = off')
+    await client.query(`CREATE TABLE ${s}.raw_tokens (tenant_id text COLLATE "C", id text COLLATE "C",
+      type text COLLATE "C", expires_at text COLLATE "C", doc jsonb NOT NULL, PRIMARY KEY (tenant_id, id))`)
+    const locks = new LockKeys(schema)
+    const write = `SELECT ${s}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`
+    const insert = `INSERT INTO ${s}.raw_tokens (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)`
+    let n = 0
+    /** The call the store makes for a create, its arguments built as the store builds them. */
+    const create = () => {
+      const t = token(`t${n++}`)
+      const checks: Check[] = [
+        { check: 'token.absent', tenant_id: t.tenant_id, id: t.id },
+        { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
+      ]
+      const ops: Op[] = [{ op: 'token.put', token: t }]
+      const { keys, shared } = locks.order(recordNames(checks, ops))
+      const values = [JSON.stringify(checks), JSON.stringify(opArguments(checks, ops)), keys, shared]
+      return client.query({ name: 'write', text: write, values })
+    }
+    const plain = () => {
+      const t = token(`r${n++}`)
+      return client.query({
+        name: 'insert',
+        text: insert,
+        values: [t.tenant_id, t.id, t.type, null, JSON.stringify(t)],
+      })
+    }
+    const block = opts.quick ? 100 : 500
+    const rounds = opts.quick ? 2 : 6
+    /** µs of the server's CPU per call over one block (the two reads of the clock included). */
+    const round = async (call: () => Promise<unknown>) => {
+      const start = await cpu()
+      for (let i = 0; i < block; i++) await call()
+      return ((await cpu()) - start) / 1000 / block
+    }
+    await round(create)
+    await round(plain)
+    let ours = Number.POSITIVE_INFINITY
+    let floor = Number.POSITIVE_INFINITY
+    for (let i = 0; i < rounds; i++) {
+      ours = Math.min(ours, await round(create))
+      floor = Math.min(floor, await round(plain))
+    }
+    return [
+      {
+        group: 'postgres server',
+        operation: "token create, the database's CPU per call (one tv_write call, its own transaction)",
+        opsPerSec: 1e6 / ours,
+        baseline: 'a plain INSERT of the same row, a primary key only, its own transaction',
+        baselineOpsPerSec: 1e6 / floor,
+        ratio: ours / floor,
+        goal: '—',
+        note: `${ours.toFixed(0)} µs vs ${floor.toFixed(0)} µs of the server process's CPU per call (least of ${rounds} rounds of ${block}); ops/s = calls per CPU-second`,
+      },
+    ]
+  } finally {
+    client.release()
+    await store.close()
+    await pool.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`).catch(() => {})
+    await pool.end()
+  }
+}
