@@ -212,6 +212,33 @@ CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
 `
 
 /**
+ * Version 3 of the exact-term index, given the quoted schema name: a token's type and fingerprint
+ * are read from indexes on `tokens` — `tokens_by_type (tenant_id, type, id)` and
+ * `tokens_by_fingerprint`, which gains `id` as its last column — instead of from `token_terms` rows,
+ * so a create writes one term row per container, metadata entry and search-index hash only (two
+ * fewer for a token with one container, each a row with two index entries). A keyset page of a
+ * type or fingerprint is a range of its index in id order, as one of `token_terms` was; the
+ * fingerprint index still serves the fingerprint filter and `token.fingerprint_absent` by its prefix.
+ */
+export const termIndexesSql = (s: string) => `
+CREATE INDEX tokens_by_type ON ${s}.tokens (tenant_id, type, id);
+DROP INDEX ${s}.tokens_by_fingerprint;
+CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"), id);
+CREATE OR REPLACE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'container', '', c FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
+  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
+    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
+    WHERE m.value IS NOT NULL
+  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
+    ELSE '[]' END) h
+$$;
+DELETE FROM ${s}.token_terms WHERE kind IN ('type', 'fingerprint');
+`
+
+/**
  * Version 3 of what keeps `token_terms` and `token_counts` (see `tablesSql`), given the quoted
  * schema name: one row trigger on `tokens` instead of two (each trigger fired costs its own call
  * per written row). A token's terms are deleted and inserted again when its doc changes;

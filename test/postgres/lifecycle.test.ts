@@ -97,7 +97,7 @@ describePostgres('postgres store lifecycle', (url) => {
     }
   })
 
-  it('a schema at version 2 gains step 3: one trigger keeps the terms and counts of tokens it held, and of new ones', async () => {
+  it('a schema at version 2 gains step 3: one trigger keeps the terms and counts of tokens it held and of new ones; types come from an index', async () => {
     const s = schema()
     // A schema at version 2: steps 1 and 2 applied as they were, two tokens written through their triggers.
     await pool.query(`CREATE SCHEMA "${s}";
@@ -140,6 +140,13 @@ describePostgres('postgres store lifecycle', (url) => {
       expect(await total()).toBe(2)
       expect(await inContainer('/old/')).toEqual([])
       expect(await inContainer('/new/')).toEqual(['a', 'c'])
+      // Type and fingerprint come from indexes on the tokens now: no term rows of theirs are left.
+      expect(await store.findTokenIds(T, { term: { kind: 'type', value: 'token' }, limit: 10 })).toEqual([
+        'a',
+        'c',
+      ])
+      const { rows: kinds } = await pool.query(`SELECT DISTINCT kind FROM "${s}".token_terms ORDER BY kind`)
+      expect(kinds.map((r) => r.kind)).toEqual(['container'])
     } finally {
       await store.close()
     }
