@@ -31,7 +31,9 @@
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
  * hash), kept by a trigger on `tokens` in the token write's own transaction, so a keyset page of one
- * term is a range scan of its primary key.
+ * term is a range scan of its primary key. These are the tables of step 1; step 3 reads a token's
+ * type and fingerprint from indexes on `tokens` instead (`termIndexesSql`) and keeps the terms and
+ * the count with one trigger (`tokenSyncSql`).
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
