@@ -18,7 +18,9 @@ export interface Migration {
  * function taking its checks and ops as two JSON arrays (a schema from before it keeps the
  * `jsonb[]` one beside it, for processes of the previous version still running against it) and
  * one trigger keeping a token's terms and its tenant's count instead of two (`tokenSyncSql`), and a
- * token's type and fingerprint read from indexes on `tokens` instead of term rows (`termIndexesSql`).
+ * token's type and fingerprint read from indexes on `tokens` instead of term rows (`termIndexesSql`):
+ * a process of the previous version still running finds no token by type or fingerprint once it is
+ * applied (its writes stay consistent: the trigger keeps every token's terms and count).
  * A later change adds a step with the next version (a change to `tv_write` too: `CREATE OR REPLACE
  * FUNCTION` in that step); `migrate` applies the steps a schema lacks.
  */
