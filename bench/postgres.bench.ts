@@ -2,7 +2,10 @@
  * The Postgres store against PostgreSQL through raw `pg`, on pools of the same size, in one run:
  * token create (a `write` of one `token.put` under `token.absent` and `token.unlocked`, what the
  * service sends) against a plain INSERT of the same row, and `getToken` against the same point
- * SELECT, with 1 and 16 connections; then the service rows (`bench/postgres-service.ts`).
+ * SELECT, with 1 and 16 connections, and the store's create against the same `tv_write` call
+ * through raw `pg` (the driver's floor for that query shape: what the adapter adds on the client);
+ * then the database's own CPU per create against a plain INSERT's (`bench/postgres-server.ts`) and
+ * the service rows (`bench/postgres-service.ts`).
  * Needs `TOKENVAULT_PG_URL` (see scripts/pg-test-server.sh); without it, returns no rows.
  *   npx tsx bench/postgres.bench.ts     (BENCH_QUICK=1 for a smoke run; BENCH_PG_PROCESSES=1 adds
  *   two CLI server processes against one)
@@ -14,6 +17,7 @@ import { postgresStore } from '../adapters/postgres/index.js'
 import type { StoredToken } from '../src/kernel/types.js'
 import type { Store } from '../src/store/contract.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
+import { serverRows } from './postgres-server.js'
 import { processRows, serviceRows } from './postgres-service.js'
 import { printRows } from './report.js'
 
@@ -109,6 +113,28 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     const ms = opts.quick ? 300 : 4000
     const block = 10 * connections
     const writes = await measure(create, () => raw.create(nextRaw()), connections, block, ms)
+    // The driver's floor for the store's own query shape: the same `tv_write` call through pg, its
+    // arguments built inline (lock keys: distinct numbers; the put marked `fresh`, as the store marks
+    // a guarded create), without the adapter.
+    const write = `SELECT "${schema}".tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`
+    let w = 0
+    const rawWrite = () => {
+      const t = token(tenants[0]!, `w${w}`)
+      const checks = [
+        { check: 'token.absent', tenant_id: t.tenant_id, id: t.id },
+        { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
+      ]
+      const keys = [String(-1 - w), String(w), '9000000000000000000']
+      w++
+      const values = [
+        JSON.stringify(checks),
+        JSON.stringify([{ op: 'token.put', token: t, fresh: true }]),
+        keys,
+        [false, false, true],
+      ]
+      return rawPool.query({ name: 'raw_write', text: write, values })
+    }
+    const shape = await measure(create, rawWrite, connections, block, ms / 2)
     let r = 0
     const stored = Math.min(n, m, 1000)
     const pick = (prefix: string) => [tenants[0]!, `${prefix}${r++ % stored}`] as const
@@ -136,6 +162,11 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
         'a plain INSERT of the same row through pg',
         writes,
       ),
+      row(
+        'token create, the same write',
+        'the same tv_write call through pg, its arguments built inline (no adapter)',
+        shape,
+      ),
       row('getToken', 'the same point SELECT through pg, JSON.parse', reads),
     ]
   } finally {
@@ -158,6 +189,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   return [
     ...(await rowsFor(url, 1, opts)),
     ...(await rowsFor(url, 16, opts)),
+    ...(await serverRows(url, opts)),
     ...(await serviceRows(url, opts)),
     ...(process.env['BENCH_PG_PROCESSES'] === '1' ? await processRows(url, opts) : []),
   ]

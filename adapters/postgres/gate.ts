@@ -18,14 +18,33 @@ export class TenantGate {
   ) {}
 
   /** Runs `fn` once a place is free and it is `tenant`'s turn. */
-  async run<T>(tenant: string, fn: () => Promise<T>): Promise<T> {
-    if (this.active < this.limit && this.waiting.size === 0) this.active++
-    else await this.wait(tenant)
-    try {
-      return await fn()
-    } finally {
-      this.release()
+  run<T>(tenant: string, fn: () => Promise<T>): Promise<T> {
+    if (this.active < this.limit && this.waiting.size === 0) {
+      this.active++
+      return this.settle(fn)
     }
+    return this.wait(tenant).then(() => this.settle(fn))
+  }
+
+  /** Runs `fn` in a place already taken, and frees it when `fn` settles (one promise layer). */
+  private settle<T>(fn: () => Promise<T>): Promise<T> {
+    let result: Promise<T>
+    try {
+      result = fn()
+    } catch (error) {
+      this.release()
+      return Promise.reject(error)
+    }
+    return result.then(
+      (value) => {
+        this.release()
+        return value
+      },
+      (error: unknown) => {
+        this.release()
+        throw error
+      },
+    )
   }
 
   /** How many calls wait, for tests. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, hash } from 'node:crypto'
 
 /**
  * A byte string that sorts (as `bytea`, byte by byte) exactly like the JavaScript string
@@ -19,7 +19,12 @@ export function quoteIdent(name: string): string {
 
 /** A signed 64-bit advisory-lock key (as a decimal string) derived from `name`. */
 export function lockKey(name: string): string {
-  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString()
+  return lockKeyValue(name).toString()
+}
+
+/** `lockKey` as a bigint. */
+export function lockKeyValue(name: string): bigint {
+  return hash('sha256', name, 'buffer').readBigInt64BE(0)
 }
 
 const names = new Map<string, string>()

@@ -1,7 +1,7 @@
 import { assertNever } from '../../src/kernel/errors.js'
 import type { Check, Op } from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
-import { lockKey } from './keys.js'
+import { lockKeyValue } from './keys.js'
 
 const name = (...parts: string[]) => parts.join('\u0000')
 const token = (tenantId: string, id: string) => name('token', tenantId, id)
@@ -167,16 +167,20 @@ export function recordNames(checks: readonly Check[], ops: readonly Op[]): Map<s
  * a lock (more waiting, never less safety). There is no tenant-wide or store-wide lock.
  */
 export class LockKeys {
-  private readonly cache = new Map<string, string>()
+  private readonly cache = new Map<string, bigint>()
 
   constructor(private readonly schema: string) {}
 
-  /** The key of one record's lock. */
+  /** The key of one record's lock (decimal). */
   key(recordName: string): string {
+    return this.value(recordName).toString()
+  }
+
+  private value(recordName: string): bigint {
     let key = this.cache.get(recordName)
     if (key === undefined) {
       if (this.cache.size >= 10_000) this.cache.clear()
-      key = lockKey(`tokenvault\u0000${this.schema}\u0000${recordName}`)
+      key = lockKeyValue(`tokenvault\u0000${this.schema}\u0000${recordName}`)
       this.cache.set(recordName, key)
     }
     return key
@@ -188,16 +192,12 @@ export class LockKeys {
    * shared. Two names whose keys collide share one lock, exclusive if either is.
    */
   order(names: ReadonlyMap<string, LockMode>): { keys: string[]; shared: boolean[] } {
-    const modes = new Map<string, LockMode>()
+    const modes = new Map<bigint, LockMode>()
     for (const [n, mode] of names) {
-      const key = this.key(n)
+      const key = this.value(n)
       if (mode === 'exclusive' || !modes.has(key)) modes.set(key, mode)
     }
-    const keys = [...modes.keys()].sort((a, b) => {
-      const x = BigInt(a)
-      const y = BigInt(b)
-      return x < y ? -1 : x > y ? 1 : 0
-    })
-    return { keys, shared: keys.map((k) => modes.get(k) === 'shared') }
+    const sorted = [...modes.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+    return { keys: sorted.map(String), shared: sorted.map((k) => modes.get(k) === 'shared') }
   }
 }

@@ -1,4 +1,4 @@
-import type { Op } from '../../src/kernel/types.js'
+import type { Check, Op } from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { sortKey } from './keys.js'
 
@@ -30,4 +30,20 @@ export function opArgument(op: Op): object {
     default:
       return op
   }
+}
+
+/**
+ * The ops of a batch as `tv_write` takes them (`opArgument`), the first `token.put` of each token the
+ * batch's checks find `token.absent` marked `fresh`: under that token's lock, with the guard held,
+ * no row can be there, so `tv_write` inserts it without the upsert's conflict check.
+ */
+export function opArguments(checks: readonly Check[], ops: readonly Op[]): object[] {
+  const absent = new Set<string>()
+  for (const c of checks) if (c.check === 'token.absent') absent.add(`${c.tenant_id}\u0000${c.id}`)
+  return ops.map((op) => {
+    if (op.op !== 'token.put' || absent.size === 0) return opArgument(op)
+    const key = `${op.token.tenant_id}\u0000${op.token.id}`
+    if (!absent.delete(key)) return op
+    return { ...op, fresh: true }
+  })
 }

@@ -54,7 +54,7 @@ export function reads(t: Tables, query: Query): Reads {
     const row = (await prepared(text, [...values, offset, limit])).rows[0] as { total: number; items: string }
     return { items: JSON.parse(row.items) as T[], total: row.total }
   }
-  /** The exact-term index beside the tokens (migration 9), in the tokens' schema. */
+  /** The exact-term index beside the tokens (containers, metadata, search-index hashes), in the tokens' schema. */
   const tokenTerms = `${t.tokens.slice(0, -'tokens'.length)}token_terms`
   /** The tokens among `ids`, each as `select` shapes its doc, in the order of `ids`, once each. */
   const some = async <T extends { id: string }>(
@@ -190,6 +190,14 @@ export function reads(t: Tables, query: Query): Reads {
       if (term?.kind === 'id') {
         values.push(term.value)
         where += ' AND id = $2'
+      } else if (term?.kind === 'type') {
+        // `tokens_by_type` (schema step 3).
+        values.push(term.value)
+        where += ' AND type = $2'
+      } else if (term?.kind === 'fingerprint') {
+        // `tokens_by_fingerprint` (schema step 3).
+        values.push(term.value)
+        where += ` AND (doc ->> 'fingerprint') COLLATE "C" = $2`
       } else if (term !== undefined) {
         table = tokenTerms
         values.push(term.kind, term.kind === 'metadata' ? term.key : '', term.value)

@@ -31,7 +31,9 @@
  * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
  * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
  * hash), kept by a trigger on `tokens` in the token write's own transaction, so a keyset page of one
- * term is a range scan of its primary key.
+ * term is a range scan of its primary key. These are the tables of step 1; step 3 reads a token's
+ * type and fingerprint from indexes on `tokens` instead (`termIndexesSql`) and keeps the terms and
+ * the count with one trigger (`tokenSyncSql`).
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
@@ -209,6 +211,70 @@ END
 $$;
 CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_counts_sync();
+`
+
+/**
+ * Version 3 of the exact-term index, given the quoted schema name: a token's type and fingerprint
+ * are read from indexes on `tokens` — `tokens_by_type (tenant_id, type, id)` and
+ * `tokens_by_fingerprint`, which gains `id` as its last column — instead of from `token_terms` rows,
+ * so a create writes one term row per container, metadata entry and search-index hash only (two
+ * fewer for a token with one container, each a row with two index entries). A keyset page of a
+ * type or fingerprint is a range of its index in id order, as one of `token_terms` was; the
+ * fingerprint index still serves the fingerprint filter and `token.fingerprint_absent` by its prefix.
+ */
+export const termIndexesSql = (s: string) => `
+CREATE INDEX tokens_by_type ON ${s}.tokens (tenant_id, type, id);
+DROP INDEX ${s}.tokens_by_fingerprint;
+CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"), id);
+CREATE OR REPLACE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'container', '', c FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
+  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
+    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
+    WHERE m.value IS NOT NULL
+  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
+    ELSE '[]' END) h
+$$;
+DELETE FROM ${s}.token_terms WHERE kind IN ('type', 'fingerprint');
+`
+
+/**
+ * Version 3 of what keeps `token_terms` and `token_counts` (see `tablesSql`), given the quoted
+ * schema name: one row trigger on `tokens` instead of two (each trigger fired costs its own call
+ * per written row). A token's terms are deleted and inserted again when its doc changes;
+ * `token_terms_of` yields each term once (`UNION`) and the token's old terms are gone before its
+ * new ones go in (a token's writes run one at a time, under its lock), so the insert is a plain one,
+ * with no conflict check per row. An inserted token adds one to its tenant's count, a deleted one
+ * takes one away (in the row of the writing connection's shard, as before).
+ */
+export const tokenSyncSql = (s: string) => `
+DROP TRIGGER token_terms_sync ON ${s}.tokens;
+DROP TRIGGER token_counts_sync ON ${s}.tokens;
+DROP FUNCTION ${s}.token_terms_sync(), ${s}.token_counts_sync();
+CREATE FUNCTION ${s}.token_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t;
+  END IF;
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (OLD.tenant_id, pg_backend_pid() % 16, -1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n - 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER token_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+  FOR EACH ROW EXECUTE FUNCTION ${s}.token_sync();
 `
 
 /**

@@ -33,11 +33,11 @@ export type Statements = ReturnType<typeof statements>
 export function statements(t: Tables) {
   return {
     /**
-     * $1 the checks, $2 the ops (jsonb[], see `opArgument`), $3 lock keys (bigint[], ascending), $4
-     * whether each is shared: one `Store.write` (see `writeFunctionSql`). Answers `failed`, the
-     * index of the first check that failed, or -1 when the ops were applied.
+     * $1 the checks, $2 the ops (each a JSON array; see `opArguments`), $3 lock keys (bigint[],
+     * ascending), $4 whether each is shared: one `Store.write` (see `writeFunctionSql`). Answers
+     * `failed`, the index of the first check that failed, or -1 when the ops were applied.
      */
-    write: `SELECT ${t.schema}.tv_write($1::jsonb[], $2::jsonb[], $3::bigint[], $4::boolean[]) AS failed`,
+    write: `SELECT ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
 
     /** $1 before, $2 limit: keys of idempotency records past $1 (`idempotency_by_expiry`). */
     expiredIdempotency: `SELECT tenant_id, id FROM ${t.idempotency} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,

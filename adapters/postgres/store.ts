@@ -11,7 +11,7 @@ import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
-import { opArgument } from './ops.js'
+import { opArguments } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 
@@ -220,7 +220,17 @@ function openStore(
       done()
       return Promise.reject(error)
     }
-    return result.catch((error: unknown) => Promise.reject(asStoreError(error))).finally(done)
+    // One promise layer: counts the call done, and names a failure as a store error.
+    return result.then(
+      (value) => {
+        done()
+        return value
+      },
+      (error: unknown) => {
+        done()
+        throw asStoreError(error)
+      },
+    )
   }
 
   /**
@@ -241,12 +251,7 @@ function openStore(
       return failed ? { ok: false, failed } : { ok: true }
     }
     const { keys, shared } = locks.order(recordNames(checks, batch.ops))
-    const values = [
-      checks.map((c) => JSON.stringify(c)),
-      batch.ops.map((op) => JSON.stringify(opArgument(op))),
-      keys,
-      shared,
-    ]
+    const values = [JSON.stringify(checks), JSON.stringify(opArguments(checks, batch.ops)), keys, shared]
     const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {

@@ -7,18 +7,19 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
     ELSE jsonb_build_array(${alias}.doc -> 'key_hash') END)`
 
 /**
- * `tv_write(checks jsonb[], ops jsonb[], keys bigint[], shared boolean[]) RETURNS integer`: one
+ * `tv_write(checks jsonb, ops jsonb, keys bigint[], shared boolean[]) RETURNS integer`: one
  * `Store.write` in one statement, so a write is one round trip (`SELECT s.tv_write($1, $2, $3, $4)`
  * in autocommit: the call runs in its own implicit transaction, which commits before the answer
  * comes back).
  *
  * 1. It takes the transaction-scoped advisory locks `keys` (sorted by the caller, one global order,
  *    so writes never deadlock on them), each shared where `shared` says so, else exclusive.
- * 2. It evaluates the guards `checks` in order and answers the index of the first that fails
- *    (writing nothing), or goes on. A volatile plpgsql function takes a fresh snapshot for each
- *    statement it runs, so the guards read what was committed after the locks were granted: a
+ * 2. It evaluates the guards `checks` (a JSON array) in order and answers the index of the first
+ *    that fails (writing nothing), or goes on. A volatile plpgsql function takes a fresh snapshot for
+ *    each statement it runs, so the guards read what was committed after the locks were granted: a
  *    write that conflicts with this one (names one of its records) committed before, or waits.
- * 3. It applies the `ops` in order, each exactly as `MemoryState.apply` does, and answers -1.
+ * 3. It applies the `ops` (a JSON array) in order, each exactly as `MemoryState.apply` does, and
+ *    answers -1.
  *
  * Why a function and not one data-modifying CTE: a single statement reads one snapshot, taken when
  * it starts, before any lock it takes in a CTE is granted; its guards could then miss a conflicting
@@ -28,12 +29,16 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
  * statement holding every kind of guard as a CASE of subqueries was measured slower (its executor
  * starts every subquery on each call).
  *
- * Guards and ops arrive as the core's own `Check` and `Op` objects (JSON), plus what SQL can't
- * derive the same way JavaScript does (`opArgument`): sort keys (hex), lower-cased names and an
- * application's key hashes.
+ * Guards and ops arrive as the core's own `Check` and `Op` objects, each list one JSON array (one
+ * `JSON.stringify` per list in the caller, parsed once here; a `jsonb[]` costs an array literal
+ * with every element escaped, then parsed twice), plus what SQL can't derive the same way
+ * JavaScript does (`opArgument`): sort keys (hex), lower-cased names and an application's key
+ * hashes. A `token.put` marked `fresh` (its batch guards the token `token.absent`, under the
+ * token's lock) is a plain INSERT: no row can be there, so it skips the upsert's conflict check.
  */
 export const writeFunctionSql = (s: string) => `
-CREATE FUNCTION ${s}.tv_write(checks jsonb[], ops jsonb[], keys bigint[], shared boolean[]) RETURNS integer
+CREATE OR REPLACE FUNCTION ${s}.tv_write(checks jsonb, ops jsonb, keys bigint[], shared boolean[])
+RETURNS integer
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   _i integer;
@@ -46,8 +51,8 @@ BEGIN
   PERFORM CASE WHEN k.sh THEN pg_advisory_xact_lock_shared(k.key) ELSE pg_advisory_xact_lock(k.key) END
   FROM unnest(keys, shared) AS k(key, sh);
 
-  _i := 0;
-  FOREACH _c IN ARRAY checks LOOP
+  FOR _i IN 0 .. jsonb_array_length(checks) - 1 LOOP
+    _c := checks -> _i;
     CASE _c ->> 'check'
       WHEN 'token.absent' THEN
         _ok := NOT EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
@@ -111,17 +116,22 @@ BEGIN
     IF NOT _ok THEN
       RETURN _i;
     END IF;
-    _i := _i + 1;
   END LOOP;
 
-  FOREACH _o IN ARRAY ops LOOP
+  FOR _i IN 0 .. jsonb_array_length(ops) - 1 LOOP
+    _o := ops -> _i;
     CASE _o ->> 'op'
       WHEN 'token.put' THEN
         _d := _o -> 'token';
-        INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
-        VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d)
-        ON CONFLICT (tenant_id, id) DO UPDATE
-        SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
+        IF _o ? 'fresh' THEN
+          INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
+          VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d);
+        ELSE
+          INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
+          VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d)
+          ON CONFLICT (tenant_id, id) DO UPDATE
+          SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
+        END IF;
       WHEN 'token.delete' THEN
         -- The token alone: the core deletes its links with their own ops.
         DELETE FROM ${s}.tokens WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import type { Op, StoredFormula, StoredToken, StoredTransaction } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
+import type { Store, TokenTerm } from '../../src/store/contract.js'
 import { FORMULA_NAMES, TIMES } from '../../testing/store/arbitraries.js'
 import { expectSameAsModel, type Step } from '../../testing/store/observe.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
@@ -91,6 +91,49 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     ])
     expect((await store.getTransaction('T', 't1'))?.state).toBe('committed')
     expect((await store.listStaged('T', 't2', { limit: 10 })).map((w) => w.token_id)).toEqual(['b'])
+  })
+
+  it('a create guarded token.absent inserts once; a second put of it in the batch replaces it; the guard failing writes nothing', async () => {
+    const absent = (id: string, tenant = 'T') => ({ check: 'token.absent' as const, tenant_id: tenant, id })
+    await expectSameAsModel(store, [
+      // The first put of a is a plain insert under its guard; the second put of a replaces it.
+      {
+        batch: {
+          checks: [absent('a'), absent('b')],
+          ops: [token('a', { type: 'first' }), token('b'), token('a', { type: 'second' })],
+        },
+      },
+      // The guard names a token of another tenant: the put of T's a is an upsert (a is there).
+      { batch: { checks: [absent('a', 'U')], ops: [token('a', { type: 'third' })] } },
+      // a exists: the guard fails and nothing is written.
+      { batch: { checks: [absent('c'), absent('a')], ops: [token('c'), token('a', { type: 'lost' })] } },
+    ])
+    expect((await store.getToken('T', 'a'))?.type).toBe('third')
+    expect(await store.getToken('T', 'c')).toBeNull()
+  })
+
+  it('indexes a token whose terms repeat once each, and again once each after a put that changes them', async () => {
+    const find = (term: TokenTerm) => store.findTokenIds('T', { term, limit: 10 })
+    const repeated = token('a', {
+      containers: ['/a/', '/a/', '/b/'],
+      search_index_hashes: ['h1', 'h1', 'h2'],
+      metadata: { k: 'V', j: 'v' },
+    })
+    expect(
+      await store.write({ checks: [{ check: 'token.absent', tenant_id: 'T', id: 'a' }], ops: [repeated] }),
+    ).toEqual({
+      ok: true,
+    })
+    expect(await find({ kind: 'container', value: '/a/' })).toEqual(['a'])
+    expect(await find({ kind: 'search_index', value: 'h1' })).toEqual(['a'])
+    expect(await find({ kind: 'metadata', key: 'j', value: 'v' })).toEqual(['a'])
+    await store.write({
+      ops: [token('a', { containers: ['/b/', '/c/', '/c/'], search_index_hashes: ['h2', 'h2'] })],
+    })
+    expect(await find({ kind: 'container', value: '/a/' })).toEqual([])
+    expect(await find({ kind: 'container', value: '/c/' })).toEqual(['a'])
+    expect(await find({ kind: 'search_index', value: 'h2' })).toEqual(['a'])
+    expect(await find({ kind: 'metadata', key: 'j', value: 'v' })).toEqual([])
   })
 
   it('orders names by UTF-16 code units and matches them like nameMatcher', async () => {

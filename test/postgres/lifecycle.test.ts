@@ -97,6 +97,61 @@ describePostgres('postgres store lifecycle', (url) => {
     }
   })
 
+  it('a schema at version 2 gains step 3: one trigger keeps the terms and counts of tokens it held and of new ones; types come from an index', async () => {
+    const s = schema()
+    // A schema at version 2: steps 1 and 2 applied as they were, two tokens written through their triggers.
+    await pool.query(`CREATE SCHEMA "${s}";
+      CREATE TABLE "${s}".tokenvault_migrations (version integer PRIMARY KEY, name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now())`)
+    for (const m of MIGRATIONS.filter((m) => m.version <= 2)) {
+      await pool.query(m.sql(`"${s}"`))
+      await pool.query(`INSERT INTO "${s}".tokenvault_migrations (version, name) VALUES ($1, $2)`, [
+        m.version,
+        m.name,
+      ])
+    }
+    for (const id of ['a', 'b'])
+      await pool.query(`INSERT INTO "${s}".tokens (tenant_id, id, type, doc) VALUES ($1, $2, 'token', $3)`, [
+        T,
+        id,
+        JSON.stringify({ ...token(id), containers: ['/old/'] }),
+      ])
+    const store = await postgresStore({ pool, schema: s })
+    try {
+      const { rows } = await pool.query(`SELECT version FROM "${s}".tokenvault_migrations ORDER BY version`)
+      expect(rows.map((r) => r.version)).toEqual([1, 2, 3])
+      const { rows: triggers } = await pool.query(
+        `SELECT tgname FROM pg_trigger WHERE tgrelid = '"${s}".tokens'::regclass AND NOT tgisinternal`,
+      )
+      expect(triggers.map((r) => r.tgname)).toEqual(['token_sync'])
+      const total = async () => (await store.listTokens(T, { now: NOW, offset: 0, limit: 0 })).total
+      const inContainer = (c: string) =>
+        store.findTokenIds(T, { term: { kind: 'container', value: c }, limit: 10 })
+      expect(await total()).toBe(2)
+      const create = (id: string) => ({
+        checks: [{ check: 'token.absent' as const, tenant_id: T, id }],
+        ops: [{ op: 'token.put' as const, token: { ...token(id), containers: ['/new/'] } }],
+      })
+      expect(await store.write(create('c'))).toEqual({ ok: true })
+      expect(await store.write(create('a'))).toEqual({ ok: false, failed: create('a').checks[0] })
+      expect(await total()).toBe(3)
+      await store.write({ ops: [{ op: 'token.put', token: { ...token('a'), containers: ['/new/'] } }] })
+      await store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: 'b' }] })
+      expect(await total()).toBe(2)
+      expect(await inContainer('/old/')).toEqual([])
+      expect(await inContainer('/new/')).toEqual(['a', 'c'])
+      // Type and fingerprint come from indexes on the tokens now: no term rows of theirs are left.
+      expect(await store.findTokenIds(T, { term: { kind: 'type', value: 'token' }, limit: 10 })).toEqual([
+        'a',
+        'c',
+      ])
+      const { rows: kinds } = await pool.query(`SELECT DISTINCT kind FROM "${s}".token_terms ORDER BY kind`)
+      expect(kinds.map((r) => r.kind)).toEqual(['container'])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('refuses a schema migrated by a newer version', async () => {
     const s = schema()
     await (await postgresStore({ pool, schema: s })).close()

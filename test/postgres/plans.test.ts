@@ -20,7 +20,9 @@ function records(tenant_id: string, i: number): Op[] {
         id: `k${i}`,
         type: i % 2 ? 'odd' : 'even',
         data: i,
-        containers: [],
+        // A container, as every token the service writes has: its term row keeps `token_terms` from
+        // being empty, where a scan of its no pages is what a planner picks.
+        containers: ['/general/'],
         metadata: {},
         fingerprint: `fp-${i}`,
       },
