@@ -1,6 +1,6 @@
 import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
-import { countsSql, tablesSql, termIndexesSql, tokenSyncSql } from './schema.js'
+import { countsSql, tablesSql } from './schema.js'
 import { writeFunctionSql } from './write-function.js'
 
 /** One schema change: applied once, in version order, and recorded in `tokenvault_migrations`. */
@@ -12,29 +12,16 @@ export interface Migration {
 }
 
 /**
- * The schema's steps. Version 1 is the tables and indexes (`tablesSql`) and the write function
- * (`writeFunctionSql`); version 2 the per-tenant counts of idempotency records and unauthorized
- * sessions (`countsSql`), counting what a schema at version 1 already holds; version 3 the write
- * function taking its checks and ops as two JSON arrays (a schema from before it keeps the
- * `jsonb[]` one beside it, for processes of the previous version still running against it) and
- * one trigger keeping a token's terms and its tenant's count instead of two (`tokenSyncSql`), and a
- * token's type and fingerprint read from indexes on `tokens` instead of term rows (`termIndexesSql`):
- * a process of the previous version still running finds no token by type or fingerprint once it is
- * applied (its writes stay consistent: the trigger keeps every token's terms and count).
- * A later change adds a step with the next version (a change to `tv_write` too: `CREATE OR REPLACE
- * FUNCTION` in that step); `migrate` applies the steps a schema lacks.
+ * The schema's steps. Version 1 is the whole schema: the tables, indexes and triggers
+ * (`tablesSql`), the per-tenant record counts (`countsSql`) and the write function
+ * (`writeFunctionSql`). A later change adds a step with the next version (a change to `tv_write`
+ * too: `CREATE OR REPLACE FUNCTION` in that step); `migrate` applies the steps a schema lacks.
  */
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'initial schema',
-    sql: (s) => tablesSql(s) + writeFunctionSql(s),
-  },
-  { version: 2, name: 'per-tenant record counts', sql: countsSql },
-  {
-    version: 3,
-    name: 'tv_write takes its checks and ops as JSON arrays; one trigger keeps token terms and counts; type and fingerprint indexed on tokens',
-    sql: (s) => writeFunctionSql(s) + tokenSyncSql(s) + termIndexesSql(s),
+    sql: (s) => tablesSql(s) + countsSql(s) + writeFunctionSql(s),
   },
 ]
 

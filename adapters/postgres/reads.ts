@@ -191,11 +191,11 @@ export function reads(t: Tables, query: Query): Reads {
         values.push(term.value)
         where += ' AND id = $2'
       } else if (term?.kind === 'type') {
-        // `tokens_by_type` (schema step 3).
+        // `tokens_by_type`.
         values.push(term.value)
         where += ' AND type = $2'
       } else if (term?.kind === 'fingerprint') {
-        // `tokens_by_fingerprint` (schema step 3).
+        // `tokens_by_fingerprint`.
         values.push(term.value)
         where += ` AND (doc ->> 'fingerprint') COLLATE "C" = $2`
       } else if (term !== undefined) {

@@ -15,8 +15,10 @@
  * JavaScript-lower-cased name) serves `LIKE` name filters, by range for a prefix; reactors keep
  * their lower-cased name (`name_lower`) for the `name` filter of `listReactors`; the expiry indexes
  * serve `listExpired` (`applications_by_expiry` on the `expires_at` of the doc,
- * `tokens_by_cvc_expiry` on a card token's `cvc_expires_at`); `tokens_by_fingerprint` serves the
- * fingerprint filter and `token.fingerprint_absent`. A `token_locks` row is a lock record: the
+ * `tokens_by_cvc_expiry` on a card token's `cvc_expires_at`); `tokens_by_type (tenant_id, type, id)`
+ * and `tokens_by_fingerprint (tenant_id, fingerprint, id)` serve the type and fingerprint filters
+ * and their keyset pages in id order, and the fingerprint index `token.fingerprint_absent` by its
+ * prefix. A `token_locks` row is a lock record: the
  * token, the transaction holding it and that transaction's `expires_at`, so `token.unlocked` is a
  * field guard on one row; only the `lock.put` and `lock.delete` ops write them. A `staged_writes`
  * row is a transaction's staged write over one token (`StagedWrite`): its primary key, led by
@@ -28,12 +30,13 @@
  * their sum less the tenant's expired tokens, read from `tokens_by_tenant_expiry`
  * `(tenant_id, expires_at)` as an index range (a filtered count reads that index too). `idempotency` holds
  * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
- * exact-term index of `findTokenIds`: one row per term a token carries (see `TokenTerm`: type,
- * fingerprint, each container, each metadata entry with its value lower-cased, each search-index
- * hash), kept by a trigger on `tokens` in the token write's own transaction, so a keyset page of one
- * term is a range scan of its primary key. These are the tables of step 1; step 3 reads a token's
- * type and fingerprint from indexes on `tokens` instead (`termIndexesSql`) and keeps the terms and
- * the count with one trigger (`tokenSyncSql`).
+ * exact-term index of `findTokenIds` for the terms not read from an index on `tokens`: one row per
+ * container, metadata entry (its value lower-cased) and search-index hash a token carries, so a
+ * keyset page of one term is a range scan of its primary key. One row trigger on `tokens`
+ * (`token_sync`) keeps the terms and the count in the token write's own transaction: a token's
+ * terms are deleted and inserted again when its doc changes (`token_terms_of` yields each once, and
+ * the old ones are gone first, so the insert needs no conflict check), an inserted token adds one to
+ * its tenant's count and a deleted one takes one away.
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
@@ -66,7 +69,8 @@ CREATE TABLE ${s}.tokens (
 );
 CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX tokens_by_tenant_expiry ON ${s}.tokens (tenant_id, expires_at);
-CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"));
+CREATE INDEX tokens_by_type ON ${s}.tokens (tenant_id, type, id);
+CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"), id);
 CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
   WHERE doc ->> 'cvc_expires_at' IS NOT NULL;
 CREATE TABLE ${s}.associations (
@@ -164,70 +168,6 @@ CREATE TABLE ${s}.token_terms (
 CREATE INDEX token_terms_by_token ON ${s}.token_terms (tenant_id, id);
 CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT 'type', '', doc ->> 'type' WHERE doc ->> 'type' IS NOT NULL
-  UNION SELECT 'fingerprint', '', doc ->> 'fingerprint' WHERE doc ->> 'fingerprint' IS NOT NULL
-  UNION SELECT 'container', '', c FROM jsonb_array_elements_text(
-    CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
-  UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
-    CASE WHEN jsonb_typeof(doc -> 'metadata') = 'object' THEN doc -> 'metadata' ELSE '{}' END) m
-    WHERE m.value IS NOT NULL
-  UNION SELECT 'search_index', '', h FROM jsonb_array_elements_text(
-    CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
-    ELSE '[]' END) h
-$$;
-CREATE FUNCTION ${s}.token_terms_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN
-    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-    SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t
-    ON CONFLICT DO NOTHING;
-  END IF;
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER token_terms_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
-  FOR EACH ROW EXECUTE FUNCTION ${s}.token_terms_sync();
-CREATE TABLE ${s}.token_counts (
-  tenant_id text COLLATE "C" NOT NULL,
-  shard integer NOT NULL,
-  n bigint NOT NULL,
-  PRIMARY KEY (tenant_id, shard)
-);
-CREATE FUNCTION ${s}.token_counts_sync() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
-    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
-  ELSE
-    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (OLD.tenant_id, pg_backend_pid() % 16, -1)
-    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n - 1;
-  END IF;
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER token_counts_sync AFTER INSERT OR DELETE ON ${s}.tokens
-  FOR EACH ROW EXECUTE FUNCTION ${s}.token_counts_sync();
-`
-
-/**
- * Version 3 of the exact-term index, given the quoted schema name: a token's type and fingerprint
- * are read from indexes on `tokens` — `tokens_by_type (tenant_id, type, id)` and
- * `tokens_by_fingerprint`, which gains `id` as its last column — instead of from `token_terms` rows,
- * so a create writes one term row per container, metadata entry and search-index hash only (two
- * fewer for a token with one container, each a row with two index entries). A keyset page of a
- * type or fingerprint is a range of its index in id order, as one of `token_terms` was; the
- * fingerprint index still serves the fingerprint filter and `token.fingerprint_absent` by its prefix.
- */
-export const termIndexesSql = (s: string) => `
-CREATE INDEX tokens_by_type ON ${s}.tokens (tenant_id, type, id);
-DROP INDEX ${s}.tokens_by_fingerprint;
-CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"), id);
-CREATE OR REPLACE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
-LANGUAGE sql IMMUTABLE AS $$
   SELECT 'container', '', c FROM jsonb_array_elements_text(
     CASE WHEN jsonb_typeof(doc -> 'containers') = 'array' THEN doc -> 'containers' ELSE '[]' END) c
   UNION SELECT 'metadata', m.key, lower(m.value) FROM jsonb_each_text(
@@ -237,22 +177,12 @@ LANGUAGE sql IMMUTABLE AS $$
     CASE WHEN jsonb_typeof(doc -> 'search_index_hashes') = 'array' THEN doc -> 'search_index_hashes'
     ELSE '[]' END) h
 $$;
-DELETE FROM ${s}.token_terms WHERE kind IN ('type', 'fingerprint');
-`
-
-/**
- * Version 3 of what keeps `token_terms` and `token_counts` (see `tablesSql`), given the quoted
- * schema name: one row trigger on `tokens` instead of two (each trigger fired costs its own call
- * per written row). A token's terms are deleted and inserted again when its doc changes;
- * `token_terms_of` yields each term once (`UNION`) and the token's old terms are gone before its
- * new ones go in (a token's writes run one at a time, under its lock), so the insert is a plain one,
- * with no conflict check per row. An inserted token adds one to its tenant's count, a deleted one
- * takes one away (in the row of the writing connection's shard, as before).
- */
-export const tokenSyncSql = (s: string) => `
-DROP TRIGGER token_terms_sync ON ${s}.tokens;
-DROP TRIGGER token_counts_sync ON ${s}.tokens;
-DROP FUNCTION ${s}.token_terms_sync(), ${s}.token_counts_sync();
+CREATE TABLE ${s}.token_counts (
+  tenant_id text COLLATE "C" NOT NULL,
+  shard integer NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant_id, shard)
+);
 CREATE FUNCTION ${s}.token_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
@@ -278,13 +208,13 @@ CREATE TRIGGER token_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
 `
 
 /**
- * The per-tenant counts `countRecords` answers (step 2), given the quoted schema name:
+ * The per-tenant counts `countRecords` answers, given the quoted schema name:
  * `record_counts` holds, per tenant and kind (`idempotency`; `session.created`, sessions whose doc
  * is in state `created`), up to 16 rows whose `n` add up to the count, kept by triggers on
  * `idempotency` and `sessions` in the record write's own transaction. A write moves the row of its
  * connection's shard (its backend pid modulo 16), so concurrent writes of one tenant rarely wait on
  * one counter row, and a count is one index range of at most 16 rows, never a scan of the tenant's
- * records. The records a schema already holds are counted once, as the step is applied.
+ * records.
  */
 export const countsSql = (s: string) => `
 CREATE TABLE ${s}.record_counts (
@@ -323,9 +253,4 @@ END
 $$;
 CREATE TRIGGER session_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.sessions
   FOR EACH ROW EXECUTE FUNCTION ${s}.session_count();
-INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
-  SELECT tenant_id, 'idempotency', 0, count(*) FROM ${s}.idempotency GROUP BY tenant_id;
-INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
-  SELECT tenant_id, 'session.created', 0, count(*) FROM ${s}.sessions
-  WHERE doc ->> 'state' = 'created' GROUP BY tenant_id;
 `
