@@ -50,6 +50,12 @@ const Memory = (
     WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory }
   }
 ).WebAssembly.Memory
+/** WebAssembly's `Instance`, made from a compiled module. */
+const Instance = (
+  globalThis as unknown as {
+    WebAssembly: { Instance: new (module: object, imports: object) => { exports: object } }
+  }
+).WebAssembly.Instance
 const VARIANT = RELEASE_SYNC as unknown as QuickJSSyncVariant
 
 type VariantOptions = Parameters<typeof newVariant>[1]
@@ -74,7 +80,17 @@ async function loadModule(
   const maximum = Math.ceil((maximumMb * MIB) / PAGE)
   const wasmMemory = new Memory({ initial: Math.min(256, maximum), maximum })
   const options: VariantOptions = { wasmMemory: wasmMemory as VariantOptions['wasmMemory'] & object }
-  if (compiled) options.wasmModule = compiled as VariantOptions['wasmModule'] & object
+  if (compiled) {
+    // Instantiated at once, in this thread: `WebAssembly.instantiate` of a compiled module may wait
+    // behind the engine's background compilation, tens of milliseconds on a busy machine.
+    options.emscriptenModule = {
+      instantiateWasm(imports: object, done: (instance: object) => void) {
+        const instance = new Instance(compiled, imports)
+        done(instance)
+        return instance.exports
+      },
+    } as unknown as NonNullable<VariantOptions['emscriptenModule']>
+  }
   return { module: await newQuickJSWASMModuleFromVariant(newVariant(VARIANT, options)), memory: wasmMemory }
 }
 

@@ -118,7 +118,8 @@ export async function compileError(code: string): Promise<string | null> {
 
 /**
  * The default formula runner. Formula code runs in QuickJS compiled to WebAssembly
- * (`quickjs-emscripten`), inside worker threads started on the first run:
+ * (`quickjs-emscripten`), inside worker threads started with the runner (again on a formula check
+ * or a run, if starting failed):
  *
  * - **Wall 1, the engine.** Formula code lives in the engine's linear memory and reaches only what
  *   the engine makes for it: JavaScript's built-ins, a captured `console`, a `require` that refuses.
@@ -128,7 +129,8 @@ export async function compileError(code: string): Promise<string | null> {
  *   can call only the functions the host imported into it (none offers network, files, environment
  *   or processes), and it can't address memory outside its own, capped at `memoryMb` + 32 MiB.
  *
- * Every run gets a fresh runtime and context: nothing a run sets is seen by any later run. A run is
+ * Every run starts from the same engine memory (a snapshot taken once the context was set up, copied
+ * back after each run): nothing a run sets is seen by any later run. A run is
  * interrupted by the engine at its time limit (measured from its start); a worker silent past it
  * is terminated. Runs wait in a per-tenant queue served round-robin, bounded per tenant (`busy`,
  * i.e. 429, beyond it). A worker that dies or can't start is replaced with backoff. A worker's death
@@ -156,19 +158,27 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       maxCrashPenaltyMs: Math.max(5000, options.crashPenaltyMs ?? 0),
       startWorker: options.startWorker ?? startSandboxWorker,
     })
+  /** Starts the workers now, unless they are starting or running (or the runner is closed). */
+  const warm = () => {
+    if (closed || pool) return
+    const starting = start()
+    pool = starting
+    starting.then(
+      (started) => {
+        if (closed) return
+        started.warm()
+      },
+      () => {
+        if (pool === starting) pool = undefined
+      },
+    )
+  }
+  // The first run should not wait for the engine and the workers: they start with the runner.
+  warm()
   return {
     check(code) {
-      // A formula being made or changed is about to run: start the workers now, alongside the check.
-      if (!closed && !pool) {
-        const starting = start()
-        pool = starting
-        starting.then(
-          (started) => started.warm(),
-          () => {
-            if (pool === starting) pool = undefined
-          },
-        )
-      }
+      // A formula being made or changed is about to run: the workers must be starting by now.
+      warm()
       return compileError(code)
     },
     async run(code, request, runOptions) {
