@@ -73,6 +73,12 @@ export function startSandboxWorker(config: WorkerConfig): Worker {
   return new Worker(boot, { ...options, eval: true })
 }
 
+/**
+ * Runs a busy worker may hold: one running, the others sent ahead so that the worker goes on to
+ * the next without waiting for the host's answer to reach it (taken back if its run takes long).
+ */
+const PIPELINE = 4
+
 let compiled: Promise<object> | undefined
 /** The engine's WebAssembly code, compiled once per process (again after a failure). */
 function engineCode(): Promise<object> {
@@ -143,10 +149,11 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
   const cap = options.timeoutMs ?? 60_000
   let pool: Promise<SandboxPool> | undefined
   let closed = false
-  const start = async () =>
-    new SandboxPool({
-      wasmModule: await engineCode(),
-      prelude: await preludeCode(),
+  const start = async () => {
+    const [wasmModule, prelude] = await Promise.all([engineCode(), preludeCode()])
+    return new SandboxPool({
+      wasmModule,
+      prelude,
       size: Math.max(1, Math.floor(options.poolSize ?? Math.min(4, availableParallelism()))),
       memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
       maxResultChars: options.maxResultChars ?? 1_048_576,
@@ -157,7 +164,9 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       crashPenaltyMs: Math.max(0, options.crashPenaltyMs ?? 250),
       maxCrashPenaltyMs: Math.max(5000, options.crashPenaltyMs ?? 0),
       startWorker: options.startWorker ?? startSandboxWorker,
+      pipeline: PIPELINE,
     })
+  }
   /** Starts the workers now, unless they are starting or running (or the runner is closed). */
   const warm = () => {
     if (closed || pool) return
