@@ -256,7 +256,12 @@ export class SandboxPool {
       idleSince: 0,
     }
     this.slots.push(slot)
-    worker.on('message', (message: unknown) => this.onMessage(slot, message))
+    // A worker going from one run to the next says both at once: [the done of one, the started of the next].
+    worker.on('message', (message: unknown) => {
+      if (!Array.isArray(message)) this.onMessage(slot, message)
+      else if (message.length !== 2) this.discard(slot, 'the sandbox worker sent a malformed message')
+      else for (const one of message) this.onMessage(slot, one)
+    })
     // A failed worker exits next; what it sent before is delivered before its exit, so the exit decides.
     worker.on('error', () => {
       slot.failed ??= 'the sandbox worker failed'

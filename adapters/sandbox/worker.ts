@@ -16,26 +16,34 @@ if (!port) throw new Error('adapters/sandbox/worker.ts runs only as a worker thr
 const config = workerData as WorkerConfig
 const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, config.prelude)
 
-const send = (message: WorkerMessage) => port.postMessage(message)
+const send = (message: WorkerMessage | [WorkerMessage, WorkerMessage]) => port.postMessage(message)
 const claims = config.claims ? new Int32Array(config.claims) : undefined
 /** Runs received and not yet run, in the order the host sent them. */
 const waiting: RunMessage[] = []
 let busy = false
 
-/** Runs the waiting runs one after the other; restores the engine once idle. */
+/**
+ * Runs the waiting runs one after the other; restores the engine once idle. Going straight on to
+ * the next run, it sends the answer of one with the `started` of the next, in one message.
+ */
 async function drain(): Promise<void> {
   busy = true
+  let answered: WorkerMessage | undefined
   for (let message = waiting.shift(); message; message = waiting.shift()) {
     engine.prepare()
-    if (engine.broken) process.exit(1)
+    if (engine.broken) exit(answered)
     // A run the host took back while it waited here is another worker's now.
     if (claims && message.cell !== undefined && Atomics.compareExchange(claims, message.cell, 0, 1) !== 0)
       continue
-    send({ t: 'started', id: message.id })
+    const started: WorkerMessage = { t: 'started', id: message.id }
+    if (answered) send([answered, started])
+    else send(started)
+    answered = undefined
     const result = await engine.run(message.code, message.request, message.timeoutMs, message.egress)
-    send({ t: 'done', id: message.id, ...result })
-    if (engine.broken) process.exit(1)
+    answered = { t: 'done', id: message.id, ...result }
+    if (engine.broken) exit(answered)
   }
+  if (answered) send(answered)
   busy = false
   setImmediate(() => {
     if (busy) return
@@ -43,6 +51,12 @@ async function drain(): Promise<void> {
     // An engine that could not be restored is unusable: start afresh.
     if (engine.broken) process.exit(1)
   })
+}
+
+/** Ends the worker (its engine broke), after sending the last answer if any. */
+function exit(answered: WorkerMessage | undefined): never {
+  if (answered) send(answered)
+  process.exit(1)
 }
 
 port.on('message', (message: RunMessage) => {
