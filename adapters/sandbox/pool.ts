@@ -115,21 +115,29 @@ const STRIKE_MEMORY_MS = 60_000
 /**
  * Sandbox worker threads and the fair queue in front of them. Each worker runs one run at a time;
  * runs wait in a per-tenant queue served round-robin, bounded per tenant and in all (beyond either
- * a run is answered `busy` at once). A worker that sends anything but a well-formed message about the run it
- * holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
+ * a run is answered `busy` at once). A worker that sends anything but a well-formed message about the
+ * run it holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
  * Workers that fail to start are retried with exponential backoff (up to 5 s) while runs wait;
  * while no worker can start, waiting runs are answered `unavailable`. Nothing a worker does can
  * throw in the host.
  *
+ * Pipeline (`pipeline` > 1): while runs wait and every worker is busy, a worker whose run started
+ * less than `STUCK_MS` ago may be sent more, up to `pipeline` in all, so that it goes from one run
+ * to the next without waiting for the host. Runs sent ahead still count as waiting (the backlog
+ * bounds hold), and they only wait behind a short run: once the run has run `STUCK_MS`, the runs
+ * behind it go back to the front of their tenants' queues and wait their turn there, as before.
+ * Each is claimed in a shared cell (`claims`) by the worker as it starts it or by the host as it
+ * takes it back, never both.
+ *
  * A crash is charged to the run that caused it. A worker says `started` before it runs a run's code,
- * once the previous run's runtime is freed: a worker that dies after that fails the run it holds
- * (`crashed`); one that dies before it (freeing the previous run's runtime failed) or between runs
- * is the previous run's doing, and the run it held, never started, is sent again to another worker,
- * first in its tenant's queue: any number of times while those deaths are another tenant's doing
- * (that tenant is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant whose run killed a worker is the one that waits:
- * one run at a time in a worker, the next only after `crashPenaltyMs` (doubling per kill, up to
- * `maxCrashPenaltyMs`), so its runs pile up in its own backlog (`busy` once full) while the other
- * tenants' runs go on.
+ * once its engine is restored after the previous run: a worker that dies after that fails the run
+ * it runs (`crashed`); one that dies before it (restoring failed) or between runs is the previous
+ * run's doing. Runs it held that never started are sent again to another worker, first in their
+ * tenants' queues: any number of times while those deaths are another tenant's doing (that tenant
+ * is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant
+ * whose run killed a worker is the one that waits: one run at a time in a worker, the next only
+ * after `crashPenaltyMs` (doubling per kill, up to `maxCrashPenaltyMs`), so its runs pile up in its
+ * own backlog (`busy` once full) while the other tenants' runs go on.
  */
 export class SandboxPool {
   private readonly slots: Slot[] = []
