@@ -61,6 +61,9 @@ export function startSandboxWorker(config: WorkerConfig): Worker {
   const options = {
     workerData: config,
     env: {},
+    // Not the host's Node flags: a loader or preloaded module of the host (`--import`, `--require`)
+    // has no business in a sandbox worker, and would slow every worker's start.
+    execArgv: [],
     stdout: true,
     stderr: true,
     resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
