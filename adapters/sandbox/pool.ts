@@ -87,7 +87,7 @@ interface Slot {
   gone: boolean
   /** Why it failed, when it emitted an error before exiting. */
   failed: string | undefined
-  /** When it last finished a run (ms): the longest-idle worker is served first, its next context made. */
+  /** When it last finished a run (ms): the worker that finished last is served first. */
   idleSince: number
 }
 
@@ -491,7 +491,9 @@ export class SandboxPool {
     const clock = performance.now()
     const live = this.slots.filter((s) => s.ready && !s.gone)
     const free = live.filter((s) => !s.held.length)
-    if (free.length > 1) free.sort((x, y) => x.idleSince - y.idleSince)
+    // The worker that answered last first: it is the one still running on a core, its caches warm
+    // (the engine is restored right after each answer, so a worker idle longer has nothing more ready).
+    if (free.length > 1) free.sort((x, y) => y.idleSince - x.idleSince)
     for (const slot of free) {
       const entry = this.queue.take((tenant) => this.eligible(tenant, now))
       if (!entry) break

@@ -105,6 +105,31 @@ function pool(size: number, pipeline: number, maxQueuedPerTenant = 10) {
 
 const names = (w: PipelinedWorker) => w.sent.map((m) => m.code)
 
+describe('which worker gets a run', () => {
+  it('of the idle workers, the one that answered last (still on a core, its caches warm)', async () => {
+    const { pool: p, workers, submit } = pool(2, 1)
+    try {
+      p.warm()
+      for (const w of workers) w.ready()
+      submit('a1', 'A')
+      submit('a2', 'A')
+      const [first, second] = workers
+      const a1 = first!.start()!
+      const a2 = second!.start()!
+      second!.answer(a2)
+      first!.answer(a1)
+      submit('a3', 'A')
+      expect(names(first!)).toEqual(['a1', 'a3'])
+      first!.answer(first!.start()!)
+      submit('a4', 'A')
+      expect(names(first!)).toEqual(['a1', 'a3', 'a4'])
+      expect(names(second!)).toEqual(['a2'])
+    } finally {
+      await p.close()
+    }
+  })
+})
+
 describe('a busy worker holds the runs sent ahead to it', () => {
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
