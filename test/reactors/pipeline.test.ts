@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events'
 import type { Worker } from 'node:worker_threads'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
 import type { RunMessage, WorkerConfig } from '../../adapters/sandbox/messages.js'
 import { SandboxPool } from '../../adapters/sandbox/pool.js'
 import type { RunOutcome } from '../../src/kernel/runner.js'
@@ -164,10 +165,10 @@ describe('a busy worker holds the runs sent ahead to it', () => {
       workers[0]!.ready()
       const hang = workers[0]!.start()!
       expect(names(workers[0]!)).toEqual(['a1', 'a2', 'a3'])
-      // 1 ms after its start, the runs behind a1 still wait for it.
-      vi.advanceTimersByTime(1)
+      // 2 ms after its start, the runs behind a1 still wait for it; 3 ms after, they are taken back.
+      vi.advanceTimersByTime(2)
       expect(workers[0]!.cell(workers[0]!.sent[1]!)).toBe(0)
-      vi.advanceTimersByTime(5)
+      vi.advanceTimersByTime(1)
       // Taken back (cell 2); the next worker gets them first, in their order.
       expect(workers[0]!.sent.slice(1).map((m) => workers[0]!.cell(m))).toEqual([2, 2])
       workers[1]!.ready()
@@ -264,4 +265,39 @@ describe('a busy worker holds the runs sent ahead to it', () => {
       await p.close()
     }
   })
+})
+
+describe('the sandbox runner', () => {
+  it('sends a busy worker at most 3 runs ahead of the one it runs: 4 of 6 waiting runs, not 5', async () => {
+    let sent = 0
+    let answered = false
+    const runner = sandboxRunner({
+      poolSize: 1,
+      timeoutMs: 300,
+      startWorker: (config) => {
+        const worker = startSandboxWorker(config)
+        const post = worker.postMessage.bind(worker)
+        worker.postMessage = (message: unknown) => {
+          if (!answered) sent++
+          post(message)
+        }
+        worker.on('message', (message: unknown) => {
+          if ([message].flat().some((one) => (one as { t?: unknown } | null)?.t === 'done')) answered = true
+        })
+        return worker
+      },
+    })
+    try {
+      const hang = 'module.exports = async () => { for (;;) {} }'
+      const runs = Array.from({ length: 6 }, () =>
+        runner.run(hang, { args: {}, configuration: {} }, { timeoutMs: 300 }),
+      )
+      const first = await runs[0]
+      expect(first).toMatchObject({ ok: false, kind: 'timeout' })
+      expect(sent).toBe(4)
+      await Promise.all(runs)
+    } finally {
+      await runner.close()
+    }
+  }, 10_000)
 })
