@@ -84,14 +84,6 @@ function putToken(dbs: Databases, t: StoredToken) {
   const k = key(t.tenant_id, t.id)
   const old = dbs.tokens.get(k) as StoredToken | undefined
   if (!old) recount(dbs, t.tenant_id, 1)
-  if (old?.fingerprint !== t.fingerprint) {
-    term(dbs.fingerprints, false, t.tenant_id, old?.fingerprint, t.id)
-    term(dbs.fingerprints, true, t.tenant_id, t.fingerprint, t.id)
-  }
-  if (old?.type !== t.type) {
-    term(dbs.types, false, t.tenant_id, old?.type, t.id)
-    term(dbs.types, true, t.tenant_id, t.type, t.id)
-  }
   if (old?.expires_at !== t.expires_at) {
     term(dbs.tokenExpiry, false, t.tenant_id, old?.expires_at, t.id)
     term(dbs.tokenExpiry, true, t.tenant_id, t.expires_at, t.id)
@@ -107,8 +99,6 @@ function deleteToken(dbs: Databases, tenantId: string, id: string) {
   const old = dbs.tokens.get(k) as StoredToken | undefined
   if (!old) return
   recount(dbs, tenantId, -1)
-  term(dbs.fingerprints, false, tenantId, old.fingerprint, id)
-  term(dbs.types, false, tenantId, old.type, id)
   term(dbs.tokenExpiry, false, tenantId, old.expires_at, id)
   reindexTerms(dbs, tenantId, id, old, undefined)
   reindexTime(dbs, 'token', tenantId, id, old.expires_at, undefined)

@@ -1,8 +1,9 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { Check, IdempotencyRecord, StoredToken, TokenLock } from '../../src/kernel/types.js'
+import { termKey } from '../../src/store/token-index.js'
 import type { Databases } from './env.js'
-import { fits, key, prefix } from './keys.js'
+import { fits, key, prefix, termPart } from './keys.js'
 
 /**
  * Whether two JSON values are equal as stored: object key order aside, and a key whose value is
@@ -30,13 +31,19 @@ export function read<T>(db: Database, ...parts: string[]): T | undefined {
   return fits(k) ? (db.get(k) as T | undefined) : undefined
 }
 
+/** Whether a value is stored under `parts` (nothing decoded). */
+export function exists(db: Database, ...parts: string[]): boolean {
+  const k = key(...parts)
+  return fits(k) && db.doesExist(k)
+}
+
 /** Whether any key starts with `parts`. */
 export function anyUnder(db: Database, ...parts: string[]): boolean {
   for (const _ of db.getKeys({ ...prefix(...parts), limit: 1 })) return true
   return false
 }
 
-/** Ids of the tenant's unexpired tokens with this fingerprint, read from the fingerprint index. */
+/** Ids of the tenant's unexpired tokens with this fingerprint, read from the terms index. */
 export function withFingerprint(
   dbs: Databases,
   tenantId: string,
@@ -44,8 +51,8 @@ export function withFingerprint(
   now: string,
 ): string[] {
   const out: string[] = []
-  const start = prefix(tenantId, fingerprint)
-  for (const k of dbs.fingerprints.getKeys(start)) {
+  const start = prefix(tenantId, termPart(termKey({ kind: 'fingerprint', value: fingerprint })))
+  for (const k of dbs.terms.getKeys(start)) {
     const id = (k as Buffer).subarray(start.start.length).toString('utf8')
     const t = read<StoredToken>(dbs.tokens, tenantId, id)
     if (t !== undefined && (t.expires_at === undefined || t.expires_at > now)) out.push(id)
@@ -57,9 +64,9 @@ export function withFingerprint(
 export function holds(dbs: Databases, c: Check): boolean {
   switch (c.check) {
     case 'token.absent':
-      return read(dbs.tokens, c.tenant_id, c.id) === undefined
+      return !exists(dbs.tokens, c.tenant_id, c.id)
     case 'token.present':
-      return read(dbs.tokens, c.tenant_id, c.id) !== undefined
+      return exists(dbs.tokens, c.tenant_id, c.id)
     case 'token.unlocked': {
       const lock = read<TokenLock>(dbs.locks, c.tenant_id, c.id)
       return lock === undefined || lock.transaction_id === c.except || lock.expires_at <= c.now

@@ -31,14 +31,11 @@ export interface Databases {
   keys: Database
   /** `[tenant, id]` → token. */
   tokens: Database
-  /** `[tenant, fingerprint, id]` → 1: the tokens carrying a fingerprint, by id. */
-  fingerprints: Database
-  /** `[tenant, type, id]` → 1: the tokens of a type, by id. */
-  types: Database
   /**
    * `[tenant, term key, id]` → 1: the tokens carrying each exact term (`termKeysOf`: type,
    * fingerprint, each container, each metadata entry lower-cased, each search-index hash), by id:
-   * what `findTokenIds` pages through.
+   * what `findTokenIds` pages through, lists filter by type or fingerprint with, and the
+   * `token.fingerprint_absent` guard reads.
    */
   terms: Database
   /** `[tenant, expires_at, id]` → 1: a tenant's tokens that expire, by time (counts skip the expired). */
@@ -101,8 +98,6 @@ const NAMES = [
   'applications',
   'keys',
   'tokens',
-  'fingerprints',
-  'types',
   'terms',
   'tokenExpiry',
   'expiring',

@@ -10,30 +10,23 @@ import { createHash } from 'node:crypto'
 /** LMDB's largest key (bytes, at the default page size). */
 export const MAX_KEY_BYTES = 1978
 
-const escaped = (part: string): Buffer => {
-  const bytes = Buffer.from(part, 'utf8')
-  let low = 0
-  for (const b of bytes) if (b < 2) low++
-  if (low === 0) return bytes
-  const out = Buffer.allocUnsafe(bytes.length + low)
-  let i = 0
-  for (const b of bytes) {
-    if (b < 2) {
-      out[i++] = 1
-      out[i++] = b + 1
-    } else out[i++] = b
-  }
+/**
+ * A part with U+0000 and U+0001 escaped as U+0001 U+0001 and U+0001 U+0002: in UTF-8 exactly the
+ * bytes 0x00 and 0x01 escaped as above (no other code point encodes to a byte below 0x80).
+ */
+const escaped = (part: string): string => {
+  if (part.indexOf('\u0000') === -1 && part.indexOf('\u0001') === -1) return part
+  let out = ''
+  for (const c of part) out += c === '\u0000' ? '\u0001\u0001' : c === '\u0001' ? '\u0001\u0002' : c
   return out
 }
 
-const TERMINATOR = Buffer.from([0])
-
-/** The key of a tuple of strings. */
+/** The key of a tuple of strings (built as one string, encoded once). */
 export function key(...parts: string[]): Buffer {
-  const chunks: Buffer[] = []
-  for (let i = 0; i < parts.length - 1; i++) chunks.push(escaped(parts[i]!), TERMINATOR)
-  chunks.push(Buffer.from(parts[parts.length - 1] ?? '', 'utf8'))
-  return Buffer.concat(chunks)
+  let text = ''
+  for (let i = 0; i < parts.length - 1; i++) text += `${escaped(parts[i]!)}\u0000`
+  text += parts[parts.length - 1] ?? ''
+  return Buffer.from(text, 'utf8')
 }
 
 /** Whether `k` fits in an LMDB key: a longer one can't have been stored. */
@@ -44,9 +37,9 @@ export const fits = (k: Buffer): boolean => k.length > 0 && k.length <= MAX_KEY_
  * escaped parts, each terminated, up to the next byte after the last terminator.
  */
 export function prefix(...parts: string[]): { start: Buffer; end: Buffer } {
-  const chunks: Buffer[] = []
-  for (const part of parts) chunks.push(escaped(part), TERMINATOR)
-  const start = Buffer.concat(chunks)
+  let text = ''
+  for (const part of parts) text += `${escaped(part)}\u0000`
+  const start = Buffer.from(text, 'utf8')
   const end = Buffer.from(start)
   end[end.length - 1] = 1
   return { start, end }

@@ -11,6 +11,11 @@ export interface FileStoreOptions {
   durability?: Durability
   /** Where warnings go (a failed commit, writes resumed). Default: stderr. */
   log?: (line: string) => void
+  /**
+   * How long, in milliseconds, the main thread applies one commit's writes at most while reads
+   * wait (a write already begun finishes); the rest go into the next commit. @default 10
+   */
+  applyMs?: number
 }
 
 /** Counters of a file store, for tests, tools and benchmarks. */
@@ -19,6 +24,8 @@ export interface FileStoreStats {
   healthy: boolean
   /** Writes this process committed since open (concurrent ones share commits). */
   writes: number
+  /** Commits this process made since open. */
+  commits: number
   /** Bytes of the data file. */
   bytes: number
 }

@@ -1,6 +1,7 @@
 import type { Database } from 'lmdb'
 import { assertNever } from '../../src/kernel/errors.js'
 import { TenantLru } from '../../src/kernel/tenant-lru.js'
+import { tokenHead } from '../../src/kernel/token-record.js'
 import type {
   Association,
   Reactor,
@@ -55,8 +56,7 @@ function keysetUnder(db: Database, parts: string[], after: string | undefined, l
 
 /** A token without `data` and `mask`: what the core matches before it decrypts anything. */
 function headOf(token: StoredToken): TokenHead {
-  const { data: _data, mask: _mask, ...head } = token
-  return head
+  return tokenHead(token)
 }
 
 /** A page of `all` (already filtered and ordered). */
@@ -90,8 +90,21 @@ export function lmdbReads(use: () => Databases): StoreReads {
   const owners = new TenantLru<{ bytes: Buffer; owner: KeyOwner }>(OWNERS_PER_TENANT, OWNER_CACHE)
   /** The newest committed transaction id when this process last moved to a new snapshot. */
   let seen: bigint | null = null
+  /**
+   * Whether the snapshot was checked in the current run of callbacks: reads continued from one
+   * event (a request's, a timer's: its code and the promise jobs it queued) share one check, since
+   * every write acknowledged before that event arrived is already in the snapshot checked after
+   * it. Cleared on the next tick, before the next event's callbacks run.
+   */
+  let checked = false
+  const uncheck = () => {
+    checked = false
+  }
   const fresh = () => {
     const dbs = use()
+    if (checked) return dbs
+    checked = true
+    process.nextTick(uncheck)
     // Another process committed since: move to the newest snapshot (this process's own commits
     // move it already). Reading the shared lock file costs a read of 8 bytes, not a new snapshot.
     const head = dbs.head()
@@ -172,9 +185,14 @@ export function lmdbReads(use: () => Databases): StoreReads {
       const types = query.types?.length ? new Set(query.types) : null
       let ids: string[] | null = query.ids?.length ? [...new Set(query.ids)] : null
       if (query.fingerprint !== undefined) {
-        const marked = new Set(idsUnder(dbs.fingerprints, t, query.fingerprint))
+        const term = termPart(termKey({ kind: 'fingerprint', value: query.fingerprint }))
+        const marked = new Set(idsUnder(dbs.terms, t, term))
         ids = ids ? ids.filter((id) => marked.has(id)) : [...marked]
-      } else if (!ids && types) ids = [...types].flatMap((type) => [...idsUnder(dbs.types, t, type)])
+      } else if (!ids && types) {
+        ids = [...types].flatMap((type) => [
+          ...idsUnder(dbs.terms, t, termPart(termKey({ kind: 'type', value: type }))),
+        ])
+      }
       const items: StoredToken[] = []
       let total = 0
       const take = (token: StoredToken | undefined) => {

@@ -13,7 +13,7 @@ import { lmdbReads } from './reads.js'
 /**
  * A durable store in one directory, on LMDB (the `lmdb` package): every record kind in its own
  * ordered database keyed by tenant, then id, and the indexes the reads need (key hashes, nonces,
- * fingerprints, types, link order, expiry times) as more ordered databases beside them.
+ * exact terms, link order, expiry times) as more ordered databases beside them.
  *
  * - `write` runs its checks and ops inside one LMDB write transaction (a child transaction of the
  *   one that the writes queued since the last commit share): the checks read what the transaction
@@ -57,10 +57,13 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     throw new TypeError(`fileStore: durability must be 'fsync' or 'none'`)
   const durable = (options.durability ?? 'fsync') === 'fsync'
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
+  const applyMs = options.applyMs ?? 10
+  if (!(applyMs >= 0)) throw new TypeError('fileStore: applyMs must be a number >= 0')
   let dbs: Databases = openDatabases(dir, durable)
   let closed = false
   let healthy = true
   let writes = 0
+  let commits = 0
   /** While set, the environment is being opened again after a fatal error; calls wait for it. */
   let reopening: Promise<void> | null = null
 
@@ -153,17 +156,23 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     const results: (WriteResult | { error: unknown })[] = []
     current.env
       .transaction(() => {
+        // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
+        // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
+        const until = performance.now() + applyMs
         for (const p of group) {
+          if (results.length > 0 && performance.now() > until) break
           try {
             results.push(current.env.transactionSync(() => apply(current, p)))
           } catch (error) {
             results.push({ error })
           }
         }
+        if (results.length < group.length) queue.unshift(...group.splice(results.length))
       })
       .then(
         () => {
           writes += group.length
+          commits++
           if (!healthy) {
             healthy = true
             log(`fileStore: ${dir}: writes resumed`)
@@ -219,7 +228,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       try {
         bytes = statSync(join(dir, DATA_FILE)).size
       } catch {}
-      return { healthy, writes, bytes }
+      return { healthy, writes, commits, bytes }
     },
     close: async () => {
       if (closed) return

@@ -140,6 +140,13 @@ export function applyTransform(token: StoredToken, transform: Transform, budget?
   return shown
 }
 
+/** The token as `mask` shows it, its mask already evaluated on its data to `masked`. */
+export function withMaskedData(token: StoredToken, masked: Json): Token {
+  const shown = shell(token)
+  shown.data = masked
+  return shown
+}
+
 /** The token's mask evaluated on its data, or undefined when that fails (the data then stays hidden). */
 function maskedData(token: StoredToken, budget: ExpressionBudget | undefined): Json | undefined {
   try {

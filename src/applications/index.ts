@@ -13,6 +13,7 @@ export {
   ruleMatches,
   shownUnderRead,
   tokenAccess,
+  withMaskedData,
   withoutData,
 } from './access.js'
 export type { ApplicationWithKey } from './applications.js'

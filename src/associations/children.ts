@@ -12,7 +12,7 @@ import {
   newToken,
   writeTokens,
 } from '../tokens/index.js'
-import { mustReadToken, openTransaction, writeAs } from '../transactions/index.js'
+import { mustReadHeads, mustReadToken, openTransaction, writeAs } from '../transactions/index.js'
 
 /** The four association operations of the spec, for one caller. */
 export function childOperations(ctx: Ctx) {
@@ -25,10 +25,9 @@ export function childOperations(ctx: Ctx) {
      */
     async link(parentId: string, childId: string): Promise<void> {
       if (parentId === childId) throw invalid('child_id', 'a token cannot be its own child')
-      const parent = await mustReadToken(ctx, null, parentId)
-      const child = await mustReadToken(ctx, null, childId)
-      requireTokenAccess(ctx.principal, 'token:read', parent)
-      requireTokenAccess(ctx.principal, 'token:read', child)
+      const [parent, child] = await mustReadHeads(ctx, [parentId, childId])
+      requireTokenAccess(ctx.principal, 'token:read', parent!)
+      requireTokenAccess(ctx.principal, 'token:read', child!)
       if (await ctx.store.hasAssociation(tenant(), parentId, childId))
         throw conflict('the association already exists')
       const association: Association = {
@@ -50,10 +49,9 @@ export function childOperations(ctx: Ctx) {
 
     /** Removes an association (`token:delete` on both tokens). Applies at once, like `link`. */
     async unlink(parentId: string, childId: string): Promise<void> {
-      const parent = await mustReadToken(ctx, null, parentId)
-      const child = await mustReadToken(ctx, null, childId)
-      requireTokenAccess(ctx.principal, 'token:delete', parent)
-      requireTokenAccess(ctx.principal, 'token:delete', child)
+      const [parent, child] = await mustReadHeads(ctx, [parentId, childId])
+      requireTokenAccess(ctx.principal, 'token:delete', parent!)
+      requireTokenAccess(ctx.principal, 'token:delete', child!)
       if (!(await ctx.store.hasAssociation(tenant(), parentId, childId))) throw notFound('association')
       await writeAs(ctx, null, {
         checks: [
@@ -70,8 +68,8 @@ export function childOperations(ctx: Ctx) {
      */
     async create(parentId: string, input: CreateTokenInput): Promise<Token> {
       const token = await fingerprinted(ctx, newToken(ctx, input))
-      const parent = await mustReadToken(ctx, null, parentId)
-      requireTokenAccess(ctx.principal, 'token:read', parent)
+      const [parent] = await mustReadHeads(ctx, [parentId])
+      requireTokenAccess(ctx.principal, 'token:read', parent!)
       if (token.id === parentId) throw conflict(`a token with id ${token.id} already exists`)
       // The child, or the token that answers for it when it asked for deduplication, is linked.
       const [created] = await writeTokens(
@@ -111,7 +109,11 @@ export function childOperations(ctx: Ctx) {
     async list(parentId: string, query: ListChildrenQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       const tx = await openTransaction(ctx)
-      const parent = await mustReadToken(ctx, tx, parentId)
+      // Only a transaction's staged view needs the parent's whole record; else its head will do.
+      const parent =
+        tx === null || tx.version === 0
+          ? (await mustReadHeads(ctx, [parentId]))[0]!
+          : await mustReadToken(ctx, tx, parentId)
       requireTokenAccess(ctx.principal, 'token:read', parent)
       const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {

@@ -1,5 +1,5 @@
 import type { Check, Json, Op, Reactor, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
-import { ServiceError } from '../kernel/index.js'
+import { ServiceError, withTokenFields } from '../kernel/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import type { Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
@@ -156,16 +156,18 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
    * Evaluated search indexes (`search_index_values`) are stored only as their keyed hashes.
    */
   const sealWith = (key: TenantKey, token: StoredToken): StoredToken => {
-    const { mask, search_index_values: values, ...rest } = token
+    const { mask, search_index_values: values } = token
     const fields = mask === undefined ? [token.data] : [token.data, mask]
-    const sealed: StoredToken = {
-      ...rest,
-      data: { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) },
-    }
-    if (values !== undefined) {
-      sealed.search_index_hashes = values.map((value) => keyedHash(key, SEARCH_INDEX_PURPOSE, value))
-    }
-    return sealed
+    const data = { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) }
+    return withTokenFields(token, {
+      data,
+      mask: undefined,
+      search_index_values: undefined,
+      search_index_hashes:
+        values === undefined
+          ? token.search_index_hashes
+          : values.map((value) => keyedHash(key, SEARCH_INDEX_PURPOSE, value)),
+    })
   }
   const sealToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
     const key = keyOf(token.tenant_id)
@@ -183,8 +185,10 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       throw unreadable(token.id)
     }
     if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
-    const full: StoredToken = { ...token, data: fields[0] as Json }
-    if (fields.length === 2) full.mask = fields[1] as Json
+    const full = withTokenFields(token, {
+      data: fields[0] as Json,
+      mask: fields.length === 2 ? (fields[1] as Json) : undefined,
+    })
     // The clock is read only for a token with a cvc deadline (the rest have nothing due).
     const opened = full.cvc_expires_at === undefined ? full : withoutExpiredCvc(full, now())
     sealedOf.set(opened, token)

@@ -707,11 +707,15 @@ function run(obj: OutputObject, vars: Variables): Value {
   return v
 }
 
+/** A field's name, or how to make it (a path built only when an error names it). */
+type FieldName = string | (() => string)
+const nameOf = (field: FieldName): string => (typeof field === 'string' ? field : field())
+
 class Compiled implements Template {
   constructor(
     readonly source: string,
     private readonly parts: Part[],
-    private readonly field: string,
+    private readonly field: FieldName,
   ) {}
 
   private guard<T>(given: ExpressionBudget | undefined, f: () => T): T {
@@ -722,9 +726,9 @@ class Compiled implements Template {
       return f()
     } catch (error) {
       if (error instanceof ExpressionFailure || error instanceof BudgetExceeded) {
-        throw invalid(this.field, error.message)
+        throw invalid(nameOf(this.field), error.message)
       }
-      if (error instanceof RangeError) throw invalid(this.field, 'is too large to evaluate')
+      if (error instanceof RangeError) throw invalid(nameOf(this.field), 'is too large to evaluate')
       throw error
     } finally {
       budget = outer
@@ -791,13 +795,13 @@ export function templatesCached(tenant?: string): number {
  * `field` (`mask`, `fingerprint_expression`, `search_indexes.0`), whose errors at evaluation time
  * name it too.
  */
-export function compileTemplate(source: string, field: string, tenant = ''): Template {
+export function compileTemplate(source: string, field: FieldName, tenant = ''): Template {
   let parts = cache.get(tenant, source)
   if (!parts) {
     try {
       parts = parse(source)
     } catch (error) {
-      if (error instanceof ExpressionFailure) throw invalid(field, error.message)
+      if (error instanceof ExpressionFailure) throw invalid(nameOf(field), error.message)
       throw error
     }
     cache.set(tenant, source, parts)
@@ -851,12 +855,16 @@ function walk(value: Json, field: string, f: (s: string, path: () => string) => 
       const out: Record<string, Json> = {}
       for (const key of Object.keys(v)) {
         keys.push(key)
-        Object.defineProperty(out, key, {
-          value: go(v[key]!),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        })
+        const item = go(v[key]!)
+        // Defined, not assigned, only where assigning would set the prototype instead.
+        if (key === '__proto__')
+          Object.defineProperty(out, key, {
+            value: item,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          })
+        else out[key] = item
         keys.pop()
       }
       return out
@@ -881,14 +889,14 @@ export function applyMask(
 ): Json {
   return walk(mask, field, (s, path) => {
     if (!s.includes('{{')) return s
-    return compileTemplate(s, path(), tenant).evaluate({ data }, budget)
+    return compileTemplate(s, path, tenant).evaluate({ data }, budget)
   })
 }
 
 /** Checks every template in a mask parses (400 naming its path otherwise), without evaluating it. */
 export function checkMask(mask: Json, field = 'mask', tenant = ''): void {
   walk(mask, field, (s, path) => {
-    if (s.includes('{{')) compileTemplate(s, path(), tenant)
+    if (s.includes('{{')) compileTemplate(s, path, tenant)
     return s
   })
 }

@@ -1,6 +1,6 @@
 import { compileTemplate } from '../expressions/index.js'
 import type { Json, StoredToken } from '../kernel/index.js'
-import { type ExpressionBudget, expressionBudget, invalid } from '../kernel/index.js'
+import { type ExpressionBudget, expressionBudget, invalid, withTokenFields } from '../kernel/index.js'
 
 /** The keyed-hash purpose of search indexes (a term's value is hashed the same way to match). */
 export const SEARCH_INDEX_PURPOSE = 'search-index'
@@ -62,13 +62,18 @@ export function withSearchIndexes(
   expressions: readonly string[] | undefined,
   budget?: ExpressionBudget,
 ): StoredToken {
-  const { search_indexes: _e, search_index_values: _v, search_index_hashes: _h, ...rest } = token
-  if (!expressions?.length) return rest
-  return {
-    ...rest,
+  if (!expressions?.length) {
+    return withTokenFields(token, {
+      search_indexes: undefined,
+      search_index_values: undefined,
+      search_index_hashes: undefined,
+    })
+  }
+  return withTokenFields(token, {
     search_indexes: [...expressions],
     search_index_values: searchIndexValues(expressions, token.data, budget, token.tenant_id),
-  }
+    search_index_hashes: undefined,
+  })
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Json, StoredToken } from '../kernel/index.js'
-import { isoAfter } from '../kernel/index.js'
+import { isoAfter, withTokenFields } from '../kernel/index.js'
 
 /**
  * How long a `card` token keeps the `cvc` it was given: one hour (PCI DSS forbids keeping card
@@ -22,10 +22,12 @@ const hasCvc = (data: Json | undefined): boolean => isObject(data) && Object.has
  * had; none when the card holds no cvc.
  */
 export function withCvcDeadline(token: StoredToken, now: string, givesCvc: boolean): StoredToken {
-  const { cvc_expires_at: previous, ...rest } = token
-  if (token.type !== 'card' || !hasCvc(token.data)) return rest
+  const previous = token.cvc_expires_at
+  if (token.type !== 'card' || !hasCvc(token.data)) {
+    return previous === undefined ? token : withTokenFields(token, { cvc_expires_at: undefined })
+  }
   const deadline = givesCvc || previous === undefined ? isoAfter(now, CVC_RETENTION_MS) : previous
-  return { ...rest, cvc_expires_at: deadline }
+  return withTokenFields(token, { cvc_expires_at: deadline })
 }
 
 /** Whether the data patch of an update gives a new `cvc` (not `null`, which removes it). */

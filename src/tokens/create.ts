@@ -1,7 +1,7 @@
-import { applyTransform, requireTokenAccess } from '../applications/index.js'
+import { applyTransform, requireTokenAccess, withMaskedData } from '../applications/index.js'
 import { applyMask, checkMask, compileTemplate, renderTemplate } from '../expressions/index.js'
-import type { Check, Ctx, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
-import { conflict, expressionBudget, invalid, newId, parse } from '../kernel/index.js'
+import type { Check, Ctx, Json, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
+import { conflict, expressionBudget, invalid, newId, parse, withTokenFields } from '../kernel/index.js'
 import { withSearchIndexes } from '../search/index.js'
 import { stagedOf } from '../transactions/index.js'
 import { withCvcDeadline } from './card-cvc.js'
@@ -26,8 +26,23 @@ export const DEFAULT_CONTAINERS = ['/general/high/']
  * own read access instead (`shownUnderRead`): there the data is stored, not given.
  */
 export function shownToCaller(token: StoredToken): Token {
+  const data = token.data
+  if (token.mask !== undefined && typeof data === 'object' && data !== null) {
+    const checked = checkedMasks.get(data)
+    if (checked !== undefined && checked.mask === token.mask) {
+      checkedMasks.delete(data)
+      return withMaskedData(token, checked.masked)
+    }
+  }
   return applyTransform(token, 'mask')
 }
+
+/**
+ * The mask a new token's data evaluated to when `checkTokenContents` checked it, by the data
+ * object, so its creator's answer (`shownToCaller`: the same mask on the same data) does not
+ * evaluate it a second time. Taken once; a token whose data or mask is another object evaluates anew.
+ */
+const checkedMasks = new WeakMap<object, { mask: Json; masked: Json }>()
 
 export function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
   if (expiresAt && expiresAt <= ctx.now()) throw invalid('expires_at', 'must be in the future')
@@ -43,11 +58,14 @@ export function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
  */
 export function checkTokenContents(token: StoredToken, stored = false, budget = expressionBudget()): void {
   typeRules(token.type).validate(token.data)
-  const evaluate = stored ? overStoredData : (f: () => unknown) => f()
+  const evaluate = stored ? overStoredData : <T>(f: () => T): T => f()
   if (token.mask !== undefined && token.mask !== null) {
     const mask = token.mask
     checkMask(mask, 'mask', token.tenant_id)
-    evaluate(() => applyMask(mask, token.data, 'mask', budget, token.tenant_id))
+    const masked = evaluate(() => applyMask(mask, token.data, 'mask', budget, token.tenant_id))
+    if (!stored && typeof token.data === 'object' && token.data !== null) {
+      checkedMasks.set(token.data, { mask, masked })
+    }
   }
   const fpe = token.fingerprint_expression
   if (fpe !== undefined) {
@@ -75,25 +93,37 @@ export function newToken(ctx: Ctx, input: unknown): StoredToken {
   requireFuture(ctx, expiresAt)
   const rules = typeRules(body.type)
   const mask = body.mask === undefined ? rules.mask : body.mask
-  const given: StoredToken = {
+  const given = withTokenFields(EMPTY_TOKEN, {
     id: body.id ?? newId(),
     tenant_id: ctx.principal.tenantId,
     type: body.type,
     data: body.data,
     containers: body.containers ?? [...rules.containers],
     metadata: body.metadata ?? {},
-    ...(mask === undefined ? {} : { mask }),
-    ...(body.fingerprint_expression == null ? {} : { fingerprint_expression: body.fingerprint_expression }),
-    ...(expiresAt === undefined ? {} : { expires_at: expiresAt }),
+    mask,
+    fingerprint_expression: body.fingerprint_expression ?? undefined,
+    expires_at: expiresAt,
     created_by: ctx.principal.id,
     created_at: ctx.now(),
-  }
+  })
   const token = withCvcDeadline(given, ctx.now(), true)
   checkTokenContents(token, false, ctx.budget)
   requireTokenAccess(ctx.principal, 'token:create', token)
   const indexed = withSearchIndexes(token, body.search_indexes, ctx.budget)
   if (body.deduplicate_token === true) markDeduplicating(indexed)
   return indexed
+}
+
+/** What `newToken` builds on: every field is given. */
+const EMPTY_TOKEN: StoredToken = {
+  id: '',
+  tenant_id: '',
+  type: '',
+  data: null,
+  containers: [],
+  metadata: {},
+  created_by: '',
+  created_at: '',
 }
 
 /** The answer to a create: the new token as its creator sees it, or the duplicate that answered instead. */

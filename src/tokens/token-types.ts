@@ -1,6 +1,6 @@
 import { renderTemplate } from '../expressions/index.js'
 import type { Ctx, Json, StoredToken } from '../kernel/index.js'
-import { invalid } from '../kernel/index.js'
+import { invalid, withTokenFields } from '../kernel/index.js'
 import { markDeduplicating, wantsDeduplication } from './dedup.js'
 
 /**
@@ -253,9 +253,7 @@ export async function refingerprinted(
 
 /** `token` with its `fingerprint` (re)computed (see `fingerprintOf`); a request to deduplicate carries over. */
 export async function fingerprinted(ctx: Ctx, token: StoredToken): Promise<StoredToken> {
-  const { fingerprint: _old, ...rest } = token
-  const fingerprint = await fingerprintOf(ctx, token)
-  const out: StoredToken = fingerprint === undefined ? rest : { ...rest, fingerprint }
+  const out = withTokenFields(token, { fingerprint: await fingerprintOf(ctx, token) })
   if (wantsDeduplication(token)) markDeduplicating(out)
   return out
 }

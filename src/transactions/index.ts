@@ -7,6 +7,7 @@ export { transactionOperations } from './operations.js'
 export type { CallerWrite } from './view.js'
 export {
   enlist,
+  mustReadHeads,
   mustReadToken,
   openTransaction,
   readToken,

@@ -1,6 +1,6 @@
 import type { Check, Ctx, Op, StoredToken, StoredTransaction } from '../kernel/index.js'
 import { checkFailure, conflict, expectWritten, notFound, retryCas } from '../kernel/index.js'
-import type { WriteResult } from '../store/index.js'
+import type { TokenHead, WriteResult } from '../store/index.js'
 import { lockOps } from './locks.js'
 
 /**
@@ -9,9 +9,15 @@ import { lockOps } from './locks.js'
  */
 
 /** The caller's open transaction, or null when it enlisted in none. Unknown → 404; closed or expired → 409. */
-export async function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
-  if (ctx.transactionId === undefined) return null
-  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, ctx.transactionId)
+export function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
+  // Most calls enlist in none: answered without another async step.
+  return ctx.transactionId === undefined ? NO_TRANSACTION : readOpenTransaction(ctx, ctx.transactionId)
+}
+
+const NO_TRANSACTION: Promise<null> = Promise.resolve(null)
+
+async function readOpenTransaction(ctx: Ctx, transactionId: string): Promise<StoredTransaction> {
+  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, transactionId)
   if (!tx) throw notFound('transaction')
   if (tx.state !== 'open' || tx.expires_at <= ctx.now()) throw conflict('the transaction is not open')
   return tx
@@ -49,7 +55,8 @@ export async function readToken(
   tx: StoredTransaction | null,
   id: string,
 ): Promise<StoredToken | null> {
-  const staged = await stagedToken(ctx, tx, id)
+  // Outside a transaction (or before it staged anything) the committed record is the caller's view.
+  const staged = tx === null || tx.version === 0 ? undefined : await stagedToken(ctx, tx, id)
   const token = staged === undefined ? await ctx.store.getToken(ctx.principal.tenantId, id) : staged
   if (!token || (token.expires_at !== undefined && token.expires_at <= ctx.now())) return null
   return token
@@ -64,6 +71,20 @@ export async function mustReadToken(
   const token = await readToken(ctx, tx, id)
   if (!token) throw notFound('token')
   return token
+}
+
+/**
+ * The live committed heads of the tokens `ids` (their records without `data` and `mask`: nothing
+ * is decrypted), in the order of `ids`; throws `not_found` for the first that is absent or expired.
+ * What a call that checks tokens' existence and access but answers nothing of them reads (links).
+ */
+export async function mustReadHeads(ctx: Ctx, ids: readonly string[]): Promise<TokenHead[]> {
+  const heads = await ctx.store.getTokenHeads(ctx.principal.tenantId, ids)
+  return ids.map((id) => {
+    const head = heads.find((h) => h.id === id)
+    if (!head || (head.expires_at !== undefined && head.expires_at <= ctx.now())) throw notFound('token')
+    return head
+  })
 }
 
 /** A write the caller asks for: record ops, the guards they need, and the tokens they lock. */

@@ -237,6 +237,15 @@ describe('masks', () => {
     })
   })
 
+  it('a mask key named __proto__ answers an own field of that name, never a prototype', () => {
+    const mask = JSON.parse('{"__proto__": {"polluted": "{{ data.a }}"}, "b": "{{ data.a }}"}') as Json
+    const masked = applyMask(mask, { a: 'x' }) as Record<string, unknown>
+    expect(Object.getPrototypeOf(masked)).toBe(Object.prototype)
+    expect(Object.hasOwn(masked, '__proto__')).toBe(true)
+    expect(JSON.stringify(masked)).toBe('{"__proto__":{"polluted":"x"},"b":"x"}')
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined()
+  })
+
   it('checkMask names the path of a bad template', () => {
     expect(refusal(() => checkMask({ a: ['ok', '{{ data | nope }}'] })).issues).toEqual({
       'mask.a.1': ['uses the unknown filter "nope"'],

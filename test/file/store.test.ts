@@ -55,6 +55,27 @@ describe('file store writes', () => {
     await store.close()
   })
 
+  it('a commit applies writes for at most `applyMs`; the rest go into the next commits, in order, none lost', async () => {
+    const store = await fileStore({ path: await tempDir(), durability: 'none', applyMs: 0 })
+    const order: string[] = []
+    const writes = Array.from({ length: 40 }, (_, n) =>
+      store.write({ ops: [put(`a-${n}`)] }).then(() => order.push(`a-${n}`)),
+    )
+    await Promise.all(writes)
+    expect(order).toEqual(Array.from({ length: 40 }, (_, n) => `a-${n}`))
+    for (let n = 0; n < 40; n++) expect(await store.getToken(T, `a-${n}`)).not.toBeNull()
+    // With no time to apply more, each commit carries the one write begun in it.
+    expect(store.stats()).toMatchObject({ writes: 40, commits: 40 })
+    await store.close()
+
+    const grouped = await fileStore({ path: await tempDir(), durability: 'none' })
+    await Promise.all(Array.from({ length: 40 }, (_, n) => grouped.write({ ops: [put(`b-${n}`)] })))
+    // With the default budget, writes queued together share commits.
+    expect(grouped.stats().writes).toBe(40)
+    expect(grouped.stats().commits).toBeLessThan(40)
+    await grouped.close()
+  })
+
   it("counts a tenant's tokens with its writes (puts again, deletes, other tenants)", async () => {
     const path = await tempDir()
     let store = await fileStore({ path })

@@ -13,7 +13,7 @@ import type {
   Tenant,
   TokenLock,
 } from '../../kernel/index.js'
-import { assertNever } from '../../kernel/index.js'
+import { assertNever, tokenHead } from '../../kernel/index.js'
 import type { KeyOwner, TokenHead } from '../contract.js'
 import { copy } from '../json.js'
 import { applicationKeyHashes } from '../keys.js'
@@ -30,8 +30,7 @@ export const placeKey = (seq: number) => String(seq).padStart(16, '0')
 
 /** A token's head: every field but `data` and `mask`, copied. */
 export function headOf(token: StoredToken): TokenHead {
-  const { data: _data, mask: _mask, ...head } = token
-  return copy(head)
+  return copy(tokenHead(token))
 }
 
 /** A sort key joining a tenant and an id (official formulas have no tenant). */

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest'
+import type { StoredToken } from '../../src/kernel/index.js'
+import { tokenHead, withTokenFields } from '../../src/kernel/index.js'
+
+/** A stored token with every field set, each to a value of its own. */
+const full: Required<StoredToken> = {
+  id: 'id-1',
+  tenant_id: 'tenant-1',
+  type: 'card',
+  data: { number: '4242424242424242' },
+  containers: ['/pci/high/'],
+  metadata: { owner: 'ann' },
+  mask: { number: '{{ data.number | reveal_last: 4 }}' },
+  fingerprint: 'fp',
+  fingerprint_expression: '{{ data.number }}',
+  expires_at: '2031-01-01T00:00:00.000Z',
+  search_indexes: ['{{ data.number }}'],
+  created_by: 'app-1',
+  created_at: '2030-01-01T00:00:00.000Z',
+  modified_by: 'app-2',
+  modified_at: '2030-02-01T00:00:00.000Z',
+  _extras: { deduplicated: true },
+  search_index_values: ['4242424242424242'],
+  search_index_hashes: ['h'],
+  cvc_expires_at: '2030-01-01T01:00:00.000Z',
+}
+
+describe('withTokenFields', () => {
+  it('keeps every field of a stored token, in a new record', () => {
+    const copy = withTokenFields(full, {})
+    expect(copy).toStrictEqual(full)
+    expect(copy).not.toBe(full)
+  })
+
+  it('sets the fields given and drops those given as undefined, leaving the token as it was', () => {
+    const before = structuredClone(full)
+    const changed = withTokenFields(full, { data: 'x', mask: undefined, fingerprint: 'fp-2' })
+    const { mask: _mask, ...unmasked } = before
+    expect(changed).toStrictEqual({ ...unmasked, data: 'x', fingerprint: 'fp-2' })
+    expect(Object.keys(changed)).not.toContain('mask')
+    expect(full).toStrictEqual(before)
+  })
+
+  it('a head is every field but data and mask', () => {
+    const { data: _data, mask: _mask, ...head } = full
+    expect(tokenHead(full)).toStrictEqual(head)
+  })
+})
