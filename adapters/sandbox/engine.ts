@@ -163,17 +163,19 @@ export class Engine {
 
   /**
    * Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom, with the
-   * prelude's program text (`preludeSource()` unless given).
+   * prelude's program text (`preludeSource()` unless given). With `whole`, its snapshot is all of
+   * its memory, as for an engine build whose layout is not known (tests use it).
    */
   static async load(
     memoryMb: number,
     maxResultChars: number,
     compiled?: object,
     prelude?: string,
+    whole = false,
   ): Promise<Engine> {
     const { module, memory } = await loadModule(memoryMb + HEADROOM_MB, compiled)
     const prepared = prepare(module, memoryMb, prelude ?? (await preludeSource()))
-    return new Engine(prepared, takeSnapshot(memory, prepared), memoryMb, maxResultChars)
+    return new Engine(prepared, takeSnapshot(memory, prepared, whole), memoryMb, maxResultChars)
   }
 
   /** Bytes copied back after each run (tests check that the stack is left out). */
@@ -283,10 +285,10 @@ function usedEnd(bytes: Uint8Array): number {
   return 0
 }
 
-function takeSnapshot(memory: WasmMemory, prepared: Prepared): Snapshot {
+function takeSnapshot(memory: WasmMemory, prepared: Prepared, whole: boolean): Snapshot {
   const all = new Uint8Array(memory.buffer)
   const end = usedEnd(all)
-  const stack = stackOfBuild()
+  const stack = whole ? undefined : stackOfBuild()
   const ranges =
     // The stack's deep end, never reached while setting up, must be zero: the layout is as known.
     stack && stack.top < end && usedEnd(all.subarray(0, stack.top - MIB)) <= stack.top - stack.bytes

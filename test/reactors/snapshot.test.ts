@@ -136,3 +136,22 @@ describe('every run of an engine starts from its snapshot', () => {
     engine.prepare()
   })
 })
+
+describe('an engine build whose layout is not known', () => {
+  it('is snapshotted whole (the stack too): slower, and every run still starts from fresh state', async () => {
+    const engine = await Engine.load(32, 100_000, await compileEngine(), undefined, true)
+    expect(engine.snapshotBytes).toBeGreaterThan(5 * MIB)
+    const changes = `globalThis.leak = 1; Object.prototype.poisoned = 1
+      module.exports = async () => { const a = []; for (;;) a.push('y'.repeat(4096)) }`
+    const looks = 'module.exports = async () => [typeof leak, typeof ({}).poisoned]'
+    expect(await engine.run(changes, REQUEST, 5000)).toMatchObject({ ok: false, kind: 'crashed' })
+    engine.prepare()
+    expect(await engine.run(looks, REQUEST, 5000)).toEqual({
+      ok: true,
+      json: '["undefined","undefined"]',
+      logs: [],
+    })
+    engine.prepare()
+    expect(engine.broken).toBe(false)
+  })
+})
