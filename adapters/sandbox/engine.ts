@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import RELEASE_SYNC from '@jitl/quickjs-wasmfile-release-sync'
@@ -41,13 +43,19 @@ const wrapModule = (code: string): string => `(function (${PARAMS}) {${code}\n})
  */
 const wrapDeclaration = (code: string): string => `function formula(${PARAMS}) {${code}\n}`
 
-type WasmMemory = object
+type WasmMemory = { buffer: ArrayBuffer }
 /** WebAssembly's `Memory` (Node has it; the core's type library does not declare it). */
 const Memory = (
   globalThis as unknown as {
     WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory }
   }
 ).WebAssembly.Memory
+/** WebAssembly's `Instance`, made from a compiled module. */
+const Instance = (
+  globalThis as unknown as {
+    WebAssembly: { Instance: new (module: object, imports: object) => { exports: object } }
+  }
+).WebAssembly.Instance
 const VARIANT = RELEASE_SYNC as unknown as QuickJSSyncVariant
 
 type VariantOptions = Parameters<typeof newVariant>[1]
@@ -64,13 +72,48 @@ export async function compileEngine(): Promise<object> {
   return wasm.compile(bytes)
 }
 
-/** A new engine module whose WebAssembly memory can never grow past `maximumMb`. */
-function loadModule(maximumMb: number, compiled?: object): Promise<QuickJSWASMModule> {
+/** A new engine module whose WebAssembly memory can never grow past `maximumMb`, and that memory. */
+async function loadModule(
+  maximumMb: number,
+  compiled?: object,
+): Promise<{ module: QuickJSWASMModule; memory: WasmMemory }> {
   const maximum = Math.ceil((maximumMb * MIB) / PAGE)
   const wasmMemory = new Memory({ initial: Math.min(256, maximum), maximum })
   const options: VariantOptions = { wasmMemory: wasmMemory as VariantOptions['wasmMemory'] & object }
-  if (compiled) options.wasmModule = compiled as VariantOptions['wasmModule'] & object
-  return newQuickJSWASMModuleFromVariant(newVariant(VARIANT, options))
+  if (compiled) {
+    // Instantiated at once, in this thread: `WebAssembly.instantiate` of a compiled module may wait
+    // behind the engine's background compilation, tens of milliseconds on a busy machine.
+    options.emscriptenModule = {
+      instantiateWasm(imports: object, done: (instance: object) => void) {
+        const instance = new Instance(compiled, imports)
+        done(instance)
+        return instance.exports
+      },
+    } as unknown as NonNullable<VariantOptions['emscriptenModule']>
+  }
+  return { module: await newQuickJSWASMModuleFromVariant(newVariant(VARIANT, options)), memory: wasmMemory }
+}
+
+/**
+ * Where the engine's C stack lies in its memory, for the builds of the engine whose layout is
+ * known (by the SHA-256 of their WebAssembly file): data from 0, then the stack, growing down from
+ * `top` for `bytes`, then the heap from `top`. Only the stack is left out of a snapshot: whatever
+ * a run leaves below the stack pointer is dead. Another build is snapshotted whole (still exact,
+ * only slower), which `test/reactors/snapshot.test.ts` would notice.
+ */
+const KNOWN_LAYOUTS: Record<string, { top: number; bytes: number }> = {
+  // @jitl/quickjs-wasmfile-release-sync 0.32.0: its stack pointer starts at 5333088, 5 MiB of stack.
+  '105c3bed22d457e43e3d1c3c1c6959fda62a8fe06f0fc8a985303c3a2be72232': { top: 5_333_088, bytes: 5 * MIB },
+}
+
+/** The stack of the installed engine build, if its layout is known. */
+function stackOfBuild(): { top: number; bytes: number } | undefined {
+  try {
+    const path = createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm')
+    return KNOWN_LAYOUTS[createHash('sha256').update(readFileSync(path)).digest('hex')]
+  } catch {
+    return undefined
+  }
 }
 
 /** What one run answers (the worker adds the run's id). */
@@ -94,47 +137,61 @@ const cut = (text: string, max: number) => (text.length > max ? text.slice(0, ma
  * that refuses), and every object it sees is made by the engine inside that memory, so none of the
  * host's objects — errors, promises, stack frames — ever reaches it.
  *
- * Each run gets a new runtime and context (fresh globals, prototypes and module state), made ahead
- * of time after the previous run, and disposed after its own. A run is stopped by the engine's
- * interrupt handler once its deadline passes. If the engine itself fails (its memory exhausted past
- * the runtime's limit, an internal assertion), `broken` is set: the worker answers the run as
- * `crashed` and exits, and the host starts a new one.
+ * Every run starts from the same state, byte for byte: once loaded, the engine makes one runtime
+ * and context, sets it up, and copies its WebAssembly memory (a snapshot, see `Snapshot`). After a
+ * run the memory is copied back, which undoes everything the run did in the engine — globals,
+ * prototypes, module state, pending jobs and timers, the heap and its accounting, a run stopped at
+ * its deadline or out of memory — far cheaper than a new runtime and context (QuickJS makes its
+ * built-ins one by one). The copy back is done while the worker is idle, after it has answered. A
+ * run is stopped by the engine's interrupt handler once its deadline passes. If the engine itself
+ * fails (its memory exhausted past the runtime's limit, an internal assertion), `broken` is set:
+ * the worker answers the run as `crashed` and exits, and the host starts a new one.
  */
 export class Engine {
   broken = false
-  private next: Prepared | null = null
-  /** The last run's runtime, disposed while idle rather than before its answer is sent. */
-  private spent: Prepared | null = null
+  /** Whether a run has used the engine since its memory was last restored. */
+  private dirty = false
+  /** Whether a run is under way (it may wait, for a timer or a request, while the worker is idle). */
+  private running = false
 
   private constructor(
-    private readonly module: QuickJSWASMModule,
+    private readonly prepared: Prepared,
+    private readonly snapshot: Snapshot,
     private readonly memoryMb: number,
     private readonly maxResultChars: number,
-    private readonly prelude: string,
   ) {}
 
   /**
    * Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom, with the
-   * prelude's program text (`preludeSource()` unless given).
+   * prelude's program text (`preludeSource()` unless given). With `whole`, its snapshot is all of
+   * its memory, as for an engine build whose layout is not known (tests use it).
    */
   static async load(
     memoryMb: number,
     maxResultChars: number,
     compiled?: object,
     prelude?: string,
+    whole = false,
   ): Promise<Engine> {
-    const module = await loadModule(memoryMb + HEADROOM_MB, compiled)
-    const engine = new Engine(module, memoryMb, maxResultChars, prelude ?? (await preludeSource()))
-    engine.prepare()
-    return engine
+    const { module, memory } = await loadModule(memoryMb + HEADROOM_MB, compiled)
+    const prepared = prepare(module, memoryMb, prelude ?? (await preludeSource()))
+    return new Engine(prepared, takeSnapshot(memory, prepared, whole), memoryMb, maxResultChars)
   }
 
-  /** Makes the next run's runtime and context now, so a run does not wait for them. */
+  /** Bytes copied back after each run (tests check that the stack is left out). */
+  get snapshotBytes(): number {
+    return this.snapshot.ranges.reduce((sum, range) => sum + range.bytes.length, 0)
+  }
+
+  /**
+   * Restores the engine to its snapshot after a run, so that the next run does not wait for it
+   * (nothing while a run is under way).
+   */
   prepare(): void {
-    if (this.broken) return
+    if (this.broken || !this.dirty || this.running) return
     try {
-      this.release()
-      this.next ??= prepare(this.module, this.memoryMb, this.prelude)
+      restore(this.snapshot)
+      this.dirty = false
     } catch {
       this.broken = true
     }
@@ -143,23 +200,19 @@ export class Engine {
   /** Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects. */
   async run(code: string, request: string, timeoutMs: number, egress?: string[]): Promise<RunResult> {
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
-    this.release()
+    this.prepare()
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
-    let prepared = this.next
-    this.next = null
-    try {
-      prepared ??= prepare(this.module, this.memoryMb, this.prelude)
-    } catch {
-      this.broken = true
-      return { ok: false, kind: 'crashed', message: 'the formula engine failed to start' }
-    }
-    prepared.deadline = performance.now() + timeoutMs
-    prepared.bridge.deadline = prepared.deadline
+    if (this.running) return { ok: false, kind: 'crashed', message: 'the formula engine is busy' }
+    this.dirty = true
+    this.running = true
+    const prepared = this.prepared
+    fresh(prepared, performance.now() + timeoutMs, this.memoryMb)
     let result: RunResult
     try {
       if (egress?.length) allowFetch(prepared, egress)
       result = await execute(prepared, code, request, this.maxResultChars, timeoutMs)
     } catch (error) {
+      this.running = false
       // A failure of the engine itself, not of the code: its memory can't be trusted any more.
       this.broken = true
       endIo(prepared)
@@ -171,25 +224,114 @@ export class Engine {
         message: outOfMemory ? 'it ran out of memory' : 'the formula engine failed',
       }
     }
+    this.running = false
     if (performance.now() > prepared.deadline && !result.ok && result.kind !== 'invalid') {
       result = { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
     }
     endIo(prepared)
-    this.spent = prepared
+    prepared.deadline = Number.POSITIVE_INFINITY
     return result
   }
+}
 
-  /** Disposes the last run's runtime (an engine whose runtime can't be freed is broken). */
-  private release(): void {
-    const spent = this.spent
-    this.spent = null
-    if (!spent) return
-    try {
-      dispose(spent)
-    } catch {
-      this.broken = true
+/**
+ * The engine's WebAssembly memory as it was right after its context was set up, and the host-side
+ * state that goes with it. `ranges` are the bytes copied back: all of the memory up to the heap's
+ * highest used byte, except the C stack of a known build (below the stack pointer between calls,
+ * what a run left there is never read). Above the heap's top, what a run left is free memory the
+ * allocator hands out again only as it does any freed memory (zeroed where it must be).
+ *
+ * The host side: the ids of the host functions the context holds (`quickjs-emscripten` keeps the
+ * functions in a map by id, and frees an id when the engine frees its function, which may happen
+ * during a run), and the context wrapper's cached handles (one made during a run would point into
+ * memory the restore discards).
+ */
+interface Snapshot {
+  memory: WasmMemory
+  ranges: { at: number; bytes: Uint8Array }[]
+  refs: HostRefs
+  nextId: number
+  freelist: number[]
+  groups: [number, [number, unknown][]][]
+  context: Record<string, unknown>
+  cached: [string, unknown][]
+}
+
+/** `quickjs-emscripten`'s map of host functions by id (its `HostRefMap`). */
+interface HostRefs {
+  nextId: number
+  freelist: number[]
+  groups: Map<number, Map<number, unknown>>
+}
+
+/** The context wrapper's lazily made handles (see `Snapshot`). */
+const CACHED_HANDLES = ['_global', '_BigInt', '_Symbol', '_SymbolIterator', '_SymbolAsyncIterator']
+
+/** The index just past the last nonzero byte of `bytes` (0 if all are zero). */
+function usedEnd(bytes: Uint8Array): number {
+  const CHUNK = 65_536
+  const zero = new Uint8Array(CHUNK)
+  let end = bytes.length
+  while (end > 0) {
+    const start = Math.max(0, end - CHUNK)
+    const chunk = bytes.subarray(start, end)
+    if (Buffer.compare(chunk, zero.subarray(0, chunk.length)) !== 0) {
+      let i = chunk.length
+      while (i > 0 && chunk[i - 1] === 0) i--
+      return start + i
     }
+    end = start
   }
+  return 0
+}
+
+function takeSnapshot(memory: WasmMemory, prepared: Prepared, whole: boolean): Snapshot {
+  const all = new Uint8Array(memory.buffer)
+  const end = usedEnd(all)
+  const stack = whole ? undefined : stackOfBuild()
+  const ranges =
+    // The stack's deep end, never reached while setting up, must be zero: the layout is as known.
+    stack && stack.top < end && usedEnd(all.subarray(0, stack.top - MIB)) <= stack.top - stack.bytes
+      ? [
+          { at: 0, bytes: all.slice(0, stack.top - stack.bytes) },
+          { at: stack.top, bytes: all.slice(stack.top, end) },
+        ]
+      : [{ at: 0, bytes: all.slice(0, end) }]
+  const runtime = prepared.runtime as unknown as { hostRefs: HostRefs }
+  const refs = runtime.hostRefs
+  const context = prepared.context as unknown as Record<string, unknown>
+  return {
+    memory,
+    ranges,
+    refs,
+    nextId: refs.nextId,
+    freelist: [...refs.freelist],
+    groups: [...refs.groups].map(([id, group]) => [id, [...group]]),
+    context,
+    cached: CACHED_HANDLES.map((name) => [name, context[name]]),
+  }
+}
+
+/** Copies the snapshot back (see `Snapshot`); `prepared`'s own run state is reset by `fresh`. */
+function restore(snapshot: Snapshot): void {
+  const all = new Uint8Array(snapshot.memory.buffer)
+  for (const { at, bytes } of snapshot.ranges) all.set(bytes, at)
+  const { refs } = snapshot
+  refs.nextId = snapshot.nextId
+  refs.freelist = [...snapshot.freelist]
+  refs.groups = new Map(snapshot.groups.map(([id, group]) => [id, new Map(group)]))
+  for (const [name, value] of snapshot.cached) snapshot.context[name] = value
+}
+
+/** Resets the host side of a run (the engine's side is the snapshot's) for a run ending at `deadline`. */
+function fresh(prepared: Prepared, deadline: number, memoryMb: number): void {
+  prepared.deadline = deadline
+  prepared.logs = []
+  prepared.bridge = bridgeRun(deadline, memoryMb * MIB)
+  delete prepared.modules
+  delete prepared.pumpTimers
+  delete prepared.deliverFetch
+  delete prepared.io
 }
 
 /** A runtime and context ready for one run. */
@@ -302,17 +444,6 @@ function startFetch(prepared: Prepared, text: string): number {
       settleWith(false, error instanceof EgressError ? error.message : 'the request could not be made'),
   )
   return id
-}
-
-function dispose(prepared: Prepared): void {
-  prepared.stringify.dispose()
-  prepared.parse.dispose()
-  prepared.require.dispose()
-  prepared.pumpTimers?.dispose()
-  prepared.deliverFetch?.dispose()
-  prepared.modules?.dispose()
-  prepared.context.dispose()
-  prepared.runtime.dispose()
 }
 
 function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): Prepared {
@@ -777,8 +908,8 @@ export function compileIn(module: QuickJSWASMModule, code: string): string | nul
 }
 
 /** A WebAssembly engine for compile checks only (no code is ever run in it), memory capped at 48 MiB. */
-export function loadCompiler(compiled?: object): Promise<QuickJSWASMModule> {
-  return loadModule(48, compiled)
+export async function loadCompiler(compiled?: object): Promise<QuickJSWASMModule> {
+  return (await loadModule(48, compiled)).module
 }
 
 export type { WorkerMessage }

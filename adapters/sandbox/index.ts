@@ -61,6 +61,9 @@ export function startSandboxWorker(config: WorkerConfig): Worker {
   const options = {
     workerData: config,
     env: {},
+    // Not the host's Node flags: a loader or preloaded module of the host (`--import`, `--require`)
+    // has no business in a sandbox worker, and would slow every worker's start.
+    execArgv: [],
     stdout: true,
     stderr: true,
     resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
@@ -72,6 +75,12 @@ export function startSandboxWorker(config: WorkerConfig): Worker {
   const boot = `import(${tsx}).then((tsx) => { tsx.register(); return import(${worker}) })`
   return new Worker(boot, { ...options, eval: true })
 }
+
+/**
+ * Runs a busy worker may hold: one running, the others sent ahead so that the worker goes on to
+ * the next without waiting for the host's answer to reach it (taken back if its run takes long).
+ */
+const PIPELINE = 4
 
 let compiled: Promise<object> | undefined
 /** The engine's WebAssembly code, compiled once per process (again after a failure). */
@@ -118,7 +127,8 @@ export async function compileError(code: string): Promise<string | null> {
 
 /**
  * The default formula runner. Formula code runs in QuickJS compiled to WebAssembly
- * (`quickjs-emscripten`), inside worker threads started on the first run:
+ * (`quickjs-emscripten`), inside worker threads started with the runner (again on a formula check
+ * or a run, if starting failed):
  *
  * - **Wall 1, the engine.** Formula code lives in the engine's linear memory and reaches only what
  *   the engine makes for it: JavaScript's built-ins, a captured `console`, a `require` that refuses.
@@ -128,7 +138,8 @@ export async function compileError(code: string): Promise<string | null> {
  *   can call only the functions the host imported into it (none offers network, files, environment
  *   or processes), and it can't address memory outside its own, capped at `memoryMb` + 32 MiB.
  *
- * Every run gets a fresh runtime and context: nothing a run sets is seen by any later run. A run is
+ * Every run starts from the same engine memory (a snapshot taken once the context was set up, copied
+ * back after each run): nothing a run sets is seen by any later run. A run is
  * interrupted by the engine at its time limit (measured from its start); a worker silent past it
  * is terminated. Runs wait in a per-tenant queue served round-robin, bounded per tenant (`busy`,
  * i.e. 429, beyond it). A worker that dies or can't start is replaced with backoff. A worker's death
@@ -141,10 +152,11 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
   const cap = options.timeoutMs ?? 60_000
   let pool: Promise<SandboxPool> | undefined
   let closed = false
-  const start = async () =>
-    new SandboxPool({
-      wasmModule: await engineCode(),
-      prelude: await preludeCode(),
+  const start = async () => {
+    const [wasmModule, prelude] = await Promise.all([engineCode(), preludeCode()])
+    return new SandboxPool({
+      wasmModule,
+      prelude,
       size: Math.max(1, Math.floor(options.poolSize ?? Math.min(4, availableParallelism()))),
       memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
       maxResultChars: options.maxResultChars ?? 1_048_576,
@@ -155,20 +167,30 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       crashPenaltyMs: Math.max(0, options.crashPenaltyMs ?? 250),
       maxCrashPenaltyMs: Math.max(5000, options.crashPenaltyMs ?? 0),
       startWorker: options.startWorker ?? startSandboxWorker,
+      pipeline: PIPELINE,
     })
+  }
+  /** Starts the workers now, unless they are starting or running (or the runner is closed). */
+  const warm = () => {
+    if (closed || pool) return
+    const starting = start()
+    pool = starting
+    starting.then(
+      (started) => {
+        if (closed) return
+        started.warm()
+      },
+      () => {
+        if (pool === starting) pool = undefined
+      },
+    )
+  }
+  // The first run should not wait for the engine and the workers: they start with the runner.
+  warm()
   return {
     check(code) {
-      // A formula being made or changed is about to run: start the workers now, alongside the check.
-      if (!closed && !pool) {
-        const starting = start()
-        pool = starting
-        starting.then(
-          (started) => started.warm(),
-          () => {
-            if (pool === starting) pool = undefined
-          },
-        )
-      }
+      // A formula being made or changed is about to run: the workers must be starting by now.
+      warm()
       return compileError(code)
     },
     async run(code, request, runOptions) {

@@ -26,6 +26,8 @@ export interface RunMessage {
   timeoutMs: number
   /** Origins `fetch` may reach (absent: no network). */
   egress?: string[]
+  /** The run's cell in the worker's `claims` (see `WorkerConfig`). */
+  cell?: number
 }
 
 /** The ways a run fails inside the worker. */
@@ -60,6 +62,12 @@ export interface WorkerConfig {
   wasmModule?: object
   /** The prelude's program text, when the host loaded it (else the worker loads it). */
   prelude?: string
+  /**
+   * One 32-bit cell per run the host sends (at the run's `cell`), shared with the host: the worker
+   * runs a run only if it changes its cell from 0 (sent) to 1 (claimed); the host may have changed
+   * it to 2 first, taking the run back for another worker while it waited behind a long run.
+   */
+  claims?: SharedArrayBuffer
 }
 
 const FAILURES = new Set<string>(['invalid', 'thrown', 'timeout', 'crashed'])

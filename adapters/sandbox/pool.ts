@@ -42,6 +42,11 @@ export interface PoolSettings {
   wasmModule?: object
   /** The prelude's program text, handed to every worker. */
   prelude?: string
+  /**
+   * Runs a worker may hold at once: the one it runs and those sent ahead to wait behind it, so that
+   * it goes from one to the next without waiting for the host (see the class comment). 1 unless given.
+   */
+  pipeline?: number
 }
 
 /** A run accepted by the pool. */
@@ -51,20 +56,38 @@ interface Entry {
   retried: boolean
 }
 
+/** A run a worker holds: its id in the messages, and its cell in the worker's `claims`. */
+interface Held {
+  entry: Entry
+  id: number
+  cell: number
+  /** Whether the worker said it started the run (its code is running, or has run). */
+  started: boolean
+}
+
 interface Slot {
   worker: Worker
   ready: boolean
-  entry: Entry | null
-  jobId: number
-  /** Whether the worker said it started the run it holds (its code is running, or has run). */
-  started: boolean
+  /** The runs it holds, in the order it runs them: the first is running or next. */
+  held: Held[]
+  /**
+   * One cell per run sent, shared with the worker: `PENDING` when sent, then `CLAIMED` by the
+   * worker as it starts the run, or `RECLAIMED` by the host taking back a run still waiting.
+   */
+  claims: Int32Array
+  /** How many runs it was sent: the next run's cell, modulo `CELLS`. */
+  sent: number
+  /** When the worker said it started its first held run (ms). */
+  headStartedAt: number
+  /** Takes the runs sent ahead back to the queue once the running one has run `STUCK_MS`. */
+  stuckTimer: NodeJS.Timeout | undefined
   /** The tenant of the last run it answered: the one whose spent runtime it frees between runs. */
   lastTenant: string | undefined
   timer: NodeJS.Timeout | undefined
   gone: boolean
   /** Why it failed, when it emitted an error before exiting. */
   failed: string | undefined
-  /** When it last finished a run (ms): the longest-idle worker is served first, its next context made. */
+  /** When it last finished a run (ms): the worker that finished last is served first. */
   idleSince: number
 }
 
@@ -77,27 +100,44 @@ interface Strikes {
 }
 
 const MAX_BACKOFF_MS = 5000
+/** Cells of a worker's `claims`: far more than the runs it can have been sent and not yet passed. */
+const CELLS = 256
+const PENDING = 0
+const RECLAIMED = 2
+/**
+ * How long a worker's run may have run before the runs sent ahead to wait behind it are taken back
+ * for another worker (ms), and the worker is sent no more until its run ends.
+ */
+const STUCK_MS = 2
 /** How long a tenant's kills are remembered (ms). */
 const STRIKE_MEMORY_MS = 60_000
 
 /**
  * Sandbox worker threads and the fair queue in front of them. Each worker runs one run at a time;
  * runs wait in a per-tenant queue served round-robin, bounded per tenant and in all (beyond either
- * a run is answered `busy` at once). A worker that sends anything but a well-formed message about the run it
- * holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
+ * a run is answered `busy` at once). A worker that sends anything but a well-formed message about the
+ * run it holds, or stays silent past the run's limit plus a grace period, is terminated and replaced.
  * Workers that fail to start are retried with exponential backoff (up to 5 s) while runs wait;
  * while no worker can start, waiting runs are answered `unavailable`. Nothing a worker does can
  * throw in the host.
  *
+ * Pipeline (`pipeline` > 1): while runs wait and every worker is busy, a worker whose run started
+ * less than `STUCK_MS` ago may be sent more, up to `pipeline` in all, so that it goes from one run
+ * to the next without waiting for the host. Runs sent ahead still count as waiting (the backlog
+ * bounds hold), and they only wait behind a short run: once the run has run `STUCK_MS`, the runs
+ * behind it go back to the front of their tenants' queues and wait their turn there, as before.
+ * Each is claimed in a shared cell (`claims`) by the worker as it starts it or by the host as it
+ * takes it back, never both.
+ *
  * A crash is charged to the run that caused it. A worker says `started` before it runs a run's code,
- * once the previous run's runtime is freed: a worker that dies after that fails the run it holds
- * (`crashed`); one that dies before it (freeing the previous run's runtime failed) or between runs
- * is the previous run's doing, and the run it held, never started, is sent again to another worker,
- * first in its tenant's queue: any number of times while those deaths are another tenant's doing
- * (that tenant is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant whose run killed a worker is the one that waits:
- * one run at a time in a worker, the next only after `crashPenaltyMs` (doubling per kill, up to
- * `maxCrashPenaltyMs`), so its runs pile up in its own backlog (`busy` once full) while the other
- * tenants' runs go on.
+ * once its engine is restored after the previous run: a worker that dies after that fails the run
+ * it runs (`crashed`); one that dies before it (restoring failed) or between runs is the previous
+ * run's doing. Runs it held that never started are sent again to another worker, first in their
+ * tenants' queues: any number of times while those deaths are another tenant's doing (that tenant
+ * is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant
+ * whose run killed a worker is the one that waits: one run at a time in a worker, the next only
+ * after `crashPenaltyMs` (doubling per kill, up to `maxCrashPenaltyMs`), so its runs pile up in its
+ * own backlog (`busy` once full) while the other tenants' runs go on.
  */
 export class SandboxPool {
   private readonly slots: Slot[] = []
@@ -125,8 +165,14 @@ export class SandboxPool {
       job.done({ ok: false, kind: 'crashed', message: 'the formula runner is closed' })
       return
     }
-    if (!this.queue.push(job.tenant, { job, retried: false })) {
-      const own = this.queue.sizeOf(job.tenant) >= this.settings.maxQueuedPerTenant
+    // Runs sent ahead to a worker, not started, still wait: they count as queued.
+    const { own: ahead, all: aheadInAll } = this.ahead(job.tenant)
+    const own = this.queue.sizeOf(job.tenant) + ahead >= this.settings.maxQueuedPerTenant
+    if (
+      own ||
+      this.queue.size + aheadInAll >= this.settings.maxQueued ||
+      !this.queue.push(job.tenant, { job, retried: false })
+    ) {
       job.done({
         ok: false,
         kind: 'busy',
@@ -139,6 +185,19 @@ export class SandboxPool {
     }
     this.fill()
     this.pump()
+  }
+
+  /** Runs sent ahead to workers, waiting behind another run there: `tenant`'s, and everyone's. */
+  private ahead(tenant: string): { own: number; all: number } {
+    let own = 0
+    let all = 0
+    for (const slot of this.slots) {
+      for (let i = 1; i < slot.held.length; i++) {
+        all++
+        if (slot.held[i]!.entry.job.tenant === tenant) own++
+      }
+    }
+    return { own, all }
   }
 
   /** Starts the workers now, before any run (an idle pool never keeps the process alive). */
@@ -156,8 +215,8 @@ export class SandboxPool {
     const ending = this.slots.splice(0).map((slot) => {
       slot.gone = true
       clearTimeout(slot.timer)
-      const entry = this.release(slot)
-      if (entry)
+      clearTimeout(slot.stuckTimer)
+      for (const { entry } of this.release(slot))
         this.finish(entry.job, { ok: false, kind: 'crashed', message: 'the formula runner is closed' })
       return slot.worker.terminate().catch(() => 0)
     })
@@ -179,22 +238,25 @@ export class SandboxPool {
         }
         if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
         if (this.settings.prelude) config.prelude = this.settings.prelude
+        config.claims = new SharedArrayBuffer(CELLS * 4)
         worker = this.settings.startWorker(config)
+        this.attach(worker, new Int32Array(config.claims))
       } catch {
         this.startFailed()
         return
       }
-      this.attach(worker)
     }
   }
 
-  private attach(worker: Worker): void {
+  private attach(worker: Worker, claims: Int32Array): void {
     const slot: Slot = {
       worker,
       ready: false,
-      entry: null,
-      jobId: 0,
-      started: false,
+      held: [],
+      claims,
+      sent: 0,
+      headStartedAt: 0,
+      stuckTimer: undefined,
       lastTenant: undefined,
       timer: undefined,
       gone: false,
@@ -202,7 +264,12 @@ export class SandboxPool {
       idleSince: 0,
     }
     this.slots.push(slot)
-    worker.on('message', (message: unknown) => this.onMessage(slot, message))
+    // A worker going from one run to the next says both at once: [the done of one, the started of the next].
+    worker.on('message', (message: unknown) => {
+      if (!Array.isArray(message)) this.onMessage(slot, message)
+      else if (message.length !== 2) this.discard(slot, 'the sandbox worker sent a malformed message')
+      else for (const one of message) this.onMessage(slot, one)
+    })
     // A failed worker exits next; what it sent before is delivered before its exit, so the exit decides.
     worker.on('error', () => {
       slot.failed ??= 'the sandbox worker failed'
@@ -222,7 +289,7 @@ export class SandboxPool {
   private updateRefs(): void {
     const waiting = this.queue.size > 0
     for (const slot of this.slots) {
-      if (slot.entry || (waiting && !slot.ready)) slot.worker.ref()
+      if (slot.held.length || (waiting && !slot.ready)) slot.worker.ref()
       else slot.worker.unref()
     }
     // Runs held back keep the process alive like any other waiting run; an idle pool does not.
@@ -273,20 +340,23 @@ export class SandboxPool {
       this.pump()
       return
     }
-    const entry = slot.entry
-    if (!entry || message.id !== slot.jobId || (message.t === 'started') === slot.started) {
+    const head = slot.held[0]
+    if (!head || message.id !== head.id || (message.t === 'started') === head.started) {
       this.discard(slot, 'the sandbox worker answered out of turn')
       return
     }
     if (message.t === 'started') {
-      slot.started = true
+      head.started = true
+      slot.headStartedAt = performance.now()
+      if (slot.held.length > 1) this.watch(slot)
       return
     }
     clearTimeout(slot.timer)
-    slot.lastTenant = entry.job.tenant
-    this.release(slot)
-    slot.idleSince = performance.now()
-    this.finish(entry.job, outcomeOf(message))
+    slot.lastTenant = head.entry.job.tenant
+    this.unhold(slot, head)
+    if (slot.held.length) this.arm(slot)
+    else slot.idleSince = performance.now()
+    this.finish(head.entry.job, outcomeOf(message))
     this.pump()
   }
 
@@ -299,22 +369,27 @@ export class SandboxPool {
     if (slot.gone) return
     slot.gone = true
     clearTimeout(slot.timer)
+    clearTimeout(slot.stuckTimer)
     const index = this.slots.indexOf(slot)
     if (index !== -1) this.slots.splice(index, 1)
     if (!slot.ready) this.startFailed()
-    const started = slot.started
-    const entry = this.release(slot)
-    if (entry && started) {
-      this.strike(entry.job.tenant)
-      this.finish(entry.job, { ok: false, kind: 'crashed', message: why })
-    } else {
-      if (slot.lastTenant !== undefined) this.strike(slot.lastTenant)
+    const held = this.release(slot)
+    const head = held[0]
+    // The run it had started killed it; if none had started, the run it last answered did.
+    let culprit = slot.lastTenant
+    if (head?.started) {
+      held.shift()
+      culprit = head.entry.job.tenant
+      this.strike(culprit)
+      this.finish(head.entry.job, { ok: false, kind: 'crashed', message: why })
+    } else if (culprit !== undefined) this.strike(culprit)
+    // The runs that never started there: sent again, first in their tenants' queues, in their order.
+    for (const { entry } of held.reverse()) {
       // Another tenant's run killed the worker: this run is not charged for it.
-      const innocent = slot.lastTenant !== undefined && entry !== null && slot.lastTenant !== entry.job.tenant
-      if (entry && ((entry.retried && !innocent) || this.closed))
+      const innocent = culprit !== undefined && culprit !== entry.job.tenant
+      if ((entry.retried && !innocent) || this.closed)
         this.finish(entry.job, { ok: false, kind: 'crashed', message: why })
-      else if (entry)
-        this.queue.unshift(entry.job.tenant, { job: entry.job, retried: entry.retried || !innocent })
+      else this.queue.unshift(entry.job.tenant, { job: entry.job, retried: entry.retried || !innocent })
     }
     if (!this.closed) {
       this.fill()
@@ -329,18 +404,21 @@ export class SandboxPool {
     worker.terminate().catch(() => 0)
   }
 
-  /** Takes the run a worker holds off it. */
-  private release(slot: Slot): Entry | null {
-    const entry = slot.entry
-    slot.entry = null
-    slot.started = false
-    if (entry) {
-      const tenant = entry.job.tenant
-      const left = (this.running.get(tenant) ?? 1) - 1
-      if (left > 0) this.running.set(tenant, left)
-      else this.running.delete(tenant)
-    }
-    return entry
+  /** Takes every run a worker holds off it (in their order). */
+  private release(slot: Slot): Held[] {
+    const held = [...slot.held]
+    for (const one of held) this.unhold(slot, one)
+    return held
+  }
+
+  /** Takes one run off the worker holding it. */
+  private unhold(slot: Slot, one: Held): void {
+    const at = slot.held.indexOf(one)
+    if (at !== -1) slot.held.splice(at, 1)
+    const tenant = one.entry.job.tenant
+    const left = (this.running.get(tenant) ?? 1) - 1
+    if (left > 0) this.running.set(tenant, left)
+    else this.running.delete(tenant)
   }
 
   private finish(job: Job, outcome: RunOutcome): void {
@@ -409,41 +487,107 @@ export class SandboxPool {
 
   private pump(): void {
     if (this.closed) return
-    const free = this.slots.filter((s) => s.ready && !s.entry && !s.gone)
-    if (free.length > 1) free.sort((x, y) => x.idleSince - y.idleSince)
     const now = this.now()
+    const clock = performance.now()
+    const live = this.slots.filter((s) => s.ready && !s.gone)
+    const free = live.filter((s) => !s.held.length)
+    // The worker that answered last first: it is the one still running on a core, its caches warm
+    // (the engine is restored right after each answer, so a worker idle longer has nothing more ready).
+    if (free.length > 1) free.sort((x, y) => y.idleSince - x.idleSince)
     for (const slot of free) {
       const entry = this.queue.take((tenant) => this.eligible(tenant, now))
       if (!entry) break
       this.dispatch(slot, entry)
     }
+    // Runs still waiting go ahead to the workers whose run is not holding them up, fewest first.
+    const depth = Math.max(1, Math.floor(this.settings.pipeline ?? 1))
+    while (depth > 1) {
+      let target: Slot | undefined
+      for (const slot of live) {
+        const held = slot.held.length
+        if (held && held < depth && !this.stuck(slot, clock) && (!target || held < target.held.length))
+          target = slot
+      }
+      if (!target) break
+      const entry = this.queue.take((tenant) => this.eligible(tenant, now))
+      if (!entry) break
+      this.dispatch(target, entry)
+    }
     this.updateRefs()
   }
 
+  /** Whether a worker's run has run long enough that the runs waiting behind it go elsewhere. */
+  private stuck(slot: Slot, clock: number): boolean {
+    const head = slot.held[0]
+    return head !== undefined && head.started && clock - slot.headStartedAt > STUCK_MS
+  }
+
+  /** Checks, once its running run has run `STUCK_MS`, whether the runs sent ahead to `slot` must go back. */
+  private watch(slot: Slot): void {
+    clearTimeout(slot.stuckTimer)
+    const due = slot.headStartedAt + STUCK_MS - performance.now()
+    slot.stuckTimer = setTimeout(() => this.unstick(slot), Math.max(1, Math.ceil(due) + 1))
+    slot.stuckTimer.unref()
+  }
+
+  /**
+   * Takes the runs sent ahead to a worker whose run has run `STUCK_MS` back to the front of their
+   * tenants' queues (each only if the worker has not claimed it: the exchange in `claims` makes sure
+   * exactly one side has it), so that they wait their turn there, as any other run, for a worker.
+   */
+  private unstick(slot: Slot): void {
+    slot.stuckTimer = undefined
+    if (slot.gone || slot.held.length < 2) return
+    if (!this.stuck(slot, performance.now())) {
+      if (slot.held[0]!.started) this.watch(slot)
+      return
+    }
+    for (const one of slot.held.slice(1).reverse()) {
+      if (Atomics.compareExchange(slot.claims, one.cell, PENDING, RECLAIMED) !== PENDING) continue
+      this.unhold(slot, one)
+      this.queue.unshift(one.entry.job.tenant, one.entry)
+    }
+    this.pump()
+  }
+
+  /** Sends a run to a worker: it runs it once it has run the runs it holds. */
   private dispatch(slot: Slot, entry: Entry): void {
     const { job } = entry
-    slot.entry = entry
-    slot.started = false
-    slot.jobId = this.nextId++
+    const held: Held = { entry, id: this.nextId++, cell: slot.sent++ % CELLS, started: false }
+    Atomics.store(slot.claims, held.cell, PENDING)
+    slot.held.push(held)
     this.running.set(job.tenant, (this.running.get(job.tenant) ?? 0) + 1)
-    slot.timer = setTimeout(() => {
-      if (slot.entry !== entry) return
-      if (slot.started) {
-        // The run held its worker past its limit: it fails as a timeout, and the worker it hung is its doing.
-        slot.lastTenant = job.tenant
-        this.release(slot)
-        this.finish(job, { ok: false, kind: 'timeout', message: `no answer within ${job.timeoutMs} ms` })
-      }
-      this.discard(slot, 'the sandbox worker went silent')
-    }, job.timeoutMs + this.settings.graceMs)
+    if (slot.held.length === 1) this.arm(slot)
+    else if (slot.held[0]!.started && !slot.stuckTimer) this.watch(slot)
     slot.worker.postMessage({
       t: 'run',
-      id: slot.jobId,
+      id: held.id,
+      cell: held.cell,
       code: job.code,
       request: job.request,
       timeoutMs: job.timeoutMs,
       ...(job.egress?.length ? { egress: job.egress } : {}),
     })
+  }
+
+  /**
+   * Times the worker's first held run: silent past the run's limit plus the grace period, the
+   * worker is replaced (and the run, if it had started, fails as a timeout).
+   */
+  private arm(slot: Slot): void {
+    const head = slot.held[0]!
+    const { job } = head.entry
+    clearTimeout(slot.timer)
+    slot.timer = setTimeout(() => {
+      if (slot.held[0] !== head) return
+      if (head.started) {
+        // The run held its worker past its limit: it fails as a timeout, and the worker it hung is its doing.
+        slot.lastTenant = job.tenant
+        this.unhold(slot, head)
+        this.finish(job, { ok: false, kind: 'timeout', message: `no answer within ${job.timeoutMs} ms` })
+      }
+      this.discard(slot, 'the sandbox worker went silent')
+    }, job.timeoutMs + this.settings.graceMs)
   }
 }
 

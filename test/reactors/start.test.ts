@@ -1,3 +1,8 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
 
@@ -35,6 +40,72 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
       await runner.close()
     }
   })
+
+  it('a runner starts them when it is made: the first run finds them ready, no check needed', async () => {
+    let started = 0
+    let ready!: () => void
+    const allReady = new Promise<void>((resolve) => {
+      ready = resolve
+    })
+    const runner = sandboxRunner({
+      poolSize: 2,
+      startWorker: (config) => {
+        const worker = startSandboxWorker(config)
+        started++
+        worker.once('message', () => {
+          if (started === 2) ready()
+        })
+        return worker
+      },
+    })
+    try {
+      await allReady
+      expect(started).toBe(2)
+      const outcome = await runner.run(
+        'module.exports = async () => ({ raw: 2 })',
+        { args: {}, configuration: {} },
+        { timeoutMs: 5000 },
+      )
+      expect(outcome).toEqual({ ok: true, value: { raw: 2 }, logs: [] })
+      expect(started).toBe(2)
+    } finally {
+      await runner.close()
+    }
+  })
+
+  it("a worker starts without the host's Node flags: a module the host preloads is not run in it", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tokenvault-flags-'))
+    try {
+      const marker = join(dir, 'loads.txt')
+      const preload = join(dir, 'preload.cjs')
+      // Each thread that loads it writes whether it is a sandbox worker (its start data has `memoryMb`).
+      writeFileSync(
+        preload,
+        `const { workerData } = require('node:worker_threads')
+        const sandbox = typeof workerData?.memoryMb === 'number'
+        require('node:fs').appendFileSync(${JSON.stringify(marker)}, (sandbox ? 'sandbox' : 'other') + '\\n')`,
+      )
+      const index = new URL('../../adapters/sandbox/index.ts', import.meta.url).href
+      const script = `const { sandboxRunner } = await import(${JSON.stringify(index)})
+        const runner = sandboxRunner({ poolSize: 1 })
+        const outcome = await runner.run('module.exports = async () => ({ raw: 1 })', { args: {}, configuration: {} }, { timeoutMs: 5000 })
+        await runner.close()
+        console.log(JSON.stringify(outcome))`
+      const root = fileURLToPath(new URL('../..', import.meta.url))
+      const out = execFileSync(
+        process.execPath,
+        ['--require', preload, '--import', 'tsx', '--input-type=module', '-e', script],
+        { cwd: root, encoding: 'utf8', timeout: 30_000 },
+      )
+      expect(JSON.parse(out.trim())).toEqual({ ok: true, value: { raw: 1 }, logs: [] })
+      // In the host (and the threads of its own loader), never in a sandbox worker.
+      const loads = readFileSync(marker, 'utf8').trim().split('\n')
+      expect(loads).toContain('other')
+      expect(loads).not.toContain('sandbox')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 30_000)
 
   it('a closed runner starts nothing on a check', async () => {
     let started = 0
