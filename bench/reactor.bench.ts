@@ -1,9 +1,9 @@
 import { createHash, createHmac } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock, type Permission } from '../entry/index.js'
+import type { Permission } from '../entry/index.js'
 import type { FormulaRequest, FormulaRunner } from '../src/kernel/runner.js'
+import { built } from './built.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
 const SOURCE =
@@ -20,9 +20,9 @@ const MIB = 1024 * 1024
  * build`), else the TypeScript sources (whose workers start slower, through tsx).
  */
 async function loadRunner(): Promise<{ make: () => FormulaRunner; from: string }> {
-  const built = new URL('../dist/adapters/sandbox/index.js', import.meta.url)
-  if (existsSync(built)) {
-    const mod = (await import(built.href)) as typeof import('../adapters/sandbox/index.js')
+  const runner = new URL('../dist/adapters/sandbox/index.js', import.meta.url)
+  if (existsSync(runner)) {
+    const mod = (await import(runner.href)) as typeof import('../adapters/sandbox/index.js')
     return { make: () => mod.sandboxRunner(), from: 'dist' }
   }
   const mod = await import('../adapters/sandbox/index.js')
@@ -31,6 +31,11 @@ async function loadRunner(): Promise<{ make: () => FormulaRunner; from: string }
 
 /** A vault with one reactor per tenant (two tenants) running `code`, and clients that may react. */
 export async function reactorFixture(runner: FormulaRunner, code = `module.exports = ${SOURCE}`) {
+  // The service as an application runs it: the built package (see `bench/built.ts`).
+  const {
+    entry: { createService, manualClock },
+    memory: { memoryStore },
+  } = await built()
   const service = createService({ store: memoryStore(), clock: manualClock(), runner })
   const tenant = async (name: string) => {
     const t = await service.admin.createTenant({ name })
