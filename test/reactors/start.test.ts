@@ -6,28 +6,34 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
 
+/** A runner of two workers that counts the workers it starts; `allReady` once both have answered. */
+function countingRunner() {
+  let started = 0
+  let ready!: () => void
+  const allReady = new Promise<void>((resolve) => {
+    ready = resolve
+  })
+  const runner = sandboxRunner({
+    poolSize: 2,
+    startWorker: (config) => {
+      const worker = startSandboxWorker(config)
+      started++
+      worker.once('message', () => {
+        if (started === 2) ready()
+      })
+      return worker
+    },
+  })
+  return { runner, started: () => started, allReady }
+}
+
 describe('the sandbox runner starts its workers ahead of the first run', () => {
-  it('a formula check starts them (a react is likely next); the run then finds them ready', async () => {
-    let started = 0
-    let ready!: () => void
-    const allReady = new Promise<void>((resolve) => {
-      ready = resolve
-    })
-    const runner = sandboxRunner({
-      poolSize: 2,
-      startWorker: (config) => {
-        const worker = startSandboxWorker(config)
-        started++
-        worker.once('message', () => {
-          if (started === 2) ready()
-        })
-        return worker
-      },
-    })
+  it('a formula check finds them started; the run then uses them, starting none', async () => {
+    const { runner, started, allReady } = countingRunner()
     try {
       expect(await runner.check('module.exports = async () => 1')).toBeNull()
       await allReady
-      expect(started).toBe(2)
+      expect(started()).toBe(2)
       const outcome = await runner.run(
         'module.exports = async () => ({ raw: 1 })',
         { args: {}, configuration: {} },
@@ -35,39 +41,24 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
       )
       expect(outcome).toEqual({ ok: true, value: { raw: 1 }, logs: [] })
       // No worker was started for the run: it used the two the check started.
-      expect(started).toBe(2)
+      expect(started()).toBe(2)
     } finally {
       await runner.close()
     }
   })
 
   it('a runner starts them when it is made: the first run finds them ready, no check needed', async () => {
-    let started = 0
-    let ready!: () => void
-    const allReady = new Promise<void>((resolve) => {
-      ready = resolve
-    })
-    const runner = sandboxRunner({
-      poolSize: 2,
-      startWorker: (config) => {
-        const worker = startSandboxWorker(config)
-        started++
-        worker.once('message', () => {
-          if (started === 2) ready()
-        })
-        return worker
-      },
-    })
+    const { runner, started, allReady } = countingRunner()
     try {
       await allReady
-      expect(started).toBe(2)
+      expect(started()).toBe(2)
       const outcome = await runner.run(
         'module.exports = async () => ({ raw: 2 })',
         { args: {}, configuration: {} },
         { timeoutMs: 5000 },
       )
       expect(outcome).toEqual({ ok: true, value: { raw: 2 }, logs: [] })
-      expect(started).toBe(2)
+      expect(started()).toBe(2)
     } finally {
       await runner.close()
     }
