@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 type Entry = typeof import('../entry/index.js')
 type Memory = typeof import('../adapters/memory/index.js')
 type File = typeof import('../adapters/file/index.js')
-type Postgres = typeof import('../adapters/postgres/index.js')
+type Sandbox = typeof import('../adapters/sandbox/index.js')
 
 const dist = new URL('../dist/', import.meta.url)
 
@@ -23,12 +23,12 @@ async function load<T>(path: string): Promise<T> {
   return (await import(url.href)) as T
 }
 
-/** The package's entry and stores, from `dist/`. */
-export async function built(): Promise<{ entry: Entry; memory: Memory; file: File; postgres: Postgres }> {
+/** The package's entry, its memory and file stores and the sandbox runner, from `dist/` (no PostgreSQL: `pg` is optional). */
+export async function built(): Promise<{ entry: Entry; memory: Memory; file: File; sandbox: Sandbox }> {
   return {
     entry: await load<Entry>('entry/index.js'),
     memory: await load<Memory>('adapters/memory/index.js'),
     file: await load<File>('adapters/file/index.js'),
-    postgres: await load<Postgres>('adapters/postgres/index.js'),
+    sandbox: await load<Sandbox>('adapters/sandbox/index.js'),
   }
 }

@@ -1,5 +1,4 @@
 import { createHash, createHmac } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { Permission } from '../entry/index.js'
 import type { FormulaRequest, FormulaRunner } from '../src/kernel/runner.js'
@@ -15,18 +14,10 @@ const BOMBS = [
 ]
 const MIB = 1024 * 1024
 
-/**
- * The sandbox runner as users get it: the compiled one in `dist/` when it has been built (`npm run
- * build`), else the TypeScript sources (whose workers start slower, through tsx).
- */
+/** The sandbox runner as users get it: the compiled one in `dist/` (see `bench/built.ts`). */
 async function loadRunner(): Promise<{ make: () => FormulaRunner; from: string }> {
-  const runner = new URL('../dist/adapters/sandbox/index.js', import.meta.url)
-  if (existsSync(runner)) {
-    const mod = (await import(runner.href)) as typeof import('../adapters/sandbox/index.js')
-    return { make: () => mod.sandboxRunner(), from: 'dist' }
-  }
-  const mod = await import('../adapters/sandbox/index.js')
-  return { make: () => mod.sandboxRunner(), from: 'sources' }
+  const { sandbox } = await built()
+  return { make: () => sandbox.sandboxRunner(), from: 'dist' }
 }
 
 /** A vault with one reactor per tenant (two tenants) running `code`, and clients that may react. */
