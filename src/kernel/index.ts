@@ -49,7 +49,7 @@ export {
 } from './schemas.js'
 export { TenantLru } from './tenant-lru.js'
 export type { TokenFields } from './token-record.js'
-export { TOKEN_FIELDS, tokenHead, withTokenFields } from './token-record.js'
+export { tokenHead, withTokenFields } from './token-record.js'
 export type {
   AccessRule,
   Application,
