@@ -11,6 +11,7 @@ type Entry = typeof import('../entry/index.js')
 type Memory = typeof import('../adapters/memory/index.js')
 type File = typeof import('../adapters/file/index.js')
 type Sandbox = typeof import('../adapters/sandbox/index.js')
+type Http = typeof import('../adapters/http/index.js')
 
 const dist = new URL('../dist/', import.meta.url)
 
@@ -23,12 +24,22 @@ async function load<T>(path: string): Promise<T> {
   return (await import(url.href)) as T
 }
 
-/** The package's entry, its memory and file stores and the sandbox runner, from `dist/` (no PostgreSQL: `pg` is optional). */
-export async function built(): Promise<{ entry: Entry; memory: Memory; file: File; sandbox: Sandbox }> {
+/**
+ * The package's entry, its memory and file stores, the sandbox runner and the HTTP adapter, from
+ * `dist/` (no PostgreSQL: `pg` is optional).
+ */
+export async function built(): Promise<{
+  entry: Entry
+  memory: Memory
+  file: File
+  sandbox: Sandbox
+  http: Http
+}> {
   return {
     entry: await load<Entry>('entry/index.js'),
     memory: await load<Memory>('adapters/memory/index.js'),
     file: await load<File>('adapters/file/index.js'),
     sandbox: await load<Sandbox>('adapters/sandbox/index.js'),
+    http: await load<Http>('adapters/http/index.js'),
   }
 }

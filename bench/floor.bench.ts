@@ -13,7 +13,8 @@
  *   set and the answer's `JSON.stringify`.
  * - **cli**: `tokenvault serve` (`dist/bin/tokenvault.js`: `npm run build` first; memory store, its
  *   default text log on, read from a pipe by this process).
- * - **native**: `createServer(toNodeListener(createHttpHandler(service)))`, memory store.
+ * - **native**: `createServer(toNodeListener(createHttpHandler(service)))`, memory store, from the
+ *   built package like the CLI server (`bench/built.ts`).
  * - **fetch**: the same handler hidden behind a plain function, so `toNodeListener` builds a WHATWG
  *   `Request` and writes the `Response` back, as a fetch host does.
  *
@@ -39,10 +40,9 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import * as v from 'valibot'
-import { createHttpHandler, type FetchHandler, toNodeListener } from '../adapters/http/index.js'
-import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock } from '../entry/index.js'
+import type { FetchHandler } from '../adapters/http/index.js'
 import { createTokenInput } from '../src/tokens/schemas.js'
+import { built } from './built.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const ROLE_FLAG = '--floor-bench-role'
@@ -185,6 +185,12 @@ async function serve(role: Role, setup: Setup): Promise<Ready> {
   if (role === 'map') return { port: await listen(mapServer(setup)), key: setup.key, tokenId: setup.tokenId }
   if (role === 'vault')
     return { port: await listen(vaultServer(setup)), key: setup.key, tokenId: setup.tokenId }
+  // The package as an application runs it: the built one (see `bench/built.ts`).
+  const {
+    entry: { createService, manualClock },
+    memory: { memoryStore },
+    http: { createHttpHandler, toNodeListener },
+  } = await built()
   const service = createService({ store: memoryStore(), clock: manualClock() })
   const tenant = await service.admin.createTenant({ name: 'bench' })
   const { key } = await service.admin.createApplication({ tenantId: tenant.id, ...APPLICATION } as never)
@@ -212,11 +218,11 @@ async function fork1(role: Role, setup: Setup): Promise<{ child: ChildProcess; r
 
 /** `tokenvault serve` on the memory store, its log read from a pipe. */
 async function startCli(): Promise<{ child: ChildProcess; url: string }> {
-  const built = fileURLToPath(new URL('../dist/bin/tokenvault.js', import.meta.url))
-  if (!existsSync(built)) throw new Error('run `npm run build` first: the CLI server runs from dist/')
+  const bin = fileURLToPath(new URL('../dist/bin/tokenvault.js', import.meta.url))
+  if (!existsSync(bin)) throw new Error('run `npm run build` first: the CLI server runs from dist/')
   const child = spawn(
     process.execPath,
-    [built, 'serve', '--port', '0', '--host', '127.0.0.1', '--store', 'memory'],
+    [bin, 'serve', '--port', '0', '--host', '127.0.0.1', '--store', 'memory'],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TOKENVAULT_MANAGEMENT_KEY: MANAGEMENT_KEY } },
   )
   child.stderr!.resume()

@@ -80,6 +80,33 @@ export function exchangeHandlerOf(handler: FetchHandler): ExchangeHandler | unde
   return exchangeHandlers.get(handler)
 }
 
+/**
+ * The bytes of each `Response` a handler made, so that a host of this package writing one back
+ * (`toNodeListener`) takes them as they are instead of reading the body's stream back (a
+ * `getReader` and two reads: about as dear as making the `Response`). Only while the body is
+ * untouched: once anything read or locked its stream, the stream is what holds the truth.
+ */
+const responseBodies = new WeakMap<Response, Uint8Array>()
+
+/** The bytes of `response` when a handler made it and nothing has read its body; else `undefined`. */
+export function untouchedBody(response: Response): Uint8Array | undefined {
+  const bytes = responseBodies.get(response)
+  if (bytes === undefined || response.bodyUsed || response.body?.locked !== false) return undefined
+  return bytes
+}
+
+/**
+ * Body readers a host of this package gives the `Request`s it makes (`toNodeListener`): a handler
+ * reaching one whose body stream nothing has touched reads the body from its source at once
+ * instead of through the stream.
+ */
+const requestBodies = new WeakMap<Request, Incoming['readBody']>()
+
+/** Lets a handler read `request`'s body with `read` while its stream is untouched (see `requestBodies`). */
+export function giveBodyReader(request: Request, read: Incoming['readBody']): void {
+  requestBodies.set(request, read)
+}
+
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
 /** How many recent keys' clients a handler keeps (oldest out first). */
 const CLIENTS_KEPT = 1024
@@ -426,7 +453,14 @@ function fromRequest(request: Request): Incoming {
     method: request.method,
     target: request.url,
     header: (name) => headers.get(name),
-    readBody: (maxBytes) => readStream(request.body, maxBytes),
+    readBody: (maxBytes) => {
+      const direct = requestBodies.get(request)
+      if (direct !== undefined && !request.bodyUsed && request.body?.locked === false) {
+        requestBodies.delete(request)
+        return direct(maxBytes)
+      }
+      return readStream(request.body, maxBytes)
+    },
   }
 }
 
@@ -444,7 +478,9 @@ export function createHttpHandler(service: Service, options: HttpHandlerOptions 
     // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
     const body = encoder.encode(out.body)
     out.headers['content-length'] = String(body.byteLength)
-    return new Response(body, { status: out.status, headers: out.headers })
+    const response = new Response(body, { status: out.status, headers: out.headers })
+    responseBodies.set(response, body)
+    return response
   }
   exchangeHandlers.set(handler, exchange)
   return handler

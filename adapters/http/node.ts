@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
-import { exchangeHandlerOf, type FetchHandler } from './handler.js'
+import { exchangeHandlerOf, type FetchHandler, giveBodyReader, untouchedBody } from './handler.js'
 import { problem } from './problem.js'
 
 /** A node:http request listener, as `http.createServer` and Express take it. */
@@ -112,7 +112,13 @@ function requestUrl(req: IncomingMessage): string {
   }
 }
 
-/** A fetch `Request` for any node request: headers as sent, the body streamed (pausing, never dropping the socket). */
+/**
+ * A fetch `Request` for any node request: headers as sent, the body streamed (pausing, never
+ * dropping the socket). The stream listens to the node request only once something reads it (its
+ * high-water mark is 0: nothing is pulled ahead), so a handler of this package that gets the
+ * `Request` untouched reads the body straight from the node request instead (`giveBodyReader`),
+ * as the native path does; the stream then has nothing left and fails if read.
+ */
 function toRequest(req: IncomingMessage): Request {
   const headers: [string, string][] = []
   const raw = req.rawHeaders
@@ -120,20 +126,35 @@ function toRequest(req: IncomingMessage): Request {
   const method = req.method ?? 'GET'
   const url = requestUrl(req)
   if (method === 'GET' || method === 'HEAD' || !hasBody(req)) return new Request(url, { method, headers })
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      req.on('data', (chunk: Buffer) => {
-        controller.enqueue(chunk)
-        if ((controller.desiredSize ?? 0) <= 0) req.pause()
-      })
-      req.on('end', () => controller.close())
-      req.on('error', (error) => controller.error(error))
-      req.pause()
+  let listening = false
+  let taken = false
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (taken) return controller.error(new TypeError('the request body was already read'))
+        if (!listening) {
+          listening = true
+          req.on('data', (chunk: Buffer) => {
+            controller.enqueue(chunk)
+            if ((controller.desiredSize ?? 0) <= 0) req.pause()
+          })
+          req.on('end', () => controller.close())
+          req.on('error', (error) => controller.error(error))
+        }
+        req.resume()
+      },
+      cancel: () => void req.pause().removeAllListeners('data'),
     },
-    pull: () => void req.resume(),
-    cancel: () => void req.pause().removeAllListeners('data'),
+    { highWaterMark: 0 },
+  )
+  const request = new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
+  const incoming = fromNode(req)
+  giveBodyReader(request, (maxBytes) => {
+    if (listening) return Promise.resolve(UNREADABLE)
+    taken = true
+    return incoming.readBody(maxBytes)
   })
-  return new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
+  return request
 }
 
 /** Resolves once `res` can take more data, or has closed. */
@@ -163,6 +184,13 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
   if (!req.complete) headers.push('connection', 'close')
   if (response.body === null) {
     res.writeHead(response.status, headers).end()
+    return
+  }
+  // A handler of this package made it and nothing read it: its bytes are known.
+  const known = untouchedBody(response)
+  if (known !== undefined) {
+    if (!sized && response.status !== 204 && response.status !== 304) headers.push('content-length', String(known.byteLength))
+    res.writeHead(response.status, headers).end(known)
     return
   }
   const reader = response.body.getReader()

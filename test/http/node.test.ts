@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
+import { untouchedBody } from '../../adapters/http/handler.js'
 import { type FetchHandler, toNodeListener } from '../../adapters/http/index.js'
 import { setup } from './setup.js'
 
@@ -199,5 +200,122 @@ describe('toNodeListener', () => {
     const { status, sent } = await rawUpload(base, head, 16 * 1024, total)
     expect(status).toMatch(/^HTTP\/1\.1 413 /)
     expect(sent).toBeLessThan(total / 4)
+  })
+})
+
+describe('toNodeListener: a Request and Response passed through untouched', () => {
+  const card = JSON.stringify({ type: 'token', data: 'through' })
+
+  it('reads an untouched body from the node request, and its stream then fails rather than hangs', async () => {
+    const { handler, keys } = await setup()
+    const seen: Request[] = []
+    const base = await serve(async (request) => {
+      seen.push(request)
+      return handler(request)
+    })
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+      body: card,
+    })
+    expect(created.status).toBe(201)
+    const request = seen[0]!
+    // The handler never read the stream: the body came from the node request.
+    expect(request.bodyUsed).toBe(false)
+    await expect(request.text()).rejects.toThrow(/already read/)
+  })
+
+  it('reads through the stream a body something else touched first', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(async (request) => {
+      const text = await request.text()
+      return handler(new Request(request.url, { method: 'POST', headers: request.headers, body: text }))
+    })
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+      body: card,
+    })
+    expect(created.status).toBe(201)
+    expect(((await created.json()) as { type: string }).type).toBe('token')
+  })
+
+  it('writes the bytes of an untouched Response as they are, with headers set on the way', async () => {
+    const { handler, keys } = await setup()
+    const id = (
+      (await (
+        await handler(
+          new Request('http://x/tokens', {
+            method: 'POST',
+            headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+            body: card,
+          }),
+        )
+      ).json()) as { id: string }
+    ).id
+    const base = await serve(async (request) => {
+      const response = await handler(request)
+      response.headers.set('x-added', 'yes')
+      return response
+    })
+    const read = await fetch(`${base}/tokens/${id}`, { headers: { 'svc-api-key': keys.full } })
+    const text = await read.text()
+    expect(read.headers.get('x-added')).toBe('yes')
+    expect(read.headers.get('content-length')).toBe(String(Buffer.byteLength(text)))
+    expect((JSON.parse(text) as { data: unknown }).data).toBe('through')
+  })
+
+  it('writes what a Response says once something read its body and answered another', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(async (request) => {
+      const response = await handler(request)
+      const body = (await response.json()) as Record<string, unknown>
+      return new Response(JSON.stringify({ ...body, wrapped: true }), {
+        status: response.status,
+        headers: { 'content-type': 'application/json' },
+      })
+    })
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+      body: card,
+    })
+    expect(created.status).toBe(201)
+    expect(((await created.json()) as { wrapped?: boolean }).wrapped).toBe(true)
+  })
+
+  it('writes a Response whose body was cloned and the clone read', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(async (request) => {
+      const response = await handler(request)
+      // A clone tees the body: both branches carry the same bytes, whichever is written.
+      const copy = response.clone()
+      await copy.text()
+      return response
+    })
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+      body: card,
+    })
+    expect(created.status).toBe(201)
+    expect(((await created.json()) as { type: string }).type).toBe('token')
+  })
+})
+
+describe('untouchedBody', () => {
+  it("answers a handler's Response bytes only while nothing has locked or read its body", async () => {
+    const { handler } = await setup()
+    const answer = () => handler(new Request('http://x/tokens/none'))
+    const fresh = await answer()
+    const bytes = untouchedBody(fresh)
+    expect(new TextDecoder().decode(bytes)).toBe(await fresh.clone().text())
+    const locked = await answer()
+    locked.body!.getReader()
+    expect(untouchedBody(locked)).toBeUndefined()
+    const read = await answer()
+    await read.arrayBuffer()
+    expect(untouchedBody(read)).toBeUndefined()
+    expect(untouchedBody(new Response('{}'))).toBeUndefined()
   })
 })
