@@ -12,6 +12,7 @@ type Memory = typeof import('../adapters/memory/index.js')
 type File = typeof import('../adapters/file/index.js')
 type Sandbox = typeof import('../adapters/sandbox/index.js')
 type Http = typeof import('../adapters/http/index.js')
+type Postgres = typeof import('../adapters/postgres/index.js')
 
 const dist = new URL('../dist/', import.meta.url)
 
@@ -42,4 +43,9 @@ export async function built(): Promise<{
     sandbox: await load<Sandbox>('adapters/sandbox/index.js'),
     http: await load<Http>('adapters/http/index.js'),
   }
+}
+
+/** The PostgreSQL store from `dist/`, for the benchmarks that have a server (it needs the optional `pg`). */
+export async function builtPostgres(): Promise<Postgres> {
+  return load<Postgres>('adapters/postgres/index.js')
 }

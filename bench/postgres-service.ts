@@ -13,8 +13,7 @@ import { Agent, request } from 'node:http'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { postgresStore } from '../adapters/postgres/index.js'
-import { createService, systemClock } from '../entry/index.js'
+import { built, builtPostgres } from './built.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const PERMS = ['token:create', 'token:read'] as const
@@ -96,6 +95,11 @@ export async function serviceRows(url: string, opts: BenchOptions): Promise<Benc
   const schema = `tv_bench_${randomBytes(6).toString('hex')}`
   const raw = new pg.Pool({ connectionString: url, max: POOL })
   const storePool = new pg.Pool({ connectionString: url, max: POOL })
+  // The package as an application runs it: the built one (see `bench/built.ts`).
+  const {
+    entry: { createService, systemClock },
+  } = await built()
+  const { postgresStore } = await builtPostgres()
   const service = createService({
     store: await postgresStore({ pool: storePool, schema }),
     masterKey: randomBytes(32),
@@ -207,9 +211,9 @@ const MANAGEMENT_KEY = `key_${randomBytes(24).toString('base64url')}`
 
 /** Starts `tokenvault serve` over `store` (from dist/ when built); resolves with its port. */
 async function server(store: string, children: ChildProcess[]): Promise<number> {
-  const built = fileURLToPath(new URL('../dist/bin/tokenvault.js', import.meta.url))
-  const args = existsSync(built)
-    ? [built]
+  const bin = fileURLToPath(new URL('../dist/bin/tokenvault.js', import.meta.url))
+  const args = existsSync(bin)
+    ? [bin]
     : ['--import', 'tsx', fileURLToPath(new URL('../bin/tokenvault.ts', import.meta.url))]
   const flags = [
     'serve',
