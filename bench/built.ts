@@ -17,7 +17,7 @@ type Postgres = typeof import('../adapters/postgres/index.js')
 const dist = new URL('../dist/', import.meta.url)
 
 /** Imports `path` (relative to `dist/`) from the build; throws saying to build when there is none. */
-async function load<T>(path: string): Promise<T> {
+export async function load<T>(path: string): Promise<T> {
   const url = new URL(path, dist)
   if (!existsSync(fileURLToPath(url))) {
     throw new Error(`bench: dist/${path} is missing: run \`npm run build\` first`)

@@ -14,7 +14,8 @@
  *   adapter's own cost). Goal: ≥ 90 %.
  *
  * Every server runs in a child process of its own kind (the in-process servers, the CLI, the Map
- * server), so autocannon (here) and the server under load don't share one event loop. Runs
+ * server), so autocannon (here) and the server under load don't share one event loop; the vault's
+ * servers run the built package (`dist/`, see `bench/built.ts`). Runs
  * alternate operation / baseline, each bounded in time (1.5 s, five rounds; quick: 1 s, one round);
  * the ratio is the median over rounds of each pair measured back to back. Notes add p99 and the
  * server process's CPU time per request (from /proc). **costs** adds what a request costs in
@@ -29,11 +30,20 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { exchangeHandlerOf } from '../adapters/http/handler.js'
-import { createHttpHandler, type FetchHandler, toNodeListener } from '../adapters/http/index.js'
-import { memoryStore } from '../adapters/memory/index.js'
-import { createService, manualClock, type Service, ServiceError } from '../entry/index.js'
+import type { FetchHandler } from '../adapters/http/index.js'
+import type { Service } from '../entry/index.js'
+import { built, load as fromDist } from './built.js'
 import type { BenchOptions, BenchRow } from './harness.js'
+
+// The package as an application runs it: the built one (see `bench/built.ts`), in this process and
+// in the server processes it forks.
+const {
+  entry: { createService, manualClock, ServiceError },
+  memory: { memoryStore },
+  http: { createHttpHandler, toNodeListener },
+} = await built()
+const { exchangeHandlerOf } =
+  await fromDist<typeof import('../adapters/http/handler.js')>('adapters/http/handler.js')
 
 const SERVER_FLAG = '--http-bench-servers'
 const MAP_FLAG = '--http-bench-map'
