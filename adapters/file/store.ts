@@ -144,18 +144,21 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
 
   /**
-   * Group commit: every write queued since the last commit goes into one LMDB write transaction,
-   * each in a child transaction of its own, and is answered once that transaction's commit is on
-   * disk. Writes that arrive meanwhile wait for the next one.
+   * Group commit: the writes queued when LMDB has begun the next write transaction go into it, each
+   * in a child transaction of its own, and are answered once that transaction's commit is on disk.
+   * The transaction is asked for as soon as a write arrives while none is under way (or the one under
+   * way ends with writes queued); the group is taken only once LMDB runs it, so every write that
+   * arrived meanwhile (while the previous commit synced, or before the write thread began) joins it.
    */
   const flush = () => {
     if (committing || queue.length === 0) return
     committing = true
-    const group = nextGroup()
     const current = dbs
+    let group: Pending[] | null = null
     const results: (WriteResult | { error: unknown })[] = []
     current.env
       .transaction(() => {
+        group = nextGroup()
         // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
         // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
         const until = performance.now() + applyMs
@@ -171,19 +174,22 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       })
       .then(
         () => {
-          writes += group.length
+          const done = group ?? []
+          writes += done.length
           commits++
           if (!healthy) {
             healthy = true
             log(`fileStore: ${dir}: writes resumed`)
           }
-          group.forEach((p, i) => {
+          done.forEach((p, i) => {
             const r = results[i]!
             if ('error' in r) p.reject(r.error)
             else p.resolve(r)
           })
         },
         async (error: unknown) => {
+          // A transaction that failed before LMDB ran it fails the writes it would have taken.
+          const failed = group ?? nextGroup()
           const commitError = (error as { commitError?: Promise<unknown> }).commitError
           const cause = commitError
             ? await commitError.then(
@@ -197,12 +203,12 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
           )
           if (needsReopen(cause)) reopen()
           const answer = diskError(cause, dir)
-          for (const p of group) p.reject(answer)
+          for (const p of failed) p.reject(answer)
         },
       )
       .finally(() => {
         committing = false
-        if (queue.length) setImmediate(flush)
+        flush()
       })
   }
 
@@ -218,8 +224,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         return failed ? { ok: false, failed } : { ok: true }
       }
       return new Promise<WriteResult>((resolve, reject) => {
-        if (queue.length === 0 && !committing) setImmediate(flush)
         queue.push({ checks, ops: batch.ops, resolve, reject })
+        flush()
       })
     },
     ...lmdbReads(use),
