@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { ABORT } from 'lmdb'
 import type { Check, Op } from '../../src/kernel/types.js'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
@@ -100,12 +101,14 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     ops: readonly Op[]
     resolve: (result: WriteResult) => void
     reject: (error: unknown) => void
+    /** Set once a commit it was part of was dropped: it is applied in a child transaction of its own. */
+    alone?: boolean
   }
   /** Writes queued for the next commit, and the commit under way (one at a time per process). */
   let queue: Pending[] = []
   let committing = false
 
-  /** One write's checks and ops, inside its own child transaction (it applies whole or not at all). */
+  /** One write's checks and ops: no op applies unless every check holds. */
   const apply = (current: Databases, p: Pending): WriteResult => {
     for (const c of p.checks) if (!holds(current, c)) return { ok: false, failed: c }
     for (const op of p.ops) applyOp(current, op)
@@ -144,11 +147,17 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
 
   /**
-   * Group commit: the writes queued when LMDB has begun the next write transaction go into it, each
-   * in a child transaction of its own, and are answered once that transaction's commit is on disk.
-   * The transaction is asked for as soon as a write arrives while none is under way (or the one under
-   * way ends with writes queued); the group is taken only once LMDB runs it, so every write that
-   * arrived meanwhile (while the previous commit synced, or before the write thread began) joins it.
+   * Group commit: the writes queued when LMDB has begun the next write transaction go into it, and
+   * are answered once that transaction's commit is on disk. The transaction is asked for as soon as
+   * a write arrives while none is under way (or the one under way ends with writes queued); the
+   * group is taken only once LMDB runs it, so every write that arrived meanwhile (while the previous
+   * commit synced, or before the write thread began) joins it.
+   *
+   * The group applies inside one child transaction, write after write. An op that throws partway
+   * through a write (LMDB refusing a key, say) would leave part of that write behind, so it drops the
+   * whole child transaction (LMDB's `ABORT`: nothing of the group is committed) and the group goes
+   * back to the front of the queue marked `alone`: the next commit applies each of those writes in
+   * a child transaction of its own, so the failing one fails alone and whole and the others land.
    */
   const flush = () => {
     if (committing || queue.length === 0) return
@@ -157,24 +166,38 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     let group: Pending[] | null = null
     const results: (WriteResult | { error: unknown })[] = []
     current.env
-      .transaction(() => {
+      .childTransaction(() => {
         group = nextGroup()
         // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
         // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
         const until = performance.now() + applyMs
         for (const p of group) {
           if (results.length > 0 && performance.now() > until) break
+          if (p.alone) {
+            try {
+              results.push(current.env.transactionSync(() => apply(current, p)))
+            } catch (error) {
+              results.push({ error })
+            }
+            continue
+          }
           try {
-            results.push(current.env.transactionSync(() => apply(current, p)))
-          } catch (error) {
-            results.push({ error })
+            results.push(apply(current, p))
+          } catch {
+            for (const q of group) q.alone = true
+            queue.unshift(...group)
+            group = []
+            return ABORT
           }
         }
         if (results.length < group.length) queue.unshift(...group.splice(results.length))
+        return undefined
       })
       .then(
         () => {
+          // An empty group: its transaction was dropped (`ABORT`), and its writes wait for the next.
           const done = group ?? []
+          if (done.length === 0) return
           writes += done.length
           commits++
           if (!healthy) {
