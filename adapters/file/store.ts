@@ -9,7 +9,7 @@ import { holds } from './checks.js'
 import { DATA_FILE, type Databases, openDatabases } from './env.js'
 import { diskError, needsReopen } from './faults.js'
 import type { FileStore, FileStoreOptions } from './options.js'
-import { lmdbReads } from './reads.js'
+import { lmdbReads, type Snapshot } from './reads.js'
 
 /**
  * A durable store in one directory, on LMDB (the `lmdb` package): every record kind in its own
@@ -61,6 +61,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const applyMs = options.applyMs ?? 10
   if (!(applyMs >= 0)) throw new TypeError('fileStore: applyMs must be a number >= 0')
   let dbs: Databases = openDatabases(dir, durable)
+  /** Bumped with every move of the read snapshot this store's commits and reopening cause (see `Snapshot`). */
+  const snapshot: Snapshot = { moves: 0 }
   let closed = false
   let healthy = true
   let writes = 0
@@ -82,6 +84,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       for (;;) {
         try {
           dbs = openDatabases(dir, durable)
+          snapshot.moves++
           log(`fileStore: ${dir}: reopened after a fatal write error`)
           return
         } catch (error) {
@@ -195,6 +198,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       })
       .then(
         () => {
+          // LMDB moved the read snapshot past this commit: what reads kept from the last one is stale.
+          snapshot.moves++
           // An empty group: its transaction was dropped (`ABORT`), and its writes wait for the next.
           const done = group ?? []
           if (done.length === 0) return
@@ -211,6 +216,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
           })
         },
         async (error: unknown) => {
+          snapshot.moves++
           // A transaction that failed before LMDB ran it fails the writes it would have taken.
           const failed = group ?? nextGroup()
           const commitError = (error as { commitError?: Promise<unknown> }).commitError
@@ -243,6 +249,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       if (batch.ops.length === 0) {
         // Nothing to write: the checks on the newest snapshot answer as a write would.
         current.env.resetReadTxn()
+        snapshot.moves++
         const failed = checks.find((c) => !holds(current, c))
         return failed ? { ok: false, failed } : { ok: true }
       }
@@ -251,7 +258,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         flush()
       })
     },
-    ...lmdbReads(use),
+    ...lmdbReads(use, snapshot),
     stats: () => {
       let bytes = 0
       try {
