@@ -168,34 +168,41 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     const current = dbs
     let group: Pending[] | null = null
     const results: (WriteResult | { error: unknown })[] = []
-    current.env
-      .childTransaction(() => {
-        group = nextGroup()
-        // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
-        // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
-        const until = performance.now() + applyMs
-        for (const p of group) {
-          if (results.length > 0 && performance.now() > until) break
-          if (p.alone) {
-            try {
-              results.push(current.env.transactionSync(() => apply(current, p)))
-            } catch (error) {
-              results.push({ error })
-            }
-            continue
-          }
+    /** The commit: the group's transaction, or its refusal (an environment closing under it throws at once). */
+    const commit = (run: () => unknown): Promise<unknown> => {
+      try {
+        return current.env.childTransaction(run)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+    commit(() => {
+      group = nextGroup()
+      // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
+      // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
+      const until = performance.now() + applyMs
+      for (const p of group) {
+        if (results.length > 0 && performance.now() > until) break
+        if (p.alone) {
           try {
-            results.push(apply(current, p))
-          } catch {
-            for (const q of group) q.alone = true
-            queue.unshift(...group)
-            group = []
-            return ABORT
+            results.push(current.env.transactionSync(() => apply(current, p)))
+          } catch (error) {
+            results.push({ error })
           }
+          continue
         }
-        if (results.length < group.length) queue.unshift(...group.splice(results.length))
-        return undefined
-      })
+        try {
+          results.push(apply(current, p))
+        } catch {
+          for (const q of group) q.alone = true
+          queue.unshift(...group)
+          group = []
+          return ABORT
+        }
+      }
+      if (results.length < group.length) queue.unshift(...group.splice(results.length))
+      return undefined
+    })
       .then(
         () => {
           // LMDB moved the read snapshot past this commit: what reads kept from the last one is stale.
