@@ -81,13 +81,32 @@ const OWNER_CACHE = 10_000
 const k = (tenantId: string | null, id: string) => `${tenantId ?? ''}\u0000${id}`
 
 /**
+ * Counts the moves of this process's read snapshot: bumped whenever what reads see may have changed
+ * (a move to another process's newer commit, a commit of this process's own, the store opened
+ * again). What was read and checked while it holds one value is still what a read would find.
+ */
+export interface Snapshot {
+  moves: number
+}
+
+/**
  * The read side of the store contract on the LMDB databases `use()` returns. Each call first moves
  * to the newest committed snapshot if any process committed since the last move, then reads ranges
  * of ordered keys: a token by key, children by the parent's link order, tokens of a tenant by id.
  */
-export function lmdbReads(use: () => Databases): StoreReads {
-  /** Owners by key hash, with the record bytes they were decoded from (a stale entry never matches). */
-  const owners = new TenantLru<{ bytes: Buffer; owner: KeyOwner }>(OWNERS_PER_TENANT, OWNER_CACHE)
+export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads {
+  /**
+   * Owners by key hash, with the record bytes they were decoded from (a stale entry never matches)
+   * and the snapshot (`Snapshot.moves`) in which they were last read and found current: within that
+   * snapshot, the same key finds the same owner without reading the key index and the record again.
+   */
+  const owners = new TenantLru<{ bytes: Buffer; owner: KeyOwner; at: number }>(OWNERS_PER_TENANT, OWNER_CACHE)
+  /**
+   * The tenant of each key hash seen, to look `owners` up without reading the key index first: a
+   * hint only (an entry counts only if `owners` still holds it, read in the current snapshot).
+   * Emptied when it reaches OWNER_CACHE entries.
+   */
+  let tenantOfKey = new Map<string, string>()
   /** The newest committed transaction id when this process last moved to a new snapshot. */
   let seen: bigint | null = null
   /**
@@ -110,6 +129,7 @@ export function lmdbReads(use: () => Databases): StoreReads {
     const head = dbs.head()
     if (head === null || head !== seen) {
       dbs.env.resetReadTxn()
+      snapshot.moves++
       seen = head
     }
     return dbs
@@ -120,6 +140,9 @@ export function lmdbReads(use: () => Databases): StoreReads {
     listTenants: async () => all(fresh().tenants),
     findKey: async (hash) => {
       const dbs = fresh()
+      const tenant = tenantOfKey.get(hash)
+      const known = tenant === undefined ? undefined : owners.get(tenant, hash)
+      if (known?.at === snapshot.moves) return known.owner
       const entry = read<{ kind: 'application' | 'session'; tenant_id: string; id: string }>(dbs.keys, hash)
       if (!entry) return null
       const db = entry.kind === 'application' ? dbs.applications : dbs.sessions
@@ -127,14 +150,21 @@ export function lmdbReads(use: () => Databases): StoreReads {
       if (!bytes) return null
       // Every call authenticates: the owner decoded from the same bytes is handed out again, frozen.
       const cached = owners.get(entry.tenant_id, hash)
-      if (cached?.bytes.equals(bytes)) return cached.owner
+      if (tenantOfKey.get(hash) !== entry.tenant_id) {
+        if (tenantOfKey.size >= OWNER_CACHE) tenantOfKey = new Map()
+        tenantOfKey.set(hash, entry.tenant_id)
+      }
+      if (cached?.bytes.equals(bytes)) {
+        cached.at = snapshot.moves
+        return cached.owner
+      }
       const record = JSON.parse(bytes.toString('utf8')) as StoredApplication & StoredSession
       const owner = frozenCopy(
         entry.kind === 'application'
           ? { kind: 'application', application: record }
           : { kind: 'session', session: record },
       ) as KeyOwner
-      owners.set(entry.tenant_id, hash, { bytes: Buffer.from(bytes), owner })
+      owners.set(entry.tenant_id, hash, { bytes: Buffer.from(bytes), owner, at: snapshot.moves })
       return owner
     },
     getApplication: async (t, id) => read(fresh().applications, t, id) ?? null,

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { ABORT } from 'lmdb'
 import type { Check, Op } from '../../src/kernel/types.js'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
@@ -8,7 +9,7 @@ import { holds } from './checks.js'
 import { DATA_FILE, type Databases, openDatabases } from './env.js'
 import { diskError, needsReopen } from './faults.js'
 import type { FileStore, FileStoreOptions } from './options.js'
-import { lmdbReads } from './reads.js'
+import { lmdbReads, type Snapshot } from './reads.js'
 
 /**
  * A durable store in one directory, on LMDB (the `lmdb` package): every record kind in its own
@@ -60,6 +61,8 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const applyMs = options.applyMs ?? 10
   if (!(applyMs >= 0)) throw new TypeError('fileStore: applyMs must be a number >= 0')
   let dbs: Databases = openDatabases(dir, durable)
+  /** Bumped with every move of the read snapshot this store's commits and reopening cause (see `Snapshot`). */
+  const snapshot: Snapshot = { moves: 0 }
   let closed = false
   let healthy = true
   let writes = 0
@@ -81,6 +84,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       for (;;) {
         try {
           dbs = openDatabases(dir, durable)
+          snapshot.moves++
           log(`fileStore: ${dir}: reopened after a fatal write error`)
           return
         } catch (error) {
@@ -100,12 +104,14 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
     ops: readonly Op[]
     resolve: (result: WriteResult) => void
     reject: (error: unknown) => void
+    /** Set once a commit it was part of was dropped: it is applied in a child transaction of its own. */
+    alone?: boolean
   }
   /** Writes queued for the next commit, and the commit under way (one at a time per process). */
   let queue: Pending[] = []
   let committing = false
 
-  /** One write's checks and ops, inside its own child transaction (it applies whole or not at all). */
+  /** One write's checks and ops: no op applies unless every check holds. */
   const apply = (current: Databases, p: Pending): WriteResult => {
     for (const c of p.checks) if (!holds(current, c)) return { ok: false, failed: c }
     for (const op of p.ops) applyOp(current, op)
@@ -144,46 +150,82 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   }
 
   /**
-   * Group commit: every write queued since the last commit goes into one LMDB write transaction,
-   * each in a child transaction of its own, and is answered once that transaction's commit is on
-   * disk. Writes that arrive meanwhile wait for the next one.
+   * Group commit: the writes queued when LMDB has begun the next write transaction go into it, and
+   * are answered once that transaction's commit is on disk. The transaction is asked for as soon as
+   * a write arrives while none is under way (or the one under way ends with writes queued); the
+   * group is taken only once LMDB runs it, so every write that arrived meanwhile (while the previous
+   * commit synced, or before the write thread began) joins it.
+   *
+   * The group applies inside one child transaction, write after write. An op that throws partway
+   * through a write (LMDB refusing a key, say) would leave part of that write behind, so it drops the
+   * whole child transaction (LMDB's `ABORT`: nothing of the group is committed) and the group goes
+   * back to the front of the queue marked `alone`: the next commit applies each of those writes in
+   * a child transaction of its own, so the failing one fails alone and whole and the others land.
    */
   const flush = () => {
     if (committing || queue.length === 0) return
     committing = true
-    const group = nextGroup()
     const current = dbs
+    let group: Pending[] | null = null
     const results: (WriteResult | { error: unknown })[] = []
-    current.env
-      .transaction(() => {
-        // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
-        // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
-        const until = performance.now() + applyMs
-        for (const p of group) {
-          if (results.length > 0 && performance.now() > until) break
+    /** The commit: the group's transaction, or its refusal (an environment closing under it throws at once). */
+    const commit = (run: () => unknown): Promise<unknown> => {
+      try {
+        return current.env.childTransaction(run)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+    commit(() => {
+      group = nextGroup()
+      // The main thread applies the group while reads wait: past APPLY_MS the rest of the group
+      // goes back to the front of the queue, for the next commit (`applyMs`), so no read waits much longer.
+      const until = performance.now() + applyMs
+      for (const p of group) {
+        if (results.length > 0 && performance.now() > until) break
+        if (p.alone) {
           try {
             results.push(current.env.transactionSync(() => apply(current, p)))
           } catch (error) {
             results.push({ error })
           }
+          continue
         }
-        if (results.length < group.length) queue.unshift(...group.splice(results.length))
-      })
+        try {
+          results.push(apply(current, p))
+        } catch {
+          for (const q of group) q.alone = true
+          queue.unshift(...group)
+          group = []
+          return ABORT
+        }
+      }
+      if (results.length < group.length) queue.unshift(...group.splice(results.length))
+      return undefined
+    })
       .then(
         () => {
-          writes += group.length
+          // LMDB moved the read snapshot past this commit: what reads kept from the last one is stale.
+          snapshot.moves++
+          // An empty group: its transaction was dropped (`ABORT`), and its writes wait for the next.
+          const done = group ?? []
+          if (done.length === 0) return
+          writes += done.length
           commits++
           if (!healthy) {
             healthy = true
             log(`fileStore: ${dir}: writes resumed`)
           }
-          group.forEach((p, i) => {
+          done.forEach((p, i) => {
             const r = results[i]!
             if ('error' in r) p.reject(r.error)
             else p.resolve(r)
           })
         },
         async (error: unknown) => {
+          snapshot.moves++
+          // A transaction that failed before LMDB ran it fails the writes it would have taken.
+          const failed = group ?? nextGroup()
           const commitError = (error as { commitError?: Promise<unknown> }).commitError
           const cause = commitError
             ? await commitError.then(
@@ -197,12 +239,12 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
           )
           if (needsReopen(cause)) reopen()
           const answer = diskError(cause, dir)
-          for (const p of group) p.reject(answer)
+          for (const p of failed) p.reject(answer)
         },
       )
       .finally(() => {
         committing = false
-        if (queue.length) setImmediate(flush)
+        flush()
       })
   }
 
@@ -214,15 +256,16 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       if (batch.ops.length === 0) {
         // Nothing to write: the checks on the newest snapshot answer as a write would.
         current.env.resetReadTxn()
+        snapshot.moves++
         const failed = checks.find((c) => !holds(current, c))
         return failed ? { ok: false, failed } : { ok: true }
       }
       return new Promise<WriteResult>((resolve, reject) => {
-        if (queue.length === 0 && !committing) setImmediate(flush)
         queue.push({ checks, ops: batch.ops, resolve, reject })
+        flush()
       })
     },
-    ...lmdbReads(use),
+    ...lmdbReads(use, snapshot),
     stats: () => {
       let bytes = 0
       try {

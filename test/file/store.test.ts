@@ -20,6 +20,8 @@ describe('file store writes', () => {
     // Nothing of the refused write is there, and reading a key too long to store answers absent.
     expect(await store.getToken(T, 'part')).toBeNull()
     expect(await store.getToken(T, long)).toBeNull()
+    // The commit that met the refusal was dropped whole and is not counted; the three went into the next.
+    expect(store.stats()).toMatchObject({ writes: 3, commits: 1 })
     await store.close()
   })
 
