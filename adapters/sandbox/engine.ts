@@ -24,7 +24,7 @@ import {
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
-import { preludeSource } from './prelude-source.js'
+import { driverSource, preludeSource } from './prelude-source.js'
 
 const MIB = 1024 * 1024
 const PAGE = 65_536
@@ -124,11 +124,6 @@ export type RunResult =
 const NOT_AVAILABLE =
   'is not available: reactor formulas run without network (unless the host allows origins), files, processes and modules other than the reactor formulas SDK, crypto, util, buffer, url and timers (see README, "What a formula can use")'
 
-/** Globals of the engine that formula code is not given. */
-const REMOVED_GLOBALS = ['SharedArrayBuffer', 'Atomics', 'WebAssembly']
-/** Globals Node has that formulas do not: present, so that calling one says clearly why it fails. */
-const REFUSED_GLOBALS = ['fetch']
-
 const cut = (text: string, max: number) => (text.length > max ? text.slice(0, max) : text)
 
 /**
@@ -163,18 +158,20 @@ export class Engine {
 
   /**
    * Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom, with the
-   * prelude's program text (`preludeSource()` unless given). With `whole`, its snapshot is all of
-   * its memory, as for an engine build whose layout is not known (tests use it).
+   * program text of the prelude and the run driver (`preludeSource()` and `driverSource()` unless
+   * given). With `whole`, its snapshot is all of its memory, as for an engine build whose layout is
+   * not known (tests use it).
    */
   static async load(
     memoryMb: number,
     maxResultChars: number,
     compiled?: object,
-    prelude?: string,
+    sources: { prelude?: string | undefined; driver?: string | undefined } = {},
     whole = false,
   ): Promise<Engine> {
     const { module, memory } = await loadModule(memoryMb + HEADROOM_MB, compiled)
-    const prepared = prepare(module, memoryMb, prelude ?? (await preludeSource()))
+    const prelude = sources.prelude ?? (await preludeSource())
+    const prepared = prepare(module, memoryMb, prelude, sources.driver ?? (await driverSource()))
     return new Engine(prepared, takeSnapshot(memory, prepared, whole), memoryMb, maxResultChars)
   }
 
@@ -206,7 +203,7 @@ export class Engine {
     this.dirty = true
     this.running = true
     const prepared = this.prepared
-    fresh(prepared, performance.now() + timeoutMs, this.memoryMb)
+    fresh(prepared, performance.now() + timeoutMs, timeoutMs, this.memoryMb)
     let result: RunResult
     try {
       if (egress?.length) allowFetch(prepared, egress)
@@ -323,15 +320,17 @@ function restore(snapshot: Snapshot): void {
   for (const [name, value] of snapshot.cached) snapshot.context[name] = value
 }
 
-/** Resets the host side of a run (the engine's side is the snapshot's) for a run ending at `deadline`. */
-function fresh(prepared: Prepared, deadline: number, memoryMb: number): void {
+/** Resets the host side of a run (the engine's side is the snapshot's) for a run of `timeoutMs` ending at `deadline`. */
+function fresh(prepared: Prepared, deadline: number, timeoutMs: number, memoryMb: number): void {
   prepared.deadline = deadline
+  prepared.timeoutMs = timeoutMs
   prepared.logs = []
   prepared.bridge = bridgeRun(deadline, memoryMb * MIB)
   delete prepared.modules
   delete prepared.pumpTimers
   delete prepared.deliverFetch
   delete prepared.io
+  delete prepared.stopped
 }
 
 /** A runtime and context ready for one run. */
@@ -340,9 +339,13 @@ interface Prepared {
   context: QuickJSContext
   logs: string[]
   deadline: number
+  /** The run's time limit (ms). */
+  timeoutMs: number
   stringify: QuickJSHandle
-  parse: QuickJSHandle
-  require: QuickJSHandle
+  /** The run driver's `start` (adapters/sandbox/prelude/driver.js). */
+  start: QuickJSHandle
+  /** Why the driver's `start` stopped before the formula's function answered, when it did. */
+  stopped?: RunResult
   /** The prelude's modules, once a run has used them. */
   modules?: QuickJSHandle
   /** The prelude's timer hook (`pumpTimers(fire)`), once the prelude is loaded. */
@@ -446,13 +449,14 @@ function startFetch(prepared: Prepared, text: string): number {
   return id
 }
 
-function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): Prepared {
+function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string, driver: string): Prepared {
   const runtime = module.newRuntime()
   runtime.setMemoryLimit(memoryMb * MIB)
   runtime.setMaxStackSize(STACK_BYTES)
   const prepared = {
     runtime,
     deadline: Number.POSITIVE_INFINITY,
+    timeoutMs: 0,
     logs: [] as string[],
     prelude,
     bridge: bridgeRun(Number.POSITIVE_INFINITY, memoryMb * MIB),
@@ -460,71 +464,68 @@ function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): 
   runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
   const context = runtime.newContext()
   prepared.context = context
-  // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
+  // The answer's JSON is made with the engine's own JSON.stringify, taken before any code runs.
   const json = context.getProp(context.global, 'JSON')
   prepared.stringify = context.getProp(json, 'stringify')
   STRINGIFY.set(context, prepared.stringify)
-  prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
-  installGlobals(prepared)
+  installDriver(prepared, driver)
   return prepared
 }
 
-/** Globals the prelude defines, on first use. */
-const PRELUDE_GLOBALS = [
-  'TextEncoder',
-  'TextDecoder',
-  'Buffer',
-  'URL',
-  'URLSearchParams',
-  'setTimeout',
-  'clearTimeout',
-  'setInterval',
-  'clearInterval',
-  'setImmediate',
-  'clearImmediate',
-]
-
 /**
- * The script that sets a fresh context up, in one evaluation (cheaper than one host call per
- * global): it removes `REMOVED_GLOBALS`, makes each of `REFUSED_GLOBALS` throw the clear error, and
- * defines `require` and the globals of `PRELUDE_GLOBALS` so that they evaluate the prelude (the
- * modules `require` answers) in this context on first use, through the host function `__load`,
- * which it takes off the global object first. It answers `require`.
+ * Sets the context up with the run driver (adapters/sandbox/prelude/driver.js): it removes the
+ * globals formula code is not given, makes `fetch` throw the clear error, and defines `require` and
+ * the prelude's globals so that they evaluate the prelude (the modules `require` answers) in this
+ * context on first use, through the host function `load`; it answers `start`, kept here. The
+ * prelude gets the host's functions on a `__host` object it removes from the global object before
+ * any formula code runs: `refuse` (throws the clear error for a module not offered), `fetch` (starts
+ * a request to an allowed origin) and the crypto bridge (`adapters/sandbox/crypto-bridge.ts`:
+ * digests, HMACs and random bytes).
  */
-const SETUP = `(function () {
-  'use strict';
-  var load = globalThis.__load;
-  delete globalThis.__load;
-  ${REMOVED_GLOBALS.map((name) => `delete globalThis.${name};`).join(' ')}
-  ${REFUSED_GLOBALS.map(
-    (name) =>
-      `globalThis.${name} = function ${name}() { throw new Error(${JSON.stringify(`${name} ${NOT_AVAILABLE}`)}); };`,
-  ).join('\n')}
-  ${JSON.stringify(PRELUDE_GLOBALS)}.forEach(function (name) {
-    Object.defineProperty(globalThis, name, {
-      configurable: true,
-      enumerable: false,
-      get: function () { return load()[name]; },
-      set: function (value) { load(); globalThis[name] = value; },
-    });
-  });
-  return function require(id) { var real = load().require; return real(id); };
-})()`
-
-/**
- * Sets the context up with `SETUP`. The prelude gets the host's functions on a `__host` object it
- * removes from the global object before any formula code runs: `refuse` (throws the clear error for
- * a module not offered), `fetch` (starts a request to an allowed origin) and the crypto bridge
- * (`adapters/sandbox/crypto-bridge.ts`: digests, HMACs and random bytes).
- */
-function installGlobals(prepared: Prepared): void {
+function installDriver(prepared: Prepared, driver: string): void {
   const { context } = prepared
-  const load = context.newFunction('load', () => loadPrelude(prepared).dup())
-  context.setProp(context.global, '__load', load)
-  load.dispose()
-  prepared.require = context.unwrapResult(context.evalCode(SETUP, 'setup.js'))
+  Scope.withScope((scope) => {
+    const host = scope.manage(context.newObject())
+    const load = scope.manage(context.newFunction('load', () => loadPrelude(prepared).dup()))
+    const fail = scope.manage(
+      context.newFunction('fail', (stage, thrown) => {
+        prepared.stopped = stoppedAt(prepared, context.getString(stage), thrown)
+      }),
+    )
+    context.setProp(host, 'load', load)
+    context.setProp(host, 'fail', fail)
+    context.setProp(host, 'notAvailable', scope.manage(context.newString(NOT_AVAILABLE)))
+    const setup = scope.manage(context.unwrapResult(context.evalCode(driver, 'driver.js')))
+    prepared.start = context.unwrapResult(context.callFunction(setup, context.undefined, host))
+  })
+}
+
+/** What a run stopped by the driver's `start` at `stage` answers (see adapters/sandbox/prelude/driver.js). */
+function stoppedAt(prepared: Prepared, stage: string, thrown: QuickJSHandle | undefined): RunResult {
+  const { context } = prepared
+  const describeThrown = () =>
+    thrown ? describe(context, thrown) : { message: 'the formula threw an error' }
+  switch (stage) {
+    case 'module':
+      return { ok: false, kind: 'invalid', message: 'the formula code must be a module body' }
+    case 'load':
+      // A module body stopped at the deadline (a top-level loop) ran out of time; it is not invalid.
+      if (performance.now() > prepared.deadline)
+        return { ok: false, kind: 'timeout', message: `no answer within ${prepared.timeoutMs} ms` }
+      return failed('invalid', describeThrown())
+    case 'export':
+      return {
+        ok: false,
+        kind: 'invalid',
+        message: 'the formula must export a function (module.exports = async function (req) { ... })',
+      }
+    case 'request':
+      return failed('crashed', describeThrown())
+    default:
+      return failed('thrown', describeThrown())
+  }
 }
 
 /** Evaluates the prelude in this run's context (once) and answers its exports. */
@@ -694,55 +695,20 @@ async function executeIn(
   timeoutMs: number,
 ): Promise<RunResult> {
   const { context } = prepared
-  // Load: the module body runs once, in this fresh context.
+  // Compile: the code wrapped as Node wraps a CommonJS module, which answers its factory.
   const factory = unwrap(scope, context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
   if (isResult(factory))
     return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
-  if (context.typeof(factory) !== 'function')
-    return { ok: false, kind: 'invalid', message: 'the formula code must be a module body' }
-  const module = scope.manage(context.newObject())
-  const exportsObject = scope.manage(context.newObject())
-  context.setProp(module, 'exports', exportsObject)
-  const filename = scope.manage(context.newString('/formula.js'))
-  const dirname = scope.manage(context.newString('/'))
-  const loaded = unwrap(
-    scope,
-    context,
-    context.callFunction(
-      factory,
-      context.undefined,
-      exportsObject,
-      prepared.require,
-      module,
-      filename,
-      dirname,
-    ),
-    'invalid',
-  )
-  if (isResult(loaded)) {
-    // A module body stopped at the deadline (a top-level loop) ran out of time; it is not invalid.
-    if (performance.now() > prepared.deadline && !loaded.ok)
-      return { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
-    return loaded
-  }
-  const main = scope.manage(context.getProp(module, 'exports'))
-  if (context.typeof(main) !== 'function') {
-    return {
-      ok: false,
-      kind: 'invalid',
-      message: 'the formula must export a function (module.exports = async function (req) { ... })',
-    }
-  }
-  // Call: the request is parsed inside the engine, so it is the engine's own object.
+  // Load and call, in one call into the engine: the driver runs the module body, parses the request
+  // (so that it is the engine's own object) and calls the exported function (see `installDriver`).
   const requestText = scope.manage(context.newString(request))
-  const parsed = unwrap(
+  const called = unwrap(
     scope,
     context,
-    context.callFunction(prepared.parse, context.undefined, requestText),
-    'crashed',
+    context.callFunction(prepared.start, context.undefined, factory, requestText),
+    'thrown',
   )
-  if (isResult(parsed)) return parsed
-  const called = unwrap(scope, context, context.callFunction(main, context.undefined, parsed), 'thrown')
+  if (prepared.stopped) return prepared.stopped
   if (isResult(called)) return called
   const settled = await settle(scope, prepared, called, timeoutMs)
   if (isResult(settled)) return settled

@@ -62,6 +62,8 @@ export interface WorkerConfig {
   wasmModule?: object
   /** The prelude's program text, when the host loaded it (else the worker loads it). */
   prelude?: string
+  /** The run driver's program text, when the host loaded it (else the worker loads it). */
+  driver?: string
   /**
    * One 32-bit cell per run the host sends (at the run's `cell`), shared with the host: the worker
    * runs a run only if it changes its cell from 0 (sent) to 1 (claimed); the host may have changed

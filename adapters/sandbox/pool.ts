@@ -42,6 +42,8 @@ export interface PoolSettings {
   wasmModule?: object
   /** The prelude's program text, handed to every worker. */
   prelude?: string
+  /** The run driver's program text, handed to every worker. */
+  driver?: string
   /**
    * Runs a worker may hold at once: the one it runs and those sent ahead to wait behind it, so that
    * it goes from one to the next without waiting for the host (see the class comment). 1 unless given.
@@ -238,6 +240,7 @@ export class SandboxPool {
         }
         if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
         if (this.settings.prelude) config.prelude = this.settings.prelude
+        if (this.settings.driver) config.driver = this.settings.driver
         config.claims = new SharedArrayBuffer(CELLS * 4)
         worker = this.settings.startWorker(config)
         this.attach(worker, new Int32Array(config.claims))

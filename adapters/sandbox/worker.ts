@@ -14,7 +14,10 @@ import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
 const port = parentPort
 if (!port) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const config = workerData as WorkerConfig
-const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, config.prelude)
+const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, {
+  prelude: config.prelude,
+  driver: config.driver,
+})
 
 const send = (message: WorkerMessage | [WorkerMessage, WorkerMessage]) => port.postMessage(message)
 const claims = config.claims ? new Int32Array(config.claims) : undefined
