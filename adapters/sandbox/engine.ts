@@ -14,6 +14,7 @@ import {
   Scope,
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/reactors/egress.js'
+import { applyImage, CodeImages, captureImage, clearZone, MAX_IMAGE_CODE, usedEnd } from './code-images.js'
 import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
 import {
   type ErrorsBlock,
@@ -172,7 +173,24 @@ export class Engine {
     const { module, memory } = await loadModule(memoryMb + HEADROOM_MB, compiled)
     const prelude = sources.prelude ?? (await preludeSource())
     const prepared = prepare(module, memoryMb, prelude, sources.driver ?? (await driverSource()))
-    return new Engine(prepared, takeSnapshot(memory, prepared, whole), memoryMb, maxResultChars)
+    const snapshot = takeSnapshot(memory, prepared, whole)
+    const last = snapshot.ranges.at(-1)!
+    prepared.imaging = {
+      snapshot,
+      end: last.at + last.bytes.length,
+      images: new CodeImages(IMAGES, IMAGE_BYTES),
+    }
+    return new Engine(prepared, snapshot, memoryMb, maxResultChars)
+  }
+
+  /** How many compiled codes this engine keeps as images (see adapters/sandbox/code-images.ts). */
+  get codeImages(): number {
+    return this.prepared.imaging?.images.size ?? 0
+  }
+
+  /** Whether this engine keeps an image of `code`'s compile (without making it the most recently used). */
+  keepsImageOf(code: string): boolean {
+    return this.prepared.imaging?.images.has(code) ?? false
   }
 
   /** Bytes copied back after each run (tests check that the stack is left out). */
@@ -206,8 +224,13 @@ export class Engine {
     fresh(prepared, performance.now() + timeoutMs, timeoutMs, this.memoryMb)
     let result: RunResult
     try {
-      if (egress?.length) allowFetch(prepared, egress)
-      result = await execute(prepared, code, request, this.maxResultChars, timeoutMs)
+      // The code is compiled (or its image written back) before anything else changes the context.
+      const failed = load(prepared, code)
+      if (failed) result = failed
+      else {
+        if (egress?.length) allowFetch(prepared, egress)
+        result = await execute(prepared, request, this.maxResultChars, timeoutMs)
+      }
     } catch (error) {
       this.running = false
       // A failure of the engine itself, not of the code: its memory can't be trusted any more.
@@ -263,24 +286,6 @@ interface HostRefs {
 
 /** The context wrapper's lazily made handles (see `Snapshot`). */
 const CACHED_HANDLES = ['_global', '_BigInt', '_Symbol', '_SymbolIterator', '_SymbolAsyncIterator']
-
-/** The index just past the last nonzero byte of `bytes` (0 if all are zero). */
-function usedEnd(bytes: Uint8Array): number {
-  const CHUNK = 65_536
-  const zero = new Uint8Array(CHUNK)
-  let end = bytes.length
-  while (end > 0) {
-    const start = Math.max(0, end - CHUNK)
-    const chunk = bytes.subarray(start, end)
-    if (Buffer.compare(chunk, zero.subarray(0, chunk.length)) !== 0) {
-      let i = chunk.length
-      while (i > 0 && chunk[i - 1] === 0) i--
-      return start + i
-    }
-    end = start
-  }
-  return 0
-}
 
 function takeSnapshot(memory: WasmMemory, prepared: Prepared, whole: boolean): Snapshot {
   const all = new Uint8Array(memory.buffer)
@@ -342,8 +347,11 @@ interface Prepared {
   /** The run's time limit (ms). */
   timeoutMs: number
   stringify: QuickJSHandle
-  /** The run driver's `start` (adapters/sandbox/prelude/driver.js). */
+  /** The run driver's `keep` and `start` (adapters/sandbox/prelude/driver.js). */
+  keep: QuickJSHandle
   start: QuickJSHandle
+  /** The engine's snapshot and the images of compiled codes kept against it (once loaded). */
+  imaging?: { snapshot: Snapshot; end: number; images: CodeImages }
   /** Why the driver's `start` stopped before the formula's function answered, when it did. */
   stopped?: RunResult
   /** The prelude's modules, once a run has used them. */
@@ -498,8 +506,58 @@ function installDriver(prepared: Prepared, driver: string): void {
     context.setProp(host, 'fail', fail)
     context.setProp(host, 'notAvailable', scope.manage(context.newString(NOT_AVAILABLE)))
     const setup = scope.manage(context.unwrapResult(context.evalCode(driver, 'driver.js')))
-    prepared.start = context.unwrapResult(context.callFunction(setup, context.undefined, host))
+    const hooks = scope.manage(context.unwrapResult(context.callFunction(setup, context.undefined, host)))
+    prepared.keep = context.getProp(hooks, 'keep')
+    prepared.start = context.getProp(hooks, 'start')
   })
+}
+
+/** Compiled codes an engine keeps as images, and the bytes they may hold in all. */
+const IMAGES = 64
+const IMAGE_BYTES = 16 * MIB
+
+/**
+ * Compiles `code` in its module wrapper (a syntax error is the run's failure) and hands the factory
+ * to the driver's `keep`, for `start`. When the engine keeps an image of that compile (see
+ * adapters/sandbox/code-images.ts), it writes the image back instead; when it does not, it records
+ * one, if the compile ran none of the code (the driver's `keep` says so). Runs on the memory as the
+ * snapshot left it, before anything else of the run changes it.
+ */
+function load(prepared: Prepared, code: string): RunResult | undefined {
+  const { context } = prepared
+  const imaging = prepared.imaging
+  const image = imaging?.images.get(code)
+  if (imaging && image) {
+    applyImage(imaging.snapshot.memory, image)
+    return undefined
+  }
+  const record = imaging !== undefined && code.length <= MAX_IMAGE_CODE
+  if (record) clearZone(imaging.snapshot.memory, imaging.end)
+  const wrapped = wrapModule(code)
+  const scope = new Scope()
+  let wrapsOnly = false
+  try {
+    const factory = unwrap(scope, context, context.evalCode(wrapped, 'formula.js'), 'invalid')
+    if (isResult(factory))
+      return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
+    const length = scope.manage(context.newNumber(wrapped.length - 2))
+    const kept = context.callFunction(prepared.keep, context.undefined, factory, length)
+    if (kept.error) scope.manage(kept.error)
+    else wrapsOnly = context.dump(scope.manage(kept.value)) === true
+  } finally {
+    scope.dispose()
+  }
+  if (record && wrapsOnly && hostRefsAsSnapshot(imaging.snapshot)) {
+    const captured = captureImage(imaging.snapshot.memory, imaging.snapshot.ranges, imaging.end)
+    if (captured) imaging.images.put(code, captured)
+  }
+  return undefined
+}
+
+/** Whether the host's functions of the engine are as the snapshot has them (a compile makes none). */
+function hostRefsAsSnapshot(snapshot: Snapshot): boolean {
+  const { refs } = snapshot
+  return refs.nextId === snapshot.nextId && refs.groups.size === snapshot.groups.length
 }
 
 /** What a run stopped by the driver's `start` at `stage` answers (see adapters/sandbox/prelude/driver.js). */
@@ -673,14 +731,13 @@ const isResult = (value: QuickJSHandle | RunResult): value is RunResult =>
  */
 async function execute(
   prepared: Prepared,
-  code: string,
   request: string,
   maxResultChars: number,
   timeoutMs: number,
 ): Promise<RunResult> {
   const scope = new Scope()
   try {
-    return await executeIn(scope, prepared, code, request, maxResultChars, timeoutMs)
+    return await executeIn(scope, prepared, request, maxResultChars, timeoutMs)
   } finally {
     scope.dispose()
   }
@@ -689,23 +746,19 @@ async function execute(
 async function executeIn(
   scope: Scope,
   prepared: Prepared,
-  code: string,
   request: string,
   maxResultChars: number,
   timeoutMs: number,
 ): Promise<RunResult> {
   const { context } = prepared
-  // Compile: the code wrapped as Node wraps a CommonJS module, which answers its factory.
-  const factory = unwrap(scope, context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
-  if (isResult(factory))
-    return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
-  // Load and call, in one call into the engine: the driver runs the module body, parses the request
-  // (so that it is the engine's own object) and calls the exported function (see `installDriver`).
+  // Load and call, in one call into the engine: the driver runs the module body of the factory
+  // `load` gave it, parses the request (so that it is the engine's own object) and calls the
+  // exported function (see `installDriver`).
   const requestText = scope.manage(context.newString(request))
   const called = unwrap(
     scope,
     context,
-    context.callFunction(prepared.start, context.undefined, factory, requestText),
+    context.callFunction(prepared.start, context.undefined, requestText),
     'thrown',
   )
   if (prepared.stopped) return prepared.stopped

@@ -4,8 +4,8 @@
  * adapters/sandbox/engine.ts), so every run finds it as it was made, whatever the previous run did.
  *
  * `setup(host)` takes the host's functions, sets the global object up for formula code, and answers
- * `start`, which the engine keeps (formula code never sees it): one call into the engine loads a
- * formula's module and calls its function, where the host would otherwise make a dozen.
+ * `keep` and `start`, which the engine keeps (formula code never sees them): one call into the
+ * engine loads a formula's module and calls its function, where the host would otherwise make a dozen.
  */
 
 /** Globals of the engine that formula code is not given. */
@@ -37,13 +37,17 @@ const PRELUDE_GLOBALS = [
 /**
  * Removes `REMOVED_GLOBALS`, makes each of `REFUSED_GLOBALS` throw the clear error, defines `require`
  * and the globals of `PRELUDE_GLOBALS` so that they evaluate the prelude in this context on first use,
- * and answers `start`.
+ * and answers `keep` and `start`.
  * @param {Host} host
  */
 export default function setup(host) {
   const load = host.load
   const fail = host.fail
   const parse = JSON.parse
+  const apply = Reflect.apply
+  const sourceOf = Function.prototype.toString
+  /** The module factory `keep` was given, for the next `start`. */
+  let kept
   const global = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (globalThis))
   for (const name of REMOVED_GLOBALS) delete global[name]
   for (const name of REFUSED_GLOBALS) {
@@ -72,8 +76,23 @@ export default function setup(host) {
   }
 
   /**
-   * Loads the formula's module from `factory` (its code wrapped as Node wraps a CommonJS module) and
-   * calls the function it exports with the request (`requestText`, JSON made by the host, parsed here
+   * Keeps `factory` (what evaluating the formula's code in its module wrapper answered) for the next
+   * `start`. Answers whether that evaluation ran none of the code: whether `factory` is the one
+   * function the whole wrapper is, its source `sourceLength` characters long. Code that closes the
+   * wrapper early (`}); ... (function () {`) runs what it put between at that evaluation, and the
+   * function it leaves is shorter than the whole. (Read with the functions taken at setup, so that no
+   * code can answer for them.)
+   * @param {unknown} factory
+   * @param {number} sourceLength
+   */
+  function keep(factory, sourceLength) {
+    kept = factory
+    return typeof factory === 'function' && apply(sourceOf, factory, []).length === sourceLength
+  }
+
+  /**
+   * Loads the formula's module from the factory `keep` was given (its code wrapped as Node wraps a
+   * CommonJS module) and calls the function it exports with the request (`requestText`, JSON made by the host, parsed here
    * so that it is the engine's own object). Answers what the function returned (a promise, most
    * often: the host waits for it). When it stops before that, it tells `host.fail` at which stage and
    * what was thrown, and answers nothing:
@@ -84,10 +103,11 @@ export default function setup(host) {
    * - `call`: the function threw before answering a promise.
    * Only what the module body and the function do runs formula code; a run stopped at its deadline
    * never reaches `host.fail` (the engine's interrupt can't be caught).
-   * @param {unknown} factory
    * @param {string} requestText
    */
-  function start(factory, requestText) {
+  function start(requestText) {
+    const factory = kept
+    kept = undefined
     if (typeof factory !== 'function') return fail('module')
     const exports = {}
     const module = { exports: exports }
@@ -111,5 +131,5 @@ export default function setup(host) {
       return fail('call', thrown)
     }
   }
-  return start
+  return { keep: keep, start: start }
 }

@@ -1,0 +1,144 @@
+/**
+ * Compiled formulas kept as images of the engine's memory. Compiling a formula's code (its module
+ * wrapper) is most of what a trivial run costs in the engine, and it is the same work every time:
+ * from the same restored memory, the same code compiles to the same bytes. So the first run of a
+ * code in a worker records what compiling it changed in the engine's memory (an image: the bytes that
+ * differ from the engine's snapshot, and those it wrote past the snapshot's end); a later run of the
+ * same code, once the engine is restored, writes that image back instead of compiling, which leaves
+ * the memory exactly as compiling would have. Only code whose compile ran none of it is kept (see
+ * `wrapsOnly` in adapters/sandbox/prelude/driver.js), so an image holds no state of any run: it is
+ * taken after the compile and before the module body runs, and every run still starts from the
+ * snapshot (with that code compiled).
+ */
+
+/** A range of the engine's memory and the bytes it holds. */
+export interface Chunk {
+  at: number
+  bytes: Uint8Array
+}
+
+/** What compiling one code changed in the engine's memory (see the file comment). */
+export interface CodeImage {
+  chunks: Chunk[]
+  /** Bytes it holds. */
+  size: number
+}
+
+/** How much memory past the snapshot's end is cleared before a compile that is to be recorded. */
+export const ZONE_BYTES = 1024 * 1024
+/** The longest code kept as an image (longer code is compiled on every run). */
+export const MAX_IMAGE_CODE = 64 * 1024
+/** Block sizes of the comparison with the snapshot: large blocks first, then the changed ones finely. */
+const BLOCK = 4096
+const FINE = 64
+
+/** The images of one engine's codes, the most recently used kept within `maxEntries` and `maxBytes`. */
+export class CodeImages {
+  private readonly images = new Map<string, CodeImage>()
+  private bytes = 0
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** The image of `code`, if kept (it becomes the most recently used). */
+  get(code: string): CodeImage | undefined {
+    const image = this.images.get(code)
+    if (image) {
+      this.images.delete(code)
+      this.images.set(code, image)
+    }
+    return image
+  }
+
+  /** Keeps `image` for `code`, forgetting the least recently used ones beyond the bounds. */
+  put(code: string, image: CodeImage): void {
+    if (image.size > this.maxBytes) return
+    const previous = this.images.get(code)
+    if (previous) {
+      this.images.delete(code)
+      this.bytes -= previous.size
+    }
+    this.images.set(code, image)
+    this.bytes += image.size
+    for (const [oldest, kept] of this.images) {
+      if (this.images.size <= this.maxEntries && this.bytes <= this.maxBytes) break
+      this.images.delete(oldest)
+      this.bytes -= kept.size
+    }
+  }
+
+  /** Whether an image of `code` is kept (it stays where it is in the order of use). */
+  has(code: string): boolean {
+    return this.images.has(code)
+  }
+
+  get size(): number {
+    return this.images.size
+  }
+}
+
+/** Zeroes up to `ZONE_BYTES` of memory from `end` (the snapshot's end), as far as the memory goes. */
+export function clearZone(memory: { buffer: ArrayBuffer }, end: number): void {
+  const all = new Uint8Array(memory.buffer)
+  all.fill(0, Math.min(end, all.length), Math.min(end + ZONE_BYTES, all.length))
+}
+
+/**
+ * The image of what changed in `memory` since it was `base` (the snapshot's ranges, with the zone
+ * past `end` cleared by `clearZone`), or undefined when the compile reached the end of that zone
+ * (what it wrote past it could not be told from what was there).
+ */
+export function captureImage(
+  memory: { buffer: ArrayBuffer },
+  base: Chunk[],
+  end: number,
+): CodeImage | undefined {
+  const all = new Uint8Array(memory.buffer)
+  const chunks: Chunk[] = []
+  for (const { at, bytes } of base) {
+    const now = all.subarray(at, at + bytes.length)
+    for (let block = 0; block < bytes.length; block += BLOCK) {
+      const stop = Math.min(block + BLOCK, bytes.length)
+      if (Buffer.compare(now.subarray(block, stop), bytes.subarray(block, stop)) === 0) continue
+      for (let fine = block; fine < stop; fine += FINE) {
+        const last = Math.min(fine + FINE, stop)
+        if (Buffer.compare(now.subarray(fine, last), bytes.subarray(fine, last)) === 0) continue
+        const previous = chunks.at(-1)
+        // Changed blocks next to each other make one chunk.
+        if (previous && previous.at + previous.bytes.length === at + fine) {
+          previous.bytes = all.slice(previous.at, at + last)
+        } else chunks.push({ at: at + fine, bytes: all.slice(at + fine, at + last) })
+      }
+    }
+  }
+  const zone = all.subarray(Math.min(end, all.length), Math.min(end + ZONE_BYTES, all.length))
+  const used = usedEnd(zone)
+  if (used > ZONE_BYTES - 64 * 1024) return undefined
+  if (used > 0) chunks.push({ at: end, bytes: zone.slice(0, used) })
+  return { chunks, size: chunks.reduce((sum, chunk) => sum + chunk.bytes.length, 0) }
+}
+
+/** The index just past the last nonzero byte of `bytes` (0 if all are zero). */
+export function usedEnd(bytes: Uint8Array): number {
+  const zero = new Uint8Array(65_536)
+  let end = bytes.length
+  while (end > 0) {
+    const start = Math.max(0, end - zero.length)
+    const chunk = bytes.subarray(start, end)
+    if (Buffer.compare(chunk, zero.subarray(0, chunk.length)) !== 0) {
+      let i = chunk.length
+      while (i > 0 && chunk[i - 1] === 0) i--
+      return start + i
+    }
+    end = start
+  }
+  return 0
+}
+
+/** Writes `image` into `memory` (restored to its snapshot first). */
+export function applyImage(memory: { buffer: ArrayBuffer }, image: CodeImage): void {
+  const all = new Uint8Array(memory.buffer)
+  for (const { at, bytes } of image.chunks) all.set(bytes, at)
+}

@@ -1,0 +1,90 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { compileEngine, Engine } from '../../adapters/sandbox/engine.js'
+
+const REQUEST = JSON.stringify({ args: { n: 1 }, configuration: {} })
+
+/**
+ * An engine compiles a code once and keeps what compiling it changed in its memory (an image,
+ * adapters/sandbox/code-images.ts); later runs of that code write the image back instead of
+ * compiling. These tests check that a run of a kept code is a run like any other.
+ */
+describe('compiled codes kept as images', () => {
+  let compiled: object
+  beforeAll(async () => {
+    compiled = await compileEngine()
+  })
+  const fresh = () => Engine.load(32, 100_000, compiled)
+  const answer = async (engine: Engine, code: string, request = REQUEST, egress?: string[]) => {
+    const result = await engine.run(code, request, 5000, egress)
+    engine.prepare()
+    expect(engine.broken).toBe(false)
+    if (!result.ok) throw new Error(`${result.kind}: ${result.message}`)
+    return JSON.parse(result.json) as unknown
+  }
+
+  it('a code run again is kept once, and every run of it starts from fresh state', async () => {
+    const engine = await fresh()
+    const counter = `let n = 0
+      module.exports = async (req) => ({ n: ++n, seen: typeof globalThis.mark, arg: req.args.n })
+      globalThis.mark = true`
+    const changes = `Object.prototype.polluted = 1; globalThis.other = 1; module.exports = async () => 'changed'`
+    expect(await answer(engine, counter)).toEqual({ n: 1, seen: 'boolean', arg: 1 })
+    expect(engine.codeImages).toBe(1)
+    expect(await answer(engine, changes)).toBe('changed')
+    expect(engine.codeImages).toBe(2)
+    for (const n of [2, 3]) {
+      const request = JSON.stringify({ args: { n }, configuration: {} })
+      expect(await answer(engine, counter, request)).toEqual({ n: 1, seen: 'boolean', arg: n })
+      expect(await answer(engine, 'module.exports = async () => [({}).polluted, typeof other]')).toEqual([
+        null,
+        'undefined',
+      ])
+    }
+    expect(engine.codeImages).toBe(3)
+  })
+
+  it('code that closes its module wrapper early runs at its compile: it is compiled again on every run, never kept', async () => {
+    const engine = await fresh()
+    const escapes = `}); globalThis.compiled = (globalThis.compiled || 0) + 1;
+      (function (exports, require, module) { module.exports = async () => globalThis.compiled`
+    for (let i = 0; i < 3; i++) expect(await answer(engine, escapes)).toBe(1)
+    expect(engine.codeImages).toBe(0)
+  })
+
+  it('a syntax error is not kept, and answers as before', async () => {
+    const engine = await fresh()
+    for (let i = 0; i < 2; i++) {
+      expect(await engine.run('module.exports = async () => {', REQUEST, 5000)).toMatchObject({
+        ok: false,
+        kind: 'invalid',
+        message: expect.stringMatching(/^SyntaxError: /),
+      })
+      engine.prepare()
+    }
+    expect(engine.codeImages).toBe(0)
+  })
+
+  it("a run's fetch (with egress) is not part of the image: the next run of that code has none", async () => {
+    const engine = await fresh()
+    const code = `module.exports = async () => typeof Object.getOwnPropertyDescriptor(globalThis, 'fetch').get`
+    expect(await answer(engine, code, REQUEST, ['https://example.com'])).toBe('function')
+    expect(engine.codeImages).toBe(1)
+    expect(await answer(engine, code)).toBe('undefined')
+    expect(await answer(engine, code, REQUEST, ['https://example.com'])).toBe('function')
+  })
+
+  it('keeps the 64 codes used last: a 65th forgets the one used longest ago', async () => {
+    const engine = await fresh()
+    const code = (i: number) => `module.exports = async () => ${i}`
+    for (let i = 1; i <= 64; i++) expect(await answer(engine, code(i))).toBe(i)
+    expect(engine.codeImages).toBe(64)
+    // Code 1 is used again: code 2 is now the one used longest ago.
+    expect(await answer(engine, code(1))).toBe(1)
+    expect(await answer(engine, code(65))).toBe(65)
+    expect(engine.codeImages).toBe(64)
+    expect([1, 2, 3, 65].map((i) => engine.keepsImageOf(code(i)))).toEqual([true, false, true, true])
+    // Forgotten, it is compiled again, and kept again (code 3 goes).
+    expect(await answer(engine, code(2))).toBe(2)
+    expect([2, 3].map((i) => engine.keepsImageOf(code(i)))).toEqual([true, false])
+  })
+})
