@@ -26,8 +26,13 @@ export interface CodeImage {
 
 /** How much memory past the snapshot's end is cleared before a compile that is to be recorded. */
 export const ZONE_BYTES = 1024 * 1024
-/** The longest code kept as an image (longer code is compiled on every run). */
-export const MAX_IMAGE_CODE = 64 * 1024
+/** How much memory past that zone is copied before such a compile, and must be unchanged after it. */
+const GUARD_BYTES = 4 * 1024 * 1024
+/**
+ * The longest code kept as an image (longer code is compiled on every run): what compiling it
+ * allocates stays far within the zone (formulas are at most 12 000 characters).
+ */
+export const MAX_IMAGE_CODE = 16 * 1024
 /** Block sizes of the comparison with the snapshot: large blocks first, then the changed ones finely. */
 const BLOCK = 4096
 const FINE = 64
@@ -79,23 +84,40 @@ export class CodeImages {
   }
 }
 
-/** Zeroes up to `ZONE_BYTES` of memory from `end` (the snapshot's end), as far as the memory goes. */
-export function clearZone(memory: { buffer: ArrayBuffer }, end: number): void {
+/** What `clearZone` found past the zone, to check after the compile. */
+export interface Zone {
+  /** The memory's size before the compile. */
+  length: number
+  /** A copy of the memory past the zone (up to `GUARD_BYTES`). */
+  guard: Uint8Array
+}
+
+/**
+ * Before a compile to be recorded: zeroes up to `ZONE_BYTES` of memory from `end` (the snapshot's
+ * end), as far as the memory goes, and copies what lies past that zone.
+ */
+export function clearZone(memory: { buffer: ArrayBuffer }, end: number): Zone {
   const all = new Uint8Array(memory.buffer)
-  all.fill(0, Math.min(end, all.length), Math.min(end + ZONE_BYTES, all.length))
+  const stop = Math.min(end + ZONE_BYTES, all.length)
+  all.fill(0, Math.min(end, all.length), stop)
+  return { length: all.length, guard: all.slice(stop, Math.min(stop + GUARD_BYTES, all.length)) }
 }
 
 /**
  * The image of what changed in `memory` since it was `base` (the snapshot's ranges, with the zone
- * past `end` cleared by `clearZone`), or undefined when the compile reached the end of that zone
- * (what it wrote past it could not be told from what was there).
+ * past `end` cleared by `clearZone`), or undefined when the compile may have written past that
+ * zone: it reached the zone's last 64 KiB, grew the memory, or changed what lay past the zone.
  */
 export function captureImage(
   memory: { buffer: ArrayBuffer },
   base: Chunk[],
   end: number,
+  cleared: Zone,
 ): CodeImage | undefined {
   const all = new Uint8Array(memory.buffer)
+  if (all.length !== cleared.length) return undefined
+  const past = Math.min(end + ZONE_BYTES, all.length)
+  if (Buffer.compare(all.subarray(past, past + cleared.guard.length), cleared.guard) !== 0) return undefined
   const chunks: Chunk[] = []
   for (const { at, bytes } of base) {
     const now = all.subarray(at, at + bytes.length)

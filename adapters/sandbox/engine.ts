@@ -188,9 +188,9 @@ export class Engine {
     return this.prepared.imaging?.images.size ?? 0
   }
 
-  /** Whether this engine keeps an image of `code`'s compile (without making it the most recently used). */
-  keepsImageOf(code: string): boolean {
-    return this.prepared.imaging?.images.has(code) ?? false
+  /** Whether this engine keeps an image of `code`'s compile for `owner` (it stays where it is in the order of use). */
+  keepsImageOf(code: string, owner = ''): boolean {
+    return this.prepared.imaging?.images.has(imageKey(owner, code)) ?? false
   }
 
   /** Bytes copied back after each run (tests check that the stack is left out). */
@@ -212,8 +212,19 @@ export class Engine {
     }
   }
 
-  /** Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects. */
-  async run(code: string, request: string, timeoutMs: number, egress?: string[]): Promise<RunResult> {
+  /**
+   * Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects.
+   * The image of the code's compile is kept for `owner` (the run's tenant) alone: another tenant's
+   * run of the same code compiles it, so that how long a run takes tells nobody what code another
+   * tenant ran.
+   */
+  async run(
+    code: string,
+    request: string,
+    timeoutMs: number,
+    egress?: string[],
+    owner = '',
+  ): Promise<RunResult> {
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
     this.prepare()
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
@@ -225,7 +236,7 @@ export class Engine {
     let result: RunResult
     try {
       // The code is compiled (or its image written back) before anything else changes the context.
-      const failed = load(prepared, code)
+      const failed = load(prepared, code, owner)
       if (failed) result = failed
       else {
         if (egress?.length) allowFetch(prepared, egress)
@@ -523,16 +534,17 @@ const IMAGE_BYTES = 16 * MIB
  * one, if the compile ran none of the code (the driver's `keep` says so). Runs on the memory as the
  * snapshot left it, before anything else of the run changes it.
  */
-function load(prepared: Prepared, code: string): RunResult | undefined {
+function load(prepared: Prepared, code: string, owner: string): RunResult | undefined {
   const { context } = prepared
   const imaging = prepared.imaging
-  const image = imaging?.images.get(code)
+  const key = imageKey(owner, code)
+  const image = imaging?.images.get(key)
   if (imaging && image) {
     applyImage(imaging.snapshot.memory, image)
     return undefined
   }
-  const record = imaging !== undefined && code.length <= MAX_IMAGE_CODE
-  if (record) clearZone(imaging.snapshot.memory, imaging.end)
+  const zone =
+    imaging && code.length <= MAX_IMAGE_CODE ? clearZone(imaging.snapshot.memory, imaging.end) : undefined
   const wrapped = wrapModule(code)
   const scope = new Scope()
   let wrapsOnly = false
@@ -547,12 +559,15 @@ function load(prepared: Prepared, code: string): RunResult | undefined {
   } finally {
     scope.dispose()
   }
-  if (record && wrapsOnly && hostRefsAsSnapshot(imaging.snapshot)) {
-    const captured = captureImage(imaging.snapshot.memory, imaging.snapshot.ranges, imaging.end)
-    if (captured) imaging.images.put(code, captured)
+  if (imaging && zone && wrapsOnly && hostRefsAsSnapshot(imaging.snapshot)) {
+    const captured = captureImage(imaging.snapshot.memory, imaging.snapshot.ranges, imaging.end, zone)
+    if (captured) imaging.images.put(key, captured)
   }
   return undefined
 }
+
+/** The key of a code's image: its owner (length first, so that no two pairs make one key) and the code. */
+const imageKey = (owner: string, code: string) => `${owner.length}:${owner}${code}`
 
 /** Whether the host's functions of the engine are as the snapshot has them (a compile makes none). */
 function hostRefsAsSnapshot(snapshot: Snapshot): boolean {

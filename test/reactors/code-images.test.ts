@@ -51,6 +51,30 @@ describe('compiled codes kept as images', () => {
     expect(engine.codeImages).toBe(0)
   })
 
+  it("a tenant's image serves only that tenant: another tenant's run of the same code compiles it", async () => {
+    const engine = await fresh()
+    const code = 'module.exports = async () => 42'
+    expect(await engine.run(code, REQUEST, 5000, undefined, 'tenant-a')).toMatchObject({
+      ok: true,
+      json: '42',
+    })
+    engine.prepare()
+    expect([engine.keepsImageOf(code, 'tenant-a'), engine.keepsImageOf(code, 'tenant-b')]).toEqual([
+      true,
+      false,
+    ])
+    expect(await engine.run(code, REQUEST, 5000, undefined, 'tenant-b')).toMatchObject({
+      ok: true,
+      json: '42',
+    })
+    engine.prepare()
+    expect([engine.keepsImageOf(code, 'tenant-a'), engine.keepsImageOf(code, 'tenant-b')]).toEqual([
+      true,
+      true,
+    ])
+    expect(engine.codeImages).toBe(2)
+  })
+
   it('a syntax error is not kept, and answers as before', async () => {
     const engine = await fresh()
     for (let i = 0; i < 2; i++) {
