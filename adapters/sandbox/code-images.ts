@@ -24,10 +24,17 @@ export interface CodeImage {
   size: number
 }
 
-/** How much memory past the snapshot's end is cleared before a compile that is to be recorded. */
-export const ZONE_BYTES = 1024 * 1024
+/**
+ * How much memory past the snapshot's end is cleared before a compile that is to be recorded. The
+ * allocator writes its own (nonzero) record of the free memory right past the last block it hands
+ * out, so the last nonzero byte of the zone after the compile bounds every byte the compile placed
+ * there, zeros included.
+ */
+export const ZONE_BYTES = 256 * 1024
+/** The end of the zone the compile must not reach. */
+const ZONE_MARGIN = 64 * 1024
 /** How much memory past that zone is copied before such a compile, and must be unchanged after it. */
-const GUARD_BYTES = 4 * 1024 * 1024
+const GUARD_BYTES = 64 * 1024
 /**
  * The longest code kept as an image (longer code is compiled on every run): what compiling it
  * allocates stays far within the zone (formulas are at most 12 000 characters).
@@ -35,11 +42,17 @@ const GUARD_BYTES = 4 * 1024 * 1024
 export const MAX_IMAGE_CODE = 16 * 1024
 /** Block sizes of the comparison with the snapshot: large blocks first, then the changed ones finely. */
 const BLOCK = 4096
-const FINE = 64
+/** Changed bytes this close make one chunk of an image. */
+const GAP = 32
 
-/** The images of one engine's codes, the most recently used kept within `maxEntries` and `maxBytes`. */
+/**
+ * The images of one engine's codes, the most recently used kept within `maxEntries` and `maxBytes`.
+ * A code is recorded the second time it is compiled (`seen` says whether it was once already), so a
+ * code run once costs no recording.
+ */
 export class CodeImages {
   private readonly images = new Map<string, CodeImage>()
+  private readonly once = new Set<string>()
   private bytes = 0
 
   constructor(
@@ -72,6 +85,17 @@ export class CodeImages {
       this.images.delete(oldest)
       this.bytes -= kept.size
     }
+  }
+
+  /**
+   * Whether `code` was compiled once before without being recorded; notes that it was. Forgets the
+   * oldest such codes beyond `maxEntries` × 4.
+   */
+  seen(code: string): boolean {
+    if (this.once.delete(code)) return true
+    this.once.add(code)
+    if (this.once.size > this.maxEntries * 4) this.once.delete(this.once.values().next().value!)
+    return false
   }
 
   /** Whether an image of `code` is kept (it stays where it is in the order of use). */
@@ -119,32 +143,47 @@ export function captureImage(
   const past = Math.min(end + ZONE_BYTES, all.length)
   if (Buffer.compare(all.subarray(past, past + cleared.guard.length), cleared.guard) !== 0) return undefined
   const chunks: Chunk[] = []
+  const words = new Int32Array(all.buffer, 0, all.length >> 2)
   for (const { at, bytes } of base) {
     const now = all.subarray(at, at + bytes.length)
+    // Word by word where the bytes are word-aligned (the snapshot's ranges are), else byte by byte.
+    const aligned = at % 4 === 0 && bytes.byteOffset % 4 === 0
+    const was = aligned ? new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2) : undefined
+    let from = -1
+    let to = -1
+    const changed = (start: number, stop: number) => {
+      // Changes closer than `GAP` bytes make one chunk.
+      if (from >= 0 && start - to <= GAP) to = stop
+      else {
+        if (from >= 0) chunks.push({ at: at + from, bytes: all.slice(at + from, at + to) })
+        from = start
+        to = stop
+      }
+    }
     for (let block = 0; block < bytes.length; block += BLOCK) {
       const stop = Math.min(block + BLOCK, bytes.length)
       if (Buffer.compare(now.subarray(block, stop), bytes.subarray(block, stop)) === 0) continue
-      for (let fine = block; fine < stop; fine += FINE) {
-        const last = Math.min(fine + FINE, stop)
-        if (Buffer.compare(now.subarray(fine, last), bytes.subarray(fine, last)) === 0) continue
-        const previous = chunks.at(-1)
-        // Changed blocks next to each other make one chunk.
-        if (previous && previous.at + previous.bytes.length === at + fine) {
-          previous.bytes = all.slice(previous.at, at + last)
-        } else chunks.push({ at: at + fine, bytes: all.slice(at + fine, at + last) })
-      }
+      if (was && stop % 4 === 0) {
+        const first = at >> 2
+        for (let w = block >> 2; w < stop >> 2; w++)
+          if (words[first + w] !== was[w]) changed(w * 4, w * 4 + 4)
+      } else for (let b = block; b < stop; b++) if (now[b] !== bytes[b]) changed(b, b + 1)
     }
+    if (from >= 0) chunks.push({ at: at + from, bytes: all.slice(at + from, at + to) })
   }
   const zone = all.subarray(Math.min(end, all.length), Math.min(end + ZONE_BYTES, all.length))
   const used = usedEnd(zone)
-  if (used > ZONE_BYTES - 64 * 1024) return undefined
+  if (used > ZONE_BYTES - ZONE_MARGIN) return undefined
   if (used > 0) chunks.push({ at: end, bytes: zone.slice(0, used) })
   return { chunks, size: chunks.reduce((sum, chunk) => sum + chunk.bytes.length, 0) }
 }
 
+/** Zeros to compare memory with. */
+const ZEROS = new Uint8Array(65_536)
+
 /** The index just past the last nonzero byte of `bytes` (0 if all are zero). */
 export function usedEnd(bytes: Uint8Array): number {
-  const zero = new Uint8Array(65_536)
+  const zero = ZEROS
   let end = bytes.length
   while (end > 0) {
     const start = Math.max(0, end - zero.length)

@@ -530,8 +530,9 @@ const IMAGE_BYTES = 16 * MIB
 /**
  * Compiles `code` in its module wrapper (a syntax error is the run's failure) and hands the factory
  * to the driver's `keep`, for `start`. When the engine keeps an image of that compile (see
- * adapters/sandbox/code-images.ts), it writes the image back instead; when it does not, it records
- * one, if the compile ran none of the code (the driver's `keep` says so). Runs on the memory as the
+ * adapters/sandbox/code-images.ts), it writes the image back instead; when it does not, and compiled
+ * that code once before, it records one, if the compile ran none of the code (the driver's `keep`
+ * says so). Runs on the memory as the
  * snapshot left it, before anything else of the run changes it.
  */
 function load(prepared: Prepared, code: string, owner: string): RunResult | undefined {
@@ -544,7 +545,9 @@ function load(prepared: Prepared, code: string, owner: string): RunResult | unde
     return undefined
   }
   const zone =
-    imaging && code.length <= MAX_IMAGE_CODE ? clearZone(imaging.snapshot.memory, imaging.end) : undefined
+    imaging && code.length <= MAX_IMAGE_CODE && imaging.images.seen(key)
+      ? clearZone(imaging.snapshot.memory, imaging.end)
+      : undefined
   const wrapped = wrapModule(code)
   const scope = new Scope()
   let wrapsOnly = false

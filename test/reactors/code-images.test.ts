@@ -4,9 +4,10 @@ import { compileEngine, Engine } from '../../adapters/sandbox/engine.js'
 const REQUEST = JSON.stringify({ args: { n: 1 }, configuration: {} })
 
 /**
- * An engine compiles a code once and keeps what compiling it changed in its memory (an image,
- * adapters/sandbox/code-images.ts); later runs of that code write the image back instead of
- * compiling. These tests check that a run of a kept code is a run like any other.
+ * An engine keeps what compiling a code changed in its memory (an image,
+ * adapters/sandbox/code-images.ts), recorded the second time it compiles the code; later runs of that
+ * code write the image back instead of compiling. These tests check that a run of a kept code is a
+ * run like any other.
  */
 describe('compiled codes kept as images', () => {
   let compiled: object
@@ -22,15 +23,17 @@ describe('compiled codes kept as images', () => {
     return JSON.parse(result.json) as unknown
   }
 
-  it('a code run again is kept once, and every run of it starts from fresh state', async () => {
+  it('a code is kept from its second run on, and every run of it starts from fresh state', async () => {
     const engine = await fresh()
     const counter = `let n = 0
       module.exports = async (req) => ({ n: ++n, seen: typeof globalThis.mark, arg: req.args.n })
       globalThis.mark = true`
     const changes = `Object.prototype.polluted = 1; globalThis.other = 1; module.exports = async () => 'changed'`
     expect(await answer(engine, counter)).toEqual({ n: 1, seen: 'boolean', arg: 1 })
+    expect(engine.codeImages).toBe(0)
+    expect(await answer(engine, counter)).toEqual({ n: 1, seen: 'boolean', arg: 1 })
     expect(engine.codeImages).toBe(1)
-    expect(await answer(engine, changes)).toBe('changed')
+    for (let i = 0; i < 3; i++) expect(await answer(engine, changes)).toBe('changed')
     expect(engine.codeImages).toBe(2)
     for (const n of [2, 3]) {
       const request = JSON.stringify({ args: { n }, configuration: {} })
@@ -47,31 +50,25 @@ describe('compiled codes kept as images', () => {
     const engine = await fresh()
     const escapes = `}); globalThis.compiled = (globalThis.compiled || 0) + 1;
       (function (exports, require, module) { module.exports = async () => globalThis.compiled`
-    for (let i = 0; i < 3; i++) expect(await answer(engine, escapes)).toBe(1)
+    for (let i = 0; i < 4; i++) expect(await answer(engine, escapes)).toBe(1)
     expect(engine.codeImages).toBe(0)
   })
 
   it("a tenant's image serves only that tenant: another tenant's run of the same code compiles it", async () => {
     const engine = await fresh()
     const code = 'module.exports = async () => 42'
-    expect(await engine.run(code, REQUEST, 5000, undefined, 'tenant-a')).toMatchObject({
-      ok: true,
-      json: '42',
-    })
-    engine.prepare()
-    expect([engine.keepsImageOf(code, 'tenant-a'), engine.keepsImageOf(code, 'tenant-b')]).toEqual([
-      true,
-      false,
-    ])
-    expect(await engine.run(code, REQUEST, 5000, undefined, 'tenant-b')).toMatchObject({
-      ok: true,
-      json: '42',
-    })
-    engine.prepare()
-    expect([engine.keepsImageOf(code, 'tenant-a'), engine.keepsImageOf(code, 'tenant-b')]).toEqual([
-      true,
-      true,
-    ])
+    const runAs = async (tenant: string) => {
+      expect(await engine.run(code, REQUEST, 5000, undefined, tenant)).toMatchObject({ ok: true, json: '42' })
+      engine.prepare()
+    }
+    const kept = () => [engine.keepsImageOf(code, 'tenant-a'), engine.keepsImageOf(code, 'tenant-b')]
+    await runAs('tenant-a')
+    await runAs('tenant-a')
+    expect(kept()).toEqual([true, false])
+    await runAs('tenant-b')
+    expect(kept()).toEqual([true, false])
+    await runAs('tenant-b')
+    expect(kept()).toEqual([true, true])
     expect(engine.codeImages).toBe(2)
   })
 
@@ -92,6 +89,7 @@ describe('compiled codes kept as images', () => {
     const engine = await fresh()
     const code = `module.exports = async () => typeof Object.getOwnPropertyDescriptor(globalThis, 'fetch').get`
     expect(await answer(engine, code, REQUEST, ['https://example.com'])).toBe('function')
+    expect(await answer(engine, code, REQUEST, ['https://example.com'])).toBe('function')
     expect(engine.codeImages).toBe(1)
     expect(await answer(engine, code)).toBe('undefined')
     expect(await answer(engine, code, REQUEST, ['https://example.com'])).toBe('function')
@@ -100,15 +98,18 @@ describe('compiled codes kept as images', () => {
   it('keeps the 64 codes used last: a 65th forgets the one used longest ago', async () => {
     const engine = await fresh()
     const code = (i: number) => `module.exports = async () => ${i}`
-    for (let i = 1; i <= 64; i++) expect(await answer(engine, code(i))).toBe(i)
+    const twice = async (i: number) => {
+      for (let n = 0; n < 2; n++) expect(await answer(engine, code(i))).toBe(i)
+    }
+    for (let i = 1; i <= 64; i++) await twice(i)
     expect(engine.codeImages).toBe(64)
     // Code 1 is used again: code 2 is now the one used longest ago.
     expect(await answer(engine, code(1))).toBe(1)
-    expect(await answer(engine, code(65))).toBe(65)
+    await twice(65)
     expect(engine.codeImages).toBe(64)
     expect([1, 2, 3, 65].map((i) => engine.keepsImageOf(code(i)))).toEqual([true, false, true, true])
-    // Forgotten, it is compiled again, and kept again (code 3 goes).
-    expect(await answer(engine, code(2))).toBe(2)
+    // Forgotten, it is compiled again, and kept again from its second compile (code 3 goes).
+    await twice(2)
     expect([2, 3].map((i) => engine.keepsImageOf(code(i)))).toEqual([true, false])
   })
 })
