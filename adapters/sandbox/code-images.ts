@@ -34,7 +34,7 @@ export const ZONE_BYTES = 256 * 1024
 /** The end of the zone the compile must not reach. */
 const ZONE_MARGIN = 64 * 1024
 /** How much memory past that zone is copied before such a compile, and must be unchanged after it. */
-const GUARD_BYTES = 64 * 1024
+const GUARD_BYTES = 256 * 1024
 /**
  * The longest code kept as an image (longer code is compiled on every run): what compiling it
  * allocates stays far within the zone (formulas are at most 12 000 characters).
