@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads'
 import type { Permission } from '../entry/index.js'
 import type { FormulaRequest, FormulaRunner } from '../src/kernel/runner.js'
 import { built } from './built.js'
-import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
+import { type BenchOptions, type BenchRow, compare, inFlight } from './harness.js'
 
 const SOURCE =
   'async function (req) { return { raw: { sum: req.args.a + req.args.b, region: req.configuration.region } } }'
@@ -183,6 +183,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
 
   rows.push(...(await digests(make)))
+  rows.push(await engineRuns(opts))
 
   // Memory bombs on every worker at once: the host's RSS over idle.
   const bombed = await reactorFixture(make())
@@ -217,6 +218,38 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     await bombRunner.close()
   }
   return rows
+}
+
+/**
+ * One engine alone (no worker, no service), as a worker runs it: a trivial formula's run and the
+ * restore after it, for a code the engine keeps as an image (adapters/sandbox/code-images.ts) against
+ * a code it compiles (every run a new code, so none is kept).
+ */
+async function engineRuns(opts: BenchOptions): Promise<BenchRow> {
+  const { Engine } = (await import(
+    new URL('../dist/adapters/sandbox/engine.js', import.meta.url).href
+  )) as typeof import('../adapters/sandbox/engine.js')
+  const engine = await Engine.load(64, 1_048_576)
+  const request = JSON.stringify({ args: { a: 1, b: 2 }, configuration: { region: 'eu' } })
+  const run = async (code: string) => {
+    const result = await engine.run(code, request, 5000, undefined, 'tenant')
+    engine.prepare()
+    if (!result.ok) throw new Error(result.message)
+  }
+  let n = 0
+  const kept = () => run(`module.exports = ${SOURCE}`)
+  const compiled = () => run(`module.exports = ${SOURCE} // ${n++}`)
+  const { op, baseline, ratio } = await compare(kept, compiled, { rounds: opts.quick ? 3 : 7, ms: 200 })
+  return {
+    group: 'reactor',
+    operation: 'one engine: a run and its restore, the code kept as an image',
+    opsPerSec: op,
+    baseline: 'the same run compiling its code (a new code every run)',
+    baselineOpsPerSec: baseline,
+    ratio,
+    goal: '—',
+    note: `${(1e6 / op).toFixed(1)} µs against ${(1e6 / baseline).toFixed(1)} µs per run`,
+  }
 }
 
 /**
