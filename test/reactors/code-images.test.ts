@@ -46,6 +46,26 @@ describe('compiled codes kept as images', () => {
     expect(engine.codeImages).toBe(3)
   })
 
+  it('a kept code whose run is stopped at its deadline or runs out of memory runs afresh next time', async () => {
+    const engine = await fresh()
+    const code = `let kept = []
+      module.exports = async (req) => {
+        if (req.args.n === 1) for (;;) {}
+        if (req.args.n === 2) for (;;) kept.push(new Array(100000).fill(1))
+        return { kept: kept.length, arg: req.args.n }
+      }`
+    const request = (n: number) => JSON.stringify({ args: { n }, configuration: {} })
+    for (let i = 0; i < 2; i++) expect(await answer(engine, code, request(0))).toEqual({ kept: 0, arg: 0 })
+    expect(engine.keepsImageOf(code)).toBe(true)
+    expect(await engine.run(code, request(1), 100)).toMatchObject({ ok: false, kind: 'timeout' })
+    engine.prepare()
+    expect(await answer(engine, code, request(3))).toEqual({ kept: 0, arg: 3 })
+    expect(await engine.run(code, request(2), 5000)).toMatchObject({ ok: false, kind: 'crashed' })
+    engine.prepare()
+    expect(engine.broken).toBe(false)
+    expect(await answer(engine, code, request(4))).toEqual({ kept: 0, arg: 4 })
+  })
+
   it('code that closes its module wrapper early runs at its compile: it is compiled again on every run, never kept', async () => {
     const engine = await fresh()
     const escapes = `}); globalThis.compiled = (globalThis.compiled || 0) + 1;
