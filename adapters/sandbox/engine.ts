@@ -497,7 +497,8 @@ function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string, d
  * Sets the context up with the run driver (adapters/sandbox/prelude/driver.js): it removes the
  * globals formula code is not given, makes `fetch` throw the clear error, and defines `require` and
  * the prelude's globals so that they evaluate the prelude (the modules `require` answers) in this
- * context on first use, through the host function `load`; it answers `start`, kept here. The
+ * context on first use, through the host function `load`; it answers `keep` and `start`, kept
+ * here (formula code never sees them), and reports where `start` stopped through `fail`. The
  * prelude gets the host's functions on a `__host` object it removes from the global object before
  * any formula code runs: `refuse` (throws the clear error for a module not offered), `fetch` (starts
  * a request to an allowed origin) and the crypto bridge (`adapters/sandbox/crypto-bridge.ts`:
@@ -532,8 +533,7 @@ const IMAGE_BYTES = 16 * MIB
  * to the driver's `keep`, for `start`. When the engine keeps an image of that compile (see
  * adapters/sandbox/code-images.ts), it writes the image back instead; when it does not, and compiled
  * that code once before, it records one, if the compile ran none of the code (the driver's `keep`
- * says so). Runs on the memory as the
- * snapshot left it, before anything else of the run changes it.
+ * says so). Runs on the memory as the snapshot left it, before anything else of the run changes it.
  */
 function load(prepared: Prepared, code: string, owner: string): RunResult | undefined {
   const { context } = prepared
