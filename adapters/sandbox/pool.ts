@@ -140,9 +140,10 @@ const STRIKE_MEMORY_MS = 60_000
  * in `starts`) before it runs the run's code, once its engine is restored after the previous run; it
  * sends no message for that, only the run's answer, so a run costs one message each way. A worker
  * that dies after the claim fails the run it runs (`crashed`); one that dies before it (restoring
- * failed) or between runs is the previous run's doing. Runs it held that never started are sent again to another worker, first in their
- * tenants' queues: any number of times while those deaths are another tenant's doing (that tenant
- * is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant
+ * failed) or between runs is the previous run's doing. Runs it held that never started are sent
+ * again to another worker, first in their tenants' queues: any number of times while those deaths
+ * are another tenant's doing (that tenant is held back, so this ends), at most once while they are
+ * its own tenant's or nobody's. The tenant
  * whose run killed a worker is the one that waits: one run at a time in a worker, the next only
  * after `crashPenaltyMs` (doubling per kill, up to `maxCrashPenaltyMs`), so its runs pile up in its
  * own backlog (`busy` once full) while the other tenants' runs go on.
