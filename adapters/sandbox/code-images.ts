@@ -5,10 +5,15 @@
  * code in a worker records what compiling it changed in the engine's memory (an image: the bytes that
  * differ from the engine's snapshot, and those it wrote past the snapshot's end); a later run of the
  * same code, once the engine is restored, writes that image back instead of compiling, which leaves
- * the memory exactly as compiling would have. Only code whose compile ran none of it is kept (see
- * `wrapsOnly` in adapters/sandbox/prelude/driver.js), so an image holds no state of any run: it is
- * taken after the compile and before the module body runs, and every run still starts from the
- * snapshot (with that code compiled).
+ * the memory exactly as compiling would have. Only code whose compile ran none of it is kept (`keep`
+ * in adapters/sandbox/prelude/driver.js checks that the compiled function's source is the whole
+ * wrapper), so an image holds no state of any run: it is taken after the compile, before the module
+ * body runs and before the request reaches the engine, and every run still starts from the snapshot
+ * (with that code compiled). Nor can a compile that called the host be kept: it would have made host
+ * functions (the prelude's), and a compile that did is never recorded. What a code could still
+ * smuggle into its own image, were it written to close its wrapper and rebuild the whole wrapper's
+ * text with `eval` (a quine), is what the engine's built-ins compute with nothing from outside: the
+ * time of that compile. Images are kept per tenant (the engine's caller says whose run it is).
  */
 
 /** A range of the engine's memory and the bytes it holds. */

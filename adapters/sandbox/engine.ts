@@ -555,8 +555,9 @@ function load(prepared: Prepared, code: string, owner: string): RunResult | unde
     const factory = unwrap(scope, context, context.evalCode(wrapped, 'formula.js'), 'invalid')
     if (isResult(factory))
       return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
-    const length = scope.manage(context.newNumber(wrapped.length - 2))
-    const kept = context.callFunction(prepared.keep, context.undefined, factory, length)
+    // The wrapper's text is handed back only when the compile is to be recorded.
+    const source = zone ? scope.manage(context.newString(wrapped.slice(1, -1))) : context.undefined
+    const kept = context.callFunction(prepared.keep, context.undefined, factory, source)
     if (kept.error) scope.manage(kept.error)
     else wrapsOnly = context.dump(scope.manage(kept.value)) === true
   } finally {

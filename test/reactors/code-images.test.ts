@@ -92,6 +92,26 @@ describe('compiled codes kept as images', () => {
     expect(engine.codeImages).toBe(2)
   })
 
+  it("code that closes its wrapper and leaves a `new Function` as long as the whole wrapper's text is not kept either", async () => {
+    const engine = await fresh()
+    const head = '(function (exports, require, module, __filename, __dirname) {'
+    const body = 'module.exports = async () => globalThis.compiled'
+    const made = `new Function('exports', 'require', 'module', ${JSON.stringify(body)} + '//' + 'x'.repeat(N))`
+    const code = (n: number) =>
+      `}); globalThis.compiled = (globalThis.compiled || 0) + 1; ((f) => ${made.replace('N', String(n))})(function () {`
+    // The length of that function's text without padding, then the padding that makes it as long
+    // as the text inside the wrapper's parentheses.
+    const base = (await answer(
+      engine,
+      `module.exports = async () => ${made.replace('N', '0')}.toString().length`,
+    )) as number
+    let n = 0
+    while (base + n < head.length - 1 + code(n).length + 2) n++
+    expect(base + n).toBe(head.length - 1 + code(n).length + 2)
+    for (let i = 0; i < 3; i++) expect(await answer(engine, code(n))).toBe(1)
+    expect(engine.keepsImageOf(code(n))).toBe(false)
+  })
+
   it('a syntax error is not kept, and answers as before', async () => {
     const engine = await fresh()
     for (let i = 0; i < 2; i++) {

@@ -77,17 +77,20 @@ export default function setup(host) {
 
   /**
    * Keeps `factory` (what evaluating the formula's code in its module wrapper answered) for the next
-   * `start`. Answers whether that evaluation ran none of the code: whether `factory` is the one
-   * function the whole wrapper is, its source `sourceLength` characters long. Code that closes the
-   * wrapper early (`}); ... (function () {`) runs what it put between at that evaluation, and the
-   * function it leaves is shorter than the whole. (Read with the functions taken at setup, so that no
-   * code can answer for them.)
+   * `start`. Given `source` (the wrapper's text inside its parentheses), answers whether that
+   * evaluation ran none of the code: whether `factory` is a function whose source is that whole text.
+   * Code that closes the wrapper early (`}); ... (function () {`) runs what it put between at that
+   * evaluation, and the function it leaves is not the whole text (a function made by
+   * `new Function` has its own text, `function anonymous(...`). Read with the functions taken at
+   * setup, so that no code can answer for them.
    * @param {unknown} factory
-   * @param {number} sourceLength
+   * @param {string | undefined} source
    */
-  function keep(factory, sourceLength) {
+  function keep(factory, source) {
     kept = factory
-    return typeof factory === 'function' && apply(sourceOf, factory, []).length === sourceLength
+    return (
+      typeof factory === 'function' && typeof source === 'string' && apply(sourceOf, factory, []) === source
+    )
   }
 
   /**
