@@ -133,9 +133,12 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const { service, reacts } = await reactorFixture(make())
   const floor = await echoes(2)
   try {
-    for (let i = 0; i < 300; i++) await reacts[i % 2]!()
+    for (let i = 0; i < (opts.quick ? 300 : 3000); i++) await reacts[i % 2]!()
     const n = opts.quick ? 500 : 3000
+    const before = process.cpuUsage()
     const ours = await latencies(reacts[0]!, n)
+    const used = process.cpuUsage(before)
+    const cpuOne = (used.user + used.system) / n
     const base = await latencies(plainCall, n)
     const hops = await latencies(floor.hop, n)
     const p50 = median(ours) - median(base)
@@ -148,7 +151,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       baselineOpsPerSec: 1e6 / median(base),
       ratio: median(ours) / median(base),
       goal: 'p50 overhead ≤ 150 µs',
-      note: `p50 overhead ${p50.toFixed(0)} µs, p99 ${p99.toFixed(0)} µs; floor: a bare thread hop ${median(hops).toFixed(0)} µs p50 in the same run`,
+      note: `p50 overhead ${p50.toFixed(0)} µs, p99 ${p99.toFixed(0)} µs, ${cpuOne.toFixed(0)} µs of CPU per react (every thread); floor: a bare thread hop ${median(hops).toFixed(0)} µs p50 in the same run`,
     })
 
     const total = opts.quick ? 4000 : 20_000
