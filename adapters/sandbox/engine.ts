@@ -268,10 +268,10 @@ export class Engine {
 /**
  * The engine's WebAssembly memory as it was right after its context was set up, and the host-side
  * state that goes with it. `ranges` are the bytes copied back: all of the memory up to the heap's
- * highest used byte (to the end of its 16-byte word), except the C stack of a known build (below
- * the stack pointer between calls, what a run left there is never read). Above the heap's top, what
- * a run left is free memory the allocator hands out again only as it does any freed memory (zeroed
- * where it must be).
+ * highest used byte and 256 bytes past it (to a whole 16-byte word), except the C stack of a known
+ * build (below the stack pointer between calls, what a run left there is never read). Above that,
+ * what a run left is free memory the allocator hands out again only as it does any freed memory
+ * (zeroed where it must be).
  *
  * The host side: the ids of the host functions the context holds (`quickjs-emscripten` keeps the
  * functions in a map by id, and frees an id when the engine frees its function, which may happen
@@ -301,12 +301,16 @@ const CACHED_HANDLES = ['_global', '_BigInt', '_Symbol', '_SymbolIterator', '_Sy
 
 /** The snapshot's end is a multiple of this (bytes): the allocator's alignment. */
 const SNAPSHOT_ALIGN = 16
+/** How far past the heap's last nonzero byte the snapshot goes (bytes, all zero when it is taken). */
+const SNAPSHOT_MARGIN = 256
 
 function takeSnapshot(memory: WasmMemory, prepared: Prepared, whole: boolean): Snapshot {
   const all = new Uint8Array(memory.buffer)
-  // Whole words: the last nonzero byte may be the low byte of a field whose other bytes are zero
-  // (the allocator's size of its last block), and a run may write those; they are copied back too.
-  const end = Math.min(all.length, Math.ceil(usedEnd(all) / SNAPSHOT_ALIGN) * SNAPSHOT_ALIGN)
+  // Past the last nonzero byte: it may be the low byte of a field whose other bytes are zero (the
+  // allocator's size of its last block), and the allocator may keep fields that are all zero just
+  // past it; a run may write those. So the copy goes `SNAPSHOT_MARGIN` bytes further, to a whole word.
+  const used = usedEnd(all) + SNAPSHOT_MARGIN
+  const end = Math.min(all.length, Math.ceil(used / SNAPSHOT_ALIGN) * SNAPSHOT_ALIGN)
   const stack = whole ? undefined : stackOfBuild()
   const ranges =
     // The stack's deep end, never reached while setting up, must be zero: the layout is as known.
