@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads'
 import type { Permission } from '../entry/index.js'
 import type { FormulaRequest, FormulaRunner } from '../src/kernel/runner.js'
 import { built } from './built.js'
-import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
+import { type BenchOptions, type BenchRow, compare, inFlight } from './harness.js'
 
 const SOURCE =
   'async function (req) { return { raw: { sum: req.args.a + req.args.b, region: req.configuration.region } } }'
@@ -133,9 +133,12 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const { service, reacts } = await reactorFixture(make())
   const floor = await echoes(2)
   try {
-    for (let i = 0; i < 300; i++) await reacts[i % 2]!()
+    for (let i = 0; i < (opts.quick ? 300 : 3000); i++) await reacts[i % 2]!()
     const n = opts.quick ? 500 : 3000
+    const before = process.cpuUsage()
     const ours = await latencies(reacts[0]!, n)
+    const used = process.cpuUsage(before)
+    const cpuOne = (used.user + used.system) / n
     const base = await latencies(plainCall, n)
     const hops = await latencies(floor.hop, n)
     const p50 = median(ours) - median(base)
@@ -148,7 +151,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       baselineOpsPerSec: 1e6 / median(base),
       ratio: median(ours) / median(base),
       goal: 'p50 overhead ≤ 150 µs',
-      note: `p50 overhead ${p50.toFixed(0)} µs, p99 ${p99.toFixed(0)} µs; floor: a bare thread hop ${median(hops).toFixed(0)} µs p50 in the same run`,
+      note: `p50 overhead ${p50.toFixed(0)} µs, p99 ${p99.toFixed(0)} µs, ${cpuOne.toFixed(0)} µs of CPU per react (every thread); floor: a bare thread hop ${median(hops).toFixed(0)} µs p50 in the same run`,
     })
 
     const total = opts.quick ? 4000 : 20_000
@@ -183,6 +186,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
 
   rows.push(...(await digests(make)))
+  rows.push(await engineRuns(opts))
 
   // Memory bombs on every worker at once: the host's RSS over idle.
   const bombed = await reactorFixture(make())
@@ -217,6 +221,38 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     await bombRunner.close()
   }
   return rows
+}
+
+/**
+ * One engine alone (no worker, no service), as a worker runs it: a trivial formula's run and the
+ * restore after it, for a code the engine keeps as an image (adapters/sandbox/code-images.ts) against
+ * a code it compiles (every run a new code, so none is kept).
+ */
+async function engineRuns(opts: BenchOptions): Promise<BenchRow> {
+  const { Engine } = (await import(
+    new URL('../dist/adapters/sandbox/engine.js', import.meta.url).href
+  )) as typeof import('../adapters/sandbox/engine.js')
+  const engine = await Engine.load(64, 1_048_576)
+  const request = JSON.stringify({ args: { a: 1, b: 2 }, configuration: { region: 'eu' } })
+  const run = async (code: string) => {
+    const result = await engine.run(code, request, 5000, undefined, 'tenant')
+    engine.prepare()
+    if (!result.ok) throw new Error(result.message)
+  }
+  let n = 0
+  const kept = () => run(`module.exports = ${SOURCE}`)
+  const compiled = () => run(`module.exports = ${SOURCE} // ${n++}`)
+  const { op, baseline, ratio } = await compare(kept, compiled, { rounds: opts.quick ? 3 : 7, ms: 200 })
+  return {
+    group: 'reactor',
+    operation: 'one engine: a run and its restore, the code kept as an image',
+    opsPerSec: op,
+    baseline: 'the same run compiling its code (a new code every run)',
+    baselineOpsPerSec: baseline,
+    ratio,
+    goal: '—',
+    note: `${(1e6 / op).toFixed(1)} µs against ${(1e6 / baseline).toFixed(1)} µs per run`,
+  }
 }
 
 /**

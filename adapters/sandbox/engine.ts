@@ -14,6 +14,7 @@ import {
   Scope,
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/reactors/egress.js'
+import { applyImage, CodeImages, captureImage, clearZone, MAX_IMAGE_CODE, usedEnd } from './code-images.js'
 import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
 import {
   type ErrorsBlock,
@@ -24,7 +25,7 @@ import {
   type WorkerFailure,
   type WorkerMessage,
 } from './messages.js'
-import { preludeSource } from './prelude-source.js'
+import { driverSource, preludeSource } from './prelude-source.js'
 
 const MIB = 1024 * 1024
 const PAGE = 65_536
@@ -124,11 +125,6 @@ export type RunResult =
 const NOT_AVAILABLE =
   'is not available: reactor formulas run without network (unless the host allows origins), files, processes and modules other than the reactor formulas SDK, crypto, util, buffer, url and timers (see README, "What a formula can use")'
 
-/** Globals of the engine that formula code is not given. */
-const REMOVED_GLOBALS = ['SharedArrayBuffer', 'Atomics', 'WebAssembly']
-/** Globals Node has that formulas do not: present, so that calling one says clearly why it fails. */
-const REFUSED_GLOBALS = ['fetch']
-
 const cut = (text: string, max: number) => (text.length > max ? text.slice(0, max) : text)
 
 /**
@@ -163,19 +159,38 @@ export class Engine {
 
   /**
    * Loads a new engine whose WebAssembly memory can never grow past `memoryMb` + headroom, with the
-   * prelude's program text (`preludeSource()` unless given). With `whole`, its snapshot is all of
-   * its memory, as for an engine build whose layout is not known (tests use it).
+   * program text of the prelude and the run driver (`preludeSource()` and `driverSource()` unless
+   * given). With `whole`, its snapshot is all of its memory, as for an engine build whose layout is
+   * not known (tests use it).
    */
   static async load(
     memoryMb: number,
     maxResultChars: number,
     compiled?: object,
-    prelude?: string,
+    sources: { prelude?: string | undefined; driver?: string | undefined } = {},
     whole = false,
   ): Promise<Engine> {
     const { module, memory } = await loadModule(memoryMb + HEADROOM_MB, compiled)
-    const prepared = prepare(module, memoryMb, prelude ?? (await preludeSource()))
-    return new Engine(prepared, takeSnapshot(memory, prepared, whole), memoryMb, maxResultChars)
+    const prelude = sources.prelude ?? (await preludeSource())
+    const prepared = prepare(module, memoryMb, prelude, sources.driver ?? (await driverSource()))
+    const snapshot = takeSnapshot(memory, prepared, whole)
+    const last = snapshot.ranges.at(-1)!
+    prepared.imaging = {
+      snapshot,
+      end: last.at + last.bytes.length,
+      images: new CodeImages(IMAGES, IMAGE_BYTES),
+    }
+    return new Engine(prepared, snapshot, memoryMb, maxResultChars)
+  }
+
+  /** How many compiled codes this engine keeps as images (see adapters/sandbox/code-images.ts). */
+  get codeImages(): number {
+    return this.prepared.imaging?.images.size ?? 0
+  }
+
+  /** Whether this engine keeps an image of `code`'s compile for `owner` (it stays where it is in the order of use). */
+  keepsImageOf(code: string, owner = ''): boolean {
+    return this.prepared.imaging?.images.has(imageKey(owner, code)) ?? false
   }
 
   /** Bytes copied back after each run (tests check that the stack is left out). */
@@ -197,8 +212,19 @@ export class Engine {
     }
   }
 
-  /** Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects. */
-  async run(code: string, request: string, timeoutMs: number, egress?: string[]): Promise<RunResult> {
+  /**
+   * Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects.
+   * The image of the code's compile is kept for `owner` (the run's tenant) alone: another tenant's
+   * run of the same code compiles it, so that how long a run takes tells nobody what code another
+   * tenant ran.
+   */
+  async run(
+    code: string,
+    request: string,
+    timeoutMs: number,
+    egress?: string[],
+    owner = '',
+  ): Promise<RunResult> {
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
     this.prepare()
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
@@ -206,11 +232,16 @@ export class Engine {
     this.dirty = true
     this.running = true
     const prepared = this.prepared
-    fresh(prepared, performance.now() + timeoutMs, this.memoryMb)
+    fresh(prepared, performance.now() + timeoutMs, timeoutMs, this.memoryMb)
     let result: RunResult
     try {
-      if (egress?.length) allowFetch(prepared, egress)
-      result = await execute(prepared, code, request, this.maxResultChars, timeoutMs)
+      // The code is compiled (or its image written back) before anything else changes the context.
+      const failed = load(prepared, code, owner)
+      if (failed) result = failed
+      else {
+        if (egress?.length) allowFetch(prepared, egress)
+        result = await execute(prepared, request, this.maxResultChars, timeoutMs)
+      }
     } catch (error) {
       this.running = false
       // A failure of the engine itself, not of the code: its memory can't be trusted any more.
@@ -237,9 +268,10 @@ export class Engine {
 /**
  * The engine's WebAssembly memory as it was right after its context was set up, and the host-side
  * state that goes with it. `ranges` are the bytes copied back: all of the memory up to the heap's
- * highest used byte, except the C stack of a known build (below the stack pointer between calls,
- * what a run left there is never read). Above the heap's top, what a run left is free memory the
- * allocator hands out again only as it does any freed memory (zeroed where it must be).
+ * highest used byte and 256 bytes past it (to a whole 16-byte word), except the C stack of a known
+ * build (below the stack pointer between calls, what a run left there is never read). Above that,
+ * what a run left is free memory the allocator hands out again only as it does any freed memory
+ * (zeroed where it must be).
  *
  * The host side: the ids of the host functions the context holds (`quickjs-emscripten` keeps the
  * functions in a map by id, and frees an id when the engine frees its function, which may happen
@@ -267,27 +299,18 @@ interface HostRefs {
 /** The context wrapper's lazily made handles (see `Snapshot`). */
 const CACHED_HANDLES = ['_global', '_BigInt', '_Symbol', '_SymbolIterator', '_SymbolAsyncIterator']
 
-/** The index just past the last nonzero byte of `bytes` (0 if all are zero). */
-function usedEnd(bytes: Uint8Array): number {
-  const CHUNK = 65_536
-  const zero = new Uint8Array(CHUNK)
-  let end = bytes.length
-  while (end > 0) {
-    const start = Math.max(0, end - CHUNK)
-    const chunk = bytes.subarray(start, end)
-    if (Buffer.compare(chunk, zero.subarray(0, chunk.length)) !== 0) {
-      let i = chunk.length
-      while (i > 0 && chunk[i - 1] === 0) i--
-      return start + i
-    }
-    end = start
-  }
-  return 0
-}
+/** The snapshot's end is a multiple of this (bytes): the allocator's alignment. */
+const SNAPSHOT_ALIGN = 16
+/** How far past the heap's last nonzero byte the snapshot goes (bytes, all zero when it is taken). */
+const SNAPSHOT_MARGIN = 256
 
 function takeSnapshot(memory: WasmMemory, prepared: Prepared, whole: boolean): Snapshot {
   const all = new Uint8Array(memory.buffer)
-  const end = usedEnd(all)
+  // Past the last nonzero byte: it may be the low byte of a field whose other bytes are zero (the
+  // allocator's size of its last block), and the allocator may keep fields that are all zero just
+  // past it; a run may write those. So the copy goes `SNAPSHOT_MARGIN` bytes further, to a whole word.
+  const used = usedEnd(all) + SNAPSHOT_MARGIN
+  const end = Math.min(all.length, Math.ceil(used / SNAPSHOT_ALIGN) * SNAPSHOT_ALIGN)
   const stack = whole ? undefined : stackOfBuild()
   const ranges =
     // The stack's deep end, never reached while setting up, must be zero: the layout is as known.
@@ -323,15 +346,17 @@ function restore(snapshot: Snapshot): void {
   for (const [name, value] of snapshot.cached) snapshot.context[name] = value
 }
 
-/** Resets the host side of a run (the engine's side is the snapshot's) for a run ending at `deadline`. */
-function fresh(prepared: Prepared, deadline: number, memoryMb: number): void {
+/** Resets the host side of a run (the engine's side is the snapshot's) for a run of `timeoutMs` ending at `deadline`. */
+function fresh(prepared: Prepared, deadline: number, timeoutMs: number, memoryMb: number): void {
   prepared.deadline = deadline
+  prepared.timeoutMs = timeoutMs
   prepared.logs = []
   prepared.bridge = bridgeRun(deadline, memoryMb * MIB)
   delete prepared.modules
   delete prepared.pumpTimers
   delete prepared.deliverFetch
   delete prepared.io
+  delete prepared.stopped
 }
 
 /** A runtime and context ready for one run. */
@@ -340,9 +365,16 @@ interface Prepared {
   context: QuickJSContext
   logs: string[]
   deadline: number
+  /** The run's time limit (ms). */
+  timeoutMs: number
   stringify: QuickJSHandle
-  parse: QuickJSHandle
-  require: QuickJSHandle
+  /** The run driver's `keep` and `start` (adapters/sandbox/prelude/driver.js). */
+  keep: QuickJSHandle
+  start: QuickJSHandle
+  /** The engine's snapshot and the images of compiled codes kept against it (once loaded). */
+  imaging?: { snapshot: Snapshot; end: number; images: CodeImages }
+  /** Why the driver's `start` stopped before the formula's function answered, when it did. */
+  stopped?: RunResult
   /** The prelude's modules, once a run has used them. */
   modules?: QuickJSHandle
   /** The prelude's timer hook (`pumpTimers(fire)`), once the prelude is loaded. */
@@ -446,13 +478,14 @@ function startFetch(prepared: Prepared, text: string): number {
   return id
 }
 
-function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): Prepared {
+function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string, driver: string): Prepared {
   const runtime = module.newRuntime()
   runtime.setMemoryLimit(memoryMb * MIB)
   runtime.setMaxStackSize(STACK_BYTES)
   const prepared = {
     runtime,
     deadline: Number.POSITIVE_INFINITY,
+    timeoutMs: 0,
     logs: [] as string[],
     prelude,
     bridge: bridgeRun(Number.POSITIVE_INFINITY, memoryMb * MIB),
@@ -460,71 +493,126 @@ function prepare(module: QuickJSWASMModule, memoryMb: number, prelude: string): 
   runtime.setInterruptHandler(() => performance.now() > prepared.deadline)
   const context = runtime.newContext()
   prepared.context = context
-  // The answer's JSON and the request are made with the engine's own JSON, taken before any code runs.
+  // The answer's JSON is made with the engine's own JSON.stringify, taken before any code runs.
   const json = context.getProp(context.global, 'JSON')
   prepared.stringify = context.getProp(json, 'stringify')
   STRINGIFY.set(context, prepared.stringify)
-  prepared.parse = context.getProp(json, 'parse')
   json.dispose()
   installConsole(prepared)
-  installGlobals(prepared)
+  installDriver(prepared, driver)
   return prepared
 }
 
-/** Globals the prelude defines, on first use. */
-const PRELUDE_GLOBALS = [
-  'TextEncoder',
-  'TextDecoder',
-  'Buffer',
-  'URL',
-  'URLSearchParams',
-  'setTimeout',
-  'clearTimeout',
-  'setInterval',
-  'clearInterval',
-  'setImmediate',
-  'clearImmediate',
-]
-
 /**
- * The script that sets a fresh context up, in one evaluation (cheaper than one host call per
- * global): it removes `REMOVED_GLOBALS`, makes each of `REFUSED_GLOBALS` throw the clear error, and
- * defines `require` and the globals of `PRELUDE_GLOBALS` so that they evaluate the prelude (the
- * modules `require` answers) in this context on first use, through the host function `__load`,
- * which it takes off the global object first. It answers `require`.
+ * Sets the context up with the run driver (adapters/sandbox/prelude/driver.js): it removes the
+ * globals formula code is not given, makes `fetch` throw the clear error, and defines `require` and
+ * the prelude's globals so that they evaluate the prelude (the modules `require` answers) in this
+ * context on first use, through the host function `load`; it answers `keep` and `start`, kept
+ * here (formula code never sees them), and reports where `start` stopped through `fail`. The
+ * prelude gets the host's functions on a `__host` object it removes from the global object before
+ * any formula code runs: `refuse` (throws the clear error for a module not offered), `fetch` (starts
+ * a request to an allowed origin) and the crypto bridge (`adapters/sandbox/crypto-bridge.ts`:
+ * digests, HMACs and random bytes).
  */
-const SETUP = `(function () {
-  'use strict';
-  var load = globalThis.__load;
-  delete globalThis.__load;
-  ${REMOVED_GLOBALS.map((name) => `delete globalThis.${name};`).join(' ')}
-  ${REFUSED_GLOBALS.map(
-    (name) =>
-      `globalThis.${name} = function ${name}() { throw new Error(${JSON.stringify(`${name} ${NOT_AVAILABLE}`)}); };`,
-  ).join('\n')}
-  ${JSON.stringify(PRELUDE_GLOBALS)}.forEach(function (name) {
-    Object.defineProperty(globalThis, name, {
-      configurable: true,
-      enumerable: false,
-      get: function () { return load()[name]; },
-      set: function (value) { load(); globalThis[name] = value; },
-    });
-  });
-  return function require(id) { var real = load().require; return real(id); };
-})()`
-
-/**
- * Sets the context up with `SETUP`. The prelude gets the host's functions on a `__host` object it
- * removes from the global object before any formula code runs: `refuse` (throws the clear error for
- * a module not offered), `fetch` (starts a request to an allowed origin) and the crypto bridge
- * (`adapters/sandbox/crypto-bridge.ts`: digests, HMACs and random bytes).
- */
-function installGlobals(prepared: Prepared): void {
+function installDriver(prepared: Prepared, driver: string): void {
   const { context } = prepared
-  const load = context.newFunction('load', () => loadPrelude(prepared).dup())
-  context.setProp(context.global, '__load', load)
-  load.dispose()
-  prepared.require = context.unwrapResult(context.evalCode(SETUP, 'setup.js'))
+  Scope.withScope((scope) => {
+    const host = scope.manage(context.newObject())
+    const load = scope.manage(context.newFunction('load', () => loadPrelude(prepared).dup()))
+    const fail = scope.manage(
+      context.newFunction('fail', (stage, thrown) => {
+        prepared.stopped = stoppedAt(prepared, context.getString(stage), thrown)
+      }),
+    )
+    context.setProp(host, 'load', load)
+    context.setProp(host, 'fail', fail)
+    context.setProp(host, 'notAvailable', scope.manage(context.newString(NOT_AVAILABLE)))
+    const setup = scope.manage(context.unwrapResult(context.evalCode(driver, 'driver.js')))
+    const hooks = scope.manage(context.unwrapResult(context.callFunction(setup, context.undefined, host)))
+    prepared.keep = context.getProp(hooks, 'keep')
+    prepared.start = context.getProp(hooks, 'start')
+  })
+}
+
+/** Compiled codes an engine keeps as images, and the bytes they may hold in all. */
+const IMAGES = 64
+const IMAGE_BYTES = 16 * MIB
+
+/**
+ * Compiles `code` in its module wrapper (a syntax error is the run's failure) and hands the factory
+ * to the driver's `keep`, for `start`. When the engine keeps an image of that compile (see
+ * adapters/sandbox/code-images.ts), it writes the image back instead; when it does not, and compiled
+ * that code once before, it records one, if the compile ran none of the code (the driver's `keep`
+ * says so). Runs on the memory as the snapshot left it, before anything else of the run changes it.
+ */
+function load(prepared: Prepared, code: string, owner: string): RunResult | undefined {
+  const { context } = prepared
+  const imaging = prepared.imaging
+  const key = imageKey(owner, code)
+  const image = imaging?.images.get(key)
+  if (imaging && image) {
+    applyImage(imaging.snapshot.memory, image)
+    return undefined
+  }
+  const zone =
+    imaging && code.length <= MAX_IMAGE_CODE && imaging.images.seen(key)
+      ? clearZone(imaging.snapshot.memory, imaging.end)
+      : undefined
+  const wrapped = wrapModule(code)
+  const scope = new Scope()
+  let wrapsOnly = false
+  try {
+    const factory = unwrap(scope, context, context.evalCode(wrapped, 'formula.js'), 'invalid')
+    if (isResult(factory))
+      return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
+    // The wrapper's text is handed back only when the compile is to be recorded.
+    const source = zone ? scope.manage(context.newString(wrapped.slice(1, -1))) : context.undefined
+    const kept = context.callFunction(prepared.keep, context.undefined, factory, source)
+    if (kept.error) scope.manage(kept.error)
+    else wrapsOnly = context.dump(scope.manage(kept.value)) === true
+  } finally {
+    scope.dispose()
+  }
+  if (imaging && zone && wrapsOnly && hostRefsAsSnapshot(imaging.snapshot)) {
+    const captured = captureImage(imaging.snapshot.memory, imaging.snapshot.ranges, imaging.end, zone)
+    if (captured) imaging.images.put(key, captured)
+  }
+  return undefined
+}
+
+/** The key of a code's image: its owner (length first, so that no two pairs make one key) and the code. */
+const imageKey = (owner: string, code: string) => `${owner.length}:${owner}${code}`
+
+/** Whether the host's functions of the engine are as the snapshot has them (a compile makes none). */
+function hostRefsAsSnapshot(snapshot: Snapshot): boolean {
+  const { refs } = snapshot
+  return refs.nextId === snapshot.nextId && refs.groups.size === snapshot.groups.length
+}
+
+/** What a run stopped by the driver's `start` at `stage` answers (see adapters/sandbox/prelude/driver.js). */
+function stoppedAt(prepared: Prepared, stage: string, thrown: QuickJSHandle | undefined): RunResult {
+  const { context } = prepared
+  const describeThrown = () =>
+    thrown ? describe(context, thrown) : { message: 'the formula threw an error' }
+  switch (stage) {
+    case 'module':
+      return { ok: false, kind: 'invalid', message: 'the formula code must be a module body' }
+    case 'load':
+      // A module body stopped at the deadline (a top-level loop) ran out of time; it is not invalid.
+      if (performance.now() > prepared.deadline)
+        return { ok: false, kind: 'timeout', message: `no answer within ${prepared.timeoutMs} ms` }
+      return failed('invalid', describeThrown())
+    case 'export':
+      return {
+        ok: false,
+        kind: 'invalid',
+        message: 'the formula must export a function (module.exports = async function (req) { ... })',
+      }
+    case 'request':
+      return failed('crashed', describeThrown())
+    default:
+      return failed('thrown', describeThrown())
+  }
 }
 
 /** Evaluates the prelude in this run's context (once) and answers its exports. */
@@ -672,14 +760,13 @@ const isResult = (value: QuickJSHandle | RunResult): value is RunResult =>
  */
 async function execute(
   prepared: Prepared,
-  code: string,
   request: string,
   maxResultChars: number,
   timeoutMs: number,
 ): Promise<RunResult> {
   const scope = new Scope()
   try {
-    return await executeIn(scope, prepared, code, request, maxResultChars, timeoutMs)
+    return await executeIn(scope, prepared, request, maxResultChars, timeoutMs)
   } finally {
     scope.dispose()
   }
@@ -688,61 +775,22 @@ async function execute(
 async function executeIn(
   scope: Scope,
   prepared: Prepared,
-  code: string,
   request: string,
   maxResultChars: number,
   timeoutMs: number,
 ): Promise<RunResult> {
   const { context } = prepared
-  // Load: the module body runs once, in this fresh context.
-  const factory = unwrap(scope, context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
-  if (isResult(factory))
-    return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
-  if (context.typeof(factory) !== 'function')
-    return { ok: false, kind: 'invalid', message: 'the formula code must be a module body' }
-  const module = scope.manage(context.newObject())
-  const exportsObject = scope.manage(context.newObject())
-  context.setProp(module, 'exports', exportsObject)
-  const filename = scope.manage(context.newString('/formula.js'))
-  const dirname = scope.manage(context.newString('/'))
-  const loaded = unwrap(
-    scope,
-    context,
-    context.callFunction(
-      factory,
-      context.undefined,
-      exportsObject,
-      prepared.require,
-      module,
-      filename,
-      dirname,
-    ),
-    'invalid',
-  )
-  if (isResult(loaded)) {
-    // A module body stopped at the deadline (a top-level loop) ran out of time; it is not invalid.
-    if (performance.now() > prepared.deadline && !loaded.ok)
-      return { ok: false, kind: 'timeout', message: `no answer within ${timeoutMs} ms` }
-    return loaded
-  }
-  const main = scope.manage(context.getProp(module, 'exports'))
-  if (context.typeof(main) !== 'function') {
-    return {
-      ok: false,
-      kind: 'invalid',
-      message: 'the formula must export a function (module.exports = async function (req) { ... })',
-    }
-  }
-  // Call: the request is parsed inside the engine, so it is the engine's own object.
+  // Load and call, in one call into the engine: the driver runs the module body of the factory
+  // `load` gave it, parses the request (so that it is the engine's own object) and calls the
+  // exported function (see `installDriver`).
   const requestText = scope.manage(context.newString(request))
-  const parsed = unwrap(
+  const called = unwrap(
     scope,
     context,
-    context.callFunction(prepared.parse, context.undefined, requestText),
-    'crashed',
+    context.callFunction(prepared.start, context.undefined, requestText),
+    'thrown',
   )
-  if (isResult(parsed)) return parsed
-  const called = unwrap(scope, context, context.callFunction(main, context.undefined, parsed), 'thrown')
+  if (prepared.stopped) return prepared.stopped
   if (isResult(called)) return called
   const settled = await settle(scope, prepared, called, timeoutMs)
   if (isResult(settled)) return settled

@@ -5,7 +5,7 @@ import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 import { compileEngine, compileIn, loadCompiler } from './engine.js'
 import type { WorkerConfig } from './messages.js'
 import { SandboxPool } from './pool.js'
-import { preludeSource } from './prelude-source.js'
+import { driverSource, preludeSource } from './prelude-source.js'
 
 /** Options of `sandboxRunner`. */
 export interface SandboxRunnerOptions {
@@ -95,16 +95,22 @@ function engineCode(): Promise<object> {
   return code
 }
 
-let prelude: Promise<string> | undefined
-/** The prelude's program text, loaded (or bundled) once per process (again after a failure). */
-function preludeCode(): Promise<string> {
+let sources: Promise<{ prelude: string; driver: string }> | undefined
+/**
+ * The program text of the prelude and the run driver, loaded (or bundled) once per process (again
+ * after a failure).
+ */
+function sourceCode(): Promise<{ prelude: string; driver: string }> {
   const code =
-    prelude ??
-    preludeSource().catch((error: unknown) => {
-      prelude = undefined
-      throw error
-    })
-  prelude = code
+    sources ??
+    Promise.all([preludeSource(), driverSource()]).then(
+      ([prelude, driver]) => ({ prelude, driver }),
+      (error: unknown) => {
+        sources = undefined
+        throw error
+      },
+    )
+  sources = code
   return code
 }
 
@@ -153,10 +159,11 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
   let pool: Promise<SandboxPool> | undefined
   let closed = false
   const start = async () => {
-    const [wasmModule, prelude] = await Promise.all([engineCode(), preludeCode()])
+    const [wasmModule, { prelude, driver }] = await Promise.all([engineCode(), sourceCode()])
     return new SandboxPool({
       wasmModule,
       prelude,
+      driver,
       size: Math.max(1, Math.floor(options.poolSize ?? Math.min(4, availableParallelism()))),
       memoryMb: Math.max(8, Math.floor(options.memoryMb ?? 64)),
       maxResultChars: options.maxResultChars ?? 1_048_576,

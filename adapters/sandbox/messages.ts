@@ -21,26 +21,26 @@ export type ErrorsBlock = Record<string, string[]>
 export interface RunMessage {
   t: 'run'
   id: number
+  /** Whose run it is: a worker keeps a compiled code for the tenant that ran it (see `Engine.run`). */
+  tenant: string
   code: string
   request: string
   timeoutMs: number
   /** Origins `fetch` may reach (absent: no network). */
   egress?: string[]
-  /** The run's cell in the worker's `claims` (see `WorkerConfig`). */
-  cell?: number
+  /** The run's cell in the worker's `claims` and `starts` (see `WorkerConfig`). */
+  cell: number
 }
 
 /** The ways a run fails inside the worker. */
 export type WorkerFailure = 'invalid' | 'thrown' | 'timeout' | 'crashed'
 
 /**
- * Worker → host. `ready` once the engine is loaded; then for each run `started` when its code is
- * about to run (the previous run's runtime freed, so a worker that dies before it never ran this
- * run), and one `done`, in order.
+ * Worker → host. `ready` once the engine is loaded; then one `done` for each run it ran, in order.
+ * A run's start is no message: the worker claims the run's cell in `claims` (see `WorkerConfig`).
  */
 export type WorkerMessage =
   | { t: 'ready' }
-  | { t: 'started'; id: number }
   | { t: 'done'; id: number; ok: true; json: string; logs: string[] }
   | {
       t: 'done'
@@ -62,12 +62,21 @@ export interface WorkerConfig {
   wasmModule?: object
   /** The prelude's program text, when the host loaded it (else the worker loads it). */
   prelude?: string
+  /** The run driver's program text, when the host loaded it (else the worker loads it). */
+  driver?: string
   /**
    * One 32-bit cell per run the host sends (at the run's `cell`), shared with the host: the worker
-   * runs a run only if it changes its cell from 0 (sent) to 1 (claimed); the host may have changed
-   * it to 2 first, taking the run back for another worker while it waited behind a long run.
+   * runs a run only if it changes its cell from 0 (sent) to 1 (claimed), which it does once its
+   * engine is restored after the previous run, as the run's code is about to run (so a worker that
+   * dies before it never ran this run); the host may have changed it to 2 first, taking the run back
+   * for another worker while it waited behind a long run.
    */
-  claims?: SharedArrayBuffer
+  claims: SharedArrayBuffer
+  /**
+   * One 64-bit float per run (at the run's `cell`), shared with the host: when the worker started the
+   * run, `performance.timeOrigin + performance.now()` (ms), written just before it claims the run.
+   */
+  starts: SharedArrayBuffer
 }
 
 const FAILURES = new Set<string>(['invalid', 'thrown', 'timeout', 'crashed'])
@@ -94,10 +103,9 @@ export function readWorkerMessage(message: unknown, maxResultChars: number): Wor
     }
     const t = own('t')
     if (t === 'ready') return { t }
-    if (t !== 'done' && t !== 'started') return null
+    if (t !== 'done') return null
     const id = own('id')
     if (typeof id !== 'number' || !Number.isSafeInteger(id)) return null
-    if (t === 'started') return { t, id }
     const ok = own('ok')
     if (ok === true) {
       const json = own('json')

@@ -42,6 +42,8 @@ export interface PoolSettings {
   wasmModule?: object
   /** The prelude's program text, handed to every worker. */
   prelude?: string
+  /** The run driver's program text, handed to every worker. */
+  driver?: string
   /**
    * Runs a worker may hold at once: the one it runs and those sent ahead to wait behind it, so that
    * it goes from one to the next without waiting for the host (see the class comment). 1 unless given.
@@ -56,13 +58,13 @@ interface Entry {
   retried: boolean
 }
 
-/** A run a worker holds: its id in the messages, and its cell in the worker's `claims`. */
+/** A run a worker holds: its id in the messages, and its cell in the worker's `claims` and `starts`. */
 interface Held {
   entry: Entry
   id: number
   cell: number
-  /** Whether the worker said it started the run (its code is running, or has run). */
-  started: boolean
+  /** When it was sent (ms, `performance.now()`): it can't have started before. */
+  sentAt: number
 }
 
 interface Slot {
@@ -75,10 +77,14 @@ interface Slot {
    * worker as it starts the run, or `RECLAIMED` by the host taking back a run still waiting.
    */
   claims: Int32Array
+  /**
+   * One cell per run sent, shared with the worker: when the worker started the run (ms since
+   * `performance.timeOrigin`'s epoch, as `performance.timeOrigin + performance.now()` reads in any
+   * thread), written before it claims the run.
+   */
+  starts: Float64Array
   /** How many runs it was sent: the next run's cell, modulo `CELLS`. */
   sent: number
-  /** When the worker said it started its first held run (ms). */
-  headStartedAt: number
   /** Takes the runs sent ahead back to the queue once the running one has run `STUCK_MS`. */
   stuckTimer: NodeJS.Timeout | undefined
   /** The tenant of the last run it answered: the one whose spent runtime it frees between runs. */
@@ -103,6 +109,7 @@ const MAX_BACKOFF_MS = 5000
 /** Cells of a worker's `claims`: far more than the runs it can have been sent and not yet passed. */
 const CELLS = 256
 const PENDING = 0
+const CLAIMED = 1
 const RECLAIMED = 2
 /**
  * How long a worker's run may have run before the runs sent ahead to wait behind it are taken back
@@ -129,12 +136,14 @@ const STRIKE_MEMORY_MS = 60_000
  * Each is claimed in a shared cell (`claims`) by the worker as it starts it or by the host as it
  * takes it back, never both.
  *
- * A crash is charged to the run that caused it. A worker says `started` before it runs a run's code,
- * once its engine is restored after the previous run: a worker that dies after that fails the run
- * it runs (`crashed`); one that dies before it (restoring failed) or between runs is the previous
- * run's doing. Runs it held that never started are sent again to another worker, first in their
- * tenants' queues: any number of times while those deaths are another tenant's doing (that tenant
- * is held back, so this ends), at most once while they are its own tenant's or nobody's. The tenant
+ * A crash is charged to the run that caused it. A worker claims a run in `claims` (and writes when,
+ * in `starts`) before it runs the run's code, once its engine is restored after the previous run; it
+ * sends no message for that, only the run's answer, so a run costs one message each way. A worker
+ * that dies after the claim fails the run it runs (`crashed`); one that dies before it (restoring
+ * failed) or between runs is the previous run's doing. Runs it held that never started are sent
+ * again to another worker, first in their tenants' queues: any number of times while those deaths
+ * are another tenant's doing (that tenant is held back, so this ends), at most once while they are
+ * its own tenant's or nobody's. The tenant
  * whose run killed a worker is the one that waits: one run at a time in a worker, the next only
  * after `crashPenaltyMs` (doubling per kill, up to `maxCrashPenaltyMs`), so its runs pile up in its
  * own backlog (`busy` once full) while the other tenants' runs go on.
@@ -235,12 +244,14 @@ export class SandboxPool {
         const config: WorkerConfig = {
           memoryMb: this.settings.memoryMb,
           maxResultChars: this.settings.maxResultChars,
+          claims: new SharedArrayBuffer(CELLS * 4),
+          starts: new SharedArrayBuffer(CELLS * 8),
         }
         if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
         if (this.settings.prelude) config.prelude = this.settings.prelude
-        config.claims = new SharedArrayBuffer(CELLS * 4)
+        if (this.settings.driver) config.driver = this.settings.driver
         worker = this.settings.startWorker(config)
-        this.attach(worker, new Int32Array(config.claims))
+        this.attach(worker, new Int32Array(config.claims), new Float64Array(config.starts))
       } catch {
         this.startFailed()
         return
@@ -248,14 +259,14 @@ export class SandboxPool {
     }
   }
 
-  private attach(worker: Worker, claims: Int32Array): void {
+  private attach(worker: Worker, claims: Int32Array, starts: Float64Array): void {
     const slot: Slot = {
       worker,
       ready: false,
       held: [],
       claims,
+      starts,
       sent: 0,
-      headStartedAt: 0,
       stuckTimer: undefined,
       lastTenant: undefined,
       timer: undefined,
@@ -264,12 +275,7 @@ export class SandboxPool {
       idleSince: 0,
     }
     this.slots.push(slot)
-    // A worker going from one run to the next says both at once: [the done of one, the started of the next].
-    worker.on('message', (message: unknown) => {
-      if (!Array.isArray(message)) this.onMessage(slot, message)
-      else if (message.length !== 2) this.discard(slot, 'the sandbox worker sent a malformed message')
-      else for (const one of message) this.onMessage(slot, one)
-    })
+    worker.on('message', (message: unknown) => this.onMessage(slot, message))
     // A failed worker exits next; what it sent before is delivered before its exit, so the exit decides.
     worker.on('error', () => {
       slot.failed ??= 'the sandbox worker failed'
@@ -340,22 +346,21 @@ export class SandboxPool {
       this.pump()
       return
     }
+    // The answer of the run it runs, which it claimed first.
     const head = slot.held[0]
-    if (!head || message.id !== head.id || (message.t === 'started') === head.started) {
+    if (!head || message.id !== head.id || !this.started(slot, head)) {
       this.discard(slot, 'the sandbox worker answered out of turn')
       return
     }
-    if (message.t === 'started') {
-      head.started = true
-      slot.headStartedAt = performance.now()
-      if (slot.held.length > 1) this.watch(slot)
-      return
-    }
     clearTimeout(slot.timer)
+    clearTimeout(slot.stuckTimer)
+    slot.stuckTimer = undefined
     slot.lastTenant = head.entry.job.tenant
     this.unhold(slot, head)
-    if (slot.held.length) this.arm(slot)
-    else slot.idleSince = performance.now()
+    if (slot.held.length) {
+      this.arm(slot)
+      this.watch(slot)
+    } else slot.idleSince = performance.now()
     this.finish(head.entry.job, outcomeOf(message))
     this.pump()
   }
@@ -377,7 +382,7 @@ export class SandboxPool {
     const head = held[0]
     // The run it had started killed it; if none had started, the run it last answered did.
     let culprit = slot.lastTenant
-    if (head?.started) {
+    if (head && this.started(slot, head)) {
       held.shift()
       culprit = head.entry.job.tenant
       this.strike(culprit)
@@ -516,16 +521,39 @@ export class SandboxPool {
     this.updateRefs()
   }
 
+  /** Whether the worker claimed `held` (its code is running, or has run). */
+  private started(slot: Slot, held: Held): boolean {
+    return Atomics.load(slot.claims, held.cell) === CLAIMED
+  }
+
+  /**
+   * When the worker started `held` (ms, `performance.now()`), read after its claim: what the worker
+   * wrote, but no earlier than when the run was sent. A value that is no time, or a time to come,
+   * reads as that earliest time, so that the runs behind it go elsewhere sooner, never later.
+   */
+  private startedAt(slot: Slot, held: Held, clock: number): number {
+    const at = (slot.starts[held.cell] ?? Number.NaN) - performance.timeOrigin
+    return at <= clock ? Math.max(held.sentAt, at) : held.sentAt
+  }
+
   /** Whether a worker's run has run long enough that the runs waiting behind it go elsewhere. */
   private stuck(slot: Slot, clock: number): boolean {
     const head = slot.held[0]
-    return head !== undefined && head.started && clock - slot.headStartedAt > STUCK_MS
+    return (
+      head !== undefined && this.started(slot, head) && clock - this.startedAt(slot, head, clock) > STUCK_MS
+    )
   }
 
-  /** Checks, once its running run has run `STUCK_MS`, whether the runs sent ahead to `slot` must go back. */
+  /**
+   * Checks, once its running run has run `STUCK_MS`, whether the runs sent ahead to `slot` must go
+   * back (nothing while a check is due, or it holds no run behind the one it runs). A run not claimed
+   * yet (the worker is restoring its engine, or the run is on its way) is looked at again `STUCK_MS` on.
+   */
   private watch(slot: Slot): void {
-    clearTimeout(slot.stuckTimer)
-    const due = slot.headStartedAt + STUCK_MS - performance.now()
+    if (slot.stuckTimer || slot.held.length < 2) return
+    const head = slot.held[0]!
+    const clock = performance.now()
+    const due = this.started(slot, head) ? this.startedAt(slot, head, clock) + STUCK_MS - clock : STUCK_MS
     slot.stuckTimer = setTimeout(() => this.unstick(slot), Math.max(1, Math.ceil(due) + 1))
     slot.stuckTimer.unref()
   }
@@ -539,7 +567,7 @@ export class SandboxPool {
     slot.stuckTimer = undefined
     if (slot.gone || slot.held.length < 2) return
     if (!this.stuck(slot, performance.now())) {
-      if (slot.held[0]!.started) this.watch(slot)
+      this.watch(slot)
       return
     }
     for (const one of slot.held.slice(1).reverse()) {
@@ -553,16 +581,17 @@ export class SandboxPool {
   /** Sends a run to a worker: it runs it once it has run the runs it holds. */
   private dispatch(slot: Slot, entry: Entry): void {
     const { job } = entry
-    const held: Held = { entry, id: this.nextId++, cell: slot.sent++ % CELLS, started: false }
+    const held: Held = { entry, id: this.nextId++, cell: slot.sent++ % CELLS, sentAt: performance.now() }
     Atomics.store(slot.claims, held.cell, PENDING)
     slot.held.push(held)
     this.running.set(job.tenant, (this.running.get(job.tenant) ?? 0) + 1)
     if (slot.held.length === 1) this.arm(slot)
-    else if (slot.held[0]!.started && !slot.stuckTimer) this.watch(slot)
+    else this.watch(slot)
     slot.worker.postMessage({
       t: 'run',
       id: held.id,
       cell: held.cell,
+      tenant: job.tenant,
       code: job.code,
       request: job.request,
       timeoutMs: job.timeoutMs,
@@ -580,7 +609,7 @@ export class SandboxPool {
     clearTimeout(slot.timer)
     slot.timer = setTimeout(() => {
       if (slot.held[0] !== head) return
-      if (head.started) {
+      if (this.started(slot, head)) {
         // The run held its worker past its limit: it fails as a timeout, and the worker it hung is its doing.
         slot.lastTenant = job.tenant
         this.unhold(slot, head)

@@ -6,6 +6,9 @@ import { fileURLToPath } from 'node:url'
 const BUNDLE = new URL('./prelude.bundle.js', import.meta.url)
 /** The prelude's sources (adapters/sandbox/prelude/), next to this file when running from TypeScript. */
 const ENTRY = new URL('./prelude/index.js', import.meta.url)
+/** The run driver's bundle and source (adapters/sandbox/prelude/driver.js), likewise. */
+const DRIVER_BUNDLE = new URL('./driver.bundle.js', import.meta.url)
+const DRIVER_ENTRY = new URL('./prelude/driver.js', import.meta.url)
 
 /** The esbuild options of the prelude's bundle: one script defining `__prelude` (its exports). */
 const options = (entry: string) => ({
@@ -29,14 +32,29 @@ const wrap = (bundle: string) => `(function () {\n${bundle}\nreturn __prelude.de
  * from TypeScript sources (tests, development), the sources bundled now with esbuild (a development
  * dependency).
  */
-export async function preludeSource(): Promise<string> {
-  if (existsSync(BUNDLE)) return wrap(await readFile(BUNDLE, 'utf8'))
+export function preludeSource(): Promise<string> {
+  return source(BUNDLE, ENTRY)
+}
+
+/**
+ * The run driver's program text (adapters/sandbox/prelude/driver.js), bundled as the prelude is:
+ * evaluated once as an engine's context is set up, it answers its `setup` function.
+ */
+export function driverSource(): Promise<string> {
+  return source(DRIVER_BUNDLE, DRIVER_ENTRY)
+}
+
+async function source(bundle: URL, entry: URL): Promise<string> {
+  if (existsSync(bundle)) return wrap(await readFile(bundle, 'utf8'))
   const esbuild = await import('esbuild')
-  const result = await esbuild.build({ ...options(fileURLToPath(ENTRY)), write: false })
+  const result = await esbuild.build({ ...options(fileURLToPath(entry)), write: false })
   return wrap(result.outputFiles[0]!.text)
 }
 
-/** Writes the prelude's bundle from `entry` (its sources) to `outfile`: the build step of `npm run build`. */
+/**
+ * Writes a bundle from `entry` (its sources) to `outfile`: the build step of `npm run build`, for
+ * the prelude (adapters/sandbox/prelude/index.js) and the run driver (adapters/sandbox/prelude/driver.js).
+ */
 export async function writePreludeBundle(entry: string, outfile: string): Promise<void> {
   const esbuild = await import('esbuild')
   await esbuild.build({ ...options(entry), outfile })

@@ -1,5 +1,7 @@
+import type { Worker } from 'node:worker_threads'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { sandboxRunner } from '../../adapters/sandbox/index.js'
+import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
+import type { RunMessage, WorkerConfig } from '../../adapters/sandbox/messages.js'
 import { createService, manualClock, type ReactorFormulaInput, ServiceError } from '../../entry/index.js'
 import type { FormulaRunner } from '../../src/kernel/runner.js'
 import type { AccessRule, Permission } from '../../src/kernel/types.js'
@@ -21,6 +23,58 @@ export function runnersOfFile() {
     },
     closeAll: async () => {
       await Promise.all(opened.splice(0).map((r) => r.close()))
+    },
+  }
+}
+
+/**
+ * A `startWorker` for sandbox runners that counts the runs their workers start: a worker claims a
+ * run in its shared `claims` cell (1) as it starts it, with no message, so the cells of the runs sent
+ * are looked at (every millisecond while someone waits). `started(n)` resolves once `n` runs have
+ * started in all. Tests wait on it, not on a sleep, for a run to hold a worker.
+ */
+export function countingStarts(start: (config: WorkerConfig) => Worker = startSandboxWorker) {
+  let count = 0
+  const sent: { claims: Int32Array; cell: number }[] = []
+  const waiting: { n: number; resolve: () => void }[] = []
+  let timer: NodeJS.Timeout | undefined
+  const look = () => {
+    for (let i = sent.length - 1; i >= 0; i--) {
+      const state = Atomics.load(sent[i]!.claims, sent[i]!.cell)
+      if (state === 0) continue
+      if (state === 1) count++
+      sent.splice(i, 1)
+    }
+    for (const w of waiting.filter((w) => count >= w.n)) {
+      waiting.splice(waiting.indexOf(w), 1)
+      w.resolve()
+    }
+    if (!waiting.length) {
+      clearInterval(timer)
+      timer = undefined
+    }
+  }
+  return {
+    startWorker(config: WorkerConfig): Worker {
+      const worker = start(config)
+      const claims = new Int32Array(config.claims)
+      const post = worker.postMessage.bind(worker)
+      worker.postMessage = (message: RunMessage) => {
+        sent.push({ claims, cell: message.cell })
+        post(message)
+      }
+      return worker
+    },
+    started(n: number): Promise<void> {
+      return new Promise<void>((resolve) => {
+        waiting.push({ n, resolve })
+        look()
+        timer ??= setInterval(look, 1)
+      })
+    },
+    count(): number {
+      look()
+      return count
     },
   }
 }

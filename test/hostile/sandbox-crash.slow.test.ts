@@ -63,10 +63,21 @@ describe('every handle of a run is disposed, on every path', () => {
   })
 })
 
-/** A worker thread stand-in the test drives message by message (the pool's side is the real one). */
+/**
+ * A worker thread stand-in the test drives step by step (the pool's side is the real one): it starts
+ * a run as the real one does, by claiming its cell in the shared `claims` (its start time in `starts`
+ * first), and answers with messages.
+ */
 class FakeWorker extends EventEmitter {
   readonly runs: RunMessage[] = []
   terminated = false
+  private readonly claims: Int32Array
+  private readonly starts: Float64Array
+  constructor(config: WorkerConfig) {
+    super()
+    this.claims = new Int32Array(config.claims)
+    this.starts = new Float64Array(config.starts)
+  }
   postMessage(message: RunMessage): void {
     this.runs.push(message)
   }
@@ -77,7 +88,8 @@ class FakeWorker extends EventEmitter {
     this.emit('message', { t: 'ready' })
   }
   started(): void {
-    this.emit('message', { t: 'started', id: this.last.id })
+    this.starts[this.last.cell] = performance.timeOrigin + performance.now()
+    Atomics.compareExchange(this.claims, this.last.cell, 0, 1)
   }
   answer(value: unknown): void {
     this.emit('message', { t: 'done', id: this.last.id, ok: true, json: JSON.stringify(value), logs: [] })
@@ -113,8 +125,8 @@ function fakePool(
     startTimeoutMs: 60_000,
     crashPenaltyMs,
     maxCrashPenaltyMs: crashPenaltyMs,
-    startWorker: (_: WorkerConfig) => {
-      const worker = new FakeWorker()
+    startWorker: (config: WorkerConfig) => {
+      const worker = new FakeWorker(config)
       workers.push(worker)
       return worker as unknown as Worker
     },
@@ -235,8 +247,8 @@ describe('a worker that dies fails only the run that killed it', () => {
     try {
       submit('b1', 'B')
       workers[0]!.ready()
-      // A message about another run than the one it holds: discarded, and the run never started there.
-      workers[0]!.emit('message', { t: 'started', id: workers[0]!.last.id + 1 })
+      // An answer about another run than the one it holds: discarded, and the run never started there.
+      workers[0]!.emit('message', { t: 'done', id: workers[0]!.last.id + 1, ok: true, json: '1', logs: [] })
       expect(workers[0]!.terminated).toBe(true)
       workers[1]!.ready()
       workers[1]!.started()
@@ -396,19 +408,24 @@ describe('one tenant floods crashing formulas; the other tenant’s reacts all s
     let starts = 0
     const worker = JSON.stringify(new URL('../../adapters/sandbox/worker.ts', import.meta.url).href)
     // A real sandbox worker, except that a run whose code says so kills it: after its answer (as an
-    // engine that can't free the run's runtime does) or in the middle of the run.
-    // Runs are told apart by id: a busy worker may hold several, and says the answer of one and the
-    // start of the next in one message.
-    const boot = `const { parentPort } = require('node:worker_threads')
+    // engine that can't free the run's runtime does) or in the middle of the run, a few ms after the
+    // worker claimed it (started it). Runs are told apart by id: a busy worker may hold several.
+    const boot = `const { parentPort, workerData } = require('node:worker_threads')
+      const claims = new Int32Array(workerData.claims)
       const post = parentPort.postMessage.bind(parentPort)
       const codes = new Map()
-      parentPort.on('message', (m) => { codes.set(m.id, m.code) })
+      parentPort.on('message', (m) => {
+        codes.set(m.id, m.code)
+        if (!m.code.includes('DIE_IN_RUN')) return
+        const look = setInterval(() => {
+          const state = Atomics.load(claims, m.cell)
+          if (state !== 0) clearInterval(look)
+          if (state === 1) setTimeout(() => process.exit(1), 5)
+        }, 1)
+      })
       parentPort.postMessage = (m) => {
-        for (const one of [m].flat()) {
-          const code = codes.get(one.id) ?? ''
-          if (one.t === 'done' && code.includes('DIE_AFTER')) { post(one); process.exit(1) }
-          if (one.t === 'started' && code.includes('DIE_IN_RUN')) setTimeout(() => process.exit(1), 5)
-        }
+        const code = codes.get(m.id) ?? ''
+        if (m.t === 'done' && code.includes('DIE_AFTER')) { post(m); process.exit(1) }
         post(m)
       }
       import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${worker}) })`

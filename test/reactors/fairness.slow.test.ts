@@ -5,39 +5,17 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { createHttpHandler } from '../../adapters/http/index.js'
-import { startSandboxWorker } from '../../adapters/sandbox/index.js'
 import type { FormulaRunner } from '../../src/kernel/runner.js'
-import { failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
+import { countingStarts, failure, formulaBody, runnersOfFile, world } from '../formulas/setup.js'
 
 const { open, closeAll } = runnersOfFile()
 afterAll(closeAll)
 
-/**
- * A sandbox runner whose workers report each run they start (the `started` message a worker sends
- * its pool before it runs a run's code): `started(n)` resolves once `n` runs have started in all.
- * Tests wait on it, not on a sleep, for a run to hold a worker.
- */
+/** A sandbox runner that counts the runs its workers start (see `countingStarts`). */
 function runnerCountingStarts(options: Parameters<typeof open>[0]) {
-  let count = 0
-  const waiting: { n: number; resolve: () => void }[] = []
-  const runner = open({
-    ...options,
-    startWorker: (config) => {
-      const worker = startSandboxWorker(config)
-      worker.on('message', (message: unknown) => {
-        // One message, or [the answer of one run, the start of the next] from a worker going on.
-        for (const one of [message].flat()) {
-          if ((one as { t?: unknown } | null)?.t !== 'started') continue
-          count++
-          for (const w of waiting.filter((w) => count >= w.n)) w.resolve()
-        }
-      })
-      return worker
-    },
-  })
-  const started = (n: number) =>
-    count >= n ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ n, resolve }))
-  return { runner, started, count: () => count }
+  const starts = countingStarts()
+  const runner = open({ ...options, startWorker: starts.startWorker })
+  return { runner, started: starts.started, count: starts.count }
 }
 
 /** A world with reactors made from `code` in both tenants. */

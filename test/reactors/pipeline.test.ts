@@ -9,16 +9,19 @@ import type { RunOutcome } from '../../src/kernel/runner.js'
 const REQUEST = JSON.stringify({ args: {}, configuration: {} })
 
 /**
- * A worker thread stand-in that holds the runs it is sent in order, as the real one does: it claims
- * a run in the shared cells before it starts it, and skips a run the host took back.
+ * A worker thread stand-in that holds the runs it is sent in order, as the real one does: it writes
+ * when it starts a run and claims it in the shared cells before it starts it (no message), and skips
+ * a run the host took back.
  */
 class PipelinedWorker extends EventEmitter {
   readonly sent: RunMessage[] = []
   private readonly claims: Int32Array
+  private readonly starts: Float64Array
   terminated = false
   constructor(config: WorkerConfig) {
     super()
-    this.claims = new Int32Array(config.claims!)
+    this.claims = new Int32Array(config.claims)
+    this.starts = new Float64Array(config.starts)
   }
   postMessage(message: RunMessage): void {
     this.sent.push(message)
@@ -26,28 +29,29 @@ class PipelinedWorker extends EventEmitter {
   ready(): void {
     this.emit('message', { t: 'ready' })
   }
-  /** Claims and starts the next run it holds (skipping those taken back); answers its name, or undefined. */
+  /**
+   * Answers `withAnswerOf` if given, then claims and starts the next run it holds (skipping those
+   * taken back); answers that run, or undefined.
+   */
   start(withAnswerOf?: RunMessage): RunMessage | undefined {
+    if (withAnswerOf) this.answer(withAnswerOf)
     for (;;) {
       const next = this.sent.find((m) => !this.done.has(m.id))
       if (!next) return undefined
-      this.done.add(next.id)
-      if (Atomics.compareExchange(this.claims, next.cell!, 0, 1) !== 0) continue
-      const started = { t: 'started', id: next.id }
-      this.emit('message', withAnswerOf ? [answerTo(withAnswerOf), started] : started)
-      return next
+      if (this.claim(next)) return next
     }
   }
   answer(run: RunMessage): void {
     this.emit('message', answerTo(run))
   }
-  /** Claims a run as the worker does just before it starts it; false if the host took it back. */
-  claim(run: RunMessage): boolean {
+  /** Claims a run as the worker does just before it starts it, its start time first; false if the host took it back. */
+  claim(run: RunMessage, startedAt = performance.timeOrigin + performance.now()): boolean {
     this.done.add(run.id)
-    return Atomics.compareExchange(this.claims, run.cell!, 0, 1) === 0
+    this.starts[run.cell] = startedAt
+    return Atomics.compareExchange(this.claims, run.cell, 0, 1) === 0
   }
   cell(run: RunMessage): number {
-    return Atomics.load(this.claims, run.cell!)
+    return Atomics.load(this.claims, run.cell)
   }
   private readonly done = new Set<number>()
   exit(): void {
@@ -146,7 +150,7 @@ describe('a busy worker holds the runs sent ahead to it', () => {
       workers[0]!.ready()
       expect(names(workers[0]!)).toEqual(['a1', 'a2', 'a3'])
       const first = workers[0]!.start()!
-      // The answer of a1 and the start of a2 in one message: a4 is sent as a1's place frees.
+      // The answer of a1, then the start of a2: a4 is sent as a1's place frees.
       const second = workers[0]!.start(first)!
       expect(outcomes.a1).toEqual({ ok: true, value: { raw: 'a1' }, logs: [] })
       expect(second.code).toBe('a2')
@@ -186,6 +190,44 @@ describe('a busy worker holds the runs sent ahead to it', () => {
     }
   })
 
+  it('the 2 ms are timed from the start the worker wrote as it claimed the run, not from when it was sent', async () => {
+    const { pool: p, workers, submit } = pool(2, 3)
+    try {
+      for (const n of [1, 2, 3]) submit(`a${n}`, 'A')
+      workers[0]!.ready()
+      expect(names(workers[0]!)).toEqual(['a1', 'a2', 'a3'])
+      // The worker claims a1 1 ms after it was sent (restoring its engine, say).
+      vi.advanceTimersByTime(1)
+      expect(workers[0]!.claim(workers[0]!.sent[0]!)).toBe(true)
+      vi.advanceTimersByTime(2)
+      expect(workers[0]!.sent.slice(1).map((m) => workers[0]!.cell(m))).toEqual([0, 0])
+      vi.advanceTimersByTime(1)
+      expect(workers[0]!.sent.slice(1).map((m) => workers[0]!.cell(m))).toEqual([2, 2])
+    } finally {
+      await p.close()
+    }
+  })
+
+  it.each([
+    ['no number', Number.NaN],
+    ['a time to come', 1e15],
+  ])(
+    'a start time that is %s counts from when the run was sent: the runs behind go no later',
+    async (_, at) => {
+      const { pool: p, workers, submit } = pool(2, 3)
+      try {
+        for (const n of [1, 2, 3]) submit(`a${n}`, 'A')
+        workers[0]!.ready()
+        vi.advanceTimersByTime(1)
+        expect(workers[0]!.claim(workers[0]!.sent[0]!, at)).toBe(true)
+        vi.advanceTimersByTime(2)
+        expect(workers[0]!.sent.slice(1).map((m) => workers[0]!.cell(m))).toEqual([2, 2])
+      } finally {
+        await p.close()
+      }
+    },
+  )
+
   it('a run the worker claimed before the host could take it back stays with the worker', async () => {
     const { pool: p, workers, outcomes, submit } = pool(2, 2)
     try {
@@ -195,14 +237,14 @@ describe('a busy worker holds the runs sent ahead to it', () => {
       const a1 = workers[0]!.start()!
       const a2 = workers[0]!.sent[1]!
       expect(a2.code).toBe('a2')
-      // The worker, done with a1, claims a2; its messages have not reached the host yet.
+      // The worker, done with a1, claims a2; its answer to a1 has not reached the host yet.
       expect(workers[0]!.claim(a2)).toBe(true)
       vi.advanceTimersByTime(10)
       // The host's exchange failed: a2 is not the queue's, and the other worker gets nothing.
       expect(workers[0]!.cell(a2)).toBe(1)
       workers[1]!.ready()
       expect(workers[1]!.sent).toEqual([])
-      workers[0]!.emit('message', [answerTo(a1), { t: 'started', id: a2.id }])
+      workers[0]!.answer(a1)
       workers[0]!.answer(a2)
       expect(outcomes).toMatchObject({ a1: { ok: true }, a2: { ok: true, value: { raw: 'a2' } } })
     } finally {
@@ -252,7 +294,7 @@ describe('a busy worker holds the runs sent ahead to it', () => {
     }
   })
 
-  it('a message that is neither one message nor [done, started] makes the host discard the worker', async () => {
+  it('a message that is not one message (an array of them, say) makes the host discard the worker', async () => {
     const { pool: p, workers, outcomes, submit } = pool(1, 2)
     try {
       submit('a1', 'A')
@@ -268,6 +310,40 @@ describe('a busy worker holds the runs sent ahead to it', () => {
 })
 
 describe('the sandbox runner', () => {
+  it('a run costs one message each way: the run, then its answer (its start is a claim in shared memory)', async () => {
+    const counts = { sent: 0, received: 0 }
+    const runner = sandboxRunner({
+      poolSize: 1,
+      startWorker: (config) => {
+        const worker = startSandboxWorker(config)
+        const post = worker.postMessage.bind(worker)
+        worker.postMessage = (message: unknown) => {
+          counts.sent++
+          post(message)
+        }
+        worker.on('message', () => counts.received++)
+        return worker
+      },
+    })
+    try {
+      for (let n = 0; n < 5; n++) {
+        const outcome = await runner.run(
+          'module.exports = async (req) => req.args.n',
+          {
+            args: { n },
+            configuration: {},
+          },
+          { timeoutMs: 5000 },
+        )
+        expect(outcome).toMatchObject({ ok: true, value: n })
+      }
+      // The worker's `ready`, then one answer per run.
+      expect(counts).toEqual({ sent: 5, received: 6 })
+    } finally {
+      await runner.close()
+    }
+  })
+
   it('sends a busy worker at most 3 runs ahead of the one it runs: 4 of 6 waiting runs, not 5', async () => {
     let sent = 0
     let answered = false

@@ -8,7 +8,7 @@ import {
   workerRunner,
 } from '../../adapters/sandbox/index.js'
 import { createService, manualClock } from '../../entry/index.js'
-import { runnersOfFile } from '../formulas/setup.js'
+import { countingStarts, runnersOfFile } from '../formulas/setup.js'
 
 const request = { args: { n: 1 }, configuration: { region: 'eu' } }
 const { open, closeAll } = runnersOfFile()
@@ -103,15 +103,17 @@ describe('sandboxRunner', () => {
   })
 
   it('a worker that sends a malformed message is discarded; the host neither throws nor stops', async () => {
-    const started = 'parentPort.postMessage({ t: "started", id: m.id });'
+    // A worker starts a run by claiming its cell (no message); then it lies.
+    const started = 'Atomics.compareExchange(claims, m.cell, 0, 1);'
     const liars = [
       `(m) => { ${started} parentPort.postMessage({ t: "done", id: m.id, ok: true, json: 5, logs: "x" }) }`,
       `(m) => { ${started} parentPort.postMessage({ t: "done", id: m.id + 1, ok: true, json: "1", logs: [] }) }`,
       `(m) => { ${started} parentPort.postMessage(null) }`,
       `(m) => { ${started} parentPort.postMessage({ t: "done", id: m.id, ok: false, kind: "pwned", message: "x" }) }`,
-      `(m) => { ${started} ${started} }`,
+      `(m) => { ${started} parentPort.postMessage({ t: "started", id: m.id }) }`,
+      `(m) => { ${started} parentPort.postMessage([{ t: "done", id: m.id, ok: true, json: "1", logs: [] }]) }`,
     ]
-    // A worker that lies before it says it started the run never ran it: the run goes to a fresh worker.
+    // A worker that answers a run it never claimed never ran it: the run goes to a fresh worker.
     const early = '(m) => parentPort.postMessage({ t: "done", id: m.id, ok: true, json: "666", logs: [] })'
     for (const liar of [...liars, early]) {
       let starts = 0
@@ -120,8 +122,8 @@ describe('sandboxRunner', () => {
         startWorker: (config) =>
           starts++ === 0
             ? new Worker(
-                `const { parentPort } = require('node:worker_threads'); parentPort.postMessage({ t: "ready" }); parentPort.on("message", ${liar})`,
-                { eval: true },
+                `const { parentPort, workerData } = require('node:worker_threads'); const claims = new Int32Array(workerData.claims); parentPort.postMessage({ t: "ready" }); parentPort.on("message", ${liar})`,
+                { eval: true, workerData: config },
               )
             : startSandboxWorker(config),
       })
@@ -136,24 +138,13 @@ describe('sandboxRunner', () => {
   })
 
   it('close ends runs in flight and later ones as crashed; service.close closes its runner', async () => {
-    // The worker's `started` message says the run holds it: close comes while the run is in flight.
-    let inFlight: () => void = () => {}
-    const started = new Promise<void>((resolve) => (inFlight = resolve))
-    const runner = sandboxRunner({
-      poolSize: 1,
-      startWorker: (config) => {
-        const worker = startSandboxWorker(config)
-        worker.on('message', (message: unknown) => {
-          // One message, or [the answer of one run, the start of the next] from a worker going on.
-          for (const one of [message].flat()) if ((one as { t?: unknown } | null)?.t === 'started') inFlight()
-        })
-        return worker
-      },
-    })
+    // The worker's claim of the run says the run holds it: close comes while the run is in flight.
+    const starts = countingStarts()
+    const runner = sandboxRunner({ poolSize: 1, startWorker: starts.startWorker })
     const pending = runner.run('module.exports = async () => { while (true) {} }', request, {
       timeoutMs: 10_000,
     })
-    await started
+    await starts.started(1)
     const service = createService({ store: memoryStore(), clock: manualClock(), runner })
     await service.close()
     expect(await pending).toMatchObject({ ok: false, kind: 'crashed' })

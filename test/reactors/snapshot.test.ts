@@ -34,6 +34,27 @@ describe('every run of an engine starts from its snapshot', () => {
     expect(engine.snapshotBytes).toBeLessThan(MIB)
   })
 
+  it("the copy goes past the heap's last byte to a whole word: the allocator's last fields, written over by a run, are as they were", async () => {
+    type Ranges = { ranges: { at: number; bytes: Uint8Array }[]; memory: { buffer: ArrayBuffer } }
+    const { ranges, memory } = (engine as unknown as { snapshot: Ranges }).snapshot
+    const last = ranges.at(-1)!
+    const end = last.at + last.bytes.length
+    expect(end % 16).toBe(0)
+    const around = () => [...new Uint8Array(memory.buffer).subarray(end - 512, end)]
+    expect(around().slice(-256)).toEqual(Array.from({ length: 256 }, () => 0))
+    const before = around()
+    // Strings of 'x' fill the memory past the heap's top as it was, then the run ends.
+    await run(
+      'module.exports = async () => { const a = []; for (let i = 0; i < 2000; i++) a.push("x".repeat(1000) + i); return a.length }',
+    )
+    expect(around()).toEqual(before)
+    expect(
+      await answer(
+        'module.exports = async () => { const a = []; for (let i = 0; i < 2000; i++) a.push("y".repeat(1000) + i); return a.length }',
+      ),
+    ).toEqual({ value: 2000, logs: [] })
+  })
+
   it('a global, a prototype, a built-in and a prelude module changed by one run are as new in the next', async () => {
     const changes = `Buffer.poisoned = true
       require('crypto').createHash = () => { throw new Error('stolen') }
