@@ -14,7 +14,6 @@ import {
   Scope,
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/reactors/egress.js'
-import { applyImage, CodeImages, captureImage, clearZone, MAX_IMAGE_CODE, usedEnd } from './code-images.js'
 import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
 import {
   type ErrorsBlock,
@@ -173,24 +172,7 @@ export class Engine {
     const { module, memory } = await loadModule(memoryMb + HEADROOM_MB, compiled)
     const prelude = sources.prelude ?? (await preludeSource())
     const prepared = prepare(module, memoryMb, prelude, sources.driver ?? (await driverSource()))
-    const snapshot = takeSnapshot(memory, prepared, whole)
-    const last = snapshot.ranges.at(-1)!
-    prepared.imaging = {
-      snapshot,
-      end: last.at + last.bytes.length,
-      images: new CodeImages(IMAGES, IMAGE_BYTES),
-    }
-    return new Engine(prepared, snapshot, memoryMb, maxResultChars)
-  }
-
-  /** How many compiled codes this engine keeps as images (see adapters/sandbox/code-images.ts). */
-  get codeImages(): number {
-    return this.prepared.imaging?.images.size ?? 0
-  }
-
-  /** Whether this engine keeps an image of `code`'s compile for `owner` (it stays where it is in the order of use). */
-  keepsImageOf(code: string, owner = ''): boolean {
-    return this.prepared.imaging?.images.has(imageKey(owner, code)) ?? false
+    return new Engine(prepared, takeSnapshot(memory, prepared, whole), memoryMb, maxResultChars)
   }
 
   /** Bytes copied back after each run (tests check that the stack is left out). */
@@ -212,19 +194,8 @@ export class Engine {
     }
   }
 
-  /**
-   * Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects.
-   * The image of the code's compile is kept for `owner` (the run's tenant) alone: another tenant's
-   * run of the same code compiles it, so that how long a run takes tells nobody what code another
-   * tenant ran.
-   */
-  async run(
-    code: string,
-    request: string,
-    timeoutMs: number,
-    egress?: string[],
-    owner = '',
-  ): Promise<RunResult> {
+  /** Runs `code` with `request` (JSON text), `fetch` reaching the `egress` origins; never rejects. */
+  async run(code: string, request: string, timeoutMs: number, egress?: string[]): Promise<RunResult> {
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
     this.prepare()
     if (this.broken) return { ok: false, kind: 'crashed', message: 'the formula engine failed' }
@@ -235,8 +206,8 @@ export class Engine {
     fresh(prepared, performance.now() + timeoutMs, timeoutMs, this.memoryMb)
     let result: RunResult
     try {
-      // The code is compiled (or its image written back) before anything else changes the context.
-      const failed = load(prepared, code, owner)
+      // The code is compiled before anything else changes the context.
+      const failed = load(prepared, code)
       if (failed) result = failed
       else {
         if (egress?.length) allowFetch(prepared, egress)
@@ -298,6 +269,25 @@ interface HostRefs {
 
 /** The context wrapper's lazily made handles (see `Snapshot`). */
 const CACHED_HANDLES = ['_global', '_BigInt', '_Symbol', '_SymbolIterator', '_SymbolAsyncIterator']
+
+/** Zeros to compare memory with. */
+const ZEROS = new Uint8Array(65_536)
+
+/** The index just past the last nonzero byte of `bytes` (0 if all are zero). */
+function usedEnd(bytes: Uint8Array): number {
+  let end = bytes.length
+  while (end > 0) {
+    const start = Math.max(0, end - ZEROS.length)
+    const chunk = bytes.subarray(start, end)
+    if (Buffer.compare(chunk, ZEROS.subarray(0, chunk.length)) !== 0) {
+      let i = chunk.length
+      while (i > 0 && chunk[i - 1] === 0) i--
+      return start + i
+    }
+    end = start
+  }
+  return 0
+}
 
 /** The snapshot's end is a multiple of this (bytes): the allocator's alignment. */
 const SNAPSHOT_ALIGN = 16
@@ -371,8 +361,6 @@ interface Prepared {
   /** The run driver's `keep` and `start` (adapters/sandbox/prelude/driver.js). */
   keep: QuickJSHandle
   start: QuickJSHandle
-  /** The engine's snapshot and the images of compiled codes kept against it (once loaded). */
-  imaging?: { snapshot: Snapshot; end: number; images: CodeImages }
   /** Why the driver's `start` stopped before the formula's function answered, when it did. */
   stopped?: RunResult
   /** The prelude's modules, once a run has used them. */
@@ -534,59 +522,25 @@ function installDriver(prepared: Prepared, driver: string): void {
   })
 }
 
-/** Compiled codes an engine keeps as images, and the bytes they may hold in all. */
-const IMAGES = 64
-const IMAGE_BYTES = 16 * MIB
-
 /**
  * Compiles `code` in its module wrapper (a syntax error is the run's failure) and hands the factory
- * to the driver's `keep`, for `start`. When the engine keeps an image of that compile (see
- * adapters/sandbox/code-images.ts), it writes the image back instead; when it does not, and compiled
- * that code once before, it records one, if the compile ran none of the code (the driver's `keep`
- * says so). Runs on the memory as the snapshot left it, before anything else of the run changes it.
+ * to the driver's `keep`, for `start`. Every run compiles its code afresh, on the memory as the
+ * snapshot left it: nothing of a compile (and nothing its code may have run while it was evaluated)
+ * outlives the run.
  */
-function load(prepared: Prepared, code: string, owner: string): RunResult | undefined {
+function load(prepared: Prepared, code: string): RunResult | undefined {
   const { context } = prepared
-  const imaging = prepared.imaging
-  const key = imageKey(owner, code)
-  const image = imaging?.images.get(key)
-  if (imaging && image) {
-    applyImage(imaging.snapshot.memory, image)
-    return undefined
-  }
-  const zone =
-    imaging && code.length <= MAX_IMAGE_CODE && imaging.images.seen(key)
-      ? clearZone(imaging.snapshot.memory, imaging.end)
-      : undefined
-  const wrapped = wrapModule(code)
   const scope = new Scope()
-  let wrapsOnly = false
   try {
-    const factory = unwrap(scope, context, context.evalCode(wrapped, 'formula.js'), 'invalid')
+    const factory = unwrap(scope, context, context.evalCode(wrapModule(code), 'formula.js'), 'invalid')
     if (isResult(factory))
       return factory.ok ? factory : { ...factory, message: `SyntaxError: ${factory.message}` }
-    // The wrapper's text is handed back only when the compile is to be recorded.
-    const source = zone ? scope.manage(context.newString(wrapped.slice(1, -1))) : context.undefined
-    const kept = context.callFunction(prepared.keep, context.undefined, factory, source)
-    if (kept.error) scope.manage(kept.error)
-    else wrapsOnly = context.dump(scope.manage(kept.value)) === true
+    const kept = context.callFunction(prepared.keep, context.undefined, factory)
+    scope.manage(kept.error ?? kept.value)
   } finally {
     scope.dispose()
   }
-  if (imaging && zone && wrapsOnly && hostRefsAsSnapshot(imaging.snapshot)) {
-    const captured = captureImage(imaging.snapshot.memory, imaging.snapshot.ranges, imaging.end, zone)
-    if (captured) imaging.images.put(key, captured)
-  }
   return undefined
-}
-
-/** The key of a code's image: its owner (length first, so that no two pairs make one key) and the code. */
-const imageKey = (owner: string, code: string) => `${owner.length}:${owner}${code}`
-
-/** Whether the host's functions of the engine are as the snapshot has them (a compile makes none). */
-function hostRefsAsSnapshot(snapshot: Snapshot): boolean {
-  const { refs } = snapshot
-  return refs.nextId === snapshot.nextId && refs.groups.size === snapshot.groups.length
 }
 
 /** What a run stopped by the driver's `start` at `stage` answers (see adapters/sandbox/prelude/driver.js). */

@@ -21,8 +21,6 @@ export type ErrorsBlock = Record<string, string[]>
 export interface RunMessage {
   t: 'run'
   id: number
-  /** Whose run it is: a worker keeps a compiled code for the tenant that ran it (see `Engine.run`). */
-  tenant: string
   code: string
   request: string
   timeoutMs: number

@@ -591,7 +591,6 @@ export class SandboxPool {
       t: 'run',
       id: held.id,
       cell: held.cell,
-      tenant: job.tenant,
       code: job.code,
       request: job.request,
       timeoutMs: job.timeoutMs,

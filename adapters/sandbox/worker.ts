@@ -36,13 +36,7 @@ async function drain(): Promise<void> {
     // the host took back while it waited here is another worker's now.
     starts[message.cell] = performance.timeOrigin + performance.now()
     if (Atomics.compareExchange(claims, message.cell, 0, 1) !== 0) continue
-    const result = await engine.run(
-      message.code,
-      message.request,
-      message.timeoutMs,
-      message.egress,
-      message.tenant,
-    )
+    const result = await engine.run(message.code, message.request, message.timeoutMs, message.egress)
     const answered: WorkerMessage = { t: 'done', id: message.id, ...result }
     if (engine.broken) exit(answered)
     send(answered)

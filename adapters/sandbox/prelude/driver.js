@@ -45,7 +45,6 @@ export default function setup(host) {
   const fail = host.fail
   const parse = JSON.parse
   const apply = Reflect.apply
-  const sourceOf = Function.prototype.toString
   /** The module factory `keep` was given, for the next `start`. */
   let kept
   const global = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (globalThis))
@@ -76,21 +75,12 @@ export default function setup(host) {
   }
 
   /**
-   * Keeps `factory` (what evaluating the formula's code in its module wrapper answered) for the next
-   * `start`. Given `source` (the wrapper's text inside its parentheses), answers whether that
-   * evaluation ran none of the code: whether `factory` is a function whose source is that whole text.
-   * Code that closes the wrapper early (`}); ... (function () {`) runs what it put between at that
-   * evaluation, and the function it leaves is not the whole text (a function made by
-   * `new Function` has its own text, `function anonymous(...`). Read with the functions taken at
-   * setup, so that no code can answer for them.
+   * Keeps `factory` (what evaluating the formula's code in its module wrapper answered) for the
+   * next `start`.
    * @param {unknown} factory
-   * @param {string | undefined} source
    */
-  function keep(factory, source) {
+  function keep(factory) {
     kept = factory
-    return (
-      typeof factory === 'function' && typeof source === 'string' && apply(sourceOf, factory, []) === source
-    )
   }
 
   /**
