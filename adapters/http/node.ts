@@ -189,7 +189,8 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
   // A handler of this package made it and nothing read it: its bytes are known.
   const known = untouchedBody(response)
   if (known !== undefined) {
-    if (!sized && response.status !== 204 && response.status !== 304) headers.push('content-length', String(known.byteLength))
+    if (!sized && response.status !== 204 && response.status !== 304)
+      headers.push('content-length', String(known.byteLength))
     res.writeHead(response.status, headers).end(known)
     return
   }
