@@ -44,7 +44,6 @@ export default function setup(host) {
   const load = host.load
   const fail = host.fail
   const parse = JSON.parse
-  const apply = Reflect.apply
   /** The module factory `keep` was given, for the next `start`. */
   let kept
   const global = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (globalThis))
