@@ -36,8 +36,9 @@
  * keyset page of one term is a range scan of its primary key. One row trigger on `tokens`
  * (`token_sync`) keeps the terms and the count in the token write's own transaction. An inserted
  * token (the common write, so the trigger's first branch) gets the rows of `token_terms_of` part by
- * part — one `INSERT … SELECT` per part the doc holds, `DISTINCT` where a part may repeat a term —
- * and adds one to its tenant's count. When a doc changes, its old terms are deleted and the new ones
+ * part — one `INSERT … SELECT` per part the doc holds, `DISTINCT` where a part may repeat a term,
+ * and a lone container (the usual token) as one `VALUES` row, without the aggregate — and adds one
+ * to its tenant's count. When a doc changes, its old terms are deleted and the new ones
  * inserted (`token_terms_of` yields each once, and the old ones are gone first, so the insert needs
  * no conflict check); a deleted token's terms go and its tenant's count loses one. The old terms are
  * exactly `token_terms_of(OLD.doc)`, so each is deleted through the primary key: no second index
@@ -191,7 +192,13 @@ CREATE FUNCTION ${s}.token_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     -- The terms of token_terms_of(NEW.doc), a part at a time, each only when the doc has it.
-    IF jsonb_typeof(NEW.doc -> 'containers') = 'array' THEN
+    IF jsonb_typeof(NEW.doc -> 'containers') <> 'array' THEN
+      NULL;
+    ELSIF jsonb_array_length(NEW.doc -> 'containers') = 1 THEN
+      -- The common case, one container: its row as is, without the aggregate DISTINCT starts.
+      INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+      VALUES (NEW.tenant_id, 'container', '', NEW.doc -> 'containers' ->> 0, NEW.id);
+    ELSE
       INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
       SELECT DISTINCT NEW.tenant_id, 'container', '', c, NEW.id
       FROM jsonb_array_elements_text(NEW.doc -> 'containers') c;

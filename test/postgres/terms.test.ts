@@ -23,6 +23,8 @@ const SHAPES: Record<string, unknown>[] = [
   { containers: [], metadata: {} },
   { metadata: { gone: null, kept: 'X', n: 5, o: { Deep: 'A' }, l: [1] } },
   { containers: ['/general/high/'], metadata: { 'MiXed Key': 'ÄÖ' } },
+  { containers: [{ Not: 'a string' }], search_index_hashes: [] },
+  { containers: [7, 7], search_index_hashes: ['h'] },
   {},
 ]
 
