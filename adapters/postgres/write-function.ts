@@ -21,6 +21,12 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
  * 3. It applies the `ops` (a JSON array) in order, each exactly as `MemoryState.apply` does, and
  *    answers -1.
  *
+ * A first guard `token.absent` marked `deferred` (see `writeArguments`: the first op on its token is
+ * its put) is not read in step 2: the put's plain INSERT checks it through the primary key, and a row
+ * there fails the whole call with a unique violation (nothing written; the store answers that
+ * guard). It is read in step 2 only when a later guard fails, and answered when it fails too, so
+ * the answer is always the first guard that fails. A create thus runs one statement fewer.
+ *
  * Why a function and not one data-modifying CTE: a single statement reads one snapshot, taken when
  * it starts, before any lock it takes in a CTE is granted; its guards could then miss a conflicting
  * write that committed while it waited (two creates of one id would both find it absent). In a
@@ -55,6 +61,8 @@ BEGIN
     _c := checks -> _i;
     CASE _c ->> 'check'
       WHEN 'token.absent' THEN
+        -- Deferred (see writeArguments in ops.ts): the INSERT of its put is this guard.
+        CONTINUE WHEN _c ? 'deferred';
         _ok := NOT EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
       WHEN 'token.present' THEN
         _ok := EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
@@ -114,6 +122,11 @@ BEGIN
         RAISE EXCEPTION 'tv_write: unknown check %', _c ->> 'check';
     END CASE;
     IF NOT _ok THEN
+      -- A deferred first guard is read now: when it fails too, it is the first that failed.
+      IF _i > 0 AND checks -> 0 ? 'deferred' AND EXISTS (SELECT 1 FROM ${s}.tokens
+          WHERE tenant_id = checks -> 0 ->> 'tenant_id' AND id = checks -> 0 ->> 'id') THEN
+        RETURN 0;
+      END IF;
       RETURN _i;
     END IF;
   END LOOP;
