@@ -64,6 +64,7 @@ export interface WriteArguments {
  * INSERT is the guard: under the token's lock, the primary key refuses a row that is there with a
  * unique violation, which rolls back the whole call (nothing written) and answers the first check.
  * No other put can meet a row, so a `tokens_pkey` violation of that call means this guard failed.
+ * (The server logs that error with the key it met: a tenant id and a token id, which are not secret.)
  */
 export function writeArguments(checks: readonly Check[], ops: readonly Op[]): WriteArguments {
   const first = checks[0]
