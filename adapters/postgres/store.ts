@@ -105,9 +105,10 @@ async function currentSchema(pool: Pool): Promise<string> {
  * conflict name a common record, so the second runs its guards only after the first committed,
  * sees its effects and fails; writes that name no common record run in parallel, even within one
  * tenant and on one token's neighbours. A create's own `token.absent`, its first guard, is checked
- * by its INSERT through the primary key under the same lock (see `writeArguments`). There is no tenant-wide or store-wide lock, and a plain
- * token put holds its fingerprint's lock shared: puts of equal values never wait on each other,
- * only on a deduplicating create of that value (`token.fingerprint_absent` holds it exclusive).
+ * by its INSERT through the primary key under the same lock (see `writeArguments`). There is no
+ * tenant-wide or store-wide lock, and a plain token put holds its fingerprint's lock shared: puts of
+ * equal values never wait on each other, only on a deduplicating create of that value
+ * (`token.fingerprint_absent` holds it exclusive).
  * So a nonce authorization (`session.unchanged` + `session.put`), a commit
  * (`transaction.unchanged` + the staged writes and `transaction.put`) and a compare-and-set update
  * (`token.unchanged` + `token.put`) are conditional updates that exactly one racer wins, in one
