@@ -23,8 +23,8 @@
  * field guard on one row; only the `lock.put` and `lock.delete` ops write them. A `staged_writes`
  * row is a transaction's staged write over one token (`StagedWrite`): its primary key, led by
  * `(tenant_id, transaction_id)`, serves `getStaged` by key and `listStaged` as a range scan in
- * token id order. `token_counts` holds each tenant's token count, kept by a trigger on `tokens` in
- * the token write's own transaction, split over up to 16 rows per tenant (the row of the writing
+ * token id order. `token_counts` holds each tenant's token count, kept (as the terms below) in the
+ * token write's own transaction, split over up to 16 rows per tenant (the row of the writing
  * connection, `pg_backend_pid() % 16`: a write adds to one row only, so concurrent creates of one
  * tenant rarely wait on each other and never deadlock on them); an unfiltered v1 `total_items` is
  * their sum less the tenant's expired tokens, read from `tokens_by_tenant_expiry`
@@ -33,16 +33,14 @@
  * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
  * exact-term index of `findTokenIds` for the terms not read from an index on `tokens`: one row per
  * container, metadata entry (its value lower-cased) and search-index hash a token carries, so a
- * keyset page of one term is a range scan of its primary key. One row trigger on `tokens`
- * (`token_sync`) keeps the terms and the count in the token write's own transaction. An inserted
- * token (the common write, so the trigger's first branch) gets the rows of `token_terms_of` part by
- * part — one `INSERT … SELECT` per part the doc holds, `DISTINCT` where a part may repeat a term,
- * and a lone container (the usual token) as one `VALUES` row, without the aggregate — and adds one
- * to its tenant's count. When a doc changes, its old terms are deleted and the new ones
- * inserted (`token_terms_of` yields each once, and the old ones are gone first, so the insert needs
- * no conflict check); a deleted token's terms go and its tenant's count loses one. The old terms are
- * exactly `token_terms_of(OLD.doc)`, so each is deleted through the primary key: no second index
- * on `token_terms` to write on every create.
+ * keyset page of one term is a range scan of its primary key. Terms and counts change in the token
+ * write's own transaction: `tv_write` inserts a new token with its terms and adds one to its
+ * tenant's count itself (see `insertToken` in write-function.ts: the usual token in one statement,
+ * no trigger to run), and one row trigger on `tokens` (`token_sync`) keeps the rest. When a doc
+ * changes, its old terms are deleted and the new ones inserted (`token_terms_of` yields each once,
+ * and the old ones are gone first, so the insert needs no conflict check); a deleted token's terms
+ * go and its tenant's count loses one. The old terms are exactly `token_terms_of(OLD.doc)`, so each
+ * is deleted through the primary key: no second index on `token_terms` to write on every create.
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
@@ -190,34 +188,6 @@ CREATE TABLE ${s}.token_counts (
 );
 CREATE FUNCTION ${s}.token_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    -- The terms of token_terms_of(NEW.doc), a part at a time, each only when the doc has it.
-    IF jsonb_typeof(NEW.doc -> 'containers') <> 'array' THEN
-      NULL;
-    ELSIF jsonb_array_length(NEW.doc -> 'containers') = 1 THEN
-      -- The common case, one container: its row as is, without the aggregate DISTINCT starts.
-      INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-      VALUES (NEW.tenant_id, 'container', '', NEW.doc -> 'containers' ->> 0, NEW.id);
-    ELSE
-      INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-      SELECT DISTINCT NEW.tenant_id, 'container', '', c, NEW.id
-      FROM jsonb_array_elements_text(NEW.doc -> 'containers') c;
-    END IF;
-    IF jsonb_typeof(NEW.doc -> 'metadata') = 'object' AND NEW.doc -> 'metadata' <> '{}' THEN
-      -- An object's keys are distinct: so are its rows.
-      INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-      SELECT NEW.tenant_id, 'metadata', m.key, lower(m.value), NEW.id
-      FROM jsonb_each_text(NEW.doc -> 'metadata') m WHERE m.value IS NOT NULL;
-    END IF;
-    IF jsonb_typeof(NEW.doc -> 'search_index_hashes') = 'array' THEN
-      INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-      SELECT DISTINCT NEW.tenant_id, 'search_index', '', h, NEW.id
-      FROM jsonb_array_elements_text(NEW.doc -> 'search_index_hashes') h;
-    END IF;
-    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
-    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
-    RETURN NULL;
-  END IF;
   IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
   -- The old doc's terms are exactly the rows it was given: each found by the primary key.
   DELETE FROM ${s}.token_terms d USING ${s}.token_terms_of(OLD.doc) t
@@ -233,7 +203,7 @@ BEGIN
   RETURN NULL;
 END
 $$;
-CREATE TRIGGER token_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+CREATE TRIGGER token_sync AFTER UPDATE OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_sync();
 `
 

@@ -25,6 +25,10 @@ const SHAPES: Record<string, unknown>[] = [
   { containers: ['/general/high/'], metadata: { 'MiXed Key': 'ÄÖ' } },
   { containers: [{ Not: 'a string' }], search_index_hashes: [] },
   { containers: [7, 7], search_index_hashes: ['h'] },
+  // One container and no other term: the usual token, written in one statement.
+  { containers: ['/only/'], metadata: {} },
+  { containers: [5], metadata: 'not an object' },
+  { containers: ['/only/'] },
   {},
 ]
 
