@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { postgresStore } from '../adapters/postgres/index.js'
 import { LockKeys, recordNames } from '../adapters/postgres/locking.js'
-import { opArguments } from '../adapters/postgres/ops.js'
+import { writeArguments } from '../adapters/postgres/ops.js'
 import type { Check, Op, StoredToken } from '../src/kernel/types.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
@@ -65,7 +65,8 @@ export async function serverRows(url: string, opts: BenchOptions): Promise<Bench
         ]
         const ops: Op[] = [{ op: 'token.put', token: t }]
         const { keys, shared } = locks.order(recordNames(checks, ops))
-        const values = [JSON.stringify(checks), JSON.stringify(opArguments(checks, ops)), keys, shared]
+        const args = writeArguments(checks, ops)
+        const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
         return client.query({ name: `write ${into}`, text: write, values })
       }
     }

@@ -114,14 +114,14 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     const block = 10 * connections
     const writes = await measure(create, () => raw.create(nextRaw()), connections, block, ms)
     // The driver's floor for the store's own query shape: the same `tv_write` call through pg, its
-    // arguments built inline (lock keys: distinct numbers; the put marked `fresh`, as the store marks
-    // a guarded create), without the adapter.
+    // arguments built inline (lock keys: distinct numbers; the put marked `fresh` and its guard
+    // `deferred`, as the store marks a guarded create), without the adapter.
     const write = `SELECT "${schema}".tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`
     let w = 0
     const rawWrite = () => {
       const t = token(tenants[0]!, `w${w}`)
       const checks = [
-        { check: 'token.absent', tenant_id: t.tenant_id, id: t.id },
+        { check: 'token.absent', tenant_id: t.tenant_id, id: t.id, deferred: true },
         { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
       ]
       const keys = [String(-1 - w), String(w), '9000000000000000000']

@@ -47,3 +47,34 @@ export function opArguments(checks: readonly Check[], ops: readonly Op[]): objec
     return { ...op, fresh: true }
   })
 }
+
+/** What `tv_write` takes for a batch: its checks and ops as JSON values, and whether the first check is deferred. */
+export interface WriteArguments {
+  checks: readonly object[]
+  ops: object[]
+  /** The first check, `token.absent`, is left to its put's INSERT: a `tokens_pkey` violation is its failure. */
+  deferred: boolean
+}
+
+/**
+ * The arguments of `tv_write` for a batch: its checks, and its ops as `opArguments` gives them. When
+ * the first check is `token.absent` and the first op on that token is its put (a plain INSERT, marked
+ * `fresh`), that check is marked `deferred`: `tv_write` does not read it before the ops, only when a
+ * later check fails (so the first failing check is still the one answered), and otherwise the
+ * INSERT is the guard: under the token's lock, the primary key refuses a row that is there with a
+ * unique violation, which rolls back the whole call (nothing written) and answers the first check.
+ * No other put can meet a row, so a `tokens_pkey` violation of that call means this guard failed.
+ * (The server logs that error with the key it met: a tenant id and a token id, which are not secret.)
+ */
+export function writeArguments(checks: readonly Check[], ops: readonly Op[]): WriteArguments {
+  const first = checks[0]
+  const opArgs = opArguments(checks, ops)
+  if (first?.check !== 'token.absent') return { checks, ops: opArgs, deferred: false }
+  const put = ops.findIndex(
+    (op) =>
+      (op.op === 'token.put' && op.token.tenant_id === first.tenant_id && op.token.id === first.id) ||
+      (op.op === 'token.delete' && op.tenant_id === first.tenant_id && op.id === first.id),
+  )
+  if (put < 0 || ops[put]!.op !== 'token.put') return { checks, ops: opArgs, deferred: false }
+  return { checks: [{ ...first, deferred: true }, ...checks.slice(1)], ops: opArgs, deferred: true }
+}

@@ -23,20 +23,24 @@
  * field guard on one row; only the `lock.put` and `lock.delete` ops write them. A `staged_writes`
  * row is a transaction's staged write over one token (`StagedWrite`): its primary key, led by
  * `(tenant_id, transaction_id)`, serves `getStaged` by key and `listStaged` as a range scan in
- * token id order. `token_counts` holds each tenant's token count, kept by a trigger on `tokens` in
- * the token write's own transaction, split over up to 16 rows per tenant (the row of the writing
+ * token id order. `token_counts` holds each tenant's token count, kept (as the terms below) in the
+ * token write's own transaction, split over up to 16 rows per tenant (the row of the writing
  * connection, `pg_backend_pid() % 16`: a write adds to one row only, so concurrent creates of one
  * tenant rarely wait on each other and never deadlock on them); an unfiltered v1 `total_items` is
  * their sum less the tenant's expired tokens, read from `tokens_by_tenant_expiry`
- * `(tenant_id, expires_at)` as an index range (a filtered count reads that index too). `idempotency` holds
+ * `(tenant_id, expires_at)` as an index range; that index holds only tokens with an expiry (what
+ * `expires_at <= now` reads), so a create without one writes no entry to it. `idempotency` holds
  * idempotency records (`claim` is what `idempotency.claimed` compares). `token_terms` is the
  * exact-term index of `findTokenIds` for the terms not read from an index on `tokens`: one row per
  * container, metadata entry (its value lower-cased) and search-index hash a token carries, so a
- * keyset page of one term is a range scan of its primary key. One row trigger on `tokens`
- * (`token_sync`) keeps the terms and the count in the token write's own transaction: a token's
- * terms are deleted and inserted again when its doc changes (`token_terms_of` yields each once, and
- * the old ones are gone first, so the insert needs no conflict check), an inserted token adds one to
- * its tenant's count and a deleted one takes one away.
+ * keyset page of one term is a range scan of its primary key. Terms and counts change in the token
+ * write's own transaction: `tv_write` inserts a new token with its terms and adds one to its
+ * tenant's count itself (see `insertToken` in write-function.ts: the usual token in one statement,
+ * no trigger to run), and one row trigger on `tokens` (`token_sync`) keeps the rest. When a doc
+ * changes, its old terms are deleted and the new ones inserted (`token_terms_of` yields each once,
+ * and the old ones are gone first, so the insert needs no conflict check); a deleted token's terms
+ * go and its tenant's count loses one. The old terms are exactly `token_terms_of(OLD.doc)`, so each
+ * is deleted through the primary key: no second index on `token_terms` to write on every create.
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (
@@ -68,7 +72,7 @@ CREATE TABLE ${s}.tokens (
   PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX tokens_by_expiry ON ${s}.tokens (expires_at) WHERE expires_at IS NOT NULL;
-CREATE INDEX tokens_by_tenant_expiry ON ${s}.tokens (tenant_id, expires_at);
+CREATE INDEX tokens_by_tenant_expiry ON ${s}.tokens (tenant_id, expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX tokens_by_type ON ${s}.tokens (tenant_id, type, id);
 CREATE INDEX tokens_by_fingerprint ON ${s}.tokens (tenant_id, ((doc ->> 'fingerprint') COLLATE "C"), id);
 CREATE INDEX tokens_by_cvc_expiry ON ${s}.tokens (((doc ->> 'cvc_expires_at') COLLATE "C"))
@@ -165,7 +169,6 @@ CREATE TABLE ${s}.token_terms (
   id text COLLATE "C" NOT NULL,
   PRIMARY KEY (tenant_id, kind, name, value, id)
 );
-CREATE INDEX token_terms_by_token ON ${s}.token_terms (tenant_id, id);
 CREATE FUNCTION ${s}.token_terms_of(doc jsonb) RETURNS TABLE (kind text, name text, value text)
 LANGUAGE sql IMMUTABLE AS $$
   SELECT 'container', '', c FROM jsonb_array_elements_text(
@@ -186,24 +189,21 @@ CREATE TABLE ${s}.token_counts (
 CREATE FUNCTION ${s}.token_sync() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND OLD.doc IS NOT DISTINCT FROM NEW.doc THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN
-    DELETE FROM ${s}.token_terms WHERE tenant_id = OLD.tenant_id AND id = OLD.id;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
+  -- The old doc's terms are exactly the rows it was given: each found by the primary key.
+  DELETE FROM ${s}.token_terms d USING ${s}.token_terms_of(OLD.doc) t
+  WHERE d.tenant_id = OLD.tenant_id AND d.kind = t.kind AND d.name = t.name AND d.value = t.value
+    AND d.id = OLD.id;
+  IF TG_OP = 'UPDATE' THEN
     INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
     SELECT NEW.tenant_id, t.kind, t.name, t.value, NEW.id FROM ${s}.token_terms_of(NEW.doc) t;
-  END IF;
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (NEW.tenant_id, pg_backend_pid() % 16, 1)
-    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
-  ELSIF TG_OP = 'DELETE' THEN
+  ELSE
     INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n) VALUES (OLD.tenant_id, pg_backend_pid() % 16, -1)
     ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n - 1;
   END IF;
   RETURN NULL;
 END
 $$;
-CREATE TRIGGER token_sync AFTER INSERT OR UPDATE OR DELETE ON ${s}.tokens
+CREATE TRIGGER token_sync AFTER UPDATE OR DELETE ON ${s}.tokens
   FOR EACH ROW EXECUTE FUNCTION ${s}.token_sync();
 `
 

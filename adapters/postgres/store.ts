@@ -11,7 +11,7 @@ import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
 import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
-import { opArguments } from './ops.js'
+import { writeArguments } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 
@@ -104,9 +104,11 @@ async function currentSchema(pool: Pool): Promise<string> {
  * each on a snapshot taken after the locks were granted; then applies its ops. Two writes that
  * conflict name a common record, so the second runs its guards only after the first committed,
  * sees its effects and fails; writes that name no common record run in parallel, even within one
- * tenant and on one token's neighbours. There is no tenant-wide or store-wide lock, and a plain
- * token put holds its fingerprint's lock shared: puts of equal values never wait on each other,
- * only on a deduplicating create of that value (`token.fingerprint_absent` holds it exclusive).
+ * tenant and on one token's neighbours. A create's own `token.absent`, its first guard, is checked
+ * by its INSERT through the primary key under the same lock (see `writeArguments`). There is no
+ * tenant-wide or store-wide lock, and a plain token put holds its fingerprint's lock shared: puts of
+ * equal values never wait on each other, only on a deduplicating create of that value
+ * (`token.fingerprint_absent` holds it exclusive).
  * So a nonce authorization (`session.unchanged` + `session.put`), a commit
  * (`transaction.unchanged` + the staged writes and `transaction.put`) and a compare-and-set update
  * (`token.unchanged` + `token.put`) are conditional updates that exactly one racer wins, in one
@@ -136,6 +138,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
     if (owned) await pool.end()
     throw error
   }
+}
+
+/** Whether `error` is a unique violation of this schema's `tokens` primary key. */
+function isTokenConflict(error: unknown, schema: string): boolean {
+  const e = error as { code?: unknown; constraint?: unknown; schema?: unknown }
+  return e.code === '23505' && e.constraint === 'tokens_pkey' && e.schema === schema
 }
 
 /** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */
@@ -251,7 +259,8 @@ function openStore(
       return failed ? { ok: false, failed } : { ok: true }
     }
     const { keys, shared } = locks.order(recordNames(checks, batch.ops))
-    const values = [JSON.stringify(checks), JSON.stringify(opArguments(checks, batch.ops)), keys, shared]
+    const args = writeArguments(checks, batch.ops)
+    const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
     const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {
@@ -260,6 +269,8 @@ function openStore(
         const failed = index < 0 ? undefined : checks[index]
         return failed ? { ok: false, failed } : { ok: true }
       } catch (error) {
+        // A deferred `token.absent` failed: its put met the row (the call wrote nothing).
+        if (args.deferred && isTokenConflict(error, schema)) return { ok: false, failed: checks[0]! }
         const code = (error as { code?: unknown }).code
         if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
         throw error

@@ -7,6 +7,51 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
     ELSE jsonb_build_array(${alias}.doc -> 'key_hash') END)`
 
 /**
+ * The plpgsql that inserts the token `_d`, adds one to its tenant's count and inserts its terms:
+ * the rows of `token_terms_of(_d)`, a part at a time, each only when the doc has it (`DISTINCT`
+ * where a part may repeat a term; an object's keys are distinct, so are its metadata rows). The usual
+ * token — one container, no other term — is one statement: the row, the count and its one term.
+ */
+const insertToken = (s: string) => `        IF (CASE WHEN jsonb_typeof(_d -> 'containers') = 'array'
+            THEN jsonb_array_length(_d -> 'containers') = 1 ELSE false END)
+            AND NOT coalesce(jsonb_typeof(_d -> 'metadata') = 'object' AND _d -> 'metadata' <> '{}', false)
+            AND jsonb_typeof(_d -> 'search_index_hashes') IS DISTINCT FROM 'array' THEN
+          WITH t AS (
+            INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
+            VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d)
+          ), c AS (
+            INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n)
+            VALUES (_d ->> 'tenant_id', pg_backend_pid() % 16, 1)
+            ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1
+          )
+          INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+          VALUES (_d ->> 'tenant_id', 'container', '', _d -> 'containers' ->> 0, _d ->> 'id');
+        ELSE
+          WITH t AS (
+            INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
+            VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d)
+          )
+          INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n)
+          VALUES (_d ->> 'tenant_id', pg_backend_pid() % 16, 1)
+          ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
+          IF jsonb_typeof(_d -> 'containers') = 'array' THEN
+            INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+            SELECT DISTINCT _d ->> 'tenant_id', 'container', '', c, _d ->> 'id'
+            FROM jsonb_array_elements_text(_d -> 'containers') c;
+          END IF;
+          IF jsonb_typeof(_d -> 'metadata') = 'object' AND _d -> 'metadata' <> '{}' THEN
+            INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+            SELECT _d ->> 'tenant_id', 'metadata', m.key, lower(m.value), _d ->> 'id'
+            FROM jsonb_each_text(_d -> 'metadata') m WHERE m.value IS NOT NULL;
+          END IF;
+          IF jsonb_typeof(_d -> 'search_index_hashes') = 'array' THEN
+            INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+            SELECT DISTINCT _d ->> 'tenant_id', 'search_index', '', h, _d ->> 'id'
+            FROM jsonb_array_elements_text(_d -> 'search_index_hashes') h;
+          END IF;
+        END IF;`
+
+/**
  * `tv_write(checks jsonb, ops jsonb, keys bigint[], shared boolean[]) RETURNS integer`: one
  * `Store.write` in one statement, so a write is one round trip (`SELECT s.tv_write($1, $2, $3, $4)`
  * in autocommit: the call runs in its own implicit transaction, which commits before the answer
@@ -21,6 +66,12 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
  * 3. It applies the `ops` (a JSON array) in order, each exactly as `MemoryState.apply` does, and
  *    answers -1.
  *
+ * A first guard `token.absent` marked `deferred` (see `writeArguments`: the first op on its token is
+ * its put) is not read in step 2: the put's plain INSERT checks it through the primary key, and a row
+ * there fails the whole call with a unique violation (nothing written; the store answers that
+ * guard). It is read in step 2 only when a later guard fails, and answered when it fails too, so
+ * the answer is always the first guard that fails. A create thus runs one statement fewer.
+ *
  * Why a function and not one data-modifying CTE: a single statement reads one snapshot, taken when
  * it starts, before any lock it takes in a CTE is granted; its guards could then miss a conflicting
  * write that committed while it waited (two creates of one id would both find it absent). In a
@@ -34,7 +85,10 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
  * with every element escaped, then parsed twice), plus what SQL can't derive the same way
  * JavaScript does (`opArgument`): sort keys (hex), lower-cased names and an application's key
  * hashes. A `token.put` marked `fresh` (its batch guards the token `token.absent`, under the
- * token's lock) is a plain INSERT: no row can be there, so it skips the upsert's conflict check.
+ * token's lock) is a plain INSERT: no row can be there. Any other put updates the row there and
+ * inserts only when there is none (under the token's lock, nothing comes between). An insert writes
+ * the token's terms and count with it (`insertToken`); the trigger `token_sync` keeps them on
+ * update and delete.
  */
 export const writeFunctionSql = (s: string) => `
 CREATE OR REPLACE FUNCTION ${s}.tv_write(checks jsonb, ops jsonb, keys bigint[], shared boolean[])
@@ -55,6 +109,8 @@ BEGIN
     _c := checks -> _i;
     CASE _c ->> 'check'
       WHEN 'token.absent' THEN
+        -- Deferred (see writeArguments in ops.ts): the INSERT of its put is this guard.
+        CONTINUE WHEN _c ? 'deferred';
         _ok := NOT EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
       WHEN 'token.present' THEN
         _ok := EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
@@ -114,6 +170,11 @@ BEGIN
         RAISE EXCEPTION 'tv_write: unknown check %', _c ->> 'check';
     END CASE;
     IF NOT _ok THEN
+      -- A deferred first guard is read now: when it fails too, it is the first that failed.
+      IF _i > 0 AND checks -> 0 ? 'deferred' AND EXISTS (SELECT 1 FROM ${s}.tokens
+          WHERE tenant_id = checks -> 0 ->> 'tenant_id' AND id = checks -> 0 ->> 'id') THEN
+        RETURN 0;
+      END IF;
       RETURN _i;
     END IF;
   END LOOP;
@@ -123,14 +184,14 @@ BEGIN
     CASE _o ->> 'op'
       WHEN 'token.put' THEN
         _d := _o -> 'token';
-        IF _o ? 'fresh' THEN
-          INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
-          VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d);
-        ELSE
-          INSERT INTO ${s}.tokens (tenant_id, id, type, expires_at, doc)
-          VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'type', _d ->> 'expires_at', _d)
-          ON CONFLICT (tenant_id, id) DO UPDATE
-          SET type = EXCLUDED.type, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
+        IF NOT _o ? 'fresh' THEN
+          -- The row there, if any, is replaced (token_sync moves its terms); under the token's lock,
+          -- none can come between this and the insert.
+          UPDATE ${s}.tokens SET type = _d ->> 'type', expires_at = _d ->> 'expires_at', doc = _d
+          WHERE tenant_id = _d ->> 'tenant_id' AND id = _d ->> 'id';
+        END IF;
+        IF _o ? 'fresh' OR NOT FOUND THEN
+${insertToken(s)}
         END IF;
       WHEN 'token.delete' THEN
         -- The token alone: the core deletes its links with their own ops.

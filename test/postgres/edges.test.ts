@@ -112,6 +112,37 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     expect(await store.getToken('T', 'c')).toBeNull()
   })
 
+  it('a first token.absent left to its put answers as if read first: a later failing guard loses to it, and nothing is written', async () => {
+    const absent = (id: string) => ({ check: 'token.absent' as const, tenant_id: 'T', id })
+    const unlocked = (id: string) => ({ check: 'token.unlocked' as const, tenant_id: 'T', id, now: NOW })
+    const lock: Op = {
+      op: 'lock.put',
+      lock: { tenant_id: 'T', token_id: 'l', transaction_id: 'x', expires_at: TIMES[2]! },
+    }
+    await expectSameAsModel(store, [
+      batch(token('a'), lock),
+      // a exists: the put meets its row, and the put of z before it is rolled back with the call.
+      { batch: { checks: [absent('a'), unlocked('a')], ops: [token('z'), token('a', { type: 'lost' })] } },
+      // Both fail: the first is answered, though the second is the one read before the ops.
+      { batch: { checks: [absent('a'), unlocked('l')], ops: [token('a', { type: 'lost' })] } },
+      // The lock alone fails: the second is answered.
+      { batch: { checks: [absent('l'), unlocked('l')], ops: [token('l')] } },
+      // The first op on a deletes it: the guard is read before the ops, and fails.
+      {
+        batch: {
+          checks: [absent('a')],
+          ops: [{ op: 'token.delete', tenant_id: 'T', id: 'a' }, token('a', { type: 'lost' })],
+        },
+      },
+      // The guard holds: the first put inserts, the second replaces.
+      { batch: { checks: [absent('m'), unlocked('m')], ops: [token('m'), token('m', { type: 'second' })] } },
+    ])
+    expect(await store.getToken('T', 'z')).toBeNull()
+    expect(await store.getToken('T', 'l')).toBeNull()
+    expect((await store.getToken('T', 'a'))?.type).toBe('x')
+    expect((await store.getToken('T', 'm'))?.type).toBe('second')
+  })
+
   it('indexes a token whose terms repeat once each, and again once each after a put that changes them', async () => {
     const find = (term: TokenTerm) => store.findTokenIds('T', { term, limit: 10 })
     const repeated = token('a', {
