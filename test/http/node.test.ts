@@ -205,6 +205,13 @@ describe('toNodeListener', () => {
 
 describe('toNodeListener: a Request and Response passed through untouched', () => {
   const card = JSON.stringify({ type: 'token', data: 'through' })
+  /** Creates a token through the server at `base` with `key`. */
+  const postCard = (base: string, key: string) =>
+    fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+      body: card,
+    })
 
   it('reads an untouched body from the node request, and its stream then fails rather than hangs', async () => {
     const { handler, keys } = await setup()
@@ -213,11 +220,7 @@ describe('toNodeListener: a Request and Response passed through untouched', () =
       seen.push(request)
       return handler(request)
     })
-    const created = await fetch(`${base}/tokens`, {
-      method: 'POST',
-      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
-      body: card,
-    })
+    const created = await postCard(base, keys.full)
     expect(created.status).toBe(201)
     const request = seen[0]!
     // The handler never read the stream: the body came from the node request.
@@ -231,11 +234,7 @@ describe('toNodeListener: a Request and Response passed through untouched', () =
       const text = await request.text()
       return handler(new Request(request.url, { method: 'POST', headers: request.headers, body: text }))
     })
-    const created = await fetch(`${base}/tokens`, {
-      method: 'POST',
-      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
-      body: card,
-    })
+    const created = await postCard(base, keys.full)
     expect(created.status).toBe(201)
     expect(((await created.json()) as { type: string }).type).toBe('token')
   })
@@ -275,11 +274,7 @@ describe('toNodeListener: a Request and Response passed through untouched', () =
         headers: { 'content-type': 'application/json' },
       })
     })
-    const created = await fetch(`${base}/tokens`, {
-      method: 'POST',
-      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
-      body: card,
-    })
+    const created = await postCard(base, keys.full)
     expect(created.status).toBe(201)
     expect(((await created.json()) as { wrapped?: boolean }).wrapped).toBe(true)
   })
@@ -293,11 +288,7 @@ describe('toNodeListener: a Request and Response passed through untouched', () =
       await copy.text()
       return response
     })
-    const created = await fetch(`${base}/tokens`, {
-      method: 'POST',
-      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
-      body: card,
-    })
+    const created = await postCard(base, keys.full)
     expect(created.status).toBe(201)
     expect(((await created.json()) as { type: string }).type).toBe('token')
   })
