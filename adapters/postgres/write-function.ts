@@ -7,10 +7,10 @@ const keyHashesOf = (alias: string) => `jsonb_array_elements_text(CASE
     ELSE jsonb_build_array(${alias}.doc -> 'key_hash') END)`
 
 /**
- * The plpgsql that inserts the token `_d`, adds one to its tenant's count and inserts its terms:
- * the rows of `token_terms_of(_d)`, a part at a time, each only when the doc has it (`DISTINCT`
- * where a part may repeat a term; an object's keys are distinct, so are its metadata rows). The usual
- * token — one container, no other term — is one statement: the row, the count and its one term.
+ * The plpgsql that inserts the token `_d`, adds one to its tenant's count and inserts its terms,
+ * the rows of `token_terms_of(_d)` (the one statement of the terms' rule). The usual token — one
+ * container, no other term — skips that function's set operations: one statement writes the row,
+ * the count and its one term.
  */
 const insertToken = (s: string) => `        IF (CASE WHEN jsonb_typeof(_d -> 'containers') = 'array'
             THEN jsonb_array_length(_d -> 'containers') = 1 ELSE false END)
@@ -34,21 +34,8 @@ const insertToken = (s: string) => `        IF (CASE WHEN jsonb_typeof(_d -> 'co
           INSERT INTO ${s}.token_counts AS c (tenant_id, shard, n)
           VALUES (_d ->> 'tenant_id', pg_backend_pid() % 16, 1)
           ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1;
-          IF jsonb_typeof(_d -> 'containers') = 'array' THEN
-            INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-            SELECT DISTINCT _d ->> 'tenant_id', 'container', '', c, _d ->> 'id'
-            FROM jsonb_array_elements_text(_d -> 'containers') c;
-          END IF;
-          IF jsonb_typeof(_d -> 'metadata') = 'object' AND _d -> 'metadata' <> '{}' THEN
-            INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-            SELECT _d ->> 'tenant_id', 'metadata', m.key, lower(m.value), _d ->> 'id'
-            FROM jsonb_each_text(_d -> 'metadata') m WHERE m.value IS NOT NULL;
-          END IF;
-          IF jsonb_typeof(_d -> 'search_index_hashes') = 'array' THEN
-            INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
-            SELECT DISTINCT _d ->> 'tenant_id', 'search_index', '', h, _d ->> 'id'
-            FROM jsonb_array_elements_text(_d -> 'search_index_hashes') h;
-          END IF;
+          INSERT INTO ${s}.token_terms (tenant_id, kind, name, value, id)
+          SELECT _d ->> 'tenant_id', t.kind, t.name, t.value, _d ->> 'id' FROM ${s}.token_terms_of(_d) t;
         END IF;`
 
 /**
