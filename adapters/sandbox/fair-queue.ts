@@ -10,6 +10,8 @@ export class FairQueue<T> {
   private readonly ring: string[] = []
   private turn = 0
   private count = 0
+  /** The tenant served last: if it comes back after leaving the ring, it goes last in the turns. */
+  private lastServed: string | undefined
 
   constructor(
     private readonly maxPerTenant: number,
@@ -66,6 +68,7 @@ export class FairQueue<T> {
         continue
       }
       this.count--
+      this.lastServed = tenant
       return queue.shift()!
     }
     return undefined
@@ -85,7 +88,13 @@ export class FairQueue<T> {
     if (!queue) {
       queue = []
       this.queues.set(tenant, queue)
-      this.ring.push(tenant)
+      if (tenant === this.lastServed) {
+        // Served last and back already (its ring place went with its empty queue): the tenants
+        // waiting now, or coming next, go first.
+        if (this.turn > this.ring.length) this.turn = this.ring.length
+        this.ring.splice(this.turn, 0, tenant)
+        this.turn++
+      } else this.ring.push(tenant)
     }
     return queue
   }

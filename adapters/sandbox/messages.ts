@@ -75,6 +75,16 @@ export interface WorkerConfig {
    * run, `performance.timeOrigin + performance.now()` (ms), written just before it claims the run.
    */
   starts: SharedArrayBuffer
+  /**
+   * One 32-bit cell shared by the pool and all its workers: how many runs wait in the host's queue,
+   * not yet sent to a worker.
+   */
+  backlog: SharedArrayBuffer
+  /**
+   * How long an idle worker watches for its next run before it sleeps (µs; 0: it sleeps at once),
+   * while `backlog` is 0.
+   */
+  idleSpinUs?: number
 }
 
 const FAILURES = new Set<string>(['invalid', 'thrown', 'timeout', 'crashed'])

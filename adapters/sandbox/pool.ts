@@ -49,6 +49,8 @@ export interface PoolSettings {
    * it goes from one to the next without waiting for the host (see the class comment). 1 unless given.
    */
   pipeline?: number
+  /** How long an idle worker watches for the next run before it sleeps (µs). 0 unless given. */
+  idleSpinUs?: number
 }
 
 /** A run accepted by the pool. */
@@ -160,6 +162,12 @@ export class SandboxPool {
   private retryTimer: NodeJS.Timeout | undefined
   private wakeTimer: NodeJS.Timeout | undefined
   private closed = false
+  /**
+   * Runs waiting in the queue (not yet sent to any worker), shared with every worker: an idle
+   * worker watches for its next run only while none wait (see `idleSpinUs`). With runs waiting the
+   * host has work on hand, and a watching worker would take its core.
+   */
+  private readonly backlog = new Int32Array(new SharedArrayBuffer(4))
 
   private readonly now: () => number
 
@@ -246,10 +254,12 @@ export class SandboxPool {
           maxResultChars: this.settings.maxResultChars,
           claims: new SharedArrayBuffer(CELLS * 4),
           starts: new SharedArrayBuffer(CELLS * 8),
+          backlog: this.backlog.buffer as SharedArrayBuffer,
         }
         if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
         if (this.settings.prelude) config.prelude = this.settings.prelude
         if (this.settings.driver) config.driver = this.settings.driver
+        if (this.settings.idleSpinUs) config.idleSpinUs = this.settings.idleSpinUs
         worker = this.settings.startWorker(config)
         this.attach(worker, new Int32Array(config.claims), new Float64Array(config.starts))
       } catch {
@@ -518,6 +528,7 @@ export class SandboxPool {
       if (!entry) break
       this.dispatch(target, entry)
     }
+    Atomics.store(this.backlog, 0, this.queue.size)
     this.updateRefs()
   }
 

@@ -1,4 +1,4 @@
-import { parentPort, workerData } from 'node:worker_threads'
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import { Engine } from './engine.js'
 import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
 
@@ -11,8 +11,8 @@ import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
  * it (the run is answered `crashed`), before the claim when restoring the engine failed (the host
  * runs the runs it held again on another worker: they never ran here).
  */
+if (!parentPort) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const port = parentPort
-if (!port) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const config = workerData as WorkerConfig
 const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, {
   prelude: config.prelude,
@@ -22,34 +22,59 @@ const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.
 const send = (message: WorkerMessage) => port.postMessage(message)
 const claims = new Int32Array(config.claims)
 const starts = new Float64Array(config.starts)
+const backlog = new Int32Array(config.backlog)
+/** How long an idle worker watches for its next run (ms, at most 1). */
+const spinMs = Math.min(1, (config.idleSpinUs ?? 0) / 1000)
 /** Runs received and not yet run, in the order the host sent them. */
 const waiting: RunMessage[] = []
 let busy = false
 
-/** Runs the waiting runs one after the other, answering each as it ends; restores the engine once idle. */
+/**
+ * Runs the waiting runs one after the other, answering each as it ends. Once none waits it restores
+ * the engine, then watches its port for the next run for up to `idleSpinUs` before it sleeps.
+ */
 async function drain(): Promise<void> {
   busy = true
-  for (let message = waiting.shift(); message; message = waiting.shift()) {
+  do {
+    for (let message = waiting.shift(); message; message = waiting.shift()) {
+      engine.prepare()
+      if (engine.broken) exit()
+      // The start's time first, then the claim: the host reads the time once it sees the claim. A run
+      // the host took back while it waited here is another worker's now.
+      starts[message.cell] = performance.timeOrigin + performance.now()
+      if (Atomics.compareExchange(claims, message.cell, 0, 1) !== 0) continue
+      const result = await engine.run(message.code, message.request, message.timeoutMs, message.egress)
+      const answered: WorkerMessage = { t: 'done', id: message.id, ...result }
+      if (engine.broken) exit(answered)
+      send(answered)
+    }
+    // Restored while idle, so the next run starts at once. An engine that could not be restored is
+    // unusable: start afresh.
     engine.prepare()
-    if (engine.broken) exit()
-    // The start's time first, then the claim: the host reads the time once it sees the claim. A run
-    // the host took back while it waited here is another worker's now.
-    starts[message.cell] = performance.timeOrigin + performance.now()
-    if (Atomics.compareExchange(claims, message.cell, 0, 1) !== 0) continue
-    const result = await engine.run(message.code, message.request, message.timeoutMs, message.egress)
-    const answered: WorkerMessage = { t: 'done', id: message.id, ...result }
-    if (engine.broken) exit(answered)
-    send(answered)
-  }
-  busy = false
-  setImmediate(() => {
-    if (busy) return
-    engine.prepare()
-    // An engine that could not be restored is unusable: start afresh.
     if (engine.broken) process.exit(1)
-  })
+  } while (awaitNext())
+  busy = false
 }
 
+/**
+ * Watches the port for the next run for up to `idleSpinUs` (µs), on this thread's core: a thread
+ * that sleeps takes tens of µs to wake when a message comes. It stops as soon as runs wait in the
+ * host's queue: the host is busy then, and needs the core more. True when a run came (it waits in
+ * `waiting`).
+ */
+function awaitNext(): boolean {
+  if (!(spinMs > 0)) return false
+  const end = performance.now() + spinMs
+  while (Atomics.load(backlog, 0) === 0) {
+    const next = receiveMessageOnPort(port)
+    if (next) {
+      waiting.push(next.message as RunMessage)
+      return true
+    }
+    if (performance.now() >= end) break
+  }
+  return false
+}
 /** Ends the worker (its engine broke), after sending the last answer if any. */
 function exit(answered?: WorkerMessage): never {
   if (answered) send(answered)

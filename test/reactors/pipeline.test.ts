@@ -17,11 +17,14 @@ class PipelinedWorker extends EventEmitter {
   readonly sent: RunMessage[] = []
   private readonly claims: Int32Array
   private readonly starts: Float64Array
+  /** The pool's count of runs waiting in its queue, as every worker reads it. */
+  readonly backlog: Int32Array
   terminated = false
   constructor(config: WorkerConfig) {
     super()
     this.claims = new Int32Array(config.claims)
     this.starts = new Float64Array(config.starts)
+    this.backlog = new Int32Array(config.backlog)
   }
   postMessage(message: RunMessage): void {
     this.sent.push(message)
@@ -109,6 +112,47 @@ function pool(size: number, pipeline: number, maxQueuedPerTenant = 10) {
 }
 
 const names = (w: PipelinedWorker) => w.sent.map((m) => m.code)
+
+describe('the backlog the workers read (an idle worker watches for its next run only while it is 0)', () => {
+  it('counts the runs waiting in the queue, not those a worker holds, as they are sent and answered', async () => {
+    const { pool: p, workers, submit } = pool(2, 1)
+    try {
+      p.warm()
+      for (const w of workers) w.ready()
+      const [first, second] = workers
+      submit('a1', 'A')
+      expect(Atomics.load(first!.backlog, 0)).toBe(0)
+      for (const name of ['a2', 'a3', 'b1', 'b2']) submit(name, name[0]!.toUpperCase())
+      // Two are held (one by each worker); three wait, and both workers read the same count.
+      expect(Atomics.load(first!.backlog, 0)).toBe(3)
+      expect(Atomics.load(second!.backlog, 0)).toBe(3)
+      first!.answer(first!.start()!)
+      expect(Atomics.load(first!.backlog, 0)).toBe(2)
+      second!.answer(second!.start()!)
+      first!.answer(first!.start()!)
+      expect(Atomics.load(first!.backlog, 0)).toBe(0)
+      second!.answer(second!.start()!)
+      first!.answer(first!.start()!)
+      expect(Atomics.load(first!.backlog, 0)).toBe(0)
+    } finally {
+      await p.close()
+    }
+  })
+
+  it('leaves out the runs sent ahead to a worker', async () => {
+    const { pool: p, workers, submit } = pool(1, 4)
+    try {
+      p.warm()
+      workers[0]!.ready()
+      for (let i = 1; i <= 6; i++) submit(`a${i}`, 'A')
+      // The worker holds four (one starting, three sent ahead); two wait in the queue.
+      expect(names(workers[0]!)).toEqual(['a1', 'a2', 'a3', 'a4'])
+      expect(Atomics.load(workers[0]!.backlog, 0)).toBe(2)
+    } finally {
+      await p.close()
+    }
+  })
+})
 
 describe('which worker gets a run', () => {
   it('of the idle workers, the one that answered last (still on a core, its caches warm)', async () => {

@@ -1,0 +1,94 @@
+import type { Worker } from 'node:worker_threads'
+import { afterEach, describe, expect, it } from 'vitest'
+import { startSandboxWorker } from '../../adapters/sandbox/index.js'
+import type { RunMessage, WorkerConfig, WorkerMessage } from '../../adapters/sandbox/messages.js'
+
+const CODE = 'module.exports = async (req) => ({ raw: req.args.n })'
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * A real sandbox worker driven by hand: `backlog` is the pool's count of waiting runs, as the worker
+ * reads it. A watching worker's event loop is busy for the whole watch, a sleeping one's is not.
+ */
+async function handWorker(idleSpinUs: number, backlog: number) {
+  const config: WorkerConfig = {
+    memoryMb: 32,
+    maxResultChars: 1000,
+    claims: new SharedArrayBuffer(256 * 4),
+    starts: new SharedArrayBuffer(256 * 8),
+    backlog: new SharedArrayBuffer(4),
+    idleSpinUs,
+  }
+  Atomics.store(new Int32Array(config.backlog), 0, backlog)
+  const worker = startSandboxWorker(config)
+  const next = () => new Promise<WorkerMessage>((resolve) => worker.once('message', resolve))
+  expect(await next()).toEqual({ t: 'ready' })
+  let id = 0
+  const run = async () => {
+    id++
+    const message: RunMessage = {
+      t: 'run',
+      id,
+      cell: id,
+      code: CODE,
+      request: JSON.stringify({ args: { n: id }, configuration: {} }),
+      timeoutMs: 5000,
+    }
+    const answered = next()
+    worker.postMessage(message)
+    expect(await answered).toMatchObject({ t: 'done', id, ok: true, json: JSON.stringify({ raw: id }) })
+  }
+  // Warm: the engine's first runs are slower than the ones measured.
+  for (let i = 0; i < 5; i++) await run()
+  await pause(20)
+  /** The median time (ms) the worker's event loop was busy in the 4 ms after each of n answers. */
+  const afterAnswers = async (n: number) => {
+    const busy: number[] = []
+    for (let i = 0; i < n; i++) {
+      await run()
+      const before = worker.performance.eventLoopUtilization()
+      await pause(4)
+      busy.push(worker.performance.eventLoopUtilization(before).active)
+    }
+    return busy.sort((x, y) => x - y)[Math.floor(n / 2)]!
+  }
+  const idle = async (ms: number) => {
+    const before = worker.performance.eventLoopUtilization()
+    await pause(ms)
+    return worker.performance.eventLoopUtilization(before).active
+  }
+  return { worker, afterAnswers, idle }
+}
+
+const started: Worker[] = []
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((w) => w.terminate()))
+})
+
+describe('an idle sandbox worker watches for its next run, within bounds', () => {
+  it('watches about idleSpinUs after each answer while no run waits in the queue, then sleeps', async () => {
+    const watching = await handWorker(1000, 0)
+    started.push(watching.worker)
+    const sleeping = await handWorker(0, 0)
+    started.push(sleeping.worker)
+    const watched = await watching.afterAnswers(21)
+    const slept = await sleeping.afterAnswers(21)
+    // A watch of 1 ms after each answer (less the moment the answer took to arrive here).
+    expect(watched).toBeGreaterThan(0.3)
+    expect(watched).toBeLessThan(3)
+    expect(slept).toBeLessThan(0.15)
+    // And then it sleeps: 200 ms without a run keep it busy for at most the one watch.
+    expect(await watching.idle(200)).toBeLessThan(20)
+  })
+
+  it('does not watch while runs wait in the queue (the host is busy then and needs the core)', async () => {
+    const held = await handWorker(1000, 3)
+    started.push(held.worker)
+    const watching = await handWorker(1000, 0)
+    started.push(watching.worker)
+    const busyQueue = await held.afterAnswers(21)
+    const emptyQueue = await watching.afterAnswers(21)
+    expect(emptyQueue).toBeGreaterThan(0.3)
+    expect(busyQueue).toBeLessThan(0.15)
+  })
+})
