@@ -75,6 +75,7 @@ function awaitNext(): boolean {
   }
   return false
 }
+
 /** Ends the worker (its engine broke), after sending the last answer if any. */
 function exit(answered?: WorkerMessage): never {
   if (answered) send(answered)
