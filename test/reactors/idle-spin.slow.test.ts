@@ -65,14 +65,18 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((w) => w.terminate()))
 })
 
+/** A worker started (and terminated after the test) with this watch, reading this backlog. */
+async function startedWorker(idleSpinUs: number, backlog: number) {
+  const one = await handWorker(idleSpinUs, backlog)
+  started.push(one.worker)
+  return one
+}
+
 describe('an idle sandbox worker watches for its next run, within bounds', () => {
   it('watches about idleSpinUs after each answer while no run waits in the queue, then sleeps', async () => {
-    const watching = await handWorker(1000, 0)
-    started.push(watching.worker)
-    const sleeping = await handWorker(0, 0)
-    started.push(sleeping.worker)
+    const watching = await startedWorker(1000, 0)
     const watched = await watching.afterAnswers(21)
-    const slept = await sleeping.afterAnswers(21)
+    const slept = await (await startedWorker(0, 0)).afterAnswers(21)
     // A watch of 1 ms after each answer (less the moment the answer took to arrive here).
     expect(watched).toBeGreaterThan(0.3)
     expect(watched).toBeLessThan(3)
@@ -82,12 +86,8 @@ describe('an idle sandbox worker watches for its next run, within bounds', () =>
   })
 
   it('does not watch while runs wait in the queue (the host is busy then and needs the core)', async () => {
-    const held = await handWorker(1000, 3)
-    started.push(held.worker)
-    const watching = await handWorker(1000, 0)
-    started.push(watching.worker)
-    const busyQueue = await held.afterAnswers(21)
-    const emptyQueue = await watching.afterAnswers(21)
+    const busyQueue = await (await startedWorker(1000, 3)).afterAnswers(21)
+    const emptyQueue = await (await startedWorker(1000, 0)).afterAnswers(21)
     expect(emptyQueue).toBeGreaterThan(0.3)
     expect(busyQueue).toBeLessThan(0.15)
   })
