@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto'
 import { Worker } from 'node:worker_threads'
+import type { SandboxRunnerOptions } from '../adapters/sandbox/index.js'
 import type { Permission } from '../entry/index.js'
 import type { FormulaRequest, FormulaRunner } from '../src/kernel/runner.js'
 import { built } from './built.js'
@@ -15,9 +16,12 @@ const BOMBS = [
 const MIB = 1024 * 1024
 
 /** The sandbox runner as users get it: the compiled one in `dist/` (see `bench/built.ts`). */
-async function loadRunner(): Promise<{ make: () => FormulaRunner; from: string }> {
+async function loadRunner(): Promise<{
+  make: (options?: SandboxRunnerOptions) => FormulaRunner
+  from: string
+}> {
   const { sandbox } = await built()
-  return { make: () => sandbox.sandboxRunner(), from: 'dist' }
+  return { make: (options) => sandbox.sandboxRunner(options), from: 'dist' }
 }
 
 /** A vault with one reactor per tenant (two tenants) running `code`, and clients that may react. */
@@ -81,6 +85,45 @@ async function echoes(count: number): Promise<{ hop: () => Promise<unknown>; clo
     })
   await Promise.all(workers.map(() => hop()))
   return { hop, close: async () => void (await Promise.all(workers.map((w) => w.terminate()))) }
+}
+
+/**
+ * The idle watch (`idleSpinUs`) off against its default, in alternating rounds on two services:
+ * the p50 latency at 1 in flight and the reacts/s at 64 in flight over 2 tenants.
+ */
+async function watchOff(
+  make: (options?: SandboxRunnerOptions) => FormulaRunner,
+  opts: BenchOptions,
+): Promise<BenchRow> {
+  const on = await reactorFixture(make())
+  const off = await reactorFixture(make({ idleSpinUs: 0 }))
+  try {
+    const sides = [on, off].map(({ reacts }) => {
+      let turn = 0
+      return { reacts, spread: () => reacts[turn++ % 2]!(), p50: [] as number[], rate: [] as number[] }
+    })
+    for (const side of sides) for (let i = 0; i < (opts.quick ? 300 : 3000); i++) await side.reacts[i % 2]!()
+    for (let r = 0; r < (opts.quick ? 1 : 3); r++) {
+      for (const side of sides) {
+        side.p50.push(median(await latencies(side.reacts[0]!, opts.quick ? 300 : 1000)))
+        side.rate.push(await inFlight(side.spread, 64, opts.quick ? 4000 : 20_000))
+      }
+    }
+    const [watching, sleeping] = sides.map((side) => ({ p50: median(side.p50), rate: median(side.rate) }))
+    return {
+      group: 'reactor',
+      operation: 'reactors.react with the idle watch off (idleSpinUs: 0), 1 in flight',
+      opsPerSec: 1e6 / sleeping!.p50,
+      baseline: 'the same with the watch on (its default, 200 µs)',
+      baselineOpsPerSec: 1e6 / watching!.p50,
+      ratio: sleeping!.p50 / watching!.p50,
+      goal: '—',
+      note: `p50 ${sleeping!.p50.toFixed(0)} µs off vs ${watching!.p50.toFixed(0)} µs on; 64 in flight over 2 tenants ${Math.round(sleeping!.rate)} vs ${Math.round(watching!.rate)} reacts/s (medians of alternating rounds)`,
+    }
+  } finally {
+    await on.service.close()
+    await off.service.close()
+  }
 }
 
 /** Per-call latencies (µs) of `fn`, one call in flight. */
@@ -185,6 +228,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     await service.close()
   }
 
+  rows.push(await watchOff(make, opts))
   rows.push(...(await digests(make)))
   rows.push(await engineRuns(opts))
 
