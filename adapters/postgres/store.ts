@@ -140,10 +140,19 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   }
 }
 
-/** Whether `error` is a unique violation of this schema's `tokens` primary key. */
+/**
+ * Whether `error` is a fresh put meeting its token's row: a unique violation of this schema's
+ * `tokens` primary key, or of `token_terms`' (the insert writes the token and its terms in one
+ * statement, whose parts run in no set order, and a term row of that id exists only while the
+ * token does).
+ */
 function isTokenConflict(error: unknown, schema: string): boolean {
   const e = error as { code?: unknown; constraint?: unknown; schema?: unknown }
-  return e.code === '23505' && e.constraint === 'tokens_pkey' && e.schema === schema
+  return (
+    e.code === '23505' &&
+    (e.constraint === 'tokens_pkey' || e.constraint === 'token_terms_pkey') &&
+    e.schema === schema
+  )
 }
 
 /** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */

@@ -143,6 +143,20 @@ describePostgres('postgres store edge cases, against MemoryState', (url) => {
     expect((await store.getToken('T', 'm'))?.type).toBe('second')
   })
 
+  it('a create of a token that is there fails its token.absent, whichever row its insert meets first', async () => {
+    // One container and no other term: the token, its count and its term go in one statement, whose
+    // parts run in no set order; the term's primary key may refuse before the token's does.
+    const absent = { check: 'token.absent' as const, tenant_id: 'T', id: 'a' }
+    for (const extra of [{ containers: ['/general/'] }, { containers: ['/a/', '/b/'] }, {}]) {
+      await truncateAll(pool, schema)
+      await expectSameAsModel(store, [
+        { batch: { checks: [absent], ops: [token('a', extra)] } },
+        { batch: { checks: [absent], ops: [token('a', { ...extra, type: 'lost' })] } },
+      ])
+      expect((await store.getToken('T', 'a'))?.type).toBe('x')
+    }
+  })
+
   it('indexes a token whose terms repeat once each, and again once each after a put that changes them', async () => {
     const find = (term: TokenTerm) => store.findTokenIds('T', { term, limit: 10 })
     const repeated = token('a', {
