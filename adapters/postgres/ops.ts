@@ -52,7 +52,10 @@ export function opArguments(checks: readonly Check[], ops: readonly Op[]): objec
 export interface WriteArguments {
   checks: readonly object[]
   ops: object[]
-  /** The first check, `token.absent`, is left to its put's INSERT: a `tokens_pkey` violation is its failure. */
+  /**
+   * The first check, `token.absent`, is left to its put's INSERT: a violation of `tokens_pkey` (or of
+   * `token_terms_pkey`, written in the same statement) is its failure.
+   */
   deferred: boolean
 }
 
@@ -63,7 +66,9 @@ export interface WriteArguments {
  * later check fails (so the first failing check is still the one answered), and otherwise the
  * INSERT is the guard: under the token's lock, the primary key refuses a row that is there with a
  * unique violation, which rolls back the whole call (nothing written) and answers the first check.
- * No other put can meet a row, so a `tokens_pkey` violation of that call means this guard failed.
+ * No other put can meet a row, so a `tokens_pkey` violation of that call means this guard failed
+ * (or a `token_terms_pkey` one: the statement writes the token's terms too, in no set order, and a
+ * term row of that id exists only while the token does).
  * (The server logs that error with the key it met: a tenant id and a token id, which are not secret.)
  */
 export function writeArguments(checks: readonly Check[], ops: readonly Op[]): WriteArguments {
