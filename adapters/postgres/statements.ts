@@ -39,6 +39,14 @@ export function statements(t: Tables) {
      */
     write: `SELECT ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
 
+    /**
+     * $1 the writes (a JSON array of [checks, ops] pairs, as `write` takes each), $2 lock keys of them
+     * all (ascending), $3 whether each is shared: several `Store.write`s in one call (see
+     * `writeFunctionSql`). Answers `answers`, one per write, as `write` answers `failed` (-2: a
+     * deferred guard failed).
+     */
+    writeMany: `SELECT ${t.schema}.tv_write_many($1::jsonb, $2::bigint[], $3::boolean[]) AS answers`,
+
     /** $1 before, $2 limit: keys of idempotency records past $1 (`idempotency_by_expiry`). */
     expiredIdempotency: `SELECT tenant_id, id FROM ${t.idempotency} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
 

@@ -7,11 +7,12 @@ import { StoreError } from '../../src/store/error.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
+import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
-import { LockKeys, recordNames } from './locking.js'
+import { LockKeys, type LockMode, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
-import { writeArguments } from './ops.js'
+import { type WriteArguments, writeArguments } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 
@@ -97,7 +98,10 @@ async function currentSchema(pool: Pool): Promise<string> {
  * migrations it lacks (see `migrate`). Records are copied in and out as JSON (`jsonb`).
  *
  * Linearizability: `write` is one call of the schema's `tv_write` function (one round trip, in its
- * own implicit transaction, READ COMMITTED). It first takes transaction-scoped advisory locks on
+ * own implicit transaction, READ COMMITTED), or, while its tenant has many write calls in flight,
+ * one of up to 16 writes in one call of `tv_write_many` (see `WriteGroups`): one transaction that
+ * takes the locks of all of them first, in the same global order, then runs each `tv_write` in a
+ * subtransaction of its own, in the order they came, so each is as if it ran alone at that point. It first takes transaction-scoped advisory locks on
  * the records the batch names — each guard's records (a token, a token's lock, a link, a
  * transaction, a nonce, a formula, a formula's use, a fingerprint) and each op's (see
  * `recordNames`) — in one global key order, so writes never deadlock on them; then runs its guards,
@@ -138,6 +142,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
     if (owned) await pool.end()
     throw error
   }
+}
+
+/** A write's result from `tv_write`'s answer: -1 applied, else the index of the guard that failed. */
+function answerOf(checks: Check[], index: number): WriteResult {
+  const failed = index < 0 ? undefined : checks[index]
+  return failed ? { ok: false, failed } : { ok: true }
 }
 
 /**
@@ -199,6 +209,7 @@ function openStore(
   const t = tables(schema)
   const st = statements(t)
   const writeName = statementName(st.write)
+  const writeManyName = statementName(st.writeMany)
   const locks = new LockKeys(schema)
   // Calls wait for a connection in their tenant's own line, served in turn (see `TenantGate`).
   const poolOptions = (pool as { options?: { max?: number; connectionTimeoutMillis?: number } }).options
@@ -267,16 +278,33 @@ function openStore(
       )
       return failed ? { ok: false, failed } : { ok: true }
     }
-    const { keys, shared } = locks.order(recordNames(checks, batch.ops))
+    const tenant = batchTenant(batch)
     const args = writeArguments(checks, batch.ops)
+    // While the tenant has `groupAfter` calls in flight, its writes wait and go together in one call.
+    if (groups.busy(tenant))
+      return groups.add(tenant, { checks, ops: batch.ops, args, names: recordNames(checks, batch.ops) })
+    groups.began(tenant)
+    try {
+      return await writeAlone(tenant, checks, batch.ops, args)
+    } finally {
+      groups.ended(tenant)
+    }
+  }
+
+  /** One write in one call of `tv_write`, retried on a deadlock or a serialization failure. */
+  const writeAlone = async (
+    tenant: string,
+    checks: Check[],
+    ops: Op[],
+    args: WriteArguments,
+  ): Promise<WriteResult> => {
+    const { keys, shared } = locks.order(recordNames(checks, ops))
     const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
     const config: QueryConfig = { name: writeName, text: st.write, values }
     for (let attempt = 1; ; attempt++) {
       try {
-        const { rows } = await gate.run(batchTenant(batch), () => pool.query<{ failed: number }>(config))
-        const index = rows[0]?.failed ?? -1
-        const failed = index < 0 ? undefined : checks[index]
-        return failed ? { ok: false, failed } : { ok: true }
+        const { rows } = await gate.run(tenant, () => pool.query<{ failed: number }>(config))
+        return answerOf(checks, rows[0]?.failed ?? -1)
       } catch (error) {
         // A deferred `token.absent` failed: its put met the row (the call wrote nothing).
         if (args.deferred && isTokenConflict(error, schema)) return { ok: false, failed: checks[0]! }
@@ -286,6 +314,49 @@ function openStore(
       }
     }
   }
+
+  /**
+   * Several writes of one tenant in one call of `tv_write_many` (one transaction, each write in a
+   * subtransaction of its own, the locks of all taken first in the one global order). A write whose
+   * answer is not one `tv_write` gives alone (a put that met a row without a deferred guard) runs
+   * alone; so do all of them when the call fails as a whole on a SQL error (a deadlock, a
+   * serialization failure, an error of one write): each then fails or succeeds as it would alone.
+   */
+  const writeTogether = async (tenant: string, group: GroupedWrite[]): Promise<void> => {
+    const names = new Map<string, LockMode>()
+    for (const write of group)
+      for (const [name, mode] of write.names)
+        if (mode === 'exclusive' || !names.has(name)) names.set(name, mode)
+    const { keys, shared } = locks.order(names)
+    const writes = JSON.stringify(group.map((w) => [w.args.checks, w.args.ops]))
+    const config: QueryConfig = { name: writeManyName, text: st.writeMany, values: [writes, keys, shared] }
+    let answers: number[] | undefined
+    try {
+      answers = (await gate.run(tenant, () => pool.query<{ answers: number[] }>(config))).rows[0]?.answers
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      // The database unreachable, shutting down, out of resources or the call timed out: every
+      // write fails alike. Any other error is one write's (or a deadlock): each runs alone below.
+      if (typeof code !== 'string' || /^(08|53|57|58)/.test(code)) {
+        for (const write of group) write.reject(error)
+        return
+      }
+    }
+    await Promise.all(
+      group.map(async (write, i) => {
+        const answer = answers?.[i]
+        try {
+          if (answer !== undefined && answer >= -1) write.resolve(answerOf(write.checks, answer))
+          else if (answer === -2 && write.args.deferred)
+            write.resolve({ ok: false, failed: write.checks[0]! })
+          else write.resolve(await writeAlone(tenant, write.checks, write.ops, write.args))
+        } catch (error) {
+          write.reject(error)
+        }
+      }),
+    )
+  }
+  const groups = new WriteGroups(groupAfterOf(poolOptions?.max || 10), MAX_GROUP, writeTogether)
 
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text = expiredStatement(st, query.kind)

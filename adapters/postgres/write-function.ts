@@ -76,6 +76,14 @@ const insertToken = (s: string) => `        IF (CASE WHEN jsonb_typeof(_d -> 'co
  * inserts only when there is none (under the token's lock, nothing comes between). An insert writes
  * the token's terms and count with it (`insertToken`); the trigger `token_sync` keeps them on
  * update and delete.
+ *
+ * `tv_write_many(writes jsonb, keys bigint[], shared boolean[]) RETURNS integer[]` applies several
+ * writes (`writes`: an array of `[checks, ops]` pairs) in one call and one transaction: it takes
+ * the locks of all of them (`keys`, sorted as above, so calls never deadlock on them), then runs
+ * each `tv_write` in a block of its own (a subtransaction): each answers as it would alone (-1 or
+ * its failed guard's index; -2 when its put met the token's row, through `tokens_pkey` or
+ * `token_terms_pkey`: its deferred guard),
+ * and one that fails is undone alone. Any other error fails the whole call (nothing written).
  */
 export const writeFunctionSql = (s: string) => `
 CREATE OR REPLACE FUNCTION ${s}.tv_write(checks jsonb, ops jsonb, keys bigint[], shared boolean[])
@@ -316,6 +324,32 @@ ${insertToken(s)}
     END CASE;
   END LOOP;
   RETURN -1;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION ${s}.tv_write_many(writes jsonb, keys bigint[], shared boolean[])
+RETURNS integer[]
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  _answers integer[] := '{}';
+  _i integer;
+  _answer integer;
+  _constraint text;
+BEGIN
+  PERFORM CASE WHEN k.sh THEN pg_advisory_xact_lock_shared(k.key) ELSE pg_advisory_xact_lock(k.key) END
+  FROM unnest(keys, shared) AS k(key, sh);
+  FOR _i IN 0 .. jsonb_array_length(writes) - 1 LOOP
+    BEGIN
+      _answer := ${s}.tv_write(writes -> _i -> 0, writes -> _i -> 1, '{}', '{}');
+    EXCEPTION WHEN unique_violation THEN
+      GET STACKED DIAGNOSTICS _constraint = CONSTRAINT_NAME;
+      IF _constraint IS DISTINCT FROM 'tokens_pkey' AND _constraint IS DISTINCT FROM 'token_terms_pkey' THEN
+        RAISE;
+      END IF;
+      _answer := -2;
+    END;
+    _answers := _answers || _answer;
+  END LOOP;
+  RETURN _answers;
 END
 $fn$;
 `
