@@ -189,9 +189,10 @@ export class LockKeys {
   /**
    * The advisory locks of `names` as `tv_write` takes them: keys in ascending order (every write
    * takes its locks in this one global order, so writes never deadlock on them) and whether each is
-   * shared. Two names whose keys collide share one lock, exclusive if either is.
+   * shared. Two names whose keys collide (or one name given twice, as by several writes taken
+   * together) share one lock, exclusive if either is.
    */
-  order(names: ReadonlyMap<string, LockMode>): { keys: string[]; shared: boolean[] } {
+  order(names: Iterable<readonly [string, LockMode]>): { keys: string[]; shared: boolean[] } {
     const modes = new Map<bigint, LockMode>()
     for (const [n, mode] of names) {
       const key = this.value(n)

@@ -10,7 +10,7 @@ import { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
-import { LockKeys, type LockMode, recordNames } from './locking.js'
+import { LockKeys, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
 import { type WriteArguments, writeArguments } from './ops.js'
 import { reads } from './reads.js'
@@ -262,9 +262,9 @@ function openStore(
   }
 
   /**
-   * One write, one round trip: `tv_write` takes the locks, runs the guards and applies the ops in
-   * the call's own implicit transaction, which commits before the answer comes back. A deadlock
-   * among row locks (advisory locks are taken in one order and never deadlock) is retried.
+   * One write, at most one round trip: guards alone in one SELECT; else one call of `tv_write`
+   * (`writeAlone`), or, while its tenant has `groupAfterOf(max)` write calls in flight, a place in
+   * the tenant's next call of `tv_write_many` (`writeTogether`).
    */
   const write = async (batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> => {
     const checks = batch.checks ?? []
@@ -323,11 +323,7 @@ function openStore(
    * serialization failure, an error of one write): each then fails or succeeds as it would alone.
    */
   const writeTogether = async (tenant: string, group: GroupedWrite[]): Promise<void> => {
-    const names = new Map<string, LockMode>()
-    for (const write of group)
-      for (const [name, mode] of write.names)
-        if (mode === 'exclusive' || !names.has(name)) names.set(name, mode)
-    const { keys, shared } = locks.order(names)
+    const { keys, shared } = locks.order(group.flatMap((write) => [...write.names]))
     const writes = JSON.stringify(group.map((w) => [w.args.checks, w.args.ops]))
     const config: QueryConfig = { name: writeManyName, text: st.writeMany, values: [writes, keys, shared] }
     let answers: number[] | undefined
