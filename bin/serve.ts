@@ -17,6 +17,7 @@ import {
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import type { Permission } from '../src/kernel/types.js'
 import { unchecked } from '../src/service/unchecked.js'
+import { fdSink } from './log-sink.js'
 import type { BoundOption } from './options.js'
 import { openStore } from './stores.js'
 
@@ -239,7 +240,10 @@ const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
  */
 export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
-  const stderr = options.log ? undefined : bufferedLog((text) => process.stderr.write(text))
+  // The log goes to stderr through the thread pool: a slow reader of the log never stops requests.
+  const sink = options.log ? undefined : fdSink(2)
+  const stderr = sink ? bufferedLog(sink.write) : undefined
+  if (sink) process.once('exit', () => sink.flushSync())
   const log = options.log ?? stderr!.log
   /** A line of the server's own (not a request's): a JSON object in JSON mode. */
   const note = (line: string, level = 'info') =>
@@ -385,6 +389,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       await service.close()
       await opened.release()
       stderr?.close()
+      await sink?.drained()
     })()
     return closing
   }
