@@ -322,7 +322,8 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const served = listener
   const server = createServer((req, res) => {
     unanswered.add(res)
-    res.once('finish', () => answered(res)).once('close', () => answered(res))
+    // 'close' follows every answer (after 'finish'), and a connection lost before one: one listener.
+    res.on('close', () => answered(res))
     if (!draining) return served(req, res)
     res.setHeader('connection', 'close')
     if ((req.method === 'GET' || req.method === 'HEAD') && (req.url ?? '').split('?')[0] === '/readyz') {
