@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from 'lmdb'
+import { tokenCodec } from '../adapters/file/token-codec.js'
 import { built } from './built.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
@@ -89,7 +90,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     // ceiling a file store through this service could reach against the same floor.
     const inMemory = await serve(memoryStore())
     const first = await client.tokens.create({ type: 'token', data: DATA })
-    const stored = Buffer.from(JSON.stringify(await store.getToken(tenant.id, first.id)))
+    // The bytes the store keeps for that token (its head as JSON, its ciphertext as bytes).
+    const stored = tokenCodec.encode((await store.getToken(tenant.id, first.id))!)
 
     const raw = rawEnv(join(dir, 'raw'))
     const ours = () => client.tokens.create({ type: 'token', data: DATA })

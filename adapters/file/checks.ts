@@ -7,11 +7,15 @@ import { fits, key, prefix, termPart } from './keys.js'
 
 /**
  * Whether two JSON values are equal as stored: object key order aside, and a key whose value is
- * `undefined` counts as absent (the stored side went through JSON, which drops it).
+ * `undefined` counts as absent (the stored side went through JSON, which drops it). Bytes (a
+ * token's ciphertext) are equal when their bytes are.
  */
 export function sameStored(a: unknown, b: unknown): boolean {
   if (a === b) return true
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false
+  // A token's ciphertext as bytes (`tokenCodec`).
+  if (a instanceof Uint8Array || b instanceof Uint8Array)
+    return a instanceof Uint8Array && b instanceof Uint8Array && Buffer.compare(a, b) === 0
   if (Array.isArray(a) !== Array.isArray(b)) return false
   if (Array.isArray(a)) {
     const bb = b as unknown[]

@@ -4,6 +4,7 @@ import { type Database, open, type RootDatabase } from 'lmdb'
 import { StoreError } from '../../src/store/error.js'
 import { openError } from './faults.js'
 import { checkDataFile } from './header.js'
+import { tokenCodec } from './token-codec.js'
 
 /**
  * The format this version writes, kept under `format` in the `meta` database (the first released
@@ -158,11 +159,13 @@ export function openDatabases(dir: string, durable: boolean): Databases {
   try {
     const dbs = { env, ...lock } as Databases
     for (const name of NAMES)
-      (dbs as unknown as Record<string, Database>)[name] = env.openDB({
-        name,
-        keyEncoding: 'binary',
-        encoding: 'json',
-      })
+      (dbs as unknown as Record<string, Database>)[name] = env.openDB(
+        // Tokens keep their ciphertext as bytes (see `tokenCodec`); every other record is JSON.
+        name === 'tokens'
+          ? // lmdb takes `encoder` per database (its typings leave it out).
+            ({ name, keyEncoding: 'binary', encoding: 'binary', encoder: tokenCodec } as { name: string })
+          : { name, keyEncoding: 'binary', encoding: 'json' },
+      )
     checkFormat(dbs, dir)
     return dbs
   } catch (error) {

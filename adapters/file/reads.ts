@@ -28,6 +28,7 @@ import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
+import { portableToken } from './token-codec.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -366,7 +367,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       return {
         tenants: sorted(all(dbs.tenants), (t) => t.id),
         applications: sorted(all<StoredApplication>(dbs.applications), (a) => k(a.tenant_id, a.id)),
-        tokens: sorted(all<StoredToken>(dbs.tokens), (t) => k(t.tenant_id, t.id)),
+        tokens: sorted(all<StoredToken>(dbs.tokens).map(portableToken), (t) => k(t.tenant_id, t.id)),
         associations: sorted(
           all<StoredLink>(dbs.links).map((l): Association => l.association),
           (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,

@@ -142,11 +142,13 @@ export function sealValue(key: TenantKey, value: unknown, aad: string): string {
   ).toString('base64')
 }
 
-/** Decrypts what `sealValue` made; throws when the key, the AAD or the bytes don't match. */
-export function openValue(key: TenantKey, sealed: string, aad: string): unknown {
-  return JSON.parse(
-    openBytes(key.encryption, Buffer.from(sealed, 'base64'), Buffer.from(aad, 'utf8')).toString('utf8'),
-  )
+/**
+ * Decrypts what `sealValue` made (its base64, or the bytes it names); throws when the key, the AAD
+ * or the bytes don't match.
+ */
+export function openValue(key: TenantKey, sealed: string | Uint8Array, aad: string): unknown {
+  const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'base64') : sealed
+  return JSON.parse(openBytes(key.encryption, bytes, Buffer.from(aad, 'utf8')).toString('utf8'))
 }
 
 /** HMAC-SHA-256 of `value` under the tenant's key for `purpose`, as base64url. */

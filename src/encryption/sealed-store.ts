@@ -14,15 +14,17 @@ import {
   type WrappedDataKey,
 } from './keyring.js'
 
-/** How a sealed token field is stored: the base64 of IV ‖ ciphertext ‖ GCM tag. */
-type Sealed = { $sealed: string }
+/**
+ * How a sealed token field is stored: IV ‖ ciphertext ‖ GCM tag, as base64 (what this store writes)
+ * or as the bytes themselves (a store may keep them so: the file store's `tokenCodec`).
+ */
+type Sealed = { $sealed: string | Uint8Array }
 
-const isSealed = (value: unknown): value is Sealed =>
-  typeof value === 'object' &&
-  value !== null &&
-  !Array.isArray(value) &&
-  typeof (value as { $sealed?: unknown }).$sealed === 'string' &&
-  Object.keys(value).length === 1
+const isSealed = (value: unknown): value is Sealed => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const sealed = (value as { $sealed?: unknown }).$sealed
+  return (typeof sealed === 'string' || sealed instanceof Uint8Array) && Object.keys(value).length === 1
+}
 
 /** The additional authenticated data of a token's sealed fields: its tenant and id. */
 const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
@@ -205,7 +207,7 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
   const sealedReactor = new WeakMap<Reactor, Reactor>()
   const sealReactor = async (reactor: Reactor): Promise<Reactor> => {
     const key = await keyOf(reactor.tenant_id)
-    const sealed: Sealed = { $sealed: sealValue(key, reactor.configuration, reactorAad(reactor)) }
+    const sealed = { $sealed: sealValue(key, reactor.configuration, reactorAad(reactor)) }
     return { ...reactor, configuration: sealed }
   }
   const openReactor = async (reactor: Reactor): Promise<Reactor> => {
