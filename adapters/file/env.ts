@@ -7,10 +7,15 @@ import { checkDataFile } from './header.js'
 import { tokenCodec } from './token-codec.js'
 
 /**
- * The format this version writes, kept under `format` in the `meta` database (the first released
- * one is 2: format 1 was a development build's, without the counts `meta` keeps, and is refused).
+ * The format this version writes, kept under `format` in the `meta` database. 3: tokens keep their
+ * ciphertext as bytes (`tokenCodec`). A format 2 store (tokens all JSON) reads as it is: its
+ * marker is moved to 3 when it opens, so a version that reads only format 2 then refuses it
+ * (`schema_newer`) instead of meeting tokens it can't decode. Format 1 was a development build's,
+ * without the counts `meta` keeps, and is refused.
  */
-export const FORMAT = 2
+export const FORMAT = 3
+/** The oldest format this version opens (and moves to `FORMAT`). */
+const OLDEST_READ = 2
 
 /** The ordered databases of one store, each keyed as `keys.ts` builds keys (its parts in brackets). */
 export interface Databases {
@@ -203,9 +208,11 @@ function checkFormat(dbs: Databases, dir: string): void {
       'schema_newer',
       `fileStore: ${dir} was written in format ${format}; this version reads format ${FORMAT}`,
     )
-  if (format < FORMAT)
+  if (format < OLDEST_READ)
     throw new StoreError(
       'corrupt',
       `fileStore: ${dir} was written in format ${format} by a development build; this version reads format ${FORMAT}`,
     )
+  // Its records read as they are; from now on it holds tokens only this format reads.
+  if (format < FORMAT) dbs.meta.putSync(FORMAT_KEY, FORMAT)
 }

@@ -4,8 +4,10 @@
  * base64 again in a dump. Anything else stays JSON.
  */
 import { randomBytes } from 'node:crypto'
+import { open as openLmdb } from 'lmdb'
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import { key } from '../../adapters/file/keys.js'
 import { tokenCodec } from '../../adapters/file/token-codec.js'
 import { createService, manualClock } from '../../entry/index.js'
 import type { StoredToken } from '../../src/kernel/types.js'
@@ -108,5 +110,29 @@ describe('the file store with tokens kept as bytes', () => {
     expect(got.data).toEqual(data)
     expect(got.metadata).toEqual({ owner: 'bo' })
     await service.close()
+  })
+})
+
+describe('a store of the format before (tokens all JSON)', () => {
+  it('opens, reads its tokens as they are, and moves its marker on so older versions refuse it', async () => {
+    const path = await tempDir()
+    await (await fileStore({ path, durability: 'none' })).close()
+    // As the format before wrote it: marker 2, a token as JSON with its ciphertext in base64.
+    const old = sealedToken(randomBytes(64))
+    const raw = openLmdb({ path, keyEncoding: 'binary', encoding: 'json', maxDbs: 30 })
+    const meta = raw.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' })
+    await meta.put(Buffer.from('format'), 2)
+    await raw.openDB({ name: 'tokens', keyEncoding: 'binary', encoding: 'json' }).put(key(T, old.id), old)
+    await raw.close()
+
+    const store = await fileStore({ path, durability: 'none' })
+    expect(await store.getToken(T, old.id)).toEqual(old)
+    await store.write({ ops: [put('new', { data: { $sealed: randomBytes(64).toString('base64') } })] })
+    await store.close()
+    const after = openLmdb({ path, keyEncoding: 'binary', encoding: 'json', maxDbs: 30 })
+    expect(
+      after.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' }).get(Buffer.from('format')),
+    ).toBe(3)
+    await after.close()
   })
 })
