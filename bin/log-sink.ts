@@ -4,7 +4,11 @@ import { write, writeSync } from 'node:fs'
 export interface LogSink {
   /** Queues `text` (whole lines) for writing; never blocks, never throws. */
   write(text: string): void
-  /** Writes what waits synchronously, for the process's last moments (its `exit` event). */
+  /**
+   * Writes what waits synchronously, for the process's last moments (its `exit` event). A chunk
+   * whose write is under way in the thread pool at that moment may land after these lines, or not
+   * at all if the process ends first; a graceful stop waits for `drained()` instead.
+   */
   flushSync(): void
   /** Resolves once every queued line was written (or the descriptor failed). */
   drained(): Promise<void>
