@@ -1,4 +1,5 @@
 import type { StoredToken } from '../../src/kernel/types.js'
+import { StoreError } from '../../src/store/error.js'
 
 /**
  * How the `tokens` database stores a token. A sealed token (its `data` is `{ $sealed: base64 }`, as
@@ -52,7 +53,8 @@ export const tokenCodec = {
       ? bytes
       : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     if (view[0] !== MARK) return JSON.parse(view.toString('utf8', 0, end)) as StoredToken
-    const headEnd = HEAD_AT + view.readUInt32LE(1)
+    const headEnd = end < HEAD_AT ? end + 1 : HEAD_AT + view.readUInt32LE(1)
+    if (headEnd > end) throw new StoreError('corrupt', 'fileStore: a token record is cut short')
     const token = JSON.parse(view.toString('utf8', HEAD_AT, headEnd)) as StoredToken
     token.data = { $sealed: Buffer.from(view.subarray(headEnd, end)) } as unknown as StoredToken['data']
     return token

@@ -50,6 +50,17 @@ describe('tokenCodec', () => {
     expect(tokenCodec.encode(padded)[0]).toBe(0x01)
   })
 
+  it('refuses a record cut short with a corrupt StoreError, not a parse of what follows', () => {
+    const encoded = tokenCodec.encode(sealedToken(randomBytes(100)))
+    const headLength = encoded.readUInt32LE(1)
+    expect(() => tokenCodec.decode(encoded.subarray(0, 5 + headLength - 1))).toThrow(
+      expect.objectContaining({ code: 'corrupt' }),
+    )
+    expect(() => tokenCodec.decode(encoded.subarray(0, 3))).toThrow(
+      expect.objectContaining({ code: 'corrupt' }),
+    )
+  })
+
   it("reads only the value's bytes from a longer reused buffer", () => {
     const t = sealedToken(randomBytes(100))
     const encoded = tokenCodec.encode(t)
