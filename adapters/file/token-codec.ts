@@ -1,3 +1,4 @@
+import { sealedPayload } from '../../src/encryption/index.js'
 import type { StoredToken } from '../../src/kernel/types.js'
 import { StoreError } from '../../src/store/error.js'
 
@@ -18,11 +19,8 @@ const HEAD_AT = 5
  * decodes to bytes that give the same base64 back (what `sealValue` writes); else null.
  */
 function sealedBytes(data: unknown): Uint8Array | null {
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) return null
-  const value = (data as { $sealed?: unknown }).$sealed
-  if (Object.keys(data).length !== 1) return null
-  if (value instanceof Uint8Array) return value
-  if (typeof value !== 'string') return null
+  const value = sealedPayload(data)
+  if (value === undefined || value instanceof Uint8Array) return value ?? null
   const bytes = Buffer.from(value, 'base64')
   // Only a value that base64 gives back exactly is stored as bytes: nothing stored changes meaning.
   return bytes.toString('base64') === value ? bytes : null
@@ -53,7 +51,7 @@ export const tokenCodec = {
       ? bytes
       : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     if (view[0] !== MARK) return JSON.parse(view.toString('utf8', 0, end)) as StoredToken
-    const headEnd = end < HEAD_AT ? end + 1 : HEAD_AT + view.readUInt32LE(1)
+    const headEnd = end < HEAD_AT ? Number.POSITIVE_INFINITY : HEAD_AT + view.readUInt32LE(1)
     if (headEnd > end) throw new StoreError('corrupt', 'fileStore: a token record is cut short')
     const token = JSON.parse(view.toString('utf8', HEAD_AT, headEnd)) as StoredToken
     token.data = { $sealed: Buffer.from(view.subarray(headEnd, end)) } as unknown as StoredToken['data']
@@ -63,7 +61,7 @@ export const tokenCodec = {
 
 /** `token` with its sealed bytes as base64 again, as every other store holds them (for `dump`). */
 export function portableToken(token: StoredToken): StoredToken {
-  const sealed = (token.data as { $sealed?: unknown } | null)?.$sealed
+  const sealed = sealedPayload(token.data)
   return sealed instanceof Uint8Array
     ? { ...token, data: { $sealed: Buffer.from(sealed).toString('base64') } }
     : token

@@ -14,4 +14,4 @@ export {
   tenantKey,
   toProvider,
 } from './keyring.js'
-export { Keyring, publicTenant, sealedStore } from './sealed-store.js'
+export { Keyring, publicTenant, sealedPayload, sealedStore } from './sealed-store.js'

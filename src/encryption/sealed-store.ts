@@ -20,11 +20,19 @@ import {
  */
 type Sealed = { $sealed: string | Uint8Array }
 
-const isSealed = (value: unknown): value is Sealed => {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+/**
+ * The ciphertext a sealed field holds (`{ $sealed }` and nothing else): its base64 or its bytes;
+ * `undefined` for anything else. A store that keeps sealed fields its own way (the file store's
+ * `tokenCodec`) recognizes them with this.
+ */
+export function sealedPayload(value: unknown): string | Uint8Array | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const sealed = (value as { $sealed?: unknown }).$sealed
-  return (typeof sealed === 'string' || sealed instanceof Uint8Array) && Object.keys(value).length === 1
+  if (typeof sealed !== 'string' && !(sealed instanceof Uint8Array)) return undefined
+  return Object.keys(value).length === 1 ? sealed : undefined
 }
+
+const isSealed = (value: unknown): value is Sealed => sealedPayload(value) !== undefined
 
 /** The additional authenticated data of a token's sealed fields: its tenant and id. */
 const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
