@@ -243,7 +243,8 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   // The log goes to stderr through the thread pool: a slow reader of the log never stops requests.
   const sink = options.log ? undefined : fdSink(2)
   const stderr = sink ? bufferedLog(sink.write) : undefined
-  if (sink) process.once('exit', () => sink.flushSync())
+  const flushOnExit = () => sink?.flushSync()
+  if (sink) process.once('exit', flushOnExit)
   const log = options.log ?? stderr!.log
   /** A line of the server's own (not a request's): a JSON object in JSON mode. */
   const note = (line: string, level = 'info') =>
@@ -391,6 +392,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       await opened.release()
       stderr?.close()
       await sink?.drained()
+      process.off('exit', flushOnExit)
     })()
     return closing
   }
