@@ -160,6 +160,41 @@ export async function serviceRows(url: string, opts: BenchOptions): Promise<Benc
         ),
       )
     }
+    // The second floor: PostgreSQL writing the rows a create must, in one statement through pg (no
+    // service, no locks, no guards): the token's row as the store keeps it (with its indexes), its
+    // container's term row and its tenant's count, the stored doc of one of our tokens with a new id.
+    const storedDoc = (
+      await raw.query(`SELECT doc::text AS doc FROM "${schema}".tokens WHERE tenant_id = $1 LIMIT 1`, [
+        tenant.id,
+      ])
+    ).rows[0].doc as string
+    const sameRows = `WITH token AS (
+        INSERT INTO "${schema}".tokens (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, 'token', NULL, $3::jsonb)),
+      term AS (
+        INSERT INTO "${schema}".token_terms (tenant_id, kind, name, value, id) VALUES ($1, 'container', '', $4, $2)),
+      count AS (
+        INSERT INTO "${schema}".token_counts AS c (tenant_id, shard, n) VALUES ($1, pg_backend_pid() % 16, 1)
+        ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1)
+      SELECT 1`
+    const container = (JSON.parse(storedDoc) as { containers: string[] }).containers[0]!
+    let w = 0
+    const rowsCreate = () => {
+      const id = `w${w++}`
+      const doc = storedDoc.replace(/"id": ?"[^"]*"/, `"id": "${id}"`)
+      return raw.query({ name: 'same_rows', text: sameRows, values: ['floor-tenant', id, doc, container] })
+    }
+    for (const callers of [1, 16]) {
+      const m = await rounds(create(false), rowsCreate, callers, ms, r)
+      rows.push(
+        row(
+          `token create through the service against the rows it writes, one tenant, ${callers} caller${callers === 1 ? '' : 's'}`,
+          'the rows a create writes (token with its indexes, its container term, its count) in one statement through pg',
+          m,
+          '—',
+          `${pct(m.op / m.baseline)} of this floor`,
+        ),
+      )
+    }
     // The get floor: the same point SELECT, JSON.parse, and one AES-256-GCM opening of sealed data.
     const dataKey = randomBytes(32)
     const iv = randomBytes(12)

@@ -25,6 +25,36 @@ describe('file store writes', () => {
     await store.close()
   })
 
+  it("keeps a tenant's token count exact when a commit carries many creates, deletes and a refused write", async () => {
+    const path = await tempDir()
+    const store = await fileStore({ path })
+    const total = async (tenant = T) =>
+      (await store.listTokens(tenant, { offset: 0, limit: 1, now: NOW })).total
+    await Promise.all(Array.from({ length: 10 }, (_, n) => store.write({ ops: [put(`old-${n}`)] })))
+    expect(await total()).toBe(10)
+    // Issued together: one commit (or a few) of creates, deletes, a put over a token already there
+    // (no new token), another tenant's creates and one write LMDB refuses, retried write by write.
+    const results = await Promise.allSettled([
+      ...Array.from({ length: 50 }, (_, n) => store.write({ ops: [put(`new-${n}`)] })),
+      ...Array.from({ length: 4 }, (_, n) =>
+        store.write({ ops: [{ op: 'token.delete', tenant_id: T, id: `old-${n}` }] }),
+      ),
+      store.write({ ops: [put('old-9', { metadata: { again: 'yes' } })] }),
+      store.write({ ops: [put('refused-part'), put('x'.repeat(3000))] }),
+      ...Array.from({ length: 3 }, (_, n) =>
+        store.write({ ops: [put(`b-${n}`, { tenant_id: 'tenant-b' })] }),
+      ),
+    ])
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1)
+    expect(await total()).toBe(10 + 50 - 4)
+    expect(await total('tenant-b')).toBe(3)
+    // The counts are what is stored: a reopen reads the same.
+    await store.close()
+    const again = await fileStore({ path })
+    expect((await again.listTokens(T, { offset: 0, limit: 1, now: NOW })).total).toBe(56)
+    await again.close()
+  })
+
   it('answers a guard-only write from the newest snapshot, and refuses calls once closed', async () => {
     const store = await fileStore({ path: await tempDir() })
     await store.write({ ops: [put('a')] })
