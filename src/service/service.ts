@@ -61,6 +61,7 @@ import type { AdminCreateApplicationInput, CreateTenantInput } from './inputs.js
 import {
   DEFAULT_JOURNAL_SIZE,
   DEFAULT_JOURNAL_SIZE_PER_TENANT,
+  failureCode,
   failureOutcome,
   Journal,
   type OperationJournal,
@@ -396,14 +397,15 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
 
   const record: Recorder = (operation, ctx, args, result, error) => {
     const principal = ctx?.principal
-    journal.record({
-      at: ctx ? ctx.now() : now(),
-      tenant_id: principal?.tenantId ?? null,
-      actor: principal ? { kind: principal.kind, id: principal.id } : { kind: 'unknown' },
+    const ids = touchedIds(args, error === null ? result : undefined)
+    journal.add(
+      ctx ? ctx.now() : now(),
+      principal?.tenantId ?? null,
+      principal ? { kind: principal.kind, id: principal.id } : { kind: 'unknown' },
       operation,
-      outcome: error === null ? { ok: true } : failureOutcome(error),
-      ids: error === null ? touchedIds(args, result) : touchedIds(args, undefined),
-    })
+      error === null ? null : failureCode(error),
+      ids.length === 0 ? undefined : ids.length === 1 ? ids[0] : ids,
+    )
   }
   /** Runs and journals an admin call (actor `admin`, the tenant it acted in) at one instant read once. */
   const adminCall = async <R>(

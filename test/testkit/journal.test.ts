@@ -277,4 +277,29 @@ describe('the operation journal', () => {
     expect(vault.service.journal.query()).toEqual([])
     await vault.close()
   })
+
+  it('keeps every id an entry touched through evictions, and answers copies a caller cannot change it through', async () => {
+    const vault = await createTestVault({ journalSize: 7 })
+    const parent = await vault.client().tokens.create({ type: 'token', data: 'parent' })
+    const children: string[] = []
+    // 40 entries through a journal of 7: its front is dropped and its storage compacted many times.
+    for (let i = 0; i < 40; i++) {
+      children.push(
+        (await vault.client().tokens.children.create(parent.id, { type: 'token', data: `${i}` })).id,
+      )
+    }
+    await expect(vault.client().tokens.get('missing')).rejects.toThrow()
+    const entries = vault.service.journal.query()
+    expect(entries.map((e) => [e.operation, e.ids, e.outcome])).toEqual([
+      ...children.slice(-6).map((child) => ['token.child.create', [parent.id, child], { ok: true }]),
+      ['token.get', ['missing'], { ok: false, code: 'not_found' }],
+    ])
+    const before = structuredClone(entries)
+    entries[0]!.ids.push('forged')
+    entries[0]!.actor.kind = 'admin'
+    entries[0]!.outcome = { ok: false, code: 'forged' }
+    entries[6]!.seq = 1
+    expect(vault.service.journal.query()).toEqual(before)
+    await vault.close()
+  })
 })
