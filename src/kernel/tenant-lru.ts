@@ -1,12 +1,29 @@
+/** One entry: its value and its place in its tenant's order (`Partition.tick` when last moved). */
+interface Kept<V> {
+  value: V
+  stamp: number
+}
+
+/** One tenant's entries in the order they were last moved, oldest first, and the moves so far. */
+interface Partition<V> {
+  entries: Map<string, Kept<V>>
+  tick: number
+}
+
 /**
  * A least-recently-used cache partitioned by tenant: at most `perTenant` entries of one tenant,
  * whose next entry evicts its own least recently used, and `total` in all, where the next entry
  * evicts the least recently used entry of the tenant holding the most. So a tenant that floods the
  * cache with distinct keys evicts only its own entries, and another tenant's hot entries stay.
+ *
+ * A hit moves an entry to the back of its tenant's order only when more than a quarter of the
+ * tenant's entries were moved since it was: moving on every hit (a `Map` delete and set) cost each
+ * hit about 0.3 µs, several times a call (a card's mask looks three templates up). An entry hit at
+ * least once in every `n - 1 - floor(n / 4)` moves of its tenant's `n` entries is never evicted
+ * (374 of 500); the entry evicted is still the one moved least recently.
  */
 export class TenantLru<V> {
-  /** Each tenant's entries, least recently used first (a hit moves an entry to the back). */
-  private readonly byTenant = new Map<string, Map<string, V>>()
+  private readonly byTenant = new Map<string, Partition<V>>()
   private count = 0
 
   constructor(
@@ -14,15 +31,17 @@ export class TenantLru<V> {
     readonly total: number,
   ) {}
 
-  /** The entry of `tenant` under `key`, marked as used most recently; undefined when absent. */
+  /** The entry of `tenant` under `key`, marked as used recently; undefined when absent. */
   get(tenant: string, key: string): V | undefined {
     const own = this.byTenant.get(tenant)
-    const value = own?.get(key)
-    if (own && value !== undefined) {
-      own.delete(key)
-      own.set(key, value)
+    const kept = own?.entries.get(key)
+    if (!own || kept === undefined) return undefined
+    if (own.tick - kept.stamp > own.entries.size >> 2) {
+      own.entries.delete(key)
+      kept.stamp = ++own.tick
+      own.entries.set(key, kept)
     }
-    return value
+    return kept.value
   }
 
   /** Keeps `value` under `key` for `tenant`, evicting as the class says. */
@@ -30,35 +49,37 @@ export class TenantLru<V> {
     if (this.perTenant <= 0 || this.total <= 0) return
     let own = this.byTenant.get(tenant)
     if (!own) {
-      own = new Map()
+      own = { entries: new Map(), tick: 0 }
       this.byTenant.set(tenant, own)
     }
-    if (own.delete(key)) this.count--
-    if (own.size >= this.perTenant) this.evictOldest(tenant, own)
+    if (own.entries.delete(key)) this.count--
+    if (own.entries.size >= this.perTenant) this.evictOldest(tenant, own)
     else if (this.count >= this.total) {
-      let largest: [string, Map<string, V>] = [tenant, own]
-      for (const pair of this.byTenant) if (pair[1].size > largest[1].size) largest = pair
+      let largest: [string, Partition<V>] = [tenant, own]
+      for (const pair of this.byTenant) if (pair[1].entries.size > largest[1].entries.size) largest = pair
       this.evictOldest(...largest)
     }
-    own.set(key, value)
+    // Evicting its own last entry (one place per tenant) dropped the partition: keep it again.
+    if (this.byTenant.get(tenant) !== own) this.byTenant.set(tenant, own)
+    own.entries.set(key, { value, stamp: ++own.tick })
     this.count++
   }
 
   /** Whether `tenant` has an entry under `key` (not marking it used). */
   has(tenant: string, key: string): boolean {
-    return this.byTenant.get(tenant)?.has(key) ?? false
+    return this.byTenant.get(tenant)?.entries.has(key) ?? false
   }
 
   /** How many entries are kept: `tenant`'s, or in all. */
   size(tenant?: string): number {
-    return tenant === undefined ? this.count : (this.byTenant.get(tenant)?.size ?? 0)
+    return tenant === undefined ? this.count : (this.byTenant.get(tenant)?.entries.size ?? 0)
   }
 
-  private evictOldest(tenant: string, own: Map<string, V>): void {
-    const oldest = own.keys().next()
+  private evictOldest(tenant: string, own: Partition<V>): void {
+    const oldest = own.entries.keys().next()
     if (oldest.done) return
-    own.delete(oldest.value)
+    own.entries.delete(oldest.value)
     this.count--
-    if (own.size === 0 && this.byTenant.get(tenant) === own) this.byTenant.delete(tenant)
+    if (own.entries.size === 0 && this.byTenant.get(tenant) === own) this.byTenant.delete(tenant)
   }
 }
