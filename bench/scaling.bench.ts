@@ -176,6 +176,45 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       note: rates.map((r, i) => `${fmt(childCounts[i]!)}: ${fmt(Math.round(r))} ops/s`).join(', '),
     })
   }
+
+  // Tenants calling in turn, each a get of its own token: over 3 tenants and over 1 000, a service
+  // each, so that what differs is how many tenants call (and hold entries in the journal).
+  const tenantCounts = opts.quick ? [3, 300] : [3, 1_000]
+  const services = []
+  for (const count of tenantCounts) {
+    const service = createService({ store: memoryStore(), clock: manualClock(), runner: null })
+    const callers: (() => Promise<unknown>)[] = []
+    for (let t = 0; t < count; t++) {
+      const tenant = await service.admin.createTenant({ name: `t${t}` })
+      const { key } = await service.admin.createApplication({
+        tenantId: tenant.id,
+        name: 'srv',
+        type: 'private',
+        permissions: ['token:create', 'token:read'],
+      })
+      const client = service.connect(key)
+      const { id } = await client.tokens.create({ type: 'token', data: `t${t}` })
+      callers.push(() => client.tokens.get(id))
+    }
+    services.push({ count, callers, service })
+  }
+  let turn = 0
+  const tenantRates = await interleaved(
+    services.map((s) => () => s.callers[turn++ % s.count]!()),
+    ms,
+    rounds,
+  )
+  rows.push({
+    group: 'scaling: tenants calling',
+    operation: `get, ${fmt(tenantCounts[1]!)} tenants calling in turn`,
+    opsPerSec: tenantRates[1]!,
+    baseline: `the same with ${tenantCounts[0]} tenants`,
+    baselineOpsPerSec: tenantRates[0]!,
+    ratio: tenantRates[0]! / tenantRates[1]!,
+    goal: GOAL,
+    note: tenantRates.map((r, i) => `${fmt(tenantCounts[i]!)}: ${fmt(Math.round(r))}/s`).join(', '),
+  })
+  for (const s of services) await s.service.close()
   return rows
 }
 

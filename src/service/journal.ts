@@ -187,6 +187,13 @@ class Entries {
  */
 export class Journal implements OperationJournal {
   private readonly byTenant = new Map<string | null, Entries>()
+  /**
+   * The tenants' entries by how many each holds (index: the count, 1 to `perTenant`), and the
+   * largest count held: the journal full, a call finds the tenant holding the most at once, where
+   * a scan of every tenant cost each call about 10 µs with 1000 tenants in the journal.
+   */
+  private bySize: Set<Entries>[] = []
+  private largest = 0
   private total = 0
   private seq = 0
   private readonly listeners = new Set<(event: VaultEvent) => void>()
@@ -205,18 +212,51 @@ export class Journal implements OperationJournal {
     this.perTenant = Math.min(perTenant, capacity)
   }
 
-  /** Makes room for one more entry of `own`'s tenant, evicting as the class says. */
-  private makeRoom(own: Entries): void {
-    if (own.size >= this.perTenant) {
-      own.shift()
-      this.total--
-    } else if (this.total >= this.capacity) {
-      let largest: [string | null, Entries] = [own.tenantId, own]
-      for (const pair of this.byTenant) if (pair[1].size > largest[1].size) largest = pair
-      largest[1].shift()
-      this.total--
-      if (largest[1].size === 0 && largest[1] !== own) this.byTenant.delete(largest[0])
+  /** Files `entries` under the count it holds now, `to`, instead of `from`. */
+  private resized(entries: Entries, from: number, to: number): void {
+    if (from > 0) this.bySize[from]?.delete(entries)
+    if (to > 0) {
+      let same = this.bySize[to]
+      if (!same) {
+        same = new Set()
+        this.bySize[to] = same
+      }
+      same.add(entries)
     }
+    if (to > this.largest) this.largest = to
+    while (this.largest > 0 && !this.bySize[this.largest]?.size) this.largest--
+  }
+
+  /** Keeps one more entry of `own`'s tenant, evicting as the class says. */
+  private keep(
+    own: Entries,
+    seq: number,
+    at: string,
+    actor: Actor,
+    operation: string,
+    code: string | null,
+    ids: KeptIds,
+  ): void {
+    if (own.size >= this.perTenant) {
+      // The tenant's own oldest goes: its count stays as it was.
+      own.shift()
+      own.push(seq, at, actor, operation, code, ids)
+      return
+    }
+    if (this.total >= this.capacity) {
+      // The oldest entry of the tenant holding the most goes (the caller's own, when it is one of them).
+      const largest =
+        own.size === this.largest ? own : (this.bySize[this.largest]!.values().next().value as Entries)
+      const size = largest.size
+      largest.shift()
+      this.total--
+      this.resized(largest, size, size - 1)
+      if (largest.size === 0 && largest !== own) this.byTenant.delete(largest.tenantId)
+    }
+    const size = own.size
+    own.push(seq, at, actor, operation, code, ids)
+    this.total++
+    this.resized(own, size, size + 1)
   }
 
   record(entry: Omit<JournalEntry, 'seq'>): void {
@@ -250,9 +290,7 @@ export class Journal implements OperationJournal {
         own = new Entries(tenantId)
         this.byTenant.set(tenantId, own)
       }
-      this.makeRoom(own)
-      own.push(seq, at, actor, operation, code, ids)
-      this.total++
+      this.keep(own, seq, at, actor, operation, code, ids)
     }
     if (code !== null || this.listeners.size === 0) return
     const type = eventType(operation)
@@ -295,6 +333,8 @@ export class Journal implements OperationJournal {
 
   clear(): void {
     this.byTenant.clear()
+    this.bySize = []
+    this.largest = 0
     this.total = 0
   }
 }

@@ -61,6 +61,52 @@ describe('the operation journal: 500 entries per tenant, 1000 in all', () => {
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y))
   })
 
+  it('over 20 000 calls of 40 tenants in random order, a call evicts only from a tenant holding the most, and each keeps its newest', () => {
+    const capacity = 60
+    const perTenant = 9
+    const journal = new Journal(capacity, perTenant)
+    // A fixed sequence of tenants (a linear congruential generator): the same on every run.
+    let state = 7
+    const next = () => {
+      state = (state * 1103515245 + 12345) % 2 ** 31
+      return state
+    }
+    const made = new Map<string, number>()
+    let kept = new Map<string, number[]>()
+    for (let call = 0; call < 20_000; call++) {
+      // Most calls from a few busy tenants, the rest spread over the others.
+      const tenant = `t${next() % 4 === 0 ? next() % 40 : next() % 5}`
+      const n = (made.get(tenant) ?? 0) + 1
+      made.set(tenant, n)
+      journal.record(entry(tenant, n))
+      const now = new Map<string, number[]>()
+      for (const e of journal.query()) {
+        const own = now.get(e.tenant_id!) ?? []
+        own.push(Number(e.operation.slice(3)))
+        now.set(e.tenant_id!, own)
+      }
+      const count = (byTenant: Map<string, number[]>) =>
+        [...byTenant.values()].reduce((sum, own) => sum + own.length, 0)
+      // One more entry in all, unless the journal was full or the caller held its own most.
+      const callerHeld = kept.get(tenant)?.length ?? 0
+      expect(count(now)).toBe(callerHeld >= perTenant ? count(kept) : Math.min(count(kept) + 1, capacity))
+      for (const [t, own] of now) {
+        const last = made.get(t)!
+        // Each tenant keeps its newest entries, in order, at most perTenant of them.
+        expect(own).toEqual(Array.from({ length: own.length }, (_, i) => last - own.length + 1 + i))
+        expect(own.length).toBeLessThanOrEqual(perTenant)
+      }
+      // A tenant other than the caller lost an entry only if it held the most before the call.
+      for (const [t, before] of kept) {
+        const after = now.get(t)?.length ?? 0
+        if (t === tenant || after >= before.length) continue
+        expect(after).toBe(before.length - 1)
+        expect(before.length).toBe(Math.max(...[...kept.values()].map((own) => own.length)))
+      }
+      kept = now
+    }
+  })
+
   it('calls whose key did not authenticate are one more tenant: their flood keeps a tenant’s entries', () => {
     const journal = new Journal(1000)
     journal.record(entry('B'))
