@@ -11,6 +11,7 @@ export {
   MAX_EXPRESSION_WORK,
   MAX_INPUT_DEPTH,
 } from './budget.js'
+export { BySize } from './by-size.js'
 export { checkFailure, expectWritten } from './checks.js'
 export type { Clock, ManualClock } from './clock.js'
 export { isoAfter, manualClock, systemClock } from './clock.js'

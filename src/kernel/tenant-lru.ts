@@ -1,3 +1,5 @@
+import { BySize } from './by-size.js'
+
 /** One entry: its value and its place in its tenant's order (`Partition.tick` when last moved). */
 interface Kept<V> {
   value: V
@@ -6,6 +8,7 @@ interface Kept<V> {
 
 /** One tenant's entries in the order they were last moved, oldest first, and the moves so far. */
 interface Partition<V> {
+  tenant: string
   entries: Map<string, Kept<V>>
   tick: number
 }
@@ -24,6 +27,8 @@ interface Partition<V> {
  */
 export class TenantLru<V> {
   private readonly byTenant = new Map<string, Partition<V>>()
+  /** The tenants' partitions filed by how many entries each holds: full in all, the largest at once. */
+  private readonly bySize = new BySize<Partition<V>>()
   private count = 0
 
   constructor(
@@ -49,20 +54,25 @@ export class TenantLru<V> {
     if (this.perTenant <= 0 || this.total <= 0) return
     let own = this.byTenant.get(tenant)
     if (!own) {
-      own = { entries: new Map(), tick: 0 }
+      own = { tenant, entries: new Map(), tick: 0 }
       this.byTenant.set(tenant, own)
     }
-    if (own.entries.delete(key)) this.count--
-    if (own.entries.size >= this.perTenant) this.evictOldest(tenant, own)
+    const had = own.entries.size
+    if (own.entries.delete(key)) {
+      this.count--
+      this.bySize.moved(own, had, had - 1)
+    }
+    if (own.entries.size >= this.perTenant) this.evictOldest(own)
     else if (this.count >= this.total) {
-      let largest: [string, Partition<V>] = [tenant, own]
-      for (const pair of this.byTenant) if (pair[1].entries.size > largest[1].entries.size) largest = pair
-      this.evictOldest(...largest)
+      // The caller's own tenant when it holds as many as any other.
+      this.evictOldest(own.entries.size === this.bySize.largestSize ? own : this.bySize.largest()!)
     }
     // Evicting its own last entry (one place per tenant) dropped the partition: keep it again.
     if (this.byTenant.get(tenant) !== own) this.byTenant.set(tenant, own)
+    const size = own.entries.size
     own.entries.set(key, { value, stamp: ++own.tick })
     this.count++
+    this.bySize.moved(own, size, size + 1)
   }
 
   /** Whether `tenant` has an entry under `key` (not marking it used). */
@@ -75,11 +85,15 @@ export class TenantLru<V> {
     return tenant === undefined ? this.count : (this.byTenant.get(tenant)?.entries.size ?? 0)
   }
 
-  private evictOldest(tenant: string, own: Partition<V>): void {
-    const oldest = own.entries.keys().next()
+  private evictOldest(partition: Partition<V>): void {
+    const oldest = partition.entries.keys().next()
     if (oldest.done) return
-    own.entries.delete(oldest.value)
+    const size = partition.entries.size
+    partition.entries.delete(oldest.value)
     this.count--
-    if (own.entries.size === 0 && this.byTenant.get(tenant) === own) this.byTenant.delete(tenant)
+    this.bySize.moved(partition, size, size - 1)
+    if (partition.entries.size === 0 && this.byTenant.get(partition.tenant) === partition) {
+      this.byTenant.delete(partition.tenant)
+    }
   }
 }

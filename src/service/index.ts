@@ -58,6 +58,7 @@ export {
   DEFAULT_JOURNAL_SIZE,
   DEFAULT_JOURNAL_SIZE_PER_TENANT,
   eventType,
+  failureCode,
   failureOutcome,
   Journal,
   touchedIds,

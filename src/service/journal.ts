@@ -1,4 +1,4 @@
-import { parseDateTime, ServiceError } from '../kernel/index.js'
+import { BySize, parseDateTime, ServiceError } from '../kernel/index.js'
 import { StoreError } from '../store/index.js'
 
 /** Who made a call: an application's key, a session's key, or the host's operator API. */
@@ -187,13 +187,8 @@ class Entries {
  */
 export class Journal implements OperationJournal {
   private readonly byTenant = new Map<string | null, Entries>()
-  /**
-   * The tenants' entries by how many each holds (index: the count, 1 to `perTenant`), and the
-   * largest count held: the journal full, a call finds the tenant holding the most at once, where
-   * a scan of every tenant cost each call about 10 µs with 1000 tenants in the journal.
-   */
-  private bySize: Set<Entries>[] = []
-  private largest = 0
+  /** The tenants' entries filed by how many each holds: the journal full, the largest at once. */
+  private readonly bySize = new BySize<Entries>()
   private total = 0
   private seq = 0
   private readonly listeners = new Set<(event: VaultEvent) => void>()
@@ -210,21 +205,6 @@ export class Journal implements OperationJournal {
       throw new TypeError('createService: journalSizePerTenant must be a whole number >= 0')
     }
     this.perTenant = Math.min(perTenant, capacity)
-  }
-
-  /** Files `entries` under the count it holds now, `to`, instead of `from`. */
-  private resized(entries: Entries, from: number, to: number): void {
-    if (from > 0) this.bySize[from]?.delete(entries)
-    if (to > 0) {
-      let same = this.bySize[to]
-      if (!same) {
-        same = new Set()
-        this.bySize[to] = same
-      }
-      same.add(entries)
-    }
-    if (to > this.largest) this.largest = to
-    while (this.largest > 0 && !this.bySize[this.largest]?.size) this.largest--
   }
 
   /** Keeps one more entry of `own`'s tenant, evicting as the class says. */
@@ -245,18 +225,17 @@ export class Journal implements OperationJournal {
     }
     if (this.total >= this.capacity) {
       // The oldest entry of the tenant holding the most goes (the caller's own, when it is one of them).
-      const largest =
-        own.size === this.largest ? own : (this.bySize[this.largest]!.values().next().value as Entries)
+      const largest = own.size === this.bySize.largestSize ? own : this.bySize.largest()!
       const size = largest.size
       largest.shift()
       this.total--
-      this.resized(largest, size, size - 1)
+      this.bySize.moved(largest, size, size - 1)
       if (largest.size === 0 && largest !== own) this.byTenant.delete(largest.tenantId)
     }
     const size = own.size
     own.push(seq, at, actor, operation, code, ids)
     this.total++
-    this.resized(own, size, size + 1)
+    this.bySize.moved(own, size, size + 1)
   }
 
   record(entry: Omit<JournalEntry, 'seq'>): void {
@@ -333,8 +312,7 @@ export class Journal implements OperationJournal {
 
   clear(): void {
     this.byTenant.clear()
-    this.bySize = []
-    this.largest = 0
+    this.bySize.clear()
     this.total = 0
   }
 }

@@ -64,3 +64,34 @@ describe('TenantLru at 500 entries a tenant', () => {
     expect(Array.from({ length: 375 }, (_, phase) => outlives(375, phase)).every(Boolean)).toBe(false)
   })
 })
+
+describe('TenantLru full in all', () => {
+  it('over 20 000 new entries of 40 tenants in random order, each evicts only from a tenant holding the most', () => {
+    const lru = new TenantLru<number>(9, 60)
+    const tenants = Array.from({ length: 40 }, (_, t) => `t${t}`)
+    // A fixed sequence (a linear congruential generator): the same on every run.
+    let state = 11
+    const next = () => {
+      state = (state * 1103515245 + 12345) % 2 ** 31
+      return state
+    }
+    const sizes = () => new Map(tenants.map((t) => [t, lru.size(t)]))
+    let before = sizes()
+    for (let n = 0; n < 20_000; n++) {
+      const tenant = tenants[next() % 4 === 0 ? next() % 40 : next() % 5]!
+      lru.set(tenant, `k${n}`, n)
+      const after = sizes()
+      const total = [...after.values()].reduce((sum, size) => sum + size, 0)
+      expect(total).toBe(lru.size())
+      expect(total).toBeLessThanOrEqual(60)
+      expect(after.get(tenant)).toBeLessThanOrEqual(9)
+      const most = Math.max(...before.values())
+      for (const t of tenants) {
+        if (t === tenant || after.get(t)! >= before.get(t)!) continue
+        expect(after.get(t)).toBe(before.get(t)! - 1)
+        expect(before.get(t)).toBe(most)
+      }
+      before = after
+    }
+  })
+})
