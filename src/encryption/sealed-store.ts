@@ -192,7 +192,13 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return key instanceof Promise ? key.then((k) => sealWith(k, token)) : sealWith(key, token)
   }
 
-  const openWith = (key: TenantKey, token: StoredToken): StoredToken => {
+  /**
+   * `token` opened with `key`; `guarded` marks it with the sealed record it came from (a token
+   * read by id, which an update or the sweep may guard `token.unchanged`). Pages (lists, children,
+   * reads of many ids) answer what they read and are not marked: about 0.4 µs a token less, and a
+   * guard given one of them still holds through the stored record (`sealedForGuard`).
+   */
+  const openWith = (key: TenantKey, token: StoredToken, guarded: boolean): StoredToken => {
     // `mask` is sealed inside `data` and never stored apart: one beside sealed data was put there
     // by hand (a ciphertext moved into the mask, say) and is refused, not answered.
     if (token.mask !== undefined) throw unreadable(token.id)
@@ -208,14 +214,19 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       mask: fields.length === 2 ? (fields[1] as Json) : undefined,
     })
     // The clock is read only for a token with a cvc deadline (the rest have nothing due).
-    return remember(full.cvc_expires_at === undefined ? full : withoutExpiredCvc(full, now()), token)
+    const opened = full.cvc_expires_at === undefined ? full : withoutExpiredCvc(full, now())
+    return guarded ? remember(opened, token) : opened
   }
-  const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
+  const openToken = (token: StoredToken, guarded = true): StoredToken | Promise<StoredToken> => {
     // Legacy plaintext (written before encryption at rest) reads as it is.
     if (!isSealed(token.data)) return withoutExpiredCvc(token, now())
     const key = keyOf(token.tenant_id)
-    return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
+    return key instanceof Promise
+      ? key.then((k) => openWith(k, token, guarded))
+      : openWith(key, token, guarded)
   }
+  /** A page's tokens opened, unmarked (see `openWith`). */
+  const openPage = (tokens: StoredToken[]) => Promise.all(tokens.map((token) => openToken(token, false)))
 
   const sealReactor = async (reactor: Reactor): Promise<Reactor> => {
     const key = await keyOf(reactor.tenant_id)
@@ -312,15 +323,15 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     },
     async listTokens(tenantId, query) {
       const page = await inner.listTokens(tenantId, query)
-      return { ...page, items: await Promise.all(page.items.map(openToken)) }
+      return { ...page, items: await openPage(page.items) }
     },
     // Heads hold nothing sealed (`getTokenHeads` passes through); only what is answered opens.
     async getTokens(tenantId, ids) {
-      return Promise.all((await inner.getTokens(tenantId, ids)).map(openToken))
+      return openPage(await inner.getTokens(tenantId, ids))
     },
     async listChildren(tenantId, parentId, query) {
       const page = await inner.listChildren(tenantId, parentId, query)
-      return { ...page, items: await Promise.all(page.items.map(openToken)) }
+      return { ...page, items: await openPage(page.items) }
     },
     async getStaged(tenantId, transactionId, tokenIds) {
       return Promise.all((await inner.getStaged(tenantId, transactionId, tokenIds)).map(openStaged))

@@ -273,6 +273,20 @@ describe('guarded writes through the sealed store', () => {
     expect((await sealed.getToken('ten', 'g'))?.data).toBe('known')
   })
 
+  it('token.unchanged holds for a token read in a page, unmarked, and fails once it changed', async () => {
+    const { sealed, token } = await world()
+    await sealed.write({ ops: [{ op: 'token.put', token: token('p') }] })
+    const [paged] = await sealed.getTokens('ten', ['p'])
+    const guarded = (check: StoredToken, data: string) =>
+      sealed.write({
+        checks: [{ check: 'token.unchanged', tenant_id: 'ten', id: 'p', token: check }],
+        ops: [{ op: 'token.put', token: { ...paged!, data } }],
+      })
+    expect(await guarded(paged!, 'first')).toEqual({ ok: true })
+    expect((await guarded(paged!, 'stale')).ok).toBe(false)
+    expect((await sealed.getToken('ten', 'p'))?.data).toBe('first')
+  })
+
   it('search index values are stored only as keyed hashes, one per value', async () => {
     const { raw, sealed, token } = await world()
     await sealed.write({
