@@ -108,6 +108,14 @@ export const DEFAULT_JOURNAL_SIZE_PER_TENANT = 500
 /** Ids an entry touched as kept: none, one (the usual call), or several. */
 type KeptIds = string | readonly string[] | undefined
 
+/** `ids` as kept: no array for none or one (a copy for several: the caller's may change). */
+const kept = (ids: readonly string[]): KeptIds =>
+  ids.length === 0 ? undefined : ids.length === 1 ? ids[0] : [...ids]
+
+/** Kept ids as a new array. */
+const idsOf = (ids: KeptIds): string[] =>
+  ids === undefined ? [] : typeof ids === 'string' ? [ids] : [...ids]
+
 /**
  * One tenant's entries, oldest first, as parallel arrays: a queue whose front is dropped in O(1)
  * (amortized). No object is kept per entry, only slots of arrays made once, holding strings the
@@ -171,7 +179,7 @@ class Entries {
         actor: (id === undefined ? { kind } : { kind, id }) as Actor,
         operation,
         outcome: code === null ? { ok: true } : { ok: false, code },
-        ids: ids === undefined ? [] : typeof ids === 'string' ? [ids] : [...ids],
+        ids: idsOf(ids),
       })
     }
   }
@@ -240,19 +248,12 @@ export class Journal implements OperationJournal {
 
   record(entry: Omit<JournalEntry, 'seq'>): void {
     const { outcome, ids } = entry
-    this.add(
-      entry.at,
-      entry.tenant_id,
-      entry.actor,
-      entry.operation,
-      outcome.ok ? null : outcome.code,
-      ids.length === 0 ? undefined : ids.length === 1 ? ids[0] : [...ids],
-    )
+    this.add(entry.at, entry.tenant_id, entry.actor, entry.operation, outcome.ok ? null : outcome.code, ids)
   }
 
   /**
    * Records one call from its parts (what `record` does without an entry object to build):
-   * `code` null for success, `ids` none, one or several.
+   * `code` null for success.
    */
   add(
     at: string,
@@ -260,9 +261,10 @@ export class Journal implements OperationJournal {
     actor: Actor,
     operation: string,
     code: string | null,
-    ids: KeptIds,
+    touched: readonly string[],
   ): void {
     const seq = ++this.seq
+    const ids = kept(touched)
     if (this.perTenant !== 0) {
       let own = this.byTenant.get(tenantId)
       if (!own) {
@@ -279,7 +281,7 @@ export class Journal implements OperationJournal {
       at,
       tenant_id: tenantId,
       actor,
-      ids: ids === undefined ? [] : typeof ids === 'string' ? [ids] : [...ids],
+      ids: idsOf(ids),
     }
     for (const listener of this.listeners) {
       try {

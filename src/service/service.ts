@@ -397,14 +397,13 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
 
   const record: Recorder = (operation, ctx, args, result, error) => {
     const principal = ctx?.principal
-    const ids = touchedIds(args, error === null ? result : undefined)
     journal.add(
       ctx ? ctx.now() : now(),
       principal?.tenantId ?? null,
       principal ? { kind: principal.kind, id: principal.id } : { kind: 'unknown' },
       operation,
       error === null ? null : failureCode(error),
-      ids.length === 0 ? undefined : ids.length === 1 ? ids[0] : ids,
+      touchedIds(args, error === null ? result : undefined),
     )
   }
   /** Runs and journals an admin call (actor `admin`, the tenant it acted in) at one instant read once. */
