@@ -67,7 +67,8 @@ export function childOperations(ctx: Ctx) {
      * `data`. Applies at once, like `link`: a transaction the caller enlisted in is not used.
      */
     async create(parentId: string, input: CreateTokenInput): Promise<Token> {
-      const token = await fingerprinted(ctx, newToken(ctx, input))
+      const minted: string[] = []
+      const token = await fingerprinted(ctx, newToken(ctx, input, minted))
       const [parent] = await mustReadHeads(ctx, [parentId])
       requireTokenAccess(ctx.principal, 'token:read', parent!)
       if (token.id === parentId) throw conflict(`a token with id ${token.id} already exists`)
@@ -83,6 +84,7 @@ export function childOperations(ctx: Ctx) {
           ),
         {
           enlist: false,
+          minted,
           extra: ([c]) => {
             const association: Association = {
               tenant_id: tenant(),

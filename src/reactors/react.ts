@@ -128,7 +128,7 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
   if (tokenize === undefined || tokenize === null)
     return raw === undefined ? { tokens: {} } : { raw, tokens: {} }
   // Tokenized as the tokenize endpoint does: bodies become tokens (answered without data), plain values `token`-type tokens (answered by id).
-  const { tokens, answer } = planTokenize(ctx, tokenize, {
+  const { tokens, minted, answer } = planTokenize(ctx, tokenize, {
     root: 'tokenize',
     refuse: (message) => failed(message),
   })
@@ -142,7 +142,7 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
         null,
         written.map((t) => t.id),
       ),
-    { enlist: false },
+    { enlist: false, minted },
   )
   const byId = new Map(tokens.map((t, i) => [t.id, created[i]!.token]))
   const tree = answer((token) => withoutData(byId.get(token.id)!))

@@ -85,16 +85,19 @@ export function checkTokenContents(token: StoredToken, stored = false, budget = 
 /**
  * Validates a create body into a new token record (not yet written, not yet fingerprinted: see
  * `fingerprinted`); checks `token:create` access. The type's rules give the data validation and
- * the containers and mask when none are given (`TOKEN_TYPES`).
+ * the containers and mask when none are given (`TOKEN_TYPES`). An id it makes (the body gave none)
+ * is pushed onto `minted`: see `CallerWrite.minted`.
  */
-export function newToken(ctx: Ctx, input: unknown): StoredToken {
+export function newToken(ctx: Ctx, input: unknown, minted?: string[]): StoredToken {
   const body = parse(createTokenInput, input)
+  const id = body.id ?? newId()
+  if (id !== body.id) minted?.push(id)
   const expiresAt = body.expires_at ?? undefined
   requireFuture(ctx, expiresAt)
   const rules = typeRules(body.type)
   const mask = body.mask === undefined ? rules.mask : body.mask
   const given = withTokenFields(EMPTY_TOKEN, {
-    id: body.id ?? newId(),
+    id,
     tenant_id: ctx.principal.tenantId,
     type: body.type,
     data: body.data,

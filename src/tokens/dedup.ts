@@ -89,7 +89,12 @@ export async function writeTokens(
   ctx: Ctx,
   tokens: readonly StoredToken[],
   build: (tx: StoredTransaction | null, written: StoredToken[]) => Promise<{ checks: Check[] }>,
-  options: { enlist: boolean; extra?: (created: Created[]) => { checks: Check[]; ops: Op[] } },
+  options: {
+    enlist: boolean
+    extra?: (created: Created[]) => { checks: Check[]; ops: Op[] }
+    /** The ids of `tokens` the call made itself: see `CallerWrite.minted`. */
+    minted?: readonly string[]
+  },
 ): Promise<Created[]> {
   // Tried again after losing a race: a concurrent duplicate, or a concurrent stage in its transaction.
   return retryCas(async (): Promise<CasTry<Created[]>> => {
@@ -124,6 +129,7 @@ export async function writeTokens(
       checks: [...checks, ...guards, ...extra.checks],
       ops: [...written.map((token): Op => ({ op: 'token.put', token })), ...extra.ops],
       locks: written.map((t) => t.id),
+      ...(options.minted ? { minted: options.minted } : {}),
     })
     if (result.ok) return { done: created }
     const retry =

@@ -153,7 +153,8 @@ export function tokenOperations(ctx: Ctx) {
   return {
     /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
     async create(input: CreateTokenInput): Promise<Token> {
-      const token = await fingerprinted(ctx, newToken(ctx, input))
+      const minted: string[] = []
+      const token = await fingerprinted(ctx, newToken(ctx, input, minted))
       const [created] = await writeTokens(
         ctx,
         [token],
@@ -163,7 +164,7 @@ export function tokenOperations(ctx: Ctx) {
             tx,
             written.map((t) => t.id),
           ),
-        { enlist: true },
+        { enlist: true, minted },
       )
       return createdAnswer(ctx, created!)
     },
@@ -180,7 +181,7 @@ export function tokenOperations(ctx: Ctx) {
         throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
       const refuse = (message: string, path: string) =>
         new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
-      const { tokens, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
+      const { tokens, minted, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
       const ready = await Promise.all(tokens.map((t) => fingerprinted(ctx, t)))
       const created = await writeTokens(
         ctx,
@@ -191,7 +192,7 @@ export function tokenOperations(ctx: Ctx) {
             tx,
             written.map((t) => t.id),
           ),
-        { enlist: true },
+        { enlist: true, minted },
       )
       const byId = new Map(tokens.map((t, i) => [t.id, created[i]!]))
       return answer((token) => createdAnswer(ctx, byId.get(token.id)!))

@@ -31,8 +31,14 @@ export function planTokenize(
   ctx: Ctx,
   input: Json,
   options: { root: string; refuse: Refuse },
-): { tokens: StoredToken[]; answer(show: (token: StoredToken) => Token): TokenTree } {
+): {
+  tokens: StoredToken[]
+  /** The ids the plan made (bodies that gave none, plain values). */
+  minted: string[]
+  answer(show: (token: StoredToken) => Token): TokenTree
+} {
   const tokens: StoredToken[] = []
+  const minted: string[] = []
   const name = (path: string) =>
     options.root ? (path ? `${options.root}.${path}` : options.root) : path || 'body'
   const add = (body: JsonObject, path: string) => {
@@ -42,7 +48,7 @@ export function planTokenize(
         name(path),
       )
     }
-    const token = newTokenAt(ctx, body, name(path))
+    const token = newTokenAt(ctx, body, name(path), minted)
     if (tokens.some((t) => t.id === token.id)) throw conflict(`a token with id ${token.id} already exists`)
     tokens.push(token)
     return token
@@ -86,7 +92,7 @@ export function planTokenize(
     }
     return render(plan)
   }
-  return { tokens, answer }
+  return { tokens, minted, answer }
 }
 
 /** A token the plan makes: from a create body, or from a plain value (answered by its id). */
@@ -98,9 +104,9 @@ class Leaf {
 }
 
 /** `newToken` with every field path of a validation error put under `path`. */
-function newTokenAt(ctx: Ctx, body: JsonObject, path: string): StoredToken {
+function newTokenAt(ctx: Ctx, body: JsonObject, path: string, minted: string[]): StoredToken {
   try {
-    return newToken(ctx, body)
+    return newToken(ctx, body, minted)
   } catch (error) {
     if (!(error instanceof ServiceError) || error.code !== 'validation_failed') throw error
     const issues: ValidationIssues = {}

@@ -123,6 +123,53 @@ describe('transactions', () => {
     await inOther.tokens.delete(a.id)
   })
 
+  it('outside a transaction, a create guards against locks only the ids its caller gave: an id it made no transaction can hold', async () => {
+    const inner = memoryStore()
+    const unlockedGuards: string[][] = []
+    const recording: Store = {
+      ...inner,
+      async write(batch) {
+        if (batch.ops.some((op) => op.op === 'token.put' || op.op === 'staged.put'))
+          unlockedGuards.push(
+            (batch.checks ?? []).flatMap((c) => (c.check === 'token.unlocked' ? [c.id] : [])),
+          )
+        return inner.write(batch)
+      },
+    }
+    const { client, service, full } = await setup({ store: recording })
+    const made = await client.tokens.create({ type: 'x', data: 1 })
+    await client.tokens.create({ id: 'given', type: 'x', data: 2 })
+    const tree = (await client.tokens.tokenize({
+      a: { type: 'x', data: 3 },
+      b: 'plain',
+      c: { id: 'given-in-tree', type: 'x', data: 4 },
+    })) as { a: { id: string } }
+    await client.tokens.children.create(made.id, { type: 'x', data: 5 })
+    await client.tokens.children.create(made.id, { id: 'given-child', type: 'x', data: 6 })
+    expect(tree.a.id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(unlockedGuards).toEqual([[], ['given'], ['given-in-tree'], [], ['given-child']])
+
+    // A given id a transaction's staged create locked is still refused, on every path.
+    const tx = await client.transactions.create()
+    const inTx = service.connect(full.key, { transactionId: tx.id })
+    for (const id of ['held', 'held-in-tree', 'held-child'])
+      await inTx.tokens.create({ id, type: 'x', data: 0 })
+    expect((await failure(client.tokens.create({ id: 'held', type: 'x', data: 7 }))).code).toBe('conflict')
+    expect(
+      (await failure(client.tokens.tokenize({ t: { id: 'held-in-tree', type: 'x', data: 8 } }))).code,
+    ).toBe('conflict')
+    expect(
+      (await failure(client.tokens.children.create(made.id, { id: 'held-child', type: 'x', data: 9 }))).code,
+    ).toBe('conflict')
+    // Inside a transaction an id it made is guarded and locked as any other.
+    unlockedGuards.length = 0
+    const staged = await inTx.tokens.create({ type: 'x', data: 10 })
+    expect(unlockedGuards).toEqual([[staged.id]])
+    expect((await failure(client.tokens.create({ id: staged.id, type: 'x', data: 11 }))).code).toBe(
+      'conflict',
+    )
+  })
+
   it('rollback leaves tokens and associations exactly as before', async () => {
     const { client, inTx, tx, store } = await withTx()
     const p = await client.tokens.create({ type: 'x', data: 'p' })
