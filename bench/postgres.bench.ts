@@ -1,7 +1,7 @@
 /**
  * The Postgres store against PostgreSQL through raw `pg`, on pools of the same size, in one run:
- * token create (a `write` of one `token.put` under `token.absent` and `token.unlocked`, what the
- * service sends) against a plain INSERT of the same row, and `getToken` against the same point
+ * token create (a `write` of one `token.put` under `token.absent`, what the service sends for a
+ * token whose id it made) against a plain INSERT of the same row, and `getToken` against the same point
  * SELECT, with 1 and 16 connections, and the store's create against the same `tv_write` call
  * through raw `pg` (the driver's floor for that query shape: what the adapter adds on the client);
  * then the database's own CPU per create against a plain INSERT's (`bench/postgres-server.ts`) and
@@ -103,10 +103,7 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     const create = () => {
       const t = next()
       return s.write({
-        checks: [
-          { check: 'token.absent', tenant_id: t.tenant_id, id: t.id },
-          { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
-        ],
+        checks: [{ check: 'token.absent', tenant_id: t.tenant_id, id: t.id }],
         ops: [{ op: 'token.put', token: t }],
       })
     }
@@ -120,17 +117,15 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     let w = 0
     const rawWrite = () => {
       const t = token(tenants[0]!, `w${w}`)
-      const checks = [
-        { check: 'token.absent', tenant_id: t.tenant_id, id: t.id, deferred: true },
-        { check: 'token.unlocked', tenant_id: t.tenant_id, id: t.id, now: t.created_at },
-      ]
-      const keys = [String(-1 - w), String(w), '9000000000000000000']
+      const checks = [{ check: 'token.absent', tenant_id: t.tenant_id, id: t.id, deferred: true }]
+      // The token's lock, exclusive, and its fingerprint's, shared.
+      const keys = [String(w), '9000000000000000000']
       w++
       const values = [
         JSON.stringify(checks),
         JSON.stringify([{ op: 'token.put', token: t, fresh: true }]),
         keys,
-        [false, false, true],
+        [false, true],
       ]
       return rawPool.query({ name: 'raw_write', text: write, values })
     }
@@ -158,7 +153,7 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     })
     return [
       row(
-        'token create (write: token.absent, token.unlocked, token.put)',
+        'token create (write: token.absent, token.put)',
         'a plain INSERT of the same row through pg',
         writes,
       ),
