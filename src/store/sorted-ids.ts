@@ -1,16 +1,45 @@
-/** Most ids one chunk holds before it splits (inserts move at most this many). */
-const CHUNK = 512
-
-/** Code-unit order, as JavaScript's `<` compares strings (the order every token list answers in). */
-const before = (a: string, b: string) => a < b
+/** Most ids one chunk holds before it splits (an insert moves at most this many). */
+const CHUNK = 128
 
 /**
- * A set of strings kept in code-unit order, in chunks of at most 512: add and delete cost a binary
- * search and a move within one chunk (not a move of the whole set), and a keyset read (`after`)
- * costs a binary search and what it answers. What the memory state keeps its token indexes in.
+ * A number that orders as `id` does, as far as its first 7 code units tell: base-128 digits, one
+ * per code unit below 126 (its value plus one), 0 past the id's end. A code unit of 126 or more is
+ * digit 127 and ends the number (later units could not keep the order). So `rank(a) < rank(b)`
+ * implies `a < b`, and equal ranks leave it to the strings: ids that share their first 7 code units
+ * (or a unit of 126 or more) compare as strings. At most 2^49 - 1: exact in a double.
+ */
+export function rank(id: string): number {
+  let n = 0
+  for (let i = 0; i < 7; i++) {
+    n *= 128
+    if (i >= id.length) continue
+    const unit = id.charCodeAt(i)
+    if (unit >= 126) {
+      n += 127
+      for (i++; i < 7; i++) n *= 128
+      break
+    }
+    n += unit + 1
+  }
+  return n
+}
+
+/**
+ * A set of strings kept in code-unit order (as JavaScript's `<` compares them), in chunks of at
+ * most 128: add and delete cost a binary search and a move within one chunk (not a move of the
+ * whole set), and a keyset read (`after`) costs a binary search and what it answers. What the
+ * memory state keeps its token indexes in.
+ *
+ * Beside each chunk of ids it keeps their ranks (`rank`) in an array of doubles, and the rank of
+ * each chunk's last id in one more: a search compares numbers held side by side in memory, and
+ * reads an id's string only when two ranks are equal. Comparing the strings themselves cost a cache
+ * miss a step once a set holds many ids (each id a string of its own, anywhere in the heap).
  */
 export class SortedIds {
   private chunks: string[][] = []
+  private ranks: number[][] = []
+  /** The rank of each chunk's last id. */
+  private lasts: number[] = []
   private count = 0
 
   /** How many ids the set holds. */
@@ -19,25 +48,27 @@ export class SortedIds {
   }
 
   /** The index of the first chunk whose last id is not before `id` (chunks.length when none). */
-  private chunkOf(id: string): number {
+  private chunkOf(id: string, r: number): number {
     let lo = 0
     let hi = this.chunks.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      const chunk = this.chunks[mid]!
-      if (before(chunk[chunk.length - 1]!, id)) lo = mid + 1
+      const last = this.lasts[mid]!
+      if (last < r || (last === r && this.chunks[mid]![this.chunks[mid]!.length - 1]! < id)) lo = mid + 1
       else hi = mid
     }
     return lo
   }
 
-  /** The index in `chunk` of the first id not before `id`. */
-  private static slot(chunk: readonly string[], id: string): number {
+  /** The index in chunk `c` of the first id not before `id`. */
+  private slot(c: number, id: string, r: number): number {
+    const ranks = this.ranks[c]!
     let lo = 0
-    let hi = chunk.length
+    let hi = ranks.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (before(chunk[mid]!, id)) lo = mid + 1
+      const at = ranks[mid]!
+      if (at < r || (at === r && this.chunks[c]![mid]! < id)) lo = mid + 1
       else hi = mid
     }
     return lo
@@ -45,38 +76,59 @@ export class SortedIds {
 
   /** Adds `id`; false when it was there. */
   add(id: string): boolean {
+    const r = rank(id)
     if (this.chunks.length === 0) {
       this.chunks.push([id])
+      this.ranks.push([r])
+      this.lasts.push(r)
       this.count = 1
       return true
     }
-    let c = this.chunkOf(id)
+    let c = this.chunkOf(id, r)
     if (c === this.chunks.length) c-- // after every id: the last chunk takes it
-    const chunk = this.chunks[c]!
-    const at = SortedIds.slot(chunk, id)
-    if (chunk[at] === id) return false
-    chunk.splice(at, 0, id)
+    const at = this.slot(c, id, r)
+    const ids = this.chunks[c]!
+    const ranks = this.ranks[c]!
+    // Another rank there: not this id (its string is read only on a tie).
+    if (ranks[at] === r && ids[at] === id) return false
+    ids.splice(at, 0, id)
+    ranks.splice(at, 0, r)
+    if (at === ids.length - 1) this.lasts[c] = r
     this.count++
-    if (chunk.length > CHUNK) this.chunks.splice(c + 1, 0, chunk.splice(CHUNK >>> 1))
+    if (ids.length > CHUNK) {
+      const half = CHUNK >>> 1
+      this.chunks.splice(c + 1, 0, ids.splice(half))
+      this.ranks.splice(c + 1, 0, ranks.splice(half))
+      this.lasts.splice(c, 0, ranks[ranks.length - 1]!)
+    }
     return true
   }
 
   /** Deletes `id`; false when it was not there. */
   delete(id: string): boolean {
-    const c = this.chunkOf(id)
-    const chunk = this.chunks[c]
-    if (!chunk) return false
-    const at = SortedIds.slot(chunk, id)
-    if (chunk[at] !== id) return false
-    chunk.splice(at, 1)
+    const r = rank(id)
+    const c = this.chunkOf(id, r)
+    const ids = this.chunks[c]
+    if (!ids) return false
+    const at = this.slot(c, id, r)
+    if (ids[at] !== id) return false
+    const ranks = this.ranks[c]!
+    ids.splice(at, 1)
+    ranks.splice(at, 1)
     this.count--
-    if (chunk.length === 0) this.chunks.splice(c, 1)
+    if (ids.length === 0) {
+      this.chunks.splice(c, 1)
+      this.ranks.splice(c, 1)
+      this.lasts.splice(c, 1)
+    } else if (at === ids.length) this.lasts[c] = ranks[at - 1]!
     return true
   }
 
   has(id: string): boolean {
-    const chunk = this.chunks[this.chunkOf(id)]
-    return chunk !== undefined && chunk[SortedIds.slot(chunk, id)] === id
+    const r = rank(id)
+    const c = this.chunkOf(id, r)
+    const ids = this.chunks[c]
+    return ids !== undefined && ids[this.slot(c, id, r)] === id
   }
 
   /** At most `limit` ids after `after` (every id when it is undefined), in order. */
@@ -92,12 +144,15 @@ export class SortedIds {
 
   /** The ids after `after` (every id when undefined), in order, read lazily: stop when done. */
   *from(after: string | undefined): Generator<string, void, undefined> {
-    let c = after === undefined ? 0 : this.chunkOf(after)
+    let c = 0
     let at = 0
-    if (after !== undefined && c < this.chunks.length) {
-      const chunk = this.chunks[c]!
-      at = SortedIds.slot(chunk, after)
-      if (chunk[at] === after) at++
+    if (after !== undefined) {
+      const r = rank(after)
+      c = this.chunkOf(after, r)
+      if (c < this.chunks.length) {
+        at = this.slot(c, after, r)
+        if (this.chunks[c]![at] === after) at++
+      }
     }
     for (; c < this.chunks.length; c++, at = 0) {
       const chunk = this.chunks[c]!
