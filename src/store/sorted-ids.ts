@@ -96,10 +96,11 @@ export class SortedIds {
     if (at === ids.length - 1) this.lasts[c] = r
     this.count++
     if (ids.length > CHUNK) {
+      // Both halves as new arrays of their own size: the full one keeps no room it won't use.
       const half = CHUNK >>> 1
-      this.chunks.splice(c + 1, 0, ids.splice(half))
-      this.ranks.splice(c + 1, 0, ranks.splice(half))
-      this.lasts.splice(c, 0, ranks[ranks.length - 1]!)
+      this.chunks.splice(c, 1, ids.slice(0, half), ids.slice(half))
+      this.ranks.splice(c, 1, ranks.slice(0, half), ranks.slice(half))
+      this.lasts.splice(c, 0, ranks[half - 1]!)
     }
     return true
   }
