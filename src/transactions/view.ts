@@ -103,8 +103,9 @@ export interface CallerWrite {
 
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
- * open transaction locks a token in `locks`. Inside one they are staged: each op (a `token.put` or
- * `token.delete`: nothing else enlists) becomes the staged record of its token (`staged.put`),
+ * open transaction locks a token in `locks` (guarded for each but those the call `minted`).
+ * Inside one they are staged: each op (a `token.put` or `token.delete`: nothing else enlists)
+ * becomes the staged record of its token (`staged.put`),
  * written with the lock records of `locks` (each guarded by `token.unlocked`) and the transaction
  * put again with its `version` one more, all guarded on the transaction being unchanged since
  * `openTransaction` read it and found it open and unexpired (a concurrent stage or commit makes
