@@ -118,6 +118,8 @@ const idsOf = (ids: KeptIds): string[] =>
 
 /** How many slots of `Entries` one entry takes. */
 const STRIDE = 7
+/** Slots an `Entries` keeps for reuse once emptied, and drops at its front before copying down. */
+const ROOMY = 8 * STRIDE
 
 /**
  * One tenant's entries, oldest first, as a queue whose front is dropped in O(1) (amortized): one
@@ -131,31 +133,55 @@ const STRIDE = 7
  * makes one array, not seven.
  */
 class Entries {
+  /** Slots from `head` to `end` hold the entries; the rest are cleared, kept for the next pushes. */
   private slots: unknown[] = []
   private head = 0
+  private end = 0
 
   constructor(readonly tenantId: string | null) {}
 
   get size(): number {
-    return (this.slots.length - this.head) / STRIDE
+    return (this.end - this.head) / STRIDE
   }
   push(seq: number, at: string, actor: Actor, operation: string, code: string | null, ids: KeptIds): void {
-    this.slots.push(seq, at, actor.kind, 'id' in actor ? actor.id : undefined, operation, code, ids)
+    const slots = this.slots
+    const id = 'id' in actor ? actor.id : undefined
+    const i = this.end
+    if (i + STRIDE <= slots.length) {
+      slots[i] = seq
+      slots[i + 1] = at
+      slots[i + 2] = actor.kind
+      slots[i + 3] = id
+      slots[i + 4] = operation
+      slots[i + 5] = code
+      slots[i + 6] = ids
+    } else slots.push(seq, at, actor.kind, id, operation, code, ids)
+    this.end = i + STRIDE
   }
+  /**
+   * Drops the oldest entry. Its slots are cleared (nothing kept alive through them); an emptied
+   * queue starts again at the front of the same array, so a tenant with an entry or two (many
+   * tenants calling in turn, each evicting its own oldest) allocates nothing; a long one is copied
+   * down once half of it is dropped, or let go when emptied.
+   */
   shift(): void {
+    const slots = this.slots
+    for (let k = this.head; k < this.head + STRIDE; k++) slots[k] = undefined
     this.head += STRIDE
-    if (this.head === this.slots.length) {
-      this.slots.length = 0
+    if (this.head === this.end) {
       this.head = 0
-    } else if (this.head * 2 >= this.slots.length) {
-      this.slots = this.slots.slice(this.head)
+      this.end = 0
+      if (slots.length > ROOMY) this.slots = []
+    } else if (this.head > ROOMY && this.head * 2 >= this.end) {
+      this.slots = slots.slice(this.head, this.end)
+      this.end -= this.head
       this.head = 0
     }
   }
   /** The entries that pass `keep`, oldest first, each a new object. */
   select(keep: (operation: string, at: string) => boolean, out: JournalEntry[]): void {
     const slots = this.slots
-    for (let i = this.head; i < slots.length; i += STRIDE) {
+    for (let i = this.head; i < this.end; i += STRIDE) {
       const at = slots[i + 1] as string
       const operation = slots[i + 4] as string
       if (!keep(operation, at)) continue
