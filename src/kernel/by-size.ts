@@ -8,14 +8,13 @@ export class BySize<P> {
   private filed: (Set<P> | undefined)[] = []
   private top = 0
 
-  /** The largest count a filed partition holds (0 when none is filed). */
-  get largestSize(): number {
-    return this.top
-  }
-
-  /** A partition holding `largestSize` entries (the first filed at that count), if any. */
-  largest(): P | undefined {
-    return this.filed[this.top]?.values().next().value
+  /**
+   * Whose oldest entry goes when the whole is full: `own` (a caller's partition, holding `ownSize`)
+   * when it holds as many as any other, else the first partition filed at the largest count.
+   */
+  evictee(own: P, ownSize: number): P {
+    if (ownSize === this.top) return own
+    return this.filed[this.top]?.values().next().value ?? own
   }
 
   /** Files `partition` under `to` entries instead of `from`. */

@@ -64,8 +64,7 @@ export class TenantLru<V> {
     }
     if (own.entries.size >= this.perTenant) this.evictOldest(own)
     else if (this.count >= this.total) {
-      // The caller's own tenant when it holds as many as any other.
-      this.evictOldest(own.entries.size === this.bySize.largestSize ? own : this.bySize.largest()!)
+      this.evictOldest(this.bySize.evictee(own, own.entries.size))
     }
     // Evicting its own last entry (one place per tenant) dropped the partition: keep it again.
     if (this.byTenant.get(tenant) !== own) this.byTenant.set(tenant, own)

@@ -249,7 +249,7 @@ export class Journal implements OperationJournal {
     }
     if (this.total >= this.capacity) {
       // The oldest entry of the tenant holding the most goes (the caller's own, when it is one of them).
-      const largest = own.size === this.bySize.largestSize ? own : this.bySize.largest()!
+      const largest = this.bySize.evictee(own, own.size)
       const size = largest.size
       largest.shift()
       this.total--
