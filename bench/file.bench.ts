@@ -13,13 +13,29 @@ import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
  * also gives the CPU time per op of both sides, every thread of the process counted):
  * - durable creates (`tokens.create` of a ~1 KB token: authentication, validation, encryption,
  *   the guarded write with its indexes, acknowledged once its commit is on disk) at 1 / 16 / 64
- *   writers, against raw `lmdb` puts of the same stored bytes with the same sync settings;
+ *   writers, against raw `lmdb` puts of the same stored bytes with the same sync settings, under
+ *   keys made as the store's (the tenant, then a time-ordered token id);
  * - gets (`tokens.get`: authentication, access rules, the read, one decryption) against a raw
  *   `lmdb` get of the same bytes plus one AES-256-GCM decryption of the token's data.
  * Rounds alternate ours and the floor; the medians are reported.
  */
 
 const DATA = 'x'.repeat(1000)
+
+/**
+ * The floors' token ids, shaped as the service makes them: a UUID v7 (48 bits of the current
+ * millisecond, then random bits), so a floor's keys land in its B-trees where the store's do.
+ * `BENCH_FLOOR_KEYS=random` gives the floors random UUIDs instead (keys all over the tree: what
+ * the store's keys were while token ids were UUID v4).
+ */
+const randomKeys = process.env['BENCH_FLOOR_KEYS'] === 'random'
+const floorKeys = randomKeys ? 'random (v4)' : 'time-ordered (v7)'
+const floorId = randomKeys
+  ? randomUUID
+  : () => {
+      const hex = Date.now().toString(16).padStart(12, '0')
+      return `${hex.slice(0, 8)}-${hex.slice(8)}-7${randomUUID().slice(15)}`
+    }
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /** `inFlight`, with the CPU time (every thread of the process: user + system) it took per call, in µs. */
@@ -73,7 +89,8 @@ const rawEnv = (path: string) =>
  * in one commit, as the store groups its writes): the token's guard read (is the id taken: a create
  * of an id the service made needs no lock guard), the token's bytes put, an index entry per term it carries (its type, its fingerprint,
  * each container) and its tenant's count read and put back one higher. No service, no encryption,
- * no validation: keys and values built inline, of the same sizes as the store's.
+ * no validation: keys and values built inline, of the same sizes and order as the store's (token
+ * ids made as the service makes them: see `floorId`).
  */
 function sameRecords(path: string, tenantId: string, token: StoredToken, stored: Buffer) {
   const env = rawEnv(path)
@@ -87,7 +104,7 @@ function sameRecords(path: string, tenantId: string, token: StoredToken, stored:
   ]
   const countKey = Buffer.from(`tokenCount\u0000${tenantId}`)
   const create = () => {
-    const id = randomUUID()
+    const id = floorId()
     return env.transaction(() => {
       const k = Buffer.from(`${tenantId}\u0000${id}`)
       if (tokens.doesExist(k)) return false
@@ -138,8 +155,8 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const raw = rawEnv(join(dir, 'raw'))
     const records = sameRecords(join(dir, 'records'), tenant.id, storedToken, stored)
     const ours = () => client.tokens.create({ type: 'token', data: DATA })
-    // Keys as the store's: the tenant, then a random token id (tokens land all over the tree).
-    const floor = () => raw.put(Buffer.from(`${tenant.id}\u0000${randomUUID()}`), stored)
+    // Keys as the store's: the tenant, then a token id made as the service makes one.
+    const floor = () => raw.put(Buffer.from(`${tenant.id}\u0000${floorId()}`), stored)
     const rounds = opts.quick ? 1 : 3
     for (const writers of [1, 16, 64]) {
       const total = (opts.quick ? 100 : 400) * (writers === 1 ? 1 : writers === 16 ? 4 : 8)
@@ -148,7 +165,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         group: 'file store (LMDB)',
         operation: `durable create through the service, ${writers} writer${writers === 1 ? '' : 's'}`,
         opsPerSec: r.op,
-        baseline: `raw lmdb put of the same ${stored.length} bytes under a random id, same sync`,
+        baseline: `raw lmdb put of the same ${stored.length} bytes under a ${floorKeys} id, same sync`,
         baselineOpsPerSec: r.base,
         ratio: r.base / r.op,
         goal: '≥ 0.7 of the floor',
@@ -177,7 +194,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
         group: 'file store (LMDB)',
         operation: `the same creates on the memory store (the service alone), ${writers} writers`,
         opsPerSec: m.op,
-        baseline: `raw lmdb put of the same ${stored.length} bytes under a random id, same sync`,
+        baseline: `raw lmdb put of the same ${stored.length} bytes under a ${floorKeys} id, same sync`,
         baselineOpsPerSec: m.base,
         ratio: m.base / m.op,
         note: note(m),

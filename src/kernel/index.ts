@@ -29,7 +29,7 @@ export {
   statusOfError,
   tooMany,
 } from './errors.js'
-export { newApiKey, newId, newNonce, sha256 } from './ids.js'
+export { newApiKey, newId, newNonce, newOrderedId, sha256 } from './ids.js'
 export type { CursorPage, Paginated } from './pagination.js'
 export { cursorFor, idFromCursor, paginated, rangeOf } from './pagination.js'
 export type { CasTry } from './retry.js'

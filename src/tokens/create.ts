@@ -1,7 +1,7 @@
 import { applyTransform, requireTokenAccess, withMaskedData } from '../applications/index.js'
 import { applyMask, checkMask, compileTemplate, renderTemplate } from '../expressions/index.js'
 import type { Check, Ctx, Json, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
-import { conflict, expressionBudget, invalid, newId, parse, withTokenFields } from '../kernel/index.js'
+import { conflict, expressionBudget, invalid, newOrderedId, parse, withTokenFields } from '../kernel/index.js'
 import { withSearchIndexes } from '../search/index.js'
 import { stagedOf } from '../transactions/index.js'
 import { withCvcDeadline } from './card-cvc.js'
@@ -90,7 +90,7 @@ export function checkTokenContents(token: StoredToken, stored = false, budget = 
  */
 export function newToken(ctx: Ctx, input: unknown, minted?: string[]): StoredToken {
   const body = parse(createTokenInput, input)
-  const id = body.id ?? newId()
+  const id = body.id ?? newOrderedId(ctx.now())
   if (id !== body.id) minted?.push(id)
   const expiresAt = body.expires_at ?? undefined
   requireFuture(ctx, expiresAt)

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest'
+import { newOrderedId } from '../../src/kernel/ids.js'
+import { setup } from './setup.js'
+
+/** RFC 9562's UUID version 7: 48 bits of time, version 7, 12 random bits, variant 10, 62 random bits. */
+const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** The id's 48-bit timestamp, in milliseconds since the epoch. */
+const msOf = (id: string) => Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
+
+describe('time-ordered ids (UUID v7)', () => {
+  it('carry the given instant in their first 48 bits, then version 7 and the variant', () => {
+    const id = newOrderedId('2026-11-26T15:00:00.123Z')
+    expect(id).toMatch(V7)
+    // 2026-11-26T15:00:00.123Z is 1 795 186 800 123 ms since the epoch: 0x01a2185eddfb.
+    expect(id.slice(0, 14)).toBe('01a2185e-ddfb-')
+    expect(newOrderedId('1970-01-01T00:00:00.001Z').slice(0, 15)).toBe('00000000-0001-7')
+  })
+
+  it('clamp an instant a v7 id cannot hold instead of failing', () => {
+    expect(newOrderedId('1969-12-31T23:59:59.999Z')).toMatch(/^00000000-0000-7/)
+    expect(newOrderedId('+010889-08-02T05:31:50.655Z')).toMatch(/^ffffffff-ffff-7/)
+    expect(newOrderedId('+010889-08-02T05:31:50.656Z')).toMatch(/^ffffffff-ffff-7/)
+    expect(newOrderedId('not a date')).toMatch(/^00000000-0000-7/)
+  })
+
+  it('sort by instant, and differ within one millisecond in 74 random bits', () => {
+    const instants = [
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-01T00:00:00.001Z',
+      '2026-01-01T00:00:01.000Z',
+      '2027-06-01T12:00:00.000Z',
+    ]
+    const ids = instants.flatMap((at) => Array.from({ length: 50 }, () => newOrderedId(at)))
+    // Ids of a later instant sort after every id of an earlier one, whatever their random bits.
+    for (let i = 1; i < instants.length; i++) {
+      const before = ids.slice(0, i * 50)
+      const after = ids.slice(i * 50)
+      expect(after.every((a) => before.every((b) => b < a))).toBe(true)
+    }
+    const same = Array.from({ length: 20_000 }, () => newOrderedId('2026-01-01T00:00:00.000Z'))
+    expect(new Set(same).size).toBe(same.length)
+    for (const id of same) expect(id).toMatch(V7)
+    // Every random hex digit takes all 16 values over 20 000 ids (a fixed digit would not).
+    const randomAt = [15, 16, 17, 20, 21, 22, 24, 30, 35]
+    for (const at of randomAt) expect(new Set(same.map((id) => id[at])).size).toBe(16)
+    // The variant digit takes its 4 values.
+    expect(new Set(same.map((id) => id[19])).size).toBe(4)
+  })
+
+  it("give a token the id of its creation time from the service's clock, in creation order", async () => {
+    const { client, clock, service, full } = await setup()
+    const first = await client.tokens.create({ type: 'token', data: 'a' })
+    clock.advance(1)
+    const second = await client.tokens.create({ type: 'token', data: 'b' })
+    clock.advance(60_000)
+    const tokenized = (await client.tokens.tokenize({ x: 'c' })) as { x: string }
+    clock.advance(1)
+    const tx = await client.transactions.create()
+    const staged = await service
+      .connect(full.key, { transactionId: tx.id })
+      .tokens.create({ type: 'token', data: 'd' })
+    await client.transactions.commit(tx.id)
+    clock.advance(1)
+    const given = await client.tokens.create({
+      id: '00000000-0000-4000-8000-000000000000',
+      type: 'token',
+      data: 'e',
+    })
+
+    const made = [first, second, { id: tokenized.x }, staged]
+    for (const t of made) expect(t.id).toMatch(V7)
+    expect(made.map((t) => msOf(t.id) - Date.parse(first.created_at))).toEqual([0, 1, 60_001, 60_002])
+    expect(msOf(first.id)).toBe(Date.parse('2030-01-01T00:00:00.000Z'))
+    // A caller's own id is kept as given.
+    expect(given.id).toBe('00000000-0000-4000-8000-000000000000')
+    // Lists go by id: the made ids in the order they were made.
+    const listed = (await client.tokens.list()).data.map((t) => t.id)
+    expect(listed).toEqual([given.id, ...made.map((t) => t.id)])
+  })
+})
