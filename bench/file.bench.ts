@@ -24,17 +24,23 @@ const DATA = 'x'.repeat(1000)
 
 /**
  * The floors' token ids, shaped as the service makes them: a UUID v7 (48 bits of the current
- * millisecond, then random bits), so a floor's keys land in its B-trees where the store's do.
- * `BENCH_FLOOR_KEYS=random` gives the floors random UUIDs instead (keys all over the tree: what
- * the store's keys were while token ids were UUID v4).
+ * millisecond, a counter that goes up within it, then random bits), so a floor's keys land in its
+ * B-trees where the store's do. `BENCH_FLOOR_KEYS=random` gives the floors random UUIDs instead
+ * (keys all over the tree: what the store's keys were while token ids were UUID v4).
  */
 const randomKeys = process.env['BENCH_FLOOR_KEYS'] === 'random'
 const floorKeys = randomKeys ? 'random (v4)' : 'time-ordered (v7)'
+let floorMs = -1
+let floorCount = 0
 const floorId = randomKeys
   ? randomUUID
   : () => {
-      const hex = Date.now().toString(16).padStart(12, '0')
-      return `${hex.slice(0, 8)}-${hex.slice(8)}-7${randomUUID().slice(15)}`
+      const now = Date.now()
+      if (now > floorMs) [floorMs, floorCount] = [now, 0]
+      else floorCount++
+      const hex = floorMs.toString(16).padStart(12, '0')
+      const count = (floorCount & 0xfff).toString(16).padStart(3, '0')
+      return `${hex.slice(0, 8)}-${hex.slice(8)}-7${count}${randomUUID().slice(18)}`
     }
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
