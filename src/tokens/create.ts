@@ -90,7 +90,7 @@ export function checkTokenContents(token: StoredToken, stored = false, budget = 
  */
 export function newToken(ctx: Ctx, input: unknown, minted?: string[]): StoredToken {
   const body = parse(createTokenInput, input)
-  const id = body.id ?? newOrderedId(ctx.now())
+  const id = body.id ?? newOrderedId(ctx.now(), ctx.principal.tenantId)
   if (id !== body.id) minted?.push(id)
   const expiresAt = body.expires_at ?? undefined
   requireFuture(ctx, expiresAt)

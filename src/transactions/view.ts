@@ -93,7 +93,7 @@ export interface CallerWrite {
   ops: Op[]
   locks: string[]
   /**
-   * Ids in `locks` this call made itself (`newId`, for tokens whose body gave none). No one else
+   * Ids in `locks` this call made itself (`newOrderedId`, for tokens whose body gave none). No one else
    * can name one before the call answers, so no transaction can have locked it: outside a
    * transaction they need no `token.unlocked` guard (one read, and on PostgreSQL one lock, less
    * per create). Inside one they are locked as any other.
