@@ -1,5 +1,5 @@
 import { assertNever } from '../../src/kernel/errors.js'
-import type { Check, Op } from '../../src/kernel/types.js'
+import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { lockKeyValue } from './keys.js'
 
@@ -158,6 +158,17 @@ export function recordNames(checks: readonly Check[], ops: readonly Op[]): Map<s
     if (op.op === 'token.put' && op.token.fingerprint !== undefined)
       add(fingerprint(op.token.tenant_id, op.token.fingerprint), 'shared')
   }
+  return names
+}
+
+/**
+ * The locks of a plain create (`plainCreate` in ops.ts): its fingerprint's, shared (none without
+ * one). Not its token's: the core made the id, so no other write names that token before the
+ * create commits, and the primary key orders two INSERTs of one id.
+ */
+export function plainCreateNames(t: StoredToken): Map<string, LockMode> {
+  const names = new Map<string, LockMode>()
+  if (t.fingerprint !== undefined) names.set(fingerprint(t.tenant_id, t.fingerprint), 'shared')
   return names
 }
 

@@ -1,4 +1,4 @@
-import type { Check, Op } from '../../src/kernel/types.js'
+import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { sortKey } from './keys.js'
 
@@ -82,4 +82,33 @@ export function writeArguments(checks: readonly Check[], ops: readonly Op[]): Wr
   )
   if (put < 0 || ops[put]!.op !== 'token.put') return { checks, ops: opArgs, deferred: false }
   return { checks: [{ ...first, deferred: true }, ...checks.slice(1)], ops: opArgs, deferred: true }
+}
+
+/**
+ * The token of a plain create: a write whose one guard is `token.absent` and whose one op is that
+ * token's put (what the core sends for a token whose id it made itself); else null. Such a write
+ * needs no `tv_write`: its guard is the primary key of the INSERT, and the only lock it must take
+ * is its fingerprint's, shared (see `statements.create`).
+ */
+export function plainCreate(checks: readonly Check[], ops: readonly Op[]): StoredToken | null {
+  if (checks.length !== 1 || ops.length !== 1) return null
+  const [check] = checks
+  const [op] = ops
+  if (check?.check !== 'token.absent' || op?.op !== 'token.put') return null
+  const { token } = op
+  return token.tenant_id === check.tenant_id && token.id === check.id ? token : null
+}
+
+/**
+ * Whether `token`'s terms are its one container and nothing else (no metadata, no search index):
+ * the usual token, whose one term row `statements.create` writes from a parameter.
+ */
+export function onlyContainerTerm(token: StoredToken): boolean {
+  return (
+    Array.isArray(token.containers) &&
+    token.containers.length === 1 &&
+    typeof token.containers[0] === 'string' &&
+    Object.keys(token.metadata ?? {}).length === 0 &&
+    !Array.isArray(token.search_index_hashes)
+  )
 }

@@ -47,6 +47,46 @@ export function statements(t: Tables) {
      */
     writeMany: `SELECT ${t.schema}.tv_write_many($1::jsonb, $2::bigint[], $3::boolean[]) AS answers`,
 
+    /**
+     * A plain create (see `plainCreate` in ops.ts) in one statement, as `tv_write` applies it without
+     * the function: $1 tenant id, $2 token id, $3 type, $4 expires_at, $5 the token (JSON), $6 its
+     * container (its one term: see `onlyContainerTerm`), $7 the lock keys (its fingerprint's, or
+     * none). The locks are taken, shared, before the row is made (the INSERT reads its one row from
+     * `l`); a deduplicating create, which takes its fingerprint's lock exclusive, is so ordered
+     * against it. The token's own lock is not taken: its id is new (the core made it), so no other
+     * write names it, and its guard `token.absent` is the primary key, which makes a second INSERT of
+     * one id wait for the first and then fail with a unique violation.
+     */
+    create: `WITH l AS MATERIALIZED (
+        SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($7::bigint[]) AS k) AS x
+      ), t AS (
+        INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) SELECT $1, $2, $3, $4, $5::jsonb FROM l
+      ), c AS (
+        INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n) VALUES ($1, pg_backend_pid() % 16, 1)
+        ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1
+      )
+      INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) VALUES ($1, 'container', '', $6, $2)`,
+
+    /**
+     * Plain creates of one or more tokens in one statement, as `create` (any terms: the rows of
+     * `token_terms_of`): $1 the tokens (a JSON array), $2 the lock keys of their fingerprints
+     * (ascending, taken shared, before any row is made).
+     */
+    createMany: `WITH l AS MATERIALIZED (
+        SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS x
+      ), d AS MATERIALIZED (
+        SELECT e AS doc FROM l, jsonb_array_elements($1::jsonb) AS e
+      ), t AS (
+        INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc)
+        SELECT doc ->> 'tenant_id', doc ->> 'id', doc ->> 'type', doc ->> 'expires_at', doc FROM d
+      ), c AS (
+        INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n)
+        SELECT doc ->> 'tenant_id', pg_backend_pid() % 16, count(*) FROM d GROUP BY 1
+        ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+      )
+      INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id)
+      SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
+
     /** $1 before, $2 limit: keys of idempotency records past $1 (`idempotency_by_expiry`). */
     expiredIdempotency: `SELECT tenant_id, id FROM ${t.idempotency} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,
 

@@ -1,7 +1,7 @@
 import type { Pool, QueryConfig } from 'pg'
 import type { Clock } from '../../src/kernel/clock.js'
 import { assertNever } from '../../src/kernel/errors.js'
-import type { Check, Op } from '../../src/kernel/types.js'
+import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
 import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
 import { checkQuery, firstFailed } from './checks.js'
@@ -10,9 +10,9 @@ import { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { statementName } from './keys.js'
-import { LockKeys, recordNames } from './locking.js'
+import { LockKeys, plainCreateNames, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
-import { type WriteArguments, writeArguments } from './ops.js'
+import { onlyContainerTerm, plainCreate, type WriteArguments, writeArguments } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 
@@ -165,6 +165,15 @@ function isTokenConflict(error: unknown, schema: string): boolean {
   )
 }
 
+/**
+ * Whether `error` fails every write alike: no SQL state (the connection failed, the call timed
+ * out), or the database unreachable, shutting down or out of resources (classes 08, 53, 57, 58).
+ */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code
+  return typeof code !== 'string' || /^(08|53|57|58)/.test(code)
+}
+
 /** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */
 function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
   const first = (batch.ops[0] ?? batch.checks?.[0]) as unknown as Record<string, unknown> | undefined
@@ -210,6 +219,8 @@ function openStore(
   const st = statements(t)
   const writeName = statementName(st.write)
   const writeManyName = statementName(st.writeMany)
+  const createName = statementName(st.create)
+  const createManyName = statementName(st.createMany)
   const locks = new LockKeys(schema)
   // Calls wait for a connection in their tenant's own line, served in turn (see `TenantGate`).
   const poolOptions = (pool as { options?: { max?: number; connectionTimeoutMillis?: number } }).options
@@ -291,28 +302,83 @@ function openStore(
     }
   }
 
-  /** One write in one call of `tv_write`, retried on a deadlock or a serialization failure. */
+  /** The call of `tv_write` for one write. */
+  const writeConfig = (checks: Check[], ops: Op[], args: WriteArguments): QueryConfig => {
+    const { keys, shared } = locks.order(recordNames(checks, ops))
+    const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
+    return { name: writeName, text: st.write, values }
+  }
+  /**
+   * A plain create (`plainCreate`) as one statement, no function: the usual token (its one term a
+   * container) through `create`, any other through `createMany` (its terms from `token_terms_of`).
+   */
+  const createConfig = (token: StoredToken): QueryConfig => {
+    const { keys } = locks.order(plainCreateNames(token))
+    if (!onlyContainerTerm(token)) return createManyConfig([token], keys)
+    const values = [
+      token.tenant_id,
+      token.id,
+      token.type,
+      token.expires_at ?? null,
+      JSON.stringify(token),
+      token.containers[0],
+      keys,
+    ]
+    return { name: createName, text: st.create, values }
+  }
+  const createManyConfig = (tokens: StoredToken[], keys: string[]): QueryConfig => ({
+    name: createManyName,
+    text: st.createMany,
+    values: [JSON.stringify(tokens), keys],
+  })
+
+  /** One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a serialization failure. */
   const writeAlone = async (
     tenant: string,
     checks: Check[],
     ops: Op[],
     args: WriteArguments,
   ): Promise<WriteResult> => {
-    const { keys, shared } = locks.order(recordNames(checks, ops))
-    const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-    const config: QueryConfig = { name: writeName, text: st.write, values }
+    const created = plainCreate(checks, ops)
+    const config = created ? createConfig(created) : writeConfig(checks, ops, args)
     for (let attempt = 1; ; attempt++) {
       try {
-        const { rows } = await gate.run(tenant, () => pool.query<{ failed: number }>(config))
+        const { rows } = await gate.run(tenant, () => pool.query<{ failed?: number }>(config))
         return answerOf(checks, rows[0]?.failed ?? -1)
       } catch (error) {
         // A deferred `token.absent` failed: its put met the row (the call wrote nothing).
-        if (args.deferred && isTokenConflict(error, schema)) return { ok: false, failed: checks[0]! }
+        if ((created || args.deferred) && isTokenConflict(error, schema))
+          return { ok: false, failed: checks[0]! }
         const code = (error as { code?: unknown }).code
         if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
         throw error
       }
     }
+  }
+
+  /**
+   * A group of plain creates only (`plainCreate`) in one statement (`createMany`): answers whether
+   * it answered them. It did not when the group holds another write, or when the statement failed
+   * (it wrote nothing then): the group goes through `tv_write_many`, which answers each write as it
+   * would alone. A failure every write would meet alike (the database unreachable) fails them all.
+   */
+  const createTogether = async (tenant: string, group: GroupedWrite[]): Promise<boolean> => {
+    const tokens: StoredToken[] = []
+    for (const write of group) {
+      const token = plainCreate(write.checks, write.ops)
+      if (!token) return false
+      tokens.push(token)
+    }
+    const { keys } = locks.order(tokens.flatMap((token) => [...plainCreateNames(token)]))
+    try {
+      await gate.run(tenant, () => pool.query(createManyConfig(tokens, keys)))
+    } catch (error) {
+      if (!isConnectionError(error)) return false
+      for (const write of group) write.reject(error)
+      return true
+    }
+    for (const write of group) write.resolve({ ok: true })
+    return true
   }
 
   /**
@@ -323,6 +389,7 @@ function openStore(
    * serialization failure, an error of one write): each then fails or succeeds as it would alone.
    */
   const writeTogether = async (tenant: string, group: GroupedWrite[]): Promise<void> => {
+    if (await createTogether(tenant, group)) return
     const { keys, shared } = locks.order(group.flatMap((write) => [...write.names]))
     const writes = JSON.stringify(group.map((w) => [w.args.checks, w.args.ops]))
     const config: QueryConfig = { name: writeManyName, text: st.writeMany, values: [writes, keys, shared] }
@@ -330,10 +397,9 @@ function openStore(
     try {
       answers = (await gate.run(tenant, () => pool.query<{ answers: number[] }>(config))).rows[0]?.answers
     } catch (error) {
-      const code = (error as { code?: unknown }).code
       // The database unreachable, shutting down, out of resources or the call timed out: every
       // write fails alike. Any other error is one write's (or a deadlock): each runs alone below.
-      if (typeof code !== 'string' || /^(08|53|57|58)/.test(code)) {
+      if (isConnectionError(error)) {
         for (const write of group) write.reject(error)
         return
       }

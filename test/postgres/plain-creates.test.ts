@@ -1,0 +1,155 @@
+import type pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { postgresStore } from '../../adapters/postgres/index.js'
+import { LockKeys } from '../../adapters/postgres/locking.js'
+import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
+import type { Store } from '../../src/store/contract.js'
+import { TIMES } from '../../testing/store/arbitraries.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, waitingForLock } from './database.js'
+
+const NOW = TIMES[0]!
+const token = (tenant: string, id: string, extra: Partial<StoredToken> = {}): StoredToken => ({
+  id,
+  tenant_id: tenant,
+  type: 'card',
+  data: { n: id },
+  containers: ['/pci/high/'],
+  metadata: {},
+  fingerprint: `fp-${id}`,
+  created_by: 'a',
+  created_at: NOW,
+  ...extra,
+})
+/** A create of a token whose id the core made: its one guard `token.absent`, its one op the put. */
+const plain = (t: StoredToken): { checks: Check[]; ops: Op[] } => ({
+  checks: [{ check: 'token.absent', tenant_id: t.tenant_id, id: t.id }],
+  ops: [{ op: 'token.put', token: t }],
+})
+
+describePostgres('plain creates: one statement each, no tv_write', (url) => {
+  let pool: pg.Pool
+  let store: Store
+  let schema: string
+  /** The write statements the store sent, by kind. */
+  const sent = { create: 0, createMany: 0, tvWrite: 0 }
+  const ids = (tenant: string, term?: Parameters<Store['findTokenIds']>[1]['term']) =>
+    store.findTokenIds(tenant, { limit: 1000, ...(term ? { term } : {}) })
+  const total = async (tenant: string) =>
+    (await store.listTokens(tenant, { offset: 0, limit: 1, now: NOW })).total
+
+  beforeAll(async () => {
+    // Four connections: past a tenant's second call in flight, its writes wait and go together.
+    pool = testPool(url, 4)
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
+    ;(pool as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      const text = (config as { text?: string } | undefined)?.text ?? ''
+      if (text.includes('.tv_write')) sent.tvWrite++
+      else if (text.includes('jsonb_array_elements($1::jsonb)')) sent.createMany++
+      else if (text.includes('pg_advisory_xact_lock_shared')) sent.create++
+      return query(config, ...rest)
+    }
+    schema = freshSchema()
+    store = await postgresStore({ pool, schema })
+  })
+  afterAll(async () => {
+    await store.close()
+    await dropSchemas(pool, [schema])
+    await pool.end()
+  })
+
+  it('the usual token is one statement: the row, its container term and its count', async () => {
+    const before = { ...sent }
+    expect(await store.write(plain(token('A', 'a1')))).toEqual({ ok: true })
+    expect(sent.create - before.create).toBe(1)
+    expect(sent.tvWrite - before.tvWrite).toBe(0)
+    expect((await store.getToken('A', 'a1'))?.data).toEqual({ n: 'a1' })
+    expect(await ids('A', { kind: 'container', value: '/pci/high/' })).toEqual(['a1'])
+    expect(await ids('A', { kind: 'fingerprint', value: 'fp-a1' })).toEqual(['a1'])
+    expect(await total('A')).toBe(1)
+  })
+
+  it('a token with metadata, search indexes and two containers gets every term', async () => {
+    const t = token('B', 'b1', {
+      containers: ['/x/', '/y/'],
+      metadata: { Owner: 'Ann' },
+      search_index_hashes: ['h1', 'h2'],
+      expires_at: TIMES[2]!,
+    })
+    expect(await store.write(plain(t))).toEqual({ ok: true })
+    expect(await ids('B', { kind: 'container', value: '/y/' })).toEqual(['b1'])
+    expect(await ids('B', { kind: 'metadata', key: 'Owner', value: 'ann' })).toEqual(['b1'])
+    expect(await ids('B', { kind: 'search_index', value: 'h2' })).toEqual(['b1'])
+    expect(await store.listExpired({ kind: 'token', before: TIMES[2]!, limit: 10 })).toContainEqual({
+      tenant_id: 'B',
+      id: 'b1',
+    })
+    expect(await total('B')).toBe(1)
+    // Deleted, it takes every term and its count with it (the trigger reads the same terms).
+    expect(await store.write({ ops: [{ op: 'token.delete', tenant_id: 'B', id: 'b1' }] })).toEqual({
+      ok: true,
+    })
+    expect(await ids('B', { kind: 'metadata', key: 'Owner', value: 'ann' })).toEqual([])
+    expect(await total('B')).toBe(0)
+  })
+
+  it('an id that is there fails its token.absent and writes nothing', async () => {
+    expect(await store.write(plain(token('C', 'c1')))).toEqual({ ok: true })
+    const again = plain(token('C', 'c1', { data: { n: 'other' } }))
+    expect(await store.write(again)).toEqual({ ok: false, failed: again.checks[0] })
+    expect((await store.getToken('C', 'c1'))?.data).toEqual({ n: 'c1' })
+    expect(await total('C')).toBe(1)
+  })
+
+  it('many at once go together in one statement; a group with a taken id is answered write by write', async () => {
+    const before = { ...sent }
+    const fresh = Array.from({ length: 40 }, (_, i) => plain(token('D', `d${String(i).padStart(2, '0')}`)))
+    expect(await Promise.all(fresh.map((w) => store.write(w)))).toEqual(fresh.map(() => ({ ok: true })))
+    expect(sent.createMany - before.createMany).toBeGreaterThan(0)
+    expect(await ids('D')).toHaveLength(40)
+    expect(await total('D')).toBe(40)
+
+    // 30 creates of 10 ids, each id three times: exactly one of each lands, the rest fail their guard.
+    const racing = Array.from({ length: 30 }, (_, i) => plain(token('E', `e${i % 10}`, { data: { i } })))
+    const results = await Promise.all(racing.map((w) => store.write(w)))
+    expect(results.filter((r) => r.ok)).toHaveLength(10)
+    for (const [i, r] of results.entries()) if (!r.ok) expect(r.failed).toEqual(racing[i]!.checks[0])
+    expect(await ids('E')).toEqual(Array.from({ length: 10 }, (_, i) => `e${i}`))
+    expect(await total('E')).toBe(10)
+  })
+
+  it("waits for a deduplicating create's lock on its fingerprint (it takes that lock shared)", async () => {
+    const holder = await pool.connect()
+    try {
+      await holder.query('BEGIN')
+      // The lock a deduplicating create of this fingerprint holds, exclusive, while it checks.
+      const key = new LockKeys(schema).key('fingerprint\u0000F\u0000fp-f1')
+      await holder.query(`SELECT pg_advisory_xact_lock(${key})`)
+      let done = false
+      const create = store.write(plain(token('F', 'f1'))).then((r) => {
+        done = true
+        return r
+      })
+      await waitingForLock(pool, key)
+      expect(done).toBe(false)
+      expect(await total('F')).toBe(0)
+      await holder.query('COMMIT')
+      expect(await create).toEqual({ ok: true })
+    } finally {
+      holder.release()
+    }
+  })
+})
+
+describe('plainCreate', () => {
+  it('is the one guard token.absent and the put of that token, nothing else', async () => {
+    const { plainCreate } = await import('../../adapters/postgres/ops.js')
+    const t = token('T', 'x')
+    expect(plainCreate(plain(t).checks, plain(t).ops)).toBe(t)
+    const unlocked: Check = { check: 'token.unlocked', tenant_id: 'T', id: 'x', now: NOW }
+    expect(plainCreate([...plain(t).checks, unlocked], plain(t).ops)).toBeNull()
+    expect(plainCreate([], plain(t).ops)).toBeNull()
+    expect(plainCreate(plain(t).checks, [...plain(t).ops, ...plain(token('T', 'y')).ops])).toBeNull()
+    expect(plainCreate(plain(token('T', 'other')).checks, plain(t).ops)).toBeNull()
+    expect(plainCreate(plain(token('U', 'x')).checks, plain(t).ops)).toBeNull()
+  })
+})
