@@ -1,7 +1,7 @@
 /**
- * The database's own processor time per token create: the store's write for a create (one
- * `tv_write` call: its locks, the guard `token.absent`, the token row, its terms and its count, as
- * for a token whose id the service made) against a plain INSERT of the same row into a table with only
+ * The database's own processor time per token create: the store's write for a create of a token
+ * whose id the service made (one statement: its fingerprint's lock, shared, the token row, its term
+ * and its count; its guard `token.absent` is the primary key) against a plain INSERT of the same row into a table with only
  * a primary key, each call its own transaction on one connection, in alternating rounds. The time is
  * the server process's own, read from `/proc/self/schedstat` with `pg_read_file` (a superuser on
  * Linux, as `scripts/pg-test-server.sh` gives; otherwise no rows), so it leaves out the network,
@@ -11,9 +11,10 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { postgresStore } from '../adapters/postgres/index.js'
-import { LockKeys, recordNames } from '../adapters/postgres/locking.js'
-import { writeArguments } from '../adapters/postgres/ops.js'
-import type { Check, Op, StoredToken } from '../src/kernel/types.js'
+import { LockKeys } from '../adapters/postgres/locking.js'
+import { statements, tables } from '../adapters/postgres/statements.js'
+import { plainCreateQuery } from '../adapters/postgres/store.js'
+import type { StoredToken } from '../src/kernel/types.js'
 import type { BenchOptions, BenchRow } from './harness.js'
 
 const token = (id: string): StoredToken => ({
@@ -53,18 +54,13 @@ export async function serverRows(url: string, opts: BenchOptions): Promise<Bench
       type text COLLATE "C", expires_at text COLLATE "C", doc jsonb NOT NULL, PRIMARY KEY (tenant_id, id))`)
     const insert = `INSERT INTO ${s}.raw_tokens (tenant_id, id, type, expires_at, doc) VALUES ($1, $2, $3, $4, $5::jsonb)`
     let n = 0
-    /** The call the store makes for a create in `into`, its arguments built as the store builds them. */
+    /** The statement the store sends for a create in `into`, its arguments built as the store builds them. */
     const creates = (into: string) => {
       const locks = new LockKeys(into)
-      const write = `SELECT "${into}".tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`
+      const st = statements(tables(into))
       return () => {
-        const t = token(`t${n++}`)
-        const checks: Check[] = [{ check: 'token.absent', tenant_id: t.tenant_id, id: t.id }]
-        const ops: Op[] = [{ op: 'token.put', token: t }]
-        const { keys, shared } = locks.order(recordNames(checks, ops))
-        const args = writeArguments(checks, ops)
-        const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-        return client.query({ name: `write ${into}`, text: write, values })
+        const query = plainCreateQuery(st, locks, [token(`t${n++}`)])
+        return client.query({ ...query, name: `${query.name} ${into}` })
       }
     }
     const create = creates(schema)
@@ -99,7 +95,8 @@ export async function serverRows(url: string, opts: BenchOptions): Promise<Bench
     return [
       {
         group: 'postgres server',
-        operation: "token create, the database's CPU per call (one tv_write call, its own transaction)",
+        operation:
+          "token create, the database's CPU per call (the store's one statement, its own transaction)",
         opsPerSec: 1e6 / now,
         baseline: 'a plain INSERT of the same row, a primary key only, its own transaction',
         baselineOpsPerSec: 1e6 / floor,

@@ -2,8 +2,8 @@
  * The Postgres store against PostgreSQL through raw `pg`, on pools of the same size, in one run:
  * token create (a `write` of one `token.put` under `token.absent`, what the service sends for a
  * token whose id it made) against a plain INSERT of the same row, and `getToken` against the same point
- * SELECT, with 1 and 16 connections, and the store's create against the same `tv_write` call
- * through raw `pg` (the driver's floor for that query shape: what the adapter adds on the client);
+ * SELECT, with 1 and 16 connections, and the store's create against the same statement through
+ * raw `pg` (the driver's floor for that query shape: what the adapter adds on the client);
  * then the database's own CPU per create against a plain INSERT's (`bench/postgres-server.ts`) and
  * the service rows (`bench/postgres-service.ts`).
  * Needs `TOKENVAULT_PG_URL` (see scripts/pg-test-server.sh); without it, returns no rows.
@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { postgresStore } from '../adapters/postgres/index.js'
+import { statements, tables } from '../adapters/postgres/statements.js'
 import type { StoredToken } from '../src/kernel/types.js'
 import type { Store } from '../src/store/contract.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
@@ -110,24 +111,15 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     const ms = opts.quick ? 300 : 4000
     const block = 10 * connections
     const writes = await measure(create, () => raw.create(nextRaw()), connections, block, ms)
-    // The driver's floor for the store's own query shape: the same `tv_write` call through pg, its
-    // arguments built inline (lock keys: distinct numbers; the put marked `fresh` and its guard
-    // `deferred`, as the store marks a guarded create), without the adapter.
-    const write = `SELECT "${schema}".tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`
+    // The driver's floor for the store's own query shape: the same statement through pg (a create of
+    // this token, with metadata, is `createMany` of one token), its arguments built inline (its
+    // fingerprint's lock key: a fixed number), without the adapter.
+    const { createMany } = statements(tables(schema))
     let w = 0
     const rawWrite = () => {
-      const t = token(tenants[0]!, `w${w}`)
-      const checks = [{ check: 'token.absent', tenant_id: t.tenant_id, id: t.id, deferred: true }]
-      // The token's lock, exclusive, and its fingerprint's, shared.
-      const keys = [String(w), '9000000000000000000']
-      w++
-      const values = [
-        JSON.stringify(checks),
-        JSON.stringify([{ op: 'token.put', token: t, fresh: true }]),
-        keys,
-        [false, true],
-      ]
-      return rawPool.query({ name: 'raw_write', text: write, values })
+      const t = token(tenants[0]!, `w${w++}`)
+      const values = [JSON.stringify([t]), ['9000000000000000000']]
+      return rawPool.query({ name: 'raw_write', text: createMany, values })
     }
     const shape = await measure(create, rawWrite, connections, block, ms / 2)
     let r = 0
@@ -159,7 +151,7 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
       ),
       row(
         'token create, the same write',
-        'the same tv_write call through pg, its arguments built inline (no adapter)',
+        'the same statement through pg, its arguments built inline (no adapter)',
         shape,
       ),
       row('getToken', 'the same point SELECT through pg, JSON.parse', reads),

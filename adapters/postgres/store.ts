@@ -166,6 +166,29 @@ function isTokenConflict(error: unknown, schema: string): boolean {
 }
 
 /**
+ * The statement of plain creates (`plainCreate`), no function: one usual token (its one term a
+ * container) through `create`, its columns as parameters; any other token, or several, through
+ * `createMany` (their terms from `token_terms_of`). The locks are their fingerprints', shared.
+ */
+export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
+  const { keys } = locks.order(tokens.flatMap((token) => [...plainCreateNames(token)]))
+  const [token] = tokens
+  if (tokens.length === 1 && token && onlyContainerTerm(token)) {
+    const values = [
+      token.tenant_id,
+      token.id,
+      token.type,
+      token.expires_at ?? null,
+      JSON.stringify(token),
+      token.containers[0],
+      keys,
+    ]
+    return { name: statementName(st.create), text: st.create, values }
+  }
+  return { name: statementName(st.createMany), text: st.createMany, values: [JSON.stringify(tokens), keys] }
+}
+
+/**
  * Whether `error` fails every write alike: no SQL state (the connection failed, the call timed
  * out), or the database unreachable, shutting down or out of resources (classes 08, 53, 57, 58).
  */
@@ -219,8 +242,6 @@ function openStore(
   const st = statements(t)
   const writeName = statementName(st.write)
   const writeManyName = statementName(st.writeMany)
-  const createName = statementName(st.create)
-  const createManyName = statementName(st.createMany)
   const locks = new LockKeys(schema)
   // Calls wait for a connection in their tenant's own line, served in turn (see `TenantGate`).
   const poolOptions = (pool as { options?: { max?: number; connectionTimeoutMillis?: number } }).options
@@ -308,29 +329,8 @@ function openStore(
     const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
     return { name: writeName, text: st.write, values }
   }
-  /**
-   * A plain create (`plainCreate`) as one statement, no function: the usual token (its one term a
-   * container) through `create`, any other through `createMany` (its terms from `token_terms_of`).
-   */
-  const createConfig = (token: StoredToken): QueryConfig => {
-    const { keys } = locks.order(plainCreateNames(token))
-    if (!onlyContainerTerm(token)) return createManyConfig([token], keys)
-    const values = [
-      token.tenant_id,
-      token.id,
-      token.type,
-      token.expires_at ?? null,
-      JSON.stringify(token),
-      token.containers[0],
-      keys,
-    ]
-    return { name: createName, text: st.create, values }
-  }
-  const createManyConfig = (tokens: StoredToken[], keys: string[]): QueryConfig => ({
-    name: createManyName,
-    text: st.createMany,
-    values: [JSON.stringify(tokens), keys],
-  })
+  const createConfig = (token: StoredToken): QueryConfig => plainCreateQuery(st, locks, [token])
+  const createManyConfig = (tokens: StoredToken[]): QueryConfig => plainCreateQuery(st, locks, tokens)
 
   /** One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a serialization failure. */
   const writeAlone = async (
@@ -369,9 +369,8 @@ function openStore(
       if (!token) return false
       tokens.push(token)
     }
-    const { keys } = locks.order(tokens.flatMap((token) => [...plainCreateNames(token)]))
     try {
-      await gate.run(tenant, () => pool.query(createManyConfig(tokens, keys)))
+      await gate.run(tenant, () => pool.query(createManyConfig(tokens)))
     } catch (error) {
       if (!isConnectionError(error)) return false
       for (const write of group) write.reject(error)
