@@ -111,15 +111,15 @@ async function rowsFor(url: string, connections: number, opts: BenchOptions): Pr
     const ms = opts.quick ? 300 : 4000
     const block = 10 * connections
     const writes = await measure(create, () => raw.create(nextRaw()), connections, block, ms)
-    // The driver's floor for the store's own query shape: the same statement through pg (a create of
-    // this token, with metadata, is `createMany` of one token), its arguments built inline (its
-    // fingerprint's lock key: a fixed number), without the adapter.
-    const { createMany } = statements(tables(schema))
+    // The driver's floor for the store's own query shape: the same statement through pg (`createAny`:
+    // this token has metadata, so its terms are the rows of `token_terms_of`), its arguments built
+    // inline (its fingerprint's lock key: a fixed number), without the adapter.
+    const { createAny } = statements(tables(schema))
     let w = 0
     const rawWrite = () => {
       const t = token(tenants[0]!, `w${w++}`)
-      const values = [JSON.stringify([t]), ['9000000000000000000']]
-      return rawPool.query({ name: 'raw_write', text: createMany, values })
+      const values = [t.tenant_id, t.id, t.type, null, JSON.stringify(t), null, ['9000000000000000000']]
+      return rawPool.query({ name: 'raw_write', text: createAny, values })
     }
     const shape = await measure(create, rawWrite, connections, block, ms / 2)
     let r = 0

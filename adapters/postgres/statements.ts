@@ -29,6 +29,20 @@ export function tables(schema: string) {
 /** The SQL of every fixed statement the store issues (reads build theirs). */
 export type Statements = ReturnType<typeof statements>
 
+/**
+ * A plain create's statement (`statements.create`), its token's term rows given by `terms`: the
+ * fingerprint's lock first, then the row, the count and the terms.
+ */
+const plainCreateSql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
+    SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($7::bigint[]) AS k) AS x
+  ), t AS (
+    INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) SELECT $1, $2, $3, $4, $5::jsonb FROM l
+  ), c AS (
+    INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n) VALUES ($1, pg_backend_pid() % 16, 1)
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1
+  )
+  INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
+
 /** Builds the write and expiry statements for these tables. Placeholders are documented beside each. */
 export function statements(t: Tables) {
   return {
@@ -48,27 +62,28 @@ export function statements(t: Tables) {
     writeMany: `SELECT ${t.schema}.tv_write_many($1::jsonb, $2::bigint[], $3::boolean[]) AS answers`,
 
     /**
-     * A plain create (see `plainCreate` in ops.ts) in one statement, as `tv_write` applies it without
-     * the function: $1 tenant id, $2 token id, $3 type, $4 expires_at, $5 the token (JSON), $6 its
-     * container (its one term: see `onlyContainerTerm`), $7 the lock keys (its fingerprint's, or
-     * none). The locks are taken, shared, before the row is made (the INSERT reads its one row from
-     * `l`); a deduplicating create, which takes its fingerprint's lock exclusive, is so ordered
-     * against it. The token's own lock is not taken: its id is new (the core made it), so no other
-     * write names it, and its guard `token.absent` is the primary key, which makes a second INSERT of
-     * one id wait for the first and then fail with a unique violation.
+     * A plain create (see `plainCreate` in ops.ts) of the usual token in one statement, as `tv_write`
+     * applies it without the function: $1 tenant id, $2 token id, $3 type, $4 expires_at, $5 the
+     * token (JSON), $6 its container (its one term: see `onlyContainerTerm`), $7 the lock keys (its
+     * fingerprint's, or none). The locks are taken, shared, before the row is made (the INSERT reads
+     * its one row from `l`); a deduplicating create, which takes its fingerprint's lock exclusive,
+     * is so ordered against it. The token's own lock is not taken: its id is new (the core made
+     * it), so no other write names it, and its guard `token.absent` is the primary key, which makes
+     * a second INSERT of one id wait for the first and then fail with a unique violation.
      */
-    create: `WITH l AS MATERIALIZED (
-        SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($7::bigint[]) AS k) AS x
-      ), t AS (
-        INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) SELECT $1, $2, $3, $4, $5::jsonb FROM l
-      ), c AS (
-        INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n) VALUES ($1, pg_backend_pid() % 16, 1)
-        ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1
-      )
-      INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) VALUES ($1, 'container', '', $6, $2)`,
+    create: plainCreateSql(t, `VALUES ($1, 'container', '', $6, $2)`),
 
     /**
-     * Plain creates of one or more tokens in one statement, as `create` (any terms: the rows of
+     * The same for a token with other terms (metadata, search indexes, several containers): its
+     * terms are the rows of `token_terms_of`; $6 is unused (null).
+     */
+    createAny: plainCreateSql(
+      t,
+      `SELECT $1, x.kind, x.name, x.value, $2 FROM ${t.schema}.token_terms_of($5::jsonb) AS x WHERE $6::text IS NULL`,
+    ),
+
+    /**
+     * Plain creates of several tokens in one statement, as `create` (their terms the rows of
      * `token_terms_of`): $1 the tokens (a JSON array), $2 the lock keys of their fingerprints
      * (ascending, taken shared, before any row is made).
      */

@@ -166,24 +166,26 @@ function isTokenConflict(error: unknown, schema: string): boolean {
 }
 
 /**
- * The statement of plain creates (`plainCreate`), no function: one usual token (its one term a
- * container) through `create`, its columns as parameters; any other token, or several, through
- * `createMany` (their terms from `token_terms_of`). The locks are their fingerprints', shared.
+ * The statement of plain creates (`plainCreate`), no function: one token through `create` (the
+ * usual token) or `createAny`, its columns as parameters; several through `createMany`. The locks
+ * are their fingerprints', shared.
  */
 export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
   const { keys } = locks.order(tokens.flatMap((token) => [...plainCreateNames(token)]))
   const [token] = tokens
-  if (tokens.length === 1 && token && onlyContainerTerm(token)) {
+  if (tokens.length === 1 && token) {
+    const usual = onlyContainerTerm(token)
     const values = [
       token.tenant_id,
       token.id,
       token.type,
       token.expires_at ?? null,
       JSON.stringify(token),
-      token.containers[0],
+      usual ? token.containers[0] : null,
       keys,
     ]
-    return { name: statementName(st.create), text: st.create, values }
+    const text = usual ? st.create : st.createAny
+    return { name: statementName(text), text, values }
   }
   return { name: statementName(st.createMany), text: st.createMany, values: [JSON.stringify(tokens), keys] }
 }
