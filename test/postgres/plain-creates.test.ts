@@ -140,6 +140,52 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
   })
 })
 
+describePostgres('plain creates sent together', (url) => {
+  it("wait for a deduplicating create's lock on their fingerprint, as one alone does", async () => {
+    // Four connections: past two calls in flight, a tenant's writes go together (`createMany`).
+    const pool = testPool(url, 4)
+    const schema = freshSchema()
+    const store = await postgresStore({ pool, schema })
+    const together = { calls: 0 }
+    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
+    ;(pool as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      if (((config as { text?: string } | undefined)?.text ?? '').includes('jsonb_array_elements($1::jsonb)'))
+        together.calls++
+      return query(config, ...rest)
+    }
+    const holder = await pool.connect()
+    try {
+      await holder.query('BEGIN')
+      const key = new LockKeys(schema).key('fingerprint\u0000G\u0000same')
+      await holder.query(`SELECT pg_advisory_xact_lock(${key})`)
+      // The first two go alone (another fingerprint: not held); the twelve behind them go together
+      // once one of those ends, and the group waits for the lock.
+      const alone = ['f1', 'f2'].map((id) => store.write(plain(token('G', id, { fingerprint: 'free' }))))
+      let done = 0
+      const creates = Array.from({ length: 12 }, (_, i) =>
+        store
+          .write(plain(token('G', `g${String(i).padStart(2, '0')}`, { fingerprint: 'same' })))
+          .then((r) => {
+            done++
+            return r
+          }),
+      )
+      expect(await Promise.all(alone)).toEqual([{ ok: true }, { ok: true }])
+      await waitingForLock(pool, key)
+      expect(done).toBe(0)
+      await holder.query('COMMIT')
+      expect(await Promise.all(creates)).toEqual(creates.map(() => ({ ok: true })))
+      expect(together.calls).toBeGreaterThan(0)
+      expect(await store.findTokenIds('G', { limit: 100 })).toHaveLength(14)
+    } finally {
+      holder.release()
+      await store.close()
+      await dropSchemas(pool, [schema])
+      await pool.end()
+    }
+  })
+})
+
 describe('plainCreate', () => {
   it('is the one guard token.absent and the put of that token, nothing else', async () => {
     const { plainCreate } = await import('../../adapters/postgres/ops.js')
