@@ -312,14 +312,18 @@ function openStore(
       )
       return failed ? { ok: false, failed } : { ok: true }
     }
-    const tenant = batchTenant(batch)
-    const args = writeArguments(checks, batch.ops)
+    const { ops } = batch
+    const created = plainCreate(checks, ops)
+    const tenant = created ? created.tenant_id : batchTenant(batch)
     // While the tenant has `groupAfter` calls in flight, its writes wait and go together in one call.
-    if (groups.busy(tenant))
-      return groups.add(tenant, { checks, ops: batch.ops, args, names: recordNames(checks, batch.ops) })
+    if (groups.busy(tenant)) {
+      const args = writeArguments(checks, ops)
+      return groups.add(tenant, { checks, ops, args, names: recordNames(checks, ops) })
+    }
     groups.began(tenant)
     try {
-      return await writeAlone(tenant, checks, batch.ops, args)
+      // A plain create alone is its own statement: it needs no `tv_write` arguments.
+      return await writeAlone(tenant, checks, ops, created ? null : writeArguments(checks, ops))
     } finally {
       groups.ended(tenant)
     }
@@ -339,17 +343,18 @@ function openStore(
     tenant: string,
     checks: Check[],
     ops: Op[],
-    args: WriteArguments,
+    given: WriteArguments | null,
   ): Promise<WriteResult> => {
     const created = plainCreate(checks, ops)
-    const config = created ? createConfig(created) : writeConfig(checks, ops, args)
+    const args = created ? null : (given ?? writeArguments(checks, ops))
+    const config = args ? writeConfig(checks, ops, args) : createConfig(created!)
     for (let attempt = 1; ; attempt++) {
       try {
         const { rows } = await gate.run(tenant, () => pool.query<{ failed?: number }>(config))
         return answerOf(checks, rows[0]?.failed ?? -1)
       } catch (error) {
         // A deferred `token.absent` failed: its put met the row (the call wrote nothing).
-        if ((created || args.deferred) && isTokenConflict(error, schema))
+        if ((created || args?.deferred) && isTokenConflict(error, schema))
           return { ok: false, failed: checks[0]! }
         const code = (error as { code?: unknown }).code
         if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
