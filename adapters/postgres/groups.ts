@@ -1,15 +1,10 @@
 import type { Check, Op } from '../../src/kernel/types.js'
 import type { WriteResult } from '../../src/store/contract.js'
-import type { LockMode } from './locking.js'
-import type { WriteArguments } from './ops.js'
 
 /** A write waiting to go in one call with others of its tenant, and how to answer it. */
 export interface GroupedWrite {
   checks: Check[]
   ops: Op[]
-  args: WriteArguments
-  /** The records it locks, and how (see `recordNames`). */
-  names: Map<string, LockMode>
   resolve: (result: WriteResult) => void
   reject: (error: unknown) => void
 }

@@ -316,10 +316,7 @@ function openStore(
     const created = plainCreate(checks, ops)
     const tenant = created ? created.tenant_id : batchTenant(batch)
     // While the tenant has `groupAfter` calls in flight, its writes wait and go together in one call.
-    if (groups.busy(tenant)) {
-      const args = writeArguments(checks, ops)
-      return groups.add(tenant, { checks, ops, args, names: recordNames(checks, ops) })
-    }
+    if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
     groups.began(tenant)
     try {
       // A plain create alone is its own statement: it needs no `tv_write` arguments.
@@ -396,8 +393,9 @@ function openStore(
    */
   const writeTogether = async (tenant: string, group: GroupedWrite[]): Promise<void> => {
     if (await createTogether(tenant, group)) return
-    const { keys, shared } = locks.order(group.flatMap((write) => [...write.names]))
-    const writes = JSON.stringify(group.map((w) => [w.args.checks, w.args.ops]))
+    const args = group.map((w) => writeArguments(w.checks, w.ops))
+    const { keys, shared } = locks.order(group.flatMap((w) => [...recordNames(w.checks, w.ops)]))
+    const writes = JSON.stringify(args.map((a) => [a.checks, a.ops]))
     const config: QueryConfig = { name: writeManyName, text: st.writeMany, values: [writes, keys, shared] }
     let answers: number[] | undefined
     try {
@@ -415,9 +413,8 @@ function openStore(
         const answer = answers?.[i]
         try {
           if (answer !== undefined && answer >= -1) write.resolve(answerOf(write.checks, answer))
-          else if (answer === -2 && write.args.deferred)
-            write.resolve({ ok: false, failed: write.checks[0]! })
-          else write.resolve(await writeAlone(tenant, write.checks, write.ops, write.args))
+          else if (answer === -2 && args[i]!.deferred) write.resolve({ ok: false, failed: write.checks[0]! })
+          else write.resolve(await writeAlone(tenant, write.checks, write.ops, args[i]!))
         } catch (error) {
           write.reject(error)
         }
