@@ -117,6 +117,20 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
     expect(await total('E')).toBe(10)
   })
 
+  it('a create the database refuses fails alone, whatever group it was in; the others land', async () => {
+    const good = Array.from({ length: 20 }, (_, i) => plain(token('H', `h${String(i).padStart(2, '0')}`)))
+    // PostgreSQL can't hold U+0000 in text: this create fails with an error, not a guard.
+    const bad = plain(token('H', 'bad', { data: { n: 'a\u0000b' } }))
+    const results = await Promise.allSettled([...good.map((w) => store.write(w)), store.write(bad)])
+    expect(results.slice(0, 20).map((r) => r.status === 'fulfilled' && r.value)).toEqual(
+      good.map(() => ({ ok: true })),
+    )
+    expect(results[20]!.status).toBe('rejected')
+    expect(await store.getToken('H', 'bad')).toBeNull()
+    expect(await ids('H')).toHaveLength(20)
+    expect(await total('H')).toBe(20)
+  })
+
   it("waits for a deduplicating create's lock on its fingerprint (it takes that lock shared)", async () => {
     const holder = await pool.connect()
     try {
