@@ -112,3 +112,12 @@ export async function twoServices(pools: pg.Pool[], schema: string) {
     throw error
   }
 }
+
+/** Calls `seen` with the text of each query `pool.query` sends (its `query` wrapped in place). */
+export function watchQueries(pool: pg.Pool, seen: (text: string) => void): void {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
+  ;(pool as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    seen(typeof config === 'string' ? config : ((config as { text?: string } | undefined)?.text ?? ''))
+    return query(config, ...rest)
+  }
+}

@@ -4,7 +4,7 @@ import { postgresStore } from '../../adapters/postgres/index.js'
 import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
 import type { Store, WriteResult } from '../../src/store/contract.js'
 import { TIMES } from '../../testing/store/arbitraries.js'
-import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
+import { describePostgres, dropSchemas, freshSchema, testPool, watchQueries } from './database.js'
 
 const NOW = TIMES[0]!
 const stored = (tenant: string, id: string, extra: Partial<StoredToken> = {}): StoredToken => ({
@@ -39,13 +39,10 @@ describePostgres('writes of one tenant grouped into one call (tv_write_many)', (
   beforeAll(async () => {
     // Four connections: past a tenant's second call in flight, its writes wait and go together.
     pool = testPool(url, 4)
-    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-    ;(pool as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
-      const text = (config as { text?: string } | undefined)?.text ?? ''
+    watchQueries(pool, (text) => {
       if (text.includes('.tv_write_many(')) calls.together++
       else if (text.includes('.tv_write(')) calls.alone++
-      return query(config, ...rest)
-    }
+    })
     const schema = freshSchema()
     schemas.push(schema)
     store = await postgresStore({ pool, schema })

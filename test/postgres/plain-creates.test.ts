@@ -5,7 +5,14 @@ import { LockKeys } from '../../adapters/postgres/locking.js'
 import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
 import { TIMES } from '../../testing/store/arbitraries.js'
-import { describePostgres, dropSchemas, freshSchema, testPool, waitingForLock } from './database.js'
+import {
+  describePostgres,
+  dropSchemas,
+  freshSchema,
+  testPool,
+  waitingForLock,
+  watchQueries,
+} from './database.js'
 
 const NOW = TIMES[0]!
 const token = (tenant: string, id: string, extra: Partial<StoredToken> = {}): StoredToken => ({
@@ -40,14 +47,11 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
   beforeAll(async () => {
     // Four connections: past a tenant's second call in flight, its writes wait and go together.
     pool = testPool(url, 4)
-    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-    ;(pool as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
-      const text = (config as { text?: string } | undefined)?.text ?? ''
+    watchQueries(pool, (text) => {
       if (text.includes('.tv_write')) sent.tvWrite++
       else if (text.includes('jsonb_array_elements($1::jsonb)')) sent.createMany++
       else if (text.includes('pg_advisory_xact_lock_shared')) sent.create++
-      return query(config, ...rest)
-    }
+    })
     schema = freshSchema()
     store = await postgresStore({ pool, schema })
   })
@@ -161,12 +165,9 @@ describePostgres('plain creates sent together', (url) => {
     const schema = freshSchema()
     const store = await postgresStore({ pool, schema })
     const together = { calls: 0 }
-    const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-    ;(pool as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
-      if (((config as { text?: string } | undefined)?.text ?? '').includes('jsonb_array_elements($1::jsonb)'))
-        together.calls++
-      return query(config, ...rest)
-    }
+    watchQueries(pool, (text) => {
+      if (text.includes('jsonb_array_elements($1::jsonb)')) together.calls++
+    })
     const holder = await pool.connect()
     try {
       await holder.query('BEGIN')
