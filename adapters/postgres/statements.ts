@@ -30,15 +30,18 @@ export function tables(schema: string) {
 export type Statements = ReturnType<typeof statements>
 
 /**
- * A plain create's statement (`statements.create`), its token's term rows given by `terms`: the
- * fingerprint's lock first, then the row, the count and the terms.
+ * A plain create's statement (`statements.create`), its token's term rows given by `terms` (a
+ * SELECT that reads `l`): the fingerprint's lock first, then the row, the count and the terms. Every
+ * part reads its rows from `l`, which yields its one row only once every lock is granted, so no
+ * part writes (and holds a row lock, as the count's upsert does) while the statement waits for a
+ * lock: a deduplicating create holding the lock then never waits for this one's count row.
  */
 const plainCreateSql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
     SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($7::bigint[]) AS k) AS x
   ), t AS (
     INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) SELECT $1, $2, $3, $4, $5::jsonb FROM l
   ), c AS (
-    INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n) VALUES ($1, pg_backend_pid() % 16, 1)
+    INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n) SELECT $1, pg_backend_pid() % 16, 1 FROM l
     ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1
   )
   INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
@@ -71,7 +74,7 @@ export function statements(t: Tables) {
      * it), so no other write names it, and its guard `token.absent` is the primary key, which makes
      * a second INSERT of one id wait for the first and then fail with a unique violation.
      */
-    create: plainCreateSql(t, `VALUES ($1, 'container', '', $6, $2)`),
+    create: plainCreateSql(t, `SELECT $1, 'container', '', $6, $2 FROM l`),
 
     /**
      * The same for a token with other terms (metadata, search indexes, several containers): its
@@ -79,13 +82,13 @@ export function statements(t: Tables) {
      */
     createAny: plainCreateSql(
       t,
-      `SELECT $1, x.kind, x.name, x.value, $2 FROM ${t.schema}.token_terms_of($5::jsonb) AS x WHERE $6::text IS NULL`,
+      `SELECT $1, x.kind, x.name, x.value, $2 FROM l, ${t.schema}.token_terms_of($5::jsonb) AS x WHERE $6::text IS NULL`,
     ),
 
     /**
      * Plain creates of several tokens in one statement, as `create` (their terms the rows of
      * `token_terms_of`): $1 the tokens (a JSON array), $2 the lock keys of their fingerprints
-     * (ascending, taken shared, before any row is made).
+     * (ascending, taken shared, before any row is made: every part reads `d`, which reads `l`).
      */
     createMany: `WITH l AS MATERIALIZED (
         SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS x

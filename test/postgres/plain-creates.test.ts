@@ -201,6 +201,45 @@ describePostgres('plain creates sent together', (url) => {
   })
 })
 
+describePostgres('a plain create waiting for its lock', (url) => {
+  it('holds no row while it waits: the lock holder can write its count row', async () => {
+    // One connection: the store's backend, and so its count row (`pg_backend_pid() % 16`), is known.
+    const pool = testPool(url, 1)
+    const other = testPool(url, 1)
+    const schema = freshSchema()
+    const store = await postgresStore({ pool, schema })
+    const holder = await other.connect()
+    try {
+      expect(await store.write(plain(token('K', 'k0', { fingerprint: 'fp' })))).toEqual({ ok: true })
+      const { rows } = await pool.query<{ shard: number }>('SELECT pg_backend_pid() % 16 AS shard')
+      await holder.query('BEGIN')
+      const key = new LockKeys(schema).key('fingerprint\u0000K\u0000fp')
+      await holder.query(`SELECT pg_advisory_xact_lock(${key})`)
+      let sent = 0
+      watchQueries(pool, (text) => {
+        if (text.includes('pg_advisory_xact_lock_shared')) sent++
+      })
+      const create = store.write(plain(token('K', 'k1', { fingerprint: 'fp' })))
+      await waitingForLock(holder, key)
+      // As a deduplicating create would: under the lock, it writes the count row the create uses.
+      // Had the create written that row before asking for the lock, this would deadlock.
+      await holder.query(`UPDATE "${schema}".token_counts SET n = n WHERE tenant_id = 'K' AND shard = $1`, [
+        rows[0]!.shard,
+      ])
+      await holder.query('COMMIT')
+      expect(await create).toEqual({ ok: true })
+      // Sent once: a deadlock would have aborted it, and the store would have sent it again.
+      expect(sent).toBe(1)
+      expect((await store.listTokens('K', { offset: 0, limit: 1, now: NOW })).total).toBe(2)
+    } finally {
+      holder.release()
+      await store.close()
+      await dropSchemas(other, [schema])
+      await Promise.all([pool.end(), other.end()])
+    }
+  })
+})
+
 describe('plainCreate', () => {
   it('is the one guard token.absent and the put of that token, nothing else', async () => {
     const { plainCreate } = await import('../../adapters/postgres/ops.js')
