@@ -319,8 +319,7 @@ function openStore(
     if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
     groups.began(tenant)
     try {
-      // A plain create alone is its own statement: it needs no `tv_write` arguments.
-      return await writeAlone(tenant, checks, ops, created ? null : writeArguments(checks, ops))
+      return await writeAlone(tenant, checks, ops)
     } finally {
       groups.ended(tenant)
     }
@@ -332,27 +331,28 @@ function openStore(
     const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
     return { name: writeName, text: st.write, values }
   }
-  const createConfig = (token: StoredToken): QueryConfig => plainCreateQuery(st, locks, [token])
-  const createManyConfig = (tokens: StoredToken[]): QueryConfig => plainCreateQuery(st, locks, tokens)
-
   /** One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a serialization failure. */
-  const writeAlone = async (
-    tenant: string,
-    checks: Check[],
-    ops: Op[],
-    given: WriteArguments | null,
-  ): Promise<WriteResult> => {
+  const writeAlone = async (tenant: string, checks: Check[], ops: Op[]): Promise<WriteResult> => {
+    // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
+    // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
+    let config: QueryConfig
+    let absentIsKey: boolean
     const created = plainCreate(checks, ops)
-    const args = created ? null : (given ?? writeArguments(checks, ops))
-    const config = args ? writeConfig(checks, ops, args) : createConfig(created!)
+    if (created) {
+      config = plainCreateQuery(st, locks, [created])
+      absentIsKey = true
+    } else {
+      const args = writeArguments(checks, ops)
+      config = writeConfig(checks, ops, args)
+      absentIsKey = args.deferred
+    }
     for (let attempt = 1; ; attempt++) {
       try {
         const { rows } = await gate.run(tenant, () => pool.query<{ failed?: number }>(config))
         return answerOf(checks, rows[0]?.failed ?? -1)
       } catch (error) {
-        // A deferred `token.absent` failed: its put met the row (the call wrote nothing).
-        if ((created || args?.deferred) && isTokenConflict(error, schema))
-          return { ok: false, failed: checks[0]! }
+        // The first guard, `token.absent`, failed: its put met the row (the call wrote nothing).
+        if (absentIsKey && isTokenConflict(error, schema)) return { ok: false, failed: checks[0]! }
         const code = (error as { code?: unknown }).code
         if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
         throw error
@@ -374,7 +374,7 @@ function openStore(
       tokens.push(token)
     }
     try {
-      await gate.run(tenant, () => pool.query(createManyConfig(tokens)))
+      await gate.run(tenant, () => pool.query(plainCreateQuery(st, locks, tokens)))
     } catch (error) {
       if (!isConnectionError(error)) return false
       for (const write of group) write.reject(error)
@@ -414,7 +414,7 @@ function openStore(
         try {
           if (answer !== undefined && answer >= -1) write.resolve(answerOf(write.checks, answer))
           else if (answer === -2 && args[i]!.deferred) write.resolve({ ok: false, failed: write.checks[0]! })
-          else write.resolve(await writeAlone(tenant, write.checks, write.ops, args[i]!))
+          else write.resolve(await writeAlone(tenant, write.checks, write.ops))
         } catch (error) {
           write.reject(error)
         }
