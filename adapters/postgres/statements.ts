@@ -46,6 +46,25 @@ const plainCreateSql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
   )
   INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
 
+/**
+ * Plain creates of several tokens in one statement (`statements.createMany`), their term rows given
+ * by `terms` (a SELECT that reads `d`, the tokens, which reads `l`, the locks), as
+ * `plainCreateSql` for one.
+ */
+const plainCreateManySql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
+    SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS x
+  ), d AS MATERIALIZED (
+    SELECT e AS doc FROM l, jsonb_array_elements($1::jsonb) AS e
+  ), t AS (
+    INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc)
+    SELECT doc ->> 'tenant_id', doc ->> 'id', doc ->> 'type', doc ->> 'expires_at', doc FROM d
+  ), c AS (
+    INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n)
+    SELECT doc ->> 'tenant_id', pg_backend_pid() % 16, count(*) FROM d GROUP BY 1
+    ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+  )
+  INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
+
 /** Builds the write and expiry statements for these tables. Placeholders are documented beside each. */
 export function statements(t: Tables) {
   return {
@@ -86,24 +105,20 @@ export function statements(t: Tables) {
     ),
 
     /**
-     * Plain creates of several tokens in one statement, as `create` (their terms the rows of
-     * `token_terms_of`): $1 the tokens (a JSON array), $2 the lock keys of their fingerprints
+     * Plain creates of several tokens in one statement, as `create`, each the usual token (its one
+     * term its one container): $1 the tokens (a JSON array), $2 the lock keys of their fingerprints
      * (ascending, taken shared, before any row is made: every part reads `d`, which reads `l`).
      */
-    createMany: `WITH l AS MATERIALIZED (
-        SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS x
-      ), d AS MATERIALIZED (
-        SELECT e AS doc FROM l, jsonb_array_elements($1::jsonb) AS e
-      ), t AS (
-        INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc)
-        SELECT doc ->> 'tenant_id', doc ->> 'id', doc ->> 'type', doc ->> 'expires_at', doc FROM d
-      ), c AS (
-        INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n)
-        SELECT doc ->> 'tenant_id', pg_backend_pid() % 16, count(*) FROM d GROUP BY 1
-        ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + EXCLUDED.n
-      )
-      INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id)
-      SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
+    createMany: plainCreateManySql(
+      t,
+      `SELECT doc ->> 'tenant_id', 'container', '', doc -> 'containers' ->> 0, doc ->> 'id' FROM d`,
+    ),
+
+    /** The same for tokens any of which has other terms: their terms the rows of `token_terms_of`. */
+    createManyAny: plainCreateManySql(
+      t,
+      `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
+    ),
 
     /** $1 before, $2 limit: keys of idempotency records past $1 (`idempotency_by_expiry`). */
     expiredIdempotency: `SELECT tenant_id, id FROM ${t.idempotency} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,

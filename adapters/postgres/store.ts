@@ -167,7 +167,8 @@ function isTokenConflict(error: unknown, schema: string): boolean {
 
 /**
  * The statement of plain creates (`plainCreate`), no function: one token through `create` (the
- * usual token) or `createAny`, its columns as parameters; several through `createMany`. The locks
+ * usual token) or `createAny`, its columns as parameters; several through `createMany` (all usual)
+ * or `createManyAny`, their tokens one JSON array. The locks
  * are their fingerprints', shared.
  */
 export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
@@ -187,7 +188,8 @@ export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: Stored
     const text = usual ? st.create : st.createAny
     return { name: statementName(text), text, values }
   }
-  return { name: statementName(st.createMany), text: st.createMany, values: [JSON.stringify(tokens), keys] }
+  const text = tokens.every(onlyContainerTerm) ? st.createMany : st.createManyAny
+  return { name: statementName(text), text, values: [JSON.stringify(tokens), keys] }
 }
 
 /**

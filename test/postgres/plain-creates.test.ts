@@ -38,7 +38,7 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
   let store: Store
   let schema: string
   /** The write statements the store sent, by kind. */
-  const sent = { create: 0, createMany: 0, tvWrite: 0 }
+  const sent = { create: 0, createMany: 0, createManyAny: 0, tvWrite: 0 }
   const ids = (tenant: string, term?: Parameters<Store['findTokenIds']>[1]['term']) =>
     store.findTokenIds(tenant, { limit: 1000, ...(term ? { term } : {}) })
   const total = async (tenant: string) =>
@@ -49,8 +49,10 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
     pool = testPool(url, 4)
     watchQueries(pool, (text) => {
       if (text.includes('.tv_write')) sent.tvWrite++
-      else if (text.includes('jsonb_array_elements($1::jsonb)')) sent.createMany++
-      else if (text.includes('pg_advisory_xact_lock_shared')) sent.create++
+      else if (text.includes('jsonb_array_elements($1::jsonb)')) {
+        sent.createMany++
+        if (text.includes('token_terms_of')) sent.createManyAny++
+      } else if (text.includes('pg_advisory_xact_lock_shared')) sent.create++
     })
     schema = freshSchema()
     store = await postgresStore({ pool, schema })
@@ -94,6 +96,46 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
     })
     expect(await ids('B', { kind: 'metadata', key: 'Owner', value: 'ann' })).toEqual([])
     expect(await total('B')).toBe(0)
+  })
+
+  it('creates sent together get exactly their terms: usual tokens without token_terms_of, others with it', async () => {
+    // Usual tokens only: their groups write each one's container from the doc.
+    let before = { ...sent }
+    const usual = Array.from({ length: 24 }, (_, i) => token('M', `m${String(i).padStart(2, '0')}`))
+    expect(await Promise.all(usual.map((t) => store.write(plain(t))))).toEqual(
+      usual.map(() => ({ ok: true })),
+    )
+    expect(sent.createMany - before.createMany).toBeGreaterThan(0)
+    expect(sent.createManyAny - before.createManyAny).toBe(0)
+    expect(await ids('M', { kind: 'container', value: '/pci/high/' })).toEqual(usual.map((t) => t.id))
+    expect(await total('M')).toBe(24)
+
+    // Every third token has other terms, so each group holding one takes them all from token_terms_of.
+    before = { ...sent }
+    const mixed = Array.from({ length: 24 }, (_, i) =>
+      token('N', `n${String(i).padStart(2, '0')}`, {
+        ...(i % 3 === 0
+          ? { containers: ['/x/', '/y/'], metadata: { Tag: `T${i}` }, search_index_hashes: [`s${i}`] }
+          : {}),
+      }),
+    )
+    expect(await Promise.all(mixed.map((t) => store.write(plain(t))))).toEqual(
+      mixed.map(() => ({ ok: true })),
+    )
+    expect(sent.createManyAny - before.createManyAny).toBeGreaterThan(0)
+    const other = mixed.filter((_, i) => i % 3 === 0).map((t) => t.id)
+    expect(await ids('N', { kind: 'container', value: '/pci/high/' })).toEqual(
+      mixed.map((t) => t.id).filter((id) => !other.includes(id)),
+    )
+    expect(await ids('N', { kind: 'container', value: '/y/' })).toEqual(other)
+    expect(await ids('N', { kind: 'metadata', key: 'Tag', value: 't3' })).toEqual(['n03'])
+    expect(await ids('N', { kind: 'search_index', value: 's21' })).toEqual(['n21'])
+    const terms = await pool.query(
+      `SELECT count(*)::int AS n FROM "${schema}".token_terms WHERE tenant_id = 'N'`,
+    )
+    // 16 usual tokens, one term each; 8 others, four each (two containers, a metadata entry, a hash).
+    expect(terms.rows[0].n).toBe(16 + 8 * 4)
+    expect(await total('N')).toBe(24)
   })
 
   it('an id that is there fails its token.absent and writes nothing', async () => {
