@@ -166,10 +166,8 @@ export function recordNames(checks: readonly Check[], ops: readonly Op[]): Map<s
  * one). Not its token's: the core made the id, so no other write names that token before the
  * create commits, and the primary key orders two INSERTs of one id.
  */
-export function plainCreateNames(t: StoredToken): Map<string, LockMode> {
-  const names = new Map<string, LockMode>()
-  if (t.fingerprint !== undefined) names.set(fingerprint(t.tenant_id, t.fingerprint), 'shared')
-  return names
+export function plainCreateNames(t: StoredToken): string[] {
+  return t.fingerprint === undefined ? [] : [fingerprint(t.tenant_id, t.fingerprint)]
 }
 
 /**
@@ -191,10 +189,26 @@ export class LockKeys {
     let key = this.cache.get(recordName)
     if (key === undefined) {
       if (this.cache.size >= 10_000) this.cache.clear()
-      key = lockKeyValue(`tokenvault\u0000${this.schema}\u0000${recordName}`)
+      key = this.hash(recordName)
       this.cache.set(recordName, key)
     }
     return key
+  }
+
+  private hash(recordName: string): bigint {
+    return lockKeyValue(`tokenvault\u0000${this.schema}\u0000${recordName}`)
+  }
+
+  /**
+   * The keys of shared locks on `names` (`plainCreateNames`), ascending, each once, as `order`
+   * gives them. Hashed without the cache: a create's fingerprint is seldom asked for again (each
+   * new value its own), so caching them would cost each create a map entry and evict the names that
+   * are asked again.
+   */
+  sharedKeys(names: readonly string[]): string[] {
+    const keys = names.map((n) => this.hash(n))
+    if (keys.length > 1) keys.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+    return keys.filter((k, i) => i === 0 || k !== keys[i - 1]).map(String)
   }
 
   /**

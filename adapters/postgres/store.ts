@@ -172,7 +172,7 @@ function isTokenConflict(error: unknown, schema: string): boolean {
  * are their fingerprints', shared.
  */
 export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
-  const { keys } = locks.order(tokens.flatMap((token) => [...plainCreateNames(token)]))
+  const keys = locks.sharedKeys(tokens.flatMap(plainCreateNames))
   const [token] = tokens
   if (tokens.length === 1 && token) {
     const usual = onlyContainerTerm(token)

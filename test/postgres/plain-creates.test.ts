@@ -295,3 +295,19 @@ describe('plainCreate', () => {
     expect(plainCreate(plain(token('U', 'x')).checks, plain(t).ops)).toBeNull()
   })
 })
+
+describe('LockKeys.sharedKeys', () => {
+  it('gives the keys order gives for shared locks on the same names: ascending, each once', () => {
+    const names = ['fingerprint\u0000T\u0000b', 'fingerprint\u0000T\u0000a', 'fingerprint\u0000T\u0000b']
+    const keys = new LockKeys('s').sharedKeys(names)
+    expect(keys).toEqual(new LockKeys('s').order(names.map((n) => [n, 'shared'] as const)).keys)
+    expect(keys).toHaveLength(2)
+    expect(BigInt(keys[0]!) < BigInt(keys[1]!)).toBe(true)
+    // The key of one name is the one a deduplicating create's exclusive lock takes.
+    expect(new LockKeys('s').sharedKeys([names[1]!])).toEqual([new LockKeys('s').key(names[1]!)])
+    expect(new LockKeys('other').sharedKeys([names[1]!])).not.toEqual(
+      new LockKeys('s').sharedKeys([names[1]!]),
+    )
+    expect(new LockKeys('s').sharedKeys([])).toEqual([])
+  })
+})
