@@ -168,8 +168,7 @@ function isTokenConflict(error: unknown, schema: string): boolean {
 /**
  * The statement of plain creates (`plainCreate`), no function: one token through `create` (the
  * usual token) or `createAny`, its columns as parameters; several through `createMany` (all usual)
- * or `createManyAny`, their tokens one JSON array. The locks
- * are their fingerprints', shared.
+ * or `createManyAny`, their tokens one JSON array. The locks are their fingerprints', shared.
  */
 export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
   const keys = locks.sharedKeys(tokens.flatMap(plainCreateNames))
