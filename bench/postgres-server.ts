@@ -1,8 +1,9 @@
 /**
  * The database's own processor time per token create: the store's write for a create of a token
  * whose id the service made (one statement: its fingerprint's lock, shared, the token row, its term
- * and its count; its guard `token.absent` is the primary key) against a plain INSERT of the same row into a table with only
- * a primary key, each call its own transaction on one connection, in alternating rounds. The time is
+ * and its count; its guard `token.absent` is the primary key) against a plain INSERT of the same
+ * row into a table with only a primary key, each call its own transaction on one connection, in
+ * alternating rounds. The time is
  * the server process's own, read from `/proc/self/schedstat` with `pg_read_file` (a superuser on
  * Linux, as `scripts/pg-test-server.sh` gives; otherwise no rows), so it leaves out the network,
  * the commit's flush (`synchronous_commit` off here) and the client. Run through

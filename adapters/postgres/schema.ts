@@ -40,8 +40,9 @@
  * `createMany`, `createManyAny` in statements.ts), and one row trigger on `tokens` (`token_sync`)
  * keeps the rest. When a doc changes, its old terms are deleted and the new ones inserted
  * (`token_terms_of` yields each once, and the old ones are gone first, so the insert needs no
- * conflict check); a deleted token's terms go and its tenant's count loses one. The old terms are exactly `token_terms_of(OLD.doc)`, so each
- * is deleted through the primary key: no second index on `token_terms` to write on every create.
+ * conflict check); a deleted token's terms go and its tenant's count loses one. The old terms are
+ * exactly `token_terms_of(OLD.doc)`, so each is deleted through the primary key: no second index on
+ * `token_terms` to write on every create.
  */
 export const tablesSql = (s: string) => `
 CREATE TABLE ${s}.tenants (

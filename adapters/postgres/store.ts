@@ -332,7 +332,10 @@ function openStore(
     const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
     return { name: writeName, text: st.write, values }
   }
-  /** One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a serialization failure. */
+  /**
+   * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
+   * serialization failure.
+   */
   const writeAlone = async (tenant: string, checks: Check[], ops: Op[]): Promise<WriteResult> => {
     // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
     // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
