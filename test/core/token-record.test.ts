@@ -25,6 +25,18 @@ const full: Required<StoredToken> = {
   cvc_expires_at: '2030-01-01T01:00:00.000Z',
 }
 
+/** The fields every stored token has. */
+const pickRequired = (t: StoredToken) => ({
+  id: t.id,
+  tenant_id: t.tenant_id,
+  type: t.type,
+  data: t.data,
+  containers: t.containers,
+  metadata: t.metadata,
+  created_by: t.created_by,
+  created_at: t.created_at,
+})
+
 describe('withTokenFields', () => {
   it('keeps every field of a stored token, in a new record', () => {
     const copy = withTokenFields(full, {})
@@ -39,6 +51,35 @@ describe('withTokenFields', () => {
     expect(changed).toStrictEqual({ ...unmasked, data: 'x', fingerprint: 'fp-2' })
     expect(Object.keys(changed)).not.toContain('mask')
     expect(full).toStrictEqual(before)
+  })
+
+  it('sets every field of a stored token, and drops every field it may lack', () => {
+    const bare: StoredToken = {
+      id: 'id-0',
+      tenant_id: 'tenant-0',
+      type: 'token',
+      data: null,
+      containers: [],
+      metadata: {},
+      created_by: 'app-0',
+      created_at: '2029-01-01T00:00:00.000Z',
+    }
+    expect(withTokenFields(bare, full)).toStrictEqual(full)
+    const dropped = withTokenFields(full, {
+      mask: undefined,
+      fingerprint: undefined,
+      fingerprint_expression: undefined,
+      expires_at: undefined,
+      search_indexes: undefined,
+      modified_by: undefined,
+      modified_at: undefined,
+      _extras: undefined,
+      search_index_values: undefined,
+      search_index_hashes: undefined,
+      cvc_expires_at: undefined,
+    })
+    expect(dropped).toStrictEqual(pickRequired(full))
+    expect(Object.keys(dropped)).toHaveLength(8)
   })
 
   it('a head is every field but data and mask', () => {
