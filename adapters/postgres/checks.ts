@@ -1,7 +1,7 @@
 import type { QueryConfig } from 'pg'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { Check } from '../../src/kernel/types.js'
-import { statementName } from './keys.js'
+import { prepared } from './keys.js'
 import type { Tables } from './statements.js'
 
 /** A boolean SQL expression that holds exactly when `MemoryState` finds the check holds. */
@@ -80,7 +80,7 @@ export function checkQuery(t: Tables, checks: readonly Check[]): QueryConfig {
   }
   const columns = checks.map((c, i) => `(${expression(t, c, p)}) AS c${i}`)
   const text = `SELECT ${columns.join(', ')}`
-  return checks.length <= 3 ? { name: statementName(text), text, values } : { text, values }
+  return checks.length <= 3 ? prepared(text, values) : { text, values }
 }
 
 /** The first check whose column in a `checkQuery` row is false, or null when all hold. */

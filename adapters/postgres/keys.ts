@@ -1,4 +1,5 @@
 import { createHash, hash } from 'node:crypto'
+import type { QueryConfig } from 'pg'
 
 /**
  * A byte string that sorts (as `bytea`, byte by byte) exactly like the JavaScript string
@@ -41,4 +42,26 @@ export function statementName(text: string): string {
     names.set(text, name)
   }
   return name
+}
+
+/** Per statement text, its name and text, the prototype of every call of it (`prepared`). */
+const statementsByText = new Map<string, { readonly name: string; readonly text: string }>()
+
+/**
+ * A call of the prepared statement `text` with `values`: `{ name, text, values }`, its name and
+ * text inherited from one object kept per text, `values` its only own property. `pg` copies every
+ * call's config by its own properties' descriptors before sending it (keeping its prototype), a
+ * slow path of the engine: 1.2 µs for three properties, 0.55 µs for one (and several times that
+ * when the call runs cold, as a caller's lone create does while the database works).
+ */
+export function prepared(text: string, values: unknown[]): QueryConfig {
+  let statement = statementsByText.get(text)
+  if (statement === undefined) {
+    if (statementsByText.size >= 10_000) statementsByText.clear()
+    statement = Object.freeze({ name: statementName(text), text })
+    statementsByText.set(text, statement)
+  }
+  const call = Object.create(statement) as QueryConfig
+  call.values = values
+  return call
 }

@@ -12,7 +12,7 @@ import type {
   Tenant,
 } from '../../src/kernel/types.js'
 import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
-import { likePattern, statementName } from './keys.js'
+import { prepared as call, likePattern } from './keys.js'
 import type { Tables } from './statements.js'
 
 type Query = (config: QueryConfig) => Promise<QueryResult>
@@ -43,7 +43,7 @@ function pageSql(source: string, offsetParam: string, limitParam: string): strin
 
 /** The read side of the store over these tables. Every row's `doc` comes back parsed, as a fresh copy. */
 export function reads(t: Tables, query: Query): Reads {
-  const prepared = (text: string, values: unknown[]) => query({ name: statementName(text), text, values })
+  const prepared = (text: string, values: unknown[]) => query(call(text, values))
   const one = async <T>(text: string, values: unknown[]): Promise<T | null> => {
     const row = (await prepared(text, values)).rows[0] as { doc: string | null } | undefined
     return row?.doc == null ? null : (JSON.parse(row.doc) as T)

@@ -9,7 +9,7 @@ import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
-import { statementName } from './keys.js'
+import { prepared } from './keys.js'
 import { LockKeys, plainCreateNames, recordNames } from './locking.js'
 import { migrate } from './migrations.js'
 import { onlyContainerTerm, plainCreate, type WriteArguments, writeArguments } from './ops.js'
@@ -185,10 +185,10 @@ export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: Stored
       keys,
     ]
     const text = usual ? st.create : st.createAny
-    return { name: statementName(text), text, values }
+    return prepared(text, values)
   }
   const text = tokens.every(onlyContainerTerm) ? st.createMany : st.createManyAny
-  return { name: statementName(text), text, values: [JSON.stringify(tokens), keys] }
+  return prepared(text, [JSON.stringify(tokens), keys])
 }
 
 /**
@@ -243,8 +243,6 @@ function openStore(
 ): Store {
   const t = tables(schema)
   const st = statements(t)
-  const writeName = statementName(st.write)
-  const writeManyName = statementName(st.writeMany)
   const locks = new LockKeys(schema)
   // Calls wait for a connection in their tenant's own line, served in turn (see `TenantGate`).
   const poolOptions = (pool as { options?: { max?: number; connectionTimeoutMillis?: number } }).options
@@ -330,7 +328,7 @@ function openStore(
   const writeConfig = (checks: Check[], ops: Op[], args: WriteArguments): QueryConfig => {
     const { keys, shared } = locks.order(recordNames(checks, ops))
     const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-    return { name: writeName, text: st.write, values }
+    return prepared(st.write, values)
   }
   /**
    * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
@@ -400,7 +398,7 @@ function openStore(
     const args = group.map((w) => writeArguments(w.checks, w.ops))
     const { keys, shared } = locks.order(group.flatMap((w) => [...recordNames(w.checks, w.ops)]))
     const writes = JSON.stringify(args.map((a) => [a.checks, a.ops]))
-    const config: QueryConfig = { name: writeManyName, text: st.writeMany, values: [writes, keys, shared] }
+    const config = prepared(st.writeMany, [writes, keys, shared])
     let answers: number[] | undefined
     try {
       answers = (await gate.run(tenant, () => pool.query<{ answers: number[] }>(config))).rows[0]?.answers
@@ -430,9 +428,7 @@ function openStore(
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text = expiredStatement(st, query.kind)
     const limit = Math.max(0, Math.floor(query.limit))
-    const { rows } = await gate.run('', () =>
-      pool.query<RecordKey>({ name: statementName(text), text, values: [query.before, limit] }),
-    )
+    const { rows } = await gate.run('', () => pool.query<RecordKey>(prepared(text, [query.before, limit])))
     return rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
   }
 
