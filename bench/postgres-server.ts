@@ -61,7 +61,7 @@ export async function serverRows(url: string, opts: BenchOptions): Promise<Bench
       const st = statements(tables(into))
       return () => {
         const query = plainCreateQuery(st, locks, [token(`t${n++}`)])
-        return client.query({ name: `${query.name} ${into}`, text: query.text, values: query.values })
+        return client.query({ name: `${query.name} ${into}`, text: query.text, values: query.values ?? [] })
       }
     }
     const create = creates(schema)
