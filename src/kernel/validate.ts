@@ -21,23 +21,32 @@ export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIss
   return out
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
 /** How deep `badText` looks; deeper input is refused by the schemas themselves (JSON depth ≤ 64). */
 const MAX_SCAN_DEPTH = 100
+
+/** Whether `text` holds U+0000 or a lone surrogate. */
+const badString = (text: string) => text.includes('\u0000') || !text.isWellFormed()
 
 /**
  * The path of the first string (value or key) in `input` that holds U+0000 or a lone surrogate —
  * text no store can keep faithfully (PostgreSQL refuses both in JSON) — or null when there is none.
+ * Every call with a body scans it, so the path is built only for a string found (on the way back
+ * up), never for the keys passed on the way down.
  */
-export function badText(input: unknown, path: string[] = [], depth = 0): string[] | null {
-  const bad = (text: string) => text.includes('\u0000') || LONE_SURROGATE.test(text)
-  if (typeof input === 'string') return bad(input) ? path : null
+export function badText(input: unknown): string[] | null {
+  return scan(input, 0)
+}
+
+function scan(input: unknown, depth: number): string[] | null {
+  if (typeof input === 'string') return badString(input) ? [] : null
   if (input === null || typeof input !== 'object' || depth > MAX_SCAN_DEPTH) return null
-  for (const [key, value] of Object.entries(input)) {
-    if (bad(key)) return [...path, key]
-    const found = badText(value, [...path, key], depth + 1)
-    if (found) return found
+  for (const key of Object.keys(input)) {
+    if (badString(key)) return [key]
+    const found = scan((input as Record<string, unknown>)[key], depth + 1)
+    if (found) {
+      found.unshift(key)
+      return found
+    }
   }
   return null
 }
