@@ -1,5 +1,7 @@
 /** Helpers for the JSON-shaped records the stores keep. */
 
+import type { StoredToken } from '../kernel/index.js'
+
 /**
  * A deep copy of a JSON-shaped record (plain objects, arrays, primitives): several times faster than
  * `structuredClone` for the small records a store holds. Own keys are defined, never assigned, so a
@@ -17,6 +19,36 @@ export function copy<T>(value: T): T {
   }
   return out as T
 }
+/**
+ * A deep copy of a stored token: its fields named, so every copy has one shape (the generic `copy`
+ * looks each key up by name: 0.28 against 0.06 µs for a sealed token), its JSON values (`data`,
+ * `mask`, `metadata`, `_extras`) copied by `copy`, its lists of strings sliced.
+ */
+export function copiedToken(token: StoredToken): StoredToken {
+  const out: StoredToken = {
+    id: token.id,
+    tenant_id: token.tenant_id,
+    type: token.type,
+    data: copy(token.data),
+    containers: token.containers.slice(),
+    metadata: copy(token.metadata),
+    created_by: token.created_by,
+    created_at: token.created_at,
+  }
+  if (token.mask !== undefined) out.mask = copy(token.mask)
+  if (token.fingerprint !== undefined) out.fingerprint = token.fingerprint
+  if (token.fingerprint_expression !== undefined) out.fingerprint_expression = token.fingerprint_expression
+  if (token.expires_at !== undefined) out.expires_at = token.expires_at
+  if (token.search_indexes !== undefined) out.search_indexes = token.search_indexes.slice()
+  if (token.modified_by !== undefined) out.modified_by = token.modified_by
+  if (token.modified_at !== undefined) out.modified_at = token.modified_at
+  if (token._extras !== undefined) out._extras = copy(token._extras)
+  if (token.search_index_values !== undefined) out.search_index_values = token.search_index_values.slice()
+  if (token.search_index_hashes !== undefined) out.search_index_hashes = token.search_index_hashes.slice()
+  if (token.cvc_expires_at !== undefined) out.cvc_expires_at = token.cvc_expires_at
+  return out
+}
+
 /** A deep copy, deeply frozen: handed out many times without copying again. */
 export function frozenCopy<T>(value: T): T {
   const freeze = (v: unknown): unknown => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { StoredToken } from '../../src/kernel/index.js'
 import { tokenHead, withTokenFields } from '../../src/kernel/index.js'
+import { copiedToken } from '../../src/store/json.js'
 
 /** A stored token with every field set, each to a value of its own. */
 const full: Required<StoredToken> = {
@@ -85,5 +86,41 @@ describe('withTokenFields', () => {
   it('a head is every field but data and mask', () => {
     const { data: _data, mask: _mask, ...head } = full
     expect(tokenHead(full)).toStrictEqual(head)
+  })
+})
+
+describe('copiedToken', () => {
+  it('copies every field, sharing no object or array with the token', () => {
+    const before = structuredClone(full)
+    const copied = copiedToken(full)
+    expect(copied).toStrictEqual(full)
+    const shared = (Object.keys(full) as Array<keyof StoredToken>).filter(
+      (key) => typeof full[key] === 'object' && copied[key] === full[key],
+    )
+    expect(shared).toEqual([])
+    ;(copied.data as { number: string }).number = 'changed'
+    copied.containers.push('/x/')
+    copied.metadata['owner'] = 'eve'
+    copied.search_index_hashes!.push('h2')
+    ;(copied._extras as { deduplicated: boolean }).deduplicated = false
+    expect(full).toStrictEqual(before)
+  })
+
+  it('keeps a metadata key named __proto__ as data, and drops the optional fields a token lacks', () => {
+    const metadata = JSON.parse('{"__proto__": "x", "a": "b"}') as Record<string, string>
+    const bare: StoredToken = {
+      id: 'id-0',
+      tenant_id: 'tenant-0',
+      type: 'token',
+      data: 1,
+      containers: [],
+      metadata,
+      created_by: 'app-0',
+      created_at: '2029-01-01T00:00:00.000Z',
+    }
+    const copied = copiedToken(bare)
+    expect(Object.keys(copied)).toHaveLength(8)
+    expect(Object.keys(copied.metadata)).toEqual(['__proto__', 'a'])
+    expect(Object.getPrototypeOf(copied.metadata)).toBe(Object.prototype)
   })
 })

@@ -1,6 +1,6 @@
 import type { Check, Op } from '../../kernel/index.js'
 import type { WriteResult } from '../contract.js'
-import { copy } from '../json.js'
+import { copiedToken, copy } from '../json.js'
 import { MemoryChecks } from './checks.js'
 
 /** A memory state's writes: a batch applied atomically when its checks hold, one op at a time. */
@@ -9,7 +9,9 @@ export class MemoryOps extends MemoryChecks {
   write(batch: { checks?: readonly Check[]; ops: readonly Op[] }): WriteResult {
     const failed = this.failedCheck(batch.checks ?? [])
     if (failed) return { ok: false, failed }
-    for (const op of batch.ops) this.apply(copy(op))
+    for (const op of batch.ops) {
+      this.apply(op.op === 'token.put' ? { op: 'token.put', token: copiedToken(op.token) } : copy(op))
+    }
     return { ok: true }
   }
 

@@ -25,7 +25,7 @@ import type {
   TokenHead,
   TokenTerm,
 } from '../contract.js'
-import { copy, frozenCopy } from '../json.js'
+import { copiedToken, copy, frozenCopy } from '../json.js'
 import type { LockTuple } from '../memory-state.js'
 import { byKey, nameMatcher } from '../order.js'
 import { headOf, k } from './maps.js'
@@ -85,7 +85,7 @@ export class MemoryReads extends MemoryOps {
 
   getToken(tenantId: string, id: string): StoredToken | null {
     const t = this.tokens.get(tenantId, id)
-    return t ? copy(t) : null
+    return t ? copiedToken(t) : null
   }
 
   hasAssociation(tenantId: string, parentId: string, childId: string): boolean {
@@ -125,7 +125,7 @@ export class MemoryReads extends MemoryOps {
       const items: StoredToken[] = []
       for (const id of index.fromOffset(query.offset)) {
         if (items.length >= query.limit) break
-        items.push(copy(all.get(id)!))
+        items.push(copiedToken(all.get(id)!))
       }
       return { items, total: index.size }
     } else {
@@ -138,7 +138,7 @@ export class MemoryReads extends MemoryOps {
       const token = all.get(id)!
       if (token.expires_at !== undefined && token.expires_at <= query.now) continue
       if (filtered && types && !types.has(token.type)) continue
-      if (total >= query.offset && items.length < query.limit) items.push(copy(token))
+      if (total >= query.offset && items.length < query.limit) items.push(copiedToken(token))
       total++
     }
     return { items, total }
@@ -176,7 +176,7 @@ export class MemoryReads extends MemoryOps {
     const out: StoredToken[] = []
     for (const id of new Set(ids)) {
       const token = this.tokens.get(tenantId, id)
-      if (token) out.push(copy(token))
+      if (token) out.push(copiedToken(token))
     }
     return out
   }
@@ -196,7 +196,7 @@ export class MemoryReads extends MemoryOps {
       for (const childId of kids.keys()) {
         if (index++ < query.offset) continue
         if (items.length >= query.limit) break
-        items.push(copy(this.tokens.get(tenantId, childId)!))
+        items.push(copiedToken(this.tokens.get(tenantId, childId)!))
       }
       return { items, total: kids.size }
     }
@@ -214,7 +214,7 @@ export class MemoryReads extends MemoryOps {
       const token = this.tokens.get(tenantId, childId)
       if (!token || (token.expires_at !== undefined && token.expires_at <= query.now)) continue
       if (types && !types.has(token.type)) continue
-      if (total >= query.offset && items.length < query.limit) items.push(copy(token))
+      if (total >= query.offset && items.length < query.limit) items.push(copiedToken(token))
       total++
     }
     return { items, total }
