@@ -1,6 +1,6 @@
 /** Helpers for the JSON-shaped records the stores keep. */
 
-import type { StoredToken } from '../kernel/index.js'
+import { type StoredToken, withTokenFields } from '../kernel/index.js'
 
 /**
  * A deep copy of a JSON-shaped record (plain objects, arrays, primitives): several times faster than
@@ -20,33 +20,23 @@ export function copy<T>(value: T): T {
   return out as T
 }
 /**
- * A deep copy of a stored token: its fields named, so every copy has one shape (the generic `copy`
- * looks each key up by name: 0.28 against 0.06 µs for a sealed token), its JSON values (`data`,
- * `mask`, `metadata`, `_extras`) copied by `copy`, its lists of strings sliced.
+ * A deep copy of a stored token, built by `withTokenFields` (one object shape, every field named
+ * there once) with its JSON values (`data`, `mask`, `metadata`, `_extras`) copied by `copy` and its
+ * lists of strings sliced: 0.09 µs for a sealed token, against 0.28 for the generic `copy`, which
+ * looks each key up by name.
  */
 export function copiedToken(token: StoredToken): StoredToken {
-  const out: StoredToken = {
-    id: token.id,
-    tenant_id: token.tenant_id,
-    type: token.type,
+  const { mask, _extras } = token
+  return withTokenFields(token, {
     data: copy(token.data),
+    mask: mask === undefined ? undefined : copy(mask),
     containers: token.containers.slice(),
     metadata: copy(token.metadata),
-    created_by: token.created_by,
-    created_at: token.created_at,
-  }
-  if (token.mask !== undefined) out.mask = copy(token.mask)
-  if (token.fingerprint !== undefined) out.fingerprint = token.fingerprint
-  if (token.fingerprint_expression !== undefined) out.fingerprint_expression = token.fingerprint_expression
-  if (token.expires_at !== undefined) out.expires_at = token.expires_at
-  if (token.search_indexes !== undefined) out.search_indexes = token.search_indexes.slice()
-  if (token.modified_by !== undefined) out.modified_by = token.modified_by
-  if (token.modified_at !== undefined) out.modified_at = token.modified_at
-  if (token._extras !== undefined) out._extras = copy(token._extras)
-  if (token.search_index_values !== undefined) out.search_index_values = token.search_index_values.slice()
-  if (token.search_index_hashes !== undefined) out.search_index_hashes = token.search_index_hashes.slice()
-  if (token.cvc_expires_at !== undefined) out.cvc_expires_at = token.cvc_expires_at
-  return out
+    _extras: _extras === undefined ? undefined : copy(_extras),
+    search_indexes: token.search_indexes?.slice(),
+    search_index_values: token.search_index_values?.slice(),
+    search_index_hashes: token.search_index_hashes?.slice(),
+  })
 }
 
 /** A deep copy, deeply frozen: handed out many times without copying again. */
