@@ -17,10 +17,15 @@
  *   built package like the CLI server (`bench/built.ts`).
  * - **fetch**: the same handler hidden behind a plain function, so `toNodeListener` builds a WHATWG
  *   `Request` and writes the `Response` back, as a fetch host does.
+ * - **core**: the service without the HTTP adapter: a bare node:http listener that calls the
+ *   in-process client of the request's key (one client per key, as the adapter keeps) and answers
+ *   its JSON as the vault floor does (no routing, request id, problem handling or log). What the
+ *   adapter costs is the gap between this and **native**.
  *
  * Rounds interleave the servers (each run bounded: 2 s, three rounds after a 1 s warm-up; quick:
  * 1 s, one round) and each server's best round counts. Ratios: cli / vault (goal GET ≥ 0.85, POST ≥
- * 0.75), cli / map, native / vault (goal ≥ 0.9 of the cli goals' floor), fetch / native (≥ 0.8).
+ * 0.75), cli / map, native / vault (goal ≥ 0.9 of the cli goals' floor), fetch / native (≥ 0.8), and,
+ * with no goal, core / vault and native / core.
  * Notes add the server process's CPU time per request (from /proc), where other load on the
  * machine does not count. Run: `npm run bench:floor` (`BENCH_QUICK=1` for a smoke run).
  */
@@ -41,6 +46,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import * as v from 'valibot'
 import type { FetchHandler } from '../adapters/http/index.js'
+import type { Client } from '../src/service/service.js'
 import { createTokenInput } from '../src/tokens/schemas.js'
 import { built } from './built.js'
 import type { BenchOptions, BenchRow } from './harness.js'
@@ -59,7 +65,7 @@ const APPLICATION = {
 }
 const MANAGEMENT_KEY = `key_${'b'.repeat(32)}`
 
-type Role = 'map' | 'vault' | 'native' | 'fetch'
+type Role = 'map' | 'vault' | 'native' | 'fetch' | 'core'
 
 /** What a server child is told at start: the CLI server's key, token and recorded answers. */
 interface Setup {
@@ -175,6 +181,44 @@ function vaultServer(setup: Setup): Server {
   })
 }
 
+/**
+ * The service behind a bare listener: the in-process client of the request's key (kept per key, so
+ * the key is still checked on every call), its answer as JSON; a failure answers 400 with no body.
+ */
+function coreServer(service: { connect(key: string): Client }): Server {
+  const clients = new Map<string, Client>()
+  const clientOf = (req: IncomingMessage) => {
+    const key = req.headers['svc-api-key']
+    if (typeof key !== 'string') return undefined
+    let client = clients.get(key)
+    if (!client) clients.set(key, (client = service.connect(key)))
+    return client
+  }
+  const answer = (res: ServerResponse, status: number, call: Promise<unknown>) =>
+    call.then(
+      (result) => send(res, status, JSON.stringify(result)),
+      () => send(res, 400, '{}'),
+    )
+  return createServer((req, res) => {
+    const client = clientOf(req)
+    if (!client) return send(res, 401, '{}')
+    const url = req.url ?? ''
+    if (req.method === 'GET' && url.startsWith('/tokens/'))
+      return answer(res, 200, client.tokens.get(url.slice('/tokens/'.length)))
+    if (req.method === 'POST' && url === '/tokens')
+      return readBody(req, (bytes) => {
+        let input: unknown
+        try {
+          input = JSON.parse(bytes.toString('utf8'))
+        } catch {
+          return send(res, 400, '{}')
+        }
+        answer(res, 201, client.tokens.create(input as Parameters<Client['tokens']['create']>[0]))
+      })
+    send(res, 404, '{}')
+  })
+}
+
 const listen = (server: Server) =>
   new Promise<number>((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
@@ -195,6 +239,7 @@ async function serve(role: Role, setup: Setup): Promise<Ready> {
   const tenant = await service.admin.createTenant({ name: 'bench' })
   const { key } = await service.admin.createApplication({ tenantId: tenant.id, ...APPLICATION } as never)
   const token = await service.connect(key).tokens.create(JSON.parse(TOKEN_BODY))
+  if (role === 'core') return { port: await listen(coreServer(service)), key, tokenId: token.id }
   const handler = createHttpHandler(service)
   // A plain function hides the handler's exchange: `toNodeListener` builds a `Request` and writes the `Response`.
   const asFetch: FetchHandler = (request) => handler(request)
@@ -276,7 +321,7 @@ function cpuOf(pid: number): number {
 }
 
 interface Target {
-  name: 'map' | 'vault' | 'cli' | 'native' | 'fetch'
+  name: 'map' | 'vault' | 'cli' | 'native' | 'fetch' | 'core'
   url: string
   pid: number
   key: string
@@ -312,6 +357,8 @@ const PAIRS = [
   ['cli', 'map', undefined],
   ['native', 'vault', { get: 0.9, post: 0.9 }],
   ['fetch', 'native', { get: 0.8, post: 0.8 }],
+  ['core', 'vault', undefined],
+  ['native', 'core', undefined],
 ] as const
 
 const LABELS: Record<Target['name'], string> = {
@@ -320,6 +367,7 @@ const LABELS: Record<Target['name'], string> = {
   cli: 'tokenvault serve (memory store, text log)',
   native: 'toNodeListener(handler)',
   fetch: 'fetch path (Request in, Response out)',
+  core: 'the client behind a bare node:http listener (no HTTP adapter)',
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
@@ -334,7 +382,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const targets: Target[] = [
       { name: 'cli', url: cli.url, pid: cli.child.pid!, key: setup.key, tokenId: setup.tokenId },
     ]
-    for (const role of ['map', 'vault', 'native', 'fetch'] as const) {
+    for (const role of ['map', 'vault', 'native', 'fetch', 'core'] as const) {
       const { child, ready } = await fork1(role, setup)
       children.push(child)
       targets.push({ name: role, url: `http://127.0.0.1:${ready.port}`, pid: child.pid!, ...ready })
