@@ -191,7 +191,10 @@ function coreServer(service: { connect(key: string): Client }): Server {
     const key = req.headers['svc-api-key']
     if (typeof key !== 'string') return undefined
     let client = clients.get(key)
-    if (!client) clients.set(key, (client = service.connect(key)))
+    if (!client) {
+      client = service.connect(key)
+      clients.set(key, client)
+    }
     return client
   }
   const answer = (res: ServerResponse, status: number, call: Promise<unknown>) =>
