@@ -109,6 +109,20 @@ describe('file store writes', () => {
     await grouped.close()
   })
 
+  it('writers that each wait for their commit before writing again share every commit', async () => {
+    const store = await fileStore({ path: await tempDir() })
+    // Eight writers, five writes each, every one waiting for its last to be on disk: each commit
+    // carries all eight, as the next writes all arrive while LMDB starts the next transaction.
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let n = 0; n < 5; n++) await store.write({ ops: [put(`w${w}-${n}`)] })
+      }),
+    )
+    expect(store.stats()).toMatchObject({ writes: 40, commits: 5 })
+    for (let w = 0; w < 8; w++) expect(await store.getToken(T, `w${w}-4`)).not.toBeNull()
+    await store.close()
+  })
+
   it("counts a tenant's tokens with its writes (puts again, deletes, other tenants)", async () => {
     const path = await tempDir()
     let store = await fileStore({ path })
