@@ -28,23 +28,10 @@ export function lockKeyValue(name: string): bigint {
   return hash('sha256', name, 'buffer').readBigInt64BE(0)
 }
 
-const names = new Map<string, string>()
-
 /**
- * A short, stable name for a prepared statement with this text (remembered: the store asks for the
- * names of its few statement texts on every call).
+ * Per statement text, its name (short and stable: `tv_` and a hash of the text) and the text: the
+ * prototype of every call of it (`prepared`), kept, as the store sends its few texts on every call.
  */
-export function statementName(text: string): string {
-  let name = names.get(text)
-  if (name === undefined) {
-    if (names.size >= 10_000) names.clear()
-    name = `tv_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`
-    names.set(text, name)
-  }
-  return name
-}
-
-/** Per statement text, its name and text, the prototype of every call of it (`prepared`). */
 const statementsByText = new Map<string, { readonly name: string; readonly text: string }>()
 
 /**
@@ -59,7 +46,10 @@ export function prepared(text: string, values: unknown[]): QueryConfig {
   let statement = statementsByText.get(text)
   if (statement === undefined) {
     if (statementsByText.size >= 10_000) statementsByText.clear()
-    statement = Object.freeze({ name: statementName(text), text })
+    statement = Object.freeze({
+      name: `tv_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`,
+      text,
+    })
     statementsByText.set(text, statement)
   }
   const call = Object.create(statement) as QueryConfig
