@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { exchangeHandlerOf, type FetchHandler, giveBodyReader, untouchedBody } from './handler.js'
+import { bridgedRequest, toWrite } from './light.js'
 import { problem } from './problem.js'
 
 /** A node:http request listener, as `http.createServer` and Express take it. */
@@ -114,47 +115,56 @@ function requestUrl(req: IncomingMessage): string {
 
 /**
  * A fetch `Request` for any node request: headers as sent, the body streamed (pausing, never
- * dropping the socket). The stream listens to the node request only once something reads it (its
- * high-water mark is 0: nothing is pulled ahead), so a handler of this package that gets the
- * `Request` untouched reads the body straight from the node request instead (`giveBodyReader`),
- * as the native path does; the stream then has nothing left and fails if read.
+ * dropping the socket). It is a stand-in (`./light.ts`) that builds the real `Request` only once
+ * something reads more than its method and URL; a handler of this package that gets it untouched
+ * serves the node request's exchange as the native path does. The real one's stream listens to the
+ * node request only once something reads it (its high-water mark is 0: nothing is pulled ahead), so
+ * a handler of this package reads the body straight from the node request while the stream is
+ * untouched (`giveBodyReader`); the stream then has nothing left and fails if read.
  */
 function toRequest(req: IncomingMessage): Request {
-  const headers: [string, string][] = []
-  const raw = req.rawHeaders
-  for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!])
   const method = req.method ?? 'GET'
-  const url = requestUrl(req)
-  if (method === 'GET' || method === 'HEAD' || !hasBody(req)) return new Request(url, { method, headers })
   let listening = false
   let taken = false
-  const body = new ReadableStream<Uint8Array>(
-    {
-      pull(controller) {
-        if (taken) return controller.error(new TypeError('the request body was already read'))
-        if (!listening) {
-          listening = true
-          req.on('data', (chunk: Buffer) => {
-            controller.enqueue(chunk)
-            if ((controller.desiredSize ?? 0) <= 0) req.pause()
-          })
-          req.on('end', () => controller.close())
-          req.on('error', (error) => controller.error(error))
-        }
-        req.resume()
-      },
-      cancel: () => void req.pause().removeAllListeners('data'),
+  const node = fromNode(req)
+  const incoming: Incoming = {
+    ...node,
+    readBody(maxBytes) {
+      if (listening) return Promise.resolve(UNREADABLE)
+      taken = true
+      return node.readBody(maxBytes)
     },
-    { highWaterMark: 0 },
-  )
-  const request = new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
-  const incoming = fromNode(req)
-  giveBodyReader(request, (maxBytes) => {
-    if (listening) return Promise.resolve(UNREADABLE)
-    taken = true
-    return incoming.readBody(maxBytes)
-  })
-  return request
+  }
+  const make = () => {
+    const headers: [string, string][] = []
+    const raw = req.rawHeaders
+    for (let i = 0; i < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!])
+    const url = requestUrl(req)
+    if (method === 'GET' || method === 'HEAD' || !hasBody(req)) return new Request(url, { method, headers })
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (taken) return controller.error(new TypeError('the request body was already read'))
+          if (!listening) {
+            listening = true
+            req.on('data', (chunk: Buffer) => {
+              controller.enqueue(chunk)
+              if ((controller.desiredSize ?? 0) <= 0) req.pause()
+            })
+            req.on('end', () => controller.close())
+            req.on('error', (error) => controller.error(error))
+          }
+          req.resume()
+        },
+        cancel: () => void req.pause().removeAllListeners('data'),
+      },
+      { highWaterMark: 0 },
+    )
+    const request = new Request(url, { method, headers, body, duplex: 'half' } as RequestInit)
+    giveBodyReader(request, incoming.readBody)
+    return request
+  }
+  return bridgedRequest(method, () => requestUrl(req), make, incoming)
 }
 
 /** Resolves once `res` can take more data, or has closed. */
@@ -172,7 +182,15 @@ const drained = (res: ServerResponse) =>
  * of one chunk (what most handlers answer) goes out with the head in one write, with its
  * `Content-Length`; a longer one is streamed, waiting for the socket to drain.
  */
-async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
+async function writeResponse(req: IncomingMessage, res: ServerResponse, given: Response): Promise<void> {
+  const response = toWrite(given)
+  if (!(response instanceof Response)) {
+    // A stand-in of this package that nothing made real: its answer as it was given.
+    const headers: Record<string, string> = response.headers
+    if (!req.complete) headers.connection = 'close'
+    res.writeHead(response.status, headers).end(response.body ?? undefined)
+    return
+  }
   const headers: string[] = []
   let sized = false
   for (const [name, value] of response.headers) {

@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { untouchedBody } from '../../adapters/http/handler.js'
 import { type FetchHandler, toNodeListener } from '../../adapters/http/index.js'
 import { setup } from './setup.js'
@@ -308,5 +308,164 @@ describe('untouchedBody', () => {
     await read.arrayBuffer()
     expect(untouchedBody(read)).toBeUndefined()
     expect(untouchedBody(new Response('{}'))).toBeUndefined()
+  })
+})
+
+describe('toNodeListener: stand-ins for the Request and Response of a handler it does not know', () => {
+  /** Counts the real `Request`s and `Response`s made while `run` runs (the globals, as node.ts makes them). */
+  async function counting<T>(
+    run: () => Promise<T>,
+  ): Promise<{ requests: number; responses: number; result: T }> {
+    const made = { requests: 0, responses: 0 }
+    const RealRequest = globalThis.Request
+    const RealResponse = globalThis.Response
+    vi.stubGlobal(
+      'Request',
+      class extends RealRequest {
+        constructor(...args: ConstructorParameters<typeof Request>) {
+          super(...args)
+          made.requests++
+        }
+      },
+    )
+    vi.stubGlobal(
+      'Response',
+      class extends RealResponse {
+        constructor(...args: ConstructorParameters<typeof Response>) {
+          super(...args)
+          made.responses++
+        }
+      },
+    )
+    try {
+      const result = await run()
+      return { ...made, result }
+    } finally {
+      vi.unstubAllGlobals()
+    }
+  }
+
+  it('makes no real Request or Response when the handler of this package gets the request as it came', async () => {
+    const { handler, keys } = await setup()
+    const seen: { request: Request; response: Response }[] = []
+    const base = await serve(async (request) => {
+      const response = await handler(request)
+      seen.push({ request, response })
+      return response
+    })
+    const { requests, responses, result } = await counting(async () => {
+      const created = await fetch(`${base}/tokens`, {
+        method: 'POST',
+        headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 's1', type: 'token', data: 'stand-in' }),
+      })
+      const read = await fetch(`${base}/tokens/s1`, { headers: { 'svc-api-key': keys.full } })
+      return { created: created.status, read: (await read.json()) as { data: unknown } }
+    })
+    expect(result.created).toBe(201)
+    expect(result.read.data).toBe('stand-in')
+    expect({ requests, responses }).toEqual({ requests: 0, responses: 0 })
+    const { request, response } = seen[1]!
+    expect(request).toBeInstanceOf(Request)
+    expect(Object.prototype.toString.call(request)).toBe('[object Request]')
+    expect(request.method).toBe('GET')
+    expect(request.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/tokens\/s1$/)
+    expect(response).toBeInstanceOf(Response)
+    expect(response.status).toBe(200)
+    expect(response.ok).toBe(true)
+  })
+
+  it('gives whatever looks further the real objects: headers, copies, clones and bodies', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(async (request) => {
+      expect(request.headers.get('svc-api-key')).toBe(keys.full)
+      const probe = request.clone()
+      expect(await probe.text()).toContain('"looked"')
+      const copy = new Request(request, {
+        headers: { 'svc-api-key': keys.full, 'content-type': 'application/json', 'x-copy': '1' },
+      })
+      expect(copy.headers.get('x-copy')).toBe('1')
+      const response = await handler(copy)
+      return new Response(response.body, response)
+    })
+    const { requests, responses, result } = await counting(async () => {
+      const created = await fetch(`${base}/tokens`, {
+        method: 'POST',
+        headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 's2', type: 'token', data: 'looked' }),
+      })
+      return { status: created.status, type: created.headers.get('content-type'), body: await created.json() }
+    })
+    expect(result).toMatchObject({
+      status: 201,
+      type: 'application/json',
+      body: { id: 's2', type: 'token' },
+    })
+    // The stand-in's real Request and the copy; the wrapper's Response.
+    expect(requests).toBeGreaterThanOrEqual(2)
+    expect(responses).toBeGreaterThanOrEqual(1)
+  })
+
+  it('answers a stand-in Response that reads as the real one: headers, text, clone', async () => {
+    const { handler, keys } = await setup()
+    const looked: unknown[] = []
+    const base = await serve(async (request) => {
+      const response = await handler(request)
+      looked.push(response.headers.get('content-type'), await response.clone().json(), response.bodyUsed)
+      return response
+    })
+    const read = await fetch(`${base}/tokens/none`, { headers: { 'svc-api-key': keys.full } })
+    expect(read.status).toBe(404)
+    const problem = (await read.json()) as { status: number }
+    expect(problem.status).toBe(404)
+    expect(looked).toEqual(['application/problem+json', problem, false])
+  })
+
+  it('answers a real Response to a Request that did not come from the bridge', async () => {
+    const { handler, keys } = await setup()
+    const response = await handler(
+      new Request('http://x/tokens/none', { headers: { 'svc-api-key': keys.full } }),
+    )
+    expect(Object.getPrototypeOf(response)).toBe(Response.prototype)
+    expect(response.status).toBe(404)
+  })
+
+  it('makes real Requests where a runtime keeps their state out of reach of a stand-in', async () => {
+    const RealRequest = globalThis.Request
+    // A Request whose copy reads a private field of its input, as runtimes that keep the state in
+    // private fields do: a stand-in has none, so the probe fails and the bridge makes real ones.
+    class PrivateRequest extends RealRequest {
+      readonly #own = true
+      constructor(input: ConstructorParameters<typeof Request>[0], init?: RequestInit) {
+        if (input instanceof PrivateRequest && !input.#own) throw new TypeError('not a request')
+        super(input, init)
+      }
+    }
+    vi.stubGlobal('Request', PrivateRequest)
+    vi.resetModules()
+    try {
+      const http = await import('../../adapters/http/index.js')
+      const { createTestVault } = await import('../../testing/vault.js')
+      const vault = await createTestVault({ tenantName: 'fresh', runner: null })
+      const made: Request[] = []
+      const server = createServer(
+        http.toNodeListener(async (request) => {
+          made.push(request)
+          return vault.http(request)
+        }),
+      )
+      servers.push(server)
+      server.listen(0, '127.0.0.1')
+      await once(server, 'listening')
+      const { port } = server.address() as { port: number }
+      const answer = await fetch(`http://127.0.0.1:${port}/tokens/none`, {
+        headers: { 'svc-api-key': vault.keys.private },
+      })
+      expect(answer.status).toBe(404)
+      expect(Object.getPrototypeOf(made[0])).toBe(PrivateRequest.prototype)
+    } finally {
+      vi.unstubAllGlobals()
+      vi.resetModules()
+    }
   })
 })
