@@ -22,7 +22,8 @@
  *   its JSON as the vault floor does (no routing, request id, problem handling or log). What the
  *   adapter costs is the gap between this and **native**.
  *
- * Rounds interleave the servers (each run bounded: 2 s, three rounds after a 1 s warm-up; quick:
+ * Every server is first warmed up (4 s of GET, then 4 s of POST: its JIT's steady state), then
+ * rounds interleave the servers (each run bounded: 2 s, five rounds after a 1 s warm-up; quick:
  * 1 s, one round) and each server's best round counts. Ratios: cli / vault (goal GET ≥ 0.85, POST ≥
  * 0.75), cli / map, native / vault (goal ≥ 0.9 of the cli goals' floor), fetch / native (≥ 0.8), and,
  * with no goal, core / vault and native / core.
@@ -375,7 +376,11 @@ const LABELS: Record<Target['name'], string> = {
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const seconds = opts.quick ? 1 : 2
-  const rounds = opts.quick ? 1 : 3
+  const rounds = opts.quick ? 1 : 5
+  // Each server's JIT reaches its steady state only after some seconds of load: the larger the code,
+  // the later (the CLI server was still getting faster after 10 s; the floors, a screen of code,
+  // after 1 s). Every server gets the same warm-up before any round counts.
+  const warmSeconds = opts.quick ? 1 : 4
   const children: ChildProcess[] = []
   const rows: BenchRow[] = []
   try {
@@ -389,6 +394,9 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       const { child, ready } = await fork1(role, setup)
       children.push(child)
       targets.push({ name: role, url: `http://127.0.0.1:${ready.port}`, pid: child.pid!, ...ready })
+    }
+    for (const t of targets) {
+      for (const post of [false, true]) await load(t, post, 10, warmSeconds)
     }
     for (const post of [false, true]) {
       for (const connections of [10, 50]) {
