@@ -421,6 +421,22 @@ describe('toNodeListener: stand-ins for the Request and Response of a handler it
     expect(looked).toEqual(['application/problem+json', problem, false])
   })
 
+  it('reads headers a wrapper changed on the stand-in, and the body after them', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(async (request) => {
+      request.headers.set('svc-api-key', keys.full)
+      return handler(request)
+    })
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 's3', type: 'token', data: 'keyed' }),
+    })
+    expect(created.status).toBe(201)
+    const read = await fetch(`${base}/tokens/s3`)
+    expect(((await read.json()) as { data: unknown }).data).toBe('keyed')
+  })
+
   it('answers a real Response to a Request that did not come from the bridge', async () => {
     const { handler, keys } = await setup()
     const response = await handler(
