@@ -230,12 +230,16 @@ export function standInResponse(answer: Answer, make: () => Response): Response 
   return new StandInResponse(answer, make) as unknown as Response
 }
 
-/**
- * What to write for `response`: its answer as given (a stand-in nothing made real), or the
- * `Response` that holds the truth (the real one behind a stand-in, or `response` itself).
- */
-export function toWrite(response: Response): Answer | Response {
-  if (!((response as unknown) instanceof StandInResponse)) return response
-  const standIn = response as unknown as StandInResponse
-  return StandInResponse.answerOf(standIn) ?? StandInResponse.realOf(standIn)
+/** The answer behind a stand-in `Response` nothing has made real; else `undefined`. */
+export function untouchedAnswer(response: Response): Answer | undefined {
+  return (response as unknown) instanceof StandInResponse
+    ? StandInResponse.answerOf(response as unknown as StandInResponse)
+    : undefined
+}
+
+/** The `Response` that holds the truth: the real one behind a stand-in (made now if need be), else `response`. */
+export function realResponse(response: Response): Response {
+  return (response as unknown) instanceof StandInResponse
+    ? StandInResponse.realOf(response as unknown as StandInResponse)
+    : response
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { exchangeHandlerOf, type FetchHandler, giveBodyReader, untouchedBody } from './handler.js'
-import { bridgedRequest, toWrite } from './light.js'
+import { bridgedRequest, realResponse, untouchedAnswer } from './light.js'
 import { problem } from './problem.js'
 
 /** A node:http request listener, as `http.createServer` and Express take it. */
@@ -183,14 +183,15 @@ const drained = (res: ServerResponse) =>
  * `Content-Length`; a longer one is streamed, waiting for the socket to drain.
  */
 async function writeResponse(req: IncomingMessage, res: ServerResponse, given: Response): Promise<void> {
-  const response = toWrite(given)
-  if (!(response instanceof Response)) {
+  const answer = untouchedAnswer(given)
+  if (answer !== undefined) {
     // A stand-in of this package that nothing made real: its answer as it was given.
-    const headers: Record<string, string> = response.headers
+    const headers: Record<string, string> = answer.headers
     if (!req.complete) headers.connection = 'close'
-    res.writeHead(response.status, headers).end(response.body ?? undefined)
+    res.writeHead(answer.status, headers).end(answer.body ?? undefined)
     return
   }
+  const response = realResponse(given)
   const headers: string[] = []
   let sized = false
   for (const [name, value] of response.headers) {
