@@ -15,8 +15,9 @@
  *   default text log on, read from a pipe by this process).
  * - **native**: `createServer(toNodeListener(createHttpHandler(service)))`, memory store, from the
  *   built package like the CLI server (`bench/built.ts`).
- * - **fetch**: the same handler hidden behind a plain function, so `toNodeListener` builds a WHATWG
- *   `Request` and writes the `Response` back, as a fetch host does.
+ * - **fetch**: the same handler hidden behind a plain function, so `toNodeListener` takes its generic
+ *   path: it hands the function a `Request` (a stand-in, `adapters/http/light.ts`) and writes the
+ *   `Response` it answers back.
  * - **core**: the service without the HTTP adapter: a bare node:http listener that calls the
  *   in-process client of the request's key (one client per key, as the adapter keeps) and answers
  *   its JSON as the vault floor does (no routing, request id, problem handling or log). What the
@@ -245,7 +246,7 @@ async function serve(role: Role, setup: Setup): Promise<Ready> {
   const token = await service.connect(key).tokens.create(JSON.parse(TOKEN_BODY))
   if (role === 'core') return { port: await listen(coreServer(service)), key, tokenId: token.id }
   const handler = createHttpHandler(service)
-  // A plain function hides the handler's exchange: `toNodeListener` builds a `Request` and writes the `Response`.
+  // A plain function hides the handler's exchange: `toNodeListener` hands it a `Request` and writes the `Response`.
   const asFetch: FetchHandler = (request) => handler(request)
   const port = await listen(createServer(toNodeListener(role === 'native' ? handler : asFetch)))
   return { port, key, tokenId: token.id }

@@ -2,10 +2,11 @@
  * HTTP throughput against floors, on loopback, loaded by autocannon at 10 and 50 connections with
  * GET /tokens/{id} and POST /tokens, in one run:
  *
- * - **fetch**: `createHttpHandler(service)` driven as a WHATWG fetch handler — a real `Request` built
- *   from node's request, a real `Response` written back, as a fetch host does (the generic path of
- *   `toNodeListener`, taken for any handler it does not know) — against the native node path,
- *   `toNodeListener(handler)`. Goal: ≥ 80 % of the native path.
+ * - **fetch**: `createHttpHandler(service)` behind a plain function, served by `toNodeListener`
+ *   (the generic path it takes for any handler it does not know: a stand-in `Request` handed over,
+ *   the `Response` written back; `adapters/http/light.ts`) — against the native node path,
+ *   `toNodeListener(handler)`. Goal: ≥ 80 % of the native path. What a fetch host's real `Request`
+ *   and `Response` cost is in **costs**.
  * - **cli**: the server `tokenvault serve` runs (`dist/bin/tokenvault.js` when built, else the
  *   sources through tsx; memory store; its default text log on stderr, a pipe read by this
  *   process) against a raw node:http server answering the same bytes from a `Map`: no
@@ -147,7 +148,7 @@ async function startServers(): Promise<void> {
   const { key } = await service.admin.createApplication({ tenantId: tenant.id, ...APPLICATION } as never)
   const token = await service.connect(key).tokens.create(JSON.parse(TOKEN_BODY))
   const handler = createHttpHandler(service)
-  // A plain function hides the handler's exchange: `toNodeListener` builds a `Request` and writes the `Response`.
+  // A plain function hides the handler's exchange: `toNodeListener` hands it a `Request` and writes the `Response`.
   const asFetch: FetchHandler = (request) => handler(request)
   const native = await listen(createServer(toNodeListener(handler)))
   const fetchPort = await listen(createServer(toNodeListener(asFetch)))
