@@ -7,7 +7,7 @@ import { unchecked } from '../../src/service/unchecked.js'
 import { StoreError } from '../../src/store/error.js'
 import { readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
-import { type Answer, bridgedIncoming, isBridged, standInResponse } from './light.js'
+import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { openApiDocument } from './openapi.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { parseQuery, type Query } from './query.js'
@@ -466,9 +466,13 @@ function fromRequest(request: Request): Incoming {
 }
 
 /** The `Response` of an answer; its bytes kept for a host of this package to write (`untouchedBody`). */
-function toResponse(answer: Answer): Response {
-  const response = new Response(answer.body, { status: answer.status, headers: answer.headers })
-  if (answer.body !== null) responseBodies.set(response, answer.body)
+function toResponse(out: Outgoing): Response {
+  if (out.body === null) return new Response(null, { status: out.status, headers: out.headers })
+  // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
+  const body = encoder.encode(out.body)
+  const headers = { ...out.headers, 'content-length': String(body.byteLength) }
+  const response = new Response(body, { status: out.status, headers })
+  responseBodies.set(response, body)
   return response
 }
 
@@ -482,12 +486,9 @@ export function createHttpHandler(service: Service, options: HttpHandlerOptions 
   const exchange = exchangeHandler(service, options)
   const handler: FetchHandler = async (request) => {
     const out = await exchange(bridgedIncoming(request) ?? fromRequest(request))
-    // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
-    const body = out.body === null ? null : encoder.encode(out.body)
-    if (body !== null) out.headers['content-length'] = String(body.byteLength)
-    const answer = { status: out.status, headers: out.headers, body }
-    // The node bridge writes the answer back itself: a stand-in spares building the `Response`.
-    return isBridged(request) ? standInResponse(answer, () => toResponse(answer)) : toResponse(answer)
+    // The node bridge writes the answer back itself, as the native path does: a stand-in spares
+    // building the `Response`.
+    return isBridged(request) ? standInResponse(out, () => toResponse(out)) : toResponse(out)
   }
   exchangeHandlers.set(handler, exchange)
   return handler

@@ -110,11 +110,11 @@ class StandInRequest {
 
 /** A `Response` a handler of this package answered: status at hand, the real one built on first need. */
 class StandInResponse {
-  readonly #out: Answer
+  readonly #out: Outgoing
   readonly #make: () => Response
   #real: Response | undefined
 
-  constructor(out: Answer, make: () => Response) {
+  constructor(out: Outgoing, make: () => Response) {
     this.#out = out
     this.#make = make
   }
@@ -133,7 +133,7 @@ class StandInResponse {
   }
 
   /** The answer as given while the real `Response` was never built; `undefined` after. */
-  static answerOf(response: StandInResponse): Answer | undefined {
+  static answerOf(response: StandInResponse): Outgoing | undefined {
     return response.#real === undefined ? response.#out : undefined
   }
 
@@ -141,14 +141,6 @@ class StandInResponse {
   static realOf(response: StandInResponse): Response {
     return response[REAL]()
   }
-}
-
-/** An answer in bytes: what a stand-in `Response` holds and the bridge writes. */
-export interface Answer {
-  status: number
-  /** Lower-case names; `content-length` set when there is a body. */
-  headers: Outgoing['headers']
-  body: Uint8Array | null
 }
 
 forwardTo(StandInRequest.prototype, Request, [
@@ -226,12 +218,12 @@ export function bridgedIncoming(request: Request): Incoming | undefined {
 }
 
 /** A stand-in `Response` for `answer`; `make` builds the real one if anything reads further. */
-export function standInResponse(answer: Answer, make: () => Response): Response {
+export function standInResponse(answer: Outgoing, make: () => Response): Response {
   return new StandInResponse(answer, make) as unknown as Response
 }
 
 /** The answer behind a stand-in `Response` nothing has made real; else `undefined`. */
-export function untouchedAnswer(response: Response): Answer | undefined {
+export function untouchedAnswer(response: Response): Outgoing | undefined {
   return (response as unknown) instanceof StandInResponse
     ? StandInResponse.answerOf(response as unknown as StandInResponse)
     : undefined

@@ -184,13 +184,8 @@ const drained = (res: ServerResponse) =>
  */
 async function writeResponse(req: IncomingMessage, res: ServerResponse, given: Response): Promise<void> {
   const answer = untouchedAnswer(given)
-  if (answer !== undefined) {
-    // A stand-in of this package that nothing made real: its answer as it was given.
-    const headers: Record<string, string> = answer.headers
-    if (!req.complete) headers.connection = 'close'
-    res.writeHead(answer.status, headers).end(answer.body ?? undefined)
-    return
-  }
+  // A stand-in of this package that nothing made real: its answer, written as the native path does.
+  if (answer !== undefined) return writeOutgoing(req, res, answer)
   const response = realResponse(given)
   const headers: string[] = []
   let sized = false
