@@ -7,12 +7,22 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import { BasisTheory } from '@basis-theory/basis-theory-js'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { toNodeListener } from '../../adapters/http/index.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
 import { setup } from './setup.js'
 
 const runner = sandboxRunner({ poolSize: 1 })
+// The sandbox's first run waits for its worker to start: on a loaded machine that is not what these
+// tests time (test/reactors/start.test.ts does), so it happens here, with time to spare.
+beforeAll(async () => {
+  const warm = await runner.run(
+    'module.exports = async function () { return { raw: 1 } }',
+    { args: {}, configuration: {} },
+    { timeoutMs: 5_000 },
+  )
+  expect(warm.ok).toBe(true)
+}, 60_000)
 afterAll(() => runner.close())
 
 const TYPES = [
