@@ -16,7 +16,8 @@
  *
  * Every server runs in a child process of its own kind (the in-process servers, the CLI, the Map
  * server), so autocannon (here) and the server under load don't share one event loop; the vault's
- * servers run the built package (`dist/`, see `bench/built.ts`). Runs
+ * servers run the built package (`dist/`, see `bench/built.ts`). Both servers of a comparison are
+ * warmed up first (4 s of GET, 4 s of POST each), then runs
  * alternate operation / baseline, each bounded in time (1.5 s, five rounds; quick: 1 s, one round);
  * the ratio is the median over rounds of each pair measured back to back. Notes add p99 and the
  * server process's CPU time per request (from /proc). **costs** adds what a request costs in
@@ -318,6 +319,12 @@ async function compareServers(c: Comparison, opts: BenchOptions): Promise<BenchR
     { name: 'GET /tokens/{id}', path: `/tokens/${c.tokenId}`, post: false },
     { name: 'POST /tokens', path: '/tokens', post: true },
   ]
+  // Each server's JIT settles only after seconds of load (the larger its code, the later): both get
+  // the same warm-up on both routes before any round counts, as in `bench/floor.bench.ts`.
+  const warmSeconds = opts.quick ? 0 : 4
+  for (const target of warmSeconds > 0 ? [c.op, c.baseline] : []) {
+    for (const route of routes) await load(target, route.path, 10, warmSeconds, route.post, c.key)
+  }
   for (const route of routes) {
     for (const connections of [10, 50]) {
       const run = (t: Target, s: number) => load(t, route.path, connections, s, route.post, c.key)
