@@ -74,10 +74,10 @@ export interface HttpHandlerOptions {
 /** The handler over the transport-neutral exchange: what `toNodeListener` calls directly. */
 export type ExchangeHandler = (incoming: Incoming) => Promise<Outgoing>
 
-const exchangeHandlers = new WeakMap<FetchHandler, ExchangeHandler>()
+const exchangeHandlers = new WeakMap<object, ExchangeHandler>()
 
 /** The exchange handler behind a handler made by `createHttpHandler`, if it is one. */
-export function exchangeHandlerOf(handler: FetchHandler): ExchangeHandler | undefined {
+export function exchangeHandlerOf(handler: (request: Request) => unknown): ExchangeHandler | undefined {
   return exchangeHandlers.get(handler)
 }
 

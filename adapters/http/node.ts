@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
-import { exchangeHandlerOf, type FetchHandler, giveBodyReader, untouchedBody } from './handler.js'
+import { exchangeHandlerOf, giveBodyReader, untouchedBody } from './handler.js'
 import { bridgedRequest, realResponse, untouchedAnswer } from './light.js'
 import { problem } from './problem.js'
 
@@ -234,11 +234,12 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, given: R
  * Serves a fetch handler on node:http: `http.createServer(toNodeListener(handler))`. For a handler
  * made by `createHttpHandler` it skips the WHATWG `Request`/`Response` objects and serves the same
  * exchange straight from the node request; any other handler gets a `Request` streaming the body
- * and its `Response` written back. A request whose body was not read to the end closes its connection.
+ * and its `Response` written back (a handler may answer one at once, as Hono's `app.fetch` may).
+ * A request whose body was not read to the end closes its connection.
  * A body a framework already parsed (`req.body` with the stream consumed: Express's
  * `express.json()`, or Fastify's `request.body` assigned to `request.raw.body`) is used as given.
  */
-export function toNodeListener(handler: FetchHandler): NodeListener {
+export function toNodeListener(handler: (request: Request) => Response | Promise<Response>): NodeListener {
   const exchange = exchangeHandlerOf(handler)
   return (req, res) => {
     const done = exchange
@@ -275,7 +276,9 @@ export type NodeErrorListener = (
  *
  * Any other error goes on to `next`.
  */
-export function toNodeErrorListener(handler: FetchHandler): NodeErrorListener {
+export function toNodeErrorListener(
+  handler: (request: Request) => Response | Promise<Response>,
+): NodeErrorListener {
   const listener = toNodeListener(handler)
   return (error, req, res, next) => {
     const e = (typeof error === 'object' && error !== null ? error : {}) as {

@@ -51,7 +51,7 @@ describe('a Hono app served by toNodeListener, the vault mounted in it', () => {
     })
     app.get('/health', (c) => c.text('ok'))
     app.mount('/vault', createHttpHandler(service, { basePath: '/vault' }), { replaceRequest: false })
-    const server = createServer(toNodeListener(async (request) => app.fetch(request)))
+    const server = createServer(toNodeListener(app.fetch))
     server.listen(0, '127.0.0.1')
     await once(server, 'listening')
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
