@@ -173,7 +173,6 @@ function probeStandIns(): boolean {
     const second = new StandInRequest('POST', () => url, make, noBody) as unknown as Request
     const copy = new Request(second, { headers: { 'x-probe': '2' } })
     return (
-      first instanceof Request &&
       clone.method === 'POST' &&
       clone.url === url &&
       clone.headers.get('x-probe') === '1' &&
