@@ -71,70 +71,79 @@ interface Stand {
   [REAL](): object
 }
 
+/**
+ * A stand-in's own state sits under this symbol rather than in private fields, so that a `Proxy` a
+ * host wraps around a stand-in (as it may around a real `Request`) forwards to it: a private field
+ * read through a proxy throws.
+ */
+const STATE = Symbol('state')
+
 /** A `Request` from node: its method and URL at hand, the real one built on first need. */
 class StandInRequest {
-  readonly #method: string
-  readonly #url: () => string
-  #urlText: string | undefined
-  readonly #make: () => Request
-  #real: Request | undefined
-  /** The exchange view of the node request, while nothing has built the real `Request`. */
-  readonly #incoming: Incoming
+  readonly [STATE]: {
+    readonly method: string
+    readonly url: () => string
+    urlText: string | undefined
+    readonly make: () => Request
+    real: Request | undefined
+    /** The exchange view of the node request, while nothing has built the real `Request`. */
+    readonly incoming: Incoming
+  }
 
   constructor(method: string, url: () => string, make: () => Request, incoming: Incoming) {
-    this.#method = method
-    this.#url = url
-    this.#make = make
-    this.#incoming = incoming
+    this[STATE] = { method, url, urlText: undefined, make, real: undefined, incoming }
   }
 
   get method(): string {
-    return this.#method
+    return this[STATE].method
   }
 
   get url(): string {
-    this.#urlText ??= this.#url()
-    return this.#urlText
+    const state = this[STATE]
+    state.urlText ??= state.url()
+    return state.urlText
   }
 
   [REAL](): Request {
-    this.#real ??= this.#make()
-    return this.#real
+    const state = this[STATE]
+    state.real ??= state.make()
+    return state.real
   }
 
   /** The exchange view while the real `Request` was never built; `undefined` after. */
   static incomingOf(request: StandInRequest): Incoming | undefined {
-    return request.#real === undefined ? request.#incoming : undefined
+    const state = request[STATE]
+    return state.real === undefined ? state.incoming : undefined
   }
 }
 
 /** A `Response` a handler of this package answered: status at hand, the real one built on first need. */
 class StandInResponse {
-  readonly #out: Outgoing
-  readonly #make: () => Response
-  #real: Response | undefined
+  readonly [STATE]: { readonly out: Outgoing; readonly make: () => Response; real: Response | undefined }
 
   constructor(out: Outgoing, make: () => Response) {
-    this.#out = out
-    this.#make = make
+    this[STATE] = { out, make, real: undefined }
   }
 
   get status(): number {
-    return this.#out.status
+    return this[STATE].out.status
   }
 
   get ok(): boolean {
-    return this.#out.status >= 200 && this.#out.status <= 299
+    const { status } = this[STATE].out
+    return status >= 200 && status <= 299
   }
 
   [REAL](): Response {
-    this.#real ??= this.#make()
-    return this.#real
+    const state = this[STATE]
+    state.real ??= state.make()
+    return state.real
   }
 
   /** The answer as given while the real `Response` was never built; `undefined` after. */
   static answerOf(response: StandInResponse): Outgoing | undefined {
-    return response.#real === undefined ? response.#out : undefined
+    const state = response[STATE]
+    return state.real === undefined ? state.out : undefined
   }
 
   /** The real `Response`, built now if it was not. */

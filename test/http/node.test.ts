@@ -437,6 +437,23 @@ describe('toNodeListener: stand-ins for the Request and Response of a handler it
     expect(((await read.json()) as { data: unknown }).data).toBe('keyed')
   })
 
+  it('serves a stand-in a wrapper hands over inside a Proxy, as it serves a real Request in one', async () => {
+    const { handler, keys } = await setup()
+    const base = await serve(async (request) => {
+      const response = await handler(new Proxy(request, {}))
+      return new Proxy(response, {})
+    })
+    const created = await fetch(`${base}/tokens`, {
+      method: 'POST',
+      headers: { 'svc-api-key': keys.full, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 's4', type: 'token', data: 'proxied' }),
+    })
+    expect(created.status).toBe(201)
+    const read = await fetch(`${base}/tokens/s4`, { headers: { 'svc-api-key': keys.full } })
+    expect(read.status).toBe(200)
+    expect(((await read.json()) as { data: unknown }).data).toBe('proxied')
+  })
+
   it('answers a real Response to a Request that did not come from the bridge', async () => {
     const { handler, keys } = await setup()
     const response = await handler(
