@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs'
 import { createService, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import { readKeyFile, writeNewKeyFile } from './master-key.js'
 import { openStore } from './stores.js'
 
 /** Options of `createManagementKey` (`tokenvault keys create`). */
@@ -50,6 +52,55 @@ export async function createManagementKey(
       ...(options.key ? { key: options.key } : {}),
     })
     return { tenantId, applicationId: application.id, key }
+  } finally {
+    await service.close()
+    await opened.release()
+  }
+}
+
+/** Options of `rotateMasterKeyFile` (`tokenvault keys rotate-master`). */
+export interface RotateMasterOptions {
+  /** A `--store` value (a file or PostgreSQL store). */
+  store: string
+  /** The key the store is sealed under now. */
+  masterKey: Uint8Array
+  /**
+   * Where the new key is: a file that exists already holds it (a rotation cut short is resumed with
+   * it); otherwise a new random key is written there (base64, 0600) before anything is re-wrapped.
+   */
+  newKeyFile: string
+}
+
+/**
+ * Re-wraps every tenant's data key of a store under a new master key (token ciphertexts are not
+ * touched), then checks that the new key alone opens every tenant. Tenants already under the new
+ * key are skipped, so running it again after a failure finishes the rotation. Servers on the
+ * store must be stopped first (a file store another process holds is refused by its lock).
+ */
+export async function rotateMasterKeyFile(
+  options: RotateMasterOptions,
+): Promise<{ tenants: number; keyId: string; created: boolean }> {
+  if (options.store === 'memory') throw new Error('a memory store has no master key to rotate')
+  const created = !existsSync(options.newKeyFile)
+  const next = created ? writeNewKeyFile(options.newKeyFile) : readKeyFile(options.newKeyFile)
+  const rotated = await withService(options.store, [options.masterKey, next], async (service) => {
+    await service.admin.verifyMasterKey()
+    return service.admin.rotateMasterKey(next)
+  })
+  await withService(options.store, [next], (service) => service.admin.verifyMasterKey())
+  return { tenants: rotated.tenants, keyId: rotated.keyId, created }
+}
+
+/** Runs `work` on a service over the store `spec` names, without a formula runner, then closes both. */
+async function withService<T>(
+  spec: string,
+  masterKey: Uint8Array[],
+  work: (service: ReturnType<typeof createService>) => Promise<T>,
+): Promise<T> {
+  const opened = await openStore(spec)
+  const service = createService({ store: opened.store, clock: systemClock, runner: null, masterKey })
+  try {
+    return await work(service)
   } finally {
     await service.close()
     await opened.release()

@@ -1,6 +1,19 @@
 import { randomBytes } from 'node:crypto'
 import { chmodSync, closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { localMasterKey } from '../src/encryption/index.js'
+
+/**
+ * Ids of master keys that were published with tokenvault's source: `.tokenvault.key` was once
+ * committed to its repository, so every clone started its file or PostgreSQL store under the same
+ * key, and whoever has the source can open such a store. Only the id (a hash of the key) is kept.
+ */
+const PUBLISHED_KEY_IDS = new Set(['local:5cc933a64d75125b'])
+
+/** Whether `key` is a master key published with tokenvault's source (see PUBLISHED_KEY_IDS). */
+export function isPublishedKey(key: Uint8Array): boolean {
+  return PUBLISHED_KEY_IDS.has(localMasterKey(key).keyId)
+}
 
 /** Where the server's master key comes from. */
 export interface MasterKeySource {
@@ -10,6 +23,8 @@ export interface MasterKeySource {
   file?: string | undefined
   /** The file created (0600) on first start when neither is given. */
   defaultFile: string
+  /** Whether a missing default file is created with a new key (true) or is an error (false). */
+  create?: boolean
 }
 
 function decode(text: string, where: string): Buffer {
@@ -26,24 +41,19 @@ function decode(text: string, where: string): Buffer {
  * on first start, readable only by its owner). Answers the key and, when it created or read the
  * default file, a line that says where the key is. The key itself is never printed.
  */
-export function loadMasterKey(source: MasterKeySource): { key: Buffer; note: string | null } {
-  if (source.env) return { key: decode(source.env, 'TOKENVAULT_MASTER_KEY'), note: null }
-  if (source.file) {
-    const raw = readFileSync(source.file)
-    return {
-      key: raw.length === 32 ? raw : decode(raw.toString('utf8'), `--master-key-file ${source.file}`),
-      note: null,
-    }
-  }
+export function loadMasterKey(source: MasterKeySource): {
+  key: Buffer
+  note: string | null
+  /** The file the key came from; null when it came from the environment. */
+  file: string | null
+} {
+  if (source.env) return { key: decode(source.env, 'TOKENVAULT_MASTER_KEY'), note: null, file: null }
+  if (source.file) return { key: readKeyFile(source.file), note: null, file: resolve(source.file) }
   const path = resolve(source.defaultFile)
+  if (source.create === false) return { key: readKeyFile(path), note: null, file: path }
   let created = false
   try {
-    const fd = openSync(path, 'wx', 0o600)
-    try {
-      writeFileSync(fd, `${randomBytes(32).toString('base64')}\n`)
-    } finally {
-      closeSync(fd)
-    }
+    writeNewKeyFile(path)
     created = true
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
@@ -54,5 +64,24 @@ export function loadMasterKey(source: MasterKeySource): { key: Buffer; note: str
   return {
     key,
     note: `master key: ${verb} ${path} (0600); keep it apart from the data and its backups — without it the data can't be read`,
+    file: path,
   }
+}
+
+/** A key file's key: 32 raw bytes, or 32 bytes in base64. */
+export function readKeyFile(file: string): Buffer {
+  const raw = readFileSync(file)
+  return raw.length === 32 ? raw : decode(raw.toString('utf8'), `--master-key-file ${file}`)
+}
+
+/** Writes a new random key to `file` (base64, 0600); fails when the file exists. */
+export function writeNewKeyFile(file: string): Buffer {
+  const key = randomBytes(32)
+  const fd = openSync(file, 'wx', 0o600)
+  try {
+    writeFileSync(fd, `${key.toString('base64')}\n`)
+  } finally {
+    closeSync(fd)
+  }
+  return key
 }

@@ -89,6 +89,13 @@ export const CLI_OPTIONS: readonly CliOption[] = [
       'file holding the master key (32 bytes, base64); TOKENVAULT_MASTER_KEY (base64) gives the key itself; default for a file or postgres store: ./.tokenvault.key, created 0600',
   },
   {
+    flag: 'new-master-key-file',
+    env: 'TOKENVAULT_NEW_MASTER_KEY_FILE',
+    value: 'path',
+    description:
+      'keys rotate-master: the new master key (used if the file exists, else a new key is written there, 0600); default: the old key file + .new, moved into its place when done (the old key kept as .old)',
+  },
+  {
     flag: 'management-key',
     env: 'TOKENVAULT_MANAGEMENT_KEY',
     value: 'key',
@@ -192,10 +199,11 @@ export function usage(): string {
   return [
     'Usage: tokenvault serve [options]',
     '       tokenvault keys create --store <store> [--tenant <id>] [--management-key <key>]',
+    '       tokenvault keys rotate-master --store <store> [--master-key-file <old>] [--new-master-key-file <new>]',
     '       tokenvault --version',
     '',
     'serve: serves the tokenvault HTTP API. keys create: mints a new management key for an existing store',
-    '(prints it once). Every option can also come from its environment variable; flags win.',
+    "(prints it once). keys rotate-master: re-wraps a stopped store's data keys under a new master key. Every option can also come from its environment variable; flags win.",
     '',
     'Options:',
     ...lines,

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { parseEgressOrigins } from '../src/reactors/egress.js'
 import { explainStartError, isCorsOrigin } from './checks.js'
-import { createManagementKey } from './keys.js'
-import { loadMasterKey } from './master-key.js'
+import { createManagementKey, rotateMasterKeyFile } from './keys.js'
+import { isPublishedKey, loadMasterKey } from './master-key.js'
 import { BOUND_FLAGS, type BoundOption, parseArgsOptions, resolveOptions, usage } from './options.js'
 import { serve } from './serve.js'
 import { isStoreSpec } from './stores.js'
@@ -41,6 +41,7 @@ function parsePort(value: string): number {
 
 const LOG_FORMATS = ['text', 'json', 'none'] as const
 const MANAGEMENT_KEY = /^key_[A-Za-z0-9_-]{24,}$/
+const COMMANDS = ['serve', 'keys create', 'keys rotate-master']
 
 async function main(argv: string[]) {
   let flags: ReturnType<typeof parseArgs>
@@ -66,6 +67,7 @@ async function main(argv: string[]) {
     'header-prefix': resolved['header-prefix'] as string | undefined,
     log: one('log'),
     'master-key-file': resolved['master-key-file'] as string | undefined,
+    'new-master-key-file': resolved['new-master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
     'cors-origin': (resolved['cors-origin'] as string[] | undefined) ?? [],
     'reactor-egress': (resolved['reactor-egress'] as string[] | undefined) ?? [],
@@ -84,7 +86,7 @@ async function main(argv: string[]) {
     bounds[option] = Number(given)
   }
   const command = flags.positionals.join(' ')
-  if (command !== 'serve' && command !== 'keys create') fail('the commands are serve and keys create')
+  if (!COMMANDS.includes(command)) fail('the commands are serve, keys create and keys rotate-master')
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
   const headerPrefix = values['header-prefix']
@@ -132,6 +134,10 @@ async function main(argv: string[]) {
     }
   }
 
+  if (command === 'keys rotate-master') {
+    await rotateMaster(values.store, values['master-key-file'], values['new-master-key-file'])
+    return
+  }
   let masterKey: Uint8Array | undefined
   if (values.store !== 'memory' || process.env['TOKENVAULT_MASTER_KEY'] || values['master-key-file']) {
     let loaded: ReturnType<typeof loadMasterKey>
@@ -144,6 +150,7 @@ async function main(argv: string[]) {
     } catch (error) {
       fail(error instanceof Error ? error.message : String(error))
     }
+    if (isPublishedKey(loaded.key)) fail(publishedKeyMessage(values.store, loaded.file))
     masterKey = loaded.key
     if (loaded.note) {
       const line =
@@ -195,6 +202,51 @@ async function main(argv: string[]) {
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+}
+
+/** Why the CLI refuses a published master key, and the command that rotates it away. */
+function publishedKeyMessage(store: string, file: string | null): string {
+  const where = file ?? 'TOKENVAULT_MASTER_KEY'
+  const flag = file ? ` --master-key-file ${file}` : ''
+  return (
+    `the master key in ${where} is the one that was published with tokenvault's source: anyone can open a store sealed under it. ` +
+    `Stop every server on the store and rotate it: tokenvault keys rotate-master --store ${store}${flag}`
+  )
+}
+
+/** `tokenvault keys rotate-master`: the old key from where `serve` takes it (never created), the new one from a file. */
+async function rotateMaster(store: string, oldFile: string | undefined, newFile: string | undefined) {
+  if (store === 'memory') fail('keys rotate-master needs a file or PostgreSQL store (--store)')
+  let old: ReturnType<typeof loadMasterKey>
+  try {
+    old = loadMasterKey({
+      env: process.env['TOKENVAULT_MASTER_KEY'],
+      file: oldFile,
+      defaultFile: '.tokenvault.key',
+      create: false,
+    })
+  } catch (error) {
+    fail(`the current master key: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  if (!newFile && !old.file)
+    fail('--new-master-key-file is needed when the old key comes from TOKENVAULT_MASTER_KEY')
+  const target = newFile ?? `${old.file}.new`
+  if (!newFile && existsSync(`${old.file}.old`))
+    fail(`${old.file}.old exists: move it away first (it may hold the key of older backups)`)
+  const done = await rotateMasterKeyFile({ store, masterKey: old.key, newKeyFile: target })
+  let where = target
+  if (!newFile && old.file) {
+    renameSync(old.file, `${old.file}.old`)
+    renameSync(target, old.file)
+    where = old.file
+  }
+  const kept =
+    !newFile && old.file
+      ? `; the old key is in ${old.file}.old: it opens only backups taken before now, destroy it once they are gone`
+      : ''
+  process.stdout.write(
+    `rotated the master key of ${done.tenants} tenant(s) to key id ${done.keyId}, ${done.created ? 'created' : 'read'} in ${where}${kept}\n`,
+  )
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
