@@ -73,7 +73,12 @@ for (const top of ['src', 'entry', 'adapters', 'testing']) {
     count++
   }
 }
-// Files the modules read beside themselves (the test console's page, script and styles).
+// Files the modules read beside themselves: the formula engine's prelude and run driver bundles
+// (written by the ESM build; without them every react answers "the formula engine could not be
+// loaded"), and the test console's page, script and styles.
+for (const bundle of ['prelude.bundle.js', 'driver.bundle.js']) {
+  await copyFile(join(root, 'dist/adapters/sandbox', bundle), join(out, 'adapters/sandbox', bundle))
+}
 await cp(join(root, 'adapters/http/console'), join(out, 'adapters/http/console'), { recursive: true }).catch(
   (error) => {
     if (error.code !== 'ENOENT') throw error
