@@ -23,6 +23,7 @@ import type {
 import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
+import { storedBytes } from '../../src/store/stored-bytes.js'
 import { termKey } from '../../src/store/token-index.js'
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
@@ -293,7 +294,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       const out: TokenHead[] = []
       for (const id of new Set(ids)) {
         const token = read<StoredToken>(dbs.tokens, t, id)
-        if (token) out.push(headOf(token))
+        if (token) out.push({ ...headOf(token), stored_bytes: storedBytes(token) })
       }
       return out
     },

@@ -231,7 +231,15 @@ export function reads(t: Tables, query: Query): Reads {
         return { id: r.child_id, key: r.place.padStart(19, '0') }
       })
     },
-    getTokenHeads: (tenantId, ids) => some(`SELECT (doc - 'data' - 'mask')::text AS doc`, tenantId, ids),
+    // A head carries the bytes its sealed fields take (base64: three bytes in four characters).
+    getTokenHeads: (tenantId, ids) =>
+      some(
+        `SELECT (doc - 'data' - 'mask' || jsonb_build_object('stored_bytes',
+          coalesce(length(doc->'data'->>'$sealed') * 3 / 4, octet_length((doc->'data')::text), 0)
+          + coalesce(length(doc->'mask'->>'$sealed') * 3 / 4, octet_length((doc->'mask')::text), 0)))::text AS doc`,
+        tenantId,
+        ids,
+      ),
     getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
     getTransaction: (tenantId, id) => one(sql.transaction, [tenantId, id]),
     getStaged: async (tenantId, transactionId, tokenIds) => {

@@ -31,7 +31,7 @@ export {
 } from './errors.js'
 export { newApiKey, newId, newNonce, newOrderedId, sha256 } from './ids.js'
 export type { CursorPage, Paginated } from './pagination.js'
-export { cursorFor, idFromCursor, paginated, rangeOf } from './pagination.js'
+export { cursorFor, paginated, positionFromCursor, rangeOf } from './pagination.js'
 export type { CasTry } from './retry.js'
 export { CAS_ATTEMPTS, retryCas } from './retry.js'
 export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from './runner.js'

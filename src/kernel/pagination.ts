@@ -1,8 +1,9 @@
 /**
  * Pagination, once for every list: the page/size envelope (`rangeOf`, `paginated`) and the
- * cursor pages of the v2 token list and search (`CursorPage`, `cursorFor`, `idFromCursor`).
+ * cursor pages of the v2 token list and search (`CursorPage`, `cursorFor`, `positionFromCursor`).
  */
 
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 import type { Page, Range } from '../store/index.js'
 import type { Ctx } from './context.js'
 import { invalid } from './errors.js'
@@ -37,35 +38,57 @@ export interface CursorPage<T> {
   data: T[]
 }
 
-/** The keyed-hash purpose of cursor tags. */
-const CURSOR_PURPOSE = 'cursor'
+/** The keyed-hash purpose of the keys cursors are sealed under. */
+const CURSOR_PURPOSE = 'cursor-seal'
+
+/** The longest position a cursor holds (a token id, or a position just past one), in UTF-16 units. */
+const MAX_POSITION = 400
 
 /**
- * The cursor of the page after token `id` of the list or search `scope` (its route and its
- * filters or query, as a string): opaque to callers, the base64url of the id, a dot, and a tag
- * (a keyed hash under the tenant's key of scope and id). A cursor is thus tamper-evident, and good
- * only for the query and tenant that answered it.
+ * The AES-256-GCM key of the cursors of `scope` (a route and its filters or query, as a string)
+ * for the caller's tenant: a keyed hash under the tenant's key, so a cursor opens only for the
+ * tenant and the query that answered it.
  */
-export async function cursorFor(ctx: Ctx, scope: string, id: string): Promise<string> {
-  const tag = (await ctx.hmac(CURSOR_PURPOSE, `${scope}\u0000${id}`)).slice(0, 32)
-  return `${Buffer.from(id, 'utf8').toString('base64url')}.${tag}`
+async function cursorKey(ctx: Ctx, scope: string): Promise<Buffer> {
+  return Buffer.from(await ctx.hmac(CURSOR_PURPOSE, scope), 'base64url').subarray(0, 32)
 }
 
 /**
- * The token id a cursor of `cursorFor` names for this `scope`; a validation error on `field` for a
- * forged cursor, one of another query or another tenant, or anything else.
+ * The cursor of the page that goes on at `position` (a keyset position of the list or search
+ * `scope`: the next page answers ids at or after it). Opaque: the position sealed with AES-256-GCM
+ * under a key of the tenant and `scope` (a fresh random IV each time), as base64url. A decoded
+ * cursor shows nothing of the ids it names; a changed one fails to open.
  */
-export async function idFromCursor(
+export async function cursorFor(ctx: Ctx, scope: string, position: string): Promise<string> {
+  const iv = randomBytes(12)
+  const cipher = createCipheriv('aes-256-gcm', await cursorKey(ctx, scope), iv)
+  const sealed = Buffer.concat([cipher.update(position, 'utf8'), cipher.final()])
+  return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url')
+}
+
+/**
+ * The position a cursor of `cursorFor` holds for this `scope`; a validation error on `field` for a
+ * forged or changed cursor, one of another query or another tenant, or anything else.
+ */
+export async function positionFromCursor(
   ctx: Ctx,
   scope: string,
   cursor: string,
   field = 'start',
 ): Promise<string> {
   const refused = () => invalid(field, 'is not a cursor this API answered for this query')
-  const match = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{32})$/.exec(cursor)
-  if (!match) throw refused()
-  const id = Buffer.from(match[1]!, 'base64url').toString('utf8')
-  if (Buffer.from(id, 'utf8').toString('base64url') !== match[1]) throw refused()
-  if ((await cursorFor(ctx, scope, id)) !== cursor) throw refused()
-  return id
+  // IV (12 bytes) and tag (16) around at most MAX_POSITION characters of UTF-8 (3 bytes each).
+  if (cursor.length > 2000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw refused()
+  const bytes = Buffer.from(cursor, 'base64url')
+  if (bytes.length < 28 || bytes.toString('base64url') !== cursor) throw refused()
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', await cursorKey(ctx, scope), bytes.subarray(0, 12))
+    decipher.setAuthTag(bytes.subarray(bytes.length - 16))
+    const plain = Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()])
+    const position = plain.toString('utf8')
+    if (position.length > MAX_POSITION * 2) throw refused()
+    return position
+  } catch {
+    throw refused()
+  }
 }

@@ -11,8 +11,10 @@ export {
   withSearchIndexes,
 } from './indexes.js'
 export { listTokensV1, listTokensV2 } from './list.js'
-export type { IdSource, PlanNode } from './planner.js'
-export { everyId, planSource, successor } from './planner.js'
+export { WorkMeter, yieldToOthers } from './meter.js'
+export { MAX_PAGE_BYTES, PageBytes, pageTooLarge, seenBytes } from './page-bytes.js'
+export type { Found, IdSource, Paused, PlanNode } from './planner.js'
+export { below, everyId, isPaused, planSource, successor } from './planner.js'
 export type { Bound, Field, GlobPart, QueryNode, TimeField, Value } from './query.js'
 export {
   globMatches,
@@ -25,5 +27,13 @@ export {
 } from './query.js'
 export { listV2Input, searchInput, searchV2Input } from './schemas.js'
 export { SEARCH_PAGE, searchTokensV1, searchTokensV2 } from './search.js'
-export type { Seen, WalkEnd } from './token-view.js'
-export { MAX_EXAMINED, readWhole, tooBroad, walkChildren, walkTokens, yieldToOthers } from './token-view.js'
+export type { Seen, WalkEnd, WalkOptions } from './token-view.js'
+export {
+  MAX_EXAMINED,
+  newMeter,
+  readWhole,
+  tooBroad,
+  walkChildren,
+  walkTokens,
+  YIELD_EVERY,
+} from './token-view.js'

@@ -3,18 +3,19 @@ import type { Ctx, StoredTransaction, Token } from '../kernel/index.js'
 import {
   type CursorPage,
   cursorFor,
-  idFromCursor,
   invalid,
   type Paginated,
   paginated,
   parse,
+  positionFromCursor,
   rangeOf,
 } from '../kernel/index.js'
 import type { TokenHead } from '../store/index.js'
 import { openTransaction } from '../transactions/index.js'
-import { type PlanNode, planSource } from './planner.js'
+import { PageBytes, pageTooLarge } from './page-bytes.js'
+import { type PlanNode, planSource, successor } from './planner.js'
 import { listV2Input } from './schemas.js'
-import { readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
+import { newMeter, readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
 
 function metadataFilter(json: string | undefined): Array<readonly [string, string]> {
   if (json === undefined) return []
@@ -40,13 +41,16 @@ function metadataFilter(json: string | undefined): Array<readonly [string, strin
  * Filters: `type` (one or several), `container` (the token is in it or below it), `metadata` (a
  * JSON object; each entry equal but for case), `fingerprint` (tokens whose fingerprint is this one:
  * the value a token answers in `fingerprint`). With the transaction header, the transaction's view.
+ * A page ends early when its next token would pass `MAX_PAGE_BYTES`, or when the call's work is
+ * spent; `next` then goes on from there.
  */
 export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage<Token>> {
   const q = parse(listV2Input, query ?? {})
   const wanted = metadataFilter(q.metadata)
   const scope = JSON.stringify(['list', q.type, q.container ?? null, q.fingerprint ?? null, wanted])
-  const after = q.start === undefined ? undefined : await idFromCursor(ctx, scope, q.start)
+  const from = q.start === undefined ? undefined : await positionFromCursor(ctx, scope, q.start)
   const tx = await openTransaction(ctx)
+  const meter = newMeter()
   // Exact filters read the store's indexes (ANDed); the container prefix is checked on heads.
   const terms: PlanNode[] = [
     ...(q.type.length
@@ -65,7 +69,13 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
       term: { kind: 'metadata' as const, key, value },
     })),
   ]
-  const source = planSource(ctx.store, ctx.principal.tenantId, { kind: 'and', items: terms }, q.size + 1)
+  const source = planSource(
+    ctx.store,
+    ctx.principal.tenantId,
+    { kind: 'and', items: terms },
+    q.size + 1,
+    meter,
+  )
   const keep = (token: TokenHead) =>
     (!q.type.length || q.type.includes(token.type)) &&
     (q.fingerprint === undefined || token.fingerprint === q.fingerprint) &&
@@ -75,14 +85,15 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     ) &&
     tokenAccess(ctx.principal, 'token:read', token) !== null
   const page: Seen[] = []
+  const bytes = new PageBytes()
   let more = false
   const end = await walkTokens(
     ctx,
     tx,
-    { ...(after === undefined ? {} : { after }), source, first: q.size + 1 },
+    { ...(from === undefined ? {} : { from }), source, first: q.size + 1, meter },
     (seen) => {
       if (!keep(seen.head)) return true
-      if (page.length === q.size) {
+      if (page.length === q.size || !bytes.take(seen)) {
         more = true
         return false
       }
@@ -96,8 +107,9 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
     const transform = tokenAccess(ctx.principal, 'token:read', token)
     return transform === null ? [] : [applyTransform(token, transform, ctx.budget)]
   })
-  const last = more ? page[page.length - 1]?.head.id : end.exhausted ? end.last : undefined
-  const next = last === undefined ? undefined : await cursorFor(ctx, scope, last)
+  const last = page[page.length - 1]
+  const resume = more && last ? successor(last.head.id) : end.exhausted ? end.resume : undefined
+  const next = resume === undefined ? undefined : await cursorFor(ctx, scope, resume)
   return { pagination: { page_size: q.size, ...(next ? { next } : {}) }, data }
 }
 
@@ -105,7 +117,8 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
  * The v1 token list (`tokens.list`) when access rules, a metadata filter or a transaction decide
  * per token: the view walked in id order (candidates from the `id`, `type` and `metadata` indexes),
  * each matched on its head, counted for `total_items`; only the page is read whole. A list whose
- * count would examine more than `MAX_EXAMINED` tokens answers 400.
+ * count would take more than `MAX_EXAMINED` units of work answers 400, and so does a page whose
+ * tokens would pass `MAX_PAGE_BYTES`.
  */
 export async function listTokensV1(
   ctx: Ctx,
@@ -128,11 +141,13 @@ export async function listTokensV1(
     ...anyOf('type', q.type),
     ...wanted.map(([key, value]): PlanNode => ({ kind: 'term', term: { kind: 'metadata', key, value } })),
   ]
-  const source = planSource(ctx.store, ctx.principal.tenantId, { kind: 'and', items: terms }, 100)
+  const meter = newMeter()
+  const source = planSource(ctx.store, ctx.principal.tenantId, { kind: 'and', items: terms }, 100, meter)
   const { offset } = rangeOf(q)
   const page: Seen[] = []
+  const bytes = new PageBytes()
   let total = 0
-  const end = await walkTokens(ctx, tx, { source, first: 100 }, (seen) => {
+  const end = await walkTokens(ctx, tx, { source, first: 100, meter }, (seen) => {
     const token = seen.head
     if (q.id.length && !q.id.includes(token.id)) return true
     if (q.type.length && !q.type.includes(token.type)) return true
@@ -140,7 +155,10 @@ export async function listTokensV1(
       ([k, v]) => Object.hasOwn(token.metadata, k) && token.metadata[k]!.toLowerCase() === v,
     )
     if (!ok || tokenAccess(ctx.principal, 'token:read', token) === null) return true
-    if (total >= offset && page.length < q.size) page.push(seen)
+    if (total >= offset && page.length < q.size) {
+      if (!bytes.take(seen)) throw pageTooLarge('size')
+      page.push(seen)
+    }
     total++
     return true
   })

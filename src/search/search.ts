@@ -4,20 +4,21 @@ import {
   type CursorPage,
   cursorFor,
   forbidden,
-  idFromCursor,
   invalid,
   type Paginated,
   paginated,
   parse,
+  positionFromCursor,
   rangeOf,
 } from '../kernel/index.js'
 import type { TokenHead, TokenTerm } from '../store/index.js'
 import { openTransaction } from '../transactions/index.js'
 import { indexKey, SEARCH_INDEX_PURPOSE } from './indexes.js'
-import { type PlanNode, planSource } from './planner.js'
+import { PageBytes, pageTooLarge } from './page-bytes.js'
+import { type PlanNode, planSource, successor } from './planner.js'
 import { type Field, globMatches, parseQuery, type QueryNode, type Value } from './query.js'
 import { searchInput, searchV2Input } from './schemas.js'
-import { readWhole, type Seen, tooBroad, type WalkEnd, walkTokens } from './token-view.js'
+import { newMeter, readWhole, type Seen, tooBroad, type WalkEnd, walkTokens } from './token-view.js'
 
 /**
  * How many candidates a search reads from the store at first; each further read doubles it, up to
@@ -138,12 +139,29 @@ function indexTerm(node: Extract<Compiled, { kind: 'term' }>): TokenTerm | null 
   }
 }
 
-/** The query as the planner reads it (see `planSource`). */
-function planOf(node: Compiled): PlanNode {
+/** Whether an index term tests what a token's data holds (its search indexes, its fingerprint). */
+const testsValue = (term: TokenTerm | null) => term?.kind === 'search_index' || term?.kind === 'fingerprint'
+
+/**
+ * The query as the planner reads it (see `planSource`). `guarded`: the caller's access rules
+ * decide per token, so some candidates may be unreadable to it. Then, in an AND that has another
+ * exact term, the terms that test data values are checked on the heads of the other terms'
+ * candidates instead of narrowing them: whether an unreadable token holds a value changes no
+ * work (its head is read and dropped either way), so the time of a search does not tell.
+ */
+function planOf(node: Compiled, guarded: boolean): PlanNode {
   switch (node.kind) {
-    case 'and':
+    case 'and': {
+      const items = node.items.map((n) => planOf(n, guarded))
+      const other = items.some((n) => n.kind === 'term' && n.term !== null && !testsValue(n.term))
+      if (!guarded || !other) return { kind: 'and', items }
+      return {
+        kind: 'and',
+        items: items.map((n) => (n.kind === 'term' && testsValue(n.term) ? { kind: 'term', term: null } : n)),
+      }
+    }
     case 'or':
-      return { kind: node.kind, items: node.items.map(planOf) }
+      return { kind: node.kind, items: node.items.map((n) => planOf(n, guarded)) }
     case 'not':
       return { kind: 'not' }
     case 'all':
@@ -151,6 +169,25 @@ function planOf(node: Compiled): PlanNode {
     case 'term':
       return { kind: 'term', term: indexTerm(node) }
   }
+}
+
+/**
+ * The units of work matching one head against the query costs (see `MAX_EXAMINED`): one, and two
+ * more per wildcard pattern (a pass over the text it is matched with), and one per 16 terms.
+ */
+function headCost(node: Compiled): number {
+  let patterns = 0
+  let terms = 0
+  const count = (n: Compiled): void => {
+    if (n.kind === 'and' || n.kind === 'or') n.items.forEach(count)
+    else if (n.kind === 'not') count(n.item)
+    else if (n.kind === 'term') {
+      terms++
+      if (n.value.kind === 'pattern') patterns++
+    }
+  }
+  count(node)
+  return 1 + 2 * patterns + Math.floor(terms / 16)
 }
 
 /** Throws `forbidden` unless the caller holds `token:search` (as a permission or through a rule). */
@@ -163,30 +200,36 @@ function requireSearch(ctx: Ctx): void {
 /**
  * Walks the tokens matching `text` that the caller may see (it needs `token:search`, and
  * `token:search` and `token:read` on each token: permissions, or rules granting both), in id
- * order after `after`, as its transaction sees them: candidates from the store's indexes when the
+ * order from `from` on, as its transaction sees them: candidates from the store's indexes when the
  * query has exact terms (a scan otherwise), each matched on its head before anything is decrypted.
+ * Every candidate costs the same checks whether it matches, and whether the caller may read it.
  * `visit` answers whether to go on.
  */
 async function searchTokens(
   ctx: Ctx,
   text: string,
-  after: string | undefined,
+  from: string | undefined,
   first: number,
   visit: (seen: Seen) => boolean,
 ): Promise<WalkEnd & { still: (token: TokenHead) => boolean }> {
   requireSearch(ctx)
   const compiled = await compile(ctx, parseQuery(text))
   const tx = await openTransaction(ctx)
-  const source = planSource(ctx.store, ctx.principal.tenantId, planOf(compiled), first)
+  const meter = newMeter()
+  const guarded = (ctx.principal.rules?.length ?? 0) > 0
+  const plan = planOf(compiled, guarded)
+  const source = planSource(ctx.store, ctx.principal.tenantId, plan, first, meter)
   const end = await walkTokens(
     ctx,
     tx,
-    { ...(after === undefined ? {} : { after }), source, first },
+    { ...(from === undefined ? {} : { from }), source, first, meter, cost: headCost(compiled) },
     (seen) => {
       const { head } = seen
-      if (!matches(compiled, head)) return true
-      if (tokenAccess(ctx.principal, 'token:search', head) === null) return true
-      if (tokenAccess(ctx.principal, 'token:read', head) === null) return true
+      // Every check runs on every candidate (no early exit): an unreadable match costs a miss.
+      const searchable = tokenAccess(ctx.principal, 'token:search', head) !== null
+      const readable = tokenAccess(ctx.principal, 'token:read', head) !== null
+      const matched = matches(compiled, head)
+      if (!(searchable && readable && matched)) return true
       return visit(seen)
     },
   )
@@ -219,9 +262,13 @@ export async function searchTokensV1(ctx: Ctx, input: unknown): Promise<Paginate
   const pageSize = body.size ?? 20
   const { offset } = rangeOf({ page, size: pageSize })
   const items: Seen[] = []
+  const bytes = new PageBytes()
   let total = 0
   const end = await searchTokens(ctx, body.query ?? '', undefined, SEARCH_PAGE, (seen) => {
-    if (total >= offset && items.length < pageSize) items.push(seen)
+    if (total >= offset && items.length < pageSize) {
+      if (!bytes.take(seen)) throw pageTooLarge('size')
+      items.push(seen)
+    }
     total++
     return true
   })
@@ -231,7 +278,9 @@ export async function searchTokensV1(ctx: Ctx, input: unknown): Promise<Paginate
 
 /**
  * `POST /v2/tokens/search`: the tokens matching the query, in id order, with cursor pagination
- * (`start`: the previous page's `pagination.next`; `size` at most 100, default 20).
+ * (`start`: the previous page's `pagination.next`; `size` at most 100, default 20). A page ends
+ * early when its next token would pass `MAX_PAGE_BYTES`, or when the call's work is spent; `next`
+ * then goes on from there.
  */
 export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPage<Token>> {
   const body = parse(searchV2Input, input ?? {})
@@ -240,19 +289,21 @@ export async function searchTokensV2(ctx: Ctx, input: unknown): Promise<CursorPa
   const start = body.page ? body.page.start : body.start
   const pageSize = (body.page ? body.page.size : body.size) ?? 20
   const scope = `search\u0000${body.query ?? ''}`
-  const after = start == null ? undefined : await idFromCursor(ctx, scope, start, 'start')
+  const from = start == null ? undefined : await positionFromCursor(ctx, scope, start, 'start')
   const data: Seen[] = []
+  const bytes = new PageBytes()
   let more = false
-  const end = await searchTokens(ctx, body.query ?? '', after, pageSize + 1, (seen) => {
-    if (data.length === pageSize) {
+  const end = await searchTokens(ctx, body.query ?? '', from, pageSize + 1, (seen) => {
+    if (data.length === pageSize || !bytes.take(seen)) {
       more = true
       return false
     }
     data.push(seen)
     return true
   })
-  const last = more ? data[data.length - 1]?.head.id : end.exhausted ? end.last : undefined
-  const next = last === undefined ? undefined : await cursorFor(ctx, scope, last)
+  const last = data[data.length - 1]
+  const resume = more && last ? successor(last.head.id) : end.exhausted ? end.resume : undefined
+  const next = resume === undefined ? undefined : await cursorFor(ctx, scope, resume)
   return {
     pagination: { page_size: pageSize, ...(next ? { next } : {}) },
     data: await shown(ctx, data, end.still),

@@ -2,7 +2,8 @@ import type { Ctx, StagedWrite, StoredToken, StoredTransaction } from '../kernel
 import { invalid } from '../kernel/index.js'
 import type { TokenHead } from '../store/index.js'
 import { stagedOf } from '../transactions/index.js'
-import { everyId, type IdSource, successor } from './planner.js'
+import { WorkMeter, yieldToOthers } from './meter.js'
+import { below, everyId, type IdSource, isPaused, successor } from './planner.js'
 
 /**
  * The one view every token list and search reads through: the tenant's committed tokens as the
@@ -12,17 +13,22 @@ import { everyId, type IdSource, successor } from './planner.js'
  */
 
 /**
- * The most records one call examines (heads read from the store, or children of a parent) before
- * it stops: a v2 page then answers what it has with a cursor to go on, a v1 list or search
- * answers 400 (its `total_items` would need more).
+ * The most units of work one list or search call does (see `WorkMeter`): each record examined
+ * (heads read from the store, or children of a parent) is one unit, or more when the query checks
+ * costly terms on each (`walkTokens`'s `cost`), and each index entry a join reads past without
+ * answering it is one. Past it a v2 page answers what it has with a cursor to go on, a v1 list
+ * or search answers 400 (its `total_items` would need more).
  */
 export const MAX_EXAMINED = 10_000
 
-/** How many records a walk examines between two yields to the event loop (other tenants' calls run). */
-const YIELD_EVERY = 256
+/** Units of work between two yields to the event loop (other tenants' calls run). */
+export const YIELD_EVERY = 64
 
-/** Lets other work run: a store answering from memory never leaves the microtask queue on its own. */
-export const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve))
+/** The most heads one store read asks for (a synchronous store, LMDB, holds the event loop while it reads). */
+const HEAD_BATCH = 128
+
+/** A new meter for one list or search call: `MAX_EXAMINED` units, yielding every `YIELD_EVERY`. */
+export const newMeter = () => new WorkMeter(MAX_EXAMINED, YIELD_EVERY)
 
 /** A token the walk answers: its head, and the whole record when a staged write gave it. */
 export interface Seen {
@@ -32,43 +38,52 @@ export interface Seen {
 
 /** What a walk reports once it ends. */
 export interface WalkEnd {
-  /** True when the walk stopped at `MAX_EXAMINED` (more may match after `last`). */
+  /** True when the walk stopped because its call's work cap was spent (more may match at `resume`). */
   exhausted: boolean
-  /** The last id examined (the keyset position to go on from), if any. */
-  last?: string
+  /** When exhausted: the keyset position to go on from (ids at or after it are undecided). */
+  resume?: string
 }
 
 /** How many staged records a walk reads at once, as it merges them in id order. */
 const STAGED_PAGE = 256
 
 /**
- * The caller's transaction's staged records in token id order after `after`, read a page at a
+ * The caller's transaction's staged records in token id order from `from` on, read a page at a
  * time as a walk reaches them (none without a transaction, or before it staged anything).
  */
 class StagedStream {
   private buffer: StagedWrite[] = []
   private at = 0
   private done: boolean
+  private after: string | undefined
   constructor(
     private readonly ctx: Ctx,
     private readonly tx: StoredTransaction | null,
-    private after: string | undefined,
+    private readonly from: string | undefined,
   ) {
     this.done = !tx || tx.version === 0
+    this.after = from === undefined ? undefined : below(from)
   }
   /** The next staged record, without taking it. */
   async peek(): Promise<StagedWrite | undefined> {
-    if (this.at < this.buffer.length) return this.buffer[this.at]
-    if (this.done || !this.tx) return undefined
-    this.buffer = await this.ctx.store.listStaged(this.ctx.principal.tenantId, this.tx.id, {
-      limit: STAGED_PAGE,
-      ...(this.after === undefined ? {} : { after: this.after }),
-    })
-    this.at = 0
-    if (this.buffer.length < STAGED_PAGE) this.done = true
-    const last = this.buffer[this.buffer.length - 1]
-    if (last) this.after = last.token_id
-    return this.buffer[0]
+    for (;;) {
+      if (this.at < this.buffer.length) {
+        const next = this.buffer[this.at]!
+        // `below(from)` may let a few ids under `from` through: an earlier page answered them.
+        if (this.from === undefined || next.token_id >= this.from) return next
+        this.at++
+        continue
+      }
+      if (this.done || !this.tx) return undefined
+      this.buffer = await this.ctx.store.listStaged(this.ctx.principal.tenantId, this.tx.id, {
+        limit: STAGED_PAGE,
+        ...(this.after === undefined ? {} : { after: this.after }),
+      })
+      this.at = 0
+      if (this.buffer.length < STAGED_PAGE) this.done = true
+      const last = this.buffer[this.buffer.length - 1]
+      if (last) this.after = last.token_id
+    }
   }
   take(): void {
     this.at++
@@ -77,31 +92,43 @@ class StagedStream {
 
 const live = (t: { expires_at?: string }, now: string) => t.expires_at === undefined || t.expires_at > now
 
+/** Where a walk is asked to go: from `from` on, candidates from `source`, each costing `cost` units. */
+export interface WalkOptions {
+  /** The keyset position to start at (inclusive); from the first id when absent. */
+  from?: string
+  /** Candidate ids (every id when null: a scan). */
+  source: IdSource | null
+  /** The first batch of heads read (doubling, up to 128). */
+  first: number
+  /** The call's work meter (the one its sources charge). */
+  meter: WorkMeter
+  /** Units each examined record costs. @default 1 */
+  cost?: number
+}
+
 /**
- * Walks the live tokens the caller sees, in id order after `after`: committed candidates from
+ * Walks the live tokens the caller sees, in id order from `from` on: committed candidates from
  * `source` (every id when null: a scan), read as heads in batches (the first of `first`, doubling),
  * replaced or dropped by the transaction's staged records, which are read in id order as the walk
- * reaches them, and its staged creations merged in. `visit` answers whether to go on. Examines at
- * most `MAX_EXAMINED` records, yielding to other work as it goes.
+ * reaches them, and its staged creations merged in. `visit` answers whether to go on. Stops once
+ * the meter is spent (`exhausted`, with where to go on), yielding to other work as it charges.
  */
 export async function walkTokens(
   ctx: Ctx,
   tx: StoredTransaction | null,
-  options: { after?: string; source: IdSource | null; first: number },
+  options: WalkOptions,
   visit: (seen: Seen) => boolean,
 ): Promise<WalkEnd> {
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
-  const { after } = options
-  const staged = new StagedStream(ctx, tx, after)
+  const { from, meter } = options
+  const cost = options.cost ?? 1
+  const staged = new StagedStream(ctx, tx, from)
   /** Whether the walk merges staged records at all (the caller's transaction staged something). */
   const hasStaged = tx !== null && tx.version > 0
-  const source = options.source ?? everyId(ctx.store, tenant, options.first)
-  let min = after === undefined ? undefined : successor(after)
-  let batch = Math.max(1, options.first)
-  let examined = 0
-  let last = after
-  let sinceYield = 0
+  const source = options.source ?? everyId(ctx.store, tenant, options.first, meter)
+  let min = from
+  let batch = Math.max(1, Math.min(options.first, HEAD_BATCH))
   /** Visits the staged tokens before `upTo` (all when undefined); false once `visit` says stop. */
   const emitStaged = async (upTo: string | undefined): Promise<boolean> => {
     for (;;) {
@@ -114,41 +141,51 @@ export async function walkTokens(
   }
   for (;;) {
     const ids: string[] = []
-    while (ids.length < batch && examined + ids.length < MAX_EXAMINED) {
-      const id = await source.atLeast(min)
-      if (id === undefined) break
-      ids.push(id)
-      min = successor(id)
+    let paused: string | undefined
+    while (ids.length < batch) {
+      if (meter.spent) {
+        paused = min ?? ''
+        break
+      }
+      const found = await source.atLeast(min)
+      if (found === undefined) break
+      if (isPaused(found)) {
+        paused = found.resume
+        break
+      }
+      ids.push(found)
+      meter.candidate = found
+      min = successor(found)
+      await meter.charge(cost)
     }
-    batch = Math.min(batch * 2, 1024)
+    batch = Math.min(batch * 2, HEAD_BATCH)
+    if (ids.length && !(await visitBatch(ids))) return { exhausted: false }
+    if (paused !== undefined) {
+      if (hasStaged && !(await emitStaged(paused))) return { exhausted: false }
+      return { exhausted: true, resume: paused }
+    }
     if (!ids.length) break
+  }
+  if (hasStaged) await emitStaged(undefined)
+  return { exhausted: false }
+
+  /** Visits the candidates `ids` (in order) and the staged tokens among and before them. */
+  async function visitBatch(ids: string[]): Promise<boolean> {
     const heads = new Map((await ctx.store.getTokenHeads(tenant, ids)).map((h) => [h.id, h]))
     for (const id of ids) {
-      examined++
-      if (hasStaged && !(await emitStaged(id)))
-        return { exhausted: false, ...(last === undefined ? {} : { last }) }
-      last = id
+      if (hasStaged && !(await emitStaged(id))) return false
       const next = hasStaged ? await staged.peek() : undefined
       if (next?.token_id === id) {
         staged.take()
         const token = next.token
-        if (token && live(token, now) && !visit({ head: token, staged: token }))
-          return { exhausted: false, last: id }
+        if (token && live(token, now) && !visit({ head: token, staged: token })) return false
         continue
       }
       const head = heads.get(id)
-      if (head && live(head, now) && !visit({ head })) return { exhausted: false, last: id }
+      if (head && live(head, now) && !visit({ head })) return false
     }
-    if (examined >= MAX_EXAMINED && (await source.atLeast(min)) !== undefined)
-      return { exhausted: true, ...(last === undefined ? {} : { last }) }
-    sinceYield += ids.length
-    if (sinceYield >= YIELD_EVERY) {
-      sinceYield = 0
-      await yieldToOthers()
-    }
+    return true
   }
-  if (hasStaged) await emitStaged(undefined)
-  return { exhausted: false, ...(last === undefined ? {} : { last }) }
 }
 
 /**
@@ -183,7 +220,7 @@ export async function walkChildren(
       limit,
       ...(after === undefined ? {} : { after }),
     })
-    batch = Math.min(batch * 2, 1024)
+    batch = Math.min(batch * 2, HEAD_BATCH)
     if (!links.length) return { exhausted: false }
     after = links[links.length - 1]!.key
     const staged = await stagedOf(
@@ -220,10 +257,13 @@ export async function readWhole(ctx: Ctx, seen: readonly Seen[]): Promise<Stored
   })
 }
 
-/** The 400 of a v1 list or search that would examine more than `MAX_EXAMINED` records to count its total. */
+/**
+ * The 400 of a v1 list or search whose count would take more than `MAX_EXAMINED` units of work.
+ * It names the work cap, never a count of tokens: the work includes tokens the caller can't read.
+ */
 export function tooBroad(field: string) {
   return invalid(
     field,
-    `is too broad: counting its matches would examine more than ${MAX_EXAMINED} tokens; narrow it with an exact term (type, id, fingerprint, container, metadata.<key>, data) or use the v2 route, which pages by cursor`,
+    `is too broad: counting its matches would take more than the ${MAX_EXAMINED} units of work one call may do; narrow it with an exact term (type, id, fingerprint, container, metadata.<key>, data) or use the v2 route, which pages by cursor`,
   )
 }

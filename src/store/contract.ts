@@ -30,7 +30,14 @@ export type TokenTerm =
  * A token's plain fields: every field but `data` and `mask` (which the service seals). What the
  * core matches filters, queries and access rules on before it reads (and decrypts) a whole token.
  */
-export type TokenHead = Omit<StoredToken, 'data' | 'mask'>
+export type TokenHead = Omit<StoredToken, 'data' | 'mask'> & {
+  /**
+   * The bytes the token's `data` and `mask` take as the store holds them (sealed: ciphertext, IV
+   * and tag), when the store knows it without reading them: what the core bounds a page's answer
+   * by before it reads (and decrypts) anything. Never stored.
+   */
+  stored_bytes?: number
+}
 
 /** One child in a parent's link order: its id and the link's opaque place in that order. */
 export interface ChildKey {

@@ -28,6 +28,7 @@ import type {
 import { copiedToken, copy, frozenCopy } from '../json.js'
 import type { LockTuple } from '../memory-state.js'
 import { byKey, nameMatcher } from '../order.js'
+import { storedBytes } from '../stored-bytes.js'
 import { headOf, k } from './maps.js'
 import { MemoryOps } from './ops.js'
 
@@ -166,7 +167,7 @@ export class MemoryReads extends MemoryOps {
     const out: TokenHead[] = []
     for (const id of new Set(ids)) {
       const token = this.tokens.get(tenantId, id)
-      if (token) out.push(headOf(token))
+      if (token) out.push({ ...headOf(token), stored_bytes: storedBytes(token) })
     }
     return out
   }
