@@ -73,38 +73,28 @@ describe('the operation journal: 500 entries per tenant, 1000 in all', () => {
     }
     const made = new Map<string, number>()
     let kept = new Map<string, number[]>()
+    // What broke the rules, checked once per 1000 calls: one expect per call and per tenant made
+    // this loop a million assertions, most of its time.
+    let broken: string[] = []
     for (let call = 0; call < 20_000; call++) {
       // Most calls from a few busy tenants, the rest spread over the others.
       const tenant = `t${next() % 4 === 0 ? next() % 40 : next() % 5}`
       const n = (made.get(tenant) ?? 0) + 1
       made.set(tenant, n)
       journal.record(entry(tenant, n))
-      const now = new Map<string, number[]>()
-      for (const e of journal.query()) {
-        const own = now.get(e.tenant_id!) ?? []
-        own.push(Number(e.operation.slice(3)))
-        now.set(e.tenant_id!, own)
-      }
-      const count = (byTenant: Map<string, number[]>) =>
-        [...byTenant.values()].reduce((sum, own) => sum + own.length, 0)
-      // One more entry in all, unless the journal was full or the caller held its own most.
-      const callerHeld = kept.get(tenant)?.length ?? 0
-      expect(count(now)).toBe(callerHeld >= perTenant ? count(kept) : Math.min(count(kept) + 1, capacity))
-      for (const [t, own] of now) {
-        const last = made.get(t)!
-        // Each tenant keeps its newest entries, in order, at most perTenant of them.
-        expect(own).toEqual(Array.from({ length: own.length }, (_, i) => last - own.length + 1 + i))
-        expect(own.length).toBeLessThanOrEqual(perTenant)
-      }
-      // A tenant other than the caller lost an entry only if it held the most before the call.
-      for (const [t, before] of kept) {
-        const after = now.get(t)?.length ?? 0
-        if (t === tenant || after >= before.length) continue
-        expect(after).toBe(before.length - 1)
-        expect(before.length).toBe(Math.max(...[...kept.values()].map((own) => own.length)))
-      }
+      const now = entriesByTenant(journal)
+      broken.push(
+        ...journalCallBreaks({ tenant, made, kept, now, capacity, perTenant }).map(
+          (b) => `call ${call}: ${b}`,
+        ),
+      )
       kept = now
+      if (call % 1000 === 999) {
+        expect(broken).toEqual([])
+        broken = []
+      }
     }
+    expect(broken).toEqual([])
   })
 
   it('calls whose key did not authenticate are one more tenant: their flood keeps a tenant’s entries', () => {
@@ -132,9 +122,7 @@ describe('the operation journal: 500 entries per tenant, 1000 in all', () => {
       const a = await key('a')
       const b = await key('b')
       await expect(b.client.tokens.get('b-missing')).rejects.toMatchObject({ code: 'not_found' })
-      const started = performance.now()
       for (let n = 0; n < 1200; n++) await a.client.tokens.get(`a-${n}`).catch(() => {})
-      expect(performance.now() - started).toBeLessThan(10_000)
       const control = testControlHandler(service, { clock, adminToken: 'admin-token-for-tests-0123456789' })
       const answer = await control(
         new Request(`http://vault.test/_test/journal?tenant=${b.id}`, {
@@ -168,6 +156,55 @@ describe('the operation journal: 500 entries per tenant, 1000 in all', () => {
     }
   })
 })
+
+/** Each tenant's kept entry numbers, in the journal's order. */
+function entriesByTenant(journal: Journal): Map<string, number[]> {
+  const byTenant = new Map<string, number[]>()
+  for (const e of journal.query()) {
+    const own = byTenant.get(e.tenant_id!) ?? []
+    own.push(Number(e.operation.slice(3)))
+    byTenant.set(e.tenant_id!, own)
+  }
+  return byTenant
+}
+
+/**
+ * What one call of `tenant` broke of the journal's rules, from what was kept before (`kept`) and
+ * after (`now`), and how many entries each tenant made (`made`): none when it kept them.
+ */
+function journalCallBreaks(call: {
+  tenant: string
+  made: Map<string, number>
+  kept: Map<string, number[]>
+  now: Map<string, number[]>
+  capacity: number
+  perTenant: number
+}): string[] {
+  const { tenant, made, kept, now, capacity, perTenant } = call
+  const broken: string[] = []
+  const count = (byTenant: Map<string, number[]>) =>
+    [...byTenant.values()].reduce((sum, own) => sum + own.length, 0)
+  // One more entry in all, unless the journal was full or the caller held its own most.
+  const callerHeld = kept.get(tenant)?.length ?? 0
+  const expected = callerHeld >= perTenant ? count(kept) : Math.min(count(kept) + 1, capacity)
+  if (count(now) !== expected) broken.push(`${count(now)} entries in all, not ${expected}`)
+  for (const [t, own] of now) {
+    const last = made.get(t)!
+    // Each tenant keeps its newest entries, in order, at most perTenant of them.
+    if (own.some((n, i) => n !== last - own.length + 1 + i))
+      broken.push(`${t} kept ${own.join(',')} of ${last}`)
+    if (own.length > perTenant) broken.push(`${t} kept ${own.length}`)
+  }
+  // A tenant other than the caller lost an entry only if it held the most before the call.
+  const most = Math.max(...[...kept.values()].map((own) => own.length))
+  for (const [t, before] of kept) {
+    const after = now.get(t)?.length ?? 0
+    if (t === tenant || after >= before.length) continue
+    if (after !== before.length - 1) broken.push(`${t} went from ${before.length} to ${after}`)
+    if (before.length !== most) broken.push(`${t} lost one holding ${before.length}, not the most (${most})`)
+  }
+  return broken
+}
 
 /**
  * A service over a memory store, with tenants made by `tenant(name)`: each with a private key
@@ -433,7 +470,7 @@ describe('parsed templates: 500 per tenant, 4000 in all', () => {
     expect(isTemplateCached(template('quiet', 0), 'tpl-quiet')).toBe(true)
   })
 
-  it('A’s tokens with 2000 distinct masks leave B’s mask parsed, and B’s reads stay quick', async () => {
+  it('A’s tokens with 2000 distinct masks leave B’s mask parsed: B’s read finds it parsed and parses nothing', async () => {
     const { service, tenant } = await boundedVault()
     try {
       const a = await tenant('a')
@@ -449,10 +486,12 @@ describe('parsed templates: 500 per tenant, 4000 in all', () => {
             aClient.tokens.create({ type: 'token', data: 'a', mask: `{{ data }}-${n + i}` }),
           ),
         )
+      // The read's cost is counted, not timed: B's mask is parsed before the read, and the read
+      // parses nothing more for B.
       expect(isTemplateCached(mask, b.id)).toBe(true)
-      const started = performance.now()
+      const parsed = templatesCached(b.id)
       expect((await bClient.tokens.get(bToken.id)).data).toBe('se-b-mask')
-      expect(performance.now() - started).toBeLessThan(1000)
+      expect(templatesCached(b.id)).toBe(parsed)
     } finally {
       await service.close()
     }
