@@ -184,6 +184,10 @@ export interface StoredTransaction extends Transaction {
   version: number
   /** When it was committed, rolled back or expired; the sweep deletes it 24 hours later. */
   ended_at?: string
+  /** How many writes it staged so far (each enlisted write counts); absent: none. Bounded by the core. */
+  staged_writes?: number
+  /** The characters of token JSON it staged so far (deletes count none); absent: none. Bounded by the core. */
+  staged_chars?: number
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { StoredToken } from '../kernel/index.js'
 import { isoAfter, ServiceError } from '../kernel/index.js'
 import { reindexed } from '../search/index.js'
-import type { RecordKey, Store } from '../store/index.js'
-import { deletionsWithLinks, writeDiscard } from '../transactions/index.js'
+import type { ExpiringKind, RecordKey, Store } from '../store/index.js'
+import { StoreError } from '../store/index.js'
+import { clearStaged, deletionsWithLinks, writeDiscard } from '../transactions/index.js'
 
 /** How many records the sweep lists (and then writes one by one) per round. */
 export const SWEEP_BATCH = 256
@@ -26,26 +27,108 @@ export interface SweepCounts {
   endedTransactions: number
   /** Idempotency records (kept answers) deleted 24 hours after their first request. */
   idempotency: number
+  /** How many records (or steps) failed and were skipped; absent when none did. */
+  failed?: number
+  /** The first 100 of those failures (absent when none): each step and record isolated from the others. */
+  failures?: SweepFailure[]
+}
+
+/** What the sweep was doing when something failed: a step (a kind of record) and the record, if one. */
+export interface SweepFailure {
+  step: ExpiringKind
+  /** The record that failed (absent: the step itself, e.g. its listing, failed). */
+  tenant_id?: string
+  id?: string
+  /** The error's name and code (and message, for the core's and the stores' errors, which name no secret). */
+  error: string
+}
+
+/** How many failures one sweep reports at most (the rest are counted in `failed` only). */
+const MAX_REPORTED = 100
+
+/**
+ * How many records of one step the sweep may leave as they are (not due after all, held by an open
+ * transaction, or failing) and still list past: beyond, the step ends for this sweep (reported).
+ */
+const MAX_PASSED = 16 * SWEEP_BATCH
+
+/** Failures of one sweep, as it reports them. */
+class Failures {
+  readonly list: SweepFailure[] = []
+  count = 0
+
+  add(step: ExpiringKind, error: unknown, key?: RecordKey): void {
+    this.note(step, described(error), key)
+  }
+
+  note(step: ExpiringKind, error: string, key?: RecordKey): void {
+    this.count++
+    if (this.list.length < MAX_REPORTED)
+      this.list.push({ step, ...(key ? { tenant_id: key.tenant_id, id: key.id } : {}), error })
+  }
+}
+
+/** An error as a failure names it: never a stored value (errors of other kinds give their name only). */
+function described(error: unknown): string {
+  if (error instanceof ServiceError || error instanceof StoreError)
+    return `${error.name} ${error.code}: ${error.message}`
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return typeof code === 'string' ? `${error.name} ${code}` : error.name
+  }
+  return typeof error
 }
 
 /**
  * Lists records of one kind in bounded batches and hands each to `act`, which answers whether it
- * changed it. Stops once a batch comes back short, or changes nothing (what is left is not due).
+ * changed it. Each record is tried on its own: one that throws is reported in `failures` and left,
+ * and so is one `act` leaves as it is (not due, held by a transaction); both are listed past
+ * (the next listing asks for as many more), so they never hold back the records listed after them,
+ * whichever tenant's. Stops once a listing comes back short or brings nothing new, or after
+ * `MAX_PASSED` records were left (reported).
  */
 async function drain(
   store: Store,
-  kind: Parameters<Store['listExpired']>[0]['kind'],
+  kind: ExpiringKind,
   before: string,
   batch: number,
-  act: (key: { tenant_id: string; id: string }) => Promise<boolean>,
+  failures: Failures,
+  act: (key: RecordKey) => Promise<boolean>,
 ): Promise<number> {
+  const passed = new Set<string>()
   let total = 0
   for (;;) {
-    const keys = await store.listExpired({ kind, before, limit: batch })
-    let done = 0
-    for (const key of keys) if (await act(key)) done++
-    total += done
-    if (keys.length < batch || done === 0) return total
+    const limit = batch + passed.size
+    const keys = await store.listExpired({ kind, before, limit })
+    const fresh = keys.filter((k) => !passed.has(`${k.tenant_id}\u0000${k.id}`))
+    for (const key of fresh) {
+      let changed = false
+      try {
+        changed = await act(key)
+      } catch (error) {
+        failures.add(kind, error, key)
+      }
+      if (changed) total++
+      else passed.add(`${key.tenant_id}\u0000${key.id}`)
+    }
+    if (keys.length < limit || !fresh.length) return total
+    if (passed.size >= MAX_PASSED) {
+      failures.note(
+        kind,
+        `more than ${MAX_PASSED} records left as they are: the rest wait for the next sweep`,
+      )
+      return total
+    }
+  }
+}
+
+/** Runs one step of the sweep; a step that throws counts what it did as 0 and is reported. */
+async function step(kind: ExpiringKind, failures: Failures, run: () => Promise<number>): Promise<number> {
+  try {
+    return await run()
+  } catch (error) {
+    failures.add(kind, error)
+    return 0
   }
 }
 
@@ -78,7 +161,12 @@ export async function sweepExpiredOf(
 ): Promise<number> {
   let deleted = 0
   for (const key of await store.listExpired({ kind, before: now, limit: SWEEP_BATCH })) {
-    if (await (kind === 'session' ? deleteSession(store, key) : deleteIdempotency(store, now, key))) deleted++
+    try {
+      if (await (kind === 'session' ? deleteSession(store, key) : deleteIdempotency(store, now, key)))
+        deleted++
+    } catch {
+      // One record that can't be deleted (any tenant's) does not fail the caller's request: skipped.
+    }
   }
   return deleted
 }
@@ -115,68 +203,96 @@ export async function sweepExpired(
   },
   batch = SWEEP_BATCH,
 ): Promise<SweepCounts> {
-  const sessions = await drain(store, 'session', now, batch, (key) => deleteSession(store, key))
-  const applications = await drain(store, 'application', now, batch, async (key) => {
-    const app = await store.getApplication(key.tenant_id, key.id)
-    if (!app || app.expires_at === undefined || app.expires_at > now) return false
-    const result = await store.write({
-      checks: [{ check: 'application.present', tenant_id: app.tenant_id, id: app.id }],
-      ops: [{ op: 'application.delete', tenant_id: app.tenant_id, id: app.id }],
-    })
-    return result.ok
-  })
-  const transactions = await drain(store, 'transaction.open', now, batch, async (key) => {
-    const tx = await store.getTransaction(key.tenant_id, key.id)
-    if (tx?.state !== 'open' || tx.expires_at > now) return false
-    return (await writeDiscard(store, tx, 'expired', tx.expires_at)).ok
-  })
-  const tokens = await drain(store, 'token', now, batch, async (key) => {
-    const token = await store.getToken(key.tenant_id, key.id)
-    if (!token || token.expires_at === undefined || token.expires_at > now) return false
-    const deletion = await deletionsWithLinks(store, token.tenant_id, [token.id])
-    const result = await store.write({
-      checks: [
-        { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
-        { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
-        ...deletion.checks,
-      ],
-      ops: deletion.ops,
-    })
-    return result.ok
-  })
-  const cvcs = await drain(store, 'token.cvc', now, batch, async (key) => {
-    let token: StoredToken | null
-    try {
-      token = await store.getToken(key.tenant_id, key.id)
-    } catch (error) {
-      // A card whose ciphertext fails its integrity check can't be rewritten: left as it is.
-      if (error instanceof ServiceError && error.code === 'unreadable') return false
-      throw error
-    }
-    if (!token || (token.cvc_expires_at !== undefined && token.cvc_expires_at > now)) return false
-    const next = reindexed(token)
-    const result = await store.write({
-      checks: [
-        { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
-        { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
-      ],
-      ops: [{ op: 'token.put', token: options.refingerprint ? await options.refingerprint(next) : next }],
-    })
-    return result.ok
-  })
+  const failures = new Failures()
+  const each = (kind: ExpiringKind, before: string, act: (key: RecordKey) => Promise<boolean>) =>
+    step(kind, failures, () => drain(store, kind, before, batch, failures, act))
+  const sessions = await each('session', now, (key) => deleteSession(store, key))
+  const applications = await each('application', now, (key) => deleteApplication(store, now, key))
+  const transactions = await each('transaction.open', now, (key) => expireTransaction(store, now, key))
+  const tokens = await each('token', now, (key) => deleteToken(store, now, key))
+  const cvcs = await each('token.cvc', now, (key) => dropCvc(store, now, key, options.refingerprint))
   const cutoff = isoAfter(now, -ENDED_RETENTION_MS)
   const listedUpTo = isoAfter(cutoff, options.transactionTtlMs)
-  const endedTransactions = await drain(store, 'transaction.ended', listedUpTo, batch, async (key) => {
-    const tx = await store.getTransaction(key.tenant_id, key.id)
-    if (!tx || tx.state === 'open' || (tx.ended_at ?? tx.expires_at) > cutoff) return false
-    const result = await store.write({
-      checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
-      ops: [{ op: 'transaction.delete', tenant_id: tx.tenant_id, id: tx.id }],
-    })
-    return result.ok
-  })
-  const idempotency = await drain(store, 'idempotency', now, batch, (key) =>
-    deleteIdempotency(store, now, key),
+  const endedTransactions = await each('transaction.ended', listedUpTo, (key) =>
+    deleteEndedTransaction(store, cutoff, key),
   )
-  return { sessions, applications, transactions, tokens, cvcs, endedTransactions, idempotency }
+  const idempotency = await each('idempotency', now, (key) => deleteIdempotency(store, now, key))
+  const counts = { sessions, applications, transactions, tokens, cvcs, endedTransactions, idempotency }
+  return failures.count ? { ...counts, failed: failures.count, failures: failures.list } : counts
+}
+
+/** Deletes an application past its `expires_at` (an update keeps `expires_at`, so nothing races it). */
+async function deleteApplication(store: Store, now: string, key: RecordKey): Promise<boolean> {
+  const app = await store.getApplication(key.tenant_id, key.id)
+  if (!app || app.expires_at === undefined || app.expires_at > now) return false
+  const result = await store.write({
+    checks: [{ check: 'application.present', tenant_id: app.tenant_id, id: app.id }],
+    ops: [{ op: 'application.delete', tenant_id: app.tenant_id, id: app.id }],
+  })
+  return result.ok
+}
+
+/** Ends an open transaction past its `expires_at` as `expired`: its staged records and locks go. */
+async function expireTransaction(store: Store, now: string, key: RecordKey): Promise<boolean> {
+  const tx = await store.getTransaction(key.tenant_id, key.id)
+  if (tx?.state !== 'open' || tx.expires_at > now) return false
+  return (await writeDiscard(store, tx, 'expired', tx.expires_at)).ok
+}
+
+/** Deletes an expired token with its links, unless it changed, is held by a transaction or was linked meanwhile. */
+async function deleteToken(store: Store, now: string, key: RecordKey): Promise<boolean> {
+  const token = await store.getToken(key.tenant_id, key.id)
+  if (!token || token.expires_at === undefined || token.expires_at > now) return false
+  const deletion = await deletionsWithLinks(store, token.tenant_id, [token.id])
+  const result = await store.write({
+    checks: [
+      { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
+      { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
+      ...deletion.checks,
+    ],
+    ops: deletion.ops,
+  })
+  return result.ok
+}
+
+/** Rewrites a card whose `cvc_expires_at` passed without its cvc, unless it changed or is held meanwhile. */
+async function dropCvc(
+  store: Store,
+  now: string,
+  key: RecordKey,
+  refingerprint: ((token: StoredToken) => Promise<StoredToken>) | undefined,
+): Promise<boolean> {
+  let token: StoredToken | null
+  try {
+    token = await store.getToken(key.tenant_id, key.id)
+  } catch (error) {
+    // A card whose ciphertext fails its integrity check can't be rewritten: left as it is.
+    if (error instanceof ServiceError && error.code === 'unreadable') return false
+    throw error
+  }
+  if (!token || (token.cvc_expires_at !== undefined && token.cvc_expires_at > now)) return false
+  const next = reindexed(token)
+  const result = await store.write({
+    checks: [
+      { check: 'token.unchanged', tenant_id: token.tenant_id, id: token.id, token },
+      { check: 'token.unlocked', tenant_id: token.tenant_id, id: token.id, now },
+    ],
+    ops: [{ op: 'token.put', token: refingerprint ? await refingerprint(next) : next }],
+  })
+  return result.ok
+}
+
+/**
+ * Deletes a transaction that ended before `cutoff`, with whatever it staged that is still stored
+ * (an end whose clearing was cut short: see `writeDiscard`).
+ */
+async function deleteEndedTransaction(store: Store, cutoff: string, key: RecordKey): Promise<boolean> {
+  const tx = await store.getTransaction(key.tenant_id, key.id)
+  if (!tx || tx.state === 'open' || (tx.ended_at ?? tx.expires_at) > cutoff) return false
+  await clearStaged(store, tx)
+  const result = await store.write({
+    checks: [{ check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx }],
+    ops: [{ op: 'transaction.delete', tenant_id: tx.tenant_id, id: tx.id }],
+  })
+  return result.ok
 }

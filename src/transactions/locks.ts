@@ -1,5 +1,6 @@
 import type { Check, Op, StagedWrite, StoredTransaction } from '../kernel/index.js'
 import type { Store, WriteResult } from '../store/index.js'
+import { MAX_STAGED_CHARS, MAX_STAGED_WRITES } from './bounds.js'
 
 /**
  * Lock records, as the core writes them: a transaction that stages a write over a token puts the
@@ -17,78 +18,137 @@ export function lockOps(tx: StoredTransaction, tokenIds: readonly string[]): Op[
   )
 }
 
-/** How many staged records one `listStaged` call reads while the core gathers a transaction's. */
-const STAGED_PAGE = 1000
+/**
+ * How many staged records one `listStaged` call reads: each comes decrypted, so a page is what the
+ * heap holds beyond what was read before it.
+ */
+const STAGED_PAGE = 64
+
+/** How many staged records (and their locks) one write of `clearStaged` deletes. */
+const CLEAR_CHUNK = 64
 
 /**
- * Every staged record of `tx`, in token id order, read page by page. A write staged meanwhile
- * bumps the transaction's version, so a write guarded on `tx` unchanged refuses what this missed.
+ * The staged records of `tx`, in token id order, read page by page, and their characters of token
+ * JSON, and whether that is all of them (`whole`); stops after the page that passes `MAX_STAGED_WRITES` or `MAX_STAGED_CHARS` (a transaction
+ * staged before those bounds existed), so what it reads is bounded whatever the store holds. A
+ * write staged meanwhile bumps the transaction's version, so a write guarded on `tx` unchanged
+ * refuses what this missed.
  */
-export async function allStaged(store: Store, tx: StoredTransaction): Promise<StagedWrite[]> {
-  const out: StagedWrite[] = []
-  if (tx.version === 0) return out
+export async function readStaged(
+  store: Store,
+  tx: StoredTransaction,
+): Promise<{ staged: StagedWrite[]; chars: number; whole: boolean }> {
+  const staged: StagedWrite[] = []
+  let chars = 0
+  if (tx.version === 0) return { staged, chars, whole: true }
   for (;;) {
-    const last = out[out.length - 1]
+    const last = staged[staged.length - 1]
     const page = await store.listStaged(tx.tenant_id, tx.id, {
       limit: STAGED_PAGE,
       ...(last ? { after: last.token_id } : {}),
     })
-    out.push(...page)
-    if (page.length < STAGED_PAGE) return out
+    for (const s of page) {
+      staged.push(s)
+      if (s.token) chars += JSON.stringify(s.token).length
+    }
+    if (page.length < STAGED_PAGE) return { staged, chars, whole: true }
+    if (staged.length > MAX_STAGED_WRITES || chars > MAX_STAGED_CHARS) return { staged, chars, whole: false }
   }
 }
+
+/** The staged records of `tx` as `readStaged` reads them (bounded: see there). */
+export async function allStaged(store: Store, tx: StoredTransaction): Promise<StagedWrite[]> {
+  return (await readStaged(store, tx)).staged
+}
+
+const unchanged = (tx: StoredTransaction): Check => ({
+  check: 'transaction.unchanged',
+  tenant_id: tx.tenant_id,
+  id: tx.id,
+  transaction: tx,
+})
+const held = (tx: StoredTransaction, tokenId: string): Check => ({
+  check: 'lock.held',
+  tenant_id: tx.tenant_id,
+  token_id: tokenId,
+  transaction_id: tx.id,
+})
+const stagedDelete = (tx: StoredTransaction, tokenId: string): Op => ({
+  op: 'staged.delete',
+  tenant_id: tx.tenant_id,
+  transaction_id: tx.id,
+  token_id: tokenId,
+})
+const lockDelete = (tx: StoredTransaction, tokenId: string): Op => ({
+  op: 'lock.delete',
+  tenant_id: tx.tenant_id,
+  token_id: tokenId,
+})
 
 /**
  * Writes `ended` (the transaction `tx` as read, now committed, rolled back or expired) after `ops`,
- * guarded on `tx` being unchanged (and on `checks`), deletes the records `staged` (every staged
- * record of `tx`, as `allStaged` read them) and the lock records of their tokens, each guarded on
- * still naming `tx` (`lock.held`): a lock taken over by another transaction once `tx` had expired
- * is that transaction's. When such a guard fails, the write is made again without that lock (so
- * at most once per token). Answers the first result that is not a failed `lock.held`.
+ * in one atomic write guarded on `tx` being unchanged (and on `checks`), and deletes the staged
+ * records of `tokenIds` (every token `tx` staged) and their lock records, each guarded on still
+ * naming `tx` (`lock.held`). A failed `lock.held` means `tx` expired and another transaction took
+ * that lock over: the caller then ends it with `writeDiscard` (which is linear in that case).
  */
-export async function writeEnd(
+export function writeEnd(
   store: Store,
   tx: StoredTransaction,
   ended: StoredTransaction,
-  staged: readonly StagedWrite[],
+  tokenIds: readonly string[],
   ops: readonly Op[] = [],
   checks: readonly Check[] = [],
 ): Promise<WriteResult> {
-  let held = [...new Set(staged.map((s) => s.token_id))]
-  const cleared = staged.map(
-    (s): Op => ({
-      op: 'staged.delete',
-      tenant_id: tx.tenant_id,
-      transaction_id: tx.id,
-      token_id: s.token_id,
-    }),
-  )
+  const ids = [...new Set(tokenIds)]
+  return store.write({
+    checks: [unchanged(tx), ...checks, ...ids.map((id) => held(tx, id))],
+    ops: [
+      ...ops,
+      { op: 'transaction.put', transaction: ended },
+      ...ids.map((id) => stagedDelete(tx, id)),
+      ...ids.map((id) => lockDelete(tx, id)),
+    ],
+  })
+}
+
+/**
+ * Deletes the staged records of the ended transaction `tx` and the lock records it still holds,
+ * `CLEAR_CHUNK` at a time. A chunk whose `lock.held` guard fails (a lock another transaction took
+ * over once `tx` expired) is written again as its staged deletes alone and one guarded write per
+ * lock: at most `CLEAR_CHUNK + 2` writes per chunk, so the whole is linear in what `tx` staged.
+ */
+export async function clearStaged(store: Store, tx: StoredTransaction): Promise<void> {
+  let after: string | undefined
   for (;;) {
-    const guards: Check[] = [
-      { check: 'transaction.unchanged', tenant_id: tx.tenant_id, id: tx.id, transaction: tx },
-      ...checks,
-      ...held.map(
-        (id): Check => ({ check: 'lock.held', tenant_id: tx.tenant_id, token_id: id, transaction_id: tx.id }),
-      ),
-    ]
-    const result = await store.write({
-      checks: guards,
-      ops: [
-        ...ops,
-        { op: 'transaction.put', transaction: ended },
-        ...cleared,
-        ...held.map((id): Op => ({ op: 'lock.delete', tenant_id: tx.tenant_id, token_id: id })),
-      ],
+    const page = await store.listStaged(tx.tenant_id, tx.id, {
+      limit: CLEAR_CHUNK,
+      ...(after === undefined ? {} : { after }),
     })
-    if (result.ok || result.failed.check !== 'lock.held') return result
-    const lost = result.failed.token_id
-    held = held.filter((id) => id !== lost)
+    if (!page.length) return
+    const ids = page.map((s) => s.token_id)
+    const staged = ids.map((id) => stagedDelete(tx, id))
+    const whole = await store.write({
+      checks: ids.map((id) => held(tx, id)),
+      ops: [...staged, ...ids.map((id) => lockDelete(tx, id))],
+    })
+    if (!whole.ok) {
+      await store.write({ ops: staged })
+      await Promise.all(ids.map((id) => store.write({ checks: [held(tx, id)], ops: [lockDelete(tx, id)] })))
+    }
+    if (page.length < CLEAR_CHUNK) return
+    after = ids[ids.length - 1]
   }
 }
 
 /**
- * Ends `tx` (read open) as `state` with nothing applied: its staged records and locks go. Guarded
- * like `writeEnd`; answers its result.
+ * Ends `tx` (read open) as `state` with nothing applied: its staged records and locks go. Within
+ * the bounds, in one write (`writeEnd`): a reader sees the transaction open with all its staged
+ * writes, or ended with none. When that write finds a lock taken over (`tx` expired meanwhile), or
+ * `tx` holds more than the bounds (staged before they existed), `tx` is ended first in a write of
+ * its own, then `clearStaged` deletes what it staged, chunk by chunk: records of an ended
+ * transaction are read by no one, and its locks have expired (or, past the bounds, go within this
+ * call). Answers the result of the write that ended it (a failed guard: it changed meanwhile).
  */
 export async function writeDiscard(
   store: Store,
@@ -96,6 +156,21 @@ export async function writeDiscard(
   state: 'rolled_back' | 'expired',
   endedAt: string,
 ): Promise<WriteResult> {
-  const staged = await allStaged(store, tx)
-  return writeEnd(store, tx, { ...tx, state, ended_at: endedAt }, staged)
+  const ended: StoredTransaction = { ...tx, state, ended_at: endedAt }
+  const { staged, whole } = await readStaged(store, tx)
+  if (whole && staged.length <= MAX_STAGED_WRITES) {
+    const result = await writeEnd(
+      store,
+      tx,
+      ended,
+      staged.map((s) => s.token_id),
+    )
+    if (result.ok || result.failed.check !== 'lock.held') return result
+  }
+  const result = await store.write({
+    checks: [unchanged(tx)],
+    ops: [{ op: 'transaction.put', transaction: ended }],
+  })
+  if (result.ok) await clearStaged(store, tx)
+  return result
 }

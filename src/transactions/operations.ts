@@ -10,8 +10,9 @@ import {
   parse,
   retryCas,
 } from '../kernel/index.js'
+import { checkStagedRead } from './bounds.js'
 import { withLinkDeletes } from './links.js'
-import { allStaged, writeDiscard, writeEnd } from './locks.js'
+import { readStaged, writeDiscard, writeEnd } from './locks.js'
 
 /** The public shape of a stored transaction. */
 function shown(tx: StoredTransaction): Transaction {
@@ -73,7 +74,10 @@ export function transactionOperations(ctx: Ctx) {
       await retryCas(async () => {
         const tx = await ownOpen(id)
         const ended: StoredTransaction = { ...tx, state: 'committed', ended_at: ctx.now() }
-        const staged = (await allStaged(ctx.store, tx)).sort((a, b) =>
+        // Bounded: a transaction past its bounds (staged before they existed) is refused, not read.
+        const read = await readStaged(ctx.store, tx)
+        checkStagedRead(read.staged.length, read.chars)
+        const staged = read.staged.sort((a, b) =>
           a.seq !== b.seq ? a.seq - b.seq : a.token_id < b.token_id ? -1 : 1,
         )
         const writes = staged.map(
@@ -84,8 +88,14 @@ export function transactionOperations(ctx: Ctx) {
         )
         // A staged token delete takes the token's links as they are now (guarded on them).
         const applied = await withLinkDeletes(ctx.store, tx.tenant_id, writes)
-        const result = await writeEnd(ctx.store, tx, ended, staged, applied.ops, applied.checks)
+        const ids = staged.map((s) => s.token_id)
+        const result = await writeEnd(ctx.store, tx, ended, ids, applied.ops, applied.checks)
         if (result.ok) return { done: undefined }
+        if (result.failed.check === 'lock.held') {
+          // Only a lock of an expired transaction can be taken over: it expired meanwhile.
+          await writeDiscard(ctx.store, tx, 'expired', tx.expires_at)
+          throw conflict('the transaction has expired')
+        }
         const again =
           result.failed.check === 'transaction.unchanged' || result.failed.check === 'links.within'
         if (!again) throw checkFailure(result.failed)

@@ -1,6 +1,7 @@
 import type { Check, Ctx, Op, StoredToken, StoredTransaction } from '../kernel/index.js'
 import { checkFailure, conflict, expectWritten, notFound, retryCas } from '../kernel/index.js'
 import type { TokenHead, WriteResult } from '../store/index.js'
+import { withStaged } from './bounds.js'
 import { lockOps } from './locks.js'
 
 /**
@@ -8,7 +9,11 @@ import { lockOps } from './locks.js'
  * transaction — that transaction's staged writes (read-committed isolation).
  */
 
-/** The caller's open transaction, or null when it enlisted in none. Unknown → 404; closed or expired → 409. */
+/**
+ * The caller's open transaction, or null when it enlisted in none. Unknown, or made by another
+ * application (or session) than the caller's → 404, as for another tenant's: a transaction belongs
+ * to its creator, and no one else reads through it or writes into it. Closed or expired → 409.
+ */
 export function openTransaction(ctx: Ctx): Promise<StoredTransaction | null> {
   // Most calls enlist in none: answered without another async step.
   return ctx.transactionId === undefined ? NO_TRANSACTION : readOpenTransaction(ctx, ctx.transactionId)
@@ -18,7 +23,7 @@ const NO_TRANSACTION: Promise<null> = Promise.resolve(null)
 
 async function readOpenTransaction(ctx: Ctx, transactionId: string): Promise<StoredTransaction> {
   const tx = await ctx.store.getTransaction(ctx.principal.tenantId, transactionId)
-  if (!tx) throw notFound('transaction')
+  if (!tx || tx.created_by !== ctx.principal.id) throw notFound('transaction')
   if (tx.state !== 'open' || tx.expires_at <= ctx.now()) throw conflict('the transaction is not open')
   return tx
 }
@@ -110,7 +115,10 @@ export interface CallerWrite {
  * put again with its `version` one more, all guarded on the transaction being unchanged since
  * `openTransaction` read it and found it open and unexpired (a concurrent stage or commit makes
  * this write fail `transaction.unchanged`; see `enlist`). The write's size does not depend on how
- * much the transaction staged before. Committed state is untouched until commit.
+ * much the transaction staged before. Committed state is untouched until commit. The transaction's
+ * totals (`staged_writes`, `staged_chars`) move in that same put, so a write that would take it past
+ * its bounds is refused (`validation_failed`, see `withStaged`) before anything is staged, and
+ * concurrent enlists never pass them: one of them loses `transaction.unchanged` and reads again.
  */
 export async function tryWriteAs(
   ctx: Ctx,
@@ -131,10 +139,10 @@ export async function tryWriteAs(
     const guarded = minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks
     return ctx.store.write({ checks: [...write.checks, ...guarded.map(unlocked)], ops: write.ops })
   }
-  const version = tx.version + 1
+  const next = withStaged(tx, write.ops)
   const staged = (tokenId: string, token: StoredToken | null): Op => ({
     op: 'staged.put',
-    staged: { tenant_id: tenant, transaction_id: tx.id, token_id: tokenId, seq: version, token },
+    staged: { tenant_id: tenant, transaction_id: tx.id, token_id: tokenId, seq: next.version, token },
   })
   const ops = write.ops.map((op): Op => {
     if (op.op === 'token.put') return staged(op.token.id, op.token)
@@ -147,7 +155,7 @@ export async function tryWriteAs(
       ...write.checks,
       ...write.locks.map(unlocked),
     ],
-    ops: [{ op: 'transaction.put', transaction: { ...tx, version } }, ...lockOps(tx, write.locks), ...ops],
+    ops: [{ op: 'transaction.put', transaction: next }, ...lockOps(tx, write.locks), ...ops],
   })
 }
 
