@@ -62,6 +62,19 @@ function notJson(): HttpProblem {
 }
 
 /**
+ * The body bytes a request is admitted with, from its headers alone: its `Content-Length`, or
+ * `maxBytes` when it has none (a chunked body may grow to it). Throws what `readJsonBody` would
+ * throw from the headers, before anything is read: 413 past `maxBytes`, 415 for a body not declared JSON.
+ */
+export function declaredBodyBytes(incoming: Incoming, maxBytes: number): number {
+  const declared = incoming.header('content-length')
+  const length = declared === null ? Number.NaN : Number(declared)
+  if (length > maxBytes) throw tooLarge(maxBytes)
+  if (length > 0 && !isJsonMediaType(incoming.header('content-type'))) throw notJson()
+  return Number.isSafeInteger(length) && length >= 0 ? length : maxBytes
+}
+
+/**
  * Reads and parses a JSON request body of at most `maxBytes` bytes. An absent or empty body is
  * `undefined`, whatever the content type. Throws `HttpProblem`: 413 when the body is too large
  * (decided from `Content-Length` before reading, or while reading, which then stops), 415 when a

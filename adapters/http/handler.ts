@@ -5,7 +5,8 @@ import { keepsAnswer } from '../../src/service/idempotency.js'
 import type { Client, Service } from '../../src/service/service.js'
 import { unchecked } from '../../src/service/unchecked.js'
 import { StoreError } from '../../src/store/error.js'
-import { readJsonBody, requireMediaType } from './body.js'
+import { type AdmissionBounds, admissionBounds, admitter } from './admission.js'
+import { declaredBodyBytes, readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { openApiDocument } from './openapi.js'
@@ -40,8 +41,12 @@ export type HttpLogEvent =
       expected?: boolean
     }
 
-/** Options of `createHttpHandler`. */
-export interface HttpHandlerOptions {
+/**
+ * Options of `createHttpHandler`. The admission bounds (`maxInFlightPerTenant` and the rest, see
+ * `AdmissionBounds`) keep one tenant's requests from holding back another's: each request waits
+ * for its tenant's turn before its body is read.
+ */
+export interface HttpHandlerOptions extends Partial<AdmissionBounds> {
   /**
    * Prefix of the API key, transaction and idempotency headers: `<prefix>-API-KEY`,
    * `<prefix>-TRANSACTION-ID`, `<prefix>-IDEMPOTENCY-KEY` (case-insensitive). Without it both
@@ -185,9 +190,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
    * or an expired session fails at once), so reusing one only saves building its method tables.
    */
   const clients = new Map<string, Client>()
-  const clientFor = (apiKey: string): Client => {
-    if (apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH) return service.connect(apiKey)
-    const id = sha256(apiKey)
+  const clientFor = (apiKey: string, id: string | null): Client => {
+    if (id === null) return service.connect(apiKey)
     let client = clients.get(id)
     if (client === undefined) {
       client = service.connect(apiKey)
@@ -196,6 +200,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
     return client
   }
+  const admission = admitter(service, admissionBounds(options))
   /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
   const openApi = new Map<string, string>()
 
@@ -210,15 +215,37 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const { route, params } = match
     if (route.mediaType !== undefined) requireMediaType(incoming.header('content-type'), route.mediaType)
     const withBody = BODY_METHODS.has(method)
+    // Everything the headers decide comes first; then the tenant's turn; only then the body.
+    const bytes = withBody ? declaredBodyBytes(incoming, maxBodyBytes) : 0
+    const apiKey = first(incoming, keyHeader) ?? ''
+    const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
+    const admitted = admission.admit(apiKey, keyHash, bytes)
+    const lane = typeof admitted === 'string' ? admitted : await admitted
+    try {
+      return await perform(incoming, route, params, search, withBody, apiKey, keyHash)
+    } finally {
+      admission.leave(lane, bytes)
+    }
+  }
+
+  /** Reads the body, calls the client of the request's key, and serializes its answer. */
+  const perform = async (
+    incoming: Incoming,
+    route: Route,
+    params: string[],
+    search: string,
+    withBody: boolean,
+    apiKey: string,
+    keyHash: string | null,
+  ): Promise<Outgoing> => {
     const body = withBody ? await readJsonBody(incoming, maxBodyBytes) : undefined
     const query = route.query ? parseQuery(search) : EMPTY_QUERY
     const transactionId = first(incoming, transactionHeader)
     // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
     const idempotencyKey = withBody ? first(incoming, idempotencyHeader) : null
-    const apiKey = first(incoming, keyHeader) ?? ''
     const client =
       transactionId === null && idempotencyKey === null
-        ? clientFor(apiKey)
+        ? clientFor(apiKey, keyHash)
         : service.connect(apiKey, {
             ...(transactionId === null ? {} : { transactionId }),
             ...(idempotencyKey === null ? {} : { idempotencyKey }),

@@ -311,6 +311,12 @@ export interface Service {
    * `conflict`. (The HTTP adapter passes `<prefix>-IDEMPOTENCY-KEY` on POST, PUT and PATCH only.)
    */
   connect(apiKey: string, options?: { transactionId?: string; idempotencyKey?: string }): Client
+  /**
+   * The tenant of `apiKey`, checked as a call checks it (a missing, unknown or expired key throws
+   * `unauthenticated`), acting on nothing: the HTTP adapter admits a request under its tenant's
+   * bounds with it before reading the request's body.
+   */
+  tenantOf(apiKey: string): Promise<string>
   /** Whether the store answers (readiness): false while its disk or database can't be reached. */
   ready(): Promise<boolean>
   /**
@@ -648,6 +654,9 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
           return permissions
         },
       }
+    },
+    async tenantOf(apiKey) {
+      return (await authenticate(store, now(), hashApiKey(apiKey))).tenantId
     },
     journal,
     on: (_event, listener) => journal.on(listener),

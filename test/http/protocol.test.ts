@@ -113,7 +113,7 @@ describe('request bodies', () => {
   })
 
   it('answers 415 for a body that is not declared JSON', async () => {
-    const { call, keys } = await setup()
+    const { call, keys, handler } = await setup()
     const body = JSON.stringify({ type: 'x', data: 1 })
     for (const type of [
       'text/plain',
@@ -132,7 +132,6 @@ describe('request bodies', () => {
       body: new Blob([body]),
     })
     expect(untyped.headers.get('content-type')).toBeNull()
-    const { handler } = await setup()
     await problem(await handler(untyped), 415)
   })
 
@@ -156,15 +155,19 @@ describe('request bodies', () => {
   })
 
   it('answers 400 for malformed JSON or UTF-8, naming the body', async () => {
-    const { call, keys } = await setup()
+    const { call, keys, handler } = await setup()
     const headers = { 'content-type': 'application/json' }
     for (const body of ['{', '{"type":"x",}', "{'a':1}", 'undefined', 'NaN']) {
       const answer = await problem(await call('POST', '/tokens', { key: keys.full, body, headers }), 400)
       expect(answer.errors).toEqual({ body: ['is not valid JSON'] })
     }
     const bytes = new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x7d])
-    const response = await setup().then(({ handler }) =>
-      handler(new Request('http://vault.test/tokens', { method: 'POST', headers, body: bytes })),
+    const response = await handler(
+      new Request('http://vault.test/tokens', {
+        method: 'POST',
+        headers: { ...headers, 'svc-api-key': keys.full },
+        body: bytes,
+      }),
     )
     expect((await problem(response, 400)).errors).toEqual({ body: ['is not valid UTF-8'] })
     // A JSON value that is not an object is the service's to refuse.

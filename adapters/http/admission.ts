@@ -1,0 +1,244 @@
+import { type ServiceError, tooMany } from '../../src/kernel/errors.js'
+
+/**
+ * Admission on the request path: each tenant ("lane") may have so many requests and so many body
+ * bytes in flight, and the handler as a whole so many; past them a request waits in its own lane's
+ * line, unread, and the lines are served in turns. Past a line's bound it is refused (429).
+ */
+
+/**
+ * The bounds of admission on the request path (options of `createHttpHandler`), each a whole
+ * number >= 1. A request is admitted under its key's tenant before its body is read; past its
+ * tenant's share it waits, unread, in its tenant's own line (the lines are served in turns), and
+ * past its line's bound it answers 429 with `Retry-After: 1`.
+ */
+export interface AdmissionBounds {
+  /** Requests one tenant may have in flight (admitted and not yet answered). @default 32 */
+  maxInFlightPerTenant: number
+  /**
+   * Body bytes one tenant may have in flight: each request counts its `Content-Length`, or the body
+   * limit when it has none. A tenant with nothing in flight is admitted whatever its body. @default 8 MiB
+   */
+  maxInFlightBytesPerTenant: number
+  /** Requests one tenant may have waiting in its line; one more answers 429. @default 128 */
+  maxQueuedPerTenant: number
+  /** Requests in flight in all tenants. @default 256 */
+  maxInFlight: number
+  /** Body bytes in flight in all tenants. @default 64 MiB */
+  maxInFlightBytes: number
+  /** Requests waiting in all lines; one more answers 429. @default 1024 */
+  maxQueued: number
+}
+
+/** The defaults of `AdmissionBounds`. */
+export const DEFAULT_ADMISSION: AdmissionBounds = {
+  maxInFlightPerTenant: 32,
+  maxInFlightBytesPerTenant: 8 * 1024 * 1024,
+  maxQueuedPerTenant: 128,
+  maxInFlight: 256,
+  maxInFlightBytes: 64 * 1024 * 1024,
+  maxQueued: 1024,
+}
+
+/** `given`'s bounds over the defaults; throws a `RangeError` for one that is not a whole number >= 1. */
+export function admissionBounds(given: Partial<AdmissionBounds>): AdmissionBounds {
+  const out = { ...DEFAULT_ADMISSION }
+  for (const name of Object.keys(DEFAULT_ADMISSION) as (keyof AdmissionBounds)[]) {
+    const value = given[name]
+    if (value === undefined) continue
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new RangeError(`${name} must be a whole number >= 1, not ${String(value)}`)
+    }
+    out[name] = value
+  }
+  return out
+}
+
+interface Waiter {
+  bytes: number
+  admit: () => void
+}
+
+interface Lane {
+  inFlight: number
+  bytes: number
+  waiting: Waiter[]
+}
+
+/**
+ * Counts what each lane has in flight. A lane with nothing in flight always gets one request in
+ * (whatever its bytes) once the handler has room, so no request is too large to ever run; a request
+ * never passes another of its own lane (each line is first in, first out).
+ */
+export class Admission {
+  private readonly lanes = new Map<string, Lane>()
+  /** Lanes with requests waiting, in serving order; `turn` is the next one's index. */
+  private readonly ring: string[] = []
+  private turn = 0
+  private inFlight = 0
+  private bytes = 0
+  private queued = 0
+
+  constructor(private readonly bounds: AdmissionBounds) {}
+
+  /**
+   * Lets a request of `bytes` body bytes in under `lane`: `true` when admitted now, a promise that
+   * settles once admitted when it waits in line, `false` when its line (or all lines) is full.
+   * Each admission is paired with one `leave(lane, bytes)`.
+   */
+  enter(lane: string, bytes: number): true | false | Promise<void> {
+    const state = this.laneOf(lane)
+    if (state.waiting.length === 0 && this.fits(state, bytes)) {
+      this.take(state, bytes)
+      return true
+    }
+    if (state.waiting.length >= this.bounds.maxQueuedPerTenant || this.queued >= this.bounds.maxQueued) {
+      this.forget(lane, state)
+      return false
+    }
+    return new Promise<void>((resolve) => {
+      if (state.waiting.length === 0) this.ring.push(lane)
+      state.waiting.push({ bytes, admit: resolve })
+      this.queued++
+    })
+  }
+
+  /** Ends an admission of `enter(lane, bytes)`, and lets waiting requests in, lane by lane in turns. */
+  leave(lane: string, bytes: number): void {
+    const state = this.lanes.get(lane)
+    if (state === undefined) return
+    state.inFlight--
+    state.bytes -= bytes
+    this.inFlight--
+    this.bytes -= bytes
+    this.forget(lane, state)
+    this.serve()
+  }
+
+  /** How many requests `lane` has in flight and waiting (for tests and the log). */
+  load(lane: string): { inFlight: number; bytes: number; waiting: number } {
+    const state = this.lanes.get(lane)
+    return { inFlight: state?.inFlight ?? 0, bytes: state?.bytes ?? 0, waiting: state?.waiting.length ?? 0 }
+  }
+
+  /** Admits the head of each waiting lane that fits, in turns, until a whole round admits none. */
+  private serve(): void {
+    let idle = 0
+    while (this.ring.length > 0 && idle < this.ring.length) {
+      if (this.turn >= this.ring.length) this.turn = 0
+      const lane = this.ring[this.turn]!
+      const state = this.lanes.get(lane)!
+      const head = state.waiting[0]!
+      if (!this.fits(state, head.bytes)) {
+        this.turn++
+        idle++
+        continue
+      }
+      state.waiting.shift()
+      this.queued--
+      this.take(state, head.bytes)
+      idle = 0
+      // Its line empty, the lane leaves the turns; otherwise its next request waits a whole round.
+      if (state.waiting.length === 0) this.ring.splice(this.turn, 1)
+      else this.turn++
+      head.admit()
+    }
+  }
+
+  private fits(state: Lane, bytes: number): boolean {
+    const { bounds } = this
+    if (this.inFlight >= bounds.maxInFlight) return false
+    if (this.inFlight > 0 && this.bytes + bytes > bounds.maxInFlightBytes) return false
+    if (state.inFlight >= bounds.maxInFlightPerTenant) return false
+    return state.inFlight === 0 || state.bytes + bytes <= bounds.maxInFlightBytesPerTenant
+  }
+
+  private take(state: Lane, bytes: number): void {
+    state.inFlight++
+    state.bytes += bytes
+    this.inFlight++
+    this.bytes += bytes
+  }
+
+  private laneOf(lane: string): Lane {
+    let state = this.lanes.get(lane)
+    if (state === undefined) {
+      state = { inFlight: 0, bytes: 0, waiting: [] }
+      this.lanes.set(lane, state)
+    }
+    return state
+  }
+
+  /** Drops an idle lane's counters, so the map holds only lanes with work. */
+  private forget(lane: string, state: Lane): void {
+    if (state.inFlight === 0 && state.waiting.length === 0) this.lanes.delete(lane)
+  }
+}
+
+/** The lane of requests whose key is not known yet: checked there, so a flood of bad keys waits only on itself. */
+export const UNKNOWN_KEYS = '\u0000unknown keys'
+
+/** How many keys' tenants a handler remembers (oldest out first). */
+const TENANTS_KEPT = 4096
+
+/** What `admitter` needs of the service: the tenant of a key, or `unauthenticated` thrown. */
+interface TenantSource {
+  tenantOf?(apiKey: string): Promise<string>
+}
+
+/** The answer when a line is full: 429, a place frees as soon as one of the lane's requests is answered. */
+function full(): ServiceError {
+  return tooMany('too many requests of this tenant are in flight and waiting; retry shortly', 1)
+}
+
+/**
+ * Admits requests under their key's tenant, before their bodies are read. A key seen to
+ * authenticate recently is admitted under its tenant at once (its call still checks it); any other
+ * is first checked in the `UNKNOWN_KEYS` lane, whose bound holds the lookups of a flood of bad keys,
+ * and answers `unauthenticated` from there without its body being read.
+ * `admit` answers the lane to `leave` with the same bytes once the request is answered.
+ */
+export function admitter(service: TenantSource, bounds: AdmissionBounds) {
+  const admission = new Admission(bounds)
+  // Key lookups hold no body and are quick: their lane is bounded apart, outside the handler's total.
+  const lookups = new Admission(bounds)
+  const tenants = new Map<string, string>()
+  const enter = (lane: string, bytes: number, where = admission): Promise<void> | undefined => {
+    const entered = where.enter(lane, bytes)
+    if (entered === false) throw full()
+    return entered === true ? undefined : entered
+  }
+  const resolve = async (apiKey: string, keyHash: string | null): Promise<string> => {
+    // A stand-in service without `tenantOf`: each key is its own lane.
+    if (service.tenantOf === undefined) return keyHash ?? UNKNOWN_KEYS
+    await enter(UNKNOWN_KEYS, 0, lookups)
+    let tenant: string
+    try {
+      tenant = await service.tenantOf(apiKey)
+    } finally {
+      lookups.leave(UNKNOWN_KEYS, 0)
+    }
+    if (keyHash !== null) {
+      if (tenants.size >= TENANTS_KEPT) tenants.delete(tenants.keys().next().value!)
+      tenants.set(keyHash, tenant)
+    }
+    return tenant
+  }
+  const slow = async (apiKey: string, keyHash: string | null, bytes: number): Promise<string> => {
+    const lane = await resolve(apiKey, keyHash)
+    await enter(lane, bytes)
+    return lane
+  }
+  return {
+    /** The lane the request was admitted under; throws 429 (`too_many_requests`) or 401 (`unauthenticated`). */
+    admit(apiKey: string, keyHash: string | null, bytes: number): string | Promise<string> {
+      const lane = keyHash === null ? undefined : tenants.get(keyHash)
+      if (lane === undefined) return slow(apiKey, keyHash, bytes)
+      // A known key with room in its lane: no promise on the common path.
+      const waiting = enter(lane, bytes)
+      return waiting === undefined ? lane : waiting.then(() => lane)
+    },
+    leave: (lane: string, bytes: number) => admission.leave(lane, bytes),
+    admission,
+  }
+}
