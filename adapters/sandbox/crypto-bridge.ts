@@ -1,5 +1,6 @@
 import { createHash, createHmac, type Hash, type Hmac, randomBytes } from 'node:crypto'
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten-core'
+import { GuestTextError, guestString } from './guest-text.js'
 
 /** Digest algorithms formula code may use, plain or as HMAC (the names `node:crypto` takes). */
 export const DIGESTS: ReadonlySet<string> = new Set(['sha1', 'sha256', 'sha384', 'sha512', 'md5'])
@@ -40,7 +41,9 @@ class BridgeError extends Error {}
  * bytes. Nothing of the host's is handed back: ids are numbers, digests and random bytes new
  * `ArrayBuffer`s made in the engine. Every argument is checked here whatever the prelude did
  * (type, algorithm in `DIGESTS`, size within the run's memory budget), and every call fails once
- * the run is past its deadline or over.
+ * the run is past its deadline or over. A string is taken only when it is copied whole: one the
+ * engine can't copy (out of memory), or that the copy would change (a NUL, a lone surrogate), is an
+ * error thrown into the formula, never hashed as `''` or as a part of it.
  *
  * - `hashNew(algorithm, key?)` → id: a digest, or an HMAC when `key` (string or `ArrayBuffer`) is given;
  * - `hashUpdate(id, data)`: `data` a string (hashed as UTF-8) or an `ArrayBuffer`;
@@ -58,6 +61,17 @@ export function installCryptoBridge(context: QuickJSContext, target: QuickJSHand
       return { error: context.newError(message) }
     }
   }
+  const tooLarge = (what: string) =>
+    new BridgeError(`${what} is larger than the run's memory (${run.maxInputBytes} bytes)`)
+  /** The guest string `handle` copied whole, or a `BridgeError`: never a part of it, never `''` for it. */
+  const copied = (handle: QuickJSHandle, what: string): string => {
+    try {
+      return guestString(context, handle, what, run.maxInputBytes)
+    } catch (error) {
+      if (!(error instanceof GuestTextError)) throw error
+      throw error.message.includes('longer than') ? tooLarge(what) : new BridgeError(error.message)
+    }
+  }
   /**
    * Hands `use` a string or `ArrayBuffer` argument within the size limit, as Node takes it (bytes as
    * a view of the engine's memory, valid only during the call).
@@ -70,10 +84,11 @@ export function installCryptoBridge(context: QuickJSContext, target: QuickJSHand
     if (!handle) throw new BridgeError(`${what} must be a string or bytes`)
     const type = context.typeof(handle)
     if (type === 'string') {
-      const text = context.getString(handle)
+      // Each UTF-16 unit is at least one UTF-8 byte: a longer string is refused before it is copied.
+      const text = copied(handle, what)
       // A UTF-8 byte never stands for more than one UTF-16 unit: this bounds the encoded size.
       if (text.length * 3 > run.maxInputBytes && Buffer.byteLength(text) > run.maxInputBytes)
-        throw new BridgeError(`${what} is larger than the run's memory (${run.maxInputBytes} bytes)`)
+        throw tooLarge(what)
       use(text)
       return
     }
@@ -85,8 +100,7 @@ export function installCryptoBridge(context: QuickJSContext, target: QuickJSHand
       throw new BridgeError(`${what} must be a string or bytes`)
     }
     try {
-      if (lifetime.value.length > run.maxInputBytes)
-        throw new BridgeError(`${what} is larger than the run's memory (${run.maxInputBytes} bytes)`)
+      if (lifetime.value.length > run.maxInputBytes) throw tooLarge(what)
       use(lifetime.value)
     } finally {
       lifetime.dispose()
@@ -99,7 +113,7 @@ export function installCryptoBridge(context: QuickJSContext, target: QuickJSHand
   }
   const functions: Record<string, (...args: QuickJSHandle[]) => QuickJSHandle | undefined> = {
     hashNew: (algorithm, key) => {
-      const name = algorithm && context.typeof(algorithm) === 'string' ? context.getString(algorithm) : ''
+      const name = algorithm && context.typeof(algorithm) === 'string' ? copied(algorithm, 'algorithm') : ''
       if (!DIGESTS.has(name))
         throw new BridgeError(`Digest method not supported (formulas have ${[...DIGESTS].join(', ')})`)
       if (run.hashes.size >= MAX_OPEN) throw new BridgeError(`a run has at most ${MAX_OPEN} open digests`)

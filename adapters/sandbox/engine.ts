@@ -15,6 +15,7 @@ import {
 } from 'quickjs-emscripten-core'
 import { EGRESS_MAX_BODY_BYTES, EgressError, egressFetch } from '../../src/reactors/egress.js'
 import { type BridgeRun, bridgeRun, endBridge, installCryptoBridge } from './crypto-bridge.js'
+import { GuestTextError, guestString } from './guest-text.js'
 import {
   type ErrorsBlock,
   MAX_LOG_LINE,
@@ -581,7 +582,7 @@ function loadPrelude(prepared: Prepared): QuickJSHandle {
   const hostFetch = context.newFunction('fetch', (request) => {
     try {
       if (context.typeof(request) !== 'string') throw new Error('invalid request')
-      return context.newNumber(startFetch(prepared, context.getString(request)))
+      return context.newNumber(startFetch(prepared, guestString(context, request, 'the request')))
     } catch (error) {
       return { error: context.newError(error instanceof Error ? error.message : 'invalid request') }
     }
@@ -763,15 +764,27 @@ async function executeIn(
       message: `the formula answered something that is not JSON: ${text.message}`,
     }
   }
-  const json = context.typeof(text) === 'string' ? context.getString(text) : 'null'
-  if (json.length > maxResultChars) {
-    return {
-      ok: false,
-      kind: 'thrown',
-      message: `the formula's answer is longer than ${maxResultChars} characters`,
-    }
-  }
+  const json = answerText(context, text, maxResultChars)
+  if (typeof json !== 'string') return json
   return { ok: true, json, logs: prepared.logs }
+}
+
+/**
+ * The answer's JSON text (`text` a guest string, else `null`), copied whole and at most
+ * `maxResultChars` characters (a longer one is refused before it is copied), or the run's failure.
+ */
+function answerText(
+  context: QuickJSContext,
+  text: QuickJSHandle,
+  maxResultChars: number,
+): string | RunResult {
+  if (context.typeof(text) !== 'string') return 'null'
+  try {
+    return guestString(context, text, "the formula's answer", maxResultChars)
+  } catch (error) {
+    if (!(error instanceof GuestTextError)) throw error
+    return { ok: false, kind: 'thrown', message: error.message }
+  }
 }
 
 /** Waits `ms` milliseconds (at least 0). */

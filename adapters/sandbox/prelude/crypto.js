@@ -41,11 +41,16 @@ function digestName(name) {
     )
   return DIGESTS[key]
 }
-/** What the host takes: a string (UTF-8) as it is, else a copy of the bytes as their own ArrayBuffer. */
+/**
+ * What the host takes: a string (UTF-8) as it is, else a copy of the bytes as their own ArrayBuffer.
+ * A string holding a NUL or a surrogate goes as its UTF-8 bytes (lone surrogates as U+FFFD, as
+ * Node encodes them): the host refuses a string it can't copy unchanged.
+ */
 function hostData(data, encoding) {
   if (
     typeof data === 'string' &&
-    (encoding === undefined || encoding === null || normEncoding(encoding) === 'utf8')
+    (encoding === undefined || encoding === null || normEncoding(encoding) === 'utf8') &&
+    !/[\0\uD800-\uDFFF]/.test(data)
   )
     return data
   const b = bytesOf(data, encoding)
