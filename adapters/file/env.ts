@@ -1,9 +1,21 @@
-import { chmodSync, closeSync, mkdirSync, openSync, readSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
 import { StoreError } from '../../src/store/error.js'
 import { openError } from './faults.js'
-import { checkDataFile } from './header.js'
+import { readDataFile } from './header.js'
 import { tokenCodec } from './token-codec.js'
 
 /**
@@ -125,18 +137,39 @@ const NAMES = [
 export const DATA_FILE = 'data.mdb'
 export const LOCK_FILE = 'lock.mdb'
 
+/** This store's database names, as the main tree of its data file holds them. */
+const NAME_SET: ReadonlySet<string> = new Set(NAMES)
+
 /**
  * Opens (creating if needed) the LMDB environment in `dir`: the directory 0700, both files 0600
  * (created so before LMDB opens them, so they are never readable by others), every database, and
- * the format marker checked (after the data file's header: see `checkDataFile`). Commits are synchronous (`overlappingSync: false`: a commit resolves
+ * the format marker checked. Nothing in the directory is written before its data file is read and
+ * found to be this store's (`readDataFile`): a file LMDB can't use, one cut short, or another
+ * program's environment is refused as it is. Only a directory without a data file (nor the lock
+ * file a store leaves beside one) becomes a new store, its data file made whole before it takes
+ * its name (`createDataFile`). Commits are synchronous (`overlappingSync: false`: a commit resolves
  * once it is on disk) unless `durable` is false. Throws a `StoreError` for a directory or file it
  * can't use: `corrupt` for a file that is not this store's, `schema_newer` for a newer format.
  */
-export function openDatabases(dir: string, durable: boolean): Databases {
+export async function openDatabases(dir: string, durable: boolean): Promise<Databases> {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
+    let file = readDataFile(join(dir, DATA_FILE), dir, NAME_SET)
+    if (file.kind === 'absent') {
+      if (existsSync(join(dir, LOCK_FILE)))
+        throw new StoreError(
+          'corrupt',
+          `fileStore: ${dir} holds ${LOCK_FILE} but no ${DATA_FILE}: the store's data file was removed (remove ${LOCK_FILE} too to start a new, empty store there)`,
+        )
+      await createDataFile(dir, durable)
+      file = readDataFile(join(dir, DATA_FILE), dir, NAME_SET)
+    }
+    if (file.kind !== 'lmdb' || !(file.marked || file.empty))
+      throw new StoreError(
+        'corrupt',
+        `fileStore: ${dir} holds an LMDB environment that is not a tokenvault store`,
+      )
     chmodSync(dir, 0o700)
-    checkDataFile(join(dir, DATA_FILE), dir)
     for (const name of [DATA_FILE, LOCK_FILE]) {
       closeSync(openSync(join(dir, name), 'a', 0o600))
       chmodSync(join(dir, name), 0o600)
@@ -215,4 +248,57 @@ function checkFormat(dbs: Databases, dir: string): void {
     )
   // Its records read as they are; from now on it holds tokens only this format reads.
   if (format < FORMAT) dbs.meta.putSync(FORMAT_KEY, FORMAT)
+}
+
+/**
+ * Makes a new store's data file: an environment of its own under a temporary name, holding the
+ * format marker, then linked as `data.mdb` (which fails if another process made one first: then
+ * that one is the store). So a data file, once there, is whole, and a crash while making it leaves
+ * no `data.mdb` (a file of 0 bytes is refused as cut, never made anew).
+ */
+async function createDataFile(dir: string, durable: boolean): Promise<void> {
+  const temp = join(dir, `.new-${process.pid}-${randomBytes(6).toString('hex')}.mdb`)
+  try {
+    for (const name of [temp, `${temp}-lock`]) closeSync(openSync(name, 'wx', 0o600))
+    const env = open({
+      path: temp,
+      noSubdir: true,
+      maxDbs: 1,
+      overlappingSync: false,
+      noSync: !durable,
+      keyEncoding: 'binary',
+      encoding: 'json',
+    })
+    try {
+      env.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' }).putSync(FORMAT_KEY, FORMAT)
+    } finally {
+      await env.close()
+    }
+    const target = join(dir, DATA_FILE)
+    try {
+      linkSync(temp, target)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      // A file system without hard links: a rename, when no other process made the file meanwhile.
+      if (code !== 'EEXIST' && !existsSync(target)) renameSync(temp, target)
+      else if (code !== 'EEXIST') throw error
+    }
+    if (durable) syncDirectory(dir)
+  } finally {
+    rmSync(temp, { force: true })
+    rmSync(`${temp}-lock`, { force: true })
+  }
+}
+
+/** Makes a new name in `dir` durable (where the platform lets a directory be synced). */
+function syncDirectory(dir: string): void {
+  let fd: number | undefined
+  try {
+    fd = openSync(dir, 'r')
+    fsyncSync(fd)
+  } catch {
+    // Windows can't open a directory: its file system orders the name with the file.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
 }

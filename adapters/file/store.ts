@@ -60,7 +60,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const applyMs = options.applyMs ?? 10
   if (!(applyMs >= 0)) throw new TypeError('fileStore: applyMs must be a number >= 0')
-  let dbs: Databases = openDatabases(dir, durable)
+  let dbs: Databases = await openDatabases(dir, durable)
   /** Bumped with every move of the read snapshot this store's commits and reopening cause (see `Snapshot`). */
   const snapshot: Snapshot = { moves: 0 }
   let closed = false
@@ -83,7 +83,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       old.release()
       for (;;) {
         try {
-          dbs = openDatabases(dir, durable)
+          dbs = await openDatabases(dir, durable)
           snapshot.moves++
           log(`fileStore: ${dir}: reopened after a fatal write error`)
           return
