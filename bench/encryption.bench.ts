@@ -8,6 +8,7 @@ import { localMasterKey } from '../src/encryption/keyring.js'
 import { Keyring, sealedStore } from '../src/encryption/sealed-store.js'
 import type { StoredToken } from '../src/kernel/types.js'
 import type { Store } from '../src/store/contract.js'
+import { withoutExpiredCvc } from '../src/tokens/card-cvc.js'
 import { type BenchOptions, type BenchRow, inFlight } from './harness.js'
 
 const TENANT = 'bench-tenant'
@@ -32,7 +33,11 @@ async function sealed(store: Store): Promise<Store> {
   await store.write({
     ops: [{ op: 'tenant.put', tenant: { ...tenant, data_key: await keyring.newTenantKey(TENANT) } }],
   })
-  return sealedStore(store, keyring, () => new Date().toISOString())
+  return sealedStore(store, keyring, {
+    searchIndexPurpose: 'search-index',
+    asRead: (token) =>
+      token.cvc_expires_at === undefined ? token : withoutExpiredCvc(token, new Date().toISOString()),
+  })
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!

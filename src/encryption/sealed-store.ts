@@ -1,8 +1,6 @@
 import type { Check, Json, Op, Reactor, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import { ServiceError, withTokenFields } from '../kernel/index.js'
-import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
-import type { Store } from '../store/index.js'
-import { withoutExpiredCvc } from '../tokens/index.js'
+import { delegatingStore, type Store } from '../store/index.js'
 import {
   type KeyProvider,
   keyedHash,
@@ -139,6 +137,17 @@ export class Keyring {
   }
 }
 
+/** What the service hands the sealed store: the rules it applies that are not about sealing. */
+export interface SealedStoreOptions {
+  /** The purpose of the keyed hashes of evaluated search indexes (`search_index_hashes`). */
+  searchIndexPurpose: string
+  /**
+   * Every token opened goes through this before it is answered (the service drops a card's cvc
+   * past its deadline here); answers the token as its readers see it.
+   */
+  asRead(token: StoredToken): StoredToken
+}
+
 /**
  * `inner` with token `data` and `mask` encrypted on the way in and decrypted on the way out
  * (AES-256-GCM under the tenant's data key; `data` and `mask` are sealed together as one
@@ -152,20 +161,12 @@ export class Keyring {
  * (sealed). Legacy plaintext values (written before encryption) read as they are.
  *
  * Every token read (gets, lists, staged writes of transactions) opens here, so this is where the
- * card cvc rule applies (`withoutExpiredCvc`, at `now()`): past its deadline a cvc reads as gone.
+ * caller's rule for reads applies (`options.asRead`: the service's card cvc expiry).
+ *
+ * `inner` may be a class: each method of the contract is delegated by name (`delegatingStore`).
  */
-export function sealedStore(inner: Store, keyring: Keyring, now: () => string): Store {
-  /**
-   * Where an opened token or reactor keeps the stored (sealed) record it came from, for the
-   * `*.unchanged` guards: a property of this store's own symbol on the opened object, defined
-   * non-enumerable, so no spread, `Object.assign`, JSON or `structuredClone` copies it and only
-   * the very object this store answered carries it (as with a `WeakMap`, which cost a read about
-   * 3 µs more: an entry per token read, and a table the collector walks).
-   */
-  const SEALED = Symbol('sealed record')
-  const remember = <T extends object>(opened: T, sealed: T): T =>
-    Object.defineProperty(opened, SEALED, { value: sealed })
-
+export function sealedStore(inner: Store, keyring: Keyring, options: SealedStoreOptions): Store {
+  const { asRead, searchIndexPurpose } = options
   const keyOf = (tenantId: string): TenantKey | Promise<TenantKey> =>
     keyring.loaded(tenantId) ?? keyring.key(tenantId)
 
@@ -184,7 +185,7 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       search_index_hashes:
         values === undefined
           ? token.search_index_hashes
-          : values.map((value) => keyedHash(key, SEARCH_INDEX_PURPOSE, value)),
+          : values.map((value) => keyedHash(key, searchIndexPurpose, value)),
     })
   }
   const sealToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
@@ -192,13 +193,8 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     return key instanceof Promise ? key.then((k) => sealWith(k, token)) : sealWith(key, token)
   }
 
-  /**
-   * `token` opened with `key`; `guarded` marks it with the sealed record it came from (a token
-   * read by id, which an update or the sweep may guard `token.unchanged`). Pages (lists, children,
-   * reads of many ids) answer what they read and are not marked: about 0.4 µs a token less, and a
-   * guard given one of them still holds through the stored record (`sealedForGuard`).
-   */
-  const openWith = (key: TenantKey, token: StoredToken, guarded: boolean): StoredToken => {
+  /** `token` opened with `key`, as the caller reads it (`asRead`). */
+  const openWith = (key: TenantKey, token: StoredToken): StoredToken => {
     // `mask` is sealed inside `data` and never stored apart: one beside sealed data was put there
     // by hand (a ciphertext moved into the mask, say) and is refused, not answered.
     if (token.mask !== undefined) throw unreadable(token.id)
@@ -213,20 +209,16 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       data: fields[0] as Json,
       mask: fields.length === 2 ? (fields[1] as Json) : undefined,
     })
-    // The clock is read only for a token with a cvc deadline (the rest have nothing due).
-    const opened = full.cvc_expires_at === undefined ? full : withoutExpiredCvc(full, now())
-    return guarded ? remember(opened, token) : opened
+    return asRead(full)
   }
-  const openToken = (token: StoredToken, guarded = true): StoredToken | Promise<StoredToken> => {
+  const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
     // Legacy plaintext (written before encryption at rest) reads as it is.
-    if (!isSealed(token.data)) return withoutExpiredCvc(token, now())
+    if (!isSealed(token.data)) return asRead(token)
     const key = keyOf(token.tenant_id)
-    return key instanceof Promise
-      ? key.then((k) => openWith(k, token, guarded))
-      : openWith(key, token, guarded)
+    return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
   }
-  /** A page's tokens opened, unmarked (see `openWith`). */
-  const openPage = (tokens: StoredToken[]) => Promise.all(tokens.map((token) => openToken(token, false)))
+  /** A page's tokens, opened. */
+  const openPage = (tokens: StoredToken[]) => Promise.all(tokens.map(openToken))
 
   const sealReactor = async (reactor: Reactor): Promise<Reactor> => {
     const key = await keyOf(reactor.tenant_id)
@@ -249,7 +241,7 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     if (configuration === null || typeof configuration !== 'object' || Array.isArray(configuration)) {
       throw unreadableReactor(reactor.id)
     }
-    return remember({ ...reactor, configuration: configuration as Reactor['configuration'] }, reactor)
+    return { ...reactor, configuration: configuration as Reactor['configuration'] }
   }
 
   const sealOps = (ops: Op[]): Promise<Op[]> => Promise.all(ops.map(sealOp))
@@ -293,9 +285,10 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
   }
 
   /**
-   * The sealed record an `*.unchanged` guard compares with for the opened record `given`: the one
-   * this store answered it from; else the stored one, when it opens to `given` (the caller read it
-   * elsewhere); else `given` sealed anew, which no stored ciphertext equals, so the guard fails.
+   * The sealed record an `*.unchanged` guard compares with for the opened record `given`: the
+   * stored one, when it opens to `given`; else `given` sealed anew, which no stored ciphertext
+   * equals, so the guard fails. (The opened record carries nothing of the sealed one: the stored
+   * record is read again here, and the store's own check then compares it within the write.)
    */
   async function sealedForGuard<T extends object>(
     given: T,
@@ -303,15 +296,12 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
     seal: (opened: T) => T | Promise<T>,
     readStored: () => Promise<T | null>,
   ): Promise<T> {
-    const known = (given as { [SEALED]?: T })[SEALED]
-    if (known) return known
     const stored = await readStored()
     if (stored && JSON.stringify(await open(stored)) === JSON.stringify(given)) return stored
     return seal(given)
   }
 
-  return {
-    ...inner,
+  return delegatingStore(inner, {
     async write(batch) {
       const ops = await sealOps(batch.ops)
       const checks = batch.checks ? await Promise.all(batch.checks.map(sealCheck)) : undefined
@@ -361,10 +351,7 @@ export function sealedStore(inner: Store, keyring: Keyring, now: () => string): 
       }
       return { ...record, answer }
     },
-    async getTenant(id) {
-      return inner.getTenant(id)
-    },
-  }
+  })
 }
 
 /** The tenant as shown to callers: without its wrapped data key. */

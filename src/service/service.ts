@@ -51,8 +51,9 @@ import {
   parseEgressOrigins,
   reactorOperations,
 } from '../reactors/index.js'
+import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT, sessionOperations } from '../sessions/index.js'
-import { refingerprinted, tokenOperations } from '../tokens/index.js'
+import { refingerprinted, tokenOperations, withoutExpiredCvc } from '../tokens/index.js'
 import { transactionOperations } from '../transactions/index.js'
 import { type AdminView, adminView } from './admin-view.js'
 import { type Fixture, loadFixture } from './fixtures.js'
@@ -343,7 +344,11 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
   const { clock } = options
   const keys = masterKeys(options)
   const keyring = new Keyring(options.store, keys)
-  const store = sealedStore(options.store, keyring, () => now())
+  const store = sealedStore(options.store, keyring, {
+    searchIndexPurpose: SEARCH_INDEX_PURPOSE,
+    // The clock is read only for a token with a cvc deadline (the rest have nothing due).
+    asRead: (token) => (token.cvc_expires_at === undefined ? token : withoutExpiredCvc(token, now())),
+  })
   const resolved: ResolvedOptions = {
     sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,

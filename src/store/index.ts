@@ -16,6 +16,8 @@ export type {
   TokenTerm,
   WriteResult,
 } from './contract.js'
+export type { StoreMethod } from './delegate.js'
+export { delegatingStore, STORE_METHOD_NAMES } from './delegate.js'
 export type { StoreErrorCode } from './error.js'
 export { isStoreError, StoreError } from './error.js'
 export { copy, frozenCopy, sameJson } from './json.js'

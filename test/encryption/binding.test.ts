@@ -13,6 +13,8 @@ import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/t
  * refused with the coded error `unreadable`, and no error carries the plaintext.
  */
 const NOW = '2030-01-01T00:00:00.000Z'
+/** The sealed store's other rules, kept out of these tests: reads answer what opens. */
+const PLAIN_READS = { searchIndexPurpose: 'search-index', asRead: (token: StoredToken) => token }
 const SECRET = 'secret-4111111111111111'
 const MASK = 'mask-xxxx-1111'
 const CONFIG = 'sk_live_vendorkey'
@@ -20,7 +22,7 @@ const CONFIG = 'sk_live_vendorkey'
 async function world() {
   const raw = memoryStore()
   const keyring = new Keyring(raw, [localMasterKey(new Uint8Array(32).fill(7))])
-  const sealed = sealedStore(raw, keyring, () => NOW)
+  const sealed = sealedStore(raw, keyring, PLAIN_READS)
   for (const id of ['tenant-a', 'tenant-b']) {
     await raw.write({
       ops: [

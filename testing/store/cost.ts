@@ -2,6 +2,7 @@ import { expect, it } from 'vitest'
 import { createService } from '../../entry/index.js'
 import { manualClock } from '../../src/kernel/clock.js'
 import type { Store } from '../../src/store/contract.js'
+import { delegatingStore } from '../../src/store/delegate.js'
 
 /** A fixed test master key: the service encrypts token data before it reaches the store. */
 const MASTER_KEY = new Uint8Array(32).fill(9)
@@ -12,9 +13,8 @@ const MASTER_KEY = new Uint8Array(32).fill(9)
  */
 function counting(store: Store) {
   const n = { whole: 0, heads: 0 }
-  const counted: Store = {
-    ...store,
-    write: (batch) => store.write(batch),
+  // Delegated method by method (a store may be a class, whose methods a spread would lose).
+  const counted = delegatingStore(store, {
     getToken: async (t, id) => {
       const token = await store.getToken(t, id)
       if (token) n.whole++
@@ -40,8 +40,7 @@ function counting(store: Store) {
       n.heads += heads.length
       return heads
     },
-    close: () => store.close(),
-  }
+  })
   return { store: counted, n }
 }
 
