@@ -23,7 +23,7 @@ import type {
 import { frozenCopy } from '../../src/store/json.js'
 import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
-import { storedBytes } from '../../src/store/stored-bytes.js'
+import { PageFill, storedBytes } from '../../src/store/stored-bytes.js'
 import { termKey } from '../../src/store/token-index.js'
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
@@ -226,10 +226,16 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         ])
       }
       const items: StoredToken[] = []
+      // A page ends within STORE_PAGE_BYTES: no page of large tokens is read and opened whole.
+      const fill = new PageFill()
+      let full = false
       let total = 0
       const take = (token: StoredToken | undefined) => {
         if (!live(token, query.now) || (types && !types.has(token.type))) return
-        if (total >= query.offset && items.length < query.limit) items.push(token)
+        if (total >= query.offset && items.length < query.limit && !full) {
+          if (fill.fits(token)) items.push(token)
+          else full = true
+        }
         total++
       }
       if (ids) {
@@ -245,7 +251,9 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       for (const token of under<StoredToken>(dbs.tokens, t)) {
         if (items.length >= query.limit) break
         if (!live(token, query.now)) continue
-        if (total++ >= query.offset) items.push(token)
+        if (total++ < query.offset) continue
+        if (!fill.fits(token)) break
+        items.push(token)
       }
       return { items, total: stored - expired }
     },

@@ -12,10 +12,15 @@ import type {
   Tenant,
 } from '../../src/kernel/types.js'
 import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
+import { STORE_PAGE_BYTES } from '../../src/store/stored-bytes.js'
 import { prepared as call, likePattern } from './keys.js'
 import type { Tables } from './statements.js'
 
 type Query = (config: QueryConfig) => Promise<QueryResult>
+
+/** SQL of the bytes a token row's sealed `data` and `mask` take (`storedBytes`; base64: three bytes in four characters). */
+const TOKEN_BYTES = `(coalesce(length(doc->'data'->>'$sealed') * 3 / 4, octet_length((doc->'data')::text), 0)
+  + coalesce(length(doc->'mask'->>'$sealed') * 3 / 4, octet_length((doc->'mask')::text), 0))`
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
 export type Reads = Omit<Store, 'write' | 'listExpired' | 'close'>
@@ -158,9 +163,13 @@ export function reads(t: Tables, query: Query): Reads {
         ? `(SELECT count(*) FROM ${t.tokens} WHERE ${where})`
         : `(coalesce((SELECT sum(n) FROM ${t.tokenCounts} WHERE tenant_id = $1), 0)
             - (SELECT count(*) FROM ${t.tokens} WHERE tenant_id = $1 AND expires_at <= $2))`
+      // The page ends within STORE_PAGE_BYTES of sealed data (its first token always in it).
       const text = `SELECT ${count}::int AS total,
-        (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc FROM ${t.tokens}
-          WHERE ${where} ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) p) AS items`
+        (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc,
+            row_number() OVER (ORDER BY id) AS n, sum(${TOKEN_BYTES}) OVER (ORDER BY id) AS run
+          FROM (SELECT id, doc FROM ${t.tokens} WHERE ${where}
+            ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) q) p
+          WHERE p.n = 1 OR p.run <= ${STORE_PAGE_BYTES}) AS items`
       return page(text, values, q)
     },
     listChildren: (tenantId, parentId, q) => {
@@ -231,12 +240,10 @@ export function reads(t: Tables, query: Query): Reads {
         return { id: r.child_id, key: r.place.padStart(19, '0') }
       })
     },
-    // A head carries the bytes its sealed fields take (base64: three bytes in four characters).
+    // A head carries the bytes its sealed fields take.
     getTokenHeads: (tenantId, ids) =>
       some(
-        `SELECT (doc - 'data' - 'mask' || jsonb_build_object('stored_bytes',
-          coalesce(length(doc->'data'->>'$sealed') * 3 / 4, octet_length((doc->'data')::text), 0)
-          + coalesce(length(doc->'mask'->>'$sealed') * 3 / 4, octet_length((doc->'mask')::text), 0)))::text AS doc`,
+        `SELECT (doc - 'data' - 'mask' || jsonb_build_object('stored_bytes', ${TOKEN_BYTES}))::text AS doc`,
         tenantId,
         ids,
       ),

@@ -1,4 +1,25 @@
 /**
+ * The most bytes of stored token data (and masks, see `storedBytes`) one page of `listTokens`
+ * holds: a store ends the page before the token that would pass it (a page always holds its first
+ * token), so no page of large tokens is read, opened and answered whole. The core answers a page
+ * that came back short with a 400 naming the bound.
+ */
+export const STORE_PAGE_BYTES = 4 * 1024 * 1024
+
+/** Keeps a page's items within `STORE_PAGE_BYTES`: `fits(token)` takes it, or says the page is full. */
+export class PageFill {
+  private taken = 0
+  private count = 0
+  fits(token: { data?: unknown; mask?: unknown }): boolean {
+    const bytes = storedBytes(token)
+    if (this.count > 0 && this.taken + bytes > STORE_PAGE_BYTES) return false
+    this.taken += bytes
+    this.count++
+    return true
+  }
+}
+
+/**
  * How many bytes a token's `data` and `mask` take as a store holds them, without opening them: a
  * sealed field (`{ $sealed }`: IV, ciphertext and tag, as base64 or as bytes) by its ciphertext's
  * length, anything else by the length of its JSON. What stores answer as a head's `stored_bytes`.

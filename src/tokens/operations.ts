@@ -17,6 +17,7 @@ import {
 import {
   listTokensV1,
   listTokensV2,
+  pageTooLarge,
   searchTokensV1,
   searchTokensV2,
   withSearchIndexes,
@@ -44,7 +45,7 @@ import type {
   UpdateTokenInput,
 } from './inputs.js'
 import { gatherMetadataFilter, listChildrenInput, updateTokenInput } from './schemas.js'
-import { fingerprinted, typeRules } from './token-types.js'
+import { fingerprinted, fingerprintedNew, typeRules } from './token-types.js'
 import { planTokenize } from './tokenize.js'
 import {
   overStoredData,
@@ -154,7 +155,7 @@ export function tokenOperations(ctx: Ctx) {
     /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
     async create(input: CreateTokenInput): Promise<Token> {
       const minted: string[] = []
-      const token = await fingerprinted(ctx, newToken(ctx, input, minted))
+      const token = await fingerprintedNew(ctx, newToken(ctx, input, minted))
       const [created] = await writeTokens(
         ctx,
         [token],
@@ -182,7 +183,7 @@ export function tokenOperations(ctx: Ctx) {
       const refuse = (message: string, path: string) =>
         new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
       const { tokens, minted, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
-      const ready = await Promise.all(tokens.map((t) => fingerprinted(ctx, t)))
+      const ready = await Promise.all(tokens.map((t) => fingerprintedNew(ctx, t)))
       const created = await writeTokens(
         ctx,
         ready,
@@ -194,7 +195,7 @@ export function tokenOperations(ctx: Ctx) {
           ),
         { enlist: true, minted },
       )
-      const byId = new Map(tokens.map((t, i) => [t.id, created[i]!]))
+      const byId = new Map(tokens.map((t, i) => [t.token.id, created[i]!]))
       return answer((token) => createdAnswer(ctx, byId.get(token.id)!))
     },
 
@@ -231,6 +232,8 @@ export function tokenOperations(ctx: Ctx) {
       const filter = { ids: q.id, types: q.type, now: ctx.now() }
       if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
         const page = await ctx.store.listTokens(tenant, { offset, limit: q.size, ...filter })
+        // A store ends a page of large tokens early (within 4 MiB): offset pages can't go on from there.
+        if (page.items.length < Math.min(q.size, page.total - offset)) throw pageTooLarge('size')
         const items = page.items.map(show).filter((t): t is Token => t !== null)
         return paginated({ items, total: page.total }, q.page, q.size)
       }

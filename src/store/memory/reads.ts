@@ -28,7 +28,7 @@ import type {
 import { copiedToken, copy, frozenCopy } from '../json.js'
 import type { LockTuple } from '../memory-state.js'
 import { byKey, nameMatcher } from '../order.js'
-import { storedBytes } from '../stored-bytes.js'
+import { PageFill, storedBytes } from '../stored-bytes.js'
 import { headOf, k } from './maps.js'
 import { MemoryOps } from './ops.js'
 
@@ -103,6 +103,7 @@ export class MemoryReads extends MemoryOps {
     return links.map(copy)
   }
 
+  /** Tokens of a tenant by id (see `Store.listTokens`): a page ends within `STORE_PAGE_BYTES`. */
   listTokens(
     tenantId: string,
     query: Range & { ids?: string[]; types?: string[]; fingerprint?: string; now: string },
@@ -124,9 +125,11 @@ export class MemoryReads extends MemoryOps {
       // Every token counts: read only the requested page.
       const index = this.tokenIndex.ids(tenantId)
       const items: StoredToken[] = []
+      const fill = new PageFill()
       for (const id of index.fromOffset(query.offset)) {
-        if (items.length >= query.limit) break
-        items.push(copiedToken(all.get(id)!))
+        const token = all.get(id)!
+        if (items.length >= query.limit || !fill.fits(token)) break
+        items.push(copiedToken(token))
       }
       return { items, total: index.size }
     } else {
@@ -134,12 +137,17 @@ export class MemoryReads extends MemoryOps {
       filtered = types !== null
     }
     const items: StoredToken[] = []
+    const fill = new PageFill()
+    let full = false
     let total = 0
     for (const id of ids) {
       const token = all.get(id)!
       if (token.expires_at !== undefined && token.expires_at <= query.now) continue
       if (filtered && types && !types.has(token.type)) continue
-      if (total >= query.offset && items.length < query.limit) items.push(copiedToken(token))
+      if (total >= query.offset && items.length < query.limit && !full) {
+        if (fill.fits(token)) items.push(copiedToken(token))
+        else full = true
+      }
       total++
     }
     return { items, total }
