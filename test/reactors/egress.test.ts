@@ -71,8 +71,12 @@ afterAll(async () => {
   await runner.close()
 })
 
-/** Runs `body` as a formula's function body on a service whose allow-list is `egress`. */
-async function react(body: string, egress?: string[], reactorTimeoutMs = 3000): Promise<unknown> {
+/**
+ * Runs `body` as a formula's function body on a service whose allow-list is `egress`. Runs that
+ * must answer get a time limit no busy machine reaches; runs meant to end at their limit pass a
+ * short one.
+ */
+async function react(body: string, egress?: string[], reactorTimeoutMs = 60_000): Promise<unknown> {
   const service = createService({
     store: memoryStore(),
     clock: manualClock(),
@@ -193,12 +197,13 @@ describe('egress to listed origins', () => {
   })
 
   it('a request that never answers ends with the run at its time limit, and the next run is served', async () => {
-    const started = performance.now()
     const error = await failure(
       react(`await fetch('${listedOrigin}/hang'); return { raw: 1 }`, [listedOrigin], 500),
     )
-    expect(error.status).toBe(504)
-    expect(performance.now() - started).toBeLessThan(1400)
+    expect({ status: error.status, message: error.message }).toEqual({
+      status: 504,
+      message: 'the reactor formula ran longer than 500 ms',
+    })
     expect(await raw(`return { raw: (await fetch('${listedOrigin}/echo')).status }`, [listedOrigin])).toBe(
       201,
     )

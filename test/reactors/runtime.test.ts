@@ -320,23 +320,31 @@ describe("timers, bounded by the run's time limit", () => {
   })
 
   it('a run waiting on a timer due past its limit fails as a timeout at once, and the worker serves the next run', async () => {
-    const started = performance.now()
-    const error = await failure(
-      react(`await new Promise((resolve) => setTimeout(resolve, 60000)); return { raw: 1 }`, 1000),
+    // The limit is a minute: the run's answer comes while the test waits at most half of it, so
+    // it came before the limit (timing the answer against a short limit failed on busy machines).
+    const error = failure(
+      react(`await new Promise((resolve) => setTimeout(resolve, 600000)); return { raw: 1 }`, 60_000),
     )
-    expect({ status: error.status, message: error.message }).toEqual({
-      status: 504,
-      message: 'the reactor formula ran longer than 1000 ms',
+    let waited: NodeJS.Timeout | undefined
+    const halfTheLimit = new Promise<'still waiting'>((resolve) => {
+      waited = setTimeout(() => resolve('still waiting'), 30_000)
     })
-    expect(performance.now() - started).toBeLessThan(900)
+    const first = await Promise.race([error, halfTheLimit])
+    clearTimeout(waited)
+    expect(first).not.toBe('still waiting')
+    expect({ status: (await error).status, message: (await error).message }).toEqual({
+      status: 504,
+      message: 'the reactor formula ran longer than 60000 ms',
+    })
     expect(await react(`return { raw: 'next' }`)).toEqual({ raw: 'next', tokens: {} })
-  })
+  }, 60_000)
 
   it('an interval that never stops ends at the time limit', async () => {
-    const started = performance.now()
     const error = await failure(react(`setInterval(() => {}, 1); await new Promise(() => {})`, 300))
-    expect(error.status).toBe(504)
-    expect(performance.now() - started).toBeLessThan(3000)
+    expect({ status: error.status, message: error.message }).toEqual({
+      status: 504,
+      message: 'the reactor formula ran longer than 300 ms',
+    })
   })
 
   it('a timer callback that throws fails the run with its error; a promise nothing can settle is reported', async () => {
