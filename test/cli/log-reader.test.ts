@@ -27,13 +27,12 @@ it('answers requests while nothing reads its log, and the log arrives in order o
     const url = first.slice('listening on '.length)
     // 400 requests of about 1 KiB of log each: six times what the pipe holds.
     const padding = 'p'.repeat(1000)
-    const started = performance.now()
+    // A server blocked on the full pipe would never answer: each request is given up after 30 s.
     for (let i = 0; i < 400; i++) {
-      const response = await fetch(`${url}/nowhere/${i}/${padding}`, { signal: AbortSignal.timeout(5000) })
+      const response = await fetch(`${url}/nowhere/${i}/${padding}`, { signal: AbortSignal.timeout(30_000) })
       expect(response.status).toBe(404)
       await response.arrayBuffer()
     }
-    expect(performance.now() - started).toBeLessThan(20_000)
 
     // Read again: every line comes, in order.
     const seen: number[] = []
@@ -48,11 +47,11 @@ it('answers requests while nothing reads its log, and the log arrives in order o
     child.stderr!.resume()
     await Promise.race([
       all,
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`${seen.length} lines read`)), 10_000)),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`${seen.length} lines read`)), 30_000)),
     ])
     expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => i))
   } finally {
     child.kill('SIGKILL')
     if (child.exitCode === null) await once(child, 'exit')
   }
-}, 60_000)
+}, 120_000)

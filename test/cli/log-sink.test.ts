@@ -46,10 +46,9 @@ it('while its reader is stopped: returns at once, keeps at most maxPendingChars,
   const { reader, fd } = await fifo()
   reader.pause()
   const sink = fdSink(fd, { maxPendingChars: 100_000 })
-  const started = performance.now()
   const total = 20_000 // about 2 MB: the pipe holds 64 KiB, the sink 100 000 characters
+  // With the reader stopped, a write that waited for the pipe would never return: these return.
   for (let i = 0; i < total; i++) sink.write(lineOf(i))
-  expect(performance.now() - started).toBeLessThan(1000)
   expect(sink.dropped).toBeGreaterThan(10_000)
 
   const chunks: Buffer[] = []

@@ -1,7 +1,8 @@
 /**
  * SIGTERM drains: /readyz answers 503 at once, an idle keep-alive connection closes, the request in
- * flight is answered (with Connection: close), and the process exits as soon as it is — well before
- * the 5 s grace. A request is kept in flight by a fault with a delay (test mode).
+ * flight is answered (with Connection: close), and the process exits. A request is kept in flight by
+ * a fault with a delay (test mode). That it exits as soon as the request is answered, well before
+ * the 5 s grace, is a wall-clock claim: test/cli/shutdown.slow.test.ts.
  */
 import { Agent, request } from 'node:http'
 import { expect, it } from 'vitest'
@@ -63,7 +64,6 @@ it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flig
     ).data.length
   for (let i = 0; i < 500 && (await faults()) > 0; i++) await new Promise((resolve) => setImmediate(resolve))
   expect(await faults()).toBe(0)
-  const signalled = performance.now()
   cli.child.kill('SIGTERM')
   await idleClosed
   const ready = await get(`${url}/readyz`)
@@ -75,8 +75,6 @@ it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flig
   expect(answer.headers['connection']).toBe('close')
   const [code] = await cli.exited
   expect(code).toBe(0)
-  // It waited for the request (about 1.3 s left), not the 5 s grace.
-  expect(performance.now() - signalled).toBeLessThan(3500)
   idleAgent.destroy()
   busyAgent.destroy()
 })
