@@ -6,7 +6,7 @@ import type { CreateTokenInput, ListChildrenQuery } from '../tokens/index.js'
 import {
   createdAnswer,
   creationChecks,
-  fingerprinted,
+  fingerprintedNew,
   gatherMetadataFilter,
   listChildrenInput,
   newToken,
@@ -68,14 +68,15 @@ export function childOperations(ctx: Ctx) {
      */
     async create(parentId: string, input: CreateTokenInput): Promise<Token> {
       const minted: string[] = []
-      const token = await fingerprinted(ctx, newToken(ctx, input, minted))
+      const requested = await fingerprintedNew(ctx, newToken(ctx, input, minted))
+      const { token } = requested
       const [parent] = await mustReadHeads(ctx, [parentId])
       requireTokenAccess(ctx.principal, 'token:read', parent!)
       if (token.id === parentId) throw conflict(`a token with id ${token.id} already exists`)
       // The child, or the token that answers for it when it asked for deduplication, is linked.
       const [created] = await writeTokens(
         ctx,
-        [token],
+        [requested],
         (_tx, written) =>
           creationChecks(
             ctx,

@@ -35,24 +35,29 @@ export interface WrappedDataKey {
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
-/** Random IVs drawn from a pool refilled in one call (`randomFillSync`), 12 bytes at a time. */
-const IV_POOL_BYTES = IV_BYTES * 256
-let ivPool = Buffer.allocUnsafeSlow(IV_POOL_BYTES)
-let ivAt = IV_POOL_BYTES
-
 /**
- * Writes a fresh random IV at `out[0..12)`. Each 12 bytes of the pool go out once and the pool is
- * refilled from the CSPRNG when spent, so IVs are as random as `randomBytes(12)` at a 256th of the
- * calls into it (IVs are not secret: each is stored beside its ciphertext).
+ * Random IVs drawn from a pool refilled in one call (`randomFillSync`), 12 bytes at a time. Each
+ * 12 bytes of the pool go out once and the pool is refilled from the CSPRNG when spent, so IVs are
+ * as random as `randomBytes(12)` at a 256th of the calls into it (IVs are not secret: each is
+ * stored beside its ciphertext). It carries no intent, only randomness drawn ahead: one pool serves
+ * every key of the process.
  */
-function writeIv(out: Buffer): void {
-  if (ivAt === IV_POOL_BYTES) {
-    ivPool = randomFillSync(ivPool)
-    ivAt = 0
+class IvPool {
+  private readonly pool = Buffer.allocUnsafeSlow(IV_BYTES * 256)
+  private at = this.pool.byteLength
+
+  /** Writes a fresh random IV at `out[0..12)`. */
+  writeTo(out: Buffer): void {
+    if (this.at === this.pool.byteLength) {
+      randomFillSync(this.pool)
+      this.at = 0
+    }
+    this.pool.copy(out, 0, this.at, this.at + IV_BYTES)
+    this.at += IV_BYTES
   }
-  ivPool.copy(out, 0, ivAt, ivAt + IV_BYTES)
-  ivAt += IV_BYTES
 }
+
+const ivs = new IvPool()
 
 /**
  * AES-256-GCM of `plaintext` under `key` with `aad`: IV ‖ ciphertext ‖ tag in one buffer, written
@@ -60,7 +65,7 @@ function writeIv(out: Buffer): void {
  */
 export function sealBytes(key: KeyObject, plaintext: Uint8Array, aad: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(IV_BYTES + plaintext.byteLength + TAG_BYTES)
-  writeIv(out)
+  ivs.writeTo(out)
   const cipher = createCipheriv('aes-256-gcm', key, out.subarray(0, IV_BYTES))
   cipher.setAAD(aad)
   let at = IV_BYTES + cipher.update(plaintext).copy(out, IV_BYTES)

@@ -8,7 +8,7 @@ import type {
   RunOutcome,
 } from '../kernel/index.js'
 import { assertNever, FORBIDDEN_KEYS, ServiceError, type ValidationIssues } from '../kernel/index.js'
-import { creationChecks, fingerprinted, planTokenize, writeTokens } from '../tokens/index.js'
+import { creationChecks, fingerprintedNew, planTokenize, writeTokens } from '../tokens/index.js'
 
 /** A JSON object. */
 export type JsonObject = { [key: string]: Json }
@@ -132,7 +132,7 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
     root: 'tokenize',
     refuse: (message) => failed(message),
   })
-  const ready = await Promise.all(tokens.map((t) => fingerprinted(ctx, t)))
+  const ready = await Promise.all(tokens.map((t) => fingerprintedNew(ctx, t)))
   const created = await writeTokens(
     ctx,
     ready,
@@ -144,7 +144,7 @@ export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult
       ),
     { enlist: false, minted },
   )
-  const byId = new Map(tokens.map((t, i) => [t.id, created[i]!.token]))
+  const byId = new Map(tokens.map((t, i) => [t.token.id, created[i]!.token]))
   const tree = answer((token) => withoutData(byId.get(token.id)!))
   return raw === undefined ? { tokens: tree } : { raw, tokens: tree }
 }

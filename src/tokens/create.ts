@@ -5,7 +5,7 @@ import { conflict, expressionBudget, invalid, newOrderedId, parse, withTokenFiel
 import { withSearchIndexes } from '../search/index.js'
 import { stagedOf } from '../transactions/index.js'
 import { withCvcDeadline } from './card-cvc.js'
-import { type Created, markDeduplicating, shownDuplicate, wantsDeduplication } from './dedup.js'
+import { type Created, type NewToken, shownDuplicate } from './dedup.js'
 import { createTokenInput } from './schemas.js'
 import { typeRules } from './token-types.js'
 import { overStoredData } from './visibility.js'
@@ -25,24 +25,11 @@ export const DEFAULT_CONTAINERS = ['/general/high/']
  * so this shows it nothing it did not give. An update's answer is the token under the caller's
  * own read access instead (`shownUnderRead`): there the data is stored, not given.
  */
-export function shownToCaller(token: StoredToken): Token {
-  const data = token.data
-  if (token.mask !== undefined && typeof data === 'object' && data !== null) {
-    const checked = checkedMasks.get(data)
-    if (checked !== undefined && checked.mask === token.mask) {
-      checkedMasks.delete(data)
-      return withMaskedData(token, checked.masked)
-    }
-  }
+export function shownToCaller(token: StoredToken, masked?: Json): Token {
+  // `masked`: the token's mask as `checkTokenContents` evaluated it on this data (not again).
+  if (token.mask !== undefined && masked !== undefined) return withMaskedData(token, masked)
   return applyTransform(token, 'mask')
 }
-
-/**
- * The mask a new token's data evaluated to when `checkTokenContents` checked it, by the data
- * object, so its creator's answer (`shownToCaller`: the same mask on the same data) does not
- * evaluate it a second time. Taken once; a token whose data or mask is another object evaluates anew.
- */
-const checkedMasks = new WeakMap<object, { mask: Json; masked: Json }>()
 
 export function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
   if (expiresAt && expiresAt <= ctx.now()) throw invalid('expires_at', 'must be in the future')
@@ -55,17 +42,20 @@ export function requireFuture(ctx: Ctx, expiresAt: string | undefined | null) {
  * this token). The fingerprint itself is made by `fingerprinted`, which needs the tenant key. With
  * `stored`, the data is (partly) stored rather than the caller's: an evaluation's failure then
  * names the field but not its reason, which could quote the data (`overStoredData`).
+ * Answers what the mask evaluated to (undefined without a mask).
  */
-export function checkTokenContents(token: StoredToken, stored = false, budget = expressionBudget()): void {
+export function checkTokenContents(
+  token: StoredToken,
+  stored = false,
+  budget = expressionBudget(),
+): Json | undefined {
   typeRules(token.type).validate(token.data)
   const evaluate = stored ? overStoredData : <T>(f: () => T): T => f()
+  let masked: Json | undefined
   if (token.mask !== undefined && token.mask !== null) {
     const mask = token.mask
     checkMask(mask, 'mask', token.tenant_id)
-    const masked = evaluate(() => applyMask(mask, token.data, 'mask', budget, token.tenant_id))
-    if (!stored && typeof token.data === 'object' && token.data !== null) {
-      checkedMasks.set(token.data, { mask, masked })
-    }
+    masked = evaluate(() => applyMask(mask, token.data, 'mask', budget, token.tenant_id))
   }
   const fpe = token.fingerprint_expression
   if (fpe !== undefined) {
@@ -80,6 +70,7 @@ export function checkTokenContents(token: StoredToken, stored = false, budget = 
       ),
     )
   }
+  return masked
 }
 
 /**
@@ -88,7 +79,7 @@ export function checkTokenContents(token: StoredToken, stored = false, budget = 
  * the containers and mask when none are given (`TOKEN_TYPES`). An id it makes (the body gave none)
  * is pushed onto `minted`: see `CallerWrite.minted`.
  */
-export function newToken(ctx: Ctx, input: unknown, minted?: string[]): StoredToken {
+export function newToken(ctx: Ctx, input: unknown, minted?: string[]): NewToken {
   const body = parse(createTokenInput, input)
   const id = body.id ?? newOrderedId(ctx.now(), ctx.principal.tenantId)
   if (id !== body.id) minted?.push(id)
@@ -110,11 +101,11 @@ export function newToken(ctx: Ctx, input: unknown, minted?: string[]): StoredTok
     created_at: ctx.now(),
   })
   const token = withCvcDeadline(given, ctx.now(), true)
-  checkTokenContents(token, false, ctx.budget)
+  const masked = checkTokenContents(token, false, ctx.budget)
   requireTokenAccess(ctx.principal, 'token:create', token)
   const indexed = withSearchIndexes(token, body.search_indexes, ctx.budget)
-  if (body.deduplicate_token === true) markDeduplicating(indexed)
-  return indexed
+  const deduplicate = body.deduplicate_token === true
+  return masked === undefined ? { token: indexed, deduplicate } : { token: indexed, deduplicate, masked }
 }
 
 /** What `newToken` builds on: every field is given. */
@@ -131,8 +122,11 @@ const EMPTY_TOKEN: StoredToken = {
 
 /** The answer to a create: the new token as its creator sees it, or the duplicate that answered instead. */
 export function createdAnswer(ctx: Ctx, created: Created): Token {
-  const shown = created.deduplicated ? shownDuplicate(ctx, created.token) : shownToCaller(created.token)
-  return wantsDeduplication(created.token) || created.deduplicated
+  const { requested } = created
+  const shown = created.deduplicated
+    ? shownDuplicate(ctx, created.token)
+    : shownToCaller(created.token, requested.masked)
+  return requested.deduplicate || created.deduplicated
     ? { ...shown, _extras: { deduplicated: created.deduplicated } }
     : shown
 }

@@ -1,5 +1,5 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
-import type { CasTry, Check, Ctx, Op, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
+import type { CasTry, Check, Ctx, Json, Op, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
 import { checkFailure, retryCas } from '../kernel/index.js'
 import { openTransaction, readToken, stagedOf, tryWriteAs } from '../transactions/index.js'
 
@@ -13,17 +13,15 @@ import { openTransaction, readToken, stagedOf, tryWriteAs } from '../transaction
 /** How many staged records one read takes while looking for a duplicate among them. */
 const STAGED_PAGE = 500
 
-/** Tokens made from bodies that asked for deduplication (set by `newToken`, read here). */
-const deduplicating = new WeakSet<StoredToken>()
-
-/** Marks `token` as made from a body with `deduplicate_token: true`. */
-export function markDeduplicating(token: StoredToken): void {
-  deduplicating.add(token)
-}
-
-/** Whether `token` was made from a body with `deduplicate_token: true` (kept across `fingerprinted`). */
-export function wantsDeduplication(token: StoredToken): boolean {
-  return deduplicating.has(token)
+/**
+ * A token about to be created, as `newToken` made it from a create body: the record, whether the
+ * body asked for deduplication (`deduplicate_token: true`), and the mask already evaluated on its
+ * data when it was checked (`masked`), so its creator's answer does not evaluate it again.
+ */
+export interface NewToken {
+  token: StoredToken
+  deduplicate: boolean
+  masked?: Json
 }
 
 /**
@@ -73,10 +71,14 @@ export async function findDuplicate(
   return { existing: null, shadowed: page.total > 0 }
 }
 
-/** The outcome for one requested token: the token that answers, and whether it already existed. */
+/**
+ * The outcome for one requested token: the token that answers, whether it already existed
+ * (`deduplicated`), and what was asked (`requested`: its wish to deduplicate and its evaluated mask).
+ */
 export interface Created {
   token: StoredToken
   deduplicated: boolean
+  requested: NewToken
 }
 
 /**
@@ -87,7 +89,7 @@ export interface Created {
  */
 export async function writeTokens(
   ctx: Ctx,
-  tokens: readonly StoredToken[],
+  tokens: readonly NewToken[],
   build: (tx: StoredTransaction | null, written: StoredToken[]) => Promise<{ checks: Check[] }>,
   options: {
     enlist: boolean
@@ -102,12 +104,13 @@ export async function writeTokens(
     const created: Created[] = []
     const written: StoredToken[] = []
     const guards: Check[] = []
-    for (const token of tokens) {
-      if (wantsDeduplication(token) && token.fingerprint !== undefined) {
+    for (const requested of tokens) {
+      const { token } = requested
+      if (requested.deduplicate && token.fingerprint !== undefined) {
         const earlier = written.find((t) => t.fingerprint === token.fingerprint)
         const found = earlier ? { existing: earlier, shadowed: false } : await findDuplicate(ctx, tx, token)
         if (found.existing) {
-          created.push({ token: found.existing, deduplicated: true })
+          created.push({ token: found.existing, deduplicated: true, requested })
           continue
         }
         // Committed duplicates the transaction deleted or changed are locked by it: no guard then.
@@ -120,7 +123,7 @@ export async function writeTokens(
           })
       }
       written.push(token)
-      created.push({ token, deduplicated: false })
+      created.push({ token, deduplicated: false, requested })
     }
     const extra = options.extra?.(created) ?? { checks: [], ops: [] }
     const { checks } = await build(tx, written)

@@ -11,8 +11,8 @@ export {
   requireFuture,
   shownToCaller,
 } from './create.js'
-export type { Created } from './dedup.js'
-export { findDuplicate, markDeduplicating, shownDuplicate, wantsDeduplication, writeTokens } from './dedup.js'
+export type { Created, NewToken } from './dedup.js'
+export { findDuplicate, shownDuplicate, writeTokens } from './dedup.js'
 export type { DetokenizeOptions } from './detokenize.js'
 export { detokenize, detokenizeArgs, MAX_DETOKENIZED } from './detokenize.js'
 export type {
@@ -40,6 +40,7 @@ export {
   abaValid,
   FINGERPRINT_PURPOSE,
   fingerprinted,
+  fingerprintedNew,
   fingerprintOf,
   fingerprintSource,
   luhnValid,

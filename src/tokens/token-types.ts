@@ -1,7 +1,7 @@
 import { renderTemplate } from '../expressions/index.js'
 import type { Ctx, Json, StoredToken } from '../kernel/index.js'
 import { invalid, withTokenFields } from '../kernel/index.js'
-import { markDeduplicating, wantsDeduplication } from './dedup.js'
+import type { NewToken } from './dedup.js'
 
 /**
  * Basis Theory's token types: what each validates its `data` against, and the containers, mask and
@@ -251,9 +251,12 @@ export async function refingerprinted(
   return source === undefined ? rest : { ...rest, fingerprint: await hmac(FINGERPRINT_PURPOSE, source) }
 }
 
-/** `token` with its `fingerprint` (re)computed (see `fingerprintOf`); a request to deduplicate carries over. */
+/** `token` with its `fingerprint` (re)computed (see `fingerprintOf`). */
 export async function fingerprinted(ctx: Ctx, token: StoredToken): Promise<StoredToken> {
-  const out = withTokenFields(token, { fingerprint: await fingerprintOf(ctx, token) })
-  if (wantsDeduplication(token)) markDeduplicating(out)
-  return out
+  return withTokenFields(token, { fingerprint: await fingerprintOf(ctx, token) })
+}
+
+/** A new token with its fingerprint made (see `fingerprinted`); what was asked with it carries over. */
+export async function fingerprintedNew(ctx: Ctx, created: NewToken): Promise<NewToken> {
+  return { ...created, token: await fingerprinted(ctx, created.token) }
 }

@@ -1,6 +1,7 @@
 import type { Ctx, Json, StoredToken, Token, TokenTree } from '../kernel/index.js'
 import { conflict, ServiceError, type ValidationIssues } from '../kernel/index.js'
 import { newToken } from './create.js'
+import type { NewToken } from './dedup.js'
 
 /** A JSON object. */
 type JsonObject = { [key: string]: Json }
@@ -32,12 +33,12 @@ export function planTokenize(
   input: Json,
   options: { root: string; refuse: Refuse },
 ): {
-  tokens: StoredToken[]
+  tokens: NewToken[]
   /** The ids the plan made (bodies that gave none, plain values). */
   minted: string[]
   answer(show: (token: StoredToken) => Token): TokenTree
 } {
-  const tokens: StoredToken[] = []
+  const tokens: NewToken[] = []
   const minted: string[] = []
   const name = (path: string) =>
     options.root ? (path ? `${options.root}.${path}` : options.root) : path || 'body'
@@ -48,9 +49,11 @@ export function planTokenize(
         name(path),
       )
     }
-    const token = newTokenAt(ctx, body, name(path), minted)
-    if (tokens.some((t) => t.id === token.id)) throw conflict(`a token with id ${token.id} already exists`)
-    tokens.push(token)
+    const made = newTokenAt(ctx, body, name(path), minted)
+    const { token } = made
+    if (tokens.some((t) => t.token.id === token.id))
+      throw conflict(`a token with id ${token.id} already exists`)
+    tokens.push(made)
     return token
   }
   type Plan = Leaf | null | Plan[] | { [key: string]: Plan }
@@ -104,7 +107,7 @@ class Leaf {
 }
 
 /** `newToken` with every field path of a validation error put under `path`. */
-function newTokenAt(ctx: Ctx, body: JsonObject, path: string, minted: string[]): StoredToken {
+function newTokenAt(ctx: Ctx, body: JsonObject, path: string, minted: string[]): NewToken {
   try {
     return newToken(ctx, body, minted)
   } catch (error) {
