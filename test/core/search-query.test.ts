@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ServiceError } from '../../entry/index.js'
-import { type GlobPart, globMatches, parseQuery } from '../../src/search/query.js'
+import { globMatches, parseQuery } from '../../src/search/query.js'
 
 /** The validation message `parseQuery` throws for `text`. */
 function problem(text: string): string {
@@ -150,24 +150,9 @@ describe('search query parser', () => {
     expect(globMatches([{ lit: xs }, '*', { lit: 'yz' }], `${xs}--yz`)).toBe(true)
     expect(globMatches([{ lit: xs }, '?', { lit: 'yz' }], `${xs}--yz`)).toBe(false)
     expect(globMatches(['*', { lit: `${'a'.repeat(100)}b` }], `${'a'.repeat(500)}b`)).toBe(true)
-    // Linear in the text whatever the pattern: a 15 times longer pattern (the backtracking worst
-    // case, `*aaa…b` against `aaa…`) costs about the same per match, not 15 times more.
-    const text = 'a'.repeat(1000)
-    const timeOf = (parts: GlobPart[]) => {
-      const started = performance.now()
-      for (let i = 0; i < 300; i++) expect(globMatches(parts, text)).toBe(false)
-      return performance.now() - started
-    }
-    timeOf(['*', { lit: 'aaab' }])
-    const short = Math.min(
-      timeOf(['*', { lit: `${'a'.repeat(7)}b` }]),
-      timeOf(['*', { lit: `${'a'.repeat(7)}b` }]),
-    )
-    const long = Math.min(
-      timeOf(['*', { lit: `${'a'.repeat(119)}b` }]),
-      timeOf(['*', { lit: `${'a'.repeat(119)}b` }]),
-    )
-    expect(long / short).toBeLessThan(5)
+    // The backtracking worst case answers; that it costs time linear in the text is timed in
+    // search-query.slow.test.ts.
+    expect(globMatches(['*', { lit: `${'a'.repeat(119)}b` }], 'a'.repeat(1000))).toBe(false)
   })
 })
 
