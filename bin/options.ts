@@ -37,7 +37,29 @@ export const BOUND_FLAGS = [
   ],
   ['journal-size-per-tenant', 'journalSizePerTenant', '500', 'journal entries kept of one tenant'],
   ['journal-size', 'journalSize', '1000', 'journal entries kept in all'],
+  // Admission on the request path (`createHttpHandler`), see HTTP_BOUNDS.
+  ['max-in-flight-per-tenant', 'maxInFlightPerTenant', '32', 'requests one tenant may have in flight'],
+  [
+    'max-in-flight-bytes-per-tenant',
+    'maxInFlightBytesPerTenant',
+    '8388608',
+    'request body bytes one tenant may have in flight',
+  ],
+  ['max-queued-per-tenant', 'maxQueuedPerTenant', '128', 'requests of one tenant waiting for their turn'],
+  ['max-in-flight', 'maxInFlight', '256', 'requests in flight in all'],
+  ['max-in-flight-bytes', 'maxInFlightBytes', '67108864', 'request body bytes in flight in all'],
+  ['max-queued', 'maxQueued', '1024', 'requests waiting for their turn in all'],
 ] as const
+
+/** The bounds of `BOUND_FLAGS` that `serve` passes to `createHttpHandler` rather than `createService`. */
+export const HTTP_BOUNDS: ReadonlySet<string> = new Set([
+  'maxInFlightPerTenant',
+  'maxInFlightBytesPerTenant',
+  'maxQueuedPerTenant',
+  'maxInFlight',
+  'maxInFlightBytes',
+  'maxQueued',
+])
 
 /** A `createService` option `serve` takes from `BOUND_FLAGS`. */
 export type BoundOption = (typeof BOUND_FLAGS)[number][1]

@@ -18,7 +18,7 @@ import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import type { Permission } from '../src/kernel/types.js'
 import { unchecked } from '../src/service/unchecked.js'
 import { fdSink } from './log-sink.js'
-import type { BoundOption } from './options.js'
+import { type BoundOption, HTTP_BOUNDS } from './options.js'
 import { openStore } from './stores.js'
 
 /** Options of `serve`. */
@@ -51,7 +51,10 @@ export interface ServeOptions {
   adminToken?: string
   /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
   seed?: unknown
-  /** The per-tenant bounds of `createService` (see `BOUND_FLAGS`); each absent one keeps its default. */
+  /**
+   * The per-tenant bounds of `createService` and of the HTTP handler's admission (see `BOUND_FLAGS`);
+   * each absent one keeps its default.
+   */
   bounds?: Partial<Record<BoundOption, number>>
 }
 
@@ -230,6 +233,17 @@ export function startLines(o: {
   ]
 }
 
+/** The bounds of `createService`, and those of `createHttpHandler` (`HTTP_BOUNDS`), apart. */
+function splitBounds(bounds: Partial<Record<BoundOption, number>>) {
+  const service: Partial<Record<BoundOption, number>> = {}
+  const http: Partial<Record<BoundOption, number>> = {}
+  for (const [name, value] of Object.entries(bounds) as [BoundOption, number][]) {
+    const into = HTTP_BOUNDS.has(name) ? http : service
+    into[name] = value
+  }
+  return [service, http] as const
+}
+
 const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
 
 /**
@@ -251,6 +265,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     log(options.logFormat === 'json' ? JSON.stringify({ time: isoNow(), level, msg: line }) : line)
   const opened = await openStore(options.store, { log: note })
   const runner = sandboxRunner()
+  const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
   const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
   let service: Service
   try {
@@ -260,7 +275,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
       ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
-      ...options.bounds,
+      ...serviceBounds,
     })
     await service.admin.verifyMasterKey()
   } catch (error) {
@@ -286,6 +301,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     ...(options.headerPrefix ? { headerPrefix: options.headerPrefix } : {}),
     ...(options.corsOrigins ? { cors: { origins: options.corsOrigins } } : {}),
     ...(options.testMode ? { documentTestControl: true } : {}),
+    ...httpBounds,
     ...(options.logFormat === 'none'
       ? { log: () => {} }
       : {

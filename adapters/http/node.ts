@@ -21,6 +21,8 @@ function readNodeBody(
   maxBytes: number,
 ): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE> {
   if (!hasBody(req) || req.readableEnded) return Promise.resolve(null)
+  // Gone before its turn came (a request waits unread for admission): no event will come any more.
+  if (req.destroyed) return Promise.resolve(UNREADABLE)
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let total = 0

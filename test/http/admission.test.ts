@@ -3,8 +3,12 @@
  * (or answer 429 past the line's bound), while another tenant's requests are admitted and answered.
  * The service's creates are held open by promises the test releases, so nothing here races time.
  */
+import { once } from 'node:events'
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { createHttpHandler, type HttpHandlerOptions } from '../../adapters/http/index.js'
+import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { type Client, createService, manualClock, type Service } from '../../entry/index.js'
 
@@ -239,4 +243,53 @@ describe('admission bounds', () => {
     expect(() => createHttpHandler(service, { maxQueued: 1.5 })).toThrow(RangeError)
     expect(() => createHttpHandler(service, { maxInFlightPerTenant: 1 })).not.toThrow()
   })
+})
+
+describe('admission over node:http', () => {
+  it('a request whose client left while it waited is answered when its turn comes, and frees its place', async () => {
+    const service = await createService({ store: memoryStore(), clock: manualClock(), runner: null })
+    const tenant = await service.admin.createTenant({ name: 'a' })
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'a',
+      type: 'private',
+      permissions: ['token:create'],
+    })
+    const handler = createHttpHandler(service, { maxInFlightPerTenant: 1, log: () => {} })
+    const server = createServer(toNodeListener(handler)).listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const { port } = server.address() as AddressInfo
+    const body = JSON.stringify({ type: 'x', data: 'y' })
+    const begin = async () => {
+      const socket = connect(port, '127.0.0.1')
+      await once(socket, 'connect')
+      socket.write(
+        `POST /tokens HTTP/1.1\r\nhost: vault\r\ncontent-type: application/json\r\n` +
+          `content-length: ${body.length}\r\nsvc-api-key: ${key}\r\n\r\n${body.slice(0, 5)}`,
+      )
+      return socket
+    }
+    try {
+      const first = await begin()
+      const arrived = once(server, 'request')
+      const gone = await begin()
+      // The server has it (waiting for its turn behind the first) before its client goes.
+      const [request] = (await arrived) as [IncomingMessage]
+      gone.destroy()
+      await once(request, 'close')
+      const answered = once(first, 'data')
+      first.end(body.slice(5))
+      expect(String((await answered)[0])).toMatch(/^HTTP\/1\.1 201/)
+      const next = await fetch(`http://127.0.0.1:${port}/tokens`, {
+        method: 'POST',
+        headers: { 'svc-api-key': key, 'content-type': 'application/json' },
+        body,
+      })
+      expect(next.status).toBe(201)
+    } finally {
+      server.closeAllConnections()
+      server.close()
+      await service.close()
+    }
+  }, 10_000)
 })
