@@ -25,11 +25,9 @@ describe('Liquid text filters', () => {
     expect(ev(template, data)).toBe(expected)
   })
 
-  it('strip_html takes time linear in its text, even with tags that never close', () => {
-    const hostile = '<script'.repeat(100_000)
-    const started = performance.now()
-    expect(ev('{{ data | strip_html }}', hostile)).toBe('')
-    expect(performance.now() - started).toBeLessThan(1000)
+  // That it takes time linear in its text is timed in liquid-filters.slow.test.ts.
+  it('strip_html strips tags that never close', () => {
+    expect(ev('{{ data | strip_html }}', '<script'.repeat(100_000))).toBe('')
   })
 })
 
