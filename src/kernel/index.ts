@@ -46,6 +46,7 @@ export {
   json,
   mapKey,
   pagination,
+  sealedJson,
   stringList,
 } from './schemas.js'
 export { TenantLru } from './tenant-lru.js'
@@ -92,4 +93,4 @@ export type {
   Transform,
 } from './types.js'
 export type { AnySchema } from './validate.js'
-export { badText, parse, toIssues } from './validate.js'
+export { badText, parse, refuseBadText, toIssues } from './validate.js'

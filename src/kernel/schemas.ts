@@ -43,6 +43,17 @@ export const json = v.custom<Json>(
   'must be JSON (objects, arrays, strings, finite numbers, booleans, null; at most 64 levels deep)',
 )
 
+/**
+ * Token `data` and `mask`: any JSON value, as `json`, whose strings may also hold U+0000 and lone
+ * surrogates. They are sealed (encrypted) before any store keeps them, so no store meets that text
+ * in the clear; every other input is refused such text (`parse`). A vault keeps the secret it is
+ * given as it was given.
+ */
+export const sealedJson = v.custom<Json>(
+  isJson,
+  'must be JSON (objects, arrays, strings, finite numbers, booleans, null; at most 64 levels deep)',
+)
+
 /** Keys that would reach an object's prototype: refused wherever a client names object keys. */
 export const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
 

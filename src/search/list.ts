@@ -9,6 +9,7 @@ import {
   parse,
   positionFromCursor,
   rangeOf,
+  refuseBadText,
 } from '../kernel/index.js'
 import type { TokenHead } from '../store/index.js'
 import { openTransaction } from '../transactions/index.js'
@@ -27,6 +28,8 @@ function metadataFilter(json: string | undefined): Array<readonly [string, strin
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
     throw invalid('metadata', 'must be a JSON object of strings')
+  // The filter's strings are parsed here, past `parse`: held to its rule (no U+0000) here too.
+  refuseBadText(parsed, 'metadata')
   const entries = Object.entries(parsed)
   if (entries.length > 20) throw invalid('metadata', 'must hold at most 20 entries')
   return entries.map(([k, value]) => {

@@ -3,9 +3,9 @@ import {
   containerPath,
   hasNoForbiddenKeys,
   isoDateTime,
-  json,
   mapKey,
   pagination,
+  sealedJson,
   stringList,
 } from '../kernel/index.js'
 import { MAX_INDEX_EXPRESSION, MAX_SEARCH_INDEXES } from '../search/index.js'
@@ -26,7 +26,7 @@ const tokenType = v.pipe(
 )
 
 const data = v.pipe(
-  json,
+  sealedJson,
   v.check((d) => d !== null, 'is required'),
 )
 
@@ -72,7 +72,7 @@ export const createTokenInput = v.strictObject({
   data,
   containers: v.optional(containers),
   metadata: v.optional(metadata),
-  mask: v.optional(json),
+  mask: v.optional(sealedJson),
   fingerprint_expression: v.optional(v.nullable(expression)),
   search_indexes: v.optional(searchIndexes),
   deduplicate_token: v.optional(v.nullable(v.boolean())),
@@ -103,7 +103,7 @@ export const updateTokenInput = v.strictObject({
       ),
     ),
   ),
-  mask: v.optional(json),
+  mask: v.optional(sealedJson),
   fingerprint_expression: v.optional(v.nullable(expression)),
   search_indexes: v.optional(v.nullable(searchIndexes)),
   deduplicate_token: v.optional(v.nullable(v.boolean())),
