@@ -29,6 +29,7 @@ import {
   newId,
   notFound,
   parse,
+  refuseBadText,
   sha256,
 } from '../kernel/index.js'
 import {
@@ -219,6 +220,9 @@ function authenticated<T extends Methods>(
       try {
         const at = await connection.ctx()
         ctx = at
+        // An id from the path reaches the store as it is: refused here alike for every store.
+        for (const [i, arg] of args.entries())
+          if (typeof arg === 'string') refuseBadText(arg, argumentField(operation, i))
         const run = () => factory(at)[name]!(...args)
         const result = await connection.call(at, [operation, args], run)
         record(operation, ctx, args, result, null)
@@ -230,6 +234,13 @@ function authenticated<T extends Methods>(
     }
   }
   return out as T
+}
+
+/** The name of a call's string argument `i` (an id from the path), as a 400 names it. */
+function argumentField(operation: string, i: number): string {
+  if (operation.startsWith('token.child.')) return i === 0 ? 'parent_id' : 'child_id'
+  if (operation.startsWith('application_key.')) return i === 0 ? 'application_id' : 'id'
+  return operation === 'application.get_by_key' ? 'key' : 'id'
 }
 
 /** The client of one API key: every operation of the HTTP API, as the key may perform it. */
@@ -587,7 +598,10 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
         // The key is checked at the same instant the call then runs at.
         ctx: async () => {
           const at = now()
-          return contextFor(await authenticate(store, at, keyHash), transactionId, at)
+          const principal = await authenticate(store, at, keyHash)
+          refuseBadText(transactionId, 'transaction_id')
+          refuseBadText(idempotencyKey, 'idempotency_key')
+          return contextFor(principal, transactionId, at)
         },
         call: (ctx, request, run) =>
           idempotencyKey === undefined
