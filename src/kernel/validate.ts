@@ -26,13 +26,15 @@ export function toIssues(issues: readonly v.BaseIssue<unknown>[]): ValidationIss
 const MAX_SCAN_DEPTH = 100
 
 /** Whether `text` holds U+0000 or a lone surrogate. */
-const badString = (text: string) => text.includes('\u0000') || !text.isWellFormed()
+const badString = (text: string, nulAllowed = false) =>
+  (!nulAllowed && text.includes('\u0000')) || !text.isWellFormed()
 
 /**
  * The path of the first string (value or key) in `input` that holds U+0000 or a lone surrogate —
  * text no store can keep faithfully (PostgreSQL refuses both in text and JSON) — or null when there
- * is none. Values whose place in `schema` is `sealedJson` (token `data` and `mask`) are not looked
- * at: they are sealed before anything stores them, so they may hold any JSON string. Every call
+ * is none. Values whose place in `schema` is `sealedJson` (token `data` and `mask`) may hold
+ * U+0000: they are sealed before anything stores them (lone surrogates are still refused there:
+ * their UTF-8 would not give them back). Every call
  * with a body scans it, so the path is built only for a string found (on the way back up), never
  * for the keys passed on the way down.
  */
@@ -62,13 +64,19 @@ function sealed(schema: AnySchema | undefined): boolean {
   }
 }
 
-function scan(input: unknown, depth: number, schema: AnySchema | undefined): string[] | null {
-  if (schema && sealed(schema)) return null
-  if (typeof input === 'string') return badString(input) ? [] : null
+function scan(
+  input: unknown,
+  depth: number,
+  schema: AnySchema | undefined,
+  nulAllowed = false,
+): string[] | null {
+  const inSealed = nulAllowed || (schema !== undefined && sealed(schema))
+  if (typeof input === 'string') return badString(input, inSealed) ? [] : null
   if (input === null || typeof input !== 'object' || depth > MAX_SCAN_DEPTH) return null
   for (const key of Object.keys(input)) {
-    if (badString(key)) return [key]
-    const found = scan((input as Record<string, unknown>)[key], depth + 1, inner(schema, key))
+    if (badString(key, inSealed)) return [key]
+    const below = inSealed ? undefined : inner(schema, key)
+    const found = scan((input as Record<string, unknown>)[key], depth + 1, below, inSealed)
     if (found) {
       found.unshift(key)
       return found

@@ -263,15 +263,14 @@ describe('application and session input validation', () => {
 
 describe('text no store can keep', () => {
   it.each([
-    ['U+0000 in data', { type: 'x', data: { a: 'nul\u0000byte' } }, 'data.a'],
     ['a lone surrogate in metadata', { type: 'x', data: 1, metadata: { k: 'half \ud800' } }, 'metadata.k'],
-    ['U+0000 in a key of data', { type: 'x', data: { 'k\u0000': 1 } }, 'data.k\u0000'],
     ['a lone low surrogate in type', { type: '\udc00', data: 1 }, 'type'],
     [
-      'U+0000 deep in arrays, after well-formed siblings',
-      { type: 'x', data: { list: ['ok', { deep: ['fine', 'bad\u0000'] }] } },
+      'a lone surrogate deep in arrays of data, after well-formed siblings',
+      { type: 'x', data: { list: ['ok', { deep: ['fine', 'bad\ud800'] }] } },
       'data.list.1.deep.1',
     ],
+    ['U+0000 in metadata', { type: 'x', data: 1, metadata: { k: 'nul\u0000byte' } }, 'metadata.k'],
     ['a lone high surrogate after a pair', { type: 'x', data: '\ud83d\ude00\ud800' }, 'data'],
   ])('refuses %s, naming the field', async (_what, body, field) => {
     const { client, store } = await setup()

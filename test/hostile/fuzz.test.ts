@@ -243,8 +243,9 @@ describe('hostile HTTP input', () => {
       const store = await postgresStore({ pool, schema })
       try {
         const w = await hostileWorld(store)
-        // Text PostgreSQL can't hold in JSON is refused as input (400), on every store alike.
-        for (const data of ['nul \u0000 byte', 'half \ud800', { 'key \u0000': 1 }]) {
+        // Text PostgreSQL can't hold in JSON is refused as input (400), on every store alike
+        // (U+0000 in data is kept: data is sealed before storage; see test/postgres/nul-input.test.ts).
+        for (const data of ['half \ud800', { 'key \ud800': 1 }]) {
           const response = await w.handler(
             new Request('http://vault.test/tokens', {
               method: 'POST',
