@@ -247,11 +247,123 @@ function joined(parts: readonly string[], glue: string): string {
   return parts.join(glue)
 }
 
-/** `s.split(separator)`, each piece charged as an element a filter then handles. */
+/**
+ * How many times `find` (not empty) occurs in `s`, not overlapping, counted only up to `max`: past
+ * it the answer is `max + 1` (so counting costs no more than the work it is asked before).
+ */
+function occurrences(s: string, find: string, max: number): number {
+  let count = 0
+  for (let at = s.indexOf(find); at >= 0 && count <= max; at = s.indexOf(find, at + find.length)) count++
+  return count
+}
+
+/** How many line breaks (`\r`, `\n`) `s` holds (a loop over the text: each character read once). */
+function lineBreaks(s: string): number {
+  let count = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 10 || c === 13) count++
+  }
+  return count
+}
+
+/** Charges `count` replacements (or pieces) a filter is about to make, each an element, before it makes them. */
+function replacements(count: number): void {
+  charge(ELEMENT_COST * count)
+}
+
+/** `s.split(separator)`, its pieces counted and charged as elements before it splits. */
 function pieces(s: string, separator: string): string[] {
-  const out = s.split(separator)
-  charge(ELEMENT_COST * out.length)
-  return out
+  const max = Math.floor(budget.remaining / ELEMENT_COST)
+  replacements(separator === '' ? s.length : occurrences(s, separator, max) + 1)
+  return s.split(separator)
+}
+
+/** How many characters an HTML-escaped character adds (`&` → `&amp;`, `<` → `&lt;`, …), else 0. */
+function escapeGrowth(c: number): number {
+  switch (c) {
+    case 34: // "
+      return 5
+    case 38: // &
+    case 39: // '
+      return 4
+    case 60: // <
+    case 62: // >
+      return 3
+    default:
+      return 0
+  }
+}
+
+/** `s` HTML-escaped (`once`: an entity already there is kept), its replacements and length paid before. */
+function htmlEscaped(s: string, once: boolean): string {
+  let escaped = 0
+  let growth = 0
+  for (let i = 0; i < s.length; i++) {
+    const grows = escapeGrowth(s.charCodeAt(i))
+    if (grows > 0) {
+      escaped++
+      growth += grows
+    }
+  }
+  replacements(escaped)
+  // The most it makes: every `&` escaped (escape_once may keep some).
+  willMake(s.length + growth)
+  const ampersands = once ? /&(?!(?:[a-zA-Z][a-zA-Z0-9]*|#\d+|#[xX][0-9a-fA-F]+);)/g : /&/g
+  return s
+    .replace(ampersands, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;')
+}
+
+/** Whether `encodeURIComponent` keeps the ASCII character `c` as it is: `A-Z a-z 0-9 - _ . ! ~ * ' ( )`. */
+function keptByUri(c: number): boolean {
+  if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) return true
+  return (
+    c === 45 || c === 95 || c === 46 || c === 33 || c === 126 || c === 42 || c === 39 || c === 40 || c === 41
+  )
+}
+
+/** `s` as `url_encode` writes it (a space as `+`), its length and replacements paid before it is made. */
+function urlEncoded(s: string): string {
+  let made = 0
+  let spaces = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 32) spaces++
+    if (c < 0x80) made += c === 32 || keptByUri(c) ? 1 : 3
+    else if (c < 0x800) made += 6
+    else if (c >= 0xd800 && c <= 0xdbff && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      made += 12
+      i++
+    } else if (c >= 0xd800 && c <= 0xdfff)
+      return fail('url_encode needs well-formed text (it has a lone surrogate)')
+    else made += 9
+  }
+  replacements(spaces)
+  willMake(made + 2 * spaces)
+  return encodeURIComponent(s).replace(/%20/g, '+')
+}
+
+/**
+ * `s` with its case changed by `f`, which may make up to 3 characters of one (`ß` → `SS`, `ΐ`): the
+ * budget must hold the most it could make before it runs (ASCII text keeps its length).
+ */
+function recased(s: string, f: (s: string) => string): string {
+  budget.ensure(/[\u0080-\uffff]/.test(s) ? 3 * s.length : s.length)
+  return capped(f(s))
+}
+
+/**
+ * The characters of `s` as a set, for filters that ask of each character of their input whether it
+ * is one of them (`preserve`, a separator): each of its characters is charged as a character
+ * handled in script, so a long list costs what it is, not once per character of the input.
+ */
+function charSet(s: string): Set<string> {
+  charge(CHAR_COST * s.length)
+  return new Set(s)
 }
 
 /** `a + b`, refused before it is built when too long. */
@@ -323,7 +435,8 @@ function num(v: Value): number {
 function char(v: Value, fallback: string, what: string): string {
   if (v === undefined || v === null) return fallback
   const s = str(v)
-  if ([...s].length !== 1) fail(`needs a single character as ${what}`)
+  // One character is one or two UTF-16 units: a longer text is refused before it is walked.
+  if (s.length > 2 || [...s].length !== 1) fail(`needs a single character as ${what}`)
   return s
 }
 function bool(v: Value, fallback: boolean): boolean {
@@ -351,10 +464,17 @@ function arrayOf(v: Value): Json[] {
 }
 
 const DIGIT = /\d/
+/** What `reveal_last` keeps unmasked. */
+const DASH: ReadonlySet<string> = new Set('-')
 
 /** Masks every character of `chars` for which `masked(i)` holds, but those in `preserve`. */
-function maskChars(chars: string[], masked: (i: number) => boolean, maskChar: string, preserve: string) {
-  return chars.map((c, i) => (masked(i) && !preserve.includes(c) ? maskChar : c)).join('')
+function maskChars(
+  chars: string[],
+  masked: (i: number) => boolean,
+  maskChar: string,
+  preserve: ReadonlySet<string>,
+) {
+  return chars.map((c, i) => (masked(i) && !preserve.has(c) ? maskChar : c)).join('')
 }
 
 /** The 6- or 8-digit BIN length of a card number with `digits` digits. */
@@ -396,15 +516,15 @@ function aliasCard(input: Value, args: Value[]): Value {
 
 function cardMask(input: Value, args: Value[]): Value {
   const chars = [...str(input)]
-  const preserve = args[3] === undefined || args[3] === null ? '' : str(args[3])
+  const preserve = charSet(args[3] === undefined || args[3] === null ? '' : str(args[3]))
   const maskChar = char(args[2], 'X', 'mask_char')
-  const counted = chars.filter((c) => !preserve.includes(c)).length
+  const counted = chars.filter((c) => !preserve.has(c)).length
   const bin = bool(args[0], false) ? binLength(counted) : 0
   const last = bool(args[1], false) ? 4 : 0
   let seen = 0
   const out = chars
     .map((c) => {
-      if (preserve.includes(c)) return c
+      if (preserve.has(c)) return c
       const i = seen++
       return i < bin || i >= counted - last ? c : maskChar
     })
@@ -420,7 +540,25 @@ function cardExp(input: Value, args: Value[]): Value {
   const mm = String(month).padStart(2, '0')
   const yyyy = String(year).padStart(4, '0')
   const parts: Record<string, string> = { YYYY: yyyy, YY: yyyy.slice(-2), MM: mm }
-  return str(args[0]).replace(/YYYY|YY|MM/g, (m) => parts[m]!)
+  const format = str(args[0])
+  // Each part of the format is replaced in script, and each may grow by 2 characters.
+  charge(CHAR_COST * format.length)
+  willMake(2 * format.length)
+  return format.replace(/YYYY|YY|MM/g, (m) => parts[m]!)
+}
+
+/**
+ * The first `n` words (runs of non-space) of `s`, each found by a step of a regular expression in
+ * script, charged as a per-character filter's character (32) before the next is looked for.
+ */
+function firstWords(s: string, n: number): string[] {
+  const words: string[] = []
+  const word = /\S+/g
+  for (let m = word.exec(s); m !== null && words.length < n; m = word.exec(s)) {
+    charge(CHAR_COST)
+    words.push(m[0])
+  }
+  return words
 }
 
 function math(f: (a: number, b: number) => number): Filter {
@@ -434,16 +572,17 @@ function math(f: (a: number, b: number) => number): Filter {
 /** Every filter offered, by name: Liquid's standard string, array and math filters and Basis Theory's. */
 const FILTERS: Record<string, Filter> = {
   // Liquid: strings
-  upcase: (v) => str(v).toUpperCase(),
-  downcase: (v) => str(v).toLowerCase(),
-  capitalize: (v) => {
-    const s = str(v)
-    return s.charAt(0).toUpperCase() + s.slice(1).toLowerCase()
-  },
+  upcase: (v) => recased(str(v), (s) => s.toUpperCase()),
+  downcase: (v) => recased(str(v), (s) => s.toLowerCase()),
+  capitalize: (v) => recased(str(v), (s) => s.charAt(0).toUpperCase() + s.slice(1).toLowerCase()),
   strip: (v) => str(v).trim(),
   lstrip: (v) => str(v).trimStart(),
   rstrip: (v) => str(v).trimEnd(),
-  strip_newlines: (v) => str(v).replace(/[\r\n]/g, ''),
+  strip_newlines: (v) => {
+    const s = str(v)
+    replacements(lineBreaks(s))
+    return s.replace(/[\r\n]/g, '')
+  },
   append: (v, a) => concatenated(str(v), str(a[0])),
   prepend: (v, a) => concatenated(str(a[0]), str(v)),
   remove: (v, a) => joined(pieces(str(v), str(a[0])), ''),
@@ -476,24 +615,12 @@ const FILTERS: Record<string, Filter> = {
     if (a[0] === undefined) fail('split needs a separator')
     const sep = str(a[0])
     const s = str(v)
-    return s === '' ? [] : s.split(sep)
+    return s === '' ? [] : pieces(s, sep)
   },
   size: (v) => (Array.isArray(v) ? v.length : isObject(v) ? Object.keys(v).length : str(v).length),
-  url_encode: (v) => encodeURIComponent(str(v)).replace(/%20/g, '+'),
-  escape: (v) =>
-    str(v)
-      .replace(/&/g, '&amp;')
-      .replace(/</g, '&lt;')
-      .replace(/>/g, '&gt;')
-      .replace(/"/g, '&quot;')
-      .replace(/'/g, '&#39;'),
-  escape_once: (v) =>
-    str(v)
-      .replace(/&(?!(?:[a-zA-Z][a-zA-Z0-9]*|#\d+|#[xX][0-9a-fA-F]+);)/g, '&amp;')
-      .replace(/</g, '&lt;')
-      .replace(/>/g, '&gt;')
-      .replace(/"/g, '&quot;')
-      .replace(/'/g, '&#39;'),
+  url_encode: (v) => urlEncoded(str(v)),
+  escape: (v) => htmlEscaped(str(v), false),
+  escape_once: (v) => htmlEscaped(str(v), true),
   strip_html: (v) => stripHtml(str(v)),
   newline_to_br: (v) => {
     const s = str(v)
@@ -504,16 +631,18 @@ const FILTERS: Record<string, Filter> = {
   truncatewords: (v, a) => {
     const n = Math.max(1, a[0] === undefined ? 15 : length(a[0], 'words'))
     const ellipsis = a[1] === undefined ? '...' : str(a[1])
-    const words = str(v)
-      .split(/\s+/)
-      .filter((w) => w !== '')
-    if (words.length <= n) return str(v)
-    return joined(words.slice(0, n), ' ') + ellipsis
+    const s = str(v)
+    const words = firstWords(s, n + 1)
+    if (words.length <= n) return s
+    return concatenated(joined(words.slice(0, n), ' '), ellipsis)
   },
   date: (v, a) => {
     if (a[0] === undefined) fail('date needs a format (%Y-%m-%d)')
     if (typeof v !== 'string' && typeof v !== 'number') return v
-    return liquidDate(v, str(a[0])) ?? v
+    const pattern = str(a[0])
+    // Each character of the format is written in script, a directive by date-fns.
+    charge(CHAR_COST * pattern.length)
+    return liquidDate(v, pattern) ?? v
   },
   default: (v, a) => (v === undefined || v === null || v === false || v === '' ? (a[0] ?? null) : v),
   // Liquid: arrays
@@ -529,7 +658,11 @@ const FILTERS: Record<string, Filter> = {
       .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
       .map(([, x]) => x),
   map: (v, a) => arrayOf(v).map((x) => (isObject(x) && Object.hasOwn(x, str(a[0])) ? x[str(a[0])]! : null)),
-  concat: (v, a) => [...arrayOf(v), ...arrayOf(a[0])],
+  concat: (v, a) => {
+    const more = arrayOf(a[0])
+    charge(ELEMENT_COST * more.length)
+    return [...arrayOf(v), ...more]
+  },
   // Liquid: math
   plus: math((a, b) => a + b),
   minus: math((a, b) => a - b),
@@ -566,14 +699,14 @@ const FILTERS: Record<string, Filter> = {
     const n = length(a[0], 'length')
     const chars = [...str(v)]
     if (chars.length <= n) return chars.join('')
-    return maskChars(chars, (i) => i < chars.length - n, char(a[1], 'X', 'mask_char'), '-')
+    return maskChars(chars, (i) => i < chars.length - n, char(a[1], 'X', 'mask_char'), DASH)
   }),
   reveal: nullOr((v, a) => {
     const chars = [...str(v)]
     const first = a[0] === undefined ? 0 : length(a[0], 'reveal_first')
     const last = a[1] === undefined ? 0 : length(a[1], 'reveal_last')
     const maskChar = char(a[2], 'X', 'mask_char')
-    const preserve = a[3] === undefined || a[3] === null ? '' : str(a[3])
+    const preserve = charSet(a[3] === undefined || a[3] === null ? '' : str(a[3]))
     const all = () => maskChars(chars, () => true, maskChar, preserve)
     if (chars.length <= first + last) return all()
     const out = maskChars(chars, (i) => i >= first && i < chars.length - last, maskChar, preserve)
@@ -612,8 +745,8 @@ const FILTERS: Record<string, Filter> = {
     return found[0] ?? null
   },
   card_bin: nullOr((v, a) => {
-    const sep = a[0] === undefined || a[0] === null ? '' : str(a[0])
-    const plain = [...str(v)].filter((c) => sep === '' || !sep.includes(c)).join('')
+    const sep = charSet(a[0] === undefined || a[0] === null ? '' : str(a[0]))
+    const plain = [...str(v)].filter((c) => !sep.has(c)).join('')
     return plain.slice(0, binLength(plain.length))
   }),
   card_exp: cardExp,

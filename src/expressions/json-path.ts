@@ -3,6 +3,9 @@ import type { Json } from '../kernel/index.js'
 /** Work units each node a JSON Path visits costs (see `MAX_EXPRESSION_WORK` in src/kernel/budget.ts). */
 export const NODE_COST = 32
 
+/** Work units each character of a JSON Path costs: it is parsed in script, a step at a time. */
+const PATH_CHAR_COST = 32
+
 /** How deep a recursive descent (`..`) looks; token data nests at most 64 levels. */
 const MAX_DESCENT_DEPTH = 64
 
@@ -38,11 +41,13 @@ function member(n: Json, key: string | number): Json[] {
 
 /** A filter `@.path <op> literal`, parsed once for every node it is asked about. */
 function compileFilter(expr: string, ctx: PathContext): (node: Json) => boolean {
-  const m = /^\s*@((?:\.[A-Za-z0-9_-]+)*)\s*(==|!=|<=|>=|<|>)\s*(.+?)\s*$/.exec(expr)
-  if (!m) return ctx.fail(`json filter "${expr}" is not of the form @.name <op> value`)
+  // `(.+)` then a trim, not `(.+?)\s*$`: a lazy match before trailing space backtracks over every
+  // space of a long value (time quadratic in it).
+  const m = /^\s*@((?:\.[A-Za-z0-9_-]+)*)\s*(==|!=|<=|>=|<|>)\s*(\S.*)$/.exec(expr)
+  if (!m) return ctx.fail(`json filter "${expr.slice(0, 40)}" is not of the form @.name <op> value`)
   const keys = m[1]!.split('.').slice(1)
   const op = m[2]!
-  const raw = m[3]!
+  const raw = m[3]!.trimEnd()
   const right: Json = /^'.*'$|^".*"$/.test(raw) ? raw.slice(1, -1) : raw === 'null' ? null : Number(raw)
   if (typeof right === 'number' && Number.isNaN(right))
     ctx.fail(`json filter value "${raw}" is not a literal`)
@@ -69,6 +74,8 @@ function compileFilter(expr: string, ctx: PathContext): (node: Json) => boolean 
  */
 export function jsonPath(input: Json, path: string, ctx: PathContext): Json[] {
   if (!path.startsWith('$')) ctx.fail('json needs a JSON Path starting with $')
+  // The path is read in script, a step at a time: each character is charged as one handled so.
+  ctx.charge(PATH_CHAR_COST * path.length)
   let nodes: Json[] = [input]
   let pos = 1
   const step = (f: (n: Json) => Json[]) => {
