@@ -14,10 +14,15 @@
  * Units of work the expressions of one request may do in all: each character a filter reads or
  * makes is one unit (a filter that handles its input character by character in script — `reveal`,
  * `card_mask`, … — counts 32 per character, `alias_*` 64; each element of an array (or member
- * of an object) a filter gets 16, `uniq` 128, `sort` 128 plus 8 per comparison); each template evaluated
+ * of an object) a filter gets 16, `uniq` 128, `sort` 128 plus 8 per comparison; each replacement or
+ * piece a filter makes — `escape`, `url_encode`, `strip_newlines`, `split`, `replace`, … — 16, each
+ * word `truncatewords` finds 32, each character of an argument a filter walks in script — a
+ * `preserve` list, a `date` or `card_exp` format, a JSON Path — 32); each template evaluated
  * costs 256; a template's value counts its JSON size and 8 per value in it (so a mask that repeats
  * `{{ data }}` pays for each copy the answer would hold); a JSON Path counts 32 per node it visits
- * (and per node a filter `[?(…)]` tests). About 10 ms of CPU at the worst
+ * (and per node a filter `[?(…)]` tests). A filter step is paid for before it runs: what it reads,
+ * what it will make in pieces, and the most characters it could make must fit first. About 10 ms of
+ * CPU at the worst
  * (`npx tsx bench/budgets.bench.ts`).
  */
 export const MAX_EXPRESSION_WORK = 4_000_000
