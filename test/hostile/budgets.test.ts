@@ -2,7 +2,8 @@
  * Every request has a budget for what it may make, decided before the work is done. Each attack
  * below is a small request from an ordinary key that, without a budget, built answers of hundreds
  * of megabytes, held the event loop for seconds or ended the process. Each now answers a 400
- * naming its limit (nothing stored), while `/healthz` keeps answering within 100 ms. Sizes are just
+ * naming its limit (nothing stored), while `/healthz` keeps answering (how long the loop is held
+ * at most is timed in budgets.slow.test.ts, against a reference workload). Sizes are just
  * past the limits, so each test takes well under a second; the limits themselves are pinned by
  * literal boundary tests (the limit passes, one past it fails).
  */
@@ -94,7 +95,6 @@ describe('expression budget: 4 000 000 units of work per request', () => {
     )
     expect(result.status, result.text).toBe(400)
     expect(result.text).toContain('4000000 units of work')
-    expect(result.slowestProbeMs).toBeLessThan(100)
     expect(await tokenCount(call, keys.full)).toBe(1)
   })
 
@@ -124,7 +124,6 @@ describe('expression budget: 4 000 000 units of work per request', () => {
     const result = await whileProbing(handler, create(mask), create(mask.slice(0, 20)))
     expect(result.status, result.text).toBe(400)
     expect(result.text).toContain('4000000 units of work')
-    expect(result.slowestProbeMs).toBeLessThan(100)
   })
 
   it('JSON Path recursive descent counts every node it visits, from masks, search indexes and fingerprints', async () => {
@@ -145,7 +144,6 @@ describe('expression budget: 4 000 000 units of work per request', () => {
       )
       expect(result.status, result.text).toBe(400)
       expect(result.text).toContain('4000000 units of work')
-      expect(result.slowestProbeMs).toBeLessThan(100)
     }
     // Only the three small warm-ups were stored.
     expect(await tokenCount(call, keys.full)).toBe(3)
@@ -188,7 +186,6 @@ describe('expression budget: 4 000 000 units of work per request', () => {
     )
     expect(page.status, page.text).toBe(400)
     expect(page.text).toContain('4000000 units of work')
-    expect(page.slowestProbeMs).toBeLessThan(100)
     const one = await json<{ data: { data: string }[] }>(
       await call('GET', '/tokens?size=1', { key: reader.key }),
       200,
@@ -224,7 +221,6 @@ describe('a hostile mask already stored (written before budgets)', () => {
       )
       expect(result.status, result.text).toBe(400)
       expect(result.text).toContain('4000000 units of work')
-      expect(result.slowestProbeMs).toBeLessThan(100)
     }
     const revealed = await json<{ data: string }>(
       await call('GET', `/tokens/${token.id}`, { key: keys.full }),
@@ -249,7 +245,6 @@ describe('detokenize and react arguments: at most 4 MiB (4 194 304 characters) o
     )
     expect(result.status, result.text).toBe(400)
     expect(result.text).toContain('more than 4194304 characters of token data')
-    expect(result.slowestProbeMs).toBeLessThan(100)
   })
 
   it('pins the limit: 8 references of 524 288 characters pass, a 9th fails', async () => {
@@ -287,7 +282,6 @@ describe('detokenize and react arguments: at most 4 MiB (4 194 304 characters) o
     const result = await whileProbing(handler, react(args.many), react([]))
     expect(result.status, result.text).toBe(400)
     expect(result.text).toContain('more than 4194304 characters of token data')
-    expect(result.slowestProbeMs).toBeLessThan(100)
     expect(runs).toHaveLength(1)
     // Within the limit the runner gets the arguments expanded.
     await json(
@@ -318,7 +312,6 @@ describe('nesting depth', () => {
       const result = await whileProbing(handler, send(deep), send('[[[]]]'))
       expect(result.status, `${path}: ${result.text}`).toBe(400)
       expect(result.text).toContain('nested deeper than 128 levels')
-      expect(result.slowestProbeMs).toBeLessThan(100)
     }
     expect(events.filter((e) => e.kind === 'error')).toEqual([])
   })
