@@ -1,0 +1,270 @@
+/**
+ * Cross-tenant attacks over loopback: for each attack, tenant B's GET p99 alone, then while tenant
+ * A attacks, in the same run, and their ratio (the goal: at most 2x). Each attack runs against a
+ * fresh server in a child process (the vault's HTTP adapter on node:http, as `serve` runs it); this
+ * process is both tenants' clients, each on its own connections.
+ *
+ *   (a) 96 concurrent 400 KB creates
+ *   (b) GET /v2/tokens?size=100 over tokens of about 900 KB each
+ *   (c) search `type:ta AND type:tb` over interleaved tokens (TOKENVAULT_ATTACK_SEARCH_TOKENS, default 5000; the attack's full size is 50000)
+ *   (d) wildcard searches over TOKENVAULT_ATTACK_WILDCARD_TOKENS tokens (default 5000; full size 30000)
+ *   (e) detokenize with `escape_once` over a token of about 1 MB
+ *
+ * Run: `npm run bench:attacks [-- --store file:PATH] [-- --only a,c]`. Each attack takes about
+ * 10-20 s (seeding included); B is measured for 3 s alone and 5 s under attack.
+ */
+import { fork } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { Agent, createServer, request } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
+import { memoryStore } from '../adapters/memory/index.js'
+import { BOUND_FLAGS, HTTP_BOUNDS } from '../bin/options.js'
+import { createService, type Service, systemClock } from '../entry/index.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+
+const ROLE = '--attacks-server'
+const ALONE_MS = 3000
+const UNDER_MS = 5000
+const WARM_MS = 1000
+
+type Scenario = 'a' | 'b' | 'c' | 'd' | 'e'
+
+/** What a child server answers once seeded: the tenants' keys and the ids the attacks name. */
+interface Seeded {
+  port: number
+  aKey: string
+  bKey: string
+  bToken: string
+  aToken: string
+}
+
+const sizeOf = (name: string, fallback: number) => Number(process.env[name] ?? fallback)
+
+/** A tenant with a private application that may reveal every token: its key. */
+async function tenantKey(service: Service, name: string): Promise<string> {
+  const tenant = await service.admin.createTenant({ name })
+  const permissions = [...PERMISSIONS_BY_TYPE.private]
+  const rules = [
+    { description: 'all', priority: 1, container: '/', transform: 'reveal' as const, permissions },
+  ]
+  const made = await service.admin.createApplication({ tenantId: tenant.id, name, type: 'private', rules })
+  return made.key
+}
+
+/** Creates `count` tokens of A, `make(i)` giving each one's body, a few at a time. */
+async function seed(service: Service, key: string, count: number, make: (i: number) => object) {
+  const client = service.connect(key)
+  let last = ''
+  for (let i = 0; i < count; i += 50) {
+    const batch = Array.from({ length: Math.min(50, count - i) }, (_, j) =>
+      client.tokens.create(make(i + j) as never),
+    )
+    last = (await Promise.all(batch)).at(-1)!.id
+  }
+  return last
+}
+
+/** The data each attack needs in A's tenant: the id an attack names, if any. */
+async function seedAttack(scenario: Scenario, service: Service, aKey: string): Promise<string> {
+  switch (scenario) {
+    case 'a':
+      return ''
+    case 'b':
+      return seed(service, aKey, 110, (i) => ({ type: 'big', data: `${i}`.padEnd(900_000, 'x') }))
+    case 'c': {
+      const count = sizeOf('TOKENVAULT_ATTACK_SEARCH_TOKENS', 5000)
+      return seed(service, aKey, count, (i) => ({ type: i % 2 ? 'ta' : 'tb', data: i }))
+    }
+    case 'd': {
+      const count = sizeOf('TOKENVAULT_ATTACK_WILDCARD_TOKENS', 5000)
+      return seed(service, aKey, count, (i) => ({ type: 'w', data: i }))
+    }
+    case 'e':
+      return seed(service, aKey, 1, () => ({ type: 'amp', data: '&'.repeat(1_000_000) }))
+  }
+}
+
+/** The admission bounds the environment sets, under the names `serve` reads (`TOKENVAULT_MAX_IN_FLIGHT_PER_TENANT`, ...). */
+function admissionFromEnv(): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const [flag, option] of BOUND_FLAGS) {
+    const value = process.env[`TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}`]
+    if (HTTP_BOUNDS.has(option) && value !== undefined) out[option] = Number(value)
+  }
+  return out
+}
+
+/** The child: a fresh service and HTTP server, seeded for `scenario`; sends `Seeded` to its parent. */
+async function serveChild(scenario: Scenario, storeSpec: string) {
+  const store = storeSpec.startsWith('file:')
+    ? await (await import('../adapters/file/index.js')).fileStore({
+        path: mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`)),
+      })
+    : memoryStore()
+  const service = await createService({ store, clock: systemClock, masterKey: randomBytes(32), runner: null })
+  const aKey = await tenantKey(service, 'attacker')
+  const bKey = await tenantKey(service, 'bystander')
+  const bToken = (await service.connect(bKey).tokens.create({ type: 'token', data: { name: 'b' } })).id
+  const aToken = await seedAttack(scenario, service, aKey)
+  const server = createServer(
+    toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() })),
+  )
+  server.keepAliveTimeout = 60_000
+  server.listen(0, '127.0.0.1', () => {
+    const seeded: Seeded = { port: (server.address() as AddressInfo).port, aKey, bKey, bToken, aToken }
+    process.send!(seeded)
+  })
+}
+
+/** One HTTP request on `agent`: its status, once its answer is read whole. */
+function send(
+  agent: Agent,
+  port: number,
+  method: string,
+  path: string,
+  key: string,
+  body?: Buffer,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | number> = { 'svc-api-key': key }
+    if (body) Object.assign(headers, { 'content-type': 'application/json', 'content-length': body.length })
+    const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** A's attack: `concurrency` loops sending its request until `stop`; the statuses seen, counted. */
+function attack(scenario: Scenario, s: Seeded, agent: Agent, stop: { now: boolean }) {
+  const json = (value: unknown) => Buffer.from(JSON.stringify(value))
+  const plans: Record<Scenario, { concurrency: number; method: string; path: string; body?: Buffer }> = {
+    a: {
+      concurrency: 96,
+      method: 'POST',
+      path: '/tokens',
+      body: json({ type: 'x', data: 'y'.repeat(400_000) }),
+    },
+    b: { concurrency: 8, method: 'GET', path: '/v2/tokens?size=100' },
+    c: {
+      concurrency: 8,
+      method: 'POST',
+      path: '/v2/tokens/search',
+      body: json({ query: 'type:ta AND type:tb' }),
+    },
+    d: {
+      concurrency: 8,
+      method: 'POST',
+      path: '/v2/tokens/search',
+      body: json({ query: 'id:*a*b*c*d*e* OR id:*f*0*1*2*3* OR type:w AND id:*9*8*7*6*' }),
+    },
+    e: {
+      concurrency: 8,
+      method: 'POST',
+      path: '/detokenize',
+      body: json({ x: `{{ ${s.aToken} | escape_once }}` }),
+    },
+  }
+  const plan = plans[scenario]
+  const statuses = new Map<number, number>()
+  const loop = async () => {
+    while (!stop.now) {
+      const status = await send(agent, s.port, plan.method, plan.path, s.aKey, plan.body).catch(() => 0)
+      statuses.set(status, (statuses.get(status) ?? 0) + 1)
+    }
+  }
+  const done = Promise.all(Array.from({ length: plan.concurrency }, loop))
+  return { statuses, done }
+}
+
+/** B's sequential GETs of its own token for `ms`: the latencies in ms, sorted. */
+async function probe(s: Seeded, agent: Agent, ms: number): Promise<number[]> {
+  const out: number[] = []
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    const started = performance.now()
+    const status = await send(agent, s.port, 'GET', `/tokens/${s.bToken}`, s.bKey)
+    if (status !== 200) throw new Error(`B's GET answered ${status}`)
+    out.push(performance.now() - started)
+  }
+  return out.sort((x, y) => x - y)
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+
+/** One attack against a fresh child server: B alone, then B under A's attack. */
+async function run(scenario: Scenario, storeSpec: string) {
+  const child = fork(new URL(import.meta.url).pathname, [ROLE, scenario, storeSpec], {
+    execArgv: ['--import', 'tsx'],
+  })
+  try {
+    const s = await new Promise<Seeded>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as Seeded))
+      child.once('exit', (code) => reject(new Error(`the server exited (${code}) before it listened`)))
+    })
+    const bAgent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const aAgent = new Agent({ keepAlive: true, maxSockets: 128 })
+    await probe(s, bAgent, 500)
+    const alone = await probe(s, bAgent, ALONE_MS)
+    const stop = { now: false }
+    const attacking = attack(scenario, s, aAgent, stop)
+    await new Promise((resolve) => setTimeout(resolve, WARM_MS))
+    const started = [...attacking.statuses.values()].reduce((x, y) => x + y, 0)
+    const under = await probe(s, bAgent, UNDER_MS)
+    const sent = [...attacking.statuses.values()].reduce((x, y) => x + y, 0) - started
+    stop.now = true
+    await attacking.done
+    bAgent.destroy()
+    aAgent.destroy()
+    return { scenario, alone, under, statuses: attacking.statuses, aPerSec: sent / (UNDER_MS / 1000) }
+  } finally {
+    child.kill()
+  }
+}
+
+const LABELS: Record<Scenario, string> = {
+  a: '(a) 96 concurrent 400 KB creates',
+  b: '(b) GET /v2/tokens?size=100 over ~900 KB tokens',
+  c: `(c) search type:ta AND type:tb over ${sizeOf('TOKENVAULT_ATTACK_SEARCH_TOKENS', 5000)} tokens`,
+  d: `(d) wildcard searches over ${sizeOf('TOKENVAULT_ATTACK_WILDCARD_TOKENS', 5000)} tokens`,
+  e: '(e) detokenize escape_once over ~1 MB',
+}
+
+async function main() {
+  const args = process.argv.slice(2)
+  const at = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined)
+  const storeSpec = at('--store') ?? 'memory'
+  const only = (at('--only') ?? 'a,b,c,d,e').split(',') as Scenario[]
+  console.log(
+    `store: ${storeSpec}; B: sequential GET /tokens/{id}, ${ALONE_MS / 1000} s alone, ${UNDER_MS / 1000} s under attack`,
+  )
+  console.log(
+    '| attack | B p50 alone | B p99 alone | B p50 under | B p99 under | p99 ratio | A answers (status: count) | A req/s |',
+  )
+  console.log('|---|---|---|---|---|---|---|---|')
+  for (const scenario of only) {
+    const r = await run(scenario, storeSpec)
+    const ms = (v: number) => `${v.toFixed(1)} ms`
+    const ratio = quantile(r.under, 0.99) / quantile(r.alone, 0.99)
+    const statuses = [...r.statuses]
+      .sort(([x], [y]) => x - y)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')
+    console.log(
+      `| ${LABELS[scenario]} | ${ms(quantile(r.alone, 0.5))} | ${ms(quantile(r.alone, 0.99))} | ${ms(quantile(r.under, 0.5))} | ${ms(quantile(r.under, 0.99))} | ${ratio.toFixed(1)}x${ratio > 2 ? ' (over 2x)' : ''} | ${statuses} | ${r.aPerSec.toFixed(0)} |`,
+    )
+  }
+}
+
+if (process.argv.includes(ROLE)) {
+  const at = process.argv.indexOf(ROLE)
+  await serveChild(process.argv[at + 1] as Scenario, process.argv[at + 2]!)
+} else {
+  await main()
+}
