@@ -12,6 +12,18 @@ export interface GroupedWrite {
 /** Writes sent together in one call at most. */
 export const MAX_GROUP = 16
 
+/**
+ * Guards and ops sent together in one call at most (a write bigger than this goes in a call of
+ * its own): each names a record whose advisory lock the call holds until it commits, and the
+ * server's lock table is shared by every session, so sixteen commits of large transactions in one
+ * call must not take sixteen times the locks of one.
+ */
+export const MAX_GROUP_WEIGHT = 2048
+
+/** What a write weighs in a group: its guards and ops. */
+const weightOf = (write: { checks: readonly Check[]; ops: readonly Op[] }) =>
+  write.checks.length + write.ops.length
+
 /** A tenant's calls in flight past which its writes wait and go together: a quarter of the pool, at least 2. */
 export function groupAfterOf(poolMax: number): number {
   return Math.max(2, Math.floor(poolMax / 4))
@@ -51,7 +63,7 @@ export class WriteGroups {
     else this.calls.delete(tenant)
     const line = this.lines.get(tenant)
     if (!line || this.busy(tenant)) return
-    const group = line.splice(0, this.max)
+    const group = line.splice(0, this.groupSize(line))
     if (!line.length) this.lines.delete(tenant)
     this.began(tenant)
     this.send(tenant, group)
@@ -59,6 +71,18 @@ export class WriteGroups {
         for (const write of group) write.reject(error)
       })
       .finally(() => this.ended(tenant))
+  }
+
+  /** How many of `line`'s first writes go in one call: at most `max`, and `MAX_GROUP_WEIGHT` (always one). */
+  private groupSize(line: readonly GroupedWrite[]): number {
+    let weight = 0
+    let size = 0
+    for (const write of line) {
+      weight += weightOf(write)
+      if (size >= this.max || (size > 0 && weight > MAX_GROUP_WEIGHT)) break
+      size++
+    }
+    return size
   }
 
   /** Queues a write of a busy tenant; it is answered once its group's call has. */

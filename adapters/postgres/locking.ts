@@ -5,7 +5,13 @@ import { lockKeyValue } from './keys.js'
 
 const name = (...parts: string[]) => parts.join('\u0000')
 const token = (tenantId: string, id: string) => name('token', tenantId, id)
-const lock = (tenantId: string, tokenId: string) => name('lock', tenantId, tokenId)
+/**
+ * A token's lock record shares its token's name (one advisory lock for both): every write that
+ * writes a token also reads its lock record (`token.unlocked`), so this costs no parallelism, and a
+ * commit or rollback of n staged tokens takes n locks for them instead of 2n (PostgreSQL's lock
+ * table holds about 64 per connection slot, shared by every session).
+ */
+const lock = (tenantId: string, tokenId: string) => token(tenantId, tokenId)
 const link = (tenantId: string, parentId: string, childId: string) =>
   name('link', tenantId, parentId, childId)
 const transaction = (tenantId: string, id: string) => name('transaction', tenantId, id)

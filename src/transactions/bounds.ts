@@ -10,10 +10,12 @@ import { invalid } from '../kernel/index.js'
  * the new totals and is refused or fits).
  *
  * Why these numbers: a commit is one atomic store write of everything staged. On PostgreSQL it
- * takes one advisory lock per staged token and one per fingerprint (about 2 001 at the bound), and
- * the server's default lock table holds about 7 800 (64 per connection slot): three tenants
- * committing at the bound at once fit beside the usual traffic. 16 MiB of staged token JSON keeps
- * the heap a commit needs (the tokens read, sealed again and sent) to a few times that.
+ * takes one advisory lock per staged token and one per fingerprint (2 001 at the bound, plus one
+ * per link of a staged delete), and the server's lock table, shared by every session, holds 64 per
+ * connection slot plus what spare shared memory allows (about 12 700 with PostgreSQL 15's
+ * defaults): five tenants committing at the bound at once fit beside the usual traffic. 16 MiB of
+ * staged token JSON keeps the heap a commit needs (the tokens read, sealed again and sent as one
+ * JSON argument) to a few times that.
  */
 export const MAX_STAGED_WRITES = 1000
 
