@@ -102,7 +102,9 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
       const viaSession = await call(one.url, 'GET', `/tokens/${created.body.id}`, session.body.session_key)
       expect(viaSession.status).toBe(200)
 
-      // Revocation through one server takes effect in the other (which has the key cached) within 1 s.
+      // Revocation through one server takes effect in the other (which has the key cached): within
+      // the key cache's lifetime (500 ms, pinned by key-cache-ttl.test.ts with its time driven by
+      // hand), waited for here with room for a busy machine, whose requests alone can take a second.
       const within = async (ms: number, holds: () => Promise<boolean>) => {
         const started = performance.now()
         while (!(await holds())) {
@@ -117,14 +119,14 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
       })
       expect(narrowed.status).toBe(200)
       await within(
-        1000,
+        20_000,
         async () => (await call(two.url, 'GET', `/tokens/${created.body.id}`, priv.body.key)).status === 403,
       )
       expect((await call(one.url, 'DELETE', `/applications/${priv.body.id}`, managementKey!)).status).toBe(
         204,
       )
       await within(
-        1000,
+        20_000,
         async () =>
           (await call(two.url, 'POST', '/tokens', priv.body.key, { type: 'token', data: 'x' })).status ===
           401,
