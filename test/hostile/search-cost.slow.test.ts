@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { fileStore } from '../../adapters/file/index.js'
+import { memoryStore } from '../../adapters/memory/index.js'
 import type { Op } from '../../src/kernel/types.js'
 import { setup } from '../core/setup.js'
 
