@@ -41,16 +41,21 @@ async function handWorker(idleSpinUs: number, backlog: number) {
   // Warm: the engine's first runs are slower than the ones measured.
   for (let i = 0; i < 5; i++) await run()
   await pause(20)
-  /** The median time (ms) the worker's event loop was busy in the 4 ms after each of n answers. */
+  /**
+   * The least time (ms) the worker's event loop was busy over one run and the 4 ms after its answer,
+   * of n runs: the window opens before the run is handed over, so a watch that began and ended
+   * before a loaded host read the answer still counts, and the least of n is the run least slowed
+   * by other work on the machine.
+   */
   const afterAnswers = async (n: number) => {
     const busy: number[] = []
     for (let i = 0; i < n; i++) {
-      await run()
       const before = worker.performance.eventLoopUtilization()
+      await run()
       await pause(4)
       busy.push(worker.performance.eventLoopUtilization(before).active)
     }
-    return busy.sort((x, y) => x - y)[Math.floor(n / 2)]!
+    return Math.min(...busy)
   }
   const idle = async (ms: number) => {
     const before = worker.performance.eventLoopUtilization()
@@ -77,10 +82,11 @@ describe('an idle sandbox worker watches for its next run, within bounds', () =>
     const watching = await startedWorker(1000, 0)
     const watched = await watching.afterAnswers(21)
     const slept = await (await startedWorker(0, 0)).afterAnswers(21)
-    // A watch of 1 ms after each answer (less the moment the answer took to arrive here).
-    expect(watched).toBeGreaterThan(0.3)
-    expect(watched).toBeLessThan(3)
-    expect(slept).toBeLessThan(0.15)
+    // A watch of 1 ms after each answer, on top of the run; the worker that sleeps, measured in the
+    // same way, is the run alone (about 0.7 ms on a busy 2-core machine).
+    if (process.env.TIMING_DEBUG) console.log({ watched, slept })
+    expect(watched - slept).toBeGreaterThan(0.5)
+    expect(watched - slept).toBeLessThan(3)
     // And then it sleeps: 200 ms without a run keep it busy for at most the one watch.
     expect(await watching.idle(200)).toBeLessThan(20)
   })
@@ -88,7 +94,8 @@ describe('an idle sandbox worker watches for its next run, within bounds', () =>
   it('does not watch while runs wait in the queue (the host is busy then and needs the core)', async () => {
     const busyQueue = await (await startedWorker(1000, 3)).afterAnswers(21)
     const emptyQueue = await (await startedWorker(1000, 0)).afterAnswers(21)
-    expect(emptyQueue).toBeGreaterThan(0.3)
-    expect(busyQueue).toBeLessThan(0.15)
+    // The worker reading a busy queue is busy for the run alone: a watch's 1 ms less.
+    if (process.env.TIMING_DEBUG) console.log({ emptyQueue, busyQueue })
+    expect(emptyQueue - busyQueue).toBeGreaterThan(0.5)
   })
 })
