@@ -11,6 +11,7 @@ import {
   type ManualClock,
   manualClock,
   type Service,
+  type TestService,
   type StateSnapshot,
   systemClock,
 } from '../entry/index.js'
@@ -268,15 +269,19 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
   const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
   let service: Service
+  /** The same service when in test mode: only then has its admin the test powers (the control plane's). */
+  let testService: TestService | undefined
   try {
-    service = createService({
+    const serviceOptions = {
       store: opened.store,
       clock,
       runner,
       ...(options.masterKey ? { masterKey: options.masterKey } : {}),
       ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
       ...serviceBounds,
-    })
+    }
+    if (options.testMode) service = testService = createService({ ...serviceOptions, testMode: true })
+    else service = createService(serviceOptions)
     await service.admin.verifyMasterKey()
   } catch (error) {
     await runner.close()
@@ -290,7 +295,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     key = await bootstrap(service, async () => empty, options.managementKey)
     if (empty && options.seed !== undefined) await unchecked(service.admin).loadFixture(options.seed)
     // What the control plane's reset goes back to: the state right after start.
-    if (options.testMode) initial = await service.admin.exportState()
+    if (testService) initial = await testService.admin.exportState()
   } catch (error) {
     await service.close()
     await opened.release()
@@ -312,12 +317,12 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   let api = toNodeListener(handler)
   let adminToken: string | undefined
   let listener = api
-  if (options.testMode) {
+  if (testService) {
     adminToken = options.adminToken ?? `adm_${nanoid(32)}`
     const faults = faultRegistry()
     api = withFaults(api, faults)
     const control = toNodeListener(
-      testControlHandler(service, {
+      testControlHandler(testService, {
         clock: clock as ManualClock,
         adminToken,
         faults,

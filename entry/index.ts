@@ -6,7 +6,7 @@
 
 import { lazyRunner } from '../src/kernel/runner.js'
 import type { ServiceOptions } from '../src/service/options.js'
-import { createCoreService, type Service } from '../src/service/service.js'
+import { createCoreService, type Service, type TestService } from '../src/service/service.js'
 
 export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
 export { localMasterKey } from '../src/encryption/keyring.js'
@@ -44,7 +44,16 @@ export type {
   VaultEvent,
 } from '../src/service/journal.js'
 export type { ServiceOptions } from '../src/service/options.js'
-export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from '../src/service/service.js'
+export type {
+  Admin,
+  ApplicationWithKey,
+  Client,
+  Service,
+  ServiceDefaults,
+  TestAdmin,
+  TestPowers,
+  TestService,
+} from '../src/service/service.js'
 export type { Unchecked } from '../src/service/unchecked.js'
 export { unchecked } from '../src/service/unchecked.js'
 export type { CreatedSession } from '../src/sessions/sessions.js'
@@ -74,8 +83,11 @@ function sandboxByDefault() {
 /**
  * Creates the service: every domain rule, over `options.store`, with time from `options.clock`. The
  * formula runner is `options.runner`, else the sandbox (`sandboxRunner()`, loaded on first use);
- * `null` turns formulas off.
+ * `null` turns formulas off. With `testMode: true` its admin also has the test powers
+ * (`TestPowers`: the whole state, token data in the clear); without it, it has none.
  */
+export function createService(options: ServiceOptions & { testMode: true }): TestService
+export function createService(options: ServiceOptions): Service
 export function createService(options: ServiceOptions): Service {
   return createCoreService(options, { runner: sandboxByDefault })
 }

@@ -10,7 +10,7 @@ import type { FormulaRunner } from '../src/kernel/runner.js'
 import type { AccessRule, Application, Permission, Tenant } from '../src/kernel/types.js'
 import type { StateSnapshot } from '../src/lifecycle/state-transfer.js'
 import type { Fixture } from '../src/service/fixtures.js'
-import type { Client, Service } from '../src/service/service.js'
+import type { Client, Service, TestService } from '../src/service/service.js'
 import type { Store } from '../src/store/contract.js'
 
 /** The three applications a test vault starts with. */
@@ -50,7 +50,8 @@ export interface ListeningVault {
 
 /** A vault for one test: service, manual clock, one tenant, a key per role, and state snapshots. */
 export interface TestVault {
-  service: Service
+  /** The service, in test mode: its admin has the test powers (`exportState`, `importState`, `clearState`). */
+  service: TestService
   clock: ManualClock
   tenant: Tenant
   keys: Record<TestRole, string>
@@ -107,6 +108,8 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     store: options.store ?? memoryStore(),
     clock,
     runner: options.runner ?? null,
+    // The test powers (snapshot, restore, reset) are this kit's: a production service has none.
+    testMode: true,
     // A fixed key: snapshots restore into any test vault, and nothing here is a real secret.
     masterKey: Buffer.alloc(32, 0x54),
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}),

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { ServiceError, STATUS_BY_CODE } from '../../src/kernel/errors.js'
 import type { StateSnapshot } from '../../src/lifecycle/state-transfer.js'
 import type { JournalEntry } from '../../src/service/journal.js'
-import type { Service } from '../../src/service/service.js'
+import type { TestService } from '../../src/service/service.js'
 import type { StoreErrorCode } from '../../src/store/error.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor, STORE_ANSWERS } from './problem.js'
@@ -129,7 +129,7 @@ interface HeldSnapshot {
  *
  * The clock and reset are the control plane's own routes (`/_test/clock`, `/_test/reset`).
  */
-export function consoleHandler(service: Service, options: ConsoleOptions): FetchHandler {
+export function consoleHandler(service: TestService, options: ConsoleOptions): FetchHandler {
   const assets = new Map<string, string>()
   const snapshots: HeldSnapshot[] = []
   let taken = 0

@@ -3,7 +3,7 @@ import type { ManualClock } from '../../src/kernel/clock.js'
 import { ServiceError } from '../../src/kernel/errors.js'
 import type { StateSnapshot } from '../../src/lifecycle/state-transfer.js'
 import type { JournalQuery } from '../../src/service/journal.js'
-import type { Service } from '../../src/service/service.js'
+import type { TestService } from '../../src/service/service.js'
 import { unchecked } from '../../src/service/unchecked.js'
 import { consoleHandler, isConsolePath } from './console.js'
 import type { FaultRegistry } from './faults.js'
@@ -65,7 +65,7 @@ function authorized(request: Request, token: string): boolean {
  * Without the token: 401. Bad input: a 400 problem that changes nothing. Any other path: 404.
  * It also serves the test console under `/_console/` (see `consoleHandler`).
  */
-export function testControlHandler(service: Service, options: TestControlOptions): FetchHandler {
+export function testControlHandler(service: TestService, options: TestControlOptions): FetchHandler {
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024
   const body = async (request: Request): Promise<unknown> => {
     const text = await boundedText(request, maxBody)

@@ -77,4 +77,11 @@ export interface ServiceOptions {
    * @default 1000
    */
   maxUnauthorizedSessionsPerTenant?: number
+  /**
+   * Gives `service.admin` the test powers (`exportState`, `importState`, `clearState`: the whole
+   * state, token data in the clear). For the test kit and the CLI's `--test-mode` only; a
+   * production service leaves it out and has none of them.
+   * @default false
+   */
+  testMode?: boolean
 }

@@ -288,6 +288,25 @@ export interface Admin extends OfficialFormulaAdmin {
    */
   rotateMasterKey(next: MasterKey): Promise<{ tenants: number; keyId: string }>
   /**
+   * Loads a fixture (see `Fixture`): tenants with fixed ids, applications with fixed keys, tokens
+   * with fixed ids, associations, formulas and reactors, each through its create operation. A bad
+   * entry fails with a validation error naming its path (`tenants.0.tokens.2.data`).
+   */
+  loadFixture(fixture: Fixture): Promise<Tenant[]>
+  /**
+   * The operator's read-only view, page by page: tenants, tokens under their masks (never their
+   * data), open transactions and their locks, reactors and their runs, applications without keys.
+   */
+  view: AdminView
+}
+
+/**
+ * The test powers over the whole state, on the admin of a service made with `testMode: true` only
+ * (the test kit's `createTestVault`, the CLI's `--test-mode` and its `/_test/` control plane): a
+ * production service has none of them.
+ */
+export interface TestPowers {
+  /**
    * The whole state as one JSON value, the clock's time included. Token data is **in the clear**
    * (so it restores under any master key, into any store): a test artifact, see `StateSnapshot`.
    */
@@ -299,17 +318,14 @@ export interface Admin extends OfficialFormulaAdmin {
   importState(snapshot: StateSnapshot): Promise<void>
   /** Deletes every record: tenants, applications, tokens, everything. */
   clearState(): Promise<void>
-  /**
-   * Loads a fixture (see `Fixture`): tenants with fixed ids, applications with fixed keys, tokens
-   * with fixed ids, associations, formulas and reactors, each through its create operation. A bad
-   * entry fails with a validation error naming its path (`tenants.0.tokens.2.data`).
-   */
-  loadFixture(fixture: Fixture): Promise<Tenant[]>
-  /**
-   * The operator's read-only view, page by page: tenants, tokens under their masks (never their
-   * data), open transactions and their locks, reactors and their runs, applications without keys.
-   */
-  view: AdminView
+}
+
+/** The admin of a service in test mode: the operator API and the test powers. */
+export interface TestAdmin extends Admin, TestPowers {}
+
+/** A service made with `testMode: true`: its admin has the test powers (`TestPowers`). */
+export interface TestService extends Service {
+  admin: TestAdmin
 }
 
 /** A running service over one store. */
@@ -351,6 +367,11 @@ export interface Service {
  * what `options` leave out. Users call `createService` of the package's main entry, which passes
  * the default formula runner.
  */
+export function createCoreService(
+  options: ServiceOptions & { testMode: true },
+  defaults: ServiceDefaults,
+): TestService
+export function createCoreService(options: ServiceOptions, defaults: ServiceDefaults): Service
 export function createCoreService(options: ServiceOptions, defaults: ServiceDefaults): Service {
   const { clock } = options
   const keys = masterKeys(options)
@@ -530,13 +551,6 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       return { tenants: rotated, keyId: provider.keyId }
     },
     ...officialFormulaAdmin({ store, runner, now }),
-    exportState: () => takeSnapshot(store, now()),
-    async importState(value) {
-      const snapshot = parseSnapshot(value)
-      await restoreSnapshot(store, keyring, snapshot)
-      if ('set' in clock && typeof clock.set === 'function') (clock as ManualClock).set(snapshot.clock)
-    },
-    clearState: () => clearState(store),
     view: adminView(store, now, journal),
     loadFixture: (fixture) =>
       loadFixture(
@@ -589,8 +603,19 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       ),
   }
 
+  const powers: TestPowers = {
+    exportState: () => takeSnapshot(store, now()),
+    async importState(value) {
+      const snapshot = parseSnapshot(value)
+      await restoreSnapshot(store, keyring, snapshot)
+      if ('set' in clock && typeof clock.set === 'function') (clock as ManualClock).set(snapshot.clock)
+    },
+    clearState: () => clearState(store),
+  }
+
   return {
-    admin,
+    // Every token in the clear to any holder of the admin: only in test mode.
+    admin: options.testMode === true ? { ...admin, ...powers } : admin,
     connect(apiKey, connectOptions = {}) {
       const keyHash = hashApiKey(apiKey)
       const { transactionId, idempotencyKey } = connectOptions

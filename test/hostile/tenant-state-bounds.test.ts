@@ -107,7 +107,7 @@ describe('the operation journal: 500 entries per tenant, 1000 in all', () => {
 
   it('a tenant flooding the service keeps B’s entries, read back by the test control plane and in order', async () => {
     const clock = manualClock(at)
-    const service = createService({ store: memoryStore(), clock, runner: null })
+    const service = createService({ store: memoryStore(), clock, runner: null, testMode: true })
     try {
       const key = async (name: string) => {
         const tenant = await service.admin.createTenant({ name })

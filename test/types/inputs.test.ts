@@ -7,7 +7,6 @@
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import type {
-  Admin,
   AdminCreateApplicationInput,
   AuthorizeSessionInput,
   CreateApplicationInput,
@@ -17,6 +16,7 @@ import type {
   OfficialFormulaInput,
   PatchReactorInput,
   ReactorFormulaInput,
+  TestAdmin,
   UpdateApplicationInput,
   UpdateReactorInput,
   UpdateTokenInput,
@@ -45,7 +45,7 @@ function methodCount(api: object): number {
 }
 
 /** `admin` with the name of each method called recorded in `called`. */
-function recording(admin: Admin, called: Set<string>): Admin {
+function recording(admin: TestAdmin, called: Set<string>): TestAdmin {
   return new Proxy(admin, {
     get(target, name, receiver) {
       const member = Reflect.get(target, name, receiver)
