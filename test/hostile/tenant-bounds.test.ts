@@ -293,20 +293,21 @@ describe('the formula backlog: 64 waiting runs per tenant, 1024 in all (sandboxR
     const runner = sandboxRunner({ poolSize: 1, timeoutMs: 300 })
     try {
       // The worker is up before the flood, so A's first run goes to it at once.
-      expect(await runner.run('module.exports = () => 1', request, { timeoutMs: 5000 })).toMatchObject({
+      expect(await runner.run('module.exports = () => 1', request, { timeoutMs: 120_000 })).toMatchObject({
         ok: true,
       })
       const hang = 'module.exports = () => { while (true) {} }'
       const order: string[] = []
-      const runOf = (tenant: string, code: string) =>
-        runner.run(code, request, { timeoutMs: 300, isolationKey: tenant }).then((outcome) => {
+      // A's hung runs end at 300 ms; B's must answer, with a limit no busy machine reaches.
+      const runOf = (tenant: string, code: string, timeoutMs = 300) =>
+        runner.run(code, request, { timeoutMs, isolationKey: tenant }).then((outcome) => {
           order.push(`${tenant} ${outcome.ok ? 'ok' : outcome.kind}`)
           return outcome
         })
       const flood = Array.from({ length: 65 }, () => runOf('A', hang))
       const past = await runOf('A', hang)
       expect(past).toMatchObject({ ok: false, kind: 'busy', retryAfterSec: 1 })
-      const b = await runOf('B', 'module.exports = () => ({ raw: "b" })')
+      const b = await runOf('B', 'module.exports = () => ({ raw: "b" })', 120_000)
       expect(b).toMatchObject({ ok: true, value: { raw: 'b' } })
       // B waited for A's run in the worker only, not for A's backlog.
       expect(order).toEqual(['A busy', 'A timeout', 'B ok'])
@@ -317,7 +318,7 @@ describe('the formula backlog: 64 waiting runs per tenant, 1024 in all (sandboxR
     } finally {
       await runner.close()
     }
-  }, 30_000)
+  }, 120_000)
 
   it('1024 runs wait in all (16 tenants × 64); the next one, of a 17th tenant, is busy', async () => {
     // Workers that never get ready: every run waits.

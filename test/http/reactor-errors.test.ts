@@ -19,10 +19,10 @@ beforeAll(async () => {
   const warm = await runner.run(
     'module.exports = async function () { return { raw: 1 } }',
     { args: {}, configuration: {} },
-    { timeoutMs: 5_000 },
+    { timeoutMs: 120_000 },
   )
   expect(warm.ok).toBe(true)
-}, 60_000)
+}, 180_000)
 afterAll(() => runner.close())
 
 const TYPES = [
