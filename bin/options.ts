@@ -42,7 +42,7 @@ export const BOUND_FLAGS = [
   [
     'max-in-flight-bytes-per-tenant',
     'maxInFlightBytesPerTenant',
-    '8388608',
+    '2097152',
     'request body bytes one tenant may have in flight',
   ],
   ['max-queued-per-tenant', 'maxQueuedPerTenant', '128', 'requests of one tenant waiting for their turn'],

@@ -17,7 +17,7 @@ export interface AdmissionBounds {
   maxInFlightPerTenant: number
   /**
    * Body bytes one tenant may have in flight: each request counts its `Content-Length`, or the body
-   * limit when it has none. A tenant with nothing in flight is admitted whatever its body. @default 8 MiB
+   * limit when it has none. A tenant with nothing in flight is admitted whatever its body. @default 2 MiB
    */
   maxInFlightBytesPerTenant: number
   /** Requests one tenant may have waiting in its line; one more answers 429. @default 128 */
@@ -30,10 +30,14 @@ export interface AdmissionBounds {
   maxQueued: number
 }
 
-/** The defaults of `AdmissionBounds`. */
+/**
+ * The defaults of `AdmissionBounds`. Body bytes are the tight one: a few large bodies keep the one
+ * event loop busy, and more of one tenant's in flight add to every other tenant's wait without adding
+ * to its own throughput (`npm run bench:attacks`, attack (a)).
+ */
 export const DEFAULT_ADMISSION: AdmissionBounds = {
   maxInFlightPerTenant: 32,
-  maxInFlightBytesPerTenant: 8 * 1024 * 1024,
+  maxInFlightBytesPerTenant: 2 * 1024 * 1024,
   maxQueuedPerTenant: 128,
   maxInFlight: 256,
   maxInFlightBytes: 64 * 1024 * 1024,

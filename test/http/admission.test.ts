@@ -78,8 +78,8 @@ async function world(options: HttpHandlerOptions) {
   const hold = holding(service, new Set([a]))
   const handler = createHttpHandler(hold.wrapped, { log: () => {}, ...options })
   /** A create by `key` of a token of type `type`, its body counted. */
-  const create = (key: string, type: string, headers: Record<string, string> = {}) => {
-    const body = countedBody(JSON.stringify({ type, data: 'x'.repeat(40) }))
+  const create = (key: string, type: string, headers: Record<string, string> = {}, size = 40) => {
+    const body = countedBody(JSON.stringify({ type, data: 'x'.repeat(size) }))
     const answer = handler(
       new Request('http://vault.test/tokens', {
         method: 'POST',
@@ -182,6 +182,42 @@ describe('admission: one tenant at its bound does not hold back another', () => 
   })
 })
 
+describe('admission: the default bounds, at their numbers', () => {
+  it('32 requests of a tenant in flight; the 33rd waits unread; 128 wait, the 129th answers 429', async () => {
+    const w = await world({})
+    const inFlight = Array.from({ length: 32 }, (_, i) => w.create(w.a, `a${i}`))
+    await w.until(32)
+    const waiting = Array.from({ length: 128 }, (_, i) => w.create(w.a, `w${i}`))
+    const refused = w.create(w.a, 'refused')
+    expect((await refused.answer).status).toBe(429)
+    expect((await w.create(w.b, 'b').answer).status).toBe(201)
+    expect(waiting.every((r) => r.reads.pulls === 0)).toBe(true)
+    expect(w.arrived).toHaveLength(33)
+    for (let i = 0; i < 160; i++) {
+      w.release()
+      await w.until(Math.min(33 + i + 1, 33 + 128))
+    }
+    for (const r of [...inFlight, ...waiting]) expect((await r.answer).status).toBe(201)
+  })
+
+  it('2 MiB of a tenant body bytes in flight: three bodies of 699 050 bytes run, a fourth waits', async () => {
+    const w = await world({})
+    // {"type":"aN","data":"…"} is 23 bytes around the data.
+    const size = 699_050 - 23
+    const running = [1, 2, 3].map((i) => w.create(w.a, `a${i}`, {}, size))
+    await w.until(3)
+    const fourth = w.create(w.a, 'a4', {}, size)
+    expect((await w.create(w.b, 'b').answer).status).toBe(201)
+    expect(fourth.reads.pulls).toBe(0)
+    w.release()
+    await w.until(5)
+    w.release()
+    w.release()
+    w.release()
+    for (const r of [...running, fourth]) expect((await r.answer).status).toBe(201)
+  })
+})
+
 describe('admission: requests without a valid key', () => {
   it('answer 401 without their body being read', async () => {
     const w = await world({})
@@ -270,13 +306,15 @@ describe('admission over node:http', () => {
       return socket
     }
     try {
+      const requests: IncomingMessage[] = []
+      server.on('request', (request: IncomingMessage) => requests.push(request))
       const first = await begin()
-      const arrived = once(server, 'request')
       const gone = await begin()
-      // The server has it (waiting for its turn behind the first) before its client goes.
-      const [request] = (await arrived) as [IncomingMessage]
+      // The server has both (the second waiting for its turn behind the first) before its client goes.
+      while (requests.length < 2) await once(server, 'request')
+      const closed = new Promise((resolve) => requests[1]!.on('close', resolve))
       gone.destroy()
-      await once(request, 'close')
+      await closed
       const answered = once(first, 'data')
       first.end(body.slice(5))
       expect(String((await answered)[0])).toMatch(/^HTTP\/1\.1 201/)
