@@ -195,11 +195,12 @@ describe('expressions: errors', () => {
     expect(refusal(() => ev('{{ data | divided_by: 0 }}', 4)).code).toBe('validation_failed')
   })
 
+  // What these refusals cost (a few reference workloads, not the work refused) is timed in
+  // expressions.slow.test.ts.
   it('a replace or join that would outgrow the string limit is refused before it is built; so is a chain past the work limit', () => {
     const big = 'x'.repeat(200_000)
     // 200k pieces joined by 3000 characters would be 600M characters: past what V8 can even hold.
     const glue = 'y'.repeat(3000)
-    const started = performance.now()
     const replaced = refusal(() => ev(`{{ data | replace: '', '${glue}' }}`, big))
     expect(replaced.message).toContain(`longer than ${MAX_STRING_LENGTH} characters`)
     // (Split into 100k pieces: 200k, each paid for by split and by join, pass the work limit first.)
@@ -209,7 +210,6 @@ describe('expressions: errors', () => {
     const half = 'z'.repeat(MAX_STRING_LENGTH / 2)
     const chain = `{{ data${' | append: data | slice: 0, 500000'.repeat(20)} }}`
     expect(refusal(() => ev(chain, half)).message).toContain('at most 4000000 units of work')
-    expect(performance.now() - started).toBeLessThan(2000)
     // Within the limits both still work, and the work count starts again with each evaluation.
     expect(ev("{{ data | replace: 'a', 'bb' }}", 'aXa')).toBe('bbXbb')
     expect(ev("{{ data | split: '-' | join: '+' }}", 'a-b')).toBe('a+b')
@@ -283,13 +283,11 @@ describe('the expression budget', () => {
     let data: Json = 'leaf'
     for (let i = 0; i < 60; i++) data = { a: data, b: [i, { c: i }] }
     const budget = new ExpressionBudget()
-    const started = performance.now()
     const error = refusal(() =>
       evaluateTemplate('{{ data | json: "$..*..*..*..*..*" }}', { data }, 'f', budget),
     )
     expect(error.message).toContain('at most 4000000 units of work')
     expect(budget.exhausted).toBe(true)
-    expect(performance.now() - started).toBeLessThan(1000)
     // One descent over the same data is well within it.
     const one = new ExpressionBudget()
     expect(
@@ -308,9 +306,7 @@ describe('the expression budget', () => {
     // An object's members count as elements: 3000 × `size` of 100 000 keys is refused at the 3rd.
     const wide = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i]))
     const sizes = Array.from({ length: 3000 }, () => '{{ data | size }}')
-    const started = performance.now()
     expect(refusal(() => applyMask(sizes, wide)).issues).toHaveProperty(['mask.2'])
-    expect(performance.now() - started).toBeLessThan(1000)
   })
 })
 
