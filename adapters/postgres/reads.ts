@@ -18,9 +18,18 @@ import type { Tables } from './statements.js'
 
 type Query = (config: QueryConfig) => Promise<QueryResult>
 
-/** SQL of the bytes a token row's sealed `data` and `mask` take (`storedBytes`; base64: three bytes in four characters). */
-const TOKEN_BYTES = `(coalesce(length(doc->'data'->>'$sealed') * 3 / 4, octet_length((doc->'data')::text), 0)
-  + coalesce(length(doc->'mask'->>'$sealed') * 3 / 4, octet_length((doc->'mask')::text), 0))`
+/**
+ * SQL of the bytes a token row's sealed `field` takes (`storedBytes`): its base64's three bytes in
+ * four characters less one per `=` of padding, or the length of its JSON when it is not sealed.
+ */
+const fieldBytes = (field: string) => {
+  const b64 = `doc->'${field}'->>'$sealed'`
+  return `coalesce(length(${b64}) * 3 / 4 - (length(${b64}) - length(rtrim(${b64}, '='))),
+    octet_length((doc->'${field}')::text), 0)`
+}
+
+/** SQL of the bytes a token row's sealed `data` and `mask` take (`storedBytes`). */
+const TOKEN_BYTES = `(${fieldBytes('data')} + ${fieldBytes('mask')})`
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
 export type Reads = Omit<Store, 'write' | 'listExpired' | 'close'>

@@ -33,8 +33,14 @@ function fieldBytes(value: unknown): number {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     const sealed = (value as { $sealed?: unknown }).$sealed
     if (sealed instanceof Uint8Array) return sealed.length
-    // Base64: three bytes in four characters.
-    if (typeof sealed === 'string') return Math.floor((sealed.length * 3) / 4)
+    // Base64: three bytes in four characters, less one byte per `=` of padding (the exact length).
+    if (typeof sealed === 'string') return Math.floor((sealed.length * 3) / 4) - padding(sealed)
   }
   return JSON.stringify(value)?.length ?? 0
+}
+
+/** How many `=` pad the end of a base64 string (0, 1 or 2). */
+function padding(base64: string): number {
+  if (base64.endsWith('==')) return 2
+  return base64.endsWith('=') ? 1 : 0
 }
