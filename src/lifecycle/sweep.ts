@@ -189,9 +189,15 @@ export async function sweepExpiredOf(
  *   search indexes evaluated again, see `reindexed`, and its fingerprint made again when
  *   `refingerprint` is given), unless an open transaction holds them.
  * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
- * - Transactions are deleted `ENDED_RETENTION_MS` after they ended. A transaction ends at the latest
- *   when it expires, so candidates are listed by `expires_at` up to `now − 24 h + transactionTtlMs`
- *   and each is checked against its own `ended_at`.
+ * - Transactions are deleted `ENDED_RETENTION_MS` after they ended, with any staged record or lock
+ *   an end cut short left behind. A transaction ends at the latest when it expires, so candidates
+ *   are listed by `expires_at` up to `now − 24 h + transactionTtlMs` and each is checked against its
+ *   own `ended_at`.
+ *
+ * Each step and each record is isolated: a record whose read or write throws (the store refusing
+ * one transaction's end, a record it can't read) is skipped and reported, a step whose listing
+ * throws is reported, and every other record and step still runs, whichever tenant's. Nothing is
+ * thrown: failures come back in `failed` and `failures` (absent when none), for the host to log.
  */
 export async function sweepExpired(
   store: Store,

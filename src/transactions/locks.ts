@@ -20,7 +20,9 @@ export function lockOps(tx: StoredTransaction, tokenIds: readonly string[]): Op[
 
 /**
  * How many staged records one `listStaged` call reads: each comes decrypted, so a page is what the
- * heap holds beyond what was read before it.
+ * heap holds beyond what was read before it. A transaction that kept its totals (`staged_chars`)
+ * holds at most `MAX_STAGED_CHARS` in all, so it is read in pages of `MAX_STAGED_WRITES`; one staged
+ * before the bounds existed may hold anything, so it is read `STAGED_PAGE` records at a time.
  */
 const STAGED_PAGE = 64
 
@@ -41,17 +43,18 @@ export async function readStaged(
   const staged: StagedWrite[] = []
   let chars = 0
   if (tx.version === 0) return { staged, chars, whole: true }
+  const limit = tx.staged_chars === undefined ? STAGED_PAGE : MAX_STAGED_WRITES
   for (;;) {
     const last = staged[staged.length - 1]
     const page = await store.listStaged(tx.tenant_id, tx.id, {
-      limit: STAGED_PAGE,
+      limit,
       ...(last ? { after: last.token_id } : {}),
     })
     for (const s of page) {
       staged.push(s)
       if (s.token) chars += JSON.stringify(s.token).length
     }
-    if (page.length < STAGED_PAGE) return { staged, chars, whole: true }
+    if (page.length < limit) return { staged, chars, whole: true }
     if (staged.length > MAX_STAGED_WRITES || chars > MAX_STAGED_CHARS) return { staged, chars, whole: false }
   }
 }
