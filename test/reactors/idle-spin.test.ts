@@ -16,7 +16,7 @@ describe('sandboxRunner({ idleSpinUs })', () => {
       },
     })
     try {
-      const outcome = await runner.run(CODE, { args: { n: 7 }, configuration: {} }, { timeoutMs: 5000 })
+      const outcome = await runner.run(CODE, { args: { n: 7 }, configuration: {} }, { timeoutMs: 120_000 })
       expect(outcome).toEqual({ ok: true, value: { raw: 7 }, logs: [] })
     } finally {
       await runner.close()
@@ -31,5 +31,6 @@ describe('sandboxRunner({ idleSpinUs })', () => {
     expect(await handed(0)).toBeUndefined()
     expect(await handed(-1)).toBeUndefined()
     expect(await handed(Number.NaN)).toBe(200)
-  })
+    // Six workers started one after another: over 20 s on a busy machine.
+  }, 120_000)
 })

@@ -377,7 +377,7 @@ describe('the sandbox runner', () => {
             args: { n },
             configuration: {},
           },
-          { timeoutMs: 5000 },
+          { timeoutMs: 120_000 },
         )
         expect(outcome).toMatchObject({ ok: true, value: n })
       }

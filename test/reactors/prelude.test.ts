@@ -35,7 +35,7 @@ describe('the prelude is real source, bundled', () => {
       const { sandboxRunner } = await import(${JSON.stringify(index)})
       const runner = sandboxRunner({ poolSize: 1 })
       const outcome = await runner.run('module.exports = async (req) => ({ raw: req.args.n + 1 })',
-        { args: { n: 41 }, configuration: {} }, { timeoutMs: 5000 })
+        { args: { n: 41 }, configuration: {} }, { timeoutMs: 120_000 })
       await runner.close()
       console.log(JSON.stringify(outcome))`
     const { stdout } = await run(

@@ -37,7 +37,7 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
       const outcome = await runner.run(
         'module.exports = async () => ({ raw: 1 })',
         { args: {}, configuration: {} },
-        { timeoutMs: 5000 },
+        { timeoutMs: 120_000 },
       )
       expect(outcome).toEqual({ ok: true, value: { raw: 1 }, logs: [] })
       // No worker was started for the run: it used the two the check started.
@@ -55,7 +55,7 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
       const outcome = await runner.run(
         'module.exports = async () => ({ raw: 2 })',
         { args: {}, configuration: {} },
-        { timeoutMs: 5000 },
+        { timeoutMs: 120_000 },
       )
       expect(outcome).toEqual({ ok: true, value: { raw: 2 }, logs: [] })
       expect(started()).toBe(2)
@@ -79,7 +79,7 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
       const index = new URL('../../adapters/sandbox/index.ts', import.meta.url).href
       const script = `const { sandboxRunner } = await import(${JSON.stringify(index)})
         const runner = sandboxRunner({ poolSize: 1 })
-        const outcome = await runner.run('module.exports = async () => ({ raw: 1 })', { args: {}, configuration: {} }, { timeoutMs: 5000 })
+        const outcome = await runner.run('module.exports = async () => ({ raw: 1 })', { args: {}, configuration: {} }, { timeoutMs: 120_000 })
         await runner.close()
         console.log(JSON.stringify(outcome))`
       const root = fileURLToPath(new URL('../..', import.meta.url))
