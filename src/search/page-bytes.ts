@@ -1,4 +1,5 @@
 import { invalid } from '../kernel/index.js'
+import { sealedBytes } from '../store/index.js'
 import type { Seen } from './token-view.js'
 
 /**
@@ -10,16 +11,12 @@ import type { Seen } from './token-view.js'
 export const MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 /**
- * The bytes `seen` adds to a page: a committed token's `stored_bytes` as its store reports them
- * (0 from a store that does not), a staged token's data and mask as JSON (already open in memory).
+ * The bytes `seen` adds to a page: a committed token's `stored_bytes` as its store reports them (or
+ * as the core measured them, see `measuredStore`), a staged token's data and mask (already open in
+ * memory) as many bytes as they take once sealed, so a token counts the same staged or committed.
  */
 export function seenBytes(seen: Seen): number {
-  if (seen.staged) {
-    const { data, mask } = seen.staged
-    return (
-      (JSON.stringify(data)?.length ?? 0) + (mask === undefined ? 0 : (JSON.stringify(mask)?.length ?? 0))
-    )
-  }
+  if (seen.staged) return sealedBytes(seen.staged)
   return seen.head.stored_bytes ?? 0
 }
 
