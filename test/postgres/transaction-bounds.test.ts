@@ -3,6 +3,7 @@ import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { createService, manualClock, ServiceError } from '../../entry/index.js'
+import type { Op } from '../../src/kernel/types.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 /** An object of `n` plain values: tokenize makes one token of each (at most 100 a call). */
@@ -17,6 +18,18 @@ const values = (n: number, from: number) =>
  * its defaults) held four commits at the bound when a commit took three locks per staged token
  * (its token, its lock record, its fingerprint); it takes two now, so five commit at once.
  */
+/** A client of a new tenant of `service` that creates and reads tokens. */
+async function tenant2(service: Awaited<ReturnType<typeof createService>>) {
+  const { id } = await service.admin.createTenant({ name: 'bystander' })
+  const { key } = await service.admin.createApplication({
+    tenantId: id,
+    name: 'p',
+    type: 'private',
+    permissions: ['token:create', 'token:read'],
+  })
+  return service.connect(key)
+}
+
 describePostgres('transaction bounds on PostgreSQL', (url) => {
   let pool: pg.Pool
   const schema = freshSchema()
@@ -97,6 +110,75 @@ describePostgres('transaction bounds on PostgreSQL', (url) => {
       expect(keys).toEqual([2001])
     } finally {
       ;(pool as unknown as { query: unknown }).query = query
+      await service.close()
+    }
+  })
+
+  it("a transaction of 10 000 staged writes stored before the bounds expires by the sweep, and another tenant's expired token still goes", async () => {
+    const store = await postgresStore({ pool, schema })
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const service = await createService({ store, clock, masterKey: randomBytes(32), runner: null })
+    try {
+      const { id: tenantId } = await service.admin.createTenant({ name: 'legacy' })
+      const { key } = await service.admin.createApplication({
+        tenantId,
+        name: 'p',
+        type: 'private',
+        permissions: ['token:create', 'token:read'],
+      })
+      const tx = await service.connect(key).transactions.create()
+      let stored = (await store.getTransaction(tenantId, tx.id))!
+      // As a version without bounds staged it: 10 000 staged deletes with their locks, 1000 a write.
+      for (let from = 0; from < 10_000; from += 1000) {
+        const next = { ...stored, version: stored.version + 1 }
+        const ops: Op[] = [{ op: 'transaction.put', transaction: next }]
+        for (let i = from; i < from + 1000; i++) {
+          const id = `t${String(i).padStart(5, '0')}`
+          ops.push(
+            {
+              op: 'staged.put',
+              staged: {
+                tenant_id: tenantId,
+                transaction_id: tx.id,
+                token_id: id,
+                seq: next.version,
+                token: null,
+              },
+            },
+            {
+              op: 'lock.put',
+              lock: {
+                tenant_id: tenantId,
+                token_id: id,
+                transaction_id: tx.id,
+                expires_at: stored.expires_at,
+              },
+            },
+          )
+        }
+        expect((await store.write({ ops })).ok).toBe(true)
+        stored = next
+      }
+      const refused = await service
+        .connect(key)
+        .transactions.commit(tx.id)
+        .catch((e: unknown) => e)
+      expect((refused as ServiceError).code).toBe('validation_failed')
+      const other = await tenant2(service)
+      const soon = new Date(clock.now().getTime() + 60_000).toISOString()
+      const expiring = await other.tokens.create({ type: 'token', data: 'gone soon', expires_at: soon })
+      clock.advance(60 * 60_000)
+      const swept = await service.admin.sweep()
+      expect(swept.failures).toBeUndefined()
+      expect(swept.transactions).toBe(1)
+      expect(swept.tokens).toBe(1)
+      expect((await other.tokens.get(expiring.id).catch((e: unknown) => e)) as ServiceError).toMatchObject({
+        code: 'not_found',
+      })
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".staged_writes`)
+      expect(rows[0].n).toBe(0)
+      expect((await store.getTransaction(tenantId, tx.id))?.state).toBe('expired')
+    } finally {
       await service.close()
     }
   })
