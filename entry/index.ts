@@ -4,6 +4,7 @@
  * of `adapters/sandbox`). Nothing in `src/` imports an adapter; this file is where they meet.
  */
 
+import { lazyEgress } from '../src/kernel/egress.js'
 import { lazyRunner } from '../src/kernel/runner.js'
 import type { ServiceOptions } from '../src/service/options.js'
 import { createCoreService, type Service, type TestService } from '../src/service/service.js'
@@ -12,6 +13,8 @@ export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
 export { localMasterKey } from '../src/encryption/keyring.js'
 export type { Clock, ManualClock } from '../src/kernel/clock.js'
 export { manualClock, systemClock } from '../src/kernel/clock.js'
+export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from '../src/kernel/egress.js'
+export { EgressError } from '../src/kernel/egress.js'
 export type { ServiceErrorCode, ValidationIssues } from '../src/kernel/errors.js'
 export { ServiceError } from '../src/kernel/errors.js'
 export type { Paginated } from '../src/kernel/pagination.js'
@@ -81,13 +84,22 @@ function sandboxByDefault() {
 }
 
 /**
+ * The default egress client, `egressFetch` of `adapters/egress`, imported on first use: a service
+ * that never sends a request never loads `node:http` (nothing goes out without `reactorEgress`).
+ */
+function egressByDefault() {
+  return lazyEgress(async () => (await import('../adapters/egress/index.js')).egressFetch)
+}
+
+/**
  * Creates the service: every domain rule, over `options.store`, with time from `options.clock`. The
  * formula runner is `options.runner`, else the sandbox (`sandboxRunner()`, loaded on first use);
- * `null` turns formulas off. With `testMode: true` its admin also has the test powers
+ * `null` turns formulas off. Requests go out through `options.egress`, else the node client of
+ * `adapters/egress` (loaded on first use). With `testMode: true` its admin also has the test powers
  * (`TestPowers`: the whole state, token data in the clear); without it, it has none.
  */
 export function createService(options: ServiceOptions & { testMode: true }): TestService
 export function createService(options: ServiceOptions): Service
 export function createService(options: ServiceOptions): Service {
-  return createCoreService(options, { runner: sandboxByDefault })
+  return createCoreService(options, { runner: sandboxByDefault, egress: egressByDefault })
 }

@@ -236,7 +236,7 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
           code,
           request: JSON.stringify(request),
           timeoutMs: Math.max(1, Math.min(cap, runOptions.timeoutMs)),
-          ...(runOptions.egress?.length ? { egress: [...runOptions.egress] } : {}),
+          ...(runOptions.egress?.length && runOptions.fetch ? { fetch: runOptions.fetch } : {}),
           done,
         })
       })

@@ -5,6 +5,8 @@
  * has checked its shape, types and sizes; anything else makes the host discard that worker.
  */
 
+import { EGRESS_MAX_BODY_BYTES, type EgressRequest } from '../../src/reactors/egress.js'
+
 /** Limits on what a worker may send back, besides the answer's size limit. */
 export const MAX_LOG_LINES = 100
 export const MAX_LOG_LINE = 2000
@@ -13,6 +15,11 @@ export const MAX_MESSAGE = 2000
 export const MAX_ERROR_KEYS = 20
 export const MAX_ERROR_MESSAGES = 20
 export const MAX_ERROR_TEXT = 1000
+
+/** Requests one run may make with `fetch`. */
+export const MAX_FETCHES = 50
+/** Longest request (its JSON text) formula code may hand the host. */
+export const MAX_FETCH_REQUEST_CHARS = 2 * EGRESS_MAX_BODY_BYTES + 64 * 1024
 
 /** A thrown error's `errors` block: field (or `error`) to messages. */
 export type ErrorsBlock = Record<string, string[]>
@@ -24,10 +31,22 @@ export interface RunMessage {
   code: string
   request: string
   timeoutMs: number
-  /** Origins `fetch` may reach (absent: no network). */
-  egress?: string[]
+  /** Whether the run's code may use `fetch` (absent: no network); the host makes each request. */
+  fetch?: true
   /** The run's cell in the worker's `claims` and `starts` (see `WorkerConfig`). */
   cell: number
+}
+
+/**
+ * Host → worker: how request `n` of run `id` (a `fetch` message) ended: the response as JSON text,
+ * or (`ok: false`) the message the formula's `fetch` rejects with.
+ */
+export interface FetchedMessage {
+  t: 'fetched'
+  id: number
+  n: number
+  ok: boolean
+  payload: string
 }
 
 /** The ways a run fails inside the worker. */
@@ -36,9 +55,12 @@ export type WorkerFailure = 'invalid' | 'thrown' | 'timeout' | 'crashed'
 /**
  * Worker → host. `ready` once the engine is loaded; then one `done` for each run it ran, in order.
  * A run's start is no message: the worker claims the run's cell in `claims` (see `WorkerConfig`).
+ * While a run runs, `fetch` asks the host to make its request number `n` (1 to `MAX_FETCHES`):
+ * `request` is its JSON text, `timeoutMs` the time the run has left.
  */
 export type WorkerMessage =
   | { t: 'ready' }
+  | { t: 'fetch'; id: number; n: number; request: string; timeoutMs: number }
   | { t: 'done'; id: number; ok: true; json: string; logs: string[] }
   | {
       t: 'done'
@@ -111,9 +133,10 @@ export function readWorkerMessage(message: unknown, maxResultChars: number): Wor
     }
     const t = own('t')
     if (t === 'ready') return { t }
-    if (t !== 'done') return null
+    if (t !== 'done' && t !== 'fetch') return null
     const id = own('id')
     if (typeof id !== 'number' || !Number.isSafeInteger(id)) return null
+    if (t === 'fetch') return readFetchMessage(id, own)
     const ok = own('ok')
     if (ok === true) {
       const json = own('json')
@@ -144,6 +167,40 @@ export function readWorkerMessage(message: unknown, maxResultChars: number): Wor
   } catch {
     return null
   }
+}
+
+/** A `fetch` message of run `id` with the fields `own` reads, when they are right; else null. */
+function readFetchMessage(id: number, own: (key: string) => unknown): WorkerMessage | null {
+  const n = own('n')
+  const request = own('request')
+  const timeoutMs = own('timeoutMs')
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_FETCHES) return null
+  if (typeof request !== 'string' || request.length > MAX_FETCH_REQUEST_CHARS) return null
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs)) return null
+  return { t: 'fetch', id, n, request, timeoutMs }
+}
+
+/**
+ * A `fetch` request's JSON text (made by the prelude, or by hostile code that broke out of the
+ * engine) as a request when it is one: `url` and `method` strings, `headers` an object of strings,
+ * `body` a string or absent. Null otherwise; never throws.
+ */
+export function readFetchRequest(text: string): EgressRequest | null {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (!isRecord(raw)) return null
+  const { url, method, headers, body } = raw
+  if (typeof url !== 'string' || typeof method !== 'string' || !isRecord(headers)) return null
+  const entries = Object.entries(headers)
+  if (!entries.every(([, value]) => typeof value === 'string')) return null
+  // Own properties whatever their names (`__proto__` included): the policy checks the names next.
+  const flat = Object.fromEntries(entries) as Record<string, string>
+  if (body !== undefined && typeof body !== 'string') return null
+  return body === undefined ? { url, method, headers: flat } : { url, method, headers: flat, body }
 }
 
 const UNSAFE_KEYS = new Set(['__proto__', 'constructor', 'prototype'])

@@ -1,7 +1,9 @@
 import type { Worker } from 'node:worker_threads'
 import type { RunOutcome } from '../../src/kernel/runner.js'
 import { FairQueue } from './fair-queue.js'
+import { endHostFetches, type RunRequests, startHostFetch } from './host-fetch.js'
 import { readWorkerMessage, type WorkerConfig, type WorkerMessage } from './messages.js'
+import type { HostFetch } from './prepared.js'
 
 /** One formula run, waiting for or held by a worker. */
 export interface Job {
@@ -11,8 +13,8 @@ export interface Job {
   /** The request as JSON text. */
   request: string
   timeoutMs: number
-  /** Origins `fetch` may reach (absent: no network). */
-  egress?: string[]
+  /** Makes the requests of the run's `fetch` (absent: no network), called in the host's thread. */
+  fetch?: HostFetch
   /** Called exactly once. */
   done: (outcome: RunOutcome) => void
 }
@@ -97,6 +99,8 @@ interface Slot {
   failed: string | undefined
   /** When it last finished a run (ms): the worker that finished last is served first. */
   idleSince: number
+  /** The requests of its running run's `fetch`, made by the host. */
+  requests: RunRequests | undefined
 }
 
 /** A tenant whose runs killed workers lately. */
@@ -283,6 +287,7 @@ export class SandboxPool {
       gone: false,
       failed: undefined,
       idleSince: 0,
+      requests: undefined,
     }
     this.slots.push(slot)
     worker.on('message', (message: unknown) => this.onMessage(slot, message))
@@ -356,6 +361,10 @@ export class SandboxPool {
       this.pump()
       return
     }
+    if (message.t === 'fetch') {
+      this.onFetch(slot, message)
+      return
+    }
     // The answer of the run it runs, which it claimed first.
     const head = slot.held[0]
     if (!head || message.id !== head.id || !this.started(slot, head)) {
@@ -373,6 +382,19 @@ export class SandboxPool {
     } else slot.idleSince = performance.now()
     this.finish(head.entry.job, outcomeOf(message))
     this.pump()
+  }
+
+  /** Makes a request of the run a worker runs, for its `fetch` (see `host-fetch.ts`). */
+  private onFetch(slot: Slot, message: Extract<WorkerMessage, { t: 'fetch' }>): void {
+    const head = slot.held[0]
+    const fetch = head?.entry.job.fetch
+    if (!head || !fetch || message.id !== head.id || !this.started(slot, head)) {
+      this.discard(slot, 'the sandbox worker sent a malformed message')
+      return
+    }
+    if (slot.requests?.id !== head.id) slot.requests = { id: head.id, count: 0, controllers: new Set() }
+    if (!startHostFetch(slot.requests, message, fetch, head.entry.job.timeoutMs, slot.worker))
+      this.discard(slot, 'the sandbox worker sent a malformed message')
   }
 
   /**
@@ -430,6 +452,10 @@ export class SandboxPool {
   private unhold(slot: Slot, one: Held): void {
     const at = slot.held.indexOf(one)
     if (at !== -1) slot.held.splice(at, 1)
+    if (slot.requests?.id === one.id) {
+      endHostFetches(slot.requests)
+      slot.requests = undefined
+    }
     const tenant = one.entry.job.tenant
     const left = (this.running.get(tenant) ?? 1) - 1
     if (left > 0) this.running.set(tenant, left)
@@ -605,7 +631,7 @@ export class SandboxPool {
       code: job.code,
       request: job.request,
       timeoutMs: job.timeoutMs,
-      ...(job.egress?.length ? { egress: job.egress } : {}),
+      ...(job.fetch ? { fetch: true as const } : {}),
     })
   }
 

@@ -1,6 +1,8 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
+import { EgressError, type EgressResponse } from '../../src/reactors/egress.js'
 import { Engine } from './engine.js'
-import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
+import type { FetchedMessage, RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
+import type { HostFetch } from './prepared.js'
 
 /**
  * A sandbox worker thread: one WebAssembly engine, one run at a time. It takes `run` messages from
@@ -9,7 +11,8 @@ import type { RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
  * about to run, answers each run with one `done` message, and restores the engine while idle. When
  * the engine fails it exits, and the host starts a new worker: after the answer when the run broke
  * it (the run is answered `crashed`), before the claim when restoring the engine failed (the host
- * runs the runs it held again on another worker: they never ran here).
+ * runs the runs it held again on another worker: they never ran here). A run's `fetch` requests
+ * are made by the host: each goes out as a `fetch` message, and comes back as a `fetched` one.
  */
 if (!parentPort) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const port = parentPort
@@ -27,14 +30,20 @@ const backlog = new Int32Array(config.backlog)
 const spinMs = Math.min(1, (config.idleSpinUs ?? 0) / 1000)
 /** Runs received and not yet run, in the order the host sent them. */
 const waiting: RunMessage[] = []
-let busy = false
+/** Whether `drain` is under way, and the id of the run under way, if any. */
+const state: { busy: boolean; running: number | undefined } = { busy: false, running: undefined }
+/** The running run's requests waiting for the host's answer, by number. */
+const fetches = new Map<
+  number,
+  { resolve: (response: EgressResponse) => void; reject: (error: Error) => void }
+>()
 
 /**
  * Runs the waiting runs one after the other, answering each as it ends. Once none waits it restores
  * the engine, then watches its port for the next run for up to `idleSpinUs` before it sleeps.
  */
 async function drain(): Promise<void> {
-  busy = true
+  state.busy = true
   do {
     for (let message = waiting.shift(); message; message = waiting.shift()) {
       engine.prepare()
@@ -43,7 +52,11 @@ async function drain(): Promise<void> {
       // the host took back while it waited here is another worker's now.
       starts[message.cell] = performance.timeOrigin + performance.now()
       if (Atomics.compareExchange(claims, message.cell, 0, 1) !== 0) continue
-      const result = await engine.run(message.code, message.request, message.timeoutMs, message.egress)
+      const fetch = message.fetch ? hostFetch(message.id) : undefined
+      state.running = message.id
+      const result = await engine.run(message.code, message.request, message.timeoutMs, fetch)
+      state.running = undefined
+      fetches.clear()
       const answered: WorkerMessage = { t: 'done', id: message.id, ...result }
       if (engine.broken) exit(answered)
       send(answered)
@@ -53,7 +66,7 @@ async function drain(): Promise<void> {
     engine.prepare()
     if (engine.broken) process.exit(1)
   } while (awaitNext())
-  busy = false
+  state.busy = false
 }
 
 /**
@@ -67,7 +80,8 @@ function awaitNext(): boolean {
   const end = performance.now() + spinMs
   while (Atomics.load(backlog, 0) === 0) {
     const next = receiveMessageOnPort(port)
-    if (next) {
+    // A late answer to a request of a run that has ended is dropped.
+    if (next && (next.message as RunMessage | FetchedMessage).t === 'run') {
       waiting.push(next.message as RunMessage)
       return true
     }
@@ -82,8 +96,41 @@ function exit(answered?: WorkerMessage): never {
   process.exit(1)
 }
 
-port.on('message', (message: RunMessage) => {
+/**
+ * The `fetch` of run `id`: each request is handed to the host (`fetch` message, numbered from 1),
+ * which makes it and answers with a `fetched` message. Aborted (the run ended), it is dropped here;
+ * the host aborts the run's requests itself when the run's answer reaches it.
+ */
+function hostFetch(id: number): HostFetch {
+  let count = 0
+  return (request, limits) =>
+    new Promise<EgressResponse>((resolve, reject) => {
+      const n = ++count
+      const signal = limits.signal
+      signal?.addEventListener('abort', () => {
+        fetches.delete(n)
+        reject(signal.reason instanceof Error ? signal.reason : new EgressError('aborted'))
+      })
+      fetches.set(n, { resolve, reject })
+      send({ t: 'fetch', id, n, request: JSON.stringify(request), timeoutMs: limits.timeoutMs })
+    })
+}
+
+/** Settles the request a `fetched` message answers (if its run is still running). */
+function fetched(message: FetchedMessage): void {
+  const pending = message.id === state.running ? fetches.get(message.n) : undefined
+  if (!pending) return
+  fetches.delete(message.n)
+  if (message.ok) pending.resolve(JSON.parse(message.payload) as EgressResponse)
+  else pending.reject(new EgressError(message.payload))
+}
+
+port.on('message', (message: RunMessage | FetchedMessage) => {
+  if (message.t === 'fetched') {
+    fetched(message)
+    return
+  }
   waiting.push(message)
-  if (!busy) void drain()
+  if (!state.busy) void drain()
 })
 send({ t: 'ready' })

@@ -17,6 +17,8 @@ export type { Clock, ManualClock } from './clock.js'
 export { isoAfter, manualClock, systemClock } from './clock.js'
 export type { Ctx, Principal, ResolvedOptions } from './context.js'
 export { parseDateTime } from './date-time.js'
+export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from './egress.js'
+export { EgressError, lazyEgress } from './egress.js'
 export type { ServiceErrorCode, ValidationIssues } from './errors.js'
 export {
   assertNever,
@@ -35,7 +37,7 @@ export { cursorFor, paginated, positionFromCursor, rangeOf } from './pagination.
 export type { CasTry } from './retry.js'
 export { CAS_ATTEMPTS, retryCas } from './retry.js'
 export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from './runner.js'
-export { lazyRunner } from './runner.js'
+export { lazyRunner, withEgress } from './runner.js'
 export {
   containerPath,
   emptyBody,

@@ -1,3 +1,4 @@
+import type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from './egress.js'
 import type { Json } from './types.js'
 
 /**
@@ -32,6 +33,12 @@ export interface RunOptions {
    * runner's host side under the checks of `src/reactors/egress.ts`. Empty or absent: no network.
    */
   egress?: readonly string[]
+  /**
+   * Makes one request of the code's `fetch` (the service's `EgressClient`, bound to `egress`; set by
+   * `withEgress`). A runner calls it on its host side, never where the code runs, and aborts
+   * `limits.signal` when the run ends. Absent: no network, whatever `egress` lists.
+   */
+  fetch?: (request: EgressRequest, limits: EgressLimits) => Promise<EgressResponse>
 }
 
 /** The reasons a run fails. */
@@ -117,5 +124,24 @@ export function lazyRunner(load: () => Promise<FormulaRunner>): FormulaRunner {
       loading = undefined
       await (await runner?.catch(() => undefined))?.close()
     },
+  }
+}
+
+/**
+ * `runner` with each run's `fetch` made by `client` towards the run's `egress` origins: how the
+ * service hands its egress client to whatever runner it has (a run without origins gets none).
+ */
+export function withEgress(runner: FormulaRunner, client: EgressClient): FormulaRunner {
+  return {
+    check: (code) => runner.check(code),
+    run(code, request, options) {
+      const origins = options.egress
+      if (!origins?.length) return runner.run(code, request, options)
+      return runner.run(code, request, {
+        ...options,
+        fetch: (egressRequest, limits) => client(origins, egressRequest, limits),
+      })
+    },
+    close: () => runner.close(),
   }
 }

@@ -1,6 +1,6 @@
 import type { Clock, ReactResult } from '../kernel/index.js'
 import { ServiceError, statusOfError, type ValidationIssues } from '../kernel/index.js'
-import { EGRESS_MAX_BODY_BYTES, type EgressOrigin, egressFetch } from './egress.js'
+import { EGRESS_MAX_BODY_BYTES, type EgressClient, type EgressOrigin } from './egress.js'
 
 /**
  * The body an asynchronous react POSTs to its `callback_url`: the react result as the synchronous
@@ -24,17 +24,18 @@ const DELIVERY_TIMEOUT_MS = 10_000
 const MAX_ANSWER_BYTES = 64 * 1024
 
 /**
- * POSTs `body` as JSON to `url` through the egress checks (the host makes the request: listed
- * origins only, loopback and private addresses only when listed by address). Answers whether the
+ * POSTs `body` as JSON to `url` through `egress` (the host makes the request under the egress
+ * policy: listed origins only; the node client adds the address checks). Answers whether the
  * receiver took it (a 2xx); never throws.
  */
 export async function deliverCallback(
+  egress: EgressClient,
   origins: readonly EgressOrigin[],
   url: string,
   body: CallbackBody,
 ): Promise<boolean> {
   try {
-    const response = await egressFetch(
+    const response = await egress(
       origins,
       {
         url,
@@ -108,8 +109,10 @@ export class CallbackQueue {
   private readonly held = new Map<string, number>()
   private total = 0
 
+  /** Deliveries go through `egress`, the service's egress client. */
   constructor(
     private readonly clock: Clock,
+    private readonly egress: EgressClient,
     private readonly limits: AsyncReactLimits = {
       perTenant: DEFAULT_ASYNC_REACTS_PER_TENANT,
       total: DEFAULT_ASYNC_REACTS,
@@ -166,7 +169,7 @@ export class CallbackQueue {
   }
 
   private async attempt(delivery: Pending): Promise<void> {
-    const ok = await deliverCallback(delivery.origins, delivery.url, delivery.body)
+    const ok = await deliverCallback(this.egress, delivery.origins, delivery.url, delivery.body)
     delivery.attempts++
     if (ok || delivery.attempts >= CALLBACK_ATTEMPTS) {
       this.release(delivery.tenantId)

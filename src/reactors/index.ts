@@ -12,13 +12,23 @@ export {
   DEFAULT_ASYNC_REACTS_PER_TENANT,
   deliverCallback,
 } from './callback.js'
-export type { EgressLimits, EgressOrigin, EgressRequest, EgressResponse } from './egress.js'
+export type {
+  EgressAnswer,
+  EgressClient,
+  EgressExchange,
+  EgressLimits,
+  EgressOrigin,
+  EgressRequest,
+  EgressResponse,
+} from './egress.js'
 export {
+  abortReason,
   allowedUrl,
+  checkEgressRequest,
   EGRESS_MAX_BODY_BYTES,
+  EGRESS_MAX_REDIRECTS,
   EgressError,
-  egressFetch,
-  isSpecialAddress,
+  egressVia,
   parseEgressOrigins,
 } from './egress.js'
 export type { FormulaInput } from './formula-schemas.js'

@@ -1,5 +1,5 @@
 import type { MasterKey } from '../encryption/index.js'
-import type { Clock, FormulaRunner } from '../kernel/index.js'
+import type { Clock, EgressClient, FormulaRunner } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 
 /** Options of `createService`. Durations are in milliseconds. */
@@ -26,6 +26,12 @@ export interface ServiceOptions {
    * to listed origins, time and size bounded). Empty by default: no network at all.
    */
   reactorEgress?: readonly string[]
+  /**
+   * Carries the requests `reactorEgress` lets out (formula `fetch`, react callbacks): by default the
+   * node client of `adapters/egress` (`egressFetch`, loaded on first use). A test may route the
+   * listed origins to in-process handlers instead (`routedEgress`); the allow-list still applies.
+   */
+  egress?: EgressClient
   /**
    * How long a request made with an idempotency key holds the key while it runs (default 1 minute):
    * a repeat meanwhile answers 409; after it (the first presumed lost with its process), a repeat

@@ -23,6 +23,7 @@ import {
 import type { Application, Ctx, ManualClock, ResolvedOptions, Tenant } from '../kernel/index.js'
 import {
   conflict,
+  type EgressClient,
   expressionBudget,
   type FormulaRunner,
   invalid,
@@ -31,6 +32,7 @@ import {
   parse,
   refuseBadText,
   sha256,
+  withEgress,
 } from '../kernel/index.js'
 import {
   clearState,
@@ -107,6 +109,8 @@ function masterKeys(options: ServiceOptions): KeyProvider[] {
 export interface ServiceDefaults {
   /** The formula runner when `options.runner` is absent (`null` turns formulas off instead). */
   runner(): FormulaRunner
+  /** The egress client (formula `fetch`, react callbacks) when `options.egress` is absent. */
+  egress(): EgressClient
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
@@ -396,13 +400,15 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT,
     ),
   }
-  const runner = options.runner === null ? undefined : (options.runner ?? defaults.runner())
+  const egress = options.egress ?? defaults.egress()
+  const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
+  const runner = given && withEgress(given, egress)
   const journal = new Journal(
     options.journalSize ?? DEFAULT_JOURNAL_SIZE,
     options.journalSizePerTenant ??
       Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, options.journalSize ?? DEFAULT_JOURNAL_SIZE),
   )
-  const callbacks = new CallbackQueue(clock, {
+  const callbacks = new CallbackQueue(clock, egress, {
     perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
     total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
   })

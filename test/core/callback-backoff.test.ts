@@ -7,6 +7,7 @@ import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { egressFetch } from '../../adapters/egress/index.js'
 import { manualClock } from '../../entry/index.js'
 import { CallbackQueue } from '../../src/reactors/callback.js'
 
@@ -33,7 +34,7 @@ afterAll(() => {
 
 it('retries at 10 s, 20 s, 40 s, … 5 120 s after each failed attempt, 11 attempts in all, then stops', async () => {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
-  const queue = new CallbackQueue(clock)
+  const queue = new CallbackQueue(clock, egressFetch)
   await queue.reserve('t').send([origin], `${origin}/hook`, { raw: 1, tokens: {} })
   expect(hits).toBe(1)
   const delays = [10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 640_000, 1_280_000, 2_560_000, 5_120_000]

@@ -1,5 +1,5 @@
 /**
- * The host's egress checks (src/reactors/egress.ts), made in-process with name resolution stubbed: a listed
+ * The host's egress checks (src/reactors/egress.ts, adapters/egress), made in-process with name resolution stubbed: a listed
  * host name that resolves to a loopback or private address is refused (DNS rebinding), the address
  * checked is the one connected to, and special addresses are classified.
  */
@@ -7,7 +7,8 @@ import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { EgressError, egressFetch, isSpecialAddress, parseEgressOrigins } from '../../src/reactors/egress.js'
+import { egressFetch, isSpecialAddress } from '../../adapters/egress/index.js'
+import { EgressError, parseEgressOrigins } from '../../src/reactors/egress.js'
 
 const answers = new Map<string, { address: string; family: number }[]>()
 const lookups: string[] = []

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Worker } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { egressFetch } from '../../adapters/egress/index.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { keyCache } from '../../adapters/postgres/key-cache.js'
@@ -62,7 +63,7 @@ const body = { raw: 'result', tokens: {} }
 describe('asynchronous reacts and their callback retries', () => {
   it('a retry of B pending while A makes 1100 async reacts whose callbacks fail: B’s retry is delivered', async () => {
     const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const queue = new CallbackQueue(clock)
+    const queue = new CallbackQueue(clock, egressFetch)
     const origins = [origin]
     statuses.set('/queue/b', [503])
     statuses.set(
@@ -97,7 +98,7 @@ describe('asynchronous reacts and their callback retries', () => {
 
   it('a tenant at its bound is told when its first retry is due; its places free as its callbacks are delivered', async () => {
     const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const queue = new CallbackQueue(clock, { perTenant: 2, total: 10 })
+    const queue = new CallbackQueue(clock, egressFetch, { perTenant: 2, total: 10 })
     statuses.set('/due/a', [503, 503])
     await queue.reserve('A').send([origin], `${origin}/due/a`, body)
     clock.advance(4000)

@@ -1,0 +1,112 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import { isIP } from 'node:net'
+import {
+  abortReason,
+  type EgressAnswer,
+  EgressError,
+  type EgressLimits,
+  type EgressRequest,
+} from '../../src/reactors/egress.js'
+import { checkedAddress } from './addresses.js'
+
+/**
+ * One exchange over `node:http`/`node:https` with a listed origin, no redirect followed (the policy
+ * of `src/reactors/egress.ts` follows them): the host name resolved once and checked
+ * (`checkedAddress`), the connection made to that address under the origin's own Host header and
+ * TLS server name, no connection pooling, the response body bounded.
+ */
+export async function nodeExchange(
+  url: URL,
+  request: EgressRequest,
+  limits: EgressLimits,
+  signal: AbortSignal,
+): Promise<EgressAnswer> {
+  const target = await checkedAddress(url)
+  if (signal.aborted) throw abortReason(signal)
+  return new Promise((resolve, reject) => {
+    let req: ReturnType<typeof httpRequest>
+    try {
+      req = send(url, target, request, signal, (response) =>
+        readAnswer(url, response, limits, signal).then(resolve, reject),
+      )
+    } catch {
+      reject(new EgressError(`${url.origin}: the request could not be made`))
+      return
+    }
+    req.on('error', (error: Error & { code?: string }) => {
+      if (signal.aborted) reject(abortReason(signal))
+      else reject(new EgressError(`${url.origin}: connection failed (${error.code ?? 'error'})`))
+    })
+    req.end(request.body)
+  })
+}
+
+/** Starts the request to `target` (the checked address of `url`). */
+function send(
+  url: URL,
+  target: { address: string; family: number },
+  request: EgressRequest,
+  signal: AbortSignal,
+  onResponse: (response: IncomingMessage) => void,
+): ReturnType<typeof httpRequest> {
+  const https = url.protocol === 'https:'
+  const headers: Record<string, string> = { ...request.headers, host: url.host }
+  if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body))
+  const options = {
+    host: target.address,
+    family: target.family,
+    port: url.port || (https ? 443 : 80),
+    path: `${url.pathname}${url.search}`,
+    method: request.method,
+    headers,
+    agent: false as const,
+    signal,
+    ...(https && !isIP(url.hostname.replace(/^\[|\]$/g, '')) ? { servername: url.hostname } : {}),
+  }
+  return (https ? httpsRequest : httpRequest)(options, onResponse)
+}
+
+/** Reads a response whole, at most `limits.maxResponseBytes` of body. */
+function readAnswer(
+  url: URL,
+  response: IncomingMessage,
+  limits: EgressLimits,
+  signal: AbortSignal,
+): Promise<EgressAnswer> {
+  return new Promise((resolve, reject) => {
+    const tooLarge = () => {
+      response.destroy()
+      reject(new EgressError(`response body is larger than ${limits.maxResponseBytes} bytes`))
+    }
+    const declared = Number(response.headers['content-length'])
+    if (Number.isFinite(declared) && declared > limits.maxResponseBytes) return tooLarge()
+    const chunks: Buffer[] = []
+    let size = 0
+    response.on('data', (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limits.maxResponseBytes) return tooLarge()
+      chunks.push(chunk)
+    })
+    response.on('end', () => {
+      const headers: Record<string, string> = {}
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
+      }
+      resolve({
+        status: response.statusCode ?? 0,
+        statusText: response.statusMessage ?? '',
+        headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      })
+    })
+    const cutOff = () =>
+      reject(
+        signal.aborted && signal.reason instanceof EgressError
+          ? signal.reason
+          : new EgressError(`${url.origin}: the response was cut off`),
+      )
+    response.on('error', cutOff)
+    response.on('aborted', cutOff)
+  })
+}
