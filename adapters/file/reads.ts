@@ -203,11 +203,17 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
           .map((c) => c.id)
       } else ids = under<string>(dbs.children, t, parentId)
       const items: StoredToken[] = []
+      // A page ends within STORE_PAGE_BYTES: no page of large children is read and opened whole.
+      const fill = new PageFill()
+      let full = false
       let total = 0
       for (const id of ids) {
         const token = read<StoredToken>(dbs.tokens, t, id)
         if (!live(token, query.now) || (types && !types.has(token.type))) continue
-        if (total >= query.offset && items.length < query.limit) items.push(token)
+        if (total >= query.offset && items.length < query.limit && !full) {
+          if (fill.fits(token)) items.push(token)
+          else full = true
+        }
         total++
       }
       return { items, total }

@@ -55,6 +55,19 @@ function pageSql(source: string, offsetParam: string, limitParam: string): strin
         FROM (SELECT ord, doc FROM m ORDER BY ord OFFSET ${offsetParam} LIMIT ${limitParam}) p) AS items`
 }
 
+/**
+ * A page of tokens from `source` (a `FROM … WHERE …` yielding `ord` and a token's `doc`), as
+ * `pageSql`, that ends within STORE_PAGE_BYTES of sealed data (its first token always in it).
+ */
+function tokenPageSql(source: string, offsetParam: string, limitParam: string): string {
+  return `WITH m AS (${source})
+    SELECT (SELECT count(*) FROM m)::int AS total,
+      (SELECT coalesce(json_agg(p.doc ORDER BY p.ord), '[]')::text FROM (SELECT ord, doc,
+          row_number() OVER (ORDER BY ord) AS n, sum(${TOKEN_BYTES}) OVER (ORDER BY ord) AS run
+        FROM (SELECT ord, doc FROM m ORDER BY ord OFFSET ${offsetParam} LIMIT ${limitParam}) q) p
+        WHERE p.n = 1 OR p.run <= ${STORE_PAGE_BYTES}) AS items`
+}
+
 /** The read side of the store over these tables. Every row's `doc` comes back parsed, as a fresh copy. */
 export function reads(t: Tables, query: Query): Reads {
   const prepared = (text: string, values: unknown[]) => query(call(text, values))
@@ -195,7 +208,7 @@ export function reads(t: Tables, query: Query): Reads {
       const source = `SELECT a.seq AS ord, c.doc FROM ${t.associations} a
         JOIN ${t.tokens} c ON c.tenant_id = a.tenant_id AND c.id = a.child_id
         WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
-      return page(pageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
+      return page(tokenPageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
     findTokenIds: async (tenantId, q) => {
       const limit = Math.max(0, Math.floor(q.limit))

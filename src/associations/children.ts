@@ -1,7 +1,7 @@
 import { applyTransform, requireTokenAccess, tokenAccess } from '../applications/index.js'
 import type { Association, Ctx, StoredToken, Token } from '../kernel/index.js'
 import { conflict, invalid, notFound, type Paginated, paginated, parse, rangeOf } from '../kernel/index.js'
-import { readWhole, type Seen, tooBroad, walkChildren } from '../search/index.js'
+import { PageBytes, pageTooLarge, readWhole, type Seen, tooBroad, walkChildren } from '../search/index.js'
 import type { CreateTokenInput, ListChildrenQuery } from '../tokens/index.js'
 import {
   createdAnswer,
@@ -108,7 +108,11 @@ export function childOperations(ctx: Ctx) {
       return createdAnswer(ctx, created!)
     },
 
-    /** Lists children in link order, filtered by `id` and `type`, each under the caller's read transform. */
+    /**
+     * Lists children in link order, filtered by `id` and `type`, each under the caller's read
+     * transform. Bounded as the v1 token list: counting costs at most the work cap (400 past it), and
+     * a page whose children would pass 4 MiB of stored token data answers 400.
+     */
     async list(parentId: string, query: ListChildrenQuery = {}): Promise<Paginated<Token>> {
       const q = parse(listChildrenInput, gatherMetadataFilter(query ?? {}))
       const tx = await openTransaction(ctx)
@@ -131,11 +135,14 @@ export function childOperations(ctx: Ctx) {
           ids: q.id,
           types: q.type,
         })
+        // A store ends a page of large children early (within 4 MiB): offset pages can't go on from there.
+        if (page.items.length < Math.min(q.size, page.total - offset)) throw pageTooLarge('size')
         return paginated({ items: page.items.map((t) => show(t)!), total: page.total }, q.page, q.size)
       }
       // Rules, metadata or a transaction decide per child: walk the links (heads only), count, page.
       const wanted = Object.entries(q.metadata ?? {}).map(([k, v]) => [k, v.toLowerCase()] as const)
       const page: Seen[] = []
+      const bytes = new PageBytes()
       let total = 0
       const end = await walkChildren(ctx, tx, parentId, ({ head, staged }) => {
         if (q.id.length && !q.id.includes(head.id)) return true
@@ -145,7 +152,11 @@ export function childOperations(ctx: Ctx) {
         )
           return true
         if (tokenAccess(ctx.principal, 'token:read', head) === null) return true
-        if (total >= offset && page.length < q.size) page.push(staged ? { head, staged } : { head })
+        if (total >= offset && page.length < q.size) {
+          const seen = staged ? { head, staged } : { head }
+          if (!bytes.take(seen)) throw pageTooLarge('size')
+          page.push(seen)
+        }
         total++
         return true
       })

@@ -2,7 +2,7 @@ import type { Ctx, StagedWrite, StoredToken, StoredTransaction } from '../kernel
 import { invalid } from '../kernel/index.js'
 import type { TokenHead } from '../store/index.js'
 import { stagedOf } from '../transactions/index.js'
-import { WorkMeter, yieldToOthers } from './meter.js'
+import { WorkMeter } from './meter.js'
 import { below, everyId, type IdSource, isPaused, successor } from './planner.js'
 
 /**
@@ -190,36 +190,32 @@ export async function walkTokens(
 
 /**
  * Walks the live children of `parentId` the caller sees, in link order: links read from the store
- * in batches (the first of 100, doubling), each child read as a head, replaced or dropped by the
- * transaction's staged records of those children (links never enlist: only staged deletes drop
- * children, and a staged delete of the parent drops them all). `visit` answers whether to go on.
- * Examines at most `MAX_EXAMINED` children, yielding to other work as it goes.
+ * in batches (the first of 100, doubling up to 128), each child read as a head, replaced or dropped
+ * by the transaction's staged records of those children (links never enlist: only staged deletes
+ * drop children, and a staged delete of the parent drops them all). `visit` answers whether to go
+ * on. Each link examined is a unit of the call's work meter (`meter`, a new one by default): the
+ * walk examines at most its cap, yielding to other work as units add up, and is `exhausted` when
+ * links are left past the cap.
  */
 export async function walkChildren(
   ctx: Ctx,
   tx: StoredTransaction | null,
   parentId: string,
   visit: (seen: Seen) => boolean,
+  meter: WorkMeter = newMeter(),
 ): Promise<WalkEnd> {
   const tenant = ctx.principal.tenantId
   const now = ctx.now()
   if ((await stagedOf(ctx, tx, [parentId])).get(parentId) === null) return { exhausted: false }
+  const linksAfter = (after: string | undefined, limit: number) =>
+    ctx.store.findChildIds(tenant, parentId, { limit, ...(after === undefined ? {} : { after }) })
   let after: string | undefined
   let batch = 100
-  let examined = 0
   for (;;) {
-    const limit = Math.min(batch, MAX_EXAMINED - examined)
-    if (limit <= 0) {
-      const more = await ctx.store.findChildIds(tenant, parentId, {
-        limit: 1,
-        ...(after === undefined ? {} : { after }),
-      })
-      return { exhausted: more.length > 0 }
-    }
-    const links = await ctx.store.findChildIds(tenant, parentId, {
-      limit,
-      ...(after === undefined ? {} : { after }),
-    })
+    const limit = Math.min(batch, meter.cap - meter.units)
+    // The cap is spent: the walk is exhausted if any link is left.
+    if (limit <= 0) return { exhausted: (await linksAfter(after, 1)).length > 0 }
+    const links = await linksAfter(after, limit)
     batch = Math.min(batch * 2, HEAD_BATCH)
     if (!links.length) return { exhausted: false }
     after = links[links.length - 1]!.key
@@ -231,7 +227,7 @@ export async function walkChildren(
     const committed = links.filter((l) => !staged.has(l.id)).map((l) => l.id)
     const heads = new Map((await ctx.store.getTokenHeads(tenant, committed)).map((h) => [h.id, h]))
     for (const { id } of links) {
-      examined++
+      await meter.charge(1)
       const token = staged.has(id) ? staged.get(id) : undefined
       if (token === null) continue
       const head = token ?? heads.get(id)
@@ -239,7 +235,6 @@ export async function walkChildren(
       if (!visit(token ? { head, staged: token } : { head })) return { exhausted: false }
     }
     if (links.length < limit) return { exhausted: false }
-    await yieldToOthers()
   }
 }
 

@@ -190,6 +190,7 @@ export class MemoryReads extends MemoryOps {
     return out
   }
 
+  /** A parent's children in link order (see `Store.listChildren`): a page ends within `STORE_PAGE_BYTES`. */
   listChildren(
     tenantId: string,
     parentId: string,
@@ -202,10 +203,12 @@ export class MemoryReads extends MemoryOps {
     if (!types && !query.ids?.length && !this.expiring.has(tenantId, parentId)) {
       // Every child counts: read only the requested page.
       let index = 0
+      const fill = new PageFill()
       for (const childId of kids.keys()) {
         if (index++ < query.offset) continue
-        if (items.length >= query.limit) break
-        items.push(copiedToken(this.tokens.get(tenantId, childId)!))
+        const token = this.tokens.get(tenantId, childId)!
+        if (items.length >= query.limit || !fill.fits(token)) break
+        items.push(copiedToken(token))
       }
       return { items, total: kids.size }
     }
@@ -218,12 +221,17 @@ export class MemoryReads extends MemoryOps {
           .sort((a, b) => a.seq - b.seq)
           .map((c) => c.id)
       : kids.keys()
+    const fill = new PageFill()
+    let full = false
     let total = 0
     for (const childId of candidates) {
       const token = this.tokens.get(tenantId, childId)
       if (!token || (token.expires_at !== undefined && token.expires_at <= query.now)) continue
       if (types && !types.has(token.type)) continue
-      if (total >= query.offset && items.length < query.limit) items.push(copiedToken(token))
+      if (total >= query.offset && items.length < query.limit && !full) {
+        if (fill.fits(token)) items.push(copiedToken(token))
+        else full = true
+      }
       total++
     }
     return { items, total }
