@@ -1,3 +1,4 @@
+export type { AdmissionBounds } from './admission.js'
 export type { FetchHandler, HttpHandlerOptions, HttpLogEvent } from './handler.js'
 export { createHttpHandler } from './handler.js'
 export type { NodeErrorListener, NodeListener } from './node.js'
