@@ -15,6 +15,7 @@ import type { TokenHead } from '../store/index.js'
 import { openTransaction } from '../transactions/index.js'
 import { PageBytes, pageTooLarge } from './page-bytes.js'
 import { type PlanNode, planSource, successor } from './planner.js'
+import { reachOf } from './reach.js'
 import { listV2Input } from './schemas.js'
 import { newMeter, readWhole, type Seen, tooBroad, walkTokens } from './token-view.js'
 
@@ -64,7 +65,9 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
           },
         ]
       : []),
-    ...(q.fingerprint === undefined
+    // A fingerprint tests what a token's data holds: it picks candidates only for a key that reads
+    // every token (see `reachOf`), else it is checked on heads, at the cost of a readable miss.
+    ...(q.fingerprint === undefined || reachOf(ctx.principal, ['token:read']) !== 'every'
       ? []
       : [{ kind: 'term' as const, term: { kind: 'fingerprint' as const, value: q.fingerprint } }]),
     ...wanted.map(([key, value]) => ({

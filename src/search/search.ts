@@ -17,6 +17,7 @@ import { indexKey, SEARCH_INDEX_PURPOSE } from './indexes.js'
 import { PageBytes, pageTooLarge } from './page-bytes.js'
 import { type PlanNode, planSource, successor } from './planner.js'
 import { type Field, globMatches, parseQuery, type QueryNode, type Value } from './query.js'
+import { reachOf } from './reach.js'
 import { searchInput, searchV2Input } from './schemas.js'
 import { newMeter, readWhole, type Seen, tooBroad, type WalkEnd, walkTokens } from './token-view.js'
 
@@ -143,31 +144,26 @@ function indexTerm(node: Extract<Compiled, { kind: 'term' }>): TokenTerm | null 
 const testsValue = (term: TokenTerm | null) => term?.kind === 'search_index' || term?.kind === 'fingerprint'
 
 /**
- * The query as the planner reads it (see `planSource`). `guarded`: the caller's access rules
- * decide per token, so some candidates may be unreadable to it. Then, in an AND that has another
- * exact term, the terms that test data values are checked on the heads of the other terms'
- * candidates instead of narrowing them: whether an unreadable token holds a value changes no
- * work (its head is read and dropped either way), so the time of a search does not tell.
+ * The query as the planner reads it (see `planSource`). `hideValues`: the key reaches only some
+ * tokens (see `reachOf`), so some candidates may be unreadable to it. Then no term that tests a
+ * token's data value (its search indexes, its fingerprint) picks candidates: such terms are checked
+ * on the heads of the other terms' candidates, or of a scan when no other exact term narrows the
+ * query. Whether a token the key can't read holds a value then changes no store read at all: the
+ * same heads are read and dropped either way, at the cost of a readable miss.
  */
-function planOf(node: Compiled, guarded: boolean): PlanNode {
+function planOf(node: Compiled, hideValues: boolean): PlanNode {
   switch (node.kind) {
-    case 'and': {
-      const items = node.items.map((n) => planOf(n, guarded))
-      const other = items.some((n) => n.kind === 'term' && n.term !== null && !testsValue(n.term))
-      if (!guarded || !other) return { kind: 'and', items }
-      return {
-        kind: 'and',
-        items: items.map((n) => (n.kind === 'term' && testsValue(n.term) ? { kind: 'term', term: null } : n)),
-      }
-    }
+    case 'and':
     case 'or':
-      return { kind: node.kind, items: node.items.map((n) => planOf(n, guarded)) }
+      return { kind: node.kind, items: node.items.map((n) => planOf(n, hideValues)) }
     case 'not':
       return { kind: 'not' }
     case 'all':
       return node
-    case 'term':
-      return { kind: 'term', term: indexTerm(node) }
+    case 'term': {
+      const term = indexTerm(node)
+      return { kind: 'term', term: hideValues && testsValue(term) ? null : term }
+    }
   }
 }
 
@@ -214,10 +210,12 @@ async function searchTokens(
 ): Promise<WalkEnd & { still: (token: TokenHead) => boolean }> {
   requireSearch(ctx)
   const compiled = await compile(ctx, parseQuery(text))
+  const reach = reachOf(ctx.principal, ['token:search', 'token:read'])
+  // A key that may answer no token reads none: its work can't depend on what they hold.
+  if (reach === 'none') return { exhausted: false, still: () => false }
   const tx = await openTransaction(ctx)
   const meter = newMeter()
-  const guarded = (ctx.principal.rules?.length ?? 0) > 0
-  const plan = planOf(compiled, guarded)
+  const plan = planOf(compiled, reach === 'some')
   const source = planSource(ctx.store, ctx.principal.tenantId, plan, first, meter)
   const end = await walkTokens(
     ctx,
