@@ -77,4 +77,5 @@ it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flig
   expect(code).toBe(0)
   idleAgent.destroy()
   busyAgent.destroy()
-})
+  // Starting the CLI alone took most of the 20 s default on a busy machine.
+}, 120_000)

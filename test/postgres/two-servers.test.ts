@@ -141,5 +141,5 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
       await admin.query(`DROP DATABASE IF EXISTS ${database}`)
       await admin.end()
     }
-  }, 60_000)
+  }, 180_000)
 })

@@ -419,5 +419,6 @@ describe('the sandbox runner', () => {
     } finally {
       await runner.close()
     }
-  }, 10_000)
+    // Six hung runs, each ending its worker and starting the next: over 10 s on a busy machine.
+  }, 120_000)
 })
