@@ -6,7 +6,7 @@
  * pinned in expressions.test.ts; these tests time them only.
  */
 import { describe, expect, it } from 'vitest'
-import { applyMask, evaluateTemplate } from '../../src/expressions/expressions.js'
+import { applyMask, evaluateTemplate } from '../../src/expressions/index.js'
 import { ExpressionBudget } from '../../src/kernel/budget.js'
 import { ServiceError } from '../../src/kernel/errors.js'
 import type { Json } from '../../src/kernel/types.js'

@@ -4,7 +4,7 @@
  * sizes measured in the same run.
  */
 import { describe, expect, it } from 'vitest'
-import { evaluateTemplate } from '../../src/expressions/expressions.js'
+import { evaluateTemplate } from '../../src/expressions/index.js'
 import { leastCpuMs } from '../timing.js'
 
 describe('Liquid text filters', () => {
