@@ -259,6 +259,6 @@ export async function readWhole(ctx: Ctx, seen: readonly Seen[]): Promise<Stored
 export function tooBroad(field: string) {
   return invalid(
     field,
-    `is too broad: counting its matches would take more than the ${MAX_EXAMINED} units of work one call may do; narrow it with an exact term (type, id, fingerprint, container, metadata.<key>, data) or use the v2 route, which pages by cursor`,
+    `is too broad: counting its matches would take more than the ${MAX_EXAMINED} units of work one call may do; narrow it with an exact term (type, id, container, metadata.<key>; data and fingerprint narrow only for a key whose access reaches every token) or use the v2 route, which pages by cursor`,
   )
 }

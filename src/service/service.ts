@@ -56,6 +56,7 @@ import {
 } from '../reactors/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT, sessionOperations } from '../sessions/index.js'
+import { measuredStore } from '../store/index.js'
 import { refingerprinted, tokenOperations, withoutExpiredCvc } from '../tokens/index.js'
 import { transactionOperations } from '../transactions/index.js'
 import { type AdminView, adminView } from './admin-view.js'
@@ -380,7 +381,8 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
   const { clock } = options
   const keys = masterKeys(options)
   const keyring = new Keyring(options.store, keys)
-  const store = sealedStore(options.store, keyring, {
+  // Measured below the sealed store: a page's byte budget holds on any store, before decryption.
+  const store = sealedStore(measuredStore(options.store), keyring, {
     searchIndexPurpose: SEARCH_INDEX_PURPOSE,
     // The clock is read only for a token with a cvc deadline (the rest have nothing due).
     asRead: (token) => (token.cvc_expires_at === undefined ? token : withoutExpiredCvc(token, now())),
