@@ -11,9 +11,9 @@ import {
   type ManualClock,
   manualClock,
   type Service,
-  type TestService,
   type StateSnapshot,
   systemClock,
+  type TestService,
 } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import type { Permission } from '../src/kernel/types.js'
@@ -384,7 +384,16 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     print(line)
 
   const sweep = setInterval(() => {
-    service.admin.sweep().catch((error: unknown) => note(`sweep failed: ${String(error)}`, 'error'))
+    service.admin.sweep().then(
+      (counts) => {
+        // Each failed step or record was skipped and the rest swept; say which (ids and error names only).
+        const shown = (counts.failures ?? [])
+          .slice(0, 5)
+          .map((f) => `${f.step}${f.id ? ` ${f.id}` : ''}: ${f.error}`)
+        if (counts.failed) note(`sweep: ${counts.failed} failed and skipped (${shown.join('; ')})`, 'error')
+      },
+      (error: unknown) => note(`sweep failed: ${String(error)}`, 'error'),
+    )
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
 
