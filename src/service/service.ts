@@ -347,7 +347,8 @@ export interface Service {
   /**
    * The tenant of `apiKey`, checked as a call checks it (a missing, unknown or expired key throws
    * `unauthenticated`), acting on nothing: the HTTP adapter admits a request under its tenant's
-   * bounds with it before reading the request's body.
+   * bounds with it before reading the request's body. A refused key is journaled as
+   * `key.authenticate` under the `unknown` actor.
    */
   tenantOf(apiKey: string): Promise<string>
   /** Whether the store answers (readiness): false while its disk or database can't be reached. */
@@ -708,7 +709,13 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       }
     },
     async tenantOf(apiKey) {
-      return (await authenticate(store, now(), hashApiKey(apiKey))).tenantId
+      try {
+        return (await authenticate(store, now(), hashApiKey(apiKey))).tenantId
+      } catch (error) {
+        // A key refused before any call (the HTTP adapter's admission) is journaled as a call's would be.
+        record('key.authenticate', undefined, [], undefined, error)
+        throw error
+      }
     },
     journal,
     on: (_event, listener) => journal.on(listener),
