@@ -1,6 +1,5 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import type { QuickJSWASMModule } from 'quickjs-emscripten-core'
 import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
 import { compileEngine, compileIn, loadCompiler } from './engine.js'
 import type { WorkerConfig } from './messages.js'
@@ -96,51 +95,51 @@ function spinOf(given: number | undefined): number {
   return Number.isFinite(us) ? Math.max(0, Math.min(1000, Math.floor(us))) : 200
 }
 
-let compiled: Promise<object> | undefined
-/** The engine's WebAssembly code, compiled once per process (again after a failure). */
-function engineCode(): Promise<object> {
-  const code =
-    compiled ??
-    compileEngine().catch((error: unknown) => {
-      compiled = undefined
-      throw error
-    })
-  compiled = code
-  return code
+/** A promise made once and kept while it holds (made again after a failure, or once dropped). */
+function cached<T>(make: () => Promise<T>): { get(): Promise<T>; drop(): void } {
+  const cell: { value: Promise<T> | undefined } = { value: undefined }
+  return {
+    get() {
+      const made =
+        cell.value ??
+        make().catch((error: unknown) => {
+          if (cell.value === made) cell.value = undefined
+          throw error
+        })
+      cell.value = made
+      return made
+    },
+    drop() {
+      cell.value = undefined
+    },
+  }
 }
 
-let sources: Promise<{ prelude: string; driver: string }> | undefined
+/** The engine's WebAssembly code, compiled once per process (again after a failure). */
+const engineCode = cached(compileEngine)
+
 /**
  * The program text of the prelude and the run driver, loaded (or bundled) once per process (again
  * after a failure).
  */
-function sourceCode(): Promise<{ prelude: string; driver: string }> {
-  const code =
-    sources ??
-    Promise.all([preludeSource(), driverSource()]).then(
-      ([prelude, driver]) => ({ prelude, driver }),
-      (error: unknown) => {
-        sources = undefined
-        throw error
-      },
-    )
-  sources = code
-  return code
-}
+const sourceCode = cached(async () => {
+  const [prelude, driver] = await Promise.all([preludeSource(), driverSource()])
+  return { prelude, driver }
+})
 
-let compiler: Promise<QuickJSWASMModule> | undefined
+/** The engine that compile-checks formulas (it never runs code), made once (again after a failure). */
+const compiler = cached(async () => loadCompiler(await engineCode.get()))
 
 /**
  * Compiles `code` as a formula module body in the WebAssembly engine, without running it. Answers
  * null when it compiles, else the syntax error's message.
  */
 export async function compileError(code: string): Promise<string | null> {
-  compiler ??= engineCode().then(loadCompiler)
   try {
-    return compileIn(await compiler, code)
+    return compileIn(await compiler.get(), code)
   } catch {
     // The compiler's engine failed (it never runs code; a pathological input could exhaust it): renew it.
-    compiler = undefined
+    compiler.drop()
     return 'the code could not be compiled'
   }
 }
@@ -173,7 +172,7 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
   let pool: Promise<SandboxPool> | undefined
   let closed = false
   const start = async () => {
-    const [wasmModule, { prelude, driver }] = await Promise.all([engineCode(), sourceCode()])
+    const [wasmModule, { prelude, driver }] = await Promise.all([engineCode.get(), sourceCode.get()])
     return new SandboxPool({
       wasmModule,
       prelude,

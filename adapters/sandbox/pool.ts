@@ -1,9 +1,24 @@
 import type { Worker } from 'node:worker_threads'
 import type { RunOutcome } from '../../src/kernel/runner.js'
 import { FairQueue } from './fair-queue.js'
-import { endHostFetches, type RunRequests, startHostFetch } from './host-fetch.js'
+import { endHostFetches, startHostFetch } from './host-fetch.js'
 import { readWorkerMessage, type WorkerConfig, type WorkerMessage } from './messages.js'
+import { CrashPenalties } from './penalties.js'
 import type { HostFetch } from './prepared.js'
+import {
+  aheadOf,
+  CELLS,
+  type Entry,
+  type Held,
+  isStuck,
+  newSlot,
+  outcomeOf,
+  PENDING,
+  type Slot,
+  started,
+  workerConfig,
+} from './slots.js'
+import { armSilence, takeBack, watchStuck } from './watchdog.js'
 
 /** One formula run, waiting for or held by a worker. */
 export interface Job {
@@ -55,76 +70,8 @@ export interface PoolSettings {
   idleSpinUs?: number
 }
 
-/** A run accepted by the pool. */
-interface Entry {
-  job: Job
-  /** Whether it was already sent again after a worker died before starting it. */
-  retried: boolean
-}
-
-/** A run a worker holds: its id in the messages, and its cell in the worker's `claims` and `starts`. */
-interface Held {
-  entry: Entry
-  id: number
-  cell: number
-  /** When it was sent (ms, `performance.now()`): it can't have started before. */
-  sentAt: number
-}
-
-interface Slot {
-  worker: Worker
-  ready: boolean
-  /** The runs it holds, in the order it runs them: the first is running or next. */
-  held: Held[]
-  /**
-   * One cell per run sent, shared with the worker: `PENDING` when sent, then `CLAIMED` by the
-   * worker as it starts the run, or `RECLAIMED` by the host taking back a run still waiting.
-   */
-  claims: Int32Array
-  /**
-   * One cell per run sent, shared with the worker: when the worker started the run (ms since
-   * `performance.timeOrigin`'s epoch, as `performance.timeOrigin + performance.now()` reads in any
-   * thread), written before it claims the run.
-   */
-  starts: Float64Array
-  /** How many runs it was sent: the next run's cell, modulo `CELLS`. */
-  sent: number
-  /** Takes the runs sent ahead back to the queue once the running one has run `STUCK_MS`. */
-  stuckTimer: NodeJS.Timeout | undefined
-  /** The tenant of the last run it answered: the one whose spent runtime it frees between runs. */
-  lastTenant: string | undefined
-  timer: NodeJS.Timeout | undefined
-  gone: boolean
-  /** Why it failed, when it emitted an error before exiting. */
-  failed: string | undefined
-  /** When it last finished a run (ms): the worker that finished last is served first. */
-  idleSince: number
-  /** The requests of its running run's `fetch`, made by the host. */
-  requests: RunRequests | undefined
-}
-
-/** A tenant whose runs killed workers lately. */
-interface Strikes {
-  count: number
-  lastAt: number
-  /** Its runs wait until then (ms, the pool's `now`). */
-  heldUntil: number
-}
-
+/** The longest wait between two attempts to start a worker (ms). */
 const MAX_BACKOFF_MS = 5000
-/** Cells of a worker's `claims`: far more than the runs it can have been sent and not yet passed. */
-const CELLS = 256
-const PENDING = 0
-const CLAIMED = 1
-const RECLAIMED = 2
-/**
- * How long a worker's run may have run before the runs sent ahead to wait behind it are taken back
- * for another worker (ms), and the worker is sent no more until its run ends.
- */
-const STUCK_MS = 2
-/** How long a tenant's kills are remembered (ms). */
-const STRIKE_MEMORY_MS = 60_000
-
 /**
  * Sandbox worker threads and the fair queue in front of them. Each worker runs one run at a time;
  * runs wait in a per-tenant queue served round-robin, bounded per tenant and in all (beyond either
@@ -159,7 +106,7 @@ export class SandboxPool {
   private readonly queue: FairQueue<Entry>
   /** Runs of each tenant held by a worker. */
   private readonly running = new Map<string, number>()
-  private readonly strikes = new Map<string, Strikes>()
+  private readonly penalties: CrashPenalties
   private nextId = 1
   private startFailures = 0
   private retryAt = 0
@@ -178,6 +125,7 @@ export class SandboxPool {
   constructor(private readonly settings: PoolSettings) {
     this.queue = new FairQueue(settings.maxQueuedPerTenant, settings.maxQueued)
     this.now = settings.now ?? (() => performance.now())
+    this.penalties = new CrashPenalties(settings, this.now)
   }
 
   /** Queues a run; `job.done` is called exactly once. */
@@ -187,7 +135,7 @@ export class SandboxPool {
       return
     }
     // Runs sent ahead to a worker, not started, still wait: they count as queued.
-    const { own: ahead, all: aheadInAll } = this.ahead(job.tenant)
+    const { own: ahead, all: aheadInAll } = aheadOf(this.slots, job.tenant)
     const own = this.queue.sizeOf(job.tenant) + ahead >= this.settings.maxQueuedPerTenant
     if (
       own ||
@@ -200,25 +148,12 @@ export class SandboxPool {
         message: own
           ? `too many reactor runs are waiting for this tenant (at most ${this.settings.maxQueuedPerTenant})`
           : `too many reactor runs are waiting (at most ${this.settings.maxQueued} in all)`,
-        retryAfterSec: this.retryAfterOf(job.tenant),
+        retryAfterSec: this.penalties.retryAfterSec(job.tenant),
       })
       return
     }
     this.fill()
     this.pump()
-  }
-
-  /** Runs sent ahead to workers, waiting behind another run there: `tenant`'s, and everyone's. */
-  private ahead(tenant: string): { own: number; all: number } {
-    let own = 0
-    let all = 0
-    for (const slot of this.slots) {
-      for (let i = 1; i < slot.held.length; i++) {
-        all++
-        if (slot.held[i]!.entry.job.tenant === tenant) own++
-      }
-    }
-    return { own, all }
   }
 
   /** Starts the workers now, before any run (an idle pool never keeps the process alive). */
@@ -251,21 +186,9 @@ export class SandboxPool {
   private fill(): void {
     if (this.closed || performance.now() < this.retryAt) return
     while (this.slots.length < this.settings.size) {
-      let worker: Worker
       try {
-        const config: WorkerConfig = {
-          memoryMb: this.settings.memoryMb,
-          maxResultChars: this.settings.maxResultChars,
-          claims: new SharedArrayBuffer(CELLS * 4),
-          starts: new SharedArrayBuffer(CELLS * 8),
-          backlog: this.backlog.buffer as SharedArrayBuffer,
-        }
-        if (this.settings.wasmModule) config.wasmModule = this.settings.wasmModule
-        if (this.settings.prelude) config.prelude = this.settings.prelude
-        if (this.settings.driver) config.driver = this.settings.driver
-        if (this.settings.idleSpinUs) config.idleSpinUs = this.settings.idleSpinUs
-        worker = this.settings.startWorker(config)
-        this.attach(worker, new Int32Array(config.claims), new Float64Array(config.starts))
+        const config = workerConfig(this.settings, this.backlog)
+        this.attach(newSlot(this.settings.startWorker(config), config))
       } catch {
         this.startFailed()
         return
@@ -273,22 +196,9 @@ export class SandboxPool {
     }
   }
 
-  private attach(worker: Worker, claims: Int32Array, starts: Float64Array): void {
-    const slot: Slot = {
-      worker,
-      ready: false,
-      held: [],
-      claims,
-      starts,
-      sent: 0,
-      stuckTimer: undefined,
-      lastTenant: undefined,
-      timer: undefined,
-      gone: false,
-      failed: undefined,
-      idleSince: 0,
-      requests: undefined,
-    }
+  /** Takes a new worker's slot into the pool: its messages, its failure and exit, its start's time limit. */
+  private attach(slot: Slot): void {
+    const worker = slot.worker
     this.slots.push(slot)
     worker.on('message', (message: unknown) => this.onMessage(slot, message))
     // A failed worker exits next; what it sent before is delivered before its exit, so the exit decides.
@@ -367,7 +277,7 @@ export class SandboxPool {
     }
     // The answer of the run it runs, which it claimed first.
     const head = slot.held[0]
-    if (!head || message.id !== head.id || !this.started(slot, head)) {
+    if (!head || message.id !== head.id || !started(slot, head)) {
       this.discard(slot, 'the sandbox worker answered out of turn')
       return
     }
@@ -388,7 +298,7 @@ export class SandboxPool {
   private onFetch(slot: Slot, message: Extract<WorkerMessage, { t: 'fetch' }>): void {
     const head = slot.held[0]
     const fetch = head?.entry.job.fetch
-    if (!head || !fetch || message.id !== head.id || !this.started(slot, head)) {
+    if (!head || !fetch || message.id !== head.id || !started(slot, head)) {
       this.discard(slot, 'the sandbox worker sent a malformed message')
       return
     }
@@ -414,7 +324,7 @@ export class SandboxPool {
     const head = held[0]
     // The run it had started killed it; if none had started, the run it last answered did.
     let culprit = slot.lastTenant
-    if (head && this.started(slot, head)) {
+    if (head && started(slot, head)) {
       held.shift()
       culprit = head.entry.job.tenant
       this.strike(culprit)
@@ -470,37 +380,10 @@ export class SandboxPool {
     }
   }
 
-  /** Charges a killed worker to `tenant`: its runs wait, longer with each kill. */
+  /** Charges a killed worker to `tenant` (see `CrashPenalties`), and pumps again when its wait ends. */
   private strike(tenant: string): void {
-    const now = this.now()
-    const previous = this.struck(tenant, now)
-    const count = (previous?.count ?? 0) + 1
-    const { crashPenaltyMs, maxCrashPenaltyMs } = this.settings
-    const penalty = Math.min(maxCrashPenaltyMs, crashPenaltyMs * 2 ** Math.min(count - 1, 20))
-    this.strikes.set(tenant, { count, lastAt: now, heldUntil: now + penalty })
+    this.penalties.strike(tenant)
     this.scheduleWake()
-  }
-
-  /** `tenant`'s recent kills, if any (forgotten a minute after the last one). */
-  private struck(tenant: string, now: number): Strikes | undefined {
-    const strikes = this.strikes.get(tenant)
-    if (strikes && now - strikes.lastAt > STRIKE_MEMORY_MS) {
-      this.strikes.delete(tenant)
-      return undefined
-    }
-    return strikes
-  }
-
-  /** Whether a run of `tenant` may go to a worker now. */
-  private eligible(tenant: string, now: number): boolean {
-    const strikes = this.struck(tenant, now)
-    return !strikes || (now >= strikes.heldUntil && !this.running.has(tenant))
-  }
-
-  /** What a refused run of `tenant` is told to wait (s): longer while its runs are held back. */
-  private retryAfterOf(tenant: string): number {
-    const strikes = this.struck(tenant, this.now())
-    return strikes ? Math.max(1, Math.ceil((strikes.heldUntil - this.now()) / 1000)) : 1
   }
 
   /** Pumps again when the first held-back tenant may run. */
@@ -509,12 +392,8 @@ export class SandboxPool {
     this.wakeTimer = undefined
     if (this.closed) return
     const now = this.now()
-    let first = Number.POSITIVE_INFINITY
-    for (const [tenant, strikes] of this.strikes) {
-      if (now - strikes.lastAt > STRIKE_MEMORY_MS) this.strikes.delete(tenant)
-      else if (strikes.heldUntil > now) first = Math.min(first, strikes.heldUntil)
-    }
-    if (first === Number.POSITIVE_INFINITY) return
+    const first = this.penalties.nextRelease(now)
+    if (first === undefined) return
     this.wakeTimer = setTimeout(
       () => {
         this.wakeTimer = undefined
@@ -536,7 +415,9 @@ export class SandboxPool {
     // (the engine is restored right after each answer, so a worker idle longer has nothing more ready).
     if (free.length > 1) free.sort((x, y) => y.idleSince - x.idleSince)
     for (const slot of free) {
-      const entry = this.queue.take((tenant) => this.eligible(tenant, now))
+      const entry = this.queue.take((tenant) =>
+        this.penalties.eligible(tenant, now, this.running.has(tenant)),
+      )
       if (!entry) break
       this.dispatch(slot, entry)
     }
@@ -546,11 +427,13 @@ export class SandboxPool {
       let target: Slot | undefined
       for (const slot of live) {
         const held = slot.held.length
-        if (held && held < depth && !this.stuck(slot, clock) && (!target || held < target.held.length))
+        if (held && held < depth && !isStuck(slot, clock) && (!target || held < target.held.length))
           target = slot
       }
       if (!target) break
-      const entry = this.queue.take((tenant) => this.eligible(tenant, now))
+      const entry = this.queue.take((tenant) =>
+        this.penalties.eligible(tenant, now, this.running.has(tenant)),
+      )
       if (!entry) break
       this.dispatch(target, entry)
     }
@@ -558,57 +441,24 @@ export class SandboxPool {
     this.updateRefs()
   }
 
-  /** Whether the worker claimed `held` (its code is running, or has run). */
-  private started(slot: Slot, held: Held): boolean {
-    return Atomics.load(slot.claims, held.cell) === CLAIMED
-  }
-
-  /**
-   * When the worker started `held` (ms, `performance.now()`), read after its claim: what the worker
-   * wrote, but no earlier than when the run was sent. A value that is no time, or a time to come,
-   * reads as that earliest time, so that the runs behind it go elsewhere sooner, never later.
-   */
-  private startedAt(slot: Slot, held: Held, clock: number): number {
-    const at = (slot.starts[held.cell] ?? Number.NaN) - performance.timeOrigin
-    return at <= clock ? Math.max(held.sentAt, at) : held.sentAt
-  }
-
-  /** Whether a worker's run has run long enough that the runs waiting behind it go elsewhere. */
-  private stuck(slot: Slot, clock: number): boolean {
-    const head = slot.held[0]
-    return (
-      head !== undefined && this.started(slot, head) && clock - this.startedAt(slot, head, clock) > STUCK_MS
-    )
-  }
-
-  /**
-   * Checks, once its running run has run `STUCK_MS`, whether the runs sent ahead to `slot` must go
-   * back (nothing while a check is due, or it holds no run behind the one it runs). A run not claimed
-   * yet (the worker is restoring its engine, or the run is on its way) is looked at again `STUCK_MS` on.
-   */
+  /** Takes the runs sent ahead to `slot` back once its run has run `STUCK_MS` (see `watchStuck`). */
   private watch(slot: Slot): void {
-    if (slot.stuckTimer || slot.held.length < 2) return
-    const head = slot.held[0]!
-    const clock = performance.now()
-    const due = this.started(slot, head) ? this.startedAt(slot, head, clock) + STUCK_MS - clock : STUCK_MS
-    slot.stuckTimer = setTimeout(() => this.unstick(slot), Math.max(1, Math.ceil(due) + 1))
-    slot.stuckTimer.unref()
+    watchStuck(slot, () => this.unstick(slot))
   }
 
   /**
    * Takes the runs sent ahead to a worker whose run has run `STUCK_MS` back to the front of their
-   * tenants' queues (each only if the worker has not claimed it: the exchange in `claims` makes sure
-   * exactly one side has it), so that they wait their turn there, as any other run, for a worker.
+   * tenants' queues (see `takeBack`), so that they wait their turn there, as any other run, for a worker.
    */
   private unstick(slot: Slot): void {
     slot.stuckTimer = undefined
     if (slot.gone || slot.held.length < 2) return
-    if (!this.stuck(slot, performance.now())) {
+    const taken = takeBack(slot)
+    if (!taken) {
       this.watch(slot)
       return
     }
-    for (const one of slot.held.slice(1).reverse()) {
-      if (Atomics.compareExchange(slot.claims, one.cell, PENDING, RECLAIMED) !== PENDING) continue
+    for (const one of taken) {
       this.unhold(slot, one)
       this.queue.unshift(one.entry.job.tenant, one.entry)
     }
@@ -640,34 +490,15 @@ export class SandboxPool {
    * worker is replaced (and the run, if it had started, fails as a timeout).
    */
   private arm(slot: Slot): void {
-    const head = slot.held[0]!
-    const { job } = head.entry
-    clearTimeout(slot.timer)
-    slot.timer = setTimeout(() => {
-      if (slot.held[0] !== head) return
-      if (this.started(slot, head)) {
+    armSilence(slot, this.settings.graceMs, (head) => {
+      const { job } = head.entry
+      if (started(slot, head)) {
         // The run held its worker past its limit: it fails as a timeout, and the worker it hung is its doing.
         slot.lastTenant = job.tenant
         this.unhold(slot, head)
         this.finish(job, { ok: false, kind: 'timeout', message: `no answer within ${job.timeoutMs} ms` })
       }
       this.discard(slot, 'the sandbox worker went silent')
-    }, job.timeoutMs + this.settings.graceMs)
+    })
   }
-}
-
-/** The outcome a worker's well-formed answer stands for. */
-function outcomeOf(message: Extract<WorkerMessage, { t: 'done' }>): RunOutcome {
-  if (message.ok) {
-    try {
-      return { ok: true, value: JSON.parse(message.json), logs: message.logs }
-    } catch {
-      return { ok: false, kind: 'thrown', message: 'the formula answered something that is not JSON' }
-    }
-  }
-  const { kind, message: text, status, errors } = message
-  const outcome: RunOutcome = { ok: false, kind, message: text }
-  if (status !== undefined) outcome.status = status
-  if (errors) outcome.errors = errors
-  return outcome
 }
