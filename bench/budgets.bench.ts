@@ -6,7 +6,7 @@
  * `npx tsx bench/budgets.bench.ts`.
  */
 
-import { applyMask } from '../src/expressions/expressions.js'
+import { applyMask } from '../src/expressions/index.js'
 import { expressionBudget } from '../src/kernel/budget.js'
 import type { Json } from '../src/kernel/types.js'
 import type { BenchOptions, BenchRow } from './harness.js'

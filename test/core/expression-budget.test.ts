@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, type MockInstance, vi } from 'vitest'
-import { evaluateTemplate } from '../../src/expressions/expressions.js'
+import { evaluateTemplate } from '../../src/expressions/index.js'
 import { ExpressionBudget } from '../../src/kernel/budget.js'
 import { ServiceError } from '../../src/kernel/errors.js'
 import type { Json } from '../../src/kernel/types.js'

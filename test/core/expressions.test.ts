@@ -8,7 +8,7 @@ import {
   MAX_STRING_LENGTH,
   MAX_TEMPLATE_LENGTH,
   renderTemplate,
-} from '../../src/expressions/expressions.js'
+} from '../../src/expressions/index.js'
 import { ExpressionBudget } from '../../src/kernel/budget.js'
 import { ServiceError } from '../../src/kernel/errors.js'
 import type { Json } from '../../src/kernel/types.js'

@@ -4,7 +4,7 @@
  * time zone.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { evaluateTemplate } from '../../src/expressions/expressions.js'
+import { evaluateTemplate } from '../../src/expressions/index.js'
 import type { Json } from '../../src/kernel/types.js'
 
 const ev = (template: string, data: Json) => evaluateTemplate(template, { data }, 'field')
