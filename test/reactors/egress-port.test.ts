@@ -5,8 +5,9 @@
  * through the port, from the sandbox worker to the runner's host side and on to the client, and
  * never to the network. The egress policy (allow-list, redirects, request checks) still applies.
  */
+
+import { routedEgress } from 'tokenvault/adapters/egress'
 import { afterAll, describe, expect, it } from 'vitest'
-import { routedEgress } from '../../adapters/egress/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, type EgressClient, manualClock } from '../../entry/index.js'
 import { formulaBody, REACTOR, sharedRunner, TOKEN } from '../formulas/setup.js'
