@@ -30,6 +30,7 @@ import type {
   TokenTerm,
   WriteResult,
 } from '../../src/store/contract.js'
+import { storedBytes } from '../../src/store/stored-bytes.js'
 
 /**
  * The store contract written out as plainly as it can be: one array per record kind, every read a
@@ -368,7 +369,12 @@ export class ContractModel implements Store {
       .slice(0, Math.max(0, query.limit))
   }
   async getTokenHeads(tenantId: string, ids: readonly string[]): Promise<TokenHead[]> {
-    return (await this.getTokens(tenantId, ids)).map(({ data: _data, mask: _mask, ...head }) => head)
+    // Each head carries what its sealed fields take, as the contract's stores do (the core
+    // otherwise reads the stored record to measure it for a page's byte budget).
+    return (await this.getTokens(tenantId, ids)).map(({ data, mask, ...head }) => ({
+      ...head,
+      stored_bytes: storedBytes({ data, mask }),
+    }))
   }
   async getTokens(tenantId: string, ids: readonly string[]) {
     const found = [...new Set(ids)].map((id) => this.token(tenantId, id))
