@@ -198,8 +198,9 @@ function requireSearch(ctx: Ctx): void {
  * `token:search` and `token:read` on each token: permissions, or rules granting both), in id
  * order from `from` on, as its transaction sees them: candidates from the store's indexes when the
  * query has exact terms (a scan otherwise), each matched on its head before anything is decrypted.
- * Every candidate costs the same checks whether it matches, and whether the caller may read it.
- * `visit` answers whether to go on.
+ * Every candidate costs the same checks whether it matches, and whether the caller may read it;
+ * for a key that reaches only some tokens, data and fingerprint terms pick no candidates (see
+ * `planOf`), and a key that reaches none reads nothing. `visit` answers whether to go on.
  */
 async function searchTokens(
   ctx: Ctx,
