@@ -8,17 +8,16 @@ import type { Filter } from './values.js'
  * Every filter offered, by name: Liquid's standard string, array and math filters and Basis
  * Theory's, one table per family (no name is in two).
  */
-const FILTERS: Readonly<Record<string, Filter>> = Object.freeze({
-  ...TEXT_FILTERS,
-  ...NUMBER_FILTERS,
-  ...COLLECTION_FILTERS,
-  ...CARD_FILTERS,
-})
+const FILTERS: ReadonlyMap<string, Filter> = new Map(
+  [TEXT_FILTERS, NUMBER_FILTERS, COLLECTION_FILTERS, CARD_FILTERS].flatMap((family) =>
+    Object.entries(family),
+  ),
+)
 
 /** The names of every filter templates may use. */
-export const FILTER_NAMES: readonly string[] = Object.freeze(Object.keys(FILTERS).sort())
+export const FILTER_NAMES: readonly string[] = Object.freeze([...FILTERS.keys()].sort())
 
-/** The filter named `name`, or undefined when there is none (an own name only: `toString` is none). */
+/** The filter named `name`, or undefined when there is none (`toString`, `constructor` are none). */
 export function filterNamed(name: string): Filter | undefined {
-  return Object.hasOwn(FILTERS, name) ? FILTERS[name] : undefined
+  return FILTERS.get(name)
 }

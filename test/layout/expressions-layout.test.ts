@@ -3,6 +3,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
+import { CARD_FILTERS } from '../../src/expressions/filters-cards.js'
+import { COLLECTION_FILTERS } from '../../src/expressions/filters-collections.js'
+import { NUMBER_FILTERS } from '../../src/expressions/filters-numbers.js'
+import { TEXT_FILTERS } from '../../src/expressions/filters-text.js'
 import * as face from '../../src/expressions/index.js'
 
 const folder = fileURLToPath(new URL('../../src/expressions/', import.meta.url))
@@ -49,6 +53,14 @@ describe('src/expressions is split by responsibility', () => {
     })
     expect(big).toEqual([])
     expect(files.flatMap((name) => longFunctions(name, 60))).toEqual([])
+  })
+
+  it('files each filter in one family table only, and offers every filter of every family', () => {
+    const families = [TEXT_FILTERS, NUMBER_FILTERS, COLLECTION_FILTERS, CARD_FILTERS].map(Object.keys)
+    const all = families.flat().sort()
+    expect(all.filter((name, i) => all[i - 1] === name)).toEqual([])
+    expect(face.FILTER_NAMES).toEqual(all)
+    expect(face.FILTER_NAMES).toHaveLength(64)
   })
 
   it('its face exports the same names as before the split', () => {
