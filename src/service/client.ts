@@ -1,0 +1,239 @@
+import {
+  applicationKeyOperations,
+  applicationOperations,
+  authenticate,
+  hashApiKey,
+} from '../applications/index.js'
+import { childOperations } from '../associations/index.js'
+import type { Ctx } from '../kernel/index.js'
+import { refuseBadText } from '../kernel/index.js'
+import { formulaOperations, reactorOperations } from '../reactors/index.js'
+import { sessionOperations } from '../sessions/index.js'
+import { tokenOperations } from '../tokens/index.js'
+import { transactionOperations } from '../transactions/index.js'
+import { idempotent } from './idempotency.js'
+import { permissionOperations, tenantOperations } from './tenants.js'
+import type { Methods, OperationNames, Recorder, Wiring } from './wiring.js'
+
+/** The client of one API key: every operation of the HTTP API, as the key may perform it. */
+export interface Client {
+  tokens: ReturnType<typeof tokenOperations> & { children: ReturnType<typeof childOperations> }
+  transactions: ReturnType<typeof transactionOperations>
+  sessions: ReturnType<typeof sessionOperations>
+  applications: ReturnType<typeof applicationOperations>
+  reactorFormulas: ReturnType<typeof formulaOperations>
+  reactors: ReturnType<typeof reactorOperations>
+  /** Keys of an application (`/applications/{id}/keys`). */
+  applicationKeys: ReturnType<typeof applicationKeyOperations>
+  /** The caller's tenant (`/tenants/self`). */
+  tenants: ReturnType<typeof tenantOperations>
+  /** The permission catalogue (`/permissions`). */
+  permissions: ReturnType<typeof permissionOperations>
+}
+
+/** What `connect` takes beside the key: the transaction to enlist in, the idempotency key. */
+export interface ConnectOptions {
+  transactionId?: string
+  idempotencyKey?: string
+}
+
+/** How a client's calls run: each authenticates (`ctx`), then runs through `call`. */
+interface Connection {
+  /** The context of one call: the key is checked on every call. */
+  ctx(): Promise<Ctx>
+  /** Runs one call: `request` names it (operations, method, arguments), for idempotency. */
+  call<T>(ctx: Ctx, request: unknown, run: () => Promise<T>): Promise<T>
+}
+
+/**
+ * The operation names of the client's methods, area by area (the journal's `operation`). Each
+ * table is checked against its area's methods: a method missing from it, or a name that is no
+ * method, fails to compile.
+ */
+export const OPERATIONS = {
+  tokens: {
+    create: 'token.create',
+    tokenize: 'token.tokenize',
+    detokenize: 'token.detokenize',
+    list: 'token.list',
+    listV2: 'token.list_v2',
+    search: 'token.search',
+    searchV2: 'token.search_v2',
+    get: 'token.get',
+    update: 'token.update',
+    delete: 'token.delete',
+  } satisfies OperationNames<ReturnType<typeof tokenOperations>>,
+  children: {
+    link: 'token.child.link',
+    unlink: 'token.child.unlink',
+    create: 'token.child.create',
+    list: 'token.child.list',
+  } satisfies OperationNames<ReturnType<typeof childOperations>>,
+  transactions: {
+    create: 'transaction.create',
+    commit: 'transaction.commit',
+    rollback: 'transaction.rollback',
+  } satisfies OperationNames<ReturnType<typeof transactionOperations>>,
+  sessions: {
+    create: 'session.create',
+    authorize: 'session.authorize',
+  } satisfies OperationNames<ReturnType<typeof sessionOperations>>,
+  applications: {
+    create: 'application.create',
+    list: 'application.list',
+    get: 'application.get',
+    getByKey: 'application.get_by_key',
+    update: 'application.update',
+    regenerateKey: 'application.regenerate_key',
+    delete: 'application.delete',
+  } satisfies OperationNames<ReturnType<typeof applicationOperations>>,
+  reactorFormulas: {
+    create: 'reactor_formula.create',
+    list: 'reactor_formula.list',
+    get: 'reactor_formula.get',
+    update: 'reactor_formula.update',
+    delete: 'reactor_formula.delete',
+  } satisfies OperationNames<ReturnType<typeof formulaOperations>>,
+  reactors: {
+    create: 'reactor.create',
+    list: 'reactor.list',
+    get: 'reactor.get',
+    update: 'reactor.update',
+    patch: 'reactor.patch',
+    delete: 'reactor.delete',
+    react: 'reactor.react',
+    reactAsync: 'reactor.react_async',
+  } satisfies OperationNames<ReturnType<typeof reactorOperations>>,
+  applicationKeys: {
+    create: 'application_key.create',
+    list: 'application_key.list',
+    get: 'application_key.get',
+    delete: 'application_key.delete',
+  } satisfies OperationNames<ReturnType<typeof applicationKeyOperations>>,
+  tenants: { self: 'tenant.self' } satisfies OperationNames<ReturnType<typeof tenantOperations>>,
+  permissions: { list: 'permission.list' } satisfies OperationNames<ReturnType<typeof permissionOperations>>,
+}
+
+/**
+ * Turns an operations factory into methods that first authenticate the key (on every call), so a
+ * deleted application or an expired session stops working at once; each call is journaled under
+ * its name in `operations` (`token.create`, `session.authorize`). The factory runs once per call,
+ * with that call's context.
+ */
+function authenticated<T extends Methods>(
+  factory: (ctx: Ctx) => T,
+  operations: OperationNames<T>,
+  connection: Connection,
+  record: Recorder,
+): T {
+  const out: Methods = {}
+  for (const [name, operation] of Object.entries(operations) as [keyof T & string, string][]) {
+    out[name] = async (...args: unknown[]) => {
+      let ctx: Ctx | undefined
+      try {
+        const at = await connection.ctx()
+        ctx = at
+        // An id from the path reaches the store as it is: refused here alike for every store.
+        for (const [i, arg] of args.entries())
+          if (typeof arg === 'string') refuseBadText(arg, argumentField(operation, i))
+        const run = () => factory(at)[name]!(...args)
+        const result = await connection.call(at, [operation, args], run)
+        record(operation, ctx, args, result, null)
+        return result
+      } catch (error) {
+        record(operation, ctx, args, undefined, error ?? new Error('thrown'))
+        throw error
+      }
+    }
+  }
+  return out as T
+}
+
+/** The name of a call's string argument `i` (an id from the path), as a 400 names it. */
+function argumentField(operation: string, i: number): string {
+  if (operation.startsWith('token.child.')) return i === 0 ? 'parent_id' : 'child_id'
+  if (operation.startsWith('application_key.')) return i === 0 ? 'application_id' : 'id'
+  return operation === 'application.get_by_key' ? 'key' : 'id'
+}
+
+/** The connection of one key: its calls authenticate at the instant they run, idempotent when asked. */
+function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connection {
+  const keyHash = hashApiKey(apiKey)
+  const { transactionId, idempotencyKey } = options
+  return {
+    // The key is checked at the same instant the call then runs at.
+    ctx: async () => {
+      const at = w.now()
+      const principal = await authenticate(w.store, at, keyHash)
+      refuseBadText(transactionId, 'transaction_id')
+      refuseBadText(idempotencyKey, 'idempotency_key')
+      return w.contextFor(principal, transactionId, at)
+    },
+    call: (ctx, request, run) =>
+      idempotencyKey === undefined
+        ? run()
+        : idempotent(
+            {
+              store: w.store,
+              now: ctx.now(),
+              leaseMs: w.resolved.idempotencyLeaseMs,
+              maxRecords: w.resolved.maxIdempotencyRecordsPerTenant,
+              hmac: (tenantId, purpose, value) => w.keyring.hmac(tenantId, purpose, value),
+            },
+            ctx.principal,
+            idempotencyKey,
+            [request, transactionId ?? null],
+            run,
+          ),
+  }
+}
+
+/** The client of `apiKey` (see `Service.connect`). */
+export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions = {}): Client {
+  const context = connection(w, apiKey, options)
+  const bind = <T extends Methods>(factory: (ctx: Ctx) => T, operations: OperationNames<T>) =>
+    authenticated(factory, operations, context, w.record)
+  // Each group's methods are bound on first use: a request touches one group, not nine.
+  const groups: Partial<Client> = {}
+  return {
+    get tokens() {
+      groups.tokens ??= {
+        ...bind(tokenOperations, OPERATIONS.tokens),
+        children: bind(childOperations, OPERATIONS.children),
+      }
+      return groups.tokens
+    },
+    get transactions() {
+      groups.transactions ??= bind(transactionOperations, OPERATIONS.transactions)
+      return groups.transactions
+    },
+    get sessions() {
+      groups.sessions ??= bind(sessionOperations, OPERATIONS.sessions)
+      return groups.sessions
+    },
+    get applications() {
+      groups.applications ??= bind(applicationOperations, OPERATIONS.applications)
+      return groups.applications
+    },
+    get reactorFormulas() {
+      groups.reactorFormulas ??= bind(formulaOperations, OPERATIONS.reactorFormulas)
+      return groups.reactorFormulas
+    },
+    get reactors() {
+      groups.reactors ??= bind(reactorOperations, OPERATIONS.reactors)
+      return groups.reactors
+    },
+    get applicationKeys() {
+      groups.applicationKeys ??= bind(applicationKeyOperations, OPERATIONS.applicationKeys)
+      return groups.applicationKeys
+    },
+    get tenants() {
+      groups.tenants ??= bind(tenantOperations, OPERATIONS.tenants)
+      return groups.tenants
+    },
+    get permissions() {
+      groups.permissions ??= bind(permissionOperations, OPERATIONS.permissions)
+      return groups.permissions
+    },
+  }
+}

@@ -1,0 +1,243 @@
+import { randomBytes } from 'node:crypto'
+import type { Principal } from '../applications/index.js'
+import { type KeyProvider, Keyring, type MasterKey, sealedStore, toProvider } from '../encryption/index.js'
+import type { Clock, Ctx, EgressClient, FormulaRunner, ResolvedOptions } from '../kernel/index.js'
+import { expressionBudget, withEgress } from '../kernel/index.js'
+import {
+  CallbackQueue,
+  DEFAULT_ASYNC_REACTS,
+  DEFAULT_ASYNC_REACTS_PER_TENANT,
+  parseEgressOrigins,
+} from '../reactors/index.js'
+import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
+import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
+import { measuredStore, type Store } from '../store/index.js'
+import { withoutExpiredCvc } from '../tokens/index.js'
+import { DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT } from './idempotency.js'
+import {
+  DEFAULT_JOURNAL_SIZE,
+  DEFAULT_JOURNAL_SIZE_PER_TENANT,
+  failureCode,
+  failureOutcome,
+  Journal,
+  touchedIds,
+} from './journal.js'
+import type { ServiceOptions } from './options.js'
+
+/**
+ * What the composition root wires in where the options leave a part out: the package's main entry
+ * (`entry/index.ts`) gives the sandbox runner of `adapters/sandbox`, so the core names no adapter.
+ */
+export interface ServiceDefaults {
+  /** The formula runner when `options.runner` is absent (`null` turns formulas off instead). */
+  runner(): FormulaRunner
+  /** The egress client (formula `fetch`, react callbacks) when `options.egress` is absent. */
+  egress(): EgressClient
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
+export type Methods = Record<string, (...args: any[]) => Promise<unknown>>
+
+/** How the methods of an area are journaled: method name → operation name. Every method, nothing else. */
+export type OperationNames<T> = { readonly [K in keyof T]-?: `${string}.${string}` }
+
+/** Records one call in the journal: the operation, the caller (when the key authenticated), the outcome. */
+export type Recorder = (
+  operation: string,
+  ctx: Ctx | undefined,
+  args: unknown[],
+  result: unknown,
+  error: unknown,
+) => void
+
+/** Runs and journals an admin call (actor `admin`, the tenant it acted in) at one instant read once. */
+export type AdminCall = <R>(
+  operation: string,
+  tenantOf: (r: R | undefined) => string | null,
+  run: (at: string) => Promise<R>,
+) => Promise<R>
+
+/** The parts of one service that its client, its admin and its test powers share. */
+export interface Wiring {
+  clock: Clock
+  /** The master keys, newest first (`rotateMasterKey` puts a new one in front). */
+  keys: KeyProvider[]
+  keyring: Keyring
+  /** The sealed, measured store every operation goes through. */
+  store: Store
+  resolved: ResolvedOptions
+  runner: FormulaRunner | undefined
+  callbacks: CallbackQueue
+  journal: Journal
+  /** The clock's time as an ISO string. */
+  now(): string
+  /** One call's context: it reads the clock once (or takes `at`), so the whole call sees one instant. */
+  contextFor(principal: Principal, transactionId: string | undefined, at?: string): Ctx
+  record: Recorder
+  adminCall: AdminCall
+}
+
+/** A bound given as an option: a whole number of at least 1, or `fallback` when absent. */
+export const atLeastOne = (given: number | undefined, fallback: number) =>
+  given === undefined ? fallback : Math.max(1, Math.floor(given))
+
+/**
+ * The master keys of the service: those given, or for a memory store a random one (nothing it
+ * encrypts outlives the process anyway). A persistent store without one is refused.
+ */
+function masterKeys(options: ServiceOptions): KeyProvider[] {
+  const given = options.masterKey
+  if (given === undefined) {
+    if (options.store.persistent) {
+      throw new Error(
+        'createService: `masterKey` is required with a persistent store (32 bytes, or a KeyProvider): token data is encrypted at rest under it',
+      )
+    }
+    return [toProvider(randomBytes(32))]
+  }
+  const list = Array.isArray(given) ? [...given] : [given as MasterKey]
+  if (!list.length) throw new Error('createService: `masterKey` is an empty list')
+  return list.map(toProvider)
+}
+
+/** The options the operations read, defaults filled in. */
+function resolveOptions(options: ServiceOptions): ResolvedOptions {
+  return {
+    sessionTtlMs: options.sessionTtlMs ?? 3 * 60_000,
+    transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
+    reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
+    idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
+    reactorEgress: parseEgressOrigins(options.reactorEgress),
+    maxIdempotencyRecordsPerTenant: atLeastOne(
+      options.maxIdempotencyRecordsPerTenant,
+      DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT,
+    ),
+    maxUnauthorizedSessionsPerTenant: atLeastOne(
+      options.maxUnauthorizedSessionsPerTenant,
+      DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT,
+    ),
+  }
+}
+
+/** The clock's time as an ISO string, formatted once per distinct millisecond. */
+function isoNow(clock: Clock): () => string {
+  let lastMs = Number.NaN
+  let lastIso = ''
+  return () => {
+    const date = clock.now()
+    const ms = date.getTime()
+    if (ms !== lastMs) {
+      lastMs = ms
+      lastIso = date.toISOString()
+    }
+    return lastIso
+  }
+}
+
+/** The journal's recorder of client calls: the caller's tenant and kind, or the `unknown` actor. */
+function recorder(journal: Journal, now: () => string): Recorder {
+  return (operation, ctx, args, result, error) => {
+    const principal = ctx?.principal
+    journal.add(
+      ctx ? ctx.now() : now(),
+      principal?.tenantId ?? null,
+      principal ? { kind: principal.kind, id: principal.id } : { kind: 'unknown' },
+      operation,
+      error === null ? null : failureCode(error),
+      touchedIds(args, error === null ? result : undefined),
+    )
+  }
+}
+
+/** Runs admin calls, journaling each under the actor `admin`, its outcome and the ids it touched. */
+function adminCaller(journal: Journal, now: () => string): AdminCall {
+  return async (operation, tenantOf, run) => {
+    const at = now()
+    try {
+      const result = await run(at)
+      journal.record({
+        at,
+        tenant_id: tenantOf(result),
+        actor: { kind: 'admin' },
+        operation,
+        outcome: { ok: true },
+        ids: touchedIds([], result),
+      })
+      return result
+    } catch (error) {
+      const outcome = failureOutcome(error)
+      journal.record({
+        at,
+        tenant_id: tenantOf(undefined),
+        actor: { kind: 'admin' },
+        operation,
+        outcome,
+        ids: [],
+      })
+      throw error
+    }
+  }
+}
+
+/** The journal of a service, sized by its options. */
+function journalOf(options: ServiceOptions): Journal {
+  const size = options.journalSize ?? DEFAULT_JOURNAL_SIZE
+  return new Journal(size, options.journalSizePerTenant ?? Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, size))
+}
+
+/** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
+export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring {
+  const { clock } = options
+  const now = isoNow(clock)
+  const keys = masterKeys(options)
+  const keyring = new Keyring(options.store, keys)
+  // Measured below the sealed store: a page's byte budget holds on any store, before decryption.
+  const store = sealedStore(measuredStore(options.store), keyring, {
+    searchIndexPurpose: SEARCH_INDEX_PURPOSE,
+    // The clock is read only for a token with a cvc deadline (the rest have nothing due).
+    asRead: (token) => (token.cvc_expires_at === undefined ? token : withoutExpiredCvc(token, now())),
+  })
+  const resolved = resolveOptions(options)
+  const egress = options.egress ?? defaults.egress()
+  const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
+  const runner = given && withEgress(given, egress)
+  const journal = journalOf(options)
+  const callbacks = new CallbackQueue(clock, egress, {
+    perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
+    total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
+  })
+  const contextFor = (principal: Principal, transactionId: string | undefined, at?: string): Ctx => {
+    let instant: string | undefined = at
+    return {
+      store,
+      clock,
+      options: resolved,
+      runner,
+      callbacks,
+      principal,
+      transactionId,
+      budget: expressionBudget(),
+      now: () => {
+        instant ??= now()
+        return instant
+      },
+      hmac: (purpose, value) => keyring.hmac(principal.tenantId, purpose, value),
+    }
+  }
+  const record = recorder(journal, now)
+  const adminCall = adminCaller(journal, now)
+  return {
+    clock,
+    keys,
+    keyring,
+    store,
+    resolved,
+    runner,
+    callbacks,
+    journal,
+    now,
+    contextFor,
+    record,
+    adminCall,
+  }
+}
