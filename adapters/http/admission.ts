@@ -16,6 +16,12 @@ export interface AdmissionBounds {
   /** Requests one tenant may have in flight (admitted and not yet answered). @default 32 */
   maxInFlightPerTenant: number
   /**
+   * Requests one tenant may have in flight while another tenant has had a request in flight within
+   * the last second (`CONTENDED_MS`): each request's CPU-heavy steps then wait behind at most this
+   * many steps of each other tenant, instead of behind all of its `maxInFlightPerTenant`. @default 2
+   */
+  maxInFlightPerTenantContended: number
+  /**
    * Body bytes one tenant may have in flight: each request counts its `Content-Length`, or the body
    * limit when it has none. A tenant with nothing in flight is admitted whatever its body. @default 2 MiB
    */
@@ -37,6 +43,7 @@ export interface AdmissionBounds {
  */
 export const DEFAULT_ADMISSION: AdmissionBounds = {
   maxInFlightPerTenant: 32,
+  maxInFlightPerTenantContended: 2,
   maxInFlightBytesPerTenant: 2 * 1024 * 1024,
   maxQueuedPerTenant: 128,
   maxInFlight: 256,
@@ -69,6 +76,12 @@ interface Lane {
   waiting: Waiter[]
 }
 
+/** How long (ms) a tenant counts as active after its last request is answered: contention lasts that long. */
+export const CONTENDED_MS = 1000
+
+/** How many recently active lanes are remembered at most (oldest out first). */
+const RECENT_KEPT = 4096
+
 /**
  * Counts what each lane has in flight. A lane with nothing in flight always gets one request in
  * (whatever its bytes) once the handler has room, so no request is too large to ever run; a request
@@ -82,8 +95,14 @@ export class Admission {
   private inFlight = 0
   private bytes = 0
   private queued = 0
+  /** Lanes by the time (ms) their last request was answered, oldest first: who was active lately. */
+  private readonly recent = new Map<string, number>()
 
-  constructor(private readonly bounds: AdmissionBounds) {}
+  /** `now` reads a monotonic time in ms (tests give their own). */
+  constructor(
+    private readonly bounds: AdmissionBounds,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /**
    * Lets a request of `bytes` body bytes in under `lane`: `true` when admitted now, a promise that
@@ -92,7 +111,7 @@ export class Admission {
    */
   enter(lane: string, bytes: number): true | false | Promise<void> {
     const state = this.laneOf(lane)
-    if (state.waiting.length === 0 && this.fits(state, bytes)) {
+    if (state.waiting.length === 0 && this.fits(state, bytes, lane)) {
       this.take(state, bytes)
       return true
     }
@@ -115,6 +134,9 @@ export class Admission {
     state.bytes -= bytes
     this.inFlight--
     this.bytes -= bytes
+    this.recent.delete(lane)
+    this.recent.set(lane, this.now())
+    if (this.recent.size > RECENT_KEPT) this.recent.delete(this.recent.keys().next().value!)
     this.forget(lane, state)
     this.serve()
   }
@@ -133,7 +155,7 @@ export class Admission {
       const lane = this.ring[this.turn]!
       const state = this.lanes.get(lane)!
       const head = state.waiting[0]!
-      if (!this.fits(state, head.bytes)) {
+      if (!this.fits(state, head.bytes, lane)) {
         this.turn++
         idle++
         continue
@@ -149,12 +171,30 @@ export class Admission {
     }
   }
 
-  private fits(state: Lane, bytes: number): boolean {
+  private fits(state: Lane, bytes: number, lane: string): boolean {
     const { bounds } = this
     if (this.inFlight >= bounds.maxInFlight) return false
     if (this.inFlight > 0 && this.bytes + bytes > bounds.maxInFlightBytes) return false
     if (state.inFlight >= bounds.maxInFlightPerTenant) return false
+    if (state.inFlight >= bounds.maxInFlightPerTenantContended && this.contended(lane)) return false
     return state.inFlight === 0 || state.bytes + bytes <= bounds.maxInFlightBytesPerTenant
+  }
+
+  /**
+   * Whether a lane other than `lane` has requests in flight or waiting, or had one answered within
+   * `CONTENDED_MS`. Lanes quiet for longer are dropped from `recent` on the way (oldest first).
+   */
+  private contended(lane: string): boolean {
+    if (this.lanes.size > (this.lanes.has(lane) ? 1 : 0)) return true
+    const since = this.now() - CONTENDED_MS
+    for (const [other, at] of this.recent) {
+      if (at >= since) {
+        if (other !== lane) return true
+        continue
+      }
+      this.recent.delete(other)
+    }
+    return false
   }
 
   private take(state: Lane, bytes: number): void {
@@ -202,8 +242,8 @@ function full(): ServiceError {
  * and answers `unauthenticated` from there without its body being read.
  * `admit` answers the lane to `leave` with the same bytes once the request is answered.
  */
-export function admitter(service: TenantSource, bounds: AdmissionBounds) {
-  const admission = new Admission(bounds)
+export function admitter(service: TenantSource, bounds: AdmissionBounds, now?: () => number) {
+  const admission = new Admission(bounds, now)
   // Key lookups hold no body and are quick: their lane is bounded apart, outside the handler's total.
   const lookups = new Admission(bounds)
   const tenants = new Map<string, string>()

@@ -74,6 +74,11 @@ export interface HttpHandlerOptions extends Partial<AdmissionBounds> {
   cors?: { origins: readonly string[] }
   /** Describes the `/_test/` control plane in `/openapi.json` (the server's test mode serves it). @default false */
   documentTestControl?: boolean
+  /**
+   * A monotonic time in ms, read by admission to tell whether other tenants were active lately
+   * (`maxInFlightPerTenantContended`); tests give their own. @default performance.now
+   */
+  now?: () => number
 }
 
 /** The handler over the transport-neutral exchange: what `toNodeListener` calls directly. */
@@ -200,7 +205,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
     return client
   }
-  const admission = admitter(service, admissionBounds(options))
+  const admission = admitter(service, admissionBounds(options), options.now)
   /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
   const openApi = new Map<string, string>()
 

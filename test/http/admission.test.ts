@@ -184,13 +184,16 @@ describe('admission: one tenant at its bound does not hold back another', () => 
 
 describe('admission: the default bounds, at their numbers', () => {
   it('32 requests of a tenant in flight; the 33rd waits unread; 128 wait, the 129th answers 429', async () => {
-    const w = await world({})
+    const clock = { ms: 0 }
+    const w = await world({ now: () => clock.ms })
     const inFlight = Array.from({ length: 32 }, (_, i) => w.create(w.a, `a${i}`))
     await w.until(32)
     const waiting = Array.from({ length: 128 }, (_, i) => w.create(w.a, `w${i}`))
     const refused = w.create(w.a, 'refused')
     expect((await refused.answer).status).toBe(429)
     expect((await w.create(w.b, 'b').answer).status).toBe(201)
+    // B quiet for over a second: A has its whole share again (not the 2 of a contended tenant).
+    clock.ms = 1001
     expect(waiting.every((r) => r.reads.pulls === 0)).toBe(true)
     expect(w.arrived).toHaveLength(33)
     for (let i = 0; i < 160; i++) {
@@ -201,13 +204,15 @@ describe('admission: the default bounds, at their numbers', () => {
   })
 
   it('2 MiB of a tenant body bytes in flight: three bodies of 699 050 bytes run, a fourth waits', async () => {
-    const w = await world({})
+    const clock = { ms: 0 }
+    const w = await world({ now: () => clock.ms })
     // {"type":"aN","data":"…"} is 23 bytes around the data.
     const size = 699_050 - 23
     const running = [1, 2, 3].map((i) => w.create(w.a, `a${i}`, {}, size))
     await w.until(3)
     const fourth = w.create(w.a, 'a4', {}, size)
     expect((await w.create(w.b, 'b').answer).status).toBe(201)
+    clock.ms = 1001
     expect(fourth.reads.pulls).toBe(0)
     w.release()
     await w.until(5)
@@ -215,6 +220,35 @@ describe('admission: the default bounds, at their numbers', () => {
     w.release()
     w.release()
     for (const r of [...running, fourth]) expect((await r.answer).status).toBe(201)
+  })
+})
+
+describe('admission: a tenant’s share while another is active, over the handler', () => {
+  it('B answered within the last second: A has 2 creates in flight, its third waits unread; later, 32', async () => {
+    const clock = { ms: 0 }
+    const w = await world({ now: () => clock.ms })
+    expect((await w.create(w.b, 'b').answer).status).toBe(201)
+    clock.ms = 1000
+    const running = [w.create(w.a, 'a1'), w.create(w.a, 'a2')]
+    await w.until(3)
+    const third = w.create(w.a, 'a3')
+    expect((await w.create(w.b, 'b2').answer).status).toBe(201)
+    expect(third.reads.pulls).toBe(0)
+    expect(w.arrived).toEqual(['b', 'a1', 'a2', 'b2'])
+    w.release()
+    await w.until(5)
+    w.release()
+    w.release()
+    for (const r of [...running, third]) expect((await r.answer).status).toBe(201)
+    // Over a second after B's last answer: A alone has its 32 again.
+    clock.ms = 2001
+    const alone = Array.from({ length: 33 }, (_, i) => w.create(w.a, `c${i}`))
+    await w.until(5 + 32)
+    expect(alone[32]!.reads.pulls).toBe(0)
+    for (let i = 0; i < 33; i++) w.release()
+    await w.until(5 + 33)
+    w.release()
+    for (const r of alone) expect((await r.answer).status).toBe(201)
   })
 })
 
