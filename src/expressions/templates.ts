@@ -126,8 +126,9 @@ class Compiled implements Template {
   }
 }
 
-/** How many parsed templates the cache keeps of one tenant, and in all. */
+/** How many parsed templates the cache keeps of one tenant. */
 export const TEMPLATE_CACHE_PER_TENANT = 500
+/** How many parsed templates the cache keeps in all. */
 export const TEMPLATE_CACHE_ENTRIES = 4000
 
 /**

@@ -19,7 +19,9 @@ export type Value = Json | Uint8Array | undefined
  */
 export type Filter = (input: Value, args: Value[], work: Work, written: readonly Operand[]) => Value
 
+/** Whether `v` is bytes (what `hmac` makes). */
 export const isBytes = (v: Value): v is Uint8Array => v instanceof Uint8Array
+/** Whether `v` is a JSON object (not an array, bytes or null). */
 export const isObject = (v: Value): v is { [key: string]: Json } =>
   v !== null && typeof v === 'object' && !Array.isArray(v) && !isBytes(v)
 
