@@ -54,6 +54,8 @@ export type {
 } from './inputs.js'
 export type { JsonObject } from './react.js'
 export { castArgs, castValue, reactResult, runFailure } from './react.js'
+export type { ShownReactor } from './reactor-records.js'
+export { castConfiguration } from './reactor-records.js'
 export type { ReactorBody } from './reactor-schemas.js'
 export {
   createReactorInput,
@@ -62,5 +64,4 @@ export {
   reactInput,
   updateReactorInput,
 } from './reactor-schemas.js'
-export type { ShownReactor } from './reactors.js'
-export { castConfiguration, reactorOperations } from './reactors.js'
+export { reactorOperations } from './reactors.js'
