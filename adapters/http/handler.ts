@@ -6,6 +6,7 @@ import type { Client, Service } from '../../src/service/service.js'
 import { unchecked } from '../../src/service/unchecked.js'
 import { StoreError } from '../../src/store/error.js'
 import { type AdmissionBounds, admissionBounds, admitter } from './admission.js'
+import { answerText } from './answer-text.js'
 import { declaredBodyBytes, readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
@@ -260,7 +261,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (route.status === 204 || result === undefined) {
       return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
     }
-    const text = JSON.stringify(result)
+    const text = await answerText(result)
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'cache-control': 'no-store',

@@ -1,0 +1,66 @@
+/**
+ * A list's answer is serialized item by item, giving other requests a turn between items once
+ * 64 KiB of text have added up, and its text is exactly `JSON.stringify`'s.
+ */
+import { describe, expect, it } from 'vitest'
+import { answerText } from '../../adapters/http/answer-text.js'
+import { createHttpHandler } from '../../adapters/http/index.js'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { type Client, createService, manualClock, type Service } from '../../entry/index.js'
+
+describe('answer text', () => {
+  it('is JSON.stringify’s text for pages and anything else', async () => {
+    const values: unknown[] = [
+      null,
+      'x',
+      [1, 2],
+      { data: [] },
+      { data: [{ a: 1 }] },
+      { pagination: { next: 'c"ur' }, data: [{ a: 'é\u2028' }, undefined, null, () => 1, 'y'], z: undefined },
+      { data: [1, 2], f: () => 1, nested: { data: [3] } },
+      {
+        before: 1,
+        data: ['x'.repeat(70_000), 'y'.repeat(70_000), { deep: ['z'.repeat(70_000)] }],
+        after: [2],
+      },
+    ]
+    for (const value of values) expect(await answerText(value)).toBe(JSON.stringify(value))
+  })
+
+  it('over the handler: a page of three 70 000-character items lets other work run between items', async () => {
+    const service = await createService({ store: memoryStore(), clock: manualClock(), runner: null })
+    const tenant = await service.admin.createTenant({ name: 'a' })
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'a',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    const order: string[] = []
+    const item = (i: number) => ({ toJSON: () => (order.push(`item${i}`), 'x'.repeat(70_000)) })
+    const page = { pagination: { next: null }, data: [item(0), item(1), item(2)] }
+    const wrap = (client: Client): Client =>
+      ({
+        get tokens() {
+          return { ...client.tokens, listV2: async () => page }
+        },
+      }) as unknown as Client
+    const wrapped: Service = { ...service, connect: (k, o) => wrap(service.connect(k, o)) }
+    const handler = createHttpHandler(wrapped, { log: () => {} })
+    let ticking = true
+    const tick = () => {
+      order.push('tick')
+      if (ticking) setImmediate(tick)
+    }
+    setImmediate(tick)
+    const answer = await handler(
+      new Request('http://vault.test/v2/tokens', { headers: { 'svc-api-key': key } }),
+    )
+    ticking = false
+    expect(answer.status).toBe(200)
+    expect((await answer.json()).data).toHaveLength(3)
+    const at = (name: string) => order.indexOf(name)
+    expect(order.slice(at('item0'), at('item1'))).toContain('tick')
+    expect(order.slice(at('item1'), at('item2'))).toContain('tick')
+  })
+})
