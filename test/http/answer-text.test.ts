@@ -58,7 +58,7 @@ describe('answer text', () => {
     )
     ticking = false
     expect(answer.status).toBe(200)
-    expect((await answer.json()).data).toHaveLength(3)
+    expect(((await answer.json()) as { data: unknown[] }).data).toHaveLength(3)
     const at = (name: string) => order.indexOf(name)
     expect(order.slice(at('item0'), at('item1'))).toContain('tick')
     expect(order.slice(at('item1'), at('item2'))).toContain('tick')
