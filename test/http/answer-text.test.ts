@@ -37,7 +37,12 @@ describe('answer text', () => {
       permissions: ['token:read'],
     })
     const order: string[] = []
-    const item = (i: number) => ({ toJSON: () => (order.push(`item${i}`), 'x'.repeat(70_000)) })
+    const item = (i: number) => ({
+      toJSON: () => {
+        order.push(`item${i}`)
+        return 'x'.repeat(70_000)
+      },
+    })
     const page = { pagination: { next: null }, data: [item(0), item(1), item(2)] }
     const wrap = (client: Client): Client =>
       ({
