@@ -53,7 +53,7 @@ export interface Bound {
 export type Value =
   | { kind: 'exact'; text: string }
   /** Glob pattern: `parts` are the literal pieces, `*` and `?` between them as written. */
-  | { kind: 'pattern'; glob: GlobPart[] }
+  | { kind: 'pattern'; glob: GlobPart[]; compiled: CompiledGlobs }
   | { kind: 'exists' }
   | { kind: 'range'; lower?: Bound; upper?: Bound }
 
@@ -356,7 +356,7 @@ function termValue(field: Field, raw: RawValue, at: number): Value {
     throw fail(at, 'data terms match whole search index values (no wildcards: indexes are hashed)')
   const size = raw.pieces.reduce((n, p) => n + (typeof p === 'string' ? 1 : [...p.lit].length), 0)
   if (size > MAX_PATTERN) throw fail(at, `a wildcard pattern is at most ${MAX_PATTERN} characters`)
-  return { kind: 'pattern', glob: raw.pieces }
+  return { kind: 'pattern', glob: raw.pieces, compiled: [undefined, undefined] }
 }
 
 /**
@@ -444,7 +444,8 @@ interface CompiledGlob {
   any: Uint32Array
 }
 
-const compiledGlobs = new WeakMap<readonly GlobPart[], [CompiledGlob | undefined, CompiledGlob | undefined]>()
+/** A pattern's globs as compiled so far, exact and case-folded: kept on the parsed pattern itself, so a query compiles each once. */
+export type CompiledGlobs = [CompiledGlob | undefined, CompiledGlob | undefined]
 
 function compileGlob(parts: readonly GlobPart[], fold: boolean): CompiledGlob {
   const elements: Array<string | '*' | '?'> = []
@@ -500,12 +501,12 @@ function closeStars(g: CompiledGlob, state: Uint32Array): void {
  * length of `text` (a bit-parallel automaton: a few word operations per character, whatever the
  * pattern), so no pattern can make a search slow. `fold`: equal but for case.
  */
-export function globMatches(parts: readonly GlobPart[], text: string, fold = false): boolean {
-  let cached = compiledGlobs.get(parts)
-  if (!cached) {
-    cached = [undefined, undefined]
-    compiledGlobs.set(parts, cached)
-  }
+export function globMatches(
+  parts: readonly GlobPart[],
+  text: string,
+  fold = false,
+  cached: CompiledGlobs = [undefined, undefined],
+): boolean {
   const slot = fold ? 1 : 0
   const g = cached[slot] ?? compileGlob(parts, fold)
   cached[slot] = g

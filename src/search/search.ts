@@ -60,7 +60,7 @@ function textMatches(value: Value, text: string | undefined, fold: boolean): boo
     case 'exact':
       return fold ? text.toLowerCase() === value.text.toLowerCase() : text === value.text
     case 'pattern':
-      return globMatches(value.glob, text, fold)
+      return globMatches(value.glob, text, fold, value.compiled)
     case 'range':
       return false
   }
