@@ -6,7 +6,7 @@ import { type ExpressionBudget, expressionBudget, invalid, withTokenFields } fro
 export const SEARCH_INDEX_PURPOSE = 'search-index'
 
 /**
- * Search indexes: expressions (`{{ data.number | last4 }}`, see src/expressions/expressions.ts) evaluated over
+ * Search indexes: expressions (`{{ data.number | last4 }}`, see src/expressions/ (parse.ts)) evaluated over
  * a token's `data` on every write; a `data:<value>` search term matches a token one of whose
  * indexes rendered exactly `<value>`.
  */

@@ -59,7 +59,7 @@ const searchIndexes = v.pipe(
   v.transform((list) => [...new Set(list)]),
 )
 
-/** An expression (see `src/expressions/expressions.ts`): checked further when the token is made. */
+/** An expression (see `src/expressions/ (parse.ts)`): checked further when the token is made. */
 const expression = v.pipe(v.string(), v.maxLength(4096, 'must be at most 4096 characters'))
 
 /**
