@@ -183,7 +183,7 @@ describe('tokenvault serve --seed', () => {
     const [code] = await refused.exited
     expect(code).toBe(2)
     expect(refused.stderr()).toMatch(/--admin-token needs --test-mode/)
-  }, 30_000)
+  }, 120_000)
 })
 
 describe('TOKENVAULT_TEST_MODE=1', () => {

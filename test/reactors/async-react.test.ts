@@ -15,8 +15,10 @@ import { sandboxRunner } from '../../adapters/sandbox/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import { failure, formulaBody, REACTOR, TOKEN } from '../formulas/setup.js'
 
-// Runs are capped at 400 ms by the runner, whatever `timeout_ms` asks (the documented minimum is 10 s).
-const runner = sandboxRunner({ poolSize: 1, timeoutMs: 400 })
+// Runs are capped at 5 s by the runner, whatever `timeout_ms` asks (the documented minimum is 10 s):
+// short enough for a hung run to end within its test, long enough that no run meant to answer
+// reaches it on a busy machine (at 400 ms one did).
+const runner = sandboxRunner({ poolSize: 1, timeoutMs: 5000 })
 let receiver: Server
 let other: Server
 let origin = ''
@@ -67,7 +69,8 @@ afterAll(async () => {
  * (the sender has read each answer, so a failed delivery is queued for its retry by then).
  */
 async function deliveries(count: number) {
-  for (let i = 0; i < 1000 && (received.length < count || openSockets > 0); i++)
+  // Up to a minute: a hung run's callback comes after the 5 s cap, later on a busy machine.
+  for (let i = 0; i < 6000 && (received.length < count || openSockets > 0); i++)
     await new Promise((r) => setTimeout(r, 10))
   return received
 }
@@ -178,7 +181,7 @@ describe('asynchronous react', () => {
         errors: { error: ['the reactor formula ran longer than 10000 ms'] },
       },
     })
-  })
+  }, 120_000)
 
   it('a failed delivery crashes nothing, and the service goes on', async () => {
     received.length = 0
