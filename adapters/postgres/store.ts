@@ -1,20 +1,17 @@
 import type { Pool, QueryConfig } from 'pg'
 import type { Clock } from '../../src/kernel/clock.js'
 import { assertNever } from '../../src/kernel/errors.js'
-import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
-import type { ExpiringKind, RecordKey, Store, WriteResult } from '../../src/store/contract.js'
+import type { ExpiringKind, RecordKey, Store } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
-import { checkQuery, firstFailed } from './checks.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
-import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { prepared } from './keys.js'
-import { LockKeys, plainCreateNames, recordNames } from './locking.js'
+import { LockKeys } from './locking.js'
 import { migrate } from './migrations.js'
-import { onlyContainerTerm, plainCreate, type WriteArguments, writeArguments } from './ops.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
+import { pgWriter } from './writes.js'
 
 /** Options of `postgresStore` with a pool the caller owns (and ends, after `close()`). */
 export interface PostgresPoolOptions {
@@ -67,11 +64,6 @@ export interface PostgresUrlOptions {
 
 /** How `postgresStore` reaches the database. */
 export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
-
-/** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
-const RETRY = new Set(['40P01', '40001'])
-/** How many times one write is tried when the database answers one of `RETRY`; again at once, no back-off. */
-const SERIALIZATION_ATTEMPTS = 10
 
 async function createPool(options: PostgresUrlOptions): Promise<Pool> {
   const pg = await import('pg')
@@ -144,74 +136,6 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   }
 }
 
-/** A write's result from `tv_write`'s answer: -1 applied, else the index of the guard that failed. */
-function answerOf(checks: Check[], index: number): WriteResult {
-  const failed = index < 0 ? undefined : checks[index]
-  return failed ? { ok: false, failed } : { ok: true }
-}
-
-/**
- * Whether `error` is a fresh put meeting its token's row: a unique violation of this schema's
- * `tokens` primary key, or of `token_terms`' (the insert writes the token and its terms in one
- * statement, whose parts run in no set order, and a term row of that id exists only while the
- * token does).
- */
-function isTokenConflict(error: unknown, schema: string): boolean {
-  const e = error as { code?: unknown; constraint?: unknown; schema?: unknown }
-  return (
-    e.code === '23505' &&
-    (e.constraint === 'tokens_pkey' || e.constraint === 'token_terms_pkey') &&
-    e.schema === schema
-  )
-}
-
-/**
- * The statement of plain creates (`plainCreate`), no function: one token through `create` (the
- * usual token) or `createAny`, its columns as parameters; several through `createMany` (all usual)
- * or `createManyAny`, their tokens one JSON array. The locks are their fingerprints', shared.
- */
-export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
-  const keys = locks.sharedKeys(tokens.flatMap(plainCreateNames))
-  const [token] = tokens
-  if (tokens.length === 1 && token) {
-    const usual = onlyContainerTerm(token)
-    const values = [
-      token.tenant_id,
-      token.id,
-      token.type,
-      token.expires_at ?? null,
-      JSON.stringify(token),
-      usual ? token.containers[0] : null,
-      keys,
-    ]
-    const text = usual ? st.create : st.createAny
-    return prepared(text, values)
-  }
-  const text = tokens.every(onlyContainerTerm) ? st.createMany : st.createManyAny
-  return prepared(text, [JSON.stringify(tokens), keys])
-}
-
-/**
- * Whether `error` fails every write alike: no SQL state (the connection failed, the call timed
- * out), or the database unreachable, shutting down or out of resources (classes 08, 53, 57, 58).
- */
-function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code
-  return typeof code !== 'string' || /^(08|53|57|58)/.test(code)
-}
-
-/** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */
-function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
-  const first = (batch.ops[0] ?? batch.checks?.[0]) as unknown as Record<string, unknown> | undefined
-  if (!first) return ''
-  if (typeof first['tenant_id'] === 'string') return first['tenant_id']
-  for (const value of Object.values(first)) {
-    const nested = value as { tenant_id?: unknown } | null
-    if (nested && typeof nested === 'object' && typeof nested.tenant_id === 'string') return nested.tenant_id
-  }
-  return ''
-}
-
 /** The statement listing records of `kind` whose time has come. */
 function expiredStatement(st: Statements, kind: ExpiringKind): string {
   switch (kind) {
@@ -232,6 +156,49 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
     default:
       return assertNever(kind)
   }
+}
+
+/** Counts the calls in flight, so that `close` refuses new ones and waits for those running. */
+function inFlightCalls(end: () => Promise<void>) {
+  let closed = false
+  let closing: Promise<void> | undefined
+  let inFlight = 0
+  let idle: (() => void) | undefined
+  const done = () => {
+    if (--inFlight === 0) idle?.()
+  }
+  /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
+  const guard = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(new StoreError('closed', 'postgresStore: the store is closed'))
+    inFlight++
+    let result: Promise<T>
+    try {
+      result = fn()
+    } catch (error) {
+      done()
+      return Promise.reject(error)
+    }
+    // One promise layer: counts the call done, and names a failure as a store error.
+    return result.then(
+      (value) => {
+        done()
+        return value
+      },
+      (error: unknown) => {
+        done()
+        throw asStoreError(error)
+      },
+    )
+  }
+  const close = () => {
+    closed = true
+    closing ??= (async () => {
+      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve))
+      await end()
+    })()
+    return closing
+  }
+  return { guard, close }
 }
 
 function openStore(
@@ -262,169 +229,10 @@ function openStore(
     undefined,
     clock ? () => clock.now().getTime() : undefined,
   )
-  let closed = false
-  let closing: Promise<void> | undefined
-  let inFlight = 0
-  let idle: (() => void) | undefined
-
-  const done = () => {
-    if (--inFlight === 0) idle?.()
-  }
-  /** Runs `fn` unless the store is closed, counting it as in flight so that `close` can wait for it. */
-  const guard = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (closed) return Promise.reject(new StoreError('closed', 'postgresStore: the store is closed'))
-    inFlight++
-    let result: Promise<T>
-    try {
-      result = fn()
-    } catch (error) {
-      done()
-      return Promise.reject(error)
-    }
-    // One promise layer: counts the call done, and names a failure as a store error.
-    return result.then(
-      (value) => {
-        done()
-        return value
-      },
-      (error: unknown) => {
-        done()
-        throw asStoreError(error)
-      },
-    )
-  }
-
-  /**
-   * One write, at most one round trip: guards alone in one SELECT; else one call of `tv_write`
-   * (`writeAlone`), or, while its tenant has `groupAfterOf(max)` write calls in flight, a place in
-   * the tenant's next call of `tv_write_many` (`writeTogether`).
-   */
-  const write = async (batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> => {
-    const checks = batch.checks ?? []
-    // Guards alone in one SELECT (at most 1 664 columns: more go through tv_write, a statement each).
-    if (batch.ops.length === 0 && checks.length <= 1000) {
-      if (checks.length === 0) return { ok: true }
-      // Guards alone: one statement reads one snapshot, so they hold together; no lock is needed.
-      const failed = firstFailed(
-        checks,
-        (await gate.run(batchTenant(batch), () => pool.query(checkQuery(t, checks)))).rows[0],
-      )
-      return failed ? { ok: false, failed } : { ok: true }
-    }
-    const { ops } = batch
-    const created = plainCreate(checks, ops)
-    const tenant = created ? created.tenant_id : batchTenant(batch)
-    // While the tenant has `groupAfter` calls in flight, its writes wait and go together in one call.
-    if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
-    groups.began(tenant)
-    try {
-      return await writeAlone(tenant, checks, ops)
-    } finally {
-      groups.ended(tenant)
-    }
-  }
-
-  /** The call of `tv_write` for one write. */
-  const writeConfig = (checks: Check[], ops: Op[], args: WriteArguments): QueryConfig => {
-    const { keys, shared } = locks.order(recordNames(checks, ops))
-    const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-    return prepared(st.write, values)
-  }
-  /**
-   * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
-   * serialization failure.
-   */
-  const writeAlone = async (tenant: string, checks: Check[], ops: Op[]): Promise<WriteResult> => {
-    // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
-    // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
-    let config: QueryConfig
-    let absentIsKey: boolean
-    const created = plainCreate(checks, ops)
-    if (created) {
-      config = plainCreateQuery(st, locks, [created])
-      absentIsKey = true
-    } else {
-      const args = writeArguments(checks, ops)
-      config = writeConfig(checks, ops, args)
-      absentIsKey = args.deferred
-    }
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const { rows } = await gate.run(tenant, () => pool.query<{ failed?: number }>(config))
-        return answerOf(checks, rows[0]?.failed ?? -1)
-      } catch (error) {
-        // The first guard, `token.absent`, failed: its put met the row (the call wrote nothing).
-        if (absentIsKey && isTokenConflict(error, schema)) return { ok: false, failed: checks[0]! }
-        const code = (error as { code?: unknown }).code
-        if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
-        throw error
-      }
-    }
-  }
-
-  /**
-   * A group of plain creates only (`plainCreate`) in one statement (`createMany`): answers whether
-   * it answered them. It did not when the group holds another write, or when the statement failed
-   * (it wrote nothing then): the group goes through `tv_write_many`, which answers each write as it
-   * would alone. A failure every write would meet alike (the database unreachable) fails them all.
-   */
-  const createTogether = async (tenant: string, group: GroupedWrite[]): Promise<boolean> => {
-    const tokens: StoredToken[] = []
-    for (const write of group) {
-      const token = plainCreate(write.checks, write.ops)
-      if (!token) return false
-      tokens.push(token)
-    }
-    try {
-      await gate.run(tenant, () => pool.query(plainCreateQuery(st, locks, tokens)))
-    } catch (error) {
-      if (!isConnectionError(error)) return false
-      for (const write of group) write.reject(error)
-      return true
-    }
-    for (const write of group) write.resolve({ ok: true })
-    return true
-  }
-
-  /**
-   * Several writes of one tenant in one call of `tv_write_many` (one transaction, each write in a
-   * subtransaction of its own, the locks of all taken first in the one global order). A write whose
-   * answer is not one `tv_write` gives alone (a put that met a row without a deferred guard) runs
-   * alone; so do all of them when the call fails as a whole on a SQL error (a deadlock, a
-   * serialization failure, an error of one write): each then fails or succeeds as it would alone.
-   */
-  const writeTogether = async (tenant: string, group: GroupedWrite[]): Promise<void> => {
-    if (await createTogether(tenant, group)) return
-    const args = group.map((w) => writeArguments(w.checks, w.ops))
-    const { keys, shared } = locks.order(group.flatMap((w) => [...recordNames(w.checks, w.ops)]))
-    const writes = JSON.stringify(args.map((a) => [a.checks, a.ops]))
-    const config = prepared(st.writeMany, [writes, keys, shared])
-    let answers: number[] | undefined
-    try {
-      answers = (await gate.run(tenant, () => pool.query<{ answers: number[] }>(config))).rows[0]?.answers
-    } catch (error) {
-      // The database unreachable, shutting down, out of resources or the call timed out: every
-      // write fails alike. Any other error is one write's (or a deadlock): each runs alone below.
-      if (isConnectionError(error)) {
-        for (const write of group) write.reject(error)
-        return
-      }
-    }
-    await Promise.all(
-      group.map(async (write, i) => {
-        const answer = answers?.[i]
-        try {
-          if (answer !== undefined && answer >= -1) write.resolve(answerOf(write.checks, answer))
-          else if (answer === -2 && args[i]!.deferred) write.resolve({ ok: false, failed: write.checks[0]! })
-          else write.resolve(await writeAlone(tenant, write.checks, write.ops))
-        } catch (error) {
-          write.reject(error)
-        }
-      }),
-    )
-  }
-  const groups = new WriteGroups(groupAfterOf(poolOptions?.max || 10), MAX_GROUP, writeTogether)
-
+  const { guard, close } = inFlightCalls(async () => {
+    if (owned) await pool.end()
+  })
+  const write = pgWriter({ pool, schema, t, st, locks, gate }, poolOptions?.max || 10)
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text = expiredStatement(st, query.kind)
     const limit = Math.max(0, Math.floor(query.limit))
@@ -462,13 +270,8 @@ function openStore(
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
     countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
-    close: () => {
-      closed = true
-      closing ??= (async () => {
-        if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve))
-        if (owned) await pool.end()
-      })()
-      return closing
-    },
+    close,
   }
 }
+
+export { plainCreateQuery } from './writes.js'

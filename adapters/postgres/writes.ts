@@ -1,0 +1,232 @@
+import type { Pool, QueryConfig } from 'pg'
+import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
+import type { WriteResult } from '../../src/store/contract.js'
+import { checkQuery, firstFailed } from './checks.js'
+import type { TenantGate } from './gate.js'
+import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
+import { prepared } from './keys.js'
+import { type LockKeys, plainCreateNames, recordNames } from './locking.js'
+import { onlyContainerTerm, plainCreate, type WriteArguments, writeArguments } from './ops.js'
+import type { Statements, Tables } from './statements.js'
+
+/** What the writes of one store go through: its pool, schema, statements, lock keys and tenant gate. */
+export interface WriteDeps {
+  pool: Pool
+  schema: string
+  t: Tables
+  st: Statements
+  locks: LockKeys
+  gate: TenantGate
+}
+
+/** A batch as `Store.write` takes it. */
+type Batch = { checks?: Check[]; ops: Op[] }
+
+/** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
+const RETRY = new Set(['40P01', '40001'])
+/** How many times one write is tried when the database answers one of `RETRY`; again at once, no back-off. */
+const SERIALIZATION_ATTEMPTS = 10
+
+/** A write's result from `tv_write`'s answer: -1 applied, else the index of the guard that failed. */
+function answerOf(checks: Check[], index: number): WriteResult {
+  const failed = index < 0 ? undefined : checks[index]
+  return failed ? { ok: false, failed } : { ok: true }
+}
+
+/**
+ * Whether `error` is a fresh put meeting its token's row: a unique violation of this schema's
+ * `tokens` primary key, or of `token_terms`' (the insert writes the token and its terms in one
+ * statement, whose parts run in no set order, and a term row of that id exists only while the
+ * token does).
+ */
+function isTokenConflict(error: unknown, schema: string): boolean {
+  const e = error as { code?: unknown; constraint?: unknown; schema?: unknown }
+  return (
+    e.code === '23505' &&
+    (e.constraint === 'tokens_pkey' || e.constraint === 'token_terms_pkey') &&
+    e.schema === schema
+  )
+}
+
+/**
+ * The statement of plain creates (`plainCreate`), no function: one token through `create` (the
+ * usual token) or `createAny`, its columns as parameters; several through `createMany` (all usual)
+ * or `createManyAny`, their tokens one JSON array. The locks are their fingerprints', shared.
+ */
+export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
+  const keys = locks.sharedKeys(tokens.flatMap(plainCreateNames))
+  const [token] = tokens
+  if (tokens.length === 1 && token) {
+    const usual = onlyContainerTerm(token)
+    const values = [
+      token.tenant_id,
+      token.id,
+      token.type,
+      token.expires_at ?? null,
+      JSON.stringify(token),
+      usual ? token.containers[0] : null,
+      keys,
+    ]
+    const text = usual ? st.create : st.createAny
+    return prepared(text, values)
+  }
+  const text = tokens.every(onlyContainerTerm) ? st.createMany : st.createManyAny
+  return prepared(text, [JSON.stringify(tokens), keys])
+}
+
+/**
+ * Whether `error` fails every write alike: no SQL state (the connection failed, the call timed
+ * out), or the database unreachable, shutting down or out of resources (classes 08, 53, 57, 58).
+ */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code
+  return typeof code !== 'string' || /^(08|53|57|58)/.test(code)
+}
+
+/** The tenant a write is for: its first op's (or check's) `tenant_id`, `''` for none. */
+function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
+  const first = (batch.ops[0] ?? batch.checks?.[0]) as unknown as Record<string, unknown> | undefined
+  if (!first) return ''
+  if (typeof first['tenant_id'] === 'string') return first['tenant_id']
+  for (const value of Object.values(first)) {
+    const nested = value as { tenant_id?: unknown } | null
+    if (nested && typeof nested === 'object' && typeof nested.tenant_id === 'string') return nested.tenant_id
+  }
+  return ''
+}
+
+/** The call of `tv_write` for one write. */
+function writeConfig(d: WriteDeps, checks: Check[], ops: Op[], args: WriteArguments): QueryConfig {
+  const { keys, shared } = d.locks.order(recordNames(checks, ops))
+  const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
+  return prepared(d.st.write, values)
+}
+
+/**
+ * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
+ * serialization failure.
+ */
+async function writeAlone(d: WriteDeps, tenant: string, checks: Check[], ops: Op[]): Promise<WriteResult> {
+  // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
+  // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
+  let config: QueryConfig
+  let absentIsKey: boolean
+  const created = plainCreate(checks, ops)
+  if (created) {
+    config = plainCreateQuery(d.st, d.locks, [created])
+    absentIsKey = true
+  } else {
+    const args = writeArguments(checks, ops)
+    config = writeConfig(d, checks, ops, args)
+    absentIsKey = args.deferred
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { rows } = await d.gate.run(tenant, () => d.pool.query<{ failed?: number }>(config))
+      return answerOf(checks, rows[0]?.failed ?? -1)
+    } catch (error) {
+      // The first guard, `token.absent`, failed: its put met the row (the call wrote nothing).
+      if (absentIsKey && isTokenConflict(error, d.schema)) return { ok: false, failed: checks[0]! }
+      const code = (error as { code?: unknown }).code
+      if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
+      throw error
+    }
+  }
+}
+
+/**
+ * A group of plain creates only (`plainCreate`) in one statement (`createMany`): answers whether
+ * it answered them. It did not when the group holds another write, or when the statement failed
+ * (it wrote nothing then): the group goes through `tv_write_many`, which answers each write as it
+ * would alone. A failure every write would meet alike (the database unreachable) fails them all.
+ */
+async function createTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]): Promise<boolean> {
+  const tokens: StoredToken[] = []
+  for (const write of group) {
+    const token = plainCreate(write.checks, write.ops)
+    if (!token) return false
+    tokens.push(token)
+  }
+  try {
+    await d.gate.run(tenant, () => d.pool.query(plainCreateQuery(d.st, d.locks, tokens)))
+  } catch (error) {
+    if (!isConnectionError(error)) return false
+    for (const write of group) write.reject(error)
+    return true
+  }
+  for (const write of group) write.resolve({ ok: true })
+  return true
+}
+
+/**
+ * Several writes of one tenant in one call of `tv_write_many` (one transaction, each write in a
+ * subtransaction of its own, the locks of all taken first in the one global order). A write whose
+ * answer is not one `tv_write` gives alone (a put that met a row without a deferred guard) runs
+ * alone; so do all of them when the call fails as a whole on a SQL error (a deadlock, a
+ * serialization failure, an error of one write): each then fails or succeeds as it would alone.
+ */
+async function writeTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]): Promise<void> {
+  if (await createTogether(d, tenant, group)) return
+  const args = group.map((w) => writeArguments(w.checks, w.ops))
+  const { keys, shared } = d.locks.order(group.flatMap((w) => [...recordNames(w.checks, w.ops)]))
+  const writes = JSON.stringify(args.map((a) => [a.checks, a.ops]))
+  const config = prepared(d.st.writeMany, [writes, keys, shared])
+  let answers: number[] | undefined
+  try {
+    answers = (await d.gate.run(tenant, () => d.pool.query<{ answers: number[] }>(config))).rows[0]?.answers
+  } catch (error) {
+    // The database unreachable, shutting down, out of resources or the call timed out: every
+    // write fails alike. Any other error is one write's (or a deadlock): each runs alone below.
+    if (isConnectionError(error)) {
+      for (const write of group) write.reject(error)
+      return
+    }
+  }
+  await Promise.all(
+    group.map(async (write, i) => {
+      const answer = answers?.[i]
+      try {
+        if (answer !== undefined && answer >= -1) write.resolve(answerOf(write.checks, answer))
+        else if (answer === -2 && args[i]!.deferred) write.resolve({ ok: false, failed: write.checks[0]! })
+        else write.resolve(await writeAlone(d, tenant, write.checks, write.ops))
+      } catch (error) {
+        write.reject(error)
+      }
+    }),
+  )
+}
+
+/** Guards alone in one SELECT: one statement reads one snapshot, so they hold together; no lock is needed. */
+async function checkAlone(d: WriteDeps, batch: Batch, checks: Check[]): Promise<WriteResult> {
+  if (checks.length === 0) return { ok: true }
+  const query = () => d.pool.query(checkQuery(d.t, checks))
+  const failed = firstFailed(checks, (await d.gate.run(batchTenant(batch), query)).rows[0])
+  return failed ? { ok: false, failed } : { ok: true }
+}
+
+/**
+ * The store's `write`, at most one round trip per write: guards alone in one SELECT; else one call
+ * of `tv_write` (`writeAlone`), or, while its tenant has `groupAfterOf(poolMax)` write calls in
+ * flight, a place in the tenant's next call of `tv_write_many` (`writeTogether`).
+ */
+export function pgWriter(d: WriteDeps, poolMax: number): (batch: Batch) => Promise<WriteResult> {
+  const groups = new WriteGroups(groupAfterOf(poolMax), MAX_GROUP, (tenant, group) =>
+    writeTogether(d, tenant, group),
+  )
+  return async (batch) => {
+    const checks = batch.checks ?? []
+    // Guards alone in one SELECT (at most 1 664 columns: more go through tv_write, a statement each).
+    if (batch.ops.length === 0 && checks.length <= 1000) return checkAlone(d, batch, checks)
+    const { ops } = batch
+    const created = plainCreate(checks, ops)
+    const tenant = created ? created.tenant_id : batchTenant(batch)
+    // While the tenant has `groupAfter` calls in flight, its writes wait and go together in one call.
+    if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
+    groups.began(tenant)
+    try {
+      return await writeAlone(d, tenant, checks, ops)
+    } finally {
+      groups.ended(tenant)
+    }
+  }
+}
