@@ -13,4 +13,5 @@ export {
   tenantKey,
   toProvider,
 } from './keyring.js'
-export { Keyring, publicTenant, sealedPayload, sealedStore } from './sealed-store.js'
+export { Keyring, publicTenant, sealedStore } from './sealed-store.js'
+export { sealedPayload } from './sealing.js'

@@ -1,56 +1,23 @@
-import type { Check, Json, Op, Reactor, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
-import { ServiceError, withTokenFields } from '../kernel/index.js'
+import type { Check, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import {
   type KeyProvider,
   keyedHash,
   newDataKey,
-  openValue,
-  sealValue,
   type TenantKey,
   tenantKey,
   type WrappedDataKey,
 } from './keyring.js'
-
-/**
- * How a sealed token field is stored: IV ‖ ciphertext ‖ GCM tag, as base64 (what this store writes)
- * or as the bytes themselves (a store may keep them so: the file store's `tokenCodec`).
- */
-type Sealed = { $sealed: string | Uint8Array }
-
-/**
- * The ciphertext a sealed field holds (`{ $sealed }` and nothing else): its base64 or its bytes;
- * `undefined` for anything else. A store that keeps sealed fields its own way (the file store's
- * `tokenCodec`) recognizes them with this.
- */
-export function sealedPayload(value: unknown): string | Uint8Array | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-  const sealed = (value as { $sealed?: unknown }).$sealed
-  if (typeof sealed !== 'string' && !(sealed instanceof Uint8Array)) return undefined
-  return Object.keys(value).length === 1 ? sealed : undefined
-}
-
-const isSealed = (value: unknown): value is Sealed => sealedPayload(value) !== undefined
-
-/** The additional authenticated data of a token's sealed fields: its tenant and id. */
-const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
-
-/** The additional authenticated data of an idempotency record's sealed answer: its tenant and id. */
-const answerAad = (r: { tenant_id: string; id: string }) => `tokenvault:idempotency:v1:${r.tenant_id}:${r.id}`
-
-/** The additional authenticated data of a reactor's sealed configuration: its tenant and id. */
-const reactorAad = (r: { tenant_id: string; id: string }) => `tokenvault:reactor:v1:${r.tenant_id}:${r.id}`
-
-/** The error an unreadable reactor configuration answers with: it names the reactor, never its bytes. */
-const unreadableReactor = (id: string) =>
-  new ServiceError(
-    'unreadable',
-    `the stored configuration of reactor ${id} fails its integrity check and can't be read`,
-  )
-
-/** The error every unreadable token answers with: it names the token, never its bytes. */
-const unreadable = (id: string) =>
-  new ServiceError('unreadable', `the stored data of token ${id} fails its integrity check and can't be read`)
+import {
+  openAnswer,
+  openReactor,
+  openStaged,
+  openToken,
+  type Sealing,
+  sealOp,
+  sealReactor,
+  sealToken,
+} from './sealing.js'
 
 /**
  * The tenants' data keys: each tenant has one random 32-byte data key, stored beside the tenant
@@ -166,150 +133,24 @@ export interface SealedStoreOptions {
  * `inner` may be a class: each method of the contract is delegated by name (`delegatingStore`).
  */
 export function sealedStore(inner: Store, keyring: Keyring, options: SealedStoreOptions): Store {
-  const { asRead, searchIndexPurpose } = options
-  const keyOf = (tenantId: string): TenantKey | Promise<TenantKey> =>
-    keyring.loaded(tenantId) ?? keyring.key(tenantId)
-
-  /**
-   * `data` and `mask` sealed together, in one ciphertext kept as `data`; `mask` is not stored apart.
-   * Evaluated search indexes (`search_index_values`) are stored only as their keyed hashes.
-   */
-  const sealWith = (key: TenantKey, token: StoredToken): StoredToken => {
-    const { mask, search_index_values: values } = token
-    const fields = mask === undefined ? [token.data] : [token.data, mask]
-    const data = { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) }
-    return withTokenFields(token, {
-      data,
-      mask: undefined,
-      search_index_values: undefined,
-      search_index_hashes:
-        values === undefined
-          ? token.search_index_hashes
-          : values.map((value) => keyedHash(key, searchIndexPurpose, value)),
-    })
+  const s: Sealing = {
+    keyOf: (tenantId) => keyring.loaded(tenantId) ?? keyring.key(tenantId),
+    searchIndexPurpose: options.searchIndexPurpose,
+    asRead: options.asRead,
   }
-  const sealToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
-    const key = keyOf(token.tenant_id)
-    return key instanceof Promise ? key.then((k) => sealWith(k, token)) : sealWith(key, token)
-  }
-
-  /** `token` opened with `key`, as the caller reads it (`asRead`). */
-  const openWith = (key: TenantKey, token: StoredToken): StoredToken => {
-    // `mask` is sealed inside `data` and never stored apart: one beside sealed data was put there
-    // by hand (a ciphertext moved into the mask, say) and is refused, not answered.
-    if (token.mask !== undefined) throw unreadable(token.id)
-    let fields: unknown
-    try {
-      fields = openValue(key, (token.data as Sealed).$sealed, aadOf(token.tenant_id, token.id))
-    } catch {
-      throw unreadable(token.id)
-    }
-    if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
-    const full = withTokenFields(token, {
-      data: fields[0] as Json,
-      mask: fields.length === 2 ? (fields[1] as Json) : undefined,
-    })
-    return asRead(full)
-  }
-  const openToken = (token: StoredToken): StoredToken | Promise<StoredToken> => {
-    // Legacy plaintext (written before encryption at rest) reads as it is.
-    if (!isSealed(token.data)) return asRead(token)
-    const key = keyOf(token.tenant_id)
-    return key instanceof Promise ? key.then((k) => openWith(k, token)) : openWith(key, token)
-  }
-  /** A page's tokens, opened. */
-  const openPage = (tokens: StoredToken[]) => Promise.all(tokens.map(openToken))
-
-  const sealReactor = async (reactor: Reactor): Promise<Reactor> => {
-    const key = await keyOf(reactor.tenant_id)
-    const sealed = { $sealed: sealValue(key, reactor.configuration, reactorAad(reactor)) }
-    return { ...reactor, configuration: sealed }
-  }
-  const openReactor = async (reactor: Reactor): Promise<Reactor> => {
-    // Legacy plaintext (written before configurations were sealed) reads as it is.
-    if (!isSealed(reactor.configuration)) return reactor
-    let configuration: unknown
-    try {
-      configuration = openValue(
-        await keyOf(reactor.tenant_id),
-        reactor.configuration.$sealed,
-        reactorAad(reactor),
-      )
-    } catch {
-      throw unreadableReactor(reactor.id)
-    }
-    if (configuration === null || typeof configuration !== 'object' || Array.isArray(configuration)) {
-      throw unreadableReactor(reactor.id)
-    }
-    return { ...reactor, configuration: configuration as Reactor['configuration'] }
-  }
-
-  const sealOps = (ops: Op[]): Promise<Op[]> => Promise.all(ops.map(sealOp))
-  const sealOp = async (op: Op): Promise<Op> => {
-    switch (op.op) {
-      case 'token.put':
-        return { ...op, token: await sealToken(op.token) }
-      case 'staged.put': {
-        const { token } = op.staged
-        return token ? { ...op, staged: { ...op.staged, token: await sealToken(token) } } : op
-      }
-      case 'reactor.put':
-        return { ...op, reactor: await sealReactor(op.reactor) }
-      case 'idempotency.put': {
-        const { record } = op
-        if (record.answer === undefined) return op
-        const key = await keyOf(record.tenant_id)
-        return { ...op, record: { ...record, answer: sealValue(key, record.answer, answerAad(record)) } }
-      }
-      default:
-        return op
-    }
-  }
-  /** A staged record with its token opened (the record as stored when it stages a delete). */
-  const openStaged = async (staged: StagedWrite): Promise<StagedWrite> =>
-    staged.token ? { ...staged, token: await openToken(staged.token) } : staged
-
-  // A transaction record holds nothing sealed: `transaction.unchanged` passes through.
-  const sealCheck = async (check: Check): Promise<Check> => {
-    if (check.check === 'reactor.unchanged') {
-      const reactor = await sealedForGuard(check.reactor, openReactor, sealReactor, () =>
-        inner.getReactor(check.tenant_id, check.id),
-      )
-      return { ...check, reactor }
-    }
-    if (check.check !== 'token.unchanged') return check
-    const token = await sealedForGuard(check.token, openToken, sealToken, () =>
-      inner.getToken(check.tenant_id, check.id),
-    )
-    return { ...check, token }
-  }
-
-  /**
-   * The sealed record an `*.unchanged` guard compares with for the opened record `given`: the
-   * stored one, when it opens to `given`; else `given` sealed anew, which no stored ciphertext
-   * equals, so the guard fails. (The opened record carries nothing of the sealed one: the stored
-   * record is read again here, and the store's own check then compares it within the write.)
-   */
-  async function sealedForGuard<T extends object>(
-    given: T,
-    open: (sealed: T) => T | Promise<T>,
-    seal: (opened: T) => T | Promise<T>,
-    readStored: () => Promise<T | null>,
-  ): Promise<T> {
-    const stored = await readStored()
-    if (stored && JSON.stringify(await open(stored)) === JSON.stringify(given)) return stored
-    return seal(given)
-  }
-
+  const openPage = (tokens: StoredToken[]) => Promise.all(tokens.map((t) => openToken(s, t)))
+  const opened = (staged: StagedWrite[]) => Promise.all(staged.map((w) => openStaged(s, w)))
   return delegatingStore(inner, {
     async write(batch) {
-      const ops = await sealOps(batch.ops)
-      const checks = batch.checks ? await Promise.all(batch.checks.map(sealCheck)) : undefined
+      const ops = await Promise.all(batch.ops.map((op) => sealOp(s, op)))
+      const checks = batch.checks
+        ? await Promise.all(batch.checks.map((c) => sealCheck(s, inner, c)))
+        : undefined
       return inner.write(checks ? { checks, ops } : { ops })
     },
     async getToken(tenantId, id) {
       const token = await inner.getToken(tenantId, id)
-      return token && openToken(token)
+      return token && openToken(s, token)
     },
     async listTokens(tenantId, query) {
       const page = await inner.listTokens(tenantId, query)
@@ -324,34 +165,63 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
       return { ...page, items: await openPage(page.items) }
     },
     async getStaged(tenantId, transactionId, tokenIds) {
-      return Promise.all((await inner.getStaged(tenantId, transactionId, tokenIds)).map(openStaged))
+      return opened(await inner.getStaged(tenantId, transactionId, tokenIds))
     },
     async listStaged(tenantId, transactionId, query) {
-      return Promise.all((await inner.listStaged(tenantId, transactionId, query)).map(openStaged))
+      return opened(await inner.listStaged(tenantId, transactionId, query))
     },
     async getReactor(tenantId, id) {
       const reactor = await inner.getReactor(tenantId, id)
-      return reactor && openReactor(reactor)
+      return reactor && openReactor(s, reactor)
     },
     async listReactors(tenantId, query) {
       const page = await inner.listReactors(tenantId, query)
-      return { ...page, items: await Promise.all(page.items.map(openReactor)) }
+      return { ...page, items: await Promise.all(page.items.map((r) => openReactor(s, r))) }
     },
     async getIdempotency(tenantId, id) {
       const record = await inner.getIdempotency(tenantId, id)
       if (record?.answer === undefined) return record
-      let answer: unknown
-      try {
-        answer = openValue(await keyOf(tenantId), record.answer, answerAad(record))
-      } catch {
-        answer = undefined
-      }
-      if (typeof answer !== 'string') {
-        throw new ServiceError('unreadable', 'a stored idempotent answer fails its integrity check')
-      }
-      return { ...record, answer }
+      return { ...record, answer: await openAnswer(s, { ...record, answer: record.answer }) }
     },
   })
+}
+
+/** A guard as stored: a `*.unchanged` guard compares with the sealed record (a transaction record holds nothing sealed). */
+async function sealCheck(s: Sealing, inner: Store, check: Check): Promise<Check> {
+  if (check.check === 'reactor.unchanged') {
+    const reactor = await sealedForGuard(
+      check.reactor,
+      (r) => openReactor(s, r),
+      (r) => sealReactor(s, r),
+      () => inner.getReactor(check.tenant_id, check.id),
+    )
+    return { ...check, reactor }
+  }
+  if (check.check !== 'token.unchanged') return check
+  const token = await sealedForGuard(
+    check.token,
+    (t) => openToken(s, t),
+    (t) => sealToken(s, t),
+    () => inner.getToken(check.tenant_id, check.id),
+  )
+  return { ...check, token }
+}
+
+/**
+ * The sealed record an `*.unchanged` guard compares with for the opened record `given`: the
+ * stored one, when it opens to `given`; else `given` sealed anew, which no stored ciphertext
+ * equals, so the guard fails. (The opened record carries nothing of the sealed one: the stored
+ * record is read again here, and the store's own check then compares it within the write.)
+ */
+async function sealedForGuard<T extends object>(
+  given: T,
+  open: (sealed: T) => T | Promise<T>,
+  seal: (opened: T) => T | Promise<T>,
+  readStored: () => Promise<T | null>,
+): Promise<T> {
+  const stored = await readStored()
+  if (stored && JSON.stringify(await open(stored)) === JSON.stringify(given)) return stored
+  return seal(given)
 }
 
 /** The tenant as shown to callers: without its wrapped data key. */

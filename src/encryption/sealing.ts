@@ -1,0 +1,173 @@
+import type { Json, Op, Reactor, StagedWrite, StoredToken } from '../kernel/index.js'
+import { ServiceError, withTokenFields } from '../kernel/index.js'
+import { keyedHash, openValue, sealValue, type TenantKey } from './keyring.js'
+
+/**
+ * How a sealed token field is stored: IV ‖ ciphertext ‖ GCM tag, as base64 (what this store writes)
+ * or as the bytes themselves (a store may keep them so: the file store's `tokenCodec`).
+ */
+type Sealed = { $sealed: string | Uint8Array }
+
+/**
+ * The ciphertext a sealed field holds (`{ $sealed }` and nothing else): its base64 or its bytes;
+ * `undefined` for anything else. A store that keeps sealed fields its own way (the file store's
+ * `tokenCodec`) recognizes them with this.
+ */
+export function sealedPayload(value: unknown): string | Uint8Array | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const sealed = (value as { $sealed?: unknown }).$sealed
+  if (typeof sealed !== 'string' && !(sealed instanceof Uint8Array)) return undefined
+  return Object.keys(value).length === 1 ? sealed : undefined
+}
+
+const isSealed = (value: unknown): value is Sealed => sealedPayload(value) !== undefined
+
+/** The additional authenticated data of a token's sealed fields: its tenant and id. */
+const aadOf = (tenantId: string, tokenId: string) => `tokenvault:token:v1:${tenantId}:${tokenId}`
+
+/** The additional authenticated data of an idempotency record's sealed answer: its tenant and id. */
+const answerAad = (r: { tenant_id: string; id: string }) => `tokenvault:idempotency:v1:${r.tenant_id}:${r.id}`
+
+/** The additional authenticated data of a reactor's sealed configuration: its tenant and id. */
+const reactorAad = (r: { tenant_id: string; id: string }) => `tokenvault:reactor:v1:${r.tenant_id}:${r.id}`
+
+/** The error an unreadable reactor configuration answers with: it names the reactor, never its bytes. */
+const unreadableReactor = (id: string) =>
+  new ServiceError(
+    'unreadable',
+    `the stored configuration of reactor ${id} fails its integrity check and can't be read`,
+  )
+
+/** The error every unreadable token answers with: it names the token, never its bytes. */
+const unreadable = (id: string) =>
+  new ServiceError('unreadable', `the stored data of token ${id} fails its integrity check and can't be read`)
+
+/** What sealing and opening need: the tenants' keys and the service's rules that are not about sealing. */
+export interface Sealing {
+  /** The tenant's key, at once when it is already unwrapped. */
+  keyOf(tenantId: string): TenantKey | Promise<TenantKey>
+  /** The purpose of the keyed hashes of evaluated search indexes. */
+  searchIndexPurpose: string
+  /** Every token opened goes through this before it is answered. */
+  asRead(token: StoredToken): StoredToken
+}
+
+/**
+ * `data` and `mask` sealed together, in one ciphertext kept as `data`; `mask` is not stored apart.
+ * Evaluated search indexes (`search_index_values`) are stored only as their keyed hashes.
+ */
+function sealWith(s: Sealing, key: TenantKey, token: StoredToken): StoredToken {
+  const { mask, search_index_values: values } = token
+  const fields = mask === undefined ? [token.data] : [token.data, mask]
+  const data = { $sealed: sealValue(key, fields, aadOf(token.tenant_id, token.id)) }
+  return withTokenFields(token, {
+    data,
+    mask: undefined,
+    search_index_values: undefined,
+    search_index_hashes:
+      values === undefined
+        ? token.search_index_hashes
+        : values.map((value) => keyedHash(key, s.searchIndexPurpose, value)),
+  })
+}
+
+/** `token` as stored: sealed under its tenant's key (no await when the key is already unwrapped). */
+export function sealToken(s: Sealing, token: StoredToken): StoredToken | Promise<StoredToken> {
+  const key = s.keyOf(token.tenant_id)
+  return key instanceof Promise ? key.then((k) => sealWith(s, k, token)) : sealWith(s, key, token)
+}
+
+/** `token` opened with `key`, as the caller reads it (`asRead`). */
+function openWith(s: Sealing, key: TenantKey, token: StoredToken): StoredToken {
+  // `mask` is sealed inside `data` and never stored apart: one beside sealed data was put there
+  // by hand (a ciphertext moved into the mask, say) and is refused, not answered.
+  if (token.mask !== undefined) throw unreadable(token.id)
+  let fields: unknown
+  try {
+    fields = openValue(key, (token.data as Sealed).$sealed, aadOf(token.tenant_id, token.id))
+  } catch {
+    throw unreadable(token.id)
+  }
+  if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
+  const full = withTokenFields(token, {
+    data: fields[0] as Json,
+    mask: fields.length === 2 ? (fields[1] as Json) : undefined,
+  })
+  return s.asRead(full)
+}
+
+/** A stored token opened, as the caller reads it. */
+export function openToken(s: Sealing, token: StoredToken): StoredToken | Promise<StoredToken> {
+  // Legacy plaintext (written before encryption at rest) reads as it is.
+  if (!isSealed(token.data)) return s.asRead(token)
+  const key = s.keyOf(token.tenant_id)
+  return key instanceof Promise ? key.then((k) => openWith(s, k, token)) : openWith(s, key, token)
+}
+
+/** A reactor as stored: its configuration sealed, bound to its tenant and id. */
+export async function sealReactor(s: Sealing, reactor: Reactor): Promise<Reactor> {
+  const key = await s.keyOf(reactor.tenant_id)
+  const sealed = { $sealed: sealValue(key, reactor.configuration, reactorAad(reactor)) }
+  return { ...reactor, configuration: sealed }
+}
+
+/** A stored reactor opened. */
+export async function openReactor(s: Sealing, reactor: Reactor): Promise<Reactor> {
+  // Legacy plaintext (written before configurations were sealed) reads as it is.
+  if (!isSealed(reactor.configuration)) return reactor
+  let configuration: unknown
+  try {
+    configuration = openValue(
+      await s.keyOf(reactor.tenant_id),
+      reactor.configuration.$sealed,
+      reactorAad(reactor),
+    )
+  } catch {
+    throw unreadableReactor(reactor.id)
+  }
+  if (configuration === null || typeof configuration !== 'object' || Array.isArray(configuration)) {
+    throw unreadableReactor(reactor.id)
+  }
+  return { ...reactor, configuration: configuration as Reactor['configuration'] }
+}
+
+/** An op as stored: the token, staged token, reactor configuration or idempotent answer it carries sealed. */
+export async function sealOp(s: Sealing, op: Op): Promise<Op> {
+  switch (op.op) {
+    case 'token.put':
+      return { ...op, token: await sealToken(s, op.token) }
+    case 'staged.put': {
+      const { token } = op.staged
+      return token ? { ...op, staged: { ...op.staged, token: await sealToken(s, token) } } : op
+    }
+    case 'reactor.put':
+      return { ...op, reactor: await sealReactor(s, op.reactor) }
+    case 'idempotency.put': {
+      const { record } = op
+      if (record.answer === undefined) return op
+      const key = await s.keyOf(record.tenant_id)
+      return { ...op, record: { ...record, answer: sealValue(key, record.answer, answerAad(record)) } }
+    }
+    default:
+      return op
+  }
+}
+
+/** A staged record with its token opened (the record as stored when it stages a delete). */
+export async function openStaged(s: Sealing, staged: StagedWrite): Promise<StagedWrite> {
+  return staged.token ? { ...staged, token: await openToken(s, staged.token) } : staged
+}
+
+/** A stored idempotent answer opened; one that fails its integrity check is `unreadable`. */
+export async function openAnswer(s: Sealing, record: { tenant_id: string; id: string; answer: string }) {
+  let answer: unknown
+  try {
+    answer = openValue(await s.keyOf(record.tenant_id), record.answer, answerAad(record))
+  } catch {
+    answer = undefined
+  }
+  if (typeof answer !== 'string') {
+    throw new ServiceError('unreadable', 'a stored idempotent answer fails its integrity check')
+  }
+  return answer
+}
