@@ -26,7 +26,7 @@ export type {
   TokenizeInput,
   UpdateTokenInput,
 } from './inputs.js'
-export { mergePatch, tokenOperations } from './operations.js'
+export { tokenOperations } from './operations.js'
 export {
   createTokenInput,
   gatherMetadataFilter,
@@ -49,6 +49,7 @@ export {
 } from './token-types.js'
 export type { Refuse } from './tokenize.js'
 export { isTokenBody, MAX_TOKENIZE, MAX_TOKENIZE_DEPTH, planTokenize } from './tokenize.js'
+export { mergePatch } from './update.js'
 export type { VisibilityFields } from './visibility.js'
 export {
   FAILS_ON_STORED_DATA,

@@ -1,0 +1,48 @@
+import type { Ctx, Json, Token, TokenTree } from '../kernel/index.js'
+import { invalid, ServiceError } from '../kernel/index.js'
+import { createdAnswer, creationChecks, newToken } from './create.js'
+import { writeTokens } from './dedup.js'
+import type { CreateTokenInput, TokenizeInput } from './inputs.js'
+import { fingerprintedNew } from './token-types.js'
+import { planTokenize } from './tokenize.js'
+
+/** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
+export async function createToken(ctx: Ctx, input: CreateTokenInput): Promise<Token> {
+  const minted: string[] = []
+  const token = await fingerprintedNew(ctx, newToken(ctx, input, minted))
+  const [created] = await writeTokens(
+    ctx,
+    [token],
+    (tx, written) =>
+      creationChecks(
+        ctx,
+        tx,
+        written.map((t) => t.id),
+      ),
+    { enlist: true, minted },
+  )
+  return createdAnswer(ctx, created!)
+}
+
+/** Tokenizes a request of any JSON shape (see `tokenOperations().tokenize`). */
+export async function tokenizeBody(ctx: Ctx, input: TokenizeInput): Promise<TokenTree> {
+  if (input === undefined)
+    throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
+  const refuse = (message: string, path: string) =>
+    new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
+  const { tokens, minted, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
+  const ready = await Promise.all(tokens.map((t) => fingerprintedNew(ctx, t)))
+  const created = await writeTokens(
+    ctx,
+    ready,
+    (tx, written) =>
+      creationChecks(
+        ctx,
+        tx,
+        written.map((t) => t.id),
+      ),
+    { enlist: true, minted },
+  )
+  const byId = new Map(tokens.map((t, i) => [t.token.id, created[i]!]))
+  return answer((token) => createdAnswer(ctx, byId.get(token.id)!))
+}
