@@ -91,34 +91,15 @@ export class MemoryMaps {
       case 'tenant.delete':
         this.tenants.delete(op.id)
         return
-      case 'application.put': {
-        const a = op.application
-        const old = this.applications.get(a.tenant_id, a.id)
-        if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
-        this.applications.set(a.tenant_id, a.id, a)
-        for (const hash of applicationKeyHashes(a)) {
-          this.keys.set(hash, { kind: 'application', tenantId: a.tenant_id, id: a.id })
-        }
+      case 'application.put':
+        this.putApplication(op.application)
         return
-      }
-      case 'application.delete': {
-        const old = this.applications.get(op.tenant_id, op.id)
-        if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
-        this.applications.delete(op.tenant_id, op.id)
+      case 'application.delete':
+        this.deleteApplication(op)
         return
-      }
-      case 'token.put': {
-        const t = op.token
-        const old = this.tokens.get(t.tenant_id, t.id)
-        this.tokenIndex.update(t.tenant_id, t.id, old, t)
-        this.tokens.set(t.tenant_id, t.id, t)
-        if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
-        else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
-        if (t.cvc_expires_at !== undefined) this.cvcTokens.set(t.tenant_id, t.id, t)
-        else if (old?.cvc_expires_at !== undefined) this.cvcTokens.delete(t.tenant_id, t.id)
-        this.recount(t.tenant_id, t.id, old, t)
+      case 'token.put':
+        this.putToken(op.token)
         return
-      }
       case 'token.delete':
         this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
         this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
@@ -126,34 +107,9 @@ export class MemoryMaps {
         this.expiringTokens.delete(op.tenant_id, op.id)
         this.cvcTokens.delete(op.tenant_id, op.id)
         return
-      case 'association.put': {
-        const a = op.association
-        const tenant = a.tenant_id
-        let kids = this.children.get(tenant, a.parent_id)
-        if (!kids) {
-          kids = new Map<string, Association>()
-          this.children.set(tenant, a.parent_id, kids)
-        }
-        if (kids.has(a.child_id)) return
-        kids.set(a.child_id, a)
-        const seq = this.nextLink++
-        this.linkOrder.set(a, seq)
-        let order = this.childOrder.get(tenant, a.parent_id)
-        if (!order) {
-          order = { keys: new SortedIds(), ids: new Map() }
-          this.childOrder.set(tenant, a.parent_id, order)
-        }
-        order.keys.add(placeKey(seq))
-        order.ids.set(placeKey(seq), a.child_id)
-        if (needsCheck(this.tokens.get(tenant, a.child_id))) this.countExpiring(tenant, a.parent_id, 1)
-        let ps = this.parents.get(tenant, a.child_id)
-        if (!ps) {
-          ps = new Set<string>()
-          this.parents.set(tenant, a.child_id, ps)
-        }
-        ps.add(a.parent_id)
+      case 'association.put':
+        this.putAssociation(op.association)
         return
-      }
       case 'association.delete':
         this.unlink(op.tenant_id, op.parent_id, op.child_id)
         return
@@ -163,39 +119,21 @@ export class MemoryMaps {
       case 'transaction.delete':
         this.transactions.delete(op.tenant_id, op.id)
         return
-      case 'staged.put': {
-        const w = op.staged
-        let held = this.staged.get(w.tenant_id, w.transaction_id)
-        if (!held) {
-          held = { ids: new SortedIds(), records: new Map() }
-          this.staged.set(w.tenant_id, w.transaction_id, held)
-        }
-        held.ids.add(w.token_id)
-        held.records.set(w.token_id, w)
+      case 'staged.put':
+        this.putStaged(op.staged)
         return
-      }
-      case 'staged.delete': {
-        const held = this.staged.get(op.tenant_id, op.transaction_id)
-        if (!held?.records.delete(op.token_id)) return
-        held.ids.delete(op.token_id)
-        if (!held.records.size) this.staged.delete(op.tenant_id, op.transaction_id)
+      case 'staged.delete':
+        this.deleteStaged(op)
         return
-      }
       case 'lock.put':
         this.locks.set(op.lock.tenant_id, op.lock.token_id, op.lock)
         return
       case 'lock.delete':
         this.locks.delete(op.tenant_id, op.token_id)
         return
-      case 'session.put': {
-        const s = op.session
-        this.dropSessionIndexes(s.tenant_id, s.id)
-        if (s.state === 'created') this.countCreated(s.tenant_id, 1)
-        this.sessions.set(s.tenant_id, s.id, s)
-        this.keys.set(s.key_hash, { kind: 'session', tenantId: s.tenant_id, id: s.id })
-        this.nonces.set(s.tenant_id, s.nonce_hash, s.id)
+      case 'session.put':
+        this.putSession(op.session)
         return
-      }
       case 'session.delete': {
         this.dropSessionIndexes(op.tenant_id, op.id)
         this.sessions.delete(op.tenant_id, op.id)
@@ -216,23 +154,12 @@ export class MemoryMaps {
         this.reactors.delete(op.tenant_id, op.id)
         return
       }
-      case 'formula_use.put': {
-        const u = op.use
-        let uses = this.formulaUses.get(u.formula_id)
-        if (!uses) {
-          uses = new Map()
-          this.formulaUses.set(u.formula_id, uses)
-        }
-        const key = `${u.tenant_id}\u0000${u.reactor_id}`
-        if (!uses.has(key)) uses.set(key, u)
+      case 'formula_use.put':
+        this.putFormulaUse(op.use)
         return
-      }
-      case 'formula_use.delete': {
-        const uses = this.formulaUses.get(op.formula_id)
-        uses?.delete(`${op.tenant_id}\u0000${op.reactor_id}`)
-        if (uses?.size === 0) this.formulaUses.delete(op.formula_id)
+      case 'formula_use.delete':
+        this.deleteFormulaUse(op)
         return
-      }
       case 'idempotency.put':
         this.idempotency.set(op.record.tenant_id, op.record.id, op.record)
         return
@@ -242,6 +169,109 @@ export class MemoryMaps {
       default:
         assertNever(op)
     }
+  }
+
+  /** Puts an application; its old key hashes go, its current ones point at it. */
+  protected putApplication(a: StoredApplication): void {
+    const old = this.applications.get(a.tenant_id, a.id)
+    if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
+    this.applications.set(a.tenant_id, a.id, a)
+    for (const hash of applicationKeyHashes(a)) {
+      this.keys.set(hash, { kind: 'application', tenantId: a.tenant_id, id: a.id })
+    }
+  }
+
+  /** Deletes an application and its key hashes. */
+  protected deleteApplication(op: { tenant_id: string; id: string }): void {
+    const old = this.applications.get(op.tenant_id, op.id)
+    if (old) for (const hash of applicationKeyHashes(old)) this.keys.delete(hash)
+    this.applications.delete(op.tenant_id, op.id)
+  }
+
+  /** Puts a token with its index entries, its expiry lists and its parents' counts. */
+  protected putToken(t: StoredToken): void {
+    const old = this.tokens.get(t.tenant_id, t.id)
+    this.tokenIndex.update(t.tenant_id, t.id, old, t)
+    this.tokens.set(t.tenant_id, t.id, t)
+    if (t.expires_at !== undefined) this.expiringTokens.set(t.tenant_id, t.id, t)
+    else if (old?.expires_at !== undefined) this.expiringTokens.delete(t.tenant_id, t.id)
+    if (t.cvc_expires_at !== undefined) this.cvcTokens.set(t.tenant_id, t.id, t)
+    else if (old?.cvc_expires_at !== undefined) this.cvcTokens.delete(t.tenant_id, t.id)
+    this.recount(t.tenant_id, t.id, old, t)
+  }
+
+  /** Links a child to a parent (once), in link order, counted and indexed both ways. */
+  protected putAssociation(a: Association): void {
+    const tenant = a.tenant_id
+    let kids = this.children.get(tenant, a.parent_id)
+    if (!kids) {
+      kids = new Map<string, Association>()
+      this.children.set(tenant, a.parent_id, kids)
+    }
+    if (kids.has(a.child_id)) return
+    kids.set(a.child_id, a)
+    const seq = this.nextLink++
+    this.linkOrder.set(a, seq)
+    let order = this.childOrder.get(tenant, a.parent_id)
+    if (!order) {
+      order = { keys: new SortedIds(), ids: new Map() }
+      this.childOrder.set(tenant, a.parent_id, order)
+    }
+    order.keys.add(placeKey(seq))
+    order.ids.set(placeKey(seq), a.child_id)
+    if (needsCheck(this.tokens.get(tenant, a.child_id))) this.countExpiring(tenant, a.parent_id, 1)
+    let ps = this.parents.get(tenant, a.child_id)
+    if (!ps) {
+      ps = new Set<string>()
+      this.parents.set(tenant, a.child_id, ps)
+    }
+    ps.add(a.parent_id)
+  }
+
+  /** Stages a write in its transaction, in token id order. */
+  protected putStaged(w: StagedWrite): void {
+    let held = this.staged.get(w.tenant_id, w.transaction_id)
+    if (!held) {
+      held = { ids: new SortedIds(), records: new Map() }
+      this.staged.set(w.tenant_id, w.transaction_id, held)
+    }
+    held.ids.add(w.token_id)
+    held.records.set(w.token_id, w)
+  }
+
+  /** Drops a staged write (and the transaction's entry once it holds none). */
+  protected deleteStaged(op: { tenant_id: string; transaction_id: string; token_id: string }): void {
+    const held = this.staged.get(op.tenant_id, op.transaction_id)
+    if (!held?.records.delete(op.token_id)) return
+    held.ids.delete(op.token_id)
+    if (!held.records.size) this.staged.delete(op.tenant_id, op.transaction_id)
+  }
+
+  /** Puts a session with its key hash and nonce indexes. */
+  protected putSession(s: StoredSession): void {
+    this.dropSessionIndexes(s.tenant_id, s.id)
+    if (s.state === 'created') this.countCreated(s.tenant_id, 1)
+    this.sessions.set(s.tenant_id, s.id, s)
+    this.keys.set(s.key_hash, { kind: 'session', tenantId: s.tenant_id, id: s.id })
+    this.nonces.set(s.tenant_id, s.nonce_hash, s.id)
+  }
+
+  /** Records that a reactor uses a formula (once). */
+  protected putFormulaUse(u: FormulaUse): void {
+    let uses = this.formulaUses.get(u.formula_id)
+    if (!uses) {
+      uses = new Map()
+      this.formulaUses.set(u.formula_id, uses)
+    }
+    const key = `${u.tenant_id}\u0000${u.reactor_id}`
+    if (!uses.has(key)) uses.set(key, u)
+  }
+
+  /** Forgets that a reactor uses a formula. */
+  protected deleteFormulaUse(op: { formula_id: string; tenant_id: string; reactor_id: string }): void {
+    const uses = this.formulaUses.get(op.formula_id)
+    uses?.delete(`${op.tenant_id}\u0000${op.reactor_id}`)
+    if (uses?.size === 0) this.formulaUses.delete(op.formula_id)
   }
 
   protected dropSessionIndexes(tenantId: string, id: string) {
