@@ -4,11 +4,11 @@
  * formula and last runs, applications without their keys. The test console shows these.
  */
 import { applyTransform, shownApplication } from '../applications/index.js'
-import type { Application, Json, Tenant } from '../kernel/index.js'
+import type { Application, Json, Reactor, StoredToken, Tenant } from '../kernel/index.js'
 import { invalid, notFound } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 import { allStaged } from '../transactions/index.js'
-import type { OperationJournal } from './journal.js'
+import type { JournalEntry, OperationJournal } from './journal.js'
 
 /** A tenant as the view shows it: no data key. */
 export interface TenantView {
@@ -128,144 +128,167 @@ function offset(value: number | undefined): number {
   return value
 }
 
+/** The tenant `id`, or `not_found`. */
+async function requireTenant(store: Store, id: string): Promise<Tenant> {
+  if (typeof id !== 'string') throw notFound('tenant')
+  const found = await store.getTenant(id)
+  if (!found) throw notFound('tenant')
+  return found
+}
+
+/**
+ * Where the first token after `id` stands in the id order: `hint` when the token there is still
+ * `id`'s successor (one read), else a binary search over positions (one small read each).
+ */
+async function positionAfter(
+  store: Store,
+  tenantId: string,
+  id: string,
+  hint: number,
+  at: string,
+): Promise<number> {
+  const idAt = async (position: number) =>
+    (await store.listTokens(tenantId, { offset: position, limit: 1, now: at })).items[0]?.id
+  if (hint > 0 && (await idAt(hint - 1)) === id) return hint
+  let low = 0
+  let high = (await store.listTokens(tenantId, { offset: 0, limit: 0, now: at })).total
+  while (low < high) {
+    const middle = Math.floor((low + high) / 2)
+    const found = await idAt(middle)
+    if (found !== undefined && found <= id) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+/** The tenant's open transactions, oldest first, from at most `OPEN_READ` read across all tenants. */
+async function openTransactions(store: Store, tenantId: string) {
+  const keys = await store.listExpired({ kind: 'transaction.open', before: END_OF_TIME, limit: OPEN_READ })
+  const data: TransactionView[] = []
+  for (const key of keys) {
+    if (key.tenant_id !== tenantId) continue
+    const t = await store.getTransaction(tenantId, key.id)
+    if (t?.state !== 'open') continue
+    const staged = await allStaged(store, t)
+    data.push({
+      id: t.id,
+      created_at: t.created_at,
+      created_by: t.created_by,
+      expires_at: t.expires_at,
+      locks: staged.map((w) => w.token_id),
+      staged: staged.length,
+    })
+  }
+  data.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
+  return { data, truncated: keys.length >= OPEN_READ }
+}
+
+/** A token as the view shows it: masked, with its links and the open transaction holding it. */
+async function tokenView(store: Store, token: StoredToken, holders: Map<string, string>): Promise<TokenView> {
+  const masked = applyTransform(token, 'mask')
+  const links = await store.listLinks(token.tenant_id, token.id)
+  const view: TokenView = {
+    id: token.id,
+    type: token.type,
+    containers: token.containers,
+    metadata: token.metadata,
+    created_at: token.created_at,
+    created_by: token.created_by,
+    links: {
+      parents: links.filter((l) => l.child_id === token.id).map((l) => l.parent_id),
+      children: links.filter((l) => l.parent_id === token.id).map((l) => l.child_id),
+    },
+  }
+  if (masked.data !== undefined) view.masked = masked.data
+  if (token.fingerprint !== undefined) view.fingerprint = token.fingerprint
+  if (token.expires_at !== undefined) view.expires_at = token.expires_at
+  const holder = holders.get(token.id)
+  if (holder !== undefined) view.locked_by = holder
+  return view
+}
+
+/** A page of the tenant's live tokens (see `AdminView.tokens`). */
+async function tokensPage(
+  store: Store,
+  tenantId: string,
+  query: { start?: string; size?: number },
+  at: string,
+): Promise<ViewPage<TokenView>> {
+  const limit = size(query.size, 'size', 20)
+  const from = query.start === undefined ? undefined : readCursor(query.start)
+  const position = from === undefined ? 0 : await positionAfter(store, tenantId, from.id, from.at, at)
+  const page = await store.listTokens(tenantId, { offset: position, limit: limit + 1, now: at })
+  const shown = page.items.slice(0, limit)
+  const holders = new Map<string, string>()
+  if (shown.length) {
+    for (const t of (await openTransactions(store, tenantId)).data)
+      for (const id of t.locks) holders.set(id, t.id)
+  }
+  const data: TokenView[] = []
+  for (const token of shown) data.push(await tokenView(store, token, holders))
+  const last = shown[shown.length - 1]
+  return page.items.length > limit && last
+    ? { data, next: cursor(position + shown.length, last.id) }
+    : { data }
+}
+
+/** A reactor as the view shows it: its formula's name, its configuration's names, its last runs. */
+async function reactorView(store: Store, r: Reactor, runs: JournalEntry[]): Promise<ReactorView> {
+  const formula =
+    r.formula_id === undefined
+      ? null
+      : { id: r.formula_id, name: (await store.getFormula(r.tenant_id, r.formula_id))?.name ?? null }
+  const view: ReactorView = {
+    id: r.id,
+    name: r.name,
+    formula,
+    configuration_keys: Object.keys(r.configuration),
+    created_at: r.created_at,
+    runs: runs
+      .filter((e) => e.ids.includes(r.id))
+      .slice(-RUNS_SHOWN)
+      .reverse()
+      .map((e) => ({ at: e.at, outcome: e.outcome.ok ? 'ok' : e.outcome.code })),
+  }
+  if (r.code !== undefined) view.code = r.code
+  if (r.application_id !== undefined) view.application_id = r.application_id
+  return view
+}
+
 /**
  * The view over `store` (the service's sealed store: tokens come out opened, and only their masks
  * leave), with time from `now` and reactor runs from `journal`.
  */
 export function adminView(store: Store, now: () => string, journal: OperationJournal): AdminView {
-  const tenant = async (id: string): Promise<Tenant> => {
-    if (typeof id !== 'string') throw notFound('tenant')
-    const found = await store.getTenant(id)
-    if (!found) throw notFound('tenant')
-    return found
-  }
-
-  /**
-   * Where the first token after `id` stands in the id order: `hint` when the token there is still
-   * `id`'s successor (one read), else a binary search over positions (one small read each).
-   */
-  const positionAfter = async (tenantId: string, id: string, hint: number, at: string): Promise<number> => {
-    const idAt = async (position: number) =>
-      (await store.listTokens(tenantId, { offset: position, limit: 1, now: at })).items[0]?.id
-    if (hint > 0 && (await idAt(hint - 1)) === id) return hint
-    let low = 0
-    let high = (await store.listTokens(tenantId, { offset: 0, limit: 0, now: at })).total
-    while (low < high) {
-      const middle = Math.floor((low + high) / 2)
-      const found = await idAt(middle)
-      if (found !== undefined && found <= id) low = middle + 1
-      else high = middle
-    }
-    return low
-  }
-
-  const openTransactions = async (tenantId: string) => {
-    const keys = await store.listExpired({ kind: 'transaction.open', before: END_OF_TIME, limit: OPEN_READ })
-    const data: TransactionView[] = []
-    for (const key of keys) {
-      if (key.tenant_id !== tenantId) continue
-      const t = await store.getTransaction(tenantId, key.id)
-      if (t?.state !== 'open') continue
-      const staged = await allStaged(store, t)
-      data.push({
-        id: t.id,
-        created_at: t.created_at,
-        created_by: t.created_by,
-        expires_at: t.expires_at,
-        locks: staged.map((w) => w.token_id),
-        staged: staged.length,
-      })
-    }
-    data.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
-    return { data, truncated: keys.length >= OPEN_READ }
-  }
-
   return {
     async tenants() {
       return (await store.listTenants()).map(({ id, name, created_at }) => ({ id, name, created_at }))
     },
 
     async tokens(tenantId, query = {}) {
-      await tenant(tenantId)
-      const limit = size(query.size, 'size', 20)
-      const at = now()
-      const from = query.start === undefined ? undefined : readCursor(query.start)
-      const position = from === undefined ? 0 : await positionAfter(tenantId, from.id, from.at, at)
-      const page = await store.listTokens(tenantId, { offset: position, limit: limit + 1, now: at })
-      const shown = page.items.slice(0, limit)
-      const holders = new Map<string, string>()
-      if (shown.length) {
-        for (const t of (await openTransactions(tenantId)).data)
-          for (const id of t.locks) holders.set(id, t.id)
-      }
-      const data: TokenView[] = []
-      for (const token of shown) {
-        const masked = applyTransform(token, 'mask')
-        const links = await store.listLinks(tenantId, token.id)
-        const view: TokenView = {
-          id: token.id,
-          type: token.type,
-          containers: token.containers,
-          metadata: token.metadata,
-          created_at: token.created_at,
-          created_by: token.created_by,
-          links: {
-            parents: links.filter((l) => l.child_id === token.id).map((l) => l.parent_id),
-            children: links.filter((l) => l.parent_id === token.id).map((l) => l.child_id),
-          },
-        }
-        if (masked.data !== undefined) view.masked = masked.data
-        if (token.fingerprint !== undefined) view.fingerprint = token.fingerprint
-        if (token.expires_at !== undefined) view.expires_at = token.expires_at
-        const holder = holders.get(token.id)
-        if (holder !== undefined) view.locked_by = holder
-        data.push(view)
-      }
-      const last = shown[shown.length - 1]
-      return page.items.length > limit && last
-        ? { data, next: cursor(position + shown.length, last.id) }
-        : { data }
+      await requireTenant(store, tenantId)
+      return tokensPage(store, tenantId, query, now())
     },
 
     async transactions(tenantId) {
-      await tenant(tenantId)
-      return openTransactions(tenantId)
+      await requireTenant(store, tenantId)
+      return openTransactions(store, tenantId)
     },
 
     async reactors(tenantId, query = {}) {
-      await tenant(tenantId)
+      await requireTenant(store, tenantId)
       const page = await store.listReactors(tenantId, {
         offset: offset(query.offset),
         limit: size(query.limit, 'limit', 20),
       })
       const runs = journal.query({ tenant: tenantId, operation: 'reactor.react' })
       const data: ReactorView[] = []
-      for (const r of page.items) {
-        const formula =
-          r.formula_id === undefined
-            ? null
-            : { id: r.formula_id, name: (await store.getFormula(tenantId, r.formula_id))?.name ?? null }
-        const view: ReactorView = {
-          id: r.id,
-          name: r.name,
-          formula,
-          configuration_keys: Object.keys(r.configuration),
-          created_at: r.created_at,
-          runs: runs
-            .filter((e) => e.ids.includes(r.id))
-            .slice(-RUNS_SHOWN)
-            .reverse()
-            .map((e) => ({ at: e.at, outcome: e.outcome.ok ? 'ok' : e.outcome.code })),
-        }
-        if (r.code !== undefined) view.code = r.code
-        if (r.application_id !== undefined) view.application_id = r.application_id
-        data.push(view)
-      }
+      for (const r of page.items) data.push(await reactorView(store, r, runs))
       return { data, total: page.total }
     },
 
     async applications(tenantId, query = {}) {
-      await tenant(tenantId)
+      await requireTenant(store, tenantId)
       const page = await store.listApplications(tenantId, {
         offset: offset(query.offset),
         limit: size(query.limit, 'limit', 20),
