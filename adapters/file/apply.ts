@@ -1,5 +1,13 @@
 import type { Database } from 'lmdb'
-import type { Association, Op, StoredSession, StoredToken, StoredTransaction } from '../../entry/index.js'
+import type {
+  Association,
+  IdempotencyRecord,
+  Op,
+  StoredApplication,
+  StoredSession,
+  StoredToken,
+  StoredTransaction,
+} from '../../entry/index.js'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { CountedKind } from '../../src/store/contract.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
@@ -139,6 +147,70 @@ function dropSession(dbs: Databases, tenantId: string, id: string) {
 /** A record with an optional expiry, as `expiring` indexes applications and idempotency records. */
 type Timed = { expires_at?: string } | undefined
 
+/** Puts (`next`) or deletes (`undefined`) an application with its key hashes and expiry entry. */
+function setApplication(
+  dbs: Databases,
+  tenantId: string,
+  id: string,
+  next: StoredApplication | undefined,
+): void {
+  const k = key(tenantId, id)
+  const old = dbs.applications.get(k) as Parameters<typeof applicationKeyHashes>[0] | undefined
+  if (old) for (const hash of applicationKeyHashes(old)) dbs.keys.remove(key(hash))
+  reindexTime(dbs, 'application', tenantId, id, (old as Timed)?.expires_at, (next as Timed)?.expires_at)
+  if (!next) {
+    dbs.applications.remove(k)
+    return
+  }
+  dbs.applications.put(k, next)
+  for (const hash of applicationKeyHashes(next))
+    dbs.keys.put(key(hash), { kind: 'application', tenant_id: tenantId, id })
+}
+
+/** Puts (`next`) or deletes (`undefined`) a transaction with its entry in the expiry index of its state. */
+function setTransaction(
+  dbs: Databases,
+  tenantId: string,
+  id: string,
+  next: StoredTransaction | undefined,
+): void {
+  const k = key(tenantId, id)
+  const old = dbs.transactions.get(k) as StoredTransaction | undefined
+  if (old) reindexTime(dbs, txKind(old)!, tenantId, id, old.expires_at, undefined)
+  if (!next) {
+    dbs.transactions.remove(k)
+    return
+  }
+  reindexTime(dbs, txKind(next)!, tenantId, id, undefined, next.expires_at)
+  dbs.transactions.put(k, next)
+}
+
+/** Puts a session with its key hash, nonce, expiry entry and the tenant's count of created sessions. */
+function putSession(dbs: Databases, s: StoredSession): void {
+  dropSession(dbs, s.tenant_id, s.id)
+  if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
+  dbs.sessions.put(key(s.tenant_id, s.id), s)
+  dbs.keys.put(key(s.key_hash), { kind: 'session', tenant_id: s.tenant_id, id: s.id })
+  dbs.nonces.put(key(s.tenant_id, s.nonce_hash), s.id)
+  reindexTime(dbs, 'session', s.tenant_id, s.id, undefined, s.expires_at)
+}
+
+/** Puts (`next`) or deletes (`undefined`) an idempotency record with its expiry entry and the tenant's count. */
+function setIdempotency(
+  dbs: Databases,
+  tenantId: string,
+  id: string,
+  next: IdempotencyRecord | undefined,
+): void {
+  const k = key(tenantId, id)
+  const old = dbs.idempotency.get(k) as Timed
+  reindexTime(dbs, 'idempotency', tenantId, id, old?.expires_at, next?.expires_at)
+  if ((old === undefined) !== (next === undefined))
+    count(dbs, 'idempotency', tenantId, next === undefined ? -1 : 1)
+  if (next) dbs.idempotency.put(k, next)
+  else dbs.idempotency.remove(k)
+}
+
 /**
  * Applies one op inside the current write transaction, keeping every index of the record it names
  * in the same transaction. Total, as the memory state's: applying an op never fails on its content.
@@ -152,23 +224,11 @@ export function applyOp(dbs: Databases, op: Op): void {
       dbs.tenants.remove(key(op.id))
       return
     case 'application.put':
-    case 'application.delete': {
-      const [tenantId, id] =
-        op.op === 'application.put' ? [op.application.tenant_id, op.application.id] : [op.tenant_id, op.id]
-      const k = key(tenantId, id)
-      const old = dbs.applications.get(k) as Parameters<typeof applicationKeyHashes>[0] | undefined
-      if (old) for (const hash of applicationKeyHashes(old)) dbs.keys.remove(key(hash))
-      const next = op.op === 'application.put' ? op.application : undefined
-      reindexTime(dbs, 'application', tenantId, id, (old as Timed)?.expires_at, (next as Timed)?.expires_at)
-      if (!next) {
-        dbs.applications.remove(k)
-        return
-      }
-      dbs.applications.put(k, next)
-      for (const hash of applicationKeyHashes(next))
-        dbs.keys.put(key(hash), { kind: 'application', tenant_id: tenantId, id })
+      setApplication(dbs, op.application.tenant_id, op.application.id, op.application)
       return
-    }
+    case 'application.delete':
+      setApplication(dbs, op.tenant_id, op.id, undefined)
+      return
     case 'token.put':
       putToken(dbs, op.token)
       return
@@ -181,22 +241,12 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'association.delete':
       deleteLink(dbs, op.tenant_id, op.parent_id, op.child_id)
       return
-    case 'transaction.put': {
-      const t = op.transaction
-      const k = key(t.tenant_id, t.id)
-      const old = dbs.transactions.get(k) as StoredTransaction | undefined
-      if (old) reindexTime(dbs, txKind(old)!, t.tenant_id, t.id, old.expires_at, undefined)
-      reindexTime(dbs, txKind(t)!, t.tenant_id, t.id, undefined, t.expires_at)
-      dbs.transactions.put(k, t)
+    case 'transaction.put':
+      setTransaction(dbs, op.transaction.tenant_id, op.transaction.id, op.transaction)
       return
-    }
-    case 'transaction.delete': {
-      const k = key(op.tenant_id, op.id)
-      const old = dbs.transactions.get(k) as StoredTransaction | undefined
-      if (old) reindexTime(dbs, txKind(old)!, op.tenant_id, op.id, old.expires_at, undefined)
-      dbs.transactions.remove(k)
+    case 'transaction.delete':
+      setTransaction(dbs, op.tenant_id, op.id, undefined)
       return
-    }
     case 'staged.put': {
       const w = op.staged
       dbs.staged.put(key(w.tenant_id, w.transaction_id, w.token_id), w)
@@ -211,16 +261,9 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'lock.delete':
       dbs.locks.remove(key(op.tenant_id, op.token_id))
       return
-    case 'session.put': {
-      const s = op.session
-      dropSession(dbs, s.tenant_id, s.id)
-      if (s.state === 'created') count(dbs, 'session.created', s.tenant_id, 1)
-      dbs.sessions.put(key(s.tenant_id, s.id), s)
-      dbs.keys.put(key(s.key_hash), { kind: 'session', tenant_id: s.tenant_id, id: s.id })
-      dbs.nonces.put(key(s.tenant_id, s.nonce_hash), s.id)
-      reindexTime(dbs, 'session', s.tenant_id, s.id, undefined, s.expires_at)
+    case 'session.put':
+      putSession(dbs, op.session)
       return
-    }
     case 'session.delete':
       dropSession(dbs, op.tenant_id, op.id)
       return
@@ -243,19 +286,11 @@ export function applyOp(dbs: Databases, op: Op): void {
       dbs.uses.remove(key(op.formula_id, op.tenant_id, op.reactor_id))
       return
     case 'idempotency.put':
-    case 'idempotency.delete': {
-      const [tenantId, id] =
-        op.op === 'idempotency.put' ? [op.record.tenant_id, op.record.id] : [op.tenant_id, op.id]
-      const k = key(tenantId, id)
-      const old = dbs.idempotency.get(k) as Timed
-      const next = op.op === 'idempotency.put' ? op.record : undefined
-      reindexTime(dbs, 'idempotency', tenantId, id, old?.expires_at, next?.expires_at)
-      if ((old === undefined) !== (next === undefined))
-        count(dbs, 'idempotency', tenantId, next === undefined ? -1 : 1)
-      if (next) dbs.idempotency.put(k, next)
-      else dbs.idempotency.remove(k)
+      setIdempotency(dbs, op.record.tenant_id, op.record.id, op.record)
       return
-    }
+    case 'idempotency.delete':
+      setIdempotency(dbs, op.tenant_id, op.id, undefined)
+      return
     default:
       assertNever(op)
   }
