@@ -93,30 +93,74 @@ export function newApplication(
   return { application, key }
 }
 
+/** The caller's tenant's application `id`, or `not_found`. */
+async function mustGetApplication(ctx: Ctx, id: string): Promise<StoredApplication> {
+  const a = await ctx.store.getApplication(ctx.principal.tenantId, id)
+  if (!a) throw notFound('application')
+  return a
+}
+
+/** Writes `change(current)` guarded on the record read (`application.unchanged`), retrying on a race. */
+function changeApplication(
+  ctx: Ctx,
+  id: string,
+  change: (current: StoredApplication) => StoredApplication,
+): Promise<StoredApplication> {
+  return retryCas(async () => {
+    const current = await mustGetApplication(ctx, id)
+    const next = change(current)
+    const result = await ctx.store.write({
+      checks: [
+        { check: 'application.unchanged', tenant_id: ctx.principal.tenantId, id, application: current },
+      ],
+      ops: [{ op: 'application.put', application: next }],
+    })
+    return result.ok ? { done: next } : { lost: result.failed }
+  })
+}
+
+/** Replaces name, permissions and rules (see `applicationOperations().update`). */
+async function updateApplication(ctx: Ctx, id: string, input: UpdateApplicationInput): Promise<Application> {
+  requirePermission(ctx.principal, 'application:update')
+  const body = parse(updateApplicationInput, input)
+  const now = ctx.now()
+  const next = await changeApplication(ctx, id, (current) => {
+    requirePermissionsFitType(current.type, body.permissions, body.rules)
+    const { rules: _rules, ...kept } = current
+    return {
+      ...kept,
+      name: body.name,
+      permissions: body.permissions,
+      ...(body.rules ? { rules: body.rules } : {}),
+      modified_at: now,
+      modified_by: ctx.principal.id,
+    }
+  })
+  return shownApplication(next)
+}
+
+/** Regenerates the application's API key (see `applicationOperations().regenerateKey`). */
+async function regenerateKey(ctx: Ctx, id: string): Promise<ApplicationWithKey> {
+  requirePermission(ctx.principal, 'application:update')
+  const key = newApiKey()
+  const now = ctx.now()
+  const next = await changeApplication(ctx, id, (current) => {
+    const { key_hash: _legacy, keys: _keys, ...kept } = current
+    const fresh: StoredApplicationKey = {
+      id: newId(),
+      key_hash: sha256(key),
+      created_at: now,
+      created_by: ctx.principal.id,
+    }
+    return { ...kept, keys: [fresh], modified_at: now, modified_by: ctx.principal.id }
+  })
+  return { ...shownApplication(next), key }
+}
+
 /** Application management for one caller (`application:*` permissions, management keys). */
 export function applicationOperations(ctx: Ctx) {
   const tenant = () => ctx.principal.tenantId
-  const mustGet = async (id: string) => {
-    const a = await ctx.store.getApplication(tenant(), id)
-    if (!a) throw notFound('application')
-    return a
-  }
-  /** Writes `change(current)` guarded on the record read (`application.unchanged`), retrying on a race. */
-  const changeApplication = async (
-    id: string,
-    change: (current: StoredApplication) => StoredApplication,
-  ): Promise<StoredApplication> => {
-    return retryCas(async () => {
-      const current = await mustGet(id)
-      const next = change(current)
-      const result = await ctx.store.write({
-        checks: [{ check: 'application.unchanged', tenant_id: tenant(), id, application: current }],
-        ops: [{ op: 'application.put', application: next }],
-      })
-      return result.ok ? { done: next } : { lost: result.failed }
-    })
-  }
-
+  const mustGet = (id: string) => mustGetApplication(ctx, id)
   return {
     /** Creates an application; the answer carries its plaintext key, which is never shown again. */
     async create(input: CreateApplicationInput): Promise<ApplicationWithKey> {
@@ -155,46 +199,15 @@ export function applicationOperations(ctx: Ctx) {
      * on the application record, retried on a concurrent change, so a key added or deleted meanwhile
      * is never undone.
      */
-    async update(id: string, input: UpdateApplicationInput): Promise<Application> {
-      requirePermission(ctx.principal, 'application:update')
-      const body = parse(updateApplicationInput, input)
-      const now = ctx.now()
-      const next = await changeApplication(id, (current) => {
-        requirePermissionsFitType(current.type, body.permissions, body.rules)
-        const { rules: _rules, ...kept } = current
-        return {
-          ...kept,
-          name: body.name,
-          permissions: body.permissions,
-          ...(body.rules ? { rules: body.rules } : {}),
-          modified_at: now,
-          modified_by: ctx.principal.id,
-        }
-      })
-      return shownApplication(next)
-    },
+    update: (id: string, input: UpdateApplicationInput): Promise<Application> =>
+      updateApplication(ctx, id, input),
 
     /**
      * Regenerates the application's API key (`POST /applications/{id}/regenerate`,
      * `application:update`): every key it held stops working at once and one new key takes their
      * place; the answer carries it, never shown again.
      */
-    async regenerateKey(id: string): Promise<ApplicationWithKey> {
-      requirePermission(ctx.principal, 'application:update')
-      const key = newApiKey()
-      const now = ctx.now()
-      const next = await changeApplication(id, (current) => {
-        const { key_hash: _legacy, keys: _keys, ...kept } = current
-        const fresh: StoredApplicationKey = {
-          id: newId(),
-          key_hash: sha256(key),
-          created_at: now,
-          created_by: ctx.principal.id,
-        }
-        return { ...kept, keys: [fresh], modified_at: now, modified_by: ctx.principal.id }
-      })
-      return { ...shownApplication(next), key }
-    },
+    regenerateKey: (id: string): Promise<ApplicationWithKey> => regenerateKey(ctx, id),
 
     /** Deletes an application; its key stops working at once. */
     async delete(id: string): Promise<void> {
