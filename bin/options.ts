@@ -40,6 +40,12 @@ export const BOUND_FLAGS = [
   // Admission on the request path (`createHttpHandler`), see HTTP_BOUNDS.
   ['max-in-flight-per-tenant', 'maxInFlightPerTenant', '32', 'requests one tenant may have in flight'],
   [
+    'max-in-flight-per-tenant-contended',
+    'maxInFlightPerTenantContended',
+    '2',
+    'requests one tenant may have in flight while another tenant is active',
+  ],
+  [
     'max-in-flight-bytes-per-tenant',
     'maxInFlightBytesPerTenant',
     '2097152',
@@ -54,6 +60,7 @@ export const BOUND_FLAGS = [
 /** The bounds of `BOUND_FLAGS` that `serve` passes to `createHttpHandler` rather than `createService`. */
 export const HTTP_BOUNDS: ReadonlySet<string> = new Set([
   'maxInFlightPerTenant',
+  'maxInFlightPerTenantContended',
   'maxInFlightBytesPerTenant',
   'maxQueuedPerTenant',
   'maxInFlight',
