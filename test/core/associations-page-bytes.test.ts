@@ -9,6 +9,7 @@ import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
 import { delegatingStore } from '../../src/store/delegate.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from '../postgres/database.js'
+import { turnsDuring } from './read-probes.js'
 import { failure, setup } from './setup.js'
 
 /**
@@ -104,23 +105,6 @@ describePostgres('a children page answers at most 4 MiB of stored token data: Po
     }
   }, 120_000)
 })
-
-/** How many times other work got the event loop (a macrotask each turn) while `work` ran. */
-async function turnsDuring<T>(work: () => Promise<T>): Promise<{ result: T; turns: number }> {
-  let turns = 0
-  let running = true
-  const tick = () => {
-    if (!running) return
-    turns++
-    setImmediate(tick)
-  }
-  setImmediate(tick)
-  try {
-    return { result: await work(), turns }
-  } finally {
-    running = false
-  }
-}
 
 describe('a children walk runs on the work meter of lists and searches', () => {
   it('examines at most 10 000 links, yielding every 64, then answers 400 naming the work cap', async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import { countingReads, turnsDuring } from './read-probes.js'
 import { failure, setup } from './setup.js'
 
 /** `count` plaintext tokens written straight to the store, of type `ta` (even) and `tb` (odd). */
@@ -26,50 +27,9 @@ async function fill(store: Store, tenant: string, count: number) {
   }
 }
 
-/** `store` with counts of the index entries and heads its reads answered. */
-function counting(store: Store) {
-  const count = { entries: 0, heads: 0 }
-  const wrapped = new Proxy(store, {
-    get(target, name, receiver) {
-      const value = Reflect.get(target, name, receiver)
-      if (name === 'findTokenIds')
-        return async (...args: Parameters<Store['findTokenIds']>) => {
-          const ids = await target.findTokenIds(...args)
-          count.entries += ids.length
-          return ids
-        }
-      if (name === 'getTokenHeads')
-        return async (...args: Parameters<Store['getTokenHeads']>) => {
-          const heads = await target.getTokenHeads(...args)
-          count.heads += heads.length
-          return heads
-        }
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-  return { store: wrapped, count }
-}
-
-/** How many times other work got the event loop (a macrotask each turn) while `work` ran. */
-async function turnsDuring<T>(work: () => Promise<T>): Promise<{ result: T; turns: number }> {
-  let turns = 0
-  let running = true
-  const tick = () => {
-    if (!running) return
-    turns++
-    setImmediate(tick)
-  }
-  setImmediate(tick)
-  try {
-    return { result: await work(), turns }
-  } finally {
-    running = false
-  }
-}
-
 describe('a join costs what it reads: skipped index entries count against the work cap', () => {
   it('an AND of exact terms over interleaved tokens stops at the cap, yields as it skips, and pages on', async () => {
-    const { store, count } = counting(memoryStore())
+    const { store, count } = countingReads(memoryStore())
     const { client, tenant } = await setup({ store })
     await fill(store, tenant.id, 12_000)
     count.entries = 0
@@ -94,7 +54,7 @@ describe('a join costs what it reads: skipped index entries count against the wo
   }, 60_000)
 
   it('a wildcard scan examines at most a third of the cap per call, yielding every few tokens', async () => {
-    const { store, count } = counting(memoryStore())
+    const { store, count } = countingReads(memoryStore())
     const { client, tenant } = await setup({ store })
     await fill(store, tenant.id, 12_000)
     count.heads = 0

@@ -1,41 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Store } from '../../src/store/contract.js'
+import { countingReads } from '../core/read-probes.js'
 import { setup } from '../core/setup.js'
-
-/** `store` with a count of everything its token reads answered (index entries, heads, tokens). */
-function counting(store: Store) {
-  const count = { entries: 0, heads: 0, tokens: 0 }
-  const wrapped = new Proxy(store, {
-    get(target, name, receiver) {
-      const value = Reflect.get(target, name, receiver)
-      if (name === 'findTokenIds')
-        return async (...args: Parameters<Store['findTokenIds']>) => {
-          const ids = await target.findTokenIds(...args)
-          count.entries += ids.length
-          return ids
-        }
-      if (name === 'getTokenHeads')
-        return async (...args: Parameters<Store['getTokenHeads']>) => {
-          const heads = await target.getTokenHeads(...args)
-          count.heads += heads.length
-          return heads
-        }
-      if (name === 'getTokens')
-        return async (...args: Parameters<Store['getTokens']>) => {
-          const tokens = await target.getTokens(...args)
-          count.tokens += tokens.length
-          return tokens
-        }
-      return typeof value === 'function' ? value.bind(target) : value
-    },
-  })
-  return { store: wrapped, count }
-}
 
 describe('search work does not tell what an unreadable token holds', () => {
   it('a key limited to /general/ probing a /pci/ token for a value does the same reads whether it holds it or not', async () => {
-    const { store, count } = counting(memoryStore())
+    const { store, count } = countingReads(memoryStore())
     const { client, keyFor } = await setup({ store })
     await client.tokens.create({
       id: 'pci-09998-cust-jane',
@@ -80,7 +50,7 @@ describe('search work does not tell what an unreadable token holds', () => {
  * both, whatever `/pci/` holds.
  */
 async function probedTenant() {
-  const { store, count } = counting(memoryStore())
+  const { store, count } = countingReads(memoryStore())
   const kit = await setup({ store })
   const { client } = kit
   const indexed = { type: 'token', search_indexes: ['{{ data }}'] }
