@@ -94,7 +94,7 @@ function egressByDefault() {
 /**
  * Creates the service: every domain rule, over `options.store`, with time from `options.clock`. The
  * formula runner is `options.runner`, else the sandbox (`sandboxRunner()`, loaded on first use);
- * `null` turns formulas off. Requests go out through `options.egress`, else the node client of
+ * `null` turns formulas off. Requests go out through `options.egressClient`, else the node client of
  * `adapters/egress` (loaded on first use). With `testMode: true` its admin also has the test powers
  * (`TestPowers`: the whole state, token data in the clear); without it, it has none.
  */

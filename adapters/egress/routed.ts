@@ -18,7 +18,7 @@ export type EgressRoute = (request: Request) => Response | Promise<Response>
  * must be on the service's allow-list (`reactorEgress`), the method, headers and sizes are checked,
  * redirects are followed to listed origins only, time and `signal` bound the request. A listed
  * origin without a route fails as a refused connection; a handler that throws, as a failed one.
- * For tests: `createService({ ..., reactorEgress: [origin], egress: routedEgress({ [origin]: handler }) })`.
+ * For tests: `createService({ ..., reactorEgress: [origin], egressClient: routedEgress({ [origin]: handler }) })`.
  */
 export function routedEgress(routes: Readonly<Record<string, EgressRoute>>): EgressClient {
   const byOrigin = new Map<string, EgressRoute>()

@@ -31,7 +31,7 @@ export interface ServiceOptions {
    * node client of `adapters/egress` (`egressFetch`, loaded on first use). A test may route the
    * listed origins to in-process handlers instead (`routedEgress`); the allow-list still applies.
    */
-  egress?: EgressClient
+  egressClient?: EgressClient
   /**
    * How long a request made with an idempotency key holds the key while it runs (default 1 minute):
    * a repeat meanwhile answers 409; after it (the first presumed lost with its process), a repeat

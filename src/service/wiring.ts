@@ -31,7 +31,7 @@ import type { ServiceOptions } from './options.js'
 export interface ServiceDefaults {
   /** The formula runner when `options.runner` is absent (`null` turns formulas off instead). */
   runner(): FormulaRunner
-  /** The egress client (formula `fetch`, react callbacks) when `options.egress` is absent. */
+  /** The egress client (formula `fetch`, react callbacks) when `options.egressClient` is absent. */
   egress(): EgressClient
 }
 
@@ -198,7 +198,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     asRead: (token) => (token.cvc_expires_at === undefined ? token : withoutExpiredCvc(token, now())),
   })
   const resolved = resolveOptions(options)
-  const egress = options.egress ?? defaults.egress()
+  const egress = options.egressClient ?? defaults.egress()
   const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
   const runner = given && withEgress(given, egress)
   const journal = journalOf(options)

@@ -26,7 +26,7 @@ async function reactorWith(code: string, egress: EgressClient, origins: string[]
     runner: runner.get(),
     reactorTimeoutMs: 60_000,
     reactorEgress: origins,
-    egress,
+    egressClient: egress,
   })
   const tenant = await service.admin.createTenant({ name: 't' })
   const key = async (type: 'management' | 'private', permissions: typeof REACTOR) =>
