@@ -34,7 +34,9 @@ export type TokenHead = Omit<StoredToken, 'data' | 'mask'> & {
   /**
    * The bytes the token's `data` and `mask` take as the store holds them (sealed: ciphertext, IV
    * and tag), when the store knows it without reading them: what the core bounds a page's answer
-   * by before it reads (and decrypts) anything. Never stored.
+   * by before it reads (and decrypts) anything. Never stored. A store that leaves it out costs a
+   * read of the sealed record per head: the service (`measuredStore`) measures it then, never
+   * decrypting.
    */
   stored_bytes?: number
 }
@@ -171,7 +173,10 @@ export interface Store {
    * `WHERE (expires_at IS NULL OR expires_at > $now) AND type = ANY($types)`; DynamoDB: a Query on
    * the parent's link partition in link order, then a `BatchGetItem` of those children, filtered on
    * the two fields, continuing until the page is full; Redis: a sorted set of links per parent by
-   * link order, then `MGET` of the children, filtered the same way.
+   * link order, then `MGET` of the children, filtered the same way. A page ends before the child
+   * that would take its sealed `data` and `mask` past 4 MiB (`STORE_PAGE_BYTES` of
+   * `src/store/stored-bytes.ts`), as `listTokens` does; the core answers a v1 page that came back
+   * short with a 400 naming the bound.
    */
   listChildren(
     tenantId: string,
@@ -187,6 +192,8 @@ export interface Store {
    * over the primary key; DynamoDB: a Query on the tenant's partition; Redis: a sorted set of ids.
    * The offset page of v1 lists, whose `total` may cost a count but never a decryption: it hands
    * back only the page's records. Keyset walks (v2 lists, searches) read `findTokenIds` instead.
+   * A page ends before the token that would take its sealed `data` and `mask` past 4 MiB
+   * (`STORE_PAGE_BYTES` of `src/store/stored-bytes.ts`).
    */
   listTokens(
     tenantId: string,
