@@ -17,7 +17,7 @@ export { isoAfter, manualClock, systemClock } from './clock.js'
 export type { Ctx, Principal, ResolvedOptions } from './context.js'
 export { parseDateTime } from './date-time.js'
 export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from './egress.js'
-export { EgressError, lazyEgress } from './egress.js'
+export { EgressError, lazyEgress, TenantGate } from './egress.js'
 export type { ServiceErrorCode, ValidationIssues } from './errors.js'
 export {
   assertNever,
@@ -31,6 +31,8 @@ export {
   tooMany,
 } from './errors.js'
 export { newApiKey, newId, newNonce, newOrderedId, sha256 } from './ids.js'
+export type { AccessUse, Observed, ObservedCall, Observer } from './observe.js'
+export { noteRevealed, noteUse } from './observe.js'
 export type { CursorPage, Paginated } from './pagination.js'
 export { cursorFor, paginated, positionFromCursor, rangeOf } from './pagination.js'
 export type { CasTry } from './retry.js'
@@ -61,6 +63,7 @@ export type {
   Check,
   Condition,
   ConfigurationElement,
+  DataKeyVersion,
   ElementType,
   EmptyInput,
   FormulaStatus,
@@ -86,6 +89,7 @@ export type {
   StoredToken,
   StoredTransaction,
   Tenant,
+  TenantKeys,
   Token,
   TokenLock,
   TokenTree,
@@ -95,3 +99,13 @@ export type {
 } from './types.js'
 export type { AnySchema } from './validate.js'
 export { badText, parse, refuseBadText, toIssues } from './validate.js'
+export type {
+  ActorType,
+  WriteBatch,
+  WriteEffect,
+  WriteEffectContext,
+  WriteEffectHook,
+  WriteEffects,
+  WriteOutcome,
+} from './write-effects.js'
+export { withWriteEffects } from './write-effects.js'

@@ -35,12 +35,14 @@ export interface Client {
 export interface ConnectOptions {
   transactionId?: string
   idempotencyKey?: string
+  /** The request id the HTTP adapter answers in `x-request-id`: the audit log's `request_id`. */
+  requestId?: string
 }
 
 /** How a client's calls run: each authenticates (`ctx`), then runs through `call`. */
 interface Connection {
-  /** The context of one call: the key is checked on every call. */
-  ctx(): Promise<Ctx>
+  /** The context of one call (`operation`): the key is checked on every call. */
+  ctx(operation: string): Promise<Ctx>
   /** Runs one call: `request` names it (operations, method, arguments), for idempotency. */
   call<T>(ctx: Ctx, request: unknown, run: () => Promise<T>): Promise<T>
 }
@@ -131,7 +133,7 @@ function authenticated<T extends Methods>(
     out[name] = async (...args: unknown[]) => {
       let ctx: Ctx | undefined
       try {
-        const at = await connection.ctx()
+        const at = await connection.ctx(operation)
         ctx = at
         // An id from the path reaches the store as it is: refused here alike for every store.
         for (const [i, arg] of args.entries())
@@ -159,15 +161,15 @@ function argumentField(operation: string, i: number): string {
 /** The connection of one key: its calls authenticate at the instant they run, idempotent when asked. */
 function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connection {
   const keyHash = hashApiKey(apiKey)
-  const { transactionId, idempotencyKey } = options
+  const { transactionId, idempotencyKey, requestId } = options
   return {
     // The key is checked at the same instant the call then runs at.
-    ctx: async () => {
+    ctx: async (operation) => {
       const at = w.now()
       const principal = await authenticate(w.store, at, keyHash)
       refuseBadText(transactionId, 'transaction_id')
       refuseBadText(idempotencyKey, 'idempotency_key')
-      return w.contextFor(principal, transactionId, at)
+      return w.contextFor(principal, transactionId, at, { operation, requestId })
     },
     call: (ctx, request, run) =>
       idempotencyKey === undefined

@@ -1,7 +1,7 @@
 import type { ApplicationWithKey } from '../applications/index.js'
 import { authenticate, hashApiKey } from '../applications/index.js'
 import { type Admin, createAdmin, type TestAdmin, testPowers } from './admin.js'
-import { type Client, connectClient } from './client.js'
+import { type Client, type ConnectOptions, connectClient } from './client.js'
 import type { OperationJournal, VaultEvent } from './journal.js'
 import type { ServiceOptions } from './options.js'
 import { type ServiceDefaults, wire } from './wiring.js'
@@ -21,7 +21,7 @@ export interface Service {
    * different call with the key answers `validation_failed`, a repeat while the first runs
    * `conflict`. (The HTTP adapter passes `<prefix>-IDEMPOTENCY-KEY` on POST, PUT and PATCH only.)
    */
-  connect(apiKey: string, options?: { transactionId?: string; idempotencyKey?: string }): Client
+  connect(apiKey: string, options?: ConnectOptions): Client
   /**
    * The tenant of `apiKey`, checked as a call checks it (a missing, unknown or expired key throws
    * `unauthenticated`), acting on nothing: the HTTP adapter admits a request under its tenant's

@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from '../applications/index.js'
 import { type KeyProvider, Keyring, type MasterKey, sealedStore, toProvider } from '../encryption/index.js'
-import type { Clock, Ctx, EgressClient, FormulaRunner, ResolvedOptions } from '../kernel/index.js'
-import { expressionBudget, withEgress } from '../kernel/index.js'
+import type {
+  Clock,
+  Ctx,
+  EgressClient,
+  FormulaRunner,
+  Observer,
+  ResolvedOptions,
+  WriteEffectHook,
+} from '../kernel/index.js'
+import { expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
+import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
 import {
   CallbackQueue,
   DEFAULT_ASYNC_REACTS,
@@ -13,6 +22,7 @@ import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
 import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
+import { type CallInfo, callContext, storeWithEffects } from './effects.js'
 import { DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT } from './idempotency.js'
 import {
   DEFAULT_JOURNAL_SIZE,
@@ -71,8 +81,17 @@ export interface Wiring {
   journal: Journal
   /** The clock's time as an ISO string. */
   now(): string
-  /** One call's context: it reads the clock once (or takes `at`), so the whole call sees one instant. */
-  contextFor(principal: Principal, transactionId: string | undefined, at?: string): Ctx
+  /**
+   * The effects every write of a call goes through (audit entries, outbox events), in order: each
+   * call's `ctx.store` and the admin's writes apply them (see src/kernel/write-effects.ts). A
+   * feature adds its effect here, in `wire`.
+   */
+  effects: WriteEffectHook[]
+  /**
+   * One call's context: it reads the clock once (or takes `at`), so the whole call sees one instant.
+   * With `call` (its operation and request id), its store's writes go through `effects`.
+   */
+  contextFor(principal: Principal, transactionId: string | undefined, at?: string, call?: CallInfo): Ctx
   record: Recorder
   adminCall: AdminCall
 }
@@ -107,7 +126,9 @@ function resolveOptions(options: ServiceOptions): ResolvedOptions {
     transactionTtlMs: options.transactionTtlMs ?? 60 * 60_000,
     reactorTimeoutMs: options.reactorTimeoutMs ?? 10_000,
     idempotencyLeaseMs: options.idempotencyLeaseMs ?? 60_000,
-    reactorEgress: parseEgressOrigins(options.reactorEgress),
+    // `egress` is the option's name; `reactorEgress` stays as its alias (both lists are allowed).
+    reactorEgress: parseEgressOrigins([...(options.egress ?? []), ...(options.reactorEgress ?? [])]),
+    proxyTimeoutMs: atLeastOne(options.proxyTimeoutMs, DEFAULT_PROXY_TIMEOUT_MS),
     maxIdempotencyRecordsPerTenant: atLeastOne(
       options.maxIdempotencyRecordsPerTenant,
       DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT,
@@ -185,6 +206,12 @@ function journalOf(options: ServiceOptions): Journal {
   return new Journal(size, options.journalSizePerTenant ?? Math.min(DEFAULT_JOURNAL_SIZE_PER_TENANT, size))
 }
 
+/** The principal of one call with the observation port told its decisions (`ServiceOptions.observe`). */
+function observedPrincipal(principal: Principal, port: Observer, operation: string): Principal {
+  const { tenantId, id: principalId, kind } = principal
+  return { ...principal, observed: { port, call: { tenantId, principalId, kind, operation } } }
+}
+
 /** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
 export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring {
   const { clock } = options
@@ -206,21 +233,32 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
     total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
   })
-  const contextFor = (principal: Principal, transactionId: string | undefined, at?: string): Ctx => {
+  const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
+  const effects: WriteEffectHook[] = []
+  const { observe } = options
+  const contextFor = (
+    principal: Principal,
+    transactionId: string | undefined,
+    at?: string,
+    call?: CallInfo,
+  ): Ctx => {
     let instant: string | undefined = at
+    const callNow = () => {
+      instant ??= now()
+      return instant
+    }
     return {
-      store,
+      store: call ? storeWithEffects(store, effects, callContext(principal, call, callNow)) : store,
       clock,
       options: resolved,
       runner,
       callbacks,
-      principal,
+      egress,
+      proxyGate,
+      principal: observe && call ? observedPrincipal(principal, observe, call.operation) : principal,
       transactionId,
       budget: expressionBudget(),
-      now: () => {
-        instant ??= now()
-        return instant
-      },
+      now: callNow,
       hmac: (purpose, value) => keyring.hmac(principal.tenantId, purpose, value),
     }
   }
@@ -236,6 +274,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     callbacks,
     journal,
     now,
+    effects,
     contextFor,
     record,
     adminCall,

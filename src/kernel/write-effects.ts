@@ -1,0 +1,89 @@
+import type { Check, Op } from './types.js'
+
+/** One store write as the core hands it over: its guards and its ops. */
+export interface WriteBatch {
+  checks?: Check[]
+  ops: Op[]
+}
+
+/** Who acts in a write: an application or session key, the host's admin API, or the service itself (sweep). */
+export type ActorType = 'application' | 'session' | 'admin' | 'system'
+
+/**
+ * What a write's effects are derived from besides the batch: the call it belongs to. Read once per
+ * call (`now` is the call's instant), the same for every write the call makes.
+ */
+export interface WriteEffectContext {
+  /** The tenant the call acts in; null for a call that acts in none (an admin call over all tenants). */
+  tenantId: string | null
+  /** The application or session id; null for `admin` and `system`. */
+  actorId: string | null
+  actorType: ActorType
+  /** The request id the HTTP adapter answers in `x-request-id`, when the call came through it. */
+  requestId: string | null
+  /** The call's operation name (`token.create`, `admin.sweep`): as the journal names it. */
+  operation: string
+  /** The call's instant, ISO 8601 UTC. */
+  now: string
+}
+
+/**
+ * Derives the ops that must land with a batch (audit entries, outbox events) from the call and the
+ * batch. It never changes the batch; what it returns is appended after the batch's own ops. It may
+ * refuse the write by throwing (then nothing is written). It runs once per `write` attempt: a
+ * write refused by its checks (`{ ok: false }`) lands none of its ops, so a retry derives again.
+ */
+export type WriteEffect = (context: WriteEffectContext, batch: Readonly<WriteBatch>) => Op[] | Promise<Op[]>
+
+/**
+ * What the effect may learn of how its ops' write ended (for effects that keep state across
+ * writes, such as the audit log's per-process chains): `ok` (acknowledged), `refused` (the checks
+ * failed: nothing landed) or `unknown` (the store threw: it may or may not have landed).
+ */
+export type WriteOutcome = 'ok' | 'refused' | 'unknown'
+
+/** A write effect with a hook told how the write its ops rode in ended. */
+export interface WriteEffectHook {
+  derive: WriteEffect
+  /** Called once per write that carried ops of this effect, after the store answered (or threw). */
+  settled?(context: WriteEffectContext, ops: readonly Op[], outcome: WriteOutcome): void
+}
+
+/** The effects of a service, in the order their ops are appended. Empty: writes pass through unchanged. */
+export type WriteEffects = readonly WriteEffectHook[]
+
+/**
+ * Wraps a store's `write` so that every batch first gets the ops `effects` derive from it, in the
+ * same atomic write: the change and its derived ops land together or not at all. A batch with no
+ * ops (nothing to change) goes through as it is. `context` is read once per write.
+ *
+ * This is the one place where a call's writes get their derived ops: the service builds each call's
+ * `ctx.store` (and its admin and sweep writes) with it; features never add audit or outbox ops.
+ */
+export function withWriteEffects<R extends { ok: boolean }>(
+  write: (batch: WriteBatch) => Promise<R>,
+  effects: WriteEffects,
+  context: () => WriteEffectContext,
+): (batch: WriteBatch) => Promise<R> {
+  if (!effects.length) return write
+  return async (batch) => {
+    if (!batch.ops.length) return write(batch)
+    const at = context()
+    const derived: Op[][] = []
+    for (const effect of effects) derived.push(await effect.derive(at, batch))
+    const extra = derived.flat()
+    if (!extra.length) return write(batch)
+    const full: WriteBatch = { ...batch, ops: [...batch.ops, ...extra] }
+    let outcome: WriteOutcome = 'unknown'
+    try {
+      const result = await write(full)
+      outcome = result.ok ? 'ok' : 'refused'
+      return result
+    } finally {
+      for (const [i, effect] of effects.entries()) {
+        const ops = derived[i]!
+        if (ops.length) effect.settled?.(at, ops, outcome)
+      }
+    }
+  }
+}

@@ -1,0 +1,51 @@
+import type { Principal } from '../applications/index.js'
+import type { ActorType, WriteEffectContext, WriteEffects } from '../kernel/index.js'
+import { withWriteEffects } from '../kernel/index.js'
+import { delegatingStore, type Store } from '../store/index.js'
+
+/** What a call is, beside its caller: its operation name and the request it came in (HTTP). */
+export interface CallInfo {
+  /** The journal's operation name (`token.create`). */
+  operation: string
+  /** The HTTP adapter's request id, when the call came through it. */
+  requestId?: string | undefined
+}
+
+/**
+ * The store one call writes through: `store`, with each write first given the ops `effects` derive
+ * from it (see `withWriteEffects`). Reads go to `store` unchanged. Without effects, `store` itself.
+ */
+export function storeWithEffects(
+  store: Store,
+  effects: WriteEffects,
+  context: () => WriteEffectContext,
+): Store {
+  if (!effects.length) return store
+  return delegatingStore(store, { write: withWriteEffects((batch) => store.write(batch), effects, context) })
+}
+
+/** The effect context of a key's call: its tenant, its principal as actor, its operation and instant. */
+export function callContext(
+  principal: Principal,
+  call: CallInfo,
+  now: () => string,
+): () => WriteEffectContext {
+  return () => ({
+    tenantId: principal.tenantId,
+    actorId: principal.id,
+    actorType: principal.kind,
+    requestId: call.requestId ?? null,
+    operation: call.operation,
+    now: now(),
+  })
+}
+
+/** The effect context of an admin or sweep write in `tenantId` (null: none named). */
+export function adminContext(
+  tenantId: string | null,
+  operation: string,
+  at: string,
+  actorType: Extract<ActorType, 'admin' | 'system'> = 'admin',
+): WriteEffectContext {
+  return { tenantId, actorId: null, actorType, requestId: null, operation, now: at }
+}

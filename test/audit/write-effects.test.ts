@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { Op, WriteBatch, WriteEffectContext, WriteOutcome } from '../../src/kernel/index.js'
+import { withWriteEffects } from '../../src/kernel/index.js'
+
+const context: WriteEffectContext = {
+  tenantId: 't1',
+  actorId: 'app1',
+  actorType: 'application',
+  requestId: 'req-1',
+  operation: 'tenant.create',
+  now: '2030-01-01T00:00:00.000Z',
+}
+
+const tenantPut = (id: string): Op => ({
+  op: 'tenant.put',
+  tenant: { id, name: id, created_at: context.now },
+})
+
+describe('write effects', () => {
+  it('appends the derived ops to the same write, and tells the effect how it ended', async () => {
+    const store = memoryStore()
+    const seen: { batch: WriteBatch; at: WriteEffectContext }[] = []
+    const outcomes: WriteOutcome[] = []
+    const write = withWriteEffects(
+      (batch) => store.write(batch),
+      [
+        {
+          derive: (at, batch) => {
+            seen.push({ batch, at })
+            return [tenantPut(`${(batch.ops[0] as { tenant: { id: string } }).tenant.id}-shadow`)]
+          },
+          settled: (_at, ops, outcome) => {
+            expect(ops).toHaveLength(1)
+            outcomes.push(outcome)
+          },
+        },
+      ],
+      () => context,
+    )
+    expect(await write({ ops: [tenantPut('a')] })).toEqual({ ok: true })
+    expect(seen[0]!.at).toEqual(context)
+    expect((await store.getTenant('a-shadow'))?.id).toBe('a-shadow')
+    // Refused by its checks: neither the change nor the derived op lands.
+    const refused = await write({
+      checks: [{ check: 'application.present', tenant_id: 'a', id: 'nope' }],
+      ops: [tenantPut('b')],
+    })
+    expect(refused.ok).toBe(false)
+    expect(await store.getTenant('b-shadow')).toBeNull()
+    expect(outcomes).toEqual(['ok', 'refused'])
+  })
+
+  it('reports an unknown outcome when the store throws, and passes a batch without ops through', async () => {
+    const outcomes: WriteOutcome[] = []
+    let calls = 0
+    const write = withWriteEffects(
+      async (batch: WriteBatch) => {
+        calls++
+        if (batch.ops.length) throw new Error('disk gone')
+        return { ok: true }
+      },
+      [{ derive: () => [tenantPut('x')], settled: (_a, _o, outcome) => outcomes.push(outcome) }],
+      () => context,
+    )
+    await expect(write({ ops: [tenantPut('a')] })).rejects.toThrow('disk gone')
+    expect(outcomes).toEqual(['unknown'])
+    expect(await write({ ops: [] })).toEqual({ ok: true })
+    expect(outcomes).toEqual(['unknown'])
+    expect(calls).toBe(2)
+  })
+})
