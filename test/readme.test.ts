@@ -3,6 +3,10 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 
 describe('README', () => {
+  it('stays a ten-minute read: at most 300 lines', () => {
+    expect(readFileSync('README.md', 'utf8').split('\n').length).toBeLessThanOrEqual(300)
+  })
+
   it('shows the embedding example exactly as examples/embed.ts, and it runs as written', () => {
     const example = readFileSync('examples/embed.ts', 'utf8').trim()
     expect(readFileSync('README.md', 'utf8')).toContain(example)

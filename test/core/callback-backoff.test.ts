@@ -1,5 +1,5 @@
 /**
- * README: a callback delivery the receiver does not take is retried up to 10 times with
+ * docs/reactors.md: a callback delivery the receiver does not take is retried up to 10 times with
  * exponential backoff, 10 s, 20 s, 40 s, … on the service's clock. Pinned with the literal delays:
  * each retry is not sent 1 ms before it is due, and is sent exactly when it is due.
  */

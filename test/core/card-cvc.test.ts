@@ -14,7 +14,7 @@ const VISA = '4242424242424242'
 const CVC = '8317'
 const card = { number: VISA, expiration_month: 12, expiration_year: 2031, cvc: CVC }
 const { cvc: _cvc, ...noCvc } = card
-/** README: a cvc is deleted one hour after it was given. */
+/** docs/token-types.md: a cvc is deleted one hour after it was given. */
 const HOUR = 60 * 60 * 1000
 
 /**

@@ -125,7 +125,7 @@ describe('search query parser', () => {
     expect(problem('tenant_id:1')).toContain('unknown field')
     expect(problem('mask:1')).toContain('unknown field')
     expect(problem('x'.repeat(4001))).toBe('query: must be at most 4000 characters')
-    // README's numbers, written out: 64 terms, 32 levels of nesting.
+    // docs/search.md's numbers, written out: 64 terms, 32 levels of nesting.
     const terms = Array.from({ length: 65 }, (_, i) => `id:${i}`).join(' OR ')
     expect(problem(terms)).toBe('query: must hold at most 64 terms')
     expect(() => parseQuery(Array.from({ length: 64 }, (_, i) => `id:${i}`).join(' OR '))).not.toThrow()

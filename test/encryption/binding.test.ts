@@ -6,7 +6,7 @@ import { Keyring, sealedStore } from '../../src/encryption/sealed-store.js'
 import type { IdempotencyRecord, Reactor, StoredToken } from '../../src/kernel/types.js'
 
 /**
- * What each ciphertext is bound to (README, "Data at rest and the lifecycle"): a token's `data`
+ * What each ciphertext is bound to (docs/security.md, "Data at rest"): a token's `data`
  * and `mask` are one ciphertext bound to the record kind, tenant and token id; a reactor's
  * configuration to its kind, tenant and reactor id; an idempotent answer to its kind, tenant and
  * key. An attacker with write access to the raw store moves ciphertexts around: every move is

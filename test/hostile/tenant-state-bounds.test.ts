@@ -1,7 +1,7 @@
 /**
  * What the service keeps for tenants besides work in flight — the operation journal, parsed
  * templates, idempotency records, unauthorized sessions — is bounded per tenant and in all, and a
- * tenant that saturates one never pushes out or refuses another tenant's: the numbers are README's
+ * tenant that saturates one never pushes out or refuses another tenant's: the numbers are docs/limits.md's
  * ("Bounds per tenant"), written out here.
  */
 import { mkdtempSync, rmSync } from 'node:fs'

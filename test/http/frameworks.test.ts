@@ -1,5 +1,5 @@
 /**
- * The README's framework recipes, each mounted in the real framework on a real socket (Hono and
+ * The framework recipes of docs/http-api.md, each mounted in the real framework on a real socket (Hono and
  * Next.js: their fetch shape): bodies of every size and content type reach the vault, bad bodies
  * are answered by it as problems, and `/openapi.json` names the prefix it is served under.
  */

@@ -1,5 +1,5 @@
 /**
- * Every number README promises, pinned at its boundary with the literal number: the limit is
+ * Every number the guide promises (docs/limits.md and the pages it links), pinned at its boundary with the literal number: the limit is
  * accepted, one past it is refused with the documented status. These tests never import the
  * constant they check.
  */

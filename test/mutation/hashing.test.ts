@@ -4,7 +4,7 @@ import { sha256 } from '../../src/kernel/ids.js'
 import { createTestVault, loadFixture } from '../../testing/vault.js'
 
 /**
- * API keys are stored only as their SHA-256 (README, "Data at rest and the lifecycle"), checked
+ * API keys are stored only as their SHA-256 (docs/security.md, "Data at rest"), checked
  * against published vectors written out, not against the helper that makes them.
  */
 describe('key hashing', () => {

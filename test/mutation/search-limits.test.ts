@@ -3,7 +3,7 @@ import { ServiceError } from '../../src/kernel/errors.js'
 import { parseQuery } from '../../src/search/query.js'
 
 /**
- * The search query limits README states ("Token search"), each at its boundary with the number
+ * The search query limits docs/search.md states, each at its boundary with the number
  * written out: 4000 characters, 64 terms, 8 wildcard patterns of at most 128 characters, 32
  * levels of nesting. The limit parses; one past it is refused with the exact message.
  */

@@ -95,7 +95,7 @@ describe('the packed tarball in an empty project', () => {
     })
   })
 
-  it("README's vitest example runs its tests", async () => {
+  it("README's vitest example (examples/testing.test.ts) runs its tests", async () => {
     const example = await readFile(join(root, 'examples/testing.test.ts'), 'utf8')
     await writeFile(join(project, 'vault.test.ts'), example)
     const vitest = join(root, 'node_modules/vitest/vitest.mjs')
@@ -104,7 +104,7 @@ describe('the packed tarball in an empty project', () => {
     expect(result.out).toMatch(/Tests\s+\d+ passed/)
   })
 
-  it("Jest in its default CommonJS mode loads the test kit with require (README's example too)", async () => {
+  it("Jest in its default CommonJS mode loads the test kit with require (docs/testing.md's example too)", async () => {
     await writeFile(
       join(project, 'vault.test.js'),
       `const { createTestVault } = require('tokenvault/testing')
@@ -121,8 +121,8 @@ test('a token over HTTP, a listening vault', async () => {
 })
 `,
     )
-    // README's Jest example, as written.
-    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    // The Jest example of docs/testing.md, as written.
+    const readme = await readFile(join(root, 'docs/testing.md'), 'utf8')
     const example = /```js\n(const \{ createTestVault \} = require\('tokenvault\/testing'\)[\s\S]*?)```/.exec(
       readme,
     )?.[1]

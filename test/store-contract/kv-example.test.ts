@@ -5,7 +5,7 @@ import { type KeyValue, kvStore } from '../../examples/kv-store.js'
 import { storeEquivalence } from '../../testing/equivalence.js'
 import { storeContract } from '../../testing/store-contract.js'
 
-/** The worked example of README's "Write your own store", over an in-memory key-value map. */
+/** The worked example of docs/stores.md's "Write your own store", over an in-memory key-value map. */
 function harness(name: string) {
   const storages = new WeakMap<Store, KeyValue>()
   const open = async (kv: KeyValue) => {
@@ -27,10 +27,12 @@ function harness(name: string) {
   }
 }
 
-storeContract(harness('README example: key-value store'))
+storeContract(harness('docs example: key-value store'))
 // With reopen: the example restores from its snapshot between steps, so that code is compared too.
-storeEquivalence({ ...harness('README example: key-value store'), runs: 10 })
+storeEquivalence({ ...harness('docs example: key-value store'), runs: 10 })
 
-it('README shows the key-value store example exactly as examples/kv-store.ts', () => {
-  expect(readFileSync('README.md', 'utf8')).toContain(readFileSync('examples/kv-store.ts', 'utf8').trim())
+it('docs/stores.md shows the key-value store example exactly as examples/kv-store.ts', () => {
+  expect(readFileSync('docs/stores.md', 'utf8')).toContain(
+    readFileSync('examples/kv-store.ts', 'utf8').trim(),
+  )
 })
