@@ -12,6 +12,11 @@ import type { StateSnapshot } from '../src/lifecycle/state-transfer.js'
 import type { Fixture } from '../src/service/fixtures.js'
 import type { Client, Service, TestService } from '../src/service/service.js'
 import type { Store } from '../src/store/contract.js'
+import { type Destination, destinations as destinationsOf, type ReceivedRequest } from './destinations.js'
+import type { Exposure } from './insight/accounting.js'
+import { vaultInsight } from './insight/insight.js'
+import type { Leaks } from './insight/leaks.js'
+import type { UsedAccess } from './insight/used-access.js'
 
 /** The three applications a test vault starts with. */
 export type TestRole = 'private' | 'public' | 'management'
@@ -38,6 +43,13 @@ export interface TestVaultOptions {
   transactionTtlMs?: number
   /** How many operations the journal keeps (all of the one tenant's, up to this). Default 1000. */
   journalSize?: number
+  /**
+   * Destinations answered in this process, by origin (`{ 'https://api.stripe.com': (request) =>
+   * Response.json({ id: 'ch_1' }) }`, or `'echo'`): the proxy and formula `fetch` reach them and
+   * nothing else (no network at all); each is on the egress list. What they received is
+   * `vault.proxy.received()`.
+   */
+  destinations?: Readonly<Record<string, Destination | 'echo'>>
 }
 
 /** The test vault served on a real port (`vault.listen()`). */
@@ -82,7 +94,27 @@ export interface TestVault {
   listen(options?: { port?: number; host?: string }): Promise<ListeningVault>
   /** Closes the service and every server `listen` started. */
   close(): Promise<void>
+  /**
+   * Leak checks against every plaintext the vault holds: `check(value)` fails naming token ids and
+   * where (never the plaintext), `find`, `canary(type)`, `watch()` (stdout, stderr, console).
+   */
+  leaks: Leaks
+  /**
+   * Every time plaintext left the vault since the vault was made (or `reset`): a revealed read or
+   * list, detokenize, a search answer, a react's arguments; per application, token and operation.
+   */
+  exposure(): Exposure
+  /**
+   * Per application and session: the permissions and rules its calls exercised, what it holds and
+   * never used, and the least grant that serves its calls (`fixture()` writes it as applications).
+   */
+  usedAccess(): UsedAccess
+  /** What the in-process destinations received (plaintext, in memory only); cleared by `reset()`. */
+  proxy: { received(origin?: string): ReceivedRequest[] }
 }
+
+/** The test vault's master key: fixed, so snapshots restore into any test vault; no real secret. */
+const TEST_MASTER_KEY = Buffer.alloc(32, 0x54)
 
 const EVERYTHING: AccessRule = {
   description: 'every token, in the clear',
@@ -104,19 +136,29 @@ const EVERYTHING: AccessRule = {
  */
 export async function createTestVault(options: TestVaultOptions = {}): Promise<TestVault> {
   const clock = manualClock(options.start ?? '2030-01-01T00:00:00.000Z')
+  const routed = destinationsOf(options.destinations ?? {})
+  let keys: Record<TestRole, string> | undefined
+  // The leak index, exposure and used access follow this store's writes and the service's decisions.
+  const insight = vaultInsight(options.store ?? memoryStore(), TEST_MASTER_KEY, (type, data) =>
+    service.connect(keys!.private).tokens.create({ type, data }),
+  )
+  await insight.load()
   const service = createService({
-    store: options.store ?? memoryStore(),
+    store: insight.store,
+    observe: insight.accounting,
     clock,
     runner: options.runner ?? null,
     // The test powers (snapshot, restore, reset) are this kit's: a production service has none.
     testMode: true,
     // A fixed key: snapshots restore into any test vault, and nothing here is a real secret.
-    masterKey: Buffer.alloc(32, 0x54),
+    masterKey: TEST_MASTER_KEY,
     ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}),
     ...(options.transactionTtlMs !== undefined ? { transactionTtlMs: options.transactionTtlMs } : {}),
     // One tenant: it may fill the whole journal.
     journalSize: options.journalSize ?? 1000,
     journalSizePerTenant: options.journalSize ?? 1000,
+    // The test's destinations: no request of this vault reaches the network.
+    ...(options.destinations ? { egress: routed.origins, egressClient: routed.client } : {}),
   })
   const tenant = await service.admin.createTenant({ name: options.tenantName ?? 'test' })
   const make = (role: TestRole, permissions: readonly Permission[], rules?: AccessRule[]) =>
@@ -136,7 +178,7 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     public: await make('public', options.public?.permissions ?? ['token:create']),
     management: await make('management', options.management?.permissions ?? PERMISSIONS_BY_TYPE.management),
   }
-  const keys: Record<TestRole, string> = {
+  keys = {
     private: made.private.key,
     public: made.public.key,
     management: made.management.key,
@@ -186,14 +228,20 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     restore: (snapshot) => service.admin.importState(snapshot),
     reset: () => {
       faults.clear()
+      insight.accounting.clear()
+      routed.clear()
       return service.admin.importState(initial)
     },
     faults: { add: (fault) => faults.add(fault), list: () => faults.list(), clear: () => faults.clear() },
     listen,
+    proxy: { received: (origin) => routed.received(origin) },
     close: async () => {
       await Promise.all([...servers].map((s) => s.close()))
       await service.close()
     },
+    leaks: insight.leaks,
+    exposure: insight.exposure,
+    usedAccess: insight.usedAccess,
   }
 }
 

@@ -93,11 +93,13 @@ function readAnswer(
       for (const [name, value] of Object.entries(response.headers)) {
         if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
       }
+      const bytes = Buffer.concat(chunks)
       resolve({
         status: response.statusCode ?? 0,
         statusText: response.statusMessage ?? '',
         headers,
-        body: Buffer.concat(chunks).toString('utf8'),
+        body: bytes.toString('utf8'),
+        bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
       })
     })
     const cutOff = () =>

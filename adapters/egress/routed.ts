@@ -39,7 +39,7 @@ async function routeExchange(
   signal: AbortSignal,
 ): Promise<EgressAnswer> {
   const init: RequestInit = { method: request.method, headers: request.headers, signal }
-  if (request.body !== undefined) init.body = request.body
+  if (request.body !== undefined) init.body = request.body as NonNullable<RequestInit['body']>
   const aborted = new Promise<never>((_, reject) => {
     if (signal.aborted) reject(abortReason(signal))
     signal.addEventListener('abort', () => reject(abortReason(signal)), { once: true })
@@ -64,5 +64,6 @@ async function routeExchange(
     statusText: response.statusText,
     headers,
     body: new TextDecoder().decode(body),
+    bytes: body,
   }
 }

@@ -2,6 +2,8 @@ import type { CallbackQueue } from '../reactors/index.js'
 import type { Store } from '../store/index.js'
 import type { ExpressionBudget } from './budget.js'
 import type { Clock } from './clock.js'
+import type { EgressClient, TenantGate } from './egress.js'
+import type { Observed } from './observe.js'
 import type { FormulaRunner } from './runner.js'
 import type { AccessRule, ApplicationType, Permission } from './types.js'
 
@@ -16,6 +18,8 @@ export interface Principal {
   permissions: readonly Permission[]
   /** When present and non-empty, these alone decide access to tokens. */
   rules?: readonly AccessRule[] | undefined
+  /** The observation port and this call, when the service has one (`ServiceOptions.observe`). */
+  observed?: Observed | undefined
 }
 
 /** Options with defaults filled in. */
@@ -26,6 +30,8 @@ export interface ResolvedOptions {
   idempotencyLeaseMs: number
   /** The egress allow-list, as origins (`URL.origin`). */
   reactorEgress: readonly string[]
+  /** How long a proxy call waits for its destination before answering 408 (ms). */
+  proxyTimeoutMs: number
   maxIdempotencyRecordsPerTenant: number
   maxUnauthorizedSessionsPerTenant: number
 }
@@ -39,6 +45,10 @@ export interface Ctx {
   runner: FormulaRunner | undefined
   /** Where asynchronous reacts deliver their results (with retries). */
   callbacks: CallbackQueue
+  /** Carries what the vault sends out (the proxy's requests), under `options.reactorEgress`. */
+  egress: EgressClient
+  /** The proxy calls each tenant has in flight, bounded per tenant (`maxProxyCallsPerTenant`). */
+  proxyGate: TenantGate
   principal: Principal
   /** The transaction the caller enlisted in, if any. */
   transactionId: string | undefined

@@ -6,12 +6,12 @@
  * every client applies (the allow-list, the request checks, the sizes) is in `src/reactors/egress.ts`.
  */
 
-/** A request to make: headers with lower-case names, a text body. */
+/** A request to make: headers with lower-case names, a body as text or as raw bytes (the proxy's). */
 export interface EgressRequest {
   url: string
   method: string
   headers: Record<string, string>
-  body?: string
+  body?: string | Uint8Array
 }
 
 /** The answer: status, headers (lower-case names; repeated ones joined by `, `), body as UTF-8 text, final URL. */
@@ -20,6 +20,8 @@ export interface EgressResponse {
   statusText: string
   headers: Record<string, string>
   body: string
+  /** The body as received, byte for byte (the proxy answers these; `body` is their UTF-8 text). */
+  bytes?: Uint8Array
   url: string
   redirected: boolean
 }
@@ -34,6 +36,8 @@ export interface EgressLimits {
   maxResponseBytes: number
   /** Aborts the request. */
   signal?: AbortSignal
+  /** Whether redirects to listed origins are followed (formula `fetch`), or answered as they are (the proxy). @default true */
+  followRedirects?: boolean
 }
 
 /** Why a request was not made or not finished (the message is safe to show the tenant). */
@@ -66,5 +70,30 @@ export function lazyEgress(load: () => Promise<EgressClient>): EgressClient {
       throw error
     })
     return (await loading)(origins, request, limits)
+  }
+}
+
+/**
+ * Counts one kind of call in flight per tenant, for a bound per tenant (the proxy's calls): `enter`
+ * answers false when the tenant already has `limit` in flight; each `enter` that answered true is
+ * followed by one `leave`. A service holds one (not module state: two services count apart).
+ */
+export class TenantGate {
+  private readonly inFlight = new Map<string, number>()
+  constructor(readonly limit: number) {}
+
+  /** Takes a place for `tenantId`, or answers false when it has `limit` in flight. */
+  enter(tenantId: string): boolean {
+    const n = this.inFlight.get(tenantId) ?? 0
+    if (n >= this.limit) return false
+    this.inFlight.set(tenantId, n + 1)
+    return true
+  }
+
+  /** Gives back a place taken by `enter`. */
+  leave(tenantId: string): void {
+    const n = (this.inFlight.get(tenantId) ?? 1) - 1
+    if (n <= 0) this.inFlight.delete(tenantId)
+    else this.inFlight.set(tenantId, n)
   }
 }

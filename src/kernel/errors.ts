@@ -11,6 +11,8 @@
  *   rest); the message names the token, never its bytes.
  * - `too_many_requests` (429): the caller's tenant holds as many records of a kind as it may (see
  *   README "Bounds per tenant"); `retryAfterSec` says when to try again.
+ * - `destination_failed`: a proxy's destination could not be reached (502), answered past the
+ *   bounds (502), or not in time (408, the reference's proxy timeout); `status` carries which.
  */
 export type ServiceErrorCode =
   | 'validation_failed'
@@ -22,6 +24,7 @@ export type ServiceErrorCode =
   | 'formula_failed'
   | 'unreadable'
   | 'too_many_requests'
+  | 'destination_failed'
 
 /** The HTTP status of each error code (`formula_failed` carries its own in `status`). */
 export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
@@ -34,13 +37,14 @@ export const STATUS_BY_CODE: Record<ServiceErrorCode, number> = {
   formula_failed: 500,
   unreadable: 422,
   too_many_requests: 429,
+  destination_failed: 502,
 }
 
 /** The HTTP status an error answers: its code's, or for `formula_failed` its own (400–599, else 500). */
 export function statusOfError(error: ServiceError): number {
-  if (error.code === 'formula_failed') {
+  if (error.code === 'formula_failed' || error.code === 'destination_failed') {
     const s = error.status
-    return s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : STATUS_BY_CODE.formula_failed
+    return s !== undefined && Number.isInteger(s) && s >= 400 && s <= 599 ? s : STATUS_BY_CODE[error.code]
   }
   return STATUS_BY_CODE[error.code]
 }

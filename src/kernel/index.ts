@@ -74,6 +74,7 @@ export type {
   JsonArray,
   JsonObject,
   LinkKey,
+  LogEntry,
   Op,
   Permission,
   Reactor,

@@ -11,7 +11,7 @@ export { EgressError } from '../kernel/index.js'
 
 /**
  * The egress policy: what the host lets out on behalf of tenants (a formula's `fetch`, an
- * asynchronous react's callback), whoever carries the request (the `EgressClient` port: the node
+ * asynchronous react's callback, the proxy), whoever carries the request (the `EgressClient` port: the node
  * client of `adapters/egress`, or an in-process one in tests). Off by default: with an empty list
  * nothing goes out. On top of the list (the node client adds the address checks: loopback and
  * private addresses refused unless listed by address, one resolution, no DNS rebinding):
@@ -26,19 +26,19 @@ export type EgressOrigin = string
 /** Checks and normalizes an allow-list: each entry an `http:`/`https:` origin, without path, query or credentials. */
 export function parseEgressOrigins(list: readonly string[] | undefined): EgressOrigin[] {
   if (list === undefined) return []
-  if (!Array.isArray(list)) throw new TypeError('reactorEgress must be a list of origins')
+  if (!Array.isArray(list)) throw new TypeError('egress must be a list of origins')
   const out = new Set<string>()
   for (const entry of list) {
     let url: URL
     try {
       url = new URL(String(entry))
     } catch {
-      throw new TypeError(`reactorEgress: ${JSON.stringify(entry)} is not a URL origin`)
+      throw new TypeError(`egress: ${JSON.stringify(entry)} is not a URL origin`)
     }
     const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password
     if ((url.protocol !== 'https:' && url.protocol !== 'http:') || !bare) {
       throw new TypeError(
-        `reactorEgress: ${JSON.stringify(entry)} must be an http or https origin (scheme, host and port only)`,
+        `egress: ${JSON.stringify(entry)} must be an http or https origin (scheme, host and port only)`,
       )
     }
     out.add(url.origin)
@@ -174,7 +174,8 @@ async function follow(
     if (signal.aborted) throw abortReason(signal)
     const answer = await exchange(url, current, limits, signal)
     const location = answer.headers['location']
-    const redirect = answer.status >= 300 && answer.status < 400 && answer.status !== 304
+    const redirect =
+      limits.followRedirects !== false && answer.status >= 300 && answer.status < 400 && answer.status !== 304
     if (!redirect || location === undefined) return { ...answer, url: url.href, redirected: hop > 0 }
     if (hop >= EGRESS_MAX_REDIRECTS) throw new EgressError(`more than ${EGRESS_MAX_REDIRECTS} redirects`)
     current = redirected(current, url, answer.status, location)

@@ -7,6 +7,7 @@ import {
 import { childOperations } from '../associations/index.js'
 import type { Ctx } from '../kernel/index.js'
 import { refuseBadText } from '../kernel/index.js'
+import { proxyOperations } from '../proxy/index.js'
 import { formulaOperations, reactorOperations } from '../reactors/index.js'
 import { sessionOperations } from '../sessions/index.js'
 import { tokenOperations } from '../tokens/index.js'
@@ -29,6 +30,8 @@ export interface Client {
   tenants: ReturnType<typeof tenantOperations>
   /** The permission catalogue (`/permissions`). */
   permissions: ReturnType<typeof permissionOperations>
+  /** The proxy (`/proxy`): a request sent on with its detokenization expressions replaced. */
+  proxy: ReturnType<typeof proxyOperations>
 }
 
 /** What `connect` takes beside the key: the transaction to enlist in, the idempotency key. */
@@ -114,6 +117,7 @@ export const OPERATIONS = {
   } satisfies OperationNames<ReturnType<typeof applicationKeyOperations>>,
   tenants: { self: 'tenant.self' } satisfies OperationNames<ReturnType<typeof tenantOperations>>,
   permissions: { list: 'permission.list' } satisfies OperationNames<ReturnType<typeof permissionOperations>>,
+  proxy: { invoke: 'proxy.invoke' } satisfies OperationNames<ReturnType<typeof proxyOperations>>,
 }
 
 /**
@@ -236,6 +240,10 @@ export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions
     get permissions() {
       groups.permissions ??= bind(permissionOperations, OPERATIONS.permissions)
       return groups.permissions
+    },
+    get proxy() {
+      groups.proxy ??= bind(proxyOperations, OPERATIONS.proxy)
+      return groups.proxy
     },
   }
 }

@@ -1,5 +1,5 @@
-import type { MasterKey } from '../encryption/index.js'
-import type { Clock, EgressClient, FormulaRunner } from '../kernel/index.js'
+import type { DataKeyPolicy, MasterKey } from '../encryption/index.js'
+import type { Clock, EgressClient, FormulaRunner, Observer } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 
 /** Options of `createService`. Durations are in milliseconds. */
@@ -27,6 +27,24 @@ export interface ServiceOptions {
    */
   reactorEgress?: readonly string[]
   /**
+   * The egress allow-list for everything the vault sends out — formula `fetch`, react callbacks,
+   * the proxy: origins (`https://api.example.com`, `http://127.0.0.1:8080`). `reactorEgress` is its
+   * older name, kept as an alias (both lists are allowed together). Empty by default: no network.
+   */
+  egress?: readonly string[]
+  /**
+   * How long a proxy call waits for its destination; past it the call answers 408, as the
+   * reference's proxy does after 25 seconds.
+   * @default 25000
+   */
+  proxyTimeoutMs?: number
+  /**
+   * Proxy calls one tenant may have in flight (waiting for their destination); one more answers 429
+   * with `Retry-After`, so one tenant's slow destination never holds another tenant's calls.
+   * @default 64
+   */
+  maxProxyCallsPerTenant?: number
+  /**
    * Carries the requests `reactorEgress` lets out (formula `fetch`, react callbacks): by default the
    * node client of `adapters/egress` (`egressFetch`, loaded on first use). A test may route the
    * listed origins to in-process handlers instead (`routedEgress`); the allow-list still applies.
@@ -45,6 +63,13 @@ export interface ServiceOptions {
    * store; a memory store without one uses a random key that dies with the process.
    */
   masterKey?: MasterKey | readonly MasterKey[]
+  /**
+   * The tenants' data-key lifecycle (see `DataKeyPolicy`): seals per version before it rotates
+   * (`maxSeals`, default 3 865 470 566, below the AES-GCM bound of 2³²), seals reserved at once
+   * (`sealBlock`, default 1024), a cryptoperiod (`maxAgeMs`, off by default, on `clock`), and how
+   * long a process trusts keys it read (`refreshMs`, default 15 000).
+   */
+  dataKeys?: Partial<DataKeyPolicy>
   /**
    * How many operations `service.journal` keeps in all (the newest; 0 keeps none, events still
    * fire). Full, a new entry evicts the oldest of the tenant that holds the most.
@@ -90,4 +115,11 @@ export interface ServiceOptions {
    * @default false
    */
   testMode?: boolean
+  /**
+   * The observation port: told, with plain data (ids, operation, permission, deciding rule; never
+   * token data), of each access decision that let a call act and of each token whose plaintext
+   * left the vault in an answer. The test kit's exposure and used-access accounting use it. Absent:
+   * nothing is computed.
+   */
+  observe?: Observer
 }

@@ -217,7 +217,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
   const { clock } = options
   const now = isoNow(clock)
   const keys = masterKeys(options)
-  const keyring = new Keyring(options.store, keys)
+  const keyring = new Keyring(options.store, keys, clock, options.dataKeys ?? {})
   // Measured below the sealed store: a page's byte budget holds on any store, before decryption.
   const store = sealedStore(measuredStore(options.store), keyring, {
     searchIndexPurpose: SEARCH_INDEX_PURPOSE,

@@ -1,0 +1,81 @@
+import * as v from 'valibot'
+import type { Ctx, Principal } from '../kernel/index.js'
+import { forbidden, invalid, parse } from '../kernel/index.js'
+import { detokenizedBody } from './bodies.js'
+import {
+  answerOf,
+  destinationUrl,
+  forwardedHeaders,
+  PROXY_MAX_BODY_BYTES,
+  type ProxyAnswer,
+  send,
+} from './forward.js'
+
+const encoder = new TextEncoder()
+
+/** The methods the reference's proxy takes. */
+export const PROXY_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+
+/** A proxy call as the in-process client takes it (the HTTP adapter builds it from the request). */
+export const proxyCallInput = v.strictObject({
+  method: v.pipe(
+    v.string(),
+    v.toUpperCase(),
+    v.picklist(PROXY_METHODS, `must be one of ${PROXY_METHODS.join(', ')}`),
+  ),
+  /** The destination (`BT-PROXY-URL`); absent when `proxy_key` names a pre-configured proxy. */
+  url: v.optional(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters'))),
+  /** The path after `/proxy`, appended to the destination's. */
+  path: v.optional(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')), ''),
+  /** The query string, without `?`, appended to the destination's. */
+  query: v.optional(v.pipe(v.string(), v.maxLength(8000, 'must be at most 8000 characters')), ''),
+  headers: v.optional(v.record(v.string(), v.string()), {}),
+  body: v.optional(v.nullable(v.union([v.string(), v.instance(Uint8Array)])), null),
+})
+
+/** A proxy call (see `proxyCallInput`). */
+export type ProxyCall = v.InferInput<typeof proxyCallInput>
+export type ParsedProxyCall = v.InferOutput<typeof proxyCallInput>
+
+/** Whether the caller holds `token:use` at all: the reference requires it to use the proxy. */
+export function mayUseTokens(principal: Principal): boolean {
+  if (principal.rules?.length) return principal.rules.some((r) => r.permissions.includes('token:use'))
+  return principal.permissions.includes('token:use')
+}
+
+/** The call's body as bytes (null when none), at most 1 MiB (else 400 naming the limit). */
+export function bodyBytes(call: ParsedProxyCall): Uint8Array | null {
+  const body = call.body
+  if (body === null) return null
+  const bytes = typeof body === 'string' ? encoder.encode(body) : body
+  if (bytes.byteLength > PROXY_MAX_BODY_BYTES)
+    throw invalid('body', `is larger than ${PROXY_MAX_BODY_BYTES} bytes`)
+  return bytes
+}
+
+/**
+ * The ephemeral proxy (`/proxy` with `BT-PROXY-URL`): the caller's request, its body's
+ * detokenization expressions replaced under its `token:use` access, sent to `url` + `path` +
+ * `query`, and the destination's answer as it is. Needs `token:use` even with no expression.
+ */
+export async function ephemeralCall(ctx: Ctx, call: ParsedProxyCall): Promise<ProxyAnswer> {
+  if (!mayUseTokens(ctx.principal)) throw forbidden('the proxy needs the token:use permission')
+  if (call.url === undefined || call.url === '')
+    throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
+  const url = destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
+  const given = bodyBytes(call)
+  const headers = forwardedHeaders(call.headers)
+  const body = given === null ? null : await detokenizedBody(ctx, given, headers['content-type'])
+  const response = await send(ctx, { url, method: call.method, headers, body }, 'BT-PROXY-URL')
+  return answerOf(response)
+}
+
+/** The proxy operations of a client: `invoke` one call (ephemeral, or a pre-configured proxy's by `proxy_key`). */
+export function proxyOperations(ctx: Ctx) {
+  return {
+    /** Sends one request through the proxy and answers the destination's answer (see `ephemeralCall`). */
+    async invoke(input: unknown): Promise<ProxyAnswer> {
+      return ephemeralCall(ctx, parse(proxyCallInput, input))
+    },
+  }
+}

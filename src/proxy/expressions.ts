@@ -1,0 +1,122 @@
+import { applyTransform, tokenAccess } from '../applications/index.js'
+import { evaluateTemplate } from '../expressions/index.js'
+import type { Ctx, Json, StoredToken } from '../kernel/index.js'
+import { forbidden, invalid, jsonSize, MAX_DETOKENIZED_CHARS } from '../kernel/index.js'
+import { readToken } from '../transactions/index.js'
+
+/** At most this many distinct tokens are detokenized in one proxy request (the reference's limit). */
+export const MAX_PROXY_TOKENS = 100
+
+/** Any `{{ ... }}` expression in a text. */
+const EXPRESSION = /\{\{([^{}]*)\}\}/g
+/** A text that is one expression and nothing else. */
+const WHOLE = /^\{\{([^{}]*)\}\}$/
+/**
+ * What a proxy expression holds: `token: <id>` (the whole token) or `<id>` (its data), then any
+ * filters (`| json: '$.number'`). The id is shaped as `tokenId` in `src/tokens/schemas.ts`.
+ */
+const HEAD = /^\s*(token\s*:\s*)?([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*(\|[\s\S]*)?$/
+
+/** One expression: the token it names, whether it names the whole token, its filters' text. */
+interface Named {
+  id: string
+  whole: boolean
+  filters: string
+}
+
+/** The parts of the expression `inner` (the text between the braces), or a 400 naming `field`. */
+function named(inner: string, field: string): Named {
+  const m = HEAD.exec(inner)
+  if (!m) throw invalid(field, 'holds a detokenization expression that does not name a token id')
+  return { id: m[2]!, whole: m[1] !== undefined, filters: m[3] ?? '' }
+}
+
+/** The expressions' inner texts in `texts`, each with the field it came from. */
+export function* expressionsIn(texts: Iterable<[string, string]>): Generator<[string, string]> {
+  for (const [field, text] of texts) {
+    if (!text.includes('{{')) continue
+    for (const m of text.matchAll(EXPRESSION)) yield [field, m[1]!]
+  }
+}
+
+/**
+ * The tokens the expressions of a proxy request name, as the caller's `token:use` access shows them
+ * (the rules detokenize applies: `tokenAccess` and `applyTransform`). A token that does not exist,
+ * has expired or is another tenant's is the reference's 400 ("Failed to detokenize some tokens");
+ * a token the caller may not use, or whose transform shows no data, 403. At most 100 distinct
+ * tokens, at most `MAX_DETOKENIZED_CHARS` characters of their data in all (each naming counts).
+ */
+export async function resolveTokens(
+  ctx: Ctx,
+  expressions: Iterable<[string, string]>,
+): Promise<Map<string, { data: Json; token: Json }>> {
+  const wanted = new Map<string, { field: string; times: number }>()
+  for (const [field, inner] of expressions) {
+    const { id } = named(inner, field)
+    const seen = wanted.get(id)
+    if (seen) seen.times++
+    else wanted.set(id, { field, times: 1 })
+  }
+  if (wanted.size > MAX_PROXY_TOKENS) {
+    throw invalid('body', `detokenizes ${wanted.size} tokens; at most ${MAX_PROXY_TOKENS} per proxy request`)
+  }
+  const out = new Map<string, { data: Json; token: Json }>()
+  let total = 0
+  for (const [id, { field, times }] of wanted) {
+    const stored = await readToken(ctx, null, id)
+    if (!stored) throw invalid(field, `Failed to detokenize some tokens: ${id}`)
+    const shown = shownForUse(ctx, stored)
+    total += times * jsonSize(shown.token, MAX_DETOKENIZED_CHARS - total)
+    if (total > MAX_DETOKENIZED_CHARS) {
+      throw invalid('body', `would hold more than ${MAX_DETOKENIZED_CHARS} characters of token data`)
+    }
+    out.set(id, shown)
+  }
+  return out
+}
+
+/** The token as the caller's `token:use` access shows it, or 403. */
+function shownForUse(ctx: Ctx, stored: StoredToken): { data: Json; token: Json } {
+  const transform = tokenAccess(ctx.principal, 'token:use', stored)
+  if (transform === null) throw forbidden(`missing token:use access to token ${stored.id}`)
+  const token = applyTransform(stored, transform, ctx.budget)
+  if (token.data === undefined) throw forbidden(`token:use access to token ${stored.id} shows no data`)
+  return { data: token.data, token: token as unknown as Json }
+}
+
+/** What the expression `inner` stands for: the token's data or whole token, through its filters. */
+function expressionValue(
+  ctx: Ctx,
+  inner: string,
+  field: string,
+  tokens: Map<string, { data: Json; token: Json }>,
+): Json {
+  const { id, whole, filters } = named(inner, field)
+  const found = tokens.get(id)!
+  const value = whole ? found.token : found.data
+  if (filters === '') return value
+  // The filters run as the expression language runs them (masks, fingerprints), on one variable.
+  const name = whole ? 'token' : 'data'
+  return evaluateTemplate(`{{ ${name} ${filters} }}`, { [name]: value }, field, ctx.budget)
+}
+
+/** `value` as text inside a longer text: a string as it is, nil as nothing, anything else as JSON. */
+const asText = (value: Json): string =>
+  typeof value === 'string' ? value : value === null ? '' : JSON.stringify(value)
+
+/**
+ * `text` with each expression replaced. With `keepWhole`, a text that is one expression becomes
+ * the value itself (a JSON string field holding an object becomes the object).
+ */
+export function substitute(
+  ctx: Ctx,
+  text: string,
+  field: string,
+  tokens: Map<string, { data: Json; token: Json }>,
+  keepWhole: boolean,
+): Json {
+  if (!text.includes('{{')) return text
+  const one = keepWhole ? WHOLE.exec(text) : null
+  if (one) return expressionValue(ctx, one[1]!, field, tokens)
+  return text.replace(EXPRESSION, (_m, inner: string) => asText(expressionValue(ctx, inner, field, tokens)))
+}

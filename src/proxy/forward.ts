@@ -1,0 +1,158 @@
+import type { Ctx, EgressResponse } from '../kernel/index.js'
+import { EgressError, invalid, ServiceError, tooMany } from '../kernel/index.js'
+import { allowedUrl } from '../reactors/index.js'
+import { utf8 } from './bodies.js'
+
+/** Largest body a proxy call sends, and largest answer it takes from its destination, in bytes (1 MiB). */
+export const PROXY_MAX_BODY_BYTES = 1024 * 1024
+/** How long a proxy call waits for its destination by default (the reference's 25 seconds), ms. */
+export const DEFAULT_PROXY_TIMEOUT_MS = 25_000
+/** Proxy calls one tenant may have in flight by default. */
+export const DEFAULT_PROXY_CALLS_PER_TENANT = 64
+
+/** What the destination answered, as the proxy answers it. */
+export interface ProxyAnswer {
+  /** The destination's status (or the response transform's). */
+  status: number
+  /** The destination's headers, lower-case names, without hop-by-hop ones. */
+  headers: Record<string, string>
+  /** The body: UTF-8 text, or base64 when `body_encoding` is `base64` (bytes that are not UTF-8). */
+  body: string
+  body_encoding: 'utf8' | 'base64'
+  /** The status the destination answered (the reference's `BT-PROXY-DESTINATION-STATUS`). */
+  destination_status: number
+}
+
+/** One request to a destination, as built by the proxy (headers already filtered). */
+export interface Outbound {
+  url: string
+  method: string
+  headers: Record<string, string>
+  body: Uint8Array | null
+}
+
+/** Header names a proxy never forwards: hop-by-hop ones, and the vault's own (any prefix). */
+const DROPPED = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'accept-encoding',
+  'x-request-id',
+])
+const VAULT_HEADER =
+  /^[a-z0-9]+-(api-key|proxy-url|proxy-key|transaction-id|idempotency-key|expose-raw-proxy-response)$/
+/** The reference forwards header names of letters, digits, hyphens and underscores only. */
+const HEADER_NAME = /^[A-Za-z0-9_-]+$/
+
+/** The caller's headers a destination receives: lower-case, without the dropped and the vault's own. */
+export function forwardedHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [raw, value] of Object.entries(headers)) {
+    const name = raw.toLowerCase()
+    if (!HEADER_NAME.test(name) || DROPPED.has(name) || name.startsWith('proxy-') || VAULT_HEADER.test(name))
+      continue
+    out[name] = value
+  }
+  return out
+}
+
+/**
+ * The URL a proxy call goes to: `destination` with `path` appended to its path and `query` to its
+ * query (the reference: `/proxy/foo?x=1` with `https://example.com/api` goes to
+ * `https://example.com/api/foo?x=1`). A destination that is not an http(s) URL, or carries
+ * credentials, is a 400 naming `field`.
+ */
+export function destinationUrl(destination: string, path: string, query: string, field: string): string {
+  let url: URL
+  try {
+    url = new URL(destination)
+  } catch {
+    throw invalid(field, 'must be an absolute http or https URL')
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password)
+    throw invalid(field, 'must be an http or https URL without credentials')
+  if (path !== '' && path !== '/')
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`
+  const q = query.replace(/^\?/, '')
+  if (q !== '') url.search = url.search ? `${url.search}&${q}` : `?${q}`
+  return url.href
+}
+
+/**
+ * Sends `outbound` through the service's egress client under the egress policy (`reactorEgress` /
+ * `egress`): the origin on the allow-list (else 400), the body at most 1 MiB, redirects answered as
+ * they are (the reference returns the destination's answer), at most `proxyTimeoutMs` (408), the
+ * answer at most 1 MiB (else 502), a connection failure 502 naming why, never a stack. One place of
+ * the tenant's `maxProxyCallsPerTenant` is held while it waits (429 when none is free).
+ */
+export async function send(ctx: Ctx, outbound: Outbound, field: string): Promise<EgressResponse> {
+  if (!allowedUrl(ctx.options.reactorEgress, outbound.url))
+    throw invalid(field, `${originOf(outbound.url)} is not on the egress allow-list (egress)`)
+  if (outbound.body !== null && outbound.body.byteLength > PROXY_MAX_BODY_BYTES)
+    throw invalid('body', `is larger than ${PROXY_MAX_BODY_BYTES} bytes`)
+  const tenant = ctx.principal.tenantId
+  if (!ctx.proxyGate.enter(tenant))
+    throw tooMany(`the tenant has ${ctx.proxyGate.limit} proxy calls in flight`, 1)
+  const bodyless = outbound.method === 'GET' || outbound.method === 'HEAD'
+  try {
+    return await ctx.egress(
+      ctx.options.reactorEgress,
+      {
+        url: outbound.url,
+        method: outbound.method,
+        headers: outbound.headers,
+        ...(outbound.body === null || bodyless ? {} : { body: outbound.body }),
+      },
+      {
+        timeoutMs: ctx.options.proxyTimeoutMs,
+        maxRequestBytes: PROXY_MAX_BODY_BYTES,
+        maxResponseBytes: PROXY_MAX_BODY_BYTES,
+        followRedirects: false,
+      },
+    )
+  } catch (error) {
+    throw destinationFailure(error)
+  } finally {
+    ctx.proxyGate.leave(tenant)
+  }
+}
+
+/** The problem a failed exchange answers: 408 past the time limit, else 502 naming why. */
+function destinationFailure(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error
+  const message = error instanceof EgressError ? error.message : 'the request could not be made'
+  const status = message.startsWith('no answer within') ? 408 : 502
+  return new ServiceError('destination_failed', `proxy destination: ${message}`, { status })
+}
+
+const originOf = (url: string): string => {
+  try {
+    return new URL(url).origin
+  } catch {
+    return 'the destination'
+  }
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length'])
+
+/** The destination's answer as the proxy answers it: its status, headers (hop-by-hop dropped) and body. */
+export function answerOf(response: EgressResponse): ProxyAnswer {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(response.headers))
+    if (!HOP_BY_HOP.has(name)) headers[name] = value
+  const bytes = response.bytes ?? new TextEncoder().encode(response.body)
+  const text = utf8(bytes)
+  return {
+    status: response.status,
+    headers,
+    body: text ?? Buffer.from(bytes).toString('base64'),
+    body_encoding: text === null ? 'base64' : 'utf8',
+    destination_status: response.status,
+  }
+}

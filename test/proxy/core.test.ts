@@ -1,0 +1,170 @@
+/**
+ * The ephemeral proxy through the in-process client: detokenization expressions in JSON, form and
+ * text bodies replaced under the caller's `token:use` access, the destination's answer as it is,
+ * and what an in-process destination received.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { ServiceError } from '../../src/kernel/errors.js'
+import { createTestVault, type TestVault } from '../../testing/vault.js'
+
+const STRIPE = 'https://api.stripe.test'
+let vault: TestVault
+afterEach(() => vault?.close())
+
+const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' }
+
+async function withCard() {
+  vault = await createTestVault({ destinations: { [STRIPE]: 'echo' } })
+  const token = await vault.client().tokens.create({ type: 'card', data: card })
+  return { token, client: vault.client() }
+}
+
+const failure = async (p: Promise<unknown>): Promise<ServiceError> => {
+  try {
+    await p
+  } catch (error) {
+    if (error instanceof ServiceError) return error
+    throw error
+  }
+  throw new Error('expected a ServiceError')
+}
+
+const echoed = (answer: { body: string }) =>
+  JSON.parse(answer.body) as { body: unknown; path: string; query: string }
+
+describe('ephemeral proxy: expressions', () => {
+  it('replaces a JSON path expression, a whole-data expression and a repeated one in a JSON body', async () => {
+    const { token, client } = await withCard()
+    const body = JSON.stringify({
+      card: { number: `{{ ${token.id} | json: '$.number' }}`, all: `{{ ${token.id} }}` },
+      again: [`last4 {{ ${token.id} | json: '$.number' | slice: -4, 4 }}`],
+      plain: 'non-sensitive',
+    })
+    const answer = await client.proxy.invoke({
+      method: 'POST',
+      url: `${STRIPE}/v1`,
+      path: '/charges',
+      query: 'expand=1',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk_test' },
+      body,
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.destination_status).toBe(200)
+    const got = echoed(answer)
+    expect(got.path).toBe('/v1/charges')
+    expect(got.query).toBe('?expand=1')
+    expect(got.body).toEqual({
+      card: { number: card.number, all: card },
+      again: ['last4 4242'],
+      plain: 'non-sensitive',
+    })
+    const [received] = vault.proxy.received(STRIPE)
+    expect(received?.headers.authorization).toBe('Bearer sk_test')
+    expect(JSON.parse(received!.body).card.number).toBe(card.number)
+  })
+
+  it('replaces expressions in form and text bodies; bytes of another type pass as they are', async () => {
+    const { token, client } = await withCard()
+    const form = await client.proxy.invoke({
+      method: 'POST',
+      url: STRIPE,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `card[number]={{ ${token.id} | json: '$.number' }}&amount=100`,
+    })
+    expect(vault.proxy.received()[0]!.body).toBe(`card%5Bnumber%5D=${card.number}&amount=100`)
+    expect(form.status).toBe(200)
+    await client.proxy.invoke({
+      method: 'PUT',
+      url: STRIPE,
+      headers: { 'content-type': 'text/plain' },
+      body: `cvc={{ token: ${token.id} | json: '$.data.cvc' }};`,
+    })
+    expect(vault.proxy.received()[1]!.body).toBe('cvc=123;')
+    const bytes = new Uint8Array([0xff, 0x7b, 0x7b, 0x20, 0x7d, 0x7d])
+    await client.proxy.invoke({
+      method: 'POST',
+      url: STRIPE,
+      headers: { 'content-type': 'application/octet-stream' },
+      body: bytes,
+    })
+    expect(vault.proxy.received()[2]!.body).toBe(new TextDecoder().decode(bytes))
+  })
+
+  it('a token that does not exist, or is another tenant’s, is the reference’s 400; nothing is sent', async () => {
+    const { client } = await withCard()
+    const other = await vault.service.admin.createTenant({ name: 'other' })
+    const { key } = await vault.service.admin.createApplication({
+      tenantId: other.id,
+      name: 'o',
+      type: 'private',
+      permissions: ['token:create'],
+    })
+    const theirs = await vault.service.connect(key).tokens.create({ type: 'token', data: 'theirs' })
+    for (const id of ['unknown_token_id', theirs.id]) {
+      const error = await failure(
+        client.proxy.invoke({
+          method: 'POST',
+          url: STRIPE,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ invalid: `{{ ${id} }}` }),
+        }),
+      )
+      expect(error.code).toBe('validation_failed')
+      expect(error.message).toContain(`Failed to detokenize some tokens: ${id}`)
+    }
+    expect(vault.proxy.received()).toEqual([])
+  })
+})
+
+describe('ephemeral proxy: access', () => {
+  it('needs token:use even without expressions; a redact rule is 403; a mask rule sends the mask', async () => {
+    const { token } = await withCard()
+    const noUse = await vault.service.admin.createApplication({
+      tenantId: vault.tenant.id,
+      name: 'reader',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    const call = { method: 'POST', url: STRIPE, headers: { 'content-type': 'application/json' } }
+    expect((await failure(vault.service.connect(noUse.key).proxy.invoke({ ...call, body: '{}' }))).code).toBe(
+      'forbidden',
+    )
+    const redact = await vault.service.admin.createApplication({
+      tenantId: vault.tenant.id,
+      name: 'redact',
+      type: 'private',
+      rules: [
+        { description: 'r', priority: 1, container: '/', transform: 'redact', permissions: ['token:use'] },
+      ],
+    })
+    const body = JSON.stringify({ n: `{{ ${token.id} }}` })
+    expect((await failure(vault.service.connect(redact.key).proxy.invoke({ ...call, body }))).code).toBe(
+      'forbidden',
+    )
+    expect(vault.proxy.received()).toEqual([])
+  })
+
+  it('a session key detokenizes only under the rules it was granted', async () => {
+    const { token, client } = await withCard()
+    const { session_key, nonce } = await vault.client('public').sessions.create({})
+    const call = { method: 'POST', url: STRIPE, headers: { 'content-type': 'application/json' } }
+    const body = JSON.stringify({ n: `{{ ${token.id} | json: '$.number' }}` })
+    expect((await failure(vault.service.connect(session_key).proxy.invoke({ ...call, body }))).code).toBe(
+      'forbidden',
+    )
+    await client.sessions.authorize({
+      nonce,
+      rules: [
+        {
+          description: 'use',
+          priority: 1,
+          conditions: [{ attribute: 'id', operator: 'equals', value: token.id }],
+          transform: 'reveal',
+          permissions: ['token:use'],
+        },
+      ],
+    })
+    const answer = await vault.service.connect(session_key).proxy.invoke({ ...call, body })
+    expect(echoed(answer).body).toEqual({ n: card.number })
+  })
+})
