@@ -14,6 +14,7 @@ import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart, tokenCountKey } from './keys.js'
+import { applyWebhookOp } from './outbox.js'
 
 /** What an `expiring` entry names. */
 export interface Expiring {
@@ -290,6 +291,12 @@ export function applyOp(dbs: Databases, op: Op): void {
       return
     case 'idempotency.delete':
       setIdempotency(dbs, op.tenant_id, op.id, undefined)
+      return
+    case 'webhook.put':
+    case 'webhook.delete':
+    case 'outbox.put':
+    case 'outbox.delete':
+      applyWebhookOp(dbs, op, count, reindexTime)
       return
     default:
       assertNever(op)

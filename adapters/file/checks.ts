@@ -129,6 +129,16 @@ export function holds(dbs: Databases, c: Check): boolean {
       return read<IdempotencyRecord>(dbs.idempotency, c.tenant_id, c.id)?.claim === c.claim
     case 'token.fingerprint_absent':
       return withFingerprint(dbs, c.tenant_id, c.fingerprint, c.now).length === 0
+    case 'webhook.present':
+      return read(dbs.webhooks, c.tenant_id, c.id) !== undefined
+    case 'outbox.unchanged': {
+      const stored = read(dbs.outbox, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.entry)
+    }
+    case 'tenant.unchanged': {
+      const stored = read(dbs.tenants, c.tenant_id)
+      return stored !== undefined && sameStored(stored, c.tenant)
+    }
     default:
       return assertNever(c)
   }

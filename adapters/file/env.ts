@@ -84,6 +84,12 @@ export interface Databases {
   reactors: Database
   /** `[tenant, id]` → idempotency record. */
   idempotency: Database
+  /** `[tenant, id]` → webhook. */
+  webhooks: Database
+  /** `[tenant, id]` → outbox entry (see `outbox.ts`). */
+  outbox: Database
+  /** `[due_at, tenant, id]` → 1: pending outbox entries by when they are due. */
+  outboxDue: Database
 }
 
 /** LMDB's lock file: its magic, and where it keeps the last committed transaction id (64-bit builds). */
@@ -131,6 +137,9 @@ const NAMES = [
   'uses',
   'reactors',
   'idempotency',
+  'webhooks',
+  'outbox',
+  'outboxDue',
 ] as const satisfies readonly Exclude<keyof Databases, 'env'>[]
 
 /** Files of the environment: LMDB's data file and its lock file (shared by every process). */

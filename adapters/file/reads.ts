@@ -29,6 +29,7 @@ import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
+import { webhookReads } from './outbox.js'
 import { portableToken } from './token-codec.js'
 
 /** Every value under `parts`, in key order. */
@@ -353,6 +354,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       return slice(found, query.offset, query.limit)
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
+    ...webhookReads(fresh),
     countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     listExpired: async (query) => {
       const out: RecordKey[] = []
@@ -366,6 +368,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         case 'transaction.open':
         case 'transaction.ended':
         case 'idempotency':
+        case 'outbox':
           break
         default:
           assertNever(kind)
@@ -396,6 +399,8 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
         reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
         idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
+        webhooks: all(dbs.webhooks),
+        outbox: all(dbs.outbox),
       }
     },
   }

@@ -2,6 +2,7 @@ import type { QueryConfig } from 'pg'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { Check } from '../../src/kernel/types.js'
 import { prepared } from './keys.js'
+import { webhookCheckExpression } from './outbox.js'
 import type { Tables } from './statements.js'
 
 /** A boolean SQL expression that holds exactly when `MemoryState` finds the check holds. */
@@ -63,6 +64,12 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
     case 'token.fingerprint_absent':
       return `NOT EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)}
         AND (doc ->> 'fingerprint') COLLATE "C" = ${p(c.fingerprint)} AND (expires_at IS NULL OR expires_at > ${p(c.now)}))`
+    case 'webhook.present':
+    case 'outbox.unchanged':
+      return webhookCheckExpression(t, c, p)!
+    case 'tenant.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.tenants} WHERE id = ${p(c.tenant_id)}
+        AND doc = (${p(JSON.stringify(c.tenant))})::jsonb)`
     default:
       return assertNever(c)
   }

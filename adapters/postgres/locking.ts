@@ -55,6 +55,12 @@ function checkNames(c: Check): string[] {
       return [name('idempotency', c.tenant_id, c.id)]
     case 'token.fingerprint_absent':
       return [fingerprint(c.tenant_id, c.fingerprint)]
+    case 'webhook.present':
+      return [name('webhook', c.tenant_id, c.id)]
+    case 'outbox.unchanged':
+      return [name('outbox', c.tenant_id, c.id)]
+    case 'tenant.unchanged':
+      return [name('tenant', c.tenant_id)]
     default:
       return assertNever(c)
   }
@@ -128,6 +134,14 @@ function opNames(op: Op): string[] {
       return [name('idempotency', op.record.tenant_id, op.record.id)]
     case 'idempotency.delete':
       return [name('idempotency', op.tenant_id, op.id)]
+    case 'webhook.put':
+      return [name('webhook', op.webhook.tenant_id, op.webhook.id)]
+    case 'webhook.delete':
+      return [name('webhook', op.tenant_id, op.id)]
+    case 'outbox.put':
+      return [name('outbox', op.entry.tenant_id, op.entry.id)]
+    case 'outbox.delete':
+      return [name('outbox', op.tenant_id, op.id)]
     default:
       return assertNever(op)
   }

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
+import { webhookTablesSql } from './outbox.js'
 import { countsSql, tablesSql } from './schema.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -22,6 +23,20 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 1,
     name: 'initial schema',
     sql: (s) => tablesSql(s) + countsSql(s) + writeFunctionSql(s),
+  },
+  {
+    // Webhooks and the outbox: their tables, indexes and count triggers, and the write function
+    // that knows their ops and guards.
+    version: 4,
+    name: 'webhooks and outbox',
+    sql: (s) => webhookTablesSql(s) + writeFunctionSql(s),
+  },
+  {
+    // Data-key lifecycle: no new table (a tenant's key versions live on its record); the write
+    // function learns the `tenant.unchanged` guard its key changes are made under.
+    version: 5,
+    name: 'tenant.unchanged guard for data-key versions',
+    sql: (s) => writeFunctionSql(s),
   },
 ]
 

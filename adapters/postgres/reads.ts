@@ -2,6 +2,7 @@ import type { QueryConfig, QueryResult } from 'pg'
 import type {
   Association,
   IdempotencyRecord,
+  OutboxEntry,
   Reactor,
   StagedWrite,
   StoredApplication,
@@ -9,6 +10,7 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
+  StoredWebhook,
   Tenant,
 } from '../../src/kernel/types.js'
 import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
@@ -32,7 +34,17 @@ const fieldBytes = (field: string) => {
 const TOKEN_BYTES = `(${fieldBytes('data')} + ${fieldBytes('mask')})`
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
-export type Reads = Omit<Store, 'write' | 'listExpired' | 'close'>
+export type Reads = Omit<
+  Store,
+  | 'write'
+  | 'listExpired'
+  | 'close'
+  | 'getWebhook'
+  | 'listWebhooks'
+  | 'getOutbox'
+  | 'listOutbox'
+  | 'listDueOutbox'
+>
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
 const byKey =
@@ -357,7 +369,8 @@ export function reads(t: Tables, query: Query): Reads {
           ${all(t.transactions)} AS transactions, ${all(t.stagedWrites)} AS staged,
           ${all(t.sessions)} AS sessions,
           ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
-          ${all(t.idempotency)} AS idempotency`,
+          ${all(t.idempotency)} AS idempotency,
+          ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox`,
       })
       const row = rows[0] as Record<keyof StoreDump, string>
       const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
@@ -378,6 +391,8 @@ export function reads(t: Tables, query: Query): Reads {
         formulas: sorted<StoredFormula>(row.formulas, (x) => k(x.tenant_id, x.id)),
         reactors: sorted<Reactor>(row.reactors, (x) => k(x.tenant_id, x.id)),
         idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
+        webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
+        outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
       }
     },
   }

@@ -1,4 +1,5 @@
 import { quoteIdent } from './keys.js'
+import { expiredOutboxSql } from './outbox.js'
 
 /** The schema-qualified table names of one store. */
 export type Tables = ReturnType<typeof tables>
@@ -119,6 +120,9 @@ export function statements(t: Tables) {
       t,
       `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
     ),
+
+    /** $1 before, $2 limit: keys of finished outbox entries past $1 (`outbox_expiry`). */
+    expiredOutbox: expiredOutboxSql(t),
 
     /** $1 before, $2 limit: keys of idempotency records past $1 (`idempotency_by_expiry`). */
     expiredIdempotency: `SELECT tenant_id, id FROM ${t.idempotency} WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`,

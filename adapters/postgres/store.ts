@@ -9,6 +9,7 @@ import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { prepared } from './keys.js'
 import { LockKeys } from './locking.js'
 import { migrate } from './migrations.js'
+import { webhookReads } from './outbox.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 import { pgWriter } from './writes.js'
@@ -153,6 +154,8 @@ function expiredStatement(st: Statements, kind: ExpiringKind): string {
       return st.expiredEndedTransactions
     case 'idempotency':
       return st.expiredIdempotency
+    case 'outbox':
+      return st.expiredOutbox
     default:
       return assertNever(kind)
   }
@@ -223,6 +226,7 @@ function openStore(
     return typeof first === 'string' ? first : ''
   }
   const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const hooks = webhookReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const keys = keyCache(
     keyCacheMs,
     (hash) => read.findKey(hash),
@@ -268,6 +272,11 @@ function openStore(
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
     listReactors: (tenantId, q) => guard(() => read.listReactors(tenantId, q)),
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
+    getWebhook: (tenantId, id) => guard(() => hooks.getWebhook(tenantId, id)),
+    listWebhooks: (tenantId, range) => guard(() => hooks.listWebhooks(tenantId, range)),
+    getOutbox: (tenantId, id) => guard(() => hooks.getOutbox(tenantId, id)),
+    listOutbox: (tenantId, q) => guard(() => hooks.listOutbox(tenantId, q)),
+    listDueOutbox: (q) => guard(() => hooks.listDueOutbox(q)),
     countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
     close,

@@ -1,3 +1,5 @@
+import { webhookChecksSql, webhookOpsSql } from './outbox.js'
+
 /**
  * The key hashes an application row `alias` holds, as a set-returning SQL expression: those of its
  * `keys`, or for a record that holds one key only, its `key_hash`.
@@ -161,7 +163,9 @@ BEGIN
         _ok := NOT EXISTS (SELECT 1 FROM ${s}.tokens WHERE tenant_id = _c ->> 'tenant_id'
           AND (doc ->> 'fingerprint') COLLATE "C" = _c ->> 'fingerprint'
           AND (expires_at IS NULL OR expires_at > _c ->> 'now'));
-      ELSE
+      WHEN 'tenant.unchanged' THEN
+        _ok := EXISTS (SELECT 1 FROM ${s}.tenants WHERE id = _c ->> 'tenant_id' AND doc = _c -> 'tenant');
+${webhookChecksSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown check %', _c ->> 'check';
     END CASE;
     IF NOT _ok THEN
@@ -319,7 +323,7 @@ ${insertToken(s)}
         SET claim = EXCLUDED.claim, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
       WHEN 'idempotency.delete' THEN
         DELETE FROM ${s}.idempotency WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
-      ELSE
+${webhookOpsSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown op %', _o ->> 'op';
     END CASE;
   END LOOP;

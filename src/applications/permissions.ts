@@ -38,6 +38,10 @@ export const PERMISSIONS = [
   'tenant:invitation:update',
   'tenant:invitation:delete',
   'report:read',
+  'webhook:create',
+  'webhook:read',
+  'webhook:update',
+  'webhook:delete',
 ] as const satisfies readonly Permission[]
 
 /** The permissions each application type may hold: every `token:*` for private, the rest for management. */

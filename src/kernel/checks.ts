@@ -42,6 +42,10 @@ export function checkFailure(check: Check): ServiceError {
       return conflict('a request with this idempotency key is in progress')
     case 'token.fingerprint_absent':
       return conflict('a token with the same fingerprint was created concurrently; retry')
+    case 'webhook.present':
+      return notFound('webhook')
+    case 'outbox.unchanged':
+      return conflict('the delivery was changed concurrently; retry')
     default:
       return assertNever(check)
   }

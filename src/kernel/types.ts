@@ -16,8 +16,47 @@ export interface Tenant {
   id: string
   name: string
   created_at: string
-  /** The tenant's data key, wrapped by the master key (stored; never shown to callers). */
+  /**
+   * The tenant's root key, wrapped by the master key (stored; never shown to callers): it keys the
+   * tenant's keyed hashes (fingerprints, search indexes, cursors), and for a tenant from before
+   * versioned keys it is also data key version 1. Removed when the tenant's keys are destroyed.
+   */
   data_key?: { key_id: string; wrapped: string }
+  /** The tenant's versioned data keys (see `TenantKeys`); absent on a tenant from before them. */
+  keys?: TenantKeys
+}
+
+/**
+ * One version of a tenant's data key: wrapped by the master key `key_id` (bound to the tenant and
+ * the version), or (`root: true`, version 1 of a tenant from before versioned keys) the root key.
+ */
+export interface DataKeyVersion {
+  version: number
+  created_at: string
+  key_id?: string
+  /** base64 of the wrapped key. */
+  wrapped?: string
+  root?: true
+}
+
+/**
+ * A tenant's data-key lifecycle, kept on its record and changed only under `tenant.unchanged`:
+ * the versions held, the one new seals use, the seals reserved under it, and the re-encryption
+ * sweep's place.
+ */
+export interface TenantKeys {
+  /** The version new seals use (0 once destroyed). */
+  current: number
+  /** The versions still held, oldest first: reads open any of them. */
+  versions: DataKeyVersion[]
+  /** Seals reserved under `current`: never fewer than the seals made under it (a crash loses only unused ones). */
+  sealed: number
+  /** When `current` became current (ISO). */
+  rotated_at: string
+  /** The re-encryption sweep's place: the last token id it re-sealed up to, under version `to`. */
+  sweep?: { to: number; after?: string; done: number; started_at: string }
+  /** When the keys were destroyed (crypto-shredding): nothing of the tenant decrypts from then on. */
+  destroyed_at?: string
 }
 
 export type ApplicationType = 'private' | 'public' | 'management'
@@ -53,6 +92,10 @@ export type Permission =
   | 'tenant:invitation:update'
   | 'tenant:invitation:delete'
   | 'report:read'
+  | 'webhook:create'
+  | 'webhook:read'
+  | 'webhook:update'
+  | 'webhook:delete'
 
 export type Transform = 'redact' | 'mask' | 'reveal'
 
@@ -327,6 +370,101 @@ export interface IdempotencyRecord {
   expires_at: string
 }
 
+/** Whether a webhook sends (`enabled`) or not (`disabled`), as the reference names it. */
+export type WebhookStatus = 'enabled' | 'disabled'
+
+/** A webhook subscription as stored: the reference's shape (`POST /webhooks`). Nothing in it is secret. */
+export interface StoredWebhook {
+  id: string
+  tenant_id: string
+  status: WebhookStatus
+  name: string
+  url: string
+  notify_email?: string
+  /** Event types it is sent (`token.created`, …), each once. */
+  events: string[]
+  created_by: string
+  created_at: string
+  modified_by?: string
+  modified_at?: string
+}
+
+/** One attempt of an outbox delivery: when, and what came of it (`status` when the receiver answered). */
+export interface OutboxAttempt {
+  at: string
+  ok: boolean
+  status?: number
+  /** Why it failed without an answer (connection refused, timeout, egress refusal); never a secret. */
+  error?: string
+}
+
+/**
+ * One delivery the outbox owes: a webhook event to one webhook (`kind: 'webhook'`), or an
+ * asynchronous react's result to its `callback_url` (`kind: 'callback'`). Written in the same store
+ * write as the change that caused it; then attempted until delivered or out of attempts.
+ * - `pending`: `due_at` is when the next attempt may start. A process claims it by putting it with
+ *   `due_at` = now + the lease and a new `claim` (guarded by `outbox.unchanged`), so while one
+ *   process attempts it no other sees it due; if that process dies, it is due again when the lease ends.
+ * - `delivered` / `failed`: finished, kept until `expires_at` for tests and the console, then swept.
+ * `body` is the JSON text sent (a webhook event without `delivered_at`; a callback's body, sealed at
+ * rest: it may hold token data).
+ */
+export interface OutboxEntry {
+  tenant_id: string
+  /** Sorts in the order the tenant's writes made them (time, then a per-process sequence). */
+  id: string
+  kind: 'webhook' | 'callback'
+  /** The webhook it goes to (`kind: 'webhook'`). */
+  webhook_id?: string
+  /** The event it carries (`kind: 'webhook'`): shared by the deliveries of one event to several webhooks. */
+  event_id?: string
+  event_type?: string
+  url: string
+  body: string
+  created_at: string
+  state: 'pending' | 'delivered' | 'failed'
+  due_at?: string
+  claim?: string
+  attempts: OutboxAttempt[]
+  expires_at?: string
+}
+
+/**
+ * One entry of a tenant's audit log (`GET /logs`): who did what to which record, when, and how it
+ * ended. Never token data, masks' output, keys, nonces or configuration values: only ids, names of
+ * operations and outcome codes. Entries form per-process chains (`lane`, `seq`): see src/audit/.
+ */
+export interface LogEntry {
+  tenant_id: string
+  /** `lane` ‖ `:` ‖ `seq` as 12 digits: sorts a lane's entries in chain order. */
+  id: string
+  /** The application or session id; absent for the admin and the service itself. */
+  actor_id?: string
+  /** `application`, `session`, `admin` or `system`. */
+  actor_type: string
+  /** `token`, `application`, `reactor`, `reactor_formula`, `session`, `transaction`, `tenant`, … */
+  entity_type: string
+  /** The record's id, when the entry is about one. */
+  entity_id?: string
+  /** What was done: `create`, `read`, `update`, `delete`, `commit`, `authorize`, … */
+  operation: string
+  /** A sentence naming the call and the change (never a stored value). */
+  message: string
+  /** `success`, or the failure's code (`forbidden`, `not_found`, …). */
+  outcome: string
+  /** The HTTP request id, when the call came through the HTTP adapter. */
+  request_id?: string
+  created_at: string
+  /** The chain this entry belongs to: one writer's lane (a process's id and a number). */
+  lane: string
+  /** The entry's place in its lane: 0, 1, 2, … without gaps. */
+  seq: number
+  /** Retention removed the lane's entries before this one (covered by the MAC). */
+  floor?: true
+  /** HMAC-SHA-256 (base64url) of every other field under the tenant's audit key. */
+  mac: string
+}
+
 /**
  * One record write. A batch of these is applied atomically by `Store.write`. Each op writes only
  * the record it names (and the indexes of that record a store keeps beside it): the core writes
@@ -382,6 +520,15 @@ export type Op =
   | { op: 'formula_use.delete'; formula_id: string; tenant_id: string; reactor_id: string }
   | { op: 'idempotency.put'; record: IdempotencyRecord }
   | { op: 'idempotency.delete'; tenant_id: string; id: string }
+  | { op: 'webhook.put'; webhook: StoredWebhook }
+  | { op: 'webhook.delete'; tenant_id: string; id: string }
+  /** Puts an outbox entry (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
+  | { op: 'outbox.put'; entry: OutboxEntry }
+  | { op: 'outbox.delete'; tenant_id: string; id: string }
+  /** Puts an audit log entry (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
+  | { op: 'log.put'; entry: LogEntry }
+  /** Deletes an audit log entry (absent: nothing): what retention removes. */
+  | { op: 'log.delete'; tenant_id: string; id: string }
 
 /**
  * A precondition of a write, checked atomically with it. `now` is an ISO timestamp from the clock.
@@ -467,6 +614,12 @@ export type Check =
   | { check: 'idempotency.absent'; tenant_id: string; id: string }
   | { check: 'idempotency.claimed'; tenant_id: string; id: string; claim: string }
   | { check: 'token.fingerprint_absent'; tenant_id: string; fingerprint: string; now: string }
+  /** The tenant record exists and equals `tenant` as JSON (compare-and-set of its data keys). */
+  | { check: 'tenant.unchanged'; tenant_id: string; tenant: Tenant }
+  /** The webhook exists (as `token.present`). */
+  | { check: 'webhook.present'; tenant_id: string; id: string }
+  /** The outbox entry exists and equals the given one as JSON (compare-and-set: a claim, a result). */
+  | { check: 'outbox.unchanged'; tenant_id: string; id: string; entry: OutboxEntry }
 
 /**
  * A tokenize answer: the request's shape with each token create body replaced by the token made,

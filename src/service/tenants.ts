@@ -49,6 +49,10 @@ const DESCRIPTIONS: Record<(typeof PERMISSIONS)[number], string> = {
   'tenant:invitation:update': 'Resend tenant invitations',
   'tenant:invitation:delete': 'Delete tenant invitations',
   'report:read': 'Read tenant usage reports',
+  'webhook:create': 'Create webhooks',
+  'webhook:read': 'Read webhooks and the event types',
+  'webhook:update': 'Update webhooks',
+  'webhook:delete': 'Delete webhooks',
 }
 
 /** The permission catalogue: every permission, the application types that may hold it, what it allows. */

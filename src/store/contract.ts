@@ -12,6 +12,7 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../kernel/index.js'
+import type { LogEntry, OutboxEntry, StoredWebhook } from '../kernel/types.js'
 
 /**
  * An exact term a token carries, as stores index it beside the token (kept in the same atomic
@@ -82,6 +83,7 @@ export interface RecordKey {
  *   ends at the latest when it expires, so `before` = now − 24 h finds every one ended a day ago);
  * - `idempotency`: idempotency records with `expires_at <= before`;
  * - `token.cvc`: tokens with `cvc_expires_at <= before` (cards whose cvc is due for deletion).
+ * - `outbox`: finished outbox entries (delivered or failed) with `expires_at <= before`.
  */
 export type ExpiringKind =
   | 'token'
@@ -91,13 +93,15 @@ export type ExpiringKind =
   | 'transaction.open'
   | 'transaction.ended'
   | 'idempotency'
+  | 'outbox'
 
 /**
  * What `countRecords` counts of one tenant, expired or not (the sweep deletes expired records):
  * - `idempotency`: its idempotency records, in any state;
  * - `session.created`: its sessions in state `created` (made by a public key, not yet authorized).
+ * - `webhook`: its webhooks; `outbox.pending`: its outbox entries in state `pending`.
  */
-export type CountedKind = 'idempotency' | 'session.created'
+export type CountedKind = 'idempotency' | 'session.created' | 'webhook' | 'outbox.pending'
 
 /** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
 export interface StoreDump {
@@ -112,6 +116,29 @@ export interface StoreDump {
   formulas: StoredFormula[]
   reactors: Reactor[]
   idempotency: IdempotencyRecord[]
+  /** Webhooks, by tenant then id. */
+  webhooks: StoredWebhook[]
+  /** Outbox entries, by tenant then id. */
+  outbox: OutboxEntry[]
+  /** Audit log entries, by tenant then id. */
+  logs: LogEntry[]
+}
+
+/**
+ * What `listLogs` reads: in `order` `newest` (by `created_at` then `id`, descending), `oldest`
+ * (ascending) or `chain` (by `id` ascending: each lane's entries in sequence order, lane after
+ * lane). `entity_type` (and with it `entity_id`) and `from` (`created_at >= from`) / `to`
+ * (`created_at <= to`) filter; `after` is the last entry of the previous page (its `created_at`
+ * and `id`; only `id` counts in `chain` order).
+ */
+export interface LogQuery {
+  order: 'newest' | 'oldest' | 'chain'
+  entity_type?: string
+  entity_id?: string
+  from?: string
+  to?: string
+  after?: { created_at: string; id: string }
+  limit: number
 }
 
 /** What `listReactors` may filter by: `name` as `listFormulas` does, `ids` (non-empty) by id. */
@@ -304,6 +331,33 @@ export interface Store {
    * (SQL: `WHERE expires_at <= $1 LIMIT $2` over a partial index), never by loading every record.
    */
   listExpired(query: { kind: ExpiringKind; before: string; limit: number }): Promise<RecordKey[]>
+
+  /** A webhook by id, or null. */
+  getWebhook(tenantId: string, id: string): Promise<StoredWebhook | null>
+  /** Webhooks of a tenant ordered by `created_at`, then `id` (a tenant holds a handful: the core bounds them). */
+  listWebhooks(tenantId: string, query: Range): Promise<Page<StoredWebhook>>
+  /** An outbox entry by id, or null. */
+  getOutbox(tenantId: string, id: string): Promise<OutboxEntry | null>
+  /**
+   * Keyset read of a tenant's outbox entries in id order (the order its writes made them), strictly
+   * after `after` when given, at most `limit`. SQL: `… WHERE tenant_id = $1 AND id > $2 ORDER BY id
+   * COLLATE "C" LIMIT $3` over the primary key; LMDB: a range read of `tenant ‖ id`.
+   */
+  listOutbox(tenantId: string, query: { after?: string; limit: number }): Promise<OutboxEntry[]>
+  /**
+   * At most `limit` pending outbox entries of any tenant with `due_at <= before`, by `due_at`, then
+   * tenant, then id: what the dispatcher claims. Served from an index on `due_at` kept with each
+   * entry (SQL: a partial index `WHERE state = 'pending'`; LMDB: a database keyed `due_at ‖ tenant ‖ id`).
+   */
+  listDueOutbox(query: { before: string; limit: number }): Promise<OutboxEntry[]>
+
+  /**
+   * Keyset read of a tenant's audit log entries (see `LogQuery`): at most `limit`, strictly after
+   * `after` in the query's order. Costs what it answers: served from an index per order (SQL:
+   * `(tenant_id, created_at, id)`, `(tenant_id, entity_type, entity_id, created_at, id)` and the
+   * primary key `(tenant_id, id)`; LMDB: ordered databases keyed the same way).
+   */
+  listLogs(tenantId: string, query: LogQuery): Promise<LogEntry[]>
 
   /** Every record, for tests and tools. */
   dump(): Promise<StoreDump>

@@ -11,6 +11,7 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../kernel/index.js'
+import type { LogEntry, OutboxEntry, StoredWebhook } from '../kernel/types.js'
 import { MemoryReads } from './memory/reads.js'
 
 /**
@@ -45,6 +46,12 @@ export interface StateRecords {
    * names a formula uses it, as the stores of then counted.
    */
   formulaUses: readonly FormulaUse[]
+  /** Webhooks (states saved before they existed lack the list: read as empty). */
+  webhooks?: readonly StoredWebhook[]
+  /** Outbox entries (states saved before they existed lack the list: read as empty). */
+  outbox?: readonly OutboxEntry[]
+  /** Audit log entries (states saved before they existed lack the list: read as empty). */
+  logs?: readonly LogEntry[]
 }
 
 /** A lock record as `StateRecords` lists it. */
@@ -84,6 +91,9 @@ export class MemoryState extends MemoryReads {
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
     for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
     for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
+    for (const webhook of r.webhooks ?? []) state.apply({ op: 'webhook.put', webhook })
+    for (const entry of r.outbox ?? []) state.apply({ op: 'outbox.put', entry })
+    for (const entry of r.logs ?? []) state.apply({ op: 'log.put', entry })
     return state
   }
 
@@ -116,6 +126,9 @@ export class MemoryState extends MemoryReads {
       reactors: [...this.reactors.values()],
       idempotency: [...this.idempotency.values()],
       formulaUses: [...this.formulaUses.values()].flatMap((uses) => [...uses.values()]),
+      webhooks: [...this.hooks.webhooks.values()],
+      outbox: [...this.hooks.entries.values()],
+      logs: [...this.logs.entries.values()],
     }
   }
 }

@@ -156,6 +156,26 @@ class PrototypeStore implements Store {
     this.#count('getIdempotency')
     return this.#inner.getIdempotency(...a)
   }
+  getWebhook(...a: Parameters<Store['getWebhook']>) {
+    this.#count('getWebhook')
+    return this.#inner.getWebhook(...a)
+  }
+  listWebhooks(...a: Parameters<Store['listWebhooks']>) {
+    this.#count('listWebhooks')
+    return this.#inner.listWebhooks(...a)
+  }
+  getOutbox(...a: Parameters<Store['getOutbox']>) {
+    this.#count('getOutbox')
+    return this.#inner.getOutbox(...a)
+  }
+  listOutbox(...a: Parameters<Store['listOutbox']>) {
+    this.#count('listOutbox')
+    return this.#inner.listOutbox(...a)
+  }
+  listDueOutbox(...a: Parameters<Store['listDueOutbox']>) {
+    this.#count('listDueOutbox')
+    return this.#inner.listDueOutbox(...a)
+  }
   countRecords(...a: Parameters<Store['countRecords']>) {
     this.#count('countRecords')
     return this.#inner.countRecords(...a)
@@ -201,6 +221,11 @@ const CONTRACT_METHODS = [
   'getReactor',
   'listReactors',
   'getIdempotency',
+  'getWebhook',
+  'listWebhooks',
+  'getOutbox',
+  'listOutbox',
+  'listDueOutbox',
   'countRecords',
   'listExpired',
   'dump',
@@ -280,6 +305,11 @@ describe('a store written as a class', () => {
       getReactor: () => store.getReactor('t', 'r'),
       listReactors: () => store.listReactors('t', page),
       getIdempotency: () => store.getIdempotency('t', 'i'),
+      getWebhook: () => store.getWebhook('t', 'w'),
+      listWebhooks: () => store.listWebhooks('t', page),
+      getOutbox: () => store.getOutbox('t', 'o'),
+      listOutbox: () => store.listOutbox('t', { limit: 10 }),
+      listDueOutbox: () => store.listDueOutbox({ before: now, limit: 10 }),
       countRecords: () => store.countRecords('t', 'idempotency'),
       listExpired: () => store.listExpired({ kind: 'token', before: now, limit: 10 }),
       dump: () => store.dump(),

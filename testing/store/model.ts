@@ -5,6 +5,7 @@ import type {
   FormulaUse,
   IdempotencyRecord,
   Op,
+  OutboxEntry,
   Reactor,
   StagedWrite,
   StoredApplication,
@@ -12,6 +13,7 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
+  StoredWebhook,
   Tenant,
   TokenLock,
 } from '../../src/kernel/types.js'
@@ -57,6 +59,9 @@ export class ContractModel implements Store {
   private reactors: Reactor[] = []
   private uses: FormulaUse[] = []
   private idempotency: IdempotencyRecord[] = []
+  private webhooks: StoredWebhook[] = []
+  /** Outbox entries, in any order (reads sort them). */
+  private outbox: OutboxEntry[] = []
 
   async write(batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> {
     for (const check of batch.checks ?? []) if (!this.holds(check)) return { ok: false, failed: check }
@@ -128,6 +133,18 @@ export class ContractModel implements Store {
             t.tenant_id === c.tenant_id &&
             t.fingerprint === c.fingerprint &&
             (t.expires_at === undefined || t.expires_at > c.now),
+        )
+      case 'webhook.present':
+        return this.webhooks.some((w) => w.tenant_id === c.tenant_id && w.id === c.id)
+      case 'outbox.unchanged':
+        return same(
+          this.outbox.find((e) => e.tenant_id === c.tenant_id && e.id === c.id),
+          c.entry,
+        )
+      case 'tenant.unchanged':
+        return same(
+          this.tenants.find((t) => t.id === c.tenant_id),
+          c.tenant,
         )
       default:
         return assertNever(c)
@@ -252,6 +269,18 @@ export class ContractModel implements Store {
         return
       case 'idempotency.delete':
         this.idempotency = this.idempotency.filter(other(op.tenant_id, op.id))
+        return
+      case 'webhook.put':
+        this.webhooks = [...this.webhooks.filter(other(op.webhook.tenant_id, op.webhook.id)), op.webhook]
+        return
+      case 'webhook.delete':
+        this.webhooks = this.webhooks.filter(other(op.tenant_id, op.id))
+        return
+      case 'outbox.put':
+        this.outbox = [...this.outbox.filter(other(op.entry.tenant_id, op.entry.id)), op.entry]
+        return
+      case 'outbox.delete':
+        this.outbox = this.outbox.filter(other(op.tenant_id, op.id))
         return
       default:
         assertNever(op)
@@ -430,6 +459,34 @@ export class ContractModel implements Store {
       query,
     )
   }
+  async getWebhook(tenantId: string, id: string) {
+    return json(this.webhooks.find((w) => w.tenant_id === tenantId && w.id === id) ?? null)
+  }
+  async listWebhooks(tenantId: string, query: Range) {
+    const all = this.webhooks.filter((w) => w.tenant_id === tenantId)
+    return page(
+      sortBy(all, (w) => [w.created_at, w.id]),
+      query,
+    )
+  }
+  async getOutbox(tenantId: string, id: string) {
+    return json(this.outbox.find((e) => e.tenant_id === tenantId && e.id === id) ?? null)
+  }
+  async listOutbox(tenantId: string, query: { after?: string; limit: number }) {
+    const mine = sortBy(
+      this.outbox.filter(
+        (e) => e.tenant_id === tenantId && (query.after === undefined || e.id > query.after),
+      ),
+      (e) => [e.id],
+    )
+    return json(mine.slice(0, Math.max(0, query.limit)))
+  }
+  async listDueOutbox(query: { before: string; limit: number }) {
+    const due = this.outbox.filter(
+      (e) => e.state === 'pending' && e.due_at !== undefined && e.due_at <= query.before,
+    )
+    return json(sortBy(due, (e) => [e.due_at!, e.tenant_id, e.id]).slice(0, Math.max(0, query.limit)))
+  }
   async getIdempotency(tenantId: string, id: string) {
     return json(this.idempotency.find((r) => r.tenant_id === tenantId && r.id === id) ?? null)
   }
@@ -439,6 +496,10 @@ export class ContractModel implements Store {
         return this.idempotency.filter((r) => r.tenant_id === tenantId).length
       case 'session.created':
         return this.sessions.filter((s) => s.tenant_id === tenantId && s.state === 'created').length
+      case 'webhook':
+        return this.webhooks.filter((w) => w.tenant_id === tenantId).length
+      case 'outbox.pending':
+        return this.outbox.filter((e) => e.tenant_id === tenantId && e.state === 'pending').length
       default:
         return assertNever(kind)
     }
@@ -453,6 +514,7 @@ export class ContractModel implements Store {
       'transaction.open': () => this.transactions.filter((t) => t.state === 'open' && due(t.expires_at)),
       'transaction.ended': () => this.transactions.filter((t) => t.state !== 'open' && due(t.expires_at)),
       idempotency: () => this.idempotency.filter((r) => due(r.expires_at)),
+      outbox: () => this.outbox.filter((e) => e.state !== 'pending' && due(e.expires_at)),
     }[query.kind]()
     return records.slice(0, Math.max(0, query.limit)).map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
   }
@@ -475,6 +537,8 @@ export class ContractModel implements Store {
       formulas: byTenantAndId(this.formulas),
       reactors: byTenantAndId(this.reactors),
       idempotency: byTenantAndId(this.idempotency),
+      webhooks: byTenantAndId(this.webhooks),
+      outbox: byTenantAndId(this.outbox),
     }
   }
   async close() {}

@@ -70,6 +70,16 @@ export class MemoryChecks extends MemoryMaps {
         return this.idempotency.get(c.tenant_id, c.id)?.claim === c.claim
       case 'token.fingerprint_absent':
         return this.withFingerprint(c.tenant_id, c.fingerprint, c.now).length === 0
+      case 'tenant.unchanged': {
+        const stored = this.tenants.get(c.tenant_id)
+        return stored !== undefined && sameJson(stored, c.tenant)
+      }
+      case 'webhook.present':
+        return this.hooks.webhooks.has(c.tenant_id, c.id)
+      case 'outbox.unchanged': {
+        const stored = this.hooks.entries.get(c.tenant_id, c.id)
+        return stored !== undefined && sameJson(stored, c.entry)
+      }
       default:
         return assertNever(c)
     }

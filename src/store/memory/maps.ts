@@ -20,6 +20,8 @@ import { applicationKeyHashes } from '../keys.js'
 import { Scoped } from '../scoped.js'
 import { SortedIds } from '../sorted-ids.js'
 import { TokenIndex } from '../token-index.js'
+import { LogMaps } from './logs.js'
+import { WebhookMaps } from './outbox.js'
 
 /** Whether a parent's child list must look at this child: absent, or with an expiry. */
 export const needsCheck = (child: StoredToken | undefined) =>
@@ -82,6 +84,10 @@ export class MemoryMaps {
   protected idempotency = new Scoped<IdempotencyRecord>()
   /** tenant → how many of its sessions are in state `created` (`countRecords`). */
   protected createdSessions = new Map<string, number>()
+  /** Webhooks and outbox entries, with their indexes. */
+  protected hooks = new WebhookMaps()
+  /** Audit log entries, with their indexes. */
+  protected logs = new LogMaps()
 
   protected applyOp(op: Op): void {
     switch (op.op) {
@@ -165,6 +171,24 @@ export class MemoryMaps {
         return
       case 'idempotency.delete':
         this.idempotency.delete(op.tenant_id, op.id)
+        return
+      case 'webhook.put':
+        this.hooks.webhooks.set(op.webhook.tenant_id, op.webhook.id, op.webhook)
+        return
+      case 'webhook.delete':
+        this.hooks.webhooks.delete(op.tenant_id, op.id)
+        return
+      case 'outbox.put':
+        this.hooks.putEntry(op.entry)
+        return
+      case 'outbox.delete':
+        this.hooks.deleteEntry(op.tenant_id, op.id)
+        return
+      case 'log.put':
+        this.logs.put(op.entry)
+        return
+      case 'log.delete':
+        this.logs.delete(op.tenant_id, op.id)
         return
       default:
         assertNever(op)

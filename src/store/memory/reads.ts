@@ -12,11 +12,13 @@ import type {
   TokenLock,
 } from '../../kernel/index.js'
 import { assertNever } from '../../kernel/index.js'
+import type { LogEntry, OutboxEntry, StoredWebhook } from '../../kernel/types.js'
 import type {
   ChildKey,
   CountedKind,
   ExpiringKind,
   KeyOwner,
+  LogQuery,
   Page,
   Range,
   ReactorQuery,
@@ -296,6 +298,32 @@ export class MemoryReads extends MemoryOps {
     return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
   }
 
+  getWebhook(tenantId: string, id: string): StoredWebhook | null {
+    const w = this.hooks.webhooks.get(tenantId, id)
+    return w ? copy(w) : null
+  }
+
+  listWebhooks(tenantId: string, range: Range): Page<StoredWebhook> {
+    return this.hooks.listWebhooks(tenantId, range)
+  }
+
+  getOutbox(tenantId: string, id: string): OutboxEntry | null {
+    const e = this.hooks.entries.get(tenantId, id)
+    return e ? copy(e) : null
+  }
+
+  listOutbox(tenantId: string, query: { after?: string; limit: number }): OutboxEntry[] {
+    return this.hooks.listOutbox(tenantId, query)
+  }
+
+  listDueOutbox(query: { before: string; limit: number }): OutboxEntry[] {
+    return this.hooks.listDue(query)
+  }
+
+  listLogs(tenantId: string, query: LogQuery): LogEntry[] {
+    return this.logs.list(tenantId, query)
+  }
+
   getIdempotency(tenantId: string, id: string): IdempotencyRecord | null {
     const r = this.idempotency.get(tenantId, id)
     return r ? copy(r) : null
@@ -308,6 +336,10 @@ export class MemoryReads extends MemoryOps {
         return this.idempotency.of(tenantId).size
       case 'session.created':
         return this.createdSessions.get(tenantId) ?? 0
+      case 'webhook':
+        return this.hooks.webhooks.of(tenantId).size
+      case 'outbox.pending':
+        return this.hooks.pendingOf(tenantId)
       default:
         return assertNever(kind)
     }
@@ -346,6 +378,9 @@ export class MemoryReads extends MemoryOps {
         break
       case 'application':
         take(this.applications.values())
+        break
+      case 'outbox':
+        out.push(...this.hooks.expired(before, limit))
         break
       case 'transaction.open':
       case 'transaction.ended': {
@@ -405,6 +440,8 @@ export class MemoryReads extends MemoryOps {
       formulas: sorted(this.formulas.values(), (f) => k(f.tenant_id, f.id)),
       reactors: sorted(this.reactors.values(), (r) => k(r.tenant_id, r.id)),
       idempotency: sorted(this.idempotency.values(), (r) => k(r.tenant_id, r.id)),
+      ...this.hooks.dump(),
+      ...this.logs.dump(),
     }
   }
 }

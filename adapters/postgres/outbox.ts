@@ -1,0 +1,152 @@
+import type { QueryConfig, QueryResult, QueryResultRow } from 'pg'
+import type { OutboxEntry, StoredWebhook } from '../../src/kernel/types.js'
+import type { Page, Range } from '../../src/store/contract.js'
+import type { Tables } from './statements.js'
+
+/**
+ * The PostgreSQL store's webhooks and outbox (migration 4): `webhooks` (≤ a handful per tenant),
+ * `outbox` keyed `(tenant_id, id)` with `due_at` set while an entry is pending (the partial index
+ * `outbox_due` is what the dispatcher claims from) and `expires_at` once it is finished. Counts
+ * (`webhook`, `outbox.pending`) are kept in `record_counts` by triggers, in the write's transaction.
+ */
+export const webhookTablesSql = (s: string) => `
+CREATE TABLE IF NOT EXISTS ${s}.webhooks (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE TABLE IF NOT EXISTS ${s}.outbox (
+  tenant_id text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  due_at text COLLATE "C",
+  expires_at text COLLATE "C",
+  doc jsonb NOT NULL,
+  PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON ${s}.outbox (due_at, tenant_id, id) WHERE due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS outbox_expiry ON ${s}.outbox (expires_at) WHERE expires_at IS NOT NULL;
+CREATE OR REPLACE FUNCTION ${s}.webhook_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN PERFORM ${s}.record_count(NEW.tenant_id, 'webhook', 1);
+  ELSE PERFORM ${s}.record_count(OLD.tenant_id, 'webhook', -1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS webhook_count ON ${s}.webhooks;
+CREATE TRIGGER webhook_count AFTER INSERT OR DELETE ON ${s}.webhooks
+  FOR EACH ROW EXECUTE FUNCTION ${s}.webhook_count();
+CREATE OR REPLACE FUNCTION ${s}.outbox_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  _was boolean := TG_OP <> 'INSERT' AND OLD.due_at IS NOT NULL;
+  _is boolean := TG_OP <> 'DELETE' AND NEW.due_at IS NOT NULL;
+BEGIN
+  IF _was AND NOT _is THEN PERFORM ${s}.record_count(OLD.tenant_id, 'outbox.pending', -1);
+  ELSIF _is AND NOT _was THEN PERFORM ${s}.record_count(NEW.tenant_id, 'outbox.pending', 1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS outbox_count ON ${s}.outbox;
+CREATE TRIGGER outbox_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.outbox
+  FOR EACH ROW EXECUTE FUNCTION ${s}.outbox_count();
+`
+
+/** `tv_write`'s guard branches of this area (plpgsql `WHEN` arms over `_c`). */
+export const webhookChecksSql = (s: string) => `      WHEN 'webhook.present' THEN
+        _ok := EXISTS (SELECT 1 FROM ${s}.webhooks WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
+      WHEN 'outbox.unchanged' THEN
+        _ok := EXISTS (SELECT 1 FROM ${s}.outbox WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id'
+          AND doc = _c -> 'entry');
+`
+
+/** `tv_write`'s op branches of this area (plpgsql `WHEN` arms over `_o`, `_d`). */
+export const webhookOpsSql = (s: string) => `      WHEN 'webhook.put' THEN
+        _d := _o -> 'webhook';
+        INSERT INTO ${s}.webhooks (tenant_id, id, created_at, doc)
+        VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'created_at', _d)
+        ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at, doc = EXCLUDED.doc;
+      WHEN 'webhook.delete' THEN
+        DELETE FROM ${s}.webhooks WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
+      WHEN 'outbox.put' THEN
+        _d := _o -> 'entry';
+        INSERT INTO ${s}.outbox (tenant_id, id, due_at, expires_at, doc)
+        VALUES (_d ->> 'tenant_id', _d ->> 'id',
+          CASE WHEN _d ->> 'state' = 'pending' THEN _d ->> 'due_at' END,
+          CASE WHEN _d ->> 'state' <> 'pending' THEN _d ->> 'expires_at' END, _d)
+        ON CONFLICT (tenant_id, id) DO UPDATE
+        SET due_at = EXCLUDED.due_at, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
+      WHEN 'outbox.delete' THEN
+        DELETE FROM ${s}.outbox WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
+`
+
+/** The client-side guard expressions (`checkQuery`) of this area; null for any other check. */
+export function webhookCheckExpression(
+  t: Tables,
+  c: { check: string; tenant_id?: string; id?: string; entry?: OutboxEntry },
+  p: (value: unknown) => string,
+): string | null {
+  if (c.check === 'webhook.present')
+    return `EXISTS (SELECT 1 FROM ${t.schema}.webhooks WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+  if (c.check === 'outbox.unchanged')
+    return `EXISTS (SELECT 1 FROM ${t.schema}.outbox WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+      AND doc = (${p(JSON.stringify(c.entry))})::jsonb)`
+  return null
+}
+
+/** $1 before, $2 limit: keys of finished outbox entries past $1 (`outbox_expiry`). */
+export const expiredOutboxSql = (t: Tables) =>
+  `SELECT tenant_id, id FROM ${t.schema}.outbox WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`
+
+type Query = <R extends QueryResultRow>(config: QueryConfig) => Promise<QueryResult<R>>
+
+/** The reads of this area over `query` (the store's gated pool). */
+export function webhookReads(t: Tables, query: Query) {
+  const docs = async <T>(text: string, values: unknown[]): Promise<T[]> =>
+    (await query<{ doc: string }>({ text, values })).rows.map((r) => JSON.parse(r.doc) as T)
+  const w = `${t.schema}.webhooks`
+  const o = `${t.schema}.outbox`
+  return {
+    getWebhook: async (tenantId: string, id: string) =>
+      (
+        await docs<StoredWebhook>(`SELECT doc::text AS doc FROM ${w} WHERE tenant_id = $1 AND id = $2`, [
+          tenantId,
+          id,
+        ])
+      )[0] ?? null,
+    listWebhooks: async (tenantId: string, range: Range): Promise<Page<StoredWebhook>> => {
+      const all = await docs<StoredWebhook>(
+        `SELECT doc::text AS doc FROM ${w} WHERE tenant_id = $1 ORDER BY created_at, id`,
+        [tenantId],
+      )
+      return { items: all.slice(range.offset, range.offset + range.limit), total: all.length }
+    },
+    getOutbox: async (tenantId: string, id: string) =>
+      (
+        await docs<OutboxEntry>(`SELECT doc::text AS doc FROM ${o} WHERE tenant_id = $1 AND id = $2`, [
+          tenantId,
+          id,
+        ])
+      )[0] ?? null,
+    listOutbox: async (tenantId: string, q: { after?: string; limit: number }) =>
+      q.limit <= 0
+        ? []
+        : docs<OutboxEntry>(
+            `SELECT doc::text AS doc FROM ${o} WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3`,
+            [tenantId, q.after ?? null, Math.floor(q.limit)],
+          ),
+    listDueOutbox: async (q: { before: string; limit: number }) =>
+      q.limit <= 0
+        ? []
+        : docs<OutboxEntry>(
+            `SELECT doc::text AS doc FROM ${o} WHERE due_at IS NOT NULL AND due_at <= $1 ORDER BY due_at, tenant_id, id LIMIT $2`,
+            [q.before, Math.floor(q.limit)],
+          ),
+    dumpAll: async () => ({
+      webhooks: await docs<StoredWebhook>(`SELECT doc::text AS doc FROM ${w} ORDER BY tenant_id, id`, []),
+      outbox: await docs<OutboxEntry>(`SELECT doc::text AS doc FROM ${o} ORDER BY tenant_id, id`, []),
+    }),
+  }
+}
