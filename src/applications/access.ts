@@ -11,13 +11,14 @@ import type {
   Token,
   Transform,
 } from '../kernel/index.js'
-import { forbidden } from '../kernel/index.js'
+import { forbidden, noteRevealed, noteUse } from '../kernel/index.js'
 
 export type { Principal }
 
 /** Throws `forbidden` unless the principal holds `permission` (outside token rules: reactors, applications). */
 export function requirePermission(principal: Principal, permission: Permission): void {
   if (!principal.permissions.includes(permission)) throw forbidden(`missing permission ${permission}`)
+  noteUse(principal.observed, { permission })
 }
 
 /** Throws `forbidden` unless the principal is an application of one of `types`. */
@@ -54,16 +55,32 @@ export function tokenAccess(
   permission: Permission,
   token: Pick<Token, 'id' | 'containers'>,
 ): Transform | null {
-  if (principal.rules?.length) {
-    let best: AccessRule | undefined
-    for (const rule of principal.rules) {
-      if (!rule.permissions.includes(permission) || !ruleMatches(rule, token)) continue
-      if (!best || rule.priority < best.priority) best = rule
-    }
-    return best ? best.transform : null
+  const { transform, rule } = decide(principal, permission, token)
+  if (transform !== null && principal.observed) {
+    const use = { permission, tokenId: token.id, containers: token.containers, transform }
+    noteUse(principal.observed, rule < 0 ? use : { ...use, rule })
   }
-  if (!principal.permissions.includes(permission)) return null
-  return DEFAULT_TRANSFORM[permission] ?? 'reveal'
+  return transform
+}
+
+/** `tokenAccess`'s decision and the index of the rule that made it (-1: none, or no rules), untold. */
+function decide(
+  principal: Principal,
+  permission: Permission,
+  token: Pick<Token, 'id' | 'containers'>,
+): { transform: Transform | null; rule: number } {
+  const rules = principal.rules
+  if (rules?.length) {
+    let best = -1
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!
+      if (!rule.permissions.includes(permission) || !ruleMatches(rule, token)) continue
+      if (best < 0 || rule.priority < rules[best]!.priority) best = i
+    }
+    return { transform: best < 0 ? null : rules[best]!.transform, rule: best }
+  }
+  if (!principal.permissions.includes(permission)) return { transform: null, rule: -1 }
+  return { transform: DEFAULT_TRANSFORM[permission] ?? 'reveal', rule: -1 }
 }
 
 /** Like `tokenAccess`, but throws `forbidden` when access is refused. */
@@ -98,7 +115,8 @@ export function requireReveal(
  * masked: the stored mask evaluated). So a write never shows its caller more than a read would.
  */
 export function shownUnderRead(principal: Principal, token: StoredToken): Token {
-  const read = tokenAccess(principal, 'token:read', token)
+  // Not a use of token:read: the write needs none, its answer only shows no more than a read would.
+  const read = decide(principal, 'token:read', token).transform
   return applyTransform(token, read === null || read === 'redact' ? 'redact' : 'mask')
 }
 
@@ -128,12 +146,20 @@ function shell(t: StoredToken): Token {
  * evaluated on its data as `data` (each `{{ … }}` expression in it; nothing without a mask, or when
  * the mask can't be evaluated on the data). The mask's work is charged to `budget` (the call's,
  * `ctx.budget`; default: a fresh one for this token): past it, the call fails with a 400 naming
- * the limit instead of hiding the data.
+ * the limit instead of hiding the data. `shownTo`: the caller the token is answered to, whose
+ * observer (if any) is told when plaintext leaves (see `Observer.revealed`).
  */
-export function applyTransform(token: StoredToken, transform: Transform, budget?: ExpressionBudget): Token {
+export function applyTransform(
+  token: StoredToken,
+  transform: Transform,
+  budget?: ExpressionBudget,
+  shownTo?: Principal,
+): Token {
   const shown = shell(token)
-  if (transform === 'reveal') shown.data = token.data
-  else if (transform === 'mask' && token.mask !== undefined) {
+  if (transform === 'reveal') {
+    shown.data = token.data
+    noteRevealed(shownTo?.observed, token.id)
+  } else if (transform === 'mask' && token.mask !== undefined) {
     const masked = maskedData(token, budget)
     if (masked !== undefined) shown.data = masked
   }

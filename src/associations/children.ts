@@ -125,7 +125,7 @@ export function childOperations(ctx: Ctx) {
       const { offset } = rangeOf(q)
       const show = (token: StoredToken) => {
         const transform = tokenAccess(ctx.principal, 'token:read', token)
-        return transform === null ? null : applyTransform(token, transform, ctx.budget)
+        return transform === null ? null : applyTransform(token, transform, ctx.budget, ctx.principal)
       }
       if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
         const page = await ctx.store.listChildren(tenant(), parentId, {

@@ -1,5 +1,5 @@
 import type { Ctx, ReactResult } from '../kernel/index.js'
-import { forbidden, invalid, parse, ServiceError } from '../kernel/index.js'
+import { forbidden, invalid, noteUse, parse, ServiceError } from '../kernel/index.js'
 import { detokenizeArgs } from '../tokens/index.js'
 import { type CallbackBody, callbackError } from './callback.js'
 import { allowedUrl } from './egress.js'
@@ -14,7 +14,10 @@ const ASYNC_TIMEOUT_MS = 10_000
 /** Whether the principal may invoke reactors: `token:use` as a permission or in any of its access rules. */
 function requireUse(ctx: Ctx): void {
   const { permissions, rules } = ctx.principal
-  if (permissions.includes('token:use') || rules?.some((r) => r.permissions.includes('token:use'))) return
+  if (permissions.includes('token:use') || rules?.some((r) => r.permissions.includes('token:use'))) {
+    noteUse(ctx.principal.observed, { permission: 'token:use' })
+    return
+  }
   throw forbidden('missing permission token:use')
 }
 

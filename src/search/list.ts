@@ -111,7 +111,7 @@ export async function listTokensV2(ctx: Ctx, query: unknown): Promise<CursorPage
   const data = (await readWhole(ctx, page)).flatMap((token) => {
     if (!keep(token)) return []
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    return transform === null ? [] : [applyTransform(token, transform, ctx.budget)]
+    return transform === null ? [] : [applyTransform(token, transform, ctx.budget, ctx.principal)]
   })
   const last = page[page.length - 1]
   const resume = more && last ? successor(last.head.id) : end.exhausted ? end.resume : undefined
@@ -171,7 +171,7 @@ export async function listTokensV1(
   if (end.exhausted) throw tooBroad('page')
   const items = (await readWhole(ctx, page)).flatMap((token) => {
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    return transform === null ? [] : [applyTransform(token, transform, ctx.budget)]
+    return transform === null ? [] : [applyTransform(token, transform, ctx.budget, ctx.principal)]
   })
   return paginated({ items, total }, q.page, q.size)
 }

@@ -247,7 +247,7 @@ async function shown(
   return (await readWhole(ctx, seen)).flatMap((token) => {
     if (!still(token)) return []
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    return transform === null ? [] : [applyTransform(token, transform, ctx.budget)]
+    return transform === null ? [] : [applyTransform(token, transform, ctx.budget, ctx.principal)]
   })
 }
 

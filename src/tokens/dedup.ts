@@ -149,7 +149,7 @@ export async function writeTokens(
  */
 export function shownDuplicate(ctx: Ctx, token: StoredToken): Token {
   const transform = tokenAccess(ctx.principal, 'token:read', token)
-  if (transform) return applyTransform(token, transform)
+  if (transform) return applyTransform(token, transform, undefined, ctx.principal)
   const redacted = {
     id: token.id,
     type: token.type,

@@ -127,7 +127,7 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     if (!token) throw invalid(path, `names token ${id}, which does not exist`)
     const transform = tokenAccess(ctx.principal, permission, token)
     if (transform === null) throw forbidden(`missing ${permission} access to token ${id}`)
-    const shownToken = applyTransform(token, transform, ctx.budget)
+    const shownToken = applyTransform(token, transform, ctx.budget, ctx.principal)
     const shown = shownToken.data
     if (shown === undefined)
       throw forbidden(`${permission} access to token ${id} shows no data (${transform})`)

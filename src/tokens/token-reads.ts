@@ -33,7 +33,7 @@ export async function listTokens(ctx: Ctx, query: ListTokensQuery): Promise<Pagi
   const { offset } = rangeOf(q)
   const show = (token: StoredToken) => {
     const transform = tokenAccess(ctx.principal, 'token:read', token)
-    return transform === null ? null : applyTransform(token, transform, ctx.budget)
+    return transform === null ? null : applyTransform(token, transform, ctx.budget, ctx.principal)
   }
   const filter = { ids: q.id, types: q.type, now: ctx.now() }
   if (!tx && !ctx.principal.rules?.length && q.metadata === undefined) {
@@ -51,5 +51,10 @@ export async function listTokens(ctx: Ctx, query: ListTokensQuery): Promise<Pagi
 export async function getToken(ctx: Ctx, id: string): Promise<Token> {
   const tx = await openTransaction(ctx)
   const token = await mustReadToken(ctx, tx, id)
-  return applyTransform(token, requireTokenAccess(ctx.principal, 'token:read', token), ctx.budget)
+  return applyTransform(
+    token,
+    requireTokenAccess(ctx.principal, 'token:read', token),
+    ctx.budget,
+    ctx.principal,
+  )
 }

@@ -1,0 +1,18 @@
+import type { Op } from '../../src/kernel/types.js'
+import type { Store } from '../../src/store/contract.js'
+import { delegatingStore } from '../../src/store/delegate.js'
+
+/**
+ * `store` with every acknowledged batch also handed to `record` before the write answers: when a
+ * call of the service returns, what it wrote has been recorded (the leak index and the names and
+ * grants the insight reports read are never behind the vault's state).
+ */
+export function watchedStore(store: Store, record: (ops: readonly Op[]) => Promise<void>): Store {
+  return delegatingStore(store, {
+    write: async (batch) => {
+      const result = await store.write(batch)
+      if (result.ok) await record(batch.ops)
+      return result
+    },
+  })
+}
