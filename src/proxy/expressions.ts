@@ -79,7 +79,7 @@ export async function resolveTokens(
 function shownForUse(ctx: Ctx, stored: StoredToken): { data: Json; token: Json } {
   const transform = tokenAccess(ctx.principal, 'token:use', stored)
   if (transform === null) throw forbidden(`missing token:use access to token ${stored.id}`)
-  const token = applyTransform(stored, transform, ctx.budget)
+  const token = applyTransform(stored, transform, ctx.budget, ctx.principal)
   if (token.data === undefined) throw forbidden(`token:use access to token ${stored.id} shows no data`)
   return { data: token.data, token: token as unknown as Json }
 }
