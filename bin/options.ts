@@ -167,6 +167,30 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     }),
   ),
   {
+    flag: 'store-wait-ms',
+    env: 'TOKENVAULT_STORE_WAIT_MS',
+    default: '0',
+    value: 'ms',
+    description:
+      'keep trying to open a store that is not reachable yet (a database starting after the vault) for this long, with back-off and a progress line; 0: fail at once',
+  },
+  {
+    flag: 'shutdown-delay-ms',
+    env: 'TOKENVAULT_SHUTDOWN_DELAY_MS',
+    default: '0',
+    value: 'ms',
+    description:
+      'on SIGTERM or SIGINT, keep serving this long with /readyz answering 503 and every answer closing its connection, before the listener stops (time for a load balancer to stop sending)',
+  },
+  {
+    flag: 'shutdown-grace-ms',
+    env: 'TOKENVAULT_SHUTDOWN_GRACE_MS',
+    default: '5000',
+    value: 'ms',
+    description:
+      'once the listener stopped, how long requests in flight get to be answered before their connections are closed',
+  },
+  {
     flag: 'log',
     env: 'TOKENVAULT_LOG',
     default: 'text',

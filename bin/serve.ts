@@ -1,5 +1,4 @@
 import { once } from 'node:events'
-import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { nanoid } from 'nanoid'
 import { faultRegistry, withFaults } from '../adapters/http/faults.js'
@@ -18,9 +17,10 @@ import {
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import type { Permission } from '../src/kernel/types.js'
 import { unchecked } from '../src/service/unchecked.js'
+import { drainingServer } from './drain.js'
 import { fdSink } from './log-sink.js'
 import { type BoundOption, HTTP_BOUNDS } from './options.js'
-import { openStore } from './stores.js'
+import { openStoreWaiting } from './stores.js'
 
 /** Options of `serve`. */
 export interface ServeOptions {
@@ -30,8 +30,16 @@ export interface ServeOptions {
   store: string
   /** Accept only this header prefix (`SVC`, `BT`); default: both. */
   headerPrefix?: string
-  /** The master key (32 bytes); without it a persistent store is refused, a memory store uses a random one. */
-  masterKey?: Uint8Array
+  /**
+   * The master key (32 bytes), or what loads it: called once the store opened, so that nothing (a new
+   * key file) is written for a store that fails to open. Without it a persistent store is refused, a
+   * memory store uses a random one.
+   */
+  masterKey?: Uint8Array | (() => Uint8Array)
+  /** Milliseconds to keep trying a store that is not reachable yet (see `openStoreWaiting`). @default 0 */
+  storeWaitMs?: number
+  /** Aborted to stop start-up (a signal before listening): the store wait ends, the store is released. */
+  signal?: AbortSignal
   /** Origins whose browser apps may call the API (CORS); `*` for any. */
   corsOrigins?: readonly string[]
   /** The egress allow-list (`reactorEgress` of `createService`): origins formulas and callbacks may reach. */
@@ -52,6 +60,10 @@ export interface ServeOptions {
   adminToken?: string
   /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
   seed?: unknown
+  /** Milliseconds the listener keeps serving after shutdown begins, `/readyz` answering 503. @default 0 */
+  shutdownDelayMs?: number
+  /** Milliseconds requests in flight get once the listener stopped. @default 5000 */
+  shutdownGraceMs?: number
   /**
    * The per-tenant bounds of `createService` and of the HTTP handler's admission (see `BOUND_FLAGS`);
    * each absent one keeps its default.
@@ -63,8 +75,14 @@ export interface ServeOptions {
 export interface Serving {
   /** `http://HOST:PORT`, with the port actually bound. */
   url: string
-  /** Stops accepting, lets requests in flight finish (at most `graceMs`), then closes the service and store. */
+  /**
+   * Shuts down: serves on for the shutdown delay (readiness 503), stops accepting, lets requests in
+   * flight finish (at most `graceMs`, default the `shutdownGraceMs` option), then closes the service
+   * and store. Later calls answer the same promise.
+   */
   close(graceMs?: number): Promise<void>
+  /** Ends what is left of the shutdown delay now; requests in flight are still answered. */
+  hurry(): void
 }
 
 const MANAGEMENT_PERMISSIONS: Permission[] = [...PERMISSIONS_BY_TYPE.management]
@@ -264,7 +282,19 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   /** A line of the server's own (not a request's): a JSON object in JSON mode. */
   const note = (line: string, level = 'info') =>
     log(options.logFormat === 'json' ? JSON.stringify({ time: isoNow(), level, msg: line }) : line)
-  const opened = await openStore(options.store, { log: note })
+  const opened = await openStoreWaiting(options.store, {
+    log: note,
+    waitMs: options.storeWaitMs ?? 0,
+    ...(options.signal ? { signal: options.signal } : {}),
+  })
+  let masterKey: Uint8Array | undefined
+  try {
+    // Only now that the store opened: a key file created for a store that never opens would be litter.
+    masterKey = typeof options.masterKey === 'function' ? options.masterKey() : options.masterKey
+  } catch (error) {
+    await opened.release()
+    throw error
+  }
   const runner = sandboxRunner()
   const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
   const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
@@ -276,7 +306,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       store: opened.store,
       clock,
       runner,
-      ...(options.masterKey ? { masterKey: options.masterKey } : {}),
+      ...(masterKey ? { masterKey } : {}),
       ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
       ...serviceBounds,
     }
@@ -331,36 +361,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
   }
-  /** Set once shutdown starts: /readyz answers 503 and every answer closes its connection. */
-  let draining = false
-  /** Answers not yet sent: shutdown waits for them, and they get Connection: close once it starts. */
-  const unanswered = new Set<ServerResponse>()
-  /** Called when the last unanswered request is answered during shutdown. */
-  let drained: (() => void) | undefined
-  const answered = (res: ServerResponse) => {
-    unanswered.delete(res)
-    if (draining && unanswered.size === 0) drained?.()
-  }
-  const served = listener
-  const server = createServer((req, res) => {
-    unanswered.add(res)
-    // 'close' follows every answer (after 'finish'), and a connection lost before one: one listener.
-    res.on('close', () => answered(res))
-    if (!draining) return served(req, res)
-    res.setHeader('connection', 'close')
-    if ((req.method === 'GET' || req.method === 'HEAD') && (req.url ?? '').split('?')[0] === '/readyz') {
-      const body = '{"status":"shutting down"}'
-      res.writeHead(503, {
-        'content-type': 'application/json',
-        'cache-control': 'no-store',
-        'retry-after': '1',
-        'content-length': Buffer.byteLength(body),
-      })
-      res.end(req.method === 'HEAD' ? undefined : body)
-      return
-    }
-    served(req, res)
-  })
+  const { server, shutdown, hurry } = drainingServer(listener)
   server.listen(options.port, options.host)
   try {
     await Promise.race([
@@ -399,25 +400,19 @@ export async function serve(options: ServeOptions): Promise<Serving> {
 
   let closing: Promise<void> | undefined
   /**
-   * Shuts down without resetting a request: /readyz answers 503 at once, idle keep-alive
-   * connections close, answers carry Connection: close, and once the requests in flight are
-   * answered (or `graceMs` passed) the listener and every connection close, then the service.
+   * Shuts down without resetting a request (see `drainingServer`): /readyz answers 503 and every
+   * answer closes its connection at once; the listener serves on for the shutdown delay, then stops;
+   * requests in flight get `graceMs`; then the service and the store close.
    */
-  const close = (graceMs = 5_000) => {
+  const close = (graceMs = options.shutdownGraceMs ?? 5_000) => {
     closing ??= (async () => {
-      draining = true
-      for (const res of unanswered) if (!res.headersSent) res.setHeader('connection', 'close')
       clearInterval(sweep)
-      server.closeIdleConnections()
-      if (unanswered.size > 0) {
-        await new Promise<void>((resolve) => {
-          drained = resolve
-          setTimeout(resolve, graceMs).unref()
-        })
-      }
-      const closed = new Promise((resolve) => server.close(resolve))
-      server.closeAllConnections()
-      await closed
+      const { unanswered } = await shutdown({ delayMs: options.shutdownDelayMs ?? 0, graceMs })
+      if (unanswered > 0)
+        note(
+          `shutdown: ${unanswered} request(s) still unanswered after the ${graceMs} ms grace were closed`,
+          'warn',
+        )
       await service.close()
       await opened.release()
       stderr?.close()
@@ -426,5 +421,5 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     })()
     return closing
   }
-  return { url, close }
+  return { url, close, hurry }
 }

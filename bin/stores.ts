@@ -1,4 +1,5 @@
 import type { Store } from '../src/store/contract.js'
+import { describeStore, postgresUrlProblem, storeFailure } from './store-errors.js'
 
 /** A store opened from a `--store` value, and how to release what it holds beyond the store. */
 export interface OpenedStore {
@@ -44,6 +45,8 @@ export async function openStore(
     return { store: await fileStore({ path, log }), release: none }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
+    const problem = postgresUrlProblem(spec)
+    if (problem) throw new Error(problem)
     const { default: pg } = await import('pg')
     const { postgresStore } = await import('../adapters/postgres/index.js')
     const { DEFAULT_TIMEOUTS, watchPool } = await import('../adapters/postgres/faults.js')
@@ -62,4 +65,62 @@ export async function openStore(
     }
   }
   throw new Error(`--store must be memory, file:PATH or a postgres:// URL, not ${JSON.stringify(spec)}`)
+}
+
+/** How `openStoreWaiting` waits. */
+export interface StoreWait {
+  /** Milliseconds to keep trying a store that is not reachable yet; 0: one try. @default 0 */
+  waitMs?: number
+  /** Takes the progress lines. */
+  log?: (line: string, level?: string) => void
+  /** Stops the wait (a signal during start-up): the last failure is thrown at once. */
+  signal?: AbortSignal
+  /** Milliseconds since some fixed point (injected by tests); default `performance.now`. */
+  now?: () => number
+}
+
+/** The pause before try `attempt` (0-based): 100 ms doubling up to 2 s, each drawn in its upper half. */
+export function backoffMs(attempt: number, random = Math.random): number {
+  const ceiling = Math.min(2_000, 100 * 2 ** attempt)
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2)
+}
+
+const pause = (ms: number, signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    signal?.addEventListener('abort', done)
+  })
+
+/**
+ * `openStore`, tried again while it fails for a reason that waiting may cure (connection refused,
+ * host not found, the database starting up) and `waitMs` has not passed, with back-off and a
+ * progress line per try. Throws an `Error` that names the store and what to check.
+ */
+export async function openStoreWaiting(spec: string, wait: StoreWait = {}): Promise<OpenedStore> {
+  const now = wait.now ?? (() => performance.now())
+  const waitMs = wait.waitMs ?? 0
+  const started = now()
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await openStore(spec, wait.log ? { log: wait.log } : {})
+    } catch (error) {
+      const failure = storeFailure(error, spec)
+      const waited = now() - started
+      if (!failure.retry || waited >= waitMs || wait.signal?.aborted)
+        throw new Error(failure.message, { cause: error })
+      const ms = Math.min(backoffMs(attempt), Math.max(0, waitMs - waited))
+      const seconds = (n: number) => (n / 1000).toFixed(1)
+      wait.log?.(
+        `waiting for ${describeStore(spec)}: ${failure.reason}; next try in ${ms} ms (${seconds(waited)} s of --store-wait-ms ${seconds(waitMs)} s)`,
+        'warn',
+      )
+      await pause(ms, wait.signal)
+      if (wait.signal?.aborted) throw new Error(`stopped while waiting for ${describeStore(spec)}`)
+    }
+  }
 }

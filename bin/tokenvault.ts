@@ -7,6 +7,8 @@ import { createManagementKey, rotateMasterKeyFile } from './keys.js'
 import { isPublishedKey, loadMasterKey } from './master-key.js'
 import { BOUND_FLAGS, type BoundOption, parseArgsOptions, resolveOptions, usage } from './options.js'
 import { serve } from './serve.js'
+import { stopOnSignals } from './signals.js'
+import { postgresUrlProblem } from './store-errors.js'
 import { isStoreSpec } from './stores.js'
 
 /** This package's version, from its package.json (one level up from `bin/` and from `dist/bin/`). */
@@ -89,6 +91,8 @@ async function main(argv: string[]) {
   if (!COMMANDS.includes(command)) fail('the commands are serve, keys create and keys rotate-master')
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
+  const urlProblem = values.store.startsWith('postgres') ? postgresUrlProblem(values.store) : undefined
+  if (urlProblem) fail(urlProblem)
   const headerPrefix = values['header-prefix']
   if (headerPrefix !== undefined && !/^[A-Za-z0-9-]{1,32}$/.test(headerPrefix))
     fail('--header-prefix (TOKENVAULT_HEADER_PREFIX) may hold only letters, digits and -')
@@ -104,6 +108,15 @@ async function main(argv: string[]) {
   }
   // Every value is checked before anything is written (the master key file included).
   const port = command === 'serve' ? parsePort(values.port) : 0
+  const millis = (flag: string) => {
+    const given = one(flag)
+    if (!/^(0|[1-9][0-9]{0,8})$/.test(given))
+      fail(
+        `--${flag} (TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}) must be a whole number of milliseconds from 0 to 999999999, not ${given}`,
+      )
+    return Number(given)
+  }
+  for (const flag of ['store-wait-ms', 'shutdown-delay-ms', 'shutdown-grace-ms']) millis(flag)
   for (const origin of values['cors-origin']) {
     if (!isCorsOrigin(origin))
       fail(
@@ -138,20 +151,75 @@ async function main(argv: string[]) {
     await rotateMaster(values.store, values['master-key-file'], values['new-master-key-file'])
     return
   }
-  let masterKey: Uint8Array | undefined
-  if (values.store !== 'memory' || process.env['TOKENVAULT_MASTER_KEY'] || values['master-key-file']) {
+  const masterKey = masterKeyOf(values.store, values['master-key-file'], logFormat, command === 'serve')
+  if (command === 'keys create') {
+    const key = typeof masterKey === 'function' ? masterKey() : masterKey
+    const made = await createManagementKey({
+      store: values.store,
+      ...(key ? { masterKey: key } : {}),
+      ...(values.tenant ? { tenant: values.tenant } : {}),
+      ...(managementKey ? { key: managementKey } : {}),
+    })
+    process.stdout.write(`tenant: ${made.tenantId}\nmanagement key: ${made.key}\n`)
+    return
+  }
+  const note = (line: string, level = 'info') =>
+    process.stderr.write(
+      `${logFormat === 'json' ? JSON.stringify({ time: new Date().toISOString(), level, msg: line }) : `tokenvault: ${line}`}\n`,
+    )
+  // Before anything starts: a signal during start-up stops it cleanly.
+  const signals = stopOnSignals(note)
+  let server: Awaited<ReturnType<typeof serve>>
+  try {
+    server = await serve({
+      port,
+      host: values.host,
+      store: values.store,
+      ...(headerPrefix ? { headerPrefix } : {}),
+      ...(masterKey ? { masterKey } : {}),
+      ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
+      ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),
+      ...(managementKey ? { managementKey } : {}),
+      ...(values['test-mode'] ? { testMode: true } : {}),
+      ...(adminToken ? { adminToken } : {}),
+      ...(seed !== undefined ? { seed } : {}),
+      bounds,
+      logFormat,
+      storeWaitMs: millis('store-wait-ms'),
+      shutdownDelayMs: millis('shutdown-delay-ms'),
+      shutdownGraceMs: millis('shutdown-grace-ms'),
+      signal: signals.stopped,
+    })
+  } catch (error) {
+    if (!signals.stopped.aborted) throw error
+    note('stopped before listening')
+    process.exit(0)
+  }
+  signals.serving(server)
+}
+
+/**
+ * The master key of `serve` and `keys create`: for a file or PostgreSQL store (or when one is
+ * given), from TOKENVAULT_MASTER_KEY, --master-key-file or ./.tokenvault.key. A key that exists is
+ * read (and checked) now; a default file still to create is created only when called, after the
+ * store opened (`later`), so that a store that fails to open leaves no key file behind.
+ */
+function masterKeyOf(
+  store: string,
+  file: string | undefined,
+  logFormat: string,
+  later: boolean,
+): Uint8Array | (() => Uint8Array) | undefined {
+  const env = process.env['TOKENVAULT_MASTER_KEY']
+  if (store === 'memory' && !env && !file) return undefined
+  const load = () => {
     let loaded: ReturnType<typeof loadMasterKey>
     try {
-      loaded = loadMasterKey({
-        env: process.env['TOKENVAULT_MASTER_KEY'],
-        file: values['master-key-file'],
-        defaultFile: '.tokenvault.key',
-      })
+      loaded = loadMasterKey({ env, file, defaultFile: '.tokenvault.key' })
     } catch (error) {
       fail(error instanceof Error ? error.message : String(error))
     }
-    if (isPublishedKey(loaded.key)) fail(publishedKeyMessage(values.store, loaded.file))
-    masterKey = loaded.key
+    if (isPublishedKey(loaded.key)) fail(publishedKeyMessage(store, loaded.file))
     if (loaded.note) {
       const line =
         logFormat === 'json'
@@ -159,49 +227,9 @@ async function main(argv: string[]) {
           : `tokenvault: ${loaded.note}`
       process.stderr.write(`${line}\n`)
     }
+    return loaded.key
   }
-  if (command === 'keys create') {
-    const made = await createManagementKey({
-      store: values.store,
-      ...(masterKey ? { masterKey } : {}),
-      ...(values.tenant ? { tenant: values.tenant } : {}),
-      ...(managementKey ? { key: managementKey } : {}),
-    })
-    process.stdout.write(`tenant: ${made.tenantId}\nmanagement key: ${made.key}\n`)
-    return
-  }
-  const server = await serve({
-    port,
-    host: values.host,
-    store: values.store,
-    ...(headerPrefix ? { headerPrefix } : {}),
-    ...(masterKey ? { masterKey } : {}),
-    ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
-    ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),
-    ...(managementKey ? { managementKey } : {}),
-    ...(values['test-mode'] ? { testMode: true } : {}),
-    ...(adminToken ? { adminToken } : {}),
-    ...(seed !== undefined ? { seed } : {}),
-    bounds,
-    logFormat,
-  })
-  let stopping = false
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      process.stderr.write(`tokenvault: ${signal} again, exiting now\n`)
-      process.exit(1)
-    }
-    stopping = true
-    server.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`tokenvault: shutdown failed: ${String(error)}\n`)
-        process.exit(1)
-      },
-    )
-  }
-  process.on('SIGINT', stop)
-  process.on('SIGTERM', stop)
+  return later && !env && !file && !existsSync('.tokenvault.key') ? load : load()
 }
 
 /** Why the CLI refuses a published master key, and the command that rotates it away. */

@@ -1,5 +1,5 @@
 /**
- * SIGTERM drains: /readyz answers 503 at once, an idle keep-alive connection closes, the request in
+ * SIGTERM drains: /readyz answers 503 during the shutdown delay, an idle keep-alive connection closes, the request in
  * flight is answered (with Connection: close), and the process exits. A request is kept in flight by
  * a fault with a delay (test mode). That it exits as soon as the request is answered, well before
  * the 5 s grace, is a wall-clock claim: test/cli/shutdown.slow.test.ts.
@@ -27,7 +27,7 @@ function get(url: string, agent?: Agent) {
   )
 }
 
-it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flight answered, exit right after', async () => {
+it('on SIGTERM with a 500 ms shutdown delay: /readyz 503, idle keep-alive closed, the request in flight answered, exit right after', async () => {
   const cli = start([
     'serve',
     '--port',
@@ -39,6 +39,8 @@ it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flig
     '--test-mode',
     '--admin-token',
     ADMIN,
+    '--shutdown-delay-ms',
+    '500',
   ])
   const url = (await cli.line(1)).slice('listening on '.length)
   const added = await fetch(`${url}/_test/faults`, {
@@ -65,10 +67,11 @@ it('on SIGTERM: /readyz 503 at once, idle keep-alive closed, the request in flig
   for (let i = 0; i < 500 && (await faults()) > 0; i++) await new Promise((resolve) => setImmediate(resolve))
   expect(await faults()).toBe(0)
   cli.child.kill('SIGTERM')
-  await idleClosed
+  // Within the shutdown delay the listener still serves; the idle connection closes at its end.
   const ready = await get(`${url}/readyz`)
   expect(ready.status).toBe(503)
   expect(ready.headers['connection']).toBe('close')
+  await idleClosed
 
   const answer = await inFlight
   expect(answer.status).toBe(401) // answered by the vault (no key), not reset
