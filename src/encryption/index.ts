@@ -9,9 +9,14 @@ export {
   openBytes,
   openValue,
   sealBytes,
+  sealedVersion,
   sealValue,
   tenantKey,
   toProvider,
 } from './keyring.js'
-export { Keyring, publicTenant, sealedStore } from './sealed-store.js'
+export type { RekeyProgress } from './rekey.js'
+export { rekeyStep } from './rekey.js'
+export { publicTenant, sealedStore } from './sealed-store.js'
 export { sealedPayload } from './sealing.js'
+export type { DataKeyPolicy } from './tenant-keyring.js'
+export { DEFAULT_DATA_KEY_POLICY, destroyedKeys, Keyring, keysOf } from './tenant-keyring.js'

@@ -111,49 +111,131 @@ export function toProvider(key: MasterKey): KeyProvider {
   return key instanceof Uint8Array ? localMasterKey(key) : key
 }
 
-/** A tenant's unwrapped data key, with the subkeys made from it. */
+/**
+ * A tenant's unwrapped keys, with the subkeys made from them: the data key version new seals use
+ * (`version`, `encryption`), every version still held (`encryptionFor`), and the keyed-hash keys
+ * (made from the tenant's root key, which does not rotate: fingerprints and search indexes stay
+ * valid across rotations).
+ */
 export interface TenantKey {
-  /** Encrypts token fields (AES-256-GCM); made once, reused by every seal and open. */
+  /** The version new seals use. */
+  readonly version: number
+  /** Encrypts token fields (AES-256-GCM) under `version`; made once, reused by every seal and open. */
   readonly encryption: KeyObject
+  /** The encryption key of `version`, when it is held. */
+  encryptionFor(version: number): KeyObject | undefined
   /** Keys for keyed hashes (fingerprints, search indexes), one per purpose, each made once. */
   hmacKey(purpose: string): KeyObject
 }
 
-/** The subkeys of a tenant's data key (HKDF-SHA-256), as `KeyObject`s derived once and kept. */
-export function tenantKey(dataKey: Uint8Array): TenantKey {
-  const derive = (info: string) =>
-    createSecretKey(Buffer.from(hkdfSync('sha256', dataKey, Buffer.alloc(0), info, 32)))
-  const encryption = derive('tokenvault:token-fields')
+/** The encryption subkey of one data key (HKDF-SHA-256). */
+export function encryptionKeyOf(dataKey: Uint8Array): KeyObject {
+  return createSecretKey(
+    Buffer.from(hkdfSync('sha256', dataKey, Buffer.alloc(0), 'tokenvault:token-fields', 32)),
+  )
+}
+
+/** The keyed-hash subkeys of a root key, each derived (HKDF-SHA-256) once and kept. */
+export function hmacKeysOf(rootKey: Uint8Array): (purpose: string) => KeyObject {
+  const root = Buffer.from(rootKey)
   const hmacKeys = new Map<string, KeyObject>()
-  return {
-    encryption,
-    hmacKey(purpose) {
-      let key = hmacKeys.get(purpose)
-      if (!key) {
-        key = derive(`tokenvault:hmac:${purpose}`)
-        hmacKeys.set(purpose, key)
-      }
-      return key
-    },
+  return (purpose) => {
+    let key = hmacKeys.get(purpose)
+    if (!key) {
+      key = createSecretKey(
+        Buffer.from(hkdfSync('sha256', root, Buffer.alloc(0), `tokenvault:hmac:${purpose}`, 32)),
+      )
+      hmacKeys.set(purpose, key)
+    }
+    return key
   }
 }
 
-/** Encrypts one JSON value of a token field; `aad` binds tenant, token and field. */
-export function sealValue(key: TenantKey, value: unknown, aad: string): string {
-  return sealBytes(
-    key.encryption,
-    Buffer.from(JSON.stringify(value), 'utf8'),
-    Buffer.from(aad, 'utf8'),
-  ).toString('base64')
+/** The subkeys of one data key that is both root and version 1 (a tenant from before versioned keys). */
+export function tenantKey(dataKey: Uint8Array): TenantKey {
+  const encryption = encryptionKeyOf(dataKey)
+  return {
+    version: 1,
+    encryption,
+    encryptionFor: (version) => (version === 1 ? encryption : undefined),
+    hmacKey: hmacKeysOf(dataKey),
+  }
 }
 
 /**
- * Decrypts what `sealValue` made (its base64, or the bytes it names); throws when the key, the AAD
- * or the bytes don't match.
+ * The header of a versioned ciphertext: 4 marker bytes, then the version (uint32, big-endian).
+ * Before versioned keys a ciphertext was IV ‖ ciphertext ‖ tag, read as version 1; one of those
+ * whose random IV starts with the marker (one in 2³²) still opens: the legacy reading is tried
+ * when the versioned one fails.
+ */
+const MARKER = Buffer.from([0x00, 0x74, 0x76, 0x6b])
+const HEADER_BYTES = MARKER.length + 4
+
+/** The additional authenticated data of a versioned ciphertext: the caller's, and the version. */
+const versionedAad = (aad: string, version: number) =>
+  Buffer.from(`${aad}\u0000key-version:${version}`, 'utf8')
+
+/**
+ * The data-key version named by a sealed value's header (its base64 or bytes); 1 for a ciphertext
+ * from before versioned keys. Reads the header only: nothing is decrypted.
+ */
+export function sealedVersion(sealed: string | Uint8Array): number {
+  const head = typeof sealed === 'string' ? Buffer.from(sealed.slice(0, 12), 'base64') : sealed
+  if (!hasMarker(head)) return 1
+  return Buffer.from(head.buffer, head.byteOffset, head.byteLength).readUInt32BE(MARKER.length)
+}
+
+/**
+ * Encrypts one JSON value under the key's current version: header (marker, version) ‖ IV ‖
+ * ciphertext ‖ tag, as base64; `aad` (binding tenant, record and field) and the version are its
+ * additional authenticated data, so a ciphertext relabelled with another version does not open.
+ */
+export function sealValue(key: TenantKey, value: unknown, aad: string): string {
+  const body = sealBytes(
+    key.encryption,
+    Buffer.from(JSON.stringify(value), 'utf8'),
+    versionedAad(aad, key.version),
+  )
+  const header = Buffer.allocUnsafe(HEADER_BYTES)
+  MARKER.copy(header)
+  header.writeUInt32BE(key.version, MARKER.length)
+  return Buffer.concat([header, body]).toString('base64')
+}
+
+/**
+ * Decrypts what `sealValue` made (its base64, or the bytes it names), under the version its header
+ * names, or a ciphertext from before versioned keys under version 1; throws when the version is not
+ * held or the key, the AAD or the bytes don't match.
  */
 export function openValue(key: TenantKey, sealed: string | Uint8Array, aad: string): unknown {
   const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'base64') : sealed
-  return JSON.parse(openBytes(key.encryption, bytes, Buffer.from(aad, 'utf8')).toString('utf8'))
+  if (hasMarker(bytes)) {
+    const version = sealedVersion(bytes)
+    const k = key.encryptionFor(version)
+    try {
+      if (!k) throw new Error(`data key version ${version} is not held`)
+      const plain = openBytes(k, bytes.subarray(HEADER_BYTES), versionedAad(aad, version))
+      return JSON.parse(plain.toString('utf8'))
+    } catch (error) {
+      // One legacy ciphertext in 2³² starts with the marker: read as legacy before failing.
+      const legacy = key.encryptionFor(1)
+      if (!legacy) throw error
+      try {
+        return JSON.parse(openBytes(legacy, bytes, Buffer.from(aad, 'utf8')).toString('utf8'))
+      } catch {
+        throw error
+      }
+    }
+  }
+  const legacy = key.encryptionFor(1)
+  if (!legacy) throw new Error('data key version 1 is not held')
+  return JSON.parse(openBytes(legacy, bytes, Buffer.from(aad, 'utf8')).toString('utf8'))
+}
+
+function hasMarker(bytes: Uint8Array): boolean {
+  if (bytes.length < HEADER_BYTES) return false
+  for (let i = 0; i < MARKER.length; i++) if (bytes[i] !== MARKER[i]) return false
+  return true
 }
 
 /** HMAC-SHA-256 of `value` under the tenant's key for `purpose`, as base64url. */

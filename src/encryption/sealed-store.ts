@@ -1,14 +1,6 @@
 import type { Check, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import {
-  type KeyProvider,
-  keyedHash,
-  newDataKey,
-  type TenantKey,
-  tenantKey,
-  type WrappedDataKey,
-} from './keyring.js'
-import {
   openAnswer,
   openReactor,
   openStaged,
@@ -18,91 +10,9 @@ import {
   sealReactor,
   sealToken,
 } from './sealing.js'
+import type { Keyring } from './tenant-keyring.js'
 
-/**
- * The tenants' data keys: each tenant has one random 32-byte data key, stored beside the tenant
- * record wrapped by the master key (`data_key`). `providers[0]` wraps new keys; every provider
- * given can unwrap (so old and new master keys both read during a rotation). Unwrapped keys are
- * cached for the life of the service.
- */
-export class Keyring {
-  private readonly cache = new Map<string, Promise<TenantKey>>()
-  /** The same keys once unwrapped, for the hot path (no promise to await). */
-  private readonly ready = new Map<string, TenantKey>()
-
-  constructor(
-    private readonly store: Store,
-    private readonly providers: readonly KeyProvider[],
-  ) {}
-
-  /** A new data key for a tenant about to be created, wrapped for its record. */
-  async newTenantKey(tenantId: string): Promise<WrappedDataKey> {
-    const dataKey = newDataKey()
-    const wrapped = await this.providers[0]!.wrap(dataKey, tenantId)
-    const key = tenantKey(dataKey)
-    this.cache.set(tenantId, Promise.resolve(key))
-    this.ready.set(tenantId, key)
-    return { key_id: this.providers[0]!.keyId, wrapped: Buffer.from(wrapped).toString('base64') }
-  }
-
-  /** The tenant's key, unwrapped (and made, for a tenant from before encryption at rest). */
-  key(tenantId: string): Promise<TenantKey> {
-    let key = this.cache.get(tenantId)
-    if (!key) {
-      key = this.load(tenantId)
-      this.cache.set(tenantId, key)
-      key.then(
-        (k) => this.ready.set(tenantId, k),
-        () => this.cache.delete(tenantId),
-      )
-    }
-    return key
-  }
-
-  /** The tenant's key if it is already unwrapped (then no await is needed), else undefined. */
-  loaded(tenantId: string): TenantKey | undefined {
-    return this.ready.get(tenantId)
-  }
-
-  /** Unwraps `wrapped` for `tenantId` with the provider it names. Throws a clear error on a wrong key. */
-  async unwrap(tenantId: string, wrapped: WrappedDataKey): Promise<Uint8Array> {
-    const provider = this.providers.find((p) => p.keyId === wrapped.key_id)
-    if (!provider) {
-      throw new Error(
-        `masterKey: tenant ${tenantId}'s data key is wrapped by master key ${wrapped.key_id}, which this service was not given (it has ${this.providers.map((p) => p.keyId).join(', ')})`,
-      )
-    }
-    try {
-      return await provider.unwrap(Buffer.from(wrapped.wrapped, 'base64'), tenantId)
-    } catch {
-      throw new Error(
-        `masterKey: master key ${wrapped.key_id} could not unwrap tenant ${tenantId}'s data key`,
-      )
-    }
-  }
-
-  /** Wraps `dataKey` for `tenantId` with the current master key. */
-  async wrap(tenantId: string, dataKey: Uint8Array): Promise<WrappedDataKey> {
-    const wrapped = await this.providers[0]!.wrap(dataKey, tenantId)
-    return { key_id: this.providers[0]!.keyId, wrapped: Buffer.from(wrapped).toString('base64') }
-  }
-
-  private async load(tenantId: string): Promise<TenantKey> {
-    const tenant = await this.store.getTenant(tenantId)
-    if (tenant?.data_key) return tenantKey(await this.unwrap(tenantId, tenant.data_key))
-    if (!tenant) throw new Error(`no tenant ${tenantId}`)
-    // A tenant from before encryption at rest: give it a key now.
-    const dataKey = newDataKey()
-    const data_key = await this.wrap(tenantId, dataKey)
-    await this.store.write({ ops: [{ op: 'tenant.put', tenant: { ...tenant, data_key } }] })
-    return tenantKey(dataKey)
-  }
-
-  /** HMAC-SHA-256 of `value` under the tenant's key for `purpose` (fingerprints, search indexes). */
-  async hmac(tenantId: string, purpose: string, value: string): Promise<string> {
-    return keyedHash(await this.key(tenantId), purpose, value)
-  }
-}
+export { Keyring } from './tenant-keyring.js'
 
 /** What the service hands the sealed store: the rules it applies that are not about sealing. */
 export interface SealedStoreOptions {
@@ -134,7 +44,8 @@ export interface SealedStoreOptions {
  */
 export function sealedStore(inner: Store, keyring: Keyring, options: SealedStoreOptions): Store {
   const s: Sealing = {
-    keyOf: (tenantId) => keyring.loaded(tenantId) ?? keyring.key(tenantId),
+    keyOf: (tenantId, version) => keyring.keyFor(tenantId, version),
+    sealKeyOf: (tenantId) => keyring.sealKey(tenantId),
     searchIndexPurpose: options.searchIndexPurpose,
     asRead: options.asRead,
   }

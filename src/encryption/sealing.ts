@@ -1,6 +1,6 @@
 import type { Json, Op, Reactor, StagedWrite, StoredToken } from '../kernel/index.js'
 import { ServiceError, withTokenFields } from '../kernel/index.js'
-import { keyedHash, openValue, sealValue, type TenantKey } from './keyring.js'
+import { keyedHash, openValue, sealedVersion, sealValue, type TenantKey } from './keyring.js'
 
 /**
  * How a sealed token field is stored: IV ‖ ciphertext ‖ GCM tag, as base64 (what this store writes)
@@ -44,8 +44,13 @@ const unreadable = (id: string) =>
 
 /** What sealing and opening need: the tenants' keys and the service's rules that are not about sealing. */
 export interface Sealing {
-  /** The tenant's key, at once when it is already unwrapped. */
-  keyOf(tenantId: string): TenantKey | Promise<TenantKey>
+  /**
+   * The tenant's keys, at once when they are already unwrapped; with `version`, keys that hold that
+   * data-key version (read again when the ones held do not: another process rotated).
+   */
+  keyOf(tenantId: string, version?: number): TenantKey | Promise<TenantKey>
+  /** The key to seal one value under, that seal counted (see `Keyring.sealKey`). */
+  sealKeyOf(tenantId: string): TenantKey | Promise<TenantKey>
   /** The purpose of the keyed hashes of evaluated search indexes. */
   searchIndexPurpose: string
   /** Every token opened goes through this before it is answered. */
@@ -73,7 +78,7 @@ function sealWith(s: Sealing, key: TenantKey, token: StoredToken): StoredToken {
 
 /** `token` as stored: sealed under its tenant's key (no await when the key is already unwrapped). */
 export function sealToken(s: Sealing, token: StoredToken): StoredToken | Promise<StoredToken> {
-  const key = s.keyOf(token.tenant_id)
+  const key = s.sealKeyOf(token.tenant_id)
   return key instanceof Promise ? key.then((k) => sealWith(s, k, token)) : sealWith(s, key, token)
 }
 
@@ -100,13 +105,13 @@ function openWith(s: Sealing, key: TenantKey, token: StoredToken): StoredToken {
 export function openToken(s: Sealing, token: StoredToken): StoredToken | Promise<StoredToken> {
   // Legacy plaintext (written before encryption at rest) reads as it is.
   if (!isSealed(token.data)) return s.asRead(token)
-  const key = s.keyOf(token.tenant_id)
+  const key = s.keyOf(token.tenant_id, sealedVersion((token.data as Sealed).$sealed))
   return key instanceof Promise ? key.then((k) => openWith(s, k, token)) : openWith(s, key, token)
 }
 
 /** A reactor as stored: its configuration sealed, bound to its tenant and id. */
 export async function sealReactor(s: Sealing, reactor: Reactor): Promise<Reactor> {
-  const key = await s.keyOf(reactor.tenant_id)
+  const key = await s.sealKeyOf(reactor.tenant_id)
   const sealed = { $sealed: sealValue(key, reactor.configuration, reactorAad(reactor)) }
   return { ...reactor, configuration: sealed }
 }
@@ -118,7 +123,7 @@ export async function openReactor(s: Sealing, reactor: Reactor): Promise<Reactor
   let configuration: unknown
   try {
     configuration = openValue(
-      await s.keyOf(reactor.tenant_id),
+      await s.keyOf(reactor.tenant_id, sealedVersion(reactor.configuration.$sealed)),
       reactor.configuration.$sealed,
       reactorAad(reactor),
     )
@@ -145,7 +150,7 @@ export async function sealOp(s: Sealing, op: Op): Promise<Op> {
     case 'idempotency.put': {
       const { record } = op
       if (record.answer === undefined) return op
-      const key = await s.keyOf(record.tenant_id)
+      const key = await s.sealKeyOf(record.tenant_id)
       return { ...op, record: { ...record, answer: sealValue(key, record.answer, answerAad(record)) } }
     }
     default:
@@ -162,7 +167,11 @@ export async function openStaged(s: Sealing, staged: StagedWrite): Promise<Stage
 export async function openAnswer(s: Sealing, record: { tenant_id: string; id: string; answer: string }) {
   let answer: unknown
   try {
-    answer = openValue(await s.keyOf(record.tenant_id), record.answer, answerAad(record))
+    answer = openValue(
+      await s.keyOf(record.tenant_id, sealedVersion(record.answer)),
+      record.answer,
+      answerAad(record),
+    )
   } catch {
     answer = undefined
   }

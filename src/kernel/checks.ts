@@ -42,6 +42,8 @@ export function checkFailure(check: Check): ServiceError {
       return conflict('a request with this idempotency key is in progress')
     case 'token.fingerprint_absent':
       return conflict('a token with the same fingerprint was created concurrently; retry')
+    case 'tenant.unchanged':
+      return conflict("the tenant's data keys were changed concurrently; retry")
     case 'webhook.present':
       return notFound('webhook')
     case 'outbox.unchanged':

@@ -6,7 +6,7 @@ import {
   shownApplication,
 } from '../applications/index.js'
 import { childOperations } from '../associations/index.js'
-import { type MasterKey, publicTenant, toProvider } from '../encryption/index.js'
+import { publicTenant } from '../encryption/index.js'
 import type { Application, ManualClock, Tenant } from '../kernel/index.js'
 import { conflict, invalid, newId, notFound, parse, sha256 } from '../kernel/index.js'
 import {
@@ -26,6 +26,7 @@ import {
   reactorOperations,
 } from '../reactors/index.js'
 import { refingerprinted, tokenOperations } from '../tokens/index.js'
+import { type KeyAdmin, keyAdmin } from './admin-keys.js'
 import { type AdminView, adminView } from './admin-view.js'
 import { OPERATIONS } from './client.js'
 import { type Fixture, type FixtureDeps, loadFixture } from './fixtures.js'
@@ -37,7 +38,7 @@ import type { Methods, OperationNames, Wiring } from './wiring.js'
 const GIVEN_KEY = /^key_[A-Za-z0-9_-]{24,}$/
 
 /** The host's trusted operator API: no key, every tenant. Official formulas: see `OfficialFormulaAdmin`. */
-export interface Admin extends OfficialFormulaAdmin {
+export interface Admin extends OfficialFormulaAdmin, KeyAdmin {
   /** Creates a tenant. */
   createTenant(input: CreateTenantInput): Promise<Tenant>
   /**
@@ -53,17 +54,6 @@ export interface Admin extends OfficialFormulaAdmin {
    * background, the asynchronous react callbacks whose retry is due. The CLI runs it every 30 s.
    */
   sweep(): Promise<SweepCounts>
-  /**
-   * Checks that the service's master keys unwrap every tenant's data key; throws an error naming
-   * the key that is missing or wrong (never the key material). The CLI runs it at start.
-   */
-  verifyMasterKey(): Promise<void>
-  /**
-   * Makes `next` the master key: every tenant's data key is unwrapped and wrapped again by `next`
-   * (token ciphertexts are not touched). The service reads with the old and the new key meanwhile;
-   * afterwards a service given only `next` reads everything.
-   */
-  rotateMasterKey(next: MasterKey): Promise<{ tenants: number; keyId: string }>
   /**
    * Loads a fixture (see `Fixture`): tenants with fixed ids, applications with fixed keys, tokens
    * with fixed ids, associations, formulas and reactors, each through its create operation. A bad
@@ -107,7 +97,7 @@ async function createTenant(w: Wiring, input: CreateTenantInput, at: string, id 
     id,
     name: body.name,
     created_at: at,
-    data_key: await w.keyring.newTenantKey(id),
+    ...(await w.keyring.newTenantKeys(id, at)),
   }
   await w.store.write({ ops: [{ op: 'tenant.put', tenant }] })
   return publicTenant(tenant)
@@ -127,22 +117,6 @@ async function createApplication(w: Wiring, input: AdminCreateApplicationInput, 
   }
   await w.store.write({ ops: [{ op: 'application.put', application }] })
   return { application: shownApplication(application), key }
-}
-
-/** Wraps every tenant's data key again under `next`, which becomes the first master key. */
-async function rotateMasterKey(w: Wiring, next: MasterKey) {
-  const provider = toProvider(next)
-  w.keys.unshift(provider)
-  let rotated = 0
-  for (const tenant of await w.store.listTenants()) {
-    if (!tenant.data_key || tenant.data_key.key_id === provider.keyId) continue
-    const dataKey = await w.keyring.unwrap(tenant.id, tenant.data_key)
-    await w.store.write({
-      ops: [{ op: 'tenant.put', tenant: { ...tenant, data_key: await w.keyring.wrap(tenant.id, dataKey) } }],
-    })
-    rotated++
-  }
-  return { tenants: rotated, keyId: provider.keyId }
 }
 
 /** The operations a fixture writes a tenant's records with, each journaled as the host's. */
@@ -220,12 +194,7 @@ export function createAdmin(w: Wiring): Admin {
           refingerprinted(token, (purpose, value) => w.keyring.hmac(token.tenant_id, purpose, value)),
       })
     },
-    async verifyMasterKey() {
-      for (const tenant of await w.store.listTenants()) {
-        if (tenant.data_key) await w.keyring.unwrap(tenant.id, tenant.data_key)
-      }
-    },
-    rotateMasterKey: (next) => rotateMasterKey(w, next),
+    ...keyAdmin(w),
     ...officialFormulaAdmin({ store: w.store, runner: w.runner, now: w.now }),
     view: adminView(w.store, w.now, w.journal),
     loadFixture: (fixture) => loadFixture(fixtureDeps(w, admin), fixture),
@@ -240,9 +209,14 @@ export function testPowers(w: Wiring): TestPowers {
     async importState(value) {
       const snapshot = parseSnapshot(value)
       await restoreSnapshot(w.store, w.keyring, snapshot)
+      // Tenants restored under ids this process held keys for have new keys now.
+      w.keyring.forget()
       const clock = w.clock
       if ('set' in clock && typeof clock.set === 'function') (clock as ManualClock).set(snapshot.clock)
     },
-    clearState: () => clearState(w.store),
+    clearState: async () => {
+      await clearState(w.store)
+      w.keyring.forget()
+    },
   }
 }

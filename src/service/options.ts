@@ -116,6 +116,18 @@ export interface ServiceOptions {
    */
   testMode?: boolean
   /**
+   * The audit log (`GET /logs`): each write's entries ride in the write itself, each read's are
+   * group-committed before its answer. `false` turns it off (for comparisons: nothing is logged).
+   * @default true
+   */
+  auditLog?: boolean
+  /**
+   * How long audit log entries are kept, in days (PCI DSS 10.5.1: twelve months); the sweep
+   * (`admin.sweepExpired`, `admin.sweepLogs`) removes older ones without breaking verification.
+   * @default 365
+   */
+  logRetentionDays?: number
+  /**
    * The observation port: told, with plain data (ids, operation, permission, deciding rule; never
    * token data), of each access decision that let a call act and of each token whose plaintext
    * left the vault in an answer. The test kit's exposure and used-access accounting use it. Absent:

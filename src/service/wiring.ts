@@ -22,6 +22,7 @@ import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
 import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
+import { AUDIT_PURPOSE, AuditLog, DEFAULT_LOG_RETENTION_DAYS } from '../audit/index.js'
 import { type CallInfo, callContext, storeWithEffects } from './effects.js'
 import { DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT } from './idempotency.js'
 import {
@@ -87,6 +88,10 @@ export interface Wiring {
    * feature adds its effect here, in `wire`.
    */
   effects: WriteEffectHook[]
+  /** The audit log (absent with `auditLog: false`): its write effect is in `effects`. */
+  audit: AuditLog | undefined
+  /** How long audit log entries are kept (ms). */
+  logRetentionMs: number
   /**
    * One call's context: it reads the clock once (or takes `at`), so the whole call sees one instant.
    * With `call` (its operation and request id), its store's writes go through `effects`.
@@ -234,7 +239,11 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
   })
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
-  const effects: WriteEffectHook[] = []
+  const audit =
+    options.auditLog === false
+      ? undefined
+      : new AuditLog(store, (tenantId, value) => keyring.hmac(tenantId, AUDIT_PURPOSE, value))
+  const effects: WriteEffectHook[] = audit ? [audit.effect] : []
   const { observe } = options
   const contextFor = (
     principal: Principal,
@@ -275,6 +284,8 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     journal,
     now,
     effects,
+    audit,
+    logRetentionMs: atLeastOne(options.logRetentionDays, DEFAULT_LOG_RETENTION_DAYS) * 86_400_000,
     contextFor,
     record,
     adminCall,

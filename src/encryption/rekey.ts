@@ -1,0 +1,186 @@
+import type { Check, Op, Reactor, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
+import { ServiceError } from '../kernel/index.js'
+import type { Store } from '../store/index.js'
+import { sealedVersion } from './keyring.js'
+import { openReactor, openToken, type Sealing, sealedPayload, sealReactor, sealToken } from './sealing.js'
+import { type Keyring, keysOf } from './tenant-keyring.js'
+
+/** Where a tenant's re-encryption sweep stands after one step. */
+export interface RekeyProgress {
+  tenantId: string
+  /** The version every record is being re-sealed under (the current one). */
+  to: number
+  /** Records re-sealed since the sweep began (across restarts: its place is on the tenant record). */
+  done: number
+  /** Records this step looked at (at most the batch size) and re-sealed. */
+  scanned: number
+  resealed: number
+  /** Records a concurrent write changed first (they are on the current version already: skipped). */
+  raced: number
+  /** Records that fail their integrity check: left as they are, counted. */
+  unreadable: number
+  /** The tenant's tokens (expired ones included): what `done` counts towards on a first pass. */
+  total: number
+  /** The versions the tenant still holds. */
+  versions: number[]
+  /** True once a whole pass found every record on `to` and the older versions were retired. */
+  finished: boolean
+  /**
+   * When the pass is over but began too soon after the rotation to be sure no other process still
+   * seals under an older version (`2 × refreshMs`): a new pass may begin at this time (ISO).
+   */
+  retireAt?: string
+}
+
+/** What a sweep step needs: the store as stored (sealed records), the keyring, sealing without read rules. */
+export interface RekeyDeps {
+  store: Store
+  keyring: Keyring
+  sealing: Sealing
+  now: () => string
+}
+
+/** Any time before every expiry: counting "now" at this instant skips no token. */
+const DAWN = '0001-01-01T00:00:00.000Z'
+
+/** Whether a stored value (a token's `data`, a reactor's configuration) is sealed under `version`. */
+function sealedUnder(value: unknown, version: number): boolean {
+  const payload = sealedPayload(value)
+  return payload !== undefined && sealedVersion(payload) === version
+}
+
+/**
+ * One bounded step of the tenant's re-encryption sweep: reads the next `batch` tokens after the
+ * sweep's place, re-seals those not under the current version (each write guarded by
+ * `token.unchanged`, so a concurrent update wins and is kept), and moves the place on the tenant
+ * record. At the end of a pass it re-seals the tenant's reactors and, when the pass began at least
+ * `2 × refreshMs` after the rotation, retires every older version. Safe to stop at any point and
+ * run again (it resumes from the place stored).
+ */
+export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number): Promise<RekeyProgress> {
+  const limit = Math.max(1, Math.min(10_000, Math.floor(batch)))
+  const tenant = await deps.store.getTenant(tenantId)
+  if (!tenant) throw new ServiceError('not_found', 'tenant not found')
+  const keys = keysOf(tenant)
+  if (keys.destroyed_at !== undefined)
+    throw new ServiceError('conflict', `tenant ${tenantId}'s keys were destroyed`)
+  const sweep =
+    keys.sweep?.to === keys.current ? keys.sweep : { to: keys.current, done: 0, started_at: deps.now() }
+  const ids = await deps.store.findTokenIds(tenantId, {
+    ...(sweep.after ? { after: sweep.after } : {}),
+    limit,
+  })
+  const tokens = await deps.store.getTokens(tenantId, ids)
+  const stale = tokens.filter((t) => !sealedUnder(t.data, sweep.to))
+  const outcome = await resealTokens(deps, stale)
+  const total = (await deps.store.listTokens(tenantId, { offset: 0, limit: 1, now: DAWN })).total
+  const base = {
+    tenantId,
+    to: sweep.to,
+    scanned: tokens.length,
+    resealed: outcome.resealed,
+    raced: outcome.raced,
+    unreadable: outcome.unreadable,
+    total,
+  }
+  const done = sweep.done + outcome.resealed
+  if (ids.length === limit) {
+    const next = { ...sweep, after: ids[ids.length - 1]!, done }
+    const written = await placeSweep(deps.keyring, tenantId, sweep.to, next)
+    return { ...base, done, versions: versionsOf(written), finished: false }
+  }
+  await resealReactors(deps, tenantId, sweep.to)
+  return finishPass(deps, tenant, keys, { ...sweep, done }, base)
+}
+
+/** The end of a pass: retire the older versions if the pass began late enough, else wait for that. */
+async function finishPass(
+  deps: RekeyDeps,
+  tenant: Tenant,
+  keys: TenantKeys,
+  sweep: NonNullable<TenantKeys['sweep']>,
+  base: Omit<RekeyProgress, 'done' | 'versions' | 'finished'>,
+): Promise<RekeyProgress> {
+  const retireAt = new Date(Date.parse(keys.rotated_at) + 2 * deps.keyring.rules.refreshMs).toISOString()
+  if (sweep.started_at < retireAt) {
+    // Too early: a process that read the keys before the rotation may still seal under an older
+    // version. Once it is time, a new pass begins from the start.
+    const now = deps.now()
+    const next = now >= retireAt ? { to: sweep.to, done: sweep.done, started_at: now } : sweep
+    const written = await placeSweep(deps.keyring, tenant.id, sweep.to, next)
+    return { ...base, done: sweep.done, versions: versionsOf(written), finished: false, retireAt }
+  }
+  const written = await deps.keyring.update(tenant.id, async (t, k) => {
+    if (k.current !== sweep.to) return null
+    const { sweep: _sweep, ...rest } = k
+    return { ...t, keys: { ...rest, versions: k.versions.filter((v) => v.version === k.current) } }
+  })
+  const finished = keysOf(written).current === sweep.to
+  return { ...base, done: sweep.done, versions: versionsOf(written), finished }
+}
+
+const versionsOf = (tenant: Tenant) => keysOf(tenant).versions.map((v) => v.version)
+
+/** Stores the sweep's place (only while `to` is still current: a newer rotation starts a new sweep). */
+function placeSweep(keyring: Keyring, tenantId: string, to: number, sweep: NonNullable<TenantKeys['sweep']>) {
+  return keyring.update(tenantId, async (t, k) => (k.current === to ? { ...t, keys: { ...k, sweep } } : null))
+}
+
+/** A token opened and sealed again under the current version; null when it fails its integrity check. */
+async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | null> {
+  try {
+    return await sealToken(s, await openToken(s, stored))
+  } catch (error) {
+    if (error instanceof ServiceError && error.code === 'unreadable') return null
+    throw error
+  }
+}
+
+/**
+ * Re-seals `stale` (stored tokens) in one write, each guarded by `token.unchanged` on the record
+ * read; when a concurrent write changed one, each is written alone, so only the changed ones are
+ * left (their new record is the concurrent write's, sealed under the current version).
+ */
+async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
+  let unreadable = 0
+  const pairs: { check: Check; op: Op }[] = []
+  for (const stored of stale) {
+    const token = await resealed(deps.sealing, stored)
+    if (!token) {
+      unreadable++
+      continue
+    }
+    pairs.push({
+      check: { check: 'token.unchanged', tenant_id: stored.tenant_id, id: stored.id, token: stored },
+      op: { op: 'token.put', token },
+    })
+  }
+  if (!pairs.length) return { resealed: 0, raced: 0, unreadable }
+  const all = await deps.store.write({ checks: pairs.map((p) => p.check), ops: pairs.map((p) => p.op) })
+  if (all.ok) return { resealed: pairs.length, raced: 0, unreadable }
+  let written = 0
+  for (const p of pairs) if ((await deps.store.write({ checks: [p.check], ops: [p.op] })).ok) written++
+  return { resealed: written, raced: pairs.length - written, unreadable }
+}
+
+/** Re-seals the tenant's reactor configurations not under `to`, each guarded by `reactor.unchanged`. */
+async function resealReactors(deps: RekeyDeps, tenantId: string, to: number): Promise<void> {
+  const PAGE = 100
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await deps.store.listReactors(tenantId, { offset, limit: PAGE })
+    for (const stored of page.items) {
+      if (sealedUnder(stored.configuration, to)) continue
+      let reactor: Reactor
+      try {
+        reactor = await sealReactor(deps.sealing, await openReactor(deps.sealing, stored))
+      } catch {
+        continue
+      }
+      await deps.store.write({
+        checks: [{ check: 'reactor.unchanged', tenant_id: tenantId, id: stored.id, reactor: stored }],
+        ops: [{ op: 'reactor.put', reactor }],
+      })
+    }
+    if (page.items.length < PAGE) return
+  }
+}
