@@ -10,6 +10,22 @@ export type { StateRecords as ReferenceRecords } from '../src/store/memory-state
 export { MemoryState as ReferenceModel } from '../src/store/memory-state.js'
 export type { StoreReads } from '../src/store/model-reads.js'
 export { modelReads } from '../src/store/model-reads.js'
+export type {
+  CallerAccess,
+  Canary,
+  Exposure,
+  ExposureBudget,
+  ExposureRow,
+  LeakEncoding,
+  LeakFinding,
+  Leaks,
+  LeakWatch,
+  RuleUse,
+  UsedAccess,
+  VaultMatchers,
+  WatchOptions,
+} from './insight/index.js'
+export { LeakError, vaultMatchers } from './insight/index.js'
 export { ContractModel } from './store/model.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'
 export type { ListeningVault, TestRole, TestVault, TestVaultOptions } from './vault.js'

@@ -93,7 +93,7 @@ export function findLeaks(index: LeakIndex, value: unknown): LeakFinding[] {
     pairs.forEach(([key, item], i) => {
       // A key that holds a plaintext is named by its place: a path never quotes a plaintext.
       const before = findings.length
-      walk(key, `${path}{key #${i}}`, depth + 1)
+      walk(key, `${path}<key #${i}>`, depth + 1)
       const named =
         findings.length === before && typeof key === 'string' ? keyPath(path, key) : `${path}[#${i}]`
       walk(item, named, depth + 1)
