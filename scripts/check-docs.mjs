@@ -11,8 +11,9 @@
  * - Every fenced code block is accounted for. The line just before its fence is
  *   `<!-- fragment: <reason> -->` (not run: the reason says why), or `<!-- example: <path> -->`
  *   (the block is that file of the repository, byte for byte but for surrounding blank lines: the
- *   file runs in the test suite). Otherwise a `ts` block must import only from `tokenvault` and its
- *   subpaths (test/docs/run-blocks.test.ts runs each one as a program), and a `json` block must
+ *   file runs in the test suite). Otherwise a `ts` block must import only from `tokenvault`, its
+ *   subpaths and Node's `node:` modules (test/docs/run-blocks.test.ts runs each one as a program,
+ *   on the memory store), and a `json` block must
  *   parse. Any other unmarked block (sh, js, python, http, none …) fails.
  *
  * `node scripts/check-docs.mjs [root]` checks the repository (or the tree at `root`); it prints one
@@ -170,9 +171,11 @@ function blockProblem(root, block) {
     return null
   }
   if (TS.has(block.lang)) {
-    const foreign = importsOf(block.body).filter((s) => s !== 'tokenvault' && !s.startsWith('tokenvault/'))
+    const foreign = importsOf(block.body).filter(
+      (s) => s !== 'tokenvault' && !s.startsWith('tokenvault/') && !s.startsWith('node:'),
+    )
     if (foreign.length)
-      return `ts block imports ${foreign.join(', ')} (only tokenvault runs; else mark it <!-- fragment: why -->)`
+      return `ts block imports ${foreign.join(', ')} (only tokenvault and node: modules run; else mark it <!-- fragment: why -->)`
     return null
   }
   if (JSON_LANGS.has(block.lang)) {

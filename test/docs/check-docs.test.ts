@@ -145,8 +145,8 @@ describe('scripts/check-docs.mjs rules', () => {
     expect(drifted.stderr).toContain('README.md:4: block differs from examples/a.ts')
   })
 
-  it('takes an unmarked ts block that imports only tokenvault (to run), fails one importing anything else', () => {
-    const ok = `# T\n\n${fence}ts\nimport { createService } from 'tokenvault'\nimport { memoryStore } from 'tokenvault/adapters/memory'\n${fence}\n`
+  it('takes an unmarked ts block that imports only tokenvault and node: modules (to run), fails one importing anything else', () => {
+    const ok = `# T\n\n${fence}ts\nimport { createServer } from 'node:http'\nimport { createService } from 'tokenvault'\nimport { memoryStore } from 'tokenvault/adapters/memory'\n${fence}\n`
     expect(run(tree({ 'README.md': ok })).status).toBe(0)
     const other = run(tree({ 'README.md': `# T\n\n${fence}ts\nimport { it } from 'vitest'\n${fence}\n` }))
     expect(other.status).toBe(1)

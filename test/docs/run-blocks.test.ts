@@ -9,7 +9,7 @@ import { runnableBlocks } from '../../scripts/check-docs.mjs'
 
 /**
  * Every ```ts block of README.md, docs/ and bench/NOTES.md that is not marked as a fragment or an
- * example file is a complete program importing only `tokenvault` (scripts/check-docs.mjs checks
+ * example file is a complete program importing only `tokenvault` and `node:` modules (scripts/check-docs.mjs checks
  * that): each runs here as written, in a process of its own, against the sources (tsx maps
  * `tokenvault` and its subpaths through tsconfig.json's `paths`), and must exit 0 with nothing on
  * stderr.
