@@ -231,9 +231,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   for (const p of problems) console.error(`check-docs: ${p}`)
   if (problems.length) process.exit(1)
   const pages = pagesOf(root)
-  const pending = [...pendingPages(root)].filter((path) => !existsSync(join(root, path)))
+  const listed = [...pendingPages(root)]
+  const pending = listed.filter((path) => !existsSync(join(root, path)))
+  const landed = listed.filter((path) => existsSync(join(root, path)))
   console.log(
     `check-docs: ${pages.length} pages, links, headings and code blocks accounted for` +
-      (pending.length ? ` (${pending.length} pending pages: ${pending.join(', ')})` : ''),
+      (pending.length ? ` (${pending.length} pending pages: ${pending.join(', ')})` : '') +
+      (landed.length ? ` (landed, remove from docs/.pending: ${landed.join(', ')})` : ''),
   )
 }
