@@ -17,6 +17,8 @@ export interface Incoming {
   target: string
   /** A header's value by lower-case name, or `null` when absent. */
   header(name: string): string | null
+  /** Every header, lower-case names (repeated ones joined by `, `): what the proxy forwards. */
+  headers?(): Record<string, string>
   /**
    * Reads the whole body, stopping as soon as more than `maxBytes` arrived: the bytes (`null` when
    * there is no body or it is empty), `TOO_LARGE`, or `UNREADABLE`. Called at most once.
@@ -29,9 +31,9 @@ export interface Incoming {
   mount?(): string
 }
 
-/** What the handler answers: a status, headers (lower-case names) and an optional UTF-8 body. */
+/** What the handler answers: a status, headers (lower-case names) and an optional body (UTF-8 text, or bytes: the proxy's). */
 export interface Outgoing {
   status: number
   headers: Record<string, string>
-  body: string | null
+  body: string | Uint8Array | null
 }

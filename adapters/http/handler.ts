@@ -12,6 +12,7 @@ import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { openApiDocument } from './openapi.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
+import { isProxyPath, proxyRoute } from './proxy-routes.js'
 import { parseQuery, type Query } from './query.js'
 import type { Match } from './router.js'
 import { ACCEPTED, apiRouter, type Route } from './routes.js'
@@ -209,6 +210,24 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   const admission = admitter(service, admissionBounds(options), options.now)
   /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
   const openApi = new Map<string, string>()
+  const proxy = proxyRoute({
+    service,
+    prefixes,
+    maxBodyBytes,
+    first,
+    admitted: async (apiKey, bytes, run) => {
+      const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
+      const admitted = admission.admit(apiKey, keyHash, bytes)
+      const lane = typeof admitted === 'string' ? admitted : await admitted
+      try {
+        return await run()
+      } finally {
+        admission.leave(lane, bytes)
+      }
+    },
+    clientFor: (apiKey, idempotencyKey) =>
+      idempotencyKey === null ? service.connect(apiKey) : service.connect(apiKey, { idempotencyKey }),
+  })
 
   const dispatch = async (
     incoming: Incoming,
@@ -358,10 +377,12 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
       const inside = basePath === '' || path === basePath || path.startsWith(`${basePath}/`)
       if (!inside) throw new HttpProblem(404, `No route matches ${method} ${path}.`)
       if (basePath !== '') path = path.slice(basePath.length) || '/'
-      out = isMeta(method, path)
-        ? ((await serveMeta(incoming, method, path, target.search)) ??
-          (await dispatch(incoming, method, path, target.search)))
-        : await dispatch(incoming, method, path, target.search)
+      out = isProxyPath(path)
+        ? await proxy(incoming, method, path, target.search)
+        : isMeta(method, path)
+          ? ((await serveMeta(incoming, method, path, target.search)) ??
+            (await dispatch(incoming, method, path, target.search)))
+          : await dispatch(incoming, method, path, target.search)
     } catch (error) {
       out = failure(error, method, path, requestId)
     }
@@ -389,7 +410,7 @@ const headerNames = (prefixes: readonly string[], suffix: string) =>
 /** A 401 with its challenge, its detail ending with which header carries the key. */
 function unauthorized(known: Outgoing, challenge: string, hint: string | null): Outgoing {
   if (hint === null) return { ...known, headers: { ...known.headers, 'www-authenticate': challenge } }
-  const body = JSON.parse(known.body ?? '{}') as { detail?: string }
+  const body = JSON.parse(typeof known.body === 'string' ? known.body : '{}') as { detail?: string }
   body.detail = body.detail ? `${body.detail.replace(/\.?$/, '.')} ${hint}` : hint
   return {
     ...known,
@@ -487,6 +508,7 @@ function fromRequest(request: Request): Incoming {
     method: request.method,
     target: request.url,
     header: (name) => headers.get(name),
+    headers: () => Object.fromEntries(headers),
     readBody: (maxBytes) => {
       const direct = requestBodies.get(request)
       if (direct !== undefined && !request.bodyUsed && request.body?.locked === false) {
@@ -502,7 +524,7 @@ function fromRequest(request: Request): Incoming {
 function toResponse(out: Outgoing): Response {
   if (out.body === null) return new Response(null, { status: out.status, headers: out.headers })
   // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
-  const body = encoder.encode(out.body)
+  const body = typeof out.body === 'string' ? encoder.encode(out.body) : out.body
   const headers = { ...out.headers, 'content-length': String(body.byteLength) }
   const response = new Response(body, { status: out.status, headers })
   responseBodies.set(response, body)

@@ -81,6 +81,12 @@ function fromNode(req: IncomingMessage): Incoming {
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
     },
     mount: () => mountOf(req),
+    headers() {
+      const out: Record<string, string> = {}
+      for (const [name, value] of Object.entries(req.headers))
+        if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value
+      return out
+    },
     readBody(maxBytes) {
       if (!hasBody(req)) return Promise.resolve(null)
       const parsed = parsedBody(req)

@@ -1,0 +1,110 @@
+import type { ProxyAnswer } from '../../src/proxy/index.js'
+import type { Client, Service } from '../../src/service/service.js'
+import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
+import { HttpProblem, problemFor } from './problem.js'
+
+/**
+ * The proxy's routes, `/proxy` and `/proxy/<path>` (GET, POST, PUT, PATCH, DELETE): headers, query
+ * and the raw body of any content type, bounded by the handler's `maxBodyBytes`, are handed to
+ * `client.proxy.invoke`; the destination's answer (status, headers, body bytes) comes back as it
+ * is, with `<prefix>-PROXY-DESTINATION-STATUS`. A failure of the vault (not of the destination) is
+ * the reference's `{ "proxy_error": <problem> }` with the problem's status.
+ */
+
+/** What the proxy routes need of the handler that serves them. */
+export interface ProxyRouteDeps {
+  service: Service
+  /** Header prefixes, upper case (`SVC`, `BT`). */
+  prefixes: readonly string[]
+  maxBodyBytes: number
+  /** The first of `names` (lower case) the request carries. */
+  first(incoming: Incoming, names: readonly string[]): string | null
+  /** Holds the caller's tenant's admission turn around `run` (the handler's per-tenant bounds). */
+  admitted<T>(apiKey: string, bytes: number, run: () => Promise<T>): Promise<T>
+  /** The client of `apiKey` (with an idempotency key when given). */
+  clientFor(apiKey: string, idempotencyKey: string | null): Client
+}
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const names = (prefixes: readonly string[], suffix: string) =>
+  prefixes.map((p) => `${p}-${suffix}`.toLowerCase())
+
+/** Whether `path` is the proxy's (`/proxy`, `/proxy/...`). */
+export const isProxyPath = (path: string): boolean => path === '/proxy' || path.startsWith('/proxy/')
+
+/** The proxy route handler: one exchange of `/proxy[/<path>]`. */
+export function proxyRoute(deps: ProxyRouteDeps) {
+  const { prefixes } = deps
+  const keyHeader = names(prefixes, 'api-key')
+  const urlHeader = names(prefixes, 'proxy-url')
+  const idempotencyHeader = names(prefixes, 'idempotency-key')
+  return async (incoming: Incoming, method: string, path: string, search: string): Promise<Outgoing> => {
+    try {
+      if (!METHODS.has(method))
+        throw new HttpProblem(405, `${method} is not allowed here; allowed: DELETE, GET, PATCH, POST, PUT.`, {
+          allow: 'DELETE, GET, PATCH, POST, PUT',
+        })
+      const apiKey = deps.first(incoming, keyHeader) ?? ''
+      const declared = Number(incoming.header('content-length') ?? Number.NaN)
+      if (declared > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes)
+      const bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : deps.maxBodyBytes
+      return await deps.admitted(apiKey, bytes, async () => {
+        const body = BODY_METHODS.has(method) ? await readRaw(incoming, deps.maxBodyBytes) : null
+        const idempotencyKey =
+          method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)
+        const client = deps.clientFor(apiKey, idempotencyKey)
+        const answer = await client.proxy.invoke({
+          method,
+          ...(deps.first(incoming, urlHeader) === null ? {} : { url: deps.first(incoming, urlHeader)! }),
+          path: path.slice('/proxy'.length),
+          query: search,
+          headers: incoming.headers?.() ?? {},
+          body,
+        })
+        return outgoingOf(answer, prefixes)
+      })
+    } catch (error) {
+      return proxyError(error)
+    }
+  }
+}
+
+/** The raw body (null when none), at most `maxBytes` (413 past it). */
+async function readRaw(incoming: Incoming, maxBytes: number): Promise<Uint8Array | null> {
+  const read = await incoming.readBody(maxBytes)
+  if (read === TOO_LARGE) throw tooLarge(maxBytes)
+  if (read === UNREADABLE) throw new HttpProblem(400, 'The request body could not be read.')
+  return read
+}
+
+const tooLarge = (maxBytes: number) =>
+  new HttpProblem(413, `The request body is larger than ${maxBytes} bytes.`, {}, { body: ['is too large'] })
+
+/** The destination's answer as the exchange's: its status, headers and body bytes. */
+function outgoingOf(answer: ProxyAnswer, prefixes: readonly string[]): Outgoing {
+  const headers: Record<string, string> = { ...answer.headers }
+  for (const prefix of prefixes)
+    headers[`${prefix.toLowerCase()}-proxy-destination-status`] = String(answer.destination_status)
+  const body =
+    answer.body_encoding === 'base64'
+      ? new Uint8Array(Buffer.from(answer.body, 'base64'))
+      : new TextEncoder().encode(answer.body)
+  return {
+    status: answer.status,
+    headers,
+    body: answer.status === 204 || answer.status === 304 ? null : body,
+  }
+}
+
+/**
+ * A failure of the proxy itself, as the reference answers it: `{ "proxy_error": <problem> }`
+ * with the problem's status and headers. Anything unexpected is rethrown (the handler logs it, 500).
+ */
+function proxyError(error: unknown): Outgoing {
+  const known = problemFor(error)
+  if (!known) throw error
+  const problem = JSON.parse(typeof known.body === 'string' ? known.body : '{}') as Record<string, unknown>
+  const headers = { ...known.headers, 'content-type': 'application/json' }
+  return { status: known.status, headers, body: JSON.stringify({ proxy_error: problem }) }
+}
