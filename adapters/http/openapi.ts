@@ -1,9 +1,11 @@
 import { toJsonSchema } from '@valibot/to-json-schema'
 import * as v from 'valibot'
+import { operationIdOf } from './operation-ids.js'
 import { type JsonSchema, RESPONSE_SCHEMAS } from './response-schemas.js'
 import { ROUTE_DOCS, type RouteDoc } from './route-docs.js'
 import { ROUTES } from './routes.js'
 import { TEST_CONTROL_PATHS } from './test-control-docs.js'
+import { PACKAGE_VERSION } from './version.js'
 
 /** What the document depends on: where the API is mounted and its header names. */
 export interface OpenApiOptions {
@@ -99,7 +101,7 @@ function operation(
     })
   }
   const op: JsonSchema = {
-    operationId: `${method.toLowerCase()}${pattern.replace(/[/:-](\w)/g, (_m, c: string) => c.toUpperCase())}`,
+    operationId: doc.operationId ?? operationIdOf(method, pattern),
     summary: doc.summary,
     tags: [doc.tag],
     parameters,
@@ -125,9 +127,9 @@ function operation(
   return op
 }
 
-const plain = (summary: string, schema: JsonSchema) => ({
+const plain = (operationId: string, summary: string, schema: JsonSchema) => ({
   get: {
-    operationId: summary.split(' ')[0]!.toLowerCase(),
+    operationId,
     summary,
     tags: ['Service'],
     security: [],
@@ -135,8 +137,14 @@ const plain = (summary: string, schema: JsonSchema) => ({
   },
 })
 
-/** The first API key scheme is `ApiKey`; the others `ApiKey2`, … */
-const schemeName = (i: number) => (i === 0 ? 'ApiKey' : `ApiKey${i + 1}`)
+/** An API key header's security scheme: `SvcApiKey` for `SVC-API-KEY`, `BtApiKey` for `BT-API-KEY`. */
+const schemeName = (prefix: string) =>
+  `${prefix
+    .toLowerCase()
+    .split('-')
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('')}ApiKey`
 
 /**
  * The OpenAPI 3.1 document of the HTTP API: every route of `ROUTES`, request bodies and query
@@ -167,26 +175,30 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
     required: ['status'],
   })
   Object.assign(paths, {
-    '/healthz': plain('Healthz: the process answers', status(['ok'])),
-    '/readyz': plain('Readyz: the store is reachable (503 when not)', status(['ready'])),
-    '/openapi.json': plain('Openapi: this document', { type: 'object' }),
+    '/healthz': plain('getHealth', 'Health: the process answers', status(['ok'])),
+    '/readyz': plain(
+      'getReadiness',
+      'Readiness: the store is reachable (503 when not, and while shutting down)',
+      status(['ready']),
+    ),
+    '/openapi.json': plain('getOpenApiDocument', 'This document', { type: 'object' }),
   })
   if (options.testControl) Object.assign(paths, TEST_CONTROL_PATHS)
   return {
     openapi: '3.1.0',
     info: {
       title: 'tokenvault',
-      version: '1',
+      version: PACKAGE_VERSION,
       description: 'The HTTP API of an embeddable tokenization vault.',
     },
     servers: [{ url: options.basePath === '' ? '/' : options.basePath }],
-    security: options.headerPrefixes.map((_, i) => ({ [schemeName(i)]: [] })),
+    security: options.headerPrefixes.map((p) => ({ [schemeName(p)]: [] })),
     paths,
     components: {
       securitySchemes: {
         ...Object.fromEntries(
-          options.headerPrefixes.map((p, i) => [
-            schemeName(i),
+          options.headerPrefixes.map((p) => [
+            schemeName(p),
             { type: 'apiKey', in: 'header', name: `${p.toUpperCase()}-API-KEY` },
           ]),
         ),

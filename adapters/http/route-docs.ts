@@ -24,6 +24,8 @@ type Schema = v.GenericSchema<unknown, unknown>
 
 /** What the OpenAPI document says of one route of `ROUTES`, beyond its method, path and status. */
 export interface RouteDoc {
+  /** The OpenAPI operationId when the one `operationIdOf` derives does not say it (actions: `commitTransaction`). */
+  operationId?: string
   summary: string
   tag: string
   /** The valibot schema the core parses the body with (`null`: any JSON value). */
@@ -52,12 +54,14 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: token,
   },
   'POST /tokenize': {
+    operationId: 'tokenize',
     tag: 'Tokens',
     summary: 'Tokenize: every token body in the request (any JSON shape) becomes a token',
     body: null,
     response: schemaRef('TokenTree'),
   },
   'POST /detokenize': {
+    operationId: 'detokenize',
     tag: 'Tokens',
     summary: 'Detokenize: `{{ id }}` expressions in the request are replaced by token data',
     body: null,
@@ -77,6 +81,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: cursorPageOf('Token'),
   },
   'POST /tokens/search': {
+    operationId: 'searchTokens',
     tag: 'Tokens',
     summary:
       'Search tokens with the query language (`field:value`, phrases, AND/OR/NOT, parentheses, wildcards, timestamp ranges; `data` through search indexes)',
@@ -84,6 +89,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: pageOf('Token'),
   },
   'POST /v2/tokens/search': {
+    operationId: 'searchTokensV2',
     tag: 'Tokens',
     summary: "Search tokens by cursor (`start` is the previous page's `pagination.next`)",
     body: searchV2Input,
@@ -97,8 +103,16 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: token,
   },
   'DELETE /tokens/:id': { tag: 'Tokens', summary: 'Delete a token and its associations' },
-  'POST /tokens/:id/children/:child': { tag: 'Tokens', summary: 'Associate a child token' },
-  'DELETE /tokens/:id/children/:child': { tag: 'Tokens', summary: 'Remove an association' },
+  'POST /tokens/:id/children/:child': {
+    operationId: 'linkTokenChild',
+    tag: 'Tokens',
+    summary: 'Associate a child token',
+  },
+  'DELETE /tokens/:id/children/:child': {
+    operationId: 'unlinkTokenChild',
+    tag: 'Tokens',
+    summary: 'Remove an association',
+  },
   'POST /tokens/:id/children': {
     tag: 'Tokens',
     summary: 'Create a child token',
@@ -118,8 +132,16 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: emptyBody,
     response: schemaRef('Transaction'),
   },
-  'POST /transactions/:id/commit': { tag: 'Transactions', summary: 'Commit a transaction' },
-  'POST /transactions/:id/rollback': { tag: 'Transactions', summary: 'Roll back a transaction' },
+  'POST /transactions/:id/commit': {
+    operationId: 'commitTransaction',
+    tag: 'Transactions',
+    summary: 'Commit a transaction',
+  },
+  'POST /transactions/:id/rollback': {
+    operationId: 'rollbackTransaction',
+    tag: 'Transactions',
+    summary: 'Roll back a transaction',
+  },
 
   'POST /reactor-formulas': {
     tag: 'Reactor formulas',
@@ -166,6 +188,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: schemaRef('Reactor'),
   },
   'PATCH /reactors/:id': {
+    operationId: 'patchReactor',
     tag: 'Reactors',
     summary: 'Update a reactor',
     body: patchReactorInput,
@@ -173,6 +196,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'DELETE /reactors/:id': { tag: 'Reactors', summary: 'Delete a reactor' },
   'POST /reactors/:id/react': {
+    operationId: 'react',
     tag: 'Reactors',
     summary:
       'Run a reactor. With `callback_url` (an origin of the egress allow-list, else 400) the run is asynchronous: 202 with no body, the result or error POSTed to `callback_url` when done, within `timeout_ms`',
@@ -189,6 +213,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: schemaRef('CreatedSession'),
   },
   'POST /sessions/authorize': {
+    operationId: 'authorizeSession',
     tag: 'Sessions',
     summary: 'Authorize a session (private key)',
     body: authorizeSessionInput,
@@ -207,6 +232,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: pageOf('Application'),
   },
   'GET /applications/key': {
+    operationId: 'getApplicationByKey',
     tag: 'Applications',
     summary: 'The application of the calling key',
     response: schemaRef('Application'),
@@ -224,6 +250,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'DELETE /applications/:id': { tag: 'Applications', summary: 'Delete an application' },
   'POST /applications/:id/regenerate': {
+    operationId: 'regenerateApplicationKey',
     tag: 'Applications',
     summary: 'Replace every key of an application by one new key (the answer holds it, shown once)',
     response: schemaRef('Application'),
@@ -245,7 +272,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'DELETE /applications/:id/keys/:key': { tag: 'Applications', summary: 'Revoke a key' },
 
-  'GET /tenants/self': { tag: 'Tenants', summary: "The caller's tenant", response: schemaRef('Tenant') },
+  'GET /tenants/self': {
+    operationId: 'getSelfTenant',
+    tag: 'Tenants',
+    summary: "The caller's tenant",
+    response: schemaRef('Tenant'),
+  },
   'GET /permissions': {
     tag: 'Tenants',
     summary: 'The permission catalogue',

@@ -65,7 +65,7 @@ describe('header prefixes', () => {
       security: unknown
       components: { securitySchemes: Record<string, { name: string }> }
     }
-    expect(doc.security).toEqual([{ ApiKey: [] }, { ApiKey2: [] }])
+    expect(doc.security).toEqual([{ SvcApiKey: [] }, { BtApiKey: [] }])
     expect(Object.values(doc.components.securitySchemes).map((s) => s.name)).toEqual([
       'SVC-API-KEY',
       'BT-API-KEY',

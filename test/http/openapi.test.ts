@@ -85,12 +85,12 @@ describe('GET /openapi.json', () => {
     const doc = await json<Doc>(await call('GET', '/openapi.json'), 200)
     expect(doc.openapi).toBe('3.1.0')
     expect(doc.servers).toEqual([{ url: '/' }])
-    expect(doc.components.securitySchemes.ApiKey).toEqual({
+    expect(doc.components.securitySchemes.SvcApiKey).toEqual({
       type: 'apiKey',
       in: 'header',
       name: 'SVC-API-KEY',
     })
-    expect(doc.security).toEqual([{ ApiKey: [] }, { ApiKey2: [] }])
+    expect(doc.security).toEqual([{ SvcApiKey: [] }, { BtApiKey: [] }])
     for (const [method, pattern, route] of ROUTES) {
       const op = doc.paths[pathOf(pattern)]?.[method.toLowerCase()]
       expect(op, `${method} ${pattern}`).toBeDefined()
@@ -117,7 +117,7 @@ describe('GET /openapi.json', () => {
     const { call } = await setup({ basePath: '/vault', headerPrefix: 'BT' })
     const doc = await json<Doc>(await call('GET', '/vault/openapi.json'), 200)
     expect(doc.servers).toEqual([{ url: '/vault' }])
-    expect(doc.components.securitySchemes.ApiKey!.name).toBe('BT-API-KEY')
+    expect(doc.components.securitySchemes.BtApiKey!.name).toBe('BT-API-KEY')
     expect(doc.paths['/tokens']!.post!.parameters.map((p) => p.name)).toContain('BT-TRANSACTION-ID')
     await problem(await call('GET', '/openapi.json'), 404)
     const head = await call('HEAD', '/vault/openapi.json')
