@@ -11,6 +11,15 @@ export type InterceptedHandler = (request: Request) => Promise<Response>
  */
 export const BASIS_THEORY_HOSTS: readonly string[] = ['api.basistheory.com', 'api.test.basistheory.com']
 
+/**
+ * Where the realm records the hosts of the interception installed in it. `@mswjs/interceptors`
+ * patches `fetch` and `http` once per realm and shares the patch, so a second interception would
+ * never answer and closing either would remove both: `interceptHosts` refuses a second one. On
+ * `globalThis` under a registered symbol (as the library keeps its own patch) so that the ESM and
+ * the CommonJS copy of this module, both loaded in one process, see the same interception.
+ */
+const ACTIVE = Symbol.for('tokenvault.intercept.active')
+
 /** Options of `interceptHosts`. */
 export interface HostInterceptOptions {
   /**
@@ -35,13 +44,21 @@ export interface Interception {
  * node-sdk 5 and any fetch client) or through `http`/`https` `ClientRequest` (axios: both
  * basis-theory-js generations, and any client built on `http.request`) with `handler`, in process:
  * no socket is opened and no name is resolved. Built on `@mswjs/interceptors`, which patches those
- * globals of this realm (one vitest worker, one Jest test file) until `close()`.
+ * globals of this realm (one vitest worker, one Jest test file) until `close()`. One interception at
+ * a time: while one is installed, another throws an `Error` saying so.
  */
 export function interceptHosts(
   handler: InterceptedHandler,
   options: HostInterceptOptions = {},
 ): Interception {
   const hosts = new Set((options.hosts ?? BASIS_THEORY_HOSTS).map((host) => host.toLowerCase()))
+  const realm = globalThis as { [ACTIVE]?: readonly string[] }
+  const active = realm[ACTIVE]
+  if (active !== undefined)
+    throw new Error(
+      `tokenvault/intercept: this process already intercepts ${active.join(', ')}; close() that interception first (one at a time: closing either would remove both)`,
+    )
+  realm[ACTIVE] = [...hosts]
   const interceptors = [new ClientRequestInterceptor(), new FetchInterceptor()]
   for (const interceptor of interceptors) {
     interceptor.on('request', async ({ request, controller }) => {
@@ -57,6 +74,7 @@ export function interceptHosts(
       if (!open) return
       open = false
       for (const interceptor of interceptors) interceptor.dispose()
+      delete realm[ACTIVE]
     },
   }
 }

@@ -114,6 +114,28 @@ describe('intercept leaves other hosts alone', () => {
   })
 })
 
+describe('one interception at a time', () => {
+  it('a second intercept while one is installed throws, and the first keeps answering', async () => {
+    const other = await createTestVault({ tenantName: 'other' })
+    try {
+      expect(() => intercept(other)).toThrow(/already intercepts api\.basistheory\.com/)
+      const self = await fetch('https://api.basistheory.com/tenants/self', {
+        headers: { 'BT-API-KEY': vault.keys.management },
+      })
+      expect(await self.json()).toMatchObject({ id: vault.tenant.id })
+      interception.close()
+      const next = intercept(other)
+      const answer = await fetch('https://api.basistheory.com/tenants/self', {
+        headers: { 'BT-API-KEY': other.keys.management },
+      })
+      expect(await answer.json()).toMatchObject({ id: other.tenant.id })
+      next.close()
+    } finally {
+      await other.close()
+    }
+  })
+})
+
 describe('close() removes the interception cleanly', () => {
   it("gives back Node's own fetch, http.request, http.get, https.request and https.get; a second close is harmless", async () => {
     interception.close()
