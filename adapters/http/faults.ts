@@ -17,7 +17,7 @@ export interface Fault {
   delay_ms: number
 }
 
-/** Limits of a fault's fields, stated in README ("Testing with tokenvault"). */
+/** Limits of a fault's fields, stated in docs/testing.md ("From any language"). */
 const MAX_FAULTS = 100
 const MAX_TIMES = 1_000_000
 const MAX_DELAY_MS = 60_000

@@ -21,7 +21,7 @@ import { cut } from './thrown.js'
  */
 
 export const NOT_AVAILABLE =
-  'is not available: reactor formulas run without network (unless the host allows origins), files, processes and modules other than the reactor formulas SDK, crypto, util, buffer, url and timers (see README, "What a formula can use")'
+  'is not available: reactor formulas run without network (unless the host allows origins), files, processes and modules other than the reactor formulas SDK, crypto, util, buffer, url and timers (see docs/reactors.md, "What a formula can use")'
 
 /** Lets this run's code use `fetch`, made by `fetch` (the global is the prelude's, made on first use). */
 export function allowFetch(prepared: Prepared, fetch: HostFetch): void {

@@ -1,6 +1,6 @@
 /**
  * What one request may make, decided before the work is done. Every limit here is a literal that
- * README's "Budgets" table states; past one, the request is a 400 naming it and nothing is stored.
+ * docs/limits.md ("Per-request limits") states; past one, the request is a 400 naming it and nothing is stored.
  *
  * - Expressions (masks, fingerprint expressions, search indexes) share one `ExpressionBudget` per
  *   request — across every token the request writes or shows — and one per token value when there

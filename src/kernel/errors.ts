@@ -10,7 +10,7 @@
  * - `unreadable` (422): a stored token's ciphertext fails its integrity check (moved or altered at
  *   rest); the message names the token, never its bytes.
  * - `too_many_requests` (429): the caller's tenant holds as many records of a kind as it may (see
- *   README "Bounds per tenant"); `retryAfterSec` says when to try again.
+ *   docs/limits.md "Bounds per tenant"); `retryAfterSec` says when to try again.
  * - `destination_failed`: a proxy's destination could not be reached (502), answered past the
  *   bounds (502), or not in time (408, the reference's proxy timeout); `status` carries which.
  */
