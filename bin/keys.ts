@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs'
 import { createService, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import type { RekeyProgress } from '../src/encryption/index.js'
+import type { Store } from '../src/store/contract.js'
 import { readKeyFile, writeNewKeyFile } from './master-key.js'
 import { openStore } from './stores.js'
 
@@ -105,4 +107,119 @@ async function withService<T>(
     await service.close()
     await opened.release()
   }
+}
+
+/** Options of the data-key commands (`tokenvault keys rotate | reencrypt | destroy`). */
+export interface DataKeyCommandOptions {
+  /** A `--store` value. */
+  store: string
+  masterKey?: Uint8Array
+  /** The tenant; default: every tenant of the store (`destroy` needs one). */
+  tenant?: string
+}
+
+/** The tenants a data-key command acts on: the one named (which must exist), else every one. */
+async function tenantsOf(service: ReturnType<typeof createService>, store: Store, tenant?: string) {
+  await service.admin.verifyMasterKey()
+  const all = (await store.listTenants()).filter((t) => t.keys?.destroyed_at === undefined)
+  if (tenant === undefined) return all.map((t) => t.id)
+  if (!all.some((t) => t.id === tenant))
+    throw new Error(`--tenant: the store holds no tenant ${tenant} with keys`)
+  return [tenant]
+}
+
+/** Runs `work` on a service over `options.store` (with its master key), then closes both. */
+async function withDataKeys<T>(
+  options: DataKeyCommandOptions,
+  work: (service: ReturnType<typeof createService>, store: Store) => Promise<T>,
+): Promise<T> {
+  const opened = await openStore(options.store)
+  const service = createService({
+    store: opened.store,
+    clock: systemClock,
+    runner: null,
+    ...(options.masterKey ? { masterKey: options.masterKey } : {}),
+  })
+  try {
+    return await work(service, opened.store)
+  } finally {
+    await service.close()
+    await opened.release()
+  }
+}
+
+/**
+ * `tokenvault keys rotate`: makes a new data-key version current for the tenant (or every tenant):
+ * new seals use it at once, older versions still read until `keys reencrypt` retires them.
+ */
+export function rotateDataKeys(
+  options: DataKeyCommandOptions,
+): Promise<{ tenantId: string; version: number }[]> {
+  return withDataKeys(options, async (service, store) => {
+    const out: { tenantId: string; version: number }[] = []
+    for (const tenantId of await tenantsOf(service, store, options.tenant)) {
+      out.push({ tenantId, version: (await service.admin.rotateDataKey({ tenantId })).current })
+    }
+    return out
+  })
+}
+
+/** Options of `reencryptStore` (`tokenvault keys reencrypt`). */
+export interface ReencryptOptions extends DataKeyCommandOptions {
+  /** Tokens per step (one guarded write each). */
+  batchSize?: number
+  /** Called after every step. */
+  onProgress?: (progress: RekeyProgress, startedAt: number) => void
+  /** Waits `ms` (the sweep waits so before retiring, while other processes may hold old keys). */
+  sleep?: (ms: number) => Promise<void>
+}
+
+/**
+ * `tokenvault keys reencrypt`: runs the re-encryption sweep of the tenant (or every tenant) to its
+ * end: every record re-sealed under the newest version, then the older versions retired. Online:
+ * servers may keep serving the store meanwhile (a PostgreSQL store; a file store admits one process).
+ * Resumable: run it again after a crash and it continues from the place it stored.
+ */
+export function reencryptStore(options: ReencryptOptions): Promise<RekeyProgress[]> {
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)))
+  return withDataKeys(options, async (service, store) => {
+    const out: RekeyProgress[] = []
+    for (const tenantId of await tenantsOf(service, store, options.tenant)) {
+      const startedAt = Date.now()
+      for (;;) {
+        const progress = await service.admin.reencrypt({
+          tenantId,
+          ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+          onProgress: (p) => options.onProgress?.(p, startedAt),
+        })
+        if (progress.finished || progress.retireAt === undefined) {
+          out.push(progress)
+          break
+        }
+        await sleep(Math.max(0, Date.parse(progress.retireAt) - Date.now()) + 10)
+      }
+    }
+    return out
+  })
+}
+
+/** `tokenvault keys destroy`: crypto-shreds one tenant (its keys leave its record; its data never opens again). */
+export function destroyTenantKeys(options: DataKeyCommandOptions & { tenant: string }): Promise<void> {
+  return withDataKeys(options, async (service, store) => {
+    const [tenantId] = await tenantsOf(service, store, options.tenant)
+    await service.admin.destroyTenantKeys({ tenantId: tenantId! })
+  })
+}
+
+/**
+ * The progress line of `keys reencrypt`: a bar, counts and rate, e.g.
+ * `tenant t1 [##########----------] 5000/10000 re-sealed (50%), 2500 records/s`.
+ */
+export function progressLine(p: RekeyProgress, startedAt: number, now = Date.now()): string {
+  const total = Math.max(p.total, p.done)
+  const share = total === 0 ? 1 : p.done / total
+  const filled = Math.round(share * 20)
+  const rate = Math.round(p.done / Math.max(0.001, (now - startedAt) / 1000))
+  const state = p.finished ? ', older versions retired' : p.retireAt ? `, retiring at ${p.retireAt}` : ''
+  return `tenant ${p.tenantId} [${'#'.repeat(filled)}${'-'.repeat(20 - filled)}] ${p.done}/${total} re-sealed (${Math.floor(share * 100)}%), ${rate} records/s${state}`
 }

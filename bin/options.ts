@@ -125,6 +125,20 @@ export const CLI_OPTIONS: readonly CliOption[] = [
       'keys rotate-master: the new master key (used if the file exists, else a new key is written there, 0600); default: the old key file + .new, moved into its place when done (the old key kept as .old)',
   },
   {
+    flag: 'retire-old-key',
+    env: 'TOKENVAULT_RETIRE_OLD_KEY',
+    value: '',
+    description:
+      'keys rotate-master: once the store is under the new master key, destroy the old key file (overwritten, removed): backups taken before no longer open',
+    boolean: true,
+  },
+  {
+    flag: 'batch-size',
+    env: 'TOKENVAULT_BATCH_SIZE',
+    value: 'n',
+    description: 'keys reencrypt: tokens re-sealed per guarded write (1 to 10000; default 500)',
+  },
+  {
     flag: 'management-key',
     env: 'TOKENVAULT_MANAGEMENT_KEY',
     value: 'key',
@@ -252,11 +266,15 @@ export function usage(): string {
   return [
     'Usage: tokenvault serve [options]',
     '       tokenvault keys create --store <store> [--tenant <id>] [--management-key <key>]',
-    '       tokenvault keys rotate-master --store <store> [--master-key-file <old>] [--new-master-key-file <new>]',
+    '       tokenvault keys rotate-master --store <store> [--master-key-file <old>] [--new-master-key-file <new>] [--retire-old-key]',
+    '       tokenvault keys rotate | reencrypt --store <store> [--tenant <id>] [--batch-size <n>]',
+    '       tokenvault keys destroy --store <store> --tenant <id>',
     '       tokenvault --version',
     '',
     'serve: serves the tokenvault HTTP API. keys create: mints a new management key for an existing store',
-    "(prints it once). keys rotate-master: re-wraps a stopped store's data keys under a new master key. Every option can also come from its environment variable; flags win.",
+    "(prints it once). keys rotate-master: re-wraps a stopped store's data keys under a new master key. keys rotate: a new data-key",
+    'version for a tenant (or all); keys reencrypt: re-seals older versions and retires them (progress on stderr); keys destroy:',
+    "crypto-shreds a tenant's keys. Every option can also come from its environment variable; flags win.",
     '',
     'Options:',
     ...lines,

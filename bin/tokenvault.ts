@@ -1,9 +1,16 @@
 #!/usr/bin/env node
-import { existsSync, readFileSync, renameSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { parseEgressOrigins } from '../src/reactors/egress.js'
 import { explainStartError, isCorsOrigin } from './checks.js'
-import { createManagementKey, rotateMasterKeyFile } from './keys.js'
+import {
+  createManagementKey,
+  destroyTenantKeys,
+  progressLine,
+  reencryptStore,
+  rotateDataKeys,
+  rotateMasterKeyFile,
+} from './keys.js'
 import { isPublishedKey, loadMasterKey } from './master-key.js'
 import { BOUND_FLAGS, type BoundOption, parseArgsOptions, resolveOptions, usage } from './options.js'
 import { serve } from './serve.js'
@@ -43,7 +50,14 @@ function parsePort(value: string): number {
 
 const LOG_FORMATS = ['text', 'json', 'none'] as const
 const MANAGEMENT_KEY = /^key_[A-Za-z0-9_-]{24,}$/
-const COMMANDS = ['serve', 'keys create', 'keys rotate-master']
+const COMMANDS = [
+  'serve',
+  'keys create',
+  'keys rotate-master',
+  'keys rotate',
+  'keys reencrypt',
+  'keys destroy',
+]
 
 async function main(argv: string[]) {
   let flags: ReturnType<typeof parseArgs>
@@ -69,6 +83,8 @@ async function main(argv: string[]) {
     'header-prefix': resolved['header-prefix'] as string | undefined,
     log: one('log'),
     'master-key-file': resolved['master-key-file'] as string | undefined,
+    'batch-size': resolved['batch-size'] as string | undefined,
+    'retire-old-key': resolved['retire-old-key'] === 'true',
     'new-master-key-file': resolved['new-master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
     'cors-origin': (resolved['cors-origin'] as string[] | undefined) ?? [],
@@ -88,7 +104,10 @@ async function main(argv: string[]) {
     bounds[option] = Number(given)
   }
   const command = flags.positionals.join(' ')
-  if (!COMMANDS.includes(command)) fail('the commands are serve, keys create and keys rotate-master')
+  if (!COMMANDS.includes(command))
+    fail(
+      'the commands are serve, keys create, keys rotate-master, keys rotate, keys reencrypt and keys destroy',
+    )
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
   const urlProblem = values.store.startsWith('postgres') ? postgresUrlProblem(values.store) : undefined
@@ -149,9 +168,20 @@ async function main(argv: string[]) {
 
   if (command === 'keys rotate-master') {
     await rotateMaster(values.store, values['master-key-file'], values['new-master-key-file'])
+    if (values['retire-old-key']) retireOldMasterKey(values['master-key-file'], values['new-master-key-file'])
     return
   }
   const masterKey = masterKeyOf(values.store, values['master-key-file'], logFormat, command === 'serve')
+  if (command === 'keys rotate' || command === 'keys reencrypt' || command === 'keys destroy') {
+    const key = typeof masterKey === 'function' ? masterKey() : masterKey
+    await dataKeyCommand(command, {
+      store: values.store,
+      ...(key ? { masterKey: key } : {}),
+      ...(values.tenant ? { tenant: values.tenant } : {}),
+      ...(values['batch-size'] ? { batchSize: batchSizeOf(values['batch-size']) } : {}),
+    })
+    return
+  }
   if (command === 'keys create') {
     const key = typeof masterKey === 'function' ? masterKey() : masterKey
     const made = await createManagementKey({
@@ -274,6 +304,62 @@ async function rotateMaster(store: string, oldFile: string | undefined, newFile:
       : ''
   process.stdout.write(
     `rotated the master key of ${done.tenants} tenant(s) to key id ${done.keyId}, ${done.created ? 'created' : 'read'} in ${where}${kept}\n`,
+  )
+}
+
+/** `--batch-size`: a whole number from 1 to 10000. */
+function batchSizeOf(given: string): number {
+  if (!/^[1-9][0-9]{0,4}$/.test(given) || Number(given) > 10_000)
+    fail(`--batch-size (TOKENVAULT_BATCH_SIZE) must be a whole number from 1 to 10000, not ${given}`)
+  return Number(given)
+}
+
+/** `keys rotate`, `keys reencrypt` (with its progress line on stderr) and `keys destroy`. */
+async function dataKeyCommand(
+  command: string,
+  options: { store: string; masterKey?: Uint8Array; tenant?: string; batchSize?: number },
+) {
+  if (command === 'keys rotate') {
+    for (const r of await rotateDataKeys(options))
+      process.stdout.write(`tenant ${r.tenantId}: data key version ${r.version} is current\n`)
+    return
+  }
+  if (command === 'keys destroy') {
+    if (!options.tenant) fail("keys destroy needs --tenant: it destroys one tenant's keys")
+    await destroyTenantKeys({ ...options, tenant: options.tenant })
+    process.stdout.write(`tenant ${options.tenant}: data keys destroyed; its data can't be read any more\n`)
+    return
+  }
+  const tty = process.stderr.isTTY === true
+  const done = await reencryptStore({
+    ...options,
+    onProgress: (p, startedAt) =>
+      process.stderr.write(`${tty ? '\r' : ''}${progressLine(p, startedAt)}${tty ? '' : '\n'}`),
+  })
+  if (tty) process.stderr.write('\n')
+  for (const p of done)
+    process.stdout.write(
+      `tenant ${p.tenantId}: every record on data key version ${p.to}; versions held: ${p.versions.join(', ')}\n`,
+    )
+}
+
+/**
+ * `keys rotate-master --retire-old-key`: the old master key is destroyed once the store is under
+ * the new one (its file overwritten, then removed), so a backup taken before no longer opens.
+ */
+function retireOldMasterKey(oldFile: string | undefined, newFile: string | undefined) {
+  const resolved = oldFile ?? (process.env['TOKENVAULT_MASTER_KEY'] ? undefined : '.tokenvault.key')
+  const file = resolved === undefined ? undefined : newFile ? resolved : `${resolved}.old`
+  if (file === undefined || !existsSync(file)) {
+    process.stdout.write(
+      'the old master key came from TOKENVAULT_MASTER_KEY: remove it from the environment and every secret store to retire it\n',
+    )
+    return
+  }
+  writeFileSync(file, Buffer.alloc(64))
+  rmSync(file)
+  process.stdout.write(
+    `retired the old master key (${file} overwritten and removed): backups taken before now no longer open\n`,
   )
 }
 
