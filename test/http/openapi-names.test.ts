@@ -47,7 +47,7 @@ it('info.version is the version in package.json; the key schemes are SvcApiKey a
 })
 
 it('openapi-typescript keys its operations by each operationId, unquoted', async () => {
-  const types = astToString(await openapiTS(doc as Parameters<typeof openapiTS>[0]))
+  const types = astToString(await openapiTS(doc as unknown as Parameters<typeof openapiTS>[0]))
   const operations = types.slice(types.indexOf('export interface operations'))
   for (const id of ids) expect(operations).toContain(`\n    ${id}: {`)
 }, 60_000)
