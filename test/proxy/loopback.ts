@@ -36,10 +36,11 @@ export async function loopbackDestination(): Promise<{
       const big = /^\/big\/(\d+)$/.exec(req.url ?? '')
       if (big) {
         res.writeHead(200, { 'content-type': 'text/plain' })
-        return res.end('x'.repeat(Number(big[1])))
+        res.end('x'.repeat(Number(big[1])))
+      } else {
+        res.writeHead(201, { 'content-type': 'application/json', 'x-destination': 'yes' })
+        res.end(JSON.stringify(entry))
       }
-      res.writeHead(201, { 'content-type': 'application/json', 'x-destination': 'yes' })
-      res.end(JSON.stringify(entry))
     })
   })
   server.listen(0, '127.0.0.1')
