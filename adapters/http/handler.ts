@@ -10,6 +10,7 @@ import { answerText } from './answer-text.js'
 import { declaredBodyBytes, readJsonBody, requireMediaType } from './body.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
+import { notBuilt } from './not-built.js'
 import { openApiDocument } from './openapi.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { isProxyPath, proxyRoute } from './proxy-routes.js'
@@ -154,6 +155,10 @@ function unmatched(
   method: string,
   path: string,
 ): HttpProblem {
+  if (match.kind !== 'bad-encoding') {
+    const reference = notBuilt(method, path)
+    if (reference) return reference
+  }
   switch (match.kind) {
     case 'none':
       return new HttpProblem(404, `No route matches ${method} ${path}.`)

@@ -1,5 +1,6 @@
 import { toJsonSchema } from '@valibot/to-json-schema'
 import * as v from 'valibot'
+import { NOT_BUILT, NOT_BUILT_DOCS } from './not-built.js'
 import { operationIdOf } from './operation-ids.js'
 import { type JsonSchema, RESPONSE_SCHEMAS } from './response-schemas.js'
 import { ROUTE_DOCS, type RouteDoc } from './route-docs.js'
@@ -137,6 +138,29 @@ const plain = (operationId: string, summary: string, schema: JsonSchema) => ({
   },
 })
 
+/** A route of the reference API that is not built: listed, answering only 501 (`x-not-built`). */
+function notBuiltOperation(
+  method: string,
+  pattern: string,
+  area: string,
+  operationId = operationIdOf(method, pattern),
+): JsonSchema {
+  return {
+    operationId,
+    summary: `Not built: ${area}`,
+    description: `A route of the reference API that tokenvault does not implement: it answers 501. See ${NOT_BUILT_DOCS}.`,
+    tags: ['Not built'],
+    'x-not-built': true,
+    parameters: [...pattern.matchAll(/:(\w+)/g)].map(([, name]) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    })),
+    responses: { 501: problemResponse('Not implemented by tokenvault (a route of the reference API)') },
+  }
+}
+
 /** An API key header's security scheme: `SvcApiKey` for `SVC-API-KEY`, `BtApiKey` for `BT-API-KEY`. */
 const schemeName = (prefix: string) =>
   `${prefix
@@ -183,6 +207,11 @@ export function openApiDocument(options: OpenApiOptions): JsonSchema {
     ),
     '/openapi.json': plain('getOpenApiDocument', 'This document', { type: 'object' }),
   })
+  for (const [method, pattern, area, operationId] of NOT_BUILT) {
+    const path = pattern.replace(/:(\w+)/g, '{$1}')
+    paths[path] ??= {}
+    paths[path][method.toLowerCase()] ??= notBuiltOperation(method, pattern, area, operationId)
+  }
   if (options.testControl) Object.assign(paths, TEST_CONTROL_PATHS)
   return {
     openapi: '3.1.0',

@@ -1,5 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
+import { NOT_BUILT } from '../../adapters/http/not-built.js'
 import { ROUTES } from '../../adapters/http/routes.js'
 import { json, problem, setup } from './setup.js'
 
@@ -103,7 +104,7 @@ describe('GET /openapi.json', () => {
       }
     }
     const operations = Object.values(doc.paths).flatMap((methods) => Object.keys(methods))
-    expect(operations.length).toBe(ROUTES.length + 3)
+    expect(operations.length).toBe(ROUTES.length + 3 + NOT_BUILT.length)
     expect(doc.paths['/healthz']!.get!.security).toEqual([])
     expect(doc.paths['/tokens/{id}']!.patch!.requestBody!.content).toHaveProperty([
       'application/merge-patch+json',
