@@ -2,7 +2,6 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type FaultRegistry, faultRegistry, withFaults, withFetchFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../adapters/http/index.js'
-import { memoryStore } from '../adapters/memory/index.js'
 import { createService } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 import { type ManualClock, manualClock } from '../src/kernel/clock.js'
@@ -14,16 +13,18 @@ import type { Client, Service, TestService } from '../src/service/service.js'
 import type { Store } from '../src/store/contract.js'
 import { type Destination, destinations as destinationsOf, type ReceivedRequest } from './destinations.js'
 import type { Exposure } from './insight/accounting.js'
-import { vaultInsight } from './insight/insight.js'
+import { type ForkableStore, forkableMemoryStore } from './insight/fork-store.js'
+import { type VaultInsight, vaultInsight } from './insight/insight.js'
 import type { Leaks } from './insight/leaks.js'
 import type { UsedAccess } from './insight/used-access.js'
+import { type WebhookKit, webhookKit } from './webhooks.js'
 
 /** The three applications a test vault starts with. */
 export type TestRole = 'private' | 'public' | 'management'
 
 /** Options of `createTestVault`; every one has a default that makes a ready vault in one line. */
 export interface TestVaultOptions {
-  /** Default: a fresh `memoryStore()`. */
+  /** Default: a fresh memory store (one that can `fork()`; any other store can not). */
   store?: Store
   /** Where the manual clock starts. Default `2030-01-01T00:00:00.000Z`. */
   start?: Date | string
@@ -109,8 +110,22 @@ export interface TestVault {
    * never used, and the least grant that serves its calls (`fixture()` writes it as applications).
    */
   usedAccess(): UsedAccess
+  /**
+   * An independent copy of the whole vault (state, clock time, tenant, keys) for one test or one
+   * worker, made in time independent of the tokens held: the two share the state until either
+   * writes, which copies it first (its indexes; records shared). A fork's writes never reach its
+   * parent or siblings, nor theirs the fork. Exposure and used access start empty; `reset()` goes
+   * back to the state right after `createTestVault`. Needs the default memory store.
+   */
+  fork(): TestVault
   /** What the in-process destinations received (plaintext, in memory only); cleared by `reset()`. */
   proxy: { received(origin?: string): ReceivedRequest[] }
+  /**
+   * The tenant's webhook deliveries and callbacks: `deliveries()` (what was sent, each attempt),
+   * `deliverNow()`, `deliverAgain(id)`, `deliverDue()`, and `verify(received)` with the signing
+   * `publicKey`. Receivers are `destinations` (what they got: `proxy.received(origin)`).
+   */
+  webhooks: WebhookKit
 }
 
 /** The test vault's master key: fixed, so snapshots restore into any test vault; no real secret. */
@@ -138,28 +153,13 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
   const clock = manualClock(options.start ?? '2030-01-01T00:00:00.000Z')
   const routed = destinationsOf(options.destinations ?? {})
   let keys: Record<TestRole, string> | undefined
+  const base = options.store ?? forkableMemoryStore()
   // The leak index, exposure and used access follow this store's writes and the service's decisions.
-  const insight = vaultInsight(options.store ?? memoryStore(), TEST_MASTER_KEY, (type, data) =>
+  const insight = vaultInsight(base, TEST_MASTER_KEY, (type, data) =>
     service.connect(keys!.private).tokens.create({ type, data }),
   )
   await insight.load()
-  const service = createService({
-    store: insight.store,
-    observe: insight.accounting,
-    clock,
-    runner: options.runner ?? null,
-    // The test powers (snapshot, restore, reset) are this kit's: a production service has none.
-    testMode: true,
-    // A fixed key: snapshots restore into any test vault, and nothing here is a real secret.
-    masterKey: TEST_MASTER_KEY,
-    ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}),
-    ...(options.transactionTtlMs !== undefined ? { transactionTtlMs: options.transactionTtlMs } : {}),
-    // One tenant: it may fill the whole journal.
-    journalSize: options.journalSize ?? 1000,
-    journalSizePerTenant: options.journalSize ?? 1000,
-    // The test's destinations: no request of this vault reaches the network.
-    ...(options.destinations ? { egress: routed.origins, egressClient: routed.client } : {}),
-  })
+  const service = testService(options, clock, insight, routed)
   const tenant = await service.admin.createTenant({ name: options.tenantName ?? 'test' })
   const make = (role: TestRole, permissions: readonly Permission[], rules?: AccessRule[]) =>
     service.admin.createApplication({
@@ -178,17 +178,63 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     public: await make('public', options.public?.permissions ?? ['token:create']),
     management: await make('management', options.management?.permissions ?? PERMISSIONS_BY_TYPE.management),
   }
-  keys = {
+  const held: Record<TestRole, string> = {
     private: made.private.key,
     public: made.public.key,
     management: made.management.key,
   }
+  keys = held
   const applications: Record<TestRole, Application> = {
     private: made.private.application,
     public: made.public.application,
     management: made.management.application,
   }
   const initial = await service.admin.exportState()
+  return assemble({
+    options,
+    clock,
+    routed,
+    base,
+    insight,
+    service,
+    tenant,
+    keys: held,
+    applications,
+    initial,
+  })
+}
+
+/** What a test vault is made of: what `assemble` serves, and what `fork` copies. */
+interface VaultParts {
+  options: TestVaultOptions
+  clock: ManualClock
+  routed: ReturnType<typeof destinationsOf>
+  base: Store
+  insight: VaultInsight
+  service: TestService
+  tenant: Tenant
+  keys: Record<TestRole, string>
+  applications: Record<TestRole, Application>
+  initial: StateSnapshot
+}
+
+/** A fork of the vault made of `parts`: the store forked, the rest anew over it (see `TestVault.fork`). */
+function forkOf(parts: VaultParts): TestVault {
+  const { options, base, keys } = parts
+  if (!('fork' in base)) throw new TypeError('vault.fork() needs the default memory store')
+  const store = (base as ForkableStore).fork()
+  const clock = manualClock(parts.clock.now())
+  const routed = destinationsOf(options.destinations ?? {})
+  const insight = parts.insight.fork(store, (type, data) =>
+    service.connect(keys.private).tokens.create({ type, data }),
+  )
+  const service = testService(options, clock, insight, routed)
+  return assemble({ ...parts, clock, routed, base: store, insight, service })
+}
+
+/** The test vault of `parts`: its clients, HTTP handler, listeners, test powers and insight. */
+function assemble(parts: VaultParts): TestVault {
+  const { options, clock, routed, insight, service, tenant, keys, applications, initial } = parts
   const faults = faultRegistry()
   const handler = createHttpHandler(service, options.http)
   const http = withFetchFaults(handler, faults)
@@ -235,6 +281,7 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     faults: { add: (fault) => faults.add(fault), list: () => faults.list(), clear: () => faults.clear() },
     listen,
     proxy: { received: (origin) => routed.received(origin) },
+    webhooks: webhookKit(service, tenant.id),
     close: async () => {
       await Promise.all([...servers].map((s) => s.close()))
       await service.close()
@@ -242,7 +289,34 @@ export async function createTestVault(options: TestVaultOptions = {}): Promise<T
     leaks: insight.leaks,
     exposure: insight.exposure,
     usedAccess: insight.usedAccess,
+    fork: () => forkOf(parts),
   }
+}
+
+/** The test vault's service over the insight's store: test mode, the fixed master key, the observer. */
+function testService(
+  options: TestVaultOptions,
+  clock: ManualClock,
+  insight: VaultInsight,
+  routed: ReturnType<typeof destinationsOf>,
+): TestService {
+  return createService({
+    store: insight.store,
+    observe: insight.accounting,
+    clock,
+    runner: options.runner ?? null,
+    // The test powers (snapshot, restore, reset) are this kit's: a production service has none.
+    testMode: true,
+    // A fixed key: snapshots restore into any test vault, and nothing here is a real secret.
+    masterKey: TEST_MASTER_KEY,
+    ...(options.sessionTtlMs !== undefined ? { sessionTtlMs: options.sessionTtlMs } : {}),
+    ...(options.transactionTtlMs !== undefined ? { transactionTtlMs: options.transactionTtlMs } : {}),
+    // One tenant: it may fill the whole journal.
+    journalSize: options.journalSize ?? 1000,
+    journalSizePerTenant: options.journalSize ?? 1000,
+    // The test's destinations: no request of this vault reaches the network.
+    ...(options.destinations ? { egress: routed.origins, egressClient: routed.client } : {}),
+  })
 }
 
 /**

@@ -2,7 +2,7 @@ import { Keyring, toProvider } from '../../src/encryption/index.js'
 import { openToken, type Sealing } from '../../src/encryption/sealing.js'
 import type { Json, Op, StoredToken } from '../../src/kernel/types.js'
 import type { Store, StoreDump } from '../../src/store/contract.js'
-import { LeakIndex } from './leak-index.js'
+import { LeakLayers } from './leak-layers.js'
 
 const tokenKey = (tenantId: string, id: string) => `t\u0000${tenantId}\u0000${id}`
 const stagedKey = (tenantId: string, transactionId: string, id: string) =>
@@ -17,7 +17,7 @@ const stagedKey = (tenantId: string, transactionId: string, id: string) =>
  * are indexed when a check next needs them (`index()`).
  */
 export class HeldPlaintexts {
-  private readonly leaks = new LeakIndex()
+  private readonly leaks: LeakLayers
   /** Records written since the last check, opened, by index key. */
   private readonly pending = new Map<string, { tokenId: string; data: Json }>()
   private readonly keyring: Keyring
@@ -27,7 +27,12 @@ export class HeldPlaintexts {
   /** Records that could not be opened (a key this kit could not unwrap): they are not searched. */
   unreadable = 0
 
-  constructor(store: Store, masterKey: Uint8Array) {
+  constructor(
+    store: Store,
+    private readonly masterKey: Uint8Array,
+    leaks = new LeakLayers(),
+  ) {
+    this.leaks = leaks
     this.keyring = new Keyring(store, [toProvider(masterKey)])
     const keyring = this.keyring
     this.sealing = {
@@ -94,8 +99,15 @@ export class HeldPlaintexts {
     this.leaks.delete(key)
   }
 
+  /** A copy over `store` (a fork of this one's store), in time independent of what it holds. */
+  fork(store: Store): HeldPlaintexts {
+    const copy = new HeldPlaintexts(store, this.masterKey, this.index().fork())
+    for (const id of this.canaries) copy.canaries.add(id)
+    return copy
+  }
+
   /** The index, up to date with every acknowledged write (records opened since the last check indexed now). */
-  index(): LeakIndex {
+  index(): LeakLayers {
     for (const [key, { tokenId, data }] of this.pending) {
       this.leaks.set(key, tokenId, data, this.canaries.has(tokenId))
     }

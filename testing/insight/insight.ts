@@ -18,6 +18,17 @@ export interface VaultInsight {
   usedAccess(): UsedAccess
   /** Takes in what the store held before the vault was made. */
   load(): Promise<void>
+  /**
+   * The insight of a fork of this vault over `store` (a fork of this store): the same leak index
+   * (shared, in constant time), the same names and grants, and no exposure or used access yet.
+   */
+  fork(store: Store, create: (type: string, data: Json) => Promise<Token>): VaultInsight
+}
+
+/** What a fork starts from. */
+interface Parts {
+  held: HeldPlaintexts
+  principals: Principals
 }
 
 /**
@@ -28,9 +39,10 @@ export function vaultInsight(
   store: Store,
   masterKey: Uint8Array,
   create: (type: string, data: Json) => Promise<Token>,
+  from?: Parts,
 ): VaultInsight {
-  const held = new HeldPlaintexts(store, masterKey)
-  const principals = new Principals()
+  const held = from?.held ?? new HeldPlaintexts(store, masterKey)
+  const principals = from?.principals ?? new Principals()
   const accounting = new Accounting(principals)
   const record = async (ops: readonly Op[]) => {
     principals.record(ops)
@@ -59,5 +71,7 @@ export function vaultInsight(
       principals.load(dump)
       await held.load(dump)
     },
+    fork: (forked, make) =>
+      vaultInsight(forked, masterKey, make, { held: held.fork(forked), principals: principals.fork() }),
   }
 }

@@ -1,5 +1,10 @@
 import type { LeakEncoding } from './encodings.js'
-import type { LeakIndex, RawFinding } from './leak-index.js'
+import type { RawFinding } from './leak-index.js'
+
+/** What a leak check searches: an index of plaintext forms (`LeakIndex`, `LeakLayers`). */
+export interface Searchable {
+  search(s: string, found: (f: RawFinding) => void): void
+}
 
 /** One plaintext of the vault found in a checked value: where, and how it was written. Never the plaintext. */
 export interface LeakFinding {
@@ -47,7 +52,7 @@ const keyPath = (path: string, key: string) =>
  * `ArrayBuffer`, decoded as UTF-8), arrays, objects (keys too), `Map`, `Set`, `Headers`,
  * `URLSearchParams` and errors (message and stack), however nested. Cycles are walked once.
  */
-export function findLeaks(index: LeakIndex, value: unknown): LeakFinding[] {
+export function findLeaks(index: Searchable, value: unknown): LeakFinding[] {
   const findings: LeakFinding[] = []
   const seen = new Set<string>()
   const seenObjects = new Set<object>()
@@ -56,7 +61,7 @@ export function findLeaks(index: LeakIndex, value: unknown): LeakFinding[] {
       const key = `${f.tokenId}\u0000${path}\u0000${f.offset}`
       if (seen.has(key)) return
       seen.add(key)
-      findings.push({ ...f, path })
+      findings.push({ tokenId: f.tokenId, canary: f.canary, encoding: f.encoding, path, offset: f.offset })
     })
   /** The text a leaf stands for (strings, numbers, bytes), or undefined for anything to walk into. */
   const leaf = (v: unknown): string | undefined => {

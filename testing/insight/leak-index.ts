@@ -19,6 +19,7 @@ const POW = (() => {
 
 /** What one indexed record holds: a token's plaintexts (or a staged write's). */
 interface Entry {
+  key: string
   tokenId: string
   canary: boolean
   needles: Needle[]
@@ -31,6 +32,8 @@ interface Indexed {
 
 /** Where a plaintext was found in one string. */
 export interface RawFinding {
+  /** The indexed record (a token, a staged write) it belongs to. */
+  key: string
   tokenId: string
   canary: boolean
   encoding: LeakEncoding
@@ -147,7 +150,7 @@ export class LeakIndex {
     this.delete(key)
     const needles = [...new Set(plaintextsOf(data))].flatMap(needlesOf)
     if (!needles.length) return
-    const entry: Entry = { tokenId, canary, needles }
+    const entry: Entry = { key, tokenId, canary, needles }
     const items = needles.map((needle) => ({ needle, entry }))
     for (const item of items) (item.needle.digits ? this.digits : this.text).add(item)
     this.entries.set(key, { entry, items })
@@ -162,6 +165,11 @@ export class LeakIndex {
 
   has(key: string): boolean {
     return this.entries.has(key)
+  }
+
+  /** How many records are indexed. */
+  get records(): number {
+    return this.entries.size
   }
 
   /** How many needles (plaintext forms) are indexed. */
@@ -179,7 +187,13 @@ export class LeakIndex {
   private report(list: Indexed[], s: string, start: number, digits: boolean, found: (f: RawFinding) => void) {
     for (const { needle, entry } of list) {
       if (!(digits ? matchesDigits(s, start, needle) : matchesText(s, start, needle))) continue
-      found({ tokenId: entry.tokenId, canary: entry.canary, encoding: needle.encoding, offset: start })
+      found({
+        key: entry.key,
+        tokenId: entry.tokenId,
+        canary: entry.canary,
+        encoding: needle.encoding,
+        offset: start,
+      })
     }
   }
 

@@ -2,8 +2,14 @@ import { randomInt } from 'node:crypto'
 import { format } from 'node:util'
 import type { Json, Token } from '../../src/kernel/types.js'
 import { MIN_PLAINTEXT_LENGTH } from './encodings.js'
-import { findLeaks, isMessage, LeakError, type LeakFinding, messageValue } from './leak-check.js'
-import type { LeakIndex } from './leak-index.js'
+import {
+  findLeaks,
+  isMessage,
+  LeakError,
+  type LeakFinding,
+  messageValue,
+  type Searchable,
+} from './leak-check.js'
 
 /** A token made to be planted: its data is unique, so finding it anywhere is a leak. */
 export interface Canary {
@@ -58,7 +64,7 @@ export interface Leaks {
 /** What `createLeaks` needs from the test vault. */
 export interface LeakSource {
   /** The index, up to date with the vault's state. */
-  index(): LeakIndex
+  index(): Searchable
   /** Creates a token with the test vault's private key (outside the test's accounting). */
   create(type: string, data: Json): Promise<Token>
   /** Marks a token as a canary in later findings. */

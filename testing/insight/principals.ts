@@ -23,6 +23,13 @@ export interface Held {
 export class Principals {
   private readonly byId = new Map<string, Held>()
 
+  /** A copy (a handful of records: the vault's applications and sessions). */
+  fork(): Principals {
+    const copy = new Principals()
+    for (const [id, held] of this.byId) copy.byId.set(id, held)
+    return copy
+  }
+
   get(id: string): Held | undefined {
     return this.byId.get(id)
   }
