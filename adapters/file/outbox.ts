@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
 import type { Op, OutboxEntry, StoredWebhook } from '../../src/kernel/types.js'
-import type { CountedKind, Page, Range } from '../../src/store/contract.js'
+import type { CountedKind, DueKey, Page, Range } from '../../src/store/contract.js'
 import { byKey } from '../../src/store/order.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
@@ -91,12 +91,14 @@ export function webhookReads(fresh: () => Databases) {
       const start = after === undefined ? range.start : Buffer.concat([key(t, after), Buffer.from([0])])
       return [...fresh().outbox.getRange({ start, end: range.end, limit })].map((e) => e.value as OutboxEntry)
     },
-    listDueOutbox: async ({ before, limit }: { before: string; limit: number }) => {
+    listDueOutbox: async ({ before, limit, after }: { before: string; limit: number; after?: DueKey }) => {
       const dbs = fresh()
       const out: OutboxEntry[] = []
       if (limit <= 0) return out
       // Keys `[due_at, tenant, id]` up to the end of every key whose due_at is `before`.
-      for (const { key: k } of dbs.outboxDue.getRange({ end: prefix(before).end, limit })) {
+      const end = prefix(before).end
+      const start = after && Buffer.concat([key(after.due_at, after.tenant_id, after.id), Buffer.from([0])])
+      for (const { key: k } of dbs.outboxDue.getRange(start ? { start, end, limit } : { end, limit })) {
         const [, tenantId, id] = (k as Buffer).toString('utf8').split('\u0000')
         const entry = dbs.outbox.get(key(tenantId!, id!)) as OutboxEntry | undefined
         if (entry) out.push(entry)

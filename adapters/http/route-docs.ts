@@ -17,7 +17,9 @@ import {
 import { listV2Input, searchInput, searchV2Input } from '../../src/search/schemas.js'
 import { authorizeSessionInput } from '../../src/sessions/schemas.js'
 import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/schemas.js'
+import { HOSTED_ROUTE_DOCS } from './hosted-routes.js'
 import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
+import { WEBHOOK_ROUTE_DOCS } from './webhook-routes.js'
 
 /** Any valibot schema. */
 type Schema = v.GenericSchema<unknown, unknown>
@@ -284,4 +286,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     query: listPermissionsInput,
     response: listOf('PermissionInfo'),
   },
+  ...HOSTED_ROUTE_DOCS,
+  ...WEBHOOK_ROUTE_DOCS,
 }

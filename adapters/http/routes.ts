@@ -1,7 +1,9 @@
 import type { Client } from '../../src/service/service.js'
 import type { Unchecked } from '../../src/service/unchecked.js'
+import { HOSTED_ROUTES } from './hosted-routes.js'
 import type { Query } from './query.js'
 import { Router } from './router.js'
+import { WEBHOOK_ROUTES } from './webhook-routes.js'
 
 /** One operation of the HTTP API: a mapping onto one client method, with its success status. */
 export interface Route {
@@ -98,6 +100,8 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
 
   ['GET', '/tenants/self', op(200, (c) => c.tenants.self())],
   ['GET', '/permissions', list((c, _p, q) => c.permissions.list(q))],
+  ...HOSTED_ROUTES,
+  ...WEBHOOK_ROUTES,
 ]
 
 /** A router over `ROUTES`. */

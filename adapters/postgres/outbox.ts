@@ -1,6 +1,6 @@
 import type { QueryConfig, QueryResult, QueryResultRow } from 'pg'
 import type { OutboxEntry, StoredWebhook } from '../../src/kernel/types.js'
-import type { Page, Range } from '../../src/store/contract.js'
+import type { DueKey, Page, Range } from '../../src/store/contract.js'
 import type { Tables } from './statements.js'
 
 /**
@@ -137,12 +137,20 @@ export function webhookReads(t: Tables, query: Query) {
             `SELECT doc::text AS doc FROM ${o} WHERE tenant_id = $1 AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3`,
             [tenantId, q.after ?? null, Math.floor(q.limit)],
           ),
-    listDueOutbox: async (q: { before: string; limit: number }) =>
+    listDueOutbox: async (q: { before: string; limit: number; after?: DueKey }) =>
       q.limit <= 0
         ? []
         : docs<OutboxEntry>(
-            `SELECT doc::text AS doc FROM ${o} WHERE due_at IS NOT NULL AND due_at <= $1 ORDER BY due_at, tenant_id, id LIMIT $2`,
-            [q.before, Math.floor(q.limit)],
+            `SELECT doc::text AS doc FROM ${o} WHERE due_at IS NOT NULL AND due_at <= $1
+              AND ($3::text IS NULL OR (due_at, tenant_id, id) > ($3, $4, $5))
+              ORDER BY due_at, tenant_id, id LIMIT $2`,
+            [
+              q.before,
+              Math.floor(q.limit),
+              q.after?.due_at ?? null,
+              q.after?.tenant_id ?? null,
+              q.after?.id ?? null,
+            ],
           ),
     dumpAll: async () => ({
       webhooks: await docs<StoredWebhook>(`SELECT doc::text AS doc FROM ${w} ORDER BY tenant_id, id`, []),

@@ -26,7 +26,9 @@ import {
   reactorOperations,
 } from '../reactors/index.js'
 import { refingerprinted, tokenOperations } from '../tokens/index.js'
+import { type WebhookAdmin, webhookAdmin } from '../webhooks/index.js'
 import { type KeyAdmin, keyAdmin } from './admin-keys.js'
+import { type LogAdmin, logAdmin, logTenantCreated } from './admin-logs.js'
 import { type AdminView, adminView } from './admin-view.js'
 import { OPERATIONS } from './client.js'
 import { type Fixture, type FixtureDeps, loadFixture } from './fixtures.js'
@@ -38,7 +40,7 @@ import type { Methods, OperationNames, Wiring } from './wiring.js'
 const GIVEN_KEY = /^key_[A-Za-z0-9_-]{24,}$/
 
 /** The host's trusted operator API: no key, every tenant. Official formulas: see `OfficialFormulaAdmin`. */
-export interface Admin extends OfficialFormulaAdmin, KeyAdmin {
+export interface Admin extends OfficialFormulaAdmin, KeyAdmin, LogAdmin {
   /** Creates a tenant. */
   createTenant(input: CreateTenantInput): Promise<Tenant>
   /**
@@ -65,6 +67,11 @@ export interface Admin extends OfficialFormulaAdmin, KeyAdmin {
    * data), open transactions and their locks, reactors and their runs, applications without keys.
    */
   view: AdminView
+  /**
+   * Webhook deliveries and callbacks: the signing public key, deliver what is due, a tenant's
+   * deliveries with each attempt, deliver now (past the back-off), deliver again (see `WebhookAdmin`).
+   */
+  webhooks: WebhookAdmin
 }
 
 /**
@@ -100,6 +107,7 @@ async function createTenant(w: Wiring, input: CreateTenantInput, at: string, id 
     ...(await w.keyring.newTenantKeys(id, at)),
   }
   await w.store.write({ ops: [{ op: 'tenant.put', tenant }] })
+  await logTenantCreated(w, id, at)
   return publicTenant(tenant)
 }
 
@@ -177,26 +185,38 @@ export function createAdmin(w: Wiring): Admin {
       w.adminCall(
         'tenant.create',
         (t) => t?.id ?? null,
-        (at) => createTenant(w, input, at),
+        (at) => createTenant({ ...w, store: w.adminStore('tenant.create', at) }, input, at),
       ),
     createApplication: (input) =>
       w.adminCall(
         'application.create',
         () => (typeof input.tenantId === 'string' ? input.tenantId : null),
-        (at) => createApplication(w, input, at),
+        (at) => createApplication({ ...w, store: w.adminStore('application.create', at) }, input, at),
       ),
-    sweep: () => {
-      // Callback retries that are due go out in the background.
+    sweep: async () => {
+      // Callback retries that are due go out in the background, and so do due webhook deliveries.
       void w.callbacks.retryDue()
-      return sweepExpired(w.store, w.now(), {
+      w.webhooks.dispatcher.kick()
+      await admin.webhooks.purgeFinished().catch(() => 0)
+      const now = w.now()
+      const counts = await sweepExpired(w.adminStore('admin.sweep', now, 'system'), now, {
         transactionTtlMs: w.resolved.transactionTtlMs,
         refingerprint: (token) =>
           refingerprinted(token, (purpose, value) => w.keyring.hmac(token.tenant_id, purpose, value)),
       })
+      await admin.sweepLogs()
+      return counts
     },
     ...keyAdmin(w),
+    ...logAdmin(w),
     ...officialFormulaAdmin({ store: w.store, runner: w.runner, now: w.now }),
     view: adminView(w.store, w.now, w.journal),
+    webhooks: webhookAdmin({
+      store: w.store,
+      dispatcher: w.webhooks.dispatcher,
+      signer: w.webhooks.signer,
+      now: w.now,
+    }),
     loadFixture: (fixture) => loadFixture(fixtureDeps(w, admin), fixture),
   }
   return admin

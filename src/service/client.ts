@@ -5,6 +5,7 @@ import {
   hashApiKey,
 } from '../applications/index.js'
 import { childOperations } from '../associations/index.js'
+import { logOperations } from '../audit/index.js'
 import type { Ctx } from '../kernel/index.js'
 import { refuseBadText } from '../kernel/index.js'
 import { proxyOperations } from '../proxy/index.js'
@@ -12,6 +13,10 @@ import { formulaOperations, reactorOperations } from '../reactors/index.js'
 import { sessionOperations } from '../sessions/index.js'
 import { tokenOperations } from '../tokens/index.js'
 import { transactionOperations } from '../transactions/index.js'
+import { webhookOperations } from '../webhooks/index.js'
+import { logCall } from './audit-calls.js'
+import type { CallInfo } from './effects.js'
+import { applicationTemplateOperations, hostedTenantOperations, roleOperations } from './hosted.js'
 import { idempotent } from './idempotency.js'
 import { permissionOperations, tenantOperations } from './tenants.js'
 import type { Methods, OperationNames, Recorder, Wiring } from './wiring.js'
@@ -26,10 +31,18 @@ export interface Client {
   reactors: ReturnType<typeof reactorOperations>
   /** Keys of an application (`/applications/{id}/keys`). */
   applicationKeys: ReturnType<typeof applicationKeyOperations>
-  /** The caller's tenant (`/tenants/self`). */
-  tenants: ReturnType<typeof tenantOperations>
+  /** The caller's tenant (`/tenants/self`), and what a host-owned tenant answers of its writes and usage report. */
+  tenants: ReturnType<typeof tenantOperations> & ReturnType<typeof hostedTenantOperations>
+  /** The reference's application templates (`/application-templates`): none here. */
+  applicationTemplates: ReturnType<typeof applicationTemplateOperations>
+  /** The reference's tenant-member roles (`/roles`): none here. */
+  roles: ReturnType<typeof roleOperations>
   /** The permission catalogue (`/permissions`). */
   permissions: ReturnType<typeof permissionOperations>
+  /** Webhooks (`/webhooks`, `/webhooks/event-types`, `/ping`), as node-sdk 5's `client.webhooks`. */
+  webhooks: ReturnType<typeof webhookOperations>
+  /** The tenant's audit log (`/logs`, `/logs/entity-types`), with `log:read`. */
+  logs: ReturnType<typeof logOperations>
   /** The proxy (`/proxy`): a request sent on with its detokenization expressions replaced. */
   proxy: ReturnType<typeof proxyOperations>
 }
@@ -44,8 +57,8 @@ export interface ConnectOptions {
 
 /** How a client's calls run: each authenticates (`ctx`), then runs through `call`. */
 interface Connection {
-  /** The context of one call (`operation`): the key is checked on every call. */
-  ctx(operation: string): Promise<Ctx>
+  /** The context of one call (`call`: its operation and tally): the key is checked on every call. */
+  ctx(call: CallInfo): Promise<Ctx>
   /** Runs one call: `request` names it (operations, method, arguments), for idempotency. */
   call<T>(ctx: Ctx, request: unknown, run: () => Promise<T>): Promise<T>
 }
@@ -116,7 +129,29 @@ export const OPERATIONS = {
     delete: 'application_key.delete',
   } satisfies OperationNames<ReturnType<typeof applicationKeyOperations>>,
   tenants: { self: 'tenant.self' } satisfies OperationNames<ReturnType<typeof tenantOperations>>,
+  hostedTenants: {
+    update: 'tenant.update',
+    delete: 'tenant.delete',
+    usageReport: 'tenant.usage_report',
+  } satisfies OperationNames<ReturnType<typeof hostedTenantOperations>>,
+  applicationTemplates: {
+    list: 'application_template.list',
+    get: 'application_template.get',
+  } satisfies OperationNames<ReturnType<typeof applicationTemplateOperations>>,
+  roles: { list: 'role.list' } satisfies OperationNames<ReturnType<typeof roleOperations>>,
   permissions: { list: 'permission.list' } satisfies OperationNames<ReturnType<typeof permissionOperations>>,
+  webhooks: {
+    create: 'webhook.create',
+    list: 'webhook.list',
+    get: 'webhook.get',
+    update: 'webhook.update',
+    delete: 'webhook.delete',
+    eventTypes: 'webhook.event_types',
+    ping: 'webhook.ping',
+  } satisfies OperationNames<ReturnType<typeof webhookOperations>>,
+  logs: { list: 'log.list', entityTypes: 'log.entity_types' } satisfies OperationNames<
+    ReturnType<typeof logOperations>
+  >,
   proxy: { invoke: 'proxy.invoke' } satisfies OperationNames<ReturnType<typeof proxyOperations>>,
 }
 
@@ -131,19 +166,29 @@ function authenticated<T extends Methods>(
   operations: OperationNames<T>,
   connection: Connection,
   record: Recorder,
+  w: Wiring,
 ): T {
   const out: Methods = {}
   for (const [name, operation] of Object.entries(operations) as [keyof T & string, string][]) {
     out[name] = async (...args: unknown[]) => {
       let ctx: Ctx | undefined
+      const call: CallInfo = { operation, tally: { entries: 0 } }
       try {
-        const at = await connection.ctx(operation)
+        const at = await connection.ctx(call)
         ctx = at
         // An id from the path reaches the store as it is: refused here alike for every store.
         for (const [i, arg] of args.entries())
           if (typeof arg === 'string') refuseBadText(arg, argumentField(operation, i))
         const run = () => factory(at)[name]!(...args)
-        const result = await connection.call(at, [operation, args], run)
+        let result: unknown
+        try {
+          result = await connection.call(at, [operation, args], run)
+        } catch (error) {
+          await logCall(w, at, call, args, undefined, error ?? new Error('thrown')).catch(() => {})
+          throw error
+        }
+        // The answer leaves only once its entry is committed (a failed commit answers instead).
+        await logCall(w, at, call, args, result, null)
         record(operation, ctx, args, result, null)
         return result
       } catch (error) {
@@ -168,12 +213,14 @@ function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connect
   const { transactionId, idempotencyKey, requestId } = options
   return {
     // The key is checked at the same instant the call then runs at.
-    ctx: async (operation) => {
+    ctx: async (call) => {
       const at = w.now()
       const principal = await authenticate(w.store, at, keyHash)
       refuseBadText(transactionId, 'transaction_id')
       refuseBadText(idempotencyKey, 'idempotency_key')
-      return w.contextFor(principal, transactionId, at, { operation, requestId })
+      // The call's own record (its tally and request id are read again when it is logged).
+      if (requestId !== undefined) call.requestId = requestId
+      return w.contextFor(principal, transactionId, at, call)
     },
     call: (ctx, request, run) =>
       idempotencyKey === undefined
@@ -198,7 +245,7 @@ function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connect
 export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions = {}): Client {
   const context = connection(w, apiKey, options)
   const bind = <T extends Methods>(factory: (ctx: Ctx) => T, operations: OperationNames<T>) =>
-    authenticated(factory, operations, context, w.record)
+    authenticated(factory, operations, context, w.record, w)
   // Each group's methods are bound on first use: a request touches one group, not nine.
   const groups: Partial<Client> = {}
   return {
@@ -234,12 +281,31 @@ export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions
       return groups.applicationKeys
     },
     get tenants() {
-      groups.tenants ??= bind(tenantOperations, OPERATIONS.tenants)
+      groups.tenants ??= {
+        ...bind(tenantOperations, OPERATIONS.tenants),
+        ...bind(hostedTenantOperations, OPERATIONS.hostedTenants),
+      }
       return groups.tenants
+    },
+    get applicationTemplates() {
+      groups.applicationTemplates ??= bind(applicationTemplateOperations, OPERATIONS.applicationTemplates)
+      return groups.applicationTemplates
+    },
+    get roles() {
+      groups.roles ??= bind(roleOperations, OPERATIONS.roles)
+      return groups.roles
     },
     get permissions() {
       groups.permissions ??= bind(permissionOperations, OPERATIONS.permissions)
       return groups.permissions
+    },
+    get webhooks() {
+      groups.webhooks ??= bind(webhookOperations, OPERATIONS.webhooks)
+      return groups.webhooks
+    },
+    get logs() {
+      groups.logs ??= bind(logOperations, OPERATIONS.logs)
+      return groups.logs
     },
     get proxy() {
       groups.proxy ??= bind(proxyOperations, OPERATIONS.proxy)

@@ -109,6 +109,19 @@ export interface ServiceOptions {
    */
   maxUnauthorizedSessionsPerTenant?: number
   /**
+   * The RSA private key (PEM) webhook deliveries are signed with (`BT-SIGNATURE`, RSA-PSS over
+   * SHA-256, as the reference documents); receivers verify with its public half
+   * (`service.admin.webhooks.publicKey`). Absent: the published test key of `tokenvault/testing`
+   * (`TEST_WEBHOOK_PUBLIC_KEY`), so a delivery proves nothing outside tests.
+   */
+  webhookSigningKey?: string
+  /**
+   * Webhook deliveries and callbacks one tenant may have pending (not yet delivered or given up). A
+   * write whose events would take it past this answers 429 with `Retry-After`, and changes nothing.
+   * @default 10000
+   */
+  maxPendingDeliveriesPerTenant?: number
+  /**
    * Gives `service.admin` the test powers (`exportState`, `importState`, `clearState`: the whole
    * state, token data in the clear). For the test kit and the CLI's `--test-mode` only; a
    * production service leaves it out and has none of them.

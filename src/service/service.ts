@@ -85,6 +85,8 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
     },
     async close() {
       await w.runner?.close()
+      // Attempts under way finish and are recorded before the store closes.
+      await w.webhooks.dispatcher.close()
       await store.close()
     },
   }

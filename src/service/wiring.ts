@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from '../applications/index.js'
+import { AUDIT_PURPOSE, AuditLog, DEFAULT_LOG_RETENTION_DAYS } from '../audit/index.js'
 import { type KeyProvider, Keyring, type MasterKey, sealedStore, toProvider } from '../encryption/index.js'
 import type {
   Clock,
@@ -22,8 +23,12 @@ import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
 import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
-import { AUDIT_PURPOSE, AuditLog, DEFAULT_LOG_RETENTION_DAYS } from '../audit/index.js'
-import { type CallInfo, callContext, storeWithEffects } from './effects.js'
+import {
+  DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+  type WebhookRuntime,
+  webhookRuntime,
+} from '../webhooks/index.js'
+import { adminContext, type CallInfo, callContext, storeWithEffects } from './effects.js'
 import { DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT } from './idempotency.js'
 import {
   DEFAULT_JOURNAL_SIZE,
@@ -88,10 +93,17 @@ export interface Wiring {
    * feature adds its effect here, in `wire`.
    */
   effects: WriteEffectHook[]
+  /** Webhook deliveries and the outbox: signer, dispatcher, write effect (src/webhooks). */
+  webhooks: WebhookRuntime
   /** The audit log (absent with `auditLog: false`): its write effect is in `effects`. */
   audit: AuditLog | undefined
   /** How long audit log entries are kept (ms). */
   logRetentionMs: number
+  /**
+   * The store an admin or sweep call writes through: `store` with `effects`, its writes logged
+   * under the actor `admin` (or `system` for the sweep) as `operation` at `at`.
+   */
+  adminStore(operation: string, at: string, actorType?: 'admin' | 'system'): Store
   /**
    * One call's context: it reads the clock once (or takes `at`), so the whole call sees one instant.
    * With `call` (its operation and request id), its store's writes go through `effects`.
@@ -244,6 +256,18 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
       ? undefined
       : new AuditLog(store, (tenantId, value) => keyring.hmac(tenantId, AUDIT_PURPOSE, value))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []
+  const webhooks = webhookRuntime({
+    store,
+    clock,
+    egress,
+    origins: () => resolved.reactorEgress,
+    signingKey: options.webhookSigningKey,
+    maxPendingPerTenant: atLeastOne(
+      options.maxPendingDeliveriesPerTenant,
+      DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+    ),
+  })
+  effects.push(webhooks.effect)
   const { observe } = options
   const contextFor = (
     principal: Principal,
@@ -284,8 +308,11 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     journal,
     now,
     effects,
+    webhooks,
     audit,
     logRetentionMs: atLeastOne(options.logRetentionDays, DEFAULT_LOG_RETENTION_DAYS) * 86_400_000,
+    adminStore: (operation, at, actorType = 'admin') =>
+      storeWithEffects(store, effects, () => adminContext(null, operation, at, actorType)),
     contextFor,
     record,
     adminCall,

@@ -12,7 +12,7 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../kernel/index.js'
-import type { LogEntry, OutboxEntry, StoredWebhook } from '../kernel/types.js'
+import type { LogEntry, OutboxEntry, StoredProxy, StoredWebhook } from '../kernel/types.js'
 
 /**
  * An exact term a token carries, as stores index it beside the token (kept in the same atomic
@@ -61,6 +61,13 @@ export interface Range {
   limit: number
 }
 
+/** A place in the order of due outbox entries (`listDueOutbox`): an entry's `due_at`, tenant and id. */
+export interface DueKey {
+  due_at: string
+  tenant_id: string
+  id: string
+}
+
 /** The outcome of `Store.write`: applied, or refused because `failed` did not hold (nothing written). */
 export type WriteResult = { ok: true } | { ok: false; failed: Check }
 
@@ -103,7 +110,11 @@ export type ExpiringKind =
  */
 export type CountedKind = 'idempotency' | 'session.created' | 'webhook' | 'outbox.pending'
 
-/** Every record a store holds, each kind sorted by its key: for tests that compare whole stores. */
+/**
+ * Every record a store holds, each kind sorted by its key: for tests that compare whole stores.
+ * Audit log entries are not part of it (a refused call logs an entry, and "changes nothing"
+ * compares the records it could have changed): read them with `listLogs`.
+ */
 export interface StoreDump {
   tenants: Tenant[]
   applications: StoredApplication[]
@@ -116,12 +127,12 @@ export interface StoreDump {
   formulas: StoredFormula[]
   reactors: Reactor[]
   idempotency: IdempotencyRecord[]
+  /** Pre-configured proxies, by tenant then id (configuration sealed, as stored). */
+  proxies: StoredProxy[]
   /** Webhooks, by tenant then id. */
   webhooks: StoredWebhook[]
   /** Outbox entries, by tenant then id. */
   outbox: OutboxEntry[]
-  /** Audit log entries, by tenant then id. */
-  logs: LogEntry[]
 }
 
 /**
@@ -332,6 +343,10 @@ export interface Store {
    */
   listExpired(query: { kind: ExpiringKind; before: string; limit: number }): Promise<RecordKey[]>
 
+  /** A pre-configured proxy by id, or null. */
+  getProxy(tenantId: string, id: string): Promise<StoredProxy | null>
+  /** Proxies of a tenant ordered by `created_at`, then `id`; `ids` (when non-empty) keeps only those ids. */
+  listProxies(tenantId: string, query: Range & { ids?: string[] }): Promise<Page<StoredProxy>>
   /** A webhook by id, or null. */
   getWebhook(tenantId: string, id: string): Promise<StoredWebhook | null>
   /** Webhooks of a tenant ordered by `created_at`, then `id` (a tenant holds a handful: the core bounds them). */
@@ -346,10 +361,12 @@ export interface Store {
   listOutbox(tenantId: string, query: { after?: string; limit: number }): Promise<OutboxEntry[]>
   /**
    * At most `limit` pending outbox entries of any tenant with `due_at <= before`, by `due_at`, then
-   * tenant, then id: what the dispatcher claims. Served from an index on `due_at` kept with each
-   * entry (SQL: a partial index `WHERE state = 'pending'`; LMDB: a database keyed `due_at ‖ tenant ‖ id`).
+   * tenant, then id, strictly after the entry `after` names in that order when given (a keyset
+   * page): what the dispatcher claims. Served from an index on `due_at` kept with each entry (SQL: a
+   * partial index on `(due_at, tenant_id, id) WHERE due_at IS NOT NULL`; LMDB: a database keyed
+   * `due_at ‖ tenant ‖ id`).
    */
-  listDueOutbox(query: { before: string; limit: number }): Promise<OutboxEntry[]>
+  listDueOutbox(query: { before: string; limit: number; after?: DueKey }): Promise<OutboxEntry[]>
 
   /**
    * Keyset read of a tenant's audit log entries (see `LogQuery`): at most `limit`, strictly after

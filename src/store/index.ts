@@ -3,8 +3,10 @@
 export type {
   ChildKey,
   CountedKind,
+  DueKey,
   ExpiringKind,
   KeyOwner,
+  LogQuery,
   Page,
   Range,
   ReactorQuery,

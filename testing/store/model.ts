@@ -10,6 +10,7 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredFormula,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTransaction,
@@ -20,6 +21,7 @@ import type {
 import type {
   ChildKey,
   CountedKind,
+  DueKey,
   ExpiringKind,
   KeyOwner,
   Page,
@@ -60,6 +62,7 @@ export class ContractModel implements Store {
   private uses: FormulaUse[] = []
   private idempotency: IdempotencyRecord[] = []
   private webhooks: StoredWebhook[] = []
+  private proxies: StoredProxy[] = []
   /** Outbox entries, in any order (reads sort them). */
   private outbox: OutboxEntry[] = []
 
@@ -270,6 +273,12 @@ export class ContractModel implements Store {
       case 'idempotency.delete':
         this.idempotency = this.idempotency.filter(other(op.tenant_id, op.id))
         return
+      case 'proxy.put':
+        this.proxies = [...this.proxies.filter(other(op.proxy.tenant_id, op.proxy.id)), op.proxy]
+        return
+      case 'proxy.delete':
+        this.proxies = this.proxies.filter(other(op.tenant_id, op.id))
+        return
       case 'webhook.put':
         this.webhooks = [...this.webhooks.filter(other(op.webhook.tenant_id, op.webhook.id)), op.webhook]
         return
@@ -459,6 +468,17 @@ export class ContractModel implements Store {
       query,
     )
   }
+  async getProxy(tenantId: string, id: string) {
+    return json(this.proxies.find((p) => p.tenant_id === tenantId && p.id === id) ?? null)
+  }
+  async listProxies(tenantId: string, query: Range & { ids?: string[] }) {
+    const ids = query.ids?.length ? query.ids : null
+    const all = this.proxies.filter((p) => p.tenant_id === tenantId && (!ids || ids.includes(p.id)))
+    return page(
+      sortBy(all, (p) => [p.created_at, p.id]),
+      query,
+    )
+  }
   async getWebhook(tenantId: string, id: string) {
     return json(this.webhooks.find((w) => w.tenant_id === tenantId && w.id === id) ?? null)
   }
@@ -481,9 +501,14 @@ export class ContractModel implements Store {
     )
     return json(mine.slice(0, Math.max(0, query.limit)))
   }
-  async listDueOutbox(query: { before: string; limit: number }) {
+  async listDueOutbox(query: { before: string; limit: number; after?: DueKey }) {
+    const a = query.after
+    const past = (e: OutboxEntry) =>
+      a === undefined ||
+      e.due_at! > a.due_at ||
+      (e.due_at === a.due_at && (e.tenant_id > a.tenant_id || (e.tenant_id === a.tenant_id && e.id > a.id)))
     const due = this.outbox.filter(
-      (e) => e.state === 'pending' && e.due_at !== undefined && e.due_at <= query.before,
+      (e) => e.state === 'pending' && e.due_at !== undefined && e.due_at <= query.before && past(e),
     )
     return json(sortBy(due, (e) => [e.due_at!, e.tenant_id, e.id]).slice(0, Math.max(0, query.limit)))
   }
@@ -538,6 +563,7 @@ export class ContractModel implements Store {
       reactors: byTenantAndId(this.reactors),
       idempotency: byTenantAndId(this.idempotency),
       webhooks: byTenantAndId(this.webhooks),
+      proxies: byTenantAndId(this.proxies),
       outbox: byTenantAndId(this.outbox),
     }
   }

@@ -1,5 +1,5 @@
 import type { OutboxEntry, StoredWebhook } from '../../kernel/types.js'
-import type { Page, Range, RecordKey, StoreDump } from '../contract.js'
+import type { DueKey, Page, Range, RecordKey, StoreDump } from '../contract.js'
 import { copy } from '../json.js'
 import { byKey } from '../order.js'
 import { Scoped } from '../scoped.js'
@@ -73,9 +73,10 @@ export class WebhookMaps {
     return ids.after(query.after, query.limit).map((id) => copy(this.entries.get(tenantId, id)!))
   }
 
-  listDue(query: { before: string; limit: number }): OutboxEntry[] {
+  listDue(query: { before: string; limit: number; after?: DueKey }): OutboxEntry[] {
     const out: OutboxEntry[] = []
-    let after: string | undefined
+    const from = query.after
+    let after: string | undefined = from && `${from.due_at}\u0000${from.tenant_id}\u0000${from.id}`
     while (out.length < query.limit) {
       const keys = this.due.after(after, query.limit - out.length)
       if (!keys.length) break

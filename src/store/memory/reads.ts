@@ -12,10 +12,11 @@ import type {
   TokenLock,
 } from '../../kernel/index.js'
 import { assertNever } from '../../kernel/index.js'
-import type { LogEntry, OutboxEntry, StoredWebhook } from '../../kernel/types.js'
+import type { LogEntry, OutboxEntry, StoredProxy, StoredWebhook } from '../../kernel/types.js'
 import type {
   ChildKey,
   CountedKind,
+  DueKey,
   ExpiringKind,
   KeyOwner,
   LogQuery,
@@ -298,6 +299,14 @@ export class MemoryReads extends MemoryOps {
     return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
   }
 
+  getProxy(tenantId: string, id: string): StoredProxy | null {
+    return this.proxies.get(tenantId, id)
+  }
+
+  listProxies(tenantId: string, query: Range & { ids?: string[] }): Page<StoredProxy> {
+    return this.proxies.list(tenantId, query)
+  }
+
   getWebhook(tenantId: string, id: string): StoredWebhook | null {
     const w = this.hooks.webhooks.get(tenantId, id)
     return w ? copy(w) : null
@@ -316,7 +325,7 @@ export class MemoryReads extends MemoryOps {
     return this.hooks.listOutbox(tenantId, query)
   }
 
-  listDueOutbox(query: { before: string; limit: number }): OutboxEntry[] {
+  listDueOutbox(query: { before: string; limit: number; after?: DueKey }): OutboxEntry[] {
     return this.hooks.listDue(query)
   }
 
@@ -441,7 +450,7 @@ export class MemoryReads extends MemoryOps {
       reactors: sorted(this.reactors.values(), (r) => k(r.tenant_id, r.id)),
       idempotency: sorted(this.idempotency.values(), (r) => k(r.tenant_id, r.id)),
       ...this.hooks.dump(),
-      ...this.logs.dump(),
+      proxies: this.proxies.dump(),
     }
   }
 }

@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto'
+import type { Clock, EgressClient } from '../kernel/index.js'
+import { isoAfter } from '../kernel/index.js'
+import type { OutboxAttempt, OutboxEntry } from '../kernel/types.js'
+import type { DueKey, Store } from '../store/index.js'
+import { sendEntry } from './send.js'
+import type { WebhookSigner } from './signing.js'
+
+/** Attempts a delivery gets in all: the first and up to 10 retries. */
+export const DELIVERY_ATTEMPTS = 11
+/** Wait before the first retry; each further retry waits twice as long (10 s, 20 s, … 5120 s: about 2.8 h in all). */
+export const FIRST_RETRY_MS = 10_000
+/**
+ * How long a claim lasts (ms): while one process attempts a delivery, no other sees it due; if the
+ * process dies, the delivery is due again when the claim ends. Longer than an attempt may take.
+ */
+export const CLAIM_MS = 30_000
+/** How long an attempt may take, answer included (ms). */
+export const ATTEMPT_TIMEOUT_MS = 10_000
+/** How long a finished delivery (delivered or failed) is kept for tests and the console (ms). */
+export const FINISHED_KEPT_MS = 24 * 60 * 60 * 1000
+/** Deliveries one process attempts at once: of one tenant, and in all. */
+export const IN_FLIGHT_PER_TENANT = 8
+export const IN_FLIGHT = 64
+/** Due entries one pass reads per page, and at most in all (past tenants at their share). */
+const PAGE = 256
+const SCAN = 16 * PAGE
+
+/** The wait before retry `n` (1 for the first retry): 10 s × 2^(n−1). */
+export const retryDelayMs = (n: number): number => FIRST_RETRY_MS * 2 ** (n - 1)
+
+/** What the dispatcher needs: the store (no write effects), clock, egress, allow-list and signer. */
+export interface DispatcherDeps {
+  store: Store
+  clock: Clock
+  egress: EgressClient
+  origins: () => readonly string[]
+  signer: WebhookSigner
+}
+
+/**
+ * Delivers the outbox: each pass reads the pending entries due now (`listDueOutbox`), claims each
+ * with a compare-and-set put (`due_at` moved to now + `CLAIM_MS`, a new `claim`), attempts it, and
+ * records the attempt under the same guard: delivered, due again after the back-off, or failed after
+ * `DELIVERY_ATTEMPTS`. So each delivery is attempted by one process at a time, at least once.
+ * Nothing here reads the real time: passes run when the service asks (after a write that made
+ * entries, on the sweep's ticker, `deliverDue()` in tests), at the clock's time.
+ *
+ * One tenant never holds up another: a pass skips the due entries of a tenant that has
+ * `IN_FLIGHT_PER_TENANT` attempts running and reads on past them, and no pass awaits another
+ * tenant's slow receiver before starting the next one's attempts.
+ */
+export class Dispatcher {
+  private readonly running = new Map<string, Promise<void>>()
+  private readonly perTenant = new Map<string, number>()
+  private pass: Promise<number> | null = null
+  private again = false
+  private closed = false
+
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  /** Starts a pass in the background (one at a time; asked again meanwhile, one more runs after it). */
+  kick(): void {
+    if (this.closed) return
+    if (this.pass) {
+      this.again = true
+      return
+    }
+    this.pass = this.runPass().finally(() => {
+      this.pass = null
+      if (this.again) {
+        this.again = false
+        this.kick()
+      }
+    })
+    this.pass.catch(() => {})
+  }
+
+  /**
+   * Runs a pass now and waits for it and every attempt it started: answers how many deliveries it
+   * attempted. What `service.admin.webhooks.deliverDue()` and the sweep call.
+   */
+  async deliverDue(): Promise<number> {
+    while (this.pass) await this.pass.catch(() => 0)
+    const started = await this.runPass()
+    await this.idle()
+    return started
+  }
+
+  /** Resolves when no pass and no attempt of this process is running. */
+  async idle(): Promise<void> {
+    while (this.pass || this.running.size) {
+      await this.pass?.catch(() => 0)
+      await Promise.all(this.running.values())
+    }
+  }
+
+  /** Stops taking new passes and waits for the attempts running (their results are recorded). */
+  async close(): Promise<void> {
+    this.closed = true
+    await this.idle()
+  }
+
+  private async runPass(): Promise<number> {
+    const now = this.deps.clock.now().toISOString()
+    let after: DueKey | undefined
+    let started = 0
+    for (let read = 0; read < SCAN && this.running.size < IN_FLIGHT; ) {
+      const page = await this.deps.store.listDueOutbox({
+        before: now,
+        limit: PAGE,
+        ...(after ? { after } : {}),
+      })
+      read += page.length
+      for (const entry of page) {
+        if (this.running.size >= IN_FLIGHT) break
+        if (
+          this.running.has(key(entry)) ||
+          (this.perTenant.get(entry.tenant_id) ?? 0) >= IN_FLIGHT_PER_TENANT
+        )
+          continue
+        this.start(entry)
+        started++
+      }
+      if (page.length < PAGE) break
+      const last = page[page.length - 1]!
+      after = { due_at: last.due_at!, tenant_id: last.tenant_id, id: last.id }
+    }
+    return started
+  }
+
+  private start(entry: OutboxEntry): void {
+    const k = key(entry)
+    this.perTenant.set(entry.tenant_id, (this.perTenant.get(entry.tenant_id) ?? 0) + 1)
+    const done = this.attempt(entry)
+      .catch(() => {})
+      .finally(() => {
+        this.running.delete(k)
+        const left = (this.perTenant.get(entry.tenant_id) ?? 1) - 1
+        if (left > 0) this.perTenant.set(entry.tenant_id, left)
+        else this.perTenant.delete(entry.tenant_id)
+      })
+    this.running.set(k, done)
+  }
+
+  /** Claims `entry`, attempts it, records the outcome. A claim lost to another process is left to it. */
+  private async attempt(entry: OutboxEntry): Promise<void> {
+    const { store, clock } = this.deps
+    const claimedAt = clock.now().toISOString()
+    const claimed: OutboxEntry = { ...entry, claim: randomUUID(), due_at: isoAfter(claimedAt, CLAIM_MS) }
+    const guard = (e: OutboxEntry) => ({
+      check: 'outbox.unchanged' as const,
+      tenant_id: e.tenant_id,
+      id: e.id,
+      entry: e,
+    })
+    const won = await store.write({ checks: [guard(entry)], ops: [{ op: 'outbox.put', entry: claimed }] })
+    if (!won.ok) return
+    const outcome = await sendEntry(this.deps, claimed, ATTEMPT_TIMEOUT_MS)
+    const next = recorded(claimed, outcome, clock.now().toISOString())
+    // Under the claim: if it ran out and another process took the delivery, this result is dropped.
+    await store.write({ checks: [guard(claimed)], ops: [{ op: 'outbox.put', entry: next }] })
+  }
+}
+
+const key = (e: OutboxEntry) => `${e.tenant_id}\u0000${e.id}`
+
+/** The entry after an attempt: delivered, failed for good, or due again after its back-off. */
+export function recorded(entry: OutboxEntry, attempt: OutboxAttempt, now: string): OutboxEntry {
+  const attempts = [...entry.attempts, attempt]
+  const { claim: _claim, due_at: _due, ...rest } = entry
+  if (attempt.ok || attempts.length >= DELIVERY_ATTEMPTS) {
+    const state = attempt.ok ? 'delivered' : 'failed'
+    return { ...rest, attempts, state, expires_at: isoAfter(now, FINISHED_KEPT_MS) }
+  }
+  return { ...rest, attempts, state: 'pending', due_at: isoAfter(now, retryDelayMs(attempts.length)) }
+}

@@ -1,0 +1,205 @@
+import type { WriteBatch, WriteEffectContext } from '../kernel/index.js'
+import type { JsonObject, Op, StoredApplication, StoredSession, StoredToken } from '../kernel/types.js'
+
+/**
+ * Every event type of the reference's catalogue ("Webhook Event Data"), as `GET
+ * /webhooks/event-types` answers: a webhook may subscribe to any of them. tokenvault sends those of
+ * `SENT_EVENT_TYPES`; the others belong to features it does not have and are never sent.
+ */
+export const EVENT_TYPES = [
+  '3ds.session.authenticated',
+  '3ds.session.challenge-result-retrieved',
+  '3ds.session.created',
+  '3ds.session.method-completed',
+  '3ds.session.challenge-completed',
+  '3ds.session.decoupled-challenge-notification',
+  'account-updater.job.completed',
+  'account-updater.job.created',
+  'account-updater.job.failed',
+  'application.created',
+  'application.updated',
+  'application.deleted',
+  'application.key.created',
+  'application.key.deleted',
+  'http.request',
+  'proxy.created',
+  'proxy.deleted',
+  'proxy.invoked',
+  'proxy.updated',
+  'reactor.completed',
+  'reactor.created',
+  'reactor.deleted',
+  'reactor.failed',
+  'reactor.invoked',
+  'reactor.updated',
+  'session.authorized',
+  'session.created',
+  'tenant.created',
+  'tenant.updated',
+  'tenant.deleted',
+  'tenant.invitation.accepted',
+  'tenant.invitation.created',
+  'tenant.invitation.deleted',
+  'tenant.invitation.resent',
+  'tenant.member.created',
+  'tenant.member.deleted',
+  'token.created',
+  'token.deleted',
+  'token.expired',
+  'token.property.expired',
+  'token.read',
+  'token.updated',
+  'token-intent.created',
+  'token-intent.deleted',
+  'token-intent.converted',
+  'google-pay.created',
+  'google-pay.deleted',
+  'google-pay.retrieved',
+] as const
+
+/** The event types tokenvault sends: derived from the writes that make them (`eventsOf`). */
+export const SENT_EVENT_TYPES = [
+  'token.created',
+  'token.updated',
+  'token.deleted',
+  'token.expired',
+  'application.created',
+  'application.updated',
+  'application.deleted',
+  'reactor.created',
+  'reactor.updated',
+  'reactor.deleted',
+  'session.created',
+  'session.authorized',
+] as const
+
+/** An event a write makes, before it is addressed to any webhook: its tenant, type and data object. */
+export interface DerivedEvent {
+  tenantId: string
+  type: (typeof SENT_EVENT_TYPES)[number]
+  /** `event.data` without `actor`: `{ token: {…} }`, `{ application: {…} }`, …; never secret. */
+  data: JsonObject
+}
+
+/** A token as events show it: the reference's fields, never `data` or `mask`. */
+function tokenShown(t: StoredToken, updated: boolean): JsonObject {
+  const out: JsonObject = {
+    id: t.id,
+    type: t.type,
+    metadata: t.metadata,
+    containers: t.containers,
+    created_by: t.created_by,
+    created_at: t.created_at,
+  }
+  if (t.fingerprint !== undefined) out['fingerprint'] = t.fingerprint
+  if (t.fingerprint_expression !== undefined) out['fingerprint_expression'] = t.fingerprint_expression
+  if (t.search_indexes !== undefined) out['search_indexes'] = t.search_indexes
+  if (t.expires_at !== undefined) out['expires_at'] = t.expires_at
+  if (updated && t.modified_by !== undefined) out['modified_by'] = t.modified_by
+  if (updated && t.modified_at !== undefined) out['modified_at'] = t.modified_at
+  return out
+}
+
+/** An application as events show it: never its keys or their hashes. */
+function applicationShown(a: StoredApplication): JsonObject {
+  const out: JsonObject = {
+    id: a.id,
+    name: a.name,
+    type: a.type,
+    permissions: a.permissions,
+    created_at: a.created_at,
+  }
+  if (a.rules !== undefined) out['rules'] = a.rules as unknown as JsonObject[]
+  if (a.created_by !== undefined) out['created_by'] = a.created_by
+  if (a.modified_at !== undefined) out['modified_at'] = a.modified_at
+  if (a.modified_by !== undefined) out['modified_by'] = a.modified_by
+  return out
+}
+
+/** A session as events show it: never its key or nonce hashes. */
+function sessionShown(s: StoredSession, authorized: boolean): JsonObject {
+  const out: JsonObject = {
+    id: s.id,
+    created_at: s.created_at,
+    created_by: s.application_id,
+    expires_at: s.expires_at,
+    issued_to_application: { id: s.application_id },
+  }
+  if (authorized) {
+    out['permissions'] = s.permissions
+    if (s.rules !== undefined) out['rules'] = s.rules as unknown as JsonObject[]
+  }
+  return out
+}
+
+/** Operations whose puts create (else a put updates). */
+const CREATES = /\.(create|tokenize|react|child\.create)$/
+
+/** Whether `op`, a put in `batch`, makes a new record: its operation creates, or the batch guards it absent. */
+function creates(context: WriteEffectContext, batch: Readonly<WriteBatch>, tenantId: string, id: string) {
+  if (CREATES.test(context.operation)) return true
+  return (batch.checks ?? []).some(
+    (c) => c.check === 'token.absent' && c.tenant_id === tenantId && c.id === id,
+  )
+}
+
+/**
+ * The events one op of a write makes (none for most ops). A token delete by the sweep (actor
+ * `system`) is `token.expired`; a session put is `session.created` in state `created`, else
+ * `session.authorized` when the call authorizes it.
+ */
+function eventOf(context: WriteEffectContext, batch: Readonly<WriteBatch>, op: Op): DerivedEvent | null {
+  switch (op.op) {
+    case 'token.put': {
+      const t = op.token
+      const created = creates(context, batch, t.tenant_id, t.id)
+      const type = created ? 'token.created' : 'token.updated'
+      return { tenantId: t.tenant_id, type, data: { token: tokenShown(t, !created) } }
+    }
+    case 'token.delete': {
+      const type = context.actorType === 'system' ? 'token.expired' : 'token.deleted'
+      return { tenantId: op.tenant_id, type, data: { token: { id: op.id } } }
+    }
+    case 'application.put': {
+      const a = op.application
+      if (a.expires_at !== undefined || !/^application\.(create|update)$/.test(context.operation)) return null
+      const type = context.operation === 'application.create' ? 'application.created' : 'application.updated'
+      return { tenantId: a.tenant_id, type, data: { application: applicationShown(a) } }
+    }
+    case 'application.delete':
+      return { tenantId: op.tenant_id, type: 'application.deleted', data: { application: { id: op.id } } }
+    case 'reactor.put': {
+      const r = op.reactor
+      const created = context.operation === 'reactor.create'
+      const shown: JsonObject = { id: r.id, name: r.name, created_at: r.created_at, created_by: r.created_by }
+      if (!created && r.modified_at !== undefined) shown['modified_at'] = r.modified_at
+      if (!created && r.modified_by !== undefined) shown['modified_by'] = r.modified_by
+      return {
+        tenantId: r.tenant_id,
+        type: created ? 'reactor.created' : 'reactor.updated',
+        data: { reactor: shown },
+      }
+    }
+    case 'reactor.delete':
+      return { tenantId: op.tenant_id, type: 'reactor.deleted', data: { reactor: { id: op.id } } }
+    case 'session.put': {
+      const s = op.session
+      if (s.state === 'created')
+        return { tenantId: s.tenant_id, type: 'session.created', data: { session: sessionShown(s, false) } }
+      if (context.operation !== 'session.authorize') return null
+      return { tenantId: s.tenant_id, type: 'session.authorized', data: { session: sessionShown(s, true) } }
+    }
+    default:
+      return null
+  }
+}
+
+/** The events a write makes, in the order of its ops. */
+export function eventsOf(context: WriteEffectContext, batch: Readonly<WriteBatch>): DerivedEvent[] {
+  const out: DerivedEvent[] = []
+  for (const op of batch.ops) {
+    const event = eventOf(context, batch, op)
+    if (event) out.push(event)
+  }
+  return out
+}

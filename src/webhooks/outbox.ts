@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto'
+import type { WriteBatch, WriteEffectContext, WriteEffectHook } from '../kernel/index.js'
+import { newOrderedId, tooMany } from '../kernel/index.js'
+import type { JsonObject, Op, OutboxEntry, StoredWebhook } from '../kernel/types.js'
+import type { Store } from '../store/index.js'
+import { type DerivedEvent, eventsOf } from './events.js'
+
+/**
+ * The durable outbox's writing side: the write effect that turns a write's events into outbox
+ * entries in the same store write (no change without its deliveries, no delivery without its
+ * change), one entry per event and subscribed webhook.
+ */
+
+/** Pending deliveries one tenant may have (webhook events and callbacks together). */
+export const DEFAULT_PENDING_DELIVERIES_PER_TENANT = 10_000
+/** Webhooks one tenant may have, as the reference allows ("up to five webhook URLs"). */
+export const MAX_WEBHOOKS_PER_TENANT = 5
+
+/** The reference's event object (`event` of a delivery; `delivered_at` is added as it is sent). */
+export function eventEnvelope(context: WriteEffectContext, event: DerivedEvent, id: string): JsonObject {
+  const actor: JsonObject =
+    context.actorId === null ? { type: context.actorType } : { id: context.actorId, type: context.actorType }
+  return {
+    id,
+    type: event.type,
+    timestamp: context.now,
+    tenant_id: event.tenantId,
+    trace_id: context.requestId ?? id,
+    data: { ...event.data, actor },
+  }
+}
+
+/** A pending entry due now: what a write puts for one delivery. */
+export function pendingEntry(
+  fields: Pick<OutboxEntry, 'tenant_id' | 'kind' | 'url' | 'body'> & Partial<OutboxEntry>,
+  now: string,
+): OutboxEntry {
+  return {
+    ...fields,
+    id: newOrderedId(now, fields.tenant_id),
+    created_at: now,
+    state: 'pending',
+    due_at: now,
+    attempts: [],
+  }
+}
+
+/** The enabled webhooks of `tenantId` that take `type`. */
+const takes = (hooks: readonly StoredWebhook[], type: string) =>
+  hooks.filter((h) => h.status === 'enabled' && h.events.includes(type))
+
+/**
+ * The write effect of webhooks: for each event of a write (see `eventsOf`), an `outbox.put` per
+ * enabled webhook of its tenant that subscribes to its type. A tenant with no webhook costs one
+ * read of its (at most five) webhooks per write that makes events, and nothing else. A write that
+ * would take the tenant past `maxPending` pending deliveries is refused (429) before anything lands.
+ */
+export function webhookEffect(store: Store, maxPending: number): WriteEffectHook {
+  return {
+    async derive(context: WriteEffectContext, batch: Readonly<WriteBatch>): Promise<Op[]> {
+      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return []
+      const events = eventsOf(context, batch)
+      if (!events.length) return []
+      const ops: Op[] = []
+      const hooksOf = new Map<string, StoredWebhook[]>()
+      for (const event of events) {
+        let hooks = hooksOf.get(event.tenantId)
+        if (!hooks) {
+          hooks = (await store.listWebhooks(event.tenantId, { offset: 0, limit: MAX_WEBHOOKS_PER_TENANT }))
+            .items
+          hooksOf.set(event.tenantId, hooks)
+        }
+        const targets = takes(hooks, event.type)
+        if (!targets.length) continue
+        const eventId = randomUUID()
+        const body = JSON.stringify(eventEnvelope(context, event, eventId))
+        for (const hook of targets) {
+          const entry = pendingEntry(
+            {
+              tenant_id: event.tenantId,
+              kind: 'webhook',
+              webhook_id: hook.id,
+              event_id: eventId,
+              event_type: event.type,
+              url: hook.url,
+              body,
+            },
+            context.now,
+          )
+          ops.push({ op: 'outbox.put', entry })
+        }
+      }
+      await refuseOverBound(store, ops, maxPending)
+      return ops
+    },
+  }
+}
+
+/** Throws 429 when the entries in `ops` would take a tenant past `maxPending` pending deliveries. */
+export async function refuseOverBound(store: Store, ops: readonly Op[], maxPending: number): Promise<void> {
+  const adding = new Map<string, number>()
+  for (const op of ops)
+    if (op.op === 'outbox.put') adding.set(op.entry.tenant_id, (adding.get(op.entry.tenant_id) ?? 0) + 1)
+  for (const [tenantId, n] of adding) {
+    const pending = await store.countRecords(tenantId, 'outbox.pending')
+    if (pending + n > maxPending)
+      throw tooMany(
+        `this tenant has ${pending} webhook deliveries and callbacks pending, and may have at most ${maxPending}`,
+        10,
+      )
+  }
+}

@@ -1,0 +1,44 @@
+import type { Clock, EgressClient, WriteEffectHook } from '../kernel/index.js'
+import type { Store } from '../store/index.js'
+import { Dispatcher } from './dispatcher.js'
+import { webhookEffect } from './outbox.js'
+import { type WebhookSigner, webhookSigner } from './signing.js'
+
+/** What one service holds of webhooks: the signer, the dispatcher, and the write effect that fills the outbox. */
+export interface WebhookRuntime {
+  signer: WebhookSigner
+  dispatcher: Dispatcher
+  /** Appends a write's outbox entries to it; once such a write is acknowledged, starts a delivery pass. */
+  effect: WriteEffectHook
+}
+
+/** Builds a service's webhook runtime over `store` (the sealed store, without effects). */
+export function webhookRuntime(deps: {
+  store: Store
+  clock: Clock
+  egress: EgressClient
+  origins: () => readonly string[]
+  signingKey: string | undefined
+  maxPendingPerTenant: number
+}): WebhookRuntime {
+  const signer = webhookSigner(deps.signingKey)
+  const dispatcher = new Dispatcher({
+    store: deps.store,
+    clock: deps.clock,
+    egress: deps.egress,
+    origins: deps.origins,
+    signer,
+  })
+  const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
+  return {
+    signer,
+    dispatcher,
+    effect: {
+      derive: derive.derive,
+      // The first attempt follows the write at once (no timer: the pass runs on the event loop now).
+      settled: (_context, ops, outcome) => {
+        if (outcome === 'ok' && ops.length) dispatcher.kick()
+      },
+    },
+  }
+}

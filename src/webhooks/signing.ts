@@ -1,0 +1,80 @@
+import {
+  constants,
+  createPrivateKey,
+  createPublicKey,
+  createSign,
+  createVerify,
+  type KeyObject,
+} from 'node:crypto'
+import { TEST_WEBHOOK_PRIVATE_KEY } from './test-key.js'
+
+/**
+ * The reference's v1 webhook signature (developers.basistheory.com, "Webhooks › Signature
+ * Verification"): the delivered body, parsed and serialized again with its object keys sorted
+ * (`json-stable-stringify`), signed with RSA-PSS over SHA-256; the signature travels base64 in the
+ * `BT-SIGNATURE` header, the version (`v1`) in `BT-SIGNATURE-VERSION`. A receiver verifies with the
+ * public key: `crypto.createVerify('SHA256')`, `RSA_PKCS1_PSS_PADDING`, exactly as the reference's
+ * sample does.
+ */
+
+/** The signature header and the version header of a delivery, as the reference names them. */
+export const SIGNATURE_HEADER = 'BT-SIGNATURE'
+export const SIGNATURE_VERSION_HEADER = 'BT-SIGNATURE-VERSION'
+export const SIGNATURE_VERSION = 'v1'
+
+/**
+ * JSON with every object's keys in sorted (code unit) order, as `json-stable-stringify` writes it:
+ * what is signed. `undefined` members are left out, as `JSON.stringify` does.
+ */
+export function stableStringify(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
+  if (Array.isArray(value)) return `[${value.map((item) => stableStringify(item ?? null)).join(',')}]`
+  const record = value as Record<string, unknown>
+  const parts: string[] = []
+  for (const key of Object.keys(record).sort()) {
+    if (record[key] === undefined) continue
+    parts.push(`${JSON.stringify(key)}:${stableStringify(record[key])}`)
+  }
+  return `{${parts.join(',')}}`
+}
+
+/** A signing key pair: the private half signs, the public half (PEM) is what receivers verify with. */
+export interface WebhookSigner {
+  /** The base64 signature of `body` (a JSON text): over its stable serialization. */
+  sign(body: string): string
+  /** The public key, SPKI PEM: what a receiver verifies with. */
+  publicKey: string
+}
+
+/** A signer over `privateKeyPem` (an RSA private key, PEM), or the published test key when absent. */
+export function webhookSigner(privateKeyPem: string = TEST_WEBHOOK_PRIVATE_KEY): WebhookSigner {
+  const key: KeyObject = createPrivateKey(privateKeyPem)
+  if (key.asymmetricKeyType !== 'rsa') throw new TypeError('webhookSigningKey: an RSA private key (PEM)')
+  const publicKey = createPublicKey(key).export({ type: 'spki', format: 'pem' }).toString()
+  return {
+    publicKey,
+    sign: (body) => {
+      const signer = createSign('SHA256')
+      signer.update(stableStringify(JSON.parse(body)))
+      return signer.sign({ key, padding: constants.RSA_PKCS1_PSS_PADDING }).toString('base64')
+    },
+  }
+}
+
+/**
+ * Whether `signature` (base64, the `BT-SIGNATURE` header) signs `body` (the delivery's body as
+ * received) under `publicKeyPem`: the reference's verification, for tests and host apps. Never throws:
+ * a body that is not JSON, or a signature that is not base64, does not verify.
+ */
+export function verifyWebhookSignature(body: string, signature: string, publicKeyPem: string): boolean {
+  try {
+    const verifier = createVerify('SHA256')
+    verifier.update(stableStringify(JSON.parse(body)))
+    return verifier.verify(
+      { key: publicKeyPem, padding: constants.RSA_PKCS1_PSS_PADDING },
+      Buffer.from(signature, 'base64'),
+    )
+  } catch {
+    return false
+  }
+}
