@@ -1,0 +1,98 @@
+/**
+ * Per-tenant bounds on pending deliveries (the write that would pass the bound is refused with 429
+ * and changes nothing), and one tenant's failing, hanging receiver never delaying another tenant's
+ * deliveries.
+ */
+import { describe, expect, it } from 'vitest'
+import { routedEgress } from '../../adapters/egress/index.js'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { createService, manualClock, ServiceError } from '../../entry/index.js'
+
+const SLOW = 'https://slow.example.test'
+const FAST = 'https://fast.example.test'
+
+async function tenantWithHook(service: ReturnType<typeof createService>, name: string, url: string) {
+  const tenant = await service.admin.createTenant({ name })
+  const management = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'm',
+    type: 'management',
+    permissions: ['webhook:create'],
+  })
+  const writer = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'w',
+    type: 'private',
+    permissions: ['token:create'],
+  })
+  await service.connect(management.key).webhooks.create({ name: 'h', url, events: ['token.created'] })
+  return { tenant, client: service.connect(writer.key) }
+}
+
+describe('webhook bounds', () => {
+  it('a tenant at 3 pending deliveries (maxPendingDeliveriesPerTenant: 3) has its next create refused, nothing written', async () => {
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const service = createService({
+      store: memoryStore(),
+      clock,
+      runner: null,
+      egress: [SLOW],
+      egressClient: routedEgress({ [SLOW]: () => new Response(null, { status: 500 }) }),
+      maxPendingDeliveriesPerTenant: 3,
+    })
+    const { tenant, client } = await tenantWithHook(service, 'a', `${SLOW}/in`)
+    for (let i = 0; i < 3; i++) await client.tokens.create({ type: 'token', data: `t${i}` })
+    await service.admin.webhooks.deliverDue()
+    let refused: unknown
+    try {
+      await client.tokens.create({ id: 'fourth', type: 'token', data: 't3' })
+    } catch (error) {
+      refused = error
+    }
+    expect(refused).toBeInstanceOf(ServiceError)
+    expect((refused as ServiceError).code).toBe('too_many_requests')
+    expect((await service.admin.webhooks.deliveries(tenant.id)).length).toBe(3)
+    const reader = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'r',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    await expect(service.connect(reader.key).tokens.get('fourth')).rejects.toMatchObject({
+      code: 'not_found',
+    })
+    await service.close()
+  })
+
+  it("one tenant's hanging receiver does not hold up another tenant's delivery", async () => {
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const fastGot: string[] = []
+    let release: () => void = () => {}
+    const hanging = new Promise<Response>((resolve) => {
+      release = () => resolve(new Response(null, { status: 500 }))
+    })
+    const service = createService({
+      store: memoryStore(),
+      clock,
+      runner: null,
+      egress: [SLOW, FAST],
+      egressClient: routedEgress({
+        [SLOW]: () => hanging,
+        [FAST]: async (request) => {
+          fastGot.push(JSON.parse(await request.text()).event.type)
+          return new Response(null, { status: 200 })
+        },
+      }),
+    })
+    const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
+    const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+    // More than a process attempts at once in all: the slow tenant alone could fill every place.
+    for (let i = 0; i < 100; i++) await slow.client.tokens.create({ type: 'token', data: `s${i}` })
+    await fast.client.tokens.create({ type: 'token', data: 'f' })
+    // The slow tenant's attempts hang; the fast tenant's delivery arrives meanwhile.
+    for (let i = 0; i < 50 && fastGot.length === 0; i++) await new Promise((r) => setImmediate(r))
+    expect(fastGot).toEqual(['token.created'])
+    release()
+    await service.close()
+  })
+})

@@ -1,0 +1,96 @@
+/**
+ * Each event type tokenvault sends, from the write that makes it: token created, updated, deleted,
+ * expired (the sweep); application created, updated, deleted; reactor created, updated, deleted;
+ * session created, authorized. Never a secret in an event: no token data, no key, no key hash.
+ */
+import { describe, expect, it } from 'vitest'
+import { SENT_EVENT_TYPES } from '../../src/webhooks/index.js'
+import { createTestVault } from '../../testing/index.js'
+
+const RECEIVER = 'https://hooks.example.test'
+
+async function subscribed() {
+  const v = await createTestVault({ destinations: { [RECEIVER]: () => new Response(null, { status: 200 }) } })
+  await v
+    .client('management')
+    .webhooks.create({ name: 'all', url: `${RECEIVER}/in`, events: [...SENT_EVENT_TYPES] })
+  const events = async () => {
+    await v.webhooks.deliverDue()
+    return v.proxy
+      .received(RECEIVER)
+      .map((r) => JSON.parse(r.body).event as { type: string; data: Record<string, { id: string }> })
+  }
+  return { v, events }
+}
+
+describe('event types', () => {
+  it('token.created, token.updated, token.deleted and token.expired', async () => {
+    const { v, events } = await subscribed()
+    const client = v.client()
+    const t = await client.tokens.create({ type: 'token', data: 'pan-4111' })
+    await client.tokens.update(t.id, { metadata: { a: 'b' } })
+    await client.tokens.delete(t.id)
+    await client.tokens.create({ type: 'token', data: 'later', expires_at: '2030-01-01T01:00:00.000Z' })
+    v.clock.advance(2 * 60 * 60 * 1000)
+    await v.service.admin.sweep()
+    const got = await events()
+    expect(got.map((e) => e.type)).toEqual([
+      'token.created',
+      'token.updated',
+      'token.deleted',
+      'token.created',
+      'token.expired',
+    ])
+    expect(got[1]!.data['token']).toMatchObject({
+      id: t.id,
+      metadata: { a: 'b' },
+      modified_at: expect.any(String),
+    })
+    expect(got[2]!.data['token']).toEqual({ id: t.id })
+    expect(JSON.stringify(got)).not.toContain('pan-4111')
+    await v.close()
+  })
+
+  it('application.created, application.updated and application.deleted, without keys', async () => {
+    const { v, events } = await subscribed()
+    const apps = v.client('management').applications
+    const made = await apps.create({ name: 'app', type: 'private', permissions: ['token:read'] })
+    await apps.update(made.id, { name: 'app 2', permissions: ['token:read'] })
+    await apps.delete(made.id)
+    const got = await events()
+    expect(got.map((e) => e.type)).toEqual([
+      'application.created',
+      'application.updated',
+      'application.deleted',
+    ])
+    expect(got[0]!.data['application']).toMatchObject({ id: made.id, name: 'app', type: 'private' })
+    expect(JSON.stringify(got)).not.toMatch(/key_|key_hash/)
+    await v.close()
+  })
+
+  it('reactor.created, reactor.updated and reactor.deleted', async () => {
+    const { v, events } = await subscribed()
+    const reactors = v.client('management').reactors
+    const code = 'module.exports = async function (req) { return { raw: req.args } }'
+    const made = await reactors.create({ name: 'r', code })
+    await reactors.update(made.id, { name: 'r2', code })
+    await reactors.delete(made.id)
+    const got = await events()
+    expect(got.map((e) => e.type)).toEqual(['reactor.created', 'reactor.updated', 'reactor.deleted'])
+    expect(got[1]!.data['reactor']).toMatchObject({ id: made.id, name: 'r2' })
+    expect(JSON.stringify(got)).not.toContain('module.exports')
+    await v.close()
+  })
+
+  it('session.created and session.authorized', async () => {
+    const { v, events } = await subscribed()
+    const session = await v.client('public').sessions.create()
+    await v.client().sessions.authorize({ nonce: session.nonce, permissions: ['token:read'] })
+    const got = await events()
+    expect(got.map((e) => e.type)).toEqual(['session.created', 'session.authorized'])
+    expect(got[1]!.data['session']).toMatchObject({ permissions: ['token:read'] })
+    expect(JSON.stringify(got)).not.toContain(session.session_key)
+    expect(JSON.stringify(got)).not.toContain(session.nonce)
+    await v.close()
+  })
+})
