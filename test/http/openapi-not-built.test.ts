@@ -17,10 +17,10 @@ it('a reference route not built answers 501 naming the route and the docs sectio
   await problem(await call('GET', '/ping/'), 501)
 })
 
-it('a method of the reference not built on a built path is 501, not 405; an unknown path stays 404', async () => {
+it('a reference route beside a built path is 501; a method of no route on a built path is 405; an unknown path stays 404', async () => {
   const { call, keys } = await setup({ runner: null })
-  const put = await problem(await call('PUT', '/tenants/self', { key: keys.management, body: {} }), 501)
-  expect(put.detail).toContain('PUT /tenants/self')
+  const put = await problem(await call('PUT', '/tenants/self/owner', { key: keys.management, body: {} }), 501)
+  expect(put.detail).toContain('PUT /tenants/self/owner')
   await problem(await call('POST', '/tenants/self', { key: keys.management, body: {} }), 405)
   await problem(await call('GET', '/no-such-thing', { key: keys.full }), 404)
 })
