@@ -14,7 +14,9 @@ import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart, tokenCountKey } from './keys.js'
+import { applyLogOp } from './logs.js'
 import { applyWebhookOp } from './outbox.js'
+import { applyProxyOp } from './proxies.js'
 
 /** What an `expiring` entry names. */
 export interface Expiring {
@@ -292,11 +294,19 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'idempotency.delete':
       setIdempotency(dbs, op.tenant_id, op.id, undefined)
       return
+    case 'proxy.put':
+    case 'proxy.delete':
+      applyProxyOp(dbs, op)
+      return
     case 'webhook.put':
     case 'webhook.delete':
     case 'outbox.put':
     case 'outbox.delete':
       applyWebhookOp(dbs, op, count, reindexTime)
+      return
+    case 'log.put':
+    case 'log.delete':
+      applyLogOp(dbs, op)
       return
     default:
       assertNever(op)

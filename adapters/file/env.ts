@@ -86,10 +86,20 @@ export interface Databases {
   idempotency: Database
   /** `[tenant, id]` → webhook. */
   webhooks: Database
+  /** `[tenant, id]` → pre-configured proxy (configuration sealed; see `proxies.ts`). */
+  proxies: Database
   /** `[tenant, id]` → outbox entry (see `outbox.ts`). */
   outbox: Database
   /** `[due_at, tenant, id]` → 1: pending outbox entries by when they are due. */
   outboxDue: Database
+  /** `[tenant, id]` → audit log entry (see `logs.ts`). */
+  logs: Database
+  /** `[tenant, created_at, id]` → 1. */
+  logsByTime: Database
+  /** `[tenant, entity_type, created_at, id]` → 1. */
+  logsByType: Database
+  /** `[tenant, entity_type, entity_id, created_at, id]` → 1. */
+  logsByEntity: Database
 }
 
 /** LMDB's lock file: its magic, and where it keeps the last committed transaction id (64-bit builds). */
@@ -138,8 +148,13 @@ const NAMES = [
   'reactors',
   'idempotency',
   'webhooks',
+  'proxies',
   'outbox',
   'outboxDue',
+  'logs',
+  'logsByTime',
+  'logsByType',
+  'logsByEntity',
 ] as const satisfies readonly Exclude<keyof Databases, 'env'>[]
 
 /** Files of the environment: LMDB's data file and its lock file (shared by every process). */

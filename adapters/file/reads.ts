@@ -29,7 +29,9 @@ import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
+import { logReads } from './logs.js'
 import { webhookReads } from './outbox.js'
+import { allProxies, proxyReads } from './proxies.js'
 import { portableToken } from './token-codec.js'
 
 /** Every value under `parts`, in key order. */
@@ -355,6 +357,8 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
     ...webhookReads(fresh),
+    ...proxyReads(fresh),
+    ...logReads(fresh),
     countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     listExpired: async (query) => {
       const out: RecordKey[] = []
@@ -400,6 +404,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
         idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
         webhooks: all(dbs.webhooks),
+        proxies: allProxies(dbs),
         outbox: all(dbs.outbox),
       }
     },

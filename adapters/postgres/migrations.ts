@@ -1,5 +1,6 @@
 import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
+import { logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { countsSql, tablesSql } from './schema.js'
 import { writeFunctionSql } from './write-function.js'
@@ -23,6 +24,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 1,
     name: 'initial schema',
     sql: (s) => tablesSql(s) + countsSql(s) + writeFunctionSql(s),
+  },
+  {
+    // The audit log: its table and indexes, and the write function that knows its ops.
+    version: 3,
+    name: 'audit log',
+    sql: (s) => logTablesSql(s) + writeFunctionSql(s),
   },
   {
     // Webhooks and the outbox: their tables, indexes and count triggers, and the write function

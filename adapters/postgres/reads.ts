@@ -44,6 +44,7 @@ export type Reads = Omit<
   | 'getOutbox'
   | 'listOutbox'
   | 'listDueOutbox'
+  | 'listLogs'
 >
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */

@@ -8,6 +8,7 @@ import { TenantGate } from './gate.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
 import { prepared } from './keys.js'
 import { LockKeys } from './locking.js'
+import { logReads } from './logs.js'
 import { migrate } from './migrations.js'
 import { webhookReads } from './outbox.js'
 import { reads } from './reads.js'
@@ -227,6 +228,7 @@ function openStore(
   }
   const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const hooks = webhookReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const logs = logReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const keys = keyCache(
     keyCacheMs,
     (hash) => read.findKey(hash),
@@ -277,6 +279,7 @@ function openStore(
     getOutbox: (tenantId, id) => guard(() => hooks.getOutbox(tenantId, id)),
     listOutbox: (tenantId, q) => guard(() => hooks.listOutbox(tenantId, q)),
     listDueOutbox: (q) => guard(() => hooks.listDueOutbox(q)),
+    listLogs: (tenantId, q) => guard(() => logs.listLogs(tenantId, q)),
     countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
     close,

@@ -1,3 +1,4 @@
+import { logOpsSql } from './logs.js'
 import { webhookChecksSql, webhookOpsSql } from './outbox.js'
 
 /**
@@ -323,7 +324,7 @@ ${insertToken(s)}
         SET claim = EXCLUDED.claim, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
       WHEN 'idempotency.delete' THEN
         DELETE FROM ${s}.idempotency WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
-${webhookOpsSql(s)}      ELSE
+${webhookOpsSql(s)}${logOpsSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown op %', _o ->> 'op';
     END CASE;
   END LOOP;

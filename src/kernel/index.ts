@@ -86,6 +86,7 @@ export type {
   StoredApplication,
   StoredApplicationKey,
   StoredFormula,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTransaction,

@@ -54,7 +54,7 @@ export interface TenantKeys {
   /** When `current` became current (ISO). */
   rotated_at: string
   /** The re-encryption sweep's place: the last token id it re-sealed up to, under version `to`. */
-  sweep?: { to: number; after?: string; done: number; started_at: string }
+  sweep?: { to: number; after?: string; done: number; started_at: string; total?: number }
   /** When the keys were destroyed (crypto-shredding): nothing of the tenant decrypts from then on. */
   destroyed_at?: string
 }
@@ -370,6 +370,28 @@ export interface IdempotencyRecord {
   expires_at: string
 }
 
+/**
+ * A pre-configured proxy as stored (`POST /proxies`): its destination, its transforms' code, the
+ * application whose access the transforms' tokenize and detokenize use, and its `configuration`
+ * (third parties' secrets: sealed at rest, as a reactor's). Its key is not stored: it is derived
+ * from the tenant's key (see `src/proxy/keys.ts`).
+ */
+export interface StoredProxy {
+  id: string
+  tenant_id: string
+  name: string
+  destination_url: string
+  request_transform?: { code: string }
+  response_transform?: { code: string }
+  application_id?: string
+  configuration: Record<string, string>
+  require_auth: boolean
+  created_at: string
+  created_by: string
+  modified_at?: string
+  modified_by?: string
+}
+
 /** Whether a webhook sends (`enabled`) or not (`disabled`), as the reference names it. */
 export type WebhookStatus = 'enabled' | 'disabled'
 
@@ -521,6 +543,10 @@ export type Op =
   | { op: 'idempotency.put'; record: IdempotencyRecord }
   | { op: 'idempotency.delete'; tenant_id: string; id: string }
   | { op: 'webhook.put'; webhook: StoredWebhook }
+  /** Puts a pre-configured proxy (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
+  | { op: 'proxy.put'; proxy: StoredProxy }
+  /** Deletes a pre-configured proxy (absent: nothing). */
+  | { op: 'proxy.delete'; tenant_id: string; id: string }
   | { op: 'webhook.delete'; tenant_id: string; id: string }
   /** Puts an outbox entry (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
   | { op: 'outbox.put'; entry: OutboxEntry }

@@ -25,6 +25,11 @@ export interface WriteEffectContext {
   operation: string
   /** The call's instant, ISO 8601 UTC. */
   now: string
+  /**
+   * The call's tally, shared by every write of the call: the audit log counts the entries its
+   * writes landed here, so a call whose writes logged nothing gets an entry of its own.
+   */
+  tally?: { entries: number }
 }
 
 /**

@@ -9,6 +9,8 @@ export interface CallInfo {
   operation: string
   /** The HTTP adapter's request id, when the call came through it. */
   requestId?: string | undefined
+  /** Entries the call's writes landed (see `WriteEffectContext.tally`). */
+  tally?: { entries: number }
 }
 
 /**
@@ -37,6 +39,7 @@ export function callContext(
     requestId: call.requestId ?? null,
     operation: call.operation,
     now: now(),
+    ...(call.tally ? { tally: call.tally } : {}),
   })
 }
 

@@ -33,6 +33,8 @@ const STORE_METHODS = {
   getReactor: true,
   listReactors: true,
   getIdempotency: true,
+  getProxy: true,
+  listProxies: true,
   getWebhook: true,
   listWebhooks: true,
   getOutbox: true,

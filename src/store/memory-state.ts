@@ -11,7 +11,7 @@ import type {
   StoredTransaction,
   Tenant,
 } from '../kernel/index.js'
-import type { LogEntry, OutboxEntry, StoredWebhook } from '../kernel/types.js'
+import type { LogEntry, OutboxEntry, StoredProxy, StoredWebhook } from '../kernel/types.js'
 import { MemoryReads } from './memory/reads.js'
 
 /**
@@ -48,6 +48,8 @@ export interface StateRecords {
   formulaUses: readonly FormulaUse[]
   /** Webhooks (states saved before they existed lack the list: read as empty). */
   webhooks?: readonly StoredWebhook[]
+  /** Pre-configured proxies (states saved before they existed lack the list: read as empty). */
+  proxies?: readonly StoredProxy[]
   /** Outbox entries (states saved before they existed lack the list: read as empty). */
   outbox?: readonly OutboxEntry[]
   /** Audit log entries (states saved before they existed lack the list: read as empty). */
@@ -92,6 +94,7 @@ export class MemoryState extends MemoryReads {
     for (const record of r.idempotency ?? []) state.apply({ op: 'idempotency.put', record })
     for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
     for (const webhook of r.webhooks ?? []) state.apply({ op: 'webhook.put', webhook })
+    for (const proxy of r.proxies ?? []) state.apply({ op: 'proxy.put', proxy })
     for (const entry of r.outbox ?? []) state.apply({ op: 'outbox.put', entry })
     for (const entry of r.logs ?? []) state.apply({ op: 'log.put', entry })
     return state
@@ -127,6 +130,7 @@ export class MemoryState extends MemoryReads {
       idempotency: [...this.idempotency.values()],
       formulaUses: [...this.formulaUses.values()].flatMap((uses) => [...uses.values()]),
       webhooks: [...this.hooks.webhooks.values()],
+      proxies: [...this.proxies.proxies.values()],
       outbox: [...this.hooks.entries.values()],
       logs: [...this.logs.entries.values()],
     }

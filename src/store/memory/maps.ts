@@ -22,6 +22,7 @@ import { SortedIds } from '../sorted-ids.js'
 import { TokenIndex } from '../token-index.js'
 import { LogMaps } from './logs.js'
 import { WebhookMaps } from './outbox.js'
+import { ProxyMaps } from './proxies.js'
 
 /** Whether a parent's child list must look at this child: absent, or with an expiry. */
 export const needsCheck = (child: StoredToken | undefined) =>
@@ -86,6 +87,8 @@ export class MemoryMaps {
   protected createdSessions = new Map<string, number>()
   /** Webhooks and outbox entries, with their indexes. */
   protected hooks = new WebhookMaps()
+  /** Pre-configured proxies. */
+  protected proxies = new ProxyMaps()
   /** Audit log entries, with their indexes. */
   protected logs = new LogMaps()
 
@@ -171,6 +174,12 @@ export class MemoryMaps {
         return
       case 'idempotency.delete':
         this.idempotency.delete(op.tenant_id, op.id)
+        return
+      case 'proxy.put':
+        this.proxies.put(op.proxy)
+        return
+      case 'proxy.delete':
+        this.proxies.delete(op.tenant_id, op.id)
         return
       case 'webhook.put':
         this.hooks.webhooks.set(op.webhook.tenant_id, op.webhook.id, op.webhook)

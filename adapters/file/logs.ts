@@ -1,0 +1,87 @@
+import type { LogEntry, Op } from '../../src/kernel/types.js'
+import type { LogQuery } from '../../src/store/contract.js'
+import type { Databases } from './env.js'
+import { key, prefix } from './keys.js'
+
+/**
+ * The file store's audit log: `logs` `[tenant, id]` → entry (chain order: ids sort each lane in
+ * seq order), and three indexes → 1, kept in the entry's own write transaction: `logsByTime`
+ * `[tenant, created_at, id]`, `logsByType` `[tenant, entity_type, created_at, id]` and
+ * `logsByEntity` `[tenant, entity_type, entity_id, created_at, id]`. A page reads a range of one
+ * of them: it costs what it answers, however long the log.
+ */
+
+/** The index parts of `e` in each index, before `created_at, id`. */
+const indexes = (dbs: Databases, e: LogEntry) => {
+  const out: [db: Databases['logsByTime'], parts: string[]][] = [
+    [dbs.logsByTime, [e.tenant_id]],
+    [dbs.logsByType, [e.tenant_id, e.entity_type]],
+  ]
+  if (e.entity_id !== undefined) out.push([dbs.logsByEntity, [e.tenant_id, e.entity_type, e.entity_id]])
+  return out
+}
+
+/** Applies a `log.*` op in the current write transaction; false for any other op. */
+export function applyLogOp(dbs: Databases, op: Op): boolean {
+  if (op.op !== 'log.put' && op.op !== 'log.delete') return false
+  const tenantId = op.op === 'log.put' ? op.entry.tenant_id : op.tenant_id
+  const id = op.op === 'log.put' ? op.entry.id : op.id
+  const k = key(tenantId, id)
+  const old = dbs.logs.get(k) as LogEntry | undefined
+  if (old) for (const [db, parts] of indexes(dbs, old)) db.remove(key(...parts, old.created_at, old.id))
+  if (op.op === 'log.put') {
+    dbs.logs.put(k, op.entry)
+    for (const [db, parts] of indexes(dbs, op.entry))
+      db.put(key(...parts, op.entry.created_at, op.entry.id), 1)
+  } else dbs.logs.remove(k)
+  return true
+}
+
+/** `listLogs` over the databases `fresh()` answers (a current snapshot). */
+export function logReads(fresh: () => Databases) {
+  return {
+    listLogs: async (tenantId: string, q: LogQuery): Promise<LogEntry[]> => {
+      const dbs = fresh()
+      if (q.limit <= 0) return []
+      if (q.order === 'chain') {
+        const range = prefix(tenantId)
+        const start = q.after ? Buffer.concat([key(tenantId, q.after.id), Buffer.from([0])]) : range.start
+        return [...dbs.logs.getRange({ start, end: range.end, limit: q.limit })].map(
+          (e) => e.value as LogEntry,
+        )
+      }
+      const [db, parts] =
+        q.entity_type === undefined
+          ? [dbs.logsByTime, [tenantId]]
+          : q.entity_id === undefined
+            ? [dbs.logsByType, [tenantId, q.entity_type]]
+            : [dbs.logsByEntity, [tenantId, q.entity_type, q.entity_id]]
+      const all = prefix(...parts)
+      const cursor = q.after && key(...parts, q.after.created_at, q.after.id)
+      const out: LogEntry[] = []
+      const range =
+        q.order === 'oldest'
+          ? {
+              start: cursor
+                ? Buffer.concat([cursor, Buffer.from([0])])
+                : q.from
+                  ? key(...parts, q.from)
+                  : all.start,
+              end: q.to ? prefix(...parts, q.to).end : all.end,
+            }
+          : {
+              start: cursor ?? (q.to ? prefix(...parts, q.to).end : all.end),
+              end: q.from ? key(...parts, q.from) : all.start,
+              reverse: true,
+            }
+      for (const { key: k } of db.getRange({ ...range, limit: q.limit + 1 })) {
+        if (cursor && (k as Buffer).equals(cursor)) continue
+        const id = (k as Buffer).toString('utf8').split('\u0000').pop()!
+        const entry = dbs.logs.get(key(tenantId, id)) as LogEntry | undefined
+        if (entry) out.push(entry)
+        if (out.length >= q.limit) break
+      }
+      return out
+    },
+  }
+}

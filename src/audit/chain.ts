@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto'
+import type { LogEntry } from '../kernel/index.js'
+import type { EntryDraft } from './entries.js'
+
+/** The HMAC purpose of the audit key: a subkey of the tenant's key, as search indexes have theirs. */
+export const AUDIT_PURPOSE = 'audit-log'
+
+/** HMAC-SHA-256 (base64url) of `value` under the audit key of `tenantId`. */
+export type AuditMac = (tenantId: string, value: string) => Promise<string>
+
+/** An entry's id: its lane, then its seq as 12 digits, so ids sort each lane in sequence order. */
+export const entryId = (lane: string, seq: number) => `${lane}:${String(seq).padStart(12, '0')}`
+
+/**
+ * The text an entry's MAC covers: every field but `mac`, in a fixed order, each JSON-encoded (so no
+ * field can spill into the next). The tenant id and the entry's place (lane, seq) are part of it:
+ * an entry copied to another tenant or moved to another place fails.
+ */
+export function macText(e: Omit<LogEntry, 'mac'>): string {
+  return JSON.stringify([
+    'tokenvault-audit-v1',
+    e.tenant_id,
+    e.id,
+    e.lane,
+    e.seq,
+    e.floor === true,
+    e.actor_id ?? null,
+    e.actor_type,
+    e.entity_type,
+    e.entity_id ?? null,
+    e.operation,
+    e.message,
+    e.outcome,
+    e.request_id ?? null,
+    e.created_at,
+  ])
+}
+
+/** An entry with its MAC. */
+export async function sealed(mac: AuditMac, e: Omit<LogEntry, 'mac'>): Promise<LogEntry> {
+  return { ...e, mac: await mac(e.tenant_id, macText(e)) }
+}
+
+/** One lane of one tenant: the next seq it gives. At most one write holds it at a time. */
+interface Lane {
+  id: string
+  next: number
+}
+
+/** A lane held by one write: the seqs it gave that write (`from` … `from + count - 1`). */
+export interface HeldLane {
+  tenantId: string
+  lane: Lane
+  from: number
+  count: number
+}
+
+/**
+ * This process's chains of one kind: per tenant, lanes that each give contiguous seqs. A write
+ * takes a free lane (or opens a new one), numbers its entries from the lane's next seq, and gives
+ * the lane back when the store answered: acknowledged, the seqs are used; refused, they are given
+ * again to the next write (no gap: nothing landed); unknown (the store threw), the lane is retired
+ * (what landed is its last entries). So a lane's entries in the store are contiguous from 0 (or from
+ * a retention floor) to its end, whatever failed — a gap is a removal. Writes of one tenant run in
+ * parallel on as many lanes as they need: no tenant-wide serialization.
+ */
+export class Lanes {
+  /** This process's writer id: random, so two processes (or two starts) never share a lane. */
+  readonly writer = randomBytes(9).toString('base64url')
+  private readonly free = new Map<string, Lane[]>()
+  private opened = 0
+
+  /** Takes a lane of `tenantId` for a write of `count` entries. */
+  take(tenantId: string, count: number): HeldLane {
+    const lane = this.free.get(tenantId)?.pop() ?? {
+      id: `${this.writer}.${String(this.opened++).padStart(6, '0')}`,
+      next: 0,
+    }
+    return { tenantId, lane, from: lane.next, count }
+  }
+
+  /** Gives a held lane back after its write: see the class. */
+  settle(held: HeldLane, outcome: 'ok' | 'refused' | 'unknown'): void {
+    if (outcome === 'unknown') return
+    if (outcome === 'ok') held.lane.next = held.from + held.count
+    let list = this.free.get(held.tenantId)
+    if (!list) {
+      list = []
+      this.free.set(held.tenantId, list)
+    }
+    // Bounded: a tenant keeps at most MAX_FREE_LANES idle lanes; beyond, one retires (ends there).
+    if (list.length < MAX_FREE_LANES) list.push(held.lane)
+  }
+
+  /** Forgets the idle lanes of `tenantId` (a deleted tenant). */
+  forget(tenantId: string): void {
+    this.free.delete(tenantId)
+  }
+}
+
+/** Idle lanes a tenant keeps in a process: about the writes it had in flight at once. */
+export const MAX_FREE_LANES = 256
+
+/** The drafts of one write numbered on a held lane and sealed with their MACs. */
+export async function chained(
+  mac: AuditMac,
+  held: HeldLane,
+  drafts: readonly EntryDraft[],
+): Promise<LogEntry[]> {
+  return Promise.all(
+    drafts.map((d, i) => {
+      const seq = held.from + i
+      return sealed(mac, {
+        ...d,
+        tenant_id: held.tenantId,
+        lane: held.lane.id,
+        seq,
+        id: entryId(held.lane.id, seq),
+      })
+    }),
+  )
+}

@@ -1,0 +1,197 @@
+import type { LogEntry, Op, WriteEffectContext } from '../kernel/index.js'
+
+/** An entry before it takes its place in a chain: every field but `id`, `lane`, `seq`, `floor`, `mac`. */
+export type EntryDraft = Omit<LogEntry, 'id' | 'lane' | 'seq' | 'floor' | 'mac'>
+
+/** What an entry is about: an entity type and, when one record, its id. */
+interface Entity {
+  type: string
+  id?: string
+  /** What the op did to it, named in the message. */
+  change: string
+}
+
+/** The verb of an operation name (`token.create` → `create`), reads named `read` as the reference does. */
+export function verbOf(operation: string): string {
+  const last = operation.slice(operation.lastIndexOf('.') + 1)
+  if (last === 'get' || last.startsWith('list') || last.startsWith('search') || last === 'self') return 'read'
+  return last
+}
+
+/** The entity type of an operation name (`token.child.create` → `token`, `reactor_formula.get`). */
+export function entityTypeOf(operation: string): string {
+  const dot = operation.indexOf('.')
+  return dot < 0 ? operation : operation.slice(0, dot)
+}
+
+/**
+ * What an op changes, as an audit entry names it; null for the records the core keeps for itself
+ * (locks, formula uses, idempotency records, outbox entries, the log's own entries). An op kind
+ * not listed here is logged by its prefix, so a new record kind is never silently left out.
+ */
+function entityOfOp(op: Op, context: WriteEffectContext): Entity | null {
+  switch (op.op) {
+    case 'tenant.put':
+      // A tenant's audit key is made from the key its first record carries: the entry of its
+      // creation follows that write (see `logTenantCreated`); its later changes ride in theirs.
+      return context.operation === 'tenant.create'
+        ? null
+        : { type: 'tenant', id: op.tenant.id, change: 'put' }
+    case 'tenant.delete':
+      return { type: 'tenant', id: op.id, change: 'deleted' }
+    case 'application.put':
+      return { type: 'application', id: op.application.id, change: 'put' }
+    case 'token.put':
+      return { type: 'token', id: op.token.id, change: 'put' }
+    case 'token.delete':
+      return { type: 'token', id: op.id, change: 'deleted' }
+    case 'association.put':
+      return {
+        type: 'token',
+        id: op.association.parent_id,
+        change: `linked child ${op.association.child_id}`,
+      }
+    case 'association.delete':
+      return { type: 'token', id: op.parent_id, change: `unlinked child ${op.child_id}` }
+    case 'transaction.put':
+      return { type: 'transaction', id: op.transaction.id, change: `put (${op.transaction.state})` }
+    case 'staged.put':
+      return {
+        type: 'token',
+        id: op.staged.token_id,
+        change: `staged in transaction ${op.staged.transaction_id}`,
+      }
+    case 'session.put':
+      return { type: 'session', id: op.session.id, change: `put (${op.session.state})` }
+    case 'formula.put':
+      return { type: 'reactor_formula', id: op.formula.id, change: 'put' }
+    case 'reactor.put':
+      return { type: 'reactor', id: op.reactor.id, change: 'put' }
+    case 'lock.put':
+    case 'lock.delete':
+    case 'staged.delete':
+    case 'formula_use.put':
+    case 'formula_use.delete':
+    case 'idempotency.put':
+    case 'idempotency.delete':
+    case 'outbox.put':
+    case 'outbox.delete':
+    case 'log.put':
+    case 'log.delete':
+      return null
+    default:
+      return deletedOrOther(op)
+  }
+}
+
+/** The deletes named `{ tenant_id, id }`, and any op kind added later: by its prefix and `id` when it has one. */
+function deletedOrOther(op: Op): Entity {
+  const [prefix = op.op, action = ''] = op.op.split('.')
+  const type = prefix === 'formula' ? 'reactor_formula' : prefix
+  const id = (op as { id?: unknown }).id
+  return { type, ...(typeof id === 'string' ? { id } : {}), change: action === 'delete' ? 'deleted' : action }
+}
+
+/** The common fields of the entries of one call. */
+function base(context: WriteEffectContext, outcome: string): Omit<EntryDraft, 'entity_type' | 'message'> {
+  return {
+    tenant_id: context.tenantId ?? '',
+    ...(context.actorId === null ? {} : { actor_id: context.actorId }),
+    actor_type: context.actorType,
+    operation: verbOf(context.operation),
+    outcome,
+    ...(context.requestId === null ? {} : { request_id: context.requestId }),
+    created_at: context.now,
+  }
+}
+
+/**
+ * The entries of a write: one per op that changes tenant data or access, in the tenant the op
+ * names (a write may touch several tenants: the admin's). Only ids and op names: never a value.
+ */
+export function entriesOfWrite(context: WriteEffectContext, ops: readonly Op[]): EntryDraft[] {
+  const out: EntryDraft[] = []
+  for (const op of ops) {
+    const entity = entityOfOp(op, context)
+    const tenantId = tenantOfOp(op) ?? context.tenantId
+    if (!entity || !tenantId) continue
+    out.push({
+      ...base({ ...context, tenantId }, 'success'),
+      entity_type: entity.type,
+      ...(entity.id === undefined ? {} : { entity_id: entity.id }),
+      message: `${context.operation}: ${entity.type} ${entity.change}`,
+    })
+  }
+  return out
+}
+
+/** The tenant an op writes in, read from the record or key it names. */
+function tenantOfOp(op: Op): string | null {
+  if (op.op === 'tenant.put') return op.tenant.id
+  if (op.op === 'tenant.delete') return op.id
+  for (const value of Object.values(op)) {
+    if (
+      value &&
+      typeof value === 'object' &&
+      typeof (value as { tenant_id?: unknown }).tenant_id === 'string'
+    ) {
+      return (value as { tenant_id: string }).tenant_id
+    }
+  }
+  const direct = (op as { tenant_id?: unknown }).tenant_id
+  return typeof direct === 'string' ? direct : null
+}
+
+/** Most entries one call that wrote nothing gets (one per id it answered); past it, one entry names the rest by count. */
+export const MAX_CALL_ENTRIES = 100
+
+/**
+ * The entries of a call that wrote nothing (a read, a refused call, a replayed answer): one per
+ * id it read or answered, or one naming no record.
+ */
+export function entriesOfCall(
+  context: WriteEffectContext,
+  ids: readonly string[],
+  outcome: string,
+): EntryDraft[] {
+  const type = entityTypeOf(context.operation)
+  const common = { ...base(context, outcome), entity_type: type }
+  const verb = outcome === 'success' ? 'answered' : `refused (${outcome})`
+  if (!ids.length) return [{ ...common, message: `${context.operation}: ${verb}` }]
+  const shown = ids.slice(0, MAX_CALL_ENTRIES)
+  const out: EntryDraft[] = shown.map((id) => ({
+    ...common,
+    entity_id: id,
+    message: `${context.operation}: ${verb}`,
+  }))
+  if (ids.length > shown.length) {
+    out.push({
+      ...common,
+      message: `${context.operation}: ${verb}, ${ids.length - shown.length} more ids not listed`,
+    })
+  }
+  return out
+}
+
+/**
+ * The ids a call read or answered, without looking into any token's `data`: the id it was given
+ * (a path id), the id of the record answered, and the ids of a page's records.
+ */
+export function answeredIds(args: readonly unknown[], result: unknown): string[] {
+  const ids = new Set<string>()
+  if (typeof args[0] === 'string') ids.add(args[0])
+  if (typeof args[1] === 'string' && args[1].length <= 200) ids.add(args[1])
+  if (result && typeof result === 'object' && !Array.isArray(result)) {
+    const r = result as { id?: unknown; pagination?: unknown; data?: unknown; application?: { id?: unknown } }
+    if (typeof r.id === 'string') ids.add(r.id)
+    if (typeof r.application?.id === 'string') ids.add(r.application.id)
+    // A page (`{ pagination, data: [...] }`): its records' ids. A token's own `data` is never read.
+    if (r.pagination && Array.isArray(r.data)) {
+      for (const item of r.data) {
+        const id = (item as { id?: unknown } | null)?.id
+        if (typeof id === 'string') ids.add(id)
+      }
+    }
+  }
+  return [...ids]
+}

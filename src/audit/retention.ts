@@ -1,0 +1,66 @@
+import type { LogEntry, Op } from '../kernel/index.js'
+import type { Store } from '../store/index.js'
+import { type AuditMac, sealed } from './chain.js'
+
+/** How long entries are kept by default: 365 days, PCI DSS 10.5.1's twelve months. */
+export const DEFAULT_LOG_RETENTION_DAYS = 365
+
+/** Old entries one retention step reads (then removes, lane by lane) at most. */
+export const RETENTION_STEP = 256
+
+/**
+ * Removes `tenantId`'s entries older than `before` (ISO), one bounded step: reads the oldest
+ * `RETENTION_STEP` entries, and for each lane they are in removes the lane's entries up to the
+ * newest of them, marking the lane's first kept entry `floor` (its MAC made again), so that
+ * verification knows the lane starts there. A lane's entries are removed as a prefix, never from the
+ * middle: one written later than a removed one by a slower call of the same lane goes with it (a
+ * call's duration early). Answers how many entries it removed (0: nothing left to remove).
+ */
+export async function removeOldEntries(
+  store: Pick<Store, 'listLogs' | 'write'>,
+  mac: AuditMac,
+  tenantId: string,
+  before: string,
+): Promise<number> {
+  const old = (await store.listLogs(tenantId, { order: 'oldest', to: before, limit: RETENTION_STEP })).filter(
+    (e) => e.created_at < before,
+  )
+  const upTo = new Map<string, number>()
+  for (const e of old) upTo.set(e.lane, Math.max(upTo.get(e.lane) ?? -1, e.seq))
+  const ops: Op[] = []
+  for (const [lane, last] of upTo) ops.push(...(await laneCut(store, mac, tenantId, lane, last)))
+  if (!ops.length) return 0
+  const result = await store.write({ ops })
+  return result.ok ? ops.filter((op) => op.op === 'log.delete').length : 0
+}
+
+/** The ops removing `lane`'s entries up to seq `last` and marking the next one `floor`. */
+async function laneCut(
+  store: Pick<Store, 'listLogs'>,
+  mac: AuditMac,
+  tenantId: string,
+  lane: string,
+  last: number,
+): Promise<Op[]> {
+  const ops: Op[] = []
+  let after = { created_at: '', id: `${lane}:` }
+  for (;;) {
+    const page = await store.listLogs(tenantId, { order: 'chain', after, limit: RETENTION_STEP })
+    for (const e of page) {
+      if (e.lane !== lane) return ops
+      if (e.seq > last) {
+        ops.push({ op: 'log.put', entry: await floorOf(mac, e) })
+        return ops
+      }
+      ops.push({ op: 'log.delete', tenant_id: tenantId, id: e.id })
+    }
+    if (page.length < RETENTION_STEP) return ops
+    after = { created_at: '', id: page[page.length - 1]!.id }
+  }
+}
+
+/** `e` marked as its lane's first kept entry, sealed again. */
+async function floorOf(mac: AuditMac, e: LogEntry): Promise<LogEntry> {
+  const { mac: _old, ...fields } = e
+  return sealed(mac, { ...fields, floor: true })
+}

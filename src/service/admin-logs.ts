@@ -1,0 +1,74 @@
+import { entriesOfCall, type LogVerification, removeOldEntries, verifyLogs } from '../audit/index.js'
+import { invalid, isoAfter } from '../kernel/index.js'
+import { adminContext } from './effects.js'
+import type { Wiring } from './wiring.js'
+
+/** The admin's audit log powers. */
+export interface LogAdmin {
+  /**
+   * Verifies `tenantId`'s audit log: every entry's MAC under the tenant's audit key, and each chain
+   * (lane) without a gap from its start or its retention floor. Answers the first broken link, if
+   * any. Reads the whole log of the tenant, page by page (1 000 entries a page).
+   */
+  verifyLogs(input: { tenantId: string }): Promise<LogVerification>
+  /**
+   * Removes the entries older than the retention (`logRetentionDays`) of every tenant, step by
+   * step, marking each chain's first kept entry so verification still holds; logs what it removed.
+   * Answers how many entries it removed. `admin.sweep` runs it too.
+   */
+  sweepLogs(): Promise<{ removed: number }>
+}
+
+/** Most retention steps one sweep takes per tenant (`RETENTION_STEP` entries each): the rest waits for the next sweep. */
+export const MAX_RETENTION_STEPS = 64
+
+/**
+ * Logs the creation of tenant `tenantId` just after the write that made it (its audit key comes
+ * from the key that write stored, so the entry cannot ride in it).
+ */
+export async function logTenantCreated(w: Wiring, tenantId: string, at: string): Promise<void> {
+  if (!w.audit) return
+  await w.audit.commit(
+    tenantId,
+    entriesOfCall(adminContext(tenantId, 'tenant.create', at), [tenantId], 'success'),
+  )
+}
+
+/** The admin's audit log powers over the wired service (no-ops when the log is off). */
+export function logAdmin(w: Wiring): LogAdmin {
+  return {
+    async verifyLogs(input) {
+      const tenantId = input?.tenantId
+      if (typeof tenantId !== 'string' || !tenantId) throw invalid('tenantId', 'is required')
+      if (!w.audit) return { ok: true, entries: 0, lanes: 0 }
+      return verifyLogs(w.store, w.audit.mac, tenantId)
+    },
+    async sweepLogs() {
+      const audit = w.audit
+      if (!audit) return { removed: 0 }
+      const now = w.now()
+      const before = isoAfter(now, -w.logRetentionMs)
+      let removed = 0
+      for (const tenant of await w.store.listTenants()) {
+        let ofTenant = 0
+        for (let step = 0; step < MAX_RETENTION_STEPS; step++) {
+          const n = await removeOldEntries(w.store, audit.mac, tenant.id, before)
+          if (!n) break
+          ofTenant += n
+        }
+        if (!ofTenant) continue
+        removed += ofTenant
+        const context = adminContext(tenant.id, 'log.retention', now, 'system')
+        await audit.commit(
+          tenant.id,
+          entriesOfCall(context, [], 'success').map((d) => ({
+            ...d,
+            entity_type: 'log',
+            message: `log.retention: removed ${ofTenant} entries created before ${before}`,
+          })),
+        )
+      }
+      return { removed }
+    },
+  }
+}

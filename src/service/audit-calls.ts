@@ -1,0 +1,28 @@
+import { answeredIds, entriesOfCall } from '../audit/index.js'
+import type { Ctx } from '../kernel/index.js'
+import { type CallInfo, callContext } from './effects.js'
+import { failureCode } from './journal.js'
+import type { Wiring } from './wiring.js'
+
+/**
+ * Logs a client call that its writes did not log (a read, a refused or failed call, a replayed
+ * answer): one entry per id it read or answered, group-committed, resolved once committed. A call
+ * whose writes landed entries (`call.tally`) is logged already. Rejects when the commit failed:
+ * the caller then answers that failure (503), never data without its entry.
+ */
+export async function logCall(
+  w: Wiring,
+  ctx: Ctx,
+  call: CallInfo,
+  args: readonly unknown[],
+  result: unknown,
+  error: unknown,
+): Promise<void> {
+  if (!w.audit || (call.tally?.entries ?? 0) > 0) return
+  const context = callContext(ctx.principal, call, ctx.now)()
+  // A key given as an argument (`application.get_by_key`) is never an entity id.
+  const ids =
+    call.operation === 'application.get_by_key' ? [] : answeredIds(args, error === null ? result : undefined)
+  const outcome = error === null ? 'success' : failureCode(error)
+  await w.audit.commit(ctx.principal.tenantId, entriesOfCall(context, ids, outcome))
+}

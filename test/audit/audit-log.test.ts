@@ -1,0 +1,229 @@
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { createService, manualClock, ServiceError } from '../../entry/index.js'
+import type { LogEntry } from '../../src/kernel/types.js'
+import type { Store } from '../../src/store/contract.js'
+import { delegatingStore } from '../../src/store/delegate.js'
+
+/** A service on a memory store (`raw`: the store itself, below the service, for tampering). */
+async function setup(raw: Store = memoryStore()) {
+  const clock = manualClock(new Date('2030-01-01T00:00:00.000Z'))
+  const service = createService({ store: raw, clock, runner: null })
+  const tenant = await service.admin.createTenant({ name: 'acme' })
+  const other = await service.admin.createTenant({ name: 'other' })
+  const app = async (tenantId: string, type: 'private' | 'management', permissions: string[]) =>
+    (await service.admin.createApplication({ tenantId, name: type, type, permissions: permissions as never }))
+      .key
+  const privateKey = await app(tenant.id, 'private', [
+    'token:create',
+    'token:read',
+    'token:update',
+    'token:delete',
+  ])
+  const managementKey = await app(tenant.id, 'management', ['log:read'])
+  const otherKey = await app(other.id, 'private', ['token:create', 'token:read'])
+  return {
+    raw,
+    clock,
+    service,
+    tenant,
+    other,
+    client: service.connect(privateKey, { requestId: 'req-1' }),
+    logs: service.connect(managementKey).logs,
+    otherClient: service.connect(otherKey),
+  }
+}
+
+const entriesOf = (raw: Store, tenantId: string) => raw.listLogs(tenantId, { order: 'chain', limit: 10_000 })
+
+describe('audit log entries', () => {
+  it('logs every write in its own write, and each read before its answer, with actor and request id', async () => {
+    const { raw, client, tenant, service } = await setup()
+    const t = await client.tokens.create({ type: 'token', data: 'x' })
+    await client.tokens.get(t.id)
+    await client.tokens.update(t.id, { metadata: { a: 'b' } })
+    await client.tokens.delete(t.id)
+    const mine = (await entriesOf(raw, tenant.id)).filter((e) => e.entity_type === 'token')
+    expect(mine.map((e) => [e.operation, e.entity_id, e.actor_type, e.request_id, e.outcome])).toEqual(
+      expect.arrayContaining([
+        ['create', t.id, 'application', 'req-1', 'success'],
+        ['read', t.id, 'application', 'req-1', 'success'],
+        ['update', t.id, 'application', 'req-1', 'success'],
+        ['delete', t.id, 'application', 'req-1', 'success'],
+      ]),
+    )
+    expect(mine).toHaveLength(4)
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({ ok: true })
+  })
+
+  it('logs a refused call with its outcome, and no entry of a write that did not land', async () => {
+    const { raw, client, tenant } = await setup()
+    await expect(client.tokens.get('00000000-0000-0000-0000-000000000000')).rejects.toThrow(ServiceError)
+    const [entry] = (await entriesOf(raw, tenant.id)).filter((e) => e.entity_type === 'token')
+    expect(entry).toMatchObject({ operation: 'read', outcome: 'not_found' })
+  })
+
+  it('lands a write and its entry together or not at all', async () => {
+    let fail = false
+    const inner = memoryStore()
+    const flaky = delegatingStore(inner, {
+      write: async (batch) => {
+        if (fail) throw new Error('disk gone')
+        return inner.write(batch)
+      },
+    })
+    const { client, tenant } = await setup(flaky)
+    fail = true
+    await expect(client.tokens.create({ type: 'token', data: 'x' })).rejects.toThrow()
+    fail = false
+    const dump = await inner.dump()
+    expect(dump.tokens.filter((t) => t.tenant_id === tenant.id)).toHaveLength(0)
+    expect((await entriesOf(inner, tenant.id)).filter((e) => e.entity_type === 'token')).toHaveLength(0)
+  })
+
+  it('answers no data when the read entry cannot be committed', async () => {
+    let failLogs = false
+    const inner = memoryStore()
+    const store = delegatingStore(inner, {
+      write: async (batch) => {
+        if (failLogs && batch.ops.every((op) => op.op === 'log.put')) throw new Error('log disk gone')
+        return inner.write(batch)
+      },
+    })
+    const { client } = await setup(store)
+    const t = await client.tokens.create({ type: 'token', data: 'x' })
+    failLogs = true
+    await expect(client.tokens.get(t.id)).rejects.toThrow('log disk gone')
+  })
+
+  it('never holds token data, masks, keys, nonces or configuration values', async () => {
+    const { raw, client, tenant, service } = await setup()
+    const canary = 'CANARY-7f3a9'
+    const t = await client.tokens.create({ type: 'token', data: { secret: canary }, mask: `${canary}-mask` })
+    await client.tokens.get(t.id)
+    await client.tokens.update(t.id, { data: `${canary}-2` })
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'x',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    await service.connect(key).tokens.get(t.id)
+    const text = JSON.stringify(await entriesOf(raw, tenant.id))
+    expect(text).not.toContain(canary)
+    expect(text).not.toContain(key)
+  })
+})
+
+describe('GET /logs (client.logs)', () => {
+  it('pages newest first by keyset, filters by entity and date, and needs log:read', async () => {
+    const { client, logs, clock } = await setup()
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000)
+      ids.push((await client.tokens.create({ type: 'token', data: i })).id)
+    }
+    const first = await logs.list({ entity_type: 'token', size: 2 })
+    expect(first.data.map((e) => e.entity_id)).toEqual([ids[4], ids[3]])
+    expect(first.data[0]).not.toHaveProperty('mac')
+    const second = await logs.list({ entity_type: 'token', size: 2, start: first.pagination.next! })
+    expect(second.data.map((e) => e.entity_id)).toEqual([ids[2], ids[1]])
+    const page3 = await logs.list({ entity_type: 'token', size: 2, page: 3 })
+    expect(page3.data.map((e) => e.entity_id)).toEqual([ids[0]])
+    const one = await logs.list({ entity_type: 'token', entity_id: ids[2] })
+    expect(one.data).toHaveLength(1)
+    const dated = await logs.list({
+      entity_type: 'token',
+      start_date: '2030-01-01T00:00:02.000Z',
+      end_date: '2030-01-01T00:00:03.000Z',
+    })
+    expect(dated.data.map((e) => e.entity_id)).toEqual([ids[2], ids[1]])
+    await expect(client.logs.list()).rejects.toMatchObject({ code: 'forbidden' })
+    expect((await logs.entityTypes()).map((t) => t.value)).toContain('token')
+  })
+
+  it('walks at most 10000 entries by page number: page × size = 10000 passes, one page more is refused', async () => {
+    const { logs } = await setup()
+    expect((await logs.list({ page: 101, size: 100 })).data).toEqual([])
+    await expect(logs.list({ page: 102, size: 100 })).rejects.toMatchObject({ code: 'validation_failed' })
+  })
+})
+
+describe('tamper evidence', () => {
+  async function logged() {
+    const s = await setup()
+    for (let i = 0; i < 4; i++) await s.client.tokens.create({ type: 'token', data: i })
+    await s.otherClient.tokens.create({ type: 'token', data: 'o' })
+    const entries = (await entriesOf(s.raw, s.tenant.id)).filter((e) => e.entity_type === 'token')
+    expect(await s.service.admin.verifyLogs({ tenantId: s.tenant.id })).toMatchObject({ ok: true })
+    return { ...s, entries }
+  }
+  const put = (raw: Store, entry: LogEntry) => raw.write({ ops: [{ op: 'log.put', entry }] })
+
+  it('detects a changed message', async () => {
+    const { raw, entries, service, tenant } = await logged()
+    await put(raw, { ...entries[1]!, message: 'nothing happened' })
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({
+      ok: false,
+      broken: { id: entries[1]!.id, reason: 'mac' },
+    })
+  })
+
+  it('detects a deleted entry', async () => {
+    const { raw, service, tenant } = await logged()
+    const all = await raw.listLogs(tenant.id, { order: 'chain', limit: 1000 })
+    const victim = all.find((e, i) => all[i + 1]?.lane === e.lane)!
+    await raw.write({ ops: [{ op: 'log.delete', tenant_id: tenant.id, id: victim.id }] })
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({
+      ok: false,
+      broken: { reason: 'gap' },
+    })
+  })
+
+  it('detects two swapped entries', async () => {
+    const { raw, service, tenant, entries } = await logged()
+    const [a, b] = [entries[0]!, entries[1]!]
+    const place = (e: LogEntry) => ({ id: e.id, lane: e.lane, seq: e.seq })
+    await put(raw, { ...b, ...place(a) })
+    await put(raw, { ...a, ...place(b) })
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({
+      ok: false,
+      broken: { reason: 'mac' },
+    })
+  })
+
+  it('detects an entry copied from another tenant', async () => {
+    const { raw, service, tenant, other } = await logged()
+    const [theirs] = await entriesOf(raw, other.id)
+    const mine = await raw.listLogs(tenant.id, { order: 'chain', limit: 1000 })
+    const last = mine[mine.length - 1]!
+    await put(raw, {
+      ...theirs!,
+      tenant_id: tenant.id,
+      lane: last.lane,
+      seq: last.seq + 1,
+      id: `${last.lane}:${String(last.seq + 1).padStart(12, '0')}`,
+    })
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({
+      ok: false,
+      broken: { reason: 'mac' },
+    })
+  })
+})
+
+describe('retention', () => {
+  it('keeps an entry 365 days old, removes one a millisecond older, and verification still holds', async () => {
+    const { raw, client, clock, service, tenant } = await setup()
+    const early = await client.tokens.create({ type: 'token', data: 1 })
+    clock.advance(1)
+    const later = await client.tokens.create({ type: 'token', data: 2 })
+    clock.set(new Date('2031-01-01T00:00:00.001Z')) // 365 days after the second create
+    await service.admin.sweepLogs()
+    const left = (await entriesOf(raw, tenant.id))
+      .filter((e) => e.entity_type === 'token')
+      .map((e) => e.entity_id)
+    expect(left).not.toContain(early.id)
+    expect(left).toContain(later.id)
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({ ok: true })
+  })
+})
