@@ -1,5 +1,6 @@
 import type { Check, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
+import { openProxy, sealProxy } from './proxy-sealing.js'
 import {
   openAnswer,
   openReactor,
@@ -53,7 +54,11 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
   const opened = (staged: StagedWrite[]) => Promise.all(staged.map((w) => openStaged(s, w)))
   return delegatingStore(inner, {
     async write(batch) {
-      const ops = await Promise.all(batch.ops.map((op) => sealOp(s, op)))
+      const ops = await Promise.all(
+        batch.ops.map((op) =>
+          op.op === 'proxy.put' ? sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy })) : sealOp(s, op),
+        ),
+      )
       const checks = batch.checks
         ? await Promise.all(batch.checks.map((c) => sealCheck(s, inner, c)))
         : undefined
@@ -88,6 +93,14 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     async listReactors(tenantId, query) {
       const page = await inner.listReactors(tenantId, query)
       return { ...page, items: await Promise.all(page.items.map((r) => openReactor(s, r))) }
+    },
+    async getProxy(tenantId, id) {
+      const proxy = await inner.getProxy(tenantId, id)
+      return proxy && openProxy(s, proxy)
+    },
+    async listProxies(tenantId, query) {
+      const page = await inner.listProxies(tenantId, query)
+      return { ...page, items: await Promise.all(page.items.map((p) => openProxy(s, p))) }
     },
     async getIdempotency(tenantId, id) {
       const record = await inner.getIdempotency(tenantId, id)
