@@ -4,7 +4,8 @@
  *
  * - Every relative link (`[text](path)`, `[text](path#anchor)`, `[text](#anchor)`, images, and
  *   reference definitions `[name]: path`) names a file or folder that exists, and its `#anchor` a
- *   heading (or an `id="…"`) of that page. A link to a page listed in `docs/.pending` (one
+ *   heading (or an `id="…"`) of that page (an anchor into a file that is not a page, such as a
+ *   source line `#L10`, is not checked). A link to a page listed in `docs/.pending` (one
  *   repository path per line: pages other work is still writing) is accepted while the page is
  *   missing; once it exists it is checked like any other.
  * - No page holds two headings with the same anchor.
@@ -143,6 +144,8 @@ function linkProblem(root, page, target, pending, anchorsCache) {
   }
   if (anchor === undefined || anchor === '') return null
   if (statSync(file).isDirectory()) return `broken link: ${target} (an anchor into a folder)`
+  // Only a page's headings are known; an anchor into another file (a source line, `#L10`) is GitHub's.
+  if (!path.endsWith('.md')) return null
   if (!anchorsCache.has(path)) anchorsCache.set(path, anchorsOf(readFileSync(file, 'utf8')))
   if (!anchorsCache.get(path).has(decodeURI(anchor)))
     return `broken link: ${target} (no heading #${anchor} in ${path})`

@@ -89,7 +89,7 @@ describe('scripts/check-docs.mjs rules', () => {
   it('accepts a relative link to a file, a folder, a heading of the same page or of another', () => {
     const root = tree({
       'README.md':
-        '# Title\n\n## The `store` (file)\n\n[a](docs/a.md) [b](docs/a.md#part-two) [c](#the-store-file) [d](src/)\n',
+        '# Title\n\n## The `store` (file)\n\n[a](docs/a.md) [b](docs/a.md#part-two) [c](#the-store-file) [d](src/) [e](src/x.ts#L1)\n',
       'docs/a.md':
         '# A\n\n## Part two\n\n![img](./pic.png) [back](../README.md#title) [web](https://example.com/x#y)\n',
       'docs/pic.png': '',
