@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { nanoid } from 'nanoid'
@@ -15,12 +16,14 @@ import {
   type TestService,
 } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import { shiftedClock } from '../src/kernel/clock.js'
 import type { Permission } from '../src/kernel/types.js'
 import { unchecked } from '../src/service/unchecked.js'
 import { drainingServer } from './drain.js'
 import { fdSink } from './log-sink.js'
 import { type BoundOption, HTTP_BOUNDS } from './options.js'
 import { openStoreWaiting } from './stores.js'
+import { webhookTicker } from './webhook-ticker.js'
 
 /** Options of `serve`. */
 export interface ServeOptions {
@@ -58,6 +61,11 @@ export interface ServeOptions {
    */
   testMode?: boolean
   adminToken?: string
+  /**
+   * The test mode's clock: `manual` stands still until the control plane moves it; `ticking` runs
+   * with the real time and jumps when moved (a time shift). @default 'manual'
+   */
+  testClock?: 'manual' | 'ticking'
   /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
   seed?: unknown
   /** Milliseconds the listener keeps serving after shutdown begins, `/readyz` answering 503. @default 0 */
@@ -295,15 +303,27 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     await opened.release()
     throw error
   }
+  // In test mode the control plane checks leaks against what the vault holds: it opens what the
+  // service seals, so it needs the key (a memory store without one gets a random one here, as
+  // the service would make itself).
+  if (options.testMode) masterKey ??= randomBytes(32)
+  const insight = options.testMode
+    ? (await import('../testing/insight/server.js')).serverInsight(opened.store, masterKey!)
+    : undefined
   const runner = sandboxRunner()
   const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
-  const clock = options.testMode ? manualClock(systemClock.now()) : systemClock
+  const clock = !options.testMode
+    ? systemClock
+    : options.testClock === 'ticking'
+      ? shiftedClock()
+      : manualClock(systemClock.now())
   let service: Service
   /** The same service when in test mode: only then has its admin the test powers (the control plane's). */
   let testService: TestService | undefined
   try {
     const serviceOptions = {
-      store: opened.store,
+      store: insight ? insight.store : opened.store,
+      ...(insight ? { observe: insight.observe } : {}),
       clock,
       runner,
       ...(masterKey ? { masterKey } : {}),
@@ -313,6 +333,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     if (options.testMode) service = testService = createService({ ...serviceOptions, testMode: true })
     else service = createService(serviceOptions)
     await service.admin.verifyMasterKey()
+    await insight?.load()
   } catch (error) {
     await runner.close()
     await opened.release()
@@ -356,7 +377,9 @@ export async function serve(options: ServeOptions): Promise<Serving> {
         clock: clock as ManualClock,
         adminToken,
         faults,
+        log: (line: string) => note(line),
         ...(initial ? { initial } : {}),
+        ...(insight ? { insight: insight.control } : {}),
       }),
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
@@ -397,6 +420,9 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     )
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
+  // Webhook deliveries and callbacks whose time has come (a restart's pending ones at once, then
+  // back-offs as they end) go out from this ticker; a write's first attempt needs no tick.
+  const deliveries = webhookTicker(service, (error) => note(`webhook deliveries failed: ${String(error)}`, 'error'))
 
   let closing: Promise<void> | undefined
   /**
@@ -407,6 +433,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const close = (graceMs = options.shutdownGraceMs ?? 5_000) => {
     closing ??= (async () => {
       clearInterval(sweep)
+      deliveries.stop()
       const { unanswered } = await shutdown({ delayMs: options.shutdownDelayMs ?? 0, graceMs })
       if (unanswered > 0)
         note(

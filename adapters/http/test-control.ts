@@ -9,6 +9,8 @@ import { consoleHandler, isConsolePath } from './console.js'
 import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
+import { type ControlInsight, insightRoute } from './test-insight.js'
+import { webhookControl } from './webhook-routes.js'
 
 /** Options of `testControlHandler`. */
 export interface TestControlOptions {
@@ -20,6 +22,16 @@ export interface TestControlOptions {
   initial?: StateSnapshot
   /** Largest request body (a snapshot or fixture) in bytes. Default 64 MiB. */
   maxBodyBytes?: number
+  /**
+   * Takes one line per control-plane call: method, path, status (and the clock's time after a
+   * move); never a body (snapshots hold token data in the clear).
+   */
+  log?: (line: string) => void
+  /**
+   * Leak checks, exposure and used access (`POST /_test/leaks`, `GET /_test/exposure`,
+   * `GET /_test/used-access`; see `insightRoute`); without it those paths are 404.
+   */
+  insight?: ControlInsight
   /** The faults `/_test/faults` manages (apply them to the API with `withFaults`); without it that path is 404. */
   faults?: FaultRegistry
 }
@@ -77,23 +89,9 @@ export function testControlHandler(service: TestService, options: TestControlOpt
     }
   }
   const moveClock = (input: unknown) => {
-    const b = input as { advance_ms?: unknown; set?: unknown }
-    const keys = Object.keys(b ?? {})
-    if (keys.length === 1 && typeof b.advance_ms === 'number' && Number.isFinite(b.advance_ms)) {
-      options.clock.advance(b.advance_ms)
-      return
-    }
-    if (keys.length === 1 && typeof b.set === 'string' && !Number.isNaN(Date.parse(b.set))) {
-      options.clock.set(new Date(b.set))
-      return
-    }
-    throw new ServiceError(
-      'validation_failed',
-      'give either { "advance_ms": number } or { "set": ISO time }',
-      {
-        issues: { body: ['either advance_ms (a number) or set (an ISO time)'] },
-      },
-    )
+    const move = clockMove(input, options.clock.now().getTime())
+    if ('advance_ms' in move) options.clock.advance(move.advance_ms)
+    else options.clock.set(new Date(move.set))
   }
 
   const route = async (method: string, path: string, request: Request): Promise<Response> => {
@@ -113,6 +111,7 @@ export function testControlHandler(service: TestService, options: TestControlOpt
       if (options.initial) await service.admin.importState(options.initial)
       else await service.admin.clearState()
       if (journal !== 'keep') service.journal.clear()
+      options.insight?.clear()
       options.faults?.clear()
       return json(204, undefined)
     }
@@ -124,6 +123,10 @@ export function testControlHandler(service: TestService, options: TestControlOpt
         return json(204, undefined)
       }
     }
+    const insight =
+      options.insight &&
+      (await insightRoute(options.insight, method, path, request, () => boundedText(request, maxBody)))
+    if (insight) return insight
     if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
     if (path === '/_test/restore' && method === 'POST') {
       await unchecked(service.admin).importState(await body(request))
@@ -149,6 +152,8 @@ export function testControlHandler(service: TestService, options: TestControlOpt
       }
       return json(200, { data: service.journal.query(filter) })
     }
+    const hooks = await webhookControl(service, method, path, request, () => body(request))
+    if (hooks) return json(hooks.status, hooks.body)
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
   }
 
@@ -163,15 +168,21 @@ export function testControlHandler(service: TestService, options: TestControlOpt
     if (!authorized(request, options.adminToken)) {
       return problem(401, 'Unauthorized', 'the control plane needs Authorization: Bearer <admin token>')
     }
+    let answer: Response
     try {
-      return await route(request.method, path, request)
+      answer = await route(request.method, path, request)
     } catch (error) {
       // The API's own table: a ServiceError by its code, a StoreError as 503 with Retry-After.
-      const answer = problemFor(error)
-      if (answer === null) console.error('tokenvault: the control plane failed', error)
-      const out = answer ?? internalError()
-      return new Response(out.body, { status: out.status, headers: out.headers })
+      const known = problemFor(error)
+      if (known === null) console.error('tokenvault: the control plane failed', error)
+      const out = known ?? internalError()
+      answer = new Response(out.body, { status: out.status, headers: out.headers })
     }
+    const moved = path === '/_test/clock' && request.method === 'POST' && answer.status === 200
+    options.log?.(
+      `control: ${request.method} ${path} ${answer.status}${moved ? ` clock now ${options.clock.now().toISOString()}` : ''}`,
+    )
+    return answer
   }
 }
 
@@ -198,4 +209,42 @@ async function boundedText(request: Request, maxBytes: number): Promise<string> 
     chunks.push(value)
   }
   return Buffer.concat(chunks, total).toString('utf8')
+}
+
+/**
+ * A `POST /_test/clock` body checked: `{ advance_ms }` or `{ set }`, and `allow_backwards: true`
+ * when it moves the clock back (a negative advance, or a time before `nowMs`): going back is
+ * refused unless asked for, since records and journal rows would then be older than earlier ones.
+ */
+export function clockMove(input: unknown, nowMs: number): { advance_ms: number } | { set: string } {
+  const b = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>
+  const back = b['allow_backwards']
+  const keys = Object.keys(b).filter((k) => k !== 'allow_backwards')
+  const refuse = (field: string, message: string): never => {
+    throw new ServiceError('validation_failed', message, { issues: { [field]: [message] } })
+  }
+  if (back !== undefined && typeof back !== 'boolean')
+    refuse('allow_backwards', 'allow_backwards: true or false')
+  const advance = b['advance_ms']
+  const set = b['set']
+  let move: { advance_ms: number } | { set: string } | undefined
+  let deltaMs = 0
+  if (keys.length === 1 && typeof advance === 'number' && Number.isFinite(advance)) {
+    move = { advance_ms: advance }
+    deltaMs = advance
+  } else if (keys.length === 1 && typeof set === 'string' && !Number.isNaN(Date.parse(set))) {
+    move = { set }
+    deltaMs = Date.parse(set) - nowMs
+  }
+  if (move === undefined)
+    return refuse(
+      'body',
+      'give either { "advance_ms": number } or { "set": ISO time } (and "allow_backwards": true to go back)',
+    )
+  if (deltaMs < 0 && back !== true)
+    refuse(
+      keys[0]!,
+      `this moves the clock back by ${-deltaMs} ms: add "allow_backwards": true to mean it (records written since would look newer than what follows)`,
+    )
+  return move
 }

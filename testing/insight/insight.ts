@@ -38,7 +38,7 @@ interface Parts {
 export function vaultInsight(
   store: Store,
   masterKey: Uint8Array,
-  create: (type: string, data: Json) => Promise<Token>,
+  create: ((type: string, data: Json) => Promise<Token>) | null,
   from?: Parts,
 ): VaultInsight {
   const held = from?.held ?? new HeldPlaintexts(store, masterKey)
@@ -51,6 +51,7 @@ export function vaultInsight(
   const leaks = createLeaks({
     index: () => held.index(),
     create: async (type, data) => {
+      if (!create) throw new Error('leaks.canary: this vault has no key to make tokens with')
       accounting.quiet++
       try {
         return await create(type, data)
