@@ -154,6 +154,14 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     boolean: true,
   },
   {
+    flag: 'test-clock',
+    env: 'TOKENVAULT_TEST_CLOCK',
+    default: 'manual',
+    value: 'kind',
+    description:
+      'test mode: manual (stands still until POST /_test/clock moves it) | ticking (runs with real time, jumps when moved)',
+  },
+  {
     flag: 'admin-token',
     env: 'TOKENVAULT_ADMIN_TOKEN',
     value: 'token',

@@ -91,6 +91,7 @@ async function main(argv: string[]) {
     'reactor-egress': (resolved['reactor-egress'] as string[] | undefined) ?? [],
     'test-mode': resolved['test-mode'] === 'true',
     'admin-token': resolved['admin-token'] as string | undefined,
+    'test-clock': one('test-clock'),
     seed: resolved['seed'] as string | undefined,
     tenant: resolved['tenant'] as string | undefined,
   }
@@ -153,6 +154,9 @@ async function main(argv: string[]) {
   if (adminToken !== undefined && !/^[A-Za-z0-9_.~-]{16,200}$/.test(adminToken)) {
     fail('--admin-token (TOKENVAULT_ADMIN_TOKEN) must be 16 to 200 of A-Z a-z 0-9 _ . ~ -')
   }
+  const testClock = values['test-clock']
+  if (testClock !== 'manual' && testClock !== 'ticking')
+    fail(`--test-clock (TOKENVAULT_TEST_CLOCK) must be manual or ticking, not ${testClock}`)
   if (adminToken !== undefined && !values['test-mode'])
     fail('--admin-token needs --test-mode (TOKENVAULT_TEST_MODE=1)')
   let seed: unknown
@@ -212,6 +216,7 @@ async function main(argv: string[]) {
       ...(managementKey ? { managementKey } : {}),
       ...(values['test-mode'] ? { testMode: true } : {}),
       ...(adminToken ? { adminToken } : {}),
+      testClock,
       ...(seed !== undefined ? { seed } : {}),
       bounds,
       logFormat,

@@ -33,6 +33,24 @@ export function manualClock(start: Date | string = '2030-01-01T00:00:00.000Z'): 
   }
 }
 
+/**
+ * A clock that runs with `base` (default the real time) shifted by an offset that `set` and
+ * `advance` change: time passes between calls as it really does, and jumps on demand (a time
+ * shift, as Lowkey Vault's). Starts at `base`'s time, or at `start` when given.
+ */
+export function shiftedClock(base: Clock = systemClock, start?: Date | string): ManualClock {
+  let offsetMs = start === undefined ? 0 : instant(start, 'shiftedClock').getTime() - base.now().getTime()
+  return {
+    now: () => new Date(base.now().getTime() + offsetMs),
+    set(date) {
+      offsetMs = instant(date, 'shiftedClock.set').getTime() - base.now().getTime()
+    },
+    advance(ms) {
+      offsetMs += ms
+    },
+  }
+}
+
 function instant(date: Date | string, caller: string): Date {
   const at = toDate(date)
   if (!isValid(at)) throw new TypeError(`${caller}: invalid date ${String(date)}`)
