@@ -1,6 +1,7 @@
 import type { Client } from '../../src/service/service.js'
 import type { Unchecked } from '../../src/service/unchecked.js'
 import { HOSTED_ROUTES } from './hosted-routes.js'
+import { LOG_ROUTES } from './log-routes.js'
 import type { Query } from './query.js'
 import { Router } from './router.js'
 import { WEBHOOK_ROUTES } from './webhook-routes.js'
@@ -102,6 +103,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/permissions', list((c, _p, q) => c.permissions.list(q))],
   ...HOSTED_ROUTES,
   ...WEBHOOK_ROUTES,
+  ...LOG_ROUTES,
 ]
 
 /** A router over `ROUTES`. */
