@@ -236,12 +236,17 @@ function forkOf(parts: VaultParts): TestVault {
 function assemble(parts: VaultParts): TestVault {
   const { options, clock, routed, insight, service, tenant, keys, applications, initial } = parts
   const faults = faultRegistry()
-  const handler = createHttpHandler(service, options.http)
-  const http = withFetchFaults(handler, faults)
+  // Made on first use: a fork that is never called over HTTP does not pay for it.
+  let made: ReturnType<typeof createHttpHandler> | undefined
+  const handler = () => {
+    made ??= createHttpHandler(service, options.http)
+    return made
+  }
+  const http = withFetchFaults((request) => handler()(request), faults)
   const servers = new Set<ListeningVault>()
   const listen = async ({ port = 0, host = '127.0.0.1' }: { port?: number; host?: string } = {}) => {
     // The handler itself: toNodeListener serves it without WHATWG objects.
-    const server = createServer(withFaults(toNodeListener(handler), faults))
+    const server = createServer(withFaults(toNodeListener(handler()), faults))
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
       server.listen(port, host, () => {

@@ -35,9 +35,8 @@ export const fold = (c: number) => (c >= 65 && c <= 90 ? c + 32 : c)
 
 /** The ASCII-lower-cased text (code unit by code unit, length kept). */
 export function foldText(s: string): string {
-  let out = ''
-  for (let i = 0; i < s.length; i++) out += String.fromCharCode(fold(s.charCodeAt(i)))
-  return out
+  // Only A–Z change: `toLowerCase` would also change other letters (and some lengths).
+  return s.replace(/[A-Z]+/g, (run) => run.toLowerCase())
 }
 
 /**
