@@ -66,6 +66,9 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
     throw new ServiceError('conflict', `tenant ${tenantId}'s keys were destroyed`)
   const sweep =
     keys.sweep?.to === keys.current ? keys.sweep : { to: keys.current, done: 0, started_at: deps.now() }
+  // Counted once a pass (a count may cost a scan on some stores), kept with the sweep's place.
+  const total =
+    sweep.total ?? (await deps.store.listTokens(tenantId, { offset: 0, limit: 1, now: DAWN })).total
   const ids = await deps.store.findTokenIds(tenantId, {
     ...(sweep.after ? { after: sweep.after } : {}),
     limit,
@@ -73,7 +76,6 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
   const tokens = await deps.store.getTokens(tenantId, ids)
   const stale = tokens.filter((t) => !sealedUnder(t.data, sweep.to))
   const outcome = await resealTokens(deps, stale)
-  const total = (await deps.store.listTokens(tenantId, { offset: 0, limit: 1, now: DAWN })).total
   const base = {
     tenantId,
     to: sweep.to,
@@ -85,7 +87,7 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
   }
   const done = sweep.done + outcome.resealed
   if (ids.length === limit) {
-    const next = { ...sweep, after: ids[ids.length - 1]!, done }
+    const next = { ...sweep, after: ids[ids.length - 1]!, done, total }
     const written = await placeSweep(deps.keyring, tenantId, sweep.to, next)
     return { ...base, done, versions: versionsOf(written), finished: false }
   }

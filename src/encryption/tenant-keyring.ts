@@ -359,8 +359,7 @@ export class Keyring {
 
   private async reserveThenSeal(tenantId: string): Promise<TenantKey> {
     for (let attempt = 0; attempt < 64; attempt++) {
-      await this.serially(tenantId, () => this.reserve(tenantId))
-      const held = this.fresh(tenantId)
+      const held = await this.serially(tenantId, () => this.reserve(tenantId))
       if (held && held.next < held.end && !this.aged(held)) return this.take(held)
     }
     throw conflict(`tenant ${tenantId}: no seal could be reserved`)
@@ -381,20 +380,25 @@ export class Keyring {
     return run
   }
 
-  /** Reserves a block of seals under the current version (rotating first when it is spent or too old). */
-  private async reserve(tenantId: string): Promise<void> {
+  /**
+   * Reserves a block of seals under the current version (rotating first when it is spent or too
+   * old); answers the keys with the reservation, or undefined when it must be tried again.
+   */
+  private async reserve(tenantId: string): Promise<Held | undefined> {
     const ready = this.fresh(tenantId)
-    if (ready && ready.next < ready.end && !this.aged(ready)) return
+    if (ready && ready.next < ready.end && !this.aged(ready)) return ready
     const held = await this.reload(tenantId)
     const keys = keysOf(held.tenant)
     if (keys.sealed >= this.policy.maxSeals || this.aged(held)) {
       await this.rotateIfCurrent(tenantId, keys.current)
-      return
+      return undefined
     }
     const grant = Math.min(this.policy.sealBlock, this.policy.maxSeals - keys.sealed)
     const next: Tenant = { ...held.tenant, keys: { ...keys, sealed: keys.sealed + grant } }
-    if (!(await this.compareAndSet(held.tenant, next))) return
-    this.ready.set(tenantId, { ...held, tenant: next, next: keys.sealed, end: keys.sealed + grant })
+    if (!(await this.compareAndSet(held.tenant, next))) return undefined
+    const reserved = { ...held, tenant: next, next: keys.sealed, end: keys.sealed + grant }
+    this.ready.set(tenantId, reserved)
+    return reserved
   }
 
   /** Rotates when `version` is still current (another process may have rotated it already). */

@@ -31,26 +31,20 @@ async function copyOf(store: Store): Promise<Store> {
   const copy = memoryStore()
   const ops: Op[] = [
     ...dump.tenants.map((tenant): Op => ({ op: 'tenant.put', tenant })),
+    ...dump.applications.map((application): Op => ({ op: 'application.put', application })),
     ...dump.tokens.map((token): Op => ({ op: 'token.put', token })),
   ]
   await copy.write({ ops })
   return copy
 }
 
-/** Reads every token of `tenantId` in `store` through a fresh service given `masterKey`: the outcomes. */
-async function readAll(store: Store, masterKey: Uint8Array, tenantId: string, ids: string[]) {
+/** Reads `ids` from `store` as API key `key` through a fresh service given `masterKey`: the outcomes. */
+async function readAll(store: Store, masterKey: Uint8Array, key: string, ids: string[]) {
   const service = createService({
     store,
     clock: manualClock('2030-01-01T00:00:00Z'),
     runner: null,
     masterKey,
-  })
-  const { key } = await service.admin.createApplication({
-    tenantId,
-    name: 'reader',
-    type: 'private',
-    permissions: ['token:read'],
-    rules: [{ ...REVEAL, permissions: ['token:read' as const] }],
   })
   const client = service.connect(key)
   return Promise.all(
@@ -84,7 +78,7 @@ describe('crypto-shredding', () => {
     const record = await store.getTenant(gone.tenant.id)
     expect(record?.data_key).toBeUndefined()
     expect(record?.keys).toMatchObject({ versions: [], destroyed_at: expect.any(String) })
-    const outcomes = await readAll(store, masterKey, gone.tenant.id, goneIds)
+    const outcomes = await readAll(store, masterKey, gone.key, goneIds)
     expect(outcomes.every((o) => !o.ok && o.code === 'unreadable')).toBe(true)
     // Nor does a write give it new keys.
     await expect(gone.client.tokens.create({ type: 'token', data: 'new' })).rejects.toMatchObject({
@@ -109,7 +103,7 @@ describe('crypto-shredding', () => {
     expect(await store.getTenant(gone.tenant.id)).toBeNull()
     expect((await store.dump()).tokens.some((t) => t.tenant_id === gone.tenant.id)).toBe(false)
     expect((await kept.client.tokens.get(keptId)).data).toBe('k')
-    const outcomes = await readAll(between, masterKey, gone.tenant.id, [goneId])
+    const outcomes = await readAll(between, masterKey, gone.key, [goneId])
     expect(outcomes).toEqual([{ ok: false, code: 'unreadable' }])
   })
 
@@ -125,7 +119,7 @@ describe('crypto-shredding', () => {
     const backup = await copyOf(store)
     await service.admin.deleteTenant({ tenantId: gone.tenant.id })
     // With the old master key, the backup still opens the deleted tenant: that key must go.
-    expect(await readAll(backup, oldMaster, gone.tenant.id, [goneId])).toEqual([{ ok: true, data: 'secret' }])
+    expect(await readAll(backup, oldMaster, gone.key, [goneId])).toEqual([{ ok: true, data: 'secret' }])
     await service.admin.rotateMasterKey(newMaster)
     // The old key retired: the live store reads with the new key alone.
     const live = createService({ store, clock: manualClock(), runner: null, masterKey: newMaster })
@@ -139,13 +133,6 @@ describe('crypto-shredding', () => {
       masterKey: newMaster,
     })
     await expect(fromBackup.admin.verifyMasterKey()).rejects.toThrow(/master key local:/)
-    const { key } = await fromBackup.admin.createApplication({
-      tenantId: gone.tenant.id,
-      name: 'r',
-      type: 'private',
-      permissions: ['token:read'],
-      rules: [{ ...REVEAL, permissions: ['token:read' as const] }],
-    })
-    await expect(fromBackup.connect(key).tokens.get(goneId)).rejects.toThrow()
+    await expect(fromBackup.connect(gone.key).tokens.get(goneId)).rejects.toThrow()
   })
 })

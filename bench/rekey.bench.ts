@@ -1,0 +1,153 @@
+/**
+ * The re-encryption sweep: its rate (records re-sealed per second) at BENCH_TOKENS tokens (default
+ * 100 000) of one tenant, and what it costs another tenant: the p99 of that tenant's token get
+ * while the sweep runs against the p99 of the same gets without it, measured in the same run
+ * (goal: ≤ 2×). Stores: BENCH_STORE=memory|file|postgres (postgres needs TOKENVAULT_PG_URL).
+ * The tokens are sealed and written in batches of 1000 straight to the store (as the service would
+ * store them), then the key rotates and `admin.reencrypt` runs with batches of BENCH_BATCH (500).
+ * Run: `npm run bench:rekey` (BENCH_STORE=file npm run bench:rekey, …).
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileStore } from '../adapters/file/index.js'
+import { memoryStore } from '../adapters/memory/index.js'
+import { postgresStore } from '../adapters/postgres/index.js'
+import { createService, systemClock } from '../entry/index.js'
+import { Keyring } from '../src/encryption/index.js'
+import { sealToken } from '../src/encryption/sealing.js'
+import type { Op, StoredToken } from '../src/kernel/types.js'
+import type { Store } from '../src/store/contract.js'
+
+const TOKENS = Number(process.env['BENCH_TOKENS'] ?? 100_000)
+const BATCH = Number(process.env['BENCH_BATCH'] ?? 500)
+const KIND = process.env['BENCH_STORE'] ?? 'memory'
+
+async function openStore(): Promise<{ store: () => Promise<Store>; cleanup: () => Promise<void> }> {
+  if (KIND === 'memory') {
+    const store = memoryStore()
+    return { store: async () => store, cleanup: async () => {} }
+  }
+  if (KIND === 'file') {
+    const dir = await mkdtemp(join(tmpdir(), 'tokenvault-rekey-bench-'))
+    return { store: () => fileStore({ path: dir }), cleanup: () => rm(dir, { recursive: true, force: true }) }
+  }
+  const url = process.env['TOKENVAULT_PG_URL']
+  if (!url) throw new Error('BENCH_STORE=postgres needs TOKENVAULT_PG_URL')
+  const schema = `tv_rekey_bench_${randomBytes(4).toString('hex')}`
+  return {
+    store: () => postgresStore({ connectionString: url, schema }),
+    cleanup: async () => {
+      const { default: pg } = await import('pg')
+      const pool = new pg.Pool({ connectionString: url, max: 1 })
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      await pool.end()
+    },
+  }
+}
+
+const REVEAL = {
+  description: 'all',
+  priority: 1,
+  container: '/',
+  transform: 'reveal' as const,
+  permissions: ['token:create' as const, 'token:read' as const],
+}
+
+/** Writes `n` sealed tokens of `tenantId` straight to `store`, 1000 to a write. */
+async function fill(store: Store, masterKey: Uint8Array, tenantId: string, n: number): Promise<string[]> {
+  const keyring = new Keyring(store, [(await import('../src/encryption/index.js')).toProvider(masterKey)])
+  const sealing = {
+    keyOf: (t: string, v?: number) => keyring.keyFor(t, v),
+    sealKeyOf: (t: string) => keyring.sealKey(t),
+    searchIndexPurpose: 'search-index',
+    asRead: (t: StoredToken) => t,
+  }
+  const ids: string[] = []
+  for (let at = 0; at < n; at += 1000) {
+    const ops: Op[] = []
+    for (let i = at; i < Math.min(n, at + 1000); i++) {
+      const id = `${String(i).padStart(8, '0')}-${randomBytes(4).toString('hex')}`
+      ids.push(id)
+      const token = {
+        id,
+        tenant_id: tenantId,
+        type: 'token',
+        data: { n: i, card: '4242424242424242' },
+        containers: ['/general/high/'],
+        metadata: {},
+        created_by: 'bench',
+        created_at: new Date().toISOString(),
+      } as StoredToken
+      ops.push({ op: 'token.put', token: await sealToken(sealing, token) })
+    }
+    await store.write({ ops })
+  }
+  return ids
+}
+
+const p99 = (samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!
+}
+
+/** Gets `ids` one after another until `until()` is true (at least 200 gets): each get's time (ms). */
+async function probe(get: (id: string) => Promise<unknown>, ids: string[], until: () => boolean) {
+  const samples: number[] = []
+  for (let i = 0; samples.length < 200 || !until(); i++) {
+    const started = performance.now()
+    await get(ids[i % ids.length]!)
+    samples.push(performance.now() - started)
+  }
+  return samples
+}
+
+async function main() {
+  const opened = await openStore()
+  const store = await opened.store()
+  const masterKey = randomBytes(32)
+  const service = createService({ store, clock: systemClock, runner: null, masterKey })
+  try {
+    const swept = await service.admin.createTenant({ name: 'swept' })
+    const other = await service.admin.createTenant({ name: 'other' })
+    const { key } = await service.admin.createApplication({
+      tenantId: other.id,
+      name: 'reader',
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+      rules: [REVEAL],
+    })
+    const client = service.connect(key)
+    const otherIds: string[] = []
+    for (let i = 0; i < 200; i++)
+      otherIds.push((await client.tokens.create({ type: 'token', data: { i } })).id)
+    const filled = performance.now()
+    await fill(store, masterKey, swept.id, TOKENS)
+    const fillMs = performance.now() - filled
+    const get = (id: string) => client.tokens.get(id)
+    // Without the sweep: as many gets as the sweep will take, bounded to 3 s.
+    const quietUntil = performance.now() + 3000
+    const quiet = await probe(get, otherIds, () => performance.now() > quietUntil)
+    await service.admin.rotateDataKey({ tenantId: swept.id })
+    let sweeping = true
+    const started = performance.now()
+    const sweep = service.admin.reencrypt({ tenantId: swept.id, batchSize: BATCH }).finally(() => {
+      sweeping = false
+    })
+    const busy = await probe(get, otherIds, () => !sweeping)
+    const progress = await sweep
+    const seconds = (performance.now() - started) / 1000
+    const rate = Math.round(progress.done / seconds)
+    const ratio = p99(busy) / p99(quiet)
+    process.stdout.write(
+      `${KIND}: ${progress.done} of ${TOKENS} tokens re-sealed in ${seconds.toFixed(1)} s = ${rate} records/s (batch ${BATCH}; filled in ${(fillMs / 1000).toFixed(1)} s)\n` +
+        `${KIND}: other tenant's get p99 ${p99(quiet).toFixed(2)} ms without the sweep, ${p99(busy).toFixed(2)} ms during it (${busy.length} gets) = ${ratio.toFixed(2)}× (goal ≤ 2×)\n`,
+    )
+  } finally {
+    await service.close()
+    await opened.cleanup()
+  }
+}
+
+await main()
