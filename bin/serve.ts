@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { nanoid } from 'nanoid'
@@ -22,6 +23,7 @@ import { drainingServer } from './drain.js'
 import { fdSink } from './log-sink.js'
 import { type BoundOption, HTTP_BOUNDS } from './options.js'
 import { openStoreWaiting } from './stores.js'
+import { webhookTicker } from './webhook-ticker.js'
 
 /** Options of `serve`. */
 export interface ServeOptions {
@@ -301,6 +303,13 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     await opened.release()
     throw error
   }
+  // In test mode the control plane checks leaks against what the vault holds: it opens what the
+  // service seals, so it needs the key (a memory store without one gets a random one here, as
+  // the service would make itself).
+  if (options.testMode) masterKey ??= randomBytes(32)
+  const insight = options.testMode
+    ? (await import('../testing/insight/server.js')).serverInsight(opened.store, masterKey!)
+    : undefined
   const runner = sandboxRunner()
   const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
   const clock = !options.testMode
@@ -313,7 +322,8 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   let testService: TestService | undefined
   try {
     const serviceOptions = {
-      store: opened.store,
+      store: insight ? insight.store : opened.store,
+      ...(insight ? { observe: insight.observe } : {}),
       clock,
       runner,
       ...(masterKey ? { masterKey } : {}),
@@ -323,6 +333,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     if (options.testMode) service = testService = createService({ ...serviceOptions, testMode: true })
     else service = createService(serviceOptions)
     await service.admin.verifyMasterKey()
+    await insight?.load()
   } catch (error) {
     await runner.close()
     await opened.release()
@@ -368,6 +379,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
         faults,
         log: (line: string) => note(line),
         ...(initial ? { initial } : {}),
+        ...(insight ? { insight: insight.control } : {}),
       }),
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
@@ -408,6 +420,11 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     )
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
+  // Webhook deliveries and callbacks whose time has come (a restart's pending ones at once, then
+  // back-offs as they end) go out from this ticker; a write's first attempt needs no tick.
+  const deliveries = webhookTicker(service, (error) =>
+    note(`webhook deliveries failed: ${String(error)}`, 'error'),
+  )
 
   let closing: Promise<void> | undefined
   /**
@@ -418,6 +435,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const close = (graceMs = options.shutdownGraceMs ?? 5_000) => {
     closing ??= (async () => {
       clearInterval(sweep)
+      deliveries.stop()
       const { unanswered } = await shutdown({ delayMs: options.shutdownDelayMs ?? 0, graceMs })
       if (unanswered > 0)
         note(

@@ -9,6 +9,8 @@ import { consoleHandler, isConsolePath } from './console.js'
 import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
+import { type ControlInsight, insightRoute } from './test-insight.js'
+import { webhookControl } from './webhook-routes.js'
 
 /** Options of `testControlHandler`. */
 export interface TestControlOptions {
@@ -25,6 +27,11 @@ export interface TestControlOptions {
    * move); never a body (snapshots hold token data in the clear).
    */
   log?: (line: string) => void
+  /**
+   * Leak checks, exposure and used access (`POST /_test/leaks`, `GET /_test/exposure`,
+   * `GET /_test/used-access`; see `insightRoute`); without it those paths are 404.
+   */
+  insight?: ControlInsight
   /** The faults `/_test/faults` manages (apply them to the API with `withFaults`); without it that path is 404. */
   faults?: FaultRegistry
 }
@@ -104,6 +111,7 @@ export function testControlHandler(service: TestService, options: TestControlOpt
       if (options.initial) await service.admin.importState(options.initial)
       else await service.admin.clearState()
       if (journal !== 'keep') service.journal.clear()
+      options.insight?.clear()
       options.faults?.clear()
       return json(204, undefined)
     }
@@ -115,6 +123,10 @@ export function testControlHandler(service: TestService, options: TestControlOpt
         return json(204, undefined)
       }
     }
+    const insight =
+      options.insight &&
+      (await insightRoute(options.insight, method, path, request, () => boundedText(request, maxBody)))
+    if (insight) return insight
     if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
     if (path === '/_test/restore' && method === 'POST') {
       await unchecked(service.admin).importState(await body(request))
@@ -140,6 +152,8 @@ export function testControlHandler(service: TestService, options: TestControlOpt
       }
       return json(200, { data: service.journal.query(filter) })
     }
+    const hooks = await webhookControl(service, method, path, request, () => body(request))
+    if (hooks) return json(hooks.status, hooks.body)
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
   }
 

@@ -1,3 +1,5 @@
+import { ServiceError } from '../../src/kernel/errors.js'
+import type { TestService } from '../../src/service/service.js'
 import { createWebhookInput, listWebhooksQuery, updateWebhookInput } from '../../src/webhooks/schemas.js'
 import type { JsonSchema } from './response-schemas.js'
 import type { RouteDoc } from './route-docs.js'
@@ -80,4 +82,59 @@ export const WEBHOOK_ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'Webhooks',
     summary: 'Ping: the key authenticates and the vault answers',
   },
+}
+
+/** A control-plane answer: status and JSON body. */
+type ControlAnswer = { status: number; body: unknown }
+
+const needTenant = (tenant: unknown): string => {
+  if (typeof tenant === 'string' && tenant !== '') return tenant
+  throw new ServiceError('validation_failed', 'tenant: the tenant id', {
+    issues: { tenant: ['the tenant id'] },
+  })
+}
+
+/**
+ * The webhook part of the test control plane (`/_test/webhooks…`), or null for any other path:
+ * - `GET /_test/webhooks?tenant=ID` → `{ data }`: the tenant's deliveries and callbacks, oldest
+ *   first, what was sent and each attempt's outcome (`limit`, `after` page it);
+ * - `GET /_test/webhooks/signing-key` → `{ public_key }`: what receivers verify `BT-SIGNATURE` with;
+ * - `POST /_test/webhooks/deliver` `{ tenant }` → `{ attempted }`: deliver now, past the back-off;
+ * - `POST /_test/webhooks/{id}/redeliver` `{ tenant }` → the delivery, sent once more.
+ */
+export async function webhookControl(
+  service: TestService,
+  method: string,
+  path: string,
+  request: Request,
+  body: () => Promise<unknown>,
+): Promise<ControlAnswer | null> {
+  if (path !== '/_test/webhooks' && !path.startsWith('/_test/webhooks/')) return null
+  const hooks = service.admin.webhooks
+  const q = new URL(request.url).searchParams
+  if (path === '/_test/webhooks' && method === 'GET') {
+    const limit = q.get('limit')
+    if (limit !== null && !/^\d{1,4}$/.test(limit))
+      throw new ServiceError('validation_failed', 'limit: a whole number', {
+        issues: { limit: ['a whole number'] },
+      })
+    const after = q.get('after')
+    const data = await hooks.deliveries(needTenant(q.get('tenant')), {
+      ...(after === null ? {} : { after }),
+      ...(limit === null ? {} : { limit: Number(limit) }),
+    })
+    return { status: 200, body: { data } }
+  }
+  if (path === '/_test/webhooks/signing-key' && method === 'GET')
+    return { status: 200, body: { public_key: hooks.publicKey } }
+  const given = method === 'POST' ? ((await body()) as { tenant?: unknown } | null) : null
+  if (path === '/_test/webhooks/deliver' && method === 'POST')
+    return { status: 200, body: { attempted: await hooks.deliverNow(needTenant(given?.tenant)) } }
+  const again = /^\/_test\/webhooks\/([^/]+)\/redeliver$/.exec(path)
+  if (again && method === 'POST')
+    return {
+      status: 200,
+      body: await hooks.deliverAgain(needTenant(given?.tenant), decodeURIComponent(again[1]!)),
+    }
+  return null
 }

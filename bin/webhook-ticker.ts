@@ -1,0 +1,27 @@
+import type { Service } from '../src/service/service.js'
+
+/** How often the CLI looks for webhook deliveries and callbacks whose time has come (ms). */
+export const DELIVERY_TICK_MS = 1_000
+
+/**
+ * Runs `service.admin.webhooks.deliverDue()` at once (what a restart left pending goes out) and
+ * then every `DELIVERY_TICK_MS`, never two at a time: each tick waits for the previous one's
+ * attempts. `stop()` ends it (the service's close waits for attempts under way).
+ */
+export function webhookTicker(service: Service, onError: (error: unknown) => void): { stop(): void } {
+  let running = false
+  const tick = () => {
+    if (running) return
+    running = true
+    service.admin.webhooks
+      .deliverDue()
+      .catch(onError)
+      .finally(() => {
+        running = false
+      })
+  }
+  tick()
+  const timer = setInterval(tick, DELIVERY_TICK_MS)
+  timer.unref()
+  return { stop: () => clearInterval(timer) }
+}

@@ -1,0 +1,154 @@
+/**
+ * Against `npm start` (the CLI, from source): node-sdk 5's `client.webhooks.*` unmodified, a
+ * loopback receiver getting a token create's delivery within 1 s and verifying it the documented
+ * way; and SIGKILL with deliveries pending (the receiver answering 500): after a restart on the same
+ * file store every one arrives, duplicates only as at-least-once allows (counted).
+ */
+import { constants, createVerify } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtempSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { BasisTheoryClient } from '@basis-theory/node-sdk'
+import stringify from 'fast-json-stable-stringify'
+import { afterEach, describe, expect, it } from 'vitest'
+import { TEST_WEBHOOK_PUBLIC_KEY } from '../../src/webhooks/index.js'
+import { start } from '../cli/spawn.js'
+
+interface Got {
+  at: number
+  body: string
+  signature: string
+}
+
+/** A receiver on 127.0.0.1 answering `status()`; what it got, with when. */
+async function receiver(status: () => number) {
+  const got: Got[] = []
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c) => chunks.push(c))
+    req.on('end', () => {
+      got.push({
+        at: Date.now(),
+        body: Buffer.concat(chunks).toString(),
+        signature: String(req.headers['bt-signature']),
+      })
+      res.statusCode = status()
+      res.end()
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return { got, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server }
+}
+
+const servers: Server[] = []
+afterEach(() => {
+  for (const s of servers.splice(0)) s.close()
+})
+
+const verified = (g: Got) => {
+  const verifier = createVerify('SHA256')
+  verifier.update(stringify(JSON.parse(g.body)))
+  return verifier.verify(
+    { key: TEST_WEBHOOK_PUBLIC_KEY, padding: constants.RSA_PKCS1_PSS_PADDING },
+    Buffer.from(g.signature, 'base64'),
+  )
+}
+
+async function until(check: () => boolean, ms: number) {
+  const end = Date.now() + ms
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
+  return check()
+}
+
+describe('webhooks against the CLI', () => {
+  it('node-sdk 5 manages webhooks; a token create is delivered to a loopback receiver within 1 s, signed', async () => {
+    const r = await receiver(() => 200)
+    servers.push(r.server)
+    const cli = start(
+      ['serve', '--port', '0', '--store', 'memory', '--log', 'none', '--header-prefix', 'BT'],
+      undefined,
+      {
+        TOKENVAULT_REACTOR_EGRESS: r.origin,
+      },
+    )
+    const url = (await cli.line(1)).slice('listening on '.length)
+    const management = (await cli.line(2)).slice('management key: '.length)
+    const bt = new BasisTheoryClient({ apiKey: management, baseUrl: url, maxRetries: 0 })
+    const hook = await bt.webhooks.create({ name: 'hook', url: `${r.origin}/in`, events: ['token:created'] })
+    expect(hook).toMatchObject({ name: 'hook', status: 'enabled', events: ['token.created'] })
+    expect((await bt.webhooks.get(hook.id)).id).toBe(hook.id)
+    expect((await bt.webhooks.list()).data?.map((w) => w.id)).toEqual([hook.id])
+    expect(await bt.webhooks.events.list()).toContain('token.created')
+    await bt.webhooks.ping()
+    await bt.webhooks.update(hook.id, { name: 'hook 2', url: `${r.origin}/in`, events: ['token.created'] })
+    const app = await bt.applications.create({ name: 'w', type: 'private', permissions: ['token:create'] })
+    const writer = new BasisTheoryClient({ apiKey: app.key!, baseUrl: url, maxRetries: 0 })
+    const sent = Date.now()
+    const token = await writer.tokens.create({ type: 'token', data: 'hello' })
+    expect(await until(() => r.got.length > 0, 1000)).toBe(true)
+    expect(r.got[0]!.at - sent).toBeLessThan(1000)
+    expect(JSON.parse(r.got[0]!.body).event).toMatchObject({
+      type: 'token.created',
+      data: { token: { id: token.id } },
+    })
+    expect(verified(r.got[0]!)).toBe(true)
+    await bt.webhooks.delete(hook.id)
+    cli.child.kill('SIGTERM')
+    await cli.exited
+  })
+
+  it('SIGKILL with deliveries pending (receiver answering 500): after restart every one arrives', async () => {
+    let answer = 500
+    const r = await receiver(() => answer)
+    servers.push(r.server)
+    const dir = mkdtempSync(join(tmpdir(), 'tv-webhooks-'))
+    const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
+    // The master key: ./.tokenvault.key in `dir`, made on the first start and read on the second.
+    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
+    const first = start(args, dir, env)
+    const url = (await first.line(1)).slice('listening on '.length)
+    const management = (await first.line(2)).slice('management key: '.length)
+    const call = async (key: string, path: string, body: unknown) =>
+      (
+        await fetch(`${url}${path}`, {
+          method: 'POST',
+          headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json() as Promise<{ id: string; key: string }>
+    await call(management, '/webhooks', { name: 'h', url: `${r.origin}/in`, events: ['token.created'] })
+    const app = await call(management, '/applications', {
+      name: 'w',
+      type: 'private',
+      permissions: ['token:create'],
+    })
+    const made: string[] = []
+    for (let i = 0; i < 20; i++)
+      made.push((await call(app.key, '/tokens', { type: 'token', data: `t${i}` })).id)
+    expect(await until(() => r.got.length >= 20, 5000)).toBe(true)
+    first.child.kill('SIGKILL')
+    await first.exited
+    answer = 200
+    const before = r.got.length
+    const second = start(args, dir, env)
+    await second.line(1)
+    // The first attempts failed 10 s before; the restarted process retries when each back-off ends.
+    expect(
+      await until(
+        () => new Set(r.got.slice(before).map((g) => JSON.parse(g.body).event.data.token.id)).size === 20,
+        30_000,
+      ),
+    ).toBe(true)
+    const delivered = r.got.slice(before).map((g) => JSON.parse(g.body).event.data.token.id as string)
+    expect(new Set(delivered)).toEqual(new Set(made))
+    // At least once: duplicates only from attempts the kill interrupted (counted, bounded by the 20).
+    expect(delivered.length - 20).toBeLessThanOrEqual(20)
+    expect(r.got.slice(before).every(verified)).toBe(true)
+    second.child.kill('SIGTERM')
+    await second.exited
+  }, 60_000)
+})
