@@ -11,6 +11,7 @@ import { readsTests } from './reads.js'
 import { link, lock, NOW, put, session, stage, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
 import { sessionsTests } from './sessions.js'
+import { tenantKeysTests } from './tenant-keys.js'
 import { tokensTests } from './tokens.js'
 import { transactionsTests } from './transactions.js'
 
@@ -33,6 +34,7 @@ export function storeContract(harness: StoreHarness): void {
     readsTests(fresh)
     transactionsTests(fresh)
     sessionsTests(fresh)
+    tenantKeysTests(fresh)
     formulasTests(fresh)
     guardTests(fresh)
     expiryTests(fresh)
