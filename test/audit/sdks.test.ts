@@ -51,11 +51,12 @@ afterAll(async () => {
 
 describe('logs through the SDKs', () => {
   it('legacy bt.logs.list filters by entity and date and pages', async () => {
-    const bt = await new BasisTheory().init(management, { apiBaseUrl: url, disableTelemetry: true })
+    const options = { apiBaseUrl: url, disableTelemetry: true }
+    const bt = await new BasisTheory().init(management, options)
     const page = await bt.logs.list({ entityType: 'token', page: 1, size: 2 })
     expect(page.data.map((e) => e.entityId)).toEqual([tokenIds[2], tokenIds[1]])
     expect(page.data[0]).toMatchObject({ entityType: 'token', operation: 'create', actorType: 'application' })
-    const one = await bt.logs.list({ entityType: 'token', entityId: tokenIds[0] })
+    const one = await bt.logs.list({ entityType: 'token', entityId: tokenIds[0]! })
     expect(one.data).toHaveLength(1)
     const dated = await bt.logs.list({
       entityType: 'token',
