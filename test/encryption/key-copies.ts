@@ -70,18 +70,14 @@ export async function shreddingHoldsOnCopies(open: () => Promise<Store>, copyNow
   await service.admin.rotateMasterKey(newMaster)
   await service.close()
 
-  const afterStore = await after()
-  expect(await readWith(afterStore, oldMaster, gone.key, goneIds)).toEqual(['unreadable', 'unreadable'])
-  expect(await readWith(afterStore, oldMaster, kept.key, [keptId])).toEqual(['kept'])
-  const beforeStore = await before()
+  expect(await readWith(await after(), oldMaster, gone.key, goneIds)).toEqual(['unreadable', 'unreadable'])
+  expect(await readWith(await after(), oldMaster, kept.key, [keptId])).toEqual(['kept'])
   // What a backup taken before needs to stop opening: the old master key gone.
-  expect(await readWith(beforeStore, oldMaster, gone.key, goneIds)).toEqual(['v1-secret', 'v2-secret'])
-  const reopenedBefore = await before()
-  const withNewKey = await readWith(reopenedBefore, newMaster, gone.key, goneIds).catch((e: Error) => [
+  expect(await readWith(await before(), oldMaster, gone.key, goneIds)).toEqual(['v1-secret', 'v2-secret'])
+  const withNewKey = await readWith(await before(), newMaster, gone.key, goneIds).catch((e: Error) => [
     e.message,
   ])
   expect(withNewKey.join(' ')).not.toMatch(/secret/)
   // The live store reads the other tenant with the new master key alone.
-  const live = await open()
-  expect(await readWith(live, newMaster, kept.key, [keptId])).toEqual(['kept'])
+  expect(await readWith(await open(), newMaster, kept.key, [keptId])).toEqual(['kept'])
 }
