@@ -169,7 +169,8 @@ export const CLI_OPTIONS: readonly CliOption[] = [
   },
   {
     flag: 'seed',
-    env: 'TOKENVAULT_SEED',
+    // Not TOKENVAULT_SEED: that is the test suites' fuzz seed, and a replay must not reach the CLI.
+    env: 'TOKENVAULT_SEED_FILE',
     value: 'file',
     description: 'a fixture (JSON) loaded at start on an empty store, in any mode',
   },
@@ -262,32 +263,98 @@ export function parseArgsOptions() {
   return table
 }
 
-/** `--help`: every option with its environment variable and default. */
-export function usage(): string {
-  const lines = CLI_OPTIONS.map((o) => {
+/** `text` in lines of at most `width` columns (a longer word stays whole). */
+export function wrap(text: string, width: number): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line)
+      line = word
+    } else line = line === '' ? word : `${line} ${word}`
+  }
+  if (line !== '') lines.push(line)
+  return lines
+}
+
+/** The column where option descriptions start in `--help`. */
+const DESCRIPTION_COLUMN = 28
+
+/** One option's `--help` entry: the flag, then its description wrapped to `width` columns. */
+function optionHelp(head: string, text: string, width: number): string[] {
+  const body = wrap(text, Math.max(30, width - DESCRIPTION_COLUMN))
+  const indent = ' '.repeat(DESCRIPTION_COLUMN)
+  if (`${head}  `.length > DESCRIPTION_COLUMN) return [head, ...body.map((l) => indent + l)]
+  return [`${head}  `.padEnd(DESCRIPTION_COLUMN) + body[0], ...body.slice(1).map((l) => indent + l)]
+}
+
+/** The closest flag to an unknown `given` (at most 2 edits away, or one it begins), for "did you mean". */
+export function closestFlag(given: string): string | undefined {
+  const flags = [...CLI_OPTIONS.map((o) => o.flag), 'help', 'version']
+  let best: string | undefined
+  let bestDistance = 3
+  for (const flag of flags) {
+    const d = given.length >= 3 && flag.startsWith(given) ? 1 : editDistance(given, flag)
+    if (d < bestDistance) {
+      best = flag
+      bestDistance = d
+    }
+  }
+  return best
+}
+
+/** The Levenshtein distance of two short strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution)
+    }
+    previous = current
+  }
+  return previous[b.length]!
+}
+
+/** `--help`: every option with its environment variable and default, wrapped to `width` columns. */
+export function usage(width = 80): string {
+  const lines = CLI_OPTIONS.flatMap((o) => {
     const head = o.boolean ? `  --${o.flag}` : `  --${o.flag} <${o.value}>`
     const tail = [`env ${o.env}`, o.default !== undefined ? `default ${o.default}` : '']
       .filter(Boolean)
       .join('; ')
-    return `${`${head}  `.padEnd(28)}${o.description} (${tail})`
+    return optionHelp(head, `${o.description} (${tail})`, width)
   })
-  return [
+  const synopsis = [
     'Usage: tokenvault serve [options]',
     '       tokenvault keys create --store <store> [--tenant <id>] [--management-key <key>]',
     '       tokenvault keys rotate-master --store <store> [--master-key-file <old>] [--new-master-key-file <new>] [--retire-old-key]',
     '       tokenvault keys rotate | reencrypt --store <store> [--tenant <id>] [--batch-size <n>]',
     '       tokenvault keys destroy --store <store> --tenant <id>',
     '       tokenvault --version',
+  ].flatMap((line) => {
+    // A synopsis longer than the terminal goes on under its command, indented.
+    const [lead = '', ...rest] = wrap(line, width - 11)
+    return [line.startsWith(' ') ? `       ${lead}` : lead, ...rest.map((l) => `           ${l}`)]
+  })
+  return [
+    ...synopsis,
     '',
-    'serve: serves the tokenvault HTTP API. keys create: mints a new management key for an existing store',
-    "(prints it once). keys rotate-master: re-wraps a stopped store's data keys under a new master key. keys rotate: a new data-key",
-    'version for a tenant (or all); keys reencrypt: re-seals older versions and retires them (progress on stderr); keys destroy:',
-    "crypto-shreds a tenant's keys. Every option can also come from its environment variable; flags win.",
+    ...wrap(
+      [
+        'serve: serves the tokenvault HTTP API. keys create: mints a new management key for an existing store',
+        "(prints it once). keys rotate-master: re-wraps a stopped store's data keys under a new master key. keys rotate: a new data-key",
+        'version for a tenant (or all); keys reencrypt: re-seals older versions and retires them (progress on stderr); keys destroy:',
+        "crypto-shreds a tenant's keys. Every option can also come from its environment variable; flags win.",
+      ].join(' '),
+      width,
+    ),
     '',
     'Options:',
     ...lines,
-    `${'  -v, --version'.padEnd(28)}print the version`,
-    `${'  -h, --help'.padEnd(28)}show this help`,
+    `${'  -v, --version'.padEnd(DESCRIPTION_COLUMN)}print the version`,
+    `${'  -h, --help'.padEnd(DESCRIPTION_COLUMN)}show this help`,
     '',
   ].join('\n')
 }

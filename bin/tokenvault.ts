@@ -11,8 +11,16 @@ import {
   rotateDataKeys,
   rotateMasterKeyFile,
 } from './keys.js'
+import { verificationLine, verifyStoreLogs } from './logs.js'
 import { isPublishedKey, loadMasterKey } from './master-key.js'
-import { BOUND_FLAGS, type BoundOption, parseArgsOptions, resolveOptions, usage } from './options.js'
+import {
+  BOUND_FLAGS,
+  type BoundOption,
+  closestFlag,
+  parseArgsOptions,
+  resolveOptions,
+  usage,
+} from './options.js'
 import { serve } from './serve.js'
 import { stopOnSignals } from './signals.js'
 import { postgresUrlProblem } from './store-errors.js'
@@ -34,7 +42,8 @@ function version(): string {
   return 'unknown'
 }
 
-const USAGE = usage()
+/** `--help` wrapped to the terminal (80 columns when stdout is not one). */
+const USAGE = usage(process.stdout.columns || Number(process.env['COLUMNS']) || 80)
 
 function fail(message: string): never {
   process.stderr.write(`tokenvault: ${message}\n\n${USAGE}`)
@@ -57,6 +66,7 @@ const COMMANDS = [
   'keys rotate',
   'keys reencrypt',
   'keys destroy',
+  'logs verify',
 ]
 
 async function main(argv: string[]) {
@@ -64,7 +74,7 @@ async function main(argv: string[]) {
   try {
     flags = parseArgs({ args: argv, allowPositionals: true, options: parseArgsOptions() })
   } catch (error) {
-    fail(error instanceof Error ? error.message : String(error))
+    fail(unknownOptionMessage(error))
   }
   if (flags.values['help']) {
     process.stdout.write(USAGE)
@@ -107,7 +117,7 @@ async function main(argv: string[]) {
   const command = flags.positionals.join(' ')
   if (!COMMANDS.includes(command))
     fail(
-      'the commands are serve, keys create, keys rotate-master, keys rotate, keys reencrypt and keys destroy',
+      'the commands are serve, keys create, keys rotate-master, keys rotate, keys reencrypt, keys destroy and logs verify',
     )
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
@@ -165,7 +175,7 @@ async function main(argv: string[]) {
       seed = JSON.parse(readFileSync(values.seed, 'utf8'))
     } catch (error) {
       fail(
-        `--seed (TOKENVAULT_SEED): ${values.seed} is not a readable JSON file: ${error instanceof Error ? error.message : String(error)}`,
+        `--seed (TOKENVAULT_SEED_FILE): ${values.seed} is not a readable JSON file: ${error instanceof Error ? error.message : String(error)}`,
       )
     }
   }
@@ -184,6 +194,18 @@ async function main(argv: string[]) {
       ...(values.tenant ? { tenant: values.tenant } : {}),
       ...(values['batch-size'] ? { batchSize: batchSizeOf(values['batch-size']) } : {}),
     })
+    return
+  }
+  if (command === 'logs verify') {
+    const key = typeof masterKey === 'function' ? masterKey() : masterKey
+    const results = await verifyStoreLogs({
+      store: values.store,
+      ...(key ? { masterKey: key } : {}),
+      ...(values.tenant ? { tenant: values.tenant } : {}),
+    })
+    for (const r of results) process.stdout.write(`${verificationLine(r)}\n`)
+    // Exit status 1 when a log is broken, so scripts and monitors can act on it.
+    if (results.some((r) => !r.result.ok)) process.exitCode = 1
     return
   }
   if (command === 'keys create') {
@@ -265,6 +287,15 @@ function masterKeyOf(
     return loaded.key
   }
   return later && !env && !file && !existsSync('.tokenvault.key') ? load : load()
+}
+
+/** parseArgs's error, with "did you mean" for an unknown option close to a known one. */
+function unknownOptionMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const unknown = /^Unknown option '--([^'=]+)'/.exec(message)?.[1]
+  if (unknown === undefined) return message
+  const near = closestFlag(unknown)
+  return `unknown option --${unknown}${near ? `; did you mean --${near}?` : ''}`
 }
 
 /** Why the CLI refuses a published master key, and the command that rotates it away. */
