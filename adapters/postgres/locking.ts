@@ -134,6 +134,10 @@ function opNames(op: Op): string[] {
       return [name('idempotency', op.record.tenant_id, op.record.id)]
     case 'idempotency.delete':
       return [name('idempotency', op.tenant_id, op.id)]
+    case 'proxy.put':
+      return [name('proxy', op.proxy.tenant_id, op.proxy.id)]
+    case 'proxy.delete':
+      return [name('proxy', op.tenant_id, op.id)]
     case 'webhook.put':
       return [name('webhook', op.webhook.tenant_id, op.webhook.id)]
     case 'webhook.delete':

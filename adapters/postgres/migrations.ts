@@ -2,6 +2,7 @@ import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
 import { logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
+import { proxyTablesSql } from './proxies.js'
 import { countsSql, tablesSql } from './schema.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -24,6 +25,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 1,
     name: 'initial schema',
     sql: (s) => tablesSql(s) + countsSql(s) + writeFunctionSql(s),
+  },
+  {
+    // Pre-configured proxies: their table and index, and the write function that knows their ops.
+    version: 2,
+    name: 'proxies',
+    sql: (s) => proxyTablesSql(s) + writeFunctionSql(s),
   },
   {
     // The audit log: its table and indexes, and the write function that knows its ops.

@@ -7,6 +7,7 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredFormula,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTransaction,
@@ -45,6 +46,8 @@ export type Reads = Omit<
   | 'listOutbox'
   | 'listDueOutbox'
   | 'listLogs'
+  | 'getProxy'
+  | 'listProxies'
 >
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
@@ -371,7 +374,8 @@ export function reads(t: Tables, query: Query): Reads {
           ${all(t.sessions)} AS sessions,
           ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
           ${all(t.idempotency)} AS idempotency,
-          ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox`,
+          ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
+          ${all(`${t.schema}.proxies`)} AS proxies`,
       })
       const row = rows[0] as Record<keyof StoreDump, string>
       const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
@@ -394,6 +398,7 @@ export function reads(t: Tables, query: Query): Reads {
         idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
         webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
         outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
+        proxies: sorted<StoredProxy>(row.proxies, (x) => k(x.tenant_id, x.id)),
       }
     },
   }

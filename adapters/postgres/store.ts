@@ -11,6 +11,7 @@ import { LockKeys } from './locking.js'
 import { logReads } from './logs.js'
 import { migrate } from './migrations.js'
 import { webhookReads } from './outbox.js'
+import { proxyReads } from './proxies.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
 import { pgWriter } from './writes.js'
@@ -228,6 +229,7 @@ function openStore(
   }
   const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const hooks = webhookReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const proxies = proxyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const logs = logReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const keys = keyCache(
     keyCacheMs,
@@ -274,6 +276,8 @@ function openStore(
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
     listReactors: (tenantId, q) => guard(() => read.listReactors(tenantId, q)),
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
+    getProxy: (tenantId, id) => guard(() => proxies.getProxy(tenantId, id)),
+    listProxies: (tenantId, q) => guard(() => proxies.listProxies(tenantId, q)),
     getWebhook: (tenantId, id) => guard(() => hooks.getWebhook(tenantId, id)),
     listWebhooks: (tenantId, range) => guard(() => hooks.listWebhooks(tenantId, range)),
     getOutbox: (tenantId, id) => guard(() => hooks.getOutbox(tenantId, id)),

@@ -1,5 +1,6 @@
 import { logOpsSql } from './logs.js'
 import { webhookChecksSql, webhookOpsSql } from './outbox.js'
+import { proxyOpsSql } from './proxies.js'
 
 /**
  * The key hashes an application row `alias` holds, as a set-returning SQL expression: those of its
@@ -324,7 +325,7 @@ ${insertToken(s)}
         SET claim = EXCLUDED.claim, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
       WHEN 'idempotency.delete' THEN
         DELETE FROM ${s}.idempotency WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
-${webhookOpsSql(s)}${logOpsSql(s)}      ELSE
+${webhookOpsSql(s)}${logOpsSql(s)}${proxyOpsSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown op %', _o ->> 'op';
     END CASE;
   END LOOP;

@@ -156,6 +156,14 @@ class PrototypeStore implements Store {
     this.#count('getIdempotency')
     return this.#inner.getIdempotency(...a)
   }
+  getProxy(...a: Parameters<Store['getProxy']>) {
+    this.#count('getProxy')
+    return this.#inner.getProxy(...a)
+  }
+  listProxies(...a: Parameters<Store['listProxies']>) {
+    this.#count('listProxies')
+    return this.#inner.listProxies(...a)
+  }
   getWebhook(...a: Parameters<Store['getWebhook']>) {
     this.#count('getWebhook')
     return this.#inner.getWebhook(...a)
@@ -221,6 +229,8 @@ const CONTRACT_METHODS = [
   'getReactor',
   'listReactors',
   'getIdempotency',
+  'getProxy',
+  'listProxies',
   'getWebhook',
   'listWebhooks',
   'getOutbox',
@@ -305,6 +315,8 @@ describe('a store written as a class', () => {
       getReactor: () => store.getReactor('t', 'r'),
       listReactors: () => store.listReactors('t', page),
       getIdempotency: () => store.getIdempotency('t', 'i'),
+      getProxy: () => store.getProxy('t', 'p'),
+      listProxies: () => store.listProxies('t', page),
       getWebhook: () => store.getWebhook('t', 'w'),
       listWebhooks: () => store.listWebhooks('t', page),
       getOutbox: () => store.getOutbox('t', 'o'),
