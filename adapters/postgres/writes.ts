@@ -7,6 +7,7 @@ import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './group
 import { prepared } from './keys.js'
 import { type LockKeys, plainCreateNames, recordNames } from './locking.js'
 import { onlyContainerTerm, plainCreate, type WriteArguments, writeArguments } from './ops.js'
+import { pause, retryPauseMs } from './retry.js'
 import type { Statements, Tables } from './statements.js'
 
 /** What the writes of one store go through: its pool, schema, statements, lock keys and tenant gate. */
@@ -24,7 +25,7 @@ type Batch = { checks?: Check[]; ops: Op[] }
 
 /** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
 const RETRY = new Set(['40P01', '40001'])
-/** How many times one write is tried when the database answers one of `RETRY`; again at once, no back-off. */
+/** How many times one write is tried when the database answers one of `RETRY`, with a jittered pause between (`retryPauseMs`). */
 const SERIALIZATION_ATTEMPTS = 10
 
 /** A write's result from `tv_write`'s answer: -1 applied, else the index of the guard that failed. */
@@ -128,7 +129,10 @@ async function writeAlone(d: WriteDeps, tenant: string, checks: Check[], ops: Op
       // The first guard, `token.absent`, failed: its put met the row (the call wrote nothing).
       if (absentIsKey && isTokenConflict(error, d.schema)) return { ok: false, failed: checks[0]! }
       const code = (error as { code?: unknown }).code
-      if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) continue
+      if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) {
+        await pause(retryPauseMs(attempt))
+        continue
+      }
       throw error
     }
   }
