@@ -4,6 +4,7 @@ import { type FaultRegistry, faultRegistry, withFaults, withFetchFaults } from '
 import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../adapters/http/index.js'
 import { createService } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import { toProvider } from '../src/encryption/index.js'
 import { type ManualClock, manualClock } from '../src/kernel/clock.js'
 import type { FormulaRunner } from '../src/kernel/runner.js'
 import type { AccessRule, Application, Permission, Tenant } from '../src/kernel/types.js'
@@ -128,8 +129,11 @@ export interface TestVault {
   webhooks: WebhookKit
 }
 
-/** The test vault's master key: fixed, so snapshots restore into any test vault; no real secret. */
-const TEST_MASTER_KEY = Buffer.alloc(32, 0x54)
+/**
+ * The test vault's master key: fixed, so snapshots restore into any test vault; no real secret.
+ * One provider for every test vault and fork (making one hashes the key).
+ */
+const TEST_MASTER_KEY = toProvider(Buffer.alloc(32, 0x54))
 
 const EVERYTHING: AccessRule = {
   description: 'every token, in the clear',

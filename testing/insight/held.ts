@@ -1,4 +1,4 @@
-import { Keyring, toProvider } from '../../src/encryption/index.js'
+import { type KeyProvider, Keyring, type MasterKey, toProvider } from '../../src/encryption/index.js'
 import { openToken, type Sealing } from '../../src/encryption/sealing.js'
 import type { Json, Op, StoredToken } from '../../src/kernel/types.js'
 import type { Store, StoreDump } from '../../src/store/contract.js'
@@ -21,19 +21,18 @@ export class HeldPlaintexts {
   /** Records written since the last check, opened, by index key. */
   private readonly pending = new Map<string, { tokenId: string; data: Json }>()
   private readonly keyring: Keyring
+  private readonly provider: KeyProvider
   private readonly sealing: Sealing
   /** Token ids made by `leaks.canary()`: findings name them as canaries. */
   readonly canaries = new Set<string>()
   /** Records that could not be opened (a key this kit could not unwrap): they are not searched. */
   unreadable = 0
 
-  constructor(
-    store: Store,
-    private readonly masterKey: Uint8Array,
-    leaks = new LeakLayers(),
-  ) {
+  constructor(store: Store, masterKey: MasterKey, leaks = new LeakLayers()) {
     this.leaks = leaks
-    this.keyring = new Keyring(store, [toProvider(masterKey)])
+    // One provider for this index and its forks: making one hashes the key.
+    this.provider = toProvider(masterKey)
+    this.keyring = new Keyring(store, [this.provider])
     const keyring = this.keyring
     this.sealing = {
       keyOf: (tenantId: string, version?: number) => keyring.keyFor(tenantId, version),
@@ -101,7 +100,7 @@ export class HeldPlaintexts {
 
   /** A copy over `store` (a fork of this one's store), in time independent of what it holds. */
   fork(store: Store): HeldPlaintexts {
-    const copy = new HeldPlaintexts(store, this.masterKey, this.index().fork())
+    const copy = new HeldPlaintexts(store, this.provider, this.index().fork())
     for (const id of this.canaries) copy.canaries.add(id)
     return copy
   }

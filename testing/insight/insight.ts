@@ -1,3 +1,4 @@
+import type { MasterKey } from '../../src/encryption/index.js'
 import type { Json, Op, Token } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
 import { Accounting, type Exposure } from './accounting.js'
@@ -37,7 +38,7 @@ interface Parts {
  */
 export function vaultInsight(
   store: Store,
-  masterKey: Uint8Array,
+  masterKey: MasterKey,
   create: ((type: string, data: Json) => Promise<Token>) | null,
   from?: Parts,
 ): VaultInsight {
