@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http'
 import {
   ServiceError,
   STATUS_BY_CODE,
@@ -25,49 +26,6 @@ export const STORE_ANSWERS: Record<StoreErrorCode, { status: number; retryAfter?
     corrupt: { status: 500, detail: 'The store could not read back what it holds.' },
   }
 
-/** Reason phrases of the 4xx and 5xx statuses (RFC 9110 and the IANA registry). */
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  402: 'Payment Required',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  406: 'Not Acceptable',
-  407: 'Proxy Authentication Required',
-  408: 'Request Timeout',
-  409: 'Conflict',
-  410: 'Gone',
-  411: 'Length Required',
-  412: 'Precondition Failed',
-  413: 'Content Too Large',
-  414: 'URI Too Long',
-  415: 'Unsupported Media Type',
-  416: 'Range Not Satisfiable',
-  417: 'Expectation Failed',
-  421: 'Misdirected Request',
-  422: 'Unprocessable Content',
-  423: 'Locked',
-  424: 'Failed Dependency',
-  425: 'Too Early',
-  426: 'Upgrade Required',
-  428: 'Precondition Required',
-  429: 'Too Many Requests',
-  431: 'Request Header Fields Too Large',
-  451: 'Unavailable For Legal Reasons',
-  500: 'Internal Server Error',
-  501: 'Not Implemented',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-  505: 'HTTP Version Not Supported',
-  506: 'Variant Also Negotiates',
-  507: 'Insufficient Storage',
-  508: 'Loop Detected',
-  510: 'Not Extended',
-  511: 'Network Authentication Required',
-}
-
 /** A failure of the HTTP layer itself (no route, wrong method, body too large, not JSON). */
 export class HttpProblem extends Error {
   override readonly name = 'HttpProblem'
@@ -93,7 +51,7 @@ export interface ProblemBody {
 
 const statusOf = statusOfError
 
-/** An `application/problem+json` answer. `type` is `about:blank`, so `title` is the status phrase. */
+/** An `application/problem+json` answer. `type` is `about:blank`, so `title` is the status phrase (node:http's `STATUS_CODES`). */
 export function problem(
   status: number,
   detail: string,
@@ -102,7 +60,7 @@ export function problem(
 ): Outgoing {
   const body: ProblemBody = {
     type: 'about:blank',
-    title: TITLES[status] ?? (status < 500 ? 'Client Error' : 'Server Error'),
+    title: STATUS_CODES[status] ?? (status < 500 ? 'Client Error' : 'Server Error'),
     status,
     detail,
   }

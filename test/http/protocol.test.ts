@@ -186,7 +186,7 @@ describe('request bodies', () => {
       duplex: 'half',
     } as RequestInit)
     const answer = await problem(await handler(request), 413)
-    expect(answer.title).toBe('Content Too Large')
+    expect(answer.title).toBe('Payload Too Large')
     expect(counter.pulls).toBeLessThanOrEqual(1)
   })
 

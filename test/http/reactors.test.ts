@@ -206,7 +206,7 @@ describe('reactors over HTTP', () => {
           422,
         )
       ).title,
-    ).toBe('Unprocessable Content')
+    ).toBe('Unprocessable Entity')
     const refused = await make('THROW_402')
     const body = await problem(
       await call('POST', `/reactors/${refused.id}/react`, { key: keys.full, body: args }),
