@@ -1,7 +1,7 @@
 import type { Principal } from '../applications/index.js'
 import type { ActorType, WriteEffectContext, WriteEffects } from '../kernel/index.js'
 import { withWriteEffects } from '../kernel/index.js'
-import { delegatingStore, type Store } from '../store/index.js'
+import type { Store } from '../store/index.js'
 
 /** What a call is, beside its caller: its operation name and the request it came in (HTTP). */
 export interface CallInfo {
@@ -23,7 +23,13 @@ export function storeWithEffects(
   context: () => WriteEffectContext,
 ): Store {
   if (!effects.length) return store
-  return delegatingStore(store, { write: withWriteEffects((batch) => store.write(batch), effects, context) })
+  // One per call: the wrapper inherits every read of `store` (whose methods are bound: the service's
+  // store is built by `delegatingStore`) and owns only `write`, instead of binding every method anew.
+  const wrapped = Object.create(store) as Store
+  Object.defineProperty(wrapped, 'write', {
+    value: withWriteEffects((batch) => store.write(batch), effects, context),
+  })
+  return wrapped
 }
 
 /** The effect context of a key's call: its tenant, its principal as actor, its operation and instant. */
