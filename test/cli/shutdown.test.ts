@@ -27,7 +27,7 @@ function get(url: string, agent?: Agent) {
   )
 }
 
-it('on SIGTERM with a 500 ms shutdown delay: /readyz 503, idle keep-alive closed, the request in flight answered, exit right after', async () => {
+it('on SIGTERM with a 1 s shutdown delay: /readyz 503, idle keep-alive closed, the request in flight answered, exit right after', async () => {
   const cli = start([
     'serve',
     '--port',
@@ -40,7 +40,7 @@ it('on SIGTERM with a 500 ms shutdown delay: /readyz 503, idle keep-alive closed
     '--admin-token',
     ADMIN,
     '--shutdown-delay-ms',
-    '500',
+    '1000',
   ])
   const url = (await cli.line(1)).slice('listening on '.length)
   const added = await fetch(`${url}/_test/faults`, {
