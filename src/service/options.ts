@@ -116,6 +116,14 @@ export interface ServiceOptions {
    */
   webhookSigningKey?: string
   /**
+   * `auto`: a write that owes deliveries starts a delivery pass at once, in this process.
+   * `manual`: this process only writes the outbox; deliveries go out when
+   * `service.admin.webhooks.deliverDue()` runs (here or in another process on the same store: a
+   * delivery worker).
+   * @default 'auto'
+   */
+  webhookDelivery?: 'auto' | 'manual'
+  /**
    * Webhook deliveries and callbacks one tenant may have pending (not yet delivered or given up). A
    * write whose events would take it past this answers 429 with `Retry-After`, and changes nothing.
    * @default 10000

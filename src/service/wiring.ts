@@ -262,6 +262,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     egress,
     origins: () => resolved.reactorEgress,
     signingKey: options.webhookSigningKey,
+    deliverAfterWrites: options.webhookDelivery !== 'manual',
     maxPendingPerTenant: atLeastOne(
       options.maxPendingDeliveriesPerTenant,
       DEFAULT_PENDING_DELIVERIES_PER_TENANT,

@@ -20,6 +20,8 @@ export function webhookRuntime(deps: {
   origins: () => readonly string[]
   signingKey: string | undefined
   maxPendingPerTenant: number
+  /** Whether a write that made outbox entries starts a delivery pass at once (else only `deliverDue`). */
+  deliverAfterWrites: boolean
 }): WebhookRuntime {
   const signer = webhookSigner(deps.signingKey)
   const dispatcher = new Dispatcher({
@@ -37,7 +39,7 @@ export function webhookRuntime(deps: {
       derive: derive.derive,
       // The first attempt follows the write at once (no timer: the pass runs on the event loop now).
       settled: (_context, ops, outcome) => {
-        if (outcome === 'ok' && ops.length) dispatcher.kick()
+        if (outcome === 'ok' && ops.length && deps.deliverAfterWrites) dispatcher.kick()
       },
     },
   }

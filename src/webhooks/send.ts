@@ -10,11 +10,11 @@ const MAX_ANSWER_BYTES = 64 * 1024
  * The request of one attempt: a webhook event as the reference delivers it (`{ event, delivered_at }`,
  * keys sorted, signed: `BT-SIGNATURE`, `BT-SIGNATURE-VERSION: v1`), or a callback's body as stored.
  */
-export function deliveryRequest(
+export async function deliveryRequest(
   deps: Pick<DispatcherDeps, 'signer'>,
   entry: OutboxEntry,
   now: string,
-): { body: string; headers: Record<string, string> } {
+): Promise<{ body: string; headers: Record<string, string> }> {
   if (entry.kind === 'callback') {
     return {
       body: entry.body,
@@ -27,7 +27,7 @@ export function deliveryRequest(
     headers: {
       'content-type': 'application/json',
       'user-agent': 'tokenvault-webhooks',
-      [SIGNATURE_HEADER.toLowerCase()]: deps.signer.sign(body),
+      [SIGNATURE_HEADER.toLowerCase()]: await deps.signer.sign(body),
       [SIGNATURE_VERSION_HEADER.toLowerCase()]: SIGNATURE_VERSION,
     },
   }
@@ -45,7 +45,7 @@ export async function sendEntry(
 ): Promise<OutboxAttempt> {
   const at = deps.clock.now().toISOString()
   try {
-    const { body, headers } = deliveryRequest(deps, entry, at)
+    const { body, headers } = await deliveryRequest(deps, entry, at)
     const response = await deps.egress(
       deps.origins(),
       { url: entry.url, method: 'POST', headers, body },
