@@ -38,6 +38,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
   const { prefixes } = deps
   const keyHeader = names(prefixes, 'api-key')
   const urlHeader = names(prefixes, 'proxy-url')
+  const proxyKeyHeader = names(prefixes, 'proxy-key')
   const idempotencyHeader = names(prefixes, 'idempotency-key')
   return async (incoming: Incoming, method: string, path: string, search: string): Promise<Outgoing> => {
     try {
@@ -54,11 +55,14 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         const idempotencyKey =
           method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)
         const client = deps.clientFor(apiKey, idempotencyKey)
+        const { proxyKey, query } = keyFromQuery(search)
+        const key = deps.first(incoming, proxyKeyHeader) ?? proxyKey
         const answer = await client.proxy.invoke({
           method,
           ...(deps.first(incoming, urlHeader) === null ? {} : { url: deps.first(incoming, urlHeader)! }),
+          ...(key === null ? {} : { proxy_key: key }),
           path: path.slice('/proxy'.length),
-          query: search,
+          query,
           headers: incoming.headers?.() ?? {},
           body,
         })
@@ -68,6 +72,20 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       return proxyError(error)
     }
   }
+}
+
+/** The query without its `bt-proxy-key` parameter (the reference's other place for the key), and that key. */
+function keyFromQuery(search: string): { proxyKey: string | null; query: string } {
+  if (!/(^|&)(bt|svc)-proxy-key=/i.test(search)) return { proxyKey: null, query: search }
+  const params = new URLSearchParams(search)
+  let proxyKey: string | null = null
+  for (const name of [...params.keys()]) {
+    if (/^(bt|svc)-proxy-key$/i.test(name)) {
+      proxyKey ??= params.get(name)
+      params.delete(name)
+    }
+  }
+  return { proxyKey, query: params.toString() }
 }
 
 /** The raw body (null when none), at most `maxBytes` (413 past it). */

@@ -99,6 +99,17 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/applications/:id/keys/:key', op(200, (c, [id, k]) => c.applicationKeys.get(id!, k!))],
   ['DELETE', '/applications/:id/keys/:key', op(204, (c, [id, k]) => c.applicationKeys.delete(id!, k!))],
 
+  ['POST', '/proxies', op(201, (c, _p, _q, b) => c.proxies.create(b))],
+  ['GET', '/proxies', list((c, _p, q) => c.proxies.list(q))],
+  ['GET', '/proxies/:id', op(200, (c, [id]) => c.proxies.get(id!))],
+  ['PUT', '/proxies/:id', op(200, (c, [id], _q, b) => c.proxies.update(id!, b))],
+  [
+    'PATCH',
+    '/proxies/:id',
+    { ...op(200, (c, [id], _q, b) => c.proxies.patch(id!, b)), mediaType: 'application/merge-patch+json' },
+  ],
+  ['DELETE', '/proxies/:id', op(204, (c, [id]) => c.proxies.delete(id!))],
+
   ['GET', '/tenants/self', op(200, (c) => c.tenants.self())],
   ['GET', '/permissions', list((c, _p, q) => c.permissions.list(q))],
   ...HOSTED_ROUTES,

@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import type { Ctx, Principal } from '../kernel/index.js'
-import { forbidden, invalid, parse } from '../kernel/index.js'
+import { forbidden, invalid, parse, ServiceError } from '../kernel/index.js'
 import { detokenizedBody } from './bodies.js'
 import {
   answerOf,
@@ -10,6 +10,7 @@ import {
   type ProxyAnswer,
   send,
 } from './forward.js'
+import { proxyByKey } from './proxies.js'
 
 const encoder = new TextEncoder()
 
@@ -25,6 +26,8 @@ export const proxyCallInput = v.strictObject({
   ),
   /** The destination (`BT-PROXY-URL`); absent when `proxy_key` names a pre-configured proxy. */
   url: v.optional(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters'))),
+  /** A pre-configured proxy's key (`BT-PROXY-KEY`): its destination is used instead of `url`. */
+  proxy_key: v.optional(v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
   /** The path after `/proxy`, appended to the destination's. */
   path: v.optional(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')), ''),
   /** The query string, without `?`, appended to the destination's. */
@@ -60,14 +63,25 @@ export function bodyBytes(call: ParsedProxyCall): Uint8Array | null {
  */
 export async function ephemeralCall(ctx: Ctx, call: ParsedProxyCall): Promise<ProxyAnswer> {
   if (!mayUseTokens(ctx.principal)) throw forbidden('the proxy needs the token:use permission')
-  if (call.url === undefined || call.url === '')
-    throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
-  const url = destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
+  const url = await destinationOf(ctx, call)
   const given = bodyBytes(call)
   const headers = forwardedHeaders(call.headers)
   const body = given === null ? null : await detokenizedBody(ctx, given, headers['content-type'])
   const response = await send(ctx, { url, method: call.method, headers, body }, 'BT-PROXY-URL')
   return answerOf(response)
+}
+
+/** Where a call goes: its pre-configured proxy's destination (`proxy_key`), else `url`. */
+async function destinationOf(ctx: Ctx, call: ParsedProxyCall): Promise<string> {
+  if (call.proxy_key !== undefined && call.proxy_key !== '') {
+    const proxy = await proxyByKey(ctx, call.proxy_key)
+    if (proxy.request_transform || proxy.response_transform)
+      throw new ServiceError('formula_invalid', 'proxy transforms are not run by this version of the vault')
+    return destinationUrl(proxy.destination_url, call.path, call.query, 'BT-PROXY-KEY')
+  }
+  if (call.url === undefined || call.url === '')
+    throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
+  return destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
 }
 
 /** The proxy operations of a client: `invoke` one call (ephemeral, or a pre-configured proxy's by `proxy_key`). */

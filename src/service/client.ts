@@ -8,7 +8,7 @@ import { childOperations } from '../associations/index.js'
 import { logOperations } from '../audit/index.js'
 import type { Ctx } from '../kernel/index.js'
 import { refuseBadText } from '../kernel/index.js'
-import { proxyOperations } from '../proxy/index.js'
+import { proxiesOperations, proxyOperations } from '../proxy/index.js'
 import { formulaOperations, reactorOperations } from '../reactors/index.js'
 import { sessionOperations } from '../sessions/index.js'
 import { tokenOperations } from '../tokens/index.js'
@@ -45,6 +45,8 @@ export interface Client {
   logs: ReturnType<typeof logOperations>
   /** The proxy (`/proxy`): a request sent on with its detokenization expressions replaced. */
   proxy: ReturnType<typeof proxyOperations>
+  /** Pre-configured proxies (`/proxies`). */
+  proxies: ReturnType<typeof proxiesOperations>
 }
 
 /** What `connect` takes beside the key: the transaction to enlist in, the idempotency key. */
@@ -153,6 +155,14 @@ export const OPERATIONS = {
     ReturnType<typeof logOperations>
   >,
   proxy: { invoke: 'proxy.invoke' } satisfies OperationNames<ReturnType<typeof proxyOperations>>,
+  proxies: {
+    create: 'proxy.create',
+    list: 'proxy.list',
+    get: 'proxy.get',
+    update: 'proxy.update',
+    patch: 'proxy.patch',
+    delete: 'proxy.delete',
+  } satisfies OperationNames<ReturnType<typeof proxiesOperations>>,
 }
 
 /**
@@ -310,6 +320,10 @@ export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions
     get proxy() {
       groups.proxy ??= bind(proxyOperations, OPERATIONS.proxy)
       return groups.proxy
+    },
+    get proxies() {
+      groups.proxies ??= bind(proxiesOperations, OPERATIONS.proxies)
+      return groups.proxies
     },
   }
 }

@@ -17,6 +17,7 @@ let server: Server
 let base = ''
 let privateKey = ''
 let tokenId = ''
+let managementKey = ''
 
 beforeAll(async () => {
   destination = await loopbackDestination()
@@ -38,6 +39,14 @@ beforeAll(async () => {
   tokenId = (
     await service.connect(privateKey).tokens.create({ type: 'card', data: { number: '4242424242424242' } })
   ).id
+  managementKey = (
+    await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'management',
+      type: 'management',
+      permissions: ['proxy:create', 'proxy:read', 'proxy:update', 'proxy:delete'],
+    })
+  ).key
   server = createServer(toNodeListener(createHttpHandler(service, { headerPrefix: 'BT', log: () => {} })))
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -91,5 +100,52 @@ describe('legacy SDK: bt.proxy', () => {
     const data = (error as { data: unknown }).data
     const parsed = (typeof data === 'string' ? JSON.parse(data) : data) as { proxy_error: { detail: string } }
     expect(parsed.proxy_error.detail).toContain('Failed to detokenize some tokens: unknown_token_id')
+  })
+})
+
+describe('legacy SDK: bt.proxies', () => {
+  it('create, list, retrieve, update, patch and delete; bt.proxy with BT-PROXY-KEY reaches its destination', async () => {
+    const bt = await sdk(managementKey)
+    const created = await bt.proxies.create({
+      name: 'Stripe',
+      destinationUrl: `${destination.origin}/v1`,
+      configuration: { SECRET: 'canary-config-value' },
+      requireAuth: true,
+    })
+    expect(created).toMatchObject({
+      name: 'Stripe',
+      destinationUrl: `${destination.origin}/v1`,
+      requireAuth: true,
+    })
+    expect(created.key).toEqual(expect.any(String))
+    expect((await bt.proxies.list()).data.map((p) => p.id)).toEqual([created.id])
+    expect((await bt.proxies.retrieve(created.id)).configuration).toEqual({ SECRET: 'canary-config-value' })
+    const updated = await bt.proxies.update(created.id, {
+      name: 'Stripe 2',
+      destinationUrl: `${destination.origin}/v2`,
+      requireAuth: true,
+    })
+    expect(updated.name).toBe('Stripe 2')
+    const patched = await bt.proxies.patch(created.id, { name: 'Stripe 3' })
+    expect(patched).toMatchObject({ name: 'Stripe 3', destinationUrl: `${destination.origin}/v2` })
+
+    const user = await sdk(privateKey)
+    const answer = await user.proxy.post({
+      path: 'charges',
+      headers: { 'BT-PROXY-KEY': created.key as string, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ number: `{{ ${tokenId} | json: '$.number' }}` }),
+    })
+    const got = parsed(answer) as { url: string; body: string }
+    expect(got.url).toBe('/v2/charges')
+    expect(JSON.parse(got.body)).toEqual({ number: '4242424242424242' })
+    // A forged key (another proxy id, or a MAC changed) is 404, as an unknown proxy.
+    const forged = `${(created.key as string).slice(0, -2)}xx`
+    const error = await user.proxy
+      .post({ headers: { 'BT-PROXY-KEY': forged }, body: '{}' })
+      .catch((e: unknown) => e)
+    expect((error as { status: number }).status).toBe(404)
+
+    await bt.proxies.delete(created.id)
+    expect((await bt.proxies.list()).data).toEqual([])
   })
 })
