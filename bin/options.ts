@@ -103,6 +103,14 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     multiple: true,
   },
   {
+    flag: 'egress',
+    env: 'TOKENVAULT_EGRESS',
+    value: 'origin',
+    description:
+      'let the vault send to this origin: the proxy, formula fetch, async react callbacks (https://api.example.com); repeatable (env: comma-separated); off by default',
+    multiple: true,
+  },
+  {
     flag: 'reactor-egress',
     env: 'TOKENVAULT_REACTOR_EGRESS',
     value: 'origin',

@@ -98,7 +98,11 @@ async function main(argv: string[]) {
     'new-master-key-file': resolved['new-master-key-file'] as string | undefined,
     'management-key': resolved['management-key'] as string | undefined,
     'cors-origin': (resolved['cors-origin'] as string[] | undefined) ?? [],
-    'reactor-egress': (resolved['reactor-egress'] as string[] | undefined) ?? [],
+    // --egress is the option's name; --reactor-egress stays as its alias (both lists are allowed).
+    'reactor-egress': [
+      ...((resolved.egress as string[] | undefined) ?? []),
+      ...((resolved['reactor-egress'] as string[] | undefined) ?? []),
+    ],
     'test-mode': resolved['test-mode'] === 'true',
     'admin-token': resolved['admin-token'] as string | undefined,
     'test-clock': one('test-clock'),
