@@ -112,13 +112,31 @@ async function finishPass(
     const written = await placeSweep(deps.keyring, tenant.id, sweep.to, next)
     return { ...base, done: sweep.done, versions: versionsOf(written), finished: false, retireAt }
   }
+  // Proxy configurations are not re-sealed (no guard keeps a concurrent change): the versions they
+  // still use are kept, so they stay readable.
+  const kept = await proxyVersions(deps, tenant.id)
   const written = await deps.keyring.update(tenant.id, async (t, k) => {
     if (k.current !== sweep.to) return null
     const { sweep: _sweep, ...rest } = k
-    return { ...t, keys: { ...rest, versions: k.versions.filter((v) => v.version === k.current) } }
+    const versions = k.versions.filter((v) => v.version === k.current || kept.has(v.version))
+    return { ...t, keys: { ...rest, versions } }
   })
   const finished = keysOf(written).current === sweep.to
   return { ...base, done: sweep.done, versions: versionsOf(written), finished }
+}
+
+/** The data-key versions the tenant's proxy configurations are sealed under. */
+async function proxyVersions(deps: RekeyDeps, tenantId: string): Promise<Set<number>> {
+  const versions = new Set<number>()
+  const PAGE = 100
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await deps.store.listProxies(tenantId, { offset, limit: PAGE })
+    for (const proxy of page.items) {
+      const payload = sealedPayload(proxy.configuration)
+      if (payload !== undefined) versions.add(sealedVersion(payload))
+    }
+    if (page.items.length < PAGE) return versions
+  }
 }
 
 const versionsOf = (tenant: Tenant) => keysOf(tenant).versions.map((v) => v.version)
