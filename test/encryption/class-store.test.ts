@@ -184,6 +184,10 @@ class PrototypeStore implements Store {
     this.#count('listDueOutbox')
     return this.#inner.listDueOutbox(...a)
   }
+  listLogs(...a: Parameters<Store['listLogs']>) {
+    this.#count('listLogs')
+    return this.#inner.listLogs(...a)
+  }
   countRecords(...a: Parameters<Store['countRecords']>) {
     this.#count('countRecords')
     return this.#inner.countRecords(...a)
@@ -236,6 +240,7 @@ const CONTRACT_METHODS = [
   'getOutbox',
   'listOutbox',
   'listDueOutbox',
+  'listLogs',
   'countRecords',
   'listExpired',
   'dump',
@@ -322,6 +327,7 @@ describe('a store written as a class', () => {
       getOutbox: () => store.getOutbox('t', 'o'),
       listOutbox: () => store.listOutbox('t', { limit: 10 }),
       listDueOutbox: () => store.listDueOutbox({ before: now, limit: 10 }),
+      listLogs: () => store.listLogs('t', { order: 'chain', limit: 10 }),
       countRecords: () => store.countRecords('t', 'idempotency'),
       listExpired: () => store.listExpired({ kind: 'token', before: now, limit: 10 }),
       dump: () => store.dump(),

@@ -4,6 +4,7 @@ import type {
   Check,
   FormulaUse,
   IdempotencyRecord,
+  LogEntry,
   Op,
   OutboxEntry,
   Reactor,
@@ -24,6 +25,7 @@ import type {
   DueKey,
   ExpiringKind,
   KeyOwner,
+  LogQuery,
   Page,
   Range,
   ReactorQuery,
@@ -65,6 +67,7 @@ export class ContractModel implements Store {
   private proxies: StoredProxy[] = []
   /** Outbox entries, in any order (reads sort them). */
   private outbox: OutboxEntry[] = []
+  private logs: LogEntry[] = []
 
   async write(batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult> {
     for (const check of batch.checks ?? []) if (!this.holds(check)) return { ok: false, failed: check }
@@ -291,6 +294,12 @@ export class ContractModel implements Store {
       case 'outbox.delete':
         this.outbox = this.outbox.filter(other(op.tenant_id, op.id))
         return
+      case 'log.put':
+        this.logs = [...this.logs.filter(other(op.entry.tenant_id, op.entry.id)), op.entry]
+        return
+      case 'log.delete':
+        this.logs = this.logs.filter(other(op.tenant_id, op.id))
+        return
       default:
         assertNever(op)
     }
@@ -500,6 +509,33 @@ export class ContractModel implements Store {
       (e) => [e.id],
     )
     return json(mine.slice(0, Math.max(0, query.limit)))
+  }
+  /** `listLogs`, by a filter and a sort of every entry of the tenant (the model's way: plain, not fast). */
+  async listLogs(tenantId: string, q: LogQuery) {
+    const mine = this.logs.filter(
+      (e) =>
+        e.tenant_id === tenantId &&
+        (q.entity_type === undefined || e.entity_type === q.entity_type) &&
+        (q.entity_id === undefined || e.entity_id === q.entity_id) &&
+        (q.from === undefined || e.created_at >= q.from) &&
+        (q.to === undefined || e.created_at <= q.to),
+    )
+    const limit = Math.max(0, q.limit)
+    if (q.order === 'chain') {
+      const after = q.after?.id
+      return json(
+        sortBy(
+          mine.filter((e) => after === undefined || e.id > after),
+          (e) => [e.id],
+        ).slice(0, limit),
+      )
+    }
+    const key = (e: { created_at: string; id: string }) => `${e.created_at}\u0001${e.id}`
+    const at = q.after && key(q.after)
+    const sorted = sortBy(mine, (e) => [e.created_at, e.id])
+    const ordered = q.order === 'newest' ? sorted.reverse() : sorted
+    const past = ordered.filter((e) => at === undefined || (q.order === 'newest' ? key(e) < at : key(e) > at))
+    return json(past.slice(0, limit))
   }
   async listDueOutbox(query: { before: string; limit: number; after?: DueKey }) {
     const a = query.after
