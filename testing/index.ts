@@ -10,6 +10,13 @@ export type { StateRecords as ReferenceRecords } from '../src/store/memory-state
 export { MemoryState as ReferenceModel } from '../src/store/memory-state.js'
 export type { StoreReads } from '../src/store/model-reads.js'
 export { modelReads } from '../src/store/model-reads.js'
+export {
+  SIGNATURE_HEADER,
+  SIGNATURE_VERSION_HEADER,
+  stableStringify,
+  TEST_WEBHOOK_PUBLIC_KEY,
+  verifyWebhookSignature,
+} from '../src/webhooks/index.js'
 export type {
   CallerAccess,
   Canary,
@@ -30,3 +37,4 @@ export { ContractModel } from './store/model.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'
 export type { ListeningVault, TestRole, TestVault, TestVaultOptions } from './vault.js'
 export { createTestVault, loadFixture } from './vault.js'
+export type { ReceivedDelivery, WebhookKit } from './webhooks.js'
