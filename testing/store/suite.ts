@@ -7,6 +7,7 @@ import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
 import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
+import { logsTests } from './logs.js'
 import { readsTests } from './reads.js'
 import { link, lock, NOW, put, session, stage, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
@@ -14,6 +15,7 @@ import { sessionsTests } from './sessions.js'
 import { tenantKeysTests } from './tenant-keys.js'
 import { tokensTests } from './tokens.js'
 import { transactionsTests } from './transactions.js'
+import { webhooksTests } from './webhooks.js'
 
 /** How a suite run gets a fresh store, and how it disposes of it. */
 export interface StoreHarness {
@@ -41,6 +43,8 @@ export function storeContract(harness: StoreHarness): void {
     serviceTests(fresh)
     costTests(fresh)
     idempotencyTests(fresh)
+    logsTests(fresh)
+    webhooksTests(fresh)
     countsTests(fresh, harness.reopen)
 
     if (harness.reopen) {
