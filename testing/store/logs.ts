@@ -1,0 +1,79 @@
+import { expect, it } from 'vitest'
+import type { LogEntry } from '../../src/kernel/types.js'
+import type { Store } from '../../src/store/contract.js'
+import { T, U } from './records.js'
+
+/** An audit log entry of tenant `tenant` (MAC and chain fields as placeholders: the store keeps them as given). */
+export const logEntry = (lane: string, seq: number, fields: Partial<LogEntry> = {}): LogEntry => ({
+  tenant_id: T,
+  id: `${lane}:${String(seq).padStart(12, '0')}`,
+  actor_type: 'application',
+  entity_type: 'token',
+  operation: 'read',
+  message: 'token.get: answered',
+  outcome: 'success',
+  created_at: `2030-01-01T00:00:0${seq}.000Z`,
+  lane,
+  seq,
+  mac: 'm',
+  ...fields,
+})
+
+/**
+ * `listLogs` and the `log.*` ops: entries kept as given, in every order (`chain`, `newest`,
+ * `oldest`) with keyset cursors, entity and date filters, per tenant, and landing only with their
+ * write. Registered inside the store suite's `describe`.
+ */
+export function logsTests(fresh: () => Promise<Store>): void {
+  it('keeps log entries and pages them in chain, newest and oldest order with keyset cursors and filters', async () => {
+    const store = await fresh()
+    const entries = [
+      logEntry('w.000001', 0, { entity_id: 'a' }),
+      logEntry('w.000000', 1, { entity_id: 'b', entity_type: 'application' }),
+      logEntry('w.000000', 2, { entity_id: 'a' }),
+      logEntry('w.000001', 3, { entity_id: 'c' }),
+      logEntry('w.000000', 4, { tenant_id: U }),
+    ]
+    await store.write({ ops: entries.map((entry) => ({ op: 'log.put' as const, entry })) })
+    const ids = (list: LogEntry[]) => list.map((e) => e.seq)
+    expect(ids(await store.listLogs(T, { order: 'chain', limit: 10 }))).toEqual([1, 2, 0, 3])
+    const newest = await store.listLogs(T, { order: 'newest', limit: 2 })
+    expect(ids(newest)).toEqual([3, 2])
+    expect(ids(await store.listLogs(T, { order: 'newest', limit: 10, after: newest[1]! }))).toEqual([1, 0])
+    expect(
+      ids(await store.listLogs(T, { order: 'oldest', limit: 10, to: '2030-01-01T00:00:02.000Z' })),
+    ).toEqual([0, 1, 2])
+    expect(ids(await store.listLogs(T, { order: 'newest', limit: 10, entity_type: 'token' }))).toEqual([
+      3, 2, 0,
+    ])
+    expect(
+      ids(await store.listLogs(T, { order: 'newest', limit: 10, entity_type: 'token', entity_id: 'a' })),
+    ).toEqual([2, 0])
+    expect(
+      ids(
+        await store.listLogs(T, {
+          order: 'newest',
+          limit: 10,
+          from: '2030-01-01T00:00:01.000Z',
+          to: '2030-01-01T00:00:02.000Z',
+        }),
+      ),
+    ).toEqual([2, 1])
+    expect(await store.listLogs(U, { order: 'chain', limit: 10 })).toEqual([entries[4]])
+    await store.write({ ops: [{ op: 'log.delete', tenant_id: T, id: entries[2]!.id }] })
+    expect(ids(await store.listLogs(T, { order: 'chain', limit: 10 }))).toEqual([1, 0, 3])
+    expect(
+      ids(await store.listLogs(T, { order: 'newest', limit: 10, entity_type: 'token', entity_id: 'a' })),
+    ).toEqual([0])
+  })
+
+  it('lands an entry only with its write: a refused write keeps none', async () => {
+    const store = await fresh()
+    const refused = await store.write({
+      checks: [{ check: 'application.present', tenant_id: T, id: 'none' }],
+      ops: [{ op: 'log.put', entry: logEntry('w.000000', 0) }],
+    })
+    expect(refused.ok).toBe(false)
+    expect(await store.listLogs(T, { order: 'chain', limit: 10 })).toEqual([])
+  })
+}
