@@ -47,11 +47,11 @@ export interface StateRecords {
    */
   formulaUses: readonly FormulaUse[]
   /** Webhooks (states saved before they existed lack the list: read as empty). */
-  webhooks?: readonly StoredWebhook[]
+  webhooks: readonly StoredWebhook[]
   /** Pre-configured proxies (states saved before they existed lack the list: read as empty). */
   proxies?: readonly StoredProxy[]
   /** Outbox entries (states saved before they existed lack the list: read as empty). */
-  outbox?: readonly OutboxEntry[]
+  outbox: readonly OutboxEntry[]
   /** Audit log entries (states saved before they existed lack the list: read as empty). */
   logs?: readonly LogEntry[]
 }
