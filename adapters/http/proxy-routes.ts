@@ -1,7 +1,8 @@
-import type { ProxyAnswer } from '../../src/proxy/index.js'
+import { type ProxyAnswer, proxyInput, proxyListInput, proxyPatchInput } from '../../src/proxy/index.js'
 import type { Client, Service } from '../../src/service/service.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem, problemFor } from './problem.js'
+import type { RouteDoc } from './route-docs.js'
 
 /**
  * The proxy's routes, `/proxy` and `/proxy/<path>` (GET, POST, PUT, PATCH, DELETE): headers, query
@@ -125,4 +126,35 @@ function proxyError(error: unknown): Outgoing {
   const problem = JSON.parse(typeof known.body === 'string' ? known.body : '{}') as Record<string, unknown>
   const headers = { ...known.headers, 'content-type': 'application/json' }
   return { status: known.status, headers, body: JSON.stringify({ proxy_error: problem }) }
+}
+
+/** The OpenAPI documentation of the `/proxies` routes (the `/proxy` route itself is not JSON and not listed). */
+export const PROXY_ROUTE_DOCS: Record<string, RouteDoc> = {
+  'POST /proxies': {
+    tag: 'Proxies',
+    summary:
+      'Create a pre-configured proxy (`proxy:create`); its configuration is sealed at rest; at most 100 per tenant',
+    body: proxyInput,
+    response: {},
+  },
+  'GET /proxies': {
+    tag: 'Proxies',
+    summary: "List the tenant's proxies (`proxy:read`)",
+    query: proxyListInput,
+    response: {},
+  },
+  'GET /proxies/:id': { tag: 'Proxies', summary: 'Get a proxy with its key (`proxy:read`)', response: {} },
+  'PUT /proxies/:id': {
+    tag: 'Proxies',
+    summary: 'Replace a proxy (`proxy:update`)',
+    body: proxyInput,
+    response: {},
+  },
+  'PATCH /proxies/:id': {
+    tag: 'Proxies',
+    summary: 'Merge-patch a proxy (`proxy:update`); `null` clears an optional field',
+    body: proxyPatchInput,
+    response: {},
+  },
+  'DELETE /proxies/:id': { tag: 'Proxies', summary: 'Delete a proxy (`proxy:delete`)' },
 }

@@ -18,8 +18,9 @@ import { listV2Input, searchInput, searchV2Input } from '../../src/search/schema
 import { authorizeSessionInput } from '../../src/sessions/schemas.js'
 import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/schemas.js'
 import { HOSTED_ROUTE_DOCS } from './hosted-routes.js'
-import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 import { LOG_ROUTE_DOCS } from './log-routes.js'
+import { PROXY_ROUTE_DOCS } from './proxy-routes.js'
+import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 import { WEBHOOK_ROUTE_DOCS } from './webhook-routes.js'
 
 /** Any valibot schema. */
@@ -289,5 +290,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   ...HOSTED_ROUTE_DOCS,
   ...WEBHOOK_ROUTE_DOCS,
+  ...PROXY_ROUTE_DOCS,
   ...LOG_ROUTE_DOCS,
 }

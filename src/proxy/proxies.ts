@@ -50,7 +50,8 @@ export const proxyPatchInput = v.strictObject({
   name: v.optional(name),
   destination_url: v.optional(url),
 })
-const listInput = v.strictObject({ id: stringList(100), ...pagination })
+/** `GET /proxies`: repeated `id`, `page`, `size`. */
+export const proxyListInput = v.strictObject({ id: stringList(100), ...pagination })
 
 /** A proxy as answered: the reference's shape, with its `key` and `application_id`. */
 export type ShownProxy = Omit<StoredProxy, 'configuration'> & {
@@ -145,7 +146,7 @@ export function proxiesOperations(ctx: Ctx) {
     },
     async list(query: unknown): Promise<Paginated<ShownProxy>> {
       requirePermission(ctx.principal, 'proxy:read')
-      const q = parse(listInput, query ?? {})
+      const q = parse(proxyListInput, query ?? {})
       const page = await ctx.store.listProxies(tenant, {
         ...rangeOf(q),
         ...(q.id.length ? { ids: q.id } : {}),
