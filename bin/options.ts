@@ -126,6 +126,13 @@ export const CLI_OPTIONS: readonly CliOption[] = [
       'file holding the master key (32 bytes, base64); TOKENVAULT_MASTER_KEY (base64) gives the key itself; default for a file or postgres store: ./.tokenvault.key, created 0600',
   },
   {
+    flag: 'webhook-signing-key-file',
+    env: 'TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE',
+    value: 'path',
+    description:
+      'file holding the RSA private key (PEM) webhook deliveries are signed with; default: a key made at start (test mode: the published test key)',
+  },
+  {
     flag: 'new-master-key-file',
     env: 'TOKENVAULT_NEW_MASTER_KEY_FILE',
     value: 'path',

@@ -60,6 +60,8 @@ export interface ServeOptions {
    * `adminToken` (generated and printed when not given). Off by default: then `/_test/` is 404.
    */
   testMode?: boolean
+  /** The RSA private key (PEM) webhook deliveries are signed with (see `ServiceOptions.webhookSigningKey`). */
+  webhookSigningKey?: string
   adminToken?: string
   /**
    * The test mode's clock: `manual` stands still until the control plane moves it; `ticking` runs
@@ -327,6 +329,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       clock,
       runner,
       ...(masterKey ? { masterKey } : {}),
+      ...(options.webhookSigningKey ? { webhookSigningKey: options.webhookSigningKey } : {}),
       ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
       ...serviceBounds,
     }

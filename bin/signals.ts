@@ -16,7 +16,10 @@ export interface Stoppable {
  *   terminal's Ctrl+C reaches both `npm start` and the server, which then sees it twice);
  * - a third one exits at once, with code 1.
  */
-export function stopOnSignals(note: (line: string, level?: string) => void) {
+export function stopOnSignals(note: (line: string, level?: string) => void): {
+  stopped: AbortSignal
+  serving(running: Stoppable): void
+} {
   const controller = new AbortController()
   let server: Stoppable | undefined
   let count = 0

@@ -93,6 +93,7 @@ async function main(argv: string[]) {
     'header-prefix': resolved['header-prefix'] as string | undefined,
     log: one('log'),
     'master-key-file': resolved['master-key-file'] as string | undefined,
+    'webhook-signing-key-file': resolved['webhook-signing-key-file'] as string | undefined,
     'batch-size': resolved['batch-size'] as string | undefined,
     'retire-old-key': resolved['retire-old-key'] === 'true',
     'new-master-key-file': resolved['new-master-key-file'] as string | undefined,
@@ -237,6 +238,9 @@ async function main(argv: string[]) {
       store: values.store,
       ...(headerPrefix ? { headerPrefix } : {}),
       ...(masterKey ? { masterKey } : {}),
+      ...(values['webhook-signing-key-file']
+        ? { webhookSigningKey: readFileSync(values['webhook-signing-key-file'], 'utf8') }
+        : {}),
       ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
       ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),
       ...(managementKey ? { managementKey } : {}),

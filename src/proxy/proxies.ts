@@ -1,8 +1,16 @@
 import * as v from 'valibot'
 import { requirePermission } from '../applications/index.js'
 import type { Ctx, Paginated, StoredProxy } from '../kernel/index.js'
-import { invalid, newId, notFound, paginated, parse, rangeOf } from '../kernel/index.js'
-import { pagination, stringList } from '../kernel/schemas.js'
+import {
+  invalid,
+  newId,
+  notFound,
+  paginated,
+  pagination,
+  parse,
+  rangeOf,
+  stringList,
+} from '../kernel/index.js'
 
 /** How many pre-configured proxies one tenant may hold. */
 export const MAX_PROXIES_PER_TENANT = 100

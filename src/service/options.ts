@@ -111,8 +111,9 @@ export interface ServiceOptions {
   /**
    * The RSA private key (PEM) webhook deliveries are signed with (`BT-SIGNATURE`, RSA-PSS over
    * SHA-256, as the reference documents); receivers verify with its public half
-   * (`service.admin.webhooks.publicKey`). Absent: the published test key of `tokenvault/testing`
-   * (`TEST_WEBHOOK_PUBLIC_KEY`), so a delivery proves nothing outside tests.
+   * (`service.admin.webhooks.publicKey`). Absent: with `testMode`, the published test key of
+   * `tokenvault/testing` (`TEST_WEBHOOK_PUBLIC_KEY`: a delivery signed with it proves nothing);
+   * otherwise a key pair made for this service on first use (receivers read its public half).
    */
   webhookSigningKey?: string
   /**

@@ -25,6 +25,7 @@ import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
 import {
   DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+  TEST_WEBHOOK_PRIVATE_KEY,
   type WebhookRuntime,
   webhookRuntime,
 } from '../webhooks/index.js'
@@ -261,7 +262,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     clock,
     egress,
     origins: () => resolved.reactorEgress,
-    signingKey: options.webhookSigningKey,
+    signingKey: options.webhookSigningKey ?? (options.testMode ? TEST_WEBHOOK_PRIVATE_KEY : undefined),
     deliverAfterWrites: options.webhookDelivery !== 'manual',
     maxPendingPerTenant: atLeastOne(
       options.maxPendingDeliveriesPerTenant,

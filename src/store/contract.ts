@@ -2,17 +2,20 @@ import type {
   Association,
   Check,
   IdempotencyRecord,
+  LogEntry,
   Op,
+  OutboxEntry,
   Reactor,
   StagedWrite,
   StoredApplication,
   StoredFormula,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTransaction,
+  StoredWebhook,
   Tenant,
 } from '../kernel/index.js'
-import type { LogEntry, OutboxEntry, StoredProxy, StoredWebhook } from '../kernel/types.js'
 
 /**
  * An exact term a token carries, as stores index it beside the token (kept in the same atomic

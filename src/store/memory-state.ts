@@ -2,16 +2,19 @@ import type {
   Association,
   FormulaUse,
   IdempotencyRecord,
+  LogEntry,
+  OutboxEntry,
   Reactor,
   StagedWrite,
   StoredApplication,
   StoredFormula,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTransaction,
+  StoredWebhook,
   Tenant,
 } from '../kernel/index.js'
-import type { LogEntry, OutboxEntry, StoredProxy, StoredWebhook } from '../kernel/types.js'
 import { MemoryReads } from './memory/reads.js'
 
 /**

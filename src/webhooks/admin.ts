@@ -1,5 +1,5 @@
+import type { OutboxEntry } from '../kernel/index.js'
 import { notFound } from '../kernel/index.js'
-import type { OutboxEntry } from '../kernel/types.js'
 import type { Store } from '../store/index.js'
 import type { Dispatcher } from './dispatcher.js'
 import type { WebhookSigner } from './signing.js'
@@ -57,7 +57,9 @@ export function webhookAdmin(deps: {
       })
     ).ok
   return {
-    publicKey: deps.signer.publicKey,
+    get publicKey() {
+      return deps.signer.publicKey
+    },
     deliverDue: () => dispatcher.deliverDue(),
     deliveries: (tenantId, query = {}) =>
       store.listOutbox(tenantId, {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { Clock, EgressClient } from '../kernel/index.js'
+import type { Clock, EgressClient, OutboxAttempt, OutboxEntry } from '../kernel/index.js'
 import { isoAfter } from '../kernel/index.js'
-import type { OutboxAttempt, OutboxEntry } from '../kernel/types.js'
 import type { DueKey, Store } from '../store/index.js'
 import { sendEntry } from './send.js'
 import type { WebhookSigner } from './signing.js'

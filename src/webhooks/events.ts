@@ -1,5 +1,12 @@
-import type { WriteBatch, WriteEffectContext } from '../kernel/index.js'
-import type { JsonObject, Op, StoredApplication, StoredSession, StoredToken } from '../kernel/types.js'
+import type {
+  JsonObject,
+  Op,
+  StoredApplication,
+  StoredSession,
+  StoredToken,
+  WriteBatch,
+  WriteEffectContext,
+} from '../kernel/index.js'
 
 /**
  * Every event type of the reference's catalogue ("Webhook Event Data"), as `GET

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto'
-import type { WriteBatch, WriteEffectContext, WriteEffectHook } from '../kernel/index.js'
+import type {
+  JsonObject,
+  Op,
+  OutboxEntry,
+  StoredWebhook,
+  WriteBatch,
+  WriteEffectContext,
+  WriteEffectHook,
+} from '../kernel/index.js'
 import { newOrderedId, tooMany } from '../kernel/index.js'
-import type { JsonObject, Op, OutboxEntry, StoredWebhook } from '../kernel/types.js'
 import type { Store } from '../store/index.js'
 import { type DerivedEvent, eventsOf } from './events.js'
 

@@ -1,4 +1,4 @@
-import type { OutboxAttempt, OutboxEntry } from '../kernel/types.js'
+import type { OutboxAttempt, OutboxEntry } from '../kernel/index.js'
 import { EGRESS_MAX_BODY_BYTES } from '../reactors/index.js'
 import type { DispatcherDeps } from './dispatcher.js'
 import { SIGNATURE_HEADER, SIGNATURE_VERSION, SIGNATURE_VERSION_HEADER, stableStringify } from './signing.js'

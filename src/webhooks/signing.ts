@@ -1,5 +1,12 @@
-import { constants, createPrivateKey, createPublicKey, createVerify, type KeyObject, sign } from 'node:crypto'
-import { TEST_WEBHOOK_PRIVATE_KEY } from './test-key.js'
+import {
+  constants,
+  createPrivateKey,
+  createPublicKey,
+  createVerify,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+} from 'node:crypto'
 
 /**
  * The reference's v1 webhook signature (developers.basistheory.com, "Webhooks › Signature
@@ -43,21 +50,40 @@ export interface WebhookSigner {
   publicKey: string
 }
 
-/** A signer over `privateKeyPem` (an RSA private key, PEM), or the published test key when absent. */
-export function webhookSigner(privateKeyPem: string = TEST_WEBHOOK_PRIVATE_KEY): WebhookSigner {
-  const key: KeyObject = createPrivateKey(privateKeyPem)
-  if (key.asymmetricKeyType !== 'rsa') throw new TypeError('webhookSigningKey: an RSA private key (PEM)')
-  const publicKey = createPublicKey(key).export({ type: 'spki', format: 'pem' }).toString()
+/**
+ * A signer over `privateKeyPem` (an RSA private key, PEM). Without one it signs with a key pair made
+ * for this signer alone, on first use (never the published test key, which proves nothing: the test
+ * kit and test mode pass that one explicitly).
+ */
+export function webhookSigner(privateKeyPem?: string): WebhookSigner {
+  let key: KeyObject | undefined = privateKeyPem === undefined ? undefined : rsaKey(privateKeyPem)
+  let publicKey: string | undefined
+  const current = () => {
+    key ??= generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey
+    return key
+  }
   return {
-    publicKey,
+    get publicKey() {
+      publicKey ??= createPublicKey(current()).export({ type: 'spki', format: 'pem' }).toString()
+      return publicKey
+    },
     sign: (body) =>
       new Promise((resolve, reject) => {
         const data = Buffer.from(stableStringify(JSON.parse(body)))
-        sign('sha256', data, { key, padding: constants.RSA_PKCS1_PSS_PADDING }, (error, signature) =>
-          error ? reject(error) : resolve(signature.toString('base64')),
+        sign(
+          'sha256',
+          data,
+          { key: current(), padding: constants.RSA_PKCS1_PSS_PADDING },
+          (error, signature) => (error ? reject(error) : resolve(signature.toString('base64'))),
         )
       }),
   }
+}
+
+function rsaKey(privateKeyPem: string): KeyObject {
+  const key = createPrivateKey(privateKeyPem)
+  if (key.asymmetricKeyType !== 'rsa') throw new TypeError('webhookSigningKey: an RSA private key (PEM)')
+  return key
 }
 
 /**

@@ -1,5 +1,5 @@
 import { requirePermission } from '../applications/index.js'
-import type { Ctx, Paginated } from '../kernel/index.js'
+import type { Ctx, Paginated, StoredWebhook } from '../kernel/index.js'
 import {
   expectWritten,
   invalid,
@@ -10,7 +10,6 @@ import {
   rangeOf,
   tooMany,
 } from '../kernel/index.js'
-import type { StoredWebhook } from '../kernel/types.js'
 import { allowedUrl } from '../reactors/index.js'
 import { EVENT_TYPES } from './events.js'
 import { MAX_WEBHOOKS_PER_TENANT } from './outbox.js'

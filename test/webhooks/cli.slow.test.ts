@@ -6,7 +6,7 @@
  */
 import { constants, createVerify } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -14,8 +14,15 @@ import { join } from 'node:path'
 import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import stringify from 'fast-json-stable-stringify'
 import { afterEach, describe, expect, it } from 'vitest'
-import { TEST_WEBHOOK_PUBLIC_KEY } from '../../src/webhooks/index.js'
+import { TEST_WEBHOOK_PRIVATE_KEY, TEST_WEBHOOK_PUBLIC_KEY } from '../../src/webhooks/index.js'
 import { start } from '../cli/spawn.js'
+
+/** The published test key in a file, as `--webhook-signing-key-file` reads it. */
+function signingKeyFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'tv-webhook-key-')), 'signing.pem')
+  writeFileSync(file, TEST_WEBHOOK_PRIVATE_KEY)
+  return file
+}
 
 interface Got {
   at: number
@@ -73,6 +80,7 @@ describe('webhooks against the CLI', () => {
       undefined,
       {
         TOKENVAULT_REACTOR_EGRESS: r.origin,
+        TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE: signingKeyFile(),
       },
     )
     const url = (await cli.line(1)).slice('listening on '.length)
@@ -108,7 +116,7 @@ describe('webhooks against the CLI', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tv-webhooks-'))
     const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
     // The master key: ./.tokenvault.key in `dir`, made on the first start and read on the second.
-    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
+    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin, TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE: signingKeyFile() }
     const first = start(args, dir, env)
     const url = (await first.line(1)).slice('listening on '.length)
     const management = (await first.line(2)).slice('management key: '.length)

@@ -144,14 +144,12 @@ describe('webhook deliveries', () => {
     await v.client().tokens.delete(token.id)
     await v.webhooks.deliverDue()
     expect(v.proxy.received(RECEIVER).map((r) => JSON.parse(r.body).event.type)).toEqual(['token.created'])
-    await v
-      .client('management')
-      .webhooks.update(hook.id, {
-        name: 'hook',
-        url: `${RECEIVER}/in`,
-        events: ['token.created'],
-        status: 'disabled',
-      })
+    await v.client('management').webhooks.update(hook.id, {
+      name: 'hook',
+      url: `${RECEIVER}/in`,
+      events: ['token.created'],
+      status: 'disabled',
+    })
     await v.client().tokens.create({ type: 'token', data: 'y' })
     await v.webhooks.deliverDue()
     expect(v.proxy.received(RECEIVER)).toHaveLength(1)

@@ -1,4 +1,4 @@
-import type { LogEntry } from '../../kernel/types.js'
+import type { LogEntry } from '../../kernel/index.js'
 import type { LogQuery } from '../contract.js'
 import { copy } from '../json.js'
 import { Scoped } from '../scoped.js'

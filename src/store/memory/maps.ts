@@ -176,6 +176,26 @@ export class MemoryMaps {
         this.idempotency.delete(op.tenant_id, op.id)
         return
       case 'proxy.put':
+      case 'proxy.delete':
+      case 'webhook.put':
+      case 'webhook.delete':
+      case 'outbox.put':
+      case 'outbox.delete':
+      case 'log.put':
+      case 'log.delete':
+        this.applyFeatureOp(op)
+        return
+      default:
+        assertNever(op)
+    }
+  }
+
+  /** The ops of the proxy, webhook, outbox and audit-log records, each kept in its own maps. */
+  protected applyFeatureOp(
+    op: Extract<Op, { op: `${'proxy' | 'webhook' | 'outbox' | 'log'}.${'put' | 'delete'}` }>,
+  ): void {
+    switch (op.op) {
+      case 'proxy.put':
         this.proxies.put(op.proxy)
         return
       case 'proxy.delete':
@@ -199,8 +219,6 @@ export class MemoryMaps {
       case 'log.delete':
         this.logs.delete(op.tenant_id, op.id)
         return
-      default:
-        assertNever(op)
     }
   }
 

@@ -1,4 +1,4 @@
-import type { OutboxEntry, StoredWebhook } from '../../kernel/types.js'
+import type { OutboxEntry, StoredWebhook } from '../../kernel/index.js'
 import type { DueKey, Page, Range, RecordKey, StoreDump } from '../contract.js'
 import { copy } from '../json.js'
 import { byKey } from '../order.js'

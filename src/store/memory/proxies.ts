@@ -1,4 +1,4 @@
-import type { StoredProxy } from '../../kernel/types.js'
+import type { StoredProxy } from '../../kernel/index.js'
 import type { Page, Range } from '../contract.js'
 import { copy } from '../json.js'
 import { byKey } from '../order.js'

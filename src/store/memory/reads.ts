@@ -1,18 +1,21 @@
 import type {
   Association,
   IdempotencyRecord,
+  LogEntry,
+  OutboxEntry,
   Reactor,
   StagedWrite,
   StoredApplication,
   StoredFormula,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTransaction,
+  StoredWebhook,
   Tenant,
   TokenLock,
 } from '../../kernel/index.js'
 import { assertNever } from '../../kernel/index.js'
-import type { LogEntry, OutboxEntry, StoredProxy, StoredWebhook } from '../../kernel/types.js'
 import type {
   ChildKey,
   CountedKind,
