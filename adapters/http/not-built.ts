@@ -10,7 +10,6 @@ import { Router } from './router.js'
 export const NOT_BUILT: ReadonlyArray<
   readonly [method: string, pattern: string, area: string, operationId?: string]
 > = [
-  ['GET', '/ping', 'health check (use /healthz and /readyz)'],
   ['POST', '/reactors/:id/react-async', 'asynchronous react (use /reactors/{id}/react with callback_url)'],
   ['GET', '/reactors/:id/results/:requestId', 'asynchronous react results'],
   ['POST', '/token-intents', 'token intents'],

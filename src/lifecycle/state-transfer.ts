@@ -58,6 +58,10 @@ const snapshotSchema = v.strictObject({
     formulas: v.array(record),
     reactors: v.array(v.looseObject({ tenant_id: v.string(), id: v.string() })),
     idempotency: v.optional(v.array(v.unknown())),
+    // Snapshots taken before these records existed lack the lists: read as empty.
+    proxies: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
+    webhooks: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
+    outbox: v.optional(v.array(v.unknown())),
   }),
 })
 
@@ -117,15 +121,26 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     }
     associations.push(...byChild.values())
   }
-  // Idempotency records are a cache of first answers (sealed under keys a restore replaces): left out.
+  // Proxy configurations are sealed at rest too: opened, as reactors' are.
+  const proxies = await Promise.all(
+    dump.proxies.map(async (p) => (await store.getProxy(p.tenant_id, p.id)) ?? p),
+  )
+  // Idempotency records are a cache of first answers, and outbox entries deliveries owed by this
+  // store (sealed under keys a restore replaces, signed by its service): both left out.
   const records = {
     ...dump,
-    tenants: dump.tenants.map(publicTenant),
+    // Without their keys: a restore makes new ones under its own master key.
+    tenants: dump.tenants.map((t) => {
+      const { keys: _keys, ...shown } = publicTenant(t)
+      return shown
+    }),
     tokens,
     reactors,
+    proxies,
     staged,
     associations,
     idempotency: [],
+    outbox: [],
   }
   return { format: 'tokenvault.snapshot', version: 1, clock, records: canonical(records) }
 }
@@ -202,6 +217,9 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
     ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
+    ...(dump.proxies ?? []).map((p): Op => ({ op: 'proxy.delete', tenant_id: p.tenant_id, id: p.id })),
+    ...(dump.webhooks ?? []).map((w): Op => ({ op: 'webhook.delete', tenant_id: w.tenant_id, id: w.id })),
+    ...(dump.outbox ?? []).map((e): Op => ({ op: 'outbox.delete', tenant_id: e.tenant_id, id: e.id })),
     ...dump.tenants.map((t): Op => ({ op: 'tenant.delete', id: t.id })),
   ]
 }
@@ -242,6 +260,9 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
       formulas: mine(dump.formulas),
       reactors: mine(dump.reactors),
       idempotency: mine(dump.idempotency),
+      proxies: mine(dump.proxies ?? []),
+      webhooks: mine(dump.webhooks ?? []),
+      outbox: mine(dump.outbox ?? []),
     }),
   )
 }
@@ -262,9 +283,13 @@ export async function restoreSnapshot(
   for (const t of r.tenants) {
     tenants.push({
       op: 'tenant.put',
-      tenant: { ...publicTenant(t), data_key: await keyring.newTenantKey(t.id) },
+      tenant: { ...publicTenant(t), ...(await keyring.newTenantKeys(t.id, snapshot.clock)) },
     })
   }
+  // The tenants first: the keyring reads a tenant's keys from the store to hash and seal under them.
+  await writeAll(store, tenants)
+  // Keys the keyring still holds for these tenant ids are those of the state just cleared.
+  for (const t of r.tenants) keyring.forget(t.id)
   // Fingerprints, like search indexes, are keyed hashes under the tenant key, new here: make them again.
   const rehash = (token: StoredToken) =>
     refingerprinted(withSearchIndexes(token, token.search_indexes), (purpose, value) =>
@@ -275,7 +300,6 @@ export async function restoreSnapshot(
     r.staged.map(async (w): Promise<StagedWrite> => ({ ...w, token: w.token && (await rehash(w.token)) })),
   )
   await writeAll(store, [
-    ...tenants,
     ...r.applications.map((application): Op => ({ op: 'application.put', application })),
     ...r.formulas.map((formula): Op => ({ op: 'formula.put', formula })),
     ...r.reactors.flatMap((reactor): Op[] => [
@@ -295,5 +319,7 @@ export async function restoreSnapshot(
     ...staged.map((w): Op => ({ op: 'staged.put', staged: w })),
     ...lockPuts(r.transactions, r.staged),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
+    ...(r.proxies ?? []).map((proxy): Op => ({ op: 'proxy.put', proxy })),
+    ...(r.webhooks ?? []).map((webhook): Op => ({ op: 'webhook.put', webhook })),
   ])
 }

@@ -14,7 +14,7 @@ it('a reference route not built answers 501 naming the route and the docs sectio
   expect(intents.detail).toContain('GET /token-intents/ti_1 is a route of the reference API (token intents)')
   expect(intents.detail).toContain('docs/server.md#routes-of-the-reference-not-built')
   await problem(await call('POST', '/3ds/sessions', { body: {} }), 501)
-  await problem(await call('GET', '/ping/'), 501)
+  await problem(await call('GET', '/enrichments/card-details'), 501)
 })
 
 it('a reference route beside a built path is 501; a method of no route on a built path is 405; an unknown path stays 404', async () => {
