@@ -65,11 +65,13 @@ export function applicationTemplateOperations(ctx: Ctx) {
 
 /**
  * The reference's roles (`GET /roles`): the roles of tenant members, the people of Basis Theory's
- * portal. A tenant owned by the host application has no members, so the list is empty (any key).
+ * portal. A tenant owned by the host application has no members, so the list is empty; reading it
+ * needs `tenant:member:read`, as the members it describes do.
  */
-export function roleOperations(_ctx: Ctx) {
+export function roleOperations(ctx: Ctx) {
   return {
     async list(): Promise<never[]> {
+      requirePermission(ctx.principal, 'tenant:member:read')
       return []
     },
   }

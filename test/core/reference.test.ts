@@ -139,6 +139,10 @@ describe('containers and access rules', () => {
       'tenant:invitation:update',
       'tenant:invitation:delete',
       'report:read',
+      'webhook:create',
+      'webhook:read',
+      'webhook:update',
+      'webhook:delete',
     ]
     const priv: Permission[] = [
       'token:create',

@@ -187,7 +187,7 @@ async function mutatedBodies(w: Awaited<ReturnType<typeof hostileWorld>>, runs: 
         }),
       )
       seen.add(response.status)
-      expect(response.status, `${method} ${path}`).toBeLessThan(500)
+      expect(await serverFailure(response), `${method} ${path}`).toBe(false)
       if (response.status >= 400) {
         expect(await problemIsValid(response)).toBeNull()
         expect(await w.store.dump()).toEqual(before)
@@ -229,6 +229,17 @@ async function mutatedBodies(w: Awaited<ReturnType<typeof hostileWorld>>, runs: 
   expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   // The generator reaches both accepted and every kind of rejected request.
   for (const status of [200, 201, 204, 400, 401, 403, 404, 415]) expect(seen).toContain(status)
+}
+
+/**
+ * Whether `response` is a 5xx: any, except the 501 of a route of the reference that is not built
+ * (a path such as `/applications/../keys/x` resolves to one), which names the route it refuses.
+ */
+async function serverFailure(response: Response): Promise<boolean> {
+  if (response.status < 500) return false
+  if (response.status !== 501) return true
+  const detail = String(((await response.clone().json()) as { detail?: unknown }).detail)
+  return !detail.includes('is a route of the reference API')
 }
 
 describe('hostile HTTP input', () => {
@@ -320,7 +331,7 @@ describe('hostile HTTP input', () => {
             ...(r.body !== null && canHaveBody ? { body: r.body } : {}),
           }),
         )
-        expect(response.status).toBeLessThan(500)
+        expect(await serverFailure(response)).toBe(false)
         if (response.status >= 400 && r.method !== 'HEAD') {
           expect(await problemIsValid(response)).toBeNull()
           expect(await w.store.dump()).toEqual(before)

@@ -158,11 +158,13 @@ describe('tenant isolation matrix', () => {
         'POST /sessions',
         'POST /transactions',
         'GET /permissions',
+        'GET /ping',
       ]),
-      // The permission catalogue is open to every key (the reference requires no permission).
-      pending: new Set(['GET /permissions']),
+      // The permission catalogue and the ping are open to every key (the reference requires no permission).
+      pending: new Set(['GET /permissions', 'GET /ping']),
       reader: new Set([
         'GET /permissions',
+        'GET /ping',
         'POST /detokenize',
         'GET /tokens',
         'GET /v2/tokens',

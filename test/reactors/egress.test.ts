@@ -116,7 +116,7 @@ describe('egress is off by default', () => {
     for (const bad of ['ftp://example.com', 'https://example.com/path', 'https://u:p@example.com', 'nope']) {
       expect(() =>
         createService({ store: memoryStore(), clock: manualClock(), reactorEgress: [bad] }),
-      ).toThrow(/reactorEgress/)
+      ).toThrow(/egress/)
     }
   })
 })
