@@ -151,6 +151,7 @@ export const PROXY_ROUTE_DOCS: Record<string, RouteDoc> = {
     response: {},
   },
   'PATCH /proxies/:id': {
+    operationId: 'patchProxy',
     tag: 'Proxies',
     summary: 'Merge-patch a proxy (`proxy:update`); `null` clears an optional field',
     body: proxyPatchInput,

@@ -214,6 +214,41 @@ describe('typed inputs', () => {
     await m.permissions.list({ application_type: 'public' })
     // @ts-expect-error `shared` is no application type
     await refused(m.permissions.list({ application_type: 'shared' }))
+    // the host-owned tenant's calls, the proxy, the audit log and webhooks: typed, each called once
+    // (what each answers is pinned by its own tests; here only that it compiles and journals)
+    const settled = (call: Promise<unknown>) =>
+      call.then(
+        () => undefined,
+        () => undefined,
+      )
+    await settled(m.tenants.update({ name: 'renamed' }))
+    await settled(m.tenants.delete())
+    await settled(m.tenants.usageReport())
+    await settled(m.applicationTemplates.list())
+    await settled(m.applicationTemplates.get('template'))
+    await settled(m.roles.list())
+    const proxy = { name: 'p', destination_url: 'https://api.example.com' }
+    await settled(m.proxies.create(proxy))
+    await settled(m.proxies.list({}))
+    await settled(m.proxies.get('p1'))
+    await settled(m.proxies.update('p1', proxy))
+    await settled(m.proxies.patch('p1', { name: 'q' }))
+    await settled(m.proxies.delete('p1'))
+    await settled(c.proxy.invoke({ method: 'POST', url: 'https://api.example.com', body: '{}' }))
+    await settled(m.logs.list({ entity_type: 'token' }))
+    // @ts-expect-error an entity type is a string
+    await refused(m.logs.list({ entity_type: 5 }))
+    await settled(m.logs.entityTypes())
+    const webhook = { name: 'h', url: 'https://api.example.com/hook', events: ['token.created'] }
+    await settled(m.webhooks.create(webhook))
+    // @ts-expect-error `evnts` is misspelled
+    await refused(m.webhooks.create({ name: 'h', url: webhook.url, evnts: [] }))
+    await settled(m.webhooks.list())
+    await settled(m.webhooks.get('w1'))
+    await settled(m.webhooks.update('w1', webhook))
+    await settled(m.webhooks.delete('w1'))
+    await settled(m.webhooks.eventTypes())
+    await settled(m.webhooks.ping())
     // deletes last: the token is gone
     await c.tokens.delete(token.id)
 
@@ -288,6 +323,18 @@ describe('typed inputs', () => {
     await admin.view.tokens('t-fixture', { after: 'card' })
     // @ts-expect-error a page size is a number
     await refused(admin.view.tokens('t-fixture', { size: '5' }))
+    // the data keys, the audit log and the webhook deliveries of a tenant
+    await admin.rotateDataKey({ tenantId })
+    await admin.dataKeyStatus({ tenantId })
+    await admin.reencryptStep({ tenantId, batchSize: 10 })
+    await admin.reencrypt({ tenantId, batchSize: 10 })
+    // @ts-expect-error a batch size is a number
+    await refused(admin.reencrypt({ tenantId, batchSize: 'ten' })).catch(() => undefined)
+    await admin.verifyLogs({ tenantId })
+    await admin.sweepLogs()
+    await admin.webhooks.deliveries(tenantId)
+    await admin.destroyTenantKeys({ tenantId })
+    await admin.deleteTenant({ tenantId })
     await admin.clearState()
 
     // Every method of the admin was called.
