@@ -45,13 +45,16 @@ function padding(base64: string): number {
   return base64.endsWith('=') ? 1 : 0
 }
 
-/** The bytes AES-256-GCM adds around a sealed value: its 12-byte IV and 16-byte tag. */
-const SEAL_OVERHEAD = 12 + 16
+/**
+ * The bytes sealing adds around a value: the 8-byte header naming the data-key version (see
+ * src/encryption/keyring.ts), then AES-256-GCM's 12-byte IV and 16-byte tag.
+ */
+const SEAL_OVERHEAD = 8 + 12 + 16
 
 /**
  * The bytes `storedBytes` counts for a token whose `data` and `mask` are still open (a staged
  * write the sealed store has opened): the sealed store seals them together as the UTF-8 JSON of
- * `[data]` or `[data, mask]`, between an IV and a tag. So a staged token takes the same place in a
+ * `[data]` or `[data, mask]`, after a version header and an IV and before a tag. So a staged token takes the same place in a
  * page's byte budget as it will once committed.
  */
 export function sealedBytes(token: { data?: unknown; mask?: unknown }): number {

@@ -14,7 +14,7 @@ import { failure, setup } from './setup.js'
 
 /**
  * Stored bytes of five children summing to exactly 4 MiB (4 194 304); a string of n ASCII
- * characters without a mask is stored sealed in n + 32 bytes (IV 12, `["…"]` n + 4, tag 16).
+ * characters without a mask is stored sealed in n + 40 bytes (header 8, IV 12, `["…"]` n + 4, tag 16).
  */
 const AT_BOUND = [1_000_000, 1_000_000, 1_000_000, 1_000_000, 194_304]
 const PAST_BOUND = [1_000_000, 1_000_000, 1_000_000, 1_000_000, 194_305]
@@ -31,7 +31,7 @@ async function boundary(store: Store) {
       await client.tokens.children.create(parent, {
         id: `${parent}-${i}`,
         type: 'child',
-        data: 'x'.repeat(bytes - 32),
+        data: 'x'.repeat(bytes - 40),
         metadata: { kind: parent },
       })
   }

@@ -11,8 +11,8 @@ import { failure, setup } from './setup.js'
 
 /**
  * Stored bytes of five tokens summing to exactly 4 MiB (4 194 304). A token whose data is a string
- * of n ASCII characters and has no mask is stored sealed as IV (12) ‖ ciphertext of `["…"]` (n + 4)
- * ‖ tag (16): n + 32 bytes.
+ * of n ASCII characters and has no mask is stored sealed as version header (8) ‖ IV (12) ‖
+ * ciphertext of `["…"]` (n + 4) ‖ tag (16): n + 40 bytes.
  */
 const AT_BOUND = [1_000_000, 1_000_000, 1_000_000, 1_000_000, 194_304]
 const PAST_BOUND = [1_000_000, 1_000_000, 1_000_000, 1_000_000, 194_305]
@@ -28,7 +28,7 @@ async function tokensOf(store: Store) {
       await kit.client.tokens.create({
         id: `${type}-${i}`,
         type,
-        data: 'x'.repeat(bytes - 32),
+        data: 'x'.repeat(bytes - 40),
         metadata: { kind: type },
       })
   }

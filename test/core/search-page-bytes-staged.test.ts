@@ -3,13 +3,13 @@ import { memoryStore } from '../../adapters/memory/index.js'
 import { failure, setup } from './setup.js'
 
 /**
- * Four tokens of 333 322 euro signs (3 UTF-8 bytes each: sealed, 3 × 333 322 + 4 + 28 = 999 998
- * bytes) and one ASCII token of 194 280 characters (194 312 bytes): 4 194 304 bytes in all, exactly
+ * Four tokens of 333 322 euro signs (3 UTF-8 bytes each: sealed, 3 × 333 322 + 4 + 36 = 1 000 006
+ * bytes) and one ASCII token of 194 240 characters (194 280 bytes): 4 194 304 bytes in all, exactly
  * 4 MiB. The `over` set's last token is one byte longer.
  */
 const EUROS = '€'.repeat(333_322)
 const dataOf = (type: 'fit' | 'over', i: number) =>
-  i < 4 ? EUROS : 'x'.repeat(type === 'fit' ? 194_280 : 194_281)
+  i < 4 ? EUROS : 'x'.repeat(type === 'fit' ? 194_240 : 194_241)
 const ids = (type: string) => [0, 1, 2, 3, 4].map((i) => `${type}-${i}`)
 
 describe("a page built from a transaction's staged writes keeps the 4 MiB byte budget", () => {
@@ -37,7 +37,7 @@ describe("a page built from a transaction's staged writes keeps the 4 MiB byte b
     // Committed, the same tokens hold the bytes the staged ones were counted at.
     await client.transactions.commit(tx.id)
     const heads = await store.getTokenHeads(tenant.id, [...ids('fit'), ...ids('over')])
-    const sizes = [999_998, 999_998, 999_998, 999_998]
-    expect(heads.map((h) => h.stored_bytes)).toEqual([...sizes, 194_312, ...sizes, 194_313])
+    const sizes = [1_000_006, 1_000_006, 1_000_006, 1_000_006]
+    expect(heads.map((h) => h.stored_bytes)).toEqual([...sizes, 194_280, ...sizes, 194_281])
   }, 120_000)
 })
