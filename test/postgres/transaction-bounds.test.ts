@@ -107,7 +107,9 @@ describePostgres('transaction bounds on PostgreSQL', (url) => {
       keys.length = 0
       await client.transactions.commit(tx.id)
       // Its tokens (each fingerprinted) and the transaction; the tokens' lock records share their names.
-      expect(keys).toEqual([2001])
+      // (A write of one lock may come first: the tenant's record, reserving seals of its data key.)
+      expect(keys.at(-1)).toBe(2001)
+      expect(keys.slice(0, -1).every((n) => n === 1)).toBe(true)
     } finally {
       ;(pool as unknown as { query: unknown }).query = query
       await service.close()
