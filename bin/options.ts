@@ -201,7 +201,7 @@ export const CLI_OPTIONS: readonly CliOption[] = [
       env: `TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}`,
       default: fallback,
       value: 'n',
-      description: `${what} (a whole number >= 1; see README "Bounds per tenant")`,
+      description: `${what} (a whole number >= 1; see docs/limits.md, "Bounds per tenant")`,
     }),
   ),
   {
