@@ -117,8 +117,9 @@ describe.skipIf(!canMount)('file store on a full disk', () => {
     expect(Number(full!.headers.get('retry-after'))).toBeGreaterThan(0)
     expect(((await full!.json()) as { detail: string }).detail).toMatch(/no space left/)
     expect(store.stats().healthy).toBe(false)
-    // Reads are served while writes are refused, and a refused write stays refused while it is full.
-    expect((await call('GET', `/tokens/${acknowledged[0]}`)).status).toBe(200)
+    // A read is refused too while it is full: its audit entry can't be committed, and no data is
+    // answered without its entry. A refused write stays refused while it is full.
+    expect((await call('GET', `/tokens/${acknowledged[0]}`)).status).toBe(503)
     expect((await call('POST', '/tokens', { type: 'token', data: 'z'.repeat(2000) })).status).toBe(503)
     // Space comes back: the next write goes through, with no restart.
     await unlink(ballast)
