@@ -65,7 +65,7 @@ async function fill(dir: string): Promise<string> {
 }
 
 describe.skipIf(!canMount)('file store on a full disk', () => {
-  it('answers 503 with Retry-After while the disk is full, serves reads, resumes without a restart, loses nothing acknowledged', async () => {
+  it('answers 503 with Retry-After while the disk is full (reads too: their audit entries), resumes without a restart, loses nothing acknowledged', async () => {
     const disk = await smallDisk('4m')
     const path = join(disk, 'store')
     const logs: string[] = []
