@@ -87,16 +87,21 @@ const invalid: [string, Record<string, unknown>, string][] = [
 ]
 
 describe('reactor formula validation', () => {
-  it.each(invalid)('%s → validation_failed naming the field, nothing stored', async (_, change, field) => {
-    const { a, store } = await world({ runner: runner.get() })
-    const body = Object.fromEntries(
-      Object.entries({ ...formulaBody(), ...change }).filter(([, value]) => value !== undefined),
-    )
-    const error = await failure(unchecked(a.admin).reactorFormulas.create(body))
-    expect(error.code).toBe('validation_failed')
-    expect(Object.keys(error.issues ?? {})).toContain(field)
-    expect((await store.dump()).formulas).toEqual([])
-  })
+  it.each(invalid)(
+    '%s → validation_failed naming the field, nothing stored',
+    async (_, change, field) => {
+      const { a, store } = await world({ runner: runner.get() })
+      const body = Object.fromEntries(
+        Object.entries({ ...formulaBody(), ...change }).filter(([, value]) => value !== undefined),
+      )
+      const error = await failure(unchecked(a.admin).reactorFormulas.create(body))
+      expect(error.code).toBe('validation_failed')
+      expect(Object.keys(error.issues ?? {})).toContain(field)
+      expect((await store.dump()).formulas).toEqual([])
+      // The first case starts the sandbox's workers: on a busy machine that alone can take many seconds.
+    },
+    120_000,
+  )
 
   it('update applies the same rules and leaves the formula as it was', async () => {
     const { a } = await world({ runner: runner.get() })
