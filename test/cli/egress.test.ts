@@ -72,5 +72,6 @@ describe('tokenvault serve --reactor-egress', () => {
       await cli.exited
       server.close()
     }
-  })
+    // A CLI start and its sandbox warm-up: many seconds on a busy machine.
+  }, 90_000)
 })
