@@ -51,7 +51,9 @@ export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
-    hookTimeout: 30_000,
+    // Hooks start servers and drop PostgreSQL schemas made by a whole file (hundreds of tables):
+    // on a machine whose cores are held by other work that can take a minute.
+    hookTimeout: 120_000,
     projects: [
       {
         extends: true,
