@@ -6,10 +6,10 @@
  * `tokenvault/testing/equivalence` (needs vitest and fast-check).
  */
 
-export type { StateRecords as ReferenceRecords } from '../src/store/memory-state.js'
-export { MemoryState as ReferenceModel } from '../src/store/memory-state.js'
-export type { StoreReads } from '../src/store/model-reads.js'
-export { modelReads } from '../src/store/model-reads.js'
+export { modelReads } from '../adapters/memory/model-reads.js'
+export type { StateRecords as ReferenceRecords } from '../adapters/memory/state.js'
+export { MemoryState as ReferenceModel } from '../adapters/memory/state.js'
+export type { StoreReads } from '../src/store/index.js'
 export {
   SIGNATURE_HEADER,
   SIGNATURE_VERSION_HEADER,

@@ -20,8 +20,8 @@ import type {
   StoreDump,
   TokenHead,
 } from '../../src/store/contract.js'
+import type { StoreReads } from '../../src/store/index.js'
 import { frozenCopy } from '../../src/store/json.js'
-import type { StoreReads } from '../../src/store/model-reads.js'
 import { byKey, nameMatcher } from '../../src/store/order.js'
 import { PageFill, storedBytes } from '../../src/store/stored-bytes.js'
 import { termKey } from '../../src/store/token-index.js'

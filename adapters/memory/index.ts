@@ -1,7 +1,7 @@
-import type { Store } from '../../src/store/contract.js'
-import { StoreError } from '../../src/store/error.js'
-import { MemoryState } from '../../src/store/memory-state.js'
-import { modelReads } from '../../src/store/model-reads.js'
+import type { Store } from '../../src/store/index.js'
+import { StoreError } from '../../src/store/index.js'
+import { modelReads } from './model-reads.js'
+import { MemoryState } from './state.js'
 
 /**
  * A store that keeps everything in this process's memory: the default store, and the fake for tests.

@@ -385,3 +385,6 @@ export interface Store {
   /** Flushes and releases what the store holds. Later calls fail. */
   close(): Promise<void>
 }
+
+/** The read side of the store contract: every method but `write` and `close`. */
+export type StoreReads = Omit<Store, 'write' | 'close' | 'persistent'>

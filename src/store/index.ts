@@ -13,6 +13,7 @@ export type {
   RecordKey,
   Store,
   StoreDump,
+  StoreReads,
   TokenHead,
   TokenTerm,
   WriteResult,
@@ -21,15 +22,11 @@ export type { StoreMethod } from './delegate.js'
 export { delegatingStore, STORE_METHOD_NAMES } from './delegate.js'
 export type { StoreErrorCode } from './error.js'
 export { isStoreError, StoreError } from './error.js'
-export { copy, frozenCopy, sameJson } from './json.js'
+export { copiedToken, copy, frozenCopy, sameJson } from './json.js'
 export { applicationKeyHashes } from './keys.js'
 export { measuredStore } from './measured-store.js'
-export type { LockTuple, StateRecords } from './memory-state.js'
-export { MemoryState } from './memory-state.js'
-export type { StoreReads } from './model-reads.js'
-export { modelReads } from './model-reads.js'
 export { byKey, likePattern, nameMatcher } from './order.js'
 export { Scoped } from './scoped.js'
 export { SortedIds } from './sorted-ids.js'
-export { sealedBytes } from './stored-bytes.js'
+export { PageFill, sealedBytes, storedBytes } from './stored-bytes.js'
 export { TokenIndex, termKey, termKeysOf } from './token-index.js'

@@ -1,7 +1,7 @@
+import { modelReads } from '../../adapters/memory/model-reads.js'
+import { MemoryState } from '../../adapters/memory/state.js'
 import type { Store } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
-import { MemoryState } from '../../src/store/memory-state.js'
-import { modelReads } from '../../src/store/model-reads.js'
 
 /** A state and how many stores read it: the first of them to write copies it first. */
 interface Shared {

@@ -12,14 +12,10 @@ import type {
   StoredTransaction,
   Tenant,
   TokenLock,
-} from '../../kernel/index.js'
-import { assertNever, tokenHead } from '../../kernel/index.js'
-import type { KeyOwner, TokenHead } from '../contract.js'
-import { copy } from '../json.js'
-import { applicationKeyHashes } from '../keys.js'
-import { Scoped } from '../scoped.js'
-import { SortedIds } from '../sorted-ids.js'
-import { TokenIndex } from '../token-index.js'
+} from '../../src/kernel/index.js'
+import { assertNever, tokenHead } from '../../src/kernel/index.js'
+import type { KeyOwner, TokenHead } from '../../src/store/index.js'
+import { applicationKeyHashes, copy, Scoped, SortedIds, TokenIndex } from '../../src/store/index.js'
 import { LogMaps } from './logs.js'
 import { WebhookMaps } from './outbox.js'
 import { ProxyMaps } from './proxies.js'

@@ -14,8 +14,8 @@ import type {
   StoredTransaction,
   StoredWebhook,
   Tenant,
-} from '../kernel/index.js'
-import { MemoryReads } from './memory/reads.js'
+} from '../../src/kernel/index.js'
+import { MemoryReads } from './reads.js'
 
 /**
  * Every record a `MemoryState` holds, as `records()` hands them out and `fromRecords` takes them:

@@ -1,9 +1,6 @@
-import type { OutboxEntry, StoredWebhook } from '../../kernel/index.js'
-import type { DueKey, Page, Range, RecordKey, StoreDump } from '../contract.js'
-import { copy } from '../json.js'
-import { byKey } from '../order.js'
-import { Scoped } from '../scoped.js'
-import { SortedIds } from '../sorted-ids.js'
+import type { OutboxEntry, StoredWebhook } from '../../src/kernel/index.js'
+import type { DueKey, Page, Range, RecordKey, StoreDump } from '../../src/store/index.js'
+import { byKey, copy, Scoped, SortedIds } from '../../src/store/index.js'
 
 /** A key of the due index: `due_at ‖ tenant ‖ id` (ISO times sort as text). */
 const dueKey = (e: OutboxEntry) => `${e.due_at}\u0000${e.tenant_id}\u0000${e.id}`

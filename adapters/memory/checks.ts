@@ -1,6 +1,6 @@
-import type { Check } from '../../kernel/index.js'
-import { assertNever } from '../../kernel/index.js'
-import { sameJson } from '../json.js'
+import type { Check } from '../../src/kernel/index.js'
+import { assertNever } from '../../src/kernel/index.js'
+import { sameJson } from '../../src/store/index.js'
 import { MemoryMaps } from './maps.js'
 
 /** A memory state's checks: each guard of a write, evaluated on the maps. */

@@ -1,8 +1,6 @@
-import type { StoredProxy } from '../../kernel/index.js'
-import type { Page, Range } from '../contract.js'
-import { copy } from '../json.js'
-import { byKey } from '../order.js'
-import { Scoped } from '../scoped.js'
+import type { StoredProxy } from '../../src/kernel/index.js'
+import type { Page, Range } from '../../src/store/index.js'
+import { byKey, copy, Scoped } from '../../src/store/index.js'
 
 /**
  * The pre-configured proxies of a memory state (a tenant holds a handful: the core bounds them, and

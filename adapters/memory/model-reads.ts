@@ -1,8 +1,5 @@
-import type { Store } from './contract.js'
-import type { MemoryState } from './memory-state.js'
-
-/** The read side of the store contract: every method but `write` and `close`. */
-export type StoreReads = Omit<Store, 'write' | 'close' | 'persistent'>
+import type { StoreReads } from '../../src/store/index.js'
+import type { MemoryState } from './state.js'
 
 /**
  * Every read of the store contract answered by the state `use()` returns (which may throw, say once

@@ -1,6 +1,6 @@
-import type { Check, Op } from '../../kernel/index.js'
-import type { WriteResult } from '../contract.js'
-import { copiedToken, copy } from '../json.js'
+import type { Check, Op } from '../../src/kernel/index.js'
+import type { WriteResult } from '../../src/store/index.js'
+import { copiedToken, copy } from '../../src/store/index.js'
 import { MemoryChecks } from './checks.js'
 
 /** A memory state's writes: a batch applied atomically when its checks hold, one op at a time. */

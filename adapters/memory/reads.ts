@@ -14,8 +14,8 @@ import type {
   StoredWebhook,
   Tenant,
   TokenLock,
-} from '../../kernel/index.js'
-import { assertNever } from '../../kernel/index.js'
+} from '../../src/kernel/index.js'
+import { assertNever } from '../../src/kernel/index.js'
 import type {
   ChildKey,
   CountedKind,
@@ -30,13 +30,19 @@ import type {
   StoreDump,
   TokenHead,
   TokenTerm,
-} from '../contract.js'
-import { copiedToken, copy, frozenCopy } from '../json.js'
-import type { LockTuple } from '../memory-state.js'
-import { byKey, nameMatcher } from '../order.js'
-import { PageFill, storedBytes } from '../stored-bytes.js'
+} from '../../src/store/index.js'
+import {
+  byKey,
+  copiedToken,
+  copy,
+  frozenCopy,
+  nameMatcher,
+  PageFill,
+  storedBytes,
+} from '../../src/store/index.js'
 import { headOf, k } from './maps.js'
 import { MemoryOps } from './ops.js'
+import type { LockTuple } from './state.js'
 
 /** A memory state's reads: each answers copies. */
 export class MemoryReads extends MemoryOps {

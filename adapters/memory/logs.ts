@@ -1,8 +1,6 @@
-import type { LogEntry } from '../../kernel/index.js'
-import type { LogQuery } from '../contract.js'
-import { copy } from '../json.js'
-import { Scoped } from '../scoped.js'
-import { SortedIds } from '../sorted-ids.js'
+import type { LogEntry } from '../../src/kernel/index.js'
+import type { LogQuery } from '../../src/store/index.js'
+import { copy, Scoped, SortedIds } from '../../src/store/index.js'
 
 /** `created_at ‖ \u0001 ‖ id`: orders entries by time, then id (ISO times sort as text). */
 const timeKey = (createdAt: string, id: string) => `${createdAt}\u0001${id}`
