@@ -148,53 +148,6 @@ export function jsonEvent(event: HttpLogEvent): string {
   })
 }
 
-/** The flushes of every buffered log of this process, run once more as it exits. */
-const pendingLogs = new Set<() => void>()
-let flushOnExit = false
-
-/**
- * A writer that buffers lines and writes them together, off the request path: at most every
- * `delayMs` (default 20 ms), at once past `maxChars` (default 32 Ki characters), and when the
- * process exits (then synchronously: stderr on a file or pipe is written synchronously). Under load
- * one write carries hundreds of lines instead of one write per line or per turn of the event loop.
- * Answers the line writer, `flush`, and `close` (flushes and stops watching for the exit).
- */
-export function bufferedLog(
-  write: (text: string) => void,
-  { delayMs = 20, maxChars = 32 * 1024 }: { delayMs?: number; maxChars?: number } = {},
-): { log: (line: string) => void; flush: () => void; close: () => void } {
-  let pending = ''
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const flush = () => {
-    if (timer !== undefined) clearTimeout(timer)
-    timer = undefined
-    if (pending === '') return
-    const text = pending
-    pending = ''
-    write(text)
-  }
-  pendingLogs.add(flush)
-  if (!flushOnExit) {
-    flushOnExit = true
-    process.once('exit', () => {
-      for (const pendingFlush of pendingLogs) pendingFlush()
-    })
-  }
-  const log = (line: string) => {
-    pending += `${line}\n`
-    if (pending.length >= maxChars) flush()
-    else if (timer === undefined) {
-      timer = setTimeout(flush, delayMs)
-      timer.unref()
-    }
-  }
-  const close = () => {
-    flush()
-    pendingLogs.delete(flush)
-  }
-  return { log, flush, close }
-}
-
 let stampMs = Number.NaN
 let stamp = ''
 
@@ -285,10 +238,9 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const print = options.print ?? ((line) => process.stdout.write(`${line}\n`))
   // The log goes to stderr through the thread pool: a slow reader of the log never stops requests.
   const sink = options.log ? undefined : fdSink(2)
-  const stderr = sink ? bufferedLog(sink.write) : undefined
   const flushOnExit = () => sink?.flushSync()
   if (sink) process.once('exit', flushOnExit)
-  const log = options.log ?? stderr!.log
+  const log = options.log ?? ((line: string) => sink!.write(`${line}\n`))
   /** A line of the server's own (not a request's): a JSON object in JSON mode. */
   const note = (line: string, level = 'info') =>
     log(options.logFormat === 'json' ? JSON.stringify({ time: isoNow(), level, msg: line }) : line)
@@ -447,7 +399,6 @@ export async function serve(options: ServeOptions): Promise<Serving> {
         )
       await service.close()
       await opened.release()
-      stderr?.close()
       await sink?.drained()
       process.off('exit', flushOnExit)
     })()

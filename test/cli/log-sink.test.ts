@@ -41,12 +41,12 @@ it('writes every line, in order, and drained() waits for the last', async () => 
   expect(sink.dropped).toBe(0)
 })
 
-it('while its reader is stopped: returns at once, keeps at most maxPendingChars, counts and says what it dropped', async () => {
+it('while its reader is stopped: returns at once, keeps at most maxPendingBytes, counts and says what it dropped', async () => {
   // A FIFO whose reader pauses: the pipe fills, and the sink's write waits in the thread pool.
   const { reader, fd } = await fifo()
   reader.pause()
-  const sink = fdSink(fd, { maxPendingChars: 100_000 })
-  const total = 20_000 // about 2 MB: the pipe holds 64 KiB, the sink 100 000 characters
+  const sink = fdSink(fd, { maxPendingBytes: 100_000 })
+  const total = 20_000 // about 2 MB: the pipe holds 64 KiB, the sink 100 000 bytes
   // With the reader stopped, a write that waited for the pipe would never return: these return.
   for (let i = 0; i < total; i++) sink.write(lineOf(i))
   expect(sink.dropped).toBeGreaterThan(10_000)
