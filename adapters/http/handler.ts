@@ -15,6 +15,7 @@ import { openApiDocument } from './openapi.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { isProxyPath, proxyRoute } from './proxy-routes.js'
 import { parseQuery, type Query } from './query.js'
+import type { ExchangeWitness, RequestLog } from './request-log.js'
 import type { Match } from './router.js'
 import { ACCEPTED, apiRouter, type Route } from './routes.js'
 
@@ -75,6 +76,11 @@ export interface HttpHandlerOptions extends Partial<AdmissionBounds> {
    * `Access-Control-Allow-Origin`. `'*'` allows any origin. Off by default.
    */
   cors?: { origins: readonly string[] }
+  /**
+   * Test mode's request log: every exchange is recorded there (method, path, status, duration,
+   * problem, journal entries, access traces; never data). Absent: nothing is recorded or computed.
+   */
+  requestLog?: RequestLog
   /** Describes the `/_test/` control plane in `/openapi.json` (the server's test mode serves it). @default false */
   documentTestControl?: boolean
   /**
@@ -171,31 +177,40 @@ function unmatched(
   }
 }
 
-/**
- * The core of the adapter: routes the exchange, reads the body, calls the client of the request's
- * key, and serializes the answer or the problem. It holds no domain rule.
- */
-function exchangeHandler(service: Service, options: HttpHandlerOptions): ExchangeHandler {
-  const prefixes = headerPrefixes(options.headerPrefix)
-  const keyHeader = headerNames(prefixes, 'api-key')
-  const transactionHeader = headerNames(prefixes, 'transaction-id')
-  const idempotencyHeader = headerNames(prefixes, 'idempotency-key')
-  const first = (incoming: Incoming, names: readonly string[]): string | null => {
-    for (const name of names) {
-      const value = incoming.header(name)
-      if (value !== null) return value
-    }
-    return null
-  }
+/** What every request of one handler shares: its options, headers, router, clients and admission. */
+interface Setup {
+  service: Service
+  options: HttpHandlerOptions
+  prefixes: readonly string[]
+  keyHeader: readonly string[]
+  transactionHeader: readonly string[]
+  idempotencyHeader: readonly string[]
   /** A 401 names how to authenticate (RFC 9110 requires a challenge): the API key header. */
+  challenge: string
+  keyHint: string
+  maxBodyBytes: number
+  router: ReturnType<typeof apiRouter>
+  basePath: string
+  cors: ReturnType<typeof corsPolicy> | null
+  admission: ReturnType<typeof admitter>
+  clientFor: (apiKey: string, id: string | null) => Client
+  /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
+  openApi: Map<string, string>
+}
+
+/** The first of `names` the request carries, or null. */
+function first(incoming: Incoming, names: readonly string[]): string | null {
+  for (const name of names) {
+    const value = incoming.header(name)
+    if (value !== null) return value
+  }
+  return null
+}
+
+/** The shared parts of a handler of `service` under `options`. */
+function setupOf(service: Service, options: HttpHandlerOptions): Setup {
+  const prefixes = headerPrefixes(options.headerPrefix)
   const keyHeaders = prefixes.map((p) => `${p}-API-KEY`)
-  const challenge = keyHeaders.map((name) => `ApiKey header="${name}"`).join(', ')
-  const keyHint = `Send the API key in the ${keyHeaders.join(' or ')} header.`
-  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024
-  const log = options.log
-  const router = apiRouter()
-  const basePath = normalizeBase(options.basePath ?? '')
-  const cors = options.cors ? corsPolicy(options.cors.origins, prefixes) : null
   /**
    * Clients of recent keys, by the keys' hashes, for requests without a transaction or idempotency
    * key. A client holds no answer and no authority: it checks its key on every call (a deleted key
@@ -212,192 +227,251 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     }
     return client
   }
-  const admission = admitter(service, admissionBounds(options), options.now)
-  /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
-  const openApi = new Map<string, string>()
-  const proxy = proxyRoute({
+  return {
     service,
+    options,
     prefixes,
-    maxBodyBytes,
+    keyHeader: headerNames(prefixes, 'api-key'),
+    transactionHeader: headerNames(prefixes, 'transaction-id'),
+    idempotencyHeader: headerNames(prefixes, 'idempotency-key'),
+    challenge: keyHeaders.map((name) => `ApiKey header="${name}"`).join(', '),
+    keyHint: `Send the API key in the ${keyHeaders.join(' or ')} header.`,
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    router: apiRouter(),
+    basePath: normalizeBase(options.basePath ?? ''),
+    cors: options.cors ? corsPolicy(options.cors.origins, prefixes) : null,
+    admission: admitter(service, admissionBounds(options), options.now),
+    clientFor,
+    openApi: new Map(),
+  }
+}
+
+/** The proxy route of a handler: under the tenant's admission turn like every API call. */
+function proxyOf(s: Setup) {
+  const { service } = s
+  return proxyRoute({
+    service,
+    prefixes: s.prefixes,
+    maxBodyBytes: s.maxBodyBytes,
     first,
     admitted: async (apiKey, bytes, run) => {
       const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
-      const admitted = admission.admit(apiKey, keyHash, bytes)
+      const admitted = s.admission.admit(apiKey, keyHash, bytes)
       const lane = typeof admitted === 'string' ? admitted : await admitted
       try {
         return await run()
       } finally {
-        admission.leave(lane, bytes)
+        s.admission.leave(lane, bytes)
       }
     },
     clientFor: (apiKey, idempotencyKey) =>
       idempotencyKey === null ? service.connect(apiKey) : service.connect(apiKey, { idempotencyKey }),
   })
+}
 
-  const dispatch = async (
-    incoming: Incoming,
-    method: string,
-    path: string,
-    search: string,
-  ): Promise<Outgoing> => {
-    const match = router.match(method, path)
-    if (match.kind !== 'found') throw unmatched(match, method, path)
-    const { route, params } = match
-    if (route.mediaType !== undefined) requireMediaType(incoming.header('content-type'), route.mediaType)
-    const withBody = BODY_METHODS.has(method)
-    // Everything the headers decide comes first; then the tenant's turn; only then the body.
-    const bytes = withBody ? declaredBodyBytes(incoming, maxBodyBytes) : 0
-    const apiKey = first(incoming, keyHeader) ?? ''
-    const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
-    const admitted = admission.admit(apiKey, keyHash, bytes)
-    const lane = typeof admitted === 'string' ? admitted : await admitted
-    try {
-      return await perform(incoming, route, params, search, withBody, apiKey, keyHash)
-    } finally {
-      admission.leave(lane, bytes)
+/** Routes one request, waits for its tenant's turn, and performs it. */
+async function dispatch(
+  s: Setup,
+  incoming: Incoming,
+  method: string,
+  path: string,
+  search: string,
+  witness: ExchangeWitness | undefined,
+): Promise<Outgoing> {
+  const match = s.router.match(method, path)
+  if (match.kind !== 'found') throw unmatched(match, method, path)
+  const { route, params } = match
+  if (route.mediaType !== undefined) requireMediaType(incoming.header('content-type'), route.mediaType)
+  const withBody = BODY_METHODS.has(method)
+  // Everything the headers decide comes first; then the tenant's turn; only then the body.
+  const bytes = withBody ? declaredBodyBytes(incoming, s.maxBodyBytes) : 0
+  const apiKey = first(incoming, s.keyHeader) ?? ''
+  const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
+  const admitted = s.admission.admit(apiKey, keyHash, bytes)
+  const lane = typeof admitted === 'string' ? admitted : await admitted
+  try {
+    const call: Call = { route, params, search, withBody, apiKey, keyHash, witness }
+    return await perform(s, incoming, call)
+  } finally {
+    s.admission.leave(lane, bytes)
+  }
+}
+
+/** One routed call: its route and path parameters, query, key, and the request log's witness. */
+interface Call {
+  route: Route
+  params: string[]
+  search: string
+  withBody: boolean
+  apiKey: string
+  keyHash: string | null
+  witness: ExchangeWitness | undefined
+}
+
+/** The client a call runs with: a kept one for a plain call, else one made for its headers. */
+function clientOfCall(s: Setup, incoming: Incoming, call: Call, idempotencyKey: string | null): Client {
+  const transactionId = first(incoming, s.transactionHeader)
+  if (transactionId === null && idempotencyKey === null && call.witness === undefined)
+    return s.clientFor(call.apiKey, call.keyHash)
+  return s.service.connect(call.apiKey, {
+    ...(transactionId === null ? {} : { transactionId }),
+    ...(idempotencyKey === null ? {} : { idempotencyKey }),
+    // Test mode's request log: the call's journal entries and access decisions come back to it.
+    ...(call.witness === undefined ? {} : { recorder: call.witness.recorder }),
+  })
+}
+
+/** Reads the body, calls the client of the request's key, and serializes its answer. */
+async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoing> {
+  const { route, withBody } = call
+  const body = withBody ? await readJsonBody(incoming, s.maxBodyBytes) : undefined
+  const query = route.query ? parseQuery(call.search) : EMPTY_QUERY
+  // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
+  const idempotencyKey = withBody ? first(incoming, s.idempotencyHeader) : null
+  const client = clientOfCall(s, incoming, call, idempotencyKey)
+  const result = await route.run(unchecked(client), call.params, query, body)
+  if (result === ACCEPTED) return { status: 202, headers: { 'cache-control': 'no-store' }, body: null }
+  if (route.status === 204 || result === undefined) {
+    return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
+  }
+  const text = await answerText(result)
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+  }
+  // An answer too long to keep for replay says so: a repeat of the request will be refused.
+  if (idempotencyKey !== null && !keepsAnswer(text)) headers['idempotency-replayable'] = 'false'
+  return { status: route.status, headers, body: text }
+}
+
+/** The answer to a request that threw: its problem, or a logged 500 for an unknown failure. */
+function failure(s: Setup, error: unknown, method: string, path: string, requestId: string): Outgoing {
+  const log = s.options.log
+  const known = problemFor(error)
+  if (known) {
+    if (known.status === 401) {
+      // The key's own 401 says where the key goes; a formula's 401 is answered as it threw it.
+      const hint = error instanceof ServiceError && error.code === 'unauthenticated' ? s.keyHint : null
+      return unauthorized(known, s.challenge, hint)
+    }
+    if (error instanceof StoreError) {
+      if (log) log({ kind: 'error', method, path, error, requestId, expected: true })
+      else console.error(`tokenvault: ${method} ${path}: store ${error.code}: ${error.message}`)
+    }
+    return known
+  }
+  if (log) log({ kind: 'error', method, path, error, requestId })
+  else console.error(`tokenvault: ${method} ${path} failed`, error)
+  return internalError()
+}
+
+/** The OpenAPI document of the handler mounted under `mount`, as JSON text (kept per mount). */
+function openApiText(s: Setup, mount: string): string {
+  let doc = s.openApi.get(mount)
+  if (doc === undefined) {
+    doc = JSON.stringify(
+      openApiDocument({
+        basePath: `${mount}${s.basePath}`,
+        headerPrefixes: s.prefixes,
+        ...(s.options.documentTestControl ? { testControl: true } : {}),
+      }),
+    )
+    if (s.openApi.size < MOUNTS_KEPT) s.openApi.set(mount, doc)
+  }
+  return doc
+}
+
+/** Health, HEAD, OPTIONS and CORS around `dispatch`; null when the route table should answer. */
+async function serveMeta(
+  s: Setup,
+  incoming: Incoming,
+  method: string,
+  path: string,
+  search: string,
+  witness: ExchangeWitness | undefined,
+): Promise<Outgoing | null> {
+  if (method === 'GET' || method === 'HEAD') {
+    if (path === '/healthz') return json(200, { status: 'ok' })
+    if (path === '/openapi.json') {
+      const body = openApiText(s, incoming.mount?.() ?? '')
+      return { status: 200, headers: { 'content-type': 'application/json' }, body }
+    }
+    if (path === '/readyz') {
+      if (await s.service.ready()) return json(200, { status: 'ready' })
+      const out = json(503, { status: 'unavailable' })
+      return { ...out, headers: { ...out.headers, 'retry-after': '1' } }
     }
   }
-
-  /** Reads the body, calls the client of the request's key, and serializes its answer. */
-  const perform = async (
-    incoming: Incoming,
-    route: Route,
-    params: string[],
-    search: string,
-    withBody: boolean,
-    apiKey: string,
-    keyHash: string | null,
-  ): Promise<Outgoing> => {
-    const body = withBody ? await readJsonBody(incoming, maxBodyBytes) : undefined
-    const query = route.query ? parseQuery(search) : EMPTY_QUERY
-    const transactionId = first(incoming, transactionHeader)
-    // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
-    const idempotencyKey = withBody ? first(incoming, idempotencyHeader) : null
-    const client =
-      transactionId === null && idempotencyKey === null
-        ? clientFor(apiKey, keyHash)
-        : service.connect(apiKey, {
-            ...(transactionId === null ? {} : { transactionId }),
-            ...(idempotencyKey === null ? {} : { idempotencyKey }),
-          })
-    const result = await route.run(unchecked(client), params, query, body)
-    if (result === ACCEPTED) return { status: 202, headers: { 'cache-control': 'no-store' }, body: null }
-    if (route.status === 204 || result === undefined) {
-      return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
-    }
-    const text = await answerText(result)
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'cache-control': 'no-store',
-    }
-    // An answer too long to keep for replay says so: a repeat of the request will be refused.
-    if (idempotencyKey !== null && !keepsAnswer(text)) headers['idempotency-replayable'] = 'false'
-    return { status: route.status, headers, body: text }
+  if (method === 'OPTIONS') {
+    const match = s.router.match('OPTIONS', path)
+    if (match.kind === 'none') throw unmatched(match, method, path)
+    const allow = match.kind === 'method' ? withHead(match.allow) : 'OPTIONS'
+    const origin = incoming.header('origin')
+    const preflight = s.cors && origin !== null && incoming.header('access-control-request-method') !== null
+    const headers: Record<string, string> = { allow: `${allow}, OPTIONS`, 'cache-control': 'no-store' }
+    if (preflight && s.cors!.allows(origin)) Object.assign(headers, s.cors!.preflight(origin, allow))
+    return { status: 204, headers, body: null }
   }
-
-  const failure = (error: unknown, method: string, path: string, requestId: string): Outgoing => {
-    const known = problemFor(error)
-    if (known) {
-      if (known.status === 401) {
-        // The key's own 401 says where the key goes; a formula's 401 is answered as it threw it.
-        const hint = error instanceof ServiceError && error.code === 'unauthenticated' ? keyHint : null
-        return unauthorized(known, challenge, hint)
-      }
-      if (error instanceof StoreError) {
-        if (log) log({ kind: 'error', method, path, error, requestId, expected: true })
-        else console.error(`tokenvault: ${method} ${path}: store ${error.code}: ${error.message}`)
-      }
-      return known
-    }
-    if (log) log({ kind: 'error', method, path, error, requestId })
-    else console.error(`tokenvault: ${method} ${path} failed`, error)
-    return internalError()
+  if (method === 'HEAD') {
+    const out = await dispatch(s, incoming, 'GET', path, search, witness)
+    return { ...out, body: null }
   }
+  return null
+}
 
-  /** Health, HEAD, OPTIONS and CORS around `dispatch`; null when the route table should answer. */
-  const serveMeta = async (incoming: Incoming, method: string, path: string, search: string) => {
-    if (method === 'GET' || method === 'HEAD') {
-      if (path === '/healthz') return json(200, { status: 'ok' })
-      if (path === '/openapi.json') {
-        const mount = incoming.mount?.() ?? ''
-        let doc = openApi.get(mount)
-        if (doc === undefined) {
-          doc = JSON.stringify(
-            openApiDocument({
-              basePath: `${mount}${basePath}`,
-              headerPrefixes: prefixes,
-              ...(options.documentTestControl ? { testControl: true } : {}),
-            }),
-          )
-          if (openApi.size < MOUNTS_KEPT) openApi.set(mount, doc)
-        }
-        return { status: 200, headers: { 'content-type': 'application/json' }, body: doc }
-      }
-      if (path === '/readyz') {
-        return (await service.ready())
-          ? json(200, { status: 'ready' })
-          : {
-              ...json(503, { status: 'unavailable' }),
-              headers: {
-                'content-type': 'application/json',
-                'cache-control': 'no-store',
-                'retry-after': '1',
-              },
-            }
-      }
-    }
-    if (method === 'OPTIONS') {
-      const match = router.match('OPTIONS', path)
-      if (match.kind === 'none') throw unmatched(match, method, path)
-      const allow = match.kind === 'method' ? withHead(match.allow) : 'OPTIONS'
-      const origin = incoming.header('origin')
-      const preflight = cors && origin !== null && incoming.header('access-control-request-method') !== null
-      const headers: Record<string, string> = { allow: `${allow}, OPTIONS`, 'cache-control': 'no-store' }
-      if (preflight && cors.allows(origin)) Object.assign(headers, cors.preflight(origin, allow))
-      return { status: 204, headers, body: null }
-    }
-    if (method === 'HEAD') {
-      const out = await dispatch(incoming, 'GET', path, search)
-      return { ...out, body: null }
-    }
-    return null
-  }
+/** Whether `serveMeta` answers: health, the OpenAPI document, HEAD and OPTIONS. */
+const isMeta = (method: string, path: string) =>
+  method === 'OPTIONS' ||
+  method === 'HEAD' ||
+  (method === 'GET' && (path === '/healthz' || path === '/openapi.json' || path === '/readyz'))
 
-  /** Whether `serveMeta` answers: health, the OpenAPI document, HEAD and OPTIONS. */
-  const isMeta = (method: string, path: string) =>
-    method === 'OPTIONS' ||
-    method === 'HEAD' ||
-    (method === 'GET' && (path === '/healthz' || path === '/openapi.json' || path === '/readyz'))
+/** Whether an answer is a problem document (its body then goes to the request log). */
+const isProblem = (out: Outgoing) =>
+  out.headers['content-type']?.startsWith('application/problem+json') === true
 
+/**
+ * The core of the adapter: routes the exchange, reads the body, calls the client of the request's
+ * key, and serializes the answer or the problem. It holds no domain rule. With `requestLog` (test
+ * mode), each exchange is recorded there with the journal entries and access traces it made.
+ */
+function exchangeHandler(service: Service, options: HttpHandlerOptions): ExchangeHandler {
+  const s = setupOf(service, options)
+  const { log, requestLog } = options
+  const proxy = proxyOf(s)
   /** One request, start to answer: a single async step, so a plain call costs few promise turns. */
   const respond = async (incoming: Incoming): Promise<Outgoing> => {
-    const started = log ? performance.now() : 0
+    const started = log || requestLog ? performance.now() : 0
     const given = incoming.header('x-request-id')
     const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : nanoid()
     const method = incoming.method
     const target = splitTarget(incoming.target)
+    const witness = requestLog?.begin()
     let path = target.path
     let out: Outgoing
     try {
-      const inside = basePath === '' || path === basePath || path.startsWith(`${basePath}/`)
+      const inside = s.basePath === '' || path === s.basePath || path.startsWith(`${s.basePath}/`)
       if (!inside) throw new HttpProblem(404, `No route matches ${method} ${path}.`)
-      if (basePath !== '') path = path.slice(basePath.length) || '/'
+      if (s.basePath !== '') path = path.slice(s.basePath.length) || '/'
       out = isProxyPath(path)
         ? await proxy(incoming, method, path, target.search)
         : isMeta(method, path)
-          ? ((await serveMeta(incoming, method, path, target.search)) ??
-            (await dispatch(incoming, method, path, target.search)))
-          : await dispatch(incoming, method, path, target.search)
+          ? ((await serveMeta(s, incoming, method, path, target.search, witness)) ??
+            (await dispatch(s, incoming, method, path, target.search, witness)))
+          : await dispatch(s, incoming, method, path, target.search, witness)
     } catch (error) {
-      out = failure(error, method, path, requestId)
+      out = failure(s, error, method, path, requestId)
     }
     out.headers['x-request-id'] = requestId
-    if (cors) {
+    if (s.cors) {
       const origin = incoming.header('origin')
-      if (origin !== null && cors.allows(origin)) Object.assign(out.headers, cors.simple(origin))
+      if (origin !== null && s.cors.allows(origin)) Object.assign(out.headers, s.cors.simple(origin))
     }
-    if (log) {
-      log({ kind: 'request', method, path, status: out.status, ms: performance.now() - started, requestId })
+    const ms = log || requestLog ? performance.now() - started : 0
+    if (log) log({ kind: 'request', method, path, status: out.status, ms, requestId })
+    if (requestLog) {
+      const problemBody = isProblem(out) ? out.body : null
+      const exchange = { request_id: requestId, kind: 'api' as const, method, path, search: target.search }
+      requestLog.finish({ ...exchange, status: out.status, ms, problemBody }, witness)
     }
     return out
   }

@@ -1,0 +1,305 @@
+import type { AccessTrace, CallRecorder } from '../../src/kernel/access-trace.js'
+
+/** The problem document an exchange answered, as sent (never data: problems hold none). */
+export interface LoggedProblem {
+  type?: string
+  title?: string
+  status?: number
+  detail?: string
+  /** A 400's fields, each with its messages. */
+  errors?: Record<string, unknown>
+}
+
+/** What an entry is: an API exchange, an injected fault's answer, or a control-plane call. */
+export type ExchangeKind = 'api' | 'fault' | 'control'
+
+/**
+ * One HTTP exchange of a test-mode server, keyed by its request id: what it asked (method, path,
+ * the names of its query parameters, never their values), what it answered (status, the problem
+ * document), who asked (tenant and application ids), the journal entries it made, and, for a
+ * refused or masked read, the access decisions' traces. Never token data, a key, a nonce, a body
+ * or a query value.
+ */
+export interface RequestLogEntry {
+  /** Position in the log (increasing from 1). */
+  seq: number
+  request_id: string
+  kind: ExchangeKind
+  /** The service clock's time when the request came (the test clock: it moves only when told). */
+  at: string
+  /** The wall-clock time when the request came, ISO 8601: orders rows the test clock does not. */
+  wall: string
+  method: string
+  /** The path, without the query string. */
+  path: string
+  /** The names of the query's parameters, never their values. */
+  query_keys: string[]
+  status: number
+  /** From the request to the answer being ready, in milliseconds. */
+  ms: number
+  tenant_id: string | null
+  /** The application or session that called, when its key authenticated. */
+  actor_id: string | null
+  /** The service operations the exchange ran (`token.get`), in order. */
+  operations: string[]
+  /** The journal entries it made (their `seq`). */
+  journal: number[]
+  problem?: LoggedProblem
+  /** The access decisions the exchange made that refused or did not reveal (at most `TRACES_KEPT`). */
+  trace?: AccessTrace[]
+  /** The injected fault that answered (kind `fault`). */
+  fault?: { id: number; method: string; path: string; status: number }
+  /** The name of the latest `mark` before the exchange (`POST /_test/mark`), grouping a test's rows. */
+  mark?: string
+}
+
+/** Options of `requestLog`. */
+export interface RequestLogOptions {
+  /** The service clock (the test clock). */
+  now: () => Date
+  /** Entries kept in all (the oldest of the largest tenant go first). @default 1000 */
+  capacity?: number
+  /** Entries kept of one tenant (its own oldest go first); unauthenticated and control calls count as one tenant. @default 500 */
+  perTenant?: number
+}
+
+/** What the handler gathers while one exchange runs: the recorder its client is given. */
+export interface ExchangeWitness {
+  recorder: CallRecorder
+  at: string
+  wall: string
+  tenant_id: string | null
+  actor_id: string | null
+  operations: string[]
+  journal: number[]
+  traces: AccessTrace[]
+}
+
+/** The fields of an exchange the handler hands `RequestLog.finish`. */
+export interface FinishedExchange {
+  request_id: string
+  kind: ExchangeKind
+  method: string
+  path: string
+  search: string
+  status: number
+  ms: number
+  /** The answer's body when it is a problem document (`application/problem+json`), else null. */
+  problemBody: string | Uint8Array | null
+  fault?: RequestLogEntry['fault']
+}
+
+/** Filters of `RequestLog.list`; all optional. */
+export interface RequestLogQuery {
+  /** Only entries after this `seq`. */
+  after?: number
+  tenant?: string
+  /** Failures only (status 400 or more). */
+  failed?: boolean
+  mark?: string
+  /** The newest this many. */
+  limit?: number
+}
+
+/** How many traces one entry keeps (a list decides once per token). */
+export const TRACES_KEPT = 20
+/** The longest query parameter name kept, and how many names. */
+const QUERY_KEY_CHARS = 64
+const QUERY_KEYS_KEPT = 16
+const NULL_TENANT = '\u0000none'
+
+/**
+ * The request log of a test-mode server: bounded per tenant like the journal (a tenant's flood
+ * evicts only its own oldest entries), readable by `GET /_test/requests`, the console and the test
+ * kit. Listeners (`on`) are told each new entry (the console's live stream).
+ */
+export class RequestLog {
+  readonly capacity: number
+  readonly perTenant: number
+  private seq = 0
+  private total = 0
+  private currentMark: string | undefined
+  private readonly byTenant = new Map<string, RequestLogEntry[]>()
+  private readonly byId = new Map<string, RequestLogEntry>()
+  private readonly listeners = new Set<(entry: RequestLogEntry) => void>()
+
+  constructor(private readonly options: RequestLogOptions) {
+    this.capacity = Math.max(1, options.capacity ?? 1000)
+    this.perTenant = Math.max(1, Math.min(options.perTenant ?? 500, this.capacity))
+  }
+
+  /** Starts watching one exchange: give `witness.recorder` to the client it calls. */
+  begin(): ExchangeWitness {
+    const witness: ExchangeWitness = {
+      at: this.options.now().toISOString(),
+      wall: new Date().toISOString(),
+      tenant_id: null,
+      actor_id: null,
+      operations: [],
+      journal: [],
+      traces: [],
+      recorder: {
+        decided: (trace) => {
+          // Reveals are not what a failing test asks about; refusals and masks are.
+          if (trace.decision === 'reveal') return
+          if (witness.traces.length < TRACES_KEPT) witness.traces.push(trace)
+          else witness.traces[TRACES_KEPT - 1] = trace
+        },
+        journaled: (entry) => {
+          witness.journal.push(entry.seq)
+          witness.operations.push(entry.operation)
+          if (entry.tenant_id !== null) witness.tenant_id = entry.tenant_id
+          if (entry.actor_id !== null) witness.actor_id = entry.actor_id
+        },
+      },
+    }
+    return witness
+  }
+
+  /** Records the exchange `witness` watched (or one no client saw: `witness` absent). */
+  finish(exchange: FinishedExchange, witness: ExchangeWitness = this.begin()): RequestLogEntry {
+    const entry: RequestLogEntry = {
+      seq: ++this.seq,
+      request_id: exchange.request_id,
+      kind: exchange.kind,
+      at: witness.at,
+      wall: witness.wall,
+      method: exchange.method,
+      path: exchange.path,
+      query_keys: queryKeys(exchange.search),
+      status: exchange.status,
+      ms: Math.round(exchange.ms * 1000) / 1000,
+      tenant_id: witness.tenant_id,
+      actor_id: witness.actor_id,
+      operations: witness.operations,
+      journal: witness.journal,
+    }
+    const problem = exchange.problemBody === null ? undefined : problemOf(exchange.problemBody)
+    if (problem) entry.problem = problem
+    if (witness.traces.length) entry.trace = witness.traces
+    if (exchange.fault) entry.fault = exchange.fault
+    if (this.currentMark !== undefined) entry.mark = this.currentMark
+    this.keep(entry)
+    for (const listener of this.listeners) {
+      try {
+        listener(entry)
+      } catch {}
+    }
+    return entry
+  }
+
+  /** Keeps `entry`, evicting its tenant's oldest past `perTenant`, and the largest tenant's oldest past `capacity`. */
+  private keep(entry: RequestLogEntry): void {
+    const key = entry.tenant_id ?? NULL_TENANT
+    let own = this.byTenant.get(key)
+    if (!own) {
+      own = []
+      this.byTenant.set(key, own)
+    }
+    if (own.length >= this.perTenant) this.drop(key, own)
+    else if (this.total >= this.capacity) {
+      let largest = own
+      let largestKey = key
+      for (const [k, list] of this.byTenant) {
+        if (list.length > largest.length) {
+          largest = list
+          largestKey = k
+        }
+      }
+      this.drop(largestKey, largest)
+    }
+    own.push(entry)
+    this.total++
+    this.byId.set(entry.request_id, entry)
+  }
+
+  private drop(key: string, list: RequestLogEntry[]): void {
+    const gone = list.shift()
+    if (gone === undefined) return
+    this.total--
+    if (this.byId.get(gone.request_id) === gone) this.byId.delete(gone.request_id)
+    if (list.length === 0) this.byTenant.delete(key)
+  }
+
+  /** The entry of `requestId` (the latest with that id), if still kept. */
+  get(requestId: string): RequestLogEntry | undefined {
+    return this.byId.get(requestId)
+  }
+
+  /** Kept entries passing `query`, oldest first. */
+  list(query: RequestLogQuery = {}): RequestLogEntry[] {
+    const lists =
+      query.tenant === undefined ? [...this.byTenant.values()] : [this.byTenant.get(query.tenant) ?? []]
+    const out = lists
+      .flat()
+      .filter(
+        (e) =>
+          (query.after === undefined || e.seq > query.after) &&
+          (query.failed !== true || e.status >= 400) &&
+          (query.mark === undefined || e.mark === query.mark),
+      )
+      .sort((a, b) => a.seq - b.seq)
+    return query.limit === undefined ? out : out.slice(-query.limit)
+  }
+
+  /** Starts a named group: entries from now on carry `mark: name` (until the next mark or `clear`). */
+  mark(name: string): void {
+    this.currentMark = name
+  }
+
+  /** Forgets every entry and the mark (the sequence goes on). */
+  clear(): void {
+    this.byTenant.clear()
+    this.byId.clear()
+    this.total = 0
+    this.currentMark = undefined
+  }
+
+  /** Tells `listener` of each new entry; returns the function that stops it. */
+  on(listener: (entry: RequestLogEntry) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** How many entries are kept. */
+  get size(): number {
+    return this.total
+  }
+}
+
+/** The names of a query string's parameters (never their values), bounded. */
+function queryKeys(search: string): string[] {
+  if (search === '') return []
+  const keys: string[] = []
+  for (const pair of search.split('&')) {
+    const eq = pair.indexOf('=')
+    let name = eq === -1 ? pair : pair.slice(0, eq)
+    try {
+      name = decodeURIComponent(name.replace(/\+/g, ' '))
+    } catch {}
+    name = name.slice(0, QUERY_KEY_CHARS)
+    if (name !== '' && !keys.includes(name)) keys.push(name)
+    if (keys.length >= QUERY_KEYS_KEPT) break
+  }
+  return keys
+}
+
+/** The problem document of an answer's body, its known fields only. */
+function problemOf(body: string | Uint8Array): LoggedProblem | undefined {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'))
+  } catch {
+    return undefined
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined
+  const p = parsed as Record<string, unknown>
+  const out: LoggedProblem = {}
+  if (typeof p['type'] === 'string') out.type = p['type']
+  if (typeof p['title'] === 'string') out.title = p['title']
+  if (typeof p['status'] === 'number') out.status = p['status']
+  if (typeof p['detail'] === 'string') out.detail = p['detail']
+  if (typeof p['errors'] === 'object' && p['errors'] !== null)
+    out.errors = p['errors'] as Record<string, unknown>
+  return out
+}
