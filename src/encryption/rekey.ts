@@ -1,6 +1,6 @@
-import type { Check, Op, Reactor, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
+import type { Reactor, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { Check, Op, Store } from '../store/index.js'
 import { sealedVersion } from './keyring.js'
 import { openReactor, openToken, type Sealing, sealedPayload, sealReactor, sealToken } from './sealing.js'
 import { type Keyring, keysOf } from './tenant-keyring.js'
@@ -73,13 +73,11 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
     ...(sweep.after ? { after: sweep.after } : {}),
     limit,
   })
-  const tokens = await deps.store.getTokens(tenantId, ids)
-  const stale = tokens.filter((t) => !sealedUnder(t.data, sweep.to))
-  const outcome = await resealTokens(deps, stale)
+  const outcome = await resealInChunks(deps, tenantId, ids, sweep.to)
   const base = {
     tenantId,
     to: sweep.to,
-    scanned: tokens.length,
+    scanned: outcome.scanned,
     resealed: outcome.resealed,
     raced: outcome.raced,
     unreadable: outcome.unreadable,
@@ -154,6 +152,38 @@ async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | 
     if (error instanceof ServiceError && error.code === 'unreadable') return null
     throw error
   }
+}
+
+/**
+ * Tokens read, re-sealed and written together, in one turn of the event loop: a step's batch is
+ * cut into chunks of this many, with a turn for other work between two (`setImmediate`), and each
+ * chunk is a write of its own, so no read of another tenant waits behind a whole batch's
+ * decryption, encryption or store write (the file store applies a write whole, under its write lock).
+ */
+export const REKEY_CHUNK = 32
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * Re-seals the tokens `ids` not under version `to`, `REKEY_CHUNK` at a time with a turn between
+ * two chunks. One chunk's write at a time: a store that commits writes together (the file store)
+ * then never has more than one chunk of the sweep in a commit another tenant's write waits behind.
+ */
+async function resealInChunks(deps: RekeyDeps, tenantId: string, ids: string[], to: number) {
+  const total = { scanned: 0, resealed: 0, raced: 0, unreadable: 0 }
+  for (let at = 0; at < ids.length; at += REKEY_CHUNK) {
+    if (at > 0) await turn()
+    const tokens = await deps.store.getTokens(tenantId, ids.slice(at, at + REKEY_CHUNK))
+    total.scanned += tokens.length
+    const outcome = await resealTokens(
+      deps,
+      tokens.filter((t) => !sealedUnder(t.data, to)),
+    )
+    total.resealed += outcome.resealed
+    total.raced += outcome.raced
+    total.unreadable += outcome.unreadable
+  }
+  return total
 }
 
 /**

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import { createService, manualClock } from '../../entry/index.js'
+import { sealedVersion } from '../../src/encryption/keyring.js'
+import { delegatingStore, type Store } from '../../src/store/index.js'
+
+/** A memory store that records how many token puts each write carried. */
+function recordingStore() {
+  const inner = memoryStore()
+  const puts: number[] = []
+  const store: Store = delegatingStore(inner, {
+    write(batch) {
+      const n = batch.ops.filter((op) => op.op === 'token.put').length
+      if (n > 0) puts.push(n)
+      return inner.write(batch)
+    },
+  })
+  return { store, puts }
+}
+
+async function vaultWith(store: Store, tokens: number) {
+  const clock = manualClock('2030-01-01T00:00:00Z')
+  const service = createService({ store, clock, runner: null, masterKey: randomBytes(32) })
+  const tenant = await service.admin.createTenant({ name: 't' })
+  const { key } = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'app',
+    type: 'private',
+    permissions: ['token:create', 'token:read'],
+  })
+  const client = service.connect(key)
+  const ids: string[] = []
+  for (let i = 0; i < tokens; i++) ids.push((await client.tokens.create({ type: 'token', data: i })).id)
+  await service.admin.rotateDataKey({ tenantId: tenant.id })
+  return { service, tenant, ids }
+}
+
+describe('the re-encryption sweep works in bounded turns', () => {
+  it('a step of 500 writes its tokens 32 to a write at most, and re-seals every one', async () => {
+    const { store, puts } = recordingStore()
+    const { service, tenant } = await vaultWith(store, 100)
+    puts.length = 0
+    const step = await service.admin.reencryptStep({ tenantId: tenant.id, batchSize: 500 })
+    expect(step.resealed).toBe(100)
+    // 100 tokens: writes of 32, 32, 32 and 4 (the bound passes; one more would be a write of 33).
+    expect(puts).toEqual([32, 32, 32, 4])
+    const stored = (await store.dump()).tokens.filter((t) => t.tenant_id === tenant.id)
+    expect(stored.map((t) => sealedVersion((t.data as { $sealed: string }).$sealed))).toEqual(
+      stored.map(() => 2),
+    )
+  })
+
+  it('lets other work run between its chunks (a memory store never leaves the microtask queue)', async () => {
+    const { store } = recordingStore()
+    const { service, tenant } = await vaultWith(store, 100)
+    let turns = 0
+    let stepping = true
+    const tick = () => {
+      turns++
+      if (stepping) setImmediate(tick)
+    }
+    setImmediate(tick)
+    await service.admin.reencryptStep({ tenantId: tenant.id, batchSize: 500 })
+    stepping = false
+    // One turn at least between each two of the 4 chunks.
+    expect(turns).toBeGreaterThanOrEqual(3)
+  })
+})
