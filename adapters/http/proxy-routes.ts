@@ -51,23 +51,27 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       const declared = Number(incoming.header('content-length') ?? Number.NaN)
       if (declared > deps.maxBodyBytes) throw tooLarge(deps.maxBodyBytes)
       const bytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : deps.maxBodyBytes
+      const { proxyKey, query } = keyFromQuery(search)
+      const key = deps.first(incoming, proxyKeyHeader) ?? proxyKey
+      const url = deps.first(incoming, urlHeader)
+      const callOf = async () => ({
+        method,
+        ...(url === null ? {} : { url }),
+        ...(key === null ? {} : { proxy_key: key }),
+        path: path.slice('/proxy'.length),
+        query,
+        headers: incoming.headers?.() ?? {},
+        body: BODY_METHODS.has(method) ? await readRaw(incoming, deps.maxBodyBytes) : null,
+      })
+      // Without an API key, only a pre-configured proxy with `require_auth: false` answers (the
+      // inbound case); the core bounds its calls per tenant, as every proxy call's.
+      if (apiKey === '' && key !== null)
+        return outgoingOf(await deps.service.proxy.invoke(await callOf()), prefixes)
       return await deps.admitted(apiKey, bytes, async () => {
-        const body = BODY_METHODS.has(method) ? await readRaw(incoming, deps.maxBodyBytes) : null
         const idempotencyKey =
           method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)
         const client = deps.clientFor(apiKey, idempotencyKey)
-        const { proxyKey, query } = keyFromQuery(search)
-        const key = deps.first(incoming, proxyKeyHeader) ?? proxyKey
-        const answer = await client.proxy.invoke({
-          method,
-          ...(deps.first(incoming, urlHeader) === null ? {} : { url: deps.first(incoming, urlHeader)! }),
-          ...(key === null ? {} : { proxy_key: key }),
-          path: path.slice('/proxy'.length),
-          query,
-          headers: incoming.headers?.() ?? {},
-          body,
-        })
-        return outgoingOf(answer, prefixes)
+        return outgoingOf(await client.proxy.invoke(await callOf()), prefixes)
       })
     } catch (error) {
       return proxyError(error)

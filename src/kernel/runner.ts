@@ -139,7 +139,8 @@ export function withEgress(runner: FormulaRunner, client: EgressClient): Formula
       if (!origins?.length) return runner.run(code, request, options)
       return runner.run(code, request, {
         ...options,
-        fetch: (egressRequest, limits) => client(origins, egressRequest, limits),
+        // A run given its own `fetch` (the proxy's transforms route their `bt` through it) keeps it.
+        fetch: options.fetch ?? ((egressRequest, limits) => client(origins, egressRequest, limits)),
       })
     },
     close: () => runner.close(),

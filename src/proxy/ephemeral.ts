@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import type { Ctx, Principal } from '../kernel/index.js'
+import type { Ctx, Principal } from '../call/index.js'
 import { forbidden, invalid, parse, ServiceError } from '../kernel/index.js'
 import { detokenizedBody } from './bodies.js'
 import {
@@ -10,7 +10,8 @@ import {
   type ProxyAnswer,
   send,
 } from './forward.js'
-import { proxyByKey } from './proxies.js'
+import { preconfiguredCall } from './preconfigured.js'
+import { parseProxyKey, proxyByKey } from './proxies.js'
 
 const encoder = new TextEncoder()
 
@@ -59,29 +60,62 @@ export function bodyBytes(call: ParsedProxyCall): Uint8Array | null {
 /**
  * The ephemeral proxy (`/proxy` with `BT-PROXY-URL`): the caller's request, its body's
  * detokenization expressions replaced under its `token:use` access, sent to `url` + `path` +
- * `query`, and the destination's answer as it is. Needs `token:use` even with no expression.
+ * `query`, and the destination's answer as it is. Needs `token:use` even with no expression. With
+ * `proxy_key`, the pre-configured proxy it names is called instead (see `preconfiguredCall`).
  */
 export async function ephemeralCall(ctx: Ctx, call: ParsedProxyCall): Promise<ProxyAnswer> {
   if (!mayUseTokens(ctx.principal)) throw forbidden('the proxy needs the token:use permission')
-  const url = await destinationOf(ctx, call)
   const given = bodyBytes(call)
   const headers = forwardedHeaders(call.headers)
+  if (call.proxy_key !== undefined && call.proxy_key !== '') {
+    const proxy = await proxyByKey(ctx, call.proxy_key)
+    const { method, path, query } = call
+    return preconfiguredCall(ctx, proxy, { method, path, query, headers, body: given, detokenize: true })
+  }
+  if (call.url === undefined || call.url === '')
+    throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
+  const url = destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
   const body = given === null ? null : await detokenizedBody(ctx, given, headers['content-type'])
   const response = await send(ctx, { url, method: call.method, headers, body }, 'BT-PROXY-URL')
   return answerOf(response)
 }
 
-/** Where a call goes: its pre-configured proxy's destination (`proxy_key`), else `url`. */
-async function destinationOf(ctx: Ctx, call: ParsedProxyCall): Promise<string> {
-  if (call.proxy_key !== undefined && call.proxy_key !== '') {
-    const proxy = await proxyByKey(ctx, call.proxy_key)
-    if (proxy.request_transform || proxy.response_transform)
-      throw new ServiceError('formula_invalid', 'proxy transforms are not run by this version of the vault')
-    return destinationUrl(proxy.destination_url, call.path, call.query, 'BT-PROXY-KEY')
+const keyRequired = () => new ServiceError('unauthenticated', 'an API key is required')
+
+/**
+ * A call without an API key (the inbound case): only a pre-configured proxy with `require_auth:
+ * false` takes one, named by `proxy_key`; anything else answers 401, as a call without a key does.
+ * It runs as no one (`contextOf` makes the call's context for a principal holding nothing): its
+ * body's expressions are not replaced, and only the transforms' `bt` (the proxy's `application`)
+ * reaches tokens.
+ */
+export async function anonymousCall(
+  contextOf: (principal: Principal) => Ctx,
+  input: unknown,
+): Promise<ProxyAnswer> {
+  const call = parse(proxyCallInput, input)
+  const named = call.proxy_key ? parseProxyKey(call.proxy_key) : null
+  if (!named || !call.proxy_key) throw keyRequired()
+  const principal: Principal = {
+    tenantId: named.tenantId,
+    id: named.id,
+    kind: 'application',
+    type: 'public',
+    permissions: [],
   }
-  if (call.url === undefined || call.url === '')
-    throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
-  return destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
+  const ctx = contextOf(principal)
+  const proxy = await proxyByKey(ctx, call.proxy_key).catch(() => null)
+  if (!proxy || proxy.require_auth) throw keyRequired()
+  const { method, path, query } = call
+  const headers = forwardedHeaders(call.headers)
+  return preconfiguredCall(ctx, proxy, {
+    method,
+    path,
+    query,
+    headers,
+    body: bodyBytes(call),
+    detokenize: false,
+  })
 }
 
 /** The proxy operations of a client: `invoke` one call (ephemeral, or a pre-configured proxy's by `proxy_key`). */

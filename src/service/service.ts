@@ -1,5 +1,6 @@
 import type { ApplicationWithKey } from '../applications/index.js'
 import { authenticate, hashApiKey } from '../applications/index.js'
+import { anonymousCall, type ProxyAnswer } from '../proxy/index.js'
 import { type Admin, createAdmin, type TestAdmin, testPowers } from './admin.js'
 import { type Client, type ConnectOptions, connectClient } from './client.js'
 import type { OperationJournal, VaultEvent } from './journal.js'
@@ -31,6 +32,11 @@ export interface Service {
   tenantOf(apiKey: string): Promise<string>
   /** Whether the store answers (readiness): false while its disk or database can't be reached. */
   ready(): Promise<boolean>
+  /**
+   * The proxy without an API key (the inbound case): `invoke` calls the pre-configured proxy named
+   * by `proxy_key` when it has `require_auth: false`, and answers 401 otherwise (see `anonymousCall`).
+   */
+  proxy: { invoke(input: unknown): Promise<ProxyAnswer> }
   /**
    * The journal of operations, in-process and over HTTP alike: time, tenant, actor, operation,
    * outcome and the ids touched — never token data, keys or nonces. The newest `journalSize` entries.
@@ -74,6 +80,7 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       }
     },
     journal,
+    proxy: { invoke: (input) => anonymousCall((principal) => w.contextFor(principal, undefined), input) },
     on: (_event, listener) => journal.on(listener),
     async ready() {
       try {
