@@ -5,7 +5,7 @@ export { anonymousCall, PROXY_METHODS, proxyCallInput, proxyOperations } from '.
 export { MAX_PROXY_TOKENS } from './expressions.js'
 export type { ProxyAnswer } from './forward.js'
 export { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS, PROXY_MAX_BODY_BYTES } from './forward.js'
-export type { ShownProxy } from './proxies.js'
+export type { ListProxiesQuery, ShownProxy } from './proxies.js'
 export {
   MAX_PROXIES_PER_TENANT,
   proxiesOperations,

@@ -1,16 +1,9 @@
 import * as v from 'valibot'
 import { requirePermission } from '../applications/index.js'
-import type { Ctx, Paginated, StoredProxy } from '../kernel/index.js'
-import {
-  invalid,
-  newId,
-  notFound,
-  paginated,
-  pagination,
-  parse,
-  rangeOf,
-  stringList,
-} from '../kernel/index.js'
+import type { Ctx, Paginated } from '../call/index.js'
+import { paginated, rangeOf } from '../call/index.js'
+import type { StoredProxy } from '../kernel/index.js'
+import { invalid, newId, notFound, pagination, parse, stringList } from '../kernel/index.js'
 
 /** How many pre-configured proxies one tenant may hold. */
 export const MAX_PROXIES_PER_TENANT = 100
@@ -60,6 +53,8 @@ export const proxyPatchInput = v.strictObject({
 })
 /** `GET /proxies`: repeated `id`, `page`, `size`. */
 export const proxyListInput = v.strictObject({ id: stringList(100), ...pagination })
+/** Query of `proxies.list`: `id` (one or many), `page`, `size`. */
+export type ListProxiesQuery = v.InferInput<typeof proxyListInput>
 
 /** A proxy as answered: the reference's shape, with its `key` and `application_id`. */
 export type ShownProxy = Omit<StoredProxy, 'configuration'> & {
@@ -152,7 +147,7 @@ export function proxiesOperations(ctx: Ctx) {
       await ctx.store.write({ ops: [{ op: 'proxy.put', proxy: record }] })
       return shown(ctx, record)
     },
-    async list(query: unknown): Promise<Paginated<ShownProxy>> {
+    async list(query: ListProxiesQuery = {}): Promise<Paginated<ShownProxy>> {
       requirePermission(ctx.principal, 'proxy:read')
       const q = parse(proxyListInput, query ?? {})
       const page = await ctx.store.listProxies(tenant, {

@@ -230,6 +230,9 @@ describe('typed inputs', () => {
     const proxy = { name: 'p', destination_url: 'https://api.example.com' }
     await settled(m.proxies.create(proxy))
     await settled(m.proxies.list({}))
+    await settled(m.proxies.list({ id: ['p1'], page: 1, size: 5 }))
+    // @ts-expect-error `ids` is no filter of the proxy list (`id` is)
+    await settled(m.proxies.list({ ids: ['p1'] }))
     await settled(m.proxies.get('p1'))
     await settled(m.proxies.update('p1', proxy))
     await settled(m.proxies.patch('p1', { name: 'q' }))
