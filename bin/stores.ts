@@ -1,3 +1,4 @@
+import { missingPeer } from '../adapters/optional-peer.js'
 import type { Store } from '../src/store/contract.js'
 import { describeStore, postgresUrlProblem, storeFailure } from './store-errors.js'
 
@@ -47,7 +48,9 @@ export async function openStore(
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const problem = postgresUrlProblem(spec)
     if (problem) throw new Error(problem)
-    const { default: pg } = await import('pg')
+    const { default: pg } = await import('pg').catch((error: unknown) => {
+      throw missingPeer(error, 'pg', '^8', '--store postgres://')
+    })
     const { postgresStore } = await import('../adapters/postgres/index.js')
     const { DEFAULT_TIMEOUTS, watchPool } = await import('../adapters/postgres/faults.js')
     const pool = new pg.Pool({

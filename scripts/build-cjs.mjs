@@ -1,7 +1,10 @@
-// The CommonJS build for `require` (Jest in its default mode, ts-jest, babel-jest): every module of
-// src/, entry/, adapters/ and testing/ transpiled one by one into dist/cjs/ (no bundling, so each module
-// exists once per build), with the declarations copied beside them so `require` gets CommonJS types.
-// Runs after `tsc -p tsconfig.build.json` (npm run build).
+// Finishes the build after `tsc -p tsconfig.build.json` (npm run build):
+// - date-fns is bundled, once, into dist/vendor/date-fns.js (and its CommonJS twin): the package
+//   installs 28 MB for the five functions the vault calls, so a consumer installs none of it;
+// - the CommonJS build for `require` (Jest in its default mode, ts-jest, babel-jest): every module of
+//   src/, entry/, adapters/ and testing/ transpiled one by one into dist/cjs/ (no bundling, so each
+//   module exists once per build), with the declarations copied beside them so `require` gets
+//   CommonJS types.
 import { copyFile, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -20,6 +23,67 @@ async function* sources(dir) {
       yield path
   }
 }
+
+/** Imports of the bundled packages in the ESM build: `import { names } from 'specifier'`. */
+const BUNDLED = /import \{([^}]+)\} from '((?:date-fns|@date-fns\/utc)(?:\/[\w-]+)?)';/g
+
+/** Every ESM module of dist/ (not dist/cjs/). */
+async function* esmModules(dir = join(root, 'dist')) {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) {
+      if (path !== out && entry.name !== 'vendor') yield* esmModules(path)
+    } else if (entry.name.endsWith('.js')) yield path
+  }
+}
+
+/**
+ * Bundles what the ESM build imports of date-fns into dist/vendor/date-fns.js and
+ * dist/cjs/vendor/date-fns.js (each a module exporting those functions by name), and points the
+ * ESM imports at it. Answers the names bundled.
+ */
+async function bundleDateFns() {
+  const imports = new Map()
+  const files = []
+  for await (const file of esmModules()) {
+    const code = await readFile(file, 'utf8')
+    if (!code.includes("from 'date-fns") && !code.includes("from '@date-fns")) continue
+    files.push([file, code])
+    for (const [, names, specifier] of code.matchAll(BUNDLED))
+      for (const name of names
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean))
+        imports.set(name, specifier)
+  }
+  const contents = [...imports]
+    .map(([name, specifier]) => `export { ${name} } from '${specifier}'`)
+    .join('\n')
+  for (const [format, dir] of [
+    ['esm', join(root, 'dist')],
+    ['cjs', out],
+  ]) {
+    await build({
+      stdin: { contents, resolveDir: root, loader: 'js' },
+      bundle: true,
+      format,
+      platform: 'node',
+      target: 'node20',
+      outfile: join(dir, 'vendor', 'date-fns.js'),
+      logLevel: 'warning',
+    })
+  }
+  for (const [file, code] of files) {
+    const path = relative(dirname(file), join(root, 'dist/vendor/date-fns.js')).replaceAll('\\', '/')
+    const target = path.startsWith('.') ? path : `./${path}`
+    await writeFile(
+      file,
+      code.replace(BUNDLED, (_, names) => `import {${names}} from '${target}';`),
+    )
+  }
+  return [...imports.keys()]
+}
+const dateFns = await bundleDateFns()
 
 /**
  * Dependencies published as ESM only, which Jest's CommonJS runtime can't `require`: bundled once
@@ -41,8 +105,9 @@ for (const name of ESM_ONLY) {
 /** `code` with each ESM-only dependency required from its bundled copy, relative to `file`. */
 function vendored(code, file) {
   return code.replace(/require\("([^"]+)"\)/g, (whole, name) => {
-    if (!ESM_ONLY.includes(name)) return whole
-    const path = relative(dirname(file), join(out, 'vendor', `${name}.js`)).replaceAll('\\', '/')
+    const bundled = name.startsWith('date-fns') || name.startsWith('@date-fns/') ? 'date-fns' : undefined
+    if (!ESM_ONLY.includes(name) && !bundled) return whole
+    const path = relative(dirname(file), join(out, 'vendor', `${bundled ?? name}.js`)).replaceAll('\\', '/')
     return `require(${JSON.stringify(path.startsWith('.') ? path : `./${path}`)})`
   })
 }
@@ -85,4 +150,4 @@ await cp(join(root, 'adapters/http/console'), join(out, 'adapters/http/console')
   },
 )
 await writeFile(join(out, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`)
-process.stdout.write(`dist/cjs: ${count} modules\n`)
+process.stdout.write(`dist/cjs: ${count} modules; date-fns bundled: ${dateFns.join(', ')}\n`)

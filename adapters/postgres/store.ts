@@ -3,6 +3,7 @@ import type { Clock } from '../../src/kernel/clock.js'
 import { assertNever } from '../../src/kernel/errors.js'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
+import { missingPeer } from '../optional-peer.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
@@ -69,7 +70,9 @@ export interface PostgresUrlOptions {
 export type PostgresStoreOptions = PostgresPoolOptions | PostgresUrlOptions
 
 async function createPool(options: PostgresUrlOptions): Promise<Pool> {
-  const pg = await import('pg')
+  const pg = await import('pg').catch((error: unknown) => {
+    throw missingPeer(error, 'pg', '^8', 'postgresStore')
+  })
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
