@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { nanoid } from 'nanoid'
 import { faultRegistry, withFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
+import { RequestLog } from '../adapters/http/request-log.js'
+import { loggedFaults } from '../adapters/http/request-view.js'
 import { isTestControlPath, testControlHandler } from '../adapters/http/test-control.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
 import {
@@ -188,6 +190,8 @@ export function startLines(o: {
   adminToken: string | undefined
   headerPrefix: string | undefined
   json: boolean
+  /** Test mode: the console's address is printed too. */
+  testMode?: boolean
 }): string[] {
   const header = o.headerPrefix ? `${o.headerPrefix.toUpperCase()}-API-KEY` : 'SVC-API-KEY'
   const headers = o.headerPrefix ? header : 'SVC-API-KEY (or BT-API-KEY, as the Basis Theory SDKs send)'
@@ -198,6 +202,7 @@ export function startLines(o: {
     const line = (fields: Record<string, unknown>) => JSON.stringify({ time, level: 'info', ...fields })
     return [
       line({ msg: 'listening', url: o.url }),
+      ...(o.testMode ? [line({ msg: 'console', url: `${o.url}/_console/` })] : []),
       ...(o.key ? [line({ msg: 'management key', key: o.key })] : []),
       ...(o.adminToken ? [line({ msg: 'admin token', token: o.adminToken })] : []),
       line({ msg: 'api key header', header: headers }),
@@ -207,6 +212,7 @@ export function startLines(o: {
   }
   return [
     `listening on ${o.url}`,
+    ...(o.testMode ? [`console: ${o.url}/_console/`] : []),
     ...(o.key ? [`management key: ${o.key}`] : []),
     ...(o.adminToken ? [`admin token: ${o.adminToken}`] : []),
     `api key header: ${headers}`,
@@ -308,7 +314,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     throw error
   }
 
+  // Test mode keeps a log of every exchange for the console and `GET /_test/requests`.
+  const requests = testService ? new RequestLog({ now: () => clock.now() }) : undefined
   const handler = createHttpHandler(service, {
+    ...(requests ? { requestLog: requests } : {}),
     ...(options.headerPrefix ? { headerPrefix: options.headerPrefix } : {}),
     ...(options.corsOrigins ? { cors: { origins: options.corsOrigins } } : {}),
     ...(options.testMode ? { documentTestControl: true } : {}),
@@ -325,13 +334,14 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   let listener = api
   if (testService) {
     adminToken = options.adminToken ?? `adm_${nanoid(32)}`
-    const faults = faultRegistry()
+    const faults = loggedFaults(faultRegistry(), requests!)
     api = withFaults(api, faults)
     const control = toNodeListener(
       testControlHandler(testService, {
         clock: clock as ManualClock,
         adminToken,
         faults,
+        requests: requests!,
         log: (line: string) => note(line),
         ...(initial ? { initial } : {}),
         ...(insight ? { insight: insight.control } : {}),
@@ -357,6 +367,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     url,
     key,
     adminToken: options.testMode && !options.adminToken ? adminToken : undefined,
+    testMode: options.testMode === true,
     headerPrefix: options.headerPrefix,
     json: options.logFormat === 'json',
   }))

@@ -1,16 +1,26 @@
 import { readFile } from 'node:fs/promises'
+import type { Clock } from '../../src/kernel/clock.js'
 import { ServiceError, STATUS_BY_CODE } from '../../src/kernel/errors.js'
 import type { StateSnapshot } from '../../src/lifecycle/state-transfer.js'
 import type { JournalEntry } from '../../src/service/journal.js'
 import type { TestService } from '../../src/service/service.js'
 import type { StoreErrorCode } from '../../src/store/error.js'
+import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor, STORE_ANSWERS } from './problem.js'
+import type { RequestLog, RequestLogEntry } from './request-log.js'
+import { nameBook, requestViews } from './request-view.js'
 
 /** Options of `consoleHandler`. */
 export interface ConsoleOptions {
   /** Whether the request carries the admin token (`Authorization: Bearer <token>`). */
   authorized: (request: Request) => boolean
+  /** The request log (test mode): served as `api/requests`, its stream and its export. */
+  requests?: RequestLog
+  /** The faults waiting, listed by `api/status`. */
+  faults?: Pick<FaultRegistry, 'list'>
+  /** The service clock (the test clock), shown beside the wall clock by `api/status`. */
+  clock?: Clock
 }
 
 /** Whether `path` is the console's (`/_console/...`). */
@@ -56,6 +66,10 @@ const SECURITY_HEADERS: Record<string, string> = {
 export const SNAPSHOTS_KEPT = 20
 /** How many journal entries one poll answers at most (the newest). */
 const JOURNAL_PAGE = 500
+/** What an exported request log file says it is (the page opens such a file offline). */
+export const EXPORT_FORMAT = 'tokenvault-request-log/1'
+/** How often a request stream sends a comment, so a dead connection is noticed (ms). */
+const HEARTBEAT_MS = 15_000
 
 const answer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(body === undefined ? null : JSON.stringify(body), {
@@ -131,8 +145,7 @@ interface HeldSnapshot {
  */
 export function consoleHandler(service: TestService, options: ConsoleOptions): FetchHandler {
   const assets = new Map<string, string>()
-  const snapshots: HeldSnapshot[] = []
-  let taken = 0
+  const held = { snapshots: [] as HeldSnapshot[], taken: 0 }
 
   const asset = async (path: string): Promise<Response> => {
     const entry = ASSETS[path]!
@@ -144,65 +157,17 @@ export function consoleHandler(service: TestService, options: ConsoleOptions): F
     return new Response(text, { status: 200, headers: { ...SECURITY_HEADERS, 'content-type': entry.type } })
   }
 
-  const snapshotView = ({ snapshot: _snapshot, ...rest }: HeldSnapshot) => rest
-
   const api = async (method: string, path: string, q: URLSearchParams, request: Request) => {
-    const view = service.admin.view
-    if (method === 'GET' && path === 'journal') {
-      const after = whole(q, 'after') ?? 0
-      const entries = service.journal.query().filter((e) => e.seq > after)
-      const last = entries.length ? entries[entries.length - 1]!.seq : after
-      return answer(200, { data: entries.slice(-JOURNAL_PAGE).map(entryView), last })
-    }
-    if (method === 'GET' && path === 'tenants') return answer(200, { data: await view.tenants() })
-    if (path === 'snapshots' && method === 'GET') return answer(200, { data: snapshots.map(snapshotView) })
-    if (path === 'snapshots' && method === 'POST') {
-      const label = await labelOf(request)
-      const snapshot = await service.admin.exportState()
-      const counts = Object.fromEntries(
-        Object.entries(snapshot.records).map(([kind, list]) => [kind, (list as unknown[]).length]),
-      )
-      const held: HeldSnapshot = {
-        id: `snap_${++taken}`,
-        label,
-        clock: snapshot.clock,
-        counts,
-        snapshot,
-      }
-      snapshots.push(held)
-      if (snapshots.length > SNAPSHOTS_KEPT) snapshots.shift()
-      return answer(201, snapshotView(held))
-    }
-    const restore = /^snapshots\/([^/]+)\/restore$/.exec(path)
-    if (restore && method === 'POST') {
-      const held = snapshots.find((s) => s.id === restore[1])
-      if (!held) return problem(404, 'Not Found', 'no such snapshot')
-      await service.admin.importState(held.snapshot)
-      return answer(204, undefined)
-    }
+    if (method === 'GET' && path === 'journal') return answer(200, await journalPage(service, q))
+    if (method === 'GET' && path === 'tenants')
+      return answer(200, { data: await service.admin.view.tenants() })
+    if (method === 'GET' && path === 'status') return answer(200, statusOf(options))
+    const requests = options.requests && (await requestsApi(service, options.requests, method, path, q))
+    if (requests) return requests
+    const snapshot = await snapshotApi(service, held, method, path, request)
+    if (snapshot) return snapshot
     const tenantRoute = /^tenants\/([^/]+)\/(tokens|transactions|reactors|applications)$/.exec(path)
-    if (tenantRoute && method === 'GET') {
-      const tenant = decodePart(tenantRoute[1]!)
-      switch (tenantRoute[2]) {
-        case 'tokens': {
-          const start = q.get('start')
-          const size = whole(q, 'size')
-          return answer(
-            200,
-            await view.tokens(tenant, {
-              ...(start === null ? {} : { start }),
-              ...(size === undefined ? {} : { size }),
-            }),
-          )
-        }
-        case 'transactions':
-          return answer(200, await view.transactions(tenant))
-        case 'reactors':
-          return answer(200, await view.reactors(tenant, pageOf(q)))
-        default:
-          return answer(200, await view.applications(tenant, pageOf(q)))
-      }
-    }
+    if (tenantRoute && method === 'GET') return answer(200, await tenantPart(service, tenantRoute, q))
     return problem(404, 'Not Found', `no console route ${method} /_console/api/${path}`)
   }
 
@@ -231,6 +196,160 @@ export function consoleHandler(service: TestService, options: ConsoleOptions): F
       return new Response(out.body, { status: out.status, headers: { ...SECURITY_HEADERS, ...out.headers } })
     }
   }
+}
+
+/** `GET api/journal?after=`: the newest entries after `after`, names beside ids. */
+async function journalPage(service: TestService, q: URLSearchParams) {
+  const after = whole(q, 'after') ?? 0
+  const entries = service.journal.query().filter((e) => e.seq > after)
+  const last = entries.length ? entries[entries.length - 1]!.seq : after
+  const shown = entries.slice(-JOURNAL_PAGE)
+  const name = await nameBook(
+    service,
+    shown.flatMap((e) => (e.tenant_id === null ? [] : [e.tenant_id])),
+  )
+  return {
+    data: shown.map((e) => ({
+      ...entryView(e),
+      tenant_name: name(e.tenant_id),
+      actor_name: name('id' in e.actor ? e.actor.id : null),
+    })),
+    last,
+  }
+}
+
+/** `GET api/status`: the test clock and the wall clock side by side, and the faults waiting. */
+function statusOf(options: ConsoleOptions) {
+  return {
+    clock: options.clock?.now().toISOString() ?? null,
+    wall: new Date().toISOString(),
+    faults: options.faults?.list() ?? [],
+    requests_kept: options.requests?.size ?? null,
+  }
+}
+
+/** The snapshots' routes (`api/snapshots`, `api/snapshots/{id}/restore`); null for other paths. */
+async function snapshotApi(
+  service: TestService,
+  held: { snapshots: HeldSnapshot[]; taken: number },
+  method: string,
+  path: string,
+  request: Request,
+): Promise<Response | null> {
+  const { snapshots } = held
+  if (path === 'snapshots' && method === 'GET') return answer(200, { data: snapshots.map(snapshotView) })
+  if (path === 'snapshots' && method === 'POST') {
+    const label = await labelOf(request)
+    const snapshot = await service.admin.exportState()
+    const counts = Object.fromEntries(
+      Object.entries(snapshot.records).map(([kind, list]) => [kind, (list as unknown[]).length]),
+    )
+    const one: HeldSnapshot = { id: `snap_${++held.taken}`, label, clock: snapshot.clock, counts, snapshot }
+    snapshots.push(one)
+    if (snapshots.length > SNAPSHOTS_KEPT) snapshots.shift()
+    return answer(201, snapshotView(one))
+  }
+  const restore = /^snapshots\/([^/]+)\/restore$/.exec(path)
+  if (restore && method === 'POST') {
+    const found = snapshots.find((s) => s.id === restore[1])
+    if (!found) return problem(404, 'Not Found', 'no such snapshot')
+    await service.admin.importState(found.snapshot)
+    return answer(204, undefined)
+  }
+  return null
+}
+
+const snapshotView = ({ snapshot: _snapshot, ...rest }: HeldSnapshot) => rest
+
+/** One part of a tenant's view: its tokens (keyset pages), transactions, reactors or applications. */
+async function tenantPart(service: TestService, route: RegExpExecArray, q: URLSearchParams) {
+  const view = service.admin.view
+  const tenant = decodePart(route[1]!)
+  switch (route[2]) {
+    case 'tokens': {
+      const start = q.get('start')
+      const size = whole(q, 'size')
+      return view.tokens(tenant, {
+        ...(start === null ? {} : { start }),
+        ...(size === undefined ? {} : { size }),
+      })
+    }
+    case 'transactions':
+      return view.transactions(tenant)
+    case 'reactors':
+      return view.reactors(tenant, pageOf(q))
+    default:
+      return view.applications(tenant, pageOf(q))
+  }
+}
+
+/**
+ * The request log's routes: `api/requests?after=&limit=` → `{ data, last }`, `api/requests/{id}`,
+ * `api/requests/export` (the redacted log as a file), `api/requests/stream` (server-sent events:
+ * each new entry as an `request` event); null for other paths.
+ */
+async function requestsApi(
+  service: TestService,
+  log: RequestLog,
+  method: string,
+  path: string,
+  q: URLSearchParams,
+): Promise<Response | null> {
+  if (method !== 'GET' || (path !== 'requests' && !path.startsWith('requests/'))) return null
+  if (path === 'requests/stream') return requestStream(service, log, whole(q, 'after') ?? 0)
+  if (path === 'requests/export') {
+    const data = await requestViews(service, log.list())
+    const file = { format: EXPORT_FORMAT, exported_at: new Date().toISOString(), data }
+    const name = `tokenvault-requests-${file.exported_at.replace(/[:.]/g, '-')}.json`
+    return answer(200, file, { 'content-disposition': `attachment; filename="${name}"` })
+  }
+  if (path === 'requests') {
+    const after = whole(q, 'after') ?? 0
+    const entries = log.list({ after, limit: whole(q, 'limit') ?? JOURNAL_PAGE })
+    const last = entries.length ? entries[entries.length - 1]!.seq : after
+    return answer(200, { data: await requestViews(service, entries), last })
+  }
+  const entry = log.get(decodePart(path.slice('requests/'.length)))
+  if (!entry) return problem(404, 'Not Found', 'no such request in the log (it may have been evicted)')
+  return answer(200, (await requestViews(service, [entry]))[0])
+}
+
+/** Server-sent events of the request log: the entries after `after`, then each new one as it comes. */
+function requestStream(service: TestService, log: RequestLog, after: number): Response {
+  const encoder = new TextEncoder()
+  let stop = () => {}
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      let chain = Promise.resolve()
+      const send = (entries: RequestLogEntry[]) => {
+        chain = chain
+          .then(() => requestViews(service, entries))
+          .then((views) => {
+            for (const view of views)
+              controller.enqueue(
+                encoder.encode(`event: request\nid: ${view.seq}\ndata: ${JSON.stringify(view)}\n\n`),
+              )
+          })
+          .catch(() => {})
+      }
+      // Two chunks at once: a host writes the head as soon as it has more than one.
+      controller.enqueue(encoder.encode(': tokenvault request log\n\n'))
+      controller.enqueue(encoder.encode('retry: 1000\n\n'))
+      const off = log.on((entry) => send([entry]))
+      send(log.list({ after }))
+      const beat = setInterval(() => controller.enqueue(encoder.encode(': beat\n\n')), HEARTBEAT_MS)
+      beat.unref?.()
+      stop = () => {
+        off()
+        clearInterval(beat)
+      }
+    },
+    cancel: () => stop(),
+  })
+  return new Response(body, {
+    status: 200,
+    headers: { ...SECURITY_HEADERS, 'content-type': 'text/event-stream; charset=utf-8' },
+  })
 }
 
 function pageOf(q: URLSearchParams): { offset?: number; limit?: number } {

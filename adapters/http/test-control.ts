@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto'
+import { nanoid } from 'nanoid'
 import type { ManualClock } from '../../src/kernel/clock.js'
 import { ServiceError } from '../../src/kernel/errors.js'
 import type { StateSnapshot } from '../../src/lifecycle/state-transfer.js'
@@ -9,6 +10,8 @@ import { consoleHandler, isConsolePath } from './console.js'
 import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
+import type { RequestLog } from './request-log.js'
+import { markName, requestQuery, requestViews } from './request-view.js'
 import { type ControlInsight, insightRoute } from './test-insight.js'
 import { webhookControl } from './webhook-routes.js'
 
@@ -34,6 +37,12 @@ export interface TestControlOptions {
   insight?: ControlInsight
   /** The faults `/_test/faults` manages (apply them to the API with `withFaults`); without it that path is 404. */
   faults?: FaultRegistry
+  /**
+   * The request log the API's handler records into (`HttpHandlerOptions.requestLog`): served as
+   * `GET /_test/requests` and in the console, marked by `POST /_test/mark`; control-plane calls
+   * are recorded in it too. Without it those paths are 404.
+   */
+  requests?: RequestLog
 }
 
 /** Whether `path` is one of the control plane's (`/_test/...`, and the console's `/_console/...`). */
@@ -73,6 +82,10 @@ function authorized(request: Request, token: string): boolean {
  * - `POST /_test/faults` with `{ method?, path, status?, times?, delay_ms? }` → 201 the fault: the
  *   next `times` (default 1) requests matching it wait `delay_ms` and answer `status`;
  *   `GET /_test/faults` → `{ data: [...] }`; `DELETE /_test/faults` → 204, all cleared.
+ * - `GET /_test/requests?after=&tenant=&failed=&mark=&limit=` → `{ data: [...] }`: the request log
+ *   (see `RequestLogEntry`), names beside ids, each with its journal entries;
+ *   `GET /_test/requests/{request id}` → one; `POST /_test/mark` `{ name }` → 201: later entries
+ *   carry `mark: name`.
  *
  * Without the token: 401. Bad input: a 400 problem that changes nothing. Any other path: 404.
  * It also serves the test console under `/_console/` (see `consoleHandler`).
@@ -88,33 +101,9 @@ export function testControlHandler(service: TestService, options: TestControlOpt
       throw new ServiceError('validation_failed', 'the body is not JSON', { issues: { body: ['not JSON'] } })
     }
   }
-  const moveClock = (input: unknown) => {
-    const move = clockMove(input, options.clock.now().getTime())
-    if ('advance_ms' in move) options.clock.advance(move.advance_ms)
-    else options.clock.set(new Date(move.set))
-  }
-
   const route = async (method: string, path: string, request: Request): Promise<Response> => {
-    if (path === '/_test/clock' && method === 'GET')
-      return json(200, { now: options.clock.now().toISOString() })
-    if (path === '/_test/clock' && method === 'POST') {
-      moveClock(await body(request))
-      const swept = await service.admin.sweep()
-      return json(200, { now: options.clock.now().toISOString(), swept })
-    }
-    if (path === '/_test/reset' && method === 'POST') {
-      const journal = new URL(request.url).searchParams.get('journal')
-      if (journal !== null && journal !== 'keep' && journal !== 'clear')
-        throw new ServiceError('validation_failed', 'journal: keep or clear', {
-          issues: { journal: ['keep or clear'] },
-        })
-      if (options.initial) await service.admin.importState(options.initial)
-      else await service.admin.clearState()
-      if (journal !== 'keep') service.journal.clear()
-      options.insight?.clear()
-      options.faults?.clear()
-      return json(204, undefined)
-    }
+    const state = await stateRoute(service, options, method, path, request, body)
+    if (state) return state
     if (path === '/_test/faults' && options.faults) {
       if (method === 'POST') return json(201, options.faults.add(await body(request)))
       if (method === 'GET') return json(200, { data: options.faults.list() })
@@ -127,31 +116,10 @@ export function testControlHandler(service: TestService, options: TestControlOpt
       options.insight &&
       (await insightRoute(options.insight, method, path, request, () => boundedText(request, maxBody)))
     if (insight) return insight
-    if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
-    if (path === '/_test/restore' && method === 'POST') {
-      await unchecked(service.admin).importState(await body(request))
-      return json(204, undefined)
-    }
-    if (path === '/_test/fixture' && method === 'POST') {
-      return json(201, { tenants: await unchecked(service.admin).loadFixture(await body(request)) })
-    }
-    if (path === '/_test/journal' && method === 'GET') {
-      const q = new URL(request.url).searchParams
-      const filter: JournalQuery = {}
-      for (const name of ['operation', 'since', 'tenant'] as const) {
-        const value = q.get(name)
-        if (value !== null) filter[name] = value
-      }
-      const limit = q.get('limit')
-      if (limit !== null) {
-        if (!/^\d{1,6}$/.test(limit))
-          throw new ServiceError('validation_failed', 'limit: a whole number', {
-            issues: { limit: ['a whole number'] },
-          })
-        filter.limit = Number(limit)
-      }
-      return json(200, { data: service.journal.query(filter) })
-    }
+    if (path === '/_test/journal' && method === 'GET') return json(200, { data: journalOf(service, request) })
+    const requests =
+      options.requests && (await requestsRoute(service, options.requests, method, path, request, body))
+    if (requests) return requests
     const hooks = await webhookControl(service, method, path, request, () => body(request))
     if (hooks) return json(hooks.status, hooks.body)
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
@@ -159,31 +127,153 @@ export function testControlHandler(service: TestService, options: TestControlOpt
 
   const consolePages = consoleHandler(service, {
     authorized: (request) => authorized(request, options.adminToken),
+    ...(options.requests ? { requests: options.requests } : {}),
+    ...(options.faults ? { faults: options.faults } : {}),
+    clock: options.clock,
   })
 
   return async (request) => {
-    const path = new URL(request.url).pathname
+    const url = new URL(request.url)
+    const path = url.pathname
     if (isConsolePath(path)) return consolePages(request)
-    if (!isTestControlPath(path)) return problem(404, 'Not Found', 'not a control route')
-    if (!authorized(request, options.adminToken)) {
-      return problem(401, 'Unauthorized', 'the control plane needs Authorization: Bearer <admin token>')
-    }
-    let answer: Response
-    try {
-      answer = await route(request.method, path, request)
-    } catch (error) {
-      // The API's own table: a ServiceError by its code, a StoreError as 503 with Retry-After.
-      const known = problemFor(error)
-      if (known === null) console.error('tokenvault: the control plane failed', error)
-      const out = known ?? internalError()
-      answer = new Response(out.body, { status: out.status, headers: out.headers })
-    }
+    const started = performance.now()
+    const witness = options.requests?.begin()
+    const answer = await controlAnswer(request, path, route, (r) => authorized(r, options.adminToken))
     const moved = path === '/_test/clock' && request.method === 'POST' && answer.status === 200
     options.log?.(
       `control: ${request.method} ${path} ${answer.status}${moved ? ` clock now ${options.clock.now().toISOString()}` : ''}`,
     )
+    // Reading the request log is not itself logged: a test polling it would only see itself.
+    if (options.requests && !(request.method === 'GET' && path.startsWith('/_test/requests'))) {
+      const problemBody = answer.headers.get('content-type')?.startsWith('application/problem+json')
+        ? await answer.clone().text()
+        : null
+      const exchange = {
+        request_id: `control_${nanoid(12)}`,
+        kind: 'control' as const,
+        method: request.method,
+      }
+      const search = url.search.slice(1)
+      const ms = performance.now() - started
+      options.requests.finish({ ...exchange, path, search, status: answer.status, ms, problemBody }, witness)
+    }
     return answer
   }
+}
+
+/** A control-plane call's answer: 401 without the admin token, the route's answer, or its problem. */
+async function controlAnswer(
+  request: Request,
+  path: string,
+  route: (method: string, path: string, request: Request) => Promise<Response>,
+  isAuthorized: (request: Request) => boolean,
+): Promise<Response> {
+  if (!isTestControlPath(path)) return problem(404, 'Not Found', 'not a control route')
+  if (!isAuthorized(request)) {
+    return problem(401, 'Unauthorized', 'the control plane needs Authorization: Bearer <admin token>')
+  }
+  try {
+    return await route(request.method, path, request)
+  } catch (error) {
+    // The API's own table: a ServiceError by its code, a StoreError as 503 with Retry-After.
+    const known = problemFor(error)
+    if (known === null) console.error('tokenvault: the control plane failed', error)
+    const out = known ?? internalError()
+    return new Response(out.body, { status: out.status, headers: out.headers })
+  }
+}
+
+type BodyReader = (request: Request) => Promise<unknown>
+
+/** The clock, reset, snapshot, restore and fixture routes; null for any other path. */
+async function stateRoute(
+  service: TestService,
+  options: TestControlOptions,
+  method: string,
+  path: string,
+  request: Request,
+  body: BodyReader,
+): Promise<Response | null> {
+  if (path === '/_test/clock' && method === 'GET')
+    return json(200, { now: options.clock.now().toISOString() })
+  if (path === '/_test/clock' && method === 'POST') {
+    const move = clockMove(await body(request), options.clock.now().getTime())
+    if ('advance_ms' in move) options.clock.advance(move.advance_ms)
+    else options.clock.set(new Date(move.set))
+    const swept = await service.admin.sweep()
+    return json(200, { now: options.clock.now().toISOString(), swept })
+  }
+  if (path === '/_test/reset' && method === 'POST') {
+    const journal = new URL(request.url).searchParams.get('journal')
+    if (journal !== null && journal !== 'keep' && journal !== 'clear')
+      throw new ServiceError('validation_failed', 'journal: keep or clear', {
+        issues: { journal: ['keep or clear'] },
+      })
+    if (options.initial) await service.admin.importState(options.initial)
+    else await service.admin.clearState()
+    if (journal !== 'keep') {
+      service.journal.clear()
+      options.requests?.clear()
+    }
+    options.insight?.clear()
+    options.faults?.clear()
+    return json(204, undefined)
+  }
+  if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
+  if (path === '/_test/restore' && method === 'POST') {
+    await unchecked(service.admin).importState(await body(request))
+    return json(204, undefined)
+  }
+  if (path === '/_test/fixture' && method === 'POST') {
+    return json(201, { tenants: await unchecked(service.admin).loadFixture(await body(request)) })
+  }
+  return null
+}
+
+/** `GET /_test/journal`'s entries: filtered by `operation`, `since`, `tenant`, `limit`. */
+function journalOf(service: TestService, request: Request) {
+  const q = new URL(request.url).searchParams
+  const filter: JournalQuery = {}
+  for (const name of ['operation', 'since', 'tenant'] as const) {
+    const value = q.get(name)
+    if (value !== null) filter[name] = value
+  }
+  const limit = q.get('limit')
+  if (limit !== null) {
+    if (!/^\d{1,6}$/.test(limit))
+      throw new ServiceError('validation_failed', 'limit: a whole number', {
+        issues: { limit: ['a whole number'] },
+      })
+    filter.limit = Number(limit)
+  }
+  return service.journal.query(filter)
+}
+
+/** `GET /_test/requests`, `GET /_test/requests/{id}` and `POST /_test/mark`; null for other paths. */
+async function requestsRoute(
+  service: TestService,
+  log: RequestLog,
+  method: string,
+  path: string,
+  request: Request,
+  body: BodyReader,
+): Promise<Response | null> {
+  if (path === '/_test/requests' && method === 'GET') {
+    const query = requestQuery(new URL(request.url).searchParams)
+    return json(200, { data: await requestViews(service, log.list(query)) })
+  }
+  const one = /^\/_test\/requests\/([^/]+)$/.exec(path)
+  if (one && method === 'GET') {
+    const entry = log.get(decodeURIComponent(one[1]!))
+    if (!entry) return problem(404, 'Not Found', 'no such request in the log (it may have been evicted)')
+    return json(200, (await requestViews(service, [entry]))[0])
+  }
+  if (path === '/_test/mark' && method === 'POST') {
+    const name = markName(await body(request))
+    log.mark(name)
+    return json(201, { name })
+  }
+  return null
 }
 
 /** The body as text, refused with a 400 once it passes `maxBytes` (never read further). */
