@@ -1,6 +1,7 @@
 import { memoryStore } from '../adapters/memory/index.js'
 import { createService, manualClock } from '../entry/index.js'
-import type { Op, StoredToken } from '../src/kernel/types.js'
+import type { StoredToken } from '../src/kernel/types.js'
+import type { Op } from '../src/store/index.js'
 import { type BenchOptions, type BenchRow, opsPerSec } from './harness.js'
 
 const GOAL = 'flat: ≤ 1.5× smallest'

@@ -9,6 +9,7 @@ import { lazyRunner } from '../src/kernel/runner.js'
 import type { ServiceOptions } from '../src/service/options.js'
 import { createCoreService, type Service, type TestService } from '../src/service/service.js'
 
+export type { Paginated } from '../src/call/index.js'
 export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
 export { localMasterKey } from '../src/encryption/keyring.js'
 export type { Clock, ManualClock } from '../src/kernel/clock.js'
@@ -17,7 +18,6 @@ export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from '
 export { EgressError } from '../src/kernel/egress.js'
 export type { ServiceErrorCode, ValidationIssues } from '../src/kernel/errors.js'
 export { ServiceError } from '../src/kernel/errors.js'
-export type { Paginated } from '../src/kernel/pagination.js'
 export type {
   FormulaRequest,
   FormulaRunner,
@@ -73,6 +73,7 @@ export type {
 } from '../src/store/contract.js'
 export type { StoreErrorCode } from '../src/store/error.js'
 export { isStoreError, StoreError } from '../src/store/error.js'
+export type { Check, Op } from '../src/store/index.js'
 
 /**
  * The default formula runner, `sandboxRunner()` of `tokenvault/adapters/sandbox`, imported on first

@@ -1,15 +1,15 @@
 import type { Database } from 'lmdb'
+import { assertNever } from '../../src/kernel/errors.js'
 import type {
   Association,
   IdempotencyRecord,
-  Op,
   StoredApplication,
   StoredSession,
   StoredToken,
   StoredTransaction,
-} from '../../entry/index.js'
-import { assertNever } from '../../src/kernel/errors.js'
+} from '../../src/kernel/index.js'
 import type { CountedKind } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { termKeysOf } from '../../src/store/token-index.js'
 import type { Databases } from './env.js'

@@ -1,7 +1,7 @@
 import { ABORT } from 'lmdb'
-import type { Check, Op } from '../../src/kernel/types.js'
 import type { WriteResult } from '../../src/store/contract.js'
 import { StoreError } from '../../src/store/error.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { applyOp } from './apply.js'
 import { holds } from './checks.js'
 import { type Databases, openDatabases } from './env.js'

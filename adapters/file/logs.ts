@@ -1,5 +1,6 @@
-import type { LogEntry, Op } from '../../src/kernel/types.js'
+import type { LogEntry } from '../../src/kernel/types.js'
 import type { LogQuery } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 

@@ -1,5 +1,5 @@
-import type { Check } from '../../src/kernel/index.js'
 import { assertNever } from '../../src/kernel/index.js'
+import type { Check } from '../../src/store/index.js'
 import { sameJson } from '../../src/store/index.js'
 import { MemoryMaps } from './maps.js'
 

@@ -2,7 +2,6 @@ import type {
   Association,
   FormulaUse,
   IdempotencyRecord,
-  Op,
   Reactor,
   StagedWrite,
   StoredApplication,
@@ -14,7 +13,7 @@ import type {
   TokenLock,
 } from '../../src/kernel/index.js'
 import { assertNever, tokenHead } from '../../src/kernel/index.js'
-import type { KeyOwner, TokenHead } from '../../src/store/index.js'
+import type { KeyOwner, Op, TokenHead } from '../../src/store/index.js'
 import { applicationKeyHashes, copy, Scoped, SortedIds, TokenIndex } from '../../src/store/index.js'
 import { LogMaps } from './logs.js'
 import { WebhookMaps } from './outbox.js'

@@ -1,5 +1,4 @@
-import type { Check, Op } from '../../src/kernel/index.js'
-import type { WriteResult } from '../../src/store/index.js'
+import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { copiedToken, copy } from '../../src/store/index.js'
 import { MemoryChecks } from './checks.js'
 

@@ -1,6 +1,6 @@
 import type { QueryConfig } from 'pg'
 import { assertNever } from '../../src/kernel/errors.js'
-import type { Check } from '../../src/kernel/types.js'
+import type { Check } from '../../src/store/index.js'
 import { prepared } from './keys.js'
 import { webhookCheckExpression } from './outbox.js'
 import type { Tables } from './statements.js'

@@ -1,5 +1,6 @@
 import { assertNever } from '../../src/kernel/errors.js'
-import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/types.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { lockKeyValue } from './keys.js'
 

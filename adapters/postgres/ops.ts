@@ -1,4 +1,5 @@
-import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/types.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { applicationKeyHashes } from '../../src/store/keys.js'
 import { sortKey } from './keys.js'
 

@@ -1,6 +1,7 @@
 import type { Pool, QueryConfig } from 'pg'
-import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/types.js'
 import type { WriteResult } from '../../src/store/contract.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { checkQuery, firstFailed } from './checks.js'
 import type { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'

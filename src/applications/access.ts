@@ -1,3 +1,4 @@
+import type { Principal } from '../call/index.js'
 import { applyMask } from '../expressions/index.js'
 import type {
   AccessRule,
@@ -6,7 +7,6 @@ import type {
   ExpressionBudget,
   Json,
   Permission,
-  Principal,
   StoredToken,
   Token,
   Transform,

@@ -1,26 +1,14 @@
+import type { Ctx } from '../call/index.js'
+import { checkFailure, type Paginated, paginated, rangeOf, retryCas } from '../call/index.js'
 import type {
   AccessRule,
   Application,
   ApplicationType,
-  Ctx,
   Permission,
   StoredApplication,
   StoredApplicationKey,
 } from '../kernel/index.js'
-import {
-  checkFailure,
-  invalid,
-  newApiKey,
-  newId,
-  notFound,
-  type Paginated,
-  paginated,
-  parse,
-  rangeOf,
-  retryCas,
-  ServiceError,
-  sha256,
-} from '../kernel/index.js'
+import { invalid, newApiKey, newId, notFound, parse, ServiceError, sha256 } from '../kernel/index.js'
 import { requirePermission } from './access.js'
 import type { CreateApplicationInput, ListApplicationsQuery, UpdateApplicationInput } from './inputs.js'
 import { PERMISSIONS_BY_TYPE } from './permissions.js'

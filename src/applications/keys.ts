@@ -1,5 +1,7 @@
-import type { Ctx, StoredApplication, StoredApplicationKey } from '../kernel/index.js'
-import { expectWritten, invalid, newApiKey, newId, notFound, sha256 } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import { expectWritten } from '../call/index.js'
+import type { StoredApplication, StoredApplicationKey } from '../kernel/index.js'
+import { invalid, newApiKey, newId, notFound, sha256 } from '../kernel/index.js'
 import { applicationKeyHashes } from '../store/index.js'
 import { requirePermission } from './access.js'
 

@@ -1,6 +1,8 @@
 import { applyTransform, requireTokenAccess, tokenAccess } from '../applications/index.js'
-import type { Association, Ctx, StoredToken, Token } from '../kernel/index.js'
-import { conflict, invalid, notFound, type Paginated, paginated, parse, rangeOf } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import { type Paginated, paginated, rangeOf } from '../call/index.js'
+import type { Association, StoredToken, Token } from '../kernel/index.js'
+import { conflict, invalid, notFound, parse } from '../kernel/index.js'
 import { PageBytes, pageTooLarge, readWhole, type Seen, tooBroad, walkChildren } from '../search/index.js'
 import type { CreateTokenInput, ListChildrenQuery } from '../tokens/index.js'
 import {

@@ -1,6 +1,5 @@
-import type { Op, WriteEffectContext, WriteEffectHook, WriteOutcome } from '../kernel/index.js'
 import { tooMany } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { Op, Store, WriteEffectContext, WriteEffectHook, WriteOutcome } from '../store/index.js'
 import { type AuditMac, chained, type HeldLane, Lanes } from './chain.js'
 import { type EntryDraft, entriesOfWrite } from './entries.js'
 

@@ -1,4 +1,5 @@
-import type { LogEntry, Op, WriteEffectContext } from '../kernel/index.js'
+import type { LogEntry } from '../kernel/index.js'
+import type { Op, WriteEffectContext } from '../store/index.js'
 
 /** An entry before it takes its place in a chain: every field but `id`, `lane`, `seq`, `floor`, `mac`. */
 export type EntryDraft = Omit<LogEntry, 'id' | 'lane' | 'seq' | 'floor' | 'mac'>

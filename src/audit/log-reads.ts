@@ -1,7 +1,9 @@
 import * as v from 'valibot'
 import { requirePermission } from '../applications/index.js'
-import type { Ctx, LogEntry } from '../kernel/index.js'
-import { cursorFor, invalid, isoDateTime, pagination, parse, positionFromCursor } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import { cursorFor, positionFromCursor } from '../call/index.js'
+import type { LogEntry } from '../kernel/index.js'
+import { invalid, isoDateTime, pagination, parse } from '../kernel/index.js'
 
 /** A log entry as `GET /logs` answers it: the reference's fields, the request id and the outcome. */
 export type LogView = Pick<

@@ -1,5 +1,5 @@
-import type { LogEntry, Op } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { LogEntry } from '../kernel/index.js'
+import type { Op, Store } from '../store/index.js'
 import { type AuditMac, sealed } from './chain.js'
 
 /** How long entries are kept by default: 365 days, PCI DSS 10.5.1's twelve months. */

@@ -1,4 +1,5 @@
-import type { Check, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
+import type { StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
+import type { Check } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import {

@@ -1,5 +1,6 @@
-import type { Json, Op, Reactor, StagedWrite, StoredToken } from '../kernel/index.js'
+import type { Json, Reactor, StagedWrite, StoredToken } from '../kernel/index.js'
 import { ServiceError, withTokenFields } from '../kernel/index.js'
+import type { Op } from '../store/index.js'
 import { keyedHash, openValue, sealedVersion, sealValue, type TenantKey } from './keyring.js'
 
 /**

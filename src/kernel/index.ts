@@ -11,10 +11,8 @@ export {
   MAX_INPUT_DEPTH,
 } from './budget.js'
 export { BySize } from './by-size.js'
-export { checkFailure, expectWritten } from './checks.js'
 export type { Clock, ManualClock } from './clock.js'
 export { isoAfter, manualClock, systemClock } from './clock.js'
-export type { Ctx, Principal, ResolvedOptions } from './context.js'
 export { parseDateTime } from './date-time.js'
 export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from './egress.js'
 export { EgressError, lazyEgress, TenantGate } from './egress.js'
@@ -33,10 +31,6 @@ export {
 export { newApiKey, newId, newNonce, newOrderedId, sha256 } from './ids.js'
 export type { AccessUse, Observed, ObservedCall, Observer } from './observe.js'
 export { noteRevealed, noteUse } from './observe.js'
-export type { CursorPage, Paginated } from './pagination.js'
-export { cursorFor, paginated, positionFromCursor, rangeOf } from './pagination.js'
-export type { CasTry } from './retry.js'
-export { CAS_ATTEMPTS, retryCas } from './retry.js'
 export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from './runner.js'
 export { lazyRunner, withEgress } from './runner.js'
 export {
@@ -60,7 +54,6 @@ export type {
   Application,
   ApplicationType,
   Association,
-  Check,
   Condition,
   ConfigurationElement,
   DataKeyVersion,
@@ -75,7 +68,6 @@ export type {
   JsonObject,
   LinkKey,
   LogEntry,
-  Op,
   OutboxAttempt,
   OutboxEntry,
   Permission,
@@ -104,13 +96,3 @@ export type {
 } from './types.js'
 export type { AnySchema } from './validate.js'
 export { badText, parse, refuseBadText, toIssues } from './validate.js'
-export type {
-  ActorType,
-  WriteBatch,
-  WriteEffect,
-  WriteEffectContext,
-  WriteEffectHook,
-  WriteEffects,
-  WriteOutcome,
-} from './write-effects.js'
-export { withWriteEffects } from './write-effects.js'

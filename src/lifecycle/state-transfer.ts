@@ -1,10 +1,10 @@
 import * as v from 'valibot'
 import type { Keyring } from '../encryption/index.js'
 import { publicTenant } from '../encryption/index.js'
-import type { Association, Op, StagedWrite, StoredToken, StoredTransaction } from '../kernel/index.js'
+import type { Association, StagedWrite, StoredToken, StoredTransaction } from '../kernel/index.js'
 import { parse } from '../kernel/index.js'
 import { withSearchIndexes } from '../search/index.js'
-import type { Store, StoreDump } from '../store/index.js'
+import type { Op, Store, StoreDump } from '../store/index.js'
 import { refingerprinted } from '../tokens/index.js'
 import { allStaged, lockOps } from '../transactions/index.js'
 

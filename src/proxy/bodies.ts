@@ -1,4 +1,5 @@
-import type { Ctx, Json } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { Json } from '../kernel/index.js'
 import { depthOf, invalid, MAX_INPUT_DEPTH } from '../kernel/index.js'
 import { expressionsIn, resolveTokens, substitute } from './expressions.js'
 

@@ -1,6 +1,7 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
+import type { Ctx } from '../call/index.js'
 import { evaluateTemplate } from '../expressions/index.js'
-import type { Ctx, Json, StoredToken } from '../kernel/index.js'
+import type { Json, StoredToken } from '../kernel/index.js'
 import { forbidden, invalid, jsonSize, MAX_DETOKENIZED_CHARS } from '../kernel/index.js'
 import { readToken } from '../transactions/index.js'
 

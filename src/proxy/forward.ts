@@ -1,4 +1,5 @@
-import type { Ctx, EgressResponse } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { EgressResponse } from '../kernel/index.js'
 import { EgressError, invalid, ServiceError, tooMany } from '../kernel/index.js'
 import { allowedUrl } from '../reactors/index.js'
 import { utf8 } from './bodies.js'

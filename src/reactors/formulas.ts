@@ -1,8 +1,9 @@
 import * as v from 'valibot'
 import { requirePermission } from '../applications/index.js'
+import type { Ctx } from '../call/index.js'
+import { expectWritten, type Paginated, paginated, rangeOf } from '../call/index.js'
 import type {
   ConfigurationElement,
-  Ctx,
   FormulaRunner,
   FormulaStatus,
   FormulaType,
@@ -10,17 +11,7 @@ import type {
   RequestParameterElement,
   StoredFormula,
 } from '../kernel/index.js'
-import {
-  expectWritten,
-  forbidden,
-  invalid,
-  newId,
-  notFound,
-  type Paginated,
-  paginated,
-  parse,
-  rangeOf,
-} from '../kernel/index.js'
+import { forbidden, invalid, newId, notFound, parse } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 import {
   type FormulaInput,

@@ -1,12 +1,6 @@
 import { withoutData } from '../applications/index.js'
-import type {
-  Ctx,
-  ElementType,
-  Json,
-  ReactResult,
-  RequestParameterElement,
-  RunOutcome,
-} from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { ElementType, Json, ReactResult, RequestParameterElement, RunOutcome } from '../kernel/index.js'
 import { assertNever, FORBIDDEN_KEYS, ServiceError, type ValidationIssues } from '../kernel/index.js'
 import { creationChecks, fingerprintedNew, planTokenize, writeTokens } from '../tokens/index.js'
 

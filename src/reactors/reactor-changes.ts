@@ -1,16 +1,8 @@
 import { requirePermission } from '../applications/index.js'
-import type { Ctx, Op } from '../kernel/index.js'
-import {
-  checkFailure,
-  expectWritten,
-  forbidden,
-  newId,
-  type Paginated,
-  paginated,
-  parse,
-  rangeOf,
-  retryCas,
-} from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import { checkFailure, expectWritten, type Paginated, paginated, rangeOf, retryCas } from '../call/index.js'
+import { forbidden, newId, parse } from '../kernel/index.js'
+import type { Op } from '../store/index.js'
 import type {
   CreateReactorInput,
   ListReactorsQuery,

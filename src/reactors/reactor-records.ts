@@ -1,14 +1,9 @@
 import { shownApplication } from '../applications/index.js'
-import type { Application, Check, Ctx, Op, Reactor, ReactorFormula, StoredFormula } from '../kernel/index.js'
-import {
-  checkFailure,
-  invalid,
-  notFound,
-  retryCas,
-  ServiceError,
-  type ValidationIssues,
-} from '../kernel/index.js'
-import type { WriteResult } from '../store/index.js'
+import type { Ctx } from '../call/index.js'
+import { checkFailure, retryCas } from '../call/index.js'
+import type { Application, Reactor, ReactorFormula, StoredFormula } from '../kernel/index.js'
+import { invalid, notFound, ServiceError, type ValidationIssues } from '../kernel/index.js'
+import type { Check, Op, WriteResult } from '../store/index.js'
 import { shownFormula } from './formulas.js'
 import { castValue } from './react.js'
 import type { ReactorBody } from './reactor-schemas.js'

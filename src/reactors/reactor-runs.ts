@@ -1,4 +1,5 @@
-import type { Ctx, ReactResult } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { ReactResult } from '../kernel/index.js'
 import { forbidden, invalid, noteUse, parse, ServiceError } from '../kernel/index.js'
 import { detokenizeArgs } from '../tokens/index.js'
 import { type CallbackBody, callbackError } from './callback.js'

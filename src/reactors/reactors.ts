@@ -1,4 +1,5 @@
-import type { Ctx, Paginated, ReactResult } from '../kernel/index.js'
+import type { Ctx, Paginated } from '../call/index.js'
+import type { ReactResult } from '../kernel/index.js'
 import type {
   CreateReactorInput,
   ListReactorsQuery,

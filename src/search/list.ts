@@ -1,16 +1,15 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
-import type { Ctx, StoredTransaction, Token } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
 import {
   type CursorPage,
   cursorFor,
-  invalid,
   type Paginated,
   paginated,
-  parse,
   positionFromCursor,
   rangeOf,
-  refuseBadText,
-} from '../kernel/index.js'
+} from '../call/index.js'
+import type { StoredTransaction, Token } from '../kernel/index.js'
+import { invalid, parse, refuseBadText } from '../kernel/index.js'
 import type { TokenHead } from '../store/index.js'
 import { openTransaction } from '../transactions/index.js'
 import { PageBytes, pageTooLarge } from './page-bytes.js'

@@ -1,4 +1,5 @@
-import type { AccessRule, Condition, Permission, Principal } from '../kernel/index.js'
+import type { Principal } from '../call/index.js'
+import type { AccessRule, Condition, Permission } from '../kernel/index.js'
 
 /**
  * How far a key reaches over a tenant's tokens, decided from its permissions and rules alone (no

@@ -1,16 +1,15 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
-import type { Ctx, Token } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
 import {
   type CursorPage,
   cursorFor,
-  forbidden,
-  invalid,
   type Paginated,
   paginated,
-  parse,
   positionFromCursor,
   rangeOf,
-} from '../kernel/index.js'
+} from '../call/index.js'
+import type { Token } from '../kernel/index.js'
+import { forbidden, invalid, parse } from '../kernel/index.js'
 import type { TokenHead, TokenTerm } from '../store/index.js'
 import { openTransaction } from '../transactions/index.js'
 import { indexKey, SEARCH_INDEX_PURPOSE } from './indexes.js'

@@ -1,4 +1,5 @@
-import type { Ctx, StagedWrite, StoredToken, StoredTransaction } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { StagedWrite, StoredToken, StoredTransaction } from '../kernel/index.js'
 import { invalid } from '../kernel/index.js'
 import type { TokenHead } from '../store/index.js'
 import { stagedOf } from '../transactions/index.js'

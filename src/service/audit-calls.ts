@@ -1,5 +1,5 @@
 import { answeredIds, entriesOfCall } from '../audit/index.js'
-import type { Ctx } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
 import { type CallInfo, callContext } from './effects.js'
 import { failureCode } from './journal.js'
 import type { Wiring } from './wiring.js'

@@ -6,7 +6,7 @@ import {
 } from '../applications/index.js'
 import { childOperations } from '../associations/index.js'
 import { logOperations } from '../audit/index.js'
-import type { Ctx } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
 import { refuseBadText } from '../kernel/index.js'
 import { proxiesOperations, proxyOperations } from '../proxy/index.js'
 import { formulaOperations, reactorOperations } from '../reactors/index.js'

@@ -1,7 +1,6 @@
 import type { Principal } from '../applications/index.js'
-import type { ActorType, WriteEffectContext, WriteEffects } from '../kernel/index.js'
-import { withWriteEffects } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { ActorType, Store, WriteEffectContext, WriteEffects } from '../store/index.js'
+import { withWriteEffects } from '../store/index.js'
 
 /** What a call is, beside its caller: its operation name and the request it came in (HTTP). */
 export interface CallInfo {

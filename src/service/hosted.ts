@@ -1,5 +1,5 @@
 import { requirePermission } from '../applications/index.js'
-import type { Ctx } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
 import { forbidden, notFound } from '../kernel/index.js'
 
 /**

@@ -5,8 +5,9 @@ import {
   PERMISSIONS_BY_TYPE,
   requirePermission,
 } from '../applications/index.js'
+import type { Ctx } from '../call/index.js'
 import { publicTenant } from '../encryption/index.js'
-import type { ApplicationType, Ctx, Tenant } from '../kernel/index.js'
+import type { ApplicationType, Tenant } from '../kernel/index.js'
 import { notFound, parse } from '../kernel/index.js'
 import type { ListPermissionsQuery } from './inputs.js'
 

@@ -1,16 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from '../applications/index.js'
 import { AUDIT_PURPOSE, AuditLog, DEFAULT_LOG_RETENTION_DAYS } from '../audit/index.js'
+import type { Ctx, ResolvedOptions } from '../call/index.js'
 import { type KeyProvider, Keyring, type MasterKey, sealedStore, toProvider } from '../encryption/index.js'
-import type {
-  Clock,
-  Ctx,
-  EgressClient,
-  FormulaRunner,
-  Observer,
-  ResolvedOptions,
-  WriteEffectHook,
-} from '../kernel/index.js'
+import type { Clock, EgressClient, FormulaRunner, Observer } from '../kernel/index.js'
 import { expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
 import {
@@ -21,6 +14,7 @@ import {
 } from '../reactors/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
+import type { WriteEffectHook } from '../store/index.js'
 import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
 import {

@@ -1,7 +1,8 @@
 import { requireGrantWithin, requireType } from '../applications/index.js'
-import type { Ctx, EmptyInput, StoredSession } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import { checkFailure } from '../call/index.js'
+import type { EmptyInput, StoredSession } from '../kernel/index.js'
 import {
-  checkFailure,
   conflict,
   emptyBody,
   invalid,

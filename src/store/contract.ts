@@ -1,9 +1,7 @@
 import type {
   Association,
-  Check,
   IdempotencyRecord,
   LogEntry,
-  Op,
   OutboxEntry,
   Reactor,
   StagedWrite,
@@ -16,6 +14,7 @@ import type {
   StoredWebhook,
   Tenant,
 } from '../kernel/index.js'
+import type { Check, Op } from './protocol.js'
 
 /**
  * An exact term a token carries, as stores index it beside the token (kept in the same atomic

@@ -26,7 +26,18 @@ export { copiedToken, copy, frozenCopy, sameJson } from './json.js'
 export { applicationKeyHashes } from './keys.js'
 export { measuredStore } from './measured-store.js'
 export { byKey, likePattern, nameMatcher } from './order.js'
+export type { Check, Op } from './protocol.js'
 export { Scoped } from './scoped.js'
 export { SortedIds } from './sorted-ids.js'
 export { PageFill, sealedBytes, storedBytes } from './stored-bytes.js'
 export { TokenIndex, termKey, termKeysOf } from './token-index.js'
+export type {
+  ActorType,
+  WriteBatch,
+  WriteEffect,
+  WriteEffectContext,
+  WriteEffectHook,
+  WriteEffects,
+  WriteOutcome,
+} from './write-effects.js'
+export { withWriteEffects } from './write-effects.js'

@@ -1,6 +1,8 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
-import type { CasTry, Check, Ctx, Json, Op, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
-import { checkFailure, retryCas } from '../kernel/index.js'
+import type { CasTry, Ctx } from '../call/index.js'
+import { checkFailure, retryCas } from '../call/index.js'
+import type { Json, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
+import type { Check, Op } from '../store/index.js'
 import { openTransaction, readToken, stagedOf, tryWriteAs } from '../transactions/index.js'
 
 /**

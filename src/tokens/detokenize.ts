@@ -1,5 +1,6 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
-import type { Ctx, Json, Permission, StoredTransaction, Token } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { Json, Permission, StoredTransaction, Token } from '../kernel/index.js'
 import {
   depthOf,
   forbidden,

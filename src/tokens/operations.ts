@@ -1,4 +1,5 @@
-import type { Ctx, CursorPage, Json, Paginated, Token, TokenTree } from '../kernel/index.js'
+import type { Ctx, CursorPage, Paginated } from '../call/index.js'
+import type { Json, Token, TokenTree } from '../kernel/index.js'
 import { listTokensV2, searchTokensV1, searchTokensV2 } from '../search/index.js'
 import type {
   CreateTokenInput,

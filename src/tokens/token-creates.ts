@@ -1,4 +1,5 @@
-import type { Ctx, Json, Token, TokenTree } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { Json, Token, TokenTree } from '../kernel/index.js'
 import { invalid, ServiceError } from '../kernel/index.js'
 import { createdAnswer, creationChecks, newToken } from './create.js'
 import { writeTokens } from './dedup.js'

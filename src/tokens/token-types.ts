@@ -1,5 +1,6 @@
+import type { Ctx } from '../call/index.js'
 import { renderTemplate } from '../expressions/index.js'
-import type { Ctx, Json, StoredToken } from '../kernel/index.js'
+import type { Json, StoredToken } from '../kernel/index.js'
 import { invalid, withTokenFields } from '../kernel/index.js'
 import type { NewToken } from './dedup.js'
 

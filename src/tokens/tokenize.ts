@@ -1,4 +1,5 @@
-import type { Ctx, Json, StoredToken, Token, TokenTree } from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import type { Json, StoredToken, Token, TokenTree } from '../kernel/index.js'
 import { conflict, ServiceError, type ValidationIssues } from '../kernel/index.js'
 import { newToken } from './create.js'
 import type { NewToken } from './dedup.js'

@@ -1,9 +1,12 @@
 import type * as v from 'valibot'
 import { requireTokenAccess, shownUnderRead } from '../applications/index.js'
+import type { Ctx } from '../call/index.js'
+import { checkFailure, retryCas } from '../call/index.js'
 import { compileTemplate } from '../expressions/index.js'
-import type { Check, Ctx, Json, StoredToken, Token } from '../kernel/index.js'
-import { checkFailure, invalid, parse, retryCas } from '../kernel/index.js'
+import type { Json, StoredToken, Token } from '../kernel/index.js'
+import { invalid, parse } from '../kernel/index.js'
 import { withSearchIndexes } from '../search/index.js'
+import type { Check } from '../store/index.js'
 import {
   deletionsWithLinks,
   enlist,

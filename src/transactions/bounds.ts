@@ -1,5 +1,6 @@
-import type { Op, StoredTransaction } from '../kernel/index.js'
+import type { StoredTransaction } from '../kernel/index.js'
 import { invalid } from '../kernel/index.js'
+import type { Op } from '../store/index.js'
 
 /**
  * What one transaction may stage. Every write enlisted counts (a token written again in the same

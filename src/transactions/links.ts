@@ -1,5 +1,4 @@
-import type { Check, Op } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { Check, Op, Store } from '../store/index.js'
 
 /**
  * Links as the core keeps them: a token is deleted with every link it is part of, each deleted by

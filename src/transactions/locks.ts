@@ -1,5 +1,5 @@
-import type { Check, Op, StagedWrite, StoredTransaction } from '../kernel/index.js'
-import type { Store, WriteResult } from '../store/index.js'
+import type { StagedWrite, StoredTransaction } from '../kernel/index.js'
+import type { Check, Op, Store, WriteResult } from '../store/index.js'
 import { MAX_STAGED_CHARS, MAX_STAGED_WRITES } from './bounds.js'
 
 /**

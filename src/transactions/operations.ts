@@ -1,15 +1,8 @@
-import type { Ctx, EmptyInput, Op, StoredTransaction, Transaction } from '../kernel/index.js'
-import {
-  checkFailure,
-  conflict,
-  emptyBody,
-  forbidden,
-  isoAfter,
-  newId,
-  notFound,
-  parse,
-  retryCas,
-} from '../kernel/index.js'
+import type { Ctx } from '../call/index.js'
+import { checkFailure, retryCas } from '../call/index.js'
+import type { EmptyInput, StoredTransaction, Transaction } from '../kernel/index.js'
+import { conflict, emptyBody, forbidden, isoAfter, newId, notFound, parse } from '../kernel/index.js'
+import type { Op } from '../store/index.js'
 import { checkStagedRead } from './bounds.js'
 import { withLinkDeletes } from './links.js'
 import { readStaged, writeDiscard, writeEnd } from './locks.js'

@@ -1,6 +1,8 @@
-import type { Check, Ctx, Op, StoredToken, StoredTransaction } from '../kernel/index.js'
-import { checkFailure, conflict, expectWritten, notFound, retryCas } from '../kernel/index.js'
-import type { TokenHead, WriteResult } from '../store/index.js'
+import type { Ctx } from '../call/index.js'
+import { checkFailure, expectWritten, retryCas } from '../call/index.js'
+import type { StoredToken, StoredTransaction } from '../kernel/index.js'
+import { conflict, notFound } from '../kernel/index.js'
+import type { Check, Op, TokenHead, WriteResult } from '../store/index.js'
 import { withStaged } from './bounds.js'
 import { lockOps } from './locks.js'
 

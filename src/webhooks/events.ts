@@ -1,12 +1,5 @@
-import type {
-  JsonObject,
-  Op,
-  StoredApplication,
-  StoredSession,
-  StoredToken,
-  WriteBatch,
-  WriteEffectContext,
-} from '../kernel/index.js'
+import type { JsonObject, StoredApplication, StoredSession, StoredToken } from '../kernel/index.js'
+import type { Op, WriteBatch, WriteEffectContext } from '../store/index.js'
 
 /**
  * Every event type of the reference's catalogue ("Webhook Event Data"), as `GET

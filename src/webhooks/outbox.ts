@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import type {
-  JsonObject,
-  Op,
-  OutboxEntry,
-  StoredWebhook,
-  WriteBatch,
-  WriteEffectContext,
-  WriteEffectHook,
-} from '../kernel/index.js'
+import type { JsonObject, OutboxEntry, StoredWebhook } from '../kernel/index.js'
 import { newOrderedId, tooMany } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { Op, Store, WriteBatch, WriteEffectContext, WriteEffectHook } from '../store/index.js'
 import { type DerivedEvent, eventsOf } from './events.js'
 
 /**

@@ -1,5 +1,5 @@
-import type { Clock, EgressClient, WriteEffectHook } from '../kernel/index.js'
-import type { Store } from '../store/index.js'
+import type { Clock, EgressClient } from '../kernel/index.js'
+import type { Store, WriteEffectHook } from '../store/index.js'
 import { Dispatcher } from './dispatcher.js'
 import { webhookEffect } from './outbox.js'
 import { type WebhookSigner, webhookSigner } from './signing.js'

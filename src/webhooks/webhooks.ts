@@ -1,15 +1,8 @@
 import { requirePermission } from '../applications/index.js'
-import type { Ctx, Paginated, StoredWebhook } from '../kernel/index.js'
-import {
-  expectWritten,
-  invalid,
-  newId,
-  notFound,
-  paginated,
-  parse,
-  rangeOf,
-  tooMany,
-} from '../kernel/index.js'
+import type { Ctx, Paginated } from '../call/index.js'
+import { expectWritten, paginated, rangeOf } from '../call/index.js'
+import type { StoredWebhook } from '../kernel/index.js'
+import { invalid, newId, notFound, parse, tooMany } from '../kernel/index.js'
 import { allowedUrl } from '../reactors/index.js'
 import { EVENT_TYPES } from './events.js'
 import { MAX_WEBHOOKS_PER_TENANT } from './outbox.js'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Op, WriteBatch, WriteEffectContext, WriteOutcome } from '../../src/kernel/index.js'
-import { withWriteEffects } from '../../src/kernel/index.js'
+import type { Op, WriteBatch, WriteEffectContext, WriteOutcome } from '../../src/store/index.js'
+import { withWriteEffects } from '../../src/store/index.js'
 
 const context: WriteEffectContext = {
   tenantId: 't1',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Op } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 import { failure, setup } from './setup.js'
 
 const GENERAL = [

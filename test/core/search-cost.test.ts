@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { countingReads, turnsDuring } from './read-probes.js'
 import { failure, setup } from './setup.js'
 

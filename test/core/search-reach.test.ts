@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { AccessRule, Permission, Principal } from '../../src/kernel/index.js'
+import type { Principal } from '../../src/call/index.js'
+import type { AccessRule, Permission } from '../../src/kernel/index.js'
 import { reachOf } from '../../src/search/reach.js'
 
 const key = (permissions: Permission[], rules?: AccessRule[]): Principal => ({

@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { setup } from './setup.js'
 
 /** `count` plaintext tokens of `tenant` written straight to the store. */

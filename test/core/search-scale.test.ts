@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { failure, setup } from './setup.js'
 
 /** `count` plaintext tokens of `tenant` written straight to the store (as a store holding them would). */

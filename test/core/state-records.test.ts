@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryState, type StateRecords } from '../../adapters/memory/state.js'
-import type { Check, Op, StoredToken, StoredTransaction } from '../../src/kernel/types.js'
+import type { StoredToken, StoredTransaction } from '../../src/kernel/types.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { LATER, NOW, T, tx as txRecord, U } from '../records.js'
 
 const SOON = '2030-01-01T00:10:00.000Z'

@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
 import { delegatingStore } from '../../src/store/delegate.js'
+import type { Op } from '../../src/store/index.js'
 import { tempDir } from '../file/helpers.js'
 import { failure, setup } from './setup.js'
 

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
-import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 
 const REVEAL = {
   description: 'all',

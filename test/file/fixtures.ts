@@ -1,4 +1,5 @@
-import type { Op, StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 import { NOW, T, token } from '../records.js'
 
 export { NOW, T, token, tx } from '../records.js'

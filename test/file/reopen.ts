@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { fileStore } from '../../adapters/file/index.js'
-import type { Op } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 import { put, T } from './fixtures.js'
 
 /** One round: batches of creates and deletes, each batch's writes issued together (they share commits). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import type { Op } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 import { setup } from '../core/setup.js'
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!

@@ -14,9 +14,9 @@ import { testControlHandler } from '../../adapters/http/test-control.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, type ServiceOptions } from '../../entry/index.js'
 import { compileTemplate, isTemplateCached, templatesCached } from '../../src/expressions/index.js'
-import type { Op } from '../../src/kernel/types.js'
 import { Journal } from '../../src/service/journal.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 
 const at = '2030-01-01T00:00:00.000Z'
 const entry = (tenant: string | null, n = 0) => ({

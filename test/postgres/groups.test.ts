@@ -1,8 +1,9 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import type { Check, Op, StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/types.js'
 import type { Store, WriteResult } from '../../src/store/contract.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { TIMES } from '../../testing/store/arbitraries.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, watchQueries } from './database.js'
 

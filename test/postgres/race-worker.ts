@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline'
 import pg from 'pg'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import type { Op } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 import { raceToken, T } from './race-records.js'
 
 const [url, schema, name] = process.argv.slice(2) as [string, string, string]

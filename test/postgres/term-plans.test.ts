@@ -1,8 +1,8 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import type { Op } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 const NOW = '2030-01-01T00:00:00.000Z'

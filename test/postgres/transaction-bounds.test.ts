@@ -3,7 +3,7 @@ import type pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { createService, manualClock, ServiceError } from '../../entry/index.js'
-import type { Op } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 /** An object of `n` plain values: tokenize makes one token of each (at most 100 a call). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { type GroupedWrite, WriteGroups } from '../../adapters/postgres/groups.js'
-import type { Op } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 
 /** A write of `n` ops (lock deletes: what a commit of a large transaction holds many of). */
 const writeOf = (n: number) => ({

@@ -1,7 +1,8 @@
 import { type KeyProvider, Keyring, type MasterKey, toProvider } from '../../src/encryption/index.js'
 import { openToken, type Sealing } from '../../src/encryption/sealing.js'
-import type { Json, Op, StoredToken } from '../../src/kernel/types.js'
+import type { Json, StoredToken } from '../../src/kernel/types.js'
 import type { Store, StoreDump } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { LeakLayers } from './leak-layers.js'
 
 const tokenKey = (tenantId: string, id: string) => `t\u0000${tenantId}\u0000${id}`

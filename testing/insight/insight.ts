@@ -1,6 +1,7 @@
 import type { MasterKey } from '../../src/encryption/index.js'
-import type { Json, Op, Token } from '../../src/kernel/types.js'
+import type { Json, Token } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Op } from '../../src/store/index.js'
 import { Accounting, type Exposure } from './accounting.js'
 import { HeldPlaintexts } from './held.js'
 import { createLeaks, type Leaks } from './leaks.js'

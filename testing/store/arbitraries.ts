@@ -1,15 +1,14 @@
 import fc from 'fast-check'
 import type {
-  Check,
   IdempotencyRecord,
   Json,
-  Op,
   StoredApplication,
   StoredFormula,
   StoredSession,
   StoredToken,
   StoredTransaction,
 } from '../../src/kernel/types.js'
+import type { Check, Op } from '../../src/store/index.js'
 
 /** A write batch, or the expiry listing and the core's sweep at `now`. */
 export type Step = { batch: { checks: Check[]; ops: Op[] } } | { purge: string }

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import type { Check } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
+import type { Check } from '../../src/store/index.js'
 import { app, formula, NOW, session, T, token, tx, U } from './records.js'
 
 const reactor = (id: string, formulaId: string, tenant = T) => ({

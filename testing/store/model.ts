@@ -1,11 +1,9 @@
 import { assertNever } from '../../src/kernel/errors.js'
 import type {
   Association,
-  Check,
   FormulaUse,
   IdempotencyRecord,
   LogEntry,
-  Op,
   OutboxEntry,
   Reactor,
   StagedWrite,
@@ -36,6 +34,7 @@ import type {
   TokenTerm,
   WriteResult,
 } from '../../src/store/contract.js'
+import type { Check, Op } from '../../src/store/index.js'
 import { storedBytes } from '../../src/store/stored-bytes.js'
 
 /**

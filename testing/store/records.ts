@@ -1,11 +1,11 @@
 import type {
-  Op,
   StoredApplication,
   StoredFormula,
   StoredSession,
   StoredToken,
   StoredTransaction,
 } from '../../src/kernel/types.js'
+import type { Op } from '../../src/store/index.js'
 
 /**
  * Records the store conformance suite builds on (and the state and file store tests). No

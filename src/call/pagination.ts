@@ -4,9 +4,9 @@
  */
 
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import { invalid } from '../kernel/index.js'
 import type { Page, Range } from '../store/index.js'
 import type { Ctx } from './context.js'
-import { invalid } from './errors.js'
 
 /** A page of a list in the HTTP envelope. */
 export interface Paginated<T> {

@@ -1,5 +1,5 @@
+import type { Check } from '../store/index.js'
 import { checkFailure } from './checks.js'
-import type { Check } from './types.js'
 
 /**
  * How many times a compare-and-set write is tried (read, build, write guarded on what was read)

@@ -1,4 +1,4 @@
-import type { Check, Op } from './types.js'
+import type { Check, Op } from './protocol.js'
 
 /** One store write as the core hands it over: its guards and its ops. */
 export interface WriteBatch {

@@ -1,11 +1,15 @@
-import type { CallbackQueue } from '../reactors/index.js'
+import type {
+  AccessRule,
+  ApplicationType,
+  Clock,
+  EgressClient,
+  ExpressionBudget,
+  FormulaRunner,
+  Observed,
+  Permission,
+  TenantGate,
+} from '../kernel/index.js'
 import type { Store } from '../store/index.js'
-import type { ExpressionBudget } from './budget.js'
-import type { Clock } from './clock.js'
-import type { EgressClient, TenantGate } from './egress.js'
-import type { Observed } from './observe.js'
-import type { FormulaRunner } from './runner.js'
-import type { AccessRule, ApplicationType, Permission } from './types.js'
 
 /** Who is calling: an application, or a session acting with what it was granted. */
 export interface Principal {
@@ -20,6 +24,15 @@ export interface Principal {
   rules?: readonly AccessRule[] | undefined
   /** The observation port and this call, when the service has one (`ServiceOptions.observe`). */
   observed?: Observed | undefined
+}
+
+/**
+ * Where asynchronous reacts deliver their results: `reserve` takes a place for one react of the
+ * tenant (throwing a 429 past the bounds), and the place sends its answer. The service gives the
+ * callback queue of `reactors/`; this floor names only what a call uses of it.
+ */
+export interface CallbackPort {
+  reserve(tenantId: string): { send(origins: readonly unknown[], url: string, body: unknown): Promise<void> }
 }
 
 /** Options with defaults filled in. */
@@ -43,8 +56,8 @@ export interface Ctx {
   options: ResolvedOptions
   /** The formula runner, when the service has one. */
   runner: FormulaRunner | undefined
-  /** Where asynchronous reacts deliver their results (with retries). */
-  callbacks: CallbackQueue
+  /** Where asynchronous reacts deliver their results (with retries): see `CallbackPort`. */
+  callbacks: CallbackPort
   /** Carries what the vault sends out (the proxy's requests), under `options.reactorEgress`. */
   egress: EgressClient
   /** The proxy calls each tenant has in flight, bounded per tenant (`maxProxyCallsPerTenant`). */

@@ -1,6 +1,5 @@
-import type { WriteResult } from '../store/index.js'
-import { assertNever, conflict, notFound, type ServiceError } from './errors.js'
-import type { Check } from './types.js'
+import { assertNever, conflict, notFound, type ServiceError } from '../kernel/index.js'
+import type { Check, WriteResult } from '../store/index.js'
 
 /** The error a refused write answers with, by the check that failed. */
 export function checkFailure(check: Check): ServiceError {
