@@ -13,12 +13,13 @@
  * Run: `npm run bench:attacks [-- --store file:PATH] [-- --only a,c]`. Each attack takes about
  * 10-20 s (seeding included); B is measured for 3 s alone and 5 s under attack.
  */
-import { fork } from 'node:child_process'
+import { type ChildProcess, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { Agent, createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { BOUND_FLAGS, HTTP_BOUNDS } from '../bin/options.js'
@@ -99,6 +100,8 @@ function admissionFromEnv(): Record<string, number> {
 
 /** The child: a fresh service and HTTP server, seeded for `scenario`; sends `Seeded` to its parent. */
 async function serveChild(scenario: Scenario, storeSpec: string) {
+  // A clean exit on SIGTERM: a CPU profile asked for (`--cpu-prof`) is written on exit only.
+  process.on('SIGTERM', () => process.exit(0))
   const store = storeSpec.startsWith('file:')
     ? await (await import('../adapters/file/index.js')).fileStore({
         path: mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`)),
@@ -116,6 +119,16 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   server.listen(0, '127.0.0.1', () => {
     const seeded: Seeded = { port: (server.address() as AddressInfo).port, aKey, bKey, bToken, aToken }
     process.send!(seeded)
+  })
+  // The server's event-loop delay, from the parent's 'reset' to its 'report' (ms): how long a
+  // request that is ready waits for the loop.
+  const delay = monitorEventLoopDelay({ resolution: 1 })
+  delay.enable()
+  process.on('message', (m) => {
+    if (m === 'reset') delay.reset()
+    if (m !== 'report') return
+    const ms = (ns: number) => ns / 1e6
+    process.send!({ p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) })
   })
 }
 
@@ -198,10 +211,28 @@ async function probe(s: Seeded, agent: Agent, ms: number): Promise<number[]> {
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 
+/** The server's event-loop delay (p50, p99, max in ms) while `measure` runs, with what it answered. */
+async function loopDelay<T>(child: ChildProcess, measure: () => Promise<T>) {
+  child.send('reset')
+  const result = await measure()
+  const delay = await new Promise<LoopDelay>((resolve) => {
+    child.once('message', (m) => resolve(m as LoopDelay))
+    child.send('report')
+  })
+  return { result, delay }
+}
+
+interface LoopDelay {
+  p50: number
+  p99: number
+  max: number
+}
+
 /** One attack against a fresh child server: B alone, then B under A's attack. */
 async function run(scenario: Scenario, storeSpec: string) {
   const child = fork(new URL(import.meta.url).pathname, [ROLE, scenario, storeSpec], {
-    execArgv: ['--import', 'tsx'],
+    // TOKENVAULT_ATTACK_NODE_ARGS: more flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+    execArgv: ['--import', 'tsx', ...(process.env['TOKENVAULT_ATTACK_NODE_ARGS']?.split(' ') ?? [])],
   })
   try {
     const s = await new Promise<Seeded>((resolve, reject) => {
@@ -211,18 +242,21 @@ async function run(scenario: Scenario, storeSpec: string) {
     const bAgent = new Agent({ keepAlive: true, maxSockets: 1 })
     const aAgent = new Agent({ keepAlive: true, maxSockets: 128 })
     await probe(s, bAgent, 500)
-    const alone = await probe(s, bAgent, ALONE_MS)
+    const aloneLoop = await loopDelay(child, () => probe(s, bAgent, ALONE_MS))
+    const alone = aloneLoop.result
     const stop = { now: false }
     const attacking = attack(scenario, s, aAgent, stop)
     await new Promise((resolve) => setTimeout(resolve, WARM_MS))
     const started = [...attacking.statuses.values()].reduce((x, y) => x + y, 0)
-    const under = await probe(s, bAgent, UNDER_MS)
+    const underLoop = await loopDelay(child, () => probe(s, bAgent, UNDER_MS))
+    const under = underLoop.result
     const sent = [...attacking.statuses.values()].reduce((x, y) => x + y, 0) - started
     stop.now = true
     await attacking.done
     bAgent.destroy()
     aAgent.destroy()
-    return { scenario, alone, under, statuses: attacking.statuses, aPerSec: sent / (UNDER_MS / 1000) }
+    const loops = { alone: aloneLoop.delay, under: underLoop.delay }
+    return { scenario, alone, under, loops, statuses: attacking.statuses, aPerSec: sent / (UNDER_MS / 1000) }
   } finally {
     child.kill()
   }
@@ -245,9 +279,9 @@ async function main() {
     `store: ${storeSpec}; B: sequential GET /tokens/{id}, ${ALONE_MS / 1000} s alone, ${UNDER_MS / 1000} s under attack`,
   )
   console.log(
-    '| attack | B p50 alone | B p99 alone | B p50 under | B p99 under | p99 ratio | A answers (status: count) | A req/s |',
+    '| attack | B p50 alone | B p99 alone | B p50 under | B p99 under | p99 ratio | A answers (status: count) | A req/s | server loop delay p99 / max, alone; under |',
   )
-  console.log('|---|---|---|---|---|---|---|---|')
+  console.log('|---|---|---|---|---|---|---|---|---|')
   for (const scenario of only) {
     const r = await run(scenario, storeSpec)
     const ms = (v: number) => `${v.toFixed(1)} ms`
@@ -257,7 +291,7 @@ async function main() {
       .map(([k, v]) => `${k}: ${v}`)
       .join(', ')
     console.log(
-      `| ${LABELS[scenario]} | ${ms(quantile(r.alone, 0.5))} | ${ms(quantile(r.alone, 0.99))} | ${ms(quantile(r.under, 0.5))} | ${ms(quantile(r.under, 0.99))} | ${ratio.toFixed(1)}x${ratio > 2 ? ' (over 2x)' : ''} | ${statuses} | ${r.aPerSec.toFixed(0)} |`,
+      `| ${LABELS[scenario]} | ${ms(quantile(r.alone, 0.5))} | ${ms(quantile(r.alone, 0.99))} | ${ms(quantile(r.under, 0.5))} | ${ms(quantile(r.under, 0.99))} | ${ratio.toFixed(1)}x${ratio > 2 ? ' (over 2x)' : ''} | ${statuses} | ${r.aPerSec.toFixed(0)} | ${ms(r.loops.alone.p99)} / ${ms(r.loops.alone.max)}; ${ms(r.loops.under.p99)} / ${ms(r.loops.under.max)} |`,
     )
   }
 }

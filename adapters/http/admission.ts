@@ -1,4 +1,4 @@
-import { type ServiceError, tooMany } from '../../src/kernel/errors.js'
+import { type ServiceError, tooMany } from '../../src/kernel/index.js'
 
 /**
  * Admission on the request path: each tenant ("lane") may have so many requests and so many body
@@ -26,6 +26,14 @@ export interface AdmissionBounds {
    * limit when it has none. A tenant with nothing in flight is admitted whatever its body. @default 2 MiB
    */
   maxInFlightBytesPerTenant: number
+  /**
+   * Body bytes one tenant may have in flight while another tenant is active (as for
+   * `maxInFlightPerTenantContended`): a request of a tenant with nothing in flight is still admitted
+   * whatever its body, so one large body at a time passes. Each large body is read, parsed,
+   * fingerprinted and sealed in steps of about a millisecond, and another tenant's request then waits
+   * behind the steps of one such body rather than two. @default 256 KiB
+   */
+  maxInFlightBytesPerTenantContended: number
   /** Requests one tenant may have waiting in its line; one more answers 429. @default 128 */
   maxQueuedPerTenant: number
   /** Requests in flight in all tenants. @default 256 */
@@ -45,6 +53,7 @@ export const DEFAULT_ADMISSION: AdmissionBounds = {
   maxInFlightPerTenant: 32,
   maxInFlightPerTenantContended: 2,
   maxInFlightBytesPerTenant: 2 * 1024 * 1024,
+  maxInFlightBytesPerTenantContended: 256 * 1024,
   maxQueuedPerTenant: 128,
   maxInFlight: 256,
   maxInFlightBytes: 64 * 1024 * 1024,
@@ -176,8 +185,12 @@ export class Admission {
     if (this.inFlight >= bounds.maxInFlight) return false
     if (this.inFlight > 0 && this.bytes + bytes > bounds.maxInFlightBytes) return false
     if (state.inFlight >= bounds.maxInFlightPerTenant) return false
-    if (state.inFlight >= bounds.maxInFlightPerTenantContended && this.contended(lane)) return false
-    return state.inFlight === 0 || state.bytes + bytes <= bounds.maxInFlightBytesPerTenant
+    if (state.inFlight === 0) return true
+    if (state.bytes + bytes > bounds.maxInFlightBytesPerTenant) return false
+    if (state.inFlight < bounds.maxInFlightPerTenantContended) {
+      if (state.bytes + bytes <= bounds.maxInFlightBytesPerTenantContended) return true
+    }
+    return !this.contended(lane)
   }
 
   /**

@@ -23,7 +23,12 @@ function isPage(value: unknown): value is Record<string, unknown> & { data: unkn
  * apart, with a turn for other requests between two of them once `YIELD_BYTES` have added up.
  */
 export async function answerText(result: unknown): Promise<string> {
-  if (!isPage(result)) return JSON.stringify(result)
+  if (!isPage(result)) {
+    const text = JSON.stringify(result)
+    // A large answer (a 400 KB token) is written in a turn after the one that serialized it.
+    if (text !== undefined && text.length > YIELD_BYTES) await turn()
+    return text
+  }
   const parts: string[] = []
   for (const [key, value] of Object.entries(result)) {
     if (key !== 'data') {

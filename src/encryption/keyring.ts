@@ -191,11 +191,12 @@ export function sealedVersion(sealed: string | Uint8Array): number {
  * additional authenticated data, so a ciphertext relabelled with another version does not open.
  */
 export function sealValue(key: TenantKey, value: unknown, aad: string): string {
-  const body = sealBytes(
-    key.encryption,
-    Buffer.from(JSON.stringify(value), 'utf8'),
-    versionedAad(aad, key.version),
-  )
+  return sealText(key, JSON.stringify(value), aad)
+}
+
+/** `sealValue` of a value already serialized: `text` is its JSON. */
+export function sealText(key: TenantKey, text: string, aad: string): string {
+  const body = sealBytes(key.encryption, Buffer.from(text, 'utf8'), versionedAad(aad, key.version))
   const header = Buffer.allocUnsafe(HEADER_BYTES)
   MARKER.copy(header)
   header.writeUInt32BE(key.version, MARKER.length)

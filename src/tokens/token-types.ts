@@ -230,7 +230,10 @@ export function fingerprintSource(token: StoredToken): string | undefined {
  */
 export async function fingerprintOf(ctx: Ctx, token: StoredToken): Promise<string | undefined> {
   const source = fingerprintSource(token)
-  return source === undefined ? undefined : ctx.hmac(FINGERPRINT_PURPOSE, source)
+  if (source === undefined) return undefined
+  // A large source is hashed in a turn of its own (about 1.5 ms at 400 KB): others' requests run first.
+  if (source.length > 64 * 1024) await new Promise((resolve) => setImmediate(resolve))
+  return ctx.hmac(FINGERPRINT_PURPOSE, source)
 }
 
 /**
