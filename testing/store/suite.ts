@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
+import type { Store } from '../../src/store/index.js'
 import { costTests } from './cost.js'
 import { countsTests } from './counts.js'
 import { expiryTests } from './expiry.js'
@@ -8,6 +8,7 @@ import { guardTests } from './guards.js'
 import { idempotencyTests } from './idempotency.js'
 import { keysTests } from './keys.js'
 import { logsTests } from './logs.js'
+import { proxiesTests } from './proxies.js'
 import { readsTests } from './reads.js'
 import { link, lock, NOW, put, session, stage, T, token, tx } from './records.js'
 import { serviceTests } from './service.js'
@@ -45,6 +46,7 @@ export function storeContract(harness: StoreHarness): void {
     idempotencyTests(fresh)
     logsTests(fresh)
     webhooksTests(fresh)
+    proxiesTests(fresh)
     countsTests(fresh, harness.reopen)
 
     if (harness.reopen) {
