@@ -1,6 +1,5 @@
-import type { LogEntry } from '../../src/kernel/types.js'
-import type { LogQuery } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import type { LogEntry } from '../../src/kernel/index.js'
+import type { LogQuery, Op } from '../../src/store/index.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 
@@ -28,8 +27,19 @@ export function applyLogOp(dbs: Databases, op: Op): boolean {
   const tenantId = op.op === 'log.put' ? op.entry.tenant_id : op.tenant_id
   const id = op.op === 'log.put' ? op.entry.id : op.id
   const k = key(tenantId, id)
-  const old = dbs.logs.get(k) as LogEntry | undefined
+  // A new entry is appended without a read: an id is put again only by retention's `floor` mark
+  // (same indexed fields, so its index keys are the same), and a delete needs the old one's.
+  const old =
+    op.op === 'log.put' && op.entry.floor !== true ? undefined : (dbs.logs.get(k) as LogEntry | undefined)
   if (old) for (const [db, parts] of indexes(dbs, old)) db.remove(key(...parts, old.created_at, old.id))
+  // The tenant's count of entries (`countRecords('log')`), moved in the same transaction.
+  const delta = op.op === 'log.put' ? (old ? 0 : 1) : old ? -1 : 0
+  if (delta) {
+    const at = key('count', 'log', tenantId) // as `countKey('log', tenantId)` in apply.ts
+    const n = ((dbs.meta.get(at) as number | undefined) ?? 0) + delta
+    if (n > 0) dbs.meta.put(at, n)
+    else dbs.meta.remove(at)
+  }
   if (op.op === 'log.put') {
     dbs.logs.put(k, op.entry)
     for (const [db, parts] of indexes(dbs, op.entry))

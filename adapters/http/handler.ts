@@ -277,6 +277,7 @@ async function dispatch(
   path: string,
   search: string,
   witness: ExchangeWitness | undefined,
+  requestId?: string,
 ): Promise<Outgoing> {
   const match = s.router.match(method, path)
   if (match.kind !== 'found') throw unmatched(match, method, path)
@@ -290,7 +291,7 @@ async function dispatch(
   const admitted = s.admission.admit(apiKey, keyHash, bytes)
   const lane = typeof admitted === 'string' ? admitted : await admitted
   try {
-    const call: Call = { route, params, search, withBody, apiKey, keyHash, witness }
+    const call: Call = { route, params, search, withBody, apiKey, keyHash, witness, requestId }
     return await perform(s, incoming, call)
   } finally {
     s.admission.leave(lane, bytes)
@@ -306,14 +307,17 @@ interface Call {
   apiKey: string
   keyHash: string | null
   witness: ExchangeWitness | undefined
+  /** The request's id (`X-Request-Id`): the audit log's `request_id` of the call's entries. */
+  requestId: string | undefined
 }
 
 /** The client a call runs with: a kept one for a plain call, else one made for its headers. */
 function clientOfCall(s: Setup, incoming: Incoming, call: Call, idempotencyKey: string | null): Client {
   const transactionId = first(incoming, s.transactionHeader)
-  if (transactionId === null && idempotencyKey === null && call.witness === undefined)
+  if (transactionId === null && idempotencyKey === null && call.witness === undefined && !call.requestId)
     return s.clientFor(call.apiKey, call.keyHash)
   return s.service.connect(call.apiKey, {
+    ...(call.requestId ? { requestId: call.requestId } : {}),
     ...(transactionId === null ? {} : { transactionId }),
     ...(idempotencyKey === null ? {} : { idempotencyKey }),
     // Test mode's request log: the call's journal entries and access decisions come back to it.
@@ -441,7 +445,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   /** One request, start to answer: a single async step, so a plain call costs few promise turns. */
   const respond = async (incoming: Incoming): Promise<Outgoing> => {
     const started = log || requestLog ? performance.now() : 0
-    const given = incoming.header('x-request-id')
+    // The Basis Theory SDKs send their correlation id as `BT-TRACE-ID`.
+    const given = incoming.header('x-request-id') ?? incoming.header('bt-trace-id')
     const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : nanoid()
     const method = incoming.method
     const target = splitTarget(incoming.target)
@@ -456,8 +461,8 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
         ? await proxy(incoming, method, path, target.search)
         : isMeta(method, path)
           ? ((await serveMeta(s, incoming, method, path, target.search, witness)) ??
-            (await dispatch(s, incoming, method, path, target.search, witness)))
-          : await dispatch(s, incoming, method, path, target.search, witness)
+            (await dispatch(s, incoming, method, path, target.search, witness, requestId)))
+          : await dispatch(s, incoming, method, path, target.search, witness, requestId)
     } catch (error) {
       out = failure(s, error, method, path, requestId)
     }

@@ -49,6 +49,11 @@ export class LogMaps {
     return t
   }
 
+  /** How many entries the tenant has (`countRecords('log')`): O(1). */
+  count(tenantId: string): number {
+    return this.tenants.get(tenantId)?.chain.size ?? 0
+  }
+
   put(entry: LogEntry): void {
     this.delete(entry.tenant_id, entry.id)
     this.entries.set(entry.tenant_id, entry.id, entry)

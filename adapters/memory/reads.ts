@@ -358,6 +358,8 @@ export class MemoryReads extends MemoryOps {
         return this.hooks.webhooks.of(tenantId).size
       case 'outbox.pending':
         return this.hooks.pendingOf(tenantId)
+      case 'log':
+        return this.logs.count(tenantId)
       default:
         return assertNever(kind)
     }

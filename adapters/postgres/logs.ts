@@ -1,6 +1,6 @@
 import type { QueryConfig, QueryResult, QueryResultRow } from 'pg'
-import type { LogEntry } from '../../src/kernel/types.js'
-import type { LogQuery } from '../../src/store/contract.js'
+import type { LogEntry } from '../../src/kernel/index.js'
+import type { LogQuery } from '../../src/store/index.js'
 import type { Tables } from './statements.js'
 
 /**
@@ -22,6 +22,27 @@ CREATE INDEX IF NOT EXISTS logs_by_time ON ${s}.logs (tenant_id, created_at, id)
 CREATE INDEX IF NOT EXISTS logs_by_type ON ${s}.logs (tenant_id, entity_type, created_at, id);
 CREATE INDEX IF NOT EXISTS logs_by_entity ON ${s}.logs (tenant_id, entity_type, entity_id, created_at, id)
   WHERE entity_id IS NOT NULL;
+`
+
+/**
+ * The per-tenant count of entries (`countRecords('log')`, migration 8): a trigger on `logs` moves
+ * the tenant's `record_counts` row in the entry's own transaction; entries already there are counted
+ * once when the migration runs.
+ */
+export const logCountSql = (s: string) => `
+CREATE FUNCTION ${s}.log_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN PERFORM ${s}.record_count(NEW.tenant_id, 'log', 1);
+  ELSE PERFORM ${s}.record_count(OLD.tenant_id, 'log', -1);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER log_count AFTER INSERT OR DELETE ON ${s}.logs
+  FOR EACH ROW EXECUTE FUNCTION ${s}.log_count();
+INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'log', 0, count(*) FROM ${s}.logs GROUP BY tenant_id
+  ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = ${s}.record_counts.n + EXCLUDED.n;
 `
 
 /** `tv_write`'s op branches of this area (plpgsql `WHEN` arms over `_o`, `_d`). */

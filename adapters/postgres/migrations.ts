@@ -1,6 +1,6 @@
 import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
-import { logTablesSql } from './logs.js'
+import { logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
 import { countsSql, tablesSql } from './schema.js'
@@ -51,6 +51,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'tenant.unchanged guard for data-key versions',
     sql: (s) => writeFunctionSql(s),
+  },
+  {
+    // The audit log's per-tenant count of entries, for its bound (`maxLogEntriesPerTenant`).
+    version: 8,
+    name: 'audit log entry count',
+    sql: (s) => logCountSql(s),
   },
 ]
 

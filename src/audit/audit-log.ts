@@ -48,7 +48,11 @@ export class AuditLog {
     const drafts = entriesOfWrite(context, ops)
     if (!drafts.length) return []
     const byTenant = new Map<string, EntryDraft[]>()
-    for (const d of drafts) byTenant.set(d.tenant_id, [...(byTenant.get(d.tenant_id) ?? []), d])
+    for (const d of drafts) {
+      const list = byTenant.get(d.tenant_id)
+      if (list) list.push(d)
+      else byTenant.set(d.tenant_id, [d])
+    }
     const held: HeldLane[] = []
     const out: Op[] = []
     try {

@@ -5,8 +5,11 @@ import type { EntryDraft } from './entries.js'
 /** The HMAC purpose of the audit key: a subkey of the tenant's key, as search indexes have theirs. */
 export const AUDIT_PURPOSE = 'audit-log'
 
-/** HMAC-SHA-256 (base64url) of `value` under the audit key of `tenantId`. */
-export type AuditMac = (tenantId: string, value: string) => Promise<string>
+/**
+ * HMAC-SHA-256 (base64url) of each of `values` under the audit key of `tenantId`, in order: one
+ * call per write (or verification page), so the key is looked up once for all its entries.
+ */
+export type AuditMac = (tenantId: string, values: readonly string[]) => string[] | Promise<string[]>
 
 /** An entry's id: its lane, then its seq as 12 digits, so ids sort each lane in sequence order. */
 export const entryId = (lane: string, seq: number) => `${lane}:${String(seq).padStart(12, '0')}`
@@ -38,7 +41,8 @@ export function macText(e: Omit<LogEntry, 'mac'>): string {
 
 /** An entry with its MAC. */
 export async function sealed(mac: AuditMac, e: Omit<LogEntry, 'mac'>): Promise<LogEntry> {
-  return { ...e, mac: await mac(e.tenant_id, macText(e)) }
+  const [m] = await mac(e.tenant_id, [macText(e)])
+  return { ...e, mac: m! }
 }
 
 /** One lane of one tenant: the next seq it gives. At most one write holds it at a time. */
@@ -101,22 +105,21 @@ export class Lanes {
 /** Idle lanes a tenant keeps in a process: about the writes it had in flight at once. */
 export const MAX_FREE_LANES = 256
 
-/** The drafts of one write numbered on a held lane and sealed with their MACs. */
+/**
+ * The drafts of one write numbered on a held lane and sealed with their MACs: the entries are
+ * built once, and their MACs made in one call (one key look-up for the write, not one per entry).
+ */
 export async function chained(
   mac: AuditMac,
   held: HeldLane,
   drafts: readonly EntryDraft[],
 ): Promise<LogEntry[]> {
-  return Promise.all(
-    drafts.map((d, i) => {
-      const seq = held.from + i
-      return sealed(mac, {
-        ...d,
-        tenant_id: held.tenantId,
-        lane: held.lane.id,
-        seq,
-        id: entryId(held.lane.id, seq),
-      })
-    }),
-  )
+  const lane = held.lane.id
+  const entries = drafts.map((d, i) => {
+    const seq = held.from + i
+    return { ...d, tenant_id: held.tenantId, lane, seq, id: entryId(lane, seq), mac: '' } as LogEntry
+  })
+  const macs = await mac(held.tenantId, entries.map(macText))
+  for (const [i, e] of entries.entries()) e.mac = macs[i]!
+  return entries
 }

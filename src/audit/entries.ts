@@ -93,17 +93,31 @@ function deletedOrOther(op: Op): Entity {
   return { type, ...(typeof id === 'string' ? { id } : {}), change: action === 'delete' ? 'deleted' : action }
 }
 
-/** The common fields of the entries of one call. */
-function base(context: WriteEffectContext, outcome: string): Omit<EntryDraft, 'entity_type' | 'message'> {
-  return {
-    tenant_id: context.tenantId ?? '',
-    ...(context.actorId === null ? {} : { actor_id: context.actorId }),
+/**
+ * One entry's draft, built in one shape (no spreads: it runs for every entry of every call).
+ * Optional fields are set only when present, as `exactOptionalPropertyTypes` wants.
+ */
+function draft(
+  context: WriteEffectContext,
+  tenantId: string,
+  outcome: string,
+  entityType: string,
+  entityId: string | undefined,
+  message: string,
+): EntryDraft {
+  const d: EntryDraft = {
+    tenant_id: tenantId,
     actor_type: context.actorType,
+    entity_type: entityType,
     operation: verbOf(context.operation),
+    message,
     outcome,
-    ...(context.requestId === null ? {} : { request_id: context.requestId }),
     created_at: context.now,
   }
+  if (context.actorId !== null) d.actor_id = context.actorId
+  if (entityId !== undefined) d.entity_id = entityId
+  if (context.requestId !== null) d.request_id = context.requestId
+  return d
 }
 
 /**
@@ -116,12 +130,16 @@ export function entriesOfWrite(context: WriteEffectContext, ops: readonly Op[]):
     const entity = entityOfOp(op, context)
     const tenantId = tenantOfOp(op) ?? context.tenantId
     if (!entity || !tenantId) continue
-    out.push({
-      ...base({ ...context, tenantId }, 'success'),
-      entity_type: entity.type,
-      ...(entity.id === undefined ? {} : { entity_id: entity.id }),
-      message: `${context.operation}: ${entity.type} ${entity.change}`,
-    })
+    out.push(
+      draft(
+        context,
+        tenantId,
+        'success',
+        entity.type,
+        entity.id,
+        `${context.operation}: ${entity.type} ${entity.change}`,
+      ),
+    )
   }
   return out
 }
@@ -148,28 +166,34 @@ export const MAX_CALL_ENTRIES = 100
 
 /**
  * The entries of a call that wrote nothing (a read, a refused call, a replayed answer): one per
- * id it read or answered, or one naming no record.
+ * id it read or answered, or one naming no record. `revealed`: the tokens whose plaintext left in
+ * the call (a revealed read, detokenize, a react's arguments): their entries say `revealed`, those
+ * of the other tokens it answered `masked` (shown under their mask, or without data); a revealed
+ * token the call did not answer by id (detokenize, react) gets an entry of its own.
  */
 export function entriesOfCall(
   context: WriteEffectContext,
   ids: readonly string[],
   outcome: string,
+  revealed?: ReadonlySet<string>,
 ): EntryDraft[] {
   const type = entityTypeOf(context.operation)
-  const common = { ...base(context, outcome), entity_type: type }
+  const tenantId = context.tenantId ?? ''
   const verb = outcome === 'success' ? 'answered' : `refused (${outcome})`
-  if (!ids.length) return [{ ...common, message: `${context.operation}: ${verb}` }]
-  const shown = ids.slice(0, MAX_CALL_ENTRIES)
-  const out: EntryDraft[] = shown.map((id) => ({
-    ...common,
-    entity_id: id,
-    message: `${context.operation}: ${verb}`,
-  }))
-  if (ids.length > shown.length) {
-    out.push({
-      ...common,
-      message: `${context.operation}: ${verb}, ${ids.length - shown.length} more ids not listed`,
-    })
+  const message = `${context.operation}: ${verb}`
+  const answered = new Set(ids)
+  const all = revealed?.size ? [...new Set([...ids, ...revealed])] : ids
+  if (!all.length) return [draft(context, tenantId, outcome, type, undefined, message)]
+  const shown = all.slice(0, MAX_CALL_ENTRIES)
+  const out = shown.map((id) => {
+    const entityType = revealed?.has(id) && !answered.has(id) ? 'token' : type
+    const how =
+      outcome !== 'success' || entityType !== 'token' ? '' : revealed?.has(id) ? ' revealed' : ' masked'
+    return draft(context, tenantId, outcome, entityType, id, `${message}${how}`)
+  })
+  if (all.length > shown.length) {
+    const rest = `${message}, ${all.length - shown.length} more ids not listed`
+    out.push(draft(context, tenantId, outcome, type, undefined, rest))
   }
   return out
 }

@@ -5,6 +5,9 @@ import { type AuditMac, sealed } from './chain.js'
 /** How long entries are kept by default: 365 days, PCI DSS 10.5.1's twelve months. */
 export const DEFAULT_LOG_RETENTION_DAYS = 365
 
+/** Most entries a tenant keeps by default (`maxLogEntriesPerTenant`): the sweep removes the oldest beyond. */
+export const DEFAULT_MAX_LOG_ENTRIES_PER_TENANT = 1_000_000
+
 /** Old entries one retention step reads (then removes, lane by lane) at most. */
 export const RETENTION_STEP = 256
 
@@ -21,8 +24,10 @@ export async function removeOldEntries(
   mac: AuditMac,
   tenantId: string,
   before: string,
+  limit = RETENTION_STEP,
 ): Promise<number> {
-  const old = (await store.listLogs(tenantId, { order: 'oldest', to: before, limit: RETENTION_STEP })).filter(
+  const step = Math.min(limit, RETENTION_STEP)
+  const old = (await store.listLogs(tenantId, { order: 'oldest', to: before, limit: step })).filter(
     (e) => e.created_at < before,
   )
   const upTo = new Map<string, number>()
@@ -63,4 +68,18 @@ async function laneCut(
 async function floorOf(mac: AuditMac, e: LogEntry): Promise<LogEntry> {
   const { mac: _old, ...fields } = e
   return sealed(mac, { ...fields, floor: true })
+}
+
+/**
+ * Removes `tenantId`'s oldest `count` entries (at least; at most `RETENTION_STEP` read per step,
+ * so it may take several steps), as retention does: lane prefixes, the next entry marked `floor`.
+ * Answers how many it removed.
+ */
+export async function removeOldestEntries(
+  store: Pick<Store, 'listLogs' | 'write'>,
+  mac: AuditMac,
+  tenantId: string,
+  count: number,
+): Promise<number> {
+  return count > 0 ? removeOldEntries(store, mac, tenantId, '9999-12-31T23:59:59.999Z', count) : 0
 }

@@ -51,8 +51,13 @@ export async function verifyLogs(
   let after: { created_at: string; id: string } | undefined
   for (;;) {
     const page = await store.listLogs(tenantId, { order: 'chain', limit: PAGE, ...(after ? { after } : {}) })
-    for (const e of page) {
-      const broken = await check(mac, tenantId, e, e.lane === lane ? expected : undefined)
+    // One MAC call per page: the key is looked up once for its entries.
+    const macs = await mac(
+      tenantId,
+      page.map(({ mac: _given, ...fields }) => macText(fields)),
+    )
+    for (const [i, e] of page.entries()) {
+      const broken = check(macs[i]!, tenantId, e, e.lane === lane ? expected : undefined)
       if (broken) return { ok: false, entries, lanes, broken }
       if (e.lane !== lane) lanes++
       lane = e.lane
@@ -65,20 +70,17 @@ export async function verifyLogs(
   }
 }
 
-/** The broken link at `e`, if any; `expected` is the seq due in a lane already under way. */
-async function check(
-  mac: AuditMac,
-  tenantId: string,
-  e: LogEntry,
-  expected: number | undefined,
-): Promise<BrokenLink | null> {
+/**
+ * The broken link at `e`, if any: `due` is the MAC its fields should carry, `expected` the seq due
+ * in a lane already under way.
+ */
+function check(due: string, tenantId: string, e: LogEntry, expected: number | undefined): BrokenLink | null {
   const at = { id: e.id, lane: e.lane, seq: e.seq }
-  const { mac: given, ...fields } = e
   if (e.tenant_id !== tenantId || e.id !== entryId(e.lane, e.seq)) return { ...at, reason: 'place' }
-  if ((await mac(tenantId, macText(fields))) !== given) return { ...at, reason: 'mac' }
-  const due = expected ?? 0
+  if (due !== e.mac) return { ...at, reason: 'mac' }
+  const seq = expected ?? 0
   // A lane starts at 0, or where retention removed what came before (`floor`, under the MAC).
-  if (e.seq !== due && !(expected === undefined && e.floor === true))
-    return { ...at, reason: 'gap', expected: due }
+  if (e.seq !== seq && !(expected === undefined && e.floor === true))
+    return { ...at, reason: 'gap', expected: seq }
   return null
 }

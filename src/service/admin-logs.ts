@@ -1,4 +1,10 @@
-import { entriesOfCall, type LogVerification, removeOldEntries, verifyLogs } from '../audit/index.js'
+import {
+  entriesOfCall,
+  type LogVerification,
+  removeOldEntries,
+  removeOldestEntries,
+  verifyLogs,
+} from '../audit/index.js'
 import { invalid, isoAfter } from '../kernel/index.js'
 import { adminContext } from './effects.js'
 import type { Wiring } from './wiring.js'
@@ -50,25 +56,41 @@ export function logAdmin(w: Wiring): LogAdmin {
       const before = isoAfter(now, -w.logRetentionMs)
       let removed = 0
       for (const tenant of await w.store.listTenants()) {
-        let ofTenant = 0
-        for (let step = 0; step < MAX_RETENTION_STEPS; step++) {
-          const n = await removeOldEntries(w.store, audit.mac, tenant.id, before)
-          if (!n) break
-          ofTenant += n
-        }
-        if (!ofTenant) continue
-        removed += ofTenant
+        const old = await removeSteps((left) => removeOldEntries(w.store, audit.mac, tenant.id, before, left))
+        // Past the bound, the oldest entries go too, whatever their age.
+        const excess = (await w.store.countRecords(tenant.id, 'log')) - w.maxLogEntries
+        const over = await removeSteps(
+          (left) => removeOldestEntries(w.store, audit.mac, tenant.id, left),
+          excess,
+        )
+        if (!old && !over) continue
+        removed += old + over
         const context = adminContext(tenant.id, 'log.retention', now, 'system')
+        const why = [
+          ...(old ? [`removed ${old} entries created before ${before}`] : []),
+          ...(over ? [`removed ${over} oldest entries past the bound of ${w.maxLogEntries}`] : []),
+        ]
         await audit.commit(
           tenant.id,
           entriesOfCall(context, [], 'success').map((d) => ({
             ...d,
             entity_type: 'log',
-            message: `log.retention: removed ${ofTenant} entries created before ${before}`,
+            message: `log.retention: ${why.join('; ')}`,
           })),
         )
       }
       return { removed }
     },
   }
+}
+
+/** Runs `step` (given how many entries are left to remove) up to `MAX_RETENTION_STEPS` times; answers the entries removed. */
+async function removeSteps(step: (left: number) => Promise<number>, count = Number.POSITIVE_INFINITY) {
+  let removed = 0
+  for (let i = 0; i < MAX_RETENTION_STEPS && removed < count; i++) {
+    const n = await step(count - removed)
+    if (!n) break
+    removed += n
+  }
+  return removed
 }

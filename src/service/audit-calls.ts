@@ -24,5 +24,5 @@ export async function logCall(
   const ids =
     call.operation === 'application.get_by_key' ? [] : answeredIds(args, error === null ? result : undefined)
   const outcome = error === null ? 'success' : failureCode(error)
-  await w.audit.commit(ctx.principal.tenantId, entriesOfCall(context, ids, outcome))
+  await w.audit.commit(ctx.principal.tenantId, entriesOfCall(context, ids, outcome, call.revealed))
 }

@@ -150,6 +150,14 @@ export interface ServiceOptions {
    */
   logRetentionDays?: number
   /**
+   * Most audit log entries a tenant keeps: the sweep (`admin.sweepExpired`, `admin.sweepLogs`)
+   * removes its oldest entries beyond it, as retention does (verification still holds), so a
+   * tenant's log — the memory store's above all — never grows without bound between two sweeps'
+   * worth of calls.
+   * @default 1_000_000
+   */
+  maxLogEntriesPerTenant?: number
+  /**
    * The observation port: told, with plain data (ids, operation, permission, deciding rule; never
    * token data), of each access decision that let a call act and of each token whose plaintext
    * left the vault in an answer. The test kit's exposure and used-access accounting use it. Absent:

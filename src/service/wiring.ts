@@ -1,16 +1,32 @@
 import { randomBytes } from 'node:crypto'
 import type { Principal } from '../applications/index.js'
-import { AUDIT_PURPOSE, AuditLog, DEFAULT_LOG_RETENTION_DAYS } from '../audit/index.js'
+import {
+  AUDIT_PURPOSE,
+  AuditLog,
+  type AuditMac,
+  DEFAULT_LOG_RETENTION_DAYS,
+  DEFAULT_MAX_LOG_ENTRIES_PER_TENANT,
+} from '../audit/index.js'
 import type { Ctx, ResolvedOptions } from '../call/index.js'
-import { type KeyProvider, Keyring, type MasterKey, sealedStore, toProvider } from '../encryption/index.js'
+import {
+  type KeyProvider,
+  Keyring,
+  keyedHash,
+  type MasterKey,
+  sealedStore,
+  type TenantKey,
+  toProvider,
+} from '../encryption/index.js'
 import type { Clock, EgressClient, FormulaRunner, Observer } from '../kernel/index.js'
 import { expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
 import {
+  acceptedOf,
   CallbackQueue,
   DEFAULT_ASYNC_REACTS,
   DEFAULT_ASYNC_REACTS_PER_TENANT,
   parseEgressOrigins,
+  runAccepted,
 } from '../reactors/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
@@ -59,7 +75,7 @@ export type Recorder = (
   args: unknown[],
   result: unknown,
   error: unknown,
-) => void
+) => number
 
 /** Runs and journals an admin call (actor `admin`, the tenant it acted in) at one instant read once. */
 export type AdminCall = <R>(
@@ -94,6 +110,8 @@ export interface Wiring {
   audit: AuditLog | undefined
   /** How long audit log entries are kept (ms). */
   logRetentionMs: number
+  /** Most audit log entries a tenant keeps after a sweep (`maxLogEntriesPerTenant`). */
+  maxLogEntries: number
   /**
    * The store an admin or sweep call writes through: `store` with `effects`, its writes logged
    * under the actor `admin` (or `system` for the sweep) as `operation` at `at`.
@@ -106,6 +124,8 @@ export interface Wiring {
   contextFor(principal: Principal, transactionId: string | undefined, at?: string, call?: CallInfo): Ctx
   record: Recorder
   adminCall: AdminCall
+  /** Whether the service runs in test mode: its calls' access decisions are traced (`AccessTrace`). */
+  testMode: boolean
 }
 
 /** A bound given as an option: a whole number of at least 1, or `fallback` when absent. */
@@ -171,7 +191,7 @@ function isoNow(clock: Clock): () => string {
 function recorder(journal: Journal, now: () => string): Recorder {
   return (operation, ctx, args, result, error) => {
     const principal = ctx?.principal
-    journal.add(
+    return journal.add(
       ctx ? ctx.now() : now(),
       principal?.tenantId ?? null,
       principal ? { kind: principal.kind, id: principal.id } : { kind: 'unknown' },
@@ -224,6 +244,39 @@ function observedPrincipal(principal: Principal, port: Observer, operation: stri
   return { ...principal, observed: { port, call: { tenantId, principalId, kind, operation } } }
 }
 
+/** The audit log's MACs: one key look-up per write (or verification page) for all its entries. */
+function auditMac(keyring: Keyring): AuditMac {
+  return (tenantId, values) => {
+    const key = keyring.keyFor(tenantId)
+    const macs = (k: TenantKey) => values.map((value) => keyedHash(k, AUDIT_PURPOSE, value))
+    return key instanceof Promise ? key.then(macs) : macs(key)
+  }
+}
+
+/**
+ * The principal of one call: told to the observation port, if any, and with the audit log on,
+ * noting in `call.revealed` each token whose plaintext left in the call (its entries then say,
+ * token by token, revealed or masked).
+ */
+function callPrincipal(
+  principal: Principal,
+  call: CallInfo,
+  observe: Observer | undefined,
+  audited: boolean,
+) {
+  if (!audited) return observe ? observedPrincipal(principal, observe, call.operation) : principal
+  const revealed = new Set<string>()
+  call.revealed = revealed
+  const port: Observer = {
+    used: (c, use) => observe?.used(c, use),
+    revealed: (c, tokenId) => {
+      revealed.add(tokenId)
+      observe?.revealed(c, tokenId)
+    },
+  }
+  return observedPrincipal(principal, port, call.operation)
+}
+
 /** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
 export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring {
   const { clock } = options
@@ -246,10 +299,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
   })
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
-  const audit =
-    options.auditLog === false
-      ? undefined
-      : new AuditLog(store, (tenantId, value) => keyring.hmac(tenantId, AUDIT_PURPOSE, value))
+  const audit = options.auditLog === false ? undefined : new AuditLog(store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []
   const webhooks = webhookRuntime({
     store,
@@ -258,6 +308,13 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     origins: () => resolved.reactorEgress,
     signingKey: options.webhookSigningKey ?? (options.testMode ? TEST_WEBHOOK_PRIVATE_KEY : undefined),
     deliverAfterWrites: options.webhookDelivery !== 'manual',
+    // An accepted asynchronous react runs as its caller, its writes (the tokens it makes) with effects.
+    runReact: (entry, last) =>
+      runAccepted(
+        contextFor(acceptedOf(entry).principal, undefined, undefined, { operation: 'reactor.react_async' }),
+        entry,
+        last,
+      ),
     maxPendingPerTenant: atLeastOne(
       options.maxPendingDeliveriesPerTenant,
       DEFAULT_PENDING_DELIVERIES_PER_TENANT,
@@ -284,15 +341,13 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
       callbacks,
       egress,
       proxyGate,
-      principal: observe && call ? observedPrincipal(principal, observe, call.operation) : principal,
+      principal: call ? callPrincipal(principal, call, observe, audit !== undefined) : principal,
       transactionId,
       budget: expressionBudget(),
       now: callNow,
       hmac: (purpose, value) => keyring.hmac(principal.tenantId, purpose, value),
     }
   }
-  const record = recorder(journal, now)
-  const adminCall = adminCaller(journal, now)
   return {
     clock,
     keys,
@@ -307,10 +362,12 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     webhooks,
     audit,
     logRetentionMs: atLeastOne(options.logRetentionDays, DEFAULT_LOG_RETENTION_DAYS) * 86_400_000,
+    maxLogEntries: atLeastOne(options.maxLogEntriesPerTenant, DEFAULT_MAX_LOG_ENTRIES_PER_TENANT),
     adminStore: (operation, at, actorType = 'admin') =>
       storeWithEffects(store, effects, () => adminContext(null, operation, at, actorType)),
     contextFor,
-    record,
-    adminCall,
+    record: recorder(journal, now),
+    adminCall: adminCaller(journal, now),
+    testMode: options.testMode === true,
   }
 }

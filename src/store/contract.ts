@@ -109,8 +109,9 @@ export type ExpiringKind =
  * - `idempotency`: its idempotency records, in any state;
  * - `session.created`: its sessions in state `created` (made by a public key, not yet authorized).
  * - `webhook`: its webhooks; `outbox.pending`: its outbox entries in state `pending`.
+ * - `log`: its audit log entries (the sweep keeps them under `maxLogEntriesPerTenant`).
  */
-export type CountedKind = 'idempotency' | 'session.created' | 'webhook' | 'outbox.pending'
+export type CountedKind = 'idempotency' | 'session.created' | 'webhook' | 'outbox.pending' | 'log'
 
 /**
  * Every record a store holds, each kind sorted by its key: for tests that compare whole stores.

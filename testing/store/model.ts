@@ -1,4 +1,3 @@
-import { assertNever } from '../../src/kernel/errors.js'
 import type {
   Association,
   FormulaUse,
@@ -16,14 +15,17 @@ import type {
   StoredWebhook,
   Tenant,
   TokenLock,
-} from '../../src/kernel/types.js'
+} from '../../src/kernel/index.js'
+import { assertNever } from '../../src/kernel/index.js'
 import type {
+  Check,
   ChildKey,
   CountedKind,
   DueKey,
   ExpiringKind,
   KeyOwner,
   LogQuery,
+  Op,
   Page,
   Range,
   ReactorQuery,
@@ -33,9 +35,8 @@ import type {
   TokenHead,
   TokenTerm,
   WriteResult,
-} from '../../src/store/contract.js'
-import type { Check, Op } from '../../src/store/index.js'
-import { storedBytes } from '../../src/store/stored-bytes.js'
+} from '../../src/store/index.js'
+import { storedBytes } from '../../src/store/index.js'
 
 /**
  * The store contract written out as plainly as it can be: one array per record kind, every read a
@@ -560,6 +561,8 @@ export class ContractModel implements Store {
         return this.webhooks.filter((w) => w.tenant_id === tenantId).length
       case 'outbox.pending':
         return this.outbox.filter((e) => e.tenant_id === tenantId && e.state === 'pending').length
+      case 'log':
+        return this.logs.filter((e) => e.tenant_id === tenantId).length
       default:
         return assertNever(kind)
     }
