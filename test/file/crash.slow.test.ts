@@ -72,7 +72,7 @@ function mulberry32(seed: number) {
 }
 
 describe('file store under SIGKILL', () => {
-  const seed = Number(process.env['TOKENVAULT_SEED'] ?? Date.now() % 1e9)
+  const seed = Number(process.env['TOKENVAULT_TEST_SEED'] ?? Date.now() % 1e9)
 
   it(
     `keeps every batch acknowledged to ${WRITERS} concurrent writers whole across ${KILLS * LANES} kills (seed ${seed})`,

@@ -1,14 +1,15 @@
 import fc from 'fast-check'
 import { describe, it } from 'vitest'
+import { assertProperty } from '../../testing/store/seed.js'
 import { tempDir } from './helpers.js'
 import { reopenHoldsWhatWasWritten, rounds } from './reopen.js'
 
-/** Fixed, so a failure replays: fast-check prints the seed and the shrunk round it failed on. */
+/** Fixed, so a run repeats; a failure prints the TOKENVAULT_TEST_SEED that replays its shrunk round. */
 const SEED = 7_340_033
 
 describe('file store reopen (property, many rounds)', () => {
   it('a store closed cleanly after concurrent creates and deletes opens again, holding what was acknowledged', async () => {
-    await fc.assert(
+    await assertProperty(
       fc.asyncProperty(rounds, async (round) => reopenHoldsWhatWasWritten(await tempDir(), round)),
       { seed: SEED, numRuns: 300, endOnFailure: true },
     )

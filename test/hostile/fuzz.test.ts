@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ROUTES } from '../../adapters/http/routes.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
+import { assertProperty } from '../../testing/store/seed.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from '../postgres/database.js'
 import { FORMULA_CODE, hostileWorld, problemIsValid, RUNS, SEED } from './world.js'
 
@@ -164,7 +165,7 @@ async function mutatedBodies(w: Awaited<ReturnType<typeof hostileWorld>>, runs: 
       { freq: 5 },
     ),
   })
-  await fc.assert(
+  await assertProperty(
     fc.asyncProperty(request, async (r) => {
       const [method, pattern] = r.route
       let i = 0
@@ -315,7 +316,7 @@ describe('hostile HTTP input', () => {
       ),
       body: fc.option(fc.string({ maxLength: 40 }), { freq: 2 }),
     })
-    await fc.assert(
+    await assertProperty(
       fc.asyncProperty(request, async (r) => {
         const path = `/${r.segments.join('/')}${r.trailing ? '/' : ''}`
         const headers = new Headers()

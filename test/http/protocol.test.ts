@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createHttpHandler, type HttpLogEvent } from '../../adapters/http/index.js'
 import type { Service } from '../../entry/index.js'
+import { assertProperty } from '../../testing/store/seed.js'
 import { empty, json, problem, setup } from './setup.js'
 
 /** A stream of `chunks` chunks of `size` bytes that counts how many times it was pulled. */
@@ -283,7 +284,7 @@ describe('failures and logging', () => {
       ),
       fc.record({ type: fc.string(), data: fc.jsonValue(), id: fc.string() }).map((v) => JSON.stringify(v)),
     )
-    await fc.assert(
+    await assertProperty(
       fc.asyncProperty(
         fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
         fc.array(segment, { minLength: 1, maxLength: 5 }),

@@ -5,6 +5,7 @@ import { postgresStore } from '../../adapters/postgres/index.js'
 import type { Store } from '../../src/store/contract.js'
 import { nameFilter, step } from '../../testing/store/arbitraries.js'
 import { expectSameAsModel } from '../../testing/store/observe.js'
+import { assertProperty } from '../../testing/store/seed.js'
 import { describePostgres, dropSchemas, freshSchema, testPool, truncateAll } from './database.js'
 
 describePostgres('postgres store behaves exactly like the contract model', (url) => {
@@ -24,7 +25,7 @@ describePostgres('postgres store behaves exactly like the contract model', (url)
   })
 
   it('on random sequences of batches, purges and reads', async () => {
-    await fc.assert(
+    await assertProperty(
       fc.asyncProperty(
         fc.array(step, { maxLength: 16 }),
         fc.array(nameFilter, { maxLength: 3 }),
