@@ -2,16 +2,23 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type FaultRegistry, faultRegistry, withFaults, withFetchFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../adapters/http/index.js'
+import { RequestLog, type RequestLogQuery } from '../adapters/http/request-log.js'
+import { loggedFaults, type RequestView, requestViews } from '../adapters/http/request-view.js'
 import { createService } from '../entry/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/index.js'
 import { toProvider } from '../src/encryption/index.js'
-import { type ManualClock, manualClock } from '../src/kernel/clock.js'
-import type { FormulaRunner } from '../src/kernel/runner.js'
-import type { AccessRule, Application, Permission, Tenant } from '../src/kernel/types.js'
-import type { StateSnapshot } from '../src/lifecycle/state-transfer.js'
-import type { Fixture } from '../src/service/fixtures.js'
-import type { Client, Service, TestService } from '../src/service/service.js'
-import type { Store } from '../src/store/contract.js'
+import type {
+  AccessRule,
+  AccessTrace,
+  Application,
+  FormulaRunner,
+  Permission,
+  Tenant,
+} from '../src/kernel/index.js'
+import { type ManualClock, manualClock } from '../src/kernel/index.js'
+import type { StateSnapshot } from '../src/lifecycle/index.js'
+import type { Client, Fixture, Service, TestService } from '../src/service/index.js'
+import type { Store } from '../src/store/index.js'
 import { type Destination, destinations as destinationsOf, type ReceivedRequest } from './destinations.js'
 import type { Exposure } from './insight/accounting.js'
 import { type ForkableStore, forkableMemoryStore } from './insight/fork-store.js'
@@ -121,6 +128,20 @@ export interface TestVault {
   fork(): TestVault
   /** What the in-process destinations received (plaintext, in memory only); cleared by `reset()`. */
   proxy: { received(origin?: string): ReceivedRequest[] }
+  /**
+   * The request log of `http` and `listen()` (not of `client()`, which is not HTTP): every
+   * exchange with its status, duration, problem, journal entries and access traces, names beside
+   * ids; never data. Filters as `GET /_test/requests`. Cleared by `reset()`.
+   */
+  requests(query?: RequestLogQuery): Promise<RequestView[]>
+  /**
+   * Why a request of the log was refused or masked: the access decisions' traces as the evaluator
+   * made them (`[]` when it made none that refused or masked; undefined for an unknown id). An
+   * in-process call's `ServiceError` carries the same as `error.trace`.
+   */
+  explain(requestId: string): AccessTrace[] | undefined
+  /** Starts a named group in the request log: later entries carry `mark: name` (the console groups by it). */
+  mark(name: string): void
   /**
    * The tenant's webhook deliveries and callbacks: `deliveries()` (what was sent, each attempt),
    * `deliverNow()`, `deliverAgain(id)`, `deliverDue()`, and `verify(received)` with the signing
@@ -239,11 +260,17 @@ function forkOf(parts: VaultParts): TestVault {
 /** The test vault of `parts`: its clients, HTTP handler, listeners, test powers and insight. */
 function assemble(parts: VaultParts): TestVault {
   const { options, clock, routed, insight, service, tenant, keys, applications, initial } = parts
-  const faults = faultRegistry()
+  // Every exchange of `http` and `listen()`, injected faults included: the console's and `requests()`'s.
+  const requests = new RequestLog({
+    now: () => clock.now(),
+    capacity: options.journalSize ?? 1000,
+    perTenant: options.journalSize ?? 1000,
+  })
+  const faults = loggedFaults(faultRegistry(), requests)
   // Made on first use: a fork that is never called over HTTP does not pay for it.
   let made: ReturnType<typeof createHttpHandler> | undefined
   const handler = () => {
-    made ??= createHttpHandler(service, options.http)
+    made ??= createHttpHandler(service, { ...options.http, requestLog: requests })
     return made
   }
   const http = withFetchFaults((request) => handler()(request), faults)
@@ -283,6 +310,7 @@ function assemble(parts: VaultParts): TestVault {
     restore: (snapshot) => service.admin.importState(snapshot),
     reset: () => {
       faults.clear()
+      requests.clear()
       insight.accounting.clear()
       routed.clear()
       return service.admin.importState(initial)
@@ -290,6 +318,12 @@ function assemble(parts: VaultParts): TestVault {
     faults: { add: (fault) => faults.add(fault), list: () => faults.list(), clear: () => faults.clear() },
     listen,
     proxy: { received: (origin) => routed.received(origin) },
+    requests: (query) => requestViews(service, requests.list(query)),
+    explain: (requestId) => {
+      const entry = requests.get(requestId)
+      return entry && (entry.trace ?? [])
+    },
+    mark: (name) => requests.mark(name),
     webhooks: webhookKit(service, tenant.id),
     close: async () => {
       await Promise.all([...servers].map((s) => s.close()))

@@ -1,4 +1,4 @@
-import type { AccessTrace, CallRecorder } from '../../src/kernel/access-trace.js'
+import type { AccessTrace, CallRecorder } from '../../src/kernel/index.js'
 
 /** The problem document an exchange answered, as sent (never data: problems hold none). */
 export interface LoggedProblem {
@@ -174,7 +174,10 @@ export class RequestLog {
       operations: witness.operations,
       journal: witness.journal,
     }
-    const problem = exchange.problemBody === null ? undefined : problemOf(exchange.problemBody)
+    const problem =
+      exchange.problemBody === null
+        ? undefined
+        : problemOf(exchange.problemBody, queryValues(exchange.search))
     if (problem) entry.problem = problem
     if (witness.traces.length) entry.trace = witness.traces
     if (exchange.fault) entry.fault = exchange.fault
@@ -284,8 +287,49 @@ function queryKeys(search: string): string[] {
   return keys
 }
 
-/** The problem document of an answer's body, its known fields only. */
-function problemOf(body: string | Uint8Array): LoggedProblem | undefined {
+/** The query's values of at least 3 characters (shorter ones would blot out ordinary words). */
+function queryValues(search: string): string[] {
+  if (search === '') return []
+  const values: string[] = []
+  for (const pair of search.split('&')) {
+    const eq = pair.indexOf('=')
+    if (eq === -1) continue
+    let value = pair.slice(eq + 1)
+    try {
+      value = decodeURIComponent(value.replace(/\+/g, ' '))
+    } catch {}
+    if (value.length >= 3) values.push(value)
+  }
+  return values
+}
+
+/** A value a validator quoted back (`received "…"`): the caller's input, which may be data. */
+const QUOTED = /received ("(?:[^"\\]|\\.)*"|\S+)/g
+
+/** `text` without the values a caller sent: quoted inputs and the query's values withheld. */
+function withheld(text: string, values: readonly string[]): string {
+  let out = text.replace(QUOTED, 'received (a value, withheld)')
+  for (const value of values) out = out.split(value).join('(withheld)')
+  return out
+}
+
+/** `value`'s strings (deeply) passed through `withheld`. */
+function scrubbed(value: unknown, values: readonly string[]): unknown {
+  if (typeof value === 'string') return withheld(value, values)
+  if (Array.isArray(value)) return value.map((v) => scrubbed(v, values))
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [withheld(k, values), scrubbed(v, values)]),
+    )
+  return value
+}
+
+/**
+ * The problem document of an answer's body, its known fields only, with what the caller sent
+ * withheld: a validator's quoted input and the query's values (the client got them; the log keeps
+ * none).
+ */
+function problemOf(body: string | Uint8Array, values: readonly string[]): LoggedProblem | undefined {
   let parsed: unknown
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body).toString('utf8'))
@@ -298,8 +342,8 @@ function problemOf(body: string | Uint8Array): LoggedProblem | undefined {
   if (typeof p['type'] === 'string') out.type = p['type']
   if (typeof p['title'] === 'string') out.title = p['title']
   if (typeof p['status'] === 'number') out.status = p['status']
-  if (typeof p['detail'] === 'string') out.detail = p['detail']
+  if (typeof p['detail'] === 'string') out.detail = withheld(p['detail'], values)
   if (typeof p['errors'] === 'object' && p['errors'] !== null)
-    out.errors = p['errors'] as Record<string, unknown>
+    out.errors = scrubbed(p['errors'], values) as Record<string, unknown>
   return out
 }
