@@ -2,11 +2,13 @@ import type { Principal } from '../call/index.js'
 import { applyMask } from '../expressions/index.js'
 import type {
   AccessRule,
+  AccessTrace,
   ApplicationType,
   Condition,
   ExpressionBudget,
   Json,
   Permission,
+  RuleConsidered,
   StoredToken,
   Token,
   Transform,
@@ -17,7 +19,17 @@ export type { Principal }
 
 /** Throws `forbidden` unless the principal holds `permission` (outside token rules: reactors, applications). */
 export function requirePermission(principal: Principal, permission: Permission): void {
-  if (!principal.permissions.includes(permission)) throw forbidden(`missing permission ${permission}`)
+  if (!principal.permissions.includes(permission)) {
+    principal.recorder?.decided({
+      permission,
+      principal: { kind: principal.kind, id: principal.id },
+      by: 'permissions',
+      rules: [],
+      decision: null,
+      reason: `the ${principal.kind} does not hold the permission ${permission} (rules decide token access only)`,
+    })
+    throw forbidden(`missing permission ${permission}`)
+  }
   noteUse(principal.observed, { permission })
 }
 
@@ -55,7 +67,10 @@ export function tokenAccess(
   permission: Permission,
   token: Pick<Token, 'id' | 'containers'>,
 ): Transform | null {
-  const { transform, rule } = decide(principal, permission, token)
+  const { transform, rule } =
+    principal.recorder === undefined
+      ? decide(principal, permission, token)
+      : traced(principal, permission, token)
   if (transform !== null && principal.observed) {
     const use = { permission, tokenId: token.id, containers: token.containers, transform }
     noteUse(principal.observed, rule < 0 ? use : { ...use, rule })
@@ -63,24 +78,93 @@ export function tokenAccess(
   return transform
 }
 
-/** `tokenAccess`'s decision and the index of the rule that made it (-1: none, or no rules), untold. */
+/**
+ * `tokenAccess`'s decision and the index of the rule that made it (-1: none, or no rules), untold.
+ * With `seen`, each rule's verdict is pushed to it as the loop weighs it, in the rules' order (the
+ * one that decides is marked `outranked` here; `traced` marks it).
+ */
 function decide(
   principal: Principal,
   permission: Permission,
   token: Pick<Token, 'id' | 'containers'>,
+  seen?: RuleConsidered[],
 ): { transform: Transform | null; rule: number } {
   const rules = principal.rules
   if (rules?.length) {
     let best = -1
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!
-      if (!rule.permissions.includes(permission) || !ruleMatches(rule, token)) continue
+      const grants = rule.permissions.includes(permission)
+      const covers = grants && ruleMatches(rule, token)
+      if (seen)
+        seen.push(considered(rule, i, !grants ? 'lacks_permission' : covers ? 'outranked' : 'does_not_cover'))
+      if (!covers) continue
       if (best < 0 || rule.priority < rules[best]!.priority) best = i
     }
     return { transform: best < 0 ? null : rules[best]!.transform, rule: best }
   }
   if (!principal.permissions.includes(permission)) return { transform: null, rule: -1 }
   return { transform: DEFAULT_TRANSFORM[permission] ?? 'reveal', rule: -1 }
+}
+
+/** One rule as `decide` weighed it. */
+function considered(rule: AccessRule, index: number, verdict: RuleConsidered['verdict']): RuleConsidered {
+  const out: RuleConsidered = {
+    index,
+    description: rule.description,
+    priority: rule.priority,
+    transform: rule.transform,
+    verdict,
+  }
+  if (rule.container !== undefined) out.container = rule.container
+  return out
+}
+
+/** `decide`, its reasoning told to the principal's recorder as an `AccessTrace` (test mode). */
+function traced(
+  principal: Principal,
+  permission: Permission,
+  token: Pick<Token, 'id' | 'containers'>,
+): { transform: Transform | null; rule: number } {
+  const seen: RuleConsidered[] = []
+  const decision = decide(principal, permission, token, seen)
+  const chosen = seen[decision.rule]
+  if (chosen) chosen.verdict = 'decided'
+  seen.sort((a, b) => a.priority - b.priority || a.index - b.index)
+  const trace: AccessTrace = {
+    permission,
+    token_id: token.id,
+    containers: [...token.containers],
+    principal: { kind: principal.kind, id: principal.id },
+    by: principal.rules?.length ? 'rules' : 'permissions',
+    rules: seen,
+    decision: decision.transform,
+    reason: reasonOf(permission, seen, decision.transform, chosen),
+  }
+  if (chosen) trace.rule = chosen.index
+  principal.recorder!.decided(trace)
+  return decision
+}
+
+/** The sentence of a trace: which rule decided, or why none did. */
+function reasonOf(
+  permission: Permission,
+  seen: readonly RuleConsidered[],
+  transform: Transform | null,
+  chosen: RuleConsidered | undefined,
+): string {
+  if (chosen) {
+    const others = seen.filter((r) => r.verdict === 'outranked').length
+    return `rule ${chosen.index} "${chosen.description}" (priority ${chosen.priority}) grants ${permission} over the token's containers with ${chosen.transform}${others ? `; ${others} other matching rule(s) have a higher priority number or come later` : ''}`
+  }
+  if (seen.length === 0) {
+    return transform === null
+      ? `no rules, and the permission ${permission} is not held`
+      : `no rules: the permission ${permission} covers every token, with the default transform ${transform}`
+  }
+  const lacking = seen.filter((r) => r.verdict === 'lacks_permission').length
+  const uncovering = seen.length - lacking
+  return `no rule grants ${permission} over this token: ${lacking} rule(s) lack the permission, ${uncovering} do not cover its containers`
 }
 
 /** Like `tokenAccess`, but throws `forbidden` when access is refused. */

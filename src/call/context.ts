@@ -1,6 +1,7 @@
 import type {
   AccessRule,
   ApplicationType,
+  CallRecorder,
   Clock,
   EgressClient,
   ExpressionBudget,
@@ -24,6 +25,8 @@ export interface Principal {
   rules?: readonly AccessRule[] | undefined
   /** The observation port and this call, when the service has one (`ServiceOptions.observe`). */
   observed?: Observed | undefined
+  /** Where the evaluator explains its decisions for this call (test mode); absent: nothing is computed. */
+  recorder?: CallRecorder | undefined
 }
 
 /**

@@ -14,6 +14,8 @@
  * - `destination_failed`: a proxy's destination could not be reached (502), answered past the
  *   bounds (502), or not in time (408, the reference's proxy timeout); `status` carries which.
  */
+import type { AccessTrace } from './access-trace.js'
+
 export type ServiceErrorCode =
   | 'validation_failed'
   | 'unauthenticated'
@@ -65,6 +67,11 @@ export class ServiceError extends Error {
   readonly status: number | undefined
   /** When the same call may succeed if tried again later: after this many seconds. */
   readonly retryAfterSec: number | undefined
+  /**
+   * Test mode only: the traces of the access decisions the call made (the refusing one last), as
+   * the evaluator explained them (see `AccessTrace`). Absent outside test mode.
+   */
+  trace?: AccessTrace[]
 
   constructor(
     code: ServiceErrorCode,

@@ -6,8 +6,9 @@ import {
 } from '../applications/index.js'
 import { childOperations } from '../associations/index.js'
 import { logOperations } from '../audit/index.js'
-import type { Ctx } from '../call/index.js'
-import { refuseBadText } from '../kernel/index.js'
+import type { Ctx, Principal } from '../call/index.js'
+import type { CallRecorder } from '../kernel/index.js'
+import { refuseBadText, ServiceError } from '../kernel/index.js'
 import { proxiesOperations, proxyOperations } from '../proxy/index.js'
 import { formulaOperations, reactorOperations } from '../reactors/index.js'
 import { sessionOperations } from '../sessions/index.js'
@@ -55,7 +56,15 @@ export interface ConnectOptions {
   idempotencyKey?: string
   /** The request id the HTTP adapter answers in `x-request-id`: the audit log's `request_id`. */
   requestId?: string
+  /**
+   * Told each access decision's trace and each journal entry of this client's calls (the HTTP
+   * adapter's request log in test mode). Without it, and outside test mode, nothing is traced.
+   */
+  recorder?: CallRecorder
 }
+
+/** How many access traces one call keeps (a list decides per token): the first ones and the last. */
+const TRACES_PER_CALL = 20
 
 /** How a client's calls run: each authenticates (`ctx`), then runs through `call`. */
 interface Connection {
@@ -63,6 +72,8 @@ interface Connection {
   ctx(call: CallInfo): Promise<Ctx>
   /** Runs one call: `request` names it (operations, method, arguments), for idempotency. */
   call<T>(ctx: Ctx, request: unknown, run: () => Promise<T>): Promise<T>
+  /** Tells the connection's recorder, if any, of the journal entry `seq` a call made. */
+  journaled(seq: number, ctx: Ctx | undefined, operation: string): void
 }
 
 /**
@@ -199,10 +210,16 @@ function authenticated<T extends Methods>(
         }
         // The answer leaves only once its entry is committed (a failed commit answers instead).
         await logCall(w, at, call, args, result, null)
-        record(operation, ctx, args, result, null)
+        connection.journaled(record(operation, ctx, args, result, null), ctx, operation)
         return result
       } catch (error) {
-        record(operation, ctx, args, undefined, error ?? new Error('thrown'))
+        connection.journaled(
+          record(operation, ctx, args, undefined, error ?? new Error('thrown')),
+          ctx,
+          operation,
+        )
+        // Test mode: the thrown error explains the access decisions the call made.
+        if (call.traces && w.testMode && error instanceof ServiceError) error.trace = call.traces
         throw error
       }
     }
@@ -220,12 +237,14 @@ function argumentField(operation: string, i: number): string {
 /** The connection of one key: its calls authenticate at the instant they run, idempotent when asked. */
 function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connection {
   const keyHash = hashApiKey(apiKey)
-  const { transactionId, idempotencyKey, requestId } = options
+  const { transactionId, idempotencyKey, requestId, recorder } = options
+  const explains = w.testMode || recorder !== undefined
   return {
     // The key is checked at the same instant the call then runs at.
     ctx: async (call) => {
       const at = w.now()
-      const principal = await authenticate(w.store, at, keyHash)
+      const found = await authenticate(w.store, at, keyHash)
+      const principal = explains ? explained(found, call, recorder) : found
       refuseBadText(transactionId, 'transaction_id')
       refuseBadText(idempotencyKey, 'idempotency_key')
       // The call's own record (its tally and request id are read again when it is logged).
@@ -249,7 +268,30 @@ function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connect
             run,
           ),
   }
+    journaled: (seq, ctx, operation) => {
+      if (recorder === undefined) return
+      const principal = ctx?.principal
+      recorder.journaled({
+        seq,
+        tenant_id: principal?.tenantId ?? null,
+        actor_id: principal?.id ?? null,
+        operation,
+      })
+    },
+  }
 }
+
+/** The principal of one call with a recorder keeping its traces on `call` (and telling `recorder`). */
+function explained(principal: Principal, call: CallInfo, recorder: CallRecorder | undefined): Principal {
+  const decided: CallRecorder['decided'] = (trace) => {
+    call.traces ??= []
+    const traces = call.traces
+    // The last decision is kept whatever came before: a refusal ends the call.
+    if (traces.length < TRACES_PER_CALL) traces.push(trace)
+    else traces[TRACES_PER_CALL - 1] = trace
+    recorder?.decided(trace)
+}
+  return { ...principal, recorder: { decided, journaled: () => {} } }
 
 /** The client of `apiKey` (see `Service.connect`). */
 export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions = {}): Client {

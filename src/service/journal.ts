@@ -269,7 +269,7 @@ export class Journal implements OperationJournal {
 
   /**
    * Records one call from its parts (what `record` does without an entry object to build):
-   * `code` null for success.
+   * `code` null for success. Returns the entry's `seq`.
    */
   add(
     at: string,
@@ -278,7 +278,7 @@ export class Journal implements OperationJournal {
     operation: string,
     code: string | null,
     touched: readonly string[],
-  ): void {
+  ): number {
     const seq = ++this.seq
     const ids = kept(touched)
     if (this.perTenant !== 0) {
@@ -289,9 +289,9 @@ export class Journal implements OperationJournal {
       }
       this.keep(own, seq, at, actor, operation, code, ids)
     }
-    if (code !== null || this.listeners.size === 0) return
+    if (code !== null || this.listeners.size === 0) return seq
     const type = eventType(operation)
-    if (type === null) return
+    if (type === null) return seq
     const event: VaultEvent = {
       type,
       at,
@@ -304,6 +304,7 @@ export class Journal implements OperationJournal {
         listener(event)
       } catch {}
     }
+    return seq
   }
 
   on(listener: (event: VaultEvent) => void): () => void {
