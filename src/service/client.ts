@@ -267,7 +267,6 @@ function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connect
             [request, transactionId ?? null],
             run,
           ),
-  }
     journaled: (seq, ctx, operation) => {
       if (recorder === undefined) return
       const principal = ctx?.principal
@@ -290,8 +289,9 @@ function explained(principal: Principal, call: CallInfo, recorder: CallRecorder 
     if (traces.length < TRACES_PER_CALL) traces.push(trace)
     else traces[TRACES_PER_CALL - 1] = trace
     recorder?.decided(trace)
-}
+  }
   return { ...principal, recorder: { decided, journaled: () => {} } }
+}
 
 /** The client of `apiKey` (see `Service.connect`). */
 export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions = {}): Client {
