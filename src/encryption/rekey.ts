@@ -1,7 +1,8 @@
-import type { Reactor, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
+import type { Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
 import type { Check, Op, Store } from '../store/index.js'
 import { sealedVersion } from './keyring.js'
+import { openProxy, sealProxy } from './proxy-sealing.js'
 import { openReactor, openToken, type Sealing, sealedPayload, sealReactor, sealToken } from './sealing.js'
 import { type Keyring, keysOf } from './tenant-keyring.js'
 
@@ -90,6 +91,7 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
     return { ...base, done, versions: versionsOf(written), finished: false }
   }
   await resealReactors(deps, tenantId, sweep.to)
+  await resealProxies(deps, tenantId, sweep.to)
   return finishPass(deps, tenant, keys, { ...sweep, done }, base)
 }
 
@@ -110,8 +112,8 @@ async function finishPass(
     const written = await placeSweep(deps.keyring, tenant.id, sweep.to, next)
     return { ...base, done: sweep.done, versions: versionsOf(written), finished: false, retireAt }
   }
-  // Proxy configurations are not re-sealed (no guard keeps a concurrent change): the versions they
-  // still use are kept, so they stay readable.
+  // A proxy configuration a concurrent change kept from being re-sealed, or that does not open,
+  // keeps the version it is under, so it stays as readable as it was.
   const kept = await proxyVersions(deps, tenant.id)
   const written = await deps.keyring.update(tenant.id, async (t, k) => {
     if (k.current !== sweep.to) return null
@@ -211,6 +213,34 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
   let written = 0
   for (const p of pairs) if ((await deps.store.write({ checks: [p.check], ops: [p.op] })).ok) written++
   return { resealed: written, raced: pairs.length - written, unreadable }
+}
+
+/**
+ * Re-seals the tenant's proxy configurations not under `to`. No store guard compares a proxy, so
+ * each is read again just before its write and written only if it is still the one re-sealed: a
+ * change landing between that read and the write (a few µs in process, a round trip on
+ * PostgreSQL) is overwritten by the re-sealed older configuration. A proxy that does not open is
+ * left as it is (its version is then kept, see `finishPass`).
+ */
+async function resealProxies(deps: RekeyDeps, tenantId: string, to: number): Promise<void> {
+  const PAGE = 100
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await deps.store.listProxies(tenantId, { offset, limit: PAGE })
+    for (const stored of page.items) {
+      if (sealedUnder(stored.configuration, to)) continue
+      let proxy: StoredProxy
+      try {
+        proxy = await sealProxy(deps.sealing, await openProxy(deps.sealing, stored))
+      } catch {
+        continue
+      }
+      const now = await deps.store.getProxy(tenantId, stored.id)
+      if (now === null || JSON.stringify(now) !== JSON.stringify(stored)) continue
+      await deps.store.write({ ops: [{ op: 'proxy.put', proxy }] })
+    }
+    if (page.items.length < PAGE) return
+    await turn()
+  }
 }
 
 /** Re-seals the tenant's reactor configurations not under `to`, each guarded by `reactor.unchanged`. */
