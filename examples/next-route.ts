@@ -1,7 +1,9 @@
 /**
  * A Next.js (App Router) route handler serving the vault under `/api/vault`: save as
- * `app/api/vault/[...path]/route.ts`. Next hands each method's function the WHATWG `Request` with
- * the full path, so the handler takes `basePath: '/api/vault'` (and `/api/vault/openapi.json` names it).
+ * `app/api/vault/[...path]/route.ts`, with `serverExternalPackages: ['tokenvault']` in next.config
+ * (examples/next.config.mjs). Next hands each method's function the WHATWG `Request` with the full
+ * path, so the handler takes `basePath: '/api/vault'` (and `/api/vault/openapi.json` names it). A
+ * route file exports only its HTTP methods (and Next's route options): nothing else.
  */
 import { createHttpHandler } from 'tokenvault/adapters/http'
 import { createTestVault } from 'tokenvault/testing'
@@ -17,5 +19,3 @@ export const PUT = handler
 export const PATCH = handler
 export const DELETE = handler
 export const OPTIONS = handler
-/** The test vault's keys (for the example's test only). */
-export const keys = vault.keys

@@ -9,9 +9,21 @@ import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import Koa from 'koa'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createHttpHandler, toNodeErrorListener, toNodeListener } from '../../adapters/http/index.js'
 import { setup } from './setup.js'
+
+/** The test vaults made in this file: the Next.js route makes its own and exports only its methods. */
+const made = vi.hoisted(() => [] as { keys: { private: string } }[])
+vi.mock('tokenvault/testing', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../testing/index.js')>()
+  const createTestVault: typeof real.createTestVault = async (...args) => {
+    const vault = await real.createTestVault(...args)
+    made.push(vault)
+    return vault
+  }
+  return { ...real, createTestVault }
+})
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -146,6 +158,6 @@ describe('mounted in frameworks', () => {
       const fn = route[request.method as 'GET' | 'POST' | 'PATCH']
       return fn(request)
     }
-    await exercise(call, route.keys.private, '/api/vault')
+    await exercise(call, made.at(-1)!.keys.private, '/api/vault')
   })
 })
