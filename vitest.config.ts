@@ -50,7 +50,9 @@ export default defineConfig({
   plugins: [packageFromSource()],
   test: {
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 20_000,
+    // A test that starts a sandbox, a server or a child process may wait many seconds for it on a
+    // machine whose cores are held by other work; a timeout only stops a hang.
+    testTimeout: 60_000,
     // Hooks start servers and drop PostgreSQL schemas made by a whole file (hundreds of tables):
     // on a machine whose cores are held by other work that can take a minute.
     hookTimeout: 120_000,

@@ -363,5 +363,6 @@ describe('admission over node:http', () => {
       server.close()
       await service.close()
     }
-  }, 10_000)
+    // A server on a real socket: a busy machine may take many seconds to start and answer it.
+  }, 120_000)
 })

@@ -56,7 +56,8 @@ async function rawUpload(base: string, head: string, chunkBytes: number, totalBy
     if (!flushed) await Promise.race([once(socket, 'drain'), once(socket, 'close')])
     await new Promise((resolve) => setImmediate(resolve))
   }
-  const deadline = Date.now() + 5000
+  // Waits for the close event; the deadline only keeps a broken server from hanging the test.
+  const deadline = Date.now() + 60_000
   while (!closed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
   socket.destroy()
   return { status: answer.split('\r\n')[0], answer, sent, closed }
