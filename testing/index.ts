@@ -33,6 +33,8 @@ export type {
   WatchOptions,
 } from './insight/index.js'
 export { LeakError, vaultMatchers } from './insight/index.js'
+export type { ExpectedFailures, JournalMatchers } from './journal-matchers.js'
+export { journalMatchers, NotBuiltError } from './journal-matchers.js'
 export { ContractModel } from './store/model.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'
 export type { ListeningVault, TestRole, TestVault, TestVaultOptions } from './vault.js'

@@ -2,7 +2,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type FaultRegistry, faultRegistry, withFaults, withFetchFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpHandlerOptions, toNodeListener } from '../adapters/http/index.js'
-import { RequestLog, type RequestLogQuery } from '../adapters/http/request-log.js'
+import { RequestLog, type RequestLogEntry, type RequestLogQuery } from '../adapters/http/request-log.js'
 import { loggedFaults, type RequestView, requestViews } from '../adapters/http/request-view.js'
 import { createService } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/index.js'
@@ -25,6 +25,7 @@ import { type ForkableStore, forkableMemoryStore } from './insight/fork-store.js
 import { type VaultInsight, vaultInsight } from './insight/insight.js'
 import type { Leaks } from './insight/leaks.js'
 import type { UsedAccess } from './insight/used-access.js'
+import { NotBuiltError } from './journal-matchers.js'
 import { type WebhookKit, webhookKit } from './webhooks.js'
 
 /** The three applications a test vault starts with. */
@@ -59,6 +60,13 @@ export interface TestVaultOptions {
    * `vault.proxy.received()`.
    */
   destinations?: Readonly<Record<string, Destination | 'echo'>>
+  /**
+   * What `http` does with a route of the reference API that tokenvault does not build (answered
+   * 501 naming the route): `'throw'` rejects with a `NotBuiltError`, failing the test that called
+   * it; `'answer'` lets the 501 through (`toHaveNoUnexpectedFailures` still reports it).
+   * @default 'answer'
+   */
+  notBuilt?: 'answer' | 'throw'
 }
 
 /** The test vault served on a real port (`vault.listen()`). */
@@ -142,6 +150,8 @@ export interface TestVault {
   explain(requestId: string): AccessTrace[] | undefined
   /** Starts a named group in the request log: later entries carry `mark: name` (the console groups by it). */
   mark(name: string): void
+  /** The request log's entries as kept (no names looked up): what the journal matchers read. */
+  requestEntries(): RequestLogEntry[]
   /**
    * The tenant's webhook deliveries and callbacks: `deliveries()` (what was sent, each attempt),
    * `deliverNow()`, `deliverAgain(id)`, `deliverDue()`, and `verify(received)` with the signing
@@ -273,7 +283,14 @@ function assemble(parts: VaultParts): TestVault {
     made ??= createHttpHandler(service, { ...options.http, requestLog: requests })
     return made
   }
-  const http = withFetchFaults((request) => handler()(request), faults)
+  const faulted = withFetchFaults((request) => handler()(request), faults)
+  const http = async (request: Request) => {
+    const response = await faulted(request)
+    // A 501 of the handler (not of an injected fault, which has no request id) is a route not built.
+    if (response.status === 501 && options.notBuilt === 'throw' && response.headers.has('x-request-id'))
+      throw new NotBuiltError(((await response.json()) as { detail?: string }).detail ?? 'a route not built')
+    return response
+  }
   const servers = new Set<ListeningVault>()
   const listen = async ({ port = 0, host = '127.0.0.1' }: { port?: number; host?: string } = {}) => {
     // The handler itself: toNodeListener serves it without WHATWG objects.
@@ -324,6 +341,7 @@ function assemble(parts: VaultParts): TestVault {
       return entry && (entry.trace ?? [])
     },
     mark: (name) => requests.mark(name),
+    requestEntries: () => requests.list(),
     webhooks: webhookKit(service, tenant.id),
     close: async () => {
       await Promise.all([...servers].map((s) => s.close()))
