@@ -10,8 +10,6 @@ import { Router } from './router.js'
 export const NOT_BUILT: ReadonlyArray<
   readonly [method: string, pattern: string, area: string, operationId?: string]
 > = [
-  ['POST', '/reactors/:id/react-async', 'asynchronous react (use /reactors/{id}/react with callback_url)'],
-  ['GET', '/reactors/:id/results/:requestId', 'asynchronous react results'],
   ['POST', '/token-intents', 'token intents'],
   ['GET', '/token-intents/:id', 'token intents'],
   ['DELETE', '/token-intents/:id', 'token intents'],

@@ -4,19 +4,20 @@ import {
   listInput as listApplicationsInput,
   listPermissionsInput,
   updateApplicationInput,
-} from '../../src/applications/schemas.js'
-import { emptyBody } from '../../src/kernel/schemas.js'
-import { formulaInput, listFormulasInput } from '../../src/reactors/formula-schemas.js'
+} from '../../src/applications/index.js'
+import { emptyBody } from '../../src/kernel/index.js'
 import {
   createReactorInput,
+  formulaInput,
+  listFormulasInput,
   listReactorsInput,
   patchReactorInput,
   reactInput,
   updateReactorInput,
-} from '../../src/reactors/reactor-schemas.js'
-import { listV2Input, searchInput, searchV2Input } from '../../src/search/schemas.js'
-import { authorizeSessionInput } from '../../src/sessions/schemas.js'
-import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/schemas.js'
+} from '../../src/reactors/index.js'
+import { listV2Input, searchInput, searchV2Input } from '../../src/search/index.js'
+import { authorizeSessionInput } from '../../src/sessions/index.js'
+import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/index.js'
 import { HOSTED_ROUTE_DOCS } from './hosted-routes.js'
 import { LOG_ROUTE_DOCS } from './log-routes.js'
 import { PROXY_ROUTE_DOCS } from './proxy-routes.js'
@@ -208,6 +209,20 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     response: schemaRef('ReactResult'),
     accepted:
       'Accepted (`callback_url` given): the run goes on after the answer; its result (as the 200 body) or its error (`{ status, detail, errors? }`) is POSTed to `callback_url`',
+  },
+  'POST /reactors/:id/react-async': {
+    operationId: 'reactAsync',
+    tag: 'Reactors',
+    summary:
+      'Run a reactor asynchronously: checked now, recorded in the durable outbox, answered 202 `{ asyncReactorRequestId }`; the run follows (after a restart too) and its result is kept 24 h',
+    body: reactInput,
+  },
+  'GET /reactors/:id/results/:requestId': {
+    operationId: 'getReactorResult',
+    tag: 'Reactors',
+    summary:
+      'The result of an asynchronous react (as the 200 of `/react`, or its error); 409 while it runs, 404 unknown or after 24 h',
+    response: schemaRef('ReactResult'),
   },
 
   'POST /sessions': {

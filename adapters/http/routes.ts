@@ -1,5 +1,5 @@
-import type { Client } from '../../src/service/service.js'
-import type { Unchecked } from '../../src/service/unchecked.js'
+import { asksAsyncReact } from '../../src/reactors/index.js'
+import type { Client, Unchecked } from '../../src/service/index.js'
 import { HOSTED_ROUTES } from './hosted-routes.js'
 import { LOG_ROUTES } from './log-routes.js'
 import type { Query } from './query.js'
@@ -8,8 +8,8 @@ import { WEBHOOK_ROUTES } from './webhook-routes.js'
 
 /** One operation of the HTTP API: a mapping onto one client method, with its success status. */
 export interface Route {
-  /** 201 creates, 200 reads, updates and lists (and the empty 200s), 204 deletes and links. */
-  status: 200 | 201 | 204
+  /** 201 creates, 200 reads, updates and lists (and the empty 200s), 202 accepted to run later, 204 deletes and links. */
+  status: 200 | 201 | 202 | 204
   /** Whether the operation reads the query string (lists). */
   query: boolean
   /** The one media type the body must be declared as (any other, or none, is 415); default: any JSON type. */
@@ -26,13 +26,6 @@ export interface Route {
  * 202 with no body (an asynchronous react).
  */
 export const ACCEPTED: unique symbol = Symbol('accepted')
-
-/** Whether a react body asks for an asynchronous react (a `callback_url`). */
-const isAsyncReact = (body: unknown): boolean =>
-  typeof body === 'object' &&
-  body !== null &&
-  (((body as { callback_url?: unknown }).callback_url ?? null) !== null ||
-    ((body as { callbackUrl?: unknown }).callbackUrl ?? null) !== null)
 
 type Run = Route['run']
 const op = (status: Route['status'], run: Run): Route => ({ status, query: false, run })
@@ -80,9 +73,12 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
     'POST',
     '/reactors/:id/react',
     op(200, (c, [id], _q, b) =>
-      isAsyncReact(b) ? c.reactors.reactAsync(id!, b).then(() => ACCEPTED) : c.reactors.react(id!, b),
+      // The core decides: a `callback_url` makes the react asynchronous (the reference answers 202, no body).
+      asksAsyncReact(b) ? c.reactors.reactAsync(id!, b).then(() => ACCEPTED) : c.reactors.react(id!, b),
     ),
   ],
+  ['POST', '/reactors/:id/react-async', op(202, (c, [id], _q, b) => c.reactors.reactAsync(id!, b))],
+  ['GET', '/reactors/:id/results/:requestId', op(200, (c, [id, r]) => c.reactors.result(id!, r!))],
 
   ['POST', '/sessions', op(201, (c, _p, _q, b) => c.sessions.create(b))],
   ['POST', '/sessions/authorize', op(200, (c, _p, _q, b) => c.sessions.authorize(b))],

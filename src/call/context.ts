@@ -36,6 +36,8 @@ export interface Principal {
  */
 export interface CallbackPort {
   reserve(tenantId: string): { send(origins: readonly unknown[], url: string, body: unknown): Promise<void> }
+  /** Told when an asynchronous react's outbox entry is acknowledged: the outbox's dispatcher runs it at once. */
+  accepted(): void
 }
 
 /** Options with defaults filled in. */

@@ -1,6 +1,7 @@
 import type { StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import type { Check } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
+import { openOutbox, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import {
   openAnswer,
@@ -57,7 +58,11 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     async write(batch) {
       const ops = await Promise.all(
         batch.ops.map((op) =>
-          op.op === 'proxy.put' ? sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy })) : sealOp(s, op),
+          op.op === 'proxy.put'
+            ? sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy }))
+            : op.op === 'outbox.put'
+              ? sealOutbox(s, op.entry).then((entry) => ({ ...op, entry }))
+              : sealOp(s, op),
         ),
       )
       const checks = batch.checks
@@ -103,6 +108,16 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
       const page = await inner.listProxies(tenantId, query)
       return { ...page, items: await Promise.all(page.items.map((p) => openProxy(s, p))) }
     },
+    async getOutbox(tenantId, id) {
+      const entry = await inner.getOutbox(tenantId, id)
+      return entry && openOutbox(s, entry)
+    },
+    async listOutbox(tenantId, query) {
+      return Promise.all((await inner.listOutbox(tenantId, query)).map((e) => openOutbox(s, e)))
+    },
+    async listDueOutbox(query) {
+      return Promise.all((await inner.listDueOutbox(query)).map((e) => openOutbox(s, e)))
+    },
     async getIdempotency(tenantId, id) {
       const record = await inner.getIdempotency(tenantId, id)
       if (record?.answer === undefined) return record
@@ -121,6 +136,15 @@ async function sealCheck(s: Sealing, inner: Store, check: Check): Promise<Check>
       () => inner.getReactor(check.tenant_id, check.id),
     )
     return { ...check, reactor }
+  }
+  if (check.check === 'outbox.unchanged' && check.entry.kind !== 'webhook') {
+    const entry = await sealedForGuard(
+      check.entry,
+      (e) => openOutbox(s, e),
+      (e) => sealOutbox(s, e),
+      () => inner.getOutbox(check.tenant_id, check.id),
+    )
+    return { ...check, entry }
   }
   if (check.check !== 'token.unchanged') return check
   const token = await sealedForGuard(

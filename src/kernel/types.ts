@@ -429,13 +429,21 @@ export interface OutboxAttempt {
  *   process attempts it no other sees it due; if that process dies, it is due again when the lease ends.
  * - `delivered` / `failed`: finished, kept until `expires_at` for tests and the console, then swept.
  * `body` is the JSON text sent (a webhook event without `delivered_at`; a callback's body, sealed at
- * rest: it may hold token data).
+ * rest: it may hold token data), or, for an accepted asynchronous react (`kind: 'react'`), what it
+ * runs with (its checked arguments and caller, sealed at rest); it is run as an attempt is made.
  */
 export interface OutboxEntry {
   tenant_id: string
   /** Sorts in the order the tenant's writes made them (time, then a per-process sequence). */
   id: string
-  kind: 'webhook' | 'callback'
+  kind: 'webhook' | 'callback' | 'react'
+  /** The reactor an accepted asynchronous react runs (`kind: 'react'`; its id is the request id). */
+  reactor_id?: string
+  /**
+   * What an asynchronous react answered once run (`kind: 'react'`): the JSON text of `{ ok: true,
+   * result }` or `{ ok: false, status, detail, errors? }`; sealed at rest like `body`.
+   */
+  result?: string
   /** The webhook it goes to (`kind: 'webhook'`). */
   webhook_id?: string
   /** The event it carries (`kind: 'webhook'`): shared by the deliveries of one event to several webhooks. */

@@ -117,7 +117,17 @@ export class CallbackQueue {
       perTenant: DEFAULT_ASYNC_REACTS_PER_TENANT,
       total: DEFAULT_ASYNC_REACTS,
     },
+    private readonly onAccepted: () => void = () => {},
   ) {}
+
+  /**
+   * Told once an asynchronous react's outbox entry is acknowledged: the service starts a pass of the
+   * outbox's dispatcher, so the run follows at once (a write whose only ops are outbox entries
+   * derives no webhook ops, so the webhook effect is not told of it).
+   */
+  accepted(): void {
+    this.onAccepted()
+  }
 
   /** How many deliveries wait for a retry. */
   get size(): number {

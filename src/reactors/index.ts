@@ -2,6 +2,8 @@
 // from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
 // it again after adding or removing an export.
 
+export type { AcceptedRun, AsyncReactAccepted } from './async-react.js'
+export { ASYNC_TIMEOUT_MS, acceptedOf, asksAsyncReact, runAccepted } from './async-react.js'
 export type { AsyncReactLimits, CallbackBody, Outstanding } from './callback.js'
 export {
   CALLBACK_ATTEMPTS,

@@ -1,5 +1,6 @@
 import type { Ctx, Paginated } from '../call/index.js'
 import type { ReactResult } from '../kernel/index.js'
+import { type AsyncReactAccepted, reactAsync, reactResultOf } from './async-react.js'
 import type {
   CreateReactorInput,
   ListReactorsQuery,
@@ -16,7 +17,7 @@ import {
   updateReactor,
 } from './reactor-changes.js'
 import type { ShownReactor } from './reactor-records.js'
-import { react, reactAsync } from './reactor-runs.js'
+import { react } from './reactor-runs.js'
 
 /**
  * Reactor create, list, get, update, patch, delete (`reactor:*`) and react (`token:use`) for one
@@ -65,23 +66,30 @@ export function reactorOperations(ctx: Ctx) {
      * and creates the tokens its `tokenize` output asks for in one atomic write. Needs `token:use`
      * (as a permission or in an access rule) and, per created token, `token:create`. Does not enlist
      * in the caller's transaction. A `callback_url` belongs to `reactAsync` (HTTP: the same route
-     * answers 202); `timeout_ms` applies to asynchronous reacts only.
+     * answers 202, as `asksAsyncReact` decides); `timeout_ms` applies to asynchronous reacts only.
      */
     react: (id: string, input: ReactInput = {}): Promise<ReactResult> => react(ctx, id, input),
 
     /**
-     * Invokes the reactor asynchronously (the documented `callback_url`): checks everything a react
-     * checks up front — the key, the reactor, `args` with their detokenization and casts, and that
-     * `callback_url`'s origin is on the service's egress allow-list (`reactorEgress`; none listed:
-     * every callback is refused) — then resolves at once and runs the code within `timeout_ms`
-     * (10000–210000, default 10000; the runner may cap it). When done, the result (as `react`
-     * answers it) or the error response (`{ status, detail, errors? }`; a timeout is a Reactor
-     * Runtime Error, 500) is POSTed to `callback_url` by the host, under the egress checks.
-     * A delivery the receiver does not take (no 2xx) is retried up to 10 times with exponential
-     * backoff on the service's clock, from `service.admin.sweep()`; a failed delivery or run never
-     * throws anywhere. A react holds a place until its callback is delivered or given up: past
-     * `maxAsyncReactsPerTenant` of the tenant's or `maxAsyncReacts` in all, it is refused (429).
+     * Invokes the reactor asynchronously (node-sdk 5's `reactors.reactAsync`, `POST
+     * /reactors/{id}/react-async`; also the deprecated `callback_url` on `/react`): checks everything
+     * a react checks up front — the key, the reactor, `args` with their detokenization and casts,
+     * and a `callback_url`'s origin on the egress allow-list — then records the react in the durable
+     * outbox in one store write and answers its request id. The run happens after the answer (at
+     * once; after a crash, when its claim ends, in any process on the store) within `timeout_ms`
+     * (10000–210000, default 10000; the runner may cap it); its answer is kept 24 hours for
+     * `result`, and with a `callback_url` it is POSTed there (the result, or `{ status, detail,
+     * errors? }`), retried as webhook deliveries are. Counts toward the tenant's pending deliveries
+     * (`maxPendingDeliveriesPerTenant`): past it, 429.
      */
-    reactAsync: (id: string, input: ReactInput): Promise<void> => reactAsync(ctx, id, input),
+    reactAsync: (id: string, input: ReactInput = {}): Promise<AsyncReactAccepted> =>
+      reactAsync(ctx, id, input),
+
+    /**
+     * The result of asynchronous react `requestId` of reactor `id` (node-sdk 5's
+     * `reactors.results.get`): what `react` would have answered, or its error thrown. 404 for an
+     * unknown request id (or after its 24 hours); 409 while it has not finished running.
+     */
+    result: (id: string, requestId: string): Promise<ReactResult> => reactResultOf(ctx, id, requestId),
   }
 }

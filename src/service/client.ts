@@ -134,6 +134,7 @@ export const OPERATIONS = {
     delete: 'reactor.delete',
     react: 'reactor.react',
     reactAsync: 'reactor.react_async',
+    result: 'reactor.result',
   } satisfies OperationNames<ReturnType<typeof reactorOperations>>,
   applicationKeys: {
     create: 'application_key.create',

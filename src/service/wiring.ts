@@ -294,10 +294,18 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
   const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
   const runner = given && withEgress(given, egress)
   const journal = journalOf(options)
-  const callbacks = new CallbackQueue(clock, egress, {
-    perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
-    total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
-  })
+  const callbacks = new CallbackQueue(
+    clock,
+    egress,
+    {
+      perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
+      total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
+    },
+    () => {
+      // An accepted asynchronous react runs at once, as a write's webhook deliveries go out at once.
+      if (options.webhookDelivery !== 'manual') webhooks.dispatcher.kick()
+    },
+  )
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
   const audit = options.auditLog === false ? undefined : new AuditLog(store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []

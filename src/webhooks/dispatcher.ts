@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Clock, EgressClient, OutboxAttempt, OutboxEntry } from '../kernel/index.js'
 import { isoAfter } from '../kernel/index.js'
-import type { DueKey, Store } from '../store/index.js'
+import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
+import type { DueKey, Op, Store } from '../store/index.js'
+import { pendingEntry } from './outbox.js'
 import { sendEntry } from './send.js'
 import type { WebhookSigner } from './signing.js'
 
@@ -14,6 +16,8 @@ export const FIRST_RETRY_MS = 10_000
  * process dies, the delivery is due again when the claim ends. Longer than an attempt may take.
  */
 export const CLAIM_MS = 30_000
+/** What a run of an accepted asynchronous react is claimed for beyond its own time limit (ms). */
+export const REACT_CLAIM_MARGIN_MS = 5_000
 /** How long an attempt may take, answer included (ms). */
 export const ATTEMPT_TIMEOUT_MS = 10_000
 /** How long a finished delivery (delivered or failed) is kept for tests and the console (ms). */
@@ -35,6 +39,11 @@ export interface DispatcherDeps {
   egress: EgressClient
   origins: () => readonly string[]
   signer: WebhookSigner
+  /**
+   * Runs an accepted asynchronous react (`kind: 'react'` entries) as its caller; `last` when no
+   * attempt follows (a busy runner then answers an error instead of asking for a retry).
+   */
+  runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
 }
 
 /**
@@ -146,7 +155,8 @@ export class Dispatcher {
   private async attempt(entry: OutboxEntry): Promise<void> {
     const { store, clock } = this.deps
     const claimedAt = clock.now().toISOString()
-    const claimed: OutboxEntry = { ...entry, claim: randomUUID(), due_at: isoAfter(claimedAt, CLAIM_MS) }
+    const lease = entry.kind === 'react' ? acceptedOf(entry).timeoutMs + REACT_CLAIM_MARGIN_MS : CLAIM_MS
+    const claimed: OutboxEntry = { ...entry, claim: randomUUID(), due_at: isoAfter(claimedAt, lease) }
     const guard = (e: OutboxEntry) => ({
       check: 'outbox.unchanged' as const,
       tenant_id: e.tenant_id,
@@ -155,10 +165,49 @@ export class Dispatcher {
     })
     const won = await store.write({ checks: [guard(entry)], ops: [{ op: 'outbox.put', entry: claimed }] })
     if (!won.ok) return
-    const outcome = await sendEntry(this.deps, claimed, ATTEMPT_TIMEOUT_MS)
-    const next = recorded(claimed, outcome, clock.now().toISOString())
+    const ops: Op[] = []
+    if (claimed.kind === 'react') ops.push(...(await this.ranReact(claimed)))
+    else {
+      const outcome = await sendEntry(this.deps, claimed, ATTEMPT_TIMEOUT_MS)
+      ops.push({ op: 'outbox.put', entry: recorded(claimed, outcome, clock.now().toISOString()) })
+    }
     // Under the claim: if it ran out and another process took the delivery, this result is dropped.
-    await store.write({ checks: [guard(claimed)], ops: [{ op: 'outbox.put', entry: next }] })
+    const done = await store.write({ checks: [guard(claimed)], ops })
+    // A react's callback (put in the same write) goes out at once, as a write's deliveries do.
+    if (done.ok && ops.length > 1) this.kick()
+  }
+
+  /**
+   * Runs the accepted react of `claimed`: the entry finished with its result (and, with a
+   * `callback_url`, the callback's delivery, due now), or due again after the back-off when the
+   * runner asked for a retry.
+   */
+  private async ranReact(claimed: OutboxEntry): Promise<Op[]> {
+    const at = this.deps.clock.now().toISOString()
+    const last = claimed.attempts.length + 1 >= DELIVERY_ATTEMPTS
+    const run: AcceptedRun = this.deps.runReact
+      ? await this.deps.runReact(claimed, last).catch(() => ({ done: false, error: 'the run failed' }))
+      : { done: false, error: 'no formula runner is configured' }
+    const now = this.deps.clock.now().toISOString()
+    if (!run.done)
+      return [{ op: 'outbox.put', entry: recorded(claimed, { at, ok: false, error: run.error }, now) }]
+    const { claim: _claim, due_at: _due, ...rest } = claimed
+    const finished: OutboxEntry = {
+      ...rest,
+      state: 'delivered',
+      result: run.result,
+      attempts: [...claimed.attempts, { at, ok: run.ok }],
+      expires_at: isoAfter(now, FINISHED_KEPT_MS),
+    }
+    const ops: Op[] = [{ op: 'outbox.put', entry: finished }]
+    if (run.callback) {
+      const { url, body } = run.callback
+      ops.push({
+        op: 'outbox.put',
+        entry: pendingEntry({ tenant_id: claimed.tenant_id, kind: 'callback', url, body }, now),
+      })
+    }
+    return ops
   }
 }
 

@@ -57,7 +57,12 @@ const takes = (hooks: readonly StoredWebhook[], type: string) =>
 export function webhookEffect(store: Store, maxPending: number): WriteEffectHook {
   return {
     async derive(context: WriteEffectContext, batch: Readonly<WriteBatch>): Promise<Op[]> {
-      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return []
+      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) {
+        // A call that accepts an asynchronous react: its entry counts toward the tenant's pending bound.
+        const accepted = batch.ops.filter((op) => op.op === 'outbox.put' && op.entry.kind === 'react')
+        if (accepted.length) await refuseOverBound(store, accepted, maxPending)
+        return []
+      }
       const events = eventsOf(context, batch)
       if (!events.length) return []
       const ops: Op[] = []

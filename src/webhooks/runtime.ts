@@ -1,4 +1,5 @@
-import type { Clock, EgressClient } from '../kernel/index.js'
+import type { Clock, EgressClient, OutboxEntry } from '../kernel/index.js'
+import type { AcceptedRun } from '../reactors/index.js'
 import type { Store, WriteEffectHook } from '../store/index.js'
 import { Dispatcher } from './dispatcher.js'
 import { webhookEffect } from './outbox.js'
@@ -22,6 +23,8 @@ export function webhookRuntime(deps: {
   maxPendingPerTenant: number
   /** Whether a write that made outbox entries starts a delivery pass at once (else only `deliverDue`). */
   deliverAfterWrites: boolean
+  /** Runs an accepted asynchronous react as its caller (see `DispatcherDeps.runReact`). */
+  runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
 }): WebhookRuntime {
   const signer = webhookSigner(deps.signingKey)
   const dispatcher = new Dispatcher({
@@ -30,6 +33,7 @@ export function webhookRuntime(deps: {
     egress: deps.egress,
     origins: deps.origins,
     signer,
+    ...(deps.runReact ? { runReact: deps.runReact } : {}),
   })
   const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
   return {

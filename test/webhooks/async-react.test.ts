@@ -1,0 +1,152 @@
+/**
+ * Asynchronous reacts through the durable outbox (docs/reactors.md › Asynchronous reacts): accepted
+ * in one store write as an outbox entry (sealed: its arguments are detokenized), run by the outbox's
+ * dispatcher, the result kept for `reactors.result` (node-sdk 5's `reactors.results.get`), and with a
+ * `callback_url` POSTed there as a delivery of the same outbox, retried as webhook deliveries are.
+ * The runner is a stand-in (no sandbox): these tests are about the outbox, not about formulas.
+ */
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { FormulaRunner, RunOutcome } from '../../src/kernel/index.js'
+import { createTestVault } from '../../testing/index.js'
+
+const RECEIVER = 'https://hooks.example.test'
+
+/** A runner answering `{ raw: { doubled: 2n } }` for `args.n`, or what `answer` says; counts its runs. */
+function fakeRunner(answer?: (args: Record<string, unknown>) => RunOutcome) {
+  const runs: Record<string, unknown>[] = []
+  const runner: FormulaRunner = {
+    check: async () => null,
+    run: async (_code, request) => {
+      const args = request.args as Record<string, unknown>
+      runs.push(args)
+      return answer ? answer(args) : { ok: true, value: { raw: { doubled: Number(args.n) * 2 } }, logs: [] }
+    },
+    close: async () => {},
+  }
+  return { runner, runs }
+}
+
+async function vaultWith(runner: FormulaRunner, status: () => number = () => 204) {
+  const store = memoryStore()
+  const v = await createTestVault({
+    store,
+    runner,
+    destinations: { [RECEIVER]: () => new Response(null, { status: status() }) },
+  })
+  const management = v.client('management')
+  const reactor = await management.reactors.create({
+    name: 'double',
+    code: 'module.exports = async (req) => ({ raw: { doubled: req.args.n * 2 } })',
+  })
+  const app = await management.applications.create({
+    name: 'user',
+    type: 'private',
+    permissions: ['token:use', 'token:create', 'token:read'],
+  })
+  return { v, store, reactor, user: v.service.connect(app.key!) }
+}
+
+describe('asynchronous reacts on the durable outbox', () => {
+  it('reactAsync answers a request id at once; the run is an outbox entry, its result read by reactors.result', async () => {
+    const { runner, runs } = fakeRunner()
+    const { v, reactor, user } = await vaultWith(runner)
+    const { asyncReactorRequestId: id } = await user.reactors.reactAsync(reactor.id, { args: { n: 21 } })
+    expect(id).toMatch(/^[0-9a-f-]{36}$/)
+    await v.webhooks.deliverDue()
+    expect(runs).toEqual([{ n: 21 }])
+    expect(await user.reactors.result(reactor.id, id)).toEqual({ raw: { doubled: 42 }, tokens: {} })
+    const [entry] = await v.service.admin.webhooks.deliveries(v.tenant.id)
+    expect(entry).toMatchObject({ id, kind: 'react', reactor_id: reactor.id, state: 'delivered' })
+    expect(entry!.attempts).toEqual([{ at: '2030-01-01T00:00:00.000Z', ok: true }])
+  })
+
+  it('the accepted entry is sealed at rest: detokenized args never reach the store in the clear', async () => {
+    const { runner, runs } = fakeRunner((args) => ({
+      ok: true,
+      value: { raw: { seen: args.card } },
+      logs: [],
+    }))
+    const { v, store, reactor, user } = await vaultWith(runner)
+    const token = await user.tokens.create({ type: 'token', data: 'plain-4242-secret' })
+    await user.reactors.reactAsync(reactor.id, { args: { card: `{{ ${token.id} }}` } })
+    await v.webhooks.deliverDue()
+    expect(runs).toEqual([{ card: 'plain-4242-secret' }])
+    const stored = JSON.stringify(await store.dump())
+    expect(stored).not.toContain('plain-4242-secret')
+  })
+
+  it('a run that fails answers its error from reactors.result, as the synchronous react throws it', async () => {
+    const { runner } = fakeRunner(() => ({
+      ok: false,
+      kind: 'thrown',
+      message: 'Bad Request',
+      status: 400,
+      errors: { error: ['declined'] },
+    }))
+    const { v, reactor, user } = await vaultWith(runner)
+    const { asyncReactorRequestId: id } = await user.reactors.reactAsync(reactor.id, { args: {} })
+    await v.webhooks.deliverDue()
+    await expect(user.reactors.result(reactor.id, id)).rejects.toMatchObject({
+      code: 'formula_failed',
+      status: 400,
+      issues: { error: ['declined'] },
+    })
+  })
+
+  it('reactors.result: 404 for an unknown id or another reactor, 409 before the run ends', async () => {
+    const { runner } = fakeRunner()
+    const { v, reactor, user } = await vaultWith(runner)
+    await expect(
+      user.reactors.result(reactor.id, '0190f3a0-0000-7000-8000-000000000000'),
+    ).rejects.toMatchObject({ code: 'not_found' })
+    const other = await v.client('management').reactors.create({ name: 'o', code: reactor.code! })
+    // The dispatcher's first pass is on the event loop: the read below comes before it runs.
+    const { asyncReactorRequestId: id } = await user.reactors.reactAsync(reactor.id, { args: { n: 1 } })
+    await expect(user.reactors.result(reactor.id, id)).rejects.toMatchObject({ code: 'conflict' })
+    await v.webhooks.deliverDue()
+    await expect(user.reactors.result(other.id, id)).rejects.toMatchObject({ code: 'not_found' })
+    expect(await user.reactors.result(reactor.id, id)).toMatchObject({ raw: { doubled: 2 } })
+  })
+
+  it('a callback_url gets the result as an outbox delivery, retried at 10 s on the manual clock', async () => {
+    const { runner } = fakeRunner()
+    let answer = 500
+    const { v, reactor, user } = await vaultWith(runner, () => answer)
+    await user.reactors.reactAsync(reactor.id, { args: { n: 4 }, callback_url: `${RECEIVER}/done` })
+    await v.webhooks.deliverDue()
+    expect(v.proxy.received(RECEIVER).map((r) => JSON.parse(r.body))).toEqual([
+      { raw: { doubled: 8 }, tokens: {} },
+    ])
+    answer = 200
+    v.clock.advance(9_999)
+    await v.webhooks.deliverDue()
+    expect(v.proxy.received(RECEIVER)).toHaveLength(1)
+    v.clock.advance(1)
+    await v.webhooks.deliverDue()
+    expect(v.proxy.received(RECEIVER)).toHaveLength(2)
+    const kinds = (await v.service.admin.webhooks.deliveries(v.tenant.id)).map((e) => [e.kind, e.state])
+    expect(kinds).toEqual([
+      ['react', 'delivered'],
+      ['callback', 'delivered'],
+    ])
+  })
+
+  it('a busy runner is tried again after the back-off, not answered as an error', async () => {
+    let busy = true
+    const { runner, runs } = fakeRunner((args) =>
+      busy
+        ? { ok: false, kind: 'busy', message: 'busy', retryAfterSec: 1 }
+        : { ok: true, value: { raw: { doubled: Number(args.n) * 2 } }, logs: [] },
+    )
+    const { v, reactor, user } = await vaultWith(runner)
+    const { asyncReactorRequestId: id } = await user.reactors.reactAsync(reactor.id, { args: { n: 3 } })
+    await v.webhooks.deliverDue()
+    await expect(user.reactors.result(reactor.id, id)).rejects.toMatchObject({ code: 'conflict' })
+    busy = false
+    v.clock.advance(10_000)
+    await v.webhooks.deliverDue()
+    expect(runs).toHaveLength(2)
+    expect(await user.reactors.result(reactor.id, id)).toMatchObject({ raw: { doubled: 6 } })
+  })
+})
