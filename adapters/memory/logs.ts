@@ -10,9 +10,11 @@ const timeKey = (createdAt: string, id: string) => `${createdAt}\u0001${id}`
  * a terminator above every complemented unit, so a key that is a prefix of another sorts after it.
  */
 const reversed = (key: string) => {
-  let out = ''
-  for (let i = 0; i < key.length; i++) out += String.fromCharCode(0xfffe - key.charCodeAt(i))
-  return `${out}\uffff`
+  // Built as one array of code units (keys are short): no string grown unit by unit.
+  const units = new Array<number>(key.length + 1)
+  for (let i = 0; i < key.length; i++) units[i] = 0xfffe - key.charCodeAt(i)
+  units[key.length] = 0xffff
+  return String.fromCharCode(...units)
 }
 const unreversed = (key: string) => {
   let out = ''
@@ -59,16 +61,17 @@ export class LogMaps {
     this.entries.set(entry.tenant_id, entry.id, entry)
     const t = this.of(entry.tenant_id)
     const key = timeKey(entry.created_at, entry.id)
+    const back = reversed(key)
     t.chain.add(entry.id)
     t.asc.add(key)
-    t.desc.add(reversed(key))
+    t.desc.add(back)
     for (const k of this.entityKeys(entry)) {
       let ids = t.byEntity.get(k)
       if (!ids) {
         ids = new SortedIds()
         t.byEntity.set(k, ids)
       }
-      ids.add(reversed(key))
+      ids.add(back)
     }
   }
 
@@ -78,12 +81,13 @@ export class LogMaps {
     this.entries.delete(tenantId, id)
     const t = this.of(tenantId)
     const key = timeKey(old.created_at, old.id)
+    const back = reversed(key)
     t.chain.delete(id)
     t.asc.delete(key)
-    t.desc.delete(reversed(key))
+    t.desc.delete(back)
     for (const k of this.entityKeys(old)) {
       const ids = t.byEntity.get(k)
-      ids?.delete(reversed(key))
+      ids?.delete(back)
       if (ids?.size === 0) t.byEntity.delete(k)
     }
     if (t.chain.size === 0) this.tenants.delete(tenantId)
