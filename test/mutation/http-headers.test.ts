@@ -2,7 +2,7 @@
  * Promises of the HTTP adapter's headers, each tested from outside the handler: every answer that
  * carries a body says `Cache-Control: no-store`; a CORS origin is allowed only when it is one of the
  * listed origins exactly (a near miss is not); when a request sends both the `SVC-` and the `BT-`
- * form of a header, the `SVC-` one is the one read (docs/operating.md).
+ * form of a header, the `SVC-` one is the one read (docs/server.md).
  */
 import { describe, expect, it } from 'vitest'
 import { ROUTES } from '../../adapters/http/routes.js'

@@ -1,6 +1,6 @@
 /**
  * A write the database answers with a serialization failure (40001) or a deadlock (40P01) is run
- * again, up to 10 tries in all (docs/operating.md): nine failures and the tenth try succeeds; ten
+ * again, up to 10 tries in all (docs/server.md): nine failures and the tenth try succeeds; ten
  * failures and the write fails, with no eleventh try. The failures are injected on the pool, in
  * front of a real database.
  */
