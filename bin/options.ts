@@ -176,6 +176,14 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     boolean: true,
   },
   {
+    flag: 'test-destination',
+    env: 'TOKENVAULT_TEST_DESTINATION',
+    value: 'origin=echo',
+    description:
+      'test mode: answer this origin in the process, echoing each request back as JSON, and keep what it received (GET /_test/proxy); on the egress list; repeatable',
+    multiple: true,
+  },
+  {
     flag: 'test-clock',
     env: 'TOKENVAULT_TEST_CLOCK',
     default: 'manual',

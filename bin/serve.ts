@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { nanoid } from 'nanoid'
+import { egressFetch } from '../adapters/egress/index.js'
 import { faultRegistry, withFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
 import { RequestLog } from '../adapters/http/request-log.js'
@@ -17,10 +18,11 @@ import {
   systemClock,
   type TestService,
 } from '../entry/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
-import { shiftedClock } from '../src/kernel/clock.js'
-import type { Permission } from '../src/kernel/types.js'
-import { unchecked } from '../src/service/unchecked.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/index.js'
+import type { EgressClient, Permission } from '../src/kernel/index.js'
+import { shiftedClock } from '../src/kernel/index.js'
+import { unchecked } from '../src/service/index.js'
+import { type Destinations, destinations } from '../testing/destinations.js'
 import { drainingServer } from './drain.js'
 import { fdSink } from './log-sink.js'
 import { type BoundOption, HTTP_BOUNDS } from './options.js'
@@ -65,6 +67,12 @@ export interface ServeOptions {
   /** The RSA private key (PEM) webhook deliveries are signed with (see `ServiceOptions.webhookSigningKey`). */
   webhookSigningKey?: string
   adminToken?: string
+  /**
+   * Test mode: origins answered in this process by an echo destination that keeps what it received
+   * (`GET /_test/proxy`, cleared by reset); each is put on the egress list. Nothing else changes:
+   * other origins of the egress list are reached over the network.
+   */
+  testDestinations?: readonly string[]
   /**
    * The test mode's clock: `manual` stands still until the control plane moves it; `ticking` runs
    * with the real time and jumps when moved (a time shift). @default 'manual'
@@ -271,6 +279,8 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     ? (await import('../testing/insight/server.js')).serverInsight(opened.store, masterKey!)
     : undefined
   const runner = sandboxRunner()
+  const routed = options.testMode ? destinations() : undefined
+  for (const origin of options.testDestinations ?? []) routed?.add(origin, 'echo')
   const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
   const clock = !options.testMode
     ? systemClock
@@ -288,7 +298,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       runner,
       ...(masterKey ? { masterKey } : {}),
       ...(options.webhookSigningKey ? { webhookSigningKey: options.webhookSigningKey } : {}),
-      ...(options.reactorEgress?.length ? { reactorEgress: options.reactorEgress } : {}),
+      ...egressOf(options, routed),
       ...serviceBounds,
     }
     if (options.testMode) service = testService = createService({ ...serviceOptions, testMode: true })
@@ -345,6 +355,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
         log: (line: string) => note(line),
         ...(initial ? { initial } : {}),
         ...(insight ? { insight: insight.control } : {}),
+        ...(routed ? { proxy: routed } : {}),
       }),
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
@@ -416,4 +427,18 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     return closing
   }
   return { url, close, hurry }
+}
+
+/**
+ * The egress options of the service: the allow-list, plus in test mode the test destinations, which
+ * are answered in the process (every other origin goes over the network, as without them).
+ */
+function egressOf(options: ServeOptions, routed: Destinations | undefined) {
+  const listed = [...(options.reactorEgress ?? []), ...(routed?.origins ?? [])]
+  if (!routed?.origins.length) return listed.length ? { reactorEgress: listed } : {}
+  const egressClient: EgressClient = (origins, request, limits) =>
+    routed.origins.includes(new URL(request.url).origin)
+      ? routed.client(origins, request, limits)
+      : egressFetch(origins, request, limits)
+  return { reactorEgress: listed, egressClient }
 }

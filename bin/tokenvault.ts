@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { parseEgressOrigins } from '../src/reactors/egress.js'
+import { parseEgressOrigins } from '../src/reactors/index.js'
 import { explainStartError, isCorsOrigin } from './checks.js'
 import {
   createManagementKey,
@@ -106,6 +106,7 @@ async function main(argv: string[]) {
     ],
     'test-mode': resolved['test-mode'] === 'true',
     'admin-token': resolved['admin-token'] as string | undefined,
+    'test-destination': (resolved['test-destination'] as string[] | undefined) ?? [],
     'test-clock': one('test-clock'),
     seed: resolved['seed'] as string | undefined,
     tenant: resolved['tenant'] as string | undefined,
@@ -174,6 +175,14 @@ async function main(argv: string[]) {
     fail(`--test-clock (TOKENVAULT_TEST_CLOCK) must be manual or ticking, not ${testClock}`)
   if (adminToken !== undefined && !values['test-mode'])
     fail('--admin-token needs --test-mode (TOKENVAULT_TEST_MODE=1)')
+  const testDestinations = values['test-destination'].map((given) => {
+    const origin = /^(.+)=echo$/.exec(given)?.[1]
+    if (origin === undefined || !/^https?:\/\/[^/]+$/.test(origin) || !URL.canParse(origin))
+      fail(`--test-destination must be ORIGIN=echo (https://api.example.com=echo), not ${given}`)
+    return new URL(origin!).origin
+  })
+  if (testDestinations.length && !values['test-mode'])
+    fail('--test-destination needs --test-mode (TOKENVAULT_TEST_MODE=1)')
   let seed: unknown
   if (values.seed !== undefined) {
     try {
@@ -246,6 +255,7 @@ async function main(argv: string[]) {
       ...(managementKey ? { managementKey } : {}),
       ...(values['test-mode'] ? { testMode: true } : {}),
       ...(adminToken ? { adminToken } : {}),
+      ...(testDestinations.length ? { testDestinations } : {}),
       testClock,
       ...(seed !== undefined ? { seed } : {}),
       bounds,

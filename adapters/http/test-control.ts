@@ -10,6 +10,7 @@ import { consoleHandler, isConsolePath } from './console.js'
 import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor } from './problem.js'
+import { type ProxyControl, proxyControlRoute } from './proxy-control.js'
 import type { RequestLog } from './request-log.js'
 import { markName, requestQuery, requestViews } from './request-view.js'
 import { type ControlInsight, insightRoute } from './test-insight.js'
@@ -43,6 +44,8 @@ export interface TestControlOptions {
    * are recorded in it too. Without it those paths are 404.
    */
   requests?: RequestLog
+  /** The in-process test destinations: `GET /_test/proxy` answers what they received; a reset clears it. Without it that path is 404. */
+  proxy?: ProxyControl
 }
 
 /** Whether `path` is one of the control plane's (`/_test/...`, and the console's `/_console/...`). */
@@ -120,6 +123,8 @@ export function testControlHandler(service: TestService, options: TestControlOpt
     const requests =
       options.requests && (await requestsRoute(service, options.requests, method, path, request, body))
     if (requests) return requests
+    const proxied = proxyControlRoute(options.proxy, method, path, request)
+    if (proxied) return json(proxied.status, proxied.body)
     const hooks = await webhookControl(service, method, path, request, () => body(request))
     if (hooks) return json(hooks.status, hooks.body)
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
@@ -217,6 +222,7 @@ async function stateRoute(
     }
     options.insight?.clear()
     options.faults?.clear()
+    options.proxy?.clear()
     return json(204, undefined)
   }
   if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())
