@@ -4,60 +4,23 @@
  * `import` and `require` from Node, a vitest test and a Jest test in its default CommonJS mode.
  * It checks dist/ as built (`npm ci` and `npm run build` build it).
  */
-import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { promisify } from 'node:util'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ConsumerProject, consumerProject, ROOT as root } from '../support/consumer.js'
 
-const root = resolve(import.meta.dirname, '../..')
-const run = promisify(execFile)
+let consumer: ConsumerProject
 let project = ''
-
-/** Runs `args` with node in the project, answering its exit code and output. */
-async function node(args: string[], timeout = 30_000) {
-  return run(process.execPath, args, {
-    cwd: project,
-    timeout,
-    env: { ...process.env, NODE_OPTIONS: '', FORCE_COLOR: '0', NO_COLOR: '1' },
-  }).then(
-    ({ stdout, stderr }) => ({ code: 0, out: `${stdout}${stderr}` }),
-    (error: { code?: number; stdout?: string; stderr?: string }) => ({
-      code: typeof error.code === 'number' ? error.code : 1,
-      out: `${error.stdout ?? ''}${error.stderr ?? ''}`,
-    }),
-  )
-}
+const node = (args: string[], timeoutMs?: number) => consumer.node(args, timeoutMs)
 
 beforeAll(async () => {
-  project = await mkdtemp(join(tmpdir(), 'tokenvault-tarball-'))
-  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', project], {
-    cwd: root,
-  })
-  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }]
-  const modules = join(project, 'node_modules')
-  await mkdir(join(modules, 'tokenvault'), { recursive: true })
-  await run('tar', [
-    '-xzf',
-    join(project, filename),
-    '-C',
-    join(modules, 'tokenvault'),
-    '--strip-components=1',
-  ])
-  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
-    dependencies: Record<string, string>
-  }
   // The package's dependencies, and the two test runners the consumer tests use; nothing else.
-  for (const name of [...Object.keys(pkg.dependencies), 'vitest', 'jest']) {
-    await mkdir(join(modules, name, '..'), { recursive: true })
-    await symlink(join(root, 'node_modules', name), join(modules, name), 'dir')
-  }
-  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true }))
-}, 60_000)
+  consumer = await consumerProject('tarball', ['vitest', 'jest'])
+  project = consumer.dir
+}, 120_000)
 
 afterAll(async () => {
-  if (project) await rm(project, { recursive: true, force: true })
+  await consumer?.remove()
 })
 
 describe('the packed tarball in an empty project', () => {
@@ -98,8 +61,7 @@ describe('the packed tarball in an empty project', () => {
   it("README's vitest example (examples/testing.test.ts) runs its tests", async () => {
     const example = await readFile(join(root, 'examples/testing.test.ts'), 'utf8')
     await writeFile(join(project, 'vault.test.ts'), example)
-    const vitest = join(root, 'node_modules/vitest/vitest.mjs')
-    const result = await node([vitest, 'run', '--root', project, 'vault.test.ts'], 60_000)
+    const result = await consumer.vitest(['vault.test.ts'], 90_000)
     expect(result.code, result.out).toBe(0)
     expect(result.out).toMatch(/Tests\s+\d+ passed/)
   })
@@ -128,8 +90,7 @@ test('a token over HTTP, a listening vault', async () => {
     )?.[1]
     expect(example).toBeDefined()
     await writeFile(join(project, 'readme.test.js'), example!)
-    const jest = join(root, 'node_modules/jest/bin/jest.js')
-    const result = await node([jest, '--rootDir', project, '--ci', 'vault.test.js', 'readme.test.js'], 60_000)
+    const result = await consumer.jest(['vault.test.js', 'readme.test.js'], 90_000)
     expect(result.code, result.out).toBe(0)
     expect(result.out).toMatch(/Tests:\s+3 passed/)
   })
