@@ -43,12 +43,12 @@ const call = (vault: TestVault, method: string, path: string, body?: unknown, ke
 
 /** Plays a failing test: a 403 by a rule, a masked read, a 400, an injected 503, a 401 with an unknown key. */
 async function failingFlow(vault: TestVault) {
-  const secret = await (
+  const secret = (await (
     await call(vault, 'POST', '/tokens', { type: 'token', data: 'x', containers: ['/secret/'] })
-  ).json()
-  const card = await (
+  ).json()) as { id: string }
+  const card = (await (
     await call(vault, 'POST', '/tokens', { type: 'token', data: 'y', containers: ['/cards/'] })
-  ).json()
+  ).json()) as { id: string }
   const refused = await call(vault, 'GET', `/tokens/${secret.id}`)
   const masked = await call(vault, 'GET', `/tokens/${card.id}`)
   const invalid = await call(vault, 'POST', '/tokens', { type: 'token' })
@@ -127,7 +127,10 @@ describe('the request log of test mode', () => {
     })
     await call(vault, 'GET', `/tokens?type=${canary}&size=${canary}`)
     await call(vault, 'POST', '/tokens/search', { query: `data:${canary}` })
-    const session = await (await call(vault, 'POST', '/sessions', undefined, vault.keys.public)).json()
+    const session = (await (await call(vault, 'POST', '/sessions', undefined, vault.keys.public)).json()) as {
+      nonce: string
+      session_key: string
+    }
     await call(vault, 'POST', '/sessions/authorize', { nonce: session.nonce, permissions: ['token:read'] })
     await call(vault, 'GET', '/tokens/x', undefined, `key_${canary}`)
     const text = JSON.stringify(await vault.requests())
@@ -217,16 +220,16 @@ describe('the request log of test mode', () => {
       new Request('http://v/_test/mark', { method: 'POST', headers: auth, body: '{}' }),
     )
     expect(bad.status).toBe(400)
-    const { data } = await (
+    const { data } = (await (
       await control(new Request('http://v/_test/requests?failed=true', { headers: auth }))
-    ).json()
+    ).json()) as { data: { kind: string; status: number; mark?: string; problem: { errors: object } }[] }
     expect(
       data.map((r: { kind: string; status: number; mark?: string }) => [r.kind, r.status, r.mark]),
     ).toEqual([
       ['control', 401, undefined],
       ['control', 400, 'flow'],
     ])
-    expect(data[1].problem.errors).toHaveProperty('name')
+    expect(data[1]!.problem.errors).toHaveProperty('name')
     await vault.close()
   })
 })
