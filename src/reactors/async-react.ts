@@ -150,8 +150,8 @@ export async function runAccepted(ctx: Ctx, entry: OutboxEntry, last: boolean): 
  */
 export async function reactResultOf(ctx: Ctx, id: string, requestId: string): Promise<ReactResult> {
   requireUse(ctx)
-  const entry =
-    typeof requestId === 'string' ? await ctx.store.getOutbox(ctx.principal.tenantId, requestId) : null
+  if (typeof requestId !== 'string') throw invalid('request_id', 'must be a string')
+  const entry = await ctx.store.getOutbox(ctx.principal.tenantId, requestId)
   if (!entry || entry.kind !== 'react' || entry.reactor_id !== id) throw notFound('reactor result')
   if (entry.result === undefined) {
     throw new ServiceError('conflict', 'the asynchronous react has not finished running yet', {

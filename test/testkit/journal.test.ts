@@ -223,6 +223,7 @@ describe('the operation journal', () => {
       'reactors.delete': 'reactor.delete',
       'reactors.react': 'reactor.react',
       'reactors.reactAsync': 'reactor.react_async',
+      'reactors.result': 'reactor.result',
       'applicationKeys.create': 'application_key.create',
       'applicationKeys.list': 'application_key.list',
       'applicationKeys.get': 'application_key.get',

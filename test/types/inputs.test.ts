@@ -206,6 +206,8 @@ describe('typed inputs', () => {
     await refused(reactors.reactAsync(reactor.id, hook))
     // @ts-expect-error `timeout_ms` is a number
     await refused(reactors.reactAsync(reactor.id, { ...hook, timeout_ms: '1' }))
+    // @ts-expect-error a request id is a string
+    await refused(reactors.result(reactor.id, 5))
     await m.reactors.delete(reactor.id)
     await m.reactorFormulas.delete(formula.id)
 
