@@ -63,3 +63,61 @@ it('every entry point type-checks with skipLibCheck: false (a strict consumer of
     await rm(dir, { recursive: true, force: true })
   }
 }, 120_000)
+
+it('the types of the subpaths resolve with moduleResolution "node" (node10: older Next and tsconfigs without exports)', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'tokenvault-node10-'))
+  try {
+    // The packed tarball: node10 ignores `exports`, and this repository's sources would answer instead.
+    const { stdout } = await promisify(execFile)(
+      'npm',
+      ['pack', '--ignore-scripts', '--json', '--pack-destination', dir],
+      { cwd: root },
+    )
+    const [{ filename }] = JSON.parse(stdout) as [{ filename: string }]
+    const unpacked = join(dir, 'node_modules', 'tokenvault')
+    await mkdir(unpacked, { recursive: true })
+    await promisify(execFile)('tar', ['-xzf', join(dir, filename), '-C', unpacked, '--strip-components=1'])
+    for (const name of ['valibot', 'nanoid', 'quickjs-emscripten-core', '@jitl/quickjs-ffi-types']) {
+      await mkdir(join(dir, 'node_modules', name, '..'), { recursive: true })
+      await symlink(join(root, 'node_modules', name), join(dir, 'node_modules', name), 'dir')
+    }
+    await writeFile(
+      join(dir, 'consumer.ts'),
+      [
+        "import { createService, manualClock } from 'tokenvault'",
+        "import { memoryStore } from 'tokenvault/adapters/memory'",
+        "import { createHttpHandler } from 'tokenvault/adapters/http'",
+        "import { createTestVault } from 'tokenvault/testing'",
+        'const service = createService({ store: memoryStore(), clock: manualClock() })',
+        'export const handler: (request: Request) => Promise<Response> = createHttpHandler(service)',
+        'export const vault = createTestVault()',
+      ].join('\n'),
+    )
+    await writeFile(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: true,
+          module: 'esnext',
+          moduleResolution: 'node',
+          target: 'ES2022',
+          lib: ['ES2024', 'DOM', 'DOM.Iterable'],
+          noEmit: true,
+          types: ['node'],
+          typeRoots: [join(root, 'node_modules/@types')],
+        },
+        files: ['consumer.ts'],
+      }),
+    )
+    const tsc = join(root, 'node_modules/typescript/bin/tsc')
+    const run = await promisify(execFile)(process.execPath, [tsc, '-p', dir], { cwd: dir }).then(
+      () => ({ code: 0, out: '' }),
+      (error: { code?: number; stdout?: string }) => ({ code: error.code ?? 1, out: error.stdout ?? '' }),
+    )
+    expect(run.out).toBe('')
+    expect(run.code).toBe(0)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}, 120_000)
