@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs'
 import { createService, systemClock } from '../entry/index.js'
-import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
+import { PERMISSIONS_BY_TYPE } from '../src/applications/index.js'
 import type { RekeyProgress } from '../src/encryption/index.js'
-import type { Store } from '../src/store/contract.js'
+import type { Store } from '../src/store/index.js'
 import { readKeyFile, writeNewKeyFile } from './master-key.js'
 import { openStore } from './stores.js'
 

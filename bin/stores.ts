@@ -1,5 +1,5 @@
 import { missingPeer } from '../adapters/optional-peer.js'
-import type { Store } from '../src/store/contract.js'
+import type { Store } from '../src/store/index.js'
 import { describeStore, postgresUrlProblem, storeFailure } from './store-errors.js'
 
 /** A store opened from a `--store` value, and how to release what it holds beyond the store. */

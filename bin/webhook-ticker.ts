@@ -1,4 +1,4 @@
-import type { Service } from '../src/service/service.js'
+import type { Service } from '../src/service/index.js'
 
 /** How often the CLI looks for webhook deliveries and callbacks whose time has come (ms). */
 export const DELIVERY_TICK_MS = 1_000

@@ -4,76 +4,76 @@
  * of `adapters/sandbox`). Nothing in `src/` imports an adapter; this file is where they meet.
  */
 
-import { lazyEgress } from '../src/kernel/egress.js'
-import { lazyRunner } from '../src/kernel/runner.js'
-import type { ServiceOptions } from '../src/service/options.js'
-import { createCoreService, type Service, type TestService } from '../src/service/service.js'
+import { lazyEgress, lazyRunner } from '../src/kernel/index.js'
+import type { ServiceOptions } from '../src/service/index.js'
+import { createCoreService, type Service, type TestService } from '../src/service/index.js'
 
 export type { Paginated } from '../src/call/index.js'
-export type { KeyProvider, MasterKey } from '../src/encryption/keyring.js'
-export { localMasterKey } from '../src/encryption/keyring.js'
-export type { Clock, ManualClock } from '../src/kernel/clock.js'
-export { manualClock, systemClock } from '../src/kernel/clock.js'
-export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from '../src/kernel/egress.js'
-export { EgressError } from '../src/kernel/egress.js'
-export type { ServiceErrorCode, ValidationIssues } from '../src/kernel/errors.js'
-export { ServiceError } from '../src/kernel/errors.js'
+export type { KeyProvider, MasterKey } from '../src/encryption/index.js'
+export { localMasterKey } from '../src/encryption/index.js'
 export type {
+  Clock,
+  EgressClient,
+  EgressLimits,
+  EgressRequest,
+  EgressResponse,
   FormulaRequest,
   FormulaRunner,
+  ManualClock,
   RunFailureKind,
   RunOptions,
   RunOutcome,
-} from '../src/kernel/runner.js'
+  ServiceErrorCode,
+  ValidationIssues,
+} from '../src/kernel/index.js'
+export { EgressError, manualClock, ServiceError, systemClock } from '../src/kernel/index.js'
 export type * from '../src/kernel/types.js'
-export type { StateSnapshot } from '../src/lifecycle/state-transfer.js'
-export type { OfficialFormulaAdmin, OfficialFormulaOptions } from '../src/reactors/formulas.js'
-export type {
-  AdminView,
-  CountedPage,
-  ReactorView,
-  TenantView,
-  TokenView,
-  TransactionView,
-  ViewPage,
-} from '../src/service/admin-view.js'
-export type { Fixture, FixtureTenant } from '../src/service/fixtures.js'
-export type * from '../src/service/inputs.js'
+export type { StateSnapshot } from '../src/lifecycle/index.js'
+export type { OfficialFormulaAdmin, OfficialFormulaOptions } from '../src/reactors/index.js'
 export type {
   Actor,
+  Admin,
+  AdminView,
+  ApplicationWithKey,
+  Client,
+  CountedPage,
+  Fixture,
+  FixtureTenant,
   JournalEntry,
   JournalQuery,
   OperationJournal,
-  VaultEvent,
-} from '../src/service/journal.js'
-export type { ServiceOptions } from '../src/service/options.js'
-export type {
-  Admin,
-  ApplicationWithKey,
-  Client,
+  ReactorView,
   Service,
   ServiceDefaults,
+  ServiceOptions,
+  TenantView,
   TestAdmin,
   TestPowers,
   TestService,
-} from '../src/service/service.js'
-export type { Unchecked } from '../src/service/unchecked.js'
-export { unchecked } from '../src/service/unchecked.js'
-export type { CreatedSession } from '../src/sessions/sessions.js'
+  TokenView,
+  TransactionView,
+  Unchecked,
+  VaultEvent,
+  ViewPage,
+} from '../src/service/index.js'
+export { unchecked } from '../src/service/index.js'
+export type * from '../src/service/inputs.js'
+export type { CreatedSession } from '../src/sessions/index.js'
 export type {
+  Check,
   ChildKey,
   KeyOwner,
+  Op,
   Page,
   Range,
   Store,
   StoreDump,
+  StoreErrorCode,
   TokenHead,
   TokenTerm,
   WriteResult,
-} from '../src/store/contract.js'
-export type { StoreErrorCode } from '../src/store/error.js'
-export { isStoreError, StoreError } from '../src/store/error.js'
-export type { Check, Op } from '../src/store/index.js'
+} from '../src/store/index.js'
+export { isStoreError, StoreError } from '../src/store/index.js'
 
 /**
  * The default formula runner, `sandboxRunner()` of `tokenvault/adapters/sandbox`, imported on first

@@ -11,7 +11,7 @@ import {
   type Interception,
   interceptHosts,
 } from '../adapters/intercept/index.js'
-import type { Service } from '../src/service/service.js'
+import type { Service } from '../src/service/index.js'
 
 export type { InterceptedHandler, Interception }
 export { BASIS_THEORY_HOSTS }

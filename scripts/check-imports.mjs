@@ -4,12 +4,17 @@
  * static imports, re-exports and dynamic `import()` with a literal path.
  *
  * It fails (exit code 1, one line per problem) on
- * - any import circle at run time (a type-only import, `import type` or every name `type`, is
- *   erased by TypeScript and makes none: it is how a folder names a type of a folder above it);
+ * - any import circle, type-only imports included (a type named upward is still an arrow upward:
+ *   the lower file cannot be read, moved or tested without the upper one);
  * - any import from `src/` into `adapters/`, `bin/` or `testing/` (the core knows no adapter);
+ * - any import out of `src/kernel/` into the rest of `src/` (the kernel is the ground floor);
  * - any import from one folder of `src/` into another folder's file other than its `index.ts`, once
  *   that folder has one (a folder's `index.ts` is its only door; files directly in `src/` may
- *   import anything).
+ *   import anything);
+ * - the same from outside `src/` (`adapters/`, `bin/`, `testing/`, `entry/`): a core folder is
+ *   entered through its `index.ts`, except the imports listed in `FACE_BYPASSES`, each with why;
+ * - any import of Node's network modules (`node:http`, `https`, `net`, `dns`, …) in `src/`: the
+ *   core does no network I/O (the egress client is an adapter behind the `EgressClient` port).
  *
  * `node scripts/check-imports.mjs [root]` checks the repository (or the tree at `root`);
  * `findProblems(graph)` checks a given graph
@@ -21,6 +26,100 @@ import { fileURLToPath } from 'node:url'
 
 /** The folders whose files make up the graph. */
 export const ROOTS = ['src', 'entry', 'adapters', 'bin', 'testing']
+
+/**
+ * Imports from outside `src/` past a core folder's `index.ts` that are let through, each group with
+ * why. Each entry is one import (`from → target`), so a new bypass, even from a file listed here,
+ * still fails the check. Shorten this list; never lengthen it without a reason as good.
+ */
+export const FACE_BYPASSES = [
+  {
+    why: 'the package entry re-exports every record type and every input type of the core (export type *), which the faces list by name for src/ only',
+    imports: ['entry/index.ts → src/kernel/types.ts', 'entry/index.ts → src/service/inputs.ts'],
+  },
+  {
+    why: 'being split this round (handler, test control, console): their imports move to faces with the split',
+    imports: [
+      'adapters/http/console.ts → src/kernel/clock.ts',
+      'adapters/http/console.ts → src/kernel/errors.ts',
+      'adapters/http/console.ts → src/lifecycle/state-transfer.ts',
+      'adapters/http/console.ts → src/service/journal.ts',
+      'adapters/http/console.ts → src/service/service.ts',
+      'adapters/http/console.ts → src/store/error.ts',
+      'adapters/http/handler.ts → src/kernel/errors.ts',
+      'adapters/http/handler.ts → src/kernel/ids.ts',
+      'adapters/http/handler.ts → src/service/idempotency.ts',
+      'adapters/http/handler.ts → src/service/service.ts',
+      'adapters/http/handler.ts → src/service/unchecked.ts',
+      'adapters/http/handler.ts → src/store/error.ts',
+      'adapters/http/test-control.ts → src/kernel/clock.ts',
+      'adapters/http/test-control.ts → src/kernel/errors.ts',
+      'adapters/http/test-control.ts → src/lifecycle/state-transfer.ts',
+      'adapters/http/test-control.ts → src/service/journal.ts',
+      'adapters/http/test-control.ts → src/service/service.ts',
+      'adapters/http/test-control.ts → src/service/unchecked.ts',
+    ],
+  },
+  {
+    why: 'the webhook schemas are not on the webhooks face (src/webhooks/index.ts) yet',
+    imports: ['adapters/http/webhook-routes.ts → src/webhooks/schemas.ts'],
+  },
+  {
+    why: 'the sandbox runs in worker threads: each loads the one port or policy file it needs, not the whole folder behind its face (src/reactors/index.ts loads every reactor rule)',
+    imports: [
+      'adapters/sandbox/bridges.ts → src/reactors/egress.ts',
+      'adapters/sandbox/host-fetch.ts → src/reactors/egress.ts',
+      'adapters/sandbox/index.ts → src/kernel/runner.ts',
+      'adapters/sandbox/messages.ts → src/reactors/egress.ts',
+      'adapters/sandbox/pool.ts → src/kernel/runner.ts',
+      'adapters/sandbox/prepared.ts → src/reactors/egress.ts',
+      'adapters/sandbox/slots.ts → src/kernel/runner.ts',
+      'adapters/sandbox/worker.ts → src/reactors/egress.ts',
+    ],
+  },
+]
+
+/**
+ * Circles let through, each exactly as `findCircles` names it (a circle that gains or loses a file
+ * fails again), with why. Each is a type-only arrow back up; shorten this list, never lengthen it.
+ */
+export const KNOWN_CIRCLES = [
+  {
+    why: 'send.ts names DispatcherDeps (a type) of dispatcher.ts, which calls sendEntry: the type belongs in a file of its own',
+    files: ['src/webhooks/dispatcher.ts', 'src/webhooks/send.ts'],
+  },
+  {
+    why: 'the route tables name each other (route-docs and the feature route files, type-only arrows back to routes.ts)',
+    files: [
+      'adapters/http/hosted-routes.ts',
+      'adapters/http/log-routes.ts',
+      'adapters/http/proxy-routes.ts',
+      'adapters/http/route-docs.ts',
+      'adapters/http/routes.ts',
+      'adapters/http/webhook-routes.ts',
+    ],
+  },
+  {
+    why: 'outbox.ts names Tables (a type) of statements.ts, which builds its SQL with expiredOutboxSql',
+    files: ['adapters/postgres/outbox.ts', 'adapters/postgres/statements.ts'],
+  },
+  {
+    why: 'snapshot.ts names WasmMemory (a type) of engine.ts; being split this round',
+    files: ['adapters/sandbox/engine.ts', 'adapters/sandbox/snapshot.ts'],
+  },
+  {
+    why: 'slots.ts names Job and PoolSettings (types) of pool.ts; being split this round',
+    files: ['adapters/sandbox/pool.ts', 'adapters/sandbox/slots.ts', 'adapters/sandbox/watchdog.ts'],
+  },
+]
+
+/** The set of `from → target` imports `FACE_BYPASSES` lets through. */
+export function allowedBypasses(bypasses = FACE_BYPASSES) {
+  return new Set(bypasses.flatMap(({ imports }) => imports))
+}
+
+/** Node's modules that reach the network: none of them may be imported in `src/`. */
+const NETWORK = /^(?:node:)?(?:http|https|http2|net|dns|tls|dgram)(?:\/[\w]+)?$/
 
 const SOURCE = /\.(?:ts|mts|js|mjs)$/
 const STATIC =
@@ -45,17 +144,31 @@ function typeOnly(keyword, clause) {
 }
 
 /**
- * The relative module paths a source text imports, each with whether only types come through it
- * (TypeScript erases those imports: they make no circle at run time).
+ * The module specifiers a source text imports (static, re-export, bare and literal dynamic), each
+ * with whether only types come through it.
  */
-export function importsOf(text) {
+function allImportsOf(text) {
   const found = []
   const code = stripComments(text)
   for (const match of code.matchAll(STATIC))
     found.push({ specifier: match[4], typeOnly: typeOnly(match[2], match[3]) })
   for (const match of code.matchAll(BARE)) found.push({ specifier: match[1], typeOnly: false })
   for (const match of code.matchAll(DYNAMIC)) found.push({ specifier: match[1], typeOnly: false })
-  return found.filter(({ specifier }) => specifier.startsWith('.'))
+  return found
+}
+
+/**
+ * The relative module paths a source text imports, each with whether only types come through it
+ * (`import type`, or every name `type`).
+ */
+export function importsOf(text) {
+  return allImportsOf(text).filter(({ specifier }) => specifier.startsWith('.'))
+}
+
+/** The packages (non-relative specifiers, `node:` modules included) a source text imports. */
+export function packagesOf(text) {
+  const names = allImportsOf(text).map(({ specifier }) => specifier)
+  return [...new Set(names.filter((specifier) => !specifier.startsWith('.')))]
 }
 
 /** The relative module specifiers a source text imports (static, re-export and literal dynamic). */
@@ -95,19 +208,23 @@ function resolve(from, specifier, files) {
 
 /**
  * The import graphs of the repository at `root` (repository-relative file → files it imports):
- * `all` with every import, `runtime` without the type-only ones.
+ * `all` with every import, `runtime` without the type-only ones; and `packages`, each file's
+ * non-relative imports.
  */
 export function buildGraphs(root, roots = ROOTS) {
   const files = new Set(roots.flatMap((folder) => listFiles(root, folder)))
   const all = new Map()
   const runtime = new Map()
+  const packages = new Map()
   for (const file of files) {
-    const found = importsOf(readFileSync(join(root, file), 'utf8'))
+    const text = readFileSync(join(root, file), 'utf8')
+    const found = importsOf(text)
     const targets = (list) => [...new Set(list.map(({ specifier }) => resolve(file, specifier, files)))]
     all.set(file, targets(found))
     runtime.set(file, targets(found.filter(({ typeOnly }) => !typeOnly)))
+    packages.set(file, packagesOf(text))
   }
-  return { all, runtime }
+  return { all, runtime, packages }
 }
 
 /** The import graph of the repository at `root`, every import included. */
@@ -175,30 +292,54 @@ export function findCircles(graph) {
   return circles
 }
 
+/** The problem with the import `from` → `target`, or null: the rules on the direction of imports. */
+function directionProblem(from, target, graph, allowed) {
+  const source = place(from)
+  const destination = place(target)
+  if (source.top === 'src' && destination.top !== 'src')
+    return `core imports outside src/: ${from} → ${target}`
+  if (source.feature === 'kernel' && destination.top === 'src' && destination.feature !== 'kernel')
+    return `kernel imports upward: ${from} → ${target}`
+  const pastFace =
+    destination.feature !== null &&
+    source.feature !== destination.feature &&
+    !target.endsWith('/index.ts') &&
+    graph.has(`src/${destination.feature}/index.ts`)
+  if (!pastFace) return null
+  if (source.top === 'src') return `past a folder's index.ts: ${from} → ${target}`
+  if (allowed.has(`${from} → ${target}`)) return null
+  return `past a core folder's index.ts from outside src/: ${from} → ${target}`
+}
+
 /**
  * Every problem as one readable line each; empty when the graph is fine. Circles are looked for in
- * `graph`, the direction of every import in `all` (give the runtime graph and the full one).
+ * `graph` (give the full one, type-only imports included), the direction of every import in `all`,
+ * Node's network modules in `packages` (file → non-relative specifiers). `allowed` lists the
+ * imports from outside `src/` past a face that are let through (`from → target`, see
+ * `FACE_BYPASSES`), `knownCircles` the circles (see `KNOWN_CIRCLES`).
  */
-export function findProblems(graph, all = graph) {
+export function findProblems(
+  graph,
+  all = graph,
+  packages = new Map(),
+  allowed = allowedBypasses(),
+  knownCircles = KNOWN_CIRCLES.map(({ files }) => files.join(', ')),
+) {
   const problems = []
-  for (const circle of findCircles(graph)) problems.push(`import circle: ${circle.join(', ')}`)
+  for (const circle of findCircles(graph)) {
+    const named = circle.join(', ')
+    if (!knownCircles.includes(named)) problems.push(`import circle: ${named}`)
+  }
   for (const [from, targets] of all) {
-    const source = place(from)
     for (const target of targets) {
-      const destination = place(target)
-      if (source.top === 'src' && destination.top !== 'src') {
-        problems.push(`core imports outside src/: ${from} → ${target}`)
-      } else if (
-        source.top === 'src' &&
-        source.feature !== null &&
-        destination.feature !== null &&
-        source.feature !== destination.feature &&
-        !target.endsWith('/index.ts') &&
-        graph.has(`src/${destination.feature}/index.ts`)
-      ) {
-        problems.push(`past a folder's index.ts: ${from} → ${target}`)
-      }
+      const problem = directionProblem(from, target, graph, allowed)
+      if (problem) problems.push(problem)
     }
+  }
+  for (const [from, names] of packages) {
+    if (place(from).top !== 'src') continue
+    for (const name of names)
+      if (NETWORK.test(name)) problems.push(`network module in src/: ${from} → ${name}`)
   }
   return problems
 }
@@ -206,13 +347,13 @@ export function findProblems(graph, all = graph) {
 const self = fileURLToPath(import.meta.url)
 if (process.argv[1] && relative(process.argv[1], self) === '') {
   const root = process.argv[2] ?? join(dirname(self), '..')
-  const { runtime, all } = buildGraphs(root)
+  const { all, packages } = buildGraphs(root)
   const graph = all
-  const problems = findProblems(runtime, all)
+  const problems = findProblems(all, all, packages)
   for (const problem of problems) console.error(problem)
   if (problems.length > 0) {
     console.error(`check-imports: ${problems.length} problem(s) in ${graph.size} files`)
     process.exit(1)
   }
-  console.log(`check-imports: ${graph.size} files, no circle, no import out of src/`)
+  console.log(`check-imports: ${graph.size} files, no circle, every arrow downward, faces kept`)
 }

@@ -1,5 +1,5 @@
 import { type EgressRoute, routedEgress } from '../adapters/egress/index.js'
-import type { EgressClient } from '../src/kernel/egress.js'
+import type { EgressClient } from '../src/kernel/index.js'
 
 /** A destination in the process: answers a request the vault sends out (proxy calls, formula `fetch`). */
 export type Destination = EgressRoute

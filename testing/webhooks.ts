@@ -1,5 +1,5 @@
-import type { OutboxEntry } from '../src/kernel/types.js'
-import type { TestService } from '../src/service/service.js'
+import type { OutboxEntry } from '../src/kernel/index.js'
+import type { TestService } from '../src/service/index.js'
 import { SIGNATURE_HEADER, verifyWebhookSignature } from '../src/webhooks/index.js'
 
 /** A delivery as a receiver got it: its body text and headers (any case; `vault.proxy.received()` gives these). */

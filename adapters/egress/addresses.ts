@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
-import { EgressError } from '../../src/reactors/egress.js'
+import { EgressError } from '../../src/reactors/index.js'
 
 /**
  * Which addresses egress may connect to: a host name is resolved once, every address it resolves to

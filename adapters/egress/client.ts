@@ -1,4 +1,4 @@
-import { type EgressClient, egressVia } from '../../src/reactors/egress.js'
+import { type EgressClient, egressVia } from '../../src/reactors/index.js'
 import { nodeExchange } from './exchange.js'
 
 /**

@@ -7,7 +7,7 @@ import {
   EgressError,
   type EgressLimits,
   type EgressRequest,
-} from '../../src/reactors/egress.js'
+} from '../../src/reactors/index.js'
 import { checkedAddress } from './addresses.js'
 
 /**

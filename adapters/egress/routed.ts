@@ -6,7 +6,7 @@ import {
   type EgressLimits,
   type EgressRequest,
   egressVia,
-} from '../../src/reactors/egress.js'
+} from '../../src/reactors/index.js'
 
 /** Answers the requests to one origin in-process, as a fetch handler does. */
 export type EgressRoute = (request: Request) => Response | Promise<Response>

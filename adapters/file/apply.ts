@@ -1,5 +1,4 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/kernel/errors.js'
 import type {
   Association,
   IdempotencyRecord,
@@ -8,10 +7,9 @@ import type {
   StoredToken,
   StoredTransaction,
 } from '../../src/kernel/index.js'
-import type { CountedKind } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
-import { applicationKeyHashes } from '../../src/store/keys.js'
-import { termKeysOf } from '../../src/store/token-index.js'
+import { assertNever } from '../../src/kernel/index.js'
+import type { CountedKind, Op } from '../../src/store/index.js'
+import { applicationKeyHashes, termKeysOf } from '../../src/store/index.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart, tokenCountKey } from './keys.js'
 import { applyLogOp } from './logs.js'

@@ -1,8 +1,8 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/kernel/errors.js'
-import type { IdempotencyRecord, StoredToken, TokenLock } from '../../src/kernel/types.js'
+import type { IdempotencyRecord, StoredToken, TokenLock } from '../../src/kernel/index.js'
+import { assertNever } from '../../src/kernel/index.js'
 import type { Check } from '../../src/store/index.js'
-import { termKey } from '../../src/store/token-index.js'
+import { termKey } from '../../src/store/index.js'
 import type { Databases } from './env.js'
 import { fits, key, prefix, termPart } from './keys.js'
 

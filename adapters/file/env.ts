@@ -13,7 +13,7 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
-import { StoreError } from '../../src/store/error.js'
+import { StoreError } from '../../src/store/index.js'
 import { openError } from './faults.js'
 import { readDataFile } from './header.js'
 import { tokenCodec } from './token-codec.js'

@@ -1,5 +1,5 @@
 import { statfsSync } from 'node:fs'
-import { StoreError } from '../../src/store/error.js'
+import { StoreError } from '../../src/store/index.js'
 
 /** Below this many free bytes on the store's filesystem, a failed commit counts as a full disk. */
 const LOW_SPACE_BYTES = 8 * 1024 * 1024

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
-import { StoreError } from '../../src/store/error.js'
+import { StoreError } from '../../src/store/index.js'
 
 /** LMDB's file magic and data format, at the start of each of its two meta pages. */
 const MAGIC = 0xbeefc0de

@@ -1,4 +1,4 @@
-import type { Store } from '../../src/store/contract.js'
+import type { Store } from '../../src/store/index.js'
 
 /** `fsync`: a write is acknowledged once its LMDB commit is on disk. `none`: never sync (tests, benchmarks). */
 export type Durability = 'fsync' | 'none'

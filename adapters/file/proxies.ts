@@ -1,8 +1,7 @@
 import type { Database } from 'lmdb'
-import type { StoredProxy } from '../../src/kernel/types.js'
-import type { Page, Range } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
-import { byKey } from '../../src/store/order.js'
+import type { StoredProxy } from '../../src/kernel/index.js'
+import type { Op, Page, Range } from '../../src/store/index.js'
+import { byKey } from '../../src/store/index.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 

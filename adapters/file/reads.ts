@@ -1,7 +1,4 @@
 import type { Database } from 'lmdb'
-import { assertNever } from '../../src/kernel/errors.js'
-import { TenantLru } from '../../src/kernel/tenant-lru.js'
-import { tokenHead } from '../../src/kernel/token-record.js'
 import type {
   Association,
   Reactor,
@@ -10,7 +7,8 @@ import type {
   StoredFormula,
   StoredSession,
   StoredToken,
-} from '../../src/kernel/types.js'
+} from '../../src/kernel/index.js'
+import { assertNever, TenantLru, tokenHead } from '../../src/kernel/index.js'
 import type {
   ChildKey,
   ExpiringKind,
@@ -18,13 +16,10 @@ import type {
   Page,
   RecordKey,
   StoreDump,
+  StoreReads,
   TokenHead,
-} from '../../src/store/contract.js'
-import type { StoreReads } from '../../src/store/index.js'
-import { frozenCopy } from '../../src/store/json.js'
-import { byKey, nameMatcher } from '../../src/store/order.js'
-import { PageFill, storedBytes } from '../../src/store/stored-bytes.js'
-import { termKey } from '../../src/store/token-index.js'
+} from '../../src/store/index.js'
+import { byKey, frozenCopy, nameMatcher, PageFill, storedBytes, termKey } from '../../src/store/index.js'
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
 import type { Databases } from './env.js'

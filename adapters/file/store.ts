@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import type { WriteResult } from '../../src/store/contract.js'
+import type { WriteResult } from '../../src/store/index.js'
 import { holds } from './checks.js'
 import { type FileState, flush, use } from './commits.js'
 import { DATA_FILE, openDatabases } from './env.js'

@@ -1,6 +1,6 @@
 import { sealedPayload } from '../../src/encryption/index.js'
-import type { StoredToken } from '../../src/kernel/types.js'
-import { StoreError } from '../../src/store/error.js'
+import type { StoredToken } from '../../src/kernel/index.js'
+import { StoreError } from '../../src/store/index.js'
 
 /**
  * How the `tokens` database stores a token. A sealed token (its `data` is `{ $sealed: base64 }`, as

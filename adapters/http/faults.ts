@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { ServiceError } from '../../src/kernel/errors.js'
+import { ServiceError } from '../../src/kernel/index.js'
 import type { NodeListener } from './node.js'
 
 /** A fault as the control plane shows it (`GET /_test/faults`). */

@@ -1,11 +1,6 @@
 import { STATUS_CODES } from 'node:http'
-import {
-  ServiceError,
-  STATUS_BY_CODE,
-  statusOfError,
-  type ValidationIssues,
-} from '../../src/kernel/errors.js'
-import { StoreError, type StoreErrorCode } from '../../src/store/error.js'
+import { ServiceError, STATUS_BY_CODE, statusOfError, type ValidationIssues } from '../../src/kernel/index.js'
+import { StoreError, type StoreErrorCode } from '../../src/store/index.js'
 import type { Outgoing } from './exchange.js'
 
 /** The one table from a service error code to its HTTP status (`formula_failed` carries its own). */

@@ -1,5 +1,5 @@
 import { type ProxyAnswer, proxyInput, proxyListInput, proxyPatchInput } from '../../src/proxy/index.js'
-import type { Client, Service } from '../../src/service/service.js'
+import type { Client, Service } from '../../src/service/index.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem, problemFor } from './problem.js'
 import type { RouteDoc } from './route-docs.js'

@@ -1,7 +1,6 @@
 import { nanoid } from 'nanoid'
-import { ServiceError } from '../../src/kernel/errors.js'
-import type { JournalEntry } from '../../src/service/journal.js'
-import type { TestService } from '../../src/service/service.js'
+import { ServiceError } from '../../src/kernel/index.js'
+import type { JournalEntry, TestService } from '../../src/service/index.js'
 import type { FaultRegistry } from './faults.js'
 import type { RequestLog, RequestLogEntry, RequestLogQuery } from './request-log.js'
 

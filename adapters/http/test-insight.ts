@@ -1,4 +1,4 @@
-import { ServiceError } from '../../src/kernel/errors.js'
+import { ServiceError } from '../../src/kernel/index.js'
 
 /**
  * What the control plane's insight routes read: the vault's leak check, exposure and used access

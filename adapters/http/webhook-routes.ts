@@ -1,5 +1,5 @@
-import { ServiceError } from '../../src/kernel/errors.js'
-import type { TestService } from '../../src/service/service.js'
+import { ServiceError } from '../../src/kernel/index.js'
+import type { TestService } from '../../src/service/index.js'
 import { createWebhookInput, listWebhooksQuery, updateWebhookInput } from '../../src/webhooks/schemas.js'
 import type { JsonSchema } from './response-schemas.js'
 import type { RouteDoc } from './route-docs.js'

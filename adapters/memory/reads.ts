@@ -42,7 +42,14 @@ import {
 } from '../../src/store/index.js'
 import { headOf, k } from './maps.js'
 import { MemoryOps } from './ops.js'
-import type { LockTuple } from './state.js'
+
+/** A lock record as `StateRecords` lists it. */
+export type LockTuple = readonly [
+  tenantId: string,
+  tokenId: string,
+  transactionId: string,
+  expiresAt?: string,
+]
 
 /** A memory state's reads: each answers copies. */
 export class MemoryReads extends MemoryOps {

@@ -15,7 +15,9 @@ import type {
   StoredWebhook,
   Tenant,
 } from '../../src/kernel/index.js'
-import { MemoryReads } from './reads.js'
+import { type LockTuple, MemoryReads } from './reads.js'
+
+export type { LockTuple } from './reads.js'
 
 /**
  * Every record a `MemoryState` holds, as `records()` hands them out and `fromRecords` takes them:
@@ -58,14 +60,6 @@ export interface StateRecords {
   /** Audit log entries (states saved before they existed lack the list: read as empty). */
   logs?: readonly LogEntry[]
 }
-
-/** A lock record as `StateRecords` lists it. */
-export type LockTuple = readonly [
-  tenantId: string,
-  tokenId: string,
-  transactionId: string,
-  expiresAt?: string,
-]
 
 /**
  * The whole store as in-memory maps, applying `Store.write` batches synchronously: a batch's checks

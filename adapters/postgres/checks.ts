@@ -1,5 +1,5 @@
 import type { QueryConfig } from 'pg'
-import { assertNever } from '../../src/kernel/errors.js'
+import { assertNever } from '../../src/kernel/index.js'
 import type { Check } from '../../src/store/index.js'
 import { prepared } from './keys.js'
 import { webhookCheckExpression } from './outbox.js'

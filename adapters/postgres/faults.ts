@@ -1,5 +1,5 @@
 import type { Pool } from 'pg'
-import { StoreError } from '../../src/store/error.js'
+import { StoreError } from '../../src/store/index.js'
 
 /**
  * SQLSTATE classes and codes that mean the database can't serve right now, not that the request

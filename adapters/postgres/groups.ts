@@ -1,5 +1,4 @@
-import type { WriteResult } from '../../src/store/contract.js'
-import type { Check, Op } from '../../src/store/index.js'
+import type { Check, Op, WriteResult } from '../../src/store/index.js'
 
 /** A write waiting to go in one call with others of its tenant, and how to answer it. */
 export interface GroupedWrite {

@@ -1,5 +1,4 @@
-import type { KeyOwner } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import type { KeyOwner, Op } from '../../src/store/index.js'
 
 /** How long a cached key lookup is trusted by default: other processes' revocations show within it. */
 export const DEFAULT_KEY_CACHE_MS = 500

@@ -11,7 +11,7 @@ export function sortKey(...parts: string[]): Buffer {
   return Buffer.from(parts.join('\u0000'), 'utf16le').swap16()
 }
 
-export { likePattern } from '../../src/store/order.js'
+export { likePattern } from '../../src/store/index.js'
 
 /** `name` quoted as an SQL identifier. */
 export function quoteIdent(name: string): string {

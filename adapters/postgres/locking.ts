@@ -1,7 +1,7 @@
-import { assertNever } from '../../src/kernel/errors.js'
-import type { StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/index.js'
+import { assertNever } from '../../src/kernel/index.js'
 import type { Check, Op } from '../../src/store/index.js'
-import { applicationKeyHashes } from '../../src/store/keys.js'
+import { applicationKeyHashes } from '../../src/store/index.js'
 import { lockKeyValue } from './keys.js'
 
 const name = (...parts: string[]) => parts.join('\u0000')

@@ -1,6 +1,6 @@
-import type { StoredToken } from '../../src/kernel/types.js'
+import type { StoredToken } from '../../src/kernel/index.js'
 import type { Check, Op } from '../../src/store/index.js'
-import { applicationKeyHashes } from '../../src/store/keys.js'
+import { applicationKeyHashes } from '../../src/store/index.js'
 import { sortKey } from './keys.js'
 
 /**

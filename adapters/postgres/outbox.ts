@@ -1,6 +1,6 @@
 import type { QueryConfig, QueryResult, QueryResultRow } from 'pg'
-import type { OutboxEntry, StoredWebhook } from '../../src/kernel/types.js'
-import type { DueKey, Page, Range } from '../../src/store/contract.js'
+import type { OutboxEntry, StoredWebhook } from '../../src/kernel/index.js'
+import type { DueKey, Page, Range } from '../../src/store/index.js'
 import type { Tables } from './statements.js'
 
 /**

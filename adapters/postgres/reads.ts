@@ -13,9 +13,9 @@ import type {
   StoredTransaction,
   StoredWebhook,
   Tenant,
-} from '../../src/kernel/types.js'
-import type { Page, Range, Store, StoreDump } from '../../src/store/contract.js'
-import { STORE_PAGE_BYTES } from '../../src/store/stored-bytes.js'
+} from '../../src/kernel/index.js'
+import type { Page, Range, Store, StoreDump } from '../../src/store/index.js'
+import { STORE_PAGE_BYTES } from '../../src/store/index.js'
 import { prepared as call, likePattern } from './keys.js'
 import type { Tables } from './statements.js'
 

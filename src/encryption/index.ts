@@ -17,6 +17,7 @@ export {
 export type { RekeyProgress } from './rekey.js'
 export { rekeyStep } from './rekey.js'
 export { publicTenant, sealedStore } from './sealed-store.js'
-export { sealedPayload } from './sealing.js'
+export type { Sealing } from './sealing.js'
+export { openToken, sealedPayload } from './sealing.js'
 export type { DataKeyPolicy } from './tenant-keyring.js'
 export { DEFAULT_DATA_KEY_POLICY, destroyedKeys, Keyring, keysOf } from './tenant-keyring.js'

@@ -14,7 +14,7 @@ export {
 } from './budget.js'
 export { BySize } from './by-size.js'
 export type { Clock, ManualClock } from './clock.js'
-export { isoAfter, manualClock, systemClock } from './clock.js'
+export { isoAfter, manualClock, shiftedClock, systemClock } from './clock.js'
 export { parseDateTime } from './date-time.js'
 export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from './egress.js'
 export { EgressError, lazyEgress, TenantGate } from './egress.js'

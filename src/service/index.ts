@@ -63,7 +63,16 @@ export {
   touchedIds,
 } from './journal.js'
 export type { ServiceOptions } from './options.js'
-export type { Admin, ApplicationWithKey, Client, Service, ServiceDefaults } from './service.js'
+export type {
+  Admin,
+  ApplicationWithKey,
+  Client,
+  Service,
+  ServiceDefaults,
+  TestAdmin,
+  TestPowers,
+  TestService,
+} from './service.js'
 export { createCoreService } from './service.js'
 export type { PermissionInfo } from './tenants.js'
 export { permissionCatalogue, permissionOperations, tenantOperations } from './tenants.js'

@@ -29,7 +29,7 @@ export { byKey, likePattern, nameMatcher } from './order.js'
 export type { Check, Op } from './protocol.js'
 export { Scoped } from './scoped.js'
 export { SortedIds } from './sorted-ids.js'
-export { PageFill, sealedBytes, storedBytes } from './stored-bytes.js'
+export { PageFill, STORE_PAGE_BYTES, sealedBytes, storedBytes } from './stored-bytes.js'
 export { TokenIndex, termKey, termKeysOf } from './token-index.js'
 export type {
   ActorType,

@@ -63,6 +63,24 @@ describe('scripts/check-imports.mjs', () => {
     expect(problems).toEqual(["past a folder's index.ts: src/tokens/create.ts → src/kernel/errors.ts"])
   })
 
+  it('lets through a listed bypass or circle only as listed: one more import or file fails', () => {
+    const edges = {
+      'src/tokens/index.ts': ['src/tokens/create.ts'],
+      'src/tokens/create.ts': [],
+      'src/tokens/read.ts': [],
+      'adapters/x/a.ts': ['src/tokens/create.ts', 'src/tokens/read.ts', 'adapters/x/b.ts'],
+      'adapters/x/b.ts': ['adapters/x/a.ts'],
+    }
+    const allowed = new Set(['adapters/x/a.ts → src/tokens/create.ts'])
+    expect(
+      findProblems(graph(edges), graph(edges), new Map(), allowed, ['adapters/x/a.ts, adapters/x/b.ts']),
+    ).toEqual(["past a core folder's index.ts from outside src/: adapters/x/a.ts → src/tokens/read.ts"])
+    const wider = { ...edges, 'adapters/x/b.ts': ['adapters/x/c.ts'], 'adapters/x/c.ts': ['adapters/x/a.ts'] }
+    expect(
+      findProblems(graph(wider), graph(wider), new Map(), allowed, ['adapters/x/a.ts, adapters/x/b.ts']),
+    ).toContain('import circle: adapters/x/a.ts, adapters/x/b.ts, adapters/x/c.ts')
+  })
+
   it('reads static, re-exported, type-only and dynamic imports, not those in comments or packages', () => {
     const text = [
       "import { a } from './a.js'",
@@ -99,6 +117,60 @@ describe('scripts/check-imports.mjs', () => {
       })
       expect(result.status).toBe(1)
       expect(result.stderr).toContain('import circle: src/a.ts, src/b.ts')
+    })
+
+    it('fails on a circle made of type-only imports', () => {
+      const result = run({
+        'src/a.ts': "import type { B } from './b.js'\nexport type A = { b?: B }",
+        'src/b.ts': "import type { A } from './a.js'\nexport type B = { a?: A }",
+      })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toContain('import circle: src/a.ts, src/b.ts')
+    })
+
+    it('fails on a file outside src/ that imports a core file past its folder’s index.ts', () => {
+      const result = run({
+        'src/tokens/index.ts': "export { create } from './create.js'",
+        'src/tokens/create.ts': 'export const create = 1',
+        'adapters/x/index.ts': "import { create } from '../../src/tokens/create.js'\nexport const x = create",
+        'testing/y.ts': "import { create } from '../src/tokens/index.js'\nexport const y = create",
+      })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toContain(
+        "past a core folder's index.ts from outside src/: adapters/x/index.ts → src/tokens/create.ts",
+      )
+      expect(result.stderr).not.toContain('testing/y.ts')
+    })
+
+    it('fails on an import of node:http, https, net or dns in src/, not in adapters/', () => {
+      const result = run({
+        'src/a.ts':
+          "import { request } from 'node:http'\nimport { createHash } from 'node:crypto'\nexport { request, createHash }",
+        'src/b.ts': "export const lookup = async () => (await import('dns')).lookup",
+        'adapters/egress/index.ts': "import { request } from 'node:https'\nexport { request }",
+      })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toContain('network module in src/: src/a.ts → node:http')
+      expect(result.stderr).toContain('network module in src/: src/b.ts → dns')
+      expect(result.stderr).not.toContain('node:crypto')
+      expect(result.stderr).not.toContain('adapters/egress')
+    })
+
+    it('fails on an import out of src/kernel/ into the rest of src/, types included', () => {
+      const result = run({
+        'src/kernel/index.ts': "export type { Ctx } from './context.js'",
+        'src/kernel/context.ts':
+          "import type { Store } from '../store/index.js'\nexport type Ctx = { store: Store }",
+        'src/store/index.ts': 'export type Store = { write(): void }',
+      })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toContain('kernel imports upward: src/kernel/context.ts → src/store/index.ts')
+    })
+
+    it('passes this repository', () => {
+      const result = spawnSync(process.execPath, [script], { encoding: 'utf8' })
+      expect(result.stderr).toBe('')
+      expect(result.status).toBe(0)
     })
 
     it('passes (exit code 0) on a tree whose arrows run one way', () => {

@@ -1,5 +1,11 @@
-import type { AccessUse, ObservedCall, Observer } from '../../src/kernel/observe.js'
-import type { AccessRule, Permission, Transform } from '../../src/kernel/types.js'
+import type {
+  AccessRule,
+  AccessUse,
+  ObservedCall,
+  Observer,
+  Permission,
+  Transform,
+} from '../../src/kernel/index.js'
 import type { Principals } from './principals.js'
 
 /** One line of the exposure table: how many times one caller had one token's plaintext in one operation. */

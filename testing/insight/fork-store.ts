@@ -1,7 +1,7 @@
 import { modelReads } from '../../adapters/memory/model-reads.js'
 import { MemoryState } from '../../adapters/memory/state.js'
-import type { Store } from '../../src/store/contract.js'
-import { StoreError } from '../../src/store/error.js'
+import type { Store } from '../../src/store/index.js'
+import { StoreError } from '../../src/store/index.js'
 
 /** A state and how many stores read it: the first of them to write copies it first. */
 interface Shared {

@@ -1,8 +1,13 @@
-import { type KeyProvider, Keyring, type MasterKey, toProvider } from '../../src/encryption/index.js'
-import { openToken, type Sealing } from '../../src/encryption/sealing.js'
-import type { Json, StoredToken } from '../../src/kernel/types.js'
-import type { Store, StoreDump } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import {
+  type KeyProvider,
+  Keyring,
+  type MasterKey,
+  openToken,
+  type Sealing,
+  toProvider,
+} from '../../src/encryption/index.js'
+import type { Json, StoredToken } from '../../src/kernel/index.js'
+import type { Op, Store, StoreDump } from '../../src/store/index.js'
 import { LeakLayers } from './leak-layers.js'
 
 const tokenKey = (tenantId: string, id: string) => `t\u0000${tenantId}\u0000${id}`

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto'
 import { format } from 'node:util'
-import type { Json, Token } from '../../src/kernel/types.js'
+import type { Json, Token } from '../../src/kernel/index.js'
 import { MIN_PLAINTEXT_LENGTH } from './encodings.js'
 import {
   findLeaks,

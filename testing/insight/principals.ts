@@ -1,6 +1,5 @@
-import type { AccessRule, ApplicationType, Permission } from '../../src/kernel/types.js'
-import type { StoreDump } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import type { AccessRule, ApplicationType, Permission } from '../../src/kernel/index.js'
+import type { Op, StoreDump } from '../../src/store/index.js'
 
 /** What an application or session holds, as the store last recorded it. */
 export interface Held {

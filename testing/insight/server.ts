@@ -1,4 +1,4 @@
-import type { Store } from '../../src/store/contract.js'
+import type { Store } from '../../src/store/index.js'
 import { vaultInsight } from './insight.js'
 
 /**

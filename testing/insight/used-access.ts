@@ -1,4 +1,4 @@
-import type { AccessRule, ApplicationType, Permission, Transform } from '../../src/kernel/types.js'
+import type { AccessRule, ApplicationType, Permission, Transform } from '../../src/kernel/index.js'
 import type { CallerUses, UseRecord } from './accounting.js'
 import type { Held, Principals } from './principals.js'
 

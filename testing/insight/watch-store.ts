@@ -1,6 +1,5 @@
-import type { Store } from '../../src/store/contract.js'
-import { delegatingStore } from '../../src/store/delegate.js'
-import type { Op } from '../../src/store/index.js'
+import type { Op, Store } from '../../src/store/index.js'
+import { delegatingStore } from '../../src/store/index.js'
 
 /**
  * `store` with every acknowledged batch also handed to `record` before the write answers: when a

@@ -7,7 +7,7 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
-} from '../../src/kernel/types.js'
+} from '../../src/kernel/index.js'
 import type { Check, Op } from '../../src/store/index.js'
 
 /** A write batch, or the expiry listing and the core's sweep at `now`. */

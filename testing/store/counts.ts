@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
+import type { Store } from '../../src/store/index.js'
 import { idem } from './idempotency.js'
 import { NOW, session, T, U } from './records.js'
 

@@ -1,7 +1,6 @@
 import { expect, it } from 'vitest'
-import type { StoredToken } from '../../src/kernel/types.js'
-import type { ExpiringKind, RecordKey, Store } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import type { StoredToken } from '../../src/kernel/index.js'
+import type { ExpiringKind, Op, RecordKey, Store } from '../../src/store/index.js'
 import { app, NOW, session, T, token, tx, U } from './records.js'
 
 const at = (minutes: number) => new Date(Date.parse(NOW) + minutes * 60_000).toISOString()

@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import type { Op, Store } from '../../src/store/index.js'
 import { formula, NOW, T, U } from './records.js'
 
 /** Formulas and reactors: official and own formulas, name filters, formula use across tenants. Registered inside the store suite's `describe`. */

@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
-import type { Check } from '../../src/store/index.js'
+import type { Check, Store } from '../../src/store/index.js'
 import { app, formula, NOW, session, T, token, tx, U } from './records.js'
 
 const reactor = (id: string, formulaId: string, tenant = T) => ({

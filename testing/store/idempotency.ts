@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import type { IdempotencyRecord } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
+import type { IdempotencyRecord } from '../../src/kernel/index.js'
+import type { Store } from '../../src/store/index.js'
 import { NOW, T, U } from './records.js'
 
 /** An idempotency record of tenant `T` (or as `extra` says), pending under claim `c1`. */

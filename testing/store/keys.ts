@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest'
-import type { Store } from '../../src/store/contract.js'
-import type { Op } from '../../src/store/index.js'
+import type { Op, Store } from '../../src/store/index.js'
 import { app, NOW, session, T, U } from './records.js'
 
 /** Tenants, applications and sessions found by key hash, and application lists. Registered inside the store suite's `describe`. */

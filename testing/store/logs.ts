@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import type { LogEntry } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
+import type { LogEntry } from '../../src/kernel/index.js'
+import type { Store } from '../../src/store/index.js'
 import { T, U } from './records.js'
 
 /** An audit log entry of tenant `tenant` (MAC and chain fields as placeholders: the store keeps them as given). */

@@ -1,6 +1,6 @@
 import { expect } from 'vitest'
-import { sweepExpired } from '../../src/lifecycle/sweep.js'
-import type { RecordKey, Store } from '../../src/store/contract.js'
+import { sweepExpired } from '../../src/lifecycle/index.js'
+import type { RecordKey, Store } from '../../src/store/index.js'
 import { IDEMPOTENCY_IDS, KEY_HASHES, NONCES, type Step, TENANTS, TIMES, TOKEN_IDS } from './arbitraries.js'
 import { ContractModel } from './model.js'
 

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest'
-import type { Store, TokenTerm } from '../../src/store/contract.js'
+import type { Store, TokenTerm } from '../../src/store/index.js'
 import { link, put, T, token, U } from './records.js'
 
 /** Every id `term` answers, read in keyset pages of `limit`. */

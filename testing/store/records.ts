@@ -4,7 +4,7 @@ import type {
   StoredSession,
   StoredToken,
   StoredTransaction,
-} from '../../src/kernel/types.js'
+} from '../../src/kernel/index.js'
 import type { Op } from '../../src/store/index.js'
 
 /**

@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest'
 import { createService } from '../../entry/index.js'
-import { manualClock } from '../../src/kernel/clock.js'
-import type { Permission } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
+import type { Permission } from '../../src/kernel/index.js'
+import { manualClock } from '../../src/kernel/index.js'
+import type { Store } from '../../src/store/index.js'
 
 /** A fixed test master key: the service encrypts token data before it reaches the store. */
 const MASTER_KEY = new Uint8Array(32).fill(7)

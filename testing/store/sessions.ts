@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import type { StoredSession } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
+import type { StoredSession } from '../../src/kernel/index.js'
+import type { Store } from '../../src/store/index.js'
 import { NOW, session, T, U } from './records.js'
 
 /** Sessions: single-use nonces under 100-way races, and the compare-and-set guard. Registered inside the store suite's `describe`. */

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest'
-import type { Tenant } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
+import type { Tenant } from '../../src/kernel/index.js'
+import type { Store } from '../../src/store/index.js'
 
 /**
  * The tenant record's compare-and-set (`tenant.unchanged`), which the data-key lifecycle changes a

@@ -1,7 +1,6 @@
 import { expect, it } from 'vitest'
-import type { StoredToken } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
-import type { Check, Op } from '../../src/store/index.js'
+import type { StoredToken } from '../../src/kernel/index.js'
+import type { Check, Op, Store } from '../../src/store/index.js'
 import { LATER, link, NOW, put, T, token, U } from './records.js'
 
 /** Tokens and their links: copies, refused batches, token and link guards, links of a token, child lists, compare-and-set races. Registered inside the store suite's `describe`. */

@@ -1,7 +1,6 @@
 import { expect, it } from 'vitest'
-import type { StoredToken } from '../../src/kernel/types.js'
-import type { Store } from '../../src/store/contract.js'
-import type { Check, Op } from '../../src/store/index.js'
+import type { StoredToken } from '../../src/kernel/index.js'
+import type { Check, Op, Store } from '../../src/store/index.js'
 import { LATER, lock, NOW, put, stage, T, token, tx, U, unlock, unstage } from './records.js'
 
 /**
