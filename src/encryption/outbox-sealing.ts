@@ -33,6 +33,12 @@ export async function sealOutbox(s: Sealing, entry: OutboxEntry): Promise<Outbox
   return sealed
 }
 
+/** The data-key versions a stored entry's sealed fields are under (none when nothing is sealed). */
+export function outboxVersions(entry: OutboxEntry): number[] {
+  const fields = entry.result === undefined ? [entry.body] : [entry.body, entry.result]
+  return fields.filter((f) => f.startsWith(PREFIX)).map((f) => sealedVersion(f.slice(PREFIX.length)))
+}
+
 /** A stored outbox entry opened; one whose sealed fields fail their integrity check is `unreadable`. */
 export async function openOutbox(s: Sealing, entry: OutboxEntry): Promise<OutboxEntry> {
   if (!sealsData(entry)) return entry

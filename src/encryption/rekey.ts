@@ -1,7 +1,8 @@
-import type { Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
+import type { OutboxEntry, Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
 import type { Check, Op, Store } from '../store/index.js'
 import { sealedVersion } from './keyring.js'
+import { openOutbox, outboxVersions, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import { openReactor, openToken, type Sealing, sealedPayload, sealReactor, sealToken } from './sealing.js'
 import { type Keyring, keysOf } from './tenant-keyring.js'
@@ -92,6 +93,7 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
   }
   await resealReactors(deps, tenantId, sweep.to)
   await resealProxies(deps, tenantId, sweep.to)
+  await resealOutbox(deps, tenantId, sweep.to)
   return finishPass(deps, tenant, keys, { ...sweep, done }, base)
 }
 
@@ -115,6 +117,7 @@ async function finishPass(
   // A proxy configuration a concurrent change kept from being re-sealed, or that does not open,
   // keeps the version it is under, so it stays as readable as it was.
   const kept = await proxyVersions(deps, tenant.id)
+  for (const v of await outboxKept(deps, tenant.id)) kept.add(v)
   const written = await deps.keyring.update(tenant.id, async (t, k) => {
     if (k.current !== sweep.to) return null
     const { sweep: _sweep, ...rest } = k
@@ -136,6 +139,19 @@ async function proxyVersions(deps: RekeyDeps, tenantId: string): Promise<Set<num
       if (payload !== undefined) versions.add(sealedVersion(payload))
     }
     if (page.items.length < PAGE) return versions
+  }
+}
+
+/** The data-key versions the tenant's outbox entries are still sealed under (a raced or unreadable one keeps its version). */
+async function outboxKept(deps: RekeyDeps, tenantId: string): Promise<Set<number>> {
+  const versions = new Set<number>()
+  const PAGE = 100
+  let after: string | undefined
+  for (;;) {
+    const page = await deps.store.listOutbox(tenantId, { ...(after ? { after } : {}), limit: PAGE })
+    for (const entry of page) for (const v of outboxVersions(entry)) versions.add(v)
+    if (page.length < PAGE) return versions
+    after = page[page.length - 1]!.id
   }
 }
 
@@ -239,6 +255,35 @@ async function resealProxies(deps: RekeyDeps, tenantId: string, to: number): Pro
       await deps.store.write({ ops: [{ op: 'proxy.put', proxy }] })
     }
     if (page.items.length < PAGE) return
+    await turn()
+  }
+}
+
+/**
+ * Re-seals the tenant's outbox entries (an asynchronous react's arguments and answer, a callback's
+ * body) with a field not under `to`, each guarded by `outbox.unchanged` on the entry read: a
+ * concurrent claim or result wins, and that entry keeps its version (see `finishPass`).
+ */
+async function resealOutbox(deps: RekeyDeps, tenantId: string, to: number): Promise<void> {
+  const PAGE = 100
+  let after: string | undefined
+  for (;;) {
+    const page = await deps.store.listOutbox(tenantId, { ...(after ? { after } : {}), limit: PAGE })
+    for (const stored of page) {
+      if (outboxVersions(stored).every((v) => v === to)) continue
+      let entry: OutboxEntry
+      try {
+        entry = await sealOutbox(deps.sealing, await openOutbox(deps.sealing, stored))
+      } catch {
+        continue
+      }
+      await deps.store.write({
+        checks: [{ check: 'outbox.unchanged', tenant_id: tenantId, id: stored.id, entry: stored }],
+        ops: [{ op: 'outbox.put', entry }],
+      })
+    }
+    if (page.length < PAGE) return
+    after = page[page.length - 1]!.id
     await turn()
   }
 }

@@ -7,8 +7,11 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'vitest'
 import { createService, manualClock } from '../../entry/index.js'
+import { Keyring, toProvider } from '../../src/encryption/index.js'
 import { sealedVersion } from '../../src/encryption/keyring.js'
-import { sealedPayload } from '../../src/encryption/sealing.js'
+import { openOutbox, outboxVersions, sealOutbox } from '../../src/encryption/outbox-sealing.js'
+import { type Sealing, sealedPayload } from '../../src/encryption/sealing.js'
+import type { OutboxEntry } from '../../src/kernel/index.js'
 import type { Store } from '../../src/store/contract.js'
 
 /** The version a sealed field is under, `undefined` when it is not sealed. */
@@ -23,13 +26,38 @@ export async function storedVersions(store: Store, tenantId: string) {
   return {
     tokens: dump.tokens.filter((t) => t.tenant_id === tenantId).map((t) => versionOf(t.data)),
     proxies: dump.proxies.filter((p) => p.tenant_id === tenantId).map((p) => versionOf(p.configuration)),
+    outbox: dump.outbox.filter((e) => e.tenant_id === tenantId).flatMap(outboxVersions),
   }
 }
+
+/** Sealing over a keyring of its own on `store` (what another process of the vault would hold). */
+function sealingOn(store: Store, masterKey: Uint8Array): Sealing {
+  const keyring = new Keyring(store, [toProvider(masterKey)])
+  return {
+    keyOf: (t, v) => keyring.keyFor(t, v),
+    sealKeyOf: (t) => keyring.sealKey(t),
+    searchIndexPurpose: 'search-index',
+    asRead: (t) => t,
+  }
+}
+
+/** A delivered callback entry of `tenantId` (not due: nothing dispatches it) holding a secret in its body. */
+const callbackEntry = (tenantId: string): OutboxEntry => ({
+  tenant_id: tenantId,
+  id: 'callback-entry-1',
+  kind: 'callback',
+  url: 'https://callback.example.test/',
+  body: JSON.stringify({ secret: 'outbox-secret' }),
+  created_at: '2030-01-01T00:00:00.000Z',
+  state: 'delivered',
+  attempts: [],
+})
 
 /** Runs the scenario on `store` (a fresh one): rotate, re-encrypt, retire; then every kind reads. */
 export async function everyKindResealed(store: Store): Promise<void> {
   const clock = manualClock('2030-01-01T00:00:00Z')
-  const service = createService({ store, clock, runner: null, masterKey: randomBytes(32) })
+  const masterKey = randomBytes(32)
+  const service = createService({ store, clock, runner: null, masterKey })
   try {
     const tenant = await service.admin.createTenant({ name: 't' })
     const { key } = await service.admin.createApplication({
@@ -66,7 +94,11 @@ export async function everyKindResealed(store: Store): Promise<void> {
         }),
       )
     }
-    expect(await storedVersions(store, tenant.id)).toEqual({ tokens: [1], proxies: [1, 1, 1] })
+    const entry = callbackEntry(tenant.id)
+    await store.write({
+      ops: [{ op: 'outbox.put', entry: await sealOutbox(sealingOn(store, masterKey), entry) }],
+    })
+    expect(await storedVersions(store, tenant.id)).toEqual({ tokens: [1], proxies: [1, 1, 1], outbox: [1] })
 
     await service.admin.rotateDataKey({ tenantId: tenant.id })
     // Late enough after the rotation that no process may still seal under version 1: the pass retires it.
@@ -75,10 +107,13 @@ export async function everyKindResealed(store: Store): Promise<void> {
     expect(progress.finished).toBe(true)
     expect(progress.versions).toEqual([2])
 
-    expect(await storedVersions(store, tenant.id)).toEqual({ tokens: [2], proxies: [2, 2, 2] })
+    expect(await storedVersions(store, tenant.id)).toEqual({ tokens: [2], proxies: [2, 2, 2], outbox: [2] })
     expect((await client.tokens.get(token.id)).data).toEqual({ n: 1 })
     for (const [i, p] of proxies.entries())
       expect((await admin.proxies.get(p.id)).configuration).toEqual({ SECRET: `secret-${i}` })
+    // A process that reads the keys now holds version 2 alone, and opens the entry.
+    const stored = (await store.dump()).outbox.find((e) => e.id === entry.id)!
+    expect((await openOutbox(sealingOn(store, masterKey), stored)).body).toBe(entry.body)
   } finally {
     await service.close()
   }
