@@ -67,4 +67,19 @@ describe('a v2 list cursor is bound to its filters', () => {
     }
     await vault.close()
   })
+
+  it('a refused cursor is a 400 on the `start` field that says why, whatever was wrong with it', async () => {
+    const { vault, c } = await world()
+    const next = (await c.tokens.listV2({ size: 1 })).pagination.next!
+    // Cut short, a character past base64url, too short to hold a sealed position, one byte too many.
+    for (const start of [next.slice(0, -1), `${next}!`, 'AAAA', `${next}A`]) {
+      const error = await c.tokens.listV2({ size: 1, start }).then(
+        () => expect.fail(`accepted ${start}`),
+        (e: ServiceError) => e,
+      )
+      expect(error.code, start).toBe('validation_failed')
+      expect(error.message).toBe('start: is not a cursor this API answered for this query')
+    }
+    await vault.close()
+  })
 })
