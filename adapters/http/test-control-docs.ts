@@ -122,4 +122,14 @@ export const TEST_CONTROL_PATHS: Record<string, Record<string, JsonSchema>> = {
     }),
     delete: op('testFaultClear', 'Clears every fault', { '204': ok('Cleared') }),
   },
+  '/_test/proxy': {
+    get: op(
+      'testProxyReceived',
+      'What the test destinations (--test-destination) received, in the clear, oldest first; cleared by reset',
+      { '200': ok('{ origins, data: [{ origin, method, url, headers, body }] }', object) },
+      undefined,
+      [query('origin', { type: 'string' }, 'one destination origin')],
+    ),
+    delete: op('testProxyClear', 'Forgets what the test destinations received', { '204': ok('Cleared') }),
+  },
 }
