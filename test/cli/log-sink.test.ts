@@ -3,10 +3,10 @@
  * (what it drops it counts and says), and quiet once its reader is gone.
  */
 import { execFileSync } from 'node:child_process'
-import { closeSync, createReadStream, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import fs, { closeSync, createReadStream, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, expect, it } from 'vitest'
+import { afterEach, expect, it, vi } from 'vitest'
 import { fdSink } from '../../bin/log-sink.js'
 
 const dirs: string[] = []
@@ -90,4 +90,23 @@ it('flushSync writes what waits at once', () => {
   closeSync(fd)
   // The queued lines are on disk now; the first may still be in flight in the thread pool.
   expect(readFileSync(path, 'utf8')).toContain('second\nthird\n')
+})
+
+it('a burst of lines goes out in a few writes, not one per line', async () => {
+  const path = join(tempDir(), 'log')
+  const fd = openSync(path, 'w')
+  // sonic-boom writes through the fs module object: its writes are counted here.
+  const writes = vi.spyOn(fs, 'write')
+  try {
+    const sink = fdSink(fd)
+    for (let i = 0; i < 1000; i++) sink.write(lineOf(i)) // about 100 kB in one turn
+    await sink.drained()
+    closeSync(fd)
+    expect(readFileSync(path, 'utf8')).toBe(Array.from({ length: 1000 }, (_, i) => lineOf(i)).join(''))
+    // The first line goes alone; the rest wait for it and go in chunks of at most 16 KiB.
+    expect(writes.mock.calls.length).toBeGreaterThanOrEqual(1)
+    expect(writes.mock.calls.length).toBeLessThanOrEqual(20)
+  } finally {
+    writes.mockRestore()
+  }
 })
