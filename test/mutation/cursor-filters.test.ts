@@ -68,6 +68,22 @@ describe('a v2 list cursor is bound to its filters', () => {
     await vault.close()
   })
 
+  it('a cursor past a token id of 200 characters (the longest an id may be) pages on', async () => {
+    const vault = await createTestVault()
+    const c = vault.client()
+    const ids = ['a', 'b', 'c'].map((x) => x.repeat(200))
+    for (const id of ids) await c.tokens.create({ id, type: 'note', data: 'x' })
+    const seen: string[] = []
+    let start: string | undefined
+    do {
+      const page = await c.tokens.listV2({ size: 1, ...(start ? { start } : {}) })
+      seen.push(...page.data.map((t) => t.id))
+      start = page.pagination.next
+    } while (start)
+    expect(seen).toEqual(ids)
+    await vault.close()
+  })
+
   it('a refused cursor is a 400 on the `start` field that says why, whatever was wrong with it', async () => {
     const { vault, c } = await world()
     const next = (await c.tokens.listV2({ size: 1 })).pagination.next!
