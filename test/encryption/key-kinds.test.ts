@@ -7,11 +7,11 @@ import { memoryStore } from '../../adapters/memory/index.js'
 import { everyKindResealed } from './key-kinds.js'
 
 describe('every sealed record kind is re-sealed before its old data-key version is retired', () => {
-  it('memory store: tokens, proxy configurations and outbox entries read after the retirement, none left under version 1', async () => {
+  it('memory store: tokens, reactor and proxy configurations and outbox entries read after the retirement, none left under version 1', async () => {
     await everyKindResealed(memoryStore())
   })
 
-  it('file store: tokens, proxy configurations and outbox entries read after the retirement, none left under version 1', async () => {
+  it('file store: tokens, reactor and proxy configurations and outbox entries read after the retirement, none left under version 1', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tokenvault-key-kinds-'))
     try {
       await everyKindResealed(await fileStore({ path: dir }))

@@ -10,8 +10,8 @@ import { createService, manualClock } from '../../entry/index.js'
 import { Keyring, toProvider } from '../../src/encryption/index.js'
 import { sealedVersion } from '../../src/encryption/keyring.js'
 import { openOutbox, outboxVersions, sealOutbox } from '../../src/encryption/outbox-sealing.js'
-import { type Sealing, sealedPayload } from '../../src/encryption/sealing.js'
-import type { OutboxEntry } from '../../src/kernel/index.js'
+import { openReactor, type Sealing, sealedPayload, sealReactor } from '../../src/encryption/sealing.js'
+import type { OutboxEntry, Reactor } from '../../src/kernel/index.js'
 import type { Store } from '../../src/store/contract.js'
 
 /** The version a sealed field is under, `undefined` when it is not sealed. */
@@ -27,6 +27,7 @@ export async function storedVersions(store: Store, tenantId: string) {
     tokens: dump.tokens.filter((t) => t.tenant_id === tenantId).map((t) => versionOf(t.data)),
     proxies: dump.proxies.filter((p) => p.tenant_id === tenantId).map((p) => versionOf(p.configuration)),
     outbox: dump.outbox.filter((e) => e.tenant_id === tenantId).flatMap(outboxVersions),
+    reactors: dump.reactors.filter((r) => r.tenant_id === tenantId).map((r) => versionOf(r.configuration)),
   }
 }
 
@@ -40,6 +41,17 @@ function sealingOn(store: Store, masterKey: Uint8Array): Sealing {
     asRead: (t) => t,
   }
 }
+
+/** A reactor of `tenantId` with code of its own and a secret in its configuration. */
+const reactorOf = (tenantId: string): Reactor => ({
+  id: 'reactor-1',
+  tenant_id: tenantId,
+  name: 'r',
+  code: 'module.exports = async () => ({ raw: {} })',
+  configuration: { API_KEY: 'reactor-secret' },
+  created_at: '2030-01-01T00:00:00.000Z',
+  created_by: 'test',
+})
 
 /** A delivered callback entry of `tenantId` (not due: nothing dispatches it) holding a secret in its body. */
 const callbackEntry = (tenantId: string): OutboxEntry => ({
@@ -95,10 +107,16 @@ export async function everyKindResealed(store: Store): Promise<void> {
       )
     }
     const entry = callbackEntry(tenant.id)
+    const reactor = reactorOf(tenant.id)
+    const other = sealingOn(store, masterKey)
     await store.write({
-      ops: [{ op: 'outbox.put', entry: await sealOutbox(sealingOn(store, masterKey), entry) }],
+      ops: [
+        { op: 'outbox.put', entry: await sealOutbox(other, entry) },
+        { op: 'reactor.put', reactor: await sealReactor(other, reactor) },
+      ],
     })
-    expect(await storedVersions(store, tenant.id)).toEqual({ tokens: [1], proxies: [1, 1, 1], outbox: [1] })
+    const before = { tokens: [1], proxies: [1, 1, 1], outbox: [1], reactors: [1] }
+    expect(await storedVersions(store, tenant.id)).toEqual(before)
 
     await service.admin.rotateDataKey({ tenantId: tenant.id })
     // Late enough after the rotation that no process may still seal under version 1: the pass retires it.
@@ -107,13 +125,17 @@ export async function everyKindResealed(store: Store): Promise<void> {
     expect(progress.finished).toBe(true)
     expect(progress.versions).toEqual([2])
 
-    expect(await storedVersions(store, tenant.id)).toEqual({ tokens: [2], proxies: [2, 2, 2], outbox: [2] })
+    const after = { tokens: [2], proxies: [2, 2, 2], outbox: [2], reactors: [2] }
+    expect(await storedVersions(store, tenant.id)).toEqual(after)
     expect((await client.tokens.get(token.id)).data).toEqual({ n: 1 })
     for (const [i, p] of proxies.entries())
       expect((await admin.proxies.get(p.id)).configuration).toEqual({ SECRET: `secret-${i}` })
     // A process that reads the keys now holds version 2 alone, and opens the entry.
-    const stored = (await store.dump()).outbox.find((e) => e.id === entry.id)!
-    expect((await openOutbox(sealingOn(store, masterKey), stored)).body).toBe(entry.body)
+    const dump = await store.dump()
+    const fresh = sealingOn(store, masterKey)
+    expect((await openOutbox(fresh, dump.outbox.find((e) => e.id === entry.id)!)).body).toBe(entry.body)
+    const storedReactor = dump.reactors.find((r) => r.id === reactor.id)!
+    expect((await openReactor(fresh, storedReactor)).configuration).toEqual(reactor.configuration)
   } finally {
     await service.close()
   }

@@ -6,7 +6,7 @@ import { describePostgres, freshSchema, testPool } from './database.js'
 describePostgres(
   'every sealed record kind is re-sealed before its old data-key version is retired (PostgreSQL)',
   (url) => {
-    it('tokens, proxy configurations and outbox entries read after the retirement, none left under version 1', async () => {
+    it('tokens, reactor and proxy configurations and outbox entries read after the retirement, none left under version 1', async () => {
       const pool = testPool(url, 2)
       const schema = freshSchema()
       try {
