@@ -3,6 +3,7 @@ import type { IdempotencyRecord, StoredToken, TokenLock } from '../../src/kernel
 import { assertNever } from '../../src/kernel/index.js'
 import type { Check } from '../../src/store/index.js'
 import { termKey } from '../../src/store/index.js'
+import { countKey } from './apply.js'
 import type { Databases } from './env.js'
 import { fits, key, prefix, termPart } from './keys.js'
 
@@ -136,6 +137,8 @@ export function holds(dbs: Databases, c: Check): boolean {
       const stored = read(dbs.outbox, c.tenant_id, c.id)
       return stored !== undefined && sameStored(stored, c.entry)
     }
+    case 'count.within':
+      return ((dbs.meta.get(countKey(c.kind, c.tenant_id)) as number | undefined) ?? 0) <= c.max
     case 'tenant.unchanged': {
       const stored = read(dbs.tenants, c.tenant_id)
       return stored !== undefined && sameStored(stored, c.tenant)

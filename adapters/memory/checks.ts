@@ -80,6 +80,12 @@ export class MemoryChecks extends MemoryMaps {
         const stored = this.hooks.entries.get(c.tenant_id, c.id)
         return stored !== undefined && sameJson(stored, c.entry)
       }
+      case 'count.within':
+        return (
+          (c.kind === 'webhook'
+            ? this.hooks.webhooks.of(c.tenant_id).size
+            : this.hooks.pendingOf(c.tenant_id)) <= c.max
+        )
       default:
         return assertNever(c)
     }

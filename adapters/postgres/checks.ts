@@ -66,6 +66,7 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
         AND (doc ->> 'fingerprint') COLLATE "C" = ${p(c.fingerprint)} AND (expires_at IS NULL OR expires_at > ${p(c.now)}))`
     case 'webhook.present':
     case 'outbox.unchanged':
+    case 'count.within':
       return webhookCheckExpression(t, c, p)!
     case 'tenant.unchanged':
       return `EXISTS (SELECT 1 FROM ${t.tenants} WHERE id = ${p(c.tenant_id)}

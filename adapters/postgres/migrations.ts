@@ -53,6 +53,12 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => writeFunctionSql(s),
   },
   {
+    // Per-tenant bounds kept in the write: the write function learns the `count.within` guard.
+    version: 7,
+    name: 'count.within guard for per-tenant bounds',
+    sql: (s) => writeFunctionSql(s),
+  },
+  {
     // The audit log's per-tenant count of entries, for its bound (`maxLogEntriesPerTenant`).
     version: 8,
     name: 'audit log entry count',

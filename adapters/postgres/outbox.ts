@@ -60,6 +60,9 @@ export const webhookChecksSql = (s: string) => `      WHEN 'webhook.present' THE
       WHEN 'outbox.unchanged' THEN
         _ok := EXISTS (SELECT 1 FROM ${s}.outbox WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id'
           AND doc = _c -> 'entry');
+      WHEN 'count.within' THEN
+        _ok := (SELECT coalesce(sum(n), 0) FROM ${s}.record_counts WHERE tenant_id = _c ->> 'tenant_id'
+          AND kind = _c ->> 'kind') <= (_c ->> 'max')::integer;
 `
 
 /** `tv_write`'s op branches of this area (plpgsql `WHEN` arms over `_o`, `_d`). */
@@ -85,9 +88,12 @@ export const webhookOpsSql = (s: string) => `      WHEN 'webhook.put' THEN
 /** The client-side guard expressions (`checkQuery`) of this area; null for any other check. */
 export function webhookCheckExpression(
   t: Tables,
-  c: { check: string; tenant_id?: string; id?: string; entry?: OutboxEntry },
+  c: { check: string; tenant_id?: string; id?: string; entry?: OutboxEntry; kind?: string; max?: number },
   p: (value: unknown) => string,
 ): string | null {
+  if (c.check === 'count.within')
+    return `(SELECT coalesce(sum(n), 0) FROM ${t.schema}.record_counts WHERE tenant_id = ${p(c.tenant_id)}
+      AND kind = ${p(c.kind)}) <= ${p(c.max)}::integer`
   if (c.check === 'webhook.present')
     return `EXISTS (SELECT 1 FROM ${t.schema}.webhooks WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
   if (c.check === 'outbox.unchanged')

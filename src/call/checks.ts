@@ -1,4 +1,4 @@
-import { assertNever, conflict, notFound, type ServiceError } from '../kernel/index.js'
+import { assertNever, conflict, notFound, type ServiceError, tooMany } from '../kernel/index.js'
 import type { Check, WriteResult } from '../store/index.js'
 
 /** The error a refused write answers with, by the check that failed. */
@@ -47,6 +47,10 @@ export function checkFailure(check: Check): ServiceError {
       return notFound('webhook')
     case 'outbox.unchanged':
       return conflict('the delivery was changed concurrently; retry')
+    case 'count.within':
+      return check.kind === 'webhook'
+        ? tooMany(`a tenant may have at most ${check.max + 1} webhooks`, 60)
+        : tooMany('this tenant has as many webhook deliveries and callbacks pending as it may', 10)
     default:
       return assertNever(check)
   }

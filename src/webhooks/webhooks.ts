@@ -2,7 +2,7 @@ import { requirePermission } from '../applications/index.js'
 import type { Ctx, Paginated } from '../call/index.js'
 import { expectWritten, paginated, rangeOf } from '../call/index.js'
 import type { StoredWebhook } from '../kernel/index.js'
-import { invalid, newId, notFound, parse, tooMany } from '../kernel/index.js'
+import { invalid, newId, notFound, parse } from '../kernel/index.js'
 import { allowedUrl } from '../reactors/index.js'
 import { EVENT_TYPES } from './events.js'
 import { MAX_WEBHOOKS_PER_TENANT } from './outbox.js'
@@ -57,9 +57,14 @@ async function createWebhook(ctx: Ctx, input: CreateWebhookInput): Promise<Webho
     created_at: ctx.now(),
   }
   if (body.notify_email) webhook.notify_email = body.notify_email
-  if ((await ctx.store.countRecords(tenantId, 'webhook')) >= MAX_WEBHOOKS_PER_TENANT)
-    throw tooMany(`a tenant may have at most ${MAX_WEBHOOKS_PER_TENANT} webhooks`, 60)
-  expectWritten(await ctx.store.write({ ops: [{ op: 'webhook.put', webhook }] }))
+  // The bound is a guard of the write itself: concurrent creates can't pass it by the number in flight.
+  const bound = {
+    check: 'count.within' as const,
+    tenant_id: tenantId,
+    kind: 'webhook' as const,
+    max: MAX_WEBHOOKS_PER_TENANT - 1,
+  }
+  expectWritten(await ctx.store.write({ checks: [bound], ops: [{ op: 'webhook.put', webhook }] }))
   return webhook
 }
 

@@ -142,6 +142,12 @@ export class ContractModel implements Store {
         )
       case 'webhook.present':
         return this.webhooks.some((w) => w.tenant_id === c.tenant_id && w.id === c.id)
+      case 'count.within':
+        return (
+          (c.kind === 'webhook'
+            ? this.webhooks.filter((w) => w.tenant_id === c.tenant_id).length
+            : this.outbox.filter((e) => e.tenant_id === c.tenant_id && e.state === 'pending').length) <= c.max
+        )
       case 'outbox.unchanged':
         return same(
           this.outbox.find((e) => e.tenant_id === c.tenant_id && e.id === c.id),
