@@ -210,22 +210,22 @@ export function startLines(o: {
     const line = (fields: Record<string, unknown>) => JSON.stringify({ time, level: 'info', ...fields })
     return [
       line({ msg: 'listening', url: o.url }),
-      ...(o.testMode ? [line({ msg: 'console', url: `${o.url}/_console/` })] : []),
       ...(o.key ? [line({ msg: 'management key', key: o.key })] : []),
       ...(o.adminToken ? [line({ msg: 'admin token', token: o.adminToken })] : []),
       line({ msg: 'api key header', header: headers }),
       line({ msg: 'try', command: curl }),
       line({ msg: 'docs', openapi: `${o.url}/openapi.json`, help: 'tokenvault --help', guide: 'README.md' }),
+      ...(o.testMode ? [line({ msg: 'console', url: `${o.url}/_console/` })] : []),
     ]
   }
   return [
     `listening on ${o.url}`,
-    ...(o.testMode ? [`console: ${o.url}/_console/`] : []),
     ...(o.key ? [`management key: ${o.key}`] : []),
     ...(o.adminToken ? [`admin token: ${o.adminToken}`] : []),
     `api key header: ${headers}`,
     `try: ${curl}`,
     `docs: ${docs}`,
+    ...(o.testMode ? [`console: ${o.url}/_console/`] : []),
   ]
 }
 

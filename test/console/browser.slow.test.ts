@@ -121,6 +121,7 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
       // The page asks for the token; the API answers nothing without it.
       await page.getByLabel('Admin token').fill(ADMIN)
       await page.getByRole('button', { name: 'Open' }).click()
+      await page.getByRole('button', { name: 'Journal' }).click()
       const journal = page.locator('#journal-rows')
       await expect.poll(() => journal.locator('tr[data-seq]').count()).toBeGreaterThan(3)
       await expect.poll(() => journal.textContent()).toContain('token.create')
@@ -134,7 +135,7 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
       expect(await line.locator('td').allTextContents()).toEqual([
         expect.stringMatching(/^\d+$/),
         expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-        'acme',
+        'Acme (acme)',
         expect.stringMatching(/\S/),
         'token.create',
         'ok',
@@ -289,4 +290,139 @@ describe.skipIf(executablePath === undefined)('the test console in a browser', (
       await page.close()
     }
   })
+
+  it('explains a failing flow: the refusing rule of a 403, the field of a 400, the fault of a 503, a 401 with no tenant; hostile text stays text', async () => {
+    const cli = start(
+      ['serve', '--port', '0', '--store', 'memory', '--log', 'none', '--test-mode', '--admin-token', ADMIN],
+      dir,
+    )
+    const url = (await cli.line(1)).slice('listening on '.length)
+    await expect.poll(() => cli.lines.some((l) => l === `console: ${url}/_console/`)).toBe(true)
+    const admin = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }
+    const backend = { 'SVC-API-KEY': KEY, 'content-type': 'application/json' }
+    const send = (method: string, path: string, body: unknown, headers: Record<string, string>) =>
+      fetch(`${url}${path}`, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+    const rules = [
+      {
+        description: 'writes anywhere',
+        priority: 1,
+        container: '/',
+        transform: 'reveal',
+        permissions: ['token:create'],
+      },
+      {
+        description: `cards ${HOSTILE}`,
+        priority: 2,
+        container: '/cards/',
+        transform: 'mask',
+        permissions: ['token:read'],
+      },
+      {
+        description: 'open reads',
+        priority: 3,
+        container: '/open/',
+        transform: 'reveal',
+        permissions: ['token:read'],
+      },
+    ]
+    const app = {
+      name: `checkout ${HOSTILE}`,
+      type: 'private',
+      key: KEY,
+      permissions: ['token:create', 'token:read'],
+      rules,
+    }
+    const fixture = { tenants: [{ id: 'acme', name: `Acme ${HOSTILE}`, applications: [app] }] }
+    expect((await send('POST', '/_test/fixture', fixture, admin)).status).toBe(201)
+    expect((await send('POST', '/_test/mark', { name: `checkout test ${HOSTILE}` }, admin)).status).toBe(201)
+    const make = (id: string, containers: string[]) =>
+      send('POST', '/tokens', { id, type: 'token', data: `secret-${id}`, mask: 'XXXX', containers }, backend)
+    expect((await make('vault-secret', ['/secret/'])).status).toBe(201)
+    expect((await make('card-2', ['/cards/'])).status).toBe(201)
+    const refused = await send('GET', '/tokens/vault-secret', undefined, backend)
+    const masked = await send('GET', '/tokens/card-2', undefined, backend)
+    const invalid = await send('POST', '/tokens', { type: 'token' }, backend)
+    expect(
+      (await send('POST', '/_test/faults', { method: 'GET', path: '/tokens/{id}', status: 503 }, admin))
+        .status,
+    ).toBe(201)
+    const faulted = await send('GET', '/tokens/card-2?secret-query=q', undefined, backend)
+    const unknown = await send('GET', '/tokens/card-2', undefined, {
+      'SVC-API-KEY': 'key_not_a_key_0123456789',
+    })
+    expect([refused.status, masked.status, invalid.status, faulted.status, unknown.status]).toEqual([
+      403, 200, 400, 503, 401,
+    ])
+
+    const page: Page = await browser.newPage()
+    await page.setViewportSize({ width: 1400, height: 900 })
+    const problems: string[] = []
+    page.on('pageerror', (e) => problems.push(e.message))
+    try {
+      const served = await page.goto(`${url}/_console/`)
+      const csp = served?.headers()['content-security-policy'] ?? ''
+      expect(csp).toContain("script-src 'self'")
+      expect(csp).not.toContain('unsafe')
+      await page.getByLabel('Admin token').fill(ADMIN)
+      await page.getByRole('button', { name: 'Open' }).click()
+      const rows = page.locator('#request-rows')
+      const row = (status: string, path: string) =>
+        rows
+          .locator('tr[data-request]')
+          .filter({ has: page.locator('td.num', { hasText: new RegExp(`^${status}$`) }) })
+          .filter({ hasText: path })
+          .first()
+      await expect.poll(() => row('401', '/tokens/card-2').count(), { timeout: 20_000 }).toBe(1)
+      // Live: a request made now appears without a reload (server-sent events).
+      await send('GET', '/tokens/live-missing', undefined, backend)
+      await expect.poll(() => row('404', '/tokens/live-missing').count(), { timeout: 20_000 }).toBe(1)
+
+      await row('403', '/tokens/vault-secret').click()
+      const trace = page.locator('#detail-trace')
+      await expect.poll(() => trace.textContent()).toContain('does not cover')
+      expect(await trace.textContent()).toContain(`cards ${HOSTILE}`)
+      expect(await trace.textContent()).toContain('token:read on vault-secret → refused')
+      expect(await page.locator('#detail-journal').textContent()).toContain('token.get forbidden')
+      expect(await page.locator('#detail-fields').textContent()).toContain(`checkout ${HOSTILE}`)
+      const shots = process.env.CONSOLE_SCREENSHOTS
+      if (shots) {
+        await page.screenshot({ path: resolve(root, shots, 'console-request-detail.png') })
+        await page.locator('#detail-trace').screenshot({ path: resolve(root, shots, 'console-trace.png') })
+      }
+
+      await row('200', '/tokens/card-2').click()
+      await expect.poll(() => trace.textContent()).toContain('token:read on card-2 → mask')
+
+      await row('400', '/tokens').click()
+      await expect.poll(() => page.locator('#detail-problem dt').allTextContents()).toContain('data')
+
+      await row('503', '/tokens/card-2').click()
+      await expect
+        .poll(() => page.locator('#detail-fields').textContent())
+        .toMatch(/Injected fault#\d+: GET \/tokens\/\{id\} → 503/)
+
+      await row('401', '/tokens/card-2').click()
+      await expect
+        .poll(() => page.locator('#detail-fields').textContent())
+        .toContain('none (the key did not authenticate)')
+
+      // Search by token id finds the rows that touched it.
+      await page.getByLabel('Search requests').fill('vault-secret')
+      await expect.poll(() => rows.locator('tr[data-request]').count()).toBe(2)
+      await page.getByLabel('Search requests').fill('')
+
+      const body = (await page.textContent('body')) ?? ''
+      expect(body).not.toMatch(/secret-vault|secret-card|key_not_a_key|secret-query=q/)
+      expect(await page.locator('img').count()).toBe(0)
+      expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined()
+      expect(problems).toEqual([])
+    } finally {
+      await page.close()
+      cli.child.kill()
+    }
+  }, 120_000)
 })

@@ -3,7 +3,6 @@
 // session storage and goes out only in the Authorization header of same-origin calls.
 
 const TOKEN_KEY = 'tokenvault.admin-token'
-const POLL_MS = 1000
 const JOURNAL_KEPT = 1000
 const TOKEN_PAGE = 20
 
@@ -133,16 +132,16 @@ async function login(given) {
   $('app').hidden = false
   $('logout').hidden = false
   startPolling()
-  await guarded(() => openTab(location.hash.slice(1) || 'journal'))
+  await guarded(() => openTab(location.hash.slice(1) || 'requests'))
 }
 
 // ---- tabs -----------------------------------------------------------------------------------
 
-const TABS = ['journal', 'tenants', 'time', 'snapshots']
-let current = 'journal'
+const TABS = ['requests', 'journal', 'tenants', 'time', 'snapshots']
+let current = 'requests'
 
 async function openTab(name) {
-  current = TABS.includes(name) ? name : 'journal'
+  current = TABS.includes(name) ? name : 'requests'
   for (const tab of TABS) $(tab).hidden = tab !== current
   for (const button of document.querySelectorAll('.tab'))
     button.classList.toggle('active', button.dataset.tab === current)
@@ -156,7 +155,6 @@ async function openTab(name) {
 
 const journal = []
 let lastSeq = 0
-let pollTimer
 let polling = false
 
 function actorText(actor) {
@@ -182,8 +180,8 @@ function journalRow(entry) {
     { class: entry.outcome === 'ok' ? 'ok' : 'failed', 'data-seq': String(entry.seq) },
     cell(String(entry.seq), 'num'),
     cell(entry.at),
-    cell(entry.tenant_id),
-    cell(actorText(entry.actor)),
+    cell(entry.tenant_name ? `${entry.tenant_name} (${entry.tenant_id})` : entry.tenant_id),
+    cell(entry.actor_name ? `${entry.actor_name} (${actorText(entry.actor)})` : actorText(entry.actor)),
     cell(entry.operation),
     cell(entry.outcome),
     cell(entry.status === null ? '2xx' : String(entry.status), 'num'),
@@ -233,28 +231,354 @@ async function pollJournal() {
   return true
 }
 
-async function tick() {
-  if (!polling) return
-  await guarded(async () => {
-    const logged = await pollJournal()
-    const { now } = await control('GET', 'clock')
-    // A new operation, or time moved (tokens expire with it): the tenant view is read again.
-    const moved = now !== $('clock-badge').textContent
-    showNow(now)
-    if ((logged || moved) && current === 'tenants') await loadTenant()
-  })
-  if (polling) pollTimer = setTimeout(tick, POLL_MS)
+/** Follows the request log's stream; a dropped stream is opened again after a second. */
+async function follow() {
+  while (polling) {
+    await guarded(async () => {
+      await pollJournal()
+      await loadStatus()
+      await streamRequests()
+    })
+    if (polling) await new Promise((resolve) => setTimeout(resolve, 1000))
+  }
 }
 
 function startPolling() {
   if (polling) return
   polling = true
-  tick()
+  follow()
 }
 
 function stopPolling() {
   polling = false
-  clearTimeout(pollTimer)
+  streamAbort?.abort()
+  $('request-live').textContent = ''
+}
+
+// ---- requests -------------------------------------------------------------------------------
+
+const REQUESTS_KEPT = 2000
+const requests = []
+let lastRequest = 0
+let streamAbort
+let offline = false
+
+const actorName = (r) => (r.actor_name ? `${r.actor_name}` : r.actor_id ? r.actor_id : '—')
+const tenantName = (r) => (r.tenant_name ? r.tenant_name : r.tenant_id ? r.tenant_id : '—')
+
+/** Every text a search looks in: ids, names, operation, path, problem, the journal's ids. */
+function haystack(r) {
+  return [
+    r.request_id,
+    r.method,
+    r.path,
+    String(r.status),
+    r.tenant_id,
+    r.tenant_name,
+    r.actor_id,
+    r.actor_name,
+    r.mark,
+    ...r.operations,
+    ...(r.journal_entries ?? []).flatMap((j) => j.ids),
+    ...(r.trace ?? []).map((t) => t.token_id),
+  ]
+    .filter((v) => typeof v === 'string')
+    .join(' ')
+    .toLowerCase()
+}
+
+function requestMatches(r) {
+  const text = $('request-search').value.trim().toLowerCase()
+  const status = $('request-status').value
+  const kind = $('request-kind').value
+  const mark = $('request-mark').value
+  if (text && !haystack(r).includes(text)) return false
+  if (status === 'failed' && r.status < 400) return false
+  if (status === 'ok' && r.status >= 400) return false
+  if (kind && r.kind !== kind) return false
+  if (mark && r.mark !== mark) return false
+  return true
+}
+
+function requestRow(r) {
+  const row = el(
+    'tr',
+    { class: `clickable ${r.status >= 400 ? 'failed' : 'ok'}`, 'data-request': r.request_id, tabIndex: 0 },
+    cell(String(r.seq), 'num'),
+    cell(r.wall.slice(11, 23), 'num'),
+    cell(r.at, 'num'),
+    cell(r.method, 'nowrap'),
+    cell(r.path, 'path'),
+    cell(String(r.status), 'num'),
+    cell(actorName(r)),
+    cell(tenantName(r)),
+    cell(
+      r.kind === 'fault'
+        ? `fault ${r.fault?.id}`
+        : r.kind === 'control'
+          ? 'control plane'
+          : r.operations.join(', ') || '—',
+    ),
+    cell(r.ms.toFixed(1), 'num'),
+  )
+  row.title = r.mark ? `mark: ${r.mark}` : ''
+  return row
+}
+
+function renderRequests() {
+  const shown = requests.filter(requestMatches).reverse()
+  replaceRows(
+    $('request-rows'),
+    shown.map(requestRow),
+    10,
+    offline ? 'The file holds no request.' : 'No request yet.',
+  )
+  $('request-count').textContent = `${shown.length} of ${requests.length}`
+}
+
+function addRequests(entries) {
+  for (const r of entries) {
+    if (r.seq <= lastRequest && !offline) continue
+    requests.push(r)
+    lastRequest = Math.max(lastRequest, r.seq)
+  }
+  if (requests.length > REQUESTS_KEPT) requests.splice(0, requests.length - REQUESTS_KEPT)
+  addChoices(
+    $('request-mark'),
+    entries.map((r) => r.mark),
+  )
+  renderRequests()
+}
+
+/** A definition list row. */
+function field(dl, name, value) {
+  dl.append(el('dt', { text: name }), el('dd', { text: show(value) }))
+}
+
+/** A button that opens the Tenants tab on a tenant (ids are links between the views). */
+function tenantLink(tenantId, text) {
+  return el('button', { type: 'button', class: 'link', 'data-tenant': tenantId, text })
+}
+
+function showProblem(problem) {
+  const box = $('detail-problem')
+  box.replaceChildren()
+  if (!problem) return box.append(el('p', { class: 'muted', text: 'None: the request succeeded.' }))
+  box.append(el('p', { class: 'problem-title', text: `${problem.status ?? ''} ${problem.title ?? ''}` }))
+  if (problem.detail) box.append(el('p', { text: problem.detail }))
+  if (problem.errors) {
+    const dl = el('dl', { class: 'errors' })
+    for (const [name, messages] of Object.entries(problem.errors))
+      dl.append(
+        el('dt', { text: name }),
+        el('dd', { text: Array.isArray(messages) ? messages.join('; ') : show(messages) }),
+      )
+    box.append(dl)
+  }
+}
+
+const VERDICTS = {
+  decided: 'decided',
+  lacks_permission: 'lacks the permission',
+  does_not_cover: 'does not cover',
+  outranked: 'outranked',
+}
+
+function showTrace(traces) {
+  const box = $('detail-trace')
+  box.replaceChildren()
+  if (!traces?.length)
+    return box.append(el('p', { class: 'muted', text: 'No refused or masked access decision.' }))
+  for (const t of traces) {
+    const head = `${t.permission} on ${t.token_id ?? 'the operation'} → ${t.decision ?? 'refused'}`
+    const part = el(
+      'div',
+      { class: `trace ${t.decision === null ? 'refused' : 'granted'}` },
+      el('h4', { text: head }),
+    )
+    part.append(el('p', { text: t.reason }))
+    if (t.containers) part.append(el('p', { class: 'muted', text: `containers: ${t.containers.join(' ')}` }))
+    if (t.rules.length) {
+      const rows = t.rules.map((r) =>
+        el(
+          'tr',
+          { class: r.verdict === 'decided' ? 'decided' : '' },
+          cell(String(r.priority), 'num'),
+          cell(r.description),
+          cell(r.container ?? 'conditions'),
+          cell(r.transform, 'nowrap'),
+          cell(VERDICTS[r.verdict] ?? r.verdict),
+        ),
+      )
+      part.append(
+        el(
+          'table',
+          {},
+          el(
+            'thead',
+            {},
+            el(
+              'tr',
+              {},
+              ...['Priority', 'Rule', 'Container', 'Transform', 'Verdict'].map((h) => el('th', { text: h })),
+            ),
+          ),
+          el('tbody', {}, ...rows),
+        ),
+      )
+    }
+    box.append(part)
+  }
+}
+
+function showJournal(r) {
+  const box = $('detail-journal')
+  box.replaceChildren()
+  const entries = r.journal_entries ?? []
+  if (!entries.length)
+    return box.append(el('p', { class: 'muted', text: 'None: the service made no entry.' }))
+  for (const j of entries) {
+    const line = el(
+      'div',
+      { class: 'pair' },
+      el('span', { class: 'key', text: `#${j.seq}` }),
+      `${j.operation} ${j.outcome.ok ? 'ok' : j.outcome.code} `,
+    )
+    for (const id of j.ids)
+      line.append(j.tenant_id ? tenantLink(j.tenant_id, id) : el('span', { class: 'chip', text: id }))
+    box.append(line)
+  }
+}
+
+function showDetail(r) {
+  $('request-detail').hidden = false
+  $('detail-id').textContent = r.request_id
+  const dl = $('detail-fields')
+  dl.replaceChildren()
+  field(dl, 'Request', `${r.method} ${r.path}${r.query_keys.length ? `?${r.query_keys.join('=…&')}=…` : ''}`)
+  field(dl, 'Status', String(r.status))
+  field(dl, 'Kind', r.kind)
+  field(dl, 'Wall time', r.wall)
+  field(dl, 'Test clock', r.at)
+  field(dl, 'Duration', `${r.ms} ms`)
+  field(
+    dl,
+    'Application',
+    r.actor_id ? `${actorName(r)} (${r.actor_id})` : 'none (the key did not authenticate)',
+  )
+  dl.append(
+    el('dt', { text: 'Tenant' }),
+    el('dd', {}, r.tenant_id ? tenantLink(r.tenant_id, `${tenantName(r)} (${r.tenant_id})`) : '—'),
+  )
+  if (r.fault)
+    field(dl, 'Injected fault', `#${r.fault.id}: ${r.fault.method} ${r.fault.path} → ${r.fault.status}`)
+  if (r.mark) field(dl, 'Mark', r.mark)
+  showProblem(r.problem)
+  showTrace(r.trace)
+  showJournal(r)
+}
+
+async function openTenant(tenantId) {
+  await openTab('tenants')
+  if ([...$('tenant-select').options].some((o) => o.value === tenantId)) {
+    $('tenant-select').value = tenantId
+    cursors = [undefined]
+    await loadTenant()
+  }
+}
+
+/** Reads the server-sent events of the request log (with the token in a header, so not EventSource). */
+async function streamRequests() {
+  streamAbort?.abort()
+  const abort = new AbortController()
+  streamAbort = abort
+  const response = await fetch(`api/requests/stream?after=${lastRequest}`, {
+    headers: { authorization: `Bearer ${token() ?? ''}` },
+    credentials: 'omit',
+    cache: 'no-store',
+    signal: abort.signal,
+  })
+  if (response.status === 401) throw new Unauthorized('the admin token was refused')
+  if (!response.ok || !response.body) throw new Error(`the request stream answered ${response.status}`)
+  $('request-live').textContent = '● live'
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    buffer += value
+    let end = buffer.indexOf('\n\n')
+    while (end !== -1) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      const data = block
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n')
+      if (data) await onRequest(JSON.parse(data))
+      end = buffer.indexOf('\n\n')
+    }
+  }
+}
+
+/** One new exchange: listed, and the views it may change read again (no timer polls). */
+async function onRequest(entry) {
+  addRequests([entry])
+  await pollJournal()
+  await loadStatus()
+  if (current === 'tenants' && entry.status < 400) await loadTenant()
+}
+
+async function loadStatus() {
+  const status = await api('GET', 'status')
+  if (status.clock) showNow(status.clock)
+  const faults = status.faults
+  const box = $('faults-box')
+  box.replaceChildren(
+    faults.length
+      ? el('span', { class: 'error', text: `Faults waiting (${faults.length}): ` })
+      : el('span', { text: 'No fault waiting.' }),
+  )
+  for (const f of faults)
+    box.append(
+      el('span', {
+        class: 'chip',
+        text: `#${f.id} ${f.method} ${f.path} → ${f.status ?? 'delay'} ×${f.times_left}${f.delay_ms ? ` after ${f.delay_ms} ms` : ''}`,
+      }),
+    )
+}
+
+async function exportLog() {
+  const response = await fetch('api/requests/export', {
+    headers: { authorization: `Bearer ${token() ?? ''}` },
+    credentials: 'omit',
+    cache: 'no-store',
+  })
+  if (!response.ok) throw new Error(`the export answered ${response.status}`)
+  const name =
+    /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? 'requests.json'
+  const link = el('a', { href: URL.createObjectURL(await response.blob()), download: name })
+  document.body.append(link)
+  link.click()
+  link.remove()
+  report(`Exported ${name}.`)
+}
+
+/** Opens a saved log in this page, without the server: the live stream stops. */
+async function openSaved(file) {
+  const parsed = JSON.parse(await file.text())
+  if (parsed?.format !== 'tokenvault-request-log/1' || !Array.isArray(parsed.data))
+    throw new Error('That file is not a request log saved from this console.')
+  offline = true
+  streamAbort?.abort()
+  stopPolling()
+  $('login').hidden = true
+  $('app').hidden = false
+  requests.splice(0)
+  addRequests(parsed.data)
+  await openTab('requests')
+  $('request-live').textContent = `offline: ${file.name} (exported ${parsed.exported_at})`
 }
 
 // ---- tenants --------------------------------------------------------------------------------
@@ -486,6 +810,33 @@ function wire() {
     button.addEventListener('click', () => guarded(() => openTab(button.dataset.tab)))
   for (const id of ['filter-tenant', 'filter-operation', 'filter-outcome'])
     $(id).addEventListener('change', renderJournal)
+  for (const id of ['request-status', 'request-kind', 'request-mark'])
+    $(id).addEventListener('change', renderRequests)
+  $('request-search').addEventListener('input', renderRequests)
+  $('request-rows').addEventListener('click', (event) => {
+    const row = event.target.closest('tr[data-request]')
+    const found = row && requests.find((r) => r.request_id === row.dataset.request)
+    if (found) showDetail(found)
+  })
+  $('request-rows').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') event.target.closest('tr[data-request]')?.click()
+  })
+  $('detail-close').addEventListener('click', () => {
+    $('request-detail').hidden = true
+  })
+  document.addEventListener('click', (event) => {
+    const link = event.target.closest('button.link[data-tenant]')
+    if (link && !offline) guarded(() => openTenant(link.dataset.tenant))
+  })
+  $('request-export').addEventListener('click', () => guarded(exportLog))
+  for (const id of ['request-open', 'offline-file'])
+    $(id).addEventListener('change', (event) => {
+      const file = event.target.files?.[0]
+      if (file) guarded(() => openSaved(file))
+    })
+  setInterval(() => {
+    $('wall-badge').textContent = new Date().toISOString().slice(0, 19).replace('T', ' ')
+  }, 1000)
   $('tenant-select').addEventListener('change', () => {
     cursors = [undefined]
     guarded(loadTenant)
