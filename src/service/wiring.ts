@@ -169,6 +169,10 @@ function resolveOptions(options: ServiceOptions): ResolvedOptions {
       options.maxUnauthorizedSessionsPerTenant,
       DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT,
     ),
+    maxPendingDeliveriesPerTenant: atLeastOne(
+      options.maxPendingDeliveriesPerTenant,
+      DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+    ),
   }
 }
 
@@ -242,6 +246,14 @@ function journalOf(options: ServiceOptions): Journal {
 function observedPrincipal(principal: Principal, port: Observer, operation: string): Principal {
   const { tenantId, id: principalId, kind } = principal
   return { ...principal, observed: { port, call: { tenantId, principalId, kind, operation } } }
+}
+
+/** How long audit log entries are kept (ms) and how many a tenant keeps, from the options. */
+function logBounds(options: ServiceOptions): Pick<Wiring, 'logRetentionMs' | 'maxLogEntries'> {
+  return {
+    logRetentionMs: atLeastOne(options.logRetentionDays, DEFAULT_LOG_RETENTION_DAYS) * 86_400_000,
+    maxLogEntries: atLeastOne(options.maxLogEntriesPerTenant, DEFAULT_MAX_LOG_ENTRIES_PER_TENANT),
+  }
 }
 
 /** The audit log's MACs: one key look-up per write (or verification page) for all its entries. */
@@ -369,8 +381,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     effects,
     webhooks,
     audit,
-    logRetentionMs: atLeastOne(options.logRetentionDays, DEFAULT_LOG_RETENTION_DAYS) * 86_400_000,
-    maxLogEntries: atLeastOne(options.maxLogEntriesPerTenant, DEFAULT_MAX_LOG_ENTRIES_PER_TENANT),
+    ...logBounds(options),
     adminStore: (operation, at, actorType = 'admin') =>
       storeWithEffects(store, effects, () => adminContext(null, operation, at, actorType)),
     contextFor,
