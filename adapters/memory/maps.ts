@@ -56,8 +56,11 @@ export class MemoryMaps {
   protected children = new Scoped<Map<string, Association>>()
   /** child → parent ids. */
   protected parents = new Scoped<Set<string>>()
-  /** association → its link sequence number, to order id-filtered child lists without a scan. */
-  protected linkOrder = new WeakMap<Association, number>()
+  /**
+   * Each link's sequence number (by `linkKey`), to order id-filtered child lists without a scan:
+   * a field of the state, dropped when the link is.
+   */
+  protected linkOrder = new Map<string, number>()
   protected nextLink = 0
   /**
    * parent → how many of its children are absent or have an `expires_at` (0: every child counts
@@ -257,7 +260,7 @@ export class MemoryMaps {
     if (kids.has(a.child_id)) return
     kids.set(a.child_id, a)
     const seq = this.nextLink++
-    this.linkOrder.set(a, seq)
+    this.linkOrder.set(linkKey(tenant, a.parent_id, a.child_id), seq)
     let order = this.childOrder.get(tenant, a.parent_id)
     if (!order) {
       order = { keys: new SortedIds(), ids: new Map() }
@@ -345,7 +348,9 @@ export class MemoryMaps {
     const link = kids?.get(childId)
     if (!link || !kids?.delete(childId)) return
     const order = this.childOrder.get(tenantId, parentId)
-    const place = placeKey(this.linkOrder.get(link) ?? -1)
+    const key = linkKey(tenantId, parentId, childId)
+    const place = placeKey(this.linkOrder.get(key) ?? -1)
+    this.linkOrder.delete(key)
     order?.keys.delete(place)
     order?.ids.delete(place)
     if (order?.keys.size === 0) this.childOrder.delete(tenantId, parentId)
@@ -380,4 +385,9 @@ export class MemoryMaps {
       return t !== undefined && (t.expires_at === undefined || t.expires_at > now)
     })
   }
+}
+
+/** The key of the link `parentId` → `childId` of a tenant in `linkOrder` (ids may hold any character). */
+export function linkKey(tenantId: string, parentId: string, childId: string): string {
+  return JSON.stringify([tenantId, parentId, childId])
 }

@@ -40,7 +40,7 @@ import {
   PageFill,
   storedBytes,
 } from '../../src/store/index.js'
-import { headOf, k } from './maps.js'
+import { headOf, k, linkKey } from './maps.js'
 import { MemoryOps } from './ops.js'
 
 /** A lock record as `StateRecords` lists it. */
@@ -235,7 +235,7 @@ export class MemoryReads extends MemoryOps {
       ? [...new Set(query.ids)]
           .flatMap((id) => {
             const association = kids.get(id)
-            return association ? [{ id, seq: this.linkOrder.get(association) ?? 0 }] : []
+            return association ? [{ id, seq: this.linkOrder.get(linkKey(tenantId, parentId, id)) ?? 0 }] : []
           })
           .sort((a, b) => a.seq - b.seq)
           .map((c) => c.id)

@@ -41,7 +41,8 @@ afterEach(() => {
   for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true })
 })
 
-describe('scripts/check-function-length.mjs', () => {
+// Each test starts node on a temp tree: a busy machine can take many seconds to do so.
+describe('scripts/check-function-length.mjs', { timeout: 120_000 }, () => {
   it('passes a function of 100 lines', () => {
     const result = run(tree({ 'src/a/long.ts': sourceWith('hundred', 100) }))
     expect(result.stderr).toBe('')

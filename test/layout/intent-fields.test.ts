@@ -32,6 +32,20 @@ describe('intent travels in fields', () => {
     expect(found).toEqual([])
   })
 
+  it('the memory store keeps no invisible mark either (its link order is a Map field, dropped with the link)', () => {
+    const dir = fileURLToPath(new URL('../../adapters/memory/', import.meta.url))
+    const found = readdirSync(dir)
+      .filter((name) => name.endsWith('.ts'))
+      .flatMap((name) =>
+        readFileSync(join(dir, name), 'utf8')
+          .split('\n')
+          .flatMap((line, i) =>
+            INVISIBLE.test(line) ? [`adapters/memory/${name}:${i + 1}: ${line.trim()}`] : [],
+          ),
+      )
+    expect(found).toEqual([])
+  })
+
   it('src/encryption imports neither tokens nor search (the service hands it their rules)', () => {
     const found = filesOf('encryption').filter((file) =>
       /from '\.\.\/(tokens|search)\//.test(readFileSync(join(src, file), 'utf8')),
