@@ -52,6 +52,8 @@ export interface ResolvedOptions {
   proxyTimeoutMs: number
   maxIdempotencyRecordsPerTenant: number
   maxUnauthorizedSessionsPerTenant: number
+  /** Pending outbox entries (deliveries, callbacks, accepted asynchronous reacts) one tenant may have. */
+  maxPendingDeliveriesPerTenant: number
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */

@@ -1,6 +1,6 @@
-import type { Ctx, Principal } from '../call/index.js'
+import { type Ctx, checkFailure, type Principal } from '../call/index.js'
 import type { OutboxEntry, Permission, ReactResult } from '../kernel/index.js'
-import { conflict, invalid, newOrderedId, notFound, parse, ServiceError } from '../kernel/index.js'
+import { invalid, newOrderedId, notFound, parse, ServiceError } from '../kernel/index.js'
 import { type CallbackBody, callbackError } from './callback.js'
 import { allowedUrl } from './egress.js'
 import type { ReactInput } from './inputs.js'
@@ -95,8 +95,15 @@ export async function reactAsync(ctx: Ctx, id: string, input: ReactInput): Promi
     due_at: now,
     attempts: [],
   }
-  const written = await ctx.store.write({ ops: [{ op: 'outbox.put', entry }] })
-  if (!written.ok) throw conflict('the asynchronous react could not be recorded; retry')
+  // The tenant's backlog bound is a guard of this write: concurrent accepts can't pass it.
+  const bound = {
+    check: 'count.within' as const,
+    tenant_id: tenantId,
+    kind: 'outbox.pending' as const,
+    max: ctx.options.maxPendingDeliveriesPerTenant - 1,
+  }
+  const written = await ctx.store.write({ checks: [bound], ops: [{ op: 'outbox.put', entry }] })
+  if (!written.ok) throw checkFailure(written.failed)
   ctx.callbacks.accepted()
   return { asyncReactorRequestId: entry.id }
 }

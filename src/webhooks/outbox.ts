@@ -57,12 +57,8 @@ const takes = (hooks: readonly StoredWebhook[], type: string) =>
 export function webhookEffect(store: Store, maxPending: number): WriteEffectHook {
   return {
     async derive(context: WriteEffectContext, batch: Readonly<WriteBatch>): Promise<Op[]> {
-      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) {
-        // A call that accepts an asynchronous react: its entry counts toward the tenant's pending bound.
-        const accepted = batch.ops.filter((op) => op.op === 'outbox.put' && op.entry.kind === 'react')
-        if (accepted.length) await refuseOverBound(store, accepted, maxPending)
-        return []
-      }
+      // Outbox writes (claims, results, accepted reacts, which guard the bound in their own write) derive nothing.
+      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return []
       const events = eventsOf(context, batch)
       if (!events.length) return []
       const ops: Op[] = []

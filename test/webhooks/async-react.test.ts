@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { createService, manualClock } from '../../entry/index.js'
 import type { FormulaRunner, RunOutcome } from '../../src/kernel/index.js'
 import { createTestVault } from '../../testing/index.js'
 
@@ -148,5 +149,33 @@ describe('asynchronous reacts on the durable outbox', () => {
     await v.webhooks.deliverDue()
     expect(runs).toHaveLength(2)
     expect(await user.reactors.result(reactor.id, id)).toMatchObject({ raw: { doubled: 6 } })
+  })
+})
+
+describe('the backlog bound of asynchronous reacts', () => {
+  it('maxPendingDeliveriesPerTenant: 3 — of 5 concurrent accepts, 3 are recorded and 2 answer 429', async () => {
+    const { runner } = fakeRunner()
+    const service = createService({
+      store: memoryStore(),
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      runner,
+      webhookDelivery: 'manual',
+      maxPendingDeliveriesPerTenant: 3,
+    })
+    const tenant = await service.admin.createTenant({ name: 't' })
+    const app = (type: 'management' | 'private', permissions: ['reactor:create'] | ['token:use']) =>
+      service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
+    const reactor = await service
+      .connect((await app('management', ['reactor:create'])).key)
+      .reactors.create({ name: 'r', code: 'module.exports = 1' })
+    const user = service.connect((await app('private', ['token:use'])).key)
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, n) => user.reactors.reactAsync(reactor.id, { args: { n } })),
+    )
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(3)
+    const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason.code] : []))
+    expect(refused).toEqual(['too_many_requests', 'too_many_requests'])
+    expect(await service.admin.webhooks.deliveries(tenant.id)).toHaveLength(3)
+    await service.close()
   })
 })
