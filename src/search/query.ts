@@ -86,166 +86,198 @@ const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n'
 /** Characters that end a bare word (unless escaped). */
 const ENDS_WORD = new Set([' ', '\t', '\n', '\r', '(', ')', '"'])
 
+/** Where the lexer is in the query: `text[i]` is the next character to read. */
+interface Cursor {
+  text: string
+  i: number
+}
+
 /** Splits the query into tokens. */
 function lex(text: string): Tok[] {
   const out: Tok[] = []
-  let i = 0
-  const n = text.length
-  /** Reads a bare word from `i`: its glob pieces (escapes resolved) and whether it holds a wildcard. */
-  const word = (stop: Set<string>): { pieces: GlobPart[]; wild: boolean; end: number } => {
-    const pieces: GlobPart[] = []
-    let lit = ''
-    let wild = false
-    let j = i
-    while (j < n && !stop.has(text[j]!)) {
-      const c = text[j]!
-      if (c === '\\') {
-        if (j + 1 >= n) throw fail(j, 'a backslash must escape a character')
-        lit += text[j + 1]
-        j += 2
-        continue
-      }
-      if (c === '*' || c === '?') {
-        if (lit) pieces.push({ lit })
-        lit = ''
-        pieces.push(c)
-        wild = true
-      } else lit += c
-      j++
-    }
-    if (lit) pieces.push({ lit })
-    return { pieces, wild, end: j }
-  }
-  const phrase = (): { text: string; end: number } => {
-    const start = i
-    let j = i + 1
-    let s = ''
-    while (j < n && text[j] !== '"') {
-      if (text[j] === '\\') {
-        if (j + 1 >= n) break
-        s += text[j + 1]
-        j += 2
-      } else s += text[j++]
-    }
-    if (j >= n) throw fail(start, 'unterminated quoted phrase')
-    return { text: s, end: j + 1 }
-  }
-  const skipSpace = () => {
-    while (i < n && isSpace(text[i])) i++
-  }
-  const bound = (stop: Set<string>): string | null => {
-    skipSpace()
-    if (text[i] === '"') {
-      const p = phrase()
-      i = p.end
-      return p.text
-    }
-    const at = i
-    const w = word(stop)
-    if (w.end === at) throw fail(at, 'expected a range bound')
-    i = w.end
-    if (w.pieces.length === 1 && w.pieces[0] === '*') return null
-    if (w.wild) throw fail(at, 'a range bound is a date-time or *')
-    return w.pieces.map((p) => (p as { lit: string }).lit).join('')
-  }
-  const BOUND_STOP = new Set([' ', '\t', '\n', '\r', ']', '}', '"'])
-  while (i < n) {
-    const c = text[i]!
+  const cur: Cursor = { text, i: 0 }
+  while (cur.i < text.length) {
+    const c = text[cur.i]!
     if (isSpace(c)) {
-      i++
+      cur.i++
       continue
     }
-    if (c === '(' || c === ')') {
-      out.push({ t: c, at: i++ })
-      continue
-    }
-    if (c === '&' && text[i + 1] === '&') {
-      out.push({ t: 'AND', at: i })
-      i += 2
-      continue
-    }
-    if (c === '|' && text[i + 1] === '|') {
-      out.push({ t: 'OR', at: i })
-      i += 2
-      continue
-    }
-    // Basis Theory documents `!` and `-` as NOT.
-    if ((c === '!' && text[i + 1] !== '=') || c === '-') {
-      out.push({ t: 'NOT', at: i++ })
-      continue
-    }
-    if (c === '"') throw fail(i, 'a quoted phrase needs a field (field:"phrase")')
-    if (c === '+') throw fail(i, "Lucene's + prefix is not supported (join terms with AND, OR and NOT)")
-    // A keyword or a term: read the field name up to `:`.
-    const at = i
-    let field = ''
-    while (i < n && text[i] !== ':' && !ENDS_WORD.has(text[i]!)) {
-      if (text[i] === '\\') {
-        if (i + 1 >= n) throw fail(i, 'a backslash must escape a character')
-        field += text[i + 1]
-        i += 2
-      } else field += text[i++]
-    }
-    if (text[i] !== ':') {
-      if (field === 'AND' || field === 'OR' || field === 'NOT') {
-        out.push({ t: field, at })
-        continue
-      }
-      throw fail(at, field ? 'expected field:value' : 'unexpected character')
-    }
-    if (!field) throw fail(at, 'expected a field name before :')
-    i++ // the colon
-    const v = text[i]
-    if (v === '(')
-      throw fail(i, 'field grouping (field:(a OR b)) is not supported: write (field:a OR field:b)')
-    if (v === undefined || isSpace(v) || v === ')') throw fail(i, 'expected a value after the colon')
-    let raw: RawValue
-    if (v === '"') {
-      const p = phrase()
-      i = p.end
-      raw = { kind: 'phrase', text: p.text }
-    } else if (v === '[' || v === '{') {
-      const open = i
-      i++
-      const lower = bound(BOUND_STOP)
-      skipSpace()
-      if (text.slice(i, i + 2) !== 'TO' || !(isSpace(text[i + 2]) || text[i + 2] === '"'))
-        throw fail(i, 'expected TO in the range')
-      i += 2
-      const upper = bound(BOUND_STOP)
-      skipSpace()
-      const close = text[i]
-      if (close !== ']' && close !== '}') throw fail(open, 'unterminated range (expected ] or })')
-      i++
-      raw = {
-        kind: 'range',
-        lower: { text: lower, inclusive: v === '[' },
-        upper: { text: upper, inclusive: close === ']' },
-      }
-    } else if (v === '>' || v === '<') {
-      const op = text[i + 1] === '=' ? (`${v}=` as const) : v
-      i += op.length
-      const valueAt = i
-      const w = word(ENDS_WORD)
-      if (w.end === valueAt) throw fail(valueAt, 'expected a value after the comparison')
-      if (w.wild) throw fail(valueAt, 'a comparison takes a date-time, not a pattern')
-      i = w.end
-      raw = { kind: 'compare', op, text: w.pieces.map((p) => (p as { lit: string }).lit).join('') }
-    } else {
-      // Container values are paths (`/pci/`); elsewhere a leading `/` opens a Lucene regular expression.
-      if (v === '/' && field !== 'container' && field !== 'containers')
-        throw fail(i, 'regular expressions (/…/) are not supported: use * and ? wildcards')
-      const valueAt = i
-      const w = word(ENDS_WORD)
-      refuseLuceneSuffixes(text, valueAt, w.end)
-      i = w.end
-      raw = { kind: 'word', pieces: w.pieces, wild: w.wild }
-    }
-    if (i < n && !isSpace(text[i]) && text[i] !== ')' && text[i] !== '(')
-      throw fail(i, 'expected a space, ) or the end of the query after the value')
-    out.push({ t: 'term', at, field, raw })
+    const operator = operatorAt(cur)
+    if (operator) out.push(operator)
+    else out.push(...termAt(cur))
   }
   return out
+}
+
+/** The operator or parenthesis at the cursor (moved past it), or null if a term starts there. */
+function operatorAt(cur: Cursor): Tok | null {
+  const { text } = cur
+  const c = text[cur.i]!
+  if (c === '(' || c === ')') return { t: c, at: cur.i++ }
+  if (c === '&' && text[cur.i + 1] === '&') {
+    cur.i += 2
+    return { t: 'AND', at: cur.i - 2 }
+  }
+  if (c === '|' && text[cur.i + 1] === '|') {
+    cur.i += 2
+    return { t: 'OR', at: cur.i - 2 }
+  }
+  // Basis Theory documents `!` and `-` as NOT.
+  if ((c === '!' && text[cur.i + 1] !== '=') || c === '-') return { t: 'NOT', at: cur.i++ }
+  if (c === '"') throw fail(cur.i, 'a quoted phrase needs a field (field:"phrase")')
+  if (c === '+') throw fail(cur.i, "Lucene's + prefix is not supported (join terms with AND, OR and NOT)")
+  return null
+}
+
+/** A keyword (AND, OR, NOT written out) or a `field:value` term at the cursor, moved past it. */
+function termAt(cur: Cursor): Tok[] {
+  const { text } = cur
+  const n = text.length
+  // A keyword or a term: read the field name up to `:`.
+  const at = cur.i
+  let field = ''
+  while (cur.i < n && text[cur.i] !== ':' && !ENDS_WORD.has(text[cur.i]!)) {
+    if (text[cur.i] === '\\') {
+      if (cur.i + 1 >= n) throw fail(cur.i, 'a backslash must escape a character')
+      field += text[cur.i + 1]
+      cur.i += 2
+    } else field += text[cur.i++]
+  }
+  if (text[cur.i] !== ':') {
+    if (field === 'AND' || field === 'OR' || field === 'NOT') return [{ t: field, at }]
+    throw fail(at, field ? 'expected field:value' : 'unexpected character')
+  }
+  if (!field) throw fail(at, 'expected a field name before :')
+  cur.i++ // the colon
+  const raw = valueAt(cur, field)
+  const i = cur.i
+  if (i < n && !isSpace(text[i]) && text[i] !== ')' && text[i] !== '(')
+    throw fail(i, 'expected a space, ) or the end of the query after the value')
+  return [{ t: 'term', at, field, raw }]
+}
+
+/** The value of a term of `field` at the cursor (just past the colon), moved past it. */
+function valueAt(cur: Cursor, field: string): RawValue {
+  const v = cur.text[cur.i]
+  if (v === '(')
+    throw fail(cur.i, 'field grouping (field:(a OR b)) is not supported: write (field:a OR field:b)')
+  if (v === undefined || isSpace(v) || v === ')') throw fail(cur.i, 'expected a value after the colon')
+  if (v === '"') {
+    const p = phrase(cur)
+    cur.i = p.end
+    return { kind: 'phrase', text: p.text }
+  }
+  if (v === '[' || v === '{') return rangeAt(cur, v)
+  if (v === '>' || v === '<') {
+    const op = cur.text[cur.i + 1] === '=' ? (`${v}=` as const) : v
+    cur.i += op.length
+    const valueAt = cur.i
+    const w = word(cur, ENDS_WORD)
+    if (w.end === valueAt) throw fail(valueAt, 'expected a value after the comparison')
+    if (w.wild) throw fail(valueAt, 'a comparison takes a date-time, not a pattern')
+    cur.i = w.end
+    return { kind: 'compare', op, text: w.pieces.map((p) => (p as { lit: string }).lit).join('') }
+  }
+  // Container values are paths (`/pci/`); elsewhere a leading `/` opens a Lucene regular expression.
+  if (v === '/' && field !== 'container' && field !== 'containers')
+    throw fail(cur.i, 'regular expressions (/…/) are not supported: use * and ? wildcards')
+  const valueAt = cur.i
+  const w = word(cur, ENDS_WORD)
+  refuseLuceneSuffixes(cur.text, valueAt, w.end)
+  cur.i = w.end
+  return { kind: 'word', pieces: w.pieces, wild: w.wild }
+}
+
+/** Characters that end a range bound (unless escaped). */
+const BOUND_STOP = new Set([' ', '\t', '\n', '\r', ']', '}', '"'])
+
+/** A range `[lower TO upper]` (or with `{`/`}` for exclusive bounds) at the cursor, moved past it. */
+function rangeAt(cur: Cursor, v: '[' | '{'): RawValue {
+  const { text } = cur
+  const open = cur.i
+  cur.i++
+  const lower = bound(cur)
+  skipSpace(cur)
+  if (text.slice(cur.i, cur.i + 2) !== 'TO' || !(isSpace(text[cur.i + 2]) || text[cur.i + 2] === '"'))
+    throw fail(cur.i, 'expected TO in the range')
+  cur.i += 2
+  const upper = bound(cur)
+  skipSpace(cur)
+  const close = text[cur.i]
+  if (close !== ']' && close !== '}') throw fail(open, 'unterminated range (expected ] or })')
+  cur.i++
+  return {
+    kind: 'range',
+    lower: { text: lower, inclusive: v === '[' },
+    upper: { text: upper, inclusive: close === ']' },
+  }
+}
+
+/** Reads a bare word from the cursor: its glob pieces (escapes resolved) and whether it holds a wildcard. */
+function word(cur: Cursor, stop: Set<string>): { pieces: GlobPart[]; wild: boolean; end: number } {
+  const { text } = cur
+  const n = text.length
+  const pieces: GlobPart[] = []
+  let lit = ''
+  let wild = false
+  let j = cur.i
+  while (j < n && !stop.has(text[j]!)) {
+    const c = text[j]!
+    if (c === '\\') {
+      if (j + 1 >= n) throw fail(j, 'a backslash must escape a character')
+      lit += text[j + 1]
+      j += 2
+      continue
+    }
+    if (c === '*' || c === '?') {
+      if (lit) pieces.push({ lit })
+      lit = ''
+      pieces.push(c)
+      wild = true
+    } else lit += c
+    j++
+  }
+  if (lit) pieces.push({ lit })
+  return { pieces, wild, end: j }
+}
+
+/** Reads a quoted phrase opening at the cursor: its text (escapes resolved) and where it ends. */
+function phrase(cur: Cursor): { text: string; end: number } {
+  const { text } = cur
+  const n = text.length
+  const start = cur.i
+  let j = cur.i + 1
+  let s = ''
+  while (j < n && text[j] !== '"') {
+    if (text[j] === '\\') {
+      if (j + 1 >= n) break
+      s += text[j + 1]
+      j += 2
+    } else s += text[j++]
+  }
+  if (j >= n) throw fail(start, 'unterminated quoted phrase')
+  return { text: s, end: j + 1 }
+}
+
+function skipSpace(cur: Cursor) {
+  while (cur.i < cur.text.length && isSpace(cur.text[cur.i])) cur.i++
+}
+
+/** A range bound at the cursor, moved past it: its text, or null for `*` (open). */
+function bound(cur: Cursor): string | null {
+  skipSpace(cur)
+  if (cur.text[cur.i] === '"') {
+    const p = phrase(cur)
+    cur.i = p.end
+    return p.text
+  }
+  const at = cur.i
+  const w = word(cur, BOUND_STOP)
+  if (w.end === at) throw fail(at, 'expected a range bound')
+  cur.i = w.end
+  if (w.pieces.length === 1 && w.pieces[0] === '*') return null
+  if (w.wild) throw fail(at, 'a range bound is a date-time or *')
+  return w.pieces.map((p) => (p as { lit: string }).lit).join('')
 }
 
 /**
