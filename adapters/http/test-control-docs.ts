@@ -108,6 +108,46 @@ export const TEST_CONTROL_PATHS: Record<string, Record<string, JsonSchema>> = {
       query('limit', { type: 'integer', minimum: 0 }, 'newest entries kept'),
     ]),
   },
+  '/_test/requests': {
+    get: op(
+      'testRequests',
+      'The request log: each exchange with its problem, journal entries and access traces',
+      { '200': ok('Entries', object) },
+      undefined,
+      [
+        query('after', { type: 'integer', minimum: 0 }, 'entries after this seq'),
+        query('tenant', { type: 'string' }, 'a tenant id'),
+        query('failed', { type: 'boolean' }, 'statuses of 400 or more only'),
+        query('mark', { type: 'string' }, 'entries after POST /_test/mark with this name'),
+        query('limit', { type: 'integer', minimum: 0 }, 'newest entries kept'),
+      ],
+    ),
+  },
+  '/_test/requests/{id}': {
+    get: {
+      ...op('testRequest', 'One entry of the request log, by request id', {
+        '200': ok('The entry', object),
+        '404': ok('Not in the log (never, or evicted)'),
+      }),
+      parameters: [
+        {
+          name: 'id',
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+          description: 'the X-Request-Id answered',
+        },
+      ],
+    },
+  },
+  '/_test/mark': {
+    post: op(
+      'testMark',
+      'Names the entries that follow in the request log',
+      { '201': ok('Marked', object) },
+      object,
+    ),
+  },
   '/_test/faults': {
     post: op(
       'testFaultAdd',
