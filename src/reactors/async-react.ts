@@ -159,7 +159,7 @@ export async function reactResultOf(ctx: Ctx, id: string, requestId: string): Pr
   requireUse(ctx)
   if (typeof requestId !== 'string') throw invalid('request_id', 'must be a string')
   const entry = await ctx.store.getOutbox(ctx.principal.tenantId, requestId)
-  if (!entry || entry.kind !== 'react' || entry.reactor_id !== id) throw notFound('reactor result')
+  if (entry?.kind !== 'react' || entry.reactor_id !== id) throw notFound('reactor result')
   if (entry.result === undefined) {
     throw new ServiceError('conflict', 'the asynchronous react has not finished running yet', {
       retryAfterSec: 1,
