@@ -35,7 +35,6 @@ export const ALLOWED = new Map([
   ],
   ['adapters/postgres/reads.ts:reads', 'to split: an object of read methods'],
   ['adapters/file/reads.ts:lmdbReads', 'to split: an object of read methods'],
-  ['src/associations/children.ts:childOperations', 'to split: an operations factory'],
 ])
 
 /** Every `.ts` file under `dir` (not `node_modules`, not tests), repository-relative with `/`. */
