@@ -94,6 +94,6 @@ describe('file store under SIGKILL', () => {
         expect(r.present).toBeGreaterThanOrEqual(r.acknowledged)
       }
     },
-    LONG ? 600_000 : 60_000,
+    LONG ? 600_000 : 180_000,
   )
 })

@@ -36,5 +36,5 @@ describePostgres('postgres store behaves exactly like the contract model', (url)
       ),
       { numRuns: 80 },
     )
-  }, 60_000)
+  }, 180_000)
 })

@@ -23,6 +23,7 @@ async function serviceOn(store: Store, name: string, permissions: Permission[]) 
 
 /** The service over the store under test: its read-modify-write paths under contention. */
 export function serviceTests(fresh: () => Promise<Store>): void {
+  // Fifty read-modify-write retries on one row: PostgreSQL on a busy machine may take a minute.
   it('50 concurrent PATCHes of one token all succeed, each merged on top of the others', async () => {
     const { service, client } = await serviceOn(await fresh(), 'writer', [
       'token:create',
@@ -39,7 +40,7 @@ export function serviceTests(fresh: () => Promise<Store>): void {
     const metadata = (await client.tokens.get(t.id)).metadata
     expect(Object.keys(metadata ?? {}).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`).sort())
     await service.close()
-  })
+  }, 120_000)
 
   it('writes staged at once in one transaction all land on commit', async () => {
     const { service, key, client } = await serviceOn(await fresh(), 'writer', ['token:create', 'token:read'])
