@@ -63,6 +63,8 @@ export class Dispatcher {
   private readonly perTenant = new Map<string, number>()
   private pass: Promise<number> | null = null
   private again = false
+  /** Whether the last pass left due entries for want of a free slot: a finished attempt starts another pass. */
+  private saturated = false
   private closed = false
 
   constructor(private readonly deps: DispatcherDeps) {}
@@ -121,12 +123,15 @@ export class Dispatcher {
       })
       read += page.length
       for (const entry of page) {
-        if (this.running.size >= IN_FLIGHT) break
-        if (
-          this.running.has(key(entry)) ||
-          (this.perTenant.get(entry.tenant_id) ?? 0) >= IN_FLIGHT_PER_TENANT
-        )
+        if (this.running.size >= IN_FLIGHT) {
+          this.saturated = true
+          break
+        }
+        if (this.running.has(key(entry))) continue
+        if ((this.perTenant.get(entry.tenant_id) ?? 0) >= IN_FLIGHT_PER_TENANT) {
+          this.saturated = true
           continue
+        }
         this.start(entry)
         started++
       }
@@ -147,6 +152,11 @@ export class Dispatcher {
         const left = (this.perTenant.get(entry.tenant_id) ?? 1) - 1
         if (left > 0) this.perTenant.set(entry.tenant_id, left)
         else this.perTenant.delete(entry.tenant_id)
+        // Due entries were left for want of a slot: this one is free now.
+        if (this.saturated) {
+          this.saturated = false
+          this.kick()
+        }
       })
     this.running.set(k, done)
   }
