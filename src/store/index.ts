@@ -33,6 +33,7 @@ export { PageFill, STORE_PAGE_BYTES, sealedBytes, storedBytes } from './stored-b
 export { TokenIndex, termKey, termKeysOf } from './token-index.js'
 export type {
   ActorType,
+  DerivedWrite,
   WriteBatch,
   WriteEffect,
   WriteEffectContext,

@@ -33,12 +33,27 @@ export interface WriteEffectContext {
 }
 
 /**
- * Derives the ops that must land with a batch (audit entries, outbox events) from the call and the
- * batch. It never changes the batch; what it returns is appended after the batch's own ops. It may
- * refuse the write by throwing (then nothing is written). It runs once per `write` attempt: a
- * write refused by its checks (`{ ok: false }`) lands none of its ops, so a retry derives again.
+ * What an effect derives for a write: ops, and the guards those ops need kept in the same write
+ * (a per-tenant bound, `count.within`), so that concurrent writes can't pass them as a read before
+ * the write would let them.
  */
-export type WriteEffect = (context: WriteEffectContext, batch: Readonly<WriteBatch>) => Op[] | Promise<Op[]>
+export interface DerivedWrite {
+  ops: Op[]
+  checks?: Check[]
+}
+
+/**
+ * Derives the ops that must land with a batch (audit entries, outbox events) from the call and the
+ * batch, and any guards they need (`DerivedWrite`). It never changes the batch; what it returns is
+ * appended after the batch's own ops and checks. It may refuse the write by throwing (then nothing
+ * is written); a guard it added that fails refuses the write with the hook's `refused` error. It
+ * runs once per `write` attempt: a write refused by its checks (`{ ok: false }`) lands none of its
+ * ops, so a retry derives again.
+ */
+export type WriteEffect = (
+  context: WriteEffectContext,
+  batch: Readonly<WriteBatch>,
+) => Op[] | DerivedWrite | Promise<Op[] | DerivedWrite>
 
 /**
  * What the effect may learn of how its ops' write ended (for effects that keep state across
@@ -52,6 +67,12 @@ export interface WriteEffectHook {
   derive: WriteEffect
   /** Called once per write that carried ops of this effect, after the store answered (or threw). */
   settled?(context: WriteEffectContext, ops: readonly Op[], outcome: WriteOutcome): void
+  /**
+   * The error a write is refused with when a guard this effect added failed: the caller asked for
+   * none of them, so it is thrown rather than answered as `{ ok: false }` (which callers read as
+   * one of their own guards, and may retry). Without it, the refusal is answered as it is.
+   */
+  refused?(check: Check): Error
 }
 
 /** The effects of a service, in the order their ops are appended. Empty: writes pass through unchanged. */
@@ -65,7 +86,7 @@ export type WriteEffects = readonly WriteEffectHook[]
  * This is the one place where a call's writes get their derived ops: the service builds each call's
  * `ctx.store` (and its admin and sweep writes) with it; features never add audit or outbox ops.
  */
-export function withWriteEffects<R extends { ok: boolean }>(
+export function withWriteEffects<R extends { ok: boolean; failed?: Check }>(
   write: (batch: WriteBatch) => Promise<R>,
   effects: WriteEffects,
   context: () => WriteEffectContext,
@@ -74,21 +95,38 @@ export function withWriteEffects<R extends { ok: boolean }>(
   return async (batch) => {
     if (!batch.ops.length) return write(batch)
     const at = context()
-    const derived: Op[][] = []
-    for (const effect of effects) derived.push(await effect.derive(at, batch))
-    const extra = derived.flat()
+    const derived: DerivedWrite[] = []
+    for (const effect of effects) derived.push(asDerived(await effect.derive(at, batch)))
+    const extra = derived.flatMap((d) => d.ops)
     if (!extra.length) return write(batch)
-    const full: WriteBatch = { ...batch, ops: [...batch.ops, ...extra] }
+    const guards = derived.flatMap((d) => d.checks ?? [])
+    const full: WriteBatch = {
+      ...batch,
+      ...(guards.length ? { checks: [...(batch.checks ?? []), ...guards] } : {}),
+      ops: [...batch.ops, ...extra],
+    }
     let outcome: WriteOutcome = 'unknown'
     try {
       const result = await write(full)
       outcome = result.ok ? 'ok' : 'refused'
+      if (!result.ok && result.failed) refuseForEffect(effects, derived, result.failed)
       return result
     } finally {
       for (const [i, effect] of effects.entries()) {
-        const ops = derived[i]!
+        const ops = derived[i]!.ops
         if (ops.length) effect.settled?.(at, ops, outcome)
       }
     }
+  }
+}
+
+const asDerived = (d: Op[] | DerivedWrite): DerivedWrite => (Array.isArray(d) ? { ops: d } : d)
+
+/** Throws the `refused` error of the effect whose guard `failed` is (the store answers the check it was given, or an equal one). */
+function refuseForEffect(effects: WriteEffects, derived: readonly DerivedWrite[], failed: Check): void {
+  const same = (c: Check) => c === failed || JSON.stringify(c) === JSON.stringify(failed)
+  for (const [i, effect] of effects.entries()) {
+    if (effect.refused && derived[i]!.ops.length && (derived[i]!.checks ?? []).some(same))
+      throw effect.refused(failed)
   }
 }

@@ -21,7 +21,6 @@ export {
   eventEnvelope,
   MAX_WEBHOOKS_PER_TENANT,
   pendingEntry,
-  refuseOverBound,
   webhookEffect,
 } from './outbox.js'
 export type { WebhookRuntime } from './runtime.js'

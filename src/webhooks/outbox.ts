@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import type { JsonObject, OutboxEntry, StoredWebhook } from '../kernel/index.js'
 import { newOrderedId, tooMany } from '../kernel/index.js'
-import type { Op, Store, WriteBatch, WriteEffectContext, WriteEffectHook } from '../store/index.js'
+import type {
+  Check,
+  DerivedWrite,
+  Op,
+  Store,
+  WriteBatch,
+  WriteEffectContext,
+  WriteEffectHook,
+} from '../store/index.js'
 import { type DerivedEvent, eventsOf } from './events.js'
 
 /**
@@ -51,16 +59,18 @@ const takes = (hooks: readonly StoredWebhook[], type: string) =>
 /**
  * The write effect of webhooks: for each event of a write (see `eventsOf`), an `outbox.put` per
  * enabled webhook of its tenant that subscribes to its type. A tenant with no webhook costs one
- * read of its (at most five) webhooks per write that makes events, and nothing else. A write that
- * would take the tenant past `maxPending` pending deliveries is refused (429) before anything lands.
+ * read of its (at most five) webhooks per write that makes events, and nothing else. The tenant's
+ * bound of `maxPending` pending deliveries is a guard of the same write (`count.within`, see
+ * `pendingBound`): a write that would pass it is refused (429) and nothing lands, however many
+ * writes race.
  */
 export function webhookEffect(store: Store, maxPending: number): WriteEffectHook {
   return {
-    async derive(context: WriteEffectContext, batch: Readonly<WriteBatch>): Promise<Op[]> {
+    async derive(context: WriteEffectContext, batch: Readonly<WriteBatch>): Promise<DerivedWrite> {
       // Outbox writes (claims, results, accepted reacts, which guard the bound in their own write) derive nothing.
-      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return []
+      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return { ops: [] }
       const events = eventsOf(context, batch)
-      if (!events.length) return []
+      if (!events.length) return { ops: [] }
       const ops: Op[] = []
       const hooksOf = new Map<string, StoredWebhook[]>()
       for (const event of events) {
@@ -90,23 +100,34 @@ export function webhookEffect(store: Store, maxPending: number): WriteEffectHook
           ops.push({ op: 'outbox.put', entry })
         }
       }
-      await refuseOverBound(store, ops, maxPending)
-      return ops
+      return { ops, checks: pendingBound(ops, maxPending) }
     },
+    refused: (check) => pendingRefusal(check, maxPending),
   }
 }
 
-/** Throws 429 when the entries in `ops` would take a tenant past `maxPending` pending deliveries. */
-export async function refuseOverBound(store: Store, ops: readonly Op[], maxPending: number): Promise<void> {
+/**
+ * The guards that keep each tenant of `ops` within `maxPending` pending deliveries: the tenant may
+ * hold at most `maxPending` less what this write adds (`count.within` is read in the write, under
+ * the store's lock on the count, so concurrent writes serialize on it).
+ */
+export function pendingBound(ops: readonly Op[], maxPending: number): Check[] {
   const adding = new Map<string, number>()
   for (const op of ops)
     if (op.op === 'outbox.put') adding.set(op.entry.tenant_id, (adding.get(op.entry.tenant_id) ?? 0) + 1)
-  for (const [tenantId, n] of adding) {
-    const pending = await store.countRecords(tenantId, 'outbox.pending')
-    if (pending + n > maxPending)
-      throw tooMany(
-        `this tenant has ${pending} webhook deliveries and callbacks pending, and may have at most ${maxPending}`,
-        10,
-      )
-  }
+  return [...adding].map(([tenantId, n]) => ({
+    check: 'count.within' as const,
+    tenant_id: tenantId,
+    kind: 'outbox.pending' as const,
+    max: maxPending - n,
+  }))
+}
+
+/** The 429 of a write whose deliveries would take the tenant past its pending bound. */
+function pendingRefusal(check: Check, maxPending: number): Error {
+  const adding = check.check === 'count.within' ? maxPending - check.max : 1
+  return tooMany(
+    `this write's ${adding} webhook deliveries would take this tenant past ${maxPending} deliveries and callbacks pending, its bound`,
+    10,
+  )
 }

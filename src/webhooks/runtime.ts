@@ -41,6 +41,8 @@ export function webhookRuntime(deps: {
     dispatcher,
     effect: {
       derive: derive.derive,
+      // A write whose deliveries would pass the tenant's pending bound: 429, nothing lands.
+      ...(derive.refused ? { refused: derive.refused } : {}),
       // The first attempt follows the write at once (no timer: the pass runs on the event loop now).
       settled: (_context, ops, outcome) => {
         if (outcome === 'ok' && ops.length && deps.deliverAfterWrites) dispatcher.kick()
