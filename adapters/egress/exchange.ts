@@ -9,12 +9,14 @@ import {
   type EgressRequest,
 } from '../../src/reactors/index.js'
 import { checkedAddress } from './addresses.js'
+import { httpAgent, httpsAgent } from './agents.js'
 
 /**
  * One exchange over `node:http`/`node:https` with a listed origin, no redirect followed (the policy
- * of `src/reactors/egress.ts` follows them): the host name resolved once and checked
+ * of `src/reactors/egress.ts` follows them): the host name resolved and checked on every exchange
  * (`checkedAddress`), the connection made to that address under the origin's own Host header and
- * TLS server name, no connection pooling, the response body bounded.
+ * TLS server name, kept alive for a later exchange to the same checked address (`agents.ts`), the
+ * response body bounded.
  */
 export async function nodeExchange(
   url: URL,
@@ -24,23 +26,50 @@ export async function nodeExchange(
 ): Promise<EgressAnswer> {
   const target = await checkedAddress(url)
   if (signal.aborted) throw abortReason(signal)
+  try {
+    return await attempt(url, target, request, limits, signal, true)
+  } catch (error) {
+    if (!(error instanceof StaleConnection)) throw error
+    // A kept connection the destination had closed before it read the request: one new connection.
+    return attempt(url, target, request, limits, signal, false)
+  }
+}
+
+/** A kept connection that failed before any answer: the request never reached the destination. */
+class StaleConnection extends Error {}
+
+/** One request over a kept connection (`pooled`) or a new one. */
+function attempt(
+  url: URL,
+  target: { address: string; family: number },
+  request: EgressRequest,
+  limits: EgressLimits,
+  signal: AbortSignal,
+  pooled: boolean,
+): Promise<EgressAnswer> {
   return new Promise((resolve, reject) => {
     let req: ReturnType<typeof httpRequest>
+    let answered = false
     try {
-      req = send(url, target, request, signal, (response) =>
-        readAnswer(url, response, limits, signal).then(resolve, reject),
-      )
+      req = send(url, target, request, signal, pooled, (response) => {
+        answered = true
+        readAnswer(url, response, limits, signal).then(resolve, reject)
+      })
     } catch {
       reject(new EgressError(`${url.origin}: the request could not be made`))
       return
     }
     req.on('error', (error: Error & { code?: string }) => {
       if (signal.aborted) reject(abortReason(signal))
+      else if (req.reusedSocket && !answered && STALE.has(error.code ?? '')) reject(new StaleConnection())
       else reject(new EgressError(`${url.origin}: connection failed (${error.code ?? 'error'})`))
     })
     req.end(request.body)
   })
 }
+
+/** How a kept connection the destination closed while it was idle fails on reuse. */
+const STALE = new Set(['ECONNRESET', 'EPIPE'])
 
 /** Starts the request to `target` (the checked address of `url`). */
 function send(
@@ -48,6 +77,7 @@ function send(
   target: { address: string; family: number },
   request: EgressRequest,
   signal: AbortSignal,
+  pooled: boolean,
   onResponse: (response: IncomingMessage) => void,
 ): ReturnType<typeof httpRequest> {
   const https = url.protocol === 'https:'
@@ -60,7 +90,7 @@ function send(
     path: `${url.pathname}${url.search}`,
     method: request.method,
     headers,
-    agent: false as const,
+    agent: pooled ? (https ? httpsAgent : httpAgent) : (false as const),
     signal,
     ...(https && !isIP(url.hostname.replace(/^\[|\]$/g, '')) ? { servername: url.hostname } : {}),
   }
