@@ -7,7 +7,8 @@ const UNKNOWN = '5f0c7a52-0000-4000-8000-00000000beef'
 
 /** Which key of a tenant a route is called with, and which id kinds its path parameters take. */
 function keyKind(pattern: string): 'private' | 'management' {
-  if (pattern.endsWith('/react')) return 'private'
+  // Reacts (synchronous, asynchronous, and their results) are token uses: the private key's.
+  if (/\/react(-async)?$|\/results\//.test(pattern)) return 'private'
   return pattern.startsWith('/reactor') || pattern.startsWith('/applications') ? 'management' : 'private'
 }
 const ID_KINDS: Record<string, string[]> = {
@@ -35,6 +36,7 @@ function bodyFor(method: string, pattern: string, ids: { formula: string; nonce:
     'POST /reactors': { name: 'r', formula_id: ids.formula, configuration: { k: 'v' } },
     'PUT /reactors/:id': { name: 'r', configuration: { k: 'v' } },
     'POST /reactors/:id/react': { args: {} },
+    'POST /reactors/:id/react-async': { args: {} },
     'POST /sessions/authorize': { nonce: ids.nonce, permissions: ['token:read'] },
     'PUT /applications/:id': { name: 'x', permissions: [] },
   }

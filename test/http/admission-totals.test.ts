@@ -1,7 +1,8 @@
 /**
  * The handler's admission totals in all, at their default numbers: 256 requests and 64 MiB of body
- * in flight, 1024 requests waiting. With many tenants active, each has 2 in flight (the contended
- * share), so the totals are reached across tenants.
+ * in flight, 1024 requests waiting. With many tenants active, each has 2 requests in flight (the
+ * contended share) and 256 KiB of body (but always one request), so the totals are reached across
+ * tenants.
  */
 import { describe, expect, it } from 'vitest'
 import { Admission, admissionBounds } from '../../adapters/http/admission.js'
@@ -30,15 +31,16 @@ describe('admission: the totals in all, at their numbers', () => {
   })
 
   it('64 MiB of body in flight in all: 64 bodies of 1 MiB are admitted, one more byte waits', () => {
+    // While tenants contend, each gets 256 KiB of body in flight but always one request: 64 tenants
+    // with one body of 1 MiB each fill the total.
     const gate = admission()
     const answers: string[] = []
-    for (let t = 0; t < 32; t++) for (let i = 0; i < 2; i++) answers.push(kind(gate.enter(`t${t}`, MiB)))
+    for (let t = 0; t < 64; t++) answers.push(kind(gate.enter(`t${t}`, MiB)))
     expect(answers.filter((a) => a === 'admitted')).toHaveLength(64)
-    expect(kind(gate.enter('t32', 1))).toBe('waits')
+    expect(kind(gate.enter('t64', 1))).toBe('waits')
     // With one byte less in flight, the same byte gets in.
     const lighter = admission()
-    for (let t = 0; t < 32; t++)
-      for (let i = 0; i < 2; i++) lighter.enter(`t${t}`, t === 0 && i === 0 ? MiB - 1 : MiB)
-    expect(kind(lighter.enter('t32', 1))).toBe('admitted')
+    for (let t = 0; t < 64; t++) lighter.enter(`t${t}`, t === 0 ? MiB - 1 : MiB)
+    expect(kind(lighter.enter('t64', 1))).toBe('admitted')
   })
 })
