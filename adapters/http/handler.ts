@@ -127,6 +127,9 @@ export function giveBodyReader(request: Request, read: Incoming['readBody']): vo
   requestBodies.set(request, read)
 }
 
+/** What one request carries to its key's kept client (`Client.withCall`). */
+type CallOptions = Parameters<Client['withCall']>[0]
+
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
 /** How many recent keys' clients a handler keeps (oldest out first). */
 const CLIENTS_KEPT = 1024
@@ -212,9 +215,10 @@ function setupOf(service: Service, options: HttpHandlerOptions): Setup {
   const prefixes = headerPrefixes(options.headerPrefix)
   const keyHeaders = prefixes.map((p) => `${p}-API-KEY`)
   /**
-   * Clients of recent keys, by the keys' hashes, for requests without a transaction or idempotency
-   * key. A client holds no answer and no authority: it checks its key on every call (a deleted key
-   * or an expired session fails at once), so reusing one only saves building its method tables.
+   * Clients of recent keys, by the keys' hashes; each request takes a view of its key's
+   * (`withCall`: its request id, transaction, idempotency key, recorder). A client holds no answer
+   * and no authority: it checks its key on every call (a deleted key or an expired session fails at
+   * once), so reusing one only saves hashing the key and building the client.
    */
   const clients = new Map<string, Client>()
   const clientFor = (apiKey: string, id: string | null): Client => {
@@ -311,18 +315,19 @@ interface Call {
   requestId: string | undefined
 }
 
-/** The client a call runs with: a kept one for a plain call, else one made for its headers. */
+/**
+ * The client a call runs with: the kept client of its key, viewed with what this request alone
+ * carries (request id, transaction, idempotency key, the request log's recorder).
+ */
 function clientOfCall(s: Setup, incoming: Incoming, call: Call, idempotencyKey: string | null): Client {
   const transactionId = first(incoming, s.transactionHeader)
-  if (transactionId === null && idempotencyKey === null && call.witness === undefined && !call.requestId)
-    return s.clientFor(call.apiKey, call.keyHash)
-  return s.service.connect(call.apiKey, {
-    ...(call.requestId ? { requestId: call.requestId } : {}),
-    ...(transactionId === null ? {} : { transactionId }),
-    ...(idempotencyKey === null ? {} : { idempotencyKey }),
-    // Test mode's request log: the call's journal entries and access decisions come back to it.
-    ...(call.witness === undefined ? {} : { recorder: call.witness.recorder }),
-  })
+  const options: CallOptions = {}
+  if (call.requestId !== undefined) options.requestId = call.requestId
+  if (transactionId !== null) options.transactionId = transactionId
+  if (idempotencyKey !== null) options.idempotencyKey = idempotencyKey
+  // Test mode's request log: the call's journal entries and access decisions come back to it.
+  if (call.witness !== undefined) options.recorder = call.witness.recorder
+  return s.clientFor(call.apiKey, call.keyHash).withCall(options)
 }
 
 /** Reads the body, calls the client of the request's key, and serializes its answer. */
@@ -393,6 +398,7 @@ async function serveMeta(
   path: string,
   search: string,
   witness: ExchangeWitness | undefined,
+  requestId: string,
 ): Promise<Outgoing | null> {
   if (method === 'GET' || method === 'HEAD') {
     if (path === '/healthz') return json(200, { status: 'ok' })
@@ -417,7 +423,7 @@ async function serveMeta(
     return { status: 204, headers, body: null }
   }
   if (method === 'HEAD') {
-    const out = await dispatch(s, incoming, 'GET', path, search, witness)
+    const out = await dispatch(s, incoming, 'GET', path, search, witness, requestId)
     return { ...out, body: null }
   }
   return null
@@ -460,7 +466,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
       out = isProxyPath(path)
         ? await proxy(incoming, method, path, target.search)
         : isMeta(method, path)
-          ? ((await serveMeta(s, incoming, method, path, target.search, witness)) ??
+          ? ((await serveMeta(s, incoming, method, path, target.search, witness, requestId)) ??
             (await dispatch(s, incoming, method, path, target.search, witness, requestId)))
           : await dispatch(s, incoming, method, path, target.search, witness, requestId)
     } catch (error) {

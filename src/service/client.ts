@@ -48,10 +48,27 @@ export interface Client {
   proxy: ReturnType<typeof proxyOperations>
   /** Pre-configured proxies (`/proxies`). */
   proxies: ReturnType<typeof proxiesOperations>
+  /**
+   * This client for one call or request: the same key, with `call` over the client's own options
+   * (a field given replaces the client's). The view's calls carry `call.requestId` into their
+   * audit entries and tell `call.recorder` alone; the client and its other views are untouched, so
+   * concurrent views of one client share nothing a call writes. Cheap (no key hashed, no method
+   * table built before a group is used): the HTTP adapter keeps one client per key and takes a
+   * view per request. A view's groups are getters of its class (`Object.keys` lists none); it is
+   * not enumerable as the client of `connect` is. Not a method of the API: nothing is journaled.
+   */
+  withCall(call: CallOptions): Client
 }
 
-/** What `connect` takes beside the key: the transaction to enlist in, the idempotency key. */
-export interface ConnectOptions {
+/** The areas of a client: everything but `withCall`. */
+type Groups = Omit<Client, 'withCall'>
+
+/**
+ * What a client's calls carry beside the key: the transaction to enlist in, the idempotency key,
+ * the request id, the recorder. Given to `connect` for every call of the client, or to
+ * `withCall` for the calls of one view.
+ */
+export interface CallOptions {
   transactionId?: string
   idempotencyKey?: string
   /** The request id the HTTP adapter answers in `x-request-id`: the audit log's `request_id`. */
@@ -62,6 +79,9 @@ export interface ConnectOptions {
    */
   recorder?: CallRecorder
 }
+
+/** What `connect` takes beside the key (see `CallOptions`). */
+export type ConnectOptions = CallOptions
 
 /** How many access traces one call keeps (a list decides per token): the first ones and the last. */
 const TRACES_PER_CALL = 20
@@ -236,8 +256,7 @@ function argumentField(operation: string, i: number): string {
 }
 
 /** The connection of one key: its calls authenticate at the instant they run, idempotent when asked. */
-function connection(w: Wiring, apiKey: string, options: ConnectOptions): Connection {
-  const keyHash = hashApiKey(apiKey)
+function connection(w: Wiring, keyHash: string | null, options: CallOptions): Connection {
   const { transactionId, idempotencyKey, requestId, recorder } = options
   const explains = w.testMode || recorder !== undefined
   return {
@@ -294,79 +313,170 @@ function explained(principal: Principal, call: CallInfo, recorder: CallRecorder 
   return { ...principal, recorder: { decided, journaled: () => {} } }
 }
 
-/** The client of `apiKey` (see `Service.connect`). */
+/** How each area's methods are made: its factory bound to one connection (see `authenticated`). */
+type Bind = <T extends Methods>(factory: (ctx: Ctx) => T, operations: OperationNames<T>) => T
+
+/** Each area of a client, made from `bind` on first use: a request touches one area, not fifteen. */
+const AREAS: { readonly [K in keyof Groups]: (bind: Bind) => Groups[K] } = {
+  tokens: (bind) => ({
+    ...bind(tokenOperations, OPERATIONS.tokens),
+    children: bind(childOperations, OPERATIONS.children),
+  }),
+  transactions: (bind) => bind(transactionOperations, OPERATIONS.transactions),
+  sessions: (bind) => bind(sessionOperations, OPERATIONS.sessions),
+  applications: (bind) => bind(applicationOperations, OPERATIONS.applications),
+  reactorFormulas: (bind) => bind(formulaOperations, OPERATIONS.reactorFormulas),
+  reactors: (bind) => bind(reactorOperations, OPERATIONS.reactors),
+  applicationKeys: (bind) => bind(applicationKeyOperations, OPERATIONS.applicationKeys),
+  tenants: (bind) => ({
+    ...bind(tenantOperations, OPERATIONS.tenants),
+    ...bind(hostedTenantOperations, OPERATIONS.hostedTenants),
+  }),
+  applicationTemplates: (bind) => bind(applicationTemplateOperations, OPERATIONS.applicationTemplates),
+  roles: (bind) => bind(roleOperations, OPERATIONS.roles),
+  permissions: (bind) => bind(permissionOperations, OPERATIONS.permissions),
+  webhooks: (bind) => bind(webhookOperations, OPERATIONS.webhooks),
+  logs: (bind) => bind(logOperations, OPERATIONS.logs),
+  proxy: (bind) => bind(proxyOperations, OPERATIONS.proxy),
+  proxies: (bind) => bind(proxiesOperations, OPERATIONS.proxies),
+}
+
+/**
+ * A client of one key hash under one set of call options. A class, so that making one (a view
+ * per request) builds nothing: its areas are getters of the prototype, each made on first use.
+ */
+class CallClient implements Client {
+  readonly #w: Wiring
+  readonly #keyHash: string | null
+  readonly #options: CallOptions
+  readonly #areas: Partial<Groups> = {}
+  #bind: Bind | undefined
+
+  constructor(w: Wiring, keyHash: string | null, options: CallOptions) {
+    this.#w = w
+    this.#keyHash = keyHash
+    this.#options = options
+  }
+
+  /** The area `name`, made on first use with this client's connection. */
+  area<K extends keyof Groups>(name: K): Groups[K] {
+    const made = this.#areas[name]
+    if (made !== undefined) return made
+    if (this.#bind === undefined) {
+      const w = this.#w
+      const context = connection(w, this.#keyHash, this.#options)
+      this.#bind = (factory, operations) => authenticated(factory, operations, context, w.record, w)
+    }
+    const area = AREAS[name](this.#bind)
+    this.#areas[name] = area
+    return area
+  }
+
+  withCall(call: CallOptions): Client {
+    return new CallClient(this.#w, this.#keyHash, { ...this.#options, ...call })
+  }
+
+  get tokens() {
+    return this.area('tokens')
+  }
+  get transactions() {
+    return this.area('transactions')
+  }
+  get sessions() {
+    return this.area('sessions')
+  }
+  get applications() {
+    return this.area('applications')
+  }
+  get reactorFormulas() {
+    return this.area('reactorFormulas')
+  }
+  get reactors() {
+    return this.area('reactors')
+  }
+  get applicationKeys() {
+    return this.area('applicationKeys')
+  }
+  get tenants() {
+    return this.area('tenants')
+  }
+  get applicationTemplates() {
+    return this.area('applicationTemplates')
+  }
+  get roles() {
+    return this.area('roles')
+  }
+  get permissions() {
+    return this.area('permissions')
+  }
+  get webhooks() {
+    return this.area('webhooks')
+  }
+  get logs() {
+    return this.area('logs')
+  }
+  get proxy() {
+    return this.area('proxy')
+  }
+  get proxies() {
+    return this.area('proxies')
+  }
+}
+
+/**
+ * The client of `apiKey` (see `Service.connect`): its areas are enumerable properties (a caller
+ * may list its methods), `withCall` is not (it is no method of the API).
+ */
 export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions = {}): Client {
-  const context = connection(w, apiKey, options)
-  const bind = <T extends Methods>(factory: (ctx: Ctx) => T, operations: OperationNames<T>) =>
-    authenticated(factory, operations, context, w.record, w)
-  // Each group's methods are bound on first use: a request touches one group, not nine.
-  const groups: Partial<Client> = {}
-  return {
+  const c = new CallClient(w, hashApiKey(apiKey), options)
+  const client: Groups = {
     get tokens() {
-      groups.tokens ??= {
-        ...bind(tokenOperations, OPERATIONS.tokens),
-        children: bind(childOperations, OPERATIONS.children),
-      }
-      return groups.tokens
+      return c.area('tokens')
     },
     get transactions() {
-      groups.transactions ??= bind(transactionOperations, OPERATIONS.transactions)
-      return groups.transactions
+      return c.area('transactions')
     },
     get sessions() {
-      groups.sessions ??= bind(sessionOperations, OPERATIONS.sessions)
-      return groups.sessions
+      return c.area('sessions')
     },
     get applications() {
-      groups.applications ??= bind(applicationOperations, OPERATIONS.applications)
-      return groups.applications
+      return c.area('applications')
     },
     get reactorFormulas() {
-      groups.reactorFormulas ??= bind(formulaOperations, OPERATIONS.reactorFormulas)
-      return groups.reactorFormulas
+      return c.area('reactorFormulas')
     },
     get reactors() {
-      groups.reactors ??= bind(reactorOperations, OPERATIONS.reactors)
-      return groups.reactors
+      return c.area('reactors')
     },
     get applicationKeys() {
-      groups.applicationKeys ??= bind(applicationKeyOperations, OPERATIONS.applicationKeys)
-      return groups.applicationKeys
+      return c.area('applicationKeys')
     },
     get tenants() {
-      groups.tenants ??= {
-        ...bind(tenantOperations, OPERATIONS.tenants),
-        ...bind(hostedTenantOperations, OPERATIONS.hostedTenants),
-      }
-      return groups.tenants
+      return c.area('tenants')
     },
     get applicationTemplates() {
-      groups.applicationTemplates ??= bind(applicationTemplateOperations, OPERATIONS.applicationTemplates)
-      return groups.applicationTemplates
+      return c.area('applicationTemplates')
     },
     get roles() {
-      groups.roles ??= bind(roleOperations, OPERATIONS.roles)
-      return groups.roles
+      return c.area('roles')
     },
     get permissions() {
-      groups.permissions ??= bind(permissionOperations, OPERATIONS.permissions)
-      return groups.permissions
+      return c.area('permissions')
     },
     get webhooks() {
-      groups.webhooks ??= bind(webhookOperations, OPERATIONS.webhooks)
-      return groups.webhooks
+      return c.area('webhooks')
     },
     get logs() {
-      groups.logs ??= bind(logOperations, OPERATIONS.logs)
-      return groups.logs
+      return c.area('logs')
     },
     get proxy() {
-      groups.proxy ??= bind(proxyOperations, OPERATIONS.proxy)
-      return groups.proxy
+      return c.area('proxy')
     },
     get proxies() {
-      groups.proxies ??= bind(proxiesOperations, OPERATIONS.proxies)
-      return groups.proxies
+      return c.area('proxies')
     },
   }
+  return Object.defineProperty(client, 'withCall', {
+    value: (call: CallOptions) => c.withCall(call),
+  }) as Client
 }

@@ -11,6 +11,7 @@ export type {
   ViewPage,
 } from './admin-view.js'
 export { adminView, OPEN_READ, RUNS_SHOWN } from './admin-view.js'
+export type { CallOptions } from './client.js'
 export type { Fixture, FixtureDeps, FixtureTenant } from './fixtures.js'
 export { loadFixture } from './fixtures.js'
 export type { IdempotencyDeps } from './idempotency.js'

@@ -51,6 +51,7 @@ function holding(service: Service, held: Set<string>) {
           },
         }
       },
+      withCall: (call: Parameters<Client['withCall']>[0]) => wrap(client.withCall(call), key),
     }) as unknown as Client
   const wrapped: Service = { ...service, connect: (key, options) => wrap(service.connect(key, options), key) }
   /** Resolves once `n` creates have reached the service. */

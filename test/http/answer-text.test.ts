@@ -49,6 +49,7 @@ describe('answer text', () => {
         get tokens() {
           return { ...client.tokens, listV2: async () => page }
         },
+        withCall: (call: Parameters<Client['withCall']>[0]) => wrap(client.withCall(call)),
       }) as unknown as Client
     const wrapped: Service = { ...service, connect: (k, o) => wrap(service.connect(k, o)) }
     const handler = createHttpHandler(wrapped, { log: () => {} })
