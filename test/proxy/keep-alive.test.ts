@@ -3,6 +3,9 @@
  * and a kept connection never lets a call skip its address check (a host name that now resolves to
  * a private address is refused though a connection to its old address is open).
  */
+import { once } from 'node:events'
+import { createServer, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, systemClock } from '../../entry/index.js'
@@ -67,6 +70,34 @@ describe('egress keep-alive', () => {
     const refused = await client.proxy.invoke(call(origin)).catch((e: Error) => e)
     expect((refused as Error).message).toMatch(/resolves to a loopback, private or reserved address/)
     answers.delete('localhost')
+    await service.close()
+  }, 60_000)
+
+  it('at most 16 idle connections are kept per address: 20 calls at once after 20 at once open 4', async () => {
+    // The destination holds its answers until all 20 requests of a round are in.
+    let held: ServerResponse[] = []
+    let opened = 0
+    const barrier = createServer((req, res) => {
+      req.resume()
+      held.push(res)
+      if (held.length < 20) return
+      for (const r of held) r.end('{}')
+      held = []
+    })
+    barrier.on('connection', () => opened++)
+    barrier.listen(0, '127.0.0.1')
+    await once(barrier, 'listening')
+    const origin = `http://127.0.0.1:${(barrier.address() as AddressInfo).port}`
+    const { service, client } = await proxyClient([origin])
+    const round = async () => {
+      const before = opened
+      const answers = await Promise.all(Array.from({ length: 20 }, () => client.proxy.invoke(call(origin))))
+      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200))
+      return opened - before
+    }
+    expect([await round(), await round(), await round()]).toEqual([20, 4, 4])
+    barrier.closeAllConnections()
+    barrier.close()
     await service.close()
   }, 60_000)
 })
