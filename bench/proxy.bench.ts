@@ -30,6 +30,8 @@ const listen = async (server: Server) => {
 }
 
 /** The destination: reads the body, answers a small JSON. */
+/** Connections the destination accepted; each proxied round prints its own (kept alive: at most 16 a round, not one a request). */
+let accepted = 0
 const destination = createServer((req, res) => {
   req.resume()
   req.on('end', () => {
@@ -45,6 +47,10 @@ function bodyOf(number: string, cvc: string): string {
   )
   return JSON.stringify({ amount: 1999, currency: 'usd', card: { number, cvc }, metadata: filler })
 }
+
+destination.on('connection', () => {
+  accepted++
+})
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
@@ -100,9 +106,11 @@ async function main() {
   const through: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
     direct.push(await load(`${origin}/v1/charges`, {}, plain))
+    const before = accepted
     through.push(
       await load(`${vaultUrl}/proxy/v1/charges`, { 'BT-API-KEY': key, 'BT-PROXY-URL': origin }, proxied),
     )
+    console.log(`proxied round ${round + 1}: ${accepted - before} connections to the destination`)
   }
   const ratio = median(through) / median(direct)
   console.log(`HTTP req/s: direct ${median(direct).toFixed(0)}, proxied ${median(through).toFixed(0)}`)
