@@ -73,6 +73,8 @@ function scan(
   const inSealed = nulAllowed || (schema !== undefined && sealed(schema))
   if (typeof input === 'string') return badString(input, inSealed) ? [] : null
   if (input === null || typeof input !== 'object' || depth > MAX_SCAN_DEPTH) return null
+  // Bytes hold no text to check, and walking them key by key costs a key per byte.
+  if (ArrayBuffer.isView(input)) return null
   for (const key of Object.keys(input)) {
     if (badString(key, inSealed)) return [key]
     const below = inSealed ? undefined : inner(schema, key)
