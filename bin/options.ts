@@ -199,7 +199,7 @@ export const CLI_OPTIONS: readonly CliOption[] = [
   },
   {
     flag: 'seed',
-    // Not TOKENVAULT_SEED: that is the test suites' fuzz seed, and a replay must not reach the CLI.
+    // Not TOKENVAULT_SEED: that name once meant the test suites' fuzz seed too; one meaning per name.
     env: 'TOKENVAULT_SEED_FILE',
     value: 'file',
     description: 'a fixture (JSON) loaded at start on an empty store, in any mode',

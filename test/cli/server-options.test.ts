@@ -1,7 +1,7 @@
 /**
  * The command line's hygiene: `--help` wrapped to the terminal's width, "did you mean" for an
- * unknown option, and one meaning per environment variable (TOKENVAULT_SEED is the test suites'
- * fuzz seed; the CLI's fixture file is TOKENVAULT_SEED_FILE).
+ * unknown option, and one meaning per environment variable (the CLI reads no TOKENVAULT_SEED, which
+ * once also meant the suites' fuzz seed; its fixture file is TOKENVAULT_SEED_FILE).
  */
 import { expect, it } from 'vitest'
 import { start } from './spawn.js'
