@@ -30,12 +30,13 @@ export async function nodeExchange(
     return await attempt(url, target, request, limits, signal, true)
   } catch (error) {
     if (!(error instanceof StaleConnection)) throw error
-    // A kept connection the destination had closed before it read the request: one new connection.
+    // Most often the destination closed the kept connection while idle, before it read the request:
+    // one new connection. A destination that read it and then reset gets it twice (docs/proxy.md).
     return attempt(url, target, request, limits, signal, false)
   }
 }
 
-/** A kept connection that failed before any answer: the request never reached the destination. */
+/** A kept connection that failed (reset, broken pipe) before any answer. */
 class StaleConnection extends Error {}
 
 /** One request over a kept connection (`pooled`) or a new one. */
