@@ -79,40 +79,6 @@ export const FACE_BYPASSES = [
   },
 ]
 
-/**
- * Circles let through, each exactly as `findCircles` names it (a circle that gains or loses a file
- * fails again), with why. Each is a type-only arrow back up; shorten this list, never lengthen it.
- */
-export const KNOWN_CIRCLES = [
-  {
-    why: 'send.ts names DispatcherDeps (a type) of dispatcher.ts, which calls sendEntry: the type belongs in a file of its own',
-    files: ['src/webhooks/dispatcher.ts', 'src/webhooks/send.ts'],
-  },
-  {
-    why: 'the route tables name each other (route-docs and the feature route files, type-only arrows back to routes.ts)',
-    files: [
-      'adapters/http/hosted-routes.ts',
-      'adapters/http/log-routes.ts',
-      'adapters/http/proxy-routes.ts',
-      'adapters/http/route-docs.ts',
-      'adapters/http/routes.ts',
-      'adapters/http/webhook-routes.ts',
-    ],
-  },
-  {
-    why: 'outbox.ts names Tables (a type) of statements.ts, which builds its SQL with expiredOutboxSql',
-    files: ['adapters/postgres/outbox.ts', 'adapters/postgres/statements.ts'],
-  },
-  {
-    why: 'snapshot.ts names WasmMemory (a type) of engine.ts; being split this round',
-    files: ['adapters/sandbox/engine.ts', 'adapters/sandbox/snapshot.ts'],
-  },
-  {
-    why: 'slots.ts names Job and PoolSettings (types) of pool.ts; being split this round',
-    files: ['adapters/sandbox/pool.ts', 'adapters/sandbox/slots.ts', 'adapters/sandbox/watchdog.ts'],
-  },
-]
-
 /** The set of `from → target` imports `FACE_BYPASSES` lets through. */
 export function allowedBypasses(bypasses = FACE_BYPASSES) {
   return new Set(bypasses.flatMap(({ imports }) => imports))
@@ -316,20 +282,11 @@ function directionProblem(from, target, graph, allowed) {
  * `graph` (give the full one, type-only imports included), the direction of every import in `all`,
  * Node's network modules in `packages` (file → non-relative specifiers). `allowed` lists the
  * imports from outside `src/` past a face that are let through (`from → target`, see
- * `FACE_BYPASSES`), `knownCircles` the circles (see `KNOWN_CIRCLES`).
+ * `FACE_BYPASSES`). No circle is let through.
  */
-export function findProblems(
-  graph,
-  all = graph,
-  packages = new Map(),
-  allowed = allowedBypasses(),
-  knownCircles = KNOWN_CIRCLES.map(({ files }) => files.join(', ')),
-) {
+export function findProblems(graph, all = graph, packages = new Map(), allowed = allowedBypasses()) {
   const problems = []
-  for (const circle of findCircles(graph)) {
-    const named = circle.join(', ')
-    if (!knownCircles.includes(named)) problems.push(`import circle: ${named}`)
-  }
+  for (const circle of findCircles(graph)) problems.push(`import circle: ${circle.join(', ')}`)
   for (const [from, targets] of all) {
     for (const target of targets) {
       const problem = directionProblem(from, target, graph, allowed)
@@ -344,6 +301,41 @@ export function findProblems(
   return problems
 }
 
+/** How to fix each kind of problem, keyed by the start of its line; printed once per kind found. */
+export const HOW_TO_FIX = [
+  [
+    'import circle',
+    'move what the lower file names of the upper one (a type, a constant) into a file of its own that both import, or name a port the upper file fills',
+  ],
+  [
+    'core imports outside src/',
+    'the core knows no adapter: name a port in src/ and fill it from entry/ or the adapter',
+  ],
+  [
+    'kernel imports upward',
+    'move the thing the kernel names down into src/kernel/, or name a port in the kernel that the upper folder fills',
+  ],
+  [
+    "past a folder's index.ts",
+    "export the name from the folder's index.ts (its face) and import it from there",
+  ],
+  [
+    "past a core folder's index.ts",
+    "export the name from the folder's index.ts and import it from there (an `import type` through a face loads nothing at run time)",
+  ],
+  [
+    'network module in src/',
+    'do the network I/O in an adapter, behind a port the kernel names (EgressClient is one)',
+  ],
+]
+
+/** The fix of each kind of problem in `problems`, one line each, in the order of `HOW_TO_FIX`. */
+export function fixesFor(problems) {
+  return HOW_TO_FIX.filter(([kind]) => problems.some((line) => line.startsWith(`${kind}:`))).map(
+    ([kind, fix]) => `to fix "${kind}": ${fix}`,
+  )
+}
+
 const self = fileURLToPath(import.meta.url)
 if (process.argv[1] && relative(process.argv[1], self) === '') {
   const root = process.argv[2] ?? join(dirname(self), '..')
@@ -351,6 +343,7 @@ if (process.argv[1] && relative(process.argv[1], self) === '') {
   const graph = all
   const problems = findProblems(all, all, packages)
   for (const problem of problems) console.error(problem)
+  for (const fix of fixesFor(problems)) console.error(fix)
   if (problems.length > 0) {
     console.error(`check-imports: ${problems.length} problem(s) in ${graph.size} files`)
     process.exit(1)

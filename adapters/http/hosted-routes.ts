@@ -1,6 +1,5 @@
 import { schemaRef } from './response-schemas.js'
-import type { RouteDoc } from './route-docs.js'
-import type { Route } from './routes.js'
+import type { Route, RouteDoc } from './route-types.js'
 
 /**
  * The reference's routes that a tenant owned by the host application answers from a fixed list or

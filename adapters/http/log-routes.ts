@@ -1,7 +1,6 @@
 import { listLogsQuery } from '../../src/audit/index.js'
 import type { JsonSchema } from './response-schemas.js'
-import type { RouteDoc } from './route-docs.js'
-import type { Route } from './routes.js'
+import type { Route, RouteDoc } from './route-types.js'
 
 /**
  * The audit log API, as the legacy SDK's `bt.logs.list` and node-sdk 5's `client.logs.list` /

@@ -2,7 +2,7 @@ import { type ProxyAnswer, proxyInput, proxyListInput, proxyPatchInput } from '.
 import type { Client, Service } from '../../src/service/index.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem, problemFor } from './problem.js'
-import type { RouteDoc } from './route-docs.js'
+import type { RouteDoc } from './route-types.js'
 
 /**
  * The proxy's routes, `/proxy` and `/proxy/<path>` (GET, POST, PUT, PATCH, DELETE): headers, query

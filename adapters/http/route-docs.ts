@@ -1,4 +1,3 @@
-import type * as v from 'valibot'
 import {
   createApplicationInput,
   listInput as listApplicationsInput,
@@ -22,26 +21,11 @@ import { HOSTED_ROUTE_DOCS } from './hosted-routes.js'
 import { LOG_ROUTE_DOCS } from './log-routes.js'
 import { PROXY_ROUTE_DOCS } from './proxy-routes.js'
 import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
+import type { RouteDoc } from './route-types.js'
+import { KEY_ROUTE_DOCS } from './key-routes.js'
 import { WEBHOOK_ROUTE_DOCS } from './webhook-routes.js'
 
-/** Any valibot schema. */
-type Schema = v.GenericSchema<unknown, unknown>
-
-/** What the OpenAPI document says of one route of `ROUTES`, beyond its method, path and status. */
-export interface RouteDoc {
-  /** The OpenAPI operationId when the one `operationIdOf` derives does not say it (actions: `commitTransaction`). */
-  operationId?: string
-  summary: string
-  tag: string
-  /** The valibot schema the core parses the body with (`null`: any JSON value). */
-  body?: Schema | null
-  /** The valibot schema the core parses the query with. */
-  query?: Schema
-  /** The JSON Schema of the success answer's body; none for answers without a body. */
-  response?: JsonSchema
-  /** When the route may also answer 202 (accepted, no body): what that answer means. */
-  accepted?: string
-}
+export type { RouteDoc } from './route-types.js'
 
 const anyJson: JsonSchema = {}
 const token = schemaRef('Token')
@@ -305,6 +289,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   ...HOSTED_ROUTE_DOCS,
   ...WEBHOOK_ROUTE_DOCS,
+  ...KEY_ROUTE_DOCS,
   ...PROXY_ROUTE_DOCS,
   ...LOG_ROUTE_DOCS,
 }

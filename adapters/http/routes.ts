@@ -1,25 +1,12 @@
 import { asksAsyncReact } from '../../src/reactors/index.js'
-import type { Client, Unchecked } from '../../src/service/index.js'
 import { HOSTED_ROUTES } from './hosted-routes.js'
+import { KEY_ROUTES } from './key-routes.js'
 import { LOG_ROUTES } from './log-routes.js'
-import type { Query } from './query.js'
+import type { Route } from './route-types.js'
 import { Router } from './router.js'
 import { WEBHOOK_ROUTES } from './webhook-routes.js'
 
-/** One operation of the HTTP API: a mapping onto one client method, with its success status. */
-export interface Route {
-  /** 201 creates, 200 reads, updates and lists (and the empty 200s), 202 accepted to run later, 204 deletes and links. */
-  status: 200 | 201 | 202 | 204
-  /** Whether the operation reads the query string (lists). */
-  query: boolean
-  /** The one media type the body must be declared as (any other, or none, is 415); default: any JSON type. */
-  mediaType?: string
-  /**
-   * Calls the client: path parameters in order, the parsed query, the JSON body (`undefined` when
-   * none). The client takes them unchecked: each method validates its input.
-   */
-  run(client: Unchecked<Client>, params: string[], query: Query, body: unknown): Promise<unknown>
-}
+export type { Route } from './route-types.js'
 
 /**
  * What a route's `run` answers when the operation was accepted to run later: the handler answers
@@ -110,6 +97,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/permissions', list((c, _p, q) => c.permissions.list(q))],
   ...HOSTED_ROUTES,
   ...WEBHOOK_ROUTES,
+  ...KEY_ROUTES,
   ...LOG_ROUTES,
 ]
 

@@ -2,8 +2,7 @@ import { ServiceError } from '../../src/kernel/index.js'
 import type { TestService } from '../../src/service/index.js'
 import { createWebhookInput, listWebhooksQuery, updateWebhookInput } from '../../src/webhooks/schemas.js'
 import type { JsonSchema } from './response-schemas.js'
-import type { RouteDoc } from './route-docs.js'
-import type { Route } from './routes.js'
+import type { Route, RouteDoc } from './route-types.js'
 
 /**
  * The webhooks API, as node-sdk 5's `client.webhooks` calls it: `/webhooks` create, list, get,

@@ -1,7 +1,7 @@
 import type { QueryConfig, QueryResult, QueryResultRow } from 'pg'
 import type { OutboxEntry, StoredWebhook } from '../../src/kernel/index.js'
 import type { DueKey, Page, Range } from '../../src/store/index.js'
-import type { Tables } from './statements.js'
+import type { Tables } from './tables.js'
 
 /**
  * The PostgreSQL store's webhooks and outbox (migration 4): `webhooks` (≤ a handful per tenant),

@@ -13,15 +13,13 @@ import type { WorkerMessage } from './messages.js'
 import { driverSource, preludeSource } from './prelude-source.js'
 import { fresh, type HostFetch, MIB, type Prepared } from './prepared.js'
 import { execute } from './run.js'
-import { restore, type Snapshot, takeSnapshot } from './snapshot.js'
+import { restore, type Snapshot, takeSnapshot, type WasmMemory } from './snapshot.js'
 import { describe, type RunResult } from './thrown.js'
 
 const PAGE = 65_536
 
 /** What the WebAssembly memory holds besides the formula's heap: the engine's data and stack. */
 const HEADROOM_MB = 32
-
-export type WasmMemory = { buffer: ArrayBuffer }
 
 /** WebAssembly's `Memory` (Node has it; the core's type library does not declare it). */
 const Memory = (

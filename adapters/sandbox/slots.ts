@@ -1,8 +1,8 @@
 import type { Worker } from 'node:worker_threads'
 import type { RunOutcome } from '../../src/kernel/runner.js'
 import type { RunRequests } from './host-fetch.js'
+import type { Job, PoolSettings } from './job.js'
 import type { WorkerConfig, WorkerMessage } from './messages.js'
-import type { Job, PoolSettings } from './pool.js'
 
 /**
  * The pool's worker threads ("slots"): what each holds, the cells it shares with the host to claim

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import type { WasmMemory } from './engine.js'
 import { MIB, type Prepared } from './prepared.js'
+
+/** The WebAssembly memory the engine runs in, as the snapshot reads and restores it. */
+export type WasmMemory = { buffer: ArrayBuffer }
 
 /**
  * Where the engine's C stack lies in its memory, for the builds of the engine whose layout is

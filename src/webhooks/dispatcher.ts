@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import type { Clock, EgressClient, OutboxAttempt, OutboxEntry } from '../kernel/index.js'
+import type { OutboxAttempt, OutboxEntry } from '../kernel/index.js'
 import { isoAfter } from '../kernel/index.js'
 import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
-import type { DueKey, Op, Store } from '../store/index.js'
+import type { DueKey, Op } from '../store/index.js'
+import type { DispatcherDeps } from './deps.js'
 import { pendingEntry } from './outbox.js'
 import { sendEntry } from './send.js'
-import type { WebhookSigner } from './signing.js'
 
 /** Attempts a delivery gets in all: the first and up to 10 retries. */
 export const DELIVERY_ATTEMPTS = 11
@@ -31,20 +31,6 @@ const SCAN = 16 * PAGE
 
 /** The wait before retry `n` (1 for the first retry): 10 s × 2^(n−1). */
 export const retryDelayMs = (n: number): number => FIRST_RETRY_MS * 2 ** (n - 1)
-
-/** What the dispatcher needs: the store (no write effects), clock, egress, allow-list and signer. */
-export interface DispatcherDeps {
-  store: Store
-  clock: Clock
-  egress: EgressClient
-  origins: () => readonly string[]
-  signer: WebhookSigner
-  /**
-   * Runs an accepted asynchronous react (`kind: 'react'` entries) as its caller; `last` when no
-   * attempt follows (a busy runner then answers an error instead of asking for a retry).
-   */
-  runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
-}
 
 /**
  * Delivers the outbox: each pass reads the pending entries due now (`listDueOutbox`), claims each

@@ -2,7 +2,7 @@
 
 export type { WebhookAdmin } from './admin.js'
 export { webhookAdmin } from './admin.js'
-export type { DispatcherDeps } from './dispatcher.js'
+export type { DispatcherDeps } from './deps.js'
 export {
   ATTEMPT_TIMEOUT_MS,
   CLAIM_MS,

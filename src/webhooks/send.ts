@@ -1,6 +1,6 @@
 import type { OutboxAttempt, OutboxEntry } from '../kernel/index.js'
 import { EGRESS_MAX_BODY_BYTES } from '../reactors/index.js'
-import type { DispatcherDeps } from './dispatcher.js'
+import type { DispatcherDeps } from './deps.js'
 import { SIGNATURE_HEADER, SIGNATURE_VERSION, SIGNATURE_VERSION_HEADER, stableStringify } from './signing.js'
 
 /** The most of a receiver's answer that is read (its status is what counts). */

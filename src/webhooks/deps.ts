@@ -1,0 +1,18 @@
+import type { Clock, EgressClient, OutboxEntry } from '../kernel/index.js'
+import type { AcceptedRun } from '../reactors/index.js'
+import type { Store } from '../store/index.js'
+import type { WebhookSigner } from './signing.js'
+
+/** What the dispatcher needs: the store (no write effects), clock, egress, allow-list and signer. */
+export interface DispatcherDeps {
+  store: Store
+  clock: Clock
+  egress: EgressClient
+  origins: () => readonly string[]
+  signer: WebhookSigner
+  /**
+   * Runs an accepted asynchronous react (`kind: 'react'` entries) as its caller; `last` when no
+   * attempt follows (a busy runner then answers an error instead of asking for a retry).
+   */
+  runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
+}
