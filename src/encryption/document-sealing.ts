@@ -1,0 +1,35 @@
+import type { StoredDocumentChunk } from '../kernel/index.js'
+import { ServiceError } from '../kernel/index.js'
+import { openBinary, sealBinary, sealedVersion } from './keyring.js'
+import type { Sealing } from './sealing.js'
+
+/**
+ * The additional authenticated data of a document chunk: its tenant, document, index and whether it
+ * is the last, so a chunk moved to another document or place, or a document cut short at a chunk
+ * boundary (its last chunk is the only one sealed as last), does not open.
+ */
+const chunkAad = (c: Pick<StoredDocumentChunk, 'tenant_id' | 'document_id' | 'index' | 'last'>) =>
+  `tokenvault:document-chunk:v1:${c.tenant_id}:${c.document_id}:${c.index}:${c.last ? 'last' : 'more'}`
+
+/** The error an unreadable chunk answers with: it names the document, never its bytes. */
+const unreadable = (id: string) =>
+  new ServiceError(
+    'unreadable',
+    `the stored data of document ${id} fails its integrity check and can't be read`,
+  )
+
+/** A chunk as stored: its bytes (`data`, base64 in the clear) sealed under the tenant's key. */
+export async function sealChunk(s: Sealing, chunk: StoredDocumentChunk): Promise<StoredDocumentChunk> {
+  const key = await s.sealKeyOf(chunk.tenant_id)
+  return { ...chunk, data: sealBinary(key, Buffer.from(chunk.data, 'base64'), chunkAad(chunk)) }
+}
+
+/** A stored chunk opened (its `data` base64 in the clear); one that fails its check is `unreadable`. */
+export async function openChunk(s: Sealing, chunk: StoredDocumentChunk): Promise<StoredDocumentChunk> {
+  try {
+    const key = await s.keyOf(chunk.tenant_id, sealedVersion(chunk.data))
+    return { ...chunk, data: openBinary(key, chunk.data, chunkAad(chunk)).toString('base64') }
+  } catch {
+    throw unreadable(chunk.document_id)
+  }
+}
