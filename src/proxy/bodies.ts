@@ -27,34 +27,69 @@ export function utf8(bytes: Uint8Array): string | null {
   }
 }
 
-/** Every string of a JSON value with its dotted path. */
-function* strings(value: Json, path: string): Generator<[string, string]> {
-  if (typeof value === 'string') yield [path, value]
-  else if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) yield* strings(item, `${path}.${i}`)
+/** The keys from the body to a value: the field a 400 names is made from them only when needed. */
+type Keys = (string | number)[]
+const fieldOf = (keys: Keys): string => ['body', ...keys].join('.')
+
+/** The expressions of a JSON value's strings, each with its dotted path (built only for a string holding one). */
+function jsonExpressions(value: Json, keys: Keys, out: [string, string][]): void {
+  if (typeof value === 'string') {
+    if (value.includes('{{')) out.push(...expressionsIn([[fieldOf(keys), value]]))
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      keys.push(i)
+      jsonExpressions(value[i]!, keys, out)
+      keys.pop()
+    }
   } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) yield* strings(item, `${path}.${key}`)
+    for (const key of Object.keys(value)) {
+      keys.push(key)
+      jsonExpressions(value[key]!, keys, out)
+      keys.pop()
+    }
   }
 }
 
 type Tokens = Awaited<ReturnType<typeof resolveTokens>>
 
-/** `value` with the expressions of its strings replaced (a string that is one expression takes the value). */
-function replaceJson(ctx: Ctx, value: Json, path: string, tokens: Tokens): Json {
-  if (typeof value === 'string') return substitute(ctx, value, path, tokens, true)
-  if (Array.isArray(value)) return value.map((item, i) => replaceJson(ctx, item, `${path}.${i}`, tokens))
+/**
+ * `value` with the expressions of its strings replaced (a string that is one expression takes the
+ * value). A container none of whose strings changed is answered as it is, not copied.
+ */
+function replaceJson(ctx: Ctx, value: Json, keys: Keys, tokens: Tokens): Json {
+  if (typeof value === 'string')
+    return value.includes('{{') ? substitute(ctx, value, fieldOf(keys), tokens, true) : value
   if (value === null || typeof value !== 'object') return value
-  const out: { [key: string]: Json } = {}
-  for (const [key, item] of Object.entries(value)) {
-    // defineProperty: an own `__proto__` key (JSON.parse makes them) stays a plain key.
-    Object.defineProperty(out, key, {
-      value: replaceJson(ctx, item, `${path}.${key}`, tokens),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    })
+  if (Array.isArray(value)) {
+    let out: Json[] | null = null
+    for (let i = 0; i < value.length; i++) {
+      keys.push(i)
+      const item = replaceJson(ctx, value[i]!, keys, tokens)
+      keys.pop()
+      if (item !== value[i] && out === null) out = value.slice(0, i)
+      out?.push(item)
+    }
+    return out ?? value
   }
-  return out
+  let out: { [key: string]: Json } | null = null
+  const names = Object.keys(value)
+  for (let i = 0; i < names.length; i++) {
+    const key = names[i]!
+    keys.push(key)
+    const item = replaceJson(ctx, value[key]!, keys, tokens)
+    keys.pop()
+    if (item !== value[key] && out === null) {
+      out = {}
+      for (const before of names.slice(0, i)) own(out, before, value[before]!)
+    }
+    if (out !== null) own(out, key, item)
+  }
+  return out ?? value
+}
+
+/** Sets `key` of `out` as an own property: an own `__proto__` key (JSON.parse makes them) stays a plain key. */
+function own(out: { [key: string]: Json }, key: string, value: Json): void {
+  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
 }
 
 /** A JSON body's text parsed, or a 400. */
@@ -83,8 +118,10 @@ export async function detokenizedBody(ctx: Ctx, body: Uint8Array, contentType: s
   if (text === null || !text.includes('{{')) return body
   if (kind === 'json') {
     const value = parsedJson(text)
-    const tokens = await resolveTokens(ctx, expressionsIn(strings(value, 'body')))
-    return encoder.encode(JSON.stringify(replaceJson(ctx, value, 'body', tokens)))
+    const found: [string, string][] = []
+    jsonExpressions(value, [], found)
+    const tokens = await resolveTokens(ctx, found)
+    return encoder.encode(JSON.stringify(replaceJson(ctx, value, [], tokens)))
   }
   if (kind === 'form') {
     const fields = [...new URLSearchParams(text)]

@@ -63,6 +63,23 @@ describe('ephemeral proxy: expressions', () => {
     expect(JSON.parse(received!.body).card.number).toBe(card.number)
   })
 
+  it('replaces expressions deep in arrays of objects, keeps every other value and key as it was, and names the path of a bad one', async () => {
+    const { token, client } = await withCard()
+    const body = `{"items":[{"n":1},{"number":"{{ ${token.id} | json: '$.number' }}","note":"x"}],"__proto__":{"k":"{{ ${token.id} | json: '$.cvc' }}"},"tail":[true,null,2.5,"{{ no"]}`
+    const call = { method: 'POST', url: STRIPE, headers: { 'content-type': 'application/json' } }
+    await client.proxy.invoke({ ...call, body })
+    const sent = vault.proxy.received()[0]!.body
+    expect(sent).toBe(
+      `{"items":[{"n":1},{"number":"${card.number}","note":"x"}],"__proto__":{"k":"${card.cvc}"},"tail":[true,null,2.5,"{{ no"]}`,
+    )
+    const bad = JSON.stringify({ items: [{ n: 1 }, { number: '{{ not an id }}' }] })
+    const error = await failure(client.proxy.invoke({ ...call, body: bad }))
+    expect(error.issues).toEqual({
+      'body.items.1.number': ['holds a detokenization expression that does not name a token id'],
+    })
+    expect(vault.proxy.received()).toHaveLength(1)
+  })
+
   it('replaces expressions in form and text bodies; bytes of another type pass as they are', async () => {
     const { token, client } = await withCard()
     const form = await client.proxy.invoke({
