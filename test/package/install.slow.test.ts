@@ -105,6 +105,7 @@ it('installs only what every user runs: lmdb and pg are optional peers, date-fns
     '@jitl/quickjs-wasmfile-release-sync',
     '@mswjs/interceptors',
     '@valibot/to-json-schema',
+    'busboy',
     'nanoid',
     'quickjs-emscripten-core',
     'sonic-boom',
