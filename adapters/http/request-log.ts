@@ -1,4 +1,4 @@
-import type { AccessTrace, CallRecorder } from '../../src/kernel/index.js'
+import type { AccessDecision, AccessTrace, CallRecorder } from '../../src/kernel/index.js'
 
 /** The problem document an exchange answered, as sent (never data: problems hold none). */
 export interface LoggedProblem {
@@ -63,16 +63,58 @@ export interface RequestLogOptions {
   perTenant?: number
 }
 
-/** What the handler gathers while one exchange runs: the recorder its client is given. */
-export interface ExchangeWitness {
-  recorder: CallRecorder
-  at: string
-  wall: string
-  tenant_id: string | null
-  actor_id: string | null
-  operations: string[]
-  journal: number[]
-  traces: AccessTrace[]
+/**
+ * What the handler gathers while one exchange runs, and then what the log keeps of it: raw fields
+ * and references (clock times as numbers, the evaluator's decisions unexplained), the entry's view
+ * built only when the log is read. It is the recorder its client is given (`recorder`).
+ */
+export class ExchangeWitness implements CallRecorder {
+  readonly recorder: CallRecorder = this
+  tenant_id: string | null = null
+  actor_id: string | null = null
+  operations: string[] = []
+  journal: number[] = []
+  decisions: AccessDecision[] | null = null
+  /** Set by `finish`: the exchange's own fields (never its body, nor its query's values). */
+  seq = 0
+  request_id = ''
+  kind: ExchangeKind = 'api'
+  method = ''
+  path = ''
+  queryKeys: string[] | null = null
+  status = 0
+  ms = 0
+  problem: LoggedProblem | undefined = undefined
+  fault: RequestLogEntry['fault'] = undefined
+  mark: string | undefined = undefined
+
+  constructor(
+    /** The service clock's time when the request came, in ms since the epoch. */
+    readonly at: number,
+    /** The wall clock's, likewise. */
+    readonly wall: number,
+  ) {}
+
+  decided(decision: AccessDecision): void {
+    // Reveals are not what a failing test asks about; refusals and masks are.
+    if (decision.decision === 'reveal') return
+    this.decisions ??= []
+    const kept = this.decisions
+    if (kept.length < TRACES_KEPT) kept.push(decision)
+    else kept[TRACES_KEPT - 1] = decision
+  }
+
+  journaled(entry: {
+    seq: number
+    tenant_id: string | null
+    actor_id: string | null
+    operation: string
+  }): void {
+    this.journal.push(entry.seq)
+    this.operations.push(entry.operation)
+    if (entry.tenant_id !== null) this.tenant_id = entry.tenant_id
+    if (entry.actor_id !== null) this.actor_id = entry.actor_id
+  }
 }
 
 /** The fields of an exchange the handler hands `RequestLog.finish`. */
@@ -109,9 +151,53 @@ const QUERY_KEYS_KEPT = 16
 const NULL_TENANT = '\u0000none'
 
 /**
+ * One tenant's kept exchanges, oldest first: a ring of slots, grown by doubling up to the bound
+ * (then allocated once), so keeping an exchange and evicting the oldest each cost one slot write.
+ */
+class Ring {
+  private slots: (ExchangeWitness | undefined)[] = new Array(8)
+  private head = 0
+  length = 0
+
+  constructor(private readonly bound: number) {}
+
+  push(item: ExchangeWitness): void {
+    if (this.length === this.slots.length) this.grow()
+    this.slots[(this.head + this.length) % this.slots.length] = item
+    this.length++
+  }
+
+  shift(): ExchangeWitness | undefined {
+    if (this.length === 0) return undefined
+    const item = this.slots[this.head]
+    this.slots[this.head] = undefined
+    this.head = (this.head + 1) % this.slots.length
+    this.length--
+    return item
+  }
+
+  /** The `i`th oldest. */
+  at(i: number): ExchangeWitness {
+    return this.slots[(this.head + i) % this.slots.length]!
+  }
+
+  private grow(): void {
+    const size = Math.min(Math.max(8, this.slots.length * 2), Math.max(this.bound, this.length + 1))
+    const slots: (ExchangeWitness | undefined)[] = new Array(size)
+    for (let i = 0; i < this.length; i++) slots[i] = this.at(i)
+    this.slots = slots
+    this.head = 0
+  }
+}
+
+/**
  * The request log of a test-mode server: bounded per tenant like the journal (a tenant's flood
  * evicts only its own oldest entries), readable by `GET /_test/requests`, the console and the test
  * kit. Listeners (`on`) are told each new entry (the console's live stream).
+ *
+ * Recording is cheap and reading does the work: an exchange is kept as its witness (raw fields,
+ * the evaluator's decisions unexplained) in its tenant's ring; the entry (ISO times, traces) is
+ * built when the log is read, or when a listener is told.
  */
 export class RequestLog {
   readonly capacity: number
@@ -119,8 +205,7 @@ export class RequestLog {
   private seq = 0
   private total = 0
   private currentMark: string | undefined
-  private readonly byTenant = new Map<string, RequestLogEntry[]>()
-  private readonly byId = new Map<string, RequestLogEntry>()
+  private readonly byTenant = new Map<string, Ring>()
   private readonly listeners = new Set<(entry: RequestLogEntry) => void>()
 
   constructor(private readonly options: RequestLogOptions) {
@@ -130,119 +215,92 @@ export class RequestLog {
 
   /** Starts watching one exchange: give `witness.recorder` to the client it calls. */
   begin(): ExchangeWitness {
-    const witness: ExchangeWitness = {
-      at: this.options.now().toISOString(),
-      wall: new Date().toISOString(),
-      tenant_id: null,
-      actor_id: null,
-      operations: [],
-      journal: [],
-      traces: [],
-      recorder: {
-        decided: (trace) => {
-          // Reveals are not what a failing test asks about; refusals and masks are.
-          if (trace.decision === 'reveal') return
-          if (witness.traces.length < TRACES_KEPT) witness.traces.push(trace)
-          else witness.traces[TRACES_KEPT - 1] = trace
-        },
-        journaled: (entry) => {
-          witness.journal.push(entry.seq)
-          witness.operations.push(entry.operation)
-          if (entry.tenant_id !== null) witness.tenant_id = entry.tenant_id
-          if (entry.actor_id !== null) witness.actor_id = entry.actor_id
-        },
-      },
-    }
-    return witness
+    return new ExchangeWitness(this.options.now().getTime(), Date.now())
   }
 
   /** Records the exchange `witness` watched (or one no client saw: `witness` absent). */
-  finish(exchange: FinishedExchange, witness: ExchangeWitness = this.begin()): RequestLogEntry {
-    const entry: RequestLogEntry = {
-      seq: ++this.seq,
-      request_id: exchange.request_id,
-      kind: exchange.kind,
-      at: witness.at,
-      wall: witness.wall,
-      method: exchange.method,
-      path: exchange.path,
-      query_keys: queryKeys(exchange.search),
-      status: exchange.status,
-      ms: Math.round(exchange.ms * 1000) / 1000,
-      tenant_id: witness.tenant_id,
-      actor_id: witness.actor_id,
-      operations: witness.operations,
-      journal: witness.journal,
-    }
-    const problem =
-      exchange.problemBody === null
-        ? undefined
-        : problemOf(exchange.problemBody, queryValues(exchange.search))
-    if (problem) entry.problem = problem
-    if (witness.traces.length) entry.trace = witness.traces
-    if (exchange.fault) entry.fault = exchange.fault
-    if (this.currentMark !== undefined) entry.mark = this.currentMark
-    this.keep(entry)
+  finish(exchange: FinishedExchange, witness: ExchangeWitness = this.begin()): void {
+    witness.seq = ++this.seq
+    witness.request_id = exchange.request_id
+    witness.kind = exchange.kind
+    witness.method = exchange.method
+    witness.path = exchange.path
+    if (exchange.search !== '') witness.queryKeys = queryKeys(exchange.search)
+    witness.status = exchange.status
+    witness.ms = Math.round(exchange.ms * 1000) / 1000
+    if (exchange.problemBody !== null)
+      witness.problem = problemOf(exchange.problemBody, queryValues(exchange.search))
+    if (exchange.fault) witness.fault = exchange.fault
+    witness.mark = this.currentMark
+    this.keep(witness)
+    if (this.listeners.size === 0) return
+    const entry = entryOf(witness)
     for (const listener of this.listeners) {
       try {
         listener(entry)
       } catch {}
     }
-    return entry
   }
 
-  /** Keeps `entry`, evicting its tenant's oldest past `perTenant`, and the largest tenant's oldest past `capacity`. */
-  private keep(entry: RequestLogEntry): void {
-    const key = entry.tenant_id ?? NULL_TENANT
+  /** Keeps `kept`, evicting its tenant's oldest past `perTenant`, and the largest tenant's oldest past `capacity`. */
+  private keep(kept: ExchangeWitness): void {
+    const key = kept.tenant_id ?? NULL_TENANT
     let own = this.byTenant.get(key)
     if (!own) {
-      own = []
+      own = new Ring(this.perTenant)
       this.byTenant.set(key, own)
     }
     if (own.length >= this.perTenant) this.drop(key, own)
     else if (this.total >= this.capacity) {
       let largest = own
       let largestKey = key
-      for (const [k, list] of this.byTenant) {
-        if (list.length > largest.length) {
-          largest = list
+      for (const [k, ring] of this.byTenant) {
+        if (ring.length > largest.length) {
+          largest = ring
           largestKey = k
         }
       }
       this.drop(largestKey, largest)
     }
-    own.push(entry)
+    own.push(kept)
     this.total++
-    this.byId.set(entry.request_id, entry)
   }
 
-  private drop(key: string, list: RequestLogEntry[]): void {
-    const gone = list.shift()
-    if (gone === undefined) return
+  private drop(key: string, ring: Ring): void {
+    if (ring.shift() === undefined) return
     this.total--
-    if (this.byId.get(gone.request_id) === gone) this.byId.delete(gone.request_id)
-    if (list.length === 0) this.byTenant.delete(key)
+    if (ring.length === 0) this.byTenant.delete(key)
   }
 
   /** The entry of `requestId` (the latest with that id), if still kept. */
   get(requestId: string): RequestLogEntry | undefined {
-    return this.byId.get(requestId)
+    let found: ExchangeWitness | undefined
+    for (const ring of this.byTenant.values()) {
+      for (let i = ring.length - 1; i >= 0; i--) {
+        const kept = ring.at(i)
+        if (kept.request_id !== requestId) continue
+        if (found === undefined || kept.seq > found.seq) found = kept
+        break
+      }
+    }
+    return found && entryOf(found)
   }
 
   /** Kept entries passing `query`, oldest first. */
   list(query: RequestLogQuery = {}): RequestLogEntry[] {
-    const lists =
-      query.tenant === undefined ? [...this.byTenant.values()] : [this.byTenant.get(query.tenant) ?? []]
-    const out = lists
-      .flat()
-      .filter(
-        (e) =>
-          (query.after === undefined || e.seq > query.after) &&
-          (query.failed !== true || e.status >= 400) &&
-          (query.mark === undefined || e.mark === query.mark),
-      )
-      .sort((a, b) => a.seq - b.seq)
-    return query.limit === undefined ? out : out.slice(-query.limit)
+    const rings = query.tenant === undefined ? [...this.byTenant.values()] : [this.byTenant.get(query.tenant)]
+    const out: ExchangeWitness[] = []
+    for (const ring of rings) {
+      for (let i = 0; i < (ring?.length ?? 0); i++) {
+        const e = ring!.at(i)
+        if (query.after !== undefined && e.seq <= query.after) continue
+        if (query.failed === true && e.status < 400) continue
+        if (query.mark !== undefined && e.mark !== query.mark) continue
+        out.push(e)
+      }
+    }
+    out.sort((a, b) => a.seq - b.seq)
+    return (query.limit === undefined ? out : out.slice(-query.limit)).map(entryOf)
   }
 
   /** Starts a named group: entries from now on carry `mark: name` (until the next mark or `clear`). */
@@ -253,7 +311,6 @@ export class RequestLog {
   /** Forgets every entry and the mark (the sequence goes on). */
   clear(): void {
     this.byTenant.clear()
-    this.byId.clear()
     this.total = 0
     this.currentMark = undefined
   }
@@ -268,6 +325,31 @@ export class RequestLog {
   get size(): number {
     return this.total
   }
+}
+
+/** The entry of a kept exchange, built when read: its times in ISO 8601, its decisions' traces. */
+function entryOf(kept: ExchangeWitness): RequestLogEntry {
+  const entry: RequestLogEntry = {
+    seq: kept.seq,
+    request_id: kept.request_id,
+    kind: kept.kind,
+    at: new Date(kept.at).toISOString(),
+    wall: new Date(kept.wall).toISOString(),
+    method: kept.method,
+    path: kept.path,
+    query_keys: kept.queryKeys === null ? [] : [...kept.queryKeys],
+    status: kept.status,
+    ms: kept.ms,
+    tenant_id: kept.tenant_id,
+    actor_id: kept.actor_id,
+    operations: [...kept.operations],
+    journal: [...kept.journal],
+  }
+  if (kept.problem) entry.problem = kept.problem
+  if (kept.decisions) entry.trace = kept.decisions.map((d) => d.trace())
+  if (kept.fault) entry.fault = kept.fault
+  if (kept.mark !== undefined) entry.mark = kept.mark
+  return entry
 }
 
 /** The names of a query string's parameters (never their values), bounded. */

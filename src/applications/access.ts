@@ -1,6 +1,7 @@
 import type { Principal } from '../call/index.js'
 import { applyMask } from '../expressions/index.js'
 import type {
+  AccessDecision,
   AccessRule,
   AccessTrace,
   ApplicationType,
@@ -20,14 +21,7 @@ export type { Principal }
 /** Throws `forbidden` unless the principal holds `permission` (outside token rules: reactors, applications). */
 export function requirePermission(principal: Principal, permission: Permission): void {
   if (!principal.permissions.includes(permission)) {
-    principal.recorder?.decided({
-      permission,
-      principal: { kind: principal.kind, id: principal.id },
-      by: 'permissions',
-      rules: [],
-      decision: null,
-      reason: `the ${principal.kind} does not hold the permission ${permission} (rules decide token access only)`,
-    })
+    principal.recorder?.decided(new Decision(principal, permission, null, -1))
     throw forbidden(`missing permission ${permission}`)
   }
   noteUse(principal.observed, { permission })
@@ -120,30 +114,67 @@ function considered(rule: AccessRule, index: number, verdict: RuleConsidered['ve
   return out
 }
 
-/** `decide`, its reasoning told to the principal's recorder as an `AccessTrace` (test mode). */
+/**
+ * `decide`, its outcome told to the principal's recorder as an `AccessDecision` (test mode): the
+ * decision and references to what it weighed, its trace built only when read.
+ */
 function traced(
   principal: Principal,
   permission: Permission,
   token: Pick<Token, 'id' | 'containers'>,
 ): { transform: Transform | null; rule: number } {
-  const seen: RuleConsidered[] = []
-  const decision = decide(principal, permission, token, seen)
-  const chosen = seen[decision.rule]
-  if (chosen) chosen.verdict = 'decided'
-  seen.sort((a, b) => a.priority - b.priority || a.index - b.index)
-  const trace: AccessTrace = {
-    permission,
-    token_id: token.id,
-    containers: [...token.containers],
-    principal: { kind: principal.kind, id: principal.id },
-    by: principal.rules?.length ? 'rules' : 'permissions',
-    rules: seen,
-    decision: decision.transform,
-    reason: reasonOf(permission, seen, decision.transform, chosen),
-  }
-  if (chosen) trace.rule = chosen.index
-  principal.recorder!.decided(trace)
+  const decision = decide(principal, permission, token)
+  principal.recorder!.decided(new Decision(principal, permission, decision.transform, decision.rule, token))
   return decision
+}
+
+/**
+ * One decision of the evaluator, explained on demand: `trace()` runs `decide` again over the same
+ * rules and token with each verdict written down (the same loop, so the same decision), sorts the
+ * rules and writes the reason. Recording costs one object; a trace read costs what explaining did.
+ */
+class Decision implements AccessDecision {
+  private readonly tokenId: string | undefined
+  private readonly containers: string[] | undefined
+
+  constructor(
+    private readonly principal: Principal,
+    readonly permission: Permission,
+    readonly decision: Transform | null,
+    private readonly rule: number,
+    token?: Pick<Token, 'id' | 'containers'>,
+  ) {
+    this.tokenId = token?.id
+    // A copy: the call may go on to change the token it read.
+    this.containers = token && [...token.containers]
+  }
+
+  trace(): AccessTrace {
+    const { principal, permission, decision } = this
+    const who = { kind: principal.kind, id: principal.id }
+    if (this.tokenId === undefined || this.containers === undefined) {
+      const reason = `the ${principal.kind} does not hold the permission ${permission} (rules decide token access only)`
+      return { permission, principal: who, by: 'permissions', rules: [], decision, reason }
+    }
+    const token = { id: this.tokenId, containers: this.containers }
+    const seen: RuleConsidered[] = []
+    decide(principal, permission, token, seen)
+    const chosen = seen[this.rule]
+    if (chosen) chosen.verdict = 'decided'
+    seen.sort((a, b) => a.priority - b.priority || a.index - b.index)
+    const trace: AccessTrace = {
+      permission,
+      token_id: token.id,
+      containers: [...token.containers],
+      principal: who,
+      by: principal.rules?.length ? 'rules' : 'permissions',
+      rules: seen,
+      decision,
+      reason: reasonOf(permission, seen, decision, chosen),
+    }
+    if (chosen) trace.rule = chosen.index
+    return trace
+  }
 }
 
 /** The sentence of a trace: which rule decided, or why none did. */

@@ -47,11 +47,24 @@ export interface AccessTrace {
 }
 
 /**
+ * One access decision as the evaluator made it, not yet explained: the permission asked and the
+ * transform granted (null: refused) are fields; `trace()` builds its `AccessTrace` when someone
+ * reads it, by the evaluator's own loop over the same rules and token. A decision holds only
+ * references it was given (the caller's rules, the token's id and containers), never token data.
+ */
+export interface AccessDecision {
+  readonly permission: Permission
+  readonly decision: Transform | null
+  trace(): AccessTrace
+}
+
+/**
  * Where one call's explanations go (test mode, or a connection given `ConnectOptions.recorder`):
- * each access decision's trace, and each journal entry the call made. Synchronous, never blocks.
+ * each access decision (its trace built only when asked), and each journal entry the call made.
+ * Synchronous, never blocks.
  */
 export interface CallRecorder {
-  decided(trace: AccessTrace): void
+  decided(decision: AccessDecision): void
   journaled(entry: {
     seq: number
     tenant_id: string | null

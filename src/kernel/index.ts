@@ -1,7 +1,13 @@
 // The public face of this folder: what other folders of src/ import (they import nothing else
 // from it). Kept by hand: add a name when another folder needs it.
 
-export type { AccessTrace, CallRecorder, RuleConsidered, RuleVerdict } from './access-trace.js'
+export type {
+  AccessDecision,
+  AccessTrace,
+  CallRecorder,
+  RuleConsidered,
+  RuleVerdict,
+} from './access-trace.js'
 export {
   BudgetExceeded,
   depthOf,

@@ -7,7 +7,7 @@ import {
 import { childOperations } from '../associations/index.js'
 import { logOperations } from '../audit/index.js'
 import type { Ctx, Principal } from '../call/index.js'
-import type { CallRecorder } from '../kernel/index.js'
+import type { AccessDecision, CallRecorder } from '../kernel/index.js'
 import { refuseBadText, ServiceError } from '../kernel/index.js'
 import { proxiesOperations, proxyOperations } from '../proxy/index.js'
 import { formulaOperations, reactorOperations } from '../reactors/index.js'
@@ -74,8 +74,9 @@ export interface CallOptions {
   /** The request id the HTTP adapter answers in `x-request-id`: the audit log's `request_id`. */
   requestId?: string
   /**
-   * Told each access decision's trace and each journal entry of this client's calls (the HTTP
-   * adapter's request log in test mode). Without it, and outside test mode, nothing is traced.
+   * Told each access decision (its trace built when asked: `decision.trace()`) and each journal
+   * entry of this client's calls (the HTTP adapter's request log in test mode). Without it, and
+   * outside test mode, nothing is recorded.
    */
   recorder?: CallRecorder
 }
@@ -240,7 +241,8 @@ function authenticated<T extends Methods>(
           operation,
         )
         // Test mode: the thrown error explains the access decisions the call made.
-        if (call.traces && w.testMode && error instanceof ServiceError) error.trace = call.traces
+        if (call.traces && w.testMode && error instanceof ServiceError)
+          error.trace = call.traces.map((d) => d.trace())
         throw error
       }
     }
@@ -300,17 +302,28 @@ function connection(w: Wiring, keyHash: string | null, options: CallOptions): Co
   }
 }
 
-/** The principal of one call with a recorder keeping its traces on `call` (and telling `recorder`). */
+/** The principal of one call with a recorder keeping its decisions on `call` (and telling `recorder`). */
 function explained(principal: Principal, call: CallInfo, recorder: CallRecorder | undefined): Principal {
-  const decided: CallRecorder['decided'] = (trace) => {
-    call.traces ??= []
-    const traces = call.traces
+  return { ...principal, recorder: new CallDecisions(call, recorder) }
+}
+
+/** Keeps a call's access decisions on `call.traces` and tells them to the connection's recorder, if any. */
+class CallDecisions implements CallRecorder {
+  constructor(
+    private readonly call: CallInfo,
+    private readonly recorder: CallRecorder | undefined,
+  ) {}
+
+  decided(decision: AccessDecision): void {
+    this.call.traces ??= []
+    const traces = this.call.traces
     // The last decision is kept whatever came before: a refusal ends the call.
-    if (traces.length < TRACES_PER_CALL) traces.push(trace)
-    else traces[TRACES_PER_CALL - 1] = trace
-    recorder?.decided(trace)
+    if (traces.length < TRACES_PER_CALL) traces.push(decision)
+    else traces[TRACES_PER_CALL - 1] = decision
+    this.recorder?.decided(decision)
   }
-  return { ...principal, recorder: { decided, journaled: () => {} } }
+
+  journaled(): void {}
 }
 
 /** How each area's methods are made: its factory bound to one connection (see `authenticated`). */

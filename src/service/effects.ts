@@ -1,5 +1,5 @@
 import type { Principal } from '../applications/index.js'
-import type { AccessTrace } from '../kernel/index.js'
+import type { AccessDecision } from '../kernel/index.js'
 import type { ActorType, Store, WriteEffectContext, WriteEffects } from '../store/index.js'
 import { withWriteEffects } from '../store/index.js'
 
@@ -13,8 +13,8 @@ export interface CallInfo {
   tally?: { entries: number }
   /** The tokens whose plaintext the call's answer or arguments carried (audit log on): the rest it answered masked. */
   revealed?: Set<string>
-  /** The call's access decisions as the evaluator explained them (test mode; see `AccessTrace`). */
-  traces?: AccessTrace[]
+  /** The call's access decisions, each explained when read (test mode; see `AccessDecision`). */
+  traces?: AccessDecision[]
 }
 
 /**

@@ -30,7 +30,7 @@ const principal = (
   type: kind === 'session' ? 'public' : 'private',
   permissions,
   ...(rules ? { rules } : {}),
-  ...(traces ? { recorder: { decided: (t) => traces.push(t), journaled: () => {} } } : {}),
+  ...(traces ? { recorder: { decided: (d) => traces.push(d.trace()), journaled: () => {} } } : {}),
 })
 
 interface Case {

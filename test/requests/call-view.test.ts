@@ -65,7 +65,7 @@ function recording() {
   const journaled: string[] = []
   const decided: AccessTrace[] = []
   const recorder: CallRecorder = {
-    decided: (trace) => decided.push(trace),
+    decided: (decision) => decided.push(decision.trace()),
     journaled: (entry) => journaled.push(entry.operation),
   }
   return { recorder, journaled, decided }

@@ -105,6 +105,23 @@ describe('the request log of test mode', () => {
     await vault.close()
   })
 
+  it("explains a decision as it was made, read after the caller's rules changed", async () => {
+    const vault = await ruledVault()
+    const card = (await (
+      await call(vault, 'POST', '/tokens', { type: 'token', data: 'y', containers: ['/cards/'] })
+    ).json()) as { id: string }
+    const masked = await call(vault, 'GET', `/tokens/${card.id}`)
+    // The trace is built when read: it still weighs the rules the read was decided by.
+    await vault.client('management').applications.update(vault.applications.private.id, {
+      name: 'private application',
+      rules: [{ ...RULES[2]!, container: '/' }],
+    })
+    const trace = vault.explain(masked.headers.get('x-request-id')!)!
+    expect(trace.map((t) => [t.decision, t.rule, t.rules.length])).toEqual([['mask', 1, 3]])
+    expect(trace[0]!.rules.map((r) => r.verdict)).toEqual(['lacks_permission', 'decided', 'does_not_cover'])
+    await vault.close()
+  })
+
   it('marks group rows; reset clears the log', async () => {
     const vault = await ruledVault()
     await call(vault, 'GET', '/tokens/a')
