@@ -5,6 +5,7 @@ import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
 import type { DueKey, Op } from '../store/index.js'
 import type { DispatcherDeps } from './deps.js'
 import { pendingEntry } from './outbox.js'
+import { entryKey as key, ReadyEntries } from './ready.js'
 import { sendEntry } from './send.js'
 
 /** Attempts a delivery gets in all: the first and up to 10 retries. */
@@ -42,7 +43,10 @@ export const retryDelayMs = (n: number): number => FIRST_RETRY_MS * 2 ** (n - 1)
  *
  * One tenant never holds up another: a pass skips the due entries of a tenant that has
  * `IN_FLIGHT_PER_TENANT` attempts running and reads on past them, and no pass awaits another
- * tenant's slow receiver before starting the next one's attempts.
+ * tenant's slow receiver before starting the next one's attempts. The entries a pass skips that way
+ * are kept (`ReadyEntries`, bounded) and start as their tenant's attempts end, so a tenant's backlog
+ * is read once per batch of deliveries, not once per delivery; a write of a tenant whose share is
+ * running starts no pass (its entries wait for that tenant's next free slot).
  */
 export class Dispatcher {
   private readonly running = new Map<string, Promise<void>>()
@@ -52,12 +56,22 @@ export class Dispatcher {
   /** Whether the last pass left due entries for want of a free slot: a finished attempt starts another pass. */
   private saturated = false
   private closed = false
+  /** Due entries left for want of their tenant's slot, started as that tenant's attempts end. */
+  private readonly ready = new ReadyEntries()
 
   constructor(private readonly deps: DispatcherDeps) {}
 
-  /** Starts a pass in the background (one at a time; asked again meanwhile, one more runs after it). */
-  kick(): void {
+  /**
+   * Starts a pass in the background (one at a time; asked again meanwhile, one more runs after it).
+   * Asked after a write of `tenantId` while that tenant has its share of attempts running, it runs
+   * none: the pass could start nothing of that tenant, and one of its attempts ending starts the next.
+   */
+  kick(tenantId?: string): void {
     if (this.closed) return
+    if (tenantId !== undefined && (this.perTenant.get(tenantId) ?? 0) >= IN_FLIGHT_PER_TENANT) {
+      this.saturated = true
+      return
+    }
     if (this.pass) {
       this.again = true
       return
@@ -94,6 +108,7 @@ export class Dispatcher {
   /** Stops taking new passes and waits for the attempts running (their results are recorded). */
   async close(): Promise<void> {
     this.closed = true
+    this.ready.clear()
     await this.idle()
   }
 
@@ -113,11 +128,13 @@ export class Dispatcher {
           this.saturated = true
           break
         }
-        if (this.running.has(key(entry))) continue
+        const k = key(entry)
+        if (this.running.has(k)) continue
         if ((this.perTenant.get(entry.tenant_id) ?? 0) >= IN_FLIGHT_PER_TENANT) {
-          this.saturated = true
+          if (!this.ready.keep(entry)) this.saturated = true
           continue
         }
+        if (this.ready.has(k, entry.tenant_id)) continue
         this.start(entry)
         started++
       }
@@ -138,8 +155,11 @@ export class Dispatcher {
         const left = (this.perTenant.get(entry.tenant_id) ?? 1) - 1
         if (left > 0) this.perTenant.set(entry.tenant_id, left)
         else this.perTenant.delete(entry.tenant_id)
+        // The tenant's next entry a pass kept starts in this slot, without another pass.
+        const next = this.closed ? undefined : this.ready.take(entry.tenant_id)
+        if (next) this.start(next)
         // Due entries were left for want of a slot: this one is free now.
-        if (this.saturated) {
+        else if (this.saturated) {
           this.saturated = false
           this.kick()
         }
@@ -206,8 +226,6 @@ export class Dispatcher {
     return ops
   }
 }
-
-const key = (e: OutboxEntry) => `${e.tenant_id}\u0000${e.id}`
 
 /** The entry after an attempt: delivered, failed for good, or due again after its back-off. */
 export function recorded(entry: OutboxEntry, attempt: OutboxAttempt, now: string): OutboxEntry {

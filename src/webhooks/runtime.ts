@@ -1,6 +1,6 @@
 import type { Clock, EgressClient, OutboxEntry } from '../kernel/index.js'
 import type { AcceptedRun } from '../reactors/index.js'
-import type { Store, WriteEffectHook } from '../store/index.js'
+import type { Op, Store, WriteEffectHook } from '../store/index.js'
 import { Dispatcher } from './dispatcher.js'
 import { webhookEffect } from './outbox.js'
 import { type WebhookSigner, webhookSigner } from './signing.js'
@@ -45,8 +45,18 @@ export function webhookRuntime(deps: {
       ...(derive.refused ? { refused: derive.refused } : {}),
       // The first attempt follows the write at once (no timer: the pass runs on the event loop now).
       settled: (_context, ops, outcome) => {
-        if (outcome === 'ok' && ops.length && deps.deliverAfterWrites) dispatcher.kick()
+        if (outcome === 'ok' && ops.length && deps.deliverAfterWrites) dispatcher.kick(tenantOf(ops))
       },
     },
   }
+}
+
+/** The one tenant whose outbox entries `ops` put, or undefined (then a pass runs for every tenant). */
+function tenantOf(ops: readonly Op[]): string | undefined {
+  let tenant: string | undefined
+  for (const op of ops) {
+    if (op.op !== 'outbox.put' || (tenant !== undefined && op.entry.tenant_id !== tenant)) return undefined
+    tenant = op.entry.tenant_id
+  }
+  return tenant
 }
