@@ -34,48 +34,8 @@ export const ROOTS = ['src', 'entry', 'adapters', 'bin', 'testing']
  */
 export const FACE_BYPASSES = [
   {
-    why: 'the package entry re-exports every record type and every input type of the core (export type *), which the faces list by name for src/ only',
+    why: 'the package entry re-exports every record type and every input type of the core with `export type *` of the two files that gather them, so a type added there is public without a third list to keep (the faces list them by name, for src/); type-only, it loads nothing',
     imports: ['entry/index.ts → src/kernel/types.ts', 'entry/index.ts → src/service/inputs.ts'],
-  },
-  {
-    why: 'being split this round (handler, test control, console): their imports move to faces with the split',
-    imports: [
-      'adapters/http/console.ts → src/kernel/clock.ts',
-      'adapters/http/console.ts → src/kernel/errors.ts',
-      'adapters/http/console.ts → src/lifecycle/state-transfer.ts',
-      'adapters/http/console.ts → src/service/journal.ts',
-      'adapters/http/console.ts → src/service/service.ts',
-      'adapters/http/console.ts → src/store/error.ts',
-      'adapters/http/handler.ts → src/kernel/errors.ts',
-      'adapters/http/handler.ts → src/kernel/ids.ts',
-      'adapters/http/handler.ts → src/service/idempotency.ts',
-      'adapters/http/handler.ts → src/service/service.ts',
-      'adapters/http/handler.ts → src/service/unchecked.ts',
-      'adapters/http/handler.ts → src/store/error.ts',
-      'adapters/http/test-control.ts → src/kernel/clock.ts',
-      'adapters/http/test-control.ts → src/kernel/errors.ts',
-      'adapters/http/test-control.ts → src/lifecycle/state-transfer.ts',
-      'adapters/http/test-control.ts → src/service/journal.ts',
-      'adapters/http/test-control.ts → src/service/service.ts',
-      'adapters/http/test-control.ts → src/service/unchecked.ts',
-    ],
-  },
-  {
-    why: 'the webhook schemas are not on the webhooks face (src/webhooks/index.ts) yet',
-    imports: ['adapters/http/webhook-routes.ts → src/webhooks/schemas.ts'],
-  },
-  {
-    why: 'the sandbox runs in worker threads: each loads the one port or policy file it needs, not the whole folder behind its face (src/reactors/index.ts loads every reactor rule)',
-    imports: [
-      'adapters/sandbox/bridges.ts → src/reactors/egress.ts',
-      'adapters/sandbox/host-fetch.ts → src/reactors/egress.ts',
-      'adapters/sandbox/index.ts → src/kernel/runner.ts',
-      'adapters/sandbox/messages.ts → src/reactors/egress.ts',
-      'adapters/sandbox/pool.ts → src/kernel/runner.ts',
-      'adapters/sandbox/prepared.ts → src/reactors/egress.ts',
-      'adapters/sandbox/slots.ts → src/kernel/runner.ts',
-      'adapters/sandbox/worker.ts → src/reactors/egress.ts',
-    ],
   },
 ]
 

@@ -1,6 +1,6 @@
 import { ServiceError } from '../../src/kernel/index.js'
 import type { TestService } from '../../src/service/index.js'
-import { createWebhookInput, listWebhooksQuery, updateWebhookInput } from '../../src/webhooks/schemas.js'
+import { createWebhookInput, listWebhooksQuery, updateWebhookInput } from '../../src/webhooks/index.js'
 import type { JsonSchema } from './response-schemas.js'
 import type { Route, RouteDoc } from './route-types.js'
 

@@ -1,5 +1,5 @@
 import type { QuickJSHandle } from 'quickjs-emscripten-core'
-import { EGRESS_MAX_BODY_BYTES, EgressError, type EgressResponse } from '../../src/reactors/egress.js'
+import { EGRESS_MAX_BODY_BYTES, EgressError, type EgressResponse } from '../../src/kernel/index.js'
 import { endBridge, installCryptoBridge } from './crypto-bridge.js'
 import { guestString } from './guest-text.js'
 import {

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads'
-import { EGRESS_MAX_BODY_BYTES, EgressError, type EgressResponse } from '../../src/reactors/egress.js'
+import { EGRESS_MAX_BODY_BYTES, EgressError, type EgressResponse } from '../../src/kernel/index.js'
 import { type FetchedMessage, MAX_FETCHES, readFetchRequest, type WorkerMessage } from './messages.js'
 import type { HostFetch } from './prepared.js'
 

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
+import type { FormulaRunner, RunOutcome } from '../../src/kernel/index.js'
 import { compileEngine, compileIn, loadCompiler } from './engine.js'
 import type { WorkerConfig } from './messages.js'
 import { SandboxPool } from './pool.js'

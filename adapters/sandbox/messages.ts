@@ -5,7 +5,7 @@
  * has checked its shape, types and sizes; anything else makes the host discard that worker.
  */
 
-import { EGRESS_MAX_BODY_BYTES, type EgressRequest } from '../../src/reactors/egress.js'
+import { EGRESS_MAX_BODY_BYTES, type EgressRequest } from '../../src/kernel/index.js'
 
 /** Limits on what a worker may send back, besides the answer's size limit. */
 export const MAX_LOG_LINES = 100

@@ -1,4 +1,4 @@
-import type { RunOutcome } from '../../src/kernel/runner.js'
+import type { RunOutcome } from '../../src/kernel/index.js'
 import { FairQueue } from './fair-queue.js'
 import { endHostFetches, startHostFetch } from './host-fetch.js'
 import type { Job, PoolSettings } from './job.js'

@@ -1,5 +1,5 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten-core'
-import type { EgressLimits, EgressRequest, EgressResponse } from '../../src/reactors/egress.js'
+import type { EgressLimits, EgressRequest, EgressResponse } from '../../src/kernel/index.js'
 import { type BridgeRun, bridgeRun } from './crypto-bridge.js'
 import type { RunResult } from './thrown.js'
 

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads'
-import type { RunOutcome } from '../../src/kernel/runner.js'
+import type { RunOutcome } from '../../src/kernel/index.js'
 import type { RunRequests } from './host-fetch.js'
 import type { Job, PoolSettings } from './job.js'
 import type { WorkerConfig, WorkerMessage } from './messages.js'

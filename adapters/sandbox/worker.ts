@@ -1,5 +1,5 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
-import { EgressError, type EgressResponse } from '../../src/reactors/egress.js'
+import { EgressError, type EgressResponse } from '../../src/kernel/index.js'
 import { Engine } from './engine.js'
 import type { FetchedMessage, RunMessage, WorkerConfig, WorkerMessage } from './messages.js'
 import type { HostFetch } from './prepared.js'

@@ -40,6 +40,9 @@ export interface EgressLimits {
   followRedirects?: boolean
 }
 
+/** Default bounds of a request's body and its answer's: 1 MiB each way. */
+export const EGRESS_MAX_BODY_BYTES = 1024 * 1024
+
 /** Why a request was not made or not finished (the message is safe to show the tenant). */
 export class EgressError extends Error {
   override readonly name = 'EgressError'

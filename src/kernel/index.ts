@@ -23,7 +23,7 @@ export type { Clock, ManualClock } from './clock.js'
 export { isoAfter, manualClock, shiftedClock, systemClock } from './clock.js'
 export { parseDateTime } from './date-time.js'
 export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from './egress.js'
-export { EgressError, lazyEgress, TenantGate } from './egress.js'
+export { EGRESS_MAX_BODY_BYTES, EgressError, lazyEgress, TenantGate } from './egress.js'
 export type { ServiceErrorCode, ValidationIssues } from './errors.js'
 export {
   assertNever,

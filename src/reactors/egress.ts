@@ -7,7 +7,7 @@ import {
 } from '../kernel/index.js'
 
 export type { EgressClient, EgressLimits, EgressRequest, EgressResponse } from '../kernel/index.js'
-export { EgressError } from '../kernel/index.js'
+export { EGRESS_MAX_BODY_BYTES, EgressError } from '../kernel/index.js'
 
 /**
  * The egress policy: what the host lets out on behalf of tenants (a formula's `fetch`, an
@@ -58,8 +58,6 @@ export function allowedUrl(origins: readonly EgressOrigin[], url: string): URL |
   return origins.includes(parsed.origin) ? parsed : null
 }
 
-/** Default bounds: 1 MiB each way. */
-export const EGRESS_MAX_BODY_BYTES = 1024 * 1024
 /** Redirects one request may follow. */
 export const EGRESS_MAX_REDIRECTS = 5
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])

@@ -26,6 +26,7 @@ export {
 export type { WebhookRuntime } from './runtime.js'
 export { webhookRuntime } from './runtime.js'
 export type { CreateWebhookInput, ListWebhooksQuery, UpdateWebhookInput } from './schemas.js'
+export { createWebhookInput, listWebhooksQuery, updateWebhookInput } from './schemas.js'
 export { deliveryRequest } from './send.js'
 export type { WebhookSigner } from './signing.js'
 export {
