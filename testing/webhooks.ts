@@ -31,7 +31,10 @@ export interface WebhookKit {
 export function webhookKit(service: TestService, tenantId: string): WebhookKit {
   const hooks = service.admin.webhooks
   return {
-    publicKey: hooks.publicKey,
+    // Read when asked: the key is imported on first use, so a vault (or a fork) that never asks pays nothing.
+    get publicKey() {
+      return hooks.publicKey
+    },
     verify(delivery) {
       const name = SIGNATURE_HEADER.toLowerCase()
       const signature = Object.entries(delivery.headers).find(([k]) => k.toLowerCase() === name)?.[1]
