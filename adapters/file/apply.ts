@@ -15,6 +15,7 @@ import { key, seq, termPart, tokenCountKey } from './keys.js'
 import { applyLogOp } from './logs.js'
 import { applyWebhookOp } from './outbox.js'
 import { applyProxyOp } from './proxies.js'
+import { applyTokenIntentOp } from './token-intents.js'
 
 /** What an `expiring` entry names. */
 export interface Expiring {
@@ -295,6 +296,10 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'proxy.put':
     case 'proxy.delete':
       applyProxyOp(dbs, op)
+      return
+    case 'token_intent.put':
+    case 'token_intent.delete':
+      applyTokenIntentOp(dbs, op, reindexTime)
       return
     case 'webhook.put':
     case 'webhook.delete':

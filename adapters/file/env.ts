@@ -88,6 +88,8 @@ export interface Databases {
   webhooks: Database
   /** `[tenant, id]` → pre-configured proxy (configuration sealed; see `proxies.ts`). */
   proxies: Database
+  /** `[tenant, id]` → token intent (data sealed; see `token-intents.ts`). */
+  tokenIntents: Database
   /** `[tenant, id]` → outbox entry (see `outbox.ts`). */
   outbox: Database
   /** `[due_at, tenant, id]` → 1: pending outbox entries by when they are due. */
@@ -149,6 +151,7 @@ const NAMES = [
   'idempotency',
   'webhooks',
   'proxies',
+  'tokenIntents',
   'outbox',
   'outboxDue',
   'logs',

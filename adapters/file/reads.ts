@@ -28,6 +28,7 @@ import { logReads } from './logs.js'
 import { webhookReads } from './outbox.js'
 import { allProxies, proxyReads } from './proxies.js'
 import { portableToken } from './token-codec.js'
+import { allTokenIntents, tokenIntentReads } from './token-intents.js'
 
 /** Every value under `parts`, in key order. */
 function* under<T>(db: Database, ...parts: string[]): Generator<T> {
@@ -353,6 +354,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
     ...webhookReads(fresh),
     ...proxyReads(fresh),
+    ...tokenIntentReads(fresh),
     ...logReads(fresh),
     countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     listExpired: async (query) => {
@@ -368,6 +370,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         case 'transaction.ended':
         case 'idempotency':
         case 'outbox':
+        case 'token_intent':
           break
         default:
           assertNever(kind)
@@ -400,6 +403,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
         webhooks: all(dbs.webhooks),
         proxies: allProxies(dbs),
+        token_intents: allTokenIntents(dbs),
         outbox: all(dbs.outbox),
       }
     },

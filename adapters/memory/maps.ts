@@ -18,6 +18,7 @@ import { applicationKeyHashes, copy, Scoped, SortedIds, TokenIndex } from '../..
 import { LogMaps } from './logs.js'
 import { WebhookMaps } from './outbox.js'
 import { ProxyMaps } from './proxies.js'
+import { TokenIntentMaps } from './token-intents.js'
 
 /** Whether a parent's child list must look at this child: absent, or with an expiry. */
 export const needsCheck = (child: StoredToken | undefined) =>
@@ -87,6 +88,8 @@ export class MemoryMaps {
   protected hooks = new WebhookMaps()
   /** Pre-configured proxies. */
   protected proxies = new ProxyMaps()
+  /** Token intents. */
+  protected intents = new TokenIntentMaps()
   /** Audit log entries, with their indexes. */
   protected logs = new LogMaps()
 
@@ -173,6 +176,8 @@ export class MemoryMaps {
       case 'idempotency.delete':
         this.idempotency.delete(op.tenant_id, op.id)
         return
+      case 'token_intent.put':
+      case 'token_intent.delete':
       case 'proxy.put':
       case 'proxy.delete':
       case 'webhook.put':
@@ -190,9 +195,15 @@ export class MemoryMaps {
 
   /** The ops of the proxy, webhook, outbox and audit-log records, each kept in its own maps. */
   protected applyFeatureOp(
-    op: Extract<Op, { op: `${'proxy' | 'webhook' | 'outbox' | 'log'}.${'put' | 'delete'}` }>,
+    op: Extract<Op, { op: `${'proxy' | 'webhook' | 'outbox' | 'log' | 'token_intent'}.${'put' | 'delete'}` }>,
   ): void {
     switch (op.op) {
+      case 'token_intent.put':
+        this.intents.put(op.intent)
+        return
+      case 'token_intent.delete':
+        this.intents.delete(op.tenant_id, op.id)
+        return
       case 'proxy.put':
         this.proxies.put(op.proxy)
         return

@@ -34,6 +34,7 @@ export function modelReads(use: () => MemoryState): StoreReads {
     getIdempotency: async (t, id) => use().getIdempotency(t, id),
     getProxy: async (t, id) => use().getProxy(t, id),
     listProxies: async (t, q) => use().listProxies(t, q),
+    getTokenIntent: async (t, id) => use().getTokenIntent(t, id),
     getWebhook: async (t, id) => use().getWebhook(t, id),
     listWebhooks: async (t, q) => use().listWebhooks(t, q),
     getOutbox: async (t, id) => use().getOutbox(t, id),

@@ -10,6 +10,7 @@ import type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,
@@ -323,6 +324,10 @@ export class MemoryReads extends MemoryOps {
     return this.proxies.list(tenantId, query)
   }
 
+  getTokenIntent(tenantId: string, id: string): StoredTokenIntent | null {
+    return this.intents.get(tenantId, id)
+  }
+
   getWebhook(tenantId: string, id: string): StoredWebhook | null {
     const w = this.hooks.webhooks.get(tenantId, id)
     return w ? copy(w) : null
@@ -409,6 +414,9 @@ export class MemoryReads extends MemoryOps {
       case 'outbox':
         out.push(...this.hooks.expired(before, limit))
         break
+      case 'token_intent':
+        out.push(...this.intents.expired(before, limit))
+        break
       case 'transaction.open':
       case 'transaction.ended': {
         const open = query.kind === 'transaction.open'
@@ -469,6 +477,7 @@ export class MemoryReads extends MemoryOps {
       idempotency: sorted(this.idempotency.values(), (r) => k(r.tenant_id, r.id)),
       ...this.hooks.dump(),
       proxies: this.proxies.dump(),
+      token_intents: this.intents.dump(),
     }
   }
 }

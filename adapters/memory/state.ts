@@ -11,6 +11,7 @@ import type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,
@@ -55,6 +56,8 @@ export interface StateRecords {
   webhooks: readonly StoredWebhook[]
   /** Pre-configured proxies (states saved before they existed lack the list: read as empty). */
   proxies?: readonly StoredProxy[]
+  /** Token intents (states saved before they existed lack the list: read as empty). */
+  token_intents?: readonly StoredTokenIntent[]
   /** Outbox entries (states saved before they existed lack the list: read as empty). */
   outbox: readonly OutboxEntry[]
   /** Audit log entries (states saved before they existed lack the list: read as empty). */
@@ -92,6 +95,7 @@ export class MemoryState extends MemoryReads {
     for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
     for (const webhook of r.webhooks ?? []) state.apply({ op: 'webhook.put', webhook })
     for (const proxy of r.proxies ?? []) state.apply({ op: 'proxy.put', proxy })
+    for (const intent of r.token_intents ?? []) state.apply({ op: 'token_intent.put', intent })
     for (const entry of r.outbox ?? []) state.apply({ op: 'outbox.put', entry })
     for (const entry of r.logs ?? []) state.apply({ op: 'log.put', entry })
     return state
@@ -128,6 +132,7 @@ export class MemoryState extends MemoryReads {
       formulaUses: [...this.formulaUses.values()].flatMap((uses) => [...uses.values()]),
       webhooks: [...this.hooks.webhooks.values()],
       proxies: [...this.proxies.proxies.values()],
+      token_intents: [...this.intents.intents.values()],
       outbox: [...this.hooks.entries.values()],
       logs: [...this.logs.entries.values()],
     }

@@ -142,6 +142,10 @@ function opNames(op: Op): string[] {
       return [name('proxy', op.proxy.tenant_id, op.proxy.id)]
     case 'proxy.delete':
       return [name('proxy', op.tenant_id, op.id)]
+    case 'token_intent.put':
+      return [name('token_intent', op.intent.tenant_id, op.intent.id)]
+    case 'token_intent.delete':
+      return [name('token_intent', op.tenant_id, op.id)]
     case 'webhook.put':
       return [name('webhook', op.webhook.tenant_id, op.webhook.id)]
     case 'webhook.delete':

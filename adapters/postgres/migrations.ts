@@ -4,6 +4,7 @@ import { logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
 import { countsSql, tablesSql } from './schema.js'
+import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
 
 /** One schema change: applied once, in version order, and recorded in `tokenvault_migrations`. */
@@ -63,6 +64,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 8,
     name: 'audit log entry count',
     sql: (s) => logCountSql(s),
+  },
+  {
+    // Token intents: their table and expiry index, and the write function that knows their ops.
+    version: 9,
+    name: 'token intents',
+    sql: (s) => tokenIntentTablesSql(s) + writeFunctionSql(s),
   },
 ]
 

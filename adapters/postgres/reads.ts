@@ -10,6 +10,7 @@ import type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,
@@ -48,6 +49,7 @@ export type Reads = Omit<
   | 'listLogs'
   | 'getProxy'
   | 'listProxies'
+  | 'getTokenIntent'
 >
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
@@ -375,7 +377,8 @@ export function reads(t: Tables, query: Query): Reads {
           ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
           ${all(t.idempotency)} AS idempotency,
           ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
-          ${all(`${t.schema}.proxies`)} AS proxies`,
+          ${all(`${t.schema}.proxies`)} AS proxies,
+          ${all(`${t.schema}.token_intents`)} AS token_intents`,
       })
       const row = rows[0] as Record<keyof StoreDump, string>
       const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
@@ -399,6 +402,7 @@ export function reads(t: Tables, query: Query): Reads {
         webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
         outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
         proxies: sorted<StoredProxy>(row.proxies, (x) => k(x.tenant_id, x.id)),
+        token_intents: sorted<StoredTokenIntent>(row.token_intents, (x) => k(x.tenant_id, x.id)),
       }
     },
   }

@@ -15,6 +15,7 @@ import { webhookReads } from './outbox.js'
 import { proxyReads } from './proxies.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
+import { expiredTokenIntentsSql, tokenIntentReads } from './token-intents.js'
 import { pgWriter } from './writes.js'
 
 /** Options of `postgresStore` with a pool the caller owns (and ends, after `close()`). */
@@ -143,7 +144,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
 }
 
 /** The statement listing records of `kind` whose time has come. */
-function expiredStatement(st: Statements, kind: ExpiringKind): string {
+function expiredStatement(st: Statements, kind: Exclude<ExpiringKind, 'token_intent'>): string {
   switch (kind) {
     case 'token':
       return st.expiredTokens
@@ -233,6 +234,7 @@ function openStore(
   const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const hooks = webhookReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const proxies = proxyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const intents = tokenIntentReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const logs = logReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const keys = keyCache(
     keyCacheMs,
@@ -245,7 +247,8 @@ function openStore(
   })
   const write = pgWriter({ pool, schema, t, st, locks, gate }, poolOptions?.max || 10)
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
-    const text = expiredStatement(st, query.kind)
+    const text =
+      query.kind === 'token_intent' ? expiredTokenIntentsSql(t.schema) : expiredStatement(st, query.kind)
     const limit = Math.max(0, Math.floor(query.limit))
     const { rows } = await gate.run('', () => pool.query<RecordKey>(prepared(text, [query.before, limit])))
     return rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
@@ -281,6 +284,7 @@ function openStore(
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
     getProxy: (tenantId, id) => guard(() => proxies.getProxy(tenantId, id)),
     listProxies: (tenantId, q) => guard(() => proxies.listProxies(tenantId, q)),
+    getTokenIntent: (tenantId, id) => guard(() => intents.getTokenIntent(tenantId, id)),
     getWebhook: (tenantId, id) => guard(() => hooks.getWebhook(tenantId, id)),
     listWebhooks: (tenantId, range) => guard(() => hooks.listWebhooks(tenantId, range)),
     getOutbox: (tenantId, id) => guard(() => hooks.getOutbox(tenantId, id)),

@@ -1,6 +1,7 @@
 import { logOpsSql } from './logs.js'
 import { webhookChecksSql, webhookOpsSql } from './outbox.js'
 import { proxyOpsSql } from './proxies.js'
+import { tokenIntentOpsSql } from './token-intents.js'
 
 /**
  * The key hashes an application row `alias` holds, as a set-returning SQL expression: those of its
@@ -325,7 +326,7 @@ ${insertToken(s)}
         SET claim = EXCLUDED.claim, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
       WHEN 'idempotency.delete' THEN
         DELETE FROM ${s}.idempotency WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
-${webhookOpsSql(s)}${logOpsSql(s)}${proxyOpsSql(s)}      ELSE
+${webhookOpsSql(s)}${logOpsSql(s)}${proxyOpsSql(s)}${tokenIntentOpsSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown op %', _o ->> 'op';
     END CASE;
   END LOOP;

@@ -1,6 +1,7 @@
 import type { StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import type { Check } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
+import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
 import { openOutbox, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import {
@@ -62,7 +63,9 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
             ? sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy }))
             : op.op === 'outbox.put'
               ? sealOutbox(s, op.entry).then((entry) => ({ ...op, entry }))
-              : sealOp(s, op),
+              : op.op === 'token_intent.put'
+                ? sealTokenIntent(s, op.intent).then((intent) => ({ ...op, intent }))
+                : sealOp(s, op),
         ),
       )
       const checks = batch.checks
@@ -107,6 +110,10 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     async listProxies(tenantId, query) {
       const page = await inner.listProxies(tenantId, query)
       return { ...page, items: await Promise.all(page.items.map((p) => openProxy(s, p))) }
+    },
+    async getTokenIntent(tenantId, id) {
+      const intent = await inner.getTokenIntent(tenantId, id)
+      return intent && openTokenIntent(s, intent)
     },
     async getOutbox(tenantId, id) {
       const entry = await inner.getOutbox(tenantId, id)

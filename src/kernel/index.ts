@@ -91,6 +91,7 @@ export type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,

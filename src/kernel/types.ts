@@ -96,6 +96,9 @@ export type Permission =
   | 'webhook:read'
   | 'webhook:update'
   | 'webhook:delete'
+  | 'token-intent:create'
+  | 'token-intent:read'
+  | 'token-intent:delete'
 
 export type Transform = 'redact' | 'mask' | 'reveal'
 
@@ -367,6 +370,27 @@ export interface IdempotencyRecord {
   answer_not_kept?: true
   created_at: string
   lease_until: string
+  expires_at: string
+}
+
+/**
+ * A token intent as stored (`POST /token-intents`): the data of a token not yet made, kept until
+ * it is converted into a token (`token_intent_id` on token create) or deleted, and at most until
+ * `expires_at` (a day after it was made). `data` is sealed at rest like a token's, bound to the
+ * intent's tenant and id; the summaries (`card`, `bank`) and the fingerprint are in the clear.
+ */
+export interface StoredTokenIntent {
+  id: string
+  tenant_id: string
+  type: string
+  data: Json
+  fingerprint?: string
+  /** The card summary of a `card` intent (`bin`, `last4`, expiry, `brand`, `funding`, `authentication`). */
+  card?: Record<string, Json>
+  /** The bank summary of a `bank` intent (`routing_number`, `account_number_last4`). */
+  bank?: Record<string, Json>
+  created_by: string
+  created_at: string
   expires_at: string
 }
 

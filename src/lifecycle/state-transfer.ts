@@ -60,6 +60,11 @@ const snapshotSchema = v.strictObject({
     idempotency: v.optional(v.array(v.unknown())),
     // Snapshots taken before these records existed lack the lists: read as empty.
     proxies: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
+    token_intents: v.optional(
+      v.array(
+        v.looseObject({ tenant_id: v.string(), id: v.string(), type: v.string(), expires_at: v.string() }),
+      ),
+    ),
     webhooks: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
     outbox: v.optional(v.array(v.unknown())),
   }),
@@ -125,6 +130,13 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
   const proxies = await Promise.all(
     dump.proxies.map(async (p) => (await store.getProxy(p.tenant_id, p.id)) ?? p),
   )
+  // Token intents' data is sealed at rest too: opened, without the fingerprint (a keyed hash).
+  const tokenIntents = await Promise.all(
+    (dump.token_intents ?? []).map(async (i) => {
+      const { fingerprint: _fingerprint, ...rest } = (await store.getTokenIntent(i.tenant_id, i.id)) ?? i
+      return rest
+    }),
+  )
   // Idempotency records are a cache of first answers, and outbox entries deliveries owed by this
   // store (sealed under keys a restore replaces, signed by its service): both left out.
   const records = {
@@ -137,6 +149,7 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     tokens,
     reactors,
     proxies,
+    token_intents: tokenIntents,
     staged,
     associations,
     idempotency: [],
@@ -218,6 +231,9 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
     ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
     ...(dump.proxies ?? []).map((p): Op => ({ op: 'proxy.delete', tenant_id: p.tenant_id, id: p.id })),
+    ...(dump.token_intents ?? []).map(
+      (i): Op => ({ op: 'token_intent.delete', tenant_id: i.tenant_id, id: i.id }),
+    ),
     ...(dump.webhooks ?? []).map((w): Op => ({ op: 'webhook.delete', tenant_id: w.tenant_id, id: w.id })),
     ...(dump.outbox ?? []).map((e): Op => ({ op: 'outbox.delete', tenant_id: e.tenant_id, id: e.id })),
     ...dump.tenants.map((t): Op => ({ op: 'tenant.delete', id: t.id })),
@@ -261,6 +277,7 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
       reactors: mine(dump.reactors),
       idempotency: mine(dump.idempotency),
       proxies: mine(dump.proxies ?? []),
+      token_intents: mine(dump.token_intents ?? []),
       webhooks: mine(dump.webhooks ?? []),
       outbox: mine(dump.outbox ?? []),
     }),
@@ -296,6 +313,13 @@ export async function restoreSnapshot(
       keyring.hmac(token.tenant_id, purpose, value),
     )
   const tokens = await Promise.all(r.tokens.map(rehash))
+  // An intent's fingerprint is made again as a token's: the same type and data, keyed anew.
+  const intents = await Promise.all(
+    (r.token_intents ?? []).map(async (intent) => {
+      const { fingerprint } = await rehash({ ...intent, containers: [], metadata: {} })
+      return fingerprint === undefined ? intent : { ...intent, fingerprint }
+    }),
+  )
   const staged = await Promise.all(
     r.staged.map(async (w): Promise<StagedWrite> => ({ ...w, token: w.token && (await rehash(w.token)) })),
   )
@@ -320,6 +344,7 @@ export async function restoreSnapshot(
     ...lockPuts(r.transactions, r.staged),
     ...r.sessions.map((session): Op => ({ op: 'session.put', session })),
     ...(r.proxies ?? []).map((proxy): Op => ({ op: 'proxy.put', proxy })),
+    ...intents.map((intent): Op => ({ op: 'token_intent.put', intent })),
     ...(r.webhooks ?? []).map((webhook): Op => ({ op: 'webhook.put', webhook })),
   ])
 }

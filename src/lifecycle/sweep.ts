@@ -27,6 +27,8 @@ export interface SweepCounts {
   endedTransactions: number
   /** Idempotency records (kept answers) deleted 24 hours after their first request. */
   idempotency: number
+  /** Token intents deleted at their `expires_at` (a day after they were made). */
+  tokenIntents: number
   /** How many records (or steps) failed and were skipped; absent when none did. */
   failed?: number
   /** The first 100 of those failures (absent when none): each step and record isolated from the others. */
@@ -189,6 +191,7 @@ export async function sweepExpiredOf(
  *   search indexes evaluated again, see `reindexed`, and its fingerprint made again when
  *   `refingerprint` is given), unless an open transaction holds them.
  * - Idempotency records are deleted at their `expires_at` (24 hours after the first request).
+ * - Token intents are deleted at their `expires_at` (a day after they were made).
  * - Transactions are deleted `ENDED_RETENTION_MS` after they ended, with any staged record or lock
  *   an end cut short left behind. A transaction ends at the latest when it expires, so candidates
  *   are listed by `expires_at` up to `now − 24 h + transactionTtlMs` and each is checked against its
@@ -223,8 +226,31 @@ export async function sweepExpired(
     deleteEndedTransaction(store, cutoff, key),
   )
   const idempotency = await each('idempotency', now, (key) => deleteIdempotency(store, now, key))
-  const counts = { sessions, applications, transactions, tokens, cvcs, endedTransactions, idempotency }
+  const tokenIntents = await each('token_intent', now, (key) => deleteTokenIntent(store, now, key))
+  const counts = {
+    sessions,
+    applications,
+    transactions,
+    tokens,
+    cvcs,
+    endedTransactions,
+    idempotency,
+    tokenIntents,
+  }
   return failures.count ? { ...counts, failed: failures.count, failures: failures.list } : counts
+}
+
+/**
+ * Deletes a token intent past its `expires_at` (its head read, never its data: an intent's only
+ * change is its deletion, so nothing races the delete but another delete).
+ */
+async function deleteTokenIntent(store: Store, now: string, key: RecordKey): Promise<boolean> {
+  const intent = await store.getTokenIntent(key.tenant_id, key.id)
+  if (!intent || intent.expires_at > now) return false
+  const result = await store.write({
+    ops: [{ op: 'token_intent.delete', tenant_id: key.tenant_id, id: key.id }],
+  })
+  return result.ok
 }
 
 /** Deletes an application past its `expires_at` (an update keeps `expires_at`, so nothing races it). */

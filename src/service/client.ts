@@ -12,7 +12,7 @@ import { refuseBadText, ServiceError } from '../kernel/index.js'
 import { proxiesOperations, proxyOperations } from '../proxy/index.js'
 import { formulaOperations, reactorOperations } from '../reactors/index.js'
 import { sessionOperations } from '../sessions/index.js'
-import { tokenOperations } from '../tokens/index.js'
+import { tokenIntentOperations, tokenOperations } from '../tokens/index.js'
 import { transactionOperations } from '../transactions/index.js'
 import { webhookOperations } from '../webhooks/index.js'
 import { logCall } from './audit-calls.js'
@@ -26,6 +26,8 @@ import type { Methods, OperationNames, Recorder, Wiring } from './wiring.js'
 export interface Client {
   tokens: ReturnType<typeof tokenOperations> & { children: ReturnType<typeof childOperations> }
   transactions: ReturnType<typeof transactionOperations>
+  /** Token intents (`/token-intents`): data held for a day until it is made a token. */
+  tokenIntents: ReturnType<typeof tokenIntentOperations>
   sessions: ReturnType<typeof sessionOperations>
   applications: ReturnType<typeof applicationOperations>
   reactorFormulas: ReturnType<typeof formulaOperations>
@@ -187,6 +189,11 @@ export const OPERATIONS = {
   logs: { list: 'log.list', entityTypes: 'log.entity_types' } satisfies OperationNames<
     ReturnType<typeof logOperations>
   >,
+  tokenIntents: {
+    create: 'token_intent.create',
+    get: 'token_intent.get',
+    delete: 'token_intent.delete',
+  } satisfies OperationNames<ReturnType<typeof tokenIntentOperations>>,
   proxy: { invoke: 'proxy.invoke' } satisfies OperationNames<ReturnType<typeof proxyOperations>>,
   proxies: {
     create: 'proxy.create',
@@ -336,6 +343,7 @@ const AREAS: { readonly [K in keyof Groups]: (bind: Bind) => Groups[K] } = {
     children: bind(childOperations, OPERATIONS.children),
   }),
   transactions: (bind) => bind(transactionOperations, OPERATIONS.transactions),
+  tokenIntents: (bind) => bind(tokenIntentOperations, OPERATIONS.tokenIntents),
   sessions: (bind) => bind(sessionOperations, OPERATIONS.sessions),
   applications: (bind) => bind(applicationOperations, OPERATIONS.applications),
   reactorFormulas: (bind) => bind(formulaOperations, OPERATIONS.reactorFormulas),
@@ -395,6 +403,9 @@ class CallClient implements Client {
   get transactions() {
     return this.area('transactions')
   }
+  get tokenIntents() {
+    return this.area('tokenIntents')
+  }
   get sessions() {
     return this.area('sessions')
   }
@@ -448,6 +459,9 @@ export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions
     },
     get transactions() {
       return c.area('transactions')
+    },
+    get tokenIntents() {
+      return c.area('tokenIntents')
     },
     get sessions() {
       return c.area('sessions')

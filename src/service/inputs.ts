@@ -21,7 +21,9 @@ export type {
 } from '../reactors/index.js'
 export type { AuthorizeSessionInput } from '../sessions/index.js'
 export type {
+  ConvertTokenIntentInput,
   CreateTokenInput,
+  CreateTokenIntentInput,
   DetokenizeInput,
   FlatMetadataFilter,
   ListChildrenQuery,

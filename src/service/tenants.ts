@@ -54,6 +54,9 @@ const DESCRIPTIONS: Record<(typeof PERMISSIONS)[number], string> = {
   'webhook:read': 'Read webhooks and the event types',
   'webhook:update': 'Update webhooks',
   'webhook:delete': 'Delete webhooks',
+  'token-intent:create': 'Create token intents',
+  'token-intent:read': 'Read token intents (never their data)',
+  'token-intent:delete': 'Delete token intents',
 }
 
 /** The permission catalogue: every permission, the application types that may hold it, what it allows. */

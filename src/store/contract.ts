@@ -10,6 +10,7 @@ import type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,
@@ -93,6 +94,7 @@ export interface RecordKey {
  * - `idempotency`: idempotency records with `expires_at <= before`;
  * - `token.cvc`: tokens with `cvc_expires_at <= before` (cards whose cvc is due for deletion).
  * - `outbox`: finished outbox entries (delivered or failed) with `expires_at <= before`.
+ * - `token_intent`: token intents with `expires_at <= before`.
  */
 export type ExpiringKind =
   | 'token'
@@ -103,6 +105,7 @@ export type ExpiringKind =
   | 'transaction.ended'
   | 'idempotency'
   | 'outbox'
+  | 'token_intent'
 
 /**
  * What `countRecords` counts of one tenant, expired or not (the sweep deletes expired records):
@@ -132,6 +135,8 @@ export interface StoreDump {
   idempotency: IdempotencyRecord[]
   /** Pre-configured proxies, by tenant then id (configuration sealed, as stored). */
   proxies: StoredProxy[]
+  /** Token intents, by tenant then id (data sealed, as stored). */
+  token_intents: StoredTokenIntent[]
   /** Webhooks, by tenant then id. */
   webhooks: StoredWebhook[]
   /** Outbox entries, by tenant then id. */
@@ -350,6 +355,8 @@ export interface Store {
   getProxy(tenantId: string, id: string): Promise<StoredProxy | null>
   /** Proxies of a tenant ordered by `created_at`, then `id`; `ids` (when non-empty) keeps only those ids. */
   listProxies(tenantId: string, query: Range & { ids?: string[] }): Promise<Page<StoredProxy>>
+  /** A token intent by id, expired or not (the service decides what expiry means), or null. */
+  getTokenIntent(tenantId: string, id: string): Promise<StoredTokenIntent | null>
   /** A webhook by id, or null. */
   getWebhook(tenantId: string, id: string): Promise<StoredWebhook | null>
   /** Webhooks of a tenant ordered by `created_at`, then `id` (a tenant holds a handful: the core bounds them). */

@@ -35,6 +35,7 @@ const STORE_METHODS = {
   getIdempotency: true,
   getProxy: true,
   listProxies: true,
+  getTokenIntent: true,
   getWebhook: true,
   listWebhooks: true,
   getOutbox: true,

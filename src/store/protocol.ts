@@ -12,6 +12,7 @@ import type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,
@@ -81,6 +82,10 @@ export type Op =
   /** Deletes a pre-configured proxy (absent: nothing). */
   | { op: 'proxy.delete'; tenant_id: string; id: string }
   | { op: 'webhook.delete'; tenant_id: string; id: string }
+  /** Puts a token intent (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
+  | { op: 'token_intent.put'; intent: StoredTokenIntent }
+  /** Deletes a token intent (absent: nothing). */
+  | { op: 'token_intent.delete'; tenant_id: string; id: string }
   /** Puts an outbox entry (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
   | { op: 'outbox.put'; entry: OutboxEntry }
   | { op: 'outbox.delete'; tenant_id: string; id: string }

@@ -34,6 +34,14 @@ export {
   tokenId,
   updateTokenInput,
 } from './schemas.js'
+export type { ConvertTokenIntentInput, CreateTokenIntentInput, TokenIntent } from './token-intents.js'
+export {
+  cardBrand,
+  intentSummary,
+  parseTokenIntentInput,
+  TOKEN_INTENT_TTL_MS,
+  tokenIntentOperations,
+} from './token-intents.js'
 export type { TokenTypeRules } from './token-types.js'
 export {
   abaValid,

@@ -12,14 +12,19 @@ import type {
   UpdateTokenInput,
 } from './inputs.js'
 import { createToken, tokenizeBody } from './token-creates.js'
+import type { ConvertTokenIntentInput } from './token-intents.js'
 import { detokenizeBody, getToken, listTokens, requireAnyRead } from './token-reads.js'
 import { deleteToken, updateToken } from './update.js'
 
 /** Token create, get, update and delete for one caller. */
 export function tokenOperations(ctx: Ctx) {
   return {
-    /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
-    create: (input: CreateTokenInput): Promise<Token> => createToken(ctx, input),
+    /**
+     * Creates a token (enlists in the caller's transaction). Duplicate id → conflict. With
+     * `token_intent_id` instead of `type` and `data`, converts that token intent (see `convertedBody`).
+     */
+    create: (input: CreateTokenInput | ConvertTokenIntentInput): Promise<Token> =>
+      createToken(ctx, input as CreateTokenInput),
 
     /**
      * Tokenizes a request of any JSON shape, as Basis Theory's Tokenize endpoint does: each token

@@ -64,7 +64,8 @@ const expression = v.pipe(v.string(), v.maxLength(4096, 'must be at most 4096 ch
 
 /**
  * Body of token create and child create: Basis Theory's Create Token fields. `token_intent_id` is
- * recognized, and refused: token intents are not offered.
+ * taken by token create before this schema (see `convertedBody`): one reaching it (a child create)
+ * is refused.
  */
 export const createTokenInput = v.strictObject({
   id: v.optional(tokenId),
@@ -80,10 +81,13 @@ export const createTokenInput = v.strictObject({
   token_intent_id: v.optional(
     v.pipe(
       v.unknown(),
-      v.check(() => false, 'token intents are not supported: create the token from type and data'),
+      v.check(() => false, 'converts a token intent on token create only: give type and data here'),
     ),
   ),
 })
+
+/** Body of token intent create: the token type and the data it will hold (no other field). */
+export const createTokenIntentInput = v.strictObject({ type: tokenType, data })
 
 /** Body of token update, a JSON merge patch: `null` removes a field (data can't be removed). */
 export const updateTokenInput = v.strictObject({

@@ -4,13 +4,16 @@ import { invalid, ServiceError } from '../kernel/index.js'
 import { createdAnswer, creationChecks, newToken } from './create.js'
 import { writeTokens } from './dedup.js'
 import type { CreateTokenInput, TokenizeInput } from './inputs.js'
+import { intentConverted } from './token-intents.js'
 import { fingerprintedNew } from './token-types.js'
 import { planTokenize } from './tokenize.js'
 
 /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
 export async function createToken(ctx: Ctx, input: CreateTokenInput): Promise<Token> {
   const minted: string[] = []
-  const token = await fingerprintedNew(ctx, newToken(ctx, input, minted))
+  // A token intent named by `token_intent_id` gives its type and data, and goes in the token's write.
+  const { body, consume } = await intentConverted(ctx, input)
+  const token = await fingerprintedNew(ctx, newToken(ctx, body, minted))
   const [created] = await writeTokens(
     ctx,
     [token],
@@ -20,7 +23,7 @@ export async function createToken(ctx: Ctx, input: CreateTokenInput): Promise<To
         tx,
         written.map((t) => t.id),
       ),
-    { enlist: true, minted },
+    { enlist: true, minted, ...(consume ? { extra: () => ({ checks: [], ops: [consume] }) } : {}) },
   )
   return createdAnswer(ctx, created!)
 }

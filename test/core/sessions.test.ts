@@ -246,6 +246,7 @@ describe('sessions', () => {
       cvcs: 0,
       endedTransactions: 0,
       idempotency: 0,
+      tokenIntents: 0,
     })
     clock.advance(1)
     expect(await service.admin.sweep()).toEqual({
@@ -256,6 +257,7 @@ describe('sessions', () => {
       cvcs: 0,
       endedTransactions: 0,
       idempotency: 0,
+      tokenIntents: 0,
     })
     expect((await store.dump()).sessions).toEqual([])
   })

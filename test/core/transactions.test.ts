@@ -245,6 +245,7 @@ describe('transactions', () => {
       cvcs: 0,
       endedTransactions: 0,
       idempotency: 0,
+      tokenIntents: 0,
     })
     expect((await failure(client.transactions.rollback(t2.id))).code).toBe('conflict')
   })

@@ -156,6 +156,10 @@ class PrototypeStore implements Store {
     this.#count('getIdempotency')
     return this.#inner.getIdempotency(...a)
   }
+  getTokenIntent(...a: Parameters<Store['getTokenIntent']>) {
+    this.#count('getTokenIntent')
+    return this.#inner.getTokenIntent(...a)
+  }
   getProxy(...a: Parameters<Store['getProxy']>) {
     this.#count('getProxy')
     return this.#inner.getProxy(...a)
@@ -233,6 +237,7 @@ const CONTRACT_METHODS = [
   'getReactor',
   'listReactors',
   'getIdempotency',
+  'getTokenIntent',
   'getProxy',
   'listProxies',
   'getWebhook',
@@ -320,6 +325,7 @@ describe('a store written as a class', () => {
       getReactor: () => store.getReactor('t', 'r'),
       listReactors: () => store.listReactors('t', page),
       getIdempotency: () => store.getIdempotency('t', 'i'),
+      getTokenIntent: () => store.getTokenIntent('t', 'i'),
       getProxy: () => store.getProxy('t', 'p'),
       listProxies: () => store.listProxies('t', page),
       getWebhook: () => store.getWebhook('t', 'w'),

@@ -11,6 +11,7 @@ import type {
   StoredProxy,
   StoredSession,
   StoredToken,
+  StoredTokenIntent,
   StoredTransaction,
   StoredWebhook,
   Tenant,
@@ -65,6 +66,7 @@ export class ContractModel implements Store {
   private idempotency: IdempotencyRecord[] = []
   private webhooks: StoredWebhook[] = []
   private proxies: StoredProxy[] = []
+  private intents: StoredTokenIntent[] = []
   /** Outbox entries, in any order (reads sort them). */
   private outbox: OutboxEntry[] = []
   private logs: LogEntry[] = []
@@ -288,6 +290,12 @@ export class ContractModel implements Store {
       case 'proxy.delete':
         this.proxies = this.proxies.filter(other(op.tenant_id, op.id))
         return
+      case 'token_intent.put':
+        this.intents = [...this.intents.filter(other(op.intent.tenant_id, op.intent.id)), op.intent]
+        return
+      case 'token_intent.delete':
+        this.intents = this.intents.filter(other(op.tenant_id, op.id))
+        return
       case 'webhook.put':
         this.webhooks = [...this.webhooks.filter(other(op.webhook.tenant_id, op.webhook.id)), op.webhook]
         return
@@ -483,6 +491,9 @@ export class ContractModel implements Store {
       query,
     )
   }
+  async getTokenIntent(tenantId: string, id: string) {
+    return json(this.intents.find((i) => i.tenant_id === tenantId && i.id === id) ?? null)
+  }
   async getProxy(tenantId: string, id: string) {
     return json(this.proxies.find((p) => p.tenant_id === tenantId && p.id === id) ?? null)
   }
@@ -584,6 +595,7 @@ export class ContractModel implements Store {
       'transaction.ended': () => this.transactions.filter((t) => t.state !== 'open' && due(t.expires_at)),
       idempotency: () => this.idempotency.filter((r) => due(r.expires_at)),
       outbox: () => this.outbox.filter((e) => e.state !== 'pending' && due(e.expires_at)),
+      token_intent: () => this.intents.filter((i) => due(i.expires_at)),
     }[query.kind]()
     return records.slice(0, Math.max(0, query.limit)).map((r) => ({ tenant_id: r.tenant_id, id: r.id }))
   }
@@ -608,6 +620,7 @@ export class ContractModel implements Store {
       idempotency: byTenantAndId(this.idempotency),
       webhooks: byTenantAndId(this.webhooks),
       proxies: byTenantAndId(this.proxies),
+      token_intents: byTenantAndId(this.intents),
       outbox: byTenantAndId(this.outbox),
     }
   }

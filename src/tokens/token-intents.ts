@@ -1,0 +1,219 @@
+import type * as v from 'valibot'
+import { requirePermission } from '../applications/index.js'
+import type { Ctx } from '../call/index.js'
+import type { Json, StoredToken, StoredTokenIntent } from '../kernel/index.js'
+import { invalid, isoAfter, newId, notFound, parse } from '../kernel/index.js'
+import type { Op } from '../store/index.js'
+import { type createTokenInput, createTokenIntentInput } from './schemas.js'
+import { fingerprintOf, typeRules } from './token-types.js'
+
+/**
+ * Token intents (`/token-intents`), as Basis Theory documents them: the data of a token not yet
+ * made, validated as a token of its type is, answered without its data (a `card` or `bank` summary
+ * and the fingerprint instead), kept sealed until it is converted into a token (`token_intent_id`
+ * on token create, which deletes it) or deleted, and at most a day: at and after `expires_at` it
+ * answers as not found and the sweep deletes it.
+ */
+
+/** How long a token intent lives: one day (the reference's default TTL), in ms. */
+export const TOKEN_INTENT_TTL_MS = 24 * 60 * 60 * 1000
+
+/** A token intent as answered: every field but its data. */
+export type TokenIntent = Omit<StoredTokenIntent, 'data'>
+
+type JsonObject = { [key: string]: Json }
+const isObject = (value: Json | undefined): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * The brand of a card number by its issuer identification number, over the ranges the card networks
+ * publish (no BIN table here: a number outside them has no brand, `null`, as the reference answers
+ * a number of unknown BIN).
+ */
+export function cardBrand(number: string): string | null {
+  const n = (len: number) => Number(number.slice(0, len))
+  if (number.startsWith('4')) return 'visa'
+  if ((n(2) >= 51 && n(2) <= 55) || (n(4) >= 2221 && n(4) <= 2720)) return 'mastercard'
+  if (n(2) === 34 || n(2) === 37) return 'american-express'
+  if (number.startsWith('6011') || number.startsWith('65') || (n(3) >= 644 && n(3) <= 649)) return 'discover'
+  if (n(4) >= 3528 && n(4) <= 3589) return 'jcb'
+  if (n(2) === 36 || n(2) === 38 || n(2) === 39 || (n(3) >= 300 && n(3) <= 305)) return 'diners-club'
+  if (number.startsWith('62')) return 'unionpay'
+  return null
+}
+
+/**
+ * The summary an intent of `type` answers in place of its data (`card`, `bank`), as the reference's
+ * Token Intent object: a card's BIN (8 digits of a number of 16 or more, else 6), last four,
+ * expiry and brand (`funding` and `authentication` need a BIN table: `null`); a bank account's
+ * routing number and last four digits. Other types answer none.
+ */
+export function intentSummary(type: string, data: Json): Pick<StoredTokenIntent, 'card' | 'bank'> {
+  if (!isObject(data)) return {}
+  if (type === 'card' && typeof data.number === 'string') {
+    const number = data.number
+    return {
+      card: {
+        bin: number.slice(0, number.length >= 16 ? 8 : 6),
+        last4: number.slice(-4),
+        ...(data.expiration_month === undefined ? {} : { expiration_month: data.expiration_month }),
+        ...(data.expiration_year === undefined ? {} : { expiration_year: data.expiration_year }),
+        brand: cardBrand(number),
+        funding: null,
+        authentication: null,
+      },
+    }
+  }
+  if (type === 'bank' && typeof data.account_number === 'string')
+    return {
+      bank: {
+        routing_number: data.routing_number ?? null,
+        account_number_last4: data.account_number.slice(-4),
+      },
+    }
+  return {}
+}
+
+/** An intent as answered: without its data. */
+export function shownIntent(intent: StoredTokenIntent): TokenIntent {
+  const { data: _data, ...shown } = intent
+  return shown
+}
+
+/**
+ * Parses a token intent create body (`{ type, data }`) and checks its data against the type's
+ * rules, as a token create does: a bad body is a 400 naming the field. The one place the body is
+ * read, so another input form (an encrypted payload) can hand its `{ type, data }` here.
+ */
+export function parseTokenIntentInput(input: unknown): { type: string; data: Json } {
+  const body = parse(createTokenIntentInput, input)
+  typeRules(body.type).validate(body.data)
+  return { type: body.type, data: body.data as Json }
+}
+
+/** A new intent record of the caller's tenant from a checked body: fingerprinted, expiring in a day. */
+async function newIntent(ctx: Ctx, body: { type: string; data: Json }): Promise<StoredTokenIntent> {
+  const now = ctx.now()
+  const record: StoredTokenIntent = {
+    id: newId(),
+    tenant_id: ctx.principal.tenantId,
+    type: body.type,
+    data: body.data,
+    ...intentSummary(body.type, body.data),
+    created_by: ctx.principal.id,
+    created_at: now,
+    expires_at: isoAfter(now, TOKEN_INTENT_TTL_MS),
+  }
+  const fingerprint = await fingerprintOf(ctx, asToken(record))
+  return fingerprint === undefined ? record : { ...record, fingerprint }
+}
+
+/** The intent as a token of its type (what its fingerprint is made from, as a token's would be). */
+const asToken = (intent: StoredTokenIntent): StoredToken => ({
+  id: intent.id,
+  tenant_id: intent.tenant_id,
+  type: intent.type,
+  data: intent.data,
+  containers: [],
+  metadata: {},
+  created_by: intent.created_by,
+  created_at: intent.created_at,
+})
+
+/**
+ * The caller's tenant's live intent `id` (opened): absent, another tenant's or past `expires_at`
+ * (at that instant on) answers `notFound`, the same for all three.
+ */
+export async function liveIntent(ctx: Ctx, id: string): Promise<StoredTokenIntent> {
+  if (id.length > 200) throw notFound('token intent')
+  const intent = await ctx.store.getTokenIntent(ctx.principal.tenantId, id)
+  if (!intent || intent.expires_at <= ctx.now()) throw notFound('token intent')
+  return intent
+}
+
+/**
+ * The create body a token intent converts into (`token_intent_id` given instead of `type` and
+ * `data`): the body's other fields with the intent's type and data, a card's `cvc` left out (the
+ * reference: it is not moved to the token), and the op that deletes the intent in the token's
+ * write. An intent that is gone or expired is a 400 naming `token_intent_id`.
+ */
+export async function convertedBody(
+  ctx: Ctx,
+  input: Record<string, unknown>,
+): Promise<{ body: Record<string, unknown>; consume: Op }> {
+  const { token_intent_id: id, ...rest } = input
+  if (rest.type !== undefined || rest.data !== undefined)
+    throw invalid('token_intent_id', 'is given instead of type and data, not with them')
+  if (typeof id !== 'string') throw invalid('token_intent_id', 'must be a string')
+  let intent: StoredTokenIntent
+  try {
+    intent = await liveIntent(ctx, id)
+  } catch {
+    throw invalid('token_intent_id', 'names no token intent of this tenant that has not expired')
+  }
+  let data = intent.data
+  if (intent.type === 'card' && isObject(data)) {
+    const { cvc: _cvc, ...kept } = data
+    data = kept
+  }
+  return {
+    body: { ...rest, type: intent.type, data },
+    consume: { op: 'token_intent.delete', tenant_id: intent.tenant_id, id: intent.id },
+  }
+}
+
+/**
+ * A token create body as `createToken` makes the token from: one naming `token_intent_id` converted
+ * (see `convertedBody`) with the op that consumes the intent, any other as it is.
+ */
+export async function intentConverted(ctx: Ctx, input: unknown): Promise<{ body: unknown; consume?: Op }> {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return { body: input }
+  const fields = input as Record<string, unknown>
+  if (fields.token_intent_id === undefined) return { body: input }
+  return convertedBody(ctx, fields)
+}
+
+/** Token intent create, get and delete for one caller. */
+export function tokenIntentOperations(ctx: Ctx) {
+  return {
+    /**
+     * Creates a token intent from `{ type, data }` (`token-intent:create`): the data checked as a
+     * token's of that type, sealed at rest, answered without it; it expires a day later.
+     */
+    async create(input: CreateTokenIntentInput): Promise<TokenIntent> {
+      requirePermission(ctx.principal, 'token-intent:create')
+      const intent = await newIntent(ctx, parseTokenIntentInput(input))
+      await ctx.store.write({ ops: [{ op: 'token_intent.put', intent }] })
+      return shownIntent(intent)
+    },
+
+    /** Reads a token intent (`token-intent:read`), without its data. Expired or absent → not found. */
+    async get(id: string): Promise<TokenIntent> {
+      requirePermission(ctx.principal, 'token-intent:read')
+      return shownIntent(await liveIntent(ctx, id))
+    },
+
+    /** Deletes a token intent before it expires (`token-intent:delete`). Expired or absent → not found. */
+    async delete(id: string): Promise<void> {
+      requirePermission(ctx.principal, 'token-intent:delete')
+      const intent = await liveIntent(ctx, id)
+      await ctx.store.write({
+        ops: [{ op: 'token_intent.delete', tenant_id: intent.tenant_id, id: intent.id }],
+      })
+    },
+  }
+}
+
+/** Body of `tokenIntents.create`: `{ type, data }`, `data` under the type's rules. */
+export type CreateTokenIntentInput = v.InferInput<typeof createTokenIntentInput>
+
+/**
+ * Body of `tokens.create` converting a token intent: `token_intent_id` in place of `type` and
+ * `data`, with any other field of a create body.
+ */
+export type ConvertTokenIntentInput = Omit<
+  v.InferInput<typeof createTokenInput>,
+  'type' | 'data' | 'token_intent_id'
+> & {
+  token_intent_id: string
+}
