@@ -5,32 +5,17 @@ import { copy, Scoped, SortedIds } from '../../src/store/index.js'
 /** `created_at ‖ \u0001 ‖ id`: orders entries by time, then id (ISO times sort as text). */
 const timeKey = (createdAt: string, id: string) => `${createdAt}\u0001${id}`
 
-/**
- * A key whose ascending order is the descending order of `key`: each code unit complemented, then
- * a terminator above every complemented unit, so a key that is a prefix of another sorts after it.
- */
-const reversed = (key: string) => {
-  // Built as one array of code units (keys are short): no string grown unit by unit.
-  const units = new Array<number>(key.length + 1)
-  for (let i = 0; i < key.length; i++) units[i] = 0xfffe - key.charCodeAt(i)
-  units[key.length] = 0xffff
-  return String.fromCharCode(...units)
-}
-const unreversed = (key: string) => {
-  let out = ''
-  for (let i = 0; i < key.length - 1; i++) out += String.fromCharCode(0xfffe - key.charCodeAt(i))
-  return out
-}
-
 /** The index an entry is found by for `entity_type` (and `entity_id`) filters. */
 const entityKey = (type: string, id: string | undefined) => (id === undefined ? type : `${type}\u0000${id}`)
 
-/** One tenant's indexes: chain order, time ascending, time descending, and descending per entity. */
+/**
+ * One tenant's indexes: chain order, time, and time per entity, each read either way (newest first
+ * reads walk them backwards). New entries come in time order, so a put mostly appends to each.
+ */
 interface TenantLogs {
   chain: SortedIds
-  asc: SortedIds
-  desc: SortedIds
-  /** `entity_type` and `entity_type ‖ entity_id` → descending time keys. */
+  byTime: SortedIds
+  /** `entity_type` and `entity_type ‖ entity_id` → time keys. */
   byEntity: Map<string, SortedIds>
 }
 
@@ -45,7 +30,7 @@ export class LogMaps {
   private of(tenantId: string): TenantLogs {
     let t = this.tenants.get(tenantId)
     if (!t) {
-      t = { chain: new SortedIds(), asc: new SortedIds(), desc: new SortedIds(), byEntity: new Map() }
+      t = { chain: new SortedIds(), byTime: new SortedIds(), byEntity: new Map() }
       this.tenants.set(tenantId, t)
     }
     return t
@@ -61,17 +46,15 @@ export class LogMaps {
     this.entries.set(entry.tenant_id, entry.id, entry)
     const t = this.of(entry.tenant_id)
     const key = timeKey(entry.created_at, entry.id)
-    const back = reversed(key)
     t.chain.add(entry.id)
-    t.asc.add(key)
-    t.desc.add(back)
+    t.byTime.add(key)
     for (const k of this.entityKeys(entry)) {
       let ids = t.byEntity.get(k)
       if (!ids) {
         ids = new SortedIds()
         t.byEntity.set(k, ids)
       }
-      ids.add(back)
+      ids.add(key)
     }
   }
 
@@ -81,13 +64,11 @@ export class LogMaps {
     this.entries.delete(tenantId, id)
     const t = this.of(tenantId)
     const key = timeKey(old.created_at, old.id)
-    const back = reversed(key)
     t.chain.delete(id)
-    t.asc.delete(key)
-    t.desc.delete(back)
+    t.byTime.delete(key)
     for (const k of this.entityKeys(old)) {
       const ids = t.byEntity.get(k)
-      ids?.delete(back)
+      ids?.delete(key)
       if (ids?.size === 0) t.byEntity.delete(k)
     }
     if (t.chain.size === 0) this.tenants.delete(tenantId)
@@ -109,42 +90,37 @@ export class LogMaps {
     const ascending = q.order === 'oldest'
     const index = this.indexFor(t, q, ascending)
     if (!index) return []
-    let at = this.startOf(q, ascending)
+    const at = this.startOf(q, ascending)
     const out: LogEntry[] = []
-    while (out.length < q.limit) {
-      const keys = index.after(at, q.limit - out.length)
-      for (const key of keys) {
-        const plain = ascending ? key : unreversed(key)
-        const entry = this.entries.get(tenantId, plain.slice(plain.indexOf('\u0001') + 1))!
-        if (
-          ascending
-            ? q.to !== undefined && entry.created_at > q.to
-            : q.from !== undefined && entry.created_at < q.from
-        )
-          return out
-        out.push(copy(entry))
-      }
-      if (keys.length === 0) return out
-      at = keys[keys.length - 1]
+    for (const key of ascending ? index.from(at) : index.before(at)) {
+      const entry = this.entries.get(tenantId, key.slice(key.indexOf('\u0001') + 1))!
+      if (
+        ascending
+          ? q.to !== undefined && entry.created_at > q.to
+          : q.from !== undefined && entry.created_at < q.from
+      )
+        return out
+      out.push(copy(entry))
+      if (out.length >= q.limit) return out
     }
     return out
   }
 
   private indexFor(t: TenantLogs, q: LogQuery, ascending: boolean): SortedIds | undefined {
-    if (q.entity_type === undefined) return ascending ? t.asc : t.desc
+    if (q.entity_type === undefined) return t.byTime
     // Filtered reads are served newest first only (what `GET /logs` asks); oldest-first reads are unfiltered.
     if (ascending) throw new Error('listLogs: oldest-first reads take no entity filter')
     return t.byEntity.get(entityKey(q.entity_type, q.entity_id))
   }
 
-  /** The key a read starts strictly after: the cursor's, else the bound of `from`/`to`. */
+  /**
+   * The key a read starts strictly after (oldest first) or strictly before (newest first): the
+   * cursor's, else the bound of `from`/`to`.
+   */
   private startOf(q: LogQuery, ascending: boolean): string | undefined {
-    if (q.after) {
-      const key = timeKey(q.after.created_at, q.after.id)
-      return ascending ? key : reversed(key)
-    }
+    if (q.after) return timeKey(q.after.created_at, q.after.id)
     if (ascending) return q.from === undefined ? undefined : q.from
-    // Strictly after reversed(`to ‖ \u0002`): every entry with `created_at <= to`.
-    return q.to === undefined ? undefined : reversed(`${q.to}\u0002`)
+    // Strictly before `to ‖ \u0002`: every entry with `created_at <= to`.
+    return q.to === undefined ? undefined : `${q.to}\u0002`
   }
 }

@@ -84,9 +84,14 @@ export class SortedIds {
       this.count = 1
       return true
     }
-    let c = this.chunkOf(id, r)
+    // After every id (an append: a log's new entries, ids made in order): no search.
+    const lastChunk = this.chunks.length - 1
+    const top = this.lasts[lastChunk]!
+    const tail = this.chunks[lastChunk]!
+    const appended = top < r || (top === r && tail[tail.length - 1]! < id)
+    let c = appended ? lastChunk : this.chunkOf(id, r)
     if (c === this.chunks.length) c-- // after every id: the last chunk takes it
-    const at = this.slot(c, id, r)
+    const at = appended ? tail.length : this.slot(c, id, r)
     const ids = this.chunks[c]!
     const ranks = this.ranks[c]!
     // Another rank there: not this id (its string is read only on a tie).
@@ -158,6 +163,25 @@ export class SortedIds {
     for (; c < this.chunks.length; c++, at = 0) {
       const chunk = this.chunks[c]!
       for (; at < chunk.length; at++) yield chunk[at]!
+    }
+  }
+
+  /** The ids before `before` (every id when undefined), last first, read lazily: stop when done. */
+  *before(before: string | undefined): Generator<string, void, undefined> {
+    let c = this.chunks.length - 1
+    let at = c >= 0 ? this.chunks[c]!.length - 1 : -1
+    if (before !== undefined) {
+      const r = rank(before)
+      c = this.chunkOf(before, r)
+      // The first id not before `before` is at (c, slot): start one place back.
+      if (c === this.chunks.length) {
+        c--
+        at = c >= 0 ? this.chunks[c]!.length - 1 : -1
+      } else at = this.slot(c, before, r) - 1
+    }
+    for (; c >= 0; c--, at = c >= 0 ? this.chunks[c]!.length - 1 : -1) {
+      const chunk = this.chunks[c]!
+      for (; at >= 0; at--) yield chunk[at]!
     }
   }
 

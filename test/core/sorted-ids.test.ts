@@ -100,4 +100,46 @@ describe('SortedIds', () => {
     expect([...set.from(undefined)]).toEqual([])
     expect(set.delete(ids[0]!)).toBe(false)
   })
+
+  it('reads backwards what it holds (before), from the end or strictly before any probe, through random adds and deletes', () => {
+    const next = random(23)
+    const set = new SortedIds()
+    const model = new Set<string>()
+    const pool = Array.from({ length: 2000 }, () => idOf(next))
+    for (let i = 0; i < 12_000; i++) {
+      const id = pool[Math.floor(next() * pool.length)]!
+      if (next() < (i < 6000 ? 0.8 : 0.4)) {
+        set.add(id)
+        model.add(id)
+      } else {
+        set.delete(id)
+        model.delete(id)
+      }
+      if (i % 1000 === 0 || i === 11_999) {
+        const backwards = codeUnitSort(model).reverse()
+        expect([...set.before(undefined)]).toEqual(backwards)
+        for (let k = 0; k < 20; k++) {
+          const probe = pool[Math.floor(next() * pool.length)]!
+          const got: string[] = []
+          for (const x of set.before(probe)) if (got.push(x) >= 7) break
+          expect(got).toEqual(backwards.filter((s) => s < probe).slice(0, 7))
+        }
+      }
+    }
+  })
+
+  it('takes 1 000 ids added in order (each after every other, as a log appends) and 1 000 more interleaved, in order', () => {
+    const set = new SortedIds()
+    const ids = Array.from(
+      { length: 1000 },
+      (_, i) => `2030-01-01T00:00:00.000Z\u0001lane:${String(i).padStart(12, '0')}`,
+    )
+    for (const id of ids) expect(set.add(id)).toBe(true)
+    expect(set.add(ids[999]!)).toBe(false)
+    const between = ids.map((id) => `${id}~`)
+    for (const id of between) expect(set.add(id)).toBe(true)
+    expect([...set.from(undefined)]).toEqual(codeUnitSort([...ids, ...between]))
+    expect([...set.before(undefined)].length).toBe(2000)
+    expect(set.size).toBe(2000)
+  })
 })
