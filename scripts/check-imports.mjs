@@ -14,7 +14,9 @@
  * - the same from outside `src/` (`adapters/`, `bin/`, `testing/`, `entry/`): a core folder is
  *   entered through its `index.ts`, except the imports listed in `FACE_BYPASSES`, each with why;
  * - any import of Node's network modules (`node:http`, `https`, `net`, `dns`, …) in `src/`: the
- *   core does no network I/O (the egress client is an adapter behind the `EgressClient` port).
+ *   core does no network I/O (the egress client is an adapter behind the `EgressClient` port);
+ * - any module state in `src/` that hides intent: a module-level `let` or `var`, a `WeakMap` or a
+ *   `WeakSet` (state lives in fields of objects the caller holds and passes in).
  *
  * `node scripts/check-imports.mjs [root]` checks the repository (or the tree at `root`);
  * `findProblems(graph)` checks a given graph
@@ -97,6 +99,19 @@ export function packagesOf(text) {
   return [...new Set(names.filter((specifier) => !specifier.startsWith('.')))]
 }
 
+/** Module-level `let`/`var` and `WeakMap`/`WeakSet` (comments aside): one `line N: text` each. */
+export function moduleStateOf(text) {
+  const code = text
+    .replace(/\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, ''))
+    .replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1')
+  const found = []
+  code.split('\n').forEach((line, i) => {
+    if (/^(?:export\s+)?(?:let|var)\s/.test(line) || /\bWeak(?:Map|Set)\b/.test(line))
+      found.push(`line ${i + 1}: ${line.trim()}`)
+  })
+  return found
+}
+
 /** The relative module specifiers a source text imports (static, re-export and literal dynamic). */
 export function importSpecifiers(text) {
   return [...new Set(importsOf(text).map(({ specifier }) => specifier))]
@@ -134,14 +149,15 @@ function resolve(from, specifier, files) {
 
 /**
  * The import graphs of the repository at `root` (repository-relative file → files it imports):
- * `all` with every import, `runtime` without the type-only ones; and `packages`, each file's
- * non-relative imports.
+ * `all` with every import, `runtime` without the type-only ones; `packages`, each file's
+ * non-relative imports; and `state`, each `src/` file's module state (`moduleStateOf`).
  */
 export function buildGraphs(root, roots = ROOTS) {
   const files = new Set(roots.flatMap((folder) => listFiles(root, folder)))
   const all = new Map()
   const runtime = new Map()
   const packages = new Map()
+  const state = new Map()
   for (const file of files) {
     const text = readFileSync(join(root, file), 'utf8')
     const found = importsOf(text)
@@ -149,8 +165,9 @@ export function buildGraphs(root, roots = ROOTS) {
     all.set(file, targets(found))
     runtime.set(file, targets(found.filter(({ typeOnly }) => !typeOnly)))
     packages.set(file, packagesOf(text))
+    if (file.startsWith('src/')) state.set(file, moduleStateOf(text))
   }
-  return { all, runtime, packages }
+  return { all, runtime, packages, state }
 }
 
 /** The import graph of the repository at `root`, every import included. */
@@ -242,9 +259,16 @@ function directionProblem(from, target, graph, allowed) {
  * `graph` (give the full one, type-only imports included), the direction of every import in `all`,
  * Node's network modules in `packages` (file → non-relative specifiers). `allowed` lists the
  * imports from outside `src/` past a face that are let through (`from → target`, see
- * `FACE_BYPASSES`). No circle is let through.
+ * `FACE_BYPASSES`). No circle is let through. `state` maps a file to its module state
+ * (`moduleStateOf`), refused in `src/`.
  */
-export function findProblems(graph, all = graph, packages = new Map(), allowed = allowedBypasses()) {
+export function findProblems(
+  graph,
+  all = graph,
+  packages = new Map(),
+  allowed = allowedBypasses(),
+  state = new Map(),
+) {
   const problems = []
   for (const circle of findCircles(graph)) problems.push(`import circle: ${circle.join(', ')}`)
   for (const [from, targets] of all) {
@@ -257,6 +281,10 @@ export function findProblems(graph, all = graph, packages = new Map(), allowed =
     if (place(from).top !== 'src') continue
     for (const name of names)
       if (NETWORK.test(name)) problems.push(`network module in src/: ${from} → ${name}`)
+  }
+  for (const [file, lines] of state) {
+    if (place(file).top !== 'src') continue
+    for (const line of lines) problems.push(`module state in src/: ${file} ${line}`)
   }
   return problems
 }
@@ -284,6 +312,10 @@ export const HOW_TO_FIX = [
     "export the name from the folder's index.ts and import it from there (an `import type` through a face loads nothing at run time)",
   ],
   [
+    'module state in src/',
+    'keep the state in a field of an object the caller holds and passes in (the service, the store, a per-tenant record), and intent in fields of the objects it concerns',
+  ],
+  [
     'network module in src/',
     'do the network I/O in an adapter, behind a port the kernel names (EgressClient is one)',
   ],
@@ -299,14 +331,16 @@ export function fixesFor(problems) {
 const self = fileURLToPath(import.meta.url)
 if (process.argv[1] && relative(process.argv[1], self) === '') {
   const root = process.argv[2] ?? join(dirname(self), '..')
-  const { all, packages } = buildGraphs(root)
+  const { all, packages, state } = buildGraphs(root)
   const graph = all
-  const problems = findProblems(all, all, packages)
+  const problems = findProblems(all, all, packages, allowedBypasses(), state)
   for (const problem of problems) console.error(problem)
   for (const fix of fixesFor(problems)) console.error(fix)
   if (problems.length > 0) {
     console.error(`check-imports: ${problems.length} problem(s) in ${graph.size} files`)
     process.exit(1)
   }
-  console.log(`check-imports: ${graph.size} files, no circle, every arrow downward, faces kept`)
+  console.log(
+    `check-imports: ${graph.size} files, no circle, every arrow downward, faces kept, no module state in src/`,
+  )
 }

@@ -29,14 +29,18 @@ const MAX_COUNTER = 0xfff
 const SET_BACK_MS = 1000
 /** Tenants whose last id is kept; past it, every tenant's is let go (their next ids start afresh). */
 const TENANTS_KEPT = 4096
-let parsedAt = ''
-let parsedMs = 0
 
-/** The last id a tenant was given: its millisecond, its counter, and the text before the counter. */
+/**
+ * The last id a tenant was given: its millisecond, its counter, and the text before the counter;
+ * and the last instant asked of it with its milliseconds (`at`, `atMs`), so a burst of a tenant's
+ * ids at one instant parses it once.
+ */
 interface Last {
   ms: number
   counter: number
   head: string
+  at: string
+  atMs: number
 }
 const lasts = new Map<string, Last>()
 
@@ -62,18 +66,19 @@ const lasts = new Map<string, Last>()
  * token; its 62 random bits keep it unguessable.
  */
 export function newOrderedId(at: string, tenantId: string): string {
-  if (at !== parsedAt) {
-    // A clock set before 1970 (or past the year 10889) gives the nearest instant a v7 id holds.
-    parsedMs = Math.min(Math.max(Date.parse(at) || 0, 0), MAX_V7_MS)
-    parsedAt = at
-  }
   const random = randomUUID()
   let last = lasts.get(tenantId)
   if (last === undefined) {
     if (lasts.size >= TENANTS_KEPT) lasts.clear()
-    last = { ms: -1, counter: 0, head: '' }
+    last = { ms: -1, counter: 0, head: '', at: '', atMs: 0 }
     lasts.set(tenantId, last)
   }
+  if (at !== last.at) {
+    // A clock set before 1970 (or past the year 10889) gives the nearest instant a v7 id holds.
+    last.atMs = Math.min(Math.max(Date.parse(at) || 0, 0), MAX_V7_MS)
+    last.at = at
+  }
+  const parsedMs = last.atMs
   if (parsedMs > last.ms || last.ms - parsedMs > SET_BACK_MS) start(last, parsedMs, random)
   else if (++last.counter > MAX_COUNTER) start(last, Math.min(last.ms + 1, MAX_V7_MS), random)
   // A v4 UUID from its variant group on: 62 random bits.

@@ -24,6 +24,16 @@ describe('time-ordered ids (UUID v7)', () => {
     expect(newOrderedId('not a date', 'tenant-a')).toMatch(/^00000000-0000-7/)
   })
 
+  it("take each call's own instant, whatever instant the tenant or another tenant asked before", () => {
+    const a = '2027-03-01T10:00:00.000Z'
+    const b = '2027-03-01T10:00:05.000Z'
+    expect(msOf(newOrderedId(a, 'instant-p'))).toBe(Date.parse(a))
+    expect(msOf(newOrderedId(b, 'instant-q'))).toBe(Date.parse(b))
+    expect(msOf(newOrderedId(b, 'instant-p'))).toBe(Date.parse(b))
+    expect(msOf(newOrderedId(a, 'instant-r'))).toBe(Date.parse(a))
+    expect(msOf(newOrderedId(b, 'instant-r'))).toBe(Date.parse(b))
+  })
+
   it('sort by instant, and differ within one millisecond in 62 random bits', () => {
     const instants = [
       '2026-01-01T00:00:00.000Z',

@@ -165,6 +165,34 @@ describe('scripts/check-imports.mjs', () => {
       expect(result.stderr).toContain('kernel imports upward: src/kernel/context.ts → src/store/index.ts')
     })
 
+    it('fails on a module-level let or var, a WeakMap or a WeakSet in src/, not in adapters/ or in a function', () => {
+      const result = run({
+        'src/a.ts': "let cache = ''\nexport const a = (x: string) => (cache = x)",
+        'src/b.ts': 'export var count = 0',
+        'src/c.ts': 'const seen = new WeakSet<object>()\nexport const c = (o: object) => seen.has(o)',
+        'src/d.ts': 'export const d = new WeakMap<object, string>()',
+        'src/e.ts': [
+          '/** Keeps no WeakMap: the state is a field. */',
+          '// let x = 1',
+          'export function e() {',
+          '  let total = 0',
+          '  for (let i = 0; i < 3; i++) total += i',
+          '  return total',
+          '}',
+        ].join('\n'),
+        'adapters/x/index.ts': 'let kept = 0\nexport const x = () => ++kept\nexport const y = new WeakMap()',
+      })
+      expect(result.status).toBe(1)
+      const lines = result.stderr.split('\n').filter((line) => line.startsWith('module state'))
+      expect(lines).toEqual([
+        "module state in src/: src/a.ts line 1: let cache = ''",
+        'module state in src/: src/b.ts line 1: export var count = 0',
+        'module state in src/: src/c.ts line 1: const seen = new WeakSet<object>()',
+        'module state in src/: src/d.ts line 1: export const d = new WeakMap<object, string>()',
+      ])
+      expect(result.stderr).toContain('to fix "module state in src/": keep the state in a field')
+    })
+
     it('passes this repository', () => {
       const result = spawnSync(process.execPath, [script], { encoding: 'utf8' })
       expect(result.stderr).toBe('')
