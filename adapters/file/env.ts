@@ -86,6 +86,8 @@ export interface Databases {
   idempotency: Database
   /** `[tenant, id]` → webhook. */
   webhooks: Database
+  /** `[tenant, id]` → client encryption key (private key sealed; see `client-keys.ts`). */
+  clientKeys: Database
   /** `[tenant, id]` → pre-configured proxy (configuration sealed; see `proxies.ts`). */
   proxies: Database
   /** `[tenant, id]` → token intent (data sealed; see `token-intents.ts`). */
@@ -150,6 +152,7 @@ const NAMES = [
   'reactors',
   'idempotency',
   'webhooks',
+  'clientKeys',
   'proxies',
   'tokenIntents',
   'outbox',

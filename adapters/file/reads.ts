@@ -26,6 +26,7 @@ import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
 import { logReads } from './logs.js'
 import { webhookReads } from './outbox.js'
+import { allClientKeys, clientKeyReads } from './client-keys.js'
 import { allProxies, proxyReads } from './proxies.js'
 import { portableToken } from './token-codec.js'
 import { allTokenIntents, tokenIntentReads } from './token-intents.js'
@@ -353,6 +354,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
     ...webhookReads(fresh),
+    ...clientKeyReads(fresh),
     ...proxyReads(fresh),
     ...tokenIntentReads(fresh),
     ...logReads(fresh),
@@ -402,6 +404,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
         idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
         webhooks: all(dbs.webhooks),
+        client_keys: allClientKeys(dbs),
         proxies: allProxies(dbs),
         token_intents: allTokenIntents(dbs),
         outbox: all(dbs.outbox),

@@ -6,6 +6,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -324,6 +325,14 @@ export class MemoryReads extends MemoryOps {
     return this.proxies.list(tenantId, query)
   }
 
+  getClientKey(tenantId: string, id: string): StoredClientKey | null {
+    return this.clientKeys.get(tenantId, id)
+  }
+
+  listClientKeys(tenantId: string, query: Range): Page<StoredClientKey> {
+    return this.clientKeys.list(tenantId, query)
+  }
+
   getTokenIntent(tenantId: string, id: string): StoredTokenIntent | null {
     return this.intents.get(tenantId, id)
   }
@@ -477,6 +486,7 @@ export class MemoryReads extends MemoryOps {
       idempotency: sorted(this.idempotency.values(), (r) => k(r.tenant_id, r.id)),
       ...this.hooks.dump(),
       proxies: this.proxies.dump(),
+      client_keys: this.clientKeys.dump(),
       token_intents: this.intents.dump(),
     }
   }

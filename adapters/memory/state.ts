@@ -7,6 +7,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -56,6 +57,8 @@ export interface StateRecords {
   webhooks: readonly StoredWebhook[]
   /** Pre-configured proxies (states saved before they existed lack the list: read as empty). */
   proxies?: readonly StoredProxy[]
+  /** Client encryption keys (states saved before they existed lack the list: read as empty). */
+  client_keys?: readonly StoredClientKey[]
   /** Token intents (states saved before they existed lack the list: read as empty). */
   token_intents?: readonly StoredTokenIntent[]
   /** Outbox entries (states saved before they existed lack the list: read as empty). */
@@ -95,6 +98,7 @@ export class MemoryState extends MemoryReads {
     for (const use of r.formulaUses) state.apply({ op: 'formula_use.put', use })
     for (const webhook of r.webhooks ?? []) state.apply({ op: 'webhook.put', webhook })
     for (const proxy of r.proxies ?? []) state.apply({ op: 'proxy.put', proxy })
+    for (const key of r.client_keys ?? []) state.apply({ op: 'client_key.put', key })
     for (const intent of r.token_intents ?? []) state.apply({ op: 'token_intent.put', intent })
     for (const entry of r.outbox ?? []) state.apply({ op: 'outbox.put', entry })
     for (const entry of r.logs ?? []) state.apply({ op: 'log.put', entry })
@@ -132,6 +136,7 @@ export class MemoryState extends MemoryReads {
       formulaUses: [...this.formulaUses.values()].flatMap((uses) => [...uses.values()]),
       webhooks: [...this.hooks.webhooks.values()],
       proxies: [...this.proxies.proxies.values()],
+      client_keys: [...this.clientKeys.keys.values()],
       token_intents: [...this.intents.intents.values()],
       outbox: [...this.hooks.entries.values()],
       logs: [...this.logs.entries.values()],

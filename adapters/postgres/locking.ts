@@ -138,6 +138,10 @@ function opNames(op: Op): string[] {
       return [name('idempotency', op.record.tenant_id, op.record.id)]
     case 'idempotency.delete':
       return [name('idempotency', op.tenant_id, op.id)]
+    case 'client_key.put':
+      return [name('client_key', op.key.tenant_id, op.key.id)]
+    case 'client_key.delete':
+      return [name('client_key', op.tenant_id, op.id)]
     case 'proxy.put':
       return [name('proxy', op.proxy.tenant_id, op.proxy.id)]
     case 'proxy.delete':

@@ -2,6 +2,7 @@ import type { Pool } from 'pg'
 import { lockKey, quoteIdent } from './keys.js'
 import { logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
+import { clientKeyTablesSql } from './client-keys.js'
 import { proxyTablesSql } from './proxies.js'
 import { countsSql, tablesSql } from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
@@ -64,6 +65,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 8,
     name: 'audit log entry count',
     sql: (s) => logCountSql(s),
+  },
+  {
+    // Client encryption keys: their table and index, and the write function that knows their ops.
+    version: 11,
+    name: 'client encryption keys',
+    sql: (s) => clientKeyTablesSql(s) + writeFunctionSql(s),
   },
   {
     // Token intents: their table and expiry index, and the write function that knows their ops.

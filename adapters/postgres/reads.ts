@@ -6,6 +6,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -47,6 +48,8 @@ export type Reads = Omit<
   | 'listOutbox'
   | 'listDueOutbox'
   | 'listLogs'
+  | 'getClientKey'
+  | 'listClientKeys'
   | 'getProxy'
   | 'listProxies'
   | 'getTokenIntent'
@@ -376,6 +379,7 @@ export function reads(t: Tables, query: Query): Reads {
           ${all(t.sessions)} AS sessions,
           ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
           ${all(t.idempotency)} AS idempotency,
+          ${all(`${t.schema}.client_keys`)} AS client_keys,
           ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
           ${all(`${t.schema}.proxies`)} AS proxies,
           ${all(`${t.schema}.token_intents`)} AS token_intents`,
@@ -401,6 +405,7 @@ export function reads(t: Tables, query: Query): Reads {
         idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
         webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
         outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
+        client_keys: sorted<StoredClientKey>(row.client_keys, (x) => k(x.tenant_id, x.id)),
         proxies: sorted<StoredProxy>(row.proxies, (x) => k(x.tenant_id, x.id)),
         token_intents: sorted<StoredTokenIntent>(row.token_intents, (x) => k(x.tenant_id, x.id)),
       }

@@ -12,6 +12,7 @@ import { LockKeys } from './locking.js'
 import { logReads } from './logs.js'
 import { migrate } from './migrations.js'
 import { webhookReads } from './outbox.js'
+import { clientKeyReads } from './client-keys.js'
 import { proxyReads } from './proxies.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
@@ -233,6 +234,7 @@ function openStore(
   }
   const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const hooks = webhookReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const clientKeys = clientKeyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const proxies = proxyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const intents = tokenIntentReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const logs = logReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
@@ -282,6 +284,8 @@ function openStore(
     getReactor: (tenantId, id) => guard(() => read.getReactor(tenantId, id)),
     listReactors: (tenantId, q) => guard(() => read.listReactors(tenantId, q)),
     getIdempotency: (tenantId, id) => guard(() => read.getIdempotency(tenantId, id)),
+    getClientKey: (tenantId, id) => guard(() => clientKeys.getClientKey(tenantId, id)),
+    listClientKeys: (tenantId, range) => guard(() => clientKeys.listClientKeys(tenantId, range)),
     getProxy: (tenantId, id) => guard(() => proxies.getProxy(tenantId, id)),
     listProxies: (tenantId, q) => guard(() => proxies.listProxies(tenantId, q)),
     getTokenIntent: (tenantId, id) => guard(() => intents.getTokenIntent(tenantId, id)),

@@ -1,5 +1,6 @@
 import { logOpsSql } from './logs.js'
 import { webhookChecksSql, webhookOpsSql } from './outbox.js'
+import { clientKeyOpsSql } from './client-keys.js'
 import { proxyOpsSql } from './proxies.js'
 import { tokenIntentOpsSql } from './token-intents.js'
 
@@ -326,6 +327,7 @@ ${insertToken(s)}
         SET claim = EXCLUDED.claim, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc;
       WHEN 'idempotency.delete' THEN
         DELETE FROM ${s}.idempotency WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
+${clientKeyOpsSql(s)}
 ${webhookOpsSql(s)}${logOpsSql(s)}${proxyOpsSql(s)}${tokenIntentOpsSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown op %', _o ->> 'op';
     END CASE;

@@ -1,6 +1,7 @@
 import type { StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import type { Check } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
+import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
 import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
 import { openOutbox, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
@@ -57,8 +58,10 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
   const opened = (staged: StagedWrite[]) => Promise.all(staged.map((w) => openStaged(s, w)))
   return delegatingStore(inner, {
     async write(batch) {
+      // A client key's private key is sealed first; the rest of the ops as their kinds are.
+      const keyed = await sealClientKeyOps(s, batch.ops)
       const ops = await Promise.all(
-        batch.ops.map((op) =>
+        keyed.map((op) =>
           op.op === 'proxy.put'
             ? sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy }))
             : op.op === 'outbox.put'
@@ -103,6 +106,7 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
       const page = await inner.listReactors(tenantId, query)
       return { ...page, items: await Promise.all(page.items.map((r) => openReactor(s, r))) }
     },
+    ...openedClientKeyReads(s, inner),
     async getProxy(tenantId, id) {
       const proxy = await inner.getProxy(tenantId, id)
       return proxy && openProxy(s, proxy)

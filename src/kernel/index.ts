@@ -103,5 +103,6 @@ export type {
   TransactionState,
   Transform,
 } from './types.js'
+export type { StoredClientKey } from './client-key.js'
 export type { AnySchema } from './validate.js'
 export { badText, parse, refuseBadText, toIssues } from './validate.js'

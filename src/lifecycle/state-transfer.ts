@@ -65,6 +65,8 @@ const snapshotSchema = v.strictObject({
         v.looseObject({ tenant_id: v.string(), id: v.string(), type: v.string(), expires_at: v.string() }),
       ),
     ),
+    // Client keys are never in a snapshot (see `takeSnapshot`): the list is empty when present.
+    client_keys: v.optional(v.tuple([])),
     webhooks: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
     outbox: v.optional(v.array(v.unknown())),
   }),
@@ -154,6 +156,9 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     associations,
     idempotency: [],
     outbox: [],
+    // A client key's private key is never in a snapshot: sealed under keys a restore replaces, it
+    // would not open, and opened it would be in the clear. Browsers fetch a new key after a restore.
+    client_keys: [],
   }
   return { format: 'tokenvault.snapshot', version: 1, clock, records: canonical(records) }
 }
@@ -230,6 +235,7 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
     ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
+    ...(dump.client_keys ?? []).map((k): Op => ({ op: 'client_key.delete', tenant_id: k.tenant_id, id: k.id })),
     ...(dump.proxies ?? []).map((p): Op => ({ op: 'proxy.delete', tenant_id: p.tenant_id, id: p.id })),
     ...(dump.token_intents ?? []).map(
       (i): Op => ({ op: 'token_intent.delete', tenant_id: i.tenant_id, id: i.id }),
@@ -276,6 +282,7 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
       formulas: mine(dump.formulas),
       reactors: mine(dump.reactors),
       idempotency: mine(dump.idempotency),
+      client_keys: mine(dump.client_keys ?? []),
       proxies: mine(dump.proxies ?? []),
       token_intents: mine(dump.token_intents ?? []),
       webhooks: mine(dump.webhooks ?? []),

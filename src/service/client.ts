@@ -5,6 +5,7 @@ import {
   hashApiKey,
 } from '../applications/index.js'
 import { childOperations } from '../associations/index.js'
+import { clientKeyOperations } from '../client-keys/index.js'
 import { logOperations } from '../audit/index.js'
 import type { Ctx, Principal } from '../call/index.js'
 import type { AccessDecision, CallRecorder } from '../kernel/index.js'
@@ -46,6 +47,8 @@ export interface Client {
   webhooks: ReturnType<typeof webhookOperations>
   /** The tenant's audit log (`/logs`, `/logs/entity-types`), with `log:read`. */
   logs: ReturnType<typeof logOperations>
+  /** Client encryption keys (`/keys`): a public key for a browser's JWE, the private key kept sealed. */
+  keys: ReturnType<typeof clientKeyOperations>
   /** The proxy (`/proxy`): a request sent on with its detokenization expressions replaced. */
   proxy: ReturnType<typeof proxyOperations>
   /** Pre-configured proxies (`/proxies`). */
@@ -194,6 +197,12 @@ export const OPERATIONS = {
     get: 'token_intent.get',
     delete: 'token_intent.delete',
   } satisfies OperationNames<ReturnType<typeof tokenIntentOperations>>,
+  keys: {
+    create: 'key.create',
+    list: 'key.list',
+    get: 'key.get',
+    delete: 'key.delete',
+  } satisfies OperationNames<ReturnType<typeof clientKeyOperations>>,
   proxy: { invoke: 'proxy.invoke' } satisfies OperationNames<ReturnType<typeof proxyOperations>>,
   proxies: {
     create: 'proxy.create',
@@ -358,6 +367,7 @@ const AREAS: { readonly [K in keyof Groups]: (bind: Bind) => Groups[K] } = {
   permissions: (bind) => bind(permissionOperations, OPERATIONS.permissions),
   webhooks: (bind) => bind(webhookOperations, OPERATIONS.webhooks),
   logs: (bind) => bind(logOperations, OPERATIONS.logs),
+  keys: (bind) => bind(clientKeyOperations, OPERATIONS.keys),
   proxy: (bind) => bind(proxyOperations, OPERATIONS.proxy),
   proxies: (bind) => bind(proxiesOperations, OPERATIONS.proxies),
 }
@@ -439,6 +449,9 @@ class CallClient implements Client {
   get logs() {
     return this.area('logs')
   }
+  get keys() {
+    return this.area('keys')
+  }
   get proxy() {
     return this.area('proxy')
   }
@@ -495,6 +508,9 @@ export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions
     },
     get logs() {
       return c.area('logs')
+    },
+    get keys() {
+      return c.area('keys')
     },
     get proxy() {
       return c.area('proxy')

@@ -6,6 +6,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -135,6 +136,8 @@ export interface StoreDump {
   idempotency: IdempotencyRecord[]
   /** Pre-configured proxies, by tenant then id (configuration sealed, as stored). */
   proxies: StoredProxy[]
+  /** Client encryption keys, by tenant then id (private keys sealed, as stored). */
+  client_keys: StoredClientKey[]
   /** Token intents, by tenant then id (data sealed, as stored). */
   token_intents: StoredTokenIntent[]
   /** Webhooks, by tenant then id. */
@@ -355,6 +358,10 @@ export interface Store {
   getProxy(tenantId: string, id: string): Promise<StoredProxy | null>
   /** Proxies of a tenant ordered by `created_at`, then `id`; `ids` (when non-empty) keeps only those ids. */
   listProxies(tenantId: string, query: Range & { ids?: string[] }): Promise<Page<StoredProxy>>
+  /** A client encryption key by id, expired or not (the service decides what expiry means), or null. */
+  getClientKey(tenantId: string, id: string): Promise<StoredClientKey | null>
+  /** Client encryption keys of a tenant ordered by `created_at`, then `id` (a tenant holds a handful: the core bounds them). */
+  listClientKeys(tenantId: string, query: Range): Promise<Page<StoredClientKey>>
   /** A token intent by id, expired or not (the service decides what expiry means), or null. */
   getTokenIntent(tenantId: string, id: string): Promise<StoredTokenIntent | null>
   /** A webhook by id, or null. */

@@ -35,6 +35,8 @@ const STORE_METHODS = {
   getIdempotency: true,
   getProxy: true,
   listProxies: true,
+  getClientKey: true,
+  listClientKeys: true,
   getTokenIntent: true,
   getWebhook: true,
   listWebhooks: true,

@@ -8,6 +8,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -81,6 +82,10 @@ export type Op =
   | { op: 'proxy.put'; proxy: StoredProxy }
   /** Deletes a pre-configured proxy (absent: nothing). */
   | { op: 'proxy.delete'; tenant_id: string; id: string }
+  /** Puts a client encryption key (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
+  | { op: 'client_key.put'; key: StoredClientKey }
+  /** Deletes a client encryption key (absent: nothing). */
+  | { op: 'client_key.delete'; tenant_id: string; id: string }
   | { op: 'webhook.delete'; tenant_id: string; id: string }
   /** Puts a token intent (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
   | { op: 'token_intent.put'; intent: StoredTokenIntent }

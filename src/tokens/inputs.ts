@@ -8,8 +8,13 @@ import type { Json } from '../kernel/index.js'
 import type { listV2Input, searchInput, searchV2Input } from '../search/index.js'
 import type { createTokenInput, listChildrenInput, updateTokenInput } from './schemas.js'
 
-/** Body of `tokens.create` and `tokens.children.create`. */
-export type CreateTokenInput = v.InferInput<typeof createTokenInput>
+/**
+ * Body of `tokens.create` and `tokens.children.create`; `tokens.create` also takes `encrypted` (a
+ * JWE to a client encryption key) in place of `data`.
+ */
+export type CreateTokenInput =
+  | v.InferInput<typeof createTokenInput>
+  | (Omit<v.InferInput<typeof createTokenInput>, 'data'> & { encrypted: string })
 /** Body of `tokens.update`: a JSON merge patch (`null` removes a field; `data` can't be removed). */
 export type UpdateTokenInput = v.InferInput<typeof updateTokenInput>
 /**

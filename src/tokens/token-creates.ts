@@ -3,6 +3,7 @@ import type { Json, Token, TokenTree } from '../kernel/index.js'
 import { invalid, ServiceError } from '../kernel/index.js'
 import { createdAnswer, creationChecks, newToken } from './create.js'
 import { writeTokens } from './dedup.js'
+import { decryptedBody, decryptedTree } from './encrypted.js'
 import type { CreateTokenInput, TokenizeInput } from './inputs.js'
 import { intentConverted } from './token-intents.js'
 import { fingerprintedNew } from './token-types.js'
@@ -11,8 +12,10 @@ import { planTokenize } from './tokenize.js'
 /** Creates a token (enlists in the caller's transaction). Duplicate id → conflict. */
 export async function createToken(ctx: Ctx, input: CreateTokenInput): Promise<Token> {
   const minted: string[] = []
+  // A browser's encrypted data (`encrypted`, a JWE to a client key) is decrypted first.
+  const plain = await decryptedBody(ctx, input)
   // A token intent named by `token_intent_id` gives its type and data, and goes in the token's write.
-  const { body, consume } = await intentConverted(ctx, input)
+  const { body, consume } = await intentConverted(ctx, plain)
   const token = await fingerprintedNew(ctx, newToken(ctx, body, minted))
   const [created] = await writeTokens(
     ctx,
@@ -34,7 +37,8 @@ export async function tokenizeBody(ctx: Ctx, input: TokenizeInput): Promise<Toke
     throw invalid('body', 'is required: a token create body, or any JSON shape holding them')
   const refuse = (message: string, path: string) =>
     new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
-  const { tokens, minted, answer } = planTokenize(ctx, input as Json, { root: '', refuse })
+  const plain = await decryptedTree(ctx, input as Json)
+  const { tokens, minted, answer } = planTokenize(ctx, plain, { root: '', refuse })
   const ready = await Promise.all(tokens.map((t) => fingerprintedNew(ctx, t)))
   const created = await writeTokens(
     ctx,

@@ -160,6 +160,14 @@ class PrototypeStore implements Store {
     this.#count('getTokenIntent')
     return this.#inner.getTokenIntent(...a)
   }
+  getClientKey(...a: Parameters<Store['getClientKey']>) {
+    this.#count('getClientKey')
+    return this.#inner.getClientKey(...a)
+  }
+  listClientKeys(...a: Parameters<Store['listClientKeys']>) {
+    this.#count('listClientKeys')
+    return this.#inner.listClientKeys(...a)
+  }
   getProxy(...a: Parameters<Store['getProxy']>) {
     this.#count('getProxy')
     return this.#inner.getProxy(...a)
@@ -238,6 +246,8 @@ const CONTRACT_METHODS = [
   'listReactors',
   'getIdempotency',
   'getTokenIntent',
+  'getClientKey',
+  'listClientKeys',
   'getProxy',
   'listProxies',
   'getWebhook',
@@ -326,6 +336,8 @@ describe('a store written as a class', () => {
       listReactors: () => store.listReactors('t', page),
       getIdempotency: () => store.getIdempotency('t', 'i'),
       getTokenIntent: () => store.getTokenIntent('t', 'i'),
+      getClientKey: () => store.getClientKey('t', 'k'),
+      listClientKeys: () => store.listClientKeys('t', page),
       getProxy: () => store.getProxy('t', 'p'),
       listProxies: () => store.listProxies('t', page),
       getWebhook: () => store.getWebhook('t', 'w'),

@@ -7,6 +7,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -65,6 +66,7 @@ export class ContractModel implements Store {
   private uses: FormulaUse[] = []
   private idempotency: IdempotencyRecord[] = []
   private webhooks: StoredWebhook[] = []
+  private clientKeys: StoredClientKey[] = []
   private proxies: StoredProxy[] = []
   private intents: StoredTokenIntent[] = []
   /** Outbox entries, in any order (reads sort them). */
@@ -284,6 +286,12 @@ export class ContractModel implements Store {
       case 'idempotency.delete':
         this.idempotency = this.idempotency.filter(other(op.tenant_id, op.id))
         return
+      case 'client_key.put':
+        this.clientKeys = [...this.clientKeys.filter(other(op.key.tenant_id, op.key.id)), op.key]
+        return
+      case 'client_key.delete':
+        this.clientKeys = this.clientKeys.filter(other(op.tenant_id, op.id))
+        return
       case 'proxy.put':
         this.proxies = [...this.proxies.filter(other(op.proxy.tenant_id, op.proxy.id)), op.proxy]
         return
@@ -494,6 +502,16 @@ export class ContractModel implements Store {
   async getTokenIntent(tenantId: string, id: string) {
     return json(this.intents.find((i) => i.tenant_id === tenantId && i.id === id) ?? null)
   }
+  async getClientKey(tenantId: string, id: string) {
+    return json(this.clientKeys.find((k) => k.tenant_id === tenantId && k.id === id) ?? null)
+  }
+  async listClientKeys(tenantId: string, query: Range) {
+    const all = this.clientKeys.filter((k) => k.tenant_id === tenantId)
+    return page(
+      sortBy(all, (k) => [k.created_at, k.id]),
+      query,
+    )
+  }
   async getProxy(tenantId: string, id: string) {
     return json(this.proxies.find((p) => p.tenant_id === tenantId && p.id === id) ?? null)
   }
@@ -619,6 +637,7 @@ export class ContractModel implements Store {
       reactors: byTenantAndId(this.reactors),
       idempotency: byTenantAndId(this.idempotency),
       webhooks: byTenantAndId(this.webhooks),
+      client_keys: byTenantAndId(this.clientKeys),
       proxies: byTenantAndId(this.proxies),
       token_intents: byTenantAndId(this.intents),
       outbox: byTenantAndId(this.outbox),

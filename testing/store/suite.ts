@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/index.js'
+import { clientKeysTests } from './client-keys.js'
 import { costTests } from './cost.js'
 import { countsTests } from './counts.js'
 import { expiryTests } from './expiry.js'
@@ -47,6 +48,7 @@ export function storeContract(harness: StoreHarness): void {
     logsTests(fresh)
     webhooksTests(fresh)
     proxiesTests(fresh)
+    clientKeysTests(fresh)
     countsTests(fresh, harness.reopen)
 
     if (harness.reopen) {
