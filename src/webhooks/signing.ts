@@ -7,6 +7,7 @@ import {
   type KeyObject,
   sign,
 } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import { TEST_WEBHOOK_PRIVATE_KEY } from './test-key.js'
 
 /**
@@ -52,11 +53,20 @@ export interface WebhookSigner {
 }
 
 /**
+ * Signatures one signer makes at once: one core fewer than the machine has (at least one). An RSA
+ * signature takes about 1.5 ms of CPU; unbounded, a burst of deliveries took every core of the
+ * thread pool and the requests that made them waited for a core. Past it, deliveries wait their turn
+ * (they are in the outbox already: a burst's deliveries go out a little later, none is lost).
+ */
+export const SIGNING_AT_ONCE = Math.max(1, availableParallelism() - 1)
+
+/**
  * A signer over `privateKeyPem` (an RSA private key, PEM). Without one it signs with a key pair made
  * for this signer alone, on first use (never the published test key, which proves nothing: the test
- * kit and test mode pass that one explicitly).
+ * kit and test mode pass that one explicitly). Makes at most `atOnce` signatures at a time, the rest
+ * wait in order (at most the dispatcher's attempts in flight).
  */
-export function webhookSigner(privateKeyPem?: string): WebhookSigner {
+export function webhookSigner(privateKeyPem?: string, atOnce = SIGNING_AT_ONCE): WebhookSigner {
   // The published test key is known to be good: it is imported on first use, so a test service (a
   // test vault, each of its forks) does not pay a third of a millisecond at start for a key it may
   // never sign with. Any other key is checked, and refused, at once.
@@ -70,21 +80,34 @@ export function webhookSigner(privateKeyPem?: string): WebhookSigner {
         : rsaKey(privateKeyPem)
     return key
   }
+  const turns = { running: 0, waiting: [] as (() => void)[] }
+  const signOne = (body: string) =>
+    new Promise<string>((resolve, reject) => {
+      const data = Buffer.from(stableStringify(JSON.parse(body)))
+      sign(
+        'sha256',
+        data,
+        { key: current(), padding: constants.RSA_PKCS1_PSS_PADDING },
+        (error, signature) => (error ? reject(error) : resolve(signature.toString('base64'))),
+      )
+    })
   return {
     get publicKey() {
       publicKey ??= createPublicKey(current()).export({ type: 'spki', format: 'pem' }).toString()
       return publicKey
     },
-    sign: (body) =>
-      new Promise((resolve, reject) => {
-        const data = Buffer.from(stableStringify(JSON.parse(body)))
-        sign(
-          'sha256',
-          data,
-          { key: current(), padding: constants.RSA_PKCS1_PSS_PADDING },
-          (error, signature) => (error ? reject(error) : resolve(signature.toString('base64'))),
-        )
-      }),
+    sign: async (body) => {
+      if (turns.running >= atOnce) await new Promise<void>((go) => turns.waiting.push(go))
+      else turns.running++
+      try {
+        return await signOne(body)
+      } finally {
+        // The turn passes to the next waiting signature, or is given back.
+        const next = turns.waiting.shift()
+        if (next) next()
+        else turns.running--
+      }
+    },
   }
 }
 
