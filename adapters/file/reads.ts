@@ -26,7 +26,6 @@ import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
 import { logReads } from './logs.js'
 import { webhookReads } from './outbox.js'
-import { allClientKeys, clientKeyReads } from './client-keys.js'
 import { allProxies, proxyReads } from './proxies.js'
 import { portableToken } from './token-codec.js'
 import { allTokenIntents, tokenIntentReads } from './token-intents.js'
@@ -177,6 +176,24 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
         .sort(byKey((a) => `${a.created_at}\u0000${a.id}`))
       return slice(found, query.offset, query.limit)
     },
+    ...tokenReads(fresh),
+    ...tokenIdReads(fresh),
+    ...recordReads(fresh),
+    ...webhookReads(fresh),
+    ...proxyReads(fresh),
+    ...tokenIntentReads(fresh),
+    ...logReads(fresh),
+    countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
+    ...expiredReads(fresh),
+    dump: async () => lmdbDump(fresh()),
+  }
+}
+
+/** Tokens by id, their links, children and pages. */
+function tokenReads(
+  fresh: () => Databases,
+): Pick<StoreReads, 'getToken' | 'hasAssociation' | 'listLinks' | 'listChildren' | 'listTokens'> {
+  return {
     getToken: async (t, id) => read(fresh().tokens, t, id) ?? null,
     hasAssociation: async (t, p, c) => read(fresh().links, t, p, c) !== undefined,
     listLinks: async (t, id) => {
@@ -263,6 +280,17 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       }
       return { items, total: stored - expired }
     },
+  }
+}
+
+/** Ids by term and by parent (keyset pages), staged writes, and tokens by a list of ids. */
+function tokenIdReads(
+  fresh: () => Databases,
+): Pick<
+  StoreReads,
+  'findTokenIds' | 'findChildIds' | 'getStaged' | 'listStaged' | 'getTokenHeads' | 'getTokens'
+> {
+  return {
     findTokenIds: async (t, { term, after, limit }) => {
       const dbs = fresh()
       if (term?.kind === 'id') {
@@ -321,6 +349,23 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       }
       return out
     },
+  }
+}
+
+/** Transactions, sessions, formulas, reactors and kept answers. */
+function recordReads(
+  fresh: () => Databases,
+): Pick<
+  StoreReads,
+  | 'getTransaction'
+  | 'getSessionByNonce'
+  | 'getFormula'
+  | 'listFormulas'
+  | 'getReactor'
+  | 'listReactors'
+  | 'getIdempotency'
+> {
+  return {
     getTransaction: async (t, id) => read(fresh().transactions, t, id) ?? null,
     getSessionByNonce: async (t, hash) => {
       const dbs = fresh()
@@ -353,12 +398,12 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       return slice(found, query.offset, query.limit)
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
-    ...webhookReads(fresh),
-    ...clientKeyReads(fresh),
-    ...proxyReads(fresh),
-    ...tokenIntentReads(fresh),
-    ...logReads(fresh),
-    countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
+  }
+}
+
+/** The records whose time is up, by kind, oldest first. */
+function expiredReads(fresh: () => Databases): Pick<StoreReads, 'listExpired'> {
+  return {
     listExpired: async (query) => {
       const out: RecordKey[] = []
       if (query.limit <= 0) return out
@@ -383,32 +428,32 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
       }
       return out
     },
-    dump: async (): Promise<StoreDump> => {
-      const dbs = fresh()
-      const sorted = <T>(values: T[], by: (t: T) => string) => values.sort(byKey(by))
-      return {
-        tenants: sorted(all(dbs.tenants), (t) => t.id),
-        applications: sorted(all<StoredApplication>(dbs.applications), (a) => k(a.tenant_id, a.id)),
-        tokens: sorted(all<StoredToken>(dbs.tokens).map(portableToken), (t) => k(t.tenant_id, t.id)),
-        associations: sorted(
-          all<StoredLink>(dbs.links).map((l): Association => l.association),
-          (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,
-        ),
-        transactions: sorted(all(dbs.transactions), (t) => k(t.tenant_id, t.id)),
-        staged: sorted(
-          all<StagedWrite>(dbs.staged),
-          (w) => `${k(w.tenant_id, w.transaction_id)}\u0000${w.token_id}`,
-        ),
-        sessions: sorted(all<StoredSession>(dbs.sessions), (s) => k(s.tenant_id, s.id)),
-        formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
-        reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
-        idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
-        webhooks: all(dbs.webhooks),
-        client_keys: allClientKeys(dbs),
-        proxies: allProxies(dbs),
-        token_intents: allTokenIntents(dbs),
-        outbox: all(dbs.outbox),
-      }
-    },
+  }
+}
+
+/** Every record of the databases, each kind sorted as the memory store sorts it. */
+function lmdbDump(dbs: Databases): StoreDump {
+  const sorted = <T>(values: T[], by: (t: T) => string) => values.sort(byKey(by))
+  return {
+    tenants: sorted(all(dbs.tenants), (t) => t.id),
+    applications: sorted(all<StoredApplication>(dbs.applications), (a) => k(a.tenant_id, a.id)),
+    tokens: sorted(all<StoredToken>(dbs.tokens).map(portableToken), (t) => k(t.tenant_id, t.id)),
+    associations: sorted(
+      all<StoredLink>(dbs.links).map((l): Association => l.association),
+      (a) => `${k(a.tenant_id, a.parent_id)}\u0000${a.child_id}`,
+    ),
+    transactions: sorted(all(dbs.transactions), (t) => k(t.tenant_id, t.id)),
+    staged: sorted(
+      all<StagedWrite>(dbs.staged),
+      (w) => `${k(w.tenant_id, w.transaction_id)}\u0000${w.token_id}`,
+    ),
+    sessions: sorted(all<StoredSession>(dbs.sessions), (s) => k(s.tenant_id, s.id)),
+    formulas: sorted(all<StoredFormula>(dbs.formulas), (f) => k(f.tenant_id, f.id)),
+    reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
+    idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
+    webhooks: all(dbs.webhooks),
+    proxies: allProxies(dbs),
+    token_intents: allTokenIntents(dbs),
+    outbox: all(dbs.outbox),
   }
 }

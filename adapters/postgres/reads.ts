@@ -6,7 +6,6 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
-  StoredClientKey,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -48,8 +47,6 @@ export type Reads = Omit<
   | 'listOutbox'
   | 'listDueOutbox'
   | 'listLogs'
-  | 'getClientKey'
-  | 'listClientKeys'
   | 'getProxy'
   | 'listProxies'
   | 'getTokenIntent'
@@ -91,6 +88,18 @@ function tokenPageSql(source: string, offsetParam: string, limitParam: string): 
 
 /** The read side of the store over these tables. Every row's `doc` comes back parsed, as a fresh copy. */
 export function reads(t: Tables, query: Query): Reads {
+  const kit = readKit(t, query)
+  return {
+    ...tenantReads(t, kit),
+    ...tokenReads(t, kit),
+    ...tokenIdReads(t, kit),
+    ...recordReads(t, kit),
+    dump: () => dumpRows(t, query),
+  }
+}
+
+/** The helpers and fixed SQL the read methods share. */
+function readKit(t: Tables, query: Query) {
   const prepared = (text: string, values: unknown[]) => query(call(text, values))
   const one = async <T>(text: string, values: unknown[]): Promise<T | null> => {
     const row = (await prepared(text, values)).rows[0] as { doc: string | null } | undefined
@@ -139,7 +148,20 @@ export function reads(t: Tables, query: Query): Reads {
     reactor: byId(t.reactors),
     idempotency: byId(t.idempotency),
   }
+  return { prepared, one, page, tokenTerms, some, listApplicationsSql, listApplicationsByIdSql, sql }
+}
 
+type ReadKit = ReturnType<typeof readKit>
+
+/** Tenants, their keys and applications. */
+function tenantReads(
+  t: Tables,
+  kit: ReadKit,
+): Pick<
+  Reads,
+  'getTenant' | 'listTenants' | 'hasTenants' | 'findKey' | 'getApplication' | 'listApplications'
+> {
+  const { prepared, one, page, listApplicationsSql, listApplicationsByIdSql, sql } = kit
   return {
     getTenant: (id) => one(sql.tenant, [id]),
     listTenants: async () => {
@@ -167,6 +189,16 @@ export function reads(t: Tables, query: Query): Reads {
       q.ids?.length
         ? page(listApplicationsByIdSql, [tenantId, q.ids], q)
         : page(listApplicationsSql, [tenantId], q),
+  }
+}
+
+/** Tokens by id, their links and their pages. */
+function tokenReads(
+  t: Tables,
+  kit: ReadKit,
+): Pick<Reads, 'getToken' | 'hasAssociation' | 'listLinks' | 'listTokens' | 'listChildren'> {
+  const { prepared, one, page, sql } = kit
+  return {
     getToken: (tenantId, id) => one(sql.token, [tenantId, id]),
     hasAssociation: async (tenantId, parentId, childId) => {
       const { rowCount } = await prepared(
@@ -231,6 +263,16 @@ export function reads(t: Tables, query: Query): Reads {
         WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
       return page(tokenPageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
     },
+  }
+}
+
+/** Ids by term and by parent (keyset pages), and tokens by a list of ids. */
+function tokenIdReads(
+  t: Tables,
+  kit: ReadKit,
+): Pick<Reads, 'findTokenIds' | 'findChildIds' | 'getTokenHeads' | 'getTokens'> {
+  const { prepared, tokenTerms, some } = kit
+  return {
     findTokenIds: async (tenantId, q) => {
       const limit = Math.max(0, Math.floor(q.limit))
       if (limit === 0) return []
@@ -291,6 +333,28 @@ export function reads(t: Tables, query: Query): Reads {
         ids,
       ),
     getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
+  }
+}
+
+/** Transactions, staged writes, sessions, formulas, reactors, kept answers and counts. */
+function recordReads(
+  t: Tables,
+  kit: ReadKit,
+): Pick<
+  Reads,
+  | 'getTransaction'
+  | 'getStaged'
+  | 'listStaged'
+  | 'getSessionByNonce'
+  | 'getFormula'
+  | 'listFormulas'
+  | 'getReactor'
+  | 'listReactors'
+  | 'getIdempotency'
+  | 'countRecords'
+> {
+  const { prepared, one, page, sql } = kit
+  return {
     getTransaction: (tenantId, id) => one(sql.transaction, [tenantId, id]),
     getStaged: async (tenantId, transactionId, tokenIds) => {
       const unique = [...new Set(tokenIds)]
@@ -370,45 +434,42 @@ export function reads(t: Tables, query: Query): Reads {
       )
       return (rows[0] as { n: number } | undefined)?.n ?? 0
     },
-    dump: async () => {
-      const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`
-      const { rows } = await query({
-        text: `SELECT ${all(t.tenants)} AS tenants, ${all(t.applications)} AS applications,
-          ${all(t.tokens)} AS tokens, ${all(t.associations)} AS associations,
-          ${all(t.transactions)} AS transactions, ${all(t.stagedWrites)} AS staged,
-          ${all(t.sessions)} AS sessions,
-          ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
-          ${all(t.idempotency)} AS idempotency,
-          ${all(`${t.schema}.client_keys`)} AS client_keys,
-          ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
-          ${all(`${t.schema}.proxies`)} AS proxies,
-          ${all(`${t.schema}.token_intents`)} AS token_intents`,
-      })
-      const row = rows[0] as Record<keyof StoreDump, string>
-      const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
-      return {
-        tenants: sorted<Tenant>(row.tenants, (x) => x.id),
-        applications: sorted<StoredApplication>(row.applications, (x) => k(x.tenant_id, x.id)),
-        tokens: sorted<StoredToken>(row.tokens, (x) => k(x.tenant_id, x.id)),
-        associations: sorted<Association>(
-          row.associations,
-          (x) => `${k(x.tenant_id, x.parent_id)}\u0000${x.child_id}`,
-        ),
-        transactions: sorted<StoredTransaction>(row.transactions, (x) => k(x.tenant_id, x.id)),
-        staged: sorted<StagedWrite>(
-          row.staged,
-          (x) => `${k(x.tenant_id, x.transaction_id)}\u0000${x.token_id}`,
-        ),
-        sessions: sorted<StoredSession>(row.sessions, (x) => k(x.tenant_id, x.id)),
-        formulas: sorted<StoredFormula>(row.formulas, (x) => k(x.tenant_id, x.id)),
-        reactors: sorted<Reactor>(row.reactors, (x) => k(x.tenant_id, x.id)),
-        idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
-        webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
-        outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
-        client_keys: sorted<StoredClientKey>(row.client_keys, (x) => k(x.tenant_id, x.id)),
-        proxies: sorted<StoredProxy>(row.proxies, (x) => k(x.tenant_id, x.id)),
-        token_intents: sorted<StoredTokenIntent>(row.token_intents, (x) => k(x.tenant_id, x.id)),
-      }
-    },
+  }
+}
+
+/** Every row of the store, each table sorted as the memory store sorts it. */
+async function dumpRows(t: Tables, query: Query): Promise<StoreDump> {
+  const all = (table: string) => `(SELECT coalesce(json_agg(doc), '[]')::text FROM ${table})`
+  const { rows } = await query({
+    text: `SELECT ${all(t.tenants)} AS tenants, ${all(t.applications)} AS applications,
+      ${all(t.tokens)} AS tokens, ${all(t.associations)} AS associations,
+      ${all(t.transactions)} AS transactions, ${all(t.stagedWrites)} AS staged,
+      ${all(t.sessions)} AS sessions,
+      ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
+      ${all(t.idempotency)} AS idempotency,
+      ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
+      ${all(`${t.schema}.proxies`)} AS proxies,
+      ${all(`${t.schema}.token_intents`)} AS token_intents`,
+  })
+  const row = rows[0] as Record<keyof StoreDump, string>
+  const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
+  return {
+    tenants: sorted<Tenant>(row.tenants, (x) => x.id),
+    applications: sorted<StoredApplication>(row.applications, (x) => k(x.tenant_id, x.id)),
+    tokens: sorted<StoredToken>(row.tokens, (x) => k(x.tenant_id, x.id)),
+    associations: sorted<Association>(
+      row.associations,
+      (x) => `${k(x.tenant_id, x.parent_id)}\u0000${x.child_id}`,
+    ),
+    transactions: sorted<StoredTransaction>(row.transactions, (x) => k(x.tenant_id, x.id)),
+    staged: sorted<StagedWrite>(row.staged, (x) => `${k(x.tenant_id, x.transaction_id)}\u0000${x.token_id}`),
+    sessions: sorted<StoredSession>(row.sessions, (x) => k(x.tenant_id, x.id)),
+    formulas: sorted<StoredFormula>(row.formulas, (x) => k(x.tenant_id, x.id)),
+    reactors: sorted<Reactor>(row.reactors, (x) => k(x.tenant_id, x.id)),
+    idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
+    webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
+    outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
+    proxies: sorted<StoredProxy>(row.proxies, (x) => k(x.tenant_id, x.id)),
+    token_intents: sorted<StoredTokenIntent>(row.token_intents, (x) => k(x.tenant_id, x.id)),
   }
 }
