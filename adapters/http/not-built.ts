@@ -10,9 +10,6 @@ import { Router } from './router.js'
 export const NOT_BUILT: ReadonlyArray<
   readonly [method: string, pattern: string, area: string, operationId?: string]
 > = [
-  ['POST', '/token-intents', 'token intents'],
-  ['GET', '/token-intents/:id', 'token intents'],
-  ['DELETE', '/token-intents/:id', 'token intents'],
   ['GET', '/tenants/self/owner', 'tenant management'],
   ['PUT', '/tenants/self/owner', 'tenant management'],
   ['GET', '/tenants/self/security-contact', 'tenant management'],

@@ -18,11 +18,12 @@ import { listV2Input, searchInput, searchV2Input } from '../../src/search/index.
 import { authorizeSessionInput } from '../../src/sessions/index.js'
 import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/index.js'
 import { HOSTED_ROUTE_DOCS } from './hosted-routes.js'
+import { KEY_ROUTE_DOCS } from './key-routes.js'
 import { LOG_ROUTE_DOCS } from './log-routes.js'
 import { PROXY_ROUTE_DOCS } from './proxy-routes.js'
 import { cursorPageOf, type JsonSchema, listOf, pageOf, schemaRef } from './response-schemas.js'
 import type { RouteDoc } from './route-types.js'
-import { KEY_ROUTE_DOCS } from './key-routes.js'
+import { TOKEN_INTENT_ROUTE_DOCS } from './token-intent-routes.js'
 import { WEBHOOK_ROUTE_DOCS } from './webhook-routes.js'
 
 export type { RouteDoc } from './route-types.js'
@@ -289,6 +290,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   ...HOSTED_ROUTE_DOCS,
   ...WEBHOOK_ROUTE_DOCS,
+  ...TOKEN_INTENT_ROUTE_DOCS,
   ...KEY_ROUTE_DOCS,
   ...PROXY_ROUTE_DOCS,
   ...LOG_ROUTE_DOCS,

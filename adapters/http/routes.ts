@@ -4,6 +4,7 @@ import { KEY_ROUTES } from './key-routes.js'
 import { LOG_ROUTES } from './log-routes.js'
 import type { Route } from './route-types.js'
 import { Router } from './router.js'
+import { TOKEN_INTENT_ROUTES } from './token-intent-routes.js'
 import { WEBHOOK_ROUTES } from './webhook-routes.js'
 
 export type { Route } from './route-types.js'
@@ -97,6 +98,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ['GET', '/permissions', list((c, _p, q) => c.permissions.list(q))],
   ...HOSTED_ROUTES,
   ...WEBHOOK_ROUTES,
+  ...TOKEN_INTENT_ROUTES,
   ...KEY_ROUTES,
   ...LOG_ROUTES,
 ]

@@ -29,6 +29,7 @@ export type {
 export { tokenOperations } from './operations.js'
 export {
   createTokenInput,
+  createTokenIntentInput,
   gatherMetadataFilter,
   listChildrenInput,
   tokenId,

@@ -17,6 +17,7 @@ const ID_KINDS: Record<string, string[]> = {
   '/reactor-formulas': ['formula'],
   '/reactors': ['reactor'],
   '/applications': ['application'],
+  '/token-intents': ['intent'],
 }
 
 function bodyFor(method: string, pattern: string, ids: { formula: string; nonce: string }): unknown {

@@ -14,7 +14,14 @@ export const SEED = 20301121
 const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 const REVEAL: AccessRule[] = [
-  { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN },
+  {
+    description: 'all',
+    priority: 1,
+    container: '/',
+    transform: 'reveal',
+    // A rule grants token permissions only (not `token-intent:*`, which the application holds).
+    permissions: ALL_TOKEN.filter((p) => p.startsWith('token:')),
+  },
 ]
 
 export const FORMULA_CODE = 'module.exports = async function (req) { return { raw: req.args } }'
@@ -53,6 +60,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
     formula_id: formula.id,
     configuration: { k: 'v' },
   })
+  const intent = await client.tokenIntents.create({ type: 'card_number', data: '4242424242424242' })
   const transaction = await client.transactions.create()
   const session = await service.connect(pub.key).sessions.create()
   return {
@@ -64,6 +72,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
       formula: formula.id,
       reactor: reactor.id,
       transaction: transaction.id,
+      intent: intent.id,
       application: priv.application.id,
       nonce: session.nonce,
     },

@@ -9,10 +9,12 @@ import { json, problem, setup } from './setup.js'
 
 it('a reference route not built answers 501 naming the route and the docs section, with a key or without', async () => {
   const { call, keys } = await setup({ runner: null })
-  const intents = await problem(await call('GET', '/token-intents/ti_1', { key: keys.full }), 501)
-  expect(intents.title).toBe('Not Implemented')
-  expect(intents.detail).toContain('GET /token-intents/ti_1 is a route of the reference API (token intents)')
-  expect(intents.detail).toContain('docs/server.md#routes-of-the-reference-not-built')
+  const network = await problem(await call('GET', '/network-tokens/nt_1', { key: keys.full }), 501)
+  expect(network.title).toBe('Not Implemented')
+  expect(network.detail).toContain(
+    'GET /network-tokens/nt_1 is a route of the reference API (network tokens)',
+  )
+  expect(network.detail).toContain('docs/server.md#routes-of-the-reference-not-built')
   await problem(await call('POST', '/3ds/sessions', { body: {} }), 501)
   await problem(await call('GET', '/enrichments/card-details'), 501)
 })

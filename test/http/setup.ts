@@ -8,7 +8,14 @@ import { createTestVault } from '../../testing/vault.js'
 export const ALL_TOKEN: Permission[] = [...PERMISSIONS_BY_TYPE.private]
 export const ALL_MANAGEMENT: Permission[] = [...PERMISSIONS_BY_TYPE.management]
 export const REVEAL_ALL: AccessRule[] = [
-  { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN },
+  {
+    description: 'all',
+    priority: 1,
+    container: '/',
+    transform: 'reveal',
+    // A rule grants token permissions only (not `token-intent:*`, which the application holds).
+    permissions: ALL_TOKEN.filter((p) => p.startsWith('token:')),
+  },
 ]
 
 /** How `call` sends a request. */

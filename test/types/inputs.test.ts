@@ -229,6 +229,12 @@ describe('typed inputs', () => {
     await settled(m.applicationTemplates.list())
     await settled(m.applicationTemplates.get('template'))
     await settled(m.roles.list())
+    const intent = await c.tokenIntents.create({ type: 'card_number', data: '4242424242424242' })
+    // @ts-expect-error `dat` is misspelled
+    await refused(c.tokenIntents.create({ type: 'card', dat: {} }))
+    await settled(c.tokenIntents.get(intent.id))
+    await settled(c.tokens.create({ token_intent_id: intent.id, metadata: { from: 'intent' } }))
+    await settled(c.tokenIntents.delete(intent.id))
     const proxy = { name: 'p', destination_url: 'https://api.example.com' }
     await settled(m.proxies.create(proxy))
     await settled(m.proxies.list({}))
