@@ -41,11 +41,41 @@ export interface RawFinding {
   offset: number
 }
 
-/** The rolling hash of the first W characters of `text` (folded). */
-function headHash(text: string): number {
+/** The rolling hash of the first W characters of `text` (folded), or of those from `from`. */
+function headHash(text: string, from = 0): number {
   let h = 0
-  for (let i = 0; i < W; i++) h = (Math.imul(h, B) + fold(text.charCodeAt(i))) | 0
+  for (let i = from; i < from + W; i++) h = (Math.imul(h, B) + fold(text.charCodeAt(i))) | 0
   return h
+}
+
+/** A head shared by more needles than this is split by the needles' second window (see `Split`). */
+const SPLIT_FROM = 16
+
+/**
+ * The needles of one crowded head, by the hash of their second window (characters W to 2W - 1):
+ * plaintexts of one kind share their heads (every card number's base64 begins `NDAw`, its hex
+ * `343030`), so a window of a checked text that matched such a head would otherwise compare
+ * thousands of needles. Needles shorter than 2W are kept apart (`short`) and always compared.
+ */
+interface Split {
+  short: Indexed[]
+  byNext: Map<number, Indexed[]>
+}
+
+function splitOf(list: readonly Indexed[]): Split {
+  const split: Split = { short: [], byNext: new Map() }
+  for (const item of list) {
+    const text = item.needle.text
+    if (text.length < 2 * W) {
+      split.short.push(item)
+      continue
+    }
+    const h = headHash(text, W)
+    const same = split.byNext.get(h)
+    if (same) same.push(item)
+    else split.byNext.set(h, [item])
+  }
+  return split
 }
 
 /**
@@ -54,6 +84,8 @@ function headHash(text: string): number {
  */
 class Table {
   private readonly byHash = new Map<number, Indexed[]>()
+  /** The crowded heads' splits, made when first searched, dropped when their head changes. */
+  private readonly splits = new Map<number, Split>()
   private bits = new Uint32Array(1 << 11)
   private shift = 32 - 16
   private count = 0
@@ -63,6 +95,7 @@ class Table {
   add(item: Indexed): void {
     const h = headHash(item.needle.text)
     const list = this.byHash.get(h)
+    this.splits.delete(h)
     if (list) list.push(item)
     else this.byHash.set(h, [item])
     this.count++
@@ -76,6 +109,7 @@ class Table {
     const at = list?.indexOf(item) ?? -1
     if (!list || at < 0) return
     list.splice(at, 1)
+    this.splits.delete(h)
     if (!list.length) this.byHash.delete(h)
     this.count--
     if (++this.stale > this.count + 1024) this.rebuild()
@@ -101,6 +135,16 @@ class Table {
     const i = Math.imul(h, 0x9e3779b1) >>> this.shift
     if ((this.bits[i >>> 5]! & (1 << (i & 31))) === 0) return undefined
     return this.byHash.get(h)
+  }
+
+  /** Of the needles of a crowded head `h` (its `list`), those that may start at `start` in `s`. */
+  split(h: number, list: readonly Indexed[]): Split {
+    let split = this.splits.get(h)
+    if (!split) {
+      split = splitOf(list)
+      this.splits.set(h, split)
+    }
+    return split
   }
 
   get size(): number {
@@ -202,12 +246,22 @@ export class LeakIndex {
     let h = 0
     for (let i = 0; i < W; i++) h = (Math.imul(h, B) + fold(s.charCodeAt(i))) | 0
     let list = table.candidates(h)
-    if (list) this.report(list, s, 0, false, found)
+    if (list) this.reportText(h, list, s, 0, found)
     for (let i = W; i < s.length; i++) {
       h = (Math.imul(h - Math.imul(fold(s.charCodeAt(i - W)), POW), B) + fold(s.charCodeAt(i))) | 0
       list = table.candidates(h)
-      if (list) this.report(list, s, i - W + 1, false, found)
+      if (list) this.reportText(h, list, s, i - W + 1, found)
     }
+  }
+
+  /** `report` of a text window: a crowded head's needles narrowed by the text's next window first. */
+  private reportText(h: number, list: Indexed[], s: string, start: number, found: (f: RawFinding) => void) {
+    if (list.length <= SPLIT_FROM) return this.report(list, s, start, false, found)
+    const split = this.text.split(h, list)
+    this.report(split.short, s, start, false, found)
+    if (start + 2 * W > s.length) return
+    const next = split.byNext.get(headHash(s, start + W))
+    if (next) this.report(next, s, start, false, found)
   }
 
   /** The digit view: runs of digits, a single space or dash between two digits skipped. */
