@@ -9,11 +9,12 @@ import type {
 } from '../../src/kernel/index.js'
 import type { CountedKind, Op } from '../../src/store/index.js'
 import { applicationKeyHashes, termKeysOf } from '../../src/store/index.js'
+import { applyClientKeyOp } from './client-keys.js'
+import { applyDocumentOp } from './documents.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart, tokenCountKey } from './keys.js'
 import { applyLogOp } from './logs.js'
 import { applyWebhookOp } from './outbox.js'
-import { applyClientKeyOp } from './client-keys.js'
 import { applyProxyOp } from './proxies.js'
 import { applyTokenIntentOp } from './token-intents.js'
 
@@ -296,6 +297,11 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'proxy.put':
     case 'proxy.delete':
       applyProxyOp(dbs, op)
+      return
+    case 'document.put':
+    case 'document_chunk.put':
+    case 'document.delete':
+      applyDocumentOp(dbs, op)
       return
     case 'token_intent.put':
     case 'token_intent.delete':

@@ -92,6 +92,10 @@ export interface Databases {
   proxies: Database
   /** `[tenant, id]` → token intent (data sealed; see `token-intents.ts`). */
   tokenIntents: Database
+  /** `[tenant, id]` → document head (see `documents.ts`). */
+  documents: Database
+  /** `[tenant, document, index]` → document chunk (data sealed; see `documents.ts`). */
+  documentChunks: Database
   /** `[tenant, id]` → outbox entry (see `outbox.ts`). */
   outbox: Database
   /** `[due_at, tenant, id]` → 1: pending outbox entries by when they are due. */
@@ -155,6 +159,8 @@ const NAMES = [
   'clientKeys',
   'proxies',
   'tokenIntents',
+  'documents',
+  'documentChunks',
   'outbox',
   'outboxDue',
   'logs',

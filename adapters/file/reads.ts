@@ -22,6 +22,7 @@ import type {
 import { byKey, frozenCopy, nameMatcher, PageFill, storedBytes, termKey } from '../../src/store/index.js'
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
+import { allDocuments, documentReads } from './documents.js'
 import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
 import { logReads } from './logs.js'
@@ -183,6 +184,7 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
     ...proxyReads(fresh),
     ...tokenIntentReads(fresh),
     ...logReads(fresh),
+    ...documentReads(fresh),
     countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     ...expiredReads(fresh),
     dump: async () => lmdbDump(fresh()),
@@ -456,4 +458,5 @@ function lmdbDump(dbs: Databases): StoreDump {
     token_intents: allTokenIntents(dbs),
     outbox: all(dbs.outbox),
   }
+    ...allDocuments(dbs),
 }

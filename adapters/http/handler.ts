@@ -5,6 +5,7 @@ import { StoreError } from '../../src/store/index.js'
 import { type AdmissionBounds, admissionBounds, admitter } from './admission.js'
 import { answerText } from './answer-text.js'
 import { declaredBodyBytes, readJsonBody, requireMediaType } from './body.js'
+import { type BinaryResult, binaryAnswer, declaredUploadBytes, readUpload } from './document-routes.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { notBuilt } from './not-built.js'
@@ -286,7 +287,11 @@ async function dispatch(
   if (route.mediaType !== undefined) requireMediaType(incoming.header('content-type'), route.mediaType)
   const withBody = BODY_METHODS.has(method)
   // Everything the headers decide comes first; then the tenant's turn; only then the body.
-  const bytes = withBody ? declaredBodyBytes(incoming, s.maxBodyBytes) : 0
+  const bytes = !withBody
+    ? 0
+    : route.upload
+      ? declaredUploadBytes(incoming)
+      : declaredBodyBytes(incoming, s.maxBodyBytes)
   const apiKey = first(incoming, s.keyHeader) ?? ''
   const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
   const admitted = s.admission.admit(apiKey, keyHash, bytes)
@@ -330,10 +335,15 @@ function clientOfCall(s: Setup, incoming: Incoming, call: Call, idempotencyKey: 
 /** Reads the body, calls the client of the request's key, and serializes its answer. */
 async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoing> {
   const { route, withBody } = call
-  const body = withBody ? await readJsonBody(incoming, s.maxBodyBytes) : undefined
+  const body = !withBody
+    ? undefined
+    : route.upload
+      ? await readUpload(incoming)
+      : await readJsonBody(incoming, s.maxBodyBytes)
   const query = route.query ? parseQuery(call.search) : EMPTY_QUERY
-  // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored.
-  const idempotencyKey = withBody ? first(incoming, s.idempotencyHeader) : null
+  // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored, and on an
+  // upload too (its bytes are no JSON request to fingerprint).
+  const idempotencyKey = withBody && !route.upload ? first(incoming, s.idempotencyHeader) : null
   const client = clientOfCall(s, incoming, call, idempotencyKey)
   const result = await route.run(unchecked(client), call.params, query, body)
   if (result === ACCEPTED) return { status: 202, headers: { 'cache-control': 'no-store' }, body: null }
@@ -341,6 +351,7 @@ async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoi
     return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
   }
   const text = await answerText(result)
+  if (route.binary) return binaryAnswer(result as BinaryResult)
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'cache-control': 'no-store',

@@ -117,6 +117,13 @@ function operation(
       '503': problemResponse('The store is unavailable; retry after `Retry-After` seconds'),
     },
   }
+  if (doc.responseMediaType !== undefined)
+    (op.responses as Record<string, unknown>)[status] = {
+      description: 'Success',
+      content: { [doc.responseMediaType]: { schema: doc.response ?? { type: 'string', format: 'binary' } } },
+    }
+  if (doc.form !== undefined)
+    op.requestBody = { required: true, content: { 'multipart/form-data': { schema: doc.form } } }
   if (doc.body !== undefined) {
     op.requestBody = {
       required: doc.body === null ? true : !optionalBody(doc.body),

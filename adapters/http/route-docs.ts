@@ -17,6 +17,7 @@ import {
 import { listV2Input, searchInput, searchV2Input } from '../../src/search/index.js'
 import { authorizeSessionInput } from '../../src/sessions/index.js'
 import { createTokenInput, listChildrenInput, updateTokenInput } from '../../src/tokens/index.js'
+import { DOCUMENT_ROUTE_DOCS } from './document-routes.js'
 import { HOSTED_ROUTE_DOCS } from './hosted-routes.js'
 import { KEY_ROUTE_DOCS } from './key-routes.js'
 import { LOG_ROUTE_DOCS } from './log-routes.js'
@@ -294,4 +295,5 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   ...KEY_ROUTE_DOCS,
   ...PROXY_ROUTE_DOCS,
   ...LOG_ROUTE_DOCS,
+  ...DOCUMENT_ROUTE_DOCS,
 }

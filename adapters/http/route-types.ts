@@ -13,6 +13,13 @@ export interface Route {
   /** The one media type the body must be declared as (any other, or none, is 415); default: any JSON type. */
   mediaType?: string
   /**
+   * A multipart upload (`POST /documents`): the body is `multipart/form-data` of at most
+   * `MAX_UPLOAD_BODY_BYTES`, handed to `run` parsed (`document`, `content_type`, `request`).
+   */
+  upload?: true
+  /** Answers bytes: `run` gives `{ content_type, size, body }` (a stream), answered as they are. */
+  binary?: true
+  /**
    * Calls the client: path parameters in order, the parsed query, the JSON body (`undefined` when
    * none). The client takes them unchecked: each method validates its input.
    */
@@ -34,6 +41,10 @@ export interface RouteDoc {
   query?: Schema
   /** The JSON Schema of the success answer's body; none for answers without a body. */
   response?: JsonSchema
+  /** A `multipart/form-data` body instead of JSON: the JSON Schema of its parts (`POST /documents`). */
+  form?: JsonSchema
+  /** The media type of the success answer when it is not JSON (bytes: `application/octet-stream`). */
+  responseMediaType?: string
   /** When the route may also answer 202 (accepted, no body): what that answer means. */
   accepted?: string
 }

@@ -1,4 +1,5 @@
 import { asksAsyncReact } from '../../src/reactors/index.js'
+import { DOCUMENT_ROUTES } from './document-routes.js'
 import { HOSTED_ROUTES } from './hosted-routes.js'
 import { KEY_ROUTES } from './key-routes.js'
 import { LOG_ROUTES } from './log-routes.js'
@@ -101,6 +102,7 @@ export const ROUTES: ReadonlyArray<readonly [string, string, Route]> = [
   ...TOKEN_INTENT_ROUTES,
   ...KEY_ROUTES,
   ...LOG_ROUTES,
+  ...DOCUMENT_ROUTES,
 ]
 
 /** A router over `ROUTES`. */

@@ -15,9 +15,10 @@ import type {
 import { tokenHead } from '../../src/kernel/index.js'
 import type { KeyOwner, Op, TokenHead } from '../../src/store/index.js'
 import { applicationKeyHashes, copy, Scoped, SortedIds, TokenIndex } from '../../src/store/index.js'
+import { ClientKeyMaps } from './client-keys.js'
+import { DocumentMaps } from './documents.js'
 import { LogMaps } from './logs.js'
 import { WebhookMaps } from './outbox.js'
-import { ClientKeyMaps } from './client-keys.js'
 import { ProxyMaps } from './proxies.js'
 import { TokenIntentMaps } from './token-intents.js'
 
@@ -93,6 +94,8 @@ export class MemoryMaps {
   protected clientKeys = new ClientKeyMaps()
   /** Token intents. */
   protected intents = new TokenIntentMaps()
+  /** Documents: heads and chunks. */
+  protected documents = new DocumentMaps()
   /** Audit log entries, with their indexes. */
   protected logs = new LogMaps()
 
@@ -179,6 +182,9 @@ export class MemoryMaps {
       case 'idempotency.delete':
         this.idempotency.delete(op.tenant_id, op.id)
         return
+      case 'document.put':
+      case 'document_chunk.put':
+      case 'document.delete':
       case 'token_intent.put':
       case 'token_intent.delete':
       case 'proxy.put':
@@ -197,9 +203,14 @@ export class MemoryMaps {
     }
   }
 
-  /** The ops of the proxy, webhook, outbox and audit-log records, each kept in its own maps. */
+  /** The ops of the proxy, webhook, outbox, audit-log and document records, each kept in its own maps. */
   protected applyFeatureOp(
-    op: Extract<Op, { op: `${'proxy' | 'webhook' | 'outbox' | 'log' | 'token_intent'}.${'put' | 'delete'}` }>,
+    op: Extract<
+      Op,
+      {
+        op: `${'proxy' | 'webhook' | 'outbox' | 'log' | 'document' | 'document_chunk' | 'token_intent'}.${'put' | 'delete'}`
+      }
+    >,
   ): void {
     switch (op.op) {
       case 'token_intent.put':
@@ -207,6 +218,15 @@ export class MemoryMaps {
         return
       case 'token_intent.delete':
         this.intents.delete(op.tenant_id, op.id)
+        return
+      case 'document.put':
+        this.documents.put(op.document)
+        return
+      case 'document_chunk.put':
+        this.documents.putChunk(op.chunk)
+        return
+      case 'document.delete':
+        this.documents.delete(op.tenant_id, op.id)
         return
       case 'proxy.put':
         this.proxies.put(op.proxy)

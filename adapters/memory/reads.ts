@@ -7,6 +7,8 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredClientKey,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -337,6 +339,14 @@ export class MemoryReads extends MemoryOps {
     return this.intents.get(tenantId, id)
   }
 
+  getDocument(tenantId: string, id: string): StoredDocument | null {
+    return this.documents.get(tenantId, id)
+  }
+
+  getDocumentChunk(tenantId: string, documentId: string, index: number): StoredDocumentChunk | null {
+    return this.documents.getChunk(tenantId, documentId, index)
+  }
+
   getWebhook(tenantId: string, id: string): StoredWebhook | null {
     const w = this.hooks.webhooks.get(tenantId, id)
     return w ? copy(w) : null
@@ -487,6 +497,7 @@ export class MemoryReads extends MemoryOps {
       ...this.hooks.dump(),
       proxies: this.proxies.dump(),
       client_keys: this.clientKeys.dump(),
+      ...this.documents.dump(),
       token_intents: this.intents.dump(),
     }
   }

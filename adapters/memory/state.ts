@@ -8,6 +8,8 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredClientKey,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -61,6 +63,10 @@ export interface StateRecords {
   client_keys?: readonly StoredClientKey[]
   /** Token intents (states saved before they existed lack the list: read as empty). */
   token_intents?: readonly StoredTokenIntent[]
+  /** Documents' heads (states saved before they existed lack the list: read as empty). */
+  documents?: readonly StoredDocument[]
+  /** Documents' chunks, sealed (states saved before they existed lack the list: read as empty). */
+  document_chunks?: readonly StoredDocumentChunk[]
   /** Outbox entries (states saved before they existed lack the list: read as empty). */
   outbox: readonly OutboxEntry[]
   /** Audit log entries (states saved before they existed lack the list: read as empty). */
@@ -100,6 +106,8 @@ export class MemoryState extends MemoryReads {
     for (const proxy of r.proxies ?? []) state.apply({ op: 'proxy.put', proxy })
     for (const key of r.client_keys ?? []) state.apply({ op: 'client_key.put', key })
     for (const intent of r.token_intents ?? []) state.apply({ op: 'token_intent.put', intent })
+    for (const document of r.documents ?? []) state.apply({ op: 'document.put', document })
+    for (const chunk of r.document_chunks ?? []) state.apply({ op: 'document_chunk.put', chunk })
     for (const entry of r.outbox ?? []) state.apply({ op: 'outbox.put', entry })
     for (const entry of r.logs ?? []) state.apply({ op: 'log.put', entry })
     return state
@@ -138,6 +146,8 @@ export class MemoryState extends MemoryReads {
       proxies: [...this.proxies.proxies.values()],
       client_keys: [...this.clientKeys.keys.values()],
       token_intents: [...this.intents.intents.values()],
+      documents: [...this.documents.heads.values()],
+      document_chunks: this.documents.allChunks(),
       outbox: [...this.hooks.entries.values()],
       logs: [...this.logs.entries.values()],
     }

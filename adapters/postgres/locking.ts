@@ -71,6 +71,15 @@ function checkNames(c: Check): string[] {
 }
 
 /** The records an op writes, by name, including those a guard reads about it (locks, links, uses). */
+/** The lock of the document an op writes (its head or one of its chunks). */
+function documentLock(
+  op: Extract<Op, { op: 'document.put' | 'document_chunk.put' | 'document.delete' }>,
+): string {
+  if (op.op === 'document.put') return name('document', op.document.tenant_id, op.document.id)
+  if (op.op === 'document_chunk.put') return name('document', op.chunk.tenant_id, op.chunk.document_id)
+  return name('document', op.tenant_id, op.id)
+}
+
 function opNames(op: Op): string[] {
   switch (op.op) {
     case 'tenant.put':
@@ -150,6 +159,10 @@ function opNames(op: Op): string[] {
       return [name('token_intent', op.intent.tenant_id, op.intent.id)]
     case 'token_intent.delete':
       return [name('token_intent', op.tenant_id, op.id)]
+    case 'document.put':
+    case 'document_chunk.put':
+    case 'document.delete':
+      return [documentLock(op)]
     case 'webhook.put':
       return [name('webhook', op.webhook.tenant_id, op.webhook.id)]
     case 'webhook.delete':

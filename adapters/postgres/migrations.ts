@@ -1,8 +1,9 @@
 import type { Pool } from 'pg'
+import { clientKeyTablesSql } from './client-keys.js'
+import { documentTablesSql } from './documents.js'
 import { lockKey, quoteIdent } from './keys.js'
 import { logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
-import { clientKeyTablesSql } from './client-keys.js'
 import { proxyTablesSql } from './proxies.js'
 import { countsSql, tablesSql } from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
@@ -77,6 +78,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 9,
     name: 'token intents',
     sql: (s) => tokenIntentTablesSql(s) + writeFunctionSql(s),
+  },
+  {
+    // Documents: their heads and chunks tables, and the write function that knows their ops.
+    version: 10,
+    name: 'documents',
+    sql: (s) => documentTablesSql(s) + writeFunctionSql(s),
   },
 ]
 

@@ -6,6 +6,8 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -53,6 +55,8 @@ export type Reads = Omit<
 >
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
+  | 'getDocument'
+  | 'getDocumentChunk'
 const byKey =
   <T>(key: (t: T) => string) =>
   (a: T, b: T) => {
@@ -449,7 +453,9 @@ async function dumpRows(t: Tables, query: Query): Promise<StoreDump> {
       ${all(t.idempotency)} AS idempotency,
       ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
       ${all(`${t.schema}.proxies`)} AS proxies,
-      ${all(`${t.schema}.token_intents`)} AS token_intents`,
+      ${all(`${t.schema}.token_intents`)} AS token_intents,
+      ${all(`${t.schema}.documents`)} AS documents,
+      ${all(`${t.schema}.document_chunks`)} AS document_chunks`,
   })
   const row = rows[0] as Record<keyof StoreDump, string>
   const sorted = <T>(text: string, key: (t: T) => string) => (JSON.parse(text) as T[]).sort(byKey(key))
@@ -473,3 +479,8 @@ async function dumpRows(t: Tables, query: Query): Promise<StoreDump> {
     token_intents: sorted<StoredTokenIntent>(row.token_intents, (x) => k(x.tenant_id, x.id)),
   }
 }
+    documents: sorted<StoredDocument>(row.documents, (x) => k(x.tenant_id, x.id)),
+    document_chunks: sorted<StoredDocumentChunk>(
+      row.document_chunks,
+      (x) => `${k(x.tenant_id, x.document_id)}\u0000${String(x.index).padStart(10, '0')}`,
+    ),

@@ -4,6 +4,8 @@ import { assertNever } from '../../src/kernel/index.js'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { missingPeer } from '../optional-peer.js'
+import { clientKeyReads } from './client-keys.js'
+import { documentReads } from './documents.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
 import { DEFAULT_KEY_CACHE_MS, keyCache } from './key-cache.js'
@@ -12,7 +14,6 @@ import { LockKeys } from './locking.js'
 import { logReads } from './logs.js'
 import { migrate } from './migrations.js'
 import { webhookReads } from './outbox.js'
-import { clientKeyReads } from './client-keys.js'
 import { proxyReads } from './proxies.js'
 import { reads } from './reads.js'
 import { type Statements, statements, tables } from './statements.js'
@@ -238,6 +239,7 @@ function openStore(
   const proxies = proxyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const intents = tokenIntentReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const logs = logReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const documents = documentReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
   const keys = keyCache(
     keyCacheMs,
     (hash) => read.findKey(hash),
@@ -289,6 +291,8 @@ function openStore(
     getProxy: (tenantId, id) => guard(() => proxies.getProxy(tenantId, id)),
     listProxies: (tenantId, q) => guard(() => proxies.listProxies(tenantId, q)),
     getTokenIntent: (tenantId, id) => guard(() => intents.getTokenIntent(tenantId, id)),
+    getDocument: (tenantId, id) => guard(() => documents.getDocument(tenantId, id)),
+    getDocumentChunk: (tenantId, id, index) => guard(() => documents.getDocumentChunk(tenantId, id, index)),
     getWebhook: (tenantId, id) => guard(() => hooks.getWebhook(tenantId, id)),
     listWebhooks: (tenantId, range) => guard(() => hooks.listWebhooks(tenantId, range)),
     getOutbox: (tenantId, id) => guard(() => hooks.getOutbox(tenantId, id)),

@@ -1,6 +1,7 @@
+import { clientKeyOpsSql } from './client-keys.js'
+import { documentOpsSql } from './documents.js'
 import { logOpsSql } from './logs.js'
 import { webhookChecksSql, webhookOpsSql } from './outbox.js'
-import { clientKeyOpsSql } from './client-keys.js'
 import { proxyOpsSql } from './proxies.js'
 import { tokenIntentOpsSql } from './token-intents.js'
 
@@ -328,7 +329,7 @@ ${insertToken(s)}
       WHEN 'idempotency.delete' THEN
         DELETE FROM ${s}.idempotency WHERE tenant_id = _o ->> 'tenant_id' AND id = _o ->> 'id';
 ${clientKeyOpsSql(s)}
-${webhookOpsSql(s)}${logOpsSql(s)}${proxyOpsSql(s)}${tokenIntentOpsSql(s)}      ELSE
+${webhookOpsSql(s)}${logOpsSql(s)}${proxyOpsSql(s)}${tokenIntentOpsSql(s)}${documentOpsSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown op %', _o ->> 'op';
     END CASE;
   END LOOP;

@@ -48,13 +48,21 @@ export const PERMISSIONS = [
   'token-intent:create',
   'token-intent:read',
   'token-intent:delete',
+  'documents:create',
+  'documents:read',
+  'documents:reveal',
+  'documents:delete',
 ] as const satisfies readonly Permission[]
 
 /** The permissions each application type may hold: every `token:*` for private, the rest for management. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  private: PERMISSIONS.filter((p) => p.startsWith('token:') || p.startsWith('token-intent:')),
+  private: PERMISSIONS.filter(
+    (p) => p.startsWith('token:') || p.startsWith('documents:') || p.startsWith('token-intent:'),
+  ),
   public: ['token:create', 'token:update', 'token-intent:create'],
-  management: PERMISSIONS.filter((p) => !p.startsWith('token:') && !p.startsWith('token-intent:')),
+  management: PERMISSIONS.filter(
+    (p) => !p.startsWith('token:') && !p.startsWith('documents:') && !p.startsWith('token-intent:'),
+  ),
 }
 
 export const permission = v.picklist(PERMISSIONS, `must be one of ${PERMISSIONS.join(', ')}`)

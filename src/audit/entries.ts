@@ -68,6 +68,11 @@ function entityOfOp(op: Op, context: WriteEffectContext): Entity | null {
       return { type: 'reactor_formula', id: op.formula.id, change: 'put' }
     case 'reactor.put':
       return { type: 'reactor', id: op.reactor.id, change: 'put' }
+    case 'document.put':
+      return { type: 'document', id: op.document.id, change: `put (${op.document.state})` }
+    // A document's chunks are logged by its head's entries (one per upload, not one per 64 KiB).
+    case 'document_chunk.put':
+      return null
     case 'lock.put':
     case 'lock.delete':
     case 'staged.delete':

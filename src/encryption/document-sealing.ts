@@ -1,7 +1,13 @@
 import type { StoredDocumentChunk } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
+import type { TenantKey } from './keyring.js'
 import { openBinary, sealBinary, sealedVersion } from './keyring.js'
-import type { Sealing } from './sealing.js'
+
+/** What sealing and opening a chunk need of the sealed store (its `Sealing`, structurally). */
+interface ChunkKeys {
+  keyOf(tenantId: string, version?: number): TenantKey | Promise<TenantKey>
+  sealKeyOf(tenantId: string): TenantKey | Promise<TenantKey>
+}
 
 /**
  * The additional authenticated data of a document chunk: its tenant, document, index and whether it
@@ -19,13 +25,13 @@ const unreadable = (id: string) =>
   )
 
 /** A chunk as stored: its bytes (`data`, base64 in the clear) sealed under the tenant's key. */
-export async function sealChunk(s: Sealing, chunk: StoredDocumentChunk): Promise<StoredDocumentChunk> {
+export async function sealChunk(s: ChunkKeys, chunk: StoredDocumentChunk): Promise<StoredDocumentChunk> {
   const key = await s.sealKeyOf(chunk.tenant_id)
   return { ...chunk, data: sealBinary(key, Buffer.from(chunk.data, 'base64'), chunkAad(chunk)) }
 }
 
 /** A stored chunk opened (its `data` base64 in the clear); one that fails its check is `unreadable`. */
-export async function openChunk(s: Sealing, chunk: StoredDocumentChunk): Promise<StoredDocumentChunk> {
+export async function openChunk(s: ChunkKeys, chunk: StoredDocumentChunk): Promise<StoredDocumentChunk> {
   try {
     const key = await s.keyOf(chunk.tenant_id, sealedVersion(chunk.data))
     return { ...chunk, data: openBinary(key, chunk.data, chunkAad(chunk)).toString('base64') }

@@ -2,6 +2,7 @@ import type { StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import type { Check } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
+import { openChunk } from './document-sealing.js'
 import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
 import { openOutbox, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
@@ -119,6 +120,8 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
       const intent = await inner.getTokenIntent(tenantId, id)
       return intent && openTokenIntent(s, intent)
     },
+    getDocumentChunk: (t, id, index) =>
+      inner.getDocumentChunk(t, id, index).then((c) => c && openChunk(s, c)),
     async getOutbox(tenantId, id) {
       const entry = await inner.getOutbox(tenantId, id)
       return entry && openOutbox(s, entry)

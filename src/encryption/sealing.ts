@@ -1,6 +1,7 @@
 import type { Json, Reactor, StagedWrite, StoredToken } from '../kernel/index.js'
 import { ServiceError, withTokenFields } from '../kernel/index.js'
 import type { Op } from '../store/index.js'
+import { sealChunk } from './document-sealing.js'
 import { keyedHash, openValue, sealedVersion, sealText, sealValue, type TenantKey } from './keyring.js'
 
 /**
@@ -162,6 +163,8 @@ export async function sealOp(s: Sealing, op: Op): Promise<Op> {
     }
     case 'reactor.put':
       return { ...op, reactor: await sealReactor(s, op.reactor) }
+    case 'document_chunk.put':
+      return { ...op, chunk: await sealChunk(s, op.chunk) }
     case 'idempotency.put': {
       const { record } = op
       if (record.answer === undefined) return op

@@ -19,6 +19,7 @@ export {
   MAX_INPUT_DEPTH,
 } from './budget.js'
 export { BySize } from './by-size.js'
+export type { StoredClientKey } from './client-key.js'
 export type { Clock, ManualClock } from './clock.js'
 export { isoAfter, manualClock, shiftedClock, systemClock } from './clock.js'
 export { parseDateTime } from './date-time.js'
@@ -87,6 +88,8 @@ export type {
   StagedWrite,
   StoredApplication,
   StoredApplicationKey,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -103,6 +106,5 @@ export type {
   TransactionState,
   Transform,
 } from './types.js'
-export type { StoredClientKey } from './client-key.js'
 export type { AnySchema } from './validate.js'
 export { badText, parse, refuseBadText, toIssues } from './validate.js'

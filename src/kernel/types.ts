@@ -102,6 +102,10 @@ export type Permission =
   | 'token-intent:create'
   | 'token-intent:read'
   | 'token-intent:delete'
+  | 'documents:create'
+  | 'documents:read'
+  | 'documents:reveal'
+  | 'documents:delete'
 
 export type Transform = 'redact' | 'mask' | 'reveal'
 
@@ -417,6 +421,38 @@ export interface StoredProxy {
   created_by: string
   modified_at?: string
   modified_by?: string
+}
+
+/**
+ * A document's head as stored (`POST /documents`): what `GET /documents/{id}` answers, and how its
+ * bytes are kept — `chunks` records of at most 64 KiB each (`StoredDocumentChunk`), sealed one by
+ * one. `state` is `uploading` while its chunks are being written (the document answers as unknown
+ * then) and `ready` once every chunk is; `size` and `chunks` are set when it turns `ready`.
+ * `metadata` is in the clear, as a token's.
+ */
+export interface StoredDocument {
+  id: string
+  tenant_id: string
+  state: 'uploading' | 'ready'
+  metadata: Record<string, string>
+  content_type: string
+  size: number
+  chunks: number
+  created_by: string
+  created_at: string
+}
+
+/**
+ * One chunk of a document's bytes: `data` is their base64 in the clear as the service hands it to
+ * its store, and sealed (AES-256-GCM bound to the tenant, document id, chunk index and whether it is
+ * the last) in every store.
+ */
+export interface StoredDocumentChunk {
+  tenant_id: string
+  document_id: string
+  index: number
+  last: boolean
+  data: string
 }
 
 /** Whether a webhook sends (`enabled`) or not (`disabled`), as the reference names it. */

@@ -69,6 +69,17 @@ const snapshotSchema = v.strictObject({
     client_keys: v.optional(v.tuple([])),
     webhooks: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
     outbox: v.optional(v.array(v.unknown())),
+    documents: v.optional(v.array(v.looseObject({ tenant_id: v.string(), id: v.string() }))),
+    document_chunks: v.optional(
+      v.array(
+        v.looseObject({
+          tenant_id: v.string(),
+          document_id: v.string(),
+          index: v.number(),
+          data: v.string(),
+        }),
+      ),
+    ),
   }),
 })
 
@@ -139,6 +150,10 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
       return rest
     }),
   )
+  // Documents' chunks are sealed at rest too: opened, one chunk at a time.
+  const documentChunks = []
+  for (const c of dump.document_chunks ?? [])
+    documentChunks.push((await store.getDocumentChunk(c.tenant_id, c.document_id, c.index)) ?? c)
   // Idempotency records are a cache of first answers, and outbox entries deliveries owed by this
   // store (sealed under keys a restore replaces, signed by its service): both left out.
   const records = {
@@ -152,6 +167,7 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
     reactors,
     proxies,
     token_intents: tokenIntents,
+    document_chunks: documentChunks,
     staged,
     associations,
     idempotency: [],
@@ -245,10 +261,25 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.tenants.map((t): Op => ({ op: 'tenant.delete', id: t.id })),
   ]
 }
+    ...documentDeletes(dump),
 
 const BATCH = 500
 
 /** Writes `ops` in batches (a store's write is one transaction; huge ones help nobody). */
+/** A `document.delete` per document of `dump`: each head, and each document its chunks name. */
+function documentDeletes(dump: StoreDump): Op[] {
+  const ids = new Map<string, Op>()
+  for (const d of dump.documents ?? [])
+    ids.set(`${d.tenant_id}\u0000${d.id}`, { op: 'document.delete', tenant_id: d.tenant_id, id: d.id })
+  for (const c of dump.document_chunks ?? [])
+    ids.set(`${c.tenant_id}\u0000${c.document_id}`, {
+      op: 'document.delete',
+      tenant_id: c.tenant_id,
+      id: c.document_id,
+    })
+  return [...ids.values()]
+}
+
 async function writeAll(store: Store, ops: Op[]): Promise<void> {
   for (let i = 0; i < ops.length; i += BATCH) {
     const result = await store.write({ ops: ops.slice(i, i + BATCH) })
@@ -290,6 +321,8 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
     }),
   )
 }
+      documents: mine(dump.documents ?? []),
+      document_chunks: mine(dump.document_chunks ?? []),
 
 /**
  * Replaces everything `store` (the service's sealed store) holds with `snapshot`: deletes every
@@ -355,3 +388,5 @@ export async function restoreSnapshot(
     ...(r.webhooks ?? []).map((webhook): Op => ({ op: 'webhook.put', webhook })),
   ])
 }
+    ...(r.documents ?? []).map((document): Op => ({ op: 'document.put', document })),
+    ...(r.document_chunks ?? []).map((chunk): Op => ({ op: 'document_chunk.put', chunk })),

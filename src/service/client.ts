@@ -8,6 +8,7 @@ import { childOperations } from '../associations/index.js'
 import { clientKeyOperations } from '../client-keys/index.js'
 import { logOperations } from '../audit/index.js'
 import type { Ctx, Principal } from '../call/index.js'
+import { documentOperations } from '../documents/index.js'
 import type { AccessDecision, CallRecorder } from '../kernel/index.js'
 import { refuseBadText, ServiceError } from '../kernel/index.js'
 import { proxiesOperations, proxyOperations } from '../proxy/index.js'
@@ -49,6 +50,8 @@ export interface Client {
   logs: ReturnType<typeof logOperations>
   /** Client encryption keys (`/keys`): a public key for a browser's JWE, the private key kept sealed. */
   keys: ReturnType<typeof clientKeyOperations>
+  /** Documents (`/documents`): files sealed in 64 KiB chunks, uploaded and downloaded as streams. */
+  documents: ReturnType<typeof documentOperations>
   /** The proxy (`/proxy`): a request sent on with its detokenization expressions replaced. */
   proxy: ReturnType<typeof proxyOperations>
   /** Pre-configured proxies (`/proxies`). */
@@ -192,17 +195,23 @@ export const OPERATIONS = {
   logs: { list: 'log.list', entityTypes: 'log.entity_types' } satisfies OperationNames<
     ReturnType<typeof logOperations>
   >,
-  tokenIntents: {
-    create: 'token_intent.create',
-    get: 'token_intent.get',
-    delete: 'token_intent.delete',
-  } satisfies OperationNames<ReturnType<typeof tokenIntentOperations>>,
   keys: {
     create: 'key.create',
     list: 'key.list',
     get: 'key.get',
     delete: 'key.delete',
   } satisfies OperationNames<ReturnType<typeof clientKeyOperations>>,
+  tokenIntents: {
+    create: 'token_intent.create',
+    get: 'token_intent.get',
+    delete: 'token_intent.delete',
+  } satisfies OperationNames<ReturnType<typeof tokenIntentOperations>>,
+  documents: {
+    upload: 'document.upload',
+    get: 'document.get',
+    data: 'document.data',
+    delete: 'document.delete',
+  } satisfies OperationNames<ReturnType<typeof documentOperations>>,
   proxy: { invoke: 'proxy.invoke' } satisfies OperationNames<ReturnType<typeof proxyOperations>>,
   proxies: {
     create: 'proxy.create',
@@ -368,6 +377,7 @@ const AREAS: { readonly [K in keyof Groups]: (bind: Bind) => Groups[K] } = {
   webhooks: (bind) => bind(webhookOperations, OPERATIONS.webhooks),
   logs: (bind) => bind(logOperations, OPERATIONS.logs),
   keys: (bind) => bind(clientKeyOperations, OPERATIONS.keys),
+  documents: (bind) => bind(documentOperations, OPERATIONS.documents),
   proxy: (bind) => bind(proxyOperations, OPERATIONS.proxy),
   proxies: (bind) => bind(proxiesOperations, OPERATIONS.proxies),
 }
@@ -452,6 +462,9 @@ class CallClient implements Client {
   get keys() {
     return this.area('keys')
   }
+  get documents() {
+    return this.area('documents')
+  }
   get proxy() {
     return this.area('proxy')
   }
@@ -511,6 +524,9 @@ export function connectClient(w: Wiring, apiKey: string, options: ConnectOptions
     },
     get keys() {
       return c.area('keys')
+    },
+    get documents() {
+      return c.area('documents')
     },
     get proxy() {
       return c.area('proxy')

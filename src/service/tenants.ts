@@ -60,6 +60,10 @@ const DESCRIPTIONS: Record<(typeof PERMISSIONS)[number], string> = {
   'token-intent:create': 'Create token intents',
   'token-intent:read': 'Read token intents (never their data)',
   'token-intent:delete': 'Delete token intents',
+  'documents:create': 'Upload documents',
+  'documents:read': 'Read documents (their metadata, not their bytes)',
+  'documents:reveal': 'Download documents (their bytes)',
+  'documents:delete': 'Delete documents',
 }
 
 /** The permission catalogue: every permission, the application types that may hold it, what it allows. */

@@ -7,6 +7,8 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredClientKey,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -142,6 +144,10 @@ export interface StoreDump {
   token_intents: StoredTokenIntent[]
   /** Webhooks, by tenant then id. */
   webhooks: StoredWebhook[]
+  /** Documents' heads, by tenant then id. */
+  documents: StoredDocument[]
+  /** Documents' chunks, by tenant, document id, then index (data sealed, as stored). */
+  document_chunks: StoredDocumentChunk[]
   /** Outbox entries, by tenant then id. */
   outbox: OutboxEntry[]
 }
@@ -364,6 +370,13 @@ export interface Store {
   listClientKeys(tenantId: string, query: Range): Promise<Page<StoredClientKey>>
   /** A token intent by id, expired or not (the service decides what expiry means), or null. */
   getTokenIntent(tenantId: string, id: string): Promise<StoredTokenIntent | null>
+  /** A document's head by id, in any state, or null. */
+  getDocument(tenantId: string, id: string): Promise<StoredDocument | null>
+  /**
+   * Chunk `index` of a document, or null: one record read (SQL: the primary key; LMDB: one `get`),
+   * so a download holds one chunk at a time.
+   */
+  getDocumentChunk(tenantId: string, documentId: string, index: number): Promise<StoredDocumentChunk | null>
   /** A webhook by id, or null. */
   getWebhook(tenantId: string, id: string): Promise<StoredWebhook | null>
   /** Webhooks of a tenant ordered by `created_at`, then `id` (a tenant holds a handful: the core bounds them). */

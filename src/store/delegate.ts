@@ -38,6 +38,8 @@ const STORE_METHODS = {
   getClientKey: true,
   listClientKeys: true,
   getTokenIntent: true,
+  getDocument: true,
+  getDocumentChunk: true,
   getWebhook: true,
   listWebhooks: true,
   getOutbox: true,

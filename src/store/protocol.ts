@@ -9,6 +9,8 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredClientKey,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -94,6 +96,18 @@ export type Op =
   /** Puts an outbox entry (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
   | { op: 'outbox.put'; entry: OutboxEntry }
   | { op: 'outbox.delete'; tenant_id: string; id: string }
+  /** Puts a document's head (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
+  | { op: 'document.put'; document: StoredDocument }
+  /**
+   * Puts one chunk of a document's bytes (replacing the one with its index): SQL upsert on
+   * `(tenant_id, document_id, index)`; a store keeps each chunk as a record of its own.
+   */
+  | { op: 'document_chunk.put'; chunk: StoredDocumentChunk }
+  /**
+   * Deletes a document's head and every chunk of it (absent: nothing): SQL `DELETE … WHERE
+   * tenant_id = $1 AND document_id = $2`; LMDB: a range delete of `tenant ‖ document ‖ *`.
+   */
+  | { op: 'document.delete'; tenant_id: string; id: string }
   /** Puts an audit log entry (replacing the one with its id): SQL upsert on `(tenant_id, id)`. */
   | { op: 'log.put'; entry: LogEntry }
   /** Deletes an audit log entry (absent: nothing): what retention removes. */

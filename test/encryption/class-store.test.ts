@@ -156,10 +156,6 @@ class PrototypeStore implements Store {
     this.#count('getIdempotency')
     return this.#inner.getIdempotency(...a)
   }
-  getTokenIntent(...a: Parameters<Store['getTokenIntent']>) {
-    this.#count('getTokenIntent')
-    return this.#inner.getTokenIntent(...a)
-  }
   getClientKey(...a: Parameters<Store['getClientKey']>) {
     this.#count('getClientKey')
     return this.#inner.getClientKey(...a)
@@ -168,6 +164,10 @@ class PrototypeStore implements Store {
     this.#count('listClientKeys')
     return this.#inner.listClientKeys(...a)
   }
+  getTokenIntent(...a: Parameters<Store['getTokenIntent']>) {
+    this.#count('getTokenIntent')
+    return this.#inner.getTokenIntent(...a)
+  }
   getProxy(...a: Parameters<Store['getProxy']>) {
     this.#count('getProxy')
     return this.#inner.getProxy(...a)
@@ -175,6 +175,14 @@ class PrototypeStore implements Store {
   listProxies(...a: Parameters<Store['listProxies']>) {
     this.#count('listProxies')
     return this.#inner.listProxies(...a)
+  }
+  getDocument(...a: Parameters<Store['getDocument']>) {
+    this.#count('getDocument')
+    return this.#inner.getDocument(...a)
+  }
+  getDocumentChunk(...a: Parameters<Store['getDocumentChunk']>) {
+    this.#count('getDocumentChunk')
+    return this.#inner.getDocumentChunk(...a)
   }
   getWebhook(...a: Parameters<Store['getWebhook']>) {
     this.#count('getWebhook')
@@ -245,11 +253,13 @@ const CONTRACT_METHODS = [
   'getReactor',
   'listReactors',
   'getIdempotency',
-  'getTokenIntent',
   'getClientKey',
   'listClientKeys',
+  'getTokenIntent',
   'getProxy',
   'listProxies',
+  'getDocument',
+  'getDocumentChunk',
   'getWebhook',
   'listWebhooks',
   'getOutbox',
@@ -335,11 +345,13 @@ describe('a store written as a class', () => {
       getReactor: () => store.getReactor('t', 'r'),
       listReactors: () => store.listReactors('t', page),
       getIdempotency: () => store.getIdempotency('t', 'i'),
-      getTokenIntent: () => store.getTokenIntent('t', 'i'),
       getClientKey: () => store.getClientKey('t', 'k'),
       listClientKeys: () => store.listClientKeys('t', page),
+      getTokenIntent: () => store.getTokenIntent('t', 'i'),
       getProxy: () => store.getProxy('t', 'p'),
       listProxies: () => store.listProxies('t', page),
+      getDocument: () => store.getDocument('t', 'd'),
+      getDocumentChunk: () => store.getDocumentChunk('t', 'd', 0),
       getWebhook: () => store.getWebhook('t', 'w'),
       listWebhooks: () => store.listWebhooks('t', page),
       getOutbox: () => store.getOutbox('t', 'o'),

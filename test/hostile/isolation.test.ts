@@ -21,6 +21,7 @@ const ID_KINDS: Record<string, string[]> = {
 }
 
 function bodyFor(method: string, pattern: string, ids: { formula: string; nonce: string }): unknown {
+  '/documents': ['document'],
   const formula = {
     name: 'f',
     type: 'private',

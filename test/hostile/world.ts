@@ -61,6 +61,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
     configuration: { k: 'v' },
   })
   const intent = await client.tokenIntents.create({ type: 'card_number', data: '4242424242424242' })
+  const document = await client.documents.upload({ document: new TextEncoder().encode(`${name} document`) })
   const transaction = await client.transactions.create()
   const session = await service.connect(pub.key).sessions.create()
   return {
@@ -74,6 +75,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
       transaction: transaction.id,
       intent: intent.id,
       application: priv.application.id,
+      document: document.id,
       nonce: session.nonce,
     },
     sessionKey: session.session_key,

@@ -335,3 +335,41 @@ describe('Token types (docs/api/tokens/token-types) through both SDKs', () => {
     expect(byFingerprint.data.map((t) => t.id)).toEqual([created.id])
   })
 })
+
+describe('Token intents (docs/api/tokens/token-intents) through both SDKs', () => {
+  it('node-sdk tokenIntents.create, get, delete and tokens.create with tokenIntentId; basis-theory-js tokenIntents.create, delete', async () => {
+    const key = await vault.key('private', [
+      'token:create',
+      'token:read',
+      'token-intent:create',
+      'token-intent:read',
+      'token-intent:delete',
+    ])
+    const node = vault.node(key)
+    const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031, cvc: '123' }
+    const intent = await node.tokenIntents.create({ type: 'card', data: card })
+    expect(intent.type).toBe('card')
+    expect(intent.card).toMatchObject({ bin: '42424242', last4: '4242', expirationMonth: 12, brand: 'visa' })
+    expect(intent.expiresAt!.getTime() - intent.createdAt!.getTime()).toBe(24 * 60 * 60 * 1000)
+    expect(intent).not.toHaveProperty('data')
+    expect((await node.tokenIntents.get(intent.id!)).fingerprint).toBe(intent.fingerprint)
+    const token = await node.tokens.create({ tokenIntentId: intent.id!, metadata: { from: 'intent' } })
+    expect(token.type).toBe('card')
+    expect(token.fingerprint).toBe(intent.fingerprint)
+    expect(await failedStatus(node.tokenIntents.get(intent.id!))).toBe(404)
+    expect(await failedStatus(node.tokens.create({ tokenIntentId: intent.id! }))).toBe(400)
+    const other = await node.tokenIntents.create({ type: 'card', data: card })
+    await node.tokenIntents.delete(other.id!)
+    expect(await failedStatus(node.tokenIntents.get(other.id!))).toBe(404)
+    expect(await failedStatus(node.tokenIntents.create({ type: 'card', data: { number: '1' } }))).toBe(400)
+
+    const publicKey = await vault.key('public', ['token-intent:create'])
+    const js = await vault.js(publicKey)
+    const fromBrowser = await js.tokenIntents.create({ type: 'card', data: card })
+    expect(fromBrowser.type).toBe('card')
+    expect((fromBrowser as { card?: { last4?: string } }).card?.last4).toBe('4242')
+    expect((await node.tokenIntents.get(fromBrowser.id)).id).toBe(fromBrowser.id)
+    await (await vault.js(key)).tokenIntents.delete(fromBrowser.id)
+    expect(await failedStatus(node.tokenIntents.get(fromBrowser.id))).toBe(404)
+  })
+})

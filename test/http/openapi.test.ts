@@ -243,4 +243,29 @@ describe('GET /openapi.json', () => {
     expect(check.answer('GET', '/tokens', 200, { data: [token] }).ok).toBe(false)
     expect(check.answer('GET', '/permissions', 200, [{ type: 'token:read' }]).ok).toBe(false)
   })
+
+  it('describes the document upload as a multipart form and its data as bytes', async () => {
+    const { call } = await setup()
+    const doc = await json<Doc>(await call('GET', '/openapi.json'), 200)
+    const upload = doc.paths['/documents']!.post!
+    expect(Object.keys(upload.requestBody!.content)).toEqual(['multipart/form-data'])
+    expect(upload.requestBody!.content['multipart/form-data']!.schema).toMatchObject({
+      properties: { document: { type: 'string', format: 'binary' } },
+      required: ['document'],
+    })
+    expect(Object.keys(doc.paths['/documents/{id}/data']!.get!.responses['200']!.content!)).toEqual([
+      'application/octet-stream',
+    ])
+    const check = validatorOf(doc)
+    const shown = {
+      id: 'a05d2a09-b4f4-4ce7-9743-ab18d3aa8a43',
+      tenant_id: 't',
+      metadata: { name: 'value' },
+      content_type: 'application/pdf',
+      created_by: 'a',
+      created_at: '2030-01-01T00:00:00.000Z',
+    }
+    expect(check.answer('GET', '/documents/:id', 200, shown).ok).toBe(true)
+    expect(check.answer('GET', '/documents/:id', 200, { ...shown, metadata: { a: 1 } }).ok).toBe(false)
+  })
 })

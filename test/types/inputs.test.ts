@@ -260,6 +260,18 @@ describe('typed inputs', () => {
     await settled(m.webhooks.delete('w1'))
     await settled(m.webhooks.eventTypes())
     await settled(m.webhooks.ping())
+    const document = await c.documents.upload({
+      document: new Uint8Array([1, 2, 3]),
+      content_type: 'application/pdf',
+      request: { metadata: { name: 'scan.pdf' } },
+    })
+    // @ts-expect-error `documnet` is misspelled
+    await refused(c.documents.upload({ documnet: new Uint8Array([1]) }))
+    // @ts-expect-error metadata values are strings
+    await refused(c.documents.upload({ document: new Uint8Array([1]), request: { metadata: { n: 1 } } }))
+    await settled(c.documents.get(document.id))
+    await settled(c.documents.data(document.id))
+    await settled(c.documents.delete(document.id))
     // deletes last: the token is gone
     await c.tokens.delete(token.id)
 

@@ -8,6 +8,8 @@ import type {
   StagedWrite,
   StoredApplication,
   StoredClientKey,
+  StoredDocument,
+  StoredDocumentChunk,
   StoredFormula,
   StoredProxy,
   StoredSession,
@@ -69,6 +71,8 @@ export class ContractModel implements Store {
   private clientKeys: StoredClientKey[] = []
   private proxies: StoredProxy[] = []
   private intents: StoredTokenIntent[] = []
+  private documents: StoredDocument[] = []
+  private chunks: StoredDocumentChunk[] = []
   /** Outbox entries, in any order (reads sort them). */
   private outbox: OutboxEntry[] = []
   private logs: LogEntry[] = []
@@ -298,6 +302,20 @@ export class ContractModel implements Store {
       case 'proxy.delete':
         this.proxies = this.proxies.filter(other(op.tenant_id, op.id))
         return
+      case 'document.put':
+        this.documents = [...this.documents.filter(other(op.document.tenant_id, op.document.id)), op.document]
+        return
+      case 'document_chunk.put': {
+        const c = op.chunk
+        const same = (x: StoredDocumentChunk) =>
+          x.tenant_id === c.tenant_id && x.document_id === c.document_id && x.index === c.index
+        this.chunks = [...this.chunks.filter((x) => !same(x)), c]
+        return
+      }
+      case 'document.delete':
+        this.documents = this.documents.filter(other(op.tenant_id, op.id))
+        this.chunks = this.chunks.filter((x) => x.tenant_id !== op.tenant_id || x.document_id !== op.id)
+        return
       case 'token_intent.put':
         this.intents = [...this.intents.filter(other(op.intent.tenant_id, op.intent.id)), op.intent]
         return
@@ -499,6 +517,15 @@ export class ContractModel implements Store {
       query,
     )
   }
+  async getDocument(tenantId: string, id: string) {
+    return json(this.documents.find((d) => d.tenant_id === tenantId && d.id === id) ?? null)
+  }
+  async getDocumentChunk(tenantId: string, documentId: string, index: number) {
+    const found = this.chunks.find(
+      (c) => c.tenant_id === tenantId && c.document_id === documentId && c.index === index,
+    )
+    return json(found ?? null)
+  }
   async getTokenIntent(tenantId: string, id: string) {
     return json(this.intents.find((i) => i.tenant_id === tenantId && i.id === id) ?? null)
   }
@@ -640,6 +667,20 @@ export class ContractModel implements Store {
       client_keys: byTenantAndId(this.clientKeys),
       proxies: byTenantAndId(this.proxies),
       token_intents: byTenantAndId(this.intents),
+      documents: byTenantAndId(this.documents),
+      document_chunks: json(
+        [...this.chunks].sort((a, b) =>
+          a.tenant_id !== b.tenant_id
+            ? a.tenant_id < b.tenant_id
+              ? -1
+              : 1
+            : a.document_id !== b.document_id
+              ? a.document_id < b.document_id
+                ? -1
+                : 1
+              : a.index - b.index,
+        ),
+      ),
       outbox: byTenantAndId(this.outbox),
     }
   }

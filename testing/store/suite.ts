@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/index.js'
 import { clientKeysTests } from './client-keys.js'
 import { costTests } from './cost.js'
+import { documentsTests } from './documents.js'
 import { countsTests } from './counts.js'
 import { expiryTests } from './expiry.js'
 import { formulasTests } from './formulas.js'
@@ -49,6 +50,7 @@ export function storeContract(harness: StoreHarness): void {
     webhooksTests(fresh)
     proxiesTests(fresh)
     clientKeysTests(fresh)
+    documentsTests(fresh)
     countsTests(fresh, harness.reopen)
 
     if (harness.reopen) {
