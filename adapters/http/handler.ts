@@ -266,8 +266,13 @@ function proxyOf(s: Setup) {
         s.admission.leave(lane, bytes)
       }
     },
-    clientFor: (apiKey, idempotencyKey) =>
-      idempotencyKey === null ? service.connect(apiKey) : service.connect(apiKey, { idempotencyKey }),
+    // The kept client of the key, viewed with the request's id, as every other route's call.
+    clientFor: (apiKey, idempotencyKey, requestId) => {
+      const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
+      const options: CallOptions = { requestId }
+      if (idempotencyKey !== null) options.idempotencyKey = idempotencyKey
+      return s.clientFor(apiKey, keyHash).withCall(options)
+    },
   })
 }
 
@@ -472,7 +477,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
       if (!inside) throw new HttpProblem(404, `No route matches ${method} ${path}.`)
       if (s.basePath !== '') path = path.slice(s.basePath.length) || '/'
       out = isProxyPath(path)
-        ? await proxy(incoming, method, path, target.search)
+        ? await proxy(incoming, method, path, target.search, requestId)
         : isMeta(method, path)
           ? ((await serveMeta(s, incoming, method, path, target.search, witness, requestId)) ??
             (await dispatch(s, incoming, method, path, target.search, witness, requestId)))

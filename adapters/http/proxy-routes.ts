@@ -22,8 +22,11 @@ export interface ProxyRouteDeps {
   first(incoming: Incoming, names: readonly string[]): string | null
   /** Holds the caller's tenant's admission turn around `run` (the handler's per-tenant bounds). */
   admitted<T>(apiKey: string, bytes: number, run: () => Promise<T>): Promise<T>
-  /** The client of `apiKey` (with an idempotency key when given). */
-  clientFor(apiKey: string, idempotencyKey: string | null): Client
+  /**
+   * The kept client of `apiKey`, viewed with this request's id (the audit entries' `request_id`)
+   * and its idempotency key when given.
+   */
+  clientFor(apiKey: string, idempotencyKey: string | null, requestId: string): Client
 }
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
@@ -34,14 +37,20 @@ const names = (prefixes: readonly string[], suffix: string) =>
 /** Whether `path` is the proxy's (`/proxy`, `/proxy/...`). */
 export const isProxyPath = (path: string): boolean => path === '/proxy' || path.startsWith('/proxy/')
 
-/** The proxy route handler: one exchange of `/proxy[/<path>]`. */
+/** The proxy route handler: one exchange of `/proxy[/<path>]`, under the request's id. */
 export function proxyRoute(deps: ProxyRouteDeps) {
   const { prefixes } = deps
   const keyHeader = names(prefixes, 'api-key')
   const urlHeader = names(prefixes, 'proxy-url')
   const proxyKeyHeader = names(prefixes, 'proxy-key')
   const idempotencyHeader = names(prefixes, 'idempotency-key')
-  return async (incoming: Incoming, method: string, path: string, search: string): Promise<Outgoing> => {
+  return async (
+    incoming: Incoming,
+    method: string,
+    path: string,
+    search: string,
+    requestId: string,
+  ): Promise<Outgoing> => {
     try {
       if (!METHODS.has(method))
         throw new HttpProblem(405, `${method} is not allowed here; allowed: DELETE, GET, PATCH, POST, PUT.`, {
@@ -70,7 +79,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       return await deps.admitted(apiKey, bytes, async () => {
         const idempotencyKey =
           method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)
-        const client = deps.clientFor(apiKey, idempotencyKey)
+        const client = deps.clientFor(apiKey, idempotencyKey, requestId)
         return outgoingOf(await client.proxy.invoke(await callOf()), prefixes)
       })
     } catch (error) {
