@@ -68,12 +68,6 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => logCountSql(s),
   },
   {
-    // Client encryption keys: their table and index, and the write function that knows their ops.
-    version: 11,
-    name: 'client encryption keys',
-    sql: (s) => clientKeyTablesSql(s) + writeFunctionSql(s),
-  },
-  {
     // Token intents: their table and expiry index, and the write function that knows their ops.
     version: 9,
     name: 'token intents',
@@ -84,6 +78,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 10,
     name: 'documents',
     sql: (s) => documentTablesSql(s) + writeFunctionSql(s),
+  },
+  {
+    // Client encryption keys: their table and index, and the write function that knows their ops.
+    version: 11,
+    name: 'client encryption keys',
+    sql: (s) => clientKeyTablesSql(s) + writeFunctionSql(s),
   },
 ]
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/index.js'
 import { clientKeysTests } from './client-keys.js'
 import { costTests } from './cost.js'
-import { documentsTests } from './documents.js'
 import { countsTests } from './counts.js'
+import { documentsTests } from './documents.js'
 import { expiryTests } from './expiry.js'
 import { formulasTests } from './formulas.js'
 import { guardTests } from './guards.js'
@@ -16,6 +16,7 @@ import { link, lock, NOW, put, session, stage, T, token, tx } from './records.js
 import { serviceTests } from './service.js'
 import { sessionsTests } from './sessions.js'
 import { tenantKeysTests } from './tenant-keys.js'
+import { tokenIntentsTests } from './token-intents.js'
 import { tokensTests } from './tokens.js'
 import { transactionsTests } from './transactions.js'
 import { webhooksTests } from './webhooks.js'
@@ -49,6 +50,7 @@ export function storeContract(harness: StoreHarness): void {
     logsTests(fresh)
     webhooksTests(fresh)
     proxiesTests(fresh)
+    tokenIntentsTests(fresh)
     clientKeysTests(fresh)
     documentsTests(fresh)
     countsTests(fresh, harness.reopen)
