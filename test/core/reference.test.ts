@@ -151,10 +151,13 @@ describe('containers and access rules', () => {
       'token:search',
       'token:delete',
       'token:use',
+      'token-intent:create',
+      'token-intent:read',
+      'token-intent:delete',
     ]
     expect([...PERMISSIONS_BY_TYPE.management].sort()).toEqual([...management].sort())
     expect([...PERMISSIONS_BY_TYPE.private].sort()).toEqual([...priv].sort())
-    expect(PERMISSIONS_BY_TYPE.public).toEqual(['token:create', 'token:update'])
+    expect(PERMISSIONS_BY_TYPE.public).toEqual(['token:create', 'token:update', 'token-intent:create'])
     const m = await mgmt.client.applications.create({
       name: 'm',
       type: 'management',
