@@ -78,7 +78,7 @@ export function tokenAccess(
  * one that decides is marked `outranked` here; `traced` marks it).
  */
 function decide(
-  principal: Principal,
+  principal: Pick<Principal, 'rules' | 'permissions'>,
   permission: Permission,
   token: Pick<Token, 'id' | 'containers'>,
   seen?: RuleConsidered[],
@@ -134,31 +134,40 @@ function traced(
  * rules and writes the reason. Recording costs one object; a trace read costs what explaining did.
  */
 class Decision implements AccessDecision {
+  // What `decide` and the trace read, and nothing else of the call: a kept decision holds no more.
+  private readonly kind: Principal['kind']
+  private readonly id: string
+  private readonly rules: Principal['rules']
+  private readonly permissions: Principal['permissions']
   private readonly tokenId: string | undefined
-  private readonly containers: string[] | undefined
+  private readonly containers: readonly string[] | undefined
 
   constructor(
-    private readonly principal: Principal,
+    principal: Principal,
     readonly permission: Permission,
     readonly decision: Transform | null,
     private readonly rule: number,
     token?: Pick<Token, 'id' | 'containers'>,
   ) {
+    this.kind = principal.kind
+    this.id = principal.id
+    this.rules = principal.rules
+    this.permissions = principal.permissions
     this.tokenId = token?.id
-    // A copy: the call may go on to change the token it read.
-    this.containers = token && [...token.containers]
+    // The token as read for this call (a write puts a new record, never changes this one).
+    this.containers = token?.containers
   }
 
   trace(): AccessTrace {
-    const { principal, permission, decision } = this
-    const who = { kind: principal.kind, id: principal.id }
+    const { permission, decision, kind } = this
+    const who = { kind, id: this.id }
     if (this.tokenId === undefined || this.containers === undefined) {
-      const reason = `the ${principal.kind} does not hold the permission ${permission} (rules decide token access only)`
+      const reason = `the ${kind} does not hold the permission ${permission} (rules decide token access only)`
       return { permission, principal: who, by: 'permissions', rules: [], decision, reason }
     }
-    const token = { id: this.tokenId, containers: this.containers }
+    const token = { id: this.tokenId, containers: [...this.containers] }
     const seen: RuleConsidered[] = []
-    decide(principal, permission, token, seen)
+    decide({ rules: this.rules, permissions: this.permissions }, permission, token, seen)
     const chosen = seen[this.rule]
     if (chosen) chosen.verdict = 'decided'
     seen.sort((a, b) => a.priority - b.priority || a.index - b.index)
@@ -167,7 +176,7 @@ class Decision implements AccessDecision {
       token_id: token.id,
       containers: [...token.containers],
       principal: who,
-      by: principal.rules?.length ? 'rules' : 'permissions',
+      by: this.rules?.length ? 'rules' : 'permissions',
       rules: seen,
       decision,
       reason: reasonOf(permission, seen, decision, chosen),
