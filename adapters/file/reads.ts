@@ -22,6 +22,7 @@ import type {
 import { byKey, frozenCopy, nameMatcher, PageFill, storedBytes, termKey } from '../../src/store/index.js'
 import { countKey, type Expiring, type StoredLink } from './apply.js'
 import { read } from './checks.js'
+import { allClientKeys, clientKeyReads } from './client-keys.js'
 import { allDocuments, documentReads } from './documents.js'
 import type { Databases } from './env.js'
 import { key, prefix, termPart, tokenCountKey } from './keys.js'
@@ -181,10 +182,11 @@ export function lmdbReads(use: () => Databases, snapshot: Snapshot): StoreReads 
     ...tokenIdReads(fresh),
     ...recordReads(fresh),
     ...webhookReads(fresh),
+    ...clientKeyReads(fresh),
     ...proxyReads(fresh),
+    ...documentReads(fresh),
     ...tokenIntentReads(fresh),
     ...logReads(fresh),
-    ...documentReads(fresh),
     countRecords: async (t, kind) => (fresh().meta.get(countKey(kind, t)) as number | undefined) ?? 0,
     ...expiredReads(fresh),
     dump: async () => lmdbDump(fresh()),
@@ -454,9 +456,10 @@ function lmdbDump(dbs: Databases): StoreDump {
     reactors: sorted(all<Reactor>(dbs.reactors), (r) => k(r.tenant_id, r.id)),
     idempotency: sorted(all(dbs.idempotency), (r) => k(r.tenant_id, r.id)),
     webhooks: all(dbs.webhooks),
+    client_keys: allClientKeys(dbs),
     proxies: allProxies(dbs),
+    ...allDocuments(dbs),
     token_intents: allTokenIntents(dbs),
     outbox: all(dbs.outbox),
   }
-    ...allDocuments(dbs),
 }

@@ -351,12 +351,12 @@ async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoi
   const idempotencyKey = withBody && !route.upload ? first(incoming, s.idempotencyHeader) : null
   const client = clientOfCall(s, incoming, call, idempotencyKey)
   const result = await route.run(unchecked(client), call.params, query, body)
+  if (route.binary) return binaryAnswer(result as BinaryResult)
   if (result === ACCEPTED) return { status: 202, headers: { 'cache-control': 'no-store' }, body: null }
   if (route.status === 204 || result === undefined) {
     return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
   }
   const text = await answerText(result)
-  if (route.binary) return binaryAnswer(result as BinaryResult)
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'cache-control': 'no-store',

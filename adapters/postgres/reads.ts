@@ -6,6 +6,7 @@ import type {
   Reactor,
   StagedWrite,
   StoredApplication,
+  StoredClientKey,
   StoredDocument,
   StoredDocumentChunk,
   StoredFormula,
@@ -49,14 +50,16 @@ export type Reads = Omit<
   | 'listOutbox'
   | 'listDueOutbox'
   | 'listLogs'
+  | 'getClientKey'
+  | 'listClientKeys'
   | 'getProxy'
   | 'listProxies'
   | 'getTokenIntent'
+  | 'getDocument'
+  | 'getDocumentChunk'
 >
 
 /** Orders like `MemoryState`'s `byKey`: JavaScript string comparison of a key. */
-  | 'getDocument'
-  | 'getDocumentChunk'
 const byKey =
   <T>(key: (t: T) => string) =>
   (a: T, b: T) => {
@@ -451,6 +454,7 @@ async function dumpRows(t: Tables, query: Query): Promise<StoreDump> {
       ${all(t.sessions)} AS sessions,
       ${all(t.formulas)} AS formulas, ${all(t.reactors)} AS reactors,
       ${all(t.idempotency)} AS idempotency,
+      ${all(`${t.schema}.client_keys`)} AS client_keys,
       ${all(`${t.schema}.webhooks`)} AS webhooks, ${all(`${t.schema}.outbox`)} AS outbox,
       ${all(`${t.schema}.proxies`)} AS proxies,
       ${all(`${t.schema}.token_intents`)} AS token_intents,
@@ -475,12 +479,13 @@ async function dumpRows(t: Tables, query: Query): Promise<StoreDump> {
     idempotency: sorted<IdempotencyRecord>(row.idempotency, (x) => k(x.tenant_id, x.id)),
     webhooks: sorted<StoredWebhook>(row.webhooks, (x) => k(x.tenant_id, x.id)),
     outbox: sorted<OutboxEntry>(row.outbox, (x) => k(x.tenant_id, x.id)),
+    client_keys: sorted<StoredClientKey>(row.client_keys, (x) => k(x.tenant_id, x.id)),
     proxies: sorted<StoredProxy>(row.proxies, (x) => k(x.tenant_id, x.id)),
     token_intents: sorted<StoredTokenIntent>(row.token_intents, (x) => k(x.tenant_id, x.id)),
-  }
-}
     documents: sorted<StoredDocument>(row.documents, (x) => k(x.tenant_id, x.id)),
     document_chunks: sorted<StoredDocumentChunk>(
       row.document_chunks,
       (x) => `${k(x.tenant_id, x.document_id)}\u0000${String(x.index).padStart(10, '0')}`,
     ),
+  }
+}

@@ -251,21 +251,17 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
     ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
-    ...(dump.client_keys ?? []).map((k): Op => ({ op: 'client_key.delete', tenant_id: k.tenant_id, id: k.id })),
     ...(dump.proxies ?? []).map((p): Op => ({ op: 'proxy.delete', tenant_id: p.tenant_id, id: p.id })),
     ...(dump.token_intents ?? []).map(
       (i): Op => ({ op: 'token_intent.delete', tenant_id: i.tenant_id, id: i.id }),
     ),
     ...(dump.webhooks ?? []).map((w): Op => ({ op: 'webhook.delete', tenant_id: w.tenant_id, id: w.id })),
     ...(dump.outbox ?? []).map((e): Op => ({ op: 'outbox.delete', tenant_id: e.tenant_id, id: e.id })),
+    ...documentDeletes(dump),
     ...dump.tenants.map((t): Op => ({ op: 'tenant.delete', id: t.id })),
   ]
 }
-    ...documentDeletes(dump),
 
-const BATCH = 500
-
-/** Writes `ops` in batches (a store's write is one transaction; huge ones help nobody). */
 /** A `document.delete` per document of `dump`: each head, and each document its chunks name. */
 function documentDeletes(dump: StoreDump): Op[] {
   const ids = new Map<string, Op>()
@@ -280,6 +276,9 @@ function documentDeletes(dump: StoreDump): Op[] {
   return [...ids.values()]
 }
 
+const BATCH = 500
+
+/** Writes `ops` in batches (a store's write is one transaction; huge ones help nobody). */
 async function writeAll(store: Store, ops: Op[]): Promise<void> {
   for (let i = 0; i < ops.length; i += BATCH) {
     const result = await store.write({ ops: ops.slice(i, i + BATCH) })
@@ -318,11 +317,11 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
       token_intents: mine(dump.token_intents ?? []),
       webhooks: mine(dump.webhooks ?? []),
       outbox: mine(dump.outbox ?? []),
+      documents: mine(dump.documents ?? []),
+      document_chunks: mine(dump.document_chunks ?? []),
     }),
   )
 }
-      documents: mine(dump.documents ?? []),
-      document_chunks: mine(dump.document_chunks ?? []),
 
 /**
  * Replaces everything `store` (the service's sealed store) holds with `snapshot`: deletes every
@@ -386,7 +385,7 @@ export async function restoreSnapshot(
     ...(r.proxies ?? []).map((proxy): Op => ({ op: 'proxy.put', proxy })),
     ...intents.map((intent): Op => ({ op: 'token_intent.put', intent })),
     ...(r.webhooks ?? []).map((webhook): Op => ({ op: 'webhook.put', webhook })),
-  ])
-}
     ...(r.documents ?? []).map((document): Op => ({ op: 'document.put', document })),
     ...(r.document_chunks ?? []).map((chunk): Op => ({ op: 'document_chunk.put', chunk })),
+  ])
+}

@@ -18,10 +18,10 @@ const ID_KINDS: Record<string, string[]> = {
   '/reactors': ['reactor'],
   '/applications': ['application'],
   '/token-intents': ['intent'],
+  '/documents': ['document'],
 }
 
 function bodyFor(method: string, pattern: string, ids: { formula: string; nonce: string }): unknown {
-  '/documents': ['document'],
   const formula = {
     name: 'f',
     type: 'private',
