@@ -1,4 +1,10 @@
-import type { JsonObject, StoredApplication, StoredSession, StoredToken } from '../kernel/index.js'
+import type {
+  JsonObject,
+  StoredApplication,
+  StoredSession,
+  StoredToken,
+  StoredTokenIntent,
+} from '../kernel/index.js'
 import type { Op, WriteBatch, WriteEffectContext } from '../store/index.js'
 
 /**
@@ -71,6 +77,9 @@ export const SENT_EVENT_TYPES = [
   'reactor.deleted',
   'session.created',
   'session.authorized',
+  'token-intent.created',
+  'token-intent.deleted',
+  'token-intent.converted',
 ] as const
 
 /** An event a write makes, before it is addressed to any webhook: its tenant, type and data object. */
@@ -79,6 +88,32 @@ export interface DerivedEvent {
   type: (typeof SENT_EVENT_TYPES)[number]
   /** `event.data` without `actor`: `{ token: {…} }`, `{ application: {…} }`, …; never secret. */
   data: JsonObject
+}
+
+/** A token intent as events show it: as its API answers it, never `data`. */
+function intentShown(i: StoredTokenIntent): JsonObject {
+  const { data: _data, tenant_id: _tenant, ...shown } = i
+  return shown as unknown as JsonObject
+}
+
+/**
+ * The event of a token intent's delete: `token-intent.converted` in a token create (the token it
+ * became named beside it), `token-intent.deleted` by its delete call; none by the sweep (the
+ * reference has no event of an intent's expiry).
+ */
+function intentDeleted(
+  context: WriteEffectContext,
+  batch: Readonly<WriteBatch>,
+  op: Extract<Op, { op: 'token_intent.delete' }>,
+): DerivedEvent | null {
+  const intent = { id: op.id }
+  if (context.operation === 'token_intent.delete')
+    return { tenantId: op.tenant_id, type: 'token-intent.deleted', data: { token_intent: intent } }
+  const made = batch.ops.find((o): o is Extract<Op, { op: 'token.put' }> => o.op === 'token.put')
+  if (context.operation !== 'token.create') return null
+  const data: JsonObject = { token_intent: intent }
+  if (made) data['token'] = { id: made.token.id, type: made.token.type }
+  return { tenantId: op.tenant_id, type: 'token-intent.converted', data }
 }
 
 /** A token as events show it: the reference's fields, never `data` or `mask`. */
@@ -189,6 +224,14 @@ function eventOf(context: WriteEffectContext, batch: Readonly<WriteBatch>, op: O
       if (context.operation !== 'session.authorize') return null
       return { tenantId: s.tenant_id, type: 'session.authorized', data: { session: sessionShown(s, true) } }
     }
+    case 'token_intent.put':
+      return {
+        tenantId: op.intent.tenant_id,
+        type: 'token-intent.created',
+        data: { token_intent: intentShown(op.intent) },
+      }
+    case 'token_intent.delete':
+      return intentDeleted(context, batch, op)
     default:
       return null
   }

@@ -97,4 +97,43 @@ describe('event types', () => {
     expect(JSON.stringify(got)).not.toContain(session.nonce)
     await v.close()
   })
+
+  it('token-intent.created, token-intent.converted and token-intent.deleted; none when an intent expires', async () => {
+    const { v, events } = await subscribed()
+    const client = v.client()
+    const card = { number: '4111111111111111', expiration_month: 1, expiration_year: 2032 }
+    const converted = await client.tokenIntents.create({ type: 'card', data: card })
+    const token = await client.tokens.create({ token_intent_id: converted.id })
+    const deleted = await client.tokenIntents.create({ type: 'card', data: card })
+    await client.tokenIntents.delete(deleted.id)
+    await client.tokenIntents.create({ type: 'card', data: card })
+    v.clock.advance(24 * 60 * 60 * 1000)
+    expect((await v.service.admin.sweep()).tokenIntents).toBe(1)
+    const got = await events()
+    expect(typesOf(got)).toEqual(
+      sorted([
+        'token-intent.created',
+        'token-intent.created',
+        'token-intent.created',
+        'token.created',
+        'token-intent.converted',
+        'token-intent.deleted',
+      ]),
+    )
+    const created = got.find(
+      (e) => e.type === 'token-intent.created' && e.data['token_intent']?.id === converted.id,
+    )
+    expect(created?.data['token_intent']).toMatchObject({
+      id: converted.id,
+      type: 'card',
+      card: { last4: '1111' },
+    })
+    expect(byType(got, 'token-intent.converted').data).toMatchObject({
+      token_intent: { id: converted.id },
+      token: { id: token.id, type: 'card' },
+    })
+    expect(byType(got, 'token-intent.deleted').data).toMatchObject({ token_intent: { id: deleted.id } })
+    expect(JSON.stringify(got)).not.toContain('4111111111111111')
+    await v.close()
+  })
 })
