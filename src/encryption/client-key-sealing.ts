@@ -61,3 +61,17 @@ export function openedClientKeyReads(s: Sealing, inner: Pick<Store, 'getClientKe
     },
   }
 }
+
+/**
+ * The data-key versions the tenant's client keys are sealed under: a rotation keeps them (client
+ * keys are not re-sealed), so a key stays readable until it expires or is deleted.
+ */
+export async function clientKeyVersions(
+  store: Pick<Store, 'listClientKeys'>,
+  tenantId: string,
+): Promise<number[]> {
+  const page = await store.listClientKeys(tenantId, { offset: 0, limit: 1000 })
+  return page.items
+    .filter((k) => k.private_key.startsWith(SEALED))
+    .map((k) => sealedVersion(k.private_key.slice(SEALED.length)))
+}

@@ -1,6 +1,7 @@
 import type { OutboxEntry, Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
 import type { Check, Op, Store } from '../store/index.js'
+import { clientKeyVersions } from './client-key-sealing.js'
 import { sealedVersion } from './keyring.js'
 import { openOutbox, outboxVersions, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
@@ -118,6 +119,7 @@ async function finishPass(
   // keeps the version it is under, so it stays as readable as it was.
   const kept = await proxyVersions(deps, tenant.id)
   for (const v of await outboxKept(deps, tenant.id)) kept.add(v)
+  for (const v of await clientKeyVersions(deps.store, tenant.id)) kept.add(v)
   const written = await deps.keyring.update(tenant.id, async (t, k) => {
     if (k.current !== sweep.to) return null
     const { sweep: _sweep, ...rest } = k

@@ -251,6 +251,9 @@ function deletesOf(dump: StoreDump): Op[] {
     ...dump.formulas.map((f): Op => ({ op: 'formula.delete', tenant_id: f.tenant_id, id: f.id })),
     ...dump.applications.map((a): Op => ({ op: 'application.delete', tenant_id: a.tenant_id, id: a.id })),
     ...dump.idempotency.map((r): Op => ({ op: 'idempotency.delete', tenant_id: r.tenant_id, id: r.id })),
+    ...(dump.client_keys ?? []).map(
+      (k): Op => ({ op: 'client_key.delete', tenant_id: k.tenant_id, id: k.id }),
+    ),
     ...(dump.proxies ?? []).map((p): Op => ({ op: 'proxy.delete', tenant_id: p.tenant_id, id: p.id })),
     ...(dump.token_intents ?? []).map(
       (i): Op => ({ op: 'token_intent.delete', tenant_id: i.tenant_id, id: i.id }),

@@ -214,6 +214,23 @@ describe('client encryption keys: encrypted token data', () => {
 })
 
 describe('client encryption keys: isolation and secrecy', () => {
+  it('still decrypts after a data-key rotation retires the older versions (their versions are kept)', async () => {
+    const { keys, pub, client, service, tenant, clock } = await world()
+    const created = await keys.create()
+    await service.admin.rotateDataKey({ tenantId: tenant.id })
+    clock.advance(60_000)
+    let progress = await service.admin.reencrypt({ tenantId: tenant.id })
+    for (let i = 0; i < 5 && !progress.finished; i++) {
+      clock.advance(60_000)
+      progress = await service.admin.reencrypt({ tenantId: tenant.id })
+    }
+    expect(progress.finished).toBe(true)
+    // Version 1 stays: the client key is sealed under it.
+    expect(progress.versions).toEqual([1, 2])
+    const token = await pub.tokens.create({ type: 'token', encrypted: await encrypt(created, 'after') })
+    expect((await client.tokens.get(token.id)).data).toBe('after')
+  })
+
   it("answers another tenant's key as unknown", async () => {
     const { keys, keyFor, service } = await world()
     const otherTenant = await service.admin.createTenant({ name: 'other' })

@@ -9,7 +9,9 @@ const UNKNOWN = '5f0c7a52-0000-4000-8000-00000000beef'
 function keyKind(pattern: string): 'private' | 'management' {
   // Reacts (synchronous, asynchronous, and their results) are token uses: the private key's.
   if (/\/react(-async)?$|\/results\//.test(pattern)) return 'private'
-  return pattern.startsWith('/reactor') || pattern.startsWith('/applications') ? 'management' : 'private'
+  return pattern.startsWith('/reactor') || pattern.startsWith('/applications') || pattern.startsWith('/keys')
+    ? 'management'
+    : 'private'
 }
 const ID_KINDS: Record<string, string[]> = {
   '/tokens': ['token', 'child'],
@@ -17,6 +19,7 @@ const ID_KINDS: Record<string, string[]> = {
   '/reactor-formulas': ['formula'],
   '/reactors': ['reactor'],
   '/applications': ['application'],
+  '/keys': ['clientKey'],
   '/token-intents': ['intent'],
   '/documents': ['document'],
 }

@@ -62,6 +62,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
   })
   const intent = await client.tokenIntents.create({ type: 'card_number', data: '4242424242424242' })
   const document = await client.documents.upload({ document: new TextEncoder().encode(`${name} document`) })
+  const clientKey = await admin.keys.create()
   const transaction = await client.transactions.create()
   const session = await service.connect(pub.key).sessions.create()
   return {
@@ -76,6 +77,7 @@ export async function populatedTenant(service: ReturnType<typeof createService>,
       intent: intent.id,
       document: document.id,
       application: priv.application.id,
+      clientKey: clientKey.id,
       nonce: session.nonce,
     },
     sessionKey: session.session_key,

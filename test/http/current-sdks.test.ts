@@ -4,6 +4,7 @@
  * 'BT'`: applications and their keys, tenants, permissions, and reactors with inline code. Each test
  * names the page of the reference (developers.basistheory.com) whose behaviour it checks.
  */
+import * as jose from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sharedRunner } from '../formulas/setup.js'
 import { type CurrentSdkVault, failedStatus, startCurrentSdkVault } from './current-sdk-vault.js'
@@ -371,5 +372,62 @@ describe('Token intents (docs/api/tokens/token-intents) through both SDKs', () =
     expect((await node.tokenIntents.get(fromBrowser.id)).id).toBe(fromBrowser.id)
     await (await vault.js(key)).tokenIntents.delete(fromBrowser.id)
     expect(await failedStatus(node.tokenIntents.get(fromBrowser.id))).toBe(404)
+  })
+})
+
+describe('Client encryption keys (docs/api/client-keys) through node-sdk 5, and a token from a browser’s JWE', () => {
+  it('keys.create answers the public key once; list and get answer keyId and expiresAt; a JWE made with jose becomes a token; delete', async () => {
+    const bt = vault.node(vault.management)
+    const made = await bt.keys.create()
+    expect(made.keyId).toMatch(/^[0-9a-f-]{36}$/)
+    expect(made.publicKeyPem).toMatch(
+      /^-----BEGIN PUBLIC KEY-----\n[A-Za-z0-9+/]{43}=\n-----END PUBLIC KEY-----$/,
+    )
+    expect(made.expiresAt).toBeInstanceOf(Date)
+    const sooner = new Date(made.expiresAt!.getTime() - 86_400_000)
+    const second = await bt.keys.create({ expiresAt: sooner })
+    expect(second.expiresAt?.toISOString()).toBe(sooner.toISOString())
+    const got = await bt.keys.get(made.keyId!)
+    expect(got).toMatchObject({ keyId: made.keyId, expiresAt: made.expiresAt })
+    expect((got as { publicKeyPem?: string }).publicKeyPem).toBeUndefined()
+    expect((await bt.keys.list()).map((k) => k.keyId)).toEqual(
+      expect.arrayContaining([made.keyId, second.keyId]),
+    )
+    // In the browser: the public key out of its armor, the card data as the reference's elements encrypt it.
+    const b64 = made.publicKeyPem!.replace(/-----(BEGIN|END) PUBLIC KEY-----/g, '').trim()
+    const publicKey = await jose.importJWK(
+      { kty: 'OKP', crv: 'X25519', x: Buffer.from(b64, 'base64').toString('base64url') },
+      'ECDH-ES',
+    )
+    const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031, cvc: '123' }
+    const encrypted = await new jose.CompactEncrypt(new TextEncoder().encode(JSON.stringify(card)))
+      .setProtectedHeader({ alg: 'ECDH-ES', enc: 'A256GCM', kid: made.keyId! })
+      .encrypt(publicKey)
+    const browser = vault.node(await vault.key('public', ['token:create']))
+    const token = await browser.tokens.create({ type: 'card', encrypted })
+    expect(token.type).toBe('card')
+    expect(token.id).toBeTypeOf('string')
+    // A JWE to the other key under this key's id: the same 400 as any undecryptable one.
+    const otherKey = await jose.importJWK(
+      {
+        kty: 'OKP',
+        crv: 'X25519',
+        x: Buffer.from(
+          second.publicKeyPem!.replace(/-----(BEGIN|END) PUBLIC KEY-----/g, '').trim(),
+          'base64',
+        ).toString('base64url'),
+      },
+      'ECDH-ES',
+    )
+    const wrong = await new jose.CompactEncrypt(new TextEncoder().encode(JSON.stringify(card)))
+      .setProtectedHeader({ alg: 'ECDH-ES', enc: 'A256GCM', kid: made.keyId! })
+      .encrypt(otherKey)
+    expect(await failedStatus(browser.tokens.create({ type: 'card', encrypted: wrong }))).toBe(400)
+    await bt.keys.delete(made.keyId!)
+    await bt.keys.delete(second.keyId!)
+    expect(await failedStatus(bt.keys.get(made.keyId!))).toBe(404)
+    expect(await failedStatus(browser.tokens.create({ type: 'card', encrypted }))).toBe(400)
+    const reader = vault.node(await vault.key('private', ['token:read']))
+    expect(await failedStatus(reader.keys.list())).toBe(403)
   })
 })

@@ -259,6 +259,10 @@ describe('the operation journal', () => {
       'webhooks.delete': 'webhook.delete',
       'webhooks.eventTypes': 'webhook.event_types',
       'webhooks.ping': 'webhook.ping',
+      'keys.create': 'key.create',
+      'keys.list': 'key.list',
+      'keys.get': 'key.get',
+      'keys.delete': 'key.delete',
     })
     expect(operations).toHaveLength(calls.length)
     await vault.close()

@@ -260,6 +260,12 @@ describe('typed inputs', () => {
     await settled(m.webhooks.delete('w1'))
     await settled(m.webhooks.eventTypes())
     await settled(m.webhooks.ping())
+    const clientKey = await m.keys.create()
+    // @ts-expect-error `expires` is misspelled
+    await refused(m.keys.create({ expires: '2031-01-01T00:00:00Z' }))
+    await settled(m.keys.list())
+    await settled(m.keys.get(clientKey.id))
+    await settled(m.keys.delete(clientKey.id))
     const document = await c.documents.upload({
       document: new Uint8Array([1, 2, 3]),
       content_type: 'application/pdf',
