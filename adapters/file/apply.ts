@@ -219,6 +219,7 @@ function setIdempotency(
  * in the same transaction. Total, as the memory state's: applying an op never fails on its content.
  */
 export function applyOp(dbs: Databases, op: Op): void {
+  if (applyDocumentOp(dbs, op)) return
   switch (op.op) {
     case 'tenant.put':
       dbs.tenants.put(key(op.tenant.id), op.tenant)
@@ -233,36 +234,16 @@ export function applyOp(dbs: Databases, op: Op): void {
       setApplication(dbs, op.tenant_id, op.id, undefined)
       return
     case 'token.put':
-      putToken(dbs, op.token)
-      return
     case 'token.delete':
-      deleteToken(dbs, op.tenant_id, op.id)
-      return
     case 'association.put':
-      putLink(dbs, op.association)
-      return
     case 'association.delete':
-      deleteLink(dbs, op.tenant_id, op.parent_id, op.child_id)
-      return
     case 'transaction.put':
-      setTransaction(dbs, op.transaction.tenant_id, op.transaction.id, op.transaction)
-      return
     case 'transaction.delete':
-      setTransaction(dbs, op.tenant_id, op.id, undefined)
-      return
-    case 'staged.put': {
-      const w = op.staged
-      dbs.staged.put(key(w.tenant_id, w.transaction_id, w.token_id), w)
-      return
-    }
+    case 'staged.put':
     case 'staged.delete':
-      dbs.staged.remove(key(op.tenant_id, op.transaction_id, op.token_id))
-      return
     case 'lock.put':
-      dbs.locks.put(key(op.lock.tenant_id, op.lock.token_id), op.lock)
-      return
     case 'lock.delete':
-      dbs.locks.remove(key(op.tenant_id, op.token_id))
+      applyTokenOp(dbs, op)
       return
     case 'session.put':
       putSession(dbs, op.session)
@@ -298,11 +279,6 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'proxy.delete':
       applyProxyOp(dbs, op)
       return
-    case 'document.put':
-    case 'document_chunk.put':
-    case 'document.delete':
-      applyDocumentOp(dbs, op)
-      return
     case 'token_intent.put':
     case 'token_intent.delete':
       applyTokenIntentOp(dbs, op, reindexTime)
@@ -320,5 +296,61 @@ export function applyOp(dbs: Databases, op: Op): void {
     default:
       // Client keys' ops, the last kind: an op not handled above fails to compile here.
       applyClientKeyOp(dbs, op)
+  }
+}
+
+/** The ops of tokens and what hangs on them: links, transactions, staged writes and locks. */
+function applyTokenOp(
+  dbs: Databases,
+  op: Extract<
+    Op,
+    {
+      op:
+        | 'token.put'
+        | 'token.delete'
+        | 'association.put'
+        | 'association.delete'
+        | 'transaction.put'
+        | 'transaction.delete'
+        | 'staged.put'
+        | 'staged.delete'
+        | 'lock.put'
+        | 'lock.delete'
+    }
+  >,
+): void {
+  switch (op.op) {
+    case 'token.put':
+      putToken(dbs, op.token)
+      return
+    case 'token.delete':
+      deleteToken(dbs, op.tenant_id, op.id)
+      return
+    case 'association.put':
+      putLink(dbs, op.association)
+      return
+    case 'association.delete':
+      deleteLink(dbs, op.tenant_id, op.parent_id, op.child_id)
+      return
+    case 'transaction.put':
+      setTransaction(dbs, op.transaction.tenant_id, op.transaction.id, op.transaction)
+      return
+    case 'transaction.delete':
+      setTransaction(dbs, op.tenant_id, op.id, undefined)
+      return
+    case 'staged.put': {
+      const w = op.staged
+      dbs.staged.put(key(w.tenant_id, w.transaction_id, w.token_id), w)
+      return
+    }
+    case 'staged.delete':
+      dbs.staged.remove(key(op.tenant_id, op.transaction_id, op.token_id))
+      return
+    case 'lock.put':
+      dbs.locks.put(key(op.lock.tenant_id, op.lock.token_id), op.lock)
+      return
+    case 'lock.delete':
+      dbs.locks.remove(key(op.tenant_id, op.token_id))
+      return
   }
 }

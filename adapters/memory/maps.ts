@@ -22,6 +22,33 @@ import { WebhookMaps } from './outbox.js'
 import { ProxyMaps } from './proxies.js'
 import { TokenIntentMaps } from './token-intents.js'
 
+/** The ops of the records kept in maps of their own (`applyFeatureOp`). */
+type FeatureOp = Extract<
+  Op,
+  {
+    op: `${'proxy' | 'webhook' | 'outbox' | 'log' | 'document' | 'document_chunk' | 'token_intent'}.${'put' | 'delete'}`
+  }
+>
+
+const FEATURE_OPS: ReadonlySet<string> = new Set<FeatureOp['op']>([
+  'proxy.put',
+  'proxy.delete',
+  'webhook.put',
+  'webhook.delete',
+  'outbox.put',
+  'outbox.delete',
+  'log.put',
+  'log.delete',
+  'document.put',
+  'document_chunk.put',
+  'document.delete',
+  'token_intent.put',
+  'token_intent.delete',
+])
+
+/** Whether `op` is one `applyFeatureOp` applies. */
+const isFeatureOp = (op: Op): op is FeatureOp => FEATURE_OPS.has(op.op)
+
 /** Whether a parent's child list must look at this child: absent, or with an expiry. */
 export const needsCheck = (child: StoredToken | undefined) =>
   child === undefined || child.expires_at !== undefined
@@ -100,6 +127,7 @@ export class MemoryMaps {
   protected logs = new LogMaps()
 
   protected applyOp(op: Op): void {
+    if (isFeatureOp(op)) return this.applyFeatureOp(op)
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)
@@ -114,38 +142,16 @@ export class MemoryMaps {
         this.deleteApplication(op)
         return
       case 'token.put':
-        this.putToken(op.token)
-        return
       case 'token.delete':
-        this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
-        this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
-        this.tokens.delete(op.tenant_id, op.id)
-        this.expiringTokens.delete(op.tenant_id, op.id)
-        this.cvcTokens.delete(op.tenant_id, op.id)
-        return
       case 'association.put':
-        this.putAssociation(op.association)
-        return
       case 'association.delete':
-        this.unlink(op.tenant_id, op.parent_id, op.child_id)
-        return
       case 'transaction.put':
-        this.transactions.set(op.transaction.tenant_id, op.transaction.id, op.transaction)
-        return
       case 'transaction.delete':
-        this.transactions.delete(op.tenant_id, op.id)
-        return
       case 'staged.put':
-        this.putStaged(op.staged)
-        return
       case 'staged.delete':
-        this.deleteStaged(op)
-        return
       case 'lock.put':
-        this.locks.set(op.lock.tenant_id, op.lock.token_id, op.lock)
-        return
       case 'lock.delete':
-        this.locks.delete(op.tenant_id, op.token_id)
+        this.applyTokenOp(op)
         return
       case 'session.put':
         this.putSession(op.session)
@@ -182,36 +188,71 @@ export class MemoryMaps {
       case 'idempotency.delete':
         this.idempotency.delete(op.tenant_id, op.id)
         return
-      case 'document.put':
-      case 'document_chunk.put':
-      case 'document.delete':
-      case 'token_intent.put':
-      case 'token_intent.delete':
-      case 'proxy.put':
-      case 'proxy.delete':
-      case 'webhook.put':
-      case 'webhook.delete':
-      case 'outbox.put':
-      case 'outbox.delete':
-      case 'log.put':
-      case 'log.delete':
-        this.applyFeatureOp(op)
-        return
       default:
         // Client keys' ops, the last kind: an op not handled above fails to compile here.
         this.clientKeys.apply(op)
     }
   }
 
-  /** The ops of the proxy, webhook, outbox, audit-log and document records, each kept in its own maps. */
-  protected applyFeatureOp(
+  /** The ops of tokens and what hangs on them: links, transactions, staged writes and locks. */
+  protected applyTokenOp(
     op: Extract<
       Op,
       {
-        op: `${'proxy' | 'webhook' | 'outbox' | 'log' | 'document' | 'document_chunk' | 'token_intent'}.${'put' | 'delete'}`
+        op:
+          | 'token.put'
+          | 'token.delete'
+          | 'association.put'
+          | 'association.delete'
+          | 'transaction.put'
+          | 'transaction.delete'
+          | 'staged.put'
+          | 'staged.delete'
+          | 'lock.put'
+          | 'lock.delete'
       }
     >,
   ): void {
+    switch (op.op) {
+      case 'token.put':
+        this.putToken(op.token)
+        return
+      case 'token.delete':
+        this.recount(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
+        this.tokenIndex.update(op.tenant_id, op.id, this.tokens.get(op.tenant_id, op.id), undefined)
+        this.tokens.delete(op.tenant_id, op.id)
+        this.expiringTokens.delete(op.tenant_id, op.id)
+        this.cvcTokens.delete(op.tenant_id, op.id)
+        return
+      case 'association.put':
+        this.putAssociation(op.association)
+        return
+      case 'association.delete':
+        this.unlink(op.tenant_id, op.parent_id, op.child_id)
+        return
+      case 'transaction.put':
+        this.transactions.set(op.transaction.tenant_id, op.transaction.id, op.transaction)
+        return
+      case 'transaction.delete':
+        this.transactions.delete(op.tenant_id, op.id)
+        return
+      case 'staged.put':
+        this.putStaged(op.staged)
+        return
+      case 'staged.delete':
+        this.deleteStaged(op)
+        return
+      case 'lock.put':
+        this.locks.set(op.lock.tenant_id, op.lock.token_id, op.lock)
+        return
+      case 'lock.delete':
+        this.locks.delete(op.tenant_id, op.token_id)
+        return
+    }
+  }
+
+  /** The ops of the proxy, webhook, outbox, audit-log and document records, each kept in its own maps. */
+  protected applyFeatureOp(op: FeatureOp): void {
     switch (op.op) {
       case 'token_intent.put':
         this.intents.put(op.intent)
