@@ -5,7 +5,7 @@ import { createdAnswer, creationChecks, newToken } from './create.js'
 import { writeTokens } from './dedup.js'
 import { decryptedBody, decryptedTree } from './encrypted.js'
 import type { CreateTokenInput, TokenizeInput } from './inputs.js'
-import { intentConverted } from './token-intents.js'
+import { intentConverted, intentsConvertedTree } from './token-intents.js'
 import { fingerprintedNew } from './token-types.js'
 import { planTokenize } from './tokenize.js'
 
@@ -38,7 +38,9 @@ export async function tokenizeBody(ctx: Ctx, input: TokenizeInput): Promise<Toke
   const refuse = (message: string, path: string) =>
     new ServiceError('validation_failed', message, { issues: { [path]: [message] } })
   const plain = await decryptedTree(ctx, input as Json)
-  const { tokens, minted, answer } = planTokenize(ctx, plain, { root: '', refuse })
+  // Bodies naming `token_intent_id` take their intent's type and data, consumed in the same write.
+  const { tree, consume } = await intentsConvertedTree(ctx, plain)
+  const { tokens, minted, answer } = planTokenize(ctx, tree, { root: '', refuse })
   const ready = await Promise.all(tokens.map((t) => fingerprintedNew(ctx, t)))
   const created = await writeTokens(
     ctx,
@@ -49,7 +51,7 @@ export async function tokenizeBody(ctx: Ctx, input: TokenizeInput): Promise<Toke
         tx,
         written.map((t) => t.id),
       ),
-    { enlist: true, minted },
+    { enlist: true, minted, ...(consume.length ? { extra: () => ({ checks: [], ops: consume }) } : {}) },
   )
   const byId = new Map(tokens.map((t, i) => [t.token.id, created[i]!]))
   return answer((token) => createdAnswer(ctx, byId.get(token.id)!))

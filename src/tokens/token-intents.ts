@@ -6,6 +6,7 @@ import { invalid, isoAfter, newId, notFound, parse } from '../kernel/index.js'
 import type { Op } from '../store/index.js'
 import { type createTokenInput, createTokenIntentInput } from './schemas.js'
 import { fingerprintOf, typeRules } from './token-types.js'
+import { MAX_TOKENIZE, MAX_TOKENIZE_DEPTH } from './tokenize.js'
 
 /**
  * Token intents (`/token-intents`), as Basis Theory documents them: the data of a token not yet
@@ -140,16 +141,17 @@ export async function liveIntent(ctx: Ctx, id: string): Promise<StoredTokenInten
 export async function convertedBody(
   ctx: Ctx,
   input: Record<string, unknown>,
+  field = 'token_intent_id',
 ): Promise<{ body: Record<string, unknown>; consume: Op }> {
   const { token_intent_id: id, ...rest } = input
   if (rest.type !== undefined || rest.data !== undefined)
-    throw invalid('token_intent_id', 'is given instead of type and data, not with them')
-  if (typeof id !== 'string') throw invalid('token_intent_id', 'must be a string')
+    throw invalid(field, 'is given instead of type and data, not with them')
+  if (typeof id !== 'string') throw invalid(field, 'must be a string')
   let intent: StoredTokenIntent
   try {
     intent = await liveIntent(ctx, id)
   } catch {
-    throw invalid('token_intent_id', 'names no token intent of this tenant that has not expired')
+    throw invalid(field, 'names no token intent of this tenant that has not expired')
   }
   let data = intent.data
   if (intent.type === 'card' && isObject(data)) {
@@ -171,6 +173,46 @@ export async function intentConverted(ctx: Ctx, input: unknown): Promise<{ body:
   const fields = input as Record<string, unknown>
   if (fields.token_intent_id === undefined) return { body: input }
   return convertedBody(ctx, fields)
+}
+
+/**
+ * A tokenize request with each body naming `token_intent_id` converted (see `convertedBody`), and
+ * the ops that consume those intents in the request's write. The walk stops where tokenize's does
+ * (its depth, its count of token bodies), so tokenize itself refuses what is past them; an intent
+ * named twice is a 400 naming the second.
+ */
+export async function intentsConvertedTree(ctx: Ctx, input: Json): Promise<{ tree: Json; consume: Op[] }> {
+  const consume: Op[] = []
+  const seen = new Set<string>()
+  let bodies = 0
+  const walk = async (node: Json, path: string, depth: number): Promise<Json> => {
+    if (depth > MAX_TOKENIZE_DEPTH || (!isObject(node) && !Array.isArray(node))) return node
+    const at = (key: string | number) => (path ? `${path}.${key}` : String(key))
+    if (Array.isArray(node)) {
+      const out: Json[] = []
+      for (const [i, item] of node.entries()) out.push(await walk(item, at(i), depth + 1))
+      return out
+    }
+    if (node.token_intent_id !== undefined) {
+      if (++bodies > MAX_TOKENIZE) return node
+      const field = at('token_intent_id')
+      if (typeof node.token_intent_id === 'string' && seen.has(node.token_intent_id))
+        throw invalid(field, 'names a token intent another body of this request converts')
+      const { body, consume: op } = await convertedBody(ctx, node, field)
+      seen.add(node.token_intent_id as string)
+      consume.push(op)
+      return body as Json
+    }
+    const out: JsonObject = {}
+    for (const [key, value] of Object.entries(node))
+      Object.defineProperty(out, key, {
+        value: await walk(value, at(key), depth + 1),
+        enumerable: true,
+        writable: true,
+      })
+    return out
+  }
+  return { tree: await walk(input, '', 0), consume }
 }
 
 /** Token intent create, get and delete for one caller. */

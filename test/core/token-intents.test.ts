@@ -182,6 +182,37 @@ describe('token intents', () => {
     expect(token._extras).toEqual({ deduplicated: true })
   })
 
+  it('tokenize converts each body naming token_intent_id, in the request’s shape, consuming each intent', async () => {
+    const { client, store } = await setup()
+    const first = await client.tokenIntents.create({ type: 'card', data: CARD })
+    const second = await client.tokenIntents.create({ type: 'card_number', data: '4000056655665556' })
+    const answer = (await client.tokens.tokenize({
+      payment: { card: { token_intent_id: first.id, metadata: { k: 'v' } } },
+      list: [{ token_intent_id: second.id }],
+      name: 'plain',
+    })) as { payment: { card: { id: string; type: string } }; list: { type: string }[] }
+    expect(answer.payment.card.type).toBe('card')
+    expect(answer.list[0]!.type).toBe('card_number')
+    const read = await client.tokens.get(answer.payment.card.id)
+    expect(read.data).toEqual({ number: '4242424242424242', expiration_month: 12, expiration_year: 2031 })
+    expect(read.metadata).toEqual({ k: 'v' })
+    expect((await store.dump()).token_intents).toEqual([])
+  })
+
+  it('tokenize refuses an intent named twice, or one that is gone, naming its path and writing nothing', async () => {
+    const { client, store } = await setup()
+    const intent = await client.tokenIntents.create({ type: 'card', data: CARD })
+    const before = await store.dump()
+    const twice = await failure(
+      client.tokens.tokenize({ a: { token_intent_id: intent.id }, b: { token_intent_id: intent.id } }),
+    )
+    expect(twice.code).toBe('validation_failed')
+    expect(Object.keys(twice.issues ?? {})).toEqual(['b.token_intent_id'])
+    const gone = await failure(client.tokens.tokenize([{ token_intent_id: 'no-such-intent' }]))
+    expect(Object.keys(gone.issues ?? {})).toEqual(['0.token_intent_id'])
+    expect(await store.dump()).toEqual(before)
+  })
+
   it('a child create refuses token_intent_id', async () => {
     const { client } = await setup()
     const parent = await client.tokens.create({ type: 'token', data: 'p' })
