@@ -231,6 +231,17 @@ describe('client encryption keys: isolation and secrecy', () => {
     expect((await client.tokens.get(token.id)).data).toBe('after')
   })
 
+  it("deleting a tenant deletes its client keys, and no other tenant's", async () => {
+    const { keys, keyFor, service, store, tenant } = await world()
+    const mine = await keys.create()
+    const other = await service.admin.createTenant({ name: 'other' })
+    const theirs = await (await keyFor('management', [...KEYS], undefined, other.id)).client.keys.create()
+    await service.admin.deleteTenant({ tenantId: tenant.id })
+    const left = (await store.dump()).client_keys.map((k) => k.id)
+    expect(left).toEqual([theirs.id])
+    expect(left).not.toContain(mine.id)
+  })
+
   it("answers another tenant's key as unknown", async () => {
     const { keys, keyFor, service } = await world()
     const otherTenant = await service.admin.createTenant({ name: 'other' })
