@@ -131,6 +131,8 @@ export function holds(dbs: Databases, c: Check): boolean {
       return read<IdempotencyRecord>(dbs.idempotency, c.tenant_id, c.id)?.claim === c.claim
     case 'token.fingerprint_absent':
       return withFingerprint(dbs, c.tenant_id, c.fingerprint, c.now).length === 0
+    case 'token_intent.present':
+      return read(dbs.tokenIntents, c.tenant_id, c.id) !== undefined
     case 'webhook.present':
       return read(dbs.webhooks, c.tenant_id, c.id) !== undefined
     case 'outbox.unchanged': {

@@ -74,6 +74,8 @@ export class MemoryChecks extends MemoryMaps {
         const stored = this.tenants.get(c.tenant_id)
         return stored !== undefined && sameJson(stored, c.tenant)
       }
+      case 'token_intent.present':
+        return this.intents.intents.has(c.tenant_id, c.id)
       case 'webhook.present':
         return this.hooks.webhooks.has(c.tenant_id, c.id)
       case 'outbox.unchanged': {

@@ -64,6 +64,8 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
     case 'token.fingerprint_absent':
       return `NOT EXISTS (SELECT 1 FROM ${t.tokens} WHERE tenant_id = ${p(c.tenant_id)}
         AND (doc ->> 'fingerprint') COLLATE "C" = ${p(c.fingerprint)} AND (expires_at IS NULL OR expires_at > ${p(c.now)}))`
+    case 'token_intent.present':
+      return `EXISTS (SELECT 1 FROM ${t.schema}.token_intents WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
     case 'webhook.present':
     case 'outbox.unchanged':
     case 'count.within':

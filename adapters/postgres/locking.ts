@@ -56,6 +56,8 @@ function checkNames(c: Check): string[] {
       return [name('idempotency', c.tenant_id, c.id)]
     case 'token.fingerprint_absent':
       return [fingerprint(c.tenant_id, c.fingerprint)]
+    case 'token_intent.present':
+      return [name('token_intent', c.tenant_id, c.id)]
     case 'webhook.present':
       return [name('webhook', c.tenant_id, c.id)]
     case 'outbox.unchanged':

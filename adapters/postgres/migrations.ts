@@ -85,6 +85,12 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'client encryption keys',
     sql: (s) => clientKeyTablesSql(s) + writeFunctionSql(s),
   },
+  {
+    // The write function learns the `token_intent.present` guard a token intent is converted under.
+    version: 12,
+    name: 'token_intent.present guard',
+    sql: (s) => writeFunctionSql(s),
+  },
 ]
 
 /**

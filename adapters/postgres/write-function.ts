@@ -170,6 +170,8 @@ BEGIN
           AND (expires_at IS NULL OR expires_at > _c ->> 'now'));
       WHEN 'tenant.unchanged' THEN
         _ok := EXISTS (SELECT 1 FROM ${s}.tenants WHERE id = _c ->> 'tenant_id' AND doc = _c -> 'tenant');
+      WHEN 'token_intent.present' THEN
+        _ok := EXISTS (SELECT 1 FROM ${s}.token_intents WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
 ${webhookChecksSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown check %', _c ->> 'check';
     END CASE;

@@ -1,4 +1,4 @@
-import { assertNever, conflict, notFound, type ServiceError, tooMany } from '../kernel/index.js'
+import { assertNever, conflict, invalid, notFound, type ServiceError, tooMany } from '../kernel/index.js'
 import type { Check, WriteResult } from '../store/index.js'
 
 /** The error a refused write answers with, by the check that failed. */
@@ -45,6 +45,8 @@ export function checkFailure(check: Check): ServiceError {
       return conflict("the tenant's data keys were changed concurrently; retry")
     case 'webhook.present':
       return notFound('webhook')
+    case 'token_intent.present':
+      return invalid('token_intent_id', 'names a token intent converted or deleted meanwhile')
     case 'outbox.unchanged':
       return conflict('the delivery was changed concurrently; retry')
     case 'count.within':

@@ -199,6 +199,8 @@ export type Check =
   | { check: 'token.fingerprint_absent'; tenant_id: string; fingerprint: string; now: string }
   /** The tenant record exists and equals `tenant` as JSON (compare-and-set of its data keys). */
   | { check: 'tenant.unchanged'; tenant_id: string; tenant: Tenant }
+  /** The token intent exists (as `token.present`): what converting one is guarded by, so it converts once. */
+  | { check: 'token_intent.present'; tenant_id: string; id: string }
   /** The webhook exists (as `token.present`). */
   | { check: 'webhook.present'; tenant_id: string; id: string }
   /** The outbox entry exists and equals the given one as JSON (compare-and-set: a claim, a result). */

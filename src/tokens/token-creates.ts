@@ -5,7 +5,7 @@ import { createdAnswer, creationChecks, newToken } from './create.js'
 import { writeTokens } from './dedup.js'
 import { decryptedBody, decryptedTree } from './encrypted.js'
 import type { CreateTokenInput, TokenizeInput } from './inputs.js'
-import { intentConverted, intentsConvertedTree } from './token-intents.js'
+import { consumedIntents, intentConverted, intentsConvertedTree } from './token-intents.js'
 import { fingerprintedNew } from './token-types.js'
 import { planTokenize } from './tokenize.js'
 
@@ -26,7 +26,7 @@ export async function createToken(ctx: Ctx, input: CreateTokenInput): Promise<To
         tx,
         written.map((t) => t.id),
       ),
-    { enlist: true, minted, ...(consume ? { extra: () => ({ checks: [], ops: [consume] }) } : {}) },
+    { enlist: true, minted, ...(consume ? { extra: () => consumedIntents([consume]) } : {}) },
   )
   return createdAnswer(ctx, created!)
 }
@@ -51,7 +51,7 @@ export async function tokenizeBody(ctx: Ctx, input: TokenizeInput): Promise<Toke
         tx,
         written.map((t) => t.id),
       ),
-    { enlist: true, minted, ...(consume.length ? { extra: () => ({ checks: [], ops: consume }) } : {}) },
+    { enlist: true, minted, ...(consume.length ? { extra: () => consumedIntents(consume) } : {}) },
   )
   const byId = new Map(tokens.map((t, i) => [t.token.id, created[i]!]))
   return answer((token) => createdAnswer(ctx, byId.get(token.id)!))

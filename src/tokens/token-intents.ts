@@ -3,7 +3,8 @@ import { requirePermission } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import type { Json, StoredToken, StoredTokenIntent } from '../kernel/index.js'
 import { invalid, isoAfter, newId, notFound, parse } from '../kernel/index.js'
-import type { Op } from '../store/index.js'
+import type { Check, Op } from '../store/index.js'
+import { decryptedBody } from './encrypted.js'
 import { type createTokenInput, createTokenIntentInput } from './schemas.js'
 import { fingerprintOf, typeRules } from './token-types.js'
 import { MAX_TOKENIZE, MAX_TOKENIZE_DEPTH } from './tokenize.js'
@@ -215,6 +216,20 @@ export async function intentsConvertedTree(ctx: Ctx, input: Json): Promise<{ tre
   return { tree: await walk(input, '', 0), consume }
 }
 
+/**
+ * What a write converting intents adds (`writeTokens`' `extra`): each intent's delete, guarded by
+ * its presence, so that of two conversions of one intent racing each other one writes and the
+ * other is refused (400 naming `token_intent_id`), making no token.
+ */
+export function consumedIntents(consume: readonly Op[]): { checks: Check[]; ops: Op[] } {
+  const checks = consume.flatMap((op): Check[] =>
+    op.op === 'token_intent.delete'
+      ? [{ check: 'token_intent.present', tenant_id: op.tenant_id, id: op.id }]
+      : [],
+  )
+  return { checks, ops: [...consume] }
+}
+
 /** Token intent create, get and delete for one caller. */
 export function tokenIntentOperations(ctx: Ctx) {
   return {
@@ -224,7 +239,8 @@ export function tokenIntentOperations(ctx: Ctx) {
      */
     async create(input: CreateTokenIntentInput): Promise<TokenIntent> {
       requirePermission(ctx.principal, 'token-intent:create')
-      const intent = await newIntent(ctx, parseTokenIntentInput(input))
+      // A browser's encrypted data (`encrypted`, a JWE to a client key) is decrypted first.
+      const intent = await newIntent(ctx, parseTokenIntentInput(await decryptedBody(ctx, input)))
       await ctx.store.write({ ops: [{ op: 'token_intent.put', intent }] })
       return shownIntent(intent)
     },

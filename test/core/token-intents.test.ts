@@ -173,6 +173,18 @@ describe('token intents', () => {
     expect((await store.dump()).tokens).toEqual([])
   })
 
+  it('of conversions of one intent racing each other, exactly one makes a token', async () => {
+    const { client, store } = await setup()
+    const intent = await client.tokenIntents.create({ type: 'card', data: CARD })
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, () => client.tokens.create({ token_intent_id: intent.id })),
+    )
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    for (const r of results)
+      if (r.status === 'rejected') expect((r.reason as { code: string }).code).toBe('validation_failed')
+    expect((await store.dump()).tokens).toHaveLength(1)
+  })
+
   it('deduplicates a converted card against an existing token of the same number', async () => {
     const { client } = await setup()
     const existing = await client.tokens.create({ type: 'card', data: CARD })

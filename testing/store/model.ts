@@ -148,6 +148,8 @@ export class ContractModel implements Store {
             t.fingerprint === c.fingerprint &&
             (t.expires_at === undefined || t.expires_at > c.now),
         )
+      case 'token_intent.present':
+        return this.intents.some((i) => i.tenant_id === c.tenant_id && i.id === c.id)
       case 'webhook.present':
         return this.webhooks.some((w) => w.tenant_id === c.tenant_id && w.id === c.id)
       case 'count.within':

@@ -64,6 +64,18 @@ export function tokenIntentsTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
+  it('guards a write on a token intent being there (token_intent.present), writing nothing when it is not', async () => {
+    const store = await fresh()
+    await put(store, tokenIntent('i1', T))
+    const present = { check: 'token_intent.present' as const, tenant_id: T, id: 'i1' }
+    const consume = { op: 'token_intent.delete' as const, tenant_id: T, id: 'i1' }
+    expect(await store.write({ checks: [present], ops: [consume] })).toEqual({ ok: true })
+    expect(await store.write({ checks: [present], ops: [consume] })).toEqual({ ok: false, failed: present })
+    await put(store, tokenIntent('i1', U))
+    expect((await store.write({ checks: [present], ops: [] })).ok).toBe(false)
+    await store.close()
+  })
+
   it('lists token intents due at or before a time, at most the limit, and none once deleted', async () => {
     const store = await fresh()
     await put(store, tokenIntent('a', T, '2030-01-02T00:00:00.000Z'))
