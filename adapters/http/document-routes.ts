@@ -128,17 +128,6 @@ async function* refused(problem: HttpProblem): AsyncGenerator<Uint8Array> {
   throw problem
 }
 
-/** The bytes of a web stream, read chunk by chunk. */
-export async function bytesOfStream(stream: ReadableStream<Uint8Array>, size: number): Promise<Uint8Array> {
-  const out = new Uint8Array(size)
-  let at = 0
-  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-    out.set(chunk, at)
-    at += chunk.byteLength
-  }
-  return out
-}
-
 type Run = Route['run']
 
 /** The documents routes (`/documents`): a multipart upload, JSON reads, a binary download. */
@@ -165,20 +154,21 @@ export interface BinaryResult {
 }
 
 /**
- * The answer of a binary route: the bytes read chunk by chunk (each a turn of its own in the core)
- * and answered with their media type and length; `nosniff` and `attachment` so that a browser never
- * renders a document as a page of this origin.
+ * The answer of a binary route: the bytes as a stream the host writes as it reads it (the core
+ * opens one chunk per pull, a turn apart), with their media type and length; `nosniff` and
+ * `attachment` so that a browser never renders a document as a page of this origin.
  */
-export async function binaryAnswer(result: BinaryResult): Promise<Outgoing> {
+export function binaryAnswer(result: BinaryResult): Outgoing {
   return {
     status: 200,
     headers: {
       'content-type': result.content_type,
+      'content-length': String(result.size),
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
       'content-disposition': 'attachment',
     },
-    body: await bytesOfStream(result.body, result.size),
+    body: result.body,
   }
 }
 

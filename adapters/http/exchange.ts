@@ -35,5 +35,6 @@ export interface Incoming {
 export interface Outgoing {
   status: number
   headers: Record<string, string>
-  body: string | Uint8Array | null
+  /** The answer's bytes; a stream (a document's download) is written as it is read, chunk by chunk. */
+  body: string | Uint8Array | ReadableStream<Uint8Array> | null
 }

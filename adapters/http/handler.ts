@@ -493,7 +493,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     const ms = log || requestLog ? performance.now() - started : 0
     if (log) log({ kind: 'request', method, path, status: out.status, ms, requestId })
     if (requestLog) {
-      const problemBody = isProblem(out) ? out.body : null
+      const problemBody = isProblem(out) && !(out.body instanceof ReadableStream) ? out.body : null
       const exchange = { request_id: requestId, kind: 'api' as const, method, path, search: target.search }
       requestLog.finish({ ...exchange, status: out.status, ms, problemBody }, witness)
     }
@@ -626,6 +626,8 @@ function fromRequest(request: Request): Incoming {
 /** The `Response` of an answer; its bytes kept for a host of this package to write (`untouchedBody`). */
 function toResponse(out: Outgoing): Response {
   if (out.body === null) return new Response(null, { status: out.status, headers: out.headers })
+  if (out.body instanceof ReadableStream)
+    return new Response(out.body, { status: out.status, headers: out.headers })
   // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
   const body = typeof out.body === 'string' ? encoder.encode(out.body) : out.body
   const headers = { ...out.headers, 'content-length': String(body.byteLength) }

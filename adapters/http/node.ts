@@ -98,6 +98,12 @@ function fromNode(req: IncomingMessage): Incoming {
 
 function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing): void {
   const headers: Record<string, string | number> = out.headers
+  if (out.body instanceof ReadableStream) {
+    if (!req.complete) headers.connection = 'close'
+    res.writeHead(out.status, headers)
+    void writeStream(res, out.body)
+    return
+  }
   if (out.body !== null) headers['content-length'] = Buffer.byteLength(out.body)
   if (!req.complete) headers.connection = 'close'
   res.writeHead(out.status, headers)
@@ -114,6 +120,30 @@ function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing)
  * other tenant's request then waited behind (`npm run bench:attacks`, attack (a)).
  */
 const LARGE_ANSWER_BYTES = 64 * 1024
+
+/**
+ * Writes a streamed body as it is read (a chunk at a time, waiting for the socket to drain), and
+ * ends it; a stream that fails midway (a chunk that can't be read) or a socket gone destroys the
+ * answer, so the client sees it cut rather than complete.
+ */
+async function writeStream(res: ServerResponse, body: ReadableStream<Uint8Array>): Promise<void> {
+  const reader = body.getReader()
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      if (res.destroyed) {
+        await reader.cancel()
+        return
+      }
+      if (!res.write(value))
+        await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve))
+    }
+    res.end()
+  } catch {
+    res.destroy()
+  }
+}
 
 /** Writes `bytes` as the answer's body, `LARGE_ANSWER_BYTES` a turn, and ends it; stops if the socket is gone. */
 async function writeInTurns(res: ServerResponse, bytes: Buffer): Promise<void> {

@@ -88,17 +88,22 @@ describe('documents over HTTP', () => {
     const answeredDuringUpload = answered
     expect(response.status).toBe(201)
     const made = (await response.json()) as { id: string }
+    const beforeDownload = answered
     const data = await fetch(`${url}/documents/${made.id}/data`, { headers: { 'BT-API-KEY': key } })
     expect(data.status).toBe(200)
     expect(data.headers.get('content-type')).toBe('application/pdf')
     expect(data.headers.get('x-content-type-options')).toBe('nosniff')
     expect(Buffer.from(await data.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true)
+    const answeredDuringDownload = answered - beforeDownload
     done = true
     stop = true
     await Promise.all([others, ticking])
     // 160 chunks were sealed a turn apart: other tenants' requests and the loop's turns ran between them.
     expect(answeredDuringUpload).toBeGreaterThanOrEqual(10)
     expect(ticks).toBeGreaterThanOrEqual(160)
+    // The download is written as its chunks are opened, one per pull: others' requests run between.
+    expect(answeredDuringDownload).toBeGreaterThanOrEqual(10)
+    expect(data.headers.get('content-length')).toBe('10485760')
   }, 60_000)
 
   it('keeps a document of 10 485 760 bytes; 10 485 761 is a 400 and keeps nothing', async () => {
