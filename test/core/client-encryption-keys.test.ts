@@ -147,6 +147,23 @@ describe('client encryption keys: encrypted token data', () => {
     expect((await client.tokens.get(answer.list[0]!.id)).data).toBe('two')
   })
 
+  it('a token intent takes { type, encrypted } too, and converts into a token holding the plaintext', async () => {
+    const { keys, keyFor, client } = await world()
+    const created = await keys.create()
+    const browser = (await keyFor('public', ['token-intent:create'])).client
+    const intent = await browser.tokenIntents.create({
+      type: 'token',
+      encrypted: await encrypt(created, { secret: 'intended' }),
+    } as never)
+    const token = await client.tokens.create({ token_intent_id: intent.id })
+    expect((await client.tokens.get(token.id)).data).toEqual({ secret: 'intended' })
+    const e = await failure(browser.tokenIntents.create({ type: 'token', encrypted: 'x.y.z.w.v' } as never))
+    expect([e.code, e.message]).toEqual([
+      'validation_failed',
+      'encrypted: must be a compact JWE: its protected header is not base64url JSON',
+    ])
+  })
+
   it('refuses each bad JWE with a 400 and stores nothing; wrong key and tampered read alike', async () => {
     const { keys, pub, store, clock, keyFor, service } = await world()
     const created = await keys.create({
