@@ -219,6 +219,7 @@ function setIdempotency(
  * in the same transaction. Total, as the memory state's: applying an op never fails on its content.
  */
 export function applyOp(dbs: Databases, op: Op): void {
+  if (applyDocumentOp(dbs, op)) return
   switch (op.op) {
     case 'tenant.put':
       dbs.tenants.put(key(op.tenant.id), op.tenant)
@@ -277,11 +278,6 @@ export function applyOp(dbs: Databases, op: Op): void {
     case 'proxy.put':
     case 'proxy.delete':
       applyProxyOp(dbs, op)
-      return
-    case 'document.put':
-    case 'document_chunk.put':
-    case 'document.delete':
-      applyDocumentOp(dbs, op)
       return
     case 'token_intent.put':
     case 'token_intent.delete':

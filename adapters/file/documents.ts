@@ -12,7 +12,10 @@ const place = (index: number) => String(index).padStart(10, '0')
  * `[tenant, document, index]` (LMDB values stay small; a delete removes the document's range).
  * False for any other op.
  */
-export function applyDocumentOp(dbs: Databases, op: Op): boolean {
+export function applyDocumentOp(
+  dbs: Databases,
+  op: Op,
+): op is Extract<Op, { op: 'document.put' | 'document_chunk.put' | 'document.delete' }> {
   if (op.op === 'document.put') dbs.documents.put(key(op.document.tenant_id, op.document.id), op.document)
   else if (op.op === 'document_chunk.put') {
     const c = op.chunk
