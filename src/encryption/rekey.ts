@@ -2,6 +2,7 @@ import type { OutboxEntry, Reactor, StoredProxy, StoredToken, Tenant, TenantKeys
 import { ServiceError } from '../kernel/index.js'
 import type { Check, Op, Store } from '../store/index.js'
 import { clientKeyVersions } from './client-key-sealing.js'
+import { documentVersions } from './document-sealing.js'
 import { sealedVersion } from './keyring.js'
 import { openOutbox, outboxVersions, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
@@ -120,6 +121,8 @@ async function finishPass(
   const kept = await proxyVersions(deps, tenant.id)
   for (const v of await outboxKept(deps, tenant.id)) kept.add(v)
   for (const v of await clientKeyVersions(deps.store, tenant.id)) kept.add(v)
+  // Documents are not re-sealed: the versions their chunks are under stay.
+  for (const v of await documentVersions(deps.store, tenant.id)) kept.add(v)
   const written = await deps.keyring.update(tenant.id, async (t, k) => {
     if (k.current !== sweep.to) return null
     const { sweep: _sweep, ...rest } = k
@@ -207,14 +210,45 @@ async function resealInChunks(deps: RekeyDeps, tenantId: string, ids: string[], 
 }
 
 /**
+ * What re-sealing a record costs in one turn of the event loop, counted in bytes of its sealed
+ * payload plus this many for the record itself (a cipher made to open it and one to seal it, its
+ * copy and its guard, whatever its size): a record of a few bytes counts about this.
+ */
+export const REKEY_RECORD_COST = 512
+
+/**
+ * At most this many bytes (each record counted as its sealed payload plus `REKEY_RECORD_COST`) are
+ * opened and sealed again in one turn of the event loop; a record larger than this alone takes a
+ * turn of its own. A waiting call of another tenant then runs after at most this much work (on a
+ * memory store, which never leaves the microtask queue, nothing else would let it).
+ */
+export const REKEY_TURN_BYTES = 4096
+
+/** What `stored` costs to re-seal, in the units of `REKEY_TURN_BYTES`. */
+function resealCost(stored: StoredToken): number {
+  const payload = sealedPayload(stored.data)
+  const bytes = payload === undefined ? 0 : typeof payload === 'string' ? payload.length : payload.byteLength
+  return REKEY_RECORD_COST + bytes
+}
+
+/**
  * Re-seals `stale` (stored tokens) in one write, each guarded by `token.unchanged` on the record
  * read; when a concurrent write changed one, each is written alone, so only the changed ones are
- * left (their new record is the concurrent write's, sealed under the current version).
+ * left (their new record is the concurrent write's, sealed under the current version). The
+ * re-sealing takes a turn of the event loop every `REKEY_TURN_BYTES` (see `resealCost`), and the
+ * write one of its own.
  */
 async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
   let unreadable = 0
+  let spent = 0
   const pairs: { check: Check; op: Op }[] = []
   for (const stored of stale) {
+    const cost = resealCost(stored)
+    if (spent > 0 && spent + cost > REKEY_TURN_BYTES) {
+      await turn()
+      spent = 0
+    }
+    spent += cost
     const token = await resealed(deps.sealing, stored)
     if (!token) {
       unreadable++
@@ -226,6 +260,7 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
     })
   }
   if (!pairs.length) return { resealed: 0, raced: 0, unreadable }
+  await turn()
   const all = await deps.store.write({ checks: pairs.map((p) => p.check), ops: pairs.map((p) => p.op) })
   if (all.ok) return { resealed: pairs.length, raced: 0, unreadable }
   let written = 0

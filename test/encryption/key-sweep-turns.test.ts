@@ -66,4 +66,53 @@ describe('the re-encryption sweep works in bounded turns', () => {
     // One turn at least between each two of the 4 chunks.
     expect(turns).toBeGreaterThanOrEqual(3)
   })
+
+  it('re-seals at most 4096 bytes in a turn, each record counted as its sealed payload plus 512', async () => {
+    // Tokens whose sealed payload is 1536 base64 characters cost 1536 + 512 = 2048: two fill a turn
+    // exactly (the bound passes). Three more bytes of data make it 1540 (2052): two would be one
+    // past the bound, so each takes a turn of its own.
+    const turnsFor = async (extra: number) => {
+      const { store } = recordingStore()
+      const clock = manualClock('2030-01-01T00:00:00Z')
+      const service = createService({ store, clock, runner: null, masterKey: randomBytes(32) })
+      const tenant = await service.admin.createTenant({ name: 't' })
+      const { key } = await service.admin.createApplication({
+        tenantId: tenant.id,
+        name: 'app',
+        type: 'private',
+        permissions: ['token:create', 'token:read', 'token:delete'],
+      })
+      const client = service.connect(key)
+      const payloadOf = async (id: string) => {
+        const token = (await store.dump()).tokens.find((t) => t.id === id)!
+        return (token.data as { $sealed: string }).$sealed.length
+      }
+      // The payload of 1200 characters of data, then the data that makes it 1536 (base64: 3 bytes, 4 characters).
+      const probe = await client.tokens.create({ type: 'token', data: 'x'.repeat(1200) })
+      const length = 1200 + ((1536 - (await payloadOf(probe.id))) / 4) * 3 + extra
+      await client.tokens.delete(probe.id)
+      const ids: string[] = []
+      for (let i = 0; i < 8; i++)
+        ids.push((await client.tokens.create({ type: 'token', data: 'x'.repeat(length) })).id)
+      expect(await payloadOf(ids[0]!)).toBe(1536 + (extra / 3) * 4)
+      await service.admin.rotateDataKey({ tenantId: tenant.id })
+      let turns = 0
+      let stepping = true
+      const tick = () => {
+        turns++
+        if (stepping) setImmediate(tick)
+      }
+      setImmediate(tick)
+      const step = await service.admin.reencryptStep({ tenantId: tenant.id, batchSize: 500 })
+      stepping = false
+      expect(step.resealed).toBe(8)
+      return turns
+    }
+    // 8 tokens of 2048: 4 turns of two, and the write's own turn (a tick may run before the step).
+    const exact = await turnsFor(0)
+    expect(exact).toBeGreaterThanOrEqual(4)
+    expect(exact).toBeLessThanOrEqual(5)
+    // 8 tokens of 2052: 8 turns of one, and the write's.
+    expect(await turnsFor(3)).toBeGreaterThanOrEqual(8)
+  })
 })
