@@ -47,7 +47,8 @@ const sizeOf = (name: string, fallback: number) => Number(process.env[name] ?? f
 /** A tenant with a private application that may reveal every token: its key. */
 async function tenantKey(service: Service, name: string): Promise<string> {
   const tenant = await service.admin.createTenant({ name })
-  const permissions = [...PERMISSIONS_BY_TYPE.private]
+  // Rules grant token permissions only; the application's other permissions are not a rule's.
+  const permissions = PERMISSIONS_BY_TYPE.private.filter((p) => p.startsWith('token:'))
   const rules = [
     { description: 'all', priority: 1, container: '/', transform: 'reveal' as const, permissions },
   ]

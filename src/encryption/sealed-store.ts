@@ -4,12 +4,12 @@ import { delegatingStore, type Store } from '../store/index.js'
 import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
 import { openChunk } from './document-sealing.js'
 import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
+import { openStagedInSteps, openTokensInSteps } from './open-in-steps.js'
 import { openOutbox, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import {
   openAnswer,
   openReactor,
-  openStaged,
   openToken,
   type Sealing,
   sealOp,
@@ -55,8 +55,9 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     searchIndexPurpose: options.searchIndexPurpose,
     asRead: options.asRead,
   }
-  const openPage = (tokens: StoredToken[]) => Promise.all(tokens.map((t) => openToken(s, t)))
-  const opened = (staged: StagedWrite[]) => Promise.all(staged.map((w) => openStaged(s, w)))
+  // A page opens in bounded steps with a turn between two: another tenant's request runs meanwhile.
+  const openPage = (tokens: StoredToken[]) => openTokensInSteps(s, tokens)
+  const opened = (staged: StagedWrite[]) => openStagedInSteps(s, staged)
   return delegatingStore(inner, {
     async write(batch) {
       // A client key's private key is sealed first; the rest of the ops as their kinds are.
