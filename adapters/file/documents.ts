@@ -30,6 +30,18 @@ export function applyDocumentOp(
 /** The document reads, over the databases `fresh()` answers (a current snapshot). */
 export function documentReads(fresh: () => Databases) {
   return {
+    listDocuments: async (t: string, query: { after?: string; limit: number }) => {
+      const range = prefix(t)
+      const out: StoredDocument[] = []
+      const start = query.after === undefined ? range.start : key(t, query.after)
+      for (const { value } of fresh().documents.getRange({ start, end: range.end })) {
+        const d = value as StoredDocument
+        if (d.id === query.after) continue
+        if (out.length >= query.limit) break
+        out.push(d)
+      }
+      return out
+    },
     getDocument: async (t: string, id: string) =>
       (fresh().documents.get(key(t, id)) as StoredDocument | undefined) ?? null,
     getDocumentChunk: async (t: string, id: string, index: number) =>

@@ -32,6 +32,15 @@ export class DocumentMaps {
     return d ? copy(d) : null
   }
 
+  list(tenantId: string, query: { after?: string; limit: number }): StoredDocument[] {
+    const after = query.after
+    return [...this.heads.of(tenantId).values()]
+      .filter((d) => after === undefined || d.id > after)
+      .sort(byKey((d) => d.id))
+      .slice(0, Math.max(0, query.limit))
+      .map(copy)
+  }
+
   getChunk(tenantId: string, documentId: string, index: number): StoredDocumentChunk | null {
     const c = this.chunks.get(tenantId, documentId)?.get(index)
     return c ? { ...c } : null

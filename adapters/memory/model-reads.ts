@@ -37,6 +37,7 @@ export function modelReads(use: () => MemoryState): StoreReads {
     getProxy: async (t, id) => use().getProxy(t, id),
     listProxies: async (t, q) => use().listProxies(t, q),
     getTokenIntent: async (t, id) => use().getTokenIntent(t, id),
+    listDocuments: async (t, q) => use().listDocuments(t, q),
     getDocument: async (t, id) => use().getDocument(t, id),
     getDocumentChunk: async (t, id, i) => use().getDocumentChunk(t, id, i),
     getWebhook: async (t, id) => use().getWebhook(t, id),

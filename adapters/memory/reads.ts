@@ -339,6 +339,10 @@ export class MemoryReads extends MemoryOps {
     return this.intents.get(tenantId, id)
   }
 
+  listDocuments(tenantId: string, query: { after?: string; limit: number }): StoredDocument[] {
+    return this.documents.list(tenantId, query)
+  }
+
   getDocument(tenantId: string, id: string): StoredDocument | null {
     return this.documents.get(tenantId, id)
   }

@@ -48,6 +48,14 @@ export function documentReads(t: Tables, query: Query) {
     return row ? (JSON.parse(row.doc) as T) : null
   }
   return {
+    listDocuments: async (tenantId: string, q: { after?: string; limit: number }) =>
+      (
+        await query<{ doc: string }>({
+          text: `SELECT doc::text AS doc FROM ${t.schema}.documents WHERE tenant_id = $1
+            AND ($2::text IS NULL OR id > $2 COLLATE "C") ORDER BY id COLLATE "C" LIMIT $3`,
+          values: [tenantId, q.after ?? null, Math.max(0, Math.floor(q.limit))],
+        })
+      ).rows.map((r) => JSON.parse(r.doc) as StoredDocument),
     getDocument: (tenantId: string, id: string) =>
       one<StoredDocument>(
         `SELECT doc::text AS doc FROM ${t.schema}.documents WHERE tenant_id = $1 AND id = $2`,

@@ -1,5 +1,6 @@
 import type { StoredDocumentChunk } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
+import type { Store } from '../store/index.js'
 import type { TenantKey } from './keyring.js'
 import { openBinary, sealBinary, sealedVersion } from './keyring.js'
 
@@ -37,5 +38,33 @@ export async function openChunk(s: ChunkKeys, chunk: StoredDocumentChunk): Promi
     return { ...chunk, data: openBinary(key, chunk.data, chunkAad(chunk)).toString('base64') }
   } catch {
     throw unreadable(chunk.document_id)
+  }
+}
+
+/**
+ * The data-key versions the tenant's document chunks are sealed under (read from each chunk's
+ * header, nothing decrypted): the key lifecycle keeps them, since documents are not re-sealed.
+ */
+export async function documentVersions(
+  store: Pick<Store, 'listDocuments' | 'getDocumentChunk'>,
+  tenantId: string,
+): Promise<Set<number>> {
+  const versions = new Set<number>()
+  let after: string | undefined
+  for (;;) {
+    const page = await store.listDocuments(tenantId, {
+      ...(after === undefined ? {} : { after }),
+      limit: 100,
+    })
+    for (const d of page) {
+      // An upload in flight has written chunks its head does not count yet: read until one is missing.
+      for (let i = 0; ; i++) {
+        const chunk = await store.getDocumentChunk(tenantId, d.id, i)
+        if (!chunk) break
+        versions.add(sealedVersion(chunk.data))
+      }
+    }
+    if (page.length < 100) return versions
+    after = page[page.length - 1]!.id
   }
 }

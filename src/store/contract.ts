@@ -370,6 +370,12 @@ export interface Store {
   listClientKeys(tenantId: string, query: Range): Promise<Page<StoredClientKey>>
   /** A token intent by id, expired or not (the service decides what expiry means), or null. */
   getTokenIntent(tenantId: string, id: string): Promise<StoredTokenIntent | null>
+  /**
+   * Keyset read of a tenant's document heads in id order (code-unit order), strictly after `after`
+   * when given, at most `limit`, in any state: what the key lifecycle walks. SQL: `… WHERE
+   * tenant_id = $1 AND id > $2 ORDER BY id COLLATE "C" LIMIT $3`; LMDB: a range read of `tenant ‖ id`.
+   */
+  listDocuments(tenantId: string, query: { after?: string; limit: number }): Promise<StoredDocument[]>
   /** A document's head by id, in any state, or null. */
   getDocument(tenantId: string, id: string): Promise<StoredDocument | null>
   /**

@@ -38,6 +38,7 @@ const STORE_METHODS = {
   getClientKey: true,
   listClientKeys: true,
   getTokenIntent: true,
+  listDocuments: true,
   getDocument: true,
   getDocumentChunk: true,
   getWebhook: true,

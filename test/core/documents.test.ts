@@ -147,6 +147,21 @@ describe('documents', () => {
     expect(await forbidden(reader.client.documents.data(made.id))).toBe('missing permission documents:reveal')
   })
 
+  it('still reads after a data-key rotation and a finished re-encryption pass: its version is kept', async () => {
+    const { client, service, tenant, clock } = await setup()
+    const bytes = everyByte(300)
+    const made = await client.documents.upload({ document: bytes })
+    await service.admin.rotateDataKey({ tenantId: tenant.id })
+    clock.advance(60_000)
+    const progress = await service.admin.reencrypt({ tenantId: tenant.id, batchSize: 10 })
+    expect(progress.finished).toBe(true)
+    expect(progress.versions).toEqual([1, 2])
+    expect((await drain((await client.documents.data(made.id)).body)).equals(Buffer.from(bytes))).toBe(true)
+    // Once the document is gone, the next pass retires the version it held.
+    await client.documents.delete(made.id)
+    expect((await service.admin.reencrypt({ tenantId: tenant.id, batchSize: 10 })).versions).toEqual([2])
+  })
+
   it('logs each read of the bytes in the audit log, naming the document', async () => {
     const { client, keyFor } = await setup()
     const made = await client.documents.upload({ document: new Uint8Array([1]) })

@@ -176,6 +176,10 @@ class PrototypeStore implements Store {
     this.#count('listProxies')
     return this.#inner.listProxies(...a)
   }
+  listDocuments(...a: Parameters<Store['listDocuments']>) {
+    this.#count('listDocuments')
+    return this.#inner.listDocuments(...a)
+  }
   getDocument(...a: Parameters<Store['getDocument']>) {
     this.#count('getDocument')
     return this.#inner.getDocument(...a)
@@ -258,6 +262,7 @@ const CONTRACT_METHODS = [
   'getTokenIntent',
   'getProxy',
   'listProxies',
+  'listDocuments',
   'getDocument',
   'getDocumentChunk',
   'getWebhook',
@@ -350,6 +355,7 @@ describe('a store written as a class', () => {
       getTokenIntent: () => store.getTokenIntent('t', 'i'),
       getProxy: () => store.getProxy('t', 'p'),
       listProxies: () => store.listProxies('t', page),
+      listDocuments: () => store.listDocuments('t', { limit: 10 }),
       getDocument: () => store.getDocument('t', 'd'),
       getDocumentChunk: () => store.getDocumentChunk('t', 'd', 0),
       getWebhook: () => store.getWebhook('t', 'w'),

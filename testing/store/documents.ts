@@ -86,6 +86,22 @@ export function documentsTests(fresh: () => Promise<Store>): void {
     await store.close()
   })
 
+  it("lists a tenant's heads in id order, a page after another, never another tenant's", async () => {
+    const store = await fresh()
+    const ids = ['d3', 'd1', 'd10', 'd2']
+    await store.write({
+      ops: ids.map((id) => ({ op: 'document.put' as const, document: documentHead(id, T, 0) })),
+    })
+    await store.write({ ops: [{ op: 'document.put', document: documentHead('d0', U, 0) }] })
+    const first = await store.listDocuments(T, { limit: 2 })
+    expect(first.map((d) => d.id)).toEqual(['d1', 'd10'])
+    const rest = await store.listDocuments(T, { after: 'd10', limit: 10 })
+    expect(rest.map((d) => d.id)).toEqual(['d2', 'd3'])
+    expect(await store.listDocuments(T, { after: 'd3', limit: 10 })).toEqual([])
+    expect((await store.listDocuments(U, { limit: 10 })).map((d) => d.id)).toEqual(['d0'])
+    await store.close()
+  })
+
   it('dumps heads by tenant then id, and chunks by tenant, document, then index', async () => {
     const store = await fresh()
     await store.write({

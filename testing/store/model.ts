@@ -519,6 +519,12 @@ export class ContractModel implements Store {
       query,
     )
   }
+  async listDocuments(tenantId: string, query: { after?: string; limit: number }) {
+    const all = this.documents.filter(
+      (d) => d.tenant_id === tenantId && (query.after === undefined || d.id > query.after),
+    )
+    return json(sortBy(all, (d) => [d.id]).slice(0, Math.max(0, query.limit)))
+  }
   async getDocument(tenantId: string, id: string) {
     return json(this.documents.find((d) => d.tenant_id === tenantId && d.id === id) ?? null)
   }
