@@ -145,7 +145,7 @@ async function writeStream(res: ServerResponse, body: ReadableStream<Uint8Array>
   }
 }
 
-/** Writes `bytes` as the answer's body, `LARGE_ANSWER_BYTES` a turn, and ends it; stops if the socket is gone. */
+/** Writes `bytes` as the answer's body, `LARGE_ANSWER_BYTES` a turn (or a drain), and ends it; stops if the socket is gone. */
 async function writeInTurns(res: ServerResponse, bytes: Buffer): Promise<void> {
   for (let at = 0; at < bytes.length; at += LARGE_ANSWER_BYTES) {
     if (res.destroyed) return
@@ -154,8 +154,10 @@ async function writeInTurns(res: ServerResponse, bytes: Buffer): Promise<void> {
       res.end(piece)
       return
     }
-    res.write(piece)
-    await new Promise((resolve) => setImmediate(resolve))
+    // A piece the socket did not take at once waits for it to drain: pieces never pile up to be
+    // written in one call of many megabytes (a page of large tokens) that others would wait behind.
+    if (res.write(piece)) await new Promise((resolve) => setImmediate(resolve))
+    else await drained(res)
   }
 }
 
