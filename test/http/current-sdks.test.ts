@@ -375,6 +375,44 @@ describe('Token intents (docs/api/tokens/token-intents) through both SDKs', () =
   })
 })
 
+describe('Documents (docs/api/documents/api) through node-sdk 5', () => {
+  it('upload (multipart: document file and request JSON), get, data.get (the bytes), delete; each needs its documents:* permission', async () => {
+    const key = await vault.key('private', [
+      'documents:create',
+      'documents:read',
+      'documents:reveal',
+      'documents:delete',
+    ])
+    const bt = vault.node(key)
+    const bytes = new Uint8Array(200_003)
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 8)) & 0xff
+    const made = await bt.documents.upload({
+      document: new Blob([bytes], { type: 'application/pdf' }),
+      request: { metadata: { name: 'scan.pdf' } },
+    })
+    expect(made).toMatchObject({
+      tenantId: vault.tenantId,
+      metadata: { name: 'scan.pdf' },
+      contentType: 'application/pdf',
+    })
+    expect(made.id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(made.createdAt).toBeInstanceOf(Date)
+    expect(await bt.documents.get(made.id!)).toMatchObject({ id: made.id, contentType: 'application/pdf' })
+    const data = await bt.documents.data.get(made.id!)
+    expect(Buffer.from(await data.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true)
+    const reader = vault.node(await vault.key('private', ['documents:read']))
+    expect((await reader.documents.get(made.id!)).id).toBe(made.id)
+    expect(await failedStatus(reader.documents.data.get(made.id!))).toBe(403)
+    expect(await failedStatus(reader.documents.delete(made.id!))).toBe(403)
+    expect(await failedStatus(reader.documents.upload({ document: new Blob([bytes]) }))).toBe(403)
+    await bt.documents.delete(made.id!)
+    expect(await failedStatus(bt.documents.get(made.id!))).toBe(404)
+    expect(await failedStatus(bt.documents.data.get(made.id!))).toBe(404)
+    // A form without its document is a 400, nothing kept.
+    expect(await failedStatus(bt.documents.upload({ request: { metadata: {} } }))).toBe(400)
+  })
+})
+
 describe('Client encryption keys (docs/api/client-keys) through node-sdk 5, and a token from a browser’s JWE', () => {
   it('keys.create answers the public key once; list and get answer keyId and expiresAt; a JWE made with jose becomes a token; delete', async () => {
     const bt = vault.node(vault.management)
