@@ -212,9 +212,10 @@ async function resealInChunks(deps: RekeyDeps, tenantId: string, ids: string[], 
 /**
  * What re-sealing a record costs in one turn of the event loop, counted in bytes of its sealed
  * payload plus this many for the record itself (a cipher made to open it and one to seal it, its
- * copy and its guard, whatever its size): a record of a few bytes counts about this.
+ * copy and its guard, whatever its size, cost about what a few kilobytes of payload do): two small
+ * records share a turn, a third waits for the next.
  */
-export const REKEY_RECORD_COST = 512
+export const REKEY_RECORD_COST = 1536
 
 /**
  * At most this many bytes (each record counted as its sealed payload plus `REKEY_RECORD_COST`) are

@@ -67,9 +67,9 @@ describe('the re-encryption sweep works in bounded turns', () => {
     expect(turns).toBeGreaterThanOrEqual(3)
   })
 
-  it('re-seals at most 4096 bytes in a turn, each record counted as its sealed payload plus 512', async () => {
-    // Tokens whose sealed payload is 1536 base64 characters cost 1536 + 512 = 2048: two fill a turn
-    // exactly (the bound passes). Three more bytes of data make it 1540 (2052): two would be one
+  it('re-seals at most 4096 bytes in a turn, each record counted as its sealed payload plus 1536', async () => {
+    // Tokens whose sealed payload is 512 base64 characters cost 512 + 1536 = 2048: two fill a turn
+    // exactly (the bound passes). Three more bytes of data make it 516 (2052): two would be one
     // past the bound, so each takes a turn of its own.
     const turnsFor = async (extra: number) => {
       const { store } = recordingStore()
@@ -87,14 +87,14 @@ describe('the re-encryption sweep works in bounded turns', () => {
         const token = (await store.dump()).tokens.find((t) => t.id === id)!
         return (token.data as { $sealed: string }).$sealed.length
       }
-      // The payload of 1200 characters of data, then the data that makes it 1536 (base64: 3 bytes, 4 characters).
-      const probe = await client.tokens.create({ type: 'token', data: 'x'.repeat(1200) })
-      const length = 1200 + ((1536 - (await payloadOf(probe.id))) / 4) * 3 + extra
+      // The payload of 100 characters of data, then the data that makes it 512 (base64: 3 bytes, 4 characters).
+      const probe = await client.tokens.create({ type: 'token', data: 'x'.repeat(100) })
+      const length = 100 + ((512 - (await payloadOf(probe.id))) / 4) * 3 + extra
       await client.tokens.delete(probe.id)
       const ids: string[] = []
       for (let i = 0; i < 8; i++)
         ids.push((await client.tokens.create({ type: 'token', data: 'x'.repeat(length) })).id)
-      expect(await payloadOf(ids[0]!)).toBe(1536 + (extra / 3) * 4)
+      expect(await payloadOf(ids[0]!)).toBe(512 + (extra / 3) * 4)
       await service.admin.rotateDataKey({ tenantId: tenant.id })
       let turns = 0
       let stepping = true
