@@ -127,7 +127,10 @@ export class MemoryMaps {
   protected logs = new LogMaps()
 
   protected applyOp(op: Op): void {
-    if (isFeatureOp(op)) return this.applyFeatureOp(op)
+    if (isFeatureOp(op)) {
+      this.applyFeatureOp(op)
+      return
+    }
     switch (op.op) {
       case 'tenant.put':
         this.tenants.set(op.tenant.id, op.tenant)

@@ -5,9 +5,9 @@ import {
   hashApiKey,
 } from '../applications/index.js'
 import { childOperations } from '../associations/index.js'
-import { clientKeyOperations } from '../client-keys/index.js'
 import { logOperations } from '../audit/index.js'
 import type { Ctx, Principal } from '../call/index.js'
+import { clientKeyOperations } from '../client-keys/index.js'
 import { documentOperations } from '../documents/index.js'
 import type { AccessDecision, CallRecorder } from '../kernel/index.js'
 import { refuseBadText, ServiceError } from '../kernel/index.js'
