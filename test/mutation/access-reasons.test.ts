@@ -109,6 +109,8 @@ describe('an access trace, whole', () => {
       [1, 'does_not_cover', '/general/'],
       [2, 'lacks_permission', '/pci/'],
     ])
+    // A rule without a container is traced without the key, not with it undefined.
+    expect(Object.hasOwn(trace!.rules[0]!, 'container')).toBe(false)
     expect(trace!.rule).toBeUndefined()
     expect(trace!.reason).toBe(
       'no rule grants token:read over this token: 1 rule(s) lack the permission, 2 do not cover its containers',
