@@ -143,6 +143,9 @@ describe('containers and access rules', () => {
       'webhook:read',
       'webhook:update',
       'webhook:delete',
+      'keys:create',
+      'keys:read',
+      'keys:delete',
     ]
     const priv: Permission[] = [
       'token:create',
@@ -154,6 +157,10 @@ describe('containers and access rules', () => {
       'token-intent:create',
       'token-intent:read',
       'token-intent:delete',
+      'documents:create',
+      'documents:read',
+      'documents:reveal',
+      'documents:delete',
     ]
     expect([...PERMISSIONS_BY_TYPE.management].sort()).toEqual([...management].sort())
     expect([...PERMISSIONS_BY_TYPE.private].sort()).toEqual([...priv].sort())

@@ -74,7 +74,7 @@ describe('@basis-theory/node-sdk 5.x (headerPrefix BT)', () => {
     expect(all.find((p) => p.type === 'token:read')).toMatchObject({ applicationTypes: ['private'] })
     expect(all.find((p) => p.type === 'token:create')?.applicationTypes).toEqual(['private', 'public'])
     const pub = await vault.node(reader).permissions.list({ applicationType: 'public' })
-    expect(pub.map((p) => p.type).sort()).toEqual(['token:create', 'token:update'])
+    expect(pub.map((p) => p.type).sort()).toEqual(['token-intent:create', 'token:create', 'token:update'])
     expect(await failedStatus(vault.node(reader).permissions.list({ applicationType: 'robot' }))).toBe(400)
   })
 
