@@ -3,6 +3,7 @@ import type { Ctx } from '../call/index.js'
 import { evaluateTemplate } from '../expressions/index.js'
 import type { Json, StoredToken } from '../kernel/index.js'
 import { forbidden, invalid, jsonSize, MAX_DETOKENIZED_CHARS } from '../kernel/index.js'
+import { intentForUse } from '../tokens/index.js'
 import { readToken } from '../transactions/index.js'
 
 /** At most this many distinct tokens are detokenized in one proxy request (the reference's limit). */
@@ -13,14 +14,19 @@ const EXPRESSION = /\{\{([^{}]*)\}\}/g
 /** A text that is one expression and nothing else. */
 const WHOLE = /^\{\{([^{}]*)\}\}$/
 /**
- * What a proxy expression holds: `token: <id>` (the whole token) or `<id>` (its data), then any
- * filters (`| json: '$.number'`). The id is shaped as `tokenId` in `src/tokens/schemas.ts`.
+ * What a proxy expression holds: `token: <id>` (the whole token), `token_intent: <id>` (the whole
+ * token intent, its data under `data`) or `<id>` (a token's data), then any filters
+ * (`| json: '$.number'`). The id is shaped as `tokenId` in `src/tokens/schemas.ts`.
  */
-const HEAD = /^\s*(token\s*:\s*)?([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*(\|[\s\S]*)?$/
+const HEAD = /^\s*(?:(token_intent|token)\s*:\s*)?([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*(\|[\s\S]*)?$/
 
-/** One expression: the token it names, whether it names the whole token, its filters' text. */
+/**
+ * One expression: what it names (`key`: the token's id, or `intent <id>` for a token intent, a
+ * space no id holds), whether it names the whole record, its filters' text.
+ */
 interface Named {
   id: string
+  key: string
   whole: boolean
   filters: string
 }
@@ -29,7 +35,9 @@ interface Named {
 function named(inner: string, field: string): Named {
   const m = HEAD.exec(inner)
   if (!m) throw invalid(field, 'holds a detokenization expression that does not name a token id')
-  return { id: m[2]!, whole: m[1] !== undefined, filters: m[3] ?? '' }
+  const intent = m[1] === 'token_intent'
+  const id = m[2]!
+  return { id, key: intent ? `intent ${id}` : id, whole: m[1] !== undefined, filters: m[3] ?? '' }
 }
 
 /** The expressions' inner texts in `texts`, each with the field it came from. */
@@ -44,8 +52,9 @@ export function* expressionsIn(texts: Iterable<[string, string]>): Generator<[st
  * The tokens the expressions of a proxy request name, as the caller's `token:use` access shows them
  * (the rules detokenize applies: `tokenAccess` and `applyTransform`). A token that does not exist,
  * has expired or is another tenant's is the reference's 400 ("Failed to detokenize some tokens");
- * a token the caller may not use, or whose transform shows no data, 403. At most 100 distinct
- * tokens, at most `MAX_DETOKENIZED_CHARS` characters of their data in all (each naming counts).
+ * a token the caller may not use, or whose transform shows no data, 403. A token intent
+ * (`token_intent: <id>`) is the same (see `intentForUse`) and counts as a token. At most 100 distinct
+ * tokens and intents, at most `MAX_DETOKENIZED_CHARS` characters of their data in all (each naming counts).
  */
 export async function resolveTokens(
   ctx: Ctx,
@@ -53,27 +62,41 @@ export async function resolveTokens(
 ): Promise<Map<string, { data: Json; token: Json }>> {
   const wanted = new Map<string, { field: string; times: number }>()
   for (const [field, inner] of expressions) {
-    const { id } = named(inner, field)
-    const seen = wanted.get(id)
+    const { key } = named(inner, field)
+    const seen = wanted.get(key)
     if (seen) seen.times++
-    else wanted.set(id, { field, times: 1 })
+    else wanted.set(key, { field, times: 1 })
   }
   if (wanted.size > MAX_PROXY_TOKENS) {
     throw invalid('body', `detokenizes ${wanted.size} tokens; at most ${MAX_PROXY_TOKENS} per proxy request`)
   }
   const out = new Map<string, { data: Json; token: Json }>()
   let total = 0
-  for (const [id, { field, times }] of wanted) {
-    const stored = await readToken(ctx, null, id)
-    if (!stored) throw invalid(field, `Failed to detokenize some tokens: ${id}`)
-    const shown = shownForUse(ctx, stored)
+  for (const [key, { field, times }] of wanted) {
+    const shown = await shownForKey(ctx, key, field)
     total += times * jsonSize(shown.token, MAX_DETOKENIZED_CHARS - total)
     if (total > MAX_DETOKENIZED_CHARS) {
       throw invalid('body', `would hold more than ${MAX_DETOKENIZED_CHARS} characters of token data`)
     }
-    out.set(id, shown)
+    out.set(key, shown)
   }
   return out
+}
+
+/**
+ * What `key` names as the caller's `token:use` access shows it (a token intent as `intentForUse`
+ * does, its whole record in `token`); one that does not exist is the reference's 400 naming `field`.
+ */
+async function shownForKey(ctx: Ctx, key: string, field: string): Promise<{ data: Json; token: Json }> {
+  if (key.startsWith('intent ')) {
+    const id = key.slice('intent '.length)
+    const intent = await intentForUse(ctx, id, 'token:use')
+    if (intent === null) throw invalid(field, `Failed to detokenize some token intents: ${id}`)
+    return { data: (intent as { data: Json }).data, token: intent }
+  }
+  const stored = await readToken(ctx, null, key)
+  if (!stored) throw invalid(field, `Failed to detokenize some tokens: ${key}`)
+  return shownForUse(ctx, stored)
 }
 
 /** The token as the caller's `token:use` access shows it, or 403. */
@@ -92,8 +115,8 @@ function expressionValue(
   field: string,
   tokens: Map<string, { data: Json; token: Json }>,
 ): Json {
-  const { id, whole, filters } = named(inner, field)
-  const found = tokens.get(id)!
+  const { key, whole, filters } = named(inner, field)
+  const found = tokens.get(key)!
   const value = whole ? found.token : found.data
   if (filters === '') return value
   // The filters run as the expression language runs them (masks, fingerprints), on one variable.

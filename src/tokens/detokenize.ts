@@ -10,6 +10,7 @@ import {
   MAX_INPUT_DEPTH,
 } from '../kernel/index.js'
 import { readToken } from '../transactions/index.js'
+import { intentForUse } from './token-intents.js'
 
 /** At most this many distinct tokens are detokenized in one request (the reference's limit). */
 export const MAX_DETOKENIZED = 100
@@ -22,9 +23,18 @@ const WHOLE = /^\{\{([^{}]*)\}\}$/
 const TOKEN_ID = /^\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
 /** A full token expression: `token: <id>` (the whole token, not only its data). */
 const FULL_TOKEN = /^\s*token\s*:\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+/** A token intent expression: `token_intent: <id>` (the whole intent, its data under `data`). */
+const INTENT = /^\s*token_intent\s*:\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+/** What the key of a token intent starts with (a space: no token id holds one). */
+const INTENT_KEY = 'intent '
 
-/** The token id an expression names, or a 400 naming `path` (filters such as `| json:` are not offered). */
+/**
+ * The key of what an expression names: the token's id, or `intent <id>` for a token intent; a 400
+ * naming `path` for anything else (filters such as `| json:` are not offered).
+ */
 function idOf(inner: string, path: string): string {
+  const intent = INTENT.exec(inner)
+  if (intent) return INTENT_KEY + intent[1]!
   const full = FULL_TOKEN.exec(inner)
   if (full) return full[1]!
   const m = TOKEN_ID.exec(inner)
@@ -81,7 +91,9 @@ export async function detokenizeArgs(
 /**
  * Replaces the detokenization expressions in any JSON value, as `detokenizeArgs` describes, under
  * `options.permission`; `{{ token: <id> }}` (a full token expression) becomes the whole token as
- * that access shows it. `value` is not modified.
+ * that access shows it, `{{ token_intent: <id> }}` the caller's tenant's live token intent with its
+ * data (see `intentForUse`; absent, expired or another tenant's: 400 naming the path), counted
+ * with the tokens. `value` is not modified.
  */
 export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptions): Promise<Json> {
   const { root, permission, tx } = options
@@ -100,7 +112,7 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
         named = { path, data: 0, whole: 0 }
         wanted.set(id, named)
       }
-      if (FULL_TOKEN.test(inner)) named.whole++
+      if (FULL_TOKEN.test(inner) || INTENT.test(inner)) named.whole++
       else named.data++
     }
   }
@@ -109,7 +121,7 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     throw invalid(root, `detokenizes ${wanted.size} tokens; at most ${MAX_DETOKENIZED} per request`)
   }
   const data = new Map<string, Json>()
-  const whole = new Map<string, Token>()
+  const whole = new Map<string, Token | Json>()
   /** Characters of token data the answer will hold so far: checked after each token, before the next is read. */
   let total = 0
   const weigh = (value: unknown, times: number) => {
@@ -124,6 +136,14 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
   }
   for (const [id, named] of wanted) {
     const { path } = named
+    if (id.startsWith(INTENT_KEY)) {
+      const intent = await intentForUse(ctx, id.slice(INTENT_KEY.length), permission)
+      if (intent === null)
+        throw invalid(path, `names token intent ${id.slice(INTENT_KEY.length)}, which does not exist`)
+      weigh(intent, named.whole)
+      whole.set(id, intent)
+      continue
+    }
     const token = await readToken(ctx, tx, id)
     if (!token) throw invalid(path, `names token ${id}, which does not exist`)
     const transform = tokenAccess(ctx.principal, permission, token)
@@ -140,7 +160,7 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
   /** What an expression stands for: the whole token for `token: <id>`, else its data. */
   const resolve = (inner: string): Json => {
     const id = idOf(inner, root)
-    return FULL_TOKEN.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
+    return FULL_TOKEN.test(inner) || INTENT.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
   }
   const replace = (value: Json): Json => {
     if (typeof value === 'string') {

@@ -38,6 +38,7 @@ export {
 export type { ConvertTokenIntentInput, CreateTokenIntentInput, TokenIntent } from './token-intents.js'
 export {
   cardBrand,
+  intentForUse,
   intentSummary,
   parseTokenIntentInput,
   TOKEN_INTENT_TTL_MS,

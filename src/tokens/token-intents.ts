@@ -1,8 +1,8 @@
 import type * as v from 'valibot'
-import { requirePermission } from '../applications/index.js'
+import { applyTransform, requirePermission, tokenAccess } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import type { Json, StoredToken, StoredTokenIntent } from '../kernel/index.js'
-import { invalid, isoAfter, newId, notFound, parse } from '../kernel/index.js'
+import { forbidden, invalid, isoAfter, newId, notFound, parse } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
 import { decryptedBody } from './encrypted.js'
 import { type createTokenInput, createTokenIntentInput } from './schemas.js'
@@ -131,6 +131,30 @@ export async function liveIntent(ctx: Ctx, id: string): Promise<StoredTokenInten
   const intent = await ctx.store.getTokenIntent(ctx.principal.tenantId, id)
   if (!intent || intent.expires_at <= ctx.now()) throw notFound('token intent')
   return intent
+}
+
+/**
+ * Token intent `id` as an expression naming it (`{{ token_intent: <id> }}`) sees it: the intent as
+ * answered with its data (`$.data.number`, `$.data.cvc`), or `null` when it is absent, another
+ * tenant's or expired. It is weighed as a token with no container under the caller's `permission`
+ * (`token:use` for the proxy and reactor arguments, `token:read` for detokenize): its rules and
+ * permissions decide, the use and the revealed plaintext are told to the call's audit as a token's
+ * are; a transform that shows no data (an intent has no mask) is 403.
+ */
+export async function intentForUse(
+  ctx: Ctx,
+  id: string,
+  permission: 'token:use' | 'token:read',
+): Promise<Json | null> {
+  if (id.length > 200) return null
+  const intent = await ctx.store.getTokenIntent(ctx.principal.tenantId, id)
+  if (!intent || intent.expires_at <= ctx.now()) return null
+  const transform = tokenAccess(ctx.principal, permission, { id: intent.id, containers: [] })
+  if (transform === null) throw forbidden(`missing ${permission} access to token intent ${intent.id}`)
+  const shown = applyTransform(asToken(intent), transform, ctx.budget, ctx.principal)
+  if (shown.data === undefined)
+    throw forbidden(`${permission} access to token intent ${intent.id} shows no data (${transform})`)
+  return { ...shownIntent(intent), data: shown.data } as unknown as Json
 }
 
 /**
