@@ -136,10 +136,11 @@ export async function liveIntent(ctx: Ctx, id: string): Promise<StoredTokenInten
 /**
  * Token intent `id` as an expression naming it (`{{ token_intent: <id> }}`) sees it: the intent as
  * answered with its data (`$.data.number`, `$.data.cvc`), or `null` when it is absent, another
- * tenant's or expired. It is weighed as a token with no container under the caller's `permission`
- * (`token:use` for the proxy and reactor arguments, `token:read` for detokenize): its rules and
- * permissions decide, the use and the revealed plaintext are told to the call's audit as a token's
- * are; a transform that shows no data (an intent has no mask) is 403.
+ * tenant's or expired. It is weighed as the token it would become by default (its type's
+ * containers and mask: a card is in `/pci/high/`) under the caller's `permission` (`token:use` for
+ * the proxy and reactor arguments, `token:read` for detokenize): the caller's rules and permissions
+ * decide as for that token (`mask` shows the type's mask; no access, or `redact`, is 403), and the
+ * use and the revealed plaintext are told to the call's audit as a token's are.
  */
 export async function intentForUse(
   ctx: Ctx,
@@ -149,9 +150,13 @@ export async function intentForUse(
   if (id.length > 200) return null
   const intent = await ctx.store.getTokenIntent(ctx.principal.tenantId, id)
   if (!intent || intent.expires_at <= ctx.now()) return null
-  const transform = tokenAccess(ctx.principal, permission, { id: intent.id, containers: [] })
+  // Weighed as the token it would become by default: its type's containers and mask.
+  const rules = typeRules(intent.type)
+  const token: StoredToken = { ...asToken(intent), containers: [...rules.containers] }
+  if (rules.mask !== undefined) token.mask = rules.mask
+  const transform = tokenAccess(ctx.principal, permission, token)
   if (transform === null) throw forbidden(`missing ${permission} access to token intent ${intent.id}`)
-  const shown = applyTransform(asToken(intent), transform, ctx.budget, ctx.principal)
+  const shown = applyTransform(token, transform, ctx.budget, ctx.principal)
   if (shown.data === undefined)
     throw forbidden(`${permission} access to token intent ${intent.id} shows no data (${transform})`)
   return { ...shownIntent(intent), data: shown.data } as unknown as Json

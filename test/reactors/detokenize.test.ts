@@ -145,4 +145,18 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     // Text that only looks like braces is left alone.
     expect((await react({ x: '{ t0 }', y: '{{t0' })).raw).toEqual({ x: '{ t0 }', y: '{{t0' })
   })
+
+  it('{{ token_intent: <id> }} is the live intent with its data (cvc too); an unknown one is 400', async () => {
+    const { a, react } = await reactorWith()
+    const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2031, cvc: '321' }
+    const collector = (await a.app('public', ['token-intent:create'])).client
+    const intent = await collector.tokenIntents.create({ type: 'card', data: card })
+    const answer = await react({ i: `{{ token_intent: ${intent.id} }}` })
+    expect((answer.raw as { i: { id: string; data: unknown } }).i).toMatchObject({
+      id: intent.id,
+      data: card,
+    })
+    const error = await failure(react({ i: '{{ token_intent: no-such-intent }}' }))
+    expect(Object.keys(error.issues ?? {})).toEqual(['args.i'])
+  })
 })
