@@ -43,6 +43,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
   const keyHeader = names(prefixes, 'api-key')
   const urlHeader = names(prefixes, 'proxy-url')
   const proxyKeyHeader = names(prefixes, 'proxy-key')
+  const encryptedHeader = names(prefixes, 'encrypted')
   const idempotencyHeader = names(prefixes, 'idempotency-key')
   return async (
     incoming: Incoming,
@@ -63,10 +64,12 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       const { proxyKey, query } = keyFromQuery(search)
       const key = deps.first(incoming, proxyKeyHeader) ?? proxyKey
       const url = deps.first(incoming, urlHeader)
+      const encrypted = deps.first(incoming, encryptedHeader)
       const callOf = async () => ({
         method,
         ...(url === null ? {} : { url }),
         ...(key === null ? {} : { proxy_key: key }),
+        ...(encrypted === null ? {} : { encrypted }),
         path: path.slice('/proxy'.length),
         query,
         headers: incoming.headers?.() ?? {},

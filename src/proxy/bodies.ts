@@ -109,9 +109,15 @@ function parsedJson(text: string): Json {
  * The body with its detokenization expressions replaced under the caller's `token:use` access:
  * JSON (each string; a string that is one expression becomes the token's value, an object stays
  * an object), form fields (each value), or text. A body with no expression, or of another type, is
- * the same bytes.
+ * the same bytes. `encrypted`: the `BT-ENCRYPTED` header's decrypted value, which `{{ encrypted }}`
+ * names (see `encrypted-header.ts`).
  */
-export async function detokenizedBody(ctx: Ctx, body: Uint8Array, contentType: string | undefined) {
+export async function detokenizedBody(
+  ctx: Ctx,
+  body: Uint8Array,
+  contentType: string | undefined,
+  encrypted?: Json,
+) {
   const kind = bodyKind(contentType)
   if (kind === 'bytes' || body.byteLength === 0) return body
   const text = utf8(body)
@@ -120,13 +126,13 @@ export async function detokenizedBody(ctx: Ctx, body: Uint8Array, contentType: s
     const value = parsedJson(text)
     const found: [string, string][] = []
     jsonExpressions(value, [], found)
-    const tokens = await resolveTokens(ctx, found)
+    const tokens = await resolveTokens(ctx, found, encrypted)
     return encoder.encode(JSON.stringify(replaceJson(ctx, value, [], tokens)))
   }
   if (kind === 'form') {
     const fields = [...new URLSearchParams(text)]
     const texts = fields.map(([name, value]): [string, string] => [`body.${name}`, value])
-    const tokens = await resolveTokens(ctx, expressionsIn(texts))
+    const tokens = await resolveTokens(ctx, expressionsIn(texts), encrypted)
     const out = new URLSearchParams()
     for (const [name, value] of fields) {
       const replaced = substitute(ctx, value, `body.${name}`, tokens, false)
@@ -134,6 +140,6 @@ export async function detokenizedBody(ctx: Ctx, body: Uint8Array, contentType: s
     }
     return encoder.encode(out.toString())
   }
-  const tokens = await resolveTokens(ctx, expressionsIn([['body', text]]))
+  const tokens = await resolveTokens(ctx, expressionsIn([['body', text]]), encrypted)
   return encoder.encode(substitute(ctx, text, 'body', tokens, false) as string)
 }

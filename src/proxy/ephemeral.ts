@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import type { Ctx, Principal } from '../call/index.js'
 import { forbidden, invalid, parse, ServiceError } from '../kernel/index.js'
 import { detokenizedBody } from './bodies.js'
+import { encryptedHeaderValue, MAX_ENCRYPTED_HEADER_CHARS } from './encrypted-header.js'
 import {
   answerOf,
   destinationUrl,
@@ -34,6 +35,13 @@ export const proxyCallInput = v.strictObject({
   /** The query string, without `?`, appended to the destination's. */
   query: v.optional(v.pipe(v.string(), v.maxLength(8000, 'must be at most 8000 characters')), ''),
   headers: v.optional(v.record(v.string(), v.string()), {}),
+  /** The `BT-ENCRYPTED` header: base64 of encrypted token requests (see `encrypted-header.ts`). */
+  encrypted: v.optional(
+    v.pipe(
+      v.string(),
+      v.maxLength(MAX_ENCRYPTED_HEADER_CHARS, `must be at most ${MAX_ENCRYPTED_HEADER_CHARS} characters`),
+    ),
+  ),
   body: v.optional(v.nullable(v.union([v.string(), v.instance(Uint8Array)])), null),
 })
 
@@ -79,15 +87,24 @@ export async function ephemeralCall(ctx: Ctx, call: ParsedProxyCall): Promise<Pr
   if (!mayUseTokens(ctx.principal)) throw forbidden('the proxy needs the token:use permission')
   const given = bodyBytes(call)
   const headers = forwardedHeaders(call.headers)
+  const encrypted = call.encrypted === undefined ? undefined : await encryptedHeaderValue(ctx, call.encrypted)
   if (call.proxy_key !== undefined && call.proxy_key !== '') {
     const proxy = await proxyByKey(ctx, call.proxy_key)
     const { method, path, query } = call
-    return preconfiguredCall(ctx, proxy, { method, path, query, headers, body: given, detokenize: true })
+    return preconfiguredCall(ctx, proxy, {
+      method,
+      path,
+      query,
+      headers,
+      body: given,
+      detokenize: true,
+      ...(encrypted === undefined ? {} : { encrypted }),
+    })
   }
   if (call.url === undefined || call.url === '')
     throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
   const url = destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
-  const body = given === null ? null : await detokenizedBody(ctx, given, headers['content-type'])
+  const body = given === null ? null : await detokenizedBody(ctx, given, headers['content-type'], encrypted)
   const response = await send(ctx, { url, method: call.method, headers, body }, 'BT-PROXY-URL')
   return answerOf(response)
 }

@@ -31,12 +31,20 @@ interface Named {
   filters: string
 }
 
-/** The parts of the expression `inner` (the text between the braces), or a 400 naming `field`. */
-function named(inner: string, field: string): Named {
+/** The key of the `BT-ENCRYPTED` header's value (`{{ encrypted … }}`): a space no id holds. */
+const ENCRYPTED_KEY = 'encrypted '
+
+/**
+ * The parts of the expression `inner` (the text between the braces), or a 400 naming `field`.
+ * With `encrypted` (the request has a `BT-ENCRYPTED` header), `encrypted` names its value.
+ */
+function named(inner: string, field: string, encrypted = false): Named {
   const m = HEAD.exec(inner)
   if (!m) throw invalid(field, 'holds a detokenization expression that does not name a token id')
   const intent = m[1] === 'token_intent'
   const id = m[2]!
+  if (encrypted && m[1] === undefined && id === 'encrypted')
+    return { id, key: ENCRYPTED_KEY, whole: true, filters: m[3] ?? '' }
   return { id, key: intent ? `intent ${id}` : id, whole: m[1] !== undefined, filters: m[3] ?? '' }
 }
 
@@ -53,16 +61,18 @@ export function* expressionsIn(texts: Iterable<[string, string]>): Generator<[st
  * (the rules detokenize applies: `tokenAccess` and `applyTransform`). A token that does not exist,
  * has expired or is another tenant's is the reference's 400 ("Failed to detokenize some tokens");
  * a token the caller may not use, or whose transform shows no data, 403. A token intent
- * (`token_intent: <id>`) is the same (see `intentForUse`) and counts as a token. At most 100 distinct
+ * (`token_intent: <id>`) is the same (see `intentForUse`) and counts as a token; so does
+ * `encrypted`, the `BT-ENCRYPTED` header's value, when the request has one. At most 100 distinct
  * tokens and intents, at most `MAX_DETOKENIZED_CHARS` characters of their data in all (each naming counts).
  */
 export async function resolveTokens(
   ctx: Ctx,
   expressions: Iterable<[string, string]>,
+  encrypted?: Json,
 ): Promise<Map<string, { data: Json; token: Json }>> {
   const wanted = new Map<string, { field: string; times: number }>()
   for (const [field, inner] of expressions) {
-    const { key } = named(inner, field)
+    const { key } = named(inner, field, encrypted !== undefined)
     const seen = wanted.get(key)
     if (seen) seen.times++
     else wanted.set(key, { field, times: 1 })
@@ -73,7 +83,8 @@ export async function resolveTokens(
   const out = new Map<string, { data: Json; token: Json }>()
   let total = 0
   for (const [key, { field, times }] of wanted) {
-    const shown = await shownForKey(ctx, key, field)
+    const shown =
+      key === ENCRYPTED_KEY ? { data: encrypted!, token: encrypted! } : await shownForKey(ctx, key, field)
     total += times * jsonSize(shown.token, MAX_DETOKENIZED_CHARS - total)
     if (total > MAX_DETOKENIZED_CHARS) {
       throw invalid('body', `would hold more than ${MAX_DETOKENIZED_CHARS} characters of token data`)
@@ -115,7 +126,7 @@ function expressionValue(
   field: string,
   tokens: Map<string, { data: Json; token: Json }>,
 ): Json {
-  const { key, whole, filters } = named(inner, field)
+  const { key, whole, filters } = named(inner, field, tokens.has(ENCRYPTED_KEY))
   const found = tokens.get(key)!
   const value = whole ? found.token : found.data
   if (filters === '') return value

@@ -47,7 +47,7 @@ const DROPPED = new Set([
   'x-request-id',
 ])
 const VAULT_HEADER =
-  /^[a-z0-9]+-(api-key|proxy-url|proxy-key|transaction-id|idempotency-key|expose-raw-proxy-response)$/
+  /^[a-z0-9]+-(api-key|proxy-url|proxy-key|encrypted|transaction-id|idempotency-key|expose-raw-proxy-response)$/
 /** The reference forwards header names of letters, digits, hyphens and underscores only. */
 const HEADER_NAME = /^[A-Za-z0-9_-]+$/
 

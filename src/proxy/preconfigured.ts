@@ -18,6 +18,8 @@ export interface PreconfiguredCall {
    * as the request transform leaves it.
    */
   detokenize: boolean
+  /** The `BT-ENCRYPTED` header's decrypted value, which `{{ encrypted }}` names (authenticated calls). */
+  encrypted?: Json
 }
 
 /**
@@ -48,7 +50,8 @@ export async function preconfiguredCall(
     if (body !== null && typeof outcome.value.body !== 'string' && headers['content-type'] === undefined)
       headers['content-type'] = 'application/json'
   }
-  if (call.detokenize && body !== null) body = await detokenizedBody(ctx, body, headers['content-type'])
+  if (call.detokenize && body !== null)
+    body = await detokenizedBody(ctx, body, headers['content-type'], call.encrypted)
   const response = await send(ctx, { url, method: call.method, headers, body }, 'BT-PROXY-KEY')
   const transform = proxy.response_transform
   if (!transform || response.status < 200 || response.status > 299) return answerOf(response)
