@@ -86,10 +86,10 @@ async function bundleDateFns() {
 const dateFns = await bundleDateFns()
 
 /**
- * Dependencies published as ESM only, which Jest's CommonJS runtime can't `require`: bundled once
+ * Dependencies published as ESM only (nanoid, jose 6), which Jest's CommonJS runtime can't `require`: bundled once
  * into dist/cjs/vendor/ and required from there.
  */
-const ESM_ONLY = ['nanoid']
+const ESM_ONLY = ['nanoid', 'jose']
 for (const name of ESM_ONLY) {
   await build({
     entryPoints: [name],
