@@ -138,10 +138,14 @@ export class Dispatcher {
         this.start(entry)
         started++
       }
-      if (page.length < PAGE) break
+      if (page.length < PAGE) return started
       const last = page[page.length - 1]!
       after = { due_at: last.due_at!, tenant_id: last.tenant_id, id: last.id }
     }
+    // The pass stopped before the end of the due entries (every slot taken, or its read bound
+    // reached): a finished attempt must start another, or the entries past this point wait for the
+    // next write, which may never come.
+    this.saturated = true
     return started
   }
 
