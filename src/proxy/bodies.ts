@@ -121,7 +121,11 @@ export async function detokenizedBody(
   const kind = bodyKind(contentType)
   if (kind === 'bytes' || body.byteLength === 0) return body
   const text = utf8(body)
-  if (text === null || !text.includes('{{')) return body
+  if (text === null) return body
+  // A form's values are percent-encoded (`%7B%7B` is `{{`, as URLSearchParams and querystring
+  // write it): they are looked at decoded.
+  if (kind === 'form') return detokenizedForm(ctx, body, text, encrypted)
+  if (!text.includes('{{')) return body
   if (kind === 'json') {
     const value = parsedJson(text)
     const found: [string, string][] = []
@@ -129,17 +133,20 @@ export async function detokenizedBody(
     const tokens = await resolveTokens(ctx, found, encrypted)
     return encoder.encode(JSON.stringify(replaceJson(ctx, value, [], tokens)))
   }
-  if (kind === 'form') {
-    const fields = [...new URLSearchParams(text)]
-    const texts = fields.map(([name, value]): [string, string] => [`body.${name}`, value])
-    const tokens = await resolveTokens(ctx, expressionsIn(texts), encrypted)
-    const out = new URLSearchParams()
-    for (const [name, value] of fields) {
-      const replaced = substitute(ctx, value, `body.${name}`, tokens, false)
-      out.append(name, typeof replaced === 'string' ? replaced : JSON.stringify(replaced))
-    }
-    return encoder.encode(out.toString())
-  }
   const tokens = await resolveTokens(ctx, expressionsIn([['body', text]]), encrypted)
   return encoder.encode(substitute(ctx, text, 'body', tokens, false) as string)
+}
+
+/** A form body with the expressions of its (decoded) values replaced; the same bytes when none has one. */
+async function detokenizedForm(ctx: Ctx, body: Uint8Array, text: string, encrypted?: Json) {
+  const fields = [...new URLSearchParams(text)]
+  if (!fields.some(([, value]) => value.includes('{{'))) return body
+  const texts = fields.map(([name, value]): [string, string] => [`body.${name}`, value])
+  const tokens = await resolveTokens(ctx, expressionsIn(texts), encrypted)
+  const out = new URLSearchParams()
+  for (const [name, value] of fields) {
+    const replaced = substitute(ctx, value, `body.${name}`, tokens, false)
+    out.append(name, typeof replaced === 'string' ? replaced : JSON.stringify(replaced))
+  }
+  return encoder.encode(out.toString())
 }

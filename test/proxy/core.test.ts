@@ -107,6 +107,27 @@ describe('ephemeral proxy: expressions', () => {
     expect(vault.proxy.received()[2]!.body).toBe(new TextDecoder().decode(bytes))
   })
 
+  it('finds expressions in a form body as URLSearchParams and querystring write it (braces percent-encoded); a form without one is the same bytes', async () => {
+    const { token, client } = await withCard()
+    const body = new URLSearchParams({
+      'payment_method_data[card][number]': `{{ token: ${token.id} | json: '$.data.number' }}`,
+      'payment_method_data[type]': 'card',
+    }).toString()
+    expect(body).toContain('%7B%7B')
+    const call = {
+      method: 'POST',
+      url: STRIPE,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    }
+    await client.proxy.invoke({ ...call, body })
+    const sent = new URLSearchParams(vault.proxy.received()[0]!.body)
+    expect(sent.get('payment_method_data[card][number]')).toBe(card.number)
+    expect(sent.get('payment_method_data[type]')).toBe('card')
+    const plain = 'a=%7B%20not%20an%20expression&b=1+2'
+    await client.proxy.invoke({ ...call, body: plain })
+    expect(vault.proxy.received()[1]!.body).toBe(plain)
+  })
+
   it('a token that does not exist, or is another tenant’s, is the reference’s 400; nothing is sent', async () => {
     const { client } = await withCard()
     const other = await vault.service.admin.createTenant({ name: 'other' })
