@@ -5,7 +5,7 @@ import { Router } from './router.js'
  * The routes of the reference API (Basis Theory's, as its current Node SDK calls them) that this
  * vault does not build: the one list. They answer 501 with a problem naming the route and where
  * the docs say so, rather than a 404 that reads as a typo, and the OpenAPI document lists them as
- * not implemented. Proxies, logs and webhooks are not here: they are being built.
+ * not implemented.
  */
 export const NOT_BUILT: ReadonlyArray<
   readonly [method: string, pattern: string, area: string, operationId?: string]
