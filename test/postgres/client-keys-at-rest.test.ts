@@ -4,12 +4,11 @@
  * there; the service still decrypts a JWE made to the key.
  */
 import { execFileSync } from 'node:child_process'
-import { statSync } from 'node:fs'
 import * as jose from 'jose'
 import { expect, it, vi } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { createService, manualClock } from '../../entry/index.js'
-import { describePostgres, freshSchema, testPool } from './database.js'
+import { describePostgres, freshSchema, pgProgram, testPool } from './database.js'
 
 /** Every private key the vault exports (its JWK `d`): the canaries. */
 const exported = vi.hoisted(() => [] as string[])
@@ -24,15 +23,6 @@ vi.mock('jose', async (original) => {
     },
   }
 })
-
-const pgDump = () =>
-  ['/usr/lib/postgresql/15/bin/pg_dump', '/usr/bin/pg_dump'].find((p) => {
-    try {
-      return statSync(p).isFile()
-    } catch {
-      return false
-    }
-  })
 
 describePostgres('client encryption keys at rest (PostgreSQL)', (url) => {
   it('a pg_dump of the schema holds no trace of the private key; a JWE to the key still decrypts', async () => {
@@ -69,7 +59,7 @@ describePostgres('client encryption keys at rest (PostgreSQL)', (url) => {
         .encrypt(await jose.importJWK({ kty: 'OKP', crv: 'X25519', x }, 'ECDH-ES'))
       const token = await service.connect(app.key).tokens.create({ type: 'token', encrypted: jwe })
       expect(token.type).toBe('token')
-      const binary = pgDump()
+      const binary = pgProgram('pg_dump')
       expect(binary, 'pg_dump is installed').toBeDefined()
       const dump = execFileSync(binary!, ['--dbname', url, '--schema', schema], {
         encoding: 'latin1',

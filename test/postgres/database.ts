@@ -1,8 +1,19 @@
 import { randomBytes } from 'node:crypto'
+import { existsSync, readdirSync } from 'node:fs'
 import pg from 'pg'
 import { describe, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { createService, manualClock } from '../../entry/index.js'
+
+/**
+ * A PostgreSQL client program (`pg_dump`, `psql`) of the newest installed server
+ * (`/usr/lib/postgresql/<version>/bin`, Debian's layout), else `/usr/bin`'s; undefined when neither.
+ */
+export function pgProgram(name: string): string | undefined {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : []
+  return [...versions.map((v) => `${root}/${v}/bin/${name}`), `/usr/bin/${name}`].find((p) => existsSync(p))
+}
 
 /** The test database's URL (`TOKENVAULT_PG_URL`), or undefined when it is not set. */
 export const PG_URL = process.env['TOKENVAULT_PG_URL'] || undefined

@@ -4,22 +4,12 @@
  * the bytes back; a delete removes every chunk row.
  */
 import { execFileSync } from 'node:child_process'
-import { statSync } from 'node:fs'
 import { expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { createService, manualClock } from '../../entry/index.js'
-import { describePostgres, freshSchema, testPool } from './database.js'
+import { describePostgres, freshSchema, pgProgram, testPool } from './database.js'
 
 const CANARY = 'canary-9d0c5e-document-bytes-pg'
-
-const pgDump = () =>
-  ['/usr/lib/postgresql/15/bin/pg_dump', '/usr/bin/pg_dump'].find((p) => {
-    try {
-      return statSync(p).isFile()
-    } catch {
-      return false
-    }
-  })
 
 describePostgres('document bytes at rest (PostgreSQL)', (url) => {
   it('a pg_dump of the schema holds no trace of the canary; the service reads it back; a delete drops every chunk', async () => {
@@ -50,7 +40,7 @@ describePostgres('document bytes at rest (PostgreSQL)', (url) => {
       expect(back.equals(Buffer.from(bytes))).toBe(true)
       const rows = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.document_chunks`)
       expect(rows.rows[0].n).toBe(3)
-      const binary = pgDump()
+      const binary = pgProgram('pg_dump')
       expect(binary, 'pg_dump is installed').toBeDefined()
       const dump = execFileSync(binary!, ['--dbname', url, '--schema', schema], {
         encoding: 'latin1',

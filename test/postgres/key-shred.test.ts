@@ -1,14 +1,12 @@
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { afterAll, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { shreddingHoldsOnCopies } from '../encryption/key-copies.js'
-import { describePostgres, testPool } from './database.js'
+import { describePostgres, pgProgram, testPool } from './database.js'
 
 /** A PostgreSQL client program (pg_dump, psql) of the installed server, or from the PATH. */
-const program = (name: string) =>
-  [`/usr/lib/postgresql/15/bin/${name}`, `/usr/bin/${name}`].find((p) => existsSync(p)) ?? name
+const program = (name: string) => pgProgram(name) ?? name
 
 describePostgres('crypto-shredding on PostgreSQL', (url) => {
   const databases: string[] = []

@@ -3,22 +3,12 @@
  * store's schema holds no trace of a canary secret (nor of its base64), and the service reads it back.
  */
 import { execFileSync } from 'node:child_process'
-import { statSync } from 'node:fs'
 import { expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { createService, manualClock } from '../../entry/index.js'
-import { describePostgres, freshSchema, testPool } from './database.js'
+import { describePostgres, freshSchema, pgProgram, testPool } from './database.js'
 
 const CANARY = 'canary-7be1c4-proxy-configuration-pg'
-
-const pgDump = () =>
-  ['/usr/lib/postgresql/15/bin/pg_dump', '/usr/bin/pg_dump'].find((p) => {
-    try {
-      return statSync(p).isFile()
-    } catch {
-      return false
-    }
-  })
 
 describePostgres('proxy configuration at rest (PostgreSQL)', (url) => {
   it('a pg_dump of the schema holds no trace of the canary; the service reads it back', async () => {
@@ -46,7 +36,7 @@ describePostgres('proxy configuration at rest (PostgreSQL)', (url) => {
         configuration: { SECRET: CANARY },
       })
       expect((await client.proxies.get(made.id)).configuration).toEqual({ SECRET: CANARY })
-      const binary = pgDump()
+      const binary = pgProgram('pg_dump')
       expect(binary, 'pg_dump is installed').toBeDefined()
       const dump = execFileSync(binary!, ['--dbname', url, '--schema', schema], {
         encoding: 'latin1',
