@@ -7,7 +7,7 @@ import type {
   StoredToken,
   StoredTransaction,
 } from '../../src/kernel/index.js'
-import type { CountedKind, Op } from '../../src/store/index.js'
+import type { CountedKind, Op, TokenOp } from '../../src/store/index.js'
 import { applicationKeyHashes, termKeysOf } from '../../src/store/index.js'
 import { applyClientKeyOp } from './client-keys.js'
 import { applyDocumentOp } from './documents.js'
@@ -300,25 +300,7 @@ export function applyOp(dbs: Databases, op: Op): void {
 }
 
 /** The ops of tokens and what hangs on them: links, transactions, staged writes and locks. */
-function applyTokenOp(
-  dbs: Databases,
-  op: Extract<
-    Op,
-    {
-      op:
-        | 'token.put'
-        | 'token.delete'
-        | 'association.put'
-        | 'association.delete'
-        | 'transaction.put'
-        | 'transaction.delete'
-        | 'staged.put'
-        | 'staged.delete'
-        | 'lock.put'
-        | 'lock.delete'
-    }
-  >,
-): void {
+function applyTokenOp(dbs: Databases, op: TokenOp): void {
   switch (op.op) {
     case 'token.put':
       putToken(dbs, op.token)

@@ -13,7 +13,7 @@ import type {
   TokenLock,
 } from '../../src/kernel/index.js'
 import { tokenHead } from '../../src/kernel/index.js'
-import type { KeyOwner, Op, TokenHead } from '../../src/store/index.js'
+import type { KeyOwner, Op, TokenHead, TokenOp } from '../../src/store/index.js'
 import { applicationKeyHashes, copy, Scoped, SortedIds, TokenIndex } from '../../src/store/index.js'
 import { ClientKeyMaps } from './client-keys.js'
 import { DocumentMaps } from './documents.js'
@@ -198,24 +198,7 @@ export class MemoryMaps {
   }
 
   /** The ops of tokens and what hangs on them: links, transactions, staged writes and locks. */
-  protected applyTokenOp(
-    op: Extract<
-      Op,
-      {
-        op:
-          | 'token.put'
-          | 'token.delete'
-          | 'association.put'
-          | 'association.delete'
-          | 'transaction.put'
-          | 'transaction.delete'
-          | 'staged.put'
-          | 'staged.delete'
-          | 'lock.put'
-          | 'lock.delete'
-      }
-    >,
-  ): void {
+  protected applyTokenOp(op: TokenOp): void {
     switch (op.op) {
       case 'token.put':
         this.putToken(op.token)

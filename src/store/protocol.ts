@@ -210,3 +210,21 @@ export type Check =
    * bound kept in the write itself (the core passes the bound less what the write adds).
    */
   | { check: 'count.within'; tenant_id: string; kind: 'webhook' | 'outbox.pending'; max: number }
+
+/** The ops of tokens and what hangs on them: links, transactions, staged writes and locks. */
+export type TokenOp = Extract<
+  Op,
+  {
+    op:
+      | 'token.put'
+      | 'token.delete'
+      | 'association.put'
+      | 'association.delete'
+      | 'transaction.put'
+      | 'transaction.delete'
+      | 'staged.put'
+      | 'staged.delete'
+      | 'lock.put'
+      | 'lock.delete'
+  }
+>
