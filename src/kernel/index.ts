@@ -105,6 +105,7 @@ export type {
   Transaction,
   TransactionState,
   Transform,
+  WebhookStatus,
 } from './types.js'
 export type { AnySchema } from './validate.js'
 export { badText, parse, refuseBadText, toIssues } from './validate.js'

@@ -28,10 +28,12 @@ export {
 export type {
   AdminCreateApplicationInput,
   AuthorizeSessionInput,
+  ConvertTokenIntentInput,
   CreateApplicationInput,
   CreateReactorInput,
   CreateTenantInput,
   CreateTokenInput,
+  CreateTokenIntentInput,
   DetokenizeInput,
   EmptyInput,
   FlatMetadataFilter,
