@@ -5,6 +5,7 @@ import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
 import type { DueKey, Op } from '../store/index.js'
 import type { DispatcherDeps } from './deps.js'
 import { pendingEntry } from './outbox.js'
+import { OutboxWrites, unchanged } from './outbox-writes.js'
 import { entryKey as key, ReadyEntries } from './ready.js'
 import { sendEntry } from './send.js'
 
@@ -58,8 +59,12 @@ export class Dispatcher {
   private closed = false
   /** Due entries left for want of their tenant's slot, started as that tenant's attempts end. */
   private readonly ready = new ReadyEntries()
+  /** The claims and results of this process's attempts, gathered into few store writes. */
+  private readonly writes: OutboxWrites
 
-  constructor(private readonly deps: DispatcherDeps) {}
+  constructor(private readonly deps: DispatcherDeps) {
+    this.writes = new OutboxWrites(deps.store)
+  }
 
   /**
    * Starts a pass in the background (one at a time; asked again meanwhile, one more runs after it).
@@ -173,18 +178,12 @@ export class Dispatcher {
 
   /** Claims `entry`, attempts it, records the outcome. A claim lost to another process is left to it. */
   private async attempt(entry: OutboxEntry): Promise<void> {
-    const { store, clock } = this.deps
+    const { clock } = this.deps
     const claimedAt = clock.now().toISOString()
     const lease = entry.kind === 'react' ? acceptedOf(entry).timeoutMs + REACT_CLAIM_MARGIN_MS : CLAIM_MS
     const claimed: OutboxEntry = { ...entry, claim: randomUUID(), due_at: isoAfter(claimedAt, lease) }
-    const guard = (e: OutboxEntry) => ({
-      check: 'outbox.unchanged' as const,
-      tenant_id: e.tenant_id,
-      id: e.id,
-      entry: e,
-    })
-    const won = await store.write({ checks: [guard(entry)], ops: [{ op: 'outbox.put', entry: claimed }] })
-    if (!won.ok) return
+    // Claims and results go out with the others asked meanwhile, one store write for many (`OutboxWrites`).
+    if (!(await this.writes.write(unchanged(entry), [{ op: 'outbox.put', entry: claimed }]))) return
     const ops: Op[] = []
     if (claimed.kind === 'react') ops.push(...(await this.ranReact(claimed)))
     else {
@@ -192,9 +191,9 @@ export class Dispatcher {
       ops.push({ op: 'outbox.put', entry: recorded(claimed, outcome, clock.now().toISOString()) })
     }
     // Under the claim: if it ran out and another process took the delivery, this result is dropped.
-    const done = await store.write({ checks: [guard(claimed)], ops })
+    const done = await this.writes.write(unchanged(claimed), ops)
     // A react's callback (put in the same write) goes out at once, as a write's deliveries do.
-    if (done.ok && ops.length > 1) this.kick()
+    if (done && ops.length > 1) this.kick()
   }
 
   /**
