@@ -279,8 +279,9 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     ? (await import('../testing/insight/server.js')).serverInsight(opened.store, masterKey!)
     : undefined
   const runner = sandboxRunner()
-  const routed = options.testMode ? destinations() : undefined
-  for (const origin of options.testDestinations ?? []) routed?.add(origin, 'echo')
+  const routed = options.testMode
+    ? destinations(Object.fromEntries((options.testDestinations ?? []).map((origin) => [origin, 'echo'])))
+    : undefined
   const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
   const clock = !options.testMode
     ? systemClock
@@ -301,8 +302,11 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       ...egressOf(options, routed),
       ...serviceBounds,
     }
-    if (options.testMode) service = testService = createService({ ...serviceOptions, testMode: true })
-    else service = createService(serviceOptions)
+    if (options.testMode) {
+      service = testService = createService({ ...serviceOptions, testMode: true })
+      // The test destinations are on the allow-list while they are routed (the control plane adds more).
+      if (routed) testService.admin.allowTestEgress(routed.origins)
+    } else service = createService(serviceOptions)
     await service.admin.verifyMasterKey()
     await insight?.load()
   } catch (error) {
@@ -434,8 +438,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
  * are answered in the process (every other origin goes over the network, as without them).
  */
 function egressOf(options: ServeOptions, routed: Destinations | undefined) {
-  const listed = [...(options.reactorEgress ?? []), ...(routed?.origins ?? [])]
-  if (!routed?.origins.length) return listed.length ? { reactorEgress: listed } : {}
+  const listed = [...(options.reactorEgress ?? [])]
+  if (!routed) return listed.length ? { reactorEgress: listed } : {}
+  // Test mode: an origin routed now (at start or by `POST /_test/proxy/destinations`) is answered in
+  // the process; any other goes over the network, as without test destinations.
   const egressClient: EgressClient = (origins, request, limits) =>
     routed.origins.includes(new URL(request.url).origin)
       ? routed.client(origins, request, limits)

@@ -17,6 +17,24 @@ export interface ReceivedRequest {
   body: string
 }
 
+/**
+ * A destination's canned answer: the same `status` (default 200), `headers` and `body` for every
+ * request. A string body goes as it is; any other JSON value as JSON, with
+ * `content-type: application/json` unless `headers` names one.
+ */
+export interface CannedAnswer {
+  status?: number
+  headers?: Record<string, string>
+  body?: unknown
+}
+
+/** How a destination answers, as `Destinations.list()` shows it: echo, a canned answer, or a handler of the test. */
+export type DestinationShown = { origin: string } & (
+  | { respond: 'echo' }
+  | { respond: 'handler' }
+  | { respond: CannedAnswer }
+)
+
 /** How many received requests are kept (the oldest go first). */
 export const RECEIVED_KEPT = 1000
 
@@ -26,12 +44,21 @@ export interface Destinations {
   client: EgressClient
   /** The origins routed, as `URL.origin` spells them. */
   origins: string[]
-  /** Routes `origin` to `destination` from now on (the CLI's control plane registers them this way). */
-  add(origin: string, destination: Destination | 'echo'): void
+  /**
+   * Routes `origin` to `destination` from now on, replacing its earlier one (the CLI's
+   * `POST /_test/proxy/destinations` registers them this way).
+   */
+  add(origin: string, destination: Destination | 'echo' | CannedAnswer): void
+  /** Stops routing `origin` (what it received stays); whether it was routed. */
+  remove(origin: string): boolean
+  /** The destinations routed, in the order they were added. */
+  list(): DestinationShown[]
   /** What the destinations received, oldest first (at most `RECEIVED_KEPT`); only in memory. */
   received(origin?: string): ReceivedRequest[]
   /** Forgets what was received (a vault's reset does). */
   clear(): void
+  /** Back to the destinations given when made, with nothing received (the CLI's reset does). */
+  reset(): void
 }
 
 /**
@@ -52,13 +79,28 @@ export const echoDestination: Destination = async (request) => {
   return Response.json({ method: request.method, path: url.pathname, query: url.search, headers, body })
 }
 
+/** A destination answering `answer` to every request (see `CannedAnswer`). */
+export function cannedDestination(answer: CannedAnswer): Destination {
+  const headers = new Headers(answer.headers ?? {})
+  let body: string | null = null
+  if (typeof answer.body === 'string') body = answer.body
+  else if (answer.body !== undefined) {
+    body = JSON.stringify(answer.body)
+    if (!headers.has('content-type')) headers.set('content-type', 'application/json')
+  }
+  return async () => new Response(body, { status: answer.status ?? 200, headers })
+}
+
 /**
  * Destinations for tests: each origin of `given` answered by its handler in this process, each
  * request kept (plaintext, in memory only) for the test to assert on. The service still applies its
  * egress policy: give `origins` as its `egress` list.
  */
-export function destinations(given: Readonly<Record<string, Destination | 'echo'>> = {}): Destinations {
+export function destinations(
+  given: Readonly<Record<string, Destination | 'echo' | CannedAnswer>> = {},
+): Destinations {
   const routes = new Map<string, Destination>()
+  const shown = new Map<string, DestinationShown>()
   const kept: ReceivedRequest[] = []
   let client = routedEgress({})
   const rebuild = () => {
@@ -81,14 +123,43 @@ export function destinations(given: Readonly<Record<string, Destination | 'echo'
     origins: [],
     add(origin, destination) {
       const key = new URL(origin).origin
-      routes.set(key, recording(key, destination === 'echo' ? echoDestination : destination))
+      const handler =
+        destination === 'echo'
+          ? echoDestination
+          : typeof destination === 'function'
+            ? destination
+            : cannedDestination(destination)
+      routes.set(key, recording(key, handler))
+      shown.set(key, {
+        origin: key,
+        respond:
+          destination === 'echo'
+            ? 'echo'
+            : typeof destination === 'function'
+              ? 'handler'
+              : structuredClone(destination),
+      } as DestinationShown)
       if (!out.origins.includes(key)) out.origins.push(key)
       rebuild()
     },
+    remove(origin) {
+      const key = new URL(origin).origin
+      if (!routes.delete(key)) return false
+      shown.delete(key)
+      out.origins.splice(out.origins.indexOf(key), 1)
+      rebuild()
+      return true
+    },
+    list: () => [...shown.values()].map((d) => structuredClone(d)),
     received: (origin) =>
       kept.filter((r) => origin === undefined || r.origin === new URL(origin).origin).map((r) => ({ ...r })),
     clear: () => {
       kept.length = 0
+    },
+    reset() {
+      kept.length = 0
+      for (const origin of [...out.origins]) out.remove(origin)
+      for (const [origin, destination] of Object.entries(given)) out.add(origin, destination)
     },
   }
   for (const [origin, destination] of Object.entries(given)) out.add(origin, destination)

@@ -19,7 +19,12 @@ import { type ManualClock, manualClock } from '../src/kernel/index.js'
 import type { StateSnapshot } from '../src/lifecycle/index.js'
 import type { Client, Fixture, Service, TestService } from '../src/service/index.js'
 import type { Store } from '../src/store/index.js'
-import { type Destination, destinations as destinationsOf, type ReceivedRequest } from './destinations.js'
+import {
+  type CannedAnswer,
+  type Destination,
+  destinations as destinationsOf,
+  type ReceivedRequest,
+} from './destinations.js'
 import type { Exposure } from './insight/accounting.js'
 import { type ForkableStore, forkableMemoryStore } from './insight/fork-store.js'
 import { type VaultInsight, vaultInsight } from './insight/insight.js'
@@ -55,11 +60,11 @@ export interface TestVaultOptions {
   journalSize?: number
   /**
    * Destinations answered in this process, by origin (`{ 'https://api.stripe.com': (request) =>
-   * Response.json({ id: 'ch_1' }) }`, or `'echo'`): the proxy and formula `fetch` reach them and
+   * Response.json({ id: 'ch_1' }) }`, `'echo'`, or a canned answer `{ status, headers, body }`): the proxy and formula `fetch` reach them and
    * nothing else (no network at all); each is on the egress list. What they received is
    * `vault.proxy.received()`.
    */
-  destinations?: Readonly<Record<string, Destination | 'echo'>>
+  destinations?: Readonly<Record<string, Destination | 'echo' | CannedAnswer>>
   /**
    * What `http` does with a route of the reference API that tokenvault does not build (answered
    * 501 naming the route): `'throw'` rejects with a `NotBuiltError`, failing the test that called

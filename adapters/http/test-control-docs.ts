@@ -32,6 +32,33 @@ const op = (
   responses: { ...responses, ...problems },
 })
 
+/** A test destination: its origin and how it answers (`POST /_test/proxy/destinations`). */
+const destination = {
+  type: 'object',
+  properties: {
+    origin: { type: 'string', description: 'An http or https origin (scheme, host and port only)' },
+    respond: {
+      description: "'echo' (the default: the request back as JSON), or a canned answer",
+      oneOf: [
+        { type: 'string', enum: ['echo'] },
+        {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            status: { type: 'integer', minimum: 200, maximum: 599, default: 200 },
+            headers: {
+              type: 'object',
+              maxProperties: 32,
+              additionalProperties: { type: 'string', maxLength: 8192 },
+            },
+            body: { description: 'A string as it is, any other JSON value as JSON; at most 65536 bytes' },
+          },
+        },
+      ],
+    },
+  },
+} satisfies JsonSchema
+
 const fault: JsonSchema = {
   type: 'object',
   properties: {
@@ -171,5 +198,31 @@ export const TEST_CONTROL_PATHS: Record<string, Record<string, JsonSchema>> = {
       [query('origin', { type: 'string' }, 'one destination origin')],
     ),
     delete: op('testProxyClear', 'Forgets what the test destinations received', { '204': ok('Cleared') }),
+  },
+  '/_test/proxy/destinations': {
+    post: op(
+      'testProxyDestinationAdd',
+      'Routes an origin to a destination in the process (echo or a canned answer) and puts it on the egress list; replaces a known one',
+      { '201': ok('The destination', destination) },
+      {
+        type: 'object',
+        required: ['origin'],
+        additionalProperties: false,
+        properties: { origin: { type: 'string', maxLength: 2048 }, respond: destination.properties.respond },
+      },
+    ),
+    get: op('testProxyDestinationList', 'The test destinations routed, in the order they were added', {
+      '200': ok('Destinations', {
+        type: 'object',
+        properties: { data: { type: 'array', items: destination } },
+      }),
+    }),
+    delete: op(
+      'testProxyDestinationRemove',
+      'Removes one destination (or all without origin) and takes it off the egress list; what it received stays',
+      { '204': ok('Removed'), '404': ok('Not a test destination') },
+      undefined,
+      [query('origin', { type: 'string' }, 'the destination origin (all when absent)')],
+    ),
   },
 }

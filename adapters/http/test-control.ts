@@ -41,7 +41,11 @@ export interface TestControlOptions {
    * are recorded in it too. Without it those paths are 404.
    */
   requests?: RequestLog
-  /** The in-process test destinations: `GET /_test/proxy` answers what they received; a reset clears it. Without it that path is 404. */
+  /**
+   * The in-process test destinations: `GET /_test/proxy` answers what they received,
+   * `/_test/proxy/destinations` registers, lists and removes them (see `proxyControlRoute`); a reset
+   * goes back to those of the start. Without it those paths are 404.
+   */
   proxy?: ProxyControl
 }
 
@@ -120,7 +124,14 @@ export function testControlHandler(service: TestService, options: TestControlOpt
     const requests =
       options.requests && (await requestsRoute(service, options.requests, method, path, request, body))
     if (requests) return requests
-    const proxied = proxyControlRoute(options.proxy, method, path, request)
+    const proxied = await proxyControlRoute(
+      options.proxy,
+      method,
+      path,
+      request,
+      () => body(request),
+      (origins) => service.admin.allowTestEgress(origins),
+    )
     if (proxied) return json(proxied.status, proxied.body)
     const hooks = await webhookControl(service, method, path, request, () => body(request))
     if (hooks) return json(hooks.status, hooks.body)
@@ -219,7 +230,10 @@ async function stateRoute(
     }
     options.insight?.clear()
     options.faults?.clear()
-    options.proxy?.clear()
+    if (options.proxy) {
+      options.proxy.reset()
+      service.admin.allowTestEgress(options.proxy.origins)
+    }
     return json(204, undefined)
   }
   if (path === '/_test/snapshot' && method === 'POST') return json(200, await service.admin.exportState())

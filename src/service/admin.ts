@@ -23,6 +23,7 @@ import {
   formulaOperations,
   type OfficialFormulaAdmin,
   officialFormulaAdmin,
+  parseEgressOrigins,
   reactorOperations,
 } from '../reactors/index.js'
 import { refingerprinted, tokenOperations } from '../tokens/index.js'
@@ -92,6 +93,13 @@ export interface TestPowers {
   importState(snapshot: StateSnapshot): Promise<void>
   /** Deletes every record: tenants, applications, tokens, everything. */
   clearState(): Promise<void>
+  /**
+   * Sets the origins the test destinations add to the egress allow-list, replacing the last set
+   * (the `egress` option's origins stay listed): how the CLI's `POST /_test/proxy/destinations`
+   * lets a destination registered at run time be reached, and how removing it takes it off the
+   * list again. A bad origin throws a `TypeError` and changes nothing.
+   */
+  allowTestEgress(origins: readonly string[]): void
 }
 
 /** The admin of a service in test mode: the operator API and the test powers. */
@@ -224,6 +232,8 @@ export function createAdmin(w: Wiring): Admin {
 
 /** The test powers (see `TestPowers`): only a service in test mode gives them. */
 export function testPowers(w: Wiring): TestPowers {
+  // The allow-list the service was made with: test destinations are added to it, never replace it.
+  const given = w.resolved.reactorEgress
   return {
     exportState: () => takeSnapshot(w.store, w.now()),
     async importState(value) {
@@ -237,6 +247,10 @@ export function testPowers(w: Wiring): TestPowers {
     clearState: async () => {
       await clearState(w.store)
       w.keyring.forget()
+    },
+    allowTestEgress(origins) {
+      // Every operation reads the list from the resolved options when it sends, so this is enough.
+      w.resolved.reactorEgress = parseEgressOrigins([...given, ...origins])
     },
   }
 }

@@ -8,7 +8,7 @@ import { createTestVault } from '../../testing/vault.js'
  * test mode only: the test kit's vault and a service made with `testMode: true` (the CLI's
  * `--test-mode`, whose `/_test/` control plane uses them). A production service has none.
  */
-const POWERS = ['exportState', 'importState', 'clearState']
+const POWERS = ['exportState', 'importState', 'clearState', 'allowTestEgress']
 
 describe('test powers', () => {
   it('a production service’s admin has no exportState, importState or clearState', async () => {

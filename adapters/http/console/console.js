@@ -137,7 +137,7 @@ async function login(given) {
 
 // ---- tabs -----------------------------------------------------------------------------------
 
-const TABS = ['requests', 'journal', 'tenants', 'time', 'snapshots']
+const TABS = ['requests', 'journal', 'tenants', 'time', 'snapshots', 'proxy']
 let current = 'requests'
 
 async function openTab(name) {
@@ -149,6 +149,7 @@ async function openTab(name) {
   if (current === 'tenants') await loadTenants()
   if (current === 'time') await loadClock()
   if (current === 'snapshots') await loadSnapshots()
+  if (current === 'proxy') await loadProxy()
 }
 
 // ---- journal --------------------------------------------------------------------------------
@@ -790,6 +791,53 @@ async function loadSnapshots() {
   )
 }
 
+// ---- proxy: the test destinations and what they received --------------------------------------
+
+/** The longest body shown in a row (the rest is cut, and said to be). */
+const BODY_SHOWN = 4096
+
+function bodyCell(body) {
+  const text = body.length > BODY_SHOWN ? `${body.slice(0, BODY_SHOWN)}… (${body.length} characters)` : body
+  return el('td', {}, el('pre', { text: text === '' ? '—' : text }))
+}
+
+async function loadProxy() {
+  let destinations
+  let received
+  try {
+    destinations = (await control('GET', 'proxy/destinations')).data
+    received = (await control('GET', 'proxy')).data
+  } catch (error) {
+    if (error instanceof Unauthorized) throw error
+    replaceRows($('destination-rows'), [], 2, 'No test destinations in this vault.')
+    replaceRows($('received-rows'), [], 6, 'Nothing received.')
+    return
+  }
+  replaceRows(
+    $('destination-rows'),
+    destinations.map((d) => el('tr', {}, cell(d.origin, 'mono'), cell(d.respond))),
+    2,
+    'No destination: POST /_test/proxy/destinations or --test-destination adds one.',
+  )
+  replaceRows(
+    $('received-rows'),
+    received.map((r, i) =>
+      el(
+        'tr',
+        {},
+        cell(String(i + 1), 'num'),
+        cell(r.origin, 'mono'),
+        cell(r.method),
+        cell(r.url, 'mono'),
+        pairs(Object.entries(r.headers ?? {})),
+        bodyCell(String(r.body ?? '')),
+      ),
+    ),
+    6,
+    'Nothing received.',
+  )
+}
+
 async function afterStateChange(message) {
   await loadClock()
   await loadSnapshots()
@@ -877,6 +925,13 @@ function wire() {
       await afterStateChange(`Snapshot ${id} restored.`)
     })
   })
+  $('proxy-refresh').addEventListener('click', () => guarded(loadProxy))
+  $('proxy-clear').addEventListener('click', () =>
+    guarded(async () => {
+      await control('DELETE', 'proxy')
+      await loadProxy()
+    }),
+  )
   $('reset').addEventListener('click', () =>
     guarded(async () => {
       await control('POST', 'reset')
