@@ -135,14 +135,31 @@ export class Admission {
     })
   }
 
-  /** Ends an admission of `enter(lane, bytes)`, and lets waiting requests in, lane by lane in turns. */
-  leave(lane: string, bytes: number): void {
+  /**
+   * Ends the handler-wide part of an admission of `enter(lane, bytes)` whose answer is still being
+   * handed on (a large answer written piece by piece): the handler's totals free at once, the lane
+   * keeps its place until `leave(lane, bytes, true)`. A client that stops reading then holds places
+   * of its own tenant only.
+   */
+  settle(bytes: number): void {
+    this.inFlight--
+    this.bytes -= bytes
+    this.serve()
+  }
+
+  /**
+   * Ends an admission of `enter(lane, bytes)` (`settled` when `settle` ended its handler-wide part),
+   * and lets waiting requests in, lane by lane in turns.
+   */
+  leave(lane: string, bytes: number, settled = false): void {
     const state = this.lanes.get(lane)
     if (state === undefined) return
     state.inFlight--
     state.bytes -= bytes
-    this.inFlight--
-    this.bytes -= bytes
+    if (!settled) {
+      this.inFlight--
+      this.bytes -= bytes
+    }
     this.recent.delete(lane)
     this.recent.set(lane, this.now())
     if (this.recent.size > RECENT_KEPT) this.recent.delete(this.recent.keys().next().value!)
@@ -295,7 +312,8 @@ export function admitter(service: TenantSource, bounds: AdmissionBounds, now?: (
       const waiting = enter(lane, bytes)
       return waiting === undefined ? lane : waiting.then(() => lane)
     },
-    leave: (lane: string, bytes: number) => admission.leave(lane, bytes),
+    leave: (lane: string, bytes: number, settled = false) => admission.leave(lane, bytes, settled),
+    settle: (bytes: number) => admission.settle(bytes),
     admission,
   }
 }

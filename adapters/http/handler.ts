@@ -10,6 +10,7 @@ import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { notBuilt } from './not-built.js'
 import { openApiDocument } from './openapi.js'
+import { pacedAnswer } from './paced-answer.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { isProxyPath, proxyRoute } from './proxy-routes.js'
 import { parseQuery, type Query } from './query.js'
@@ -301,12 +302,22 @@ async function dispatch(
   const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
   const admitted = s.admission.admit(apiKey, keyHash, bytes)
   const lane = typeof admitted === 'string' ? admitted : await admitted
+  let out: Outgoing
   try {
     const call: Call = { route, params, search, withBody, apiKey, keyHash, witness, requestId }
-    return await perform(s, incoming, call)
-  } finally {
+    out = await perform(s, incoming, call)
+  } catch (error) {
     s.admission.leave(lane, bytes)
+    throw error
   }
+  // A large answer keeps its place in its tenant's lane until its last piece is taken.
+  const paced = pacedAnswer(out, () => s.admission.leave(lane, bytes, true))
+  if (paced === null) {
+    s.admission.leave(lane, bytes)
+    return out
+  }
+  s.admission.settle(bytes)
+  return paced
 }
 
 /** One routed call: its route and path parameters, query, key, and the request log's witness. */
@@ -437,6 +448,8 @@ async function serveMeta(
   }
   if (method === 'HEAD') {
     const out = await dispatch(s, incoming, 'GET', path, search, witness, requestId)
+    // A streamed answer left unread is cancelled: that ends its admission (see `pacedAnswer`).
+    if (out.body instanceof ReadableStream) await out.body.cancel()
     return { ...out, body: null }
   }
   return null

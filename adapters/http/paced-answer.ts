@@ -1,0 +1,56 @@
+import type { Outgoing } from './exchange.js'
+
+/**
+ * Answers longer than this many characters are handed on as a stream of pieces of at most this
+ * many characters, a turn of the event loop (`setImmediate`) before each piece after the first.
+ */
+export const PACED_ANSWER_CHARS = 64 * 1024
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** Whether `code` is the first half of a surrogate pair (a piece never ends between the halves). */
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
+
+/**
+ * `text` as a stream of its UTF-8 bytes, `PACED_ANSWER_CHARS` characters a piece, each piece read
+ * in a turn of its own; `done` is called once, when the last piece is taken or the reader cancels.
+ * A piece is made only when the reader asks for one (no piece is buffered ahead of the socket).
+ */
+export function pacedText(text: string, done: () => void): ReadableStream<Uint8Array> {
+  let at = 0
+  let ended = false
+  const end = () => {
+    if (ended) return
+    ended = true
+    done()
+  }
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (at > 0) await turn()
+        let to = Math.min(text.length, at + PACED_ANSWER_CHARS)
+        if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to--
+        controller.enqueue(Buffer.from(text.slice(at, to)))
+        at = to
+        if (at < text.length) return
+        controller.close()
+        end()
+      },
+      cancel: end,
+    },
+    { highWaterMark: 0 },
+  )
+}
+
+/**
+ * A text answer over `PACED_ANSWER_CHARS` as a paced stream (`pacedText`) with its `Content-Length`
+ * set, `done` called once its last piece is taken (or its reader cancels); null for any other answer
+ * (short, binary or a stream already), which is handed on as it is. Admission keeps a paced answer's
+ * place in its tenant's lane until then, so one tenant's large answers being written count among its
+ * requests in flight, and another tenant's request waits behind one piece of each, not all of them.
+ */
+export function pacedAnswer(out: Outgoing, done: () => void): Outgoing | null {
+  if (typeof out.body !== 'string' || out.body.length <= PACED_ANSWER_CHARS) return null
+  const headers = { ...out.headers, 'content-length': String(Buffer.byteLength(out.body)) }
+  return { ...out, headers, body: pacedText(out.body, done) }
+}
