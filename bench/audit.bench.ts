@@ -8,6 +8,8 @@
  * The goal: >= 0.8 at 64 in flight.
  *
  * Run: `npm run bench:audit` (rounds of TOKENVAULT_BENCH_MS ms, default 300, 3 per cell: ~40 s).
+ * One part of it: AUDIT_BENCH_STORES (e.g. `memory,file`), AUDIT_BENCH_OPS (`create`, `get`),
+ * AUDIT_BENCH_IN_FLIGHT (e.g. `64`), each a comma-separated list; a cell left out prints `-`.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -22,6 +24,10 @@ import type { Store } from '../src/store/contract.js'
 const MS = Number(process.env['TOKENVAULT_BENCH_MS'] ?? 300)
 const ROUNDS = Number(process.env['TOKENVAULT_BENCH_ROUNDS'] ?? 3)
 const masterKey = randomBytes(32)
+const only = (name: string) => process.env[name]?.split(',').map((x) => x.trim())
+const STORES = only('AUDIT_BENCH_STORES')
+const OPS = only('AUDIT_BENCH_OPS')
+const IN_FLIGHT = only('AUDIT_BENCH_IN_FLIGHT')?.map(Number) ?? [1, 64]
 
 type Kind = 'memory' | 'file' | 'postgres'
 
@@ -110,7 +116,10 @@ async function cell(
   return `${median(offs).toFixed(0)} | ${median(ons).toFixed(0)} | ${f(median(ratios))} (${f(Math.min(...ratios))}–${f(Math.max(...ratios))})`
 }
 
-const kinds: Kind[] = ['memory', 'file', ...(process.env['TOKENVAULT_PG_URL'] ? (['postgres'] as const) : [])]
+const kinds = (
+  ['memory', 'file', ...(process.env['TOKENVAULT_PG_URL'] ? (['postgres'] as const) : [])] as Kind[]
+).filter((k) => !STORES || STORES.includes(k))
+const wanted = (op: 'create' | 'get') => !OPS || OPS.includes(op)
 console.log(
   '| store | in flight | create off/s | create on/s | ratio (range) | get off/s | get on/s | ratio (range) |',
 )
@@ -118,9 +127,9 @@ console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
 for (const kind of kinds) {
   const off = await open(kind, false)
   const on = await open(kind, true)
-  for (const inFlight of [1, 64]) {
-    const create = await cell(off, on, 'create', inFlight)
-    const get = await cell(off, on, 'get', inFlight)
+  for (const inFlight of IN_FLIGHT) {
+    const create = wanted('create') ? await cell(off, on, 'create', inFlight) : '- | - | -'
+    const get = wanted('get') ? await cell(off, on, 'get', inFlight) : '- | - | -'
     console.log(`| ${kind} | ${inFlight} | ${create} | ${get} |`)
   }
   await off.close()

@@ -6,24 +6,63 @@ import { type EntryDraft, entriesOfWrite } from './entries.js'
 /** Entries of calls waiting for their group commit, per tenant, at most; one more call answers 429. */
 export const MAX_PENDING_ENTRIES_PER_TENANT = 4096
 
-/** Calls waiting on one tenant's group commit, with their drafts. */
-interface Pending {
+/** Entries one group commit (one store write) carries at most; the rest wait for the next one. */
+export const MAX_FLUSH_ENTRIES = 1024
+
+/** About how many bytes of entries one group commit carries at most (see `entryBytes`). */
+export const MAX_FLUSH_BYTES = 1_048_576
+
+/** One call's entries waiting for their group commit, and how to answer it. */
+interface Waiting {
   drafts: EntryDraft[]
-  waiters: { resolve: () => void; reject: (error: unknown) => void }[]
+  bytes: number
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
+/** A tenant's calls waiting for a group commit, in the order they came, and their entries' count. */
+interface Pending {
+  calls: Waiting[]
+  entries: number
+}
+
+/**
+ * About the bytes an entry takes in a store write: its strings' lengths and 256 for its id, lane,
+ * seq, MAC and field names. Bounds a group commit without encoding anything twice.
+ */
+function entryBytes(d: EntryDraft): number {
+  return (
+    256 +
+    d.tenant_id.length +
+    d.actor_type.length +
+    d.entity_type.length +
+    d.operation.length +
+    d.message.length +
+    d.outcome.length +
+    d.created_at.length +
+    (d.actor_id?.length ?? 0) +
+    (d.entity_id?.length ?? 0) +
+    (d.request_id?.length ?? 0)
+  )
 }
 
 /**
  * The audit log of one service process: the write effect that puts each write's entries in the
  * write itself, and the group commit of the entries of calls that wrote nothing (reads, refusals):
- * per tenant, the entries of every call that arrives while one commit is under way wait together
- * for the next one — one store write (one sync) for many calls — and each call answers only once
- * its entries are committed. Tenants commit independently: one tenant's volume never queues
- * another's entries.
+ * the entries of every call that arrives while one commit is under way — of every tenant — wait
+ * together for the next one: one store write (one sync, one round trip) for many calls, and each
+ * call answers only once its entries are committed. One commit is under way at a time, bounded
+ * (`MAX_FLUSH_ENTRIES`, `MAX_FLUSH_BYTES`); it takes the tenants' calls in turn, one call of each
+ * tenant a round, so a tenant with many entries waiting holds another's back by at most one commit.
+ * Each tenant's entries of a commit are numbered on one lane of that tenant, in the order the calls
+ * came (its chain order).
  */
 export class AuditLog {
   readonly lanes = new Lanes()
+  /** Calls waiting for a group commit, per tenant; the tenant whose turn is next comes first. */
   private readonly pending = new Map<string, Pending>()
-  private readonly flushing = new Set<string>()
+  /** Whether a group commit is under way (one at a time). */
+  private flushing = false
   /** Lanes held by writes under way, by lane id (what `settled` gives back, read from the entries). */
   private readonly held = new Map<string, HeldLane>()
 
@@ -82,52 +121,107 @@ export class AuditLog {
 
   /**
    * Commits `drafts` (entries of one tenant's call that wrote nothing) with the other calls' entries
-   * waiting for that tenant, and resolves once they are in the store. Rejects when the commit
-   * failed (the call then answers 503, never its data without its entry), or at once with 429 when
-   * the tenant has `MAX_PENDING_ENTRIES_PER_TENANT` entries waiting.
+   * waiting, and resolves once they are in the store. Rejects when the commit failed (the call then
+   * answers 503, never its data without its entry), or at once with 429 when the tenant has
+   * `MAX_PENDING_ENTRIES_PER_TENANT` entries waiting.
    */
   commit(tenantId: string, drafts: EntryDraft[]): Promise<void> {
     if (!drafts.length) return Promise.resolve()
     let p = this.pending.get(tenantId)
-    if (!p) {
-      p = { drafts: [], waiters: [] }
-      this.pending.set(tenantId, p)
-    }
-    if (p.drafts.length + drafts.length > MAX_PENDING_ENTRIES_PER_TENANT) {
+    if ((p?.entries ?? 0) + drafts.length > MAX_PENDING_ENTRIES_PER_TENANT) {
       return Promise.reject(tooMany('audit log entries waiting for their commit', 1))
     }
-    p.drafts.push(...drafts)
-    const done = new Promise<void>((resolve, reject) => p.waiters.push({ resolve, reject }))
-    if (!this.flushing.has(tenantId)) void this.flush(tenantId)
+    if (!p) {
+      p = { calls: [], entries: 0 }
+      this.pending.set(tenantId, p)
+    }
+    let bytes = 0
+    for (const d of drafts) bytes += entryBytes(d)
+    const own = p
+    const done = new Promise<void>((resolve, reject) => {
+      own.calls.push({ drafts, bytes, resolve, reject })
+    })
+    own.entries += drafts.length
+    if (!this.flushing) void this.flush()
     return done
   }
 
-  /** Writes what waits for `tenantId` in one store write, then the next batch if more came meanwhile. */
-  private async flush(tenantId: string): Promise<void> {
-    this.flushing.add(tenantId)
+  /** Group commits, one after the other, while calls wait. */
+  private async flush(): Promise<void> {
+    this.flushing = true
     try {
-      for (let p = this.pending.get(tenantId); p; p = this.pending.get(tenantId)) {
-        this.pending.delete(tenantId)
-        await this.writeBatch(tenantId, p)
-      }
+      while (this.pending.size > 0) await this.writeGroup(this.nextGroup())
     } finally {
-      this.flushing.delete(tenantId)
+      this.flushing = false
     }
   }
 
-  private async writeBatch(tenantId: string, p: Pending): Promise<void> {
-    const lane = this.lanes.take(tenantId, p.drafts.length)
+  /**
+   * The calls of the next group commit, by tenant: one call of each tenant waiting in turn, round
+   * after round, while the group stays within `MAX_FLUSH_ENTRIES` and `MAX_FLUSH_BYTES` (its first
+   * call always goes: a call has at most `MAX_CALL_ENTRIES` + 1 entries). A tenant whose calls did
+   * not all go moves to the back of the turn.
+   */
+  private nextGroup(): Map<string, Waiting[]> {
+    const group = new Map<string, Waiting[]>()
+    let entries = 0
+    let bytes = 0
+    let full = false
+    while (!full && this.pending.size > 0) {
+      for (const [tenantId, p] of [...this.pending]) {
+        const call = p.calls[0]!
+        if (
+          entries > 0 &&
+          (entries + call.drafts.length > MAX_FLUSH_ENTRIES || bytes + call.bytes > MAX_FLUSH_BYTES)
+        ) {
+          full = true
+          break
+        }
+        p.calls.shift()
+        p.entries -= call.drafts.length
+        entries += call.drafts.length
+        bytes += call.bytes
+        const taken = group.get(tenantId)
+        if (taken) taken.push(call)
+        else group.set(tenantId, [call])
+        // Its turn is over: next round (or the next commit) it comes after the others.
+        this.pending.delete(tenantId)
+        if (p.calls.length > 0) this.pending.set(tenantId, p)
+      }
+    }
+    return group
+  }
+
+  /**
+   * One store write of a group's entries, each tenant's numbered on one of its lanes; answers the
+   * group's calls once it returned. A tenant whose entries cannot be sealed (its key is gone) fails
+   * alone; a failed write fails the group's calls.
+   */
+  private async writeGroup(group: Map<string, Waiting[]>): Promise<void> {
+    const sealed: { lane: HeldLane; calls: Waiting[] }[] = []
+    const ops: Op[] = []
+    for (const [tenantId, calls] of group) {
+      const drafts = calls.length === 1 ? calls[0]!.drafts : calls.flatMap((c) => c.drafts)
+      const lane = this.lanes.take(tenantId, drafts.length)
+      try {
+        for (const entry of await chained(this.mac, lane, drafts)) ops.push({ op: 'log.put', entry })
+        sealed.push({ lane, calls })
+      } catch (error) {
+        this.lanes.settle(lane, 'refused')
+        for (const c of calls) c.reject(error)
+      }
+    }
+    if (!sealed.length) return
     let outcome: WriteOutcome = 'unknown'
     try {
-      const entries = await chained(this.mac, lane, p.drafts)
-      const result = await this.store.write({ ops: entries.map((entry) => ({ op: 'log.put', entry })) })
+      const result = await this.store.write({ ops })
       outcome = result.ok ? 'ok' : 'refused'
       if (!result.ok) throw new Error('audit log commit refused')
-      for (const w of p.waiters) w.resolve()
+      for (const s of sealed) for (const c of s.calls) c.resolve()
     } catch (error) {
-      for (const w of p.waiters) w.reject(error)
+      for (const s of sealed) for (const c of s.calls) c.reject(error)
     } finally {
-      this.lanes.settle(lane, outcome)
+      for (const s of sealed) this.lanes.settle(s.lane, outcome)
     }
   }
 }
