@@ -57,6 +57,16 @@ function keysetUnder(db: Database, parts: string[], after: string | undefined, l
   return out
 }
 
+/** At most `limit` values under `parts`, keyed strictly after `after` when given (as `keysetUnder`). */
+function valuesAfter<T>(db: Database, parts: string[], after: string | undefined, limit: number): T[] {
+  if (limit <= 0) return []
+  const range = prefix(...parts)
+  const start = after === undefined ? range.start : Buffer.concat([key(...parts, after), Buffer.from([0])])
+  const out: T[] = []
+  for (const { value } of db.getRange({ start, end: range.end, limit })) out.push(value as T)
+  return out
+}
+
 /** A token without `data` and `mask`: what the core matches before it decrypts anything. */
 function headOf(token: StoredToken): TokenHead {
   return tokenHead(token)
@@ -368,9 +378,12 @@ function recordReads(
   | 'getReactor'
   | 'listReactors'
   | 'getIdempotency'
+  | 'listIdempotency'
+  | 'listTransactions'
 > {
   return {
     getTransaction: async (t, id) => read(fresh().transactions, t, id) ?? null,
+    listTransactions: async (t, { after, limit }) => valuesAfter(fresh().transactions, [t], after, limit),
     getSessionByNonce: async (t, hash) => {
       const dbs = fresh()
       const id = read<string>(dbs.nonces, t, hash)
@@ -402,6 +415,7 @@ function recordReads(
       return slice(found, query.offset, query.limit)
     },
     getIdempotency: async (t, id) => read(fresh().idempotency, t, id) ?? null,
+    listIdempotency: async (t, { after, limit }) => valuesAfter(fresh().idempotency, [t], after, limit),
   }
 }
 

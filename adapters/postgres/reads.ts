@@ -102,6 +102,7 @@ export function reads(t: Tables, query: Query): Reads {
     ...tokenReads(t, kit),
     ...tokenIdReads(t, kit),
     ...recordReads(t, kit),
+    ...keysetReads(t, kit),
     dump: () => dumpRows(t, query),
   }
 }
@@ -341,6 +342,25 @@ function tokenIdReads(
         ids,
       ),
     getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
+  }
+}
+
+/** A tenant's transactions and kept answers in keyset pages by id: what the key lifecycle walks. */
+function keysetReads(t: Tables, kit: ReadKit): Pick<Reads, 'listIdempotency' | 'listTransactions'> {
+  /** A keyset page of `table`'s docs of the tenant, in id order (code-unit order) after `after`. */
+  const keyset = async <T>(table: string, tenantId: string, q: { after?: string; limit: number }) => {
+    const limit = Math.max(0, Math.floor(q.limit))
+    if (limit === 0) return []
+    const { rows } = await kit.prepared(
+      `SELECT doc::text AS doc FROM ${table} WHERE tenant_id = $1
+        AND ($2::text IS NULL OR id > $2 COLLATE "C") ORDER BY id COLLATE "C" LIMIT $3`,
+      [tenantId, q.after ?? null, limit],
+    )
+    return rows.map((row) => JSON.parse((row as { doc: string }).doc) as T)
+  }
+  return {
+    listTransactions: (tenantId, q) => keyset<StoredTransaction>(t.transactions, tenantId, q),
+    listIdempotency: (tenantId, q) => keyset<IdempotencyRecord>(t.idempotency, tenantId, q),
   }
 }
 

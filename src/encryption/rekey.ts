@@ -1,11 +1,13 @@
 import type { OutboxEntry, Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
-import type { Check, Op, Store } from '../store/index.js'
+import type { Check, Op } from '../store/index.js'
 import { clientKeyVersions } from './client-key-sealing.js'
 import { documentVersions } from './document-sealing.js'
 import { sealedVersion } from './keyring.js'
 import { openOutbox, outboxVersions, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
+import type { RekeyDeps } from './rekey-deps.js'
+import { resealAnswers, resealStaged } from './rekey-pending.js'
 import { openReactor, openToken, type Sealing, sealedPayload, sealReactor, sealToken } from './sealing.js'
 import { type Keyring, keysOf } from './tenant-keyring.js'
 
@@ -36,13 +38,7 @@ export interface RekeyProgress {
   retireAt?: string
 }
 
-/** What a sweep step needs: the store as stored (sealed records), the keyring, sealing without read rules. */
-export interface RekeyDeps {
-  store: Store
-  keyring: Keyring
-  sealing: Sealing
-  now: () => string
-}
+export type { RekeyDeps } from './rekey-deps.js'
 
 /** Any time before every expiry: counting "now" at this instant skips no token. */
 const DAWN = '0001-01-01T00:00:00.000Z'
@@ -96,7 +92,9 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
   await resealReactors(deps, tenantId, sweep.to)
   await resealProxies(deps, tenantId, sweep.to)
   await resealOutbox(deps, tenantId, sweep.to)
-  return finishPass(deps, tenant, keys, { ...sweep, done }, base)
+  const pending = await resealAnswers(deps, tenantId, sweep.to)
+  for (const v of await resealStaged(deps, tenantId, sweep.to)) pending.add(v)
+  return finishPass(deps, tenant, keys, { ...sweep, done }, base, pending)
 }
 
 /** The end of a pass: retire the older versions if the pass began late enough, else wait for that. */
@@ -106,6 +104,7 @@ async function finishPass(
   keys: TenantKeys,
   sweep: NonNullable<TenantKeys['sweep']>,
   base: Omit<RekeyProgress, 'done' | 'versions' | 'finished'>,
+  pending: Set<number>,
 ): Promise<RekeyProgress> {
   const retireAt = new Date(Date.parse(keys.rotated_at) + 2 * deps.keyring.rules.refreshMs).toISOString()
   if (sweep.started_at < retireAt) {
@@ -119,6 +118,8 @@ async function finishPass(
   // A proxy configuration a concurrent change kept from being re-sealed, or that does not open,
   // keeps the version it is under, so it stays as readable as it was.
   const kept = await proxyVersions(deps, tenant.id)
+  // Kept answers and staged writes that do not open, or that a transaction's changes kept from being re-sealed.
+  for (const v of pending) kept.add(v)
   for (const v of await outboxKept(deps, tenant.id)) kept.add(v)
   for (const v of await clientKeyVersions(deps.store, tenant.id)) kept.add(v)
   // Documents are not re-sealed: the versions their chunks are under stay.

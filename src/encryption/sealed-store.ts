@@ -1,4 +1,4 @@
-import type { StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
+import type { IdempotencyRecord, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
 import type { Check } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
@@ -135,10 +135,18 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     },
     async getIdempotency(tenantId, id) {
       const record = await inner.getIdempotency(tenantId, id)
-      if (record?.answer === undefined) return record
-      return { ...record, answer: await openAnswer(s, { ...record, answer: record.answer }) }
+      return record && openRecord(s, record)
+    },
+    async listIdempotency(tenantId, query) {
+      return Promise.all((await inner.listIdempotency(tenantId, query)).map((r) => openRecord(s, r)))
     },
   })
+}
+
+/** An idempotency record with its kept answer opened. */
+async function openRecord(s: Sealing, record: IdempotencyRecord): Promise<IdempotencyRecord> {
+  if (record.answer === undefined) return record
+  return { ...record, answer: await openAnswer(s, { ...record, answer: record.answer }) }
 }
 
 /** A guard as stored: a `*.unchanged` guard compares with the sealed record (a transaction record holds nothing sealed). */

@@ -303,6 +303,14 @@ export interface Store {
   getTransaction(tenantId: string, id: string): Promise<StoredTransaction | null>
 
   /**
+   * Keyset read of a tenant's transactions in id order (code-unit order), strictly after `after`
+   * when given, at most `limit`, in any state: what the key lifecycle walks to find the staged
+   * writes it re-seals. SQL: `… WHERE tenant_id = $1 AND id > $2 ORDER BY id COLLATE "C" LIMIT $3`
+   * over the primary key; LMDB: a range read of `tenant ‖ id`.
+   */
+  listTransactions(tenantId: string, query: { after?: string; limit: number }): Promise<StoredTransaction[]>
+
+  /**
    * The staged records of transaction `transactionId` over the tokens among `tokenIds` that it
    * staged, in the order of `tokenIds` (duplicates answered once). SQL: `… WHERE tenant_id = $1 AND
    * transaction_id = $2 AND token_id = ANY ($3)` over the primary key; LMDB: one `get` per id.
@@ -340,6 +348,13 @@ export interface Store {
 
   /** An idempotency record by id, expired or not (the service decides what expiry means). */
   getIdempotency(tenantId: string, id: string): Promise<IdempotencyRecord | null>
+  /**
+   * Keyset read of a tenant's idempotency records in id order (code-unit order), strictly after
+   * `after` when given, at most `limit`, expired or not: what the key lifecycle walks to re-seal the
+   * kept answers. SQL: `… WHERE tenant_id = $1 AND id > $2 ORDER BY id COLLATE "C" LIMIT $3` over
+   * the primary key; LMDB: a range read of `tenant ‖ id`.
+   */
+  listIdempotency(tenantId: string, query: { after?: string; limit: number }): Promise<IdempotencyRecord[]>
 
   /**
    * How many records of `kind` the tenant holds (see `CountedKind`), exactly as of some moment

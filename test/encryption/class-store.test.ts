@@ -124,6 +124,10 @@ class PrototypeStore implements Store {
     this.#count('getTransaction')
     return this.#inner.getTransaction(...a)
   }
+  listTransactions(...a: Parameters<Store['listTransactions']>) {
+    this.#count('listTransactions')
+    return this.#inner.listTransactions(...a)
+  }
   getStaged(...a: Parameters<Store['getStaged']>) {
     this.#count('getStaged')
     return this.#inner.getStaged(...a)
@@ -155,6 +159,10 @@ class PrototypeStore implements Store {
   getIdempotency(...a: Parameters<Store['getIdempotency']>) {
     this.#count('getIdempotency')
     return this.#inner.getIdempotency(...a)
+  }
+  listIdempotency(...a: Parameters<Store['listIdempotency']>) {
+    this.#count('listIdempotency')
+    return this.#inner.listIdempotency(...a)
   }
   getClientKey(...a: Parameters<Store['getClientKey']>) {
     this.#count('getClientKey')
@@ -249,6 +257,7 @@ const CONTRACT_METHODS = [
   'getTokenHeads',
   'getTokens',
   'getTransaction',
+  'listTransactions',
   'getStaged',
   'listStaged',
   'getSessionByNonce',
@@ -257,6 +266,7 @@ const CONTRACT_METHODS = [
   'getReactor',
   'listReactors',
   'getIdempotency',
+  'listIdempotency',
   'getClientKey',
   'listClientKeys',
   'getTokenIntent',
@@ -342,6 +352,7 @@ describe('a store written as a class', () => {
       getTokenHeads: () => store.getTokenHeads('t', ['x']),
       getTokens: () => store.getTokens('t', ['x']),
       getTransaction: () => store.getTransaction('t', 'tx'),
+      listTransactions: () => store.listTransactions('t', { limit: 10 }),
       getStaged: () => store.getStaged('t', 'tx', ['x']),
       listStaged: () => store.listStaged('t', 'tx', { limit: 10 }),
       getSessionByNonce: () => store.getSessionByNonce('t', 'nonce'),
@@ -350,6 +361,7 @@ describe('a store written as a class', () => {
       getReactor: () => store.getReactor('t', 'r'),
       listReactors: () => store.listReactors('t', page),
       getIdempotency: () => store.getIdempotency('t', 'i'),
+      listIdempotency: () => store.listIdempotency('t', { limit: 10 }),
       getClientKey: () => store.getClientKey('t', 'k'),
       listClientKeys: () => store.listClientKeys('t', page),
       getTokenIntent: () => store.getTokenIntent('t', 'i'),

@@ -70,4 +70,32 @@ export function idempotencyTests(fresh: () => Promise<Store>): void {
     expect(await list('2030-01-04T00:00:00.000Z', 2)).toHaveLength(2)
     await store.close()
   })
+
+  it("lists a tenant's idempotency records by id in keyset pages, expired or not, never another tenant's", async () => {
+    const store = await fresh()
+    const ids = ['k2', 'Z', 'k10', 'k1', 'old']
+    await store.write({
+      ops: [
+        ...ids.map((id) => ({
+          op: 'idempotency.put' as const,
+          record: idem(id, id === 'old' ? { expires_at: '2029-12-31T00:00:00.000Z' } : {}),
+        })),
+        { op: 'idempotency.put', record: idem('k0', { tenant_id: U }) },
+      ],
+    })
+    const page = async (after: string | undefined, limit: number) =>
+      (await store.listIdempotency(T, { ...(after === undefined ? {} : { after }), limit })).map((r) => r.id)
+    expect(await page(undefined, 10)).toEqual(['Z', 'k1', 'k10', 'k2', 'old'])
+    expect(await page(undefined, 2)).toEqual(['Z', 'k1'])
+    expect(await page('k1', 2)).toEqual(['k10', 'k2'])
+    expect(await page('k2', 2)).toEqual(['old'])
+    expect(await page('old', 2)).toEqual([])
+    // `after` need not be a record's id; a page of 0 is empty.
+    expect(await page('k15', 10)).toEqual(['k2', 'old'])
+    expect(await page(undefined, 0)).toEqual([])
+    expect(await store.listIdempotency(T, { limit: 1 })).toEqual([idem('Z')])
+    expect((await store.listIdempotency(U, { limit: 10 })).map((r) => r.id)).toEqual(['k0'])
+    expect(await store.listIdempotency('tenant-none', { limit: 10 })).toEqual([])
+    await store.close()
+  })
 }

@@ -472,6 +472,9 @@ export class ContractModel implements Store {
   async getTransaction(tenantId: string, id: string) {
     return json(this.transactions.find((t) => t.tenant_id === tenantId && t.id === id) ?? null)
   }
+  async listTransactions(tenantId: string, query: { after?: string; limit: number }) {
+    return keysetOf(this.transactions, tenantId, query)
+  }
   async getStaged(tenantId: string, transactionId: string, tokenIds: readonly string[]) {
     const found = [...new Set(tokenIds)].map((id) =>
       this.staged.find((w) => sameStaged(w, tenantId, transactionId, id)),
@@ -620,6 +623,9 @@ export class ContractModel implements Store {
   }
   async getIdempotency(tenantId: string, id: string) {
     return json(this.idempotency.find((r) => r.tenant_id === tenantId && r.id === id) ?? null)
+  }
+  async listIdempotency(tenantId: string, query: { after?: string; limit: number }) {
+    return keysetOf(this.idempotency, tenantId, query)
   }
   async countRecords(tenantId: string, kind: CountedKind): Promise<number> {
     switch (kind) {
@@ -798,4 +804,16 @@ function nameMatches(filter: string | undefined, name: string): boolean {
     at = found + piece.length
   }
   return n.length - last.length >= at && n.endsWith(last)
+}
+
+/** A keyset page of the tenant's records among `records` by id (code-unit order), after `after`. */
+function keysetOf<R extends { tenant_id: string; id: string }>(
+  records: readonly R[],
+  tenantId: string,
+  query: { after?: string; limit: number },
+): R[] {
+  const mine = records.filter(
+    (r) => r.tenant_id === tenantId && (query.after === undefined || compare(r.id, query.after) > 0),
+  )
+  return json(sortBy(mine, (r) => [r.id]).slice(0, Math.max(0, query.limit)))
 }

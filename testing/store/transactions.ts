@@ -325,4 +325,29 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
       await store.close()
     }
   }, 60_000)
+
+  it("lists a tenant's transactions by id in keyset pages, in any state, never another tenant's", async () => {
+    const store = await fresh()
+    await store.write({
+      ops: [
+        { op: 'transaction.put', transaction: tx('t2') },
+        { op: 'transaction.put', transaction: tx('T9', { state: 'committed', ended_at: NOW }) },
+        { op: 'transaction.put', transaction: tx('t10', { version: 3 }) },
+        { op: 'transaction.put', transaction: tx('t1', { state: 'expired', ended_at: LATER }) },
+        { op: 'transaction.put', transaction: tx('t0', { tenant_id: U }) },
+      ],
+    })
+    const page = async (after: string | undefined, limit: number) =>
+      (await store.listTransactions(T, { ...(after === undefined ? {} : { after }), limit })).map((t) => t.id)
+    expect(await page(undefined, 10)).toEqual(['T9', 't1', 't10', 't2'])
+    expect(await page(undefined, 3)).toEqual(['T9', 't1', 't10'])
+    expect(await page('t10', 3)).toEqual(['t2'])
+    expect(await page('t2', 3)).toEqual([])
+    expect(await page(undefined, 0)).toEqual([])
+    expect(await store.listTransactions(T, { after: 't1', limit: 1 })).toEqual([tx('t10', { version: 3 })])
+    expect((await store.listTransactions(U, { limit: 10 })).map((t) => t.id)).toEqual(['t0'])
+    await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 't1' }] })
+    expect(await page(undefined, 10)).toEqual(['T9', 't10', 't2'])
+    await store.close()
+  })
 }
