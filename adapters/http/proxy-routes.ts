@@ -78,7 +78,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       // Without an API key, only a pre-configured proxy with `require_auth: false` answers (the
       // inbound case); the core bounds its calls per tenant, as every proxy call's.
       if (apiKey === '' && key !== null)
-        return outgoingOf(await deps.service.proxy.invoke(await callOf()), prefixes)
+        return outgoingOf(await deps.service.proxy.invoke(await callOf(), { requestId }), prefixes)
       return await deps.admitted(apiKey, bytes, async () => {
         const idempotencyKey =
           method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)

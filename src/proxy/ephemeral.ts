@@ -114,6 +114,8 @@ const keyRequired = () => new ServiceError('unauthenticated', 'an API key is req
 /**
  * A call without an API key (the inbound case): only a pre-configured proxy with `require_auth:
  * false` takes one, named by `proxy_key`; anything else answers 401, as a call without a key does.
+ * `found` is given the tenant and the proxy once the key proved to be the proxy's (a forged key
+ * leaves it empty), for the caller's audit entry.
  * It runs as no one (`contextOf` makes the call's context for a principal holding nothing): its
  * body's expressions are not replaced, and only the transforms' `bt` (the proxy's `application`)
  * reaches tokens.
@@ -121,6 +123,7 @@ const keyRequired = () => new ServiceError('unauthenticated', 'an API key is req
 export async function anonymousCall(
   contextOf: (principal: Principal) => Ctx,
   input: unknown,
+  found: { tenantId?: string; proxyId?: string } = {},
 ): Promise<ProxyAnswer> {
   const call = parseProxyCall(input)
   const named = call.proxy_key ? parseProxyKey(call.proxy_key) : null
@@ -134,7 +137,11 @@ export async function anonymousCall(
   }
   const ctx = contextOf(principal)
   const proxy = await proxyByKey(ctx, call.proxy_key).catch(() => null)
-  if (!proxy || proxy.require_auth) throw keyRequired()
+  if (!proxy) throw keyRequired()
+  // The key is the proxy's own (its MAC checked): the call is told to the tenant's audit log.
+  found.tenantId = named.tenantId
+  found.proxyId = proxy.id
+  if (proxy.require_auth) throw keyRequired()
   const { method, path, query } = call
   const headers = forwardedHeaders(call.headers)
   return preconfiguredCall(ctx, proxy, {

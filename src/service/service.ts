@@ -1,7 +1,8 @@
 import type { ApplicationWithKey } from '../applications/index.js'
 import { authenticate, hashApiKey } from '../applications/index.js'
-import { anonymousCall, type ProxyAnswer } from '../proxy/index.js'
+import type { ProxyAnswer } from '../proxy/index.js'
 import { type Admin, createAdmin, type TestAdmin, testPowers } from './admin.js'
+import { type AnonymousProxyOptions, anonymousProxyCall } from './anonymous-proxy.js'
 import { type Client, type ConnectOptions, connectClient } from './client.js'
 import type { OperationJournal, VaultEvent } from './journal.js'
 import type { ServiceOptions } from './options.js'
@@ -35,8 +36,10 @@ export interface Service {
   /**
    * The proxy without an API key (the inbound case): `invoke` calls the pre-configured proxy named
    * by `proxy_key` when it has `require_auth: false`, and answers 401 otherwise (see `anonymousCall`).
+   * The call is in the proxy's tenant's audit log (actor `proxy`), with `options.requestId` when
+   * given (see `anonymousProxyCall`).
    */
-  proxy: { invoke(input: unknown): Promise<ProxyAnswer> }
+  proxy: { invoke(input: unknown, options?: AnonymousProxyOptions): Promise<ProxyAnswer> }
   /**
    * The journal of operations, in-process and over HTTP alike: time, tenant, actor, operation,
    * outcome and the ids touched — never token data, keys or nonces. The newest `journalSize` entries.
@@ -80,7 +83,7 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       }
     },
     journal,
-    proxy: { invoke: (input) => anonymousCall((principal) => w.contextFor(principal, undefined), input) },
+    proxy: { invoke: (input, callOptions) => anonymousProxyCall(w, input, callOptions) },
     on: (_event, listener) => journal.on(listener),
     async ready() {
       try {

@@ -6,8 +6,12 @@ export interface WriteBatch {
   ops: Op[]
 }
 
-/** Who acts in a write: an application or session key, the host's admin API, or the service itself (sweep). */
-export type ActorType = 'application' | 'session' | 'admin' | 'system'
+/**
+ * Who acts in a write: an application or session key, the host's admin API, the service itself
+ * (sweep), or a pre-configured proxy called without an API key (`require_auth: false`: the caller
+ * is known only by the proxy's key).
+ */
+export type ActorType = 'application' | 'session' | 'admin' | 'system' | 'proxy'
 
 /**
  * What a write's effects are derived from besides the batch: the call it belongs to. Read once per
@@ -16,7 +20,7 @@ export type ActorType = 'application' | 'session' | 'admin' | 'system'
 export interface WriteEffectContext {
   /** The tenant the call acts in; null for a call that acts in none (an admin call over all tenants). */
   tenantId: string | null
-  /** The application or session id; null for `admin` and `system`. */
+  /** The application, session or proxy id; null for `admin` and `system`. */
   actorId: string | null
   actorType: ActorType
   /** The request id the HTTP adapter answers in `x-request-id`, when the call came through it. */

@@ -1,0 +1,55 @@
+import { entriesOfCall } from '../audit/index.js'
+import { anonymousCall, type ProxyAnswer } from '../proxy/index.js'
+import { failureCode } from './journal.js'
+import type { Wiring } from './wiring.js'
+
+/** Options of one call of the proxy without an API key. */
+export interface AnonymousProxyOptions {
+  /** The HTTP adapter's request id: the audit entry carries it, as every call's does. */
+  requestId?: string
+}
+
+/**
+ * A call of a pre-configured proxy without an API key (`require_auth: false`, see `anonymousCall`),
+ * told to its tenant's audit log once the key proved to be the proxy's: one entry, actor
+ * `proxy` (the proxy's id: the caller is known by nothing else), entity the proxy, the outcome and
+ * the request id; never the request's body, query or headers. The answer leaves only once its
+ * entry is committed (a failed commit answers instead), as for a call with a key. A key that is not
+ * a proxy's (unknown, forged) is logged nowhere: it names a tenant it may not write to.
+ */
+export async function anonymousProxyCall(
+  w: Wiring,
+  input: unknown,
+  options: AnonymousProxyOptions = {},
+): Promise<ProxyAnswer> {
+  const found: { tenantId?: string; proxyId?: string } = {}
+  let answer: ProxyAnswer
+  try {
+    answer = await anonymousCall((principal) => w.contextFor(principal, undefined), input, found)
+  } catch (error) {
+    await logAnonymous(w, found, options, failureCode(error)).catch(() => {})
+    throw error
+  }
+  await logAnonymous(w, found, options, 'success')
+  return answer
+}
+
+/** The audit entry of one anonymous call, when its proxy was found and the log is on. */
+async function logAnonymous(
+  w: Wiring,
+  found: { tenantId?: string; proxyId?: string },
+  options: AnonymousProxyOptions,
+  outcome: string,
+): Promise<void> {
+  const { tenantId, proxyId } = found
+  if (!w.audit || tenantId === undefined || proxyId === undefined) return
+  const context = {
+    tenantId,
+    actorId: proxyId,
+    actorType: 'proxy' as const,
+    requestId: options.requestId ?? null,
+    operation: 'proxy.invoke',
+    now: w.now(),
+  }
+  await w.audit.commit(tenantId, entriesOfCall(context, [proxyId], outcome))
+}
