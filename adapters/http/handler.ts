@@ -3,14 +3,14 @@ import { ServiceError, sha256 } from '../../src/kernel/index.js'
 import { type Client, keepsAnswer, type Service, unchecked } from '../../src/service/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { type AdmissionBounds, admissionBounds, admitter } from './admission.js'
-import { answerText } from './answer-text.js'
+import { sizedAnswerText } from './answer-text.js'
 import { declaredBodyBytes, readJsonBody, requireMediaType } from './body.js'
 import { type BinaryResult, binaryAnswer, declaredUploadBytes, readUpload } from './document-routes.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { notBuilt } from './not-built.js'
 import { openApiDocument } from './openapi.js'
-import { pacedAnswer } from './paced-answer.js'
+import { PACED_ANSWER_CHARS, pacedAnswer } from './paced-answer.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { isProxyPath, proxyRoute } from './proxy-routes.js'
 import { parseQuery, type Query } from './query.js'
@@ -367,11 +367,13 @@ async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoi
   if (route.status === 204 || result === undefined) {
     return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
   }
-  const text = await answerText(result)
+  const { text, bytes } = await sizedAnswerText(result)
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'cache-control': 'no-store',
   }
+  // A paced answer's length, counted piece by piece as it was serialized (see `pacedAnswer`).
+  if (text.length > PACED_ANSWER_CHARS) headers['content-length'] = String(bytes)
   // An answer too long to keep for replay says so: a repeat of the request will be refused.
   if (idempotencyKey !== null && !keepsAnswer(text)) headers['idempotency-replayable'] = 'false'
   return { status: route.status, headers, body: text }

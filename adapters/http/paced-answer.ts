@@ -44,13 +44,16 @@ export function pacedText(text: string, done: () => void): ReadableStream<Uint8A
 
 /**
  * A text answer over `PACED_ANSWER_CHARS` as a paced stream (`pacedText`) with its `Content-Length`
- * set, `done` called once its last piece is taken (or its reader cancels); null for any other answer
- * (short, binary or a stream already), which is handed on as it is. Admission keeps a paced answer's
- * place in its tenant's lane until then, so one tenant's large answers being written count among its
- * requests in flight, and another tenant's request waits behind one piece of each, not all of them.
+ * (the one `out` carries, else counted here), `done` called once its last piece is taken (or its
+ * reader cancels); null for any other answer (short, binary or a stream already), which is handed
+ * on as it is. Admission keeps a paced answer's place in its tenant's lane until then, so one
+ * tenant's large answers being written count among its requests in flight, and another tenant's
+ * request waits behind one piece of each, not all of them.
  */
 export function pacedAnswer(out: Outgoing, done: () => void): Outgoing | null {
   if (typeof out.body !== 'string' || out.body.length <= PACED_ANSWER_CHARS) return null
-  const headers = { ...out.headers, 'content-length': String(Buffer.byteLength(out.body)) }
+  // The length is the one counted as the answer was serialized, else counted here.
+  const length = out.headers['content-length'] ?? String(Buffer.byteLength(out.body))
+  const headers = { ...out.headers, 'content-length': length }
   return { ...out, headers, body: pacedText(out.body, done) }
 }

@@ -3,7 +3,7 @@
  * 64 KiB of text have added up, and its text is exactly `JSON.stringify`'s.
  */
 import { describe, expect, it } from 'vitest'
-import { answerText } from '../../adapters/http/answer-text.js'
+import { answerText, sizedAnswerText } from '../../adapters/http/answer-text.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { type Client, createService, manualClock, type Service } from '../../entry/index.js'
@@ -25,6 +25,26 @@ describe('answer text', () => {
       },
     ]
     for (const value of values) expect(await answerText(value)).toBe(JSON.stringify(value))
+  })
+
+  it('counts its UTF-8 bytes as it serializes, pages and anything else', async () => {
+    const values: unknown[] = [
+      null,
+      'é',
+      { data: [] },
+      { data: ['😀'] },
+      {
+        pagination: { next: 'é' },
+        data: ['a', undefined, 'é'.repeat(70_000), { b: '😀'.repeat(20_000) }],
+        z: 1,
+      },
+      { data: [1, 2], f: () => 1, é: { data: [3] } },
+    ]
+    for (const value of values) {
+      const { text, bytes } = await sizedAnswerText(value)
+      expect(text).toBe(JSON.stringify(value))
+      expect(bytes).toBe(Buffer.byteLength(text))
+    }
   })
 
   it('over the handler: a page of three 70 000-character items lets other work run between items', async () => {
