@@ -139,6 +139,10 @@ export function holds(dbs: Databases, c: Check): boolean {
       const stored = read(dbs.outbox, c.tenant_id, c.id)
       return stored !== undefined && sameStored(stored, c.entry)
     }
+    case 'proxy.unchanged': {
+      const stored = read(dbs.proxies, c.tenant_id, c.id)
+      return stored !== undefined && sameStored(stored, c.proxy)
+    }
     case 'count.within':
       return ((dbs.meta.get(countKey(c.kind, c.tenant_id)) as number | undefined) ?? 0) <= c.max
     case 'tenant.unchanged': {

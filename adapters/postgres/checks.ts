@@ -66,6 +66,9 @@ function expression(t: Tables, c: Check, p: (value: unknown) => string): string 
         AND (doc ->> 'fingerprint') COLLATE "C" = ${p(c.fingerprint)} AND (expires_at IS NULL OR expires_at > ${p(c.now)}))`
     case 'token_intent.present':
       return `EXISTS (SELECT 1 FROM ${t.schema}.token_intents WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)})`
+    case 'proxy.unchanged':
+      return `EXISTS (SELECT 1 FROM ${t.schema}.proxies WHERE tenant_id = ${p(c.tenant_id)} AND id = ${p(c.id)}
+        AND doc = (${p(JSON.stringify(c.proxy))})::jsonb)`
     case 'webhook.present':
     case 'outbox.unchanged':
     case 'count.within':

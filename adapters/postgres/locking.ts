@@ -62,6 +62,8 @@ function checkNames(c: Check): string[] {
       return [name('webhook', c.tenant_id, c.id)]
     case 'outbox.unchanged':
       return [name('outbox', c.tenant_id, c.id)]
+    case 'proxy.unchanged':
+      return [name('proxy', c.tenant_id, c.id)]
     case 'count.within':
       // Writes that keep one bound serialize on it: none reads the count another is about to change.
       return [name('count', c.tenant_id, c.kind)]

@@ -91,6 +91,12 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'token_intent.present guard',
     sql: (s) => writeFunctionSql(s),
   },
+  {
+    // The write function learns the `proxy.unchanged` guard the key lifecycle re-seals a proxy under.
+    version: 13,
+    name: 'proxy.unchanged guard',
+    sql: (s) => writeFunctionSql(s),
+  },
 ]
 
 /**

@@ -172,6 +172,9 @@ BEGIN
         _ok := EXISTS (SELECT 1 FROM ${s}.tenants WHERE id = _c ->> 'tenant_id' AND doc = _c -> 'tenant');
       WHEN 'token_intent.present' THEN
         _ok := EXISTS (SELECT 1 FROM ${s}.token_intents WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
+      WHEN 'proxy.unchanged' THEN
+        _ok := EXISTS (SELECT 1 FROM ${s}.proxies WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id'
+          AND doc = _c -> 'proxy');
 ${webhookChecksSql(s)}      ELSE
         RAISE EXCEPTION 'tv_write: unknown check %', _c ->> 'check';
     END CASE;

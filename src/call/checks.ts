@@ -49,6 +49,8 @@ export function checkFailure(check: Check): ServiceError {
       return invalid('token_intent_id', 'names a token intent converted or deleted meanwhile')
     case 'outbox.unchanged':
       return conflict('the delivery was changed concurrently; retry')
+    case 'proxy.unchanged':
+      return conflict('the proxy was changed concurrently; retry')
     case 'count.within':
       return check.kind === 'webhook'
         ? tooMany(`a tenant may have at most ${check.max + 1} webhooks`, 60)

@@ -271,11 +271,10 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
 }
 
 /**
- * Re-seals the tenant's proxy configurations not under `to`. No store guard compares a proxy, so
- * each is read again just before its write and written only if it is still the one re-sealed: a
- * change landing between that read and the write (a few µs in process, a round trip on
- * PostgreSQL) is overwritten by the re-sealed older configuration. A proxy that does not open is
- * left as it is (its version is then kept, see `finishPass`).
+ * Re-seals the tenant's proxy configurations not under `to`, each guarded by `proxy.unchanged` on
+ * the proxy read: a concurrent change wins (it was sealed under the current version). A proxy that
+ * does not open, or that a concurrent change kept from being re-sealed, is left as it is (its
+ * version is then kept, see `finishPass`).
  */
 async function resealProxies(deps: RekeyDeps, tenantId: string, to: number): Promise<void> {
   const PAGE = 100
@@ -289,9 +288,10 @@ async function resealProxies(deps: RekeyDeps, tenantId: string, to: number): Pro
       } catch {
         continue
       }
-      const now = await deps.store.getProxy(tenantId, stored.id)
-      if (now === null || JSON.stringify(now) !== JSON.stringify(stored)) continue
-      await deps.store.write({ ops: [{ op: 'proxy.put', proxy }] })
+      await deps.store.write({
+        checks: [{ check: 'proxy.unchanged', tenant_id: tenantId, id: stored.id, proxy: stored }],
+        ops: [{ op: 'proxy.put', proxy }],
+      })
     }
     if (page.items.length < PAGE) return
     await turn()

@@ -160,6 +160,15 @@ async function sealCheck(s: Sealing, inner: Store, check: Check): Promise<Check>
     )
     return { ...check, reactor }
   }
+  if (check.check === 'proxy.unchanged') {
+    const proxy = await sealedForGuard(
+      check.proxy,
+      (p) => openProxy(s, p),
+      (p) => sealProxy(s, p),
+      () => inner.getProxy(check.tenant_id, check.id),
+    )
+    return { ...check, proxy }
+  }
   if (check.check === 'outbox.unchanged' && check.entry.kind !== 'webhook') {
     const entry = await sealedForGuard(
       check.entry,

@@ -205,6 +205,8 @@ export type Check =
   | { check: 'webhook.present'; tenant_id: string; id: string }
   /** The outbox entry exists and equals the given one as JSON (compare-and-set: a claim, a result). */
   | { check: 'outbox.unchanged'; tenant_id: string; id: string; entry: OutboxEntry }
+  /** The proxy exists and equals the given one as JSON (compare-and-set: the key lifecycle's re-seal). */
+  | { check: 'proxy.unchanged'; tenant_id: string; id: string; proxy: StoredProxy }
   /**
    * The tenant holds at most `max` records of `kind` (`countRecords`) before this write: a per-tenant
    * bound kept in the write itself (the core passes the bound less what the write adds).

@@ -11,10 +11,14 @@ import type { IdempotencyRecord } from '../../src/kernel/index.js'
 import { delegatingStore, type Store } from '../../src/store/index.js'
 import { pendingVersions } from './key-pending.js'
 
-/** A memory store whose `listIdempotency` and `listStaged` each run their hook (once, when set) after reading. */
+/** A memory store whose `listIdempotency`, `listStaged` and `listProxies` each run their hook (once, when set) after reading. */
 function hookedStore() {
   const inner = memoryStore()
-  const hooks: { idempotency?: () => Promise<void>; staged?: () => Promise<void> } = {}
+  const hooks: {
+    idempotency?: () => Promise<void>
+    staged?: () => Promise<void>
+    proxies?: () => Promise<void>
+  } = {}
   const fire = async (name: keyof typeof hooks) => {
     const run = hooks[name]
     delete hooks[name]
@@ -29,6 +33,11 @@ function hookedStore() {
     async listStaged(t, tx, q) {
       const page = await inner.listStaged(t, tx, q)
       await fire('staged')
+      return page
+    },
+    async listProxies(t, q) {
+      const page = await inner.listProxies(t, q)
+      await fire('proxies')
       return page
     },
   })
@@ -121,6 +130,33 @@ describe('re-sealing kept answers and staged writes is guarded', () => {
     expect(hooks.idempotency).toBeUndefined()
     expect(progress.versions).toEqual([2])
     expect((await inner.dump()).idempotency).toEqual([retaken])
+    await service.close()
+  })
+
+  it("a proxy's change that lands between the pass reading the proxy and writing it wins", async () => {
+    const { store, hooks } = hookedStore()
+    const { service, tenantId, rotateLate } = await vault(store)
+    const management = await service.admin.createApplication({
+      tenantId,
+      name: 'p',
+      type: 'management',
+      permissions: ['proxy:create', 'proxy:read', 'proxy:update'],
+    })
+    const admin = service.connect(management.key)
+    const proxy = await admin.proxies.create({
+      name: 'p',
+      destination_url: 'https://api.example.test',
+      configuration: { SECRET: 'before' },
+    })
+    await rotateLate()
+    hooks.proxies = async () => {
+      await admin.proxies.patch(proxy.id, { configuration: { SECRET: 'concurrent' } })
+    }
+    const progress = await service.admin.reencrypt({ tenantId, batchSize: 10 })
+    expect(hooks.proxies).toBeUndefined()
+    expect((await admin.proxies.get(proxy.id)).configuration).toEqual({ SECRET: 'concurrent' })
+    // The change was sealed under the current version: nothing holds version 1 any more.
+    expect(progress.versions).toEqual([2])
     await service.close()
   })
 })

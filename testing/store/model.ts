@@ -163,6 +163,11 @@ export class ContractModel implements Store {
           this.outbox.find((e) => e.tenant_id === c.tenant_id && e.id === c.id),
           c.entry,
         )
+      case 'proxy.unchanged':
+        return same(
+          this.proxies.find((p) => p.tenant_id === c.tenant_id && p.id === c.id),
+          c.proxy,
+        )
       case 'tenant.unchanged':
         return same(
           this.tenants.find((t) => t.id === c.tenant_id),

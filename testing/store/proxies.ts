@@ -79,4 +79,27 @@ export function proxiesTests(fresh: () => Promise<Store>): void {
     expect(await ids({ offset: 0, limit: 10, ids: ['a', 'z', 'missing'] })).toEqual({ ids: ['a'], total: 1 })
     await store.close()
   })
+
+  it('proxy.unchanged holds for the proxy as stored, and fails once it changed, for another tenant or an absent proxy', async () => {
+    const store = await fresh()
+    const stored = { ...proxy('p1'), configuration: { SECRET: 'a' } }
+    await put(store, stored)
+    await put(store, { ...stored, tenant_id: U, configuration: { SECRET: 'u' } })
+    const reseal = (tenant: string, id: string, as: StoredProxy) =>
+      store.write({
+        checks: [{ check: 'proxy.unchanged', tenant_id: tenant, id, proxy: as }],
+        ops: [{ op: 'proxy.put', proxy: { ...as, configuration: { SECRET: 'resealed' } } }],
+      })
+    const changed = { ...stored, configuration: { SECRET: 'changed' } }
+    await put(store, changed)
+    expect((await reseal(T, 'p1', stored)).ok).toBe(false)
+    expect(await store.getProxy(T, 'p1')).toEqual(changed)
+    expect((await reseal(T, 'p2', { ...stored, id: 'p2' })).ok).toBe(false)
+    expect(await store.getProxy(T, 'p2')).toBeNull()
+    expect((await reseal(U, 'p1', changed)).ok).toBe(false)
+    expect((await reseal(T, 'p1', changed)).ok).toBe(true)
+    expect((await store.getProxy(T, 'p1'))?.configuration).toEqual({ SECRET: 'resealed' })
+    expect((await store.getProxy(U, 'p1'))?.configuration).toEqual({ SECRET: 'u' })
+    await store.close()
+  })
 }
