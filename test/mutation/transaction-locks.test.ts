@@ -25,6 +25,8 @@ async function world() {
   const base = memoryStore()
   const seen = {
     writes: 0,
+    /** The most ops one write held. */
+    maxOps: 0,
     stagedReads: 0,
     stagedRecords: 0,
     /** token id → the transaction whose lock record the store holds for it. */
@@ -46,6 +48,7 @@ async function world() {
         await hook.run()
       }
       seen.writes++
+      seen.maxOps = Math.max(seen.maxOps, batch.ops.length)
       const result = await base.write(batch)
       if (result.ok)
         for (const op of batch.ops) {
@@ -279,6 +282,47 @@ describe('a lock another transaction took over once the first expired', () => {
 })
 
 describe('within the bounds, an end is one store write', () => {
+  it('of a transaction that staged nothing: commit and rollback read no staged record', async () => {
+    const w = await world()
+    for (const end of ['commit', 'rollback'] as const) {
+      const tx = await w.client.transactions.create()
+      w.seen.writes = 0
+      w.seen.stagedReads = 0
+      await w.client.transactions[end](tx.id)
+      expect(w.seen.writes).toBe(1)
+      expect(w.seen.stagedReads).toBe(0)
+      expect(await w.stored(tx.id)).toMatchObject({ state: end === 'commit' ? 'committed' : 'rolled_back' })
+    }
+  })
+
+  it('exactly 16 MiB of staged token JSON and a staged delete commit: a delete stages no token JSON', async () => {
+    const w = await world()
+    const [gone] = await w.tokens(1)
+    const tx = await w.client.transactions.create()
+    const inTx = w.inTx(tx.id)
+    const MiB = 1024 * 1024
+    const chars = async () => (await w.stored(tx.id)).staged_chars ?? 0
+    await inTx.tokens.delete(gone!)
+    await inTx.tokens.create({ type: 'token', data: 'x'.repeat(MiB) })
+    const overhead = (await chars()) - MiB
+    for (let i = 0; i < 14; i++) await inTx.tokens.create({ type: 'token', data: 'x'.repeat(MiB) })
+    await inTx.tokens.create({ type: 'token', data: 'x'.repeat(16 * MiB - (await chars()) - overhead) })
+    expect(await chars()).toBe(16 * MiB)
+    await w.client.transactions.commit(tx.id)
+    expect((await w.client.tokens.list({ size: 1 })).pagination.total_items).toBe(16)
+    expect((await failure(w.client.tokens.get(gone!))).code).toBe('not_found')
+  })
+
+  it("an open transaction's admin view lists the tokens it locks", async () => {
+    const w = await world()
+    const [a, b] = await w.tokens(2)
+    const tx = await w.client.transactions.create()
+    await w.inTx(tx.id).tokens.update(a!, { data: 'a2' })
+    await w.inTx(tx.id).tokens.delete(b!)
+    const view = await w.service.admin.view.transactions(w.tenant.id)
+    expect(view.data).toMatchObject([{ id: tx.id, locks: [a, b].sort(), staged: 2 }])
+  })
+
   it('a rollback of 1000 staged writes (the bound) is one write; the commit of 999 reads them in one store call', async () => {
     const w = await world()
     const tx = await w.stageDirect(names(1000))
@@ -347,33 +391,65 @@ describe('a transaction staged before the bounds existed (no totals kept)', () =
     async (state, n) => {
       const w = await world()
       const tx = await w.stageDirect(names(n), true)
+      w.seen.writes = 0
+      w.seen.maxOps = 0
       if (state === 'expired') {
         w.clock.advance(HOUR)
         expect((await w.service.admin.sweep()).transactions).toBe(1)
-      } else await w.client.transactions.rollback(tx.id)
+      } else {
+        await w.client.transactions.rollback(tx.id)
+        // The end, then 64 staged records and their locks a write.
+        expect(w.seen.writes).toBeLessThanOrEqual(1 + Math.ceil(n / 64))
+      }
+      // No write holds more than the 1000 staged records (and their locks) a commit may apply.
+      expect(w.seen.maxOps).toBeLessThanOrEqual(1 + 2 * 1000)
       expect(await w.stored(tx.id)).toMatchObject({ state: state === 'expired' ? 'expired' : 'rolled_back' })
       expect(await w.stagedOf(tx.id)).toEqual([])
       expect(w.locksOf(tx.id)).toEqual([])
     },
   )
 
-  it('past 16 MiB of staged token JSON is refused at commit, and rolls back', async () => {
+  it('of 65 tokens of 256 KiB (past 16 MiB) is refused at commit having read one page of 64, and rolls back whole', async () => {
     const w = await world()
     const tx = await w.client.transactions.create()
     const inTx = w.inTx(tx.id)
-    const MiB = 1024 * 1024
-    // Two stretches of 9 MiB, each within the bound as staged, its totals then dropped as a
-    // version before the bounds would have kept none.
-    for (let stretch = 0; stretch < 2; stretch++) {
-      for (let i = 0; i < 9; i++) await inTx.tokens.create({ type: 'token', data: 'x'.repeat(MiB) })
+    // Two stretches, each within the bound as staged, the totals then dropped as a version before
+    // the bounds would have kept none.
+    for (const n of [40, 25]) {
+      for (let i = 0; i < n; i++) await inTx.tokens.create({ type: 'token', data: 'x'.repeat(256 * 1024) })
       const { staged_writes: _w, staged_chars: _c, ...legacy } = await w.stored(tx.id)
       expect((await w.base.write({ ops: [{ op: 'transaction.put', transaction: legacy }] })).ok).toBe(true)
     }
+    w.seen.stagedRecords = 0
     const refused = await failure(w.client.transactions.commit(tx.id))
     expect(refused.code).toBe('validation_failed')
     expect(refused.message).toContain('16777216')
+    expect(w.seen.stagedRecords).toBe(64)
     expect((await w.client.tokens.list({ size: 1 })).pagination.total_items).toBe(0)
     await w.client.transactions.rollback(tx.id)
+    expect(await w.stored(tx.id)).toMatchObject({ state: 'rolled_back' })
     expect(await w.stagedOf(tx.id)).toEqual([])
+    expect(w.locksOf(tx.id)).toEqual([])
+  })
+
+  it('a write staged while its rollback is on its way is discarded with it, and the end is of the transaction as last written', async () => {
+    const w = await world()
+    const [a] = await w.tokens(1)
+    const tx = await w.stageDirect(names(1001), true)
+    const inTx = w.inTx(tx.id)
+    w.seen.before = {
+      when: (batch) =>
+        !batch.ops.some((op) => op.op === 'staged.delete') &&
+        batch.ops.some((op) => op.op === 'transaction.put' && op.transaction.state === 'rolled_back'),
+      run: async () => {
+        await inTx.tokens.update(a!, { data: 'raced' })
+      },
+    }
+    await w.client.transactions.rollback(tx.id)
+    expect(w.seen.before).toBeUndefined()
+    expect(await w.stored(tx.id)).toMatchObject({ state: 'rolled_back', version: 1002, staged_writes: 1 })
+    expect(await w.stagedOf(tx.id)).toEqual([])
+    expect(w.locksOf(tx.id)).toEqual([])
+    await w.client.tokens.update(a!, { data: 'outside' })
   })
 })

@@ -67,7 +67,10 @@ describe('whose transaction, and while it is open', () => {
       w.inTx('00000000-0000-4000-8000-000000000000'),
     ]
     for (const c of callers) {
-      expect((await failure(c.tokens.get(a.id))).code).toBe('not_found')
+      expect(await failure(c.tokens.get(a.id))).toMatchObject({
+        code: 'not_found',
+        message: expect.stringContaining('transaction not found'),
+      })
       expect((await failure(c.tokens.update(a.id, { data: 'x' }))).code).toBe('not_found')
       expect((await failure(c.tokens.delete(a.id))).code).toBe('not_found')
       expect((await failure(c.tokens.create({ type: 'token', data: 'x' }))).code).toBe('not_found')
@@ -90,7 +93,10 @@ describe('whose transaction, and while it is open', () => {
     expect((await inTx.tokens.get(a.id)).data).toBe('a in tx')
     const version = (await w.stored(tx.id))?.version
     w.clock.advance(1)
-    expect((await failure(inTx.tokens.get(a.id))).code).toBe('conflict')
+    expect(await failure(inTx.tokens.get(a.id))).toMatchObject({
+      code: 'conflict',
+      message: expect.stringContaining('not open'),
+    })
     expect((await failure(inTx.tokens.update(b.id, { data: 'late' }))).code).toBe('conflict')
     expect((await failure(inTx.tokens.delete(b.id))).code).toBe('conflict')
     expect((await failure(inTx.tokens.create({ type: 'token', data: 'late' }))).code).toBe('conflict')
@@ -120,6 +126,7 @@ describe('a read through a transaction', () => {
     const tx = await w.client.transactions.create()
     w.seen.stagedReads = 0
     expect((await w.inTx(tx.id).tokens.get(a.id)).data).toBe('a')
+    await w.inTx(tx.id).tokens.create({ id: 'first', type: 'token', data: 'first' })
     expect(w.seen.stagedReads).toBe(0)
   })
 
@@ -134,7 +141,10 @@ describe('a read through a transaction', () => {
     await inTx.tokens.delete(b.id)
     const made = await inTx.tokens.create({ type: 'token', data: 'made' })
     expect((await inTx.tokens.get(a.id)).data).toBe('a staged')
-    expect((await failure(inTx.tokens.get(b.id))).code).toBe('not_found')
+    expect(await failure(inTx.tokens.get(b.id))).toMatchObject({
+      code: 'not_found',
+      message: expect.stringContaining('token not found'),
+    })
     expect((await failure(inTx.tokens.update(b.id, { data: 'gone' }))).code).toBe('not_found')
     expect((await inTx.tokens.get(c.id)).data).toBe('c')
     expect((await inTx.tokens.get(made.id)).data).toBe('made')
@@ -189,7 +199,10 @@ describe('a read through a transaction', () => {
     expect((await failure(w.client.tokens.children.link(parent.id, early.id))).code).toBe('not_found')
     expect((await failure(w.client.tokens.children.link(early.id, late.id))).code).toBe('not_found')
     expect((await failure(w.client.tokens.children.link(late.id, early.id))).code).toBe('not_found')
-    expect((await failure(w.client.tokens.children.link(parent.id, 'absent'))).code).toBe('not_found')
+    expect(await failure(w.client.tokens.children.link(parent.id, 'absent'))).toMatchObject({
+      code: 'not_found',
+      message: expect.stringContaining('token not found'),
+    })
     expect((await failure(w.client.tokens.children.link('absent', parent.id))).code).toBe('not_found')
     await w.client.tokens.children.link(parent.id, late.id)
     expect((await w.client.tokens.children.list(parent.id)).data.map((t) => t.id)).toEqual([late.id])
@@ -279,6 +292,34 @@ describe('a write through a transaction', () => {
     expect((await failure(w.client.tokens.get(a.id))).code).toBe('not_found')
     expect((await w.base.dump()).associations).toEqual([])
     expect((await w.client.tokens.get(kid.id)).data).toBe('kid')
+  })
+
+  it('a delete that loses the race every time answers 409 once the tries are spent, staging nothing', async () => {
+    const w = await world()
+    const a = await w.client.tokens.create({ type: 'token', data: 'a' })
+    const tx = await w.client.transactions.create()
+    const inTx = w.inTx(tx.id)
+    let raced = 0
+    const race = {
+      when: (batch: WriteBatch) =>
+        batch.ops.some((op) => op.op === 'staged.put' && op.staged.token_id === a.id),
+      run: async () => {
+        raced++
+        // Another write into the same transaction lands first, every time.
+        await w.base.write({
+          ops: [
+            { op: 'transaction.put', transaction: { ...(await w.stored(tx.id))!, version: 1000 + raced } },
+          ],
+        })
+        w.seen.before = race
+      },
+    }
+    w.seen.before = race
+    expect((await failure(inTx.tokens.delete(a.id))).code).toBe('conflict')
+    w.seen.before = undefined
+    expect(raced).toBeGreaterThan(1)
+    expect((await w.base.dump()).staged).toEqual([])
+    expect((await w.client.tokens.get(a.id)).data).toBe('a')
   })
 
   it('outside a transaction, a delete refused for a reason other than a race answers it (409 locked), changing nothing', async () => {
