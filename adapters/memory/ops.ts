@@ -1,21 +1,22 @@
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { copiedToken, copy } from '../../src/store/index.js'
-import { MemoryChecks } from './checks.js'
+import { applyOp } from './apply.js'
+import { failedCheck } from './checks.js'
+import type { MemoryMaps } from './maps.js'
 
-/** A memory state's writes: a batch applied atomically when its checks hold, one op at a time. */
-export class MemoryOps extends MemoryChecks {
-  /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
-  write(batch: { checks?: readonly Check[]; ops: readonly Op[] }): WriteResult {
-    const failed = this.failedCheck(batch.checks ?? [])
-    if (failed) return { ok: false, failed }
-    for (const op of batch.ops) {
-      this.apply(op.op === 'token.put' ? { op: 'token.put', token: copiedToken(op.token) } : copy(op))
-    }
-    return { ok: true }
+/**
+ * Applies a batch to the maps atomically if its checks hold, one op at a time, each a copy of the
+ * caller's (the state never holds an object the caller still has). Synchronous: nothing
+ * interleaves, so in one process batches are atomic and serialized.
+ */
+export function writeBatch(
+  m: MemoryMaps,
+  batch: { checks?: readonly Check[]; ops: readonly Op[] },
+): WriteResult {
+  const failed = failedCheck(m, batch.checks ?? [])
+  if (failed) return { ok: false, failed }
+  for (const op of batch.ops) {
+    applyOp(m, op.op === 'token.put' ? { op: 'token.put', token: copiedToken(op.token) } : copy(op))
   }
-
-  /** Applies one op. Ops are total: applying one never fails. */
-  apply(op: Op): void {
-    this.applyOp(op)
-  }
+  return { ok: true }
 }

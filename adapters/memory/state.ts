@@ -18,10 +18,25 @@ import type {
   StoredTransaction,
   StoredWebhook,
   Tenant,
+  TokenLock,
 } from '../../src/kernel/index.js'
-import { type LockTuple, MemoryReads } from './reads.js'
+import type { Check, Op, WriteResult } from '../../src/store/index.js'
+import { applyOp } from './apply.js'
+import { failedCheck } from './checks.js'
+import { emptyMaps, type MemoryMaps } from './maps.js'
+import { writeBatch } from './ops.js'
+import * as read from './reads.js'
 
-export type { LockTuple } from './reads.js'
+/** A lock record as `StateRecords` lists it. */
+export type LockTuple = readonly [
+  tenantId: string,
+  tokenId: string,
+  transactionId: string,
+  expiresAt?: string,
+]
+
+/** The arguments of a read of `reads.ts` after the maps. */
+type Args<F> = F extends (m: MemoryMaps, ...args: infer A) => unknown ? A : never
 
 /**
  * Every record a `MemoryState` holds, as `records()` hands them out and `fromRecords` takes them:
@@ -74,11 +89,168 @@ export interface StateRecords {
 }
 
 /**
- * The whole store as in-memory maps, applying `Store.write` batches synchronously: a batch's checks
- * and ops run without yielding, so in one process every batch is atomic and they are serialized.
- * The memory store is this state behind async methods; the file store replays its journal into it.
+ * The whole store as in-memory maps (`maps`, plain data) with the functions over them: a batch's
+ * checks and ops run without yielding, so in one process every batch is atomic and they are
+ * serialized. The memory store is the same maps and functions behind async methods
+ * (`memoryStore()`); the file store replays its journal into a state; the test kit publishes it as
+ * `ReferenceModel`. Each method hands its call to the function of the same name by name.
  */
-export class MemoryState extends MemoryReads {
+export class MemoryState {
+  /** The state's records and indexes, which the functions of `apply.ts`, `checks.ts`, `reads.ts` work on. */
+  readonly maps: MemoryMaps
+
+  constructor(maps: MemoryMaps = emptyMaps()) {
+    this.maps = maps
+  }
+
+  /** Applies a batch atomically if its checks hold. Synchronous: nothing interleaves. */
+  write(batch: { checks?: readonly Check[]; ops: readonly Op[] }): WriteResult {
+    return writeBatch(this.maps, batch)
+  }
+
+  /** Applies one op. Ops are total: applying one never fails. */
+  apply(op: Op): void {
+    applyOp(this.maps, op)
+  }
+
+  /** The first check that fails, or null when all hold. */
+  failedCheck(checks: readonly Check[]): Check | null {
+    return failedCheck(this.maps, checks)
+  }
+
+  hasTenants(...a: Args<typeof read.hasTenants>) {
+    return read.hasTenants(this.maps, ...a)
+  }
+  listTenants(...a: Args<typeof read.listTenants>) {
+    return read.listTenants(this.maps, ...a)
+  }
+  getTenant(...a: Args<typeof read.getTenant>) {
+    return read.getTenant(this.maps, ...a)
+  }
+  findKey(...a: Args<typeof read.findKey>) {
+    return read.findKey(this.maps, ...a)
+  }
+  getApplication(...a: Args<typeof read.getApplication>) {
+    return read.getApplication(this.maps, ...a)
+  }
+  listApplications(...a: Args<typeof read.listApplications>) {
+    return read.listApplications(this.maps, ...a)
+  }
+  hasCvcDeadline(...a: Args<typeof read.hasCvcDeadline>) {
+    return read.hasCvcDeadline(this.maps, ...a)
+  }
+  getToken(...a: Args<typeof read.getToken>) {
+    return read.getToken(this.maps, ...a)
+  }
+  hasAssociation(...a: Args<typeof read.hasAssociation>) {
+    return read.hasAssociation(this.maps, ...a)
+  }
+  listLinks(...a: Args<typeof read.listLinks>) {
+    return read.listLinks(this.maps, ...a)
+  }
+  listTokens(...a: Args<typeof read.listTokens>) {
+    return read.listTokens(this.maps, ...a)
+  }
+  findTokenIds(...a: Args<typeof read.findTokenIds>) {
+    return read.findTokenIds(this.maps, ...a)
+  }
+  findChildIds(...a: Args<typeof read.findChildIds>) {
+    return read.findChildIds(this.maps, ...a)
+  }
+  getTokenHeads(...a: Args<typeof read.getTokenHeads>) {
+    return read.getTokenHeads(this.maps, ...a)
+  }
+  getTokens(...a: Args<typeof read.getTokens>) {
+    return read.getTokens(this.maps, ...a)
+  }
+  listChildren(...a: Args<typeof read.listChildren>) {
+    return read.listChildren(this.maps, ...a)
+  }
+  getTransaction(...a: Args<typeof read.getTransaction>) {
+    return read.getTransaction(this.maps, ...a)
+  }
+  listTransactions(...a: Args<typeof read.listTransactions>) {
+    return read.listTransactions(this.maps, ...a)
+  }
+  getStaged(...a: Args<typeof read.getStaged>) {
+    return read.getStaged(this.maps, ...a)
+  }
+  listStaged(...a: Args<typeof read.listStaged>) {
+    return read.listStaged(this.maps, ...a)
+  }
+  getSessionByNonce(...a: Args<typeof read.getSessionByNonce>) {
+    return read.getSessionByNonce(this.maps, ...a)
+  }
+  getFormula(...a: Args<typeof read.getFormula>) {
+    return read.getFormula(this.maps, ...a)
+  }
+  listFormulas(...a: Args<typeof read.listFormulas>) {
+    return read.listFormulas(this.maps, ...a)
+  }
+  getReactor(...a: Args<typeof read.getReactor>) {
+    return read.getReactor(this.maps, ...a)
+  }
+  listReactors(...a: Args<typeof read.listReactors>) {
+    return read.listReactors(this.maps, ...a)
+  }
+  getProxy(...a: Args<typeof read.getProxy>) {
+    return read.getProxy(this.maps, ...a)
+  }
+  listProxies(...a: Args<typeof read.listProxies>) {
+    return read.listProxies(this.maps, ...a)
+  }
+  getClientKey(...a: Args<typeof read.getClientKey>) {
+    return read.getClientKey(this.maps, ...a)
+  }
+  listClientKeys(...a: Args<typeof read.listClientKeys>) {
+    return read.listClientKeys(this.maps, ...a)
+  }
+  getTokenIntent(...a: Args<typeof read.getTokenIntent>) {
+    return read.getTokenIntent(this.maps, ...a)
+  }
+  listDocuments(...a: Args<typeof read.listDocuments>) {
+    return read.listDocuments(this.maps, ...a)
+  }
+  getDocument(...a: Args<typeof read.getDocument>) {
+    return read.getDocument(this.maps, ...a)
+  }
+  getDocumentChunk(...a: Args<typeof read.getDocumentChunk>) {
+    return read.getDocumentChunk(this.maps, ...a)
+  }
+  getWebhook(...a: Args<typeof read.getWebhook>) {
+    return read.getWebhook(this.maps, ...a)
+  }
+  listWebhooks(...a: Args<typeof read.listWebhooks>) {
+    return read.listWebhooks(this.maps, ...a)
+  }
+  getOutbox(...a: Args<typeof read.getOutbox>) {
+    return read.getOutbox(this.maps, ...a)
+  }
+  listOutbox(...a: Args<typeof read.listOutbox>) {
+    return read.listOutbox(this.maps, ...a)
+  }
+  listDueOutbox(...a: Args<typeof read.listDueOutbox>) {
+    return read.listDueOutbox(this.maps, ...a)
+  }
+  listLogs(...a: Args<typeof read.listLogs>) {
+    return read.listLogs(this.maps, ...a)
+  }
+  getIdempotency(...a: Args<typeof read.getIdempotency>) {
+    return read.getIdempotency(this.maps, ...a)
+  }
+  listIdempotency(...a: Args<typeof read.listIdempotency>) {
+    return read.listIdempotency(this.maps, ...a)
+  }
+  countRecords(...a: Args<typeof read.countRecords>) {
+    return read.countRecords(this.maps, ...a)
+  }
+  listExpired(...a: Args<typeof read.listExpired>) {
+    return read.listExpired(this.maps, ...a)
+  }
+  dump(...a: Args<typeof read.dump>) {
+    return read.dump(this.maps, ...a)
+  }
+
   /**
    * Rebuilds the state that `records()` described: every read and check answers as it did on the
    * original, and ops go on to apply alike. Tokens are put before the associations between them,
@@ -96,7 +268,7 @@ export class MemoryState extends MemoryReads {
     for (const association of r.associations) state.apply({ op: 'association.put', association })
     for (const transaction of r.transactions) state.apply({ op: 'transaction.put', transaction })
     for (const staged of r.staged) state.apply({ op: 'staged.put', staged })
-    for (const lock of r.locks) state.loadLock(lock)
+    for (const lock of r.locks) loadLock(state.maps, lock)
     for (const session of r.sessions) state.apply({ op: 'session.put', session })
     for (const formula of r.formulas) state.apply({ op: 'formula.put', formula })
     for (const reactor of r.reactors) state.apply({ op: 'reactor.put', reactor })
@@ -124,32 +296,54 @@ export class MemoryState extends MemoryReads {
    */
   records(): StateRecords {
     const associations: Association[] = []
-    for (const kids of this.children.values()) for (const a of kids.values()) associations.push(a)
+    for (const kids of this.maps.children.values()) for (const a of kids.values()) associations.push(a)
     const locks: LockTuple[] = []
-    for (const lock of this.locks.values()) locks.push(this.lockTuple(lock))
+    for (const lock of this.maps.locks.values()) locks.push(lockTuple(this.maps, lock))
     return {
-      tenants: [...this.tenants.values()],
-      applications: [...this.applications.values()],
-      tokens: [...this.tokens.values()],
+      tenants: [...this.maps.tenants.values()],
+      applications: [...this.maps.applications.values()],
+      tokens: [...this.maps.tokens.values()],
       associations,
-      transactions: [...this.transactions.values()],
-      staged: [...this.staged.values()].flatMap((held) =>
+      transactions: [...this.maps.transactions.values()],
+      staged: [...this.maps.staged.values()].flatMap((held) =>
         held.ids.after(undefined, held.ids.size).map((id) => held.records.get(id)!),
       ),
       locks,
-      sessions: [...this.sessions.values()],
-      formulas: [...this.formulas.values()],
-      reactors: [...this.reactors.values()],
-      idempotency: [...this.idempotency.values()],
-      formulaUses: [...this.formulaUses.values()].flatMap((uses) => [...uses.values()]),
-      webhooks: [...this.hooks.webhooks.values()],
-      proxies: [...this.proxies.proxies.values()],
-      client_keys: [...this.clientKeys.keys.values()],
-      token_intents: [...this.intents.intents.values()],
-      documents: [...this.documents.heads.values()],
-      document_chunks: this.documents.allChunks(),
-      outbox: [...this.hooks.entries.values()],
-      logs: [...this.logs.entries.values()],
+      sessions: [...this.maps.sessions.values()],
+      formulas: [...this.maps.formulas.values()],
+      reactors: [...this.maps.reactors.values()],
+      idempotency: [...this.maps.idempotency.values()],
+      formulaUses: [...this.maps.formulaUses.values()].flatMap((uses) => [...uses.values()]),
+      webhooks: [...this.maps.hooks.webhooks.values()],
+      proxies: [...this.maps.proxies.proxies.values()],
+      client_keys: [...this.maps.clientKeys.keys.values()],
+      token_intents: [...this.maps.intents.intents.values()],
+      documents: [...this.maps.documents.heads.values()],
+      document_chunks: this.maps.documents.allChunks(),
+      outbox: [...this.maps.hooks.entries.values()],
+      logs: [...this.maps.logs.entries.values()],
     }
   }
+}
+
+/** A lock record as `StateRecords` lists it: `expires_at` left out when it is the holder's. */
+function lockTuple(m: MemoryMaps, lock: TokenLock): LockTuple {
+  const holder = m.transactions.get(lock.tenant_id, lock.transaction_id)
+  return holder?.expires_at === lock.expires_at
+    ? [lock.tenant_id, lock.token_id, lock.transaction_id]
+    : [lock.tenant_id, lock.token_id, lock.transaction_id, lock.expires_at]
+}
+
+/**
+ * Puts the lock record a `StateRecords` tuple lists (after the transactions: one without
+ * `expires_at` takes its holder's; without a holder to take it from, it locks nothing and is
+ * dropped).
+ */
+function loadLock(m: MemoryMaps, [tenantId, tokenId, transactionId, expiresAt]: LockTuple) {
+  const expires = expiresAt ?? m.transactions.get(tenantId, transactionId)?.expires_at
+  if (expires === undefined) return
+  applyOp(m, {
+    op: 'lock.put',
+    lock: { tenant_id: tenantId, token_id: tokenId, transaction_id: transactionId, expires_at: expires },
+  })
 }
