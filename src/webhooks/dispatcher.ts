@@ -146,6 +146,9 @@ export class Dispatcher {
       if (page.length < PAGE) return started
       const last = page[page.length - 1]!
       after = { due_at: last.due_at!, tenant_id: last.tenant_id, id: last.id }
+      // A pass reads up to `SCAN` entries: it lets the requests waiting run between pages, rather
+      // than holding the process for all of them at once.
+      await new Promise<void>((go) => setImmediate(go))
     }
     // The pass stopped before the end of the due entries (every slot taken, or its read bound
     // reached): a finished attempt must start another, or the entries past this point wait for the

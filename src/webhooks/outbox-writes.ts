@@ -27,7 +27,8 @@ interface Asked {
  * while none is being written go out together in one store write (up to
  * `OUTBOX_WRITES_PER_BATCH`), the ones asked meanwhile in the next. So a pass that starts 64
  * attempts claims them in one write, and results that come in while a write is on its way share the
- * next one; a lone write goes out at once (after the current microtasks, never a timer). Each write
+ * next one; a write waits at most for the event loop's current turn (`setImmediate`, never a timer:
+ * the attempts that end in one turn share a write). Each write
  * keeps its own guard: when one guard fails (another process claimed that entry), that write alone
  * answers false and the others are written again, each on its own; a store write that throws is
  * tried again each on its own too, so one bad write never takes the others with it.
@@ -44,7 +45,7 @@ export class OutboxWrites {
       this.queue.push({ guard, ops, settle, fail })
       if (this.writing) return
       this.writing = true
-      queueMicrotask(() => void this.drain())
+      setImmediate(() => void this.drain())
     })
   }
 

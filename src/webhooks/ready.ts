@@ -1,7 +1,11 @@
 import type { OutboxEntry } from '../kernel/index.js'
 
-/** Due entries kept for one tenant at most, and for all tenants at most. */
-export const READY_PER_TENANT = 256
+/**
+ * Due entries kept for one tenant at most, and for all tenants at most. A pass reads up to 4096 due
+ * entries; a tenant's backlog keeps a quarter of them, so each entry of a backlog is read about four
+ * times before it goes out (sixteen at 256), and four tenants' backlogs fit at once.
+ */
+export const READY_PER_TENANT = 1024
 export const READY_IN_ALL = 4096
 
 /** An entry's key in the dispatcher: tenant and id. */
