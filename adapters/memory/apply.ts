@@ -8,7 +8,11 @@ import type {
 } from '../../src/kernel/index.js'
 import type { Op, TokenOp } from '../../src/store/index.js'
 import { applicationKeyHashes, SortedIds } from '../../src/store/index.js'
+import * as clientKeys from './client-keys.js'
+import * as documents from './documents.js'
 import { linkKey, type MemoryMaps, needsCheck, placeKey } from './maps.js'
+import * as proxies from './proxies.js'
+import * as intents from './token-intents.js'
 
 /** The ops of the records kept in maps of their own (`applyFeatureOp`). */
 type FeatureOp = Extract<
@@ -105,7 +109,7 @@ export function applyOp(m: MemoryMaps, op: Op): void {
       return
     default:
       // Client keys' ops, the last kind: an op not handled above fails to compile here.
-      m.clientKeys.apply(op)
+      clientKeys.apply(m.clientKeys, op)
   }
 }
 
@@ -153,25 +157,25 @@ function applyTokenOp(m: MemoryMaps, op: TokenOp): void {
 function applyFeatureOp(m: MemoryMaps, op: FeatureOp): void {
   switch (op.op) {
     case 'token_intent.put':
-      m.intents.put(op.intent)
+      intents.put(m.intents, op.intent)
       return
     case 'token_intent.delete':
-      m.intents.delete(op.tenant_id, op.id)
+      intents.remove(m.intents, op.tenant_id, op.id)
       return
     case 'document.put':
-      m.documents.put(op.document)
+      documents.put(m.documents, op.document)
       return
     case 'document_chunk.put':
-      m.documents.putChunk(op.chunk)
+      documents.putChunk(m.documents, op.chunk)
       return
     case 'document.delete':
-      m.documents.delete(op.tenant_id, op.id)
+      documents.remove(m.documents, op.tenant_id, op.id)
       return
     case 'proxy.put':
-      m.proxies.put(op.proxy)
+      proxies.put(m.proxies, op.proxy)
       return
     case 'proxy.delete':
-      m.proxies.delete(op.tenant_id, op.id)
+      proxies.remove(m.proxies, op.tenant_id, op.id)
       return
     case 'webhook.put':
       m.hooks.webhooks.set(op.webhook.tenant_id, op.webhook.id, op.webhook)

@@ -4,36 +4,44 @@ import { byKey, copy, Scoped } from '../../src/store/index.js'
 
 /**
  * The client encryption keys of a memory state (a tenant holds a handful: the core bounds them,
- * and a page sorts the tenant's few). Composed into `MemoryMaps` (one field).
+ * and a page sorts the tenant's few). Plain data, one field of `MemoryMaps`, with the functions over it below.
  */
-export class ClientKeyMaps {
-  readonly keys = new Scoped<StoredClientKey>()
+export interface ClientKeyMaps {
+  readonly keys: Scoped<StoredClientKey>
+}
 
-  /** Applies a `client_key.*` op. */
-  apply(op: Extract<Op, { op: 'client_key.put' | 'client_key.delete' }>): void {
-    if (op.op === 'client_key.put') this.put(op.key)
-    else this.delete(op.tenant_id, op.id)
-  }
+/** Empty maps. */
+export function emptyClientKeyMaps(): ClientKeyMaps {
+  return { keys: new Scoped() }
+}
 
-  put(key: StoredClientKey): void {
-    this.keys.set(key.tenant_id, key.id, key)
-  }
+/** Applies a `client_key.*` op. */
+export function apply(
+  m: ClientKeyMaps,
+  op: Extract<Op, { op: 'client_key.put' | 'client_key.delete' }>,
+): void {
+  if (op.op === 'client_key.put') put(m, op.key)
+  else remove(m, op.tenant_id, op.id)
+}
 
-  delete(tenantId: string, id: string): void {
-    this.keys.delete(tenantId, id)
-  }
+export function put(m: ClientKeyMaps, key: StoredClientKey): void {
+  m.keys.set(key.tenant_id, key.id, key)
+}
 
-  get(tenantId: string, id: string): StoredClientKey | null {
-    const k = this.keys.get(tenantId, id)
-    return k ? copy(k) : null
-  }
+export function remove(m: ClientKeyMaps, tenantId: string, id: string): void {
+  m.keys.delete(tenantId, id)
+}
 
-  list(tenantId: string, query: Range): Page<StoredClientKey> {
-    const all = [...this.keys.of(tenantId).values()].sort(byKey((k) => `${k.created_at}\u0000${k.id}`))
-    return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
-  }
+export function get(m: ClientKeyMaps, tenantId: string, id: string): StoredClientKey | null {
+  const k = m.keys.get(tenantId, id)
+  return k ? copy(k) : null
+}
 
-  dump(): StoredClientKey[] {
-    return [...this.keys.values()].sort(byKey((k) => `${k.tenant_id}\u0000${k.id}`)).map(copy)
-  }
+export function list(m: ClientKeyMaps, tenantId: string, query: Range): Page<StoredClientKey> {
+  const all = [...m.keys.of(tenantId).values()].sort(byKey((k) => `${k.created_at}\u0000${k.id}`))
+  return { items: all.slice(query.offset, query.offset + query.limit).map(copy), total: all.length }
+}
+
+export function dump(m: ClientKeyMaps): StoredClientKey[] {
+  return [...m.keys.values()].sort(byKey((k) => `${k.tenant_id}\u0000${k.id}`)).map(copy)
 }

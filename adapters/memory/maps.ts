@@ -15,12 +15,12 @@ import type {
 import { tokenHead } from '../../src/kernel/index.js'
 import type { KeyOwner, SortedIds, TokenHead } from '../../src/store/index.js'
 import { copy, Scoped, TokenIndex } from '../../src/store/index.js'
-import { ClientKeyMaps } from './client-keys.js'
-import { DocumentMaps } from './documents.js'
+import { type ClientKeyMaps, emptyClientKeyMaps } from './client-keys.js'
+import { type DocumentMaps, emptyDocumentMaps } from './documents.js'
 import { LogMaps } from './logs.js'
 import { WebhookMaps } from './outbox.js'
-import { ProxyMaps } from './proxies.js'
-import { TokenIntentMaps } from './token-intents.js'
+import { emptyProxyMaps, type ProxyMaps } from './proxies.js'
+import { emptyTokenIntentMaps, type TokenIntentMaps } from './token-intents.js'
 
 /** Whether a parent's child list must look at this child: absent, or with an expiry. */
 export const needsCheck = (child: StoredToken | undefined) =>
@@ -130,10 +130,10 @@ export function emptyMaps(): MemoryMaps {
     idempotency: new Scoped(),
     createdSessions: new Map(),
     hooks: new WebhookMaps(),
-    proxies: new ProxyMaps(),
-    clientKeys: new ClientKeyMaps(),
-    intents: new TokenIntentMaps(),
-    documents: new DocumentMaps(),
+    proxies: emptyProxyMaps(),
+    clientKeys: emptyClientKeyMaps(),
+    intents: emptyTokenIntentMaps(),
+    documents: emptyDocumentMaps(),
     logs: new LogMaps(),
   }
 }

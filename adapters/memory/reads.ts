@@ -43,7 +43,11 @@ import {
   PageFill,
   storedBytes,
 } from '../../src/store/index.js'
+import * as clientKeys from './client-keys.js'
+import * as documents from './documents.js'
 import { headOf, k, linkKey, type MemoryMaps } from './maps.js'
+import * as proxies from './proxies.js'
+import * as intents from './token-intents.js'
 
 export function hasTenants(m: MemoryMaps): boolean {
   return m.tenants.size > 0
@@ -338,7 +342,7 @@ export function listReactors(m: MemoryMaps, tenantId: string, query: ReactorQuer
 }
 
 export function getProxy(m: MemoryMaps, tenantId: string, id: string): StoredProxy | null {
-  return m.proxies.get(tenantId, id)
+  return proxies.get(m.proxies, tenantId, id)
 }
 
 export function listProxies(
@@ -346,19 +350,19 @@ export function listProxies(
   tenantId: string,
   query: Range & { ids?: string[] },
 ): Page<StoredProxy> {
-  return m.proxies.list(tenantId, query)
+  return proxies.list(m.proxies, tenantId, query)
 }
 
 export function getClientKey(m: MemoryMaps, tenantId: string, id: string): StoredClientKey | null {
-  return m.clientKeys.get(tenantId, id)
+  return clientKeys.get(m.clientKeys, tenantId, id)
 }
 
 export function listClientKeys(m: MemoryMaps, tenantId: string, query: Range): Page<StoredClientKey> {
-  return m.clientKeys.list(tenantId, query)
+  return clientKeys.list(m.clientKeys, tenantId, query)
 }
 
 export function getTokenIntent(m: MemoryMaps, tenantId: string, id: string): StoredTokenIntent | null {
-  return m.intents.get(tenantId, id)
+  return intents.get(m.intents, tenantId, id)
 }
 
 export function listDocuments(
@@ -366,11 +370,11 @@ export function listDocuments(
   tenantId: string,
   query: { after?: string; limit: number },
 ): StoredDocument[] {
-  return m.documents.list(tenantId, query)
+  return documents.list(m.documents, tenantId, query)
 }
 
 export function getDocument(m: MemoryMaps, tenantId: string, id: string): StoredDocument | null {
-  return m.documents.get(tenantId, id)
+  return documents.get(m.documents, tenantId, id)
 }
 
 export function getDocumentChunk(
@@ -379,7 +383,7 @@ export function getDocumentChunk(
   documentId: string,
   index: number,
 ): StoredDocumentChunk | null {
-  return m.documents.getChunk(tenantId, documentId, index)
+  return documents.getChunk(m.documents, tenantId, documentId, index)
 }
 
 export function getWebhook(m: MemoryMaps, tenantId: string, id: string): StoredWebhook | null {
@@ -487,7 +491,7 @@ export function listExpired(
       out.push(...m.hooks.expired(before, limit))
       break
     case 'token_intent':
-      out.push(...m.intents.expired(before, limit))
+      out.push(...intents.expired(m.intents, before, limit))
       break
     case 'transaction.open':
     case 'transaction.ended': {
@@ -526,10 +530,10 @@ export function dump(m: MemoryMaps): StoreDump {
     reactors: sorted(m.reactors.values(), (r) => k(r.tenant_id, r.id)),
     idempotency: sorted(m.idempotency.values(), (r) => k(r.tenant_id, r.id)),
     ...m.hooks.dump(),
-    proxies: m.proxies.dump(),
-    client_keys: m.clientKeys.dump(),
-    ...m.documents.dump(),
-    token_intents: m.intents.dump(),
+    proxies: proxies.dump(m.proxies),
+    client_keys: clientKeys.dump(m.clientKeys),
+    ...documents.dump(m.documents),
+    token_intents: intents.dump(m.intents),
   }
 }
 

@@ -23,6 +23,7 @@ import type {
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { applyOp } from './apply.js'
 import { failedCheck } from './checks.js'
+import { allChunks } from './documents.js'
 import { emptyMaps, type MemoryMaps } from './maps.js'
 import { writeBatch } from './ops.js'
 import * as read from './reads.js'
@@ -319,7 +320,7 @@ export class MemoryState {
       client_keys: [...this.maps.clientKeys.keys.values()],
       token_intents: [...this.maps.intents.intents.values()],
       documents: [...this.maps.documents.heads.values()],
-      document_chunks: this.maps.documents.allChunks(),
+      document_chunks: allChunks(this.maps.documents),
       outbox: [...this.maps.hooks.entries.values()],
       logs: [...this.maps.logs.entries.values()],
     }

@@ -4,35 +4,40 @@ import { byKey, copy, Scoped } from '../../src/store/index.js'
 
 /**
  * The token intents of a memory state, by tenant and id (data sealed by the sealed store above).
- * Composed into `MemoryMaps` (one field); expiry is read as the session's is, over the records.
+ * Plain data, one field of `MemoryMaps`, with the functions over it below; expiry is read as the session's is, over the records.
  */
-export class TokenIntentMaps {
-  readonly intents = new Scoped<StoredTokenIntent>()
+export interface TokenIntentMaps {
+  readonly intents: Scoped<StoredTokenIntent>
+}
 
-  put(intent: StoredTokenIntent): void {
-    this.intents.set(intent.tenant_id, intent.id, intent)
-  }
+/** Empty maps. */
+export function emptyTokenIntentMaps(): TokenIntentMaps {
+  return { intents: new Scoped() }
+}
 
-  delete(tenantId: string, id: string): void {
-    this.intents.delete(tenantId, id)
-  }
+export function put(m: TokenIntentMaps, intent: StoredTokenIntent): void {
+  m.intents.set(intent.tenant_id, intent.id, intent)
+}
 
-  get(tenantId: string, id: string): StoredTokenIntent | null {
-    const i = this.intents.get(tenantId, id)
-    return i ? copy(i) : null
-  }
+export function remove(m: TokenIntentMaps, tenantId: string, id: string): void {
+  m.intents.delete(tenantId, id)
+}
 
-  /** Keys of at most `limit` intents with `expires_at <= before`. */
-  expired(before: string, limit: number): RecordKey[] {
-    const out: RecordKey[] = []
-    for (const i of this.intents.values()) {
-      if (out.length >= limit) break
-      if (i.expires_at <= before) out.push({ tenant_id: i.tenant_id, id: i.id })
-    }
-    return out
-  }
+export function get(m: TokenIntentMaps, tenantId: string, id: string): StoredTokenIntent | null {
+  const i = m.intents.get(tenantId, id)
+  return i ? copy(i) : null
+}
 
-  dump(): StoredTokenIntent[] {
-    return [...this.intents.values()].sort(byKey((i) => `${i.tenant_id}\u0000${i.id}`)).map(copy)
+/** Keys of at most `limit` intents with `expires_at <= before`. */
+export function expired(m: TokenIntentMaps, before: string, limit: number): RecordKey[] {
+  const out: RecordKey[] = []
+  for (const i of m.intents.values()) {
+    if (out.length >= limit) break
+    if (i.expires_at <= before) out.push({ tenant_id: i.tenant_id, id: i.id })
   }
+  return out
+}
+
+export function dump(m: TokenIntentMaps): StoredTokenIntent[] {
+  return [...m.intents.values()].sort(byKey((i) => `${i.tenant_id}\u0000${i.id}`)).map(copy)
 }
