@@ -27,7 +27,7 @@ export async function deliveryRequest(
     headers: {
       'content-type': 'application/json',
       'user-agent': 'tokenvault-webhooks',
-      [SIGNATURE_HEADER.toLowerCase()]: await deps.signer.sign(body),
+      [SIGNATURE_HEADER.toLowerCase()]: await deps.signer.signStable(body),
       [SIGNATURE_VERSION_HEADER.toLowerCase()]: SIGNATURE_VERSION,
     },
   }

@@ -48,6 +48,8 @@ export interface WebhookSigner {
    * would otherwise hold up every request of the process.
    */
   sign(body: string): Promise<string>
+  /** The same signature, of `text` that is its own stable serialization (`stableStringify`'s output) and signed as it is. */
+  signStable(text: string): Promise<string>
   /** The public key, SPKI PEM: what a receiver verifies with. */
   publicKey: string
 }
@@ -81,9 +83,9 @@ export function webhookSigner(privateKeyPem?: string, atOnce = SIGNING_AT_ONCE):
     return key
   }
   const turns = { running: 0, waiting: [] as (() => void)[] }
-  const signOne = (body: string) =>
+  const signOne = (text: string) =>
     new Promise<string>((resolve, reject) => {
-      const data = Buffer.from(stableStringify(JSON.parse(body)))
+      const data = Buffer.from(text)
       sign(
         'sha256',
         data,
@@ -96,18 +98,26 @@ export function webhookSigner(privateKeyPem?: string, atOnce = SIGNING_AT_ONCE):
       publicKey ??= createPublicKey(current()).export({ type: 'spki', format: 'pem' }).toString()
       return publicKey
     },
-    sign: async (body) => {
-      if (turns.running >= atOnce) await new Promise<void>((go) => turns.waiting.push(go))
-      else turns.running++
-      try {
-        return await signOne(body)
-      } finally {
-        // The turn passes to the next waiting signature, or is given back.
-        const next = turns.waiting.shift()
-        if (next) next()
-        else turns.running--
-      }
-    },
+    sign: (body) => inTurn(turns, atOnce, () => signOne(stableStringify(JSON.parse(body)))),
+    signStable: (text) => inTurn(turns, atOnce, () => signOne(text)),
+  }
+}
+
+/** Runs `work` when fewer than `atOnce` are running, else after those waiting before it. */
+async function inTurn<T>(
+  turns: { running: number; waiting: (() => void)[] },
+  atOnce: number,
+  work: () => Promise<T>,
+): Promise<T> {
+  if (turns.running >= atOnce) await new Promise<void>((go) => turns.waiting.push(go))
+  else turns.running++
+  try {
+    return await work()
+  } finally {
+    // The turn passes to the next waiting signature, or is given back.
+    const next = turns.waiting.shift()
+    if (next) next()
+    else turns.running--
   }
 }
 
