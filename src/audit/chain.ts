@@ -39,12 +39,6 @@ export function macText(e: Omit<LogEntry, 'mac'>): string {
   ])
 }
 
-/** An entry with its MAC. */
-export async function sealed(mac: AuditMac, e: Omit<LogEntry, 'mac'>): Promise<LogEntry> {
-  const [m] = await mac(e.tenant_id, [macText(e)])
-  return { ...e, mac: m! }
-}
-
 /** One lane of one tenant: the next seq it gives. At most one write holds it at a time. */
 interface Lane {
   id: string
@@ -106,14 +100,23 @@ export class Lanes {
 export const MAX_FREE_LANES = 256
 
 /**
- * The drafts of one write numbered on a held lane and sealed with their MACs: the entries are
- * built once, and their MACs made in one call (one key look-up for the write, not one per entry).
+ * The texts of a group's entries joined as its MAC covers them: one line each (an entry's text is
+ * JSON, which holds no raw newline, so the lines cannot be read another way).
+ */
+export const groupText = (texts: readonly string[]) => texts.join('\n')
+
+/**
+ * The drafts of one write numbered on a held lane and sealed as one group: the entries are built
+ * once, and one MAC covers all of them (`groupText` of their texts, in seq order), carried by the
+ * group's last entry; the others carry `mac: ''`. One HMAC a write, not one an entry. A group of
+ * one entry carries the MAC of its own text, as every entry did before groups.
  */
 export async function chained(
   mac: AuditMac,
   held: HeldLane,
   drafts: readonly EntryDraft[],
 ): Promise<LogEntry[]> {
+  if (!drafts.length) return []
   const lane = held.lane.id
   const entries = new Array<LogEntry>(drafts.length)
   const texts = new Array<string>(drafts.length)
@@ -122,8 +125,8 @@ export async function chained(
     entries[i] = e
     texts[i] = macText(e)
   }
-  const macs = await mac(held.tenantId, texts)
-  for (let i = 0; i < entries.length; i++) entries[i]!.mac = macs[i]!
+  const [m] = await mac(held.tenantId, [groupText(texts)])
+  if (entries.length) entries[entries.length - 1]!.mac = m!
   return entries
 }
 

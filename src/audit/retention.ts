@@ -1,6 +1,6 @@
 import type { LogEntry } from '../kernel/index.js'
 import type { Op, Store } from '../store/index.js'
-import { type AuditMac, sealed } from './chain.js'
+import { type AuditMac, groupText, macText } from './chain.js'
 
 /** How long entries are kept by default: 365 days, PCI DSS 10.5.1's twelve months. */
 export const DEFAULT_LOG_RETENTION_DAYS = 365
@@ -39,7 +39,11 @@ export async function removeOldEntries(
   return result.ok ? ops.filter((op) => op.op === 'log.delete').length : 0
 }
 
-/** The ops removing `lane`'s entries up to seq `last` and marking the next one `floor`. */
+/**
+ * The ops removing `lane`'s entries up to seq `last` and marking the next one `floor`: sealed again
+ * with what is left of its group (the entries up to the group's sealing entry, whose MAC is made
+ * again over them; see `chained`).
+ */
 async function laneCut(
   store: Pick<Store, 'listLogs'>,
   mac: AuditMac,
@@ -48,26 +52,37 @@ async function laneCut(
   last: number,
 ): Promise<Op[]> {
   const ops: Op[] = []
+  /** The kept part of the group the cut goes through, from its new `floor` entry. */
+  const rest: LogEntry[] = []
   let after = { created_at: '', id: `${lane}:` }
   for (;;) {
     const page = await store.listLogs(tenantId, { order: 'chain', after, limit: RETENTION_STEP })
     for (const e of page) {
-      if (e.lane !== lane) return ops
-      if (e.seq > last) {
-        ops.push({ op: 'log.put', entry: await floorOf(mac, e) })
-        return ops
+      if (e.lane !== lane) return [...ops, ...(await resealed(mac, rest))]
+      if (e.seq <= last) {
+        ops.push({ op: 'log.delete', tenant_id: tenantId, id: e.id })
+        continue
       }
-      ops.push({ op: 'log.delete', tenant_id: tenantId, id: e.id })
+      rest.push(rest.length ? e : { ...e, floor: true })
+      if (e.mac !== '') return [...ops, ...(await resealed(mac, rest))]
     }
-    if (page.length < RETENTION_STEP) return ops
+    if (page.length < RETENTION_STEP) return [...ops, ...(await resealed(mac, rest))]
     after = { created_at: '', id: page[page.length - 1]!.id }
   }
 }
 
-/** `e` marked as its lane's first kept entry, sealed again. */
-async function floorOf(mac: AuditMac, e: LogEntry): Promise<LogEntry> {
-  const { mac: _old, ...fields } = e
-  return sealed(mac, { ...fields, floor: true })
+/**
+ * The puts of the kept part of a group cut by retention: its first entry marked `floor`, and its
+ * last carrying the MAC made again over all of them (the others carry none, as before).
+ */
+async function resealed(mac: AuditMac, rest: LogEntry[]): Promise<Op[]> {
+  if (!rest.length) return []
+  const texts = rest.map(({ mac: _old, ...fields }) => macText(fields))
+  const [m] = await mac(rest[0]!.tenant_id, [groupText(texts)])
+  const first = { ...rest[0]!, mac: rest.length === 1 ? m! : '' }
+  const ops: Op[] = [{ op: 'log.put', entry: first }]
+  if (rest.length > 1) ops.push({ op: 'log.put', entry: { ...rest[rest.length - 1]!, mac: m! } })
+  return ops
 }
 
 /**

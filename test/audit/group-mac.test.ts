@@ -1,0 +1,83 @@
+import { createHmac } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { EntryDraft } from '../../src/audit/index.js'
+import { AuditLog, macText, removeOldestEntries, verifyLogs } from '../../src/audit/index.js'
+import type { LogEntry } from '../../src/kernel/index.js'
+
+/** An HMAC per tenant, as the service's audit key gives one. */
+const mac = (tenantId: string, values: readonly string[]) =>
+  values.map((v) => createHmac('sha256', `key-of-${tenantId}`).update(v).digest('base64url'))
+
+/** `n` drafts of one call of tenant `t1`. */
+const drafts = (call: string, n: number): EntryDraft[] =>
+  Array.from({ length: n }, (_, i) => ({
+    tenant_id: 't1',
+    actor_type: 'application',
+    entity_type: 'token',
+    entity_id: `${call}-${i}`,
+    operation: 'read',
+    message: 'token.list: answered masked',
+    outcome: 'success',
+    created_at: `2030-01-01T00:00:0${call === 'b' ? 9 : i}.000Z`,
+  }))
+
+/** A memory store holding one call's 5 entries (one group) and then one call's 1 entry. */
+async function logged() {
+  const store = memoryStore()
+  const log = new AuditLog(store, mac)
+  await log.commit('t1', drafts('a', 5))
+  await log.commit('t1', drafts('b', 1))
+  const chain = () => store.listLogs('t1', { order: 'chain', limit: 100 })
+  const entries = await chain()
+  expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 6, lanes: 1 })
+  const put = (entry: LogEntry) => store.write({ ops: [{ op: 'log.put', entry }] })
+  return { store, entries, chain, put }
+}
+
+describe('one MAC a group of entries', () => {
+  it('seals a write of 5 entries with one MAC on its last entry, and a write of one entry with its own', async () => {
+    const { entries } = await logged()
+    expect(entries.map((e) => e.mac === '')).toEqual([true, true, true, true, false, false])
+    const texts = entries.slice(0, 5).map(({ mac: _m, ...fields }) => macText(fields))
+    expect(entries[4]!.mac).toBe(mac('t1', [texts.join('\n')])[0])
+    expect(entries[5]!.mac).toBe(mac('t1', [macText({ ...entries[5]!, mac: undefined } as never)])[0])
+  })
+
+  it('detects a changed entry inside a group, reported at the group first entry', async () => {
+    const { store, entries, put } = await logged()
+    await put({ ...entries[2]!, message: 'nothing happened' })
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({
+      ok: false,
+      entries: 0,
+      broken: { id: entries[0]!.id, reason: 'mac' },
+    })
+  })
+
+  it('detects a group whose sealing entry was removed with everything after it', async () => {
+    const { store, entries } = await logged()
+    await store.write({
+      ops: entries.slice(4).map((e) => ({ op: 'log.delete' as const, tenant_id: 't1', id: e.id })),
+    })
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({
+      ok: false,
+      broken: { id: entries[0]!.id, reason: 'mac' },
+    })
+  })
+
+  it('detects a MAC moved from a group sealing entry to an earlier one', async () => {
+    const { store, entries, put } = await logged()
+    await put({ ...entries[1]!, mac: entries[4]!.mac })
+    await put({ ...entries[4]!, mac: '' })
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({ ok: false, broken: { reason: 'mac' } })
+  })
+
+  it('cuts a group by retention (2 of its 5 removed) and verification still holds', async () => {
+    const { store, chain } = await logged()
+    expect(await removeOldestEntries(store, mac, 't1', 2)).toBe(2)
+    const kept = await chain()
+    expect(kept.map((e) => e.entity_id)).toEqual(['a-2', 'a-3', 'a-4', 'b-0'])
+    expect(kept[0]!.floor).toBe(true)
+    expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 4, lanes: 1 })
+  })
+})
