@@ -16,8 +16,11 @@ import { tempDir } from '../file/helpers.js'
  * between them (as another process committing would), through the hook below.
  */
 
-/** Called before each `readSync` of the check, with the position read. */
-const hook: { beforeRead: ((position: number) => void) | undefined } = { beforeRead: undefined }
+/** Called before each `readSync` of the check, with the position read; `open` the files opened and not closed. */
+const hook: { beforeRead: ((position: number) => void) | undefined; open: Set<number> } = {
+  beforeRead: undefined,
+  open: new Set(),
+}
 vi.mock('node:fs', async (original) => {
   const real = await original<typeof import('node:fs')>()
   return {
@@ -25,6 +28,15 @@ vi.mock('node:fs', async (original) => {
     readSync: (fd: number, buffer: Buffer, offset: number, length: number, position: number) => {
       hook.beforeRead?.(position)
       return real.readSync(fd, buffer, offset, length, position)
+    },
+    openSync: (...args: Parameters<typeof real.openSync>) => {
+      const fd = real.openSync(...args)
+      hook.open.add(fd)
+      return fd
+    },
+    closeSync: (fd: number) => {
+      hook.open.delete(fd)
+      real.closeSync(fd)
     },
   }
 })
@@ -522,5 +534,86 @@ describe('the header check (readDataFile)', () => {
     }
     expect(refusal(env)).toBe('truncated: page 99999 is missing')
     expect(metaReads).toBe(5 * 3)
+  })
+
+  it('refuses a page the file lost between its size and its read (cut meanwhile)', async () => {
+    const env = await lmdbEnv(storeFill)
+    const root = mainRoot(fs.readFileSync(env.file))
+    let cut = false
+    hook.beforeRead = (position) => {
+      if (position !== root * PAGE || cut) return
+      cut = true
+      fs.truncateSync(env.file, 2 * PAGE)
+    }
+    expect(refusal(env)).toBe(`truncated: page ${root} is missing`)
+  })
+
+  it('throws a read error as it is, not as a damaged file', async () => {
+    const env = await lmdbEnv(storeFill)
+    const root = mainRoot(fs.readFileSync(env.file))
+    const failure = Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' })
+    hook.beforeRead = (position) => {
+      if (position === root * PAGE) throw failure
+    }
+    expect(() => read(env)).toThrow(failure)
+  })
+
+  it('closes the data file it opened, whatever it answers', async () => {
+    const env = await lmdbEnv(storeFill)
+    hook.open.clear()
+    expect(read(env).kind).toBe('lmdb')
+    expect(hook.open.size).toBe(0)
+    edit(env, (b) => b.writeUInt32LE(1, M.version))
+    hook.open.clear()
+    expect(refusal(env)).toBe('another LMDB data version')
+    expect(hook.open.size).toBe(0)
+  })
+
+  it('reads a database name stored without a closing NUL (as LMDB itself stores names)', async () => {
+    const env = await lmdbEnv(storeFill)
+    edit(env, (b) => {
+      const node = nodeOf(b, 'empty')
+      const ksize = b.readUInt16LE(node + 6)
+      expect(b[node + 8 + ksize - 1]).toBe(0)
+      b.copy(b, node + 8 + ksize - 1, node + 8 + ksize, node + 8 + ksize + 48)
+      b.writeUInt16LE(ksize - 1, node + 6)
+    })
+    expect(read(env)).toEqual({ kind: 'lmdb', marked: true, empty: false })
+  })
+
+  it('reads the pointers of a page up to the page end, and no further', async () => {
+    // A page of zeros whose pointers fill it: every one names an empty record, not a database.
+    const full = await lmdbEnv(storeFill)
+    edit(full, (b) => {
+      const root = mainRoot(b) * PAGE
+      b.fill(0, root + 24, root + PAGE)
+      b.writeUInt16LE(PAGE - 24, root + 20)
+    })
+    expect(read(full)).toEqual({ kind: 'lmdb', marked: false, empty: false })
+    const over = await lmdbEnv(storeFill)
+    let root = 0
+    edit(over, (b) => {
+      root = mainRoot(b)
+      b.fill(0, root * PAGE + 24, root * PAGE + PAGE)
+      b.writeUInt16LE(PAGE - 24 + 2, root * PAGE + 20)
+    })
+    expect(refusal(over)).toBe(`a damaged page ${root}`)
+  })
+
+  it('refuses a branch page below the depth its tree records (a loop included)', async () => {
+    const env = await lmdbEnv(storeFill)
+    let root = 0
+    edit(env, (b) => {
+      root = mainRoot(b)
+      const page = root * PAGE
+      b.writeUInt16LE(0x01, page + 18)
+      b.writeUInt16LE(2, page + 20)
+      const node = page + 24 + b.readUInt16LE(page + 24)
+      b.writeUInt16LE(root, node)
+      b.writeUInt16LE(0, node + 2)
+      b.writeUInt16LE(0, node + 4)
+      b.writeUInt16LE(0, metaAt(b) + M.main + DB.depth)
+    })
+    expect(refusal(env)).toBe(`a damaged page ${root}`)
   })
 })
