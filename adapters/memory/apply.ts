@@ -10,7 +10,9 @@ import type { Op, TokenOp } from '../../src/store/index.js'
 import { applicationKeyHashes, SortedIds } from '../../src/store/index.js'
 import * as clientKeys from './client-keys.js'
 import * as documents from './documents.js'
+import * as logs from './logs.js'
 import { linkKey, type MemoryMaps, needsCheck, placeKey } from './maps.js'
+import * as outbox from './outbox.js'
 import * as proxies from './proxies.js'
 import * as intents from './token-intents.js'
 
@@ -184,16 +186,16 @@ function applyFeatureOp(m: MemoryMaps, op: FeatureOp): void {
       m.hooks.webhooks.delete(op.tenant_id, op.id)
       return
     case 'outbox.put':
-      m.hooks.putEntry(op.entry)
+      outbox.putEntry(m.hooks, op.entry)
       return
     case 'outbox.delete':
-      m.hooks.deleteEntry(op.tenant_id, op.id)
+      outbox.deleteEntry(m.hooks, op.tenant_id, op.id)
       return
     case 'log.put':
-      m.logs.put(op.entry)
+      logs.put(m.logs, op.entry)
       return
     case 'log.delete':
-      m.logs.delete(op.tenant_id, op.id)
+      logs.remove(m.logs, op.tenant_id, op.id)
       return
   }
 }

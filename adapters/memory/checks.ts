@@ -2,6 +2,7 @@ import { assertNever } from '../../src/kernel/index.js'
 import type { Check } from '../../src/store/index.js'
 import { sameJson } from '../../src/store/index.js'
 import type { MemoryMaps } from './maps.js'
+import { pendingOf } from './outbox.js'
 
 // A state's checks: each guard of a write, evaluated on the maps.
 
@@ -84,7 +85,7 @@ function holds(m: MemoryMaps, c: Check): boolean {
     }
     case 'count.within':
       return (
-        (c.kind === 'webhook' ? m.hooks.webhooks.of(c.tenant_id).size : m.hooks.pendingOf(c.tenant_id)) <=
+        (c.kind === 'webhook' ? m.hooks.webhooks.of(c.tenant_id).size : pendingOf(m.hooks, c.tenant_id)) <=
         c.max
       )
     default:

@@ -21,106 +21,113 @@ interface TenantLogs {
 
 /**
  * The audit log entries of a memory state with the indexes `listLogs` reads: each read costs a
- * binary search and what it answers. Composed into `MemoryMaps` (one field).
+ * binary search and what it answers. Plain data, one field of `MemoryMaps`, with the functions
+ * over it below.
  */
-export class LogMaps {
-  readonly entries = new Scoped<LogEntry>()
-  private readonly tenants = new Map<string, TenantLogs>()
+export interface LogMaps {
+  readonly entries: Scoped<LogEntry>
+  /** tenant → its indexes. */
+  readonly tenants: Map<string, TenantLogs>
+}
 
-  private of(tenantId: string): TenantLogs {
-    let t = this.tenants.get(tenantId)
-    if (!t) {
-      t = { chain: new SortedIds(), byTime: new SortedIds(), byEntity: new Map() }
-      this.tenants.set(tenantId, t)
+/** Empty maps. */
+export function emptyLogMaps(): LogMaps {
+  return { entries: new Scoped(), tenants: new Map() }
+}
+
+function tenantLogs(m: LogMaps, tenantId: string): TenantLogs {
+  let t = m.tenants.get(tenantId)
+  if (!t) {
+    t = { chain: new SortedIds(), byTime: new SortedIds(), byEntity: new Map() }
+    m.tenants.set(tenantId, t)
+  }
+  return t
+}
+
+/** How many entries the tenant has (`countRecords('log')`): O(1). */
+export function count(m: LogMaps, tenantId: string): number {
+  return m.tenants.get(tenantId)?.chain.size ?? 0
+}
+
+export function put(m: LogMaps, entry: LogEntry): void {
+  remove(m, entry.tenant_id, entry.id)
+  m.entries.set(entry.tenant_id, entry.id, entry)
+  const t = tenantLogs(m, entry.tenant_id)
+  const key = timeKey(entry.created_at, entry.id)
+  t.chain.add(entry.id)
+  t.byTime.add(key)
+  for (const k of entityKeys(entry)) {
+    let ids = t.byEntity.get(k)
+    if (!ids) {
+      ids = new SortedIds()
+      t.byEntity.set(k, ids)
     }
-    return t
+    ids.add(key)
   }
+}
 
-  /** How many entries the tenant has (`countRecords('log')`): O(1). */
-  count(tenantId: string): number {
-    return this.tenants.get(tenantId)?.chain.size ?? 0
+export function remove(m: LogMaps, tenantId: string, id: string): void {
+  const old = m.entries.get(tenantId, id)
+  if (!old) return
+  m.entries.delete(tenantId, id)
+  const t = tenantLogs(m, tenantId)
+  const key = timeKey(old.created_at, old.id)
+  t.chain.delete(id)
+  t.byTime.delete(key)
+  for (const k of entityKeys(old)) {
+    const ids = t.byEntity.get(k)
+    ids?.delete(key)
+    if (ids?.size === 0) t.byEntity.delete(k)
   }
+  if (t.chain.size === 0) m.tenants.delete(tenantId)
+}
 
-  put(entry: LogEntry): void {
-    this.delete(entry.tenant_id, entry.id)
-    this.entries.set(entry.tenant_id, entry.id, entry)
-    const t = this.of(entry.tenant_id)
-    const key = timeKey(entry.created_at, entry.id)
-    t.chain.add(entry.id)
-    t.byTime.add(key)
-    for (const k of this.entityKeys(entry)) {
-      let ids = t.byEntity.get(k)
-      if (!ids) {
-        ids = new SortedIds()
-        t.byEntity.set(k, ids)
-      }
-      ids.add(key)
-    }
-  }
+function entityKeys(e: LogEntry): string[] {
+  return e.entity_id === undefined
+    ? [entityKey(e.entity_type, undefined)]
+    : [entityKey(e.entity_type, undefined), entityKey(e.entity_type, e.entity_id)]
+}
 
-  delete(tenantId: string, id: string): void {
-    const old = this.entries.get(tenantId, id)
-    if (!old) return
-    this.entries.delete(tenantId, id)
-    const t = this.of(tenantId)
-    const key = timeKey(old.created_at, old.id)
-    t.chain.delete(id)
-    t.byTime.delete(key)
-    for (const k of this.entityKeys(old)) {
-      const ids = t.byEntity.get(k)
-      ids?.delete(key)
-      if (ids?.size === 0) t.byEntity.delete(k)
-    }
-    if (t.chain.size === 0) this.tenants.delete(tenantId)
+/** See `Store.listLogs`. */
+export function list(m: LogMaps, tenantId: string, q: LogQuery): LogEntry[] {
+  const t = m.tenants.get(tenantId)
+  if (!t || q.limit <= 0) return []
+  if (q.order === 'chain') {
+    return t.chain.after(q.after?.id, q.limit).map((id) => copy(m.entries.get(tenantId, id)!))
   }
+  const ascending = q.order === 'oldest'
+  const index = indexFor(t, q, ascending)
+  if (!index) return []
+  const at = startOf(q, ascending)
+  const out: LogEntry[] = []
+  for (const key of ascending ? index.from(at) : index.before(at)) {
+    const entry = m.entries.get(tenantId, key.slice(key.indexOf('\u0001') + 1))!
+    if (
+      ascending
+        ? q.to !== undefined && entry.created_at > q.to
+        : q.from !== undefined && entry.created_at < q.from
+    )
+      return out
+    out.push(copy(entry))
+    if (out.length >= q.limit) return out
+  }
+  return out
+}
 
-  private entityKeys(e: LogEntry): string[] {
-    return e.entity_id === undefined
-      ? [entityKey(e.entity_type, undefined)]
-      : [entityKey(e.entity_type, undefined), entityKey(e.entity_type, e.entity_id)]
-  }
+function indexFor(t: TenantLogs, q: LogQuery, ascending: boolean): SortedIds | undefined {
+  if (q.entity_type === undefined) return t.byTime
+  // Filtered reads are served newest first only (what `GET /logs` asks); oldest-first reads are unfiltered.
+  if (ascending) throw new Error('listLogs: oldest-first reads take no entity filter')
+  return t.byEntity.get(entityKey(q.entity_type, q.entity_id))
+}
 
-  /** See `Store.listLogs`. */
-  list(tenantId: string, q: LogQuery): LogEntry[] {
-    const t = this.tenants.get(tenantId)
-    if (!t || q.limit <= 0) return []
-    if (q.order === 'chain') {
-      return t.chain.after(q.after?.id, q.limit).map((id) => copy(this.entries.get(tenantId, id)!))
-    }
-    const ascending = q.order === 'oldest'
-    const index = this.indexFor(t, q, ascending)
-    if (!index) return []
-    const at = this.startOf(q, ascending)
-    const out: LogEntry[] = []
-    for (const key of ascending ? index.from(at) : index.before(at)) {
-      const entry = this.entries.get(tenantId, key.slice(key.indexOf('\u0001') + 1))!
-      if (
-        ascending
-          ? q.to !== undefined && entry.created_at > q.to
-          : q.from !== undefined && entry.created_at < q.from
-      )
-        return out
-      out.push(copy(entry))
-      if (out.length >= q.limit) return out
-    }
-    return out
-  }
-
-  private indexFor(t: TenantLogs, q: LogQuery, ascending: boolean): SortedIds | undefined {
-    if (q.entity_type === undefined) return t.byTime
-    // Filtered reads are served newest first only (what `GET /logs` asks); oldest-first reads are unfiltered.
-    if (ascending) throw new Error('listLogs: oldest-first reads take no entity filter')
-    return t.byEntity.get(entityKey(q.entity_type, q.entity_id))
-  }
-
-  /**
-   * The key a read starts strictly after (oldest first) or strictly before (newest first): the
-   * cursor's, else the bound of `from`/`to`.
-   */
-  private startOf(q: LogQuery, ascending: boolean): string | undefined {
-    if (q.after) return timeKey(q.after.created_at, q.after.id)
-    if (ascending) return q.from === undefined ? undefined : q.from
-    // Strictly before `to ‖ \u0002`: every entry with `created_at <= to`.
-    return q.to === undefined ? undefined : `${q.to}\u0002`
-  }
+/**
+ * The key a read starts strictly after (oldest first) or strictly before (newest first): the
+ * cursor's, else the bound of `from`/`to`.
+ */
+function startOf(q: LogQuery, ascending: boolean): string | undefined {
+  if (q.after) return timeKey(q.after.created_at, q.after.id)
+  if (ascending) return q.from === undefined ? undefined : q.from
+  // Strictly before `to ‖ \u0002`: every entry with `created_at <= to`.
+  return q.to === undefined ? undefined : `${q.to}\u0002`
 }

@@ -17,8 +17,8 @@ import type { KeyOwner, SortedIds, TokenHead } from '../../src/store/index.js'
 import { copy, Scoped, TokenIndex } from '../../src/store/index.js'
 import { type ClientKeyMaps, emptyClientKeyMaps } from './client-keys.js'
 import { type DocumentMaps, emptyDocumentMaps } from './documents.js'
-import { LogMaps } from './logs.js'
-import { WebhookMaps } from './outbox.js'
+import { emptyLogMaps, type LogMaps } from './logs.js'
+import { emptyWebhookMaps, type WebhookMaps } from './outbox.js'
 import { emptyProxyMaps, type ProxyMaps } from './proxies.js'
 import { emptyTokenIntentMaps, type TokenIntentMaps } from './token-intents.js'
 
@@ -129,12 +129,12 @@ export function emptyMaps(): MemoryMaps {
     reactors: new Scoped(),
     idempotency: new Scoped(),
     createdSessions: new Map(),
-    hooks: new WebhookMaps(),
+    hooks: emptyWebhookMaps(),
     proxies: emptyProxyMaps(),
     clientKeys: emptyClientKeyMaps(),
     intents: emptyTokenIntentMaps(),
     documents: emptyDocumentMaps(),
-    logs: new LogMaps(),
+    logs: emptyLogMaps(),
   }
 }
 

@@ -45,7 +45,9 @@ import {
 } from '../../src/store/index.js'
 import * as clientKeys from './client-keys.js'
 import * as documents from './documents.js'
+import * as logs from './logs.js'
 import { headOf, k, linkKey, type MemoryMaps } from './maps.js'
+import * as outbox from './outbox.js'
 import * as proxies from './proxies.js'
 import * as intents from './token-intents.js'
 
@@ -392,7 +394,7 @@ export function getWebhook(m: MemoryMaps, tenantId: string, id: string): StoredW
 }
 
 export function listWebhooks(m: MemoryMaps, tenantId: string, range: Range): Page<StoredWebhook> {
-  return m.hooks.listWebhooks(tenantId, range)
+  return outbox.listWebhooks(m.hooks, tenantId, range)
 }
 
 export function getOutbox(m: MemoryMaps, tenantId: string, id: string): OutboxEntry | null {
@@ -405,18 +407,18 @@ export function listOutbox(
   tenantId: string,
   query: { after?: string; limit: number },
 ): OutboxEntry[] {
-  return m.hooks.listOutbox(tenantId, query)
+  return outbox.listOutbox(m.hooks, tenantId, query)
 }
 
 export function listDueOutbox(
   m: MemoryMaps,
   query: { before: string; limit: number; after?: DueKey },
 ): OutboxEntry[] {
-  return m.hooks.listDue(query)
+  return outbox.listDue(m.hooks, query)
 }
 
 export function listLogs(m: MemoryMaps, tenantId: string, query: LogQuery): LogEntry[] {
-  return m.logs.list(tenantId, query)
+  return logs.list(m.logs, tenantId, query)
 }
 
 export function getIdempotency(m: MemoryMaps, tenantId: string, id: string): IdempotencyRecord | null {
@@ -442,9 +444,9 @@ export function countRecords(m: MemoryMaps, tenantId: string, kind: CountedKind)
     case 'webhook':
       return m.hooks.webhooks.of(tenantId).size
     case 'outbox.pending':
-      return m.hooks.pendingOf(tenantId)
+      return outbox.pendingOf(m.hooks, tenantId)
     case 'log':
-      return m.logs.count(tenantId)
+      return logs.count(m.logs, tenantId)
     default:
       return assertNever(kind)
   }
@@ -488,7 +490,7 @@ export function listExpired(
       take(m.applications.values())
       break
     case 'outbox':
-      out.push(...m.hooks.expired(before, limit))
+      out.push(...outbox.expired(m.hooks, before, limit))
       break
     case 'token_intent':
       out.push(...intents.expired(m.intents, before, limit))
@@ -529,7 +531,7 @@ export function dump(m: MemoryMaps): StoreDump {
     formulas: sorted(m.formulas.values(), (f) => k(f.tenant_id, f.id)),
     reactors: sorted(m.reactors.values(), (r) => k(r.tenant_id, r.id)),
     idempotency: sorted(m.idempotency.values(), (r) => k(r.tenant_id, r.id)),
-    ...m.hooks.dump(),
+    ...outbox.dump(m.hooks),
     proxies: proxies.dump(m.proxies),
     client_keys: clientKeys.dump(m.clientKeys),
     ...documents.dump(m.documents),
