@@ -61,17 +61,19 @@ const ivs = new IvPool()
 
 /**
  * AES-256-GCM of `plaintext` under `key` with `aad`: IV ‖ ciphertext ‖ tag in one buffer, written
- * in place (no intermediate buffers to concatenate). `key` is a `KeyObject`, made once per key.
+ * in place (no intermediate buffers to concatenate), after `room` bytes left for a header the
+ * caller writes. `key` is a `KeyObject`, made once per key.
  */
-export function sealBytes(key: KeyObject, plaintext: Uint8Array, aad: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(IV_BYTES + plaintext.byteLength + TAG_BYTES)
+export function sealBytes(key: KeyObject, plaintext: Uint8Array, aad: Uint8Array, room = 0): Buffer {
+  const whole = Buffer.allocUnsafe(room + IV_BYTES + plaintext.byteLength + TAG_BYTES)
+  const out = room === 0 ? whole : whole.subarray(room)
   ivs.writeTo(out)
   const cipher = createCipheriv('aes-256-gcm', key, out.subarray(0, IV_BYTES))
   cipher.setAAD(aad)
   let at = IV_BYTES + cipher.update(plaintext).copy(out, IV_BYTES)
   at += cipher.final().copy(out, at)
   cipher.getAuthTag().copy(out, at)
-  return out
+  return whole
 }
 
 /** Opens what `sealBytes` made; throws when the key, the AAD or the bytes don't match. */
@@ -196,11 +198,29 @@ export function sealValue(key: TenantKey, value: unknown, aad: string): string {
 
 /** `sealValue` of a value already serialized: `text` is its JSON. */
 export function sealText(key: TenantKey, text: string, aad: string): string {
-  const body = sealBytes(key.encryption, Buffer.from(text, 'utf8'), versionedAad(aad, key.version))
-  const header = Buffer.allocUnsafe(HEADER_BYTES)
-  MARKER.copy(header)
-  header.writeUInt32BE(key.version, MARKER.length)
-  return Buffer.concat([header, body]).toString('base64')
+  return sealVersioned(key, Buffer.from(text, 'utf8'), aad).toString('base64')
+}
+
+/** Header (marker, version) ‖ IV ‖ ciphertext ‖ tag of `plain` under the key's current version, in one buffer. */
+function sealVersioned(key: TenantKey, plain: Uint8Array, aad: string): Buffer {
+  const out = sealBytes(key.encryption, plain, versionedAad(aad, key.version), HEADER_BYTES)
+  MARKER.copy(out)
+  out.writeUInt32BE(key.version, MARKER.length)
+  return out
+}
+
+/**
+ * What `sealValue` made (under `opening`, which holds its version) sealed again under `sealing`'s
+ * current version with the same `aad`, its plaintext never decoded or parsed: what re-encryption
+ * does, with the fewest copies. Throws as `openValue` does.
+ */
+export function resealValue(
+  opening: TenantKey,
+  sealing: TenantKey,
+  sealed: string | Uint8Array,
+  aad: string,
+): string {
+  return sealVersioned(sealing, openPlain(opening, sealed, aad), aad).toString('base64')
 }
 
 /**
@@ -209,20 +229,24 @@ export function sealText(key: TenantKey, text: string, aad: string): string {
  * held or the key, the AAD or the bytes don't match.
  */
 export function openValue(key: TenantKey, sealed: string | Uint8Array, aad: string): unknown {
+  return JSON.parse(openPlain(key, sealed, aad).toString('utf8'))
+}
+
+/** The plaintext bytes of what `sealValue` made (see `openValue`). */
+function openPlain(key: TenantKey, sealed: string | Uint8Array, aad: string): Buffer {
   const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'base64') : sealed
   if (hasMarker(bytes)) {
     const version = sealedVersion(bytes)
     const k = key.encryptionFor(version)
     try {
       if (!k) throw new Error(`data key version ${version} is not held`)
-      const plain = openBytes(k, bytes.subarray(HEADER_BYTES), versionedAad(aad, version))
-      return JSON.parse(plain.toString('utf8'))
+      return openBytes(k, bytes.subarray(HEADER_BYTES), versionedAad(aad, version))
     } catch (error) {
       // One legacy ciphertext in 2³² starts with the marker: read as legacy before failing.
       const legacy = key.encryptionFor(1)
       if (!legacy) throw error
       try {
-        return JSON.parse(openBytes(legacy, bytes, Buffer.from(aad, 'utf8')).toString('utf8'))
+        return openBytes(legacy, bytes, Buffer.from(aad, 'utf8'))
       } catch {
         throw error
       }
@@ -230,7 +254,7 @@ export function openValue(key: TenantKey, sealed: string | Uint8Array, aad: stri
   }
   const legacy = key.encryptionFor(1)
   if (!legacy) throw new Error('data key version 1 is not held')
-  return JSON.parse(openBytes(legacy, bytes, Buffer.from(aad, 'utf8')).toString('utf8'))
+  return openBytes(legacy, bytes, Buffer.from(aad, 'utf8'))
 }
 
 /**
@@ -238,11 +262,7 @@ export function openValue(key: TenantKey, sealed: string | Uint8Array, aad: stri
  * ciphertext ‖ tag, as base64, with `aad` and the version as additional authenticated data.
  */
 export function sealBinary(key: TenantKey, bytes: Uint8Array, aad: string): string {
-  const body = sealBytes(key.encryption, bytes, versionedAad(aad, key.version))
-  const header = Buffer.allocUnsafe(HEADER_BYTES)
-  MARKER.copy(header)
-  header.writeUInt32BE(key.version, MARKER.length)
-  return Buffer.concat([header, body]).toString('base64')
+  return sealVersioned(key, bytes, aad).toString('base64')
 }
 
 /** Decrypts what `sealBinary` made; throws when the version is not held or anything does not match. */

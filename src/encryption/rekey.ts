@@ -8,7 +8,7 @@ import { openOutbox, outboxVersions, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import type { RekeyDeps } from './rekey-deps.js'
 import { resealAnswers, resealStaged } from './rekey-pending.js'
-import { openReactor, openToken, type Sealing, sealedPayload, sealReactor, sealToken } from './sealing.js'
+import { openReactor, resealToken, type Sealing, sealedPayload, sealReactor } from './sealing.js'
 import { type Keyring, keysOf } from './tenant-keyring.js'
 
 /** Where a tenant's re-encryption sweep stands after one step. */
@@ -171,7 +171,7 @@ function placeSweep(keyring: Keyring, tenantId: string, to: number, sweep: NonNu
 /** A token opened and sealed again under the current version; null when it fails its integrity check. */
 async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | null> {
   try {
-    return await sealToken(s, await openToken(s, stored))
+    return await resealToken(s, stored)
   } catch (error) {
     if (error instanceof ServiceError && error.code === 'unreadable') return null
     throw error

@@ -2,7 +2,15 @@ import type { Json, Reactor, StagedWrite, StoredToken } from '../kernel/index.js
 import { ServiceError, withTokenFields } from '../kernel/index.js'
 import type { Op } from '../store/index.js'
 import { sealChunk } from './document-sealing.js'
-import { keyedHash, openValue, sealedVersion, sealText, sealValue, type TenantKey } from './keyring.js'
+import {
+  keyedHash,
+  openValue,
+  resealValue,
+  sealedVersion,
+  sealText,
+  sealValue,
+  type TenantKey,
+} from './keyring.js'
 
 /**
  * How a sealed token field is stored: IV ‖ ciphertext ‖ GCM tag, as base64 (what this store writes)
@@ -123,6 +131,27 @@ export function openToken(s: Sealing, token: StoredToken): StoredToken | Promise
   if (!isSealed(token.data)) return s.asRead(token)
   const key = s.keyOf(token.tenant_id, sealedVersion((token.data as Sealed).$sealed))
   return key instanceof Promise ? key.then((k) => openWith(s, k, token)) : openWith(s, key, token)
+}
+
+/**
+ * A stored token sealed again under its tenant's current version (that seal counted), its sealed
+ * `data` reopened and resealed as bytes, never decoded or parsed (`resealValue`): what
+ * re-encryption does, with the fewest copies. Legacy plaintext is sealed as `sealToken` does.
+ * Throws `unreadable` as `openToken` does.
+ */
+export async function resealToken(s: Sealing, stored: StoredToken): Promise<StoredToken> {
+  const payload = sealedPayload(stored.data)
+  if (payload === undefined) return sealToken(s, await openToken(s, stored))
+  if (stored.mask !== undefined) throw unreadable(stored.id)
+  const opening = await s.keyOf(stored.tenant_id, sealedVersion(payload))
+  const sealing = await s.sealKeyOf(stored.tenant_id)
+  let sealed: string
+  try {
+    sealed = resealValue(opening, sealing, payload, aadOf(stored.tenant_id, stored.id))
+  } catch {
+    throw unreadable(stored.id)
+  }
+  return withTokenFields(stored, { data: { $sealed: sealed } })
 }
 
 /** A reactor as stored: its configuration sealed, bound to its tenant and id. */
