@@ -83,6 +83,10 @@ function holds(m: MemoryMaps, c: Check): boolean {
       const stored = m.hooks.entries.get(c.tenant_id, c.id)
       return stored !== undefined && sameJson(stored, c.entry)
     }
+    case 'proxy.unchanged': {
+      const stored = m.proxies.proxies.get(c.tenant_id, c.id)
+      return stored !== undefined && sameJson(stored, c.proxy)
+    }
     case 'count.within':
       return (
         (c.kind === 'webhook' ? m.hooks.webhooks.of(c.tenant_id).size : pendingOf(m.hooks, c.tenant_id)) <=
