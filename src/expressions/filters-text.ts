@@ -52,18 +52,28 @@ function escapeGrowth(c: number): number {
   }
 }
 
+/**
+ * Characters of a text `escape` counts between two charges of its replacements: a text whose
+ * replacements the budget cannot hold is refused within one such slice past the point where the
+ * budget ran out, not after a pass over all of it.
+ */
+const ESCAPE_COUNT_SLICE = 16 * 1024
+
 /** `s` HTML-escaped (`once`: an entity already there is kept), its replacements and length paid before. */
 function htmlEscaped(s: string, once: boolean, work: Work): string {
-  let escaped = 0
   let growth = 0
-  for (let i = 0; i < s.length; i++) {
-    const grows = escapeGrowth(s.charCodeAt(i))
-    if (grows > 0) {
-      escaped++
-      growth += grows
+  for (let from = 0; from < s.length; from += ESCAPE_COUNT_SLICE) {
+    const to = Math.min(s.length, from + ESCAPE_COUNT_SLICE)
+    let escaped = 0
+    for (let i = from; i < to; i++) {
+      const grows = escapeGrowth(s.charCodeAt(i))
+      if (grows > 0) {
+        escaped++
+        growth += grows
+      }
     }
+    work.elements(escaped)
   }
-  work.elements(escaped)
   // The most it makes: every `&` escaped (escape_once may keep some).
   work.willMake(s.length + growth)
   const ampersands = once ? /&(?!(?:[a-zA-Z][a-zA-Z0-9]*|#\d+|#[xX][0-9a-fA-F]+);)/g : /&/g
