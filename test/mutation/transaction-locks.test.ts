@@ -432,6 +432,32 @@ describe('a transaction staged before the bounds existed (no totals kept)', () =
     expect(w.locksOf(tx.id)).toEqual([])
   })
 
+  it('with exactly 16 MiB of token JSON in its first 64 staged records and a delete after them, commits all 65', async () => {
+    const w = await world()
+    const gone = await w.client.tokens.create({ id: 'z-gone', type: 'token', data: 'gone' })
+    const tx = await w.client.transactions.create()
+    const inTx = w.inTx(tx.id)
+    const chars = async () => (await w.stored(tx.id)).staged_chars ?? 0
+    const KiB = 1024
+    const id = (i: number) => `p${String(i).padStart(2, '0')}`
+    await inTx.tokens.create({ id: id(0), type: 'token', data: 'x'.repeat(256 * KiB) })
+    const overhead = (await chars()) - 256 * KiB
+    for (let i = 1; i < 63; i++)
+      await inTx.tokens.create({ id: id(i), type: 'token', data: 'x'.repeat(256 * KiB) })
+    await inTx.tokens.create({
+      id: id(63),
+      type: 'token',
+      data: 'x'.repeat(16 * 1024 * KiB - (await chars()) - overhead),
+    })
+    expect(await chars()).toBe(16 * 1024 * KiB)
+    await inTx.tokens.delete(gone.id)
+    const { staged_writes: _w, staged_chars: _c, ...legacy } = await w.stored(tx.id)
+    expect((await w.base.write({ ops: [{ op: 'transaction.put', transaction: legacy }] })).ok).toBe(true)
+    await w.client.transactions.commit(tx.id)
+    expect((await w.client.tokens.list({ size: 1 })).pagination.total_items).toBe(64)
+    expect((await failure(w.client.tokens.get(gone.id))).code).toBe('not_found')
+  })
+
   it('a write staged while its rollback is on its way is discarded with it, and the end is of the transaction as last written', async () => {
     const w = await world()
     const [a] = await w.tokens(1)

@@ -328,8 +328,11 @@ describe('a write through a transaction', () => {
     const tx = await w.client.transactions.create()
     await w.inTx(tx.id).tokens.update(a.id, { data: 'locked' })
     const before = await w.base.dump()
+    const tries = () => w.seen.batches.filter((b) => b.ops.some((op) => op.op === 'token.delete')).length
     expect((await failure(w.client.tokens.delete(a.id))).code).toBe('conflict')
     expect(await w.base.dump()).toEqual(before)
+    // Answered on the first refusal: a lock is no race to try again.
+    expect(tries()).toBe(1)
   })
 
   it('outside a transaction, a create is guarded against locks for the id its caller gave, not for one it made', async () => {
