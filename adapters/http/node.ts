@@ -142,6 +142,8 @@ async function writeStream(res: ServerResponse, body: ReadableStream<Uint8Array>
     res.end()
   } catch {
     res.destroy()
+    // A stream left unread is cancelled, so what it holds (a paced answer's admission) ends.
+    await reader.cancel().catch(() => {})
   }
 }
 

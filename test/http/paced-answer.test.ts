@@ -3,7 +3,12 @@
  * its own, and keeps its place in its tenant's admission lane until its last piece is taken (or its
  * reader cancels); the handler-wide count frees when the answer is handed on.
  */
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { toNodeListener } from '../../adapters/http/index.js'
 import { pacedAnswer } from '../../adapters/http/paced-answer.js'
 import { REVEAL_ALL, setup } from './setup.js'
 
@@ -100,5 +105,34 @@ describe('a paced answer in admission', () => {
     const third = await s.call('GET', `/tokens/${s.id}`, { key: s.aKey })
     expect(third.status).toBe(200)
     await third.text()
+  })
+
+  it('over node:http, a client that leaves midway cancels the answer’s stream (which ends a paced answer’s admission)', async () => {
+    let cancelled!: () => void
+    const cancel = new Promise<void>((resolve) => (cancelled = resolve))
+    // An answer that never ends on its own: 64 KiB pieces as long as they are read.
+    const endless = () =>
+      new Response(
+        new ReadableStream<Uint8Array>(
+          { pull: (c) => c.enqueue(new Uint8Array(65_536)), cancel: () => cancelled() },
+          { highWaterMark: 0 },
+        ),
+      )
+    const server = createServer(toNodeListener(endless))
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const { port } = server.address() as AddressInfo
+      const socket = connect(port, '127.0.0.1')
+      await once(socket, 'connect')
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+      const [first] = (await once(socket, 'data')) as [Buffer]
+      expect(first.toString('latin1')).toMatch(/^HTTP\/1\.1 200/)
+      socket.destroy()
+      await cancel
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 })
