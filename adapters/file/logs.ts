@@ -27,10 +27,13 @@ export function applyLogOp(dbs: Databases, op: Op): boolean {
   const tenantId = op.op === 'log.put' ? op.entry.tenant_id : op.tenant_id
   const id = op.op === 'log.put' ? op.entry.id : op.id
   const k = key(tenantId, id)
-  // A new entry is appended without a read: an id is put again only by retention's `floor` mark
-  // (same indexed fields, so its index keys are the same), and a delete needs the old one's.
+  // An entry inside a group is appended without a read: an id is put again only by retention,
+  // which marks an entry `floor` and seals its group again (the group's last entry, the one with a
+  // MAC) — same indexed fields, so the same index keys —, and a delete needs the old one's.
   const old =
-    op.op === 'log.put' && op.entry.floor !== true ? undefined : (dbs.logs.get(k) as LogEntry | undefined)
+    op.op === 'log.put' && op.entry.floor !== true && op.entry.mac === ''
+      ? undefined
+      : (dbs.logs.get(k) as LogEntry | undefined)
   if (old) for (const [db, parts] of indexes(dbs, old)) db.remove(key(...parts, old.created_at, old.id))
   // The tenant's count of entries (`countRecords('log')`), moved in the same transaction.
   const delta = op.op === 'log.put' ? (old ? 0 : 1) : old ? -1 : 0

@@ -1,9 +1,24 @@
 import { createHmac } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { fileStore } from '../../adapters/file/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import type { EntryDraft } from '../../src/audit/index.js'
 import { AuditLog, macText, removeOldestEntries, verifyLogs } from '../../src/audit/index.js'
 import type { LogEntry } from '../../src/kernel/index.js'
+import type { Store } from '../../src/store/index.js'
+
+const dirs: string[] = []
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tv-group-mac-'))
+  dirs.push(dir)
+  return dir
+}
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
 
 /** An HMAC per tenant, as the service's audit key gives one. */
 const mac = (tenantId: string, values: readonly string[]) =>
@@ -23,8 +38,7 @@ const drafts = (call: string, n: number): EntryDraft[] =>
   }))
 
 /** A memory store holding one call's 5 entries (one group) and then one call's 1 entry. */
-async function logged() {
-  const store = memoryStore()
+async function logged(store: Store = memoryStore()) {
   const log = new AuditLog(store, mac)
   await log.commit('t1', drafts('a', 5))
   await log.commit('t1', drafts('b', 1))
@@ -72,12 +86,19 @@ describe('one MAC a group of entries', () => {
     expect(await verifyLogs(store, mac, 't1')).toMatchObject({ ok: false, broken: { reason: 'mac' } })
   })
 
-  it('cuts a group by retention (2 of its 5 removed) and verification still holds', async () => {
-    const { store, chain } = await logged()
-    expect(await removeOldestEntries(store, mac, 't1', 2)).toBe(2)
-    const kept = await chain()
-    expect(kept.map((e) => e.entity_id)).toEqual(['a-2', 'a-3', 'a-4', 'b-0'])
-    expect(kept[0]!.floor).toBe(true)
-    expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 4, lanes: 1 })
-  })
+  it.each(['memory', 'file'] as const)(
+    'cuts a group by retention (2 of its 5 removed) and verification and the count still hold (%s)',
+    async (kind) => {
+      const { store, chain } = await logged(
+        kind === 'file' ? await fileStore({ path: tempDir() }) : memoryStore(),
+      )
+      expect(await removeOldestEntries(store, mac, 't1', 2)).toBe(2)
+      const kept = await chain()
+      expect(kept.map((e) => e.entity_id)).toEqual(['a-2', 'a-3', 'a-4', 'b-0'])
+      expect(kept[0]!.floor).toBe(true)
+      expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 4, lanes: 1 })
+      expect(await store.countRecords('t1', 'log')).toBe(4)
+      await store.close()
+    },
+  )
 })
