@@ -8,12 +8,14 @@ import { Agent as HttpsAgent } from 'node:https'
  * TLS server name: a rebinding answer is refused before any connection is looked for, and a
  * different public answer gets its own connection.
  *
- * Bounds: idle connections per address and port (`EGRESS_MAX_IDLE_PER_ADDRESS`), closed after
+ * Bounds: idle connections per address and port (`EGRESS_MAX_IDLE_PER_ADDRESS`, as many as one
+ * tenant's proxy calls in flight by default, so a burst of answers at that load closes none that the
+ * next calls would open again), closed after
  * `EGRESS_IDLE_MS` idle (under node's default server keep-alive of 5 s, so a destination seldom
  * closes one just as it is reused). Connections in use are not bounded here: the callers bound
  * their requests in flight (the proxy per tenant).
  */
-export const EGRESS_MAX_IDLE_PER_ADDRESS = 16
+export const EGRESS_MAX_IDLE_PER_ADDRESS = 64
 /** How long an idle kept connection stays open, ms. */
 export const EGRESS_IDLE_MS = 4000
 

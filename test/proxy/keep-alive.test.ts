@@ -29,8 +29,14 @@ beforeAll(async () => {
 })
 afterAll(() => destination.close())
 
-async function proxyClient(origins: string[]) {
-  const service = createService({ store: memoryStore(), clock: systemClock, runner: null, egress: origins })
+async function proxyClient(origins: string[], maxProxyCallsPerTenant?: number) {
+  const service = createService({
+    store: memoryStore(),
+    clock: systemClock,
+    runner: null,
+    egress: origins,
+    ...(maxProxyCallsPerTenant ? { maxProxyCallsPerTenant } : {}),
+  })
   const tenant = await service.admin.createTenant({ name: 't' })
   const { key } = await service.admin.createApplication({
     tenantId: tenant.id,
@@ -73,14 +79,14 @@ describe('egress keep-alive', () => {
     await service.close()
   }, 60_000)
 
-  it('at most 16 idle connections are kept per address: 20 calls at once after 20 at once open 4', async () => {
-    // The destination holds its answers until all 20 requests of a round are in.
+  it('at most 64 idle connections are kept per address: 68 calls at once after 68 at once open 4', async () => {
+    // The destination holds its answers until all 68 requests of a round are in.
     let held: ServerResponse[] = []
     let opened = 0
     const barrier = createServer((req, res) => {
       req.resume()
       held.push(res)
-      if (held.length < 20) return
+      if (held.length < 68) return
       for (const r of held) r.end('{}')
       held = []
     })
@@ -88,14 +94,14 @@ describe('egress keep-alive', () => {
     barrier.listen(0, '127.0.0.1')
     await once(barrier, 'listening')
     const origin = `http://127.0.0.1:${(barrier.address() as AddressInfo).port}`
-    const { service, client } = await proxyClient([origin])
+    const { service, client } = await proxyClient([origin], 68)
     const round = async () => {
       const before = opened
-      const answers = await Promise.all(Array.from({ length: 20 }, () => client.proxy.invoke(call(origin))))
-      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200))
+      const answers = await Promise.all(Array.from({ length: 68 }, () => client.proxy.invoke(call(origin))))
+      expect(answers.map((a) => a.status)).toEqual(Array(68).fill(200))
       return opened - before
     }
-    expect([await round(), await round(), await round()]).toEqual([20, 4, 4])
+    expect([await round(), await round(), await round()]).toEqual([68, 4, 4])
     barrier.closeAllConnections()
     barrier.close()
     await service.close()
