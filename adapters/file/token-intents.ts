@@ -1,7 +1,7 @@
 import type { StoredTokenIntent } from '../../src/kernel/index.js'
 import type { Op } from '../../src/store/index.js'
 import type { Databases } from './env.js'
-import { key } from './keys.js'
+import { key, prefix } from './keys.js'
 
 /** Keeps a record's entry in the `expiring` index (`apply.ts`'s `reindexTime`). */
 type Reindex = (
@@ -39,6 +39,16 @@ export function tokenIntentReads(fresh: () => Databases) {
   return {
     getTokenIntent: async (t: string, id: string) =>
       (fresh().tokenIntents.get(key(t, id)) as StoredTokenIntent | undefined) ?? null,
+    listTokenIntents: async (t: string, query: { after?: string; limit: number }) => {
+      if (query.limit <= 0) return []
+      const range = prefix(t)
+      const start =
+        query.after === undefined ? range.start : Buffer.concat([key(t, query.after), Buffer.from([0])])
+      const out: StoredTokenIntent[] = []
+      for (const { value } of fresh().tokenIntents.getRange({ start, end: range.end, limit: query.limit }))
+        out.push(value as StoredTokenIntent)
+      return out
+    },
   }
 }
 

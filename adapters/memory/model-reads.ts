@@ -42,6 +42,7 @@ export function mapsReads(use: () => MemoryMaps): StoreReads {
     getProxy: async (t, id) => read.getProxy(use(), t, id),
     listProxies: async (t, q) => read.listProxies(use(), t, q),
     getTokenIntent: async (t, id) => read.getTokenIntent(use(), t, id),
+    listTokenIntents: async (t, q) => read.listTokenIntents(use(), t, q),
     listDocuments: async (t, q) => read.listDocuments(use(), t, q),
     getDocument: async (t, id) => read.getDocument(use(), t, id),
     getDocumentChunk: async (t, id, i) => read.getDocumentChunk(use(), t, id, i),

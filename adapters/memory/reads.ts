@@ -367,6 +367,14 @@ export function getTokenIntent(m: MemoryMaps, tenantId: string, id: string): Sto
   return intents.get(m.intents, tenantId, id)
 }
 
+export function listTokenIntents(
+  m: MemoryMaps,
+  tenantId: string,
+  query: { after?: string; limit: number },
+): StoredTokenIntent[] {
+  return keysetOf(m.intents.intents.of(tenantId), query)
+}
+
 export function listDocuments(
   m: MemoryMaps,
   tenantId: string,

@@ -209,6 +209,9 @@ export class MemoryState {
   getTokenIntent(...a: Args<typeof read.getTokenIntent>) {
     return read.getTokenIntent(this.maps, ...a)
   }
+  listTokenIntents(...a: Args<typeof read.listTokenIntents>) {
+    return read.listTokenIntents(this.maps, ...a)
+  }
   listDocuments(...a: Args<typeof read.listDocuments>) {
     return read.listDocuments(this.maps, ...a)
   }

@@ -55,6 +55,7 @@ export type Reads = Omit<
   | 'getProxy'
   | 'listProxies'
   | 'getTokenIntent'
+  | 'listTokenIntents'
   | 'listDocuments'
   | 'getDocument'
   | 'getDocumentChunk'

@@ -293,6 +293,7 @@ function openStore(
     getProxy: (tenantId, id) => guard(() => proxies.getProxy(tenantId, id)),
     listProxies: (tenantId, q) => guard(() => proxies.listProxies(tenantId, q)),
     getTokenIntent: (tenantId, id) => guard(() => intents.getTokenIntent(tenantId, id)),
+    listTokenIntents: (tenantId, q) => guard(() => intents.listTokenIntents(tenantId, q)),
     listDocuments: (tenantId, q) => guard(() => documents.listDocuments(tenantId, q)),
     getDocument: (tenantId, id) => guard(() => documents.getDocument(tenantId, id)),
     getDocumentChunk: (tenantId, id, index) => guard(() => documents.getDocumentChunk(tenantId, id, index)),

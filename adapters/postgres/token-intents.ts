@@ -45,5 +45,13 @@ export function tokenIntentReads(t: Tables, query: Query) {
       })
       return rows[0] ? (JSON.parse(rows[0].doc) as StoredTokenIntent) : null
     },
+    listTokenIntents: async (tenantId: string, q: { after?: string; limit: number }) =>
+      (
+        await query<{ doc: string }>({
+          text: `SELECT doc::text AS doc FROM ${table} WHERE tenant_id = $1
+            AND ($2::text IS NULL OR id > $2 COLLATE "C") ORDER BY id COLLATE "C" LIMIT $3`,
+          values: [tenantId, q.after ?? null, Math.max(0, Math.floor(q.limit))],
+        })
+      ).rows.map((r) => JSON.parse(r.doc) as StoredTokenIntent),
   }
 }

@@ -1,6 +1,7 @@
 import type { IdempotencyRecord, StagedWrite, StoredTransaction } from '../kernel/index.js'
 import { ServiceError } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
+import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
 import { sealedVersion } from './keyring.js'
 import type { RekeyDeps } from './rekey-deps.js'
 import { openAnswer, openStaged, sealedPayload, sealOp } from './sealing.js'
@@ -62,6 +63,40 @@ export async function resealAnswers(deps: RekeyDeps, tenantId: string, to: numbe
         pairs.push({
           check: { check: 'idempotency.claimed', tenant_id: tenantId, id: stored.id, claim: stored.claim },
           op,
+        })
+    }
+    await writeEach(deps, pairs)
+    if (page.length < PAGE) return kept
+    after = page[page.length - 1]!.id
+    await turn()
+  }
+}
+
+/**
+ * Re-seals the tenant's token intents not under `to`, a page at a time, each guarded by
+ * `token_intent.present`: an intent is never changed once made (only converted or deleted), so
+ * one still there is the one read, and one converted or deleted meanwhile is not brought back.
+ * Answers the versions still held by intents that do not open (they keep their version).
+ */
+export async function resealIntents(deps: RekeyDeps, tenantId: string, to: number): Promise<Set<number>> {
+  const kept = new Set<number>()
+  let after: string | undefined
+  for (;;) {
+    const page = await deps.store.listTokenIntents(tenantId, { ...(after ? { after } : {}), limit: PAGE })
+    const pairs: { check: Check; op: Op }[] = []
+    for (const stored of page) {
+      const payload = sealedPayload(stored.data)
+      const version = payload === undefined ? undefined : sealedVersion(payload)
+      if (version === undefined || version === to) continue
+      const intent = await openTokenIntent(deps.sealing, stored).catch((error: unknown) => {
+        if (error instanceof ServiceError && error.code === 'unreadable') return null
+        throw error
+      })
+      if (!intent) kept.add(version)
+      else
+        pairs.push({
+          check: { check: 'token_intent.present', tenant_id: tenantId, id: stored.id },
+          op: { op: 'token_intent.put', intent: await sealTokenIntent(deps.sealing, intent) },
         })
     }
     await writeEach(deps, pairs)

@@ -7,7 +7,7 @@ import { sealedVersion } from './keyring.js'
 import { openOutbox, outboxVersions, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import type { RekeyDeps } from './rekey-deps.js'
-import { resealAnswers, resealStaged } from './rekey-pending.js'
+import { resealAnswers, resealIntents, resealStaged } from './rekey-pending.js'
 import { openReactor, resealToken, type Sealing, sealedPayload, sealReactor } from './sealing.js'
 import { type Keyring, keysOf } from './tenant-keyring.js'
 
@@ -94,6 +94,7 @@ export async function rekeyStep(deps: RekeyDeps, tenantId: string, batch: number
   await resealOutbox(deps, tenantId, sweep.to)
   const pending = await resealAnswers(deps, tenantId, sweep.to)
   for (const v of await resealStaged(deps, tenantId, sweep.to)) pending.add(v)
+  for (const v of await resealIntents(deps, tenantId, sweep.to)) pending.add(v)
   return finishPass(deps, tenant, keys, { ...sweep, done }, base, pending)
 }
 

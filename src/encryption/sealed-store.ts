@@ -121,6 +121,9 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
       const intent = await inner.getTokenIntent(tenantId, id)
       return intent && openTokenIntent(s, intent)
     },
+    async listTokenIntents(tenantId, query) {
+      return Promise.all((await inner.listTokenIntents(tenantId, query)).map((i) => openTokenIntent(s, i)))
+    },
     getDocumentChunk: (t, id, index) =>
       inner.getDocumentChunk(t, id, index).then((c) => c && openChunk(s, c)),
     async getOutbox(tenantId, id) {

@@ -386,6 +386,12 @@ export interface Store {
   /** A token intent by id, expired or not (the service decides what expiry means), or null. */
   getTokenIntent(tenantId: string, id: string): Promise<StoredTokenIntent | null>
   /**
+   * Keyset read of a tenant's token intents in id order (code-unit order), strictly after `after`
+   * when given, at most `limit`, expired or not: what the key lifecycle walks to re-seal them.
+   * SQL: `… WHERE tenant_id = $1 AND id > $2 ORDER BY id COLLATE "C" LIMIT $3`; LMDB: a range read.
+   */
+  listTokenIntents(tenantId: string, query: { after?: string; limit: number }): Promise<StoredTokenIntent[]>
+  /**
    * Keyset read of a tenant's document heads in id order (code-unit order), strictly after `after`
    * when given, at most `limit`, in any state: what the key lifecycle walks. SQL: `… WHERE
    * tenant_id = $1 AND id > $2 ORDER BY id COLLATE "C" LIMIT $3`; LMDB: a range read of `tenant ‖ id`.

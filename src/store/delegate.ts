@@ -40,6 +40,7 @@ const STORE_METHODS = {
   getClientKey: true,
   listClientKeys: true,
   getTokenIntent: true,
+  listTokenIntents: true,
   listDocuments: true,
   getDocument: true,
   getDocumentChunk: true,

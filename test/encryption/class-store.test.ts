@@ -176,6 +176,10 @@ class PrototypeStore implements Store {
     this.#count('getTokenIntent')
     return this.#inner.getTokenIntent(...a)
   }
+  listTokenIntents(...a: Parameters<Store['listTokenIntents']>) {
+    this.#count('listTokenIntents')
+    return this.#inner.listTokenIntents(...a)
+  }
   getProxy(...a: Parameters<Store['getProxy']>) {
     this.#count('getProxy')
     return this.#inner.getProxy(...a)
@@ -270,6 +274,7 @@ const CONTRACT_METHODS = [
   'getClientKey',
   'listClientKeys',
   'getTokenIntent',
+  'listTokenIntents',
   'getProxy',
   'listProxies',
   'listDocuments',
@@ -365,6 +370,7 @@ describe('a store written as a class', () => {
       getClientKey: () => store.getClientKey('t', 'k'),
       listClientKeys: () => store.listClientKeys('t', page),
       getTokenIntent: () => store.getTokenIntent('t', 'i'),
+      listTokenIntents: () => store.listTokenIntents('t', { limit: 10 }),
       getProxy: () => store.getProxy('t', 'p'),
       listProxies: () => store.listProxies('t', page),
       listDocuments: () => store.listDocuments('t', { limit: 10 }),

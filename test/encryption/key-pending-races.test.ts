@@ -11,13 +11,14 @@ import type { IdempotencyRecord } from '../../src/kernel/index.js'
 import { delegatingStore, type Store } from '../../src/store/index.js'
 import { pendingVersions } from './key-pending.js'
 
-/** A memory store whose `listIdempotency`, `listStaged` and `listProxies` each run their hook (once, when set) after reading. */
+/** A memory store whose `listIdempotency`, `listStaged`, `listTokenIntents` and `listProxies` each run their hook (once, when set) after reading. */
 function hookedStore() {
   const inner = memoryStore()
   const hooks: {
     idempotency?: () => Promise<void>
     staged?: () => Promise<void>
     proxies?: () => Promise<void>
+    intents?: () => Promise<void>
   } = {}
   const fire = async (name: keyof typeof hooks) => {
     const run = hooks[name]
@@ -33,6 +34,11 @@ function hookedStore() {
     async listStaged(t, tx, q) {
       const page = await inner.listStaged(t, tx, q)
       await fire('staged')
+      return page
+    },
+    async listTokenIntents(t, q) {
+      const page = await inner.listTokenIntents(t, q)
+      await fire('intents')
       return page
     },
     async listProxies(t, q) {
@@ -53,7 +59,7 @@ async function vault(store: Store) {
     tenantId: tenant.id,
     name: 'm',
     type: 'private',
-    permissions: [...permissions],
+    permissions: [...permissions, 'token-intent:create'],
     rules: [
       { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...permissions] },
     ],
@@ -82,7 +88,7 @@ describe('re-sealing kept answers and staged writes is guarded', () => {
     const progress = await service.admin.reencrypt({ tenantId, batchSize: 10 })
     expect(hooks.staged).toBeUndefined()
     expect(progress.versions).toEqual([2])
-    expect(await pendingVersions(store, tenantId)).toEqual({ answers: [], staged: [2, 2] })
+    expect(await pendingVersions(store, tenantId)).toEqual({ answers: [], staged: [2, 2], intents: [] })
     expect((await inTx.tokens.get('a')).data).toBe('staged concurrently')
     await client.transactions.commit(tx.id)
     expect((await client.tokens.get('a')).data).toBe('staged concurrently')
@@ -157,6 +163,24 @@ describe('re-sealing kept answers and staged writes is guarded', () => {
     expect((await admin.proxies.get(proxy.id)).configuration).toEqual({ SECRET: 'concurrent' })
     // The change was sealed under the current version: nothing holds version 1 any more.
     expect(progress.versions).toEqual([2])
+    await service.close()
+  })
+
+  it('a token intent converted between the pass reading it and writing it is not brought back', async () => {
+    const { store, hooks } = hookedStore()
+    const { service, tenantId, key, rotateLate } = await vault(store)
+    const client = service.connect(key)
+    const intent = await client.tokenIntents.create({ type: 'token', data: { intended: 1 } })
+    await rotateLate()
+    let converted = ''
+    hooks.intents = async () => {
+      converted = (await client.tokens.create({ token_intent_id: intent.id })).id
+    }
+    const progress = await service.admin.reencrypt({ tenantId, batchSize: 10 })
+    expect(hooks.intents).toBeUndefined()
+    expect(progress.versions).toEqual([2])
+    expect((await store.dump()).token_intents).toEqual([])
+    expect((await client.tokens.get(converted)).data).toEqual({ intended: 1 })
     await service.close()
   })
 })

@@ -22,6 +22,7 @@ export async function pendingVersions(store: Store, tenantId: string) {
   return {
     answers: dump.idempotency.filter((r) => r.tenant_id === tenantId).map((r) => versionOf(r.answer)),
     staged: dump.staged.filter((w) => w.tenant_id === tenantId).map((w) => versionOf(w.token?.data)),
+    intents: dump.token_intents.filter((i) => i.tenant_id === tenantId).map((i) => versionOf(i.data)),
   }
 }
 
@@ -34,7 +35,7 @@ async function vaultOn(store: Store) {
     tenantId: tenant.id,
     name: 'm',
     type: 'private',
-    permissions: ['token:create', 'token:read', 'token:update'],
+    permissions: ['token:create', 'token:read', 'token:update', 'token-intent:create'],
     rules: [
       {
         description: 'all',
@@ -68,19 +69,23 @@ export async function pendingResealed(store: Store): Promise<void> {
     const inTx = service.connect(key, { transactionId: tx.id })
     await inTx.tokens.create({ id: 'staged-create', type: 'token', data: { staged: 1 } })
     await inTx.tokens.update(committed.id, { data: 'staged value' })
-    expect(await pendingVersions(store, tenantId)).toEqual({ answers: [1], staged: [1, 1] })
+    const intent = await client.tokenIntents.create({ type: 'token', data: { intended: 1 } })
+    expect(await pendingVersions(store, tenantId)).toEqual({ answers: [1], staged: [1, 1], intents: [1] })
 
     await service.admin.rotateDataKey({ tenantId })
     clock.advance(60_000)
     const progress = await service.admin.reencrypt({ tenantId, batchSize: 10 })
     expect(progress.finished).toBe(true)
     expect(progress.versions).toEqual([2])
-    expect(await pendingVersions(store, tenantId)).toEqual({ answers: [2], staged: [2, 2] })
+    expect(await pendingVersions(store, tenantId)).toEqual({ answers: [2], staged: [2, 2], intents: [2] })
 
     // The repeat answers the first answer and acts once.
     expect(await once.tokens.create(request)).toEqual(first)
     const tokens = (await store.dump()).tokens.filter((t) => t.tenant_id === tenantId)
     expect(tokens).toHaveLength(2)
+    // The intent converts into a token holding its data.
+    const converted = await client.tokens.create({ token_intent_id: intent.id })
+    expect((await client.tokens.get(converted.id)).data).toEqual({ intended: 1 })
     // The staged writes read inside the transaction, and commit.
     expect((await inTx.tokens.get('staged-create')).data).toEqual({ staged: 1 })
     expect((await inTx.tokens.get(committed.id)).data).toBe('staged value')

@@ -542,6 +542,9 @@ export class ContractModel implements Store {
     )
     return json(found ?? null)
   }
+  async listTokenIntents(tenantId: string, query: { after?: string; limit: number }) {
+    return keysetOf(this.intents, tenantId, query)
+  }
   async getTokenIntent(tenantId: string, id: string) {
     return json(this.intents.find((i) => i.tenant_id === tenantId && i.id === id) ?? null)
   }

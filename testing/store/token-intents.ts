@@ -101,4 +101,30 @@ export function tokenIntentsTests(fresh: () => Promise<Store>): void {
     )
     await store.close()
   })
+
+  it("lists a tenant's token intents by id in keyset pages, expired or not, never another tenant's", async () => {
+    const store = await fresh()
+    const ids = ['i2', 'I9', 'i10', 'i1']
+    await store.write({
+      ops: [
+        ...ids.map((id) => ({
+          op: 'token_intent.put' as const,
+          intent: tokenIntent(id, T, id === 'i1' ? '2029-12-31T00:00:00.000Z' : undefined),
+        })),
+        { op: 'token_intent.put', intent: tokenIntent('i0', U) },
+      ],
+    })
+    const page = async (after: string | undefined, limit: number) =>
+      (await store.listTokenIntents(T, { ...(after === undefined ? {} : { after }), limit })).map((i) => i.id)
+    expect(await page(undefined, 10)).toEqual(['I9', 'i1', 'i10', 'i2'])
+    expect(await page(undefined, 2)).toEqual(['I9', 'i1'])
+    expect(await page('i1', 2)).toEqual(['i10', 'i2'])
+    expect(await page('i2', 2)).toEqual([])
+    expect(await page(undefined, 0)).toEqual([])
+    expect(await store.listTokenIntents(T, { after: 'i10', limit: 1 })).toEqual([tokenIntent('i2')])
+    expect((await store.listTokenIntents(U, { limit: 10 })).map((i) => i.id)).toEqual(['i0'])
+    await store.write({ ops: [{ op: 'token_intent.delete', tenant_id: T, id: 'i10' }] })
+    expect(await page(undefined, 10)).toEqual(['I9', 'i1', 'i2'])
+    await store.close()
+  })
 }
