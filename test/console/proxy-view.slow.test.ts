@@ -91,7 +91,7 @@ describe.skipIf(executablePath === undefined)('the console’s Proxy view', () =
       expect(cells[5]).toBe(JSON.stringify({ note: HOSTILE }))
       // Text, never markup: no element was made of it, and nothing ran.
       expect(await page.locator('#proxy img').count()).toBe(0)
-      expect(await page.evaluate(() => (window as { __pwned?: number }).__pwned)).toBeUndefined()
+      expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined()
       // Forgetting what was received empties the list.
       await page.getByRole('button', { name: 'Forget what was received' }).click()
       await expect.poll(() => received.textContent()).toBe('Nothing received.')
