@@ -94,6 +94,8 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       }
     },
     async close() {
+      // No run starts once the runner is closing; the ones under way end with it.
+      w.webhooks.dispatcher.stop()
       await w.runner?.close()
       // Attempts under way finish and are recorded before the store closes.
       await w.webhooks.dispatcher.close()

@@ -110,10 +110,19 @@ export class Dispatcher {
     }
   }
 
-  /** Stops taking new passes and waits for the attempts running (their results are recorded). */
-  async close(): Promise<void> {
+  /**
+   * Stops taking new passes and starting runs: called before the formula runner closes, so an
+   * attempt whose claim lands afterwards gives its react back instead of starting a run that no
+   * runner would end.
+   */
+  stop(): void {
     this.closed = true
     this.ready.clear()
+  }
+
+  /** Stops (see `stop`) and waits for the attempts running (their results are recorded). */
+  async close(): Promise<void> {
+    this.stop()
     await this.idle()
   }
 
@@ -187,6 +196,11 @@ export class Dispatcher {
     const claimed: OutboxEntry = { ...entry, claim: randomUUID(), due_at: isoAfter(claimedAt, lease) }
     // Claims and results go out with the others asked meanwhile, one store write for many (`OutboxWrites`).
     if (!(await this.writes.write(unchanged(entry), [{ op: 'outbox.put', entry: claimed }]))) return
+    if (claimed.kind === 'react' && this.closed) {
+      // Closing: the runner is closed or closing. The react goes back as it was, due as before.
+      await this.writes.write(unchanged(claimed), [{ op: 'outbox.put', entry }])
+      return
+    }
     const ops: Op[] = []
     if (claimed.kind === 'react') ops.push(...(await this.ranReact(claimed)))
     else {
