@@ -156,7 +156,9 @@ async function main() {
     quiet.push(...(await probe(get, otherIds, () => performance.now() > afterUntil)))
     const rate = Math.round(progress.done / seconds)
     // The sweep's window on the process's clock (what `node --trace-gc` stamps its lines with).
-    process.stdout.write(`${KIND}: sweep from ${started.toFixed(0)} ms to ${(started + seconds * 1000).toFixed(0)} ms\n`)
+    process.stdout.write(
+      `${KIND}: sweep from ${started.toFixed(0)} ms to ${(started + seconds * 1000).toFixed(0)} ms\n`,
+    )
     const ratio = p99(busy) / p99(quiet)
     process.stdout.write(
       `${KIND}: ${progress.done} of ${TOKENS} tokens re-sealed in ${seconds.toFixed(1)} s = ${rate} records/s (batch ${BATCH}; ${raced} raced; filled in ${(fillMs / 1000).toFixed(1)} s)\n` +
