@@ -365,6 +365,9 @@ describe('typed inputs', () => {
     await admin.destroyTenantKeys({ tenantId })
     await admin.deleteTenant({ tenantId })
     await admin.clearState()
+    admin.allowTestEgress(['https://api.example.com'])
+    // @ts-expect-error the origins are a list
+    expect(() => admin.allowTestEgress('https://api.example.com')).toThrow()
 
     // Every method of the admin was called.
     expect([...called].sort()).toEqual(Object.keys(vault.service.admin).sort())
