@@ -428,6 +428,31 @@ describe('the header check (readDataFile)', () => {
     expect(refusal(metaBig)).toBe('truncated: page 99999 is missing')
   })
 
+  it('reads an overflow run at page 2 that claims 0 or 1 pages: it names no page the file lacks', async () => {
+    // LMDB writes no run of 0 pages, but a damaged file may hold one; what the check promises is
+    // that no page the run names is missing, and a run of 0 or 1 pages names only its first page.
+    for (const count of [0, 1]) {
+      const env = await lmdbEnv(richFill)
+      edit(env, (b) => {
+        // Page 2 is the main tree's root in the files made here: moved to a page appended at the end.
+        expect(mainRoot(b)).toBe(2)
+        const moved = b.length / PAGE
+        const out = Buffer.concat([b, b.subarray(2 * PAGE, 3 * PAGE)])
+        out.writeBigUInt64LE(BigInt(moved), moved * PAGE)
+        out.writeBigUInt64LE(BigInt(moved), metaAt(out) + M.main + DB.root)
+        // Page 2 made the first page of the large value's run: its page number, P_OVERFLOW, its count.
+        out.fill(0, 2 * PAGE, 3 * PAGE)
+        out.writeBigUInt64LE(2n, 2 * PAGE)
+        out.writeUInt16LE(0x04, 2 * PAGE + 18)
+        out.writeUInt32LE(count, 2 * PAGE + 20)
+        out.writeBigUInt64LE(2n, firstNode(out, rootOf(out, 'big')) + 8 + 'large'.length)
+        pastLast(out)
+        return out
+      })
+      expect(read(env)).toEqual({ kind: 'lmdb', marked: true, empty: false })
+    }
+  })
+
   it('refuses damaged trees: too deep, a depth that is not the tree’s, a page of no kind, nodes out of the page', async () => {
     const damaged = async (change: (b: Buffer) => void) => {
       const env = await lmdbEnv(storeFill)
