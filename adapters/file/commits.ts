@@ -1,4 +1,4 @@
-import { ABORT } from 'lmdb'
+import { ABORT, TransactionFlags } from 'lmdb'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { applyOp } from './apply.js'
@@ -216,9 +216,17 @@ async function commitFailed(s: FileState, c: Commit, error: unknown): Promise<vo
  * whole child transaction (LMDB's `ABORT`: nothing of the group is committed) and the group goes
  * back to the front of the queue marked `alone`: the next commit applies each of those writes in
  * a child transaction of its own, so the failing one fails alone and whole and the others land.
+ *
+ * A queue of nothing but audit entries (a read's) is committed at once without a sync instead
+ * (`commitUnsynced`); once a write that changes data is queued, every queued write waits for it
+ * and shares its synced commit.
  */
 export function flush(s: FileState): void {
   if (s.committing || s.queue.length === 0) return
+  if (s.queue.every(entriesOnly)) {
+    commitUnsynced(s)
+    return
+  }
   s.committing = true
   const c: Commit = { current: s.dbs, group: null, results: [] }
   /** The commit: the group's transaction, or its refusal (an environment closing under it throws at once). */
@@ -238,4 +246,38 @@ export function flush(s: FileState): void {
       s.committing = false
       flush(s)
     })
+}
+
+/**
+ * Whether a write only adds audit entries (no check, every op a `log.put`): the entries of reads
+ * and of refusals, which change no data. A write that changes data carries its entries with it.
+ */
+function entriesOnly(p: Pending): boolean {
+  return p.checks.length === 0 && p.ops.every((op) => op.op === 'log.put')
+}
+
+/** LMDB's own synchronous commit, without the sync: what `putSync` uses under overlapping sync. */
+const UNSYNCED = TransactionFlags.SYNCHRONOUS_COMMIT | TransactionFlags.NO_SYNC_FLUSH
+
+/**
+ * Commits a queue of entries-only writes (see `entriesOnly`) at once on this thread, in a
+ * transaction LMDB commits to the file without syncing it, and answers them: what a write hands
+ * the operating system outlives the process (a SIGKILL), and the next synced commit (any write
+ * that changes data) makes it durable against a power loss too (`docs/audit-log.md`). Only while
+ * no commit is under way (LMDB's write lock is free), so no read waits for another commit's sync.
+ */
+function commitUnsynced(s: FileState): void {
+  s.committing = true
+  const c: Commit = { current: s.dbs, group: null, results: [] }
+  let done: Promise<void> = Promise.resolve()
+  try {
+    c.current.env.transactionSync(() => applyGroup(s, c), UNSYNCED)
+    committed(s, c)
+  } catch (error) {
+    done = commitFailed(s, c, error)
+  }
+  void done.finally(() => {
+    s.committing = false
+    flush(s)
+  })
 }

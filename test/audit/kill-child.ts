@@ -4,7 +4,10 @@
  * is printed (`ack <request id>`) only after its answer came, so the parent knows what was
  * acknowledged when it kills this process.
  *
- *   kill-child.ts <file DIR | postgres URL SCHEMA> <master key hex> <api key>
+ * With `reads` last, each writer creates one token and then only reads it, so (on the file store)
+ * the commits carry nothing but read entries.
+ *
+ *   kill-child.ts <file DIR | postgres URL SCHEMA> <master key hex> <api key> [reads]
  */
 import { fileStore } from '../../adapters/file/index.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
@@ -12,7 +15,7 @@ import { createService, systemClock } from '../../entry/index.js'
 
 const [kind, where, ...rest] = process.argv.slice(2)
 const schema = kind === 'postgres' ? rest.shift()! : ''
-const [masterHex, apiKey] = rest
+const [masterHex, apiKey, mode] = rest
 const store =
   kind === 'file'
     ? await fileStore({ path: where! })
@@ -34,9 +37,11 @@ await Promise.all(
         .connect(apiKey!, { requestId: created })
         .tokens.create({ type: 'token', data: 'x' })
       process.stdout.write(`ack ${created} ${token.id}\n`)
-      const read = next()
-      await service.connect(apiKey!, { requestId: read }).tokens.get(token.id)
-      process.stdout.write(`ack ${read} ${token.id}\n`)
+      do {
+        const read = next()
+        await service.connect(apiKey!, { requestId: read }).tokens.get(token.id)
+        process.stdout.write(`ack ${read} ${token.id}\n`)
+      } while (mode === 'reads')
     }
   }),
 )

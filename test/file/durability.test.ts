@@ -3,7 +3,8 @@ import { describe, expect } from 'vitest'
 import { commitWindow, itTraces, trace } from './strace.js'
 
 // Durability observed in the system calls (see ./strace.ts): a sync of data.mdb between the write
-// and its acknowledgement, and none with durability 'none' (so the test can tell).
+// and its acknowledgement, and none with durability 'none' (so the test can tell), nor for a write
+// of audit entries only, which is acknowledged once in the file (docs/audit-log.md).
 
 const SYNC_CHILD = fileURLToPath(new URL('./sync-child.ts', import.meta.url))
 
@@ -29,6 +30,19 @@ describe('file store durability, seen in the system calls', () => {
       expect(seen.writes, 'the commit wrote to data.mdb').toBeGreaterThan(0)
       expect(seen.syncs).toBe(0)
       expect(seen.unsynced).toBeGreaterThan(0)
+    },
+    60_000,
+  )
+
+  itTraces(
+    "acknowledges a write of audit entries only (a read's) once written to the file, unsynced, even with 'fsync'",
+    async () => {
+      const { events, dataFile, out } = await trace(SYNC_CHILD, 'entries')
+      expect(out).toContain('ack')
+      const seen = commitWindow(events, dataFile)
+      // In the file before the acknowledgement (a SIGKILL keeps it), without waiting for a sync.
+      expect(seen.writes, 'the commit wrote to data.mdb').toBeGreaterThan(0)
+      expect(seen.syncs).toBe(0)
     },
     60_000,
   )
