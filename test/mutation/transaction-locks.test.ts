@@ -478,4 +478,38 @@ describe('a transaction staged before the bounds existed (no totals kept)', () =
     expect(w.locksOf(tx.id)).toEqual([])
     await w.client.tokens.update(a!, { data: 'outside' })
   })
+
+  it('a commit landing between a rollback whose end a staged write failed and its retry is refused, and the rollback ends it once', async () => {
+    const w = await world()
+    const [a] = await w.tokens(1)
+    const tx = await w.stageDirect(names(1001), true)
+    const inTx = w.inTx(tx.id)
+    const rolledBack = (batch: WriteBatch) =>
+      !batch.ops.some((op) => op.op === 'staged.delete') &&
+      batch.ops.some((op) => op.op === 'transaction.put' && op.transaction.state === 'rolled_back')
+    let commit: ReturnType<typeof failure> | undefined
+    // The end written alone fails on the write staged before it; the commit then runs before the
+    // next end the rollback writes (its retry), with every staged record still there.
+    w.seen.before = {
+      when: rolledBack,
+      run: async () => {
+        await inTx.tokens.update(a!, { data: 'raced' })
+        w.seen.before = {
+          when: (batch) => batch.ops.some((op) => op.op === 'transaction.put'),
+          run: async () => {
+            commit = failure(w.client.transactions.commit(tx.id))
+            await commit
+          },
+        }
+      },
+    }
+    await w.client.transactions.rollback(tx.id)
+    expect(w.seen.before).toBeUndefined()
+    // Past the bounds, the commit is refused whole: none of what the rollback is to discard lands.
+    expect((await commit)?.code).toBe('validation_failed')
+    expect(await w.stored(tx.id)).toMatchObject({ state: 'rolled_back', version: 1002 })
+    expect(await w.stagedOf(tx.id)).toEqual([])
+    expect(w.locksOf(tx.id)).toEqual([])
+    expect((await w.client.tokens.get(a!)).data).toBe('value 0')
+  })
 })
