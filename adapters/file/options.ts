@@ -1,6 +1,6 @@
 import type { Store } from '../../src/store/index.js'
 
-/** `fsync`: a write is acknowledged once its LMDB commit is on disk. `none`: never sync (tests, benchmarks). */
+/** `fsync`: a write is acknowledged once its LMDB commit is on disk (audit entries only: in the file). `none`: never sync (tests, benchmarks). */
 export type Durability = 'fsync' | 'none'
 
 /** Options of `fileStore`. */

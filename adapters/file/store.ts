@@ -18,7 +18,8 @@ import { lmdbReads } from './reads.js'
  *   at a time hold the environment, across every process that opened it, so writes are atomic and
  *   linearizable across processes too.
  * - A write is acknowledged once its commit is on disk (LMDB's synchronous commit: data, then meta
- *   page, each synced). Concurrent writes share commits: those queued while one commits go
+ *   page, each synced); a write of audit entries only (a read's) once its commit is in the file,
+ *   unsynced (see `flush`). Concurrent writes share commits: those queued while one commits go
  *   together in the next (up to about 1000 ops a commit, one write of each tenant in turn).
  * - Reads take the newest committed snapshot at each call (what any process committed before the
  *   call is seen) and read ranges of ordered keys; they never wait for a writer.
