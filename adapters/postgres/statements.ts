@@ -53,6 +53,14 @@ export function statements(t: Tables) {
     write: `SELECT ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
 
     /**
+     * `write` for a write of audit entries only (a read's): its transaction commits without waiting
+     * for the WAL to be flushed (`synchronous_commit` off for it alone; the setting is read at
+     * commit). Its entries outlive the vault's process; a crash of the database server can lose
+     * the last of them. Writes that change data keep the server's setting.
+     */
+    writeUnsynced: `SELECT set_config('synchronous_commit', 'off', true) AS unsynced, ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
+
+    /**
      * $1 the writes (a JSON array of [checks, ops] pairs, as `write` takes each), $2 lock keys of them
      * all (ascending), $3 whether each is shared: several `Store.write`s in one call (see
      * `writeFunctionSql`). Answers `answers`, one per write, as `write` answers `failed` (-2: a

@@ -100,7 +100,9 @@ function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
 function writeConfig(d: WriteDeps, checks: Check[], ops: Op[], args: WriteArguments): QueryConfig {
   const { keys, shared } = d.locks.order(recordNames(checks, ops))
   const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-  return prepared(d.st.write, values)
+  // Audit entries only (a read's or a refusal's): committed without waiting for the WAL flush.
+  const entriesOnly = checks.length === 0 && ops.every((op) => op.op === 'log.put')
+  return prepared(entriesOnly ? d.st.writeUnsynced : d.st.write, values)
 }
 
 /**

@@ -3,8 +3,9 @@
  * each call with its own request id) on the file store and on PostgreSQL, and is killed after a
  * number of acknowledged calls. After the restart every acknowledged call has its entry (found by
  * its request id), no create entry names a token that is not there, and `tokenvault logs verify`'s
- * function passes for the tenant. On the file store a second run has its writers read only, so the
- * entries of reads, committed without a sync, are what the kill must not lose.
+ * function passes for the tenant. A second run on each has its writers read only, so the entries of
+ * reads, committed without a sync (file) or without waiting for the WAL flush (PostgreSQL), are
+ * what the kill must not lose.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -133,6 +134,28 @@ describePostgres('audit log under SIGKILL: PostgreSQL', (url) => {
     for (let kill = 0; kill < KILLS; kill++) {
       for (const [r, t] of await runAndKill(['postgres', url, schema, masterKey.toString('hex'), key]))
         acked.set(r, t)
+      const store = await postgresStore({ connectionString: url, schema })
+      try {
+        await check(store, tenantId, acked)
+      } finally {
+        await store.close()
+      }
+    }
+    const store = await postgresStore({ connectionString: url, schema })
+    const service = createService({ store, clock: systemClock, masterKey, runner: null })
+    expect(await service.admin.verifyLogs({ tenantId })).toMatchObject({ ok: true })
+    await service.close()
+  }, 180_000)
+
+  // Reads only: their entries commit with synchronous_commit off (the server holds them).
+  it(`keeps the entry of every read acknowledged to 64 readers across ${KILLS} kills, and verifies`, async () => {
+    const schema = freshSchema()
+    schemas.push(schema)
+    const { tenantId, key } = await prepare(await postgresStore({ connectionString: url, schema }))
+    const acked = new Map<string, string>()
+    for (let kill = 0; kill < KILLS; kill++) {
+      const args = ['postgres', url, schema, masterKey.toString('hex'), key, 'reads']
+      for (const [r, t] of await runAndKill(args)) acked.set(r, t)
       const store = await postgresStore({ connectionString: url, schema })
       try {
         await check(store, tenantId, acked)
