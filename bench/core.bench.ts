@@ -23,7 +23,12 @@ export async function coreFixture() {
     memory: { memoryStore },
   } = await built()
   const clock = manualClock()
-  const service = createService({ store: memoryStore(), clock })
+  // The audit log is on by default; BENCH_AUDIT_LOG=off measures the core without it.
+  const service = createService({
+    store: memoryStore(),
+    clock,
+    auditLog: process.env.BENCH_AUDIT_LOG !== 'off',
+  })
   const tenant = await service.admin.createTenant({ name: 'bench' })
   const perms = ['token:create', 'token:read', 'token:update', 'token:delete', 'token:use'] as const
   const { key } = await service.admin.createApplication({
