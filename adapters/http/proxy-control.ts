@@ -15,7 +15,7 @@
  * A reset goes back to the destinations given at start and forgets what they received.
  * Bad input answers a 400 problem and changes nothing.
  */
-import { ServiceError } from '../../src/kernel/index.js'
+import { invalid, ServiceError } from '../../src/kernel/index.js'
 
 /** How many destinations may be routed at once (those given at start included). */
 export const MAX_TEST_DESTINATIONS = 32
@@ -52,9 +52,6 @@ export interface ProxyControl {
 type BodyReader = () => Promise<unknown>
 /** Puts the routed origins on the service's egress allow-list (the test power `allowTestEgress`). */
 type Allow = (origins: readonly string[]) => void
-
-const invalid = (field: string, message: string) =>
-  new ServiceError('validation_failed', `${field}: ${message}`, { issues: { [field]: [message] } })
 
 /** The answer of a proxy control route, or null when `method path` is not one. */
 export async function proxyControlRoute(

@@ -1,5 +1,5 @@
 import { nanoid } from 'nanoid'
-import { ServiceError } from '../../src/kernel/index.js'
+import { invalid, ServiceError } from '../../src/kernel/index.js'
 import type { JournalEntry, TestService } from '../../src/service/index.js'
 import type { FaultRegistry } from './faults.js'
 import type { RequestLog, RequestLogEntry, RequestLogQuery } from './request-log.js'
@@ -47,7 +47,7 @@ export async function requestViews(service: TestService, entries: RequestLogEntr
 export function requestQuery(q: URLSearchParams): RequestLogQuery {
   const out: RequestLogQuery = {}
   const refuse = (name: string, what: string): never => {
-    throw new ServiceError('validation_failed', `${name}: ${what}`, { issues: { [name]: [what] } })
+    throw invalid(name, what)
   }
   for (const name of ['after', 'limit'] as const) {
     const value = q.get(name)
