@@ -1,3 +1,4 @@
+import { nextTurn } from '../../src/kernel/index.js'
 /**
  * The JSON text of an answer, built so that a large page does not hold the event loop in one
  * block: a list's `data` items are serialized one by one, letting other requests run (a
@@ -6,8 +7,6 @@
 
 /** Characters of answer text between two turns given to other requests. */
 export const YIELD_BYTES = 64 * 1024
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** Whether `value` is a plain object whose `data` is an array of more than one item (a page). */
 function isPage(value: unknown): value is Record<string, unknown> & { data: unknown[] } {
@@ -35,7 +34,7 @@ export async function sizedAnswerText(result: unknown): Promise<{ text: string; 
   if (!isPage(result)) {
     const text = JSON.stringify(result)
     // A large answer (a 400 KB token) is written in a turn after the one that serialized it.
-    if (text !== undefined && text.length > YIELD_BYTES) await turn()
+    if (text !== undefined && text.length > YIELD_BYTES) await nextTurn()
     return { text, bytes: text === undefined ? 0 : Buffer.byteLength(text) }
   }
   const parts: string[] = []
@@ -63,7 +62,7 @@ async function items(data: unknown[]): Promise<{ text: string; bytes: number }> 
   for (const item of data) {
     if (since >= YIELD_BYTES) {
       since = 0
-      await turn()
+      await nextTurn()
     }
     const text = JSON.stringify(item) ?? 'null'
     since += text.length
@@ -71,6 +70,6 @@ async function items(data: unknown[]): Promise<{ text: string; bytes: number }> 
     bytes += Buffer.byteLength(text)
     texts.push(text)
   }
-  if (chars > YIELD_BYTES) await turn()
+  if (chars > YIELD_BYTES) await nextTurn()
   return { text: texts.join(','), bytes }
 }

@@ -1,3 +1,4 @@
+import { nextTurn } from '../../src/kernel/index.js'
 import { type Incoming, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem } from './problem.js'
 
@@ -31,8 +32,6 @@ const decoder = new TextDecoder('utf-8', { fatal: true })
  * one block (`npm run bench:attacks`, attack (a)).
  */
 const LARGE_BODY_BYTES = 64 * 1024
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** How deep a JSON request body may nest (arrays and objects): deeper is a 400 before anything walks it. */
 export const MAX_BODY_DEPTH = 128
@@ -110,14 +109,14 @@ export async function readJsonBody(incoming: Incoming, maxBytes: number): Promis
   if (bytes === null || bytes.byteLength === 0) return undefined
   if (!json) throw notJson()
   const large = bytes.byteLength > LARGE_BODY_BYTES
-  if (large) await turn()
+  if (large) await nextTurn()
   let text: string
   try {
     text = decoder.decode(bytes)
   } catch {
     throw new HttpProblem(400, 'The request body is not valid UTF-8.', {}, { body: ['is not valid UTF-8'] })
   }
-  if (large) await turn()
+  if (large) await nextTurn()
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

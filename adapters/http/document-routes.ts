@@ -1,5 +1,6 @@
 import busboy from 'busboy'
 import { MAX_DOCUMENT_BYTES } from '../../src/documents/index.js'
+import { nextTurn } from '../../src/kernel/index.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { HttpProblem } from './problem.js'
 import type { JsonSchema } from './response-schemas.js'
@@ -13,8 +14,6 @@ export const MAX_UPLOAD_BODY_BYTES = MAX_DOCUMENT_BYTES + 64 * 1024
 
 /** The pieces a body is fed to the parser in, a turn of the event loop between two. */
 const PIECE_BYTES = 64 * 1024
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** What the multipart body of `POST /documents` holds, as `documents.upload` takes it. */
 export interface ParsedUpload {
@@ -88,7 +87,7 @@ export async function parseUpload(body: Uint8Array, contentType: string): Promis
   done.catch(() => {})
   for (let at = 0; at < body.byteLength; at += PIECE_BYTES) {
     parser.write(body.subarray(at, at + PIECE_BYTES))
-    await turn()
+    await nextTurn()
   }
   parser.end()
   await done

@@ -1,3 +1,4 @@
+import { nextTurn } from '../../src/kernel/index.js'
 import type { Outgoing } from './exchange.js'
 
 /**
@@ -5,8 +6,6 @@ import type { Outgoing } from './exchange.js'
  * many characters, a turn of the event loop (`setImmediate`) before each piece after the first.
  */
 export const PACED_ANSWER_CHARS = 64 * 1024
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** Whether `code` is the first half of a surrogate pair (a piece never ends between the halves). */
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
@@ -27,7 +26,7 @@ export function pacedText(text: string, done: () => void): ReadableStream<Uint8A
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (at > 0) await turn()
+        if (at > 0) await nextTurn()
         let to = Math.min(text.length, at + PACED_ANSWER_CHARS)
         if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to--
         controller.enqueue(Buffer.from(text.slice(at, to)))

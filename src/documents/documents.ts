@@ -2,7 +2,16 @@ import * as v from 'valibot'
 import { requirePermission } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import type { StoredDocument, StoredDocumentChunk } from '../kernel/index.js'
-import { hasNoForbiddenKeys, invalid, mapKey, newId, notFound, parse, ServiceError } from '../kernel/index.js'
+import {
+  hasNoForbiddenKeys,
+  invalid,
+  mapKey,
+  newId,
+  nextTurn,
+  notFound,
+  parse,
+  ServiceError,
+} from '../kernel/index.js'
 
 /** The most bytes one document holds: 10 MiB. The reference states none; this is ours. */
 export const MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
@@ -78,8 +87,6 @@ async function* piecesOf(source: DocumentSource): AsyncGenerator<Uint8Array> {
 }
 
 /** The turn a long upload or download gives others between two chunks (I/O, timers, other requests). */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
-
 /** A too-large document's error: nothing is kept of it. */
 const tooLarge = () => invalid('document', `must be at most ${MAX_DOCUMENT_BYTES} bytes`)
 

@@ -1,4 +1,5 @@
 import type { StagedWrite, StoredToken } from '../kernel/index.js'
+import { nextTurn } from '../kernel/index.js'
 import { openStaged, openToken, type Sealing, sealedPayload } from './sealing.js'
 
 /**
@@ -8,8 +9,6 @@ import { openStaged, openToken, type Sealing, sealedPayload } from './sealing.js
  * than this opens in a step of its own.
  */
 export const OPEN_STEP_BYTES = 256 * 1024
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** How many sealed bytes `value` holds (0 for a value in the clear: legacy plaintext). */
 const sealedSize = (value: unknown) => sealedPayload(value)?.length ?? 0
@@ -28,7 +27,7 @@ export async function openInSteps<T>(
   for (const item of items) {
     const size = sizeOf(item)
     if (step > 0 && step + size > OPEN_STEP_BYTES) {
-      await turn()
+      await nextTurn()
       step = 0
     }
     opened.push(await open(item))

@@ -1,5 +1,5 @@
 import type { OutboxEntry, Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
-import { ServiceError } from '../kernel/index.js'
+import { nextTurn, ServiceError } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
 import { clientKeyVersions } from './client-key-sealing.js'
 import { documentVersions } from './document-sealing.js'
@@ -187,8 +187,6 @@ async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | 
  */
 export const REKEY_CHUNK = 32
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
-
 /**
  * Re-seals the tokens `ids` not under version `to`, `REKEY_CHUNK` at a time with a turn between
  * two chunks. One chunk's write at a time: a store that commits writes together (the file store)
@@ -197,7 +195,7 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 async function resealInChunks(deps: RekeyDeps, tenantId: string, ids: string[], to: number) {
   const total = { scanned: 0, resealed: 0, raced: 0, unreadable: 0 }
   for (let at = 0; at < ids.length; at += REKEY_CHUNK) {
-    if (at > 0) await turn()
+    if (at > 0) await nextTurn()
     const tokens = await deps.store.getTokens(tenantId, ids.slice(at, at + REKEY_CHUNK))
     total.scanned += tokens.length
     const outcome = await resealTokens(
@@ -248,7 +246,7 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
   for (const stored of stale) {
     const cost = resealCost(stored)
     if (spent > 0 && spent + cost > REKEY_TURN_BYTES) {
-      await turn()
+      await nextTurn()
       spent = 0
     }
     spent += cost
@@ -263,7 +261,7 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
     })
   }
   if (!pairs.length) return { resealed: 0, raced: 0, unreadable }
-  await turn()
+  await nextTurn()
   const all = await deps.store.write({ checks: pairs.map((p) => p.check), ops: pairs.map((p) => p.op) })
   if (all.ok) return { resealed: pairs.length, raced: 0, unreadable }
   let written = 0
@@ -295,7 +293,7 @@ async function resealProxies(deps: RekeyDeps, tenantId: string, to: number): Pro
       })
     }
     if (page.items.length < PAGE) return
-    await turn()
+    await nextTurn()
   }
 }
 
@@ -324,7 +322,7 @@ async function resealOutbox(deps: RekeyDeps, tenantId: string, to: number): Prom
     }
     if (page.length < PAGE) return
     after = page[page.length - 1]!.id
-    await turn()
+    await nextTurn()
   }
 }
 

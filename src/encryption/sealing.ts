@@ -1,5 +1,5 @@
 import type { Json, Reactor, StagedWrite, StoredToken } from '../kernel/index.js'
-import { ServiceError, withTokenFields } from '../kernel/index.js'
+import { nextTurn, ServiceError, withTokenFields } from '../kernel/index.js'
 import type { Op } from '../store/index.js'
 import { sealChunk } from './document-sealing.js'
 import {
@@ -76,7 +76,7 @@ function sealWith(s: Sealing, key: TenantKey, token: StoredToken): StoredToken |
   const text = JSON.stringify(mask === undefined ? [token.data] : [token.data, mask])
   if (text.length <= LARGE_SEAL_CHARS) return sealedWith(s, key, token, text)
   // A large value encrypts in a turn of its own: others' requests run between its serialization and its encryption.
-  return new Promise((resolve) => setImmediate(resolve)).then(() => sealedWith(s, key, token, text))
+  return nextTurn().then(() => sealedWith(s, key, token, text))
 }
 
 /**

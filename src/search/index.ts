@@ -10,7 +10,7 @@ export {
   withSearchIndexes,
 } from './indexes.js'
 export { listTokensV1, listTokensV2 } from './list.js'
-export { WorkMeter, yieldToOthers } from './meter.js'
+export { WorkMeter } from './meter.js'
 export { MAX_PAGE_BYTES, PageBytes, pageTooLarge, seenBytes } from './page-bytes.js'
 export type { Found, IdSource, Paused, PlanNode } from './planner.js'
 export { below, everyId, isPaused, planSource, successor } from './planner.js'

@@ -5,8 +5,7 @@
  * its query is shaped, holds the event loop for long or costs more than its cap.
  */
 
-/** Lets other work run: a store answering from memory never leaves the microtask queue on its own. */
-export const yieldToOthers = () => new Promise<void>((resolve) => setImmediate(resolve))
+import { nextTurn } from '../kernel/index.js'
 
 /** Counts one call's units of work, yields as they add up, and says when the cap is spent. */
 export class WorkMeter {
@@ -40,7 +39,8 @@ export class WorkMeter {
     this.sinceYield += n
     if (this.sinceYield >= this.yieldEvery) {
       this.sinceYield = 0
-      await yieldToOthers()
+      // A store answering from memory never leaves the microtask queue on its own.
+      await nextTurn()
     }
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { OutboxAttempt, OutboxEntry } from '../kernel/index.js'
-import { isoAfter } from '../kernel/index.js'
+import { isoAfter, nextTurn } from '../kernel/index.js'
 import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
 import type { DueKey, Op } from '../store/index.js'
 import type { DispatcherDeps } from './deps.js'
@@ -157,7 +157,7 @@ export class Dispatcher {
       after = { due_at: last.due_at!, tenant_id: last.tenant_id, id: last.id }
       // A pass reads up to `SCAN` entries: it lets the requests waiting run between pages, rather
       // than holding the process for all of them at once.
-      await new Promise<void>((go) => setImmediate(go))
+      await nextTurn()
     }
     // The pass stopped before the end of the due entries (every slot taken, or its read bound
     // reached): a finished attempt must start another, or the entries past this point wait for the
