@@ -5,7 +5,7 @@
  * the 5 s grace, is a wall-clock claim: test/cli/shutdown.slow.test.ts.
  */
 import { Agent, request } from 'node:http'
-import { expect, it } from 'vitest'
+import { expect, it, vi } from 'vitest'
 import { start } from './spawn.js'
 
 const ADMIN = 'admin-token-for-shutdown-0123'
@@ -27,7 +27,7 @@ function get(url: string, agent?: Agent) {
   )
 }
 
-it('on SIGTERM with a 1 s shutdown delay: /readyz 503, idle keep-alive closed, the request in flight answered, exit right after', async () => {
+it('on SIGTERM with a 2 s shutdown delay: /readyz 503, idle keep-alive closed, the request in flight answered, exit right after', async () => {
   const cli = start([
     'serve',
     '--port',
@@ -40,13 +40,13 @@ it('on SIGTERM with a 1 s shutdown delay: /readyz 503, idle keep-alive closed, t
     '--admin-token',
     ADMIN,
     '--shutdown-delay-ms',
-    '1000',
+    '2000',
   ])
   const url = (await cli.line(1)).slice('listening on '.length)
   const added = await fetch(`${url}/_test/faults`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ method: 'GET', path: '/tokens/{id}', delay_ms: 1500 }),
+    body: JSON.stringify({ method: 'GET', path: '/tokens/{id}', delay_ms: 3000 }),
   })
   expect(added.status).toBe(201)
 
@@ -67,6 +67,12 @@ it('on SIGTERM with a 1 s shutdown delay: /readyz 503, idle keep-alive closed, t
   for (let i = 0; i < 500 && (await faults()) > 0; i++) await new Promise((resolve) => setImmediate(resolve))
   expect(await faults()).toBe(0)
   cli.child.kill('SIGTERM')
+  // A signal reaches the child when its loop next turns: the line it writes on taking the signal
+  // says shutdown has begun (draining is set in the same turn), so /readyz is asked only after.
+  await vi.waitFor(() => expect(cli.stderr()).toContain('SIGTERM: shutting down'), {
+    timeout: 60_000,
+    interval: 5,
+  })
   // Within the shutdown delay the listener still serves; the idle connection closes at its end.
   const ready = await get(`${url}/readyz`)
   expect(ready.status).toBe(503)
