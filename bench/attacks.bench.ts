@@ -8,7 +8,9 @@
  *   (b) GET /v2/tokens?size=100 over tokens of about 900 KB each
  *   (c) search `type:ta AND type:tb` over interleaved tokens (TOKENVAULT_ATTACK_SEARCH_TOKENS, default 5000; the attack's full size is 50000)
  *   (d) wildcard searches over TOKENVAULT_ATTACK_WILDCARD_TOKENS tokens (default 5000; full size 30000)
- *   (e) detokenize with `escape_once` over a token of about 1 MB
+ *   (e) detokenize with `escape_once` over a token of about 1 MB, through the proxy (`POST /proxy`:
+ *       `/detokenize` refuses filters before it reads a token); the budget refuses it before anything
+ *       is sent, so the destination, routed in the child, receives nothing
  *
  * Run: `npm run bench:attacks [-- --store file:PATH] [-- --only a,c]`. Each attack takes about
  * 10-20 s (seeding included); B is measured for 3 s alone and 5 s under attack.
@@ -20,6 +22,7 @@ import { Agent, createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { routedEgress } from '../adapters/egress/index.js'
 import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { BOUND_FLAGS, HTTP_BOUNDS } from '../bin/options.js'
@@ -30,6 +33,8 @@ const ROLE = '--attacks-server'
 const ALONE_MS = 3000
 const UNDER_MS = 5000
 const WARM_MS = 1000
+/** Attack (e)'s proxy destination: routed in the child (it answers `ok`), never on the network. */
+const DESTINATION = 'https://destination.test'
 
 type Scenario = 'a' | 'b' | 'c' | 'd' | 'e'
 
@@ -108,7 +113,14 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
         path: mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`)),
       })
     : memoryStore()
-  const service = await createService({ store, clock: systemClock, masterKey: randomBytes(32), runner: null })
+  const service = await createService({
+    store,
+    clock: systemClock,
+    masterKey: randomBytes(32),
+    runner: null,
+    egress: [DESTINATION],
+    egressClient: routedEgress({ [DESTINATION]: () => new Response('ok') }),
+  })
   const aKey = await tenantKey(service, 'attacker')
   const bKey = await tenantKey(service, 'bystander')
   const bToken = (await service.connect(bKey).tokens.create({ type: 'token', data: { name: 'b' } })).id
@@ -141,9 +153,10 @@ function send(
   path: string,
   key: string,
   body?: Buffer,
+  extra: Record<string, string> = {},
 ): Promise<number> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { 'svc-api-key': key }
+    const headers: Record<string, string | number> = { 'svc-api-key': key, ...extra }
     if (body) Object.assign(headers, { 'content-type': 'application/json', 'content-length': body.length })
     const req = request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
       res.resume()
@@ -157,7 +170,10 @@ function send(
 /** A's attack: `concurrency` loops sending its request until `stop`; the statuses seen, counted. */
 function attack(scenario: Scenario, s: Seeded, agent: Agent, stop: { now: boolean }) {
   const json = (value: unknown) => Buffer.from(JSON.stringify(value))
-  const plans: Record<Scenario, { concurrency: number; method: string; path: string; body?: Buffer }> = {
+  const plans: Record<
+    Scenario,
+    { concurrency: number; method: string; path: string; body?: Buffer; headers?: Record<string, string> }
+  > = {
     a: {
       concurrency: 96,
       method: 'POST',
@@ -180,15 +196,18 @@ function attack(scenario: Scenario, s: Seeded, agent: Agent, stop: { now: boolea
     e: {
       concurrency: 8,
       method: 'POST',
-      path: '/detokenize',
+      path: '/proxy',
       body: json({ x: `{{ ${s.aToken} | escape_once }}` }),
+      headers: { 'bt-proxy-url': DESTINATION },
     },
   }
   const plan = plans[scenario]
   const statuses = new Map<number, number>()
   const loop = async () => {
     while (!stop.now) {
-      const status = await send(agent, s.port, plan.method, plan.path, s.aKey, plan.body).catch(() => 0)
+      const status = await send(agent, s.port, plan.method, plan.path, s.aKey, plan.body, plan.headers).catch(
+        () => 0,
+      )
       statuses.set(status, (statuses.get(status) ?? 0) + 1)
     }
   }
@@ -268,7 +287,7 @@ const LABELS: Record<Scenario, string> = {
   b: '(b) GET /v2/tokens?size=100 over ~900 KB tokens',
   c: `(c) search type:ta AND type:tb over ${sizeOf('TOKENVAULT_ATTACK_SEARCH_TOKENS', 5000)} tokens`,
   d: `(d) wildcard searches over ${sizeOf('TOKENVAULT_ATTACK_WILDCARD_TOKENS', 5000)} tokens`,
-  e: '(e) detokenize escape_once over ~1 MB',
+  e: '(e) proxy detokenize escape_once over ~1 MB',
 }
 
 async function main() {
