@@ -18,6 +18,8 @@ export interface Pending {
   reject: (error: unknown) => void
   /** Set once a commit it was part of was dropped: it is applied in a child transaction of its own. */
   alone?: boolean
+  /** The write may be acknowledged before it is synced (`Store.write`'s `deferSync`). */
+  deferSync?: boolean
 }
 
 /** The state of one open file store: its environment, its write queue, its health and counts. */
@@ -217,13 +219,14 @@ async function commitFailed(s: FileState, c: Commit, error: unknown): Promise<vo
  * back to the front of the queue marked `alone`: the next commit applies each of those writes in
  * a child transaction of its own, so the failing one fails alone and whole and the others land.
  *
- * A queue of nothing but audit entries (a read's) is committed at once without a sync instead
- * (`commitUnsynced`); once a write that changes data is queued, every queued write waits for it
- * and shares its synced commit.
+ * A queue of nothing but audit entries (a read's) and writes marked `deferSync` (the re-encryption
+ * sweep's) is committed at once without a sync instead (`commitUnsynced`); once a write that
+ * changes data and needs its sync is queued, every queued write waits for it and shares its synced
+ * commit. So a read's entry never waits for the sync of a sweep's chunk.
  */
 export function flush(s: FileState): void {
   if (s.committing || s.queue.length === 0) return
-  if (s.queue.every(entriesOnly)) {
+  if (s.queue.every(unsynced)) {
     commitUnsynced(s)
     return
   }
@@ -256,11 +259,14 @@ function entriesOnly(p: Pending): boolean {
   return p.checks.length === 0 && p.ops.every((op) => op.op === 'log.put')
 }
 
+/** Whether a write may be acknowledged once in the file, before a sync: entries only, or marked `deferSync`. */
+const unsynced = (p: Pending): boolean => p.deferSync === true || entriesOnly(p)
+
 /** LMDB's own synchronous commit, without the sync: what `putSync` uses under overlapping sync. */
 const UNSYNCED = TransactionFlags.SYNCHRONOUS_COMMIT | TransactionFlags.NO_SYNC_FLUSH
 
 /**
- * Commits a queue of entries-only writes (see `entriesOnly`) at once on this thread, in a
+ * Commits a queue of entries-only and `deferSync` writes (see `unsynced`) at once on this thread, in a
  * transaction LMDB commits to the file without syncing it, and answers them: what a write hands
  * the operating system outlives the process (a SIGKILL), and the next synced commit (any write
  * that changes data) makes it durable against a power loss too (`docs/audit-log.md`). Only while

@@ -70,7 +70,13 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         return failed ? { ok: false, failed } : { ok: true }
       }
       return new Promise<WriteResult>((resolve, reject) => {
-        s.queue.push({ checks, ops: batch.ops, resolve, reject })
+        s.queue.push({
+          checks,
+          ops: batch.ops,
+          resolve,
+          reject,
+          ...(batch.deferSync ? { deferSync: true } : {}),
+        })
         flush(s)
       })
     },

@@ -164,10 +164,29 @@ async function outboxKept(deps: RekeyDeps, tenantId: string): Promise<Set<number
 
 const versionsOf = (tenant: Tenant) => keysOf(tenant).versions.map((v) => v.version)
 
-/** Stores the sweep's place (only while `to` is still current: a newer rotation starts a new sweep). */
+/**
+ * Stores the sweep's place (only while `to` is still current: a newer rotation starts a new sweep).
+ * Like the re-seals, with `deferSync` (see `DEFER_SYNC`).
+ */
 function placeSweep(keyring: Keyring, tenantId: string, to: number, sweep: NonNullable<TenantKeys['sweep']>) {
-  return keyring.update(tenantId, async (t, k) => (k.current === to ? { ...t, keys: { ...k, sweep } } : null))
+  return keyring.update(
+    tenantId,
+    async (t, k) => (k.current === to ? { ...t, keys: { ...k, sweep } } : null),
+    DEFER_SYNC,
+  )
 }
+
+/**
+ * The sweep's re-seals and its place are written with `deferSync` (the file store acknowledges
+ * them once in the file, unsynced, so a read's audit entry never waits for a chunk's sync): a power
+ * loss or an operating-system crash may undo the last of them, which leaves those records under
+ * their older version, still held, and the place further back, so the sweep re-seals them again.
+ * Nothing is retired before they are durable: the retirement at the end of a pass is a synced
+ * write, after every re-seal of the pass, and a synced commit makes every commit before it durable
+ * (the file store's commits apply in order, and its sync covers the whole file). A seal
+ * reservation, which must never go back, stays synced. A SIGKILL loses nothing of them.
+ */
+const DEFER_SYNC = true
 
 /** A token opened and sealed again under the current version; null when it fails its integrity check. */
 async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | null> {
@@ -262,10 +281,15 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
   }
   if (!pairs.length) return { resealed: 0, raced: 0, unreadable }
   await nextTurn()
-  const all = await deps.store.write({ checks: pairs.map((p) => p.check), ops: pairs.map((p) => p.op) })
+  const all = await deps.store.write({
+    checks: pairs.map((p) => p.check),
+    ops: pairs.map((p) => p.op),
+    deferSync: DEFER_SYNC,
+  })
   if (all.ok) return { resealed: pairs.length, raced: 0, unreadable }
   let written = 0
-  for (const p of pairs) if ((await deps.store.write({ checks: [p.check], ops: [p.op] })).ok) written++
+  for (const p of pairs)
+    if ((await deps.store.write({ checks: [p.check], ops: [p.op], deferSync: DEFER_SYNC })).ok) written++
   return { resealed: written, raced: pairs.length - written, unreadable }
 }
 

@@ -290,10 +290,11 @@ export class Keyring {
   }
 
   /** Puts `next` in place of `read` if the record is still `read`; answers whether it did. */
-  async compareAndSet(read: Tenant, next: Tenant): Promise<boolean> {
+  async compareAndSet(read: Tenant, next: Tenant, deferSync = false): Promise<boolean> {
     const result = await this.store.write({
       checks: [{ check: 'tenant.unchanged', tenant_id: read.id, tenant: read }],
       ops: [{ op: 'tenant.put', tenant: next }],
+      ...(deferSync ? { deferSync } : {}),
     })
     return result.ok
   }
@@ -302,10 +303,12 @@ export class Keyring {
    * Changes the tenant's keys record with `change` (given the record as read, answering the new
    * one, or null to leave it), under `tenant.unchanged`, again on a conflict; then holds the keys
    * of the record written. Answers the record written (or read, when `change` left it).
+   * `deferSync`: only for a change a power loss may undo harmlessly (see `Store.write`).
    */
   async update(
     tenantId: string,
     change: (tenant: Tenant, keys: TenantKeys) => Promise<Tenant | null>,
+    deferSync = false,
   ): Promise<Tenant> {
     for (let attempt = 0; attempt < 64; attempt++) {
       const tenant = await this.store.getTenant(tenantId)
@@ -313,7 +316,7 @@ export class Keyring {
       if (tenant.keys?.destroyed_at !== undefined) throw destroyedKeys(tenantId)
       const next = await change(tenant, keysOf(tenant))
       if (next === null) return tenant
-      if (await this.compareAndSet(tenant, next)) {
+      if (await this.compareAndSet(tenant, next, deferSync)) {
         const held = this.ready.get(tenantId)
         // Only the sweep's place changed: the keys held (and their seal reservation) stay good.
         if (held && sameKeys(keysOf(held.tenant), keysOf(next))) held.tenant = next

@@ -193,8 +193,15 @@ export interface Store {
    * the service's `masterKey`: data encrypted under a random key would be unreadable after a restart.
    */
   readonly persistent?: boolean
-  /** Applies `ops` in order, atomically, if every check in `checks` holds; otherwise writes nothing. */
-  write(batch: { checks?: Check[]; ops: Op[] }): Promise<WriteResult>
+  /**
+   * Applies `ops` in order, atomically, if every check in `checks` holds; otherwise writes nothing.
+   * `deferSync`: the caller loses nothing if a power loss or an operating-system crash undoes this
+   * write (the re-encryption sweep's re-seals and place: the records as they were still open, and
+   * the sweep does them again). A store may then acknowledge it once it is committed, before it is
+   * synced, provided any later write acknowledged without the flag makes it durable too (the file
+   * store commits it unsynced, and its next synced commit syncs the file); the others ignore it.
+   */
+  write(batch: { checks?: Check[]; ops: Op[]; deferSync?: boolean }): Promise<WriteResult>
 
   getTenant(id: string): Promise<Tenant | null>
   /** Whether the store holds any tenant at all (a fresh store holds none). */

@@ -51,6 +51,48 @@ describe('the re-encryption sweep works in bounded turns', () => {
     )
   })
 
+  it('writes its re-seals and its place with deferSync, and retires the old version in a synced write after them', async () => {
+    const inner = memoryStore()
+    const writes: { deferSync: boolean; kinds: string[] }[] = []
+    const store: Store = delegatingStore(inner, {
+      write(batch) {
+        writes.push({ deferSync: batch.deferSync === true, kinds: batch.ops.map((op) => op.op) })
+        return inner.write(batch)
+      },
+    })
+    const clock = manualClock('2030-01-01T00:00:00Z')
+    const service = createService({ store, clock, runner: null, masterKey: randomBytes(32) })
+    const tenant = await service.admin.createTenant({ name: 't' })
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'app',
+      type: 'private',
+      permissions: ['token:create', 'token:read'],
+    })
+    const client = service.connect(key)
+    for (let i = 0; i < 70; i++) await client.tokens.create({ type: 'token', data: i })
+    await service.admin.rotateDataKey({ tenantId: tenant.id })
+    // Past twice refreshMs: the pass retires version 1 at its end.
+    clock.advance(31_000)
+    writes.length = 0
+    let steps = 0
+    const done = await service.admin.reencrypt({
+      tenantId: tenant.id,
+      batchSize: 50,
+      onProgress: () => steps++,
+    })
+    expect(done.finished).toBe(true)
+    expect(done.versions).toEqual([2])
+    expect(steps).toBeGreaterThanOrEqual(2)
+    const reseals = writes.filter((w) => w.kinds.includes('token.put'))
+    expect(reseals.map((w) => w.deferSync)).toEqual([true, true, true])
+    const tenantPuts = writes.filter((w) => w.kinds.includes('tenant.put'))
+    // The first seal's reservation under version 2, synced (the count never goes back); the place
+    // after the first step of 50, deferred; the retirement last, synced.
+    expect(tenantPuts.map((w) => w.deferSync)).toEqual([false, true, false])
+    expect(writes.indexOf(tenantPuts[2]!)).toBeGreaterThan(writes.indexOf(reseals[2]!))
+  })
+
   it('lets other work run between its chunks (a memory store never leaves the microtask queue)', async () => {
     const { store } = recordingStore()
     const { service, tenant } = await vaultWith(store, 100)

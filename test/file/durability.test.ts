@@ -4,7 +4,8 @@ import { commitWindow, itTraces, trace } from './strace.js'
 
 // Durability observed in the system calls (see ./strace.ts): a sync of data.mdb between the write
 // and its acknowledgement, and none with durability 'none' (so the test can tell), nor for a write
-// of audit entries only, which is acknowledged once in the file (docs/audit-log.md).
+// of audit entries only, which is acknowledged once in the file (docs/audit-log.md), nor for one
+// marked deferSync (the re-encryption sweep's: docs/key-lifecycle.md).
 
 const SYNC_CHILD = fileURLToPath(new URL('./sync-child.ts', import.meta.url))
 
@@ -41,6 +42,18 @@ describe('file store durability, seen in the system calls', () => {
       expect(out).toContain('ack')
       const seen = commitWindow(events, dataFile)
       // In the file before the acknowledgement (a SIGKILL keeps it), without waiting for a sync.
+      expect(seen.writes, 'the commit wrote to data.mdb').toBeGreaterThan(0)
+      expect(seen.syncs).toBe(0)
+    },
+    60_000,
+  )
+
+  itTraces(
+    "acknowledges a write marked deferSync (the re-encryption sweep's) once written to the file, unsynced, even with 'fsync'",
+    async () => {
+      const { events, dataFile, out } = await trace(SYNC_CHILD, 'deferred')
+      expect(out).toContain('ack')
+      const seen = commitWindow(events, dataFile)
       expect(seen.writes, 'the commit wrote to data.mdb').toBeGreaterThan(0)
       expect(seen.syncs).toBe(0)
     },
