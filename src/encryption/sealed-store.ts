@@ -4,13 +4,14 @@ import { delegatingStore, type Store } from '../store/index.js'
 import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
 import { openChunk } from './document-sealing.js'
 import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
-import { openStagedInSteps, openTokensInSteps } from './open-in-steps.js'
+import { OPEN_STEP_BYTES, openStagedInSteps, openTokensInSteps } from './open-in-steps.js'
 import { openOutbox, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import {
   openAnswer,
   openReactor,
   openToken,
+  openTokenInSteps,
   type Sealing,
   sealOp,
   sealReactor,
@@ -80,7 +81,8 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     },
     async getToken(tenantId, id) {
       const token = await inner.getToken(tenantId, id)
-      return token && openToken(s, token)
+      // A large token opens in steps (`OPEN_STEP_BYTES`): another tenant's request runs meanwhile.
+      return token && openTokenInSteps(s, token, OPEN_STEP_BYTES)
     },
     async listTokens(tenantId, query) {
       const page = await inner.listTokens(tenantId, query)

@@ -5,6 +5,7 @@ import { sealChunk } from './document-sealing.js'
 import {
   keyedHash,
   openValue,
+  openValueInSteps,
   resealValue,
   sealedVersion,
   sealText,
@@ -117,6 +118,28 @@ function openWith(s: Sealing, key: TenantKey, token: StoredToken): StoredToken {
   } catch {
     throw unreadable(token.id)
   }
+  return withOpened(s, token, fields)
+}
+
+/** `openWith` opening in steps of `step` sealed bytes (`openValueInSteps`). */
+async function openWithInSteps(s: Sealing, key: TenantKey, token: StoredToken, step: number) {
+  if (token.mask !== undefined) throw unreadable(token.id)
+  let fields: unknown
+  try {
+    fields = await openValueInSteps(
+      key,
+      (token.data as Sealed).$sealed,
+      aadOf(token.tenant_id, token.id),
+      step,
+    )
+  } catch {
+    throw unreadable(token.id)
+  }
+  return withOpened(s, token, fields)
+}
+
+/** `token` with its opened `fields` (`[data]` or `[data, mask]`) in place, as the caller reads it. */
+function withOpened(s: Sealing, token: StoredToken, fields: unknown): StoredToken {
   if (!Array.isArray(fields) || fields.length < 1 || fields.length > 2) throw unreadable(token.id)
   const full = withTokenFields(token, {
     data: fields[0] as Json,
@@ -131,6 +154,18 @@ export function openToken(s: Sealing, token: StoredToken): StoredToken | Promise
   if (!isSealed(token.data)) return s.asRead(token)
   const key = s.keyOf(token.tenant_id, sealedVersion((token.data as Sealed).$sealed))
   return key instanceof Promise ? key.then((k) => openWith(s, k, token)) : openWith(s, key, token)
+}
+
+/**
+ * A stored token opened as `openToken` opens it; one holding more than `step` sealed bytes opens in
+ * steps of `step` with a turn of the event loop between two (`openValueInSteps`), so another
+ * tenant's call runs while a large token opens.
+ */
+export async function openTokenInSteps(s: Sealing, token: StoredToken, step: number): Promise<StoredToken> {
+  const sealed = sealedPayload(token.data)
+  if (sealed === undefined || sealed.length <= step) return openToken(s, token)
+  const key = await s.keyOf(token.tenant_id, sealedVersion(sealed))
+  return openWithInSteps(s, key, token, step)
 }
 
 /**

@@ -2,7 +2,7 @@ import { applyTransform, tokenAccess } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import { evaluateTemplate } from '../expressions/index.js'
 import type { Json, StoredToken } from '../kernel/index.js'
-import { forbidden, invalid, jsonSize, MAX_DETOKENIZED_CHARS } from '../kernel/index.js'
+import { forbidden, invalid, jsonSize, MAX_DETOKENIZED_CHARS, nextTurn } from '../kernel/index.js'
 import { intentForUse } from '../tokens/index.js'
 import { readToken } from '../transactions/index.js'
 
@@ -91,8 +91,14 @@ export async function resolveTokens(
     }
     out.set(key, shown)
   }
+  // Expressions over large data run their filters in a turn of their own: another tenant's call
+  // runs between the last token's opening and them.
+  if (total > LARGE_DATA_CHARS) await nextTurn()
   return out
 }
+
+/** Characters of token data past which a request's expressions are evaluated in a turn of their own. */
+const LARGE_DATA_CHARS = 64 * 1024
 
 /**
  * What `key` names as the caller's `token:use` access shows it (a token intent as `intentForUse`
