@@ -8,6 +8,16 @@ import { nextTurn } from '../../src/kernel/index.js'
 /** Characters of answer text between two turns given to other requests. */
 export const YIELD_BYTES = 64 * 1024
 
+/**
+ * An answer's JSON text as parts that, joined, are `JSON.stringify`'s text (no part for a value
+ * without one), with its length in characters and in UTF-8 bytes.
+ */
+export interface AnswerParts {
+  parts: string[]
+  chars: number
+  bytes: number
+}
+
 /** Whether `value` is a plain object whose `data` is an array of more than one item (a page). */
 function isPage(value: unknown): value is Record<string, unknown> & { data: unknown[] } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
@@ -25,40 +35,59 @@ export async function answerText(result: unknown): Promise<string> {
   return (await sizedAnswerText(result)).text
 }
 
-/**
- * `answerText`'s text and its length in UTF-8 bytes: a page's bytes are counted item by item in the
- * item's own step, and its items are joined in a turn of their own, so no step of a large page
- * scans or copies the whole answer but the join.
- */
+/** `answerText`'s text and its length in UTF-8 bytes; a large page's parts are joined in a turn of their own. */
 export async function sizedAnswerText(result: unknown): Promise<{ text: string; bytes: number }> {
-  if (!isPage(result)) {
-    const text = JSON.stringify(result)
-    // A large answer (a 400 KB token) is written in a turn after the one that serialized it.
-    if (text !== undefined && text.length > YIELD_BYTES) await nextTurn()
-    return { text, bytes: text === undefined ? 0 : Buffer.byteLength(text) }
-  }
-  const parts: string[] = []
-  let bytes = 2
-  for (const [key, value] of Object.entries(result)) {
-    const text = key === 'data' ? await items(result.data) : { text: JSON.stringify(value), bytes: 0 }
-    // As JSON.stringify does: a member whose value has no JSON text (undefined, a function) is left out.
-    if (text.text === undefined) continue
-    const member = key === 'data' ? `"data":[${text.text}]` : `${JSON.stringify(key)}:${text.text}`
-    bytes += key === 'data' ? text.bytes + 9 : Buffer.byteLength(member)
-    parts.push(member)
-  }
-  return { text: `{${parts.join(',')}}`, bytes: bytes + Math.max(0, parts.length - 1) }
+  const { parts, chars, bytes } = await answerParts(result)
+  if (parts.length === 0) return { text: JSON.stringify(result), bytes: 0 }
+  if (parts.length > 1 && chars > YIELD_BYTES) await nextTurn()
+  return { text: parts.length === 1 ? parts[0]! : parts.join(''), bytes }
 }
 
 /**
- * The items' JSON texts joined by commas (`null` for an item without one, as in an array), and
- * their UTF-8 bytes; a large page's texts are joined in a turn after the last one's.
+ * The answer's text as parts (`AnswerParts`): a page's members and items each a part of its own, so
+ * no step of a large page scans or copies the whole answer, and the parts can be written as they
+ * are, never joined into one string (`pacedText`). Anything else is one part, serialized whole.
  */
-async function items(data: unknown[]): Promise<{ text: string; bytes: number }> {
-  const texts: string[] = []
-  let since = 0
+export async function answerParts(result: unknown): Promise<AnswerParts> {
+  if (!isPage(result)) {
+    const text = JSON.stringify(result) as string | undefined
+    if (text === undefined) return { parts: [], chars: 0, bytes: 0 }
+    // A large answer (a 400 KB token) is written in a turn after the one that serialized it.
+    if (text.length > YIELD_BYTES) await nextTurn()
+    return { parts: [text], chars: text.length, bytes: Buffer.byteLength(text) }
+  }
+  const parts = ['{']
+  let bytes = 2
+  let members = 0
+  for (const [key, value] of Object.entries(result)) {
+    // As JSON.stringify does: a member whose value has no JSON text (undefined, a function) is left out.
+    const text = key === 'data' ? undefined : (JSON.stringify(value) as string | undefined)
+    if (key !== 'data' && text === undefined) continue
+    if (members++ > 0) parts.push(',')
+    if (key === 'data') {
+      parts.push('"data":[')
+      bytes += 9 + (await items(result.data, parts))
+      parts.push(']')
+    } else {
+      const member = `${JSON.stringify(key)}:${text}`
+      bytes += Buffer.byteLength(member)
+      parts.push(member)
+    }
+  }
+  parts.push('}')
   let chars = 0
+  for (const part of parts) chars += part.length
+  return { parts, chars, bytes: bytes + Math.max(0, members - 1) }
+}
+
+/**
+ * The items' JSON texts pushed onto `parts`, a comma between two (`null` for an item without one,
+ * as in an array): their UTF-8 bytes, commas included.
+ */
+async function items(data: unknown[], parts: string[]): Promise<number> {
+  let since = 0
   let bytes = Math.max(0, data.length - 1)
+  let first = true
   for (const item of data) {
     if (since >= YIELD_BYTES) {
       since = 0
@@ -66,10 +95,10 @@ async function items(data: unknown[]): Promise<{ text: string; bytes: number }> 
     }
     const text = JSON.stringify(item) ?? 'null'
     since += text.length
-    chars += text.length
     bytes += Buffer.byteLength(text)
-    texts.push(text)
+    if (!first) parts.push(',')
+    first = false
+    parts.push(text)
   }
-  if (chars > YIELD_BYTES) await nextTurn()
-  return { text: texts.join(','), bytes }
+  return bytes
 }

@@ -3,14 +3,14 @@ import { ServiceError, sha256 } from '../../src/kernel/index.js'
 import { type Client, keepsAnswer, type Service, unchecked } from '../../src/service/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { type AdmissionBounds, admissionBounds, admitter } from './admission.js'
-import { sizedAnswerText } from './answer-text.js'
+import { answerParts } from './answer-text.js'
 import { declaredBodyBytes, readJsonBody, requireMediaType } from './body.js'
 import { type BinaryResult, binaryAnswer, declaredUploadBytes, readUpload } from './document-routes.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { bridgedIncoming, isBridged, standInResponse } from './light.js'
 import { notBuilt } from './not-built.js'
 import { openApiDocument } from './openapi.js'
-import { PACED_ANSWER_CHARS, pacedAnswer } from './paced-answer.js'
+import { PACED_ANSWER_CHARS, type PacedOutgoing, pacedParts } from './paced-answer.js'
 import { HttpProblem, internalError, problemFor } from './problem.js'
 import { isProxyPath, proxyRoute } from './proxy-routes.js'
 import { parseQuery, type Query } from './query.js'
@@ -302,7 +302,7 @@ async function dispatch(
   const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
   const admitted = s.admission.admit(apiKey, keyHash, bytes)
   const lane = typeof admitted === 'string' ? admitted : await admitted
-  let out: Outgoing
+  let out: Outgoing | PacedOutgoing
   try {
     const call: Call = { route, params, search, withBody, apiKey, keyHash, witness, requestId }
     out = await perform(s, incoming, call)
@@ -310,14 +310,13 @@ async function dispatch(
     s.admission.leave(lane, bytes)
     throw error
   }
-  // A large answer keeps its place in its tenant's lane until its last piece is taken.
-  const paced = pacedAnswer(out, () => s.admission.leave(lane, bytes, true))
-  if (paced === null) {
+  if (!('parts' in out)) {
     s.admission.leave(lane, bytes)
     return out
   }
+  // A large answer keeps its place in its tenant's lane until its last piece is taken.
   s.admission.settle(bytes)
-  return paced
+  return pacedParts(out, () => s.admission.leave(lane, bytes, true))
 }
 
 /** One routed call: its route and path parameters, query, key, and the request log's witness. */
@@ -348,8 +347,11 @@ function clientOfCall(s: Setup, incoming: Incoming, call: Call, idempotencyKey: 
   return s.clientFor(call.apiKey, call.keyHash).withCall(options)
 }
 
-/** Reads the body, calls the client of the request's key, and serializes its answer. */
-async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoing> {
+/**
+ * Reads the body, calls the client of the request's key, and serializes its answer: a text answer
+ * over `PACED_ANSWER_CHARS` is left in parts (a page's members and items), to be handed on paced.
+ */
+async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoing | PacedOutgoing> {
   const { route, withBody } = call
   const body = !withBody
     ? undefined
@@ -367,16 +369,18 @@ async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoi
   if (route.status === 204 || result === undefined) {
     return { status: route.status, headers: { 'cache-control': 'no-store' }, body: null }
   }
-  const { text, bytes } = await sizedAnswerText(result)
+  const { parts, chars, bytes } = await answerParts(result)
+  const text = () => (parts.length === 1 ? parts[0]! : parts.join(''))
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'cache-control': 'no-store',
   }
-  // A paced answer's length, counted piece by piece as it was serialized (see `pacedAnswer`).
-  if (text.length > PACED_ANSWER_CHARS) headers['content-length'] = String(bytes)
   // An answer too long to keep for replay says so: a repeat of the request will be refused.
-  if (idempotencyKey !== null && !keepsAnswer(text)) headers['idempotency-replayable'] = 'false'
-  return { status: route.status, headers, body: text }
+  if (idempotencyKey !== null && !keepsAnswer(text())) headers['idempotency-replayable'] = 'false'
+  if (chars <= PACED_ANSWER_CHARS) return { status: route.status, headers, body: text() }
+  // A paced answer's length, counted part by part as it was serialized.
+  headers['content-length'] = String(bytes)
+  return { status: route.status, headers, parts }
 }
 
 /** The answer to a request that threw: its problem, or a logged 500 for an unknown failure. */
@@ -450,7 +454,7 @@ async function serveMeta(
   }
   if (method === 'HEAD') {
     const out = await dispatch(s, incoming, 'GET', path, search, witness, requestId)
-    // A streamed answer left unread is cancelled: that ends its admission (see `pacedAnswer`).
+    // A streamed answer left unread is cancelled: that ends its admission (see `pacedText`).
     if (out.body instanceof ReadableStream) await out.body.cancel()
     return { ...out, body: null }
   }
@@ -509,8 +513,12 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
     if (log) log({ kind: 'request', method, path, status: out.status, ms, requestId })
     if (requestLog) {
       const problemBody = isProblem(out) && !(out.body instanceof ReadableStream) ? out.body : null
-      const exchange = { request_id: requestId, kind: 'api' as const, method, path, search: target.search }
-      requestLog.finish({ ...exchange, status: out.status, ms, problemBody }, witness)
+      // One literal: a spread and more fields after it (`{ ...a, b }`) costs V8 on Node 20 about 1.5 µs a field.
+      const { status } = out
+      requestLog.finish(
+        { request_id: requestId, kind: 'api', method, path, search: target.search, status, ms, problemBody },
+        witness,
+      )
     }
     return out
   }

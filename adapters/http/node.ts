@@ -136,8 +136,8 @@ async function writeStream(res: ServerResponse, body: ReadableStream<Uint8Array>
         await reader.cancel()
         return
       }
-      if (!res.write(value))
-        await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve))
+      // Both listeners go once either fires: a long answer's waits add none that stay.
+      if (!res.write(value)) await drained(res)
     }
     res.end()
   } catch {

@@ -11,11 +11,25 @@ export const PACED_ANSWER_CHARS = 64 * 1024
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
 
 /**
- * `text` as a stream of its UTF-8 bytes, `PACED_ANSWER_CHARS` characters a piece, each piece read
- * in a turn of its own; `done` is called once, when the last piece is taken or the reader cancels.
- * A piece is made only when the reader asks for one (no piece is buffered ahead of the socket).
+ * A text answer too long to hand on in one piece, as the parts of its text (a page's members and
+ * items, see `answerParts`), never joined: `pacedText` writes them piece by piece.
  */
-export function pacedText(text: string, done: () => void): ReadableStream<Uint8Array> {
+export interface PacedOutgoing {
+  status: number
+  headers: Record<string, string>
+  parts: readonly string[]
+}
+
+/**
+ * The text of `parts` joined, as a stream of its UTF-8 bytes, `PACED_ANSWER_CHARS` characters a
+ * piece (drawn from one part or several in a row; a part is sliced, never copied whole), each piece
+ * read in a turn of its own; `done` is called once, when the last piece is taken or the reader
+ * cancels. A piece is made only when the reader asks for one (no piece is buffered ahead of the
+ * socket).
+ */
+export function pacedText(parts: string | readonly string[], done: () => void): ReadableStream<Uint8Array> {
+  const texts = (typeof parts === 'string' ? [parts] : parts).filter((part) => part.length > 0)
+  let part = 0
   let at = 0
   let ended = false
   const end = () => {
@@ -23,15 +37,33 @@ export function pacedText(text: string, done: () => void): ReadableStream<Uint8A
     ended = true
     done()
   }
+  /** The next piece's slices: at most `PACED_ANSWER_CHARS` characters, never half a pair. */
+  const slices = () => {
+    const out: string[] = []
+    let room = PACED_ANSWER_CHARS
+    while (room > 0 && part < texts.length) {
+      const text = texts[part]!
+      let to = Math.min(text.length, at + room)
+      if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to--
+      if (to === at) break
+      out.push(text.slice(at, to))
+      room -= to - at
+      at = to
+      if (at < text.length) break
+      part++
+      at = 0
+    }
+    return out
+  }
+  let started = false
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (at > 0) await nextTurn()
-        let to = Math.min(text.length, at + PACED_ANSWER_CHARS)
-        if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to--
-        controller.enqueue(Buffer.from(text.slice(at, to)))
-        at = to
-        if (at < text.length) return
+        if (started) await nextTurn()
+        started = true
+        const piece = slices()
+        controller.enqueue(Buffer.from(piece.length === 1 ? piece[0]! : piece.join('')))
+        if (part < texts.length) return
         controller.close()
         end()
       },
@@ -55,4 +87,9 @@ export function pacedAnswer(out: Outgoing, done: () => void): Outgoing | null {
   const length = out.headers['content-length'] ?? String(Buffer.byteLength(out.body))
   const headers = { ...out.headers, 'content-length': length }
   return { ...out, headers, body: pacedText(out.body, done) }
+}
+
+/** `out` handed on as a paced stream of its parts (`pacedText`); its headers carry its `Content-Length`. */
+export function pacedParts(out: PacedOutgoing, done: () => void): Outgoing {
+  return { status: out.status, headers: out.headers, body: pacedText(out.parts, done) }
 }

@@ -3,7 +3,7 @@
  * 64 KiB of text have added up, and its text is exactly `JSON.stringify`'s.
  */
 import { describe, expect, it } from 'vitest'
-import { answerText, sizedAnswerText } from '../../adapters/http/answer-text.js'
+import { answerParts, answerText, sizedAnswerText } from '../../adapters/http/answer-text.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { type Client, createService, manualClock, type Service } from '../../entry/index.js'
@@ -45,6 +45,20 @@ describe('answer text', () => {
       expect(text).toBe(JSON.stringify(value))
       expect(bytes).toBe(Buffer.byteLength(text))
     }
+  })
+
+  it('as parts: a page’s items are parts of their own, joined they are JSON.stringify’s text, counted', async () => {
+    const big = 'é'.repeat(70_000)
+    const page = { pagination: { next: 'x' }, data: [{ a: big }, undefined, { b: '😀' }], z: undefined }
+    const { parts, chars, bytes } = await answerParts(page)
+    const text = JSON.stringify(page)
+    expect(parts.join('')).toBe(text)
+    expect(chars).toBe(text.length)
+    expect(bytes).toBe(Buffer.byteLength(text))
+    // The large item is its own part, never copied into a joined text.
+    expect(parts).toContain(JSON.stringify({ a: big }))
+    expect(await answerParts(() => 1)).toEqual({ parts: [], chars: 0, bytes: 0 })
+    expect(await answerParts({ data: [1] })).toEqual({ parts: ['{"data":[1]}'], chars: 12, bytes: 12 })
   })
 
   it('over the handler: a page of three 70 000-character items lets other work run between items', async () => {

@@ -4,12 +4,12 @@
  * reader cancels); the handler-wide count frees when the answer is handed on.
  */
 import { once } from 'node:events'
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { toNodeListener } from '../../adapters/http/index.js'
-import { pacedAnswer } from '../../adapters/http/paced-answer.js'
+import { pacedAnswer, pacedText } from '../../adapters/http/paced-answer.js'
 import { REVEAL_ALL, setup } from './setup.js'
 
 const answer = (body: string) => ({ status: 200, headers: { 'content-type': 'application/json' }, body })
@@ -46,6 +46,19 @@ describe('paced answers', () => {
     expect(decoded.every((p) => p.length <= 65_536)).toBe(true)
     expect(decoded.join('')).toBe(text)
     expect(pieces.reduce((n, p) => n + p.byteLength, 0)).toBe(Number(paced.headers['content-length']))
+    expect(done).toBe(1)
+  })
+
+  it('parts are drawn into pieces of at most 65 536 characters, across parts, never half a pair', async () => {
+    const parts = ['{', '', 'a'.repeat(40_000), ',', `${'b'.repeat(25_534)}😀c`, 'é'.repeat(70_000), '}']
+    let done = 0
+    const pieces = await readAll(pacedText(parts, () => done++))
+    const decoded = pieces.map((p) => new TextDecoder('utf-8', { fatal: true }).decode(p))
+    // The first piece takes '{', the a's, ',' and the b's: the pair would be its 65 536th character.
+    expect(decoded[0]).toBe(`{${'a'.repeat(40_000)},${'b'.repeat(25_534)}`)
+    expect(decoded.every((p) => p.length <= 65_536)).toBe(true)
+    expect(decoded.join('')).toBe(parts.join(''))
+    expect(pieces).toHaveLength(3)
     expect(done).toBe(1)
   })
 
@@ -105,6 +118,49 @@ describe('a paced answer in admission', () => {
     const third = await s.call('GET', `/tokens/${s.id}`, { key: s.aKey })
     expect(third.status).toBe(200)
     await third.text()
+  })
+
+  it('over node:http, waiting for a slow reader leaves no listener behind on the answer', async () => {
+    // A page of 2.7 MB to a client that reads a little at a time: the writer waits for the socket
+    // to drain again and again, and each wait's listeners go once it is over.
+    const s = await setup({ runner: null })
+    for (let i = 0; i < 3; i++) {
+      const made = await s.call('POST', '/tokens', {
+        key: s.keys.full,
+        body: { type: 'token', data: 'y'.repeat(900_000) },
+      })
+      expect(made.status).toBe(201)
+    }
+    let res!: ServerResponse
+    let most = 0
+    const listener = toNodeListener(s.handler)
+    const server = createServer((req, r) => {
+      res = r
+      listener(req, r)
+    })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    try {
+      const { port } = server.address() as AddressInfo
+      const socket = connect(port, '127.0.0.1')
+      await once(socket, 'connect')
+      socket.write(
+        `GET /v2/tokens?size=10 HTTP/1.1\r\nHost: x\r\nSVC-API-KEY: ${s.keys.full}\r\nConnection: close\r\n\r\n`,
+      )
+      let read = 0
+      socket.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        most = Math.max(most, res.listenerCount('close'), res.listenerCount('drain'))
+        socket.pause()
+        setTimeout(() => socket.resume(), 1)
+      })
+      await once(socket, 'end')
+      expect(read).toBeGreaterThan(2_700_000)
+      expect(most).toBeLessThanOrEqual(2)
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 
   it('over node:http, a client that leaves midway cancels the answer’s stream (which ends a paced answer’s admission)', async () => {
