@@ -65,7 +65,7 @@ export function tokenAccess(
     principal.recorder === undefined
       ? decide(principal, permission, token)
       : traced(principal, permission, token)
-  if (transform !== null && principal.observed) {
+  if (transform !== null && principal.observed && principal.observed.uses !== false) {
     const use = { permission, tokenId: token.id, containers: token.containers, transform }
     noteUse(principal.observed, rule < 0 ? use : { ...use, rule })
   }

@@ -67,7 +67,11 @@ export class AuditLog {
   private readonly held = new Map<string, HeldLane>()
 
   constructor(
-    /** The store entries are committed to (below the write effects: the log's own writes derive nothing). */
+    /**
+     * The store entries are committed to: below the write effects (the log's own writes derive
+     * nothing) and below the sealed store (entries hold nothing to seal: a group commit skips a
+     * sealing pass, a promise per entry).
+     */
     private readonly store: Pick<Store, 'write'>,
     readonly mac: AuditMac,
   ) {}
@@ -98,7 +102,8 @@ export class AuditLog {
       for (const [tenantId, list] of byTenant) {
         const lane = this.lanes.take(tenantId, list.length)
         held.push(lane)
-        for (const entry of await chained(this.mac, lane, list)) out.push({ op: 'log.put', entry })
+        const sealed = chained(this.mac, lane, list)
+        for (const entry of Array.isArray(sealed) ? sealed : await sealed) out.push({ op: 'log.put', entry })
       }
     } catch (error) {
       // Nothing was written: every lane is given back as if refused.
@@ -204,7 +209,9 @@ export class AuditLog {
       const drafts = calls.length === 1 ? calls[0]!.drafts : calls.flatMap((c) => c.drafts)
       const lane = this.lanes.take(tenantId, drafts.length)
       try {
-        for (const entry of await chained(this.mac, lane, drafts)) ops.push({ op: 'log.put', entry })
+        const entries = chained(this.mac, lane, drafts)
+        for (const entry of Array.isArray(entries) ? entries : await entries)
+          ops.push({ op: 'log.put', entry })
         sealed.push({ lane, calls })
       } catch (error) {
         this.lanes.settle(lane, 'refused')

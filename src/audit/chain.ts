@@ -20,24 +20,24 @@ export const entryId = (lane: string, seq: number) => `${lane}:${String(seq).pad
  * an entry copied to another tenant or moved to another place fails.
  */
 export function macText(e: Omit<LogEntry, 'mac'>): string {
-  return JSON.stringify([
-    'tokenvault-audit-v1',
-    e.tenant_id,
-    e.id,
-    e.lane,
-    e.seq,
-    e.floor === true,
-    e.actor_id ?? null,
-    e.actor_type,
-    e.entity_type,
-    e.entity_id ?? null,
-    e.operation,
-    e.message,
-    e.outcome,
-    e.request_id ?? null,
-    e.created_at,
-  ])
+  // Built by hand: the same text as `JSON.stringify` of the array of these values, at a fraction
+  // of its cost (it runs for every entry); `test/audit/chain.test.ts` holds the two equal.
+  const seq = Number.isSafeInteger(e.seq) ? String(e.seq) : element(e.seq)
+  return `["tokenvault-audit-v1",${q(e.tenant_id)},${q(e.id)},${q(e.lane)},${seq},${e.floor === true},${q(e.actor_id)},${q(e.actor_type)},${q(e.entity_type)},${q(e.entity_id)},${q(e.operation)},${q(e.message)},${q(e.outcome)},${q(e.request_id)},${q(e.created_at)}]`
 }
+
+/**
+ * A string JSON encodes as itself in quotes: nothing but code units from space up, other than the
+ * quote, the backslash and surrogates (a control character, `"` or `\\` is escaped, a lone
+ * surrogate too).
+ */
+const PLAIN = /^[\u0020\u0021\u0023-\u005b\u005d-\ud7ff\ue000-\uffff]*$/
+
+/** How `JSON.stringify` writes `value` as an array's element (absent: `null`). */
+const element = (value: unknown) => JSON.stringify([value]).slice(1, -1)
+
+/** A field as `JSON.stringify` writes it in an array: a plain string in quotes as it is, else JSON's own. */
+const q = (value: unknown) => (typeof value === 'string' && PLAIN.test(value) ? `"${value}"` : element(value))
 
 /** One lane of one tenant: the next seq it gives. At most one write holds it at a time. */
 interface Lane {
@@ -111,11 +111,11 @@ export const groupText = (texts: readonly string[]) => texts.join('\n')
  * group's last entry; the others carry `mac: ''`. One HMAC a write, not one an entry. A group of
  * one entry carries the MAC of its own text, as every entry did before groups.
  */
-export async function chained(
+export function chained(
   mac: AuditMac,
   held: HeldLane,
   drafts: readonly EntryDraft[],
-): Promise<LogEntry[]> {
+): LogEntry[] | Promise<LogEntry[]> {
   if (!drafts.length) return []
   const lane = held.lane.id
   const entries = new Array<LogEntry>(drafts.length)
@@ -125,9 +125,13 @@ export async function chained(
     entries[i] = e
     texts[i] = macText(e)
   }
-  const [m] = await mac(held.tenantId, [groupText(texts)])
-  if (entries.length) entries[entries.length - 1]!.mac = m!
-  return entries
+  // Sealed at once when the audit key is at hand (no promise, no turn); else once it is.
+  const seal = (macs: string[]) => {
+    entries[entries.length - 1]!.mac = macs[0]!
+    return entries
+  }
+  const macs = mac(held.tenantId, [groupText(texts)])
+  return Array.isArray(macs) ? seal(macs) : macs.then(seal)
 }
 
 /**

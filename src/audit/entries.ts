@@ -186,14 +186,15 @@ export function entriesOfCall(
   const tenantId = context.tenantId ?? ''
   const verb = outcome === 'success' ? 'answered' : `refused (${outcome})`
   const message = `${context.operation}: ${verb}`
-  const answered = new Set(ids)
-  const all = revealed?.size ? [...new Set([...ids, ...revealed])] : ids
+  const shownRevealed = revealed?.size ? revealed : undefined
+  const all = shownRevealed ? [...new Set([...ids, ...shownRevealed])] : ids
   if (!all.length) return [draft(context, tenantId, outcome, type, undefined, message)]
-  const shown = all.slice(0, MAX_CALL_ENTRIES)
+  const answered = shownRevealed && new Set(ids)
+  const shown = all.length > MAX_CALL_ENTRIES ? all.slice(0, MAX_CALL_ENTRIES) : all
   const out = shown.map((id) => {
-    const entityType = revealed?.has(id) && !answered.has(id) ? 'token' : type
+    const entityType = shownRevealed?.has(id) && !answered?.has(id) ? 'token' : type
     const how =
-      outcome !== 'success' || entityType !== 'token' ? '' : revealed?.has(id) ? ' revealed' : ' masked'
+      outcome !== 'success' || entityType !== 'token' ? '' : shownRevealed?.has(id) ? ' revealed' : ' masked'
     return draft(context, tenantId, outcome, entityType, id, `${message}${how}`)
   })
   if (all.length > shown.length) {

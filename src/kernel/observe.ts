@@ -41,11 +41,13 @@ export interface Observer {
 export interface Observed {
   port: Observer
   call: ObservedCall
+  /** false: the port is told only what was revealed (the audit log's alone), so uses are not built. */
+  uses?: false
 }
 
 /** Tells the principal's observer, if any, that `use` was granted. */
 export function noteUse(observed: Observed | undefined, use: AccessUse): void {
-  observed?.port.used(observed.call, use)
+  if (observed && observed.uses !== false) observed.port.used(observed.call, use)
 }
 
 /** Tells the principal's observer, if any, that token `tokenId`'s plaintext left the vault. */

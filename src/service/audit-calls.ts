@@ -1,6 +1,6 @@
 import { answeredIds, entriesOfCall } from '../audit/index.js'
 import type { Ctx } from '../call/index.js'
-import { type CallInfo, callContext } from './effects.js'
+import { type CallInfo, contextOfCall } from './effects.js'
 import { failureCode } from './journal.js'
 import type { Wiring } from './wiring.js'
 
@@ -19,7 +19,7 @@ export async function logCall(
   error: unknown,
 ): Promise<void> {
   if (!w.audit || (call.tally?.entries ?? 0) > 0) return
-  const context = callContext(ctx.principal, call, ctx.now)()
+  const context = contextOfCall(ctx.principal, call, ctx.now())
   // A key given as an argument (`application.get_by_key`) is never an entity id.
   const ids =
     call.operation === 'application.get_by_key' ? [] : answeredIds(args, error === null ? result : undefined)

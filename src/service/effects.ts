@@ -42,15 +42,21 @@ export function callContext(
   call: CallInfo,
   now: () => string,
 ): () => WriteEffectContext {
-  return () => ({
+  return () => contextOfCall(principal, call, now())
+}
+
+/** `callContext`'s context at the instant `at`. */
+export function contextOfCall(principal: Principal, call: CallInfo, at: string): WriteEffectContext {
+  const context: WriteEffectContext = {
     tenantId: principal.tenantId,
     actorId: principal.id,
     actorType: principal.kind,
     requestId: call.requestId ?? null,
     operation: call.operation,
-    now: now(),
-    ...(call.tally ? { tally: call.tally } : {}),
-  })
+    now: at,
+  }
+  if (call.tally) context.tally = call.tally
+  return context
 }
 
 /** The effect context of an admin or sweep write in `tenantId` (null: none named). */

@@ -17,7 +17,14 @@ import {
   type TenantKey,
   toProvider,
 } from '../encryption/index.js'
-import type { Clock, EgressClient, FormulaRunner, Observer } from '../kernel/index.js'
+import type {
+  AccessUse,
+  Clock,
+  EgressClient,
+  FormulaRunner,
+  ObservedCall,
+  Observer,
+} from '../kernel/index.js'
 import { expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
 import {
@@ -243,9 +250,10 @@ function journalOf(options: ServiceOptions): Journal {
 }
 
 /** The principal of one call with the observation port told its decisions (`ServiceOptions.observe`). */
-function observedPrincipal(principal: Principal, port: Observer, operation: string): Principal {
+function observedPrincipal(principal: Principal, port: Observer, operation: string, uses = true): Principal {
   const { tenantId, id: principalId, kind } = principal
-  return { ...principal, observed: { port, call: { tenantId, principalId, kind, operation } } }
+  const call = { tenantId, principalId, kind, operation }
+  return { ...principal, observed: uses ? { port, call } : { port, call, uses: false } }
 }
 
 /** How long audit log entries are kept (ms) and how many a tenant keeps, from the options. */
@@ -277,16 +285,29 @@ function callPrincipal(
   audited: boolean,
 ) {
   if (!audited) return observe ? observedPrincipal(principal, observe, call.operation) : principal
-  const revealed = new Set<string>()
-  call.revealed = revealed
-  const port: Observer = {
-    used: (c, use) => observe?.used(c, use),
-    revealed: (c, tokenId) => {
-      revealed.add(tokenId)
-      observe?.revealed(c, tokenId)
-    },
+  return observedPrincipal(principal, new RevealNotes(call, observe), call.operation, observe !== undefined)
+}
+
+/**
+ * The audit log's port of one call: notes in `call.revealed` each token whose plaintext left, and
+ * passes everything on to the service's observer, if any. Without one, uses are not told at all
+ * (the log names no permission), so nothing is built for them.
+ */
+class RevealNotes implements Observer {
+  constructor(
+    private readonly call: CallInfo,
+    private readonly next: Observer | undefined,
+  ) {}
+
+  used(c: ObservedCall, use: AccessUse): void {
+    this.next?.used(c, use)
   }
-  return observedPrincipal(principal, port, call.operation)
+
+  revealed(c: ObservedCall, tokenId: string): void {
+    if (this.call.revealed) this.call.revealed.add(tokenId)
+    else this.call.revealed = new Set([tokenId])
+    this.next?.revealed(c, tokenId)
+  }
 }
 
 /** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
@@ -319,7 +340,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     },
   )
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
-  const audit = options.auditLog === false ? undefined : new AuditLog(store, auditMac(keyring))
+  const audit = options.auditLog === false ? undefined : new AuditLog(options.store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []
   const webhooks = webhookRuntime({
     store,
