@@ -67,13 +67,20 @@ export interface RequestLogOptions {
  * What the handler gathers while one exchange runs, and then what the log keeps of it: raw fields
  * and references (clock times as numbers, the evaluator's decisions unexplained), the entry's view
  * built only when the log is read. It is the recorder its client is given (`recorder`).
+ *
+ * One object an exchange: its first journal entry and first decision are fields of its own (an
+ * exchange usually makes one of each, or none), and only the ones after them go to arrays.
  */
 export class ExchangeWitness implements CallRecorder {
-  readonly recorder: CallRecorder = this
   tenant_id: string | null = null
   actor_id: string | null = null
-  operations: string[] = []
-  journal: number[] = []
+  /** The first journal entry's `seq` and operation (0 and null: none yet). */
+  seq0 = 0
+  operation0: string | null = null
+  /** The journal entries after the first, `seq` then operation by turns. */
+  more: (number | string)[] | null = null
+  /** The first decision kept (null: none), and those after it (at most `TRACES_KEPT` in all). */
+  decision0: AccessDecision | null = null
   decisions: AccessDecision[] | null = null
   /** Set by `finish`: the exchange's own fields (never its body, nor its query's values). */
   seq = 0
@@ -83,6 +90,7 @@ export class ExchangeWitness implements CallRecorder {
   path = ''
   queryKeys: string[] | null = null
   status = 0
+  /** Unrounded: rounded to the µs when read. */
   ms = 0
   problem: LoggedProblem | undefined = undefined
   fault: RequestLogEntry['fault'] = undefined
@@ -95,13 +103,23 @@ export class ExchangeWitness implements CallRecorder {
     readonly wall: number,
   ) {}
 
+  /** The recorder to give the exchange's client: the witness itself. */
+  get recorder(): CallRecorder {
+    return this
+  }
+
   decided(decision: AccessDecision): void {
     // Reveals are not what a failing test asks about; refusals and masks are.
     if (decision.decision === 'reveal') return
+    if (this.decision0 === null) {
+      this.decision0 = decision
+      return
+    }
     this.decisions ??= []
     const kept = this.decisions
-    if (kept.length < TRACES_KEPT) kept.push(decision)
-    else kept[TRACES_KEPT - 1] = decision
+    // The last decision is kept whatever came before: a refusal ends the call.
+    if (kept.length < TRACES_KEPT - 1) kept.push(decision)
+    else kept[TRACES_KEPT - 2] = decision
   }
 
   journaled(entry: {
@@ -110,8 +128,13 @@ export class ExchangeWitness implements CallRecorder {
     actor_id: string | null
     operation: string
   }): void {
-    this.journal.push(entry.seq)
-    this.operations.push(entry.operation)
+    if (this.operation0 === null) {
+      this.seq0 = entry.seq
+      this.operation0 = entry.operation
+    } else {
+      this.more ??= []
+      this.more.push(entry.seq, entry.operation)
+    }
     if (entry.tenant_id !== null) this.tenant_id = entry.tenant_id
     if (entry.actor_id !== null) this.actor_id = entry.actor_id
   }
@@ -227,7 +250,7 @@ export class RequestLog {
     witness.path = exchange.path
     if (exchange.search !== '') witness.queryKeys = queryKeys(exchange.search)
     witness.status = exchange.status
-    witness.ms = Math.round(exchange.ms * 1000) / 1000
+    witness.ms = exchange.ms
     if (exchange.problemBody !== null)
       witness.problem = problemOf(exchange.problemBody, queryValues(exchange.search))
     if (exchange.fault) witness.fault = exchange.fault
@@ -329,6 +352,17 @@ export class RequestLog {
 
 /** The entry of a kept exchange, built when read: its times in ISO 8601, its decisions' traces. */
 function entryOf(kept: ExchangeWitness): RequestLogEntry {
+  const operations: string[] = []
+  const journal: number[] = []
+  if (kept.operation0 !== null) {
+    operations.push(kept.operation0)
+    journal.push(kept.seq0)
+  }
+  const more = kept.more ?? []
+  for (let i = 0; i < more.length; i += 2) {
+    journal.push(more[i] as number)
+    operations.push(more[i + 1] as string)
+  }
   const entry: RequestLogEntry = {
     seq: kept.seq,
     request_id: kept.request_id,
@@ -339,14 +373,17 @@ function entryOf(kept: ExchangeWitness): RequestLogEntry {
     path: kept.path,
     query_keys: kept.queryKeys === null ? [] : [...kept.queryKeys],
     status: kept.status,
-    ms: kept.ms,
+    ms: Math.round(kept.ms * 1000) / 1000,
     tenant_id: kept.tenant_id,
     actor_id: kept.actor_id,
-    operations: [...kept.operations],
-    journal: [...kept.journal],
+    operations,
+    journal,
   }
   if (kept.problem) entry.problem = kept.problem
-  if (kept.decisions) entry.trace = kept.decisions.map((d) => d.trace())
+  if (kept.decision0 !== null) {
+    entry.trace = [kept.decision0.trace()]
+    for (const d of kept.decisions ?? []) entry.trace.push(d.trace())
+  }
   if (kept.fault) entry.fault = kept.fault
   if (kept.mark !== undefined) entry.mark = kept.mark
   return entry

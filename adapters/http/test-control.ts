@@ -165,10 +165,13 @@ export function testControlHandler(service: TestService, options: TestControlOpt
         request_id: `control_${nanoid(12)}`,
         kind: 'control' as const,
         method: request.method,
+        path,
+        search: url.search.slice(1),
+        status: answer.status,
+        ms: performance.now() - started,
+        problemBody,
       }
-      const search = url.search.slice(1)
-      const ms = performance.now() - started
-      options.requests.finish({ ...exchange, path, search, status: answer.status, ms, problemBody }, witness)
+      options.requests.finish(exchange, witness)
     }
     return answer
   }
