@@ -20,24 +20,30 @@ export const entryId = (lane: string, seq: number) => `${lane}:${String(seq).pad
  * an entry copied to another tenant or moved to another place fails.
  */
 export function macText(e: Omit<LogEntry, 'mac'>): string {
-  // Built by hand: the same text as `JSON.stringify` of the array of these values, at a fraction
-  // of its cost (it runs for every entry); `test/audit/chain.test.ts` holds the two equal.
+  // Built by hand: the same text as `JSON.stringify` of the array of these values (which it was),
+  // without the array and its generic walk (it runs for every entry); `test/audit/chain.test.ts`
+  // holds the two equal, escapes and fields of the wrong type included.
   const seq = Number.isSafeInteger(e.seq) ? String(e.seq) : element(e.seq)
   return `["tokenvault-audit-v1",${q(e.tenant_id)},${q(e.id)},${q(e.lane)},${seq},${e.floor === true},${q(e.actor_id)},${q(e.actor_type)},${q(e.entity_type)},${q(e.entity_id)},${q(e.operation)},${q(e.message)},${q(e.outcome)},${q(e.request_id)},${q(e.created_at)}]`
 }
 
 /**
- * A string JSON encodes as itself in quotes: nothing but code units from space up, other than the
- * quote, the backslash and surrogates (a control character, `"` or `\\` is escaped, a lone
- * surrogate too).
+ * A string JSON writes as itself in quotes: code units from the space up, but for the quote, the
+ * backslash and surrogates (JSON escapes a control character, a quote or a backslash, and a lone
+ * surrogate; a string with any surrogate takes JSON's own path).
  */
 const PLAIN = /^[\u0020\u0021\u0023-\u005b\u005d-\ud7ff\ue000-\uffff]*$/
 
 /** How `JSON.stringify` writes `value` as an array's element (absent: `null`). */
 const element = (value: unknown) => JSON.stringify([value]).slice(1, -1)
 
-/** A field as `JSON.stringify` writes it in an array: a plain string in quotes as it is, else JSON's own. */
-const q = (value: unknown) => (typeof value === 'string' && PLAIN.test(value) ? `"${value}"` : element(value))
+/** A field as `JSON.stringify` writes it in an array: absent `null`, a plain string in quotes, else JSON's own. */
+const q = (value: unknown) =>
+  value === undefined || value === null
+    ? 'null'
+    : typeof value === 'string' && PLAIN.test(value)
+      ? `"${value}"`
+      : element(value)
 
 /** One lane of one tenant: the next seq it gives. At most one write holds it at a time. */
 interface Lane {

@@ -22,6 +22,7 @@ import type {
   Clock,
   EgressClient,
   FormulaRunner,
+  Observed,
   ObservedCall,
   Observer,
 } from '../kernel/index.js'
@@ -251,9 +252,11 @@ function journalOf(options: ServiceOptions): Journal {
 
 /** The principal of one call with the observation port told its decisions (`ServiceOptions.observe`). */
 function observedPrincipal(principal: Principal, port: Observer, operation: string, uses = true): Principal {
-  const { tenantId, id: principalId, kind } = principal
-  const call = { tenantId, principalId, kind, operation }
-  return { ...principal, observed: uses ? { port, call } : { port, call, uses: false } }
+  const { tenantId, id, kind, type, permissions, rules, recorder } = principal
+  const call = { tenantId, principalId: id, kind, operation }
+  const observed: Observed = uses ? { port, call } : { port, call, uses: false }
+  // Field by field, not a spread: it runs for every call with the log on, and a spread cost more.
+  return { tenantId, id, kind, type, permissions, rules, recorder, observed }
 }
 
 /** How long audit log entries are kept (ms) and how many a tenant keeps, from the options. */

@@ -96,8 +96,14 @@ export class SortedIds {
     const ranks = this.ranks[c]!
     // Another rank there: not this id (its string is read only on a tie).
     if (ranks[at] === r && ids[at] === id) return false
-    ids.splice(at, 0, id)
-    ranks.splice(at, 0, r)
+    if (at === ids.length) {
+      // An append (the common case): a push, not a splice (which makes an array of what it removed).
+      ids.push(id)
+      ranks.push(r)
+    } else {
+      ids.splice(at, 0, id)
+      ranks.splice(at, 0, r)
+    }
     if (at === ids.length - 1) this.lasts[c] = r
     this.count++
     if (ids.length > CHUNK) {
