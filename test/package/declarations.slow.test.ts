@@ -62,7 +62,7 @@ it('every entry point type-checks with skipLibCheck: false (a strict consumer of
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
-}, 120_000)
+}, 300_000)
 
 it('the types of the subpaths resolve with moduleResolution "node" (node10: older Next and tsconfigs without exports)', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'tokenvault-node10-'))
@@ -120,4 +120,4 @@ it('the types of the subpaths resolve with moduleResolution "node" (node10: olde
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
-}, 120_000)
+}, 300_000)

@@ -2,7 +2,7 @@ import { execFile, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { afterAll, expect, it } from 'vitest'
+import { afterAll, expect, it, vi } from 'vitest'
 import { serve } from '../../bin/serve.js'
 import { callJson, describePostgres } from './database.js'
 
@@ -75,9 +75,11 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
         await new Promise((resolve) => setTimeout(resolve, 60))
         await terminateAll()
       }
+      // On a busy machine the five kills can come and go within ten calls: the load goes on until it
+      // has made more than ten (bounded: if calls stop answering, this fails).
+      await vi.waitFor(() => expect(statuses.length).toBeGreaterThan(10), { timeout: 30_000, interval: 20 })
       stop = true
       await load
-      expect(statuses.length).toBeGreaterThan(10)
       expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([])
       // The faults were felt (queries killed mid-flight answer 503), not missed by a quiet pool.
       expect(statuses).toContain(503)
@@ -91,7 +93,7 @@ describePostgres('PostgreSQL faults under the CLI server', (url) => {
     } finally {
       await server.close()
     }
-  }, 60_000)
+  }, 120_000)
 
   it('a table locked longer than the statement timeout answers 503 within it; the lock gone, 2xx', async () => {
     const { server, management } = await start()
