@@ -454,7 +454,11 @@ describe('one tenant floods crashing formulas; the other tenant’s reacts all s
     expect(outcomes.filter((_, i) => i % 2 === 0)).toEqual(
       Array.from({ length: 3 }, () => ({ answer: { raw: 'DIE_AFTER', tokens: {} } })),
     )
-    expect(outcomes.filter((_, i) => i % 2 === 1)).toEqual(Array.from({ length: 3 }, () => ({ status: 500 })))
+    // A killed run fails with 500; on a machine at load 16-19 one sent again to a worker still booting
+    // can run out of its time first, a 504. Either is a failure of A's run alone, never an answer.
+    const killed = outcomes.filter((_, i) => i % 2 === 1)
+    expect(killed).toHaveLength(3)
+    for (const outcome of killed) expect([{ status: 500 }, { status: 504 }]).toContainEqual(outcome)
     // Each answered DIE_AFTER run killed its worker. A DIE_IN_RUN run may have failed unstarted, held
     // behind another of A's runs by two workers that died (it is sent again once for its own tenant).
     expect(starts).toBeGreaterThanOrEqual(2 + 3)
