@@ -1,3 +1,4 @@
+import type { OutboxEntry } from '../../src/kernel/index.js'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { copiedToken, copy } from '../../src/store/index.js'
 import { applyOp } from './apply.js'
@@ -16,16 +17,25 @@ export function writeBatch(
   const failed = failedCheck(m, batch.checks ?? [])
   if (failed) return { ok: false, failed }
   for (const op of batch.ops) {
-    // A token and an audit log entry, the records written most, are copied by their known shape
-    // (an entry's fields are strings, numbers and booleans: a shallow copy is a deep one).
+    // A token, an audit log entry and an outbox entry, the records written most, are copied by
+    // their known shape (an audit entry's fields are strings, numbers and booleans: a shallow copy
+    // is a deep one; an outbox entry's too, but for its attempts).
     applyOp(
       m,
       op.op === 'token.put'
         ? { op: 'token.put', token: copiedToken(op.token) }
         : op.op === 'log.put'
           ? { op: 'log.put', entry: { ...op.entry } }
-          : copy(op),
+          : op.op === 'outbox.put'
+            ? { op: 'outbox.put', entry: copiedEntry(op.entry) }
+            : copy(op),
     )
   }
   return { ok: true }
 }
+
+/** A copy of an outbox entry: its fields are strings but for `attempts`, a list of flat records. */
+const copiedEntry = (entry: OutboxEntry): OutboxEntry => ({
+  ...entry,
+  attempts: entry.attempts.map((a) => ({ ...a })),
+})

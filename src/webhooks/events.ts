@@ -111,53 +111,51 @@ function intentDeleted(
     return { tenantId: op.tenant_id, type: 'token-intent.deleted', data: { token_intent: intent } }
   const made = batch.ops.find((o): o is Extract<Op, { op: 'token.put' }> => o.op === 'token.put')
   if (context.operation !== 'token.create') return null
-  const data: JsonObject = { token_intent: intent }
-  if (made) data['token'] = { id: made.token.id, type: made.token.type }
+  const data: JsonObject = made
+    ? { token: { id: made.token.id, type: made.token.type }, token_intent: intent }
+    : { token_intent: intent }
   return { tenantId: op.tenant_id, type: 'token-intent.converted', data }
 }
 
-/** A token as events show it: the reference's fields, never `data` or `mask`. */
+/**
+ * A token as events show it: the reference's fields, never `data` or `mask`. The keys of each
+ * record shown are put in sorted order, as the event's stored body has them (`eventBody`).
+ */
 function tokenShown(t: StoredToken, updated: boolean): JsonObject {
-  const out: JsonObject = {
-    id: t.id,
-    type: t.type,
-    metadata: t.metadata,
-    containers: t.containers,
-    created_by: t.created_by,
-    created_at: t.created_at,
-  }
+  const out: JsonObject = { containers: t.containers, created_at: t.created_at, created_by: t.created_by }
+  if (t.expires_at !== undefined) out['expires_at'] = t.expires_at
   if (t.fingerprint !== undefined) out['fingerprint'] = t.fingerprint
   if (t.fingerprint_expression !== undefined) out['fingerprint_expression'] = t.fingerprint_expression
-  if (t.search_indexes !== undefined) out['search_indexes'] = t.search_indexes
-  if (t.expires_at !== undefined) out['expires_at'] = t.expires_at
-  if (updated && t.modified_by !== undefined) out['modified_by'] = t.modified_by
+  out['id'] = t.id
+  out['metadata'] = t.metadata
   if (updated && t.modified_at !== undefined) out['modified_at'] = t.modified_at
+  if (updated && t.modified_by !== undefined) out['modified_by'] = t.modified_by
+  if (t.search_indexes !== undefined) out['search_indexes'] = t.search_indexes
+  out['type'] = t.type
   return out
 }
 
 /** An application as events show it: never its keys or their hashes. */
 function applicationShown(a: StoredApplication): JsonObject {
-  const out: JsonObject = {
-    id: a.id,
-    name: a.name,
-    type: a.type,
-    permissions: a.permissions,
-    created_at: a.created_at,
-  }
-  if (a.rules !== undefined) out['rules'] = a.rules as unknown as JsonObject[]
+  const out: JsonObject = { created_at: a.created_at }
   if (a.created_by !== undefined) out['created_by'] = a.created_by
+  out['id'] = a.id
   if (a.modified_at !== undefined) out['modified_at'] = a.modified_at
   if (a.modified_by !== undefined) out['modified_by'] = a.modified_by
+  out['name'] = a.name
+  out['permissions'] = a.permissions
+  if (a.rules !== undefined) out['rules'] = a.rules as unknown as JsonObject[]
+  out['type'] = a.type
   return out
 }
 
 /** A session as events show it: never its key or nonce hashes. */
 function sessionShown(s: StoredSession, authorized: boolean): JsonObject {
   const out: JsonObject = {
-    id: s.id,
     created_at: s.created_at,
     created_by: s.application_id,
     expires_at: s.expires_at,
+    id: s.id,
     issued_to_application: { id: s.application_id },
   }
   if (authorized) {
@@ -206,9 +204,10 @@ function eventOf(context: WriteEffectContext, batch: Readonly<WriteBatch>, op: O
     case 'reactor.put': {
       const r = op.reactor
       const created = context.operation === 'reactor.create'
-      const shown: JsonObject = { id: r.id, name: r.name, created_at: r.created_at, created_by: r.created_by }
+      const shown: JsonObject = { created_at: r.created_at, created_by: r.created_by, id: r.id }
       if (!created && r.modified_at !== undefined) shown['modified_at'] = r.modified_at
       if (!created && r.modified_by !== undefined) shown['modified_by'] = r.modified_by
+      shown['name'] = r.name
       return {
         tenantId: r.tenant_id,
         type: created ? 'reactor.created' : 'reactor.updated',

@@ -33,6 +33,7 @@ export {
   SIGNATURE_HEADER,
   SIGNATURE_VERSION,
   SIGNATURE_VERSION_HEADER,
+  stableJson,
   stableStringify,
   verifyWebhookSignature,
   webhookSigner,

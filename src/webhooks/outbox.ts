@@ -11,6 +11,7 @@ import type {
   WriteEffectHook,
 } from '../store/index.js'
 import { type DerivedEvent, eventsOf } from './events.js'
+import { stableJson } from './signing.js'
 
 /**
  * The durable outbox's writing side: the write effect that turns a write's events into outbox
@@ -23,33 +24,55 @@ export const DEFAULT_PENDING_DELIVERIES_PER_TENANT = 10_000
 /** Webhooks one tenant may have, as the reference allows ("up to five webhook URLs"). */
 export const MAX_WEBHOOKS_PER_TENANT = 5
 
-/** The reference's event object (`event` of a delivery; `delivered_at` is added as it is sent). */
+/**
+ * The reference's event object (`event` of a delivery; `delivered_at` is added as it is sent), its
+ * keys in sorted order, as its stable serialization has them.
+ */
 export function eventEnvelope(context: WriteEffectContext, event: DerivedEvent, id: string): JsonObject {
   const actor: JsonObject =
     context.actorId === null ? { type: context.actorType } : { id: context.actorId, type: context.actorType }
   return {
+    // `actor` sorts before every key of `data` (`application`, `token`, …). `Object.assign`, not
+    // `{ ...data, actor }`: see `pendingEntry`.
+    data: Object.assign({ actor }, event.data),
     id,
-    type: event.type,
-    timestamp: context.now,
     tenant_id: event.tenantId,
+    timestamp: context.now,
     trace_id: context.requestId ?? id,
-    data: { ...event.data, actor },
+    type: event.type,
   }
 }
 
-/** A pending entry due now: what a write puts for one delivery. */
+/** How the stored body of every event written now starts: its stable serialization, `data` first. */
+export const STABLE_EVENT_START = '{"data":'
+
+/**
+ * The stored body of an event: its stable serialization (`stableStringify`, object keys sorted),
+ * so that a delivery puts it in its signed body as it is, without parsing and writing it again
+ * (14 µs an event). The events' objects are built with their keys in order, so this is
+ * JSON.stringify's text, checked (`stableJson`).
+ */
+export function eventBody(context: WriteEffectContext, event: DerivedEvent, id: string): string {
+  return stableJson(eventEnvelope(context, event, id))
+}
+
+/**
+ * A pending entry due now: what a write puts for one delivery. Built by `Object.assign`, not a
+ * spread followed by more keys: Node 20's V8 adds each key after a spread on a slow path (about
+ * 2 µs a key, 9 µs for this entry, against 0.5 µs).
+ */
 export function pendingEntry(
   fields: Pick<OutboxEntry, 'tenant_id' | 'kind' | 'url' | 'body'> & Partial<OutboxEntry>,
   now: string,
 ): OutboxEntry {
-  return {
-    ...fields,
+  const pending = {
     id: newOrderedId(now, fields.tenant_id),
     created_at: now,
-    state: 'pending',
+    state: 'pending' as const,
     due_at: now,
     attempts: [],
   }
+  return Object.assign({}, fields, pending)
 }
 
 /** The enabled webhooks of `tenantId` that take `type`. */
@@ -83,7 +106,7 @@ export function webhookEffect(store: Store, maxPending: number): WriteEffectHook
         const targets = takes(hooks, event.type)
         if (!targets.length) continue
         const eventId = randomUUID()
-        const body = JSON.stringify(eventEnvelope(context, event, eventId))
+        const body = eventBody(context, event, eventId)
         for (const hook of targets) {
           const entry = pendingEntry(
             {

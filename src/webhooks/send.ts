@@ -1,6 +1,7 @@
 import type { OutboxAttempt, OutboxEntry } from '../kernel/index.js'
 import { EGRESS_MAX_BODY_BYTES } from '../reactors/index.js'
 import type { DispatcherDeps } from './deps.js'
+import { STABLE_EVENT_START } from './outbox.js'
 import { SIGNATURE_HEADER, SIGNATURE_VERSION, SIGNATURE_VERSION_HEADER, stableStringify } from './signing.js'
 
 /** The most of a receiver's answer that is read (its status is what counts). */
@@ -21,7 +22,11 @@ export async function deliveryRequest(
       headers: { 'content-type': 'application/json', 'user-agent': 'tokenvault-reactor-callback' },
     }
   }
-  const body = stableStringify({ event: JSON.parse(entry.body), delivered_at: now })
+  // An event written as its own stable serialization (`eventBody`) goes in as it is; one written
+  // before bodies were (it starts `{"id":`) is parsed and serialized again.
+  const body = entry.body.startsWith(STABLE_EVENT_START)
+    ? `{"delivered_at":${JSON.stringify(now)},"event":${entry.body}}`
+    : stableStringify({ event: JSON.parse(entry.body), delivered_at: now })
   return {
     body,
     headers: {

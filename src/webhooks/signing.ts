@@ -40,6 +40,38 @@ export function stableStringify(value: unknown): string {
   return `{${parts.join(',')}}`
 }
 
+/**
+ * Whether JSON.stringify writes `value` exactly as `stableStringify` does: every object's keys are
+ * already in sorted order (`Object.keys` puts integer-like keys first, so those fail unless they
+ * sort so as text too), and nothing in it is a function, a symbol or has `toJSON`, which the two
+ * write differently.
+ */
+function inStableOrder(value: unknown): boolean {
+  if (value === null || typeof value !== 'object')
+    return typeof value !== 'function' && typeof value !== 'symbol'
+  if (Array.isArray(value)) {
+    for (const item of value) if (!inStableOrder(item)) return false
+    return true
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record)
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0 && keys[i - 1]! >= keys[i]!) return false
+    const item = record[keys[i]!]
+    if (item !== undefined && !inStableOrder(item)) return false
+  }
+  return true
+}
+
+/**
+ * `stableStringify(value)`, written by JSON.stringify when `value`'s objects were built with their
+ * keys in order (a check of about 1 µs for an event, against the 5–10 µs `stableStringify` takes).
+ */
+export function stableJson(value: unknown): string {
+  return inStableOrder(value) ? JSON.stringify(value) : stableStringify(value)
+}
+
 /** A signing key pair: the private half signs, the public half (PEM) is what receivers verify with. */
 export interface WebhookSigner {
   /**

@@ -1,0 +1,84 @@
+/**
+ * An event's stored body is its own stable serialization (keys sorted), so a delivery puts it in
+ * its signed body as it is; a body stored before (JSON.stringify's order, `id` first) is parsed
+ * and serialized again. `stableJson` writes exactly what `stableStringify` writes, whatever the
+ * order of the keys it is given.
+ */
+import stringify from 'fast-json-stable-stringify'
+import { describe, expect, it } from 'vitest'
+import type { OutboxEntry } from '../../src/kernel/index.js'
+import {
+  deliveryRequest,
+  stableJson,
+  stableStringify,
+  TEST_WEBHOOK_PRIVATE_KEY,
+  TEST_WEBHOOK_PUBLIC_KEY,
+  verifyWebhookSignature,
+  webhookSigner,
+} from '../../src/webhooks/index.js'
+import { createTestVault } from '../../testing/index.js'
+
+const RECEIVER = 'https://hooks.example.test'
+
+describe('stableJson', () => {
+  it.each([
+    ['sorted keys', { a: 1, b: { c: [1, { d: 'x', e: null }], f: true } }],
+    ['unsorted keys', { b: 1, a: { z: 1, y: 2 } }],
+    ['unsorted keys deep in an array', { a: [{ b: 1 }, { d: 1, c: 2 }] }],
+    ['integer-like keys, which Object.keys puts first', { '10': 'x', '9': 'y', a: 'z' }],
+    ['undefined members and array items', { a: undefined, b: [undefined, 1], c: 2 }],
+    ['a Date (toJSON)', { a: new Date(0) }],
+    ['a function member and array item', { a: () => 1, b: [() => 1] }],
+    ['strings needing escapes', { a: 'q"\\\n\u2028\ud800' }],
+    ['a bare value', 'text'],
+  ])('writes what stableStringify writes: %s', (_name, value) => {
+    expect(stableJson(value)).toBe(stableStringify(value))
+  })
+})
+
+describe('the stored body of an event', () => {
+  it('is stable as stored and delivered as it is, signed, with metadata keys in any order', async () => {
+    const v = await createTestVault({
+      destinations: { [RECEIVER]: () => new Response(null, { status: 204 }) },
+    })
+    await v
+      .client('management')
+      .webhooks.create({ name: 'h', url: `${RECEIVER}/in`, events: ['token.created'] })
+    await v
+      .client()
+      .tokens.create({ type: 'token', data: 'd', metadata: { z: '1', '10': 'x', '9': 'y', a: '2' } })
+    const [entry] = await v.webhooks.deliveries()
+    expect(entry!.body.startsWith('{"data":')).toBe(true)
+    expect(entry!.body).toBe(stringify(JSON.parse(entry!.body)))
+    await v.webhooks.deliverDue()
+    const [got] = v.proxy.received(RECEIVER)
+    expect(got!.body).toBe(stringify(JSON.parse(got!.body)))
+    expect(JSON.parse(got!.body).event).toEqual(JSON.parse(entry!.body))
+    expect(JSON.parse(got!.body).event.data.token.metadata).toEqual({ z: '1', '10': 'x', '9': 'y', a: '2' })
+    expect(v.webhooks.verify(got!)).toBe(true)
+    await v.close()
+  })
+
+  it('written before bodies were stable (id first), is delivered stable and verifies', async () => {
+    const event = {
+      id: 'e1',
+      type: 'token.created',
+      data: { token: { type: 't', id: 'x' }, actor: { type: 'admin' } },
+    }
+    const entry: OutboxEntry = {
+      tenant_id: 't1',
+      id: 'o1',
+      kind: 'webhook',
+      url: `${RECEIVER}/in`,
+      body: JSON.stringify(event),
+      created_at: '2030-01-01T00:00:00.000Z',
+      state: 'pending',
+      due_at: '2030-01-01T00:00:00.000Z',
+      attempts: [],
+    }
+    const signer = webhookSigner(TEST_WEBHOOK_PRIVATE_KEY)
+    const { body, headers } = await deliveryRequest({ signer }, entry, '2030-01-01T00:00:01.000Z')
+    expect(body).toBe(stringify({ event, delivered_at: '2030-01-01T00:00:01.000Z' }))
+    expect(verifyWebhookSignature(body, headers['bt-signature']!, TEST_WEBHOOK_PUBLIC_KEY)).toBe(true)
+  })
+})
