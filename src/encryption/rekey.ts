@@ -199,12 +199,16 @@ async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | 
 }
 
 /**
- * Tokens read, re-sealed and written together, in one turn of the event loop: a step's batch is
- * cut into chunks of this many, with a turn for other work between two (`setImmediate`), and each
- * chunk is a write of its own, so no read of another tenant waits behind a whole batch's
- * decryption, encryption or store write (the file store applies a write whole, under its write lock).
+ * Tokens read, re-sealed and written together: a step's batch is cut into chunks of this many, with
+ * a turn for other work between two (`setImmediate`), and each chunk is a write of its own, so no
+ * read of another tenant waits behind a whole batch's decryption, encryption or store write (a
+ * memory store applies a write on this thread, and a file store commits the sweep's there too,
+ * unsynced). 8, not 32: a chunk's read and write are turns of their own, and 32 records made them
+ * the longest turns of the sweep (on the file store its write's turn took 0.20 ms at the median and
+ * 5.4 ms at p90 against 0.15 and 0.37 ms for 8, same load), while the rate, once the file store's
+ * chunk writes no longer waited for a sync each, stayed within the noise.
  */
-export const REKEY_CHUNK = 32
+export const REKEY_CHUNK = 8
 
 /**
  * Re-seals the tokens `ids` not under version `to`, `REKEY_CHUNK` at a time with a turn between
