@@ -9,7 +9,9 @@
  * alike, and which of the two goes first alternates too (the garbage one leaves is collected in the
  * other's time); each round's time is this process's CPU time (user + system) for `GETS` requests.
  * Printed: the median of each and their ratio, and the median of the rounds' own ratios (each round
- * against its neighbour, measured within a second of it: what a shared machine's swings move least).
+ * against its neighbour, measured within a few milliseconds of it: what a shared machine's swings
+ * move least; many short rounds, since at load 11–19 one round of 300 GETs ranged 0.6–2.0× its
+ * neighbour).
  * Run: `npm run bench:requests` (under 60 s).
  */
 
@@ -19,8 +21,10 @@ import { memoryStore } from '../adapters/memory/index.js'
 import { createService } from '../entry/index.js'
 import { manualClock } from '../src/kernel/clock.js'
 
-const GETS = Number(process.env['BENCH_GETS'] ?? 300)
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 21)
+const GETS = Number(process.env['BENCH_GETS'] ?? 100)
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 101)
+/** Alternating rounds of each run first and not counted (the JIT's tiers, the first entries kept). */
+const WARM_ROUNDS = 10
 
 async function server(testMode: boolean) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
@@ -66,8 +70,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 const plain = await server(false)
 const logged = await server(true)
-await plain.round()
-await logged.round()
+for (let r = 0; r < WARM_ROUNDS; r++) {
+  await plain.round()
+  await logged.round()
+}
 const floor: number[] = []
 const test: number[] = []
 const pairs: number[] = []
