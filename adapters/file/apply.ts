@@ -13,7 +13,7 @@ import { applyClientKeyOp } from './client-keys.js'
 import { applyDocumentOp } from './documents.js'
 import type { Databases } from './env.js'
 import { key, seq, termPart, tokenCountKey } from './keys.js'
-import { applyLogOp } from './logs.js'
+import { applyLogOp, writeLogCounts } from './logs.js'
 import { applyWebhookOp } from './outbox.js'
 import { applyProxyOp } from './proxies.js'
 import { applyTokenIntentOp } from './token-intents.js'
@@ -215,10 +215,20 @@ function setIdempotency(
 }
 
 /**
+ * Applies a write's ops inside the current write transaction, in order (see `applyOp`); the audit
+ * log's counts of entries move once per tenant at the end (`writeLogCounts`).
+ */
+export function applyOps(dbs: Databases, ops: readonly Op[]): void {
+  const logCounts = new Map<string, number>()
+  for (const op of ops) applyOp(dbs, op, logCounts)
+  writeLogCounts(dbs, logCounts)
+}
+
+/**
  * Applies one op inside the current write transaction, keeping every index of the record it names
  * in the same transaction. Total, as the memory state's: applying an op never fails on its content.
  */
-export function applyOp(dbs: Databases, op: Op): void {
+function applyOp(dbs: Databases, op: Op, logCounts: Map<string, number>): void {
   if (applyDocumentOp(dbs, op)) return
   switch (op.op) {
     case 'tenant.put':
@@ -291,7 +301,7 @@ export function applyOp(dbs: Databases, op: Op): void {
       return
     case 'log.put':
     case 'log.delete':
-      applyLogOp(dbs, op)
+      applyLogOp(dbs, op, logCounts)
       return
     default:
       // Client keys' ops, the last kind: an op not handled above fails to compile here.

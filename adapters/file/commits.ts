@@ -1,7 +1,7 @@
 import { ABORT, TransactionFlags } from 'lmdb'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { StoreError } from '../../src/store/index.js'
-import { applyOp } from './apply.js'
+import { applyOps } from './apply.js'
 import { holds } from './checks.js'
 import { type Databases, openDatabases } from './env.js'
 import { diskError, needsReopen } from './faults.js'
@@ -89,7 +89,7 @@ function tenantOf(write: { checks: readonly Check[]; ops: readonly Op[] }): stri
 /** One write's checks and ops: no op applies unless every check holds. */
 function apply(current: Databases, p: Pending): WriteResult {
   for (const c of p.checks) if (!holds(current, c)) return { ok: false, failed: c }
-  for (const op of p.ops) applyOp(current, op)
+  applyOps(current, p.ops)
   return { ok: true }
 }
 

@@ -21,8 +21,12 @@ const indexes = (dbs: Databases, e: LogEntry) => {
   return out
 }
 
-/** Applies a `log.*` op in the current write transaction; false for any other op. */
-export function applyLogOp(dbs: Databases, op: Op): boolean {
+/**
+ * Applies a `log.*` op in the current write transaction; false for any other op. The tenant's count
+ * of entries moves in `counts` (tenant → delta), which the write's last step adds to the stored
+ * counts (`writeLogCounts`): one read and one put per tenant a write, not per entry.
+ */
+export function applyLogOp(dbs: Databases, op: Op, counts: Map<string, number>): boolean {
   if (op.op !== 'log.put' && op.op !== 'log.delete') return false
   const tenantId = op.op === 'log.put' ? op.entry.tenant_id : op.tenant_id
   const id = op.op === 'log.put' ? op.entry.id : op.id
@@ -37,18 +41,24 @@ export function applyLogOp(dbs: Databases, op: Op): boolean {
   if (old) for (const [db, parts] of indexes(dbs, old)) db.remove(key(...parts, old.created_at, old.id))
   // The tenant's count of entries (`countRecords('log')`), moved in the same transaction.
   const delta = op.op === 'log.put' ? (old ? 0 : 1) : old ? -1 : 0
-  if (delta) {
-    const at = key('count', 'log', tenantId) // as `countKey('log', tenantId)` in apply.ts
-    const n = ((dbs.meta.get(at) as number | undefined) ?? 0) + delta
-    if (n > 0) dbs.meta.put(at, n)
-    else dbs.meta.remove(at)
-  }
+  if (delta) counts.set(tenantId, (counts.get(tenantId) ?? 0) + delta)
   if (op.op === 'log.put') {
     dbs.logs.put(k, op.entry)
     for (const [db, parts] of indexes(dbs, op.entry))
       db.put(key(...parts, op.entry.created_at, op.entry.id), 1)
   } else dbs.logs.remove(k)
   return true
+}
+
+/** Adds each tenant's delta of `counts` (see `applyLogOp`) to its stored count of entries. */
+export function writeLogCounts(dbs: Databases, counts: ReadonlyMap<string, number>): void {
+  for (const [tenantId, delta] of counts) {
+    if (!delta) continue
+    const at = key('count', 'log', tenantId) // as `countKey('log', tenantId)` in apply.ts
+    const n = ((dbs.meta.get(at) as number | undefined) ?? 0) + delta
+    if (n > 0) dbs.meta.put(at, n)
+    else dbs.meta.remove(at)
+  }
 }
 
 /** `listLogs` over the databases `fresh()` answers (a current snapshot). */

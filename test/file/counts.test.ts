@@ -1,6 +1,7 @@
 import { open as openLmdb } from 'lmdb'
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import type { LogEntry } from '../../src/kernel/index.js'
 import { idem } from '../../testing/store/idempotency.js'
 import { session, T } from '../../testing/store/records.js'
 import { tempDir } from './helpers.js'
@@ -23,6 +24,53 @@ describe('file store counts', () => {
     expect(await again.countRecords(T, 'session.created')).toBe(1)
     await again.write({ ops: [{ op: 'idempotency.delete', tenant_id: T, id: 'a' }] })
     expect(await again.countRecords(T, 'idempotency')).toBe(1)
+    await again.close()
+  })
+
+  it("moves each tenant's count of audit entries by the entries one write adds and removes", async () => {
+    const path = await tempDir()
+    const store = await fileStore({ path, durability: 'none' })
+    const entry = (tenant: string, seq: number, mac = ''): LogEntry => ({
+      tenant_id: tenant,
+      id: `w.000000:${String(seq).padStart(12, '0')}`,
+      lane: 'w.000000',
+      seq,
+      actor_type: 'application',
+      entity_type: 'token',
+      entity_id: `t${seq}`,
+      operation: 'read',
+      message: 'token.get: answered masked',
+      outcome: 'success',
+      created_at: '2030-01-01T00:00:00.000Z',
+      mac,
+    })
+    // One write: three entries of T (the last sealing the group), two of another tenant.
+    await store.write({
+      ops: [
+        { op: 'log.put', entry: entry(T, 0) },
+        { op: 'log.put', entry: entry('other', 0) },
+        { op: 'log.put', entry: entry(T, 1) },
+        { op: 'log.put', entry: entry('other', 1, 'm') },
+        { op: 'log.put', entry: entry(T, 2, 'm') },
+      ],
+    })
+    expect(await store.countRecords(T, 'log')).toBe(3)
+    expect(await store.countRecords('other', 'log')).toBe(2)
+    // One write that seals an entry again (no new entry), removes one of T and adds one: T stays at 3.
+    await store.write({
+      ops: [
+        { op: 'log.put', entry: entry(T, 2, 'm2') },
+        { op: 'log.delete', tenant_id: T, id: entry(T, 0).id },
+        { op: 'log.put', entry: entry(T, 3, 'm') },
+        { op: 'log.delete', tenant_id: 'other', id: entry('other', 0).id },
+        { op: 'log.delete', tenant_id: 'other', id: entry('other', 1).id },
+      ],
+    })
+    expect(await store.countRecords(T, 'log')).toBe(3)
+    expect(await store.countRecords('other', 'log')).toBe(0)
+    await store.close()
+    const again = await fileStore({ path, durability: 'none' })
+    expect(await again.countRecords(T, 'log')).toBe(3)
     await again.close()
   })
 
