@@ -69,7 +69,7 @@ function inStableOrder(value: unknown): boolean {
  * keys in order (a check of about 1 µs for an event, against the 5–10 µs `stableStringify` takes).
  */
 export function stableJson(value: unknown): string {
-  return inStableOrder(value) ? JSON.stringify(value) : stableStringify(value)
+  return inStableOrder(value) ? (JSON.stringify(value) ?? 'null') : stableStringify(value)
 }
 
 /** A signing key pair: the private half signs, the public half (PEM) is what receivers verify with. */

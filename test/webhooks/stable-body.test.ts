@@ -31,6 +31,7 @@ describe('stableJson', () => {
     ['a function member and array item', { a: () => 1, b: [() => 1] }],
     ['strings needing escapes', { a: 'q"\\\n\u2028\ud800' }],
     ['a bare value', 'text'],
+    ['nothing at all (undefined)', undefined],
   ])('writes what stableStringify writes: %s', (_name, value) => {
     expect(stableJson(value)).toBe(stableStringify(value))
   })
