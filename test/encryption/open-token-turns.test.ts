@@ -15,23 +15,9 @@ import {
   sealValue,
   tenantKey,
 } from '../../src/encryption/keyring.js'
+import { turnsWhile } from '../support/turns.js'
 
-/** How many turns of the event loop other work got while `run` ran, and what it answered. */
-async function turnsDuring<T>(run: () => Promise<T>): Promise<{ turns: number; value: T }> {
-  let turns = 0
-  let running = true
-  const tick = () => {
-    turns++
-    if (running) setImmediate(tick)
-  }
-  setImmediate(tick)
-  // The first turn is taken before `run` starts: only turns taken while it runs count.
-  await new Promise<void>((resolve) => setImmediate(resolve))
-  turns = 0
-  const value = await run()
-  running = false
-  return { turns, value }
-}
+const turnsDuring = turnsWhile
 
 const AAD = 'tokenvault:token:v1:t:id'
 

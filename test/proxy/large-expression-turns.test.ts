@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { routedEgress } from '../../adapters/egress/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, type Service, ServiceError } from '../../entry/index.js'
+import { turnsWhile } from '../support/turns.js'
 
 const ORIGIN = 'https://dest.test'
 let service: Service
@@ -49,18 +50,8 @@ async function start() {
 
 /** How many turns of the event loop other work got while `run` ran, and what it answered or threw. */
 async function turnsDuring(run: () => Promise<unknown>): Promise<{ turns: number; outcome: unknown }> {
-  let turns = 0
-  let running = true
-  const tick = () => {
-    turns++
-    if (running) setImmediate(tick)
-  }
-  setImmediate(tick)
-  await new Promise<void>((resolve) => setImmediate(resolve))
-  turns = 0
-  const outcome = await run().catch((error: unknown) => error)
-  running = false
-  return { turns, outcome }
+  const { turns, value } = await turnsWhile(() => run().catch((error: unknown) => error))
+  return { turns, outcome: value }
 }
 
 type Client = Awaited<ReturnType<typeof start>>['client']
