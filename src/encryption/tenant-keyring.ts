@@ -23,7 +23,8 @@ export interface DataKeyPolicy {
   maxSeals: number
   /**
    * Seals a process reserves at once (one compare-and-set of the tenant record): a crash loses
-   * at most this many unused reservations; the count never goes back.
+   * at most this many unused reservations (the re-encryption sweep's, what its pass has left, up
+   * to 65 536: `REKEY_RESERVE_MAX`); the count never goes back.
    * @default 1024
    */
   sealBlock: number
@@ -68,6 +69,19 @@ export function keysOf(tenant: Tenant): TenantKeys {
       rotated_at: tenant.created_at,
     }
   )
+}
+
+/**
+ * Moves what is left of `before`'s seal reservation to `after` (the same tenant's keys read again)
+ * when both have the same version current: those seals were reserved by this process under that
+ * version, so they stay its own, and reading the record again every `refreshMs` loses none of
+ * them. `before` keeps none, so no seal is counted twice.
+ */
+function carryReservation(before: Held | undefined, after: Held): void {
+  if (!before || before.next >= before.end || before.key.version !== after.key.version) return
+  after.next = before.next
+  after.end = before.end
+  before.end = before.next
 }
 
 /** Whether two keys records hold the same versions with the same one current. */
@@ -178,7 +192,10 @@ export class Keyring {
     }
     loading.then(
       (held) => {
-        if (this.loading.get(tenantId) === loading) this.ready.set(tenantId, held)
+        if (this.loading.get(tenantId) === loading) {
+          carryReservation(this.ready.get(tenantId), held)
+          this.ready.set(tenantId, held)
+        }
         done()
       },
       () => {
@@ -360,6 +377,16 @@ export class Keyring {
     return this.nowMs() - Date.parse(keysOf(held.tenant).rotated_at) >= maxAge
   }
 
+  /**
+   * Makes this process hold at least `count` seals of the tenant's current version (at most
+   * `maxSeals` less those counted), reserving them in one block when it holds fewer: for work that
+   * knows how many seals it is about to make (the re-encryption sweep), one synced write of the
+   * tenant record instead of one every `sealBlock` seals. A crash loses the unused part.
+   */
+  async reserveSeals(tenantId: string, count: number): Promise<void> {
+    await this.serially(tenantId, () => this.reserve(tenantId, Math.max(1, Math.floor(count))))
+  }
+
   private async reserveThenSeal(tenantId: string): Promise<TenantKey> {
     for (let attempt = 0; attempt < 64; attempt++) {
       const held = await this.serially(tenantId, () => this.reserve(tenantId))
@@ -387,16 +414,17 @@ export class Keyring {
    * Reserves a block of seals under the current version (rotating first when it is spent or too
    * old); answers the keys with the reservation, or undefined when it must be tried again.
    */
-  private async reserve(tenantId: string): Promise<Held | undefined> {
+  private async reserve(tenantId: string, want = 1): Promise<Held | undefined> {
     const ready = this.fresh(tenantId)
-    if (ready && ready.next < ready.end && !this.aged(ready)) return ready
+    if (ready && ready.end - ready.next >= want && !this.aged(ready)) return ready
     const held = await this.reload(tenantId)
+    if (held.end - held.next >= want && !this.aged(held)) return held
     const keys = keysOf(held.tenant)
     if (keys.sealed >= this.policy.maxSeals || this.aged(held)) {
       await this.rotateIfCurrent(tenantId, keys.current)
       return undefined
     }
-    const grant = Math.min(this.policy.sealBlock, this.policy.maxSeals - keys.sealed)
+    const grant = Math.min(Math.max(this.policy.sealBlock, want), this.policy.maxSeals - keys.sealed)
     const next: Tenant = { ...held.tenant, keys: { ...keys, sealed: keys.sealed + grant } }
     if (!(await this.compareAndSet(held.tenant, next))) return undefined
     const reserved = { ...held, tenant: next, next: keys.sealed, end: keys.sealed + grant }
