@@ -5,18 +5,23 @@ import { copy, Scoped, SortedIds } from '../../src/store/index.js'
 /** `created_at ‖ \u0001 ‖ id`: orders entries by time, then id (ISO times sort as text). */
 const timeKey = (createdAt: string, id: string) => `${createdAt}\u0001${id}`
 
-/** The index an entry is found by for `entity_type` (and `entity_id`) filters. */
-const entityKey = (type: string, id: string | undefined) => (id === undefined ? type : `${type}\u0000${id}`)
+/** One entity type's time keys: all its entries', and per `entity_id` those of each entity. */
+interface TypeIndex {
+  all: SortedIds
+  byId: Map<string, SortedIds>
+}
 
 /**
  * One tenant's indexes: chain order, time, and time per entity, each read either way (newest first
  * reads walk them backwards). New entries come in time order, so a put mostly appends to each.
+ * Entities are found by type, then id (two lookups of the strings as they are, no key joined and
+ * hashed for each entry).
  */
 interface TenantLogs {
   chain: SortedIds
   byTime: SortedIds
-  /** `entity_type` and `entity_type ‖ entity_id` → time keys. */
-  byEntity: Map<string, SortedIds>
+  /** `entity_type` → its time keys, and `entity_id` → its entity's. */
+  byType: Map<string, TypeIndex>
 }
 
 /**
@@ -38,7 +43,7 @@ export function emptyLogMaps(): LogMaps {
 function tenantLogs(m: LogMaps, tenantId: string): TenantLogs {
   let t = m.tenants.get(tenantId)
   if (!t) {
-    t = { chain: new SortedIds(), byTime: new SortedIds(), byEntity: new Map() }
+    t = { chain: new SortedIds(), byTime: new SortedIds(), byType: new Map() }
     m.tenants.set(tenantId, t)
   }
   return t
@@ -56,14 +61,19 @@ export function put(m: LogMaps, entry: LogEntry): void {
   const key = timeKey(entry.created_at, entry.id)
   t.chain.add(entry.id)
   t.byTime.add(key)
-  for (const k of entityKeys(entry)) {
-    let ids = t.byEntity.get(k)
-    if (!ids) {
-      ids = new SortedIds()
-      t.byEntity.set(k, ids)
-    }
-    ids.add(key)
+  let type = t.byType.get(entry.entity_type)
+  if (!type) {
+    type = { all: new SortedIds(), byId: new Map() }
+    t.byType.set(entry.entity_type, type)
   }
+  type.all.add(key)
+  if (entry.entity_id === undefined) return
+  let ids = type.byId.get(entry.entity_id)
+  if (!ids) {
+    ids = new SortedIds()
+    type.byId.set(entry.entity_id, ids)
+  }
+  ids.add(key)
 }
 
 export function remove(m: LogMaps, tenantId: string, id: string): void {
@@ -74,18 +84,15 @@ export function remove(m: LogMaps, tenantId: string, id: string): void {
   const key = timeKey(old.created_at, old.id)
   t.chain.delete(id)
   t.byTime.delete(key)
-  for (const k of entityKeys(old)) {
-    const ids = t.byEntity.get(k)
+  const type = t.byType.get(old.entity_type)
+  if (type) {
+    type.all.delete(key)
+    const ids = old.entity_id === undefined ? undefined : type.byId.get(old.entity_id)
     ids?.delete(key)
-    if (ids?.size === 0) t.byEntity.delete(k)
+    if (ids?.size === 0) type.byId.delete(old.entity_id!)
+    if (type.all.size === 0) t.byType.delete(old.entity_type)
   }
   if (t.chain.size === 0) m.tenants.delete(tenantId)
-}
-
-function entityKeys(e: LogEntry): string[] {
-  return e.entity_id === undefined
-    ? [entityKey(e.entity_type, undefined)]
-    : [entityKey(e.entity_type, undefined), entityKey(e.entity_type, e.entity_id)]
 }
 
 /** See `Store.listLogs`. */
@@ -118,7 +125,8 @@ function indexFor(t: TenantLogs, q: LogQuery, ascending: boolean): SortedIds | u
   if (q.entity_type === undefined) return t.byTime
   // Filtered reads are served newest first only (what `GET /logs` asks); oldest-first reads are unfiltered.
   if (ascending) throw new Error('listLogs: oldest-first reads take no entity filter')
-  return t.byEntity.get(entityKey(q.entity_type, q.entity_id))
+  const type = t.byType.get(q.entity_type)
+  return q.entity_id === undefined ? type?.all : type?.byId.get(q.entity_id)
 }
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { groupMacText, groupText } from '../../src/audit/chain.js'
 import { macText } from '../../src/audit/index.js'
 import type { LogEntry } from '../../src/kernel/index.js'
 
@@ -78,5 +79,27 @@ describe('macText', () => {
     ] as unknown as Omit<LogEntry, 'mac'>[]
     for (const e of odd) expect(macText(e)).toBe(reference(e))
     expect(macText(odd[0]!)).not.toBe(macText(entry))
+  })
+})
+
+describe('groupMacText', () => {
+  it("writes the same text as groupText of each entry's macText, fields repeated, changed or absent", () => {
+    const { actor_id: _a, entity_id: _e, request_id: _r, ...bare } = entry
+    const group: Omit<LogEntry, 'mac'>[] = [
+      entry,
+      { ...entry, seq: 1235, entity_id: 'other' },
+      { ...entry, seq: 1236 },
+      { ...bare, seq: 1237 },
+      { ...entry, seq: 1238, message: 'a "quoted" word', floor: true },
+      { ...entry, seq: 1239, message: 'a "quoted" word' },
+      { ...entry, seq: 1240, outcome: undefined, operation: { x: 1 } } as unknown as Omit<LogEntry, 'mac'>,
+      { ...entry, seq: 1241, entity_id: null } as unknown as Omit<LogEntry, 'mac'>,
+      { ...entry, seq: Number.NaN, request_id: 'lone \ud800' },
+    ]
+    for (let n = 0; n <= group.length; n++) {
+      const part = group.slice(0, n)
+      expect(groupMacText(part)).toBe(groupText(part.map(macText)))
+    }
+    expect(groupMacText([entry])).toBe(reference(entry))
   })
 })
