@@ -51,6 +51,28 @@ describe('the re-encryption sweep works in bounded turns', () => {
     )
   })
 
+  it('reads the ids of a step 64 at a time', async () => {
+    const inner = memoryStore()
+    const reads: number[] = []
+    const store: Store = delegatingStore(inner, {
+      findTokenIds(tenantId, query) {
+        reads.push(query.limit)
+        return inner.findTokenIds(tenantId, query)
+      },
+    })
+    const { service, tenant } = await vaultWith(store, 150)
+    reads.length = 0
+    const step = await service.admin.reencryptStep({ tenantId: tenant.id, batchSize: 140 })
+    expect(step.resealed).toBe(140)
+    // 140 ids: 64, 64, then the 12 the step has left.
+    expect(reads).toEqual([64, 64, 12])
+    reads.length = 0
+    const last = await service.admin.reencryptStep({ tenantId: tenant.id, batchSize: 140 })
+    expect(last.resealed).toBe(10)
+    // 10 ids left: the first read answers fewer than it asked for, and the walk ends.
+    expect(reads).toEqual([64])
+  })
+
   it('writes its re-seals and its place with deferSync, and retires the old version in a synced write after them', async () => {
     const inner = memoryStore()
     const writes: { deferSync: boolean; kinds: string[] }[] = []
