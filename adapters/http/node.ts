@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { nextTurn } from '../../src/kernel/index.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { exchangeHandlerOf, giveBodyReader, untouchedBody } from './handler.js'
 import { bridgedRequest, realResponse, untouchedAnswer } from './light.js'
@@ -116,7 +117,7 @@ function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing)
 
 /**
  * Answers longer than this are written in pieces of this many bytes, a turn of the event loop
- * (`setImmediate`) between two: writing 400 KB to a socket at once took about 2 ms, which every
+ * (`nextTurn`) between two: writing 400 KB to a socket at once took about 2 ms, which every
  * other tenant's request then waited behind (`npm run bench:attacks`, attack (a)).
  */
 const LARGE_ANSWER_BYTES = 64 * 1024
@@ -158,7 +159,7 @@ async function writeInTurns(res: ServerResponse, bytes: Buffer): Promise<void> {
     }
     // A piece the socket did not take at once waits for it to drain: pieces never pile up to be
     // written in one call of many megabytes (a page of large tokens) that others would wait behind.
-    if (res.write(piece)) await new Promise((resolve) => setImmediate(resolve))
+    if (res.write(piece)) await nextTurn()
     else await drained(res)
   }
 }

@@ -1,4 +1,4 @@
-import { nextTurn, tooMany } from '../kernel/index.js'
+import { lightTurn, tooMany } from '../kernel/index.js'
 import type { Op, Store, WriteEffectContext, WriteEffectHook, WriteOutcome } from '../store/index.js'
 import { type AuditMac, chained, type HeldLane, Lanes } from './chain.js'
 import { type EntryDraft, entriesOfWrite } from './entries.js'
@@ -161,7 +161,7 @@ export class AuditLog {
   private async flush(): Promise<void> {
     this.flushing = true
     try {
-      await nextTurn()
+      await lightTurn()
       while (this.pending.size > 0) await this.writeGroup(this.nextGroup())
     } finally {
       this.flushing = false

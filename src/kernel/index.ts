@@ -58,7 +58,7 @@ export {
 export { TenantLru } from './tenant-lru.js'
 export type { TokenFields } from './token-record.js'
 export { tokenHead, withTokenFields } from './token-record.js'
-export { nextTurn } from './turn.js'
+export { lightTurn, nextTurn } from './turn.js'
 export type {
   AccessRule,
   Application,

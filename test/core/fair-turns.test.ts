@@ -1,0 +1,55 @@
+/**
+ * `nextTurn` resolves its waiters one per turn of the event loop, in the order they came, so a
+ * short wait queued behind many long steps (`lightTurn`, the audit log's group commit) waits for
+ * one step, not all of them (`npm run bench:attacks`, attack (b): eight pages of large tokens each
+ * with a step queued made another tenant's GET wait for every one).
+ */
+import { describe, expect, it } from 'vitest'
+import { lightTurn, nextTurn } from '../../src/kernel/index.js'
+
+/** `count` loops that each await `nextTurn` `steps` times, logging `name:i` at each step. */
+function stepping(count: number, steps: number, log: string[]) {
+  return Promise.all(
+    Array.from({ length: count }, async (_, n) => {
+      for (let i = 0; i < steps; i++) {
+        await nextTurn()
+        log.push(`${n}:${i}`)
+      }
+    }),
+  )
+}
+
+describe('nextTurn', () => {
+  it('runs at most one waiting step before a light wait queued after many', async () => {
+    const log: string[] = []
+    const work = stepping(8, 3, log)
+    // The eight first steps are queued; the light wait comes after them.
+    await lightTurn().then(() => log.push('light'))
+    await work
+    expect(log.indexOf('light')).toBeLessThanOrEqual(1)
+    expect(log).toHaveLength(25)
+  })
+
+  it('resolves its waiters first come, first served, one per turn of the event loop', async () => {
+    const log: string[] = []
+    let turns = 0
+    let running = true
+    const tick = () => {
+      turns++
+      if (running) setImmediate(tick)
+    }
+    setImmediate(tick)
+    await stepping(4, 2, log)
+    running = false
+    // Each loop's step in the order the loops came, round after round.
+    expect(log).toEqual(['0:0', '1:0', '2:0', '3:0', '0:1', '1:1', '2:1', '3:1'])
+    // Eight steps, a turn each: other immediates ran between two.
+    expect(turns).toBeGreaterThanOrEqual(8)
+  })
+
+  it('resolves a waiter that came while the queue emptied', async () => {
+    await nextTurn()
+    const again = nextTurn().then(() => 'resolved')
+    await expect(again).resolves.toBe('resolved')
+  })
+})
