@@ -1,12 +1,12 @@
 import type { StagedWrite, StoredToken } from '../kernel/index.js'
 import { nextTurn } from '../kernel/index.js'
-import { openStaged, openToken, type Sealing, sealedPayload } from './sealing.js'
+import { openStaged, openTokenInSteps, type Sealing, sealedPayload } from './sealing.js'
 
 /**
  * Sealed bytes opened in one synchronous step of a page (base64 characters, or bytes as a store
  * keeps them): a page of 4 MiB opens in about 16 steps with a turn for other work (`setImmediate`)
- * between two, so another tenant's request waits behind one step, not the page. A record larger
- * than this opens in a step of its own.
+ * between two, so another tenant's request waits behind one step, not the page. A token larger
+ * than this opens in steps of this many bytes of its own (`openTokenInSteps`).
  */
 export const OPEN_STEP_BYTES = 256 * 1024
 
@@ -36,12 +36,16 @@ export async function openInSteps<T>(
   return opened
 }
 
-/** A page of stored tokens opened in bounded steps (`OPEN_STEP_BYTES`). */
+/**
+ * A page of stored tokens opened in bounded steps (`OPEN_STEP_BYTES`), a token larger than a step
+ * in steps of its own: its base64 decoded and its bytes decrypted a step at a time, then its text
+ * decoded, then parsed (`openTokenInSteps`).
+ */
 export function openTokensInSteps(s: Sealing, tokens: readonly StoredToken[]): Promise<StoredToken[]> {
   return openInSteps(
     tokens,
     (t) => sealedSize(t.data),
-    (t) => openToken(s, t),
+    (t) => openTokenInSteps(s, t, OPEN_STEP_BYTES),
   )
 }
 

@@ -95,4 +95,18 @@ describe('a page opens in steps of at most 256 KiB of sealed bytes', () => {
     expect(large).toBeGreaterThanOrEqual(small + 2)
     expect(page.data.map((t) => t.data).sort()).toEqual([0, 1, 2].map((i) => `${i}${big}`))
   })
+
+  it('a token larger than a step opens in steps of its own in a page: decoded, decrypted, its text, its parse', async () => {
+    const c = await client()
+    const data = 'q'.repeat(1_000_000)
+    await c.tokens.create({ type: 'huge', data })
+    let page: { data: { data?: unknown }[] } = { data: [] }
+    const turns = await turnsDuring(async () => {
+      page = (await c.tokens.list({ type: 'huge' } as never)) as typeof page
+    })
+    // Its 1 MB decrypted 256 KiB a step (3 turns between 4 steps; a store that keeps base64 decodes
+    // it in steps first), then its text and its parse, a turn each; opened in one step, none.
+    expect(turns).toBeGreaterThanOrEqual(8)
+    expect(page.data.map((t) => t.data)).toEqual([data])
+  })
 })
