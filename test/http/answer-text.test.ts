@@ -3,7 +3,12 @@
  * 64 KiB of text have added up, and its text is exactly `JSON.stringify`'s.
  */
 import { describe, expect, it } from 'vitest'
-import { answerParts, answerText, sizedAnswerText } from '../../adapters/http/answer-text.js'
+import {
+  answerParts,
+  answerText,
+  STRING_STEP_CHARS,
+  sizedAnswerText,
+} from '../../adapters/http/answer-text.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { type Client, createService, manualClock, type Service } from '../../entry/index.js'
@@ -102,5 +107,32 @@ describe('answer text', () => {
     const at = (name: string) => order.indexOf(name)
     expect(order.slice(at('item0'), at('item1'))).toContain('tick')
     expect(order.slice(at('item1'), at('item2'))).toContain('tick')
+  })
+
+  it('serializes an item whose data is a large string in steps, a turn each, its text JSON.stringify’s', async () => {
+    const step = STRING_STEP_CHARS
+    // A pair split across a step's end, escapes, a lone surrogate, characters of two and three bytes.
+    const data = `${'a'.repeat(step - 1)}😀${'"\\\n'.repeat(1000)}\ud800x${'é€'.repeat(step)}`
+    const page = { data: [{ id: 'a', data, after: [1], gone: undefined }, { data: 'small' }], z: 2 }
+    const text = JSON.stringify(page)
+    let turns = 0
+    let running = true
+    const tick = () => {
+      turns++
+      if (running) setImmediate(tick)
+    }
+    setImmediate(tick)
+    const { parts, chars, bytes } = await answerParts(page)
+    running = false
+    expect(parts.join('')).toBe(text)
+    expect(chars).toBe(text.length)
+    expect(bytes).toBe(Buffer.byteLength(text))
+    // Its data of more than three steps' characters: a turn before each piece.
+    expect(turns).toBeGreaterThanOrEqual(Math.ceil(data.length / step))
+    // Not a page of more than one item, or data that is not a string: serialized whole, as before.
+    const single = { data: [{ data }] }
+    expect((await answerParts(single)).parts).toEqual([JSON.stringify(single)])
+    const withToJson = { data: [{ data, toJSON: () => 'x' }, 1] }
+    expect((await answerParts(withToJson)).parts.join('')).toBe(JSON.stringify(withToJson))
   })
 })
