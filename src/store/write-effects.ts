@@ -1,9 +1,10 @@
 import type { Check, Op } from './protocol.js'
 
-/** One store write as the core hands it over: its guards and its ops. */
+/** One store write as the core hands it over: its guards and its ops (and `Store.write`'s `deferSync`). */
 export interface WriteBatch {
   checks?: Check[]
   ops: Op[]
+  deferSync?: boolean
 }
 
 /**
@@ -101,14 +102,8 @@ export function withWriteEffects<R extends { ok: boolean; failed?: Check }>(
     const at = context()
     const derived: DerivedWrite[] = []
     for (const effect of effects) derived.push(asDerived(await effect.derive(at, batch)))
-    const extra = derived.flatMap((d) => d.ops)
-    if (!extra.length) return write(batch)
-    const guards = derived.flatMap((d) => d.checks ?? [])
-    const full: WriteBatch = {
-      ...batch,
-      ...(guards.length ? { checks: [...(batch.checks ?? []), ...guards] } : {}),
-      ops: [...batch.ops, ...extra],
-    }
+    const full = withDerived(batch, derived)
+    if (!full) return write(batch)
     let outcome: WriteOutcome = 'unknown'
     try {
       const result = await write(full)
@@ -125,6 +120,27 @@ export function withWriteEffects<R extends { ok: boolean; failed?: Check }>(
 }
 
 const asDerived = (d: Op[] | DerivedWrite): DerivedWrite => (Array.isArray(d) ? { ops: d } : d)
+
+/**
+ * `batch` with the ops and guards of `derived` appended, or null when they add no op. Built as a
+ * new object with its fields named, not `{ ...batch, checks, ops }`: Node 20 adds each key written
+ * after a spread on a slow path (about 2 µs a write here).
+ */
+function withDerived(batch: Readonly<WriteBatch>, derived: readonly DerivedWrite[]): WriteBatch | null {
+  const ops = batch.ops.slice()
+  let checks: Check[] | undefined
+  for (const d of derived) {
+    for (const op of d.ops) ops.push(op)
+    if (!d.checks?.length) continue
+    checks ??= batch.checks ? batch.checks.slice() : []
+    for (const check of d.checks) checks.push(check)
+  }
+  if (ops.length === batch.ops.length) return null
+  const checksOf = checks ?? batch.checks
+  const full: WriteBatch = checksOf ? { checks: checksOf, ops } : { ops }
+  if (batch.deferSync !== undefined) full.deferSync = batch.deferSync
+  return full
+}
 
 /** Throws the `refused` error of the effect whose guard `failed` is (the store answers the check it was given, or an equal one). */
 function refuseForEffect(effects: WriteEffects, derived: readonly DerivedWrite[], failed: Check): void {

@@ -69,4 +69,43 @@ describe('write effects', () => {
     expect(outcomes).toEqual(['unknown'])
     expect(calls).toBe(2)
   })
+
+  it("hands the store the batch's checks and ops, then each effect's, keeps deferSync, and leaves the batch as it was", async () => {
+    const given: { checks?: unknown[]; ops: Op[]; deferSync?: boolean }[] = []
+    const guard = (id: string) => ({ check: 'application.absent' as const, tenant_id: 't1', id })
+    const write = withWriteEffects(
+      async (batch: WriteBatch) => {
+        given.push(batch)
+        return { ok: true }
+      },
+      [
+        { derive: () => ({ ops: [tenantPut('e1')], checks: [guard('g1')] }) },
+        { derive: () => [] },
+        { derive: () => ({ ops: [tenantPut('e2')], checks: [guard('g2')] }) },
+      ],
+      () => context,
+    )
+    const batch: WriteBatch = { checks: [guard('own')], ops: [tenantPut('a')], deferSync: true }
+    await write(batch)
+    expect(given[0]).toEqual({
+      checks: [guard('own'), guard('g1'), guard('g2')],
+      ops: [tenantPut('a'), tenantPut('e1'), tenantPut('e2')],
+      deferSync: true,
+    })
+    expect(batch).toEqual({ checks: [guard('own')], ops: [tenantPut('a')], deferSync: true })
+    // Without deferSync, the store gets no such key; without checks anywhere, no checks.
+    await write({ ops: [tenantPut('b')] })
+    expect(Object.keys(given[1]!).sort()).toEqual(['checks', 'ops'])
+    const plain = withWriteEffects(
+      async (b: WriteBatch) => {
+        given.push(b)
+        return { ok: true }
+      },
+      [{ derive: () => [tenantPut('e3')] }],
+      () => context,
+    )
+    await plain({ ops: [tenantPut('c')] })
+    expect(given[2]).toEqual({ ops: [tenantPut('c'), tenantPut('e3')] })
+    expect(Object.keys(given[2]!)).toEqual(['ops'])
+  })
 })
