@@ -5,7 +5,7 @@ import { lockKey, quoteIdent } from './keys.js'
 import { logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
-import { countsSql, tablesSql } from './schema.js'
+import { countsSql, tablesSql, tokenSyncByKeySql } from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -96,6 +96,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 13,
     name: 'proxy.unchanged guard',
     sql: (s) => writeFunctionSql(s),
+  },
+  {
+    // A token's update or delete finds its old terms by the primary key, not a scan of every term.
+    version: 14,
+    name: 'token_sync deletes old terms by key',
+    sql: (s) => tokenSyncByKeySql(s),
   },
 ]
 

@@ -21,7 +21,7 @@ export interface WriteDeps {
 }
 
 /** A batch as `Store.write` takes it. */
-type Batch = { checks?: Check[]; ops: Op[] }
+type Batch = { checks?: Check[]; ops: Op[]; deferSync?: boolean }
 
 /** SQLSTATEs of a deadlock and of a serialization failure: the write is retried from the start. */
 const RETRY = new Set(['40P01', '40001'])
@@ -96,20 +96,29 @@ function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
   return ''
 }
 
-/** The call of `tv_write` for one write. */
-function writeConfig(d: WriteDeps, checks: Check[], ops: Op[], args: WriteArguments): QueryConfig {
+/**
+ * The call of `tv_write` for one write. Audit entries only (a read's or a refusal's) and a write
+ * marked `deferSync` (the re-encryption sweep's) commit without waiting for the WAL flush: a later
+ * commit that waits for it flushes the WAL up to its own record, so every commit before it too.
+ */
+function writeConfig(d: WriteDeps, checks: Check[], ops: Op[], args: WriteArguments, deferSync: boolean) {
   const { keys, shared } = d.locks.order(recordNames(checks, ops))
   const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-  // Audit entries only (a read's or a refusal's): committed without waiting for the WAL flush.
   const entriesOnly = checks.length === 0 && ops.every((op) => op.op === 'log.put')
-  return prepared(entriesOnly ? d.st.writeUnsynced : d.st.write, values)
+  return prepared(entriesOnly || deferSync ? d.st.writeUnsynced : d.st.write, values)
 }
 
 /**
  * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
  * serialization failure.
  */
-async function writeAlone(d: WriteDeps, tenant: string, checks: Check[], ops: Op[]): Promise<WriteResult> {
+async function writeAlone(
+  d: WriteDeps,
+  tenant: string,
+  checks: Check[],
+  ops: Op[],
+  deferSync = false,
+): Promise<WriteResult> {
   // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
   // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
   let config: QueryConfig
@@ -120,7 +129,7 @@ async function writeAlone(d: WriteDeps, tenant: string, checks: Check[], ops: Op
     absentIsKey = true
   } else {
     const args = writeArguments(checks, ops)
-    config = writeConfig(d, checks, ops, args)
+    config = writeConfig(d, checks, ops, args, deferSync)
     absentIsKey = args.deferred
   }
   for (let attempt = 1; ; attempt++) {
@@ -230,7 +239,7 @@ export function pgWriter(d: WriteDeps, poolMax: number): (batch: Batch) => Promi
     if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
     groups.began(tenant)
     try {
-      return await writeAlone(d, tenant, checks, ops)
+      return await writeAlone(d, tenant, checks, ops, batch.deferSync === true)
     } finally {
       groups.ended(tenant)
     }
