@@ -72,7 +72,7 @@ describe('write effects', () => {
 
   it("hands the store the batch's checks and ops, then each effect's, keeps deferSync, and leaves the batch as it was", async () => {
     const given: { checks?: unknown[]; ops: Op[]; deferSync?: boolean }[] = []
-    const guard = (id: string) => ({ check: 'application.absent' as const, tenant_id: 't1', id })
+    const guard = (id: string) => ({ check: 'application.present' as const, tenant_id: 't1', id })
     const write = withWriteEffects(
       async (batch: WriteBatch) => {
         given.push(batch)
