@@ -199,7 +199,8 @@ export interface Store {
    * write (the re-encryption sweep's re-seals and place: the records as they were still open, and
    * the sweep does them again). A store may then acknowledge it once it is committed, before it is
    * synced, provided any later write acknowledged without the flag makes it durable too (the file
-   * store commits it unsynced, and its next synced commit syncs the file); the others ignore it.
+   * store commits it unsynced, and its next synced commit syncs the file; PostgreSQL commits it with
+   * `synchronous_commit` off, and a later commit's WAL flush covers it); the memory store ignores it.
    */
   write(batch: { checks?: Check[]; ops: Op[]; deferSync?: boolean }): Promise<WriteResult>
 
