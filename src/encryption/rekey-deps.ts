@@ -8,4 +8,10 @@ export interface RekeyDeps {
   keyring: Keyring
   sealing: Sealing
   now: () => string
+  /**
+   * The turn the sweep awaits before each of its bounded steps: the service's `backgroundTurn`,
+   * which waits while its calls are in flight (a bounded number of turns), so a call waits behind
+   * one step at most.
+   */
+  turn: () => Promise<void>
 }

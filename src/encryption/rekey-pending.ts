@@ -1,5 +1,5 @@
 import type { IdempotencyRecord, StagedWrite, StoredTransaction } from '../kernel/index.js'
-import { nextTurn, ServiceError } from '../kernel/index.js'
+import { ServiceError } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
 import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
 import { sealedVersion } from './keyring.js'
@@ -66,7 +66,7 @@ export async function resealAnswers(deps: RekeyDeps, tenantId: string, to: numbe
     await writeEach(deps, pairs)
     if (page.length < PAGE) return kept
     after = page[page.length - 1]!.id
-    await nextTurn()
+    await deps.turn()
   }
 }
 
@@ -100,7 +100,7 @@ export async function resealIntents(deps: RekeyDeps, tenantId: string, to: numbe
     await writeEach(deps, pairs)
     if (page.length < PAGE) return kept
     after = page[page.length - 1]!.id
-    await nextTurn()
+    await deps.turn()
   }
 }
 
@@ -136,7 +136,7 @@ export async function resealStaged(deps: RekeyDeps, tenantId: string, to: number
     }
     if (page.length < PAGE) return kept
     after = page[page.length - 1]!.id
-    await nextTurn()
+    await deps.turn()
   }
 }
 
@@ -155,7 +155,7 @@ async function stagedVersions(deps: RekeyDeps, tx: StoredTransaction): Promise<S
     }
     if (page.length < PAGE) return versions
     after = page[page.length - 1]!.token_id
-    await nextTurn()
+    await deps.turn()
   }
 }
 
@@ -192,6 +192,6 @@ async function resealTransaction(
     if (ops.length && !(await deps.store.write({ checks: [check], ops })).ok) return null
     if (page.length < PAGE) return kept
     after = page[page.length - 1]!.token_id
-    await nextTurn()
+    await deps.turn()
   }
 }

@@ -1,5 +1,5 @@
 import type { OutboxEntry, Reactor, StoredProxy, StoredToken, Tenant, TenantKeys } from '../kernel/index.js'
-import { nextTurn, ServiceError } from '../kernel/index.js'
+import { ServiceError } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
 import { clientKeyVersions } from './client-key-sealing.js'
 import { documentVersions } from './document-sealing.js'
@@ -196,7 +196,8 @@ async function resealed(s: Sealing, stored: StoredToken): Promise<StoredToken | 
 
 /**
  * Tokens read, re-sealed and written together: a step's batch is cut into chunks of this many, with
- * a turn for other work between two (`setImmediate`), and each chunk is a write of its own, so no
+ * a turn for other work between two (`deps.turn`: none while the service's calls are in flight, up
+ * to a bound), and each chunk is a write of its own, so no
  * read of another tenant waits behind a whole batch's decryption, encryption or store write (a
  * memory store applies a write on this thread, and a file store commits the sweep's there too,
  * unsynced). 8, not 32: a chunk's read and write are turns of their own, and 32 records made them
@@ -223,7 +224,8 @@ export const REKEY_RESERVE_MAX = 65_536
 export const REKEY_ID_PAGE = 64
 
 /**
- * Walks the next `limit` token ids after the sweep's place, `REKEY_ID_PAGE` a read, and re-seals
+ * Walks the next `limit` token ids after the sweep's place, `REKEY_ID_PAGE` a read (each read
+ * after a turn of its own, the first too: a step begins behind the service's calls), and re-seals
  * those not under its version, `REKEY_CHUNK` at a time with a turn between two chunks. One chunk's
  * write at a time: a store that commits writes together (the file store) then never has more than
  * one chunk of the sweep in a commit another tenant's write waits behind. Before the first re-seal,
@@ -241,11 +243,11 @@ async function resealInPages(
   let reserved = false
   for (let page: string[] = []; total.walked < limit; ) {
     const ask = Math.min(REKEY_ID_PAGE, limit - total.walked)
-    if (total.walked > 0) await nextTurn()
+    await deps.turn()
     const after = total.last
     page = await deps.store.findTokenIds(tenantId, { ...(after ? { after } : {}), limit: ask })
     for (let at = 0; at < page.length; at += REKEY_CHUNK) {
-      await nextTurn()
+      await deps.turn()
       const tokens = await deps.store.getTokens(tenantId, page.slice(at, at + REKEY_CHUNK))
       const stale = tokens.filter((t) => !sealedUnder(t.data, sweep.to))
       if (stale.length && !reserved) {
@@ -311,7 +313,7 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
   for (const stored of stale) {
     const cost = resealCost(stored)
     if (spent > 0 && spent + cost > REKEY_TURN_BYTES) {
-      await nextTurn()
+      await deps.turn()
       spent = 0
     }
     spent += cost
@@ -326,7 +328,7 @@ async function resealTokens(deps: RekeyDeps, stale: StoredToken[]) {
     })
   }
   if (!pairs.length) return { resealed: 0, raced: 0, unreadable }
-  await nextTurn()
+  await deps.turn()
   const all = await deps.store.write({
     checks: pairs.map((p) => p.check),
     ops: pairs.map((p) => p.op),
@@ -363,7 +365,7 @@ async function resealProxies(deps: RekeyDeps, tenantId: string, to: number): Pro
       })
     }
     if (page.items.length < PAGE) return
-    await nextTurn()
+    await deps.turn()
   }
 }
 
@@ -392,7 +394,7 @@ async function resealOutbox(deps: RekeyDeps, tenantId: string, to: number): Prom
     }
     if (page.length < PAGE) return
     after = page[page.length - 1]!.id
-    await nextTurn()
+    await deps.turn()
   }
 }
 

@@ -59,3 +59,46 @@ export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => loop
  * for a short wait that lets the calls of this turn join it, with no long step after it.
  */
 export const lightTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The calls of one service in flight: begun (a client call counts from before its key is checked)
+ * and not yet answered, their audit entry's commit included. Background work (the re-encryption
+ * sweep) reads it to yield to them (`backgroundTurn`). One per service, a field of its wiring.
+ */
+export class CallsInFlight {
+  /** Calls begun and not yet ended. */
+  count = 0
+
+  begin(): void {
+    this.count++
+  }
+
+  end(): void {
+    this.count--
+  }
+}
+
+/**
+ * The most turns of the event loop a background step waits while calls are in flight: then it
+ * runs anyway, so under calls that never stop it still takes one turn in every
+ * `BACKGROUND_MAX_WAIT` (its minimum rate, counted in turns, never in time).
+ */
+export const BACKGROUND_MAX_WAIT = 16
+
+/**
+ * Resolves on a later turn of the event loop in which none of `calls` is in flight, or on the
+ * `BACKGROUND_MAX_WAIT`th turn it waited if calls never stopped: what background work awaits
+ * before each of its bounded steps, so that a call never waits behind more than the one step that
+ * was running when it began, and the work still ends under constant load. It checks once a turn
+ * (an immediate each), so while it waits the loop polls for I/O without blocking: at most
+ * `BACKGROUND_MAX_WAIT` such turns a step.
+ */
+export const backgroundTurn = (calls: CallsInFlight): Promise<void> =>
+  new Promise<void>((resolve) => {
+    let waited = 0
+    const check = (): void => {
+      if (calls.count === 0 || ++waited >= BACKGROUND_MAX_WAIT) resolve()
+      else setImmediate(check)
+    }
+    setImmediate(check)
+  })

@@ -7,7 +7,7 @@ import {
   toProvider,
 } from '../encryption/index.js'
 import type { Tenant } from '../kernel/index.js'
-import { invalid, notFound } from '../kernel/index.js'
+import { backgroundTurn, invalid, notFound } from '../kernel/index.js'
 import { deleteTenants } from '../lifecycle/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import type { Wiring } from './wiring.js'
@@ -121,6 +121,8 @@ export function keyAdmin(w: Wiring): KeyAdmin {
     store: w.keyring.storeAsStored,
     keyring: w.keyring,
     now: w.now,
+    // Each step of the sweep yields to the service's calls in flight (a bounded number of turns).
+    turn: () => backgroundTurn(w.calls),
     sealing: {
       keyOf: (tenantId: string, version?: number) => w.keyring.keyFor(tenantId, version),
       sealKeyOf: (tenantId: string) => w.keyring.sealKey(tenantId),

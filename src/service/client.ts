@@ -241,6 +241,8 @@ function authenticated<T extends Methods>(
     out[name] = async (...args: unknown[]) => {
       let ctx: Ctx | undefined
       const call: CallInfo = { operation, tally: { entries: 0 } }
+      // In flight until answered, its entry's commit included: background work waits meanwhile.
+      w.calls.begin()
       try {
         const at = await connection.ctx(call)
         ctx = at
@@ -269,6 +271,8 @@ function authenticated<T extends Methods>(
         if (call.traces && w.testMode && error instanceof ServiceError)
           error.trace = call.traces.map((d) => d.trace())
         throw error
+      } finally {
+        w.calls.end()
       }
     }
   }

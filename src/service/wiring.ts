@@ -26,7 +26,7 @@ import type {
   ObservedCall,
   Observer,
 } from '../kernel/index.js'
-import { expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
+import { CallsInFlight, expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
 import {
   acceptedOf,
@@ -134,6 +134,11 @@ export interface Wiring {
   adminCall: AdminCall
   /** Whether the service runs in test mode: its calls' access decisions are traced (`AccessTrace`). */
   testMode: boolean
+  /**
+   * The client calls in flight (begun, not yet answered): background work, the re-encryption
+   * sweep, waits for none to be before each step (`backgroundTurn`), a bounded number of turns.
+   */
+  calls: CallsInFlight
 }
 
 /** A bound given as an option: a whole number of at least 1, or `fallback` when absent. */
@@ -365,7 +370,6 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     ),
   })
   effects.push(webhooks.effect)
-  const { observe } = options
   const contextFor = (
     principal: Principal,
     transactionId: string | undefined,
@@ -385,7 +389,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
       callbacks,
       egress,
       proxyGate,
-      principal: call ? callPrincipal(principal, call, observe, audit !== undefined) : principal,
+      principal: call ? callPrincipal(principal, call, options.observe, audit !== undefined) : principal,
       transactionId,
       budget: expressionBudget(),
       now: callNow,
@@ -412,5 +416,6 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     record: recorder(journal, now),
     adminCall: adminCaller(journal, now),
     testMode: options.testMode === true,
+    calls: new CallsInFlight(),
   }
 }
