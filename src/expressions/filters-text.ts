@@ -59,20 +59,42 @@ function escapeGrowth(c: number): number {
  */
 const ESCAPE_COUNT_SLICE = 16 * 1024
 
-/** `s` HTML-escaped (`once`: an entity already there is kept), its replacements and length paid before. */
+/** Whether an `&` before the character `c` may begin an entity `escape_once` keeps (`&name;`, `&#…;`). */
+const mayOpenEntity = (c: number) => c === 35 || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
+
+/**
+ * The replacements in `s` from `from` to `to`, the characters they add, and of those the ones
+ * certainly added (`escape_once` keeps an `&` that may begin an entity; every other one it escapes).
+ */
+function escapesIn(s: string, from: number, to: number, once: boolean) {
+  let escaped = 0
+  let growth = 0
+  let certain = 0
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i)
+    const grows = escapeGrowth(c)
+    if (grows === 0) continue
+    escaped++
+    growth += grows
+    if (!once || c !== 38 || !mayOpenEntity(s.charCodeAt(i + 1))) certain += grows
+  }
+  return { escaped, growth, certain }
+}
+
+/**
+ * `s` HTML-escaped (`once`: an entity already there is kept), its replacements and length paid
+ * before: each slice's replacements are charged, and the length it will certainly make checked,
+ * before the next slice is counted, so a text too long once escaped is refused within a slice.
+ */
 function htmlEscaped(s: string, once: boolean, work: Work): string {
   let growth = 0
+  let certain = 0
   for (let from = 0; from < s.length; from += ESCAPE_COUNT_SLICE) {
-    const to = Math.min(s.length, from + ESCAPE_COUNT_SLICE)
-    let escaped = 0
-    for (let i = from; i < to; i++) {
-      const grows = escapeGrowth(s.charCodeAt(i))
-      if (grows > 0) {
-        escaped++
-        growth += grows
-      }
-    }
-    work.elements(escaped)
+    const slice = escapesIn(s, from, Math.min(s.length, from + ESCAPE_COUNT_SLICE), once)
+    growth += slice.growth
+    certain += slice.certain
+    work.elements(slice.escaped)
+    work.willMake(s.length + certain)
   }
   // The most it makes: every `&` escaped (escape_once may keep some).
   work.willMake(s.length + growth)
