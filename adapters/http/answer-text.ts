@@ -131,7 +131,7 @@ function largeData(item: unknown): (Record<string, unknown> & { data: string }) 
 /**
  * `JSON.stringify(item)` pushed onto `parts` as its members and its `data` in pieces of
  * `STRING_STEP_CHARS` characters, each serialized in a turn of its own (a 900 KB string took one
- * step of 1-3 ms): its UTF-8 bytes. A piece never ends between the halves of a surrogate pair, so
+ * step of 1-3 ms), a piece with nothing to escape pushed as the slice it is: its UTF-8 bytes. A piece never ends between the halves of a surrogate pair, so
  * the pieces' texts, joined, are the whole string's.
  */
 async function largeItem(item: Record<string, unknown> & { data: string }, parts: string[]): Promise<number> {
@@ -154,7 +154,7 @@ async function largeItem(item: Record<string, unknown> & { data: string }, parts
       let to = Math.min(data.length, at + STRING_STEP_CHARS)
       if (to < data.length && isHighSurrogate(data.charCodeAt(to - 1))) to--
       await nextTurn()
-      const piece = JSON.stringify(data.slice(at, to)).slice(1, -1)
+      const piece = jsonStringBody(data.slice(at, to))
       bytes += Buffer.byteLength(piece)
       parts.push(piece)
       at = to
@@ -164,6 +164,16 @@ async function largeItem(item: Record<string, unknown> & { data: string }, parts
   parts.push('}')
   return bytes
 }
+
+/** A character `JSON.stringify` writes with an escape: `"`, `\\`, a control character, a surrogate (paired ones too, to be safe). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON escapes
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/
+
+/**
+ * `JSON.stringify(piece)` without its quotes: `piece` itself when it has nothing to escape (a
+ * slice of the value, not a copy: a 900 KB string of plain text is never copied to be answered).
+ */
+const jsonStringBody = (piece: string) => (ESCAPED.test(piece) ? JSON.stringify(piece).slice(1, -1) : piece)
 
 /** Whether `code` is the first half of a surrogate pair. */
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff

@@ -2,7 +2,7 @@
  * A list's answer is serialized item by item, giving other requests a turn between items once
  * 64 KiB of text have added up, and its text is exactly `JSON.stringify`'s.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
   answerParts,
   answerText,
@@ -12,6 +12,8 @@ import {
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { type Client, createService, manualClock, type Service } from '../../entry/index.js'
+
+afterEach(() => vi.restoreAllMocks())
 
 describe('answer text', () => {
   it('is JSON.stringify’s text for pages and anything else', async () => {
@@ -134,5 +136,26 @@ describe('answer text', () => {
     expect((await answerParts(single)).parts).toEqual([JSON.stringify(single)])
     const withToJson = { data: [{ data, toJSON: () => 'x' }, 1] }
     expect((await answerParts(withToJson)).parts.join('')).toBe(JSON.stringify(withToJson))
+  })
+
+  it('a large string with nothing to escape is answered as slices of itself, never serialized', async () => {
+    const stringify = vi.spyOn(JSON, 'stringify')
+    const plain = 'x'.repeat(3 * STRING_STEP_CHARS + 5)
+    const page = {
+      data: [
+        { id: 'a', data: plain },
+        { id: 'b', data: `"${plain}` },
+      ],
+    }
+    const expected = JSON.stringify(page)
+    stringify.mockClear()
+    const { parts } = await answerParts(page)
+    expect(parts.join('')).toBe(expected)
+    const serialized = stringify.mock.calls.map(([v]) => (typeof v === 'string' ? v.length : -1))
+    // Of the eight pieces (3 of STRING_STEP_CHARS and one of 5, then of 6, for each item) only the
+    // one holding the `"` is serialized: every piece of both was before.
+    expect(serialized.filter((n) => n === STRING_STEP_CHARS)).toHaveLength(1)
+    expect(serialized).not.toContain(5)
+    expect(serialized).not.toContain(6)
   })
 })
