@@ -88,8 +88,9 @@ export const BACKGROUND_MAX_WAIT = 16
 /**
  * Resolves on a later turn of the event loop in which none of `calls` is in flight, or on the
  * `BACKGROUND_MAX_WAIT`th turn it waited if calls never stopped: what background work awaits
- * before each of its bounded steps, so that a call never waits behind more than the one step that
- * was running when it began, and the work still ends under constant load. It checks once a turn
+ * before each of its bounded steps, so that a call of fewer turns than that waits behind the one
+ * step under way when it began at most (a longer one, one step every `BACKGROUND_MAX_WAIT` turns),
+ * and the work still ends under constant load. It checks once a turn
  * (an immediate each), so while it waits the loop polls for I/O without blocking: at most
  * `BACKGROUND_MAX_WAIT` such turns a step.
  */
