@@ -2,7 +2,8 @@
  * Cross-tenant attacks over loopback: for each attack, tenant B's GET p99 alone, then while tenant
  * A attacks, in the same run, and their ratio (the goal: at most 2x). Each attack runs against a
  * fresh server in a child process (the vault's HTTP adapter on node:http, as `serve` runs it); this
- * process is both tenants' clients, each on its own connections.
+ * process is B's client, and A's client is a second child, so A's sending and reading never delay
+ * B's answers on B's own event loop.
  *
  *   (a) 96 concurrent 400 KB creates
  *   (b) GET /v2/tokens?size=100 over tokens of about 900 KB each
@@ -31,6 +32,8 @@ import { createService, type Service, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 
 const ROLE = '--attacks-server'
+/** The argument that makes this file A's attacker, in a process of its own. */
+const ATTACKER = '--attacks-attacker'
 /** Rounds of B alone then B under attack, alternated; each window's length. */
 const ROUNDS = 4
 const ALONE_MS = 1500
@@ -273,13 +276,17 @@ async function run(scenario: Scenario, storeSpec: string) {
       ...(process.env['TOKENVAULT_ATTACK_NODE_ARGS']?.split(' ').filter(Boolean) ?? []),
     ],
   })
+  // A's requests come from a process of their own: in B's, their sending and reading would
+  // delay B's answers on its own event loop, which is not the server's doing.
+  const attacker = fork(new URL(import.meta.url).pathname, [ATTACKER, scenario], {
+    execArgv: ['--import', 'tsx'],
+  })
   try {
     const s = await new Promise<Seeded>((resolve, reject) => {
       child.once('message', (m) => resolve(m as Seeded))
       child.once('exit', (code) => reject(new Error(`the server exited (${code}) before it listened`)))
     })
     const bAgent = new Agent({ keepAlive: true, maxSockets: 1 })
-    const aAgent = new Agent({ keepAlive: true, maxSockets: 128 })
     await probe(s, bAgent, 500)
     const alone: number[] = []
     const under: number[] = []
@@ -291,19 +298,19 @@ async function run(scenario: Scenario, storeSpec: string) {
       const quiet = await loopDelay(child, () => probe(s, bAgent, ALONE_MS))
       alone.push(...quiet.result)
       loops.alone.push(quiet.delay)
-      const attacked = await underAttack(scenario, s, child, bAgent, aAgent)
+      const attacked = await underAttack(s, child, attacker, bAgent)
       under.push(...attacked.result)
       loops.under.push(attacked.delay)
       sent += attacked.sent
       for (const [k, v] of attacked.statuses) statuses.set(k, (statuses.get(k) ?? 0) + v)
     }
     bAgent.destroy()
-    aAgent.destroy()
     const sort = (xs: number[]) => xs.sort((x, y) => x - y)
     const aPerSec = sent / ((ROUNDS * UNDER_MS) / 1000)
     return { scenario, alone: sort(alone), under: sort(under), loops: worst(loops), statuses, aPerSec }
   } finally {
     child.kill()
+    attacker.kill()
   }
 }
 
@@ -314,18 +321,49 @@ const collect = (child: ChildProcess) =>
     child.send('collect')
   })
 
-/** One window of B's GETs under A's attack, started `WARM_MS` before it and stopped after it. */
-async function underAttack(scenario: Scenario, s: Seeded, child: ChildProcess, bAgent: Agent, aAgent: Agent) {
-  const stop = { now: false }
-  const attacking = attack(scenario, s, aAgent, stop)
+/** `message` sent to `process`, and the next message it sends back. */
+const ask = <T>(process: ChildProcess, message: AttackerMessage) =>
+  new Promise<T>((resolve) => {
+    process.once('message', (m) => resolve(m as T))
+    process.send(message)
+  })
+
+/** What the attacker's process is asked: start attacking the seeded server, count, stop. */
+type AttackerMessage = { start: Seeded } | { count: true } | { stop: true }
+
+/**
+ * One window of B's GETs under A's attack, the attack (in the attacker's process) started
+ * `WARM_MS` before it and stopped after it.
+ */
+async function underAttack(s: Seeded, child: ChildProcess, attacker: ChildProcess, bAgent: Agent) {
+  await ask(attacker, { start: s })
   await new Promise((resolve) => setTimeout(resolve, WARM_MS))
-  const count = () => [...attacking.statuses.values()].reduce((x, y) => x + y, 0)
-  const started = count()
+  const started = await ask<number>(attacker, { count: true })
   const measured = await loopDelay(child, () => probe(s, bAgent, UNDER_MS))
-  const sent = count() - started
-  stop.now = true
-  await attacking.done
-  return { ...measured, sent, statuses: attacking.statuses }
+  const sent = (await ask<number>(attacker, { count: true })) - started
+  const statuses = new Map(await ask<[number, number][]>(attacker, { stop: true }))
+  return { ...measured, sent, statuses }
+}
+
+/** The attacker's process: A's attack on `scenario`, started, counted and stopped as its parent asks. */
+function attackerChild(scenario: Scenario) {
+  let now: { stop: { now: boolean }; agent: Agent; attacking: ReturnType<typeof attack> } | undefined
+  process.on('message', async (m: AttackerMessage) => {
+    if ('start' in m) {
+      const agent = new Agent({ keepAlive: true, maxSockets: 128 })
+      const stop = { now: false }
+      now = { stop, agent, attacking: attack(scenario, m.start, agent, stop) }
+      process.send!('started')
+    } else if ('count' in m) {
+      process.send!([...(now?.attacking.statuses.values() ?? [])].reduce((x, y) => x + y, 0))
+    } else if (now) {
+      now.stop.now = true
+      await now.attacking.done
+      now.agent.destroy()
+      process.send!([...now.attacking.statuses])
+      now = undefined
+    }
+  })
 }
 
 /** Each side's loop delay over its rounds: the highest p99 and max of any round. */
@@ -375,6 +413,8 @@ async function main() {
 if (process.argv.includes(ROLE)) {
   const at = process.argv.indexOf(ROLE)
   await serveChild(process.argv[at + 1] as Scenario, process.argv[at + 2]!)
+} else if (process.argv.includes(ATTACKER)) {
+  attackerChild(process.argv[process.argv.indexOf(ATTACKER) + 1] as Scenario)
 } else {
   await main()
 }
