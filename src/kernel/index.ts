@@ -58,7 +58,7 @@ export {
 export { TenantLru } from './tenant-lru.js'
 export type { TokenFields } from './token-record.js'
 export { tokenHead, withTokenFields } from './token-record.js'
-export { BACKGROUND_MAX_WAIT, backgroundTurn, CallsInFlight, lightTurn, nextTurn } from './turn.js'
+export { backgroundTurn, CallsInFlight, lightTurn, nextTurn } from './turn.js'
 export type {
   AccessRule,
   Application,
