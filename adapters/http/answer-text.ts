@@ -131,8 +131,9 @@ function largeData(item: unknown): (Record<string, unknown> & { data: string }) 
 /**
  * `JSON.stringify(item)` pushed onto `parts` as its members and its `data` in pieces of
  * `STRING_STEP_CHARS` characters, each serialized in a turn of its own (a 900 KB string took one
- * step of 1-3 ms), a piece with nothing to escape pushed as the slice it is: its UTF-8 bytes. A piece never ends between the halves of a surrogate pair, so
- * the pieces' texts, joined, are the whole string's.
+ * step of 1-3 ms), a piece with nothing to escape pushed as the slice it is: its UTF-8 bytes. A
+ * piece never ends between the halves of a surrogate pair, so the pieces' texts, joined, are the
+ * whole string's.
  */
 async function largeItem(item: Record<string, unknown> & { data: string }, parts: string[]): Promise<number> {
   let bytes = 2

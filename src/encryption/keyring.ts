@@ -233,9 +233,14 @@ export function openValue(key: TenantKey, sealed: string | Uint8Array, aad: stri
   return parsedPlain(openPlain(key, sealed, aad))
 }
 
-/** Whether `plain` is the JSON text of a string with no escape in it: `"`, no backslash, `"`. */
-const isBareJsonString = (plain: Buffer) =>
+/**
+ * The string whose JSON text is `plain` when that text has no escape in it (`"`, no backslash,
+ * `"`): its bytes between the quotes, decoded once; undefined for any other text.
+ */
+const bareJsonString = (plain: Buffer): string | undefined =>
   plain.length >= 2 && plain[0] === 0x22 && plain[plain.length - 1] === 0x22 && plain.indexOf(0x5c) === -1
+    ? plain.toString('utf8', 1, plain.length - 1)
+    : undefined
 
 /**
  * The value whose JSON text is `plain` (UTF-8, as `sealValue` wrote it). A string without an escape
@@ -245,18 +250,17 @@ const isBareJsonString = (plain: Buffer) =>
  * backslash, so a text without one decodes to what `JSON.parse` answers.
  */
 function parsedPlain(plain: Buffer): unknown {
-  if (isBareJsonString(plain)) return plain.toString('utf8', 1, plain.length - 1)
-  return JSON.parse(plain.toString('utf8'))
+  return bareJsonString(plain) ?? JSON.parse(plain.toString('utf8'))
 }
 
 /**
  * `openValue` in bounded steps with a turn of the event loop (`nextTurn`) between two, so other
  * calls run while a large value opens: its base64 decoded and its bytes decrypted `step` bytes at
  * a time, then the plaintext decoded to text, then parsed, each in a turn of its own (a string
- * without an escape is decoded alone, as `parsedPlain` does). The plaintext
- * is used only once the tag checked out. A value the stepped reading does not open (a legacy
- * ciphertext, a version not held, bytes that don't match) is left to `openValue` itself, so the
- * answer and the failures are the same.
+ * without an escape is decoded alone, `bareJsonString`). The plaintext is used only once the tag
+ * checked out. A value the stepped reading does not open (a legacy ciphertext, a version not held,
+ * bytes that don't match) is left to `openValue` itself, so the answer and the failures are the
+ * same.
  */
 export async function openValueInSteps(
   key: TenantKey,
@@ -273,7 +277,8 @@ export async function openValueInSteps(
   } catch {}
   if (plain === undefined) return openValue(key, sealed, aad)
   await nextTurn()
-  if (isBareJsonString(plain)) return plain.toString('utf8', 1, plain.length - 1)
+  const bare = bareJsonString(plain)
+  if (bare !== undefined) return bare
   const text = plain.toString('utf8')
   await nextTurn()
   return JSON.parse(text)
