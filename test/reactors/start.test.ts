@@ -6,9 +6,14 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
 
-/** A runner of two workers that counts the workers it starts; `allReady` once both have answered. */
+/**
+ * A runner of two workers that counts the workers it starts; `allReady` once two have answered.
+ * On a loaded machine a worker slower than the start timeout is replaced, so the count of starts
+ * may pass two before two are ready: the promise checked is that a run starts none of its own.
+ */
 function countingRunner() {
   let started = 0
+  let answered = 0
   let ready!: () => void
   const allReady = new Promise<void>((resolve) => {
     ready = resolve
@@ -19,7 +24,8 @@ function countingRunner() {
       const worker = startSandboxWorker(config)
       started++
       worker.once('message', () => {
-        if (started === 2) ready()
+        answered++
+        if (answered === 2) ready()
       })
       return worker
     },
@@ -33,7 +39,8 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
     try {
       expect(await runner.check('module.exports = async () => 1')).toBeNull()
       await allReady
-      expect(started()).toBe(2)
+      const before = started()
+      expect(before).toBeGreaterThanOrEqual(2)
       const outcome = await runner.run(
         'module.exports = async () => ({ raw: 1 })',
         { args: {}, configuration: {} },
@@ -41,28 +48,29 @@ describe('the sandbox runner starts its workers ahead of the first run', () => {
       )
       expect(outcome).toEqual({ ok: true, value: { raw: 1 }, logs: [] })
       // No worker was started for the run: it used the two the check started.
-      expect(started()).toBe(2)
+      expect(started()).toBe(before)
     } finally {
       await runner.close()
     }
-  })
+  }, 120_000)
 
   it('a runner starts them when it is made: the first run finds them ready, no check needed', async () => {
     const { runner, started, allReady } = countingRunner()
     try {
       await allReady
-      expect(started()).toBe(2)
+      const before = started()
+      expect(before).toBeGreaterThanOrEqual(2)
       const outcome = await runner.run(
         'module.exports = async () => ({ raw: 2 })',
         { args: {}, configuration: {} },
         { timeoutMs: 120_000 },
       )
       expect(outcome).toEqual({ ok: true, value: { raw: 2 }, logs: [] })
-      expect(started()).toBe(2)
+      expect(started()).toBe(before)
     } finally {
       await runner.close()
     }
-  })
+  }, 120_000)
 
   it("a worker starts without the host's Node flags: a module the host preloads is not run in it", () => {
     const dir = mkdtempSync(join(tmpdir(), 'tokenvault-flags-'))
