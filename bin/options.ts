@@ -137,7 +137,7 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     env: 'TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE',
     value: 'path',
     description:
-      'file holding the RSA private key (PEM) webhook deliveries are signed with; default: a key made at start (test mode: the published test key)',
+      'file holding the RSA private key (PEM) webhook deliveries are signed with; default for a file or postgres store: ./.tokenvault-webhook-signing.pem, created 0600 (memory store: a key made at start; test mode: the published test key)',
   },
   {
     flag: 'new-master-key-file',
@@ -362,6 +362,8 @@ export function usage(width = 80): string {
     '       tokenvault keys rotate-master --store <store> [--master-key-file <old>] [--new-master-key-file <new>] [--retire-old-key]',
     '       tokenvault keys rotate | reencrypt --store <store> [--tenant <id>] [--batch-size <n>]',
     '       tokenvault keys destroy --store <store> --tenant <id>',
+    '       tokenvault logs verify --store <store> [--tenant <id>]',
+    '       tokenvault webhooks public-key [--webhook-signing-key-file <file>]',
     '       tokenvault --version',
   ].flatMap((line) => {
     // A synopsis longer than the terminal goes on under its command, indented.
@@ -376,7 +378,8 @@ export function usage(width = 80): string {
         'serve: serves the tokenvault HTTP API. keys create: mints a new management key for an existing store',
         "(prints it once). keys rotate-master: re-wraps a stopped store's data keys under a new master key. keys rotate: a new data-key",
         'version for a tenant (or all); keys reencrypt: re-seals older versions and retires them (progress on stderr); keys destroy:',
-        "crypto-shreds a tenant's keys. Every option can also come from its environment variable; flags win.",
+        "crypto-shreds a tenant's keys. logs verify: checks each tenant's audit log chain. webhooks public-key: prints the public",
+        'key receivers verify deliveries with. Every option can also come from its environment variable; flags win.',
       ].join(' '),
       width,
     ),

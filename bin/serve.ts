@@ -64,8 +64,11 @@ export interface ServeOptions {
    * `adminToken` (generated and printed when not given). Off by default: then `/_test/` is 404.
    */
   testMode?: boolean
-  /** The RSA private key (PEM) webhook deliveries are signed with (see `ServiceOptions.webhookSigningKey`). */
-  webhookSigningKey?: string
+  /**
+   * The RSA private key (PEM) webhook deliveries are signed with (see `ServiceOptions.webhookSigningKey`);
+   * a function when its file is still to be made, called once the store opened (as `masterKey`).
+   */
+  webhookSigningKey?: string | (() => string)
   adminToken?: string
   /**
    * Test mode: origins answered in this process by an echo destination that keeps what it received
@@ -264,9 +267,12 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     ...(options.signal ? { signal: options.signal } : {}),
   })
   let masterKey: Uint8Array | undefined
+  let signingKey: string | undefined
   try {
     // Only now that the store opened: a key file created for a store that never opens would be litter.
     masterKey = typeof options.masterKey === 'function' ? options.masterKey() : options.masterKey
+    const signing = options.webhookSigningKey
+    signingKey = typeof signing === 'function' ? signing() : signing
   } catch (error) {
     await opened.release()
     throw error
@@ -298,7 +304,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
       clock,
       runner,
       ...(masterKey ? { masterKey } : {}),
-      ...(options.webhookSigningKey ? { webhookSigningKey: options.webhookSigningKey } : {}),
+      ...(signingKey ? { webhookSigningKey: signingKey } : {}),
       ...egressOf(options, routed),
       ...serviceBounds,
     }

@@ -23,6 +23,7 @@ import {
 } from './options.js'
 import { serve } from './serve.js'
 import { stopOnSignals } from './signals.js'
+import { DEFAULT_SIGNING_KEY_FILE, loadSigningKey, publicKeyOf } from './signing-key.js'
 import { postgresUrlProblem } from './store-errors.js'
 import { isStoreSpec } from './stores.js'
 
@@ -67,6 +68,7 @@ const COMMANDS = [
   'keys reencrypt',
   'keys destroy',
   'logs verify',
+  'webhooks public-key',
 ]
 
 async function main(argv: string[]) {
@@ -123,7 +125,7 @@ async function main(argv: string[]) {
   const command = flags.positionals.join(' ')
   if (!COMMANDS.includes(command))
     fail(
-      'the commands are serve, keys create, keys rotate-master, keys rotate, keys reencrypt, keys destroy and logs verify',
+      'the commands are serve, keys create, keys rotate-master, keys rotate, keys reencrypt, keys destroy, logs verify and webhooks public-key',
     )
   if (!isStoreSpec(values.store))
     fail(`--store (TOKENVAULT_STORE) must be memory, file:PATH or a postgres:// URL, not ${values.store}`)
@@ -194,6 +196,14 @@ async function main(argv: string[]) {
     }
   }
 
+  if (command === 'webhooks public-key') {
+    const file = values['webhook-signing-key-file']
+    const loaded = attempt(() =>
+      loadSigningKey({ file, defaultFile: DEFAULT_SIGNING_KEY_FILE, create: false }),
+    )
+    process.stdout.write(publicKeyOf(loaded.pem))
+    return
+  }
   if (command === 'keys rotate-master') {
     await rotateMaster(values.store, values['master-key-file'], values['new-master-key-file'])
     if (values['retire-old-key']) retireOldMasterKey(values['master-key-file'], values['new-master-key-file'])
@@ -247,9 +257,7 @@ async function main(argv: string[]) {
       store: values.store,
       ...(headerPrefix ? { headerPrefix } : {}),
       ...(masterKey ? { masterKey } : {}),
-      ...(values['webhook-signing-key-file']
-        ? { webhookSigningKey: readFileSync(values['webhook-signing-key-file'], 'utf8') }
-        : {}),
+      ...signingKeyOf(values.store, values['webhook-signing-key-file'], values['test-mode'], logFormat),
       ...(values['cors-origin']?.length ? { corsOrigins: values['cors-origin'] } : {}),
       ...(values['reactor-egress'].length ? { reactorEgress: values['reactor-egress'] } : {}),
       ...(managementKey ? { managementKey } : {}),
@@ -305,6 +313,46 @@ function masterKeyOf(
     return loaded.key
   }
   return later && !env && !file && !existsSync('.tokenvault.key') ? load : load()
+}
+
+/** `work`'s answer; its error ends the CLI with the error's message. */
+function attempt<T>(work: () => T): T {
+  try {
+    return work()
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error))
+  }
+}
+
+/**
+ * The webhook signing key of `serve`: from --webhook-signing-key-file when given (checked now); for a
+ * file or PostgreSQL store outside test mode, from ./.tokenvault-webhook-signing.pem, made on first
+ * start once the store opened (the key deliveries still pending after a restart are signed with, and
+ * that every server on the store shares). None for a memory store: the service then makes a key for
+ * itself (its deliveries end with it), and in test mode signs with the published test key.
+ */
+function signingKeyOf(
+  store: string,
+  file: string | undefined,
+  testMode: boolean,
+  logFormat: string,
+): { webhookSigningKey?: string | (() => string) } {
+  if (file)
+    return {
+      webhookSigningKey: attempt(() => loadSigningKey({ file, defaultFile: '', create: false, testMode }))
+        .pem,
+    }
+  if (store === 'memory' || testMode) return {}
+  const load = () => {
+    const loaded = attempt(() => loadSigningKey({ defaultFile: DEFAULT_SIGNING_KEY_FILE, create: true }))
+    const line =
+      logFormat === 'json'
+        ? JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: loaded.note })
+        : `tokenvault: ${loaded.note}`
+    process.stderr.write(`${line}\n`)
+    return loaded.pem
+  }
+  return { webhookSigningKey: load }
 }
 
 /** parseArgs's error, with "did you mean" for an unknown option close to a known one. */

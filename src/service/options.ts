@@ -113,7 +113,8 @@ export interface ServiceOptions {
    * SHA-256, as the reference documents); receivers verify with its public half
    * (`service.admin.webhooks.publicKey`). Absent: with `testMode`, the published test key of
    * `tokenvault/testing` (`TEST_WEBHOOK_PUBLIC_KEY`: a delivery signed with it proves nothing);
-   * otherwise a key pair made for this service on first use (receivers read its public half).
+   * otherwise a key pair made for this service on first use, which dies with it: give a key with a
+   * persistent store. The published test key with a persistent store outside `testMode` is refused.
    */
   webhookSigningKey?: string
   /**

@@ -43,6 +43,7 @@ import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
 import {
   DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+  isTestSigningKey,
   TEST_WEBHOOK_PRIVATE_KEY,
   type WebhookRuntime,
   webhookRuntime,
@@ -162,6 +163,21 @@ function masterKeys(options: ServiceOptions): KeyProvider[] {
   const list = Array.isArray(given) ? [...given] : [given as MasterKey]
   if (!list.length) throw new Error('createService: `masterKey` is an empty list')
   return list.map(toProvider)
+}
+
+/**
+ * The key webhook deliveries are signed with: the one given; in test mode, the published test key;
+ * else none (the signer makes one for itself). The published test key is refused with a persistent
+ * store outside test mode: deliveries that outlive the process, signed with a key anyone has.
+ */
+function signingKeyOf(options: ServiceOptions): string | undefined {
+  const given = options.webhookSigningKey
+  if (given !== undefined && !options.testMode && options.store.persistent && isTestSigningKey(given)) {
+    throw new Error(
+      'createService: `webhookSigningKey` is the published test key: a receiver would accept deliveries anyone signs. Give a key of your own, or `testMode`',
+    )
+  }
+  return given ?? (options.testMode ? TEST_WEBHOOK_PRIVATE_KEY : undefined)
 }
 
 /** The options the operations read, defaults filled in. */
@@ -355,7 +371,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     clock,
     egress,
     origins: () => resolved.reactorEgress,
-    signingKey: options.webhookSigningKey ?? (options.testMode ? TEST_WEBHOOK_PRIVATE_KEY : undefined),
+    signingKey: signingKeyOf(options),
     deliverAfterWrites: options.webhookDelivery !== 'manual',
     // An accepted asynchronous react runs as its caller, its writes (the tokens it makes) with effects.
     runReact: (entry, last) =>

@@ -30,6 +30,7 @@ export { createWebhookInput, listWebhooksQuery, updateWebhookInput } from './sch
 export { deliveryRequest } from './send.js'
 export type { WebhookSigner } from './signing.js'
 export {
+  isTestSigningKey,
   SIGNATURE_HEADER,
   SIGNATURE_VERSION,
   SIGNATURE_VERSION_HEADER,

@@ -8,7 +8,7 @@ import {
   sign,
 } from 'node:crypto'
 import { availableParallelism } from 'node:os'
-import { TEST_WEBHOOK_PRIVATE_KEY } from './test-key.js'
+import { TEST_WEBHOOK_PRIVATE_KEY, TEST_WEBHOOK_PUBLIC_KEY } from './test-key.js'
 
 /**
  * The reference's v1 webhook signature (developers.basistheory.com, "Webhooks › Signature
@@ -157,6 +157,20 @@ function rsaKey(privateKeyPem: string): KeyObject {
   const key = createPrivateKey(privateKeyPem)
   if (key.asymmetricKeyType !== 'rsa') throw new TypeError('webhookSigningKey: an RSA private key (PEM)')
   return key
+}
+
+/**
+ * Whether `privateKeyPem` is the published test key (its public half is `TEST_WEBHOOK_PUBLIC_KEY`),
+ * however it is written. A text that is not a key is not it.
+ */
+export function isTestSigningKey(privateKeyPem: string): boolean {
+  if (privateKeyPem === TEST_WEBHOOK_PRIVATE_KEY) return true
+  try {
+    const spki = createPublicKey(createPrivateKey(privateKeyPem)).export({ type: 'spki', format: 'pem' })
+    return spki.toString().trim() === TEST_WEBHOOK_PUBLIC_KEY.trim()
+  } catch {
+    return false
+  }
 }
 
 /**

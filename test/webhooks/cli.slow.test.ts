@@ -4,7 +4,7 @@
  * way; and SIGKILL with deliveries pending (the receiver answering 500): after a restart on the same
  * file store every one arrives, duplicates only as at-least-once allows (counted).
  */
-import { constants, createVerify } from 'node:crypto'
+import { constants, createVerify, generateKeyPairSync } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
@@ -14,14 +14,15 @@ import { join } from 'node:path'
 import { BasisTheoryClient } from '@basis-theory/node-sdk'
 import stringify from 'fast-json-stable-stringify'
 import { afterEach, describe, expect, it } from 'vitest'
-import { TEST_WEBHOOK_PRIVATE_KEY, TEST_WEBHOOK_PUBLIC_KEY } from '../../src/webhooks/index.js'
+import { TEST_WEBHOOK_PUBLIC_KEY } from '../../src/webhooks/index.js'
 import { start } from '../cli/spawn.js'
 
-/** The published test key in a file, as `--webhook-signing-key-file` reads it. */
-function signingKeyFile(): string {
+/** A key of its own in a file, as `--webhook-signing-key-file` reads it; and its public half. */
+function signingKeyFile(): { file: string; publicKey: string } {
   const file = join(mkdtempSync(join(tmpdir(), 'tv-webhook-key-')), 'signing.pem')
-  writeFileSync(file, TEST_WEBHOOK_PRIVATE_KEY)
-  return file
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }))
+  return { file, publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString() }
 }
 
 interface Got {
@@ -56,11 +57,12 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close()
 })
 
-const verified = (g: Got) => {
+/** The reference's verification of a delivery under `publicKey`. */
+const verified = (publicKey: string) => (g: Got) => {
   const verifier = createVerify('SHA256')
   verifier.update(stringify(JSON.parse(g.body)))
   return verifier.verify(
-    { key: TEST_WEBHOOK_PUBLIC_KEY, padding: constants.RSA_PKCS1_PSS_PADDING },
+    { key: publicKey, padding: constants.RSA_PKCS1_PSS_PADDING },
     Buffer.from(g.signature, 'base64'),
   )
 }
@@ -75,12 +77,13 @@ describe('webhooks against the CLI', () => {
   it('node-sdk 5 manages webhooks; a token create is delivered to a loopback receiver within 1 s, signed', async () => {
     const r = await receiver(() => 200)
     servers.push(r.server)
+    const key = signingKeyFile()
     const cli = start(
       ['serve', '--port', '0', '--store', 'memory', '--log', 'none', '--header-prefix', 'BT'],
       undefined,
       {
         TOKENVAULT_REACTOR_EGRESS: r.origin,
-        TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE: signingKeyFile(),
+        TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE: key.file,
       },
     )
     const url = (await cli.line(1)).slice('listening on '.length)
@@ -103,7 +106,8 @@ describe('webhooks against the CLI', () => {
       type: 'token.created',
       data: { token: { id: token.id } },
     })
-    expect(verified(r.got[0]!)).toBe(true)
+    expect(verified(key.publicKey)(r.got[0]!)).toBe(true)
+    expect(verified(TEST_WEBHOOK_PUBLIC_KEY)(r.got[0]!)).toBe(false)
     await bt.webhooks.delete(hook.id)
     cli.child.kill('SIGTERM')
     await cli.exited
@@ -115,8 +119,9 @@ describe('webhooks against the CLI', () => {
     servers.push(r.server)
     const dir = mkdtempSync(join(tmpdir(), 'tv-webhooks-'))
     const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
-    // The master key: ./.tokenvault.key in `dir`, made on the first start and read on the second.
-    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin, TOKENVAULT_WEBHOOK_SIGNING_KEY_FILE: signingKeyFile() }
+    // The master key and the signing key: ./.tokenvault.key and ./.tokenvault-webhook-signing.pem
+    // in `dir`, made on the first start and read on the second.
+    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
     const first = start(args, dir, env)
     const url = (await first.line(1)).slice('listening on '.length)
     const management = (await first.line(2)).slice('management key: '.length)
@@ -138,6 +143,14 @@ describe('webhooks against the CLI', () => {
     for (let i = 0; i < 20; i++)
       made.push((await call(app.key, '/tokens', { type: 'token', data: `t${i}` })).id)
     expect(await until(() => r.got.length >= 20, 5000)).toBe(true)
+    expect(first.stderr()).toMatch(
+      /webhook signing key: created .*\.tokenvault-webhook-signing\.pem \(0600\)/,
+    )
+    const printed = start(['webhooks', 'public-key'], dir)
+    await printed.exited
+    const publicKey = printed.lines.join('\n')
+    expect(publicKey).toMatch(/^-----BEGIN PUBLIC KEY-----/)
+    expect(r.got.every(verified(publicKey))).toBe(true)
     first.child.kill('SIGKILL')
     await first.exited
     answer = 200
@@ -155,7 +168,9 @@ describe('webhooks against the CLI', () => {
     expect(new Set(delivered)).toEqual(new Set(made))
     // At least once: duplicates only from attempts the kill interrupted (counted, bounded by the 20).
     expect(delivered.length - 20).toBeLessThanOrEqual(20)
-    expect(r.got.slice(before).every(verified)).toBe(true)
+    // Signed after the restart with the same key: the one printed before it.
+    expect(second.stderr()).toMatch(/webhook signing key: using /)
+    expect(r.got.slice(before).every(verified(publicKey))).toBe(true)
     second.child.kill('SIGTERM')
     await second.exited
   }, 60_000)
