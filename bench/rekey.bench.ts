@@ -29,6 +29,8 @@ import { delegatingStore, type Op } from '../src/store/index.js'
 
 const TOKENS = Number(process.env['BENCH_TOKENS'] ?? 100_000)
 const BATCH = Number(process.env['BENCH_BATCH'] ?? 500)
+/** The sweep's share of the time while calls come (`reencrypt`'s `share`); absent: the service's default. */
+const SHARE = process.env['BENCH_SHARE'] === undefined ? undefined : Number(process.env['BENCH_SHARE'])
 const KIND = process.env['BENCH_STORE'] ?? 'memory'
 const PHASES = process.env['BENCH_PHASES'] === '1'
 
@@ -213,7 +215,12 @@ async function main() {
       raced += p.raced
     }
     const sweep = service.admin
-      .reencrypt({ tenantId: swept.id, batchSize: BATCH, onProgress })
+      .reencrypt({
+        tenantId: swept.id,
+        batchSize: BATCH,
+        onProgress,
+        ...(SHARE === undefined ? {} : { share: SHARE }),
+      })
       .finally(() => {
         sweeping = false
       })
@@ -232,7 +239,7 @@ async function main() {
     )
     const ratio = p99(busy) / p99(quiet)
     process.stdout.write(
-      `${KIND}: ${progress.done} of ${TOKENS} tokens re-sealed in ${seconds.toFixed(1)} s = ${rate} records/s (batch ${BATCH}; ${raced} raced; filled in ${(fillMs / 1000).toFixed(1)} s)\n` +
+      `${KIND}: ${progress.done} of ${TOKENS} tokens re-sealed in ${seconds.toFixed(1)} s = ${rate} records/s (batch ${BATCH}; share ${SHARE ?? 'default'}; ${raced} raced; filled in ${(fillMs / 1000).toFixed(1)} s)\n` +
         `${KIND}: other tenant's get p99 ${p99(quiet).toFixed(2)} ms without the sweep, ${p99(busy).toFixed(2)} ms during it (${busy.length} gets) = ${ratio.toFixed(2)}× (goal ≤ 2×)\n${quietPhases}${during}`,
     )
   } finally {

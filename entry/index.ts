@@ -4,7 +4,7 @@
  * of `adapters/sandbox`). Nothing in `src/` imports an adapter; this file is where they meet.
  */
 
-import { lazyEgress, lazyRunner } from '../src/kernel/index.js'
+import { lazyEgress, lazyRunner, type Pacer } from '../src/kernel/index.js'
 import type { ServiceOptions } from '../src/service/index.js'
 import { createCoreService, type Service, type TestService } from '../src/service/index.js'
 
@@ -165,6 +165,17 @@ function egressByDefault() {
 }
 
 /**
+ * The default pacer of background work: the host's monotonic time and `setTimeout`, which live
+ * here, outside the core, like every other part that touches the host.
+ */
+function hostPacer(): Pacer {
+  return {
+    now: () => performance.now(),
+    pause: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+  }
+}
+
+/**
  * Creates the service: every domain rule, over `options.store`, with time from `options.clock`. The
  * formula runner is `options.runner`, else the sandbox (`sandboxRunner()`, loaded on first use);
  * `null` turns formulas off. Requests go out through `options.egressClient`, else the node client of
@@ -174,5 +185,5 @@ function egressByDefault() {
 export function createService(options: ServiceOptions & { testMode: true }): TestService
 export function createService(options: ServiceOptions): Service
 export function createService(options: ServiceOptions): Service {
-  return createCoreService(options, { runner: sandboxByDefault, egress: egressByDefault })
+  return createCoreService(options, { runner: sandboxByDefault, egress: egressByDefault, pacer: hostPacer })
 }

@@ -40,6 +40,8 @@ export {
 export { newApiKey, newId, newNonce, newOrderedId, sha256 } from './ids.js'
 export type { AccessUse, Observed, ObservedCall, Observer } from './observe.js'
 export { noteRevealed, noteUse } from './observe.js'
+export type { Pacer } from './pacer.js'
+export { pacedTurn } from './pacer.js'
 export type { FormulaRequest, FormulaRunner, RunFailureKind, RunOptions, RunOutcome } from './runner.js'
 export { lazyRunner, withEgress } from './runner.js'
 export {

@@ -68,9 +68,12 @@ export const lightTurn = (): Promise<void> => new Promise<void>((resolve) => set
 export class CallsInFlight {
   /** Calls begun and not yet ended. */
   count = 0
+  /** Calls begun in all (only grows): paced background work pauses when it moved (`pacedTurn`). */
+  begun = 0
 
   begin(): void {
     this.count++
+    this.begun++
   }
 
   end(): void {

@@ -7,7 +7,7 @@ import {
   toProvider,
 } from '../encryption/index.js'
 import type { Tenant } from '../kernel/index.js'
-import { backgroundTurn, invalid, notFound } from '../kernel/index.js'
+import { backgroundTurn, invalid, notFound, pacedTurn } from '../kernel/index.js'
 import { deleteTenants } from '../lifecycle/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import type { Wiring } from './wiring.js'
@@ -42,16 +42,14 @@ export interface KeyAdmin {
    * 10 000): re-seals records of older versions under the current one, guarded, and moves the
    * sweep's place; at the end of a pass retires the older versions (see `RekeyProgress`).
    */
-  reencryptStep(input: { tenantId: string; batchSize?: number }): Promise<RekeyProgress>
+  reencryptStep(input: ReencryptInput): Promise<RekeyProgress>
   /**
    * Runs `reencryptStep` until the sweep finishes or must wait (`retireAt`), calling `onProgress`
    * after each step. Resumable: a sweep cut short continues from its stored place.
    */
-  reencrypt(input: {
-    tenantId: string
-    batchSize?: number
-    onProgress?: (progress: RekeyProgress) => void
-  }): Promise<RekeyProgress>
+  reencrypt(
+    input: ReencryptInput & { onProgress?: (progress: RekeyProgress) => void },
+  ): Promise<RekeyProgress>
   /**
    * Crypto-shredding: destroys the tenant's root key and every data-key version (they leave its
    * record), so none of its ciphertexts — in the store, in files, in dead rows — decrypts again.
@@ -71,6 +69,33 @@ export interface KeyAdmin {
    * throws an error naming the key that is missing or wrong (never the key material).
    */
   verifyMasterKey(): Promise<void>
+}
+
+/** What a re-encryption sweep is asked: whose, how many tokens a guarded write, and its share of the time. */
+export interface ReencryptInput {
+  tenantId: string
+  /** Tokens re-sealed per guarded write, 1 to 10 000. @default 500 */
+  batchSize?: number
+  /**
+   * The most of the process's time the sweep takes while the service's calls come, above 0 and at
+   * most 1: after each of its bounded steps during which a call began, it pauses so that its steps
+   * take no more than this share of the time (the service's `pacer`), and other tenants' calls
+   * meet one of its steps that much less often. With no call coming it runs at full speed. 1: a
+   * step in every turn of the event loop with no call in flight, whatever comes.
+   * @default 0.02
+   */
+  share?: number
+}
+
+/** The sweep's share of the time when the caller names none (see `ReencryptInput.share`). */
+export const DEFAULT_REENCRYPT_SHARE = 0.02
+
+/** `input.share`, checked: a number above 0 and at most 1 (the default when absent). */
+function shareOf(input: { share?: unknown }): number {
+  const share = input.share ?? DEFAULT_REENCRYPT_SHARE
+  if (typeof share !== 'number' || !(share > 0 && share <= 1))
+    throw invalid('share', 'must be a number above 0 and at most 1')
+  return share
 }
 
 const tenantIdOf = (input: { tenantId?: unknown } | undefined): string => {
@@ -117,12 +142,19 @@ export function keyAdmin(w: Wiring): KeyAdmin {
     if (!tenant) throw notFound('tenant')
     return statusOf(tenant, w.keyring.rules)
   }
-  const deps = () => ({
+  /** A sweep's turn: it yields to the service's calls in flight (a bounded number of turns), paced to `share`. */
+  const turnOf = (share: number) =>
+    pacedTurn(
+      () => backgroundTurn(w.calls),
+      w.pacer,
+      share,
+      () => w.calls.begun,
+    )
+  const deps = (turn: () => Promise<void>) => ({
     store: w.keyring.storeAsStored,
     keyring: w.keyring,
     now: w.now,
-    // Each step of the sweep yields to the service's calls in flight (a bounded number of turns).
-    turn: () => backgroundTurn(w.calls),
+    turn,
     sealing: {
       keyOf: (tenantId: string, version?: number) => w.keyring.keyFor(tenantId, version),
       sealKeyOf: (tenantId: string) => w.keyring.sealKey(tenantId),
@@ -130,8 +162,13 @@ export function keyAdmin(w: Wiring): KeyAdmin {
       asRead: <T>(token: T) => token,
     },
   })
-  const step = (input: { tenantId: string; batchSize?: number }) =>
-    rekeyStep(deps(), tenantIdOf(input), input.batchSize ?? 500)
+  /** One step of the sweep, journaled; `turn` is the run's paced turn (its pauses span its steps). */
+  const step = (input: ReencryptInput, turn: () => Promise<void>) =>
+    w.adminCall(
+      'key.reencrypt',
+      () => tenantIdOf(input),
+      () => rekeyStep(deps(turn), tenantIdOf(input), input.batchSize ?? 500),
+    )
   const admin: KeyAdmin = {
     rotateDataKey: (input) =>
       w.adminCall(
@@ -144,15 +181,11 @@ export function keyAdmin(w: Wiring): KeyAdmin {
         },
       ),
     dataKeyStatus: async (input) => status(tenantIdOf(input)),
-    reencryptStep: (input) =>
-      w.adminCall(
-        'key.reencrypt',
-        () => tenantIdOf(input),
-        () => step(input),
-      ),
+    reencryptStep: async (input) => step(input, turnOf(shareOf(input ?? {}))),
     async reencrypt(input) {
+      const turn = turnOf(shareOf(input ?? {}))
       for (;;) {
-        const progress = await admin.reencryptStep(input)
+        const progress = await step(input, turn)
         input.onProgress?.(progress)
         if (progress.finished) return progress
         if (progress.retireAt !== undefined && w.now() < progress.retireAt) return progress

@@ -1,5 +1,5 @@
 import type { DataKeyPolicy, MasterKey } from '../encryption/index.js'
-import type { Clock, EgressClient, FormulaRunner, Observer } from '../kernel/index.js'
+import type { Clock, EgressClient, FormulaRunner, Observer, Pacer } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 
 /** Options of `createService`. Durations are in milliseconds. */
@@ -50,6 +50,12 @@ export interface ServiceOptions {
    * listed origins to in-process handlers instead (`routedEgress`); the allow-list still applies.
    */
   egressClient?: EgressClient
+  /**
+   * Monotonic time and pauses for background work kept to a share of the time (the re-encryption
+   * sweep's `share`): by default `performance.now()` and `setTimeout`. Never the domain's time
+   * (`clock`); a test may give a fake to see the pauses without waiting for them.
+   */
+  pacer?: Pacer
   /**
    * How long a request made with an idempotency key holds the key while it runs (default 1 minute):
    * a repeat meanwhile answers 409; after it (the first presumed lost with its process), a repeat

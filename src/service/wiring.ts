@@ -25,6 +25,7 @@ import type {
   Observed,
   ObservedCall,
   Observer,
+  Pacer,
 } from '../kernel/index.js'
 import { CallsInFlight, expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
@@ -69,6 +70,8 @@ export interface ServiceDefaults {
   runner(): FormulaRunner
   /** The egress client (formula `fetch`, react callbacks) when `options.egressClient` is absent. */
   egress(): EgressClient
+  /** Monotonic time and pauses for paced background work when `options.pacer` is absent. */
+  pacer(): Pacer
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: method tables of any shape
@@ -140,6 +143,8 @@ export interface Wiring {
    * sweep, waits for none to be before each step (`backgroundTurn`), a bounded number of turns.
    */
   calls: CallsInFlight
+  /** Time and pauses of background work kept to a share of the time (see `ServiceOptions.pacer`). */
+  pacer: Pacer
 }
 
 /** A bound given as an option: a whole number of at least 1, or `fallback` when absent. */
@@ -335,6 +340,22 @@ class RevealNotes implements Observer {
 }
 
 /** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
+/** The asynchronous reacts' queue; `kick` starts a delivery pass (their results go on the outbox). */
+function callbackQueueOf(options: ServiceOptions, egress: EgressClient, kick: () => void): CallbackQueue {
+  return new CallbackQueue(
+    options.clock,
+    egress,
+    {
+      perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
+      total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
+    },
+    () => {
+      // An accepted asynchronous react runs at once, as a write's webhook deliveries go out at once.
+      if (options.webhookDelivery !== 'manual') kick()
+    },
+  )
+}
+
 export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring {
   const { clock } = options
   const now = isoNow(clock)
@@ -351,18 +372,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
   const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
   const runner = given && withEgress(given, egress)
   const journal = journalOf(options)
-  const callbacks = new CallbackQueue(
-    clock,
-    egress,
-    {
-      perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
-      total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
-    },
-    () => {
-      // An accepted asynchronous react runs at once, as a write's webhook deliveries go out at once.
-      if (options.webhookDelivery !== 'manual') webhooks.dispatcher.kick()
-    },
-  )
+  const callbacks = callbackQueueOf(options, egress, () => webhooks.dispatcher.kick())
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
   const audit = options.auditLog === false ? undefined : new AuditLog(options.store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []
@@ -433,5 +443,6 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     adminCall: adminCaller(journal, now),
     testMode: options.testMode === true,
     calls: new CallsInFlight(),
+    pacer: options.pacer ?? defaults.pacer(),
   }
 }

@@ -1,0 +1,37 @@
+/**
+ * Pacing of background work by its share of the time. The host's monotonic time and a pause come
+ * through a port (`Pacer`): the core sets no timer and reads no time of its own, and this time is
+ * never the domain's (`Clock`: expiry, timestamps), so a test on a manual clock paces with a fake.
+ */
+
+/** Monotonic milliseconds and a pause of some of them: `performance.now()` and `setTimeout` by default. */
+export interface Pacer {
+  now(): number
+  pause(ms: number): Promise<void>
+}
+
+/**
+ * `turn` (what background work awaits before each bounded step) kept to `share` of the time while
+ * calls come: when a call began (`begun`, a count of calls that only grows) during the work since
+ * the last turn, and that work took `b` ms, the next turn first pauses `b × (1 − share) / share`.
+ * With no call begun meanwhile it does not pause: work with no one to slow runs at full speed (an
+ * idle service, a sweep of its own process). `share` 1 is `turn` itself. A step that waits for I/O
+ * counts that wait as its own, so under calls the work takes at most its share, often less.
+ */
+export function pacedTurn(
+  turn: () => Promise<void>,
+  pacer: Pacer,
+  share: number,
+  begun: () => number,
+): () => Promise<void> {
+  if (share >= 1) return turn
+  let resumed = pacer.now()
+  let seen = begun()
+  return async () => {
+    const busy = pacer.now() - resumed
+    if (begun() !== seen && busy > 0) await pacer.pause((busy * (1 - share)) / share)
+    await turn()
+    resumed = pacer.now()
+    seen = begun()
+  }
+}
