@@ -40,6 +40,7 @@ export type {
   ManualClock,
   OutboxAttempt,
   OutboxEntry,
+  Pacer,
   Permission,
   Reactor,
   ReactorFormula,

@@ -12,8 +12,9 @@ export interface Pacer {
 
 /**
  * `turn` (what background work awaits before each bounded step) kept to `share` of the time while
- * calls come: when a call began (`begun`, a count of calls that only grows) during the work since
- * the last turn, and that work took `b` ms, the next turn first pauses `b × (1 − share) / share`.
+ * calls come: when a call began (`begun`, a count of calls that only grows) since the work last
+ * asked for a turn, and the work since it got that turn took `b` ms, the next turn first pauses
+ * `b × (1 − share) / share`.
  * With no call begun meanwhile it does not pause: work with no one to slow runs at full speed (an
  * idle service, a sweep of its own process). `share` 1 is `turn` itself. A step that waits for I/O
  * counts that wait as its own, so under calls the work takes at most its share, often less.
@@ -30,8 +31,10 @@ export function pacedTurn(
   return async () => {
     const busy = pacer.now() - resumed
     if (begun() !== seen && busy > 0) await pacer.pause((busy * (1 - share)) / share)
+    // Counted from before the turn: a call that came while the work waited for it is one the work
+    // then ran beside (the work's awaits on a memory store let no call begin in between).
+    seen = begun()
     await turn()
     resumed = pacer.now()
-    seen = begun()
   }
 }

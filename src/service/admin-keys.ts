@@ -82,13 +82,13 @@ export interface ReencryptInput {
    * take no more than this share of the time (the service's `pacer`), and other tenants' calls
    * meet one of its steps that much less often. With no call coming it runs at full speed. 1: a
    * step in every turn of the event loop with no call in flight, whatever comes.
-   * @default 0.02
+   * @default 0.1
    */
   share?: number
 }
 
 /** The sweep's share of the time when the caller names none (see `ReencryptInput.share`). */
-export const DEFAULT_REENCRYPT_SHARE = 0.02
+export const DEFAULT_REENCRYPT_SHARE = 0.1
 
 /** `input.share`, checked: a number above 0 and at most 1 (the default when absent). */
 function shareOf(input: { share?: unknown }): number {
