@@ -57,13 +57,26 @@ const idleRunner: FormulaRunner = {
   close: async () => {},
 }
 
-/** Asserts that `attack` is refused with a 400 while holding the loop at most REFERENCES references. */
+/** Times an attack is measured at most: a suite that shares the machine can stall one of them. */
+const ATTEMPTS = 3
+
+/**
+ * Asserts that `attack` is refused with a 400 while holding the loop at most REFERENCES references,
+ * in one of ATTEMPTS measurements (each refused; the reference measured again before each). A
+ * request that holds the loop past its budget does so every time; the process's CPU time also
+ * counts its other threads (the collector's, the store's), which a loaded suite can swell once.
+ */
 async function heldBriefly(handler: Handler, attack: () => Promise<Response>, warm: () => Promise<Response>) {
-  const reference = referenceMs()
-  const { status, heldMs } = await whileProbing(handler, attack, warm)
-  if (process.env.TIMING_DEBUG) console.log({ status, heldMs, reference, ratio: heldMs / reference })
-  expect(status).toBe(400)
-  expect(heldMs).toBeLessThan(REFERENCES * reference)
+  const ratios: number[] = []
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const reference = referenceMs()
+    const { status, heldMs } = await whileProbing(handler, attack, warm)
+    if (process.env.TIMING_DEBUG) console.log({ status, heldMs, reference, ratio: heldMs / reference })
+    expect(status).toBe(400)
+    ratios.push(heldMs / reference)
+    if (heldMs < REFERENCES * reference) return
+  }
+  expect.fail(`held the loop ${ratios.map((r) => r.toFixed(2)).join(', ')} references, bound ${REFERENCES}`)
 }
 
 describe('a request past its budget holds the event loop briefly', () => {
