@@ -23,7 +23,7 @@ import {
 } from './options.js'
 import { serve } from './serve.js'
 import { stopOnSignals } from './signals.js'
-import { DEFAULT_SIGNING_KEY_FILE, loadSigningKey, publicKeyOf } from './signing-key.js'
+import { loadSigningKey, publicKeyOf } from './signing-key.js'
 import { postgresUrlProblem } from './store-errors.js'
 import { isStoreSpec } from './stores.js'
 
@@ -198,9 +198,7 @@ async function main(argv: string[]) {
 
   if (command === 'webhooks public-key') {
     const file = values['webhook-signing-key-file']
-    const loaded = attempt(() =>
-      loadSigningKey({ file, defaultFile: DEFAULT_SIGNING_KEY_FILE, create: false }),
-    )
+    const loaded = attempt(() => loadSigningKey({ file, create: false }))
     process.stdout.write(publicKeyOf(loaded.pem))
     return
   }
@@ -243,10 +241,7 @@ async function main(argv: string[]) {
     process.stdout.write(`tenant: ${made.tenantId}\nmanagement key: ${made.key}\n`)
     return
   }
-  const note = (line: string, level = 'info') =>
-    process.stderr.write(
-      `${logFormat === 'json' ? JSON.stringify({ time: new Date().toISOString(), level, msg: line }) : `tokenvault: ${line}`}\n`,
-    )
+  const note = (line: string, level = 'info') => writeNote(logFormat, line, level)
   // Before anything starts: a signal during start-up stops it cleanly.
   const signals = stopOnSignals(note)
   let server: Awaited<ReturnType<typeof serve>>
@@ -296,23 +291,21 @@ function masterKeyOf(
   const env = process.env['TOKENVAULT_MASTER_KEY']
   if (store === 'memory' && !env && !file) return undefined
   const load = () => {
-    let loaded: ReturnType<typeof loadMasterKey>
-    try {
-      loaded = loadMasterKey({ env, file, defaultFile: '.tokenvault.key' })
-    } catch (error) {
-      fail(error instanceof Error ? error.message : String(error))
-    }
+    const loaded = attempt(() => loadMasterKey({ env, file, defaultFile: '.tokenvault.key' }))
     if (isPublishedKey(loaded.key)) fail(publishedKeyMessage(store, loaded.file))
-    if (loaded.note) {
-      const line =
-        logFormat === 'json'
-          ? JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: loaded.note })
-          : `tokenvault: ${loaded.note}`
-      process.stderr.write(`${line}\n`)
-    }
+    if (loaded.note) writeNote(logFormat, loaded.note)
     return loaded.key
   }
   return later && !env && !file && !existsSync('.tokenvault.key') ? load : load()
+}
+
+/** Writes `line` on stderr as the log format has it (a JSON line, or text after `tokenvault: `). */
+function writeNote(logFormat: string, line: string, level = 'info'): void {
+  const text =
+    logFormat === 'json'
+      ? JSON.stringify({ time: new Date().toISOString(), level, msg: line })
+      : `tokenvault: ${line}`
+  process.stderr.write(`${text}\n`)
 }
 
 /** `work`'s answer; its error ends the CLI with the error's message. */
@@ -337,19 +330,11 @@ function signingKeyOf(
   testMode: boolean,
   logFormat: string,
 ): { webhookSigningKey?: string | (() => string) } {
-  if (file)
-    return {
-      webhookSigningKey: attempt(() => loadSigningKey({ file, defaultFile: '', create: false, testMode }))
-        .pem,
-    }
+  if (file) return { webhookSigningKey: attempt(() => loadSigningKey({ file, create: false, testMode })).pem }
   if (store === 'memory' || testMode) return {}
   const load = () => {
-    const loaded = attempt(() => loadSigningKey({ defaultFile: DEFAULT_SIGNING_KEY_FILE, create: true }))
-    const line =
-      logFormat === 'json'
-        ? JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: loaded.note })
-        : `tokenvault: ${loaded.note}`
-    process.stderr.write(`${line}\n`)
+    const loaded = attempt(() => loadSigningKey({ create: true }))
+    if (loaded.note) writeNote(logFormat, loaded.note)
     return loaded.pem
   }
   return { webhookSigningKey: load }

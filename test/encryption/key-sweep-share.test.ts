@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, ServiceError } from '../../entry/index.js'
 import { pacedTurn } from '../../src/kernel/index.js'
+import { tenantWithClient } from '../support/tenants.js'
 
 /** A pacer whose time moves 1 ms each time it is read, and which records its pauses. */
 function fakePacer() {
@@ -26,22 +27,12 @@ async function sweptVault(tokens: number) {
     masterKey: randomBytes(32),
     pacer,
   })
-  const clientOf = async (name: string) => {
-    const tenant = await service.admin.createTenant({ name })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'app',
-      type: 'private',
-      permissions: ['token:create', 'token:read'],
-    })
-    return { tenantId: tenant.id, client: service.connect(key) }
-  }
-  const swept = await clientOf('swept')
+  const swept = await tenantWithClient(service, 'swept')
   for (let i = 0; i < tokens; i++) await swept.client.tokens.create({ type: 'token', data: i })
-  const other = await clientOf('other')
+  const other = await tenantWithClient(service, 'other')
   const otherId = (await other.client.tokens.create({ type: 'token', data: 'b' })).id
-  await service.admin.rotateDataKey({ tenantId: swept.tenantId })
-  return { service, pacer, sweptId: swept.tenantId, other: other.client, otherId }
+  await service.admin.rotateDataKey({ tenantId: swept.tenant.id })
+  return { service, pacer, sweptId: swept.tenant.id, other: other.client, otherId }
 }
 
 /** Runs `sweep` while another tenant's gets follow one another until it ends; the gets made. */

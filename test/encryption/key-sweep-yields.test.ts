@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import { delegatingStore, type Store } from '../../src/store/index.js'
+import { tenantWithClient } from '../support/tenants.js'
 import { turnsWhile } from '../support/turns.js'
 
 /**
@@ -38,19 +39,9 @@ async function twoTenants(tokens: number) {
   const { store, seen } = watchedStore()
   const clock = manualClock('2030-01-01T00:00:00Z')
   const service = createService({ store, clock, runner: null, masterKey: randomBytes(32) })
-  const clientOf = async (name: string) => {
-    const tenant = await service.admin.createTenant({ name })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'app',
-      type: 'private',
-      permissions: ['token:create', 'token:read'],
-    })
-    return { tenant, client: service.connect(key) }
-  }
-  const swept = await clientOf('swept')
+  const swept = await tenantWithClient(service, 'swept')
   for (let i = 0; i < tokens; i++) await swept.client.tokens.create({ type: 'token', data: i })
-  const other = await clientOf('other')
+  const other = await tenantWithClient(service, 'other')
   const otherId = (await other.client.tokens.create({ type: 'token', data: 'b' })).id
   await service.admin.rotateDataKey({ tenantId: swept.tenant.id })
   seen.swept = swept.tenant.id
