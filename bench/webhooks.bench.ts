@@ -9,15 +9,17 @@
  * closing `deliverDue()`, untimed). The "later" rows leave delivery to a worker (`deliverDue()`
  * after the last round, untimed): a create's own cost. Each row also gives the process's CPU time
  * (every thread, signing included) per create on each side, which a busy machine bends less than
- * a rate (docs/webhooks.md#performance). The count of deliveries in each round goes to stderr.
+ * a rate (docs/webhooks.md#performance), and the whole machine's CPU time per create (every
+ * process: with PostgreSQL on this machine, its share too; Linux only). The count of deliveries in
+ * each round goes to stderr.
  *
  * Rounds alternate (none, webhook, none, webhook, …) so a busy machine weighs on both alike; the
  * figure is the median of each side's rounds. Stores: memory, file (LMDB in a temporary directory),
  * PostgreSQL when TOKENVAULT_PG_URL is set. Run: `npm run bench:webhooks` (`BENCH_QUICK=1`: fewer rounds;
  * `BENCH_STORES=memory,file,postgres`: only those stores, so a run on a shared machine stays under
- * 60 s). Each row is printed as soon as it is measured.
+ * 60 s; `BENCH_DELIVERY=manual`: only the "later" rows; `BENCH_ROUNDS=n`: n rounds a side). Each row is printed as soon as it is measured.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { routedEgress } from '../adapters/egress/index.js'
@@ -29,10 +31,13 @@ import type { Store } from '../src/store/contract.js'
 const QUICK = process.env['BENCH_QUICK'] === '1'
 const IN_FLIGHT = 64
 const CREATES = QUICK ? 1000 : 3000
-const ROUNDS = QUICK ? 2 : 4
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 2 : 4))
+/** Linux's clock ticks a second (USER_HZ), the unit of /proc/stat. */
+const TICKS_PER_SECOND = 100
 const RECEIVER = 'https://hooks.bench.test'
 const KEY = Buffer.alloc(32, 7)
 const STORES = (process.env['BENCH_STORES'] ?? 'memory,file,postgres').split(',')
+const DELIVERIES = (process.env['BENCH_DELIVERY'] ?? 'auto,manual').split(',') as ('auto' | 'manual')[]
 /** Requests the receiver has answered, all services together. */
 let received = 0
 
@@ -72,6 +77,8 @@ type Side = Awaited<ReturnType<typeof setUp>>
 interface Round {
   rate: number
   cpu: number
+  /** CPU time of the whole machine (µs, every process: the database too) per create. */
+  machine: number
   /** Deliveries the receiver got while the round's creates ran, and while it drained them. */
   during: number
   drained: number
@@ -86,6 +93,7 @@ async function round(side: Side, drain: boolean): Promise<Round> {
   let next = 0
   const before = received
   const cpu = process.cpuUsage()
+  const busy0 = machineBusy()
   const t = performance.now()
   const worker = async () => {
     while (next < CREATES) {
@@ -97,10 +105,12 @@ async function round(side: Side, drain: boolean): Promise<Round> {
   const during = received - before
   if (drain) await drained(side, before + CREATES)
   const used = process.cpuUsage(cpu)
+  const machine = (machineBusy() - busy0) / CREATES
   const seconds = (performance.now() - t) / 1000
   return {
     rate: CREATES / seconds,
     cpu: (used.user + used.system) / CREATES,
+    machine,
     during,
     drained: received - before - during,
   }
@@ -114,6 +124,17 @@ async function drained(side: Side, target: number): Promise<void> {
   }
 }
 
+/**
+ * CPU time every process of the machine has used (µs, from /proc/stat's first line, less idle and
+ * I/O wait; 0 where there is none): with PostgreSQL on the same machine, the database's share of a
+ * create is counted too.
+ */
+function machineBusy(): number {
+  if (!existsSync('/proc/stat')) return 0
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const busy = ticks.reduce((a, b) => a + b, 0) - (ticks[3] ?? 0) - (ticks[4] ?? 0)
+  return busy * (1_000_000 / TICKS_PER_SECOND)
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /**
@@ -143,9 +164,10 @@ async function row(name: string, open: () => Promise<Store>, delivery: 'auto' | 
   await hooked.service.close()
   const [ra, rb] = [median(a.map((r) => r.rate)), median(b.map((r) => r.rate))]
   const [ca, cb] = [median(a.map((r) => r.cpu)), median(b.map((r) => r.cpu))]
+  const [ma, mb] = [median(a.map((r) => r.machine)), median(b.map((r) => r.machine))]
   const ratio = rb / ra
   const how = drain ? 'this process, timed until delivered' : 'later (deliverDue, untimed)'
-  return `| ${name} | ${how} | ${ra.toFixed(0)} | ${rb.toFixed(0)} | ${ratio.toFixed(2)} | ${ca.toFixed(0)} / ${cb.toFixed(0)} | ${ratio >= 0.8 ? 'yes' : 'NO'} |`
+  return `| ${name} | ${how} | ${ra.toFixed(0)} | ${rb.toFixed(0)} | ${ratio.toFixed(2)} | ${ca.toFixed(0)} / ${cb.toFixed(0)} | ${ma.toFixed(0)} / ${mb.toFixed(0)} | ${ratio >= 0.8 ? 'yes' : 'NO'} |`
 }
 
 async function main() {
@@ -157,11 +179,11 @@ async function main() {
   }
   console.log(`${IN_FLIGHT} in flight, ${CREATES} creates a round, median of ${ROUNDS} rounds each\n`)
   console.log(
-    '| store | deliveries | creates/s, no webhook | creates/s, one webhook | ratio | CPU µs a create, none / one | ≥ 0.8 |',
+    '| store | deliveries | creates/s, no webhook | creates/s, one webhook | ratio | CPU µs a create, none / one | machine CPU µs a create | ≥ 0.8 |',
   )
-  console.log('| --- | --- | --- | --- | --- | --- | --- |')
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |')
   const lines = { push: (line: string) => console.log(line) }
-  for (const delivery of ['auto', 'manual'] as const) {
+  for (const delivery of DELIVERIES) {
     if (STORES.includes('memory')) lines.push(await row('memory', async () => memoryStore(), delivery))
     if (STORES.includes('file')) lines.push(await row('file', () => fileStore({ path: fresh() }), delivery))
   }
@@ -169,7 +191,7 @@ async function main() {
   if (pg && STORES.includes('postgres')) {
     const { postgresStore } = await import('../adapters/postgres/index.js')
     let n = 0
-    for (const delivery of ['auto', 'manual'] as const)
+    for (const delivery of DELIVERIES)
       lines.push(
         await row(
           'postgres',

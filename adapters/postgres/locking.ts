@@ -19,6 +19,7 @@ const transaction = (tenantId: string, id: string) => name('transaction', tenant
 const formula = (tenantId: string | null, id: string) => name('formula', tenantId ?? '', id)
 const formulaUse = (formulaId: string) => name('formula-use', formulaId)
 const fingerprint = (tenantId: string, value: string) => name('fingerprint', tenantId, value)
+const countName = (c: { tenant_id: string; kind: string }) => name('count', c.tenant_id, c.kind)
 
 /** The records a check reads, by name: the guard is a condition on exactly these. */
 function checkNames(c: Check): string[] {
@@ -65,8 +66,8 @@ function checkNames(c: Check): string[] {
     case 'proxy.unchanged':
       return [name('proxy', c.tenant_id, c.id)]
     case 'count.within':
-      // Writes that keep one bound serialize on it: none reads the count another is about to change.
-      return [name('count', c.tenant_id, c.kind)]
+      // Held exclusive, writes that keep one bound serialize on it (shared with a slot: see count-slots.ts).
+      return [countName(c)]
     case 'tenant.unchanged':
       return [name('tenant', c.tenant_id)]
     default:
@@ -195,6 +196,9 @@ export type LockMode = 'shared' | 'exclusive'
  * names too). Releases (a deleted session's nonce, a token's old fingerprint) are not named: they
  * only make guards hold more often, so a guard that ran before one and failed is ordered before it.
  *
+ * Bounds (`count.within`): the bound's lock exclusive, or, with `countSlot`, shared and that slot's
+ * lock exclusive (`boundsShared` in count-slots.ts says when, and why the bound still holds).
+ *
  * Fingerprints: a shared/exclusive pair of advisory locks. `token.fingerprint_absent` (a
  * deduplicating create) holds the fingerprint exclusive; a `token.put` holds its fingerprint
  * shared. So a deduplicating create waits for the puts of that fingerprint in flight and they wait
@@ -204,12 +208,21 @@ export type LockMode = 'shared' | 'exclusive'
  * index: tokens may share a fingerprint (creates without deduplication, expired tokens), and
  * `fingerprint_absent` also reads `expires_at` against `now`, which no index constraint can express.
  */
-export function recordNames(checks: readonly Check[], ops: readonly Op[]): Map<string, LockMode> {
+export function recordNames(
+  checks: readonly Check[],
+  ops: readonly Op[],
+  countSlot?: number,
+): Map<string, LockMode> {
   const names = new Map<string, LockMode>()
   const add = (n: string, mode: LockMode) => {
     if (mode === 'exclusive' || !names.has(n)) names.set(n, mode)
   }
-  for (const c of checks) for (const n of checkNames(c)) add(n, 'exclusive')
+  for (const c of checks) {
+    if (c.check === 'count.within' && countSlot !== undefined) {
+      add(countName(c), 'shared')
+      add(name('count', c.tenant_id, c.kind, String(countSlot)), 'exclusive')
+    } else for (const n of checkNames(c)) add(n, 'exclusive')
+  }
   for (const op of ops) {
     for (const n of opNames(op)) add(n, 'exclusive')
     if (op.op === 'token.put' && op.token.fingerprint !== undefined)

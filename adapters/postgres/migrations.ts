@@ -5,7 +5,7 @@ import { lockKey, quoteIdent } from './keys.js'
 import { logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
-import { countsSql, tablesSql, tokenSyncByKeySql } from './schema.js'
+import { countsSql, countsTunedSql, tablesSql, tokenSyncByKeySql } from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -102,6 +102,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 14,
     name: 'token_sync deletes old terms by key',
     sql: (s) => tokenSyncByKeySql(s),
+  },
+  {
+    // Counts planned once per session and pruned often (see `countsTunedSql`).
+    version: 15,
+    name: 'counts planned once and pruned often',
+    sql: (s) => countsTunedSql(s),
   },
 ]
 

@@ -5,6 +5,7 @@ import type { ExpiringKind, RecordKey, Store } from '../../src/store/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { missingPeer } from '../optional-peer.js'
 import { clientKeyReads } from './client-keys.js'
+import { CountSlots } from './count-slots.js'
 import { documentReads } from './documents.js'
 import { asStoreError, DEFAULT_TIMEOUTS, watchPool } from './faults.js'
 import { TenantGate } from './gate.js'
@@ -249,7 +250,10 @@ function openStore(
   const { guard, close } = inFlightCalls(async () => {
     if (owned) await pool.end()
   })
-  const write = pgWriter({ pool, schema, t, st, locks, gate }, poolOptions?.max || 10)
+  const write = pgWriter(
+    { pool, schema, t, st, locks, gate, slots: new CountSlots() },
+    poolOptions?.max || 10,
+  )
   const listExpired = async (query: { kind: ExpiringKind; before: string; limit: number }) => {
     const text =
       query.kind === 'token_intent' ? expiredTokenIntentsSql(t.schema) : expiredStatement(st, query.kind)

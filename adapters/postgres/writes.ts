@@ -2,6 +2,7 @@ import type { Pool, QueryConfig } from 'pg'
 import type { StoredToken } from '../../src/kernel/index.js'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { checkQuery, firstFailed } from './checks.js'
+import { boundsShared, type CountSlots, failedOnBound, withMargin } from './count-slots.js'
 import type { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { prepared } from './keys.js'
@@ -18,6 +19,7 @@ export interface WriteDeps {
   st: Statements
   locks: LockKeys
   gate: TenantGate
+  slots: CountSlots
 }
 
 /** A batch as `Store.write` takes it. */
@@ -101,41 +103,61 @@ function batchTenant(batch: { checks?: Check[]; ops: Op[] }): string {
  * marked `deferSync` (the re-encryption sweep's) commit without waiting for the WAL flush: a later
  * commit that waits for it flushes the WAL up to its own record, so every commit before it too.
  */
-function writeConfig(d: WriteDeps, checks: Check[], ops: Op[], args: WriteArguments, deferSync: boolean) {
-  const { keys, shared } = d.locks.order(recordNames(checks, ops))
+function writeConfig(
+  d: WriteDeps,
+  checks: Check[],
+  ops: Op[],
+  args: WriteArguments,
+  deferSync: boolean,
+  countSlot: number | undefined,
+) {
+  const { keys, shared } = d.locks.order(recordNames(checks, ops, countSlot))
   const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
   const entriesOnly = checks.length === 0 && ops.every((op) => op.op === 'log.put')
   return prepared(entriesOnly || deferSync ? d.st.writeUnsynced : d.st.write, values)
 }
 
+/** How a write goes alone: whether it is a sweep's (`deferSync`), and whether its bounds must be held exclusive. */
+interface AloneOptions {
+  deferSync?: boolean
+  exclusiveBounds?: boolean
+}
+
 /**
  * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
- * serialization failure.
+ * serialization failure. A write whose bounds it held shared (`boundsShared`) and whose bound
+ * failed with the margin runs again holding them exclusive: only that answer is the bound's.
  */
 async function writeAlone(
   d: WriteDeps,
   tenant: string,
   checks: Check[],
   ops: Op[],
-  deferSync = false,
+  options: AloneOptions = {},
 ): Promise<WriteResult> {
   // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
   // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
   let config: QueryConfig
   let absentIsKey: boolean
+  let sharedBounds = false
   const created = plainCreate(checks, ops)
   if (created) {
     config = plainCreateQuery(d.st, d.locks, [created])
     absentIsKey = true
   } else {
-    const args = writeArguments(checks, ops)
-    config = writeConfig(d, checks, ops, args, deferSync)
+    sharedBounds = !options.exclusiveBounds && boundsShared([{ checks, ops }])
+    const args = writeArguments(sharedBounds ? withMargin(checks) : checks, ops)
+    const slot = sharedBounds ? d.slots.next() : undefined
+    config = writeConfig(d, checks, ops, args, options.deferSync === true, slot)
     absentIsKey = args.deferred
   }
   for (let attempt = 1; ; attempt++) {
     try {
       const { rows } = await d.gate.run(tenant, () => d.pool.query<{ failed?: number }>(config))
-      return answerOf(checks, rows[0]?.failed ?? -1)
+      const answer = answerOf(checks, rows[0]?.failed ?? -1)
+      if (sharedBounds && failedOnBound(answer))
+        return writeAlone(d, tenant, checks, ops, { ...options, exclusiveBounds: true })
+      return answer
     } catch (error) {
       // The first guard, `token.absent`, failed: its put met the row (the call wrote nothing).
       if (absentIsKey && isTokenConflict(error, d.schema)) return { ok: false, failed: checks[0]! }
@@ -182,8 +204,10 @@ async function createTogether(d: WriteDeps, tenant: string, group: GroupedWrite[
  */
 async function writeTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]): Promise<void> {
   if (await createTogether(d, tenant, group)) return
-  const args = group.map((w) => writeArguments(w.checks, w.ops))
-  const { keys, shared } = d.locks.order(group.flatMap((w) => [...recordNames(w.checks, w.ops)]))
+  const sharedBounds = boundsShared(group)
+  const slot = sharedBounds ? d.slots.next() : undefined
+  const args = group.map((w) => writeArguments(sharedBounds ? withMargin(w.checks) : w.checks, w.ops))
+  const { keys, shared } = d.locks.order(group.flatMap((w) => [...recordNames(w.checks, w.ops, slot)]))
   const writes = JSON.stringify(args.map((a) => [a.checks, a.ops]))
   const config = prepared(d.st.writeMany, [writes, keys, shared])
   let answers: number[] | undefined
@@ -201,7 +225,11 @@ async function writeTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]
     group.map(async (write, i) => {
       const answer = answers?.[i]
       try {
-        if (answer !== undefined && answer >= -1) write.resolve(answerOf(write.checks, answer))
+        const result = answer !== undefined && answer >= -1 ? answerOf(write.checks, answer) : undefined
+        const bound = sharedBounds && result !== undefined && failedOnBound(result)
+        if (result && !bound) write.resolve(result)
+        else if (bound)
+          write.resolve(await writeAlone(d, tenant, write.checks, write.ops, { exclusiveBounds: true }))
         else if (answer === -2 && args[i]!.deferred) write.resolve({ ok: false, failed: write.checks[0]! })
         else write.resolve(await writeAlone(d, tenant, write.checks, write.ops))
       } catch (error) {
@@ -239,7 +267,7 @@ export function pgWriter(d: WriteDeps, poolMax: number): (batch: Batch) => Promi
     if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
     groups.began(tenant)
     try {
-      return await writeAlone(d, tenant, checks, ops, batch.deferSync === true)
+      return await writeAlone(d, tenant, checks, ops, { deferSync: batch.deferSync === true })
     } finally {
       groups.ended(tenant)
     }
