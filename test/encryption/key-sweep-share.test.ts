@@ -131,6 +131,18 @@ describe('pacedTurn', () => {
     expect(p.pauses).toEqual([6, 3])
   })
 
+  it('a pause is at most 5 s: a step of 555 ms at share 0.1 pauses 4 995 ms, 556 ms and a stall of 10 s 5 000', async () => {
+    const { p, pacer } = settable()
+    let begun = 0
+    const turn = pacedTurn(noTurn, pacer, 0.1, () => begun)
+    for (const busy of [555, 556, 10_000]) {
+      p.t += busy
+      begun++
+      await turn()
+    }
+    expect(p.pauses.map((ms) => Math.round(ms))).toEqual([4995, 5000, 5000])
+  })
+
   it('share 1 is the turn itself: never a pause', async () => {
     const { p, pacer } = settable()
     let begun = 0
