@@ -112,7 +112,8 @@ async function currentSchema(pool: Pool): Promise<string> {
  * sees its effects and fails; writes that name no common record run in parallel, even within one
  * tenant and on one token's neighbours. A create's own `token.absent`, its first guard, is checked
  * by its INSERT through the primary key under the same lock (see `writeArguments`). There is no
- * tenant-wide or store-wide lock, and a plain token put holds its fingerprint's lock shared: puts of
+ * tenant-wide or store-wide lock (a per-tenant bound locks its count, shared with one of 8 slots
+ * while it has room: `count-slots.ts`), and a plain token put holds its fingerprint's lock shared: puts of
  * equal values never wait on each other, only on a deduplicating create of that value
  * (`token.fingerprint_absent` holds it exclusive).
  * So a nonce authorization (`session.unchanged` + `session.put`), a commit
