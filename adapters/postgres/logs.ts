@@ -45,8 +45,66 @@ INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
   ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = ${s}.record_counts.n + EXCLUDED.n;
 `
 
+/**
+ * The count of entries moved once a statement (migration 16), not once an entry: a group's entries
+ * go in one statement (`log.put_many`), and a row trigger moved the same `record_counts` row once
+ * for each (a plpgsql call and an upsert apiece, each upsert walking the versions the group's
+ * earlier ones left on that row, which no one can prune before the group commits).
+ */
+export const logCountByStatementSql = (s: string) => `
+DROP TRIGGER IF EXISTS log_count ON ${s}.logs;
+CREATE OR REPLACE FUNCTION ${s}.log_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'log', (pg_backend_pid() % 16)::smallint, count(*) FROM added GROUP BY tenant_id
+  ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+  RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION ${s}.log_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
+  SELECT tenant_id, 'log', (pg_backend_pid() % 16)::smallint, -count(*) FROM removed GROUP BY tenant_id
+  ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER log_count_added AFTER INSERT ON ${s}.logs REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.log_count_added();
+CREATE TRIGGER log_count_removed AFTER DELETE ON ${s}.logs REFERENCING OLD TABLE AS removed
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.log_count_removed();
+`
+
+/**
+ * The ops of a write as `tv_write` takes them, its entries in one op when it has several (and no
+ * entry removed, nor one put twice): `log.put_many`, one INSERT for all of them. No guard reads
+ * entries and no other op writes them, so where they go among the write's ops changes nothing.
+ */
+export function logPutsTogether(ops: object[]): object[] {
+  const entries: LogEntry[] = []
+  const ids = new Set<string>()
+  for (const op of ops as { op: string; entry?: LogEntry }[]) {
+    if (op.op === 'log.delete') return ops
+    if (op.op !== 'log.put' || !op.entry) continue
+    const key = `${op.entry.tenant_id}\u0000${op.entry.id}`
+    if (ids.has(key)) return ops
+    ids.add(key)
+    entries.push(op.entry)
+  }
+  if (entries.length < 2) return ops
+  const rest = ops.filter((op) => (op as { op: string }).op !== 'log.put')
+  rest.push({ op: 'log.put_many', entries })
+  return rest
+}
+
 /** `tv_write`'s op branches of this area (plpgsql `WHEN` arms over `_o`, `_d`). */
-export const logOpsSql = (s: string) => `      WHEN 'log.put' THEN
+export const logOpsSql = (s: string) => `      WHEN 'log.put_many' THEN
+        INSERT INTO ${s}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
+        SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
+        FROM jsonb_array_elements(_o -> 'entries') AS e
+        ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
+          entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc;
+      WHEN 'log.put' THEN
         _d := _o -> 'entry';
         INSERT INTO ${s}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
         VALUES (_d ->> 'tenant_id', _d ->> 'id', _d ->> 'created_at', _d ->> 'entity_type', _d ->> 'entity_id', _d)

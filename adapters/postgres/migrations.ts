@@ -2,7 +2,7 @@ import type { Pool } from 'pg'
 import { clientKeyTablesSql } from './client-keys.js'
 import { documentTablesSql } from './documents.js'
 import { lockKey, quoteIdent } from './keys.js'
-import { logCountSql, logTablesSql } from './logs.js'
+import { logCountByStatementSql, logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
 import { countsSql, countsTunedSql, tablesSql, tokenSyncByKeySql } from './schema.js'
@@ -108,6 +108,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 15,
     name: 'counts planned once and pruned often',
     sql: (s) => countsTunedSql(s),
+  },
+  {
+    // A write's entries in one statement, counted once a statement (see `logCountByStatementSql`).
+    version: 16,
+    name: 'audit entries put and counted together',
+    sql: (s) => logCountByStatementSql(s) + writeFunctionSql(s),
   },
 ]
 

@@ -2,6 +2,7 @@ import type { StoredToken } from '../../src/kernel/index.js'
 import type { Check, Op } from '../../src/store/index.js'
 import { applicationKeyHashes } from '../../src/store/index.js'
 import { sortKey } from './keys.js'
+import { logPutsTogether } from './logs.js'
 
 /**
  * `op` as `tv_write` takes it: the op itself, plus what SQL can't derive exactly as JavaScript does —
@@ -36,17 +37,19 @@ export function opArgument(op: Op): object {
 /**
  * The ops of a batch as `tv_write` takes them (`opArgument`), the first `token.put` of each token the
  * batch's checks find `token.absent` marked `fresh`: under that token's lock, with the guard held,
- * no row can be there, so `tv_write` inserts it without the upsert's conflict check.
+ * no row can be there, so `tv_write` inserts it without the upsert's conflict check; and the
+ * write's audit entries in one op when it has several (`logPutsTogether`).
  */
 export function opArguments(checks: readonly Check[], ops: readonly Op[]): object[] {
   const absent = new Set<string>()
   for (const c of checks) if (c.check === 'token.absent') absent.add(`${c.tenant_id}\u0000${c.id}`)
-  return ops.map((op) => {
+  const args = ops.map((op) => {
     if (op.op !== 'token.put' || absent.size === 0) return opArgument(op)
     const key = `${op.token.tenant_id}\u0000${op.token.id}`
     if (!absent.delete(key)) return op
     return { ...op, fresh: true }
   })
+  return logPutsTogether(args)
 }
 
 /** What `tv_write` takes for a batch: its checks and ops as JSON values, and whether the first check is deferred. */
