@@ -53,26 +53,20 @@ INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
  */
 export const logCountByStatementSql = (s: string) => `
 DROP TRIGGER IF EXISTS log_count ON ${s}.logs;
-CREATE OR REPLACE FUNCTION ${s}.log_count_added() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION ${s}.log_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
-  SELECT tenant_id, 'log', (pg_backend_pid() % 16)::smallint, count(*) FROM added GROUP BY tenant_id
+  SELECT tenant_id, 'log', (pg_backend_pid() % 16)::smallint,
+    CASE WHEN TG_OP = 'INSERT' THEN count(*) ELSE -count(*) END
+  FROM changed GROUP BY tenant_id
   ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
   RETURN NULL;
 END
 $$;
-CREATE OR REPLACE FUNCTION ${s}.log_count_removed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
-  SELECT tenant_id, 'log', (pg_backend_pid() % 16)::smallint, -count(*) FROM removed GROUP BY tenant_id
-  ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER log_count_added AFTER INSERT ON ${s}.logs REFERENCING NEW TABLE AS added
-  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.log_count_added();
-CREATE TRIGGER log_count_removed AFTER DELETE ON ${s}.logs REFERENCING OLD TABLE AS removed
-  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.log_count_removed();
+CREATE TRIGGER log_count_added AFTER INSERT ON ${s}.logs REFERENCING NEW TABLE AS changed
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.log_count_changed();
+CREATE TRIGGER log_count_removed AFTER DELETE ON ${s}.logs REFERENCING OLD TABLE AS changed
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.log_count_changed();
 `
 
 /**

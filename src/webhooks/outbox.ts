@@ -145,8 +145,8 @@ export function webhookEffect(store: Store, maxPending: number): WriteEffectHook
 
 /**
  * The guards that keep each tenant of `ops` within `maxPending` pending deliveries: the tenant may
- * hold at most `maxPending` less what this write adds (`count.within` is read in the write, under
- * the store's lock on the count, so concurrent writes serialize on it).
+ * hold at most `maxPending` less what this write adds (`count.within` is read in the write itself,
+ * under the store's lock on the count, so concurrent writes can't pass the bound together).
  */
 export function pendingBound(ops: readonly Op[], maxPending: number): Check[] {
   const adding = new Map<string, number>()

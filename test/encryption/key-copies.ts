@@ -6,14 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { expect } from 'vitest'
 import { createService, manualClock } from '../../entry/index.js'
 import type { Store } from '../../src/store/contract.js'
-
-const REVEAL = {
-  description: 'all',
-  priority: 1,
-  container: '/',
-  transform: 'reveal' as const,
-  permissions: ['token:create' as const, 'token:read' as const],
-}
+import { REVEAL_ALL, tenantWithClient } from '../support/tenants.js'
 
 /** Takes a copy of the live store as it is now; answers a function that opens the copy. */
 export type CopyNow = () => Promise<() => Promise<Store>>
@@ -49,15 +42,8 @@ export async function shreddingHoldsOnCopies(open: () => Promise<Store>, copyNow
   const service = createService({ store, clock: manualClock(), runner: null, masterKey: oldMaster })
   const tenants = []
   for (const name of ['gone', 'kept']) {
-    const tenant = await service.admin.createTenant({ name })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'app',
-      type: 'private',
-      permissions: ['token:create', 'token:read'],
-      rules: [REVEAL],
-    })
-    tenants.push({ id: tenant.id, key, client: service.connect(key) })
+    const { tenant, key, client } = await tenantWithClient(service, name, [REVEAL_ALL])
+    tenants.push({ id: tenant.id, key, client })
   }
   const [gone, kept] = tenants as [(typeof tenants)[0], (typeof tenants)[0]]
   const goneIds = [(await gone.client.tokens.create({ type: 'token', data: 'v1-secret' })).id]

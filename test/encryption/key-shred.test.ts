@@ -4,26 +4,7 @@ import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import type { Store } from '../../src/store/contract.js'
 import type { Op } from '../../src/store/index.js'
-
-const REVEAL = {
-  description: 'all',
-  priority: 1,
-  container: '/',
-  transform: 'reveal' as const,
-  permissions: ['token:create' as const, 'token:read' as const],
-}
-
-async function tenantWithKey(service: ReturnType<typeof createService>, name: string) {
-  const tenant = await service.admin.createTenant({ name })
-  const { key } = await service.admin.createApplication({
-    tenantId: tenant.id,
-    name: 'app',
-    type: 'private',
-    permissions: ['token:create', 'token:read'],
-    rules: [REVEAL],
-  })
-  return { tenant, key, client: service.connect(key) }
-}
+import { REVEAL_ALL, tenantWithClient } from '../support/tenants.js'
 
 /** A copy of `store`'s records in a new memory store: what a backup holds. */
 async function copyOf(store: Store): Promise<Store> {
@@ -62,8 +43,8 @@ describe('crypto-shredding', () => {
     const store = memoryStore()
     const masterKey = randomBytes(32)
     const service = createService({ store, clock: manualClock(), runner: null, masterKey })
-    const gone = await tenantWithKey(service, 'gone')
-    const kept = await tenantWithKey(service, 'kept')
+    const gone = await tenantWithClient(service, 'gone', [REVEAL_ALL])
+    const kept = await tenantWithClient(service, 'kept', [REVEAL_ALL])
     const goneIds: string[] = []
     for (let i = 0; i < 5; i++)
       goneIds.push((await gone.client.tokens.create({ type: 'token', data: `g${i}` })).id)
@@ -91,8 +72,8 @@ describe('crypto-shredding', () => {
     const store = memoryStore()
     const masterKey = randomBytes(32)
     const service = createService({ store, clock: manualClock(), runner: null, masterKey })
-    const gone = await tenantWithKey(service, 'gone')
-    const kept = await tenantWithKey(service, 'kept')
+    const gone = await tenantWithClient(service, 'gone', [REVEAL_ALL])
+    const kept = await tenantWithClient(service, 'kept', [REVEAL_ALL])
     const goneId = (await gone.client.tokens.create({ type: 'token', data: 'secret' })).id
     const keptId = (await kept.client.tokens.create({ type: 'token', data: 'k' })).id
     // What a store keeps of deleted records (file pages not yet reused, dead rows): a copy
@@ -112,8 +93,8 @@ describe('crypto-shredding', () => {
     const oldMaster = randomBytes(32)
     const newMaster = randomBytes(32)
     const service = createService({ store, clock: manualClock(), runner: null, masterKey: oldMaster })
-    const gone = await tenantWithKey(service, 'gone')
-    const kept = await tenantWithKey(service, 'kept')
+    const gone = await tenantWithClient(service, 'gone', [REVEAL_ALL])
+    const kept = await tenantWithClient(service, 'kept', [REVEAL_ALL])
     const goneId = (await gone.client.tokens.create({ type: 'token', data: 'secret' })).id
     const keptId = (await kept.client.tokens.create({ type: 'token', data: 'k' })).id
     const backup = await copyOf(store)

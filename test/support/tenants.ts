@@ -1,13 +1,26 @@
-import type { Service } from '../../entry/index.js'
+import type { AccessRule, Service } from '../../entry/index.js'
 
-/** A new tenant of `service` with a private application that creates and reads tokens, and its client. */
-export async function tenantWithClient(service: Service, name: string) {
+/** A rule that reveals every token to a key that creates and reads them. */
+export const REVEAL_ALL: AccessRule = {
+  description: 'all',
+  priority: 1,
+  container: '/',
+  transform: 'reveal',
+  permissions: ['token:create', 'token:read'],
+}
+
+/**
+ * A new tenant of `service` with a private application that creates and reads tokens (under
+ * `rules`, when given), its key and its client.
+ */
+export async function tenantWithClient(service: Service, name: string, rules?: AccessRule[]) {
   const tenant = await service.admin.createTenant({ name })
   const { key } = await service.admin.createApplication({
     tenantId: tenant.id,
     name: 'app',
     type: 'private',
     permissions: ['token:create', 'token:read'],
+    ...(rules ? { rules } : {}),
   })
-  return { tenant, client: service.connect(key) }
+  return { tenant, key, client: service.connect(key) }
 }
