@@ -202,6 +202,13 @@ export function sealText(key: TenantKey, text: string, aad: string): string {
   return sealVersioned(key, Buffer.from(text, 'utf8'), aad).toString('base64')
 }
 
+/** `sealText` in two turns: encrypted in this one, encoded as base64 in the next (`nextTurn`). */
+export async function sealTextInSteps(key: TenantKey, text: string, aad: string): Promise<string> {
+  const sealed = sealVersioned(key, Buffer.from(text, 'utf8'), aad)
+  await nextTurn()
+  return sealed.toString('base64')
+}
+
 /** Header (marker, version) ‖ IV ‖ ciphertext ‖ tag of `plain` under the key's current version, in one buffer. */
 function sealVersioned(key: TenantKey, plain: Uint8Array, aad: string): Buffer {
   const out = sealBytes(key.encryption, plain, versionedAad(aad, key.version), HEADER_BYTES)

@@ -5,42 +5,74 @@
  * Node runs every `setImmediate` queued before its check phase in one go, so if each long piece of
  * work took its own immediate, a short wait of another call (the audit log's group commit waits
  * one turn before its group) would run only after every step queued before it: one tenant with
- * eight pages being written would make another's GET wait for eight steps. `nextTurn` is fair
- * instead: its waiters resolve one per turn of the event loop, first come first served, so the
- * loop polls for I/O and runs other immediates between two steps and a short wait is queued behind
- * one step at most. `lightTurn` is the plain immediate, for a wait that runs no long step after it.
+ * eight pages being written would make another's GET wait for eight steps. The turns here are fair
+ * instead, and short waits go first: in each turn of the event loop every light wait (`lightTurn`)
+ * queued before it resolves, and the calls it wakes run until they wait again; then one step
+ * (`nextTurn`) resolves, first come first served. A short call that arrives while long work is
+ * under way waits for the step that runs when it comes, not for one more.
  */
 
 /**
- * The waiters of `nextTurn`, resolved one per turn in the order they came. There is one of these
- * per thread, as there is one event loop per thread (the one thing it orders): a queue per service
- * would let two vaults in one process each run a step per turn, and their callers could not hold
- * one between them.
+ * The waiters of `nextTurn` and `lightTurn`. There is one of these per thread, as there is one
+ * event loop per thread (the one thing it orders): a queue per service would let two vaults in one
+ * process each run a step per turn, and their callers could not hold one between them.
  */
 class FairTurns {
-  /** Waiters not yet resolved, in order; `head` is the next one's index. */
-  private waiting: (() => void)[] = []
+  /** Steps not yet resolved, in order; `head` is the next one's index. */
+  private steps: (() => void)[] = []
   private head = 0
-  /** Whether an immediate that resolves the next waiter is queued. */
+  /** Light waits not yet resolved: all of them go in the next turn, before its step. */
+  private light: (() => void)[] = []
+  /** Whether this turn's two immediates (the light waits', then the step's) are queued. */
   private queued = false
+  /**
+   * How many steps had come when this turn's light waits were resolved: a step that came after
+   * (from a call they woke) waits for the next turn, never runs in the turn it was queued in.
+   */
+  private stepsBefore = 0
 
-  wait(resolve: () => void): void {
-    this.waiting.push(resolve)
-    if (this.queued) return
-    this.queued = true
-    setImmediate(this.resolveOne)
+  step(resolve: () => void): void {
+    this.steps.push(resolve)
+    this.queue()
   }
 
-  /** Resolves the first waiter, and queues the next one's turn for the loop's next check phase. */
-  private readonly resolveOne = (): void => {
-    const resolve = this.waiting[this.head]!
-    this.waiting[this.head++] = undefined as never
-    if (this.head === this.waiting.length) {
-      this.waiting = []
-      this.head = 0
-      this.queued = false
-    } else setImmediate(this.resolveOne)
-    resolve()
+  wait(resolve: () => void): void {
+    this.light.push(resolve)
+    this.queue()
+  }
+
+  /**
+   * Queues the turn's two immediates side by side: Node runs the promise jobs of one before the
+   * next, so the calls the light waits wake run before the step does.
+   */
+  private queue(): void {
+    if (this.queued) return
+    this.queued = true
+    setImmediate(this.resolveLight)
+    setImmediate(this.resolveStep)
+  }
+
+  /** Resolves every light wait queued so far; one queued while they run waits for the next turn. */
+  private readonly resolveLight = (): void => {
+    this.stepsBefore = this.steps.length
+    const ready = this.light
+    this.light = []
+    for (const resolve of ready) resolve()
+  }
+
+  /** Resolves the first step that came before this turn, and queues the next turn when anything still waits. */
+  private readonly resolveStep = (): void => {
+    this.queued = false
+    const resolve = this.head < this.stepsBefore ? this.steps[this.head] : undefined
+    if (resolve !== undefined) {
+      this.steps[this.head++] = undefined as never
+      if (this.head === this.steps.length) {
+        this.steps = []
+        this.head = 0
+      }
+    }
+    if (this.head < this.steps.length || this.light.length > 0) this.queue()
+    resolve?.()
   }
 }
 
@@ -49,16 +81,16 @@ const loopTurns = new FairTurns()
 
 /**
  * Resolves on a later turn of the event loop: what a long piece of work awaits between two bounded
- * steps so that waiting calls run. One waiter resolves per turn, in the order they came, so however
- * many steps wait, other work waits behind one of them.
+ * steps so that waiting calls run. One waiter resolves per turn, in the order they came, after the
+ * turn's light waits, so however many steps wait, other work waits behind one of them at most.
  */
-export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => loopTurns.wait(resolve))
+export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => loopTurns.step(resolve))
 
 /**
- * Resolves on the event loop's next turn (`setImmediate`), not queued behind `nextTurn`'s steps:
- * for a short wait that lets the calls of this turn join it, with no long step after it.
+ * Resolves on the event loop's next turn, before that turn's step of `nextTurn`: for a short wait
+ * that lets the calls of this turn join it, with no long step after it.
  */
-export const lightTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve))
+export const lightTurn = (): Promise<void> => new Promise<void>((resolve) => loopTurns.wait(resolve))
 
 /**
  * The calls of one service in flight: begun (a client call counts from before its key is checked)
