@@ -36,6 +36,19 @@ export class WorkMeter {
   async charge(n: number): Promise<void> {
     if (n <= 0) return
     this.units += n
+    await this.pace(n)
+  }
+
+  /**
+   * Counts `n` units against the cap without yielding: work the call has decided to do and paces
+   * where it does it (`pace`), as a walk charges a batch's candidates before it matches them.
+   */
+  add(n: number): void {
+    if (n > 0) this.units += n
+  }
+
+  /** Yields to other work when `yieldEvery` units of work done (added or charged) have added up since the last yield. */
+  async pace(n: number): Promise<void> {
     this.sinceYield += n
     if (this.sinceYield >= this.yieldEvery) {
       this.sinceYield = 0

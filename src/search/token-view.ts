@@ -157,7 +157,8 @@ export async function walkTokens(
       ids.push(found)
       meter.candidate = found
       min = successor(found)
-      await meter.charge(cost)
+      // Counted now, paced as each is matched (`visitBatch`): matching is the work, not finding.
+      meter.add(cost)
     }
     batch = Math.min(batch * 2, HEAD_BATCH)
     if (ids.length && !(await visitBatch(ids))) return { exhausted: false }
@@ -175,17 +176,20 @@ export async function walkTokens(
     const heads = new Map((await ctx.store.getTokenHeads(tenant, ids)).map((h) => [h.id, h]))
     for (const id of ids) {
       if (hasStaged && !(await emitStaged(id))) return false
-      const next = hasStaged ? await staged.peek() : undefined
-      if (next?.token_id === id) {
-        staged.take()
-        const token = next.token
-        if (token && live(token, now) && !visit({ head: token, staged: token })) return false
-        continue
-      }
-      const head = heads.get(id)
-      if (head && live(head, now) && !visit({ head })) return false
+      if (!visitOne(id, hasStaged ? await staged.peek() : undefined, heads.get(id))) return false
+      await meter.pace(cost)
     }
     return true
+  }
+
+  /** Visits candidate `id`: the staged record `next` when it is that token's, else its committed `head`. */
+  function visitOne(id: string, next: StagedWrite | undefined, head: TokenHead | undefined): boolean {
+    if (next?.token_id === id) {
+      staged.take()
+      const token = next.token
+      return !token || !live(token, now) || visit({ head: token, staged: token })
+    }
+    return !head || !live(head, now) || visit({ head })
   }
 }
 
