@@ -1,4 +1,4 @@
-import { nextTurn } from '../../src/kernel/index.js'
+import { mayEscapeInJson, nextTurn } from '../../src/kernel/index.js'
 /**
  * The JSON text of an answer, built so that a large page does not hold the event loop in one
  * block: a list's `data` items are serialized one by one, letting other requests run (a
@@ -166,15 +166,12 @@ async function largeItem(item: Record<string, unknown> & { data: string }, parts
   return bytes
 }
 
-/** A character `JSON.stringify` writes with an escape: `"`, `\\`, a control character, a surrogate (paired ones too, to be safe). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON escapes
-const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/
-
 /**
  * `JSON.stringify(piece)` without its quotes: `piece` itself when it has nothing to escape (a
  * slice of the value, not a copy: a 900 KB string of plain text is never copied to be answered).
  */
-const jsonStringBody = (piece: string) => (ESCAPED.test(piece) ? JSON.stringify(piece).slice(1, -1) : piece)
+const jsonStringBody = (piece: string) =>
+  mayEscapeInJson(piece) ? JSON.stringify(piece).slice(1, -1) : piece
 
 /** Whether `code` is the first half of a surrogate pair. */
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff

@@ -83,5 +83,5 @@ export interface Ctx {
    * HMAC-SHA-256 (base64url) of `value` under the caller's tenant key for `purpose` (a subkey of
    * the tenant's data key per purpose): search indexes, fingerprints. Never stored in the clear.
    */
-  hmac(purpose: string, value: string): Promise<string>
+  hmac(purpose: string, value: string | readonly string[]): Promise<string>
 }

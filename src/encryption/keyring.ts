@@ -202,9 +202,14 @@ export function sealText(key: TenantKey, text: string, aad: string): string {
   return sealVersioned(key, Buffer.from(text, 'utf8'), aad).toString('base64')
 }
 
-/** `sealText` in two turns: encrypted in this one, encoded as base64 in the next (`nextTurn`). */
-export async function sealTextInSteps(key: TenantKey, text: string, aad: string): Promise<string> {
-  const sealed = sealVersioned(key, Buffer.from(text, 'utf8'), aad)
+/** `sealText` of the text whose UTF-8 bytes are `utf8`. */
+export function sealUtf8(key: TenantKey, utf8: Uint8Array, aad: string): string {
+  return sealVersioned(key, utf8, aad).toString('base64')
+}
+
+/** `sealUtf8` in two turns: encrypted in this one, encoded as base64 in the next (`nextTurn`). */
+export async function sealUtf8InSteps(key: TenantKey, utf8: Uint8Array, aad: string): Promise<string> {
+  const sealed = sealVersioned(key, utf8, aad)
   await nextTurn()
   return sealed.toString('base64')
 }
@@ -371,9 +376,15 @@ function hasMarker(bytes: Uint8Array): boolean {
   return true
 }
 
-/** HMAC-SHA-256 of `value` under the tenant's key for `purpose`, as base64url. */
-export function keyedHash(key: TenantKey, purpose: string, value: string): string {
-  return createHmac('sha256', key.hmacKey(purpose)).update(value, 'utf8').digest('base64url')
+/**
+ * HMAC-SHA-256 of `value` under the tenant's key for `purpose`, as base64url. A value given in
+ * parts is hashed as their concatenation, without making it: a large part is never copied into a
+ * second string to be hashed.
+ */
+export function keyedHash(key: TenantKey, purpose: string, value: string | readonly string[]): string {
+  const mac = createHmac('sha256', key.hmacKey(purpose))
+  for (const part of typeof value === 'string' ? [value] : value) mac.update(part, 'utf8')
+  return mac.digest('base64url')
 }
 
 /** A new random data key (32 bytes). */

@@ -345,7 +345,7 @@ export class Keyring {
   }
 
   /** HMAC-SHA-256 of `value` under the tenant's key for `purpose` (fingerprints, search indexes). */
-  async hmac(tenantId: string, purpose: string, value: string): Promise<string> {
+  async hmac(tenantId: string, purpose: string, value: string | readonly string[]): Promise<string> {
     const held = this.fresh(tenantId)
     return keyedHash(held ? held.key : await this.key(tenantId), purpose, value)
   }

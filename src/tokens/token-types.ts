@@ -195,11 +195,12 @@ export function typeRules(type: string): TokenTypeRules {
 export const FINGERPRINT_PURPOSE = 'fingerprint'
 
 /**
- * What a token's fingerprint hashes: its type and what its `fingerprint_expression` (or the type's
- * default) renders with `data` and `metadata` bound; `undefined` when that renders nothing. A bad
- * given expression answers 400 naming `fingerprint_expression`.
+ * What a token's fingerprint hashes: its type, U+0000, and what its `fingerprint_expression` (or
+ * the type's default) renders with `data` and `metadata` bound, as those parts (hashed as their
+ * concatenation, never made into one string: a 400 KB value would be copied); `undefined` when
+ * that renders nothing. A bad given expression answers 400 naming `fingerprint_expression`.
  */
-export function fingerprintSource(token: StoredToken): string | undefined {
+export function fingerprintSource(token: StoredToken): readonly string[] | undefined {
   const given = token.fingerprint_expression
   const vars = { data: token.data, metadata: token.metadata }
   let text: string | null
@@ -220,7 +221,7 @@ export function fingerprintSource(token: StoredToken): string | undefined {
       text = null
     }
   }
-  return text === null ? undefined : `${token.type}\u0000${text}`
+  return text === null ? undefined : [token.type, '\u0000', text]
 }
 
 /**
@@ -231,7 +232,8 @@ export function fingerprintSource(token: StoredToken): string | undefined {
 export async function fingerprintOf(ctx: Ctx, token: StoredToken): Promise<string | undefined> {
   const source = fingerprintSource(token)
   if (source === undefined) return undefined
-  if (source.length <= LARGE_SOURCE_CHARS) return ctx.hmac(FINGERPRINT_PURPOSE, source)
+  const chars = source.reduce((n, part) => n + part.length, 0)
+  if (chars <= LARGE_SOURCE_CHARS) return ctx.hmac(FINGERPRINT_PURPOSE, source)
   // A large source is hashed in a turn of its own (about half a millisecond at 400 KB), and what
   // follows (the token's sealing) waits for the next: others' requests run between.
   await nextTurn()
@@ -250,10 +252,10 @@ const LARGE_SOURCE_CHARS = 64 * 1024
  */
 export async function refingerprinted(
   token: StoredToken,
-  hmac: (purpose: string, value: string) => Promise<string>,
+  hmac: (purpose: string, value: readonly string[]) => Promise<string>,
 ): Promise<StoredToken> {
   const { fingerprint: _old, ...rest } = token
-  let source: string | undefined
+  let source: readonly string[] | undefined
   try {
     source = fingerprintSource(token)
   } catch {
