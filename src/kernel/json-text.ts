@@ -5,14 +5,27 @@
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what JSON escapes
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/
 
+/** The bytes whose characters `JSON.stringify` escapes in a well-formed string: controls, `"`, `\`. */
+const ESCAPED_BYTES = [...Array.from({ length: 0x20 }, (_, b) => b), 0x22, 0x5c]
+
+/** The same characters, as strings. */
+const ESCAPED_CHARS = ESCAPED_BYTES.map((b) => String.fromCharCode(b))
+
+/**
+ * Strings of at least this many characters are searched character by character (`indexOf`, a fast
+ * scan each) rather than with `ESCAPED`: 34 scans of 256 Ki characters took about a quarter of a
+ * millisecond where the expression took about one.
+ */
+const SCANNED_CHARS = 4096
+
 /**
  * Whether `JSON.stringify(text)` may be other than `text` between quotes. When it is not, a large
  * string's JSON can be written as the string itself (its bytes, or slices of it) with no copy made.
  */
-export const mayEscapeInJson = (text: string): boolean => ESCAPED.test(text)
-
-/** The bytes whose characters `JSON.stringify` escapes in a well-formed string: controls, `"`, `\`. */
-const ESCAPED_BYTES = [...Array.from({ length: 0x20 }, (_, b) => b), 0x22, 0x5c]
+export function mayEscapeInJson(text: string): boolean {
+  if (text.length < SCANNED_CHARS) return ESCAPED.test(text)
+  return !text.isWellFormed() || ESCAPED_CHARS.some((c) => text.indexOf(c) !== -1)
+}
 
 /**
  * Whether the UTF-8 bytes of a well-formed string (`isWellFormed`: no lone surrogate) hold a
