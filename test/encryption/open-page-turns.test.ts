@@ -77,6 +77,15 @@ describe('a page opens in steps of at most 256 KiB of sealed bytes', () => {
     expect(await stepsOf([131_072, 131_073])).toEqual(['#0', 'turn', '#1'])
   })
 
+  it('an item counts as 16 384 bytes at the least: 16 small items open in one step, the 17th after a turn', async () => {
+    const names = (n: number) => Array.from({ length: n }, (_, i) => `#${i}`)
+    expect(await stepsOf(Array(16).fill(100))).toEqual(names(16))
+    expect(await stepsOf(Array(17).fill(100))).toEqual([...names(16), 'turn', '#16'])
+    // 16 384 counts as itself, 16 385 a little more: two of 131 072 and one of each fill a step.
+    expect(await stepsOf([131_072, 114_688, 16_384])).toEqual(['#0', '#1', '#2'])
+    expect(await stepsOf([131_072, 114_688, 16_385])).toEqual(['#0', '#1', 'turn', '#2'])
+  })
+
   it('an item larger than a step opens in a step of its own; the first never waits', async () => {
     expect(await stepsOf([300_000, 10, 300_000])).toEqual(['#0', 'turn', '#1', 'turn', '#2'])
     expect(await stepsOf([])).toEqual([])
