@@ -110,7 +110,7 @@ function sealedJson(data: Json, mask: Json | undefined): Buffer {
   return out
 }
 
-/** `token` with `sealed` (its data and mask, sealed by `sealText`) as its `data`. */
+/** `token` with `sealed` (its data and mask, sealed by `sealUtf8`) as its `data`. */
 function sealedWith(s: Sealing, key: TenantKey, token: StoredToken, sealed: string): StoredToken {
   const values = token.search_index_values
   const data = { $sealed: sealed }
