@@ -199,7 +199,7 @@ export function sealValue(key: TenantKey, value: unknown, aad: string): string {
 
 /** `sealValue` of a value already serialized: `text` is its JSON. */
 export function sealText(key: TenantKey, text: string, aad: string): string {
-  return sealVersioned(key, Buffer.from(text, 'utf8'), aad).toString('base64')
+  return sealUtf8(key, Buffer.from(text, 'utf8'), aad)
 }
 
 /** `sealText` of the text whose UTF-8 bytes are `utf8`. */

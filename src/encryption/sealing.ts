@@ -92,8 +92,9 @@ const LARGE_SEAL_BYTES = 64 * 1024
 
 /**
  * The UTF-8 bytes of `JSON.stringify([data])` (`[data, mask]` with a mask), what is sealed. Data
- * that is a well-formed string of more than `LARGE_SEAL_BYTES` characters with nothing to escape
- * is written as its bytes between the brackets and quotes: the same bytes, with no second string
+ * that is a well-formed string of more than `LARGE_SEAL_BYTES` characters (so of more bytes too:
+ * only a value that seals in turns) with nothing to escape is written as its bytes between the
+ * brackets and quotes: the same bytes, with no second string
  * as large as it made (a 400 KB create made five; each is young garbage that brings the next
  * collection nearer) and in about a third of the time.
  */
