@@ -5,10 +5,35 @@ import { copy, Scoped, SortedIds } from '../../src/store/index.js'
 /** `created_at ‖ \u0001 ‖ id`: orders entries by time, then id (ISO times sort as text). */
 const timeKey = (createdAt: string, id: string) => `${createdAt}\u0001${id}`
 
+/**
+ * One entity's time keys: the key itself while it has one entry (most tokens a log names are named
+ * once: no set built for each), a set from its second.
+ */
+type EntityKeys = string | SortedIds
+
 /** One entity type's time keys: all its entries', and per `entity_id` those of each entity. */
 interface TypeIndex {
   all: SortedIds
-  byId: Map<string, SortedIds>
+  byId: Map<string, EntityKeys>
+}
+
+/**
+ * Chain order (entries by id: an id is its lane, `:`, its seq) as a set of the ids' heads (each id
+ * up to its first `:`, its lane's) and, per head, its ids: a lane's new entry is an append to its
+ * own set, where one set of every id would take most entries in its middle (a write's lane is any
+ * of those in flight). Two ids of different heads compare as their heads do (a head holds no `:`
+ * but its last character), so reading the heads in order, then each head's ids, is id order.
+ */
+interface ChainIndex {
+  heads: SortedIds
+  byHead: Map<string, SortedIds>
+  size: number
+}
+
+/** An id up to and including its first `:` (the whole id when it has none). */
+const headOf = (id: string) => {
+  const colon = id.indexOf(':')
+  return colon < 0 ? id : id.slice(0, colon + 1)
 }
 
 /**
@@ -18,7 +43,7 @@ interface TypeIndex {
  * hashed for each entry).
  */
 interface TenantLogs {
-  chain: SortedIds
+  chain: ChainIndex
   byTime: SortedIds
   /** `entity_type` → its time keys, and `entity_id` → its entity's. */
   byType: Map<string, TypeIndex>
@@ -43,7 +68,11 @@ export function emptyLogMaps(): LogMaps {
 function tenantLogs(m: LogMaps, tenantId: string): TenantLogs {
   let t = m.tenants.get(tenantId)
   if (!t) {
-    t = { chain: new SortedIds(), byTime: new SortedIds(), byType: new Map() }
+    t = {
+      chain: { heads: new SortedIds(), byHead: new Map(), size: 0 },
+      byTime: new SortedIds(),
+      byType: new Map(),
+    }
     m.tenants.set(tenantId, t)
   }
   return t
@@ -59,7 +88,7 @@ export function put(m: LogMaps, entry: LogEntry): void {
   m.entries.set(entry.tenant_id, entry.id, entry)
   const t = tenantLogs(m, entry.tenant_id)
   const key = timeKey(entry.created_at, entry.id)
-  t.chain.add(entry.id)
+  chainAdd(t.chain, entry.id)
   t.byTime.add(key)
   let type = t.byType.get(entry.entity_type)
   if (!type) {
@@ -68,12 +97,15 @@ export function put(m: LogMaps, entry: LogEntry): void {
   }
   type.all.add(key)
   if (entry.entity_id === undefined) return
-  let ids = type.byId.get(entry.entity_id)
-  if (!ids) {
-    ids = new SortedIds()
-    type.byId.set(entry.entity_id, ids)
+  const keys = type.byId.get(entry.entity_id)
+  if (keys === undefined) type.byId.set(entry.entity_id, key)
+  else if (typeof keys !== 'string') keys.add(key)
+  else if (keys !== key) {
+    const set = new SortedIds()
+    set.add(keys)
+    set.add(key)
+    type.byId.set(entry.entity_id, set)
   }
-  ids.add(key)
 }
 
 export function remove(m: LogMaps, tenantId: string, id: string): void {
@@ -82,17 +114,66 @@ export function remove(m: LogMaps, tenantId: string, id: string): void {
   m.entries.delete(tenantId, id)
   const t = tenantLogs(m, tenantId)
   const key = timeKey(old.created_at, old.id)
-  t.chain.delete(id)
+  chainDelete(t.chain, id)
   t.byTime.delete(key)
   const type = t.byType.get(old.entity_type)
   if (type) {
     type.all.delete(key)
-    const ids = old.entity_id === undefined ? undefined : type.byId.get(old.entity_id)
-    ids?.delete(key)
-    if (ids?.size === 0) type.byId.delete(old.entity_id!)
+    if (old.entity_id !== undefined) entityDelete(type.byId, old.entity_id, key)
     if (type.all.size === 0) t.byType.delete(old.entity_type)
   }
   if (t.chain.size === 0) m.tenants.delete(tenantId)
+}
+
+function entityDelete(byId: Map<string, EntityKeys>, entityId: string, key: string): void {
+  const keys = byId.get(entityId)
+  if (keys === undefined) return
+  if (typeof keys === 'string') {
+    if (keys === key) byId.delete(entityId)
+  } else if (keys.delete(key) && keys.size === 0) byId.delete(entityId)
+}
+
+function chainAdd(chain: ChainIndex, id: string): void {
+  const head = headOf(id)
+  let ids = chain.byHead.get(head)
+  if (!ids) {
+    ids = new SortedIds()
+    chain.byHead.set(head, ids)
+    chain.heads.add(head)
+  }
+  if (ids.add(id)) chain.size++
+}
+
+function chainDelete(chain: ChainIndex, id: string): void {
+  const head = headOf(id)
+  const ids = chain.byHead.get(head)
+  if (!ids?.delete(id)) return
+  chain.size--
+  if (ids.size > 0) return
+  chain.byHead.delete(head)
+  chain.heads.delete(head)
+}
+
+/** At most `limit` ids in id order after `after` (from the first when undefined): see `ChainIndex`. */
+function chainAfter(chain: ChainIndex, after: string | undefined, limit: number): string[] {
+  const out: string[] = []
+  if (limit <= 0) return out
+  let heads = chain.heads.from(undefined)
+  if (after !== undefined) {
+    const head = headOf(after)
+    for (const id of chain.byHead.get(head)?.from(after) ?? []) {
+      out.push(id)
+      if (out.length >= limit) return out
+    }
+    heads = chain.heads.from(head)
+  }
+  for (const head of heads) {
+    for (const id of chain.byHead.get(head)!.from(undefined)) {
+      out.push(id)
+      if (out.length >= limit) return out
+    }
+  }
+  return out
 }
 
 /** See `Store.listLogs`. */
@@ -100,14 +181,14 @@ export function list(m: LogMaps, tenantId: string, q: LogQuery): LogEntry[] {
   const t = m.tenants.get(tenantId)
   if (!t || q.limit <= 0) return []
   if (q.order === 'chain') {
-    return t.chain.after(q.after?.id, q.limit).map((id) => copy(m.entries.get(tenantId, id)!))
+    return chainAfter(t.chain, q.after?.id, q.limit).map((id) => copy(m.entries.get(tenantId, id)!))
   }
   const ascending = q.order === 'oldest'
   const index = indexFor(t, q, ascending)
   if (!index) return []
   const at = startOf(q, ascending)
   const out: LogEntry[] = []
-  for (const key of ascending ? index.from(at) : index.before(at)) {
+  for (const key of walk(index, at, ascending)) {
     const entry = m.entries.get(tenantId, key.slice(key.indexOf('\u0001') + 1))!
     if (
       ascending
@@ -121,7 +202,14 @@ export function list(m: LogMaps, tenantId: string, q: LogQuery): LogEntry[] {
   return out
 }
 
-function indexFor(t: TenantLogs, q: LogQuery, ascending: boolean): SortedIds | undefined {
+/** The keys of `index` after `at` (oldest first) or before it (newest first), read lazily. */
+function walk(index: EntityKeys, at: string | undefined, ascending: boolean): Iterable<string> {
+  if (typeof index !== 'string') return ascending ? index.from(at) : index.before(at)
+  const within = at === undefined || (ascending ? index > at : index < at)
+  return within ? [index] : []
+}
+
+function indexFor(t: TenantLogs, q: LogQuery, ascending: boolean): EntityKeys | undefined {
   if (q.entity_type === undefined) return t.byTime
   // Filtered reads are served newest first only (what `GET /logs` asks); oldest-first reads are unfiltered.
   if (ascending) throw new Error('listLogs: oldest-first reads take no entity filter')

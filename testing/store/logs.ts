@@ -67,6 +67,32 @@ export function logsTests(fresh: () => Promise<Store>): void {
     ).toEqual([0])
   })
 
+  it('pages chain order by keyset cursor in id order, whatever the lanes (prefixes of each other, a `:` in one)', async () => {
+    const store = await fresh()
+    const lanes = ['w.1', 'w.10', 'w.1-', 'w.0', 'w.00', 'w.1:b', 'w.1:', 'v']
+    // Put in an order that is not the ids' (the seqs of each lane go up; the lanes interleave).
+    const entries = [0, 1, 2].flatMap((seq) => lanes.map((lane) => logEntry(lane, seq)))
+    await store.write({ ops: entries.map((entry) => ({ op: 'log.put' as const, entry })) })
+    const ids = entries.map((e) => e.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const paged: string[] = []
+    let after: LogEntry | undefined
+    for (let page = 0; page < 20; page++) {
+      const got = await store.listLogs(T, { order: 'chain', limit: 3, ...(after ? { after } : {}) })
+      paged.push(...got.map((e) => e.id))
+      if (got.length < 3) break
+      after = got.at(-1)
+    }
+    expect(paged).toEqual(ids)
+    // A cursor whose entry is gone still pages on from its place.
+    await store.write({ ops: [{ op: 'log.delete', tenant_id: T, id: ids[4]! }] })
+    const rest = await store.listLogs(T, {
+      order: 'chain',
+      limit: 100,
+      after: entries.find((e) => e.id === ids[4])!,
+    })
+    expect(rest.map((e) => e.id)).toEqual(ids.slice(5))
+  })
+
   it('lands an entry only with its write: a refused write keeps none', async () => {
     const store = await fresh()
     const refused = await store.write({
