@@ -60,7 +60,7 @@ export async function serverRows(url: string, opts: BenchOptions): Promise<Bench
       const locks = new LockKeys(into)
       const st = statements(tables(into))
       return () => {
-        const query = plainCreateQuery(st, locks, [token(`t${n++}`)])
+        const query = plainCreateQuery(st, locks, [{ token: token(`t${n++}`), entries: [] }])
         return client.query({ name: `${query.name} ${into}`, text: query.text, values: query.values ?? [] })
       }
     }

@@ -1,4 +1,4 @@
-import type { StoredToken } from '../../src/kernel/index.js'
+import type { LogEntry, StoredToken } from '../../src/kernel/index.js'
 import type { Check, Op } from '../../src/store/index.js'
 import { applicationKeyHashes } from '../../src/store/index.js'
 import { sortKey } from './keys.js'
@@ -88,19 +88,35 @@ export function writeArguments(checks: readonly Check[], ops: readonly Op[]): Wr
   return { checks: [{ ...first, deferred: true }, ...checks.slice(1)], ops: opArgs, deferred: true }
 }
 
+/** A plain create (`plainCreate`): its token, and its write's audit entries (none with the log off). */
+export interface PlainCreate {
+  token: StoredToken
+  entries: LogEntry[]
+}
+
 /**
- * The token of a plain create: a write whose one guard is `token.absent` and whose one op is that
- * token's put (what the core sends for a token whose id it made itself); else null. Such a write
- * needs no `tv_write`: its guard is the primary key of the INSERT, and the only lock it must take
- * is its fingerprint's, shared (see `statements.create`).
+ * A plain create: a write whose one guard is `token.absent` and whose ops are that token's put (what
+ * the core sends for a token whose id it made itself), then only `log.put`s of its tenant, each id
+ * once (its audit entries); else null. Such a write needs no `tv_write`: its guard is the primary
+ * key of the INSERT, the only lock it must take is its fingerprint's, shared (see
+ * `statements.create`), and its entries take none (see `recordNames`).
  */
-export function plainCreate(checks: readonly Check[], ops: readonly Op[]): StoredToken | null {
-  if (checks.length !== 1 || ops.length !== 1) return null
+export function plainCreate(checks: readonly Check[], ops: readonly Op[]): PlainCreate | null {
+  if (checks.length !== 1 || ops.length === 0) return null
   const [check] = checks
   const [op] = ops
   if (check?.check !== 'token.absent' || op?.op !== 'token.put') return null
   const { token } = op
-  return token.tenant_id === check.tenant_id && token.id === check.id ? token : null
+  if (token.tenant_id !== check.tenant_id || token.id !== check.id) return null
+  const entries: LogEntry[] = []
+  for (let i = 1; i < ops.length; i++) {
+    const o = ops[i]!
+    if (o.op !== 'log.put' || o.entry.tenant_id !== token.tenant_id) return null
+    // One INSERT may not meet one key twice: such a write goes through `tv_write`.
+    if (entries.some((e) => e.id === o.entry.id)) return null
+    entries.push(o.entry)
+  }
+  return { token, entries }
 }
 
 /**

@@ -13,14 +13,14 @@ export type Statements = ReturnType<typeof statements>
  * part writes (and holds a row lock, as the count's upsert does) while the statement waits for a
  * lock: a deduplicating create holding the lock then never waits for this one's count row.
  */
-const plainCreateSql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
+const plainCreateSql = (t: Tables, terms: string, logged = '') => `WITH l AS MATERIALIZED (
     SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($7::bigint[]) AS k) AS x
   ), t AS (
     INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc) SELECT $1, $2, $3, $4, $5::jsonb FROM l
   ), c AS (
     INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n) SELECT $1, pg_backend_pid() % 16, 1 FROM l
     ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + 1
-  )
+  )${logged}
   INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
 
 /**
@@ -28,7 +28,7 @@ const plainCreateSql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
  * by `terms` (a SELECT that reads `d`, the tokens, which reads `l`, the locks), as
  * `plainCreateSql` for one.
  */
-const plainCreateManySql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
+const plainCreateManySql = (t: Tables, terms: string, logged = '') => `WITH l AS MATERIALIZED (
     SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS x
   ), d AS MATERIALIZED (
     SELECT e AS doc FROM l, jsonb_array_elements($1::jsonb) AS e
@@ -39,8 +39,21 @@ const plainCreateManySql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED
     INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n)
     SELECT doc ->> 'tenant_id', pg_backend_pid() % 16, count(*) FROM d GROUP BY 1
     ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + EXCLUDED.n
-  )
+  )${logged}
   INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
+
+/**
+ * The part of a plain create's statement that writes its audit entries (`$n`, a JSON array of
+ * them), as `tv_write`'s `log.put_many` does: after the locks (it reads `l`); the count of entries
+ * moves by the table's statement trigger (migration 16).
+ */
+const loggedSql = (t: Tables, n: number) => `, g AS (
+    INSERT INTO ${t.schema}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
+    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
+    FROM l, jsonb_array_elements($${n}::jsonb) AS e
+    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
+      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc
+  )`
 
 /** Builds the write and expiry statements for these tables. Placeholders are documented beside each. */
 export function statements(t: Tables) {
@@ -103,6 +116,28 @@ export function statements(t: Tables) {
     createManyAny: plainCreateManySql(
       t,
       `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
+    ),
+
+    /**
+     * `create`, `createAny`, `createMany` and `createManyAny` with the creates' audit entries
+     * (`plainCreate`) written in the same statement: $8 (one token) or $3 (several) the entries,
+     * a JSON array.
+     */
+    createLogged: plainCreateSql(t, `SELECT $1, 'container', '', $6, $2 FROM l`, loggedSql(t, 8)),
+    createAnyLogged: plainCreateSql(
+      t,
+      `SELECT $1, x.kind, x.name, x.value, $2 FROM l, ${t.schema}.token_terms_of($5::jsonb) AS x WHERE $6::text IS NULL`,
+      loggedSql(t, 8),
+    ),
+    createManyLogged: plainCreateManySql(
+      t,
+      `SELECT doc ->> 'tenant_id', 'container', '', doc -> 'containers' ->> 0, doc ->> 'id' FROM d`,
+      loggedSql(t, 3),
+    ),
+    createManyAnyLogged: plainCreateManySql(
+      t,
+      `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
+      loggedSql(t, 3),
     ),
 
     /** $1 before, $2 limit: keys of finished outbox entries past $1 (`outbox_expiry`). */

@@ -7,7 +7,13 @@ import type { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { prepared } from './keys.js'
 import { type LockKeys, plainCreateNames, recordNames } from './locking.js'
-import { onlyContainerTerm, plainCreate, type WriteArguments, writeArguments } from './ops.js'
+import {
+  onlyContainerTerm,
+  type PlainCreate,
+  plainCreate,
+  type WriteArguments,
+  writeArguments,
+} from './ops.js'
 import { pause, retryPauseMs } from './retry.js'
 import type { Statements, Tables } from './statements.js'
 
@@ -54,9 +60,13 @@ function isTokenConflict(error: unknown, schema: string): boolean {
 /**
  * The statement of plain creates (`plainCreate`), no function: one token through `create` (the
  * usual token) or `createAny`, its columns as parameters; several through `createMany` (all usual)
- * or `createManyAny`, their tokens one JSON array. The locks are their fingerprints', shared.
+ * or `createManyAny`, their tokens one JSON array; with their audit entries, the `…Logged` forms
+ * of each, which write them in the same statement. The locks are their fingerprints', shared.
  */
-export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: StoredToken[]): QueryConfig {
+export function plainCreateQuery(st: Statements, locks: LockKeys, creates: PlainCreate[]): QueryConfig {
+  const tokens = creates.map((c) => c.token)
+  const entries = creates.flatMap((c) => c.entries)
+  const logged = entries.length > 0
   const keys = locks.sharedKeys(tokens.flatMap(plainCreateNames))
   const [token] = tokens
   if (tokens.length === 1 && token) {
@@ -70,11 +80,22 @@ export function plainCreateQuery(st: Statements, locks: LockKeys, tokens: Stored
       usual ? token.containers[0] : null,
       keys,
     ]
-    const text = usual ? st.create : st.createAny
+    if (logged) values.push(JSON.stringify(entries))
+    const text = usual ? (logged ? st.createLogged : st.create) : logged ? st.createAnyLogged : st.createAny
     return prepared(text, values)
   }
-  const text = tokens.every(onlyContainerTerm) ? st.createMany : st.createManyAny
-  return prepared(text, [JSON.stringify(tokens), keys])
+  const usual = tokens.every(onlyContainerTerm)
+  const text = usual
+    ? logged
+      ? st.createManyLogged
+      : st.createMany
+    : logged
+      ? st.createManyAnyLogged
+      : st.createManyAny
+  return prepared(
+    text,
+    logged ? [JSON.stringify(tokens), keys, JSON.stringify(entries)] : [JSON.stringify(tokens), keys],
+  )
 }
 
 /**
@@ -178,14 +199,20 @@ async function writeAlone(
  * would alone. A failure every write would meet alike (the database unreachable) fails them all.
  */
 async function createTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]): Promise<boolean> {
-  const tokens: StoredToken[] = []
+  const creates: PlainCreate[] = []
+  const ids = new Set<string>()
   for (const write of group) {
-    const token = plainCreate(write.checks, write.ops)
-    if (!token) return false
-    tokens.push(token)
+    const create = plainCreate(write.checks, write.ops)
+    if (!create) return false
+    // One INSERT may not meet one key twice (an entry's id in two writes: only a core fault).
+    for (const e of create.entries) {
+      if (ids.has(e.id)) return false
+      ids.add(e.id)
+    }
+    creates.push(create)
   }
   try {
-    await d.gate.run(tenant, () => d.pool.query(plainCreateQuery(d.st, d.locks, tokens)))
+    await d.gate.run(tenant, () => d.pool.query(plainCreateQuery(d.st, d.locks, creates)))
   } catch (error) {
     if (!isConnectionError(error)) return false
     for (const write of group) write.reject(error)
@@ -262,7 +289,7 @@ export function pgWriter(d: WriteDeps, poolMax: number): (batch: Batch) => Promi
     if (batch.ops.length === 0 && checks.length <= 1000) return checkAlone(d, batch, checks)
     const { ops } = batch
     const created = plainCreate(checks, ops)
-    const tenant = created ? created.tenant_id : batchTenant(batch)
+    const tenant = created ? created.token.tenant_id : batchTenant(batch)
     // While the tenant has `groupAfter` calls in flight, its writes wait and go together in one call.
     if (groups.busy(tenant)) return groups.add(tenant, { checks, ops })
     groups.began(tenant)

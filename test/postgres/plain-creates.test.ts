@@ -2,7 +2,7 @@ import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { LockKeys } from '../../adapters/postgres/locking.js'
-import type { StoredToken } from '../../src/kernel/types.js'
+import type { LogEntry, StoredToken } from '../../src/kernel/types.js'
 import type { Store } from '../../src/store/contract.js'
 import type { Check, Op } from '../../src/store/index.js'
 import { TIMES } from '../../testing/store/arbitraries.js'
@@ -27,6 +27,26 @@ const token = (tenant: string, id: string, extra: Partial<StoredToken> = {}): St
   created_by: 'a',
   created_at: NOW,
   ...extra,
+})
+/** An audit entry of `tenant` about token `id`, at `seq` of lane `w.1` (the store keeps it as given). */
+const entry = (tenant: string, id: string, seq: number): LogEntry => ({
+  tenant_id: tenant,
+  id: `w.1:${String(seq).padStart(12, '0')}`,
+  actor_type: 'application',
+  entity_type: 'token',
+  entity_id: id,
+  operation: 'create',
+  message: 'token.create: created',
+  outcome: 'success',
+  created_at: NOW,
+  lane: 'w.1',
+  seq,
+  mac: `mac-${seq}`,
+})
+/** A plain create with its audit entries, as the core sends one with the log on. */
+const logged = (t: StoredToken, ...entries: LogEntry[]): { checks: Check[]; ops: Op[] } => ({
+  checks: plain(t).checks,
+  ops: [...plain(t).ops, ...entries.map((e) => ({ op: 'log.put' as const, entry: e }))],
 })
 /** A create of a token whose id the core made: its one guard `token.absent`, its one op the put. */
 const plain = (t: StoredToken): { checks: Check[]; ops: Op[] } => ({
@@ -73,6 +93,32 @@ describePostgres('plain creates: one statement each, no tv_write', (url) => {
     expect(await ids('A', { kind: 'container', value: '/pci/high/' })).toEqual(['a1'])
     expect(await ids('A', { kind: 'fingerprint', value: 'fp-a1' })).toEqual(['a1'])
     expect(await total('A')).toBe(1)
+  })
+
+  it('a create with its audit entries is one statement too: the row, its entries and their count land together', async () => {
+    const before = { ...sent }
+    const e = entry('L', 'l1', 0)
+    expect(await store.write(logged(token('L', 'l1'), e))).toEqual({ ok: true })
+    expect(sent.create - before.create).toBe(1)
+    expect(sent.tvWrite - before.tvWrite).toBe(0)
+    expect(await store.listLogs('L', { order: 'chain', limit: 10 })).toEqual([e])
+    expect(await store.countRecords('L', 'log')).toBe(1)
+    // Refused by its guard (the id is there): neither the row nor its entry is written again.
+    const again = entry('L', 'l1', 1)
+    expect((await store.write(logged(token('L', 'l1'), again))).ok).toBe(false)
+    expect(await store.listLogs('L', { order: 'chain', limit: 10 })).toEqual([e])
+    expect(await store.countRecords('L', 'log')).toBe(1)
+    // Sent together (past two calls in flight), each create with its entry: all land, one statement a group.
+    const many = Array.from({ length: 24 }, (_, i) => token('L', `k${String(i).padStart(2, '0')}`))
+    const grouped = { ...sent }
+    expect(await Promise.all(many.map((t, i) => store.write(logged(t, entry('L', t.id, 10 + i)))))).toEqual(
+      many.map(() => ({ ok: true })),
+    )
+    expect(sent.createMany - grouped.createMany).toBeGreaterThan(0)
+    expect(sent.tvWrite - grouped.tvWrite).toBe(0)
+    const entries = await store.listLogs('L', { order: 'chain', limit: 100 })
+    expect(entries.map((x) => x.entity_id).sort()).toEqual(['l1', ...many.map((t) => t.id)].sort())
+    expect(await store.countRecords('L', 'log')).toBe(25)
   })
 
   it('a token with metadata, search indexes and two containers gets every term', async () => {
@@ -287,7 +333,14 @@ describe('plainCreate', () => {
   it('is the one guard token.absent and the put of that token, nothing else', async () => {
     const { plainCreate } = await import('../../adapters/postgres/ops.js')
     const t = token('T', 'x')
-    expect(plainCreate(plain(t).checks, plain(t).ops)).toBe(t)
+    expect(plainCreate(plain(t).checks, plain(t).ops)).toEqual({ token: t, entries: [] })
+    // With its audit entries (of its tenant, each id once) it is still plain.
+    const e = entry('T', 'x', 0)
+    expect(plainCreate(logged(t, e).checks, logged(t, e).ops)).toEqual({ token: t, entries: [e] })
+    expect(plainCreate(logged(t, e, e).checks, logged(t, e, e).ops)).toBeNull()
+    expect(plainCreate(logged(t, entry('U', 'x', 0)).checks, logged(t, entry('U', 'x', 0)).ops)).toBeNull()
+    const logFirst: Op[] = [{ op: 'log.put', entry: e }, ...plain(t).ops]
+    expect(plainCreate(plain(t).checks, logFirst)).toBeNull()
     const unlocked: Check = { check: 'token.unlocked', tenant_id: 'T', id: 'x', now: NOW }
     expect(plainCreate([...plain(t).checks, unlocked], plain(t).ops)).toBeNull()
     expect(plainCreate([], plain(t).ops)).toBeNull()
