@@ -1,5 +1,4 @@
 import type { Pool, QueryConfig } from 'pg'
-import type { StoredToken } from '../../src/kernel/index.js'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { boundsShared, type CountSlots, failedOnBound, withMargin } from './count-slots.js'
