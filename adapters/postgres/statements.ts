@@ -66,12 +66,26 @@ export function statements(t: Tables) {
     write: `SELECT ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
 
     /**
-     * `write` for a write of audit entries only (a read's): its transaction commits without waiting
-     * for the WAL to be flushed (`synchronous_commit` off for it alone; the setting is read at
-     * commit). Its entries outlive the vault's process; a crash of the database server can lose
-     * the last of them. Writes that change data keep the server's setting.
+     * `write` for a write the caller marks `deferSync` (a sweep's, a re-seal's): its transaction
+     * commits without waiting for the WAL to be flushed (`synchronous_commit` off for it alone; the
+     * setting is read at commit). What it wrote outlives the vault's process; a crash of the
+     * database server can lose the last of it. A write of audit entries only (a read's) is committed
+     * so too, by `logsUnsynced`. Other writes keep the server's setting.
      */
     writeUnsynced: `SELECT set_config('synchronous_commit', 'off', true) AS unsynced, ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
+
+    /**
+     * $1 audit entries (a JSON array), of any tenants: a write of entries only (a group commit of
+     * reads' entries), as `tv_write`'s `log.put_many` writes them, without the function (no guard,
+     * no lock), committed as `writeUnsynced` is. The count of entries moves by the table's statement
+     * trigger (migration 16).
+     */
+    logsUnsynced: `WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS unsynced)
+    INSERT INTO ${t.schema}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
+    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
+    FROM s, jsonb_array_elements($1::jsonb) AS e
+    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
+      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc`,
 
     /**
      * $1 the writes (a JSON array of [checks, ops] pairs, as `write` takes each), $2 lock keys of them

@@ -1,4 +1,5 @@
 import type { Pool, QueryConfig } from 'pg'
+import type { LogEntry } from '../../src/kernel/index.js'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { boundsShared, type CountSlots, failedOnBound, withMargin } from './count-slots.js'
@@ -131,10 +132,30 @@ function writeConfig(
   deferSync: boolean,
   countSlot: number | undefined,
 ) {
+  const entries = entriesOnly(checks, ops)
+  if (entries) return prepared(d.st.logsUnsynced, [JSON.stringify(entries)])
   const { keys, shared } = d.locks.order(recordNames(checks, ops, countSlot))
   const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
-  const entriesOnly = checks.length === 0 && ops.every((op) => op.op === 'log.put')
-  return prepared(entriesOnly || deferSync ? d.st.writeUnsynced : d.st.write, values)
+  return prepared(deferSync ? d.st.writeUnsynced : d.st.write, values)
+}
+
+/**
+ * The entries of a write of audit entries only (a group commit of reads' entries): no guard, every
+ * op a `log.put`, each id once; else null. It takes no lock (see `recordNames`) and needs no
+ * `tv_write`: one INSERT (`statements.logsUnsynced`).
+ */
+function entriesOnly(checks: readonly Check[], ops: readonly Op[]): LogEntry[] | null {
+  if (checks.length > 0 || ops.length === 0) return null
+  const entries: LogEntry[] = []
+  const ids = new Set<string>()
+  for (const op of ops) {
+    if (op.op !== 'log.put') return null
+    const key = `${op.entry.tenant_id}\u0000${op.entry.id}`
+    if (ids.has(key)) return null
+    ids.add(key)
+    entries.push(op.entry)
+  }
+  return entries
 }
 
 /** How a write goes alone: whether it is a sweep's (`deferSync`), and whether its bounds must be held exclusive. */
