@@ -55,46 +55,9 @@ const loggedSql = (t: Tables, n: number) => `, g AS (
       entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc
   )`
 
-/** Builds the write and expiry statements for these tables. Placeholders are documented beside each. */
-export function statements(t: Tables) {
+/** The statements of plain creates (see `plainCreate` in ops.ts), with and without audit entries. */
+function createStatements(t: Tables) {
   return {
-    /**
-     * $1 the checks, $2 the ops (each a JSON array; see `opArguments`), $3 lock keys (bigint[],
-     * ascending), $4 whether each is shared: one `Store.write` (see `writeFunctionSql`). Answers
-     * `failed`, the index of the first check that failed, or -1 when the ops were applied.
-     */
-    write: `SELECT ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
-
-    /**
-     * `write` for a write the caller marks `deferSync` (a sweep's, a re-seal's): its transaction
-     * commits without waiting for the WAL to be flushed (`synchronous_commit` off for it alone; the
-     * setting is read at commit). What it wrote outlives the vault's process; a crash of the
-     * database server can lose the last of it. A write of audit entries only (a read's) is committed
-     * so too, by `logsUnsynced`. Other writes keep the server's setting.
-     */
-    writeUnsynced: `SELECT set_config('synchronous_commit', 'off', true) AS unsynced, ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
-
-    /**
-     * $1 audit entries (a JSON array), of any tenants: a write of entries only (a group commit of
-     * reads' entries), as `tv_write`'s `log.put_many` writes them, without the function (no guard,
-     * no lock), committed as `writeUnsynced` is. The count of entries moves by the table's statement
-     * trigger (migration 16).
-     */
-    logsUnsynced: `WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS unsynced)
-    INSERT INTO ${t.schema}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
-    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
-    FROM s, jsonb_array_elements($1::jsonb) AS e
-    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
-      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc`,
-
-    /**
-     * $1 the writes (a JSON array of [checks, ops] pairs, as `write` takes each), $2 lock keys of them
-     * all (ascending), $3 whether each is shared: several `Store.write`s in one call (see
-     * `writeFunctionSql`). Answers `answers`, one per write, as `write` answers `failed` (-2: a
-     * deferred guard failed).
-     */
-    writeMany: `SELECT ${t.schema}.tv_write_many($1::jsonb, $2::bigint[], $3::boolean[]) AS answers`,
-
     /**
      * A plain create (see `plainCreate` in ops.ts) of the usual token in one statement, as `tv_write`
      * applies it without the function: $1 tenant id, $2 token id, $3 type, $4 expires_at, $5 the
@@ -153,6 +116,50 @@ export function statements(t: Tables) {
       `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
       loggedSql(t, 3),
     ),
+  }
+}
+
+/** Builds the write and expiry statements for these tables. Placeholders are documented beside each. */
+export function statements(t: Tables) {
+  return {
+    /**
+     * $1 the checks, $2 the ops (each a JSON array; see `opArguments`), $3 lock keys (bigint[],
+     * ascending), $4 whether each is shared: one `Store.write` (see `writeFunctionSql`). Answers
+     * `failed`, the index of the first check that failed, or -1 when the ops were applied.
+     */
+    write: `SELECT ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
+
+    /**
+     * `write` for a write the caller marks `deferSync` (a sweep's, a re-seal's): its transaction
+     * commits without waiting for the WAL to be flushed (`synchronous_commit` off for it alone; the
+     * setting is read at commit). What it wrote outlives the vault's process; a crash of the
+     * database server can lose the last of it. A write of audit entries only (a read's) is committed
+     * so too, by `logsUnsynced`. Other writes keep the server's setting.
+     */
+    writeUnsynced: `SELECT set_config('synchronous_commit', 'off', true) AS unsynced, ${t.schema}.tv_write($1::jsonb, $2::jsonb, $3::bigint[], $4::boolean[]) AS failed`,
+
+    /**
+     * $1 audit entries (a JSON array), of any tenants: a write of entries only (a group commit of
+     * reads' entries), as `tv_write`'s `log.put_many` writes them, without the function (no guard,
+     * no lock), committed as `writeUnsynced` is. The count of entries moves by the table's statement
+     * trigger (migration 16).
+     */
+    logsUnsynced: `WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS unsynced)
+    INSERT INTO ${t.schema}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
+    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
+    FROM s, jsonb_array_elements($1::jsonb) AS e
+    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
+      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc`,
+
+    /**
+     * $1 the writes (a JSON array of [checks, ops] pairs, as `write` takes each), $2 lock keys of them
+     * all (ascending), $3 whether each is shared: several `Store.write`s in one call (see
+     * `writeFunctionSql`). Answers `answers`, one per write, as `write` answers `failed` (-2: a
+     * deferred guard failed).
+     */
+    writeMany: `SELECT ${t.schema}.tv_write_many($1::jsonb, $2::bigint[], $3::boolean[]) AS answers`,
+
+    ...createStatements(t),
 
     /** $1 before, $2 limit: keys of finished outbox entries past $1 (`outbox_expiry`). */
     expiredOutbox: expiredOutboxSql(t),
