@@ -67,6 +67,8 @@ export function plainCreateQuery(st: Statements, locks: LockKeys, creates: Plain
   const tokens = creates.map((c) => c.token)
   const entries = creates.flatMap((c) => c.entries)
   const logged = entries.length > 0
+  /** The statement with the entries in it when there are any, else the one without. */
+  const pick = (without: string, withEntries: string) => (logged ? withEntries : without)
   const keys = locks.sharedKeys(tokens.flatMap(plainCreateNames))
   const [token] = tokens
   if (tokens.length === 1 && token) {
@@ -81,21 +83,15 @@ export function plainCreateQuery(st: Statements, locks: LockKeys, creates: Plain
       keys,
     ]
     if (logged) values.push(JSON.stringify(entries))
-    const text = usual ? (logged ? st.createLogged : st.create) : logged ? st.createAnyLogged : st.createAny
+    const text = usual ? pick(st.create, st.createLogged) : pick(st.createAny, st.createAnyLogged)
     return prepared(text, values)
   }
-  const usual = tokens.every(onlyContainerTerm)
-  const text = usual
-    ? logged
-      ? st.createManyLogged
-      : st.createMany
-    : logged
-      ? st.createManyAnyLogged
-      : st.createManyAny
-  return prepared(
-    text,
-    logged ? [JSON.stringify(tokens), keys, JSON.stringify(entries)] : [JSON.stringify(tokens), keys],
-  )
+  const text = tokens.every(onlyContainerTerm)
+    ? pick(st.createMany, st.createManyLogged)
+    : pick(st.createManyAny, st.createManyAnyLogged)
+  const values: unknown[] = [JSON.stringify(tokens), keys]
+  if (logged) values.push(JSON.stringify(entries))
+  return prepared(text, values)
 }
 
 /**
