@@ -1,7 +1,7 @@
 import type { QueryConfig, QueryResult, QueryResultRow } from 'pg'
 import type { LogEntry } from '../../src/kernel/index.js'
-import type { LogQuery } from '../../src/store/index.js'
-import type { Tables } from './statements.js'
+import type { Check, LogQuery, Op } from '../../src/store/index.js'
+import type { Tables } from './tables.js'
 
 /**
  * The PostgreSQL store's audit log (migration 3): `logs` keyed `(tenant_id, id)` (chain order: ids
@@ -89,6 +89,39 @@ export function logPutsTogether(ops: object[]): object[] {
   const rest = ops.filter((op) => (op as { op: string }).op !== 'log.put')
   rest.push({ op: 'log.put_many', entries })
   return rest
+}
+
+/**
+ * An INSERT of audit entries read from `source` (a `FROM` list naming each entry `e`, a jsonb), as
+ * `tv_write`'s `log.put_many` writes them: the statements that skip the function (a plain create's
+ * entries, a write of entries only) share it.
+ */
+export const insertEntriesSql = (
+  s: string,
+  source: string,
+) => `INSERT INTO ${s}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
+    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
+    FROM ${source}
+    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
+      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc`
+
+/**
+ * The entries of a write of audit entries only (a group commit of reads' entries): no guard, every
+ * op a `log.put`, each entry once; else null. It takes no lock (see `recordNames`) and needs no
+ * `tv_write`: one INSERT (`statements.logsUnsynced`).
+ */
+export function entriesOnly(checks: readonly Check[], ops: readonly Op[]): LogEntry[] | null {
+  if (checks.length > 0 || ops.length === 0) return null
+  const entries: LogEntry[] = []
+  const ids = new Set<string>()
+  for (const op of ops) {
+    if (op.op !== 'log.put') return null
+    const key = `${op.entry.tenant_id}\u0000${op.entry.id}`
+    if (ids.has(key)) return null
+    ids.add(key)
+    entries.push(op.entry)
+  }
+  return entries
 }
 
 /** `tv_write`'s op branches of this area (plpgsql `WHEN` arms over `_o`, `_d`). */

@@ -1,3 +1,4 @@
+import { insertEntriesSql } from './logs.js'
 import { expiredOutboxSql } from './outbox.js'
 import type { Tables } from './tables.js'
 
@@ -48,11 +49,7 @@ const plainCreateManySql = (t: Tables, terms: string, logged = '') => `WITH l AS
  * moves by the table's statement trigger (migration 16).
  */
 const loggedSql = (t: Tables, n: number) => `, g AS (
-    INSERT INTO ${t.schema}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
-    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
-    FROM l, jsonb_array_elements($${n}::jsonb) AS e
-    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
-      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc
+    ${insertEntriesSql(t.schema, `l, jsonb_array_elements($${n}::jsonb) AS e`)}
   )`
 
 /** The statements of plain creates (see `plainCreate` in ops.ts), with and without audit entries. */
@@ -145,11 +142,7 @@ export function statements(t: Tables) {
      * trigger (migration 16).
      */
     logsUnsynced: `WITH s AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS unsynced)
-    INSERT INTO ${t.schema}.logs (tenant_id, id, created_at, entity_type, entity_id, doc)
-    SELECT e ->> 'tenant_id', e ->> 'id', e ->> 'created_at', e ->> 'entity_type', e ->> 'entity_id', e
-    FROM s, jsonb_array_elements($1::jsonb) AS e
-    ON CONFLICT (tenant_id, id) DO UPDATE SET created_at = EXCLUDED.created_at,
-      entity_type = EXCLUDED.entity_type, entity_id = EXCLUDED.entity_id, doc = EXCLUDED.doc`,
+    ${insertEntriesSql(t.schema, 's, jsonb_array_elements($1::jsonb) AS e')}`,
 
     /**
      * $1 the writes (a JSON array of [checks, ops] pairs, as `write` takes each), $2 lock keys of them

@@ -1,5 +1,4 @@
 import type { Pool, QueryConfig } from 'pg'
-import type { LogEntry } from '../../src/kernel/index.js'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { checkQuery, firstFailed } from './checks.js'
 import { boundsShared, type CountSlots, failedOnBound, withMargin } from './count-slots.js'
@@ -7,6 +6,7 @@ import type { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { prepared } from './keys.js'
 import { type LockKeys, plainCreateNames, recordNames } from './locking.js'
+import { entriesOnly } from './logs.js'
 import {
   onlyContainerTerm,
   type PlainCreate,
@@ -133,25 +133,6 @@ function writeConfig(
   const { keys, shared } = d.locks.order(recordNames(checks, ops, countSlot))
   const values = [JSON.stringify(args.checks), JSON.stringify(args.ops), keys, shared]
   return prepared(deferSync ? d.st.writeUnsynced : d.st.write, values)
-}
-
-/**
- * The entries of a write of audit entries only (a group commit of reads' entries): no guard, every
- * op a `log.put`, each id once; else null. It takes no lock (see `recordNames`) and needs no
- * `tv_write`: one INSERT (`statements.logsUnsynced`).
- */
-function entriesOnly(checks: readonly Check[], ops: readonly Op[]): LogEntry[] | null {
-  if (checks.length > 0 || ops.length === 0) return null
-  const entries: LogEntry[] = []
-  const ids = new Set<string>()
-  for (const op of ops) {
-    if (op.op !== 'log.put') return null
-    const key = `${op.entry.tenant_id}\u0000${op.entry.id}`
-    if (ids.has(key)) return null
-    ids.add(key)
-    entries.push(op.entry)
-  }
-  return entries
 }
 
 /** How a write goes alone: whether it is a sweep's (`deferSync`), and whether its bounds must be held exclusive. */
