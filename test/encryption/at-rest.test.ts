@@ -20,6 +20,12 @@ const SECRET = `s3cr3t-${randomBytes(6).toString('hex')}`
 const MASK_SECRET = `m4sk-${randomBytes(6).toString('hex')}`
 /** A third party's API key in a reactor's configuration: sealed at rest like token data. */
 const CONFIG_SECRET = `sk_live_${randomBytes(6).toString('hex')}`
+/**
+ * Each test starts the CLI from source twice and a reactor's sandbox once; on CI's loaded run (two
+ * busy loops, two workers on two cores) the PostgreSQL one took over 60 s, against 5 s alone.
+ */
+const AT_REST_TIMEOUT = 180_000
+
 /** Starts `tokenvault serve` on `store` in `cwd`; answers its URL once it listens. */
 async function serve(store: string, cwd: string, env: Record<string, string> = {}) {
   // Run from sources, the sandbox worker loads tsx from the working directory's node_modules.
@@ -155,7 +161,7 @@ describe('encryption at rest through the CLI', () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
-  }, 60_000)
+  }, AT_REST_TIMEOUT)
 
   itNeeds(
     PG_URL !== undefined,
@@ -204,6 +210,6 @@ describe('encryption at rest through the CLI', () => {
         await admin.end()
       }
     },
-    60_000,
+    AT_REST_TIMEOUT,
   )
 })
