@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFailed } from 'vitest'
 import { root, start } from '../cli/spawn.js'
 import { itNeeds } from '../environment.js'
 import { PG_URL } from '../postgres/database.js'
@@ -25,6 +25,14 @@ const CONFIG_SECRET = `sk_live_${randomBytes(6).toString('hex')}`
  * busy loops, two workers on two cores) the PostgreSQL one took over 60 s, against 5 s alone.
  */
 const AT_REST_TIMEOUT = 180_000
+
+/** Marks a test's steps with their time; a failed (or timed out) test prints how far it got. */
+function stepsPrintedOnFailure() {
+  const begun = performance.now()
+  const marks: string[] = []
+  onTestFailed(() => console.error(`at-rest steps: ${marks.join(', ') || 'none'}`))
+  return (step: string) => marks.push(`${step} at ${Math.round(performance.now() - begun)} ms`)
+}
 
 /** Starts `tokenvault serve` on `store` in `cwd`; answers its URL once it listens. */
 async function serve(store: string, cwd: string, env: Record<string, string> = {}) {
@@ -130,38 +138,42 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('encryption at rest through the CLI', () => {
-  it('file store: no file holds the data, its mask or a reactor configuration, files are 0600 in 0700 dirs, a restart reads back', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'tokenvault-at-rest-'))
-    try {
-      const store = `file:${join(dir, 'vault')}`
-      const first = await serve(store, dir)
-      await first.first(2)
-      const management = first.lines[1]!.slice('management key: '.length)
-      const { key, id, reactor } = await plant(first.url, management)
-      const log = await first.stop()
-      const paths = filesUnder(join(dir, 'vault'))
-      expect(paths.length).toBeGreaterThan(0)
-      for (const path of paths) {
-        const stat = statSync(path)
-        expect((stat.mode & 0o777).toString(8), path).toBe(stat.isDirectory() ? '700' : '600')
-        if (stat.isDirectory()) continue
-        const bytes = readFileSync(path).toString('latin1')
-        for (const needle of needles()) expect(bytes.includes(needle), `${needle} in ${path}`).toBe(false)
-      }
-      expect((statSync(join(dir, 'vault')).mode & 0o777).toString(8)).toBe('700')
-      for (const needle of needles()) expect(log.includes(needle)).toBe(false)
+  it(
+    'file store: no file holds the data, its mask or a reactor configuration, files are 0600 in 0700 dirs, a restart reads back',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'tokenvault-at-rest-'))
+      try {
+        const store = `file:${join(dir, 'vault')}`
+        const first = await serve(store, dir)
+        await first.first(2)
+        const management = first.lines[1]!.slice('management key: '.length)
+        const { key, id, reactor } = await plant(first.url, management)
+        const log = await first.stop()
+        const paths = filesUnder(join(dir, 'vault'))
+        expect(paths.length).toBeGreaterThan(0)
+        for (const path of paths) {
+          const stat = statSync(path)
+          expect((stat.mode & 0o777).toString(8), path).toBe(stat.isDirectory() ? '700' : '600')
+          if (stat.isDirectory()) continue
+          const bytes = readFileSync(path).toString('latin1')
+          for (const needle of needles()) expect(bytes.includes(needle), `${needle} in ${path}`).toBe(false)
+        }
+        expect((statSync(join(dir, 'vault')).mode & 0o777).toString(8)).toBe('700')
+        for (const needle of needles()) expect(log.includes(needle)).toBe(false)
 
-      const second = await serve(store, dir)
-      const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
-      expect(read.status).toBe(200)
-      expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
-      expect(await searchIndexed(second.url, key)).toEqual([id])
-      expect(await reactWith(second.url, key, reactor)).toEqual({ key: CONFIG_SECRET })
-      await second.stop()
-    } finally {
-      await rm(dir, { recursive: true, force: true })
-    }
-  }, AT_REST_TIMEOUT)
+        const second = await serve(store, dir)
+        const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
+        expect(read.status).toBe(200)
+        expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
+        expect(await searchIndexed(second.url, key)).toEqual([id])
+        expect(await reactWith(second.url, key, reactor)).toEqual({ key: CONFIG_SECRET })
+        await second.stop()
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    },
+    AT_REST_TIMEOUT,
+  )
 
   itNeeds(
     PG_URL !== undefined,
@@ -170,9 +182,11 @@ describe('encryption at rest through the CLI', () => {
   )(
     'PostgreSQL: a pg_dump holds neither the data, its mask nor a reactor configuration; a restart reads back',
     async () => {
+      const step = stepsPrintedOnFailure()
       const database = `tv_at_rest_${randomBytes(4).toString('hex')}`
       const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
       await admin.query(`CREATE DATABASE ${database}`)
+      step('database created')
       const url = new URL(PG_URL!)
       url.pathname = `/${database}`
       const dir = await mkdtemp(join(tmpdir(), 'tokenvault-at-rest-pg-'))
@@ -180,9 +194,12 @@ describe('encryption at rest through the CLI', () => {
       try {
         const first = await serve(url.href, dir, env)
         await first.first(2)
+        step('first server listening')
         const management = first.lines[1]!.slice('management key: '.length)
         const { key, id, reactor } = await plant(first.url, management)
+        step('planted')
         await first.stop()
+        step('first server stopped')
         const pgDump = ['/usr/lib/postgresql/15/bin/pg_dump', '/usr/bin/pg_dump'].find((p) => {
           try {
             return statSync(p).isFile()
@@ -195,15 +212,19 @@ describe('encryption at rest through the CLI', () => {
           encoding: 'latin1',
           maxBuffer: 64 << 20,
         })
+        step('dumped')
         expect(dump).toContain('$sealed')
         for (const needle of needles()) expect(dump.includes(needle), needle).toBe(false)
 
         const second = await serve(url.href, dir, env)
+        step('second server listening')
         const read = await fetch(`${second.url}/tokens/${id}`, { headers: { 'svc-api-key': key } })
         expect(((await read.json()) as { data: unknown }).data).toEqual({ number: CARD, note: SECRET })
         expect(await searchIndexed(second.url, key)).toEqual([id])
         expect(await reactWith(second.url, key, reactor)).toEqual({ key: CONFIG_SECRET })
+        step('read back')
         await second.stop()
+        step('second server stopped')
       } finally {
         await rm(dir, { recursive: true, force: true })
         await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
