@@ -241,6 +241,24 @@ export function plainCreateNames(t: StoredToken): string[] {
 }
 
 /**
+ * The locks of creates with webhook deliveries (`hookedCreate` in ops.ts): each fingerprint's,
+ * shared, as a plain create's (`plainCreateNames`); and their bound's, shared, with the count slot
+ * `countSlot` exclusive (see count-slots.ts). Neither the token's nor its outbox entries': their
+ * ids are new, and each table's primary key orders two INSERTs of one id.
+ */
+export function hookedCreateNames(
+  creates: readonly { token: StoredToken; bound: Check }[],
+  countSlot: number,
+): Map<string, LockMode> {
+  const names = new Map<string, LockMode>()
+  for (const c of creates) {
+    for (const n of plainCreateNames(c.token)) if (!names.has(n)) names.set(n, 'shared')
+    for (const [n, mode] of recordNames([c.bound], [], countSlot)) names.set(n, mode)
+  }
+  return names
+}
+
+/**
  * Advisory-lock keys of one store: 64-bit hashes of the schema and a record name, so stores in
  * different schemas of one database do not contend; a hash collision only makes two records share
  * a lock (more waiting, never less safety). There is no tenant-wide or store-wide lock.

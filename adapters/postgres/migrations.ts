@@ -5,7 +5,7 @@ import { lockKey, quoteIdent } from './keys.js'
 import { logCountByStatementSql, logCountSql, logTablesSql } from './logs.js'
 import { webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
-import { countsSql, countsTunedSql, tablesSql, tokenSyncByKeySql } from './schema.js'
+import { countsSql, countsTunedSql, countWithinSql, tablesSql, tokenSyncByKeySql } from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -114,6 +114,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 16,
     name: 'audit entries put and counted together',
     sql: (s) => logCountByStatementSql(s) + writeFunctionSql(s),
+  },
+  {
+    // A create with webhook deliveries in one statement, its bound read after its locks (`countWithinSql`).
+    version: 17,
+    name: 'bound guard inside a statement',
+    sql: (s) => countWithinSql(s),
   },
 ]
 

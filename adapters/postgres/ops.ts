@@ -1,4 +1,4 @@
-import type { LogEntry, StoredToken } from '../../src/kernel/index.js'
+import type { LogEntry, OutboxEntry, StoredToken } from '../../src/kernel/index.js'
 import type { Check, Op } from '../../src/store/index.js'
 import { applicationKeyHashes } from '../../src/store/index.js'
 import { sortKey } from './keys.js'
@@ -117,6 +117,40 @@ export function plainCreate(checks: readonly Check[], ops: readonly Op[]): Plain
     entries.push(o.entry)
   }
   return { token, entries }
+}
+
+/** A create with webhook deliveries (`hookedCreate`): a plain create, its pending outbox entries, and their bound. */
+export interface HookedCreate extends PlainCreate {
+  outbox: OutboxEntry[]
+  bound: Extract<Check, { check: 'count.within' }>
+}
+
+/**
+ * A create with webhook deliveries: a plain create's guard and ops (`plainCreate`) plus the bound of
+ * its tenant's pending deliveries (`count.within` of `outbox.pending`, the second guard) and puts of
+ * pending outbox entries of that tenant, each id once; else null. What the core sends for a create
+ * of a tenant with a webhook on `token.created` (see `webhookEffect` in src/webhooks/outbox.ts).
+ * Such a write needs no `tv_write` either (see `statements.createHooked`).
+ */
+export function hookedCreate(checks: readonly Check[], ops: readonly Op[]): HookedCreate | null {
+  const [absent, bound] = checks
+  if (checks.length !== 2 || !absent || bound?.check !== 'count.within') return null
+  if (bound.kind !== 'outbox.pending') return null
+  const created = plainCreate(
+    [absent],
+    ops.filter((op) => op.op !== 'outbox.put'),
+  )
+  if (!created || created.token.tenant_id !== bound.tenant_id) return null
+  const outbox: OutboxEntry[] = []
+  for (const op of ops) {
+    if (op.op !== 'outbox.put') continue
+    const e = op.entry
+    if (e.tenant_id !== bound.tenant_id || e.state !== 'pending' || typeof e.due_at !== 'string') return null
+    // One INSERT may not meet one key twice: such a write goes through `tv_write`.
+    if (outbox.some((o) => o.id === e.id)) return null
+    outbox.push(e)
+  }
+  return outbox.length > 0 ? { ...created, outbox, bound } : null
 }
 
 /**

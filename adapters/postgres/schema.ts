@@ -260,6 +260,22 @@ ALTER TABLE ${s}.token_counts SET (fillfactor = 10);
 `
 
 /**
+ * A bound's guard read inside one statement (migration 17): whether the tenant's count of `_kind`
+ * is at most `_max`. In plpgsql, so never inlined, and volatile: its query takes a snapshot of its
+ * own when it runs, so a statement that took its locks first reads every write committed before it
+ * held them (the statement's own snapshot is taken before it waits for them). See
+ * `statements.createHooked`.
+ */
+export const countWithinSql = (s: string) => `
+CREATE OR REPLACE FUNCTION ${s}.tv_count_within(_tenant text, _kind text, _max integer) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  RETURN (SELECT coalesce(sum(n), 0) FROM ${s}.record_counts WHERE tenant_id = _tenant AND kind = _kind) <= _max;
+END
+$$;
+`
+
+/**
  * The per-tenant counts `countRecords` answers, given the quoted schema name:
  * `record_counts` holds, per tenant and kind (`idempotency`; `session.created`, sessions whose doc
  * is in state `created`), up to 16 rows whose `n` add up to the count, kept by triggers on

@@ -33,15 +33,47 @@ const plainCreateManySql = (t: Tables, terms: string, logged = '') => `WITH l AS
     SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock_shared(k) FROM unnest($2::bigint[]) AS k) AS x
   ), d AS MATERIALIZED (
     SELECT e AS doc FROM l, jsonb_array_elements($1::jsonb) AS e
-  ), t AS (
+  ), ${tokenRowsSql(t)}${logged}
+  INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
+
+/** The parts of a statement that write the tokens of `d` (their docs) and their tenants' counts. */
+const tokenRowsSql = (t: Tables) => `t AS (
     INSERT INTO ${t.tokens} (tenant_id, id, type, expires_at, doc)
     SELECT doc ->> 'tenant_id', doc ->> 'id', doc ->> 'type', doc ->> 'expires_at', doc FROM d
   ), c AS (
     INSERT INTO ${t.tokenCounts} AS c (tenant_id, shard, n)
     SELECT doc ->> 'tenant_id', pg_backend_pid() % 16, count(*) FROM d GROUP BY 1
     ON CONFLICT (tenant_id, shard) DO UPDATE SET n = c.n + EXCLUDED.n
-  )${logged}
-  INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}`
+  )`
+
+/**
+ * Creates with webhook deliveries (`hookedCreate` in ops.ts) of one tenant in one statement, their
+ * term rows given by `terms` (a SELECT that reads `d`), as `tv_write_many` applies them without the
+ * function. `l` takes the locks in their one order (see `LockKeys.order`); `g` then reads the
+ * bound (`tv_count_within`, which reads with a snapshot of its own, after the locks); every part
+ * reads its rows from `g` and writes only when the bound held. Answers `ok`; false: nothing written.
+ */
+const hookedCreateSql = (t: Tables, terms: string) => `WITH l AS MATERIALIZED (
+    SELECT count(*) AS n FROM (
+      SELECT CASE WHEN s THEN pg_advisory_xact_lock_shared(k) ELSE pg_advisory_xact_lock(k) END
+      FROM unnest($2::bigint[], $3::boolean[]) AS u(k, s)) AS x
+  ), g AS MATERIALIZED (
+    SELECT ${t.schema}.tv_count_within($6, 'outbox.pending', $7) AS ok FROM l
+  ), d AS MATERIALIZED (
+    SELECT e AS doc FROM g, jsonb_array_elements($1::jsonb) AS e WHERE g.ok
+  ), ${tokenRowsSql(t)}, r AS (
+    INSERT INTO ${t.schema}.token_terms (tenant_id, kind, name, value, id) ${terms}
+  ), entries AS (
+    ${insertEntriesSql(t.schema, 'g, jsonb_array_elements($4::jsonb) AS e WHERE g.ok')}
+  ), deliveries AS (
+    INSERT INTO ${t.schema}.outbox (tenant_id, id, due_at, expires_at, doc)
+    SELECT e ->> 'tenant_id', e ->> 'id', CASE WHEN e ->> 'state' = 'pending' THEN e ->> 'due_at' END,
+      CASE WHEN e ->> 'state' <> 'pending' THEN e ->> 'expires_at' END, e
+    FROM g, jsonb_array_elements($5::jsonb) AS e WHERE g.ok
+    ON CONFLICT (tenant_id, id) DO UPDATE
+    SET due_at = EXCLUDED.due_at, expires_at = EXCLUDED.expires_at, doc = EXCLUDED.doc
+  )
+  SELECT ok FROM g`
 
 /**
  * The part of a plain create's statement that writes its audit entries (`$n`, a JSON array of
@@ -112,6 +144,22 @@ function createStatements(t: Tables) {
       t,
       `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
       loggedSql(t, 3),
+    ),
+
+    /**
+     * Creates with webhook deliveries of one tenant (`hookedCreateQuery` in writes.ts), each the
+     * usual token: $1 the tokens, $4 their audit entries, $5 their outbox entries (JSON arrays),
+     * $2 lock keys and $3 whether each is shared (`hookedCreateNames`), $6 the tenant, $7 the most
+     * pending deliveries it may hold before these. Answers `ok`: false when the bound did not hold.
+     */
+    createHooked: hookedCreateSql(
+      t,
+      `SELECT doc ->> 'tenant_id', 'container', '', doc -> 'containers' ->> 0, doc ->> 'id' FROM d`,
+    ),
+    /** The same for tokens any of which has other terms: their terms the rows of `token_terms_of`. */
+    createHookedAny: hookedCreateSql(
+      t,
+      `SELECT d.doc ->> 'tenant_id', x.kind, x.name, x.value, d.doc ->> 'id' FROM d, ${t.schema}.token_terms_of(d.doc) AS x`,
     ),
   }
 }

@@ -1,13 +1,15 @@
 import type { Pool, QueryConfig } from 'pg'
 import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { checkQuery, firstFailed } from './checks.js'
-import { boundsShared, type CountSlots, failedOnBound, withMargin } from './count-slots.js'
+import { boundsShared, type CountSlots, failedOnBound, MARGIN, withMargin } from './count-slots.js'
 import type { TenantGate } from './gate.js'
 import { type GroupedWrite, groupAfterOf, MAX_GROUP, WriteGroups } from './groups.js'
 import { prepared } from './keys.js'
-import { type LockKeys, plainCreateNames, recordNames } from './locking.js'
+import { hookedCreateNames, type LockKeys, plainCreateNames, recordNames } from './locking.js'
 import { entriesOnly } from './logs.js'
 import {
+  type HookedCreate,
+  hookedCreate,
   onlyContainerTerm,
   type PlainCreate,
   plainCreate,
@@ -95,6 +97,41 @@ export function plainCreateQuery(st: Statements, locks: LockKeys, creates: Plain
 }
 
 /**
+ * The most pending deliveries the tenant of `creates` may hold before them, going in this order:
+ * each create's bound asks `MARGIN` more room (`withMargin`), less what the creates before it add.
+ */
+function hookedRoom(creates: readonly HookedCreate[]): number {
+  let room = Number.POSITIVE_INFINITY
+  let before = 0
+  for (const c of creates) {
+    room = Math.min(room, c.bound.max - MARGIN - before)
+    before += c.outbox.length
+  }
+  return room
+}
+
+/**
+ * The statement of creates with webhook deliveries of one tenant (`hookedCreate`): `createHooked`
+ * (each the usual token) or `createHookedAny`, their bound held shared with a count slot (only
+ * when `boundsShared` says so: the caller's to ask). Answers `ok`, false when the bound did not
+ * hold with the margin (nothing written).
+ */
+export function hookedCreateQuery(d: WriteDeps, creates: readonly HookedCreate[]): QueryConfig {
+  const tokens = creates.map((c) => c.token)
+  const { keys, shared } = d.locks.order(hookedCreateNames(creates, d.slots.next()))
+  const text = tokens.every(onlyContainerTerm) ? d.st.createHooked : d.st.createHookedAny
+  return prepared(text, [
+    JSON.stringify(tokens),
+    keys,
+    shared,
+    JSON.stringify(creates.flatMap((c) => c.entries)),
+    JSON.stringify(creates.flatMap((c) => c.outbox)),
+    creates[0]!.bound.tenant_id,
+    hookedRoom(creates),
+  ])
+}
+
+/**
  * Whether `error` fails every write alike: no SQL state (the connection failed, the call timed
  * out), or the database unreachable, shutting down or out of resources (classes 08, 53, 57, 58).
  */
@@ -142,6 +179,25 @@ interface AloneOptions {
 }
 
 /**
+ * The one statement of a write alone: a plain create's (`plainCreateQuery`), a create with webhook
+ * deliveries' (`hookedCreateQuery`, its bound shared), or `tv_write`'s (`writeConfig`). With it,
+ * whether the first guard, `token.absent`, is the primary key of its put's INSERT (a plain or
+ * hooked create's is, and so is a deferred one's), and whether its bounds are held shared.
+ */
+function aloneQuery(d: WriteDeps, checks: Check[], ops: Op[], options: AloneOptions) {
+  const created = plainCreate(checks, ops)
+  if (created)
+    return { config: plainCreateQuery(d.st, d.locks, [created]), absentIsKey: true, sharedBounds: false }
+  const sharedBounds = !options.exclusiveBounds && boundsShared([{ checks, ops }])
+  const hooked = sharedBounds && !options.deferSync ? hookedCreate(checks, ops) : null
+  if (hooked) return { config: hookedCreateQuery(d, [hooked]), absentIsKey: true, sharedBounds }
+  const args = writeArguments(sharedBounds ? withMargin(checks) : checks, ops)
+  const slot = sharedBounds ? d.slots.next() : undefined
+  const config = writeConfig(d, checks, ops, args, options.deferSync === true, slot)
+  return { config, absentIsKey: args.deferred, sharedBounds }
+}
+
+/**
  * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
  * serialization failure. A write whose bounds it held shared (`boundsShared`) and whose bound
  * failed with the margin runs again holding them exclusive: only that answer is the bound's.
@@ -153,26 +209,12 @@ async function writeAlone(
   ops: Op[],
   options: AloneOptions = {},
 ): Promise<WriteResult> {
-  // Whether the first guard, `token.absent`, is the primary key of its put's INSERT: a plain
-  // create's is (it needs no `tv_write` arguments), and so is a deferred one's.
-  let config: QueryConfig
-  let absentIsKey: boolean
-  let sharedBounds = false
-  const created = plainCreate(checks, ops)
-  if (created) {
-    config = plainCreateQuery(d.st, d.locks, [created])
-    absentIsKey = true
-  } else {
-    sharedBounds = !options.exclusiveBounds && boundsShared([{ checks, ops }])
-    const args = writeArguments(sharedBounds ? withMargin(checks) : checks, ops)
-    const slot = sharedBounds ? d.slots.next() : undefined
-    config = writeConfig(d, checks, ops, args, options.deferSync === true, slot)
-    absentIsKey = args.deferred
-  }
+  const { config, absentIsKey, sharedBounds } = aloneQuery(d, checks, ops, options)
   for (let attempt = 1; ; attempt++) {
     try {
-      const { rows } = await d.gate.run(tenant, () => d.pool.query<{ failed?: number }>(config))
-      const answer = answerOf(checks, rows[0]?.failed ?? -1)
+      const { rows } = await d.gate.run(tenant, () => d.pool.query<{ failed?: number; ok?: boolean }>(config))
+      // A create with deliveries answers `ok`: false is its bound's guard (the second) failing.
+      const answer = answerOf(checks, rows[0]?.ok === false ? 1 : (rows[0]?.failed ?? -1))
       if (sharedBounds && failedOnBound(answer))
         return writeAlone(d, tenant, checks, ops, { ...options, exclusiveBounds: true })
       return answer
@@ -190,31 +232,50 @@ async function writeAlone(
 }
 
 /**
- * A group of plain creates only (`plainCreate`) in one statement (`createMany`): answers whether
- * it answered them. It did not when the group holds another write, or when the statement failed
- * (it wrote nothing then): the group goes through `tv_write_many`, which answers each write as it
- * would alone. A failure every write would meet alike (the database unreachable) fails them all.
+ * The one statement of a group that is all plain creates (`plainCreateQuery`) or all creates with
+ * webhook deliveries whose bound the group may hold shared (`hookedCreateQuery`); else null. Each
+ * entry's and delivery's id once across the group (one INSERT may not meet one key twice).
  */
-async function createTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]): Promise<boolean> {
-  const creates: PlainCreate[] = []
+function togetherQuery(d: WriteDeps, group: readonly GroupedWrite[]): QueryConfig | null {
   const ids = new Set<string>()
+  const fresh = (records: readonly { id: string }[], kind: string) =>
+    records.every((r) => !ids.has(`${kind}:${r.id}`) && ids.add(`${kind}:${r.id}`))
+  const plain: PlainCreate[] = []
+  const hooked: HookedCreate[] = []
   for (const write of group) {
     const create = plainCreate(write.checks, write.ops)
-    if (!create) return false
-    // One INSERT may not meet one key twice (an entry's id in two writes: only a core fault).
-    for (const e of create.entries) {
-      if (ids.has(e.id)) return false
-      ids.add(e.id)
-    }
-    creates.push(create)
+    const withDeliveries = create ? null : hookedCreate(write.checks, write.ops)
+    if (create && fresh(create.entries, 'log')) plain.push(create)
+    else if (withDeliveries && fresh(withDeliveries.entries, 'log') && fresh(withDeliveries.outbox, 'outbox'))
+      hooked.push(withDeliveries)
+    else return null
   }
+  if (plain.length === group.length) return plainCreateQuery(d.st, d.locks, plain)
+  const tenant = hooked[0]?.bound.tenant_id
+  const oneBound = hooked.every((c) => c.bound.tenant_id === tenant)
+  if (hooked.length === group.length && oneBound && boundsShared(group)) return hookedCreateQuery(d, hooked)
+  return null
+}
+
+/**
+ * A group of plain creates only, or of creates with webhook deliveries only (`togetherQuery`), in
+ * one statement: answers whether it answered them. It did not when the group holds another write,
+ * when a hooked group's bound did not hold with the margin, or when the statement failed (it wrote
+ * nothing then): the group goes through `tv_write_many`, which answers each write as it would
+ * alone. A failure every write would meet alike (the database unreachable) fails them all.
+ */
+async function createTogether(d: WriteDeps, tenant: string, group: GroupedWrite[]): Promise<boolean> {
+  const query = togetherQuery(d, group)
+  if (!query) return false
+  let ok: boolean | undefined
   try {
-    await d.gate.run(tenant, () => d.pool.query(plainCreateQuery(d.st, d.locks, creates)))
+    ok = (await d.gate.run(tenant, () => d.pool.query<{ ok?: boolean }>(query))).rows[0]?.ok
   } catch (error) {
     if (!isConnectionError(error)) return false
     for (const write of group) write.reject(error)
     return true
   }
+  if (ok === false) return false
   for (const write of group) write.resolve({ ok: true })
   return true
 }
