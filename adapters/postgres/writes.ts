@@ -238,8 +238,15 @@ async function writeAlone(
  */
 function togetherQuery(d: WriteDeps, group: readonly GroupedWrite[]): QueryConfig | null {
   const ids = new Set<string>()
-  const fresh = (records: readonly { id: string }[], kind: string) =>
-    records.every((r) => !ids.has(`${kind}:${r.id}`) && ids.add(`${kind}:${r.id}`))
+  /** Whether none of `records` was met before in the group (and now each is). */
+  const fresh = (records: readonly { id: string }[], kind: string) => {
+    for (const r of records) {
+      const k = `${kind}:${r.id}`
+      if (ids.has(k)) return false
+      ids.add(k)
+    }
+    return true
+  }
   const plain: PlainCreate[] = []
   const hooked: HookedCreate[] = []
   for (const write of group) {
