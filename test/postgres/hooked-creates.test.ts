@@ -141,6 +141,29 @@ describePostgres('creates with webhook deliveries: one statement, the bound exac
     expect(await store.countRecords('G', 'log')).toBe(24)
   })
 
+  it('a token with metadata, search indexes and two containers gets every term, alone and in a group', async () => {
+    const rich = (id: string) =>
+      token('M', id, {
+        containers: ['/x/', '/y/'],
+        metadata: { Owner: `Ann-${id}` },
+        search_index_hashes: [`h-${id}`],
+        expires_at: TIMES[2]!,
+      })
+    const before = { ...sent }
+    expect(await store.write(hooked(rich('m1'), 999))).toEqual({ ok: true })
+    const group = await Promise.all(ids(12, 'n').map((id) => store.write(hooked(rich(id), 999))))
+    expect(group).toEqual(group.map(() => ({ ok: true })))
+    expect(sent.tvWrite - before.tvWrite).toBe(0)
+    const found = (term: NonNullable<Parameters<Store['findTokenIds']>[1]['term']>) =>
+      store.findTokenIds('M', { limit: 100, term })
+    expect(await found({ kind: 'container', value: '/y/' })).toHaveLength(13)
+    expect(await found({ kind: 'metadata', key: 'Owner', value: 'ann-m1' })).toEqual(['m1'])
+    expect(await found({ kind: 'search_index', value: 'h-n0007' })).toEqual(['n0007'])
+    expect(await store.listExpired({ kind: 'token', before: TIMES[2]!, limit: 100 })).toHaveLength(13)
+    expect(await tokens('M')).toBe(13)
+    expect(await pending('M')).toBe(13)
+  })
+
   it('racing past the bound, exactly as many land as it has room for, each with its token', async () => {
     // 530 pending: the first creates pass the guard with the margin (held shared), the rest only
     // exclusive, one at a time; 1 000 is the bound, so 470 of the 600 land.
