@@ -14,6 +14,7 @@ import {
   waitingForLock,
   watchQueries,
 } from './database.js'
+import { cardToken } from './tokens.js'
 
 /**
  * Creates with webhook deliveries (`hookedCreate` in adapters/postgres/ops.ts): the token, its
@@ -21,18 +22,7 @@ import {
  * bound of pending deliveries is held exactly as `tv_write` holds it.
  */
 const NOW = TIMES[0]!
-const token = (tenant: string, id: string, extra: Partial<StoredToken> = {}): StoredToken => ({
-  id,
-  tenant_id: tenant,
-  type: 'card',
-  data: { n: id },
-  containers: ['/pci/high/'],
-  metadata: {},
-  fingerprint: `fp-${id}`,
-  created_by: 'a',
-  created_at: NOW,
-  ...extra,
-})
+const token = cardToken
 const entry = (tenant: string, id: string): LogEntry => ({
   tenant_id: tenant,
   id: `w.1:${id}`,

@@ -14,20 +14,10 @@ import {
   waitingForLock,
   watchQueries,
 } from './database.js'
+import { cardToken } from './tokens.js'
 
 const NOW = TIMES[0]!
-const token = (tenant: string, id: string, extra: Partial<StoredToken> = {}): StoredToken => ({
-  id,
-  tenant_id: tenant,
-  type: 'card',
-  data: { n: id },
-  containers: ['/pci/high/'],
-  metadata: {},
-  fingerprint: `fp-${id}`,
-  created_by: 'a',
-  created_at: NOW,
-  ...extra,
-})
+const token = cardToken
 /** An audit entry of `tenant` about token `id`, at `seq` of lane `w.1` (the store keeps it as given). */
 const entry = (tenant: string, id: string, seq: number): LogEntry => ({
   tenant_id: tenant,
