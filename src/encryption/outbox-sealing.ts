@@ -16,7 +16,8 @@ const PREFIX = 'sealed:'
 const aad = (e: OutboxEntry, field: 'body' | 'result') =>
   `tokenvault:outbox:v1:${e.tenant_id}:${e.id}:${field}`
 
-const sealsData = (e: OutboxEntry) => e.kind === 'react' || e.kind === 'callback'
+/** Whether an entry's kind may hold token data, so its `body` and `result` are sealed (a webhook event's never are). */
+export const outboxSealsData = (e: OutboxEntry) => e.kind === 'react' || e.kind === 'callback'
 
 /** The error an unreadable entry answers with: it names the entry, never its bytes. */
 const unreadable = (id: string) =>
@@ -24,7 +25,7 @@ const unreadable = (id: string) =>
 
 /** An outbox entry as stored: `body` and `result` of a react or callback entry sealed under the tenant's key. */
 export async function sealOutbox(s: Sealing, entry: OutboxEntry): Promise<OutboxEntry> {
-  if (!sealsData(entry)) return entry
+  if (!outboxSealsData(entry)) return entry
   const key = await s.sealKeyOf(entry.tenant_id)
   const seal = (field: 'body' | 'result', text: string) =>
     text.startsWith(PREFIX) ? text : PREFIX + sealValue(key, text, aad(entry, field))
@@ -41,7 +42,7 @@ export function outboxVersions(entry: OutboxEntry): number[] {
 
 /** A stored outbox entry opened; one whose sealed fields fail their integrity check is `unreadable`. */
 export async function openOutbox(s: Sealing, entry: OutboxEntry): Promise<OutboxEntry> {
-  if (!sealsData(entry)) return entry
+  if (!outboxSealsData(entry)) return entry
   const open = async (field: 'body' | 'result', text: string) => {
     if (!text.startsWith(PREFIX)) return text
     const payload = text.slice(PREFIX.length)

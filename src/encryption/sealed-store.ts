@@ -1,11 +1,11 @@
 import type { IdempotencyRecord, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
-import type { Check } from '../store/index.js'
+import type { Check, Op } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
 import { openChunk } from './document-sealing.js'
 import { openTokenIntent, sealTokenIntent } from './intent-sealing.js'
 import { OPEN_STEP_BYTES, openStagedInSteps, openTokensInSteps } from './open-in-steps.js'
-import { openOutbox, sealOutbox } from './outbox-sealing.js'
+import { openOutbox, outboxSealsData, sealOutbox } from './outbox-sealing.js'
 import { openProxy, sealProxy } from './proxy-sealing.js'
 import {
   openAnswer,
@@ -63,19 +63,9 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     async write(batch) {
       // A client key's private key is sealed first; the rest of the ops as their kinds are.
       const keyed = await sealClientKeyOps(s, batch.ops)
-      const ops = await Promise.all(
-        keyed.map((op) =>
-          op.op === 'proxy.put'
-            ? sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy }))
-            : op.op === 'outbox.put'
-              ? sealOutbox(s, op.entry).then((entry) => ({ ...op, entry }))
-              : op.op === 'token_intent.put'
-                ? sealTokenIntent(s, op.intent).then((intent) => ({ ...op, intent }))
-                : sealOp(s, op),
-        ),
-      )
+      const ops = await Promise.all(keyed.map((op) => sealedOp(s, op)))
       const checks = batch.checks
-        ? await Promise.all(batch.checks.map((c) => sealCheck(s, inner, c)))
+        ? await Promise.all(batch.checks.map((c) => (sealsNothing(c) ? c : sealCheck(s, inner, c))))
         : undefined
       return inner.write(checks ? { checks, ops } : { ops })
     },
@@ -154,6 +144,32 @@ async function openRecord(s: Sealing, record: IdempotencyRecord): Promise<Idempo
   return { ...record, answer: await openAnswer(s, { ...record, answer: record.answer }) }
 }
 
+/**
+ * `op` as stored: sealed where its kind holds data, else `op` itself, at once. Most ops of a write
+ * seal nothing (its audit entries, a webhook's events) and take no promise of their own.
+ */
+function sealedOp(s: Sealing, op: Op): Op | Promise<Op> {
+  switch (op.op) {
+    case 'proxy.put':
+      return sealProxy(s, op.proxy).then((proxy) => ({ ...op, proxy }))
+    case 'outbox.put':
+      return outboxSealsData(op.entry) ? sealOutbox(s, op.entry).then((entry) => ({ ...op, entry })) : op
+    case 'token_intent.put':
+      return sealTokenIntent(s, op.intent).then((intent) => ({ ...op, intent }))
+    case 'log.put':
+      return op
+    default:
+      return sealOp(s, op)
+  }
+}
+
+/** Whether a guard compares nothing sealed, so it is stored as it is (see `sealCheck`). */
+const sealsNothing = (check: Check) =>
+  check.check !== 'reactor.unchanged' &&
+  check.check !== 'proxy.unchanged' &&
+  check.check !== 'token.unchanged' &&
+  (check.check !== 'outbox.unchanged' || !outboxSealsData(check.entry))
+
 /** A guard as stored: a `*.unchanged` guard compares with the sealed record (a transaction record holds nothing sealed). */
 async function sealCheck(s: Sealing, inner: Store, check: Check): Promise<Check> {
   if (check.check === 'reactor.unchanged') {
@@ -174,7 +190,7 @@ async function sealCheck(s: Sealing, inner: Store, check: Check): Promise<Check>
     )
     return { ...check, proxy }
   }
-  if (check.check === 'outbox.unchanged' && check.entry.kind !== 'webhook') {
+  if (check.check === 'outbox.unchanged' && outboxSealsData(check.entry)) {
     const entry = await sealedForGuard(
       check.entry,
       (e) => openOutbox(s, e),
