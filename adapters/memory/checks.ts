@@ -2,7 +2,7 @@ import { assertNever } from '../../src/kernel/index.js'
 import type { Check } from '../../src/store/index.js'
 import { sameJson } from '../../src/store/index.js'
 import type { MemoryMaps } from './maps.js'
-import { pendingOf } from './outbox.js'
+import { entryOf, pendingOf } from './outbox.js'
 
 // A state's checks: each guard of a write, evaluated on the maps.
 
@@ -80,7 +80,7 @@ function holds(m: MemoryMaps, c: Check): boolean {
     case 'webhook.present':
       return m.hooks.webhooks.has(c.tenant_id, c.id)
     case 'outbox.unchanged': {
-      const stored = m.hooks.entries.get(c.tenant_id, c.id)
+      const stored = entryOf(m.hooks, c.tenant_id, c.id)
       return stored !== undefined && sameJson(stored, c.entry)
     }
     case 'proxy.unchanged': {

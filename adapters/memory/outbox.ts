@@ -1,6 +1,6 @@
 import type { OutboxEntry, StoredWebhook } from '../../src/kernel/index.js'
 import type { DueKey, Page, Range, RecordKey, StoreDump } from '../../src/store/index.js'
-import { byKey, copy, Scoped, SortedIds } from '../../src/store/index.js'
+import { byKey, copy, Scoped, SortedIds, SortedRecords } from '../../src/store/index.js'
 
 /** A key of the due index: `due_at ‖ tenant ‖ id` (ISO times sort as text; none of the three holds U+0000). */
 const dueKey = (e: OutboxEntry) => `${e.due_at}\u0000${e.tenant_id}\u0000${e.id}`
@@ -19,12 +19,15 @@ function namedBy(key: string): { tenantId: string; id: string } {
  */
 export interface WebhookMaps {
   readonly webhooks: Scoped<StoredWebhook>
-  readonly entries: Scoped<OutboxEntry>
-  /** Each tenant's entry ids in id order (`listOutbox`). */
-  readonly order: Map<string, SortedIds>
+  /**
+   * tenant → its entries in id order (`listOutbox`). Not a map by id: a create's entry, its id made
+   * after every other of its tenant's, is a push at the end, where a put in a map of many entries
+   * cost about a microsecond (a slot in a large table, a cache miss).
+   */
+  readonly entries: Map<string, SortedRecords<OutboxEntry>>
   /**
    * The pending entries' `dueKey`s (`listDueOutbox`), each entry found by the tenant and id its key
-   * names: no map of its own beside `entries`, whose upkeep cost a pending entry's put about 1 µs.
+   * names: no map of its own beside `entries`.
    */
   readonly due: SortedIds
   /** tenant → its pending entries (`countRecords('outbox.pending')`). */
@@ -35,27 +38,27 @@ export interface WebhookMaps {
 export function emptyWebhookMaps(): WebhookMaps {
   return {
     webhooks: new Scoped(),
-    entries: new Scoped(),
-    order: new Map(),
+    entries: new Map(),
     due: new SortedIds(),
     pending: new Map(),
   }
 }
 
-/**
- * Puts `entry`, in place of the one of its id if there is one. The tenant's order index tells
- * whether the id is new (a search at the end of a set its ids come to in order); only a re-put reads
- * the old entry, whose due key goes. A lookup of an id absent from a map of many entries costs about
- * a microsecond, a create's outbox entry's most.
- */
+/** The entry `id` of `tenantId`, as stored (the caller copies what it hands out). */
+export function entryOf(m: WebhookMaps, tenantId: string, id: string): OutboxEntry | undefined {
+  return m.entries.get(tenantId)?.get(id)
+}
+
+/** Puts `entry`, in place of the one of its id if there is one (whose due key goes). */
 export function putEntry(m: WebhookMaps, entry: OutboxEntry): void {
-  let ids = m.order.get(entry.tenant_id)
-  if (!ids) {
-    ids = new SortedIds()
-    m.order.set(entry.tenant_id, ids)
+  let own = m.entries.get(entry.tenant_id)
+  if (!own) {
+    own = new SortedRecords()
+    m.entries.set(entry.tenant_id, own)
   }
-  if (!ids.add(entry.id)) unindexDue(m, m.entries.get(entry.tenant_id, entry.id)!)
-  m.entries.set(entry.tenant_id, entry.id, entry)
+  const old = own.get(entry.id)
+  if (old) unindexDue(m, old)
+  own.add(entry.id, entry)
   if (entry.state === 'pending' && entry.due_at !== undefined) {
     m.due.add(dueKey(entry))
     m.pending.set(entry.tenant_id, (m.pending.get(entry.tenant_id) ?? 0) + 1)
@@ -63,12 +66,11 @@ export function putEntry(m: WebhookMaps, entry: OutboxEntry): void {
 }
 
 export function deleteEntry(m: WebhookMaps, tenantId: string, id: string): void {
-  const old = m.entries.get(tenantId, id)
-  if (!old) return
-  m.entries.delete(tenantId, id)
-  const ids = m.order.get(tenantId)
-  ids?.delete(id)
-  if (ids?.size === 0) m.order.delete(tenantId)
+  const own = m.entries.get(tenantId)
+  const old = own?.get(id)
+  if (!own || !old) return
+  own.delete(id)
+  if (own.size === 0) m.entries.delete(tenantId)
   unindexDue(m, old)
 }
 
@@ -95,9 +97,9 @@ export function listOutbox(
   tenantId: string,
   query: { after?: string; limit: number },
 ): OutboxEntry[] {
-  const ids = m.order.get(tenantId)
-  if (!ids || query.limit <= 0) return []
-  return ids.after(query.after, query.limit).map((id) => copy(m.entries.get(tenantId, id)!))
+  const own = m.entries.get(tenantId)
+  if (!own || query.limit <= 0) return []
+  return own.after(query.after, query.limit).map((id) => copy(own.get(id)!))
 }
 
 export function listDue(
@@ -112,7 +114,7 @@ export function listDue(
     if (!keys.length) break
     for (const key of keys) {
       const { tenantId, id } = namedBy(key)
-      const entry = m.entries.get(tenantId, id)!
+      const entry = entryOf(m, tenantId, id)!
       if (entry.due_at! > query.before) return out
       out.push(copy(entry))
     }
@@ -124,7 +126,7 @@ export function listDue(
 /** Finished entries whose `expires_at` has come (`listExpired('outbox')`). */
 export function expired(m: WebhookMaps, before: string, limit: number): RecordKey[] {
   const out: RecordKey[] = []
-  for (const e of m.entries.values()) {
+  for (const e of allEntries(m)) {
     if (out.length >= limit) break
     if (e.state !== 'pending' && e.expires_at !== undefined && e.expires_at <= before)
       out.push({ tenant_id: e.tenant_id, id: e.id })
@@ -136,6 +138,11 @@ export function dump(m: WebhookMaps): Pick<StoreDump, 'webhooks' | 'outbox'> {
   const key = (r: { tenant_id: string; id: string }) => `${r.tenant_id}\u0000${r.id}`
   return {
     webhooks: [...m.webhooks.values()].sort(byKey(key)).map(copy),
-    outbox: [...m.entries.values()].sort(byKey(key)).map(copy),
+    outbox: [...allEntries(m)].sort(byKey(key)).map(copy),
   }
+}
+
+/** Every tenant's entries, tenant by tenant. */
+export function* allEntries(m: WebhookMaps): Generator<OutboxEntry, void, undefined> {
+  for (const own of m.entries.values()) yield* own.values()
 }

@@ -406,7 +406,7 @@ export function listWebhooks(m: MemoryMaps, tenantId: string, range: Range): Pag
 }
 
 export function getOutbox(m: MemoryMaps, tenantId: string, id: string): OutboxEntry | null {
-  const e = m.hooks.entries.get(tenantId, id)
+  const e = outbox.entryOf(m.hooks, tenantId, id)
   return e ? copy(e) : null
 }
 

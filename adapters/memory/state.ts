@@ -26,6 +26,7 @@ import { failedCheck } from './checks.js'
 import { allChunks } from './documents.js'
 import { emptyMaps, type MemoryMaps } from './maps.js'
 import { writeBatch } from './ops.js'
+import * as outbox from './outbox.js'
 import * as read from './reads.js'
 
 /** A lock record as `StateRecords` lists it. */
@@ -324,7 +325,7 @@ export class MemoryState {
       token_intents: [...this.maps.intents.intents.values()],
       documents: [...this.maps.documents.heads.values()],
       document_chunks: allChunks(this.maps.documents),
-      outbox: [...this.maps.hooks.entries.values()],
+      outbox: [...outbox.allEntries(this.maps.hooks)],
       logs: [...this.maps.logs.entries.values()],
     }
   }

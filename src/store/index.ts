@@ -28,7 +28,7 @@ export { measuredStore } from './measured-store.js'
 export { byKey, likePattern, nameMatcher } from './order.js'
 export type { Check, Op, TokenOp } from './protocol.js'
 export { Scoped } from './scoped.js'
-export { SortedIds } from './sorted-ids.js'
+export { SortedIds, SortedRecords } from './sorted-ids.js'
 export { PageFill, STORE_PAGE_BYTES, sealedBytes, storedBytes } from './stored-bytes.js'
 export { TokenIndex, termKey, termKeysOf } from './token-index.js'
 export type {

@@ -35,12 +35,18 @@ export function rank(id: string): number {
  * reads an id's string only when two ranks are equal. Comparing the strings themselves cost a cache
  * miss a step once a set holds many ids (each id a string of its own, anywhere in the heap).
  */
-export class SortedIds {
+export class SortedIds<V = undefined> {
   private chunks: string[][] = []
   private ranks: number[][] = []
   /** The rank of each chunk's last id. */
   private lasts: number[] = []
   private count = 0
+  /** Each id's value beside it, chunk by chunk, in a set made with values (`SortedRecords`); else null. */
+  private readonly vals: V[][] | null
+
+  constructor(withValues = false) {
+    this.vals = withValues ? [] : null
+  }
 
   /** How many ids the set holds. */
   get size(): number {
@@ -74,13 +80,14 @@ export class SortedIds {
     return lo
   }
 
-  /** Adds `id`; false when it was there. */
-  add(id: string): boolean {
+  /** Adds `id` (with `value`, in a set with values, in place of the one it had); false when it was there. */
+  add(id: string, value?: V): boolean {
     const r = rank(id)
     if (this.chunks.length === 0) {
       this.chunks.push([id])
       this.ranks.push([r])
       this.lasts.push(r)
+      this.vals?.push([value as V])
       this.count = 1
       return true
     }
@@ -94,15 +101,21 @@ export class SortedIds {
     const at = appended ? tail.length : this.slot(c, id, r)
     const ids = this.chunks[c]!
     const ranks = this.ranks[c]!
+    const vals = this.vals?.[c]
     // Another rank there: not this id (its string is read only on a tie).
-    if (ranks[at] === r && ids[at] === id) return false
+    if (ranks[at] === r && ids[at] === id) {
+      if (vals) vals[at] = value as V
+      return false
+    }
     if (at === ids.length) {
       // An append (the common case): a push, not a splice (which makes an array of what it removed).
       ids.push(id)
       ranks.push(r)
+      vals?.push(value as V)
     } else {
       ids.splice(at, 0, id)
       ranks.splice(at, 0, r)
+      vals?.splice(at, 0, value as V)
     }
     if (at === ids.length - 1) this.lasts[c] = r
     this.count++
@@ -111,6 +124,7 @@ export class SortedIds {
       const half = CHUNK >>> 1
       this.chunks.splice(c, 1, ids.slice(0, half), ids.slice(half))
       this.ranks.splice(c, 1, ranks.slice(0, half), ranks.slice(half))
+      if (vals) this.vals!.splice(c, 1, vals.slice(0, half), vals.slice(half))
       this.lasts.splice(c, 0, ranks[half - 1]!)
     }
     return true
@@ -127,11 +141,13 @@ export class SortedIds {
     const ranks = this.ranks[c]!
     ids.splice(at, 1)
     ranks.splice(at, 1)
+    this.vals?.[c]?.splice(at, 1)
     this.count--
     if (ids.length === 0) {
       this.chunks.splice(c, 1)
       this.ranks.splice(c, 1)
       this.lasts.splice(c, 1)
+      this.vals?.splice(c, 1)
     } else if (at === ids.length) this.lasts[c] = ranks[at - 1]!
     return true
   }
@@ -141,6 +157,21 @@ export class SortedIds {
     const c = this.chunkOf(id, r)
     const ids = this.chunks[c]
     return ids !== undefined && ids[this.slot(c, id, r)] === id
+  }
+
+  /** The value of `id` in a set with values; undefined when `id` is not there (or the set keeps none). */
+  get(id: string): V | undefined {
+    const r = rank(id)
+    const c = this.chunkOf(id, r)
+    const ids = this.chunks[c]
+    if (ids === undefined || !this.vals) return undefined
+    const at = this.slot(c, id, r)
+    return ids[at] === id ? this.vals[c]![at] : undefined
+  }
+
+  /** The values of a set with values, in the order of their ids. */
+  *values(): Generator<V, void, undefined> {
+    for (const chunk of this.vals ?? []) yield* chunk
   }
 
   /** At most `limit` ids after `after` (every id when it is undefined), in order. */
@@ -202,5 +233,16 @@ export class SortedIds {
       for (let at = skip; at < chunk.length; at++) yield chunk[at]!
       skip = 0
     }
+  }
+}
+
+/**
+ * Records by id, kept in id order as `SortedIds` keeps ids, each beside its id: a put of an id after
+ * every other (ids made in order) is a push at the end, where a `Map` of many records put each one
+ * in a slot of a large table (a cache miss, and the whole table copied as it grows).
+ */
+export class SortedRecords<V> extends SortedIds<V> {
+  constructor() {
+    super(true)
   }
 }

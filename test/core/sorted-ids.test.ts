@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { rank, SortedIds } from '../../src/store/sorted-ids.js'
+import { rank, SortedIds, SortedRecords } from '../../src/store/sorted-ids.js'
 
 /** A deterministic pseudo-random source (mulberry32). */
 function random(seed: number) {
@@ -141,5 +141,43 @@ describe('SortedIds', () => {
     expect([...set.from(undefined)]).toEqual(codeUnitSort([...ids, ...between]))
     expect([...set.before(undefined)].length).toBe(2000)
     expect(set.size).toBe(2000)
+  })
+})
+
+describe('SortedRecords', () => {
+  it('holds what a Map holds, each value beside its id, through 20 000 random puts, replacements and deletes over splits', () => {
+    const next = random(31)
+    const records = new SortedRecords<number>()
+    const model = new Map<string, number>()
+    const pool = Array.from({ length: 2500 }, () => idOf(next))
+    let largest = 0
+    for (let i = 0; i < 20_000; i++) {
+      const id = pool[Math.floor(next() * pool.length)]!
+      if (next() < (i < 10_000 ? 0.8 : 0.35)) {
+        expect(records.add(id, i)).toBe(!model.has(id))
+        model.set(id, i)
+      } else {
+        expect(records.delete(id)).toBe(model.has(id))
+        model.delete(id)
+      }
+      largest = Math.max(largest, model.size)
+      if (i % 1000 === 0 || i === 19_999) {
+        const sorted = codeUnitSort(model.keys())
+        expect([...records.from(undefined)]).toEqual(sorted)
+        expect([...records.values()]).toEqual(sorted.map((id) => model.get(id)))
+        for (let k = 0; k < 20; k++) {
+          const probe = pool[Math.floor(next() * pool.length)]!
+          expect(records.get(probe)).toBe(model.get(probe))
+        }
+      }
+    }
+    expect(largest).toBeGreaterThan(600)
+  })
+
+  it('a set of ids alone keeps no values', () => {
+    const set = new SortedIds()
+    set.add('a')
+    expect(set.get('a')).toBeUndefined()
+    expect([...set.values()]).toEqual([])
   })
 })
