@@ -18,6 +18,7 @@ export type { DerivedEvent } from './events.js'
 export { EVENT_TYPES, eventsOf, SENT_EVENT_TYPES } from './events.js'
 export {
   DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+  eventBody,
   eventEnvelope,
   MAX_WEBHOOKS_PER_TENANT,
   pendingEntry,

@@ -7,8 +7,12 @@
 import stringify from 'fast-json-stable-stringify'
 import { describe, expect, it } from 'vitest'
 import type { OutboxEntry } from '../../src/kernel/index.js'
+import type { WriteEffectContext } from '../../src/store/index.js'
 import {
+  type DerivedEvent,
   deliveryRequest,
+  eventBody,
+  eventEnvelope,
   stableJson,
   stableStringify,
   TEST_WEBHOOK_PRIVATE_KEY,
@@ -34,6 +38,60 @@ describe('stableJson', () => {
     ['nothing at all (undefined)', undefined],
   ])('writes what stableStringify writes: %s', (_name, value) => {
     expect(stableJson(value)).toBe(stableStringify(value))
+  })
+})
+
+describe('eventBody', () => {
+  const context = (over: Partial<WriteEffectContext>): WriteEffectContext => ({
+    tenantId: 't1',
+    actorId: 'a1',
+    actorType: 'application',
+    requestId: 'r1',
+    operation: 'token.create',
+    now: '2030-01-01T00:00:00.000Z',
+    ...over,
+  })
+  const token = (metadata: Record<string, string>) => ({
+    token: {
+      containers: ['/general/'],
+      created_at: '2030-01-01T00:00:00.000Z',
+      id: 'x',
+      metadata,
+      type: 'token',
+    },
+  })
+  it.each<[string, Partial<WriteEffectContext>, DerivedEvent]>([
+    ['a token created by an application', {}, { tenantId: 't1', type: 'token.created', data: token({}) }],
+    [
+      'no actor id (the sweep)',
+      { actorId: null, actorType: 'system', requestId: null },
+      { tenantId: 't1', type: 'token.expired', data: { token: { id: 'x' } } },
+    ],
+    [
+      'metadata keys in any order, integer-like among them',
+      {},
+      { tenantId: 't1', type: 'token.updated', data: token({ z: '1', '10': 'x', '9': 'y', a: '2' }) },
+    ],
+    [
+      'strings needing escapes in every place',
+      { actorId: 'a"\\', requestId: 'r\n\u2028"', now: 'n\u0001' },
+      { tenantId: 't"1', type: 'token.created', data: token({ 'k"': 'v\ud800' }) },
+    ],
+    [
+      'data of two records',
+      {},
+      {
+        tenantId: 't1',
+        type: 'token-intent.converted',
+        data: { token_intent: { id: 'i' }, token: { id: 'x', type: 't' } },
+      },
+    ],
+    ['data of no record', {}, { tenantId: 't1', type: 'token.created', data: {} }],
+  ])('is the stable serialization of the event envelope: %s', (_name, over, event) => {
+    const at = context(over)
+    const body = eventBody(at, event, 'e1')
+    expect(body).toBe(stableStringify(eventEnvelope(at, event, 'e1')))
+    expect(body).toBe(stringify(JSON.parse(body)))
   })
 })
 
