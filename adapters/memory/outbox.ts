@@ -89,8 +89,15 @@ export function pendingOf(m: WebhookMaps, tenantId: string): number {
 
 export function listWebhooks(m: WebhookMaps, tenantId: string, range: Range): Page<StoredWebhook> {
   const all = [...m.webhooks.of(tenantId).values()].sort(byKey((w) => `${w.created_at}\u0000${w.id}`))
-  return { items: all.slice(range.offset, range.offset + range.limit).map(copy), total: all.length }
+  return { items: all.slice(range.offset, range.offset + range.limit).map(copiedWebhook), total: all.length }
 }
+
+/**
+ * A copy of a webhook: its fields are strings but for `events`, a list of strings. Read on every
+ * write that makes an event (the outbox's write effect), where the generic `copy` took half a
+ * microsecond.
+ */
+const copiedWebhook = (w: StoredWebhook): StoredWebhook => ({ ...w, events: w.events.slice() })
 
 export function listOutbox(
   m: WebhookMaps,
