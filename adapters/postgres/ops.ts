@@ -150,7 +150,8 @@ export function hookedCreate(checks: readonly Check[], ops: readonly Op[]): Hook
     if (outbox.some((o) => o.id === e.id)) return null
     outbox.push(e)
   }
-  return outbox.length > 0 ? { ...created, outbox, bound } : null
+  // Its fields named, not `{ ...created, outbox, bound }`: Node 20 adds keys after a spread on a slow path.
+  return outbox.length > 0 ? { token: created.token, entries: created.entries, outbox, bound } : null
 }
 
 /**
