@@ -4,8 +4,14 @@ import { byKey, copy, Scoped, SortedIds, SortedRecords } from '../../src/store/i
 
 /** A key of the due index: `due_at ‖ tenant ‖ id` (ISO times sort as text; none of the three holds U+0000). */
 const dueKey = (e: OutboxEntry) => `${e.due_at}\u0000${e.tenant_id}\u0000${e.id}`
+/** A key of the expiry index: `expires_at ‖ tenant ‖ id`. */
+const expiryKey = (e: OutboxEntry) => `${e.expires_at}\u0000${e.tenant_id}\u0000${e.id}`
+/** Whether an entry is pending and due (in the due index). */
+const isDue = (e: OutboxEntry) => e.state === 'pending' && e.due_at !== undefined
+/** Whether an entry is finished and expires (in the expiry index). */
+const expires = (e: OutboxEntry) => e.state !== 'pending' && e.expires_at !== undefined
 
-/** The tenant and id a due key names. */
+/** The tenant and id a due or expiry key names. */
 function namedBy(key: string): { tenantId: string; id: string } {
   const idAt = key.lastIndexOf('\u0000')
   return { tenantId: key.slice(key.indexOf('\u0000') + 1, idAt), id: key.slice(idAt + 1) }
@@ -30,6 +36,11 @@ export interface WebhookMaps {
    * names: no map of its own beside `entries`.
    */
   readonly due: SortedIds
+  /**
+   * The finished entries' `expiryKey`s (`listExpired('outbox')`): a sweep step reads the ones whose
+   * time has come, never every entry.
+   */
+  readonly expiring: SortedIds
   /** tenant → its pending entries (`countRecords('outbox.pending')`). */
   readonly pending: Map<string, number>
 }
@@ -40,6 +51,7 @@ export function emptyWebhookMaps(): WebhookMaps {
     webhooks: new Scoped(),
     entries: new Map(),
     due: new SortedIds(),
+    expiring: new SortedIds(),
     pending: new Map(),
   }
 }
@@ -49,7 +61,7 @@ export function entryOf(m: WebhookMaps, tenantId: string, id: string): OutboxEnt
   return m.entries.get(tenantId)?.get(id)
 }
 
-/** Puts `entry`, in place of the one of its id if there is one (whose due key goes). */
+/** Puts `entry`, in place of the one of its id if there is one (whose due or expiry key goes). */
 export function putEntry(m: WebhookMaps, entry: OutboxEntry): void {
   let own = m.entries.get(entry.tenant_id)
   if (!own) {
@@ -57,12 +69,12 @@ export function putEntry(m: WebhookMaps, entry: OutboxEntry): void {
     m.entries.set(entry.tenant_id, own)
   }
   const old = own.get(entry.id)
-  if (old) unindexDue(m, old)
+  if (old) unindex(m, old)
   own.add(entry.id, entry)
-  if (entry.state === 'pending' && entry.due_at !== undefined) {
+  if (isDue(entry)) {
     m.due.add(dueKey(entry))
     m.pending.set(entry.tenant_id, (m.pending.get(entry.tenant_id) ?? 0) + 1)
-  }
+  } else if (expires(entry)) m.expiring.add(expiryKey(entry))
 }
 
 export function deleteEntry(m: WebhookMaps, tenantId: string, id: string): void {
@@ -71,12 +83,13 @@ export function deleteEntry(m: WebhookMaps, tenantId: string, id: string): void 
   if (!own || !old) return
   own.delete(id)
   if (own.size === 0) m.entries.delete(tenantId)
-  unindexDue(m, old)
+  unindex(m, old)
 }
 
-/** Takes a pending entry out of the due index and its tenant's pending count (a finished one is in neither). */
-function unindexDue(m: WebhookMaps, old: OutboxEntry): void {
-  if (old.state !== 'pending' || old.due_at === undefined) return
+/** Takes an entry out of the due index and its tenant's pending count, or out of the expiry index. */
+function unindex(m: WebhookMaps, old: OutboxEntry): void {
+  if (expires(old)) m.expiring.delete(expiryKey(old))
+  if (!isDue(old)) return
   m.due.delete(dueKey(old))
   const left = (m.pending.get(old.tenant_id) ?? 1) - 1
   if (left > 0) m.pending.set(old.tenant_id, left)
@@ -130,13 +143,15 @@ export function listDue(
   return out
 }
 
-/** Finished entries whose `expires_at` has come (`listExpired('outbox')`). */
+/** Finished entries whose `expires_at` has come (`listExpired('outbox')`), soonest first: what it answers, read from the expiry index. */
 export function expired(m: WebhookMaps, before: string, limit: number): RecordKey[] {
   const out: RecordKey[] = []
-  for (const e of allEntries(m)) {
+  if (limit <= 0) return out
+  for (const key of m.expiring.from(undefined)) {
+    if (key.slice(0, key.indexOf('\u0000')) > before) break
+    const { tenantId, id } = namedBy(key)
+    out.push({ tenant_id: tenantId, id })
     if (out.length >= limit) break
-    if (e.state !== 'pending' && e.expires_at !== undefined && e.expires_at <= before)
-      out.push({ tenant_id: e.tenant_id, id: e.id })
   }
   return out
 }
