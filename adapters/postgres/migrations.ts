@@ -3,7 +3,7 @@ import { clientKeyTablesSql } from './client-keys.js'
 import { documentTablesSql } from './documents.js'
 import { lockKey, quoteIdent } from './keys.js'
 import { logCountByStatementSql, logCountSql, logTablesSql } from './logs.js'
-import { webhookTablesSql } from './outbox.js'
+import { outboxCountByStatementSql, webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
 import { countsSql, countsTunedSql, countWithinSql, tablesSql, tokenSyncByKeySql } from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
@@ -120,6 +120,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 17,
     name: 'bound guard inside a statement',
     sql: (s) => countWithinSql(s),
+  },
+  {
+    // Pending deliveries counted once a statement (see `outboxCountByStatementSql`).
+    version: 18,
+    name: 'pending deliveries counted together',
+    sql: (s) => outboxCountByStatementSql(s),
   },
 ]
 

@@ -54,6 +54,49 @@ CREATE TRIGGER outbox_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.outbox
   FOR EACH ROW EXECUTE FUNCTION ${s}.outbox_count();
 `
 
+/**
+ * Pending deliveries counted once a statement (migration 18), as the audit log's entries are
+ * (`logCountByStatementSql`): the row trigger `outbox_count` called `record_count` once per row, a
+ * plpgsql call and a new version of the tenant's count row each, so a group of hooked creates in one
+ * statement moved one count row once per create. Three statement triggers (PostgreSQL allows one
+ * event per trigger with transition tables) move each tenant's count by what the statement changed:
+ * rows added pending, rows removed pending, and rows whose update made them pending or not (an
+ * upsert's insert and update fire the insert's and the update's).
+ */
+export const outboxCountByStatementSql = (s: string) => `
+DROP TRIGGER IF EXISTS outbox_count ON ${s}.outbox;
+CREATE OR REPLACE FUNCTION ${s}.outbox_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
+    SELECT tenant_id, 'outbox.pending', (pg_backend_pid() % 16)::smallint, count(*)
+    FROM after_rows WHERE due_at IS NOT NULL GROUP BY tenant_id
+    ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
+    SELECT tenant_id, 'outbox.pending', (pg_backend_pid() % 16)::smallint, -count(*)
+    FROM before_rows WHERE due_at IS NOT NULL GROUP BY tenant_id
+    ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+  ELSE
+    INSERT INTO ${s}.record_counts AS c (tenant_id, kind, shard, n)
+    SELECT tenant_id, 'outbox.pending', (pg_backend_pid() % 16)::smallint, sum(d)
+    FROM (SELECT tenant_id, 1 AS d FROM after_rows WHERE due_at IS NOT NULL
+      UNION ALL SELECT tenant_id, -1 FROM before_rows WHERE due_at IS NOT NULL) AS x
+    GROUP BY tenant_id HAVING sum(d) <> 0
+    ON CONFLICT (tenant_id, kind, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER outbox_count_added AFTER INSERT ON ${s}.outbox REFERENCING NEW TABLE AS after_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_count_changed();
+CREATE TRIGGER outbox_count_removed AFTER DELETE ON ${s}.outbox REFERENCING OLD TABLE AS before_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_count_changed();
+CREATE TRIGGER outbox_count_updated AFTER UPDATE ON ${s}.outbox
+  REFERENCING OLD TABLE AS before_rows NEW TABLE AS after_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION ${s}.outbox_count_changed();
+`
+
 /** `tv_write`'s guard branches of this area (plpgsql `WHEN` arms over `_c`). */
 export const webhookChecksSql = (s: string) => `      WHEN 'webhook.present' THEN
         _ok := EXISTS (SELECT 1 FROM ${s}.webhooks WHERE tenant_id = _c ->> 'tenant_id' AND id = _c ->> 'id');
