@@ -47,33 +47,20 @@ export function eventEnvelope(context: WriteEffectContext, event: DerivedEvent, 
 export const STABLE_EVENT_START = '{"data":'
 
 /**
- * The stored body of an event: its stable serialization (`stableStringify` of `eventEnvelope`,
- * object keys sorted), so that a delivery puts it in its signed body as it is, without parsing and
- * writing it again (14 µs an event). Written here rather than by serializing the envelope: the
- * envelope's own keys in their order around `data`'s text (`stableJson`, whose keys all sort after
- * `actor`), each string by JSON.stringify as the envelope's would be. A third less time than
- * building the envelope and serializing it whole. The text is made flat before it is kept (see
- * `flat`).
+ * The stored body of an event: its stable serialization (`stableStringify`, object keys sorted),
+ * so that a delivery puts it in its signed body as it is, without parsing and writing it again
+ * (14 µs an event). The events' objects are built with their keys in order, so this is
+ * JSON.stringify's text, checked (`stableJson`).
  */
 export function eventBody(context: WriteEffectContext, event: DerivedEvent, id: string): string {
-  const actor =
-    context.actorId === null
-      ? `{"type":${json(context.actorType)}}`
-      : `{"id":${json(context.actorId)},"type":${json(context.actorType)}}`
-  const data = stableJson(event.data)
-  const rest = data.length > 2 ? `,${data.slice(1, -1)}` : ''
-  return flat(
-    `{"data":{"actor":${actor}${rest}},"id":${json(id)},"tenant_id":${json(event.tenantId)},` +
-      `"timestamp":${json(context.now)},"trace_id":${json(context.requestId ?? id)},"type":${json(event.type)}}`,
-  )
+  return flat(stableJson(eventEnvelope(context, event, id)))
 }
 
-const json = (text: string) => JSON.stringify(text)
-
 /**
- * `text` as one flat string. A text joined of pieces is a tree of them in V8 until something reads
- * a character of it, when it is copied flat once; a store that keeps the body (the memory store)
- * would otherwise keep the tree, a dozen objects for the collector to trace and copy instead of one.
+ * `text` as one flat string. JSON.stringify's text is a tree of its builder's parts in V8 until
+ * something reads a character of it, when it is copied flat once; the memory store, which keeps the
+ * body, would keep the tree: 725 bytes against 534 for a 493-character event (measured with
+ * `--expose-gc`, 100 000 kept).
  */
 function flat(text: string): string {
   text.charCodeAt(0)
