@@ -65,7 +65,7 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
       const keyed = await sealClientKeyOps(s, batch.ops)
       const ops = await Promise.all(keyed.map((op) => sealedOp(s, op)))
       const checks = batch.checks
-        ? await Promise.all(batch.checks.map((c) => (sealsNothing(c) ? c : sealCheck(s, inner, c))))
+        ? await Promise.all(batch.checks.map((c) => sealCheck(s, inner, c)))
         : undefined
       return inner.write(checks ? { checks, ops } : { ops })
     },
@@ -163,50 +163,44 @@ function sealedOp(s: Sealing, op: Op): Op | Promise<Op> {
   }
 }
 
-/** Whether a guard compares nothing sealed, so it is stored as it is (see `sealCheck`). */
-const sealsNothing = (check: Check) =>
-  check.check !== 'reactor.unchanged' &&
-  check.check !== 'proxy.unchanged' &&
-  check.check !== 'token.unchanged' &&
-  (check.check !== 'outbox.unchanged' || !outboxSealsData(check.entry))
-
-/** A guard as stored: a `*.unchanged` guard compares with the sealed record (a transaction record holds nothing sealed). */
-async function sealCheck(s: Sealing, inner: Store, check: Check): Promise<Check> {
-  if (check.check === 'reactor.unchanged') {
-    const reactor = await sealedForGuard(
-      check.reactor,
-      (r) => openReactor(s, r),
-      (r) => sealReactor(s, r),
-      () => inner.getReactor(check.tenant_id, check.id),
-    )
-    return { ...check, reactor }
+/**
+ * A guard as stored: a `*.unchanged` guard compares with the sealed record (a transaction record
+ * holds nothing sealed); any other guard is the one given, at once (no promise of its own).
+ */
+function sealCheck(s: Sealing, inner: Store, check: Check): Check | Promise<Check> {
+  switch (check.check) {
+    case 'reactor.unchanged':
+      return sealedForGuard(
+        check.reactor,
+        (r) => openReactor(s, r),
+        (r) => sealReactor(s, r),
+        () => inner.getReactor(check.tenant_id, check.id),
+      ).then((reactor) => ({ ...check, reactor }))
+    case 'proxy.unchanged':
+      return sealedForGuard(
+        check.proxy,
+        (p) => openProxy(s, p),
+        (p) => sealProxy(s, p),
+        () => inner.getProxy(check.tenant_id, check.id),
+      ).then((proxy) => ({ ...check, proxy }))
+    case 'outbox.unchanged':
+      if (!outboxSealsData(check.entry)) return check
+      return sealedForGuard(
+        check.entry,
+        (e) => openOutbox(s, e),
+        (e) => sealOutbox(s, e),
+        () => inner.getOutbox(check.tenant_id, check.id),
+      ).then((entry) => ({ ...check, entry }))
+    case 'token.unchanged':
+      return sealedForGuard(
+        check.token,
+        (t) => openToken(s, t),
+        (t) => sealToken(s, t),
+        () => inner.getToken(check.tenant_id, check.id),
+      ).then((token) => ({ ...check, token }))
+    default:
+      return check
   }
-  if (check.check === 'proxy.unchanged') {
-    const proxy = await sealedForGuard(
-      check.proxy,
-      (p) => openProxy(s, p),
-      (p) => sealProxy(s, p),
-      () => inner.getProxy(check.tenant_id, check.id),
-    )
-    return { ...check, proxy }
-  }
-  if (check.check === 'outbox.unchanged' && outboxSealsData(check.entry)) {
-    const entry = await sealedForGuard(
-      check.entry,
-      (e) => openOutbox(s, e),
-      (e) => sealOutbox(s, e),
-      () => inner.getOutbox(check.tenant_id, check.id),
-    )
-    return { ...check, entry }
-  }
-  if (check.check !== 'token.unchanged') return check
-  const token = await sealedForGuard(
-    check.token,
-    (t) => openToken(s, t),
-    (t) => sealToken(s, t),
-    () => inner.getToken(check.tenant_id, check.id),
-  )
-  return { ...check, token }
 }
 
 /**
