@@ -18,11 +18,12 @@ interface TypeIndex {
 }
 
 /**
- * Chain order (entries by id: an id is its lane, `:`, its seq) as a set of the ids' heads (each id
- * up to its first `:`, its lane's) and, per head, its ids: a lane's new entry is an append to its
- * own set, where one set of every id would take most entries in its middle (a write's lane is any
- * of those in flight). Two ids of different heads compare as their heads do (a head holds no `:`
- * but its last character), so reading the heads in order, then each head's ids, is id order.
+ * Chain order (entries by id) as a set of the ids' heads (each id up to its first `:`: its writer's,
+ * or in the first format its lane's) and, per head, its ids: a writer numbers its ids in order, so
+ * a new entry is an append to its writer's set (in the first format, to its lane's), where one set
+ * of every id would take the entries of the first format in its middle. Two ids of different heads
+ * compare as their heads do (a head holds no `:` but its last character), so reading the heads in
+ * order, then each head's ids, is id order.
  */
 interface ChainIndex {
   heads: SortedIds

@@ -4,8 +4,8 @@ import type { Check, LogQuery, Op } from '../../src/store/index.js'
 import type { Tables } from './tables.js'
 
 /**
- * The PostgreSQL store's audit log (migration 3): `logs` keyed `(tenant_id, id)` (chain order: ids
- * sort each lane in seq order, "C" collation), with `created_at`, `entity_type` and `entity_id`
+ * The PostgreSQL store's audit log (migration 3): `logs` keyed `(tenant_id, id)` (chain order: id
+ * order, "C" collation), with `created_at`, `entity_type` and `entity_id`
  * in columns and three indexes a page reads a range of: it costs what it answers.
  */
 export const logTablesSql = (s: string) => `

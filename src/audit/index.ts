@@ -7,6 +7,7 @@ export type { EntryDraft } from './entries.js'
 export { answeredIds, entriesOfCall, entriesOfWrite, MAX_CALL_ENTRIES } from './entries.js'
 export type { ListLogsQuery, LogPage, LogView } from './log-reads.js'
 export { LOG_ENTITY_TYPES, listLogsQuery, logOperations, MAX_LOG_OFFSET } from './log-reads.js'
+export type { Removed } from './retention.js'
 export {
   DEFAULT_LOG_RETENTION_DAYS,
   DEFAULT_MAX_LOG_ENTRIES_PER_TENANT,

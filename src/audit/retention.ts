@@ -1,6 +1,7 @@
 import type { LogEntry } from '../kernel/index.js'
 import type { Op, Store } from '../store/index.js'
-import { type AuditMac, groupText, macText } from './chain.js'
+import { type AuditMac, groupText, macText, writerOf } from './chain.js'
+import { isRetentionMark, markedLanes, markLane, markMessage } from './retention-mark.js'
 
 /** How long entries are kept by default: 365 days, PCI DSS 10.5.1's twelve months. */
 export const DEFAULT_LOG_RETENTION_DAYS = 365
@@ -11,32 +12,128 @@ export const DEFAULT_MAX_LOG_ENTRIES_PER_TENANT = 1_000_000
 /** Old entries one retention step reads (then removes, lane by lane) at most. */
 export const RETENTION_STEP = 256
 
+/** Entries one retention step reads in one writer's ids at most: more than one group holds. */
+export const WRITER_SCAN = 4096
+
+/** Whether `id` is numbered by its writer (`writerEntryId`), not its lane and seq (the first format). */
+const numbered = (id: string) => id[writerOf(id).length] === ':'
+
 /**
  * Removes `tenantId`'s entries older than `before` (ISO), one bounded step: reads the oldest
- * `RETENTION_STEP` entries, and for each lane they are in removes the lane's entries up to the
- * newest of them, marking the lane's first kept entry `floor` (its MAC made again), so that
- * verification knows the lane starts there. A lane's entries are removed as a prefix, never from the
- * middle: one written later than a removed one by a slower call of the same lane goes with it (a
- * call's duration early). Answers how many entries it removed (0: nothing left to remove).
+ * `RETENTION_STEP` entries, and for each writer they are of removes the writer's entries up to the
+ * newest of them (its ids are numbered in order), and the rest of that entry's group, leaving the
+ * writer's retention mark (written at `now`) in their place; an entry written later than a removed
+ * one by a slower call goes with it (a call's duration early). Entries of the first format (ids
+ * sorted by lane) go a lane at a time, marking the lane's first kept entry `floor`. Answers how many
+ * entries it removed, marks not counted (0: nothing left to remove), and by how many the tenant's
+ * count of entries went down (one less where a writer's first mark took a removed entry's place).
  */
 export async function removeOldEntries(
   store: Pick<Store, 'listLogs' | 'write'>,
   mac: AuditMac,
   tenantId: string,
   before: string,
+  now: string,
   limit = RETENTION_STEP,
-): Promise<number> {
+  ageless = false,
+): Promise<Removed> {
   const step = Math.min(limit, RETENTION_STEP)
   const old = (await store.listLogs(tenantId, { order: 'oldest', to: before, limit: step })).filter(
     (e) => e.created_at < before,
   )
   const upTo = new Map<string, number>()
-  for (const e of old) upTo.set(e.lane, Math.max(upTo.get(e.lane) ?? -1, e.seq))
+  const cuts = new Map<string, string>()
+  for (const e of old) {
+    if (!numbered(e.id)) upTo.set(e.lane, Math.max(upTo.get(e.lane) ?? -1, e.seq))
+    else if ((cuts.get(writerOf(e.id)) ?? '') < e.id) cuts.set(writerOf(e.id), e.id)
+  }
   const ops: Op[] = []
+  let removed = 0
   for (const [lane, last] of upTo) ops.push(...(await laneCut(store, mac, tenantId, lane, last)))
-  if (!ops.length) return 0
+  removed += ops.filter((op) => op.op === 'log.delete').length
+  let marks = 0
+  for (const [writer, cut] of cuts) {
+    const c = await writerCut(store, mac, { tenantId, writer, cut, now, ageless })
+    ops.push(...c.ops)
+    removed += c.removed
+    if (c.ops.length && c.removed === c.ops.length) marks++
+  }
+  const none = { removed: 0, fewer: 0 }
+  if (!ops.length) return none
   const result = await store.write({ ops })
-  return result.ok ? ops.filter((op) => op.op === 'log.delete').length : 0
+  return result.ok ? { removed, fewer: removed - marks } : none
+}
+
+/** What a retention step did: entries removed (marks not counted), and how many fewer the tenant holds. */
+export interface Removed {
+  removed: number
+  fewer: number
+}
+
+/**
+ * The ops removing `writer`'s entries from its first up to id `cut` and the rest of its group (a
+ * group's ids are consecutive), at most `WRITER_SCAN` (ending at a group's end), and putting the
+ * writer's retention mark at the last one's id: each lane they were of, and each its mark named
+ * before, with the seq it goes on at. `removed`: the entries gone, marks not counted.
+ */
+async function writerCut(
+  store: Pick<Store, 'listLogs'>,
+  mac: AuditMac,
+  at: { tenantId: string; writer: string; cut: string; now: string; ageless: boolean },
+): Promise<{ ops: Op[]; removed: number }> {
+  const gone = await groupsThrough(store, at)
+  if (!gone.length) return { ops: [], removed: 0 }
+  const lanes = new Map<string, number>()
+  const goOn = (lane: string, seq: number) => lanes.set(lane, Math.max(lanes.get(lane) ?? 0, seq))
+  for (const e of gone) {
+    if (isRetentionMark(e)) for (const [lane, seq] of markedLanes(e) ?? []) goOn(lane, seq)
+    else goOn(e.lane, e.seq + 1)
+  }
+  const last = gone[gone.length - 1]!
+  const mark: Omit<LogEntry, 'mac'> = {
+    tenant_id: at.tenantId,
+    id: last.id,
+    actor_type: 'system',
+    entity_type: 'log',
+    operation: 'log.retention',
+    message: markMessage(lanes),
+    outcome: 'success',
+    created_at: at.now,
+    lane: markLane(at.writer),
+    seq: 0,
+  }
+  const [m] = await mac(at.tenantId, [macText(mark)])
+  const ops: Op[] = gone.slice(0, -1).map((e) => ({ op: 'log.delete', tenant_id: at.tenantId, id: e.id }))
+  ops.push({ op: 'log.put', entry: { ...mark, mac: m! } })
+  return { ops, removed: gone.filter((e) => !isRetentionMark(e)).length }
+}
+
+/**
+ * `writer`'s entries in id order from its first through `cut` and on to the end of the group `cut`
+ * is in, at most `WRITER_SCAN` of them and ending at a group's end (an entry with a MAC). `ageless`
+ * (removing the oldest whatever their age): on through one group of entries at least, as a cut
+ * that reaches only the writer's mark (its first entry) would remove nothing.
+ */
+async function groupsThrough(
+  store: Pick<Store, 'listLogs'>,
+  at: { tenantId: string; writer: string; cut: string; ageless: boolean },
+): Promise<LogEntry[]> {
+  const out: LogEntry[] = []
+  let ends = 0
+  let entries = false
+  let after = { created_at: '', id: `${at.writer}:` }
+  for (;;) {
+    const page = await store.listLogs(at.tenantId, { order: 'chain', after, limit: RETENTION_STEP })
+    for (const e of page) {
+      const done = e.id > at.cut && ends === out.length && (entries || !at.ageless)
+      if (!e.id.startsWith(`${at.writer}:`) || done || out.length >= WRITER_SCAN) return out.slice(0, ends)
+      out.push(e)
+      if (e.mac !== '') ends = out.length
+      if (!isRetentionMark(e)) entries = true
+    }
+    if (page.length < RETENTION_STEP) return out.slice(0, ends)
+    after = { created_at: '', id: page[page.length - 1]!.id }
+  }
 }
 
 /**
@@ -95,6 +192,9 @@ export async function removeOldestEntries(
   mac: AuditMac,
   tenantId: string,
   count: number,
-): Promise<number> {
-  return count > 0 ? removeOldEntries(store, mac, tenantId, '9999-12-31T23:59:59.999Z', count) : 0
+  now: string,
+): Promise<Removed> {
+  return count > 0
+    ? removeOldEntries(store, mac, tenantId, '9999-12-31T23:59:59.999Z', now, count, true)
+    : { removed: 0, fewer: 0 }
 }

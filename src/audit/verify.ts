@@ -1,6 +1,7 @@
 import type { LogEntry } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
-import { type AuditMac, entryId, groupText, macText } from './chain.js'
+import { type AuditMac, entryId, groupText, macText, writerEntryId, writerOf } from './chain.js'
+import { isRetentionMark, markedLanes } from './retention-mark.js'
 
 /** Why a link of a tenant's log is broken. */
 export type BrokenReason =
@@ -54,19 +55,27 @@ interface Walk {
 }
 
 /**
- * Walks `tenantId`'s log in chain order (each lane's entries in seq order, page by page) and checks
- * each entry's place, that each lane runs without a gap from 0 (or from the entry retention marked
- * `floor`), and each group's MAC under the tenant's audit key: a group is the entries of one write
- * on one lane, sealed by its last entry's MAC over all of them (`chained`); a lane that ends before
- * its group's sealing entry is broken too. Stops at the first broken link: a group whose MAC fails
- * is reported at its first entry.
+ * Walks `tenantId`'s log in chain order (id order, page by page) and checks each entry's place, that
+ * each lane runs without a gap from 0 (or from where retention removed its entries before), and each
+ * group's MAC under the tenant's audit key: a group is the entries of one write on one lane, sealed
+ * by its last entry's MAC over all of them (`chained`); a lane that ends before its group's sealing
+ * entry is broken too. A writer's lanes run side by side in its ids (each lane's in seq order), and
+ * its lanes end where its ids do. Stops at the first broken link: a group whose MAC fails is
+ * reported at its first entry.
  */
 export async function verifyLogs(
   store: Pick<Store, 'listLogs'>,
   mac: AuditMac,
   tenantId: string,
 ): Promise<LogVerification> {
-  const state: WalkState = { entries: 0, lanes: 0, lane: undefined, expected: 0, open: null }
+  const state: WalkState = {
+    entries: 0,
+    lanes: 0,
+    writer: undefined,
+    byLane: new Map(),
+    marked: null,
+    lastId: '',
+  }
   let after: { created_at: string; id: string } | undefined
   for (;;) {
     const page = await store.listLogs(tenantId, { order: 'chain', limit: PAGE, ...(after ? { after } : {}) })
@@ -91,56 +100,88 @@ export async function verifyLogs(
   }
 }
 
-/** Where the walk is: entries and lanes seen, the lane under way, its next seq, and its group still open. */
-interface WalkState {
-  entries: number
-  lanes: number
-  lane: string | undefined
+/** One lane under way: its next seq, and its group still open. */
+interface LaneWalk {
   expected: number
   open: Group | null
 }
 
 /**
+ * Where the walk is: entries and lanes seen, the writer whose ids it is in, that writer's lanes under
+ * way, where its retention mark says its lanes go on (`null`: no mark), and the last id seen.
+ */
+interface WalkState {
+  entries: number
+  lanes: number
+  writer: string | undefined
+  byLane: Map<string, LaneWalk>
+  marked: ReadonlyMap<string, number> | null
+  lastId: string
+}
+
+/** Ends the lanes of the writer under way: a group still open (no sealing entry) closes with no MAC, and fails. */
+function endWriter(s: WalkState, closed: Group[]): void {
+  for (const lane of s.byLane.values()) if (lane.open) closed.push(lane.open)
+  s.byLane.clear()
+  s.marked = null
+}
+
+/**
  * One page of the walk: checks places and gaps entry by entry, and gathers the groups the page
- * closes (in order) for their MACs. A lane that ends with its group open (`''` MACs to its last
- * entry) closes that group with no MAC: it fails. Stops at the first broken place or gap.
+ * closes (in order) for their MACs. Stops at the first broken place or gap.
  */
 function walkPage(s: WalkState, tenantId: string, page: readonly LogEntry[], end: boolean): Walk {
   const closed: Group[] = []
   for (const e of page) {
-    if (e.lane !== s.lane && s.open) {
-      closed.push(s.open)
-      s.open = null
+    const writer = writerOf(e.lane)
+    if (writer !== s.writer) {
+      endWriter(s, closed)
+      s.writer = writer
     }
-    const link = check(tenantId, e, e.lane === s.lane ? s.expected : undefined)
+    const lane = s.byLane.get(e.lane)
+    const link = check(s, tenantId, e, lane)
     if (link) return { closed, broken: { link, entries: s.entries } }
-    if (e.lane !== s.lane) s.lanes++
-    s.lane = e.lane
-    s.expected = e.seq + 1
+    s.lastId = e.id
     const { mac: given, ...fields } = e
-    s.open ??= { first: e, before: s.entries, texts: [], given: '' }
-    s.open.texts.push(macText(fields))
+    const group: Group = lane?.open ?? { first: e, before: s.entries, texts: [], given: '' }
+    group.texts.push(macText(fields))
     s.entries++
-    if (given !== '') {
-      s.open.given = given
-      closed.push(s.open)
-      s.open = null
+    if (isRetentionMark(e)) {
+      // The writer's first entry: where retention removed its lanes' entries before (a group of one).
+      s.marked = markedLanes(e) ?? new Map()
+      closed.push({ ...group, given })
+      continue
     }
+    if (!lane) s.lanes++
+    const open = given === '' ? group : null
+    if (given !== '') closed.push({ ...group, given })
+    s.byLane.set(e.lane, { expected: e.seq + 1, open })
   }
-  if (end && s.open) {
-    closed.push(s.open)
-    s.open = null
-  }
+  if (end) endWriter(s, closed)
   return { closed }
 }
 
-/** The broken place or gap at `e`, if any: `expected` is the seq due in a lane already under way. */
-function check(tenantId: string, e: LogEntry, expected: number | undefined): BrokenLink | null {
+/**
+ * The broken place or gap at `e`, if any, given its lane's walk so far (`undefined`: the lane starts
+ * here). Ids rise entry after entry (a value moved to another key, or copied, breaks that), each
+ * names its writer (or is its lane and seq, in the first format); a retention mark comes first in
+ * its writer's ids, and names how far each lane it removed went; a lane starts at 0, where its
+ * writer's mark says, or (first format) at an entry retention marked `floor`.
+ */
+function check(s: WalkState, tenantId: string, e: LogEntry, lane: LaneWalk | undefined): BrokenLink | null {
   const at = { id: e.id, lane: e.lane, seq: e.seq }
-  if (e.tenant_id !== tenantId || e.id !== entryId(e.lane, e.seq)) return { ...at, reason: 'place' }
-  const seq = expected ?? 0
-  // A lane starts at 0, or where retention removed what came before (`floor`, under the MAC).
-  if (e.seq !== seq && !(expected === undefined && e.floor === true))
+  if (e.tenant_id !== tenantId || typeof e.id !== 'string' || e.id <= s.lastId)
+    return { ...at, reason: 'place' }
+  const writer = writerOf(e.lane)
+  const numbered =
+    e.id.length === writer.length + 13 && e.id === writerEntryId(writer, Number(e.id.slice(-12)))
+  if (isRetentionMark(e)) {
+    const first = s.byLane.size === 0 && s.marked === null
+    return numbered && first && markedLanes(e) ? null : { ...at, reason: 'place' }
+  }
+  if (!numbered && e.id !== entryId(e.lane, e.seq)) return { ...at, reason: 'place' }
+  const seq = lane ? lane.expected : (s.marked?.get(e.lane) ?? 0)
+  if (e.seq !== seq && !(lane === undefined && e.floor === true))
     return { ...at, reason: 'gap', expected: seq }
   return null
 }

@@ -529,7 +529,10 @@ export interface OutboxEntry {
  */
 export interface LogEntry {
   tenant_id: string
-  /** `lane` ‖ `:` ‖ `seq` as 12 digits: sorts a lane's entries in chain order. */
+  /**
+   * The writer ‖ `:` ‖ the writer's number of the entry, 12 digits: its place in chain order, where
+   * each lane's entries sort in seq order (entries of the first format: `lane` ‖ `:` ‖ `seq`).
+   */
   id: string
   /** The application or session id; absent for the admin and the service itself. */
   actor_id?: string

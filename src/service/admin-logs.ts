@@ -1,6 +1,7 @@
 import {
   entriesOfCall,
   type LogVerification,
+  type Removed,
   removeOldEntries,
   removeOldestEntries,
   verifyLogs,
@@ -12,14 +13,14 @@ import type { Wiring } from './wiring.js'
 /** The admin's audit log powers. */
 export interface LogAdmin {
   /**
-   * Verifies `tenantId`'s audit log: every entry's MAC under the tenant's audit key, and each chain
-   * (lane) without a gap from its start or its retention floor. Answers the first broken link, if
+   * Verifies `tenantId`'s audit log: every entry's MAC under the tenant's audit key, each entry in
+   * its place, and each chain (lane) without a gap from its start or where retention left it. Answers the first broken link, if
    * any. Reads the whole log of the tenant, page by page (1 000 entries a page).
    */
   verifyLogs(input: { tenantId: string }): Promise<LogVerification>
   /**
    * Removes the entries older than the retention (`logRetentionDays`) of every tenant, step by
-   * step, marking each chain's first kept entry so verification still holds; logs what it removed.
+   * step, leaving each writer's retention mark so verification still holds; logs what it removed.
    * Answers how many entries it removed. `admin.sweep` runs it too.
    */
   sweepLogs(): Promise<{ removed: number }>
@@ -56,11 +57,13 @@ export function logAdmin(w: Wiring): LogAdmin {
       const before = isoAfter(now, -w.logRetentionMs)
       let removed = 0
       for (const tenant of await w.store.listTenants()) {
-        const old = await removeSteps((left) => removeOldEntries(w.store, audit.mac, tenant.id, before, left))
+        const old = await removeSteps((left) =>
+          removeOldEntries(w.store, audit.mac, tenant.id, before, now, left),
+        )
         // Past the bound, the oldest entries go too, whatever their age.
         const excess = (await w.store.countRecords(tenant.id, 'log')) - w.maxLogEntries
         const over = await removeSteps(
-          (left) => removeOldestEntries(w.store, audit.mac, tenant.id, left),
+          (left) => removeOldestEntries(w.store, audit.mac, tenant.id, left, now),
           excess,
         )
         if (!old && !over) continue
@@ -84,13 +87,19 @@ export function logAdmin(w: Wiring): LogAdmin {
   }
 }
 
-/** Runs `step` (given how many entries are left to remove) up to `MAX_RETENTION_STEPS` times; answers the entries removed. */
-async function removeSteps(step: (left: number) => Promise<number>, count = Number.POSITIVE_INFINITY) {
+/**
+ * Runs `step` (given by how many the count of entries is still to go down) up to
+ * `MAX_RETENTION_STEPS` times, until it removes nothing or the count went down by `count`; answers
+ * the entries removed.
+ */
+async function removeSteps(step: (left: number) => Promise<Removed>, count = Number.POSITIVE_INFINITY) {
   let removed = 0
-  for (let i = 0; i < MAX_RETENTION_STEPS && removed < count; i++) {
-    const n = await step(count - removed)
-    if (!n) break
-    removed += n
+  let fewer = 0
+  for (let i = 0; i < MAX_RETENTION_STEPS && fewer < count; i++) {
+    const r = await step(count - fewer)
+    if (!r.removed) break
+    removed += r.removed
+    fewer += r.fewer
   }
   return removed
 }

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import type { EntryDraft } from '../../src/audit/index.js'
-import { AuditLog, macText, removeOldestEntries, verifyLogs } from '../../src/audit/index.js'
+import { AuditLog, entryId, macText, removeOldestEntries, verifyLogs } from '../../src/audit/index.js'
 import type { LogEntry } from '../../src/kernel/index.js'
 import type { Store } from '../../src/store/index.js'
 
@@ -87,13 +87,38 @@ describe('one MAC a group of entries', () => {
   })
 
   it.each(['memory', 'file'] as const)(
-    'cuts a group by retention (2 of its 5 removed) and verification and the count still hold (%s)',
+    'removes a whole group by retention (2 asked, its 5 go), leaving the writer mark; verification and the count hold (%s)',
     async (kind) => {
       const { store, chain } = await logged(
         kind === 'file' ? await fileStore({ path: tempDir() }) : memoryStore(),
       )
-      expect(await removeOldestEntries(store, mac, 't1', 2)).toBe(2)
+      const now = '2031-01-01T00:00:00.000Z'
+      expect(await removeOldestEntries(store, mac, 't1', 2, now)).toEqual({ removed: 5, fewer: 4 })
       const kept = await chain()
+      expect(kept.map((e) => e.entity_id ?? e.operation)).toEqual(['log.retention', 'b-0'])
+      expect(kept[0]!.created_at).toBe(now)
+      expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 2, lanes: 1 })
+      expect(await store.countRecords('t1', 'log')).toBe(2)
+      await store.close()
+    },
+  )
+
+  it.each(['memory', 'file'] as const)(
+    'cuts a group of ids in the first format (lane, seq) by retention (2 of its 5), marking the next floor (%s)',
+    async (kind) => {
+      const store = kind === 'file' ? await fileStore({ path: tempDir() }) : memoryStore()
+      const { entries } = await logged(memoryStore())
+      // The same entries as the first format wrote them: ids of lane and seq, each group sealed again.
+      const first = entries.map((e) => ({ ...e, id: entryId(e.lane, e.seq), mac: '' }))
+      for (const group of [first.slice(0, 5), first.slice(5)]) {
+        const texts = group.map(({ mac: _m, ...fields }) => macText(fields))
+        group[group.length - 1]!.mac = mac('t1', [texts.join('\n')])[0]!
+      }
+      await store.write({ ops: first.map((entry) => ({ op: 'log.put' as const, entry })) })
+      expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 6, lanes: 1 })
+      const now = '2031-01-01T00:00:00.000Z'
+      expect(await removeOldestEntries(store, mac, 't1', 2, now)).toEqual({ removed: 2, fewer: 2 })
+      const kept = await store.listLogs('t1', { order: 'chain', limit: 100 })
       expect(kept.map((e) => e.entity_id)).toEqual(['a-2', 'a-3', 'a-4', 'b-0'])
       expect(kept[0]!.floor).toBe(true)
       expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 4, lanes: 1 })
