@@ -31,9 +31,9 @@ export function applyLogOp(dbs: Databases, op: Op, counts: Map<string, number>):
   const tenantId = op.op === 'log.put' ? op.entry.tenant_id : op.tenant_id
   const id = op.op === 'log.put' ? op.entry.id : op.id
   const k = key(tenantId, id)
-  // An entry inside a group is appended without a read: an id is put again only by retention,
-  // which marks an entry `floor` and seals its group again (the group's last entry, the one with a
-  // MAC) — same indexed fields, so the same index keys —, and a delete needs the old one's.
+  // An entry inside a group is appended without a read: an id is put again only by retention, on
+  // an entry that carries a MAC (a writer's mark in a removed entry's place; in the first format,
+  // the entries of a cut group sealed again), and a delete needs the old one's index keys.
   const old =
     op.op === 'log.put' && op.entry.floor !== true && op.entry.mac === ''
       ? undefined

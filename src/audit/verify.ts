@@ -72,9 +72,10 @@ export async function verifyLogs(
     entries: 0,
     lanes: 0,
     writer: undefined,
-    byLane: new Map(),
+    next: new Map(),
     marked: null,
     lastId: '',
+    open: null,
   }
   let after: { created_at: string; id: string } | undefined
   for (;;) {
@@ -100,29 +101,31 @@ export async function verifyLogs(
   }
 }
 
-/** One lane under way: its next seq, and its group still open. */
-interface LaneWalk {
-  expected: number
-  open: Group | null
-}
-
 /**
- * Where the walk is: entries and lanes seen, the writer whose ids it is in, that writer's lanes under
- * way, where its retention mark says its lanes go on (`null`: no mark), and the last id seen.
+ * Where the walk is: entries and lanes seen, the writer whose ids it is in, the next seq of each of
+ * that writer's lanes seen, where its retention mark says its lanes go on (`null`: no mark), the last
+ * id seen, and the group under way (a group's ids are consecutive: one at a time).
  */
 interface WalkState {
   entries: number
   lanes: number
   writer: string | undefined
-  byLane: Map<string, LaneWalk>
+  next: Map<string, number>
   marked: ReadonlyMap<string, number> | null
   lastId: string
+  open: Group | null
 }
 
-/** Ends the lanes of the writer under way: a group still open (no sealing entry) closes with no MAC, and fails. */
+/** Ends the group under way: one that ended before its sealing entry closes with no MAC, and fails. */
+function endGroup(s: WalkState, closed: Group[]): void {
+  if (s.open) closed.push(s.open)
+  s.open = null
+}
+
+/** Ends the lanes of the writer under way (and its group). */
 function endWriter(s: WalkState, closed: Group[]): void {
-  for (const lane of s.byLane.values()) if (lane.open) closed.push(lane.open)
-  s.byLane.clear()
+  endGroup(s, closed)
+  s.next.clear()
   s.marked = null
 }
 
@@ -133,29 +136,27 @@ function endWriter(s: WalkState, closed: Group[]): void {
 function walkPage(s: WalkState, tenantId: string, page: readonly LogEntry[], end: boolean): Walk {
   const closed: Group[] = []
   for (const e of page) {
-    const writer = writerOf(e.lane)
-    if (writer !== s.writer) {
-      endWriter(s, closed)
-      s.writer = writer
-    }
-    const lane = s.byLane.get(e.lane)
-    const link = check(s, tenantId, e, lane)
+    const writer = typeof e.lane === 'string' ? writerOf(e.lane) : undefined
+    if (writer !== s.writer) endWriter(s, closed)
+    s.writer = writer
+    // An entry of another lane ends the group under way: its ids were consecutive.
+    if (s.open && s.open.first.lane !== e.lane) endGroup(s, closed)
+    const link = check(s, tenantId, e)
     if (link) return { closed, broken: { link, entries: s.entries } }
     s.lastId = e.id
     const { mac: given, ...fields } = e
-    const group: Group = lane?.open ?? { first: e, before: s.entries, texts: [], given: '' }
+    const group: Group = s.open ?? { first: e, before: s.entries, texts: [], given: '' }
     group.texts.push(macText(fields))
     s.entries++
+    s.open = given === '' ? group : null
+    if (given !== '') closed.push({ ...group, given })
     if (isRetentionMark(e)) {
-      // The writer's first entry: where retention removed its lanes' entries before (a group of one).
+      // The writer's first entry: where retention removed its lanes' entries before.
       s.marked = markedLanes(e) ?? new Map()
-      closed.push({ ...group, given })
       continue
     }
-    if (!lane) s.lanes++
-    const open = given === '' ? group : null
-    if (given !== '') closed.push({ ...group, given })
-    s.byLane.set(e.lane, { expected: e.seq + 1, open })
+    if (!s.next.has(e.lane)) s.lanes++
+    s.next.set(e.lane, e.seq + 1)
   }
   if (end) endWriter(s, closed)
   return { closed }
@@ -168,20 +169,21 @@ function walkPage(s: WalkState, tenantId: string, page: readonly LogEntry[], end
  * its writer's ids, and names how far each lane it removed went; a lane starts at 0, where its
  * writer's mark says, or (first format) at an entry retention marked `floor`.
  */
-function check(s: WalkState, tenantId: string, e: LogEntry, lane: LaneWalk | undefined): BrokenLink | null {
+function check(s: WalkState, tenantId: string, e: LogEntry): BrokenLink | null {
   const at = { id: e.id, lane: e.lane, seq: e.seq }
-  if (e.tenant_id !== tenantId || typeof e.id !== 'string' || e.id <= s.lastId)
+  if (e.tenant_id !== tenantId || typeof e.id !== 'string' || typeof e.lane !== 'string' || e.id <= s.lastId)
     return { ...at, reason: 'place' }
   const writer = writerOf(e.lane)
   const numbered =
     e.id.length === writer.length + 13 && e.id === writerEntryId(writer, Number(e.id.slice(-12)))
   if (isRetentionMark(e)) {
-    const first = s.byLane.size === 0 && s.marked === null
+    const first = s.next.size === 0 && s.marked === null && s.open === null
     return numbered && first && markedLanes(e) ? null : { ...at, reason: 'place' }
   }
   if (!numbered && e.id !== entryId(e.lane, e.seq)) return { ...at, reason: 'place' }
-  const seq = lane ? lane.expected : (s.marked?.get(e.lane) ?? 0)
-  if (e.seq !== seq && !(lane === undefined && e.floor === true))
+  const expected = s.next.get(e.lane)
+  const seq = expected ?? s.marked?.get(e.lane) ?? 0
+  if (e.seq !== seq && !(expected === undefined && e.floor === true))
     return { ...at, reason: 'gap', expected: seq }
   return null
 }

@@ -92,6 +92,26 @@ describe('entries numbered by their writer', () => {
     })
   })
 
+  it('detects a group whose sealing entry was removed, the next entry of another lane (a group is consecutive)', async () => {
+    const store = memoryStore()
+    const written = await inFlight(store, new Lanes(), [2, 1])
+    expect(written[0]!.mac).toBe('')
+    await store.write({ ops: [{ op: 'log.delete', tenant_id: 't1', id: written[1]!.id }] })
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({
+      ok: false,
+      broken: { id: written[0]!.id, reason: 'mac' },
+    })
+  })
+
+  it('answers a stored entry of the wrong shape as out of place, without throwing', async () => {
+    const written = await inFlight(memoryStore(), new Lanes(), [1, 1])
+    const odd = { ...written[1]!, lane: 42 } as unknown as LogEntry
+    expect(await verifyLogs(answering([written[0]!, odd]), mac, 't1')).toMatchObject({
+      ok: false,
+      broken: { reason: 'place' },
+    })
+  })
+
   it('detects a removed entry of one lane among the others (a gap in that lane)', async () => {
     const store = memoryStore()
     const lanes = new Lanes()
