@@ -51,17 +51,17 @@ export async function removeOldEntries(
   let removed = 0
   for (const [lane, last] of upTo) ops.push(...(await laneCut(store, mac, tenantId, lane, last)))
   removed += ops.filter((op) => op.op === 'log.delete').length
-  let marks = 0
+  let fewer = removed
   for (const [writer, cut] of cuts) {
     const c = await writerCut(store, mac, { tenantId, writer, cut, now, ageless })
     ops.push(...c.ops)
     removed += c.removed
-    if (c.ops.length && c.removed === c.ops.length) marks++
+    fewer += c.fewer
   }
   const none = { removed: 0, fewer: 0 }
   if (!ops.length) return none
   const result = await store.write({ ops })
-  return result.ok ? { removed, fewer: removed - marks } : none
+  return result.ok ? { removed, fewer } : none
 }
 
 /** What a retention step did: entries removed (marks not counted), and how many fewer the tenant holds. */
@@ -74,15 +74,18 @@ export interface Removed {
  * The ops removing `writer`'s entries from its first up to id `cut` and the rest of its group (a
  * group's ids are consecutive), at most `WRITER_SCAN` (ending at a group's end), and putting the
  * writer's retention mark at the last one's id: each lane they were of, and each its mark named
- * before, with the seq it goes on at. `removed`: the entries gone, marks not counted.
+ * before, with the seq it goes on at. `removed`: the entries gone, marks not counted; `fewer`: by
+ * how many the count goes down (the mark takes the last one's place). None when a group among them
+ * fails its MAC: a new mark would seal what was changed (a lane's seq edited to hide a gap after
+ * it), so the writer's entries stay, for verification to report.
  */
 async function writerCut(
   store: Pick<Store, 'listLogs'>,
   mac: AuditMac,
   at: { tenantId: string; writer: string; cut: string; now: string; ageless: boolean },
-): Promise<{ ops: Op[]; removed: number }> {
+): Promise<{ ops: Op[]; removed: number; fewer: number }> {
   const gone = await groupsThrough(store, at)
-  if (!gone.length) return { ops: [], removed: 0 }
+  if (!gone.length || !(await sealed(mac, at.tenantId, gone))) return { ops: [], removed: 0, fewer: 0 }
   const lanes = new Map<string, number>()
   const goOn = (lane: string, seq: number) => lanes.set(lane, Math.max(lanes.get(lane) ?? 0, seq))
   for (const e of gone) {
@@ -105,7 +108,24 @@ async function writerCut(
   const [m] = await mac(at.tenantId, [macText(mark)])
   const ops: Op[] = gone.slice(0, -1).map((e) => ({ op: 'log.delete', tenant_id: at.tenantId, id: e.id }))
   ops.push({ op: 'log.put', entry: { ...mark, mac: m! } })
-  return { ops, removed: gone.filter((e) => !isRetentionMark(e)).length }
+  return { ops, removed: gone.filter((e) => !isRetentionMark(e)).length, fewer: gone.length - 1 }
+}
+
+/** Whether every group of `entries` (whole groups, in id order) carries the MAC of its entries. */
+async function sealed(mac: AuditMac, tenantId: string, entries: readonly LogEntry[]): Promise<boolean> {
+  const groups: { texts: string[]; given: string }[] = []
+  let texts: string[] = []
+  for (const { mac: given, ...fields } of entries) {
+    texts.push(macText(fields))
+    if (given === '') continue
+    groups.push({ texts, given })
+    texts = []
+  }
+  const due = await mac(
+    tenantId,
+    groups.map((g) => groupText(g.texts)),
+  )
+  return texts.length === 0 && groups.every((g, i) => due[i] === g.given)
 }
 
 /**

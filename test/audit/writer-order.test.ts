@@ -167,6 +167,26 @@ describe('retention by writer', () => {
     expect(await verifyLogs(store, mac, 't1')).toMatchObject({ ok: true, entries: 4, lanes: 2 })
   })
 
+  it('removes nothing of a writer whose old entries fail their MAC: a new mark would seal the change', async () => {
+    const store = memoryStore()
+    const lanes = new Lanes()
+    const old = await inFlight(store, lanes, [1, 1], 0)
+    const kept = await inFlight(store, lanes, [1, 1], 5)
+    // The kept entry at seq 1 of a lane removed, and the old one of that lane edited to seq 1: a
+    // mark made from it would say the lane goes on at 2, and the gap would be gone.
+    const lane = kept[0]!.lane
+    await store.write({ ops: [{ op: 'log.delete', tenant_id: 't1', id: kept[0]!.id }] })
+    const edited = { ...old.find((e) => e.lane === lane)!, seq: 1 }
+    await store.write({ ops: [{ op: 'log.put', entry: edited }] })
+    const before = new Date(Date.UTC(2030, 0, 1, 0, 1)).toISOString()
+    expect(await removeOldEntries(store, mac, 't1', before, before)).toEqual({ removed: 0, fewer: 0 })
+    expect(await chain(store)).toHaveLength(3)
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({
+      ok: false,
+      broken: { id: edited.id, reason: 'gap', expected: 0 },
+    })
+  })
+
   it('refuses a mark anywhere but first among its writer’s entries, even sealed', async () => {
     const store = memoryStore()
     const lanes = new Lanes()
