@@ -159,7 +159,7 @@ async function groupsThrough(
 /**
  * The ops removing `lane`'s entries up to seq `last` and marking the next one `floor`: sealed again
  * with what is left of its group (the entries up to the group's sealing entry, whose MAC is made
- * again over them; see `chained`).
+ * again over them; see `chained`). None when a group it read fails its MAC (see `writerCut`).
  */
 async function laneCut(
   store: Pick<Store, 'listLogs'>,
@@ -169,21 +169,26 @@ async function laneCut(
   last: number,
 ): Promise<Op[]> {
   const ops: Op[] = []
+  /** Every entry of the lane read: whole groups, checked before any is sealed again. */
+  const read: LogEntry[] = []
   /** The kept part of the group the cut goes through, from its new `floor` entry. */
   const rest: LogEntry[] = []
+  const done = async () =>
+    (await sealed(mac, tenantId, read)) ? [...ops, ...(await resealed(mac, rest))] : []
   let after = { created_at: '', id: `${lane}:` }
   for (;;) {
     const page = await store.listLogs(tenantId, { order: 'chain', after, limit: RETENTION_STEP })
     for (const e of page) {
-      if (e.lane !== lane) return [...ops, ...(await resealed(mac, rest))]
+      if (e.lane !== lane) return done()
+      read.push(e)
       if (e.seq <= last) {
         ops.push({ op: 'log.delete', tenant_id: tenantId, id: e.id })
         continue
       }
       rest.push(rest.length ? e : { ...e, floor: true })
-      if (e.mac !== '') return [...ops, ...(await resealed(mac, rest))]
+      if (e.mac !== '') return done()
     }
-    if (page.length < RETENTION_STEP) return [...ops, ...(await resealed(mac, rest))]
+    if (page.length < RETENTION_STEP) return done()
     after = { created_at: '', id: page[page.length - 1]!.id }
   }
 }

@@ -49,6 +49,16 @@ async function logged(store: Store = memoryStore()) {
   return { store, entries, chain, put }
 }
 
+/** `logged`'s entries as the first format wrote them: ids of lane and seq, each group sealed again. */
+function firstFormat(entries: LogEntry[]): LogEntry[] {
+  const first = entries.map((e) => ({ ...e, id: entryId(e.lane, e.seq), mac: '' }))
+  for (const group of [first.slice(0, 5), first.slice(5)]) {
+    const texts = group.map(({ mac: _m, ...fields }) => macText(fields))
+    group[group.length - 1]!.mac = mac('t1', [texts.join('\n')])[0]!
+  }
+  return first
+}
+
 describe('one MAC a group of entries', () => {
   it('seals a write of 5 entries with one MAC on its last entry, and a write of one entry with its own', async () => {
     const { entries } = await logged()
@@ -103,17 +113,23 @@ describe('one MAC a group of entries', () => {
     },
   )
 
+  it('cuts nothing of a first-format group that fails its MAC: sealing its rest again would hide the change', async () => {
+    const store = memoryStore()
+    const { entries } = await logged(memoryStore())
+    const first = firstFormat(entries)
+    first[3] = { ...first[3]!, message: 'nothing happened' }
+    await store.write({ ops: first.map((entry) => ({ op: 'log.put' as const, entry })) })
+    const now = '2031-01-01T00:00:00.000Z'
+    expect(await removeOldestEntries(store, mac, 't1', 2, now)).toEqual({ removed: 0, fewer: 0 })
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({ ok: false, broken: { reason: 'mac' } })
+  })
+
   it.each(['memory', 'file'] as const)(
     'cuts a group of ids in the first format (lane, seq) by retention (2 of its 5), marking the next floor (%s)',
     async (kind) => {
       const store = kind === 'file' ? await fileStore({ path: tempDir() }) : memoryStore()
       const { entries } = await logged(memoryStore())
-      // The same entries as the first format wrote them: ids of lane and seq, each group sealed again.
-      const first = entries.map((e) => ({ ...e, id: entryId(e.lane, e.seq), mac: '' }))
-      for (const group of [first.slice(0, 5), first.slice(5)]) {
-        const texts = group.map(({ mac: _m, ...fields }) => macText(fields))
-        group[group.length - 1]!.mac = mac('t1', [texts.join('\n')])[0]!
-      }
+      const first = firstFormat(entries)
       await store.write({ ops: first.map((entry) => ({ op: 'log.put' as const, entry })) })
       expect(await verifyLogs(store, mac, 't1')).toEqual({ ok: true, entries: 6, lanes: 1 })
       const now = '2031-01-01T00:00:00.000Z'
