@@ -187,6 +187,20 @@ describe('retention by writer', () => {
     })
   })
 
+  it('reads at most 4096 of one writer’s entries a step: of 4097 before the cut, 4096 go', async () => {
+    const store = memoryStore()
+    const lanes = new Lanes()
+    // 4097 entries of one writer, the last one old and the others not: the cut is the last one.
+    for (let i = 0; i < 4096; i++) await inFlight(store, lanes, [1], 10)
+    await inFlight(store, lanes, [1], 0)
+    const at = (minute: number) => new Date(Date.UTC(2030, 0, 1, 0, minute)).toISOString()
+    expect(await removeOldEntries(store, mac, 't1', at(1), at(11))).toEqual({ removed: 4096, fewer: 4095 })
+    const kept = await chain(store)
+    expect(kept.map((e) => e.operation)).toEqual(['log.retention', 'read'])
+    expect(kept[1]!.created_at).toBe(at(0))
+    expect(await verifyLogs(store, mac, 't1')).toMatchObject({ ok: true, entries: 2 })
+  })
+
   it('refuses a mark anywhere but first among its writer’s entries, even sealed', async () => {
     const store = memoryStore()
     const lanes = new Lanes()
