@@ -5,8 +5,8 @@ import { key, prefix } from './keys.js'
 
 /**
  * The file store's audit log: `logs` `[tenant, id]` → entry (chain order: a writer numbers its ids
- * in order, so new entries go at the end of the B-tree), and three indexes → 1, kept in the entry's own write transaction: `logsByTime`
- * `[tenant, created_at, id]`, `logsByType` `[tenant, entity_type, created_at, id]` and
+ * in order, so new entries go at the end of the B-tree), and three indexes → 1, kept in the entry's
+ * own write transaction: `logsByTime` `[tenant, created_at, id]`, `logsByType` `[tenant, entity_type, created_at, id]` and
  * `logsByEntity` `[tenant, entity_type, entity_id, created_at, id]`. A page reads a range of one
  * of them: it costs what it answers, however long the log.
  */

@@ -20,11 +20,14 @@ export const entryId = (lane: string, seq: number) => `${lane}:${String(seq).pad
 /**
  * An entry's id: its writer, `:`, then the writer's count of entries numbered as 12 digits. A writer
  * numbers entries in the order it seals them, on all its lanes at once, so a store's index of ids
- * grows at its end: entries keyed by lane took one page of the file store's B-tree per lane in
- * flight in each commit (64 creates in flight: about 30 KB written per create against 11 KB). Each
- * lane's entries still sort in seq order (a lane's seqs are given in the order they are numbered).
+ * grows at its end (ids keyed by lane took a page of the file store's B-tree per lane in flight in
+ * each commit: docs/audit-log.md, "Measured"). Each lane's entries still sort in seq order (a
+ * lane's seqs are given in the order they are numbered).
  */
 export const writerEntryId = (writer: string, n: number) => `${writer}:${String(n).padStart(12, '0')}`
+
+/** Whether `id` has the form of `writerEntryId` (its writer, `:`), not the first format's (a lane, `.`…). */
+export const isWriterNumbered = (id: string) => id[writerOf(id).length] === ':'
 
 /** The writer an id (of either format) or a lane names: what comes before its first `.` or `:`. */
 export const writerOf = (idOrLane: string) => {

@@ -1,6 +1,6 @@
 import type { LogEntry } from '../kernel/index.js'
 import type { Op, Store } from '../store/index.js'
-import { type AuditMac, groupText, macText, writerOf } from './chain.js'
+import { type AuditMac, groupText, isWriterNumbered, macText, writerOf } from './chain.js'
 import { isRetentionMark, markedLanes, markLane, markMessage } from './retention-mark.js'
 
 /** How long entries are kept by default: 365 days, PCI DSS 10.5.1's twelve months. */
@@ -14,9 +14,6 @@ export const RETENTION_STEP = 256
 
 /** Entries one retention step reads in one writer's ids at most: more than one group holds. */
 export const WRITER_SCAN = 4096
-
-/** Whether `id` is numbered by its writer (`writerEntryId`), not its lane and seq (the first format). */
-const numbered = (id: string) => id[writerOf(id).length] === ':'
 
 /**
  * Removes `tenantId`'s entries older than `before` (ISO), one bounded step: reads the oldest
@@ -44,7 +41,7 @@ export async function removeOldEntries(
   const upTo = new Map<string, number>()
   const cuts = new Map<string, string>()
   for (const e of old) {
-    if (!numbered(e.id)) upTo.set(e.lane, Math.max(upTo.get(e.lane) ?? -1, e.seq))
+    if (!isWriterNumbered(e.id)) upTo.set(e.lane, Math.max(upTo.get(e.lane) ?? -1, e.seq))
     else if ((cuts.get(writerOf(e.id)) ?? '') < e.id) cuts.set(writerOf(e.id), e.id)
   }
   const ops: Op[] = []

@@ -1,6 +1,14 @@
 import type { LogEntry } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
-import { type AuditMac, entryId, groupText, macText, writerEntryId, writerOf } from './chain.js'
+import {
+  type AuditMac,
+  entryId,
+  groupText,
+  isWriterNumbered,
+  macText,
+  writerEntryId,
+  writerOf,
+} from './chain.js'
 import { isRetentionMark, markedLanes } from './retention-mark.js'
 
 /** Why a link of a tenant's log is broken. */
@@ -174,8 +182,9 @@ function check(s: WalkState, tenantId: string, e: LogEntry): BrokenLink | null {
   if (e.tenant_id !== tenantId || typeof e.id !== 'string' || typeof e.lane !== 'string' || e.id <= s.lastId)
     return { ...at, reason: 'place' }
   const writer = writerOf(e.lane)
+  // Its writer's number, written as `writerEntryId` writes it (no other digits, no other writer).
   const numbered =
-    e.id.length === writer.length + 13 && e.id === writerEntryId(writer, Number(e.id.slice(-12)))
+    isWriterNumbered(e.id) && e.id === writerEntryId(writer, Number(e.id.slice(writer.length + 1)))
   if (isRetentionMark(e)) {
     const first = s.next.size === 0 && s.marked === null && s.open === null
     return numbered && first && markedLanes(e) ? null : { ...at, reason: 'place' }

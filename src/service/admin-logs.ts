@@ -14,8 +14,8 @@ import type { Wiring } from './wiring.js'
 export interface LogAdmin {
   /**
    * Verifies `tenantId`'s audit log: every entry's MAC under the tenant's audit key, each entry in
-   * its place, and each chain (lane) without a gap from its start or where retention left it. Answers the first broken link, if
-   * any. Reads the whole log of the tenant, page by page (1 000 entries a page).
+   * its place, and each chain (lane) without a gap from its start or where retention left it.
+   * Answers the first broken link, if any. Reads the whole log of the tenant, page by page (1 000 entries a page).
    */
   verifyLogs(input: { tenantId: string }): Promise<LogVerification>
   /**
