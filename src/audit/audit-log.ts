@@ -99,8 +99,13 @@ export class AuditLog {
     const held: HeldLane[] = []
     const out: Op[] = []
     try {
-      for (const [tenantId, list] of byTenant) {
-        const lane = this.lanes.take(tenantId, list.length)
+      // Lanes are taken in one order of tenants, so two writes over the same tenants never each
+      // hold a lane the other waits for (`Lanes.acquire`).
+      const tenants = byTenant.size > 1 ? [...byTenant.keys()].sort() : [...byTenant.keys()]
+      for (const tenantId of tenants) {
+        const list = byTenant.get(tenantId)!
+        const taken = this.lanes.acquire(tenantId, list.length)
+        const lane = 'lane' in taken ? taken : await taken
         held.push(lane)
         const sealed = chained(this.mac, lane, list)
         for (const entry of Array.isArray(sealed) ? sealed : await sealed) out.push({ op: 'log.put', entry })

@@ -92,22 +92,46 @@ export interface HeldLane {
  * again to the next write (no gap: nothing landed); unknown (the store threw), the lane is retired
  * (what landed is its last entries). So a lane's entries in the store are contiguous from 0 (or from
  * a retention floor) to its end, whatever failed — a gap is a removal. Writes of one tenant run in
- * parallel on as many lanes as they need: no tenant-wide serialization.
+ * parallel on as many lanes as they need, up to `MAX_HELD_LANES`: no tenant-wide serialization.
+ *
+ * Bounded so that a retention mark (which names each lane of its writer whose entries it removed,
+ * `retention-mark.ts`) stays small: a tenant's writes wait for a lane beyond `MAX_HELD_LANES` held
+ * (`acquire`), so idle lanes never outnumber them and none retires but after an unknown outcome;
+ * and once a tenant has opened `MAX_LANES_PER_WRITER` lanes under this writer (lanes retired by
+ * store failures), the process starts a new writer, as a restart would: every idle lane ends there.
  */
 export class Lanes {
   /** This process's writer id: random, so two processes (or two starts) never share a lane. */
-  readonly writer = randomBytes(9).toString('base64url')
+  writer = newWriter()
   private readonly free = new Map<string, Lane[]>()
+  /** Lanes of each tenant held by a write now, and the writes waiting for one (`acquire`). */
+  private readonly held = new Map<string, number>()
+  private readonly waiting = new Map<string, (() => void)[]>()
+  /** Lanes opened under this writer: in all (their names), and per tenant (its bound). */
   private opened = 0
+  private readonly openedBy = new Map<string, number>()
   /** Entries numbered so far (each id's number: see `writerEntryId`). */
   private numbered = 0
 
+  /**
+   * `take`, once the tenant holds fewer than `MAX_HELD_LANES` lanes: at once when it does (no
+   * promise), else when a lane is given back (writes that wait are served in their order).
+   */
+  acquire(tenantId: string, count: number): HeldLane | Promise<HeldLane> {
+    if ((this.held.get(tenantId) ?? 0) < MAX_HELD_LANES && !this.waiting.has(tenantId)) {
+      return this.take(tenantId, count)
+    }
+    return new Promise((resolve) => {
+      const queue = this.waiting.get(tenantId) ?? []
+      queue.push(() => resolve(this.take(tenantId, count)))
+      this.waiting.set(tenantId, queue)
+    })
+  }
+
   /** Takes a lane of `tenantId` for a write of `count` entries, and numbers their ids. */
   take(tenantId: string, count: number): HeldLane {
-    const lane = this.free.get(tenantId)?.pop() ?? {
-      id: `${this.writer}.${String(this.opened++).padStart(6, '0')}`,
-      next: 0,
-    }
+    const lane = this.free.get(tenantId)?.pop() ?? this.open(tenantId)
+    this.held.set(tenantId, (this.held.get(tenantId) ?? 0) + 1)
     const idFrom = this.numbered
     this.numbered += count
     return { tenantId, lane, from: lane.next, count, writer: this.writer, idFrom }
@@ -115,25 +139,50 @@ export class Lanes {
 
   /** Gives a held lane back after its write: see the class. */
   settle(held: HeldLane, outcome: 'ok' | 'refused' | 'unknown'): void {
-    if (outcome === 'unknown') return
-    if (outcome === 'ok') held.lane.next = held.from + held.count
-    let list = this.free.get(held.tenantId)
-    if (!list) {
-      list = []
-      this.free.set(held.tenantId, list)
+    const n = (this.held.get(held.tenantId) ?? 1) - 1
+    if (n > 0) this.held.set(held.tenantId, n)
+    else this.held.delete(held.tenantId)
+    // A lane of a writer before this one ends with it; an unknown outcome retires it.
+    if (outcome !== 'unknown' && held.writer === this.writer) {
+      if (outcome === 'ok') held.lane.next = held.from + held.count
+      const list = this.free.get(held.tenantId)
+      if (list) list.push(held.lane)
+      else this.free.set(held.tenantId, [held.lane])
     }
-    // Bounded: a tenant keeps at most MAX_FREE_LANES idle lanes; beyond, one retires (ends there).
-    if (list.length < MAX_FREE_LANES) list.push(held.lane)
+    const queue = this.waiting.get(held.tenantId)
+    if (!queue || n >= MAX_HELD_LANES) return
+    const next = queue.shift()!
+    if (!queue.length) this.waiting.delete(held.tenantId)
+    next()
   }
 
   /** Forgets the idle lanes of `tenantId` (a deleted tenant). */
   forget(tenantId: string): void {
     this.free.delete(tenantId)
+    this.openedBy.delete(tenantId)
+  }
+
+  /** A new lane of `tenantId`, under a new writer when the tenant opened its share under this one. */
+  private open(tenantId: string): Lane {
+    if ((this.openedBy.get(tenantId) ?? 0) >= MAX_LANES_PER_WRITER) {
+      this.writer = newWriter()
+      this.free.clear()
+      this.openedBy.clear()
+      this.opened = 0
+      this.numbered = 0
+    }
+    this.openedBy.set(tenantId, (this.openedBy.get(tenantId) ?? 0) + 1)
+    return { id: `${this.writer}.${String(this.opened++).padStart(6, '0')}`, next: 0 }
   }
 }
 
-/** Idle lanes a tenant keeps in a process: about the writes it had in flight at once. */
-export const MAX_FREE_LANES = 256
+const newWriter = () => randomBytes(9).toString('base64url')
+
+/** Lanes a tenant's writes hold at once in a process; one more write waits for one to be given back. */
+export const MAX_HELD_LANES = 256
+
+/** Lanes a tenant opens under one writer; opening one more starts a new writer (`Lanes`). */
+export const MAX_LANES_PER_WRITER = 1024
 
 /**
  * The texts of a group's entries joined as its MAC covers them: one line each (an entry's text is

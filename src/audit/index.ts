@@ -2,7 +2,7 @@
 // from it). Kept by hand: add a name when another folder needs it.
 export { AuditLog, MAX_PENDING_ENTRIES_PER_TENANT } from './audit-log.js'
 export type { AuditMac } from './chain.js'
-export { AUDIT_PURPOSE, entryId, MAX_FREE_LANES, macText } from './chain.js'
+export { AUDIT_PURPOSE, entryId, MAX_HELD_LANES, MAX_LANES_PER_WRITER, macText } from './chain.js'
 export type { EntryDraft } from './entries.js'
 export { answeredIds, entriesOfCall, entriesOfWrite, MAX_CALL_ENTRIES } from './entries.js'
 export type { ListLogsQuery, LogPage, LogView } from './log-reads.js'
