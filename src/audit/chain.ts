@@ -103,6 +103,12 @@ export interface HeldLane {
 export class Lanes {
   /** This process's writer id: random, so two processes (or two starts) never share a lane. */
   writer = newWriter()
+
+  constructor(
+    /** Lanes a tenant's writes hold at once, and open under one writer (smaller in tests). */
+    private readonly bounds: LaneBounds = { held: MAX_HELD_LANES, perWriter: MAX_LANES_PER_WRITER },
+  ) {}
+
   private readonly free = new Map<string, Lane[]>()
   /** Lanes of each tenant held by a write now, and the writes waiting for one (`acquire`). */
   private readonly held = new Map<string, number>()
@@ -118,7 +124,7 @@ export class Lanes {
    * promise), else when a lane is given back (writes that wait are served in their order).
    */
   acquire(tenantId: string, count: number): HeldLane | Promise<HeldLane> {
-    if ((this.held.get(tenantId) ?? 0) < MAX_HELD_LANES && !this.waiting.has(tenantId)) {
+    if ((this.held.get(tenantId) ?? 0) < this.bounds.held && !this.waiting.has(tenantId)) {
       return this.take(tenantId, count)
     }
     return new Promise((resolve) => {
@@ -150,7 +156,7 @@ export class Lanes {
       else this.free.set(held.tenantId, [held.lane])
     }
     const queue = this.waiting.get(held.tenantId)
-    if (!queue || n >= MAX_HELD_LANES) return
+    if (!queue || n >= this.bounds.held) return
     const next = queue.shift()!
     if (!queue.length) this.waiting.delete(held.tenantId)
     next()
@@ -164,7 +170,7 @@ export class Lanes {
 
   /** A new lane of `tenantId`, under a new writer when the tenant opened its share under this one. */
   private open(tenantId: string): Lane {
-    if ((this.openedBy.get(tenantId) ?? 0) >= MAX_LANES_PER_WRITER) {
+    if ((this.openedBy.get(tenantId) ?? 0) >= this.bounds.perWriter) {
       this.writer = newWriter()
       this.free.clear()
       this.openedBy.clear()
@@ -177,6 +183,12 @@ export class Lanes {
 }
 
 const newWriter = () => randomBytes(9).toString('base64url')
+
+/** See `Lanes`: lanes a tenant's writes hold at once, and lanes it opens under one writer. */
+export interface LaneBounds {
+  held: number
+  perWriter: number
+}
 
 /** Lanes a tenant's writes hold at once in a process; one more write waits for one to be given back. */
 export const MAX_HELD_LANES = 256
