@@ -113,6 +113,8 @@ export class Lanes {
   /** Lanes of each tenant held by a write now, and the writes waiting for one (`acquire`). */
   private readonly held = new Map<string, number>()
   private readonly waiting = new Map<string, (() => void)[]>()
+  /** Every lane held now, whatever its tenant (`landingFrom`). */
+  private readonly inFlight = new Set<HeldLane>()
   /** Lanes opened under this writer: in all (their names), and per tenant (its bound). */
   private opened = 0
   private readonly openedBy = new Map<string, number>()
@@ -140,11 +142,22 @@ export class Lanes {
     this.held.set(tenantId, (this.held.get(tenantId) ?? 0) + 1)
     const idFrom = this.numbered
     this.numbered += count
-    return { tenantId, lane, from: lane.next, count, writer: this.writer, idFrom }
+    const held = { tenantId, lane, from: lane.next, count, writer: this.writer, idFrom }
+    this.inFlight.add(held)
+    return held
+  }
+
+  /** The first id `writer`'s writes still in flight may land at, if any: retention cuts before it. */
+  landingFrom(writer: string): string | undefined {
+    let first: number | undefined
+    for (const h of this.inFlight)
+      if (h.writer === writer && (first === undefined || h.idFrom < first)) first = h.idFrom
+    return first === undefined ? undefined : writerEntryId(writer, first)
   }
 
   /** Gives a held lane back after its write: see the class. */
   settle(held: HeldLane, outcome: 'ok' | 'refused' | 'unknown'): void {
+    this.inFlight.delete(held)
     const n = (this.held.get(held.tenantId) ?? 1) - 1
     if (n > 0) this.held.set(held.tenantId, n)
     else this.held.delete(held.tenantId)

@@ -31,8 +31,7 @@ export async function removeOldEntries(
   tenantId: string,
   before: string,
   now: string,
-  limit = RETENTION_STEP,
-  ageless = false,
+  { limit = RETENTION_STEP, ageless = false, landing }: RemovalOptions = {},
 ): Promise<Removed> {
   const step = Math.min(limit, RETENTION_STEP)
   const old = (await store.listLogs(tenantId, { order: 'oldest', to: before, limit: step })).filter(
@@ -50,7 +49,7 @@ export async function removeOldEntries(
   removed += ops.filter((op) => op.op === 'log.delete').length
   let fewer = removed
   for (const [writer, cut] of cuts) {
-    const c = await writerCut(store, mac, { tenantId, writer, cut, now, ageless })
+    const c = await writerCut(store, mac, { tenantId, writer, cut, now, ageless, stop: landing?.(writer) })
     ops.push(...c.ops)
     removed += c.removed
     fewer += c.fewer
@@ -59,6 +58,19 @@ export async function removeOldEntries(
   if (!ops.length) return none
   const result = await store.write({ ops })
   return result.ok ? { removed, fewer } : none
+}
+
+/**
+ * How a retention step goes: at most `limit` old entries read (`RETENTION_STEP`); `ageless`, the
+ * oldest whatever their age (`removeOldestEntries`); `landing`, for a writer of this process, the
+ * first id of its writes still in flight (`Lanes.landingFrom`): a cut stops before it, so that no
+ * entry lands before the writer's mark (a write numbered before the entries a cut removes, still
+ * in flight when it runs; possible when the oldest entries go past the tenant's bound).
+ */
+export interface RemovalOptions {
+  limit?: number
+  ageless?: boolean
+  landing?: (writer: string) => string | undefined
 }
 
 /** What a retention step did: entries removed (marks not counted), and how many fewer the tenant holds. */
@@ -79,7 +91,14 @@ export interface Removed {
 async function writerCut(
   store: Pick<Store, 'listLogs'>,
   mac: AuditMac,
-  at: { tenantId: string; writer: string; cut: string; now: string; ageless: boolean },
+  at: {
+    tenantId: string
+    writer: string
+    cut: string
+    now: string
+    ageless: boolean
+    stop?: string | undefined
+  },
 ): Promise<{ ops: Op[]; removed: number; fewer: number }> {
   const gone = await groupsThrough(store, at)
   if (!gone.length || !(await sealed(mac, at.tenantId, gone))) return { ops: [], removed: 0, fewer: 0 }
@@ -133,7 +152,7 @@ async function sealed(mac: AuditMac, tenantId: string, entries: readonly LogEntr
  */
 async function groupsThrough(
   store: Pick<Store, 'listLogs'>,
-  at: { tenantId: string; writer: string; cut: string; ageless: boolean },
+  at: { tenantId: string; writer: string; cut: string; ageless: boolean; stop?: string | undefined },
 ): Promise<LogEntry[]> {
   const out: LogEntry[] = []
   let ends = 0
@@ -143,7 +162,10 @@ async function groupsThrough(
     const page = await store.listLogs(at.tenantId, { order: 'chain', after, limit: RETENTION_STEP })
     for (const e of page) {
       const done = e.id > at.cut && ends === out.length && (entries || !at.ageless)
-      if (!e.id.startsWith(`${at.writer}:`) || done || out.length >= WRITER_SCAN) return out.slice(0, ends)
+      const landing = at.stop !== undefined && e.id >= at.stop
+      if (!e.id.startsWith(`${at.writer}:`) || done || landing || out.length >= WRITER_SCAN) {
+        return out.slice(0, ends)
+      }
       out.push(e)
       if (e.mac !== '') ends = out.length
       if (!isRetentionMark(e)) entries = true
@@ -215,8 +237,11 @@ export async function removeOldestEntries(
   tenantId: string,
   count: number,
   now: string,
+  landing?: RemovalOptions['landing'],
 ): Promise<Removed> {
+  const options: RemovalOptions = { limit: count, ageless: true }
+  if (landing) options.landing = landing
   return count > 0
-    ? removeOldEntries(store, mac, tenantId, '9999-12-31T23:59:59.999Z', now, count, true)
+    ? removeOldEntries(store, mac, tenantId, '9999-12-31T23:59:59.999Z', now, options)
     : { removed: 0, fewer: 0 }
 }

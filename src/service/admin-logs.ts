@@ -56,14 +56,16 @@ export function logAdmin(w: Wiring): LogAdmin {
       const now = w.now()
       const before = isoAfter(now, -w.logRetentionMs)
       let removed = 0
+      // A cut stops before the writes of this process still in flight (see `RemovalOptions`).
+      const landing = (writer: string) => audit.lanes.landingFrom(writer)
       for (const tenant of await w.store.listTenants()) {
         const old = await removeSteps((left) =>
-          removeOldEntries(w.store, audit.mac, tenant.id, before, now, left),
+          removeOldEntries(w.store, audit.mac, tenant.id, before, now, { limit: left, landing }),
         )
         // Past the bound, the oldest entries go too, whatever their age.
         const excess = (await w.store.countRecords(tenant.id, 'log')) - w.maxLogEntries
         const over = await removeSteps(
-          (left) => removeOldestEntries(w.store, audit.mac, tenant.id, left, now),
+          (left) => removeOldestEntries(w.store, audit.mac, tenant.id, left, now, landing),
           excess,
         )
         if (!old && !over) continue

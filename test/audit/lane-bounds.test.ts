@@ -170,3 +170,57 @@ describe('the lanes a retention mark names', () => {
     expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({ ok: true })
   })
 })
+
+describe('retention and writes in flight', () => {
+  it('never cuts past a write of this process still in flight: the log verifies once it lands', async () => {
+    const raw = memoryStore()
+    let release: () => void = () => {}
+    const gate = { on: false, reached: Promise.resolve() }
+    const store: Store = Object.create(raw, {
+      write: {
+        value: async (batch: Parameters<Store['write']>[0]) => {
+          if (gate.on && batch.ops.some((op) => op.op === 'token.put')) {
+            gate.on = false
+            await new Promise<void>((resolve) => {
+              release = resolve
+            })
+          }
+          return raw.write(batch)
+        },
+      },
+    })
+    const clock = manualClock(new Date('2030-01-01T00:00:00.000Z'))
+    const service = createService({
+      store,
+      clock,
+      runner: null,
+      masterKey: randomBytes(32),
+      maxLogEntriesPerTenant: 5,
+    })
+    const tenant = await service.admin.createTenant({ name: 'acme' })
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'writer',
+      type: 'private',
+      permissions: ['token:create'],
+    })
+    const writer = service.connect(key)
+    for (let i = 0; i < 3; i++) await writer.tokens.create({ type: 'token', data: 'x' })
+    // A create numbered now, held in the store's write; ten more land after it.
+    gate.on = true
+    const slow = writer.tokens.create({ type: 'token', data: 'slow' })
+    for (let i = 0; i < 20 && gate.on; i++) await new Promise((r) => setImmediate(r))
+    expect(gate.on).toBe(false)
+    for (let i = 0; i < 10; i++) await writer.tokens.create({ type: 'token', data: 'x' })
+    // Past the bound of 5, the oldest go: not the entries numbered after the create in flight.
+    const swept = await service.admin.sweepLogs()
+    expect(swept.removed).toBeGreaterThan(0)
+    release()
+    await slow
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({ ok: true })
+    // Once it landed, the next sweep goes on past it.
+    await service.admin.sweepLogs()
+    expect(await raw.countRecords(tenant.id, 'log')).toBeLessThanOrEqual(6)
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({ ok: true })
+  })
+})

@@ -1,7 +1,8 @@
 /**
  * Any honest history of one process's writes verifies: writes in flight on lanes (waiting for one
  * past the bound), each ending acknowledged, refused or of unknown outcome (landed or not), a new
- * writer started when a tenant opened its share of lanes, and retention cuts between them. And in
+ * writer started when a tenant opened its share of lanes, and retention cuts (by age, and the
+ * oldest past a bound) between them, writes still in flight. And in
  * such a history, an entry removed that has a later entry on its lane is always found.
  */
 import { createHmac } from 'node:crypto'
@@ -10,7 +11,7 @@ import { describe, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { chained, type HeldLane, Lanes } from '../../src/audit/chain.js'
 import type { EntryDraft } from '../../src/audit/index.js'
-import { removeOldEntries, verifyLogs } from '../../src/audit/index.js'
+import { removeOldEntries, removeOldestEntries, verifyLogs } from '../../src/audit/index.js'
 import type { LogEntry } from '../../src/kernel/index.js'
 import { assertProperty } from '../../testing/store/seed.js'
 
@@ -34,7 +35,7 @@ const draft = (name: string, minute: number): EntryDraft => ({
 })
 
 type End = 'ok' | 'refused' | 'landed' | 'lost'
-type Step = { begin: number } | { end: number; how: End } | { tick: true } | { cut: true }
+type Step = { begin: number } | { end: number; how: End } | { tick: true } | { cut: true } | { trim: number }
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 3 }).map((n) => ({ begin: n })) },
@@ -47,6 +48,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.constant({ tick: true as const }) },
   { weight: 1, arbitrary: fc.constant({ cut: true as const }) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 6 }).map((n) => ({ trim: n })) },
 )
 
 /** A write holding its lane, with the minute it began and its entries' size. */
@@ -64,6 +66,7 @@ async function play(steps: readonly Step[]) {
   let waiting = 0
   let minute = 0
   let names = 0
+  const landing = (writer: string) => lanes.landingFrom(writer)
   const begin = (size: number) => {
     const begun = minute
     const taken = lanes.acquire('t1', size)
@@ -87,10 +90,9 @@ async function play(steps: readonly Step[]) {
     if ('begin' in s) begin(s.begin)
     else if ('tick' in s) minute++
     else if ('end' in s && inFlight.length) await end(inFlight.splice(s.end % inFlight.length, 1)[0]!, s.how)
-    // Retention cuts what is older than now while nothing is in flight: a write numbered before
-    // entries a cut removes cannot land after its mark (a cut is by age, and calls are short).
-    else if ('cut' in s && !inFlight.length && !waiting)
-      await removeOldEntries(store, mac, 't1', at(minute), at(minute))
+    // Retention cuts while writes are in flight, before the first id they may land at.
+    else if ('cut' in s) await removeOldEntries(store, mac, 't1', at(minute), at(minute), { landing })
+    else if ('trim' in s) await removeOldestEntries(store, mac, 't1', s.trim, at(minute), landing)
   }
   while (inFlight.length || waiting) {
     if (inFlight.length) await end(inFlight.shift()!, 'ok')
