@@ -122,8 +122,9 @@ export class Lanes {
   private numbered = 0
 
   /**
-   * `take`, once the tenant holds fewer than `MAX_HELD_LANES` lanes: at once when it does (no
-   * promise), else when a lane is given back (writes that wait are served in their order).
+   * `take`, once the tenant holds fewer lanes than its bound (`MAX_HELD_LANES` by default): at
+   * once when it does (no promise), else when a lane is given back (writes that wait are served in
+   * their order).
    */
   acquire(tenantId: string, count: number): HeldLane | Promise<HeldLane> {
     if ((this.held.get(tenantId) ?? 0) < this.bounds.held && !this.waiting.has(tenantId)) {

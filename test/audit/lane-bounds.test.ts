@@ -99,17 +99,24 @@ describe('lanes a tenant opens under one writer', () => {
   })
 })
 
+/** `raw` whose writes of tokens first run `before` (which may throw, or hold the write). */
+function beforeTokenWrites(raw: Store, before: () => void | Promise<void>): Store {
+  return Object.create(raw, {
+    write: {
+      value: async (batch: Parameters<Store['write']>[0]) => {
+        if (batch.ops.some((op) => op.op === 'token.put')) await before()
+        return raw.write(batch)
+      },
+    },
+  })
+}
+
 /** A service on a memory store whose writes throw while `failing.on` (outcome unknown to the log). */
 async function setup() {
   const raw = memoryStore()
   const failing = { on: false }
-  const store: Store = Object.create(raw, {
-    write: {
-      value: (batch: Parameters<Store['write']>[0]) => {
-        if (failing.on && batch.ops.some((op) => op.op === 'token.put')) throw new Error('store unreachable')
-        return raw.write(batch)
-      },
-    },
+  const store = beforeTokenWrites(raw, () => {
+    if (failing.on) throw new Error('store unreachable')
   })
   const clock = manualClock(new Date('2030-01-01T00:00:00.000Z'))
   const service = createService({
@@ -175,19 +182,13 @@ describe('retention and writes in flight', () => {
   it('never cuts past a write of this process still in flight: the log verifies once it lands', async () => {
     const raw = memoryStore()
     let release: () => void = () => {}
-    const gate = { on: false, reached: Promise.resolve() }
-    const store: Store = Object.create(raw, {
-      write: {
-        value: async (batch: Parameters<Store['write']>[0]) => {
-          if (gate.on && batch.ops.some((op) => op.op === 'token.put')) {
-            gate.on = false
-            await new Promise<void>((resolve) => {
-              release = resolve
-            })
-          }
-          return raw.write(batch)
-        },
-      },
+    const gate = { on: false }
+    const store = beforeTokenWrites(raw, async () => {
+      if (!gate.on) return
+      gate.on = false
+      await new Promise<void>((resolve) => {
+        release = resolve
+      })
     })
     const clock = manualClock(new Date('2030-01-01T00:00:00.000Z'))
     const service = createService({
