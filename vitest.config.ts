@@ -56,6 +56,9 @@ export default defineConfig({
     // Hooks start servers and drop PostgreSQL schemas made by a whole file (hundreds of tables):
     // on a machine whose cores are held by other work that can take a minute.
     hookTimeout: 120_000,
+    // CLI servers the tests start answer every request on their main thread: a heavy lane's thread
+    // would boot through tsx in each. test/cli/heavy-lane.test.ts turns it on.
+    env: { TOKENVAULT_HEAVY_LANE: 'off' },
     projects: [
       {
         extends: true,

@@ -27,6 +27,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { routedEgress } from '../adapters/egress/index.js'
 import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
+import { HeavyLane, LANE_NICE } from '../bin/heavy-lane.js'
 import { BOUND_FLAGS, HTTP_BOUNDS } from '../bin/options.js'
 import { createService, type Service, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
@@ -114,15 +115,15 @@ function admissionFromEnv(): Record<string, number> {
 async function serveChild(scenario: Scenario, storeSpec: string) {
   // A clean exit on SIGTERM: a CPU profile asked for (`--cpu-prof`) is written on exit only.
   process.on('SIGTERM', () => process.exit(0))
-  const store = storeSpec.startsWith('file:')
-    ? await (await import('../adapters/file/index.js')).fileStore({
-        path: mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`)),
-      })
-    : memoryStore()
+  const path = storeSpec.startsWith('file:')
+    ? mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`))
+    : ''
+  const store = path ? await (await import('../adapters/file/index.js')).fileStore({ path }) : memoryStore()
+  const masterKey = randomBytes(32)
   const service = await createService({
     store,
     clock: systemClock,
-    masterKey: randomBytes(32),
+    masterKey,
     runner: null,
     egress: [DESTINATION],
     egressClient: routedEgress({ [DESTINATION]: () => new Response('ok') }),
@@ -131,9 +132,27 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   const bKey = await tenantKey(service, 'bystander')
   const bToken = (await service.connect(bKey).tokens.create({ type: 'token', data: { name: 'b' } })).id
   const aToken = await seedAttack(scenario, service, aKey)
-  const server = createServer(
-    toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() })),
-  )
+  const local = toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() }))
+  // A file store is served as `tokenvault serve` serves it: with the heavy lane, unless
+  // TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the budget
+  // refuses each request before anything is sent.
+  const lane =
+    path && process.env['TOKENVAULT_ATTACK_LANE'] !== 'off'
+      ? new HeavyLane({
+          log: () => {},
+          config: {
+            store: `file:${path}`,
+            masterKey,
+            reactorEgress: [DESTINATION],
+            serviceBounds: {},
+            httpBounds: admissionFromEnv(),
+            logFormat: 'none',
+            nice: LANE_NICE,
+          },
+        })
+      : undefined
+  lane?.start()
+  const server = createServer(lane ? lane.listener(local) : local)
   server.keepAliveTimeout = 60_000
   server.listen(0, '127.0.0.1', () => {
     const seeded: Seeded = { port: (server.address() as AddressInfo).port, aKey, bKey, bToken, aToken }

@@ -184,6 +184,14 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     multiple: true,
   },
   {
+    flag: 'heavy-lane',
+    env: 'TOKENVAULT_HEAVY_LANE',
+    default: 'on',
+    value: 'on|off',
+    description:
+      'file or PostgreSQL store, outside test mode: the API keys whose requests are slow are answered by a worker thread of their own (on), or every request on the main thread (off)',
+  },
+  {
     flag: 'test-clock',
     env: 'TOKENVAULT_TEST_CLOCK',
     default: 'manual',

@@ -24,6 +24,7 @@ import { shiftedClock } from '../src/kernel/index.js'
 import { unchecked } from '../src/service/index.js'
 import { type Destinations, destinations } from '../testing/destinations.js'
 import { drainingServer } from './drain.js'
+import { HeavyLane, LANE_NICE } from './heavy-lane.js'
 import { fdSink } from './log-sink.js'
 import { type BoundOption, HTTP_BOUNDS } from './options.js'
 import { openStoreWaiting } from './stores.js'
@@ -81,6 +82,12 @@ export interface ServeOptions {
    * with the real time and jumps when moved (a time shift). @default 'manual'
    */
   testClock?: 'manual' | 'ticking'
+  /**
+   * A file or PostgreSQL store outside test mode: the keys whose requests are slow are answered by
+   * a worker thread of their own (`bin/heavy-lane.ts`); false answers every request on the main
+   * thread. @default true
+   */
+  heavyLane?: boolean
   /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
   seed?: unknown
   /** Milliseconds the listener keeps serving after shutdown begins, `/readyz` answering 503. @default 0 */
@@ -370,6 +377,30 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
   }
+  // Test mode keeps one clock and one request log: its requests stay on this thread.
+  const lane =
+    !testService && options.heavyLane !== false && options.store !== 'memory'
+      ? new HeavyLane({
+          log: note,
+          config: {
+            store: options.store,
+            ...(masterKey ? { masterKey } : {}),
+            ...(signingKey ? { webhookSigningKey: signingKey } : {}),
+            ...(options.reactorEgress ? { reactorEgress: options.reactorEgress } : {}),
+            serviceBounds,
+            httpBounds,
+            ...(options.headerPrefix ? { headerPrefix: options.headerPrefix } : {}),
+            ...(options.corsOrigins ? { corsOrigins: options.corsOrigins } : {}),
+            logFormat: options.logFormat ?? 'text',
+            nice: LANE_NICE,
+          },
+        })
+      : undefined
+  if (lane) {
+    // Started now, in the background: ready before the first heavy key, not after its first requests.
+    lane.start()
+    listener = lane.listener(api)
+  }
   const { server, shutdown, hurry } = drainingServer(listener)
   server.listen(options.port, options.host)
   try {
@@ -429,6 +460,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
           `shutdown: ${unanswered} request(s) still unanswered after the ${graceMs} ms grace were closed`,
           'warn',
         )
+      await lane?.close()
       await service.close()
       await opened.release()
       await sink?.drained()

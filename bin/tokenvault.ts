@@ -110,6 +110,7 @@ async function main(argv: string[]) {
     'admin-token': resolved['admin-token'] as string | undefined,
     'test-destination': (resolved['test-destination'] as string[] | undefined) ?? [],
     'test-clock': one('test-clock'),
+    'heavy-lane': one('heavy-lane'),
     seed: resolved['seed'] as string | undefined,
     tenant: resolved['tenant'] as string | undefined,
   }
@@ -172,6 +173,9 @@ async function main(argv: string[]) {
   if (adminToken !== undefined && !/^[A-Za-z0-9_.~-]{16,200}$/.test(adminToken)) {
     fail('--admin-token (TOKENVAULT_ADMIN_TOKEN) must be 16 to 200 of A-Z a-z 0-9 _ . ~ -')
   }
+  const heavyLane = values['heavy-lane']
+  if (heavyLane !== 'on' && heavyLane !== 'off')
+    fail(`--heavy-lane (TOKENVAULT_HEAVY_LANE) must be on or off, not ${heavyLane}`)
   const testClock = values['test-clock']
   if (testClock !== 'manual' && testClock !== 'ticking')
     fail(`--test-clock (TOKENVAULT_TEST_CLOCK) must be manual or ticking, not ${testClock}`)
@@ -260,6 +264,7 @@ async function main(argv: string[]) {
       ...(adminToken ? { adminToken } : {}),
       ...(testDestinations.length ? { testDestinations } : {}),
       testClock,
+      ...(heavyLane === 'off' ? { heavyLane: false } : {}),
       ...(seed !== undefined ? { seed } : {}),
       bounds,
       logFormat,

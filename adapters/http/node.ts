@@ -17,7 +17,7 @@ const hasBody = (req: IncomingMessage) =>
  * Reads a node request's body, at most `maxBytes`. Past the limit it stops listening and pauses the
  * request (the connection is then closed after the answer) rather than buffering the rest.
  */
-function readNodeBody(
+export function readNodeBody(
   req: IncomingMessage,
   maxBytes: number,
 ): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE> {
@@ -97,7 +97,7 @@ function fromNode(req: IncomingMessage): Incoming {
   }
 }
 
-function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing): void {
+export function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing): void {
   const headers: Record<string, string | number> = out.headers
   if (out.body instanceof ReadableStream) {
     if (!req.complete) headers.connection = 'close'
@@ -109,11 +109,15 @@ function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing)
   if (!req.complete) headers.connection = 'close'
   res.writeHead(out.status, headers)
   if (out.body !== null && out.body.length > LARGE_ANSWER_BYTES) {
-    void writeInTurns(res, Buffer.from(out.body))
+    void writeInTurns(res, typeof out.body === 'string' ? Buffer.from(out.body) : asBuffer(out.body))
     return
   }
   res.end(out.body ?? undefined)
 }
+
+/** `bytes` as a `Buffer` over the same memory: no copy of a large answer. */
+const asBuffer = (bytes: Uint8Array) =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
 /**
  * Answers longer than this are written in pieces of this many bytes, a turn of the event loop

@@ -1,0 +1,330 @@
+import { createHash } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Worker } from 'node:worker_threads'
+import { type Outgoing, TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
+import type { NodeListener } from '../adapters/http/index.js'
+import { readNodeBody, writeOutgoing } from '../adapters/http/node.js'
+
+/**
+ * The heavy lane of `tokenvault serve` on a file or PostgreSQL store: a worker thread with a
+ * service of its own over the same store, which answers the requests of the API keys whose recent
+ * requests were slow (large values written or read, long searches, many at once). Their large
+ * strings, parses and collections then happen on the lane's thread and heap, and every other key
+ * is answered on the main thread without waiting behind them (`npm run bench:attacks -- --store
+ * file:DIR`; docs/server.md, "The heavy lane").
+ */
+
+/** What the lane's worker needs to build its service: plain data, copied to the thread. */
+export interface LaneConfig {
+  /** The `--store` value (`file:PATH` or a `postgres://` URL). */
+  store: string
+  masterKey?: Uint8Array
+  webhookSigningKey?: string
+  reactorEgress?: readonly string[]
+  /** The bounds of `createService` and of the HTTP handler, as `serve` splits them. */
+  serviceBounds: Record<string, number>
+  httpBounds: Record<string, number>
+  headerPrefix?: string
+  corsOrigins?: readonly string[]
+  logFormat: 'text' | 'json' | 'none'
+  /** The lane thread's niceness (`LANE_NICE` in `serve`). */
+  nice: number
+}
+
+/** One request handed to the lane: the exchange's view of it, its body read whole on the main thread. */
+export interface LaneRequest {
+  id: number
+  method: string
+  target: string
+  headers: Record<string, string>
+  body: Uint8Array | null
+  /** How reading the body ended: `too large` (past the handler's limit: the lane answers its 413), `unreadable`. */
+  read: 'whole' | 'too large' | 'unreadable'
+}
+
+/** The lane's answer to one request. */
+export interface LaneAnswer {
+  id: number
+  status: number
+  headers: Record<string, string>
+  body: Uint8Array | null
+}
+
+/** What the lane's worker posts: ready, an answer, a log line, or why it could not start. */
+export type FromLane = { ready: true } | { answer: LaneAnswer } | { log: string } | { failed: string }
+
+/**
+ * A key's requests go to the lane once the mean time of its last `MEAN_OF` requests (from arrival
+ * to the answer's end; fewer while it has made fewer) reaches `HEAVY_MS`, and come back once that
+ * mean falls under `LIGHT_MS`.
+ */
+export const HEAVY_MS = 8
+export const LIGHT_MS = 2
+/** How many of a key's latest requests its mean is taken over. */
+export const MEAN_OF = 8
+/** Keys remembered at once (the least recently seen is forgotten past it). */
+export const MAX_KEYS = 4096
+/** Times the lane is started again after its thread ended; past it the lane stays off (logged). */
+export const LANE_RESTARTS = 3
+/**
+ * The lane thread's niceness (0 is the main thread's, 19 the least): when both want a core the
+ * main thread gets about ten times the lane's share (Linux's weights 1024 and 110).
+ */
+export const LANE_NICE = 10
+/** Requests the lane holds at once; more of a heavy key are answered on the main thread. */
+export const LANE_IN_FLIGHT = 256
+
+export interface HeavyLaneOptions {
+  config: LaneConfig
+  /** Server lines (the lane's start, its failures, its log when `logFormat` is not `none`). */
+  log: (line: string) => void
+  /** Milliseconds now, for requests' times (default `performance.now`). */
+  now?: () => number
+  /** Starts the lane's worker (default: `bin/lane-worker`); tests give their own. */
+  start?: (config: LaneConfig) => Worker
+}
+
+/** One key's latest request times (ms, at most `MEAN_OF`, oldest first), and where its requests go now. */
+interface KeyCost {
+  times: number[]
+  heavy: boolean
+}
+
+/** The key of a request, by its API key header (any prefix the server accepts); null without one. */
+function apiKeyOf(req: IncomingMessage, prefix: string | undefined): string | null {
+  const names = prefix ? [`${prefix.toLowerCase()}-api-key`] : ['svc-api-key', 'bt-api-key']
+  for (const name of names) {
+    const value = req.headers[name]
+    if (typeof value === 'string' && value !== '') return value
+  }
+  return null
+}
+
+/**
+ * Bodies of more bytes than this (declared, or chunked) are answered on the main thread: a write
+ * of large values made on the lane holds LMDB's one write lock, shared by both threads, until the
+ * lane's busy event loop has applied it, and the main thread's commits (every read's audit entry)
+ * waited for it (`npm run bench:attacks -- --store file:DIR`, attack (a): 4.2–6.8× with the lane,
+ * 4.2–5.4× without).
+ */
+export const LANE_MAX_BODY_BYTES = 64 * 1024
+
+const largeBody = (req: IncomingMessage) => {
+  const length = req.headers['content-length']
+  return length === undefined
+    ? req.headers['transfer-encoding'] !== undefined
+    : Number(length) > LANE_MAX_BODY_BYTES
+}
+
+/** Paths always answered on the main thread: document streams, the test control plane, the console. */
+const mainOnly = (path: string) =>
+  path.startsWith('/documents') || path.startsWith('/_test') || path.startsWith('/_console')
+
+/** The 503 of a request the lane took and could not answer: its thread ended under it. */
+function laneGone(): Outgoing {
+  const body = JSON.stringify({
+    title: 'Service Unavailable',
+    status: 503,
+    detail: 'The request was being served when its worker thread ended; it may be retried.',
+  })
+  return {
+    status: 503,
+    headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
+    body,
+  }
+}
+
+/** Starts the lane's worker: the compiled `lane-worker.js`, or `lane-worker.ts` through tsx in development. */
+export function startLaneWorker(config: LaneConfig): Worker {
+  const options = { workerData: config, execArgv: [] }
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./lane-worker.js', import.meta.url), options)
+  const worker = JSON.stringify(new URL('./lane-worker.ts', import.meta.url).href)
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'))
+  const boot = `import(${tsx}).then((tsx) => { tsx.register(); return import(${worker}) })`
+  return new Worker(boot, { ...options, eval: true })
+}
+
+/**
+ * Routes each request with an API key to the main thread's listener or to the lane, by the key's
+ * recent request times (`HEAVY_MS`, `LIGHT_MS`). The lane's thread starts with the first heavy key.
+ * While it is starting, stopped or full, every request is answered on the main thread, as without
+ * a lane; a request the lane held when its thread ended is answered 503 with `Retry-After: 1`.
+ */
+export class HeavyLane {
+  readonly #o: HeavyLaneOptions
+  readonly #now: () => number
+  readonly #keys = new Map<string, KeyCost>()
+  readonly #pending = new Map<number, { req: IncomingMessage; res: ServerResponse }>()
+  #worker: Worker | undefined
+  #ready = false
+  #restarts = 0
+  #next = 1
+  #closing = false
+  /** Requests answered by the lane so far. */
+  served = 0
+
+  constructor(options: HeavyLaneOptions) {
+    this.#o = options
+    this.#now = options.now ?? (() => performance.now())
+  }
+
+  /** Whether `key`'s requests go to the lane now. */
+  isHeavy(key: string): boolean {
+    return this.#keys.get(digest(key))?.heavy === true
+  }
+
+  /** The listener: `local` answers on this thread, the lane the heavy keys' requests. */
+  listener(local: NodeListener): NodeListener {
+    return (req, res) => this.#route(req, res, local)
+  }
+
+  /** Starts the lane's thread now rather than with the first heavy key (it is ready a moment later). */
+  start(): void {
+    this.#lane()
+  }
+
+  /** Stops the lane's thread (its requests in flight are answered first by the server's drain). */
+  async close(): Promise<void> {
+    this.#closing = true
+    const worker = this.#worker
+    this.#worker = undefined
+    if (worker) await worker.terminate()
+  }
+
+  #route(req: IncomingMessage, res: ServerResponse, local: NodeListener): void {
+    const key = apiKeyOf(req, this.#o.config.headerPrefix)
+    if (key === null || mainOnly((req.url ?? '/').split('?')[0]!)) {
+      local(req, res)
+      return
+    }
+    const id = digest(key)
+    const cost = this.#cost(id)
+    const started = this.#now()
+    // Counted once its answer is handed to the socket (before the client has it: a next request
+    // of the same client finds it counted), or once the connection closed without it.
+    let counted = false
+    const count = () => {
+      if (counted) return
+      counted = true
+      this.#record(cost, this.#now() - started)
+    }
+    res.once('finish', count).once('close', count)
+    if (cost.heavy && !largeBody(req) && this.#lane()) void this.#forward(req, res)
+    else local(req, res)
+  }
+
+  /** The key's cost, made most recently seen; the least recently seen key forgotten past `MAX_KEYS`. */
+  #cost(id: string): KeyCost {
+    const cost = this.#keys.get(id) ?? { times: [], heavy: false }
+    this.#keys.delete(id)
+    this.#keys.set(id, cost)
+    if (this.#keys.size > MAX_KEYS) this.#keys.delete(this.#keys.keys().next().value!)
+    return cost
+  }
+
+  #record(cost: KeyCost, ms: number): void {
+    cost.times.push(ms)
+    if (cost.times.length > MEAN_OF) cost.times.shift()
+    let sum = 0
+    for (const t of cost.times) sum += t
+    const mean = sum / cost.times.length
+    cost.heavy = cost.heavy ? mean >= LIGHT_MS : mean >= HEAVY_MS
+    if (cost.heavy) this.#lane()
+  }
+
+  /** Whether the lane can take a request now; starts its thread when there is none (and may be). */
+  #lane(): boolean {
+    if (this.#worker) return this.#ready && this.#pending.size < LANE_IN_FLIGHT
+    if (this.#closing || this.#restarts > LANE_RESTARTS) return false
+    this.#startWorker()
+    return false
+  }
+
+  #startWorker(): void {
+    const worker = (this.#o.start ?? startLaneWorker)(this.#o.config)
+    this.#worker = worker
+    this.#ready = false
+    worker.unref()
+    worker.on('message', (m: FromLane) => this.#message(m))
+    worker.on('error', (error) => this.#o.log(`heavy lane: its thread failed: ${String(error)}`))
+    worker.on('exit', () => this.#ended(worker))
+  }
+
+  #message(m: FromLane): void {
+    if ('ready' in m) {
+      this.#ready = true
+      this.#o.log('heavy lane: started (a thread of its own serves the keys whose requests are slow)')
+    } else if ('log' in m) this.#o.log(m.log)
+    else if ('failed' in m) this.#o.log(`heavy lane: could not start: ${m.failed}`)
+    else this.#answer(m.answer)
+  }
+
+  #answer(a: LaneAnswer): void {
+    const at = this.#pending.get(a.id)
+    if (!at) return
+    this.#pending.delete(a.id)
+    this.served++
+    const body = a.body === null ? null : Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength)
+    writeOutgoing(at.req, at.res, { status: a.status, headers: a.headers, body })
+  }
+
+  /** The lane's thread ended: what it held is answered 503, and it may be started again. */
+  #ended(worker: Worker): void {
+    if (this.#worker !== worker) return
+    this.#worker = undefined
+    this.#ready = false
+    for (const { req, res } of this.#pending.values()) writeOutgoing(req, res, laneGone())
+    this.#pending.clear()
+    if (this.#closing) return
+    this.#restarts++
+    this.#o.log(
+      this.#restarts > LANE_RESTARTS
+        ? `heavy lane: its thread ended ${this.#restarts} times; every request is answered on the main thread from now on`
+        : 'heavy lane: its thread ended; it starts again with the next heavy key',
+    )
+  }
+
+  /** Reads the body (at most `LANE_MAX_BODY_BYTES`, declared) on this thread and posts the request. */
+  async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const max = this.#o.config.httpBounds['maxBodyBytes'] ?? DEFAULT_MAX_BODY_BYTES
+    const id = this.#next++
+    this.#pending.set(id, { req, res })
+    const read = await readNodeBody(req, max)
+    const worker = this.#worker
+    if (!worker || !this.#pending.has(id)) {
+      if (this.#pending.delete(id)) writeOutgoing(req, res, laneGone())
+      return
+    }
+    const body = read instanceof Uint8Array ? copied(read) : null
+    const message: LaneRequest = {
+      id,
+      method: req.method ?? 'GET',
+      target: req.url ?? '/',
+      headers: headersOf(req),
+      body,
+      read: read === TOO_LARGE ? 'too large' : read === UNREADABLE ? 'unreadable' : 'whole',
+    }
+    worker.postMessage(message, body ? [body.buffer as ArrayBuffer] : [])
+  }
+}
+
+/** The HTTP handler's own default body limit (`maxBodyBytes`). */
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/** A key's digest: the lane remembers keys by it, never as they are. */
+const digest = (key: string) => createHash('sha256').update(key).digest('base64')
+
+/** `bytes` in an `ArrayBuffer` of their own, which can be moved to the lane's thread (a pooled buffer can't). */
+function copied(bytes: Uint8Array): Uint8Array {
+  const own = new Uint8Array(bytes.byteLength)
+  own.set(bytes)
+  return own
+}
+
+function headersOf(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(req.headers))
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value
+  return out
+}
