@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { stat } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Worker } from 'node:worker_threads'
 import { type Outgoing, TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
@@ -136,6 +137,9 @@ function laneGone(): Outgoing {
 
 /** Starts the lane's worker: the compiled `lane-worker.js`, or `lane-worker.ts` through tsx in development. */
 export function startLaneWorker(config: LaneConfig): Worker {
+  // libuv's thread pool (fs, crypto, the log sink) is made by its first use, its threads taking the
+  // niceness of the thread that used it: made here, by the main thread, before the lane lowers its own.
+  stat(process.execPath, () => {})
   const options = { workerData: config, execArgv: [] }
   if (!import.meta.url.endsWith('.ts'))
     return new Worker(new URL('./lane-worker.js', import.meta.url), options)

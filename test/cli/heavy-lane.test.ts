@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -128,6 +129,19 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(await where('key_other', 1)).toBe('local')
   })
 
+  it('holds 256 requests at once: the 257th of a heavy key is answered on the main thread', async () => {
+    const { lanes, call, where } = await routed()
+    await where('key_h', 100)
+    const lane = lanes[0]!
+    lane.hold = true
+    const held = Array.from({ length: 256 }, () => call('key_h', 0))
+    while (lane.held.length < 256) await new Promise((r) => setImmediate(r))
+    expect(await where('key_h', 0)).toBe('local')
+    lane.hold = false
+    for (const m of lane.held.splice(0)) lane.postMessage(m)
+    for (const answer of await Promise.all(held)) expect(answer.text).toBe('lane 0')
+  })
+
   it('remembers 4096 keys: the least recently seen is forgotten past them', async () => {
     const { where } = await routed()
     await where('key_first', 100)
@@ -199,6 +213,17 @@ describe('heavy lane in tokenvault serve', () => {
     }
     expect(laneLines().length).toBeGreaterThan(0)
     expect(server.stderr()).toContain('heavy lane: started')
+    // The lane's thread (and what it started) runs at niceness 10, the main thread at 0 (Linux:
+    // the 19th field of each thread's stat).
+    const tasks = `/proc/${server.child.pid}/task`
+    if (existsSync(tasks)) {
+      const niceness = (tid: string) => {
+        const stat = readFileSync(`${tasks}/${tid}/stat`, 'utf8')
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+      }
+      expect(niceness(String(server.child.pid))).toBe(0)
+      expect(readdirSync(tasks).map(niceness)).toContain(10)
+    }
     // Another key's answers are the main thread's or the lane's by its own times (the unit tests
     // above): here, that they are right wherever they come from.
     expect(JSON.parse((await call('GET', `/tokens/${small.id}`, light)).text)).toMatchObject({
