@@ -45,6 +45,8 @@ describe('load on the CLI server over the file store', () => {
         port: 0,
         host: '127.0.0.1',
         store: `file:${dir}`,
+        // Every request on the main thread, as measured before the heavy lane (test/cli/heavy-lane.test.ts).
+        heavyLane: false,
         headerPrefix: 'SVC',
         masterKey: randomBytes(32),
         print: (line) => printed.push(line),
