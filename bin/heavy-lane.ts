@@ -63,6 +63,12 @@ export const HEAVY_MS = 8
 export const LIGHT_MS = 2
 /** How many of a key's latest requests its mean is taken over. */
 export const MEAN_OF = 8
+/**
+ * Every 32nd request of a key on the lane is answered on the main thread instead: the key comes
+ * back if it took less than `HEAVY_MS` there. Its times on the lane include waiting behind the
+ * heavy keys it shares the lane with, so a key moved there in a burst of load could otherwise stay.
+ */
+export const PROBE_EVERY = 32
 /** Keys remembered at once (the least recently seen is forgotten past it). */
 export const MAX_KEYS = 4096
 /** Times the lane is started again after its thread ended; past it the lane stays off (logged). */
@@ -89,6 +95,8 @@ export interface HeavyLaneOptions {
 interface KeyCost {
   times: number[]
   heavy: boolean
+  /** The key's requests since it went to the lane or was last probed (`PROBE_EVERY`). */
+  sinceProbe: number
 }
 
 /** The key of a request, by its API key header (any prefix the server accepts); null without one. */
@@ -202,8 +210,9 @@ export class HeavyLane {
       local(req, res)
       return
     }
-    const id = digest(key)
-    const cost = this.#cost(id)
+    const cost = this.#cost(digest(key))
+    const probe = cost.heavy && ++cost.sinceProbe >= PROBE_EVERY
+    if (probe) cost.sinceProbe = 0
     const started = this.#now()
     // Counted once its answer is handed to the socket (before the client has it: a next request
     // of the same client finds it counted), or once the connection closed without it.
@@ -211,23 +220,30 @@ export class HeavyLane {
     const count = () => {
       if (counted) return
       counted = true
-      this.#record(cost, this.#now() - started)
+      this.#record(cost, this.#now() - started, probe)
     }
     res.once('finish', count).once('close', count)
-    if (cost.heavy && !largeBody(req) && this.#lane()) void this.#forward(req, res)
+    if (cost.heavy && !probe && !largeBody(req) && this.#lane()) void this.#forward(req, res)
     else local(req, res)
   }
 
   /** The key's cost, made most recently seen; the least recently seen key forgotten past `MAX_KEYS`. */
   #cost(id: string): KeyCost {
-    const cost = this.#keys.get(id) ?? { times: [], heavy: false }
+    const cost = this.#keys.get(id) ?? { times: [], heavy: false, sinceProbe: 0 }
     this.#keys.delete(id)
     this.#keys.set(id, cost)
     if (this.#keys.size > MAX_KEYS) this.#keys.delete(this.#keys.keys().next().value!)
     return cost
   }
 
-  #record(cost: KeyCost, ms: number): void {
+  #record(cost: KeyCost, ms: number, probe: boolean): void {
+    // A probe answered on the main thread in less than HEAVY_MS: the key was slow on the lane only
+    // because it shares it with heavy keys. It comes back, its times starting over.
+    if (probe && ms < HEAVY_MS) {
+      cost.heavy = false
+      cost.times = [ms]
+      return
+    }
     cost.times.push(ms)
     if (cost.times.length > MEAN_OF) cost.times.shift()
     let sum = 0

@@ -134,12 +134,26 @@ describe('heavy lane: which requests go to the lane thread', () => {
     await where('key_h', 100)
     const lane = lanes[0]!
     lane.hold = true
-    const held = Array.from({ length: 256 }, () => call('key_h', 0))
+    // 264 at once: every 32nd is a probe answered on the main thread (100 ms: the key stays), 256 held.
+    const held = Array.from({ length: 264 }, () => call('key_h', 100))
     while (lane.held.length < 256) await new Promise((r) => setImmediate(r))
-    expect(await where('key_h', 0)).toBe('local')
+    expect(await where('key_h', 100)).toBe('local')
+    expect(lane.held).toHaveLength(256)
     lane.hold = false
     for (const m of lane.held.splice(0)) lane.postMessage(m)
-    for (const answer of await Promise.all(held)) expect(answer.text).toBe('lane 0')
+    const answers = (await Promise.all(held)).map((a) => a.text)
+    expect(answers.filter((a) => a === 'lane 0')).toHaveLength(256)
+    expect(answers.filter((a) => a === 'local')).toHaveLength(8)
+  })
+
+  it('every 32nd request of a key on the lane is a probe on the main thread: under 8 ms there, the key comes back', async () => {
+    const { where } = await routed()
+    expect(await where('key_p', 100)).toBe('local')
+    for (let i = 1; i < 32; i++) expect(await where('key_p', 50)).toBe('lane')
+    expect(await where('key_p', 8)).toBe('local')
+    for (let i = 1; i < 32; i++) expect(await where('key_p', 50)).toBe('lane')
+    expect(await where('key_p', 7.9)).toBe('local')
+    expect(await where('key_p', 0)).toBe('local')
   })
 
   it('remembers 4096 keys: the least recently seen is forgotten past them', async () => {
