@@ -9,7 +9,7 @@ import { readNodeBody, writeOutgoing } from '../adapters/http/node.js'
 /**
  * The heavy lane of `tokenvault serve` on a file or PostgreSQL store: a worker thread with a
  * service of its own over the same store, which answers the requests of the API keys whose recent
- * requests were slow (large values written or read, long searches, many at once). Their large
+ * requests were slow (large values read, long searches, filters, many at once). Their large
  * strings, parses and collections then happen on the lane's thread and heap, and every other key
  * is answered on the main thread without waiting behind them (`npm run bench:attacks -- --store
  * file:DIR`; docs/server.md, "The heavy lane").
@@ -249,7 +249,9 @@ export class HeavyLane {
     let sum = 0
     for (const t of cost.times) sum += t
     const mean = sum / cost.times.length
-    cost.heavy = cost.heavy ? mean >= LIGHT_MS : mean >= HEAVY_MS
+    const was = cost.heavy
+    cost.heavy = was ? mean >= LIGHT_MS : mean >= HEAVY_MS
+    if (cost.heavy && !was) cost.sinceProbe = 0
     if (cost.heavy) this.#lane()
   }
 

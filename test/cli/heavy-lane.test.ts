@@ -154,6 +154,13 @@ describe('heavy lane: which requests go to the lane thread', () => {
     for (let i = 1; i < 32; i++) expect(await where('key_p', 50)).toBe('lane')
     expect(await where('key_p', 7.9)).toBe('local')
     expect(await where('key_p', 0)).toBe('local')
+
+    // Back by its mean (8 requests of 1 ms on the lane), then heavy again: its count starts over.
+    expect(await where('key_q', 100)).toBe('local')
+    for (let i = 0; i < 8; i++) expect(await where('key_q', 1)).toBe('lane')
+    expect(await where('key_q', 100)).toBe('local')
+    for (let i = 1; i < 32; i++) expect(await where('key_q', 50)).toBe('lane')
+    expect(await where('key_q', 50)).toBe('local')
   })
 
   it('remembers 4096 keys: the least recently seen is forgotten past them', async () => {
