@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto'
 import { stat } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Worker } from 'node:worker_threads'
-import { type Outgoing, TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
+import { TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
+import { DEFAULT_MAX_BODY_BYTES, headerNames, headerPrefixes } from '../adapters/http/handler.js'
 import type { NodeListener } from '../adapters/http/index.js'
-import { readNodeBody, writeOutgoing } from '../adapters/http/node.js'
+import { nodeHeaders, readNodeBody, writeOutgoing } from '../adapters/http/node.js'
+import { problem } from '../adapters/http/problem.js'
 
 /**
  * The heavy lane of `tokenvault serve` on a file or PostgreSQL store: a worker thread with a
@@ -101,8 +103,7 @@ interface KeyCost {
 
 /** The key of a request, by its API key header (any prefix the server accepts); null without one. */
 function apiKeyOf(req: IncomingMessage, prefix: string | undefined): string | null {
-  const names = prefix ? [`${prefix.toLowerCase()}-api-key`] : ['svc-api-key', 'bt-api-key']
-  for (const name of names) {
+  for (const name of headerNames(headerPrefixes(prefix), 'API-KEY')) {
     const value = req.headers[name]
     if (typeof value === 'string' && value !== '') return value
   }
@@ -130,18 +131,10 @@ const mainOnly = (path: string) =>
   path.startsWith('/documents') || path.startsWith('/_test') || path.startsWith('/_console')
 
 /** The 503 of a request the lane took and could not answer: its thread ended under it. */
-function laneGone(): Outgoing {
-  const body = JSON.stringify({
-    title: 'Service Unavailable',
-    status: 503,
-    detail: 'The request was being served when its worker thread ended; it may be retried.',
+const laneGone = () =>
+  problem(503, 'The request was being served when its worker thread ended; it may be retried.', undefined, {
+    'retry-after': '1',
   })
-  return {
-    status: 503,
-    headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
-    body,
-  }
-}
 
 /** Starts the lane's worker: the compiled `lane-worker.js`, or `lane-worker.ts` through tsx in development. */
 export function startLaneWorker(config: LaneConfig): Worker {
@@ -323,16 +316,13 @@ export class HeavyLane {
       id,
       method: req.method ?? 'GET',
       target: req.url ?? '/',
-      headers: headersOf(req),
+      headers: nodeHeaders(req),
       body,
       read: read === TOO_LARGE ? 'too large' : read === UNREADABLE ? 'unreadable' : 'whole',
     }
     worker.postMessage(message, body ? [body.buffer as ArrayBuffer] : [])
   }
 }
-
-/** The HTTP handler's own default body limit (`maxBodyBytes`). */
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 /** A key's digest: the lane remembers keys by it, never as they are. */
 const digest = (key: string) => createHash('sha256').update(key).digest('base64')
@@ -342,11 +332,4 @@ function copied(bytes: Uint8Array): Uint8Array {
   const own = new Uint8Array(bytes.byteLength)
   own.set(bytes)
   return own
-}
-
-function headersOf(req: IncomingMessage): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(req.headers))
-    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value
-  return out
 }

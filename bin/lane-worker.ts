@@ -9,6 +9,7 @@ import type { Incoming, Outgoing } from '../adapters/http/exchange.js'
 import { TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
 import { exchangeHandlerOf } from '../adapters/http/handler.js'
 import { createHttpHandler, type HttpLogEvent } from '../adapters/http/index.js'
+import { problem } from '../adapters/http/problem.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
 import { createService, systemClock } from '../entry/index.js'
 import type { FromLane, LaneConfig, LaneRequest } from './heavy-lane.js'
@@ -80,7 +81,10 @@ async function main() {
       post({ answer }, body ? [body.buffer as ArrayBuffer] : [])
     } catch (error) {
       post({ log: `heavy lane: a request failed: ${String(error)}` })
-      post({ answer: { id: m.id, status: 503, headers: { 'retry-after': '1' }, body: null } })
+      const out = problem(503, 'The request failed in its worker thread; it may be retried.', undefined, {
+        'retry-after': '1',
+      })
+      post({ answer: { id: m.id, status: out.status, headers: out.headers, body: await bytesOf(out.body) } })
     }
   })
   post({ ready: true })

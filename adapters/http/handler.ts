@@ -239,7 +239,7 @@ function setupOf(service: Service, options: HttpHandlerOptions): Setup {
     idempotencyHeader: headerNames(prefixes, 'idempotency-key'),
     challenge: keyHeaders.map((name) => `ApiKey header="${name}"`).join(', '),
     keyHint: `Send the API key in the ${keyHeaders.join(' or ')} header.`,
-    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     router: apiRouter(),
     basePath: normalizeBase(options.basePath ?? ''),
     cors: options.cors ? corsPolicy(options.cors.origins, prefixes) : null,
@@ -525,12 +525,15 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   return respond
 }
 
+/** The largest request body a handler reads without `maxBodyBytes`: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
 /** The header prefixes a handler accepts, upper-case: the one given, or `SVC` and `BT`. */
-function headerPrefixes(given: string | undefined): readonly string[] {
+export function headerPrefixes(given: string | undefined): readonly string[] {
   return given === undefined || given === '' ? ['SVC', 'BT'] : [given.toUpperCase()]
 }
 
-const headerNames = (prefixes: readonly string[], suffix: string) =>
+export const headerNames = (prefixes: readonly string[], suffix: string) =>
   prefixes.map((p) => `${p}-${suffix}`.toLowerCase())
 
 /** A 401 with its challenge, its detail ending with which header carries the key. */

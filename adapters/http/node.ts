@@ -72,6 +72,14 @@ function mountOf(req: IncomingMessage): string {
   return /^(\/[A-Za-z0-9._~%!$&'()*+,;=:@-]+)+$/.test(mount) ? mount : ''
 }
 
+/** Every header of a node request, lower-case names, repeated ones joined by `, `. */
+export function nodeHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(req.headers))
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value
+  return out
+}
+
 /** The exchange view of a node request: no WHATWG objects, no copies of the body. */
 function fromNode(req: IncomingMessage): Incoming {
   return {
@@ -82,12 +90,7 @@ function fromNode(req: IncomingMessage): Incoming {
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value
     },
     mount: () => mountOf(req),
-    headers() {
-      const out: Record<string, string> = {}
-      for (const [name, value] of Object.entries(req.headers))
-        if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value
-      return out
-    },
+    headers: () => nodeHeaders(req),
     readBody(maxBytes) {
       if (!hasBody(req)) return Promise.resolve(null)
       const parsed = parsedBody(req)
