@@ -141,9 +141,13 @@ async function bootstrap(
   return key
 }
 
-/** A log line as JSON: time, level, and the event's fields (never keys, nonces or token data). */
-export function jsonEvent(event: HttpLogEvent): string {
+/**
+ * A log line as JSON: time, level, and the event's fields (never keys, nonces or token data);
+ * `"lane": true` on what the heavy lane's thread answered (`onLane`).
+ */
+export function jsonEvent(event: HttpLogEvent, onLane = false): string {
   const time = isoNow()
+  const lane = onLane ? { lane: true } : {}
   if (event.kind === 'request') {
     const level = event.status >= 500 ? 'error' : event.status >= 400 ? 'warn' : 'info'
     return JSON.stringify({
@@ -154,6 +158,7 @@ export function jsonEvent(event: HttpLogEvent): string {
       status: event.status,
       ms: Number(event.ms.toFixed(1)),
       request_id: event.requestId,
+      ...lane,
     })
   }
   const error =
@@ -165,6 +170,7 @@ export function jsonEvent(event: HttpLogEvent): string {
     path: event.path,
     error,
     request_id: event.requestId,
+    ...lane,
   })
 }
 

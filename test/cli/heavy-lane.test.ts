@@ -6,6 +6,8 @@ import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { HeavyLane, type LaneConfig, type LaneRequest } from '../../bin/heavy-lane.js'
+import { answerOnLane } from '../../bin/lane-answer.js'
+import { jsonEvent } from '../../bin/serve.js'
 import { tempDir } from '../file/helpers.js'
 import { start } from './spawn.js'
 
@@ -191,6 +193,61 @@ describe('heavy lane: which requests go to the lane thread', () => {
   })
 })
 
+describe("the lane thread's answers", () => {
+  const request: LaneRequest = {
+    id: 7,
+    method: 'POST',
+    target: '/tokens?x=1',
+    headers: { 'bt-api-key': 'key_1' },
+    body: new TextEncoder().encode('{"data":"4242424242424242"}'),
+    read: 'whole',
+  }
+
+  it('answers through the exchange, the request as posted, the body as bytes of their own', async () => {
+    const seen: string[] = []
+    const { answer, log } = await answerOnLane(async (incoming) => {
+      const body = await incoming.readBody(1024)
+      seen.push(incoming.method, incoming.target, incoming.header('bt-api-key') ?? '')
+      return { status: 201, headers: { 'x-a': 'b' }, body: new TextDecoder().decode(body as Uint8Array) }
+    }, request)
+    expect(seen).toEqual(['POST', '/tokens?x=1', 'key_1'])
+    expect(answer).toMatchObject({ id: 7, status: 201, headers: { 'x-a': 'b' } })
+    expect(new TextDecoder().decode(answer.body!)).toBe('{"data":"4242424242424242"}')
+    expect(log).toBeUndefined()
+  })
+
+  it('answers 503 with Retry-After: 1 when its handling throws, and logs the kind of error, never what it says', async () => {
+    const { answer, log } = await answerOnLane(async () => {
+      throw new TypeError('card 4242424242424242 could not be read')
+    }, request)
+    expect(answer).toMatchObject({ id: 7, status: 503, headers: { 'retry-after': '1' } })
+    expect(JSON.parse(new TextDecoder().decode(answer.body!))).toMatchObject({ status: 503 })
+    expect(log).toBe('heavy lane: a request failed (TypeError)')
+  })
+
+  it('marks its JSON log lines with "lane": true, and only its own', () => {
+    const event = {
+      kind: 'request',
+      method: 'GET',
+      path: '/tokens/x',
+      status: 200,
+      ms: 1,
+      requestId: 'r1',
+    } as const
+    expect(JSON.parse(jsonEvent(event, true))).toMatchObject({ lane: true, request_id: 'r1' })
+    expect(JSON.parse(jsonEvent(event))).not.toHaveProperty('lane')
+    const failed = {
+      kind: 'error',
+      method: 'GET',
+      path: '/',
+      error: new Error('x'),
+      requestId: 'r2',
+      expected: true,
+    } as const
+    expect(JSON.parse(jsonEvent(failed, true))).toMatchObject({ lane: true, level: 'warn' })
+  })
+})
+
 describe('heavy lane in tokenvault serve', () => {
   it("answers a key reading large tokens many at once on its thread, with the main thread's answers, and SIGTERM ends cleanly", async () => {
     const dir = await tempDir()
@@ -213,7 +270,8 @@ describe('heavy lane in tokenvault serve', () => {
     ]
     const app = (name: string) =>
       call('POST', '/applications', management, { name, type: 'private', permissions: perms, rules })
-    const heavy = JSON.parse((await app('heavy')).text).key as string
+    const heavyApp = JSON.parse((await app('heavy')).text) as { id: string; key: string }
+    const heavy = heavyApp.key
     const light = JSON.parse((await app('light')).text).key as string
     const big = JSON.parse(
       (await call('POST', '/tokens', heavy, { type: 'token', data: 'x'.repeat(60_000) })).text,
@@ -250,6 +308,53 @@ describe('heavy lane in tokenvault serve', () => {
     expect(JSON.parse((await call('GET', `/tokens/${small.id}`, light)).text)).toMatchObject({
       data: 'small',
     })
+
+    // One transaction staged through both threads' services, then committed: on the main thread by
+    // a second key of the heavy key's application (its first request: a key with no times is never
+    // heavy), on the lane by the heavy key (its write sent after a burst of its reads, which keep it
+    // there).
+    const other = JSON.parse((await call('POST', `/applications/${heavyApp.id}/keys`, management)).text)
+      .key as string
+    const tx = JSON.parse((await call('POST', '/transactions', heavy)).text).id as string
+    const stage = async (key: string, data: string) => {
+      const r = await fetch(`${url}/tokens`, {
+        method: 'POST',
+        headers: { 'BT-API-KEY': key, 'BT-TRANSACTION-ID': tx, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'token', data }),
+      })
+      expect(r.status).toBe(201)
+      return ((await r.json()) as { id: string }).id
+    }
+    // Each request has its log line, written a moment after its answer.
+    const postLines = () =>
+      server
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes(' POST /tokens '))
+    const logged = async (n: number) => {
+      for (let i = 0; i < 400 && postLines().length < n; i++) await new Promise((r) => setTimeout(r, 25))
+      return postLines()
+    }
+    const before = postLines().length
+    const staged = [await stage(other, 'staged 0')]
+    expect((await logged(before + 1))[before]).not.toMatch(/ lane$/)
+    for (let i = 0; i < 20 && !postLines().some((l) => l.endsWith(' lane')); i++) {
+      const seen = postLines().length
+      // 21 requests a round, so the write is not every round the key's 32nd (a probe, answered on
+      // the main thread).
+      const burst = Array.from({ length: 20 }, () => call('GET', `/tokens/${big.id}`, heavy))
+      staged.push(await stage(heavy, `staged ${staged.length}`))
+      await Promise.all(burst)
+      await logged(seen + 1)
+    }
+    expect(postLines().filter((l) => l.endsWith(' lane')).length).toBeGreaterThan(0)
+    expect((await call('GET', `/tokens/${staged[0]}`, light)).status).toBe(404)
+    expect((await call('POST', `/transactions/${tx}/commit`, heavy)).status).toBe(200)
+    for (const [i, id] of staged.entries())
+      expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({
+        data: `staged ${i}`,
+      })
+
     server.child.kill('SIGTERM')
     expect((await server.exited)[0]).toBe(0)
   }, 120_000)
