@@ -13,7 +13,7 @@
  *       `/detokenize` refuses filters before it reads a token); the budget refuses it before anything
  *       is sent, so the destination, routed in the child, receives nothing
  *
- * Run: `npm run bench:attacks [-- --store file:PATH] [-- --only a,c]`. Each attack takes about
+ * Run: `npm run bench:attacks [-- --store file:PATH | --store postgres://URL] [-- --only a,c]`. Each attack takes about
  * 20-30 s (seeding included); B is measured in four rounds of 1.5 s alone then 2 s under attack
  * (the attack started 0.5 s before and stopped after each), 6 s alone and 8 s under in all.
  */
@@ -29,6 +29,7 @@ import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { HeavyLane, LANE_NICE } from '../bin/heavy-lane.js'
 import { BOUND_FLAGS, HTTP_BOUNDS } from '../bin/options.js'
+import { openStore } from '../bin/stores.js'
 import { createService, type Service, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
 
@@ -118,7 +119,13 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   const path = storeSpec.startsWith('file:')
     ? mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`))
     : ''
-  const store = path ? await (await import('../adapters/file/index.js')).fileStore({ path }) : memoryStore()
+  // A postgres:// URL: its database's default schema, shared by the runs (each attack's tenants are new).
+  const postgres = /^postgres(ql)?:\/\//.test(storeSpec)
+  const store = postgres
+    ? (await openStore(storeSpec)).store
+    : path
+      ? await (await import('../adapters/file/index.js')).fileStore({ path })
+      : memoryStore()
   const masterKey = randomBytes(32)
   const service = await createService({
     store,
@@ -133,15 +140,15 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   const bToken = (await service.connect(bKey).tokens.create({ type: 'token', data: { name: 'b' } })).id
   const aToken = await seedAttack(scenario, service, aKey)
   const local = toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() }))
-  // A file store is served as `tokenvault serve` serves it: with the heavy lane, unless
-  // TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the budget
-  // refuses each request before anything is sent.
+  // A file or PostgreSQL store is served as `tokenvault serve` serves it: with the heavy lane,
+  // unless TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the
+  // budget refuses each request before anything is sent.
   const lane =
-    path && process.env['TOKENVAULT_ATTACK_LANE'] !== 'off'
+    (path || postgres) && process.env['TOKENVAULT_ATTACK_LANE'] !== 'off'
       ? new HeavyLane({
           log: () => {},
           config: {
-            store: `file:${path}`,
+            store: postgres ? storeSpec : `file:${path}`,
             masterKey,
             reactorEgress: [DESTINATION],
             serviceBounds: {},

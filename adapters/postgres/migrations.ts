@@ -5,7 +5,14 @@ import { lockKey, quoteIdent } from './keys.js'
 import { logCountByStatementSql, logCountSql, logTablesSql } from './logs.js'
 import { outboxCountByStatementSql, webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
-import { countsSql, countsTunedSql, countWithinSql, tablesSql, tokenSyncByKeySql } from './schema.js'
+import {
+  countsSql,
+  countsTunedSql,
+  countWithinSql,
+  tablesSql,
+  tokenHeadsSql,
+  tokenSyncByKeySql,
+} from './schema.js'
 import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -127,6 +134,12 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'pending deliveries counted together',
     sql: (s) => outboxCountByStatementSql(s),
   },
+  {
+    // Each token row's stored bytes, kept by PostgreSQL (see `tokenHeadsSql`).
+    version: 19,
+    name: 'token stored bytes kept',
+    sql: (s) => tokenHeadsSql(s),
+  },
 ]
 
 /**
@@ -164,6 +177,8 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
         if (applied.has(m.version)) continue
         await client.query('BEGIN')
         try {
+          // A step may rewrite a table (migration 19): the pool's per-statement limit is for requests.
+          await client.query('SET LOCAL statement_timeout = 0')
           await client.query(m.sql(s))
           await client.query(`INSERT INTO ${s}.tokenvault_migrations (version, name) VALUES ($1, $2)`, [
             m.version,

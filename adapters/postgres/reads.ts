@@ -26,17 +26,11 @@ import type { Tables } from './statements.js'
 type Query = (config: QueryConfig) => Promise<QueryResult>
 
 /**
- * SQL of the bytes a token row's sealed `field` takes (`storedBytes`): its base64's three bytes in
- * four characters less one per `=` of padding, or the length of its JSON when it is not sealed.
+ * What a token row's sealed `data` and `mask` take (`storedBytes`): its column `stored_bytes`,
+ * which PostgreSQL computes as it stores the row (migration 19, `tokenHeadsSql`), so a page's
+ * running sum reads no token's value, and only the tokens answered are read whole.
  */
-const fieldBytes = (field: string) => {
-  const b64 = `doc->'${field}'->>'$sealed'`
-  return `coalesce(length(${b64}) * 3 / 4 - (length(${b64}) - length(rtrim(${b64}, '='))),
-    octet_length((doc->'${field}')::text), 0)`
-}
-
-/** SQL of the bytes a token row's sealed `data` and `mask` take (`storedBytes`). */
-const TOKEN_BYTES = `(${fieldBytes('data')} + ${fieldBytes('mask')})`
+const TOKEN_BYTES = 'stored_bytes'
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
 export type Reads = Omit<
@@ -83,15 +77,16 @@ function pageSql(source: string, offsetParam: string, limitParam: string): strin
 }
 
 /**
- * A page of tokens from `source` (a `FROM … WHERE …` yielding `ord` and a token's `doc`), as
+ * A page of tokens from `source` (a `FROM … WHERE …` yielding `ord`, a token's `doc` and its
+ * `bytes`, `TOKEN_BYTES`), as
  * `pageSql`, that ends within STORE_PAGE_BYTES of sealed data (its first token always in it).
  */
 function tokenPageSql(source: string, offsetParam: string, limitParam: string): string {
   return `WITH m AS (${source})
     SELECT (SELECT count(*) FROM m)::int AS total,
       (SELECT coalesce(json_agg(p.doc ORDER BY p.ord), '[]')::text FROM (SELECT ord, doc,
-          row_number() OVER (ORDER BY ord) AS n, sum(${TOKEN_BYTES}) OVER (ORDER BY ord) AS run
-        FROM (SELECT ord, doc FROM m ORDER BY ord OFFSET ${offsetParam} LIMIT ${limitParam}) q) p
+          row_number() OVER (ORDER BY ord) AS n, sum(bytes) OVER (ORDER BY ord) AS run
+        FROM (SELECT ord, doc, bytes FROM m ORDER BY ord OFFSET ${offsetParam} LIMIT ${limitParam}) q) p
         WHERE p.n = 1 OR p.run <= ${STORE_PAGE_BYTES}) AS items`
 }
 
@@ -252,7 +247,7 @@ function tokenReads(
       const text = `SELECT ${count}::int AS total,
         (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc,
             row_number() OVER (ORDER BY id) AS n, sum(${TOKEN_BYTES}) OVER (ORDER BY id) AS run
-          FROM (SELECT id, doc FROM ${t.tokens} WHERE ${where}
+          FROM (SELECT id, doc, ${TOKEN_BYTES} FROM ${t.tokens} WHERE ${where}
             ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) q) p
           WHERE p.n = 1 OR p.run <= ${STORE_PAGE_BYTES}) AS items`
       return page(text, values, q)
@@ -268,7 +263,7 @@ function tokenReads(
         values.push(q.types)
         filters += ` AND c.type = ANY ($${values.length}::text[])`
       }
-      const source = `SELECT a.seq AS ord, c.doc FROM ${t.associations} a
+      const source = `SELECT a.seq AS ord, c.doc, c.${TOKEN_BYTES} AS bytes FROM ${t.associations} a
         JOIN ${t.tokens} c ON c.tenant_id = a.tenant_id AND c.id = a.child_id
         WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
       return page(tokenPageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
@@ -335,13 +330,10 @@ function tokenIdReads(
         return { id: r.child_id, key: r.place.padStart(19, '0') }
       })
     },
-    // A head carries the bytes its sealed fields take.
+    // A head carries the bytes its sealed fields take; both are columns of their own (migration
+    // 19), so no token's value is read.
     getTokenHeads: (tenantId, ids) =>
-      some(
-        `SELECT (doc - 'data' - 'mask' || jsonb_build_object('stored_bytes', ${TOKEN_BYTES}))::text AS doc`,
-        tenantId,
-        ids,
-      ),
+      some(`SELECT (head || jsonb_build_object('stored_bytes', ${TOKEN_BYTES}))::text AS doc`, tenantId, ids),
     getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
   }
 }
