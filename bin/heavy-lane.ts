@@ -66,11 +66,15 @@ export const LIGHT_MS = 2
 /** How many of a key's latest requests its mean is taken over. */
 export const MEAN_OF = 8
 /**
- * Every 32nd request of a key on the lane is answered on the main thread instead: the key comes
- * back if it took less than `HEAVY_MS` there. Its times on the lane include waiting behind the
- * heavy keys it shares the lane with, so a key moved there in a burst of load could otherwise stay.
+ * The 32nd request of a key after it went to the lane is answered on the main thread instead (a
+ * probe): the key comes back if it took less than `HEAVY_MS` there. Its times on the lane include
+ * waiting behind the heavy keys it shares the lane with, so a key moved there in a burst of load
+ * could otherwise stay. Each probe that finds the key heavy doubles the count to the next, up to
+ * `PROBE_MAX`: a key heavy in its own right (a page of 3.6 MB) costs the main thread one request
+ * in 1 024 once it has shown it, not one in 32.
  */
 export const PROBE_EVERY = 32
+export const PROBE_MAX = 1024
 /** Keys remembered at once (the least recently seen is forgotten past it). */
 export const MAX_KEYS = 4096
 /** Times the lane is started again after its thread ended; past it the lane stays off (logged). */
@@ -99,6 +103,8 @@ interface KeyCost {
   heavy: boolean
   /** The key's requests since it went to the lane or was last probed (`PROBE_EVERY`). */
   sinceProbe: number
+  /** Its requests from one probe to the next: `PROBE_EVERY`, doubled by each probe, at most `PROBE_MAX`. */
+  probeEvery: number
 }
 
 /** The key of a request, by its API key header (any prefix the server accepts); null without one. */
@@ -204,8 +210,12 @@ export class HeavyLane {
       return
     }
     const cost = this.#cost(digest(key))
-    const probe = cost.heavy && ++cost.sinceProbe >= PROBE_EVERY
-    if (probe) cost.sinceProbe = 0
+    const probe = cost.heavy && ++cost.sinceProbe >= cost.probeEvery
+    if (probe) {
+      // The next probe's count, set now: the requests that come before this one's answer count to it.
+      cost.sinceProbe = 0
+      cost.probeEvery = Math.min(cost.probeEvery * 2, PROBE_MAX)
+    }
     const started = this.#now()
     // Counted once its answer is handed to the socket (before the client has it: a next request
     // of the same client finds it counted), or once the connection closed without it.
@@ -222,7 +232,7 @@ export class HeavyLane {
 
   /** The key's cost, made most recently seen; the least recently seen key forgotten past `MAX_KEYS`. */
   #cost(id: string): KeyCost {
-    const cost = this.#keys.get(id) ?? { times: [], heavy: false, sinceProbe: 0 }
+    const cost = this.#keys.get(id) ?? { times: [], heavy: false, sinceProbe: 0, probeEvery: PROBE_EVERY }
     this.#keys.delete(id)
     this.#keys.set(id, cost)
     if (this.#keys.size > MAX_KEYS) this.#keys.delete(this.#keys.keys().next().value!)
@@ -244,7 +254,10 @@ export class HeavyLane {
     const mean = sum / cost.times.length
     const was = cost.heavy
     cost.heavy = was ? mean >= LIGHT_MS : mean >= HEAVY_MS
-    if (cost.heavy && !was) cost.sinceProbe = 0
+    if (cost.heavy && !was) {
+      cost.sinceProbe = 0
+      cost.probeEvery = PROBE_EVERY
+    }
     if (cost.heavy) this.#lane()
   }
 

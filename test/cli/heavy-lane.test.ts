@@ -136,9 +136,16 @@ describe('heavy lane: which requests go to the lane thread', () => {
     await where('key_h', 100)
     const lane = lanes[0]!
     lane.hold = true
-    // 264 at once: every 32nd is a probe answered on the main thread (100 ms: the key stays), 256 held.
-    const held = Array.from({ length: 264 }, () => call('key_h', 100))
-    while (lane.held.length < 256) await new Promise((r) => setImmediate(r))
+    // 264 at once: the 32nd, 96th and 224th are probes answered on the main thread (100 ms: the key
+    // stays), 256 are held and the last 5 find the lane full.
+    let locals = 0
+    const held = Array.from({ length: 264 }, () =>
+      call('key_h', 100).then((a) => {
+        if (a.text === 'local') locals++
+        return a
+      }),
+    )
+    while (lane.held.length < 256 || locals < 8) await new Promise((r) => setImmediate(r))
     expect(await where('key_h', 100)).toBe('local')
     expect(lane.held).toHaveLength(256)
     lane.hold = false
@@ -148,12 +155,13 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(answers.filter((a) => a === 'local')).toHaveLength(8)
   })
 
-  it('every 32nd request of a key on the lane is a probe on the main thread: under 8 ms there, the key comes back', async () => {
+  it('the 32nd request of a key on the lane is a probe on the main thread: under 8 ms there, the key comes back', async () => {
     const { where } = await routed()
     expect(await where('key_p', 100)).toBe('local')
     for (let i = 1; i < 32; i++) expect(await where('key_p', 50)).toBe('lane')
     expect(await where('key_p', 8)).toBe('local')
-    for (let i = 1; i < 32; i++) expect(await where('key_p', 50)).toBe('lane')
+    // A probe that found it heavy: the next is 64 requests on, not 32.
+    for (let i = 1; i < 64; i++) expect(await where('key_p', 50)).toBe('lane')
     expect(await where('key_p', 7.9)).toBe('local')
     expect(await where('key_p', 0)).toBe('local')
 
@@ -164,6 +172,22 @@ describe('heavy lane: which requests go to the lane thread', () => {
     for (let i = 1; i < 32; i++) expect(await where('key_q', 50)).toBe('lane')
     expect(await where('key_q', 50)).toBe('local')
   })
+
+  it('probes a key found heavy ever less often: after 32, 64, 128 … requests, then every 1024', async () => {
+    const { where } = await routed()
+    expect(await where('key_big', 100)).toBe('local')
+    const probes: number[] = []
+    for (let i = 1; i <= 3040; i++) if ((await where('key_big', 50)) === 'local') probes.push(i)
+    expect(probes).toEqual([32, 96, 224, 480, 992, 2016, 3040])
+    // Back on the main thread and heavy again: its first probe is the 32nd once more.
+    const { where: again } = await routed()
+    expect(await again('key_c', 100)).toBe('local')
+    for (let i = 1; i < 32; i++) await again('key_c', 50)
+    expect(await again('key_c', 7)).toBe('local')
+    expect(await again('key_c', 100)).toBe('local')
+    for (let i = 1; i < 32; i++) expect(await again('key_c', 50)).toBe('lane')
+    expect(await again('key_c', 50)).toBe('local')
+  }, 120_000)
 
   it('remembers 4096 keys: the least recently seen is forgotten past them', async () => {
     const { where } = await routed()
