@@ -1,68 +1,19 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
-import { createInterface } from 'node:readline'
-import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
+import { freshDatabase, serveCli as serve, stopCliServers } from './cli-servers.js'
 import { callJson, describePostgres } from './database.js'
 
-const root = new URL('../../', import.meta.url)
-const children: ChildProcess[] = []
-
-/** Starts `tokenvault serve` on a free port over `store`; resolves with its URL and printed lines. */
-async function serve(store: string) {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'bin/tokenvault.ts', 'serve', '--port', '0', '--store', store],
-    {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
-  children.push(child)
-  let stderr = ''
-  child.stderr!.on('data', (d) => {
-    stderr += d
-  })
-  const lines: string[] = []
-  const reader = createInterface({ input: child.stdout! })
-  // The start lines end with `docs: …`, after the management key when there is one.
-  const started = new Promise<void>((resolve, reject) => {
-    reader.on('line', (line) => {
-      lines.push(line)
-      if (line.startsWith('docs: ')) resolve()
-    })
-    child.on('exit', () => reject(new Error(`the server exited: ${stderr}`)))
-  })
-  await started
-  const url = lines.find((l) => l.startsWith('listening on '))!.slice('listening on '.length)
-  return { child, url, lines }
-}
-
-afterAll(async () => {
-  for (const child of children) {
-    if (child.exitCode === null) {
-      child.kill('SIGTERM')
-      await once(child, 'exit')
-    }
-  }
-})
+afterAll(stopCliServers)
 
 describePostgres('two CLI servers over one Postgres database', (url) => {
   it('a token created through one is read through the other; a session created on one is authorized on the other; a narrowed or deleted application is refused by the other within 1 s', async () => {
-    const database = `tv_cli_${randomBytes(5).toString('hex')}`
-    const admin = new pg.Client({ connectionString: url })
-    await admin.connect()
-    await admin.query(`CREATE DATABASE ${database}`)
-    const dbUrl = new URL(url)
-    dbUrl.pathname = `/${database}`
+    const database = await freshDatabase(url, 'tv_cli')
     try {
-      const one = await serve(dbUrl.toString())
+      const one = await serve(database.url)
       const managementKey = one.lines
         .find((l) => l.startsWith('management key: '))
         ?.slice('management key: '.length)
       expect(managementKey).toMatch(/^key_/)
-      const two = await serve(dbUrl.toString())
+      const two = await serve(database.url)
       expect(two.lines.some((l) => l.startsWith('management key: '))).toBe(false)
 
       const call = callJson
@@ -132,14 +83,8 @@ describePostgres('two CLI servers over one Postgres database', (url) => {
           401,
       )
     } finally {
-      for (const child of children.splice(0)) {
-        if (child.exitCode === null) {
-          child.kill('SIGTERM')
-          await once(child, 'exit')
-        }
-      }
-      await admin.query(`DROP DATABASE IF EXISTS ${database}`)
-      await admin.end()
+      await stopCliServers()
+      await database.drop()
     }
   }, 180_000)
 })
