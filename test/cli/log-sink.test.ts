@@ -79,7 +79,7 @@ it('stops quietly once its reader is gone (EPIPE): no throw, drained() resolves'
   closeSync(fd)
 })
 
-it('flushSync writes what waits at once', () => {
+it('flushSync writes what waits at once', async () => {
   const path = join(tempDir(), 'log')
   const fd = openSync(path, 'w')
   const sink = fdSink(fd)
@@ -87,9 +87,14 @@ it('flushSync writes what waits at once', () => {
   sink.write('second\n')
   sink.write('third\n')
   sink.flushSync()
-  closeSync(fd)
   // The queued lines are on disk now; the first may still be in flight in the thread pool.
   expect(readFileSync(path, 'utf8')).toContain('second\nthird\n')
+  // The descriptor is closed once that write has landed: closed under it, its number goes to the
+  // next file opened (the next test's), and the write lands there.
+  for (let i = 0; i < 500 && !readFileSync(path, 'utf8').includes('first\n'); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  closeSync(fd)
+  expect(readFileSync(path, 'utf8')).toContain('first\n')
 })
 
 it('a burst of lines goes out in a few writes, not one per line', async () => {
