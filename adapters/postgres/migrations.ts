@@ -135,9 +135,9 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => outboxCountByStatementSql(s),
   },
   {
-    // Each token row's stored bytes, kept by PostgreSQL (see `tokenHeadsSql`).
+    // Each token row's head and stored bytes, kept by PostgreSQL (see `tokenHeadsSql`).
     version: 19,
-    name: 'token stored bytes kept',
+    name: 'token heads and stored bytes kept',
     sql: (s) => tokenHeadsSql(s),
   },
 ]

@@ -78,8 +78,8 @@ function pageSql(source: string, offsetParam: string, limitParam: string): strin
 
 /**
  * A page of tokens from `source` (a `FROM … WHERE …` yielding `ord`, a token's `doc` and its
- * `bytes`, `TOKEN_BYTES`), as
- * `pageSql`, that ends within STORE_PAGE_BYTES of sealed data (its first token always in it).
+ * `bytes`, its `TOKEN_BYTES`), as `pageSql`, that ends within STORE_PAGE_BYTES of sealed data (its
+ * first token always in it).
  */
 function tokenPageSql(source: string, offsetParam: string, limitParam: string): string {
   return `WITH m AS (${source})
