@@ -5,14 +5,8 @@ import { lockKey, quoteIdent } from './keys.js'
 import { logCountByStatementSql, logCountSql, logTablesSql } from './logs.js'
 import { outboxCountByStatementSql, webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
-import {
-  countsSql,
-  countsTunedSql,
-  countWithinSql,
-  tablesSql,
-  tokenHeadsSql,
-  tokenSyncByKeySql,
-} from './schema.js'
+import { countsSql, countsTunedSql, countWithinSql, tablesSql, tokenSyncByKeySql } from './schema.js'
+import { tokenHeadsKeptSql, tokenHeadsSql } from './token-heads.js'
 import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
 
@@ -135,10 +129,16 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => outboxCountByStatementSql(s),
   },
   {
-    // Each token row's head and stored bytes, kept by PostgreSQL (see `tokenHeadsSql`).
+    // Each token row's head and stored bytes in columns of their own, empty (see `tokenHeadsSql`).
     version: 19,
     name: 'token heads and stored bytes kept',
     sql: (s) => tokenHeadsSql(s),
+  },
+  {
+    // The trigger that fills them as a row is stored; older rows are filled in steps (`fillTokenHeads`).
+    version: 20,
+    name: 'token heads filled without a rewrite',
+    sql: (s) => tokenHeadsKeptSql(s),
   },
 ]
 
@@ -177,7 +177,7 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
         if (applied.has(m.version)) continue
         await client.query('BEGIN')
         try {
-          // A step may rewrite a table (migration 19): the pool's per-statement limit is for requests.
+          // A step may wait for a table's lock behind long statements: the pool's limit is for requests.
           await client.query('SET LOCAL statement_timeout = 0')
           await client.query(m.sql(s))
           await client.query(`INSERT INTO ${s}.tokenvault_migrations (version, name) VALUES ($1, $2)`, [

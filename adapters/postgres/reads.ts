@@ -22,15 +22,9 @@ import type { Page, Range, Store, StoreDump } from '../../src/store/index.js'
 import { STORE_PAGE_BYTES } from '../../src/store/index.js'
 import { prepared as call, likePattern } from './keys.js'
 import type { Tables } from './statements.js'
+import { tokenBytesOf, tokenHeadOf } from './token-heads.js'
 
 type Query = (config: QueryConfig) => Promise<QueryResult>
-
-/**
- * What a token row's sealed `data` and `mask` take (`storedBytes`): its column `stored_bytes`,
- * which PostgreSQL computes as it stores the row (migration 19, `tokenHeadsSql`), so a page's
- * running sum reads no token's value, and only the tokens answered are read whole.
- */
-const TOKEN_BYTES = 'stored_bytes'
 
 /** How the store reads: one statement per call, so each read sees one consistent snapshot. */
 export type Reads = Omit<
@@ -78,7 +72,7 @@ function pageSql(source: string, offsetParam: string, limitParam: string): strin
 
 /**
  * A page of tokens from `source` (a `FROM … WHERE …` yielding `ord`, a token's `doc` and its
- * `bytes`, its `TOKEN_BYTES`), as `pageSql`, that ends within STORE_PAGE_BYTES of sealed data (its
+ * `bytes`, its `tokenBytesOf`), as `pageSql`, that ends within STORE_PAGE_BYTES of sealed data (its
  * first token always in it).
  */
 function tokenPageSql(source: string, offsetParam: string, limitParam: string): string {
@@ -246,8 +240,8 @@ function tokenReads(
       // The page ends within STORE_PAGE_BYTES of sealed data (its first token always in it).
       const text = `SELECT ${count}::int AS total,
         (SELECT coalesce(json_agg(p.doc ORDER BY p.id), '[]')::text FROM (SELECT id, doc,
-            row_number() OVER (ORDER BY id) AS n, sum(${TOKEN_BYTES}) OVER (ORDER BY id) AS run
-          FROM (SELECT id, doc, ${TOKEN_BYTES} FROM ${t.tokens} WHERE ${where}
+            row_number() OVER (ORDER BY id) AS n, sum(bytes) OVER (ORDER BY id) AS run
+          FROM (SELECT id, doc, ${tokenBytesOf(t.schema)} AS bytes FROM ${t.tokens} WHERE ${where}
             ORDER BY id OFFSET $${values.length + 1} LIMIT $${values.length + 2}) q) p
           WHERE p.n = 1 OR p.run <= ${STORE_PAGE_BYTES}) AS items`
       return page(text, values, q)
@@ -263,7 +257,7 @@ function tokenReads(
         values.push(q.types)
         filters += ` AND c.type = ANY ($${values.length}::text[])`
       }
-      const source = `SELECT a.seq AS ord, c.doc, c.${TOKEN_BYTES} AS bytes FROM ${t.associations} a
+      const source = `SELECT a.seq AS ord, c.doc, ${tokenBytesOf(t.schema, 'c.')} AS bytes FROM ${t.associations} a
         JOIN ${t.tokens} c ON c.tenant_id = a.tenant_id AND c.id = a.child_id
         WHERE a.tenant_id = $1 AND a.parent_id = $2 AND (c.expires_at IS NULL OR c.expires_at > $3)${filters}`
       return page(tokenPageSql(source, `$${values.length + 1}`, `$${values.length + 2}`), values, q)
@@ -330,10 +324,14 @@ function tokenIdReads(
         return { id: r.child_id, key: r.place.padStart(19, '0') }
       })
     },
-    // A head carries the bytes its sealed fields take; both are columns of their own (migration
-    // 19), so no token's value is read.
+    // A head carries the bytes its sealed fields take; both are columns of their own, so no
+    // filled row's value is read (see token-heads.ts).
     getTokenHeads: (tenantId, ids) =>
-      some(`SELECT (head || jsonb_build_object('stored_bytes', ${TOKEN_BYTES}))::text AS doc`, tenantId, ids),
+      some(
+        `SELECT (${tokenHeadOf()} || jsonb_build_object('stored_bytes', ${tokenBytesOf(t.schema)}))::text AS doc`,
+        tenantId,
+        ids,
+      ),
     getTokens: (tenantId, ids) => some(`SELECT doc::text AS doc`, tenantId, ids),
   }
 }

@@ -17,7 +17,8 @@ import { migrate } from './migrations.js'
 import { webhookReads } from './outbox.js'
 import { proxyReads } from './proxies.js'
 import { reads } from './reads.js'
-import { type Statements, statements, tables } from './statements.js'
+import { type Statements, statements, type Tables, tables } from './statements.js'
+import { fillTokenHeads } from './token-heads.js'
 import { expiredTokenIntentsSql, tokenIntentReads } from './token-intents.js'
 import { pgWriter } from './writes.js'
 
@@ -214,6 +215,53 @@ function inFlightCalls(end: () => Promise<void>) {
   return { guard, close }
 }
 
+/** The gate's line of the background fill: no tenant's id (they are UUIDs), so it takes turns with theirs. */
+const FILL_LINE = 'tokenvault fill'
+
+/**
+ * Fills the token rows stored before migration 20 in the background, a bounded step a turn of the
+ * gate (`fillTokenHeads`); a step that fails (the database unreachable, the store closing) is
+ * tried again later, 1 s then doubling up to a minute. Answers what stops it, for `close`.
+ */
+function fillInBackground(
+  pool: Pool,
+  schema: string,
+  run: <T>(fn: () => Promise<T>) => Promise<T>,
+): () => void {
+  let stopped = false
+  const attempt = (delayMs: number) => {
+    fillTokenHeads(schema, run, pool, () => !stopped).then(
+      () => undefined,
+      () => {
+        if (!stopped) setTimeout(() => attempt(Math.min(delayMs * 2, 60_000)), delayMs).unref()
+      },
+    )
+  }
+  attempt(1000)
+  return () => {
+    stopped = true
+  }
+}
+
+/** The store's reads by kind, each statement in its tenant's line at the gate. */
+function storeReads(t: Tables, pool: Pool, gate: TenantGate) {
+  /** A read's tenant: its first value (each read names its tenant first; `findKey`, its key hash). */
+  const readTenant = (config: QueryConfig) => {
+    const first = config.values?.[0]
+    return typeof first === 'string' ? first : ''
+  }
+  const query = (config: QueryConfig) => gate.run(readTenant(config), () => pool.query(config))
+  return {
+    read: reads(t, query),
+    hooks: webhookReads(t, query),
+    clientKeys: clientKeyReads(t, query),
+    proxies: proxyReads(t, query),
+    intents: tokenIntentReads(t, query),
+    logs: logReads(t, query),
+    documents: documentReads(t, query),
+  }
+}
+
 function openStore(
   pool: Pool,
   schema: string,
@@ -230,18 +278,7 @@ function openStore(
     poolOptions?.max || 10,
     poolOptions?.connectionTimeoutMillis || DEFAULT_TIMEOUTS.connectTimeoutMs,
   )
-  /** A read's tenant: its first value (each read names its tenant first; `findKey`, its key hash). */
-  const readTenant = (config: QueryConfig) => {
-    const first = config.values?.[0]
-    return typeof first === 'string' ? first : ''
-  }
-  const read = reads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
-  const hooks = webhookReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
-  const clientKeys = clientKeyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
-  const proxies = proxyReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
-  const intents = tokenIntentReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
-  const logs = logReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
-  const documents = documentReads(t, (config) => gate.run(readTenant(config), () => pool.query(config)))
+  const { read, hooks, clientKeys, proxies, intents, logs, documents } = storeReads(t, pool, gate)
   const keys = keyCache(
     keyCacheMs,
     (hash) => read.findKey(hash),
@@ -251,6 +288,7 @@ function openStore(
   const { guard, close } = inFlightCalls(async () => {
     if (owned) await pool.end()
   })
+  const stopFill = fillInBackground(pool, t.schema, (fn) => guard(() => gate.run(FILL_LINE, fn)))
   const write = pgWriter(
     { pool, schema, t, st, locks, gate, slots: new CountSlots() },
     poolOptions?.max || 10,
@@ -310,7 +348,10 @@ function openStore(
     listLogs: (tenantId, q) => guard(() => logs.listLogs(tenantId, q)),
     countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
-    close,
+    close: () => {
+      stopFill()
+      return close()
+    },
   }
 }
 

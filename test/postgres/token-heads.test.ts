@@ -1,15 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
+import { migrate } from '../../adapters/postgres/migrations.js'
+import { fillTokenHeads } from '../../adapters/postgres/token-heads.js'
 import { createService, manualClock } from '../../entry/index.js'
 import { storedBytes } from '../../src/store/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 /**
- * A token row keeps its head and its stored bytes in columns of their own (migration 19), so a
- * page or a search reads whole only the tokens it answers: a large token's document is kept out
- * of line (TOAST) and read whole by any look inside it.
+ * A token row keeps its head and its stored bytes in columns of their own (migrations 19 and 20),
+ * so a page or a search reads whole only the tokens it answers: a large token's document is kept
+ * out of line (TOAST) and read whole by any look inside it. The migrations rewrite nothing; rows
+ * stored before them are filled in bounded steps.
  */
 describePostgres('postgres token heads and stored bytes', (url) => {
   let pool: pg.Pool
@@ -27,10 +30,11 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     const schema = freshSchema()
     schemas.push(schema)
     const store = await postgresStore({ pool, schema })
+    const masterKey = randomBytes(32)
     const service = createService({
       store,
       clock: manualClock('2030-01-01T00:00:00.000Z'),
-      masterKey: randomBytes(32),
+      masterKey,
       runner: null,
     })
     const tenant = await service.admin.createTenant({ name: 't' })
@@ -40,11 +44,25 @@ describePostgres('postgres token heads and stored bytes', (url) => {
       type: 'private',
       permissions: ['token:create', 'token:read', 'token:update', 'token:search'],
     })
-    return { schema, store, service, tenantId: tenant.id, client: service.connect(key) }
+    return { schema, store, service, masterKey, key, tenantId: tenant.id, client: service.connect(key) }
   }
 
-  /** What each token's row keeps, against what the core makes of its document. */
-  async function expectColumnsOf(v: Awaited<ReturnType<typeof vault>>, ids: string[]) {
+  /** What each token's row keeps in its columns, against what the core makes of its document. */
+  async function expectRowsOf(schema: string, ids: string[]) {
+    const { rows } = await pool.query<{ doc: Record<string, unknown>; head: unknown; stored_bytes: string }>(
+      `SELECT doc, head, stored_bytes FROM "${schema}".tokens WHERE id = ANY ($1) ORDER BY id`,
+      [ids],
+    )
+    expect(rows).toHaveLength(ids.length)
+    for (const row of rows) {
+      const { data: _data, mask: _mask, ...rest } = row.doc
+      expect(row.head).toEqual(rest)
+      expect(Number(row.stored_bytes)).toBe(storedBytes(row.doc as never))
+    }
+  }
+
+  /** What the store's reads answer of each token's head, against what the core makes of its document. */
+  async function expectHeadsOf(v: Awaited<ReturnType<typeof vault>>, ids: string[]) {
     const docs = await v.store.getTokens(v.tenantId, ids)
     const heads = await v.store.getTokenHeads(v.tenantId, ids)
     expect(heads).toHaveLength(ids.length)
@@ -54,25 +72,199 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     }
   }
 
-  it('keeps each token head and stored bytes as the core measures them, as written and as migrated', async () => {
-    const v = await vault()
-    const made = await Promise.all([
+  /** The table's file: a rewrite gives it a new one. */
+  const fileOf = async (schema: string) =>
+    (await pool.query(`SELECT pg_relation_filenode('"${schema}".tokens') AS f`)).rows[0].f as string
+
+  /** Takes `schema` back to before migration 19: no columns, no trigger, no record of the fill. */
+  async function asAtMigration18(schema: string) {
+    await pool.query(`DROP TRIGGER tv_token_head ON "${schema}".tokens;
+      ALTER TABLE "${schema}".tokens DROP COLUMN head, DROP COLUMN stored_bytes;
+      DROP TABLE "${schema}".tokenvault_fills;
+      DELETE FROM "${schema}".tokenvault_migrations WHERE version >= 19`)
+  }
+
+  const fill = (schema: string) => fillTokenHeads(`"${schema}"`, (fn) => fn(), pool)
+
+  const createSome = (v: Awaited<ReturnType<typeof vault>>) =>
+    Promise.all([
       v.client.tokens.create({ type: 'token', data: 'a' }),
       v.client.tokens.create({ type: 'token', data: { nested: ['é', 1, null] }, metadata: { k: 'v' } }),
       v.client.tokens.create({ type: 'card_number', data: '4242424242424242' }),
       v.client.tokens.create({ type: 'token', data: 'x'.repeat(5000), search_indexes: ['{{ data }}'] }),
     ])
-    const ids = made.map((t) => t.id)
-    await expectColumnsOf(v, ids)
+
+  it('keeps each token head and stored bytes as the core measures them, as written and as updated', async () => {
+    const v = await vault()
+    const ids = (await createSome(v)).map((t) => t.id)
+    await expectRowsOf(v.schema, ids)
+    await expectHeadsOf(v, ids)
     // An update stores the row again, and its columns with it.
     await v.client.tokens.update(ids[0]!, { data: 'b'.repeat(301), metadata: { changed: 'yes' } })
-    await expectColumnsOf(v, ids)
-    // Rows stored before the columns existed get them when the migration adds them.
+    await expectRowsOf(v.schema, ids)
+    await expectHeadsOf(v, ids)
     await v.store.close()
-    await pool.query(`ALTER TABLE "${v.schema}".tokens DROP COLUMN head, DROP COLUMN stored_bytes`)
-    await pool.query(`DELETE FROM "${v.schema}".tokenvault_migrations WHERE version = 19`)
+  })
+
+  it('migrates rows stored before the columns without rewriting the table, then fills them in steps', async () => {
+    const v = await vault()
+    const ids = (await createSome(v)).map((t) => t.id)
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    const file = await fileOf(v.schema)
+    await migrate(pool, v.schema)
+    expect(await fileOf(v.schema)).toBe(file)
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM "${v.schema}".tokens WHERE stored_bytes IS NULL`,
+    )
+    expect(rows[0].n).toBe(4)
+    // Until a row is filled its reads compute both from its document.
     const again = { ...v, store: await postgresStore({ pool, schema: v.schema }) }
-    await expectColumnsOf(again, ids)
+    await expectHeadsOf(again, ids)
+    const done = await fill(v.schema)
+    expect(done.done).toBe(true)
+    await expectRowsOf(v.schema, ids)
+    await expectHeadsOf(again, ids)
+    // Recorded: the next fill reads nothing.
+    expect(await fill(v.schema)).toEqual({ steps: 0, largest: 0, filled: 0, done: true })
+    await again.store.close()
+  })
+
+  it('fills 300 small rows in steps of at most 256 rows, and 20 rows of 720 KB in steps of at most 4 MiB', async () => {
+    const v = await vault()
+    const small: string[] = []
+    for (let i = 0; i < 300; i += 50)
+      small.push(
+        ...(
+          await Promise.all(
+            Array.from({ length: 50 }, (_, j) =>
+              v.client.tokens.create({ type: 'token', data: `v${i + j}` }),
+            ),
+          )
+        ).map((t) => t.id),
+      )
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    await migrate(pool, v.schema)
+    // 256 rows, then 44, then the table's end.
+    expect(await fill(v.schema)).toEqual({ steps: 3, largest: 256, filled: 300, done: true })
+    await expectRowsOf(v.schema, small)
+
+    const w = await vault()
+    const large: string[] = []
+    for (let i = 0; i < 20; i += 5)
+      large.push(
+        ...(
+          await Promise.all(
+            Array.from({ length: 5 }, (_, j) =>
+              w.client.tokens.create({
+                type: 'token',
+                data: randomBytes(405_000).toString('base64') + (i + j),
+              }),
+            ),
+          )
+        ).map((t) => t.id),
+      )
+    await w.store.close()
+    await asAtMigration18(w.schema)
+    await migrate(pool, w.schema)
+    // Each document takes 700–740 KB as stored: 5 fit in 4 MiB, 6 do not (7 would fit in 5 MiB,
+    // 4 in 3 MiB). So 5, 5, 5, 5, then the table's end.
+    const { rows } = await pool.query(`SELECT pg_column_size(doc) AS n FROM "${w.schema}".tokens`)
+    for (const row of rows) {
+      expect(row.n).toBeGreaterThan(700_000)
+      expect(row.n).toBeLessThan(740_000)
+    }
+    expect(await fill(w.schema)).toEqual({ steps: 5, largest: 5, filled: 20, done: true })
+    await expectRowsOf(w.schema, large)
+  })
+
+  it('a store opened on rows stored before the columns fills them in the background, and records it', async () => {
+    const v = await vault()
+    const ids = (await createSome(v)).map((t) => t.id)
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    const store = await postgresStore({ pool, schema: v.schema })
+    const empty = async () =>
+      (await pool.query(`SELECT count(*)::int AS n FROM "${v.schema}".tokens WHERE stored_bytes IS NULL`))
+        .rows[0].n as number
+    const recorded = async () =>
+      (await pool.query(`SELECT count(*)::int AS n FROM "${v.schema}".tokenvault_fills`)).rows[0].n as number
+    await vi.waitFor(async () => expect(await recorded()).toBe(1), { timeout: 20_000, interval: 20 })
+    expect(await empty()).toBe(0)
+    await expectRowsOf(v.schema, ids)
+    await store.close()
+  })
+
+  it('fills beside writers: rows updated and created during the fill end as the core measures them', async () => {
+    const v = await vault()
+    const ids: string[] = []
+    for (let i = 0; i < 600; i += 100)
+      ids.push(
+        ...(
+          await Promise.all(
+            Array.from({ length: 100 }, (_, j) =>
+              v.client.tokens.create({ type: 'token', data: `v${i + j}` }),
+            ),
+          )
+        ).map((t) => t.id),
+      )
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    await migrate(pool, v.schema)
+    const writing = testPool(url, 4)
+    const store = await postgresStore({ pool: writing, schema: v.schema })
+    const service = createService({
+      store,
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      masterKey: v.masterKey,
+      runner: null,
+    })
+    const client = service.connect(v.key)
+    const writes = Promise.all([
+      ...ids
+        .filter((_, i) => i % 3 === 0)
+        .map((id) => client.tokens.update(id, { metadata: { during: 'fill' } })),
+      ...Array.from({ length: 50 }, () =>
+        client.tokens.create({ type: 'token', data: 'new' }).then((t) => ids.push(t.id)),
+      ),
+    ])
+    const [done] = await Promise.all([fill(v.schema), writes])
+    expect(done.done).toBe(true)
+    await store.close()
+    await writing.end()
+    await expectRowsOf(v.schema, ids)
+  })
+
+  it('keeps the values of columns a former step 19 generated, as plain columns, without a rewrite', async () => {
+    const v = await vault()
+    const ids = (await createSome(v)).map((t) => t.id)
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    await pool.query(`ALTER TABLE "${v.schema}".tokens
+      ADD COLUMN head jsonb GENERATED ALWAYS AS (doc - 'data' - 'mask') STORED,
+      ADD COLUMN stored_bytes bigint GENERATED ALWAYS AS ("${v.schema}".tv_stored_bytes(doc)) STORED;
+      INSERT INTO "${v.schema}".tokenvault_migrations (version, name) VALUES (19, 'token heads and stored bytes kept')`)
+    const file = await fileOf(v.schema)
+    await migrate(pool, v.schema)
+    expect(await fileOf(v.schema)).toBe(file)
+    const { rows } = await pool.query(
+      `SELECT attname, attgenerated FROM pg_attribute
+       WHERE attrelid = '"${v.schema}".tokens'::regclass AND attname IN ('head', 'stored_bytes')`,
+    )
+    expect(rows.map((r) => r.attgenerated)).toEqual(['', ''])
+    await expectRowsOf(v.schema, ids)
+    expect(await fill(v.schema)).toEqual({ steps: 0, largest: 0, filled: 0, done: true })
+    // And the trigger keeps them from now on.
+    const again = { ...v, store: await postgresStore({ pool, schema: v.schema }) }
+    const client = createService({
+      store: again.store,
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      masterKey: v.masterKey,
+      runner: null,
+    }).connect(v.key)
+    await client.tokens.update(ids[1]!, { data: 'changed', metadata: { after: 'conversion' } })
+    await expectRowsOf(v.schema, ids)
     await again.store.close()
   })
 
