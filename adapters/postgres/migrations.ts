@@ -1,4 +1,4 @@
-import type { Pool } from 'pg'
+import type { Pool, PoolClient } from 'pg'
 import { clientKeyTablesSql } from './client-keys.js'
 import { documentTablesSql } from './documents.js'
 import { lockKey, quoteIdent } from './keys.js'
@@ -142,6 +142,41 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ]
 
+/** How long a step waits for a table's lock before it gives way, and how many times it tries. */
+const STEP_LOCK_WAIT = '1s'
+const STEP_TRIES = 30
+
+/**
+ * Applies one step in its own transaction, without the pool's statement limit (that is for
+ * requests). A step that changes a table waits for its lock behind the statements running on it,
+ * and every statement after it waits behind the step: so it waits at most `STEP_LOCK_WAIT`, then
+ * gives way (rolled back, nothing changed) and tries again after a pause, 100 ms doubling up to 5 s,
+ * at most `STEP_TRIES` times. A busy table's calls are held a second at most at a time, never until
+ * its longest statement ends.
+ */
+async function applyStep(client: PoolClient, s: string, m: Migration): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    await client.query('BEGIN')
+    try {
+      await client.query(`SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '${STEP_LOCK_WAIT}'`)
+      await client.query(m.sql(s))
+      await client.query(`INSERT INTO ${s}.tokenvault_migrations (version, name) VALUES ($1, $2)`, [
+        m.version,
+        m.name,
+      ])
+      await client.query('COMMIT')
+      return
+    } catch (error) {
+      await client.query('ROLLBACK')
+      if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE || tries >= STEP_TRIES) throw error
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** (tries - 1), 5000)))
+  }
+}
+
+/** PostgreSQL's SQL state for a lock wait that ran past `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03'
+
 /**
  * Creates `schema` if missing and applies the migrations it lacks, each in its own transaction.
  * Idempotent, and safe when several processes open the same database at once: it holds a
@@ -173,23 +208,7 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
         throw new Error(
           `postgresStore: schema ${schema} is at version ${newer.version}, newer than ${latest}`,
         )
-      for (const m of MIGRATIONS) {
-        if (applied.has(m.version)) continue
-        await client.query('BEGIN')
-        try {
-          // A step may wait for a table's lock behind long statements: the pool's limit is for requests.
-          await client.query('SET LOCAL statement_timeout = 0')
-          await client.query(m.sql(s))
-          await client.query(`INSERT INTO ${s}.tokenvault_migrations (version, name) VALUES ($1, $2)`, [
-            m.version,
-            m.name,
-          ])
-          await client.query('COMMIT')
-        } catch (error) {
-          await client.query('ROLLBACK')
-          throw error
-        }
-      }
+      for (const m of MIGRATIONS) if (!applied.has(m.version)) await applyStep(client, s, m)
     } finally {
       await client.query(`SELECT pg_advisory_unlock(${key})`)
     }

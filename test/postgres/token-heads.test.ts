@@ -268,6 +268,49 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     await again.store.close()
   })
 
+  it('a step gives way to a long reader of the table rather than hold every later call behind it', async () => {
+    const v = await vault()
+    await createSome(v)
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    const holding = testPool(url, 1)
+    const migrating = testPool(url, 1)
+    const holder = await holding.connect()
+    // A long reader: its transaction holds the table's share lock until it ends.
+    await holder.query(`BEGIN; SELECT count(*) FROM "${v.schema}".tokens`)
+    let migrated = false
+    const migration = migrate(migrating, v.schema).then(() => {
+      migrated = true
+    })
+    // Step 19 waits for the table's exclusive lock behind the reader.
+    await vi.waitFor(
+      async () => {
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'relation' AND NOT granted
+             AND mode = 'AccessExclusiveLock' AND relation = '"${v.schema}".tokens'::regclass`,
+        )
+        expect(rows[0].n).toBe(1)
+      },
+      { timeout: 10_000, interval: 10 },
+    )
+    // A call that comes now queues behind the step; it is answered once the step gives way,
+    // while the long reader still holds the table (a guard of 15 s against a hang).
+    const read = pool.query(`SELECT count(*)::int AS n FROM "${v.schema}".tokens`).then((r) => r.rows[0].n)
+    const stuck = new Promise((resolve) => setTimeout(() => resolve('stuck'), 15_000).unref())
+    expect(await Promise.race([read, stuck])).toBe(4)
+    expect(migrated).toBe(false)
+    await holder.query('COMMIT')
+    holder.release()
+    await migration
+    expect(migrated).toBe(true)
+    const { rows } = await pool.query(
+      `SELECT max(version)::int AS v FROM "${v.schema}".tokenvault_migrations`,
+    )
+    expect(rows[0].v).toBe(20)
+    await holding.end()
+    await migrating.end()
+  })
+
   it('reads whole only the tokens a page answers: 20 tokens of 600 KB, a page of what fits in 4 MiB', async () => {
     const v = await vault()
     for (let i = 0; i < 20; i += 5)
