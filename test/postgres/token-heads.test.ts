@@ -84,6 +84,46 @@ describePostgres('postgres token heads and stored bytes', (url) => {
       DELETE FROM "${schema}".tokenvault_migrations WHERE version >= 19`)
   }
 
+  /** Creates `count` tokens, `batch` at a time, `make(i)` giving each one's body: their ids. */
+  async function createMany(
+    v: Awaited<ReturnType<typeof vault>>,
+    count: number,
+    batch: number,
+    make: (i: number) => Parameters<typeof v.client.tokens.create>[0],
+  ) {
+    const ids: string[] = []
+    for (let i = 0; i < count; i += batch) {
+      const made = await Promise.all(
+        Array.from({ length: batch }, (_, j) => v.client.tokens.create(make(i + j))),
+      )
+      ids.push(...made.map((t) => t.id))
+    }
+    return ids
+  }
+
+  /** A vault whose tokens (`make`'s) were stored before step 19, its store closed: the vault and their ids. */
+  async function storedBefore19(make: (v: Awaited<ReturnType<typeof vault>>) => Promise<string[]>) {
+    const v = await vault()
+    const ids = await make(v)
+    await v.store.close()
+    await asAtMigration18(v.schema)
+    return { v, ids }
+  }
+
+  const some = async (v: Awaited<ReturnType<typeof vault>>) => (await createSome(v)).map((t) => t.id)
+
+  /** A client of `v`'s application through a service over `store`. */
+  const clientOver = (
+    store: Awaited<ReturnType<typeof postgresStore>>,
+    v: Awaited<ReturnType<typeof vault>>,
+  ) =>
+    createService({
+      store,
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      masterKey: v.masterKey,
+      runner: null,
+    }).connect(v.key)
+
   const fill = (schema: string) => fillTokenHeads(`"${schema}"`, (fn) => fn(), pool)
 
   const createSome = (v: Awaited<ReturnType<typeof vault>>) =>
@@ -107,10 +147,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
   })
 
   it('migrates rows stored before the columns without rewriting the table, then fills them in steps', async () => {
-    const v = await vault()
-    const ids = (await createSome(v)).map((t) => t.id)
-    await v.store.close()
-    await asAtMigration18(v.schema)
+    const { v, ids } = await storedBefore19(some)
     const file = await fileOf(v.schema)
     await migrate(pool, v.schema)
     expect(await fileOf(v.schema)).toBe(file)
@@ -132,17 +169,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
 
   it('fills 300 small rows in steps of at most 256 rows, and 20 rows of 720 KB in steps of at most 4 MiB', async () => {
     const v = await vault()
-    const small: string[] = []
-    for (let i = 0; i < 300; i += 50)
-      small.push(
-        ...(
-          await Promise.all(
-            Array.from({ length: 50 }, (_, j) =>
-              v.client.tokens.create({ type: 'token', data: `v${i + j}` }),
-            ),
-          )
-        ).map((t) => t.id),
-      )
+    const small = await createMany(v, 300, 50, (i) => ({ type: 'token', data: `v${i}` }))
     await v.store.close()
     await asAtMigration18(v.schema)
     await migrate(pool, v.schema)
@@ -151,20 +178,10 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     await expectRowsOf(v.schema, small)
 
     const w = await vault()
-    const large: string[] = []
-    for (let i = 0; i < 20; i += 5)
-      large.push(
-        ...(
-          await Promise.all(
-            Array.from({ length: 5 }, (_, j) =>
-              w.client.tokens.create({
-                type: 'token',
-                data: randomBytes(405_000).toString('base64') + (i + j),
-              }),
-            ),
-          )
-        ).map((t) => t.id),
-      )
+    const large = await createMany(w, 20, 5, (i) => ({
+      type: 'token',
+      data: randomBytes(405_000).toString('base64') + i,
+    }))
     await w.store.close()
     await asAtMigration18(w.schema)
     await migrate(pool, w.schema)
@@ -180,10 +197,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
   })
 
   it('a store opened on rows stored before the columns fills them in the background, and records it', async () => {
-    const v = await vault()
-    const ids = (await createSome(v)).map((t) => t.id)
-    await v.store.close()
-    await asAtMigration18(v.schema)
+    const { v, ids } = await storedBefore19(some)
     const store = await postgresStore({ pool, schema: v.schema })
     const empty = async () =>
       (await pool.query(`SELECT count(*)::int AS n FROM "${v.schema}".tokens WHERE stored_bytes IS NULL`))
@@ -197,30 +211,13 @@ describePostgres('postgres token heads and stored bytes', (url) => {
   })
 
   it('fills beside writers: rows updated and created during the fill end as the core measures them', async () => {
-    const v = await vault()
-    const ids: string[] = []
-    for (let i = 0; i < 600; i += 100)
-      ids.push(
-        ...(
-          await Promise.all(
-            Array.from({ length: 100 }, (_, j) =>
-              v.client.tokens.create({ type: 'token', data: `v${i + j}` }),
-            ),
-          )
-        ).map((t) => t.id),
-      )
-    await v.store.close()
-    await asAtMigration18(v.schema)
+    const { v, ids } = await storedBefore19((w) =>
+      createMany(w, 600, 100, (i) => ({ type: 'token', data: `v${i}` })),
+    )
     await migrate(pool, v.schema)
     const writing = testPool(url, 4)
     const store = await postgresStore({ pool: writing, schema: v.schema })
-    const service = createService({
-      store,
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
-      masterKey: v.masterKey,
-      runner: null,
-    })
-    const client = service.connect(v.key)
+    const client = clientOver(store, v)
     const writes = Promise.all([
       ...ids
         .filter((_, i) => i % 3 === 0)
@@ -237,10 +234,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
   })
 
   it('keeps the values of columns a former step 19 generated, as plain columns, without a rewrite', async () => {
-    const v = await vault()
-    const ids = (await createSome(v)).map((t) => t.id)
-    await v.store.close()
-    await asAtMigration18(v.schema)
+    const { v, ids } = await storedBefore19(some)
     await pool.query(`ALTER TABLE "${v.schema}".tokens
       ADD COLUMN head jsonb GENERATED ALWAYS AS (doc - 'data' - 'mask') STORED,
       ADD COLUMN stored_bytes bigint GENERATED ALWAYS AS ("${v.schema}".tv_stored_bytes(doc)) STORED;
@@ -256,16 +250,10 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     await expectRowsOf(v.schema, ids)
     expect(await fill(v.schema)).toEqual({ steps: 0, largest: 0, filled: 0, done: true })
     // And the trigger keeps them from now on.
-    const again = { ...v, store: await postgresStore({ pool, schema: v.schema }) }
-    const client = createService({
-      store: again.store,
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
-      masterKey: v.masterKey,
-      runner: null,
-    }).connect(v.key)
-    await client.tokens.update(ids[1]!, { data: 'changed', metadata: { after: 'conversion' } })
+    const store = await postgresStore({ pool, schema: v.schema })
+    await clientOver(store, v).tokens.update(ids[1]!, { data: 'changed', metadata: { after: 'conversion' } })
     await expectRowsOf(v.schema, ids)
-    await again.store.close()
+    await store.close()
   })
 
   it('a step gives way to a long reader of the table rather than hold every later call behind it', async () => {
@@ -313,12 +301,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
 
   it('reads whole only the tokens a page answers: 20 tokens of 600 KB, a page of what fits in 4 MiB', async () => {
     const v = await vault()
-    for (let i = 0; i < 20; i += 5)
-      await Promise.all(
-        Array.from({ length: 5 }, (_, j) =>
-          v.client.tokens.create({ type: 'token', data: randomBytes(450_000).toString('base64') + (i + j) }),
-        ),
-      )
+    await createMany(v, 20, 5, (i) => ({ type: 'token', data: randomBytes(450_000).toString('base64') + i }))
     const toastBlocks = async () => {
       await pool.query('SELECT pg_stat_force_next_flush()')
       const { rows } = await pool.query<{ n: string; size: string }>(
