@@ -177,13 +177,18 @@ async function applyStep(client: PoolClient, s: string, m: Migration): Promise<v
 /** PostgreSQL's SQL state for a lock wait that ran past `lock_timeout`. */
 const LOCK_NOT_AVAILABLE = '55P03'
 
+/** What `migrate` found once the schema is current: the fills recorded as done (see token-heads.ts). */
+export interface Migrated {
+  fillsDone: string[]
+}
+
 /**
  * Creates `schema` if missing and applies the migrations it lacks, each in its own transaction.
  * Idempotent, and safe when several processes open the same database at once: it holds a
  * session-level advisory lock (derived from the schema name) while it reads and migrates. Refuses a
  * schema migrated by a newer version of this library.
  */
-export async function migrate(pool: Pool, schema: string): Promise<void> {
+export async function migrate(pool: Pool, schema: string): Promise<Migrated> {
   const s = quoteIdent(schema)
   const key = lockKey(`tokenvault\u0000migrate\u0000${schema}`)
   const client = await pool.connect()
@@ -209,6 +214,8 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
           `postgresStore: schema ${schema} is at version ${newer.version}, newer than ${latest}`,
         )
       for (const m of MIGRATIONS) if (!applied.has(m.version)) await applyStep(client, s, m)
+      const fills = await client.query<{ name: string }>(`SELECT name FROM ${s}.tokenvault_fills`)
+      return { fillsDone: fills.rows.map((r) => r.name) }
     } finally {
       await client.query(`SELECT pg_advisory_unlock(${key})`)
     }

@@ -1,6 +1,6 @@
 import type { Pool, QueryConfig } from 'pg'
-import type { Clock } from '../../src/kernel/index.js'
-import { assertNever } from '../../src/kernel/index.js'
+import type { Clock, Pacer } from '../../src/kernel/index.js'
+import { assertNever, pacedTurn } from '../../src/kernel/index.js'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { missingPeer } from '../optional-peer.js'
@@ -18,7 +18,7 @@ import { webhookReads } from './outbox.js'
 import { proxyReads } from './proxies.js'
 import { reads } from './reads.js'
 import { type Statements, statements, type Tables, tables } from './statements.js'
-import { fillTokenHeads } from './token-heads.js'
+import { fillTokenHeads, TOKEN_HEADS_FILL } from './token-heads.js'
 import { expiredTokenIntentsSql, tokenIntentReads } from './token-intents.js'
 import { pgWriter } from './writes.js'
 
@@ -140,8 +140,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Stor
   watchPool(pool)
   try {
     const schema = options.schema ?? (await currentSchema(pool))
-    await migrate(pool, schema)
-    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, options.clock)
+    const { fillsDone } = await migrate(pool, schema)
+    const fill = !fillsDone.includes(TOKEN_HEADS_FILL)
+    return openStore(pool, schema, owned, options.keyCacheMs ?? DEFAULT_KEY_CACHE_MS, options.clock, fill)
   } catch (error) {
     if (owned) await pool.end()
     throw error
@@ -177,6 +178,7 @@ function inFlightCalls(end: () => Promise<void>) {
   let closed = false
   let closing: Promise<void> | undefined
   let inFlight = 0
+  let begun = 0
   let idle: (() => void) | undefined
   const done = () => {
     if (--inFlight === 0) idle?.()
@@ -185,6 +187,7 @@ function inFlightCalls(end: () => Promise<void>) {
   const guard = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closed) return Promise.reject(new StoreError('closed', 'postgresStore: the store is closed'))
     inFlight++
+    begun++
     let result: Promise<T>
     try {
       result = fn()
@@ -212,7 +215,7 @@ function inFlightCalls(end: () => Promise<void>) {
     })()
     return closing
   }
-  return { guard, close }
+  return { guard, close, begun: () => begun }
 }
 
 /** The gate's line of the background fill: no tenant's id (they are UUIDs), so it takes turns with theirs. */
@@ -220,15 +223,32 @@ const FILL_LINE = 'tokenvault fill'
 
 /**
  * Fills the token rows stored before migration 20 in the background, a bounded step a turn of the
- * gate (`fillTokenHeads`); a step that fails (the database unreachable, the store closing) is
- * tried again later, 1 s then doubling up to a minute. Answers what stops it, for `close`.
+ * gate (`fillTokenHeads`), kept to a tenth of the time while calls come (`pacedTurn`: a step
+ * during which a call of the store's began is followed by a pause of 9 × its time, at most 5 s); a
+ * step that fails (the database unreachable, the store closing) is tried again later, 1 s then
+ * doubling up to a minute. Answers what stops it, for `close`.
  */
-function fillInBackground(
+export function fillInBackground(
   pool: Pool,
   schema: string,
-  run: <T>(fn: () => Promise<T>) => Promise<T>,
+  guard: <T>(fn: () => Promise<T>) => Promise<T>,
+  gate: TenantGate,
+  begun: () => number,
+  pacer: Pacer = HOST_PACER,
 ): () => void {
   let stopped = false
+  let own = 0
+  const turn = pacedTurn(
+    async () => {},
+    pacer,
+    FILL_SHARE,
+    () => begun() - own,
+  )
+  const run = async <T>(fn: () => Promise<T>) => {
+    await turn()
+    own++
+    return guard(() => gate.run(FILL_LINE, fn))
+  }
   const attempt = (delayMs: number) => {
     fillTokenHeads(schema, run, pool, () => !stopped).then(
       () => undefined,
@@ -241,6 +261,15 @@ function fillInBackground(
   return () => {
     stopped = true
   }
+}
+
+/** The share of the time the fill takes while calls come (see `fillInBackground`). */
+const FILL_SHARE = 0.1
+
+/** The fill's time and pauses: the host's monotonic time and an unreferenced timer. */
+const HOST_PACER: Pacer = {
+  now: () => performance.now(),
+  pause: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
 }
 
 /** The store's reads by kind, each statement in its tenant's line at the gate. */
@@ -268,6 +297,7 @@ function openStore(
   owned: boolean,
   keyCacheMs: number,
   clock: Clock | undefined,
+  fill: boolean,
 ): Store {
   const t = tables(schema)
   const st = statements(t)
@@ -285,10 +315,11 @@ function openStore(
     undefined,
     clock ? () => clock.now().getTime() : undefined,
   )
-  const { guard, close } = inFlightCalls(async () => {
+  const { guard, close, begun } = inFlightCalls(async () => {
     if (owned) await pool.end()
   })
-  const stopFill = fillInBackground(pool, t.schema, (fn) => guard(() => gate.run(FILL_LINE, fn)))
+  // Rows stored before migration 20 are filled once; a schema recorded as filled starts nothing.
+  const stopFill = fill ? fillInBackground(pool, t.schema, guard, gate, begun) : () => undefined
   const write = pgWriter(
     { pool, schema, t, st, locks, gate, slots: new CountSlots() },
     poolOptions?.max || 10,

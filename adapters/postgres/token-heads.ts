@@ -16,7 +16,7 @@ import { prepared } from './keys.js'
  */
 
 /** The fill's name in `tokenvault_fills`, the schema's record of fills that are done. */
-const FILL = 'token heads'
+export const TOKEN_HEADS_FILL = 'token heads'
 
 /**
  * The bytes of a document's sealed `data` and `mask`: a base64 value's three bytes in four
@@ -68,9 +68,9 @@ BEGIN
   IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${s}.tokens'::regclass
       AND attname IN ('head', 'stored_bytes') AND attgenerated = 's') THEN
     ALTER TABLE ${s}.tokens ALTER COLUMN head DROP EXPRESSION, ALTER COLUMN stored_bytes DROP EXPRESSION;
-    INSERT INTO ${s}.tokenvault_fills (name) VALUES ('${FILL}') ON CONFLICT DO NOTHING;
+    INSERT INTO ${s}.tokenvault_fills (name) VALUES ('${TOKEN_HEADS_FILL}') ON CONFLICT DO NOTHING;
   ELSIF NOT EXISTS (SELECT 1 FROM ${s}.tokens) THEN
-    INSERT INTO ${s}.tokenvault_fills (name) VALUES ('${FILL}') ON CONFLICT DO NOTHING;
+    INSERT INTO ${s}.tokenvault_fills (name) VALUES ('${TOKEN_HEADS_FILL}') ON CONFLICT DO NOTHING;
   END IF;
 END
 $$;
@@ -159,7 +159,9 @@ export async function fillTokenHeads(
   more: () => boolean = () => true,
 ): Promise<FillOutcome> {
   const outcome: FillOutcome = { steps: 0, largest: 0, filled: 0, done: false }
-  const recorded = await run(() => pool.query(`SELECT 1 FROM ${s}.tokenvault_fills WHERE name = $1`, [FILL]))
+  const recorded = await run(() =>
+    pool.query(`SELECT 1 FROM ${s}.tokenvault_fills WHERE name = $1`, [TOKEN_HEADS_FILL]),
+  )
   if (recorded.rowCount) return { ...outcome, done: true }
   const text = fillStepSql(s)
   for (let left = true; left && more(); ) {
@@ -178,7 +180,9 @@ export async function fillTokenHeads(
   }
   if (!more()) return outcome
   await run(() =>
-    pool.query(`INSERT INTO ${s}.tokenvault_fills (name) VALUES ($1) ON CONFLICT DO NOTHING`, [FILL]),
+    pool.query(`INSERT INTO ${s}.tokenvault_fills (name) VALUES ($1) ON CONFLICT DO NOTHING`, [
+      TOKEN_HEADS_FILL,
+    ]),
   )
   return { ...outcome, done: true }
 }

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
+import { TenantGate } from '../../adapters/postgres/gate.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { migrate } from '../../adapters/postgres/migrations.js'
+import { fillInBackground } from '../../adapters/postgres/store.js'
 import { fillTokenHeads } from '../../adapters/postgres/token-heads.js'
 import { createService, manualClock } from '../../entry/index.js'
 import { storedBytes } from '../../src/store/index.js'
@@ -208,6 +210,35 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     expect(await empty()).toBe(0)
     await expectRowsOf(v.schema, ids)
     await store.close()
+  })
+
+  it('paces the background fill to a tenth of the time while calls come: 9 × a step after a step a call began in', async () => {
+    const runs = async (others: 'quiet' | 'calling') => {
+      const { v } = await storedBefore19((w) =>
+        createMany(w, 600, 100, (i) => ({ type: 'token', data: `v${i}` })),
+      )
+      await migrate(pool, v.schema)
+      let now = 0
+      let begun = 0
+      const pauses: number[] = []
+      const pacer = { now: () => now, pause: async (ms: number) => void pauses.push(ms) }
+      // Each statement of the fill takes 10 ms of the pacer's time; another call begins in each, or none.
+      const guard = <T>(fn: () => Promise<T>) => {
+        begun += others === 'calling' ? 2 : 1
+        now += 10
+        return fn()
+      }
+      fillInBackground(pool, `"${v.schema}"`, guard, new TenantGate(1, 5000), () => begun, pacer)
+      await vi.waitFor(
+        async () =>
+          expect((await pool.query(`SELECT 1 FROM "${v.schema}".tokenvault_fills`)).rowCount).toBe(1),
+        { timeout: 20_000, interval: 20 },
+      )
+      return pauses
+    }
+    expect(await runs('quiet')).toEqual([])
+    // The record's check, 256 + 256 + 88 rows, the table's end, the record: five pauses after the first.
+    expect(await runs('calling')).toEqual([90, 90, 90, 90, 90])
   })
 
   it('fills beside writers: rows updated and created during the fill end as the core measures them', async () => {
