@@ -94,8 +94,8 @@ export const tokenBytesOf = (s: string, alias = '') =>
 export const tokenHeadOf = (alias = '') => `coalesce(${alias}head, ${headOf(`${alias}doc`)})`
 
 /** Rows a fill's statement looks at, and the documents' stored bytes it reads whole, at most (its first row always). */
-export const FILL_ROWS = 256
-export const FILL_BYTES = 4 * 1024 * 1024
+const FILL_ROWS = 256
+const FILL_BYTES = 4 * 1024 * 1024
 
 /**
  * One fill step: the next `FILL_ROWS` rows after the key (`$1`, `$2`) in key order, cut where
