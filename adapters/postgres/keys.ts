@@ -18,6 +18,11 @@ export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
 }
 
+/** `text` as an SQL string literal (standard strings: each `'` doubled, backslashes as they are). */
+export function quoteLiteral(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`
+}
+
 /** A signed 64-bit advisory-lock key (as a decimal string) derived from `name`. */
 export function lockKey(name: string): string {
   return lockKeyValue(name).toString()

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg'
-import { prepared } from './keys.js'
+import { prepared, quoteLiteral } from './keys.js'
 
 /**
  * Each token row keeps its head (the document without `data` and `mask`) and the bytes its sealed
@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS ${s}.tokenvault_fills (
 );
 DO $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${s}.tokens'::regclass
+  IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ${quoteLiteral(`${s}.tokens`)}::regclass
       AND attname IN ('head', 'stored_bytes') AND attgenerated = 's') THEN
     ALTER TABLE ${s}.tokens ALTER COLUMN head DROP EXPRESSION, ALTER COLUMN stored_bytes DROP EXPRESSION;
     INSERT INTO ${s}.tokenvault_fills (name) VALUES ('${TOKEN_HEADS_FILL}') ON CONFLICT DO NOTHING;

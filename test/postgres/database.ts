@@ -51,7 +51,8 @@ export const testPool = (url: string, max = 10) => new pg.Pool({ connectionStrin
 
 /** Drops the schemas a test file made. */
 export async function dropSchemas(pool: pg.Pool, schemas: string[]): Promise<void> {
-  for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  for (const schema of schemas)
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema.replace(/"/g, '""')}" CASCADE`)
 }
 
 /**

@@ -330,6 +330,17 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     await migrating.end()
   })
 
+  it('migrates and opens a schema whose name holds quotes (\' and ")', async () => {
+    const schema = `${freshSchema()}'"q`
+    schemas.push(schema)
+    const store = await postgresStore({ pool, schema })
+    const { rows } = await pool.query(
+      `SELECT max(version)::int AS v FROM "${schema.replace(/"/g, '""')}".tokenvault_migrations`,
+    )
+    expect(rows[0].v).toBe(20)
+    await store.close()
+  })
+
   it('reads whole only the tokens a page answers: 20 tokens of 600 KB, a page of what fits in 4 MiB', async () => {
     const v = await vault()
     await createMany(v, 20, 5, (i) => ({ type: 'token', data: randomBytes(450_000).toString('base64') + i }))
