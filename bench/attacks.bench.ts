@@ -25,6 +25,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { routedEgress } from '../adapters/egress/index.js'
+import type { FileStore } from '../adapters/file/index.js'
 import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { HeavyLane, LANE_NICE } from '../bin/heavy-lane.js'
@@ -143,11 +144,16 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   // A file or PostgreSQL store is served as `tokenvault serve` serves it: with the heavy lane,
   // unless TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the
   // budget refuses each request before anything is sent.
+  // On a file store the lane's writes are committed by this thread's store, as `serve` does,
+  // unless TOKENVAULT_ATTACK_FORWARD=off (the lane then commits for itself, as before).
+  const forward = path !== '' && process.env['TOKENVAULT_ATTACK_FORWARD'] !== 'off'
   const lane =
     (path || postgres) && process.env['TOKENVAULT_ATTACK_LANE'] !== 'off'
       ? new HeavyLane({
           log: () => {},
+          ...(forward ? { commits: store as FileStore } : {}),
           config: {
+            forwardWrites: forward,
             store: postgres ? storeSpec : `file:${path}`,
             masterKey,
             reactorEgress: [DESTINATION],

@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto'
 import { stat } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Worker } from 'node:worker_threads'
+import { type ForwardedResult, type ForwardedWrite, forwardedResult } from '../adapters/file/forward.js'
 import { TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
 import { DEFAULT_MAX_BODY_BYTES, headerNames, headerPrefixes } from '../adapters/http/handler.js'
 import type { NodeListener } from '../adapters/http/index.js'
 import { nodeHeaders, readNodeBody, writeOutgoing } from '../adapters/http/node.js'
 import { problem } from '../adapters/http/problem.js'
+import type { WriteResult } from '../src/store/index.js'
 
 /**
  * The heavy lane of `tokenvault serve` on a file or PostgreSQL store: a worker thread with a
@@ -32,6 +34,11 @@ export interface LaneConfig {
   logFormat: 'text' | 'json' | 'none'
   /** The lane thread's niceness (`LANE_NICE` in `serve`). */
   nice: number
+  /**
+   * A file store: the lane's writes are committed by the main thread's store, in its group commit
+   * (`FileStoreOptions.commitsOn`), not by a second writer of the same file (see `HeavyLaneOptions.commits`).
+   */
+  forwardWrites?: boolean
 }
 
 /** One request handed to the lane: the exchange's view of it, its body read whole on the main thread. */
@@ -53,8 +60,16 @@ export interface LaneAnswer {
   body: Uint8Array | null
 }
 
-/** What the lane's worker posts: ready, an answer, a log line, or why it could not start. */
-export type FromLane = { ready: true } | { answer: LaneAnswer } | { log: string } | { failed: string }
+/** What the lane's worker posts: ready, an answer, a log line, a write to commit, or why it could not start. */
+export type FromLane =
+  | { ready: true }
+  | { answer: LaneAnswer }
+  | { log: string }
+  | { failed: string }
+  | { write: { id: number; write: ForwardedWrite } }
+
+/** What the main thread posts to the lane: a request, or how one of its forwarded writes ended. */
+export type ToLane = LaneRequest | { wrote: number; answer: ForwardedResult }
 
 /**
  * A key's requests go to the lane once the mean time of its last `MEAN_OF` requests (from arrival
@@ -95,6 +110,13 @@ export interface HeavyLaneOptions {
   now?: () => number
   /** Starts the lane's worker (default: `bin/lane-worker`); tests give their own. */
   start?: (config: LaneConfig) => Worker
+  /**
+   * The main thread's file store, which commits the writes of the lane (`config.forwardWrites`):
+   * one writer per process. A lane committing for itself held LMDB's one write lock until its own
+   * busy event loop ran the commit, and every commit of the main thread (each read's audit entry)
+   * waited for it.
+   */
+  commits?: { commitForwarded(write: ForwardedWrite): Promise<WriteResult> }
 }
 
 /** One key's latest request times (ms, at most `MEAN_OF`, oldest first), and where its requests go now. */
@@ -117,11 +139,11 @@ function apiKeyOf(req: IncomingMessage, prefix: string | undefined): string | nu
 }
 
 /**
- * Bodies of more bytes than this (declared, or chunked) are answered on the main thread: a write
- * of large values made on the lane holds LMDB's one write lock, shared by both threads, until the
- * lane's busy event loop has applied it, and the main thread's commits (every read's audit entry)
- * waited for it (`npm run bench:attacks -- --store file:DIR`, attack (a): 4.2–6.8× with the lane,
- * 4.2–5.4× without).
+ * Bodies of more bytes than this (declared, or chunked) are answered on the main thread when the lane
+ * commits its own writes (PostgreSQL). A lane committing to a file store held LMDB's one write
+ * lock, shared by both threads, until its busy event loop had applied the write, and the main
+ * thread's commits (every read's audit entry) waited for it; so on a file store the main thread's
+ * store commits the lane's writes (`LaneConfig.forwardWrites`) and the lane takes such bodies too.
  */
 export const LANE_MAX_BODY_BYTES = 64 * 1024
 
@@ -226,7 +248,8 @@ export class HeavyLane {
       this.#record(cost, this.#now() - started, probe)
     }
     res.once('finish', count).once('close', count)
-    if (cost.heavy && !probe && !largeBody(req) && this.#lane()) void this.#forward(req, res)
+    const fits = this.#o.config.forwardWrites === true || !largeBody(req)
+    if (cost.heavy && !probe && fits && this.#lane()) void this.#forward(req, res)
     else local(req, res)
   }
 
@@ -274,18 +297,32 @@ export class HeavyLane {
     this.#worker = worker
     this.#ready = false
     worker.unref()
-    worker.on('message', (m: FromLane) => this.#message(m))
+    worker.on('message', (m: FromLane) => this.#message(worker, m))
     worker.on('error', (error) => this.#o.log(`heavy lane: its thread failed: ${String(error)}`))
     worker.on('exit', () => this.#ended(worker))
   }
 
-  #message(m: FromLane): void {
-    if ('ready' in m) {
+  #message(worker: Worker, m: FromLane): void {
+    if ('write' in m) this.#commit(worker, m.write.id, m.write.write)
+    else if ('ready' in m) {
       this.#ready = true
       this.#o.log('heavy lane: started (a thread of its own serves the keys whose requests are slow)')
     } else if ('log' in m) this.#o.log(m.log)
     else if ('failed' in m) this.#o.log(`heavy lane: could not start: ${m.failed}`)
     else this.#answer(m.answer)
+  }
+
+  /** Commits a write of the lane in the main thread's store and tells the lane how it ended. */
+  #commit(worker: Worker, id: number, write: ForwardedWrite): void {
+    const commits = this.#o.commits
+    const done = commits
+      ? commits.commitForwarded(write)
+      : Promise.reject(new Error('heavy lane: no store commits its writes'))
+    void forwardedResult(done).then((answer) => {
+      const reply: ToLane = { wrote: id, answer }
+      // A thread that ended meanwhile is not told: what it held was answered 503.
+      if (this.#worker === worker) worker.postMessage(reply)
+    })
   }
 
   #answer(a: LaneAnswer): void {

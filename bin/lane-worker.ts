@@ -5,11 +5,12 @@
  */
 import { setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
+import type { CommitsOn, ForwardedResult } from '../adapters/file/forward.js'
 import { exchangeHandlerOf } from '../adapters/http/handler.js'
 import { createHttpHandler, type HttpLogEvent } from '../adapters/http/index.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
 import { createService, systemClock } from '../entry/index.js'
-import type { FromLane, LaneConfig, LaneRequest } from './heavy-lane.js'
+import type { FromLane, LaneConfig, ToLane } from './heavy-lane.js'
 import { answerOnLane } from './lane-answer.js'
 import { formatEvent, jsonEvent } from './serve.js'
 import { openStore } from './stores.js'
@@ -18,13 +19,28 @@ const config = workerData as LaneConfig
 const port = parentPort!
 const post = (m: FromLane, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer)
 
+/** The forwarded writes not answered yet, by id (`commitsOn`). */
+const written = new Map<number, (answer: ForwardedResult) => void>()
+let nextWrite = 1
+
+/** The lane's writes go to the main thread's store, which commits them (`LaneConfig.forwardWrites`). */
+const commitsOn: CommitsOn = (write, transfer) =>
+  new Promise((resolve) => {
+    const id = nextWrite++
+    written.set(id, resolve)
+    post({ write: { id, write } }, transfer)
+  })
+
 async function main() {
   // This thread only (Linux sets a thread's own niceness): the main thread's requests come first
   // whenever both want a core; the lane's still get every core the main thread leaves.
   try {
     setPriority(config.nice)
   } catch {}
-  const opened = await openStore(config.store, { log: (line) => post({ log: line }) })
+  const opened = await openStore(config.store, {
+    log: (line) => post({ log: line }),
+    ...(config.forwardWrites ? { commitsOn } : {}),
+  })
   const service = createService({
     store: opened.store,
     clock: systemClock,
@@ -47,7 +63,12 @@ async function main() {
     log: config.logFormat === 'none' ? () => {} : log,
   })
   const exchange = exchangeHandlerOf(handler)!
-  port.on('message', async (m: LaneRequest) => {
+  port.on('message', async (m: ToLane) => {
+    if ('wrote' in m) {
+      written.get(m.wrote)?.(m.answer)
+      written.delete(m.wrote)
+      return
+    }
     const { answer, log: line } = await answerOnLane(exchange, m)
     if (line) post({ log: line })
     post({ answer }, answer.body ? [answer.body.buffer as ArrayBuffer] : [])

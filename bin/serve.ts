@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { nanoid } from 'nanoid'
 import { egressFetch } from '../adapters/egress/index.js'
+import type { FileStore } from '../adapters/file/index.js'
 import { faultRegistry, withFaults } from '../adapters/http/faults.js'
 import { createHttpHandler, type HttpLogEvent, toNodeListener } from '../adapters/http/index.js'
 import { RequestLog } from '../adapters/http/request-log.js'
@@ -22,6 +23,7 @@ import { PERMISSIONS_BY_TYPE } from '../src/applications/index.js'
 import type { EgressClient, Permission } from '../src/kernel/index.js'
 import { shiftedClock } from '../src/kernel/index.js'
 import { unchecked } from '../src/service/index.js'
+import type { Store } from '../src/store/index.js'
 import { type Destinations, destinations } from '../testing/destinations.js'
 import { drainingServer } from './drain.js'
 import { HeavyLane, LANE_NICE } from './heavy-lane.js'
@@ -383,12 +385,16 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     )
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
   }
+  const committer = forwardedCommits(opened.store)
   // Test mode keeps one clock and one request log: its requests stay on this thread.
   const lane =
     !testService && options.heavyLane !== false && options.store !== 'memory'
       ? new HeavyLane({
           log: note,
+          // A file store: the lane's writes are committed here, one writer for the process.
+          ...(committer ? { commits: committer } : {}),
           config: {
+            forwardWrites: committer !== undefined,
             store: options.store,
             ...(masterKey ? { masterKey } : {}),
             ...(signingKey ? { webhookSigningKey: signingKey } : {}),
@@ -491,4 +497,10 @@ function egressOf(options: ServeOptions, routed: Destinations | undefined) {
       ? routed.client(origins, request, limits)
       : egressFetch(origins, request, limits)
   return { reactorEgress: listed, egressClient }
+}
+
+/** The store that commits the heavy lane's writes: a file store's (`commitForwarded`); none for others. */
+function forwardedCommits(store: Store): Pick<FileStore, 'commitForwarded'> | undefined {
+  const commit = (store as Partial<FileStore>).commitForwarded
+  return typeof commit === 'function' ? { commitForwarded: commit } : undefined
 }

@@ -1,3 +1,4 @@
+import type { CommitsOn } from '../adapters/file/forward.js'
 import { missingPeer } from '../adapters/optional-peer.js'
 import type { Store } from '../src/store/index.js'
 import { describeStore, postgresUrlProblem, storeFailure } from './store-errors.js'
@@ -30,7 +31,7 @@ export function isStoreSpec(spec: string): boolean {
  */
 export async function openStore(
   spec: string,
-  options: { log?: (line: string) => void } = {},
+  options: { log?: (line: string) => void; commitsOn?: CommitsOn } = {},
 ): Promise<OpenedStore> {
   const none = async () => {}
   if (spec === 'memory') {
@@ -43,7 +44,8 @@ export async function openStore(
     const { fileStore } = await import('../adapters/file/index.js')
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
     // LMDB: nothing to read back at open; other processes may serve the same directory.
-    return { store: await fileStore({ path, log }), release: none }
+    const commitsOn = options.commitsOn ? { commitsOn: options.commitsOn } : {}
+    return { store: await fileStore({ path, log, ...commitsOn }), release: none }
   }
   if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
     const problem = postgresUrlProblem(spec)

@@ -1,4 +1,4 @@
-import type { Database } from 'lmdb'
+import { asBinary, type Database } from 'lmdb'
 import type {
   Association,
   IdempotencyRecord,
@@ -91,7 +91,8 @@ function recount(dbs: Databases, tenantId: string, delta: number) {
   else dbs.meta.remove(k)
 }
 
-function putToken(dbs: Databases, t: StoredToken) {
+/** Puts `t`, as `record` when it was encoded already (`tokenRecords`). */
+function putToken(dbs: Databases, t: StoredToken, record?: Uint8Array) {
   const k = key(t.tenant_id, t.id)
   const old = dbs.tokens.get(k) as StoredToken | undefined
   if (!old) recount(dbs, t.tenant_id, 1)
@@ -102,7 +103,7 @@ function putToken(dbs: Databases, t: StoredToken) {
   reindexTerms(dbs, t.tenant_id, t.id, old, t)
   reindexTime(dbs, 'token', t.tenant_id, t.id, old?.expires_at, t.expires_at)
   reindexTime(dbs, 'token.cvc', t.tenant_id, t.id, old?.cvc_expires_at, t.cvc_expires_at)
-  dbs.tokens.put(k, t)
+  dbs.tokens.put(k, record ? asBinary(record) : t)
 }
 
 function deleteToken(dbs: Databases, tenantId: string, id: string) {
@@ -218,9 +219,17 @@ function setIdempotency(
  * Applies a write's ops inside the current write transaction, in order (see `applyOp`); the audit
  * log's counts of entries move once per tenant at the end (`writeLogCounts`).
  */
-export function applyOps(dbs: Databases, ops: readonly Op[]): void {
+export function applyOps(
+  dbs: Databases,
+  ops: readonly Op[],
+  records: readonly (Uint8Array | undefined)[] | null = null,
+): void {
   const logCounts = new Map<string, number>()
-  for (const op of ops) applyOp(dbs, op, logCounts)
+  ops.forEach((op, i) => {
+    const record = records?.[i]
+    if (record && op.op === 'token.put') putToken(dbs, op.token, record)
+    else applyOp(dbs, op, logCounts)
+  })
   writeLogCounts(dbs, logCounts)
 }
 

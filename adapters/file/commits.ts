@@ -20,6 +20,25 @@ export interface Pending {
   alone?: boolean
   /** The write may be acknowledged before it is synced (`Store.write`'s `deferSync`). */
   deferSync?: boolean
+  /** Its token puts' records, made as it was queued (`tokenRecords`, or forwarded); null when it puts no token. */
+  records: readonly (Uint8Array | undefined)[] | null
+}
+
+/** A write to queue: its checks and ops, its token records made already (`tokenRecords`). */
+export interface ToQueue {
+  checks: readonly Check[]
+  ops: readonly Op[]
+  records: readonly (Uint8Array | undefined)[] | null
+  deferSync?: boolean | undefined
+}
+
+/** Queues `w` for the next group commit and answers once it is committed (see `flush`). */
+export function queued(s: FileState, w: ToQueue): Promise<WriteResult> {
+  return new Promise<WriteResult>((resolve, reject) => {
+    const { checks, ops, records } = w
+    s.queue.push({ checks, ops, records, resolve, reject, ...(w.deferSync ? { deferSync: true } : {}) })
+    flush(s)
+  })
 }
 
 /** The state of one open file store: its environment, its write queue, its health and counts. */
@@ -89,7 +108,7 @@ function tenantOf(write: { checks: readonly Check[]; ops: readonly Op[] }): stri
 /** One write's checks and ops: no op applies unless every check holds. */
 function apply(current: Databases, p: Pending): WriteResult {
   for (const c of p.checks) if (!holds(current, c)) return { ok: false, failed: c }
-  applyOps(current, p.ops)
+  applyOps(current, p.ops, p.records)
   return { ok: true }
 }
 

@@ -1,4 +1,5 @@
-import type { Store } from '../../src/store/index.js'
+import type { Store, WriteResult } from '../../src/store/index.js'
+import type { CommitsOn, ForwardedWrite } from './forward.js'
 
 /** `fsync`: a write is acknowledged once its LMDB commit is on disk (audit entries only: in the file). `none`: never sync (tests, benchmarks). */
 export type Durability = 'fsync' | 'none'
@@ -16,6 +17,13 @@ export interface FileStoreOptions {
    * wait (a write already begun finishes); the rest go into the next commit. @default 10
    */
   applyMs?: number
+  /**
+   * For a store a second thread of the process opens over the same directory (the heavy lane of
+   * `tokenvault serve`): its writes are not committed by this thread but handed to the thread that
+   * commits for the process (`commitForwarded` of that thread's store), through this function
+   * (`adapters/file/forward.ts` says why). Reads stay this thread's. Default: this store commits.
+   */
+  commitsOn?: CommitsOn
 }
 
 /** Counters of a file store, for tests, tools and benchmarks. */
@@ -33,4 +41,6 @@ export interface FileStoreStats {
 /** A `Store` kept in one directory, with its counters. */
 export interface FileStore extends Store {
   stats(): FileStoreStats
+  /** Commits a write another thread of the process forwarded (`FileStoreOptions.commitsOn`), in this store's group commit. */
+  commitForwarded(write: ForwardedWrite): Promise<WriteResult>
 }

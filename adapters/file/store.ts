@@ -2,10 +2,12 @@ import { statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { WriteResult } from '../../src/store/index.js'
 import { holds } from './checks.js'
-import { type FileState, flush, use } from './commits.js'
+import { type FileState, queued, use } from './commits.js'
 import { DATA_FILE, openDatabases } from './env.js'
+import { forwardedWrite, resultOf } from './forward.js'
 import type { FileStore, FileStoreOptions } from './options.js'
 import { lmdbReads } from './reads.js'
+import { tokenRecords } from './token-codec.js'
 
 /**
  * A durable store in one directory, on LMDB (the `lmdb` package): every record kind in its own
@@ -69,16 +71,20 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
         const failed = checks.find((c) => !holds(current, c))
         return failed ? { ok: false, failed } : { ok: true }
       }
-      return new Promise<WriteResult>((resolve, reject) => {
-        s.queue.push({
-          checks,
-          ops: batch.ops,
-          resolve,
-          reject,
-          ...(batch.deferSync ? { deferSync: true } : {}),
-        })
-        flush(s)
+      if (options.commitsOn) {
+        const { write, transfer } = forwardedWrite(batch)
+        return resultOf(await options.commitsOn(write, transfer))
+      }
+      return queued(s, {
+        checks,
+        ops: batch.ops,
+        records: tokenRecords(batch.ops),
+        deferSync: batch.deferSync,
       })
+    },
+    commitForwarded: async (write) => {
+      use(s)
+      return queued(s, write)
     },
     ...lmdbReads(() => use(s), s.snapshot),
     stats: () => {

@@ -49,12 +49,12 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close()
 })
 
-async function routed() {
+async function routed(laneConfig: LaneConfig = config) {
   const clock = { ms: 0 }
   const lanes: FakeLane[] = []
   const lines: string[] = []
   const lane = new HeavyLane({
-    config,
+    config: laneConfig,
     log: (line) => lines.push(line),
     now: () => clock.ms,
     start: () => {
@@ -122,6 +122,13 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(await where('key_h', 0, { path: '/_console/' })).toBe('local')
     expect(await where('key_h', 0, { body: 'x'.repeat(65_537) })).toBe('local')
     expect(await where('key_h', 0, { body: 'x'.repeat(65_536) })).toBe('lane')
+  })
+
+  it("takes bodies over 64 KiB too when the main thread's store commits the lane's writes (a file store)", async () => {
+    const { where } = await routed({ ...config, forwardWrites: true })
+    expect(await where('key_h', 100)).toBe('local')
+    expect(await where('key_h', 0, { body: 'x'.repeat(400_000) })).toBe('lane')
+    expect(await where('key_h', 0, { path: '/documents/abc' })).toBe('local')
   })
 
   it('the lane gets the body as sent, and another key is answered on the main thread meanwhile', async () => {
@@ -378,6 +385,25 @@ describe('heavy lane in tokenvault serve', () => {
       expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({
         data: `staged ${i}`,
       })
+
+    // Large creates of the heavy key (bodies over 64 KiB) on the lane: the main thread's store
+    // commits their writes (a file store has one writer a process), and they read back whole.
+    const lanePosts = () => postLines().filter((l) => l.endsWith(' lane')).length
+    const onLane = lanePosts()
+    const large: { id: string; data: string }[] = []
+    for (let i = 0; i < 20 && lanePosts() === onLane; i++) {
+      const seen = postLines().length
+      const burst = Array.from({ length: 20 }, () => call('GET', `/tokens/${big.id}`, heavy))
+      const data = `${i}`.padEnd(100_000, 'y')
+      const made = await call('POST', '/tokens', heavy, { type: 'token', data })
+      expect(made.status).toBe(201)
+      large.push({ id: JSON.parse(made.text).id, data })
+      await Promise.all(burst)
+      await logged(seen + 1)
+    }
+    expect(lanePosts()).toBeGreaterThan(onLane)
+    for (const { id, data } of large)
+      expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({ data })
 
     server.child.kill('SIGTERM')
     expect((await server.exited)[0]).toBe(0)

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll } from 'vitest'
-import type { FileStoreOptions } from '../../adapters/file/index.js'
+import { forwardedResult } from '../../adapters/file/forward.js'
+import type { FileStore, FileStoreOptions } from '../../adapters/file/index.js'
 import { fileStore } from '../../adapters/file/index.js'
 import type { Store } from '../../src/store/contract.js'
 import { storeEquivalence } from '../../testing/store/equivalence.js'
@@ -36,5 +37,35 @@ function harness(name: string, options: Omit<FileStoreOptions, 'path'>) {
 }
 
 storeContract(harness('file', {}))
+
+/**
+ * A file store whose writes another store of the same directory commits (`commitsOn`, as the heavy
+ * lane's thread hands its writes to the main thread's store), each write and its answer copied as
+ * `postMessage` copies them, its records moved.
+ */
+async function forwarding(path: string): Promise<Store> {
+  const committer = await fileStore({ path })
+  const store = await fileStore({
+    path,
+    commitsOn: async (write, transfer) => {
+      const answer = await forwardedResult(committer.commitForwarded(structuredClone(write, { transfer })))
+      return structuredClone(answer)
+    },
+  })
+  const closeBoth = async () => {
+    await store.close()
+    await committer.close()
+  }
+  return { ...store, close: closeBoth, stats: () => (committer as FileStore).stats() } as Store
+}
+
+storeContract({
+  name: 'file, writes committed by another store of the directory',
+  open: async () => {
+    const path = await mkdtemp(join(tmpdir(), 'tokenvault-contract-'))
+    dirs.push(path)
+    return forwarding(path)
+  },
+})
 // The model-based equivalence harness, reopening the store every few steps.
 storeEquivalence({ ...harness('file', { durability: 'none' }), runs: 25 })
