@@ -377,8 +377,19 @@ export class HeavyLane {
 /** A key's digest: the lane remembers keys by it, never as they are. */
 const digest = (key: string) => createHash('sha256').update(key).digest('base64')
 
-/** `bytes` in an `ArrayBuffer` of their own, which can be moved to the lane's thread (a pooled buffer can't). */
+/**
+ * `bytes` in an `ArrayBuffer` of their own, which can be moved to the lane's thread (a pooled
+ * buffer, or a slice of the socket's, can't): as they are when they fill one already (a body of
+ * several chunks, joined), else copied. Each copy of a large body is one more buffer outside V8's
+ * heap, which brings the main thread's next full collection nearer.
+ */
 function copied(bytes: Uint8Array): Uint8Array {
+  if (
+    bytes.byteOffset === 0 &&
+    bytes.byteLength === bytes.buffer.byteLength &&
+    bytes.buffer instanceof ArrayBuffer
+  )
+    return bytes
   const own = new Uint8Array(bytes.byteLength)
   own.set(bytes)
   return own
