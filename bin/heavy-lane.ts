@@ -101,6 +101,12 @@ export const LANE_RESTARTS = 3
 export const LANE_NICE = 10
 /** Requests the lane holds at once; more of a heavy key are answered on the main thread. */
 export const LANE_IN_FLIGHT = 256
+/**
+ * Bytes of bodies the lane's requests hold at once, each counted at its declared length (the
+ * handler's body limit when it declares none); past it a request is answered on the main thread,
+ * whose admission leaves it unread until its turn. The same as the handler's `maxInFlightBytes`.
+ */
+export const LANE_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 
 export interface HeavyLaneOptions {
   config: LaneConfig
@@ -188,7 +194,9 @@ export class HeavyLane {
   readonly #o: HeavyLaneOptions
   readonly #now: () => number
   readonly #keys = new Map<string, KeyCost>()
-  readonly #pending = new Map<number, { req: IncomingMessage; res: ServerResponse }>()
+  readonly #pending = new Map<number, { req: IncomingMessage; res: ServerResponse; bytes: number }>()
+  /** The bytes of bodies of the requests in `#pending` (`LANE_IN_FLIGHT_BYTES`). */
+  #bytes = 0
   #worker: Worker | undefined
   #ready = false
   #restarts = 0
@@ -248,9 +256,29 @@ export class HeavyLane {
       this.#record(cost, this.#now() - started, probe)
     }
     res.once('finish', count).once('close', count)
-    const fits = this.#o.config.forwardWrites === true || !largeBody(req)
-    if (cost.heavy && !probe && fits && this.#lane()) void this.#forward(req, res)
+    const bytes = this.#bodyBytes(req)
+    const fits =
+      (this.#o.config.forwardWrites === true || !largeBody(req)) &&
+      this.#bytes + bytes <= LANE_IN_FLIGHT_BYTES
+    if (cost.heavy && !probe && fits && this.#lane()) void this.#forward(req, res, bytes)
     else local(req, res)
+  }
+
+  /** What a request's body counts toward `LANE_IN_FLIGHT_BYTES`: its declared length, else the body limit. */
+  #bodyBytes(req: IncomingMessage): number {
+    const length = req.headers['content-length']
+    if (length !== undefined) return Number(length) || 0
+    if (req.headers['transfer-encoding'] === undefined) return 0
+    return this.#o.config.httpBounds['maxBodyBytes'] ?? DEFAULT_MAX_BODY_BYTES
+  }
+
+  /** Takes request `id` off the lane's count; what it was, or undefined when it was not there. */
+  #release(id: number) {
+    const at = this.#pending.get(id)
+    if (!at) return undefined
+    this.#pending.delete(id)
+    this.#bytes -= at.bytes
+    return at
   }
 
   /** The key's cost, made most recently seen; the least recently seen key forgotten past `MAX_KEYS`. */
@@ -326,9 +354,8 @@ export class HeavyLane {
   }
 
   #answer(a: LaneAnswer): void {
-    const at = this.#pending.get(a.id)
+    const at = this.#release(a.id)
     if (!at) return
-    this.#pending.delete(a.id)
     this.served++
     const body = a.body === null ? null : Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength)
     writeOutgoing(at.req, at.res, { status: a.status, headers: a.headers, body })
@@ -341,6 +368,7 @@ export class HeavyLane {
     this.#ready = false
     for (const { req, res } of this.#pending.values()) writeOutgoing(req, res, laneGone())
     this.#pending.clear()
+    this.#bytes = 0
     if (this.#closing) return
     this.#restarts++
     this.#o.log(
@@ -351,14 +379,15 @@ export class HeavyLane {
   }
 
   /** Reads the body (at most `LANE_MAX_BODY_BYTES`, declared) on this thread and posts the request. */
-  async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #forward(req: IncomingMessage, res: ServerResponse, bytes: number): Promise<void> {
     const max = this.#o.config.httpBounds['maxBodyBytes'] ?? DEFAULT_MAX_BODY_BYTES
     const id = this.#next++
-    this.#pending.set(id, { req, res })
+    this.#pending.set(id, { req, res, bytes })
+    this.#bytes += bytes
     const read = await readNodeBody(req, max)
     const worker = this.#worker
     if (!worker || !this.#pending.has(id)) {
-      if (this.#pending.delete(id)) writeOutgoing(req, res, laneGone())
+      if (this.#release(id)) writeOutgoing(req, res, laneGone())
       return
     }
     const body = read instanceof Uint8Array ? copied(read) : null

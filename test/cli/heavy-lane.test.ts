@@ -162,6 +162,34 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(answers.filter((a) => a === 'local')).toHaveLength(8)
   })
 
+  it('holds 64 MiB of bodies at once (each counted at its declared length): past them a request is answered on the main thread', async () => {
+    const { lanes, call, where } = await routed({ ...config, forwardWrites: true })
+    await where('key_h', 100)
+    const lane = lanes[0]!
+    lane.hold = true
+    // 66 bodies of 1 MiB, one after another: the 32nd is a probe answered on the main thread, the
+    // 64 others fill the lane's 64 MiB, and the 66th finds no room left.
+    const body = 'x'.repeat(1024 * 1024)
+    const answers: Promise<{ text: string }>[] = []
+    const texts: string[] = []
+    for (let i = 1; i <= 66; i++) {
+      answers.push(call('key_h', 100, { body }).then((a) => (texts.push(a.text), a)))
+      const [held, locals] = [lane.held.length, texts.length]
+      while (lane.held.length === held && texts.length === locals) await new Promise((r) => setImmediate(r))
+    }
+    expect(lane.held).toHaveLength(64)
+    expect(texts).toEqual(['local', 'local'])
+    // A request without a body still fits; one more byte does not.
+    lane.hold = false
+    expect(await where('key_h', 0, { body: 'x' })).toBe('local')
+    expect(await where('key_h', 0)).toBe('lane')
+    for (const m of lane.held.splice(0)) lane.postMessage(m)
+    const all = (await Promise.all(answers)).map((a) => a.text)
+    expect(all.filter((a) => a === `lane ${1024 * 1024}`)).toHaveLength(64)
+    // Once answered, the lane takes bodies again.
+    expect(await where('key_h', 100, { body })).toBe('lane')
+  })
+
   it('the 32nd request of a key on the lane is a probe on the main thread: under 8 ms there, the key comes back', async () => {
     const { where } = await routed()
     expect(await where('key_p', 100)).toBe('local')
