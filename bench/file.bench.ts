@@ -29,6 +29,11 @@ const DATA = 'x'.repeat(1000)
  * (keys all over the tree: what the store's keys were while token ids were UUID v4).
  */
 const randomKeys = process.env['BENCH_FLOOR_KEYS'] === 'random'
+/**
+ * `BENCH_AUDIT_LOG=off`: the services run with `auditLog: false`. With the log on (the default, as
+ * a host gets it) a get at 1 in flight waits for its own entry's commit (docs/audit-log.md).
+ */
+const auditLogOff = process.env['BENCH_AUDIT_LOG'] === 'off'
 const floorKeys = randomKeys ? 'random (v4)' : 'time-ordered (v7)'
 let floorMs = -1
 let floorCount = 0
@@ -134,7 +139,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     } = await built()
     /** A service on `store` with one tenant and a private application that reads in the clear. */
     const serve = async (store: Parameters<typeof createService>[0]['store']) => {
-      const service = createService({ store, clock: systemClock, masterKey: randomBytes(32), runner: null })
+      const service = createService({
+        store,
+        clock: systemClock,
+        masterKey: randomBytes(32),
+        runner: null,
+        ...(auditLogOff ? { auditLog: false } : {}),
+      })
       const tenant = await service.admin.createTenant({ name: 'bench' })
       const perms = ['token:create', 'token:read'] as const
       const { key } = await service.admin.createApplication({
@@ -282,6 +293,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(auditLogOff ? 'the services: auditLog false' : 'the services: the audit log on (the default)')
   for (const row of await run({ quick: process.env['BENCH_QUICK'] === '1' }))
     console.log(
       `${row.operation}: ${row.opsPerSec.toFixed(0)}/s vs ${row.baseline}: ${row.baselineOpsPerSec.toFixed(0)}/s (${row.note})`,
