@@ -2,7 +2,12 @@ import { createHash } from 'node:crypto'
 import { stat } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Worker } from 'node:worker_threads'
-import { type ForwardedResult, type ForwardedWrite, forwardedResult } from '../adapters/file/forward.js'
+import {
+  type ForwardedResult,
+  type ForwardedWrite,
+  forwardedResult,
+  movable,
+} from '../adapters/file/forward.js'
 import { TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
 import { DEFAULT_MAX_BODY_BYTES, headerNames, headerPrefixes } from '../adapters/http/handler.js'
 import type { NodeListener } from '../adapters/http/index.js'
@@ -390,7 +395,9 @@ export class HeavyLane {
       if (this.#release(id)) writeOutgoing(req, res, laneGone())
       return
     }
-    const body = read instanceof Uint8Array ? copied(read) : null
+    // A body joined from several chunks fills a buffer of its own and is moved as it is: each copy of
+    // a large body is one more buffer outside V8's heap, bringing this thread's next full collection nearer.
+    const body = read instanceof Uint8Array ? movable(read) : null
     const message: LaneRequest = {
       id,
       method: req.method ?? 'GET',
@@ -405,21 +412,3 @@ export class HeavyLane {
 
 /** A key's digest: the lane remembers keys by it, never as they are. */
 const digest = (key: string) => createHash('sha256').update(key).digest('base64')
-
-/**
- * `bytes` in an `ArrayBuffer` of their own, which can be moved to the lane's thread (a pooled
- * buffer, or a slice of the socket's, can't): as they are when they fill one already (a body of
- * several chunks, joined), else copied. Each copy of a large body is one more buffer outside V8's
- * heap, which brings the main thread's next full collection nearer.
- */
-function copied(bytes: Uint8Array): Uint8Array {
-  if (
-    bytes.byteOffset === 0 &&
-    bytes.byteLength === bytes.buffer.byteLength &&
-    bytes.buffer instanceof ArrayBuffer
-  )
-    return bytes
-  const own = new Uint8Array(bytes.byteLength)
-  own.set(bytes)
-  return own
-}

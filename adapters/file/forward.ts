@@ -25,16 +25,20 @@ export type ForwardedResult =
 /** Sends a forwarded write to the committing thread (with the buffers to move there, not copy) and answers how it ended. */
 export type CommitsOn = (write: ForwardedWrite, transfer: ArrayBuffer[]) => Promise<ForwardedResult>
 
-/** A record in a buffer of its own (to be moved to the other thread whole). */
-function ownBuffer(record: Uint8Array): Uint8Array {
-  const whole = record.byteOffset === 0 && record.byteLength === record.buffer.byteLength
-  return whole && record.buffer instanceof ArrayBuffer ? record : new Uint8Array(record)
+/**
+ * `bytes` in an `ArrayBuffer` of their own, which `postMessage` can move to another thread whole (a
+ * pooled buffer, or a slice of a larger one, can't be): as they are when they fill one already, else
+ * copied.
+ */
+export function movable(bytes: Uint8Array): Uint8Array {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+  return whole && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes)
 }
 
 /** `batch` as the committing thread takes it, and the buffers to move with it. */
 export function forwardedWrite(batch: WriteBatch): { write: ForwardedWrite; transfer: ArrayBuffer[] } {
   const encoded = tokenRecords(batch.ops)
-  const records = encoded?.map((r) => (r ? ownBuffer(r) : undefined)) ?? null
+  const records = encoded?.map((r) => (r ? movable(r) : undefined)) ?? null
   const ops = batch.ops.map((op, i) =>
     records?.[i] && op.op === 'token.put' ? { ...op, token: { ...op.token, data: null } } : op,
   )
