@@ -173,7 +173,12 @@ describe('heavy lane: which requests go to the lane thread', () => {
     const answers: Promise<{ text: string }>[] = []
     const texts: string[] = []
     for (let i = 1; i <= 66; i++) {
-      answers.push(call('key_h', 100, { body }).then((a) => (texts.push(a.text), a)))
+      answers.push(
+        call('key_h', 100, { body }).then((a) => {
+          texts.push(a.text)
+          return a
+        }),
+      )
       const [held, locals] = [lane.held.length, texts.length]
       while (lane.held.length === held && texts.length === locals) await new Promise((r) => setImmediate(r))
     }
