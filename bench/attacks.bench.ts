@@ -153,7 +153,6 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
           log: () => {},
           ...(forward ? { commits: store as FileStore } : {}),
           config: {
-            forwardWrites: forward,
             store: postgres ? storeSpec : `file:${path}`,
             masterKey,
             reactorEgress: [DESTINATION],

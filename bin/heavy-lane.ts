@@ -40,8 +40,9 @@ export interface LaneConfig {
   /** The lane thread's niceness (`LANE_NICE` in `serve`). */
   nice: number
   /**
-   * A file store: the lane's writes are committed by the main thread's store, in its group commit
-   * (`FileStoreOptions.commitsOn`), not by a second writer of the same file (see `HeavyLaneOptions.commits`).
+   * Set by `HeavyLane` when it has `commits` (a file store): the lane's writes are committed by the
+   * main thread's store, in its group commit (`FileStoreOptions.commitsOn`), not by a second writer
+   * of the same file.
    */
   forwardWrites?: boolean
 }
@@ -122,8 +123,8 @@ export interface HeavyLaneOptions {
   /** Starts the lane's worker (default: `bin/lane-worker`); tests give their own. */
   start?: (config: LaneConfig) => Worker
   /**
-   * The main thread's file store, which commits the writes of the lane (`config.forwardWrites`):
-   * one writer per process. A lane committing for itself held LMDB's one write lock until its own
+   * The main thread's file store, which commits the writes of the lane (the lane is started with
+   * `forwardWrites`, and takes bodies over `LANE_MAX_BODY_BYTES` too): one writer per process. A lane committing for itself held LMDB's one write lock until its own
    * busy event loop ran the commit, and every commit of the main thread (each read's audit entry)
    * waited for it.
    */
@@ -154,7 +155,7 @@ function apiKeyOf(req: IncomingMessage, prefix: string | undefined): string | nu
  * commits its own writes (PostgreSQL). A lane committing to a file store held LMDB's one write
  * lock, shared by both threads, until its busy event loop had applied the write, and the main
  * thread's commits (every read's audit entry) waited for it; so on a file store the main thread's
- * store commits the lane's writes (`LaneConfig.forwardWrites`) and the lane takes such bodies too.
+ * store commits the lane's writes (`HeavyLaneOptions.commits`) and the lane takes such bodies too.
  */
 export const LANE_MAX_BODY_BYTES = 64 * 1024
 
@@ -263,8 +264,7 @@ export class HeavyLane {
     res.once('finish', count).once('close', count)
     const bytes = this.#bodyBytes(req)
     const fits =
-      (this.#o.config.forwardWrites === true || !largeBody(req)) &&
-      this.#bytes + bytes <= LANE_IN_FLIGHT_BYTES
+      (this.#o.commits !== undefined || !largeBody(req)) && this.#bytes + bytes <= LANE_IN_FLIGHT_BYTES
     if (cost.heavy && !probe && fits && this.#lane()) void this.#forward(req, res, bytes)
     else local(req, res)
   }
@@ -326,7 +326,8 @@ export class HeavyLane {
   }
 
   #startWorker(): void {
-    const worker = (this.#o.start ?? startLaneWorker)(this.#o.config)
+    const forwardWrites = this.#o.commits !== undefined
+    const worker = (this.#o.start ?? startLaneWorker)({ ...this.#o.config, forwardWrites })
     this.#worker = worker
     this.#ready = false
     worker.unref()

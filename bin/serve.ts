@@ -394,7 +394,6 @@ export async function serve(options: ServeOptions): Promise<Serving> {
           // A file store: the lane's writes are committed here, one writer for the process.
           ...(committer ? { commits: committer } : {}),
           config: {
-            forwardWrites: committer !== undefined,
             store: options.store,
             ...(masterKey ? { masterKey } : {}),
             ...(signingKey ? { webhookSigningKey: signingKey } : {}),

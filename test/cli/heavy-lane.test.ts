@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
-import { HeavyLane, type LaneConfig, type LaneRequest } from '../../bin/heavy-lane.js'
+import { HeavyLane, type HeavyLaneOptions, type LaneConfig, type LaneRequest } from '../../bin/heavy-lane.js'
 import { answerOnLane } from '../../bin/lane-answer.js'
 import { jsonEvent } from '../../bin/serve.js'
 import { tempDir } from '../file/helpers.js'
@@ -44,17 +44,24 @@ class FakeLane extends EventEmitter {
   }
 }
 
+/** A file store's `commitForwarded`, stood in for: no write reaches it in these tests. */
+const fileCommits: HeavyLaneOptions['commits'] = {
+  commitForwarded: () => Promise.reject(new Error('no write is forwarded in these tests')),
+}
+
 const servers: Server[] = []
 afterEach(() => {
   for (const s of servers.splice(0)) s.close()
 })
 
-async function routed(laneConfig: LaneConfig = config) {
+/** `commits`: the main thread's file store stood in for (the lane then takes large bodies too). */
+async function routed(commits?: HeavyLaneOptions['commits']) {
   const clock = { ms: 0 }
   const lanes: FakeLane[] = []
   const lines: string[] = []
   const lane = new HeavyLane({
-    config: laneConfig,
+    config,
+    ...(commits ? { commits } : {}),
     log: (line) => lines.push(line),
     now: () => clock.ms,
     start: () => {
@@ -125,7 +132,7 @@ describe('heavy lane: which requests go to the lane thread', () => {
   })
 
   it("takes bodies over 64 KiB too when the main thread's store commits the lane's writes (a file store)", async () => {
-    const { where } = await routed({ ...config, forwardWrites: true })
+    const { where } = await routed(fileCommits)
     expect(await where('key_h', 100)).toBe('local')
     expect(await where('key_h', 0, { body: 'x'.repeat(400_000) })).toBe('lane')
     expect(await where('key_h', 0, { path: '/documents/abc' })).toBe('local')
@@ -163,7 +170,7 @@ describe('heavy lane: which requests go to the lane thread', () => {
   })
 
   it('holds 64 MiB of bodies at once (each counted at its declared length): past them a request is answered on the main thread', async () => {
-    const { lanes, call, where } = await routed({ ...config, forwardWrites: true })
+    const { lanes, call, where } = await routed(fileCommits)
     await where('key_h', 100)
     const lane = lanes[0]!
     lane.hold = true
