@@ -205,13 +205,72 @@ export function entriesOfCall(
 }
 
 /**
- * The ids a call read or answered, without looking into any token's `data`: the id it was given
- * (a path id), the id of the record answered, and the ids of a page's records.
+ * How many of an operation's first arguments are ids from a route's path. Only those are logged as
+ * ids: the argument after them is a body or a query, whatever its type (a JSON string body — a
+ * card number sent to `/tokenize` — is a string too, and is never an entity id). An operation not
+ * listed has none.
  */
-export function answeredIds(args: readonly unknown[], result: unknown): string[] {
+const PATH_IDS: Readonly<Record<string, 1 | 2>> = {
+  'token.get': 1,
+  'token.update': 1,
+  'token.delete': 1,
+  'token.child.create': 1,
+  'token.child.list': 1,
+  'token.child.link': 2,
+  'token.child.unlink': 2,
+  'transaction.commit': 1,
+  'transaction.rollback': 1,
+  'application.get': 1,
+  'application.update': 1,
+  'application.regenerate_key': 1,
+  'application.delete': 1,
+  'application_key.create': 1,
+  'application_key.list': 1,
+  'application_key.get': 2,
+  'application_key.delete': 2,
+  'reactor_formula.get': 1,
+  'reactor_formula.update': 1,
+  'reactor_formula.delete': 1,
+  'reactor.get': 1,
+  'reactor.update': 1,
+  'reactor.patch': 1,
+  'reactor.delete': 1,
+  'reactor.react': 1,
+  'reactor.react_async': 1,
+  'reactor.result': 2,
+  'webhook.get': 1,
+  'webhook.update': 1,
+  'webhook.delete': 1,
+  'key.get': 1,
+  'key.delete': 1,
+  'token_intent.get': 1,
+  'token_intent.delete': 1,
+  'document.get': 1,
+  'document.data': 1,
+  'document.delete': 1,
+  'proxy.get': 1,
+  'proxy.update': 1,
+  'proxy.patch': 1,
+  'proxy.delete': 1,
+}
+
+/**
+ * The most characters an id an entry names may have: the longest id a record can have (a token's
+ * own id). A path id longer than any id names nothing, and is not kept.
+ */
+const MAX_ENTITY_ID_LENGTH = 200
+
+/**
+ * The ids a call read or answered, without looking into any token's `data` or any body: the ids
+ * its path gave (`PATH_IDS`), the id of the record answered, and the ids of a page's records.
+ */
+export function answeredIds(operation: string, args: readonly unknown[], result: unknown): string[] {
   const ids = new Set<string>()
-  if (typeof args[0] === 'string') ids.add(args[0])
-  if (typeof args[1] === 'string' && args[1].length <= 200) ids.add(args[1])
+  const pathIds = PATH_IDS[operation] ?? 0
+  for (let i = 0; i < pathIds; i++) {
+    const id = args[i]
+    if (typeof id === 'string' && id.length <= MAX_ENTITY_ID_LENGTH) ids.add(id)
+  }
   if (result && typeof result === 'object' && !Array.isArray(result)) {
     const r = result as { id?: unknown; pagination?: unknown; data?: unknown; application?: { id?: unknown } }
     if (typeof r.id === 'string') ids.add(r.id)

@@ -20,9 +20,8 @@ export async function logCall(
 ): Promise<void> {
   if (!w.audit || (call.tally?.entries ?? 0) > 0) return
   const context = contextOfCall(ctx.principal, call, ctx.now())
-  // A key given as an argument (`application.get_by_key`) is never an entity id.
-  const ids =
-    call.operation === 'application.get_by_key' ? [] : answeredIds(args, error === null ? result : undefined)
+  // Only path ids: a key given as an argument (`application.get_by_key`) or a body never is one.
+  const ids = answeredIds(call.operation, args, error === null ? result : undefined)
   const outcome = error === null ? 'success' : failureCode(error)
   await w.audit.commit(ctx.principal.tenantId, entriesOfCall(context, ids, outcome, call.revealed))
 }

@@ -113,6 +113,36 @@ describe('audit log entries', () => {
     expect(text).not.toContain(canary)
     expect(text).not.toContain(key)
   })
+
+  it('never takes a body for an id: a string body, refused or answered, is not an entity id', async () => {
+    const { raw, client, tenant, service } = await setup()
+    const canary = '4242424242424242-CANARY-b0d7'
+    const { key } = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'reader',
+      type: 'private',
+      permissions: ['token:read'],
+    })
+    const reader = service.connect(key)
+    // Refused (no token:create), then answered (a detokenize of a string is that string).
+    await expect(reader.tokens.tokenize(canary as never)).rejects.toThrow(ServiceError)
+    await expect(client.tokens.detokenize(`${canary}-d` as never)).resolves.toBe(`${canary}-d`)
+    const t = await client.tokens.create({ type: 'token', data: 'x' })
+    await expect(client.tokens.update(t.id, `${canary}-u` as never)).rejects.toThrow(ServiceError)
+    const entries = await entriesOf(raw, tenant.id)
+    expect(JSON.stringify(entries)).not.toContain('CANARY-b0d7')
+    // The refused calls are logged, without an entity; the update names its token (its path id).
+    expect(entries.filter((e) => e.message.startsWith('token.tokenize: refused'))).toHaveLength(1)
+    const update = entries.find((e) => e.message.startsWith('token.update: refused'))
+    expect(update?.entity_id).toBe(t.id)
+  })
+
+  it('keeps a path id of up to 200 characters, the longest an id can be, and not one of 201', async () => {
+    const { raw, client, tenant } = await setup()
+    for (const length of [200, 201]) await expect(client.tokens.get('a'.repeat(length))).rejects.toThrow()
+    const named = (await entriesOf(raw, tenant.id)).filter((e) => e.message.startsWith('token.get: refused'))
+    expect(named.map((e) => e.entity_id?.length)).toEqual([200, undefined])
+  })
 })
 
 describe('GET /logs (client.logs)', () => {
