@@ -148,7 +148,10 @@ export function webhookEffect(store: Store, maxPending: number): WriteEffectHook
         for (const hook of targets)
           ops.push({ op: 'outbox.put', entry: webhookEntry(event, hook, eventId, body, context.now) })
       }
-      return { ops, checks: pendingBound(ops, maxPending) }
+      // The sweep's writes (actor `system`: expired tokens deleted) are never refused for the
+      // bound: a tenant at its bound would otherwise keep expired data stored. What they add is
+      // bounded by what the tenant holds, and the tenant's own writes wait until it drains.
+      return { ops, checks: context.actorType === 'system' ? [] : pendingBound(ops, maxPending) }
     },
     refused: (check) => pendingRefusal(check, maxPending),
   }

@@ -30,6 +30,54 @@ async function tenantWithHook(service: ReturnType<typeof createService>, name: s
 }
 
 describe('webhook bounds', () => {
+  it('a tenant at its pending bound still has its expired tokens deleted by the sweep, their events queued past it', async () => {
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const store = memoryStore()
+    const service = createService({
+      store,
+      clock,
+      runner: null,
+      egress: [SLOW],
+      egressClient: routedEgress({ [SLOW]: () => new Response(null, { status: 500 }) }),
+      maxPendingDeliveriesPerTenant: 3,
+    })
+    const tenant = await service.admin.createTenant({ name: 'a' })
+    const app = async (type: 'management' | 'private', permissions: string[]) =>
+      (
+        await service.admin.createApplication({
+          tenantId: tenant.id,
+          name: type,
+          type,
+          permissions: permissions as never,
+        })
+      ).key
+    const management = service.connect(await app('management', ['webhook:create']))
+    await management.webhooks.create({
+      name: 'h',
+      url: `${SLOW}/in`,
+      events: ['token.created', 'token.expired'],
+    })
+    const client = service.connect(await app('private', ['token:create', 'token:read']))
+    const expiring = await client.tokens.create({
+      type: 'token',
+      data: 'x',
+      expires_at: '2030-01-01T01:00:00.000Z',
+    })
+    await client.tokens.create({ type: 'token', data: 'y' })
+    await client.tokens.create({ type: 'token', data: 'z' })
+    await expect(client.tokens.create({ type: 'token', data: 'w' })).rejects.toThrow(ServiceError)
+    clock.advance(2 * 3600_000)
+    await service.admin.sweep()
+    expect(await store.getToken(tenant.id, expiring.id)).toBeFalsy()
+    const deliveries = await service.admin.webhooks.deliveries(tenant.id)
+    expect(deliveries.map((d) => d.event_type).sort()).toEqual([
+      'token.created',
+      'token.created',
+      'token.created',
+      'token.expired',
+    ])
+  })
+
   it('a tenant at 3 pending deliveries (maxPendingDeliveriesPerTenant: 3) has its next create refused, nothing written', async () => {
     const clock = manualClock('2030-01-01T00:00:00.000Z')
     const service = createService({
