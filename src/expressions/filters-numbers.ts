@@ -55,7 +55,8 @@ export const NUMBER_FILTERS: Record<string, Filter> = {
   // Basis Theory
   to_number: nullOr((v) => {
     const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN
-    if (!Number.isFinite(n)) fail(`to_number can't cast ${JSON.stringify(toJson(v))?.slice(0, 40)}`)
+    // The value is never quoted: it may be a token's data that the caller may use but not read.
+    if (!Number.isFinite(n)) fail(`to_number can't cast a value that is not a number`)
     return n
   }),
   to_boolean: nullOr((v) => {

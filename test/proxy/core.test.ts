@@ -182,6 +182,32 @@ describe('ephemeral proxy: access', () => {
     expect(vault.proxy.received()).toEqual([])
   })
 
+  it('a key that may use a token but not read it gets no value of it in a failure', async () => {
+    const { token } = await withCard()
+    const user = await vault.service.admin.createApplication({
+      tenantId: vault.tenant.id,
+      name: 'user',
+      type: 'private',
+      permissions: ['token:use'],
+    })
+    const client = vault.service.connect(user.key)
+    expect((await failure(client.tokens.get(token.id))).code).toBe('forbidden')
+    const call = { method: 'POST', url: STRIPE, headers: { 'content-type': 'application/json' } }
+    for (const expression of [
+      `{{ ${token.id} | json: '$.number' | prepend: 'a' | plus: 1 }}`,
+      `{{ ${token.id} | json: '$.number' | append: 'x' | to_number }}`,
+      `{{ ${token.id} | json: '$.cvc' | prepend: 'a' | times: 2 }}`,
+    ]) {
+      const error = await failure(client.proxy.invoke({ ...call, body: JSON.stringify({ x: expression }) }))
+      expect(error.code).toBe('validation_failed')
+      const said = JSON.stringify({ message: error.message, issues: error.issues })
+      expect(said).toMatch(/needs a number|can't cast/)
+      expect(said).not.toContain('4242')
+      expect(said).not.toContain('a123')
+    }
+    expect(vault.proxy.received()).toEqual([])
+  })
+
   it('a session key detokenizes only under the rules it was granted', async () => {
     const { token, client } = await withCard()
     const { session_key, nonce } = await vault.client('public').sessions.create({})
