@@ -54,7 +54,11 @@ function attempt(
     let answered = false
     // One listener of our own ends the request on abort: handing `signal` to `http.request` cost 30
     // to 40 µs of CPU a request, a third of a kept-alive exchange's (bench/proxy-steps.bench.ts).
-    const onAbort = () => req.destroy(abortReason(signal))
+    // Rejects itself too: a request Node no longer reads (after a 101) ignores `destroy`.
+    const onAbort = () => {
+      req.destroy(abortReason(signal))
+      reject(abortReason(signal))
+    }
     const resolve = (answer: EgressAnswer) => {
       signal.removeEventListener('abort', onAbort)
       settle(answer)
@@ -77,6 +81,17 @@ function attempt(
       if (signal.aborted) reject(abortReason(signal))
       else if (req.reusedSocket && !answered && STALE.has(error.code ?? '')) reject(new StaleConnection())
       else reject(new EgressError(`${url.origin}: connection failed (${error.code ?? 'error'})`))
+    })
+    // A 101 (Switching Protocols) is no answer: its connection is closed. Node gives such a request
+    // `upgrade` (or, with no listener, only `close`), never `response` or `error`.
+    req.on('upgrade', (_response, socket) => {
+      socket.destroy()
+      reject(
+        new EgressError(`${url.origin}: answered 101 (Switching Protocols), which a proxied call can't take`),
+      )
+    })
+    req.on('close', () => {
+      if (!answered) reject(new EgressError(`${url.origin}: the connection closed without an answer`))
     })
     req.end(request.body)
   })

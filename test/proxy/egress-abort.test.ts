@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressFetch } from '../../adapters/egress/index.js'
 import { EgressError } from '../../src/reactors/egress.js'
@@ -87,5 +87,35 @@ describe('node egress client: abort', () => {
     const answer = await call('/ok', new AbortController().signal)
     expect(answer.status).toBe(200)
     expect(answer.body).toBe('fine')
+  })
+})
+
+describe('a destination that answers 101 (Switching Protocols)', () => {
+  it('is refused with an EgressError at once, its connection closed', async () => {
+    const sockets: Socket[] = []
+    const switching = createNetServer((socket) => {
+      sockets.push(socket)
+      socket.once('data', () =>
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n'),
+      )
+    })
+    switching.listen(0, '127.0.0.1')
+    await once(switching, 'listening')
+    const to = `http://127.0.0.1:${(switching.address() as AddressInfo).port}`
+    try {
+      const closed = () => Promise.all(sockets.map((s) => (s.destroyed ? null : once(s, 'close'))))
+      const refused = await egressFetch(
+        [to],
+        { url: `${to}/x`, method: 'POST', headers: {}, body: 'x' },
+        limits(new AbortController().signal),
+      ).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(EgressError)
+      expect(String((refused as Error).message)).toContain('101')
+      await closed()
+      expect(sockets.every((s) => s.destroyed)).toBe(true)
+    } finally {
+      for (const s of sockets) s.destroy()
+      switching.close()
+    }
   })
 })
