@@ -57,6 +57,12 @@ export class Dispatcher {
   /** Whether the last pass left due entries for want of a free slot: a finished attempt starts another pass. */
   private saturated = false
   private closed = false
+  /**
+   * Where the last pass stopped before the end of the due entries: the next one reads on from there
+   * (then from the start), so a backlog longer than a pass reads (`SCAN`) of a tenant at its share
+   * never hides the entries past it from every pass.
+   */
+  private resume: DueKey | undefined
   /** Due entries left for want of their tenant's slot, started as that tenant's attempts end. */
   private readonly ready = new ReadyEntries()
   /** The claims and results of this process's attempts, gathered into few store writes. */
@@ -128,9 +134,11 @@ export class Dispatcher {
 
   private async runPass(): Promise<number> {
     const now = this.deps.clock.now().toISOString()
-    let after: DueKey | undefined
+    let after = this.resume
+    // Begun past the start: at the end of the due entries, read on from the start.
+    let wrapped = after === undefined
     let started = 0
-    for (let read = 0; read < SCAN && this.running.size < IN_FLIGHT; ) {
+    for (let read = 0; read < SCAN; ) {
       const page = await this.deps.store.listDueOutbox({
         before: now,
         limit: PAGE,
@@ -138,11 +146,9 @@ export class Dispatcher {
       })
       read += page.length
       for (const entry of page) {
-        if (this.running.size >= IN_FLIGHT) {
-          this.saturated = true
-          break
-        }
+        if (this.running.size >= IN_FLIGHT) return this.stopAt(after, started)
         const k = key(entry)
+        after = dueKeyOf(entry)
         if (this.running.has(k)) continue
         if ((this.perTenant.get(entry.tenant_id) ?? 0) >= IN_FLIGHT_PER_TENANT) {
           if (!this.ready.keep(entry)) this.saturated = true
@@ -152,16 +158,28 @@ export class Dispatcher {
         this.start(entry)
         started++
       }
-      if (page.length < PAGE) return started
-      const last = page[page.length - 1]!
-      after = { due_at: last.due_at!, tenant_id: last.tenant_id, id: last.id }
+      if (page.length < PAGE) {
+        if (wrapped) {
+          this.resume = undefined
+          return started
+        }
+        wrapped = true
+        after = undefined
+      }
       // A pass reads up to `SCAN` entries: it lets the requests waiting run between pages, rather
       // than holding the process for all of them at once.
       await nextTurn()
     }
-    // The pass stopped before the end of the due entries (every slot taken, or its read bound
-    // reached): a finished attempt must start another, or the entries past this point wait for the
-    // next write, which may never come.
+    return this.stopAt(after, started)
+  }
+
+  /**
+   * A pass stopped before the end of the due entries (every slot taken, or its read bound reached):
+   * the next reads on from `after`, and a finished attempt must start it, or the entries past this
+   * point wait for the next write, which may never come.
+   */
+  private stopAt(after: DueKey | undefined, started: number): number {
+    this.resume = after
     this.saturated = true
     return started
   }
@@ -271,3 +289,10 @@ export function recorded(entry: OutboxEntry, attempt: OutboxAttempt, now: string
   const due_at = isoAfter(now, retryDelayMs(attempts.length))
   return Object.assign(unclaimed(entry), { attempts, state: 'pending' as const, due_at })
 }
+
+/** An entry's place in the order of due entries (`listDueOutbox`). */
+const dueKeyOf = (entry: OutboxEntry): DueKey => ({
+  due_at: entry.due_at!,
+  tenant_id: entry.tenant_id,
+  id: entry.id,
+})

@@ -145,4 +145,48 @@ describe('webhook bounds', () => {
     release()
     await service.close()
   })
+
+  it("one tenant's backlog past what a pass reads (5 300 due, its receiver hanging) does not hide another tenant's delivery", async () => {
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const fastGot: string[] = []
+    let release: () => void = () => {}
+    const hanging = new Promise<Response>((resolve) => {
+      release = () => resolve(new Response(null, { status: 500 }))
+    })
+    const service = createService({
+      store: memoryStore(),
+      clock,
+      runner: null,
+      egress: [SLOW, FAST],
+      egressClient: routedEgress({
+        [SLOW]: () => hanging,
+        [FAST]: async (request) => {
+          fastGot.push(JSON.parse(await request.text()).event.type)
+          return new Response(null, { status: 200 })
+        },
+      }),
+    })
+    const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
+    const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+    // More than a pass reads (4 096) and the slow tenant's kept entries (1 024) together: every
+    // pass from the oldest due entry would read the slow tenant's alone.
+    for (let i = 0; i < 5300; i += 100)
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) =>
+          slow.client.tokens.create({ type: 'token', data: `s${i + j}` }),
+        ),
+      )
+    clock.advance(1000)
+    await fast.client.tokens.create({ type: 'token', data: 'f' })
+    // Passes run as the service asks (here: after each write, and on deliverDue's ticker in serve).
+    for (let pass = 0; pass < 3 && fastGot.length === 0; pass++) {
+      void service.admin.webhooks.deliverDue()
+      await vi
+        .waitFor(() => expect(fastGot).toEqual(['token.created']), { timeout: 10_000, interval: 5 })
+        .catch(() => {})
+    }
+    expect(fastGot).toEqual(['token.created'])
+    release()
+    await service.close()
+  }, 60_000)
 })
