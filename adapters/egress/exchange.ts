@@ -70,6 +70,15 @@ function attempt(
     try {
       req = send(url, target, request, pooled, (response) => {
         answered = true
+        // A status outside 200–599 (`099`, say) is no HTTP answer a caller could be given.
+        const status = response.statusCode ?? 0
+        if (status < 200 || status > 599) {
+          response.destroy()
+          reject(
+            new EgressError(`${url.origin}: answered with status ${status}, which is not an HTTP answer`),
+          )
+          return
+        }
         readAnswer(url, response, limits, signal).then(resolve, reject)
       })
     } catch {

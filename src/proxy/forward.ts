@@ -78,8 +78,13 @@ export function destinationUrl(destination: string, path: string, query: string,
   }
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password)
     throw invalid(field, 'must be an http or https URL without credentials')
-  if (path !== '' && path !== '/')
-    url.pathname = `${url.pathname.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`
+  if (path !== '' && path !== '/') {
+    const base = url.pathname.replace(/\/+$/, '')
+    url.pathname = `${base}/${path.replace(/^\/+/, '')}`
+    // `.` and `..` segments (`%2e` too) are resolved by the URL: none may climb out of the destination's path.
+    if (url.pathname !== base && !url.pathname.startsWith(`${base}/`))
+      throw invalid('path', "must stay under the destination's path (no .. segments)")
+  }
   const q = query.replace(/^\?/, '')
   if (q !== '') url.search = url.search ? `${url.search}&${q}` : `?${q}`
   return url.href

@@ -44,7 +44,9 @@ export async function preconfiguredCall(
       query: call.query === '' ? '' : `?${call.query}`,
     }
     const outcome = await runTransform(ctx, proxy, proxy.request_transform.code, args, headers)
-    if (outcome.kind === 'answer') return outcome.answer
+    // A `CustomHttpResponseError`'s headers are end to end too: a `transfer-encoding` beside the
+    // vault's own length would frame the answer twice.
+    if (outcome.kind === 'answer') return { ...outcome.answer, headers: endToEnd(outcome.answer.headers) }
     headers = forwardedHeaders(outcome.value.headers)
     body = bodyBytesOf(outcome.value.body)
     if (body !== null && typeof outcome.value.body !== 'string' && headers['content-type'] === undefined)
@@ -64,7 +66,17 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'content-length',
   'content-encoding',
+  'upgrade',
+  'te',
+  'trailer',
 ])
+
+/** `headers` without the hop-by-hop ones: the answer's framing is the vault's own. */
+function endToEnd(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) if (!HOP_BY_HOP.has(name)) out[name] = value
+  return out
+}
 
 /** The destination's 2xx answer through the response transform: its body and headers, the destination's status. */
 async function transformedAnswer(
@@ -80,10 +92,8 @@ async function transformedAnswer(
     headers: answer.headers,
   }
   const outcome = await runTransform(ctx, proxy, code, args, answer.headers)
-  if (outcome.kind === 'answer') return outcome.answer
-  const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(outcome.value.headers))
-    if (!HOP_BY_HOP.has(name)) headers[name] = value
+  if (outcome.kind === 'answer') return { ...outcome.answer, headers: endToEnd(outcome.answer.headers) }
+  const headers = endToEnd(outcome.value.headers)
   const out = bodyBytesOf(outcome.value.body)
   if (out !== null && typeof outcome.value.body !== 'string' && headers['content-type'] === undefined)
     headers['content-type'] = 'application/json'

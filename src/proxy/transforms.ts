@@ -65,15 +65,19 @@ export function bodyBytesOf(body: Json | undefined): Uint8Array | null {
   return new TextEncoder().encode(typeof body === 'string' ? body : JSON.stringify(body))
 }
 
-/** Header values as strings; names that are not header names dropped. */
+/**
+ * Header values as strings; names that are not header names, and values HTTP can't carry (a line
+ * break, NUL, a character past Latin-1: what a transform copied from a caller's body, say), dropped.
+ */
 function headersOf(value: unknown, fallback: Record<string, string>): Record<string, string> {
   if (value === undefined || value === null) return fallback
   if (!isObject(value)) throw thrownShape('headers must be an object')
   const out: Record<string, string> = {}
   for (const [name, v] of Object.entries(value)) {
     if (!/^[A-Za-z0-9_!#$%&'*+.^`|~-]+$/.test(name) || v === undefined || v === null) continue
-    out[name.toLowerCase()] =
-      typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v)
+    const text = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v)
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(text)) continue
+    out[name.toLowerCase()] = text
   }
   return out
 }

@@ -154,6 +154,22 @@ describe('ephemeral proxy: expressions', () => {
   })
 })
 
+describe('ephemeral proxy: the path', () => {
+  it("stays under the destination's path: a .. segment, as text or %2e, that would climb out is a 400", async () => {
+    const { client } = await withCard()
+    const call = { method: 'GET', url: `${STRIPE}/v1/charges` }
+    for (const path of ['/../../admin', '/%2e%2e/%2E%2e/admin', '/a/../../b']) {
+      const error = await failure(client.proxy.invoke({ ...call, path }))
+      expect(error.code).toBe('validation_failed')
+      expect(Object.keys(error.issues ?? {})).toEqual(['path'])
+    }
+    expect(vault.proxy.received()).toEqual([])
+    // One that climbs back down stays under it.
+    await client.proxy.invoke({ ...call, path: '/a/../b' })
+    expect(vault.proxy.received().map((r) => new URL(r.url).pathname)).toEqual(['/v1/charges/b'])
+  })
+})
+
 describe('ephemeral proxy: access', () => {
   it('needs token:use even without expressions; a redact rule is 403; a mask rule sends the mask', async () => {
     const { token } = await withCard()

@@ -90,6 +90,28 @@ describe('node egress client: abort', () => {
   })
 })
 
+describe('a destination whose status is outside 200–599', () => {
+  it('is refused with an EgressError (a 502 to a proxy caller), never handed on', async () => {
+    const odd = createNetServer((socket) => {
+      socket.once('data', () => socket.end('HTTP/1.1 099 Odd\r\ncontent-length: 2\r\n\r\nok'))
+    })
+    odd.listen(0, '127.0.0.1')
+    await once(odd, 'listening')
+    const to = `http://127.0.0.1:${(odd.address() as AddressInfo).port}`
+    try {
+      const refused = await egressFetch(
+        [to],
+        { url: `${to}/x`, method: 'GET', headers: {} },
+        limits(new AbortController().signal),
+      ).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(EgressError)
+      expect(String((refused as Error).message)).toContain('status 99')
+    } finally {
+      odd.close()
+    }
+  })
+})
+
 describe('a destination that answers 101 (Switching Protocols)', () => {
   it('is refused with an EgressError at once, its connection closed', async () => {
     const sockets: Socket[] = []

@@ -192,6 +192,34 @@ describe('transform errors answer as the reference does, and nothing is sent', (
     },
     SLOW,
   )
+
+  it(
+    "CustomHttpResponseError's framing headers and values HTTP can't carry are dropped, the others kept",
+    async () => {
+      const proxy = await proxyWith({
+        request_transform: code(`
+          const { CustomHttpResponseError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js')
+          throw new CustomHttpResponseError({ status: 409, body: 'nope', headers: {
+            'Transfer-Encoding': 'chunked', Connection: 'upgrade', Upgrade: 'x', 'Content-Length': '99',
+            'X-Broken': 'a\\r\\nSet-Cookie: s=1', 'X-Wide': 'é€', 'X-Kept': 'café' } })`),
+      })
+      const answer = await vault.client().proxy.invoke({ method: 'POST', proxy_key: proxy.key, body: 'x' })
+      expect(answer.status).toBe(409)
+      expect(answer.headers).toEqual({ 'x-kept': 'café' })
+      const response = await vault.http(
+        new Request('http://vault/proxy', {
+          method: 'POST',
+          headers: { 'SVC-API-KEY': vault.keys.private, 'SVC-PROXY-KEY': proxy.key },
+          body: 'x',
+        }),
+      )
+      expect(response.status).toBe(409)
+      expect(response.headers.get('transfer-encoding')).toBeNull()
+      expect(response.headers.get('set-cookie')).toBeNull()
+      expect(await response.text()).toBe('nope')
+    },
+    SLOW,
+  )
 })
 
 describe('require_auth', () => {
