@@ -226,8 +226,13 @@ export class Dispatcher {
     const ops: Op[] = []
     if (claimed.kind === 'react') ops.push(...(await this.ranReact(claimed)))
     else {
-      const outcome = await sendEntry(this.deps, claimed, ATTEMPT_TIMEOUT_MS)
-      ops.push({ op: 'outbox.put', entry: recorded(claimed, outcome, clock.now().toISOString()) })
+      const current = await deliverable(this.deps, claimed)
+      const now = () => clock.now().toISOString()
+      if (typeof current === 'string') ops.push({ op: 'outbox.put', entry: dropped(claimed, current, now()) })
+      else {
+        const outcome = await sendEntry(this.deps, current, ATTEMPT_TIMEOUT_MS)
+        ops.push({ op: 'outbox.put', entry: recorded(current, outcome, now()) })
+      }
     }
     // Under the claim: if it ran out and another process took the delivery, this result is dropped.
     const done = await this.writes.write(unchanged(claimed), ops)
@@ -288,6 +293,31 @@ export function recorded(entry: OutboxEntry, attempt: OutboxAttempt, now: string
   }
   const due_at = isoAfter(now, retryDelayMs(attempts.length))
   return Object.assign(unclaimed(entry), { attempts, state: 'pending' as const, due_at })
+}
+
+/**
+ * A webhook's delivery as its webhook now stands: sent to the webhook's current `url`; not sent at
+ * all (why, as a string) once the webhook is deleted, disabled or no longer subscribes to the
+ * event. Other entries (callbacks) as they are.
+ */
+async function deliverable(deps: DispatcherDeps, entry: OutboxEntry): Promise<OutboxEntry | string> {
+  if (entry.kind !== 'webhook' || entry.webhook_id === undefined) return entry
+  const hook = await deps.store.getWebhook(entry.tenant_id, entry.webhook_id)
+  if (!hook) return 'not sent: the webhook was deleted'
+  if (hook.status !== 'enabled') return 'not sent: the webhook is disabled'
+  if (entry.event_type !== undefined && !hook.events.includes(entry.event_type))
+    return `not sent: the webhook no longer subscribes to ${entry.event_type}`
+  return hook.url === entry.url ? entry : Object.assign({}, entry, { url: hook.url })
+}
+
+/** `entry` finished unsent: failed, with `reason` as its last attempt's error, kept as a finished one is. */
+function dropped(entry: OutboxEntry, reason: string, now: string): OutboxEntry {
+  const attempts = [...entry.attempts, { at: now, ok: false, error: reason }]
+  return Object.assign(unclaimed(entry), {
+    attempts,
+    state: 'failed' as const,
+    expires_at: isoAfter(now, FINISHED_KEPT_MS),
+  })
 }
 
 /** An entry's place in the order of due entries (`listDueOutbox`). */

@@ -155,4 +155,60 @@ describe('webhook deliveries', () => {
     expect(v.proxy.received(RECEIVER)).toHaveLength(1)
     await v.close()
   })
+
+  it('a delivery waiting for its retry follows its webhook: the new url, or nothing once disabled, unsubscribed or deleted', async () => {
+    // The first attempt of each delivery fails (500); every later one succeeds.
+    const failedOnce = new Set<string>()
+    const v = await createTestVault({
+      destinations: {
+        [RECEIVER]: async (request) => {
+          const id = JSON.parse(await request.text()).event.id as string
+          if (failedOnce.has(id)) return new Response(null, { status: 204 })
+          failedOnce.add(id)
+          return new Response(null, { status: 500 })
+        },
+      },
+    })
+    const management = v.client('management').webhooks
+    const fields = { name: 'hook', url: `${RECEIVER}/in`, events: ['token.created'] }
+    const waiting = async () => {
+      const hook = await management.create(fields)
+      await v.client().tokens.create({ type: 'token', data: 'x' })
+      await v.webhooks.deliverDue()
+      return hook
+    }
+    const retried = async () => {
+      v.clock.advance(10_000)
+      await v.webhooks.deliverDue()
+    }
+    const moved = await waiting()
+    await management.update(moved.id, { ...fields, url: `${RECEIVER}/moved` })
+    await retried()
+    expect(v.proxy.received(RECEIVER).map((r) => new URL(r.url).pathname)).toEqual(['/in', '/moved'])
+    await management.delete(moved.id)
+    const changes = [
+      (id: string) => management.update(id, { ...fields, status: 'disabled' }),
+      (id: string) => management.update(id, { ...fields, events: ['token.updated'] }),
+      (id: string) => management.delete(id),
+    ]
+    for (const change of changes) {
+      const hook = await waiting()
+      const before = v.proxy.received(RECEIVER).length
+      await change(hook.id)
+      await retried()
+      expect(v.proxy.received(RECEIVER)).toHaveLength(before)
+      await management.delete(hook.id).catch(() => {})
+    }
+    const states = (await v.service.admin.webhooks.deliveries(v.tenant.id)).map((d) => [
+      d.state,
+      d.attempts.at(-1)?.error ?? 'sent',
+    ])
+    expect(states).toEqual([
+      ['delivered', 'sent'],
+      ['failed', 'not sent: the webhook is disabled'],
+      ['failed', 'not sent: the webhook no longer subscribes to token.created'],
+      ['failed', 'not sent: the webhook was deleted'],
+    ])
+    await v.close()
+  })
 })
