@@ -312,6 +312,11 @@ export function admitter(service: TenantSource, bounds: AdmissionBounds, now?: (
       const waiting = enter(lane, bytes)
       return waiting === undefined ? lane : waiting.then(() => lane)
     },
+    /** The lane of `tenantId`, for a request whose tenant is known without a key (a keyless proxy call). */
+    admitUnder(tenantId: string, bytes: number): string | Promise<string> {
+      const waiting = enter(tenantId, bytes)
+      return waiting === undefined ? tenantId : waiting.then(() => tenantId)
+    },
     leave: (lane: string, bytes: number, settled = false) => admission.leave(lane, bytes, settled),
     settle: (bytes: number) => admission.settle(bytes),
     admission,

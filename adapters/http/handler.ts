@@ -259,14 +259,9 @@ function proxyOf(s: Setup) {
     first,
     admitted: async (apiKey, bytes, run) => {
       const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
-      const admitted = s.admission.admit(apiKey, keyHash, bytes)
-      const lane = typeof admitted === 'string' ? admitted : await admitted
-      try {
-        return await run()
-      } finally {
-        s.admission.leave(lane, bytes)
-      }
+      return inLane(s, s.admission.admit(apiKey, keyHash, bytes), bytes, run)
     },
+    admittedUnder: (tenantId, bytes, run) => inLane(s, s.admission.admitUnder(tenantId, bytes), bytes, run),
     // The kept client of the key, viewed with the request's id, as every other route's call.
     clientFor: (apiKey, idempotencyKey, requestId) => {
       const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
@@ -275,6 +270,21 @@ function proxyOf(s: Setup) {
       return s.clientFor(apiKey, keyHash).withCall(options)
     },
   })
+}
+
+/** Runs `run` once `admitted` (a lane, or the promise of one) lets it in, and leaves the lane after. */
+async function inLane<T>(
+  s: Setup,
+  admitted: string | Promise<string>,
+  bytes: number,
+  run: () => Promise<T>,
+): Promise<T> {
+  const lane = typeof admitted === 'string' ? admitted : await admitted
+  try {
+    return await run()
+  } finally {
+    s.admission.leave(lane, bytes)
+  }
 }
 
 /** Routes one request, waits for its tenant's turn, and performs it. */

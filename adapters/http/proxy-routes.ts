@@ -1,3 +1,4 @@
+import { ServiceError } from '../../src/kernel/index.js'
 import { type ProxyAnswer, proxyInput, proxyListInput, proxyPatchInput } from '../../src/proxy/index.js'
 import type { Client, Service } from '../../src/service/index.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
@@ -22,6 +23,8 @@ export interface ProxyRouteDeps {
   first(incoming: Incoming, names: readonly string[]): string | null
   /** Holds the caller's tenant's admission turn around `run` (the handler's per-tenant bounds). */
   admitted<T>(apiKey: string, bytes: number, run: () => Promise<T>): Promise<T>
+  /** The same under a tenant known without a key (a keyless call's proxy's). */
+  admittedUnder<T>(tenantId: string, bytes: number, run: () => Promise<T>): Promise<T>
   /**
    * The kept client of `apiKey`, viewed with this request's id (the audit entries' `request_id`)
    * and its idempotency key when given.
@@ -65,7 +68,7 @@ export function proxyRoute(deps: ProxyRouteDeps) {
       const key = deps.first(incoming, proxyKeyHeader) ?? proxyKey
       const url = deps.first(incoming, urlHeader)
       const encrypted = deps.first(incoming, encryptedHeader)
-      const callOf = async () => ({
+      const callOf = async (withBody = true) => ({
         method,
         ...(url === null ? {} : { url }),
         ...(key === null ? {} : { proxy_key: key }),
@@ -73,12 +76,22 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         path: path.slice('/proxy'.length),
         query,
         headers: incoming.headers?.() ?? {},
-        body: BODY_METHODS.has(method) ? await readRaw(incoming, deps.maxBodyBytes) : null,
+        body: withBody && BODY_METHODS.has(method) ? await readRaw(incoming, deps.maxBodyBytes) : null,
       })
       // Without an API key, only a pre-configured proxy with `require_auth: false` answers (the
-      // inbound case); the core bounds its calls per tenant, as every proxy call's.
-      if (apiKey === '' && key !== null)
-        return outgoingOf(await deps.service.proxy.invoke(await callOf(), { requestId }), prefixes)
+      // inbound case): its key is checked before the body is read, and the call is admitted under
+      // the proxy's tenant as a call with a key is under the key's.
+      if (apiKey === '' && key !== null) {
+        const tenant = await deps.service.proxy.tenantOfKey(key)
+        // Refused without its body: the core answers 401 (and logs it when the key is a proxy's).
+        if (tenant === null) {
+          await deps.service.proxy.invoke(await callOf(false), { requestId })
+          throw new ServiceError('unauthenticated', 'an API key is required')
+        }
+        return await deps.admittedUnder(tenant, bytes, async () =>
+          outgoingOf(await deps.service.proxy.invoke(await callOf(), { requestId }), prefixes),
+        )
+      }
       return await deps.admitted(apiKey, bytes, async () => {
         const idempotencyKey =
           method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)

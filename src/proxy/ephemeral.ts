@@ -120,6 +120,28 @@ const keyRequired = () => new ServiceError('unauthenticated', 'an API key is req
  * body's expressions are not replaced, and only the transforms' `bt` (the proxy's `application`)
  * reaches tokens.
  */
+/**
+ * The tenant of the pre-configured proxy `proxyKey` names when it takes calls without an API key
+ * (`require_auth: false`, the key its own); null for any other key. What the HTTP adapter asks
+ * before it reads such a call's body, and admits the call under.
+ */
+export async function anonymousTenant(
+  contextOf: (principal: Principal) => Ctx,
+  proxyKey: string,
+): Promise<string | null> {
+  const named = parseProxyKey(proxyKey)
+  if (!named) return null
+  const ctx = contextOf({
+    tenantId: named.tenantId,
+    id: named.id,
+    kind: 'application',
+    type: 'public',
+    permissions: [],
+  })
+  const proxy = await proxyByKey(ctx, proxyKey).catch(() => null)
+  return proxy && !proxy.require_auth ? named.tenantId : null
+}
+
 export async function anonymousCall(
   contextOf: (principal: Principal) => Ctx,
   input: unknown,

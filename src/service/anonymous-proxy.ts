@@ -1,5 +1,5 @@
 import { entriesOfCall } from '../audit/index.js'
-import { anonymousCall, type ProxyAnswer } from '../proxy/index.js'
+import { anonymousCall, anonymousTenant, type ProxyAnswer } from '../proxy/index.js'
 import { failureCode } from './journal.js'
 import type { Wiring } from './wiring.js'
 
@@ -33,6 +33,10 @@ export async function anonymousProxyCall(
   await logAnonymous(w, found, options, 'success')
   return answer
 }
+
+/** The tenant of a proxy that takes calls without an API key, by its key (see `anonymousTenant`). */
+export const anonymousProxyTenant = (w: Wiring, proxyKey: string): Promise<string | null> =>
+  anonymousTenant((principal) => w.contextFor(principal, undefined), proxyKey)
 
 /** The audit entry of one anonymous call, when its proxy was found and the log is on. */
 async function logAnonymous(

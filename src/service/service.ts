@@ -2,7 +2,7 @@ import type { ApplicationWithKey } from '../applications/index.js'
 import { authenticate, hashApiKey } from '../applications/index.js'
 import type { ProxyAnswer } from '../proxy/index.js'
 import { type Admin, createAdmin, type TestAdmin, testPowers } from './admin.js'
-import { type AnonymousProxyOptions, anonymousProxyCall } from './anonymous-proxy.js'
+import { type AnonymousProxyOptions, anonymousProxyCall, anonymousProxyTenant } from './anonymous-proxy.js'
 import { type Client, type ConnectOptions, connectClient } from './client.js'
 import type { OperationJournal, VaultEvent } from './journal.js'
 import type { ServiceOptions } from './options.js'
@@ -39,7 +39,14 @@ export interface Service {
    * The call is in the proxy's tenant's audit log (actor `proxy`), with `options.requestId` when
    * given (see `anonymousProxyCall`).
    */
-  proxy: { invoke(input: unknown, options?: AnonymousProxyOptions): Promise<ProxyAnswer> }
+  proxy: {
+    invoke(input: unknown, options?: AnonymousProxyOptions): Promise<ProxyAnswer>
+    /**
+     * The tenant of the proxy `proxyKey` names when it takes calls without an API key; null for
+     * any other key. The HTTP adapter asks it before reading such a call's body.
+     */
+    tenantOfKey(proxyKey: string): Promise<string | null>
+  }
   /**
    * The journal of operations, in-process and over HTTP alike: time, tenant, actor, operation,
    * outcome and the ids touched — never token data, keys or nonces. The newest `journalSize` entries.
@@ -83,7 +90,10 @@ export function createCoreService(options: ServiceOptions, defaults: ServiceDefa
       }
     },
     journal,
-    proxy: { invoke: (input, callOptions) => anonymousProxyCall(w, input, callOptions) },
+    proxy: {
+      invoke: (input, callOptions) => anonymousProxyCall(w, input, callOptions),
+      tenantOfKey: (proxyKey) => anonymousProxyTenant(w, proxyKey),
+    },
     on: (_event, listener) => journal.on(listener),
     async ready() {
       try {

@@ -247,4 +247,33 @@ describe('require_auth', () => {
     },
     SLOW,
   )
+
+  it(
+    'a call without an API key whose proxy key is refused is answered 401 before its body is read',
+    async () => {
+      const proxy = await proxyWith({ require_auth: true })
+      let pulled = 0
+      // A body that never ends: answering at all shows it was not read.
+      const endless = () =>
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled++
+            if (pulled === 1) controller.enqueue(new Uint8Array(16))
+          },
+        })
+      for (const key of [proxy.key, `${proxy.key.slice(0, -2)}xx`, 'not-a-key']) {
+        const response = await vault.http(
+          new Request(`http://vault/proxy/hook?svc-proxy-key=${encodeURIComponent(key)}`, {
+            method: 'POST',
+            headers: { 'content-type': 'text/plain', 'content-length': '1000000' },
+            body: endless(),
+            duplex: 'half',
+          } as RequestInit),
+        )
+        expect(response.status).toBe(401)
+      }
+      expect(vault.proxy.received()).toHaveLength(0)
+    },
+    SLOW,
+  )
 })
