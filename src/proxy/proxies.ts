@@ -100,9 +100,13 @@ async function shown(ctx: Ctx, p: StoredProxy): Promise<ShownProxy> {
 async function recordOf(
   ctx: Ctx,
   input: v.InferOutput<typeof proxyInput>,
-  base: { id: string; created_at: string; created_by: string },
+  base: { id: string; created_at: string; created_by: string; application_id?: string },
 ): Promise<StoredProxy> {
   if (input.application) {
+    // A proxy's transforms (and, with `require_auth: false`, anyone holding its key) act as its
+    // application: binding one asks what acting as it asks, the power to get its key
+    // (`application:update`, which regenerates it), not only `proxy:create`.
+    if (input.application.id !== base.application_id) requirePermission(ctx.principal, 'application:update')
     const app = await ctx.store.getApplication(ctx.principal.tenantId, input.application.id)
     if (!app) throw invalid('application.id', 'names no application of the tenant')
     if (app.type === 'management') throw invalid('application.id', 'must be a public or private application')

@@ -170,6 +170,35 @@ describe('ephemeral proxy: the path', () => {
   })
 })
 
+describe('pre-configured proxies: the application they act as', () => {
+  it('binding an application asks application:update beside proxy:create; keeping the one bound does not', async () => {
+    vault = await createTestVault({ destinations: { [STRIPE]: 'echo' } })
+    const keyWith = async (permissions: string[]) =>
+      vault.service.connect(
+        (
+          await vault.service.admin.createApplication({
+            tenantId: vault.tenant.id,
+            name: permissions.join(' '),
+            type: 'management',
+            permissions: permissions as never,
+          })
+        ).key,
+      ).proxies
+    const fields = { name: 'p', destination_url: STRIPE, application: { id: vault.applications.private.id } }
+    const proxyOnly = await keyWith(['proxy:create', 'proxy:update'])
+    expect((await failure(proxyOnly.create(fields))).code).toBe('forbidden')
+    const made = await proxyOnly.create({ name: 'p', destination_url: STRIPE })
+    expect((await failure(proxyOnly.patch(made.id, { application: fields.application }))).code).toBe(
+      'forbidden',
+    )
+    const both = await keyWith(['proxy:create', 'proxy:update', 'application:update'])
+    const bound = await both.create(fields)
+    expect(bound.application_id).toBe(vault.applications.private.id)
+    // Renamed by the key that may not bind: the application bound stays, and is no new binding.
+    await expect(proxyOnly.update(bound.id, { ...fields, name: 'q' })).resolves.toMatchObject({ name: 'q' })
+  })
+})
+
 describe('ephemeral proxy: access', () => {
   it('needs token:use even without expressions; a redact rule is 403; a mask rule sends the mask', async () => {
     const { token } = await withCard()
