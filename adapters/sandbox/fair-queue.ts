@@ -74,6 +74,11 @@ export class FairQueue<T> {
     return undefined
   }
 
+  /** The tenants with items waiting. */
+  tenants(): string[] {
+    return this.ring.filter((tenant) => this.sizeOf(tenant) > 0)
+  }
+
   /** Removes and returns every waiting item. */
   drain(): T[] {
     const all = [...this.queues.values()].flat()

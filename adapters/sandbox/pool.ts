@@ -15,6 +15,7 @@ import {
   PENDING,
   type Slot,
   started,
+  startedAt,
   workerConfig,
 } from './slots.js'
 import { armSilence, takeBack, watchStuck } from './watchdog.js'
@@ -52,6 +53,12 @@ const MAX_BACKOFF_MS = 5000
  * after `crashPenaltyMs` (doubling per kill, up to `maxCrashPenaltyMs`), so its runs pile up in its
  * own backlog (`busy` once full) while the other tenants' runs go on.
  */
+/**
+ * How long every worker must have run its run (ms) before a tenant that holds no worker and waits
+ * gets one worker beyond the pool's size (see `SandboxPool.relief`).
+ */
+export const RELIEF_MS = 250
+
 export class SandboxPool {
   private readonly slots: Slot[] = []
   private readonly queue: FairQueue<Entry>
@@ -63,6 +70,7 @@ export class SandboxPool {
   private retryAt = 0
   private retryTimer: NodeJS.Timeout | undefined
   private wakeTimer: NodeJS.Timeout | undefined
+  private reliefTimer: NodeJS.Timeout | undefined
   private closed = false
   /**
    * Runs waiting in the queue (not yet sent to any worker), shared with every worker: an idle
@@ -119,6 +127,7 @@ export class SandboxPool {
     this.closed = true
     clearTimeout(this.retryTimer)
     clearTimeout(this.wakeTimer)
+    clearTimeout(this.reliefTimer)
     const ending = this.slots.splice(0).map((slot) => {
       slot.gone = true
       clearTimeout(slot.timer)
@@ -136,15 +145,63 @@ export class SandboxPool {
   /** Starts workers up to the pool's size, unless starting is backing off. */
   private fill(): void {
     if (this.closed || performance.now() < this.retryAt) return
-    while (this.slots.length < this.settings.size) {
-      try {
-        const config = workerConfig(this.settings, this.backlog)
-        this.attach(newSlot(this.settings.startWorker(config), config))
-      } catch {
-        this.startFailed()
-        return
-      }
+    while (this.slots.length < this.settings.size) if (!this.startSlot()) return
+  }
+
+  /** Starts one worker; false when it could not be started (starting then backs off). */
+  private startSlot(): boolean {
+    try {
+      const config = workerConfig(this.settings, this.backlog)
+      this.attach(newSlot(this.settings.startWorker(config), config))
+      return true
+    } catch {
+      this.startFailed()
+      return false
     }
+  }
+
+  /**
+   * The pool's one worker beyond its size. Started while a tenant that holds no worker waits and
+   * every worker has run its run for `RELIEF_MS` (one tenant's long runs, a transform waiting on a
+   * slow destination, say, then hold another tenant's run back by `RELIEF_MS` and a worker's start,
+   * not by their time limit); while it runs, free workers take only the runs of tenants holding
+   * none; a free worker is ended as soon as nothing such waits.
+   */
+  private relief(now: number, clock: number): void {
+    if (this.slots.length > this.settings.size) {
+      const spare = this.slots.find((slot) => slot.ready && !slot.held.length)
+      if (spare) this.retire(spare)
+      return
+    }
+    if (this.closed || this.slots.length < this.settings.size || this.reliefTimer || !this.queue.size) return
+    const starved = this.queue
+      .tenants()
+      .some((tenant) => !this.running.has(tenant) && this.penalties.eligible(tenant, now, false))
+    if (!starved) return
+    let youngest = Number.POSITIVE_INFINITY
+    for (const slot of this.slots) {
+      const head = slot.held[0]
+      if (!slot.ready || !head || !started(slot, head)) return
+      youngest = Math.min(youngest, clock - startedAt(slot, head, clock))
+    }
+    if (youngest >= RELIEF_MS) {
+      this.startSlot()
+      return
+    }
+    this.reliefTimer = setTimeout(() => {
+      this.reliefTimer = undefined
+      this.pump()
+    }, RELIEF_MS - youngest)
+    this.reliefTimer.unref()
+  }
+
+  /** Ends a free worker the pool no longer needs (see `relief`). */
+  private retire(slot: Slot): void {
+    slot.gone = true
+    clearTimeout(slot.timer)
+    clearTimeout(slot.stuckTimer)
+    this.slots.splice(this.slots.indexOf(slot), 1)
+    slot.worker.terminate().catch(() => 0)
   }
 
   /** Takes a new worker's slot into the pool: its messages, its failure and exit, its start's time limit. */
@@ -365,9 +422,13 @@ export class SandboxPool {
     // The worker that answered last first: it is the one still running on a core, its caches warm
     // (the engine is restored right after each answer, so a worker idle longer has nothing more ready).
     if (free.length > 1) free.sort((x, y) => y.idleSince - x.idleSince)
+    // Past the pool's size (`relief`), a free worker takes only a tenant holding none.
+    const above = this.slots.length > this.settings.size
     for (const slot of free) {
-      const entry = this.queue.take((tenant) =>
-        this.penalties.eligible(tenant, now, this.running.has(tenant)),
+      const entry = this.queue.take(
+        (tenant) =>
+          this.penalties.eligible(tenant, now, this.running.has(tenant)) &&
+          !(above && this.running.has(tenant)),
       )
       if (!entry) break
       this.dispatch(slot, entry)
@@ -388,6 +449,7 @@ export class SandboxPool {
       if (!entry) break
       this.dispatch(target, entry)
     }
+    this.relief(now, clock)
     Atomics.store(this.backlog, 0, this.queue.size)
     this.updateRefs()
   }

@@ -51,6 +51,28 @@ describe('fair', () => {
     for (const error of await Promise.all(hanging)) expect(error.status).toBe(504)
   })
 
+  it("one tenant's long runs on every worker hold another tenant's react back by a worker's start, not their time limit", async () => {
+    const { runner, started: runsStarted } = runnerCountingStarts({ poolSize: 2 })
+    const w = await world({ runner, reactorTimeoutMs: 8000 })
+    const make = async (t: typeof w.a, code: string) => {
+      const f = await t.admin.reactorFormulas.create(
+        formulaBody({ code, configuration: [], request_parameters: [] }),
+      )
+      return t.admin.reactors.create({ name: 'r', formula_id: f.id })
+    }
+    const hang = await make(w.a, 'module.exports = async () => { for (;;) {} }')
+    const quick = await make(w.b, 'module.exports = async () => ({ raw: "b" })')
+    let settled = 0
+    const hanging = Array.from({ length: 2 }, () =>
+      failure(w.a.client.reactors.react(hang.id, {})).finally(() => settled++),
+    )
+    await runsStarted(2)
+    // b's run goes to a worker started for it once a's have run 250 ms: it answers while a's still run.
+    expect((await w.b.client.reactors.react(quick.id, {})).raw).toBe('b')
+    expect(settled).toBe(0)
+    for (const error of await Promise.all(hanging)) expect(error.status).toBe(504)
+  }, 60_000)
+
   it('past the per-tenant backlog a react answers 429 with Retry-After, and other tenants still run', async () => {
     const { runner, started, count } = runnerCountingStarts({ poolSize: 1, maxQueuedPerTenant: 2 })
     const w = await world({ runner, reactorTimeoutMs: 1000 })
