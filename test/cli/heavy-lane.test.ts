@@ -345,7 +345,7 @@ describe('heavy lane in tokenvault serve', () => {
     const heavy = heavyApp.key
     const light = JSON.parse((await app('light')).text).key as string
     const big = JSON.parse(
-      (await call('POST', '/tokens', heavy, { type: 'token', data: 'x'.repeat(60_000) })).text,
+      (await call('POST', '/tokens', heavy, { type: 'token', data: 'x'.repeat(400_000) })).text,
     )
     const small = JSON.parse((await call('POST', '/tokens', light, { type: 'token', data: 'small' })).text)
     const first = await call('GET', `/tokens/${big.id}`, heavy)
