@@ -111,15 +111,15 @@ export async function ephemeralCall(ctx: Ctx, call: ParsedProxyCall): Promise<Pr
 
 const keyRequired = () => new ServiceError('unauthenticated', 'an API key is required')
 
-/**
- * A call without an API key (the inbound case): only a pre-configured proxy with `require_auth:
- * false` takes one, named by `proxy_key`; anything else answers 401, as a call without a key does.
- * `found` is given the tenant and the proxy once the key proved to be the proxy's (a forged key
- * leaves it empty), for the caller's audit entry.
- * It runs as no one (`contextOf` makes the call's context for a principal holding nothing): its
- * body's expressions are not replaced, and only the transforms' `bt` (the proxy's `application`)
- * reaches tokens.
- */
+/** The principal a call without an API key runs as: in the key's tenant, holding nothing. */
+const nobodyIn = (named: { tenantId: string; id: string }): Principal => ({
+  tenantId: named.tenantId,
+  id: named.id,
+  kind: 'application',
+  type: 'public',
+  permissions: [],
+})
+
 /**
  * The tenant of the pre-configured proxy `proxyKey` names when it takes calls without an API key
  * (`require_auth: false`, the key its own); null for any other key. What the HTTP adapter asks
@@ -131,17 +131,20 @@ export async function anonymousTenant(
 ): Promise<string | null> {
   const named = parseProxyKey(proxyKey)
   if (!named) return null
-  const ctx = contextOf({
-    tenantId: named.tenantId,
-    id: named.id,
-    kind: 'application',
-    type: 'public',
-    permissions: [],
-  })
+  const ctx = contextOf(nobodyIn(named))
   const proxy = await proxyByKey(ctx, proxyKey).catch(() => null)
   return proxy && !proxy.require_auth ? named.tenantId : null
 }
 
+/**
+ * A call without an API key (the inbound case): only a pre-configured proxy with `require_auth:
+ * false` takes one, named by `proxy_key`; anything else answers 401, as a call without a key does.
+ * `found` is given the tenant and the proxy once the key proved to be the proxy's (a forged key
+ * leaves it empty), for the caller's audit entry.
+ * It runs as no one (`contextOf` makes the call's context for a principal holding nothing): its
+ * body's expressions are not replaced, and only the transforms' `bt` (the proxy's `application`)
+ * reaches tokens.
+ */
 export async function anonymousCall(
   contextOf: (principal: Principal) => Ctx,
   input: unknown,
@@ -150,14 +153,7 @@ export async function anonymousCall(
   const call = parseProxyCall(input)
   const named = call.proxy_key ? parseProxyKey(call.proxy_key) : null
   if (!named || !call.proxy_key) throw keyRequired()
-  const principal: Principal = {
-    tenantId: named.tenantId,
-    id: named.id,
-    kind: 'application',
-    type: 'public',
-    permissions: [],
-  }
-  const ctx = contextOf(principal)
+  const ctx = contextOf(nobodyIn(named))
   const proxy = await proxyByKey(ctx, call.proxy_key).catch(() => null)
   if (!proxy) throw keyRequired()
   // The key is the proxy's own (its MAC checked): the call is told to the tenant's audit log.

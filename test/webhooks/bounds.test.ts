@@ -29,6 +29,35 @@ async function tenantWithHook(service: ReturnType<typeof createService>, name: s
   return { tenant, client: service.connect(writer.key) }
 }
 
+/**
+ * A service with two tenants, each with a webhook: the slow one's receiver hangs until `release()`,
+ * the fast one's answers at once and records the event types it got in `fastGot`.
+ */
+async function slowAndFast() {
+  const clock = manualClock('2030-01-01T00:00:00.000Z')
+  const fastGot: string[] = []
+  let release: () => void = () => {}
+  const hanging = new Promise<Response>((resolve) => {
+    release = () => resolve(new Response(null, { status: 500 }))
+  })
+  const service = createService({
+    store: memoryStore(),
+    clock,
+    runner: null,
+    egress: [SLOW, FAST],
+    egressClient: routedEgress({
+      [SLOW]: () => hanging,
+      [FAST]: async (request) => {
+        fastGot.push(JSON.parse(await request.text()).event.type)
+        return new Response(null, { status: 200 })
+      },
+    }),
+  })
+  const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
+  const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+  return { clock, fastGot, release: () => release(), service, slow, fast }
+}
+
 describe('webhook bounds', () => {
   it('a tenant at its pending bound still has its expired tokens deleted by the sweep, their events queued past it', async () => {
     const clock = manualClock('2030-01-01T00:00:00.000Z')
@@ -113,27 +142,7 @@ describe('webhook bounds', () => {
   })
 
   it("one tenant's hanging receiver does not hold up another tenant's delivery", async () => {
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const fastGot: string[] = []
-    let release: () => void = () => {}
-    const hanging = new Promise<Response>((resolve) => {
-      release = () => resolve(new Response(null, { status: 500 }))
-    })
-    const service = createService({
-      store: memoryStore(),
-      clock,
-      runner: null,
-      egress: [SLOW, FAST],
-      egressClient: routedEgress({
-        [SLOW]: () => hanging,
-        [FAST]: async (request) => {
-          fastGot.push(JSON.parse(await request.text()).event.type)
-          return new Response(null, { status: 200 })
-        },
-      }),
-    })
-    const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
-    const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+    const { fastGot, release, service, slow, fast } = await slowAndFast()
     // More than a process attempts at once in all: the slow tenant alone could fill every place.
     for (let i = 0; i < 100; i++) await slow.client.tokens.create({ type: 'token', data: `s${i}` })
     await fast.client.tokens.create({ type: 'token', data: 'f' })
@@ -147,27 +156,7 @@ describe('webhook bounds', () => {
   })
 
   it("one tenant's backlog past what a pass reads (5 300 due, its receiver hanging) does not hide another tenant's delivery", async () => {
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const fastGot: string[] = []
-    let release: () => void = () => {}
-    const hanging = new Promise<Response>((resolve) => {
-      release = () => resolve(new Response(null, { status: 500 }))
-    })
-    const service = createService({
-      store: memoryStore(),
-      clock,
-      runner: null,
-      egress: [SLOW, FAST],
-      egressClient: routedEgress({
-        [SLOW]: () => hanging,
-        [FAST]: async (request) => {
-          fastGot.push(JSON.parse(await request.text()).event.type)
-          return new Response(null, { status: 200 })
-        },
-      }),
-    })
-    const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
-    const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+    const { clock, fastGot, release, service, slow, fast } = await slowAndFast()
     // More than a pass reads (4 096) and the slow tenant's kept entries (1 024) together: every
     // pass from the oldest due entry would read the slow tenant's alone.
     for (let i = 0; i < 5300; i += 100)
