@@ -331,6 +331,9 @@ async function run(scenario: Scenario, storeSpec: string) {
       loops.alone.push(quiet.delay)
       const attacked = await underAttack(s, child, attacker, bAgent)
       under.push(...attacked.result)
+      console.error(
+        `(${scenario}) round ${round}: B alone ${summary(quiet.result)}; under ${summary(attacked.result)}`,
+      )
       loops.under.push(attacked.delay)
       sent += attacked.sent
       for (const [k, v] of attacked.statuses) statuses.set(k, (statuses.get(k) ?? 0) + v)
@@ -343,6 +346,14 @@ async function run(scenario: Scenario, storeSpec: string) {
     child.kill()
     attacker.kill()
   }
+}
+
+/** A round's samples (ms) as `n N, p50 …, p99 …, max …`: printed to stderr as each round ends. */
+function summary(samples: readonly number[]): string {
+  const sorted = [...samples].sort((x, y) => x - y)
+  const at = (q: number) =>
+    (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(1)
+  return `n ${sorted.length}, p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms`
 }
 
 /** A full collection in the server, awaited. */

@@ -98,6 +98,11 @@ export const PROBE_EVERY = 32
 export const PROBE_MAX = 1024
 /** Keys remembered at once (the least recently seen is forgotten past it). */
 export const MAX_KEYS = 4096
+/**
+ * Requests of keys not timed yet that wait, in all, for their key's first request (see
+ * `KeyCost.first`); past it one more is answered on the main thread at once, as before.
+ */
+export const UNTIMED_WAITING = 256
 /** Times the lane is started again after its thread ended; past it the lane stays off (logged). */
 export const LANE_RESTARTS = 3
 /**
@@ -139,6 +144,14 @@ interface KeyCost {
   sinceProbe: number
   /** Its requests from one probe to the next: `PROBE_EVERY`, doubled by each probe, at most `PROBE_MAX`. */
   probeEvery: number
+  /**
+   * While the key has no time yet, its first request, under way on the main thread: when it began
+   * and the key's requests that came since, waiting for it. A new key's burst (96 large creates, 8
+   * pages of large tokens) would otherwise all be answered on the main thread before any of them
+   * placed the key, every other tenant waiting behind them: they wait until the first is answered
+   * (its time places them) or has taken `HEAVY_MS` (the key goes to the lane, and they with it).
+   */
+  first?: { began: number; waiting: (() => void)[] } | undefined
 }
 
 /** The key of a request, by its API key header (any prefix the server accepts); null without one. */
@@ -210,6 +223,8 @@ export class HeavyLane {
   #closing = false
   /** Requests answered by the lane so far. */
   served = 0
+  /** Requests waiting for their key's first request, in all (`UNTIMED_WAITING`). */
+  #untimedWaiting = 0
 
   constructor(options: HeavyLaneOptions) {
     this.#o = options
@@ -246,6 +261,9 @@ export class HeavyLane {
       return
     }
     const cost = this.#cost(digest(key))
+    if (this.#waitsForFirst(cost, () => this.#route(req, res, local))) return
+    const isFirst = !cost.heavy && cost.times.length === 0 && cost.first === undefined
+    if (isFirst) cost.first = { began: this.#now(), waiting: [] }
     const probe = cost.heavy && ++cost.sinceProbe >= cost.probeEvery
     if (probe) {
       // The next probe's count, set now: the requests that come before this one's answer count to it.
@@ -260,6 +278,7 @@ export class HeavyLane {
       if (counted) return
       counted = true
       this.#record(cost, this.#now() - started, probe)
+      if (isFirst) this.#placed(cost)
     }
     res.once('finish', count).once('close', count)
     const bytes = this.#bodyBytes(req)
@@ -267,6 +286,38 @@ export class HeavyLane {
       (this.#o.commits !== undefined || !largeBody(req)) && this.#bytes + bytes <= LANE_IN_FLIGHT_BYTES
     if (cost.heavy && !probe && fits && this.#lane()) void this.#forward(req, res, bytes)
     else local(req, res)
+  }
+
+  /**
+   * Whether a request of `cost`'s key waits for the key's first request (`KeyCost.first`): `route`
+   * runs it once that one placed the key. A first that has already taken `HEAVY_MS` places the key
+   * on the lane now.
+   */
+  #waitsForFirst(cost: KeyCost, route: () => void): boolean {
+    const first = cost.first
+    if (first === undefined) return false
+    if (this.#now() - first.began >= HEAVY_MS) {
+      if (!cost.heavy) {
+        cost.heavy = true
+        cost.sinceProbe = 0
+        cost.probeEvery = PROBE_EVERY
+        this.#lane()
+      }
+      this.#placed(cost)
+      return false
+    }
+    if (this.#untimedWaiting >= UNTIMED_WAITING) return false
+    this.#untimedWaiting++
+    first.waiting.push(route)
+    return true
+  }
+
+  /** The key's first request placed it: the requests waiting for it are routed now, in order. */
+  #placed(cost: KeyCost): void {
+    const waiting = cost.first?.waiting ?? []
+    cost.first = undefined
+    this.#untimedWaiting -= waiting.length
+    for (const route of waiting) route()
   }
 
   /** What a request's body counts toward `LANE_IN_FLIGHT_BYTES`: its declared length, else the body limit. */

@@ -70,18 +70,32 @@ async function routed(commits?: HeavyLaneOptions['commits']) {
       return made as unknown as Worker
     },
   })
+  /** Requests sent with `x-hold`, held by the main thread until released (the clock moved by `ms` first). */
+  const held: ((ms: number) => void)[] = []
   const local = (req: IncomingMessage, res: ServerResponse) => {
-    clock.ms += Number(req.headers['x-ms'] ?? 0)
     req.resume()
+    if (req.headers['x-hold']) {
+      held.push((ms) => {
+        clock.ms += ms
+        res.end('local')
+      })
+      return
+    }
+    clock.ms += Number(req.headers['x-ms'] ?? 0)
     req.on('end', () => res.end('local'))
   }
   const server = createServer(lane.listener(local))
   servers.push(server)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const call = async (key: string | null, ms: number, init: { path?: string; body?: string } = {}) => {
+  const call = async (
+    key: string | null,
+    ms: number,
+    init: { path?: string; body?: string; hold?: true } = {},
+  ) => {
     const headers: Record<string, string> = { 'x-ms': String(ms) }
     if (key) headers['bt-api-key'] = key
+    if (init.hold) headers['x-hold'] = '1'
     const r = await fetch(`${url}${init.path ?? '/tokens/x'}`, {
       method: init.body === undefined ? 'GET' : 'POST',
       headers,
@@ -91,8 +105,11 @@ async function routed(commits?: HeavyLaneOptions['commits']) {
   }
   const where = async (key: string | null, ms: number, init?: { path?: string; body?: string }) =>
     (await call(key, ms, init)).text.split(' ')[0]
-  return { lane, lanes, lines, call, where }
+  return { lane, lanes, lines, call, where, held, clock }
 }
+
+/** One turn of the event loop. */
+const turn = () => new Promise((r) => setImmediate(r))
 
 describe('heavy lane: which requests go to the lane thread', () => {
   it('a key goes once the mean of its last requests reaches 8 ms, and comes back once it falls under 2 ms over its last 8', async () => {
@@ -136,6 +153,66 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(await where('key_h', 100)).toBe('local')
     expect(await where('key_h', 0, { body: 'x'.repeat(400_000) })).toBe('lane')
     expect(await where('key_h', 0, { path: '/documents/abc' })).toBe('local')
+  })
+
+  it("a new key's requests that come while its first is under way wait for its answer, which places them", async () => {
+    const { lane, lanes, call, held } = await routed()
+    lane.start()
+    // Answered in 20 ms: the three that waited go to the lane.
+    const first = call('key_burst', 0, { hold: true })
+    while (held.length < 1) await turn()
+    const after = [call('key_burst', 0), call('key_burst', 0), call('key_burst', 0)]
+    for (let i = 0; i < 50; i++) await turn()
+    expect(held).toHaveLength(1)
+    expect(lanes[0]!.held).toHaveLength(0)
+    held.shift()!(20)
+    expect((await first).text).toBe('local')
+    expect((await Promise.all(after)).map((a) => a.text)).toEqual(['lane 0', 'lane 0', 'lane 0'])
+
+    // Answered in 1 ms: the ones that waited are answered on the main thread.
+    const light = call('key_light', 0, { hold: true })
+    while (held.length < 1) await turn()
+    const others = [call('key_light', 0), call('key_light', 0)]
+    for (let i = 0; i < 50; i++) await turn()
+    held.shift()!(1)
+    expect((await light).text).toBe('local')
+    expect((await Promise.all(others)).map((a) => a.text)).toEqual(['local', 'local'])
+  })
+
+  it('a first request that has run 8 ms places its key on the lane: the one that comes then, and those waiting, go there', async () => {
+    const { lane, call, held, clock } = await routed()
+    lane.start()
+    const first = call('key_long', 0, { hold: true })
+    while (held.length < 1) await turn()
+    const waiting = call('key_long', 0)
+    for (let i = 0; i < 50; i++) await turn()
+    clock.ms += 7.9
+    const early = call('key_long', 0)
+    for (let i = 0; i < 50; i++) await turn()
+    clock.ms += 0.1
+    // 8 ms into the first: this request, and the two waiting, go to the lane before it is answered.
+    expect((await call('key_long', 0)).text).toBe('lane 0')
+    expect((await waiting).text).toBe('lane 0')
+    expect((await early).text).toBe('lane 0')
+    held.shift()!(0)
+    expect((await first).text).toBe('local')
+  })
+
+  it("keeps 256 requests waiting for their key's first in all: the 257th is answered on the main thread at once", async () => {
+    const { call, held } = await routed()
+    const firsts = [call('key_w1', 0, { hold: true }), call('key_w2', 0, { hold: true })]
+    while (held.length < 2) await turn()
+    const texts: string[] = []
+    const waiting = Array.from({ length: 256 }, (_, i) =>
+      call(i % 2 ? 'key_w1' : 'key_w2', 0).then((a) => texts.push(a.text)),
+    )
+    for (let i = 0; i < 200; i++) await turn()
+    expect(texts).toEqual([])
+    expect((await call('key_w1', 0)).text).toBe('local')
+    expect(texts).toEqual([])
+    for (const release of held.splice(0)) release(1)
+    await Promise.all([...firsts, ...waiting])
+    expect(texts.filter((t) => t === 'local')).toHaveLength(256)
   })
 
   it('the lane gets the body as sent, and another key is answered on the main thread meanwhile', async () => {
