@@ -24,6 +24,7 @@ import type { Check, Op, WriteResult } from '../../src/store/index.js'
 import { applyOp } from './apply.js'
 import { failedCheck } from './checks.js'
 import { allChunks } from './documents.js'
+import { allEntries } from './logs.js'
 import { emptyMaps, type MemoryMaps } from './maps.js'
 import { writeBatch } from './ops.js'
 import * as outbox from './outbox.js'
@@ -326,7 +327,7 @@ export class MemoryState {
       documents: [...this.maps.documents.heads.values()],
       document_chunks: allChunks(this.maps.documents),
       outbox: [...outbox.allEntries(this.maps.hooks)],
-      logs: [...this.maps.logs.entries.values()],
+      logs: [...allEntries(this.maps.logs)],
     }
   }
 }

@@ -93,9 +93,8 @@ export class SortedIds<V = undefined> {
     }
     // After every id (an append: a log's new entries, ids made in order): no search.
     const lastChunk = this.chunks.length - 1
-    const top = this.lasts[lastChunk]!
     const tail = this.chunks[lastChunk]!
-    const appended = top < r || (top === r && tail[tail.length - 1]! < id)
+    const appended = this.afterAll(id, r)
     let c = appended ? lastChunk : this.chunkOf(id, r)
     if (c === this.chunks.length) c-- // after every id: the last chunk takes it
     const at = appended ? tail.length : this.slot(c, id, r)
@@ -159,9 +158,23 @@ export class SortedIds<V = undefined> {
     return ids !== undefined && ids[this.slot(c, id, r)] === id
   }
 
-  /** The value of `id` in a set with values; undefined when `id` is not there (or the set keeps none). */
+  /** Whether `id` (of rank `r`) comes after every id the set holds (so it is not there). */
+  private afterAll(id: string, r: number): boolean {
+    const last = this.chunks.length - 1
+    if (last < 0) return true
+    const top = this.lasts[last]!
+    if (top !== r) return top < r
+    const tail = this.chunks[last]!
+    return tail[tail.length - 1]! < id
+  }
+
+  /**
+   * The value of `id` in a set with values; undefined when `id` is not there (or the set keeps
+   * none). An id after every other (a new one, ids made in order) is found missing without a search.
+   */
   get(id: string): V | undefined {
     const r = rank(id)
+    if (this.afterAll(id, r)) return undefined
     const c = this.chunkOf(id, r)
     const ids = this.chunks[c]
     if (ids === undefined || !this.vals) return undefined
