@@ -1,5 +1,12 @@
 import { lightTurn, tooMany } from '../kernel/index.js'
-import type { Op, Store, WriteEffectContext, WriteEffectHook, WriteOutcome } from '../store/index.js'
+import {
+  isStoreError,
+  type Op,
+  type Store,
+  type WriteEffectContext,
+  type WriteEffectHook,
+  type WriteOutcome,
+} from '../store/index.js'
 import { type AuditMac, chained, type HeldLane, Lanes } from './chain.js'
 import { type EntryDraft, entriesOfWrite } from './entries.js'
 
@@ -18,6 +25,20 @@ interface Waiting {
   bytes: number
   resolve: () => void
   reject: (error: unknown) => void
+}
+
+/**
+ * Whether a group write of `parts` tenants that failed with `failure` is made again tenant by
+ * tenant: when it held more than one, and the store answered (not unreachable, closed or locked).
+ */
+const writtenAgain = (failure: unknown, parts: number) =>
+  parts > 1 && !isStoreError(failure, 'unavailable', 'closed', 'locked')
+
+/** One tenant's part of a group commit: its lane, its calls and their entries' ops. */
+interface Sealed {
+  lane: HeldLane
+  calls: Waiting[]
+  ops: Op[]
 }
 
 /** A tenant's calls waiting for a group commit, in the order they came, and their entries' count. */
@@ -220,35 +241,55 @@ export class AuditLog {
   /**
    * One store write of a group's entries, each tenant's numbered on one of its lanes; answers the
    * group's calls once it returned. A tenant whose entries cannot be sealed (its key is gone) fails
-   * alone; a failed write fails the group's calls.
+   * alone. A write that fails for anything but the store being unreachable is made again tenant by
+   * tenant, so an entry the store refuses fails its own tenant's calls, never another's.
    */
   private async writeGroup(group: Map<string, Waiting[]>): Promise<void> {
-    const sealed: { lane: HeldLane; calls: Waiting[] }[] = []
-    const ops: Op[] = []
+    const sealed: Sealed[] = []
     for (const [tenantId, calls] of group) {
       const drafts = calls.length === 1 ? calls[0]!.drafts : calls.flatMap((c) => c.drafts)
       const lane = this.lanes.take(tenantId, drafts.length)
       try {
         const entries = chained(this.mac, lane, drafts)
+        const ops: Op[] = []
         for (const entry of Array.isArray(entries) ? entries : await entries)
           ops.push({ op: 'log.put', entry })
-        sealed.push({ lane, calls })
+        sealed.push({ lane, calls, ops })
       } catch (error) {
         this.lanes.settle(lane, 'refused')
         for (const c of calls) c.reject(error)
       }
     }
     if (!sealed.length) return
+    const failed = await this.commitParts(sealed)
+    if (failed === undefined || !writtenAgain(failed, sealed.length)) return
+    for (const part of sealed) await this.commitParts([part])
+  }
+
+  /**
+   * Writes `parts` in one store write, answers their calls and gives their lanes back: the error when
+   * it threw or was refused (their calls then fail with it, unless more parts than one were written,
+   * which are left waiting to be written again one by one), else undefined.
+   */
+  private async commitParts(parts: Sealed[]): Promise<unknown> {
+    const ops = parts.length === 1 ? parts[0]!.ops : parts.flatMap((p) => p.ops)
     let outcome: WriteOutcome = 'unknown'
+    let failure: unknown
     try {
       const result = await this.store.write({ ops })
       outcome = result.ok ? 'ok' : 'refused'
-      if (!result.ok) throw new Error('audit log commit refused')
-      for (const s of sealed) for (const c of s.calls) c.resolve()
+      if (!result.ok) failure = new Error('audit log commit refused')
     } catch (error) {
-      for (const s of sealed) for (const c of s.calls) c.reject(error)
-    } finally {
-      for (const s of sealed) this.lanes.settle(s.lane, outcome)
+      failure = error
     }
+    const again = failure !== undefined && writtenAgain(failure, parts.length)
+    // Left to be written again alone: nothing landed (a store write is all or nothing, and the store
+    // answered), so each part keeps its lane, its seqs and its entries as sealed.
+    if (again) return failure
+    for (const part of parts) {
+      for (const c of part.calls) failure === undefined ? c.resolve() : c.reject(failure)
+      this.lanes.settle(part.lane, outcome)
+    }
+    return failure
   }
 }

@@ -260,26 +260,46 @@ const PATH_IDS: Readonly<Record<string, 1 | 2>> = {
  */
 const MAX_ENTITY_ID_LENGTH = 200
 
+/** A control character: no id has one (U+0000 is refused by PostgreSQL's text and JSON). */
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/** Whether `id` can name a record: 1 to `MAX_ENTITY_ID_LENGTH` characters, none a control character. */
+const namesRecord = (id: unknown): id is string =>
+  typeof id === 'string' && id.length > 0 && id.length <= MAX_ENTITY_ID_LENGTH && !CONTROL.test(id)
+
+/**
+ * Operations whose answer is shaped by the caller or by tenant code, not a record: a detokenize's
+ * answer is the caller's body with token data in it (`{"id": "{{ token }}"}` answers the card
+ * number as `id`), a tokenize's the caller's body, a react's and a proxy's what the formula or the
+ * destination made. No id is read from them: the tokens they read are logged by the call itself
+ * (`revealed`), and their path ids as every operation's.
+ */
+const SHAPED_ANSWERS: ReadonlySet<string> = new Set([
+  'token.detokenize',
+  'token.tokenize',
+  'reactor.react',
+  'reactor.result',
+  'proxy.invoke',
+])
+
 /**
  * The ids a call read or answered, without looking into any token's `data` or any body: the ids
- * its path gave (`PATH_IDS`), the id of the record answered, and the ids of a page's records.
+ * its path gave (`PATH_IDS`), the id of the record answered, and the ids of a page's records; each
+ * one that can name a record (`namesRecord`), so no value an entry keeps is longer than an id.
  */
 export function answeredIds(operation: string, args: readonly unknown[], result: unknown): string[] {
   const ids = new Set<string>()
   const pathIds = PATH_IDS[operation] ?? 0
-  for (let i = 0; i < pathIds; i++) {
-    const id = args[i]
-    if (typeof id === 'string' && id.length <= MAX_ENTITY_ID_LENGTH) ids.add(id)
-  }
-  if (result && typeof result === 'object' && !Array.isArray(result)) {
+  for (let i = 0; i < pathIds; i++) if (namesRecord(args[i])) ids.add(args[i] as string)
+  if (result && typeof result === 'object' && !Array.isArray(result) && !SHAPED_ANSWERS.has(operation)) {
     const r = result as { id?: unknown; pagination?: unknown; data?: unknown; application?: { id?: unknown } }
-    if (typeof r.id === 'string') ids.add(r.id)
-    if (typeof r.application?.id === 'string') ids.add(r.application.id)
+    if (namesRecord(r.id)) ids.add(r.id)
+    if (namesRecord(r.application?.id)) ids.add(r.application.id)
     // A page (`{ pagination, data: [...] }`): its records' ids. A token's own `data` is never read.
     if (r.pagination && Array.isArray(r.data)) {
       for (const item of r.data) {
         const id = (item as { id?: unknown } | null)?.id
-        if (typeof id === 'string') ids.add(id)
+        if (namesRecord(id)) ids.add(id)
       }
     }
   }

@@ -96,6 +96,34 @@ describe('audit log entries', () => {
     await expect(client.tokens.get(t.id)).rejects.toThrow('log disk gone')
   })
 
+  it("fails only its own tenant's calls when the store refuses one tenant's entries in a group commit", async () => {
+    let refuse: string | undefined
+    const inner = memoryStore()
+    const store = delegatingStore(inner, {
+      write: async (batch) => {
+        if (batch.ops.some((op) => op.op === 'log.put' && op.entry.tenant_id === refuse))
+          throw new Error('key too large')
+        return inner.write(batch)
+      },
+    })
+    const { client, otherClient, other, tenant, service } = await setup(store)
+    const mine = await client.tokens.create({ type: 'token', data: 'x' })
+    const theirs = await otherClient.tokens.create({ type: 'token', data: 'y' })
+    refuse = other.id
+    // Both reads' entries wait for the same group commit.
+    const [a, b] = await Promise.allSettled([client.tokens.get(mine.id), otherClient.tokens.get(theirs.id)])
+    expect(a.status).toBe('fulfilled')
+    expect(b.status).toBe('rejected')
+    expect(String((b as PromiseRejectedResult).reason)).toContain('key too large')
+    // Its entry landed, with no gap in its chain: the log still verifies.
+    const read = (await entriesOf(store, tenant.id)).filter((e) => e.message.startsWith('token.get'))
+    expect(read.map((e) => e.entity_id)).toEqual([mine.id])
+    expect(await service.admin.verifyLogs({ tenantId: tenant.id })).toMatchObject({ ok: true })
+    refuse = undefined
+    await otherClient.tokens.get(theirs.id)
+    expect(await service.admin.verifyLogs({ tenantId: other.id })).toMatchObject({ ok: true })
+  })
+
   it('never holds token data, masks, keys, nonces or configuration values', async () => {
     const { raw, client, tenant, service } = await setup()
     const canary = 'CANARY-7f3a9'
@@ -135,6 +163,43 @@ describe('audit log entries', () => {
     expect(entries.filter((e) => e.message.startsWith('token.tokenize: refused'))).toHaveLength(1)
     const update = entries.find((e) => e.message.startsWith('token.update: refused'))
     expect(update?.entity_id).toBe(t.id)
+  })
+
+  it("never takes an id from an answer the caller shaped: a detokenize of {id: '{{ token }}'} logs the token read, not its data", async () => {
+    const { raw, service, tenant } = await setup()
+    const permissions = ['token:create', 'token:read'] as const
+    const rules = [
+      {
+        description: 'all',
+        priority: 1,
+        container: '/',
+        transform: 'reveal' as const,
+        permissions: [...permissions],
+      },
+    ]
+    const made = await service.admin.createApplication({
+      tenantId: tenant.id,
+      name: 'revealer',
+      type: 'private',
+      rules,
+    })
+    const client = service.connect(made.key)
+    const card = await client.tokens.create({ type: 'token', data: '4929111122223333' })
+    const long = await client.tokens.create({ type: 'token', data: 'z'.repeat(3000) })
+    await expect(client.tokens.detokenize({ id: `{{ ${card.id} }}` } as never)).resolves.toEqual({
+      id: '4929111122223333',
+    })
+    await expect(client.tokens.detokenize({ id: `{{ ${long.id} }}` } as never)).resolves.toEqual({
+      id: 'z'.repeat(3000),
+    })
+    const entries = await entriesOf(raw, tenant.id)
+    expect(JSON.stringify(entries)).not.toContain('4929111122223333')
+    expect(JSON.stringify(entries)).not.toContain('zzzz')
+    const detokenized = entries.filter((e) => e.message.startsWith('token.detokenize'))
+    expect(detokenized.map((e) => [e.entity_id, e.message])).toEqual([
+      [card.id, 'token.detokenize: answered revealed'],
+      [long.id, 'token.detokenize: answered revealed'],
+    ])
   })
 
   it('keeps a path id of up to 200 characters, the longest an id can be, and not one of 201', async () => {
