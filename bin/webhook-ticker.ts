@@ -4,9 +4,11 @@ import type { Service } from '../src/service/index.js'
 export const DELIVERY_TICK_MS = 1_000
 
 /**
- * Runs `service.admin.webhooks.deliverDue()` at once (what a restart left pending goes out) and
- * then every `DELIVERY_TICK_MS`, never two at a time: each tick waits for the previous one's
- * attempts. `stop()` ends it (the service's close waits for attempts under way).
+ * Runs `service.admin.webhooks.startDue()` at once (what a restart left pending goes out) and then
+ * every `DELIVERY_TICK_MS`, never two passes at a time; a tick waits for the pass before it, never
+ * for the attempts it started (a receiver that does not answer held every later tick, and so every
+ * other tenant's retries, until its attempts ended). `stop()` ends it (the service's close waits for
+ * attempts under way).
  */
 export function webhookTicker(service: Service, onError: (error: unknown) => void): { stop(): void } {
   let running = false
@@ -14,7 +16,7 @@ export function webhookTicker(service: Service, onError: (error: unknown) => voi
     if (running) return
     running = true
     service.admin.webhooks
-      .deliverDue()
+      .startDue()
       .catch(onError)
       .finally(() => {
         running = false

@@ -22,6 +22,13 @@ export interface WebhookAdmin {
    */
   deliverDue(): Promise<number>
   /**
+   * Starts the attempts of every delivery due now, as `deliverDue` does, but answers once they are
+   * started, without waiting for them: what the CLI runs every second, so a receiver that does not
+   * answer (each attempt up to its 10 s) holds up no later tick, and no other tenant's retries.
+   * Answers how many it started.
+   */
+  startDue(): Promise<number>
+  /**
    * A tenant's deliveries (webhook events and callbacks) in the order its writes made them: what
    * was sent (`body`), where, its state and each attempt's outcome. At most `limit` (default 100)
    * after `after` (an id).
@@ -61,6 +68,7 @@ export function webhookAdmin(deps: {
       return deps.signer.publicKey
     },
     deliverDue: () => dispatcher.deliverDue(),
+    startDue: () => dispatcher.startDue(),
     deliveries: (tenantId, query = {}) =>
       store.listOutbox(tenantId, {
         ...(query.after === undefined ? {} : { after: query.after }),

@@ -108,6 +108,12 @@ export class Dispatcher {
     return started
   }
 
+  /** Runs a pass now (after the one under way) and answers once it started its attempts: see `WebhookAdmin.startDue`. */
+  async startDue(): Promise<number> {
+    while (this.pass) await this.pass.catch(() => 0)
+    return this.runPass()
+  }
+
   /** Resolves when no pass and no attempt of this process is running. */
   async idle(): Promise<void> {
     while (this.pass || this.running.size) {

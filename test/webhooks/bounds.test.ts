@@ -6,6 +6,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { routedEgress } from '../../adapters/egress/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
+import { webhookTicker } from '../../bin/webhook-ticker.js'
 import { createService, manualClock, ServiceError } from '../../entry/index.js'
 
 const SLOW = 'https://slow.example.test'
@@ -151,6 +152,47 @@ describe('webhook bounds', () => {
     // up, it would never come. The timeout bounds only that hang (signing runs on the thread pool,
     // which a busy machine may hold back for many turns of the loop).
     await vi.waitFor(() => expect(fastGot).toEqual(['token.created']), { timeout: 30_000, interval: 5 })
+    release()
+    await service.close()
+  })
+
+  it("the server's ticker starts another tenant's retry while one tenant's receiver hangs (it waits for no attempt)", async () => {
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const fastGot: number[] = []
+    let release: () => void = () => {}
+    const hanging = new Promise<Response>((resolve) => {
+      release = () => resolve(new Response(null, { status: 500 }))
+    })
+    const service = createService({
+      store: memoryStore(),
+      clock,
+      runner: null,
+      egress: [SLOW, FAST],
+      egressClient: routedEgress({
+        [SLOW]: () => hanging,
+        // Its first attempt fails: the delivery is due again 10 s later.
+        [FAST]: async () => {
+          fastGot.push(clock.now().getTime())
+          return new Response(null, { status: fastGot.length === 1 ? 500 : 200 })
+        },
+      }),
+    })
+    const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
+    const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+    for (let i = 0; i < 40; i++) await slow.client.tokens.create({ type: 'token', data: `s${i}` })
+    await fast.client.tokens.create({ type: 'token', data: 'f' })
+    await vi.waitFor(() => expect(fastGot).toHaveLength(1), { timeout: 30_000, interval: 5 })
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    try {
+      const ticker = webhookTicker(service, () => {})
+      clock.advance(10_000)
+      vi.advanceTimersByTime(1_000)
+      // The retry goes out on the next tick, the slow tenant's attempts still hanging.
+      await vi.waitFor(() => expect(fastGot).toHaveLength(2), { timeout: 30_000, interval: 5 })
+      ticker.stop()
+    } finally {
+      vi.useRealTimers()
+    }
     release()
     await service.close()
   })
