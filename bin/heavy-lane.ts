@@ -415,7 +415,12 @@ export class HeavyLane {
     if (!at) return
     this.served++
     const body = a.body === null ? null : Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength)
-    writeOutgoing(at.req, at.res, { status: a.status, headers: a.headers, body })
+    try {
+      writeOutgoing(at.req, at.res, { status: a.status, headers: a.headers, body })
+    } catch {
+      // An answer the socket can't take ends its connection, never the process (a message listener's throw would).
+      at.res.destroy()
+    }
   }
 
   /** The lane's thread ended: what it held is answered 503, and it may be started again. */

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import { type IncomingMessage, type ServerResponse, validateHeaderName, validateHeaderValue } from 'node:http'
 import { nextTurn } from '../../src/kernel/index.js'
 import { type Incoming, type Outgoing, TOO_LARGE, UNREADABLE } from './exchange.js'
 import { exchangeHandlerOf, giveBodyReader, untouchedBody } from './handler.js'
@@ -104,18 +104,51 @@ export function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Ou
   const headers: Record<string, string | number> = out.headers
   if (out.body instanceof ReadableStream) {
     if (!req.complete) headers.connection = 'close'
-    res.writeHead(out.status, headers)
+    writeHead(res, out.status, headers)
     void writeStream(res, out.body)
     return
   }
   if (out.body !== null) headers['content-length'] = Buffer.byteLength(out.body)
   if (!req.complete) headers.connection = 'close'
-  res.writeHead(out.status, headers)
+  writeHead(res, out.status, headers)
   if (out.body !== null && out.body.length > LARGE_ANSWER_BYTES) {
     void writeInTurns(res, typeof out.body === 'string' ? Buffer.from(out.body) : asBuffer(out.body))
     return
   }
   res.end(out.body ?? undefined)
+}
+
+/** Headers Node frames an answer with itself, or refuses beside a length: never taken from an answer. */
+const FRAMING = new Set(['transfer-encoding', 'trailer', 'keep-alive', 'upgrade', 'te'])
+
+/**
+ * `res.writeHead`, and when Node refuses the headers (a name or value HTTP can't carry, a `trailer`
+ * on an answer with a length), again without every header it refuses: what an answer says about its
+ * own framing is Node's to write. A header that came that far is a defect of whoever made it (the
+ * proxy and transforms drop them); the process and the connection must outlive it either way.
+ */
+function writeHead(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number> | string[],
+): ServerResponse {
+  try {
+    return res.writeHead(status, headers)
+  } catch {
+    for (const name of res.getHeaderNames()) res.removeHeader(name)
+    const pairs = Array.isArray(headers) ? headers : Object.entries(headers).flat()
+    const kept: string[] = []
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      const [name, value] = [String(pairs[i]), String(pairs[i + 1])]
+      if (FRAMING.has(name.toLowerCase())) continue
+      try {
+        validateHeaderName(name)
+        validateHeaderValue(name, value)
+        kept.push(name, value)
+      } catch {}
+    }
+    return res.writeHead(status, kept)
+  }
 }
 
 /** `bytes` as a `Buffer` over the same memory: no copy of a large answer. */
@@ -272,7 +305,7 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, given: R
   for (const cookie of response.headers.getSetCookie()) headers.push('set-cookie', cookie)
   if (!req.complete) headers.push('connection', 'close')
   if (response.body === null) {
-    res.writeHead(response.status, headers).end()
+    writeHead(res, response.status, headers).end()
     return
   }
   // A handler of this package made it and nothing read it: its bytes are known.
@@ -280,7 +313,7 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, given: R
   if (known !== undefined) {
     if (!sized && response.status !== 204 && response.status !== 304)
       headers.push('content-length', String(known.byteLength))
-    res.writeHead(response.status, headers).end(known)
+    writeHead(res, response.status, headers).end(known)
     return
   }
   const reader = response.body.getReader()
@@ -291,10 +324,10 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, given: R
     const status = response.status
     if (!sized && status !== 204 && status !== 304)
       headers.push('content-length', String(body?.byteLength ?? 0))
-    res.writeHead(status, headers).end(body)
+    writeHead(res, status, headers).end(body)
     return
   }
-  res.writeHead(response.status, headers)
+  writeHead(res, response.status, headers)
   let chunk: Awaited<ReturnType<typeof reader.read>> = next
   if (!res.write(first.value!)) await drained(res)
   while (!chunk.done && !res.destroyed) {
@@ -324,8 +357,10 @@ export function toNodeListener(handler: (request: Request) => Response | Promise
           .then((response) => writeResponse(req, res, response))
     done.catch((error: unknown) => {
       console.error('tokenvault: the node listener failed', error)
-      if (!res.headersSent) res.writeHead(500).end()
-      else res.destroy()
+      if (res.headersSent) return void res.destroy()
+      // Headers set before the failure (a length among them) would frame the next answer wrong.
+      for (const name of res.getHeaderNames()) res.removeHeader(name)
+      res.writeHead(500, { connection: 'close' }).end()
     })
   }
 }

@@ -145,13 +145,43 @@ const originOf = (url: string): string => {
   }
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length'])
+/**
+ * Headers of one connection or of its framing (RFC 9110 §7.6.1, and `trailer`, `te`, `upgrade`):
+ * never passed on from a destination's answer, whose framing is the vault's own (a `trailer` on an
+ * answer written with its length is refused by Node).
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+])
+
+/** `headers` without the hop-by-hop ones, and without those their `connection` header names. */
+export function endToEnd(
+  headers: Record<string, string>,
+  drop: ReadonlySet<string> = HOP_BY_HOP,
+): Record<string, string> {
+  const named =
+    headers['connection']
+      ?.toLowerCase()
+      .split(',')
+      .map((n) => n.trim()) ?? []
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers))
+    if (!drop.has(name) && !named.includes(name)) out[name] = value
+  return out
+}
 
 /** The destination's answer as the proxy answers it: its status, headers (hop-by-hop dropped) and body. */
 export function answerOf(response: EgressResponse): ProxyAnswer {
-  const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(response.headers))
-    if (!HOP_BY_HOP.has(name)) headers[name] = value
+  const headers = endToEnd(response.headers)
   const bytes = response.bytes ?? new TextEncoder().encode(response.body)
   const text = utf8(bytes)
   return {

@@ -1,7 +1,7 @@
 import type { Ctx } from '../call/index.js'
 import type { EgressResponse, Json, StoredProxy } from '../kernel/index.js'
 import { detokenizedBody } from './bodies.js'
-import { answerOf, destinationUrl, forwardedHeaders, type ProxyAnswer, send } from './forward.js'
+import { answerOf, destinationUrl, endToEnd, forwardedHeaders, type ProxyAnswer, send } from './forward.js'
 import { bodyBytesOf, runTransform, transformBody } from './transforms.js'
 
 /** A call of a pre-configured proxy, its input already checked (see `proxyCallInput`). */
@@ -46,7 +46,8 @@ export async function preconfiguredCall(
     const outcome = await runTransform(ctx, proxy, proxy.request_transform.code, args, headers)
     // A `CustomHttpResponseError`'s headers are end to end too: a `transfer-encoding` beside the
     // vault's own length would frame the answer twice.
-    if (outcome.kind === 'answer') return { ...outcome.answer, headers: endToEnd(outcome.answer.headers) }
+    if (outcome.kind === 'answer')
+      return { ...outcome.answer, headers: endToEnd(outcome.answer.headers, NOT_TRANSFORMED) }
     headers = forwardedHeaders(outcome.value.headers)
     body = bodyBytesOf(outcome.value.body)
     if (body !== null && typeof outcome.value.body !== 'string' && headers['content-type'] === undefined)
@@ -60,7 +61,11 @@ export async function preconfiguredCall(
   return transformedAnswer(ctx, proxy, transform.code, response)
 }
 
-const HOP_BY_HOP = new Set([
+/**
+ * What a transform's answer never carries: the hop-by-hop headers (`endToEnd`), and its encoding,
+ * since its body is the transform's own.
+ */
+const NOT_TRANSFORMED = new Set([
   'connection',
   'keep-alive',
   'transfer-encoding',
@@ -69,14 +74,10 @@ const HOP_BY_HOP = new Set([
   'upgrade',
   'te',
   'trailer',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
 ])
-
-/** `headers` without the hop-by-hop ones: the answer's framing is the vault's own. */
-function endToEnd(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(headers)) if (!HOP_BY_HOP.has(name)) out[name] = value
-  return out
-}
 
 /** The destination's 2xx answer through the response transform: its body and headers, the destination's status. */
 async function transformedAnswer(
@@ -92,8 +93,9 @@ async function transformedAnswer(
     headers: answer.headers,
   }
   const outcome = await runTransform(ctx, proxy, code, args, answer.headers)
-  if (outcome.kind === 'answer') return { ...outcome.answer, headers: endToEnd(outcome.answer.headers) }
-  const headers = endToEnd(outcome.value.headers)
+  if (outcome.kind === 'answer')
+    return { ...outcome.answer, headers: endToEnd(outcome.answer.headers, NOT_TRANSFORMED) }
+  const headers = endToEnd(outcome.value.headers, NOT_TRANSFORMED)
   const out = bodyBytesOf(outcome.value.body)
   if (out !== null && typeof outcome.value.body !== 'string' && headers['content-type'] === undefined)
     headers['content-type'] = 'application/json'
