@@ -1,6 +1,7 @@
 import type { StoredClientKey } from '../../src/kernel/index.js'
 import type { Op, Page, Range } from '../../src/store/index.js'
 import { byKey } from '../../src/store/index.js'
+import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 
@@ -17,7 +18,7 @@ export function applyClientKeyOp(
 export function clientKeyReads(fresh: () => Databases) {
   return {
     getClientKey: async (t: string, id: string) =>
-      (fresh().clientKeys.get(key(t, id)) as StoredClientKey | undefined) ?? null,
+      (read(fresh().clientKeys, t, id) as StoredClientKey | undefined) ?? null,
     listClientKeys: async (t: string, query: Range): Promise<Page<StoredClientKey>> => {
       // A tenant holds a handful of keys (the core bounds them): its range is read and sorted.
       const all = [...fresh().clientKeys.getRange(prefix(t))]

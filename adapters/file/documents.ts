@@ -1,5 +1,6 @@
 import type { StoredDocument, StoredDocumentChunk } from '../../src/kernel/index.js'
 import type { Op } from '../../src/store/index.js'
+import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 
@@ -43,9 +44,9 @@ export function documentReads(fresh: () => Databases) {
       return out
     },
     getDocument: async (t: string, id: string) =>
-      (fresh().documents.get(key(t, id)) as StoredDocument | undefined) ?? null,
+      (read(fresh().documents, t, id) as StoredDocument | undefined) ?? null,
     getDocumentChunk: async (t: string, id: string, index: number) =>
-      (fresh().documentChunks.get(key(t, id, place(index))) as StoredDocumentChunk | undefined) ?? null,
+      (read(fresh().documentChunks, t, id, place(index)) as StoredDocumentChunk | undefined) ?? null,
   }
 }
 

@@ -2,6 +2,7 @@ import type { Database } from 'lmdb'
 import type { OutboxEntry, StoredWebhook } from '../../src/kernel/index.js'
 import type { CountedKind, DueKey, Op, Page, Range } from '../../src/store/index.js'
 import { byKey } from '../../src/store/index.js'
+import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 
@@ -77,14 +78,14 @@ function setEntry(
 /** The reads of this area, over the databases `fresh()` answers (a current snapshot). */
 export function webhookReads(fresh: () => Databases) {
   return {
-    getWebhook: async (t: string, id: string) => (fresh().webhooks.get(key(t, id)) as StoredWebhook) ?? null,
+    getWebhook: async (t: string, id: string) => (read(fresh().webhooks, t, id) as StoredWebhook) ?? null,
     listWebhooks: async (t: string, range: Range): Promise<Page<StoredWebhook>> => {
       const all = valuesUnder<StoredWebhook>(fresh().webhooks, t).sort(
         byKey((w) => `${w.created_at}\u0000${w.id}`),
       )
       return { items: all.slice(range.offset, range.offset + range.limit), total: all.length }
     },
-    getOutbox: async (t: string, id: string) => (fresh().outbox.get(key(t, id)) as OutboxEntry) ?? null,
+    getOutbox: async (t: string, id: string) => (read(fresh().outbox, t, id) as OutboxEntry) ?? null,
     listOutbox: async (t: string, { after, limit }: { after?: string; limit: number }) => {
       if (limit <= 0) return []
       const range = prefix(t)

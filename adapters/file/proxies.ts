@@ -2,6 +2,7 @@ import type { Database } from 'lmdb'
 import type { StoredProxy } from '../../src/kernel/index.js'
 import type { Op, Page, Range } from '../../src/store/index.js'
 import { byKey } from '../../src/store/index.js'
+import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 
@@ -16,7 +17,7 @@ export function applyProxyOp(dbs: Databases, op: Op): boolean {
 /** The proxy reads, over the databases `fresh()` answers (a current snapshot). */
 export function proxyReads(fresh: () => Databases) {
   return {
-    getProxy: async (t: string, id: string) => (fresh().proxies.get(key(t, id)) as StoredProxy) ?? null,
+    getProxy: async (t: string, id: string) => (read(fresh().proxies, t, id) as StoredProxy) ?? null,
     listProxies: async (t: string, query: Range & { ids?: string[] }): Promise<Page<StoredProxy>> => {
       const ids = query.ids?.length ? new Set(query.ids) : null
       // A tenant holds a handful of proxies (the core bounds them): its range is read and sorted.

@@ -1,5 +1,6 @@
 import type { StoredTokenIntent } from '../../src/kernel/index.js'
 import type { Op } from '../../src/store/index.js'
+import { read } from './checks.js'
 import type { Databases } from './env.js'
 import { key, prefix } from './keys.js'
 
@@ -38,7 +39,7 @@ export function applyTokenIntentOp(dbs: Databases, op: Op, reindexTime: Reindex)
 export function tokenIntentReads(fresh: () => Databases) {
   return {
     getTokenIntent: async (t: string, id: string) =>
-      (fresh().tokenIntents.get(key(t, id)) as StoredTokenIntent | undefined) ?? null,
+      (read(fresh().tokenIntents, t, id) as StoredTokenIntent | undefined) ?? null,
     listTokenIntents: async (t: string, query: { after?: string; limit: number }) => {
       if (query.limit <= 0) return []
       const range = prefix(t)

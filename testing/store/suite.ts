@@ -55,6 +55,18 @@ export function storeContract(harness: StoreHarness): void {
     documentsTests(fresh)
     countsTests(fresh, harness.reopen)
 
+    it('answers null, never throws, for a read by an id longer than any key a store keeps (4 100 characters)', async () => {
+      const store = await fresh()
+      const id = 'i'.repeat(4100)
+      expect(await store.getToken(T, id)).toBeNull()
+      expect(await store.getProxy(T, id)).toBeNull()
+      expect(await store.getWebhook(T, id)).toBeNull()
+      expect(await store.getOutbox(T, id)).toBeNull()
+      expect(await store.getTokenIntent(T, id)).toBeNull()
+      expect(await store.getClientKey(T, id)).toBeNull()
+      expect(await store.getDocument(T, id)).toBeNull()
+    })
+
     if (harness.reopen) {
       const reopen = harness.reopen
       it('keeps every acknowledged write across a reopen', async () => {
