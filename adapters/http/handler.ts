@@ -196,8 +196,12 @@ interface Setup {
   cors: ReturnType<typeof corsPolicy> | null
   admission: ReturnType<typeof admitter>
   clientFor: (apiKey: string, id: string | null) => Client
-  /** The OpenAPI document as JSON text by mount prefix, built on the first request for it. */
-  openApi: Map<string, string>
+  /**
+   * The OpenAPI document's JSON bytes by mount prefix, built on the first request for it and answered
+   * as they are: every answer of it writes the same bytes (150 KB), none a copy of its own that an
+   * unread connection would hold.
+   */
+  openApi: Map<string, Uint8Array>
 }
 
 /** The first of `names` the request carries, or null. */
@@ -414,17 +418,18 @@ function failure(s: Setup, error: unknown, method: string, path: string, request
   return internalError()
 }
 
-/** The OpenAPI document of the handler mounted under `mount`, as JSON text (kept per mount). */
-function openApiText(s: Setup, mount: string): string {
+/** The OpenAPI document of the handler mounted under `mount`, as JSON bytes (kept per mount). */
+function openApiBytes(s: Setup, mount: string): Uint8Array {
   let doc = s.openApi.get(mount)
   if (doc === undefined) {
-    doc = JSON.stringify(
+    const text = JSON.stringify(
       openApiDocument({
         basePath: `${mount}${s.basePath}`,
         headerPrefixes: s.prefixes,
         ...(s.options.documentTestControl ? { testControl: true } : {}),
       }),
     )
+    doc = new TextEncoder().encode(text)
     if (s.openApi.size < MOUNTS_KEPT) s.openApi.set(mount, doc)
   }
   return doc
@@ -443,7 +448,7 @@ async function serveMeta(
   if (method === 'GET' || method === 'HEAD') {
     if (path === '/healthz') return json(200, { status: 'ok' })
     if (path === '/openapi.json') {
-      const body = openApiText(s, incoming.mount?.() ?? '')
+      const body = openApiBytes(s, incoming.mount?.() ?? '')
       return { status: 200, headers: { 'content-type': 'application/json' }, body }
     }
     if (path === '/readyz') {

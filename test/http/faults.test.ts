@@ -2,6 +2,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { faultRegistry, withFaults } from '../../adapters/http/faults.js'
+import { exchangeHandlerOf } from '../../adapters/http/handler.js'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { isTestControlPath, testControlHandler } from '../../adapters/http/test-control.js'
 import { createTestVault } from '../../testing/vault.js'
@@ -180,6 +181,25 @@ describe('reset and the journal', () => {
       data: unknown[]
     }
     expect(links.data).toHaveLength(1)
+  })
+})
+
+describe('the OpenAPI document', () => {
+  it('is answered as the same bytes each time: no copy of 150 KB per request for an unread connection to hold', async () => {
+    const vault = await createTestVault()
+    const exchange = exchangeHandlerOf(createHttpHandler(vault.service))!
+    const incoming = {
+      method: 'GET',
+      target: '/openapi.json',
+      header: () => null,
+      readBody: async () => null,
+    }
+    const first = await exchange(incoming)
+    const second = await exchange(incoming)
+    expect(first.body).toBeInstanceOf(Uint8Array)
+    expect((first.body as Uint8Array).byteLength).toBeGreaterThan(100_000)
+    expect(second.body).toBe(first.body)
+    expect(JSON.parse(new TextDecoder().decode(first.body as Uint8Array))).toHaveProperty('paths')
   })
 })
 
