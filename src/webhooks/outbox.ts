@@ -148,14 +148,20 @@ export function webhookEffect(store: Store, maxPending: number): WriteEffectHook
         for (const hook of targets)
           ops.push({ op: 'outbox.put', entry: webhookEntry(event, hook, eventId, body, context.now) })
       }
-      // The sweep's writes (actor `system`: expired tokens deleted) are never refused for the
-      // bound: a tenant at its bound would otherwise keep expired data stored. What they add is
-      // bounded by what the tenant holds, and the tenant's own writes wait until it drains.
-      return { ops, checks: context.actorType === 'system' ? [] : pendingBound(ops, maxPending) }
+      // The sweep's writes (actor `system`: expired tokens deleted, cvcs dropped) may take a tenant
+      // to `SYSTEM_PENDING_FACTOR` times its bound: one at its bound still has its expired data
+      // gone. Past that, a token's write is refused and left for a later sweep, once the tenant's
+      // deliveries drained: with no bound, each sweep added a delivery per webhook for every card
+      // whose cvc ended, however many the tenant held.
+      const bound = context.actorType === 'system' ? SYSTEM_PENDING_FACTOR * maxPending : maxPending
+      return { ops, checks: pendingBound(ops, bound) }
     },
     refused: (check) => pendingRefusal(check, maxPending),
   }
 }
+
+/** How many times its bound of pending deliveries the sweep's writes may take a tenant to. */
+export const SYSTEM_PENDING_FACTOR = 2
 
 /**
  * The guards that keep each tenant of `ops` within `maxPending` pending deliveries: the tenant may

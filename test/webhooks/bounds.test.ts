@@ -108,6 +108,60 @@ describe('webhook bounds', () => {
     ])
   })
 
+  it("the sweep's writes take a tenant to twice its bound of pending deliveries, not past: the rest wait for its deliveries to drain", async () => {
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    let answer = 500
+    const store = memoryStore()
+    const service = createService({
+      store,
+      clock,
+      runner: null,
+      egress: [SLOW],
+      egressClient: routedEgress({ [SLOW]: () => new Response(null, { status: answer }) }),
+      webhookDelivery: 'manual',
+      maxPendingDeliveriesPerTenant: 3,
+    })
+    const tenant = await service.admin.createTenant({ name: 'a' })
+    const key = async (type: 'management' | 'private', permissions: string[]) =>
+      (
+        await service.admin.createApplication({
+          tenantId: tenant.id,
+          name: type,
+          type,
+          permissions: permissions as never,
+        })
+      ).key
+    const management = service.connect(await key('management', ['webhook:create']))
+    for (let i = 0; i < 3; i++)
+      await management.webhooks.create({ name: `h${i}`, url: `${SLOW}/in${i}`, events: ['token.updated'] })
+    const client = service.connect(await key('private', ['token:create', 'token:read']))
+    const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2040, cvc: '123' }
+    const cards = []
+    for (let i = 0; i < 3; i++) cards.push(await client.tokens.create({ type: 'card', data: card }))
+    clock.advance(2 * 3600_000)
+    const pending = async () =>
+      (await service.admin.webhooks.deliveries(tenant.id, { limit: 1000 })).filter(
+        (d) => d.state === 'pending',
+      ).length
+    const withCvc = async () => {
+      let n = 0
+      // Reads hide a cvc past its time at once; the stored card keeps it until the sweep drops it.
+      for (const c of cards) if ((await store.getToken(tenant.id, c.id))?.cvc_expires_at !== undefined) n++
+      return n
+    }
+    // Each cvc dropped adds 3 deliveries: 3, then 6 (twice the bound) land; 9 would pass it.
+    await service.admin.sweep()
+    expect(await pending()).toBe(6)
+    expect(await withCvc()).toBe(1)
+    answer = 200
+    await service.admin.webhooks.deliverDue()
+    expect(await pending()).toBe(0)
+    await service.admin.sweep()
+    expect(await pending()).toBe(3)
+    expect(await withCvc()).toBe(0)
+    await service.close()
+  })
+
   it('a tenant at 3 pending deliveries (maxPendingDeliveriesPerTenant: 3) has its next create refused, nothing written', async () => {
     const clock = manualClock('2030-01-01T00:00:00.000Z')
     const service = createService({
