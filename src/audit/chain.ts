@@ -118,8 +118,12 @@ export class Lanes {
   /** Lanes opened under this writer: in all (their names), and per tenant (its bound). */
   private opened = 0
   private readonly openedBy = new Map<string, number>()
-  /** Entries numbered so far (each id's number: see `writerEntryId`). */
-  private numbered = 0
+  /**
+   * Entries numbered so far under this writer, per tenant (each id's number: see `writerEntryId`).
+   * Per tenant, as token ids are: one count for every tenant let a tenant read from its own
+   * entries' ids how many calls the others made between two of its own.
+   */
+  private readonly numbered = new Map<string, number>()
 
   /**
    * `take`, once the tenant holds fewer lanes than its bound (`MAX_HELD_LANES` by default): at
@@ -141,18 +145,19 @@ export class Lanes {
   take(tenantId: string, count: number): HeldLane {
     const lane = this.free.get(tenantId)?.pop() ?? this.open(tenantId)
     this.held.set(tenantId, (this.held.get(tenantId) ?? 0) + 1)
-    const idFrom = this.numbered
-    this.numbered += count
+    const idFrom = this.numbered.get(tenantId) ?? 0
+    this.numbered.set(tenantId, idFrom + count)
     const held = { tenantId, lane, from: lane.next, count, writer: this.writer, idFrom }
     this.inFlight.add(held)
     return held
   }
 
-  /** The first id `writer`'s writes still in flight may land at, if any: retention cuts before it. */
-  landingFrom(writer: string): string | undefined {
+  /** The first id of `tenantId` that `writer`'s writes still in flight may land at, if any: retention cuts before it. */
+  landingFrom(writer: string, tenantId: string): string | undefined {
     let first: number | undefined
     for (const h of this.inFlight)
-      if (h.writer === writer && (first === undefined || h.idFrom < first)) first = h.idFrom
+      if (h.writer === writer && h.tenantId === tenantId && (first === undefined || h.idFrom < first))
+        first = h.idFrom
     return first === undefined ? undefined : writerEntryId(writer, first)
   }
 
@@ -189,7 +194,7 @@ export class Lanes {
       this.free.clear()
       this.openedBy.clear()
       this.opened = 0
-      this.numbered = 0
+      this.numbered.clear()
     }
     this.openedBy.set(tenantId, (this.openedBy.get(tenantId) ?? 0) + 1)
     return { id: `${this.writer}.${String(this.opened++).padStart(6, '0')}`, next: 0 }

@@ -57,8 +57,8 @@ export function logAdmin(w: Wiring): LogAdmin {
       const before = isoAfter(now, -w.logRetentionMs)
       let removed = 0
       // A cut stops before the writes of this process still in flight (see `RemovalOptions`).
-      const landing = (writer: string) => audit.lanes.landingFrom(writer)
       for (const tenant of await w.store.listTenants()) {
+        const landing = (writer: string) => audit.lanes.landingFrom(writer, tenant.id)
         const old = await removeSteps((left) =>
           removeOldEntries(w.store, audit.mac, tenant.id, before, now, { limit: left, landing }),
         )

@@ -202,6 +202,18 @@ describe('audit log entries', () => {
     ])
   })
 
+  it("numbers a tenant's entry ids on their own: another tenant's calls in between move nothing", async () => {
+    const { raw, client, otherClient, tenant } = await setup()
+    await client.tokens.create({ type: 'token', data: 'a' })
+    for (let i = 0; i < 5; i++) await otherClient.tokens.create({ type: 'token', data: i })
+    await client.tokens.create({ type: 'token', data: 'b' })
+    const numbers = (await entriesOf(raw, tenant.id))
+      .filter((e) => e.entity_type === 'token')
+      .map((e) => Number(e.id.slice(e.id.indexOf(':') + 1)))
+    expect(numbers).toHaveLength(2)
+    expect(numbers[1]! - numbers[0]!).toBe(1)
+  })
+
   it('keeps a path id of up to 200 characters, the longest an id can be, and not one of 201', async () => {
     const { raw, client, tenant } = await setup()
     for (const length of [200, 201]) await expect(client.tokens.get('a'.repeat(length))).rejects.toThrow()

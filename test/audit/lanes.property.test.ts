@@ -66,7 +66,7 @@ async function play(steps: readonly Step[]) {
   let waiting = 0
   let minute = 0
   let names = 0
-  const landing = (writer: string) => lanes.landingFrom(writer)
+  const landing = (writer: string) => lanes.landingFrom(writer, 't1')
   const begin = (size: number) => {
     const begun = minute
     const taken = lanes.acquire('t1', size)

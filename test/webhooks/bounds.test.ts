@@ -136,7 +136,7 @@ describe('webhook bounds', () => {
       await management.webhooks.create({ name: `h${i}`, url: `${SLOW}/in${i}`, events: ['token.updated'] })
     const client = service.connect(await key('private', ['token:create', 'token:read']))
     const card = { number: '4242424242424242', expiration_month: 12, expiration_year: 2040, cvc: '123' }
-    const cards = []
+    const cards: { id: string }[] = []
     for (let i = 0; i < 3; i++) cards.push(await client.tokens.create({ type: 'card', data: card }))
     clock.advance(2 * 3600_000)
     const pending = async () =>
