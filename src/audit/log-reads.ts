@@ -3,7 +3,7 @@ import { requirePermission } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import { cursorFor, positionFromCursor } from '../call/index.js'
 import type { LogEntry } from '../kernel/index.js'
-import { invalid, isoDateTime, pagination, parse } from '../kernel/index.js'
+import { invalid, isoDateTime, nextTurn, pagination, parse } from '../kernel/index.js'
 
 /** A log entry as `GET /logs` answers it: the reference's fields, the request id and the outcome. */
 export type LogView = Pick<
@@ -90,9 +90,11 @@ export function logOperations(ctx: Ctx) {
         ...(q.start_date === undefined ? {} : { from: q.start_date }),
         ...(q.end_date === undefined ? {} : { to: q.end_date }),
       }
-      // Without a cursor, page N walks the N − 1 pages before it (bounded by MAX_LOG_OFFSET).
+      // Without a cursor, page N walks the N − 1 pages before it (bounded by MAX_LOG_OFFSET), 250
+      // entries a turn of the event loop: 10 000 read at once held the file store's process 0.26 s.
       for (let skip = q.start === undefined ? (q.page - 1) * q.size : 0; skip > 0; ) {
-        const limit = Math.min(skip, 1000)
+        if (after) await nextTurn()
+        const limit = Math.min(skip, 250)
         const passed = await ctx.store.listLogs(ctx.principal.tenantId, {
           ...filters,
           limit,

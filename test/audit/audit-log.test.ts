@@ -222,6 +222,38 @@ describe('audit log entries', () => {
   })
 })
 
+/** `run`'s result, and how many turns the event loop made while it ran. */
+async function turnsDuring<T>(run: () => Promise<T>): Promise<{ result: T; turns: number }> {
+  let turns = 0
+  let done = false
+  const tick = () => {
+    if (done) return
+    turns++
+    setImmediate(tick)
+  }
+  setImmediate(tick)
+  const result = await run()
+  done = true
+  return { result, turns }
+}
+
+describe('long reads of the log take turns', () => {
+  it('verification and a deep page let the event loop turn every 250 entries', async () => {
+    const { client, logs, service, tenant } = await setup()
+    for (let i = 0; i < 1200; i += 100)
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) => client.tokens.create({ type: 'token', data: i + j })),
+      )
+    const verified = await turnsDuring(() => service.admin.verifyLogs({ tenantId: tenant.id }))
+    expect(verified.result).toMatchObject({ ok: true })
+    expect(verified.turns).toBeGreaterThanOrEqual(4)
+    // Page 11 of 100 walks the 1 000 entries before it: 4 reads of 250.
+    const deep = await turnsDuring(() => logs.list({ entity_type: 'token', size: 100, page: 11 }))
+    expect(deep.result.data).toHaveLength(100)
+    expect(deep.turns).toBeGreaterThanOrEqual(3)
+  })
+})
+
 describe('GET /logs (client.logs)', () => {
   it('pages newest first by keyset, filters by entity and date, and needs log:read', async () => {
     const { client, logs, clock } = await setup()
