@@ -436,17 +436,26 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   }))
     print(line)
 
+  // One sweep at a time: a sweep longer than the interval is not joined by the next.
+  let sweeping = false
   const sweep = setInterval(() => {
-    service.admin.sweep().then(
-      (counts) => {
-        // Each failed step or record was skipped and the rest swept; say which (ids and error names only).
-        const shown = (counts.failures ?? [])
-          .slice(0, 5)
-          .map((f) => `${f.step}${f.id ? ` ${f.id}` : ''}: ${f.error}`)
-        if (counts.failed) note(`sweep: ${counts.failed} failed and skipped (${shown.join('; ')})`, 'error')
-      },
-      (error: unknown) => note(`sweep failed: ${String(error)}`, 'error'),
-    )
+    if (sweeping) return
+    sweeping = true
+    service.admin
+      .sweep()
+      .then(
+        (counts) => {
+          // Each failed step or record was skipped and the rest swept; say which (ids and error names only).
+          const shown = (counts.failures ?? [])
+            .slice(0, 5)
+            .map((f) => `${f.step}${f.id ? ` ${f.id}` : ''}: ${f.error}`)
+          if (counts.failed) note(`sweep: ${counts.failed} failed and skipped (${shown.join('; ')})`, 'error')
+        },
+        (error: unknown) => note(`sweep failed: ${String(error)}`, 'error'),
+      )
+      .finally(() => {
+        sweeping = false
+      })
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
   // Webhook deliveries and callbacks whose time has come (a restart's pending ones at once, then

@@ -129,6 +129,17 @@ interface WalkState {
   open: Group | null
 }
 
+/** The lanes of two retention marks, each where the further of them says it goes on. */
+function furthest(
+  a: ReadonlyMap<string, number> | null,
+  b: ReadonlyMap<string, number>,
+): ReadonlyMap<string, number> {
+  if (a === null) return b
+  const out = new Map(a)
+  for (const [lane, seq] of b) out.set(lane, Math.max(out.get(lane) ?? 0, seq))
+  return out
+}
+
 /** Ends the group under way: one that ended before its sealing entry closes with no MAC, and fails. */
 function endGroup(s: WalkState, closed: Group[]): void {
   if (s.open) closed.push(s.open)
@@ -164,8 +175,9 @@ function walkPage(s: WalkState, tenantId: string, page: readonly LogEntry[], end
     s.open = given === '' ? group : null
     if (given !== '') closed.push({ ...group, given })
     if (isRetentionMark(e)) {
-      // The writer's first entry: where retention removed its lanes' entries before.
-      s.marked = markedLanes(e) ?? new Map()
+      // The writer's first entries: where retention removed its lanes' entries before. Two sweeps
+      // that ran at once (two processes) each leave one; each lane goes on where the furthest says.
+      s.marked = furthest(s.marked, markedLanes(e) ?? new Map())
       continue
     }
     if (!s.next.has(e.lane)) s.lanes++
@@ -191,7 +203,8 @@ function check(s: WalkState, tenantId: string, e: LogEntry): BrokenLink | null {
   const numbered =
     isWriterNumbered(e.id) && e.id === writerEntryId(writer, Number(e.id.slice(writer.length + 1)))
   if (isRetentionMark(e)) {
-    const first = s.next.size === 0 && s.marked === null && s.open === null
+    // Before any entry of its writer (after another mark, when two sweeps ran at once).
+    const first = s.next.size === 0 && s.open === null
     return numbered && first && markedLanes(e) ? null : { ...at, reason: 'place' }
   }
   if (!numbered && e.id !== entryId(e.lane, e.seq)) return { ...at, reason: 'place' }

@@ -11,6 +11,7 @@ import { chained, Lanes, macText } from '../../src/audit/chain.js'
 import type { EntryDraft } from '../../src/audit/index.js'
 import { removeOldEntries, verifyLogs } from '../../src/audit/index.js'
 import type { LogEntry } from '../../src/kernel/index.js'
+import { delegatingStore } from '../../src/store/delegate.js'
 import type { LogQuery, Store } from '../../src/store/index.js'
 
 const mac = (tenantId: string, values: readonly string[]) =>
@@ -199,6 +200,45 @@ describe('retention by writer', () => {
     expect(kept.map((e) => e.operation)).toEqual(['log.retention', 'read'])
     expect(kept[1]!.created_at).toBe(at(0))
     expect(await verifyLogs(store, mac, 't1')).toMatchObject({ ok: true, entries: 2 })
+  })
+
+  it('holds after two sweeps ran at once and each left its mark (two processes), and the next sweep leaves one', async () => {
+    const inner = memoryStore()
+    // The first sweep's write is held until the second's landed: each read the log before the other wrote.
+    let holdFirst: Promise<void> | undefined
+    let releaseFirst = () => {}
+    let writes = 0
+    const store = delegatingStore(inner, {
+      write: async (batch) => {
+        if (batch.ops.some((op) => op.op === 'log.delete') && writes++ === 0) {
+          holdFirst = new Promise((r) => {
+            releaseFirst = r
+          })
+          await holdFirst
+        }
+        return inner.write(batch)
+      },
+    })
+    const lanes = new Lanes()
+    for (let minute = 0; minute < 4; minute++) await inFlight(inner, lanes, [2, 1], minute)
+    const at = (minute: number) => new Date(Date.UTC(2030, 0, 1, 0, minute)).toISOString()
+    const first = removeOldEntries(store, mac, 't1', at(1), at(9))
+    await new Promise((r) => setImmediate(r))
+    while (holdFirst === undefined) await new Promise((r) => setImmediate(r))
+    await removeOldEntries(store, mac, 't1', at(2), at(9))
+    releaseFirst()
+    await first
+    const marks = (await chain(inner)).filter((e) => e.operation === 'log.retention')
+    expect(marks).toHaveLength(2)
+    expect(await verifyLogs(inner, mac, 't1')).toMatchObject({ ok: true })
+    // Past them, an entry removed below them is a gap all the same.
+    await removeOldEntries(inner, mac, 't1', at(3), at(9))
+    const after = await chain(inner)
+    expect(after.filter((e) => e.operation === 'log.retention')).toHaveLength(1)
+    expect(await verifyLogs(inner, mac, 't1')).toMatchObject({ ok: true })
+    const entry = after.find((e) => e.operation !== 'log.retention')!
+    await inner.write({ ops: [{ op: 'log.delete', tenant_id: 't1', id: entry.id }] })
+    expect(await verifyLogs(inner, mac, 't1')).toMatchObject({ ok: false })
   })
 
   it('refuses a mark anywhere but first among its writer’s entries, even sealed', async () => {
