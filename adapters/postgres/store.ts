@@ -1,4 +1,4 @@
-import type { Pool, QueryConfig } from 'pg'
+import type { Pool } from 'pg'
 import type { Clock, Pacer } from '../../src/kernel/index.js'
 import { assertNever, pacedTurn } from '../../src/kernel/index.js'
 import type { ExpiringKind, RecordKey, Store } from '../../src/store/index.js'
@@ -16,7 +16,7 @@ import { logReads } from './logs.js'
 import { migrate } from './migrations.js'
 import { webhookReads } from './outbox.js'
 import { proxyReads } from './proxies.js'
-import { reads } from './reads.js'
+import { type GatedQuery, gateLineOf, reads } from './reads.js'
 import { type Statements, statements, type Tables, tables } from './statements.js'
 import { fillTokenHeads, TOKEN_HEADS_FILL } from './token-heads.js'
 import { expiredTokenIntentsSql, tokenIntentReads } from './token-intents.js'
@@ -274,12 +274,8 @@ const HOST_PACER: Pacer = {
 
 /** The store's reads by kind, each statement in its tenant's line at the gate. */
 function storeReads(t: Tables, pool: Pool, gate: TenantGate) {
-  /** A read's tenant: its first value (each read names its tenant first; `findKey`, its key hash). */
-  const readTenant = (config: QueryConfig) => {
-    const first = config.values?.[0]
-    return typeof first === 'string' ? first : ''
-  }
-  const query = (config: QueryConfig) => gate.run(readTenant(config), () => pool.query(config))
+  // A statement's `line` goes to pg with it, which reads only the fields it knows.
+  const query = (config: GatedQuery) => gate.run(gateLineOf(config), () => pool.query(config))
   return {
     read: reads(t, query),
     hooks: webhookReads(t, query),

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest'
 import { TenantGate } from '../../adapters/postgres/gate.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
+import { type GatedQuery, gateLineOf, KEY_LOOKUPS_LINE, reads } from '../../adapters/postgres/reads.js'
+import { tables } from '../../adapters/postgres/tables.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 describe('the tenant gate', () => {
@@ -22,6 +24,17 @@ describe('the tenant gate', () => {
     // A0 runs; A's line came first, so A1 has the next turn, then B0.
     expect(order.slice(0, 4)).toEqual(['A0', 'A1', 'B0', 'A2'])
     expect(order.filter((id) => id.startsWith('A'))).toEqual(Array.from({ length: 100 }, (_, n) => `A${n}`))
+  })
+
+  it("looks every key up in one line, whatever its hash: made-up keys take one line's turns, not one line each", async () => {
+    const lines: string[] = []
+    const read = reads(tables('tv'), async (config: GatedQuery) => {
+      lines.push(gateLineOf(config))
+      return { rows: [] } as never
+    })
+    for (const hash of ['h1', 'h2', 'h3']) expect(await read.findKey(hash)).toBeNull()
+    await read.getTenant('tenant-a')
+    expect(lines).toEqual([KEY_LOOKUPS_LINE, KEY_LOOKUPS_LINE, KEY_LOOKUPS_LINE, 'tenant-a'])
   })
 
   it('a call that waits past its time fails as a connection timeout, leaving the line', async () => {
