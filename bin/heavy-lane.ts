@@ -277,7 +277,10 @@ export class HeavyLane {
     const count = () => {
       if (counted) return
       counted = true
-      this.#record(cost, this.#now() - started, probe)
+      // A key refused (401: unknown, revoked, expired) is never timed, and leaves the lane: the lane
+      // reads a body before its key is checked, which the main thread never does for a refused key.
+      if (res.statusCode === 401) this.#refused(cost)
+      else this.#record(cost, this.#now() - started, probe)
       if (isFirst) this.#placed(cost)
     }
     res.once('finish', count).once('close', count)
@@ -344,6 +347,12 @@ export class HeavyLane {
     this.#keys.set(id, cost)
     if (this.#keys.size > MAX_KEYS) this.#keys.delete(this.#keys.keys().next().value!)
     return cost
+  }
+
+  /** A request of the key was refused 401: its times start over, on the main thread. */
+  #refused(cost: KeyCost): void {
+    cost.heavy = false
+    cost.times = []
   }
 
   #record(cost: KeyCost, ms: number, probe: boolean): void {

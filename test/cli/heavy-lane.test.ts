@@ -26,6 +26,8 @@ const config: LaneConfig = {
 /** The lane's thread, stood in for: answers each request `lane` after its `x-ms`, or holds it (`hold`). */
 class FakeLane extends EventEmitter {
   hold = false
+  /** The status it answers with. */
+  status = 200
   readonly held: LaneRequest[] = []
   constructor(private readonly clock: { ms: number }) {
     super()
@@ -36,7 +38,7 @@ class FakeLane extends EventEmitter {
     if (this.hold) return void this.held.push(m)
     this.clock.ms += Number(m.headers['x-ms'] ?? 0)
     const body = new TextEncoder().encode(`lane ${m.body ? new TextDecoder().decode(m.body).length : 0}`)
-    setImmediate(() => this.emit('message', { answer: { id: m.id, status: 200, headers: {}, body } }))
+    setImmediate(() => this.emit('message', { answer: { id: m.id, status: this.status, headers: {}, body } }))
   }
   terminate() {
     this.emit('exit', 1)
@@ -82,6 +84,7 @@ async function routed(commits?: HeavyLaneOptions['commits']) {
       return
     }
     clock.ms += Number(req.headers['x-ms'] ?? 0)
+    if (req.headers['x-status']) res.statusCode = Number(req.headers['x-status'])
     req.on('end', () => res.end('local'))
   }
   const server = createServer(lane.listener(local))
@@ -91,11 +94,12 @@ async function routed(commits?: HeavyLaneOptions['commits']) {
   const call = async (
     key: string | null,
     ms: number,
-    init: { path?: string; body?: string; hold?: true } = {},
+    init: { path?: string; body?: string; hold?: true; status?: number } = {},
   ) => {
     const headers: Record<string, string> = { 'x-ms': String(ms) }
     if (key) headers['bt-api-key'] = key
     if (init.hold) headers['x-hold'] = '1'
+    if (init.status) headers['x-status'] = String(init.status)
     const r = await fetch(`${url}${init.path ?? '/tokens/x'}`, {
       method: init.body === undefined ? 'GET' : 'POST',
       headers,
@@ -213,6 +217,20 @@ describe('heavy lane: which requests go to the lane thread', () => {
     for (const release of held.splice(0)) release(1)
     await Promise.all([...firsts, ...waiting])
     expect(texts.filter((t) => t === 'local')).toHaveLength(256)
+  })
+
+  it('never times a key answered 401: it stays on the main thread, and one refused on the lane comes back', async () => {
+    const { lanes, call, where } = await routed()
+    // A made-up key answered slowly (its connection backed up) is still refused each time.
+    for (let i = 0; i < 3; i++) expect((await call('key_madeup', 100, { status: 401 })).status).toBe(401)
+    expect(await where('key_madeup', 0)).toBe('local')
+    // A heavy key revoked: the lane answers it 401 once, and it is back on the main thread.
+    expect(await where('key_revoked', 100)).toBe('local')
+    expect(await where('key_revoked', 0)).toBe('lane')
+    lanes[0]!.status = 401
+    await call('key_revoked', 0)
+    lanes[0]!.status = 200
+    expect(await where('key_revoked', 0)).toBe('local')
   })
 
   it('the lane gets the body as sent, and another key is answered on the main thread meanwhile', async () => {
