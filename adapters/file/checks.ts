@@ -5,7 +5,7 @@ import type { Check } from '../../src/store/index.js'
 import { termKey } from '../../src/store/index.js'
 import { countKey } from './apply.js'
 import type { Databases } from './env.js'
-import { fits, key, prefix, termPart } from './keys.js'
+import { fits, key, prefix, read, termPart } from './keys.js'
 
 /**
  * Whether two JSON values are equal as stored: object key order aside, and a key whose value is
@@ -29,12 +29,6 @@ export function sameStored(a: unknown, b: unknown): boolean {
   const kb = Object.keys(ob).filter((k) => ob[k] !== undefined)
   if (ka.length !== kb.length) return false
   return ka.every((k) => Object.hasOwn(ob, k) && sameStored(oa[k], ob[k]))
-}
-
-/** The value under `parts`, or undefined (a key too long to store is absent). */
-export function read<T>(db: Database, ...parts: string[]): T | undefined {
-  const k = key(...parts)
-  return fits(k) ? (db.get(k) as T | undefined) : undefined
 }
 
 /** Whether a value is stored under `parts` (nothing decoded). */

@@ -1,9 +1,8 @@
 import type { StoredClientKey } from '../../src/kernel/index.js'
 import type { Op, Page, Range } from '../../src/store/index.js'
 import { byKey } from '../../src/store/index.js'
-import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix } from './keys.js'
+import { key, prefix, read } from './keys.js'
 
 /** Applies a `client_key.*` op in the current write transaction. */
 export function applyClientKeyOp(

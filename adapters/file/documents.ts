@@ -1,8 +1,7 @@
 import type { StoredDocument, StoredDocumentChunk } from '../../src/kernel/index.js'
 import type { Op } from '../../src/store/index.js'
-import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix } from './keys.js'
+import { key, prefix, read } from './keys.js'
 
 /** A chunk's index as a key part that sorts as the number does. */
 const place = (index: number) => String(index).padStart(10, '0')

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import type { Database } from 'lmdb'
 
 /**
  * Binary keys that sort as tuples of strings: each part but the last is its UTF-8 bytes with 0x00
@@ -31,6 +32,12 @@ export function key(...parts: string[]): Buffer {
 
 /** Whether `k` fits in an LMDB key: a longer one can't have been stored. */
 export const fits = (k: Buffer): boolean => k.length > 0 && k.length <= MAX_KEY_BYTES
+
+/** The value under `parts`, or undefined (a key too long to store is absent). */
+export function read<T>(db: Database, ...parts: string[]): T | undefined {
+  const k = key(...parts)
+  return fits(k) ? (db.get(k) as T | undefined) : undefined
+}
 
 /**
  * The range `{ start, end }` (end exclusive) of every key whose leading parts are `parts`: the

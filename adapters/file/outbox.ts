@@ -2,9 +2,8 @@ import type { Database } from 'lmdb'
 import type { OutboxEntry, StoredWebhook } from '../../src/kernel/index.js'
 import type { CountedKind, DueKey, Op, Page, Range } from '../../src/store/index.js'
 import { byKey } from '../../src/store/index.js'
-import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix } from './keys.js'
+import { key, prefix, read } from './keys.js'
 
 /**
  * The file store's webhooks and outbox entries: `webhooks` `[tenant, id]`, `outbox` `[tenant, id]`

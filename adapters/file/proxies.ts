@@ -2,9 +2,8 @@ import type { Database } from 'lmdb'
 import type { StoredProxy } from '../../src/kernel/index.js'
 import type { Op, Page, Range } from '../../src/store/index.js'
 import { byKey } from '../../src/store/index.js'
-import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix } from './keys.js'
+import { key, prefix, read } from './keys.js'
 
 /** Applies a `proxy.*` op in the current write transaction; false for any other op. */
 export function applyProxyOp(dbs: Databases, op: Op): boolean {

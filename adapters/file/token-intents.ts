@@ -1,8 +1,7 @@
 import type { StoredTokenIntent } from '../../src/kernel/index.js'
 import type { Op } from '../../src/store/index.js'
-import { read } from './checks.js'
 import type { Databases } from './env.js'
-import { key, prefix } from './keys.js'
+import { key, prefix, read } from './keys.js'
 
 /** Keeps a record's entry in the `expiring` index (`apply.ts`'s `reindexTime`). */
 type Reindex = (

@@ -1,7 +1,7 @@
 import { CHAR_COST } from './cost.js'
 import { fail } from './failure.js'
 import { liquidDate } from './liquid-text.js'
-import { type Filter, int, nullOr, num, toJson, toText } from './values.js'
+import { type Filter, int, nullOr, num, toText } from './values.js'
 
 /** Liquid's math filters and `date`, and Basis Theory's casts `to_number` and `to_boolean`. */
 
