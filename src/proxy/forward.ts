@@ -150,7 +150,7 @@ const originOf = (url: string): string => {
  * never passed on from a destination's answer, whose framing is the vault's own (a `trailer` on an
  * answer written with its length is refused by Node).
  */
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
   'keep-alive',
   'transfer-encoding',

@@ -1,7 +1,15 @@
 import type { Ctx } from '../call/index.js'
 import type { EgressResponse, Json, StoredProxy } from '../kernel/index.js'
 import { detokenizedBody } from './bodies.js'
-import { answerOf, destinationUrl, endToEnd, forwardedHeaders, type ProxyAnswer, send } from './forward.js'
+import {
+  answerOf,
+  destinationUrl,
+  endToEnd,
+  forwardedHeaders,
+  HOP_BY_HOP,
+  type ProxyAnswer,
+  send,
+} from './forward.js'
 import { bodyBytesOf, runTransform, transformBody } from './transforms.js'
 
 /** A call of a pre-configured proxy, its input already checked (see `proxyCallInput`). */
@@ -65,19 +73,7 @@ export async function preconfiguredCall(
  * What a transform's answer never carries: the hop-by-hop headers (`endToEnd`), and its encoding,
  * since its body is the transform's own.
  */
-const NOT_TRANSFORMED = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'content-length',
-  'content-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-])
+const NOT_TRANSFORMED = new Set([...HOP_BY_HOP, 'content-encoding'])
 
 /** The destination's 2xx answer through the response transform: its body and headers, the destination's status. */
 async function transformedAnswer(

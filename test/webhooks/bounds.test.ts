@@ -32,9 +32,10 @@ async function tenantWithHook(service: ReturnType<typeof createService>, name: s
 
 /**
  * A service with two tenants, each with a webhook: the slow one's receiver hangs until `release()`,
- * the fast one's answers at once and records the event types it got in `fastGot`.
+ * the fast one's answers at once (`fastStatus(n)` for its nth delivery, 200 by default) and records
+ * the event types it got in `fastGot`.
  */
-async function slowAndFast() {
+async function slowAndFast(fastStatus: (n: number) => number = () => 200) {
   const clock = manualClock('2030-01-01T00:00:00.000Z')
   const fastGot: string[] = []
   let release: () => void = () => {}
@@ -50,7 +51,7 @@ async function slowAndFast() {
       [SLOW]: () => hanging,
       [FAST]: async (request) => {
         fastGot.push(JSON.parse(await request.text()).event.type)
-        return new Response(null, { status: 200 })
+        return new Response(null, { status: fastStatus(fastGot.length) })
       },
     }),
   })
@@ -211,28 +212,8 @@ describe('webhook bounds', () => {
   })
 
   it("the server's ticker starts another tenant's retry while one tenant's receiver hangs (it waits for no attempt)", async () => {
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const fastGot: number[] = []
-    let release: () => void = () => {}
-    const hanging = new Promise<Response>((resolve) => {
-      release = () => resolve(new Response(null, { status: 500 }))
-    })
-    const service = createService({
-      store: memoryStore(),
-      clock,
-      runner: null,
-      egress: [SLOW, FAST],
-      egressClient: routedEgress({
-        [SLOW]: () => hanging,
-        // Its first attempt fails: the delivery is due again 10 s later.
-        [FAST]: async () => {
-          fastGot.push(clock.now().getTime())
-          return new Response(null, { status: fastGot.length === 1 ? 500 : 200 })
-        },
-      }),
-    })
-    const slow = await tenantWithHook(service, 'slow', `${SLOW}/in`)
-    const fast = await tenantWithHook(service, 'fast', `${FAST}/in`)
+    // The fast receiver's first attempt fails: its delivery is due again 10 s later.
+    const { clock, fastGot, release, service, slow, fast } = await slowAndFast((n) => (n === 1 ? 500 : 200))
     for (let i = 0; i < 40; i++) await slow.client.tokens.create({ type: 'token', data: `s${i}` })
     await fast.client.tokens.create({ type: 'token', data: 'f' })
     await vi.waitFor(() => expect(fastGot).toHaveLength(1), { timeout: 30_000, interval: 5 })
