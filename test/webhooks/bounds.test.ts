@@ -30,6 +30,18 @@ async function tenantWithHook(service: ReturnType<typeof createService>, name: s
   return { tenant, client: service.connect(writer.key) }
 }
 
+/** The key of a new application of `tenantId`, named after its type. */
+async function appKey(
+  service: ReturnType<typeof createService>,
+  tenantId: string,
+  type: 'management' | 'private',
+  permissions: string[],
+) {
+  return (
+    await service.admin.createApplication({ tenantId, name: type, type, permissions: permissions as never })
+  ).key
+}
+
 /**
  * A service with two tenants, each with a webhook: the slow one's receiver hangs until `release()`,
  * the fast one's answers at once (`fastStatus(n)` for its nth delivery, 200 by default) and records
@@ -73,15 +85,8 @@ describe('webhook bounds', () => {
       maxPendingDeliveriesPerTenant: 3,
     })
     const tenant = await service.admin.createTenant({ name: 'a' })
-    const app = async (type: 'management' | 'private', permissions: string[]) =>
-      (
-        await service.admin.createApplication({
-          tenantId: tenant.id,
-          name: type,
-          type,
-          permissions: permissions as never,
-        })
-      ).key
+    const app = (type: 'management' | 'private', permissions: string[]) =>
+      appKey(service, tenant.id, type, permissions)
     const management = service.connect(await app('management', ['webhook:create']))
     await management.webhooks.create({
       name: 'h',
@@ -123,15 +128,8 @@ describe('webhook bounds', () => {
       maxPendingDeliveriesPerTenant: 3,
     })
     const tenant = await service.admin.createTenant({ name: 'a' })
-    const key = async (type: 'management' | 'private', permissions: string[]) =>
-      (
-        await service.admin.createApplication({
-          tenantId: tenant.id,
-          name: type,
-          type,
-          permissions: permissions as never,
-        })
-      ).key
+    const key = (type: 'management' | 'private', permissions: string[]) =>
+      appKey(service, tenant.id, type, permissions)
     const management = service.connect(await key('management', ['webhook:create']))
     for (let i = 0; i < 3; i++)
       await management.webhooks.create({ name: `h${i}`, url: `${SLOW}/in${i}`, events: ['token.updated'] })
