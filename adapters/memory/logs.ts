@@ -218,6 +218,25 @@ export function list(m: LogMaps, tenantId: string, q: LogQuery): LogEntry[] {
   return out
 }
 
+/**
+ * See `Store.unindexedLog`: each entry, as it is now (one removed since is passed over), in the time
+ * index, its type's and its entity's, under its own time.
+ */
+export function unindexed(m: LogMaps, tenantId: string, entries: readonly LogEntry[]): string | null {
+  const t = m.tenants.get(tenantId)
+  for (const asked of entries) {
+    const e = t && entryIn(t, asked.id)
+    if (t === undefined || e === undefined) continue
+    const key = timeKey(e.created_at, e.id)
+    const type = t?.byType.get(e.entity_type)
+    const keys = e.entity_id === undefined ? undefined : type?.byId.get(e.entity_id)
+    const inEntity =
+      e.entity_id === undefined || (typeof keys === 'string' ? keys === key : keys?.has(key) === true)
+    if (!t.byTime.has(key) || !type?.all.has(key) || !inEntity) return e.id
+  }
+  return null
+}
+
 /** The keys of `index` after `at` (oldest first) or before it (newest first), read lazily. */
 function walk(index: EntityKeys, at: string | undefined, ascending: boolean): Iterable<string> {
   if (typeof index !== 'string') return ascending ? index.from(at) : index.before(at)

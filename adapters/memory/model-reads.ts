@@ -52,6 +52,7 @@ export function mapsReads(use: () => MemoryMaps): StoreReads {
     listOutbox: async (t, q) => read.listOutbox(use(), t, q),
     listDueOutbox: async (q) => read.listDueOutbox(use(), q),
     listLogs: async (t, q) => read.listLogs(use(), t, q),
+    unindexedLog: async (t, entries) => read.unindexedLog(use(), t, entries),
     countRecords: async (t, kind) => read.countRecords(use(), t, kind),
     listExpired: async (query) => read.listExpired(use(), query),
     dump: async () => read.dump(use()),

@@ -429,6 +429,10 @@ export function listLogs(m: MemoryMaps, tenantId: string, query: LogQuery): LogE
   return logs.list(m.logs, tenantId, query)
 }
 
+export function unindexedLog(m: MemoryMaps, tenantId: string, entries: readonly LogEntry[]): string | null {
+  return logs.unindexed(m.logs, tenantId, entries)
+}
+
 export function getIdempotency(m: MemoryMaps, tenantId: string, id: string): IdempotencyRecord | null {
   const r = m.idempotency.get(tenantId, id)
   return r ? copy(r) : null

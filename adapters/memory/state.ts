@@ -241,6 +241,9 @@ export class MemoryState {
   listLogs(...a: Args<typeof read.listLogs>) {
     return read.listLogs(this.maps, ...a)
   }
+  unindexedLog(...a: Args<typeof read.unindexedLog>) {
+    return read.unindexedLog(this.maps, ...a)
+  }
   getIdempotency(...a: Args<typeof read.getIdempotency>) {
     return read.getIdempotency(this.maps, ...a)
   }

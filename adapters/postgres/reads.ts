@@ -55,6 +55,7 @@ export type Reads = Omit<
   | 'listOutbox'
   | 'listDueOutbox'
   | 'listLogs'
+  | 'unindexedLog'
   | 'getClientKey'
   | 'listClientKeys'
   | 'getProxy'

@@ -373,6 +373,7 @@ function openStore(
     listOutbox: (tenantId, q) => guard(() => hooks.listOutbox(tenantId, q)),
     listDueOutbox: (q) => guard(() => hooks.listDueOutbox(q)),
     listLogs: (tenantId, q) => guard(() => logs.listLogs(tenantId, q)),
+    unindexedLog: (tenantId, entries) => guard(() => logs.unindexedLog(tenantId, entries)),
     countRecords: (tenantId, kind) => guard(() => read.countRecords(tenantId, kind)),
     dump: () => guard(() => read.dump()),
     close: () => {

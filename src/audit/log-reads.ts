@@ -118,7 +118,8 @@ export function logOperations(ctx: Ctx) {
           : undefined
       return {
         pagination: { page_number: q.page, page_size: q.size, ...(next === undefined ? {} : { next }) },
-        data: data.map(view),
+        // An entry a store's index filed where it does not belong (edited below the service) is not shown there.
+        data: data.filter((e) => answersTo(e, filters)).map(view),
       }
     },
     /** The entity types the log names. */
@@ -127,6 +128,16 @@ export function logOperations(ctx: Ctx) {
       return LOG_ENTITY_TYPES.map((t) => ({ ...t }))
     },
   }
+}
+
+/** Whether `e` is one the page's filters ask for (its own fields, not where an index filed it). */
+function answersTo(e: LogEntry, f: { entity_type?: string; entity_id?: string; from?: string; to?: string }) {
+  return (
+    (f.entity_type === undefined || e.entity_type === f.entity_type) &&
+    (f.entity_id === undefined || e.entity_id === f.entity_id) &&
+    (f.from === undefined || e.created_at >= f.from) &&
+    (f.to === undefined || e.created_at <= f.to)
+  )
 }
 
 /** A cursor's position back into the entry it follows. */

@@ -22,6 +22,11 @@ export type BrokenReason =
   | 'place'
   /** Entries of the lane before this one are missing (removed, not by retention). */
   | 'gap'
+  /**
+   * The store's indexes miss the entry or file it under another time, type or entity: a filtered
+   * `GET /logs` page would not show it where it belongs (`Store.unindexedLog`).
+   */
+  | 'index'
 
 /** The first broken link found, in chain order. */
 export interface BrokenLink {
@@ -76,7 +81,7 @@ interface Walk {
  * reported at its first entry.
  */
 export async function verifyLogs(
-  store: Pick<Store, 'listLogs'>,
+  store: Pick<Store, 'listLogs' | 'unindexedLog'>,
   mac: AuditMac,
   tenantId: string,
 ): Promise<LogVerification> {
@@ -107,11 +112,24 @@ export async function verifyLogs(
     }
     if (walk.broken)
       return { ok: false, entries: walk.broken.entries, lanes: state.lanes, broken: walk.broken.link }
+    const hidden = await store.unindexedLog(tenantId, page)
+    if (hidden !== null) return indexBreak(state, page, hidden)
     if (end) return { ok: true, entries: state.entries, lanes: state.lanes }
     const last = page[page.length - 1]!
     after = { created_at: last.created_at, id: last.id }
     await nextTurn()
   }
+}
+
+/** The break at `id`, an entry of `page` (the last page walked) the store's indexes do not file as it is. */
+function indexBreak(s: WalkState, page: readonly LogEntry[], id: string): LogVerification {
+  const at = Math.max(
+    0,
+    page.findIndex((e) => e.id === id),
+  )
+  const e = page[at]!
+  const broken: BrokenLink = { id, lane: e.lane, seq: e.seq, reason: 'index' }
+  return { ok: false, entries: s.entries - page.length + at, lanes: s.lanes, broken }
 }
 
 /**

@@ -441,6 +441,16 @@ export interface Store {
    */
   listLogs(tenantId: string, query: LogQuery): Promise<LogEntry[]>
 
+  /**
+   * The id of the first of `entries` (the tenant's, as `listLogs` answered them in chain order) that
+   * a filtered page would not find as it is, else null: an index that misses it, or that files it
+   * under another time, type or entity (LMDB: a key of `logsByTime`, `logsByType` or `logsByEntity`
+   * removed; SQL: a column the indexes read that differs from the entry). `verifyLogs` asks it of
+   * every page: an entry hidden from `GET /logs?entity_id=…` while its MAC still holds is a break.
+   * Costs the entries asked about.
+   */
+  unindexedLog(tenantId: string, entries: readonly LogEntry[]): Promise<string | null>
+
   /** Every record, for tests and tools. */
   dump(): Promise<StoreDump>
 

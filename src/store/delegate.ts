@@ -50,6 +50,7 @@ const STORE_METHODS = {
   listOutbox: true,
   listDueOutbox: true,
   listLogs: true,
+  unindexedLog: true,
   countRecords: true,
   listExpired: true,
   dump: true,

@@ -281,6 +281,26 @@ describe('GET /logs (client.logs)', () => {
     expect((await logs.entityTypes()).map((t) => t.value)).toContain('token')
   })
 
+  it('shows no entry an index filed under another entity or time (a store edited below the service)', async () => {
+    const inner = memoryStore()
+    // An index that files every token entry under any entity and any time asked for.
+    const misfiled = delegatingStore(inner, {
+      listLogs: (tenantId, q) =>
+        inner.listLogs(
+          tenantId,
+          q.order === 'chain' ? q : { order: q.order, limit: q.limit, entity_type: 'token' },
+        ),
+    })
+    const { client, logs } = await setup(misfiled)
+    const t = await client.tokens.create({ type: 'token', data: 'x' })
+    expect((await logs.list({ entity_type: 'token', entity_id: t.id })).data).toHaveLength(1)
+    expect((await logs.list({ entity_type: 'token', entity_id: 'tok_elsewhere' })).data).toEqual([])
+    expect((await logs.list({ entity_type: 'token', end_date: '2029-12-31T00:00:00.000Z' })).data).toEqual([])
+    expect((await logs.list({ entity_type: 'token', start_date: '2030-01-02T00:00:00.000Z' })).data).toEqual(
+      [],
+    )
+  })
+
   it('walks at most 10000 entries by page number: page × size = 10000 passes, one page more is refused', async () => {
     const { logs } = await setup()
     expect((await logs.list({ page: 101, size: 100 })).data).toEqual([])

@@ -7,8 +7,10 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type Database, open as openLmdb } from 'lmdb'
 import { afterAll, describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import { key as fileKey } from '../../adapters/file/keys.js'
 import { postgresStore } from '../../adapters/postgres/index.js'
 import { verificationLine, verifyStoreLogs } from '../../bin/logs.js'
 import { createService, manualClock } from '../../entry/index.js'
@@ -103,6 +105,62 @@ describe('file store: tampering is detected', () => {
   })
 })
 
+describe('file store: an index edited to hide an entry from a filtered page is detected', () => {
+  /** The log of tenant `a` on a file store in a new directory, and its entries in chain order. */
+  async function logDir() {
+    const dir = mkdtempSync(join(tmpdir(), 'tv-audit-'))
+    dirs.push(dir)
+    const [a] = await logged(await fileStore({ path: dir }))
+    const store = await fileStore({ path: dir })
+    const mine = await chain(store, a)
+    await store.close()
+    const verify = async () => (await verifyStoreLogs({ store: `file:${dir}`, masterKey, tenant: a }))[0]!
+    expect((await verify()).result.ok).toBe(true)
+    // The card's entry: a token's create, filed under its token.
+    const target = mine.find((e) => e.entity_type === 'token' && e.entity_id !== undefined)!
+    return { dir, a, target, verify }
+  }
+  /** Edits `dir`'s index database `name` as someone with write access to the files does. */
+  async function editIndex(dir: string, name: string, edit: (db: Database) => Promise<unknown>) {
+    const env = openLmdb({ path: dir, keyEncoding: 'binary', encoding: 'json', maxDbs: 40 })
+    await edit(env.openDB({ name, keyEncoding: 'binary', encoding: 'json' }))
+    await env.close()
+  }
+  const byEntity = (store: Store, a: string, e: LogEntry) =>
+    store.listLogs(a, { order: 'newest', limit: 100, entity_type: e.entity_type, entity_id: e.entity_id! })
+
+  it('a key of logsByEntity, logsByType or logsByTime removed: verification answers BROKEN (index) at that entry', async () => {
+    for (const [name, parts] of [
+      ['logsByEntity', (e: LogEntry) => [e.tenant_id, e.entity_type, e.entity_id!]],
+      ['logsByType', (e: LogEntry) => [e.tenant_id, e.entity_type]],
+      ['logsByTime', (e: LogEntry) => [e.tenant_id]],
+    ] as const) {
+      const { dir, a, target, verify } = await logDir()
+      await editIndex(dir, name, (db) => db.remove(fileKey(...parts(target), target.created_at, target.id)))
+      if (name === 'logsByEntity') {
+        // What the edit buys: the token's page no longer shows its create.
+        const store = await fileStore({ path: dir })
+        expect((await byEntity(store, a, target)).map((e) => e.id)).not.toContain(target.id)
+        await store.close()
+      }
+      const { result } = await verify()
+      expect(result).toMatchObject({ ok: false, broken: { id: target.id, reason: 'index' } })
+    }
+  })
+
+  it('a key that files an entry under another entity shows it on no page of that entity', async () => {
+    const { dir, a, target } = await logDir()
+    const elsewhere = { ...target, entity_id: 'tok_someone_else' }
+    await editIndex(dir, 'logsByEntity', (db) =>
+      db.put(fileKey(a, target.entity_type, elsewhere.entity_id, target.created_at, target.id), 1),
+    )
+    const store = await fileStore({ path: dir })
+    expect(await byEntity(store, a, elsewhere)).toEqual([])
+    expect((await byEntity(store, a, target)).map((e) => e.id)).toContain(target.id)
+    await store.close()
+  })
+})
+
 describePostgres('postgres: tampering is detected', (url) => {
   const pool = testPool(url)
   const schemas: string[] = []
@@ -147,6 +205,29 @@ describePostgres('postgres: tampering is detected', (url) => {
       [x.id, y.id, x.entity_id, y.entity_id],
     )
     expect(await verify()).toMatchObject({ ok: false, broken: { reason: 'mac' } })
+  })
+
+  it('a column the indexes read changed (the entry hidden from its entity’s page): BROKEN (index)', async () => {
+    for (const set of [
+      `entity_id = 'tok_elsewhere'`,
+      `created_at = '2000-01-01T00:00:00.000Z'`,
+      `entity_type = 'reactor'`,
+    ]) {
+      const { schema, a, verify, mine } = await setup()
+      const target = mine.find((e) => e.entity_type === 'token' && e.entity_id !== undefined)!
+      await pool.query(`UPDATE ${schema}.logs SET ${set} WHERE id = $1`, [target.id])
+      const store = await postgresStore({ pool, schema })
+      const page = await store.listLogs(a, {
+        order: 'newest',
+        limit: 100,
+        entity_type: 'token',
+        entity_id: target.entity_id!,
+        to: target.created_at,
+        from: target.created_at,
+      })
+      expect(page.map((e) => e.id)).not.toContain(target.id)
+      expect(await verify()).toMatchObject({ ok: false, broken: { id: target.id, reason: 'index' } })
+    }
   })
 
   it('an entry copied from another tenant', async () => {

@@ -224,6 +224,10 @@ class PrototypeStore implements Store {
     this.#count('listLogs')
     return this.#inner.listLogs(...a)
   }
+  unindexedLog(...a: Parameters<Store['unindexedLog']>) {
+    this.#count('unindexedLog')
+    return this.#inner.unindexedLog(...a)
+  }
   countRecords(...a: Parameters<Store['countRecords']>) {
     this.#count('countRecords')
     return this.#inner.countRecords(...a)
@@ -286,6 +290,7 @@ const CONTRACT_METHODS = [
   'listOutbox',
   'listDueOutbox',
   'listLogs',
+  'unindexedLog',
   'countRecords',
   'listExpired',
   'dump',
@@ -382,6 +387,7 @@ describe('a store written as a class', () => {
       listOutbox: () => store.listOutbox('t', { limit: 10 }),
       listDueOutbox: () => store.listDueOutbox({ before: now, limit: 10 }),
       listLogs: () => store.listLogs('t', { order: 'chain', limit: 10 }),
+      unindexedLog: () => store.unindexedLog('t', []),
       countRecords: () => store.countRecords('t', 'idempotency'),
       listExpired: () => store.listExpired({ kind: 'token', before: now, limit: 10 }),
       dump: () => store.dump(),

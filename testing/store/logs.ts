@@ -67,6 +67,25 @@ export function logsTests(fresh: () => Promise<Store>): void {
     ).toEqual([0])
   })
 
+  it('files every entry it keeps in its indexes as it is (unindexedLog), and passes over one removed since', async () => {
+    const store = await fresh()
+    const entries = [
+      logEntry('w.000000', 0, { entity_id: 'a' }),
+      logEntry('w.000000', 1, { entity_type: 'application' }),
+      logEntry('w.000000', 2, { entity_id: 'a' }),
+    ]
+    await store.write({ ops: entries.map((entry) => ({ op: 'log.put' as const, entry })) })
+    const stored = await store.listLogs(T, { order: 'chain', limit: 10 })
+    expect(stored).toHaveLength(3)
+    expect(await store.unindexedLog(T, stored)).toBeNull()
+    expect(await store.unindexedLog(U, stored)).toBeNull()
+    await store.write({ ops: [{ op: 'log.delete', tenant_id: T, id: entries[1]!.id }] })
+    expect(await store.unindexedLog(T, stored)).toBeNull()
+    // Put again under another entity: filed where it now is.
+    await store.write({ ops: [{ op: 'log.put', entry: { ...entries[2]!, entity_id: 'b', mac: 'n' } }] })
+    expect(await store.unindexedLog(T, stored)).toBeNull()
+  })
+
   it('pages chain order by keyset cursor in id order, whatever the lanes (prefixes of each other, a `:` in one)', async () => {
     const store = await fresh()
     const lanes = ['w.1', 'w.10', 'w.1-', 'w.0', 'w.00', 'w.1:b', 'w.1:', 'v']
