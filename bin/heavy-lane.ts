@@ -63,6 +63,7 @@ export interface LaneAnswer {
   id: number
   status: number
   headers: Record<string, string>
+  cookies?: readonly string[]
   body: Uint8Array | null
 }
 
@@ -425,7 +426,7 @@ export class HeavyLane {
     this.served++
     const body = a.body === null ? null : Buffer.from(a.body.buffer, a.body.byteOffset, a.body.byteLength)
     try {
-      writeOutgoing(at.req, at.res, { status: a.status, headers: a.headers, body })
+      writeOutgoing(at.req, at.res, { ...a, body })
     } catch {
       // An answer the socket can't take ends its connection, never the process (a message listener's throw would).
       at.res.destroy()

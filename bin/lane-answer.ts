@@ -43,7 +43,10 @@ export async function answerOnLane(
 ): Promise<{ answer: LaneAnswer; log?: string }> {
   try {
     const out = await exchange(incomingOf(m))
-    return { answer: { id: m.id, status: out.status, headers: out.headers, body: await bytesOf(out.body) } }
+    const { status, headers, cookies } = out
+    return {
+      answer: { id: m.id, status, headers, ...(cookies ? { cookies } : {}), body: await bytesOf(out.body) },
+    }
   } catch (error) {
     const out = problem(503, 'The request failed in its worker thread; it may be retried.', undefined, {
       'retry-after': '1',

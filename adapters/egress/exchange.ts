@@ -156,7 +156,8 @@ function readAnswer(
     })
     response.on('end', () => {
       const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries(response.headers)) {
+      const { 'set-cookie': setCookie, ...rest } = response.headers
+      for (const [name, value] of Object.entries(rest)) {
         if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
       }
       const bytes = Buffer.concat(chunks)
@@ -164,6 +165,7 @@ function readAnswer(
         status: response.statusCode ?? 0,
         statusText: response.statusMessage ?? '',
         headers,
+        ...(setCookie?.length ? { setCookie } : {}),
         body: bytes.toString('utf8'),
         bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
       })

@@ -57,12 +57,14 @@ async function routeExchange(
     throw new EgressError(`response body is larger than ${limits.maxResponseBytes} bytes`)
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => {
-    headers[name] = value
+    if (name !== 'set-cookie') headers[name] = value
   })
+  const setCookie = response.headers.getSetCookie()
   return {
     status: response.status,
     statusText: response.statusText,
     headers,
+    ...(setCookie.length ? { setCookie } : {}),
     body: new TextDecoder().decode(body),
     bytes: body,
   }

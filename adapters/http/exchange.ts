@@ -35,6 +35,8 @@ export interface Incoming {
 export interface Outgoing {
   status: number
   headers: Record<string, string>
+  /** `Set-Cookie` headers, one each (a proxy's destination's): written after a `set-cookie` of `headers`. */
+  cookies?: readonly string[]
   /** The answer's bytes; a stream (a document's download) is written as it is read, chunk by chunk. */
   body: string | Uint8Array | ReadableStream<Uint8Array> | null
 }

@@ -666,12 +666,13 @@ function fromRequest(request: Request): Incoming {
 
 /** The `Response` of an answer; its bytes kept for a host of this package to write (`untouchedBody`). */
 function toResponse(out: Outgoing): Response {
-  if (out.body === null) return new Response(null, { status: out.status, headers: out.headers })
-  if (out.body instanceof ReadableStream)
-    return new Response(out.body, { status: out.status, headers: out.headers })
+  const headers = new Headers(out.headers)
+  for (const cookie of out.cookies ?? []) headers.append('set-cookie', cookie)
+  if (out.body === null) return new Response(null, { status: out.status, headers })
+  if (out.body instanceof ReadableStream) return new Response(out.body, { status: out.status, headers })
   // Bytes with their length: a host writes them in one piece rather than as a chunked stream.
   const body = typeof out.body === 'string' ? encoder.encode(out.body) : out.body
-  const headers = { ...out.headers, 'content-length': String(body.byteLength) }
+  headers.set('content-length', String(body.byteLength))
   const response = new Response(body, { status: out.status, headers })
   responseBodies.set(response, body)
   return response

@@ -101,7 +101,8 @@ function fromNode(req: IncomingMessage): Incoming {
 }
 
 export function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing): void {
-  const headers: Record<string, string | number> = out.headers
+  const headers: Record<string, string | number | string[]> = out.headers
+  if (out.cookies?.length) headers['set-cookie'] = cookiesOf(out)
   if (out.body instanceof ReadableStream) {
     if (!req.complete) headers.connection = 'close'
     writeHead(res, out.status, headers)
@@ -118,6 +119,12 @@ export function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Ou
   res.end(out.body ?? undefined)
 }
 
+/** The answer's `Set-Cookie` values: a `set-cookie` of its headers, then each of `cookies`. */
+export const cookiesOf = (out: Outgoing): string[] => [
+  ...(out.headers['set-cookie'] === undefined ? [] : [out.headers['set-cookie']]),
+  ...(out.cookies ?? []),
+]
+
 /** Headers Node frames an answer with itself, or refuses beside a length: never taken from an answer. */
 const FRAMING = new Set(['transfer-encoding', 'trailer', 'keep-alive', 'upgrade', 'te'])
 
@@ -130,13 +137,17 @@ const FRAMING = new Set(['transfer-encoding', 'trailer', 'keep-alive', 'upgrade'
 function writeHead(
   res: ServerResponse,
   status: number,
-  headers: Record<string, string | number> | string[],
+  headers: Record<string, string | number | string[]> | string[],
 ): ServerResponse {
   try {
     return res.writeHead(status, headers)
   } catch {
     for (const name of res.getHeaderNames()) res.removeHeader(name)
-    const pairs = Array.isArray(headers) ? headers : Object.entries(headers).flat()
+    const pairs = Array.isArray(headers)
+      ? headers
+      : Object.entries(headers).flatMap(([name, v]) =>
+          Array.isArray(v) ? v.flatMap((one) => [name, one]) : [name, v],
+        )
     const kept: string[] = []
     for (let i = 0; i + 1 < pairs.length; i += 2) {
       const [name, value] = [String(pairs[i]), String(pairs[i + 1])]

@@ -141,6 +141,7 @@ function outgoingOf(answer: ProxyAnswer, prefixes: readonly string[]): Outgoing 
   return {
     status: answer.status,
     headers,
+    ...(answer.set_cookie ? { cookies: answer.set_cookie } : {}),
     body: answer.status === 204 || answer.status === 304 ? null : body,
   }
 }

@@ -14,11 +14,19 @@ export interface EgressRequest {
   body?: string | Uint8Array
 }
 
-/** The answer: status, headers (lower-case names; repeated ones joined by `, `), body as UTF-8 text, final URL. */
+/**
+ * The answer: status, headers (lower-case names; repeated ones joined by `, `, but `set-cookie`),
+ * body as UTF-8 text, final URL.
+ */
 export interface EgressResponse {
   status: number
   statusText: string
   headers: Record<string, string>
+  /**
+   * Each `Set-Cookie` the destination answered, whole and in order (not in `headers`): cookies can't
+   * be joined into one header, since an `Expires` date holds a comma.
+   */
+  setCookie?: string[]
   body: string
   /** The body as received, byte for byte (the proxy answers these; `body` is their UTF-8 text). */
   bytes?: Uint8Array

@@ -17,6 +17,8 @@ export interface ProxyAnswer {
   status: number
   /** The destination's headers, lower-case names, without hop-by-hop ones. */
   headers: Record<string, string>
+  /** Each `Set-Cookie` the destination answered, whole and in order (absent: none). */
+  set_cookie?: string[]
   /** The body: UTF-8 text, or base64 when `body_encoding` is `base64` (bytes that are not UTF-8). */
   body: string
   body_encoding: 'utf8' | 'base64'
@@ -187,6 +189,7 @@ export function answerOf(response: EgressResponse): ProxyAnswer {
   return {
     status: response.status,
     headers,
+    ...(response.setCookie?.length ? { set_cookie: [...response.setCookie] } : {}),
     body: text ?? Buffer.from(bytes).toString('base64'),
     body_encoding: text === null ? 'base64' : 'utf8',
     destination_status: response.status,

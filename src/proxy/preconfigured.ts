@@ -98,6 +98,8 @@ async function transformedAnswer(
   return {
     status: answer.status,
     headers,
+    // The destination's cookies go on as it set them: a transform answers headers of one value each.
+    ...(answer.set_cookie ? { set_cookie: answer.set_cookie } : {}),
     body: out === null ? '' : new TextDecoder().decode(out),
     body_encoding: 'utf8',
     destination_status: answer.destination_status,
