@@ -220,8 +220,7 @@ async function sealedForGuard<T extends object>(
   return seal(given)
 }
 
-/** The tenant as shown to callers: without its wrapped data key. */
+/** The tenant as shown to callers: its id, name and creation time, never its wrapped keys (`data_key`, `keys`). */
 export function publicTenant(tenant: Tenant): Tenant {
-  const { data_key: _key, ...shown } = tenant
-  return shown
+  return { id: tenant.id, name: tenant.name, created_at: tenant.created_at }
 }

@@ -159,10 +159,7 @@ export async function takeSnapshot(store: Store, clock: string): Promise<StateSn
   const records = {
     ...dump,
     // Without their keys: a restore makes new ones under its own master key.
-    tenants: dump.tenants.map((t) => {
-      const { keys: _keys, ...shown } = publicTenant(t)
-      return shown
-    }),
+    tenants: dump.tenants.map(publicTenant),
     tokens,
     reactors,
     proxies,
