@@ -37,21 +37,38 @@ const LARGE_BODY_BYTES = 64 * 1024
 export const MAX_BODY_DEPTH = 128
 
 /**
- * Whether JSON `text` nests arrays and objects deeper than `max`, found by one pass over its
- * characters without recursion: a 100 000-deep array costs a scan, not a stack. Strings are
- * skipped by searching for their closing quote (`indexOf`), so a body that is mostly one long
- * string costs about as little as copying it.
+ * How many values a JSON request body may hold in all (each array element and each object member
+ * counts, at any depth): past it a 400 before it is parsed. A body of 80 000 members, within its
+ * bytes, held the process 200–350 ms in parsing and the walks of its values.
  */
-function nestedDeeperThan(text: string, max: number): boolean {
+export const MAX_BODY_VALUES = 10_000
+
+/**
+ * What is wrong with the shape of JSON `text`, found by one pass over its characters without
+ * recursion: arrays and objects nested deeper than `maxDepth` (a 100 000-deep array costs a scan,
+ * not a stack), or more than `maxValues` elements and members in all. Strings are skipped by
+ * searching for their closing quote (`indexOf`), so a body that is mostly one long string costs
+ * about as little as copying it.
+ */
+function shapeOf(text: string, maxDepth: number, maxValues: number): 'deep' | 'many' | null {
   let depth = 0
+  let values = 0
+  let opened = false
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue
+    // A container's first member (one that is not closed at once); each comma, one more.
+    if ((opened && c !== 0x5d && c !== 0x7d) || c === 0x2c) {
+      if (++values > maxValues) return 'many'
+    }
+    opened = false
     if (c === 0x22) i = closingQuote(text, i + 1)
     else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true
+      if (++depth > maxDepth) return 'deep'
+      opened = true
     } else if (c === 0x5d || c === 0x7d) depth--
   }
-  return false
+  return null
 }
 
 /** The index of the quote that closes a JSON string whose text starts at `from`: the first not escaped. */
@@ -94,8 +111,8 @@ export function declaredBodyBytes(incoming: Incoming, maxBytes: number): number 
  * Reads and parses a JSON request body of at most `maxBytes` bytes. An absent or empty body is
  * `undefined`, whatever the content type. Throws `HttpProblem`: 413 when the body is too large
  * (decided from `Content-Length` before reading, or while reading, which then stops), 415 when a
- * body is not declared as JSON, 400 when it is not valid UTF-8 JSON or nests deeper than
- * `MAX_BODY_DEPTH` levels.
+ * body is not declared as JSON, 400 when it is not valid UTF-8 JSON, nests deeper than
+ * `MAX_BODY_DEPTH` levels or holds more than `MAX_BODY_VALUES` values.
  */
 export async function readJsonBody(incoming: Incoming, maxBytes: number): Promise<unknown> {
   const declared = incoming.header('content-length')
@@ -116,16 +133,19 @@ export async function readJsonBody(incoming: Incoming, maxBytes: number): Promis
   } catch {
     throw new HttpProblem(400, 'The request body is not valid UTF-8.', {}, { body: ['is not valid UTF-8'] })
   }
+  // Its shape first: V8 parsed a 512 000-deep array for 360 ms before it was refused.
+  const shape = shapeOf(text, MAX_BODY_DEPTH, MAX_BODY_VALUES)
+  if (shape !== null) {
+    const message =
+      shape === 'deep'
+        ? `is nested deeper than ${MAX_BODY_DEPTH} levels`
+        : `holds more than ${MAX_BODY_VALUES} values (array elements and object members)`
+    throw new HttpProblem(400, `The request body ${message}.`, {}, { body: [message] })
+  }
   if (large) await nextTurn()
-  let parsed: unknown
   try {
-    parsed = JSON.parse(text)
+    return JSON.parse(text)
   } catch {
     throw new HttpProblem(400, 'The request body is not valid JSON.', {}, { body: ['is not valid JSON'] })
   }
-  if (nestedDeeperThan(text, MAX_BODY_DEPTH)) {
-    const message = `is nested deeper than ${MAX_BODY_DEPTH} levels`
-    throw new HttpProblem(400, `The request body ${message}.`, {}, { body: [message] })
-  }
-  return parsed
 }

@@ -331,6 +331,30 @@ describe('nesting depth', () => {
       400,
     )
     expect(refused.errors).toEqual({ body: ['is nested deeper than 128 levels'] })
+    // Refused before it is parsed: an unclosed deep body is too deep, not invalid JSON.
+    const unclosed = await call('POST', '/detokenize', {
+      key: keys.full,
+      body: '['.repeat(200_000),
+      headers: { 'content-type': 'application/json' },
+    })
+    expect((await problem(unclosed, 400)).errors).toEqual({ body: ['is nested deeper than 128 levels'] })
+  })
+
+  it('pins the values a body holds: 10 000 elements and members are read, 10 001 refused before parsing, whatever the layout', async () => {
+    const { call, keys } = await setup({ runner: null })
+    const send = (body: string) =>
+      call('POST', '/detokenize', { key: keys.full, body, headers: { 'content-type': 'application/json' } })
+    const members = (n: number) =>
+      JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i])))
+    const read = await json<Record<string, number>>(await send(members(10_000)), 200)
+    expect(Object.keys(read)).toHaveLength(10_000)
+    const refusal = { body: ['holds more than 10000 values (array elements and object members)'] }
+    expect((await problem(await send(members(10_001)), 400)).errors).toEqual(refusal)
+    // Nested, spaced, with empty containers and commas inside strings: each value counted once.
+    const spaced = (n: number) =>
+      `{ "a" : [ ${Array.from({ length: n - 3 }, () => '"x,y"').join(' , ')} ] , "b" : [ ] , "c" : { } }`
+    expect(Object.keys(await json<object>(await send(spaced(10_000)), 200))).toEqual(['a', 'b', 'c'])
+    expect((await problem(await send(spaced(10_001)), 400)).errors).toEqual(refusal)
   })
 
   it('pins the input limit in the core: detokenize takes 64 levels, refuses 65', async () => {
