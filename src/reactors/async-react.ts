@@ -143,10 +143,25 @@ export async function runAccepted(ctx: Ctx, entry: OutboxEntry, last: boolean): 
   } catch (error) {
     answer = { ok: false, ...callbackError(error) }
   }
+  return finishedRun(accepted, answer)
+}
+
+/** A run's end as the outbox keeps it; an answer that can't be written as JSON ends it failed, never throws. */
+function finishedRun(
+  accepted: AcceptedReact,
+  answer: { ok: true; result: ReactResult } | ({ ok: false } & CallbackBody),
+): AcceptedRun {
+  let result: string
+  try {
+    result = JSON.stringify(answer)
+  } catch (error) {
+    answer = { ok: false, ...callbackError(error) }
+    result = JSON.stringify(answer)
+  }
   const { ok, ...shown } = answer
   const body = callbackOf(answer.ok ? answer.result : (shown as CallbackBody))
   const callback = accepted.callback_url ? { url: accepted.callback_url, body } : undefined
-  return { done: true, ok, result: JSON.stringify(answer), ...(callback ? { callback } : {}) }
+  return { done: true, ok, result, ...(callback ? { callback } : {}) }
 }
 
 /**

@@ -1,7 +1,14 @@
 import { withoutData } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import type { ElementType, Json, ReactResult, RequestParameterElement, RunOutcome } from '../kernel/index.js'
-import { assertNever, FORBIDDEN_KEYS, ServiceError, type ValidationIssues } from '../kernel/index.js'
+import {
+  assertNever,
+  depthOf,
+  FORBIDDEN_KEYS,
+  MAX_INPUT_DEPTH,
+  ServiceError,
+  type ValidationIssues,
+} from '../kernel/index.js'
 import { creationChecks, fingerprintedNew, planTokenize, writeTokens } from '../tokens/index.js'
 
 /** A JSON object. */
@@ -118,6 +125,9 @@ const failed = (message: string) => new ServiceError('formula_failed', message, 
 export async function reactResult(ctx: Ctx, value: unknown): Promise<ReactResult> {
   if (value === undefined || value === null) return { tokens: {} }
   if (!isObject(value as Json)) throw failed('the reactor formula must answer an object: { raw?, tokenize? }')
+  // An answer 5 000 deep overflowed the stack of the JSON written back (a 500; an asynchronous react never ended).
+  if (depthOf(value, MAX_INPUT_DEPTH + 1) > MAX_INPUT_DEPTH + 1)
+    throw failed(`the reactor formula's answer nests deeper than ${MAX_INPUT_DEPTH} levels`)
   const { raw, tokenize } = value as JsonObject
   if (tokenize === undefined || tokenize === null)
     return raw === undefined ? { tokens: {} } : { raw, tokens: {} }
