@@ -77,7 +77,10 @@ describe('a formula answer nested deep', () => {
     const { asyncReactorRequestId: id } = await client.reactors.reactAsync(reactor.id, {
       args: { levels: 5000 },
     })
+    runs = 0
     await service.admin.webhooks.deliverDue()
+    await service.admin.webhooks.deliverDue()
+    expect(runs).toBe(1)
     await expect(client.reactors.result(reactor.id, id)).rejects.toMatchObject({
       code: 'formula_failed',
       message: "the reactor formula's answer nests deeper than 64 levels",
