@@ -74,10 +74,10 @@ describe('a formula answer nested deep', () => {
 
   it('ends an asynchronous react of 5 000 levels with that failure, once', async () => {
     const { service, reactor, client } = await setup()
+    runs = 0
     const { asyncReactorRequestId: id } = await client.reactors.reactAsync(reactor.id, {
       args: { levels: 5000 },
     })
-    runs = 0
     await service.admin.webhooks.deliverDue()
     await service.admin.webhooks.deliverDue()
     expect(runs).toBe(1)
