@@ -6,6 +6,10 @@ import { HttpProblem } from './problem.js'
 import type { JsonSchema } from './response-schemas.js'
 import type { Route, RouteDoc } from './route-types.js'
 
+/** A form part's name as a refusal shows it: quoted, at most 40 characters; a part may have none. */
+const partName = (name: string | undefined) =>
+  typeof name === 'string' ? `"${name.slice(0, 40)}"` : 'with no name'
+
 /**
  * The most bytes a `POST /documents` body may take: the largest document and 64 KiB for the
  * multipart envelope (boundaries, part headers, the `request` field). Past it: 413, nothing read on.
@@ -61,7 +65,7 @@ export async function parseUpload(body: Uint8Array, contentType: string): Promis
   parser.on('file', (name, stream, info) => {
     if (name !== 'document' || out.document !== undefined) {
       stream.resume()
-      return refuse(bad(`the form holds a file part "${name.slice(0, 40)}"; only one "document" is read`))
+      return refuse(bad(`the form holds a file part ${partName(name)}; only one "document" is read`))
     }
     out.content_type = info.mimeType
     out.document = (async function* () {
@@ -71,7 +75,7 @@ export async function parseUpload(body: Uint8Array, contentType: string): Promis
   })
   parser.on('field', (name, value) => {
     if (name !== 'request' || out.request !== undefined)
-      return refuse(bad(`the form holds a field "${name.slice(0, 40)}"; only one "request" is read`))
+      return refuse(bad(`the form holds a field ${partName(name)}; only one "request" is read`))
     out.request = requestField(value)
   })
   for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const)

@@ -60,16 +60,21 @@ export class Router<R> {
     if (found === null) return other.node ? { kind: 'method', allow: other.node.allow } : { kind: 'none' }
     const route = found.methods!.get(method)!
     for (let i = 0; i < params.length; i++) {
-      const raw = params[i]!
-      if (raw.includes('%')) {
-        try {
-          params[i] = decodeURIComponent(raw)
-        } catch {
-          return { kind: 'bad-encoding' }
-        }
-      }
+      const decoded = decodedSegment(params[i]!)
+      if (decoded === null) return { kind: 'bad-encoding' }
+      params[i] = decoded
     }
     return { kind: 'found', route, params }
+  }
+}
+
+/** A path segment percent-decoded, or null when its encoding is malformed (`%ZZ`, a lone `%`, bytes not UTF-8). */
+export function decodedSegment(raw: string): string | null {
+  if (!raw.includes('%')) return raw
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return null
   }
 }
 

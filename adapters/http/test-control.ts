@@ -10,6 +10,7 @@ import { internalError, problemFor } from './problem.js'
 import { type ProxyControl, proxyControlRoute } from './proxy-control.js'
 import type { RequestLog } from './request-log.js'
 import { markName, requestQuery, requestViews } from './request-view.js'
+import { decodedSegment } from './router.js'
 import { type ControlInsight, insightRoute } from './test-insight.js'
 import { webhookControl } from './webhook-routes.js'
 
@@ -284,7 +285,8 @@ async function requestsRoute(
   }
   const one = /^\/_test\/requests\/([^/]+)$/.exec(path)
   if (one && method === 'GET') {
-    const entry = log.get(decodeURIComponent(one[1]!))
+    const id = decodedSegment(one[1]!)
+    const entry = id === null ? undefined : log.get(id)
     if (!entry) return problem(404, 'Not Found', 'no such request in the log (it may have been evicted)')
     return json(200, (await requestViews(service, [entry]))[0])
   }

@@ -3,6 +3,7 @@ import type { TestService } from '../../src/service/index.js'
 import { createWebhookInput, listWebhooksQuery, updateWebhookInput } from '../../src/webhooks/index.js'
 import type { JsonSchema } from './response-schemas.js'
 import type { Route, RouteDoc } from './route-types.js'
+import { decodedSegment } from './router.js'
 
 /**
  * The webhooks API, as node-sdk 5's `client.webhooks` calls it: `/webhooks` create, list, get,
@@ -130,10 +131,13 @@ export async function webhookControl(
   if (path === '/_test/webhooks/deliver' && method === 'POST')
     return { status: 200, body: { attempted: await hooks.deliverNow(needTenant(given?.tenant)) } }
   const again = /^\/_test\/webhooks\/([^/]+)\/redeliver$/.exec(path)
-  if (again && method === 'POST')
-    return {
-      status: 200,
-      body: await hooks.deliverAgain(needTenant(given?.tenant), decodeURIComponent(again[1]!)),
-    }
+  if (again && method === 'POST') {
+    const id = decodedSegment(again[1]!)
+    if (id === null)
+      throw new ServiceError('validation_failed', 'id: is not valid percent-encoded UTF-8', {
+        issues: { id: ['is not valid percent-encoded UTF-8'] },
+      })
+    return { status: 200, body: await hooks.deliverAgain(needTenant(given?.tenant), id) }
+  }
   return null
 }

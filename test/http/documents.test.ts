@@ -148,6 +148,15 @@ describe('documents over HTTP', () => {
     expect((await upload(two)).status).toBe(400)
     expect((await upload(formOf(new Uint8Array([1]), 'text/plain', 'not json'))).status).toBe(400)
     expect((await upload(formOf(new Uint8Array([1]), 'text/plain', '{"metadata":{"a":1}}'))).status).toBe(400)
+    // Parts with no name (a file's, a field's): a 400 (a file part's threw: a 500).
+    for (const disposition of ['form-data', 'form-data; filename="a.txt"', 'form-data; name*=x']) {
+      const nameless = await fetch(`${url}/documents`, {
+        method: 'POST',
+        headers: { 'BT-API-KEY': key, 'content-type': 'multipart/form-data; boundary=XB' },
+        body: `--XB\r\nContent-Disposition: ${disposition}\r\n\r\nhello\r\n--XB--\r\n`,
+      })
+      expect(nameless.status, disposition).toBe(400)
+    }
     const ok = await upload(formOf(new Uint8Array([1]), 'text/plain', '{"metadata":{"a":"b"}}'))
     expect(ok.status).toBe(201)
     expect(await ok.json()).toMatchObject({ metadata: { a: 'b' }, content_type: 'text/plain' })

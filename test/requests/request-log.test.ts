@@ -247,6 +247,18 @@ describe('the request log of test mode', () => {
       ['control', 400, 'flow'],
     ])
     expect(data[1]!.problem.errors).toHaveProperty('name')
+    // Ids whose percent-encoding is malformed: no such request, a 400 to redeliver (a URIError: a 500).
+    for (const id of ['%ZZ', '%', '%FF', '%ED%A0%80']) {
+      expect((await control(new Request(`http://v/_test/requests/${id}`, { headers: auth }))).status).toBe(
+        404,
+      )
+      const again = new Request(`http://v/_test/webhooks/${id}/redeliver`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ tenant: 't' }),
+      })
+      expect((await control(again)).status).toBe(400)
+    }
     await vault.close()
   })
 })
