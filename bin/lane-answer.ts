@@ -17,6 +17,7 @@ export function incomingOf(m: LaneRequest): Incoming {
     header: (name) => m.headers[name] ?? null,
     headers: () => m.headers,
     mount: () => '',
+    hasBody: () => m.body !== null || m.read !== 'whole',
     readBody: async (maxBytes) => {
       if (m.read === 'too large') return TOO_LARGE
       if (m.read === 'unreadable') return UNREADABLE

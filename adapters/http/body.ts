@@ -100,6 +100,7 @@ function notJson(): HttpProblem {
  * throw from the headers, before anything is read: 413 past `maxBytes`, 415 for a body not declared JSON.
  */
 export function declaredBodyBytes(incoming: Incoming, maxBytes: number): number {
+  if (incoming.hasBody?.() === false) return 0
   const declared = incoming.header('content-length')
   const length = declared === null ? Number.NaN : Number(declared)
   if (length > maxBytes) throw tooLarge(maxBytes)

@@ -25,6 +25,18 @@ export interface Incoming {
    */
   readBody(maxBytes: number): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE>
   /**
+   * False when the request surely carries no body (no `Content-Length` or a zero one, and no
+   * `Transfer-Encoding`; a fetch `Request` whose body is null): admission then counts no bytes for
+   * it. Absent, or true: a body may come, counted at its declared length (`maxBodyBytes` unknown).
+   */
+  hasBody?(): boolean
+  /**
+   * Whether the client is gone (its connection closed; a fetch `Request`'s signal aborted): no
+   * answer can reach it any more. Absent: not known. The proxy sends nothing for a call whose
+   * client went away while it waited for its turn.
+   */
+  gone?(): boolean
+  /**
    * The path prefix a framework stripped before handing the request over (Express's
    * `app.use('/vault', …)`: `/vault`), `''` when none; the OpenAPI document names it as its server.
    */

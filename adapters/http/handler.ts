@@ -653,6 +653,8 @@ function fromRequest(request: Request): Incoming {
     target: request.url,
     header: (name) => headers.get(name),
     headers: () => Object.fromEntries(headers),
+    hasBody: () => request.body !== null,
+    gone: () => request.signal.aborted,
     readBody: (maxBytes) => {
       const direct = requestBodies.get(request)
       if (direct !== undefined && !request.bodyUsed && request.body?.locked === false) {

@@ -91,6 +91,8 @@ function fromNode(req: IncomingMessage): Incoming {
     },
     mount: () => mountOf(req),
     headers: () => nodeHeaders(req),
+    hasBody: () => hasBody(req),
+    gone: () => req.socket?.destroyed === true,
     readBody(maxBytes) {
       if (!hasBody(req)) return Promise.resolve(null)
       const parsed = parsedBody(req)
