@@ -53,17 +53,27 @@ const VAULT_HEADER =
 /** The reference forwards header names of letters, digits, hyphens and underscores only. */
 const HEADER_NAME = /^[A-Za-z0-9_-]+$/
 
-/** The caller's headers a destination receives: lower-case, without the dropped and the vault's own. */
+/**
+ * The caller's headers a destination receives: lower-case, without the dropped, the vault's own,
+ * and those the caller's `connection` header names (hop-by-hop by its say, as on the way back).
+ */
 export function forwardedHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const named = new Set<string>()
+  for (const [raw, value] of Object.entries(headers))
+    if (raw.toLowerCase() === 'connection')
+      for (const n of value.split(',')) named.add(n.trim().toLowerCase())
   const out: Record<string, string> = {}
   for (const [raw, value] of Object.entries(headers)) {
     const name = raw.toLowerCase()
     if (!HEADER_NAME.test(name) || DROPPED.has(name) || name.startsWith('proxy-') || VAULT_HEADER.test(name))
       continue
-    out[name] = value
+    if (!named.has(name)) out[name] = value
   }
   return out
 }
+
+/** An encoded `/` or `\`, or a `..` (`.` or `%2e` each) segment with parameters (`..;x`). */
+const ENCODED_CLIMB = /%2f|%5c|(^|\/)(\.|%2e)(\.|%2e);/i
 
 /**
  * The URL a proxy call goes to: `destination` with `path` appended to its path and `query` to its
@@ -81,6 +91,10 @@ export function destinationUrl(destination: string, path: string, query: string,
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password)
     throw invalid(field, 'must be an http or https URL without credentials')
   if (path !== '' && path !== '/') {
+    // A separator or a dot segment a destination may decode after it normalized the path:
+    // `..%2f`, `..%5c`, `..;/` would climb out of the destination's path there.
+    if (ENCODED_CLIMB.test(path))
+      throw invalid('path', 'must not hold encoded separators (%2F, %5C) or ..; segments')
     const base = url.pathname.replace(/\/+$/, '')
     url.pathname = `${base}/${path.replace(/^\/+/, '')}`
     // `.` and `..` segments (`%2e` too) are resolved by the URL: none may climb out of the destination's path.

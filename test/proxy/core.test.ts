@@ -168,6 +168,39 @@ describe('ephemeral proxy: the path', () => {
     await client.proxy.invoke({ ...call, path: '/a/../b' })
     expect(vault.proxy.received().map((r) => new URL(r.url).pathname)).toEqual(['/v1/charges/b'])
   })
+
+  it('refuses separators a destination may decode after it normalized the path: %2F, %5C, ..; segments', async () => {
+    const { client } = await withCard()
+    const call = { method: 'GET', url: `${STRIPE}/v1/charges` }
+    for (const path of [
+      '/..%2fadmin',
+      '/..%2Fadmin',
+      '/..%5cadmin',
+      '/a%2fb',
+      '/..;/admin',
+      '/%2e%2E;x/admin',
+    ]) {
+      const error = await failure(client.proxy.invoke({ ...call, path }))
+      expect(error.code, path).toBe('validation_failed')
+      expect(Object.keys(error.issues ?? {})).toEqual(['path'])
+    }
+    expect(vault.proxy.received()).toEqual([])
+    // A `;` elsewhere, and `%2e` or `%20` in a name, pass.
+    await client.proxy.invoke({ ...call, path: '/a;b/c%2ed%20e' })
+    expect(vault.proxy.received()).toHaveLength(1)
+  })
+
+  it("does not forward the headers the caller's Connection header names", async () => {
+    const { client } = await withCard()
+    await client.proxy.invoke({
+      method: 'GET',
+      url: `${STRIPE}/v1`,
+      headers: { connection: 'Upgrade, X-Keep', 'x-keep': '1', 'x-other': '2' },
+    })
+    const [received] = vault.proxy.received()
+    expect(received!.headers).not.toHaveProperty('x-keep')
+    expect(received!.headers).toHaveProperty('x-other', '2')
+  })
 })
 
 describe('pre-configured proxies: the application they act as', () => {
