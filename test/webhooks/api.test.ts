@@ -107,6 +107,16 @@ describe('webhooks API (client)', () => {
     expect(unknown.code).toBe('validation_failed')
     expect((await refusal(() => hooks.create(body({ events: [] })))).code).toBe('validation_failed')
     expect((await hooks.list()).data).toEqual([])
+    // Spaces and control characters, on create and on update (a CR LF was stored as given).
+    const made = await hooks.create(body())
+    const base = body().url as string
+    for (const url of [`${base}\r\nInjected: 1`, `${base}\t`, `${base} x`, `${base}\u007f`]) {
+      const error = await refusal(() => hooks.create(body({ url })))
+      expect(error.issues).toEqual({ url: ['must not hold spaces or control characters'] })
+      const again = await refusal(() => hooks.update(made.id, body({ url })))
+      expect(Object.keys(again.issues ?? {})).toEqual(['url'])
+    }
+    expect((await hooks.get(made.id)).url).toBe(base)
     await v.close()
   })
 
