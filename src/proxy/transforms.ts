@@ -66,17 +66,28 @@ export function bodyBytesOf(body: Json | undefined): Uint8Array | null {
 }
 
 /**
+ * The bytes of headers a transform may answer, in all (each name, value and `: ` and CR LF): what
+ * Node takes of a destination's answer (`maxHeaderSize`). A transform answered 2 800 headers, 300 KB.
+ */
+export const TRANSFORM_HEADER_BYTES = 16 * 1024
+
+/**
  * Header values as strings; names that are not header names, and values HTTP can't carry (a line
  * break, NUL, a character past Latin-1: what a transform copied from a caller's body, say), dropped.
+ * More than `TRANSFORM_HEADER_BYTES` in all is the transform's failure.
  */
 function headersOf(value: unknown, fallback: Record<string, string>): Record<string, string> {
   if (value === undefined || value === null) return fallback
   if (!isObject(value)) throw thrownShape('headers must be an object')
   const out: Record<string, string> = {}
+  let bytes = 0
   for (const [name, v] of Object.entries(value)) {
     if (!/^[A-Za-z0-9_!#$%&'*+.^`|~-]+$/.test(name) || v === undefined || v === null) continue
     const text = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v)
     if (/[^\t\x20-\x7e\x80-\xff]/.test(text)) continue
+    bytes += name.length + text.length + 4
+    if (bytes > TRANSFORM_HEADER_BYTES)
+      throw thrownShape(`headers must be at most ${TRANSFORM_HEADER_BYTES} bytes in all`)
     out[name.toLowerCase()] = text
   }
   return out

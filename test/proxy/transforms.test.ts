@@ -142,6 +142,30 @@ describe('response transforms', () => {
   )
 })
 
+describe('the headers a transform answers', () => {
+  it(
+    'may hold 16 384 bytes in all; one more is the transform’s failure (500 naming it)',
+    async () => {
+      // One header `x-fill` whose name, value, `: ` and CR LF come to `total` bytes.
+      const proxy = await proxyWith({
+        response_transform: code(
+          "return { body: 'ok', headers: { 'x-fill': 'a'.repeat(Number(req.args.body.headers['x-total']) - 10) } }",
+        ),
+      })
+      const call = (total: number) =>
+        vault
+          .client()
+          .proxy.invoke({ method: 'GET', proxy_key: proxy.key, headers: { 'x-total': String(total) } })
+      const answered = await call(16_384)
+      expect(answered.headers['x-fill']).toHaveLength(16_374)
+      const error = await failure(call(16_385))
+      expect(error.code).toBe('formula_failed')
+      expect(error.message).toContain('at most 16384 bytes')
+    },
+    SLOW,
+  )
+})
+
 describe('transform errors answer as the reference does, and nothing is sent', () => {
   it(
     'a formulas SDK error keeps its status and errors; any other throw is 500; code that cannot load is 422; a hung one is stopped',
