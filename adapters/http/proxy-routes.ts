@@ -150,6 +150,10 @@ const tooLarge = (maxBytes: number) =>
 /** The destination's answer as the exchange's: its status, headers and body bytes. */
 function outgoingOf(answer: ProxyAnswer, prefixes: readonly string[]): Outgoing {
   const headers: Record<string, string> = { ...answer.headers }
+  // A destination's page never runs as the vault's origin (where the console keeps its token): a
+  // browser opening it gives it an origin of its own. Policies add up: the destination's still hold.
+  const policy = headers['content-security-policy']
+  headers['content-security-policy'] = policy ? `${policy}, sandbox` : 'sandbox'
   for (const prefix of prefixes)
     headers[`${prefix.toLowerCase()}-proxy-destination-status`] = String(answer.destination_status)
   const body =

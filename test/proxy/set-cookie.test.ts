@@ -2,6 +2,8 @@
  * A destination's `Set-Cookie` headers reach the caller one by one, as it set them: joined into one
  * header with `, ` (as other repeated headers are) they were unreadable, since an `Expires` date
  * holds a comma. Through the node listener, the fetch handler, a response transform and in process.
+ * Over HTTP the answer's content security policy also says `sandbox`, beside the destination's: a
+ * page a destination answers never runs as the vault's origin.
  */
 import { once } from 'node:events'
 import { createServer, get, type Server } from 'node:http'
@@ -27,7 +29,12 @@ beforeAll(async () => {
   destination = createServer((req, res) => {
     req.resume()
     req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': COOKIES, 'x-many': ['1', '2'] })
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'set-cookie': COOKIES,
+        'x-many': ['1', '2'],
+        'content-security-policy': "default-src 'none'",
+      })
       res.end('{"ok":true}')
     })
   })
@@ -66,21 +73,33 @@ afterAll(async () => {
 
 /** A GET of `path` on the vault's node server: its status and headers as node reads them. */
 function viaNode(path: string, headers: Record<string, string>) {
-  return new Promise<{ status: number; cookies: string[] | undefined; many: unknown }>((resolve, reject) => {
-    get(`${base}${path}`, { headers }, (res) => {
-      res.resume()
-      res.on('end', () =>
-        resolve({ status: res.statusCode!, cookies: res.headers['set-cookie'], many: res.headers['x-many'] }),
-      )
-    }).on('error', reject)
-  })
+  return new Promise<{ status: number; cookies: string[] | undefined; many: unknown; policy: unknown }>(
+    (resolve, reject) => {
+      get(`${base}${path}`, { headers }, (res) => {
+        res.resume()
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            cookies: res.headers['set-cookie'],
+            many: res.headers['x-many'],
+            policy: res.headers['content-security-policy'],
+          }),
+        )
+      }).on('error', reject)
+    },
+  )
 }
 
 describe('proxy: Set-Cookie', () => {
   it('answers each of the destination’s cookies as a header of its own (node listener and fetch handler)', async () => {
     const headers = { 'BT-API-KEY': key, 'BT-PROXY-URL': origin }
     const node = await viaNode('/proxy/x', headers)
-    expect(node).toEqual({ status: 200, cookies: COOKIES, many: '1, 2' })
+    expect(node).toEqual({
+      status: 200,
+      cookies: COOKIES,
+      many: '1, 2',
+      policy: "default-src 'none', sandbox",
+    })
     const response = await handler(new Request(`${base}/proxy/x`, { headers }))
     expect(response.status).toBe(200)
     expect(response.headers.getSetCookie()).toEqual(COOKIES)
