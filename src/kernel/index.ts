@@ -57,6 +57,7 @@ export {
   pagination,
   sealedJson,
   stringList,
+  withoutForbiddenKeys,
 } from './schemas.js'
 export { TenantLru } from './tenant-lru.js'
 export type { TokenFields } from './token-record.js'

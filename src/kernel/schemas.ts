@@ -63,6 +63,13 @@ export function hasNoForbiddenKeys(value: unknown): boolean {
   return !Object.keys(value).some((key) => FORBIDDEN_KEYS.has(key))
 }
 
+/**
+ * The first step of a client-named map's schema: a 400 for a prototype key (`__proto__`,
+ * `constructor`, `prototype`) among its own, which `v.record` would drop without a word.
+ */
+export const withoutForbiddenKeys = <T>() =>
+  v.custom<T>(hasNoForbiddenKeys, 'must not use __proto__, constructor or prototype as a key')
+
 /** A key of a client-named map: non-empty, at most `max` characters, never a prototype key. */
 export const mapKey = (max: number) =>
   v.pipe(

@@ -3,7 +3,15 @@ import { requirePermission } from '../applications/index.js'
 import type { Ctx, Paginated } from '../call/index.js'
 import { paginated, rangeOf } from '../call/index.js'
 import type { StoredProxy } from '../kernel/index.js'
-import { invalid, newId, notFound, pagination, parse, stringList } from '../kernel/index.js'
+import {
+  invalid,
+  newId,
+  notFound,
+  pagination,
+  parse,
+  stringList,
+  withoutForbiddenKeys,
+} from '../kernel/index.js'
 
 /** How many pre-configured proxies one tenant may hold. */
 export const MAX_PROXIES_PER_TENANT = 100
@@ -30,6 +38,7 @@ const transform = v.nullish(
 )
 const configuration = v.nullish(
   v.pipe(
+    withoutForbiddenKeys<Record<string, string>>(),
     v.record(v.pipe(v.string(), v.regex(/^[\w-]+$/, 'names letters, digits, _ and -')), v.string()),
     v.check((c) => Object.keys(c).length <= 25, 'must hold at most 25 entries'),
   ),

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { json, mapKey, pagination, stringList } from '../kernel/index.js'
+import { json, mapKey, pagination, stringList, withoutForbiddenKeys } from '../kernel/index.js'
 import { MAX_CODE_LENGTH } from './formula-schemas.js'
 
 const name = v.pipe(
@@ -32,6 +32,7 @@ const setting = v.union(
  * are cast to the formula's declared types after parsing ("5" → 5), and kept as given for inline code.
  */
 const configuration = v.pipe(
+  withoutForbiddenKeys<Record<string, string | number | boolean>>(),
   v.record(mapKey(100), setting),
   v.check((c) => Object.keys(c).length <= 100, 'must hold at most 100 settings'),
 )
@@ -143,7 +144,14 @@ export const patchReactorInput = v.pipe(
     formula: v.optional(ref),
     code: v.optional(code),
     application: v.optional(v.nullable(ref)),
-    configuration: v.optional(v.nullable(v.record(mapKey(100), v.nullable(setting)))),
+    configuration: v.optional(
+      v.nullable(
+        v.pipe(
+          withoutForbiddenKeys<Record<string, string | number | boolean | null>>(),
+          v.record(mapKey(100), v.nullable(setting)),
+        ),
+      ),
+    ),
   }),
   sameFormula(),
   notBoth(),
