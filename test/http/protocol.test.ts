@@ -134,6 +134,14 @@ describe('request bodies', () => {
     })
     expect(untyped.headers.get('content-type')).toBeNull()
     await problem(await handler(untyped), 415)
+    // Declared encoded: a 415 (it was parsed as plain text); `identity` is no encoding.
+    for (const encoding of ['gzip', 'deflate', 'br', 'x-anything']) {
+      const headers = { 'content-type': 'application/json', 'content-encoding': encoding }
+      const refused = await problem(await call('POST', '/tokens', { key: keys.full, body, headers }), 415)
+      expect(refused.detail).toContain('Content-Encoding')
+    }
+    const identity = { 'content-type': 'application/json', 'content-encoding': 'identity' }
+    await json(await call('POST', '/tokens', { key: keys.full, body, headers: identity }), 201)
   })
 
   it('treats a body-less POST with any content type, and an empty body, as no body', async () => {
