@@ -133,7 +133,24 @@ function send(
   return (https ? httpsRequest : httpRequest)(options, onResponse)
 }
 
-/** Reads a response whole, at most `limits.maxResponseBytes` of body. */
+/** A response's status and headers (repeated ones joined by `, `, each `Set-Cookie` apart). */
+function headOf(
+  response: IncomingMessage,
+): Pick<EgressAnswer, 'status' | 'statusText' | 'headers' | 'setCookie'> {
+  const headers: Record<string, string> = {}
+  const { 'set-cookie': setCookie, ...rest } = response.headers
+  for (const [name, value] of Object.entries(rest)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
+  }
+  return {
+    status: response.statusCode ?? 0,
+    statusText: response.statusMessage ?? '',
+    headers,
+    ...(setCookie?.length ? { setCookie } : {}),
+  }
+}
+
+/** Reads a response whole, at most `limits.maxResponseBytes` of body (none when `statusOnly`). */
 function readAnswer(
   url: URL,
   response: IncomingMessage,
@@ -141,9 +158,14 @@ function readAnswer(
   signal: AbortSignal,
 ): Promise<EgressAnswer> {
   return new Promise((resolve, reject) => {
-    const tooLarge = () => {
+    if (limits.statusOnly) {
       response.destroy()
+      return resolve({ ...headOf(response), body: '', bytes: new Uint8Array(0) })
+    }
+    // Refused first: the destroy fails the response at once, which would say it was cut off.
+    const tooLarge = () => {
       reject(new EgressError(`response body is larger than ${limits.maxResponseBytes} bytes`))
+      response.destroy()
     }
     const declared = Number(response.headers['content-length'])
     if (Number.isFinite(declared) && declared > limits.maxResponseBytes) return tooLarge()
@@ -155,17 +177,9 @@ function readAnswer(
       chunks.push(chunk)
     })
     response.on('end', () => {
-      const headers: Record<string, string> = {}
-      const { 'set-cookie': setCookie, ...rest } = response.headers
-      for (const [name, value] of Object.entries(rest)) {
-        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value
-      }
       const bytes = Buffer.concat(chunks)
       resolve({
-        status: response.statusCode ?? 0,
-        statusText: response.statusMessage ?? '',
-        headers,
-        ...(setCookie?.length ? { setCookie } : {}),
+        ...headOf(response),
         body: bytes.toString('utf8'),
         bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
       })

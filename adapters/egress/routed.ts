@@ -52,7 +52,10 @@ async function routeExchange(
     if (signal.aborted) throw abortReason(signal)
     throw error instanceof EgressError ? error : new EgressError(`${url.origin}: connection failed (handler)`)
   }
-  const body = new Uint8Array(await Promise.race([response.arrayBuffer(), aborted]))
+  if (limits.statusOnly) await response.body?.cancel()
+  const body = limits.statusOnly
+    ? new Uint8Array(0)
+    : new Uint8Array(await Promise.race([response.arrayBuffer(), aborted]))
   if (body.byteLength > limits.maxResponseBytes)
     throw new EgressError(`response body is larger than ${limits.maxResponseBytes} bytes`)
   const headers: Record<string, string> = {}

@@ -42,6 +42,11 @@ export interface EgressLimits {
   maxRequestBytes: number
   /** Largest response body, in bytes. */
   maxResponseBytes: number
+  /**
+   * Only the status and headers are wanted (a webhook's receiver): the body is not read, whatever
+   * its size; the answer's `body` is empty. A 2xx with a body past `maxResponseBytes` was a failure.
+   */
+  statusOnly?: boolean
   /** Aborts the request. */
   signal?: AbortSignal
   /** Whether redirects to listed origins are followed (formula `fetch`), or answered as they are (the proxy). @default true */

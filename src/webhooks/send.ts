@@ -54,7 +54,12 @@ export async function sendEntry(
     const response = await deps.egress(
       deps.origins(),
       { url: entry.url, method: 'POST', headers, body },
-      { timeoutMs, maxRequestBytes: 2 * EGRESS_MAX_BODY_BYTES, maxResponseBytes: MAX_ANSWER_BYTES },
+      {
+        timeoutMs,
+        maxRequestBytes: 2 * EGRESS_MAX_BODY_BYTES,
+        maxResponseBytes: MAX_ANSWER_BYTES,
+        statusOnly: true,
+      },
     )
     const ok = response.status >= 200 && response.status < 300
     return { at, ok, status: response.status }
