@@ -36,6 +36,8 @@ export interface Incoming {
    * client went away while it waited for its turn.
    */
   gone?(): boolean
+  /** Aborts once the client is gone (see `gone`): what its call sends out is aborted with it. Absent: never. */
+  signal?(): AbortSignal
   /**
    * The path prefix a framework stripped before handing the request over (Express's
    * `app.use('/vault', …)`: `/vault`), `''` when none; the OpenAPI document names it as its server.

@@ -267,10 +267,11 @@ function proxyOf(s: Setup) {
     },
     admittedUnder: (tenantId, bytes, run) => inLane(s, s.admission.admitUnder(tenantId, bytes), bytes, run),
     // The kept client of the key, viewed with the request's id, as every other route's call.
-    clientFor: (apiKey, idempotencyKey, requestId) => {
+    clientFor: (apiKey, idempotencyKey, requestId, signal) => {
       const keyHash = apiKey.length === 0 || apiKey.length > MAX_KEY_LENGTH ? null : sha256(apiKey)
       const options: CallOptions = { requestId }
       if (idempotencyKey !== null) options.idempotencyKey = idempotencyKey
+      if (signal !== undefined) options.signal = signal
       return s.clientFor(apiKey, keyHash).withCall(options)
     },
   })
@@ -655,6 +656,7 @@ function fromRequest(request: Request): Incoming {
     headers: () => Object.fromEntries(headers),
     hasBody: () => request.body !== null,
     gone: () => request.signal.aborted,
+    signal: () => request.signal,
     readBody: (maxBytes) => {
       const direct = requestBodies.get(request)
       if (direct !== undefined && !request.bodyUsed && request.body?.locked === false) {

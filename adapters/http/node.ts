@@ -80,9 +80,24 @@ export function nodeHeaders(req: IncomingMessage): Record<string, string> {
   return out
 }
 
+/**
+ * A signal that aborts when `res`'s connection closes before `res` is finished: the client is gone.
+ * Its listener goes once the answer is written, so a kept connection gathers none.
+ */
+function goneSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  const onClose = () => {
+    if (!res.writableFinished) controller.abort()
+  }
+  res.once('close', onClose)
+  return controller.signal
+}
+
 /** The exchange view of a node request: no WHATWG objects, no copies of the body. */
-function fromNode(req: IncomingMessage): Incoming {
+function fromNode(req: IncomingMessage, res?: ServerResponse): Incoming {
+  let signal: AbortSignal | undefined
   return {
+    ...(res ? { signal: () => (signal ??= goneSignal(res)) } : {}),
     method: req.method ?? 'GET',
     target: req.url ?? '/',
     header(name) {
@@ -364,7 +379,7 @@ export function toNodeListener(handler: (request: Request) => Response | Promise
   const exchange = exchangeHandlerOf(handler)
   return (req, res) => {
     const done = exchange
-      ? exchange(fromNode(req)).then((out) => writeOutgoing(req, res, out))
+      ? exchange(fromNode(req, res)).then((out) => writeOutgoing(req, res, out))
       : Promise.resolve()
           .then(() => handler(toRequest(req)))
           .then((response) => writeResponse(req, res, response))

@@ -29,7 +29,12 @@ export interface ProxyRouteDeps {
    * The kept client of `apiKey`, viewed with this request's id (the audit entries' `request_id`)
    * and its idempotency key when given.
    */
-  clientFor(apiKey: string, idempotencyKey: string | null, requestId: string): Client
+  clientFor(
+    apiKey: string,
+    idempotencyKey: string | null,
+    requestId: string,
+    signal: AbortSignal | undefined,
+  ): Client
 }
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
@@ -97,14 +102,16 @@ export function proxyRoute(deps: ProxyRouteDeps) {
         }
         return await deps.admittedUnder(tenant, bytes, async () => {
           leftBeforeItsTurn(incoming)
-          return outgoingOf(await deps.service.proxy.invoke(await callOf(), { requestId }), prefixes)
+          const signal = incoming.signal?.()
+          const options = signal ? { requestId, signal } : { requestId }
+          return outgoingOf(await deps.service.proxy.invoke(await callOf(), options), prefixes)
         })
       }
       return await deps.admitted(apiKey, bytes, async () => {
         leftBeforeItsTurn(incoming)
         const idempotencyKey =
           method === 'GET' || method === 'DELETE' ? null : deps.first(incoming, idempotencyHeader)
-        const client = deps.clientFor(apiKey, idempotencyKey, requestId)
+        const client = deps.clientFor(apiKey, idempotencyKey, requestId, incoming.signal?.())
         return outgoingOf(await client.proxy.invoke(await callOf()), prefixes)
       })
     } catch (error) {

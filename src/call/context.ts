@@ -80,6 +80,11 @@ export interface Ctx {
   /** The time of this call as an ISO string: read from the clock once per call. */
   now(): string
   /**
+   * Aborts when the caller went away (the HTTP adapter's client closed its connection): what the
+   * call sends out (the proxy's request) is aborted with it. Absent: the call runs to its end.
+   */
+  signal?: AbortSignal | undefined
+  /**
    * HMAC-SHA-256 (base64url) of `value` under the caller's tenant key for `purpose` (a subkey of
    * the tenant's data key per purpose): search indexes, fingerprints. Never stored in the clear.
    */

@@ -136,6 +136,7 @@ export async function send(ctx: Ctx, outbound: Outbound, field: string): Promise
         maxRequestBytes: PROXY_MAX_BODY_BYTES,
         maxResponseBytes: PROXY_MAX_BODY_BYTES,
         followRedirects: false,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
       },
     )
   } catch (error) {

@@ -7,6 +7,8 @@ import type { Wiring } from './wiring.js'
 export interface AnonymousProxyOptions {
   /** The HTTP adapter's request id: the audit entry carries it, as every call's does. */
   requestId?: string
+  /** Aborts when the caller is gone: the request to the destination is aborted with it (see `CallOptions.signal`). */
+  signal?: AbortSignal
 }
 
 /**
@@ -25,7 +27,12 @@ export async function anonymousProxyCall(
   const found: { tenantId?: string; proxyId?: string } = {}
   let answer: ProxyAnswer
   try {
-    answer = await anonymousCall((principal) => w.contextFor(principal, undefined), input, found)
+    const contextOf = (principal: Parameters<Wiring['contextFor']>[0]) => {
+      const ctx = w.contextFor(principal, undefined)
+      if (options.signal !== undefined) ctx.signal = options.signal
+      return ctx
+    }
+    answer = await anonymousCall(contextOf, input, found)
   } catch (error) {
     await logAnonymous(w, found, options, failureCode(error)).catch(() => {})
     throw error

@@ -87,6 +87,11 @@ export interface CallOptions {
    * outside test mode, nothing is recorded.
    */
   recorder?: CallRecorder
+  /**
+   * Aborts when the caller is gone (the HTTP adapter gives its request's): a proxy call's request to
+   * its destination is aborted then, and its place given back, rather than held until it answers.
+   */
+  signal?: AbortSignal
 }
 
 /** What `connect` takes beside the key (see `CallOptions`). */
@@ -288,7 +293,7 @@ function argumentField(operation: string, i: number): string {
 
 /** The connection of one key: its calls authenticate at the instant they run, idempotent when asked. */
 function connection(w: Wiring, keyHash: string | null, options: CallOptions): Connection {
-  const { transactionId, idempotencyKey, requestId, recorder } = options
+  const { transactionId, idempotencyKey, requestId, recorder, signal } = options
   const explains = w.testMode || recorder !== undefined
   return {
     // The key is checked at the same instant the call then runs at.
@@ -300,7 +305,9 @@ function connection(w: Wiring, keyHash: string | null, options: CallOptions): Co
       refuseBadText(idempotencyKey, 'idempotency_key')
       // The call's own record (its tally and request id are read again when it is logged).
       if (requestId !== undefined) call.requestId = requestId
-      return w.contextFor(principal, transactionId, at, call)
+      const ctx = w.contextFor(principal, transactionId, at, call)
+      if (signal !== undefined) ctx.signal = signal
+      return ctx
     },
     call: (ctx, request, run) =>
       idempotencyKey === undefined

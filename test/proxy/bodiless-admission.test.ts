@@ -149,3 +149,56 @@ it('sends nothing for a call whose client went away while it waited for its turn
   server.closeAllConnections()
   server.close()
 }, 20_000)
+
+it('aborts a call already sent when its client goes away, and gives its place back (node listener)', async () => {
+  let arrived!: (signal: AbortSignal) => void
+  const sent = new Promise<AbortSignal>((resolve) => {
+    arrived = resolve
+  })
+  service = createService({
+    store: memoryStore(),
+    clock: manualClock('2030-01-01T00:00:00.000Z'),
+    runner: null,
+    egress: [HELD],
+    maxProxyCallsPerTenant: 1,
+    egressClient: routedEgress({
+      [HELD]: async (request) => {
+        if (new URL(request.url).pathname.endsWith('/hang')) {
+          arrived(request.signal)
+          await new Promise(() => {})
+        }
+        return new Response('ok')
+      },
+    }),
+  })
+  const tenant = await service.admin.createTenant({ name: 'a' })
+  const { key } = await service.admin.createApplication({
+    tenantId: tenant.id,
+    name: 'p',
+    type: 'private',
+    permissions: ['token:use'],
+  })
+  const server = createServer(
+    toNodeListener(createHttpHandler(service, { headerPrefix: 'BT', log: () => {} })),
+  )
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const headers = { 'BT-API-KEY': key, 'BT-PROXY-URL': HELD }
+  const hanging = request(`${base}/proxy/hang`, { headers, agent: false })
+  hanging.on('error', () => {})
+  hanging.end()
+  const signal = await sent
+  expect(signal.aborted).toBe(false)
+  hanging.destroy()
+  if (!signal.aborted) await once(signal, 'abort')
+  // The tenant's one place is free again: the next call goes through.
+  const next = request(`${base}/proxy/next`, { headers, agent: false })
+  const answered = once(next, 'response')
+  next.end()
+  const [answer] = (await answered) as [IncomingMessage]
+  answer.resume()
+  expect(answer.statusCode).toBe(200)
+  server.closeAllConnections()
+  server.close()
+}, 20_000)
