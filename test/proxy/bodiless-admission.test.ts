@@ -5,7 +5,7 @@
  * (25 s). Driven by events (the destination tells when the calls arrived), never by sleeps.
  */
 import { once } from 'node:events'
-import { createServer, type IncomingMessage, request } from 'node:http'
+import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, expect, it } from 'vitest'
 import { routedEgress } from '../../adapters/egress/index.js'
@@ -17,25 +17,35 @@ const HELD = 'https://held.test'
 let service: Service
 afterEach(() => service?.close())
 
-it('eight calls with no body held at the destination leave the tenant its other requests', async () => {
-  let arrived = 0
-  let eight!: () => void
-  const allArrived = new Promise<void>((resolve) => {
-    eight = resolve
+/** A promise and the function that settles it (an event a test waits for). */
+function signalled<T = void>() {
+  let settle!: (value: T) => void
+  const done = new Promise<T>((resolve) => {
+    settle = resolve
   })
-  let release!: () => void
-  const released = new Promise<void>((resolve) => {
-    release = resolve
-  })
+  return { done, settle }
+}
+
+/**
+ * A service whose destination `HELD` holds each request until `release` (answering "late"), telling
+ * `arrived(n, request)` of the n-th; its tenant's `app(type, permissions)` makes a key.
+ */
+async function heldDestination(
+  options: { maxProxyCallsPerTenant?: number },
+  arrived: (n: number, request: Request) => void,
+) {
+  const release = signalled()
+  let n = 0
   service = createService({
     store: memoryStore(),
     clock: manualClock('2030-01-01T00:00:00.000Z'),
     runner: null,
     egress: [HELD],
+    ...options,
     egressClient: routedEgress({
-      [HELD]: async () => {
-        if (++arrived === 8) eight()
-        await released
+      [HELD]: async (request) => {
+        arrived(++n, request)
+        await release.done
         return new Response('late')
       },
     }),
@@ -50,6 +60,20 @@ it('eight calls with no body held at the destination leave the tenant its other 
         permissions: permissions as never,
       })
     ).key
+  return { release: () => release.settle(), app }
+}
+
+/** A node server of `service`'s HTTP handler on a loopback port, and its base URL. */
+async function nodeServer(listener: (req: IncomingMessage, res: ServerResponse) => void) {
+  const server = createServer(listener)
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+it('eight calls with no body held at the destination leave the tenant its other requests', async () => {
+  const eight = signalled()
+  const { release, app } = await heldDestination({}, (n) => n === 8 && eight.settle())
   const key = await app('private', ['token:use', 'token:read'])
   const open = await service
     .connect(await app('management', ['proxy:create']))
@@ -63,7 +87,7 @@ it('eight calls with no body held at the destination leave the tenant its other 
   // Two inbound calls, no API key: admitted under the proxy's tenant.
   for (let i = 0; i < 2; i++)
     held.push(handler(new Request(`http://localhost/proxy/slow?bt-proxy-key=${open.key}`)))
-  await allArrived
+  await eight.done
   const other = await handler(
     new Request('http://localhost/tokens/01900000-0000-7000-8000-000000000000', {
       headers: { 'BT-API-KEY': key },
@@ -75,62 +99,33 @@ it('eight calls with no body held at the destination leave the tenant its other 
 }, 20_000)
 
 it('sends nothing for a call whose client went away while it waited for its turn (node listener)', async () => {
+  const first = signalled()
   let arrived = 0
-  let first!: () => void
-  const firstArrived = new Promise<void>((resolve) => {
-    first = resolve
+  const { release, app } = await heldDestination({}, (n) => {
+    arrived = n
+    if (n === 1) first.settle()
   })
-  let release!: () => void
-  const released = new Promise<void>((resolve) => {
-    release = resolve
-  })
-  service = createService({
-    store: memoryStore(),
-    clock: manualClock('2030-01-01T00:00:00.000Z'),
-    runner: null,
-    egress: [HELD],
-    egressClient: routedEgress({
-      [HELD]: async () => {
-        if (++arrived === 1) first()
-        await released
-        return new Response('late')
-      },
-    }),
-  })
-  const tenant = await service.admin.createTenant({ name: 'a' })
-  const { key } = await service.admin.createApplication({
-    tenantId: tenant.id,
-    name: 'p',
-    type: 'private',
-    permissions: ['token:use', 'token:read'],
-  })
+  const key = await app('private', ['token:use', 'token:read'])
   // One request of the tenant at a time: the second waits for the first's turn to end.
   const listener = toNodeListener(
     createHttpHandler(service, { headerPrefix: 'BT', log: () => {}, maxInFlightPerTenant: 1 }),
   )
+  const second = signalled<IncomingMessage>()
   let received = 0
-  let second!: (req: IncomingMessage) => void
-  const secondReceived = new Promise<IncomingMessage>((resolve) => {
-    second = resolve
-  })
-  const server = createServer((req, res) => {
-    if (++received === 2) second(req)
+  const { server, base } = await nodeServer((req, res) => {
+    if (++received === 2) second.settle(req)
     listener(req, res)
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const headers = { 'BT-API-KEY': key, 'BT-PROXY-URL': HELD }
-  const call = (path: string, extra: Record<string, string> = {}) =>
-    request(`${base}${path}`, { headers: { ...headers, ...extra }, agent: false })
+  const call = (path: string) => request(`${base}${path}`, { headers, agent: false })
   const held = call('/proxy/one')
   const heldAnswer = once(held, 'response')
   held.end()
-  await firstArrived
+  await first.done
   const abandoned = call('/proxy/two')
   abandoned.on('error', () => {})
   abandoned.end()
-  const waiting = await secondReceived
+  const waiting = await second.done
   const closed = once(waiting.socket, 'close')
   abandoned.destroy()
   await closed
@@ -151,51 +146,27 @@ it('sends nothing for a call whose client went away while it waited for its turn
 }, 20_000)
 
 it('aborts a call already sent when its client goes away, and gives its place back (node listener)', async () => {
-  let arrived!: (signal: AbortSignal) => void
-  const sent = new Promise<AbortSignal>((resolve) => {
-    arrived = resolve
+  const sent = signalled<AbortSignal>()
+  const { release, app } = await heldDestination({ maxProxyCallsPerTenant: 1 }, (n, request) => {
+    if (n === 1) sent.settle(request.signal)
   })
-  service = createService({
-    store: memoryStore(),
-    clock: manualClock('2030-01-01T00:00:00.000Z'),
-    runner: null,
-    egress: [HELD],
-    maxProxyCallsPerTenant: 1,
-    egressClient: routedEgress({
-      [HELD]: async (request) => {
-        if (new URL(request.url).pathname.endsWith('/hang')) {
-          arrived(request.signal)
-          await new Promise(() => {})
-        }
-        return new Response('ok')
-      },
-    }),
-  })
-  const tenant = await service.admin.createTenant({ name: 'a' })
-  const { key } = await service.admin.createApplication({
-    tenantId: tenant.id,
-    name: 'p',
-    type: 'private',
-    permissions: ['token:use'],
-  })
-  const server = createServer(
+  const key = await app('private', ['token:use'])
+  const { server, base } = await nodeServer(
     toNodeListener(createHttpHandler(service, { headerPrefix: 'BT', log: () => {} })),
   )
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const headers = { 'BT-API-KEY': key, 'BT-PROXY-URL': HELD }
   const hanging = request(`${base}/proxy/hang`, { headers, agent: false })
   hanging.on('error', () => {})
   hanging.end()
-  const signal = await sent
+  const signal = await sent.done
   expect(signal.aborted).toBe(false)
   hanging.destroy()
   if (!signal.aborted) await once(signal, 'abort')
-  // The tenant's one place is free again: the next call goes through.
+  // The tenant's one place is free again: the next call is sent (and answered once released).
   const next = request(`${base}/proxy/next`, { headers, agent: false })
   const answered = once(next, 'response')
   next.end()
+  release()
   const [answer] = (await answered) as [IncomingMessage]
   answer.resume()
   expect(answer.statusCode).toBe(200)
