@@ -33,6 +33,7 @@ export async function authenticate(store: Store, now: string, keyHash: string | 
       type: a.type,
       permissions: a.permissions,
       rules: a.rules,
+      ...(a.expires_at === undefined ? {} : { expiresAt: a.expires_at }),
     }
   }
   const { session: s } = owner
@@ -41,5 +42,12 @@ export async function authenticate(store: Store, now: string, keyHash: string | 
     throw new ServiceError('unauthenticated', 'the session has expired')
   }
   const grant = s.state === 'authorized' ? { permissions: s.permissions, rules: s.rules } : NOTHING
-  return { tenantId: s.tenant_id, id: s.id, kind: 'session', type: 'public', ...grant }
+  return {
+    tenantId: s.tenant_id,
+    id: s.id,
+    kind: 'session',
+    type: 'public',
+    expiresAt: s.expires_at,
+    ...grant,
+  }
 }

@@ -23,6 +23,8 @@ export interface Principal {
   permissions: readonly Permission[]
   /** When present and non-empty, these alone decide access to tokens. */
   rules?: readonly AccessRule[] | undefined
+  /** When the key stops working: a session's `expires_at`, an application's when it has one. */
+  expiresAt?: string | undefined
   /** The observation port and this call, when the service has one (`ServiceOptions.observe`). */
   observed?: Observed | undefined
   /** Where the evaluator explains its decisions for this call (test mode); absent: nothing is computed. */

@@ -40,17 +40,23 @@ export function transactionOperations(ctx: Ctx) {
   }
 
   return {
-    /** Opens a transaction that lives `transactionTtlMs` (default 1 hour). */
+    /**
+     * Opens a transaction that lives `transactionTtlMs` (default 1 hour), and no longer than the key
+     * that opened it: only that key may end it, so a session's transaction outliving the session
+     * held its tokens' locks for the hour against every other key of the tenant.
+     */
     async create(input?: EmptyInput): Promise<Transaction> {
       requireHolder()
       parse(emptyBody, input)
       const now = new Date(ctx.now())
+      const ttl = isoAfter(now, ctx.options.transactionTtlMs)
+      const keyEnds = ctx.principal.expiresAt
       const tx: StoredTransaction = {
         id: newId(),
         tenant_id: ctx.principal.tenantId,
         created_at: now.toISOString(),
         created_by: ctx.principal.id,
-        expires_at: isoAfter(now, ctx.options.transactionTtlMs),
+        expires_at: keyEnds !== undefined && keyEnds < ttl ? keyEnds : ttl,
         state: 'open',
         version: 0,
       }
@@ -82,6 +88,7 @@ export function transactionOperations(ctx: Ctx) {
         // A staged token delete takes the token's links as they are now (guarded on them).
         const applied = await withLinkDeletes(ctx.store, tx.tenant_id, writes)
         const ids = staged.map((s) => s.token_id)
+        await refuseExpired(ctx, tx, staged)
         const result = await writeEnd(ctx.store, tx, ended, ids, applied.ops, applied.checks)
         if (result.ok) return { done: undefined }
         if (result.failed.check === 'lock.held') {
@@ -106,5 +113,25 @@ export function transactionOperations(ctx: Ctx) {
         return result.ok ? { done: undefined } : { lost: result.failed }
       })
     },
+  }
+}
+
+/**
+ * Refuses a commit whose staged writes change a token that expired while the transaction held it
+ * (409; nothing lands): the commit put the token back, data and links, after every read had
+ * answered 404. The token goes once the transaction ends, as the sweep leaves a held token until
+ * then. A staged delete of it is no change and passes.
+ */
+async function refuseExpired(
+  ctx: Ctx,
+  tx: StoredTransaction,
+  staged: readonly { token_id: string; token?: unknown }[],
+): Promise<void> {
+  const changed = staged.filter((s) => s.token).map((s) => s.token_id)
+  if (changed.length === 0) return
+  const now = ctx.now()
+  for (const head of await ctx.store.getTokenHeads(tx.tenant_id, changed)) {
+    if (head.expires_at !== undefined && head.expires_at <= now)
+      throw conflict(`token ${head.id} expired while the transaction held it: roll the transaction back`)
   }
 }

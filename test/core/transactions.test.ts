@@ -316,6 +316,49 @@ describe('transactions', () => {
     expect((await store.dump()).tokens.filter((t) => t.id.startsWith('t'))).toHaveLength(10)
   })
 
+  it('a commit that would bring back a token expired while the transaction held it is a 409; the token goes once the transaction ends', async () => {
+    const { client, inTx, tx, clock, service, store } = await withTx()
+    const expiresAt = new Date(clock.now().getTime() + 60_000).toISOString()
+    const a = await client.tokens.create({ type: 'x', data: 'expiring', expires_at: expiresAt })
+    const b = await client.tokens.create({ type: 'x', data: 'kept' })
+    await inTx.tokens.update(a.id, { expires_at: null } as never)
+    await inTx.tokens.update(b.id, { data: 'changed' })
+    clock.advance(120_000)
+    expect((await failure(client.tokens.get(a.id))).code).toBe('not_found')
+    const refused = await failure(client.transactions.commit(tx.id))
+    expect([refused.code, refused.message]).toEqual([
+      'conflict',
+      `token ${a.id} expired while the transaction held it: roll the transaction back`,
+    ])
+    // Nothing landed: the other staged write neither.
+    expect((await client.tokens.get(b.id)).data).toBe('kept')
+    expect((await failure(client.tokens.get(a.id))).code).toBe('not_found')
+    await client.transactions.rollback(tx.id)
+    await service.admin.sweep()
+    expect((await failure(client.tokens.get(a.id))).code).toBe('not_found')
+    expect((await store.dump()).tokens.map((t) => t.id)).not.toContain(a.id)
+  })
+
+  it('a transaction lives no longer than the session that opened it: then the tokens it held are free', async () => {
+    const { keyFor, client, service, clock } = await setup()
+    const token = await client.tokens.create({ type: 'x', data: 'a' })
+    const pub = await keyFor('public', ['token:create'])
+    const s = await pub.client.sessions.create()
+    const sessionEnds = new Date(clock.now().getTime() + 120_000).toISOString()
+    await client.sessions.authorize({
+      nonce: s.nonce,
+      permissions: ['token:update'],
+      expires_at: sessionEnds,
+    })
+    const tx = await service.connect(s.session_key).transactions.create()
+    expect(tx.expires_at).toBe(sessionEnds)
+    await service.connect(s.session_key, { transactionId: tx.id }).tokens.update(token.id, { data: 'staged' })
+    expect((await failure(client.tokens.update(token.id, { data: 'out' }))).code).toBe('conflict')
+    clock.advance(120_000)
+    await client.tokens.update(token.id, { data: 'out' })
+    expect((await client.tokens.get(token.id)).data).toBe('out')
+  })
+
   it('pending sessions cannot open transactions; authorized ones can', async () => {
     const { keyFor, client, service } = await setup()
     const pub = await keyFor('public', ['token:create'])
