@@ -10,12 +10,14 @@ export type {
 } from './access-trace.js'
 export {
   BudgetExceeded,
+  countExpression,
   depthOf,
   ExpressionBudget,
   expressionBudget,
   jsonSize,
   MAX_DETOKENIZED_CHARS,
   MAX_EXPRESSION_WORK,
+  MAX_EXPRESSIONS,
   MAX_INPUT_DEPTH,
 } from './budget.js'
 export { BySize } from './by-size.js'

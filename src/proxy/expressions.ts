@@ -2,7 +2,14 @@ import { applyTransform, tokenAccess } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import { evaluateTemplate } from '../expressions/index.js'
 import type { Json, StoredToken } from '../kernel/index.js'
-import { forbidden, invalid, jsonSize, MAX_DETOKENIZED_CHARS, nextTurn } from '../kernel/index.js'
+import {
+  countExpression,
+  forbidden,
+  invalid,
+  jsonSize,
+  MAX_DETOKENIZED_CHARS,
+  nextTurn,
+} from '../kernel/index.js'
 import { intentForUse } from '../tokens/index.js'
 import { readToken } from '../transactions/index.js'
 
@@ -71,7 +78,9 @@ export async function resolveTokens(
   encrypted?: Json,
 ): Promise<Map<string, { data: Json; token: Json }>> {
   const wanted = new Map<string, { field: string; times: number }>()
+  let count = 0
   for (const [field, inner] of expressions) {
+    count = countExpression(count, 'body')
     const { key } = named(inner, field, encrypted !== undefined)
     const seen = wanted.get(key)
     if (seen) seen.times++

@@ -2,6 +2,7 @@ import { applyTransform, tokenAccess } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import type { Json, Permission, StoredTransaction, Token } from '../kernel/index.js'
 import {
+  countExpression,
   depthOf,
   forbidden,
   invalid,
@@ -103,8 +104,10 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
   }
   /** Each token named: where first, and how often as its data and as the whole token. */
   const wanted = new Map<string, { path: string; data: number; whole: number }>()
+  let expressions = 0
   for (const [path, text] of strings(args, root)) {
     for (const m of text.matchAll(EXPRESSION)) {
+      expressions = countExpression(expressions, root)
       const inner = m[1]!
       const id = idOf(inner, path)
       let named = wanted.get(id)

@@ -377,6 +377,35 @@ describe('nesting depth', () => {
   })
 })
 
+describe('detokenization expressions a request holds', () => {
+  it('1 000 references (one token named again and again) are answered, 1 001 are a 400 before any token is read: detokenize and the proxy', async () => {
+    const { vault } = await setup({ runner: null })
+    const client = vault.service.connect(vault.keys.private)
+    const token = await client.tokens.create({ type: 'token', data: 'x' })
+    const references = (n: number) => `{{ ${token.id} }}`.repeat(n)
+    expect(await client.tokens.detokenize({ v: references(1000) })).toEqual({ v: 'x'.repeat(1000) })
+    // Spread over values, each one counts as well.
+    const spread = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, `{{ ${token.id} }}`]))
+    const reason = 'holds more than 1000 detokenization expressions (each one counts)'
+    for (const body of [{ v: references(1001) }, spread]) {
+      await expect(client.tokens.detokenize(body)).rejects.toMatchObject({
+        code: 'validation_failed',
+        issues: { body: [reason] },
+      })
+    }
+    // The proxy's body: refused before anything is sent (no egress is listed: a sent call would fail otherwise).
+    await expect(
+      client.proxy.invoke({
+        method: 'POST',
+        url: 'https://psp.test',
+        path: '/x',
+        headers: {},
+        body: references(1001),
+      }),
+    ).rejects.toMatchObject({ code: 'validation_failed', issues: { body: [reason] } })
+  })
+})
+
 describe('idempotency keeps answers of at most 64 KiB', () => {
   it('a big answer is marked not replayable, its repeat answers 409, and the store stays small and opens again', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tokenvault-budgets-'))
