@@ -12,33 +12,31 @@ function shown(tx: StoredTransaction): Transaction {
   return { id: tx.id, created_at: tx.created_at, created_by: tx.created_by, expires_at: tx.expires_at }
 }
 
+/** Refuses a session that was never authorized: it may not open a transaction (403). */
+function requireHolder(ctx: Ctx): void {
+  const { principal } = ctx
+  if (principal.kind === 'session' && principal.permissions.length === 0 && !principal.rules?.length)
+    throw forbidden('the session is not authorized')
+}
+
+/** The caller's own transaction, still open: 404 unknown, 403 another application's, 409 closed or expired. */
+async function ownOpenTransaction(ctx: Ctx, id: string): Promise<StoredTransaction> {
+  const tx = await ctx.store.getTransaction(ctx.principal.tenantId, id)
+  if (!tx) throw notFound('transaction')
+  if (tx.created_by !== ctx.principal.id)
+    throw forbidden('only the application that created the transaction may end it')
+  if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
+  if (tx.expires_at <= ctx.now()) {
+    // Ended as the sweep would end it; a concurrent change to it leaves that to the sweep.
+    await writeDiscard(ctx.store, tx, 'expired', tx.expires_at)
+    throw conflict('the transaction has expired')
+  }
+  return tx
+}
+
 /** Transaction create, commit and rollback for one caller. None needs a permission. */
 export function transactionOperations(ctx: Ctx) {
-  const requireHolder = () => {
-    if (
-      ctx.principal.kind === 'session' &&
-      ctx.principal.permissions.length === 0 &&
-      !ctx.principal.rules?.length
-    ) {
-      throw forbidden('the session is not authorized')
-    }
-  }
-
-  /** The caller's own transaction, still open: 404 unknown, 403 another application's, 409 closed or expired. */
-  const ownOpen = async (id: string): Promise<StoredTransaction> => {
-    const tx = await ctx.store.getTransaction(ctx.principal.tenantId, id)
-    if (!tx) throw notFound('transaction')
-    if (tx.created_by !== ctx.principal.id)
-      throw forbidden('only the application that created the transaction may end it')
-    if (tx.state !== 'open') throw conflict(`the transaction is ${tx.state.replace('_', ' ')}`)
-    if (tx.expires_at <= ctx.now()) {
-      // Ended as the sweep would end it; a concurrent change to it leaves that to the sweep.
-      await writeDiscard(ctx.store, tx, 'expired', tx.expires_at)
-      throw conflict('the transaction has expired')
-    }
-    return tx
-  }
-
+  const ownOpen = (id: string) => ownOpenTransaction(ctx, id)
   return {
     /**
      * Opens a transaction that lives `transactionTtlMs` (default 1 hour), and no longer than the key
@@ -46,7 +44,7 @@ export function transactionOperations(ctx: Ctx) {
      * held its tokens' locks for the hour against every other key of the tenant.
      */
     async create(input?: EmptyInput): Promise<Transaction> {
-      requireHolder()
+      requireHolder(ctx)
       parse(emptyBody, input)
       const now = new Date(ctx.now())
       const ttl = isoAfter(now, ctx.options.transactionTtlMs)
