@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock, ServiceError } from '../../entry/index.js'
+import { createService, manualClock } from '../../entry/index.js'
+import { failure } from '../core/setup.js'
 
 async function setup() {
   const service = createService({
@@ -21,16 +22,6 @@ async function setup() {
     permissions: ['reactor:create', 'reactor:read', 'reactor:update', 'proxy:create', 'proxy:update'],
   })
   return { service, client: service.connect(key) }
-}
-
-const refusal = async (run: () => Promise<unknown>) => {
-  try {
-    await run()
-  } catch (error) {
-    if (error instanceof ServiceError) return error
-    throw error
-  }
-  throw new Error('expected a refusal')
 }
 
 describe('configuration keys', () => {
@@ -54,7 +45,7 @@ describe('configuration keys', () => {
         () => client.proxies.patch(proxy.id, { configuration }),
       ]
       for (const call of calls) {
-        const error = await refusal(call)
+        const error = await failure(call())
         expect(error.code, key).toBe('validation_failed')
         expect(
           Object.keys(error.issues ?? {}).some((k) => k.startsWith('configuration')),

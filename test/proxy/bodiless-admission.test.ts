@@ -12,6 +12,7 @@ import { routedEgress } from '../../adapters/egress/index.js'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, type Service } from '../../entry/index.js'
+import { keyMaker } from '../support/tenants.js'
 
 const HELD = 'https://held.test'
 let service: Service
@@ -51,15 +52,7 @@ async function heldDestination(
     }),
   })
   const tenant = await service.admin.createTenant({ name: 'a' })
-  const app = async (type: 'private' | 'management', permissions: string[]) =>
-    (
-      await service.admin.createApplication({
-        tenantId: tenant.id,
-        name: type,
-        type,
-        permissions: permissions as never,
-      })
-    ).key
+  const app = keyMaker(service, tenant.id)
   return { release: () => release.settle(), app }
 }
 

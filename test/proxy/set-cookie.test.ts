@@ -13,6 +13,7 @@ import { routedEgress } from '../../adapters/egress/index.js'
 import { createHttpHandler, toNodeListener } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock, type Service } from '../../entry/index.js'
+import { keyMaker } from '../support/tenants.js'
 
 const COOKIES = ['a=1; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT', 'b=2; HttpOnly']
 
@@ -47,15 +48,7 @@ beforeAll(async () => {
     egress: [origin],
   })
   const tenant = await service.admin.createTenant({ name: 'cookies' })
-  const app = async (type: 'private' | 'management', permissions: string[]) =>
-    (
-      await service.admin.createApplication({
-        tenantId: tenant.id,
-        name: type,
-        type,
-        permissions: permissions as never,
-      })
-    ).key
+  const app = keyMaker(service, tenant.id)
   key = await app('private', ['token:use'])
   managementKey = await app('management', ['proxy:create'])
   handler = createHttpHandler(service, { headerPrefix: 'BT', log: () => {} })

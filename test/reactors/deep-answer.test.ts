@@ -8,6 +8,7 @@ import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import type { FormulaRunner } from '../../src/kernel/index.js'
+import { keyMaker } from '../support/tenants.js'
 
 /** `levels` arrays one in another around a string: `[["x"]]` is 2. */
 const nested = (levels: number): unknown => {
@@ -34,15 +35,7 @@ async function setup() {
     runner,
   })
   const tenant = await service.admin.createTenant({ name: 't' })
-  const key = async (type: 'management' | 'private', permissions: string[]) =>
-    (
-      await service.admin.createApplication({
-        tenantId: tenant.id,
-        name: type,
-        type,
-        permissions: permissions as never,
-      })
-    ).key
+  const key = keyMaker(service, tenant.id)
   const admin = service.connect(await key('management', ['reactor:create']))
   const reactor = await admin.reactors.create({ name: 'deep', code: 'module.exports = async () => ({})' })
   const user = await key('private', ['token:use'])

@@ -24,3 +24,10 @@ export async function tenantWithClient(service: Service, name: string, rules?: A
   })
   return { tenant, key, client: service.connect(key) }
 }
+
+/** Makes keys of tenant `tenantId`: an application of `type` with `permissions`, answering its key. */
+export const keyMaker =
+  (service: Service, tenantId: string) =>
+  async (type: 'private' | 'management' | 'public', permissions: string[]) =>
+    (await service.admin.createApplication({ tenantId, name: type, type, permissions: permissions as never }))
+      .key
