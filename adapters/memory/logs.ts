@@ -228,7 +228,7 @@ export function unindexed(m: LogMaps, tenantId: string, entries: readonly LogEnt
     const e = t && entryIn(t, asked.id)
     if (t === undefined || e === undefined) continue
     const key = timeKey(e.created_at, e.id)
-    const type = t?.byType.get(e.entity_type)
+    const type = t.byType.get(e.entity_type)
     const keys = e.entity_id === undefined ? undefined : type?.byId.get(e.entity_id)
     const inEntity =
       e.entity_id === undefined || (typeof keys === 'string' ? keys === key : keys?.has(key) === true)

@@ -1,4 +1,5 @@
 import type { LogEntry } from '../kernel/index.js'
+import { hasControlCharacter } from '../kernel/index.js'
 import type { Op, WriteEffectContext } from '../store/index.js'
 
 /** An entry before it takes its place in a chain: every field but `id`, `lane`, `seq`, `floor`, `mac`. */
@@ -260,18 +261,9 @@ const PATH_IDS: Readonly<Record<string, 1 | 2>> = {
  */
 const MAX_ENTITY_ID_LENGTH = 200
 
-/** Whether `id` holds a control character: no id has one (U+0000 is refused by PostgreSQL's text and JSON). */
-function hasControl(id: string): boolean {
-  for (let i = 0; i < id.length; i++) {
-    const unit = id.charCodeAt(i)
-    if (unit < 0x20 || unit === 0x7f) return true
-  }
-  return false
-}
-
 /** Whether `id` can name a record: 1 to `MAX_ENTITY_ID_LENGTH` characters, none a control character. */
 const namesRecord = (id: unknown): id is string =>
-  typeof id === 'string' && id.length > 0 && id.length <= MAX_ENTITY_ID_LENGTH && !hasControl(id)
+  typeof id === 'string' && id.length > 0 && id.length <= MAX_ENTITY_ID_LENGTH && !hasControlCharacter(id)
 
 /**
  * Operations whose answer is shaped by the caller or by tenant code, not a record: a detokenize's

@@ -3,7 +3,6 @@ import { requirePermission } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
 import type { StoredDocument, StoredDocumentChunk } from '../kernel/index.js'
 import {
-  hasNoForbiddenKeys,
   invalid,
   mapKey,
   newId,
@@ -11,6 +10,7 @@ import {
   notFound,
   parse,
   ServiceError,
+  withoutForbiddenKeys,
 } from '../kernel/index.js'
 
 /** The most bytes one document holds: 10 MiB. The reference states none; this is ours. */
@@ -41,10 +41,7 @@ export interface ShownDocument {
 }
 
 const metadata = v.pipe(
-  v.custom<Record<string, string>>(
-    hasNoForbiddenKeys,
-    'must not use __proto__, constructor or prototype as a key',
-  ),
+  withoutForbiddenKeys<Record<string, string>>(),
   v.record(mapKey(100), v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
   v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
 )

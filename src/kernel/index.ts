@@ -51,6 +51,7 @@ export {
   containerPath,
   emptyBody,
   FORBIDDEN_KEYS,
+  hasControlCharacter,
   hasNoForbiddenKeys,
   isJson,
   isoDateTime,

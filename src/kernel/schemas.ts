@@ -63,6 +63,15 @@ export function hasNoForbiddenKeys(value: unknown): boolean {
   return !Object.keys(value).some((key) => FORBIDDEN_KEYS.has(key))
 }
 
+/** Whether `text` holds a control character (below U+0020, or U+007F): no id or URL the vault keeps has one. */
+export function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x20 || unit === 0x7f) return true
+  }
+  return false
+}
+
 /**
  * The first step of a client-named map's schema: a 400 for a prototype key (`__proto__`,
  * `constructor`, `prototype`) among its own, which `v.record` would drop without a word.

@@ -1,12 +1,12 @@
 import * as v from 'valibot'
 import {
   containerPath,
-  hasNoForbiddenKeys,
   isoDateTime,
   mapKey,
   pagination,
   sealedJson,
   stringList,
+  withoutForbiddenKeys,
 } from '../kernel/index.js'
 import { MAX_INDEX_EXPRESSION, MAX_SEARCH_INDEXES } from '../search/index.js'
 
@@ -38,10 +38,7 @@ const containers = v.pipe(
 )
 
 const metadata = v.pipe(
-  v.custom<Record<string, string>>(
-    hasNoForbiddenKeys,
-    'must not use __proto__, constructor or prototype as a key',
-  ),
+  withoutForbiddenKeys<Record<string, string>>(),
   v.record(mapKey(100), v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
   v.check((m) => Object.keys(m).length <= 100, 'must hold at most 100 entries'),
 )
@@ -96,10 +93,7 @@ export const updateTokenInput = v.strictObject({
   metadata: v.optional(
     v.nullable(
       v.pipe(
-        v.custom<Record<string, string | null>>(
-          hasNoForbiddenKeys,
-          'must not use __proto__, constructor or prototype as a key',
-        ),
+        withoutForbiddenKeys<Record<string, string | null>>(),
         v.record(
           mapKey(100),
           v.nullable(v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
@@ -120,10 +114,7 @@ export const listChildrenInput = v.strictObject({
   type: stringList(100),
   metadata: v.optional(
     v.pipe(
-      v.custom<Record<string, string>>(
-        hasNoForbiddenKeys,
-        'must not use __proto__, constructor or prototype as a key',
-      ),
+      withoutForbiddenKeys<Record<string, string>>(),
       v.record(mapKey(100), v.pipe(v.string(), v.maxLength(1000, 'must be at most 1000 characters'))),
       v.check((m) => Object.keys(m).length <= 20, 'must hold at most 20 entries'),
     ),

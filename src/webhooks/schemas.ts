@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { pagination } from '../kernel/index.js'
+import { hasControlCharacter, pagination } from '../kernel/index.js'
 import { EVENT_TYPES } from './events.js'
 
 const KNOWN = new Set<string>(EVENT_TYPES)
@@ -21,15 +21,6 @@ const name = v.pipe(
   v.maxLength(200, 'must be at most 200 characters'),
 )
 
-/** Whether `s` holds a space or a control character (code points up to U+0020, and U+007F). */
-function spacedOrControl(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c <= 0x20 || c === 0x7f) return true
-  }
-  return false
-}
-
 /**
  * An absolute http(s) URL as it is sent, with no space or control character (a CR LF was stored,
  * and the URL parser dropped it at delivery); whether it may be reached is the egress policy's to
@@ -38,7 +29,7 @@ function spacedOrControl(s: string): boolean {
 const url = v.pipe(
   v.string('must be a string'),
   v.maxLength(2000, 'must be at most 2000 characters'),
-  v.check((s) => !spacedOrControl(s), 'must not hold spaces or control characters'),
+  v.check((s) => !hasControlCharacter(s) && !s.includes(' '), 'must not hold spaces or control characters'),
   v.url('must be an absolute URL'),
   v.check((s) => /^https?:\/\//i.test(s), 'must be an http or https URL'),
 )
