@@ -35,6 +35,12 @@ export const BOUND_FLAGS = [
     '1000',
     'sessions not yet authorized one tenant may have',
   ],
+  [
+    'max-staged-chars-per-tenant',
+    'maxStagedCharsPerTenant',
+    '67108864',
+    "characters of token JSON one tenant's open transactions may hold staged",
+  ],
   ['journal-size-per-tenant', 'journalSizePerTenant', '500', 'journal entries kept of one tenant'],
   ['journal-size', 'journalSize', '1000', 'journal entries kept in all'],
   // Admission on the request path (`createHttpHandler`), see HTTP_BOUNDS.

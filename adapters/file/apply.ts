@@ -8,7 +8,7 @@ import type {
   StoredTransaction,
 } from '../../src/kernel/index.js'
 import type { CountedKind, Op, TokenOp } from '../../src/store/index.js'
-import { applicationKeyHashes, termKeysOf } from '../../src/store/index.js'
+import { applicationKeyHashes, stagedCharsHeld, termKeysOf } from '../../src/store/index.js'
 import { applyClientKeyOp } from './client-keys.js'
 import { applyDocumentOp } from './documents.js'
 import type { Databases } from './env.js'
@@ -171,7 +171,10 @@ function setApplication(
     dbs.keys.put(key(hash), { kind: 'application', tenant_id: tenantId, id })
 }
 
-/** Puts (`next`) or deletes (`undefined`) a transaction with its entry in the expiry index of its state. */
+/**
+ * Puts (`next`) or deletes (`undefined`) a transaction with its entry in the expiry index of its
+ * state, moving its tenant's `transaction.staged` count by the change.
+ */
 function setTransaction(
   dbs: Databases,
   tenantId: string,
@@ -181,6 +184,8 @@ function setTransaction(
   const k = key(tenantId, id)
   const old = dbs.transactions.get(k) as StoredTransaction | undefined
   if (old) reindexTime(dbs, txKind(old)!, tenantId, id, old.expires_at, undefined)
+  const delta = stagedCharsHeld(next) - stagedCharsHeld(old)
+  if (delta !== 0) count(dbs, 'transaction.staged', tenantId, delta)
   if (!next) {
     dbs.transactions.remove(k)
     return

@@ -5,9 +5,10 @@ import type {
   StoredApplication,
   StoredSession,
   StoredToken,
+  StoredTransaction,
 } from '../../src/kernel/index.js'
 import type { Op, TokenOp } from '../../src/store/index.js'
-import { applicationKeyHashes, SortedIds } from '../../src/store/index.js'
+import { applicationKeyHashes, SortedIds, stagedCharsHeld } from '../../src/store/index.js'
 import * as clientKeys from './client-keys.js'
 import * as documents from './documents.js'
 import * as logs from './logs.js'
@@ -135,10 +136,10 @@ function applyTokenOp(m: MemoryMaps, op: TokenOp): void {
       unlink(m, op.tenant_id, op.parent_id, op.child_id)
       return
     case 'transaction.put':
-      m.transactions.set(op.transaction.tenant_id, op.transaction.id, op.transaction)
+      setTransaction(m, op.transaction.tenant_id, op.transaction.id, op.transaction)
       return
     case 'transaction.delete':
-      m.transactions.delete(op.tenant_id, op.id)
+      setTransaction(m, op.tenant_id, op.id, undefined)
       return
     case 'staged.put':
       putStaged(m, op.staged)
@@ -318,9 +319,22 @@ function dropSessionIndexes(m: MemoryMaps, tenantId: string, id: string) {
 }
 
 function countCreated(m: MemoryMaps, tenantId: string, delta: number) {
-  const n = (m.createdSessions.get(tenantId) ?? 0) + delta
-  if (n > 0) m.createdSessions.set(tenantId, n)
-  else m.createdSessions.delete(tenantId)
+  addTo(m.createdSessions, tenantId, delta)
+}
+
+/** Moves a tenant's count in `counts` by `delta`, dropping it at zero. */
+function addTo(counts: Map<string, number>, tenantId: string, delta: number) {
+  const n = (counts.get(tenantId) ?? 0) + delta
+  if (n > 0) counts.set(tenantId, n)
+  else counts.delete(tenantId)
+}
+
+/** Puts (`next`) or deletes (`undefined`) a transaction, moving its tenant's staged count by the change. */
+function setTransaction(m: MemoryMaps, tenantId: string, id: string, next: StoredTransaction | undefined) {
+  const delta = stagedCharsHeld(next) - stagedCharsHeld(m.transactions.get(tenantId, id))
+  if (delta !== 0) addTo(m.stagedChars, tenantId, delta)
+  if (next) m.transactions.set(tenantId, id, next)
+  else m.transactions.delete(tenantId, id)
 }
 
 function countExpiring(m: MemoryMaps, tenantId: string, parentId: string, delta: number) {

@@ -2,7 +2,8 @@ import { assertNever } from '../../src/kernel/index.js'
 import type { Check } from '../../src/store/index.js'
 import { sameJson } from '../../src/store/index.js'
 import type { MemoryMaps } from './maps.js'
-import { entryOf, pendingOf } from './outbox.js'
+import { entryOf } from './outbox.js'
+import { countRecords } from './reads.js'
 
 // A state's checks: each guard of a write, evaluated on the maps.
 
@@ -88,10 +89,7 @@ function holds(m: MemoryMaps, c: Check): boolean {
       return stored !== undefined && sameJson(stored, c.proxy)
     }
     case 'count.within':
-      return (
-        (c.kind === 'webhook' ? m.hooks.webhooks.of(c.tenant_id).size : pendingOf(m.hooks, c.tenant_id)) <=
-        c.max
-      )
+      return countRecords(m, c.tenant_id, c.kind) <= c.max
     default:
       return assertNever(c)
   }

@@ -89,6 +89,8 @@ export interface MemoryMaps {
   readonly idempotency: Scoped<IdempotencyRecord>
   /** tenant → how many of its sessions are in state `created` (`countRecords`). */
   readonly createdSessions: Map<string, number>
+  /** tenant → the characters its open transactions staged (`countRecords` of `transaction.staged`). */
+  readonly stagedChars: Map<string, number>
   /** Webhooks and outbox entries, with their indexes. */
   readonly hooks: WebhookMaps
   /** Pre-configured proxies. */
@@ -129,6 +131,7 @@ export function emptyMaps(): MemoryMaps {
     reactors: new Scoped(),
     idempotency: new Scoped(),
     createdSessions: new Map(),
+    stagedChars: new Map(),
     hooks: emptyWebhookMaps(),
     proxies: emptyProxyMaps(),
     clientKeys: emptyClientKeyMaps(),

@@ -459,6 +459,8 @@ export function countRecords(m: MemoryMaps, tenantId: string, kind: CountedKind)
       return outbox.pendingOf(m.hooks, tenantId)
     case 'log':
       return logs.count(m.logs, tenantId)
+    case 'transaction.staged':
+      return m.stagedChars.get(tenantId) ?? 0
     default:
       return assertNever(kind)
   }

@@ -5,7 +5,14 @@ import { lockKey, quoteIdent } from './keys.js'
 import { logCountByStatementSql, logCountSql, logTablesSql } from './logs.js'
 import { outboxCountByStatementSql, webhookTablesSql } from './outbox.js'
 import { proxyTablesSql } from './proxies.js'
-import { countsSql, countsTunedSql, countWithinSql, tablesSql, tokenSyncByKeySql } from './schema.js'
+import {
+  countsSql,
+  countsTunedSql,
+  countWithinSql,
+  stagedCountSql,
+  tablesSql,
+  tokenSyncByKeySql,
+} from './schema.js'
 import { tokenHeadsKeptSql, tokenHeadsSql } from './token-heads.js'
 import { tokenIntentTablesSql } from './token-intents.js'
 import { writeFunctionSql } from './write-function.js'
@@ -139,6 +146,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 20,
     name: 'token heads filled without a rewrite',
     sql: (s) => tokenHeadsKeptSql(s),
+  },
+  {
+    // What a tenant's open transactions hold staged, for its bound (see `stagedCountSql`).
+    version: 21,
+    name: 'staged characters counted',
+    sql: (s) => stagedCountSql(s),
   },
 ]
 

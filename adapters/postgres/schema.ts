@@ -322,3 +322,33 @@ $$;
 CREATE TRIGGER session_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.sessions
   FOR EACH ROW EXECUTE FUNCTION ${s}.session_count();
 `
+
+/**
+ * The tenant's `transaction.staged` count (migration 21): the `staged_chars` of its open
+ * transactions, kept in `record_counts` by a row trigger on `transactions` (a staging write puts
+ * its transaction once, so one trigger call a write), moved by the difference between the old row
+ * and the new (`stagedCharsHeld`'s rule), and filled from the open transactions the schema holds.
+ */
+export const stagedCountSql = (s: string) => `
+CREATE OR REPLACE FUNCTION ${s}.staged_count() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  _was bigint := CASE WHEN TG_OP <> 'INSERT' AND OLD.state = 'open'
+    THEN coalesce((OLD.doc ->> 'staged_chars')::bigint, 0) ELSE 0 END;
+  _is bigint := CASE WHEN TG_OP <> 'DELETE' AND NEW.state = 'open'
+    THEN coalesce((NEW.doc ->> 'staged_chars')::bigint, 0) ELSE 0 END;
+BEGIN
+  IF _is <> _was THEN
+    PERFORM ${s}.record_count(coalesce(NEW.tenant_id, OLD.tenant_id), 'transaction.staged', (_is - _was)::integer);
+  END IF;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS staged_count ON ${s}.transactions;
+CREATE TRIGGER staged_count AFTER INSERT OR UPDATE OR DELETE ON ${s}.transactions
+  FOR EACH ROW EXECUTE FUNCTION ${s}.staged_count();
+DELETE FROM ${s}.record_counts WHERE kind = 'transaction.staged';
+INSERT INTO ${s}.record_counts (tenant_id, kind, shard, n)
+SELECT tenant_id, 'transaction.staged', 0, sum(coalesce((doc ->> 'staged_chars')::bigint, 0))
+FROM ${s}.transactions WHERE state = 'open' GROUP BY tenant_id
+HAVING sum(coalesce((doc ->> 'staged_chars')::bigint, 0)) > 0;
+`

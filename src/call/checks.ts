@@ -1,5 +1,5 @@
 import { assertNever, conflict, invalid, notFound, type ServiceError, tooMany } from '../kernel/index.js'
-import type { Check, WriteResult } from '../store/index.js'
+import type { BoundedKind, Check, WriteResult } from '../store/index.js'
 
 /** The error a refused write answers with, by the check that failed. */
 export function checkFailure(check: Check): ServiceError {
@@ -52,11 +52,26 @@ export function checkFailure(check: Check): ServiceError {
     case 'proxy.unchanged':
       return conflict('the proxy was changed concurrently; retry')
     case 'count.within':
-      return check.kind === 'webhook'
-        ? tooMany(`a tenant may have at most ${check.max + 1} webhooks`, 60)
-        : tooMany('this tenant has as many webhook deliveries and callbacks pending as it may', 10)
+      return boundFailure(check.kind, check.max)
     default:
       return assertNever(check)
+  }
+}
+
+/** The refusal of a write that would take its tenant past a per-tenant bound (`max`: what was left less what it adds). */
+function boundFailure(kind: BoundedKind, max: number): ServiceError {
+  switch (kind) {
+    case 'webhook':
+      return tooMany(`a tenant may have at most ${max + 1} webhooks`, 60)
+    case 'outbox.pending':
+      return tooMany('this tenant has as many webhook deliveries and callbacks pending as it may', 10)
+    case 'transaction.staged':
+      return tooMany(
+        "this tenant's open transactions hold as much staged token JSON as they may: commit or roll one back, or stage less",
+        10,
+      )
+    default:
+      return assertNever(kind)
   }
 }
 

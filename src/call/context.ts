@@ -56,6 +56,8 @@ export interface ResolvedOptions {
   maxUnauthorizedSessionsPerTenant: number
   /** Pending outbox entries (deliveries, callbacks, accepted asynchronous reacts) one tenant may have. */
   maxPendingDeliveriesPerTenant: number
+  /** Characters of token JSON one tenant's open transactions may hold staged together. */
+  maxStagedCharsPerTenant: number
 }
 
 /** What every operation runs with: the store, the clock, the caller, and its transaction. */

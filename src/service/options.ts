@@ -115,6 +115,13 @@ export interface ServiceOptions {
    */
   maxUnauthorizedSessionsPerTenant?: number
   /**
+   * Characters of token JSON (as staged, before sealing) one tenant's open transactions may hold
+   * staged together, beside each transaction's own 16 MiB. Past it a staging write answers 429 with
+   * `Retry-After` and stages nothing; a transaction that ends (commit, rollback, expiry) frees its share.
+   * @default 67108864 (64 MiB)
+   */
+  maxStagedCharsPerTenant?: number
+  /**
    * The RSA private key (PEM) webhook deliveries are signed with (`BT-SIGNATURE`, RSA-PSS over
    * SHA-256, as the reference documents); receivers verify with its public half
    * (`service.admin.webhooks.publicKey`). Absent: with `testMode`, the published test key of

@@ -42,6 +42,7 @@ import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
 import type { WriteEffectHook } from '../store/index.js'
 import { measuredStore, type Store } from '../store/index.js'
 import { withoutExpiredCvc } from '../tokens/index.js'
+import { DEFAULT_STAGED_CHARS_PER_TENANT } from '../transactions/index.js'
 import {
   DEFAULT_PENDING_DELIVERIES_PER_TENANT,
   isTestSigningKey,
@@ -207,6 +208,7 @@ function resolveOptions(options: ServiceOptions): ResolvedOptions {
       options.maxPendingDeliveriesPerTenant,
       DEFAULT_PENDING_DELIVERIES_PER_TENANT,
     ),
+    maxStagedCharsPerTenant: atLeastOne(options.maxStagedCharsPerTenant, DEFAULT_STAGED_CHARS_PER_TENANT),
   }
 }
 

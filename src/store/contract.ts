@@ -116,8 +116,17 @@ export type ExpiringKind =
  * - `session.created`: its sessions in state `created` (made by a public key, not yet authorized).
  * - `webhook`: its webhooks; `outbox.pending`: its outbox entries in state `pending`.
  * - `log`: its audit log entries (the sweep keeps them under `maxLogEntriesPerTenant`).
+ * - `transaction.staged`: not a number of records but a sum: the `staged_chars` of its transactions
+ *   in state `open` (what they hold staged, expired or not until ended), for the bound of
+ *   `maxStagedCharsPerTenant`.
  */
-export type CountedKind = 'idempotency' | 'session.created' | 'webhook' | 'outbox.pending' | 'log'
+export type CountedKind =
+  | 'idempotency'
+  | 'session.created'
+  | 'webhook'
+  | 'outbox.pending'
+  | 'log'
+  | 'transaction.staged'
 
 /**
  * Every record a store holds, each kind sorted by its key: for tests that compare whole stores.

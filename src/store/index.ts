@@ -18,6 +18,7 @@ export type {
   TokenTerm,
   WriteResult,
 } from './contract.js'
+export { stagedCharsHeld } from './counted.js'
 export type { StoreMethod } from './delegate.js'
 export { delegatingStore, STORE_METHOD_NAMES } from './delegate.js'
 export type { StoreErrorCode } from './error.js'
@@ -26,7 +27,7 @@ export { copiedToken, copy, frozenCopy, sameJson } from './json.js'
 export { applicationKeyHashes } from './keys.js'
 export { measuredStore } from './measured-store.js'
 export { byKey, likePattern, nameMatcher } from './order.js'
-export type { Check, Op, TokenOp } from './protocol.js'
+export type { BoundedKind, Check, Op, TokenOp } from './protocol.js'
 export { Scoped } from './scoped.js'
 export { SortedIds, SortedRecords } from './sorted-ids.js'
 export { PageFill, STORE_PAGE_BYTES, sealedBytes, storedBytes } from './stored-bytes.js'

@@ -211,7 +211,10 @@ export type Check =
    * The tenant holds at most `max` records of `kind` (`countRecords`) before this write: a per-tenant
    * bound kept in the write itself (the core passes the bound less what the write adds).
    */
-  | { check: 'count.within'; tenant_id: string; kind: 'webhook' | 'outbox.pending'; max: number }
+  | { check: 'count.within'; tenant_id: string; kind: BoundedKind; max: number }
+
+/** The counts (`CountedKind`) a write may be bounded by (`count.within`). */
+export type BoundedKind = 'webhook' | 'outbox.pending' | 'transaction.staged'
 
 /** The ops of tokens and what hangs on them: links, transactions, staged writes and locks. */
 export type TokenOp = Extract<

@@ -154,11 +154,24 @@ export async function tryWriteAs(
   return ctx.store.write({
     checks: [
       { check: 'transaction.unchanged', tenant_id: tenant, id: tx.id, transaction: tx },
+      ...tenantStagedBound(ctx, tx, next),
       ...write.checks,
       ...write.locks.map(unlocked),
     ],
     ops: [{ op: 'transaction.put', transaction: next }, ...lockOps(tx, write.locks), ...ops],
   })
+}
+
+/**
+ * The guard that keeps all of the tenant's open transactions within `maxStagedCharsPerTenant`
+ * (`count.within` of `transaction.staged`, read in the write itself): none for a write that stages
+ * no characters (deletes), so a tenant at its bound can still stage deletes and end transactions.
+ */
+function tenantStagedBound(ctx: Ctx, tx: StoredTransaction, next: StoredTransaction): Check[] {
+  const adds = (next.staged_chars ?? 0) - (tx.staged_chars ?? 0)
+  if (adds <= 0) return []
+  const max = ctx.options.maxStagedCharsPerTenant - adds
+  return [{ check: 'count.within', tenant_id: tx.tenant_id, kind: 'transaction.staged', max }]
 }
 
 /** Like `tryWriteAs`, but throws the matching `ServiceError` when a check fails. */

@@ -325,7 +325,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     const { rows } = await pool.query(
       `SELECT max(version)::int AS v FROM "${v.schema}".tokenvault_migrations`,
     )
-    expect(rows[0].v).toBe(20)
+    expect(rows[0].v).toBe(21)
     await holding.end()
     await migrating.end()
   })
@@ -337,7 +337,7 @@ describePostgres('postgres token heads and stored bytes', (url) => {
     const { rows } = await pool.query(
       `SELECT max(version)::int AS v FROM "${schema.replace(/"/g, '""')}".tokenvault_migrations`,
     )
-    expect(rows[0].v).toBe(20)
+    expect(rows[0].v).toBe(21)
     await store.close()
   })
 

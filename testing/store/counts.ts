@@ -1,10 +1,11 @@
 import { expect, it } from 'vitest'
 import type { Store } from '../../src/store/index.js'
 import { idem } from './idempotency.js'
-import { NOW, session, T, U } from './records.js'
+import { NOW, session, T, tx, U } from './records.js'
 
 /**
- * `countRecords`: a tenant's idempotency records and created sessions, kept in step by every write
+ * `countRecords`: a tenant's idempotency records, created sessions and what its open transactions
+ * staged (`transaction.staged`, a sum of characters), kept in step by every write
  * that puts or deletes one, exact under concurrent writes, untouched by a write whose guard fails.
  * Registered inside the store suite's `describe`.
  */
@@ -91,6 +92,44 @@ export function countsTests(fresh: () => Promise<Store>, reopen?: (store: Store)
       const again = await reopen(store)
       expect(await again.countRecords(T, 'session.created')).toBe(1)
       expect(await again.countRecords(U, 'session.created')).toBe(1)
+      await again.close()
+    } else await store.close()
+  })
+
+  it('sums the staged characters of a tenant’s open transactions: a put moves it by the change, an end or a delete takes it away', async () => {
+    const store = await fresh()
+    const count = () =>
+      Promise.all([store.countRecords(T, 'transaction.staged'), store.countRecords(U, 'transaction.staged')])
+    const put = (id: string, extra: Parameters<typeof tx>[1] = {}) =>
+      ({ op: 'transaction.put', transaction: tx(id, extra) }) as const
+    await store.write({
+      ops: [put('x1', { staged_chars: 100 }), put('x2'), put('y1', { tenant_id: U, staged_chars: 7 })],
+    })
+    expect(await count()).toEqual([100, 7])
+    await store.write({ ops: [put('x2', { staged_chars: 40, version: 1 })] })
+    await store.write({ ops: [put('x1', { staged_chars: 150, version: 1 })] })
+    expect(await count()).toEqual([190, 7])
+    // A refused write moves nothing, nor does the guard itself.
+    const refused = await store.write({
+      checks: [{ check: 'count.within', tenant_id: T, kind: 'transaction.staged', max: 189 }],
+      ops: [put('x2', { staged_chars: 41, version: 2 })],
+    })
+    expect(refused.ok).toBe(false)
+    const held = await store.write({
+      checks: [{ check: 'count.within', tenant_id: T, kind: 'transaction.staged', max: 190 }],
+      ops: [put('x2', { staged_chars: 41, version: 2 })],
+    })
+    expect(held.ok).toBe(true)
+    expect(await count()).toEqual([191, 7])
+    // Ended (any state but open), or deleted: its share goes.
+    await store.write({ ops: [put('x1', { staged_chars: 150, state: 'committed', version: 2 })] })
+    expect(await count()).toEqual([41, 7])
+    await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 'x2' }] })
+    await store.write({ ops: [{ op: 'transaction.delete', tenant_id: T, id: 'x1' }] })
+    expect(await count()).toEqual([0, 7])
+    if (reopen) {
+      const again = await reopen(store)
+      expect(await again.countRecords(U, 'transaction.staged')).toBe(7)
       await again.close()
     } else await store.close()
   })

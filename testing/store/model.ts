@@ -153,11 +153,7 @@ export class ContractModel implements Store {
       case 'webhook.present':
         return this.webhooks.some((w) => w.tenant_id === c.tenant_id && w.id === c.id)
       case 'count.within':
-        return (
-          (c.kind === 'webhook'
-            ? this.webhooks.filter((w) => w.tenant_id === c.tenant_id).length
-            : this.outbox.filter((e) => e.tenant_id === c.tenant_id && e.state === 'pending').length) <= c.max
-        )
+        return this.counted(c.tenant_id, c.kind) <= c.max
       case 'outbox.unchanged':
         return same(
           this.outbox.find((e) => e.tenant_id === c.tenant_id && e.id === c.id),
@@ -640,6 +636,9 @@ export class ContractModel implements Store {
     return keysetOf(this.idempotency, tenantId, query)
   }
   async countRecords(tenantId: string, kind: CountedKind): Promise<number> {
+    return this.counted(tenantId, kind)
+  }
+  private counted(tenantId: string, kind: CountedKind): number {
     switch (kind) {
       case 'idempotency':
         return this.idempotency.filter((r) => r.tenant_id === tenantId).length
@@ -651,6 +650,10 @@ export class ContractModel implements Store {
         return this.outbox.filter((e) => e.tenant_id === tenantId && e.state === 'pending').length
       case 'log':
         return this.logs.filter((e) => e.tenant_id === tenantId).length
+      case 'transaction.staged':
+        return this.transactions
+          .filter((t) => t.tenant_id === tenantId && t.state === 'open')
+          .reduce((sum, t) => sum + (t.staged_chars ?? 0), 0)
       default:
         return assertNever(kind)
     }
