@@ -23,8 +23,13 @@ export interface Principal {
   permissions: readonly Permission[]
   /** When present and non-empty, these alone decide access to tokens. */
   rules?: readonly AccessRule[] | undefined
-  /** When the key stops working: a session's `expires_at`, an application's when it has one. */
+  /**
+   * When the key stops working: an application's `expires_at` when it has one; a session's
+   * `expires_at`, or its authorizing application's when that comes first.
+   */
   expiresAt?: string | undefined
+  /** The SHA-256 hash of the application key the call came with (none for a session's). */
+  keyHash?: string | undefined
   /** The observation port and this call, when the service has one (`ServiceOptions.observe`). */
   observed?: Observed | undefined
   /** Where the evaluator explains its decisions for this call (test mode); absent: nothing is computed. */

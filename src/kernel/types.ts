@@ -285,7 +285,14 @@ export interface StoredSession {
   rules?: AccessRule[]
   created_at: string
   expires_at: string
+  /** The private application that authorized the session. */
   authorized_by?: string
+  /**
+   * The SHA-256 hash of the key it authorized with: the session works only while that application
+   * still holds that key (deleted, expired, the key deleted or regenerated: the session answers 401).
+   * Absent on sessions authorized before it was kept: those follow the application alone.
+   */
+  authorized_by_key_hash?: string
   authorized_at?: string
 }
 

@@ -280,11 +280,11 @@ function journalOf(options: ServiceOptions): Journal {
 
 /** The principal of one call with the observation port told its decisions (`ServiceOptions.observe`). */
 function observedPrincipal(principal: Principal, port: Observer, operation: string, uses = true): Principal {
-  const { tenantId, id, kind, type, permissions, rules, recorder, expiresAt } = principal
+  const { tenantId, id, kind, type, permissions, rules, recorder, expiresAt, keyHash } = principal
   const call = { tenantId, principalId: id, kind, operation }
   const observed: Observed = uses ? { port, call } : { port, call, uses: false }
   // Field by field, not a spread: it runs for every call with the log on, and a spread cost more.
-  return { tenantId, id, kind, type, permissions, rules, recorder, observed, expiresAt }
+  return { tenantId, id, kind, type, permissions, rules, recorder, observed, expiresAt, keyHash }
 }
 
 /** How long audit log entries are kept (ms) and how many a tenant keeps, from the options. */

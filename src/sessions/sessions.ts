@@ -29,6 +29,9 @@ export interface CreatedSession {
   expires_at: string
 }
 
+/** The earlier of two ISO times, `at` when `bound` is absent. */
+const earlier = (at: string, bound: string | undefined) => (bound !== undefined && bound < at ? bound : at)
+
 /** Session create (public key) and authorize (private key of the same tenant). */
 export function sessionOperations(ctx: Ctx) {
   return {
@@ -87,8 +90,10 @@ export function sessionOperations(ctx: Ctx) {
         state: 'authorized',
         permissions: body.permissions,
         ...(body.rules.length ? { rules: body.rules } : {}),
-        expires_at: body.expires_at ?? session.expires_at,
+        // No later than the authorizing key's own end (the session stops with it in any case).
+        expires_at: earlier(body.expires_at ?? session.expires_at, ctx.principal.expiresAt),
         authorized_by: ctx.principal.id,
+        ...(ctx.principal.keyHash === undefined ? {} : { authorized_by_key_hash: ctx.principal.keyHash }),
         authorized_at: now,
       }
       const result = await ctx.store.write({
