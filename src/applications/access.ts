@@ -343,25 +343,32 @@ function scopeCovers(outer: AccessRule, inner: AccessRule): boolean {
  * guide has an application whose own reads are masked grant `reveal` on one token.
  */
 export function requireGrantWithin(
-  grantor: Principal,
+  grantor: Pick<Principal, 'permissions' | 'rules'>,
   grant: { permissions: readonly Permission[]; rules: readonly AccessRule[] },
 ): void {
+  const excess = grantExcess(grantor, grant)
+  if (excess !== null) throw forbidden(excess)
+}
+
+/** What of `grant` the grantor does not hold, said as the refusal says it; null when it holds all. */
+export function grantExcess(
+  grantor: Pick<Principal, 'permissions' | 'rules'>,
+  grant: { permissions: readonly Permission[]; rules: readonly AccessRule[] },
+): string | null {
   const grantorRules = grantor.rules?.length ? grantor.rules : null
   const holds = (p: Permission) =>
     grantor.permissions.includes(p) || (grantorRules?.some((r) => r.permissions.includes(p)) ?? false)
   for (const p of grant.permissions) {
-    if (!holds(p)) throw forbidden(`cannot grant ${p}: the authorizing application does not hold it`)
+    if (!holds(p)) return `cannot grant ${p}: the authorizing application does not hold it`
   }
   for (const rule of grant.rules) {
     for (const p of rule.permissions) {
       const covered = grantorRules
         ? grantorRules.some((r) => r.permissions.includes(p) && scopeCovers(r, rule))
         : grantor.permissions.includes(p)
-      if (!covered) {
-        throw forbidden(
-          `cannot grant ${p} over this scope: the authorizing application does not hold it there`,
-        )
-      }
+      if (!covered)
+        return `cannot grant ${p} over this scope: the authorizing application does not hold it there`
     }
   }
+  return null
 }

@@ -2,7 +2,7 @@ import type { StoredApplication, StoredSession } from '../kernel/index.js'
 import { ServiceError, sha256 } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 import { applicationKeyHashes } from '../store/index.js'
-import type { Principal } from './access.js'
+import { grantExcess, type Principal } from './access.js'
 
 /** A principal that has not been authorized yet holds nothing: every operation answers 403. */
 const NOTHING = { permissions: [], rules: undefined } as const
@@ -59,7 +59,7 @@ export async function authenticate(store: Store, now: string, keyHash: string | 
 
 /**
  * The application that authorized session `s`, while it still stands behind it: it exists, has not
- * expired, and still holds the key it authorized with. Otherwise null: deleting or expiring the
+ * expired, still holds the key it authorized with, and still holds what it granted. Otherwise null: deleting or expiring the
  * application, or deleting or regenerating that key, ends the sessions it authorized — a revoked
  * key leaves nothing behind that outlives it (a session may be authorized to live for years).
  */
@@ -69,6 +69,8 @@ async function authorizerOf(store: Store, s: StoredSession, now: string): Promis
   if (!a || (a.expires_at !== undefined && a.expires_at <= now)) return null
   if (s.authorized_by_key_hash !== undefined && !applicationKeyHashes(a).includes(s.authorized_by_key_hash))
     return null
+  // Its permissions narrowed since: a session never holds more than its authorizer holds now.
+  if (grantExcess(a, { permissions: s.permissions, rules: s.rules ?? [] }) !== null) return null
   return a
 }
 

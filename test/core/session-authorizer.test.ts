@@ -1,6 +1,7 @@
 /**
  * A session holds its grant only while the key that authorized it stands: deleting the authorizing
- * application, deleting or regenerating that key, or the application expiring ends the session
+ * application, deleting or regenerating that key, the application expiring, or its permissions
+ * narrowed below what it granted ends the session
  * (401, and it is deleted); a session is stored expiring no later than its authorizer.
  */
 import { describe, expect, it } from 'vitest'
@@ -51,6 +52,16 @@ describe('a session and the key that authorized it', () => {
     await admin.client.applicationKeys.delete(authorizer.application.id, extra.id)
     expect((await failure(byExtra.tokens.get(token.id))).code).toBe('unauthenticated')
     expect((await byNew.tokens.get(token.id)).data).toBe('m')
+  })
+
+  it('ends when its authorizer no longer holds what it granted; widening the authorizer changes nothing', async () => {
+    const { token, admin, authorizer, session } = await world()
+    const mine = await session()
+    const id = authorizer.application.id
+    await admin.client.applications.update(id, { name: 'wider', permissions: ['token:read', 'token:create'] })
+    expect((await mine.tokens.get(token.id)).data).toBe('m')
+    await admin.client.applications.update(id, { name: 'narrower', permissions: ['token:create'] })
+    expect((await failure(mine.tokens.get(token.id))).code).toBe('unauthenticated')
   })
 
   it('expires no later than its authorizing application', async () => {
