@@ -174,6 +174,12 @@ export async function convertedBody(
   field = 'token_intent_id',
 ): Promise<{ body: Record<string, unknown>; consume: Op }> {
   const { token_intent_id: id, ...rest } = input
+  // Its conversion deletes the intent in the token's write, which a transaction would only stage.
+  if (ctx.transactionId !== undefined)
+    throw invalid(
+      field,
+      'converts a token intent, which is not done inside a transaction: create the token outside it',
+    )
   if (rest.type !== undefined || rest.data !== undefined)
     throw invalid(field, 'is given instead of type and data, not with them')
   if (typeof id !== 'string') throw invalid(field, 'must be a string')

@@ -1,7 +1,7 @@
 import type { Ctx } from '../call/index.js'
 import { checkFailure, expectWritten, retryCas } from '../call/index.js'
 import type { StoredToken, StoredTransaction } from '../kernel/index.js'
-import { conflict, notFound } from '../kernel/index.js'
+import { conflict, invalid, notFound } from '../kernel/index.js'
 import type { Check, Op, TokenHead, WriteResult } from '../store/index.js'
 import { withStaged } from './bounds.js'
 import { lockOps } from './locks.js'
@@ -149,7 +149,8 @@ export async function tryWriteAs(
   const ops = write.ops.map((op): Op => {
     if (op.op === 'token.put') return staged(op.token.id, op.token)
     if (op.op === 'token.delete') return staged(op.id, null)
-    throw new Error(`a transaction stages token writes only, not ${op.op}`)
+    // A caller's write of anything else is refused (400), never a 500: nothing is staged.
+    throw invalid('transaction', `stages token writes only, not ${op.op}`)
   })
   return ctx.store.write({
     checks: [

@@ -32,6 +32,22 @@ describe('token intents', () => {
     expect(intent.fingerprint).toBe(token.fingerprint)
   })
 
+  it('inside a transaction a conversion answers 400 naming token_intent_id, and stages nothing', async () => {
+    const { client, service, full, store } = await setup()
+    const intent = await client.tokenIntents.create({ type: 'card', data: CARD })
+    const tx = await client.transactions.create()
+    const inTx = service.connect(full.key, { transactionId: tx.id })
+    const before = await store.dump()
+    const one = await failure(inTx.tokens.create({ token_intent_id: intent.id } as never))
+    expect([one.code, Object.keys(one.issues ?? {})]).toEqual(['validation_failed', ['token_intent_id']])
+    const many = await failure(inTx.tokens.tokenize({ a: { token_intent_id: intent.id } }))
+    expect([many.code, Object.keys(many.issues ?? {})]).toEqual(['validation_failed', ['a.token_intent_id']])
+    expect(await store.dump()).toEqual(before)
+    // Outside it, the intent converts.
+    await client.transactions.rollback(tx.id)
+    expect((await client.tokens.create({ token_intent_id: intent.id } as never)).type).toBe('card')
+  })
+
   it('answers a bank summary, and a 15-digit card a 6-digit BIN and its brand', async () => {
     const { client } = await setup()
     const bank = await client.tokenIntents.create({
