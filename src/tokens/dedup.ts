@@ -3,7 +3,7 @@ import type { CasTry, Ctx } from '../call/index.js'
 import { checkFailure, retryCas } from '../call/index.js'
 import type { Json, StoredToken, StoredTransaction, Token } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
-import { openTransaction, readToken, stagedOf, tryWriteAs } from '../transactions/index.js'
+import { openTransaction, readToken, stagedOf, tryWriteAs, withStaged } from '../transactions/index.js'
 
 /**
  * Token deduplication (`deduplicate_token`): a token asking for it whose fingerprint a live token
@@ -26,6 +26,39 @@ export interface NewToken {
   masked?: Json
 }
 
+/** The live tokens a transaction staged, by fingerprint (the first two staged of each), read once. */
+type StagedByFingerprint = () => Promise<ReadonlyMap<string, readonly StoredToken[]>>
+
+/**
+ * The transaction's staged tokens by fingerprint, read page by page on first use and kept for the
+ * rest of the request: a request's deduplicating creates read its staged records once, not once each
+ * (100 of them over 16 MiB staged decrypted 1.6 GB).
+ */
+function stagedFingerprints(ctx: Ctx, tx: StoredTransaction): StagedByFingerprint {
+  let read: Promise<Map<string, StoredToken[]>> | undefined
+  const readAll = async () => {
+    const found = new Map<string, StoredToken[]>()
+    for (let after: string | undefined; ; ) {
+      const page = await ctx.store.listStaged(ctx.principal.tenantId, tx.id, {
+        limit: STAGED_PAGE,
+        ...(after === undefined ? {} : { after }),
+      })
+      for (const s of page) {
+        const t = s.token
+        const live = t && (t.expires_at === undefined || t.expires_at > ctx.now())
+        if (!live || t.fingerprint === undefined) continue
+        // Two: one of them may be the very token looking for its duplicate.
+        const same = found.get(t.fingerprint)
+        if (!same) found.set(t.fingerprint, [t])
+        else if (same.length < 2) same.push(t)
+      }
+      if (page.length < STAGED_PAGE) return found
+      after = page[page.length - 1]!.token_id
+    }
+  }
+  return () => (read ??= readAll())
+}
+
 /**
  * A live token of the caller's tenant (as its transaction sees it) with `token`'s fingerprint, other
  * than itself; `shadowed` when there is none only because the transaction deleted or changed the
@@ -35,39 +68,28 @@ export async function findDuplicate(
   ctx: Ctx,
   tx: StoredTransaction | null,
   token: StoredToken,
+  staged: StagedByFingerprint | null = tx && tx.version > 0 ? stagedFingerprints(ctx, tx) : null,
 ): Promise<{ existing: StoredToken | null; shadowed: boolean }> {
   const fingerprint = token.fingerprint
   if (fingerprint === undefined) return { existing: null, shadowed: false }
   const same = (t: StoredToken | null): t is StoredToken =>
     t !== null && t.id !== token.id && t.fingerprint === fingerprint
-  // The transaction's own staged tokens, read page by page (only for a create that deduplicates).
-  if (tx && tx.version > 0) {
-    for (let after: string | undefined; ; ) {
-      const page = await ctx.store.listStaged(ctx.principal.tenantId, tx.id, {
-        limit: STAGED_PAGE,
-        ...(after === undefined ? {} : { after }),
-      })
-      for (const s of page) {
-        const live = s.token && (s.token.expires_at === undefined || s.token.expires_at > ctx.now())
-        if (live && same(s.token)) return { existing: s.token, shadowed: false }
-      }
-      if (page.length < STAGED_PAGE) break
-      after = page[page.length - 1]!.token_id
-    }
-  }
+  // The transaction's own staged tokens (only for a create that deduplicates).
+  const mine = staged ? (await staged()).get(fingerprint)?.find(same) : undefined
+  if (mine) return { existing: mine, shadowed: false }
   const page = await ctx.store.listTokens(ctx.principal.tenantId, {
     offset: 0,
     limit: 100,
     fingerprint,
     now: ctx.now(),
   })
-  const staged = await stagedOf(
+  const stagedIds = await stagedOf(
     ctx,
     tx,
     page.items.map((t) => t.id),
   )
   for (const candidate of page.items) {
-    const seen = staged.has(candidate.id) ? await readToken(ctx, tx, candidate.id) : candidate
+    const seen = stagedIds.has(candidate.id) ? await readToken(ctx, tx, candidate.id) : candidate
     if (same(seen)) return { existing: seen, shadowed: false }
   }
   return { existing: null, shadowed: page.total > 0 }
@@ -103,6 +125,13 @@ export async function writeTokens(
   // Tried again after losing a race: a concurrent duplicate, or a concurrent stage in its transaction.
   return retryCas(async (): Promise<CasTry<Created[]>> => {
     const tx = options.enlist ? await openTransaction(ctx) : null
+    // Past the transaction's bounds, refused before any duplicate is looked for (a 400, as staging would).
+    if (tx)
+      withStaged(
+        tx,
+        tokens.map((t): Op => ({ op: 'token.put', token: t.token })),
+      )
+    const staged = tx && tx.version > 0 ? stagedFingerprints(ctx, tx) : null
     const created: Created[] = []
     const written: StoredToken[] = []
     const guards: Check[] = []
@@ -110,7 +139,9 @@ export async function writeTokens(
       const { token } = requested
       if (requested.deduplicate && token.fingerprint !== undefined) {
         const earlier = written.find((t) => t.fingerprint === token.fingerprint)
-        const found = earlier ? { existing: earlier, shadowed: false } : await findDuplicate(ctx, tx, token)
+        const found = earlier
+          ? { existing: earlier, shadowed: false }
+          : await findDuplicate(ctx, tx, token, staged)
         if (found.existing) {
           created.push({ token: found.existing, deduplicated: true, requested })
           continue
