@@ -22,7 +22,7 @@ export {
   idempotent,
   keepsAnswer,
   MAX_IDEMPOTENCY_KEY_LENGTH,
-  MAX_KEPT_ANSWER_CHARS,
+  MAX_KEPT_ANSWER_BYTES,
   requireIdempotencyKey,
 } from './idempotency.js'
 export type {

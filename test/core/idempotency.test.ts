@@ -168,7 +168,7 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     expect((await failure(long.tokens.create(body))).issues).toHaveProperty(['idempotency_key'])
   })
 
-  it('keeps an answer of up to 65536 characters; a longer one is not kept, and its repeat answers 409 without acting again', async () => {
+  it('keeps an answer of up to 65536 bytes; a longer one is not kept, and its repeat answers 409 without acting again', async () => {
     const { service, full, store } = await setup()
     const at = (key: string) => service.connect(full.key, { idempotencyKey: key })
     // With no expressions, detokenize answers its input: a string of n characters is n + 2 of JSON.
@@ -179,10 +179,17 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     expect(await at('over').tokens.detokenize(over)).toBe(over)
     const refused = await failure(at('over').tokens.detokenize(over))
     expect(refused.code).toBe('conflict')
-    expect(refused.message).toContain('longer than the 65536 characters kept for replay')
+    expect(refused.message).toContain('longer than the 65536 bytes kept for replay')
+    // Bytes of UTF-8, not characters: 21 844 of 中 (3 bytes each) and `""` fit; one more 中 does not.
+    const wide = '中'.repeat(21_844)
+    expect(await at('wide').tokens.detokenize(wide)).toBe(wide)
+    expect(await at('wide').tokens.detokenize(wide)).toBe(wide)
+    const wider = `${wide}中`
+    expect(await at('wider').tokens.detokenize(wider)).toBe(wider)
+    expect((await failure(at('wider').tokens.detokenize(wider))).code).toBe('conflict')
     const records = (await store.dump()).idempotency
-    expect(records.filter((r) => r.answer_not_kept === true)).toHaveLength(1)
-    expect(records.filter((r) => r.answer !== undefined)).toHaveLength(1)
+    expect(records.filter((r) => r.answer_not_kept === true)).toHaveLength(2)
+    expect(records.filter((r) => r.answer !== undefined)).toHaveLength(2)
     // A write whose answer is too long still acts once: its repeat neither replays nor writes again.
     const big = { type: 'token', data: 'd'.repeat(70_000), mask: '{{ data }}' }
     const once = at('big-create')
