@@ -1,6 +1,6 @@
 import { nanoid } from 'nanoid'
 import { ServiceError, sha256 } from '../../src/kernel/index.js'
-import { type Client, keepsAnswer, type Service, unchecked } from '../../src/service/index.js'
+import { type Client, type IdempotencyOutcome, type Service, unchecked } from '../../src/service/index.js'
 import { StoreError } from '../../src/store/index.js'
 import { type AdmissionBounds, admissionBounds, admitter } from './admission.js'
 import { answerParts } from './answer-text.js'
@@ -351,12 +351,21 @@ interface Call {
  * The client a call runs with: the kept client of its key, viewed with what this request alone
  * carries (request id, transaction, idempotency key, the request log's recorder).
  */
-function clientOfCall(s: Setup, incoming: Incoming, call: Call, idempotencyKey: string | null): Client {
+function clientOfCall(
+  s: Setup,
+  incoming: Incoming,
+  call: Call,
+  idempotencyKey: string | null,
+  outcome: IdempotencyOutcome,
+): Client {
   const transactionId = first(incoming, s.transactionHeader)
   const options: CallOptions = {}
   if (call.requestId !== undefined) options.requestId = call.requestId
   if (transactionId !== null) options.transactionId = transactionId
-  if (idempotencyKey !== null) options.idempotencyKey = idempotencyKey
+  if (idempotencyKey !== null) {
+    options.idempotencyKey = idempotencyKey
+    options.idempotencyOutcome = outcome
+  }
   // Test mode's request log: the call's journal entries and access decisions come back to it.
   if (call.witness !== undefined) options.recorder = call.witness.recorder
   return s.clientFor(call.apiKey, call.keyHash).withCall(options)
@@ -377,7 +386,8 @@ async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoi
   // Idempotency applies to POST, PUT and PATCH; on GET and DELETE the header is ignored, and on an
   // upload too (its bytes are no JSON request to fingerprint).
   const idempotencyKey = withBody && !route.upload ? first(incoming, s.idempotencyHeader) : null
-  const client = clientOfCall(s, incoming, call, idempotencyKey)
+  const outcome: IdempotencyOutcome = {}
+  const client = clientOfCall(s, incoming, call, idempotencyKey, outcome)
   const result = await route.run(unchecked(client), call.params, query, body)
   if (route.binary) return binaryAnswer(result as BinaryResult)
   if (result === ACCEPTED) return { status: 202, headers: { 'cache-control': 'no-store' }, body: null }
@@ -390,8 +400,8 @@ async function perform(s: Setup, incoming: Incoming, call: Call): Promise<Outgoi
     'content-type': 'application/json',
     'cache-control': 'no-store',
   }
-  // An answer too long to keep for replay says so: a repeat of the request will be refused.
-  if (idempotencyKey !== null && !keepsAnswer(text())) headers['idempotency-replayable'] = 'false'
+  // An answer not kept for replay says so: a repeat of the request will be refused.
+  if (outcome.replayable === false) headers['idempotency-replayable'] = 'false'
   if (chars <= PACED_ANSWER_CHARS) return { status: route.status, headers, body: text() }
   // A paced answer's length, counted part by part as it was serialized.
   headers['content-length'] = String(bytes)

@@ -117,7 +117,40 @@ function fromNode(req: IncomingMessage, res?: ServerResponse): Incoming {
   }
 }
 
+/** How long, and for how many more bytes, a connection closed before its request was read whole lingers. */
+const LINGER_MS = 2_000
+const LINGER_BYTES = 4 * 1024 * 1024
+
+/**
+ * A connection whose request was not read whole (a 413, a refusal before the body) is closed after
+ * its answer as a lingering close: the answer and a FIN go out, and what the client still sends is
+ * read and dropped until it closes too — at most `LINGER_MS` and `LINGER_BYTES` — before the socket
+ * is destroyed. Destroyed at once, the socket's unread bytes made the kernel answer them with a
+ * reset, which on a busy machine reached the client before it read the answer: it saw
+ * ECONNRESET, not its 413.
+ */
+function lingerOnClose(req: IncomingMessage): void {
+  const socket = req.socket as (typeof req.socket & { lingers?: true }) | null
+  if (!socket || socket.lingers) return
+  socket.lingers = true
+  socket.destroySoon = function lingering(this: typeof socket) {
+    if (this.writable) this.end()
+    let left = LINGER_BYTES
+    const timer = setTimeout(() => this.destroy(), LINGER_MS)
+    timer.unref()
+    this.once('close', () => clearTimeout(timer))
+    this.on('data', (chunk: Buffer) => {
+      left -= chunk.byteLength
+      if (left < 0) this.destroy()
+    })
+    this.once('end', () => this.destroy())
+    req.resume()
+    this.resume()
+  }
+}
+
 export function writeOutgoing(req: IncomingMessage, res: ServerResponse, out: Outgoing): void {
+  if (!req.complete) lingerOnClose(req)
   const headers: Record<string, string | number | string[]> = out.headers
   if (out.cookies?.length) headers['set-cookie'] = cookiesOf(out)
   if (out.body instanceof ReadableStream) {

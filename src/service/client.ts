@@ -20,7 +20,7 @@ import { webhookOperations } from '../webhooks/index.js'
 import { logCall } from './audit-calls.js'
 import type { CallInfo } from './effects.js'
 import { applicationTemplateOperations, hostedTenantOperations, roleOperations } from './hosted.js'
-import { idempotent } from './idempotency.js'
+import { type IdempotencyOutcome, idempotent } from './idempotency.js'
 import { permissionOperations, tenantOperations } from './tenants.js'
 import type { Methods, OperationNames, Recorder, Wiring } from './wiring.js'
 
@@ -92,6 +92,11 @@ export interface CallOptions {
    * its destination is aborted then, and its place given back, rather than held until it answers.
    */
   signal?: AbortSignal
+  /**
+   * Told, when a call with `idempotencyKey` acted (its first request), whether its answer was kept
+   * for replay (`replayable`): the HTTP adapter answers `Idempotency-Replayable: false` when not.
+   */
+  idempotencyOutcome?: IdempotencyOutcome
 }
 
 /** What `connect` takes beside the key (see `CallOptions`). */
@@ -293,7 +298,7 @@ function argumentField(operation: string, i: number): string {
 
 /** The connection of one key: its calls authenticate at the instant they run, idempotent when asked. */
 function connection(w: Wiring, keyHash: string | null, options: CallOptions): Connection {
-  const { transactionId, idempotencyKey, requestId, recorder, signal } = options
+  const { transactionId, idempotencyKey, requestId, recorder, signal, idempotencyOutcome } = options
   const explains = w.testMode || recorder !== undefined
   return {
     // The key is checked at the same instant the call then runs at.
@@ -324,6 +329,7 @@ function connection(w: Wiring, keyHash: string | null, options: CallOptions): Co
             idempotencyKey,
             [request, transactionId ?? null],
             run,
+            idempotencyOutcome,
           ),
     journaled: (seq, ctx, operation) => {
       if (recorder === undefined) return

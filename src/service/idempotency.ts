@@ -27,13 +27,27 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 export const MAX_KEPT_ANSWER_BYTES = 64 * 1024
 
 /**
- * Whether an answer (its JSON text, `undefined` for none) is kept for replay: at most
- * `MAX_KEPT_ANSWER_BYTES` of UTF-8 (counted only when its characters could pass it). The HTTP
- * adapter marks a first answer that is not with `Idempotency-Replayable: false`.
+ * Operations whose answers are never kept for replay, whatever their size: a session's create
+ * answers a new session key, and the public key that makes it is shared by every browser of an
+ * app, so a replay would hand one visitor's session key to another sending the same idempotency
+ * key. A repeat answers 409, as for a long answer.
  */
-export function keepsAnswer(answer: string | undefined): boolean {
+const NEVER_REPLAYED: ReadonlySet<string> = new Set(['session.create'])
+
+/**
+ * Whether an answer (its JSON text, `undefined` for none) of `operation` is kept for replay: at most
+ * `MAX_KEPT_ANSWER_BYTES` of UTF-8 (counted only when its characters could pass it), and not of an
+ * operation `NEVER_REPLAYED`.
+ */
+export function keepsAnswer(answer: string | undefined, operation?: string): boolean {
+  if (operation !== undefined && NEVER_REPLAYED.has(operation)) return false
   if (answer === undefined || answer.length <= MAX_KEPT_ANSWER_BYTES / 3) return true
   return answer.length <= MAX_KEPT_ANSWER_BYTES && Buffer.byteLength(answer, 'utf8') <= MAX_KEPT_ANSWER_BYTES
+}
+
+/** What an idempotent call tells its caller once its first request acted: whether its answer was kept. */
+export interface IdempotencyOutcome {
+  replayable?: boolean
 }
 
 /** What the idempotency protocol needs from the service. */
@@ -51,6 +65,12 @@ export interface IdempotencyDeps {
 
 /** How deep a request made idempotent may nest: its body's 128 levels, and the call around it. */
 const MAX_REQUEST_DEPTH = 136
+
+/** The operation a request names (`[[operation, args], transaction]`, as the client makes it), if any. */
+function operationOf(request: unknown): string | undefined {
+  const call = Array.isArray(request) ? request[0] : undefined
+  return Array.isArray(call) && typeof call[0] === 'string' ? call[0] : undefined
+}
 
 /** The request as JSON text (what is fingerprinted); 400 for one nested past `MAX_REQUEST_DEPTH`. */
 function requestText(request: unknown): string {
@@ -87,6 +107,7 @@ export async function idempotent<T>(
   key: string,
   request: unknown,
   run: () => Promise<T>,
+  outcome?: IdempotencyOutcome,
 ): Promise<T> {
   requireIdempotencyKey(key)
   const { store, now } = deps
@@ -115,7 +136,7 @@ export async function idempotent<T>(
       if (held.state === 'pending') throw conflict('a request with this idempotency key is in progress')
       if (held.answer_not_kept) {
         throw conflict(
-          `the request with this idempotency key succeeded, but its answer was longer than the ${MAX_KEPT_ANSWER_BYTES} bytes kept for replay`,
+          `the request with this idempotency key succeeded, but its answer is not kept for replay: longer than the ${MAX_KEPT_ANSWER_BYTES} bytes kept, or a new session's key`,
         )
       }
       return (held.answer === undefined ? undefined : JSON.parse(held.answer)) as T
@@ -160,10 +181,12 @@ export async function idempotent<T>(
     throw error
   }
   const answer = JSON.stringify(result)
+  const kept = keepsAnswer(answer, operationOf(request))
+  if (outcome) outcome.replayable = kept
   const done: IdempotencyRecord = {
     ...pending,
     state: 'done',
-    ...(answer === undefined ? {} : keepsAnswer(answer) ? { answer } : { answer_not_kept: true }),
+    ...(answer === undefined ? {} : kept ? { answer } : { answer_not_kept: true }),
   }
   // The request acted: its answer stands even if keeping it fails (a repeat then waits out the lease).
   await store.write({ checks: [mine], ops: [{ op: 'idempotency.put', record: done }] }).catch(() => {})

@@ -14,7 +14,7 @@ export { adminView, OPEN_READ, RUNS_SHOWN } from './admin-view.js'
 export type { CallOptions } from './client.js'
 export type { Fixture, FixtureDeps, FixtureTenant } from './fixtures.js'
 export { loadFixture } from './fixtures.js'
-export type { IdempotencyDeps } from './idempotency.js'
+export type { IdempotencyDeps, IdempotencyOutcome } from './idempotency.js'
 export {
   DEFAULT_IDEMPOTENCY_RECORDS_PER_TENANT,
   IDEMPOTENCY_FULL_RETRY_SEC,

@@ -179,7 +179,7 @@ describe('idempotency (docs/api/idempotency.mdx)', () => {
     expect(await at('over').tokens.detokenize(over)).toBe(over)
     const refused = await failure(at('over').tokens.detokenize(over))
     expect(refused.code).toBe('conflict')
-    expect(refused.message).toContain('longer than the 65536 bytes kept for replay')
+    expect(refused.message).toContain('longer than the 65536 bytes kept')
     // Bytes of UTF-8, not characters: 21 844 of 中 (3 bytes each) and `""` fit; one more 中 does not.
     const wide = '中'.repeat(21_844)
     expect(await at('wide').tokens.detokenize(wide)).toBe(wide)

@@ -460,7 +460,7 @@ describe('idempotency keeps answers of at most 64 KiB', () => {
     }
     const repeat = await post('/detokenize', refs, 'key-0')
     expect(repeat.status).toBe(409)
-    expect(await repeat.text()).toContain('65536 characters kept for replay')
+    expect(await repeat.text()).toContain('longer than the 65536 bytes kept')
     // A small answer is kept and replayed, without the header.
     const small = await post('/detokenize', { n: 1 }, 'small')
     expect(small.headers.get('idempotency-replayable')).toBeNull()
