@@ -1,5 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
+import {
+  CHECK_MS,
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  guardConnections,
+} from './connections.js'
 
 /** How `serve` stops: how long it keeps serving, then how long requests in flight get. */
 export interface ShutdownTimes {
@@ -70,17 +76,22 @@ const isReadyz = (req: IncomingMessage) =>
  */
 export function drainingServer(
   listener: (req: IncomingMessage, res: ServerResponse) => void,
+  limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
 ): DrainingServer {
   let draining = false
   const unanswered = new Set<ServerResponse>()
-  const server = createServer((req, res) => {
+  let guarded = listener
+  const server = createServer({ connectionsCheckingInterval: CHECK_MS }, (req, res) => {
     unanswered.add(res)
     res.on('close', () => unanswered.delete(res))
-    if (!draining) return listener(req, res)
+    if (!draining) return guarded(req, res)
     res.setHeader('connection', 'close')
     if (isReadyz(req)) return notReady(req, res)
-    listener(req, res)
+    guarded(req, res)
   })
+  const guard = guardConnections(server, listener, limits)
+  guarded = guard.listener
+  server.once('close', () => guard.stop())
   let accepted = 0
   server.on('connection', () => {
     accepted++

@@ -67,6 +67,8 @@ export const BOUND_FLAGS = [
   ['max-in-flight', 'maxInFlight', '256', 'requests in flight in all'],
   ['max-in-flight-bytes', 'maxInFlightBytes', '67108864', 'request body bytes in flight in all'],
   ['max-queued', 'maxQueued', '1024', 'requests waiting for their turn in all'],
+  // The listener's own (`drainingServer`), see SERVER_BOUNDS.
+  ['max-connections', 'maxConnections', '4096', 'connections open at once; past it a new one is closed'],
 ] as const
 
 /** The bounds of `BOUND_FLAGS` that `serve` passes to `createHttpHandler` rather than `createService`. */
@@ -80,6 +82,9 @@ export const HTTP_BOUNDS: ReadonlySet<string> = new Set([
   'maxInFlightBytes',
   'maxQueued',
 ])
+
+/** The bounds of `BOUND_FLAGS` that are the listener's (`ConnectionLimits` of bin/connections.ts). */
+export const SERVER_BOUNDS: ReadonlySet<string> = new Set(['maxConnections'])
 
 /** A `createService` option `serve` takes from `BOUND_FLAGS`. */
 export type BoundOption = (typeof BOUND_FLAGS)[number][1]

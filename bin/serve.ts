@@ -25,10 +25,11 @@ import { shiftedClock } from '../src/kernel/index.js'
 import { unchecked } from '../src/service/index.js'
 import type { Store } from '../src/store/index.js'
 import { type Destinations, destinations } from '../testing/destinations.js'
+import { DEFAULT_CONNECTION_LIMITS } from './connections.js'
 import { drainingServer } from './drain.js'
 import { HeavyLane, LANE_NICE } from './heavy-lane.js'
 import { fdSink } from './log-sink.js'
-import { type BoundOption, HTTP_BOUNDS } from './options.js'
+import { type BoundOption, HTTP_BOUNDS, SERVER_BOUNDS } from './options.js'
 import { openStoreWaiting } from './stores.js'
 import { webhookTicker } from './webhook-ticker.js'
 
@@ -247,15 +248,19 @@ export function startLines(o: {
   ]
 }
 
-/** The bounds of `createService`, and those of `createHttpHandler` (`HTTP_BOUNDS`), apart. */
+/**
+ * The bounds of `createService`, those of `createHttpHandler` (`HTTP_BOUNDS`) and the listener's
+ * (`SERVER_BOUNDS`), apart.
+ */
 function splitBounds(bounds: Partial<Record<BoundOption, number>>) {
   const service: Partial<Record<BoundOption, number>> = {}
   const http: Partial<Record<BoundOption, number>> = {}
+  const server: Partial<Record<BoundOption, number>> = {}
   for (const [name, value] of Object.entries(bounds) as [BoundOption, number][]) {
-    const into = HTTP_BOUNDS.has(name) ? http : service
+    const into = HTTP_BOUNDS.has(name) ? http : SERVER_BOUNDS.has(name) ? server : service
     into[name] = value
   }
-  return [service, http] as const
+  return [service, http, server] as const
 }
 
 const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host)
@@ -303,7 +308,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const routed = options.testMode
     ? destinations(Object.fromEntries((options.testDestinations ?? []).map((origin) => [origin, 'echo'])))
     : undefined
-  const [serviceBounds, httpBounds] = splitBounds(options.bounds ?? {})
+  const [serviceBounds, httpBounds, serverBounds] = splitBounds(options.bounds ?? {})
   const clock = !options.testMode
     ? systemClock
     : options.testClock === 'ticking'
@@ -412,7 +417,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     lane.start()
     listener = lane.listener(api)
   }
-  const { server, shutdown, hurry } = drainingServer(listener)
+  const { server, shutdown, hurry } = drainingServer(listener, {
+    ...DEFAULT_CONNECTION_LIMITS,
+    ...serverBounds,
+  })
   server.listen(options.port, options.host)
   try {
     await Promise.race([
