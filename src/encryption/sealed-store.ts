@@ -1,4 +1,5 @@
 import type { IdempotencyRecord, StagedWrite, StoredToken, Tenant } from '../kernel/index.js'
+import { nextTurn } from '../kernel/index.js'
 import type { Check, Op } from '../store/index.js'
 import { delegatingStore, type Store } from '../store/index.js'
 import { openedClientKeyReads, sealClientKeyOps } from './client-key-sealing.js'
@@ -63,7 +64,7 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
     async write(batch) {
       // A client key's private key is sealed first; the rest of the ops as their kinds are.
       const keyed = await sealClientKeyOps(s, batch.ops)
-      const ops = await Promise.all(keyed.map((op) => sealedOp(s, op)))
+      const ops = await sealedInSteps(s, keyed)
       const checks = batch.checks
         ? await Promise.all(batch.checks.map((c) => sealCheck(s, inner, c)))
         : undefined
@@ -142,6 +143,36 @@ export function sealedStore(inner: Store, keyring: Keyring, options: SealedStore
 async function openRecord(s: Sealing, record: IdempotencyRecord): Promise<IdempotencyRecord> {
   if (record.answer === undefined) return record
   return { ...record, answer: await openAnswer(s, { ...record, answer: record.answer }) }
+}
+
+/** What sealing `op` weighs, in characters of token data (an object's counted as 1 KiB): 0 when it seals none. */
+function sealWeight(op: Op): number {
+  const token = op.op === 'token.put' ? op.token : op.op === 'staged.put' ? op.staged.token : null
+  if (!token) return 0
+  return typeof token.data === 'string' ? token.data.length : 1024
+}
+
+/**
+ * `ops` sealed, a turn for other work between two steps once `OPEN_STEP_BYTES` of token data have
+ * been sealed: a commit of 1 000 staged tokens of 16 KB sealed in one turn held every other tenant
+ * 160–600 ms. A write of a few small tokens seals at once, as before.
+ */
+async function sealedInSteps(s: Sealing, ops: readonly Op[]): Promise<Op[]> {
+  let total = 0
+  for (const op of ops) total += sealWeight(op)
+  if (total <= OPEN_STEP_BYTES) return Promise.all(ops.map((op) => sealedOp(s, op)))
+  const sealed: Op[] = []
+  let step = 0
+  for (const op of ops) {
+    const weight = sealWeight(op)
+    if (step > 0 && step + weight > OPEN_STEP_BYTES) {
+      await nextTurn()
+      step = 0
+    }
+    sealed.push(await sealedOp(s, op))
+    step += weight
+  }
+  return sealed
 }
 
 /**

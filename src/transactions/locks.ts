@@ -1,4 +1,5 @@
 import type { StagedWrite, StoredTransaction } from '../kernel/index.js'
+import { nextTurn } from '../kernel/index.js'
 import type { Check, Op, Store, WriteResult } from '../store/index.js'
 import { MAX_STAGED_CHARS, MAX_STAGED_WRITES } from './bounds.js'
 
@@ -26,6 +27,9 @@ export function lockOps(tx: StoredTransaction, tokenIds: readonly string[]): Op[
  */
 const STAGED_PAGE = 64
 
+/** Characters of staged token JSON `readStaged` counts in one turn. */
+const COUNT_STEP_CHARS = 256 * 1024
+
 /** How many staged records (and their locks) one write of `clearStaged` deletes. */
 const CLEAR_CHUNK = 64
 
@@ -50,9 +54,18 @@ export async function readStaged(
       limit,
       ...(last ? { after: last.token_id } : {}),
     })
+    let sinceTurn = 0
     for (const s of page) {
       staged.push(s)
-      if (s.token) chars += JSON.stringify(s.token).length
+      if (!s.token) continue
+      const n = JSON.stringify(s.token).length
+      chars += n
+      // Counting a page of 16 MiB in one turn held every other tenant: a turn after each 256 KiB.
+      sinceTurn += n
+      if (sinceTurn >= COUNT_STEP_CHARS) {
+        await nextTurn()
+        sinceTurn = 0
+      }
     }
     if (page.length < limit) return { staged, chars, whole: true }
     if (staged.length > MAX_STAGED_WRITES || chars > MAX_STAGED_CHARS) return { staged, chars, whole: false }

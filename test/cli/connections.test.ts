@@ -25,7 +25,12 @@ async function serve(limits: Partial<typeof DEFAULT_CONNECTION_LIMITS>, delayMs 
   )
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  servers.push({ close: () => server.closeAllConnections() || server.close() })
+  servers.push({
+    close: () => {
+      server.closeAllConnections()
+      server.close()
+    },
+  })
   return { server, port: (server.address() as AddressInfo).port }
 }
 

@@ -92,3 +92,15 @@ describe('a large create leaves the event loop to others between its steps', () 
     expect((await c.tokens.get(id)).data).toBe('y'.repeat(400_000))
   })
 })
+
+describe('a write of many tokens', () => {
+  it('seals 100 tokens of 16 KB (1.6 MB) with a turn for other work after each 256 KiB of data', async () => {
+    const c = await client()
+    const body = Object.fromEntries(
+      Array.from({ length: 100 }, (_, i) => [`t${i}`, { type: 'token', data: `${i}`.padEnd(16_000, 'x') }]),
+    )
+    // 1 600 000 characters in steps of 262 144: at least 6 turns between them.
+    expect(await turnsDuring(() => c.tokens.tokenize(body))).toBeGreaterThanOrEqual(6)
+  })
+})
+
