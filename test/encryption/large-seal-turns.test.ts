@@ -103,4 +103,3 @@ describe('a write of many tokens', () => {
     expect(await turnsDuring(() => c.tokens.tokenize(body))).toBeGreaterThanOrEqual(6)
   })
 })
-
