@@ -13,9 +13,11 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
-import { StoreError } from '../../src/store/index.js'
+import type { StoredTransaction } from '../../src/kernel/index.js'
+import { StoreError, stagedCharsHeld } from '../../src/store/index.js'
 import { openError } from './faults.js'
 import { readDataFile } from './header.js'
+import { key } from './keys.js'
 import { tokenCodec } from './token-codec.js'
 
 /**
@@ -241,6 +243,7 @@ export async function openDatabases(dir: string, durable: boolean): Promise<Data
           : { name, keyEncoding: 'binary', encoding: 'json' },
       )
     checkFormat(dbs, dir)
+    countStagedOnce(dbs)
     return dbs
   } catch (error) {
     lock.release()
@@ -284,6 +287,31 @@ function checkFormat(dbs: Databases, dir: string): void {
     )
   // Its records read as they are; from now on it holds tokens only this format reads.
   if (format < FORMAT) dbs.meta.putSync(FORMAT_KEY, FORMAT)
+}
+
+/** Set once every tenant's `transaction.staged` count holds its open transactions (see `countStagedOnce`). */
+const STAGED_COUNTED_KEY = Buffer.from('counted:transaction.staged')
+
+/**
+ * Fills each tenant's `transaction.staged` count from the open transactions a store written before
+ * the count existed holds (once: a marker says it was done), in one write transaction that reads the
+ * marker again, so two processes opening the store at once fill it once. Without it a transaction
+ * open across the upgrade went uncounted, and its end took the count below what others held.
+ */
+function countStagedOnce(dbs: Databases): void {
+  if (dbs.meta.get(STAGED_COUNTED_KEY) !== undefined) return
+  dbs.meta.transactionSync(() => {
+    if (dbs.meta.get(STAGED_COUNTED_KEY) !== undefined) return
+    const sums = new Map<string, number>()
+    for (const { value } of dbs.transactions.getRange()) {
+      const tx = value as StoredTransaction
+      const held = stagedCharsHeld(tx)
+      if (held > 0) sums.set(tx.tenant_id, (sums.get(tx.tenant_id) ?? 0) + held)
+    }
+    // As `countKey('transaction.staged', tenantId)` in apply.ts.
+    for (const [tenantId, n] of sums) dbs.meta.put(key('count', 'transaction.staged', tenantId), n)
+    dbs.meta.put(STAGED_COUNTED_KEY, 1)
+  })
 }
 
 /**

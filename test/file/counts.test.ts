@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
 import type { LogEntry } from '../../src/kernel/index.js'
 import { idem } from '../../testing/store/idempotency.js'
-import { session, T } from '../../testing/store/records.js'
+import { session, T, tx } from '../../testing/store/records.js'
 import { tempDir } from './helpers.js'
 
 describe('file store counts', () => {
@@ -84,5 +84,36 @@ describe('file store counts', () => {
       code: 'corrupt',
       message: expect.stringContaining('format 1 by a development build'),
     })
+  })
+
+  it('fills the staged count once from the transactions a store held before it was kept, then keeps it', async () => {
+    const path = await tempDir()
+    const store = await fileStore({ path, durability: 'none' })
+    await store.write({
+      ops: [
+        { op: 'transaction.put', transaction: tx('o1', { staged_chars: 300 }) },
+        { op: 'transaction.put', transaction: tx('o2', { staged_chars: 45 }) },
+        { op: 'transaction.put', transaction: tx('c1', { staged_chars: 9000, state: 'committed' }) },
+      ],
+    })
+    await store.close()
+    // As a store written before the count was: no count, no marker.
+    const raw = openLmdb({ path, keyEncoding: 'binary', encoding: 'json', maxDbs: 30 })
+    const meta = raw.openDB({ name: 'meta', keyEncoding: 'binary', encoding: 'json' })
+    const keys = [...meta.getKeys()].map((k) => Buffer.from(k as Buffer))
+    const dropped = keys.filter((k) => k.includes(Buffer.from('transaction.staged')))
+    expect(dropped.length).toBe(2)
+    for (const k of dropped) await meta.remove(k)
+    await raw.close()
+    const again = await fileStore({ path, durability: 'none' })
+    expect(await again.countRecords(T, 'transaction.staged')).toBe(345)
+    await again.write({
+      ops: [{ op: 'transaction.put', transaction: tx('o1', { staged_chars: 300, state: 'rolled_back' }) }],
+    })
+    await again.close()
+    // Filled once: a reopen keeps the count as the writes left it.
+    const third = await fileStore({ path, durability: 'none' })
+    expect(await third.countRecords(T, 'transaction.staged')).toBe(45)
+    await third.close()
   })
 })
