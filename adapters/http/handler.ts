@@ -493,6 +493,15 @@ const isMeta = (method: string, path: string) =>
   method === 'HEAD' ||
   (method === 'GET' && (path === '/healthz' || path === '/openapi.json' || path === '/readyz'))
 
+/**
+ * A request's id: its `X-Request-Id` when plain, else its `BT-TRACE-ID` (the Basis Theory SDKs'
+ * correlation id) when plain, else a new one. (A malformed `X-Request-Id` once hid a plain trace id.)
+ */
+function requestIdOf(incoming: Incoming): string {
+  const plain = (value: string | null) => (value !== null && PLAIN_REQUEST_ID.test(value) ? value : null)
+  return plain(incoming.header('x-request-id')) ?? plain(incoming.header('bt-trace-id')) ?? nanoid()
+}
+
 /** Whether an answer is a problem document (its body then goes to the request log). */
 const isProblem = (out: Outgoing) =>
   out.headers['content-type']?.startsWith('application/problem+json') === true
@@ -509,9 +518,7 @@ function exchangeHandler(service: Service, options: HttpHandlerOptions): Exchang
   /** One request, start to answer: a single async step, so a plain call costs few promise turns. */
   const respond = async (incoming: Incoming): Promise<Outgoing> => {
     const started = log || requestLog ? performance.now() : 0
-    // The Basis Theory SDKs send their correlation id as `BT-TRACE-ID`.
-    const given = incoming.header('x-request-id') ?? incoming.header('bt-trace-id')
-    const requestId = given !== null && PLAIN_REQUEST_ID.test(given) ? given : nanoid()
+    const requestId = requestIdOf(incoming)
     const method = incoming.method
     const target = splitTarget(incoming.target)
     const witness = requestLog?.begin()

@@ -75,6 +75,9 @@ describe('proxy over HTTP: request ids', () => {
     expect(entries.length).toBeGreaterThanOrEqual(3)
     const ids = entries.map((e) => e.request_id ?? null)
     expect(new Set(ids)).toEqual(new Set(['px-1', 'px-2', made]))
+    // A malformed X-Request-Id gives way to a plain BT-TRACE-ID.
+    const both = await call({ 'X-Request-Id': 'bad id!', 'BT-TRACE-ID': 'px-3' })
+    expect(both.headers.get('x-request-id')).toBe('px-3')
     expect(ids.filter((id) => id === 'px-1').length).toBe(entries.length / 3)
     expect(counter.connects).toBe(1)
     expect(destination.seen.at(-1)!.body).toBe('{"n":"secret-4242"}')
