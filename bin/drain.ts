@@ -89,6 +89,9 @@ export function drainingServer(
     if (isReadyz(req)) return notReady(req, res)
     guarded(req, res)
   })
+  // `Expect: 100-continue` is answered when the body is wanted (`readNodeBody`), not before the key
+  // is checked: Node's own 100 invited a bad key's client to send its whole body for a 401.
+  server.on('checkContinue', (req, res) => server.emit('request', req, res))
   const guard = guardConnections(server, listener, limits)
   guarded = guard.listener
   server.once('close', () => guard.stop())

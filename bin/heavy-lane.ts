@@ -456,7 +456,7 @@ export class HeavyLane {
     const id = this.#next++
     this.#pending.set(id, { req, res, bytes })
     this.#bytes += bytes
-    const read = await readNodeBody(req, max)
+    const read = await readNodeBody(req, max, res)
     const worker = this.#worker
     if (!worker || !this.#pending.has(id)) {
       if (this.#release(id)) writeOutgoing(req, res, laneGone())

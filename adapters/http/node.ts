@@ -15,15 +15,20 @@ const hasBody = (req: IncomingMessage) =>
 
 /**
  * Reads a node request's body, at most `maxBytes`. Past the limit it stops listening and pauses the
- * request (the connection is then closed after the answer) rather than buffering the rest.
+ * request (the connection is then closed after the answer) rather than buffering the rest. A
+ * request that asked `Expect: 100-continue` is told to go on now, when its body is wanted (with
+ * `res`: a server that defers the 100, as `serve`'s does, so a refused key never invites the body).
  */
 export function readNodeBody(
   req: IncomingMessage,
   maxBytes: number,
+  res?: ServerResponse,
 ): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE> {
   if (!hasBody(req) || req.readableEnded) return Promise.resolve(null)
   // Gone before its turn came (a request waits unread for admission): no event will come any more.
   if (req.destroyed) return Promise.resolve(UNREADABLE)
+  if (res && expectsContinue(req) && !(res as { _sent100?: boolean })._sent100 && !res.headersSent)
+    res.writeContinue()
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let total = 0
@@ -93,6 +98,9 @@ function goneSignal(res: ServerResponse): AbortSignal {
   return controller.signal
 }
 
+/** Whether a request waits for `100 Continue` before it sends its body. */
+const expectsContinue = (req: IncomingMessage) => req.headers.expect?.toLowerCase() === '100-continue'
+
 /** The exchange view of a node request: no WHATWG objects, no copies of the body. */
 function fromNode(req: IncomingMessage, res?: ServerResponse): Incoming {
   let signal: AbortSignal | undefined
@@ -111,7 +119,7 @@ function fromNode(req: IncomingMessage, res?: ServerResponse): Incoming {
     readBody(maxBytes) {
       if (!hasBody(req)) return Promise.resolve(null)
       const parsed = parsedBody(req)
-      if (parsed === undefined) return readNodeBody(req, maxBytes)
+      if (parsed === undefined) return readNodeBody(req, maxBytes, res)
       return Promise.resolve(parsed !== null && parsed.byteLength > maxBytes ? TOO_LARGE : parsed)
     },
   }
