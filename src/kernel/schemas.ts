@@ -104,9 +104,20 @@ const intLike = v.pipe(
   v.integer('must be a whole number'),
 )
 
-/** `page` (default 1, ≥ 1) and `size` (default 20, 1–100). */
+/**
+ * `page` (default 1, 1–999 999 999: as a query string it has at most 9 digits, and a JSON number
+ * is held to the same, so an offset is never past what a store can take: `1e308` reached
+ * PostgreSQL as `Infinity`) and `size` (default 20, 1–100).
+ */
 export const pagination = {
-  page: v.optional(v.pipe(intLike, v.minValue(1, 'must be at least 1')), 1),
+  page: v.optional(
+    v.pipe(
+      intLike,
+      v.minValue(1, 'must be at least 1'),
+      v.maxValue(999_999_999, 'must be at most 999999999'),
+    ),
+    1,
+  ),
   size: v.optional(
     v.pipe(intLike, v.minValue(1, 'must be at least 1'), v.maxValue(100, 'must be at most 100')),
     20,

@@ -88,12 +88,25 @@ describe('token input validation', () => {
 
   const listCases: [string, Record<string, unknown>, string][] = [
     ['page 0', { page: 0 }, 'page'],
+    ['page 1 000 000 000', { page: 1_000_000_000 }, 'page'],
+    ['page 1e308', { page: 1e308 }, 'page'],
     ['page not a number', { page: 'two' }, 'page'],
     ['size 0', { size: 0 }, 'size'],
     ['size 101', { size: '101' }, 'size'],
     ['size fraction', { size: 1.5 }, 'size'],
     ['unknown filter', { colour: 'x' }, 'colour'],
   ]
+  it('answers page 999 999 999 of a list and a search (empty), and refuses the next', async () => {
+    const { client } = await setup()
+    await client.tokens.create(valid)
+    const list = await client.tokens.list({ page: 999_999_999, size: 100 } as never)
+    expect([list.data, list.pagination.page_number]).toEqual([[], 999_999_999])
+    const found = await client.tokens.search({ query: 'type:token', page: 999_999_999, size: 100 } as never)
+    expect((found as { pagination: { page_number: number } }).pagination.page_number).toBe(999_999_999)
+    const past = await failure(client.tokens.search({ query: 'type:token', page: 1_000_000_000 } as never))
+    expect(Object.keys(past.issues ?? {})).toContain('page')
+  })
+
   it.each(listCases)('list children refuses %s', async (_what, query, field) => {
     const { client } = await setup()
     const t = await client.tokens.create(valid)
