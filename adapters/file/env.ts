@@ -116,23 +116,46 @@ export interface Databases {
 const LOCK_MAGIC = 0xbeefc0de
 const LOCK_TXNID_AT = 8
 
+/**
+ * The descriptors of lock files this process reads the head from, one a file, shared by every store
+ * open on it: closing any descriptor of a lock file drops every POSIX lock this process holds on
+ * it, LMDB's own included, so one is closed only when the last store using it closes (one store of
+ * a directory closing while the heavy lane's still ran let another process reset the reader table).
+ */
+const lockFiles = new Map<string, { fd: number; users: number; magic: boolean }>()
+
 /** Reads the last committed transaction id from the lock file LMDB maps shared between processes. */
 function lockHead(dir: string): { head(): bigint | null; release(): void } {
-  let fd: number | null = null
-  try {
-    fd = openSync(join(dir, LOCK_FILE), 'r')
+  const path = join(dir, LOCK_FILE)
+  let held = lockFiles.get(path)
+  if (!held) {
+    let fd: number
+    try {
+      fd = openSync(path, 'r')
+    } catch {
+      return { head: () => null, release: () => {} }
+    }
     const probe = Buffer.alloc(4)
-    if (readSync(fd, probe, 0, 4, 0) !== 4 || probe.readUInt32LE(0) !== LOCK_MAGIC)
-      throw new Error('no magic')
-  } catch {
-    if (fd !== null) closeSync(fd)
-    return { head: () => null, release: () => {} }
+    const magic = readSync(fd, probe, 0, 4, 0) === 4 && probe.readUInt32LE(0) === LOCK_MAGIC
+    held = { fd, users: 0, magic }
+    lockFiles.set(path, held)
   }
-  const open = fd
+  const shared = held
+  shared.users++
   const buffer = Buffer.alloc(8)
+  let released = false
   return {
-    head: () => (readSync(open, buffer, 0, 8, LOCK_TXNID_AT) === 8 ? buffer.readBigUInt64LE(0) : null),
-    release: () => closeSync(open),
+    head: () =>
+      shared.magic && readSync(shared.fd, buffer, 0, 8, LOCK_TXNID_AT) === 8
+        ? buffer.readBigUInt64LE(0)
+        : null,
+    release: () => {
+      if (released) return
+      released = true
+      if (--shared.users > 0) return
+      lockFiles.delete(path)
+      closeSync(shared.fd)
+    },
   }
 }
 
@@ -209,7 +232,11 @@ export async function openDatabases(dir: string, durable: boolean): Promise<Data
       )
     chmodSync(dir, 0o700)
     for (const name of [DATA_FILE, LOCK_FILE]) {
-      closeSync(openSync(join(dir, name), 'a', 0o600))
+      // Made 0600 before LMDB makes it, but never opened and closed when it is there: closing any
+      // descriptor of the lock file drops every lock this process holds on it (POSIX record locks),
+      // and with the environment open here already (the heavy lane's thread) another process then
+      // took itself for the only one and reset the reader table under this one (MDB_BAD_RSLOT).
+      if (!existsSync(join(dir, name))) closeSync(openSync(join(dir, name), 'a', 0o600))
       chmodSync(join(dir, name), 0o600)
     }
   } catch (error) {
