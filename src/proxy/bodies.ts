@@ -1,6 +1,6 @@
 import type { Ctx } from '../call/index.js'
 import type { Json } from '../kernel/index.js'
-import { depthOf, invalid, MAX_INPUT_DEPTH } from '../kernel/index.js'
+import { depthOf, invalid, jsonShape, MAX_INPUT_DEPTH, MAX_JSON_VALUES } from '../kernel/index.js'
 import { expressionsIn, resolveTokens, substitute } from './expressions.js'
 
 /** How a body is read for expressions, by its content type. */
@@ -31,10 +31,18 @@ export function utf8(bytes: Uint8Array): string | null {
 type Keys = (string | number)[]
 const fieldOf = (keys: Keys): string => ['body', ...keys].join('.')
 
+/** Whether a string holds an expression (`{{ … }}` closed): only then is its path made. */
+const holdsExpression = (value: string) => {
+  const open = value.indexOf('{{')
+  return open !== -1 && value.indexOf('}}', open + 2) !== -1
+}
+
 /** The expressions of a JSON value's strings, each with its dotted path (built only for a string holding one). */
 function jsonExpressions(value: Json, keys: Keys, out: [string, string][]): void {
   if (typeof value === 'string') {
-    if (value.includes('{{')) out.push(...expressionsIn([[fieldOf(keys), value]]))
+    // A path is a copy of its keys: made for every string with `{{` in a body whose keys were long,
+    // 100 000 of them held the process for minutes.
+    if (holdsExpression(value)) out.push(...expressionsIn([[fieldOf(keys), value]]))
   } else if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       keys.push(i)
@@ -58,7 +66,7 @@ type Tokens = Awaited<ReturnType<typeof resolveTokens>>
  */
 function replaceJson(ctx: Ctx, value: Json, keys: Keys, tokens: Tokens): Json {
   if (typeof value === 'string')
-    return value.includes('{{') ? substitute(ctx, value, fieldOf(keys), tokens, true) : value
+    return holdsExpression(value) ? substitute(ctx, value, fieldOf(keys), tokens, true) : value
   if (value === null || typeof value !== 'object') return value
   if (Array.isArray(value)) {
     let out: Json[] | null = null
@@ -92,8 +100,12 @@ function own(out: { [key: string]: Json }, key: string, value: Json): void {
   Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
 }
 
-/** A JSON body's text parsed, or a 400. */
+/** A JSON body's text parsed, or a 400 (its shape checked first: its depth, and its values as the API's bodies). */
 function parsedJson(text: string): Json {
+  const shape = jsonShape(text, MAX_INPUT_DEPTH, MAX_JSON_VALUES)
+  if (shape === 'deep') throw invalid('body', `is nested deeper than ${MAX_INPUT_DEPTH} levels`)
+  if (shape === 'many')
+    throw invalid('body', `holds more than ${MAX_JSON_VALUES} values (array elements and object members)`)
   let value: Json
   try {
     value = JSON.parse(text) as Json
@@ -137,8 +149,19 @@ export async function detokenizedBody(
   return encoder.encode(substitute(ctx, text, 'body', tokens, false) as string)
 }
 
+/** How many times `char` occurs in `text` (counted without a copy). */
+function countOf(text: string, char: string): number {
+  let n = 0
+  for (let at = text.indexOf(char); at !== -1; at = text.indexOf(char, at + 1)) n++
+  return n
+}
+
 /** A form body with the expressions of its (decoded) values replaced; the same bytes when none has one. */
 async function detokenizedForm(ctx: Ctx, body: Uint8Array, text: string, encrypted?: Json) {
+  // No `{{` in any value, decoded or not: passed as it is, whatever its size, without a parse.
+  if (!text.includes('{{') && !/%7b%7b|%7b\{|\{%7b/i.test(text)) return body
+  if (countOf(text, '&') >= MAX_JSON_VALUES)
+    throw invalid('body', `holds more than ${MAX_JSON_VALUES} form fields`)
   const fields = [...new URLSearchParams(text)]
   if (!fields.some(([, value]) => value.includes('{{'))) return body
   const texts = fields.map(([name, value]): [string, string] => [`body.${name}`, value])

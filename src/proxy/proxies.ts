@@ -105,6 +105,16 @@ async function shown(ctx: Ctx, p: StoredProxy): Promise<ShownProxy> {
   return { ...p, key: await keyOf(ctx, p) }
 }
 
+/** Whether `next` acts otherwise than `old`: its transforms' code, its destination or `require_auth`. */
+function actsDifferently(old: StoredProxy, next: StoredProxy): boolean {
+  return (
+    old.destination_url !== next.destination_url ||
+    old.require_auth !== next.require_auth ||
+    old.request_transform?.code !== next.request_transform?.code ||
+    old.response_transform?.code !== next.response_transform?.code
+  )
+}
+
 /** The stored record of `input` (validated) for proxy `id`. */
 async function recordOf(
   ctx: Ctx,
@@ -144,6 +154,11 @@ export function proxiesOperations(ctx: Ctx) {
   const replace = async (id: string, input: v.InferOutput<typeof proxyInput>): Promise<ShownProxy> => {
     const old = await mustGet(id)
     const record = await recordOf(ctx, input, old)
+    // What runs as the application (its transforms, where they send, who may call without a key)
+    // changed on a proxy bound to one: as binding it, that asks `application:update` too. With only
+    // `proxy:update`, a key rewrote a transform to detokenize as the application and send it out.
+    if (record.application_id !== undefined && actsDifferently(old, record))
+      requirePermission(ctx.principal, 'application:update')
     const next = { ...record, modified_at: ctx.now(), modified_by: ctx.principal.id }
     await ctx.store.write({ ops: [{ op: 'proxy.put', proxy: next }] })
     return shown(ctx, next)

@@ -7,7 +7,7 @@ import type {
   Json,
   StoredProxy,
 } from '../kernel/index.js'
-import { ServiceError, statusOfError } from '../kernel/index.js'
+import { jsonShape, MAX_INPUT_DEPTH, MAX_JSON_VALUES, ServiceError, statusOfError } from '../kernel/index.js'
 import { runFailure } from '../reactors/index.js'
 import { tokenOperations } from '../tokens/index.js'
 import { bodyKind, utf8 } from './bodies.js'
@@ -47,11 +47,16 @@ export type TransformOutcome = { kind: 'next'; value: Transformed } | { kind: 'a
 const isObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v)
 
-/** A body as a transform sees it: JSON parsed when declared JSON (text if it does not parse), else text. */
+/**
+ * A body as a transform sees it: JSON parsed when declared JSON, else text; text too when it does
+ * not parse, or nests deeper than `MAX_INPUT_DEPTH` or holds more than `MAX_JSON_VALUES` values (a
+ * body 500 000 levels deep, parsed, overflowed the stack handing it to the sandbox: a 500).
+ */
 export function transformBody(bytes: Uint8Array | null, contentType: string | undefined): Json {
   if (bytes === null || bytes.byteLength === 0) return null
   const text = utf8(bytes) ?? Buffer.from(bytes).toString('base64')
   if (bodyKind(contentType) !== 'json') return text
+  if (jsonShape(text, MAX_INPUT_DEPTH, MAX_JSON_VALUES) !== null) return text
   try {
     return JSON.parse(text) as Json
   } catch {

@@ -301,3 +301,71 @@ describe('require_auth', () => {
     SLOW,
   )
 })
+
+describe('a body a transform gets', () => {
+  it(
+    'is its text when it nests deeper than 64 levels (parsed, a 500 000-deep body overflowed the stack: a 500)',
+    async () => {
+      const proxy = await proxyWith({
+        request_transform: code(
+          'return { body: { kind: typeof req.args.body, length: req.args.body.length } }',
+        ),
+      })
+      const deep = `${'['.repeat(500_000)}${']'.repeat(500_000)}`
+      const answer = await vault.client().proxy.invoke({
+        method: 'POST',
+        proxy_key: proxy.key,
+        headers: { 'content-type': 'application/json' },
+        body: deep,
+      })
+      expect(answer.status).toBe(200)
+      expect(JSON.parse(vault.proxy.received()[0]!.body)).toEqual({ kind: 'string', length: 1_000_000 })
+      // 64 levels are parsed as JSON.
+      await vault.client().proxy.invoke({
+        method: 'POST',
+        proxy_key: proxy.key,
+        headers: { 'content-type': 'application/json' },
+        body: `${'['.repeat(64)}${']'.repeat(64)}`,
+      })
+      expect(JSON.parse(vault.proxy.received()[1]!.body).kind).toBe('object')
+    },
+    SLOW,
+  )
+})
+
+describe('changing what a proxy bound to an application runs', () => {
+  it(
+    'asks application:update beside proxy:update: its transforms, destination or require_auth; not its name',
+    async () => {
+      const made = await proxyWith({ request_transform: code('return { body: req.args.body }') })
+      const proxy = await vault
+        .client('management')
+        .proxies.patch(made.id, { application: { id: vault.applications.private.id } })
+      const { key } = await vault.service.admin.createApplication({
+        tenantId: vault.tenant.id,
+        name: 'proxy editor',
+        type: 'management',
+        permissions: ['proxy:read', 'proxy:update'],
+      })
+      const editor = vault.service.connect(key)
+      const patches = [
+        { request_transform: code("return { body: await req.bt.detokenize({ c: '{{ x }}' }) }") },
+        { response_transform: code('return { body: 1 }') },
+        { destination_url: `${DEST}/elsewhere` },
+        { require_auth: false },
+      ]
+      for (const patch of patches)
+        expect((await failure(editor.proxies.patch(proxy.id, patch))).code).toBe('forbidden')
+      expect((await editor.proxies.patch(proxy.id, { name: 'renamed' })).name).toBe('renamed')
+      // With application:update too, it may.
+      const full = await vault.service.admin.createApplication({
+        tenantId: vault.tenant.id,
+        name: 'owner',
+        type: 'management',
+        permissions: ['proxy:read', 'proxy:update', 'application:update'],
+      })
+      await vault.service.connect(full.key).proxies.patch(proxy.id, { require_auth: false })
+    },
+    SLOW,
+  )
+})
