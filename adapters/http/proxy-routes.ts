@@ -156,7 +156,13 @@ const tooLarge = (maxBytes: number) =>
 
 /** The destination's answer as the exchange's: its status, headers and body bytes. */
 function outgoingOf(answer: ProxyAnswer, prefixes: readonly string[]): Outgoing {
-  const headers: Record<string, string> = { ...answer.headers }
+  const headers: Record<string, string> = {}
+  // Which origins may read an answer is the vault's to say (its `cors` option), never the
+  // destination's: its `Access-Control-*` headers granted any origin, credentials included. And
+  // as every answer of the vault, a proxied one is not stored by caches on the way.
+  for (const [name, value] of Object.entries(answer.headers))
+    if (!name.toLowerCase().startsWith('access-control-')) headers[name] = value
+  headers['cache-control'] = 'no-store'
   // A destination's page never runs as the vault's origin (where the console keeps its token): a
   // browser opening it gives it an origin of its own. Policies add up: the destination's still hold.
   const policy = headers['content-security-policy']

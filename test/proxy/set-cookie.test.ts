@@ -3,7 +3,8 @@
  * header with `, ` (as other repeated headers are) they were unreadable, since an `Expires` date
  * holds a comma. Through the node listener, the fetch handler, a response transform and in process.
  * Over HTTP the answer's content security policy also says `sandbox`, beside the destination's: a
- * page a destination answers never runs as the vault's origin.
+ * page a destination answers never runs as the vault's origin; its `Access-Control-*` headers are
+ * dropped (CORS is the vault's), and it is `Cache-Control: no-store`.
  */
 import { once } from 'node:events'
 import { createServer, get, type Server } from 'node:http'
@@ -35,6 +36,9 @@ beforeAll(async () => {
         'set-cookie': COOKIES,
         'x-many': ['1', '2'],
         'content-security-policy': "default-src 'none'",
+        'access-control-allow-origin': 'https://evil.example',
+        'access-control-allow-credentials': 'true',
+        'cache-control': 'public, max-age=3600',
       })
       res.end('{"ok":true}')
     })
@@ -96,6 +100,10 @@ describe('proxy: Set-Cookie', () => {
     const response = await handler(new Request(`${base}/proxy/x`, { headers }))
     expect(response.status).toBe(200)
     expect(response.headers.getSetCookie()).toEqual(COOKIES)
+    // Which origins may read it is the vault's to say, not the destination's; and no cache keeps it.
+    expect(response.headers.get('access-control-allow-origin')).toBeNull()
+    expect(response.headers.get('access-control-allow-credentials')).toBeNull()
+    expect(response.headers.get('cache-control')).toBe('no-store')
   })
 
   it('keeps them through a response transform, and in process as set_cookie', async () => {
