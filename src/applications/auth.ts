@@ -48,7 +48,10 @@ export async function authenticate(store: Store, now: string, keyHash: string | 
   if (s.expires_at <= now) throw await gone('the session has expired')
   if (s.state !== 'authorized') return sessionPrincipal(s, NOTHING, s.expires_at)
   const authorizer = await authorizerOf(store, s, now)
-  if (!authorizer) throw await gone('the key that authorized the session was deleted or has expired')
+  if (!authorizer)
+    throw await gone(
+      'the key that authorized the session no longer stands behind it (deleted, expired or narrowed)',
+    )
   const ends = authorizer.expires_at !== undefined && authorizer.expires_at < s.expires_at
   return sessionPrincipal(
     s,
@@ -59,9 +62,10 @@ export async function authenticate(store: Store, now: string, keyHash: string | 
 
 /**
  * The application that authorized session `s`, while it still stands behind it: it exists, has not
- * expired, still holds the key it authorized with, and still holds what it granted. Otherwise null: deleting or expiring the
- * application, or deleting or regenerating that key, ends the sessions it authorized — a revoked
- * key leaves nothing behind that outlives it (a session may be authorized to live for years).
+ * expired, still holds the key it authorized with, and still holds what it granted. Otherwise
+ * null: deleting or expiring the application, deleting or regenerating that key, or narrowing its
+ * permissions ends the sessions it authorized — a revoked key leaves nothing behind that outlives
+ * it (a session may be authorized to live for years).
  */
 async function authorizerOf(store: Store, s: StoredSession, now: string): Promise<StoredApplication | null> {
   if (s.authorized_by === undefined) return null
