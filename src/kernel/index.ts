@@ -40,8 +40,7 @@ export {
   tooMany,
 } from './errors.js'
 export { newApiKey, newId, newNonce, newOrderedId, sha256 } from './ids.js'
-export { jsonShape, MAX_JSON_VALUES } from './json-shape.js'
-export { mayEscapeInJson, utf8NeedsJsonEscape } from './json-text.js'
+export { jsonShape, MAX_JSON_VALUES, mayEscapeInJson, utf8NeedsJsonEscape } from './json-text.js'
 export type { AccessUse, Observed, ObservedCall, Observer } from './observe.js'
 export { noteRevealed, noteUse } from './observe.js'
 export type { Pacer } from './pacer.js'

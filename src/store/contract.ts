@@ -129,6 +129,15 @@ export type CountedKind =
   | 'transaction.staged'
 
 /**
+ * What a transaction record adds to its tenant's `transaction.staged` count (`Store.countRecords`):
+ * its `staged_chars` while it is open, nothing once it has ended. Every store keeps the count by
+ * this rule, moving it by the difference between the record it replaces and the one it writes.
+ */
+export function stagedCharsHeld(tx: StoredTransaction | undefined | null): number {
+  return tx?.state === 'open' ? (tx.staged_chars ?? 0) : 0
+}
+
+/**
  * Every record a store holds, each kind sorted by its key: for tests that compare whole stores.
  * Audit log entries are not part of it (a refused call logs an entry, and "changes nothing"
  * compares the records it could have changed): read them with `listLogs`.

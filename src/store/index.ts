@@ -18,7 +18,7 @@ export type {
   TokenTerm,
   WriteResult,
 } from './contract.js'
-export { stagedCharsHeld } from './counted.js'
+export { stagedCharsHeld } from './contract.js'
 export type { StoreMethod } from './delegate.js'
 export { delegatingStore, STORE_METHOD_NAMES } from './delegate.js'
 export type { StoreErrorCode } from './error.js'
