@@ -154,8 +154,9 @@ function sealWeight(op: Op): number {
 
 /**
  * `ops` sealed, a turn for other work between two steps once `OPEN_STEP_BYTES` of token data have
- * been sealed: a commit of 1 000 staged tokens of 16 KB sealed in one turn held every other tenant
- * 160–600 ms. A write of a few small tokens seals at once, as before.
+ * been sealed: a commit of 1 000 staged tokens of 16 KB sealed its 16 MiB in one turn. A write of
+ * a few small tokens seals at once, as before. (`openInSteps` counts each item 16 KiB at the least,
+ * which would give every tokenize of 17 small tokens a turn: here only token data weighs.)
  */
 async function sealedInSteps(s: Sealing, ops: readonly Op[]): Promise<Op[]> {
   let total = 0

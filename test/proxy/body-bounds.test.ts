@@ -5,8 +5,8 @@
  * or too wide is handed to it as text, not parsed (it overflowed the stack: a 500).
  */
 import { afterEach, expect, it } from 'vitest'
-import { ServiceError } from '../../src/kernel/errors.js'
 import { createTestVault, type TestVault } from '../../testing/vault.js'
+import { failure } from '../core/setup.js'
 
 const DEST = 'https://api.dest.test'
 let vault: TestVault
@@ -16,16 +16,6 @@ async function setup() {
   vault = await createTestVault({ destinations: { [DEST]: 'echo' } })
   const token = await vault.client().tokens.create({ type: 'token', data: 'secret-value' })
   return { token, client: vault.client() }
-}
-
-const failure = async (p: Promise<unknown>): Promise<ServiceError> => {
-  try {
-    await p
-  } catch (error) {
-    if (error instanceof ServiceError) return error
-    throw error
-  }
-  throw new Error('expected a ServiceError')
 }
 
 const json = { 'content-type': 'application/json' }
