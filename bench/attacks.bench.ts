@@ -140,7 +140,13 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   const bKey = await tenantKey(service, 'bystander')
   const bToken = (await service.connect(bKey).tokens.create({ type: 'token', data: { name: 'b' } })).id
   const aToken = await seedAttack(scenario, service, aKey)
-  const local = toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() }))
+  const answer = toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() }))
+  // B's requests answered on this thread (the others went to the lane): reported with the loop delay.
+  let bLocal = 0
+  const local: typeof answer = (req, res) => {
+    if (req.headers['svc-api-key'] === bKey) bLocal++
+    answer(req, res)
+  }
   // A file or PostgreSQL store is served as `tokenvault serve` serves it: with the heavy lane,
   // unless TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the
   // budget refuses each request before anything is sent.
@@ -175,7 +181,10 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
   const delay = monitorEventLoopDelay({ resolution: 1 })
   delay.enable()
   process.on('message', (m) => {
-    if (m === 'reset') delay.reset()
+    if (m === 'reset') {
+      delay.reset()
+      bLocal = 0
+    }
     // Collected before each window alone: no garbage of the attack (or the seeding) is left to it.
     if (m === 'collect') {
       ;(globalThis as { gc?: () => void }).gc?.()
@@ -183,7 +192,12 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
     }
     if (m !== 'report') return
     const ms = (ns: number) => ns / 1e6
-    process.send!({ p50: ms(delay.percentile(50)), p99: ms(delay.percentile(99)), max: ms(delay.max) })
+    process.send!({
+      p50: ms(delay.percentile(50)),
+      p99: ms(delay.percentile(99)),
+      max: ms(delay.max),
+      bLocal,
+    })
   })
 }
 
@@ -288,6 +302,8 @@ interface LoopDelay {
   p50: number
   p99: number
   max: number
+  /** B's requests answered on the main thread (the rest went to the heavy lane). */
+  bLocal: number
 }
 
 /**
@@ -332,7 +348,7 @@ async function run(scenario: Scenario, storeSpec: string) {
       const attacked = await underAttack(s, child, attacker, bAgent)
       under.push(...attacked.result)
       console.error(
-        `(${scenario}) round ${round}: B alone ${summary(quiet.result)}; under ${summary(attacked.result)}`,
+        `(${scenario}) round ${round}: B alone ${summary(quiet.result)} (${quiet.delay.bLocal} on the main thread); under ${summary(attacked.result)} (${attacked.delay.bLocal} on the main thread)`,
       )
       loops.under.push(attacked.delay)
       sent += attacked.sent

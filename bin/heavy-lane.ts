@@ -85,6 +85,18 @@ export type ToLane = LaneRequest | { wrote: number; answer: ForwardedResult }
  */
 export const HEAVY_MS = 8
 export const LIGHT_MS = 2
+/**
+ * A key's times are wall times: a light key's requests that waited behind a heavy key's work on the
+ * main thread look slow too. So a key goes to the lane only while its mean (or its first request's
+ * time so far) is also at least `STANDS_OUT` times the lowest of the other keys seen in the last
+ * `ACTIVE_MS` (a key whose first request is under way counts with that request's time so far); a
+ * key with no other key active goes by `HEAVY_MS` alone. Otherwise the bystander of a burst went to
+ * the lane behind the key that slowed it (34 of 87 GETs in a round of `npm run bench:attacks`).
+ */
+export const STANDS_OUT = 4
+export const ACTIVE_MS = 1000
+/** How long the lowest means of the active keys are reused before they are looked for again. */
+const LOWEST_KEPT_MS = 5
 /** How many of a key's latest requests its mean is taken over. */
 export const MEAN_OF = 8
 /**
@@ -140,6 +152,10 @@ export interface HeavyLaneOptions {
 /** One key's latest request times (ms, at most `MEAN_OF`, oldest first), and where its requests go now. */
 interface KeyCost {
   times: number[]
+  /** The mean of `times`. */
+  mean: number
+  /** When its latest request was answered, or its first began (`ACTIVE_MS`). */
+  seen: number
   heavy: boolean
   /** The key's requests since it went to the lane or was last probed (`PROBE_EVERY`). */
   sinceProbe: number
@@ -153,6 +169,12 @@ interface KeyCost {
    * (its time places them) or has taken `HEAVY_MS` (the key goes to the lane, and they with it).
    */
   first?: { began: number; waiting: (() => void)[] } | undefined
+}
+
+/** An active key, and its time (`HeavyLane.standsOut`). */
+interface Lowest {
+  cost: KeyCost
+  ms: number
 }
 
 /** The key of a request, by its API key header (any prefix the server accepts); null without one. */
@@ -226,6 +248,8 @@ export class HeavyLane {
   served = 0
   /** Requests waiting for their key's first request, in all (`UNTIMED_WAITING`). */
   #untimedWaiting = 0
+  /** The active keys of the lowest times, when last looked for (`LOWEST_KEPT_MS`). */
+  #lowest: { at: number; first: Lowest | undefined; second: Lowest | undefined } | undefined
 
   constructor(options: HeavyLaneOptions) {
     this.#o = options
@@ -264,7 +288,10 @@ export class HeavyLane {
     const cost = this.#cost(digest(key))
     if (this.#waitsForFirst(cost, () => this.#route(req, res, local))) return
     const isFirst = !cost.heavy && cost.times.length === 0 && cost.first === undefined
-    if (isFirst) cost.first = { began: this.#now(), waiting: [] }
+    if (isFirst) {
+      cost.first = { began: this.#now(), waiting: [] }
+      cost.seen = cost.first.began
+    }
     const probe = cost.heavy && ++cost.sinceProbe >= cost.probeEvery
     if (probe) {
       // The next probe's count, set now: the requests that come before this one's answer count to it.
@@ -300,7 +327,8 @@ export class HeavyLane {
   #waitsForFirst(cost: KeyCost, route: () => void): boolean {
     const first = cost.first
     if (first === undefined) return false
-    if (this.#now() - first.began >= HEAVY_MS) {
+    const ran = this.#now() - first.began
+    if (ran >= HEAVY_MS && this.#standsOut(cost, ran)) {
       if (!cost.heavy) {
         cost.heavy = true
         cost.sinceProbe = 0
@@ -343,7 +371,14 @@ export class HeavyLane {
 
   /** The key's cost, made most recently seen; the least recently seen key forgotten past `MAX_KEYS`. */
   #cost(id: string): KeyCost {
-    const cost = this.#keys.get(id) ?? { times: [], heavy: false, sinceProbe: 0, probeEvery: PROBE_EVERY }
+    const cost = this.#keys.get(id) ?? {
+      times: [],
+      mean: 0,
+      seen: this.#now(),
+      heavy: false,
+      sinceProbe: 0,
+      probeEvery: PROBE_EVERY,
+    }
     this.#keys.delete(id)
     this.#keys.set(id, cost)
     if (this.#keys.size > MAX_KEYS) this.#keys.delete(this.#keys.keys().next().value!)
@@ -357,11 +392,13 @@ export class HeavyLane {
   }
 
   #record(cost: KeyCost, ms: number, probe: boolean): void {
+    cost.seen = this.#now()
     // A probe answered on the main thread in less than HEAVY_MS: the key was slow on the lane only
     // because it shares it with heavy keys. It comes back, its times starting over.
     if (probe && ms < HEAVY_MS) {
       cost.heavy = false
       cost.times = [ms]
+      cost.mean = ms
       return
     }
     cost.times.push(ms)
@@ -369,13 +406,43 @@ export class HeavyLane {
     let sum = 0
     for (const t of cost.times) sum += t
     const mean = sum / cost.times.length
+    cost.mean = mean
     const was = cost.heavy
-    cost.heavy = was ? mean >= LIGHT_MS : mean >= HEAVY_MS
+    cost.heavy = was ? mean >= LIGHT_MS : mean >= HEAVY_MS && this.#standsOut(cost, mean)
     if (cost.heavy && !was) {
       cost.sinceProbe = 0
       cost.probeEvery = PROBE_EVERY
     }
     if (cost.heavy) this.#lane()
+  }
+
+  /**
+   * Whether `ms`, a time of `cost`'s key, is at least `STANDS_OUT` times the lowest of the other
+   * keys active in the last `ACTIVE_MS` (true when none is).
+   */
+  #standsOut(cost: KeyCost, ms: number): boolean {
+    const now = this.#now()
+    if (this.#lowest === undefined || now - this.#lowest.at >= LOWEST_KEPT_MS)
+      this.#lowest = this.#findLowest(now)
+    const { first, second } = this.#lowest
+    const other = first?.cost === cost ? second : first
+    return other === undefined || ms >= STANDS_OUT * other.ms
+  }
+
+  /** The two active keys of the lowest times now (a first request under way counts with its time so far). */
+  #findLowest(now: number): { at: number; first: Lowest | undefined; second: Lowest | undefined } {
+    let first: Lowest | undefined
+    let second: Lowest | undefined
+    for (const cost of this.#keys.values()) {
+      if (now - cost.seen >= ACTIVE_MS) continue
+      const ms = cost.first ? Math.max(cost.mean, now - cost.first.began) : cost.mean
+      if (cost.first === undefined && cost.times.length === 0) continue
+      if (first === undefined || ms < first.ms) {
+        second = first
+        first = { cost, ms }
+      } else if (second === undefined || ms < second.ms) second = { cost, ms }
+    }
+    return { at: now, first, second }
   }
 
   /** Whether the lane can take a request now; starts its thread when there is none (and may be). */

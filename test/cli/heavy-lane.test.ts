@@ -120,11 +120,12 @@ describe('heavy lane: which requests go to the lane thread', () => {
     const { where } = await routed()
     expect(await where('key_slow', 8)).toBe('local')
     expect(await where('key_slow', 0)).toBe('lane')
-    expect(await where('key_almost', 7.9)).toBe('local')
-    expect(await where('key_almost', 0)).toBe('local')
+    const { where: where1 } = await routed()
+    expect(await where1('key_almost', 7.9)).toBe('local')
+    expect(await where1('key_almost', 0)).toBe('local')
     // key_almost's times are now 7.9 and 0: a mean of 3.95.
-    expect(await where('key_almost', 16.1)).toBe('local')
-    expect(await where('key_almost', 0)).toBe('lane')
+    expect(await where1('key_almost', 16.1)).toBe('local')
+    expect(await where1('key_almost', 0)).toBe('lane')
 
     // On the lane, a mean of exactly 2 ms keeps a key there; 1.99 brings it back.
     const { where: where2 } = await routed()
@@ -198,6 +199,63 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect((await call('key_long', 0)).text).toBe('lane 0')
     expect((await waiting).text).toBe('lane 0')
     expect((await early).text).toBe('lane 0')
+    held.shift()!(0)
+    expect((await first).text).toBe('local')
+  })
+
+  it('a key goes only while its mean is 4 times the lowest of the other keys seen in the last second', async () => {
+    // key_l's mean is 2.5 ms: another key goes at a mean of 10, not 9.99.
+    const { where } = await routed()
+    expect(await where('key_l', 2.5)).toBe('local')
+    expect(await where('key_v', 9.99)).toBe('local')
+    expect(await where('key_v', 0)).toBe('local')
+    const { where: where2 } = await routed()
+    expect(await where2('key_l', 2.5)).toBe('local')
+    expect(await where2('key_w', 10)).toBe('local')
+    expect(await where2('key_w', 0)).toBe('lane')
+
+    // A key slowed by a heavy one (mean 50) stays while that key was seen 999.99 ms before; at
+    // 1 000 ms that key is no longer active, and 8 ms goes, as for a key alone.
+    const { where: where3, clock } = await routed()
+    expect(await where3('key_h', 50)).toBe('local')
+    clock.ms += 979.99
+    expect(await where3('key_v', 20)).toBe('local')
+    expect(await where3('key_v', 0)).toBe('local')
+    const { where: where4, clock: clock4 } = await routed()
+    expect(await where4('key_h', 50)).toBe('local')
+    clock4.ms += 980
+    expect(await where4('key_v', 20)).toBe('local')
+    expect(await where4('key_v', 0)).toBe('lane')
+  })
+
+  it("a key waiting behind another key's first request counts that request's time so far, and stays", async () => {
+    const { lane, call, where, held } = await routed()
+    lane.start()
+    expect(await where('key_v', 1)).toBe('local')
+    const first = call('key_a', 0, { hold: true })
+    while (held.length < 1) await turn()
+    // key_v's requests take 30 ms while key_a's first is under way: 15.5, then 20.3 on average, which
+    // is not 4 times that first's 30, then 60 ms so far.
+    expect(await where('key_v', 30)).toBe('local')
+    expect(await where('key_v', 30)).toBe('local')
+    expect(await where('key_v', 0)).toBe('local')
+    held.shift()!(0)
+    expect((await first).text).toBe('local')
+  })
+
+  it("a new key's first request places it on the lane at 8 ms only when that is 4 times the lowest other key's mean", async () => {
+    const { lane, call, where, held, clock } = await routed()
+    lane.start()
+    expect(await where('key_v', 3)).toBe('local')
+    const first = call('key_a', 0, { hold: true })
+    while (held.length < 1) await turn()
+    clock.ms += 11.99
+    // 11.99 ms into the first: not 4 times key_v's 3, so the next waits for it.
+    const waiting = call('key_a', 0)
+    for (let i = 0; i < 50; i++) await turn()
+    clock.ms += 0.01
+    expect((await call('key_a', 0)).text).toBe('lane 0')
+    expect((await waiting).text).toBe('lane 0')
     held.shift()!(0)
     expect((await first).text).toBe('local')
   })
@@ -308,11 +366,12 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(await where('key_p', 0)).toBe('local')
 
     // Back by its mean (8 requests of 1 ms on the lane), then heavy again: its count starts over.
-    expect(await where('key_q', 100)).toBe('local')
-    for (let i = 0; i < 8; i++) expect(await where('key_q', 1)).toBe('lane')
-    expect(await where('key_q', 100)).toBe('local')
-    for (let i = 1; i < 32; i++) expect(await where('key_q', 50)).toBe('lane')
-    expect(await where('key_q', 50)).toBe('local')
+    const { where: whereQ } = await routed()
+    expect(await whereQ('key_q', 100)).toBe('local')
+    for (let i = 0; i < 8; i++) expect(await whereQ('key_q', 1)).toBe('lane')
+    expect(await whereQ('key_q', 100)).toBe('local')
+    for (let i = 1; i < 32; i++) expect(await whereQ('key_q', 50)).toBe('lane')
+    expect(await whereQ('key_q', 50)).toBe('local')
   })
 
   it('probes a key found heavy ever less often: after 32, 64, 128 … requests, then every 1024', async () => {
