@@ -51,4 +51,6 @@ export interface PoolSettings {
   pipeline?: number
   /** How long an idle worker watches for the next run before it sleeps (µs). 0 unless given. */
   idleSpinUs?: number
+  /** The niceness of each worker's thread (`SandboxRunnerOptions.nice`). 0 unless given. */
+  nice?: number
 }

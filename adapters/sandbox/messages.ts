@@ -107,6 +107,8 @@ export interface WorkerConfig {
    * while `backlog` is 0.
    */
   idleSpinUs?: number
+  /** This thread's niceness, set before anything else runs (0 or absent: the host's). */
+  nice?: number
 }
 
 const FAILURES = new Set<string>(['invalid', 'thrown', 'timeout', 'crashed'])

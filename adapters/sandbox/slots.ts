@@ -82,6 +82,7 @@ export function workerConfig(settings: PoolSettings, backlog: Int32Array): Worke
   if (settings.prelude) config.prelude = settings.prelude
   if (settings.driver) config.driver = settings.driver
   if (settings.idleSpinUs) config.idleSpinUs = settings.idleSpinUs
+  if (settings.nice) config.nice = settings.nice
   return config
 }
 

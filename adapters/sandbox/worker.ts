@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os'
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import { EgressError, type EgressResponse } from '../../src/kernel/index.js'
 import { Engine } from './engine.js'
@@ -17,6 +18,12 @@ import type { HostFetch } from './prepared.js'
 if (!parentPort) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const port = parentPort
 const config = workerData as WorkerConfig
+// This thread only (Linux sets a thread's own niceness), before the engine loads: tenant code gets
+// the cores the host's threads leave. Where it can't be set, the worker runs at the host's.
+if (config.nice)
+  try {
+    setPriority(config.nice)
+  } catch {}
 const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, {
   prelude: config.prelude,
   driver: config.driver,
