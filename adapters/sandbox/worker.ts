@@ -18,16 +18,17 @@ import type { HostFetch } from './prepared.js'
 if (!parentPort) throw new Error('adapters/sandbox/worker.ts runs only as a worker thread')
 const port = parentPort
 const config = workerData as WorkerConfig
-// This thread only (Linux sets a thread's own niceness), before the engine loads: tenant code gets
-// the cores the host's threads leave. Where it can't be set, the worker runs at the host's.
-if (config.nice)
-  try {
-    setPriority(config.nice)
-  } catch {}
 const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.wasmModule, {
   prelude: config.prelude,
   driver: config.driver,
 })
+// This thread only (Linux sets a thread's own niceness), once the engine is loaded (a worker's start
+// is the host's to wait for): tenant code gets the cores the host's threads leave. Where it can't
+// be set, the worker runs at the host's.
+if (config.nice)
+  try {
+    setPriority(config.nice)
+  } catch {}
 
 const send = (message: WorkerMessage) => port.postMessage(message)
 const claims = new Int32Array(config.claims)
