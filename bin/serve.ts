@@ -282,6 +282,7 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   const note = (line: string, level = 'info') =>
     log(options.logFormat === 'json' ? JSON.stringify({ time: isoNow(), level, msg: line }) : line)
   const opened = await openStoreWaiting(options.store, {
+    serving: true,
     log: note,
     waitMs: options.storeWaitMs ?? 0,
     ...(options.signal ? { signal: options.signal } : {}),

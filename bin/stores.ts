@@ -31,7 +31,7 @@ export function isStoreSpec(spec: string): boolean {
  */
 export async function openStore(
   spec: string,
-  options: { log?: (line: string) => void; commitsOn?: CommitsOn } = {},
+  options: { log?: (line: string) => void; commitsOn?: CommitsOn; serving?: boolean } = {},
 ): Promise<OpenedStore> {
   const none = async () => {}
   if (spec === 'memory') {
@@ -63,13 +63,95 @@ export async function openStore(
     // Without these listeners a terminated backend would crash the server.
     watchPool(pool)
     try {
-      return { store: await postgresStore({ pool }), release: () => pool.end() }
+      const store = await postgresStore({ pool })
+      const held = options.serving ? holdServing(pg.Client, spec) : async () => {}
+      return {
+        store,
+        release: async () => {
+          await held()
+          await pool.end()
+        },
+      }
     } catch (error) {
       await pool.end().catch(() => {})
       throw error
     }
   }
   throw new Error(`--store must be memory, file:PATH or a postgres:// URL, not ${JSON.stringify(spec)}`)
+}
+
+/**
+ * The advisory lock (its two keys: never one of the store's own one-key locks) every server on a
+ * PostgreSQL database holds shared for as long as it serves, and `keys rotate-master` takes
+ * exclusive: a running server keeps the data keys it unwrapped and seals what it writes next under
+ * the master key the rotation retires.
+ */
+export const SERVING_LOCK = [0x74766c74, 1] as const
+
+/** What `holdServing` and `lockOutServers` need of `pg`: its `Client`. */
+type PgClient = typeof import('pg').Client
+
+/**
+ * Holds `SERVING_LOCK` shared on a connection of its own (outside the pool), taken again every 5 s
+ * while that connection is lost; the function it answers lets it go.
+ */
+function holdServing(Client: PgClient, spec: string): () => Promise<void> {
+  const state: { client?: InstanceType<PgClient>; timer?: NodeJS.Timeout | undefined; stopped: boolean } = {
+    stopped: false,
+  }
+  const again = () => {
+    if (state.stopped || state.timer) return
+    state.timer = setTimeout(() => {
+      state.timer = undefined
+      void take()
+    }, 5_000).unref()
+  }
+  const take = async () => {
+    const client = new Client({ connectionString: spec, connectionTimeoutMillis: 10_000 })
+    state.client = client
+    client.on('error', again)
+    client.on('end', again)
+    try {
+      await client.connect()
+      await client.query('SELECT pg_advisory_lock_shared($1, $2)', [...SERVING_LOCK])
+    } catch {
+      await client.end().catch(() => {})
+      again()
+    }
+  }
+  void take()
+  return async () => {
+    state.stopped = true
+    clearTimeout(state.timer)
+    await state.client?.end().catch(() => {})
+  }
+}
+
+/**
+ * Takes `SERVING_LOCK` exclusive on a connection of its own, for as long as the function it answers
+ * is not called: or answers how many other connections hold it (servers), having taken nothing.
+ */
+export async function lockOutServers(spec: string): Promise<{ holders: number } | (() => Promise<void>)> {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: spec, connectionTimeoutMillis: 10_000 })
+  client.on('error', () => {})
+  await client.connect()
+  try {
+    const taken = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [
+      ...SERVING_LOCK,
+    ])
+    if (taken.rows[0]?.ok) return () => client.end()
+    const held = await client.query<{ n: string }>(
+      `SELECT count(DISTINCT pid) AS n FROM pg_locks
+        WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted AND pid <> pg_backend_pid()`,
+      [...SERVING_LOCK],
+    )
+    await client.end()
+    return { holders: Number(held.rows[0]?.n ?? 1) }
+  } catch (error) {
+    await client.end().catch(() => {})
+    throw error
+  }
 }
 
 /** How `openStoreWaiting` waits. */
@@ -82,6 +164,8 @@ export interface StoreWait {
   signal?: AbortSignal
   /** Milliseconds since some fixed point (injected by tests); default `performance.now`. */
   now?: () => number
+  /** For a server: on PostgreSQL it holds `SERVING_LOCK` shared while the store is open. */
+  serving?: boolean
 }
 
 /** The pause before try `attempt` (0-based): 100 ms doubling up to 2 s, each drawn in its upper half. */
@@ -112,7 +196,7 @@ export async function openStoreWaiting(spec: string, wait: StoreWait = {}): Prom
   const started = now()
   for (let attempt = 0; ; attempt++) {
     try {
-      return await openStore(spec, wait.log ? { log: wait.log } : {})
+      return await openStore(spec, { ...(wait.log ? { log: wait.log } : {}), serving: wait.serving === true })
     } catch (error) {
       const failure = storeFailure(error, spec)
       const waited = now() - started

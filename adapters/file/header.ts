@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { StoreError } from '../../src/store/index.js'
 
 /** LMDB's file magic and data format, at the start of each of its two meta pages. */
@@ -223,4 +224,33 @@ class Pages {
     const count = BigInt(this.read(pgno).readUInt32LE(OVERFLOW_PAGES_AT))
     if (count > 1n) this.read(pgno + count - 1n)
   }
+}
+
+/**
+ * The ids of the other processes that have the store in `dir` open, as Linux's `/proc/locks` tells
+ * them: LMDB holds a shared lock on the first byte of its lock file for as long as an environment
+ * is open. Empty when the store has no lock file, or where `/proc/locks` can't be read (not Linux):
+ * then nothing is known, and a caller that needs the store stopped says so in its own words.
+ */
+export function openedElsewhere(dir: string, locks = '/proc/locks'): number[] {
+  let file: { dev: number; ino: number }
+  let table: string
+  try {
+    file = statSync(join(dir, 'lock.mdb'))
+    table = readFileSync(locks, 'utf8')
+  } catch {
+    return []
+  }
+  // glibc's dev_t: the major in bits 8-19 and 44-63, the minor in bits 0-7 and 20-43 (/proc/locks shows both in hex).
+  const major = (Math.floor(file.dev / 2 ** 8) % 2 ** 12) + Math.floor(file.dev / 2 ** 44) * 2 ** 12
+  const minor = (file.dev % 2 ** 8) + (Math.floor(file.dev / 2 ** 20) % 2 ** 24) * 2 ** 8
+  const device = `${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}:${file.ino}`
+  const pids = new Set<number>()
+  for (const line of table.split('\n')) {
+    const fields = line.replace(/^\d+:\s+(->\s+)?/, '').split(/\s+/)
+    // POSIX ADVISORY READ|WRITE pid maj:min:inode start end
+    const pid = Number(fields[3])
+    if (fields[4] === device && Number.isInteger(pid) && pid !== process.pid) pids.add(pid)
+  }
+  return [...pids].sort((a, b) => a - b)
 }

@@ -153,4 +153,35 @@ describe('tokenvault keys rotate-master', () => {
     expect(missing.err).toContain('the current master key')
     expect(existsSync(join(dir, '.tokenvault.key'))).toBe(false)
   }, 30_000)
+
+  it.runIf(process.platform === 'linux')(
+    'refuses a file store another process has open, naming it, and changes nothing; once it is closed, rotates',
+    async () => {
+      const dir = await tempDir()
+      const old = randomBytes(32)
+      writeFileSync(join(dir, '.tokenvault.key'), old.toString('base64'), { mode: 0o600 })
+      const store = join(dir, 'store')
+      await storeWithToken(store, old)
+      // This process keeps the store open, as a server would.
+      const held = createService({
+        store: await fileStore({ path: store }),
+        clock: systemClock,
+        runner: null,
+        masterKey: old,
+      })
+      await held.admin.verifyMasterKey()
+      const refused = await run(['keys', 'rotate-master', '--store', `file:${store}`], dir)
+      expect(refused.code).toBe(2)
+      expect(refused.err).toContain(`is open in process ${process.pid}`)
+      expect(readFileSync(join(dir, '.tokenvault.key'), 'utf8')).toBe(old.toString('base64'))
+      expect(existsSync(join(dir, '.tokenvault.key.new'))).toBe(false)
+      await held.close()
+      expect(await opens(store, old)).toBe(true)
+      const rotated = await run(['keys', 'rotate-master', '--store', `file:${store}`], dir)
+      expect(rotated.err).toBe('')
+      expect(rotated.code).toBe(0)
+      expect(await opens(store, old)).toBe(false)
+    },
+    30_000,
+  )
 })
