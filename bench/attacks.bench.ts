@@ -30,6 +30,7 @@ import { createHttpHandler, toNodeListener } from '../adapters/http/index.js'
 import { memoryStore } from '../adapters/memory/index.js'
 import { HeavyLane, LANE_NICE } from '../bin/heavy-lane.js'
 import { BOUND_FLAGS, HTTP_BOUNDS } from '../bin/options.js'
+import { tuneHeapFor } from '../bin/serve.js'
 import { openStore } from '../bin/stores.js'
 import { createService, type Service, systemClock } from '../entry/index.js'
 import { PERMISSIONS_BY_TYPE } from '../src/applications/permissions.js'
@@ -117,6 +118,8 @@ function admissionFromEnv(): Record<string, number> {
 async function serveChild(scenario: Scenario, storeSpec: string) {
   // A clean exit on SIGTERM: a CPU profile asked for (`--cpu-prof`) is written on exit only.
   process.on('SIGTERM', () => process.exit(0))
+  // The heap as `serve` sets it (TOKENVAULT_ATTACK_HEAP=v8: V8's own growing factor).
+  if (process.env['TOKENVAULT_ATTACK_HEAP'] !== 'v8') tuneHeapFor(storeSpec)
   const path = storeSpec.startsWith('file:')
     ? mkdtempSync(join(storeSpec.slice(5), `attack-${scenario}-`))
     : ''

@@ -3,7 +3,8 @@
  * unknown option, and one meaning per environment variable (the CLI reads no TOKENVAULT_SEED, which
  * once also meant the suites' fuzz seed; its fixture file is TOKENVAULT_SEED_FILE).
  */
-import { expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { tuneHeapFor } from '../../bin/serve.js'
 import { start } from './spawn.js'
 
 it('--help fits 80 columns (COLUMNS when stdout is not a terminal), and 60 but for unbreakable words', async () => {
@@ -42,3 +43,14 @@ it('TOKENVAULT_SEED (a fuzz seed being replayed) does not reach the CLI; TOKENVA
     '--seed (TOKENVAULT_SEED_FILE): /no/such/fixture.json is not a readable JSON file',
   )
 }, 60_000)
+
+describe('serve: the heap of a server on a file or PostgreSQL store', () => {
+  it('lets V8 grow it 300 % past what a full collection kept, and leaves the memory store to V8', () => {
+    const set: string[] = []
+    tuneHeapFor('file:./.tokenvault', (flags) => set.push(flags))
+    tuneHeapFor('postgres://u:p@localhost/db', (flags) => set.push(flags))
+    expect(set).toEqual(['--heap-growing-percent=300', '--heap-growing-percent=300'])
+    tuneHeapFor('memory', (flags) => set.push(flags))
+    expect(set).toHaveLength(2)
+  })
+})
