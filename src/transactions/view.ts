@@ -139,7 +139,14 @@ export async function tryWriteAs(
   if (!tx) {
     const { minted } = write
     const guarded = minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks
-    return ctx.store.write({ checks: [...write.checks, ...guarded.map(unlocked)], ops: write.ops })
+    // A lock the guard lets pass has expired (by this clock): the write deletes it, so the
+    // transaction that held it can't commit over this write later (a server whose clock is behind
+    // this one's would still find it open, and its commit's `lock.held` guards would pass).
+    const taken = guarded.map((id): Op => ({ op: 'lock.delete', tenant_id: tenant, token_id: id }))
+    return ctx.store.write({
+      checks: [...write.checks, ...guarded.map(unlocked)],
+      ops: [...write.ops, ...taken],
+    })
   }
   const next = withStaged(tx, write.ops)
   const staged = (tokenId: string, token: StoredToken | null): Op => ({

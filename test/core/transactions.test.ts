@@ -339,6 +339,23 @@ describe('transactions', () => {
     expect((await store.dump()).tokens.map((t) => t.id)).not.toContain(a.id)
   })
 
+  it("a write outside a transaction that passes an expired lock takes it: the transaction can't commit over it later, whatever its server's clock says", async () => {
+    const { client, inTx, tx, clock } = await withTx()
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    const b = await client.tokens.create({ type: 'x', data: 'b' })
+    await inTx.tokens.update(a.id, { data: 'staged' })
+    await inTx.tokens.update(b.id, { data: 'staged' })
+    // A server whose clock is past the transaction's expiry writes a token it held, and acknowledges it.
+    clock.advance(60 * 60_000)
+    await client.tokens.update(a.id, { data: 'acknowledged' })
+    // The server that opened it, its clock a second behind the expiry, commits: refused, nothing lands.
+    clock.advance(-1000)
+    const refused = await failure(client.transactions.commit(tx.id))
+    expect([refused.code, refused.message]).toEqual(['conflict', 'the transaction has expired'])
+    expect((await client.tokens.get(a.id)).data).toBe('acknowledged')
+    expect((await client.tokens.get(b.id)).data).toBe('b')
+  })
+
   it('a transaction lives no longer than the session that opened it: then the tokens it held are free', async () => {
     const { keyFor, client, service, clock } = await setup()
     const token = await client.tokens.create({ type: 'x', data: 'a' })
