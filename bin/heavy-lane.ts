@@ -88,13 +88,17 @@ export const LIGHT_MS = 2
 /**
  * A key's times are wall times: a light key's requests that waited behind a heavy key's work on the
  * main thread look slow too. So a key goes to the lane only while its mean (or its first request's
- * time so far) is also at least `STANDS_OUT` times the lowest of the other keys seen in the last
- * `ACTIVE_MS` (a key whose first request is under way counts with that request's time so far); a
- * key with no other key active goes by `HEAVY_MS` alone. Otherwise the bystander of a burst went to
- * the lane behind the key that slowed it (34 of 87 GETs in a round of `npm run bench:attacks`).
+ * time so far) is also at least `STANDS_OUT` times the least time of the other keys seen in the
+ * last `ACTIVE_MS` (the quickest of each one's last `MEAN_OF` requests, what it costs when it waits
+ * for no one; a key whose first request is under way counts with that request's time so far); a
+ * key with no other key active goes by `HEAVY_MS` alone, and one whose mean reaches `ALWAYS_HEAVY_MS`
+ * goes whatever the others' times. Otherwise the bystander of a burst went to the lane behind the
+ * key that slowed it (34 of 87 GETs in a round of `npm run bench:attacks`); compared with the other
+ * keys' means, a key slowing every other key's requests would stay on the main thread.
  */
 export const STANDS_OUT = 4
 export const ACTIVE_MS = 1000
+export const ALWAYS_HEAVY_MS = 32
 /** How long the lowest means of the active keys are reused before they are looked for again. */
 const LOWEST_KEPT_MS = 5
 /** How many of a key's latest requests its mean is taken over. */
@@ -152,8 +156,9 @@ export interface HeavyLaneOptions {
 /** One key's latest request times (ms, at most `MEAN_OF`, oldest first), and where its requests go now. */
 interface KeyCost {
   times: number[]
-  /** The mean of `times`. */
+  /** The mean of `times`, and the least of them. */
   mean: number
+  least: number
   /** When its latest request was answered, or its first began (`ACTIVE_MS`). */
   seen: number
   heavy: boolean
@@ -374,6 +379,7 @@ export class HeavyLane {
     const cost = this.#keys.get(id) ?? {
       times: [],
       mean: 0,
+      least: 0,
       seen: this.#now(),
       heavy: false,
       sinceProbe: 0,
@@ -399,14 +405,20 @@ export class HeavyLane {
       cost.heavy = false
       cost.times = [ms]
       cost.mean = ms
+      cost.least = ms
       return
     }
     cost.times.push(ms)
     if (cost.times.length > MEAN_OF) cost.times.shift()
     let sum = 0
-    for (const t of cost.times) sum += t
+    let least = Number.POSITIVE_INFINITY
+    for (const t of cost.times) {
+      sum += t
+      least = Math.min(least, t)
+    }
     const mean = sum / cost.times.length
     cost.mean = mean
+    cost.least = least
     const was = cost.heavy
     cost.heavy = was ? mean >= LIGHT_MS : mean >= HEAVY_MS && this.#standsOut(cost, mean)
     if (cost.heavy && !was) {
@@ -417,10 +429,11 @@ export class HeavyLane {
   }
 
   /**
-   * Whether `ms`, a time of `cost`'s key, is at least `STANDS_OUT` times the lowest of the other
-   * keys active in the last `ACTIVE_MS` (true when none is).
+   * Whether `ms`, a time of `cost`'s key, is at least `ALWAYS_HEAVY_MS`, or `STANDS_OUT` times the
+   * least time of the other keys active in the last `ACTIVE_MS` (true when none is).
    */
   #standsOut(cost: KeyCost, ms: number): boolean {
+    if (ms >= ALWAYS_HEAVY_MS) return true
     const now = this.#now()
     if (this.#lowest === undefined || now - this.#lowest.at >= LOWEST_KEPT_MS)
       this.#lowest = this.#findLowest(now)
@@ -429,13 +442,13 @@ export class HeavyLane {
     return other === undefined || ms >= STANDS_OUT * other.ms
   }
 
-  /** The two active keys of the lowest times now (a first request under way counts with its time so far). */
+  /** The two active keys of the least times now (a first request under way counts with its time so far). */
   #findLowest(now: number): { at: number; first: Lowest | undefined; second: Lowest | undefined } {
     let first: Lowest | undefined
     let second: Lowest | undefined
     for (const cost of this.#keys.values()) {
       if (now - cost.seen >= ACTIVE_MS) continue
-      const ms = cost.first ? Math.max(cost.mean, now - cost.first.began) : cost.mean
+      const ms = cost.first ? Math.max(cost.least, now - cost.first.began) : cost.least
       if (cost.first === undefined && cost.times.length === 0) continue
       if (first === undefined || ms < first.ms) {
         second = first

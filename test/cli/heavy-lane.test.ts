@@ -228,6 +228,28 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(await where4('key_v', 0)).toBe('lane')
   })
 
+  it("compares with the other keys' least times, not their means: a key that slows the others still goes", async () => {
+    // key_v's requests waited behind key_h's (30 ms) but one took 1 ms: a mean of 20.3, a least of 1.
+    const { where } = await routed()
+    expect(await where('key_h', 100)).toBe('local')
+    expect(await where('key_v', 1)).toBe('local')
+    expect(await where('key_v', 30)).toBe('local')
+    expect(await where('key_v', 30)).toBe('local')
+    expect(await where('key_a', 12)).toBe('local')
+    expect(await where('key_a', 0)).toBe('lane')
+  })
+
+  it('a key whose mean reaches 32 ms goes whatever the other keys take', async () => {
+    const { where } = await routed()
+    expect(await where('key_slow', 10)).toBe('local')
+    expect(await where('key_x', 31.99)).toBe('local')
+    expect(await where('key_x', 0)).toBe('local')
+    const { where: where2 } = await routed()
+    expect(await where2('key_slow', 10)).toBe('local')
+    expect(await where2('key_x', 32)).toBe('local')
+    expect(await where2('key_x', 0)).toBe('lane')
+  })
+
   it("a key waiting behind another key's first request counts that request's time so far, and stays", async () => {
     const { lane, call, where, held } = await routed()
     lane.start()
