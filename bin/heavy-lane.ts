@@ -182,11 +182,16 @@ interface Lowest {
   ms: number
 }
 
-/** The key of a request, by its API key header (any prefix the server accepts); null without one. */
+/**
+ * The key of a request as the handler reads it: the first API key header present (any prefix the
+ * server accepts), even empty; null without one. An empty first header is a key the handler
+ * refuses, not a reason to read the next: a request with `SVC-API-KEY:` and a heavy key in
+ * `BT-API-KEY` was answered 401 and charged to the heavy key, which it took off the lane.
+ */
 function apiKeyOf(req: IncomingMessage, prefix: string | undefined): string | null {
   for (const name of headerNames(headerPrefixes(prefix), 'API-KEY')) {
     const value = req.headers[name]
-    if (typeof value === 'string' && value !== '') return value
+    if (value !== undefined) return Array.isArray(value) ? value.join(', ') : value
   }
   return null
 }
@@ -286,7 +291,7 @@ export class HeavyLane {
 
   #route(req: IncomingMessage, res: ServerResponse, local: NodeListener): void {
     const key = apiKeyOf(req, this.#o.config.headerPrefix)
-    if (key === null || mainOnly((req.url ?? '/').split('?')[0]!)) {
+    if (!key || mainOnly((req.url ?? '/').split('?')[0]!)) {
       local(req, res)
       return
     }

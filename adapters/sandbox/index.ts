@@ -59,10 +59,11 @@ export interface SandboxRunnerOptions {
    */
   idleSpinUs?: number
   /**
-   * The niceness of each worker's thread (Linux; 0 is the host's, 19 the least, past it 19): when
-   * the host's threads and tenant code want the same core, the host (its requests, their answers)
-   * gets about ten times the workers' share at 10, and tenant code every core the host leaves.
-   * Timeouts are wall time, so on a machine the host keeps busy a run gets less done in them.
+   * How much nicer each worker's thread is than the host's (Linux; at most 19 in all): when the
+   * host's threads and tenant code want the same core, the host (its requests, their answers) gets
+   * about ten times the workers' share at 10, and tenant code every core the host leaves. Timeouts
+   * are wall time, so a run on a core another process keeps busy (the host, or any other program)
+   * gets less done in them.
    * @default 10
    */
   nice?: number

@@ -1,4 +1,4 @@
-import { setPriority } from 'node:os'
+import { getPriority, setPriority } from 'node:os'
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import { EgressError, type EgressResponse } from '../../src/kernel/index.js'
 import { Engine } from './engine.js'
@@ -23,11 +23,12 @@ const engine = await Engine.load(config.memoryMb, config.maxResultChars, config.
   driver: config.driver,
 })
 // This thread only (Linux sets a thread's own niceness), once the engine is loaded (a worker's start
-// is the host's to wait for): tenant code gets the cores the host's threads leave. Where it can't
-// be set, the worker runs at the host's.
+// is the host's to wait for): `nice` more than the host's (this thread began at the niceness of the
+// thread that started it), at most 19, so tenant code gets the cores the host's threads leave.
+// Where it can't be set, the worker runs at the host's.
 if (config.nice)
   try {
-    setPriority(config.nice)
+    setPriority(Math.min(19, getPriority() + config.nice))
   } catch {}
 
 const send = (message: WorkerMessage) => port.postMessage(message)

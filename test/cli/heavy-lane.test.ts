@@ -94,9 +94,15 @@ async function routed(commits?: HeavyLaneOptions['commits']) {
   const call = async (
     key: string | null,
     ms: number,
-    init: { path?: string; body?: string; hold?: true; status?: number } = {},
+    init: {
+      path?: string
+      body?: string
+      hold?: true
+      status?: number
+      headers?: Record<string, string>
+    } = {},
   ) => {
-    const headers: Record<string, string> = { 'x-ms': String(ms) }
+    const headers: Record<string, string> = { 'x-ms': String(ms), ...init.headers }
     if (key) headers['bt-api-key'] = key
     if (init.hold) headers['x-hold'] = '1'
     if (init.status) headers['x-status'] = String(init.status)
@@ -311,6 +317,16 @@ describe('heavy lane: which requests go to the lane thread', () => {
     await call('key_revoked', 0)
     lanes[0]!.status = 200
     expect(await where('key_revoked', 0)).toBe('local')
+  })
+
+  it("reads a request's key as the handler does: an empty first key header is no key, and never the next header's", async () => {
+    const { where, call } = await routed()
+    expect(await where('key_h', 100)).toBe('local')
+    expect(await where('key_h', 0)).toBe('lane')
+    // The handler reads SVC-API-KEY first and refuses it empty: that 401 is no time of key_h's.
+    const refused = await call('key_h', 0, { headers: { 'svc-api-key': '' }, status: 401 })
+    expect([refused.status, refused.text]).toEqual([401, 'local'])
+    expect(await where('key_h', 0)).toBe('lane')
   })
 
   it('the lane gets the body as sent, and another key is answered on the main thread meanwhile', async () => {

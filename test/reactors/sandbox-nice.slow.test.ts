@@ -1,7 +1,10 @@
+import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
 
+const root = fileURLToPath(new URL('../..', import.meta.url))
 const CODE = 'module.exports = async (req) => ({ raw: req.args.n })'
 
 /** This process's threads: id → niceness (the 19th field of each thread's stat). */
@@ -53,6 +56,38 @@ describe('sandboxRunner({ nice })', () => {
       expect(off.given).toBeUndefined()
       expect(off.started.length).toBeGreaterThan(0)
       expect(off.started.every((n) => n === 0)).toBe(true)
+    },
+    120_000,
+  )
+})
+
+describe('sandboxRunner({ nice }) in a host that is niced already', () => {
+  it.runIf(process.platform === 'linux')(
+    "adds to the host's niceness: a host at 5 runs tenant code at 15, one at 15 at 19",
+    async () => {
+      const script = `
+        import { readdirSync, readFileSync } from 'node:fs'
+        import { sandboxRunner } from './adapters/sandbox/index.ts'
+        const niceOf = (tid) => { const s = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]) }
+        const before = new Set(readdirSync('/proc/self/task'))
+        const runner = sandboxRunner({ poolSize: 1 })
+        await runner.run('module.exports = async () => ({ raw: 1 })', { args: {}, configuration: {} }, { timeoutMs: 120000 })
+        console.log(JSON.stringify(readdirSync('/proc/self/task').filter((t) => !before.has(t)).map(niceOf)))
+        await runner.close()
+      `
+      const run = (n: number) =>
+        JSON.parse(
+          execFileSync(
+            'nice',
+            ['-n', String(n), process.execPath, '--import', 'tsx', '--input-type=module', '-e', script],
+            {
+              cwd: root,
+              encoding: 'utf8',
+            },
+          ).trim(),
+        ) as number[]
+      expect(run(5)).toContain(15)
+      expect(run(15)).toContain(19)
     },
     120_000,
   )
