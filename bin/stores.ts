@@ -64,7 +64,8 @@ export async function openStore(
     watchPool(pool)
     try {
       const store = await postgresStore({ pool })
-      const held = options.serving ? holdServing(pg.Client, spec) : async () => {}
+      const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
+      const held = options.serving ? await holdServing(pg.Client, spec, log) : async () => {}
       return {
         store,
         release: async () => {
@@ -92,34 +93,54 @@ export const SERVING_LOCK = [0x74766c74, 1] as const
 type PgClient = typeof import('pg').Client
 
 /**
- * Holds `SERVING_LOCK` shared on a connection of its own (outside the pool), taken again every 5 s
- * while that connection is lost; the function it answers lets it go.
+ * Takes `SERVING_LOCK` shared on a connection of its own (outside the pool) and holds it; resolves
+ * once it holds it (a rotation under way holds it exclusive: this waits for its end, and says so),
+ * or rejects. A connection lost later is logged and the lock taken again every 5 s: until then a
+ * rotation would not see this server. The function it answers lets it go.
  */
-function holdServing(Client: PgClient, spec: string): () => Promise<void> {
+async function holdServing(
+  Client: PgClient,
+  spec: string,
+  log: (line: string) => void,
+): Promise<() => Promise<void>> {
   const state: { client?: InstanceType<PgClient>; timer?: NodeJS.Timeout | undefined; stopped: boolean } = {
     stopped: false,
   }
-  const again = () => {
-    if (state.stopped || state.timer) return
-    state.timer = setTimeout(() => {
-      state.timer = undefined
-      void take()
-    }, 5_000).unref()
-  }
-  const take = async () => {
+  const take = async (): Promise<void> => {
     const client = new Client({ connectionString: spec, connectionTimeoutMillis: 10_000 })
     state.client = client
-    client.on('error', again)
-    client.on('end', again)
+    client.on('error', () => {})
     try {
       await client.connect()
-      await client.query('SELECT pg_advisory_lock_shared($1, $2)', [...SERVING_LOCK])
-    } catch {
+      const free = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock_shared($1, $2) AS ok', [
+        ...SERVING_LOCK,
+      ])
+      if (!free.rows[0]?.ok) {
+        log('the store is being rotated (keys rotate-master): waiting for it to end before serving')
+        await client.query('SELECT pg_advisory_lock_shared($1, $2)', [...SERVING_LOCK])
+      }
+    } catch (error) {
       await client.end().catch(() => {})
-      again()
+      throw error
     }
+    client.once('end', lost)
   }
-  void take()
+  const retry = () => {
+    if (state.stopped) return
+    state.timer = setTimeout(() => {
+      state.timer = undefined
+      if (state.stopped) return
+      take().then(() => log('the PostgreSQL store: this server holds its serving lock again'), retry)
+    }, 5_000).unref()
+  }
+  const lost = () => {
+    if (state.stopped) return
+    log(
+      "the PostgreSQL store: the connection holding this server's serving lock ended; taking it again every 5 s (until then keys rotate-master would not see this server)",
+    )
+    retry()
+  }
+  await take()
   return async () => {
     state.stopped = true
     clearTimeout(state.timer)

@@ -374,9 +374,18 @@ async function refuseOpenStore(spec: string): Promise<() => Promise<void>> {
   const stop = 'stop every server on it, then rotate (a running server would go on sealing under the old key)'
   if (spec.startsWith('file:')) {
     const { openedElsewhere } = await import('../adapters/file/header.js')
-    const pids = openedElsewhere(spec.slice('file:'.length))
+    const dir = spec.slice('file:'.length)
+    const pids = openedElsewhere(dir)
     if (pids.length > 0) fail(`the store ${spec} is open in process ${pids.join(', ')}: ${stop}`)
-    return async () => {}
+    // Nothing keeps a server from opening the directory meanwhile (no lock a process can take on
+    // LMDB's lock file from Node): one that did is named once the rotation has ended.
+    return async () => {
+      const late = openedElsewhere(dir)
+      if (late.length > 0)
+        process.stderr.write(
+          `tokenvault: warning: process ${late.join(', ')} opened ${spec} during the rotation: restart it with the new master key\n`,
+        )
+    }
   }
   const locked = await lockOutServers(spec).catch((error: unknown) =>
     fail(

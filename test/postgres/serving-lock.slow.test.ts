@@ -35,8 +35,9 @@ describePostgres('keys rotate-master and the servers of a PostgreSQL store', (ur
   }
 
   it('refuses while a server serves it, holds it while rotating so a server that starts waits, and lets it go', async () => {
-    const served = await openStore(url, { serving: true })
-    await until(true, 1)
+    const lines: string[] = []
+    const served = await openStore(url, { serving: true, log: (line) => lines.push(line) })
+    expect(await holders(true)).toBe(1)
     expect(await lockOutServers(url)).toEqual({ holders: 1 })
     const dir = await tempDir()
     writeFileSync(join(dir, '.tokenvault.key'), randomBytes(32).toString('base64'), { mode: 0o600 })
@@ -47,14 +48,37 @@ describePostgres('keys rotate-master and the servers of a PostgreSQL store', (ur
     await served.release()
     await until(true, 0)
 
+    // A server that starts while a rotation holds the lock opens its store only once it has ended.
     const release = await lockOutServers(url)
     expect(typeof release).toBe('function')
-    const next = await openStore(url, { serving: true })
+    let opened = false
+    const next = openStore(url, { serving: true, log: (line) => lines.push(line) }).then((o) => {
+      opened = true
+      return o
+    })
     await until(false, 1)
+    expect(opened).toBe(false)
+    expect(lines).toContain(
+      'the store is being rotated (keys rotate-master): waiting for it to end before serving',
+    )
     await (release as () => Promise<void>)()
+    const second = await next
+    expect(await holders(true)).toBe(1)
+    expect(await holders(false)).toBe(0)
+
+    // Its lock's connection ends: logged, and the lock taken again (5 s later).
+    await pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2
+         AND objsubid = 2 AND granted`,
+      [0x74766c74, 1],
+    )
+    await until(true, 0)
     await until(true, 1)
-    await until(false, 0)
-    await next.release()
+    expect(lines.some((l) => l.includes("the connection holding this server's serving lock ended"))).toBe(
+      true,
+    )
+    expect(lines).toContain('the PostgreSQL store: this server holds its serving lock again')
+    await second.release()
     await until(true, 0)
   }, 60_000)
 })
