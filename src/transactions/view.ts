@@ -159,15 +159,32 @@ export async function tryWriteAs(
     // A caller's write of anything else is refused (400), never a 500: nothing is staged.
     throw invalid('transaction', `stages token writes only, not ${op.op}`)
   })
-  return ctx.store.write({
+  // A token this transaction staged before must still be locked by it: a write outside it that
+  // found the transaction expired (by its own clock, perhaps ahead of this one) took the lock, and
+  // staging the token again must not put it back over that acknowledged write.
+  // (An id the call minted was staged by no one: not read.)
+  const minted = write.minted
+  const restaged = await stagedOf(
+    ctx,
+    tx,
+    minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks,
+  )
+  const lockCheck = (id: string): Check =>
+    restaged.has(id)
+      ? { check: 'lock.held', tenant_id: tenant, token_id: id, transaction_id: tx.id }
+      : unlocked(id)
+  const result = await ctx.store.write({
     checks: [
       { check: 'transaction.unchanged', tenant_id: tenant, id: tx.id, transaction: tx },
       ...tenantStagedBound(ctx, tx, next),
       ...write.checks,
-      ...write.locks.map(unlocked),
+      ...write.locks.map(lockCheck),
     ],
     ops: [{ op: 'transaction.put', transaction: next }, ...lockOps(tx, write.locks), ...ops],
   })
+  if (!result.ok && result.failed.check === 'lock.held')
+    throw conflict(`the transaction has expired: another write took token ${result.failed.token_id}`)
+  return result
 }
 
 /**

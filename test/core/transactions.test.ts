@@ -356,6 +356,27 @@ describe('transactions', () => {
     expect((await client.tokens.get(b.id)).data).toBe('b')
   })
 
+  it('a transaction whose lock a write outside it took cannot stage that token again to take the lock back', async () => {
+    const { client, inTx, tx, clock } = await withTx()
+    const a = await client.tokens.create({ type: 'x', data: 'a' })
+    const b = await client.tokens.create({ type: 'x', data: 'b' })
+    await inTx.tokens.update(a.id, { data: 'staged' })
+    clock.advance(60 * 60_000)
+    await client.tokens.update(a.id, { data: 'acknowledged' })
+    clock.advance(-1000)
+    const restaged = await failure(inTx.tokens.update(a.id, { metadata: { again: 'yes' } }))
+    expect([restaged.code, restaged.message]).toEqual([
+      'conflict',
+      `the transaction has expired: another write took token ${a.id}`,
+    ])
+    // A token it never staged it may still stage (its clock says it is open); its commit is refused.
+    await inTx.tokens.update(b.id, { data: 'staged' })
+    const refused = await failure(client.transactions.commit(tx.id))
+    expect([refused.code, refused.message]).toEqual(['conflict', 'the transaction has expired'])
+    expect((await client.tokens.get(a.id)).data).toBe('acknowledged')
+    expect((await client.tokens.get(b.id)).data).toBe('b')
+  })
+
   it('a transaction lives no longer than the session that opened it: then the tokens it held are free', async () => {
     const { keyFor, client, service, clock } = await setup()
     const token = await client.tokens.create({ type: 'x', data: 'a' })
@@ -416,8 +437,9 @@ describe('transactions', () => {
     expect((await inTx.tokens.get(created[150]!)).data).toBe('d150')
     await inTx.tokens.update(created[7]!, { data: 'seven' })
     await inTx.tokens.delete(created[8]!)
-    // Each call read the staged record of its own token (update and delete: twice), none other.
-    expect(handed).toBeLessThanOrEqual(6)
+    // Each call read the staged record of its own token (update and delete: three times, the last
+    // to guard that the transaction still holds its lock), none other.
+    expect(handed).toBeLessThanOrEqual(8)
     expect(listed).toBe(0)
     expect((await store.dump()).staged).toHaveLength(301)
     await client.transactions.commit(tx.id)
