@@ -99,7 +99,7 @@ export const LIGHT_MS = 2
 export const STANDS_OUT = 4
 export const ACTIVE_MS = 1000
 export const ALWAYS_HEAVY_MS = 32
-/** How long the lowest means of the active keys are reused before they are looked for again. */
+/** How long the least times of the active keys, once looked for, are used before they are looked for again. */
 const LOWEST_KEPT_MS = 5
 /** How many of a key's latest requests its mean is taken over. */
 export const MEAN_OF = 8
@@ -258,7 +258,7 @@ export class HeavyLane {
   served = 0
   /** Requests waiting for their key's first request, in all (`UNTIMED_WAITING`). */
   #untimedWaiting = 0
-  /** The active keys of the lowest times, when last looked for (`LOWEST_KEPT_MS`). */
+  /** The active keys of the least times, when last looked for (`LOWEST_KEPT_MS`). */
   #lowest: { at: number; first: Lowest | undefined; second: Lowest | undefined } | undefined
 
   constructor(options: HeavyLaneOptions) {
