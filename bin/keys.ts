@@ -4,7 +4,8 @@ import { PERMISSIONS_BY_TYPE } from '../src/applications/index.js'
 import type { RekeyProgress } from '../src/encryption/index.js'
 import type { Store } from '../src/store/index.js'
 import { readKeyFile, writeNewKeyFile } from './master-key.js'
-import { openStore } from './stores.js'
+import { describeStore } from './store-errors.js'
+import { lockOutServers, openStore } from './stores.js'
 
 /** Options of `createManagementKey` (`tokenvault keys create`). */
 export interface KeysCreateOptions {
@@ -91,6 +92,38 @@ export async function rotateMasterKeyFile(
   })
   await withService(options.store, [next], (service) => service.admin.verifyMasterKey())
   return { tenants: rotated.tenants, keyId: rotated.keyId, created }
+}
+
+/**
+ * Throws when another process has the store `spec` open (a file store) or serves it (PostgreSQL: a
+ * server holds `SERVING_LOCK`, which this takes until the function it answers is called, so no
+ * server starts meanwhile): a server keeps the data keys it unwrapped, and seals what it writes
+ * next (a new tenant's keys) under the old master key, which the rotation then retires. On a file
+ * store nothing keeps a server from opening the directory meanwhile (no lock a process can take on
+ * LMDB's lock file from Node): the function it answers names one that did to `warn`.
+ */
+export async function storeStopped(spec: string, warn: (line: string) => void): Promise<() => Promise<void>> {
+  const stop = 'stop every server on it, then rotate (a running server would go on sealing under the old key)'
+  if (spec.startsWith('file:')) {
+    const { openedElsewhere } = await import('../adapters/file/header.js')
+    const dir = spec.slice('file:'.length)
+    const pids = openedElsewhere(dir)
+    if (pids.length > 0) throw new Error(`the store ${spec} is open in process ${pids.join(', ')}: ${stop}`)
+    return async () => {
+      const late = openedElsewhere(dir)
+      if (late.length > 0)
+        warn(
+          `process ${late.join(', ')} opened ${spec} during the rotation: restart it with the new master key`,
+        )
+    }
+  }
+  const locked = await lockOutServers(spec).catch((error: unknown) => {
+    throw new Error(
+      `${describeStore(spec)} can't be reached: ${error instanceof Error ? error.message : String(error)}`,
+    )
+  })
+  if (typeof locked === 'function') return locked
+  throw new Error(`${describeStore(spec)} is served by ${locked.holders} server(s): ${stop}`)
 }
 
 /** Runs `work` on a service over the store `spec` names, without a formula runner, then closes both. */

@@ -10,6 +10,7 @@ import {
   reencryptStore,
   rotateDataKeys,
   rotateMasterKeyFile,
+  storeStopped,
 } from './keys.js'
 import { verificationLine, verifyStoreLogs } from './logs.js'
 import { isPublishedKey, loadMasterKey } from './master-key.js'
@@ -24,8 +25,8 @@ import {
 import { serve } from './serve.js'
 import { stopOnSignals } from './signals.js'
 import { loadSigningKey, publicKeyOf } from './signing-key.js'
-import { describeStore, postgresUrlProblem } from './store-errors.js'
-import { isStoreSpec, lockOutServers } from './stores.js'
+import { postgresUrlProblem } from './store-errors.js'
+import { isStoreSpec } from './stores.js'
 
 /** This package's version, from its package.json (one level up from `bin/` and from `dist/bin/`). */
 function version(): string {
@@ -364,38 +365,6 @@ function publishedKeyMessage(store: string, file: string | null): string {
   )
 }
 
-/**
- * Fails when another process has the store `spec` open (a file store) or serves it (PostgreSQL: a
- * server holds `SERVING_LOCK`, which this takes until the rotation ends, so no server starts
- * meanwhile): a server keeps the data keys it unwrapped, and seals what it writes next (a new
- * tenant's keys) under the old master key, which the rotation then retires. Answers what to release.
- */
-async function refuseOpenStore(spec: string): Promise<() => Promise<void>> {
-  const stop = 'stop every server on it, then rotate (a running server would go on sealing under the old key)'
-  if (spec.startsWith('file:')) {
-    const { openedElsewhere } = await import('../adapters/file/header.js')
-    const dir = spec.slice('file:'.length)
-    const pids = openedElsewhere(dir)
-    if (pids.length > 0) fail(`the store ${spec} is open in process ${pids.join(', ')}: ${stop}`)
-    // Nothing keeps a server from opening the directory meanwhile (no lock a process can take on
-    // LMDB's lock file from Node): one that did is named once the rotation has ended.
-    return async () => {
-      const late = openedElsewhere(dir)
-      if (late.length > 0)
-        process.stderr.write(
-          `tokenvault: warning: process ${late.join(', ')} opened ${spec} during the rotation: restart it with the new master key\n`,
-        )
-    }
-  }
-  const locked = await lockOutServers(spec).catch((error: unknown) =>
-    fail(
-      `${describeStore(spec)} can't be reached: ${error instanceof Error ? error.message : String(error)}`,
-    ),
-  )
-  if (typeof locked === 'function') return locked
-  return fail(`${describeStore(spec)} is served by ${locked.holders} server(s): ${stop}`)
-}
-
 /** `tokenvault keys rotate-master`: the old key from where `serve` takes it (never created), the new one from a file. */
 async function rotateMaster(store: string, oldFile: string | undefined, newFile: string | undefined) {
   if (store === 'memory') fail('keys rotate-master needs a file or PostgreSQL store (--store)')
@@ -415,7 +384,10 @@ async function rotateMaster(store: string, oldFile: string | undefined, newFile:
   const target = newFile ?? `${old.file}.new`
   if (!newFile && existsSync(`${old.file}.old`))
     fail(`${old.file}.old exists: move it away first (it may hold the key of older backups)`)
-  const release = await refuseOpenStore(store)
+  const warn = (line: string) => process.stderr.write(`tokenvault: warning: ${line}\n`)
+  const release = await storeStopped(store, warn).catch((error: unknown) =>
+    fail(error instanceof Error ? error.message : String(error)),
+  )
   const done = await rotateMasterKeyFile({ store, masterKey: old.key, newKeyFile: target }).finally(release)
   let where = target
   if (!newFile && old.file) {

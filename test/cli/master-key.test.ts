@@ -2,12 +2,13 @@
  * The master key that was once committed to the repository: the CLI refuses to serve with it, and
  * `tokenvault keys rotate-master` moves a store sealed under it to a fresh key.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
+import { storeStopped } from '../../bin/keys.js'
 import { isPublishedKey } from '../../bin/master-key.js'
 import { createService, systemClock } from '../../entry/index.js'
 import { tempDir } from '../file/helpers.js'
@@ -181,6 +182,42 @@ describe('tokenvault keys rotate-master', () => {
       expect(rotated.err).toBe('')
       expect(rotated.code).toBe(0)
       expect(await opens(store, old)).toBe(false)
+    },
+    30_000,
+  )
+
+  it.runIf(process.platform === 'linux')(
+    'names a process that opened the file store while the rotation ran, once it has ended',
+    async () => {
+      const dir = await tempDir()
+      const store = join(dir, 'store')
+      await storeWithToken(store, randomBytes(32))
+      const warned: string[] = []
+      const ended = await storeStopped(`file:${store}`, (line) => warned.push(line))
+      // A process opens the store after the check, as a server started during the rotation would.
+      const opener = spawn(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { open } from 'lmdb'; open({ path: ${JSON.stringify(store)}, maxDbs: 64 }); console.log('open'); setInterval(() => {}, 1000)`,
+        ],
+        { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+      )
+      try {
+        await new Promise<void>((resolve) => opener.stdout!.once('data', () => resolve()))
+        await ended()
+        expect(warned).toEqual([
+          `process ${opener.pid} opened file:${store} during the rotation: restart it with the new master key`,
+        ])
+      } finally {
+        const exited = new Promise((resolve) => opener.once('exit', resolve))
+        opener.kill()
+        await exited
+      }
+      const quiet: string[] = []
+      await (await storeStopped(`file:${store}`, (line) => quiet.push(line)))()
+      expect(quiet).toEqual([])
     },
     30_000,
   )
