@@ -107,7 +107,7 @@ export interface WorkerConfig {
    * while `backlog` is 0.
    */
   idleSpinUs?: number
-  /** This thread's niceness, set before anything else runs (0 or absent: the host's). */
+  /** How much nicer than the host this thread runs once its engine is loaded (0 or absent: as the host). */
   nice?: number
 }
 

@@ -136,9 +136,10 @@ export async function tryWriteAs(
     now,
     ...(tx ? { except: tx.id } : {}),
   })
+  // The ids the call did not mint: only those can be locked, or staged before.
+  const { minted } = write
+  const guarded = minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks
   if (!tx) {
-    const { minted } = write
-    const guarded = minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks
     // A lock the guard lets pass has expired (by this clock): the write deletes it, so the
     // transaction that held it can't commit over this write later (a server whose clock is behind
     // this one's would still find it open, and its commit's `lock.held` guards would pass).
@@ -162,13 +163,7 @@ export async function tryWriteAs(
   // A token this transaction staged before must still be locked by it: a write outside it that
   // found the transaction expired (by its own clock, perhaps ahead of this one) took the lock, and
   // staging the token again must not put it back over that acknowledged write.
-  // (An id the call minted was staged by no one: not read.)
-  const minted = write.minted
-  const restaged = await stagedOf(
-    ctx,
-    tx,
-    minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks,
-  )
+  const restaged = await stagedOf(ctx, tx, guarded)
   const lockCheck = (id: string): Check =>
     restaged.has(id)
       ? { check: 'lock.held', tenant_id: tenant, token_id: id, transaction_id: tx.id }
