@@ -182,6 +182,13 @@ interface Lowest {
   ms: number
 }
 
+/** The two active keys of the least times, and when they were looked for. */
+interface LeastTimes {
+  at: number
+  first: Lowest | undefined
+  second: Lowest | undefined
+}
+
 /**
  * The key of a request as the handler reads it: the first API key header present (any prefix the
  * server accepts), even empty; null without one. An empty first header is a key the handler
@@ -259,7 +266,7 @@ export class HeavyLane {
   /** Requests waiting for their key's first request, in all (`UNTIMED_WAITING`). */
   #untimedWaiting = 0
   /** The active keys of the least times, when last looked for (`LOWEST_KEPT_MS`). */
-  #lowest: { at: number; first: Lowest | undefined; second: Lowest | undefined } | undefined
+  #lowest: LeastTimes | undefined
 
   constructor(options: HeavyLaneOptions) {
     this.#o = options
@@ -448,7 +455,7 @@ export class HeavyLane {
   }
 
   /** The two active keys of the least times now (a first request under way counts with its time so far). */
-  #findLowest(now: number): { at: number; first: Lowest | undefined; second: Lowest | undefined } {
+  #findLowest(now: number): LeastTimes {
     let first: Lowest | undefined
     let second: Lowest | undefined
     for (const cost of this.#keys.values()) {

@@ -98,16 +98,10 @@ export function startSandboxWorker(config: WorkerConfig): Worker {
  */
 const PIPELINE = 4
 
-/** `idleSpinUs` as given, within 0–1000 µs (200 when absent or not a number). */
-function spinOf(given: number | undefined): number {
-  const us = given ?? 200
-  return Number.isFinite(us) ? Math.max(0, Math.min(1000, Math.floor(us))) : 200
-}
-
-/** `nice` as given, within 0–19 (10 when absent or not a number). */
-function niceOf(given: number | undefined): number {
-  const n = given ?? 10
-  return Number.isFinite(n) ? Math.max(0, Math.min(19, Math.floor(n))) : 10
+/** `given` as a whole number within 0–`max` (`fallback` when absent or not a number). */
+function wholeWithin(given: number | undefined, fallback: number, max: number): number {
+  const n = given ?? fallback
+  return Number.isFinite(n) ? Math.max(0, Math.min(max, Math.floor(n))) : fallback
 }
 
 /** A promise made once and kept while it holds (made again after a failure, or once dropped). */
@@ -203,8 +197,8 @@ export function sandboxRunner(options: SandboxRunnerOptions = {}): FormulaRunner
       maxCrashPenaltyMs: Math.max(5000, options.crashPenaltyMs ?? 0),
       startWorker: options.startWorker ?? startSandboxWorker,
       pipeline: PIPELINE,
-      idleSpinUs: spinOf(options.idleSpinUs),
-      nice: niceOf(options.nice),
+      idleSpinUs: wholeWithin(options.idleSpinUs, 200, 1000),
+      nice: wholeWithin(options.nice, 10, 19),
     })
   }
   /** Starts the workers now, unless they are starting or running (or the runner is closed). */

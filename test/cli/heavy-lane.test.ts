@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
@@ -9,6 +9,7 @@ import { HeavyLane, type HeavyLaneOptions, type LaneConfig, type LaneRequest } f
 import { answerOnLane } from '../../bin/lane-answer.js'
 import { jsonEvent } from '../../bin/serve.js'
 import { tempDir } from '../file/helpers.js'
+import { threadNiceness } from '../support/threads.js'
 import { start } from './spawn.js'
 
 /**
@@ -559,10 +560,7 @@ describe('heavy lane in tokenvault serve', () => {
     // the 19th field of each thread's stat).
     const tasks = `/proc/${server.child.pid}/task`
     if (existsSync(tasks)) {
-      const niceness = (tid: string) => {
-        const stat = readFileSync(`${tasks}/${tid}/stat`, 'utf8')
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
-      }
+      const niceness = (tid: string) => threadNiceness(server.child.pid!, tid)
       expect(niceness(String(server.child.pid))).toBe(0)
       expect(readdirSync(tasks).map(niceness)).toContain(10)
     }

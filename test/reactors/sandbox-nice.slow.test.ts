@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { sandboxRunner, startSandboxWorker } from '../../adapters/sandbox/index.js'
+import { threadNiceness } from '../support/threads.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const CODE = 'module.exports = async (req) => ({ raw: req.args.n })'
@@ -12,8 +13,7 @@ function threads(): Map<string, number> {
   const out = new Map<string, number>()
   for (const tid of readdirSync('/proc/self/task')) {
     try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
-      out.set(tid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]))
+      out.set(tid, threadNiceness('self', tid))
     } catch {}
   }
   return out
@@ -66,9 +66,10 @@ describe('sandboxRunner({ nice }) in a host that is niced already', () => {
     "adds to the host's niceness: a host at 5 runs tenant code at 15, one at 15 at 19",
     async () => {
       const script = `
-        import { readdirSync, readFileSync } from 'node:fs'
+        import { readdirSync } from 'node:fs'
         import { sandboxRunner } from './adapters/sandbox/index.ts'
-        const niceOf = (tid) => { const s = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]) }
+        import { threadNiceness } from './test/support/threads.ts'
+        const niceOf = (tid) => threadNiceness('self', tid)
         const before = new Set(readdirSync('/proc/self/task'))
         const runner = sandboxRunner({ poolSize: 1 })
         await runner.run('module.exports = async () => ({ raw: 1 })', { args: {}, configuration: {} }, { timeoutMs: 120000 })
