@@ -150,19 +150,21 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
     if (req.headers['svc-api-key'] === bKey) bLocal++
     answer(req, res)
   }
-  // A file or PostgreSQL store is served as `tokenvault serve` serves it: with the heavy lane,
-  // unless TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the
-  // budget refuses each request before anything is sent.
+  // Every store is served as `tokenvault serve` serves it: with the heavy lane, unless
+  // TOKENVAULT_ATTACK_LANE=off. (e)'s destination is on the lane's egress list too; the budget
+  // refuses each request before anything is sent.
   // On a file store the lane's writes are committed by this thread's store, as `serve` does,
-  // unless TOKENVAULT_ATTACK_FORWARD=off (the lane then commits for itself, as before).
+  // unless TOKENVAULT_ATTACK_FORWARD=off (the lane then commits for itself, as before); on the
+  // memory store this thread answers the lane's every store call.
   const forward = path !== '' && process.env['TOKENVAULT_ATTACK_FORWARD'] !== 'off'
   const lane =
-    (path || postgres) && process.env['TOKENVAULT_ATTACK_LANE'] !== 'off'
+    process.env['TOKENVAULT_ATTACK_LANE'] !== 'off'
       ? new HeavyLane({
           log: () => {},
           ...(forward ? { commits: store as FileStore } : {}),
+          ...(!path && !postgres ? { serves: store } : {}),
           config: {
-            store: postgres ? storeSpec : `file:${path}`,
+            store: postgres ? storeSpec : path ? `file:${path}` : 'memory',
             masterKey,
             reactorEgress: [DESTINATION],
             serviceBounds: {},

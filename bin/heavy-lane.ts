@@ -13,11 +13,12 @@ import { DEFAULT_MAX_BODY_BYTES, headerNames, headerPrefixes } from '../adapters
 import type { NodeListener } from '../adapters/http/index.js'
 import { nodeHeaders, readNodeBody, writeOutgoing } from '../adapters/http/node.js'
 import { problem } from '../adapters/http/problem.js'
-import type { WriteResult } from '../src/store/index.js'
+import { answerStoreCall, type StoreCall, type StoreReply } from '../adapters/thread-store/index.js'
+import type { Store, WriteResult } from '../src/store/index.js'
 
 /**
- * The heavy lane of `tokenvault serve` on a file or PostgreSQL store: a worker thread with a
- * service of its own over the same store, which answers the requests of the API keys whose recent
+ * The heavy lane of `tokenvault serve`: a worker thread with a service of its own over the same
+ * store (on a memory store, the main thread's, every call posted to it: `LaneConfig.storeOnMain`), which answers the requests of the API keys whose recent
  * requests were slow (large values read, long searches, filters, many at once). Their large
  * strings, parses and collections then happen on the lane's thread and heap, and every other key
  * is answered on the main thread without waiting behind them (`npm run bench:attacks -- --store
@@ -26,7 +27,7 @@ import type { WriteResult } from '../src/store/index.js'
 
 /** What the lane's worker needs to build its service: plain data, copied to the thread. */
 export interface LaneConfig {
-  /** The `--store` value (`file:PATH` or a `postgres://` URL). */
+  /** The `--store` value (`memory`, `file:PATH` or a `postgres://` URL). */
   store: string
   masterKey?: Uint8Array
   webhookSigningKey?: string
@@ -45,6 +46,11 @@ export interface LaneConfig {
    * of the same file.
    */
   forwardWrites?: boolean
+  /**
+   * Set by `HeavyLane` when it `serves` a store (the memory store, whose maps only the main thread
+   * holds): the lane's service calls it through messages (`adapters/thread-store`).
+   */
+  storeOnMain?: boolean
 }
 
 /** One request handed to the lane: the exchange's view of it, its body read whole on the main thread. */
@@ -74,9 +80,10 @@ export type FromLane =
   | { log: string }
   | { failed: string }
   | { write: { id: number; write: ForwardedWrite } }
+  | { store: StoreCall }
 
-/** What the main thread posts to the lane: a request, or how one of its forwarded writes ended. */
-export type ToLane = LaneRequest | { wrote: number; answer: ForwardedResult }
+/** What the main thread posts to the lane: a request, how one of its forwarded writes ended, or a store call's answer. */
+export type ToLane = LaneRequest | { wrote: number; answer: ForwardedResult } | { stored: StoreReply }
 
 /**
  * A key's requests go to the lane once the mean time of its last `MEAN_OF` requests (from arrival
@@ -151,6 +158,11 @@ export interface HeavyLaneOptions {
    * waited for it.
    */
   commits?: { commitForwarded(write: ForwardedWrite): Promise<WriteResult> }
+  /**
+   * The main thread's memory store, which answers every store call of the lane (started with
+   * `storeOnMain`; it takes bodies over `LANE_MAX_BODY_BYTES` too): the one copy of the data.
+   */
+  serves?: Store
 }
 
 /** One key's latest request times (ms, at most `MEAN_OF`, oldest first), and where its requests go now. */
@@ -208,7 +220,8 @@ function apiKeyOf(req: IncomingMessage, prefix: string | undefined): string | nu
  * commits its own writes (PostgreSQL). A lane committing to a file store held LMDB's one write
  * lock, shared by both threads, until its busy event loop had applied the write, and the main
  * thread's commits (every read's audit entry) waited for it; so on a file store the main thread's
- * store commits the lane's writes (`HeavyLaneOptions.commits`) and the lane takes such bodies too.
+ * store commits the lane's writes (`HeavyLaneOptions.commits`) and the lane takes such bodies too, as
+ * it does on a memory store, whose every call the main thread answers (`HeavyLaneOptions.serves`).
  */
 export const LANE_MAX_BODY_BYTES = 64 * 1024
 
@@ -330,8 +343,7 @@ export class HeavyLane {
     }
     res.once('finish', count).once('close', count)
     const bytes = this.#bodyBytes(req)
-    const fits =
-      (this.#o.commits !== undefined || !largeBody(req)) && this.#bytes + bytes <= LANE_IN_FLIGHT_BYTES
+    const fits = (this.#writesHere() || !largeBody(req)) && this.#bytes + bytes <= LANE_IN_FLIGHT_BYTES
     if (cost.heavy && !probe && fits && this.#lane()) void this.#forward(req, res, bytes)
     else local(req, res)
   }
@@ -470,6 +482,11 @@ export class HeavyLane {
     return { at: now, first, second }
   }
 
+  /** Whether this thread's store writes for the lane (file, memory): the lane then takes large bodies too. */
+  #writesHere(): boolean {
+    return this.#o.commits !== undefined || this.#o.serves !== undefined
+  }
+
   /** Whether the lane can take a request now; starts its thread when there is none (and may be). */
   #lane(): boolean {
     if (this.#worker) return this.#ready && this.#pending.size < LANE_IN_FLIGHT
@@ -480,7 +497,8 @@ export class HeavyLane {
 
   #startWorker(): void {
     const forwardWrites = this.#o.commits !== undefined
-    const worker = (this.#o.start ?? startLaneWorker)({ ...this.#o.config, forwardWrites })
+    const storeOnMain = this.#o.serves !== undefined
+    const worker = (this.#o.start ?? startLaneWorker)({ ...this.#o.config, forwardWrites, storeOnMain })
     this.#worker = worker
     this.#ready = false
     worker.unref()
@@ -490,7 +508,8 @@ export class HeavyLane {
   }
 
   #message(worker: Worker, m: FromLane): void {
-    if ('write' in m) this.#commit(worker, m.write.id, m.write.write)
+    if ('store' in m) this.#call(worker, m.store)
+    else if ('write' in m) this.#commit(worker, m.write.id, m.write.write)
     else if ('ready' in m) {
       this.#ready = true
       this.#o.log('heavy lane: started (a thread of its own serves the keys whose requests are slow)')
@@ -509,6 +528,23 @@ export class HeavyLane {
       const reply: ToLane = { wrote: id, answer }
       // A thread that ended meanwhile is not told: what it held was answered 503.
       if (this.#worker === worker) worker.postMessage(reply)
+    })
+  }
+
+  /** Answers a store call of the lane with the store this thread holds (`HeavyLaneOptions.serves`). */
+  #call(worker: Worker, call: StoreCall): void {
+    const store = this.#o.serves
+    const done: Promise<StoreReply> = store
+      ? answerStoreCall(store, call)
+      : Promise.resolve({ id: call.id, error: { message: 'heavy lane: no store answers its calls' } })
+    void done.then((stored) => {
+      // A thread that ended meanwhile is not told: what it held was answered 503.
+      if (this.#worker !== worker) return
+      try {
+        worker.postMessage({ stored } satisfies ToLane)
+      } catch (error) {
+        worker.postMessage({ stored: { id: call.id, error: { message: String(error) } } } satisfies ToLane)
+      }
     })
   }
 

@@ -9,6 +9,7 @@ import type { CommitsOn, ForwardedResult } from '../adapters/file/forward.js'
 import { exchangeHandlerOf } from '../adapters/http/handler.js'
 import { createHttpHandler, type HttpLogEvent } from '../adapters/http/index.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
+import { storeOverThread } from '../adapters/thread-store/index.js'
 import { createService, systemClock } from '../entry/index.js'
 import type { FromLane, LaneConfig, ToLane } from './heavy-lane.js'
 import { answerOnLane } from './lane-answer.js'
@@ -31,16 +32,25 @@ const commitsOn: CommitsOn = (write, transfer) =>
     post({ write: { id, write } }, transfer)
   })
 
+/** The main thread's memory store, called through messages (`LaneConfig.storeOnMain`). */
+const onMain = config.storeOnMain ? storeOverThread((call) => post({ store: call })) : undefined
+
+/** The lane's store: the main thread's (a memory store), else one of its own over the same file or database. */
+async function laneStore() {
+  if (onMain) return { store: onMain.store, release: async () => {} }
+  return openStore(config.store, {
+    log: (line) => post({ log: line }),
+    ...(config.forwardWrites ? { commitsOn } : {}),
+  })
+}
+
 async function main() {
   // This thread only (Linux sets a thread's own niceness): the main thread's requests come first
   // whenever both want a core; the lane's still get every core the main thread leaves.
   try {
     setPriority(config.nice)
   } catch {}
-  const opened = await openStore(config.store, {
-    log: (line) => post({ log: line }),
-    ...(config.forwardWrites ? { commitsOn } : {}),
-  })
+  const opened = await laneStore()
   const service = createService({
     store: opened.store,
     clock: systemClock,
@@ -64,6 +74,7 @@ async function main() {
   })
   const exchange = exchangeHandlerOf(handler)!
   port.on('message', async (m: ToLane) => {
+    if ('stored' in m) return onMain?.settle(m.stored)
     if ('wrote' in m) {
       written.get(m.wrote)?.(m.answer)
       written.delete(m.wrote)

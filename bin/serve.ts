@@ -87,7 +87,7 @@ export interface ServeOptions {
    */
   testClock?: 'manual' | 'ticking'
   /**
-   * A file or PostgreSQL store outside test mode: the keys whose requests are slow are answered by
+   * Outside test mode: the keys whose requests are slow are answered by
    * a worker thread of their own (`bin/heavy-lane.ts`); false answers every request on the main
    * thread. @default true
    */
@@ -322,6 +322,10 @@ export async function serve(options: ServeOptions): Promise<Serving> {
   // service seals, so it needs the key (a memory store without one gets a random one here, as
   // the service would make itself).
   if (options.testMode) masterKey ??= randomBytes(32)
+  // Test mode keeps one clock and one request log: its requests stay on this thread.
+  const laneOn = !options.testMode && options.heavyLane !== false
+  // The lane's service opens what this one seals in the memory store: one key for both, never written.
+  if (laneOn && options.store === 'memory') masterKey ??= randomBytes(32)
   const insight = options.testMode
     ? (await import('../testing/insight/server.js')).serverInsight(opened.store, masterKey!)
     : undefined
@@ -412,13 +416,14 @@ export async function serve(options: ServeOptions): Promise<Serving> {
     listener = (req, res) => (isTestControlPath((req.url ?? '').split('?')[0]!) ? control : api)(req, res)
   }
   const committer = forwardedCommits(opened.store)
-  // Test mode keeps one clock and one request log: its requests stay on this thread.
   const lane =
-    !testService && options.heavyLane !== false && options.store !== 'memory'
+    laneOn && !testService
       ? new HeavyLane({
           log: note,
           // A file store: the lane's writes are committed here, one writer for the process.
           ...(committer ? { commits: committer } : {}),
+          // The memory store: the lane's every call is answered here, by the one copy of the data.
+          ...(options.store === 'memory' ? { serves: opened.store } : {}),
           config: {
             store: options.store,
             ...(masterKey ? { masterKey } : {}),

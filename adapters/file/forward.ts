@@ -1,5 +1,5 @@
 import type { Check, Op, WriteBatch, WriteResult } from '../../src/store/index.js'
-import { StoreError, type StoreErrorCode } from '../../src/store/index.js'
+import { type CallError, callError, thrownAgain } from '../thread-store/index.js'
 import { tokenRecords } from './token-codec.js'
 
 /**
@@ -18,9 +18,7 @@ export interface ForwardedWrite {
 }
 
 /** How a forwarded write ended, as plain data: its result, or its error's code and message. */
-export type ForwardedResult =
-  | { result: WriteResult }
-  | { error: { message: string; code?: StoreErrorCode; retryAfter?: number } }
+export type ForwardedResult = { result: WriteResult } | { error: CallError }
 
 /** Sends a forwarded write to the committing thread (with the buffers to move there, not copy) and answers how it ended. */
 export type CommitsOn = (write: ForwardedWrite, transfer: ArrayBuffer[]) => Promise<ForwardedResult>
@@ -57,23 +55,12 @@ export async function forwardedResult(done: Promise<WriteResult>): Promise<Forwa
   try {
     return { result: await done }
   } catch (error) {
-    const e = error as { message?: unknown }
-    const message = typeof e?.message === 'string' ? e.message : String(error)
-    if (!(error instanceof StoreError)) return { error: { message } }
-    return {
-      error: {
-        message,
-        code: error.code,
-        ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
-      },
-    }
+    return { error: callError(error) }
   }
 }
 
 /** The result a forwarded write answered, or its error thrown again (a `StoreError` as one). */
 export function resultOf(answer: ForwardedResult): WriteResult {
   if ('result' in answer) return answer.result
-  const { message, code, retryAfter } = answer.error
-  if (code === undefined) throw new Error(message)
-  throw new StoreError(code, message, retryAfter === undefined ? {} : { retryAfter })
+  throw thrownAgain(answer.error)
 }

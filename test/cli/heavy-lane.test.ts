@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
+import { memoryStore } from '../../adapters/memory/index.js'
+import type { StoreCall, StoreReply } from '../../adapters/thread-store/index.js'
 import { HeavyLane, type HeavyLaneOptions, type LaneConfig, type LaneRequest } from '../../bin/heavy-lane.js'
 import { answerOnLane } from '../../bin/lane-answer.js'
 import { jsonEvent } from '../../bin/serve.js'
@@ -30,12 +32,18 @@ class FakeLane extends EventEmitter {
   /** The status it answers with. */
   status = 200
   readonly held: LaneRequest[] = []
-  constructor(private readonly clock: { ms: number }) {
+  /** The answers to the store calls it made (`{ store: call }` emitted), as posted to it. */
+  readonly stored: StoreReply[] = []
+  constructor(
+    private readonly clock: { ms: number },
+    readonly config: LaneConfig,
+  ) {
     super()
     queueMicrotask(() => this.emit('message', { ready: true }))
   }
   unref() {}
-  postMessage(m: LaneRequest) {
+  postMessage(m: LaneRequest | { stored: StoreReply }) {
+    if ('stored' in m) return void this.stored.push(m.stored)
     if (this.hold) return void this.held.push(m)
     this.clock.ms += Number(m.headers['x-ms'] ?? 0)
     const body = new TextEncoder().encode(`lane ${m.body ? new TextDecoder().decode(m.body).length : 0}`)
@@ -57,18 +65,21 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close()
 })
 
-/** `commits`: the main thread's file store stood in for (the lane then takes large bodies too). */
-async function routed(commits?: HeavyLaneOptions['commits']) {
+/**
+ * `commits`: the main thread's file store stood in for; `serves`: a memory store whose every call
+ * the main thread answers for the lane (either way the lane takes large bodies too).
+ */
+async function routed(stores: Pick<HeavyLaneOptions, 'commits' | 'serves'> = {}) {
   const clock = { ms: 0 }
   const lanes: FakeLane[] = []
   const lines: string[] = []
   const lane = new HeavyLane({
     config,
-    ...(commits ? { commits } : {}),
+    ...stores,
     log: (line) => lines.push(line),
     now: () => clock.ms,
-    start: () => {
-      const made = new FakeLane(clock)
+    start: (started) => {
+      const made = new FakeLane(clock, started)
       lanes.push(made)
       return made as unknown as Worker
     },
@@ -161,10 +172,34 @@ describe('heavy lane: which requests go to the lane thread', () => {
   })
 
   it("takes bodies over 64 KiB too when the main thread's store commits the lane's writes (a file store)", async () => {
-    const { where } = await routed(fileCommits)
+    const { where, lanes } = await routed({ commits: fileCommits })
     expect(await where('key_h', 100)).toBe('local')
     expect(await where('key_h', 0, { body: 'x'.repeat(400_000) })).toBe('lane')
     expect(await where('key_h', 0, { path: '/documents/abc' })).toBe('local')
+    expect(lanes[0]!.config).toMatchObject({ forwardWrites: true, storeOnMain: false })
+  })
+
+  it("on a memory store, takes bodies over 64 KiB too and answers the lane's store calls with the main thread's store", async () => {
+    const held = memoryStore()
+    await held.write({ ops: [{ op: 'tenant.put', tenant: { id: 't1', name: 'one' } as never }] })
+    const { where, lanes } = await routed({ serves: held })
+    expect(await where('key_h', 100)).toBe('local')
+    expect(await where('key_h', 0, { body: 'x'.repeat(400_000) })).toBe('lane')
+    const made = lanes[0]!
+    expect(made.config).toMatchObject({ forwardWrites: false, storeOnMain: true })
+    const calls: StoreCall[] = [
+      { id: 1, method: 'getTenant', args: ['t1'] },
+      { id: 2, method: 'getTenant', args: ['t2'] },
+      { id: 3, method: 'close', args: [] },
+    ]
+    for (const call of calls) made.emit('message', { store: call })
+    for (let i = 0; i < 50 && made.stored.length < 3; i++) await turn()
+    const byId = new Map(made.stored.map((r) => [r.id, r]))
+    expect(byId.get(1)).toEqual({ id: 1, result: expect.objectContaining({ id: 't1', name: 'one' }) })
+    expect(byId.get(2)).toEqual({ id: 2, result: null })
+    // The lane never closes the store this thread holds.
+    expect(byId.get(3)).toEqual({ id: 3, error: { message: 'thread store: no such call: close' } })
+    expect(await held.getTenant('t1')).not.toBeNull()
   })
 
   it("a new key's requests that come while its first is under way wait for its answer, which places them", async () => {
@@ -362,7 +397,7 @@ describe('heavy lane: which requests go to the lane thread', () => {
   })
 
   it('holds 64 MiB of bodies at once (each counted at its declared length): past them a request is answered on the main thread', async () => {
-    const { lanes, call, where } = await routed(fileCommits)
+    const { lanes, call, where } = await routed({ commits: fileCommits })
     await where('key_h', 100)
     const lane = lanes[0]!
     lane.hold = true
@@ -513,131 +548,138 @@ describe("the lane thread's answers", () => {
 })
 
 describe('heavy lane in tokenvault serve', () => {
-  it("answers a key reading large tokens many at once on its thread, with the main thread's answers, and SIGTERM ends cleanly", async () => {
-    const dir = await tempDir()
-    const server = start(['serve', '--port', '0', '--store', `file:${join(dir, 'vault')}`], dir, {
-      TOKENVAULT_HEAVY_LANE: 'on',
-    })
-    const url = (await server.line(1)).slice('listening on '.length)
-    const management = (await server.line(2)).slice('management key: '.length)
-    const call = async (method: string, path: string, key: string, body?: unknown) => {
-      const r = await fetch(`${url}${path}`, {
-        method,
-        headers: { 'BT-API-KEY': key, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  // On a memory store the lane's every store call is answered by the main thread's store.
+  it.each(['file', 'memory'])(
+    "%s store: answers a key reading large tokens many at once on its thread, with the main thread's answers, and SIGTERM ends cleanly",
+    async (kind) => {
+      const dir = await tempDir()
+      const store = kind === 'file' ? `file:${join(dir, 'vault')}` : 'memory'
+      const server = start(['serve', '--port', '0', '--store', store], dir, {
+        TOKENVAULT_HEAVY_LANE: 'on',
       })
-      return { status: r.status, text: await r.text() }
-    }
-    const perms = ['token:create', 'token:read']
-    const rules = [
-      { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: perms },
-    ]
-    const app = (name: string) =>
-      call('POST', '/applications', management, { name, type: 'private', permissions: perms, rules })
-    const heavyApp = JSON.parse((await app('heavy')).text) as { id: string; key: string }
-    const heavy = heavyApp.key
-    const light = JSON.parse((await app('light')).text).key as string
-    const big = JSON.parse(
-      (await call('POST', '/tokens', heavy, { type: 'token', data: 'x'.repeat(400_000) })).text,
-    )
-    const small = JSON.parse((await call('POST', '/tokens', light, { type: 'token', data: 'small' })).text)
-    const first = await call('GET', `/tokens/${big.id}`, heavy)
-    // Many at once: each waits behind the others, so the key's requests are slow wherever it runs.
-    const laneLines = () =>
-      server
-        .stderr()
-        .split('\n')
-        .filter((l) => l.endsWith(' lane'))
-    for (let round = 0; round < 40 && laneLines().length === 0; round++) {
-      const answers = await Promise.all(
-        Array.from({ length: 32 }, () => call('GET', `/tokens/${big.id}`, heavy)),
+      const url = (await server.line(1)).slice('listening on '.length)
+      const management = (await server.line(2)).slice('management key: '.length)
+      const call = async (method: string, path: string, key: string, body?: unknown) => {
+        const r = await fetch(`${url}${path}`, {
+          method,
+          headers: { 'BT-API-KEY': key, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })
+        return { status: r.status, text: await r.text() }
+      }
+      const perms = ['token:create', 'token:read']
+      const rules = [
+        { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: perms },
+      ]
+      const app = (name: string) =>
+        call('POST', '/applications', management, { name, type: 'private', permissions: perms, rules })
+      const heavyApp = JSON.parse((await app('heavy')).text) as { id: string; key: string }
+      const heavy = heavyApp.key
+      const light = JSON.parse((await app('light')).text).key as string
+      const big = JSON.parse(
+        (await call('POST', '/tokens', heavy, { type: 'token', data: 'x'.repeat(400_000) })).text,
       )
-      for (const a of answers) expect(a).toEqual(first)
-    }
-    expect(laneLines().length).toBeGreaterThan(0)
-    expect(server.stderr()).toContain('heavy lane: started')
-    // The lane's thread (and what it started) runs at niceness 10, the main thread at 0 (Linux:
-    // the 19th field of each thread's stat).
-    const tasks = `/proc/${server.child.pid}/task`
-    if (existsSync(tasks)) {
-      const niceness = (tid: string) => threadNiceness(server.child.pid!, tid)
-      expect(niceness(String(server.child.pid))).toBe(0)
-      expect(readdirSync(tasks).map(niceness)).toContain(10)
-    }
-    // Another key's answers are the main thread's or the lane's by its own times (the unit tests
-    // above): here, that they are right wherever they come from.
-    expect(JSON.parse((await call('GET', `/tokens/${small.id}`, light)).text)).toMatchObject({
-      data: 'small',
-    })
-
-    // One transaction staged through both threads' services, then committed: on the main thread by
-    // a second key of the heavy key's application (its first request: a key with no times is never
-    // heavy), on the lane by the heavy key (its write sent after a burst of its reads, which keep it
-    // there).
-    const other = JSON.parse((await call('POST', `/applications/${heavyApp.id}/keys`, management)).text)
-      .key as string
-    const tx = JSON.parse((await call('POST', '/transactions', heavy)).text).id as string
-    const stage = async (key: string, data: string) => {
-      const r = await fetch(`${url}/tokens`, {
-        method: 'POST',
-        headers: { 'BT-API-KEY': key, 'BT-TRANSACTION-ID': tx, 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'token', data }),
-      })
-      expect(r.status).toBe(201)
-      return ((await r.json()) as { id: string }).id
-    }
-    // Each request has its log line, written a moment after its answer.
-    const postLines = () =>
-      server
-        .stderr()
-        .split('\n')
-        .filter((l) => l.includes(' POST /tokens '))
-    const logged = async (n: number) => {
-      for (let i = 0; i < 400 && postLines().length < n; i++) await new Promise((r) => setTimeout(r, 25))
-      return postLines()
-    }
-    const before = postLines().length
-    const staged = [await stage(other, 'staged 0')]
-    expect((await logged(before + 1))[before]).not.toMatch(/ lane$/)
-    for (let i = 0; i < 20 && !postLines().some((l) => l.endsWith(' lane')); i++) {
-      const seen = postLines().length
-      // 21 requests a round, so the write is not every round the key's 32nd (a probe, answered on
-      // the main thread).
-      const burst = Array.from({ length: 20 }, () => call('GET', `/tokens/${big.id}`, heavy))
-      staged.push(await stage(heavy, `staged ${staged.length}`))
-      await Promise.all(burst)
-      await logged(seen + 1)
-    }
-    expect(postLines().filter((l) => l.endsWith(' lane')).length).toBeGreaterThan(0)
-    expect((await call('GET', `/tokens/${staged[0]}`, light)).status).toBe(404)
-    expect((await call('POST', `/transactions/${tx}/commit`, heavy)).status).toBe(200)
-    for (const [i, id] of staged.entries())
-      expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({
-        data: `staged ${i}`,
+      const small = JSON.parse((await call('POST', '/tokens', light, { type: 'token', data: 'small' })).text)
+      const first = await call('GET', `/tokens/${big.id}`, heavy)
+      // Many at once: each waits behind the others, so the key's requests are slow wherever it runs.
+      const laneLines = () =>
+        server
+          .stderr()
+          .split('\n')
+          .filter((l) => l.endsWith(' lane'))
+      for (let round = 0; round < 40 && laneLines().length === 0; round++) {
+        const answers = await Promise.all(
+          Array.from({ length: 32 }, () => call('GET', `/tokens/${big.id}`, heavy)),
+        )
+        for (const a of answers) expect(a).toEqual(first)
+      }
+      expect(laneLines().length).toBeGreaterThan(0)
+      expect(server.stderr()).toContain('heavy lane: started')
+      // The lane's thread (and what it started) runs at niceness 10, the main thread at 0 (Linux:
+      // the 19th field of each thread's stat).
+      const tasks = `/proc/${server.child.pid}/task`
+      if (existsSync(tasks)) {
+        const niceness = (tid: string) => threadNiceness(server.child.pid!, tid)
+        expect(niceness(String(server.child.pid))).toBe(0)
+        expect(readdirSync(tasks).map(niceness)).toContain(10)
+      }
+      // Another key's answers are the main thread's or the lane's by its own times (the unit tests
+      // above): here, that they are right wherever they come from.
+      expect(JSON.parse((await call('GET', `/tokens/${small.id}`, light)).text)).toMatchObject({
+        data: 'small',
       })
 
-    // Large creates of the heavy key (bodies over 64 KiB) on the lane: the main thread's store
-    // commits their writes (a file store has one writer a process), and they read back whole.
-    const lanePosts = () => postLines().filter((l) => l.endsWith(' lane')).length
-    const onLane = lanePosts()
-    const large: { id: string; data: string }[] = []
-    for (let i = 0; i < 20 && lanePosts() === onLane; i++) {
-      const seen = postLines().length
-      const burst = Array.from({ length: 20 }, () => call('GET', `/tokens/${big.id}`, heavy))
-      const data = `${i}`.padEnd(100_000, 'y')
-      const made = await call('POST', '/tokens', heavy, { type: 'token', data })
-      expect(made.status).toBe(201)
-      large.push({ id: JSON.parse(made.text).id, data })
-      await Promise.all(burst)
-      await logged(seen + 1)
-    }
-    expect(lanePosts()).toBeGreaterThan(onLane)
-    for (const { id, data } of large)
-      expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({ data })
+      // One transaction staged through both threads' services, then committed: on the main thread by
+      // a second key of the heavy key's application (its first request: a key with no times is never
+      // heavy), on the lane by the heavy key (its write sent after a burst of its reads, which keep it
+      // there).
+      const other = JSON.parse((await call('POST', `/applications/${heavyApp.id}/keys`, management)).text)
+        .key as string
+      const tx = JSON.parse((await call('POST', '/transactions', heavy)).text).id as string
+      const stage = async (key: string, data: string) => {
+        const r = await fetch(`${url}/tokens`, {
+          method: 'POST',
+          headers: { 'BT-API-KEY': key, 'BT-TRANSACTION-ID': tx, 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'token', data }),
+        })
+        expect(r.status).toBe(201)
+        return ((await r.json()) as { id: string }).id
+      }
+      // Each request has its log line, written a moment after its answer.
+      const postLines = () =>
+        server
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes(' POST /tokens '))
+      const logged = async (n: number) => {
+        for (let i = 0; i < 400 && postLines().length < n; i++) await new Promise((r) => setTimeout(r, 25))
+        return postLines()
+      }
+      const before = postLines().length
+      const staged = [await stage(other, 'staged 0')]
+      expect((await logged(before + 1))[before]).not.toMatch(/ lane$/)
+      for (let i = 0; i < 20 && !postLines().some((l) => l.endsWith(' lane')); i++) {
+        const seen = postLines().length
+        // 21 requests a round, so the write is not every round the key's 32nd (a probe, answered on
+        // the main thread).
+        const burst = Array.from({ length: 20 }, () => call('GET', `/tokens/${big.id}`, heavy))
+        staged.push(await stage(heavy, `staged ${staged.length}`))
+        await Promise.all(burst)
+        await logged(seen + 1)
+      }
+      expect(postLines().filter((l) => l.endsWith(' lane')).length).toBeGreaterThan(0)
+      expect((await call('GET', `/tokens/${staged[0]}`, light)).status).toBe(404)
+      expect((await call('POST', `/transactions/${tx}/commit`, heavy)).status).toBe(200)
+      for (const [i, id] of staged.entries())
+        expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({
+          data: `staged ${i}`,
+        })
 
-    server.child.kill('SIGTERM')
-    expect((await server.exited)[0]).toBe(0)
-  }, 120_000)
+      // Large creates of the heavy key (bodies over 64 KiB) on the lane: the main thread's store
+      // commits their writes (a file store has one writer a process; a memory store is the main
+      // thread's), and they read back whole.
+      const lanePosts = () => postLines().filter((l) => l.endsWith(' lane')).length
+      const onLane = lanePosts()
+      const large: { id: string; data: string }[] = []
+      for (let i = 0; i < 20 && lanePosts() === onLane; i++) {
+        const seen = postLines().length
+        const burst = Array.from({ length: 20 }, () => call('GET', `/tokens/${big.id}`, heavy))
+        const data = `${i}`.padEnd(100_000, 'y')
+        const made = await call('POST', '/tokens', heavy, { type: 'token', data })
+        expect(made.status).toBe(201)
+        large.push({ id: JSON.parse(made.text).id, data })
+        await Promise.all(burst)
+        await logged(seen + 1)
+      }
+      expect(lanePosts()).toBeGreaterThan(onLane)
+      for (const { id, data } of large)
+        expect(JSON.parse((await call('GET', `/tokens/${id}`, light)).text)).toMatchObject({ data })
+
+      server.child.kill('SIGTERM')
+      expect((await server.exited)[0]).toBe(0)
+    },
+    120_000,
+  )
 
   it('--heavy-lane takes on or off', async () => {
     const bad = start(['serve', '--port', '0', '--store', 'memory', '--heavy-lane', 'maybe'])
