@@ -134,6 +134,13 @@ export const LANE_RESTARTS = 3
  * main thread gets about ten times the lane's share (Linux's weights 1024 and 110).
  */
 export const LANE_NICE = 10
+/**
+ * The lane's connections to PostgreSQL (the main thread's pool has pg's 10): the database's
+ * processes run at the host's niceness, not the lane's, so the heavy keys' reads of large rows
+ * get at most this many of them at once, and the database's cores go to the other keys' calls
+ * (`npm run bench:attacks -- --only e --store postgres://URL`: with 10, 2.0x and 2.2x; with 2, 1.6x and 1.8x).
+ */
+export const LANE_POOL = 2
 /** Requests the lane holds at once; more of a heavy key are answered on the main thread. */
 export const LANE_IN_FLIGHT = 256
 /**

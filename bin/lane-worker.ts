@@ -11,7 +11,7 @@ import { createHttpHandler, type HttpLogEvent } from '../adapters/http/index.js'
 import { sandboxRunner } from '../adapters/sandbox/index.js'
 import { storeOverThread } from '../adapters/thread-store/index.js'
 import { createService, systemClock } from '../entry/index.js'
-import type { FromLane, LaneConfig, ToLane } from './heavy-lane.js'
+import { type FromLane, LANE_POOL, type LaneConfig, type ToLane } from './heavy-lane.js'
 import { answerOnLane } from './lane-answer.js'
 import { formatEvent, jsonEvent } from './serve.js'
 import { openStore } from './stores.js'
@@ -40,6 +40,7 @@ async function laneStore() {
   if (onMain) return { store: onMain.store, release: async () => {} }
   return openStore(config.store, {
     log: (line) => post({ log: line }),
+    pool: { max: LANE_POOL, name: 'tokenvault lane' },
     ...(config.forwardWrites ? { commitsOn } : {}),
   })
 }

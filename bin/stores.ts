@@ -23,15 +23,21 @@ export function isStoreSpec(spec: string): boolean {
   )
 }
 
+/** A PostgreSQL pool's connections at most, and the `application_name` they show in `pg_stat_activity`. */
+export interface PoolShape {
+  max: number
+  name: string
+}
+
 /**
  * Opens the store a `--store` value names: `memory`, `file:PATH` (a file store in directory PATH)
  * or a `postgres://` / `postgresql://` URL (a Postgres store over a pool of its own; `pg` is loaded
  * only then). Throws an `Error` with a readable message for anything else. `log` takes the store's
- * warnings (a failed commit, writes resumed).
+ * warnings (a failed commit, writes resumed); `pool`, a PostgreSQL pool's size and name.
  */
 export async function openStore(
   spec: string,
-  options: { log?: (line: string) => void; commitsOn?: CommitsOn; serving?: boolean } = {},
+  options: { log?: (line: string) => void; commitsOn?: CommitsOn; serving?: boolean; pool?: PoolShape } = {},
 ): Promise<OpenedStore> {
   const none = async () => {}
   if (spec === 'memory') {
@@ -57,6 +63,8 @@ export async function openStore(
     const { DEFAULT_TIMEOUTS, watchPool } = await import('../adapters/postgres/faults.js')
     const pool = new pg.Pool({
       connectionString: spec,
+      max: options.pool?.max ?? 10,
+      application_name: options.pool?.name ?? 'tokenvault',
       statement_timeout: DEFAULT_TIMEOUTS.statementTimeoutMs,
       connectionTimeoutMillis: DEFAULT_TIMEOUTS.connectTimeoutMs,
     })

@@ -1,4 +1,5 @@
 import { once } from 'node:events'
+import pg from 'pg'
 import { afterAll, expect, it } from 'vitest'
 import { freshDatabase, serveCli, stopCliServers } from './cli-servers.js'
 import { callJson, describePostgres } from './database.js'
@@ -7,7 +8,7 @@ afterAll(stopCliServers)
 
 /**
  * `tokenvault serve` over PostgreSQL with its heavy lane (bin/heavy-lane.ts): the lane's thread
- * opens the same database with a pool of its own, and answers a key reading large tokens many at
+ * opens the same database with a pool of its own (2 connections), and answers a key reading large tokens many at
  * once with what the main thread answers.
  */
 describePostgres('heavy lane over PostgreSQL', (url) => {
@@ -44,6 +45,31 @@ describePostgres('heavy lane over PostgreSQL', (url) => {
       }
       expect(server.stderr()).toContain('heavy lane: started')
       expect(laneLines().length).toBeGreaterThan(0)
+
+      // The lane's pool: 2 connections at most, named, however many of its key's requests wait.
+      const watcher = new pg.Client({ connectionString: database.url })
+      await watcher.connect()
+      const laneConnections = async () =>
+        Number(
+          (
+            await watcher.query(
+              `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tokenvault lane'`,
+            )
+          ).rows[0].n,
+        )
+      let most = 0
+      let watching = true
+      const watch = (async () => {
+        while (watching) most = Math.max(most, await laneConnections())
+      })()
+      const onLane = laneLines().length
+      for (let round = 0; round < 10 && (most < 2 || laneLines().length === onLane); round++)
+        await Promise.all(Array.from({ length: 64 }, () => call('GET', `/tokens/${big.body.id}`, key)))
+      watching = false
+      await watch
+      await watcher.end()
+      expect(laneLines().length).toBeGreaterThan(onLane)
+      expect(most).toBe(2)
       server.child.kill('SIGTERM')
       expect((await once(server.child, 'exit'))[0]).toBe(0)
     } finally {
