@@ -175,6 +175,8 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
         })
       : undefined
   lane?.start()
+  // B's first window alone is not shared with the lane's thread loading its modules.
+  for (let i = 0; i < 600 && lane && !lane.ready; i++) await new Promise((r) => setTimeout(r, 50))
   const server = createServer(lane ? lane.listener(local) : local)
   server.keepAliveTimeout = 60_000
   server.listen(0, '127.0.0.1', () => {

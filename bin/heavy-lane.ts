@@ -293,6 +293,11 @@ export class HeavyLane {
     this.#now = options.now ?? (() => performance.now())
   }
 
+  /** Whether the lane's thread is up and answering (it starts in the background). */
+  get ready(): boolean {
+    return this.#worker !== undefined && this.#ready
+  }
+
   /** Whether `key`'s requests go to the lane now. */
   isHeavy(key: string): boolean {
     return this.#keys.get(digest(key))?.heavy === true
