@@ -11,7 +11,7 @@ import {
 import { TOO_LARGE, UNREADABLE } from '../adapters/http/exchange.js'
 import { DEFAULT_MAX_BODY_BYTES, headerNames, headerPrefixes } from '../adapters/http/handler.js'
 import type { NodeListener } from '../adapters/http/index.js'
-import { nodeHeaders, readNodeBody, writeOutgoing } from '../adapters/http/node.js'
+import { nodeHeaders, readNodeChunks, writeOutgoing } from '../adapters/http/node.js'
 import { problem } from '../adapters/http/problem.js'
 import { answerStoreCall, type StoreCall, type StoreReply } from '../adapters/thread-store/index.js'
 import type { Store, WriteResult } from '../src/store/index.js'
@@ -53,13 +53,16 @@ export interface LaneConfig {
   storeOnMain?: boolean
 }
 
-/** One request handed to the lane: the exchange's view of it, its body read whole on the main thread. */
+/**
+ * One request handed to the lane: the exchange's view of it, its body read whole on the main
+ * thread, as the socket's chunks (the lane joins them: `readNodeChunks`).
+ */
 export interface LaneRequest {
   id: number
   method: string
   target: string
   headers: Record<string, string>
-  body: Uint8Array | null
+  body: Uint8Array[] | null
   /** How reading the body ended: `too large` (past the handler's limit: the lane answers its 413), `unreadable`. */
   read: 'whole' | 'too large' | 'unreadable'
 }
@@ -596,15 +599,15 @@ export class HeavyLane {
     const id = this.#next++
     this.#pending.set(id, { req, res, bytes })
     this.#bytes += bytes
-    const read = await readNodeBody(req, max, res)
+    const read = await readNodeChunks(req, max, res)
     const worker = this.#worker
     if (!worker || !this.#pending.has(id)) {
       if (this.#release(id)) writeOutgoing(req, res, laneGone())
       return
     }
-    // A body joined from several chunks fills a buffer of its own and is moved as it is: each copy of
-    // a large body is one more buffer outside V8's heap, bringing this thread's next full collection nearer.
-    const body = read instanceof Uint8Array ? movable(read) : null
+    // Each chunk is moved as it is (a socket's fills a buffer of its own): a copy of a large body is
+    // one more buffer outside V8's heap, bringing this thread's next full collection nearer.
+    const body = Array.isArray(read) ? read.map(movable) : null
     const message: LaneRequest = {
       id,
       method: req.method ?? 'GET',
@@ -613,7 +616,7 @@ export class HeavyLane {
       body,
       read: read === TOO_LARGE ? 'too large' : read === UNREADABLE ? 'unreadable' : 'whole',
     }
-    worker.postMessage(message, body ? [body.buffer as ArrayBuffer] : [])
+    worker.postMessage(message, body ? body.map((chunk) => chunk.buffer as ArrayBuffer) : [])
   }
 }
 

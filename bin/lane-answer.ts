@@ -9,19 +9,21 @@ import type { ExchangeHandler } from '../adapters/http/handler.js'
 import { problem } from '../adapters/http/problem.js'
 import type { LaneAnswer, LaneRequest } from './heavy-lane.js'
 
-/** The exchange view of a posted request. */
+/** The exchange view of a posted request, its chunks joined here (a single chunk as it is). */
 export function incomingOf(m: LaneRequest): Incoming {
+  const chunks = m.body
+  const body = chunks === null ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
   return {
     method: m.method,
     target: m.target,
     header: (name) => m.headers[name] ?? null,
     headers: () => m.headers,
     mount: () => '',
-    hasBody: () => m.body !== null || m.read !== 'whole',
+    hasBody: () => body !== null || m.read !== 'whole',
     readBody: async (maxBytes) => {
       if (m.read === 'too large') return TOO_LARGE
       if (m.read === 'unreadable') return UNREADABLE
-      return m.body !== null && m.body.byteLength > maxBytes ? TOO_LARGE : m.body
+      return body !== null && body.byteLength > maxBytes ? TOO_LARGE : body
     },
   }
 }

@@ -19,11 +19,27 @@ const hasBody = (req: IncomingMessage) =>
  * request that asked `Expect: 100-continue` is told to go on now, when its body is wanted (with
  * `res`: a server that defers the 100, as `serve`'s does, so a refused key never invites the body).
  */
-export function readNodeBody(
+export async function readNodeBody(
   req: IncomingMessage,
   maxBytes: number,
   res?: ServerResponse,
 ): Promise<Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE> {
+  const read = await readNodeChunks(req, maxBytes, res)
+  if (!Array.isArray(read)) return read
+  return read.length === 1 ? read[0]! : Buffer.concat(read)
+}
+
+/**
+ * `readNodeBody`'s chunks as the socket gave them, never joined (null for no body or an empty
+ * one): what the heavy lane moves to its thread, which joins them there. Each chunk of a socket
+ * fills an `ArrayBuffer` of its own; a buffer of the body's size made here would cost this thread
+ * its fresh pages (about 1.2 ms for 400 KB on a 2-vCPU machine).
+ */
+export function readNodeChunks(
+  req: IncomingMessage,
+  maxBytes: number,
+  res?: ServerResponse,
+): Promise<Buffer[] | null | typeof TOO_LARGE | typeof UNREADABLE> {
   if (!hasBody(req) || req.readableEnded) return Promise.resolve(null)
   // Gone before its turn came (a request waits unread for admission): no event will come any more.
   if (req.destroyed) return Promise.resolve(UNREADABLE)
@@ -32,7 +48,7 @@ export function readNodeBody(
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let total = 0
-    const finish = (result: Uint8Array | null | typeof TOO_LARGE | typeof UNREADABLE) => {
+    const finish = (result: Buffer[] | null | typeof TOO_LARGE | typeof UNREADABLE) => {
       req.off('data', onData).off('end', onEnd).off('close', onClose).off('error', onClose)
       resolve(result)
     }
@@ -43,8 +59,7 @@ export function readNodeBody(
         finish(TOO_LARGE)
       } else chunks.push(chunk)
     }
-    const onEnd = () =>
-      finish(total === 0 ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
+    const onEnd = () => finish(total === 0 ? null : chunks)
     const onClose = () => finish(UNREADABLE)
     req.on('data', onData).on('end', onEnd).on('close', onClose).on('error', onClose)
   })

@@ -32,6 +32,8 @@ class FakeLane extends EventEmitter {
   /** The status it answers with. */
   status = 200
   readonly held: LaneRequest[] = []
+  /** How many chunks each body posted to it came in. */
+  readonly chunks: number[] = []
   /** The answers to the store calls it made (`{ store: call }` emitted), as posted to it. */
   readonly stored: StoreReply[] = []
   constructor(
@@ -46,7 +48,9 @@ class FakeLane extends EventEmitter {
     if ('stored' in m) return void this.stored.push(m.stored)
     if (this.hold) return void this.held.push(m)
     this.clock.ms += Number(m.headers['x-ms'] ?? 0)
-    const body = new TextEncoder().encode(`lane ${m.body ? new TextDecoder().decode(m.body).length : 0}`)
+    if (m.body) this.chunks.push(m.body.length)
+    const sent = m.body ? new TextDecoder().decode(Buffer.concat(m.body)) : ''
+    const body = new TextEncoder().encode(`lane ${sent.length}`)
     setImmediate(() => this.emit('message', { answer: { id: m.id, status: this.status, headers: {}, body } }))
   }
   terminate() {
@@ -177,6 +181,8 @@ describe('heavy lane: which requests go to the lane thread', () => {
     expect(await where('key_h', 0, { body: 'x'.repeat(400_000) })).toBe('lane')
     expect(await where('key_h', 0, { path: '/documents/abc' })).toBe('local')
     expect(lanes[0]!.config).toMatchObject({ forwardWrites: true, storeOnMain: false })
+    // Posted as the socket's chunks, never joined on this thread.
+    expect(lanes[0]!.chunks.at(-1)).toBeGreaterThan(1)
   })
 
   it("on a memory store, takes bodies over 64 KiB too and answers the lane's store calls with the main thread's store", async () => {
@@ -498,7 +504,8 @@ describe("the lane thread's answers", () => {
     method: 'POST',
     target: '/tokens?x=1',
     headers: { 'bt-api-key': 'key_1' },
-    body: new TextEncoder().encode('{"data":"4242424242424242"}'),
+    // The socket's chunks, as the main thread posts them: joined on the lane.
+    body: [new TextEncoder().encode('{"data":'), new TextEncoder().encode('"4242424242424242"}')],
     read: 'whole',
   }
 
