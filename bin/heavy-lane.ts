@@ -18,11 +18,11 @@ import type { Store, WriteResult } from '../src/store/index.js'
 
 /**
  * The heavy lane of `tokenvault serve`: a worker thread with a service of its own over the same
- * store (on a memory store, the main thread's, every call posted to it: `LaneConfig.storeOnMain`), which answers the requests of the API keys whose recent
- * requests were slow (large values read, long searches, filters, many at once). Their large
- * strings, parses and collections then happen on the lane's thread and heap, and every other key
- * is answered on the main thread without waiting behind them (`npm run bench:attacks -- --store
- * file:DIR`; docs/server.md, "The heavy lane").
+ * store (on a memory store, the main thread's, every call posted to it: `LaneConfig.storeOnMain`),
+ * which answers the requests of the API keys whose recent requests were slow (large values read,
+ * long searches, filters, many at once). Their large strings, parses and collections then happen
+ * on the lane's thread and heap, and every other key is answered on the main thread without
+ * waiting behind them (`npm run bench:attacks`; docs/server.md, "The heavy lane").
  */
 
 /** What the lane's worker needs to build its service: plain data, copied to the thread. */

@@ -74,12 +74,10 @@ export interface ThreadStore {
 
 /**
  * A store whose every call `send` posts to the thread that holds the real one; that thread's
- * replies come back through `settle`. `close` ends this side only: later calls fail `closed`.
+ * replies come back through `settle`. `close` ends this side only: later calls fail `closed`. Not
+ * `persistent`: what it serves is a memory store.
  */
-export function storeOverThread(
-  send: (call: StoreCall) => void,
-  options: { persistent?: boolean } = {},
-): ThreadStore {
+export function storeOverThread(send: (call: StoreCall) => void): ThreadStore {
   const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>()
   let next = 1
   let failed: Error | undefined
@@ -98,7 +96,7 @@ export function storeOverThread(
   const methods: Partial<Record<StoreMethod, unknown>> = {}
   for (const name of STORE_METHOD_NAMES) methods[name] = (...args: unknown[]) => call(name, args)
   methods.close = async () => fail(new StoreError('closed', 'thread store: the store is closed'))
-  const store = (options.persistent ? { ...methods, persistent: true } : methods) as Store
+  const store = methods as Store
   const settle = (reply: StoreReply) => {
     const at = waiting.get(reply.id)
     if (!at) return
