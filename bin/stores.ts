@@ -114,7 +114,8 @@ async function holdServing(
   const state: { client?: InstanceType<PgClient>; timer?: NodeJS.Timeout | undefined; stopped: boolean } = {
     stopped: false,
   }
-  const take = async (): Promise<void> => {
+  /** `again`: taken again after its connection ended, while this server goes on serving. */
+  const take = async (again = false): Promise<void> => {
     const client = new Client({ connectionString: spec, connectionTimeoutMillis: 10_000 })
     state.client = client
     client.on('error', () => {})
@@ -124,7 +125,11 @@ async function holdServing(
         ...SERVING_LOCK,
       ])
       if (!free.rows[0]?.ok) {
-        log('the store is being rotated (keys rotate-master): waiting for it to end before serving')
+        log(
+          again
+            ? 'the store is being rotated (keys rotate-master): this server takes its serving lock again once it ends'
+            : 'the store is being rotated (keys rotate-master): waiting for it to end before serving',
+        )
         await client.query('SELECT pg_advisory_lock_shared($1, $2)', [...SERVING_LOCK])
       }
     } catch (error) {
@@ -138,7 +143,7 @@ async function holdServing(
     state.timer = setTimeout(() => {
       state.timer = undefined
       if (state.stopped) return
-      take().then(() => log('the PostgreSQL store: this server holds its serving lock again'), retry)
+      take(true).then(() => log('the PostgreSQL store: this server holds its serving lock again'), retry)
     }, 5_000).unref()
   }
   const lost = () => {

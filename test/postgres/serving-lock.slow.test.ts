@@ -73,10 +73,20 @@ describePostgres('keys rotate-master and the servers of a PostgreSQL store', (ur
       [0x74766c74, 1],
     )
     await until(true, 0)
-    await until(true, 1)
+    // A rotation that starts meanwhile holds the lock: the server's retake waits for its end, and
+    // says so without saying it waits to serve (it serves on).
+    const rotating = await lockOutServers(url)
+    expect(typeof rotating).toBe('function')
+    await until(false, 1)
     expect(lines.some((l) => l.includes("the connection holding this server's serving lock ended"))).toBe(
       true,
     )
+    expect(lines).toContain(
+      'the store is being rotated (keys rotate-master): this server takes its serving lock again once it ends',
+    )
+    expect(lines.filter((l) => l.includes('waiting for it to end before serving'))).toHaveLength(1)
+    await (rotating as () => Promise<void>)()
+    await until(true, 1)
     expect(lines).toContain('the PostgreSQL store: this server holds its serving lock again')
     await second.release()
     await until(true, 0)
