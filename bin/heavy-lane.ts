@@ -13,7 +13,7 @@ import { DEFAULT_MAX_BODY_BYTES, headerNames, headerPrefixes } from '../adapters
 import type { NodeListener } from '../adapters/http/index.js'
 import { nodeHeaders, readNodeChunks, writeOutgoing } from '../adapters/http/node.js'
 import { problem } from '../adapters/http/problem.js'
-import { answerStoreCall, type StoreCall, type StoreReply } from '../adapters/thread-store/index.js'
+import { answerStoreCalls, type StoreCall, type StoreReply } from '../adapters/thread-store/index.js'
 import type { Store, WriteResult } from '../src/store/index.js'
 
 /**
@@ -83,10 +83,10 @@ export type FromLane =
   | { log: string }
   | { failed: string }
   | { write: { id: number; write: ForwardedWrite } }
-  | { store: StoreCall }
+  | { store: StoreCall[] }
 
 /** What the main thread posts to the lane: a request, how one of its forwarded writes ended, or a store call's answer. */
-export type ToLane = LaneRequest | { wrote: number; answer: ForwardedResult } | { stored: StoreReply }
+export type ToLane = LaneRequest | { wrote: number; answer: ForwardedResult } | { stored: StoreReply[] }
 
 /**
  * A key's requests go to the lane once the mean time of its last `MEAN_OF` requests (from arrival
@@ -546,21 +546,32 @@ export class HeavyLane {
     })
   }
 
-  /** Answers a store call of the lane with the store this thread holds (`HeavyLaneOptions.serves`). */
-  #call(worker: Worker, call: StoreCall): void {
+  /** Answers the store calls of one message of the lane with the store this thread holds (`HeavyLaneOptions.serves`). */
+  #call(worker: Worker, calls: StoreCall[]): void {
     const store = this.#o.serves
-    const done: Promise<StoreReply> = store
-      ? answerStoreCall(store, call)
-      : Promise.resolve({ id: call.id, error: { message: 'heavy lane: no store answers its calls' } })
+    const none = (call: StoreCall): StoreReply => ({
+      id: call.id,
+      error: { message: 'heavy lane: no store answers its calls' },
+    })
+    const done = store ? answerStoreCalls(store, calls) : Promise.resolve(calls.map(none))
     void done.then((stored) => {
       // A thread that ended meanwhile is not told: what it held was answered 503.
       if (this.#worker !== worker) return
       try {
         worker.postMessage({ stored } satisfies ToLane)
-      } catch (error) {
-        worker.postMessage({ stored: { id: call.id, error: { message: String(error) } } } satisfies ToLane)
+      } catch {
+        // An answer postMessage can't copy fails its own call, not the others of its message.
+        for (const reply of stored) this.#postReply(worker, reply)
       }
     })
+  }
+
+  #postReply(worker: Worker, reply: StoreReply): void {
+    try {
+      worker.postMessage({ stored: [reply] } satisfies ToLane)
+    } catch (error) {
+      worker.postMessage({ stored: [{ id: reply.id, error: { message: String(error) } }] } satisfies ToLane)
+    }
   }
 
   #answer(a: LaneAnswer): void {

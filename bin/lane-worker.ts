@@ -33,7 +33,7 @@ const commitsOn: CommitsOn = (write, transfer) =>
   })
 
 /** The main thread's memory store, called through messages (`LaneConfig.storeOnMain`). */
-const onMain = config.storeOnMain ? storeOverThread((call) => post({ store: call })) : undefined
+const onMain = config.storeOnMain ? storeOverThread((calls) => post({ store: calls })) : undefined
 
 /** The lane's store: the main thread's (a memory store), else one of its own over the same file or database. */
 async function laneStore() {

@@ -49,6 +49,14 @@ const isMethod = (name: unknown): name is StoreMethod =>
   typeof name === 'string' && (STORE_METHOD_NAMES as string[]).includes(name)
 
 /**
+ * Answers `calls` (one message's) with `store`, together once each is answered: meant for a store
+ * whose calls answer at once (the memory store), since the first waits for the last.
+ */
+export function answerStoreCalls(store: Store, calls: readonly StoreCall[]): Promise<StoreReply[]> {
+  return Promise.all(calls.map((call) => answerStoreCall(store, call)))
+}
+
+/**
  * Answers `call` with `store`, on the thread that holds it. `close` is refused: the store belongs
  * to this thread, which closes it when it is done; a caller on another thread only stops calling.
  */
@@ -66,30 +74,40 @@ export async function answerStoreCall(store: Store, call: StoreCall): Promise<St
 /** A store over the thread that holds one (`storeOverThread`), and where that thread's answers go. */
 export interface ThreadStore {
   store: Store
-  /** Settles the call `reply` answers (a reply to no call in flight is ignored). */
-  settle(reply: StoreReply): void
+  /** Settles the calls `replies` answer (a reply to no call in flight is ignored). */
+  settle(replies: readonly StoreReply[]): void
   /** Fails every call in flight and every later call with `error` (the other thread is gone). */
   fail(error: Error): void
 }
 
 /**
  * A store whose every call `send` posts to the thread that holds the real one; that thread's
- * replies come back through `settle`. `close` ends this side only: later calls fail `closed`. Not
- * `persistent`: what it serves is a memory store.
+ * replies come back through `settle`. The calls made in one turn of this thread's event loop go in
+ * one message (the concurrent requests of a heavy key make theirs together: a message each way
+ * costs both threads, and the holding thread is the one other keys wait for). `close` ends this
+ * side only: later calls fail `closed`. Not `persistent`: what it serves is a memory store.
  */
-export function storeOverThread(send: (call: StoreCall) => void): ThreadStore {
+export function storeOverThread(send: (calls: StoreCall[]) => void): ThreadStore {
   const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>()
   let next = 1
   let failed: Error | undefined
+  let queued: StoreCall[] = []
+  const flush = () => {
+    const calls = queued
+    queued = []
+    if (calls.length) send(calls)
+  }
   const call = (method: StoreMethod, args: unknown[]) =>
     new Promise<unknown>((resolve, reject) => {
       if (failed) return reject(failed)
       const id = next++
       waiting.set(id, { resolve, reject })
-      send({ id, method, args })
+      if (!queued.length) setImmediate(flush)
+      queued.push({ id, method, args })
     })
   const fail = (error: Error) => {
     failed = error
+    queued = []
     for (const { reject } of waiting.values()) reject(error)
     waiting.clear()
   }
@@ -97,12 +115,14 @@ export function storeOverThread(send: (call: StoreCall) => void): ThreadStore {
   for (const name of STORE_METHOD_NAMES) methods[name] = (...args: unknown[]) => call(name, args)
   methods.close = async () => fail(new StoreError('closed', 'thread store: the store is closed'))
   const store = methods as Store
-  const settle = (reply: StoreReply) => {
-    const at = waiting.get(reply.id)
-    if (!at) return
-    waiting.delete(reply.id)
-    if ('error' in reply) at.reject(thrownAgain(reply.error))
-    else at.resolve(reply.result)
+  const settle = (replies: readonly StoreReply[]) => {
+    for (const reply of replies) {
+      const at = waiting.get(reply.id)
+      if (!at) continue
+      waiting.delete(reply.id)
+      if ('error' in reply) at.reject(thrownAgain(reply.error))
+      else at.resolve(reply.result)
+    }
   }
   return { store, settle, fail }
 }

@@ -44,8 +44,8 @@ class FakeLane extends EventEmitter {
     queueMicrotask(() => this.emit('message', { ready: true }))
   }
   unref() {}
-  postMessage(m: LaneRequest | { stored: StoreReply }) {
-    if ('stored' in m) return void this.stored.push(m.stored)
+  postMessage(m: LaneRequest | { stored: StoreReply[] }) {
+    if ('stored' in m) return void this.stored.push(...m.stored)
     if (this.hold) return void this.held.push(m)
     this.clock.ms += Number(m.headers['x-ms'] ?? 0)
     if (m.body) this.chunks.push(m.body.length)
@@ -198,7 +198,9 @@ describe('heavy lane: which requests go to the lane thread', () => {
       { id: 2, method: 'getTenant', args: ['t2'] },
       { id: 3, method: 'close', args: [] },
     ]
-    for (const call of calls) made.emit('message', { store: call })
+    // Two messages: the calls of one turn of the lane go together.
+    made.emit('message', { store: calls.slice(0, 2) })
+    made.emit('message', { store: calls.slice(2) })
     for (let i = 0; i < 50 && made.stored.length < 3; i++) await turn()
     const byId = new Map(made.stored.map((r) => [r.id, r]))
     expect(byId.get(1)).toEqual({ id: 1, result: expect.objectContaining({ id: 't1', name: 'one' }) })

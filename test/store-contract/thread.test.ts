@@ -1,7 +1,12 @@
 import { MessageChannel } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { answerStoreCall, type StoreCall, storeOverThread } from '../../adapters/thread-store/index.js'
+import {
+  answerStoreCall,
+  answerStoreCalls,
+  type StoreCall,
+  storeOverThread,
+} from '../../adapters/thread-store/index.js'
 import { type Store, StoreError } from '../../src/store/index.js'
 import { storeContract } from '../../testing/store/suite.js'
 
@@ -11,8 +16,8 @@ import { storeContract } from '../../testing/store/suite.js'
  */
 function overChannel(held: Store = memoryStore()): Store {
   const { port1, port2 } = new MessageChannel()
-  port2.on('message', async (call: StoreCall) => port2.postMessage(await answerStoreCall(held, call)))
-  const remote = storeOverThread((call) => port1.postMessage(call))
+  port2.on('message', async (calls: StoreCall[]) => port2.postMessage(await answerStoreCalls(held, calls)))
+  const remote = storeOverThread((calls) => port1.postMessage(calls))
   port1.on('message', remote.settle)
   port1.unref()
   port2.unref()
@@ -56,15 +61,40 @@ describe('a store over a message channel', () => {
   })
 
   it('fails the calls in flight when the other side is gone, and every later call', async () => {
-    const sent: StoreCall[] = []
-    const remote = storeOverThread((call) => sent.push(call))
+    const sent: StoreCall[][] = []
+    const remote = storeOverThread((calls) => sent.push(calls))
     const inFlight = remote.store.getTenant('t')
     remote.fail(new StoreError('unavailable', 'its thread ended'))
     await expect(inFlight).rejects.toMatchObject({ code: 'unavailable' })
     await expect(remote.store.hasTenants()).rejects.toMatchObject({ code: 'unavailable' })
-    expect(sent).toHaveLength(1)
-    // A reply to a call no longer waiting is ignored.
-    remote.settle({ id: sent[0]!.id, result: null })
+    // The call not sent yet is never sent; a reply to a call no longer waiting is ignored.
+    await new Promise((r) => setImmediate(r))
+    expect(sent).toEqual([])
+    remote.settle([{ id: 1, result: null }])
+  })
+
+  it('sends the calls made in one turn in one message, and settles each from one message of replies', async () => {
+    const sent: StoreCall[][] = []
+    const remote = storeOverThread((calls) => sent.push(calls))
+    const first = [remote.store.getTenant('a'), remote.store.hasTenants(), remote.store.getTenant('b')]
+    await new Promise((r) => setImmediate(r))
+    const later = remote.store.listTenants()
+    await new Promise((r) => setImmediate(r))
+    expect(sent.map((calls) => calls.map((c) => c.method))).toEqual([
+      ['getTenant', 'hasTenants', 'getTenant'],
+      ['listTenants'],
+    ])
+    const [a, any, b] = sent[0]!.map((c) => c.id)
+    remote.settle([
+      { id: b!, error: { message: 'gone', code: 'unavailable' } },
+      { id: a!, result: { id: 'a' } },
+      { id: any!, result: true },
+    ])
+    await expect(first[0]).resolves.toEqual({ id: 'a' })
+    await expect(first[1]).resolves.toBe(true)
+    await expect(first[2]).rejects.toMatchObject({ code: 'unavailable', message: 'gone' })
+    remote.settle([{ id: sent[1]![0]!.id, result: [] }])
+    await expect(later).resolves.toEqual([])
   })
 
   it('refuses a call the contract does not have, and close, on the holding side', async () => {
