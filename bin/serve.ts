@@ -87,9 +87,9 @@ export interface ServeOptions {
    */
   testClock?: 'manual' | 'ticking'
   /**
-   * Outside test mode: the keys whose requests are slow are answered by
-   * a worker thread of their own (`bin/heavy-lane.ts`); false answers every request on the main
-   * thread. @default true
+   * Outside test mode, on every store: the keys whose requests are slow are answered by a worker
+   * thread of their own (`bin/heavy-lane.ts`); false answers every request on the main thread.
+   * @default true
    */
   heavyLane?: boolean
   /** A fixture (parsed JSON) loaded at start when the store is empty, in any mode. */
