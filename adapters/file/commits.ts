@@ -71,7 +71,7 @@ export function use(s: FileState): Databases {
 }
 
 /** Opens the environment again after a fatal error, retrying every second until it opens or the store closes. */
-function reopen(s: FileState): void {
+export function reopen(s: FileState): void {
   s.reopening ??= (async () => {
     const old = s.dbs
     await old.env.close().catch(() => {})
@@ -80,7 +80,7 @@ function reopen(s: FileState): void {
       try {
         s.dbs = await openDatabases(s.dir, s.durable)
         s.snapshot.moves++
-        s.log(`fileStore: ${s.dir}: reopened after a fatal write error`)
+        s.log(`fileStore: ${s.dir}: reopened after a fatal error`)
         return
       } catch (error) {
         s.log(`fileStore: ${s.dir}: reopening failed, retrying in 1 s: ${(error as Error).message}`)

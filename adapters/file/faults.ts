@@ -9,6 +9,10 @@ const FULL = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 28, 122, 27])
 /** LMDB's error numbers for a full map or a damaged environment. */
 const MDB_MAP_FULL = -30792
 const CORRUPTED = new Set([-30796, -30794, -30793, -30795]) // CORRUPTED, VERSION_MISMATCH, INVALID, PANIC
+/** LMDB's error number for a page a B-tree names and the file does not hold. */
+const MDB_PAGE_NOTFOUND = -30797
+/** LMDB's error number once the environment is unusable until it is opened again. */
+const MDB_PANIC = -30795
 
 /** Free bytes on the filesystem holding `dir`, or Infinity when that can't be read. */
 function freeBytes(dir: string): number {
@@ -41,10 +45,34 @@ export function diskError(cause: unknown, dir: string): StoreError {
   )
 }
 
+/**
+ * The `StoreError` a failed read is answered with, or `cause` itself when it carries no error
+ * number (a fault of this code, not of the store: it stays an internal error). LMDB's errors carry
+ * theirs (`code`): a damaged environment is `corrupt` (HTTP 500: what the store holds can't be read
+ * back); any other (a full reader table, a resized map, an I/O error, LMDB's panic, after which the
+ * store opens the environment again: `needsReopen`) is `unavailable`, retryable (HTTP 503), as a
+ * failed commit is. Its message names no path, key or value.
+ */
+export function readError(cause: unknown): unknown {
+  if (cause instanceof StoreError) return cause
+  const code = (cause as { code?: unknown } | null)?.code
+  if (typeof code !== 'number') return cause
+  if (code !== MDB_PANIC && (CORRUPTED.has(code) || code === MDB_PAGE_NOTFOUND))
+    return new StoreError('corrupt', `fileStore: a read found the store's files damaged (${code})`, { cause })
+  return new StoreError(
+    'unavailable',
+    `fileStore: a read failed (${code}); reads resume once the store answers`,
+    {
+      retryAfter: 1,
+      cause,
+    },
+  )
+}
+
 /** Whether `cause` says the environment must be opened again before it takes writes (LMDB's panic). */
 export function needsReopen(cause: unknown): boolean {
   const code = (cause as { code?: unknown } | null)?.code
-  return code === -30795 || /MDB_PANIC|fatal error/i.test(String((cause as Error | null)?.message))
+  return code === MDB_PANIC || /MDB_PANIC|fatal error/i.test(String((cause as Error | null)?.message))
 }
 
 /** The `StoreError` a failed open is answered with: never a raw error, never a crash. */

@@ -1,9 +1,10 @@
 import { statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import type { WriteResult } from '../../src/store/index.js'
+import type { StoreReads, WriteResult } from '../../src/store/index.js'
 import { holds } from './checks.js'
-import { type FileState, queued, use } from './commits.js'
+import { type FileState, queued, reopen, use } from './commits.js'
 import { DATA_FILE, openDatabases } from './env.js'
+import { needsReopen, readError } from './faults.js'
 import { forwardedWrite, resultOf } from './forward.js'
 import type { FileStore, FileStoreOptions } from './options.js'
 import { lmdbReads } from './reads.js'
@@ -26,6 +27,8 @@ import { tokenRecords } from './token-codec.js'
  * - Reads take the newest committed snapshot at each call (what any process committed before the
  *   call is seen) and read ranges of ordered keys; they never wait for a writer.
  * - Nothing is loaded at open: opening checks the format marker and is instant at any size.
+ * - A failed read answers a `StoreError` too (`readError`: `unavailable`, or `corrupt` for a damaged
+ *   file), never LMDB's own error; after LMDB's panic the environment is opened again.
  * - A failed commit (a full disk, an I/O error) writes nothing and is answered with a `StoreError`
  *   (`full` or `unavailable`: HTTP 503 with `Retry-After`); the next write tries again, so the
  *   store takes writes once the disk does, without a restart (LMDB grows its map by itself). After
@@ -86,7 +89,10 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       use(s)
       return queued(s, write)
     },
-    ...lmdbReads(() => use(s), s.snapshot),
+    ...codedReads(
+      lmdbReads(() => use(s), s.snapshot),
+      s,
+    ),
     stats: () => {
       let bytes = 0
       try {
@@ -104,4 +110,28 @@ export async function fileStore(options: FileStoreOptions): Promise<FileStore> {
       s.dbs.release()
     },
   }
+}
+
+/**
+ * `reads` whose failures are `StoreError`s (`readError`): an error of LMDB's (a full reader table,
+ * an I/O error, a damaged page) is answered as the store's, with its code, never as a fault of the
+ * service (HTTP 500 for all of them); after LMDB's panic the environment is opened again.
+ */
+function codedReads(reads: StoreReads, s: FileState): StoreReads {
+  const failed = (error: unknown): never => {
+    if (needsReopen(error)) reopen(s)
+    throw readError(error)
+  }
+  const out: Record<string, unknown> = {}
+  for (const [name, read] of Object.entries(reads) as [string, (...args: unknown[]) => unknown][]) {
+    out[name] = (...args: unknown[]) => {
+      try {
+        const result = read(...args)
+        return result instanceof Promise ? result.catch(failed) : result
+      } catch (error) {
+        return failed(error)
+      }
+    }
+  }
+  return out as StoreReads
 }
