@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 import type { Keyring } from '../encryption/index.js'
 import { publicTenant } from '../encryption/index.js'
-import type { Association, StagedWrite, StoredToken, StoredTransaction } from '../kernel/index.js'
+import type { Association, StagedWrite, StoredToken, StoredTransaction, Tenant } from '../kernel/index.js'
 import { parse } from '../kernel/index.js'
 import { withSearchIndexes } from '../search/index.js'
 import type { Op, Store, StoreDump } from '../store/index.js'
@@ -287,8 +287,8 @@ async function writeAll(store: Store, ops: Op[]): Promise<void> {
 }
 
 /** Deletes every record `store` holds. */
-export async function clearState(store: Store): Promise<void> {
-  await writeAll(store, deletesOf(await store.dump()))
+export async function clearState(store: Store, dump?: StoreDump): Promise<void> {
+  await writeAll(store, deletesOf(dump ?? (await store.dump())))
 }
 
 /** Deletes every record of the tenants `ids`, the tenants included; other tenants are untouched. */
@@ -323,9 +323,16 @@ export async function deleteTenants(store: Store, ids: readonly string[]): Promi
   )
 }
 
+/** The keys `tenant` holds (its root key and data-key versions, wrapped), when it holds both. */
+function keysHeld(tenant: Tenant | undefined): Required<Pick<Tenant, 'data_key' | 'keys'>> | undefined {
+  if (tenant?.data_key === undefined || tenant.keys === undefined) return undefined
+  return { data_key: tenant.data_key, keys: tenant.keys }
+}
+
 /**
  * Replaces everything `store` (the service's sealed store) holds with `snapshot`: deletes every
- * record, then puts the snapshot's — tenants with new data keys under this service's master key,
+ * record, then puts the snapshot's — tenants with the keys they held (new data keys under this
+ * service's master key for a tenant the store did not hold),
  * tokens sealed under them, associations in the snapshot's (link) order.
  */
 export async function restoreSnapshot(
@@ -334,12 +341,20 @@ export async function restoreSnapshot(
   snapshot: StateSnapshot,
 ): Promise<void> {
   const r = snapshot.records
-  await clearState(store)
+  const before = await store.dump()
+  await clearState(store, before)
+  // A tenant the store holds keeps its keys: another process of a shared store (a file store or a
+  // database) holding them unwrapped reads what is restored, and its keyed hashes (fingerprints,
+  // search indexes) stay the ones made here. A tenant new to the store gets new keys.
+  const held = new Map(before.tenants.map((t) => [t.id, t]))
   const tenants: Op[] = []
   for (const t of r.tenants) {
     tenants.push({
       op: 'tenant.put',
-      tenant: { ...publicTenant(t), ...(await keyring.newTenantKeys(t.id, snapshot.clock)) },
+      tenant: {
+        ...publicTenant(t),
+        ...(keysHeld(held.get(t.id)) ?? (await keyring.newTenantKeys(t.id, snapshot.clock))),
+      },
     })
   }
   // The tenants first: the keyring reads a tenant's keys from the store to hash and seal under them.
