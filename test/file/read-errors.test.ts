@@ -4,6 +4,7 @@ import { fileStore } from '../../adapters/file/index.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import { isStoreError } from '../../src/store/error.js'
+import { REVEAL_ALL, tenantWithClient } from '../support/tenants.js'
 import { NOW } from './fixtures.js'
 import { tempDir } from './helpers.js'
 
@@ -66,17 +67,7 @@ async function vault() {
     runner: null,
   })
   const handler = createHttpHandler(service)
-  const tenant = await service.admin.createTenant({ name: 'reads' })
-  const perms = ['token:create', 'token:read'] as const
-  const { key } = await service.admin.createApplication({
-    tenantId: tenant.id,
-    name: 'app',
-    type: 'private',
-    permissions: [...perms],
-    rules: [
-      { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...perms] },
-    ],
-  })
+  const { key } = await tenantWithClient(service, 'reads', [REVEAL_ALL])
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await handler(
       new Request(`http://vault${path}`, {

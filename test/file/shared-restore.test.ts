@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { fileStore } from '../../adapters/file/index.js'
-import { createService, manualClock } from '../../entry/index.js'
+import { type AccessRule, createService, manualClock } from '../../entry/index.js'
+import { REVEAL_ALL, tenantWithClient } from '../support/tenants.js'
 import { NOW } from './fixtures.js'
 import { tempDir } from './helpers.js'
 
@@ -24,17 +25,8 @@ describe('file store shared by two services in test mode: restore', () => {
       })
     const one = await make()
     const two = await make()
-    const tenant = await one.admin.createTenant({ name: 'shared' })
-    const perms = ['token:create', 'token:read', 'token:search'] as const
-    const { key } = await one.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'app',
-      type: 'private',
-      permissions: [...perms],
-      rules: [
-        { description: 'all', priority: 1, container: '/', transform: 'reveal', permissions: [...perms] },
-      ],
-    })
+    const perms: AccessRule['permissions'] = ['token:create', 'token:read', 'token:search']
+    const { key } = await tenantWithClient(one, 'shared', [{ ...REVEAL_ALL, permissions: perms }], perms)
     const token = await one.connect(key).tokens.create({
       type: 'token',
       data: 'kept-4242',

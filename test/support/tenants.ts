@@ -10,16 +10,21 @@ export const REVEAL_ALL: AccessRule = {
 }
 
 /**
- * A new tenant of `service` with a private application that creates and reads tokens (under
- * `rules`, when given), its key and its client.
+ * A new tenant of `service` with a private application that creates and reads tokens (or holds
+ * `permissions`, when given; under `rules`, when given), its key and its client.
  */
-export async function tenantWithClient(service: Service, name: string, rules?: AccessRule[]) {
+export async function tenantWithClient(
+  service: Service,
+  name: string,
+  rules?: AccessRule[],
+  permissions: AccessRule['permissions'] = ['token:create', 'token:read'],
+) {
   const tenant = await service.admin.createTenant({ name })
   const { key } = await service.admin.createApplication({
     tenantId: tenant.id,
     name: 'app',
     type: 'private',
-    permissions: ['token:create', 'token:read'],
+    permissions,
     ...(rules ? { rules } : {}),
   })
   return { tenant, key, client: service.connect(key) }
