@@ -12,11 +12,18 @@
  *   (e) detokenize with `escape_once` over a token of about 1 MB, through the proxy (`POST /proxy`:
  *       `/detokenize` refuses filters before it reads a token); the budget refuses it before anything
  *       is sent, so the destination, routed in the child, receives nothing
+ *   (f) 32 concurrent small creates (on the memory store each ends within the turn it began in)
+ *   (g) the same, A's tenant with five webhooks on token.created, each delivered to the routed
+ *       destination: A's deliveries (a signature, two outbox writes and a request each) on top
+ *
+ * A's client is a process of its own on the same cores: in (f) and (g) it sends thousands of
+ * requests a second and takes most of a core, which the server's and B's processes then share.
  *
  * Run: `npm run bench:attacks [-- --store file:PATH | --store postgres://URL] [-- --only a,c]`. Each attack takes about
  * 20-30 s (seeding included); B is measured in four rounds of 1.5 s alone then 2 s under attack
  * (the attack started 0.5 s before and stopped after each), 6 s alone and 8 s under in all.
  */
+
 import { type ChildProcess, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
@@ -46,7 +53,7 @@ const WARM_MS = 500
 /** Attack (e)'s proxy destination: routed in the child (it answers `ok`), never on the network. */
 const DESTINATION = 'https://destination.test'
 
-type Scenario = 'a' | 'b' | 'c' | 'd' | 'e'
+type Scenario = 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g'
 
 /** What a child server answers once seeded: the tenants' keys and the ids the attacks name. */
 interface Seeded {
@@ -59,8 +66,8 @@ interface Seeded {
 
 const sizeOf = (name: string, fallback: number) => Number(process.env[name] ?? fallback)
 
-/** A tenant with a private application that may reveal every token: its key. */
-async function tenantKey(service: Service, name: string): Promise<string> {
+/** A tenant with a private application that may reveal every token: its key and the tenant's id. */
+async function tenantKey(service: Service, name: string): Promise<{ key: string; tenantId: string }> {
   const tenant = await service.admin.createTenant({ name })
   // Rules grant token permissions only; the application's other permissions are not a rule's.
   const permissions = PERMISSIONS_BY_TYPE.private.filter((p) => p.startsWith('token:'))
@@ -68,7 +75,7 @@ async function tenantKey(service: Service, name: string): Promise<string> {
     { description: 'all', priority: 1, container: '/', transform: 'reveal' as const, permissions },
   ]
   const made = await service.admin.createApplication({ tenantId: tenant.id, name, type: 'private', rules })
-  return made.key
+  return { key: made.key, tenantId: tenant.id }
 }
 
 /** Creates `count` tokens of A, `make(i)` giving each one's body, a few at a time. */
@@ -85,7 +92,8 @@ async function seed(service: Service, key: string, count: number, make: (i: numb
 }
 
 /** The data each attack needs in A's tenant: the id an attack names, if any. */
-async function seedAttack(scenario: Scenario, service: Service, aKey: string): Promise<string> {
+async function seedAttack(scenario: Scenario, service: Service, a: { key: string; tenantId: string }) {
+  const aKey = a.key
   switch (scenario) {
     case 'a':
       return ''
@@ -101,7 +109,26 @@ async function seedAttack(scenario: Scenario, service: Service, aKey: string): P
     }
     case 'e':
       return seed(service, aKey, 1, () => ({ type: 'amp', data: '&'.repeat(1_000_000) }))
+    case 'f':
+      return ''
+    case 'g':
+      await hooks(service, a.tenantId)
+      return ''
   }
+}
+
+/** Five webhooks (the most a tenant may have) on A's token creates, each delivering to the destination. */
+async function hooks(service: Service, tenantId: string) {
+  const { key } = await service.admin.createApplication({
+    tenantId,
+    name: 'hooks',
+    type: 'management',
+    permissions: ['webhook:create'],
+  })
+  for (let i = 0; i < 5; i++)
+    await service
+      .connect(key)
+      .webhooks.create({ name: `hook ${i}`, url: `${DESTINATION}/hook/${i}`, events: ['token.created'] })
 }
 
 /** The admission bounds the environment sets, under the names `serve` reads (`TOKENVAULT_MAX_IN_FLIGHT_PER_TENANT`, ...). */
@@ -139,15 +166,21 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
     egress: [DESTINATION],
     egressClient: routedEgress({ [DESTINATION]: () => new Response('ok') }),
   })
-  const aKey = await tenantKey(service, 'attacker')
-  const bKey = await tenantKey(service, 'bystander')
+  const a = await tenantKey(service, 'attacker')
+  const aKey = a.key
+  const bKey = (await tenantKey(service, 'bystander')).key
   const bToken = (await service.connect(bKey).tokens.create({ type: 'token', data: { name: 'b' } })).id
-  const aToken = await seedAttack(scenario, service, aKey)
+  const aToken = await seedAttack(scenario, service, a)
   const answer = toNodeListener(createHttpHandler(service, { log: () => {}, ...admissionFromEnv() }))
   // B's requests answered on this thread (the others went to the lane): reported with the loop delay.
   let bLocal = 0
+  let bServer: number[] = []
   const local: typeof answer = (req, res) => {
-    if (req.headers['svc-api-key'] === bKey) bLocal++
+    if (req.headers['svc-api-key'] === bKey) {
+      bLocal++
+      const t0 = performance.now()
+      res.once('finish', () => bServer.push(performance.now() - t0))
+    }
     answer(req, res)
   }
   // Every store is served as `tokenvault serve` serves it: with the heavy lane, unless
@@ -191,6 +224,7 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
     if (m === 'reset') {
       delay.reset()
       bLocal = 0
+      bServer = []
     }
     // Collected before each window alone: no garbage of the attack (or the seeding) is left to it.
     if (m === 'collect') {
@@ -199,11 +233,13 @@ async function serveChild(scenario: Scenario, storeSpec: string) {
     }
     if (m !== 'report') return
     const ms = (ns: number) => ns / 1e6
+    const served = bServer.sort((x, y) => x - y)
     process.send!({
       p50: ms(delay.percentile(50)),
       p99: ms(delay.percentile(99)),
       max: ms(delay.max),
       bLocal,
+      bServed: [quantile(served, 0.5), quantile(served, 0.99)],
     })
   })
 }
@@ -263,6 +299,8 @@ function attack(scenario: Scenario, s: Seeded, agent: Agent, stop: { now: boolea
       body: json({ x: `{{ ${s.aToken} | escape_once }}` }),
       headers: { 'bt-proxy-url': DESTINATION },
     },
+    f: { concurrency: 32, method: 'POST', path: '/tokens', body: json({ type: 'token', data: 'small' }) },
+    g: { concurrency: 32, method: 'POST', path: '/tokens', body: json({ type: 'token', data: 'hooked' }) },
   }
   const plan = plans[scenario]
   const statuses = new Map<number, number>()
@@ -311,6 +349,12 @@ interface LoopDelay {
   max: number
   /** B's requests answered on the main thread (the rest went to the heavy lane). */
   bLocal: number
+  /**
+   * p50 and p99 of B's main-thread requests timed in the server, from its request to its answer
+   * handed to the socket (ms): what of B's time the server's handling takes, the rest being the
+   * loop reaching its socket and the machine's other processes.
+   */
+  bServed: [number, number]
 }
 
 /**
@@ -355,7 +399,7 @@ async function run(scenario: Scenario, storeSpec: string) {
       const attacked = await underAttack(s, child, attacker, bAgent)
       under.push(...attacked.result)
       console.error(
-        `(${scenario}) round ${round}: B alone ${summary(quiet.result)} (${quiet.delay.bLocal} on the main thread); under ${summary(attacked.result)} (${attacked.delay.bLocal} on the main thread)`,
+        `(${scenario}) round ${round}: B alone ${summary(quiet.result)} (${quiet.delay.bLocal} on the main thread, ${served(quiet.delay)}); under ${summary(attacked.result)} (${attacked.delay.bLocal} on the main thread, ${served(attacked.delay)})`,
       )
       loops.under.push(attacked.delay)
       sent += attacked.sent
@@ -372,6 +416,10 @@ async function run(scenario: Scenario, storeSpec: string) {
 }
 
 /** A round's samples (ms) as `n N, p50 …, p99 …, max …`: printed to stderr as each round ends. */
+/** B's main-thread requests as the server timed them (`LoopDelay.bServed`). */
+const served = (d: LoopDelay) =>
+  `in the server p50 ${d.bServed[0].toFixed(2)} ms, p99 ${d.bServed[1].toFixed(2)} ms`
+
 function summary(samples: readonly number[]): string {
   const sorted = [...samples].sort((x, y) => x - y)
   const at = (q: number) =>
@@ -447,13 +495,15 @@ const LABELS: Record<Scenario, string> = {
   c: `(c) search type:ta AND type:tb over ${sizeOf('TOKENVAULT_ATTACK_SEARCH_TOKENS', 5000)} tokens`,
   d: `(d) wildcard searches over ${sizeOf('TOKENVAULT_ATTACK_WILDCARD_TOKENS', 5000)} tokens`,
   e: '(e) proxy detokenize escape_once over ~1 MB',
+  f: '(f) 32 concurrent small creates',
+  g: "(g) 32 concurrent small creates, each delivered to A's five webhooks",
 }
 
 async function main() {
   const args = process.argv.slice(2)
   const at = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined)
   const storeSpec = at('--store') ?? 'memory'
-  const only = (at('--only') ?? 'a,b,c,d,e').split(',') as Scenario[]
+  const only = (at('--only') ?? 'a,b,c,d,e,f,g').split(',') as Scenario[]
   console.log(
     `store: ${storeSpec}; B: sequential GET /tokens/{id}, ${ROUNDS} rounds of ${ALONE_MS / 1000} s alone then ${UNDER_MS / 1000} s under attack; loop delay: the worst round's`,
   )

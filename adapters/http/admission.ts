@@ -106,6 +106,10 @@ export class Admission {
   private queued = 0
   /** Lanes by the time (ms) their last request was answered, oldest first: who was active lately. */
   private readonly recent = new Map<string, number>()
+  /** Requests each lane was let in during this turn of the event loop (cleared by `nextTurn`). */
+  private readonly startedThisTurn = new Map<string, number>()
+  /** Whether the clearing of `startedThisTurn` is queued (an immediate: at the end of this turn). */
+  private turnQueued = false
 
   /** `now` reads a monotonic time in ms (tests give their own). */
   constructor(
@@ -121,7 +125,7 @@ export class Admission {
   enter(lane: string, bytes: number): true | false | Promise<void> {
     const state = this.laneOf(lane)
     if (state.waiting.length === 0 && this.fits(state, bytes, lane)) {
-      this.take(state, bytes)
+      this.take(lane, state, bytes)
       return true
     }
     if (state.waiting.length >= this.bounds.maxQueuedPerTenant || this.queued >= this.bounds.maxQueued) {
@@ -188,7 +192,7 @@ export class Admission {
       }
       state.waiting.shift()
       this.queued--
-      this.take(state, head.bytes)
+      this.take(lane, state, head.bytes)
       idle = 0
       // Its line empty, the lane leaves the turns; otherwise its next request waits a whole round.
       if (state.waiting.length === 0) this.ring.splice(this.turn, 1)
@@ -202,6 +206,18 @@ export class Admission {
     if (this.inFlight >= bounds.maxInFlight) return false
     if (this.inFlight > 0 && this.bytes + bytes > bounds.maxInFlightBytes) return false
     if (state.inFlight >= bounds.maxInFlightPerTenant) return false
+    // A lane's requests that end within the turn they began in (a memory store answers in promise
+    // jobs) never hold a place: while contended, a lane is let in at most as many requests a turn
+    // as it may have in flight, and the rest wait for the next turn. Otherwise it ran every request
+    // its connections had sent in one turn of the loop, and another tenant's call, which waits a
+    // turn for its audit entry's commit, waited for all of them.
+    if (
+      (this.startedThisTurn.get(lane) ?? 0) >= bounds.maxInFlightPerTenantContended &&
+      this.contended(lane)
+    ) {
+      this.queueTurn()
+      return false
+    }
     if (state.inFlight === 0) return true
     if (state.bytes + bytes > bounds.maxInFlightBytesPerTenant) return false
     if (state.inFlight < bounds.maxInFlightPerTenantContended) {
@@ -227,7 +243,20 @@ export class Admission {
     return false
   }
 
-  private take(state: Lane, bytes: number): void {
+  /** Clears the turn's counts at the end of this turn of the event loop, and lets in who waits for it. */
+  private queueTurn(): void {
+    if (this.turnQueued) return
+    this.turnQueued = true
+    setImmediate(() => {
+      this.turnQueued = false
+      this.startedThisTurn.clear()
+      this.serve()
+    })
+  }
+
+  private take(lane: string, state: Lane, bytes: number): void {
+    this.startedThisTurn.set(lane, (this.startedThisTurn.get(lane) ?? 0) + 1)
+    this.queueTurn()
     state.inFlight++
     state.bytes += bytes
     this.inFlight++

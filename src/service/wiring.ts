@@ -27,7 +27,14 @@ import type {
   Observer,
   Pacer,
 } from '../kernel/index.js'
-import { CallsInFlight, expressionBudget, TenantGate, withEgress } from '../kernel/index.js'
+import {
+  backgroundTurn,
+  CallsInFlight,
+  expressionBudget,
+  pacedTurn,
+  TenantGate,
+  withEgress,
+} from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
 import {
   acceptedOf,
@@ -45,6 +52,7 @@ import { withoutExpiredCvc } from '../tokens/index.js'
 import { DEFAULT_STAGED_CHARS_PER_TENANT } from '../transactions/index.js'
 import {
   DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+  DELIVERY_SHARE,
   isTestSigningKey,
   TEST_WEBHOOK_PRIVATE_KEY,
   type WebhookRuntime,
@@ -378,6 +386,8 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
   const audit = options.auditLog === false ? undefined : new AuditLog(options.store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []
+  const calls = new CallsInFlight()
+  const pacer = options.pacer ?? defaults.pacer()
   const webhooks = webhookRuntime({
     store,
     clock,
@@ -395,6 +405,13 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     maxPendingPerTenant: atLeastOne(
       options.maxPendingDeliveriesPerTenant,
       DEFAULT_PENDING_DELIVERIES_PER_TENANT,
+    ),
+    // Deliveries are background work: their steps yield to the calls in flight, kept to a share.
+    turn: pacedTurn(
+      () => backgroundTurn(calls),
+      pacer,
+      DELIVERY_SHARE,
+      () => calls.begun,
     ),
   })
   effects.push(webhooks.effect)
@@ -444,7 +461,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     record: recorder(journal, now),
     adminCall: adminCaller(journal, now),
     testMode: options.testMode === true,
-    calls: new CallsInFlight(),
-    pacer: options.pacer ?? defaults.pacer(),
+    calls,
+    pacer,
   }
 }

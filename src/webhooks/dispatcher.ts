@@ -27,6 +27,12 @@ export const FINISHED_KEPT_MS = 24 * 60 * 60 * 1000
 /** Deliveries one process attempts at once: of one tenant, and in all. */
 export const IN_FLIGHT_PER_TENANT = 8
 export const IN_FLIGHT = 64
+/**
+ * The share of the time the steps of deliveries take at most while calls come (`pacedTurn`): a
+ * tenant's backlog (five webhooks on its creates) goes out at a quarter of the process's time at
+ * the most while other tenants' calls run, at full speed when none does.
+ */
+export const DELIVERY_SHARE = 0.25
 /** Due entries one pass reads per page, and at most in all (past tenants at their share). */
 const PAGE = 256
 const SCAN = 16 * PAGE
@@ -67,6 +73,8 @@ export class Dispatcher {
   private readonly ready = new ReadyEntries()
   /** The claims and results of this process's attempts, gathered into few store writes. */
   private readonly writes: OutboxWrites
+  /** The last step's turn (`DispatcherDeps.turn`): the next step takes its turn after it. */
+  private turns: Promise<void> = Promise.resolve()
 
   constructor(private readonly deps: DispatcherDeps) {
     this.writes = new OutboxWrites(deps.store)
@@ -212,8 +220,18 @@ export class Dispatcher {
     this.running.set(k, done)
   }
 
+  /** A turn for one step of an attempt (`DispatcherDeps.turn`), after the steps that asked before it. */
+  private step(): Promise<void> {
+    const turn = this.deps.turn
+    if (!turn) return Promise.resolve()
+    const mine = this.turns.then(turn)
+    this.turns = mine.catch(() => {})
+    return mine
+  }
+
   /** Claims `entry`, attempts it, records the outcome. A claim lost to another process is left to it. */
   private async attempt(entry: OutboxEntry): Promise<void> {
+    await this.step()
     const { clock } = this.deps
     const claimedAt = clock.now().toISOString()
     const lease = entry.kind === 'react' ? acceptedOf(entry).timeoutMs + REACT_CLAIM_MARGIN_MS : CLAIM_MS
@@ -230,6 +248,7 @@ export class Dispatcher {
       return
     }
     const ops: Op[] = []
+    await this.step()
     if (claimed.kind === 'react') ops.push(...(await this.ranReact(claimed)))
     else {
       const current = await deliverable(this.deps, claimed)
@@ -241,6 +260,7 @@ export class Dispatcher {
       }
     }
     // Under the claim: if it ran out and another process took the delivery, this result is dropped.
+    await this.step()
     const done = await this.writes.write(unchanged(claimed), ops)
     // A react's callback (put in the same write) goes out at once, as a write's deliveries do.
     if (done && ops.length > 1) this.kick()

@@ -25,6 +25,8 @@ export function webhookRuntime(deps: {
   deliverAfterWrites: boolean
   /** Runs an accepted asynchronous react as its caller (see `DispatcherDeps.runReact`). */
   runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
+  /** What each attempt's steps await (see `DispatcherDeps.turn`). */
+  turn?: () => Promise<void>
 }): WebhookRuntime {
   const signer = webhookSigner(deps.signingKey)
   const dispatcher = new Dispatcher({
@@ -34,6 +36,7 @@ export function webhookRuntime(deps: {
     origins: deps.origins,
     signer,
     ...(deps.runReact ? { runReact: deps.runReact } : {}),
+    ...(deps.turn ? { turn: deps.turn } : {}),
   })
   const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
   return {
