@@ -106,7 +106,7 @@ export class Admission {
   private queued = 0
   /** Lanes by the time (ms) their last request was answered, oldest first: who was active lately. */
   private readonly recent = new Map<string, number>()
-  /** Requests each lane was let in during this turn of the event loop (cleared by `nextTurn`). */
+  /** Requests each lane was let in during this turn of the event loop (cleared at its end: `queueTurn`). */
   private readonly startedThisTurn = new Map<string, number>()
   /** Whether the clearing of `startedThisTurn` is queued (an immediate: at the end of this turn). */
   private turnQueued = false

@@ -407,12 +407,13 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
       DEFAULT_PENDING_DELIVERIES_PER_TENANT,
     ),
     // Deliveries are background work: their steps yield to the calls in flight, kept to a share.
-    turn: pacedTurn(
-      () => backgroundTurn(calls),
-      pacer,
-      DELIVERY_SHARE,
-      () => calls.begun,
-    ),
+    turns: () =>
+      pacedTurn(
+        () => backgroundTurn(calls),
+        pacer,
+        DELIVERY_SHARE,
+        () => calls.begun,
+      ),
   })
   effects.push(webhooks.effect)
   const contextFor = (

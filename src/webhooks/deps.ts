@@ -16,10 +16,11 @@ export interface DispatcherDeps {
    */
   runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
   /**
-   * What each attempt awaits before each of its steps on this thread (its claim, its request, its
-   * result), one step of one attempt at a time: the service's background turn, kept to a share of
-   * the time while calls come (`pacedTurn`), so one tenant's backlog of deliveries never holds
-   * another tenant's calls. Without it (tests of the dispatcher alone) steps run at once.
+   * Makes what each attempt awaits before each of its steps on this thread (its claim, its request,
+   * its result), one step of one attempt at a time: the service's background turn, kept to a share
+   * of the time while calls come (`pacedTurn`), so one tenant's backlog of deliveries never holds
+   * another tenant's calls. A new one is made whenever no step waits (see `Dispatcher.step`).
+   * Without it (tests of the dispatcher alone) steps run at once.
    */
-  turn?: () => Promise<void>
+  turns?: () => () => Promise<void>
 }

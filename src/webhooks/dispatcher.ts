@@ -73,8 +73,11 @@ export class Dispatcher {
   private readonly ready = new ReadyEntries()
   /** The claims and results of this process's attempts, gathered into few store writes. */
   private readonly writes: OutboxWrites
-  /** The last step's turn (`DispatcherDeps.turn`): the next step takes its turn after it. */
+  /** The last step's turn (`DispatcherDeps.turns`): the next step takes its turn after it. */
   private turns: Promise<void> = Promise.resolve()
+  /** Steps asked for and not yet given their turn, and the run of turns they share. */
+  private waitingSteps = 0
+  private turn: (() => Promise<void>) | undefined
 
   constructor(private readonly deps: DispatcherDeps) {
     this.writes = new OutboxWrites(deps.store)
@@ -220,11 +223,20 @@ export class Dispatcher {
     this.running.set(k, done)
   }
 
-  /** A turn for one step of an attempt (`DispatcherDeps.turn`), after the steps that asked before it. */
+  /**
+   * A turn for one step of an attempt (`DispatcherDeps.turns`), after the steps that asked before
+   * it. When none waits, the steps begin a new run of turns: the time no step waited (the
+   * dispatcher idle, or its attempts waiting on their receivers) never counts as theirs, so a
+   * delivery after it does not pause for it.
+   */
   private step(): Promise<void> {
-    const turn = this.deps.turn
-    if (!turn) return Promise.resolve()
-    const mine = this.turns.then(turn)
+    const make = this.deps.turns
+    if (!make) return Promise.resolve()
+    if (this.waitingSteps === 0) this.turn = make()
+    this.waitingSteps++
+    const mine = this.turns.then(this.turn).finally(() => {
+      this.waitingSteps--
+    })
     this.turns = mine.catch(() => {})
     return mine
   }

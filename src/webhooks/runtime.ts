@@ -25,8 +25,8 @@ export function webhookRuntime(deps: {
   deliverAfterWrites: boolean
   /** Runs an accepted asynchronous react as its caller (see `DispatcherDeps.runReact`). */
   runReact?: (entry: OutboxEntry, last: boolean) => Promise<AcceptedRun>
-  /** What each attempt's steps await (see `DispatcherDeps.turn`). */
-  turn?: () => Promise<void>
+  /** Makes what each attempt's steps await (see `DispatcherDeps.turns`). */
+  turns?: () => () => Promise<void>
 }): WebhookRuntime {
   const signer = webhookSigner(deps.signingKey)
   const dispatcher = new Dispatcher({
@@ -36,7 +36,7 @@ export function webhookRuntime(deps: {
     origins: deps.origins,
     signer,
     ...(deps.runReact ? { runReact: deps.runReact } : {}),
-    ...(deps.turn ? { turn: deps.turn } : {}),
+    ...(deps.turns ? { turns: deps.turns } : {}),
   })
   const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
   return {

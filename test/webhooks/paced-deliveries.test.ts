@@ -15,7 +15,7 @@ import { createService, manualClock } from '../../entry/index.js'
 
 const RECEIVER = 'https://hooks.example.test'
 
-function vault() {
+function vault(tick = 10) {
   const time = { ms: 0 }
   const pauses: number[] = []
   const received: string[] = []
@@ -26,7 +26,7 @@ function vault() {
     webhookDelivery: 'manual',
     pacer: {
       now: () => {
-        time.ms += 10
+        time.ms += tick
         return time.ms
       },
       pause: async (ms) => {
@@ -41,7 +41,7 @@ function vault() {
       },
     }),
   })
-  return { service, pauses, received }
+  return { service, pauses, received, time }
 }
 
 async function hookedWriter(service: ReturnType<typeof vault>['service']) {
@@ -86,5 +86,21 @@ it('with no call meanwhile, deliveries run at full speed: no pause after the fir
   expect(received).toHaveLength(4)
   // Four deliveries of three steps each; only the first step can follow the creates' calls.
   expect(pauses.length).toBeLessThanOrEqual(1)
+  await service.close()
+})
+
+it("never counts the time no step waited as the deliveries' own: after a minute idle, a call and its delivery do not pause", async () => {
+  const { service, pauses, received, time } = vault(0)
+  const writer = await hookedWriter(service)
+  await writer.tokens.create({ type: 'token', data: 'before' })
+  await service.admin.webhooks.deliverDue()
+  // A minute passes on the pacer's clock with no step waiting; then a call, and its delivery.
+  time.ms += 60_000
+  pauses.length = 0
+  await writer.tokens.create({ type: 'token', data: 'after' })
+  await service.admin.webhooks.deliverDue()
+  expect(received).toHaveLength(2)
+  // One run of turns for the whole service would take the minute for a step: a pause of 5 s.
+  expect(pauses).toEqual([])
   await service.close()
 })
