@@ -2,8 +2,9 @@ import { type ServiceError, tooMany } from '../../src/kernel/index.js'
 
 /**
  * Admission on the request path: each tenant ("lane") may have so many requests and so many body
- * bytes in flight, and the handler as a whole so many; past them a request waits in its own lane's
- * line, unread, and the lines are served in turns. Past a line's bound it is refused (429).
+ * bytes in flight (and, while another tenant is active, may begin so many in one turn of the event
+ * loop), and the handler as a whole so many; past them a request waits in its own lane's line,
+ * unread, and the lines are served in turns. Past a line's bound it is refused (429).
  */
 
 /**
@@ -18,7 +19,9 @@ export interface AdmissionBounds {
   /**
    * Requests one tenant may have in flight while another tenant has had a request in flight within
    * the last second (`CONTENDED_MS`): each request's CPU-heavy steps then wait behind at most this
-   * many steps of each other tenant, instead of behind all of its `maxInFlightPerTenant`. @default 2
+   * many steps of each other tenant, instead of behind all of its `maxInFlightPerTenant`. It also
+   * bounds the requests such a tenant begins in one turn of the event loop (the rest begin on the
+   * next), since a request that ends within its turn never holds a place in flight. @default 2
    */
   maxInFlightPerTenantContended: number
   /**
