@@ -238,14 +238,16 @@ async function commitFailed(s: FileState, c: Commit, error: unknown): Promise<vo
  * back to the front of the queue marked `alone`: the next commit applies each of those writes in
  * a child transaction of its own, so the failing one fails alone and whole and the others land.
  *
- * A queue of nothing but audit entries (a read's) and writes marked `deferSync` (the re-encryption
- * sweep's) is committed at once without a sync instead (`commitUnsynced`); once a write that
- * changes data and needs its sync is queued, every queued write waits for it and shares its synced
- * commit. So a read's entry never waits for the sync of a sweep's chunk.
+ * Audit entries alone (a read's) and writes marked `deferSync` (the re-encryption sweep's) are
+ * committed at once without a sync instead, ahead of the writes queued with them that need their
+ * sync (`commitUnsynced`): none of them waits for a commit's sync but the one under way when it
+ * came. So a read's entry never waits for the sync of a sweep's chunk, nor for the synced commit
+ * of another tenant's writes queued with it (they are as concurrent as any two writes queued
+ * together: none was answered).
  */
-export function flush(s: FileState): void {
+export function flush(s: FileState, syncedNext = false): void {
   if (s.committing || s.queue.length === 0) return
-  if (s.queue.every(unsynced)) {
+  if (!syncedNext && s.queue.some(unsynced)) {
     commitUnsynced(s)
     return
   }
@@ -285,14 +287,17 @@ const unsynced = (p: Pending): boolean => p.deferSync === true || entriesOnly(p)
 const UNSYNCED = TransactionFlags.SYNCHRONOUS_COMMIT | TransactionFlags.NO_SYNC_FLUSH
 
 /**
- * Commits a queue of entries-only and `deferSync` writes (see `unsynced`) at once on this thread, in a
- * transaction LMDB commits to the file without syncing it, and answers them: what a write hands
+ * Commits the queue's entries-only and `deferSync` writes (see `unsynced`) at once on this thread, in
+ * a transaction LMDB commits to the file without syncing it, and answers them: what a write hands
  * the operating system outlives the process (a SIGKILL), and the next synced commit (any write
  * that changes data) makes it durable against a power loss too (`docs/audit-log.md`). Only while
  * no commit is under way (LMDB's write lock is free), so no read waits for another commit's sync.
+ * The queue's other writes wait, in their order, for the synced commit that follows.
  */
 function commitUnsynced(s: FileState): void {
   s.committing = true
+  const synced = s.queue.filter((p) => !unsynced(p))
+  if (synced.length > 0) s.queue = s.queue.filter(unsynced)
   const c: Commit = { current: s.dbs, group: null, results: [] }
   let done: Promise<void> = Promise.resolve()
   try {
@@ -301,8 +306,11 @@ function commitUnsynced(s: FileState): void {
   } catch (error) {
     done = commitFailed(s, c, error)
   }
+  // After `commitFailed` took its group (at once, before its first await): it fails only these.
+  s.queue.push(...synced)
+  // The writes that wait for their sync go next, whatever came meanwhile: never passed over twice.
   void done.finally(() => {
     s.committing = false
-    flush(s)
+    flush(s, synced.length > 0)
   })
 }
