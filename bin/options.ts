@@ -49,7 +49,7 @@ export const BOUND_FLAGS = [
     'max-in-flight-per-tenant-contended',
     'maxInFlightPerTenantContended',
     '2',
-    'requests one tenant may have in flight while another tenant is active',
+    'requests one tenant may have in flight, and begin in one turn of the event loop, while another tenant is active',
   ],
   [
     'max-in-flight-bytes-per-tenant',
