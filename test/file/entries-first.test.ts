@@ -3,30 +3,23 @@ import { fileStore } from '../../adapters/file/index.js'
 import type { LogEntry } from '../../src/kernel/types.js'
 import { put, T } from './fixtures.js'
 import { tempDir } from './helpers.js'
+import { opened } from './lmdb-opened.js'
 
 // A read's audit entries are committed without a sync (docs/audit-log.md); queued beside another
 // tenant's writes that wait for theirs, they go first, so a read waits for no sync but the one of
 // the commit under way when it came (docs/stores.md).
 
-/** Every environment lmdb opened, in order (lmdb's `open`, kept as it is, also notes what it opened). */
-const opened = vi.hoisted(
-  () =>
-    [] as {
-      childTransaction(run: () => unknown): Promise<unknown>
-      transactionSync(run: () => unknown, flags?: number): unknown
-    }[],
-)
-vi.mock('lmdb', async (original) => {
-  const lmdb = await original<typeof import('lmdb')>()
-  return {
-    ...lmdb,
-    open: (...args: Parameters<typeof lmdb.open>) => {
-      const env = lmdb.open(...args)
-      opened.push(env as never)
-      return env
-    },
-  }
-})
+/** lmdb as it is, its `open` noting each environment it opened (`opened`). */
+vi.mock('lmdb', async (original) => (await import('./lmdb-opened.js')).noting(await original()))
+
+/** The methods of the store's environment these tests wrap. */
+interface Env {
+  childTransaction(run: () => unknown): Promise<unknown>
+  transactionSync(run: () => unknown, flags?: number): unknown
+}
+
+/** The environment lmdb opened last: the store's. */
+const storeEnv = () => opened.at(-1) as Env
 
 /**
  * Calls `then` once, right after the store's next synced commit applied its writes (LMDB runs its
@@ -34,7 +27,7 @@ vi.mock('lmdb', async (original) => {
  * waits for that commit's sync.
  */
 function afterNextApply(then: () => void): void {
-  const env = opened.at(-1)!
+  const env = storeEnv()
   const own = env.childTransaction.bind(env)
   env.childTransaction = (run) => {
     env.childTransaction = own
@@ -79,7 +72,7 @@ describe('file store: entries of reads beside synced writes', () => {
 
   it('never passes over a synced write twice, however many entries keep coming', async () => {
     const store = await fileStore({ path: await tempDir(), applyMs: 60_000 })
-    const env = opened.at(-1)!
+    const env = storeEnv()
     const order: string[] = []
     const writes: Promise<unknown>[] = []
     let n = 0

@@ -7,6 +7,7 @@ import { isStoreError } from '../../src/store/error.js'
 import { REVEAL_ALL, tenantWithClient } from '../support/tenants.js'
 import { NOW } from './fixtures.js'
 import { tempDir } from './helpers.js'
+import { opened } from './lmdb-opened.js'
 
 /**
  * A read that LMDB fails (a full reader table, an I/O error, a damaged page, its panic) answers as
@@ -15,19 +16,8 @@ import { tempDir } from './helpers.js'
  * own errors (an `Error` with its error number as `code`), thrown by the databases' read method.
  */
 
-/** Every environment lmdb opened, in order (lmdb's `open`, kept as it is, also notes what it opened). */
-const opened = vi.hoisted(() => [] as object[])
-vi.mock('lmdb', async (original) => {
-  const lmdb = await original<typeof import('lmdb')>()
-  return {
-    ...lmdb,
-    open: (...args: Parameters<typeof lmdb.open>) => {
-      const env = lmdb.open(...args)
-      opened.push(env)
-      return env
-    },
-  }
-})
+/** lmdb as it is, its `open` noting each environment it opened (`opened`). */
+vi.mock('lmdb', async (original) => (await import('./lmdb-opened.js')).noting(await original()))
 
 /** The read methods of lmdb's databases that the tests fail: every `get` goes through `getBinaryFast`. */
 interface Reads {
