@@ -75,8 +75,9 @@ export class Dispatcher {
   private readonly writes: OutboxWrites
   /** The last step's turn (`DispatcherDeps.turns`): the next step takes its turn after it. */
   private turns: Promise<void> = Promise.resolve()
-  /** Steps asked for and not yet given their turn, and the run of turns they share. */
+  /** Steps asked for and not yet given their turn. */
   private waitingSteps = 0
+  /** The run of turns the waiting steps share (made by `DispatcherDeps.turns` when none waited). */
   private turn: (() => Promise<void>) | undefined
 
   constructor(private readonly deps: DispatcherDeps) {
