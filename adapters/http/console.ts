@@ -3,6 +3,8 @@ import { type Clock, ServiceError, STATUS_BY_CODE } from '../../src/kernel/index
 import type { StateSnapshot } from '../../src/lifecycle/index.js'
 import type { JournalEntry, TestService } from '../../src/service/index.js'
 import type { StoreErrorCode } from '../../src/store/index.js'
+import { decodePart, whole } from './console-query.js'
+import { recordsApi } from './console-records.js'
 import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
 import { internalError, problemFor, STORE_ANSWERS } from './problem.js'
@@ -108,17 +110,6 @@ function entryView(e: JournalEntry) {
   }
 }
 
-/** A whole number from the query (at most 15 digits), or undefined when absent. */
-function whole(q: URLSearchParams, name: string): number | undefined {
-  const value = q.get(name)
-  if (value === null) return undefined
-  if (!/^\d{1,15}$/.test(value))
-    throw new ServiceError('validation_failed', `${name}: a whole number`, {
-      issues: { [name]: ['a whole number'] },
-    })
-  return Number(value)
-}
-
 interface HeldSnapshot {
   id: string
   label: string
@@ -137,7 +128,8 @@ interface HeldSnapshot {
  * - `GET api/tenants`; `GET api/tenants/{id}/tokens?start=&size=` (keyset pages, tokens masked),
  *   `…/transactions`, `…/reactors?offset=`, `…/applications?offset=` (see `AdminView`);
  * - `GET api/snapshots`, `POST api/snapshots` `{ label? }` (takes one and keeps it here: its token
- *   data never goes to the browser), `POST api/snapshots/{id}/restore`.
+ *   data never goes to the browser), `POST api/snapshots/{id}/restore`;
+ * - a tenant's audit log and deliveries: `api/tenants/{id}/logs…`, `…/deliveries…` (see `recordsApi`).
  *
  * The clock and reset are the control plane's own routes (`/_test/clock`, `/_test/reset`).
  */
@@ -164,6 +156,8 @@ export function consoleHandler(service: TestService, options: ConsoleOptions): F
     if (requests) return requests
     const snapshot = await snapshotApi(service, held, method, path, request)
     if (snapshot) return snapshot
+    const records = await recordsApi(service, method, path, q)
+    if (records) return answer(records.status, records.body)
     const tenantRoute = /^tenants\/([^/]+)\/(tokens|transactions|reactors|applications)$/.exec(path)
     if (tenantRoute && method === 'GET') return answer(200, await tenantPart(service, tenantRoute, q))
     return problem(404, 'Not Found', `no console route ${method} /_console/api/${path}`)
@@ -354,16 +348,6 @@ function pageOf(q: URLSearchParams): { offset?: number; limit?: number } {
   const offset = whole(q, 'offset')
   const limit = whole(q, 'limit')
   return { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }) }
-}
-
-function decodePart(part: string): string {
-  try {
-    return decodeURIComponent(part)
-  } catch {
-    throw new ServiceError('validation_failed', 'the path is not valid percent-encoding', {
-      issues: { path: ['is malformed'] },
-    })
-  }
 }
 
 /** The snapshot's label from a small JSON body `{ "label": "..." }` (at most 200 characters). */

@@ -6,7 +6,14 @@ export { AUDIT_PURPOSE, entryId, MAX_HELD_LANES, MAX_LANES_PER_WRITER, macText }
 export type { EntryDraft } from './entries.js'
 export { answeredIds, entriesOfCall, entriesOfWrite, MAX_CALL_ENTRIES } from './entries.js'
 export type { ListLogsQuery, LogPage, LogView } from './log-reads.js'
-export { LOG_ENTITY_TYPES, listLogsQuery, logOperations, MAX_LOG_OFFSET } from './log-reads.js'
+export {
+  answersTo,
+  LOG_ENTITY_TYPES,
+  listLogsQuery,
+  logOperations,
+  logView,
+  MAX_LOG_OFFSET,
+} from './log-reads.js'
 export type { Removed } from './retention.js'
 export {
   DEFAULT_LOG_RETENTION_DAYS,

@@ -54,7 +54,8 @@ export const LOG_ENTITY_TYPES: readonly { display_name: string; value: string }[
   { display_name: 'Webhook', value: 'webhook' },
 ]
 
-const view = (e: LogEntry): LogView => {
+/** An entry as `GET /logs` shows it: without its place in its chain and its MAC. */
+export const logView = (e: LogEntry): LogView => {
   const { lane: _l, seq: _s, floor: _f, mac: _m, ...shown } = e
   return shown
 }
@@ -119,7 +120,7 @@ export function logOperations(ctx: Ctx) {
       return {
         pagination: { page_number: q.page, page_size: q.size, ...(next === undefined ? {} : { next }) },
         // An entry a store's index filed where it does not belong (edited below the service) is not shown there.
-        data: data.filter((e) => answersTo(e, filters)).map(view),
+        data: data.filter((e) => answersTo(e, filters)).map(logView),
       }
     },
     /** The entity types the log names. */
@@ -131,7 +132,10 @@ export function logOperations(ctx: Ctx) {
 }
 
 /** Whether `e` is one the page's filters ask for (its own fields, not where an index filed it). */
-function answersTo(e: LogEntry, f: { entity_type?: string; entity_id?: string; from?: string; to?: string }) {
+export function answersTo(
+  e: LogEntry,
+  f: { entity_type?: string; entity_id?: string; from?: string; to?: string },
+) {
   return (
     (f.entity_type === undefined || e.entity_type === f.entity_type) &&
     (f.entity_id === undefined || e.entity_id === f.entity_id) &&

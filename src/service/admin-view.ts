@@ -4,10 +4,12 @@
  * formula and last runs, applications without their keys. The test console shows these.
  */
 import { applyTransform, shownApplication } from '../applications/index.js'
+import type { LogView } from '../audit/index.js'
 import type { Application, Json, Reactor, StoredToken, Tenant } from '../kernel/index.js'
 import { invalid, notFound } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 import { allStaged } from '../transactions/index.js'
+import { type DeliveryView, deliveriesPage, type LogViewQuery, logsPage } from './admin-view-records.js'
 import type { JournalEntry, OperationJournal } from './journal.js'
 
 /** A tenant as the view shows it: no data key. */
@@ -95,6 +97,18 @@ export interface AdminView {
     tenantId: string,
     query?: { offset?: number; limit?: number },
   ): Promise<CountedPage<Application>>
+  /**
+   * A page of the tenant's audit log, newest first, filtered as `GET /logs` filters (`entity_type`,
+   * with it `entity_id`), `size` 1–100 after the cursor `start` (a `next` this method answered).
+   * Entries hold ids, names and outcomes, never token data.
+   */
+  logs(tenantId: string, query?: LogViewQuery): Promise<ViewPage<LogView>>
+  /**
+   * A page of the tenant's deliveries (webhook events, callbacks, asynchronous reacts) in the order
+   * its writes made them, `size` 1–100 after the delivery id `after`: each with its state and every
+   * attempt's outcome; a callback's or react's body withheld (see `DeliveryView`).
+   */
+  deliveries(tenantId: string, query?: { after?: string; size?: number }): Promise<ViewPage<DeliveryView>>
 }
 
 /** How many open transactions (of all tenants) one `transactions` call reads at most. */
@@ -294,6 +308,16 @@ export function adminView(store: Store, now: () => string, journal: OperationJou
         limit: size(query.limit, 'limit', 20),
       })
       return { data: page.items.map(shownApplication), total: page.total }
+    },
+
+    async logs(tenantId, query = {}) {
+      await requireTenant(store, tenantId)
+      return logsPage(store, tenantId, query)
+    },
+
+    async deliveries(tenantId, query = {}) {
+      await requireTenant(store, tenantId)
+      return deliveriesPage(store, tenantId, query)
     },
   }
 }

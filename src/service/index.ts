@@ -11,6 +11,8 @@ export type {
   ViewPage,
 } from './admin-view.js'
 export { adminView, OPEN_READ, RUNS_SHOWN } from './admin-view.js'
+export type { DeliveryView, LogViewQuery } from './admin-view-records.js'
+export { deliveryView } from './admin-view-records.js'
 export type { CallOptions } from './client.js'
 export type { Fixture, FixtureDeps, FixtureTenant } from './fixtures.js'
 export { loadFixture } from './fixtures.js'

@@ -137,7 +137,7 @@ async function login(given) {
 
 // ---- tabs -----------------------------------------------------------------------------------
 
-const TABS = ['requests', 'journal', 'tenants', 'time', 'snapshots', 'proxy']
+const TABS = ['requests', 'journal', 'tenants', 'time', 'snapshots', 'proxy', 'logs', 'webhooks']
 let current = 'requests'
 
 async function openTab(name) {
@@ -150,6 +150,8 @@ async function openTab(name) {
   if (current === 'time') await loadClock()
   if (current === 'snapshots') await loadSnapshots()
   if (current === 'proxy') await loadProxy()
+  if (current === 'logs') await openLogs()
+  if (current === 'webhooks') await openDeliveries()
 }
 
 // ---- journal --------------------------------------------------------------------------------
@@ -587,12 +589,16 @@ async function openSaved(file) {
 /** The cursors of the token pages shown so far: the last one is the current page's. */
 let cursors = [undefined]
 
-async function loadTenants() {
-  const select = $('tenant-select')
+/** Fills a tenant `select` with every tenant, keeping the one chosen if it is still there. */
+async function fillTenants(select) {
   const chosen = select.value
   const { data } = await api('GET', 'tenants')
   select.replaceChildren(...data.map((t) => el('option', { value: t.id, text: `${t.name} (${t.id})` })))
   if (data.some((t) => t.id === chosen)) select.value = chosen
+}
+
+async function loadTenants() {
+  await fillTenants($('tenant-select'))
   await loadTenant()
 }
 
@@ -838,6 +844,158 @@ async function loadProxy() {
   )
 }
 
+// ---- audit log: a tenant's entries, newest first ------------------------------------------------
+
+const LOG_PAGE = 50
+/** The cursors of the log pages shown so far: the last one is the current page's. */
+let logCursors = [undefined]
+let logLoads = 0
+
+function logRow(e) {
+  return el(
+    'tr',
+    {},
+    cell(e.created_at, 'nowrap'),
+    cell(e.actor_id ? `${e.actor_type} ${e.actor_id}` : e.actor_type, 'id'),
+    cell(e.entity_id ? `${e.entity_type} ${e.entity_id}` : e.entity_type, 'id'),
+    cell(e.operation, 'nowrap'),
+    cell(e.outcome, e.outcome === 'success' ? 'nowrap' : 'nowrap error'),
+    cell(e.message),
+    cell(e.request_id, 'id'),
+  )
+}
+
+async function openLogs() {
+  await fillTenants($('log-tenant'))
+  await loadLogs()
+}
+
+async function loadLogs() {
+  const tenant = $('log-tenant').value
+  if (!tenant) return replaceRows($('log-rows'), [], 7, 'No tenant.')
+  const params = new URLSearchParams({ size: String(LOG_PAGE) })
+  const type = $('log-entity-type').value.trim()
+  const id = $('log-entity-id').value.trim()
+  if (type) params.set('entity_type', type)
+  if (id) params.set('entity_id', id)
+  const start = logCursors[logCursors.length - 1]
+  if (start !== undefined) params.set('start', start)
+  const load = ++logLoads
+  const page = await api('GET', `tenants/${encodeURIComponent(tenant)}/logs?${params}`)
+  if (load !== logLoads) return
+  replaceRows($('log-rows'), page.data.map(logRow), 7, 'No entry.')
+  $('logs-next').disabled = page.next === undefined
+  $('logs-next').dataset.next = page.next ?? ''
+  $('logs-first').disabled = logCursors.length === 1
+  $('logs-page').textContent = `page ${logCursors.length}`
+}
+
+function showLogsFrom(cursors) {
+  logCursors = cursors
+  guarded(loadLogs)
+}
+
+async function verifyLogs() {
+  const tenant = $('log-tenant').value
+  if (!tenant) return
+  const verdict = $('log-verdict')
+  verdict.className = 'muted'
+  verdict.textContent = 'Verifying…'
+  const v = await api('GET', `tenants/${encodeURIComponent(tenant)}/logs/verify`)
+  const b = v.broken
+  verdict.className = v.ok ? 'ok' : 'error'
+  verdict.textContent = v.ok
+    ? `The chain holds: ${v.entries} entries on ${v.lanes} lane(s).`
+    : `Broken at entry ${b.id} (lane ${b.lane}, seq ${b.seq}): ${b.reason}${b.expected === undefined ? '' : `, expected seq ${b.expected}`}; ${v.entries} entries hold before it.`
+}
+
+// ---- webhooks: a tenant's deliveries, oldest first ----------------------------------------------
+
+const DELIVERY_PAGE = 50
+/** The cursors (`after`) of the delivery pages shown so far: the last one is the current page's. */
+let deliveryCursors = [undefined]
+let deliveryLoads = 0
+
+function attemptsCell(attempts) {
+  return list(attempts.map((a) => `${a.at} ${a.ok ? 'ok' : 'failed'} ${a.status ?? a.error ?? ''}`.trim()))
+}
+
+function deliveryRow(d) {
+  const again =
+    d.state === 'pending'
+      ? cell(undefined)
+      : el(
+          'td',
+          {},
+          el('button', { type: 'button', class: 'redeliver', 'data-delivery': d.id, text: 'Deliver again' }),
+        )
+  const body =
+    d.body === undefined ? cell(`(withheld: ${d.body_chars} characters)`, 'muted') : bodyCell(d.body)
+  return el(
+    'tr',
+    { 'data-delivery': d.id },
+    cell(d.id, 'id'),
+    cell(d.kind),
+    cell(d.event_type, 'nowrap'),
+    cell(d.url, 'mono'),
+    cell(d.state, d.state === 'failed' ? 'error' : ''),
+    cell(d.created_at, 'nowrap'),
+    cell(d.due_at, 'nowrap'),
+    attemptsCell(d.attempts),
+    body,
+    again,
+  )
+}
+
+async function openDeliveries() {
+  await fillTenants($('delivery-tenant'))
+  await loadDeliveries()
+  if (!$('signing-key').textContent) {
+    try {
+      $('signing-key').textContent = (await control('GET', 'webhooks/signing-key')).public_key
+    } catch (error) {
+      if (error instanceof Unauthorized) throw error
+    }
+  }
+}
+
+async function loadDeliveries() {
+  const tenant = $('delivery-tenant').value
+  if (!tenant) return replaceRows($('delivery-rows'), [], 10, 'No tenant.')
+  const params = new URLSearchParams({ size: String(DELIVERY_PAGE) })
+  const after = deliveryCursors[deliveryCursors.length - 1]
+  if (after !== undefined) params.set('after', after)
+  const load = ++deliveryLoads
+  const page = await api('GET', `tenants/${encodeURIComponent(tenant)}/deliveries?${params}`)
+  if (load !== deliveryLoads) return
+  replaceRows($('delivery-rows'), page.data.map(deliveryRow), 10, 'No delivery.')
+  $('deliveries-next').disabled = page.next === undefined
+  $('deliveries-next').dataset.next = page.next ?? ''
+  $('deliveries-first').disabled = deliveryCursors.length === 1
+  $('deliveries-page').textContent = `page ${deliveryCursors.length}`
+}
+
+function showDeliveriesFrom(cursors) {
+  deliveryCursors = cursors
+  guarded(loadDeliveries)
+}
+
+async function deliverNow() {
+  const tenant = $('delivery-tenant').value
+  if (!tenant) return
+  const { attempted } = await api('POST', `tenants/${encodeURIComponent(tenant)}/deliveries/deliver`)
+  $('delivery-note').textContent = `Attempted ${attempted} deliver${attempted === 1 ? 'y' : 'ies'}.`
+  await loadDeliveries()
+}
+
+async function deliverAgain(id) {
+  const tenant = $('delivery-tenant').value
+  const path = `tenants/${encodeURIComponent(tenant)}/deliveries/${encodeURIComponent(id)}/redeliver`
+  const d = await api('POST', path)
+  $('delivery-note').textContent = `Delivery ${d.id} sent again: ${d.state}.`
+  await loadDeliveries()
+}
+
 async function afterStateChange(message) {
   await loadClock()
   await loadSnapshots()
@@ -932,6 +1090,26 @@ function wire() {
       await loadProxy()
     }),
   )
+  $('log-tenant').addEventListener('change', () => showLogsFrom([undefined]))
+  $('log-show').addEventListener('click', () => showLogsFrom([undefined]))
+  for (const id of ['log-entity-type', 'log-entity-id'])
+    $(id).addEventListener('keydown', (event) => {
+      if (event.key === 'Enter') showLogsFrom([undefined])
+    })
+  $('logs-next').addEventListener('click', () => showLogsFrom([...logCursors, $('logs-next').dataset.next]))
+  $('logs-first').addEventListener('click', () => showLogsFrom([undefined]))
+  $('log-verify').addEventListener('click', () => guarded(verifyLogs))
+  $('delivery-tenant').addEventListener('change', () => showDeliveriesFrom([undefined]))
+  $('delivery-refresh').addEventListener('click', () => guarded(loadDeliveries))
+  $('delivery-now').addEventListener('click', () => guarded(deliverNow))
+  $('deliveries-next').addEventListener('click', () =>
+    showDeliveriesFrom([...deliveryCursors, $('deliveries-next').dataset.next]),
+  )
+  $('deliveries-first').addEventListener('click', () => showDeliveriesFrom([undefined]))
+  $('delivery-rows').addEventListener('click', (event) => {
+    const button = event.target.closest('button.redeliver')
+    if (button) guarded(() => deliverAgain(button.dataset.delivery))
+  })
   $('reset').addEventListener('click', () =>
     guarded(async () => {
       await control('POST', 'reset')
