@@ -16,13 +16,9 @@ export interface CliOption {
 
 /** The per-tenant bounds `serve` passes to `createService`: flag, option, default, what it bounds. */
 export const BOUND_FLAGS = [
-  [
-    'max-async-reacts-per-tenant',
-    'maxAsyncReactsPerTenant',
-    '100',
-    'asynchronous reacts one tenant may have outstanding',
-  ],
-  ['max-async-reacts', 'maxAsyncReacts', '1000', 'asynchronous reacts outstanding in all'],
+  // No effect (see NO_EFFECT_BOUNDS): still accepted so that existing command lines keep starting.
+  ['max-async-reacts-per-tenant', 'maxAsyncReactsPerTenant', '', ''],
+  ['max-async-reacts', 'maxAsyncReacts', '', ''],
   [
     'max-idempotency-records-per-tenant',
     'maxIdempotencyRecordsPerTenant',
@@ -82,6 +78,13 @@ export const HTTP_BOUNDS: ReadonlySet<string> = new Set([
   'maxInFlightBytes',
   'maxQueued',
 ])
+
+/**
+ * The flags of `BOUND_FLAGS` that bound nothing any more (asynchronous reacts are on the outbox,
+ * bounded by `maxPendingDeliveriesPerTenant`): still accepted, and still a whole number >= 1 when
+ * given, for compatibility. `--help` shows no default for them.
+ */
+export const NO_EFFECT_BOUNDS: ReadonlySet<string> = new Set(['maxAsyncReactsPerTenant', 'maxAsyncReacts'])
 
 /** The bounds of `BOUND_FLAGS` that are the listener's (`ConnectionLimits` of bin/connections.ts). */
 export const SERVER_BOUNDS: ReadonlySet<string> = new Set(['maxConnections'])
@@ -229,15 +232,23 @@ export const CLI_OPTIONS: readonly CliOption[] = [
     value: 'id',
     description: "keys create: the tenant the new management key is for (default: the store's only tenant)",
   },
-  ...BOUND_FLAGS.map(
-    ([flag, , fallback, what]): CliOption => ({
+  ...BOUND_FLAGS.map(([flag, option, fallback, what]): CliOption => {
+    const env = `TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}`
+    if (NO_EFFECT_BOUNDS.has(option))
+      return {
+        flag,
+        env,
+        value: 'n',
+        description: 'formerly a bound on asynchronous reacts (no effect; kept for compatibility)',
+      }
+    return {
       flag,
-      env: `TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}`,
+      env,
       default: fallback,
       value: 'n',
       description: `${what} (a whole number >= 1; see docs/limits.md, "Bounds per tenant")`,
-    }),
-  ),
+    }
+  }),
   {
     flag: 'store-wait-ms',
     env: 'TOKENVAULT_STORE_WAIT_MS',

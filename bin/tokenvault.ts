@@ -18,6 +18,7 @@ import {
   BOUND_FLAGS,
   type BoundOption,
   closestFlag,
+  NO_EFFECT_BOUNDS,
   parseArgsOptions,
   resolveOptions,
   usage,
@@ -118,6 +119,7 @@ async function main(argv: string[]) {
   const bounds: Partial<Record<BoundOption, number>> = {}
   for (const [flag, option] of BOUND_FLAGS) {
     const given = one(flag)
+    if (given === '' && NO_EFFECT_BOUNDS.has(option)) continue
     if (!/^[1-9][0-9]{0,8}$/.test(given))
       fail(
         `--${flag} (TOKENVAULT_${flag.toUpperCase().replaceAll('-', '_')}) must be a whole number from 1 to 999999999, not ${given}`,

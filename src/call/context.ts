@@ -37,12 +37,10 @@ export interface Principal {
 }
 
 /**
- * Where asynchronous reacts deliver their results: `reserve` takes a place for one react of the
- * tenant (throwing a 429 past the bounds), and the place sends its answer. The service gives the
- * callback queue of `reactors/`; this floor names only what a call uses of it.
+ * What an asynchronous react tells the service once accepted. The react and its callback are
+ * entries of the durable outbox (src/webhooks), run and delivered by its dispatcher.
  */
 export interface CallbackPort {
-  reserve(tenantId: string): { send(origins: readonly unknown[], url: string, body: unknown): Promise<void> }
   /** Told when an asynchronous react's outbox entry is acknowledged: the outbox's dispatcher runs it at once. */
   accepted(): void
 }
@@ -72,7 +70,7 @@ export interface Ctx {
   options: ResolvedOptions
   /** The formula runner, when the service has one. */
   runner: FormulaRunner | undefined
-  /** Where asynchronous reacts deliver their results (with retries): see `CallbackPort`. */
+  /** Told of each accepted asynchronous react, so the outbox runs it at once: see `CallbackPort`. */
   callbacks: CallbackPort
   /** Carries what the vault sends out (the proxy's requests), under `options.reactorEgress`. */
   egress: EgressClient

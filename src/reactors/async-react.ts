@@ -1,7 +1,14 @@
 import { type Ctx, checkFailure, type Principal } from '../call/index.js'
 import type { OutboxEntry, Permission, ReactResult } from '../kernel/index.js'
-import { invalid, newOrderedId, notFound, parse, ServiceError } from '../kernel/index.js'
-import { type CallbackBody, callbackError } from './callback.js'
+import {
+  invalid,
+  newOrderedId,
+  notFound,
+  parse,
+  ServiceError,
+  statusOfError,
+  type ValidationIssues,
+} from '../kernel/index.js'
 import { allowedUrl } from './egress.js'
 import type { ReactInput } from './inputs.js'
 import { type JsonObject, reactResult, runFailure } from './react.js'
@@ -16,6 +23,23 @@ export const ASYNC_TIMEOUT_MS = 10_000
 export interface AsyncReactAccepted {
   /** The request id: what `reactors.result(reactorId, id)` (`GET /reactors/{id}/results/{request_id}`) takes. */
   asyncReactorRequestId: string
+}
+
+/**
+ * The body an asynchronous react POSTs to its `callback_url`: the react result as the synchronous
+ * react answers it, or the error response (`status`, `detail`, `errors` when the error has them).
+ */
+type CallbackBody = ReactResult | { status: number; detail: string; errors?: ValidationIssues }
+
+/** The error response of a failed asynchronous react (anything but a `ServiceError` is a bare 500). */
+function callbackError(error: unknown): CallbackBody {
+  if (!(error instanceof ServiceError)) return { status: 500, detail: 'Reactor Runtime Error' }
+  const body: { status: number; detail: string; errors?: ValidationIssues } = {
+    status: statusOfError(error),
+    detail: error.message,
+  }
+  if (error.issues) body.errors = error.issues
+  return body
 }
 
 /** What an accepted react's outbox entry carries in `body` (sealed at rest: `args` are detokenized). */

@@ -4,16 +4,6 @@
 
 export type { AcceptedRun, AsyncReactAccepted } from './async-react.js'
 export { ASYNC_TIMEOUT_MS, acceptedOf, asksAsyncReact, runAccepted } from './async-react.js'
-export type { AsyncReactLimits, CallbackBody, Outstanding } from './callback.js'
-export {
-  CALLBACK_ATTEMPTS,
-  CALLBACK_FIRST_RETRY_MS,
-  CallbackQueue,
-  callbackError,
-  DEFAULT_ASYNC_REACTS,
-  DEFAULT_ASYNC_REACTS_PER_TENANT,
-  deliverCallback,
-} from './callback.js'
 export type {
   EgressAnswer,
   EgressClient,

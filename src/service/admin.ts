@@ -53,8 +53,9 @@ export interface Admin extends OfficialFormulaAdmin, KeyAdmin, LogAdmin {
   /**
    * Forgets what has expired: deletes expired sessions, expires open transactions past
    * `expires_at`, deletes expired tokens with their associations, and deletes transactions 24 hours
-   * after they ended (until then commit/rollback answer 409, after it 404). Also sends, in the
-   * background, the asynchronous react callbacks whose retry is due. The CLI runs it every 30 s.
+   * after they ended (until then commit/rollback answer 409, after it 404). Also starts, in the
+   * background, a pass over the outbox entries that are due (webhook deliveries, react callbacks,
+   * accepted asynchronous reacts). The CLI runs it every 30 s.
    */
   sweep(): Promise<SweepCounts>
   /**
@@ -202,8 +203,7 @@ export function createAdmin(w: Wiring): Admin {
         (at) => createApplication({ ...w, store: w.adminStore('application.create', at) }, input, at),
       ),
     sweep: async () => {
-      // Callback retries that are due go out in the background, and so do due webhook deliveries.
-      void w.callbacks.retryDue()
+      // Due outbox entries (webhook deliveries, callbacks, accepted reacts) go out in the background.
       w.webhooks.dispatcher.kick()
       await admin.webhooks.purgeFinished().catch(() => 0)
       const now = w.now()

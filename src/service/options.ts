@@ -89,15 +89,15 @@ export interface ServiceOptions {
    */
   journalSizePerTenant?: number
   /**
-   * Asynchronous reacts one tenant may have outstanding — running, delivering their callback, or
-   * waiting for a retry of it (up to about 2.8 hours). Past it, `reactAsync` answers 429 with
-   * `Retry-After`; nothing accepted is ever dropped.
-   * @default 100
+   * No effect; still accepted for compatibility. Asynchronous reacts and their callbacks are
+   * entries of the durable outbox, bounded per tenant by `maxPendingDeliveriesPerTenant`.
+   * @deprecated Use `maxPendingDeliveriesPerTenant`.
    */
   maxAsyncReactsPerTenant?: number
   /**
-   * Asynchronous reacts outstanding for all tenants together; past it, 429 with `Retry-After`.
-   * @default 1000
+   * No effect; still accepted for compatibility. The outbox has no bound in all, only the one per
+   * tenant (`maxPendingDeliveriesPerTenant`).
+   * @deprecated Use `maxPendingDeliveriesPerTenant`.
    */
   maxAsyncReacts?: number
   /**

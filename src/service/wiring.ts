@@ -7,7 +7,7 @@ import {
   DEFAULT_LOG_RETENTION_DAYS,
   DEFAULT_MAX_LOG_ENTRIES_PER_TENANT,
 } from '../audit/index.js'
-import type { Ctx, ResolvedOptions } from '../call/index.js'
+import type { CallbackPort, Ctx, ResolvedOptions } from '../call/index.js'
 import {
   type KeyProvider,
   Keyring,
@@ -36,14 +36,7 @@ import {
   withEgress,
 } from '../kernel/index.js'
 import { DEFAULT_PROXY_CALLS_PER_TENANT, DEFAULT_PROXY_TIMEOUT_MS } from '../proxy/index.js'
-import {
-  acceptedOf,
-  CallbackQueue,
-  DEFAULT_ASYNC_REACTS,
-  DEFAULT_ASYNC_REACTS_PER_TENANT,
-  parseEgressOrigins,
-  runAccepted,
-} from '../reactors/index.js'
+import { acceptedOf, parseEgressOrigins, runAccepted } from '../reactors/index.js'
 import { SEARCH_INDEX_PURPOSE } from '../search/index.js'
 import { DEFAULT_UNAUTHORIZED_SESSIONS_PER_TENANT } from '../sessions/index.js'
 import type { WriteEffectHook } from '../store/index.js'
@@ -115,7 +108,6 @@ export interface Wiring {
   store: Store
   resolved: ResolvedOptions
   runner: FormulaRunner | undefined
-  callbacks: CallbackQueue
   journal: Journal
   /** The clock's time as an ISO string. */
   now(): string
@@ -349,23 +341,17 @@ class RevealNotes implements Observer {
   }
 }
 
-/** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
-/** The asynchronous reacts' queue; `kick` starts a delivery pass (their results go on the outbox). */
-function callbackQueueOf(options: ServiceOptions, egress: EgressClient, kick: () => void): CallbackQueue {
-  return new CallbackQueue(
-    options.clock,
-    egress,
-    {
-      perTenant: atLeastOne(options.maxAsyncReactsPerTenant, DEFAULT_ASYNC_REACTS_PER_TENANT),
-      total: atLeastOne(options.maxAsyncReacts, DEFAULT_ASYNC_REACTS),
-    },
-    () => {
-      // An accepted asynchronous react runs at once, as a write's webhook deliveries go out at once.
+/** What an accepted asynchronous react tells: `kick` starts a pass of the outbox's dispatcher. */
+function callbackPort(options: ServiceOptions, kick: () => void): CallbackPort {
+  return {
+    // An accepted asynchronous react runs at once, as a write's webhook deliveries go out at once.
+    accepted: () => {
       if (options.webhookDelivery !== 'manual') kick()
     },
-  )
+  }
 }
 
+/** Builds the shared parts of a service from its options, `defaults` for what they leave out. */
 export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring {
   const { clock } = options
   const now = isoNow(clock)
@@ -382,7 +368,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
   const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
   const runner = given && withEgress(given, egress)
   const journal = journalOf(options)
-  const callbacks = callbackQueueOf(options, egress, () => webhooks.dispatcher.kick())
+  const callbacks = callbackPort(options, () => webhooks.dispatcher.kick())
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
   const audit = options.auditLog === false ? undefined : new AuditLog(options.store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []
@@ -449,7 +435,6 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
     store,
     resolved,
     runner,
-    callbacks,
     journal,
     now,
     effects,

@@ -1,5 +1,6 @@
 /** The per-tenant bounds as `serve` flags and environment variables: checked first, then passed to the service. */
 import { describe, expect, it } from 'vitest'
+import { usage } from '../../bin/options.js'
 import { start } from './spawn.js'
 
 describe('serve: per-tenant bounds', () => {
@@ -41,5 +42,23 @@ describe('serve: per-tenant bounds', () => {
     })
     cli.child.kill('SIGTERM')
     await cli.exited
+  })
+
+  it('--max-async-reacts-per-tenant and --max-async-reacts: no effect, still accepted, and --help says so', async () => {
+    // Each option's entry, its wrapped lines joined (a long flag puts its text on the next line).
+    const entries = usage(200).split(/\n(?= {2}-)/)
+    for (const flag of ['max-async-reacts-per-tenant', 'max-async-reacts']) {
+      const entry = entries.find((e) => e.startsWith(`  --${flag} <n>`))?.replace(/\s+/g, ' ')
+      expect(entry).toContain('(no effect; kept for compatibility)')
+      expect(entry).not.toContain('default')
+    }
+    const cli = start(
+      ['serve', '--port', '0', '--store', 'memory', '--log', 'none', '--max-async-reacts-per-tenant', '1'],
+      undefined,
+      { TOKENVAULT_MAX_ASYNC_REACTS: '1' },
+    )
+    expect(await cli.line(1)).toMatch(/^listening on /)
+    cli.child.kill('SIGTERM')
+    expect((await cli.exited)[0]).toBe(0)
   })
 })

@@ -8,15 +8,13 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Worker } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { egressFetch } from '../../adapters/egress/index.js'
 import { createHttpHandler } from '../../adapters/http/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { keyCache } from '../../adapters/postgres/key-cache.js'
 import { sandboxRunner } from '../../adapters/sandbox/index.js'
-import { createService, manualClock, ServiceError } from '../../entry/index.js'
+import { createService, manualClock, type ServiceError } from '../../entry/index.js'
 import { statusOfError } from '../../src/kernel/errors.js'
 import type { FormulaRunner, RunOutcome } from '../../src/kernel/runner.js'
-import { CallbackQueue } from '../../src/reactors/callback.js'
 import type { KeyOwner } from '../../src/store/contract.js'
 import { failure, formulaBody } from '../formulas/setup.js'
 
@@ -58,66 +56,6 @@ function hitsOf(path: string, count: number): Promise<void> {
     check()
   })
 }
-
-const body = { raw: 'result', tokens: {} }
-
-describe('asynchronous reacts and their callback retries', () => {
-  it('a retry of B pending while A makes 1100 async reacts whose callbacks fail: B’s retry is delivered', async () => {
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const queue = new CallbackQueue(clock, egressFetch)
-    const origins = [origin]
-    statuses.set('/queue/b', [503])
-    statuses.set(
-      '/queue/a',
-      Array.from({ length: 2000 }, () => 503),
-    )
-    await queue.reserve('B').send(origins, `${origin}/queue/b`, body)
-    expect(queue.size).toBe(1)
-    const sends: Promise<void>[] = []
-    let refused = 0
-    for (let n = 0; n < 1100; n++) {
-      try {
-        sends.push(queue.reserve('A').send(origins, `${origin}/queue/a`, body))
-      } catch (error) {
-        expect(error).toMatchObject({ status: 429 })
-        refused++
-      }
-    }
-    await Promise.all(sends)
-    expect({ refused, pendingOfA: queue.outstanding('A'), pending: queue.size }).toEqual({
-      refused: 1000,
-      pendingOfA: 100,
-      pending: 101,
-    })
-    clock.advance(10_000)
-    await queue.retryDue()
-    // B's receiver saw its first attempt and the retry, which it took; A's saw 100 and 100 retries.
-    expect(hits.get('/queue/b')).toBe(2)
-    expect(hits.get('/queue/a')).toBe(200)
-    expect(queue.outstanding('B')).toBe(0)
-  })
-
-  it('a tenant at its bound is told when its first retry is due; its places free as its callbacks are delivered', async () => {
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const queue = new CallbackQueue(clock, egressFetch, { perTenant: 2, total: 10 })
-    statuses.set('/due/a', [503, 503])
-    await queue.reserve('A').send([origin], `${origin}/due/a`, body)
-    clock.advance(4000)
-    await queue.reserve('A').send([origin], `${origin}/due/a`, body)
-    let error: unknown
-    try {
-      queue.reserve('A')
-    } catch (e) {
-      error = e
-    }
-    expect(error).toBeInstanceOf(ServiceError)
-    expect(error).toMatchObject({ status: 429, retryAfterSec: 6 })
-    clock.advance(6000)
-    await queue.retryDue()
-    expect(queue.outstanding('A')).toBe(1)
-    expect(() => queue.reserve('A')).not.toThrow()
-  })
-})
 
 /** A runner that answers at once, except for the tenants in `held`, whose runs wait until `close`. */
 function heldRunner(held: Set<string>): FormulaRunner {

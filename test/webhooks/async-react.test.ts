@@ -6,6 +6,7 @@
  * The runner is a stand-in (no sandbox): these tests are about the outbox, not about formulas.
  */
 import { describe, expect, it } from 'vitest'
+import { routedEgress } from '../../adapters/egress/index.js'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import type { FormulaRunner, RunOutcome } from '../../src/kernel/index.js'
@@ -133,6 +134,31 @@ describe('asynchronous reacts on the durable outbox', () => {
     ])
   })
 
+  it('a callback_url not taken is retried 10 s, 20 s, 40 s … 5 120 s after each failure, 11 attempts in all, then fails', async () => {
+    const { runner } = fakeRunner()
+    const { v, reactor, user } = await vaultWith(runner, () => 503)
+    await user.reactors.reactAsync(reactor.id, { args: { n: 1 }, callback_url: `${RECEIVER}/done` })
+    await v.webhooks.deliverDue()
+    expect(v.proxy.received(RECEIVER)).toHaveLength(1)
+    const steps = [10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 640_000, 1_280_000, 2_560_000, 5_120_000]
+    for (const [i, step] of steps.entries()) {
+      v.clock.advance(step - 1)
+      await v.webhooks.deliverDue()
+      expect(v.proxy.received(RECEIVER), `retry ${i + 1} 1 ms early`).toHaveLength(i + 1)
+      v.clock.advance(1)
+      await v.webhooks.deliverDue()
+      expect(v.proxy.received(RECEIVER), `retry ${i + 1} when due`).toHaveLength(i + 2)
+    }
+    const callback = (await v.service.admin.webhooks.deliveries(v.tenant.id)).find(
+      (e) => e.kind === 'callback',
+    )
+    expect(callback!.state).toBe('failed')
+    expect(callback!.attempts).toHaveLength(11)
+    v.clock.advance(100_000_000)
+    await v.webhooks.deliverDue()
+    expect(v.proxy.received(RECEIVER)).toHaveLength(11)
+  })
+
   it('a busy runner is tried again after the back-off, not answered as an error', async () => {
     let busy = true
     const { runner, runs } = fakeRunner((args) =>
@@ -176,6 +202,44 @@ describe('the backlog bound of asynchronous reacts', () => {
     const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason.code] : []))
     expect(refused).toEqual(['too_many_requests', 'too_many_requests'])
     expect(await service.admin.webhooks.deliveries(tenant.id)).toHaveLength(3)
+    await service.close()
+  })
+
+  it('a callback waiting for its retry holds its place until delivered; then the tenant is accepted again', async () => {
+    const { runner } = fakeRunner()
+    let answer = 503
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const service = createService({
+      store: memoryStore(),
+      clock,
+      runner,
+      egress: [RECEIVER],
+      egressClient: routedEgress({ [RECEIVER]: () => new Response(null, { status: answer }) }),
+      webhookDelivery: 'manual',
+      maxPendingDeliveriesPerTenant: 2,
+    })
+    const tenant = await service.admin.createTenant({ name: 't' })
+    const app = (type: 'management' | 'private', permissions: ['reactor:create'] | ['token:use']) =>
+      service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
+    const reactor = await service
+      .connect((await app('management', ['reactor:create'])).key)
+      .reactors.create({ name: 'r', code: 'module.exports = 1' })
+    const user = service.connect((await app('private', ['token:use'])).key)
+    const react = () =>
+      user.reactors.reactAsync(reactor.id, { args: { n: 1 }, callback_url: `${RECEIVER}/done` })
+    await react()
+    await react()
+    // Both ran; their callbacks failed and wait for a retry: still 2 pending, the bound.
+    await service.admin.webhooks.deliverDue()
+    const pending = async () =>
+      (await service.admin.webhooks.deliveries(tenant.id)).filter((e) => e.state === 'pending')
+    expect((await pending()).map((e) => e.kind)).toEqual(['callback', 'callback'])
+    await expect(react()).rejects.toMatchObject({ code: 'too_many_requests' })
+    answer = 200
+    clock.advance(10_000)
+    await service.admin.webhooks.deliverDue()
+    expect(await pending()).toEqual([])
+    await expect(react()).resolves.toMatchObject({ asyncReactorRequestId: expect.any(String) })
     await service.close()
   })
 })
