@@ -35,6 +35,7 @@ export type {
 export { LeakError, vaultMatchers } from './insight/index.js'
 export type { ExpectedFailures, JournalMatchers } from './journal-matchers.js'
 export { journalMatchers, NotBuiltError } from './journal-matchers.js'
+export type { LogKit } from './logs.js'
 export { ContractModel } from './store/model.js'
 export { app, formula, LATER, NOW, session, T, token, tx, U } from './store/records.js'
 export type { ListeningVault, TestRole, TestVault, TestVaultOptions } from './vault.js'

@@ -31,6 +31,7 @@ import { type VaultInsight, vaultInsight } from './insight/insight.js'
 import type { Leaks } from './insight/leaks.js'
 import type { UsedAccess } from './insight/used-access.js'
 import { NotBuiltError } from './journal-matchers.js'
+import { type LogKit, logKit } from './logs.js'
 import { type WebhookKit, webhookKit } from './webhooks.js'
 
 /** The three applications a test vault starts with. */
@@ -163,6 +164,11 @@ export interface TestVault {
    * `publicKey`. Receivers are `destinations` (what they got: `proxy.received(origin)`).
    */
   webhooks: WebhookKit
+  /**
+   * The tenant's audit log: `list({ entity_type?, entity_id?, size?, start? })`, newest first, and
+   * `verify()` its chain (no `log:read` key needed).
+   */
+  logs: LogKit
 }
 
 /**
@@ -348,6 +354,7 @@ function assemble(parts: VaultParts): TestVault {
     mark: (name) => requests.mark(name),
     requestEntries: () => requests.list(),
     webhooks: webhookKit(service, tenant.id),
+    logs: logKit(service, tenant.id),
     close: async () => {
       await Promise.all([...servers].map((s) => s.close()))
       await service.close()

@@ -21,3 +21,18 @@ export function decodePart(part: string): string {
     })
   }
 }
+
+/** `AdminView.logs`'s query from the URL's (`entity_type`, `entity_id`, `start`, `size`; empty ones left out). */
+export function logViewQuery(q: URLSearchParams) {
+  const size = whole(q, 'size')
+  const text = (name: string) => {
+    const value = q.get(name)
+    return value === null || value === '' ? {} : { [name]: value }
+  }
+  return {
+    ...text('entity_type'),
+    ...text('entity_id'),
+    ...text('start'),
+    ...(size === undefined ? {} : { size }),
+  }
+}

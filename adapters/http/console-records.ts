@@ -1,5 +1,5 @@
 import { deliveryView, type TestService } from '../../src/service/index.js'
-import { decodePart, whole } from './console-query.js'
+import { decodePart, logViewQuery, whole } from './console-query.js'
 
 /** A console answer: status and JSON body. */
 type RecordAnswer = { status: number; body: unknown }
@@ -29,7 +29,7 @@ export async function recordsApi(
   const part = route[3] === undefined ? route[2]! : 'redeliver'
   const view = service.admin.view
   const read = method === 'GET'
-  if (read && part === 'logs') return { status: 200, body: await view.logs(tenant, logQuery(q)) }
+  if (read && part === 'logs') return { status: 200, body: await view.logs(tenant, logViewQuery(q)) }
   if (read && part === 'logs/verify') {
     await view.logs(tenant, { size: 1 }) // 404 for an unknown tenant
     return { status: 200, body: await service.admin.verifyLogs({ tenantId: tenant }) }
@@ -49,18 +49,4 @@ export async function recordsApi(
     return { status: 200, body: deliveryView(delivery) }
   }
   return null
-}
-
-function logQuery(q: URLSearchParams) {
-  const size = whole(q, 'size')
-  const text = (name: string) => {
-    const value = q.get(name)
-    return value === null || value === '' ? {} : { [name]: value }
-  }
-  return {
-    ...text('entity_type'),
-    ...text('entity_id'),
-    ...text('start'),
-    ...(size === undefined ? {} : { size }),
-  }
 }

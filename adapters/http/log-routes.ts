@@ -1,4 +1,7 @@
 import { listLogsQuery } from '../../src/audit/index.js'
+import { ServiceError } from '../../src/kernel/index.js'
+import type { TestService } from '../../src/service/index.js'
+import { logViewQuery } from './console-query.js'
 import type { JsonSchema } from './response-schemas.js'
 import type { Route, RouteDoc } from './route-types.js'
 
@@ -65,4 +68,28 @@ export const LOG_ROUTE_DOCS: Record<string, RouteDoc> = {
       },
     },
   },
+}
+
+/**
+ * The audit log part of the test control plane (`/_test/logs…`), or null for any other path:
+ * - `GET /_test/logs?tenant=ID&entity_type=&entity_id=&size=&start=` → `{ data, next? }`: the
+ *   tenant's entries, newest first (`service.admin.view.logs`; no `log:read` key needed);
+ * - `GET /_test/logs/verify?tenant=ID` → `{ ok, entries, lanes, broken? }` (`service.admin.verifyLogs`).
+ */
+export async function logControl(
+  service: TestService,
+  method: string,
+  path: string,
+  q: URLSearchParams,
+): Promise<{ status: number; body: unknown } | null> {
+  if (method !== 'GET' || (path !== '/_test/logs' && path !== '/_test/logs/verify')) return null
+  const tenant = q.get('tenant')
+  if (tenant === null || tenant === '')
+    throw new ServiceError('validation_failed', 'tenant: the tenant id', {
+      issues: { tenant: ['the tenant id'] },
+    })
+  if (path === '/_test/logs')
+    return { status: 200, body: await service.admin.view.logs(tenant, logViewQuery(q)) }
+  await service.admin.view.logs(tenant, { size: 1 }) // 404 for an unknown tenant
+  return { status: 200, body: await service.admin.verifyLogs({ tenantId: tenant }) }
 }

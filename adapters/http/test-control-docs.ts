@@ -225,4 +225,73 @@ export const TEST_CONTROL_PATHS: Record<string, Record<string, JsonSchema>> = {
       [query('origin', { type: 'string' }, 'the destination origin (all when absent)')],
     ),
   },
+  '/_test/logs': {
+    get: op(
+      'testLogs',
+      "A tenant's audit log, newest first (no log:read key needed); ids, names and outcomes only",
+      { '200': ok('{ data: [entries], next? }', object), '404': ok('No such tenant') },
+      undefined,
+      [
+        query('tenant', { type: 'string' }, 'the tenant id (required)'),
+        query('entity_type', { type: 'string', maxLength: 100 }, 'token, application, …'),
+        query('entity_id', { type: 'string', maxLength: 400 }, 'one record (needs entity_type)'),
+        query('size', { type: 'integer', minimum: 1, maximum: 100 }, 'entries a page (20)'),
+        query('start', { type: 'string' }, 'the next of the page before'),
+      ],
+    ),
+  },
+  '/_test/logs/verify': {
+    get: op(
+      'testLogsVerify',
+      "Verifies a tenant's audit log chain: the first broken link, if any",
+      { '200': ok('{ ok, entries, lanes, broken? }', object), '404': ok('No such tenant') },
+      undefined,
+      [query('tenant', { type: 'string' }, 'the tenant id (required)')],
+    ),
+  },
+  '/_test/webhooks': {
+    get: op(
+      'testWebhookDeliveries',
+      "A tenant's deliveries and callbacks, oldest first: what was sent and each attempt's outcome",
+      { '200': ok('{ data: [deliveries] }', object) },
+      undefined,
+      [
+        query('tenant', { type: 'string' }, 'the tenant id (required)'),
+        query('after', { type: 'string' }, 'deliveries after this id'),
+        query('limit', { type: 'integer', minimum: 0, maximum: 1000 }, 'at most (100)'),
+      ],
+    ),
+  },
+  '/_test/webhooks/deliver': {
+    post: op(
+      'testWebhookDeliverNow',
+      "Delivers a tenant's pending deliveries now, past their back-off (the clock unmoved)",
+      { '200': ok('{ attempted }', object) },
+      { type: 'object', required: ['tenant'], properties: { tenant: { type: 'string' } } },
+    ),
+  },
+  '/_test/webhooks/{id}/redeliver': {
+    post: {
+      ...op(
+        'testWebhookDeliverAgain',
+        'Sends a delivered or failed delivery once more (to test a receiver with duplicates)',
+        { '200': ok('The delivery', object), '404': ok('No such delivery') },
+        { type: 'object', required: ['tenant'], properties: { tenant: { type: 'string' } } },
+      ),
+      parameters: [
+        {
+          name: 'id',
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+          description: 'the delivery id',
+        },
+      ],
+    },
+  },
+  '/_test/webhooks/signing-key': {
+    get: op('testWebhookSigningKey', 'The public key receivers verify BT-SIGNATURE with', {
+      '200': ok('{ public_key }', object),
+    }),
+  },
 }

@@ -6,6 +6,7 @@ import { type JournalQuery, type TestService, unchecked } from '../../src/servic
 import { consoleHandler, isConsolePath } from './console.js'
 import type { FaultRegistry } from './faults.js'
 import type { FetchHandler } from './handler.js'
+import { logControl } from './log-routes.js'
 import { internalError, problemFor } from './problem.js'
 import { type ProxyControl, proxyControlRoute } from './proxy-control.js'
 import type { RequestLog } from './request-log.js'
@@ -136,6 +137,8 @@ export function testControlHandler(service: TestService, options: TestControlOpt
     if (proxied) return json(proxied.status, proxied.body)
     const hooks = await webhookControl(service, method, path, request, () => body(request))
     if (hooks) return json(hooks.status, hooks.body)
+    const logs = await logControl(service, method, path, new URL(request.url).searchParams)
+    if (logs) return json(logs.status, logs.body)
     return problem(404, 'Not Found', `no control route ${method} ${path}`)
   }
 

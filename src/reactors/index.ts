@@ -1,6 +1,5 @@
 // The public face of this folder: what other folders of src/ import (they import nothing else
-// from it). Written by `node scripts/relayout.mjs` from the exports of the files beside it: run
-// it again after adding or removing an export.
+// from it). Kept by hand: add a name when another folder needs it.
 
 export type { AcceptedRun, AsyncReactAccepted } from './async-react.js'
 export { ASYNC_TIMEOUT_MS, acceptedOf, asksAsyncReact, runAccepted } from './async-react.js'

@@ -182,3 +182,52 @@ describe('the console API: deliveries', () => {
     expect(deliveryView({ ...entry, kind: 'webhook' }).body).toBe(entry.body)
   })
 })
+
+describe('the audit log in the control plane and the test kit', () => {
+  it('GET /_test/logs pages and filters the log, /_test/logs/verify checks it; a tenant is required', async () => {
+    const vault = await createTestVault()
+    const handler = testControlHandler(vault.service, {
+      clock: vault.clock,
+      adminToken: ADMIN,
+      initial: await vault.snapshot(),
+    })
+    const get = async (path: string) => {
+      const answer = await handler(
+        new Request(`http://vault.test${path}`, { headers: { authorization: `Bearer ${ADMIN}` } }),
+      )
+      return {
+        status: answer.status,
+        body: (await answer.json()) as { data: { id: string; operation: string }[]; next?: string },
+      }
+    }
+    const token = await vault.client().tokens.create({ type: 'token', data: CANARY })
+    await vault.client().tokens.get(token.id)
+    const tenant = encodeURIComponent(vault.tenant.id)
+    const page = await get(`/_test/logs?tenant=${tenant}&entity_type=token&entity_id=${token.id}`)
+    expect(page.status).toBe(200)
+    expect(page.body.data.map((e: { operation: string }) => e.operation)).toEqual(['read', 'create'])
+    expect(JSON.stringify(page.body)).not.toContain(CANARY)
+    const one = await get(`/_test/logs?tenant=${tenant}&size=1`)
+    expect(one.body.data).toHaveLength(1)
+    const next = await get(`/_test/logs?tenant=${tenant}&size=1&start=${one.body.next}`)
+    expect(next.body.data[0]?.id).toEqual(expect.any(String))
+    expect(next.body.data[0]?.id).not.toBe(one.body.data[0]?.id)
+    expect((await get(`/_test/logs/verify?tenant=${tenant}`)).body).toMatchObject({ ok: true })
+    expect((await get('/_test/logs')).status).toBe(400)
+    expect((await get('/_test/logs/verify')).status).toBe(400)
+    expect((await get('/_test/logs?tenant=no-such-tenant')).status).toBe(404)
+    expect((await get('/_test/logs/verify?tenant=no-such-tenant')).status).toBe(404)
+  })
+
+  it('vault.logs lists the tenant’s entries newest first and verifies them, with no log:read key', async () => {
+    const vault = await createTestVault()
+    const a = await vault.client().tokens.create({ type: 'token', data: 'a' })
+    await vault.client().tokens.delete(a.id)
+    const page = await vault.logs.list({ entity_type: 'token', entity_id: a.id })
+    expect(page.data.map((e) => e.operation)).toEqual(['delete', 'create'])
+    expect(page.next).toBeUndefined()
+    const verified = await vault.logs.verify()
+    expect(verified.ok).toBe(true)
+    expect(verified.entries).toBeGreaterThanOrEqual(2)
+  })
+})
