@@ -256,6 +256,12 @@ export interface StagedWrite {
   seq: number
   /** The token as staged, or null: staged deleted (with its links, at commit). */
   token: StoredToken | null
+  /**
+   * Set when the token is new to the store: this transaction staged its create (and maybe changed
+   * or deleted it since). The commit puts it guarded `token.absent` (its event is `token.created`),
+   * and writes nothing for it when it is staged deleted. Absent: the token existed before.
+   */
+  creates?: true
 }
 
 /**

@@ -106,7 +106,9 @@ const lockDelete = (tx: StoredTransaction, tokenId: string): Op => ({
  * in one atomic write guarded on `tx` being unchanged (and on `checks`), and deletes the staged
  * records of `tokenIds` (every token `tx` staged) and their lock records, each guarded on still
  * naming `tx` (`lock.held`). A failed `lock.held` means `tx` expired and another transaction took
- * that lock over: the caller then ends it with `writeDiscard` (which is linear in that case).
+ * that lock over: the caller then ends it with `writeDiscard` (which is linear in that case). The
+ * `lock.held` guards come before `checks`, so that is the failure answered even when the write
+ * that took a lock over also made a `checks` guard fail (created a token the commit guards absent).
  */
 export function writeEnd(
   store: Store,
@@ -118,7 +120,7 @@ export function writeEnd(
 ): Promise<WriteResult> {
   const ids = [...new Set(tokenIds)]
   return store.write({
-    checks: [unchanged(tx), ...checks, ...ids.map((id) => held(tx, id))],
+    checks: [unchanged(tx), ...ids.map((id) => held(tx, id)), ...checks],
     ops: [
       ...ops,
       { op: 'transaction.put', transaction: ended },

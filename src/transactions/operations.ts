@@ -2,7 +2,7 @@ import type { Ctx } from '../call/index.js'
 import { checkFailure, retryCas } from '../call/index.js'
 import type { EmptyInput, StoredTransaction, Transaction } from '../kernel/index.js'
 import { conflict, emptyBody, forbidden, isoAfter, newId, notFound, parse } from '../kernel/index.js'
-import type { Op } from '../store/index.js'
+import type { Check, Op } from '../store/index.js'
 import { checkStagedRead } from './bounds.js'
 import { withLinkDeletes } from './links.js'
 import { readStaged, writeDiscard, writeEnd } from './locks.js'
@@ -77,17 +77,21 @@ export function transactionOperations(ctx: Ctx) {
         const staged = read.staged.sort((a, b) =>
           a.seq !== b.seq ? a.seq - b.seq : a.token_id < b.token_id ? -1 : 1,
         )
-        const writes = staged.map(
-          (s): Op =>
-            s.token
-              ? { op: 'token.put', token: s.token }
-              : { op: 'token.delete', tenant_id: tx.tenant_id, id: s.token_id },
+        // A token the transaction created is put guarded absent (so its event is `token.created`,
+        // and it never overwrites one made meanwhile: a 409); deleted again, it is not written.
+        const writes = staged.flatMap((s): Op[] => {
+          if (s.token) return [{ op: 'token.put', token: s.token }]
+          return s.creates ? [] : [{ op: 'token.delete', tenant_id: tx.tenant_id, id: s.token_id }]
+        })
+        const absent = staged.flatMap((s): Check[] =>
+          s.token && s.creates ? [{ check: 'token.absent', tenant_id: tx.tenant_id, id: s.token_id }] : [],
         )
         // A staged token delete takes the token's links as they are now (guarded on them).
         const applied = await withLinkDeletes(ctx.store, tx.tenant_id, writes)
         const ids = staged.map((s) => s.token_id)
         await refuseExpired(ctx, tx, staged)
-        const result = await writeEnd(ctx.store, tx, ended, ids, applied.ops, applied.checks)
+        const checks = [...absent, ...applied.checks]
+        const result = await writeEnd(ctx.store, tx, ended, ids, applied.ops, checks)
         if (result.ok) return { done: undefined }
         if (result.failed.check === 'lock.held') {
           // Only a lock of an expired transaction can be taken over: it expired meanwhile.

@@ -1,6 +1,6 @@
 import type { Ctx } from '../call/index.js'
 import { checkFailure, expectWritten, retryCas } from '../call/index.js'
-import type { StoredToken, StoredTransaction } from '../kernel/index.js'
+import type { StagedWrite, StoredToken, StoredTransaction } from '../kernel/index.js'
 import { conflict, invalid, notFound } from '../kernel/index.js'
 import type { Check, Op, TokenHead, WriteResult } from '../store/index.js'
 import { withStaged } from './bounds.js'
@@ -41,8 +41,19 @@ export async function stagedOf(
   ids: readonly string[],
 ): Promise<Map<string, StoredToken | null>> {
   const out = new Map<string, StoredToken | null>()
+  for (const [id, s] of await stagedRecords(ctx, tx, ids)) out.set(id, s.token)
+  return out
+}
+
+/** The staged records of the tokens among `ids` in `tx`, as `stagedOf` reads them: id → record. */
+async function stagedRecords(
+  ctx: Ctx,
+  tx: StoredTransaction | null,
+  ids: readonly string[],
+): Promise<Map<string, StagedWrite>> {
+  const out = new Map<string, StagedWrite>()
   if (!tx || tx.version === 0 || !ids.length) return out
-  for (const s of await ctx.store.getStaged(ctx.principal.tenantId, tx.id, ids)) out.set(s.token_id, s.token)
+  for (const s of await ctx.store.getStaged(ctx.principal.tenantId, tx.id, ids)) out.set(s.token_id, s)
   return out
 }
 
@@ -110,17 +121,18 @@ export interface CallerWrite {
 
 /**
  * Writes `ops` for the caller. Outside a transaction they apply at once, if `checks` hold and no
- * open transaction locks a token in `locks` (guarded for each but those the call `minted`).
- * Inside one they are staged: each op (a `token.put` or `token.delete`: nothing else enlists)
- * becomes the staged record of its token (`staged.put`),
- * written with the lock records of `locks` (each guarded by `token.unlocked`) and the transaction
- * put again with its `version` one more, all guarded on the transaction being unchanged since
- * `openTransaction` read it and found it open and unexpired (a concurrent stage or commit makes
- * this write fail `transaction.unchanged`; see `enlist`). The write's size does not depend on how
- * much the transaction staged before. Committed state is untouched until commit. The transaction's
- * totals (`staged_writes`, `staged_chars`) move in that same put, so a write that would take it past
- * its bounds is refused (`validation_failed`, see `withStaged`) before anything is staged, and
- * concurrent enlists never pass them: one of them loses `transaction.unchanged` and reads again.
+ * open transaction locks a token in `locks` (guarded for each but those the call `minted`). Inside
+ * one they are staged: each op (a `token.put` or `token.delete`: nothing else enlists) becomes the
+ * staged record of its token (`staged.put`, marked `creates` when the token is new to the store:
+ * see `StagedWrite`), written with the lock records of `locks` (each guarded by `token.unlocked`)
+ * and the transaction put again with its `version` one more, all guarded on the transaction being
+ * unchanged since `openTransaction` read it and found it open and unexpired (a concurrent stage or
+ * commit makes this write fail `transaction.unchanged`; see `enlist`). The write's size does not
+ * depend on how much the transaction staged before. Committed state is untouched until commit. The
+ * transaction's totals (`staged_writes`, `staged_chars`) move in that same put, so a write that
+ * would take it past its bounds is refused (`validation_failed`, see `withStaged`) before anything
+ * is staged, and concurrent enlists never pass them: one of them loses `transaction.unchanged` and
+ * reads again.
  */
 export async function tryWriteAs(
   ctx: Ctx,
@@ -150,20 +162,31 @@ export async function tryWriteAs(
     })
   }
   const next = withStaged(tx, write.ops)
-  const staged = (tokenId: string, token: StoredToken | null): Op => ({
-    op: 'staged.put',
-    staged: { tenant_id: tenant, transaction_id: tx.id, token_id: tokenId, seq: next.version, token },
-  })
-  const ops = write.ops.map((op): Op => {
-    if (op.op === 'token.put') return staged(op.token.id, op.token)
-    if (op.op === 'token.delete') return staged(op.id, null)
+  const written = write.ops.map((op) => {
+    if (op.op === 'token.put') return op.token.id
+    if (op.op === 'token.delete') return op.id
     // A caller's write of anything else is refused (400), never a 500: nothing is staged.
     throw invalid('transaction', `stages token writes only, not ${op.op}`)
   })
-  // A token this transaction staged before must still be locked by it: a write outside it that
-  // found the transaction expired (by its own clock, perhaps ahead of this one) took the lock, and
-  // staging the token again must not put it back over that acknowledged write.
-  const restaged = await stagedOf(ctx, tx, guarded)
+  // What this transaction staged before over the tokens written (one read). Such a token must
+  // still be locked by it: a write outside it that found the transaction expired (by its own clock,
+  // perhaps ahead of this one) took the lock, and staging the token again must not put it back over
+  // that acknowledged write. And one it staged as a create stays one.
+  const restaged = await stagedRecords(ctx, tx, [
+    ...new Set([...guarded, ...written.filter((id) => !minted?.includes(id))]),
+  ])
+  // New to the store: staged as a create before, or a put whose id the call made or guards absent.
+  const creates = (id: string, put: boolean): boolean =>
+    restaged.get(id)?.creates === true ||
+    (put &&
+      (minted?.includes(id) === true ||
+        write.checks.some((c) => c.check === 'token.absent' && c.tenant_id === tenant && c.id === id)))
+  const ops = write.ops.map((op, i): Op => {
+    const id = written[i]!
+    const token = op.op === 'token.put' ? op.token : null
+    const staged = { tenant_id: tenant, transaction_id: tx.id, token_id: id, seq: next.version, token }
+    return { op: 'staged.put', staged: creates(id, token !== null) ? { ...staged, creates: true } : staged }
+  })
   const lockCheck = (id: string): Check =>
     restaged.has(id)
       ? { check: 'lock.held', tenant_id: tenant, token_id: id, transaction_id: tx.id }

@@ -78,6 +78,11 @@ export async function pendingResealed(store: Store): Promise<void> {
     expect(progress.finished).toBe(true)
     expect(progress.versions).toEqual([2])
     expect(await pendingVersions(store, tenantId)).toEqual({ answers: [2], staged: [2, 2], intents: [2] })
+    // Resealed, the staged create is still marked new to the store; the staged update is not.
+    const marks = (await store.dump()).staged
+      .filter((w) => w.tenant_id === tenantId)
+      .map((w) => `${w.token_id} ${w.creates ?? false}`)
+    expect(marks.sort()).toEqual([`${committed.id} false`, 'staged-create true'])
 
     // The repeat answers the first answer and acts once.
     expect(await once.tokens.create(request)).toEqual(first)

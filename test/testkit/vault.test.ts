@@ -59,7 +59,8 @@ describe('createTestVault', () => {
     const children = await vault.client().tokens.children.list('parent')
     expect(children.data.map((t) => t.id)).toEqual(['c3', 'c1', 'c2'])
     expect((await vault.client().tokens.get('c1')).data).toBe('c1')
-    // The open transaction's staged create came back with it (sealed again) and commits.
+    // The open transaction's staged create came back with it (sealed again, still a create) and commits.
+    expect(before.records.staged).toMatchObject([{ token_id: 'staged', creates: true }])
     await expect(vault.client().tokens.get('staged')).rejects.toMatchObject({ code: 'not_found' })
     await vault.client().transactions.commit(tx.id)
     expect((await vault.client().tokens.get('staged')).data).toBe('in tx')

@@ -98,13 +98,17 @@ const transaction: fc.Arbitrary<StoredTransaction> = fc.record({
   version: fc.integer({ min: 0, max: 3 }),
 })
 
-const stagedWrite = fc.record({
-  tenant_id: tenant,
-  transaction_id: txId,
-  token_id: tokenId,
-  seq: fc.integer({ min: 1, max: 3 }),
-  token: fc.option(token, { nil: null }),
-})
+const stagedWrite = fc.record(
+  {
+    tenant_id: tenant,
+    transaction_id: txId,
+    token_id: tokenId,
+    seq: fc.integer({ min: 1, max: 3 }),
+    token: fc.option(token, { nil: null }),
+    creates: fc.constant(true as const),
+  },
+  { requiredKeys: ['tenant_id', 'transaction_id', 'token_id', 'seq', 'token'] },
+)
 
 const session: fc.Arbitrary<StoredSession> = fc
   .record({

@@ -121,11 +121,14 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
 
   it('keeps staged records by tenant, transaction and token: read by key, listed in token id order', async () => {
     const store = await fresh()
+    // A record may say the token is new to the store (`creates`): kept as put, staged deleted or not.
+    const created = (op: Op): Op =>
+      op.op === 'staged.put' ? { ...op, staged: { ...op.staged, creates: true } } : op
     await store.write({
       ops: [
         stage('t1', 'b', token('b'), 2),
-        stage('t1', 'a', token('a'), 1),
-        stage('t1', 'c', null, 3),
+        created(stage('t1', 'a', token('a'), 1)),
+        created(stage('t1', 'c', null, 3)),
         stage('t2', 'a', token('a', { type: 'other' })),
         stage('t1', 'a', token('a'), 1, U),
       ],
@@ -142,14 +145,19 @@ export function transactionsTests(fresh: () => Promise<Store>): void {
     expect(await ids('t3', { limit: 10 })).toEqual([])
     const got = await store.getStaged(T, 't1', ['c', 'zz', 'a', 'c'])
     expect(got).toEqual([
-      { tenant_id: T, transaction_id: 't1', token_id: 'c', seq: 3, token: null },
-      { tenant_id: T, transaction_id: 't1', token_id: 'a', seq: 1, token: token('a') },
+      { tenant_id: T, transaction_id: 't1', token_id: 'c', seq: 3, token: null, creates: true },
+      { tenant_id: T, transaction_id: 't1', token_id: 'a', seq: 1, token: token('a'), creates: true },
     ])
-    // A put replaces the record; a delete removes it (a missing one: nothing).
+    expect(await store.listStaged(T, 't1', { limit: 10 })).toEqual([
+      { tenant_id: T, transaction_id: 't1', token_id: 'a', seq: 1, token: token('a'), creates: true },
+      { tenant_id: T, transaction_id: 't1', token_id: 'b', seq: 2, token: token('b') },
+      { tenant_id: T, transaction_id: 't1', token_id: 'c', seq: 3, token: null, creates: true },
+    ])
+    // A put replaces the record (its `creates` too); a delete removes it (a missing one: nothing).
     await store.write({ ops: [stage('t1', 'a', null, 4), unstage('t1', 'b'), unstage('t1', 'never')] })
     expect(await store.listStaged(T, 't1', { limit: 10 })).toEqual([
       { tenant_id: T, transaction_id: 't1', token_id: 'a', seq: 4, token: null },
-      { tenant_id: T, transaction_id: 't1', token_id: 'c', seq: 3, token: null },
+      { tenant_id: T, transaction_id: 't1', token_id: 'c', seq: 3, token: null, creates: true },
     ])
     expect(
       (await store.dump()).staged.map((w) => `${w.tenant_id}/${w.transaction_id}/${w.token_id}`),
