@@ -149,8 +149,8 @@ export async function tryWriteAs(
     ...(tx ? { except: tx.id } : {}),
   })
   // The ids the call did not mint: only those can be locked, or staged before.
-  const { minted } = write
-  const guarded = minted?.length ? write.locks.filter((id) => !minted.includes(id)) : write.locks
+  const made = new Set(write.minted)
+  const guarded = made.size ? write.locks.filter((id) => !made.has(id)) : write.locks
   if (!tx) {
     // A lock the guard lets pass has expired (by this clock): the write deletes it, so the
     // transaction that held it can't commit over this write later (a server whose clock is behind
@@ -173,14 +173,14 @@ export async function tryWriteAs(
   // perhaps ahead of this one) took the lock, and staging the token again must not put it back over
   // that acknowledged write. And one it staged as a create stays one.
   const restaged = await stagedRecords(ctx, tx, [
-    ...new Set([...guarded, ...written.filter((id) => !minted?.includes(id))]),
+    ...new Set([...guarded, ...written.filter((id) => !made.has(id))]),
   ])
   // New to the store: staged as a create before, or a put whose id the call made or guards absent.
+  const absent = new Set(
+    write.checks.flatMap((c) => (c.check === 'token.absent' && c.tenant_id === tenant ? [c.id] : [])),
+  )
   const creates = (id: string, put: boolean): boolean =>
-    restaged.get(id)?.creates === true ||
-    (put &&
-      (minted?.includes(id) === true ||
-        write.checks.some((c) => c.check === 'token.absent' && c.tenant_id === tenant && c.id === id)))
+    restaged.get(id)?.creates === true || (put && (made.has(id) || absent.has(id)))
   const ops = write.ops.map((op, i): Op => {
     const id = written[i]!
     const token = op.op === 'token.put' ? op.token : null
