@@ -1,6 +1,5 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
-import { evaluateTemplate } from '../expressions/index.js'
 import type { Json, StoredToken } from '../kernel/index.js'
 import {
   countExpression,
@@ -10,7 +9,12 @@ import {
   MAX_DETOKENIZED_CHARS,
   nextTurn,
 } from '../kernel/index.js'
-import { intentForUse } from '../tokens/index.js'
+import {
+  type DetokenizationExpression,
+  intentForUse,
+  parseExpression,
+  throughFilters,
+} from '../tokens/index.js'
 import { readToken } from '../transactions/index.js'
 
 /** At most this many distinct tokens are detokenized in one proxy request (the reference's limit). */
@@ -20,39 +24,17 @@ export const MAX_PROXY_TOKENS = 100
 const EXPRESSION = /\{\{([^{}]*)\}\}/g
 /** A text that is one expression and nothing else. */
 const WHOLE = /^\{\{([^{}]*)\}\}$/
-/**
- * What a proxy expression holds: `token: <id>` (the whole token), `token_intent: <id>` (the whole
- * token intent, its data under `data`) or `<id>` (a token's data), then any filters
- * (`| json: '$.number'`). The id is shaped as `tokenId` in `src/tokens/schemas.ts`.
- */
-const HEAD = /^\s*(?:(token_intent|token)\s*:\s*)?([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*(\|[\s\S]*)?$/
-
-/**
- * One expression: what it names (`key`: the token's id, or `intent <id>` for a token intent, a
- * space no id holds), whether it names the whole record, its filters' text.
- */
-interface Named {
-  id: string
-  key: string
-  whole: boolean
-  filters: string
-}
-
 /** The key of the `BT-ENCRYPTED` header's value (`{{ encrypted … }}`): a space no id holds. */
 const ENCRYPTED_KEY = 'encrypted '
 
 /**
- * The parts of the expression `inner` (the text between the braces), or a 400 naming `field`.
- * With `encrypted` (the request has a `BT-ENCRYPTED` header), `encrypted` names its value.
+ * The parts of the expression `inner` (see `parseExpression`), or a 400 naming `field`. With
+ * `encrypted` (the request has a `BT-ENCRYPTED` header), `encrypted` names its value.
  */
-function named(inner: string, field: string, encrypted = false): Named {
-  const m = HEAD.exec(inner)
-  if (!m) throw invalid(field, 'holds a detokenization expression that does not name a token id')
-  const intent = m[1] === 'token_intent'
-  const id = m[2]!
-  if (encrypted && m[1] === undefined && id === 'encrypted')
-    return { id, key: ENCRYPTED_KEY, whole: true, filters: m[3] ?? '' }
-  return { id, key: intent ? `intent ${id}` : id, whole: m[1] !== undefined, filters: m[3] ?? '' }
+function named(inner: string, field: string, encrypted = false): DetokenizationExpression {
+  const e = parseExpression(inner, field)
+  if (encrypted && !e.whole && e.id === 'encrypted') return { ...e, key: ENCRYPTED_KEY, whole: true }
+  return e
 }
 
 /** The expressions' inner texts in `texts`, each with the field it came from. */
@@ -141,13 +123,9 @@ function expressionValue(
   field: string,
   tokens: Map<string, { data: Json; token: Json }>,
 ): Json {
-  const { key, whole, filters } = named(inner, field, tokens.has(ENCRYPTED_KEY))
-  const found = tokens.get(key)!
-  const value = whole ? found.token : found.data
-  if (filters === '') return value
-  // The filters run as the expression language runs them (masks, fingerprints), on one variable.
-  const name = whole ? 'token' : 'data'
-  return evaluateTemplate(`{{ ${name} ${filters} }}`, { [name]: value }, field, ctx.budget)
+  const e = named(inner, field, tokens.has(ENCRYPTED_KEY))
+  const found = tokens.get(e.key)!
+  return throughFilters(ctx, e.whole ? found.token : found.data, e, field)
 }
 
 /** `value` as text inside a longer text: a string as it is, nil as nothing, anything else as JSON. */

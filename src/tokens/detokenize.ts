@@ -1,5 +1,6 @@
 import { applyTransform, tokenAccess } from '../applications/index.js'
 import type { Ctx } from '../call/index.js'
+import { evaluateTemplate } from '../expressions/index.js'
 import type { Json, Permission, StoredTransaction, Token } from '../kernel/index.js'
 import {
   countExpression,
@@ -20,31 +21,54 @@ export const MAX_DETOKENIZED = 100
 const EXPRESSION = /\{\{([^{}]*)\}\}/g
 /** A string that is one expression and nothing else. */
 const WHOLE = /^\{\{([^{}]*)\}\}$/
-/** What an expression may hold: a token id (see `tokenId` in `src/tokens/schemas.ts`), spaces around it. */
-const TOKEN_ID = /^\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
-/** A full token expression: `token: <id>` (the whole token, not only its data). */
-const FULL_TOKEN = /^\s*token\s*:\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
-/** A token intent expression: `token_intent: <id>` (the whole intent, its data under `data`). */
-const INTENT = /^\s*token_intent\s*:\s*([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*$/
+/**
+ * What an expression holds: `token: <id>` (the whole token), `token_intent: <id>` (the whole token
+ * intent, its data under `data`) or `<id>` (a token's data), then any filters (`| json: '$.number'`).
+ * The id is shaped as `tokenId` in `src/tokens/schemas.ts`.
+ */
+const HEAD = /^\s*(?:(token_intent|token)\s*:\s*)?([A-Za-z0-9_-][A-Za-z0-9._:~-]{0,199})\s*(\|[\s\S]*)?$/
 /** What the key of a token intent starts with (a space: no token id holds one). */
 const INTENT_KEY = 'intent '
 
 /**
- * The key of what an expression names: the token's id, or `intent <id>` for a token intent; a 400
- * naming `path` for anything else (filters such as `| json:` are not offered).
+ * One detokenization expression: what it names (`key`: the token's id, or `intent <id>` for a
+ * token intent), whether it names the whole record (`token:`, `token_intent:`), and its filters'
+ * text (`''` for none).
  */
-function idOf(inner: string, path: string): string {
-  const intent = INTENT.exec(inner)
-  if (intent) return INTENT_KEY + intent[1]!
-  const full = FULL_TOKEN.exec(inner)
-  if (full) return full[1]!
-  const m = TOKEN_ID.exec(inner)
-  if (m) return m[1]!
-  throw invalid(
-    path,
-    inner.includes('|')
-      ? 'detokenization filters are not supported: use {{ <token id> }}'
-      : 'holds a detokenization expression that does not name a token id',
+export interface DetokenizationExpression {
+  id: string
+  key: string
+  whole: boolean
+  filters: string
+}
+
+/** The parts of the expression `inner` (the text between the braces), or a 400 naming `field`. */
+export function parseExpression(inner: string, field: string): DetokenizationExpression {
+  const m = HEAD.exec(inner)
+  if (!m) throw invalid(field, 'holds a detokenization expression that does not name a token id')
+  const id = m[2]!
+  return {
+    id,
+    key: m[1] === 'token_intent' ? INTENT_KEY + id : id,
+    whole: m[1] !== undefined,
+    filters: m[3] ?? '',
+  }
+}
+
+/**
+ * `value` (a token's data, or the whole record when `whole`) through the expression's `filters`,
+ * run as the expression language runs them (masks, fingerprints) on one variable, charged to the
+ * call's budget; errors name `field`.
+ */
+export function throughFilters(ctx: Ctx, value: Json, e: DetokenizationExpression, field: string): Json {
+  if (e.filters === '') return value
+  const name = e.whole ? 'token' : 'data'
+  return evaluateTemplate(
+    `{{ ${name} ${e.filters} }}`,
+    { [name]: value },
+    field,
+    ctx.budget,
+    ctx.principal.tenantId,
   )
 }
 
@@ -108,14 +132,13 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
   for (const [path, text] of strings(args, root)) {
     for (const m of text.matchAll(EXPRESSION)) {
       expressions = countExpression(expressions, root)
-      const inner = m[1]!
-      const id = idOf(inner, path)
-      let named = wanted.get(id)
+      const e = parseExpression(m[1]!, path)
+      let named = wanted.get(e.key)
       if (!named) {
         named = { path, data: 0, whole: 0 }
-        wanted.set(id, named)
+        wanted.set(e.key, named)
       }
-      if (FULL_TOKEN.test(inner) || INTENT.test(inner)) named.whole++
+      if (e.whole) named.whole++
       else named.data++
     }
   }
@@ -160,28 +183,29 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     data.set(id, shown)
     whole.set(id, shownToken)
   }
-  /** What an expression stands for: the whole token for `token: <id>`, else its data. */
-  const resolve = (inner: string): Json => {
-    const id = idOf(inner, root)
-    return FULL_TOKEN.test(inner) || INTENT.test(inner) ? (whole.get(id) as unknown as Json) : data.get(id)!
+  /** What an expression stands for: the whole token for `token: <id>`, else its data, through its filters. */
+  const resolve = (inner: string, path: string): Json => {
+    const e = parseExpression(inner, path)
+    const value = e.whole ? (whole.get(e.key) as unknown as Json) : data.get(e.key)!
+    return throughFilters(ctx, value, e, path)
   }
-  const replace = (value: Json): Json => {
+  const replace = (value: Json, path: string): Json => {
     if (typeof value === 'string') {
       const one = WHOLE.exec(value)
-      if (one) return resolve(one[1]!)
+      if (one) return resolve(one[1]!, path)
       if (!value.includes('{{')) return value
       return value.replace(EXPRESSION, (_m, inner: string) => {
-        const d = resolve(inner)
+        const d = resolve(inner, path)
         return typeof d === 'string' ? d : JSON.stringify(d)
       })
     }
-    if (Array.isArray(value)) return value.map(replace)
+    if (Array.isArray(value)) return value.map((item, i) => replace(item, `${path}.${i}`))
     if (value !== null && typeof value === 'object') {
       const out: { [key: string]: Json } = {}
       for (const [key, item] of Object.entries(value)) {
         // defineProperty: an own `__proto__` key (JSON.parse makes them) stays a plain key.
         Object.defineProperty(out, key, {
-          value: replace(item),
+          value: replace(item, `${path}.${key}`),
           enumerable: true,
           writable: true,
           configurable: true,
@@ -191,5 +215,5 @@ export async function detokenize(ctx: Ctx, value: Json, options: DetokenizeOptio
     }
     return value
   }
-  return replace(args)
+  return replace(args, root)
 }

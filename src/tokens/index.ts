@@ -12,8 +12,14 @@ export {
 } from './create.js'
 export type { Created, NewToken } from './dedup.js'
 export { findDuplicate, shownDuplicate, writeTokens } from './dedup.js'
-export type { DetokenizeOptions } from './detokenize.js'
-export { detokenize, detokenizeArgs, MAX_DETOKENIZED } from './detokenize.js'
+export type { DetokenizationExpression, DetokenizeOptions } from './detokenize.js'
+export {
+  detokenize,
+  detokenizeArgs,
+  MAX_DETOKENIZED,
+  parseExpression,
+  throughFilters,
+} from './detokenize.js'
 export type {
   CreateTokenInput,
   DetokenizeInput,

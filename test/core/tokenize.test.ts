@@ -202,7 +202,7 @@ describe('detokenize (docs/api/tokens/detokenize)', () => {
     await vault.close()
   })
 
-  it('refuses an unknown token naming its path, a filter expression, and more than 100 tokens', async () => {
+  it('refuses an unknown token naming its path, an unknown filter naming its path, and more than 100 tokens', async () => {
     const vault = await createTestVault()
     const unknown = (await vault
       .client()
@@ -212,9 +212,9 @@ describe('detokenize (docs/api/tokens/detokenize)', () => {
     const card = await vault.client().tokens.create({ type: 'token', data: { number: '1' } })
     const filter = (await vault
       .client()
-      .tokens.detokenize({ n: `{{ ${card.id} | json: '$.number' }}` })
+      .tokens.detokenize({ n: [`{{ ${card.id} | no_such_filter }}`] })
       .catch((e: unknown) => e)) as ServiceError
-    expect(filter.code).toBe('validation_failed')
+    expect([filter.code, Object.keys(filter.issues ?? {})]).toEqual(['validation_failed', ['body.n.0']])
     const many = Array.from({ length: 101 }, (_, i) => `{{ t${i} }}`)
     expect(
       (
@@ -224,6 +224,27 @@ describe('detokenize (docs/api/tokens/detokenize)', () => {
           .catch((e: unknown) => e)) as ServiceError
       ).code,
     ).toBe('validation_failed')
+    await vault.close()
+  })
+
+  it("runs an expression's filters, as the reference's examples do: a field of a card, whole or inside text", async () => {
+    const vault = await createTestVault()
+    const card = await vault.client().tokens.create({
+      type: 'token',
+      data: { number: '4242424242424242', expiration_month: 11, name: 'jane' },
+    })
+    const out = await vault.client().tokens.detokenize({
+      number: `{{ ${card.id} | json: '$.number' }}`,
+      month: `{{${card.id} | json: '$.expiration_month'}}`,
+      text: `for {{ ${card.id} | json: '$.name' | upcase }} ending {{ ${card.id} | json: '$.number' | slice: -4, 4 }}`,
+      whole: `{{ token: ${card.id} | json: '$.id' }}`,
+    })
+    expect(out).toEqual({
+      number: '4242424242424242',
+      month: 11,
+      text: 'for JANE ending 4242',
+      whole: card.id,
+    })
     await vault.close()
   })
 

@@ -66,6 +66,31 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     expect(Object.keys(error.issues ?? {})).toEqual(['args.amount'])
   })
 
+  it("runs an expression's filters: the reference's 'Override a Field on a Token' (docs/expressions/detokenization.mdx)", async () => {
+    const { a, react } = await reactorWith([
+      { name: 'card.number', type: 'string' },
+      { name: 'card.expiration_month', type: 'number' },
+      { name: 'card.expiration_year', type: 'number' },
+      { name: 'card.cvc', type: 'string' },
+      { name: 'card_owner_full_name', type: 'string' },
+    ])
+    const card = { number: '4242424242424242', expiration_month: 11, expiration_year: 2025, cvc: '123' }
+    await a.client.tokens.create({ id: 'card-1', type: 'card', data: card })
+    const answer = await react({
+      card: {
+        number: "{{card-1 | json: '$.number'}}",
+        expiration_month: "{{card-1 | json: '$.expiration_month'}}",
+        expiration_year: "{{card-1 | json: '$.expiration_year'}}",
+        cvc: '987',
+      },
+      card_owner_full_name: 'John Doe',
+    })
+    expect(answer.raw).toEqual({
+      card: { number: '4242424242424242', expiration_month: 11, expiration_year: 2025, cvc: '987' },
+      card_owner_full_name: 'John Doe',
+    })
+  })
+
   it('an unknown, expired or other tenant token is 400 naming the arg; nothing leaks of another tenant', async () => {
     const { a, b, clock, react } = await reactorWith()
     await b.client.tokens.create({ id: 'theirs', type: 'x', data: 'secret' })
@@ -128,7 +153,7 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     expect((await failure(react({ p: '{{pci}}' }, generalOnly.client))).code).toBe('forbidden')
   })
 
-  it('at most 100 tokens per request; filters and malformed expressions are 400', async () => {
+  it('at most 100 tokens per request; malformed expressions and unknown filters are 400', async () => {
     const { a, react } = await reactorWith()
     const ids = Array.from({ length: 101 }, (_, i) => `t${i}`)
     for (const id of ids) await a.client.tokens.create({ id, type: 'x', data: id })
@@ -138,7 +163,7 @@ describe('react: detokenization (docs/api/reactors/reactors.mdx#detokenization)'
     const over = await failure(react(Object.fromEntries(ids.map((id) => [id, `{{${id}}}`]))))
     expect(over.code).toBe('validation_failed')
     expect(Object.keys(over.issues ?? {})).toEqual(['args'])
-    for (const bad of ["{{ t0 | json: '$.number' }}", '{{ }}', '{{a/b}}']) {
+    for (const bad of ['{{ t0 | no_such_filter }}', '{{ }}', '{{a/b}}']) {
       const error = await failure(react({ x: bad }))
       expect(Object.keys(error.issues ?? {}), bad).toEqual(['args.x'])
     }
