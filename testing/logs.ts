@@ -5,8 +5,8 @@ import type { LogViewQuery, TestService, ViewPage } from '../src/service/index.j
 export interface LogKit {
   /**
    * A page of the tenant's audit log, newest first, as `GET /logs` filters it (`entity_type`, with
-   * it `entity_id`; `size` 1–100, 20 unless given; `start`: the `next` of the page before). No
-   * `log:read` key needed.
+   * it `entity_id`; `start_date`, `end_date`; `size` 1–100, 20 unless given; `start`: the `next` of
+   * the page before). No `log:read` key needed.
    */
   list(query?: LogViewQuery): Promise<ViewPage<LogView>>
   /** Verifies the tenant's chain of entries: `{ ok, entries, lanes, broken? }`. */

@@ -22,7 +22,7 @@ export function decodePart(part: string): string {
   }
 }
 
-/** `AdminView.logs`'s query from the URL's (`entity_type`, `entity_id`, `start`, `size`; empty ones left out). */
+/** `AdminView.logs`'s query from the URL's (`entity_type`, `entity_id`, `start_date`, `end_date`, `start`, `size`; empty ones left out). */
 export function logViewQuery(q: URLSearchParams) {
   const size = whole(q, 'size')
   const text = (name: string) => {
@@ -32,6 +32,8 @@ export function logViewQuery(q: URLSearchParams) {
   return {
     ...text('entity_type'),
     ...text('entity_id'),
+    ...text('start_date'),
+    ...text('end_date'),
     ...text('start'),
     ...(size === undefined ? {} : { size }),
   }

@@ -235,6 +235,8 @@ export const TEST_CONTROL_PATHS: Record<string, Record<string, JsonSchema>> = {
         query('tenant', { type: 'string' }, 'the tenant id (required)'),
         query('entity_type', { type: 'string', maxLength: 100 }, 'token, application, …'),
         query('entity_id', { type: 'string', maxLength: 400 }, 'one record (needs entity_type)'),
+        query('start_date', { type: 'string', format: 'date-time' }, 'entries at or after'),
+        query('end_date', { type: 'string', format: 'date-time' }, 'entries at or before'),
         query('size', { type: 'integer', minimum: 1, maximum: 100 }, 'entries a page (20)'),
         query('start', { type: 'string' }, 'the next of the page before'),
       ],

@@ -5,7 +5,7 @@
  */
 import { answersTo, type LogView, logView } from '../audit/index.js'
 import type { OutboxAttempt, OutboxEntry } from '../kernel/index.js'
-import { invalid } from '../kernel/index.js'
+import { invalid, parseDateTime } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 
 /** A page of a keyset-paged list: `next` is the cursor of the following page, if any. */
@@ -20,6 +20,10 @@ export interface LogViewQuery {
   entity_type?: string
   /** One record's id; needs `entity_type`. */
   entity_id?: string
+  /** Entries created at or after this date-time (as `GET /logs` reads it: ISO 8601, `9/27/2030`, …). */
+  start_date?: string
+  /** Entries created at or before this date-time. */
+  end_date?: string
   /** The `next` of the page before. */
   start?: string
   /** 1–100 entries; 20 unless given. */
@@ -64,6 +68,16 @@ function text(value: string | undefined, field: string, most: number): string | 
   return value
 }
 
+/** A date-time filter normalized to UTC ISO, or a 400 naming `field`. */
+function dateTime(value: string | undefined, field: string): string | undefined {
+  const given = text(value, field, 64)
+  if (given === undefined) return undefined
+  const parsed = parseDateTime(given)
+  if (parsed === null)
+    throw invalid(field, 'must be a date-time like 2030-08-26T19:23:57Z or 9/27/2030 (no offset: UTC)')
+  return parsed
+}
+
 /** The cursor of the log page after the entry `e` (the admin may read the whole log: not sealed). */
 function logCursor(e: { created_at: string; id: string }): string {
   return Buffer.from(`${e.created_at}\u0001${e.id}`, 'utf8').toString('base64url')
@@ -87,7 +101,14 @@ export async function logsPage(
   const entity_type = text(query.entity_type, 'entity_type', ENTITY_TYPE_CHARS)
   const entity_id = text(query.entity_id, 'entity_id', ENTITY_ID_CHARS)
   if (entity_id !== undefined && entity_type === undefined) throw invalid('entity_id', 'needs entity_type')
-  const filters = { ...(entity_type ? { entity_type } : {}), ...(entity_id ? { entity_id } : {}) }
+  const from = dateTime(query.start_date, 'start_date')
+  const to = dateTime(query.end_date, 'end_date')
+  const filters = {
+    ...(entity_type ? { entity_type } : {}),
+    ...(entity_id ? { entity_id } : {}),
+    ...(from ? { from } : {}),
+    ...(to ? { to } : {}),
+  }
   const after = query.start === undefined || query.start === '' ? undefined : readLogCursor(query.start)
   const rows = await store.listLogs(tenantId, {
     order: 'newest',

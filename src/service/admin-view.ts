@@ -99,7 +99,8 @@ export interface AdminView {
   ): Promise<CountedPage<Application>>
   /**
    * A page of the tenant's audit log, newest first, filtered as `GET /logs` filters (`entity_type`,
-   * with it `entity_id`), `size` 1–100 after the cursor `start` (a `next` this method answered).
+   * with it `entity_id`; `start_date`, `end_date`), `size` 1–100 after the cursor `start` (a `next`
+   * this method answered).
    * Entries hold ids, names and outcomes, never token data.
    */
   logs(tenantId: string, query?: LogViewQuery): Promise<ViewPage<LogView>>

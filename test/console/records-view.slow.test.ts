@@ -83,6 +83,11 @@ describe.skipIf(executablePath === undefined)('the console’s Audit log and Web
       await page.getByRole('button', { name: 'Show', exact: true }).click()
       await expect.poll(() => logRows.locator('tr').count(), WAIT).toBe(1)
       expect(await logRows.locator('tr td').nth(3).textContent()).toBe('create')
+      // From a day to come: nothing yet.
+      await page.getByLabel('From').fill('2100-01-01')
+      await page.getByRole('button', { name: 'Show', exact: true }).click()
+      await expect.poll(() => logRows.textContent(), WAIT).toBe('No entry.')
+      await page.getByLabel('From').fill('')
       await page.getByRole('button', { name: 'Verify the chain' }).click()
       await expect
         .poll(() => page.locator('#log-verdict').textContent(), WAIT)

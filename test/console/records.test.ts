@@ -70,6 +70,25 @@ describe('the console API: audit log', () => {
     expect(all.text).not.toContain(CANARY)
   })
 
+  it('filters by date: entries from start_date to end_date, both inclusive; a bad date is 400', async () => {
+    const { vault, call, tenant } = await consoleOf()
+    const made: string[] = []
+    for (let i = 0; i < 3; i++) {
+      made.push((await vault.client().tokens.create({ type: 'token', data: `x${i}` })).id)
+      vault.clock.advance(60_000)
+    }
+    // The creates were at 00:00, 00:01 and 00:02 of the test clock's day.
+    const at = (minute: number) => `2030-01-01T00:0${minute}:00.000Z`
+    const between = await call(
+      'GET',
+      `tenants/${tenant}/logs?entity_type=token&start_date=${at(1)}&end_date=${at(2)}`,
+    )
+    expect(between.body.data.map((e: { entity_id: string }) => e.entity_id)).toEqual([made[2], made[1]])
+    const before = await call('GET', `tenants/${tenant}/logs?entity_type=token&end_date=${at(0)}`)
+    expect(before.body.data.map((e: { entity_id: string }) => e.entity_id)).toEqual([made[0]])
+    expect((await call('GET', `tenants/${tenant}/logs?start_date=yesterday`)).status).toBe(400)
+  })
+
   it('takes 1 to 100 entries a page and refuses a bad cursor, an entity id alone or an unknown tenant', async () => {
     const { call, tenant } = await consoleOf()
     expect((await call('GET', `tenants/${tenant}/logs?size=100`)).status).toBe(200)

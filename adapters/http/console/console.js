@@ -878,6 +878,13 @@ async function loadLogs() {
   const id = $('log-entity-id').value.trim()
   if (type) params.set('entity_type', type)
   if (id) params.set('entity_id', id)
+  for (const [name, input] of [
+    ['start_date', 'log-start-date'],
+    ['end_date', 'log-end-date'],
+  ]) {
+    const value = $(input).value.trim()
+    if (value) params.set(name, value)
+  }
   const start = logCursors[logCursors.length - 1]
   if (start !== undefined) params.set('start', start)
   const load = ++logLoads
@@ -1092,7 +1099,7 @@ function wire() {
   )
   $('log-tenant').addEventListener('change', () => showLogsFrom([undefined]))
   $('log-show').addEventListener('click', () => showLogsFrom([undefined]))
-  for (const id of ['log-entity-type', 'log-entity-id'])
+  for (const id of ['log-entity-type', 'log-entity-id', 'log-start-date', 'log-end-date'])
     $(id).addEventListener('keydown', (event) => {
       if (event.key === 'Enter') showLogsFrom([undefined])
     })
