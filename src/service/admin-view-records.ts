@@ -78,6 +78,9 @@ function dateTime(value: string | undefined, field: string): string | undefined 
   return parsed
 }
 
+/** An entry's `created_at` as every store keeps it. */
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
 /** The cursor of the log page after the entry `e` (the admin may read the whole log: not sealed). */
 function logCursor(e: { created_at: string; id: string }): string {
   return Buffer.from(`${e.created_at}\u0001${e.id}`, 'utf8').toString('base64url')
@@ -87,7 +90,10 @@ function readLogCursor(start: string): { created_at: string; id: string } {
   const decoded = /^[A-Za-z0-9_-]{1,600}$/.test(start) ? Buffer.from(start, 'base64url').toString('utf8') : ''
   const at = decoded.indexOf('\u0001')
   const position = { created_at: decoded.slice(0, at), id: decoded.slice(at + 1) }
-  if (at <= 0 || logCursor(position) !== start) throw invalid('start', 'is not a cursor this view answered')
+  // A cursor names an entry as stored: a UTC ISO time and an id without U+0000 (any store can compare them).
+  const stored = ISO_UTC.test(position.created_at) && !position.id.includes('\u0000')
+  if (at <= 0 || !stored || logCursor(position) !== start)
+    throw invalid('start', 'is not a cursor this view answered')
   return position
 }
 

@@ -98,6 +98,11 @@ describe('the console API: audit log', () => {
     expect((await call('GET', `tenants/${tenant}/logs?start=not-a-cursor`)).status).toBe(400)
     const forged = Buffer.from('2030-01-01T00:00:00.000Z|x', 'utf8').toString('base64url')
     expect((await call('GET', `tenants/${tenant}/logs?start=${forged}`)).status).toBe(400)
+    // Shaped as a cursor, but naming no time a store keeps, or an id with U+0000: 400, never a store's error.
+    for (const position of ['yesterday\u0001x', '2030-01-01T00:00:00.000Z\u0001a\u0000b']) {
+      const cursor = Buffer.from(position, 'utf8').toString('base64url')
+      expect((await call('GET', `tenants/${tenant}/logs?start=${cursor}`)).status, position).toBe(400)
+    }
     expect((await call('GET', `tenants/${tenant}/logs?entity_id=abc`)).status).toBe(400)
     expect((await call('GET', `tenants/${tenant}/logs?entity_type=${'t'.repeat(100)}`)).status).toBe(200)
     expect((await call('GET', `tenants/${tenant}/logs?entity_type=${'t'.repeat(101)}`)).status).toBe(400)
