@@ -1,6 +1,7 @@
 import type {
   JsonObject,
   StoredApplication,
+  StoredProxy,
   StoredSession,
   StoredToken,
   StoredTokenIntent,
@@ -80,6 +81,9 @@ export const SENT_EVENT_TYPES = [
   'token-intent.created',
   'token-intent.deleted',
   'token-intent.converted',
+  'proxy.created',
+  'proxy.updated',
+  'proxy.deleted',
 ] as const
 
 /** An event a write makes, before it is addressed to any webhook: its tenant, type and data object. */
@@ -165,6 +169,22 @@ function sessionShown(s: StoredSession, authorized: boolean): JsonObject {
   return out
 }
 
+/**
+ * A pre-configured proxy as the reference's `proxy.created` and `proxy.updated` show it: never its
+ * configuration (sealed, credentials) or transforms' code.
+ */
+function proxyShown(p: StoredProxy, updated: boolean): JsonObject {
+  const out: JsonObject = { id: p.id, name: p.name }
+  if (p.application_id !== undefined) out['application_id'] = p.application_id
+  out['destination_url'] = p.destination_url
+  out['require_authentication'] = p.require_auth
+  out['created_at'] = p.created_at
+  out['created_by'] = p.created_by
+  if (updated && p.modified_at !== undefined) out['modified_at'] = p.modified_at
+  if (updated && p.modified_by !== undefined) out['modified_by'] = p.modified_by
+  return out
+}
+
 /** Operations whose puts create (else a put updates). */
 const CREATES = /\.(create|tokenize|react|child\.create)$/
 
@@ -231,6 +251,15 @@ function eventOf(context: WriteEffectContext, batch: Readonly<WriteBatch>, op: O
       }
     case 'token_intent.delete':
       return intentDeleted(context, batch, op)
+    case 'proxy.put': {
+      // Only the API's changes: a re-encryption's put of the same proxy is no event.
+      const created = context.operation === 'proxy.create'
+      if (!created && !/^proxy\.(update|patch)$/.test(context.operation)) return null
+      const type = created ? 'proxy.created' : 'proxy.updated'
+      return { tenantId: op.proxy.tenant_id, type, data: { proxy: proxyShown(op.proxy, !created) } }
+    }
+    case 'proxy.delete':
+      return { tenantId: op.tenant_id, type: 'proxy.deleted', data: { proxy: { id: op.id } } }
     default:
       return null
   }

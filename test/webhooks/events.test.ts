@@ -1,7 +1,8 @@
 /**
  * Each event type tokenvault sends, from the write that makes it: token created, updated, deleted,
  * expired (the sweep); application created, updated, deleted; reactor created, updated, deleted;
- * session created, authorized. Never a secret in an event: no token data, no key, no key hash.
+ * session created, authorized; proxy created, updated, deleted. Never a secret in an event: no
+ * token data, no key, no key hash, no proxy configuration or code.
  */
 import { describe, expect, it } from 'vitest'
 import { SENT_EVENT_TYPES } from '../../src/webhooks/index.js'
@@ -83,6 +84,45 @@ describe('event types', () => {
     expect(typesOf(got)).toEqual(sorted(['reactor.created', 'reactor.updated', 'reactor.deleted']))
     expect(byType(got, 'reactor.updated').data['reactor']).toMatchObject({ id: made.id, name: 'r2' })
     expect(JSON.stringify(got)).not.toContain('module.exports')
+    await v.close()
+  })
+
+  it('proxy.created, proxy.updated and proxy.deleted, as the reference shows them: never the configuration', async () => {
+    const { v, events } = await subscribed()
+    const proxies = v.client('management').proxies
+    const made = await proxies.create({
+      name: 'p',
+      destination_url: 'https://api.processor.test/charges',
+      configuration: { SECRET: 'canary-proxy-secret' },
+      request_transform: { code: 'module.exports = async (req) => req // canary-proxy-code' },
+    })
+    await proxies.patch(made.id, { name: 'p2' })
+    await proxies.update(made.id, { name: 'p3', destination_url: 'https://api.processor.test/v2' })
+    await proxies.delete(made.id)
+    const got = await events()
+    expect(typesOf(got)).toEqual(sorted(['proxy.created', 'proxy.updated', 'proxy.updated', 'proxy.deleted']))
+    expect(byType(got, 'proxy.created').data['proxy']).toEqual({
+      id: made.id,
+      name: 'p',
+      destination_url: 'https://api.processor.test/charges',
+      require_authentication: true,
+      created_at: made.created_at,
+      created_by: made.created_by,
+    })
+    const names = got.filter((e) => e.type === 'proxy.updated').map((e) => e.data['proxy'])
+    expect(names).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: 'p2',
+          modified_at: expect.any(String),
+          modified_by: expect.any(String),
+        }),
+        expect.objectContaining({ name: 'p3', destination_url: 'https://api.processor.test/v2' }),
+      ]),
+    )
+    expect(byType(got, 'proxy.deleted').data['proxy']).toEqual({ id: made.id })
+    for (const canary of ['canary-proxy-secret', 'canary-proxy-code'])
+      expect(JSON.stringify(got)).not.toContain(canary)
     await v.close()
   })
 
