@@ -9,8 +9,8 @@ const ROUTE =
 
 /**
  * The console's routes over what a tenant's calls left behind, or null for any other path:
- * - `GET api/tenants/{id}/logs?entity_type=&entity_id=&start=&size=` → `{ data, next? }`: its audit
- *   log, newest first (`AdminView.logs`);
+ * - `GET api/tenants/{id}/logs?entity_type=&entity_id=&start_date=&end_date=&start=&size=` →
+ *   `{ data, next? }`: its audit log, newest first (`AdminView.logs`);
  * - `GET api/tenants/{id}/logs/verify` → `LogVerification`: the chain checked, the first broken link;
  * - `GET api/tenants/{id}/deliveries?after=&size=` → `{ data, next? }`: its deliveries, oldest first,
  *   a callback's or react's body withheld (`AdminView.deliveries`);

@@ -9,7 +9,7 @@ import { invalid, parseDateTime } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 
 /** A page of a keyset-paged list: `next` is the cursor of the following page, if any. */
-export interface RecordPage<T> {
+export interface ViewPage<T> {
   data: T[]
   next?: string
 }
@@ -102,7 +102,7 @@ export async function logsPage(
   store: Store,
   tenantId: string,
   query: LogViewQuery,
-): Promise<RecordPage<LogView>> {
+): Promise<ViewPage<LogView>> {
   const size = pageSize(query.size)
   const entity_type = text(query.entity_type, 'entity_type', ENTITY_TYPE_CHARS)
   const entity_id = text(query.entity_id, 'entity_id', ENTITY_ID_CHARS)
@@ -154,7 +154,7 @@ export async function deliveriesPage(
   store: Store,
   tenantId: string,
   query: { after?: string; size?: number },
-): Promise<RecordPage<DeliveryView>> {
+): Promise<ViewPage<DeliveryView>> {
   const size = pageSize(query.size)
   const after = text(query.after, 'after', ENTITY_ID_CHARS)
   const rows = await store.listOutbox(tenantId, { limit: size + 1, ...(after ? { after } : {}) })

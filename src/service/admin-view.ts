@@ -9,8 +9,16 @@ import type { Application, Json, Reactor, StoredToken, Tenant } from '../kernel/
 import { invalid, notFound } from '../kernel/index.js'
 import type { Store } from '../store/index.js'
 import { allStaged } from '../transactions/index.js'
-import { type DeliveryView, deliveriesPage, type LogViewQuery, logsPage } from './admin-view-records.js'
+import {
+  type DeliveryView,
+  deliveriesPage,
+  type LogViewQuery,
+  logsPage,
+  type ViewPage,
+} from './admin-view-records.js'
 import type { JournalEntry, OperationJournal } from './journal.js'
+
+export type { ViewPage } from './admin-view-records.js'
 
 /** A tenant as the view shows it: no data key. */
 export interface TenantView {
@@ -62,12 +70,6 @@ export interface ReactorView {
   created_at: string
   /** Its latest runs from the journal (newest first, at most `RUNS_SHOWN`). */
   runs: { at: string; outcome: string }[]
-}
-
-/** A page of a keyset-paged list: `next` is the cursor of the following page, if any. */
-export interface ViewPage<T> {
-  data: T[]
-  next?: string
 }
 
 /** A page of an offset-paged list. */
