@@ -52,6 +52,14 @@ function pairs(entries, className) {
   return td
 }
 
+/** The pager `name` (its `-next`, `-first` and `-page` elements) under page `depth` of a list, `next` its cursor onwards. */
+function showPager(name, next, depth) {
+  $(`${name}-next`).disabled = next === undefined
+  $(`${name}-next`).dataset.next = next ?? ''
+  $(`${name}-first`).disabled = depth === 1
+  $(`${name}-page`).textContent = `page ${depth}`
+}
+
 function replaceRows(tbody, rows, columns, empty) {
   tbody.replaceChildren(...rows)
   if (rows.length === 0)
@@ -645,10 +653,7 @@ async function fetchTokens(tenant) {
 
 function showTokens(page) {
   replaceRows($('token-rows'), page.data.map(tokenRow), 9, 'No live token.')
-  $('tokens-next').disabled = page.next === undefined
-  $('tokens-next').dataset.next = page.next ?? ''
-  $('tokens-first').disabled = cursors.length === 1
-  $('tokens-page').textContent = `page ${cursors.length}`
+  showPager('tokens', page.next, cursors.length)
 }
 
 async function loadTokens(tenant) {
@@ -891,10 +896,7 @@ async function loadLogs() {
   const page = await api('GET', `tenants/${encodeURIComponent(tenant)}/logs?${params}`)
   if (load !== logLoads) return
   replaceRows($('log-rows'), page.data.map(logRow), 7, 'No entry.')
-  $('logs-next').disabled = page.next === undefined
-  $('logs-next').dataset.next = page.next ?? ''
-  $('logs-first').disabled = logCursors.length === 1
-  $('logs-page').textContent = `page ${logCursors.length}`
+  showPager('logs', page.next, logCursors.length)
 }
 
 function showLogsFrom(cursors) {
@@ -976,10 +978,7 @@ async function loadDeliveries() {
   const page = await api('GET', `tenants/${encodeURIComponent(tenant)}/deliveries?${params}`)
   if (load !== deliveryLoads) return
   replaceRows($('delivery-rows'), page.data.map(deliveryRow), 10, 'No delivery.')
-  $('deliveries-next').disabled = page.next === undefined
-  $('deliveries-next').dataset.next = page.next ?? ''
-  $('deliveries-first').disabled = deliveryCursors.length === 1
-  $('deliveries-page').textContent = `page ${deliveryCursors.length}`
+  showPager('deliveries', page.next, deliveryCursors.length)
 }
 
 function showDeliveriesFrom(cursors) {
