@@ -178,6 +178,18 @@ describe('asynchronous reacts on the durable outbox', () => {
   })
 })
 
+/** A tenant of `service` with a reactor, and a private application's client that may use it. */
+async function reactorOf(service: ReturnType<typeof createService>) {
+  const tenant = await service.admin.createTenant({ name: 't' })
+  const app = (type: 'management' | 'private', permissions: ['reactor:create'] | ['token:use']) =>
+    service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
+  const reactor = await service
+    .connect((await app('management', ['reactor:create'])).key)
+    .reactors.create({ name: 'r', code: 'module.exports = 1' })
+  const user = service.connect((await app('private', ['token:use'])).key)
+  return { tenant, reactor, user }
+}
+
 describe('the backlog bound of asynchronous reacts', () => {
   it('maxPendingDeliveriesPerTenant: 3 — of 5 concurrent accepts, 3 are recorded and 2 answer 429', async () => {
     const { runner } = fakeRunner()
@@ -188,13 +200,7 @@ describe('the backlog bound of asynchronous reacts', () => {
       webhookDelivery: 'manual',
       maxPendingDeliveriesPerTenant: 3,
     })
-    const tenant = await service.admin.createTenant({ name: 't' })
-    const app = (type: 'management' | 'private', permissions: ['reactor:create'] | ['token:use']) =>
-      service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
-    const reactor = await service
-      .connect((await app('management', ['reactor:create'])).key)
-      .reactors.create({ name: 'r', code: 'module.exports = 1' })
-    const user = service.connect((await app('private', ['token:use'])).key)
+    const { tenant, reactor, user } = await reactorOf(service)
     const outcomes = await Promise.allSettled(
       Array.from({ length: 5 }, (_, n) => user.reactors.reactAsync(reactor.id, { args: { n } })),
     )
@@ -218,13 +224,7 @@ describe('the backlog bound of asynchronous reacts', () => {
       webhookDelivery: 'manual',
       maxPendingDeliveriesPerTenant: 2,
     })
-    const tenant = await service.admin.createTenant({ name: 't' })
-    const app = (type: 'management' | 'private', permissions: ['reactor:create'] | ['token:use']) =>
-      service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })
-    const reactor = await service
-      .connect((await app('management', ['reactor:create'])).key)
-      .reactors.create({ name: 'r', code: 'module.exports = 1' })
-    const user = service.connect((await app('private', ['token:use'])).key)
+    const { tenant, reactor, user } = await reactorOf(service)
     const react = () =>
       user.reactors.reactAsync(reactor.id, { args: { n: 1 }, callback_url: `${RECEIVER}/done` })
     await react()
