@@ -1,5 +1,6 @@
 import { deliveryView, type TestService } from '../../src/service/index.js'
 import { decodePart, logViewQuery, whole } from './console-query.js'
+import { verifiedLog } from './log-routes.js'
 
 /** A console answer: status and JSON body. */
 type RecordAnswer = { status: number; body: unknown }
@@ -30,10 +31,7 @@ export async function recordsApi(
   const view = service.admin.view
   const read = method === 'GET'
   if (read && part === 'logs') return { status: 200, body: await view.logs(tenant, logViewQuery(q)) }
-  if (read && part === 'logs/verify') {
-    await view.logs(tenant, { size: 1 }) // 404 for an unknown tenant
-    return { status: 200, body: await service.admin.verifyLogs({ tenantId: tenant }) }
-  }
+  if (read && part === 'logs/verify') return { status: 200, body: await verifiedLog(service, tenant) }
   if (read && part === 'deliveries') {
     const after = q.get('after')
     const size = whole(q, 'size')

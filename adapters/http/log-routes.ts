@@ -90,6 +90,11 @@ export async function logControl(
     })
   if (path === '/_test/logs')
     return { status: 200, body: await service.admin.view.logs(tenant, logViewQuery(q)) }
-  await service.admin.view.logs(tenant, { size: 1 }) // 404 for an unknown tenant
-  return { status: 200, body: await service.admin.verifyLogs({ tenantId: tenant }) }
+  return { status: 200, body: await verifiedLog(service, tenant) }
+}
+
+/** `tenant`'s audit log verified (`service.admin.verifyLogs`), or 404 for a tenant the store does not hold. */
+export async function verifiedLog(service: TestService, tenant: string) {
+  await service.admin.view.logs(tenant, { size: 1 })
+  return service.admin.verifyLogs({ tenantId: tenant })
 }

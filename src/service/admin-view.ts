@@ -1,7 +1,8 @@
 /**
  * What the host's operator may look at, read page by page and never in the clear: tenants, their
  * tokens under their masks, the open transactions with the tokens they lock, reactors with their
- * formula and last runs, applications without their keys. The test console shows these.
+ * formula and last runs, applications without their keys, the audit log and the outbox's deliveries
+ * (src/service/admin-view-records.ts). The test console shows these.
  */
 import { applyTransform, shownApplication } from '../applications/index.js'
 import type { LogView } from '../audit/index.js'
