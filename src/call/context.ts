@@ -45,6 +45,38 @@ export interface CallbackPort {
   accepted(): void
 }
 
+/**
+ * What a call invoked, told by the code that invoked it — a reactor's run, a proxy's request — so
+ * that once the call ends the service writes its webhook events (`reactor.invoked` and
+ * `.completed` or `.failed`, `proxy.invoked`). Plain names and numbers: never a token's data, the
+ * arguments, a body, a header or a query.
+ */
+export type Invocation = ReactorInvoked | ProxyInvoked
+
+/** A reactor's run: sync, or async (`requestId`, the id `reactors.result` takes) once accepted. */
+export interface ReactorInvoked {
+  kind: 'reactor'
+  reactor: { id: string; name: string }
+  /** The clock's time (ms) when the run started. */
+  startedMs: number
+  requestId?: string
+  /** Why the run failed, in the vault's own words (never the formula's message), when it did. */
+  failure?: string
+}
+
+/** A proxy's request to its destination. */
+export interface ProxyInvoked {
+  kind: 'proxy'
+  /** The pre-configured proxy called; absent for the ephemeral proxy. */
+  proxy?: { id: string; name: string }
+  method: string
+  /** The destination's origin and path (never its query). */
+  url: string
+  startedMs: number
+  /** The destination's status and time, once it answered. */
+  destination?: { status: number; elapsedMs: number }
+}
+
 /** Options with defaults filled in. */
 export interface ResolvedOptions {
   sessionTtlMs: number
@@ -96,4 +128,6 @@ export interface Ctx {
    * the tenant's data key per purpose): search indexes, fingerprints. Never stored in the clear.
    */
   hmac(purpose: string, value: string | readonly string[]): Promise<string>
+  /** What the call invoked, once it did (see `Invocation`): set by the reactor and proxy code. */
+  invoked?: Invocation | undefined
 }

@@ -1,4 +1,4 @@
-import type { Ctx } from '../call/index.js'
+import type { Ctx, ProxyInvoked } from '../call/index.js'
 import type { EgressResponse } from '../kernel/index.js'
 import { EgressError, invalid, ServiceError, tooMany } from '../kernel/index.js'
 import { allowedUrl } from '../reactors/index.js'
@@ -122,8 +122,9 @@ export async function send(ctx: Ctx, outbound: Outbound, field: string): Promise
   if (!ctx.proxyGate.enter(tenant))
     throw tooMany(`the tenant has ${ctx.proxyGate.limit} proxy calls in flight`, 1)
   const bodyless = outbound.method === 'GET' || outbound.method === 'HEAD'
+  const startedMs = ctx.clock.now().getTime()
   try {
-    return await ctx.egress(
+    const response = await ctx.egress(
       ctx.options.reactorEgress,
       {
         url: outbound.url,
@@ -139,11 +140,37 @@ export async function send(ctx: Ctx, outbound: Outbound, field: string): Promise
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       },
     )
+    if (ctx.invoked?.kind === 'proxy')
+      ctx.invoked.destination = { status: response.status, elapsedMs: ctx.clock.now().getTime() - startedMs }
+    return response
   } catch (error) {
     throw destinationFailure(error)
   } finally {
     ctx.proxyGate.leave(tenant)
   }
+}
+
+/**
+ * Notes on `ctx` that the call invoked a proxy (its `proxy.invoked` event): `proxy` (absent for the
+ * ephemeral one), the method, and the destination's origin and path, never its query.
+ */
+export function noteProxyInvoked(
+  ctx: Ctx,
+  url: string,
+  method: string,
+  proxy?: { id: string; name: string },
+) {
+  let bare = url
+  try {
+    const u = new URL(url)
+    bare = `${u.origin}${u.pathname}`
+  } catch {
+    // Not a URL: `send` refuses it; the event names it as given, without a query.
+    bare = url.split('?')[0] ?? ''
+  }
+  const invoked: ProxyInvoked = { kind: 'proxy', method, url: bare, startedMs: ctx.clock.now().getTime() }
+  if (proxy) invoked.proxy = { id: proxy.id, name: proxy.name }
+  ctx.invoked = invoked
 }
 
 /** The problem a failed exchange answers: 408 past the time limit, else 502 naming why. */

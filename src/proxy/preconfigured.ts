@@ -7,6 +7,7 @@ import {
   endToEnd,
   forwardedHeaders,
   HOP_BY_HOP,
+  noteProxyInvoked,
   type ProxyAnswer,
   send,
 } from './forward.js'
@@ -42,6 +43,7 @@ export async function preconfiguredCall(
   call: PreconfiguredCall,
 ): Promise<ProxyAnswer> {
   const url = destinationUrl(proxy.destination_url, call.path, call.query, 'BT-PROXY-KEY')
+  noteProxyInvoked(ctx, url, call.method, proxy)
   let { headers, body } = call
   if (proxy.request_transform) {
     const args = {

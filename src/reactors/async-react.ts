@@ -11,9 +11,9 @@ import {
 } from '../kernel/index.js'
 import { allowedUrl } from './egress.js'
 import type { ReactInput } from './inputs.js'
-import { type JsonObject, reactResult, runFailure } from './react.js'
+import { type JsonObject, reactResult, runFailure, runFailureText } from './react.js'
 import { mustGetReactor } from './reactor-records.js'
-import { checkedArgs, requireUse, startRun } from './reactor-runs.js'
+import { checkedArgs, invocationOf, requireUse, startRun } from './reactor-runs.js'
 import { reactInput } from './reactor-schemas.js'
 
 /** The documented default limit of an asynchronous react (ms). */
@@ -56,7 +56,14 @@ interface AcceptedReact {
 
 /** What a run of an accepted react came to: its answer (kept as the entry's `result`), or try again later. */
 export type AcceptedRun =
-  | { done: true; ok: boolean; result: string; callback?: { url: string; body: string } }
+  | {
+      done: true
+      ok: boolean
+      result: string
+      callback?: { url: string; body: string }
+      /** The reactor that ran (absent when it was gone) and, when it failed, why (`Invocation`). */
+      invoked?: { reactor: { id: string; name: string }; failure?: string }
+    }
   | { done: false; error: string }
 
 /**
@@ -128,6 +135,7 @@ export async function reactAsync(ctx: Ctx, id: string, input: ReactInput): Promi
   }
   const written = await ctx.store.write({ checks: [bound], ops: [{ op: 'outbox.put', entry }] })
   if (!written.ok) throw checkFailure(written.failed)
+  ctx.invoked = { ...invocationOf(ctx, reactor), requestId: entry.id }
   ctx.callbacks.accepted()
   return { asyncReactorRequestId: entry.id }
 }
@@ -153,12 +161,15 @@ const callbackOf = (result: ReactResult | CallbackBody) => JSON.stringify(result
 export async function runAccepted(ctx: Ctx, entry: OutboxEntry, last: boolean): Promise<AcceptedRun> {
   const accepted = JSON.parse(entry.body) as AcceptedReact
   let answer: { ok: true; result: ReactResult } | ({ ok: false } & CallbackBody)
+  let invoked: NonNullable<Extract<AcceptedRun, { done: true }>['invoked']> | undefined
   try {
     const reactor = await mustGetReactor(ctx, accepted.reactor_id)
     const run = await startRun(ctx, reactor, accepted.args)
+    invoked = { reactor: { id: reactor.id, name: reactor.name } }
     const outcome = await run(accepted.timeout_ms)
     if (!outcome.ok && (outcome.kind === 'busy' || outcome.kind === 'unavailable') && !last)
       return { done: false, error: `the formula runner is ${outcome.kind}` }
+    if (!outcome.ok) invoked.failure = runFailureText(outcome, accepted.timeout_ms)
     if (!outcome.ok && outcome.kind === 'timeout') {
       const error = `the reactor formula ran longer than ${accepted.timeout_ms} ms`
       answer = { ok: false, status: 500, detail: 'Reactor Runtime Error', errors: { error: [error] } }
@@ -166,9 +177,15 @@ export async function runAccepted(ctx: Ctx, entry: OutboxEntry, last: boolean): 
     else answer = { ok: true, result: await reactResult(ctx, outcome.value) }
   } catch (error) {
     answer = { ok: false, ...callbackError(error) }
+    if (invoked && invoked.failure === undefined) invoked.failure = failureText(answer)
   }
-  return finishedRun(accepted, answer)
+  const finished = finishedRun(accepted, answer)
+  return invoked && finished.done ? { ...finished, invoked } : finished
 }
+
+/** A failure after the run (its tokens' write refused) in the vault's words: the answer's status and detail. */
+const failureText = (answer: CallbackBody) =>
+  'status' in answer ? `${answer.detail} (status ${answer.status})` : 'failed'
 
 /** A run's end as the outbox keeps it; an answer that can't be written as JSON ends it failed, never throws. */
 function finishedRun(

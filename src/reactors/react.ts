@@ -116,6 +116,29 @@ export function runFailure(outcome: Extract<RunOutcome, { ok: false }>, timeoutM
   }
 }
 
+/**
+ * Why a run failed, in the vault's own words, as its `reactor.failed` event says it: never the
+ * formula's thrown message, which may hold what it read (its status only).
+ */
+export function runFailureText(outcome: Extract<RunOutcome, { ok: false }>, timeoutMs: number): string {
+  switch (outcome.kind) {
+    case 'invalid':
+      return "the reactor formula can't be loaded"
+    case 'thrown':
+      return `the reactor formula threw an error (status ${runFailure(outcome, timeoutMs).status})`
+    case 'timeout':
+      return `the reactor formula ran longer than ${timeoutMs} ms`
+    case 'crashed':
+      return 'the reactor formula crashed'
+    case 'busy':
+      return 'the formula runner is busy'
+    case 'unavailable':
+      return 'the formula runner is unavailable'
+    default:
+      return assertNever(outcome.kind)
+  }
+}
+
 const failed = (message: string) => new ServiceError('formula_failed', message, { status: 500 })
 
 /**

@@ -1,9 +1,9 @@
-import type { Ctx } from '../call/index.js'
+import type { Ctx, ReactorInvoked } from '../call/index.js'
 import type { Reactor, ReactResult } from '../kernel/index.js'
 import { forbidden, invalid, noteUse, parse, ServiceError } from '../kernel/index.js'
 import { detokenizeArgs } from '../tokens/index.js'
 import type { ReactInput } from './inputs.js'
-import { castArgs, type JsonObject, reactResult, runFailure } from './react.js'
+import { castArgs, type JsonObject, reactResult, runFailure, runFailureText } from './react.js'
 import { formulaFor, mustGetReactor } from './reactor-records.js'
 import { reactInput } from './reactor-schemas.js'
 
@@ -39,6 +39,13 @@ export async function startRun(ctx: Ctx, reactor: Reactor, args: JsonObject) {
     )
 }
 
+/** A run of `reactor` starting now, as its webhook events name it (see `Invocation`). */
+export const invocationOf = (ctx: Ctx, reactor: Reactor): ReactorInvoked => ({
+  kind: 'reactor',
+  reactor: { id: reactor.id, name: reactor.name },
+  startedMs: ctx.clock.now().getTime(),
+})
+
 /** Invokes the reactor and answers its result (see `reactorOperations().react`). */
 export async function react(ctx: Ctx, id: string, input: ReactInput): Promise<ReactResult> {
   requireUse(ctx)
@@ -49,7 +56,12 @@ export async function react(ctx: Ctx, id: string, input: ReactInput): Promise<Re
   const reactor = await mustGetReactor(ctx, id)
   const run = await startRun(ctx, reactor, await checkedArgs(ctx, reactor, body.args))
   const timeoutMs = ctx.options.reactorTimeoutMs
+  const invoked = invocationOf(ctx, reactor)
+  ctx.invoked = invoked
   const outcome = await run(timeoutMs)
-  if (!outcome.ok) throw runFailure(outcome, timeoutMs)
+  if (!outcome.ok) {
+    invoked.failure = runFailureText(outcome, timeoutMs)
+    throw runFailure(outcome, timeoutMs)
+  }
   return reactResult(ctx, outcome.value)
 }

@@ -1,5 +1,8 @@
 import { entriesOfCall } from '../audit/index.js'
+import type { Ctx } from '../call/index.js'
 import { anonymousCall, anonymousTenant, type ProxyAnswer } from '../proxy/index.js'
+import { writeCallEvents } from './audit-calls.js'
+import type { CallInfo } from './effects.js'
 import { failureCode } from './journal.js'
 import type { Wiring } from './wiring.js'
 
@@ -25,14 +28,24 @@ export async function anonymousProxyCall(
   options: AnonymousProxyOptions = {},
 ): Promise<ProxyAnswer> {
   const found: { tenantId?: string; proxyId?: string } = {}
+  let made: Ctx | undefined
   let answer: ProxyAnswer
   try {
     const contextOf = (principal: Parameters<Wiring['contextFor']>[0]) => {
-      const ctx = w.contextFor(principal, undefined)
-      if (options.signal !== undefined) ctx.signal = options.signal
-      return ctx
+      made = w.contextFor(principal, undefined)
+      if (options.signal !== undefined) made.signal = options.signal
+      return made
     }
     answer = await anonymousCall(contextOf, input, found)
+  } catch (error) {
+    if (made)
+      await writeCallEvents(w, made, callOf(options), error, undefined, proxyActor(found)).catch(() => {})
+    await logAnonymous(w, found, options, failureCode(error)).catch(() => {})
+    throw error
+  }
+  // The answer leaves once its events and its entry are committed (a failure answers instead).
+  try {
+    if (made) await writeCallEvents(w, made, callOf(options), null, answer, proxyActor(found))
   } catch (error) {
     await logAnonymous(w, found, options, failureCode(error)).catch(() => {})
     throw error
@@ -40,6 +53,16 @@ export async function anonymousProxyCall(
   await logAnonymous(w, found, options, 'success')
   return answer
 }
+
+const callOf = (options: AnonymousProxyOptions): CallInfo => ({
+  operation: 'proxy.invoke',
+  requestId: options.requestId,
+})
+
+const proxyActor = (found: { proxyId?: string }) => ({
+  actorId: found.proxyId ?? null,
+  actorType: 'proxy' as const,
+})
 
 /** The tenant of a proxy that takes calls without an API key, by its key (see `anonymousTenant`). */
 export const anonymousProxyTenant = (w: Wiring, proxyKey: string): Promise<string | null> =>

@@ -1,5 +1,10 @@
+// What a call writes once it ended, before it answers: the webhook events of what it invoked, and
+// its audit entry when its writes logged none.
 import { answeredIds, entriesOfCall } from '../audit/index.js'
 import type { Ctx } from '../call/index.js'
+import { ServiceError, statusOfError } from '../kernel/index.js'
+import type { WriteEffectContext } from '../store/index.js'
+import { invocationEvents } from '../webhooks/index.js'
 import { type CallInfo, contextOfCall } from './effects.js'
 import { failureCode } from './journal.js'
 import type { Wiring } from './wiring.js'
@@ -24,4 +29,41 @@ export async function logCall(
   const ids = answeredIds(call.operation, args, error === null ? result : undefined)
   const outcome = error === null ? 'success' : failureCode(error)
   await w.audit.commit(ctx.principal.tenantId, entriesOfCall(context, ids, outcome, call.revealed))
+}
+
+/**
+ * Writes the webhook events of what a call invoked (`ctx.invoked`: a reactor's run, a proxy's
+ * request) once it ended, before it answers: an answered react or proxy call has its events in the
+ * outbox, as a write has its own in its write. A call that invoked nothing (refused before it ran)
+ * writes none and reads nothing. Rejects when they could not be written (the tenant's pending bound:
+ * 429; the store: 503); a call that failed answers its own failure whatever comes of its events.
+ */
+export async function writeCallEvents(
+  w: Wiring,
+  ctx: Ctx,
+  call: CallInfo,
+  error: unknown,
+  result?: unknown,
+  actor?: Pick<WriteEffectContext, 'actorId' | 'actorType'>,
+): Promise<void> {
+  const invoked = ctx.invoked
+  if (!invoked) return
+  const now = ctx.clock.now()
+  const end =
+    error === null
+      ? { status: invoked.kind === 'proxy' ? answeredStatus(result) : 200 }
+      : error instanceof ServiceError
+        ? { status: statusOfError(error), error: error.message }
+        : { status: 500, error: 'the call failed' }
+  const events = invocationEvents(ctx.principal.tenantId, invoked, end, now.getTime())
+  const context = contextOfCall(ctx.principal, call, now.toISOString())
+  // A call of a proxy without an API key is the proxy's own (`actorType: 'proxy'`), as its audit entry says.
+  if (actor) Object.assign(context, actor)
+  await w.webhooks.callEvents(context, events)
+}
+
+/** The status a call answered: a proxy's answer carries the destination's (or its transform's); else 200. */
+function answeredStatus(result: unknown): number {
+  const status = (result as { status?: unknown } | null | undefined)?.status
+  return typeof status === 'number' && Number.isInteger(status) ? status : 200
 }

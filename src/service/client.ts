@@ -17,7 +17,7 @@ import { sessionOperations } from '../sessions/index.js'
 import { tokenIntentOperations, tokenOperations } from '../tokens/index.js'
 import { transactionOperations } from '../transactions/index.js'
 import { webhookOperations } from '../webhooks/index.js'
-import { logCall } from './audit-calls.js'
+import { logCall, writeCallEvents } from './audit-calls.js'
 import type { CallInfo } from './effects.js'
 import { applicationTemplateOperations, hostedTenantOperations, roleOperations } from './hosted.js'
 import { type IdempotencyOutcome, idempotent } from './idempotency.js'
@@ -264,10 +264,17 @@ function authenticated<T extends Methods>(
         try {
           result = await connection.call(at, [operation, args], run)
         } catch (error) {
+          await writeCallEvents(w, at, call, error ?? new Error('thrown')).catch(() => {})
           await logCall(w, at, call, args, undefined, error ?? new Error('thrown')).catch(() => {})
           throw error
         }
-        // The answer leaves only once its entry is committed (a failed commit answers instead).
+        // The answer leaves only once its events and its entry are committed (a failure answers instead).
+        try {
+          await writeCallEvents(w, at, call, null, result)
+        } catch (error) {
+          await logCall(w, at, call, args, undefined, error).catch(() => {})
+          throw error
+        }
         await logCall(w, at, call, args, result, null)
         connection.journaled(record(operation, ctx, args, result, null), ctx, operation)
         return result

@@ -300,6 +300,11 @@ export class Dispatcher {
       expires_at: isoAfter(now, FINISHED_KEPT_MS),
     })
     const ops: Op[] = [{ op: 'outbox.put', entry: finished }]
+    // Its `reactor.completed` or `.failed` deliveries land with its result, or neither does.
+    if (run.invoked && this.deps.runEvents) {
+      const elapsedMs = Date.parse(now) - Date.parse(at)
+      ops.push(...(await this.deps.runEvents(claimed, run, elapsedMs, now)))
+    }
     if (run.callback) {
       const { url, body } = run.callback
       ops.push({

@@ -1,3 +1,4 @@
+import type { Invocation } from '../call/index.js'
 import type {
   JsonObject,
   StoredApplication,
@@ -6,7 +7,7 @@ import type {
   StoredToken,
   StoredTokenIntent,
 } from '../kernel/index.js'
-import type { Op, WriteBatch, WriteEffectContext } from '../store/index.js'
+import type { Check, Op, WriteBatch, WriteEffectContext } from '../store/index.js'
 
 /**
  * Every event type of the reference's catalogue ("Webhook Event Data"), as `GET
@@ -73,9 +74,14 @@ export const SENT_EVENT_TYPES = [
   'application.created',
   'application.updated',
   'application.deleted',
+  'application.key.created',
+  'application.key.deleted',
   'reactor.created',
   'reactor.updated',
   'reactor.deleted',
+  'reactor.invoked',
+  'reactor.completed',
+  'reactor.failed',
   'session.created',
   'session.authorized',
   'token-intent.created',
@@ -84,7 +90,20 @@ export const SENT_EVENT_TYPES = [
   'proxy.created',
   'proxy.updated',
   'proxy.deleted',
+  'proxy.invoked',
 ] as const
+
+/**
+ * The event types a call makes without a write of its own (a react, a proxy call): written by
+ * `WebhookRuntime.callEvents` once the call ended, before it answers. The others of
+ * `SENT_EVENT_TYPES` are derived from the writes that make them.
+ */
+export const CALL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'reactor.invoked',
+  'reactor.completed',
+  'reactor.failed',
+  'proxy.invoked',
+])
 
 /** An event a write makes, before it is addressed to any webhook: its tenant, type and data object. */
 export interface DerivedEvent {
@@ -185,6 +204,40 @@ function proxyShown(p: StoredProxy, updated: boolean): JsonObject {
   return out
 }
 
+/** The ids of an application's keys (a record from before several keys holds one, named by the application's id). */
+const keyIdsOf = (a: StoredApplication): string[] => (a.keys ? a.keys.map((k) => k.id) : [a.id])
+
+/**
+ * The event of an application key's create or delete (`application_key.create` / `.delete`): a
+ * compare-and-set of the application record, so the key added or removed is the difference between
+ * the record the write guards (`application.unchanged`) and the one it puts. Never the key or its hash.
+ */
+function keyEvent(
+  context: WriteEffectContext,
+  batch: Readonly<WriteBatch>,
+  a: StoredApplication,
+): DerivedEvent | null {
+  const guard = (batch.checks ?? []).find(
+    (c): c is Extract<Check, { check: 'application.unchanged' }> =>
+      c.check === 'application.unchanged' && c.id === a.id,
+  )
+  if (!guard) return null
+  const before = new Set(keyIdsOf(guard.application))
+  if (context.operation === 'application_key.create') {
+    const made = (a.keys ?? []).find((k) => !before.has(k.id))
+    if (!made) return null
+    const key: JsonObject = { application_id: a.id, created_at: made.created_at }
+    if (made.created_by !== undefined) key['created_by'] = made.created_by
+    key['id'] = made.id
+    return { tenantId: a.tenant_id, type: 'application.key.created', data: { application_key: key } }
+  }
+  const after = new Set(keyIdsOf(a))
+  const gone = [...before].find((id) => !after.has(id))
+  if (context.operation !== 'application_key.delete' || gone === undefined) return null
+  const key: JsonObject = { application_id: a.id, id: gone }
+  return { tenantId: a.tenant_id, type: 'application.key.deleted', data: { application_key: key } }
+}
+
 /** Operations whose puts create (else a put updates). */
 const CREATES = /\.(create|tokenize|react|child\.create)$/
 
@@ -215,6 +268,7 @@ function eventOf(context: WriteEffectContext, batch: Readonly<WriteBatch>, op: O
     }
     case 'application.put': {
       const a = op.application
+      if (context.operation.startsWith('application_key.')) return keyEvent(context, batch, a)
       if (a.expires_at !== undefined || !/^application\.(create|update)$/.test(context.operation)) return null
       const type = context.operation === 'application.create' ? 'application.created' : 'application.updated'
       return { tenantId: a.tenant_id, type, data: { application: applicationShown(a) } }
@@ -273,4 +327,95 @@ export function eventsOf(context: WriteEffectContext, batch: Readonly<WriteBatch
     if (event) out.push(event)
   }
   return out
+}
+
+/** A reactor's run as its events name it (`reactor.invoked`, `.completed`, `.failed`). */
+export interface ReactorInvocation {
+  tenantId: string
+  reactor: { id: string; name: string }
+  /** `sync`; or `async` with the request id `reactors.result` takes. */
+  request: { id?: string; invocation_type: 'sync' | 'async' }
+}
+
+/**
+ * How a reactor's run ended, as its event tells it: `error` is the answer's detail (and its
+ * validation messages, when it had them): what the caller was answered, never the arguments or the
+ * formula's result.
+ */
+export type ReactorEnd = { ok: true; elapsedMs: number } | { ok: false; error: string; elapsedMs: number }
+
+/**
+ * The events of a reactor's run: `reactor.invoked` when `invoked`, then, when it `ended`,
+ * `reactor.completed` or `reactor.failed` with the time it took (from the service's clock).
+ */
+export function reactorEvents(run: ReactorInvocation, invoked: boolean, ended?: ReactorEnd): DerivedEvent[] {
+  const reactor: JsonObject = { id: run.reactor.id, name: run.reactor.name }
+  const request: JsonObject =
+    run.request.id === undefined
+      ? { invocation_type: run.request.invocation_type }
+      : { id: run.request.id, invocation_type: run.request.invocation_type }
+  const out: DerivedEvent[] = []
+  if (invoked) out.push({ tenantId: run.tenantId, type: 'reactor.invoked', data: { reactor, request } })
+  if (!ended) return out
+  const data: JsonObject = { elapsed_ms: ended.elapsedMs }
+  if (!ended.ok) data['error'] = ended.error
+  data['reactor'] = reactor
+  data['request'] = request
+  out.push({ tenantId: run.tenantId, type: ended.ok ? 'reactor.completed' : 'reactor.failed', data })
+  return out
+}
+
+/** How a call that invoked something ended: the status it answered and, when it failed, why. */
+export interface CallEnd {
+  status: number
+  /** The failure in the vault's words (the problem's detail), absent on success. */
+  error?: string
+}
+
+/**
+ * The events of what a call invoked (`Invocation`), once it ended at `nowMs`: a synchronous
+ * react's `reactor.invoked` and `reactor.completed` or `reactor.failed`; an accepted asynchronous
+ * react's `reactor.invoked` (its end is told by the run, see `reactorEvents`); a proxy call's
+ * `proxy.invoked`, naming the proxy, the destination's method, origin and path, and the statuses
+ * and times, never a body, a header or a query (they may carry detokenized data).
+ */
+export function invocationEvents(
+  tenantId: string,
+  invoked: Invocation,
+  end: CallEnd,
+  nowMs: number,
+): DerivedEvent[] {
+  const elapsedMs = Math.max(0, nowMs - invoked.startedMs)
+  if (invoked.kind === 'reactor') {
+    const run: ReactorInvocation = {
+      tenantId,
+      reactor: invoked.reactor,
+      request:
+        invoked.requestId === undefined
+          ? { invocation_type: 'sync' }
+          : { id: invoked.requestId, invocation_type: 'async' },
+    }
+    if (invoked.requestId !== undefined) return reactorEvents(run, true)
+    const failure = invoked.failure ?? end.error
+    return reactorEvents(
+      run,
+      true,
+      end.error === undefined
+        ? { ok: true, elapsedMs }
+        : { ok: false, error: failure ?? 'failed', elapsedMs },
+    )
+  }
+  const destination: JsonObject = { request: { method: invoked.method, url: invoked.url } }
+  if (invoked.destination)
+    destination['response'] = {
+      elapsed_ms: invoked.destination.elapsedMs,
+      status: invoked.destination.status,
+    }
+  const response: JsonObject = { elapsed_ms: elapsedMs }
+  if (end.error !== undefined) response['error'] = { detail: end.error, status: end.status }
+  response['status'] = end.status
+  const proxy: JsonObject = invoked.proxy
+    ? { id: invoked.proxy.id, name: invoked.proxy.name, response, type: 'pre_configured' }
+    : { response, type: 'ephemeral' }
+  return [{ tenantId, type: 'proxy.invoked', data: { destination, proxy } }]
 }

@@ -15,8 +15,15 @@ export {
   IN_FLIGHT_PER_TENANT,
   retryDelayMs,
 } from './dispatcher.js'
-export type { DerivedEvent } from './events.js'
-export { EVENT_TYPES, eventsOf, SENT_EVENT_TYPES } from './events.js'
+export type { CallEnd, DerivedEvent, ReactorEnd, ReactorInvocation } from './events.js'
+export {
+  CALL_EVENT_TYPES,
+  EVENT_TYPES,
+  eventsOf,
+  invocationEvents,
+  reactorEvents,
+  SENT_EVENT_TYPES,
+} from './events.js'
 export {
   DEFAULT_PENDING_DELIVERIES_PER_TENANT,
   eventBody,

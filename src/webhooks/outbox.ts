@@ -132,32 +132,46 @@ export function webhookEffect(store: Store, maxPending: number): WriteEffectHook
       if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return { ops: [] }
       const events = eventsOf(context, batch)
       if (!events.length) return { ops: [] }
-      const ops: Op[] = []
-      const hooksOf = new Map<string, StoredWebhook[]>()
-      for (const event of events) {
-        let hooks = hooksOf.get(event.tenantId)
-        if (!hooks) {
-          hooks = (await store.listWebhooks(event.tenantId, { offset: 0, limit: MAX_WEBHOOKS_PER_TENANT }))
-            .items
-          hooksOf.set(event.tenantId, hooks)
-        }
-        const targets = takes(hooks, event.type)
-        if (!targets.length) continue
-        const eventId = randomUUID()
-        const body = eventBody(context, event, eventId)
-        for (const hook of targets)
-          ops.push({ op: 'outbox.put', entry: webhookEntry(event, hook, eventId, body, context.now) })
-      }
       // The sweep's writes (actor `system`: expired tokens deleted, cvcs dropped) may take a tenant
       // to `SYSTEM_PENDING_FACTOR` times its bound: one at its bound still has its expired data
       // gone. Past that, a token's write is refused and left for a later sweep, once the tenant's
       // deliveries drained: with no bound, each sweep added a delivery per webhook for every card
       // whose cvc ended, however many the tenant held.
       const bound = context.actorType === 'system' ? SYSTEM_PENDING_FACTOR * maxPending : maxPending
-      return { ops, checks: pendingBound(ops, bound) }
+      return deliveriesOf(store, context, events, bound)
     },
     refused: (check) => pendingRefusal(check, maxPending),
   }
+}
+
+/**
+ * The outbox entries of `events` (made in `context`): an `outbox.put` per enabled webhook of the
+ * event's tenant that subscribes to its type, and the guards that keep each tenant within
+ * `maxPending` pending deliveries (`pendingBound`). A tenant with no webhook costs one read of its
+ * (at most five) webhooks and nothing else.
+ */
+export async function deliveriesOf(
+  store: Pick<Store, 'listWebhooks'>,
+  context: WriteEffectContext,
+  events: readonly DerivedEvent[],
+  maxPending: number,
+): Promise<DerivedWrite> {
+  const ops: Op[] = []
+  const hooksOf = new Map<string, StoredWebhook[]>()
+  for (const event of events) {
+    let hooks = hooksOf.get(event.tenantId)
+    if (!hooks) {
+      hooks = (await store.listWebhooks(event.tenantId, { offset: 0, limit: MAX_WEBHOOKS_PER_TENANT })).items
+      hooksOf.set(event.tenantId, hooks)
+    }
+    const targets = takes(hooks, event.type)
+    if (!targets.length) continue
+    const eventId = randomUUID()
+    const body = eventBody(context, event, eventId)
+    for (const hook of targets)
+      ops.push({ op: 'outbox.put', entry: webhookEntry(event, hook, eventId, body, context.now) })
+  }
+  return { ops, checks: pendingBound(ops, maxPending) }
 }
 
 /** How many times its bound of pending deliveries the sweep's writes may take a tenant to. */
@@ -181,7 +195,7 @@ export function pendingBound(ops: readonly Op[], maxPending: number): Check[] {
 }
 
 /** The 429 of a write whose deliveries would take the tenant past its pending bound. */
-function pendingRefusal(check: Check, maxPending: number): Error {
+export function pendingRefusal(check: Check, maxPending: number): Error {
   const adding = check.check === 'count.within' ? maxPending - check.max : 1
   return tooMany(
     `this write's ${adding} webhook deliveries would take this tenant past ${maxPending} deliveries and callbacks pending, its bound`,

@@ -1,8 +1,10 @@
 import type { Clock, EgressClient, OutboxEntry } from '../kernel/index.js'
-import type { AcceptedRun } from '../reactors/index.js'
-import type { Op, Store, WriteEffectHook } from '../store/index.js'
+import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
+import type { Op, Store, WriteEffectContext, WriteEffectHook } from '../store/index.js'
+import type { DispatcherDeps } from './deps.js'
 import { Dispatcher } from './dispatcher.js'
-import { webhookEffect } from './outbox.js'
+import { type DerivedEvent, reactorEvents } from './events.js'
+import { deliveriesOf, pendingRefusal, webhookEffect } from './outbox.js'
 import { type WebhookSigner, webhookSigner } from './signing.js'
 
 /** What one service holds of webhooks: the signer, the dispatcher, and the write effect that fills the outbox. */
@@ -11,6 +13,12 @@ export interface WebhookRuntime {
   dispatcher: Dispatcher
   /** Appends a write's outbox entries to it; once such a write is acknowledged, starts a delivery pass. */
   effect: WriteEffectHook
+  /**
+   * Writes the deliveries of events a call made without a write of its own (`invocationEvents`),
+   * within the tenant's pending bound (else 429, nothing written); resolves once they are in the
+   * store, and starts a delivery pass. A tenant with no webhook taking them costs one read.
+   */
+  callEvents(context: WriteEffectContext, events: readonly DerivedEvent[]): Promise<void>
 }
 
 /** Builds a service's webhook runtime over `store` (the sealed store, without effects). */
@@ -35,13 +43,21 @@ export function webhookRuntime(deps: {
     egress: deps.egress,
     origins: deps.origins,
     signer,
-    ...(deps.runReact ? { runReact: deps.runReact } : {}),
+    ...(deps.runReact ? { runReact: deps.runReact, runEvents: runEventsOf(deps.store) } : {}),
     ...(deps.turns ? { turns: deps.turns } : {}),
   })
   const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
   return {
     signer,
     dispatcher,
+    async callEvents(context, events) {
+      if (!events.length) return
+      const { ops, checks } = await deliveriesOf(deps.store, context, events, deps.maxPendingPerTenant)
+      if (!ops.length) return
+      const written = await deps.store.write(checks?.length ? { checks, ops } : { ops })
+      if (!written.ok) throw pendingRefusal(written.failed, deps.maxPendingPerTenant)
+      if (deps.deliverAfterWrites) dispatcher.kick(tenantOf(ops))
+    },
     effect: {
       derive: derive.derive,
       // A write whose deliveries would pass the tenant's pending bound: 429, nothing lands.
@@ -62,4 +78,37 @@ function tenantOf(ops: readonly Op[]): string | undefined {
     tenant = op.entry.tenant_id
   }
   return tenant
+}
+
+/**
+ * The deliveries of a finished asynchronous react's end: `reactor.completed` or `reactor.failed`,
+ * as its caller did it (the actor of the accepted react). Written with its result, unguarded by the
+ * tenant's pending bound: the react's own entry, which counted against it, leaves the pending
+ * ones in the same write, and a tenant has at most `MAX_WEBHOOKS_PER_TENANT` webhooks.
+ */
+function runEventsOf(store: Store): NonNullable<DispatcherDeps['runEvents']> {
+  return async (entry, run, elapsedMs, now) => {
+    if (!run.invoked) return []
+    const { principal } = acceptedOf(entry)
+    const context: WriteEffectContext = {
+      tenantId: entry.tenant_id,
+      actorId: principal.id,
+      actorType: principal.kind,
+      requestId: null,
+      operation: 'reactor.react_async',
+      now,
+    }
+    const invocation = {
+      tenantId: entry.tenant_id,
+      reactor: run.invoked.reactor,
+      request: { id: entry.id, invocation_type: 'async' as const },
+    }
+    const { failure } = run.invoked
+    const end = run.ok
+      ? { ok: true as const, elapsedMs }
+      : { ok: false as const, error: failure ?? 'failed', elapsedMs }
+    return (
+      await deliveriesOf(store, context, reactorEvents(invocation, false, end), Number.POSITIVE_INFINITY)
+    ).ops
+  }
 }
