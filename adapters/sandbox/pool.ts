@@ -59,6 +59,13 @@ const MAX_BACKOFF_MS = 5000
  */
 export const RELIEF_MS = 250
 
+/**
+ * How long (ms) until the relief worker is due, when the youngest of the workers' runs has run
+ * `youngestMs`: 0 once every run has run `RELIEF_MS`.
+ */
+export const reliefWait = (youngestMs: number): number =>
+  youngestMs >= RELIEF_MS ? 0 : RELIEF_MS - youngestMs
+
 export class SandboxPool {
   private readonly slots: Slot[] = []
   private readonly queue: FairQueue<Entry>
@@ -184,14 +191,15 @@ export class SandboxPool {
       if (!slot.ready || !head || !started(slot, head)) return
       youngest = Math.min(youngest, clock - startedAt(slot, head, clock))
     }
-    if (youngest >= RELIEF_MS) {
+    const wait = reliefWait(youngest)
+    if (wait === 0) {
       this.startSlot()
       return
     }
     this.reliefTimer = setTimeout(() => {
       this.reliefTimer = undefined
       this.pump()
-    }, RELIEF_MS - youngest)
+    }, wait)
     this.reliefTimer.unref()
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { FairQueue } from '../../adapters/sandbox/fair-queue.js'
+import { reliefWait } from '../../adapters/sandbox/pool.js'
 
 /** Takes everything, answering the items in the order served. */
 function takeAll<T>(queue: FairQueue<T>): T[] {
@@ -69,5 +70,14 @@ describe('FairQueue serves tenants in turns', () => {
     expect(queue.take((tenant) => tenant !== 'a')).toBe('b2')
     expect(queue.take((tenant) => tenant !== 'a')).toBeUndefined()
     expect(queue.take()).toBe('a1')
+  })
+})
+
+describe('the relief worker (docs/limits.md: "while every worker has run one run for 250 ms")', () => {
+  it('is due once the youngest run has run 250 ms, not at 249', () => {
+    expect(reliefWait(249)).toBe(1)
+    expect(reliefWait(250)).toBe(0)
+    expect(reliefWait(0)).toBe(250)
+    expect(reliefWait(60_000)).toBe(0)
   })
 })
