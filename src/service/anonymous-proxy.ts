@@ -39,7 +39,7 @@ export async function anonymousProxyCall(
     answer = await anonymousCall(contextOf, input, found)
   } catch (error) {
     if (made)
-      await writeCallEvents(w, made, callOf(options), error, undefined, proxyActor(found)).catch(() => {})
+      await writeCallEvents(w, made, callOf(options), error, undefined, proxyActor(found))?.catch(() => {})
     await logAnonymous(w, found, options, failureCode(error)).catch(() => {})
     throw error
   }

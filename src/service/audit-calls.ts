@@ -38,16 +38,17 @@ export async function logCall(
  * writes none and reads nothing. Rejects when they could not be written (the tenant's pending bound:
  * 429; the store: 503); a call that failed answers its own failure whatever comes of its events.
  */
-export async function writeCallEvents(
+export function writeCallEvents(
   w: Wiring,
   ctx: Ctx,
   call: CallInfo,
   error: unknown,
   result?: unknown,
   actor?: Pick<WriteEffectContext, 'actorId' | 'actorType'>,
-): Promise<void> {
+): Promise<void> | undefined {
+  if (error === null && call.operation === 'token.get') return readEvent(w, ctx, call, result)
   const invoked = ctx.invoked
-  if (!invoked) return
+  if (!invoked) return undefined
   const now = ctx.clock.now()
   const end =
     error === null
@@ -59,7 +60,24 @@ export async function writeCallEvents(
   const context = contextOfCall(ctx.principal, call, now.toISOString())
   // A call of a proxy without an API key is the proxy's own (`actorType: 'proxy'`), as its audit entry says.
   if (actor) Object.assign(context, actor)
-  await w.webhooks.callEvents(context, events)
+  return w.webhooks.callEvents(context, events)
+}
+
+/**
+ * A token read's `token.read` (`{ token: { id, type } }`, as the reference shows it), for a tenant
+ * with a webhook taking it (`WebhookRuntime.readEvents`): a read answered by id, not a page, a
+ * search or a detokenization. Undefined (no promise) when the tenant's webhooks are known to take none.
+ */
+function readEvent(w: Wiring, ctx: Ctx, call: CallInfo, result: unknown): Promise<void> | undefined {
+  const token = result as { id?: unknown; type?: unknown } | null
+  if (typeof token?.id !== 'string' || typeof token.type !== 'string') return undefined
+  const { id, type } = token
+  const tenantId = ctx.principal.tenantId
+  const now = ctx.now()
+  return w.webhooks.readEvents(tenantId, 'token.read', now, () => ({
+    context: contextOfCall(ctx.principal, call, now),
+    events: [{ tenantId, type: 'token.read', data: { token: { id, type } } }],
+  }))
 }
 
 /** The status a call answered: a proxy's answer carries the destination's (or its transform's); else 200. */

@@ -264,13 +264,15 @@ function authenticated<T extends Methods>(
         try {
           result = await connection.call(at, [operation, args], run)
         } catch (error) {
-          await writeCallEvents(w, at, call, error ?? new Error('thrown')).catch(() => {})
+          await writeCallEvents(w, at, call, error ?? new Error('thrown'))?.catch(() => {})
           await logCall(w, at, call, args, undefined, error ?? new Error('thrown')).catch(() => {})
           throw error
         }
         // The answer leaves only once its events and its entry are committed (a failure answers instead).
         try {
-          await writeCallEvents(w, at, call, null, result)
+          // Most calls make no event: then no promise either (`writeCallEvents` answers undefined).
+          const events = writeCallEvents(w, at, call, null, result)
+          if (events) await events
         } catch (error) {
           await logCall(w, at, call, args, undefined, error).catch(() => {})
           throw error

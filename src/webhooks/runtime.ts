@@ -1,10 +1,10 @@
-import type { Clock, EgressClient, OutboxEntry } from '../kernel/index.js'
+import type { Clock, EgressClient, OutboxEntry, StoredWebhook } from '../kernel/index.js'
 import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
-import type { Op, Store, WriteEffectContext, WriteEffectHook } from '../store/index.js'
+import type { Op, Store, WriteBatch, WriteEffectContext, WriteEffectHook } from '../store/index.js'
 import type { DispatcherDeps } from './deps.js'
 import { Dispatcher } from './dispatcher.js'
 import { type DerivedEvent, reactorEvents } from './events.js'
-import { deliveriesOf, pendingRefusal, webhookEffect } from './outbox.js'
+import { deliveriesOf, MAX_WEBHOOKS_PER_TENANT, pendingRefusal, webhookEffect } from './outbox.js'
 import { type WebhookSigner, webhookSigner } from './signing.js'
 
 /** What one service holds of webhooks: the signer, the dispatcher, and the write effect that fills the outbox. */
@@ -19,7 +19,28 @@ export interface WebhookRuntime {
    * store, and starts a delivery pass. A tenant with no webhook taking them costs one read.
    */
   callEvents(context: WriteEffectContext, events: readonly DerivedEvent[]): Promise<void>
+  /**
+   * Writes the deliveries of a read's events (`token.read`), unsynced as a read's audit entry is
+   * (`deferSync`), when a webhook of the tenant takes them. The tenant's webhooks are read at most
+   * once per `READ_HOOKS_MS` of the service's clock for this (a webhook write of this process reads
+   * them again at once), so a read of a tenant that takes none costs a map lookup.
+   */
+  readEvents(
+    tenantId: string,
+    type: DerivedEvent['type'],
+    now: string,
+    made: () => { context: WriteEffectContext; events: DerivedEvent[] },
+  ): Promise<void> | undefined
 }
+
+/**
+ * How long (ms of the service's clock) the webhooks of a tenant read to decide a read's events are
+ * trusted: a webhook made or changed by another process takes `token.read` within it.
+ */
+export const READ_HOOKS_MS = 500
+
+/** Tenants whose webhooks are kept for reads' events at once; past it, the oldest kept goes. */
+export const READ_HOOKS_TENANTS = 10_000
 
 /** Builds a service's webhook runtime over `store` (the sealed store, without effects). */
 export function webhookRuntime(deps: {
@@ -47,19 +68,46 @@ export function webhookRuntime(deps: {
     ...(deps.turns ? { turns: deps.turns } : {}),
   })
   const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
+  const readHooks = new HooksForReads(deps.store)
+  /** Writes the deliveries of `events`, its webhooks read from `hooks`, within the pending bound. */
+  const writeEvents = async (
+    hooks: Pick<Store, 'listWebhooks'>,
+    context: WriteEffectContext,
+    events: readonly DerivedEvent[],
+    deferSync: boolean,
+  ) => {
+    if (!events.length) return
+    const { ops, checks } = await deliveriesOf(hooks, context, events, deps.maxPendingPerTenant)
+    if (!ops.length) return
+    const batch: WriteBatch = checks?.length ? { checks, ops } : { ops }
+    if (deferSync) batch.deferSync = true
+    const written = await deps.store.write(batch)
+    if (!written.ok) throw pendingRefusal(written.failed, deps.maxPendingPerTenant)
+    if (deps.deliverAfterWrites) dispatcher.kick(tenantOf(ops))
+  }
   return {
     signer,
     dispatcher,
-    async callEvents(context, events) {
-      if (!events.length) return
-      const { ops, checks } = await deliveriesOf(deps.store, context, events, deps.maxPendingPerTenant)
-      if (!ops.length) return
-      const written = await deps.store.write(checks?.length ? { checks, ops } : { ops })
-      if (!written.ok) throw pendingRefusal(written.failed, deps.maxPendingPerTenant)
-      if (deps.deliverAfterWrites) dispatcher.kick(tenantOf(ops))
+    callEvents: (context, events) => writeEvents(deps.store, context, events, false),
+    readEvents(tenantId, type, now, made) {
+      const nowMs = Date.parse(now)
+      const kept = readHooks.kept(tenantId, nowMs)
+      // The common case: the tenant's webhooks are known and none takes it; no promise is made.
+      if (kept && !takesType(kept, type)) return undefined
+      return (async () => {
+        const hooks = kept ?? (await readHooks.of(tenantId, nowMs))
+        if (!takesType(hooks, type)) return
+        const { context, events } = made()
+        const known = { listWebhooks: async () => ({ items: hooks, total: hooks.length }) }
+        await writeEvents(known, context, events, true)
+      })()
     },
     effect: {
-      derive: derive.derive,
+      derive: (context, batch) => {
+        // A webhook changed here: reads' events read the webhooks again at once.
+        if (batch.ops.some((op) => op.op === 'webhook.put' || op.op === 'webhook.delete')) readHooks.clear()
+        return derive.derive(context, batch)
+      },
       // A write whose deliveries would pass the tenant's pending bound: 429, nothing lands.
       ...(derive.refused ? { refused: derive.refused } : {}),
       // The first attempt follows the write at once (no timer: the pass runs on the event loop now).
@@ -112,3 +160,43 @@ function runEventsOf(store: Store): NonNullable<DispatcherDeps['runEvents']> {
     ).ops
   }
 }
+
+/**
+ * Each tenant's webhooks as reads' events need them (`WebhookRuntime.readEvents`): read from the
+ * store at most once per `READ_HOOKS_MS` of the service's clock, at most `READ_HOOKS_TENANTS`
+ * tenants kept. A read of the store that began before a `clear` does not fill it.
+ */
+export class HooksForReads {
+  private readonly held = new Map<string, { hooks: StoredWebhook[]; until: number }>()
+  private generation = 0
+
+  constructor(private readonly store: Pick<Store, 'listWebhooks'>) {}
+
+  /** The tenant's webhooks when kept and still trusted at `nowMs`, else undefined. */
+  kept(tenantId: string, nowMs: number): StoredWebhook[] | undefined {
+    const kept = this.held.get(tenantId)
+    return kept && kept.until > nowMs ? kept.hooks : undefined
+  }
+
+  async of(tenantId: string, nowMs: number): Promise<StoredWebhook[]> {
+    const kept = this.kept(tenantId, nowMs)
+    if (kept) return kept
+    const began = this.generation
+    const range = { offset: 0, limit: MAX_WEBHOOKS_PER_TENANT }
+    const hooks = (await this.store.listWebhooks(tenantId, range)).items
+    if (began !== this.generation) return hooks
+    this.held.delete(tenantId)
+    this.held.set(tenantId, { hooks, until: nowMs + READ_HOOKS_MS })
+    if (this.held.size > READ_HOOKS_TENANTS) this.held.delete(this.held.keys().next().value!)
+    return hooks
+  }
+
+  clear(): void {
+    this.generation++
+    this.held.clear()
+  }
+}
+
+/** Whether an enabled webhook of `hooks` takes `type`. */
+const takesType = (hooks: readonly StoredWebhook[], type: string) =>
+  hooks.some((h) => h.status === 'enabled' && h.events.includes(type))

@@ -9,8 +9,9 @@
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
-import type { FormulaRunner, RunOutcome } from '../../src/kernel/index.js'
+import type { FormulaRunner, Permission, RunOutcome } from '../../src/kernel/index.js'
 import { SENT_EVENT_TYPES } from '../../src/webhooks/index.js'
+import { HooksForReads } from '../../src/webhooks/runtime.js'
 import { createTestVault } from '../../testing/index.js'
 
 const RECEIVER = 'https://hooks.example.test'
@@ -313,5 +314,103 @@ describe('application key events', () => {
     })
     expect(JSON.stringify(got)).not.toContain(key.key!)
     expect(JSON.stringify(got)).not.toContain('key_hash')
+  })
+})
+
+describe('token.read', () => {
+  /** A service over a store this test also writes to directly, as another process would. */
+  async function service() {
+    const store = memoryStore()
+    const clock = manualClock('2030-01-01T00:00:00.000Z')
+    const svc = createService({ store, clock, runner: null, egress: [RECEIVER], webhookDelivery: 'manual' })
+    const tenant = await svc.admin.createTenant({ name: 't' })
+    const app = async (type: 'management' | 'private', permissions: Permission[]) =>
+      svc.connect(
+        (await svc.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
+      )
+    const management = await app('management', ['webhook:create'])
+    const user = await app('private', ['token:create', 'token:read', 'token:search'])
+    const pending = async () =>
+      (await svc.admin.webhooks.deliveries(tenant.id)).filter((d) => d.kind === 'webhook').map((d) => d.body)
+    return { svc, store, clock, tenant, management, user, pending }
+  }
+
+  it('a read by id: { token: { id, type } } in the outbox before it answers; pages and searches send none', async () => {
+    const { svc, management, user, pending } = await service()
+    await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: ['token.read'] })
+    const t = await user.tokens.create({ type: 'token', data: CANARY })
+    await user.tokens.get(t.id)
+    const bodies = await pending()
+    expect(bodies).toHaveLength(1)
+    const event = JSON.parse(bodies[0]!) as Got
+    expect(event.type).toBe('token.read')
+    expect(event.data['token']).toEqual({ id: t.id, type: 'token' })
+    expect(bodies[0]).not.toContain(CANARY)
+    await user.tokens.list()
+    await user.tokens.search({ query: `id:${t.id}` })
+    expect(await pending()).toHaveLength(1)
+    await svc.close()
+  })
+
+  it('a read of a tenant with no webhook taking it writes nothing; one made here takes the next read at once', async () => {
+    const { svc, management, user, pending } = await service()
+    const t = await user.tokens.create({ type: 'token', data: 'x' })
+    await user.tokens.get(t.id)
+    expect(await pending()).toEqual([])
+    await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: ['token.read'] })
+    await user.tokens.get(t.id)
+    expect(await pending()).toHaveLength(1)
+    await svc.close()
+  })
+
+  it('a webhook made by another process takes reads here once 500 ms passed, not at 499', async () => {
+    const { svc, store, clock, tenant, user, pending } = await service()
+    const t = await user.tokens.create({ type: 'token', data: 'x' })
+    await user.tokens.get(t.id)
+    // Written to the store directly: this service learns of it only by reading its webhooks again.
+    const at = clock.now().toISOString()
+    const hook = { id: 'w1', tenant_id: tenant.id, status: 'enabled' as const, name: 'r' }
+    await store.write({
+      ops: [
+        {
+          op: 'webhook.put',
+          webhook: {
+            ...hook,
+            url: `${RECEIVER}/in`,
+            events: ['token.read'],
+            created_by: 'x',
+            created_at: at,
+          },
+        },
+      ],
+    })
+    clock.advance(499)
+    await user.tokens.get(t.id)
+    expect(await pending()).toEqual([])
+    clock.advance(1)
+    await user.tokens.get(t.id)
+    expect(await pending()).toHaveLength(1)
+    await svc.close()
+  })
+})
+
+describe("the reads' webhook cache", () => {
+  it('keeps 10 000 tenants; the 10 001st evicts the oldest kept', async () => {
+    let reads = 0
+    const hooks = new HooksForReads({
+      listWebhooks: async () => {
+        reads++
+        return { items: [], total: 0 }
+      },
+    })
+    for (let i = 0; i < 10_000; i++) await hooks.of(`t${i}`, 0)
+    await hooks.of('t0', 0)
+    expect(reads).toBe(10_000)
+    await hooks.of('t10000', 0)
+    expect(reads).toBe(10_001)
+    await hooks.of('t1', 0)
+    expect(reads).toBe(10_001)
+    await hooks.of('t0', 0)
+    expect(reads).toBe(10_002)
   })
 })
