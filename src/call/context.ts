@@ -43,6 +43,13 @@ export interface Principal {
 export interface CallbackPort {
   /** Told when an asynchronous react's outbox entry is acknowledged: the outbox's dispatcher runs it at once. */
   accepted(): void
+  /**
+   * Asked before a call invokes a reactor or a proxy (whose events, `types`, are written once it
+   * ended): rejects with 429 when a webhook of the tenant takes one of them and its pending
+   * deliveries are at their bound, so a call is refused before it acts, never after. Undefined
+   * (no promise) when the tenant's webhooks are known to take none.
+   */
+  invoking(tenantId: string, types: readonly string[]): Promise<void> | undefined
 }
 
 /**

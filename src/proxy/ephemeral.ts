@@ -7,9 +7,9 @@ import {
   answerOf,
   destinationUrl,
   forwardedHeaders,
-  noteProxyInvoked,
   PROXY_MAX_BODY_BYTES,
   type ProxyAnswer,
+  proxyInvoking,
   send,
 } from './forward.js'
 import { preconfiguredCall } from './preconfigured.js'
@@ -105,7 +105,7 @@ export async function ephemeralCall(ctx: Ctx, call: ParsedProxyCall): Promise<Pr
   if (call.url === undefined || call.url === '')
     throw invalid('BT-PROXY-URL', 'is required: the destination of the proxy request')
   const url = destinationUrl(call.url, call.path, call.query, 'BT-PROXY-URL')
-  noteProxyInvoked(ctx, url, call.method)
+  await proxyInvoking(ctx, url, call.method)
   const body = given === null ? null : await detokenizedBody(ctx, given, headers['content-type'], encrypted)
   const response = await send(ctx, { url, method: call.method, headers, body }, 'BT-PROXY-URL')
   return answerOf(response)

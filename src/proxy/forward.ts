@@ -151,15 +151,19 @@ export async function send(ctx: Ctx, outbound: Outbound, field: string): Promise
 }
 
 /**
- * Notes on `ctx` that the call invoked a proxy (its `proxy.invoked` event): `proxy` (absent for the
- * ephemeral one), the method, and the destination's origin and path, never its query.
+ * Admits and notes a proxy's invocation: refused (429) before anything is sent when a webhook of
+ * the tenant takes `proxy.invoked` and its pending deliveries are at their bound
+ * (`CallbackPort.invoking`); else noted on `ctx` for its `proxy.invoked` event: `proxy` (absent
+ * for the ephemeral one), the method, and the destination's origin and path, never its query.
  */
-export function noteProxyInvoked(
+export async function proxyInvoking(
   ctx: Ctx,
   url: string,
   method: string,
   proxy?: { id: string; name: string },
 ) {
+  const admitted = ctx.callbacks.invoking(ctx.principal.tenantId, PROXY_EVENTS)
+  if (admitted) await admitted
   let bare = url
   try {
     const u = new URL(url)
@@ -172,6 +176,8 @@ export function noteProxyInvoked(
   if (proxy) invoked.proxy = { id: proxy.id, name: proxy.name }
   ctx.invoked = invoked
 }
+
+const PROXY_EVENTS = ['proxy.invoked']
 
 /** The problem a failed exchange answers: 408 past the time limit, else 502 naming why. */
 function destinationFailure(error: unknown): ServiceError {

@@ -7,8 +7,8 @@ import {
   endToEnd,
   forwardedHeaders,
   HOP_BY_HOP,
-  noteProxyInvoked,
   type ProxyAnswer,
+  proxyInvoking,
   send,
 } from './forward.js'
 import { bodyBytesOf, runTransform, transformBody } from './transforms.js'
@@ -43,7 +43,7 @@ export async function preconfiguredCall(
   call: PreconfiguredCall,
 ): Promise<ProxyAnswer> {
   const url = destinationUrl(proxy.destination_url, call.path, call.query, 'BT-PROXY-KEY')
-  noteProxyInvoked(ctx, url, call.method, proxy)
+  await proxyInvoking(ctx, url, call.method, proxy)
   let { headers, body } = call
   if (proxy.request_transform) {
     const args = {

@@ -39,6 +39,9 @@ export async function startRun(ctx: Ctx, reactor: Reactor, args: JsonObject) {
     )
 }
 
+/** The events of a synchronous react (see `Invocation`): a tenant at its pending bound taking one is refused before the run. */
+const REACTOR_EVENTS = ['reactor.invoked', 'reactor.completed', 'reactor.failed']
+
 /** A run of `reactor` starting now, as its webhook events name it (see `Invocation`). */
 export const invocationOf = (ctx: Ctx, reactor: Reactor): ReactorInvoked => ({
   kind: 'reactor',
@@ -56,6 +59,8 @@ export async function react(ctx: Ctx, id: string, input: ReactInput): Promise<Re
   const reactor = await mustGetReactor(ctx, id)
   const run = await startRun(ctx, reactor, await checkedArgs(ctx, reactor, body.args))
   const timeoutMs = ctx.options.reactorTimeoutMs
+  const admitted = ctx.callbacks.invoking(ctx.principal.tenantId, REACTOR_EVENTS)
+  if (admitted) await admitted
   const invoked = invocationOf(ctx, reactor)
   ctx.invoked = invoked
   const outcome = await run(timeoutMs)

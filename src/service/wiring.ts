@@ -341,13 +341,17 @@ class RevealNotes implements Observer {
   }
 }
 
-/** What an accepted asynchronous react tells: `kick` starts a pass of the outbox's dispatcher. */
-function callbackPort(options: ServiceOptions, kick: () => void): CallbackPort {
+/**
+ * What a call tells the outbox: an accepted asynchronous react (a pass of the dispatcher starts),
+ * and a reactor or proxy about to be invoked (`admitCall`: the tenant's pending bound).
+ */
+function callbackPort(options: ServiceOptions, clock: Clock, webhooks: () => WebhookRuntime): CallbackPort {
   return {
     // An accepted asynchronous react runs at once, as a write's webhook deliveries go out at once.
     accepted: () => {
-      if (options.webhookDelivery !== 'manual') kick()
+      if (options.webhookDelivery !== 'manual') webhooks().dispatcher.kick()
     },
+    invoking: (tenantId, types) => webhooks().admitCall(tenantId, types, clock.now().getTime()),
   }
 }
 
@@ -368,7 +372,7 @@ export function wire(options: ServiceOptions, defaults: ServiceDefaults): Wiring
   const given = options.runner === null ? undefined : (options.runner ?? defaults.runner())
   const runner = given && withEgress(given, egress)
   const journal = journalOf(options)
-  const callbacks = callbackPort(options, () => webhooks.dispatcher.kick())
+  const callbacks = callbackPort(options, clock, () => webhooks)
   const proxyGate = new TenantGate(atLeastOne(options.maxProxyCallsPerTenant, DEFAULT_PROXY_CALLS_PER_TENANT))
   const audit = options.auditLog === false ? undefined : new AuditLog(options.store, auditMac(keyring))
   const effects: WriteEffectHook[] = audit ? [audit.effect] : []

@@ -1,4 +1,5 @@
 import type { Clock, EgressClient, OutboxEntry, StoredWebhook } from '../kernel/index.js'
+import { tooMany } from '../kernel/index.js'
 import { type AcceptedRun, acceptedOf } from '../reactors/index.js'
 import type { Op, Store, WriteBatch, WriteEffectContext, WriteEffectHook } from '../store/index.js'
 import type { DispatcherDeps } from './deps.js'
@@ -14,9 +15,11 @@ export interface WebhookRuntime {
   /** Appends a write's outbox entries to it; once such a write is acknowledged, starts a delivery pass. */
   effect: WriteEffectHook
   /**
-   * Writes the deliveries of events a call made without a write of its own (`invocationEvents`),
-   * within the tenant's pending bound (else 429, nothing written); resolves once they are in the
-   * store, and starts a delivery pass. A tenant with no webhook taking them costs one read.
+   * Writes the deliveries of events a call made without a write of its own (`invocationEvents`);
+   * resolves once they are in the store, and starts a delivery pass. Not guarded by the tenant's
+   * pending bound: the call was admitted before it acted (`admitCall`) and is never refused after,
+   * so the tenant may pass its bound by the events of the calls admitted together. A tenant with
+   * no webhook taking them costs one read.
    */
   callEvents(context: WriteEffectContext, events: readonly DerivedEvent[]): Promise<void>
   /**
@@ -25,6 +28,12 @@ export interface WebhookRuntime {
    * once per `READ_HOOKS_MS` of the service's clock for this (a webhook write of this process reads
    * them again at once), so a read of a tenant that takes none costs a map lookup.
    */
+  /**
+   * Refuses (429) a call about to invoke a reactor or a proxy when a webhook of the tenant takes one
+   * of `types` and the tenant's pending deliveries are at its bound (`CallbackPort.invoking`); its
+   * webhooks known as for reads (`readEvents`), its count read only when one takes them.
+   */
+  admitCall(tenantId: string, types: readonly string[], nowMs: number): Promise<void> | undefined
   readEvents(
     tenantId: string,
     type: DerivedEvent['type'],
@@ -75,11 +84,12 @@ export function webhookRuntime(deps: {
     context: WriteEffectContext,
     events: readonly DerivedEvent[],
     deferSync: boolean,
+    bounded = true,
   ) => {
     if (!events.length) return
     const { ops, checks } = await deliveriesOf(hooks, context, events, deps.maxPendingPerTenant)
     if (!ops.length) return
-    const batch: WriteBatch = checks?.length ? { checks, ops } : { ops }
+    const batch: WriteBatch = bounded && checks?.length ? { checks, ops } : { ops }
     if (deferSync) batch.deferSync = true
     const written = await deps.store.write(batch)
     if (!written.ok) throw pendingRefusal(written.failed, deps.maxPendingPerTenant)
@@ -88,7 +98,18 @@ export function webhookRuntime(deps: {
   return {
     signer,
     dispatcher,
-    callEvents: (context, events) => writeEvents(deps.store, context, events, false),
+    // Unguarded: the call was admitted before it acted (`admitCall`), and is not refused after.
+    callEvents: (context, events) => writeEvents(deps.store, context, events, false, false),
+    admitCall(tenantId, types, nowMs) {
+      const kept = readHooks.kept(tenantId, nowMs)
+      if (kept && !types.some((type) => takesType(kept, type))) return undefined
+      return (async () => {
+        const hooks = kept ?? (await readHooks.of(tenantId, nowMs))
+        if (!types.some((type) => takesType(hooks, type))) return
+        const max = deps.maxPendingPerTenant
+        if ((await deps.store.countRecords(tenantId, 'outbox.pending')) >= max) throw atBound(max)
+      })()
+    },
     readEvents(tenantId, type, now, made) {
       const nowMs = Date.parse(now)
       const kept = readHooks.kept(tenantId, nowMs)
@@ -200,3 +221,10 @@ export class HooksForReads {
 /** Whether an enabled webhook of `hooks` takes `type`. */
 const takesType = (hooks: readonly StoredWebhook[], type: string) =>
   hooks.some((h) => h.status === 'enabled' && h.events.includes(type))
+
+/** The 429 of a call refused before it acts: its tenant's pending deliveries are at their bound. */
+const atBound = (max: number) =>
+  tooMany(
+    `this tenant has ${max} webhook deliveries and callbacks pending, its bound: a webhook takes this call's events`,
+    10,
+  )

@@ -158,53 +158,56 @@ describe('reactor events', () => {
     expect(JSON.stringify(got)).not.toContain(CANARY)
   })
 
-  it("a react whose events would pass the tenant's pending bound answers 429 and adds none", async () => {
+  it('a react or a proxy call of a tenant at its pending bound is refused (429) before it acts; one admitted writes its events', async () => {
+    let runs = 0
+    const counting = runnerOf(() => {
+      runs++
+      return { ok: true, value: { raw: {} }, logs: [] }
+    })
+    let sent = 0
     const service = createService({
       store: memoryStore(),
       clock: manualClock('2030-01-01T00:00:00.000Z'),
-      runner: echo,
-      egress: [RECEIVER],
+      runner: counting,
+      egress: [RECEIVER, PROCESSOR],
+      egressClient: async () => {
+        sent++
+        return { status: 200, statusText: 'OK', url: PROCESSOR, redirected: false, headers: {}, body: '' }
+      },
       webhookDelivery: 'manual',
-      maxPendingDeliveriesPerTenant: 2,
+      maxPendingDeliveriesPerTenant: 3,
     })
     const tenant = await service.admin.createTenant({ name: 't' })
-    const { key } = await service.admin.createApplication({
-      tenantId: tenant.id,
-      name: 'm',
-      type: 'management',
-      permissions: ['webhook:create', 'reactor:create'],
-    })
-    const management = service.connect(key)
-    await management.webhooks.create({
-      name: 'r',
-      url: `${RECEIVER}/in`,
-      events: ['reactor.invoked', 'reactor.completed'],
-    })
+    const app = async (type: 'management' | 'private', permissions: Permission[]) =>
+      service.connect(
+        (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
+      )
+    const management = await app('management', ['webhook:create', 'reactor:create'])
+    const types = ['reactor.invoked', 'reactor.completed', 'proxy.invoked']
+    await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: types })
     const reactor = await management.reactors.create({
       name: 'echo',
       code: 'module.exports = async (r) => r',
     })
-    const user = service.connect(
-      (
-        await service.admin.createApplication({
-          tenantId: tenant.id,
-          name: 'u',
-          type: 'private',
-          permissions: ['token:use'],
-        })
-      ).key,
-    )
+    const user = await app('private', ['token:use'])
     const pending = async () =>
-      (await service.admin.webhooks.deliveries(tenant.id))
-        .filter((d) => d.state === 'pending')
-        .map((d) => d.event_type)
-    // The bound counts every pending delivery: the first react's two fill a bound of 2.
+      (await service.admin.webhooks.deliveries(tenant.id)).filter((d) => d.state === 'pending').length
+    // A bound of 3: the first react's two leave room; the second is admitted at 2 and writes its
+    // two (4, past the bound by what was admitted); the third is refused before its formula runs.
     await user.reactors.react(reactor.id, { args: {} })
-    expect(await pending()).toEqual(['reactor.invoked', 'reactor.completed'])
+    await user.reactors.react(reactor.id, { args: {} })
+    expect([await pending(), runs]).toEqual([4, 2])
     await expect(user.reactors.react(reactor.id, { args: {} })).rejects.toMatchObject({
       code: 'too_many_requests',
     })
-    expect(await pending()).toEqual(['reactor.invoked', 'reactor.completed'])
+    expect([await pending(), runs]).toEqual([4, 2])
+    // A proxy call: refused before anything is sent.
+    await expect(
+      user.proxy.invoke({ method: 'GET', url: `${PROCESSOR}/x`, headers: {} }),
+    ).rejects.toMatchObject({
+      code: 'too_many_requests',
+    })
+    expect([await pending(), sent]).toEqual([4, 0])
     await service.close()
   })
 
