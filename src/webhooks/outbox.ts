@@ -113,8 +113,8 @@ function webhookEntry(
   }
 }
 
-/** The enabled webhooks of `tenantId` that take `type`. */
-const takes = (hooks: readonly StoredWebhook[], type: string) =>
+/** The enabled webhooks of `hooks` that take `type`. */
+export const takes = (hooks: readonly StoredWebhook[], type: string) =>
   hooks.filter((h) => h.status === 'enabled' && h.events.includes(type))
 
 /**

@@ -5,7 +5,7 @@ import type { Op, Store, WriteBatch, WriteEffectContext, WriteEffectHook } from 
 import type { DispatcherDeps } from './deps.js'
 import { Dispatcher } from './dispatcher.js'
 import { type DerivedEvent, reactorEvents } from './events.js'
-import { deliveriesOf, MAX_WEBHOOKS_PER_TENANT, pendingRefusal, webhookEffect } from './outbox.js'
+import { deliveriesOf, MAX_WEBHOOKS_PER_TENANT, pendingRefusal, takes, webhookEffect } from './outbox.js'
 import { type WebhookSigner, webhookSigner } from './signing.js'
 
 /** What one service holds of webhooks: the signer, the dispatcher, and the write effect that fills the outbox. */
@@ -23,17 +23,17 @@ export interface WebhookRuntime {
    */
   callEvents(context: WriteEffectContext, events: readonly DerivedEvent[]): Promise<void>
   /**
-   * Writes the deliveries of a read's events (`token.read`), unsynced as a read's audit entry is
-   * (`deferSync`), when a webhook of the tenant takes them. The tenant's webhooks are read at most
-   * once per `READ_HOOKS_MS` of the service's clock for this (a webhook write of this process reads
-   * them again at once), so a read of a tenant that takes none costs a map lookup.
-   */
-  /**
    * Refuses (429) a call about to invoke a reactor or a proxy when a webhook of the tenant takes one
    * of `types` and the tenant's pending deliveries are at its bound (`CallbackPort.invoking`); its
    * webhooks known as for reads (`readEvents`), its count read only when one takes them.
    */
   admitCall(tenantId: string, types: readonly string[], nowMs: number): Promise<void> | undefined
+  /**
+   * Writes the deliveries of a read's events (`token.read`), unsynced as a read's audit entry is
+   * (`deferSync`), when a webhook of the tenant takes them. The tenant's webhooks are read at most
+   * once per `READ_HOOKS_MS` of the service's clock for this (a webhook write of this process reads
+   * them again at once), so a read of a tenant that takes none costs a map lookup.
+   */
   readEvents(
     tenantId: string,
     type: DerivedEvent['type'],
@@ -78,7 +78,7 @@ export function webhookRuntime(deps: {
   })
   const derive = webhookEffect(deps.store, deps.maxPendingPerTenant)
   const readHooks = new HooksForReads(deps.store)
-  /** Writes the deliveries of `events`, its webhooks read from `hooks`, within the pending bound. */
+  /** Writes the deliveries of `events`, its webhooks read from `hooks`: within the pending bound when `bounded`. */
   const writeEvents = async (
     hooks: Pick<Store, 'listWebhooks'>,
     context: WriteEffectContext,
@@ -219,8 +219,7 @@ export class HooksForReads {
 }
 
 /** Whether an enabled webhook of `hooks` takes `type`. */
-const takesType = (hooks: readonly StoredWebhook[], type: string) =>
-  hooks.some((h) => h.status === 'enabled' && h.events.includes(type))
+const takesType = (hooks: readonly StoredWebhook[], type: string) => takes(hooks, type).length > 0
 
 /** The 429 of a call refused before it acts: its tenant's pending deliveries are at their bound. */
 const atBound = (max: number) =>
