@@ -94,19 +94,6 @@ export const SENT_EVENT_TYPES = [
   'token.read',
 ] as const
 
-/**
- * The event types a call makes without a write of its own (a react, a proxy call, a token read):
- * written by `WebhookRuntime.callEvents` (`readEvents`) once the call ended, before it answers. The others of
- * `SENT_EVENT_TYPES` are derived from the writes that make them.
- */
-export const CALL_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'reactor.invoked',
-  'reactor.completed',
-  'reactor.failed',
-  'proxy.invoked',
-  'token.read',
-])
-
 /** An event a write makes, before it is addressed to any webhook: its tenant, type and data object. */
 export interface DerivedEvent {
   tenantId: string

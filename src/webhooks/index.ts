@@ -17,7 +17,6 @@ export {
 } from './dispatcher.js'
 export type { CallEnd, DerivedEvent, ReactorEnd, ReactorInvocation } from './events.js'
 export {
-  CALL_EVENT_TYPES,
   EVENT_TYPES,
   eventsOf,
   invocationEvents,
