@@ -65,7 +65,11 @@ export const EVENT_TYPES = [
   'google-pay.retrieved',
 ] as const
 
-/** The event types tokenvault sends: derived from the writes that make them (`eventsOf`). */
+/**
+ * The event types tokenvault sends: derived from the writes that make them (`eventsOf`), or, for
+ * those of a call that writes nothing of its own (a react, a proxy call, a token read), from the call
+ * once it ended (`invocationEvents`, `token.read` in src/service/audit-calls.ts).
+ */
 export const SENT_EVENT_TYPES = [
   'token.created',
   'token.updated',
