@@ -2,7 +2,8 @@
  * Against `npm start` (the CLI, from source): node-sdk 5's `client.webhooks.*` unmodified, a
  * loopback receiver getting a token create's delivery within 1 s and verifying it the documented
  * way; and SIGKILL with deliveries pending (the receiver answering 500): after a restart on the same
- * file store every one arrives, duplicates only as at-least-once allows (counted).
+ * file store every one arrives, duplicates only as at-least-once allows (counted); the same for the
+ * events of calls that write nothing of their own (a proxy call's, a token read's).
  */
 import { constants, createVerify, generateKeyPairSync } from 'node:crypto'
 import { once } from 'node:events'
@@ -27,6 +28,7 @@ function signingKeyFile(): { file: string; publicKey: string } {
 
 interface Got {
   at: number
+  path: string
   body: string
   signature: string
 }
@@ -40,6 +42,7 @@ async function receiver(status: () => number) {
     req.on('end', () => {
       got.push({
         at: Date.now(),
+        path: req.url ?? '',
         body: Buffer.concat(chunks).toString(),
         signature: String(req.headers['bt-signature']),
       })
@@ -171,6 +174,66 @@ describe('webhooks against the CLI', () => {
     // Signed after the restart with the same key: the one printed before it.
     expect(second.stderr()).toMatch(/webhook signing key: using /)
     expect(r.got.slice(before).every(verified(publicKey))).toBe(true)
+    second.child.kill('SIGTERM')
+    await second.exited
+  }, 60_000)
+
+  it("SIGKILL with a call's events pending (proxy.invoked, token.read; receiver answering 500): after restart each arrives", async () => {
+    let answer = 500
+    const r = await receiver(() => answer)
+    servers.push(r.server)
+    const dir = mkdtempSync(join(tmpdir(), 'tv-call-events-'))
+    const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
+    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
+    const first = start(args, dir, env)
+    const url = (await first.line(1)).slice('listening on '.length)
+    const management = (await first.line(2)).slice('management key: '.length)
+    const call = async (key: string, method: string, path: string, body?: unknown, headers = {}) =>
+      fetch(`${url}${path}`, {
+        method,
+        headers: { 'SVC-API-KEY': key, 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+    const json = async (response: Promise<Response>) =>
+      (await response).json() as Promise<{ id: string; key: string }>
+    const events = ['proxy.invoked', 'token.read']
+    await json(call(management, 'POST', '/webhooks', { name: 'h', url: `${r.origin}/in`, events }))
+    const app = await json(
+      call(management, 'POST', '/applications', {
+        name: 'w',
+        type: 'private',
+        permissions: ['token:create', 'token:read', 'token:use'],
+      }),
+    )
+    const token = await json(call(app.key, 'POST', '/tokens', { type: 'token', data: 'x' }))
+    for (let i = 0; i < 5; i++) {
+      const proxied = await call(app.key, 'POST', '/proxy', { n: i }, { 'SVC-PROXY-URL': `${r.origin}/dest` })
+      expect(proxied.status).toBe(500)
+      expect((await call(app.key, 'GET', `/tokens/${token.id}`)).status).toBe(200)
+    }
+    const deliveries = () => r.got.filter((g) => g.path === '/in')
+    // Each event's first attempt failed (500): all ten are pending in the store.
+    expect(await until(() => deliveries().length >= 10, 5000)).toBe(true)
+    first.child.kill('SIGKILL')
+    await first.exited
+    answer = 200
+    const before = r.got.length
+    const second = start(args, dir, env)
+    await second.line(1)
+    const ids = () =>
+      new Set(
+        r.got
+          .slice(before)
+          .filter((g) => g.path === '/in')
+          .map((g) => JSON.parse(g.body).event.id),
+      )
+    expect(await until(() => ids().size === 10, 30_000)).toBe(true)
+    const types = r.got
+      .slice(before)
+      .filter((g) => g.path === '/in')
+      .map((g) => JSON.parse(g.body).event.type as string)
+    expect(types.filter((t) => t === 'proxy.invoked').length).toBeGreaterThanOrEqual(5)
+    expect(types.filter((t) => t === 'token.read').length).toBeGreaterThanOrEqual(5)
     second.child.kill('SIGTERM')
     await second.exited
   }, 60_000)
