@@ -275,6 +275,22 @@ describe('proxy.invoked', () => {
     expect(JSON.stringify(got)).not.toContain(CANARY)
   })
 
+  it('a request transform that answers by itself: invoked, with its status and no destination answer', async () => {
+    const teapot = runnerOf(() => ({ ok: true, value: { custom: { status: 418, body: 'no' } }, logs: [] }))
+    const { v, user, events, of } = await subscribed({ runner: teapot })
+    const made = await v.client('management').proxies.create({
+      name: 'refuses',
+      destination_url: PROCESSOR,
+      request_transform: { code: 'module.exports = async () => { throw new Error() }' },
+    })
+    const answer = await user.proxy.invoke({ method: 'POST', proxy_key: made.key!, path: '/x', body: '{}' })
+    expect(answer.status).toBe(418)
+    expect(v.proxy.received(PROCESSOR)).toEqual([])
+    const [invoked] = of(await events(), 'proxy.invoked')
+    expect(invoked!.data['proxy']).toMatchObject({ id: made.id, response: { status: 418 } })
+    expect(invoked!.data['destination']).toEqual({ request: { method: 'POST', url: `${PROCESSOR}/x` } })
+  })
+
   it('a call without an API key (require_auth: false): actor proxy, its id', async () => {
     const { v, events, of } = await subscribed()
     const open = await v
