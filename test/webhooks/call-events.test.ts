@@ -2,9 +2,10 @@
  * The events of calls that write nothing of their own (docs/webhooks.md › Event types): a
  * synchronous react's `reactor.invoked` then `reactor.completed` or `reactor.failed`, an
  * asynchronous react's `reactor.invoked` when accepted and its end when run, a proxy call's
- * `proxy.invoked`; and an application key's `application.key.created` / `.deleted`. Each is in the
- * outbox before the call answers; none holds a formula's message, arguments, result, a proxied
- * body, header or query, or a key.
+ * `proxy.invoked`, a read by id's `token.read`; and an application key's `application.key.created`
+ * / `.deleted`. Each is in the outbox before the call answers; none holds a formula's message,
+ * arguments, result, a proxied body, header or query, or a key. A tenant at its pending bound is
+ * refused before a react or a proxy call acts, never after.
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
