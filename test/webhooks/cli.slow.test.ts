@@ -76,6 +76,33 @@ async function until(check: () => boolean, ms: number) {
   return check()
 }
 
+/**
+ * A loopback receiver answering 500, and `serve` on a file store in a new directory, its egress
+ * that receiver; `killedAndRestarted` kills it and starts it again there, the receiver answering 200.
+ */
+async function serveToFailingReceiver(prefix: string) {
+  const receiving = { answer: 500 }
+  const r = await receiver(() => receiving.answer)
+  servers.push(r.server)
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
+  const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
+  const first = start(args, dir, env)
+  const url = (await first.line(1)).slice('listening on '.length)
+  const management = (await first.line(2)).slice('management key: '.length)
+  /** SIGKILLs the first process, lets the receiver answer 200, starts the store again: what it got before. */
+  const killedAndRestarted = async () => {
+    first.child.kill('SIGKILL')
+    await first.exited
+    receiving.answer = 200
+    const before = r.got.length
+    const second = start(args, dir, env)
+    await second.line(1)
+    return { second, before }
+  }
+  return { r, dir, first, url, management, killedAndRestarted }
+}
+
 describe('webhooks against the CLI', () => {
   it('node-sdk 5 manages webhooks; a token create is delivered to a loopback receiver within 1 s, signed', async () => {
     const r = await receiver(() => 200)
@@ -117,17 +144,10 @@ describe('webhooks against the CLI', () => {
   })
 
   it('SIGKILL with deliveries pending (receiver answering 500): after restart every one arrives', async () => {
-    let answer = 500
-    const r = await receiver(() => answer)
-    servers.push(r.server)
-    const dir = mkdtempSync(join(tmpdir(), 'tv-webhooks-'))
-    const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
     // The master key and the signing key: ./.tokenvault.key and ./.tokenvault-webhook-signing.pem
     // in `dir`, made on the first start and read on the second.
-    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
-    const first = start(args, dir, env)
-    const url = (await first.line(1)).slice('listening on '.length)
-    const management = (await first.line(2)).slice('management key: '.length)
+    const { r, dir, first, url, management, killedAndRestarted } =
+      await serveToFailingReceiver('tv-webhooks-')
     const call = async (key: string, path: string, body: unknown) =>
       (
         await fetch(`${url}${path}`, {
@@ -154,12 +174,7 @@ describe('webhooks against the CLI', () => {
     const publicKey = printed.lines.join('\n')
     expect(publicKey).toMatch(/^-----BEGIN PUBLIC KEY-----/)
     expect(r.got.every(verified(publicKey))).toBe(true)
-    first.child.kill('SIGKILL')
-    await first.exited
-    answer = 200
-    const before = r.got.length
-    const second = start(args, dir, env)
-    await second.line(1)
+    const { second, before } = await killedAndRestarted()
     // The first attempts failed 10 s before; the restarted process retries when each back-off ends.
     expect(
       await until(
@@ -179,15 +194,7 @@ describe('webhooks against the CLI', () => {
   }, 60_000)
 
   it("SIGKILL with a call's events pending (proxy.invoked, token.read; receiver answering 500): after restart each arrives", async () => {
-    let answer = 500
-    const r = await receiver(() => answer)
-    servers.push(r.server)
-    const dir = mkdtempSync(join(tmpdir(), 'tv-call-events-'))
-    const args = ['serve', '--port', '0', '--store', `file:${join(dir, 'store')}`, '--log', 'none']
-    const env = { TOKENVAULT_REACTOR_EGRESS: r.origin }
-    const first = start(args, dir, env)
-    const url = (await first.line(1)).slice('listening on '.length)
-    const management = (await first.line(2)).slice('management key: '.length)
+    const { r, url, management, killedAndRestarted } = await serveToFailingReceiver('tv-call-events-')
     const call = async (key: string, method: string, path: string, body?: unknown, headers = {}) =>
       fetch(`${url}${path}`, {
         method,
@@ -214,12 +221,7 @@ describe('webhooks against the CLI', () => {
     const deliveries = () => r.got.filter((g) => g.path === '/in')
     // Each event's first attempt failed (500): all ten are pending in the store.
     expect(await until(() => deliveries().length >= 10, 5000)).toBe(true)
-    first.child.kill('SIGKILL')
-    await first.exited
-    answer = 200
-    const before = r.got.length
-    const second = start(args, dir, env)
-    await second.line(1)
+    const { second, before } = await killedAndRestarted()
     const ids = () =>
       new Set(
         r.got
