@@ -60,13 +60,15 @@ export interface CallbackPort {
  */
 export type Invocation = ReactorInvoked | ProxyInvoked
 
-/** A reactor's run: sync, or async (`requestId`, the id `reactors.result` takes) once accepted. */
+/**
+ * A synchronous react's run. (An asynchronous react's `reactor.invoked` is derived from the write
+ * that accepts it, and its end from the write of its result: see src/webhooks/events.ts.)
+ */
 export interface ReactorInvoked {
   kind: 'reactor'
   reactor: { id: string; name: string }
   /** The clock's time (ms) when the run started. */
   startedMs: number
-  requestId?: string
   /** Why the run failed, in the vault's own words (never the formula's message), when it did. */
   failure?: string
 }

@@ -515,6 +515,8 @@ export interface OutboxEntry {
   kind: 'webhook' | 'callback' | 'react'
   /** The reactor an accepted asynchronous react runs (`kind: 'react'`; its id is the request id). */
   reactor_id?: string
+  /** Its reactor's name when it was accepted (`kind: 'react'`): what its `reactor.invoked` event names. */
+  reactor_name?: string
   /**
    * What an asynchronous react answered once run (`kind: 'react'`): the JSON text of `{ ok: true,
    * result }` or `{ ok: false, status, detail, errors? }`; sealed at rest like `body`.

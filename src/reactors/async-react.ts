@@ -13,7 +13,7 @@ import { allowedUrl } from './egress.js'
 import type { ReactInput } from './inputs.js'
 import { type JsonObject, reactResult, runFailure, runFailureText } from './react.js'
 import { mustGetReactor } from './reactor-records.js'
-import { checkedArgs, invocationOf, requireUse, startRun } from './reactor-runs.js'
+import { checkedArgs, requireUse, startRun } from './reactor-runs.js'
 import { reactInput } from './reactor-schemas.js'
 
 /** The documented default limit of an asynchronous react (ms). */
@@ -119,6 +119,7 @@ export async function reactAsync(ctx: Ctx, id: string, input: ReactInput): Promi
     id: newOrderedId(now, tenantId),
     kind: 'react',
     reactor_id: reactor.id,
+    reactor_name: reactor.name,
     url: callback ?? '',
     body: JSON.stringify(accepted),
     created_at: now,
@@ -135,7 +136,6 @@ export async function reactAsync(ctx: Ctx, id: string, input: ReactInput): Promi
   }
   const written = await ctx.store.write({ checks: [bound], ops: [{ op: 'outbox.put', entry }] })
   if (!written.ok) throw checkFailure(written.failed)
-  ctx.invoked = { ...invocationOf(ctx, reactor), requestId: entry.id }
   ctx.callbacks.accepted()
   return { asyncReactorRequestId: entry.id }
 }

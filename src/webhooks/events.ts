@@ -1,6 +1,7 @@
 import type { Invocation } from '../call/index.js'
 import type {
   JsonObject,
+  OutboxEntry,
   StoredApplication,
   StoredProxy,
   StoredSession,
@@ -307,9 +308,27 @@ function eventOf(context: WriteEffectContext, batch: Readonly<WriteBatch>, op: O
     }
     case 'proxy.delete':
       return { tenantId: op.tenant_id, type: 'proxy.deleted', data: { proxy: { id: op.id } } }
+    case 'outbox.put':
+      return accepted(op.entry)
     default:
       return null
   }
+}
+
+/**
+ * An asynchronous react's `reactor.invoked`, from the put that accepts it: a react entry pending,
+ * never claimed nor attempted (the dispatcher's claims and results go to the store without write
+ * effects). So the accepted react and its event land in one store write: no `202` without it.
+ */
+function accepted(entry: OutboxEntry): DerivedEvent | null {
+  if (entry.kind !== 'react' || entry.state !== 'pending' || entry.claim !== undefined) return null
+  if (entry.attempts.length > 0 || entry.reactor_id === undefined) return null
+  const run: ReactorInvocation = {
+    tenantId: entry.tenant_id,
+    reactor: { id: entry.reactor_id, name: entry.reactor_name ?? '' },
+    request: { id: entry.id, invocation_type: 'async' },
+  }
+  return reactorEvents(run, true)[0]!
 }
 
 /** The events a write makes, in the order of its ops. */
@@ -367,8 +386,7 @@ export interface CallEnd {
 
 /**
  * The events of what a call invoked (`Invocation`), once it ended at `nowMs`: a synchronous
- * react's `reactor.invoked` and `reactor.completed` or `reactor.failed`; an accepted asynchronous
- * react's `reactor.invoked` (its end is told by the run, see `reactorEvents`); a proxy call's
+ * react's `reactor.invoked` and `reactor.completed` or `reactor.failed`; a proxy call's
  * `proxy.invoked`, naming the proxy, the destination's method, origin and path, and the statuses
  * and times, never a body, a header or a query (they may carry detokenized data).
  */
@@ -383,12 +401,8 @@ export function invocationEvents(
     const run: ReactorInvocation = {
       tenantId,
       reactor: invoked.reactor,
-      request:
-        invoked.requestId === undefined
-          ? { invocation_type: 'sync' }
-          : { id: invoked.requestId, invocation_type: 'async' },
+      request: { invocation_type: 'sync' },
     }
-    if (invoked.requestId !== undefined) return reactorEvents(run, true)
     const failure = invoked.failure ?? end.error
     return reactorEvents(
       run,

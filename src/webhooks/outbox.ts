@@ -128,17 +128,18 @@ export const takes = (hooks: readonly StoredWebhook[], type: string) =>
 export function webhookEffect(store: Store, maxPending: number): WriteEffectHook {
   return {
     async derive(context: WriteEffectContext, batch: Readonly<WriteBatch>): Promise<DerivedWrite> {
-      // Outbox writes (claims, results, accepted reacts, which guard the bound in their own write) derive nothing.
-      if (batch.ops.every((op) => op.op.startsWith('outbox.'))) return { ops: [] }
+      // Of outbox writes only an accepted react's makes an event (the dispatcher's claims and
+      // results come without effects); its own pending entry counts against the bound with them.
       const events = eventsOf(context, batch)
       if (!events.length) return { ops: [] }
+      const own = batch.ops.reduce((n, op) => (op.op === 'outbox.put' ? n + 1 : n), 0)
       // The sweep's writes (actor `system`: expired tokens deleted, cvcs dropped) may take a tenant
       // to `SYSTEM_PENDING_FACTOR` times its bound: one at its bound still has its expired data
       // gone. Past that, a token's write is refused and left for a later sweep, once the tenant's
       // deliveries drained: with no bound, each sweep added a delivery per webhook for every card
       // whose cvc ended, however many the tenant held.
       const bound = context.actorType === 'system' ? SYSTEM_PENDING_FACTOR * maxPending : maxPending
-      return deliveriesOf(store, context, events, bound)
+      return deliveriesOf(store, context, events, bound - own)
     },
     refused: (check) => pendingRefusal(check, maxPending),
   }

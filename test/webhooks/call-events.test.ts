@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
 import { createService, manualClock } from '../../entry/index.js'
 import type { FormulaRunner, Permission, RunOutcome } from '../../src/kernel/index.js'
+import type { WriteBatch } from '../../src/store/index.js'
 import { SENT_EVENT_TYPES } from '../../src/webhooks/index.js'
 import { HooksForReads } from '../../src/webhooks/runtime.js'
 import { createTestVault } from '../../testing/index.js'
@@ -209,6 +210,59 @@ describe('reactor events', () => {
       code: 'too_many_requests',
     })
     expect([await pending(), sent]).toEqual([4, 0])
+    await service.close()
+  })
+
+  it("an asynchronous react's reactor.invoked lands in the write that accepts it; the bound counts both", async () => {
+    const store = memoryStore()
+    const batches: WriteBatch[] = []
+    const write = store.write.bind(store)
+    store.write = (batch) => {
+      batches.push(batch)
+      return write(batch)
+    }
+    const service = createService({
+      store,
+      clock: manualClock('2030-01-01T00:00:00.000Z'),
+      runner: echo,
+      egress: [RECEIVER],
+      webhookDelivery: 'manual',
+      maxPendingDeliveriesPerTenant: 3,
+    })
+    const tenant = await service.admin.createTenant({ name: 't' })
+    const app = async (type: 'management' | 'private', permissions: Permission[]) =>
+      service.connect(
+        (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
+      )
+    const management = await app('management', ['webhook:create', 'reactor:create'])
+    await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: ['reactor.invoked'] })
+    const reactor = await management.reactors.create({
+      name: 'echo',
+      code: 'module.exports = async (r) => r',
+    })
+    const user = await app('private', ['token:use'])
+    const pending = async () =>
+      (await service.admin.webhooks.deliveries(tenant.id))
+        .filter((d) => d.state === 'pending')
+        .map((d) => d.kind)
+    const { asyncReactorRequestId: id } = await user.reactors.reactAsync(reactor.id, { args: {} })
+    const accepting = batches.filter((b) => b.ops.some((op) => op.op === 'outbox.put' && op.entry.id === id))
+    expect(accepting).toHaveLength(1)
+    const carried = accepting[0]!.ops.flatMap((op) => (op.op === 'outbox.put' ? [op.entry] : []))
+    expect(carried.map((e) => [e.kind, e.event_type ?? null])).toEqual([
+      ['react', null],
+      ['webhook', 'reactor.invoked'],
+    ])
+    expect(JSON.parse(carried[1]!.body).data).toMatchObject({
+      reactor: { id: reactor.id, name: 'echo' },
+      request: { id, invocation_type: 'async' },
+    })
+    // Two pending of 3: the next accept would add two more (its react and its event): refused whole.
+    expect(await pending()).toEqual(['react', 'webhook'])
+    await expect(user.reactors.reactAsync(reactor.id, { args: {} })).rejects.toMatchObject({
+      code: 'too_many_requests',
+    })
+    expect(await pending()).toEqual(['react', 'webhook'])
     await service.close()
   })
 
