@@ -18,10 +18,11 @@ export interface WebhookRuntime {
    * Writes the deliveries of events a call made without a write of its own (`invocationEvents`);
    * resolves once they are in the store, and starts a delivery pass. Not guarded by the tenant's
    * pending bound: the call was admitted before it acted (`admitCall`) and is never refused after,
-   * so the tenant may pass its bound by the events of the calls admitted together. A tenant with
-   * no webhook taking them costs one read.
+   * so the tenant may pass its bound by the events of the calls admitted together. Its webhooks
+   * known as for reads (`readEvents`): a tenant known to take none of them costs a map lookup and
+   * no promise (undefined).
    */
-  callEvents(context: WriteEffectContext, events: readonly DerivedEvent[]): Promise<void>
+  callEvents(context: WriteEffectContext, events: readonly DerivedEvent[]): Promise<void> | undefined
   /**
    * Refuses (429) a call about to invoke a reactor or a proxy when a webhook of the tenant takes one
    * of `types` and the tenant's pending deliveries are at its bound (`CallbackPort.invoking`); its
@@ -98,8 +99,20 @@ export function webhookRuntime(deps: {
   return {
     signer,
     dispatcher,
-    // Unguarded: the call was admitted before it acted (`admitCall`), and is not refused after.
-    callEvents: (context, events) => writeEvents(deps.store, context, events, false, false),
+    callEvents(context, events) {
+      const tenantId = events[0]?.tenantId
+      if (tenantId === undefined) return undefined
+      if (events.some((event) => event.tenantId !== tenantId))
+        return writeEvents(deps.store, context, events, false, false)
+      const nowMs = Date.parse(context.now)
+      const kept = readHooks.kept(tenantId, nowMs)
+      if (kept && !events.some((event) => takesType(kept, event.type))) return undefined
+      return (async () => {
+        const known = knownHooks(kept ?? (await readHooks.of(tenantId, nowMs)))
+        // Unguarded: the call was admitted before it acted (`admitCall`), and is not refused after.
+        await writeEvents(known, context, events, false, false)
+      })()
+    },
     admitCall(tenantId, types, nowMs) {
       const kept = readHooks.kept(tenantId, nowMs)
       if (kept && !types.some((type) => takesType(kept, type))) return undefined
@@ -119,8 +132,7 @@ export function webhookRuntime(deps: {
         const hooks = kept ?? (await readHooks.of(tenantId, nowMs))
         if (!takesType(hooks, type)) return
         const { context, events } = made()
-        const known = { listWebhooks: async () => ({ items: hooks, total: hooks.length }) }
-        await writeEvents(known, context, events, true)
+        await writeEvents(knownHooks(hooks), context, events, true)
       })()
     },
     effect: {
@@ -217,6 +229,11 @@ export class HooksForReads {
     this.held.clear()
   }
 }
+
+/** `hooks` as the store would list them: the webhooks a call's or a read's events go to, read once. */
+const knownHooks = (hooks: StoredWebhook[]): Pick<Store, 'listWebhooks'> => ({
+  listWebhooks: async () => ({ items: hooks, total: hooks.length }),
+})
 
 /** Whether an enabled webhook of `hooks` takes `type`. */
 const takesType = (hooks: readonly StoredWebhook[], type: string) => takes(hooks, type).length > 0

@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { memoryStore } from '../../adapters/memory/index.js'
-import { createService, manualClock } from '../../entry/index.js'
+import { createService, manualClock, type ServiceOptions } from '../../entry/index.js'
 import type { FormulaRunner, Permission, RunOutcome } from '../../src/kernel/index.js'
 import type { WriteBatch } from '../../src/store/index.js'
 import { SENT_EVENT_TYPES } from '../../src/webhooks/index.js'
@@ -69,6 +69,46 @@ async function subscribed(options: { runner?: FormulaRunner; events?: string[] }
   const of = (got: Got[], prefix: string) =>
     got.filter((e) => e.type.startsWith(prefix) && CALL_MADE.test(e.type))
   return { v, reactor, user, app, pending, events, of }
+}
+
+/**
+ * A service over a memory store this test also reaches directly (as another process would), on a
+ * manual clock, with a management key and a user key of its one tenant.
+ */
+async function direct(options: Partial<Omit<ServiceOptions, 'store' | 'clock'>> = {}, store = memoryStore()) {
+  const clock = manualClock('2030-01-01T00:00:00.000Z')
+  const svc = createService({
+    store,
+    clock,
+    runner: null,
+    egress: [RECEIVER],
+    webhookDelivery: 'manual',
+    ...options,
+  })
+  const tenant = await svc.admin.createTenant({ name: 't' })
+  const app = async (type: 'management' | 'private', permissions: Permission[]) =>
+    svc.connect(
+      (await svc.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
+    )
+  const management = await app('management', ['webhook:create', 'reactor:create'])
+  const user = await app('private', ['token:create', 'token:read', 'token:search', 'token:use'])
+  /** A webhook taking `events` written to the store directly: this service learns of it only by reading its webhooks again. */
+  const hookedElsewhere = (events: string[]) =>
+    store.write({
+      ops: [
+        {
+          op: 'webhook.put',
+          webhook: {
+            ...{ id: 'w1', tenant_id: tenant.id, status: 'enabled' as const, name: 'r' },
+            url: `${RECEIVER}/in`,
+            events,
+            created_by: 'x',
+            created_at: clock.now().toISOString(),
+          },
+        },
+      ],
+    })
+  return { svc, store, clock, tenant, management, user, hookedElsewhere }
 }
 
 describe('reactor events', () => {
@@ -221,26 +261,13 @@ describe('reactor events', () => {
       batches.push(batch)
       return write(batch)
     }
-    const service = createService({
-      store,
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
-      runner: echo,
-      egress: [RECEIVER],
-      webhookDelivery: 'manual',
-      maxPendingDeliveriesPerTenant: 3,
-    })
-    const tenant = await service.admin.createTenant({ name: 't' })
-    const app = async (type: 'management' | 'private', permissions: Permission[]) =>
-      service.connect(
-        (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
-      )
-    const management = await app('management', ['webhook:create', 'reactor:create'])
+    const made = await direct({ runner: echo, maxPendingDeliveriesPerTenant: 3 }, store)
+    const { svc: service, tenant, management, user } = made
     await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: ['reactor.invoked'] })
     const reactor = await management.reactors.create({
       name: 'echo',
       code: 'module.exports = async (r) => r',
     })
-    const user = await app('private', ['token:use'])
     const pending = async () =>
       (await service.admin.webhooks.deliveries(tenant.id))
         .filter((d) => d.state === 'pending')
@@ -264,6 +291,39 @@ describe('reactor events', () => {
     })
     expect(await pending()).toEqual(['react', 'webhook'])
     await service.close()
+  })
+
+  it("a tenant's webhooks are read for a react's events at most once per 500 ms; one made elsewhere takes them from 500 on, not 499", async () => {
+    const store = memoryStore()
+    let reads = 0
+    const list = store.listWebhooks.bind(store)
+    store.listWebhooks = (...args) => {
+      reads++
+      return list(...args)
+    }
+    const { svc, clock, tenant, management, user, hookedElsewhere } = await direct({ runner: echo }, store)
+    await management.webhooks.create({ name: 't', url: `${RECEIVER}/in`, events: ['token.created'] })
+    const reactor = await management.reactors.create({
+      name: 'echo',
+      code: 'module.exports = async (r) => r',
+    })
+    reads = 0
+    const invoked = async () =>
+      (await svc.admin.webhooks.deliveries(tenant.id)).filter((d) => d.event_type === 'reactor.invoked')
+        .length
+    await user.reactors.react(reactor.id, { args: {} })
+    expect(reads).toBe(1)
+    await user.reactors.react(reactor.id, { args: {} })
+    await user.reactors.react(reactor.id, { args: {} })
+    expect(reads).toBe(1)
+    await hookedElsewhere(['reactor.invoked'])
+    clock.advance(499)
+    await user.reactors.react(reactor.id, { args: {} })
+    expect([reads, await invoked()]).toEqual([1, 0])
+    clock.advance(1)
+    await user.reactors.react(reactor.id, { args: {} })
+    expect([reads, await invoked()]).toEqual([2, 1])
+    await svc.close()
   })
 
   it('a tenant with no webhook taking them gets none', async () => {
@@ -392,21 +452,14 @@ describe('application key events', () => {
 })
 
 describe('token.read', () => {
-  /** A service over a store this test also writes to directly, as another process would. */
+  /** `direct()`, with the bodies of its tenant's webhook deliveries. */
   async function service() {
-    const store = memoryStore()
-    const clock = manualClock('2030-01-01T00:00:00.000Z')
-    const svc = createService({ store, clock, runner: null, egress: [RECEIVER], webhookDelivery: 'manual' })
-    const tenant = await svc.admin.createTenant({ name: 't' })
-    const app = async (type: 'management' | 'private', permissions: Permission[]) =>
-      svc.connect(
-        (await svc.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
-      )
-    const management = await app('management', ['webhook:create'])
-    const user = await app('private', ['token:create', 'token:read', 'token:search'])
+    const made = await direct()
     const pending = async () =>
-      (await svc.admin.webhooks.deliveries(tenant.id)).filter((d) => d.kind === 'webhook').map((d) => d.body)
-    return { svc, store, clock, tenant, management, user, pending }
+      (await made.svc.admin.webhooks.deliveries(made.tenant.id))
+        .filter((d) => d.kind === 'webhook')
+        .map((d) => d.body)
+    return { ...made, pending }
   }
 
   it('a read by id: { token: { id, type } } in the outbox before it answers; pages and searches send none', async () => {
@@ -438,26 +491,10 @@ describe('token.read', () => {
   })
 
   it('a webhook made by another process takes reads here once 500 ms passed, not at 499', async () => {
-    const { svc, store, clock, tenant, user, pending } = await service()
+    const { svc, clock, user, pending, hookedElsewhere } = await service()
     const t = await user.tokens.create({ type: 'token', data: 'x' })
     await user.tokens.get(t.id)
-    // Written to the store directly: this service learns of it only by reading its webhooks again.
-    const at = clock.now().toISOString()
-    const hook = { id: 'w1', tenant_id: tenant.id, status: 'enabled' as const, name: 'r' }
-    await store.write({
-      ops: [
-        {
-          op: 'webhook.put',
-          webhook: {
-            ...hook,
-            url: `${RECEIVER}/in`,
-            events: ['token.read'],
-            created_by: 'x',
-            created_at: at,
-          },
-        },
-      ],
-    })
+    await hookedElsewhere(['token.read'])
     clock.advance(499)
     await user.tokens.get(t.id)
     expect(await pending()).toEqual([])
