@@ -7,8 +7,9 @@
  * (the goal: the page at SIZE costs at most 1.5× the page at 1 000, i.e. ratio >= 0.67).
  *
  * Run: `node --import tsx bench/audit-pages.bench.ts` (file store, durability `none` while seeding
- * is not what is measured; AUDIT_PAGES_STORES=memory,file; AUDIT_PAGES_SIZE=1000000 for the
- * issue's figure, which seeds for over a minute).
+ * is not what is measured; AUDIT_PAGES_STORES=memory,file,postgres — PostgreSQL when
+ * TOKENVAULT_PG_URL is set, e.g. `eval "$(scripts/pg-test-server.sh start)"`, in a schema of its
+ * own; AUDIT_PAGES_SIZE=1000000 for the goal's figure, which seeds for minutes).
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -23,7 +24,8 @@ import type { Store } from '../src/store/contract.js'
 const SIZE = Number(process.env['AUDIT_PAGES_SIZE'] ?? 250_000)
 const MS = Number(process.env['TOKENVAULT_BENCH_MS'] ?? 300)
 const ROUNDS = 3
-const STORES = (process.env['AUDIT_PAGES_STORES'] ?? 'file,memory').split(',')
+const PG_URL = process.env['TOKENVAULT_PG_URL']
+const STORES = (process.env['AUDIT_PAGES_STORES'] ?? `file,memory${PG_URL ? ',postgres' : ''}`).split(',')
 const BATCH = 5000
 
 /** `n` entries of `tenantId` on one lane, a millisecond apart, about 64 tokens (so a filter has hits). */
@@ -64,10 +66,18 @@ async function rate(page: () => Promise<unknown>): Promise<number> {
   return n / ((performance.now() - start) / 1000)
 }
 
+/** The store of `kind`: a file store in a temporary directory `dir`, PostgreSQL in a schema of its own, or memory. */
+async function open(kind: string, dir: string): Promise<Store> {
+  if (kind === 'file') return fileStore({ path: dir, durability: 'none' })
+  if (kind !== 'postgres') return memoryStore()
+  if (!PG_URL) throw new Error('AUDIT_PAGES_STORES names postgres: set TOKENVAULT_PG_URL')
+  const { postgresStore } = await import('../adapters/postgres/index.js')
+  return postgresStore({ connectionString: PG_URL, schema: `bench_pages_${Date.now()}` })
+}
+
 async function measure(kind: string): Promise<string> {
   const dir = kind === 'file' ? mkdtempSync(join(tmpdir(), 'tv-audit-pages-')) : ''
-  const store =
-    kind === 'file' ? await fileStore({ path: dir, durability: 'none' }) : (memoryStore() as Store)
+  const store = await open(kind, dir)
   const service = createService({ store, clock: manualClock(), masterKey: randomBytes(32), runner: null })
   const reader = async (name: string, n: number) => {
     const tenant = await service.admin.createTenant({ name })
