@@ -151,12 +151,61 @@ export const expiredOutboxSql = (t: Tables) =>
 
 type Query = <R extends QueryResultRow>(config: QueryConfig) => Promise<QueryResult<R>>
 
+/**
+ * `read` of a tenant asked by many calls, made once for as many of them as it can serve: at most
+ * one read of a tenant is under way; the asks that come meanwhile share the next, sent once it
+ * returned (and the first of a quiet spell waits for the turn's check phase, `setImmediate`, so the
+ * asks of that turn share it). Each write of a token reads its tenant's webhooks to derive its
+ * events, so 64 creates in flight asked as many queries, a round trip each (its socket write the
+ * largest part of a create's CPU here). A read is still sent after every ask it answers, so it sees
+ * every write acknowledged before any of them: what a query of each would see. One read failing
+ * fails the asks it answers, not the next.
+ */
+export function perTurn<R>(read: (tenantId: string) => Promise<R[]>): (tenantId: string) => Promise<R[]> {
+  const tenants = new Map<string, { queued: Promise<R[]> | null; sent: Promise<R[]> | null }>()
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+  return (tenantId) => {
+    let t = tenants.get(tenantId)
+    if (!t) {
+      t = { queued: null, sent: null }
+      tenants.set(tenantId, t)
+    }
+    if (t.queued) return t.queued
+    const state = t
+    const after = state.sent ? state.sent.then(noop, noop) : turn()
+    state.queued = after.then(() => {
+      state.queued = null
+      const sent = read(tenantId)
+      state.sent = sent
+      const ended = () => {
+        if (state.sent !== sent) return
+        state.sent = null
+        if (!state.queued) tenants.delete(tenantId)
+      }
+      sent.then(ended, ended)
+      return sent
+    })
+    return state.queued
+  }
+}
+
+const noop = () => {}
+
 /** The reads of this area over `query` (the store's gated pool). */
 export function webhookReads(t: Tables, query: Query) {
   const docs = async <T>(text: string, values: unknown[]): Promise<T[]> =>
     (await query<{ doc: string }>({ text, values })).rows.map((r) => JSON.parse(r.doc) as T)
   const w = `${t.schema}.webhooks`
   const o = `${t.schema}.outbox`
+  const hookRows = perTurn(
+    async (tenantId: string) =>
+      (
+        await query<{ doc: string }>({
+          text: `SELECT doc::text AS doc FROM ${w} WHERE tenant_id = $1 ORDER BY created_at, id`,
+          values: [tenantId],
+        })
+      ).rows,
+  )
   return {
     getWebhook: async (tenantId: string, id: string) =>
       (
@@ -166,11 +215,9 @@ export function webhookReads(t: Tables, query: Query) {
         ])
       )[0] ?? null,
     listWebhooks: async (tenantId: string, range: Range): Promise<Page<StoredWebhook>> => {
-      const all = await docs<StoredWebhook>(
-        `SELECT doc::text AS doc FROM ${w} WHERE tenant_id = $1 ORDER BY created_at, id`,
-        [tenantId],
-      )
-      return { items: all.slice(range.offset, range.offset + range.limit), total: all.length }
+      const rows = await hookRows(tenantId)
+      const items = rows.slice(range.offset, range.offset + range.limit).map((r) => JSON.parse(r.doc))
+      return { items: items as StoredWebhook[], total: rows.length }
     },
     getOutbox: async (tenantId: string, id: string) =>
       (
