@@ -161,7 +161,7 @@ type Query = <R extends QueryResultRow>(config: QueryConfig) => Promise<QueryRes
  * every write acknowledged before any of them: what a query of each would see. One read failing
  * fails the asks it answers, not the next.
  */
-export function perTurn<R>(read: (tenantId: string) => Promise<R[]>): (tenantId: string) => Promise<R[]> {
+export function sharedReads<R>(read: (tenantId: string) => Promise<R[]>): (tenantId: string) => Promise<R[]> {
   const tenants = new Map<string, { queued: Promise<R[]> | null; sent: Promise<R[]> | null }>()
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
   return (tenantId) => {
@@ -197,7 +197,7 @@ export function webhookReads(t: Tables, query: Query) {
     (await query<{ doc: string }>({ text, values })).rows.map((r) => JSON.parse(r.doc) as T)
   const w = `${t.schema}.webhooks`
   const o = `${t.schema}.outbox`
-  const hookRows = perTurn(
+  const hookRows = sharedReads(
     async (tenantId: string) =>
       (
         await query<{ doc: string }>({

@@ -2,23 +2,23 @@ import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postgresStore } from '../../adapters/postgres/index.js'
-import { perTurn } from '../../adapters/postgres/outbox.js'
+import { sharedReads } from '../../adapters/postgres/outbox.js'
 import { createService, manualClock } from '../../entry/index.js'
 import { describePostgres, dropSchemas, freshSchema, testPool } from './database.js'
 
 /**
  * Each token write reads its tenant's webhooks to derive its events. On PostgreSQL one read of a
  * tenant is under way at a time, and the asks that come meanwhile share the next, sent after the
- * last of them (`perTurn` in adapters/postgres/outbox.ts): as exact as a query each, a round trip
+ * last of them (`sharedReads` in adapters/postgres/outbox.ts): as exact as a query each, a round trip
  * for many.
  */
-describe('perTurn', () => {
+describe('sharedReads', () => {
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
   it('makes one read of the asks of a quiet turn, sent after the last of them', async () => {
     let version = 0
     const sentAt: number[] = []
-    const read = perTurn(async (tenant: string) => {
+    const read = sharedReads(async (tenant: string) => {
       sentAt.push(version)
       return [`${tenant}@${version}`]
     })
@@ -30,10 +30,29 @@ describe('perTurn', () => {
     expect(sentAt).toEqual([1, 1])
   })
 
+  it('the asks that come while a read is under way share the next, sent once it returned', async () => {
+    let reads = 0
+    let release = () => {}
+    const read = sharedReads(async () => {
+      reads++
+      if (reads === 1) await new Promise<void>((resolve) => (release = resolve))
+      return [reads]
+    })
+    const first = read('t')
+    await turn()
+    const [a, b] = [read('t'), read('t')]
+    await turn()
+    await turn()
+    expect(reads).toBe(1)
+    release()
+    expect(await Promise.all([first, a, b])).toEqual([[1], [2], [2]])
+    expect(reads).toBe(2)
+  })
+
   it('an ask after the read was sent waits for a read of its own; a failed read fails its asks only', async () => {
     let reads = 0
     let fail = true
-    const read = perTurn(async () => {
+    const read = sharedReads(async () => {
       reads++
       if (fail) throw new Error('unreachable')
       return [reads]
