@@ -99,7 +99,10 @@ async function direct(options: Partial<Omit<ServiceOptions, 'store' | 'clock'>> 
         {
           op: 'webhook.put',
           webhook: {
-            ...{ id: 'w1', tenant_id: tenant.id, status: 'enabled' as const, name: 'r' },
+            id: 'w1',
+            tenant_id: tenant.id,
+            status: 'enabled',
+            name: 'r',
             url: `${RECEIVER}/in`,
             events,
             created_by: 'x',
@@ -207,31 +210,26 @@ describe('reactor events', () => {
       return { ok: true, value: { raw: {} }, logs: [] }
     })
     let sent = 0
-    const service = createService({
-      store: memoryStore(),
-      clock: manualClock('2030-01-01T00:00:00.000Z'),
+    const {
+      svc: service,
+      tenant,
+      management,
+      user,
+    } = await direct({
       runner: counting,
       egress: [RECEIVER, PROCESSOR],
       egressClient: async () => {
         sent++
         return { status: 200, statusText: 'OK', url: PROCESSOR, redirected: false, headers: {}, body: '' }
       },
-      webhookDelivery: 'manual',
       maxPendingDeliveriesPerTenant: 3,
     })
-    const tenant = await service.admin.createTenant({ name: 't' })
-    const app = async (type: 'management' | 'private', permissions: Permission[]) =>
-      service.connect(
-        (await service.admin.createApplication({ tenantId: tenant.id, name: type, type, permissions })).key,
-      )
-    const management = await app('management', ['webhook:create', 'reactor:create'])
     const types = ['reactor.invoked', 'reactor.completed', 'proxy.invoked']
     await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: types })
     const reactor = await management.reactors.create({
       name: 'echo',
       code: 'module.exports = async (r) => r',
     })
-    const user = await app('private', ['token:use'])
     const pending = async () =>
       (await service.admin.webhooks.deliveries(tenant.id)).filter((d) => d.state === 'pending').length
     // A bound of 3: the first react's two leave room; the second is admitted at 2 and writes its
@@ -261,8 +259,12 @@ describe('reactor events', () => {
       batches.push(batch)
       return write(batch)
     }
-    const made = await direct({ runner: echo, maxPendingDeliveriesPerTenant: 3 }, store)
-    const { svc: service, tenant, management, user } = made
+    const {
+      svc: service,
+      tenant,
+      management,
+      user,
+    } = await direct({ runner: echo, maxPendingDeliveriesPerTenant: 3 }, store)
     await management.webhooks.create({ name: 'r', url: `${RECEIVER}/in`, events: ['reactor.invoked'] })
     const reactor = await management.reactors.create({
       name: 'echo',
