@@ -132,6 +132,16 @@ export function hookedCreateQuery(d: WriteDeps, creates: readonly HookedCreate[]
 }
 
 /**
+ * Whether `error` is a create with deliveries meeting a delivery's row: a unique violation of this
+ * schema's `outbox` primary key. Its statement inserts them without `ON CONFLICT` (see
+ * `hookedCreateSql`); the write then goes through `tv_write`, whose `outbox.put` writes over it.
+ */
+function isDeliveryConflict(error: unknown, schema: string): boolean {
+  const e = error as { code?: unknown; constraint?: unknown; schema?: unknown }
+  return e.code === '23505' && e.constraint === 'outbox_pkey' && e.schema === schema
+}
+
+/**
  * Whether `error` fails every write alike: no SQL state (the connection failed, the call timed
  * out), or the database unreachable, shutting down or out of resources (classes 08, 53, 57, 58).
  */
@@ -187,19 +197,24 @@ interface AloneOptions {
 function aloneQuery(d: WriteDeps, checks: Check[], ops: Op[], options: AloneOptions) {
   const created = plainCreate(checks, ops)
   if (created)
-    return { config: plainCreateQuery(d.st, d.locks, [created]), absentIsKey: true, sharedBounds: false }
+    return {
+      config: plainCreateQuery(d.st, d.locks, [created]),
+      absentIsKey: true,
+      sharedBounds: false,
+      hooked: false,
+    }
   const sharedBounds = !options.exclusiveBounds && boundsShared([{ checks, ops }])
   const hooked = sharedBounds && !options.deferSync ? hookedCreate(checks, ops) : null
-  if (hooked) return { config: hookedCreateQuery(d, [hooked]), absentIsKey: true, sharedBounds }
+  if (hooked) return { config: hookedCreateQuery(d, [hooked]), absentIsKey: true, sharedBounds, hooked: true }
   const args = writeArguments(sharedBounds ? withMargin(checks) : checks, ops)
   const slot = sharedBounds ? d.slots.next() : undefined
   const config = writeConfig(d, checks, ops, args, options.deferSync === true, slot)
-  return { config, absentIsKey: args.deferred, sharedBounds }
+  return { config, absentIsKey: args.deferred, sharedBounds, hooked: false }
 }
 
 /**
- * One write in one call (`tv_write`, or a plain create's statement), retried on a deadlock or a
- * serialization failure. A write whose bounds it held shared (`boundsShared`) and whose bound
+ * One write in one call (`tv_write`, or a plain or hooked create's statement), retried on a
+ * deadlock or a serialization failure. A write whose bounds it held shared (`boundsShared`) and whose bound
  * failed with the margin runs again holding them exclusive: only that answer is the bound's.
  */
 async function writeAlone(
@@ -209,7 +224,7 @@ async function writeAlone(
   ops: Op[],
   options: AloneOptions = {},
 ): Promise<WriteResult> {
-  const { config, absentIsKey, sharedBounds } = aloneQuery(d, checks, ops, options)
+  const { config, absentIsKey, sharedBounds, hooked } = aloneQuery(d, checks, ops, options)
   for (let attempt = 1; ; attempt++) {
     try {
       const { rows } = await d.gate.run(tenant, () => d.pool.query<{ failed?: number; ok?: boolean }>(config))
@@ -221,6 +236,9 @@ async function writeAlone(
     } catch (error) {
       // The first guard, `token.absent`, failed: its put met the row (the call wrote nothing).
       if (absentIsKey && isTokenConflict(error, d.schema)) return { ok: false, failed: checks[0]! }
+      // A delivery's id met its row (the call wrote nothing): through `tv_write`, which writes over it.
+      if (hooked && isDeliveryConflict(error, d.schema))
+        return writeAlone(d, tenant, checks, ops, { ...options, exclusiveBounds: true })
       const code = (error as { code?: unknown }).code
       if (attempt < SERIALIZATION_ATTEMPTS && typeof code === 'string' && RETRY.has(code)) {
         await pause(retryPauseMs(attempt))

@@ -169,6 +169,57 @@ describePostgres('creates with webhook deliveries: one statement, the bound exac
     expect(sent.hooked - before.hooked).toBeGreaterThan(0)
   })
 
+  it('inserts its deliveries, never upserts them: the outbox table’s UPDATE statement triggers do not fire', async () => {
+    // An upsert (INSERT … ON CONFLICT DO UPDATE) fires a table's UPDATE statement triggers even when
+    // it updates no row: the count's (`outbox_count_updated`) then read its transition tables for
+    // nothing. A statement trigger of the test's own counts the firings.
+    const s = `"${schema}"`
+    await pool.query(`CREATE TABLE ${s}.update_firings (n integer NOT NULL)
+      ;CREATE FUNCTION ${s}.count_update_firing() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO ${s}.update_firings VALUES (1); RETURN NULL; END $$
+      ;CREATE TRIGGER count_update_firing AFTER UPDATE ON ${s}.outbox
+        FOR EACH STATEMENT EXECUTE FUNCTION ${s}.count_update_firing()`)
+    const firings = async () =>
+      Number((await pool.query(`SELECT count(*) AS n FROM ${s}.update_firings`)).rows[0].n)
+    try {
+      const before = { ...sent }
+      expect(await store.write(hooked(token('U', 'u1'), 999, 2))).toEqual({ ok: true })
+      const group = await Promise.all(ids(12, 'u').map((id) => store.write(hooked(token('U', id), 999))))
+      expect(group).toEqual(group.map(() => ({ ok: true })))
+      expect(sent.hooked - before.hooked).toBeGreaterThan(1)
+      expect(sent.tvWrite - before.tvWrite).toBe(0)
+      expect(await pending('U')).toBe(14)
+      expect(await firings()).toBe(0)
+      // The trigger counts: a delivery's update (its state moved) fires it once.
+      const claimed = { ...delivery('U', 'd-u1-0'), state: 'delivered' as const, expires_at: NOW }
+      expect(await store.write({ ops: [{ op: 'outbox.put', entry: claimed }] })).toEqual({ ok: true })
+      expect(await firings()).toBe(1)
+    } finally {
+      await pool.query(`DROP TRIGGER count_update_firing ON ${s}.outbox; DROP TABLE ${s}.update_firings`)
+    }
+  })
+
+  it('a delivery whose id is there already is written over, alone and in a group, as tv_write writes it', async () => {
+    const old = (id: string) => ({
+      op: 'outbox.put' as const,
+      entry: { ...delivery('O', id), body: '"old"' },
+    })
+    expect(await store.write({ ops: [old('d-o1-0'), old('d-o0003-0')] })).toEqual({ ok: true })
+    expect(await pending('O')).toBe(2)
+    const before = { ...sent }
+    // Alone: the statement meets the delivery's key, writes nothing, and the write goes through tv_write.
+    expect(await store.write(hooked(token('O', 'o1'), 999))).toEqual({ ok: true })
+    expect(sent.tvWrite - before.tvWrite).toBe(1)
+    expect(await store.getOutbox('O', 'd-o1-0')).toEqual(delivery('O', 'd-o1-0'))
+    // In a group: the group's statement fails whole, and its writes go through tv_write_many.
+    const group = await Promise.all(ids(12, 'o').map((id) => store.write(hooked(token('O', id), 999))))
+    expect(group).toEqual(group.map(() => ({ ok: true })))
+    expect(await store.getOutbox('O', 'd-o0003-0')).toEqual(delivery('O', 'd-o0003-0'))
+    expect(await tokens('O')).toBe(13)
+    expect(await store.countRecords('O', 'log')).toBe(13)
+    expect(await pending('O')).toBe(13)
+  })
+
   it('reads the bound after its locks: a write that held the bound exclusive and filled it is counted', async () => {
     const holder = await pool.connect()
     try {
