@@ -86,9 +86,10 @@ export default defineConfig({
         // and PostgreSQL, so a second file overlaps them. Worker threads start faster than forked
         // processes; no fast test touches process-wide state (RSS, signals, cwd, umask). A worker's
         // files share its modules (`isolate: false`): evaluating the service's module graph again
-        // for each file was about a third of the suite's time (vitest's `import`: 211 s of 507 s
-        // in all on this 2-core machine, 43 s shared). The files that replace a module, a global
-        // or the timers (`OWN_MODULES`) run after, each with fresh modules (`fast-isolated`).
+        // for each file cost 211 s of import time summed over the files (43 s shared), and the
+        // run took 507 s against 352 s shared on this 2-core machine. The files that replace a
+        // module, a global or the timers (`OWN_MODULES`) run after, each with fresh modules
+        // (`fast-isolated`).
         test: {
           name: 'fast',
           include: tests,

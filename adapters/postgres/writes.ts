@@ -214,8 +214,9 @@ function aloneQuery(d: WriteDeps, checks: Check[], ops: Op[], options: AloneOpti
 
 /**
  * One write in one call (`tv_write`, or a plain or hooked create's statement), retried on a
- * deadlock or a serialization failure. A write whose bounds it held shared (`boundsShared`) and whose bound
- * failed with the margin runs again holding them exclusive: only that answer is the bound's.
+ * deadlock or a serialization failure. A write whose bounds it held shared (`boundsShared`) and
+ * whose bound failed with the margin runs again holding them exclusive: only that answer is the
+ * bound's.
  */
 async function writeAlone(
   d: WriteDeps,
