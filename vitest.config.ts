@@ -49,9 +49,12 @@ const slow = tests.map((glob) => glob.replace(/\*\.test\.ts$/, '*.slow.test.ts')
 /**
  * What makes a fast file need modules of its own: it replaces a module (`vi.mock`, `vi.doMock`,
  * `vi.hoisted` beside them), a module's export (`vi.spyOn`), a global or an environment variable,
- * or the timers. Any other fast file shares its worker's modules with the files before it.
+ * or the timers; or it asserts what the process keeps in a module (the parsed templates' cache,
+ * shared by every vault of the process: a file before it in the worker would have filled it).
+ * Any other fast file shares its worker's modules with the files before it.
  */
-const OWN_MODULES = /\bvi\.(mock|doMock|hoisted|spyOn|stubGlobal|stubEnv|useFakeTimers)\(/
+const OWN_MODULES =
+  /\bvi\.(mock|doMock|hoisted|spyOn|stubGlobal|stubEnv|useFakeTimers)\(|\b(isTemplateCached|templatesCached)\(/
 
 /**
  * The fast files that get fresh modules (`isolate`), found by their text (`OWN_MODULES`): the

@@ -1,7 +1,8 @@
 /**
  * The fast suite's two projects (vitest.config.ts): the files of a `fast` worker share its modules,
- * so a file that replaces a module, an export, a global, an environment variable or the timers must
- * be in `fast-isolated`, which gives each file modules of its own, and in no other project. The
+ * so a file that replaces a module, an export, a global, an environment variable or the timers, or
+ * asserts what a module keeps for the process (the parsed templates' cache), must be in
+ * `fast-isolated`, which gives each file modules of its own, and in no other project. The
  * calls are spelled apart here so that this file is not one of them.
  */
 import { readdirSync, readFileSync } from 'node:fs'
@@ -11,7 +12,11 @@ import { expect, it } from 'vitest'
 import config from '../../vitest.config.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
-const REPLACING = ['mock', 'doMock', 'spyOn', 'stubGlobal', 'stubEnv', 'useFakeTimers'].map((m) => `vi.${m}(`)
+const REPLACING = [
+  ...['mock', 'doMock', 'spyOn', 'stubGlobal', 'stubEnv', 'useFakeTimers'].map((m) => `vi.${m}(`),
+  // What the process keeps in a module, read by a test: the parsed templates' cache.
+  ...['isTemplateCached', 'templatesCached'].map((f) => `${f}(`),
+]
 
 interface Project {
   test: { name: string; include?: string[]; exclude?: string[]; isolate?: boolean }
@@ -32,6 +37,7 @@ it('every fast file that replaces a module, a global or the timers runs with mod
     return REPLACING.some((call) => text.includes(call))
   })
   expect(replacing).toContain('test/core/egress.test.ts')
+  expect(replacing).toContain('test/core/expressions.test.ts')
   expect(replacing.length).toBeGreaterThan(10)
   const isolated = project('fast-isolated')
   expect(isolated.isolate).not.toBe(false)
