@@ -49,12 +49,13 @@ const slow = tests.map((glob) => glob.replace(/\*\.test\.ts$/, '*.slow.test.ts')
 /**
  * What makes a fast file need modules of its own: it replaces a module (`vi.mock`, `vi.doMock`,
  * `vi.hoisted` beside them), a module's export (`vi.spyOn`), a global or an environment variable,
- * or the timers; or it asserts what the process keeps in a module (the parsed templates' cache,
- * shared by every vault of the process: a file before it in the worker would have filled it).
- * Any other fast file shares its worker's modules with the files before it.
+ * or the timers; or it asserts what the process keeps in a module, shared by every vault of the
+ * process, which a file before it in the worker would have moved: the parsed templates' cache, or
+ * each tenant's last ordered id (`newOrderedId` goes on from it). Any other fast file shares its
+ * worker's modules with the files before it.
  */
 const OWN_MODULES =
-  /\bvi\.(mock|doMock|hoisted|spyOn|stubGlobal|stubEnv|useFakeTimers)\(|\b(isTemplateCached|templatesCached)\(/
+  /\bvi\.(mock|doMock|hoisted|spyOn|stubGlobal|stubEnv|useFakeTimers)\(|\b(isTemplateCached|templatesCached|newOrderedId)\(/
 
 /**
  * The fast files that get fresh modules (`isolate`), found by their text (`OWN_MODULES`): the

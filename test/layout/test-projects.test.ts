@@ -14,8 +14,8 @@ import config from '../../vitest.config.js'
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const REPLACING = [
   ...['mock', 'doMock', 'spyOn', 'stubGlobal', 'stubEnv', 'useFakeTimers'].map((m) => `vi.${m}(`),
-  // What the process keeps in a module, read by a test: the parsed templates' cache.
-  ...['isTemplateCached', 'templatesCached'].map((f) => `${f}(`),
+  // What the process keeps in a module, read by a test: the parsed templates' cache, the ids' counters.
+  ...['isTemplateCached', 'templatesCached', 'newOrderedId'].map((f) => `${f}(`),
 ]
 
 interface Project {
@@ -38,6 +38,7 @@ it('every fast file that replaces a module, a global or the timers runs with mod
   })
   expect(replacing).toContain('test/core/egress.test.ts')
   expect(replacing).toContain('test/core/expressions.test.ts')
+  expect(replacing).toContain('test/core/ordered-ids.test.ts')
   expect(replacing.length).toBeGreaterThan(10)
   const isolated = project('fast-isolated')
   expect(isolated.isolate).not.toBe(false)
