@@ -1,7 +1,8 @@
 /**
  * The fast suite's two projects (vitest.config.ts): the files of a `fast` worker share its modules,
  * so a file that replaces a module, an export, a global, an environment variable or the timers, or
- * asserts what a module keeps for the process (the parsed templates' cache), must be in
+ * asserts what a module keeps for the process (the parsed templates' cache, each tenant's last
+ * ordered id), must be in
  * `fast-isolated`, which gives each file modules of its own, and in no other project. The
  * calls are spelled apart here so that this file is not one of them.
  */
@@ -31,7 +32,7 @@ const fastFiles = ['test', 'examples', 'adapters', 'src'].flatMap((dir) =>
     .filter((f) => f.endsWith('.test.ts') && !f.endsWith('.slow.test.ts') && !f.includes('node_modules')),
 )
 
-it('every fast file that replaces a module, a global or the timers runs with modules of its own', () => {
+it('every fast file that replaces a module, a global or the timers, or reads process state, runs with modules of its own', () => {
   const replacing = fastFiles.filter((f) => {
     const text = readFileSync(join(root, f), 'utf8')
     return REPLACING.some((call) => text.includes(call))
